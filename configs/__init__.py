@@ -1,0 +1,1 @@
+"""The built-in ipd catalog (YAML), installed as the ``ipd_cli.configs`` package."""

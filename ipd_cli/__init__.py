@@ -1,0 +1,34 @@
+"""ipd: intelligence-per-dollar cost modelling of AI hardware.
+
+``import ipd_cli`` gives the same estimates as the ``ipd`` command::
+
+    cat = ipd_cli.load()
+    ipd_cli.compare(cat, ["vera-rubin", "blackwell"])
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .api import (  # noqa: E402
+    compare,
+    list_hardware,
+    list_models,
+    load,
+    output_schema,
+    show_hardware,
+    show_model,
+    train,
+)
+
+__all__ = [
+    "__version__",
+    "compare",
+    "list_hardware",
+    "list_models",
+    "load",
+    "output_schema",
+    "show_hardware",
+    "show_model",
+    "train",
+]

@@ -1,0 +1,266 @@
+"""Pydantic models of the catalog files (the validation boundary).
+
+Every number from the world is a :class:`Sourced` value: the number, the id of a
+source (title, URL and date live in a ``sources:`` block), whether it is an
+estimate, and optionally the range over which the sources disagree. The engine
+never sees these models: :mod:`ipd_cli.engine.inputs` turns them into plain
+numbers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PRECISIONS = ("fp4", "fp8", "bf16")
+Precision = Literal["fp4", "fp8", "bf16"]
+Status = Literal["shipping", "announced", "roadmap"]
+PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
+
+
+class Strict(BaseModel):
+    """Base for every catalog model: unknown keys are errors, models are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(Strict):
+    title: str
+    url: str | None = None
+    date: str = Field(description="publication or retrieval date, YYYY or YYYY-MM or YYYY-MM-DD")
+
+    @field_validator("date", mode="before")
+    @classmethod
+    def _date_text(cls, v: object) -> object:
+        # YAML reads 2026-01-05 as a date and 2026 as an int; keep the text form.
+        return v.isoformat() if isinstance(v, dt.date) else str(v) if isinstance(v, int) else v
+
+
+class Sourced(Strict):
+    """A number from the world with its provenance."""
+
+    value: float
+    source: str = Field(description="id of an entry in a `sources:` block")
+    estimate: bool = False
+    range: tuple[float, float] | None = Field(
+        default=None, description="low and high values where sources disagree"
+    )
+    note: str | None = None
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+    @model_validator(mode="after")
+    def _range_ordered(self) -> Sourced:
+        if self.range is not None:
+            lo, hi = self.range
+            if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+                raise ValueError(f"range must be [low, high] with low <= high, got {list(self.range)}")
+        return self
+
+
+class Accelerator(Strict):
+    vendor: str
+    fp4_dense_tflops: Sourced | None = None
+    fp8_dense_tflops: Sourced
+    bf16_dense_tflops: Sourced
+    fp4_sparse_tflops: Sourced | None = None
+    fp8_sparse_tflops: Sourced | None = None
+    bf16_sparse_tflops: Sourced | None = None
+    fp4_vendor_effective_tflops: Sourced | None = Field(
+        default=None, description="vendor figures that are neither dense nor 2:4 sparse (Rubin 'TE')"
+    )
+    hbm_gb: Sourced
+    hbm_tb_per_s: Sourced
+    scale_up_gb_per_s_bidir: Sourced = Field(description="per GPU, both directions added")
+    scale_out_gbit_per_s: Sourced = Field(description="scale-out NIC bandwidth per GPU")
+    tdp_w: Sourced
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _positive(self) -> Accelerator:
+        _positive_sourced(self)
+        return self
+
+    def dense_tflops(self, precision: str) -> Sourced | None:
+        return getattr(self, f"{precision}_dense_tflops")
+
+
+class HostCpu(Strict):
+    cores: int = Field(gt=0)
+    threads: int | None = None
+    relative_core_throughput: Sourced | None = Field(
+        default=None, description="throughput per core relative to a Grace (Neoverse V2) core"
+    )
+    source: str
+    note: str | None = None
+
+
+class Price(Strict):
+    label: PriceLabel
+    usd_per_gpu_hour: Sourced
+
+    @model_validator(mode="after")
+    def _positive(self) -> Price:
+        _positive_sourced(self)
+        return self
+
+
+class System(Strict):
+    description: str
+    accelerator: str
+    accelerators: int = Field(gt=0, description="accelerators in one node or rack")
+    scale_up_domain: int = Field(gt=0, description="GPUs in one scale-up (NVLink/IF) domain")
+    host_cpu: str
+    host_cpus: int = Field(gt=0)
+    power_kw: Sourced = Field(description="node or rack power, all accelerators and hosts")
+    capex_usd: Sourced = Field(description="purchase price of the node or rack")
+    prices: list[Price] = Field(min_length=1)
+    status: Status
+    unstable: bool = False
+    aliases: list[str] = []
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _positive(self) -> System:
+        _positive_sourced(self)
+        if self.scale_up_domain > self.accelerators and self.scale_up_domain % self.accelerators:
+            raise ValueError("scale_up_domain must be a multiple of accelerators when it spans nodes")
+        return self
+
+
+class Model(Strict):
+    description: str
+    total_params: float = Field(gt=0)
+    active_params: float = Field(gt=0)
+    layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    attention_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    kv_heads: int | None = Field(default=None, gt=0, description="GQA/MHA KV heads")
+    kv_lora_rank: int | None = Field(default=None, gt=0, description="MLA latent size")
+    qk_rope_head_dim: int | None = Field(default=None, ge=0, description="MLA decoupled RoPE key size")
+    experts: int = Field(default=1, gt=0, description="routed experts per MoE layer (1 = dense)")
+    experts_per_token: int = Field(default=1, gt=0)
+    shared_experts: int = Field(default=0, ge=0)
+    vocab_size: int = Field(gt=0)
+    max_context: int = Field(gt=0)
+    source: str
+    estimate: bool = False
+    aliases: list[str] = []
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Model:
+        if self.active_params > self.total_params:
+            raise ValueError("active_params cannot exceed total_params")
+        if (self.kv_heads is None) == (self.kv_lora_rank is None):
+            raise ValueError("give exactly one of kv_heads (GQA/MHA) or kv_lora_rank (MLA)")
+        if self.experts_per_token > self.experts:
+            raise ValueError("experts_per_token cannot exceed experts")
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 1
+
+
+class Economics(Strict):
+    electricity_usd_per_kwh: Sourced
+    pue: Sourced
+    depreciation_years: Sourced
+    cost_of_capital: Sourced = Field(description="annual rate, e.g. 0.10")
+    utilisation: Sourced = Field(description="share of hours an owned GPU does paid work")
+    opex_fraction_of_capex_per_year: Sourced
+    rental_label_preference: list[PriceLabel] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Economics:
+        for name in ("electricity_usd_per_kwh", "cost_of_capital", "opex_fraction_of_capex_per_year"):
+            if getattr(self, name).value < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name).value}")
+        if self.pue.value < 1:
+            raise ValueError(f"pue must be >= 1 (total power / IT power), got {self.pue.value}")
+        if self.depreciation_years.value <= 0:
+            raise ValueError(f"depreciation_years must be > 0, got {self.depreciation_years.value}")
+        _fraction("utilisation", self.utilisation)
+        return self
+
+
+class MfuPoint(Strict):
+    """A measured training MFU and the cluster size it was measured at."""
+
+    mfu: Sourced
+    measured_at_gpus: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> MfuPoint:
+        _fraction("mfu", self.mfu)
+        return self
+
+
+class Efficiency(Strict):
+    training_mfu: dict[Precision, MfuPoint]
+    scale_retained_per_10x: Sourced = Field(description="share of per-GPU throughput kept per 10x GPUs")
+    training_bytes_per_param: Sourced = Field(description="weights + grads + optimizer state")
+    activation_bytes_per_value: Sourced
+    hbm_usable_fraction: Sourced
+    moe_a2a_bytes_per_value: Sourced
+    scale_up_link_efficiency: Sourced
+    scale_out_link_efficiency: Sourced
+    moe_a2a_overlap: Sourced = Field(description="share of expert all-to-all hidden behind compute")
+
+    @model_validator(mode="after")
+    def _fractions(self) -> Efficiency:
+        _positive_sourced(self, skip=("moe_a2a_overlap",))
+        for name in (
+            "scale_retained_per_10x",
+            "hbm_usable_fraction",
+            "scale_up_link_efficiency",
+            "scale_out_link_efficiency",
+        ):
+            _fraction(name, getattr(self, name))
+        if not 0 <= self.moe_a2a_overlap.value < 1:
+            raise ValueError(f"moe_a2a_overlap must be in [0, 1), got {self.moe_a2a_overlap.value}")
+        return self
+
+
+class PretrainWorkload(Strict):
+    kind: Literal["pretrain"] = "pretrain"
+    description: str
+    model: str
+    tokens: float = Field(gt=0)
+    deadline_days: float | None = Field(default=None, gt=0)
+    gpus: int | None = Field(default=None, gt=0)
+    precision: Precision = "bf16"
+    sequence_length: int = Field(default=8192, gt=0)
+    source: str
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> PretrainWorkload:
+        if (self.deadline_days is None) == (self.gpus is None):
+            raise ValueError("give exactly one of deadline_days or gpus")
+        return self
+
+
+def _positive_sourced(model: BaseModel, skip: tuple[str, ...] = ()) -> None:
+    """Every spec, power and price in these models must be > 0."""
+    for name in type(model).model_fields:
+        v = getattr(model, name)
+        if name in skip:
+            continue
+        if isinstance(v, Sourced) and v.value <= 0:
+            raise ValueError(f"{name} must be > 0, got {v.value}")
+
+
+def _fraction(name: str, s: Sourced) -> None:
+    if not 0 < s.value <= 1:
+        raise ValueError(f"{name} must be a fraction in (0, 1], got {s.value}")

@@ -1,0 +1,246 @@
+"""The thin Typer layer: parse, load the catalog, call the engine, render.
+
+Data goes to stdout, every message to stderr. User errors exit 2 (input) or 1
+(infeasible) with one line and no traceback; ``IPD_DEBUG=1`` shows it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import BaseModel
+
+from . import __version__, api
+from .errors import ExitCode, IpdError
+from .render import FORMATS, OutputContext, render
+
+app = typer.Typer(
+    name="ipd",
+    help="Intelligence-per-dollar cost modelling of AI hardware.\n\n"
+    "Example: ipd compare vera-rubin blackwell",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+hardware_app = typer.Typer(
+    help="Accelerator systems in the catalog.\n\nExample: ipd hardware show vera-rubin", no_args_is_help=True
+)
+models_app = typer.Typer(
+    help="Model architectures in the catalog.\n\nExample: ipd models show deepseek-v3", no_args_is_help=True
+)
+workloads_app = typer.Typer(
+    help="Workloads in the catalog.\n\nExample: ipd workloads show pretrain-10t-moe", no_args_is_help=True
+)
+app.add_typer(hardware_app, name="hardware")
+app.add_typer(models_app, name="models")
+app.add_typer(workloads_app, name="workloads")
+
+FormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help=f"Output format: {', '.join(FORMATS)} (auto: table on a terminal, JSON when piped).",
+    ),
+]
+CatalogOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--catalog",
+        help="Extra catalog directory (repeatable); entries override built-in ones. Also IPD_CATALOG.",
+    ),
+]
+PricingOpt = Annotated[
+    str, typer.Option("--pricing", help="rental (a catalog price point) or tco (owning cost).")
+]
+
+
+def _ctx() -> OutputContext:
+    is_tty = sys.stdout.isatty()
+    color = is_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    width = None
+    if is_tty:
+        import shutil
+
+        width = shutil.get_terminal_size().columns
+    return OutputContext(is_tty=is_tty, width=width, color=color)
+
+
+def _emit(result: BaseModel, fmt: str) -> None:
+    text = render(result, fmt, _ctx())
+    sys.stdout.write(text)
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"ipd {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """Intelligence-per-dollar cost modelling of AI hardware.
+
+    Example: ipd compare vera-rubin blackwell
+    """
+
+
+@hardware_app.command("list")
+def hardware_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+    """List hardware systems with their key specs.
+
+    Example: ipd hardware list --format csv
+    """
+    _emit(api.list_hardware(api.load(catalog)), fmt)
+
+
+@hardware_app.command("show")
+def hardware_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+    """Show one system, its accelerator and host CPU, every value with its source, and its file.
+
+    Example: ipd hardware show vera-rubin --format yaml
+    """
+    _emit(api.show_hardware(api.load(catalog), name), fmt)
+
+
+@models_app.command("list")
+def models_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+    """List model architectures.
+
+    Example: ipd models list
+    """
+    _emit(api.list_models(api.load(catalog)), fmt)
+
+
+@models_app.command("show")
+def models_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+    """Show one model architecture and its source.
+
+    Example: ipd models show kimi-k2
+    """
+    _emit(api.show_model(api.load(catalog), name), fmt)
+
+
+@workloads_app.command("list")
+def workloads_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+    """List workloads.
+
+    Example: ipd workloads list
+    """
+    _emit(api.list_workloads(api.load(catalog)), fmt)
+
+
+@workloads_app.command("show")
+def workloads_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+    """Show one workload.
+
+    Example: ipd workloads show pretrain-10t-moe
+    """
+    _emit(api.show_workload(api.load(catalog), name), fmt)
+
+
+@app.command()
+def train(
+    hardware: Annotated[str, typer.Option("--hardware", help="System name or alias (ipd hardware list).")],
+    model: Annotated[str, typer.Option("--model", help="Model name or alias (ipd models list).")],
+    tokens: Annotated[float, typer.Option("--tokens", help="Training tokens, e.g. 15.6e12.")],
+    gpus: Annotated[
+        int | None, typer.Option("--gpus", help="Fixed cluster size (give --gpus or --days).")
+    ] = None,
+    days: Annotated[
+        float | None, typer.Option("--days", help="Deadline in days: size the cluster to meet it.")
+    ] = None,
+    precision: Annotated[
+        str, typer.Option("--precision", help="bf16, fp8 or fp4 (dense peak used).")
+    ] = "bf16",
+    mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,
+    seq_len: Annotated[
+        int, typer.Option("--seq-len", help="Sequence length for the attention FLOPs.")
+    ] = 8192,
+    pricing: PricingOpt = "rental",
+    fmt: FormatOpt = "auto",
+    catalog: CatalogOpt = None,
+) -> None:
+    """Estimate a pre-training run: GPUs, wall days, GPU-hours, cost and energy.
+
+    Example: ipd train --hardware h100-sxm --model llama-3.1-405b --tokens 15.6e12 --gpus 16384
+    """
+    cat = api.load(catalog)
+    _emit(
+        api.train(
+            cat,
+            hardware,
+            model,
+            tokens,
+            gpus=gpus,
+            deadline_days=days,
+            precision=precision,
+            mfu=mfu,
+            sequence_length=seq_len,
+            pricing=pricing,
+        ),
+        fmt,
+    )
+
+
+@app.command()
+def compare(
+    systems: Annotated[list[str], typer.Argument(help="Two or more systems; ratios are against the first.")],
+    workload: Annotated[
+        str, typer.Option("--workload", help="Workload name (ipd workloads list) or a YAML file.")
+    ] = api.DEFAULT_WORKLOAD,
+    mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,
+    pricing: PricingOpt = "rental",
+    fmt: FormatOpt = "auto",
+    catalog: CatalogOpt = None,
+) -> None:
+    """Compare systems on one workload: one column per system, ratios against the first.
+
+    The GPU ratio comes from the specs in the catalog (dense peak at the workload's
+    precision, MFU, scale-up bandwidth for MoE all-to-all), never from a vendor claim.
+
+    Example: ipd compare vera-rubin blackwell --format json | jq '.systems[].pretraining.gpus'
+    """
+    cat = api.load(catalog)
+    _emit(api.compare(cat, systems, workload, mfu=mfu, pricing=pricing), fmt)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the compare and train outputs.
+
+    Example: ipd schema > ipd-output.schema.json
+    """
+    import json
+
+    sys.stdout.write(json.dumps(api.output_schema(), indent=2) + "\n")
+
+
+def _fail(message: str, code: int) -> None:
+    sys.stderr.write(f"ipd: error: {message}\n")
+    raise SystemExit(code)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console entry point: run the app, turn user errors into one line and an exit code."""
+    debug = os.environ.get("IPD_DEBUG") == "1"
+    try:
+        return app(args=argv, prog_name="ipd", standalone_mode=True)
+    except IpdError as e:
+        if debug:
+            raise
+        _fail(str(e), int(e.exit_code))
+    except KeyboardInterrupt:
+        sys.stderr.write("ipd: interrupted\n")
+        raise SystemExit(int(ExitCode.INTERRUPTED)) from None
+    except BrokenPipeError:
+        raise SystemExit(0) from None

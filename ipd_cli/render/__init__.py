@@ -1,0 +1,103 @@
+"""The one render layer: a result model in, text out (table, json, csv, yaml).
+
+The engine returns pydantic results; the CLI asks :func:`render` for text in the
+chosen format and writes it to stdout. Rich is imported only for tables
+(:mod:`ipd_cli.render.table`), so JSON output stays cheap to start.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from ipd_cli.errors import InputError
+
+FORMATS = ("auto", "table", "json", "csv", "yaml")
+
+
+@dataclass(frozen=True)
+class OutputContext:
+    """What the renderer may know about the terminal (injected, never read deep inside)."""
+
+    is_tty: bool = False
+    width: int | None = None
+    color: bool = False
+
+
+def resolve_format(fmt: str, ctx: OutputContext) -> str:
+    if fmt not in FORMATS:
+        raise InputError(f"unknown format '{fmt}'; choose one of: {', '.join(FORMATS)}")
+    if fmt == "auto":
+        return "table" if ctx.is_tty else "json"
+    return fmt
+
+
+def to_json(result: BaseModel) -> str:
+    return json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False) + "\n"
+
+
+def to_yaml(result: BaseModel) -> str:
+    import yaml
+
+    return yaml.safe_dump(result.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+def records(result: BaseModel) -> list[dict[str, Any]]:
+    """Flat rows for CSV: one per system, listing item or estimate."""
+    data = result.model_dump(mode="json")
+    if "systems" in data:
+        return [
+            _flat({"hardware": s["hardware"], **_without(s, "hardware", "assumptions")})
+            for s in data["systems"]
+        ]
+    if "items" in data:
+        return [_flat(item) for item in data["items"]]
+    return [_flat(_without(data, "schema_version", "assumptions"))]
+
+
+def _without(d: dict, *keys: str) -> dict:
+    return {k: v for k, v in d.items() if k not in keys}
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            # nested sections (pretraining, serving...) keep their name as a prefix
+            out.update(_flat(v, "" if k in ("pretraining",) and not prefix else f"{key}."))
+        elif isinstance(v, list):
+            out[key] = ";".join(str(x) for x in v)
+        else:
+            out[key] = v
+    return out
+
+
+def to_csv(result: BaseModel) -> str:
+    rows = records(result)
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def render(result: BaseModel, fmt: str, ctx: OutputContext) -> str:
+    fmt = resolve_format(fmt, ctx)
+    if fmt == "json":
+        return to_json(result)
+    if fmt == "yaml":
+        return to_yaml(result)
+    if fmt == "csv":
+        return to_csv(result)
+    from .table import to_table
+
+    return to_table(result, ctx)

@@ -1,0 +1,60 @@
+"""Test helpers: a CLI runner that goes through main(), file writing, golden files."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+from ipd_cli.cli import main
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> Run:
+    """Run `ipd ARGS` in-process through main(): real exit codes, stdout and stderr apart."""
+    out, err = io.StringIO(), io.StringIO()
+    old = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    code = 0
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                main(list(args))
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def golden(name: str, text: str) -> None:
+    """Compare with tests/golden/NAME; IPD_REGEN_GOLDEN=1 rewrites it (review the diff!)."""
+    path = GOLDEN / name
+    if os.environ.get("IPD_REGEN_GOLDEN") == "1":
+        write(path, text)
+    assert path.exists(), f"missing golden file {path}; run with IPD_REGEN_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8"), f"{name} drifted; IPD_REGEN_GOLDEN=1 after review"

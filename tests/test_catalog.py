@@ -1,0 +1,132 @@
+"""The built-in catalog and user catalogs: loading, sources, overrides, errors."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import run_cli, write
+
+from ipd_cli import load
+from ipd_cli.catalog.loader import load_catalog, read_yaml
+from ipd_cli.errors import InputError
+
+REQUIRED_SYSTEMS = {
+    "h100-sxm",
+    "h200",
+    "b200",
+    "gb200-nvl72",
+    "b300",
+    "gb300-nvl72",
+    "vera-rubin-nvl72",
+    "rubin-ultra",
+    "mi300x",
+    "mi355x",
+}
+REQUIRED_MODELS = {
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "llama-3.1-405b",
+    "llama-2-70b",
+    "deepseek-v3",
+    "kimi-k2",
+    "qwen3-235b-a22b",
+    "qwen3-30b-a3b",
+    "gpt-oss-120b",
+    "nemotron-3-ultra",
+    "moe-10t",
+}
+
+
+def test_builtin_catalog_has_what_the_issue_lists(catalog):
+    assert REQUIRED_SYSTEMS <= set(catalog.systems)
+    assert REQUIRED_MODELS <= set(catalog.models)
+    assert "pretrain-10t-moe" in catalog.workloads
+    assert catalog.canonical("systems", "vera-rubin") == "vera-rubin-nvl72"
+    assert catalog.canonical("systems", "blackwell") == "gb200-nvl72"
+    assert catalog.canonical("systems", "blackwell-ultra") == "gb300-nvl72"
+    assert catalog.canonical("systems", "hopper") == "h100-sxm"
+    assert catalog.canonical("models", "deepseek-r1") == "deepseek-v3"
+
+
+def test_rubin_dense_and_vendor_figures_are_apart(catalog):
+    # NVIDIA CES 2026 blog, Table 2: 35 PF NVFP4 "dense compute", 50 PF "Transformer Engine compute"
+    rubin = catalog.accelerator_of(catalog.system("vera-rubin"))
+    assert rubin.fp4_dense_tflops.value == 35_000
+    assert rubin.fp4_vendor_effective_tflops.value == 50_000
+    assert catalog.system("rubin-ultra").unstable and catalog.system("rubin-ultra").status == "roadmap"
+
+
+def test_every_value_has_a_dated_source(catalog):
+    for name, source in catalog.sources.items():
+        assert source.date, name
+    for s in catalog.systems.values():
+        for p in s.prices:
+            assert p.usd_per_gpu_hour.source in catalog.sources
+
+
+def test_user_catalog_overrides_builtin_and_show_names_the_file(tmp_path):
+    write(
+        tmp_path / "mine.yaml",
+        "sources:\n  me: {title: my quote, date: 2026-11-01}\n"
+        "economics:\n  electricity_usd_per_kwh: {value: 0.2, source: me}\n",
+    )
+    cat = load_catalog([tmp_path])
+    assert cat.economics.electricity_usd_per_kwh.value == 0.2
+    assert cat.economics.pue.value == load().economics.pue.value  # other fields kept
+    r = run_cli("hardware", "show", "hopper", "--format", "json")
+    assert r.code == 0 and r.json()["origin"].endswith("hardware.yaml")
+
+
+def test_ipd_catalog_env_variable(tmp_path):
+    base = load().systems["h100-sxm"].model_dump(mode="json", exclude_none=True)
+    base["description"] = "my H100 cluster"
+    import yaml
+
+    write(tmp_path / "hw.yaml", yaml.safe_dump({"systems": {"h100-sxm": base}}))
+    r = run_cli("hardware", "show", "h100-sxm", "--format", "json", env={"IPD_CATALOG": str(tmp_path)})
+    assert r.code == 0, r.stderr
+    assert r.json()["entry"]["description"] == "my H100 cluster"
+    assert r.json()["origin"] == str(tmp_path / "hw.yaml")
+
+
+def test_unknown_field_names_file_and_field(tmp_path):
+    write(tmp_path / "bad.yaml", "economics:\n  pue: {value: 1.2, source: uptime-2024, colour: red}\n")
+    with pytest.raises(InputError, match=r"bad.yaml: economics.pue.colour: unknown field"):
+        load_catalog([tmp_path])
+
+
+def test_duplicate_names_in_one_layer(tmp_path):
+    body = "sources:\n  x: {title: t, date: 2026}\n"
+    write(tmp_path / "a.yaml", body)
+    write(tmp_path / "b.yaml", body)
+    with pytest.raises(InputError, match="sources.x is also defined in"):
+        load_catalog([tmp_path])
+
+
+def test_yaml_errors_are_one_line_with_position(tmp_path):
+    p = write(tmp_path / "broken.yaml", "a: [1, 2\n")
+    with pytest.raises(InputError, match=r"broken.yaml: invalid YAML \(line \d+, column \d+\)"):
+        read_yaml(p)
+    p = write(tmp_path / "dup.yaml", "a: 1\na: 2\n")
+    with pytest.raises(InputError, match="duplicate key 'a'"):
+        read_yaml(p)
+    p = write(tmp_path / "evil.yaml", "a: !!python/object/apply:os.system ['true']\n")
+    with pytest.raises(InputError, match="invalid YAML"):
+        read_yaml(p)
+
+
+def test_negative_spec_and_bad_fraction_rejected(tmp_path):
+    write(tmp_path / "e.yaml", "efficiency:\n  hbm_usable_fraction: {value: 1.5, source: ipd-estimate}\n")
+    with pytest.raises(InputError, match="hbm_usable_fraction must be a fraction"):
+        load_catalog([tmp_path])
+
+
+def test_unknown_source_reference(tmp_path):
+    write(tmp_path / "e.yaml", "economics:\n  pue: {value: 1.2, source: nowhere}\n")
+    with pytest.raises(InputError, match="unknown source id 'nowhere'"):
+        load_catalog([tmp_path])
+
+
+def test_missing_catalog_dir_is_a_usage_error(tmp_path):
+    r = run_cli("hardware", "list", "--catalog", str(tmp_path / "nope"))
+    assert r.code == 2
+    assert "catalog directory not found" in r.stderr and "Traceback" not in r.stderr

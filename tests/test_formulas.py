@@ -1,0 +1,73 @@
+"""Engine formulas against hand calculations (the arithmetic is in each test)."""
+
+import math
+
+import pytest
+
+from ipd_cli.engine import formulas as f
+
+
+def test_training_flops_llama_405b():
+    # 6N = 6 * 405e9 = 2.43e12; attention = 3 * 2 * L * s * d = 6 * 126 * 8192 * 16384 = 1.01468e11
+    got = f.training_flops_per_token(405e9, 126, 8192, 128 * 128)
+    assert got == pytest.approx(2.43e12 + 1.01468e11, rel=1e-4)
+
+
+def test_llama_405b_gpu_hours_by_hand():
+    # Llama 3.1 405B, 15.6e12 tokens, H100 BF16 989 TF dense, MFU 0.40:
+    # FLOPs = 2.53147e12 * 15.6e12 = 3.9491e25; per GPU 0.40 * 989e12 = 3.956e14 FLOP/s
+    # GPU-hours = 3.9491e25 / 3.956e14 / 3600 = 2.7729e7 (Meta disclosed 30.84M incl. goodput losses)
+    fpt = f.training_flops_per_token(405e9, 126, 8192, 16384)
+    s = f.seconds_per_token_per_gpu(fpt, 989e12, 0.40, 0.0, 1.0, 0.0)
+    gpu_hours = 15.6e12 * s / 3600
+    assert gpu_hours == pytest.approx(2.7729e7, rel=1e-3)
+
+
+def test_scale_efficiency_and_its_inverse():
+    alpha = f.scale_exponent(0.85)  # -log10(0.85) = 0.070581
+    assert alpha == pytest.approx(0.070581, rel=1e-4)
+    assert f.scale_efficiency(5120, 512, alpha) == pytest.approx(0.85)
+    assert f.scale_efficiency(100, 512, alpha) == 1.0  # no bonus below the measured size
+    # inverse: N * eff(N) = R. At R = 5120 * 0.85 = 4352 GPU-equivalents, N = 5120
+    assert f.gpus_for_rate(4352.0, 512, alpha) == pytest.approx(5120, rel=1e-9)
+    assert f.gpus_for_rate(300.0, 512, alpha) == 300.0
+
+
+def test_moe_a2a_bytes():
+    # DeepSeek-V3-like: k=8, hidden 7168, 61 layers, 1.5 B/value, EP 8 -> 7/8 leaves the GPU
+    # 4 * 8 * 7168 = 229,376; * 61 = 13,991,936; * 1.5 = 20,987,904; * 0.875 = 18,364,416 bytes
+    assert f.moe_a2a_bytes_per_token(8, 7168, 61, 1.5, 8) == pytest.approx(18_364_416)
+    assert f.moe_a2a_bytes_per_token(8, 7168, 61, 1.5, 1) == 0
+
+
+def test_exposed_comm_adds_to_compute():
+    # compute 1e12 / (1e15 * 0.5) = 2e-3 s; comm 1e9 B / 1e12 B/s = 1e-3 s, half hidden -> 0.5e-3
+    assert f.seconds_per_token_per_gpu(1e12, 1e15, 0.5, 1e9, 1e12, 0.5) == pytest.approx(2.5e-3)
+
+
+def test_memory_bytes():
+    # 1e9 params * 16 B + 8192 * 4096 * 32 * 2 B = 1.6e10 + 2.147e9
+    assert f.training_memory_bytes(1e9, 16, 8192, 4096, 32, 2) == 1.6e10 + 8192 * 4096 * 32 * 2
+
+
+def test_tco_per_gpu_hour_by_hand():
+    # capex 50,000 per GPU, 10 % over 5 years: CRF = 0.1 / (1 - 1.1^-5) = 0.263797
+    crf = f.capital_recovery_factor(0.10, 5)
+    assert crf == pytest.approx(0.263797, rel=1e-5)
+    # fixed = 50,000 * (0.263797 + 0.06) = 16,189.9 $/yr over 8760 * 0.85 = 7446 h -> 2.17431 $/h
+    # energy = 1.8 kW * 1.3 * 0.08 = 0.1872 $/h ; total 2.36151
+    got = f.tco_usd_per_gpu_hour(50_000, crf, 0.06, 0.85, 1.8, 1.3, 0.08)
+    assert got == pytest.approx(2.36151, rel=1e-4)
+    assert f.capital_recovery_factor(0, 4) == 0.25
+
+
+def test_helpers_work_on_arrays():
+    np = pytest.importorskip("numpy")
+    a = np.array([1.0, 5.0])
+    assert list(f.maximum(a, 3.0)) == [3.0, 5.0]
+    assert list(f.minimum(a, 3.0)) == [1.0, 3.0]
+    assert list(f.ceil(np.array([1.2, 2.0]))) == [2.0, 2.0]
+    assert list(f.scale_efficiency(np.array([256.0, 5120.0]), 512, f.scale_exponent(0.85))) == pytest.approx(
+        [1, 0.85]
+    )
+    assert math.isclose(f.energy_mwh(1000, 2.0, 1.5), 3.0)
