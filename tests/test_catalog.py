@@ -130,3 +130,28 @@ def test_missing_catalog_dir_is_a_usage_error(tmp_path):
     r = run_cli("hardware", "list", "--catalog", str(tmp_path / "nope"))
     assert r.code == 2
     assert "catalog directory not found" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cache_sees_an_edit_at_once(tmp_path):
+    import os
+
+    f = write(
+        tmp_path / "e.yaml",
+        "sources:\n  s: {title: t, date: 2026}\neconomics:\n  pue: {value: 1.2, source: s}\n",
+    )
+    assert load_catalog([tmp_path]).economics.pue.value == 1.2
+    assert load_catalog([tmp_path]).economics.pue.value == 1.2  # served from the cache
+    f.write_text(f.read_text().replace("1.2", "1.4"))
+    os.utime(f, ns=(f.stat().st_mtime_ns + 10**9, f.stat().st_mtime_ns + 10**9))
+    assert load_catalog([tmp_path]).economics.pue.value == 1.4
+
+
+def test_cache_off_and_corrupt_cache_are_harmless(tmp_path, monkeypatch):
+    from ipd_cli.catalog import cache
+    from ipd_cli.catalog.loader import catalog_dirs
+
+    monkeypatch.setenv("IPD_CACHE_DIR", str(tmp_path))
+    write(tmp_path / f"catalog-{cache.fingerprint(catalog_dirs())}.pickle", "not a pickle")
+    assert load_catalog().systems
+    monkeypatch.setenv("IPD_CACHE_DIR", "off")
+    assert load_catalog().systems

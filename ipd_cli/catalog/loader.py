@@ -12,13 +12,12 @@ by field.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ipd_cli.errors import InputError, did_you_mean, unknown
@@ -46,32 +45,42 @@ WORKLOAD_KINDS: dict[str, type[BaseModel]] = {"pretrain": PretrainWorkload}
 MAX_FILE_BYTES = 2_000_000
 ENV_CATALOG = "IPD_CATALOG"
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+@functools.cache
+def _strict_loader() -> type:
+    """A safe loader (libyaml's when available) that refuses duplicate keys.
+
+    Built on first use so that commands served from the catalog cache never import yaml.
+    """
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    def no_duplicates(loader: Any, node: Any, deep: bool = False) -> dict:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                mark = key_node.start_mark
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key '{key}' (line {mark.line + 1}, column {mark.column + 1})",
+                    mark,
+                )
+            seen.add(key)
+        return loader.construct_mapping(node, deep=deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, no_duplicates)
+    return StrictLoader
 
 
-class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """Safe loader that refuses duplicate keys."""
-
-
-def _no_duplicates(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            mark = key_node.start_mark
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key '{key}' (line {mark.line + 1}, column {mark.column + 1})", mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
-
-
-def read_yaml(path: Path | str, text: str | None = None) -> Any:
+def read_yaml(path: Path | str, text: str | None = None, label: str | None = None) -> Any:
     """Parse one YAML document safely; every failure is a one-line InputError naming the file."""
-    name = str(path)
+    name = label or str(path)
     if text is None:
         p = Path(path)
         if p.is_dir():
@@ -90,8 +99,10 @@ def read_yaml(path: Path | str, text: str | None = None) -> Any:
             raise InputError(f"{name}: not UTF-8 text; save the file as UTF-8 YAML") from None
     if "\x00" in text:
         raise InputError(f"{name}: binary content; expected UTF-8 YAML")
+    import yaml
+
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a safe loader subclass
+        return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a safe loader subclass
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -128,10 +139,8 @@ class RawCatalog:
 
 def builtin_dir() -> Path:
     """The installed catalog; from an uninstalled source checkout, the repo's configs/."""
-    try:
-        return Path(str(resources.files("ipd_cli.configs")))
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2] / "configs"
+    installed = Path(__file__).resolve().parents[1] / "configs"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "configs"
 
 
 def catalog_dirs(extra: list[Path] | None = None) -> list[Path]:
@@ -150,7 +159,12 @@ def _layer_files(directory: Path) -> tuple[list[Path], list[Path]]:
     return sections, workloads
 
 
-def _add_layer(raw: RawCatalog, directory: Path) -> None:
+def _label(path: Path, directory: Path, builtin: bool) -> str:
+    """How a file is named in messages and outputs: builtin files relative, user files as given."""
+    return f"builtin:{path.relative_to(directory).as_posix()}" if builtin else str(path)
+
+
+def _add_layer(raw: RawCatalog, directory: Path, builtin: bool = False) -> None:
     section_files, workload_files = _layer_files(directory)
     layer_seen: dict[tuple[str, str], str] = {}
 
@@ -163,46 +177,48 @@ def _add_layer(raw: RawCatalog, directory: Path) -> None:
         raw.origins[key] = origin
 
     for path in section_files:
-        doc = read_yaml(path)
+        label = _label(path, directory, builtin)
+        doc = read_yaml(path, label=label)
         if doc is None:
             continue
         if not isinstance(doc, dict):
-            raise InputError(f"{path}: expected a mapping of sections at the top level")
+            raise InputError(f"{label}: expected a mapping of sections at the top level")
         for section, body in doc.items():
             if section in MERGED_SECTIONS:
                 if not isinstance(body, dict):
-                    raise InputError(f"{path}: {section}: expected a mapping of fields")
+                    raise InputError(f"{label}: {section}: expected a mapping of fields")
                 raw.section(section).update(body)
                 for name in body:
-                    raw.origins[(section, name)] = str(path)
+                    raw.origins[(section, name)] = label
             elif section in ENTRY_SECTIONS:
                 if not isinstance(body, dict):
-                    raise InputError(f"{path}: {section}: expected a mapping of name -> entry")
+                    raise InputError(f"{label}: {section}: expected a mapping of name -> entry")
                 for name, value in body.items():
-                    put(section, str(name), value, str(path))
+                    put(section, str(name), value, label)
             else:
                 choices = list(ENTRY_SECTIONS) + list(MERGED_SECTIONS)
-                raise InputError(f"{path}: unknown section '{section}'{did_you_mean(str(section), choices)}")
+                raise InputError(f"{label}: unknown section '{section}'{did_you_mean(str(section), choices)}")
     for path in workload_files:
-        body = read_workload_doc(path)
+        label = _label(path, directory, builtin)
+        body = read_workload_doc(path, label=label)
         for sid, src in body.pop("sources", {}).items():
-            put("sources", str(sid), src, str(path))
-        put("workloads", path.stem, body, str(path))
+            put("sources", str(sid), src, label)
+        put("workloads", path.stem, body, label)
 
 
-def read_workload_doc(path: Path | str, text: str | None = None) -> dict[str, Any]:
-    doc = read_yaml(path, text)
+def read_workload_doc(path: Path | str, text: str | None = None, label: str | None = None) -> dict[str, Any]:
+    doc = read_yaml(path, text, label)
     if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a workload mapping (kind, model, ...)")
+        raise InputError(f"{label or path}: expected a workload mapping (kind, model, ...)")
     if "sources" in doc and not isinstance(doc["sources"], dict):
-        raise InputError(f"{path}: sources: expected a mapping of id -> source")
+        raise InputError(f"{label or path}: sources: expected a mapping of id -> source")
     return dict(doc)
 
 
 def load_raw(extra_dirs: list[Path] | None = None) -> RawCatalog:
     raw = RawCatalog()
-    for directory in catalog_dirs(extra_dirs):
-        _add_layer(raw, directory)
+    for i, directory in enumerate(catalog_dirs(extra_dirs)):
+        _add_layer(raw, directory, builtin=i == 0)
     return raw
 
 
@@ -339,5 +355,19 @@ def _check_references(cat: Catalog) -> None:
 
 
 def load_catalog(extra_dirs: list[Path] | None = None) -> Catalog:
-    """Load the built-in catalog plus user directories (``IPD_CATALOG``, ``extra_dirs``)."""
-    return build(load_raw(extra_dirs))
+    """Load the built-in catalog plus user directories (``IPD_CATALOG``, ``extra_dirs``).
+
+    The validated catalog is cached (see :mod:`ipd_cli.catalog.cache`) under a key made
+    of every catalog file's path, size and modification time, so an edit is seen at once.
+    """
+    from . import cache
+
+    dirs = catalog_dirs(extra_dirs)
+    for d in dirs:
+        _layer_files(d)  # a missing directory is an error even when a cache exists
+    key = cache.fingerprint(dirs)
+    cat = cache.read(key)
+    if cat is None:
+        cat = build(load_raw(extra_dirs))
+        cache.write(key, cat)
+    return cat

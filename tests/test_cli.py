@@ -1,0 +1,148 @@
+"""The CLI contract: formats, streams, exit codes, golden output, JSON Schema drift."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from helpers import GOLDEN, golden, run_cli
+
+from ipd_cli import output_schema
+
+
+def test_compare_json_contract():
+    r = run_cli("compare", "vera-rubin", "blackwell", "--format", "json")
+    assert r.code == 0, r.stderr
+    assert r.stderr == ""
+    d = r.json()
+    assert d["schema_version"] == "1.0"
+    assert d["workload"]["name"] == "pretrain-10t-moe"
+    assert [s["hardware"] for s in d["systems"]] == ["vera-rubin-nvl72", "gb200-nvl72"]
+    for s in d["systems"]:
+        p = s["pretraining"]
+        for key in ("gpus", "wall_days", "gpu_hours", "cost_usd", "energy_mwh", "mfu"):
+            assert isinstance(p[key], int | float), key
+        assert s["assumptions"], "every estimate lists its inputs"
+
+
+def test_compare_golden_json_and_csv():
+    golden(
+        "compare-vera-rubin-blackwell.json",
+        run_cli("compare", "vera-rubin", "blackwell", "-f", "json").stdout,
+    )
+    out = run_cli("compare", "vera-rubin", "blackwell", "hopper", "-f", "csv").stdout
+    golden("compare-vera-rubin-blackwell-hopper.csv", out)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["hardware"] for r in rows] == ["vera-rubin-nvl72", "gb200-nvl72", "h100-sxm"]
+    float(rows[0]["cost_usd"])  # raw numbers, no currency symbols
+
+
+def test_compare_table_names_the_drivers():
+    r = run_cli("compare", "vera-rubin", "blackwell", "--format", "table")
+    assert r.code == 0
+    for text in (
+        "GPUs",
+        "gb200-nvl72 / vera-rubin-nvl72",
+        "Dense peak at precision",
+        "Effective MFU",
+        "drivers",
+    ):
+        assert text in r.stdout, text
+
+
+def test_train_json_matches_the_compare_object():
+    r = run_cli(
+        "train",
+        "--hardware",
+        "vera-rubin",
+        "--model",
+        "moe-10t",
+        "--tokens",
+        "1e14",
+        "--days",
+        "30",
+        "--precision",
+        "fp4",
+        "--format",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    c = run_cli("compare", "vera-rubin", "--format", "json").json()
+    assert r.json()["pretraining"] == c["systems"][0]["pretraining"]
+
+
+def test_yaml_format_and_listing_commands():
+    r = run_cli("hardware", "list", "--format", "yaml")
+    assert r.code == 0 and "vera-rubin-nvl72" in r.stdout
+    r = run_cli("models", "show", "deepseek-r1", "--format", "json")
+    assert r.code == 0 and r.json()["name"] == "deepseek-v3" and r.json()["sources"]
+    r = run_cli("workloads", "list", "--format", "csv")
+    assert r.code == 0 and r.stdout.startswith("name,")
+
+
+def test_unknown_names_exit_2_with_suggestion():
+    r = run_cli("compare", "vera-rubin", "blakwell")
+    assert r.code == 2
+    assert r.stdout == ""
+    assert r.stderr.strip() == "ipd: error: unknown hardware 'blakwell'; did you mean 'blackwell'?"
+    r = run_cli("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8")
+    assert r.code == 2 and "did you mean" in r.stderr
+
+
+def test_usage_errors_exit_2_and_infeasible_exit_1():
+    assert run_cli("compare", "hopper", "--format", "xml").code == 2
+    r = run_cli("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12")
+    assert r.code == 2 and "--gpus or --days" in r.stderr
+    r = run_cli(
+        "train", "--hardware", "hopper", "--model", "llama-3.1-405b", "--tokens", "1e12", "--gpus", "8"
+    )
+    assert r.code == 1 and "needs at least" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_debug_env_shows_the_traceback():
+    import pytest
+
+    from ipd_cli.errors import InputError
+
+    with pytest.raises(InputError):
+        run_cli("compare", "nope", env={"IPD_DEBUG": "1"})
+
+
+def test_version():
+    r = run_cli("--version")
+    assert r.code == 0 and r.stdout.startswith("ipd ")
+
+
+def test_every_command_has_help_with_an_example():
+    for cmd in (
+        ["compare"],
+        ["train"],
+        ["schema"],
+        ["hardware", "list"],
+        ["hardware", "show"],
+        ["models", "list"],
+        ["models", "show"],
+        ["workloads", "list"],
+        ["workloads", "show"],
+    ):
+        r = run_cli(*cmd, "--help")
+        assert r.code == 0, cmd
+        assert "Example:" in r.stdout, cmd
+
+
+def test_output_schema_has_not_drifted():
+    committed = json.loads((GOLDEN / "schema.json").read_text())
+    assert output_schema() == committed, "output schema changed: review, then IPD_REGEN_GOLDEN=1 pytest"
+
+
+def test_schema_command_prints_the_committed_schema():
+    r = run_cli("schema")
+    golden("schema.json", r.stdout)
+
+
+def test_compare_output_validates_against_its_schema():
+    from ipd_cli.engine.results import CompareResult
+
+    d = run_cli("compare", "vera-rubin", "blackwell", "-f", "json").json()
+    assert CompareResult.model_validate(d).model_dump(mode="json") == d
