@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .catalog import overrides
 from .catalog.loader import Catalog, load_catalog, read_workload_doc, validate_workload
 from .catalog.schema import PretrainWorkload
 from .engine.pretraining import estimate_pretraining
@@ -28,9 +29,10 @@ from .errors import InputError
 DEFAULT_WORKLOAD = "pretrain-10t-moe"
 
 
-def load(extra_dirs: list[Path] | None = None) -> Catalog:
-    """The built-in catalog plus ``IPD_CATALOG`` and ``extra_dirs`` (later ones win)."""
-    return load_catalog(list(extra_dirs or []))
+def load(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
+    """The built-in catalog plus ``IPD_CATALOG`` and ``extra_dirs`` (later ones win),
+    with ``--set PATH=VALUE`` overrides applied (see :mod:`ipd_cli.catalog.overrides`)."""
+    return load_catalog(list(extra_dirs or []), list(sets or []))
 
 
 def list_hardware(cat: Catalog) -> Listing:
@@ -143,25 +145,47 @@ def show_workload(cat: Catalog, name: str) -> EntryView:
 
 
 def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload, str]:
-    """A workload by catalog name, or from a YAML file path: (name, workload, origin)."""
+    """A workload by catalog name, or from a YAML file path (``-``: stdin): (name, workload, origin).
+
+    ``--set workload.FIELD=VALUE`` overrides are applied here, then validated.
+    """
     if ref in cat.workloads:
-        return ref, cat.workloads[ref], cat.origin("workloads", ref)
-    path = Path(ref)
-    if ref.endswith((".yaml", ".yml")) or path.exists():
-        body = read_workload_doc(path)
+        name, body, origin = (
+            ref,
+            cat.workloads[ref].model_dump(exclude_none=True),
+            cat.origin("workloads", ref),
+        )
+        extra_sources: dict = {}
+    elif ref == "-" or ref.endswith((".yaml", ".yml")) or Path(ref).exists():
+        import sys
+
+        text = sys.stdin.read() if ref == "-" else None
+        origin = "<stdin>" if ref == "-" else ref
+        body = read_workload_doc(Path(ref), text=text, label=origin)
         extra_sources = body.pop("sources", {}) or {}
-        workload = validate_workload(body, str(path))
-        ref_src = workload.source
-        if ref_src not in cat.sources and ref_src not in extra_sources:
-            raise InputError(f"{path}.source: unknown source id '{ref_src}'; add it under sources:")
-        cat.model(workload.model)
-        return path.stem, workload, str(path)
-    return ref, cat.workload(ref), ""
+        name = "stdin" if ref == "-" else Path(ref).stem
+    else:
+        return ref, cat.workload(ref), ""
+    workload_sets = [o for o in cat.overrides if o.path.startswith(overrides.WORKLOAD + ".")]
+    if workload_sets:
+        overrides.apply_workload(body, workload_sets)
+        origin += " + --set"
+    workload = validate_workload(body, origin)
+    if workload.source not in cat.sources and workload.source not in extra_sources:
+        raise InputError(f"{origin}: source: unknown source id '{workload.source}'; add it under sources:")
+    cat.model(workload.model)
+    return name, workload, origin
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
-    return TrainResult(hardware=r.hardware, pretraining=r.pretraining, assumptions=r.assumptions)
+    return TrainResult(
+        hardware=r.hardware, pretraining=r.pretraining, assumptions=r.assumptions, overrides=_sets(cat)
+    )
+
+
+def _sets(cat: Catalog) -> list[str]:
+    return [o.text for o in cat.overrides]
 
 
 def compare(
@@ -203,7 +227,7 @@ def compare(
         gpus=w.gpus,
         origin=origin,
     )
-    return CompareResult(workload=info, baseline=results[0].hardware, systems=results)
+    return CompareResult(workload=info, baseline=results[0].hardware, systems=results, overrides=_sets(cat))
 
 
 def output_schema() -> dict[str, Any]:
@@ -212,3 +236,69 @@ def output_schema() -> dict[str, Any]:
         "compare": CompareResult.model_json_schema(),
         "train": TrainResult.model_json_schema(),
     }
+
+
+HEADLINE_METRICS = (
+    "pretraining.gpus",
+    "pretraining.wall_days",
+    "pretraining.gpu_hours",
+    "pretraining.cost_usd",
+    "pretraining.energy_mwh",
+)
+
+
+def sweep(
+    cat: Catalog,
+    vary: list[str],
+    workload: str = DEFAULT_WORKLOAD,
+    *,
+    samples: int | None = None,
+    seed: int = 0,
+    metrics: str = "headline",
+    mfu: float | None = None,
+    pricing: str = "rental",
+) -> tuple[Any, int]:
+    """Column chunks of a sweep (a generator) and the number of rows it will yield."""
+    from .engine import sweep as sw
+
+    _, w, origin = resolve_workload(cat, workload)
+    axes = sw.parse_axes(cat, vary)
+    hw_axis = [a for a in axes if a.path == sw.HARDWARE]
+    if not hw_axis:
+        raise InputError("give the systems to sweep, e.g. --vary hardware=vera-rubin,blackwell")
+    plan = sw.SweepPlan(w, origin, axes, hw_axis[0].values, pricing, mfu)
+    sw.check_paths(cat, plan)
+    numeric = [a for a in axes if a.path != sw.HARDWARE]
+    chunks = sw.run_samples(cat, plan, samples, seed) if samples else sw.run(cat, plan)
+    total = len(plan.hardware) * (sw.grid_size(numeric) if numeric else 1)
+    keep = _metric_filter(metrics, [a.path for a in axes], samples is not None)
+    return (keep(c) for c in chunks), total
+
+
+def _metric_filter(metrics: str, inputs: list[str], sampled: bool):
+    if metrics == "all":
+        return lambda cols: cols
+    wanted = (
+        list(HEADLINE_METRICS)
+        if metrics == "headline"
+        else [m.strip() for m in metrics.split(",") if m.strip()]
+    )
+
+    def keep(cols: dict) -> dict:
+        out = {k: v for k, v in cols.items() if k in inputs}
+        for m in wanted:
+            names = [f"{m}.p{p}" for p in (10, 50, 90)] if sampled else [m]
+            for n in names:
+                if n not in cols:
+                    raise InputError(f"--metrics: unknown metric '{m}'{_metric_hint(m, cols, sampled)}")
+                out[n] = cols[n]
+        return out
+
+    return keep
+
+
+def _metric_hint(m: str, cols: dict, sampled: bool) -> str:
+    from .errors import did_you_mean
+
+    names = {k.rsplit(".p", 1)[0] if sampled else k for k in cols}
+    return did_you_mean(m, names)

@@ -16,7 +16,8 @@ from pydantic import BaseModel
 
 from . import __version__, api
 from .errors import ExitCode, IpdError
-from .render import FORMATS, OutputContext, render
+from .output import check_budget, check_target, emit, format_for, stream_rows
+from .render import FORMATS, OutputContext
 
 app = typer.Typer(
     name="ipd",
@@ -55,6 +56,30 @@ CatalogOpt = Annotated[
         help="Extra catalog directory (repeatable); entries override built-in ones. Also IPD_CATALOG.",
     ),
 ]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="Override a catalog or workload field, PATH=VALUE (repeatable), e.g. economics.pue=1.2, "
+        "systems.h100-sxm.prices.reserved=2.1, models.moe-10t.active_params=1e12, workload.tokens=2e14.",
+    ),
+]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output", "-o", help="Write to FILE (atomically); its extension picks the format under auto."
+    ),
+]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing --output file.")]
+MaxUsdOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-usd", help="Budget gate: print the result, then exit 3 if --budget-metric exceeds it."
+    ),
+]
+BudgetMetricOpt = Annotated[
+    str, typer.Option("--budget-metric", help="Dotted metric that --max-usd checks, per system.")
+]
 PricingOpt = Annotated[
     str, typer.Option("--pricing", help="rental (a catalog price point) or tco (owning cost).")
 ]
@@ -71,9 +96,16 @@ def _ctx() -> OutputContext:
     return OutputContext(is_tty=is_tty, width=width, color=color)
 
 
-def _emit(result: BaseModel, fmt: str) -> None:
-    text = render(result, fmt, _ctx())
-    sys.stdout.write(text)
+def _emit(result: BaseModel, fmt: str, output: Path | None = None) -> None:
+    emit(result, fmt, _ctx(), output)
+
+
+def _finish(
+    result: BaseModel, fmt: str, output: Path | None, max_usd: float | None, budget_metric: str
+) -> None:
+    """Render, write, then apply the opt-in budget gate (exit 3)."""
+    _emit(result, fmt, output)
+    check_budget(result, max_usd, budget_metric)
 
 
 def _version(value: bool) -> None:
@@ -95,57 +127,61 @@ def root(
 
 
 @hardware_app.command("list")
-def hardware_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+def hardware_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
     """List hardware systems with their key specs.
 
     Example: ipd hardware list --format csv
     """
-    _emit(api.list_hardware(api.load(catalog)), fmt)
+    _emit(api.list_hardware(api.load(catalog, sets)), fmt)
 
 
 @hardware_app.command("show")
-def hardware_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+def hardware_show(
+    name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None
+) -> None:
     """Show one system, its accelerator and host CPU, every value with its source, and its file.
 
     Example: ipd hardware show vera-rubin --format yaml
     """
-    _emit(api.show_hardware(api.load(catalog), name), fmt)
+    _emit(api.show_hardware(api.load(catalog, sets), name), fmt)
 
 
 @models_app.command("list")
-def models_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+def models_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
     """List model architectures.
 
     Example: ipd models list
     """
-    _emit(api.list_models(api.load(catalog)), fmt)
+    _emit(api.list_models(api.load(catalog, sets)), fmt)
 
 
 @models_app.command("show")
-def models_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+def models_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
     """Show one model architecture and its source.
 
     Example: ipd models show kimi-k2
     """
-    _emit(api.show_model(api.load(catalog), name), fmt)
+    _emit(api.show_model(api.load(catalog, sets), name), fmt)
 
 
 @workloads_app.command("list")
-def workloads_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+def workloads_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
     """List workloads.
 
     Example: ipd workloads list
     """
-    _emit(api.list_workloads(api.load(catalog)), fmt)
+    _emit(api.list_workloads(api.load(catalog, sets)), fmt)
 
 
 @workloads_app.command("show")
-def workloads_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None) -> None:
+def workloads_show(
+    name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None
+) -> None:
     """Show one workload.
 
     Example: ipd workloads show pretrain-10t-moe
     """
-    _emit(api.show_workload(api.load(catalog), name), fmt)
+    _emit(api.show_workload(api.load(catalog, sets), name), fmt)
 
 
 @app.command()
@@ -168,14 +204,19 @@ def train(
     ] = 8192,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    max_usd: MaxUsdOpt = None,
     catalog: CatalogOpt = None,
+    sets: SetOpt = None,
 ) -> None:
     """Estimate a pre-training run: GPUs, wall days, GPU-hours, cost and energy.
 
     Example: ipd train --hardware h100-sxm --model llama-3.1-405b --tokens 15.6e12 --gpus 16384
     """
-    cat = api.load(catalog)
-    _emit(
+    check_target(output, force)
+    cat = api.load(catalog, sets)
+    _finish(
         api.train(
             cat,
             hardware,
@@ -189,6 +230,9 @@ def train(
             pricing=pricing,
         ),
         fmt,
+        output,
+        max_usd,
+        "pretraining.cost_usd",
     )
 
 
@@ -201,7 +245,12 @@ def compare(
     mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    max_usd: MaxUsdOpt = None,
+    budget_metric: BudgetMetricOpt = "pretraining.cost_usd",
     catalog: CatalogOpt = None,
+    sets: SetOpt = None,
 ) -> None:
     """Compare systems on one workload: one column per system, ratios against the first.
 
@@ -209,9 +258,102 @@ def compare(
     precision, MFU, scale-up bandwidth for MoE all-to-all), never from a vendor claim.
 
     Example: ipd compare vera-rubin blackwell --format json | jq '.systems[].pretraining.gpus'
+
+    Example: ipd compare vera-rubin blackwell -o report.md --max-usd 2e8   (exit 3 when over budget)
     """
-    cat = api.load(catalog)
-    _emit(api.compare(cat, systems, workload, mfu=mfu, pricing=pricing), fmt)
+    check_target(output, force)
+    cat = api.load(catalog, sets)
+    result = api.compare(cat, systems, workload, mfu=mfu, pricing=pricing)
+    _finish(result, fmt, output, max_usd, budget_metric)
+
+
+@app.command()
+def sweep(
+    vary: Annotated[
+        list[str],
+        typer.Option(
+            "--vary",
+            help="PATH=START:STOP:STEP or PATH=V1,V2 (repeatable); PATH is hardware, price_usd_per_gpu_hour "
+            "or any --set path the estimate reads.",
+        ),
+    ],
+    workload: Annotated[
+        str, typer.Option("--workload", help="Workload name or YAML file ('-' reads stdin).")
+    ] = api.DEFAULT_WORKLOAD,
+    samples: Annotated[
+        int | None,
+        typer.Option("--samples", help="Draw N values from each catalog range; report P10/P50/P90.", min=1),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed for --samples.")] = 0,
+    metrics: Annotated[
+        str, typer.Option("--metrics", help="Comma-separated output metrics, or 'all'.")
+    ] = "headline",
+    mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,
+    pricing: PricingOpt = "rental",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="csv, jsonl, json, table or markdown (auto: table on a terminal, csv when piped).",
+        ),
+    ] = "auto",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Evaluate the estimate over a grid of inputs: one row per point, streamed.
+
+    Example: ipd sweep --vary hardware=h100-sxm,gb200-nvl72,vera-rubin-nvl72
+    --vary price_usd_per_gpu_hour=2:6:0.5 --format csv > sweep.csv
+
+    Example: ipd sweep --vary hardware=vera-rubin,blackwell --samples 2000   (P10/P50/P90 over catalog ranges)
+    """
+    check_target(output, force)
+    cat = api.load(catalog, sets)
+    chunks, total = api.sweep(
+        cat, vary, workload, samples=samples, seed=seed, metrics=metrics, mfu=mfu, pricing=pricing
+    )
+    stream_rows(chunks, format_for(fmt, output), _ctx(), output, progress=_progress(total))
+
+
+def _progress(total: int):
+    """A one-line progress counter on stderr, only on a terminal and after about a second."""
+    import time
+
+    if not sys.stderr.isatty():
+        return None
+    start = time.monotonic()
+
+    def show(done: int) -> None:
+        if time.monotonic() - start > 1.0:
+            end = "\n" if done >= total else ""
+            sys.stderr.write(f"\rswept {done:,} of {total:,} points{end}")
+            sys.stderr.flush()
+
+    return show
+
+
+@app.command()
+def diff(
+    base: Annotated[Path, typer.Argument(help="Earlier JSON output of an ipd command.")],
+    new: Annotated[Path, typer.Argument(help="Later JSON output of the same command.")],
+    all_rows: Annotated[bool, typer.Option("--all", help="Also list metrics that did not change.")] = False,
+    fmt: FormatOpt = "auto",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """Compare two JSON outputs metric by metric: old, new, change and percent.
+
+    Example: ipd compare vera-rubin blackwell -o base.json; ipd compare vera-rubin blackwell
+    --set economics.pue=1.5 -o new.json; ipd diff base.json new.json
+    """
+    from .diff import diff as diff_outputs
+    from .diff import read_json
+
+    check_target(output, force)
+    _emit(diff_outputs(read_json(base), read_json(new), only_changed=not all_rows), fmt, output)
 
 
 @app.command()

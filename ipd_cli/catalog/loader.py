@@ -4,10 +4,10 @@ Layers, later ones overriding earlier ones by entry name: the built-in catalog
 (``ipd_cli.configs``), then each directory in ``IPD_CATALOG`` (``os.pathsep``
 separated), then each ``--catalog DIR``. In a directory, every ``*.yaml`` file
 may hold the sections ``sources``, ``accelerators``, ``cpus``, ``systems``,
-``models``, ``economics`` and ``efficiency``; each file under ``workloads/``
+``models``, ``economics``, ``efficiency`` and ``serving``; each file under ``workloads/``
 holds one workload, named after the file. Two files of the same layer that
-define the same name are an error; ``economics`` and ``efficiency`` merge field
-by field.
+define the same name are an error; ``economics``, ``efficiency`` and ``serving``
+merge field by field.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .schema import (
     HostCpu,
     Model,
     PretrainWorkload,
+    ServingEfficiency,
     Source,
     System,
 )
@@ -40,7 +41,11 @@ ENTRY_SECTIONS: dict[str, type[BaseModel]] = {
     "systems": System,
     "models": Model,
 }
-MERGED_SECTIONS: dict[str, type[BaseModel]] = {"economics": Economics, "efficiency": Efficiency}
+MERGED_SECTIONS: dict[str, type[BaseModel]] = {
+    "economics": Economics,
+    "efficiency": Efficiency,
+    "serving": ServingEfficiency,
+}
 WORKLOAD_KINDS: dict[str, type[BaseModel]] = {"pretrain": PretrainWorkload}
 MAX_FILE_BYTES = 2_000_000
 ENV_CATALOG = "IPD_CATALOG"
@@ -234,8 +239,10 @@ class Catalog:
     workloads: dict[str, PretrainWorkload]
     economics: Economics
     efficiency: Efficiency
+    serving: ServingEfficiency
     origins: dict[tuple[str, str], str]
     aliases: dict[str, dict[str, str]]
+    overrides: list[Any] = field(default_factory=list)  # --set items, applied already except workload.*
 
     def _get(self, kind: str, section: str, name: str) -> Any:
         table: dict[str, Any] = getattr(self, section)
@@ -321,6 +328,7 @@ def build(raw: RawCatalog) -> Catalog:
     catalog = Catalog(
         economics=merged["economics"],
         efficiency=merged["efficiency"],
+        serving=merged["serving"],
         workloads=workloads,
         origins=dict(raw.origins),
         aliases={},
@@ -354,7 +362,7 @@ def _check_references(cat: Catalog) -> None:
             raise unknown(f"model in {where}:", w.model, list(cat.models))
 
 
-def load_catalog(extra_dirs: list[Path] | None = None) -> Catalog:
+def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
     """Load the built-in catalog plus user directories (``IPD_CATALOG``, ``extra_dirs``).
 
     The validated catalog is cached (see :mod:`ipd_cli.catalog.cache`) under a key made
@@ -362,6 +370,15 @@ def load_catalog(extra_dirs: list[Path] | None = None) -> Catalog:
     """
     from . import cache
 
+    if sets:
+        from . import overrides
+
+        parsed = overrides.parse(sets)
+        raw = load_raw(extra_dirs)
+        overrides.apply(raw, [o for o in parsed if not o.path.startswith(overrides.WORKLOAD + ".")])
+        cat = build(raw)
+        cat.overrides = parsed
+        return cat
     dirs = catalog_dirs(extra_dirs)
     for d in dirs:
         _layer_files(d)  # a missing directory is an error even when a cache exists

@@ -24,7 +24,7 @@ PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
 class Strict(BaseModel):
     """Base for every catalog model: unknown keys are errors, models are frozen."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Source(Strict):
@@ -150,6 +150,9 @@ class Model(Strict):
     experts: int = Field(default=1, gt=0, description="routed experts per MoE layer (1 = dense)")
     experts_per_token: int = Field(default=1, gt=0)
     shared_experts: int = Field(default=0, ge=0)
+    attention_layers: int | None = Field(
+        default=None, gt=0, description="layers that keep a KV cache growing with context (default: all)"
+    )
     vocab_size: int = Field(gt=0)
     max_context: int = Field(gt=0)
     source: str
@@ -165,11 +168,18 @@ class Model(Strict):
             raise ValueError("give exactly one of kv_heads (GQA/MHA) or kv_lora_rank (MLA)")
         if self.experts_per_token > self.experts:
             raise ValueError("experts_per_token cannot exceed experts")
+        if self.attention_layers is not None and self.attention_layers > self.layers:
+            raise ValueError("attention_layers cannot exceed layers")
         return self
 
     @property
     def is_moe(self) -> bool:
         return self.experts > 1
+
+    @property
+    def kv_layers(self) -> int:
+        """Layers whose KV cache grows with context: attention_layers, or all layers."""
+        return self.attention_layers if self.attention_layers is not None else self.layers
 
 
 class Economics(Strict):
@@ -264,3 +274,70 @@ def _positive_sourced(model: BaseModel, skip: tuple[str, ...] = ()) -> None:
 def _fraction(name: str, s: Sourced) -> None:
     if not 0 < s.value <= 1:
         raise ValueError(f"{name} must be a fraction in (0, 1], got {s.value}")
+
+
+class ServingEfficiency(Strict):
+    """Serving formats and achieved efficiencies (configs/serving.yaml, section ``serving``)."""
+
+    bytes_per_weight: dict[Precision, Sourced] = Field(description="stored bytes per weight, scales included")
+    kv_bytes_per_value: dict[Precision, Sourced] = Field(description="bytes per cached K/V value")
+    default_precision: Precision = Field(description="weight precision when none is asked for")
+    default_kv_precision: Precision = Field(description="KV-cache precision when none is asked for")
+    attention_min_precision: Precision = Field(
+        description="attention math runs at the KV precision, never narrower than this"
+    )
+    default_input_tokens: int = Field(gt=0, description="prompt tokens per request when none are given")
+    default_output_tokens: int = Field(gt=0, description="generated tokens per request when none are given")
+    hbm_usable_fraction: Sourced = Field(description="share of HBM the engine holds for weights and KV")
+    decode_hbm_efficiency: Sourced = Field(description="achieved share of HBM bandwidth in decode")
+    decode_compute_efficiency: dict[Precision, Sourced] = Field(
+        description="achieved share of the dense peak in compute-bound decode"
+    )
+    prefill_mfu: dict[Precision, Sourced] = Field(description="achieved share of the dense peak in prefill")
+    moe_compute_share: Sourced = Field(
+        description="share of the dense prefill MFU and decode compute efficiency an MoE model reaches"
+    )
+    step_overhead_ms_scale_up: Sourced = Field(
+        description="per decode step: launches, scheduler, collective latency, inside one scale-up domain"
+    )
+    step_overhead_ms_scale_out: Sourced = Field(description="the same when an instance spans domains")
+    collective_bytes_per_value: Sourced = Field(description="activation bytes in tensor/expert collectives")
+    scale_up_link_efficiency: Sourced = Field(description="achieved / peak per-direction scale-up bandwidth")
+    scale_out_link_efficiency: Sourced = Field(description="achieved / line rate of the scale-out NIC")
+    instance_gpus: list[int] = Field(
+        min_length=1, description="instance sizes tried inside a scale-up domain, smallest first"
+    )
+    max_instance_domains: Sourced = Field(description="largest instance tried, in scale-up domains")
+    max_batch_per_instance: Sourced = Field(description="engine cap on concurrent sequences per instance")
+    speculative_speedup: Sourced = Field(description="tokens per decode step per sequence (1 = none)")
+
+    @model_validator(mode="after")
+    def _check(self) -> ServingEfficiency:
+        _positive_sourced(self)
+        for name in ("bytes_per_weight", "kv_bytes_per_value", "decode_compute_efficiency", "prefill_mfu"):
+            table = getattr(self, name)
+            missing = [p for p in PRECISIONS if p not in table]
+            if missing:
+                raise ValueError(f"{name} needs a value for {', '.join(missing)}")
+            for p, s in table.items():
+                if s.value <= 0:
+                    raise ValueError(f"{name}.{p} must be > 0, got {s.value}")
+                if name in ("decode_compute_efficiency", "prefill_mfu"):
+                    _fraction(f"{name}.{p}", s)
+        for name in (
+            "hbm_usable_fraction",
+            "decode_hbm_efficiency",
+            "moe_compute_share",
+            "scale_up_link_efficiency",
+            "scale_out_link_efficiency",
+        ):
+            _fraction(name, getattr(self, name))
+        if any(g <= 0 for g in self.instance_gpus) or self.instance_gpus != sorted(set(self.instance_gpus)):
+            raise ValueError("instance_gpus must be positive, distinct and ascending")
+        for name in ("max_instance_domains", "max_batch_per_instance"):
+            v = getattr(self, name).value
+            if v < 1 or v != int(v):
+                raise ValueError(f"{name} must be a whole number >= 1, got {v}")
+        if self.speculative_speedup.value < 1:
+            raise ValueError(f"speculative_speedup must be >= 1, got {self.speculative_speedup.value}")
+        return self

@@ -56,6 +56,10 @@ def training_flops_per_token(active_params, layers, seq_len, attn_dim):
 
 def scale_exponent(retained_per_10x):
     """alpha in per-GPU throughput ~ (N / N_ref)^-alpha, from the share kept per 10x GPUs."""
+    if hasattr(retained_per_10x, "__array__"):
+        import numpy as np
+
+        return -np.log10(retained_per_10x)
     return -math.log10(retained_per_10x)
 
 
@@ -104,9 +108,10 @@ def training_memory_bytes(total_params, bytes_per_param, seq_len, hidden_size, l
 
 def capital_recovery_factor(rate, years):
     """Annual payment per dollar of capex over ``years`` at ``rate`` (1/years when rate = 0)."""
-    if rate == 0:
-        return 1.0 / years
-    return rate / (1.0 - (1.0 + rate) ** (-years))
+    zero = rate == 0
+    r = rate + zero * 1.0  # any non-zero stand-in; the zero case is replaced below
+    crf = r / (1.0 - (1.0 + r) ** (-years))
+    return crf + (1.0 / years - crf) * zero
 
 
 def tco_usd_per_gpu_hour(
@@ -119,3 +124,120 @@ def tco_usd_per_gpu_hour(
 
 def energy_mwh(gpu_hours, kw_per_gpu, pue):
     return gpu_hours * kw_per_gpu * pue / 1000.0
+
+
+# --- Serving: KV cache, decode step, prefill, throughput and cost ---------------------------------
+
+
+def kv_bytes_per_token_gqa(attention_layers, kv_heads, head_dim, kv_bytes):
+    """GQA/MHA: a key and a value vector per KV head in each attention layer."""
+    return 2.0 * attention_layers * kv_heads * head_dim * kv_bytes
+
+
+def kv_bytes_per_token_mla(attention_layers, kv_lora_rank, rope_dim, kv_bytes):
+    """MLA: one compressed latent plus the decoupled RoPE key per attention layer."""
+    return attention_layers * (kv_lora_rank + rope_dim) * kv_bytes
+
+
+def routed_expert_params(total_params, active_params, expert_fraction):
+    """Parameters in routed experts, from total = dense + R and active = dense + R * k/E."""
+    return (total_params - active_params) / (1.0 - expert_fraction)
+
+
+def experts_touched_share(batch, expert_fraction):
+    """Expected share of routed experts that at least one of ``batch`` tokens picks (top-k of E each)."""
+    return 1.0 - (1.0 - expert_fraction) ** batch
+
+
+def stored_weight_bytes(dense_weight_bytes, expert_weight_bytes, dense_replicas):
+    """Weight bytes an instance holds: the dense part once per replica (attention data
+    parallelism keeps a copy on every GPU), the routed experts once (sharded)."""
+    return dense_weight_bytes * dense_replicas + expert_weight_bytes
+
+
+def decode_weight_bytes(dense_weight_bytes, expert_weight_bytes, touched_share, dense_replicas):
+    """Weight bytes one decode step reads: every copy of the dense part, plus the routed experts
+    that some token of the batch picked."""
+    return dense_weight_bytes * dense_replicas + expert_weight_bytes * touched_share
+
+
+def decode_kv_bytes(batch, kv_per_token, context):
+    """KV-cache bytes one decode step reads: every live sequence's cache at mean context ``context``."""
+    return batch * kv_per_token * context
+
+
+def attention_flops_per_position(attention_heads, head_dim, kv_lora_rank=0, rope_dim=0):
+    """Decode attention FLOPs per cached position and layer (QK^T and AV at 2 FLOPs per multiply-add).
+
+    GQA/MHA: 2 * head_dim for the score and 2 * head_dim for the value, per query head.
+    MLA with absorbed projections: the score reads latent + RoPE key, the value reads the latent.
+    """
+    gqa = 4.0 * attention_heads * head_dim
+    mla = 2.0 * attention_heads * (2.0 * kv_lora_rank + rope_dim)
+    return gqa + (mla - gqa) * (kv_lora_rank > 0)
+
+
+def roofline_seconds(bytes_moved, flops, bytes_per_s, flops_per_s):
+    """Time of a phase that must move ``bytes_moved`` and do ``flops``: the larger of the two."""
+    return maximum(bytes_moved / bytes_per_s, flops / flops_per_s)
+
+
+def tp_collective_bytes_per_gpu(batch, hidden_size, layers, bytes_per_value, gpus):
+    """Bytes each GPU sends per decode step under tensor parallelism.
+
+    Two all-reduces per layer (after attention and after the FFN) of ``batch * hidden``
+    values; a ring all-reduce sends 2 (g - 1) / g of the data from each GPU.
+    """
+    return 2.0 * layers * batch * hidden_size * bytes_per_value * 2.0 * (gpus - 1.0) / gpus
+
+
+def ep_collective_bytes_per_gpu(batch, hidden_size, layers, experts_per_token, bytes_per_value, gpus):
+    """Bytes each GPU sends per decode step under expert parallelism with data-parallel attention.
+
+    Each GPU holds ``batch / g`` sequences; per MoE layer it dispatches each token's hidden
+    vector to its k experts and receives the results back (combine); (g - 1) / g of the
+    experts sit on other GPUs.
+    """
+    return (
+        2.0 * layers * batch / gpus * experts_per_token * hidden_size * bytes_per_value * (gpus - 1.0) / gpus
+    )
+
+
+def decode_step_seconds(weight_s, attention_s, collective_s, overhead_s):
+    """One decode step: weight GEMMs and attention run as separate kernels, so their rooflines add;
+    then the tensor/expert-parallel collectives and the fixed per-step overhead."""
+    return weight_s + attention_s + collective_s + overhead_s
+
+
+def max_concurrency(usable_bytes_per_gpu, gpus, weight_bytes, kv_per_token, context_peak):
+    """Sequences whose full KV (input + output tokens) fits next to the weights."""
+    return (usable_bytes_per_gpu * gpus - weight_bytes) // (kv_per_token * context_peak)
+
+
+def prefill_flops_per_token(active_params, attention_layers, attn_dim, input_tokens):
+    """2N plus causal attention over the prompt (see :func:`attention_flops_per_token_fwd`)."""
+    return 2.0 * active_params + attention_flops_per_token_fwd(attention_layers, input_tokens, attn_dim)
+
+
+def prefill_seconds(input_tokens, flops_per_token, achieved_flops_per_s):
+    """Compute-bound prefill of one request on its instance (FLOP/s already times the MFU)."""
+    return input_tokens * flops_per_token / achieved_flops_per_s
+
+
+def instance_output_tokens_per_s(batch, output_tokens, prefill_s, step_s, speculative):
+    """Output tokens/s of an instance that keeps ``batch`` requests in flight.
+
+    Each request needs its prefill and ``output_tokens / speculative`` decode steps; the
+    prefills of the ``batch`` requests take turns on the same instance.
+    """
+    return batch * output_tokens / (batch * prefill_s + output_tokens * step_s / speculative)
+
+
+def usd_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu):
+    """SemiAnalysis InferenceMAX identity: $/GPU-h / (tok/s/GPU * 3600) * 1e6."""
+    return usd_per_gpu_hour / (tokens_per_s_per_gpu * SECONDS_PER_HOUR) * 1e6
+
+
+def tokens_per_s_per_mw(tokens_per_s_per_gpu, kw_per_gpu, pue):
+    """Tokens/s per MW of all-in power (system kW per GPU times PUE)."""
+    return tokens_per_s_per_gpu / (kw_per_gpu * pue) * 1000.0

@@ -1,5 +1,10 @@
 """Pre-training estimate: catalog models in, a :class:`SystemPretraining` out.
 
+Three steps, so the same arithmetic serves one estimate and a million-point sweep:
+:func:`pretraining_inputs` reads every input through a :class:`Trace` (source,
+``--set`` path; arrays in sweeps), :func:`pretraining_core` is plain arithmetic
+on those numbers or arrays, :func:`estimate_pretraining` checks and packages one point.
+
 How the model treats scale and MoE (see README "How the pre-training model works"):
 
 * Compute: ``flops_per_token`` (6N + attention) at the precision's *dense* peak
@@ -9,19 +14,19 @@ How the model treats scale and MoE (see README "How the pre-training model works
 * MoE: expert parallelism inside the scale-up domain (EP = min(experts, domain));
   the all-to-all bytes of each token cross the scale-up link (NVLink, IF) at a
   link efficiency, and the share not overlapped with compute adds to the time.
-  A larger domain cuts the bytes that leave a GPU only marginally; a faster link
-  cuts the exposed time: that is where 72-GPU NVLink domains help.
 * GPUs are rounded up to whole systems (nodes or racks): that is what is bought.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ipd_cli.catalog.loader import Catalog
 from ipd_cli.catalog.schema import PRECISIONS, Accelerator
 from ipd_cli.errors import InfeasibleError, InputError
 
 from . import formulas as f
-from .pricing import kw_per_gpu, usd_per_gpu_hour
+from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from .results import Pretraining, SystemPretraining
 from .trace import Trace
 
@@ -30,10 +35,210 @@ CLI = "command line"
 
 def supported_precision(acc: Accelerator, wanted: str) -> str:
     """The wanted precision, or the next wider one the accelerator has a dense figure for."""
+    if wanted not in PRECISIONS:
+        raise InputError(f"unknown precision '{wanted}'; choose one of: {', '.join(PRECISIONS)}")
     for p in PRECISIONS[PRECISIONS.index(wanted) :]:
         if acc.dense_tflops(p) is not None:
             return p
     raise InputError(f"no dense figure for {wanted} or wider precisions")
+
+
+def pretraining_inputs(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    tokens: float,
+    *,
+    gpus: int | None,
+    deadline_days: float | None,
+    precision: str,
+    mfu: float | None,
+    sequence_length: int,
+    pricing: str,
+    origin: str,
+    trace: Trace,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every number the core needs (``x``) and the labels that describe the point (``meta``)."""
+    system = cat.system(hardware)
+    name = cat.canonical("systems", hardware)
+    acc = cat.accelerator_of(system)
+    arch = cat.model(model)
+    mname = cat.canonical("models", model)
+    eff = cat.efficiency
+    sorigin, morigin = cat.origin("systems", name), cat.origin("models", mname)
+    eorigin = cat.origin("efficiency", "training_mfu")
+    apath, mpath = f"accelerators.{system.accelerator}", f"models.{mname}"
+
+    used = supported_precision(acc, precision)
+    if used != precision:
+        trace.given(
+            "precision", used, "", sorigin, note=f"{name} has no dense {precision} figure; used {used}"
+        )
+    point = eff.training_mfu[used]
+    mfu_path = f"efficiency.training_mfu.{used}.mfu"
+    x: dict[str, Any] = {
+        "peak_flops": trace.take(
+            f"{used} dense peak",
+            acc.dense_tflops(used),
+            "TFLOP/s per GPU",
+            sorigin,
+            f.TERA,
+            path=f"{apath}.{used}_dense_tflops",
+        ),
+        "mfu": trace.take(
+            f"training MFU ({used})", point.mfu, "fraction of dense peak", eorigin, path=mfu_path
+        )
+        if mfu is None
+        else trace.given(f"training MFU ({used})", mfu, "fraction of dense peak", CLI, path=mfu_path),
+        "ref_gpus": trace.given(
+            "MFU measured at",
+            point.measured_at_gpus,
+            "GPUs",
+            eorigin,
+            path=f"efficiency.training_mfu.{used}.measured_at_gpus",
+        ),
+        "alpha": f.scale_exponent(
+            trace.take(
+                "throughput kept per 10x GPUs",
+                eff.scale_retained_per_10x,
+                "fraction",
+                eorigin,
+                path="efficiency.scale_retained_per_10x",
+            )
+        ),
+        "active_params": trace.given(
+            "active parameters", arch.active_params, "", morigin, path=f"{mpath}.active_params"
+        ),
+        "total_params": trace.given(
+            "total parameters", arch.total_params, "", morigin, path=f"{mpath}.total_params"
+        ),
+        "layers": arch.layers,
+        "hidden_size": arch.hidden_size,
+        "attn_dim": arch.attention_heads * arch.head_dim,
+        "seq_len": trace.given(
+            "sequence length", sequence_length, "tokens", origin, path="workload.sequence_length"
+        ),
+        "tokens": trace.given("tokens", tokens, "tokens", origin, path="workload.tokens"),
+        "per_system": system.accelerators,
+        "a2a_bytes": 0.0,
+        "link_bytes_per_s": 1.0,
+        "overlap": 0.0,
+    }
+    if arch.is_moe:
+        ep = min(arch.experts, system.scale_up_domain)
+        trace.given("expert-parallel degree", ep, "GPUs", sorigin, note="min(experts, scale-up domain)")
+        bidir = trace.take(
+            "scale-up bandwidth (bidirectional)",
+            acc.scale_up_gb_per_s_bidir,
+            "GB/s per GPU",
+            sorigin,
+            path=f"{apath}.scale_up_gb_per_s_bidir",
+        )
+        link_eff = trace.take(
+            "scale-up link efficiency",
+            eff.scale_up_link_efficiency,
+            "fraction",
+            eorigin,
+            path="efficiency.scale_up_link_efficiency",
+        )
+        x["a2a_bytes"] = f.moe_a2a_bytes_per_token(
+            arch.experts_per_token,
+            arch.hidden_size,
+            arch.layers,
+            trace.take(
+                "all-to-all bytes per value",
+                eff.moe_a2a_bytes_per_value,
+                "bytes",
+                eorigin,
+                path="efficiency.moe_a2a_bytes_per_value",
+            ),
+            ep,
+        )
+        x["link_bytes_per_s"] = bidir * f.GIGA / 2 * link_eff
+        x["overlap"] = trace.take(
+            "all-to-all hidden behind compute",
+            eff.moe_a2a_overlap,
+            "fraction",
+            eorigin,
+            path="efficiency.moe_a2a_overlap",
+        )
+    x["hbm_bytes"] = trace.take(
+        "HBM capacity", acc.hbm_gb, "GB per GPU", sorigin, f.GIGA, path=f"{apath}.hbm_gb"
+    )
+    x["usable"] = trace.take(
+        "usable HBM share",
+        eff.hbm_usable_fraction,
+        "fraction",
+        eorigin,
+        path="efficiency.hbm_usable_fraction",
+    )
+    x["bytes_per_param"] = trace.take(
+        "training state per parameter",
+        eff.training_bytes_per_param,
+        "bytes",
+        eorigin,
+        path="efficiency.training_bytes_per_param",
+    )
+    x["act_bytes"] = trace.take(
+        "activation checkpoint bytes per value",
+        eff.activation_bytes_per_value,
+        "bytes",
+        eorigin,
+        path="efficiency.activation_bytes_per_value",
+    )
+    if deadline_days is not None:
+        x["deadline_days"] = trace.given(
+            "deadline", deadline_days, "days", origin, path="workload.deadline_days"
+        )
+    else:
+        x["gpus"] = trace.given("GPUs", gpus, "GPUs", origin, path="workload.gpus")
+    x["price"], basis = usd_per_gpu_hour(cat, name, system, pricing, trace)
+    x["kw_per_gpu"] = kw_per_gpu(cat, name, system, trace)
+    x["pue"] = pue(cat, trace)
+    meta = {"hardware": name, "model": mname, "precision": used, "pricing": basis, "system": system}
+    return x, meta
+
+
+def pretraining_core(x: dict[str, Any]) -> dict[str, Any]:
+    """The pre-training model on plain numbers or numpy arrays (element-wise)."""
+    fpt = f.training_flops_per_token(x["active_params"], x["layers"], x["seq_len"], x["attn_dim"])
+    s_per_token = f.seconds_per_token_per_gpu(
+        fpt, x["peak_flops"], x["mfu"], x["a2a_bytes"], x["link_bytes_per_s"], x["overlap"]
+    )
+    compute_s = fpt / (x["peak_flops"] * x["mfu"])
+    need = f.training_memory_bytes(
+        x["total_params"], x["bytes_per_param"], x["seq_len"], x["hidden_size"], x["layers"], x["act_bytes"]
+    )
+    min_gpus = f.ceil(need / (x["hbm_bytes"] * x["usable"]))
+    per_system = x["per_system"]
+    if "deadline_days" in x:
+        gpu_equivalents = x["tokens"] * s_per_token / (x["deadline_days"] * f.SECONDS_PER_DAY)
+        raw = f.maximum(f.gpus_for_rate(gpu_equivalents, x["ref_gpus"], x["alpha"]), min_gpus)
+        gpus = f.ceil(raw / per_system) * per_system
+    else:
+        gpus = x["gpus"] + 0 * s_per_token  # broadcast to the sweep's shape
+    scale = f.scale_efficiency(gpus, x["ref_gpus"], x["alpha"])
+    wall_s = x["tokens"] * s_per_token / (gpus * scale)
+    gpu_hours = gpus * wall_s / f.SECONDS_PER_HOUR
+    return {
+        "gpus": gpus,
+        "systems": f.ceil(gpus / per_system),
+        "wall_days": wall_s / f.SECONDS_PER_DAY,
+        "gpu_hours": gpu_hours,
+        "cost_usd": gpu_hours * x["price"],
+        "energy_mwh": f.energy_mwh(gpu_hours, x["kw_per_gpu"], x["pue"]),
+        "mfu": x["mfu"],
+        "effective_mfu": fpt / (s_per_token * x["peak_flops"]) * scale,
+        "scale_efficiency": scale,
+        "moe_comm_exposed_fraction": 1.0 - compute_s / s_per_token,
+        "training_flops": fpt * x["tokens"],
+        "flops_per_token": fpt,
+        "peak_tflops_per_gpu": x["peak_flops"] / f.TERA,
+        "min_gpus_for_memory": min_gpus,
+        "memory_bytes": need,
+        "price_usd_per_gpu_hour": x["price"],
+        "kw_per_gpu": x["kw_per_gpu"],
+    }
 
 
 def estimate_pretraining(
@@ -59,122 +264,43 @@ def estimate_pretraining(
         raise InputError("give exactly one of --gpus or --days")
     if tokens <= 0:
         raise InputError(f"tokens must be > 0, got {tokens}")
+    if gpus is not None and gpus <= 0:
+        raise InputError(f"--gpus must be > 0, got {gpus}")
+    if deadline_days is not None and deadline_days <= 0:
+        raise InputError(f"--days must be > 0, got {deadline_days}")
     if mfu is not None and not 0 < mfu <= 1:
         raise InputError(f"--mfu must be in (0, 1], got {mfu}")
-    system = cat.system(hardware)
-    name = cat.canonical("systems", hardware)
-    acc = cat.accelerator_of(system)
-    arch = cat.model(model)
-    mname = cat.canonical("models", model)
-    eff = cat.efficiency
     trace = Trace(cat.sources)
-    sorigin = cat.origin("systems", name)
-    morigin = cat.origin("models", mname)
-    eorigin = cat.origin("efficiency", "training_mfu")
-
-    used = supported_precision(acc, precision)
-    if used != precision:
-        trace.given(
-            "precision", used, "", sorigin, note=f"{name} has no dense {precision} figure; used {used}"
-        )
-    peak_flops = trace.take(f"{used} dense peak", acc.dense_tflops(used), "TFLOP/s per GPU", sorigin, f.TERA)
-    point = eff.training_mfu[used]
-    if mfu is None:
-        mfu = trace.take(f"training MFU ({used})", point.mfu, "fraction of dense peak", eorigin)
-    else:
-        trace.given(f"training MFU ({used})", mfu, "fraction of dense peak", CLI)
-    ref_gpus = trace.given("MFU measured at", point.measured_at_gpus, "GPUs", eorigin)
-    alpha = f.scale_exponent(
-        trace.take("throughput kept per 10x GPUs", eff.scale_retained_per_10x, "fraction", eorigin)
-    )
-
-    attn_dim = arch.attention_heads * arch.head_dim
-    trace.given("active parameters", arch.active_params, "", morigin)
-    trace.given("total parameters", arch.total_params, "", morigin)
-    flops_per_token = f.training_flops_per_token(arch.active_params, arch.layers, sequence_length, attn_dim)
-
-    a2a_bytes = 0.0
-    link = 1.0
-    overlap = 0.0
-    if arch.is_moe:
-        ep = min(arch.experts, system.scale_up_domain)
-        trace.given("expert-parallel degree", ep, "GPUs", sorigin, note="min(experts, scale-up domain)")
-        a2a_bytes = f.moe_a2a_bytes_per_token(
-            arch.experts_per_token,
-            arch.hidden_size,
-            arch.layers,
-            trace.take("all-to-all bytes per value", eff.moe_a2a_bytes_per_value, "bytes", eorigin),
-            ep,
-        )
-        uni = trace.take(
-            "scale-up bandwidth (bidirectional)", acc.scale_up_gb_per_s_bidir, "GB/s per GPU", sorigin
-        )
-        link = (
-            uni
-            * f.GIGA
-            / 2
-            * trace.take("scale-up link efficiency", eff.scale_up_link_efficiency, "fraction", eorigin)
-        )
-        overlap = trace.take("all-to-all hidden behind compute", eff.moe_a2a_overlap, "fraction", eorigin)
-    s_per_token = f.seconds_per_token_per_gpu(flops_per_token, peak_flops, mfu, a2a_bytes, link, overlap)
-    compute_s = flops_per_token / (peak_flops * mfu)
-
-    hbm = trace.take("HBM capacity", acc.hbm_gb, "GB per GPU", sorigin, f.GIGA)
-    usable = trace.take("usable HBM share", eff.hbm_usable_fraction, "fraction", eorigin)
-    need = f.training_memory_bytes(
-        arch.total_params,
-        trace.take("training state per parameter", eff.training_bytes_per_param, "bytes", eorigin),
-        sequence_length,
-        arch.hidden_size,
-        arch.layers,
-        trace.take("activation checkpoint bytes per value", eff.activation_bytes_per_value, "bytes", eorigin),
-    )
-    min_gpus = int(f.ceil(need / (hbm * usable)))
-
-    per_system = system.accelerators
-    if deadline_days is not None:
-        trace.given("deadline", deadline_days, "days", origin)
-        gpu_equivalents = tokens * s_per_token / (deadline_days * f.SECONDS_PER_DAY)
-        raw = max(f.gpus_for_rate(gpu_equivalents, ref_gpus, alpha), min_gpus)
-        n = int(f.ceil(raw / per_system)) * per_system
-    else:
-        n = int(gpus)
-        if n < min_gpus:
-            raise InfeasibleError(
-                f"{mname} needs at least {min_gpus} {name} GPUs to hold its training state "
-                f"({need / 1e12:.1f} TB); got --gpus {n}"
-            )
-        trace.given("GPUs", n, "GPUs", origin)
-    scale = f.scale_efficiency(n, ref_gpus, alpha)
-    wall_s = tokens * s_per_token / (n * scale)
-    gpu_hours = n * wall_s / f.SECONDS_PER_HOUR
-    price, basis = usd_per_gpu_hour(cat, name, system, pricing, trace)
-    kw = kw_per_gpu(cat, name, system, trace)
-    pue = trace.take("PUE", cat.economics.pue, "ratio", cat.origin("economics", "pue"))
-    result = Pretraining(
-        model=mname,
-        precision=used,
-        tokens=tokens,
-        gpus=n,
-        systems=int(f.ceil(n / per_system)),
-        wall_days=wall_s / f.SECONDS_PER_DAY,
-        gpu_hours=gpu_hours,
-        cost_usd=gpu_hours * price,
-        energy_mwh=f.energy_mwh(gpu_hours, kw, pue),
+    x, meta = pretraining_inputs(
+        cat,
+        hardware,
+        model,
+        tokens,
+        gpus=gpus,
+        deadline_days=deadline_days,
+        precision=precision,
         mfu=mfu,
-        effective_mfu=flops_per_token / (s_per_token * peak_flops) * scale,
-        scale_efficiency=scale,
-        moe_comm_exposed_fraction=1.0 - compute_s / s_per_token,
-        training_flops=flops_per_token * tokens,
-        flops_per_token=flops_per_token,
-        peak_tflops_per_gpu=peak_flops / f.TERA,
-        min_gpus_for_memory=min_gpus,
-        price_usd_per_gpu_hour=price,
-        pricing=basis,
-        kw_per_gpu=kw,
+        sequence_length=sequence_length,
+        pricing=pricing,
+        origin=origin,
+        trace=trace,
     )
+    y = pretraining_core(x)
+    if gpus is not None and gpus < y["min_gpus_for_memory"]:
+        raise InfeasibleError(
+            f"{meta['model']} needs at least {int(y['min_gpus_for_memory'])} {meta['hardware']} GPUs "
+            f"to hold its training state ({y['memory_bytes'] / 1e12:.1f} TB); got --gpus {gpus}"
+        )
+    result = Pretraining(
+        model=meta["model"],
+        precision=meta["precision"],
+        tokens=tokens,
+        pricing=meta["pricing"],
+        **{k: v for k, v in y.items() if k != "memory_bytes"},
+    )
+    system = meta["system"]
     return SystemPretraining(
-        hardware=name,
+        hardware=meta["hardware"],
         description=system.description,
         status=system.status,
         pretraining=result,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from ipd_cli.catalog.loader import Catalog
 from ipd_cli.catalog.schema import System
@@ -14,15 +14,17 @@ from .trace import Trace
 Pricing = Literal["rental", "tco"]
 
 
-def kw_per_gpu(cat: Catalog, name: str, system: System, trace: Trace) -> float:
+def kw_per_gpu(cat: Catalog, name: str, system: System, trace: Trace) -> Any:
     origin = cat.origin("systems", name)
-    rack_kw = trace.take("system power", system.power_kw, "kW", origin)
+    rack_kw = trace.take("system power", system.power_kw, "kW", origin, path=f"systems.{name}.power_kw")
     return rack_kw / system.accelerators
 
 
-def usd_per_gpu_hour(
-    cat: Catalog, name: str, system: System, pricing: str, trace: Trace
-) -> tuple[float, str]:
+def pue(cat: Catalog, trace: Trace) -> Any:
+    return trace.take("PUE", cat.economics.pue, "ratio", cat.origin("economics", "pue"), path="economics.pue")
+
+
+def usd_per_gpu_hour(cat: Catalog, name: str, system: System, pricing: str, trace: Trace) -> tuple[Any, str]:
     """Price of one GPU-hour and a label of the basis used ('rental:reserved', 'tco')."""
     origin = cat.origin("systems", name)
     if pricing == "rental":
@@ -30,7 +32,11 @@ def usd_per_gpu_hour(
         for label in cat.economics.rental_label_preference:
             if label in by_label:
                 value = trace.take(
-                    f"rental price ({label})", by_label[label].usd_per_gpu_hour, "USD/GPU-h", origin
+                    f"rental price ({label})",
+                    by_label[label].usd_per_gpu_hour,
+                    "USD/GPU-h",
+                    origin,
+                    path=f"systems.{name}.prices.{label}",
                 )
                 return value, f"rental:{label}"
         raise InputError(
@@ -40,19 +46,23 @@ def usd_per_gpu_hour(
     if pricing != "tco":
         raise InputError(f"unknown pricing '{pricing}'; choose rental or tco")
     eco = cat.economics
-    eorigin = cat.origin("economics", "pue")
-    capex = trace.take("system capex", system.capex_usd, "USD", origin) / system.accelerators
+
+    def e(label: str, field: str, unit: str) -> Any:
+        return trace.take(
+            label, getattr(eco, field), unit, cat.origin("economics", field), path=f"economics.{field}"
+        )
+
+    capex = trace.take("system capex", system.capex_usd, "USD", origin, path=f"systems.{name}.capex_usd")
     crf = f.capital_recovery_factor(
-        trace.take("cost of capital", eco.cost_of_capital, "1/year", eorigin),
-        trace.take("depreciation", eco.depreciation_years, "years", eorigin),
+        e("cost of capital", "cost_of_capital", "1/year"), e("depreciation", "depreciation_years", "years")
     )
     value = f.tco_usd_per_gpu_hour(
-        capex,
+        capex / system.accelerators,
         crf,
-        trace.take("opex per year", eco.opex_fraction_of_capex_per_year, "fraction of capex", eorigin),
-        trace.take("utilisation", eco.utilisation, "fraction", eorigin),
-        kw_per_gpu(cat, name, system, Trace(trace.sources)),
-        trace.take("PUE", eco.pue, "ratio", eorigin),
-        trace.take("electricity", eco.electricity_usd_per_kwh, "USD/kWh", eorigin),
+        e("opex per year", "opex_fraction_of_capex_per_year", "fraction of capex"),
+        e("utilisation", "utilisation", "fraction"),
+        kw_per_gpu(cat, name, system, trace.quiet()),
+        pue(cat, trace.quiet()),
+        e("electricity", "electricity_usd_per_kwh", "USD/kWh"),
     )
     return value, "tco"

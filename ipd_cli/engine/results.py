@@ -13,7 +13,7 @@ SCHEMA_VERSION = "1.0"
 
 
 class Result(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Assumption(Result):
@@ -28,6 +28,7 @@ class Assumption(Result):
     estimate: bool = False
     origin: str = Field(description="catalog file, workload file or 'command line'")
     note: str | None = None
+    path: str | None = Field(default=None, description="the --set PATH that overrides this input")
 
 
 class Pretraining(Result):
@@ -80,6 +81,7 @@ class CompareResult(Result):
     workload: WorkloadInfo
     baseline: str = Field(description="the system ratios are taken against (the first one)")
     systems: list[SystemPretraining]
+    overrides: list[str] = Field(default=[], description="--set PATH=VALUE items applied")
 
 
 class TrainResult(Result):
@@ -87,6 +89,7 @@ class TrainResult(Result):
     hardware: str
     pretraining: Pretraining
     assumptions: list[Assumption]
+    overrides: list[str] = Field(default=[], description="--set PATH=VALUE items applied")
 
 
 class Listing(Result):
@@ -106,3 +109,71 @@ class EntryView(Result):
     origin: str
     entry: dict
     sources: dict[str, dict]
+
+
+class Serving(Result):
+    """One serving operating point: throughput, interactivity, latency and cost."""
+
+    tokens_per_s_per_gpu: float = Field(description="output tokens/s per GPU")
+    tokens_per_s_per_user: float = Field(description="decode speed of one sequence (speculation included)")
+    ttft_s: float = Field(description="time to first token: prefill of one request, no queueing")
+    tpot_ms: float = Field(description="time per output token")
+    usd_per_million_output_tokens: float
+    usd_per_million_total_tokens: float = Field(description="input + output tokens")
+    tokens_per_s_per_mw: float = Field(description="output tokens/s per MW of all-in power (incl. PUE)")
+    instance_gpus: int = Field(description="GPUs that serve one copy of the model (TP/EP group)")
+    concurrency: int = Field(description="sequences in flight per instance")
+    model: str
+    parallelism: str = Field(
+        description="'tp' (tensor parallel) or 'dep' (data-parallel attention + expert parallel, MoE)"
+    )
+    precision: str = Field(description="weight precision")
+    kv_precision: str
+    input_tokens: int
+    output_tokens: int
+    operating_point: str = Field(description="'concurrency', 'target' or 'max-throughput'")
+    target_tokens_per_s_per_user: float | None = None
+    target_met: bool | None = Field(default=None, description="false: even concurrency 1 is too slow")
+    max_concurrency: int = Field(description="KV-capacity limit per instance (after the engine cap)")
+    kv_bytes_per_token: float
+    weight_gb_per_instance: float
+    decode_bound: str = Field(description="'memory' or 'compute': the larger roofline term of a step")
+    step_time_ms: float = Field(description="one decode step, all sequences of the instance")
+    memory_time_ms: float
+    compute_time_ms: float
+    collective_time_ms: float
+    overhead_ms: float
+    experts_touched_share: float = Field(description="share of routed expert weights read per step")
+    prefill_share: float = Field(description="share of instance time spent in prefill")
+    total_tokens_per_s_per_gpu: float = Field(description="input + output tokens/s per GPU")
+    speculative_speedup: float
+    price_usd_per_gpu_hour: float
+    pricing: str = Field(description="'rental:<label>' or 'tco'")
+    kw_per_gpu: float = Field(description="node or rack power divided by its accelerators")
+    gpus_for_traffic: int | None = Field(default=None, description="whole instances for the traffic")
+    instances_for_traffic: int | None = None
+    traffic_requests_per_s: float | None = None
+
+
+class ServeResult(Result):
+    """``ipd serve``: one operating point on one system."""
+
+    schema_version: str = SCHEMA_VERSION
+    hardware: str
+    description: str
+    serving: Serving
+    assumptions: list[Assumption]
+
+
+class ServeCurveResult(Result):
+    """``ipd serve --curve``: throughput per GPU against speed per user as concurrency grows."""
+
+    schema_version: str = SCHEMA_VERSION
+    hardware: str
+    description: str
+    model: str
+    precision: str
+    instance_gpus: int
+    max_concurrency: int
+    points: list[Serving]
+    assumptions: list[Assumption]

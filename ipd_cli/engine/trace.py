@@ -1,8 +1,17 @@
-"""Provenance of every input the engine uses, so each output can be explained."""
+"""Provenance of every input the engine uses, so each output can be explained.
+
+Every catalog value the engine reads goes through :meth:`Trace.take` (and every value
+from a workload or the command line through :meth:`Trace.given`), with the dotted
+``--set`` path that overrides it. Sweeps use the same doorway: a path listed in
+``subs`` returns an array of values instead of the catalog number, and in sampling
+mode a value with a ``range`` returns random draws from it. So whatever the engine
+reads can be swept, sampled and explained.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ipd_cli.catalog.schema import Sourced
 
@@ -15,26 +24,49 @@ class Trace:
 
     sources: dict  # id -> Source
     items: list[Assumption] = field(default_factory=list)
+    subs: dict[str, Any] = field(default_factory=dict)  # --set path -> value or array (sweeps)
+    sampler: Any = None  # callable(low, mode, high) -> array, for --samples
+    record: bool = True
 
-    def take(self, name: str, s: Sourced, unit: str, origin: str, scale: float = 1.0) -> float:
-        """Record a catalog value and return it as a plain number times ``scale``."""
-        src = self.sources.get(s.source)
-        self.items.append(
-            Assumption(
-                name=name,
-                value=s.value,
-                unit=unit,
-                source=s.source,
-                source_title=src.title if src else None,
-                source_date=src.date if src else None,
-                estimate=s.estimate,
-                origin=origin,
-                note=s.note,
+    def take(
+        self, name: str, s: Sourced, unit: str, origin: str, scale: float = 1.0, path: str | None = None
+    ) -> Any:
+        """A catalog value as a plain number times ``scale`` (or its sweep/sample array)."""
+        value: Any = s.value
+        if path is not None and path in self.subs:
+            value = self.subs[path]
+        elif self.sampler is not None and s.range is not None:
+            value = self.sampler(s.range[0], s.value, s.range[1])
+        if self.record:
+            src = self.sources.get(s.source)
+            self.items.append(
+                Assumption(
+                    name=name,
+                    value=s.value,
+                    unit=unit,
+                    source=s.source,
+                    source_title=src.title if src else None,
+                    source_date=src.date if src else None,
+                    estimate=s.estimate,
+                    origin=origin,
+                    note=s.note,
+                    path=path,
+                )
             )
-        )
-        return s.value * scale
+        return value * scale
 
-    def given(self, name: str, value: float, unit: str, origin: str, note: str | None = None) -> float:
-        """Record a value that came from the workload or the command line."""
-        self.items.append(Assumption(name=name, value=value, unit=unit, origin=origin, note=note))
+    def given(
+        self, name: str, value: Any, unit: str, origin: str, note: str | None = None, path: str | None = None
+    ) -> Any:
+        """A value from the workload, the model architecture or the command line."""
+        if path is not None and path in self.subs:
+            value = self.subs[path]
+        elif self.record:
+            self.items.append(
+                Assumption(name=name, value=value, unit=unit, origin=origin, note=note, path=path)
+            )
         return value
+
+    def quiet(self) -> Trace:
+        """The same substitutions, recording nothing (for a value read twice)."""
+        return Trace(self.sources, [], self.subs, self.sampler, record=False)

@@ -1,4 +1,4 @@
-"""The one render layer: a result model in, text out (table, json, csv, yaml).
+"""The one render layer: a result model in, text out (table, json, csv, yaml, markdown).
 
 The engine returns pydantic results; the CLI asks :func:`render` for text in the
 chosen format and writes it to stdout. Rich is imported only for tables
@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from ipd_cli.errors import InputError
 
-FORMATS = ("auto", "table", "json", "csv", "yaml")
+FORMATS = ("auto", "table", "json", "csv", "yaml", "markdown")
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,13 @@ def render(result: BaseModel, fmt: str, ctx: OutputContext) -> str:
         return to_yaml(result)
     if fmt == "csv":
         return to_csv(result)
+    from .views import view
+
+    v = view(result.model_dump(mode="json"))
+    if fmt == "markdown":
+        from .markdown import to_markdown
+
+        return to_markdown(v)
     from .table import to_table
 
-    return to_table(result, ctx)
+    return to_table(v, ctx)

@@ -1,0 +1,59 @@
+"""`ipd diff BASE.json NEW.json`: metric by metric, old, new, change and percent (infracost style)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ipd_cli.engine.results import Listing
+from ipd_cli.errors import InputError
+
+SKIP = {"assumptions", "schema_version"}
+
+
+def _leaves(node: Any, prefix: str = "") -> dict[str, float]:
+    """Numeric leaves by dotted path; list items are keyed by their name or hardware, not position."""
+    out: dict[str, float] = {}
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k not in SKIP:
+                out.update(_leaves(v, f"{prefix}.{k}" if prefix else k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            key = v.get("hardware") or v.get("name") or v.get("id") if isinstance(v, dict) else None
+            out.update(_leaves(v, f"{prefix}[{key if key else i}]"))
+    elif isinstance(node, int | float) and not isinstance(node, bool):
+        out[prefix] = float(node)
+    return out
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{path}: not ipd JSON output ({e}); make it with --format json") from None
+
+
+def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:
+    a, b = _leaves(base), _leaves(new)
+    rows = []
+    for key in [*a, *(k for k in b if k not in a)]:
+        old, cur = a.get(key), b.get(key)
+        change = None if old is None or cur is None else cur - old
+        if only_changed and change == 0:
+            continue
+        pct = None if change is None or old == 0 else 100.0 * change / abs(old)
+        rows.append(
+            {
+                "metric": key,
+                "old": old,
+                "new": cur,
+                "change": change,
+                "percent": None if pct is None or not math.isfinite(pct) else pct,
+            }
+        )
+    return Listing(kind="diff", items=rows)

@@ -1,0 +1,235 @@
+"""Sweeps and uncertainty: the engine's cores evaluated over numpy arrays.
+
+A sweep is the Cartesian product of ``--vary PATH=SPEC`` axes. ``hardware`` is a
+categorical axis (an outer loop); every other path is any input the engine reads
+through its :class:`Trace` (the ``--set`` paths), passed in as an array, so one
+vectorised call evaluates a whole chunk of the grid. ``price_usd_per_gpu_hour``
+replaces the price of whichever system is evaluated.
+
+With ``samples``, each grid point is evaluated for N random draws of every input
+that has a ``range`` in the catalog (triangular: low, catalog value, high) and the
+P10/P50/P90 of each metric are reported.
+
+Output is produced in chunks (dicts of column -> array), so a million-point sweep
+streams instead of being held in memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ipd_cli.catalog.loader import Catalog
+from ipd_cli.catalog.overrides import _alias
+from ipd_cli.errors import InputError, did_you_mean
+
+from .pretraining import pretraining_core, pretraining_inputs
+from .trace import Trace
+
+HARDWARE = "hardware"
+PRICE = "price_usd_per_gpu_hour"
+CHUNK = 131_072
+PERCENTILES = (10, 50, 90)
+MAX_POINTS = 50_000_000
+
+
+@dataclass(frozen=True)
+class Axis:
+    path: str
+    values: list[Any]
+
+
+def parse_spec(path: str, spec: str) -> list[Any]:
+    """``a:b:step`` (inclusive of b), ``a:b:step`` with no step is an error, or ``v1,v2,...``."""
+    spec = spec.strip()
+    if path == HARDWARE:
+        return [s.strip() for s in spec.split(",") if s.strip()]
+    if ":" in spec:
+        parts = spec.split(":")
+        if len(parts) != 3:
+            raise InputError(f"--vary {path}={spec}: a range is START:STOP:STEP, e.g. 2:6:0.5")
+        try:
+            start, stop, step = (float(p) for p in parts)
+        except ValueError:
+            raise InputError(f"--vary {path}={spec}: START, STOP and STEP must be numbers") from None
+        if not all(math.isfinite(v) for v in (start, stop, step)) or step <= 0 or stop < start:
+            raise InputError(f"--vary {path}={spec}: need START <= STOP and STEP > 0")
+        count = int(math.floor((stop - start) / step + 1e-9)) + 1
+        if count > MAX_POINTS:
+            raise InputError(f"--vary {path}={spec}: {count} values is more than {MAX_POINTS}")
+        return [start + i * step for i in range(count)]
+    values = []
+    for item in spec.split(","):
+        try:
+            v = float(item)
+        except ValueError:
+            raise InputError(f"--vary {path}: '{item}' is not a number") from None
+        if not math.isfinite(v):
+            raise InputError(f"--vary {path}: '{item}' is not a finite number")
+        values.append(v)
+    return values
+
+
+def parse_axes(cat: Catalog, items: list[str]) -> list[Axis]:
+    axes = []
+    for item in items:
+        path, sep, spec = item.partition("=")
+        path = path.strip()
+        if not sep or not path or not spec.strip():
+            raise InputError(f"--vary {item!r}: expected PATH=SPEC, e.g. economics.pue=1.1:1.6:0.1")
+        path = canonical_path(cat, path)
+        if path in {a.path for a in axes}:
+            raise InputError(f"--vary {path}: given twice")
+        values = parse_spec(path, spec)
+        if not values:
+            raise InputError(f"--vary {path}: no values")
+        if path == HARDWARE:
+            values = [cat.canonical("systems", v) if v in cat.aliases["systems"] else v for v in values]
+            for v in values:
+                cat.system(v)
+        axes.append(Axis(path, values))
+    return axes
+
+
+def canonical_path(cat: Catalog, path: str) -> str:
+    """Resolve aliases in ``systems.ALIAS...`` / ``models.ALIAS...`` paths."""
+    keys = path.split(".")
+    if len(keys) >= 2 and keys[0] in ("systems", "models"):
+        from ipd_cli.catalog.loader import RawCatalog
+
+        raw = RawCatalog({keys[0]: {n: e.model_dump() for n, e in getattr(cat, keys[0]).items()}})
+        keys[1] = _alias(raw, keys[0], keys[1])
+    return ".".join(keys)
+
+
+def grid_size(axes: list[Axis]) -> int:
+    return math.prod(len(a.values) for a in axes)
+
+
+@dataclass
+class SweepPlan:
+    """What to evaluate: the workload's arguments, the axes, and which cores."""
+
+    workload: Any
+    origin: str
+    axes: list[Axis]
+    hardware: list[str]
+    pricing: str
+    mfu: float | None = None
+
+
+def _inputs(cat: Catalog, plan: SweepPlan, hw: str, trace: Trace) -> tuple[dict, dict]:
+    w = plan.workload
+    return pretraining_inputs(
+        cat,
+        hw,
+        w.model,
+        w.tokens,
+        gpus=w.gpus,
+        deadline_days=w.deadline_days,
+        precision=w.precision,
+        mfu=plan.mfu,
+        sequence_length=w.sequence_length,
+        pricing=plan.pricing,
+        origin=plan.origin,
+        trace=trace,
+    )
+
+
+def _evaluate(
+    cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: int, sampler: Any = None
+) -> dict:
+    """Every output metric as an array of n values (n points, or n samples)."""
+    import numpy as np
+
+    subs = dict(subs)
+    price = subs.pop(PRICE, None)
+    trace = Trace(cat.sources, subs=subs, sampler=sampler, record=False)
+    x, _ = _inputs(cat, plan, hw, trace)
+    if price is not None:
+        x["price"] = price
+    y = pretraining_core(x)
+    return {f"pretraining.{k}": np.broadcast_to(v, (n,)) for k, v in y.items() if k != "memory_bytes"}
+
+
+def check_paths(cat: Catalog, plan: SweepPlan) -> None:
+    """Every varied path must be an input the engine reads for at least one system."""
+    readable: set[str] = {PRICE}
+    for hw in plan.hardware:
+        seen = _PathRecorder(cat.sources)
+        _inputs(cat, plan, hw, seen)
+        readable |= seen.paths
+    for axis in plan.axes:
+        if axis.path != HARDWARE and axis.path not in readable:
+            raise InputError(
+                f"--vary {axis.path}: not an input of this estimate{did_you_mean(axis.path, readable)}"
+                " (ipd compare ... --format json lists each input's path under assumptions)"
+            )
+
+
+class _PathRecorder(Trace):
+    def __init__(self, sources: dict) -> None:
+        super().__init__(sources, record=False)
+        self.paths: set[str] = set()
+
+    def take(self, name, s, unit, origin, scale=1.0, path=None):  # type: ignore[override]
+        if path:
+            self.paths.add(path)
+        return super().take(name, s, unit, origin, scale, path)
+
+    def given(self, name, value, unit, origin, note=None, path=None):  # type: ignore[override]
+        if path:
+            self.paths.add(path)
+        return super().given(name, value, unit, origin, note, path)
+
+
+def run(cat: Catalog, plan: SweepPlan, chunk: int = CHUNK) -> Iterator[dict[str, Any]]:
+    """Yield column chunks: the varied inputs, then every output metric, one row per point."""
+    import numpy as np
+
+    numeric = [a for a in plan.axes if a.path != HARDWARE]
+    shape = tuple(len(a.values) for a in numeric)
+    total = math.prod(shape)
+    arrays = [np.asarray(a.values, dtype=float) for a in numeric]
+    for hw in plan.hardware:
+        for start in range(0, total, chunk):
+            idx = np.unravel_index(np.arange(start, min(start + chunk, total)), shape) if shape else ()
+            subs = {a.path: arrays[i][idx[i]] for i, a in enumerate(numeric)}
+            n = min(chunk, total - start)
+            cols: dict[str, Any] = {HARDWARE: np.full(n, hw, dtype=object)}
+            cols.update(subs)
+            cols.update(_evaluate(cat, plan, hw, subs, n))
+            yield cols
+
+
+def run_samples(cat: Catalog, plan: SweepPlan, samples: int, seed: int) -> Iterator[dict[str, Any]]:
+    """One row per (hardware, grid point): P10/P50/P90 of each metric over ``samples`` draws."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def sampler(low: float, mode: float, high: float) -> Any:
+        if high <= low:
+            return np.full(samples, mode)
+        return rng.triangular(low, min(max(mode, low), high), high, samples)
+
+    numeric = [a for a in plan.axes if a.path != HARDWARE]
+    if numeric:
+        grid = np.array(np.meshgrid(*[a.values for a in numeric], indexing="ij")).reshape(len(numeric), -1).T
+    else:
+        grid = np.zeros((1, 0))
+    for hw in plan.hardware:
+        for point in grid:
+            subs = {a.path: np.full(samples, v) for a, v in zip(numeric, point, strict=True)}
+            y = _evaluate(cat, plan, hw, subs, samples, sampler=sampler)
+            row: dict[str, Any] = {HARDWARE: np.array([hw], dtype=object)}
+            row.update({a.path: np.array([v]) for a, v in zip(numeric, point, strict=True)})
+            for key, values in y.items():
+                for p, q in zip(PERCENTILES, np.percentile(values, PERCENTILES), strict=True):
+                    row[f"{key}.p{p}"] = np.array([q])
+            yield row
+
+
+ProgressFn = Callable[[int, int], None]

@@ -1,0 +1,190 @@
+"""Where rendered output goes: stdout, or a file written atomically; and the budget gate."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ipd_cli.errors import ExitCode, InputError, IpdError
+from ipd_cli.render import OutputContext, render
+
+EXTENSION_FORMATS = {
+    ".json": "json",
+    ".csv": "csv",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".md": "markdown",
+    ".jsonl": "jsonl",
+    ".txt": "table",
+}
+
+
+def format_for(fmt: str, output: Path | None) -> str:
+    """--format wins; with `auto` and a file, the extension picks the format."""
+    if fmt != "auto" or output is None or str(output) == "-":
+        return fmt
+    ext = output.suffix.lower()
+    if ext not in EXTENSION_FORMATS:
+        raise InputError(
+            f"{output}: cannot tell the format from '{ext or 'no extension'}'; add --format or use one of "
+            f"{', '.join(EXTENSION_FORMATS)}"
+        )
+    return EXTENSION_FORMATS[ext]
+
+
+def check_target(output: Path | None, force: bool) -> None:
+    """Refuse early (before computing) to overwrite a file without --force."""
+    if output is None or str(output) == "-":
+        return
+    if output.is_dir():
+        raise InputError(f"{output}: is a directory; give a file name")
+    if output.exists() and not force:
+        raise InputError(f"{output}: already exists; add --force to replace it")
+    if not output.parent.exists():
+        raise InputError(f"{output.parent}: no such directory")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temporary file in the same directory, then rename: readers never see half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = None) -> None:
+    text = render(result, format_for(fmt, output), ctx)
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+    else:
+        write_atomic(output, text)
+        sys.stderr.write(f"wrote {output}\n")
+
+
+def budget_values(result: BaseModel, metric: str) -> list[tuple[str, float]]:
+    """(label, value) of a dotted metric (e.g. pretraining.cost_usd) for each system of a result."""
+    data = result.model_dump(mode="json")
+    rows = data["systems"] if "systems" in data else [data]
+    out = []
+    for row in rows:
+        node: Any = row
+        for key in metric.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, int | float):
+            raise InputError(
+                f"--budget-metric {metric}: not a number in this output; e.g. pretraining.cost_usd"
+            )
+        out.append((str(row.get("hardware", "")), float(node)))
+    return out
+
+
+def check_budget(result: BaseModel, max_usd: float | None, metric: str) -> None:
+    """Exit 3 (after the output is written) when any system's metric exceeds the budget."""
+    if max_usd is None:
+        return
+    over = [(label, v) for label, v in budget_values(result, metric) if v > max_usd]
+    if over:
+        detail = ", ".join(f"{label} {v:,.0f}" for label, v in over)
+        raise IpdError(f"budget exceeded: {metric} > {max_usd:,.0f} USD ({detail})", ExitCode.BUDGET_EXCEEDED)
+
+
+# --- streamed tables (sweeps) ------------------------------------------------------------------
+
+STREAM_FORMATS = ("csv", "jsonl", "json", "table", "markdown")
+
+
+def _formats(columns: dict) -> list[str]:
+    """printf format per column: %d for integral floats columns, %.10g for others, %s for text."""
+    out = []
+    for v in columns.values():
+        kind = getattr(v, "dtype", None)
+        if kind is None or kind.kind in "OUS":
+            out.append("%s")
+        elif kind.kind in "iu" or (
+            kind.kind == "f" and len(v) and bool((v == v.round()).all()) and abs(v).max() < 1e15
+        ):
+            out.append("%d")
+        else:
+            out.append("%.10g")
+    return out
+
+
+def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None, progress=None) -> int:
+    """Write column chunks as csv/jsonl/json (streamed) or table/markdown (small results).
+
+    Rows are written whole, chunk by chunk; on Ctrl-C the rows written so far stay valid
+    (a JSON array is closed) and, with -o, the partial file is still renamed into place.
+    Returns the number of rows written.
+    """
+    fmt = "table" if fmt == "auto" and ctx.is_tty else ("csv" if fmt == "auto" else fmt)
+    if fmt not in STREAM_FORMATS:
+        raise InputError(f"unknown format '{fmt}' for a sweep; choose one of: {', '.join(STREAM_FORMATS)}")
+    target = None if output is None or str(output) == "-" else output
+    if target is None:
+        fh = sys.stdout
+        tmp = None
+    else:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
+    rows = 0
+    buffered: list[dict] = []
+    interrupted = False
+    try:
+        try:
+            for cols in chunks:
+                n = len(next(iter(cols.values())))
+                if fmt in ("table", "markdown"):
+                    buffered.append(cols)
+                else:
+                    fh.write(_chunk_text(cols, fmt, first=rows == 0))
+                rows += n
+                if progress:
+                    progress(rows)
+        except KeyboardInterrupt:
+            interrupted = True
+        if fmt == "json":
+            fh.write("[]\n" if rows == 0 else "\n]\n")
+        elif fmt in ("table", "markdown"):
+            fh.write(_small_table(buffered, fmt, ctx))
+    finally:
+        if tmp is not None:
+            fh.close()
+            os.replace(tmp, target)
+    if interrupted:
+        raise KeyboardInterrupt
+    return rows
+
+
+def _chunk_text(cols: dict, fmt: str, first: bool) -> str:
+    names = list(cols)
+    lists = [c.tolist() for c in cols.values()]
+    if fmt == "csv":
+        line = ",".join(_formats(cols))
+        body = "\n".join(line % r for r in zip(*lists, strict=True)) + "\n"
+        return (",".join(names) + "\n" + body) if first else body
+    import json
+
+    text = [json.dumps(dict(zip(names, r, strict=True))) for r in zip(*lists, strict=True)]
+    if fmt == "jsonl":
+        return "\n".join(text) + "\n"
+    return ("[\n" if first else ",\n") + ",\n".join(text)
+
+
+def _small_table(chunks: list[dict], fmt: str, ctx: OutputContext) -> str:
+    from ipd_cli.engine.results import Listing
+
+    items = [
+        dict(zip(c, r, strict=True))
+        for c in chunks
+        for r in zip(*[v.tolist() for v in c.values()], strict=True)
+    ]
+    return render(Listing(kind="sweep", items=items), fmt, ctx)

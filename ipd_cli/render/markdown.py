@@ -1,0 +1,26 @@
+"""Markdown tables (GitHub flavour) for PR comments and reports."""
+
+from __future__ import annotations
+
+from .views import View
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(v: View) -> str:
+    out: list[str] = []
+    for grid in v.grids:
+        if grid.title:
+            out.append(f"**{_cell(grid.title)}**\n")
+        out.append("| " + " | ".join(_cell(c) for c in grid.columns) + " |")
+        out.append(
+            "|" + "|".join("---:" if i in grid.right else "---" for i in range(len(grid.columns))) + "|"
+        )
+        for i, row in enumerate(grid.rows):
+            cells = [f"**{_cell(c)}**" if i in grid.sections and c else _cell(c) for c in row]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    out += [f"{n}\n" for n in v.notes]
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,0 +1,184 @@
+"""Format-neutral tables: a result becomes titled grids of strings plus footnotes.
+
+Both the Rich table (terminals) and Markdown (PR comments, reports) draw these, so
+the two show the same rows. Sections of a result that a view does not know (added
+by later engines) are shown generically as metric/value rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# (key, label, unit) per block of a per-system result; "drivers" explain the headline rows.
+BLOCKS: dict[str, list[tuple[str, str, str]]] = {
+    "pretraining": [
+        ("gpus", "GPUs", "GPUs"),
+        ("systems", "Systems (nodes/racks)", "count"),
+        ("wall_days", "Wall time", "days"),
+        ("gpu_hours", "GPU-hours", "GPU-h"),
+        ("cost_usd", "Cost", "USD"),
+        ("energy_mwh", "Energy (incl. PUE)", "MWh"),
+    ],
+}
+DRIVERS: dict[str, list[tuple[str, str, str]]] = {
+    "pretraining": [
+        ("peak_tflops_per_gpu", "Dense peak at precision", "TFLOP/s/GPU"),
+        ("mfu", "MFU (catalog or --mfu)", "fraction"),
+        ("scale_efficiency", "Scale efficiency", "fraction"),
+        ("moe_comm_exposed_fraction", "Exposed MoE all-to-all", "share of time"),
+        ("effective_mfu", "Effective MFU", "fraction"),
+        ("min_gpus_for_memory", "Min GPUs for memory", "GPUs"),
+        ("price_usd_per_gpu_hour", "Price", "USD/GPU-h"),
+        ("kw_per_gpu", "Power per GPU (system)", "kW"),
+    ],
+}
+
+
+@dataclass
+class Grid:
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    right: set[int] = field(default_factory=set)  # column indexes aligned right
+    sections: list[int] = field(default_factory=list)  # row indexes that start a new section
+
+
+@dataclass
+class View:
+    grids: list[Grid]
+    notes: list[str] = field(default_factory=list)
+
+
+def fmt_num(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, list):
+        return ", ".join(map(str, v))
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return str(v)
+    if isinstance(v, int) and abs(v) < 1e15:
+        return f"{v:,}"
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 1e15 or a < 1e-3:
+        return f"{v:.3g}"
+    if a >= 100:
+        return f"{v:,.0f}"
+    if a >= 1:
+        return f"{v:,.2f}"
+    return f"{v:.3f}"
+
+
+def view(data: dict) -> View:
+    """Pick the view for a dumped result."""
+    if "systems" in data:
+        return _compare(data)
+    if "items" in data:
+        return _items(data)
+    blocks = [k for k, v in data.items() if isinstance(v, dict) and k not in ("entry", "sources")]
+    if blocks and "hardware" in data:
+        grids = [_single(f"{b} on {data['hardware']}", data[b]) for b in blocks]
+        grids += [_assumptions(data["assumptions"])] if data.get("assumptions") else []
+        return View(grids)
+    return View([_mapping(data.get("name", ""), data)])
+
+
+def _compare(data: dict) -> View:
+    systems = data["systems"]
+    names = [s["hardware"] for s in systems]
+    wl = data["workload"]
+    cols = ["Metric", "Unit", *names, *[f"{n} / {names[0]}" for n in names[1:]]]
+    grid = Grid(f"{wl['name']}: {wl['description']}", cols, right=set(range(2, len(cols))))
+    blocks = [k for k, v in systems[0].items() if isinstance(v, dict)]
+    for block in blocks:
+        rows = BLOCKS.get(block) or _generic_rows(systems[0][block])
+        grid.sections.append(len(grid.rows))
+        grid.rows.append([block, "", *[""] * (len(cols) - 2)])
+        _add_rows(grid, systems, block, rows)
+        if block in DRIVERS:
+            grid.sections.append(len(grid.rows))
+            grid.rows.append([f"{block} drivers", "", *[""] * (len(cols) - 2)])
+            _add_rows(grid, systems, block, DRIVERS[block])
+    notes = []
+    if "pretraining" in blocks:
+        prec = ", ".join(f"{s['hardware']}: {s['pretraining']['precision']}" for s in systems)
+        notes.append(f"Precision used: {prec}. Pricing: {systems[0]['pretraining']['pricing']}.")
+        notes.append(
+            "GPUs = tokens x time per token per GPU / (deadline x scale efficiency); time per token = "
+            "FLOPs / (dense peak x MFU) + exposed all-to-all. `ipd hardware show NAME` lists the sources."
+        )
+    estimates = sorted({a["name"] for s in systems for a in s.get("assumptions", []) if a.get("estimate")})
+    if estimates:
+        notes.append(f"Estimates (not measured or published specs): {', '.join(estimates)}.")
+    if data.get("overrides"):
+        notes.append(f"Overrides: {'; '.join(data['overrides'])}.")
+    return View([grid], notes)
+
+
+def _generic_rows(block: dict) -> list[tuple[str, str, str]]:
+    return [(k, k, "") for k, v in block.items() if isinstance(v, int | float) and not isinstance(v, bool)]
+
+
+def _add_rows(grid: Grid, systems: list[dict], block: str, rows: list[tuple[str, str, str]]) -> None:
+    for key, label, unit in rows:
+        values = [s[block].get(key) for s in systems]
+        base = values[0]
+        ratios = [
+            fmt_num(v / base) + "x"
+            if isinstance(v, int | float) and isinstance(base, int | float) and base
+            else ""
+            for v in values[1:]
+        ]
+        grid.rows.append([label, unit, *[fmt_num(v) for v in values], *ratios])
+
+
+def _single(title: str, body: dict) -> Grid:
+    grid = Grid(title, ["Metric", "Value"], right={1})
+    for key, value in body.items():
+        if not isinstance(value, dict | list):
+            grid.rows.append([key, fmt_num(value)])
+    return grid
+
+
+def _assumptions(assumptions: list[dict]) -> Grid:
+    grid = Grid("Inputs and their sources", ["Input", "Value", "Unit", "Source", "From"])
+    for a in assumptions:
+        src = (a.get("source") or "") + (" (estimate)" if a.get("estimate") else "")
+        grid.rows.append([a["name"], fmt_num(a["value"]), a["unit"], src, a["origin"]])
+    return grid
+
+
+def _items(data: dict) -> View:
+    items = data["items"]
+    columns = list(items[0]) if items else []
+    grid = Grid(data.get("kind", ""), columns)
+    for item in items:
+        grid.rows.append([fmt_num(item.get(c)) for c in columns])
+    return View([grid])
+
+
+def _mapping(title: str, data: dict) -> Grid:
+    grid = Grid(title, ["Field", "Value"])
+    for key, value in _walk(data):
+        grid.rows.append([key, value])
+    return grid
+
+
+def _walk(d: Any, prefix: str = ""):
+    if isinstance(d, dict):
+        if "value" in d and "source" in d:
+            extra = " (estimate)" if d.get("estimate") else ""
+            rng = f" range {d['range']}" if d.get("range") else ""
+            yield prefix, f"{fmt_num(d['value'])}  [{d['source']}{extra}]{rng}"
+            return
+        for k, v in d.items():
+            if v is None:
+                continue
+            yield from _walk(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(d, list) and d and isinstance(d[0], dict):
+        for i, v in enumerate(d):
+            yield from _walk(v, f"{prefix}[{i}]")
+    else:
+        yield prefix, fmt_num(d)

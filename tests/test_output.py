@@ -1,0 +1,77 @@
+"""-o/--output, formats by extension, atomic writes, the budget gate, markdown."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import run_cli
+
+
+def test_output_file_by_extension_and_force(tmp_path):
+    out = tmp_path / "r.json"
+    r = run_cli("compare", "vera-rubin", "blackwell", "-o", str(out))
+    assert r.code == 0 and r.stdout == "" and "wrote" in r.stderr
+    assert json.loads(out.read_text())["systems"][0]["hardware"] == "vera-rubin-nvl72"
+    before = out.read_text()
+    r = run_cli("compare", "hopper", "-o", str(out))
+    assert r.code == 2 and "already exists" in r.stderr
+    assert out.read_text() == before  # the existing file is kept
+    r = run_cli("compare", "hopper", "-o", str(out), "--force")
+    assert r.code == 0 and json.loads(out.read_text())["systems"][0]["hardware"] == "h100-sxm"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary files left
+
+
+def test_csv_and_markdown_by_extension(tmp_path):
+    run_cli("compare", "vera-rubin", "blackwell", "-o", str(tmp_path / "r.csv"))
+    assert (tmp_path / "r.csv").read_text().startswith("hardware,")
+    run_cli("compare", "vera-rubin", "blackwell", "-o", str(tmp_path / "r.md"))
+    md = (tmp_path / "r.md").read_text()
+    assert "| Metric | Unit | vera-rubin-nvl72 | gb200-nvl72 |" in md
+    assert "|---|---|---:|---:|---:|" in md
+
+
+def test_failed_run_leaves_no_file(tmp_path):
+    out = tmp_path / "r.json"
+    r = run_cli("compare", "nope", "-o", str(out))
+    assert r.code == 2 and not out.exists()
+
+
+def test_unknown_extension_is_a_usage_error(tmp_path):
+    r = run_cli("compare", "hopper", "-o", str(tmp_path / "r.xyz"))
+    assert r.code == 2 and "cannot tell the format" in r.stderr
+
+
+def test_budget_gate_exits_3_after_printing():
+    d = run_cli("compare", "vera-rubin", "blackwell", "-f", "json").json()
+    costs = [s["pretraining"]["cost_usd"] for s in d["systems"]]
+    between = (min(costs) + max(costs)) / 2
+    r = run_cli("compare", "vera-rubin", "blackwell", "-f", "json", "--max-usd", str(between))
+    assert r.code == 3
+    assert r.json() == d  # the result is printed in full first
+    assert "budget exceeded" in r.stderr and "gb200-nvl72" in r.stderr
+    r = run_cli("compare", "vera-rubin", "blackwell", "-f", "json", "--max-usd", str(max(costs) + 1))
+    assert r.code == 0
+    r = run_cli("compare", "hopper", "--max-usd", "1", "--budget-metric", "pretraining.nope")
+    assert r.code == 2 and "not a number" in r.stderr
+
+
+def test_diff_two_outputs(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    run_cli("compare", "vera-rubin", "blackwell", "-o", str(a))
+    run_cli("compare", "vera-rubin", "blackwell", "--set", "economics.pue=1.56", "-o", str(b))
+    pue = json.loads(a.read_text())
+    r = run_cli("diff", str(a), str(b), "-f", "json")
+    assert r.code == 0, r.stderr
+    rows = {row["metric"]: row for row in r.json()["items"]}
+    # only energy depends on PUE under rental pricing: +20 % from 1.3 to 1.56
+    assert set(rows) == {
+        "systems[vera-rubin-nvl72].pretraining.energy_mwh",
+        "systems[gb200-nvl72].pretraining.energy_mwh",
+    }
+    old = pue["systems"][0]["pretraining"]["energy_mwh"]
+    row = rows["systems[vera-rubin-nvl72].pretraining.energy_mwh"]
+    assert row["old"] == old and row["new"] == __import__("pytest").approx(old * 1.2)
+    assert row["percent"] == __import__("pytest").approx(20.0)
+    assert run_cli("diff", str(a), str(tmp_path / "missing.json")).code == 2
+    (tmp_path / "bad.json").write_text("{not json")
+    assert "not ipd JSON" in run_cli("diff", str(a), str(tmp_path / "bad.json")).stderr

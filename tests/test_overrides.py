@@ -1,0 +1,67 @@
+"""--set PATH=VALUE on catalog and workload fields."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import run_cli
+
+from ipd_cli import compare, load, train
+from ipd_cli.errors import InputError
+
+
+def test_set_price_scales_cost_linearly():
+    base = train(load(), "hopper", "llama-3.1-8b", 1e12, gpus=64)
+    price = base.pretraining.price_usd_per_gpu_hour
+    cat = load(sets=[f"systems.hopper.prices.reserved={price * 2}"])
+    doubled = train(cat, "hopper", "llama-3.1-8b", 1e12, gpus=64)
+    assert doubled.pretraining.cost_usd == pytest.approx(2 * base.pretraining.cost_usd)
+    assert doubled.overrides == [f"systems.hopper.prices.reserved={price * 2}"]
+    used = [a for a in doubled.assumptions if a.name.startswith("rental price")]
+    assert used[0].source == "cli-set" and used[0].value == price * 2
+
+
+def test_set_workload_and_model_fields_reach_the_engine():
+    base = compare(load(), ["vera-rubin"]).systems[0].pretraining
+    cat = load(sets=["workload.tokens=2e14", "models.moe-10t.active_params=1e12"])
+    r = compare(cat, ["vera-rubin"])
+    assert r.workload.tokens == 2e14
+    p = r.systems[0].pretraining
+    assert p.training_flops > 3.9 * base.training_flops  # 2x tokens x ~2x FLOPs per token
+    assert p.gpus > 3 * base.gpus
+
+
+def test_set_mfu_by_path_doubles_time_when_halved():
+    cat = load()
+    mfu = cat.efficiency.training_mfu["bf16"].mfu.value
+    a = train(cat, "hopper", "llama-3.1-8b", 1e12, gpus=64).pretraining
+    b = train(
+        load(sets=[f"efficiency.training_mfu.bf16.mfu={mfu / 2}"]), "hopper", "llama-3.1-8b", 1e12, gpus=64
+    )
+    assert b.pretraining.wall_days == pytest.approx(2 * a.wall_days)
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("systems.vera-rubin.powr_kw=3", "did you mean 'power_kw'"),
+        ("economics.pue=abc", "economics.pue.value: Input should be a valid number"),
+        ("economics.pue=0.5", "pue must be >= 1"),
+        ("workload.tokenz=1", "did you mean 'tokens'"),
+        ("workload.tokens=-5", "tokens: Input should be greater than 0"),
+        ("efficiency.training_mfu.fp4.mfu=1.5", "mfu must be a fraction"),
+        ("systems.hopper.prices.spotty=1", "no price labelled 'spotty'"),
+        ("hardwre.x.y=1", "unknown section 'hardwre'"),
+        ("economics.pue", "expected PATH=VALUE"),
+        ("systems.nope.power_kw=1", "unknown system 'nope'"),
+    ],
+)
+def test_bad_set_is_a_one_line_usage_error(item, message):
+    r = run_cli("compare", "vera-rubin", "--set", item, "--format", "json")
+    assert r.code == 2, r.stdout
+    assert message in r.stderr
+    assert r.stderr.count("\n") == 1 and r.stdout == ""
+
+
+def test_set_origin_is_named_in_errors():
+    with pytest.raises(InputError, match=r"--set economics.pue=abc"):
+        load(sets=["economics.pue=abc"])
