@@ -14,19 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import overrides
-from .catalog.loader import Catalog, load_catalog, read_workload_doc, validate_workload
+from .catalog.loader import Catalog, check_scenario_refs, load_catalog, read_workload_doc, validate_workload
 from .catalog.schema import PretrainWorkload
 from .engine.pretraining import estimate_pretraining
 from .engine.results import (
     CompareResult,
     EntryView,
     Listing,
+    RlResult,
+    SystemResult,
     TrainResult,
     WorkloadInfo,
 )
 from .errors import InputError
 
 DEFAULT_WORKLOAD = "pretrain-10t-moe"
+DEFAULT_SCENARIO = "frontier-agentic"
+DEFAULT_RL_WORKLOAD = "rl-swe-agent"
 
 
 def load(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
@@ -171,10 +175,30 @@ def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload, str
         overrides.apply_workload(body, workload_sets)
         origin += " + --set"
     workload = validate_workload(body, origin)
+    if workload.kind == "scenario":
+        check_scenario_refs(cat, workload, origin)
     if workload.source not in cat.sources and workload.source not in extra_sources:
         raise InputError(f"{origin}: source: unknown source id '{workload.source}'; add it under sources:")
     cat.model(workload.model)
     return name, workload, origin
+
+
+def rl(
+    cat: Catalog,
+    hardware: str,
+    workload: str = DEFAULT_RL_WORKLOAD,
+    **kw: Any,
+) -> RlResult:
+    """One RL post-training step (and its refresh cycle) of an RL workload on ``hardware``."""
+    from .engine.rl import estimate_rl
+
+    name, w, origin = resolve_workload(cat, workload)
+    if w.kind != "rl":
+        raise InputError(
+            f"workload '{name}' is a {w.kind} workload; give an RL workload (ipd workloads list)"
+        )
+    r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, **kw)
+    return r.model_copy(update={"overrides": _sets(cat)})
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
@@ -191,43 +215,117 @@ def _sets(cat: Catalog) -> list[str]:
 def compare(
     cat: Catalog,
     systems: list[str],
-    workload: str = DEFAULT_WORKLOAD,
+    workload: str = DEFAULT_SCENARIO,
     *,
     mfu: float | None = None,
     pricing: str = "rental",
 ) -> CompareResult:
-    """Estimate the workload on each system; the first system is the ratio baseline."""
+    """Estimate a scenario (or a pretrain / RL workload) on each system; the first is the ratio baseline."""
+    return _compare(cat, systems, workload, mfu=mfu, pricing=pricing)[0]
+
+
+def explain(
+    cat: Catalog, systems: list[str], workload: str = DEFAULT_SCENARIO, *, pricing: str = "rental"
+) -> Listing:
+    """Each headline number with its formula and inputs, then every input with its source."""
+    result, steps = _compare(cat, systems, workload, pricing=pricing)
+    items: list[dict] = []
+    for system, lines in zip(result.systems, steps, strict=True):
+        for st in lines:
+            inputs = "; ".join(f"{k} = {v:.6g}" for k, v in st.inputs.items())
+            items.append(
+                {
+                    "hardware": system.hardware,
+                    "metric": st.metric,
+                    "value": st.value,
+                    "formula": st.formula,
+                    "inputs": inputs,
+                }
+            )
+        for a in system.assumptions:
+            items.append(
+                {
+                    "hardware": system.hardware,
+                    "metric": f"input: {a.name}",
+                    "value": a.value,
+                    "formula": f"{a.unit}; source {a.source or '-'}{' (estimate)' if a.estimate else ''}",
+                    "inputs": f"{a.origin}{'; --set ' + a.path if a.path else ''}",
+                }
+            )
+    return Listing(kind="explain", items=items)
+
+
+def _compare(
+    cat: Catalog, systems: list[str], workload: str, *, mfu: float | None = None, pricing: str = "rental"
+) -> tuple[CompareResult, list[list]]:
+    from .engine.lifecycle import estimate_lifecycle
+
     if len(systems) < 1:
         raise InputError("give at least one system to compare")
     name, w, origin = resolve_workload(cat, workload)
-    results = [
-        estimate_pretraining(
-            cat,
-            s,
-            w.model,
-            w.tokens,
-            gpus=w.gpus,
-            deadline_days=w.deadline_days,
-            precision=w.precision,
-            mfu=mfu,
-            sequence_length=w.sequence_length,
-            pricing=pricing,
-            origin=origin,
-        )
-        for s in systems
-    ]
+    steps: list[list] = []
+    results: list[SystemResult] = []
+    for s in systems:
+        if w.kind == "scenario":
+            if mfu is not None:
+                raise InputError(
+                    "--mfu applies to pretrain workloads; use --set efficiency.training_mfu.fp4.mfu=..."
+                )
+            life = estimate_lifecycle(cat, s, w, pricing=pricing, origin=origin)
+            results.append(life.system)
+            steps.append(life.steps)
+        elif w.kind == "rl":
+            from .engine.rl import estimate_rl
+
+            r = estimate_rl(cat, s, w, workload_name=name, pricing=pricing, origin=origin)
+            sysm = cat.system(s)
+            results.append(
+                SystemResult(
+                    hardware=r.hardware,
+                    description=sysm.description,
+                    status=sysm.status,
+                    rl=r.rl,
+                    assumptions=r.assumptions,
+                )
+            )
+            steps.append([])
+        else:
+            r = estimate_pretraining(
+                cat,
+                s,
+                w.model,
+                w.tokens,
+                gpus=w.gpus,
+                deadline_days=w.deadline_days,
+                precision=w.precision,
+                mfu=mfu,
+                sequence_length=w.sequence_length,
+                pricing=pricing,
+                origin=origin,
+            )
+            results.append(
+                SystemResult(
+                    hardware=r.hardware,
+                    description=r.description,
+                    status=r.status,
+                    pretraining=r.pretraining,
+                    assumptions=r.assumptions,
+                )
+            )
+            steps.append([])
     info = WorkloadInfo(
         name=name,
         kind=w.kind,
         description=w.description,
         model=cat.canonical("models", w.model),
-        tokens=w.tokens,
-        precision=w.precision,
-        deadline_days=w.deadline_days,
-        gpus=w.gpus,
+        tokens=getattr(w, "tokens", None),
+        precision=getattr(w, "precision", None),
+        deadline_days=getattr(w, "deadline_days", None),
+        gpus=getattr(w, "gpus", None),
         origin=origin,
     )
-    return CompareResult(workload=info, baseline=results[0].hardware, systems=results, overrides=_sets(cat))
+    result = CompareResult(workload=info, baseline=results[0].hardware, systems=results, overrides=_sets(cat))
+    return result, steps
 
 
 def output_schema() -> dict[str, Any]:

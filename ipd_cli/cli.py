@@ -78,7 +78,10 @@ MaxUsdOpt = Annotated[
     ),
 ]
 BudgetMetricOpt = Annotated[
-    str, typer.Option("--budget-metric", help="Dotted metric that --max-usd checks, per system.")
+    str | None,
+    typer.Option(
+        "--budget-metric", help="Dotted metric that --max-usd checks, per system (default: the cost)."
+    ),
 ]
 PricingOpt = Annotated[
     str, typer.Option("--pricing", help="rental (a catalog price point) or tco (owning cost).")
@@ -237,34 +240,131 @@ def train(
 
 
 @app.command()
-def compare(
-    systems: Annotated[list[str], typer.Argument(help="Two or more systems; ratios are against the first.")],
+def rl(
+    hardware: Annotated[str, typer.Option("--hardware", help="System name or alias (ipd hardware list).")],
     workload: Annotated[
-        str, typer.Option("--workload", help="Workload name (ipd workloads list) or a YAML file.")
-    ] = api.DEFAULT_WORKLOAD,
-    mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,
+        str, typer.Option("--workload", help="RL workload name or YAML file ('-' reads stdin).")
+    ] = api.DEFAULT_RL_WORKLOAD,
+    model: Annotated[str | None, typer.Option("--model", help="Model (default: the workload's).")] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode", help="colocated, disaggregated, one-step-off or async (default: the workload's)."
+        ),
+    ] = None,
+    gpus: Annotated[
+        int | None, typer.Option("--gpus", help="Total GPUs (split automatically when needed).")
+    ] = None,
+    gen_gpus: Annotated[
+        int | None, typer.Option("--gen-gpus", help="Generation GPUs (disaggregated modes).")
+    ] = None,
+    train_gpus: Annotated[
+        int | None, typer.Option("--train-gpus", help="Training GPUs (disaggregated modes).")
+    ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option("--split", help="auto: the generation/training split with the shortest step."),
+    ] = None,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
     force: ForceOpt = False,
     max_usd: MaxUsdOpt = None,
-    budget_metric: BudgetMetricOpt = "pretraining.cost_usd",
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Compare systems on one workload: one column per system, ratios against the first.
+    """Estimate one RL post-training step: phases, $ per step, samples/s, and a refresh cycle.
 
-    The GPU ratio comes from the specs in the catalog (dense peak at the workload's
-    precision, MFU, scale-up bandwidth for MoE all-to-all), never from a vendor claim.
+    Example: ipd rl --hardware vera-rubin --model nemotron-3-ultra --workload rl-swe-agent --mode async
+    """
+    check_target(output, force)
+    cat = api.load(catalog, sets)
+    result = api.rl(
+        cat,
+        hardware,
+        workload,
+        model=model,
+        mode=mode,
+        gpus=gpus,
+        gen_gpus=gen_gpus,
+        train_gpus=train_gpus,
+        split=split,
+        pricing=pricing,
+    )
+    _finish(result, fmt, output, max_usd, "rl.usd_per_step")
 
-    Example: ipd compare vera-rubin blackwell --format json | jq '.systems[].pretraining.gpus'
 
-    Example: ipd compare vera-rubin blackwell -o report.md --max-usd 2e8   (exit 3 when over budget)
+ScenarioOpt = Annotated[
+    str,
+    typer.Option(
+        "--scenario",
+        "--workload",
+        help="Scenario or workload name (ipd workloads list) or a YAML file ('-' reads stdin).",
+    ),
+]
+
+
+@app.command()
+def compare(
+    systems: Annotated[list[str], typer.Argument(help="One or more systems; ratios are against the first.")],
+    workload: ScenarioOpt = api.DEFAULT_SCENARIO,
+    mfu: Annotated[
+        float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1), pretrain workloads.")
+    ] = None,
+    pricing: PricingOpt = "rental",
+    fmt: FormatOpt = "auto",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    max_usd: MaxUsdOpt = None,
+    budget_metric: BudgetMetricOpt = None,
+    catalog: CatalogOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Compare systems on a lifecycle scenario: intelligence per dollar first, then pre-training,
+    RL post-training and serving blocks; one column per system, ratios against the first.
+
+    Without --scenario this runs frontier-agentic (a 10T MoE pre-trained on 100T tokens in a
+    month, agentic SWE RL, agent serving). A pretrain or RL workload shows only its block.
+    Every number comes from the catalog's specs and prices, never from a vendor claim.
+
+    Example: ipd compare vera-rubin blackwell
+
+    Example: ipd compare vera-rubin blackwell --workload pretrain-10t-moe -f json | jq .systems
+
+    Example: ipd compare vera-rubin blackwell -o report.md --max-usd 5e8   (exit 3 when over budget)
     """
     check_target(output, force)
     cat = api.load(catalog, sets)
     result = api.compare(cat, systems, workload, mfu=mfu, pricing=pricing)
-    _finish(result, fmt, output, max_usd, budget_metric)
+    _finish(result, fmt, output, max_usd, budget_metric or _default_budget_metric(result))
+
+
+def _default_budget_metric(result: BaseModel) -> str:
+    first = result.systems[0]
+    if first.intelligence_per_dollar is not None:
+        return "intelligence_per_dollar.lifecycle_cost_usd"
+    return "pretraining.cost_usd" if first.pretraining is not None else "rl.usd_per_step"
+
+
+@app.command()
+def explain(
+    systems: Annotated[list[str], typer.Argument(help="One or more systems.")],
+    workload: ScenarioOpt = api.DEFAULT_SCENARIO,
+    pricing: PricingOpt = "rental",
+    fmt: FormatOpt = "auto",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Explain the headline numbers of `ipd compare`: each formula with its input values, then
+    every input with its unit, source id, catalog file and the --set path that overrides it.
+
+    Example: ipd explain vera-rubin blackwell --format markdown > explain.md
+    """
+    check_target(output, force)
+    cat = api.load(catalog, sets)
+    _emit(api.explain(cat, systems, workload, pricing=pricing), fmt, output)
 
 
 @app.command()

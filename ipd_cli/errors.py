@@ -8,7 +8,18 @@ prints the line on stderr and exits with the code, never a traceback (unless
 from __future__ import annotations
 
 import difflib
+import re
+from collections.abc import Iterable
 from enum import IntEnum
+
+MAX_MESSAGE_CHARS = 2000
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """Control characters escaped (a file, key or value may hold a newline), long text cut."""
+    text = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class ExitCode(IntEnum):
@@ -25,7 +36,7 @@ class IpdError(Exception):
     exit_code: ExitCode = ExitCode.USAGE
 
     def __init__(self, message: str, exit_code: ExitCode | None = None) -> None:
-        super().__init__(message)
+        super().__init__(one_line(str(message)))
         if exit_code is not None:
             self.exit_code = exit_code
 
@@ -40,14 +51,15 @@ class InfeasibleError(IpdError):
     exit_code = ExitCode.RUNTIME
 
 
-def did_you_mean(word: str, choices: list[str] | set[str]) -> str:
+def did_you_mean(word: object, choices: Iterable[object]) -> str:
     """'; did you mean 'x'?' when a close match exists, else a list of valid choices."""
-    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.5)
+    names = sorted({str(c) for c in choices})  # YAML keys may be numbers or null
+    close = difflib.get_close_matches(str(word), names, n=1, cutoff=0.5)
     if close:
         return f"; did you mean '{close[0]}'?"
-    shown = ", ".join(sorted(choices)[:12])
+    shown = ", ".join(names[:12])
     return f"; choose one of: {shown}" if shown else ""
 
 
-def unknown(kind: str, word: str, choices: list[str] | set[str]) -> InputError:
+def unknown(kind: str, word: str, choices: Iterable[object]) -> InputError:
     return InputError(f"unknown {kind} '{word}'{did_you_mean(word, choices)}")

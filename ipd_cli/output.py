@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import tempfile
@@ -49,9 +50,25 @@ def check_target(output: Path | None, force: bool) -> None:
         raise InputError(f"{output.parent}: no such directory")
 
 
+def _new_file_mode(path: Path) -> int:
+    """mkstemp makes 0600 files; a written report gets the mode a plain open() would give it."""
+    try:
+        return path.stat().st_mode & 0o777  # --force keeps the replaced file's mode
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def _temp_for(path: Path) -> tuple[int, str]:
+    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
+    os.chmod(tmp, _new_file_mode(path))
+    return fd, tmp
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Temporary file in the same directory, then rename: readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temp_for(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
@@ -61,7 +78,32 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _not_finite(node: Any, path: str = "") -> tuple[str, float] | None:
+    """The first NaN or infinite number in a dumped result, with its dotted path."""
+    if isinstance(node, float):
+        return None if math.isfinite(node) else (path, node)
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        found = _not_finite(value, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return None
+
+
+def check_finite(result: BaseModel) -> None:
+    """Refuse to print NaN or infinity: a silent wrong number is worse than an error."""
+    found = _not_finite(result.model_dump(mode="python"))
+    if found:
+        where, value = found
+        raise IpdError(
+            f"the estimate overflowed: {where} is {value}; an input is out of range (check tokens, "
+            "specs and prices)",
+            ExitCode.RUNTIME,
+        )
+
+
 def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = None) -> None:
+    check_finite(result)
     text = render(result, format_for(fmt, output), ctx)
     if output is None or str(output) == "-":
         sys.stdout.write(text)
@@ -91,6 +133,8 @@ def check_budget(result: BaseModel, max_usd: float | None, metric: str) -> None:
     """Exit 3 (after the output is written) when any system's metric exceeds the budget."""
     if max_usd is None:
         return
+    if not (math.isfinite(max_usd) and max_usd >= 0):
+        raise InputError(f"--max-usd must be a finite number >= 0, got {max_usd}")
     over = [(label, v) for label, v in budget_values(result, metric) if v > max_usd]
     if over:
         detail = ", ".join(f"{label} {v:,.0f}" for label, v in over)
@@ -133,14 +177,16 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
         fh = sys.stdout
         tmp = None
     else:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        fd, tmp = _temp_for(target)
         fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
     rows = 0
     buffered: list[dict] = []
     interrupted = False
+    complete = False
     try:
         try:
             for cols in chunks:
+                _check_chunk(cols, rows)
                 n = len(next(iter(cols.values())))
                 if fmt in ("table", "markdown"):
                     buffered.append(cols)
@@ -155,13 +201,36 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
             fh.write("[]\n" if rows == 0 else "\n]\n")
         elif fmt in ("table", "markdown"):
             fh.write(_small_table(buffered, fmt, ctx))
+        complete = True
     finally:
         if tmp is not None:
             fh.close()
-            os.replace(tmp, target)
+            if complete:  # whole, or cut by Ctrl-C after whole rows: keep it
+                os.replace(tmp, target)
+            else:  # an error: no partial file under the user's name
+                Path(tmp).unlink(missing_ok=True)
     if interrupted:
         raise KeyboardInterrupt
     return rows
+
+
+def _check_chunk(cols: dict, before: int) -> None:
+    """Refuse NaN and infinity in streamed rows (CSV would print 'nan', JSON would be invalid)."""
+    import numpy as np
+
+    for name, values in cols.items():
+        arr = np.asarray(values)
+        if arr.dtype.kind in "fc":
+            bad = np.flatnonzero(~np.isfinite(arr))
+            if bad.size:
+                i = int(bad[0])
+                hw = cols.get("hardware")
+                where = f" ({hw[i]})" if hw is not None and len(hw) > i else ""
+                raise IpdError(
+                    f"row {before + i + 1}{where}: {name} is {arr[i]}; an input of the sweep is out of "
+                    "range (check the --vary values)",
+                    ExitCode.RUNTIME,
+                )
 
 
 def _chunk_text(cols: dict, fmt: str, first: bool) -> str:

@@ -17,13 +17,49 @@ def test_compare_json_contract():
     assert r.stderr == ""
     d = r.json()
     assert d["schema_version"] == "1.0"
-    assert d["workload"]["name"] == "pretrain-10t-moe"
+    assert d["workload"]["name"] == "frontier-agentic" and d["workload"]["kind"] == "scenario"
     assert [s["hardware"] for s in d["systems"]] == ["vera-rubin-nvl72", "gb200-nvl72"]
     for s in d["systems"]:
+        ipd = s["intelligence_per_dollar"]
+        for key in (
+            "usd_per_solved_task",
+            "solved_tasks_per_kusd",
+            "solved_tasks_per_mwh",
+            "lifecycle_cost_usd",
+        ):
+            assert isinstance(ipd[key], float), key
+        assert set(ipd["cost_breakdown_usd"]) == {"pretraining", "post_training", "serving"}
         p = s["pretraining"]
         for key in ("gpus", "wall_days", "gpu_hours", "cost_usd", "energy_mwh", "mfu"):
             assert isinstance(p[key], int | float), key
+        for key in ("step_seconds", "usd_per_step", "gpu_hours_per_step", "samples_per_s"):
+            assert s["rl"][key] > 0
+        assert set(s["rl"]["phases"]) == {
+            "generation_s",
+            "environment_s",
+            "logprob_s",
+            "training_s",
+            "weight_sync_s",
+        }
+        for key in (
+            "tokens_per_s_per_gpu",
+            "tokens_per_s_per_user",
+            "ttft_s",
+            "tpot_ms",
+            "usd_per_million_output_tokens",
+            "tokens_per_s_per_mw",
+            "instance_gpus",
+            "concurrency",
+        ):
+            assert s["serving"][key] > 0
         assert s["assumptions"], "every estimate lists its inputs"
+
+
+def test_pretrain_workload_compare_keeps_the_pretraining_contract():
+    d = run_cli("compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe", "-f", "json").json()
+    assert d["workload"]["name"] == "pretrain-10t-moe"
+    for s in d["systems"]:
+        assert s["pretraining"]["gpus"] > 0 and s["rl"] is None and s["serving"] is None
 
 
 def test_compare_golden_json_and_csv():
@@ -31,7 +67,9 @@ def test_compare_golden_json_and_csv():
         "compare-vera-rubin-blackwell.json",
         run_cli("compare", "vera-rubin", "blackwell", "-f", "json").stdout,
     )
-    out = run_cli("compare", "vera-rubin", "blackwell", "hopper", "-f", "csv").stdout
+    out = run_cli(
+        "compare", "vera-rubin", "blackwell", "hopper", "--workload", "pretrain-10t-moe", "-f", "csv"
+    ).stdout
     golden("compare-vera-rubin-blackwell-hopper.csv", out)
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["hardware"] for r in rows] == ["vera-rubin-nvl72", "gb200-nvl72", "h100-sxm"]
@@ -68,7 +106,7 @@ def test_train_json_matches_the_compare_object():
         "json",
     )
     assert r.code == 0, r.stderr
-    c = run_cli("compare", "vera-rubin", "--format", "json").json()
+    c = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--format", "json").json()
     assert r.json()["pretraining"] == c["systems"][0]["pretraining"]
 
 
@@ -91,7 +129,7 @@ def test_unknown_names_exit_2_with_suggestion():
 
 
 def test_usage_errors_exit_2_and_infeasible_exit_1():
-    assert run_cli("compare", "hopper", "--format", "xml").code == 2
+    assert run_cli("compare", "hopper", "--workload", "pretrain-10t-moe", "--format", "xml").code == 2
     r = run_cli("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12")
     assert r.code == 2 and "--gpus or --days" in r.stderr
     r = run_cli(

@@ -36,7 +36,7 @@ def test_installed_ipd_runs_from_any_directory(tmp_path):
 
 def test_python_dash_m(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "ipd_cli", "compare", "hopper"],
+        [sys.executable, "-m", "ipd_cli", "compare", "hopper", "--workload", "pretrain-10t-moe"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

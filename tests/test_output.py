@@ -13,10 +13,10 @@ def test_output_file_by_extension_and_force(tmp_path):
     assert r.code == 0 and r.stdout == "" and "wrote" in r.stderr
     assert json.loads(out.read_text())["systems"][0]["hardware"] == "vera-rubin-nvl72"
     before = out.read_text()
-    r = run_cli("compare", "hopper", "-o", str(out))
+    r = run_cli("compare", "hopper", "--workload", "pretrain-10t-moe", "-o", str(out))
     assert r.code == 2 and "already exists" in r.stderr
     assert out.read_text() == before  # the existing file is kept
-    r = run_cli("compare", "hopper", "-o", str(out), "--force")
+    r = run_cli("compare", "hopper", "--workload", "pretrain-10t-moe", "-o", str(out), "--force")
     assert r.code == 0 and json.loads(out.read_text())["systems"][0]["hardware"] == "h100-sxm"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary files left
 
@@ -37,13 +37,13 @@ def test_failed_run_leaves_no_file(tmp_path):
 
 
 def test_unknown_extension_is_a_usage_error(tmp_path):
-    r = run_cli("compare", "hopper", "-o", str(tmp_path / "r.xyz"))
+    r = run_cli("compare", "hopper", "--workload", "pretrain-10t-moe", "-o", str(tmp_path / "r.xyz"))
     assert r.code == 2 and "cannot tell the format" in r.stderr
 
 
 def test_budget_gate_exits_3_after_printing():
     d = run_cli("compare", "vera-rubin", "blackwell", "-f", "json").json()
-    costs = [s["pretraining"]["cost_usd"] for s in d["systems"]]
+    costs = [s["intelligence_per_dollar"]["lifecycle_cost_usd"] for s in d["systems"]]
     between = (min(costs) + max(costs)) / 2
     r = run_cli("compare", "vera-rubin", "blackwell", "-f", "json", "--max-usd", str(between))
     assert r.code == 3
@@ -51,14 +51,33 @@ def test_budget_gate_exits_3_after_printing():
     assert "budget exceeded" in r.stderr and "gb200-nvl72" in r.stderr
     r = run_cli("compare", "vera-rubin", "blackwell", "-f", "json", "--max-usd", str(max(costs) + 1))
     assert r.code == 0
-    r = run_cli("compare", "hopper", "--max-usd", "1", "--budget-metric", "pretraining.nope")
+    r = run_cli(
+        "compare",
+        "hopper",
+        "--workload",
+        "pretrain-10t-moe",
+        "--max-usd",
+        "1",
+        "--budget-metric",
+        "pretraining.nope",
+    )
     assert r.code == 2 and "not a number" in r.stderr
 
 
 def test_diff_two_outputs(tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    run_cli("compare", "vera-rubin", "blackwell", "-o", str(a))
-    run_cli("compare", "vera-rubin", "blackwell", "--set", "economics.pue=1.56", "-o", str(b))
+    run_cli("compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe", "-o", str(a))
+    run_cli(
+        "compare",
+        "vera-rubin",
+        "blackwell",
+        "--workload",
+        "pretrain-10t-moe",
+        "--set",
+        "economics.pue=1.56",
+        "-o",
+        str(b),
+    )
     pue = json.loads(a.read_text())
     r = run_cli("diff", str(a), str(b), "-f", "json")
     assert r.code == 0, r.stderr

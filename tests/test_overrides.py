@@ -21,9 +21,9 @@ def test_set_price_scales_cost_linearly():
 
 
 def test_set_workload_and_model_fields_reach_the_engine():
-    base = compare(load(), ["vera-rubin"]).systems[0].pretraining
+    base = compare(load(), ["vera-rubin"], "pretrain-10t-moe").systems[0].pretraining
     cat = load(sets=["workload.tokens=2e14", "models.moe-10t.active_params=1e12"])
-    r = compare(cat, ["vera-rubin"])
+    r = compare(cat, ["vera-rubin"], "pretrain-10t-moe")
     assert r.workload.tokens == 2e14
     p = r.systems[0].pretraining
     assert p.training_flops > 3.9 * base.training_flops  # 2x tokens x ~2x FLOPs per token
@@ -56,7 +56,7 @@ def test_set_mfu_by_path_doubles_time_when_halved():
     ],
 )
 def test_bad_set_is_a_one_line_usage_error(item, message):
-    r = run_cli("compare", "vera-rubin", "--set", item, "--format", "json")
+    r = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--set", item, "--format", "json")
     assert r.code == 2, r.stdout
     assert message in r.stderr
     assert r.stderr.count("\n") == 1 and r.stdout == ""

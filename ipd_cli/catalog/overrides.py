@@ -51,7 +51,8 @@ def _alias(raw: RawCatalog, section: str, name: str) -> str:
     if name in entries:
         return name
     for canonical, body in entries.items():
-        if isinstance(body, dict) and name in (body.get("aliases") or []):
+        aliases = body.get("aliases") if isinstance(body, dict) else None
+        if isinstance(aliases, list) and name in aliases:
             return canonical
     raise InputError(f"--set {section}.{name}: unknown {section[:-1]} '{name}'{did_you_mean(name, entries)}")
 
@@ -64,6 +65,8 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
     key, rest = keys[0], keys[1:]
     if isinstance(node, list):  # price points: address them by label
         labels = {p.get("label"): p for p in node if isinstance(p, dict)}
+        if not labels:
+            raise InputError(f"--set {where}: a list; set it whole, e.g. {where}=[a, b]")
         if key not in labels:
             raise InputError(f"--set {where}.{key}: no price labelled '{key}'{did_you_mean(key, labels)}")
         target = labels[key]
@@ -137,6 +140,8 @@ def apply(raw: RawCatalog, overrides: list[Override], workload: dict | None = No
         keys = o.path.split(".")
         section = keys[0]
         if section == WORKLOAD:
+            if len(keys) < 2:
+                raise InputError(f"--set {o.path}: name a workload field, e.g. workload.tokens=2e14")
             if workload is not None:
                 apply_workload(workload, [o])
             continue

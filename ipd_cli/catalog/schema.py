@@ -22,9 +22,27 @@ PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
 
 
 class Strict(BaseModel):
-    """Base for every catalog model: unknown keys are errors, models are frozen."""
+    """Base for every catalog model: unknown keys are errors, models are frozen, floats finite."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    @field_validator("*", mode="after", check_fields=False)
+    @classmethod
+    def _finite_floats(cls, v: object) -> object:
+        # `gt=0` lets .inf through, and an infinite spec or token count ends as inf/NaN output
+        if not _all_finite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+
+def _all_finite(v: object) -> bool:
+    if isinstance(v, float):
+        return math.isfinite(v)
+    if isinstance(v, list | tuple):
+        return all(_all_finite(x) for x in v)
+    if isinstance(v, dict):
+        return all(_all_finite(x) for x in v.values())
+    return True
 
 
 class Source(Strict):
@@ -102,6 +120,13 @@ class HostCpu(Strict):
     source: str
     note: str | None = None
 
+    @model_validator(mode="after")
+    def _positive(self) -> HostCpu:
+        if self.threads is not None and self.threads < self.cores:
+            raise ValueError(f"threads must be >= cores ({self.cores}), got {self.threads}")
+        _positive_sourced(self)
+        return self
+
 
 class Price(Strict):
     label: PriceLabel
@@ -125,6 +150,9 @@ class System(Strict):
     prices: list[Price] = Field(min_length=1)
     status: Status
     unstable: bool = False
+    host_link_gb_per_s: Sourced | None = Field(
+        default=None, description="CPU-GPU bandwidth per GPU and direction (PCIe or NVLink-C2C)"
+    )
     aliases: list[str] = []
     note: str | None = None
 
@@ -196,10 +224,13 @@ class Economics(Strict):
         for name in ("electricity_usd_per_kwh", "cost_of_capital", "opex_fraction_of_capex_per_year"):
             if getattr(self, name).value < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name).value}")
+            _range_at_least(name, getattr(self, name), 0)
         if self.pue.value < 1:
             raise ValueError(f"pue must be >= 1 (total power / IT power), got {self.pue.value}")
+        _range_at_least("pue", self.pue, 1)
         if self.depreciation_years.value <= 0:
             raise ValueError(f"depreciation_years must be > 0, got {self.depreciation_years.value}")
+        _positive_sourced(self, only=("depreciation_years",))
         _fraction("utilisation", self.utilisation)
         return self
 
@@ -239,6 +270,9 @@ class Efficiency(Strict):
             _fraction(name, getattr(self, name))
         if not 0 <= self.moe_a2a_overlap.value < 1:
             raise ValueError(f"moe_a2a_overlap must be in [0, 1), got {self.moe_a2a_overlap.value}")
+        r = self.moe_a2a_overlap.range
+        if r is not None and not (0 <= r[0] and r[1] < 1):
+            raise ValueError(f"moe_a2a_overlap.range must lie in [0, 1), got {list(r)}")
         return self
 
 
@@ -261,19 +295,28 @@ class PretrainWorkload(Strict):
         return self
 
 
-def _positive_sourced(model: BaseModel, skip: tuple[str, ...] = ()) -> None:
-    """Every spec, power and price in these models must be > 0."""
-    for name in type(model).model_fields:
+def _positive_sourced(model: BaseModel, skip: tuple[str, ...] = (), only: tuple[str, ...] = ()) -> None:
+    """Every spec, power and price in these models must be > 0, and so must its range."""
+    for name in only or type(model).model_fields:
         v = getattr(model, name)
         if name in skip:
             continue
         if isinstance(v, Sourced) and v.value <= 0:
             raise ValueError(f"{name} must be > 0, got {v.value}")
+        if isinstance(v, Sourced) and v.range is not None and v.range[0] <= 0:
+            raise ValueError(f"{name}.range must be > 0 (sweeps draw from it), got {list(v.range)}")
+
+
+def _range_at_least(name: str, s: Sourced, low: float) -> None:
+    if s.range is not None and s.range[0] < low:
+        raise ValueError(f"{name}.range must be >= {low} (sweeps draw from it), got {list(s.range)}")
 
 
 def _fraction(name: str, s: Sourced) -> None:
     if not 0 < s.value <= 1:
         raise ValueError(f"{name} must be a fraction in (0, 1], got {s.value}")
+    if s.range is not None and not (0 < s.range[0] and s.range[1] <= 1):
+        raise ValueError(f"{name}.range must lie in (0, 1] (sweeps draw from it), got {list(s.range)}")
 
 
 class ServingEfficiency(Strict):
@@ -301,6 +344,9 @@ class ServingEfficiency(Strict):
         description="per decode step: launches, scheduler, collective latency, inside one scale-up domain"
     )
     step_overhead_ms_scale_out: Sourced = Field(description="the same when an instance spans domains")
+    step_overhead_us_per_sequence: Sourced = Field(
+        description="per decode step and sequence: scheduling, sampling, KV-block bookkeeping"
+    )
     collective_bytes_per_value: Sourced = Field(description="activation bytes in tensor/expert collectives")
     scale_up_link_efficiency: Sourced = Field(description="achieved / peak per-direction scale-up bandwidth")
     scale_out_link_efficiency: Sourced = Field(description="achieved / line rate of the scale-out NIC")
@@ -313,7 +359,9 @@ class ServingEfficiency(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> ServingEfficiency:
-        _positive_sourced(self)
+        _positive_sourced(self, skip=("step_overhead_us_per_sequence",))
+        if self.step_overhead_us_per_sequence.value < 0:
+            raise ValueError("step_overhead_us_per_sequence must be >= 0")
         for name in ("bytes_per_weight", "kv_bytes_per_value", "decode_compute_efficiency", "prefill_mfu"):
             table = getattr(self, name)
             missing = [p for p in PRECISIONS if p not in table]
@@ -341,3 +389,193 @@ class ServingEfficiency(Strict):
         if self.speculative_speedup.value < 1:
             raise ValueError(f"speculative_speedup must be >= 1, got {self.speculative_speedup.value}")
         return self
+
+
+RlMode = Literal["colocated", "disaggregated", "one-step-off", "async"]
+RL_MODES = ("colocated", "disaggregated", "one-step-off", "async")
+
+
+class RlWorkload(Strict):
+    """One RL post-training step (GRPO/PPO family): rollouts, environment, training, sync."""
+
+    kind: Literal["rl"] = "rl"
+    description: str
+    model: str
+    prompts_per_step: int = Field(gt=0)
+    group_size: int = Field(gt=0, description="samples per prompt")
+    keep_fraction: float = Field(
+        default=1.0, gt=0, le=1, description="share of rollouts kept after filtering"
+    )
+    prompt_tokens: int = Field(gt=0)
+    observation_tokens: int = Field(default=0, ge=0, description="tool output tokens appended per trajectory")
+    mean_response_tokens: float = Field(gt=0, description="generated tokens per trajectory, mean")
+    max_response_tokens: int = Field(gt=0, description="the longest trajectory of a step")
+    turns: float = Field(default=1, ge=1, description="agent turns per trajectory, mean")
+    max_turns: int = Field(default=1, ge=1)
+    tool_latency_s: float = Field(default=0, ge=0, description="wall time per tool call")
+    sandbox_boot_s: float = Field(default=0, ge=0)
+    verify_s: float = Field(default=0, ge=0, description="final test/verification on one reference core")
+    sandbox_cores: float = Field(default=0, ge=0, description="CPU cores held by one live sandbox")
+    logprob_passes: int = Field(default=1, ge=0, description="extra forward passes: old policy, reference")
+    ppo_epochs: int = Field(default=1, ge=1)
+    inference_precision: Precision = "fp8"
+    training_precision: Precision = "bf16"
+    sync_precision: Precision = "bf16"
+    mode: RlMode = "colocated"
+    staleness_bound: int = Field(default=1, ge=0, description="async: max policy versions behind")
+    speculative: float = Field(default=1.0, ge=1)
+    gpus: int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
+    gen_gpus: int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
+    train_gpus: int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")
+    steps_per_refresh: int = Field(default=100, gt=0)
+    refreshes_per_year: float = Field(default=12, gt=0)
+    source: str
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _lengths(self) -> RlWorkload:
+        if self.max_response_tokens < self.mean_response_tokens:
+            raise ValueError("max_response_tokens must be >= mean_response_tokens")
+        if self.max_turns < self.turns:
+            raise ValueError("max_turns must be >= turns")
+        if (self.gen_gpus is None) != (self.train_gpus is None):
+            raise ValueError("give both gen_gpus and train_gpus, or neither")
+        if self.gpus is None and self.gen_gpus is None:
+            raise ValueError("give gpus (total) or gen_gpus and train_gpus")
+        return self
+
+
+class RlEfficiency(Strict):
+    """Achieved efficiencies of the RL loop (configs/rl.yaml, section ``rl``)."""
+
+    training_mfu: dict[Literal["dense", "moe"], Sourced] = Field(
+        description="RL trainer MFU of the dense peak"
+    )
+    step_fixed_s: Sourced = Field(description="per-step fixed overhead: optimiser, orchestration, logging")
+    tail_concurrency_fraction: Sourced = Field(
+        description="decode concurrency in the drain / sync concurrency"
+    )
+    async_waste_fraction: Sourced = Field(
+        description="generation redone in async mode (aborts, KV recompute)"
+    )
+    sync_link_efficiency: Sourced = Field(description="achieved share of the link in weight transfer")
+    sync_fixed_s: Sourced = Field(description="fixed latency of one weight update: barriers, gather, reshard")
+    engine_switch_s: Sourced = Field(description="colocated: waking/sleeping the inference engine per step")
+    offload_bytes_per_param: Sourced = Field(description="colocated: training state moved to host and back")
+    default_host_link_gb_per_s: Sourced = Field(
+        description="CPU-GPU bandwidth per GPU when a system has none"
+    )
+
+    @model_validator(mode="after")
+    def _ranges(self) -> RlEfficiency:
+        for name in ("tail_concurrency_fraction", "sync_link_efficiency"):
+            _fraction(name, getattr(self, name))
+        for k, v in self.training_mfu.items():
+            _fraction(f"training_mfu.{k}", v)
+        if not 0 <= self.async_waste_fraction.value < 1:
+            raise ValueError("async_waste_fraction must be in [0, 1)")
+        for name in ("step_fixed_s", "sync_fixed_s", "engine_switch_s", "offload_bytes_per_param"):
+            if getattr(self, name).value < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if self.default_host_link_gb_per_s.value <= 0:
+            raise ValueError("default_host_link_gb_per_s must be > 0")
+        return self
+
+
+class ScenarioPretraining(Strict):
+    """How pre-training enters the lifecycle: computed, given, or not paid (open weights)."""
+
+    workload: str | None = Field(default=None, description="a pretrain workload computed on each system")
+    open_weights: bool = False
+    cost_usd: float | None = Field(default=None, ge=0, description="a given pre-training cost instead")
+    amortisation_years: float = Field(default=2.0, gt=0, description="years over which the model earns")
+    deployments: float = Field(default=1.0, gt=0, description="deployments sharing the pre-training cost")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ScenarioPretraining:
+        given = [self.workload is not None, self.open_weights, self.cost_usd is not None]
+        if sum(given) != 1:
+            raise ValueError("give exactly one of workload, open_weights: true or cost_usd")
+        return self
+
+
+class ScenarioPostTraining(Strict):
+    """Continuous RL post-training: an RL workload run for a number of steps, or for a budget."""
+
+    workload: str
+    steps_per_refresh: int | None = Field(default=None, gt=0)
+    refreshes_per_year: float | None = Field(default=None, gt=0)
+    budget_usd_per_year: float | None = Field(default=None, gt=0, description="spend this on RL instead")
+
+
+class ScenarioServing(Strict):
+    """The serving workload: tasks, tokens per task, interactivity."""
+
+    tasks_per_day: float = Field(gt=0)
+    requests_per_task: int = Field(default=1, gt=0, description="model calls (turns) per task attempt")
+    input_tokens_per_request: int = Field(gt=0, description="new (not cached) prompt tokens per call")
+    output_tokens_per_request: int = Field(gt=0)
+    tokens_per_user_s: float | None = Field(default=None, gt=0, description="interactivity target")
+    precision: Precision | None = None
+
+
+class LearningCurve(Strict):
+    """ScaleRL's saturating sigmoid: score(x) = r0 + (asymptote - r0) / (1 + (midpoint / x)^exponent),
+    x = RL samples over the horizon."""
+
+    r0: float = Field(ge=0, le=1)
+    asymptote: float = Field(gt=0, le=1)
+    midpoint_samples: float = Field(gt=0)
+    exponent: float = Field(gt=0)
+    source: str
+    estimate: bool = False
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _order(self) -> LearningCurve:
+        if self.asymptote <= self.r0:
+            raise ValueError("asymptote must be above r0")
+        return self
+
+
+class TaskSuccess(Strict):
+    """Success per attempt: measured, r^k, or from a learning curve; plus a retry policy."""
+
+    success_rate: Sourced | None = None
+    step_reliability: float | None = Field(default=None, gt=0, le=1)
+    steps_per_workflow: int | None = Field(default=None, gt=0)
+    learning_curve: LearningCurve | None = None
+    max_attempts: int = Field(default=1, gt=0)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> TaskSuccess:
+        ways = [
+            self.success_rate is not None,
+            self.step_reliability is not None or self.steps_per_workflow is not None,
+            self.learning_curve is not None,
+        ]
+        if sum(ways) != 1:
+            raise ValueError(
+                "give exactly one of success_rate, step_reliability + steps_per_workflow, learning_curve"
+            )
+        if (self.step_reliability is None) != (self.steps_per_workflow is None):
+            raise ValueError("give step_reliability and steps_per_workflow together")
+        if self.success_rate is not None and not 0 < self.success_rate.value <= 1:
+            raise ValueError(f"success_rate must be in (0, 1], got {self.success_rate.value}")
+        return self
+
+
+class Scenario(Strict):
+    """A lifecycle: pre-train (or not), keep post-training with RL, serve tasks; count tasks solved."""
+
+    kind: Literal["scenario"] = "scenario"
+    description: str
+    model: str
+    horizon_years: float = Field(default=1.0, gt=0)
+    pretraining: ScenarioPretraining
+    post_training: ScenarioPostTraining | None = None
+    serving: ScenarioServing
+    task_success: TaskSuccess
+    site_mw: float | None = Field(default=None, gt=0, description="a site power budget to fill")
+    source: str
+    note: str | None = None

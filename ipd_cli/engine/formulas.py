@@ -139,6 +139,12 @@ def kv_bytes_per_token_mla(attention_layers, kv_lora_rank, rope_dim, kv_bytes):
     return attention_layers * (kv_lora_rank + rope_dim) * kv_bytes
 
 
+def kv_copies(attention_tp, kv_heads):
+    """Copies of each token's KV cache: tensor parallelism over more GPUs than KV heads repeats
+    heads (MLA has one shared latent: pass kv_heads = 1)."""
+    return attention_tp / minimum(attention_tp, kv_heads)
+
+
 def routed_expert_params(total_params, active_params, expert_fraction):
     """Parameters in routed experts, from total = dense + R and active = dense + R * k/E."""
     return (total_params - active_params) / (1.0 - expert_fraction)
@@ -182,13 +188,15 @@ def roofline_seconds(bytes_moved, flops, bytes_per_s, flops_per_s):
     return maximum(bytes_moved / bytes_per_s, flops / flops_per_s)
 
 
-def tp_collective_bytes_per_gpu(batch, hidden_size, layers, bytes_per_value, gpus):
-    """Bytes each GPU sends per decode step under tensor parallelism.
+def allreduce_bytes_per_gpu(tokens, hidden_size, layers, bytes_per_value, group):
+    """Bytes each GPU sends for one ring all-reduce per layer of ``tokens * hidden`` values in a
+    group of ``group`` GPUs: 2 (n - 1) / n of the data."""
+    return layers * tokens * hidden_size * bytes_per_value * 2.0 * (group - 1.0) / group
 
-    Two all-reduces per layer (after attention and after the FFN) of ``batch * hidden``
-    values; a ring all-reduce sends 2 (g - 1) / g of the data from each GPU.
-    """
-    return 2.0 * layers * batch * hidden_size * bytes_per_value * 2.0 * (gpus - 1.0) / gpus
+
+def tp_collective_bytes_per_gpu(batch, hidden_size, layers, bytes_per_value, gpus):
+    """Tensor parallelism: two all-reduces per layer (after attention and after the FFN)."""
+    return 2.0 * allreduce_bytes_per_gpu(batch, hidden_size, layers, bytes_per_value, gpus)
 
 
 def ep_collective_bytes_per_gpu(batch, hidden_size, layers, experts_per_token, bytes_per_value, gpus):
@@ -201,6 +209,11 @@ def ep_collective_bytes_per_gpu(batch, hidden_size, layers, experts_per_token, b
     return (
         2.0 * layers * batch / gpus * experts_per_token * hidden_size * bytes_per_value * (gpus - 1.0) / gpus
     )
+
+
+def step_overhead_seconds(fixed_s, per_sequence_s, batch):
+    """Per-step overhead: a fixed part (launches, collective latency) and a part per sequence."""
+    return fixed_s + per_sequence_s * batch
 
 
 def decode_step_seconds(weight_s, attention_s, collective_s, overhead_s):

@@ -20,7 +20,7 @@ class Assumption(Result):
     """One input of an estimate: its value, unit and where it came from."""
 
     name: str
-    value: float | str
+    value: int | float | str
     unit: str
     source: str | None = None
     source_title: str | None = None
@@ -69,18 +69,60 @@ class WorkloadInfo(Result):
     kind: str
     description: str
     model: str
-    tokens: float
-    precision: str
+    tokens: float | None = None
+    precision: str | None = None
     deadline_days: float | None = None
     gpus: int | None = None
     origin: str
+
+
+class CostBreakdown(Result):
+    pretraining: float
+    post_training: float
+    serving: float
+
+
+class IntelligencePerDollar(Result):
+    """The headline: tasks solved per dollar (and per MWh) over the scenario's horizon."""
+
+    usd_per_solved_task: float
+    solved_tasks_per_kusd: float
+    solved_tasks_per_mwh: float
+    lifecycle_cost_usd: float
+    cost_breakdown_usd: CostBreakdown
+    energy_breakdown_mwh: CostBreakdown
+    horizon_years: float
+    tasks_attempted: float
+    tasks_solved: float
+    success_per_attempt: float
+    success_per_task: float = Field(description="after retries: 1 - (1 - p)^attempts")
+    expected_attempts: float
+    rl_samples: float
+    score: float | None = Field(default=None, description="learning-curve score reached (fraction)")
+    score_points_per_kusd: float | None = Field(default=None, description="percentage points per k$ of RL")
+    rl_rollouts_per_kwh: float | None = None
+    serving_target_met: bool | None = None
+    site_mw: float | None = None
+    site_gpus: int | None = None
+    site_tasks_solved_per_day: float | None = None
+
+
+class SystemResult(Result):
+    hardware: str
+    description: str
+    status: str
+    intelligence_per_dollar: IntelligencePerDollar | None = None
+    pretraining: Pretraining | None = None
+    rl: Rl | None = None
+    serving: Serving | None = None
+    assumptions: list[Assumption]
 
 
 class CompareResult(Result):
     schema_version: str = SCHEMA_VERSION
     workload: WorkloadInfo
     baseline: str = Field(description="the system ratios are taken against (the first one)")
-    systems: list[SystemPretraining]
+    systems: list[SystemResult]
     overrides: list[str] = Field(default=[], description="--set PATH=VALUE items applied")
 
 
@@ -125,8 +167,10 @@ class Serving(Result):
     concurrency: int = Field(description="sequences in flight per instance")
     model: str
     parallelism: str = Field(
-        description="'tp' (tensor parallel) or 'dep' (data-parallel attention + expert parallel, MoE)"
+        description="'tp' (dense), 'dep' (MoE: data-parallel attention + expert parallel) or "
+        "'tp-attention+ep' (MoE: attention tensor parallel in groups of attention_tp GPUs)"
     )
+    attention_tp: int = Field(description="GPUs per attention tensor-parallel group")
     precision: str = Field(description="weight precision")
     kv_precision: str
     input_tokens: int
@@ -177,3 +221,70 @@ class ServeCurveResult(Result):
     max_concurrency: int
     points: list[Serving]
     assumptions: list[Assumption]
+
+
+class RlPhases(Result):
+    """Seconds of each phase of one RL step, before overlap."""
+
+    generation_s: float
+    environment_s: float = Field(
+        description="sandbox start, verification and CPU stalls not hidden by generation"
+    )
+    logprob_s: float
+    training_s: float
+    weight_sync_s: float
+
+
+class RlRun(Result):
+    """A refresh cycle (steps_per_refresh steps) and a year of refreshes."""
+
+    steps_per_refresh: int
+    refreshes_per_year: float
+    wall_days_per_refresh: float
+    gpu_hours_per_refresh: float
+    usd_per_refresh: float
+    gpu_hours_per_year: float
+    usd_per_year: float
+    energy_mwh_per_year: float
+
+
+class Rl(Result):
+    model: str
+    workload: str
+    mode: str
+    step_seconds: float
+    usd_per_step: float
+    gpu_hours_per_step: float
+    samples_per_s: float
+    phases: RlPhases
+    hidden_by_overlap_s: float
+    usd_per_1k_samples: float
+    usd_per_million_generated_tokens: float
+    rollouts_per_kwh: float
+    gpus: int
+    gen_gpus: int
+    train_gpus: int
+    instance_gpus: int
+    replicas: int
+    concurrency: int = Field(description="decode sequences per inference instance in the bulk phase")
+    max_concurrency: int
+    tail_concurrency: int
+    decode_tokens_per_s_per_user: float
+    cpu_cores_needed: float
+    cpu_cores_available: float
+    env_bound: bool = Field(description="true when too few host cores leave GPUs waiting for sandboxes")
+    mean_staleness_steps: float | None = None
+    latency_bound: bool = Field(
+        description="true when the longest trajectory, not throughput, sets generation"
+    )
+    price_usd_per_gpu_hour: float
+    pricing: str
+    run: RlRun
+
+
+class RlResult(Result):
+    schema_version: str = SCHEMA_VERSION
+    hardware: str
+    rl: Rl
+    assumptions: list[Assumption]
+    overrides: list[str] = Field(default=[], description="--set PATH=VALUE items applied")

@@ -2,25 +2,27 @@
 
 The model (closed form of rl-loop.md §7.2; the arithmetic is in :mod:`ipd_cli.engine.formulas`):
 
-* Instance: g GPUs hold one copy of the weights at the serving precision plus the KV
-  cache (tensor / expert parallel inside the scale-up domain, whole domains over the
-  scale-out network beyond it). The smallest instance that holds the weights plus the
-  KV of one full request is used, unless the caller fixes g.
-* Decode step at concurrency b and mean live context c = ISL + OSL/2, as two rooflines
-  that add because they run as separate kernels: weight GEMMs (read the dense weights
-  and the experts some token picked, 2 x active FLOPs per token at the serving
-  precision) and attention (read b x KV per token x c, attention FLOPs at the KV
-  precision); plus the tensor/expert-parallel collectives over the scale-up link (the
-  NIC beyond one domain) and a fixed per-step overhead.
+* Instance: g GPUs hold the weights at the serving precision plus the KV cache. Dense
+  models are tensor parallel over the g GPUs; MoE models shard the routed experts over
+  all g GPUs and run attention data parallel in groups (DEP; see :class:`_Layout`), each
+  group keeping a copy of the dense weights. Sizes inside the scale-up domain first, then
+  whole domains over the scale-out network. The smallest instance that holds the weights
+  plus the KV of one full request is used, unless the caller fixes g (or asks for the
+  size with the most tokens/s per GPU).
+* Decode step at concurrency b and mean live context c = ISL + OSL/2: two rooflines that
+  add because they run as separate kernels, weight GEMMs (read the dense weights and the
+  experts some token picked; 2 x active FLOPs per token at the serving precision) and
+  attention (read b x KV per token x c; attention FLOPs at the KV precision); plus the
+  tensor/expert-parallel collectives over the scale-up link (the NIC beyond one domain)
+  and a per-step overhead (fixed, plus a little per sequence).
 * Prefill is compute-bound at a prefill MFU. TTFT is one request's prefill on its
   instance with no queueing. The prefills of the b requests take turns with the decode
   steps on the same instance (no prefill/decode disaggregation).
 * KV capacity limits b: b_max = (usable HBM x g - weights) / (KV per token x (ISL + OSL)),
   capped by the engine's batch limit.
-* Not modelled: KV replicated across tensor-parallel ranks (assumes attention data
-  parallelism or kv_heads >= g); hybrid models' recurrent (Mamba) state and
-  sliding-window KV; expert load imbalance; prefix caching; the extra verification
-  work of speculative decoding at large batch.
+* Not modelled: hybrid models' recurrent (Mamba) state and sliding-window KV; expert
+  load imbalance; prefix caching; pipeline parallelism; the extra verification work of
+  speculative decoding at large batch.
 """
 
 from __future__ import annotations
@@ -53,8 +55,11 @@ class _Instance:
     dense_weight_bytes: float
     expert_weight_bytes: float
     expert_fraction: float
-    dense_replicas: int  # copies of the dense weights: g under DEP, 1 under TP
+    dense_replicas: int  # copies of the dense weights: one per attention group
+    attention_tp: int
+    parallelism: str
     kv_per_token: float
+    kv_copies: float  # KV repeated across tensor-parallel ranks when they outnumber KV heads
     context_mean: float
     hbm_rate: float  # achieved bytes/s of the whole instance
     gemm_rate: float  # achieved FLOP/s of the instance in weight GEMMs
@@ -64,6 +69,7 @@ class _Instance:
     collective_bytes_per_token: float  # per GPU and step, per sequence
     link_rate: float  # achieved bytes/s per GPU and direction
     overhead_s: float
+    overhead_per_sequence_s: float
     prefill_s: float
     speculative: float
     max_batch: int
@@ -75,10 +81,6 @@ class _Instance:
     @property
     def weight_bytes(self) -> float:
         return f.stored_weight_bytes(self.dense_weight_bytes, self.expert_weight_bytes, self.dense_replicas)
-
-    @property
-    def parallelism(self) -> str:
-        return "dep" if self.expert_weight_bytes else "tp"
 
 
 @dataclass(frozen=True)
@@ -217,18 +219,35 @@ def weight_split(arch: Model, bytes_per_weight: float) -> tuple[float, float, fl
     return (arch.total_params - routed) * bytes_per_weight, routed * bytes_per_weight, k_over_e
 
 
-def parallelism(arch: Model) -> str:
-    """'dep' (data-parallel attention + expert parallel) for MoE models, 'tp' for dense ones.
+@dataclass(frozen=True)
+class _Layout:
+    """How an instance splits the model.
 
-    DEP is how MoE models are served at scale: TensorRT-LLM's perf overview runs every MoE
-    model as DEP, DeepSeek's own decode units are DP attention + EP144. It keeps a copy of
-    the dense weights (attention, shared experts) on every GPU and shards the routed experts.
+    Dense models: tensor parallel over all g GPUs. MoE models: experts sharded over all g
+    GPUs (expert parallel), attention and the other dense weights tensor parallel in groups
+    of ``attention_tp`` GPUs and data parallel across the groups: DEP when attention_tp = 1,
+    as TensorRT-LLM's perf overview runs every MoE model and DeepSeek runs its decode units
+    (DP attention + EP144). Each group keeps a copy of the dense weights.
     """
-    return "dep" if arch.is_moe else "tp"
 
+    gpus: int
+    attention_tp: int
+    moe: bool
+    kv_heads: int  # 1 for MLA (one latent shared by all heads)
 
-def _replicas(arch: Model, gpus: int) -> int:
-    return gpus if parallelism(arch) == "dep" else 1
+    @property
+    def dense_replicas(self) -> int:
+        return self.gpus // self.attention_tp
+
+    @property
+    def kv_copies(self) -> float:
+        return f.kv_copies(self.attention_tp, self.kv_heads)
+
+    @property
+    def name(self) -> str:
+        if not self.moe:
+            return "tp"
+        return "dep" if self.attention_tp == 1 else "tp-attention+ep"
 
 
 def _candidates(cat: Catalog, system: System) -> list[int]:
@@ -249,15 +268,26 @@ class _Memory:
     kv_request: float
     usable_per_gpu: float
 
-    def need(self, gpus: int) -> float:
-        stored = f.stored_weight_bytes(self.dense_bytes, self.expert_bytes, _replicas(self.arch, gpus))
-        return stored + self.kv_request
+    def need(self, layout: _Layout) -> float:
+        stored = f.stored_weight_bytes(self.dense_bytes, self.expert_bytes, layout.dense_replicas)
+        return stored + self.kv_request * layout.kv_copies
 
-    def fits(self, gpus: int) -> bool:
-        return gpus * self.usable_per_gpu >= self.need(gpus)
+    def layouts(self, gpus: int) -> list[_Layout]:
+        """Dense: TP over all GPUs. MoE: attention groups of 1, 2, 4, ... GPUs, up to all of them."""
+        kv_heads = self.arch.kv_heads or 1
+        if not self.arch.is_moe:
+            return [_Layout(gpus, gpus, False, kv_heads)]
+        sizes = [t for t in (1 << i for i in range(gpus.bit_length())) if gpus % t == 0 and t < gpus]
+        return [_Layout(gpus, t, True, kv_heads) for t in [*sizes, gpus]]
 
-    def smallest(self, cat: Catalog, system: System) -> int | None:
-        return next((g for g in _candidates(cat, system) if self.fits(g)), None)
+    def layout(self, gpus: int) -> _Layout | None:
+        """The layout with the most data parallelism whose weights + one request's KV fit."""
+        fits = (lay for lay in self.layouts(gpus) if gpus * self.usable_per_gpu >= self.need(lay))
+        return next(fits, None)
+
+    def smallest(self, cat: Catalog, system: System) -> _Layout | None:
+        found = (self.layout(g) for g in _candidates(cat, system))
+        return next((lay for lay in found if lay), None)
 
 
 def _narrower_hint(ctx: _Ctx, mem: _Memory) -> str:
@@ -267,9 +297,9 @@ def _narrower_hint(ctx: _Ctx, mem: _Memory) -> str:
             continue
         dense, expert, _ = weight_split(ctx.model, ctx.cat.serving.bytes_per_weight[p].value)
         narrower = _Memory(ctx.model, p, dense, expert, mem.kv_request, mem.usable_per_gpu)
-        gpus = narrower.smallest(ctx.cat, ctx.system)
-        if gpus:
-            return f"--precision {p} fits on {gpus} GPUs"
+        fit = narrower.smallest(ctx.cat, ctx.system)
+        if fit:
+            return f"--precision {p} fits on {fit.gpus} GPUs"
     return "use a system with more HBM per GPU or a smaller model"
 
 
@@ -279,31 +309,33 @@ def _usable_hbm(ctx: _Ctx) -> float:
     return per_gpu * ctx.take("usable HBM share (serving)", "hbm_usable_fraction", "fraction")
 
 
-def _instance_gpus(ctx: _Ctx, forced: int | None, mem: _Memory, note: str) -> int:
+def _instance_layout(ctx: _Ctx, forced: int | None, mem: _Memory, note: str) -> _Layout:
     """The smallest candidate instance that holds weights + one request's KV, or the forced one."""
 
     def what(gpus: int) -> str:
-        held = gpus * mem.usable_per_gpu / f.GIGA
+        least = min(mem.need(lay) for lay in mem.layouts(gpus))
+        held = gpus * mem.usable_per_gpu
         return (
-            f"{ctx.mname} at {mem.precision} needs {mem.need(gpus) / f.GIGA:,.0f} GB on {gpus} {ctx.name} "
-            f"GPUs (weights + the KV of one request); they hold {held:,.0f} GB usable"
+            f"{ctx.mname} at {mem.precision} needs {least / f.GIGA:,.0f} GB on {gpus} {ctx.name} GPUs "
+            f"(weights + the KV of one request); they hold {held / f.GIGA:,.0f} GB usable"
         )
 
     if forced is not None:
         _check_instance(forced, ctx.system)
-        if not mem.fits(forced):
+        layout = mem.layout(forced)
+        if layout is None:
             fit = mem.smallest(ctx.cat, ctx.system)
-            hint = f"the smallest instance that fits is {fit} GPUs" if fit else _narrower_hint(ctx, mem)
+            hint = f"the smallest instance that fits is {fit.gpus} GPUs" if fit else _narrower_hint(ctx, mem)
             raise InfeasibleError(f"{what(forced)}; {hint}")
         ctx.trace.given("instance size", forced, "GPUs", ctx.origin, note=note)
-        return forced
-    gpus = mem.smallest(ctx.cat, ctx.system)
-    if gpus is None:
+        return layout
+    layout = mem.smallest(ctx.cat, ctx.system)
+    if layout is None:
         largest = _candidates(ctx.cat, ctx.system)[-1]
         raise InfeasibleError(f"{what(largest)} (the largest instance tried); {_narrower_hint(ctx, mem)}")
     note = "smallest that holds the weights + the KV of one request"
-    ctx.trace.given("instance size", gpus, "GPUs", ctx.sorigin, note=note)
-    return gpus
+    ctx.trace.given("instance size", layout.gpus, "GPUs", ctx.sorigin, note=note)
+    return layout
 
 
 def _check_instance(gpus: int, system: System) -> None:
@@ -315,13 +347,15 @@ def _check_instance(gpus: int, system: System) -> None:
         )
 
 
-def _collective_per_sequence(arch: Model, bytes_per_value: float, gpus: int) -> float:
+def _collective_per_sequence(arch: Model, layout: _Layout, bytes_per_value: float) -> float:
     """Bytes each GPU sends per decode step, per sequence of the instance's batch."""
-    if parallelism(arch) == "dep":
-        return f.ep_collective_bytes_per_gpu(
-            1.0, arch.hidden_size, arch.layers, arch.experts_per_token, bytes_per_value, gpus
-        )
-    return f.tp_collective_bytes_per_gpu(1.0, arch.hidden_size, arch.layers, bytes_per_value, gpus)
+    g, h, layers = layout.gpus, arch.hidden_size, arch.layers
+    if not layout.moe:
+        return f.tp_collective_bytes_per_gpu(1.0, h, layers, bytes_per_value, g)
+    group_tokens = layout.attention_tp / g  # each attention group holds this share of the batch
+    attention = f.allreduce_bytes_per_gpu(group_tokens, h, layers, bytes_per_value, layout.attention_tp)
+    experts = f.ep_collective_bytes_per_gpu(1.0, h, layers, arch.experts_per_token, bytes_per_value, g)
+    return attention + experts
 
 
 # --- rates ---------------------------------------------------------------------------------------
@@ -362,13 +396,13 @@ def _compute_rates(ctx: _Ctx, precision: str, kv_precision: str, gpus: int) -> t
 def _instance(
     ctx: _Ctx,
     *,
-    input_tokens: int | None,
-    output_tokens: int | None,
-    precision: str | None,
-    kv_precision: str | None,
-    instance_gpus: int | None,
-    speculative: float | None,
-    pricing: str,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+    instance_gpus: int | None = None,
+    speculative: float | None = None,
+    pricing: str = "rental",
     instance_note: str = "fixed by the caller",
 ) -> _Instance:
     arch = ctx.model
@@ -384,15 +418,17 @@ def _instance(
     kv_tok = kv_bytes_per_token(arch, kvb)
     usable_per_gpu = _usable_hbm(ctx)
     mem = _Memory(arch, precision, dense_b, expert_b, kv_tok * (isl + osl), usable_per_gpu)
-    gpus = _instance_gpus(ctx, instance_gpus, mem, instance_note)
-    replicas = _replicas(arch, gpus)
+    layout = _instance_layout(ctx, instance_gpus, mem, instance_note)
+    gpus = layout.gpus
+    if layout.moe:
+        ctx.trace.given("attention tensor-parallel group", layout.attention_tp, "GPUs", ctx.sorigin)
     link, overhead = _link(ctx, gpus)
     act_bytes = ctx.take("collective bytes per value", "collective_bytes_per_value", "bytes")
     gemm_rate, attn_rate, prefill_rate = _compute_rates(ctx, precision, kv_precision, gpus)
     hbm = ctx.spec("HBM bandwidth", "hbm_tb_per_s", "TB/s per GPU", f.TERA)
     hbm *= ctx.take("decode HBM efficiency", "decode_hbm_efficiency", "fraction")
-    stored = f.stored_weight_bytes(dense_b, expert_b, replicas)
-    kv_max = int(f.max_concurrency(usable_per_gpu, gpus, stored, kv_tok, isl + osl))
+    stored = f.stored_weight_bytes(dense_b, expert_b, layout.dense_replicas)
+    kv_max = int(f.max_concurrency(usable_per_gpu, gpus, stored, kv_tok * layout.kv_copies, isl + osl))
     cap = int(ctx.take("engine batch cap", "max_batch_per_instance", "sequences per instance"))
     context_mean = isl + osl / 2
     per_position = f.attention_flops_per_position(
@@ -412,17 +448,23 @@ def _instance(
         dense_weight_bytes=dense_b,
         expert_weight_bytes=expert_b,
         expert_fraction=k_over_e,
-        dense_replicas=replicas,
+        dense_replicas=layout.dense_replicas,
+        attention_tp=layout.attention_tp,
+        parallelism=layout.name,
         kv_per_token=kv_tok,
+        kv_copies=layout.kv_copies,
         context_mean=context_mean,
         hbm_rate=gpus * hbm,
         gemm_rate=gemm_rate,
         attn_rate=attn_rate,
         gemm_flops_per_token=2.0 * arch.active_params,
         attn_flops_per_token=arch.kv_layers * per_position * context_mean,
-        collective_bytes_per_token=_collective_per_sequence(arch, act_bytes, gpus),
+        collective_bytes_per_token=_collective_per_sequence(arch, layout, act_bytes),
         link_rate=link,
         overhead_s=overhead,
+        overhead_per_sequence_s=ctx.take(
+            "per-step overhead per sequence", "step_overhead_us_per_sequence", "us", 1e-6
+        ),
         prefill_s=f.prefill_seconds(isl, pf_flops, prefill_rate),
         speculative=spec,
         max_batch=min(kv_max, cap),
@@ -444,6 +486,7 @@ class _Step:
     memory_s: float
     compute_s: float
     collective_s: float
+    overhead_s: float
 
 
 def _step(inst: _Instance, batch) -> _Step:
@@ -452,19 +495,23 @@ def _step(inst: _Instance, batch) -> _Step:
     weight_bytes = f.decode_weight_bytes(
         inst.dense_weight_bytes, inst.expert_weight_bytes, touched, inst.dense_replicas
     )
-    kv_bytes = f.decode_kv_bytes(batch, inst.kv_per_token, inst.context_mean)
+    kv_bytes = f.decode_kv_bytes(batch, inst.kv_per_token * inst.kv_copies, inst.context_mean)
     gemm_flops = batch * inst.gemm_flops_per_token
     attn_flops = batch * inst.attn_flops_per_token
     weight_s = f.roofline_seconds(weight_bytes, gemm_flops, inst.hbm_rate, inst.gemm_rate)
     attention_s = f.roofline_seconds(kv_bytes, attn_flops, inst.hbm_rate, inst.attn_rate)
     collective_s = batch * inst.collective_bytes_per_token / inst.link_rate
+    # each attention group schedules its own share of the batch, in parallel with the others
+    group_batch = batch * inst.attention_tp / inst.gpus
+    overhead_s = f.step_overhead_seconds(inst.overhead_s, inst.overhead_per_sequence_s, group_batch)
     return _Step(
-        seconds=f.decode_step_seconds(weight_s, attention_s, collective_s, inst.overhead_s),
+        seconds=f.decode_step_seconds(weight_s, attention_s, collective_s, overhead_s),
         weight_s=weight_s,
         attention_s=attention_s,
         memory_s=(weight_bytes + kv_bytes) / inst.hbm_rate,
         compute_s=gemm_flops / inst.gemm_rate + attn_flops / inst.attn_rate,
         collective_s=collective_s,
+        overhead_s=overhead_s,
     )
 
 
@@ -508,6 +555,7 @@ def _point(inst: _Instance, batch: int, operating_point: str, **extra) -> Servin
         concurrency=batch,
         model=inst.model,
         parallelism=inst.parallelism,
+        attention_tp=inst.attention_tp,
         precision=inst.precision,
         kv_precision=inst.kv_precision,
         input_tokens=inst.input_tokens,
@@ -521,7 +569,7 @@ def _point(inst: _Instance, batch: int, operating_point: str, **extra) -> Servin
         memory_time_ms=MS * step.memory_s,
         compute_time_ms=MS * step.compute_s,
         collective_time_ms=MS * step.collective_s,
-        overhead_ms=MS * inst.overhead_s,
+        overhead_ms=MS * step.overhead_s,
         experts_touched_share=f.experts_touched_share(batch, inst.expert_fraction),
         prefill_share=prefill_time / (prefill_time + decode_time),
         total_tokens_per_s_per_gpu=total_per_gpu,
@@ -549,9 +597,9 @@ def _operating_point(
             raise InputError(f"--concurrency must be >= 1, got {concurrency}")
         if concurrency > inst.max_batch:
             raise InfeasibleError(
-                f"concurrency {concurrency} does not fit: a {inst.gpus}-GPU {ctx.name} instance holds "
-                f"{inst.max_batch} requests of {inst.input_tokens + inst.output_tokens} tokens; use "
-                f"--concurrency {inst.max_batch} or a larger instance"
+                f"concurrency {concurrency} does not fit: a {inst.gpus}-GPU {ctx.name} instance holds at "
+                f"most {inst.max_batch} requests of {inst.input_tokens + inst.output_tokens} tokens (KV "
+                f"capacity, engine batch cap); use --concurrency {inst.max_batch} or a larger instance"
             )
         ctx.trace.given("concurrency", concurrency, "sequences per instance", ctx.origin)
         return _point(inst, concurrency, "concurrency")
@@ -721,3 +769,25 @@ def estimate_serving_curve(
         points=points,
         assumptions=ctx.trace.items,
     )
+
+
+# --- handles for other engines (RL rollout generation uses the same decode model) -----------------
+
+ServingContext = _Ctx
+ServingInstance = _Instance
+
+
+def serving_context(cat: Catalog, hardware: str, model: str, origin: str = CLI) -> ServingContext:
+    """Resolved system and model plus a fresh :class:`Trace` (``ctx.trace``) for one estimate."""
+    return _context(cat, hardware, model, origin)
+
+
+def serving_instance(ctx: ServingContext, **kw) -> ServingInstance:
+    """One sized instance (keywords as :func:`estimate_serving`'s model, precision and shape
+    arguments, plus ``instance_note``); its ``gpus``, ``max_batch`` and ``prefill_s`` are public."""
+    return _instance(ctx, **kw)
+
+
+def decode_speed(inst: ServingInstance, batch):
+    """Output tokens/s of one sequence at ``batch`` sequences per instance (arrays work too)."""
+    return inst.speculative / _step(inst, batch).seconds

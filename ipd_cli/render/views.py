@@ -12,6 +12,51 @@ from typing import Any
 
 # (key, label, unit) per block of a per-system result; "drivers" explain the headline rows.
 BLOCKS: dict[str, list[tuple[str, str, str]]] = {
+    "intelligence_per_dollar": [
+        ("solved_tasks_per_kusd", "Solved tasks per $1k", "tasks/k$"),
+        ("usd_per_solved_task", "Cost per solved task", "USD"),
+        ("solved_tasks_per_mwh", "Solved tasks per MWh", "tasks/MWh"),
+        ("lifecycle_cost_usd", "Lifecycle cost", "USD"),
+        ("cost_breakdown_usd.pretraining", "  pre-training (amortised)", "USD"),
+        ("cost_breakdown_usd.post_training", "  RL post-training", "USD"),
+        ("cost_breakdown_usd.serving", "  serving", "USD"),
+        ("tasks_solved", "Tasks solved", "tasks"),
+        ("success_per_task", "Success per task (with retries)", "fraction"),
+        ("score", "Learning-curve score", "fraction"),
+        ("score_points_per_kusd", "Score gain per $1k of RL", "points/k$"),
+        ("rl_rollouts_per_kwh", "RL rollouts per kWh", "rollouts/kWh"),
+        ("site_gpus", "GPUs in the site power budget", "GPUs"),
+        ("site_tasks_solved_per_day", "Tasks solved per day by the site", "tasks/day"),
+    ],
+    "rl": [
+        ("step_seconds", "Step time", "s"),
+        ("phases.generation_s", "  generation", "s"),
+        ("phases.environment_s", "  environment (exposed)", "s"),
+        ("phases.logprob_s", "  log-prob passes", "s"),
+        ("phases.training_s", "  training", "s"),
+        ("phases.weight_sync_s", "  weight sync", "s"),
+        ("hidden_by_overlap_s", "  hidden by overlap", "s"),
+        ("usd_per_step", "Cost per step", "USD"),
+        ("gpu_hours_per_step", "GPU-hours per step", "GPU-h"),
+        ("samples_per_s", "Samples per second", "samples/s"),
+        ("usd_per_1k_samples", "Cost per 1k samples", "USD"),
+        ("usd_per_million_generated_tokens", "Cost per M generated tokens", "USD"),
+        ("gpus", "GPUs (generation + training)", "GPUs"),
+        ("gen_gpus", "  generation GPUs", "GPUs"),
+        ("cpu_cores_needed", "CPU cores needed", "cores"),
+        ("cpu_cores_available", "  available", "cores"),
+        ("run.usd_per_year", "RL cost per year", "USD"),
+    ],
+    "serving": [
+        ("tokens_per_s_per_gpu", "Output tokens/s per GPU", "tok/s/GPU"),
+        ("tokens_per_s_per_user", "Tokens/s per user", "tok/s"),
+        ("ttft_s", "Time to first token", "s"),
+        ("tpot_ms", "Time per output token", "ms"),
+        ("usd_per_million_output_tokens", "Cost per M output tokens", "USD"),
+        ("tokens_per_s_per_mw", "Output tokens/s per MW", "tok/s/MW"),
+        ("instance_gpus", "Instance size", "GPUs"),
+        ("concurrency", "Concurrency per instance", "sequences"),
+    ],
     "pretraining": [
         ("gpus", "GPUs", "GPUs"),
         ("systems", "Systems (nodes/racks)", "count"),
@@ -79,7 +124,10 @@ def view(data: dict) -> View:
         return _items(data)
     blocks = [k for k, v in data.items() if isinstance(v, dict) and k not in ("entry", "sources")]
     if blocks and "hardware" in data:
-        grids = [_single(f"{b} on {data['hardware']}", data[b]) for b in blocks]
+        grids = []
+        for b in blocks:
+            grids.append(_single(f"{b} on {data['hardware']}", data[b]))
+            grids += [_single(f"{b}.{k}", v) for k, v in data[b].items() if isinstance(v, dict)]
         grids += [_assumptions(data["assumptions"])] if data.get("assumptions") else []
         return View(grids)
     return View([_mapping(data.get("name", ""), data)])
@@ -91,9 +139,9 @@ def _compare(data: dict) -> View:
     wl = data["workload"]
     cols = ["Metric", "Unit", *names, *[f"{n} / {names[0]}" for n in names[1:]]]
     grid = Grid(f"{wl['name']}: {wl['description']}", cols, right=set(range(2, len(cols))))
-    blocks = [k for k, v in systems[0].items() if isinstance(v, dict)]
+    blocks = [k for k in systems[0] if any(isinstance(s.get(k), dict) for s in systems)]
     for block in blocks:
-        rows = BLOCKS.get(block) or _generic_rows(systems[0][block])
+        rows = BLOCKS.get(block) or _generic_rows(next(s[block] for s in systems if s.get(block)))
         grid.sections.append(len(grid.rows))
         grid.rows.append([block, "", *[""] * (len(cols) - 2)])
         _add_rows(grid, systems, block, rows)
@@ -102,13 +150,26 @@ def _compare(data: dict) -> View:
             grid.rows.append([f"{block} drivers", "", *[""] * (len(cols) - 2)])
             _add_rows(grid, systems, block, DRIVERS[block])
     notes = []
-    if "pretraining" in blocks:
-        prec = ", ".join(f"{s['hardware']}: {s['pretraining']['precision']}" for s in systems)
-        notes.append(f"Precision used: {prec}. Pricing: {systems[0]['pretraining']['pricing']}.")
+    if "intelligence_per_dollar" in blocks:
         notes.append(
-            "GPUs = tokens x time per token per GPU / (deadline x scale efficiency); time per token = "
+            "Solved tasks per $1k = 1000 x tasks solved / (amortised pre-training + RL + serving cost) "
+            "over the "
+            "horizon; `ipd explain` shows each formula with its inputs."
+        )
+    if "pretraining" in blocks:
+        prec = ", ".join(
+            f"{s['hardware']}: {s['pretraining']['precision']}" for s in systems if s.get("pretraining")
+        )
+        notes.append(f"Pre-training precision used: {prec}.")
+        notes.append(
+            "Pre-training GPUs = tokens x time per token per GPU / (deadline x scale efficiency); "
+            "time per token = "
             "FLOPs / (dense peak x MFU) + exposed all-to-all. `ipd hardware show NAME` lists the sources."
         )
+    first = systems[0]
+    pricing = next((first[b]["pricing"] for b in ("pretraining", "rl", "serving") if first.get(b)), None)
+    if pricing:
+        notes.append(f"Pricing: {pricing}.")
     estimates = sorted({a["name"] for s in systems for a in s.get("assumptions", []) if a.get("estimate")})
     if estimates:
         notes.append(f"Estimates (not measured or published specs): {', '.join(estimates)}.")
@@ -121,9 +182,17 @@ def _generic_rows(block: dict) -> list[tuple[str, str, str]]:
     return [(k, k, "") for k, v in block.items() if isinstance(v, int | float) and not isinstance(v, bool)]
 
 
+def _get(d: Any, dotted: str) -> Any:
+    for key in dotted.split("."):
+        d = d.get(key) if isinstance(d, dict) else None
+    return d
+
+
 def _add_rows(grid: Grid, systems: list[dict], block: str, rows: list[tuple[str, str, str]]) -> None:
     for key, label, unit in rows:
-        values = [s[block].get(key) for s in systems]
+        values = [_get(s.get(block), key) for s in systems]
+        if all(v is None for v in values):
+            continue
         base = values[0]
         ratios = [
             fmt_num(v / base) + "x"

@@ -1,0 +1,135 @@
+"""RL post-training step: phases by hand, and the regimes the literature reports."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import run_cli
+
+from ipd_cli import load
+from ipd_cli.api import rl
+from ipd_cli.errors import InfeasibleError, InputError
+
+
+def test_training_and_logprob_phases_by_hand(catalog):
+    # llama-3.1-8b, 64 prompts x 8 = 512 samples, E[L] = 256 + 0 + 1000 = 1256 tokens, colocated on 64 H100.
+    # forward FLOPs/token = 2 x active + 2 x 32 layers x 1256 x (32 heads x 128) = 2P + 329,252,864
+    # training = 512 x 1256 x fwd x 3 / (64 x 989e12 x MFU_dense) + fixed; log-probs = same x 1 pass / 3
+    wl = "workload"
+    sets = [
+        f"{wl}.model=llama-3.1-8b",
+        f"{wl}.prompts_per_step=64",
+        f"{wl}.group_size=8",
+        f"{wl}.prompt_tokens=256",
+        f"{wl}.mean_response_tokens=1000",
+        f"{wl}.max_response_tokens=4000",
+        f"{wl}.mode=colocated",
+        f"{wl}.gpus=64",
+    ]
+    cat = load(sets=sets)
+    r = rl(cat, "hopper", "rl-math-reasoning").rl
+    m = cat.model("llama-3.1-8b")
+    fwd = 2 * m.active_params + 2 * 32 * 1256 * 4096
+    rate = 64 * 989e12 * cat.rl.training_mfu["dense"].value
+    tokens = 512 * 1256
+    assert r.phases.logprob_s == pytest.approx(tokens * fwd / rate)
+    assert r.phases.training_s == pytest.approx(3 * tokens * fwd / rate + cat.rl.step_fixed_s.value)
+    # colocated: every phase in series, nothing hidden
+    assert r.step_seconds == pytest.approx(sum(r.phases.model_dump().values()))
+    assert r.hidden_by_overlap_s == pytest.approx(0, abs=1e-9)
+    assert r.gpus == 64 and r.samples_per_s == pytest.approx(512 / r.step_seconds)
+    assert r.usd_per_step == pytest.approx(64 * r.step_seconds / 3600 * r.price_usd_per_gpu_hour)
+
+
+def test_weight_sync_of_a_1t_model_over_400g_nics_takes_seconds(catalog):
+    # Kimi K2 (~1.03e12 params) BF16 on the wire, disaggregated H100 (400 Gb/s = 50 GB/s per GPU):
+    # bytes per receiving GPU = params x 2 / instance GPUs; at 70 % of 50 GB/s that is seconds.
+    r = rl(catalog, "hopper", "rl-math-reasoning", model="kimi-k2", mode="disaggregated", gpus=512).rl
+    assert 1 < r.phases.weight_sync_s < 60
+    per_gpu = catalog.model("kimi-k2").total_params * 2 / r.instance_gpus
+    expected = catalog.rl.sync_fixed_s.value + per_gpu / (50e9 * catalog.rl.sync_link_efficiency.value)
+    assert r.phases.weight_sync_s == pytest.approx(expected)
+
+
+def test_colocated_sync_has_a_latency_floor(catalog):
+    # doubling the GPUs of a colocated synchronous SWE-agent step shortens it far less than 2x
+    a = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=256).rl
+    b = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
+    assert b.step_seconds < a.step_seconds
+    assert a.step_seconds / b.step_seconds < 1.5
+    assert b.latency_bound
+
+
+def test_async_beats_colocated_sync_with_a_long_tail(catalog):
+    sync = rl(catalog, "hopper", "rl-math-reasoning", mode="colocated", gpus=256).rl
+    asynchronous = rl(catalog, "hopper", "rl-math-reasoning", mode="async", gpus=256).rl
+    assert asynchronous.step_seconds < sync.step_seconds
+    assert asynchronous.mean_staleness_steps is not None and sync.mean_staleness_steps is None
+
+
+def test_too_few_host_cores_leave_gpus_waiting(catalog):
+    ok = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
+    assert not ok.env_bound
+    # 128 cores per sandbox x 512 live sandboxes = 65,536 cores > 36 x 512 = 18,432 Grace cores
+    cat = load(sets=["workload.sandbox_cores=128"])
+    starved = rl(cat, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
+    assert starved.env_bound
+    assert starved.phases.environment_s > ok.phases.environment_s
+    assert starved.cpu_cores_needed > starved.cpu_cores_available
+
+
+def test_faster_host_cpu_shortens_verification(catalog):
+    base = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
+    cat = load(sets=["cpus.grace.relative_core_throughput=2"])
+    fast = rl(cat, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
+    verify = catalog.workload("rl-swe-agent").verify_s
+    assert base.phases.environment_s - fast.phases.environment_s == pytest.approx(verify / 2)
+
+
+def test_auto_split_is_the_best_split(catalog):
+    best = rl(catalog, "hopper", "rl-math-reasoning", mode="one-step-off", gpus=128).rl
+    assert best.gen_gpus + best.train_gpus == 128 and best.gen_gpus % best.instance_gpus == 0
+    for gen in (best.gen_gpus - best.instance_gpus, best.gen_gpus + best.instance_gpus):
+        if 0 < gen < 128:
+            other = rl(
+                catalog,
+                "hopper",
+                "rl-math-reasoning",
+                mode="one-step-off",
+                gen_gpus=gen,
+                train_gpus=128 - gen,
+            )
+            assert other.rl.step_seconds >= best.step_seconds
+
+
+def test_bad_requests(catalog):
+    with pytest.raises(InputError, match="give both"):
+        rl(catalog, "hopper", "rl-math-reasoning", mode="disaggregated", gen_gpus=8)
+    with pytest.raises(InputError, match="RL workload"):
+        rl(catalog, "hopper", "pretrain-10t-moe")
+    with pytest.raises(InfeasibleError, match="generation GPUs hold none"):
+        rl(catalog, "hopper", "rl-math-reasoning", mode="disaggregated", gen_gpus=2, train_gpus=8)
+
+
+def test_rl_cli_done_check():
+    r = run_cli(
+        "rl",
+        "--hardware",
+        "vera-rubin",
+        "--model",
+        "nemotron-3-ultra",
+        "--workload",
+        "rl-swe-agent",
+        "--mode",
+        "async",
+        "--format",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    d = r.json()["rl"]
+    assert set(d["phases"]) == {"generation_s", "environment_s", "logprob_s", "training_s", "weight_sync_s"}
+    for key in ("step_seconds", "usd_per_step", "gpu_hours_per_step", "samples_per_s"):
+        assert d[key] > 0
+    t = run_cli(
+        "rl", "--hardware", "vera-rubin", "--workload", "rl-swe-agent", "--mode", "async", "-f", "table"
+    )
+    assert "rl.phases" in t.stdout and "generation_s" in t.stdout
