@@ -1,0 +1,91 @@
+"""Intelligence per dollar: metric arithmetic by hand and its invariants."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import run_cli
+
+from ipd_cli import compare, load
+from ipd_cli.engine import lifecycle as lc
+
+
+def test_retry_arithmetic_by_hand():
+    # p = 0.6, up to 3 attempts: solved 1 - 0.4^3 = 0.936; attempts (1 + 0.4 + 0.16) = 1.56 = 0.936 / 0.6
+    assert lc.success_after_retries(0.6, 3) == pytest.approx(0.936)
+    assert lc.expected_attempts(0.6, 3) == pytest.approx(1.56)
+    assert lc.expected_attempts(1.0, 5) == 1.0
+    # r^k: five tool calls at 0.95 each = 0.77378
+    assert lc.workflow_success(0.95, 5) == pytest.approx(0.7737809375)
+    # amortisation: 1 year of a 2-year life shared by 4 deployments = 1/8
+    assert lc.amortised_share(1, 2, 4) == 0.125
+
+
+def test_learning_curve_shape():
+    # r0 at zero samples, halfway at the midpoint, approaching the asymptote
+    assert lc.learning_curve(0, 0.4, 0.65, 3e5, 1.0) == 0.4
+    assert lc.learning_curve(3e5, 0.4, 0.65, 3e5, 1.0) == pytest.approx(0.525)
+    assert lc.learning_curve(3e9, 0.4, 0.65, 3e5, 1.0) == pytest.approx(0.65, abs=1e-4)
+
+
+def test_headline_is_cost_over_tasks_solved(catalog):
+    r = compare(catalog, ["vera-rubin"]).systems[0]
+    i = r.intelligence_per_dollar
+    b = i.cost_breakdown_usd
+    assert i.lifecycle_cost_usd == pytest.approx(b.pretraining + b.post_training + b.serving)
+    # pre-training: 1 year of a 2-year amortisation, one deployment -> half of the run's cost
+    assert b.pretraining == pytest.approx(r.pretraining.cost_usd / 2)
+    # RL: 100 steps x 12 refreshes x $/step
+    assert b.post_training == pytest.approx(r.rl.usd_per_step * 1200)
+    # serving: 1e7 tasks/day x 365 x attempts x 30 calls x 400 tokens x $/M output tokens
+    tokens = 1e7 * 365 * i.expected_attempts * 30 * 400
+    assert b.serving == pytest.approx(tokens * r.serving.usd_per_million_output_tokens / 1e6)
+    assert i.success_per_task == pytest.approx(1 - (1 - 0.59) ** 3)
+    assert i.tasks_solved == pytest.approx(1e7 * 365 * i.success_per_task)
+    assert i.usd_per_solved_task == pytest.approx(i.lifecycle_cost_usd / i.tasks_solved)
+    assert i.solved_tasks_per_kusd == pytest.approx(1000 / i.usd_per_solved_task)
+
+
+def test_doubling_every_price_doubles_cost_per_solved_task(catalog):
+    base = compare(catalog, ["vera-rubin"]).systems[0].intelligence_per_dollar
+    price = catalog.system("vera-rubin").prices[0]
+    cat = load(sets=[f"systems.vera-rubin.prices.{price.label}={2 * price.usd_per_gpu_hour.value}"])
+    doubled = compare(cat, ["vera-rubin"]).systems[0].intelligence_per_dollar
+    assert doubled.usd_per_solved_task == pytest.approx(2 * base.usd_per_solved_task)
+    assert doubled.tasks_solved == base.tasks_solved
+
+
+@pytest.mark.parametrize("rate", [0.3, 0.5, 0.59, 0.8, 1.0])
+def test_higher_success_never_lowers_solved_tasks_per_kusd(rate):
+    lower = compare(load(sets=[f"workload.task_success.success_rate.value={rate * 0.9}"]), ["vera-rubin"])
+    higher = compare(load(sets=[f"workload.task_success.success_rate.value={rate}"]), ["vera-rubin"])
+    lo = lower.systems[0].intelligence_per_dollar.solved_tasks_per_kusd
+    hi = higher.systems[0].intelligence_per_dollar.solved_tasks_per_kusd
+    assert hi >= lo
+
+
+def test_identical_hardware_compares_at_ratio_one(catalog):
+    r = compare(catalog, ["gb300-nvl72", "blackwell-ultra"], "open-model-agent")
+    a, b = (s.intelligence_per_dollar for s in r.systems)
+    assert a == b
+
+
+def test_open_weights_pay_no_pretraining_and_rl_budget_buys_score(catalog):
+    r = compare(catalog, ["vera-rubin", "blackwell"], "open-model-agent")
+    for s in r.systems:
+        i = s.intelligence_per_dollar
+        assert i.cost_breakdown_usd.pretraining == 0 and s.pretraining is None
+        assert i.cost_breakdown_usd.post_training == pytest.approx(2e6)  # the yearly budget, spent
+        assert 0.40 < i.score < 0.65
+    # the system with the cheaper RL sample reaches the higher score on the same budget
+    cheaper = min(r.systems, key=lambda s: s.rl.usd_per_1k_samples)
+    assert cheaper.intelligence_per_dollar.score == max(s.intelligence_per_dollar.score for s in r.systems)
+
+
+def test_explain_reproduces_the_headline():
+    r = run_cli("explain", "vera-rubin", "--format", "json")
+    assert r.code == 0, r.stderr
+    rows = {row["metric"]: row for row in r.json()["items"]}
+    c = run_cli("compare", "vera-rubin", "--format", "json").json()["systems"][0]["intelligence_per_dollar"]
+    assert rows["usd_per_solved_task"]["value"] == pytest.approx(c["usd_per_solved_task"])
+    assert "lifecycle_cost_usd / tasks_solved" in rows["usd_per_solved_task"]["formula"]
+    assert any(m.startswith("input: ") for m in rows)
