@@ -201,6 +201,19 @@ def rl(
     return r.model_copy(update={"overrides": _sets(cat)})
 
 
+def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw: Any) -> Any:
+    """One serving operating point (``ServeResult``) or the whole curve (``ServeCurveResult``)."""
+    from .engine.serving import estimate_serving, estimate_serving_curve
+
+    if curve:
+        for flag in ("concurrency", "tokens_per_user_s", "requests_per_s", "output_tokens_per_day"):
+            if kw.pop(flag, None) is not None:
+                raise InputError(f"--{flag.replace('_', '-')} picks one point; --curve gives them all")
+        kw.pop("instance", None)
+        return estimate_serving_curve(cat, hardware, model, **kw)
+    return estimate_serving(cat, hardware, model, **kw)
+
+
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
     return TrainResult(

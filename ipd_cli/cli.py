@@ -240,6 +240,84 @@ def train(
 
 
 @app.command()
+def serve(
+    hardware: Annotated[str, typer.Option("--hardware", help="System name or alias (ipd hardware list).")],
+    model: Annotated[str, typer.Option("--model", help="Model name or alias (ipd models list).")],
+    input_tokens: Annotated[
+        int | None, typer.Option("--input-tokens", help="Prompt tokens per request (ISL).", min=1)
+    ] = None,
+    output_tokens: Annotated[
+        int | None, typer.Option("--output-tokens", help="Generated tokens per request (OSL).", min=1)
+    ] = None,
+    precision: Annotated[str | None, typer.Option("--precision", help="Weights: bf16, fp8 or fp4.")] = None,
+    kv_precision: Annotated[
+        str | None, typer.Option("--kv-precision", help="KV cache: bf16, fp8 or fp4.")
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", help="Sequences in flight per instance.", min=1)
+    ] = None,
+    tokens_per_user_s: Annotated[
+        float | None,
+        typer.Option(
+            "--tokens-per-user-s", help="Interactivity target: the highest concurrency that meets it."
+        ),
+    ] = None,
+    instance_gpus: Annotated[
+        int | None,
+        typer.Option("--instance-gpus", help="GPUs per model instance (default: smallest that fits)."),
+    ] = None,
+    instance: Annotated[
+        str, typer.Option("--instance", help="smallest (fits the model) or best (most tokens/s per GPU).")
+    ] = "smallest",
+    speculative: Annotated[
+        float | None,
+        typer.Option("--speculative", help="Speculative decoding / MTP speed-up per user (>= 1)."),
+    ] = None,
+    requests_per_s: Annotated[
+        float | None, typer.Option("--requests-per-s", help="Traffic: GPUs needed to serve it.")
+    ] = None,
+    tokens_per_day: Annotated[
+        float | None, typer.Option("--tokens-per-day", help="Traffic in output tokens per day.")
+    ] = None,
+    curve: Annotated[bool, typer.Option("--curve", help="The whole throughput-interactivity curve.")] = False,
+    pricing: PricingOpt = "rental",
+    fmt: FormatOpt = "auto",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Serving economics at an operating point: tokens/s per GPU and per user, TTFT, TPOT,
+    $ per million tokens, tokens/s per MW; or the whole curve with --curve.
+
+    Example: ipd serve --hardware vera-rubin --model kimi-k2 --precision fp4 --tokens-per-user-s 50
+
+    Example: ipd serve --hardware b200 --model llama-3.3-70b --precision fp8 --curve
+    """
+    check_target(output, force)
+    cat = api.load(catalog, sets)
+    result = api.serve(
+        cat,
+        hardware,
+        model,
+        curve=curve,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        precision=precision,
+        kv_precision=kv_precision,
+        concurrency=concurrency,
+        tokens_per_user_s=tokens_per_user_s,
+        instance_gpus=instance_gpus,
+        instance=instance,
+        speculative=speculative,
+        requests_per_s=requests_per_s,
+        output_tokens_per_day=tokens_per_day,
+        pricing=pricing,
+    )
+    _emit(result, fmt, output)
+
+
+@app.command()
 def rl(
     hardware: Annotated[str, typer.Option("--hardware", help="System name or alias (ipd hardware list).")],
     workload: Annotated[

@@ -184,3 +184,64 @@ def test_compare_output_validates_against_its_schema():
 
     d = run_cli("compare", "vera-rubin", "blackwell", "-f", "json").json()
     assert CompareResult.model_validate(d).model_dump(mode="json") == d
+
+
+def test_serve_done_check_and_curve():
+    r = run_cli(
+        "serve",
+        "--hardware",
+        "vera-rubin",
+        "--model",
+        "kimi-k2",
+        "--precision",
+        "fp4",
+        "--tokens-per-user-s",
+        "50",
+        "--format",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    s = r.json()["serving"]
+    for key in (
+        "tokens_per_s_per_gpu",
+        "tokens_per_s_per_user",
+        "ttft_s",
+        "tpot_ms",
+        "usd_per_million_output_tokens",
+        "tokens_per_s_per_mw",
+        "instance_gpus",
+        "concurrency",
+    ):
+        assert s[key] > 0, key
+    assert s["tokens_per_s_per_user"] >= 50
+    c = run_cli(
+        "serve",
+        "--hardware",
+        "b200",
+        "--model",
+        "llama-3.3-70b",
+        "--precision",
+        "fp8",
+        "--curve",
+        "-f",
+        "json",
+    )
+    points = c.json()["points"]
+    assert [p["concurrency"] for p in points][:3] == [1, 2, 4]
+    speeds = [p["tokens_per_s_per_user"] for p in points]
+    assert speeds == sorted(speeds, reverse=True)  # more concurrency, slower per user
+    t = run_cli(
+        "serve",
+        "--hardware",
+        "b200",
+        "--model",
+        "llama-3.3-70b",
+        "--precision",
+        "fp8",
+        "--curve",
+        "-f",
+        "table",
+    )
+    assert "tok/s per user" in t.stdout
+    bad = run_cli("serve", "--hardware", "b200", "--model", "llama-3.3-70b", "--curve", "--concurrency", "4")
+    assert bad.code == 2 and "--curve gives them all" in bad.stderr

@@ -122,6 +122,8 @@ def view(data: dict) -> View:
         return _compare(data)
     if "items" in data:
         return _items(data)
+    if isinstance(data.get("points"), list):
+        return _curve(data)
     blocks = [k for k, v in data.items() if isinstance(v, dict) and k not in ("entry", "sources")]
     if blocks and "hardware" in data:
         grids = []
@@ -217,6 +219,31 @@ def _assumptions(assumptions: list[dict]) -> Grid:
         src = (a.get("source") or "") + (" (estimate)" if a.get("estimate") else "")
         grid.rows.append([a["name"], fmt_num(a["value"]), a["unit"], src, a["origin"]])
     return grid
+
+
+CURVE_COLUMNS = [
+    ("concurrency", "concurrency"),
+    ("tokens_per_s_per_user", "tok/s per user"),
+    ("tokens_per_s_per_gpu", "tok/s per GPU"),
+    ("ttft_s", "TTFT s"),
+    ("tpot_ms", "TPOT ms"),
+    ("usd_per_million_output_tokens", "USD per M output"),
+    ("tokens_per_s_per_mw", "tok/s per MW"),
+    ("decode_bound", "bound"),
+]
+
+
+def _curve(data: dict) -> View:
+    title = (
+        f"{data['model']} on {data['hardware']} ({data['precision']}, {data['instance_gpus']}-GPU instances)"
+    )
+    grid = Grid(title, [label for _, label in CURVE_COLUMNS], right=set(range(len(CURVE_COLUMNS) - 1)))
+    for p in data["points"]:
+        grid.rows.append([fmt_num(p.get(key)) for key, _ in CURVE_COLUMNS])
+    notes = [
+        "Throughput per GPU against speed per user as concurrency grows (SemiAnalysis InferenceMAX style)."
+    ]
+    return View([grid, _assumptions(data["assumptions"])] if data.get("assumptions") else [grid], notes)
 
 
 def _items(data: dict) -> View:
