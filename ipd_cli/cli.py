@@ -15,7 +15,7 @@ import typer
 from pydantic import BaseModel
 
 from . import __version__, api
-from .errors import ExitCode, IpdError
+from .errors import ExitCode, InputError, IpdError
 from .output import check_budget, check_target, emit, format_for, stream_rows
 from .render import FORMATS, OutputContext
 
@@ -532,6 +532,74 @@ def diff(
 
     check_target(output, force)
     _emit(diff_outputs(read_json(base), read_json(new), only_changed=not all_rows), fmt, output)
+
+
+@app.command()
+def validate(
+    split: Annotated[str | None, typer.Option("--split", help="fitting, checking (default) or all.")] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="The split (fitting|checking|all), or PATH=VALUE overrides (repeatable)."),
+    ] = None,
+    cases: Annotated[
+        Path | None, typer.Option("--cases", help="A validation cases YAML (default: the shipped one).")
+    ] = None,
+    max_median_error: Annotated[
+        float | None,
+        typer.Option("--max-median-error", help="Exit 1 when the median absolute error % exceeds this."),
+    ] = None,
+    fmt: FormatOpt = "auto",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+) -> None:
+    """Run the model on published measurements: case, predicted, measured, signed error %, and a
+    summary (median absolute error, worst case, share within 25 %) overall and per kind.
+
+    Example: ipd validate --set checking
+
+    Example: ipd validate --set all --format csv > validation.csv
+    """
+    from . import validate as val
+
+    splits = [s for s in sets or [] if "=" not in s]
+    overrides = [s for s in sets or [] if "=" in s]
+    if len(splits) > 1 or (splits and split):
+        raise InputError("give one split: --split fitting|checking|all (or --set with the split)")
+    check_target(output, force)
+    cat = api.load(catalog, overrides)
+    result = val.validate(cat, split or (splits[0] if splits else "checking"), cases)
+    _emit(result, fmt, output)
+    median = result.summary[0]["median_abs_error_pct"]
+    if max_median_error is not None and median is not None and median > max_median_error:
+        raise IpdError(f"median absolute error {median:.1f} % exceeds --max-median-error {max_median_error}")
+
+
+@app.command()
+def calibrate(
+    cases: Annotated[
+        Path | None, typer.Option("--cases", help="A validation cases YAML (default: the shipped one).")
+    ] = None,
+    fmt: FormatOpt = "auto",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Fit the efficiency defaults on the fitting cases and print the fitted values with the
+    --set that applies each (the catalog's defaults cite this procedure).
+
+    Each knob (training MFU per precision, decode HBM efficiency, MoE compute share, weight-sync
+    link efficiencies, RL trainer MFU, RL fixed step time) is fitted in turn by a log-spaced grid
+    search over its catalog range, minimising the squared log error of its fitting cases.
+
+    Example: ipd calibrate --format table
+    """
+    from . import validate as val
+
+    check_target(output, force)
+    cat = api.load(catalog, sets)
+    _emit(val.calibrate(cat, cases, sets), fmt, output)
 
 
 @app.command()

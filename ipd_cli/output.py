@@ -96,8 +96,8 @@ def check_finite(result: BaseModel) -> None:
     if found:
         where, value = found
         raise IpdError(
-            f"the estimate overflowed: {where} is {value}; an input is out of range (check tokens, "
-            "specs and prices)",
+            f"the result is not a finite number: {where} is {value}; an input is out of range "
+            "(check tokens, specs and prices)",
             ExitCode.RUNTIME,
         )
 

@@ -106,7 +106,15 @@ def test_moe_gqa_roofline_qwen3_235b_on_four_b200(round_cat):
     # 3/4 of experts elsewhere: 2 x 94 x 32 x 8 x 4096 x 2 B x 0.75 = 2.957e8 B at 900 GB/s x 0.5
     collective = 2 * 94 * 32 * 8 * 4096 * 2 * 0.75 / (900e9 * 0.5)  # 0.657 ms
     step = weights + attention + collective + 2e-3  # 20.63 ms
-    s = serve(round_cat, "b200", "qwen3-235b-a22b", precision="fp8", instance_gpus=4, concurrency=128)
+    s = serve(
+        round_cat,
+        "b200",
+        "qwen3-235b-a22b",
+        precision="fp8",
+        instance_gpus=4,
+        attention_tp=1,
+        concurrency=128,
+    )
     assert s.kv_bytes_per_token == kv
     assert s.max_concurrency == b_max == 2023
     assert s.experts_touched_share == pytest.approx(touched, rel=1e-12)
@@ -135,7 +143,15 @@ def test_mla_roofline_deepseek_v3_on_four_gb200_fp4(round_cat):
     attention = max(256 * kv * 1500 / hbm, 256 * attn_flops / attn)  # max(0.843, 0.652) ms
     collective = 2 * 61 * 64 * 8 * 7168 * 2 * 0.75 / (900e9 * 0.5)  # 1.49 ms
     step = weights + attention + collective + 2e-3  # 29.67 ms
-    s = serve(round_cat, "gb200-nvl72", "deepseek-v3", precision="fp4", instance_gpus=4, concurrency=256)
+    s = serve(
+        round_cat,
+        "gb200-nvl72",
+        "deepseek-v3",
+        precision="fp4",
+        instance_gpus=4,
+        attention_tp=1,
+        concurrency=256,
+    )
     assert s.kv_bytes_per_token == kv
     assert s.max_concurrency == b_max == 3760
     assert s.step_time_ms == pytest.approx(1e3 * step, rel=1e-9)
@@ -245,6 +261,19 @@ def test_best_instance_beats_the_smallest_for_a_big_moe_at_a_target(catalog):
     assert best.tokens_per_s_per_gpu > small.tokens_per_s_per_gpu
 
 
+def test_moe_attention_groups_trade_memory_for_speed(catalog):
+    # moe-10t keeps ~87e9 dense parameters (attention, shared experts, embeddings); a copy per GPU
+    # (DEP) would be read by every GPU each step, so at 50 tok/s/user the engine shards attention
+    kw = dict(precision="fp4", instance_gpus=72, tokens_per_user_s=50)
+    chosen = serve(catalog, "gb200-nvl72", "moe-10t", **kw)
+    dep = serve(catalog, "gb200-nvl72", "moe-10t", attention_tp=1, **kw)
+    assert chosen.parallelism == "tp-attention+ep" and chosen.attention_tp > 1
+    assert dep.parallelism == "dep" and dep.weight_gb_per_instance > chosen.weight_gb_per_instance
+    assert chosen.tokens_per_s_per_gpu > dep.tokens_per_s_per_gpu
+    with pytest.raises(InputError, match="choose one of 1, 2, 4, 8, 72"):
+        serve(catalog, "gb200-nvl72", "moe-10t", instance_gpus=72, attention_tp=3)
+
+
 def test_rubin_kimi_k2_fp4_at_50_tokens_per_user(catalog):
     r = estimate_serving(catalog, "vera-rubin", "kimi-k2", precision="fp4", tokens_per_user_s=50)
     s = r.serving
@@ -344,7 +373,8 @@ def test_bad_inputs(catalog):
 
 # --- validation against published points ---------------------------------------------------------
 
-# (source, system, model, precision, instance GPUs, ISL, OSL, measured output tok/s/GPU)
+# (source, system, model, precision, instance GPUs, ISL, OSL, measured output tok/s/GPU); the
+# DeepSeek-R1 rows ran as DEP (data-parallel attention, expert parallel): attention group of 1.
 # MLPerf Inference v5.1 Llama 2 70B Offline (mlcommons/inference_results_v5.1): OpenOrca, mean
 # output 294.45 tokens (mlcommons/inference language/llama2-70b README), inputs <= 1,024 tokens.
 # The mean input is not stated in the sources read; 300 is assumed (the result is sensitive to it:
@@ -379,8 +409,16 @@ def test_validation_against_published_serving_points(catalog):
     errors = []
     print()
     for source, hw, model, precision, gpus, isl, osl, measured in POINTS:
+        dep = 1 if catalog.model(model).is_moe else None
         s = estimate_serving(
-            catalog, hw, model, precision=precision, instance_gpus=gpus, input_tokens=isl, output_tokens=osl
+            catalog,
+            hw,
+            model,
+            precision=precision,
+            instance_gpus=gpus,
+            attention_tp=dep,
+            input_tokens=isl,
+            output_tokens=osl,
         ).serving
         err = s.tokens_per_s_per_gpu / measured - 1
         errors.append(err)

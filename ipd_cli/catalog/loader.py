@@ -170,6 +170,11 @@ def read_yaml(path: Path | str, text: str | None = None, label: str | None = Non
             ) from None
     elif len(text) > MAX_FILE_BYTES:
         raise _too_large(name)
+    else:
+        try:  # stdin decoded with surrogateescape carries undecodable bytes as lone surrogates
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InputError(f"{name}: not UTF-8 text (character {e.start}); give UTF-8 YAML") from None
     if "\x00" in text:
         raise InputError(f"{name}: binary content; expected UTF-8 YAML")
     import yaml

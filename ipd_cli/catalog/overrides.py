@@ -46,15 +46,33 @@ def parse(items: list[str]) -> list[Override]:
     return out
 
 
+def _aliases(raw: RawCatalog, section: str) -> dict[str, str]:
+    out = {}
+    for canonical, body in raw.section(section).items():
+        aliases = body.get("aliases") if isinstance(body, dict) else None
+        for alias in aliases if isinstance(aliases, list) else []:
+            out[str(alias)] = canonical
+    return out
+
+
 def _alias(raw: RawCatalog, section: str, name: str) -> str:
     entries = raw.section(section)
     if name in entries:
         return name
-    for canonical, body in entries.items():
-        aliases = body.get("aliases") if isinstance(body, dict) else None
-        if isinstance(aliases, list) and name in aliases:
-            return canonical
-    raise InputError(f"--set {section}.{name}: unknown {section[:-1]} '{name}'{did_you_mean(name, entries)}")
+    aliases = _aliases(raw, section)
+    if name in aliases:
+        return aliases[name]
+    choices = [*entries, *aliases]
+    raise InputError(f"--set {section}.{name}: unknown {section[:-1]} '{name}'{did_you_mean(name, choices)}")
+
+
+def _entry_keys(raw: RawCatalog, section: str, keys: list[str]) -> tuple[str, list[str]]:
+    """The entry a path names and the field keys after it; names may hold dots (llama-3.1-8b)."""
+    names = set(raw.section(section)) | set(_aliases(raw, section))
+    for end in range(len(keys) - 1, 1, -1):  # the longest name that leaves a field
+        if ".".join(keys[1:end]) in names:
+            return _alias(raw, section, ".".join(keys[1:end])), keys[end:]
+    return _alias(raw, section, keys[1]), keys[2:]
 
 
 def _fields(cls: Any) -> list[str]:
@@ -157,6 +175,6 @@ def apply(raw: RawCatalog, overrides: list[Override], workload: dict | None = No
             continue
         if len(keys) < 3:
             raise InputError(f"--set {o.path}: expected {section}.NAME.FIELD=VALUE")
-        name = _alias(raw, section, keys[1])
-        _assign(raw.section(section)[name], keys[2:], o.value, f"{section}.{name}", cls)
+        name, fields = _entry_keys(raw, section, keys)
+        _assign(raw.section(section)[name], fields, o.value, f"{section}.{name}", cls)
         raw.origins[(section, name)] = f"{raw.origins.get((section, name), '')} + --set {o.text}".lstrip(" +")

@@ -459,6 +459,9 @@ class RlEfficiency(Strict):
         description="generation redone in async mode (aborts, KV recompute)"
     )
     sync_link_efficiency: Sourced = Field(description="achieved share of the link in weight transfer")
+    broadcast_link_efficiency: Sourced = Field(
+        description="the same for broadcast + reload transports (checkpoint-engine style)"
+    )
     sync_fixed_s: Sourced = Field(description="fixed latency of one weight update: barriers, gather, reshard")
     engine_switch_s: Sourced = Field(description="colocated: waking/sleeping the inference engine per step")
     offload_bytes_per_param: Sourced = Field(description="colocated: training state moved to host and back")
@@ -468,7 +471,7 @@ class RlEfficiency(Strict):
 
     @model_validator(mode="after")
     def _ranges(self) -> RlEfficiency:
-        for name in ("tail_concurrency_fraction", "sync_link_efficiency"):
+        for name in ("tail_concurrency_fraction", "sync_link_efficiency", "broadcast_link_efficiency"):
             _fraction(name, getattr(self, name))
         for k, v in self.training_mfu.items():
             _fraction(f"training_mfu.{k}", v)

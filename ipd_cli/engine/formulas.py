@@ -254,3 +254,11 @@ def usd_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu):
 def tokens_per_s_per_mw(tokens_per_s_per_gpu, kw_per_gpu, pue):
     """Tokens/s per MW of all-in power (system kW per GPU times PUE)."""
     return tokens_per_s_per_gpu / (kw_per_gpu * pue) * 1000.0
+
+
+# --- Weight transfer -----------------------------------------------------------------------------
+
+
+def transfer_seconds(bytes_per_receiver, link_bytes_per_s, efficiency, fixed_s):
+    """Weights pushed to receivers in parallel: each receiving GPU takes its share over its own link."""
+    return fixed_s + bytes_per_receiver / (link_bytes_per_s * efficiency)

@@ -288,3 +288,13 @@ class RlResult(Result):
     rl: Rl
     assumptions: list[Assumption]
     overrides: list[str] = Field(default=[], description="--set PATH=VALUE items applied")
+
+
+class ValidationResult(Result):
+    """``ipd validate``: each case (predicted, measured, signed error) and the summary per kind."""
+
+    schema_version: str = SCHEMA_VERSION
+    kind: str = "validation"
+    split: str
+    items: list[dict]
+    summary: list[dict]

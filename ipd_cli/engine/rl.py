@@ -289,11 +289,14 @@ def estimate_rl(
         return logp, train
 
     def sync(colocated: bool, total_gpus: int) -> float:
+        # each GPU of each inference instance receives its shard of the weights, all in parallel
         per_gpu = arch.total_params * sync_bytes / g_inst
         if colocated:
             switch = 2 * cat.rl.offload_bytes_per_param.value * arch.total_params / total_gpus / host_link
-            return sync_fixed + per_gpu / (nvl * sync_eff) + switch + cat.rl.engine_switch_s.value
-        return sync_fixed + per_gpu / (nic * sync_eff)
+            return (
+                f.transfer_seconds(per_gpu, nvl, sync_eff, sync_fixed) + switch + cat.rl.engine_switch_s.value
+            )
+        return f.transfer_seconds(per_gpu, nic, sync_eff, sync_fixed)
 
     def step(gen_gpus: int, train_gpus: int, mode: str) -> tuple[float, dict, float, float, float]:
         colocated = mode == "colocated"

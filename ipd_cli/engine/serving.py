@@ -40,6 +40,8 @@ from .trace import Trace
 
 CLI = "command line"
 MS = 1e3
+INSTANCE_CHOICES = ("smallest", "best")
+FIXED = "fixed by the caller"
 
 
 @dataclass(frozen=True)
@@ -250,6 +252,15 @@ class _Layout:
         return "dep" if self.attention_tp == 1 else "tp-attention+ep"
 
 
+def attention_groups(arch: Model, gpus: int) -> list[int]:
+    """Attention tensor-parallel group sizes for an instance: all g GPUs for dense models;
+    1, 2, 4, ... up to g for MoE models (1 = DEP)."""
+    if not arch.is_moe:
+        return [gpus]
+    sizes = [t for t in (1 << i for i in range(gpus.bit_length())) if gpus % t == 0 and t < gpus]
+    return [*sizes, gpus]
+
+
 def _candidates(cat: Catalog, system: System) -> list[int]:
     """Instance sizes tried: the catalog's sizes inside one domain, then whole domains."""
     domain = system.scale_up_domain
@@ -273,16 +284,16 @@ class _Memory:
         return stored + self.kv_request * layout.kv_copies
 
     def layouts(self, gpus: int) -> list[_Layout]:
-        """Dense: TP over all GPUs. MoE: attention groups of 1, 2, 4, ... GPUs, up to all of them."""
         kv_heads = self.arch.kv_heads or 1
-        if not self.arch.is_moe:
-            return [_Layout(gpus, gpus, False, kv_heads)]
-        sizes = [t for t in (1 << i for i in range(gpus.bit_length())) if gpus % t == 0 and t < gpus]
-        return [_Layout(gpus, t, True, kv_heads) for t in [*sizes, gpus]]
+        return [_Layout(gpus, t, self.arch.is_moe, kv_heads) for t in attention_groups(self.arch, gpus)]
 
-    def layout(self, gpus: int) -> _Layout | None:
-        """The layout with the most data parallelism whose weights + one request's KV fit."""
-        fits = (lay for lay in self.layouts(gpus) if gpus * self.usable_per_gpu >= self.need(lay))
+    def layout(self, gpus: int, attention_tp: int | None = None) -> _Layout | None:
+        """The given attention group, or the most data-parallel one, if weights + one request's KV fit."""
+        fits = (
+            lay
+            for lay in self.layouts(gpus)
+            if attention_tp in (None, lay.attention_tp) and gpus * self.usable_per_gpu >= self.need(lay)
+        )
         return next(fits, None)
 
     def smallest(self, cat: Catalog, system: System) -> _Layout | None:
@@ -309,8 +320,11 @@ def _usable_hbm(ctx: _Ctx) -> float:
     return per_gpu * ctx.take("usable HBM share (serving)", "hbm_usable_fraction", "fraction")
 
 
-def _instance_layout(ctx: _Ctx, forced: int | None, mem: _Memory, note: str) -> _Layout:
-    """The smallest candidate instance that holds weights + one request's KV, or the forced one."""
+def _instance_layout(
+    ctx: _Ctx, forced: int | None, mem: _Memory, note: str, attention_tp: int | None = None
+) -> _Layout:
+    """The forced instance, or the smallest candidate that holds weights + one request's KV;
+    with ``attention_tp``, that attention group size."""
 
     def what(gpus: int) -> str:
         least = min(mem.need(lay) for lay in mem.layouts(gpus))
@@ -322,19 +336,28 @@ def _instance_layout(ctx: _Ctx, forced: int | None, mem: _Memory, note: str) -> 
 
     if forced is not None:
         _check_instance(forced, ctx.system)
-        layout = mem.layout(forced)
-        if layout is None:
+        if mem.layout(forced) is None:
             fit = mem.smallest(ctx.cat, ctx.system)
             hint = f"the smallest instance that fits is {fit.gpus} GPUs" if fit else _narrower_hint(ctx, mem)
             raise InfeasibleError(f"{what(forced)}; {hint}")
-        ctx.trace.given("instance size", forced, "GPUs", ctx.origin, note=note)
-        return layout
-    layout = mem.smallest(ctx.cat, ctx.system)
+        gpus, src = forced, ctx.origin if note == FIXED else ctx.sorigin
+    else:
+        smallest = mem.smallest(ctx.cat, ctx.system)
+        if smallest is None:
+            largest = _candidates(ctx.cat, ctx.system)[-1]
+            raise InfeasibleError(f"{what(largest)} (the largest instance tried); {_narrower_hint(ctx, mem)}")
+        gpus, src = smallest.gpus, ctx.sorigin
+        note = "smallest that holds the weights + the KV of one request"
+    groups = attention_groups(ctx.model, gpus)
+    if attention_tp is not None and attention_tp not in groups:
+        raise InputError(
+            f"attention group of {attention_tp} GPUs on a {gpus}-GPU instance of {ctx.mname}: "
+            f"choose one of {', '.join(map(str, groups))}"
+        )
+    layout = mem.layout(gpus, attention_tp)
     if layout is None:
-        largest = _candidates(ctx.cat, ctx.system)[-1]
-        raise InfeasibleError(f"{what(largest)} (the largest instance tried); {_narrower_hint(ctx, mem)}")
-    note = "smallest that holds the weights + the KV of one request"
-    ctx.trace.given("instance size", layout.gpus, "GPUs", ctx.sorigin, note=note)
+        raise InfeasibleError(f"attention groups of {attention_tp} GPUs do not fit on {gpus} {ctx.name} GPUs")
+    ctx.trace.given("instance size", gpus, "GPUs", src, note=note)
     return layout
 
 
@@ -403,7 +426,8 @@ def _instance(
     instance_gpus: int | None = None,
     speculative: float | None = None,
     pricing: str = "rental",
-    instance_note: str = "fixed by the caller",
+    instance_note: str = FIXED,
+    attention_tp: int | None = None,
 ) -> _Instance:
     arch = ctx.model
     precision, kv_precision = _precisions(ctx, precision, kv_precision)
@@ -418,7 +442,7 @@ def _instance(
     kv_tok = kv_bytes_per_token(arch, kvb)
     usable_per_gpu = _usable_hbm(ctx)
     mem = _Memory(arch, precision, dense_b, expert_b, kv_tok * (isl + osl), usable_per_gpu)
-    layout = _instance_layout(ctx, instance_gpus, mem, instance_note)
+    layout = _instance_layout(ctx, instance_gpus, mem, instance_note, attention_tp)
     gpus = layout.gpus
     if layout.moe:
         ctx.trace.given("attention tensor-parallel group", layout.attention_tp, "GPUs", ctx.sorigin)
@@ -644,27 +668,62 @@ def _traffic(
     )
 
 
-def _best_instance(ctx: _Ctx, build, concurrency: int | None, target: float | None) -> int | None:
-    """The candidate instance size with the most output tokens/s per GPU at the operating point
-    (one that meets the target first); None when none fits."""
+def _choose(
+    ctx: _Ctx,
+    build,
+    gpus: int | None,
+    attention_tp: int | None,
+    instance: str,
+    concurrency: int | None,
+    target: float | None,
+) -> tuple[int, int, str]:
+    """(instance GPUs, attention group, note): the fixed size, the smallest that fits or every
+    candidate ("best"); among those and their attention groups (or the fixed one), the one with
+    the most output tokens/s per GPU at the operating point (one that meets the target first)."""
     quiet = replace(ctx, trace=ctx.trace.quiet())
-    best: tuple[tuple[bool, float], int] | None = None
-    for gpus in _candidates(ctx.cat, ctx.system):
-        try:
-            inst = build(quiet, gpus)
-            _require_capacity(inst, ctx.name)
-            point = _operating_point(quiet, inst, concurrency, target)
-        except InfeasibleError:
-            continue
-        score = (point.target_met is not False, point.tokens_per_s_per_gpu)
-        if best is None or score > best[0]:
-            best = (score, gpus)
-    return best[1] if best else None
+    first = build(quiet, gpus, attention_tp=attention_tp)  # the user-facing error when nothing fits
+    sizes = _candidates(ctx.cat, ctx.system) if gpus is None and instance == "best" else [first.gpus]
+    best: tuple[tuple[bool, float], int, int] | None = None
+    for g in sizes:
+        groups = attention_groups(ctx.model, g)
+        if attention_tp is not None:
+            groups = [attention_tp] if attention_tp in groups else []
+        for t in groups:
+            try:
+                inst = build(quiet, g, attention_tp=t)
+                _require_capacity(inst, ctx.name)
+                point = _operating_point(quiet, inst, concurrency, target)
+            except InfeasibleError:
+                continue
+            score = (point.target_met is not False, point.tokens_per_s_per_gpu)
+            if best is None or score > best[0]:
+                best = (score, g, t)
+    if gpus is not None:
+        note = FIXED
+    elif instance == "best":
+        note = "the size with the most output tokens/s per GPU at this operating point"
+    else:
+        note = "smallest that holds the weights + the KV of one request"
+    if best is None:  # nothing runs at this operating point: the caller's build raises why
+        return first.gpus, first.attention_tp, note
+    return best[1], best[2], note
+
+
+def _builder(**shape):
+    """``build(ctx, gpus, note, attention_tp)``: an instance of the given shape and precision."""
+
+    def build(c: _Ctx, gpus: int | None, note: str = FIXED, attention_tp=None) -> _Instance:
+        return _instance(c, instance_gpus=gpus, instance_note=note, attention_tp=attention_tp, **shape)
+
+    return build
+
+
+def _check_choice(instance: str) -> None:
+    if instance not in INSTANCE_CHOICES:
+        raise InputError(f"unknown instance choice '{instance}'; choose one of {', '.join(INSTANCE_CHOICES)}")
 
 
 # --- public API ----------------------------------------------------------------------------------
-
-INSTANCE_CHOICES = ("smallest", "best")
 
 
 def estimate_serving(
@@ -679,6 +738,7 @@ def estimate_serving(
     concurrency: int | None = None,
     tokens_per_user_s: float | None = None,
     instance_gpus: int | None = None,
+    attention_tp: int | None = None,
     instance: str = "smallest",
     speculative: float | None = None,
     requests_per_s: float | None = None,
@@ -696,32 +756,27 @@ def estimate_serving(
 
     The instance is ``instance_gpus`` when given; else ``instance="smallest"`` takes the
     smallest size that holds the weights and one request's KV, and ``instance="best"``
-    the size with the most output tokens/s per GPU at this operating point.
+    the size with the most output tokens/s per GPU at this operating point. MoE models
+    also pick the attention tensor-parallel group with the most tokens/s per GPU unless
+    ``attention_tp`` fixes it (1 = DEP: data-parallel attention, expert parallel).
     """
     if concurrency is not None and tokens_per_user_s is not None:
         raise InputError("give at most one of --concurrency or --tokens-per-user-s")
-    if instance not in INSTANCE_CHOICES:
-        raise InputError(f"unknown instance choice '{instance}'; choose one of {', '.join(INSTANCE_CHOICES)}")
+    _check_choice(instance)
     ctx = _context(cat, hardware, model, origin)
 
-    def build(c: _Ctx, gpus: int | None, note: str = "fixed by the caller") -> _Instance:
-        return _instance(
-            c,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            precision=precision,
-            kv_precision=kv_precision,
-            instance_gpus=gpus,
-            speculative=speculative,
-            pricing=pricing,
-            instance_note=note,
-        )
-
-    note = "fixed by the caller"
-    if instance_gpus is None and instance == "best":
-        instance_gpus = _best_instance(ctx, build, concurrency, tokens_per_user_s)
-        note = "the size with the most output tokens/s per GPU at this operating point"
-    inst = build(ctx, instance_gpus, note)
+    build = _builder(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        precision=precision,
+        kv_precision=kv_precision,
+        speculative=speculative,
+        pricing=pricing,
+    )
+    gpus, attention_tp, note = _choose(
+        ctx, build, instance_gpus, attention_tp, instance, concurrency, tokens_per_user_s
+    )
+    inst = build(ctx, gpus, note, attention_tp)
     _require_capacity(inst, ctx.name)
     point = _operating_point(ctx, inst, concurrency, tokens_per_user_s)
     point = _traffic(ctx, inst, point, requests_per_s, output_tokens_per_day)
@@ -740,22 +795,29 @@ def estimate_serving_curve(
     precision: str | None = None,
     kv_precision: str | None = None,
     instance_gpus: int | None = None,
+    attention_tp: int | None = None,
+    instance: str = "smallest",
     speculative: float | None = None,
     pricing: str = "rental",
     origin: str = CLI,
 ) -> ServeCurveResult:
-    """The throughput-interactivity curve: a point per concurrency 1, 2, 4, ... and the KV limit."""
+    """The throughput-interactivity curve: a point per concurrency 1, 2, 4, ... and the KV limit.
+
+    The instance (and, for MoE, the attention group) is chosen as :func:`estimate_serving`
+    chooses it for maximum throughput.
+    """
+    _check_choice(instance)
     ctx = _context(cat, hardware, model, origin)
-    inst = _instance(
-        ctx,
+    build = _builder(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         precision=precision,
         kv_precision=kv_precision,
-        instance_gpus=instance_gpus,
         speculative=speculative,
         pricing=pricing,
     )
+    gpus, attention_tp, note = _choose(ctx, build, instance_gpus, attention_tp, instance, None, None)
+    inst = build(ctx, gpus, note, attention_tp)
     _require_capacity(inst, ctx.name)
     batches = [1 << i for i in range(inst.max_batch.bit_length()) if 1 << i < inst.max_batch]
     points = [_point(inst, b, "concurrency") for b in [*batches, inst.max_batch]]

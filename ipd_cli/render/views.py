@@ -121,7 +121,10 @@ def view(data: dict) -> View:
     if "systems" in data:
         return _compare(data)
     if "items" in data:
-        return _items(data)
+        v = _items(data)
+        if data.get("summary"):
+            v.grids.append(_items({"kind": "summary", "items": data["summary"]}).grids[0])
+        return v
     if isinstance(data.get("points"), list):
         return _curve(data)
     blocks = [k for k, v in data.items() if isinstance(v, dict) and k not in ("entry", "sources")]

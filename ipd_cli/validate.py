@@ -1,0 +1,309 @@
+"""`ipd validate` and `ipd calibrate`: the model against published measurements.
+
+The cases live in ``configs/validation/cases.yaml`` (shipped with the catalog), each with
+its source, inputs, measured value and split: ``fitting`` cases may tune the efficiency
+defaults, ``checking`` cases never do, and report the model's error.
+
+Calibration procedure (reproducible, no optimiser): each efficiency is a multiplicative
+knob on a speed. For every fitting case of its group, r = measured speed / predicted
+speed (for times and GPU-hours, predicted / measured). The fitted value is the current
+value times the geometric mean of r over the group, capped at 0.95 for fractions. Groups:
+training MFU per precision (pretrain cases), decode HBM efficiency (serving cases at
+maximum throughput), weight-sync link efficiency (weight-sync cases). RL step cases are
+checked, not fitted: their time mixes several knobs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ipd_cli.catalog.loader import Catalog, builtin_dir, read_yaml, validate_entry
+from ipd_cli.engine.results import Listing, ValidationResult
+from ipd_cli.errors import InputError, IpdError
+
+Kind = Literal["pretrain", "serve", "rl-step", "weight-sync"]
+SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user"}
+WITHIN = 0.25  # the share of cases within 25 % is reported
+
+
+class Measured(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    metric: str
+    value: float = Field(gt=0)
+    range: tuple[float, float] | None = Field(default=None, description="published spread of the measurement")
+
+
+class Case(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    split: Literal["fitting", "checking"]
+    kind: Kind
+    description: str
+    source: str
+    inputs: dict[str, Any]
+    measured: Measured
+    note: str | None = None
+
+
+def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
+    path = path or builtin_dir() / "validation" / "cases.yaml"
+    doc = read_yaml(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+        raise InputError(f"{path}: expected a mapping with a 'cases' list")
+    cases = [validate_entry(Case, c, f"{path}: cases.{i}") for i, c in enumerate(doc["cases"])]
+    return cases, doc.get("sources") or {}
+
+
+def predict(cat: Catalog, case: Case) -> float:
+    """The model's value for the case's metric, from its inputs."""
+    i = dict(case.inputs)
+    metric = case.measured.metric
+    if case.kind == "pretrain":
+        from ipd_cli.engine.pretraining import estimate_pretraining
+
+        p = estimate_pretraining(
+            cat,
+            i["hardware"],
+            i["model"],
+            float(i["tokens"]),
+            gpus=i.get("gpus"),
+            deadline_days=i.get("days"),
+            precision=i.get("precision", "bf16"),
+            sequence_length=int(i.get("seq_len", 8192)),
+        ).pretraining
+        if metric == "tokens_per_s_per_gpu":
+            return p.tokens / (p.gpus * p.wall_days * 86400)
+        return getattr(p, metric)
+    if case.kind == "serve":
+        from ipd_cli.engine.serving import estimate_serving
+
+        s = estimate_serving(
+            cat,
+            i["hardware"],
+            i["model"],
+            input_tokens=i.get("input_tokens"),
+            output_tokens=i.get("output_tokens"),
+            precision=i.get("precision"),
+            concurrency=i.get("concurrency"),
+            tokens_per_user_s=i.get("tokens_per_user_s"),
+            instance_gpus=i.get("instance_gpus"),
+        ).serving
+        return getattr(s, metric)
+    if case.kind == "rl-step":
+        return _rl_step(cat, i, metric)
+    return _weight_sync(cat, i)
+
+
+def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
+    from ipd_cli.catalog.schema import RlWorkload
+    from ipd_cli.engine.rl import estimate_rl
+
+    body = {
+        "description": "validation case",
+        "model": i["model"],
+        "prompts_per_step": int(i["prompts"]),
+        "group_size": int(i.get("group_size", 1)),
+        "prompt_tokens": int(i.get("prompt_tokens", 200)),
+        "mean_response_tokens": float(i["mean_response_tokens"]),
+        "max_response_tokens": int(i.get("max_response_tokens", i["mean_response_tokens"] * 3)),
+        "mode": i.get("mode", "colocated"),
+        "source": "validation",
+        "training_precision": i.get("precision", "bf16"),
+        # the frameworks measured (NeMo RL, verl) run the rollout engine at the training precision
+        "inference_precision": i.get("precision", "bf16"),
+        "sync_precision": i.get("precision", "bf16"),
+    }
+    if "gen_gpus" in i:
+        body.update(gen_gpus=int(i["gen_gpus"]), train_gpus=int(i["train_gpus"]))
+    else:
+        body["gpus"] = int(i["gpus"])
+    w = RlWorkload.model_validate(body)
+    r = estimate_rl(cat, i["hardware"], w).rl
+    return r.step_seconds if metric == "step_seconds" else r.gpu_hours_per_step
+
+
+def _weight_sync(cat: Catalog, i: dict) -> float:
+    """Trainers push each inference GPU its shard (instance = smallest serving instance at the wire
+    precision), over the receiving GPU's NIC: the formula of the RL engine's disaggregated sync."""
+    from ipd_cli.engine import formulas as f
+    from ipd_cli.engine.serving import estimate_serving
+
+    wire_precision = i.get("precision_wire", "bf16")
+    acc = cat.accelerator_of(cat.system(i["hardware"]))
+    m = cat.model(i["model"])
+    g_inst = estimate_serving(cat, i["hardware"], i["model"], precision=wire_precision).serving.instance_gpus
+    wire = cat.serving.bytes_per_weight[wire_precision].value
+    eff = (
+        cat.rl.broadcast_link_efficiency if i.get("transport") == "broadcast" else cat.rl.sync_link_efficiency
+    )
+    return f.transfer_seconds(
+        m.total_params * wire / g_inst,
+        acc.scale_out_gbit_per_s.value * 1e9 / 8,
+        eff.value,
+        cat.rl.sync_fixed_s.value,
+    )
+
+
+def speed_ratio(case: Case, predicted: float) -> float:
+    """measured speed / predicted speed: > 1 means the model is too pessimistic."""
+    measured = case.measured.value
+    return measured / predicted if case.measured.metric in SPEED_METRICS else predicted / measured
+
+
+SPLITS = ("fitting", "checking", "all")
+
+
+def validate(cat: Catalog, split: str = "checking", path: Path | None = None) -> ValidationResult:
+    """Every case of the split with its error, and the summary (overall and per kind)."""
+    if split not in SPLITS:
+        raise InputError(f"unknown split '{split}'; choose one of: {', '.join(SPLITS)}")
+    rows = run(cat, split, path).items
+    return ValidationResult(split=split, items=rows, summary=summary(rows))
+
+
+def run(cat: Catalog, split: str = "checking", path: Path | None = None) -> Listing:
+    cases, _ = load_cases(path)
+    rows = []
+    for case in cases:
+        if split != "all" and case.split != split:
+            continue
+        try:
+            pred = predict(cat, case)
+            err = 100.0 * (pred - case.measured.value) / case.measured.value
+            status = "ok"
+        except IpdError as e:
+            pred, err, status = None, None, f"not reached: {e}"
+        except KeyError as e:
+            pred, err, status = None, None, f"not reached: input {e} is not published"
+        rows.append(
+            {
+                "id": case.id,
+                "split": case.split,
+                "kind": case.kind,
+                "metric": case.measured.metric,
+                "measured": case.measured.value,
+                "predicted": pred,
+                "error_pct": err,
+                "status": status,
+                "source": case.source,
+            }
+        )
+    return Listing(kind="validation", items=rows)
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """Median absolute error, worst case and share within 25 %, overall and per kind."""
+    out = []
+    groups: dict[str, list[dict]] = {"all": rows}
+    for r in rows:
+        groups.setdefault(r["kind"], []).append(r)
+    for name, rs in groups.items():
+        errs = [abs(r["error_pct"]) for r in rs if r["error_pct"] is not None]
+        worst = max(
+            (r for r in rs if r["error_pct"] is not None), key=lambda r: abs(r["error_pct"]), default=None
+        )
+        out.append(
+            {
+                "group": name,
+                "cases": len(rs),
+                "reached": len(errs),
+                "median_abs_error_pct": statistics.median(errs) if errs else None,
+                "within_25_pct": sum(e <= 100 * WITHIN for e in errs) / len(errs) if errs else None,
+                "worst_case": worst["id"] if worst else None,
+                "worst_error_pct": worst["error_pct"] if worst else None,
+                "over_2x": sum(
+                    1 for r in rs if r["error_pct"] is not None and not 0.5 <= 1 + r["error_pct"] / 100 <= 2
+                ),
+            }
+        )
+    return out
+
+
+def _is_moe(cat: Catalog, case: Case) -> bool:
+    return cat.model(case.inputs["model"]).is_moe
+
+
+def knobs_of(cat: Catalog, case: Case) -> list[str]:
+    """The efficiencies a fitting case calibrates."""
+    i = case.inputs
+    if case.kind == "pretrain":
+        return [f"efficiency.training_mfu.{i.get('precision', 'bf16')}.mfu"]
+    if case.kind == "serve":
+        return ["serving.moe_compute_share" if _is_moe(cat, case) else "serving.decode_hbm_efficiency"]
+    if case.kind == "rl-step":
+        return [f"rl.training_mfu.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
+    return [
+        "rl.broadcast_link_efficiency" if i.get("transport") == "broadcast" else "rl.sync_link_efficiency"
+    ]
+
+
+# fitted in this order: serving knobs before the RL knobs whose cases also generate tokens
+ORDER = ("efficiency.", "serving.", "rl.sync", "rl.broadcast", "rl.training", "rl.step_fixed")
+
+
+def _current(cat: Catalog, path: str) -> Any:
+    node: Any = cat
+    for key in path.split("."):
+        node = node[key] if isinstance(node, dict) else getattr(node, key)
+    return node
+
+
+def _grid(s: Any, points: int = 17) -> list[float]:
+    lo, hi = s.range if s.range else (s.value / 2, s.value * 2)
+    lo = max(lo, 1e-3)
+    hi = min(hi, 0.95) if s.value <= 1 else hi
+    return [lo * (hi / lo) ** (k / (points - 1)) for k in range(points)] if hi > lo else [s.value]
+
+
+def _loss(cat: Catalog, cases: list[Case]) -> float:
+    errs = []
+    for case in cases:
+        try:
+            errs.append(math.log(speed_ratio(case, predict(cat, case))) ** 2)
+        except (IpdError, KeyError):
+            continue
+    return statistics.fmean(errs) if errs else math.inf
+
+
+def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = None) -> Listing:
+    """Fit each knob on its fitting cases by a log-spaced grid search over the catalog range
+    (least squares of log(measured / predicted)); knobs are fitted one after another, each
+    with the ones before it already set. Prints the values and the --set that applies them."""
+    from ipd_cli.catalog.loader import load_catalog
+
+    cases, _ = load_cases(path)
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        for knob in knobs_of(cat, case) if case.split == "fitting" else []:
+            groups.setdefault(knob, []).append(case)
+    applied = list(sets or [])
+    rows = []
+    for knob in sorted(groups, key=lambda k: (next(i for i, p in enumerate(ORDER) if k.startswith(p)), k)):
+        base = load_catalog(sets=applied) if applied else cat
+        current = _current(base, knob)
+        before = _loss(base, groups[knob])
+        best = (before, current.value)
+        for value in _grid(current):
+            loss = _loss(load_catalog(sets=[*applied, f"{knob}={value:.4g}"]), groups[knob])
+            if loss < best[0] - 1e-12:
+                best = (loss, value)
+        fitted = float(f"{best[1]:.3g}")
+        applied.append(f"{knob}={fitted}")
+        rows.append(
+            {
+                "parameter": knob,
+                "current": current.value,
+                "fitted": fitted,
+                "cases": len(groups[knob]),
+                "rms_log_error_before": math.sqrt(before),
+                "rms_log_error_after": math.sqrt(best[0]),
+                "case_ids": ", ".join(c.id for c in groups[knob]),
+                "set": f"--set {knob}={fitted}",
+            }
+        )
+    return Listing(kind="calibration", items=rows)
