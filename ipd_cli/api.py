@@ -355,13 +355,17 @@ HEADLINE_METRICS = (
     "pretraining.gpu_hours",
     "pretraining.cost_usd",
     "pretraining.energy_mwh",
+    "serving.tokens_per_s_per_gpu",
+    "serving.tokens_per_s_per_user",
+    "serving.usd_per_million_output_tokens",
+    "serving.tokens_per_s_per_mw",
 )
 
 
 def sweep(
     cat: Catalog,
     vary: list[str],
-    workload: str = DEFAULT_WORKLOAD,
+    workload: str = DEFAULT_SCENARIO,
     *,
     samples: int | None = None,
     seed: int = 0,
@@ -377,7 +381,15 @@ def sweep(
     hw_axis = [a for a in axes if a.path == sw.HARDWARE]
     if not hw_axis:
         raise InputError("give the systems to sweep, e.g. --vary hardware=vera-rubin,blackwell")
-    plan = sw.SweepPlan(w, origin, axes, hw_axis[0].values, pricing, mfu)
+    pretrain, serving, model = w, None, None
+    if w.kind == "scenario":
+        pretrain = cat.workloads[w.pretraining.workload] if w.pretraining.workload else None
+        serving, model = w.serving, w.model
+        if samples:
+            serving = None  # serving physics is not sampled: see README "Sweeps"
+    elif w.kind != "pretrain":
+        raise InputError(f"ipd sweep takes a pretrain workload or a scenario; '{workload}' is {w.kind}")
+    plan = sw.SweepPlan(pretrain, origin, axes, hw_axis[0].values, pricing, mfu, serving, model)
     sw.check_paths(cat, plan)
     numeric = [a for a in axes if a.path != sw.HARDWARE]
     chunks = sw.run_samples(cat, plan, samples, seed) if samples else sw.run(cat, plan)
@@ -397,7 +409,10 @@ def _metric_filter(metrics: str, inputs: list[str], sampled: bool):
 
     def keep(cols: dict) -> dict:
         out = {k: v for k, v in cols.items() if k in inputs}
+        present = {k.rsplit(".p", 1)[0] if sampled else k for k in cols}
         for m in wanted:
+            if metrics == "headline" and m not in present:
+                continue  # a pretrain workload has no serving block and vice versa
             names = [f"{m}.p{p}" for p in (10, 50, 90)] if sampled else [m]
             for n in names:
                 if n not in cols:

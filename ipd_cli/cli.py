@@ -457,7 +457,7 @@ def sweep(
     ],
     workload: Annotated[
         str, typer.Option("--workload", help="Workload name or YAML file ('-' reads stdin).")
-    ] = api.DEFAULT_WORKLOAD,
+    ] = api.DEFAULT_SCENARIO,
     samples: Annotated[
         int | None,
         typer.Option("--samples", help="Draw N values from each catalog range; report P10/P50/P90.", min=1),

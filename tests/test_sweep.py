@@ -17,7 +17,7 @@ np = pytest.importorskip("numpy")
 
 
 def _csv(*args: str) -> list[dict]:
-    r = run_cli("sweep", *args, "--format", "csv")
+    r = run_cli("sweep", *args, "--workload", "pretrain-10t-moe", "--format", "csv")
     assert r.code == 0, r.stderr
     return list(csv.DictReader(io.StringIO(r.stdout)))
 
@@ -70,7 +70,17 @@ def test_samples_give_ordered_percentiles():
 
 
 def test_jsonl_lines_are_json():
-    r = run_cli("sweep", "--vary", "hardware=hopper", "--vary", "economics.pue=1.1:1.5:0.1", "-f", "jsonl")
+    r = run_cli(
+        "sweep",
+        "--vary",
+        "hardware=hopper",
+        "--vary",
+        "economics.pue=1.1:1.5:0.1",
+        "--workload",
+        "pretrain-10t-moe",
+        "-f",
+        "jsonl",
+    )
     lines = r.stdout.splitlines()
     assert len(lines) == 5
     assert json.loads(lines[0])["economics.pue"] == pytest.approx(1.1)
@@ -84,7 +94,7 @@ def test_bad_vary_is_a_usage_error():
         (["--vary", "hardware=nope"], "unknown hardware 'nope'"),
         (["--vary", "hardware=hopper", "--metrics", "pretraining.cots_usd"], "did you mean"),
     ]:
-        r = run_cli("sweep", *args, "-f", "csv")
+        r = run_cli("sweep", *args, "--workload", "pretrain-10t-moe", "-f", "csv")
         assert r.code == 2 and msg in r.stderr, (args, r.stderr)
 
 
@@ -103,3 +113,16 @@ def test_interrupt_leaves_complete_rows(tmp_path):
         {"hardware": "a", "x": 1.5},
         {"hardware": "b", "x": 2.5},
     ]
+
+
+def test_scenario_sweep_has_serving_metrics_and_cost_is_linear_in_price():
+    r = run_cli(
+        "sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=2,4", "-f", "json"
+    )
+    assert r.code == 0, r.stderr
+    a, b = r.json()
+    # serving physics does not depend on the price; $/M output tokens = price / (tok/s/GPU x 3600) x 1e6
+    assert a["serving.tokens_per_s_per_gpu"] == b["serving.tokens_per_s_per_gpu"]
+    expected = 2 / (a["serving.tokens_per_s_per_gpu"] * 3600) * 1e6
+    assert a["serving.usd_per_million_output_tokens"] == pytest.approx(expected)
+    assert b["serving.usd_per_million_output_tokens"] == pytest.approx(2 * expected)

@@ -371,6 +371,16 @@ def estimate_lifecycle(
     return Lifecycle(result, steps)
 
 
+def serving_precision(cat: Catalog, hardware: str, wanted: str | None) -> str | None:
+    """A scenario's serving precision, or the next wider one the system supports (Hopper has no fp4),
+    as pre-training does, so one scenario can compare every generation."""
+    if wanted is None:
+        return None
+    from .pretraining import supported_precision
+
+    return supported_precision(cat.accelerator_of(cat.system(hardware)), wanted)
+
+
 def _dedupe(items: list[Assumption]) -> list[Assumption]:
     seen: set[tuple] = set()
     out = []

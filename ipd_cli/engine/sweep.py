@@ -110,14 +110,97 @@ def grid_size(axes: list[Axis]) -> int:
 
 @dataclass
 class SweepPlan:
-    """What to evaluate: the workload's arguments, the axes, and which cores."""
+    """What to evaluate: the pre-training workload and/or the serving point, the axes."""
 
-    workload: Any
+    workload: Any  # a pretrain workload, or None
     origin: str
     axes: list[Axis]
     hardware: list[str]
     pricing: str
     mfu: float | None = None
+    serving: Any = None  # a ScenarioServing, or None
+    model: str | None = None  # the served model
+
+
+# Paths that change what serving costs, not how fast it runs: serving physics is evaluated once
+# per distinct value of the other (physics) paths, the cost arithmetic over whole arrays.
+COST_PREFIXES = ("economics.",)
+COST_SUFFIXES = (".power_kw", ".capex_usd")
+
+
+def is_cost_path(path: str) -> bool:
+    return (
+        path == PRICE
+        or path.startswith(COST_PREFIXES)
+        or path.endswith(COST_SUFFIXES)
+        or (path.startswith("systems.") and ".prices." in path)
+    )
+
+
+MAX_SERVING_POINTS = 256
+
+
+def _serving(cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: int, sampler: Any) -> dict:
+    """Serving metrics: scalar physics per distinct physics point, vectorised cost and power."""
+    import numpy as np
+
+    from ipd_cli.catalog.loader import load_catalog
+
+    from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
+    from .serving import estimate_serving
+
+    physics = sorted(p for p in subs if not is_cost_path(p))
+    keys = (
+        np.stack([np.broadcast_to(subs[p], (n,)) for p in physics], axis=1) if physics else np.zeros((n, 0))
+    )
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    if len(uniq) > MAX_SERVING_POINTS:
+        raise InputError(
+            f"the serving metrics need one full estimate per value of {', '.join(physics)}: {len(uniq)} is "
+            f"more than {MAX_SERVING_POINTS}; vary cost paths (prices, economics.*, power) or sweep a "
+            "pretrain workload"
+        )
+    sv = plan.serving
+    points = []
+    for row in uniq:
+        sets = [f"{p}={v!r}" for p, v in zip(physics, row.tolist(), strict=True)]
+        c = load_catalog(sets=[*(o.text for o in cat.overrides), *sets]) if sets else cat
+        points.append(
+            estimate_serving(
+                c,
+                hw,
+                plan.model,
+                input_tokens=sv.input_tokens_per_request,
+                output_tokens=sv.output_tokens_per_request,
+                precision=sv.precision,
+                tokens_per_user_s=sv.tokens_per_user_s,
+                instance="best",
+                pricing=plan.pricing,
+            ).serving
+        )
+    inverse = np.asarray(inverse).reshape(-1)
+
+    def col(field: str) -> Any:
+        return np.array([getattr(p, field) for p in points], dtype=float)[inverse]
+
+    cost_subs = {p: v for p, v in subs.items() if is_cost_path(p) and p != PRICE}
+    trace = Trace(cat.sources, subs=cost_subs, sampler=sampler, record=False)
+    system = cat.system(hw)
+    name = cat.canonical("systems", hw)
+    price = subs[PRICE] if PRICE in subs else usd_per_gpu_hour(cat, name, system, plan.pricing, trace)[0]
+    kw = kw_per_gpu(cat, name, system, trace)
+    tps = col("tokens_per_s_per_gpu")
+    out = {
+        "serving.tokens_per_s_per_gpu": tps,
+        "serving.tokens_per_s_per_user": col("tokens_per_s_per_user"),
+        "serving.ttft_s": col("ttft_s"),
+        "serving.tpot_ms": col("tpot_ms"),
+        "serving.usd_per_million_output_tokens": price / (tps * 3600.0) * 1e6,
+        "serving.tokens_per_s_per_mw": tps / (kw * pue(cat, trace)) * 1000.0,
+        "serving.instance_gpus": col("instance_gpus"),
+        "serving.concurrency": col("concurrency"),
+    }
+    return {k: np.broadcast_to(v, (n,)) for k, v in out.items()}
 
 
 def _inputs(cat: Catalog, plan: SweepPlan, hw: str, trace: Trace) -> tuple[dict, dict]:
@@ -144,29 +227,57 @@ def _evaluate(
     """Every output metric as an array of n values (n points, or n samples)."""
     import numpy as np
 
-    subs = dict(subs)
-    price = subs.pop(PRICE, None)
-    trace = Trace(cat.sources, subs=subs, sampler=sampler, record=False)
-    x, _ = _inputs(cat, plan, hw, trace)
-    if price is not None:
-        x["price"] = price
-    y = pretraining_core(x)
-    return {f"pretraining.{k}": np.broadcast_to(v, (n,)) for k, v in y.items() if k != "memory_bytes"}
+    out: dict[str, Any] = {}
+    if plan.workload is not None:
+        pre = dict(subs)
+        price = pre.pop(PRICE, None)
+        trace = Trace(cat.sources, subs=pre, sampler=sampler, record=False)
+        x, _ = _inputs(cat, plan, hw, trace)
+        if price is not None:
+            x["price"] = price
+        y = pretraining_core(x)
+        out.update(
+            {f"pretraining.{k}": np.broadcast_to(v, (n,)) for k, v in y.items() if k != "memory_bytes"}
+        )
+    if plan.serving is not None:
+        out.update(_serving(cat, plan, hw, subs, n, sampler))
+    return out
 
 
 def check_paths(cat: Catalog, plan: SweepPlan) -> None:
     """Every varied path must be an input the engine reads for at least one system."""
     readable: set[str] = {PRICE}
     for hw in plan.hardware:
-        seen = _PathRecorder(cat.sources)
-        _inputs(cat, plan, hw, seen)
-        readable |= seen.paths
+        if plan.workload is not None:
+            seen = _PathRecorder(cat.sources)
+            _inputs(cat, plan, hw, seen)
+            readable |= seen.paths
+        if plan.serving is not None:
+            readable |= _serving_paths(cat, plan, hw)
     for axis in plan.axes:
         if axis.path != HARDWARE and axis.path not in readable:
             raise InputError(
                 f"--vary {axis.path}: not an input of this estimate{did_you_mean(axis.path, readable)}"
                 " (ipd compare ... --format json lists each input's path under assumptions)"
             )
+
+
+def _serving_paths(cat: Catalog, plan: SweepPlan, hw: str) -> set[str]:
+    from .serving import estimate_serving
+
+    sv = plan.serving
+    r = estimate_serving(
+        cat,
+        hw,
+        plan.model,
+        input_tokens=sv.input_tokens_per_request,
+        output_tokens=sv.output_tokens_per_request,
+        precision=sv.precision,
+        tokens_per_user_s=sv.tokens_per_user_s,
+        instance="best",
+        pricing=plan.pricing,
+    )
+    return {a.path for a in r.assumptions if a.path}
 
 
 class _PathRecorder(Trace):

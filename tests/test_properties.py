@@ -1,0 +1,259 @@
+"""Invariants over the valid input space, checked with hypothesis (issue 8).
+
+Each property is a law the model must obey whatever the catalog says: numbers are finite
+and non-negative, cost is linear in every price, GPU-hours are linear in tokens, more GPUs
+never take longer, identical systems compare at exactly 1, output is deterministic and
+round-trips through the result models, and more HBM bandwidth never slows decode.
+Examples are bounded (deadline=None: the first call of a path pays for imports).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+
+import pytest
+from helpers import run_cli
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from ipd_cli import compare, load, train
+from ipd_cli.catalog.schema import PRECISIONS
+from ipd_cli.engine.results import CompareResult, TrainResult
+from ipd_cli.errors import InfeasibleError, IpdError
+from ipd_cli.render import to_json
+
+MODELS = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-30b-a3b", "deepseek-v3", "moe-10t"]
+REL = 1e-12
+
+
+@functools.cache
+def _catalog():
+    # not a fixture argument: hypothesis would print the whole catalog with every failing example
+    return load()
+
+
+def bounded(n: int):
+    return settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=True,  # the same examples on every run: CI stays reproducible
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+
+
+def numbers(node, path=""):
+    """(dotted path, number) for every number in a dumped result."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from numbers(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from numbers(v, f"{path}.{i}")
+    elif isinstance(node, int | float) and not isinstance(node, bool):
+        yield path, node
+
+
+def assert_finite_non_negative(result) -> None:
+    for path, v in numbers(result.model_dump(mode="python")):
+        assert math.isfinite(v) and v >= 0, (path, v)
+
+
+tokens_st = st.floats(9, 15).map(lambda e: float(f"{10**e:.6g}"))
+days_st = st.floats(0.5, 3650, allow_nan=False)
+
+
+@st.composite
+def train_args(draw, catalog):
+    """A feasible pre-training request: hardware, model, tokens and a fixed or deadline target."""
+    hw = draw(st.sampled_from(sorted(catalog.systems)))
+    model = draw(st.sampled_from(MODELS))
+    tokens = draw(tokens_st)
+    kw = {"precision": draw(st.sampled_from(PRECISIONS)), "pricing": draw(st.sampled_from(["rental", "tco"]))}
+    if draw(st.booleans()):
+        kw["deadline_days"] = draw(days_st)
+    else:
+        floor = train(catalog, hw, model, tokens, deadline_days=30, **kw).pretraining.min_gpus_for_memory
+        kw["gpus"] = floor * draw(st.integers(1, 64))
+    return hw, model, tokens, kw
+
+
+@bounded(100)
+@given(data=st.data())
+def test_pretraining_outputs_are_finite_non_negative_and_consistent(data):
+    catalog = _catalog()
+    hw, model, tokens, kw = data.draw(train_args(catalog))
+    r = train(catalog, hw, model, tokens, **kw)
+    assert_finite_non_negative(r)
+    p = r.pretraining
+    assert p.gpus >= p.min_gpus_for_memory and p.gpus > 0
+    assert 0 < p.scale_efficiency <= 1
+    assert 0 <= p.moe_comm_exposed_fraction < 1
+    assert p.effective_mfu <= p.mfu * (1 + REL)
+    assert p.gpu_hours == pytest.approx(p.gpus * p.wall_days * 24, rel=1e-9)
+    assert p.cost_usd == pytest.approx(p.gpu_hours * p.price_usd_per_gpu_hour, rel=1e-9)
+    if "deadline_days" in kw:  # a deadline always finds a GPU count, and meets it
+        assert p.wall_days <= kw["deadline_days"] * (1 + 1e-9)
+
+
+@bounded(60)
+@given(data=st.data())
+def test_every_catalog_workload_gives_finite_non_negative_numbers(data):
+    catalog = _catalog()
+    workload = data.draw(st.sampled_from(sorted(catalog.workloads)))
+    systems = data.draw(st.lists(st.sampled_from(sorted(catalog.systems)), min_size=1, max_size=3))
+    pricing = data.draw(st.sampled_from(["rental", "tco"]))
+    try:
+        r = compare(catalog, systems, workload, pricing=pricing)
+    except IpdError:  # a model that does not fit, a system without a price: clean errors
+        assume(False)
+    assert_finite_non_negative(r)
+
+
+@bounded(30)
+@given(data=st.data(), k=st.floats(0.01, 100))
+def test_cost_is_linear_in_the_rental_price(data, k):
+    catalog = _catalog()
+    hw, model, tokens, kw = data.draw(train_args(catalog))
+    kw["pricing"] = "rental"
+    base = train(catalog, hw, model, tokens, **kw).pretraining
+    label = base.pricing.split(":", 1)[1]
+    cat = load(sets=[f"systems.{hw}.prices.{label}={base.price_usd_per_gpu_hour * k!r}"])
+    scaled = train(cat, hw, model, tokens, **kw).pretraining
+    assert scaled.cost_usd == pytest.approx(k * base.cost_usd, rel=1e-9)
+    assert (scaled.gpus, scaled.gpu_hours, scaled.energy_mwh) == (base.gpus, base.gpu_hours, base.energy_mwh)
+
+
+@bounded(25)
+@given(data=st.data(), k=st.floats(0.05, 20))
+def test_tco_cost_is_linear_in_capex_and_electricity(data, k):
+    catalog = _catalog()
+    hw, model, tokens, kw = data.draw(train_args(catalog))
+    kw["pricing"] = "tco"
+    capex = catalog.system(hw).capex_usd.value
+    kwh = catalog.economics.electricity_usd_per_kwh.value
+
+    def cost(capex_usd: float, usd_per_kwh: float) -> float:
+        sets = [f"systems.{hw}.capex_usd={capex_usd!r}", f"economics.electricity_usd_per_kwh={usd_per_kwh!r}"]
+        return train(load(sets=sets), hw, model, tokens, **kw).pretraining.cost_usd
+
+    base = cost(capex, kwh)
+    assert base == pytest.approx(train(catalog, hw, model, tokens, **kw).pretraining.cost_usd, rel=1e-12)
+    assert cost(capex * k, kwh * k) == pytest.approx(k * base, rel=1e-9)  # both prices scaled: cost scales
+    capex_only = cost(capex, 0.0)  # without power the owning cost is proportional to capex
+    assert cost(capex * k, 0.0) == pytest.approx(k * capex_only, rel=1e-9)
+    assert cost(capex, kwh * k) - capex_only == pytest.approx(k * (base - capex_only), rel=1e-6)
+
+
+@bounded(100)
+@given(data=st.data(), mfu=st.floats(0.05, 0.8))
+def test_doubling_tokens_doubles_gpu_hours_at_fixed_mfu_and_gpus(data, mfu):
+    catalog = _catalog()
+    hw, model, tokens, kw = data.draw(train_args(catalog))
+    days = kw.pop("deadline_days", None)
+    if days is not None:  # fix the GPU count the deadline asks for
+        kw["gpus"] = train(catalog, hw, model, tokens, deadline_days=days, **kw).pretraining.gpus
+    one = train(catalog, hw, model, tokens, mfu=mfu, **kw).pretraining
+    two = train(catalog, hw, model, 2 * tokens, mfu=mfu, **kw).pretraining
+    assert two.gpus == one.gpus
+    for field in ("gpu_hours", "wall_days", "cost_usd", "energy_mwh", "training_flops"):
+        assert getattr(two, field) == pytest.approx(2 * getattr(one, field), rel=REL), field
+
+
+@bounded(100)
+@given(data=st.data(), more=st.integers(1, 1_000_000))
+def test_more_gpus_never_lengthen_pretraining(data, more):
+    catalog = _catalog()
+    hw, model, tokens, kw = data.draw(train_args(catalog))
+    days, n = kw.pop("deadline_days", None), kw.pop("gpus", None)
+    n = n or train(catalog, hw, model, tokens, deadline_days=30, **kw).pretraining.min_gpus_for_memory
+    fewer = train(catalog, hw, model, tokens, gpus=n, **kw).pretraining
+    many = train(catalog, hw, model, tokens, gpus=n + more, **kw).pretraining
+    assert many.wall_days <= fewer.wall_days * (1 + REL)
+    if days is not None:  # and a later deadline never needs more GPUs
+        sooner = train(catalog, hw, model, tokens, deadline_days=days, **kw).pretraining
+        later = train(catalog, hw, model, tokens, deadline_days=days * 1.5, **kw).pretraining
+        assert later.gpus <= sooner.gpus
+
+
+@bounded(40)
+@given(data=st.data())
+def test_identical_systems_compare_at_exactly_one(data):
+    catalog = _catalog()
+    from ipd_cli.render.views import fmt_num, view
+
+    hw = data.draw(st.sampled_from(sorted(catalog.systems)))
+    twin = data.draw(st.sampled_from([hw, *catalog.system(hw).aliases]))
+    workload = data.draw(st.sampled_from(sorted(catalog.workloads)))
+    try:
+        r = compare(catalog, [hw, twin], workload)
+    except IpdError:
+        assume(False)
+    a, b = (s.model_dump(mode="json") for s in r.systems)
+    assert a == b
+    ratio_cells = [row[-1] for grid in view(r.model_dump(mode="json")).grids for row in grid.rows]
+    ratios = {c for c in ratio_cells if isinstance(c, str) and c.endswith("x")}
+    assert ratios <= {fmt_num(1.0) + "x"}, ratios
+
+
+@bounded(15)
+@given(data=st.data())
+def test_the_same_inputs_give_byte_identical_json_that_round_trips(data):
+    catalog = _catalog()
+    systems = data.draw(st.lists(st.sampled_from(sorted(catalog.systems)), min_size=1, max_size=3))
+    workload = data.draw(st.sampled_from(sorted(catalog.workloads)))
+    pricing = data.draw(st.sampled_from(["rental", "tco"]))
+    args = ("compare", *systems, "--workload", workload, "--pricing", pricing, "-f", "json")
+    first = run_cli(*args)
+    assume(first.code == 0)
+    assert run_cli(*args).stdout == first.stdout
+    assert run_cli(*args, env={"IPD_CACHE_DIR": "off"}).stdout == first.stdout  # cache or YAML: same bytes
+    parsed = json.loads(first.stdout)
+    model = CompareResult.model_validate(parsed)
+    assert model.model_dump(mode="json") == parsed
+    assert to_json(model) == first.stdout
+
+
+@bounded(30)
+@given(data=st.data())
+def test_train_json_round_trips(data):
+    catalog = _catalog()
+    hw, model, tokens, kw = data.draw(train_args(catalog))
+    args = ["train", "--hardware", hw, "--model", model, "--tokens", repr(tokens), "-f", "json"]
+    args += ["--precision", kw["precision"], "--pricing", kw["pricing"]]
+    args += ["--days", repr(kw["deadline_days"])] if "deadline_days" in kw else ["--gpus", str(kw["gpus"])]
+    r = run_cli(*args)
+    assert r.code == 0, r.stderr
+    parsed = json.loads(r.stdout)
+    assert TrainResult.model_validate(parsed).model_dump(mode="json") == parsed
+    assert (
+        parsed["pretraining"]
+        == train(catalog, hw, model, tokens, **kw).model_dump(mode="json")["pretraining"]
+    )
+
+
+@bounded(30)
+@given(data=st.data(), low=st.floats(0.2, 5), gain=st.floats(1.0, 4), concurrency=st.integers(1, 256))
+def test_higher_hbm_bandwidth_never_lowers_decode_throughput(data, low, gain, concurrency):
+    catalog = _catalog()
+    from ipd_cli.engine.serving import estimate_serving
+
+    hw = data.draw(st.sampled_from(sorted(catalog.systems)))
+    model = data.draw(st.sampled_from(MODELS[:5]))
+    acc = catalog.system(hw).accelerator
+    bw = catalog.accelerators[acc].hbm_tb_per_s.value
+
+    def serve(factor: float, instance_gpus: int | None = None):
+        cat = load(sets=[f"accelerators.{acc}.hbm_tb_per_s={bw * factor!r}"])
+        return estimate_serving(cat, hw, model, concurrency=concurrency, instance_gpus=instance_gpus).serving
+
+    try:
+        slow = serve(low)
+    except InfeasibleError:  # the model or its KV does not fit: bandwidth does not enter
+        assume(False)
+    fast = serve(low * gain, slow.instance_gpus)
+    assert fast.instance_gpus == slow.instance_gpus
+    assert fast.tokens_per_s_per_gpu >= slow.tokens_per_s_per_gpu * (1 - REL)
+    assert fast.tokens_per_s_per_user >= slow.tokens_per_s_per_user * (1 - REL)
+    assert fast.tpot_ms <= slow.tpot_ms * (1 + REL)
