@@ -40,6 +40,12 @@ workloads_app = typer.Typer(
 app.add_typer(hardware_app, name="hardware")
 app.add_typer(models_app, name="models")
 app.add_typer(workloads_app, name="workloads")
+plot_app = typer.Typer(
+    help="Plots: a PNG with -o FILE.png (pip install 'ipd[plot]'), else a text plot.\n\n"
+    "Example: ipd plot curve vera-rubin blackwell --model kimi-k2 -o curves.png",
+    no_args_is_help=True,
+)
+app.add_typer(plot_app, name="plot")
 
 FormatOpt = Annotated[
     str,
@@ -600,6 +606,124 @@ def calibrate(
     check_target(output, force)
     cat = api.load(catalog, sets)
     _emit(val.calibrate(cat, cases, sets), fmt, output)
+
+
+def _draw(fig, output: Path | None, force: bool) -> None:
+    from .render.plot import to_png, to_text
+
+    if output is None or str(output) == "-":
+        sys.stdout.write(to_text(fig))
+        return
+    if output.suffix.lower() != ".png":
+        raise InputError(f"{output}: plots are written as PNG; use a .png file name")
+    to_png(fig, output)
+    sys.stderr.write(f"wrote {output}\n")
+
+
+@plot_app.command("curve")
+def plot_curve(
+    systems: Annotated[list[str], typer.Argument(help="Systems to draw, one curve each.")],
+    model: Annotated[str, typer.Option("--model", help="Model name or alias.")],
+    precision: Annotated[str | None, typer.Option("--precision", help="bf16, fp8 or fp4.")] = None,
+    input_tokens: Annotated[int | None, typer.Option("--input-tokens", min=1)] = None,
+    output_tokens: Annotated[int | None, typer.Option("--output-tokens", min=1)] = None,
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Serving throughput-interactivity curves: output tokens/s per GPU against tokens/s per user.
+
+    Example: ipd plot curve vera-rubin blackwell --model kimi-k2 --precision fp4 -o curves.png
+    """
+    from .render.plot import Figure, Series
+
+    check_target(output, force)
+    cat = api.load(catalog, sets)
+    fig = Figure(f"{model}: throughput vs interactivity", "tokens/s per user", "output tokens/s per GPU")
+    for name in systems:
+        c = api.serve(
+            cat,
+            name,
+            model,
+            curve=True,
+            precision=precision,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+        )
+        fig.series.append(
+            Series(
+                c.hardware,
+                [p.tokens_per_s_per_user for p in c.points],
+                [p.tokens_per_s_per_gpu for p in c.points],
+            )
+        )
+    _draw(fig, output, force)
+
+
+@plot_app.command("cost")
+def plot_cost(
+    systems: Annotated[list[str], typer.Argument(help="Systems to draw, one bar each.")],
+    workload: ScenarioOpt = api.DEFAULT_SCENARIO,
+    pricing: PricingOpt = "rental",
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Lifecycle cost per system, stacked: amortised pre-training, RL post-training, serving.
+
+    Example: ipd plot cost vera-rubin blackwell gb300-nvl72 -o cost.png
+    """
+    from .render.plot import Figure
+
+    check_target(output, force)
+    cat = api.load(catalog, sets)
+    r = api.compare(cat, systems, workload, pricing=pricing)
+    if r.systems[0].intelligence_per_dollar is None:
+        raise InputError(f"'{workload}' is not a scenario; plot cost needs a lifecycle scenario")
+    bars = {s.hardware: s.intelligence_per_dollar.cost_breakdown_usd.model_dump() for s in r.systems}
+    _draw(Figure(f"{r.workload.name}: lifecycle cost", "", "USD", bars=bars), output, force)
+
+
+@plot_app.command("sweep")
+def plot_sweep(
+    csv_file: Annotated[Path, typer.Argument(help="CSV written by `ipd sweep --format csv`.")],
+    x: Annotated[str, typer.Option("--x", help="The varied column on the x axis.")],
+    y: Annotated[str, typer.Option("--y", help="The metric column on the y axis.")],
+    logx: Annotated[bool, typer.Option("--logx", help="Logarithmic x axis.")] = False,
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+) -> None:
+    """A sweep's metric against its varied parameter, one line per system.
+
+    Example: ipd sweep --vary hardware=vera-rubin,blackwell --vary price_usd_per_gpu_hour=2:8:1 -o s.csv;
+    ipd plot sweep s.csv --x price_usd_per_gpu_hour --y serving.usd_per_million_output_tokens
+    """
+    import csv
+
+    from .errors import did_you_mean
+    from .render.plot import Figure, Series
+
+    check_target(output, force)
+    try:
+        with open(csv_file, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    except FileNotFoundError:
+        raise InputError(f"{csv_file}: no such file") from None
+    columns = list(rows[0]) if rows else []
+    for col in (x, y):
+        if col not in columns:
+            raise InputError(f"{csv_file}: no column '{col}'{did_you_mean(col, columns)}")
+    series: dict[str, Series] = {}
+    try:
+        for row in rows:
+            s = series.setdefault(row.get("hardware", ""), Series(row.get("hardware", ""), [], []))
+            s.x.append(float(row[x]))
+            s.y.append(float(row[y]))
+    except ValueError as e:
+        raise InputError(f"{csv_file}: {e}; --x and --y must be numeric columns") from None
+    _draw(Figure(f"{y} against {x}", x, y, list(series.values()), logx=logx), output, force)
 
 
 @app.command()

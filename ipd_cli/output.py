@@ -22,6 +22,7 @@ EXTENSION_FORMATS = {
     ".md": "markdown",
     ".jsonl": "jsonl",
     ".txt": "table",
+    ".xlsx": "xlsx",
 }
 
 
@@ -102,9 +103,44 @@ def check_finite(result: BaseModel) -> None:
         )
 
 
+def write_xlsx(result: BaseModel, path: Path) -> None:
+    """One sheet of the same flat rows as CSV (needs `pip install 'ipd[xlsx]'`), written atomically."""
+    try:
+        from openpyxl import Workbook
+    except ImportError:
+        raise IpdError("xlsx output needs openpyxl: pip install 'ipd[xlsx]' (or use --format csv)") from None
+    from ipd_cli.render import records
+
+    rows = records(result)
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "ipd"
+    ws.append(columns)
+    for row in rows:
+        ws.append([row.get(c) for c in columns])
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        wb.save(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = None) -> None:
     check_finite(result)
-    text = render(result, format_for(fmt, output), ctx)
+    fmt = format_for(fmt, output)
+    if fmt == "xlsx":
+        if output is None or str(output) == "-":
+            raise InputError("xlsx is a binary format: give -o FILE.xlsx")
+        write_xlsx(result, output)
+        sys.stderr.write(f"wrote {output}\n")
+        return
+    text = render(result, fmt, ctx)
     if output is None or str(output) == "-":
         sys.stdout.write(text)
     else:

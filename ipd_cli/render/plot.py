@@ -1,0 +1,98 @@
+"""Plots: PNG through the optional `plot` extra (matplotlib, imported lazily), or a text plot.
+
+A plot is a list of named series of (x, y) points (lines) or of named bar stacks. The CLI
+builds them from results (serving curves, lifecycle cost breakdowns) or from a sweep's CSV.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ipd_cli.errors import IpdError
+
+
+@dataclass
+class Series:
+    name: str
+    x: list[float]
+    y: list[float]
+
+
+@dataclass
+class Figure:
+    title: str
+    xlabel: str
+    ylabel: str
+    series: list[Series] = field(default_factory=list)
+    bars: dict[str, dict[str, float]] | None = None  # category -> stack part -> value
+    logx: bool = False
+
+
+def to_png(fig: Figure, path: Path) -> None:
+    """Write a PNG (needs `pip install 'ipd[plot]'`)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise IpdError(
+            "PNG plots need matplotlib: pip install 'ipd[plot]' (or write to a terminal)"
+        ) from None
+    f, ax = plt.subplots(figsize=(8, 5), dpi=120)
+    if fig.bars:
+        parts = sorted({p for stack in fig.bars.values() for p in stack})
+        bottoms = [0.0] * len(fig.bars)
+        names = list(fig.bars)
+        for part in parts:
+            values = [fig.bars[n].get(part, 0.0) for n in names]
+            ax.bar(names, values, bottom=bottoms, label=part)
+            bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
+    for s in fig.series:
+        ax.plot(s.x, s.y, marker="o", markersize=3, label=s.name)
+    if fig.logx:
+        ax.set_xscale("log")
+    ax.set_title(fig.title)
+    ax.set_xlabel(fig.xlabel)
+    ax.set_ylabel(fig.ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    f.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    f.savefig(tmp, format="png")
+    plt.close(f)
+    tmp.replace(path)
+
+
+def to_text(fig: Figure, width: int = 72, height: int = 20) -> str:
+    """A dependency-free text plot for terminals: one letter per series, or horizontal bars."""
+    lines = [fig.title]
+    if fig.bars:
+        total = {n: sum(parts.values()) for n, parts in fig.bars.items()}
+        top = max(total.values()) or 1.0
+        for name, value in total.items():
+            bar = "#" * max(1, round((width - 30) * value / top))
+            lines.append(f"{name[:18]:>18} {bar} {value:,.4g}")
+        lines.append(f"{'':>18} {fig.ylabel}")
+        return "\n".join(lines) + "\n"
+    points = [(x, y) for s in fig.series for x, y in zip(s.x, s.y, strict=True)]
+    if not points:
+        return fig.title + "\n(no points)\n"
+    fx = (lambda v: math.log10(v)) if fig.logx else (lambda v: v)
+    xs, ys = [fx(x) for x, _ in points], [y for _, y in points]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    grid = [[" "] * width for _ in range(height)]
+    for k, s in enumerate(fig.series):
+        mark = chr(ord("a") + k % 26)
+        for x, y in zip(s.x, s.y, strict=True):
+            col = 0 if x1 == x0 else round((fx(x) - x0) / (x1 - x0) * (width - 1))
+            row = 0 if y1 == y0 else round((y - y0) / (y1 - y0) * (height - 1))
+            grid[height - 1 - row][col] = mark
+    lines.append(f"{fig.ylabel}: {y0:,.4g} .. {y1:,.4g}")
+    lines += ["|" + "".join(r) for r in grid]
+    lines.append("+" + "-" * width)
+    lines.append(f"{fig.xlabel}: {min(x for x, _ in points):,.4g} .. {max(x for x, _ in points):,.4g}")
+    lines += [f"  {chr(ord('a') + k % 26)} = {s.name}" for k, s in enumerate(fig.series)]
+    return "\n".join(lines) + "\n"

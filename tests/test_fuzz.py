@@ -1,0 +1,223 @@
+"""Fuzzing the input paths: YAML catalog files, workload files (and stdin), and `--set`.
+
+Every case must end in a result (exit 0) or a clean ipd error: exit 1 or 2 with one line on
+stderr and nothing on stdout; an uncaught exception escapes `run_cli` and fails the test.
+Documents are random bytes, random YAML-ish text, and built-in entries with one part
+broken (a leaf replaced, a key removed, an unknown key added), which reach deeper than
+random text: past parsing and validation, into the engine.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import io
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+from helpers import Run, run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ipd_cli.catalog import loader
+from ipd_cli.errors import IpdError
+
+TRAIN = ("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12")
+
+
+def bounded(n: int):
+    return settings(
+        max_examples=n, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    )
+
+
+def ends_cleanly(r: Run) -> None:
+    if r.code == 0:
+        assert r.stdout, "exit 0 without output"
+        return
+    assert r.code in (1, 2), (r.code, r.stderr)
+    assert r.stdout == "", r.stdout[:200]
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ipd: error: "), r.stderr
+
+
+@functools.cache
+def raw_builtin() -> loader.RawCatalog:
+    return loader.load_raw([])
+
+
+@functools.cache
+def vocabulary() -> list[str]:
+    """Real section, entry, field and label names, so that random paths hit real things."""
+    from ipd_cli.catalog.schema import PRECISIONS
+
+    raw = raw_builtin()
+    words = {*loader.ENTRY_SECTIONS, *loader.MERGED_SECTIONS, "workload", *PRECISIONS}
+    words |= {
+        "reserved",
+        "on-demand",
+        "spot",
+        "tco-model",
+        "value",
+        "range",
+        "source",
+        "hopper",
+        "vera-rubin",
+    }
+    for section, entries in raw.sections.items():
+        words.add(section)
+        for name, body in entries.items():
+            words.add(str(name))
+            if isinstance(body, dict):
+                words |= {str(k) for k in body}
+    for cls in (
+        *loader.ENTRY_SECTIONS.values(),
+        *loader.MERGED_SECTIONS.values(),
+        *loader.WORKLOAD_KINDS.values(),
+    ):
+        words |= set(cls.model_fields)
+    return sorted(words)
+
+
+YAML_CHARS = "abcxyz019 .-_:,[]{}&*!|>'\"%@`#?~=\n\t\\"
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(
+        [0, -1, 1, 0.5, 1e-300, 1e300, -0.0, "1e3", "", "nan", ".inf", "hopper", "fp4", "2026-01-01"]
+    ),
+    st.text(max_size=12),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.one_of(st.sampled_from(vocabulary()), st.text(max_size=6)), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, (*prefix, i))
+
+
+@st.composite
+def broken(draw, doc):
+    """``doc`` with one part broken: a value replaced, a key removed or an unknown key added."""
+    doc = copy.deepcopy(doc)
+    path = draw(st.sampled_from([p for p in _paths(doc) if p]))
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    action = draw(st.sampled_from(["replace", "replace", "remove", "add"]))
+    if action == "replace":
+        parent[path[-1]] = draw(values)
+    elif action == "remove" and isinstance(parent, dict):
+        del parent[path[-1]]
+    elif isinstance(parent, dict):
+        parent[draw(st.sampled_from(vocabulary()))] = draw(values)
+    return doc
+
+
+def documents(doc) -> st.SearchStrategy[bytes]:
+    """Bytes of a YAML file: a broken copy of ``doc``, random YAML-ish text, or random bytes."""
+    dumped = broken(doc).map(lambda d: yaml.safe_dump(d, allow_unicode=True).encode("utf-8"))
+    text = st.text(alphabet=YAML_CHARS, max_size=200).map(lambda t: t.encode("utf-8"))
+    return st.one_of(dumped, dumped, dumped, text, st.binary(max_size=200))
+
+
+def catalog_doc() -> dict:
+    """The entries `ipd train --hardware hopper --model llama-3.1-8b` reads, as one user file."""
+    raw = raw_builtin()
+    return {
+        "systems": {"h100-sxm": raw.sections["systems"]["h100-sxm"]},
+        "accelerators": {"h100-sxm": raw.sections["accelerators"]["h100-sxm"]},
+        "models": {"llama-3.1-8b": raw.sections["models"]["llama-3.1-8b"]},
+        "economics": {
+            k: raw.sections["economics"][k] for k in ("pue", "utilisation", "electricity_usd_per_kwh")
+        },
+        "efficiency": {k: raw.sections["efficiency"][k] for k in ("training_mfu", "hbm_usable_fraction")},
+    }
+
+
+@bounded(150)
+@given(data=st.data())
+def test_fuzz_catalog_files(data):
+    body = data.draw(documents(catalog_doc()))
+    target = data.draw(st.sampled_from([["--gpus", "64"], ["--days", "30"]]))
+    pricing = data.draw(st.sampled_from(["rental", "tco"]))
+    with tempfile.TemporaryDirectory() as tmp:
+        cat = Path(tmp) / "cat"
+        cat.mkdir()
+        (cat / "x.yaml").write_bytes(body)
+        try:  # the library: a catalog or an IpdError
+            loader.load_catalog([cat])
+        except IpdError:
+            pass
+        ends_cleanly(run_cli(*TRAIN, *target, "--pricing", pricing, "--catalog", str(cat), "-f", "json"))
+
+
+@bounded(100)
+@given(data=st.data())
+def test_fuzz_workload_files_and_stdin(data):
+    raw = raw_builtin()
+    name = data.draw(st.sampled_from(sorted(raw.sections["workloads"])))
+    body = data.draw(documents(raw.sections["workloads"][name]))
+    hardware = data.draw(st.sampled_from(["hopper", "vera-rubin", "gb200-nvl72"]))
+    if data.draw(st.booleans()):
+        old = sys.stdin
+        sys.stdin = io.TextIOWrapper(io.BytesIO(body), encoding="utf-8", errors="surrogateescape")
+        try:
+            r = run_cli("compare", hardware, "--workload", "-", "-f", "json")
+        finally:
+            sys.stdin = old
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "w.yaml"
+            path.write_bytes(body)
+            r = run_cli("compare", hardware, "--workload", str(path), "-f", "json")
+    ends_cleanly(r)
+
+
+set_values = st.one_of(
+    scalars.map(lambda v: yaml.safe_dump(v, default_flow_style=True).removesuffix("\n...\n").strip()),
+    st.text(alphabet=YAML_CHARS, max_size=30),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+)
+
+
+@bounded(150)
+@given(
+    parts=st.lists(
+        st.one_of(st.sampled_from(vocabulary()), st.text(alphabet="ab.-_1", max_size=4)), max_size=5
+    ),
+    value=set_values,
+    workload=st.booleans(),
+)
+def test_fuzz_set(parts, value, workload):
+    item = f"{'.'.join(parts)}={value}"
+    if workload:
+        r = run_cli("compare", "hopper", "--workload", "pretrain-10t-moe", f"--set={item}", "-f", "json")
+    else:
+        r = run_cli(*TRAIN, "--gpus", "64", f"--set={item}", "-f", "json")
+    ends_cleanly(r)
+
+
+@bounded(200)
+@given(text=st.one_of(st.text(alphabet=YAML_CHARS, max_size=300), st.text(max_size=100)))
+def test_fuzz_read_yaml(text):
+    try:
+        loader.read_yaml("fuzz.yaml", text=text)
+    except IpdError as e:
+        assert "\n" not in str(e) and str(e).startswith("fuzz.yaml: ")

@@ -1,0 +1,95 @@
+"""ipd plot (PNG and text) and xlsx output."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import run_cli
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_curve_png_is_a_valid_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "curves.png"
+    r = run_cli(
+        "plot",
+        "curve",
+        "vera-rubin",
+        "blackwell",
+        "--model",
+        "llama-3.3-70b",
+        "--precision",
+        "fp8",
+        "-o",
+        str(out),
+    )
+    assert r.code == 0, r.stderr
+    assert out.read_bytes()[:8] == PNG_MAGIC and out.stat().st_size > 5000
+
+
+def test_cost_and_sweep_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    r = run_cli(
+        "plot",
+        "cost",
+        "vera-rubin",
+        "blackwell",
+        "--scenario",
+        "open-model-agent",
+        "-o",
+        str(tmp_path / "c.png"),
+    )
+    assert r.code == 0, r.stderr and (tmp_path / "c.png").read_bytes()[:8] == PNG_MAGIC
+    csv_file = tmp_path / "s.csv"
+    run_cli(
+        "sweep",
+        "--vary",
+        "hardware=vera-rubin,blackwell",
+        "--vary",
+        "price_usd_per_gpu_hour=2:6:1",
+        "--workload",
+        "pretrain-10t-moe",
+        "-o",
+        str(csv_file),
+    )
+    r = run_cli(
+        "plot",
+        "sweep",
+        str(csv_file),
+        "--x",
+        "price_usd_per_gpu_hour",
+        "--y",
+        "pretraining.cost_usd",
+        "-o",
+        str(tmp_path / "s.png"),
+    )
+    assert r.code == 0, r.stderr and (tmp_path / "s.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_text_plot_without_a_file():
+    r = run_cli("plot", "curve", "vera-rubin", "--model", "llama-3.3-70b", "--precision", "fp8")
+    assert r.code == 0 and "a = vera-rubin-nvl72" in r.stdout and "tokens/s per user" in r.stdout
+    r = run_cli("plot", "cost", "vera-rubin", "blackwell")
+    assert r.code == 0 and "gb200-nvl72" in r.stdout
+
+
+def test_plot_errors(tmp_path):
+    csv_file = tmp_path / "s.csv"
+    csv_file.write_text("hardware,x,y\na,1,2\n")
+    r = run_cli("plot", "sweep", str(csv_file), "--x", "x", "--y", "yy")
+    assert r.code == 2 and "did you mean 'y'" in r.stderr
+    r = run_cli("plot", "cost", "vera-rubin", "-o", str(tmp_path / "c.jpg"))
+    assert r.code == 2 and "PNG" in r.stderr
+
+
+def test_xlsx_output(tmp_path):
+    openpyxl = pytest.importorskip("openpyxl")
+    out = tmp_path / "r.xlsx"
+    r = run_cli("compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe", "-o", str(out))
+    assert r.code == 0, r.stderr
+    ws = openpyxl.load_workbook(out).active
+    header = [c.value for c in ws[1]]
+    assert header[0] == "hardware" and "cost_usd" in header
+    assert ws.cell(row=2, column=1).value == "vera-rubin-nvl72"
+    assert isinstance(ws.cell(row=2, column=header.index("cost_usd") + 1).value, float)
+    assert run_cli("compare", "vera-rubin", "--format", "xlsx").code == 2
