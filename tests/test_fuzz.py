@@ -25,6 +25,7 @@ from ipd_cli.catalog import loader
 from ipd_cli.errors import IpdError
 
 TRAIN = ("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12")
+NO_CACHE = {"IPD_CACHE_DIR": "off"}  # each case is a new catalog: writing it to the cache is wasted time
 
 
 def bounded(n: int):
@@ -151,7 +152,7 @@ def catalog_doc() -> dict:
     }
 
 
-@bounded(150)
+@bounded(100)
 @given(data=st.data())
 def test_fuzz_catalog_files(data):
     body = data.draw(documents(catalog_doc()))
@@ -161,11 +162,8 @@ def test_fuzz_catalog_files(data):
         cat = Path(tmp) / "cat"
         cat.mkdir()
         (cat / "x.yaml").write_bytes(body)
-        try:  # the library: a catalog or an IpdError
-            loader.load_catalog([cat])
-        except IpdError:
-            pass
-        ends_cleanly(run_cli(*TRAIN, *target, "--pricing", pricing, "--catalog", str(cat), "-f", "json"))
+        r = run_cli(*TRAIN, *target, "--pricing", pricing, "--catalog", str(cat), "-f", "json", env=NO_CACHE)
+        ends_cleanly(r)
 
 
 @bounded(100)
@@ -197,7 +195,7 @@ set_values = st.one_of(
 )
 
 
-@bounded(150)
+@bounded(120)
 @given(
     parts=st.lists(
         st.one_of(st.sampled_from(vocabulary()), st.text(alphabet="ab.-_1", max_size=4)), max_size=5

@@ -57,17 +57,6 @@ def _w(trace: Trace, w: RlWorkload, field: str, unit: str, origin: str) -> Any:
     return trace.given(field.replace("_", " "), getattr(w, field), unit, origin, path=f"workload.{field}")
 
 
-class _Gen:
-    """Generation side: decode speed and capacity of one inference instance."""
-
-    def __init__(self, inst: Any) -> None:
-        self.inst = inst
-
-    def speed(self, batch: float) -> float:
-        """Tokens/s of one sequence at ``batch`` concurrency."""
-        return self.inst.speculative / sv._step(self.inst, batch).seconds
-
-
 def split_gpus(total: int, instance_gpus: int, balance) -> tuple[int, int]:
     """The generation/training split of ``total`` GPUs (generation in whole instances)
     with the shortest step, given ``balance(gen, train) -> step seconds``."""
@@ -115,7 +104,7 @@ def estimate_rl(
         raise InputError("give both --gen-gpus and --train-gpus, or --gpus with --split auto")
     if split not in (None, "auto"):
         raise InputError(f"--split {split}: only 'auto' is supported; or give --gen-gpus and --train-gpus")
-    ctx = sv._context(cat, hardware, w.model, origin)
+    ctx = sv.serving_context(cat, hardware, w.model, origin)
     trace = ctx.trace
     name, system, acc, arch = ctx.name, ctx.system, ctx.acc, ctx.model
     mname = ctx.mname
@@ -139,7 +128,7 @@ def estimate_rl(
     mean_len = lp + lo + lg  # E[L]
 
     # --- generation instance (serving model), sized for the mean trajectory ------------------
-    inst = sv._instance(
+    inst = sv.serving_instance(
         ctx,
         input_tokens=int(lp + lo),
         output_tokens=int(round(lg)),
@@ -150,7 +139,6 @@ def estimate_rl(
         pricing=pricing,
         instance_note="smallest instance that holds the model and one mean trajectory",
     )
-    gen = _Gen(inst)
     g_inst = inst.gpus
     b_max = max(1, inst.max_batch)
     tail_frac = _rl(cat, trace, "tail concurrency share", "tail_concurrency_fraction", "fraction")
@@ -246,7 +234,7 @@ def estimate_rl(
         wanted = math.ceil(N_gen * ((w.staleness_bound + 1) if asynchronous else 1) / replicas)
         b_s = max(1, min(b_max, wanted))
         b_tail = max(1, int(b_s * tail_frac))
-        v_bulk, v_tail = gen.speed(b_s), gen.speed(b_tail)
+        v_bulk, v_tail = sv.decode_speed(inst, b_s), sv.decode_speed(inst, b_tail)
         prefill = N_gen * inst.prefill_s / replicas  # prefills share the instance with decode
         # Little's law: each of the b_s slots holds one trajectory for its decode time plus tool waits
         slot_s = lg / v_bulk + w.turns * tool_s
