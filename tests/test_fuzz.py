@@ -82,6 +82,7 @@ def vocabulary() -> list[str]:
     return sorted(words)
 
 
+FACTORS = [0, -1, 1e-300, 1e-12, 1e-3, 0.5, 2, 1e3, 1e12, 1e300, float("inf"), float("nan")]
 YAML_CHARS = "abcxyz019 .-_:,[]{}&*!|>'\"%@`#?~=\n\t\\"
 scalars = st.one_of(
     st.none(),
@@ -121,8 +122,14 @@ def broken(draw, doc):
     parent = doc
     for key in path[:-1]:
         parent = parent[key]
-    action = draw(st.sampled_from(["replace", "replace", "remove", "add"]))
-    if action == "replace":
+    action = draw(st.sampled_from(["scale", "scale", "replace", "remove", "add"]))
+    leaf = parent[path[-1]]
+    if action == "scale" and isinstance(leaf, int | float) and not isinstance(leaf, bool):
+        # a number that still parses: validation or the engine must cope with its size
+        factor = draw(st.one_of(st.sampled_from(FACTORS), st.floats(-1e6, 1e6)))
+        scaled = leaf * factor
+        parent[path[-1]] = int(scaled) if isinstance(leaf, int) and abs(scaled) < 2**63 else scaled
+    elif action in ("scale", "replace"):
         parent[path[-1]] = draw(values)
     elif action == "remove" and isinstance(parent, dict):
         del parent[path[-1]]
@@ -135,7 +142,7 @@ def documents(doc) -> st.SearchStrategy[bytes]:
     """Bytes of a YAML file: a broken copy of ``doc``, random YAML-ish text, or random bytes."""
     dumped = broken(doc).map(lambda d: yaml.safe_dump(d, allow_unicode=True).encode("utf-8"))
     text = st.text(alphabet=YAML_CHARS, max_size=200).map(lambda t: t.encode("utf-8"))
-    return st.one_of(dumped, dumped, dumped, text, st.binary(max_size=200))
+    return st.one_of(*[dumped] * 6, text, st.binary(max_size=200))
 
 
 def catalog_doc() -> dict:
