@@ -16,7 +16,7 @@ from typing import Any
 from .catalog import overrides
 from .catalog.loader import Catalog, check_scenario_refs, load_catalog, read_workload_doc, validate_workload
 from .catalog.schema import PretrainWorkload
-from .engine.pretraining import estimate_pretraining
+from .engine.pretraining import estimate_pretraining, estimate_workload
 from .engine.results import (
     CompareResult,
     EntryView,
@@ -303,19 +303,7 @@ def _compare(
             )
             steps.append([])
         else:
-            r = estimate_pretraining(
-                cat,
-                s,
-                w.model,
-                w.tokens,
-                gpus=w.gpus,
-                deadline_days=w.deadline_days,
-                precision=w.precision,
-                mfu=mfu,
-                sequence_length=w.sequence_length,
-                pricing=pricing,
-                origin=origin,
-            )
+            r = estimate_workload(cat, s, w, mfu=mfu, pricing=pricing, origin=origin)
             results.append(
                 SystemResult(
                     hardware=r.hardware,

@@ -4,7 +4,6 @@ Data goes to stdout, every message to stderr. User errors exit 2 (input) or 1
 (infeasible) with one line and no traceback; ``IPD_DEBUG=1`` shows it.
 """
 
-
 import os
 import sys
 from pathlib import Path

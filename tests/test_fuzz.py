@@ -114,27 +114,36 @@ def _paths(node, prefix=()):
             yield from _paths(v, (*prefix, i))
 
 
+def _is_number(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
 @st.composite
 def broken(draw, doc):
-    """``doc`` with one part broken: a value replaced, a key removed or an unknown key added."""
+    """``doc`` with one part broken: a number rescaled, a value replaced, a key removed or added."""
     doc = copy.deepcopy(doc)
-    path = draw(st.sampled_from([p for p in _paths(doc) if p]))
-    parent = doc
-    for key in path[:-1]:
-        parent = parent[key]
     action = draw(st.sampled_from(["scale", "scale", "replace", "remove", "add"]))
-    leaf = parent[path[-1]]
-    if action == "scale" and isinstance(leaf, int | float) and not isinstance(leaf, bool):
+    paths = [p for p in _paths(doc) if p]
+    numeric = [p for p in paths if _is_number(_at(doc, p))]
+    path = draw(st.sampled_from(numeric if action == "scale" and numeric else paths))
+    parent, key = _at(doc, path[:-1]), path[-1]
+    if action == "scale" and _is_number(parent[key]):
         # a number that still parses: validation or the engine must cope with its size
         factor = draw(st.one_of(st.sampled_from(FACTORS), st.floats(-1e6, 1e6)))
-        scaled = leaf * factor
-        parent[path[-1]] = int(scaled) if isinstance(leaf, int) and abs(scaled) < 2**63 else scaled
+        scaled = parent[key] * factor
+        parent[key] = int(scaled) if isinstance(parent[key], int) and abs(scaled) < 2**63 else scaled
     elif action in ("scale", "replace"):
-        parent[path[-1]] = draw(values)
+        parent[key] = draw(values)
     elif action == "remove" and isinstance(parent, dict):
-        del parent[path[-1]]
+        del parent[key]
     elif isinstance(parent, dict):
         parent[draw(st.sampled_from(vocabulary()))] = draw(values)
+    return doc
+
+
+def _at(doc, path):
+    for key in path:
+        doc = doc[key]
     return doc
 
 

@@ -27,7 +27,7 @@ from ipd_cli.catalog.loader import Catalog
 from ipd_cli.catalog.schema import Scenario
 
 from . import formulas as f
-from .pretraining import estimate_pretraining
+from .pretraining import estimate_workload
 from .results import Assumption, CostBreakdown, IntelligencePerDollar, SystemResult
 
 DAYS_PER_YEAR = 365.0
@@ -84,7 +84,6 @@ def estimate_lifecycle(
 ) -> Lifecycle:
     """Every block (pre-training, RL, serving) and the intelligence-per-dollar headline on one system."""
     from .rl import estimate_rl
-    from .serving import estimate_serving
 
     s = scenario
     system = cat.system(hardware)
@@ -99,18 +98,7 @@ def estimate_lifecycle(
     p = s.pretraining
     if p.workload is not None:
         w = cat.workloads[p.workload]
-        r = estimate_pretraining(
-            cat,
-            hardware,
-            w.model,
-            w.tokens,
-            gpus=w.gpus,
-            deadline_days=w.deadline_days,
-            precision=w.precision,
-            sequence_length=w.sequence_length,
-            pricing=pricing,
-            origin=cat.origin("workloads", p.workload),
-        )
+        r = estimate_workload(cat, hardware, w, pricing=pricing, origin=cat.origin("workloads", p.workload))
         pre, assumptions = r.pretraining, assumptions + r.assumptions
         share = amortised_share(H, p.amortisation_years, p.deployments)
         pre_cost, pre_energy = pre.cost_usd * share, pre.energy_mwh * share
@@ -227,17 +215,7 @@ def estimate_lifecycle(
 
     # serving
     sv = s.serving
-    served = estimate_serving(
-        cat,
-        hardware,
-        s.model,
-        input_tokens=sv.input_tokens_per_request,
-        output_tokens=sv.output_tokens_per_request,
-        precision=sv.precision,
-        tokens_per_user_s=sv.tokens_per_user_s,
-        pricing=pricing,
-        origin=origin,
-    )
+    served = serve_point(cat, hardware, s.model, sv, pricing=pricing, origin=origin)
     serving, assumptions = served.serving, assumptions + served.assumptions
     tasks = sv.tasks_per_day * DAYS_PER_YEAR * H
     out_tokens_per_attempt = sv.requests_per_task * sv.output_tokens_per_request
@@ -369,6 +347,27 @@ def estimate_lifecycle(
         assumptions=_dedupe(assumptions),
     )
     return Lifecycle(result, steps)
+
+
+def serve_point(
+    cat: Catalog, hardware: str, model: str, sv: Any, *, pricing: str = "rental", origin: str = ""
+) -> Any:
+    """A scenario's serving operating point on one system: its shape and interactivity target, at
+    a precision the system supports, on the instance size with the most tokens/s per GPU."""
+    from .serving import estimate_serving
+
+    return estimate_serving(
+        cat,
+        hardware,
+        model,
+        input_tokens=sv.input_tokens_per_request,
+        output_tokens=sv.output_tokens_per_request,
+        precision=serving_precision(cat, hardware, sv.precision),
+        tokens_per_user_s=sv.tokens_per_user_s,
+        instance="best",
+        pricing=pricing,
+        origin=origin or "command line",
+    )
 
 
 def serving_precision(cat: Catalog, hardware: str, wanted: str | None) -> str | None:

@@ -306,3 +306,28 @@ def estimate_pretraining(
         pretraining=result,
         assumptions=trace.items,
     )
+
+
+def estimate_workload(
+    cat: Catalog,
+    hardware: str,
+    w: Any,
+    *,
+    mfu: float | None = None,
+    pricing: str = "rental",
+    origin: str = CLI,
+) -> SystemPretraining:
+    """:func:`estimate_pretraining` with a pretrain workload's model, tokens, target and precision."""
+    return estimate_pretraining(
+        cat,
+        hardware,
+        w.model,
+        w.tokens,
+        gpus=w.gpus,
+        deadline_days=w.deadline_days,
+        precision=w.precision,
+        mfu=mfu,
+        sequence_length=w.sequence_length,
+        pricing=pricing,
+        origin=origin,
+    )

@@ -25,6 +25,7 @@ from ipd_cli.catalog.loader import Catalog
 from ipd_cli.catalog.overrides import _alias
 from ipd_cli.errors import InputError, did_you_mean
 
+from .lifecycle import serve_point
 from .pretraining import pretraining_core, pretraining_inputs
 from .trace import Trace
 
@@ -147,7 +148,6 @@ def _serving(cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: in
     from ipd_cli.catalog.loader import load_catalog
 
     from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
-    from .serving import estimate_serving
 
     physics = sorted(p for p in subs if not is_cost_path(p))
     keys = (
@@ -165,19 +165,7 @@ def _serving(cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: in
     for row in uniq:
         sets = [f"{p}={v!r}" for p, v in zip(physics, row.tolist(), strict=True)]
         c = load_catalog(sets=[*(o.text for o in cat.overrides), *sets]) if sets else cat
-        points.append(
-            estimate_serving(
-                c,
-                hw,
-                plan.model,
-                input_tokens=sv.input_tokens_per_request,
-                output_tokens=sv.output_tokens_per_request,
-                precision=sv.precision,
-                tokens_per_user_s=sv.tokens_per_user_s,
-                instance="best",
-                pricing=plan.pricing,
-            ).serving
-        )
+        points.append(serve_point(c, hw, plan.model, sv, pricing=plan.pricing).serving)
     inverse = np.asarray(inverse).reshape(-1)
 
     def col(field: str) -> Any:
@@ -263,20 +251,7 @@ def check_paths(cat: Catalog, plan: SweepPlan) -> None:
 
 
 def _serving_paths(cat: Catalog, plan: SweepPlan, hw: str) -> set[str]:
-    from .serving import estimate_serving
-
-    sv = plan.serving
-    r = estimate_serving(
-        cat,
-        hw,
-        plan.model,
-        input_tokens=sv.input_tokens_per_request,
-        output_tokens=sv.output_tokens_per_request,
-        precision=sv.precision,
-        tokens_per_user_s=sv.tokens_per_user_s,
-        instance="best",
-        pricing=plan.pricing,
-    )
+    r = serve_point(cat, hw, plan.model, plan.serving, pricing=plan.pricing)
     return {a.path for a in r.assumptions if a.path}
 
 
