@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers import run_cli
 
 
@@ -94,3 +95,47 @@ def test_diff_two_outputs(tmp_path):
     assert run_cli("diff", str(a), str(tmp_path / "missing.json")).code == 2
     (tmp_path / "bad.json").write_text("{not json")
     assert "not ipd JSON" in run_cli("diff", str(a), str(tmp_path / "bad.json")).stderr
+
+
+def test_golden_markdown_and_yaml():
+    from helpers import golden
+
+    args = ("compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe")
+    golden("compare-pretrain.md", run_cli(*args, "-f", "markdown").stdout)
+    golden("compare-pretrain.yaml", run_cli(*args, "-f", "yaml").stdout)
+
+
+def test_scenario_from_stdin(monkeypatch):
+    import io
+
+    from ipd_cli import load
+
+    text = (load().workloads["pretrain-10t-moe"].model_copy(update={"tokens": 5e13})).model_dump_json()
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))  # JSON is YAML
+    r = run_cli("compare", "vera-rubin", "--workload", "-", "-f", "json")
+    assert r.code == 0, r.stderr
+    d = r.json()
+    assert d["workload"]["origin"] == "<stdin>" and d["workload"]["tokens"] == 5e13
+
+
+def test_set_reaches_every_data_command():
+    # PUE enters every energy figure: raising it must raise each command's energy or per-MW metric
+    def metric(args, path):
+        lo = run_cli(*args, "-f", "json", "--set", "economics.pue=1.1").json()
+        hi = run_cli(*args, "-f", "json", "--set", "economics.pue=1.5").json()
+        for key in path:
+            lo, hi = lo[key], hi[key]
+        return lo, hi
+
+    train = ("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64")
+    lo, hi = metric(train, ["pretraining", "energy_mwh"])
+    assert hi / lo == pytest.approx(1.5 / 1.1)
+    serve = ("serve", "--hardware", "b200", "--model", "llama-3.3-70b", "--precision", "fp8")
+    lo, hi = metric(serve, ["serving", "tokens_per_s_per_mw"])
+    assert lo / hi == pytest.approx(1.5 / 1.1)
+    rl = ("rl", "--hardware", "gb200-nvl72", "--workload", "rl-math-reasoning")
+    lo, hi = metric(rl, ["rl", "run", "energy_mwh_per_year"])
+    assert hi / lo == pytest.approx(1.5 / 1.1)
+    compare = ("compare", "vera-rubin", "--scenario", "open-model-agent")
+    lo, hi = metric(compare, ["systems", 0, "intelligence_per_dollar", "solved_tasks_per_mwh"])
+    assert lo / hi == pytest.approx(1.5 / 1.1)
