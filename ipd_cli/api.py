@@ -148,6 +148,36 @@ def show_workload(cat: Catalog, name: str) -> EntryView:
     )
 
 
+def _read_stdin() -> str:
+    """Standard input as text, bounded like a file and decoded strictly (one-line errors)."""
+    import sys
+
+    from .catalog.loader import MAX_FILE_BYTES
+
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream without bytes underneath (tests, some shells)
+        text = sys.stdin.read(MAX_FILE_BYTES + 1)
+        data = None
+    else:
+        data = buffer.read(MAX_FILE_BYTES + 1)
+        text = None
+    if len(data if data is not None else text) > MAX_FILE_BYTES:
+        raise InputError(f"<stdin>: larger than {MAX_FILE_BYTES:,} bytes; refusing to read it")
+    if data is not None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("<stdin>: not UTF-8 text; give UTF-8 YAML") from None
+    return text
+
+
+def _refuse_workload_sets(cat: Catalog, command: str, flags: str) -> None:
+    """Commands without a workload must not silently drop --set workload.* overrides."""
+    for o in cat.overrides:
+        if o.path.startswith(overrides.WORKLOAD + ".") or o.path == overrides.WORKLOAD:
+            raise InputError(f"--set {o.text}: ipd {command} has no workload; use {flags}")
+
+
 def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload, str]:
     """A workload by catalog name, or from a YAML file path (``-``: stdin): (name, workload, origin).
 
@@ -161,9 +191,7 @@ def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload, str
         )
         extra_sources: dict = {}
     elif ref == "-" or ref.endswith((".yaml", ".yml")) or Path(ref).exists():
-        import sys
-
-        text = sys.stdin.read() if ref == "-" else None
+        text = _read_stdin() if ref == "-" else None
         origin = "<stdin>" if ref == "-" else ref
         body = read_workload_doc(Path(ref), text=text, label=origin)
         extra_sources = body.pop("sources", {}) or {}
@@ -205,6 +233,8 @@ def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw:
     """One serving operating point (``ServeResult``) or the whole curve (``ServeCurveResult``)."""
     from .engine.serving import estimate_serving, estimate_serving_curve
 
+    _refuse_workload_sets(cat, "serve", "--input-tokens, --output-tokens, --concurrency, --tokens-per-user-s")
+
     if curve:
         for flag in ("concurrency", "tokens_per_user_s", "requests_per_s", "output_tokens_per_day"):
             if kw.pop(flag, None) is not None:
@@ -215,6 +245,7 @@ def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw:
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
+    _refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len")
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
     return TrainResult(
         hardware=r.hardware, pretraining=r.pretraining, assumptions=r.assumptions, overrides=_sets(cat)

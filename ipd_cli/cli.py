@@ -740,17 +740,39 @@ def _fail(message: str, code: int) -> None:
     raise SystemExit(code)
 
 
-def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: run the app, turn user errors into one line and an exit code."""
-    debug = os.environ.get("IPD_DEBUG") == "1"
+def _click_exceptions() -> Any:
+    """Typer vendors click from 0.2x on; older Typer uses the click package."""
     try:
-        return app(args=argv, prog_name="ipd", standalone_mode=True)
+        from typer._click import exceptions
+    except ImportError:  # pragma: no cover - depends on the installed Typer
+        from click import exceptions  # type: ignore[no-redef]
+    return exceptions
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console entry point: run the app, turn every error into one line and an exit code."""
+    debug = os.environ.get("IPD_DEBUG") == "1"
+    errors = _click_exceptions()
+    try:
+        rv = app(args=argv, prog_name="ipd", standalone_mode=False)
+    except errors.NoArgsIsHelpError as e:
+        sys.stderr.write(e.format_message() + "\n")
+        raise SystemExit(int(ExitCode.USAGE)) from None
+    except errors.UsageError as e:
+        where = e.ctx.command_path if e.ctx is not None else "ipd"
+        _fail(f"{e.format_message()} (see '{where} --help')", int(ExitCode.USAGE))
     except IpdError as e:
         if debug:
             raise
         _fail(str(e), int(e.exit_code))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("ipd: interrupted\n")
         raise SystemExit(int(ExitCode.INTERRUPTED)) from None
     except BrokenPipeError:
         raise SystemExit(0) from None
+    except Exception as e:  # a bug, or an input no check caught: still one line, no traceback
+        if debug:
+            raise
+        detail = " ".join(str(e).split())[:300]
+        _fail(f"internal error: {type(e).__name__}: {detail} (IPD_DEBUG=1 shows the traceback)", 1)
+    raise SystemExit(rv if isinstance(rv, int) else 0)

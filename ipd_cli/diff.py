@@ -29,13 +29,27 @@ def _leaves(node: Any, prefix: str = "") -> dict[str, float]:
     return out
 
 
+MAX_JSON_BYTES = 50_000_000
+
+
 def read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_JSON_BYTES + 1)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory; give a JSON file") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror})") from None
+    if len(data) > MAX_JSON_BYTES:
+        raise InputError(f"{path}: larger than {MAX_JSON_BYTES} bytes; not an ipd output")
+    try:
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"{path}: not ipd JSON output ({e}); make it with --format json") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply; not an ipd output") from None
 
 
 def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:

@@ -19,6 +19,7 @@ How the model treats scale and MoE (see README "How the pre-training model works
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ipd_cli.catalog.loader import Catalog
@@ -31,6 +32,7 @@ from .results import Pretraining, SystemPretraining
 from .trace import Trace
 
 CLI = "command line"
+MAX_GPUS = 100_000_000  # a sanity bound, far beyond any cluster: bigger answers mean a broken input
 
 
 def supported_precision(acc: Accelerator, wanted: str) -> str:
@@ -262,12 +264,18 @@ def estimate_pretraining(
     """
     if (gpus is None) == (deadline_days is None):
         raise InputError("give exactly one of --gpus or --days")
-    if tokens <= 0:
-        raise InputError(f"tokens must be > 0, got {tokens}")
-    if gpus is not None and gpus <= 0:
-        raise InputError(f"--gpus must be > 0, got {gpus}")
-    if deadline_days is not None and deadline_days <= 0:
-        raise InputError(f"--days must be > 0, got {deadline_days}")
+    for flag, v in (
+        ("--tokens", tokens),
+        ("--gpus", gpus),
+        ("--days", deadline_days),
+        ("--seq-len", sequence_length),
+    ):
+        if v is not None and not math.isfinite(v):
+            raise InputError(f"{flag} must be a finite number, got {v}")
+        if v is not None and v <= 0:
+            raise InputError(f"{flag} must be > 0, got {v}")
+    if gpus is not None and gpus > MAX_GPUS:
+        raise InputError(f"--gpus {gpus:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist")
     if mfu is not None and not 0 < mfu <= 1:
         raise InputError(f"--mfu must be in (0, 1], got {mfu}")
     trace = Trace(cat.sources)
@@ -286,6 +294,13 @@ def estimate_pretraining(
         trace=trace,
     )
     y = pretraining_core(x)
+    need = y["gpus"] if gpus is None else y["min_gpus_for_memory"]
+    if not math.isfinite(need) or need > MAX_GPUS:
+        what = "meet the deadline" if gpus is None else "hold the model"
+        raise InfeasibleError(
+            f"{meta['model']} would need {need:,.3g} {meta['hardware']} GPUs to {what}, "
+            f"more than {MAX_GPUS:,}; give more days, fewer tokens or a smaller model"
+        )
     if gpus is not None and gpus < y["min_gpus_for_memory"]:
         raise InfeasibleError(
             f"{meta['model']} needs at least {int(y['min_gpus_for_memory'])} {meta['hardware']} GPUs "
