@@ -749,6 +749,18 @@ def _click_exceptions() -> Any:
     return exceptions
 
 
+def _given_value(e: Exception, args: list[str]) -> str:
+    """' (got 'x')' for a bad option value: click's message names the option, not what was typed."""
+    opts = getattr(getattr(e, "param", None), "opts", None) or []
+    for i, a in enumerate(args):
+        for opt in opts:
+            if a == opt and i + 1 < len(args):
+                return f" (got {args[i + 1]!r})"
+            if a.startswith(opt + "="):
+                return f" (got {a[len(opt) + 1 :]!r})"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: run the app, turn every error into one line and an exit code."""
     debug = os.environ.get("IPD_DEBUG") == "1"
@@ -760,7 +772,8 @@ def main(argv: list[str] | None = None) -> Any:
         raise SystemExit(int(ExitCode.USAGE)) from None
     except errors.UsageError as e:
         where = e.ctx.command_path if e.ctx is not None else "ipd"
-        _fail(f"{e.format_message()} (see '{where} --help')", int(ExitCode.USAGE))
+        got = _given_value(e, sys.argv[1:] if argv is None else argv)
+        _fail(f"{e.format_message()}{got} (see '{where} --help')", int(ExitCode.USAGE))
     except IpdError as e:
         if debug:
             raise

@@ -523,12 +523,6 @@ def test_non_numeric_numbers_are_usage_errors():
     assert "--tokens" in r.stderr and "lots" in r.stderr or "valid number" in r.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="click/typer print usage errors as 4 lines ('Usage: ...', 'Try ...', '', 'Error: ...'). Fix in "
-    "cli.main: app(..., standalone_mode=False), catch click.UsageError (and click.exceptions.NoSuchOption, "
-    "BadParameter) and _fail(e.format_message(), 2) as one line.",
-)
 def test_non_numeric_numbers_are_one_line():
     r = run_cli("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "lots", "--gpus", "8")
     clean_error(r, 2, "--tokens", "lots")
