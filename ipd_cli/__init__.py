@@ -12,23 +12,31 @@ __version__ = "0.1.0"
 
 from .api import (  # noqa: E402
     compare,
+    explain,
     list_hardware,
     list_models,
     load,
     output_schema,
+    rl,
+    serve,
     show_hardware,
     show_model,
+    sweep,
     train,
 )
 
 __all__ = [
     "__version__",
     "compare",
+    "explain",
     "list_hardware",
     "list_models",
     "load",
     "output_schema",
+    "rl",
+    "serve",
     "show_hardware",
     "show_model",
+    "sweep",
     "train",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 
 from .catalog import overrides
 from .catalog.loader import Catalog, check_scenario_refs, load_catalog, read_workload_doc, validate_workload
-from .catalog.schema import PretrainWorkload
+from .catalog.schema import PretrainWorkload, RlWorkload, Scenario
 from .engine.pretraining import estimate_pretraining, estimate_workload
 from .engine.results import (
     CompareResult,
@@ -44,6 +44,7 @@ def list_hardware(cat: Catalog) -> Listing:
     for name, s in cat.systems.items():
         acc = cat.accelerator_of(s)
         fp4 = acc.fp4_dense_tflops.value if acc.fp4_dense_tflops else None
+        fp8 = acc.fp8_dense_tflops.value if acc.fp8_dense_tflops else None
         items.append(
             {
                 "name": name,
@@ -53,7 +54,7 @@ def list_hardware(cat: Catalog) -> Listing:
                 "gpus": s.accelerators,
                 "scale_up_domain": s.scale_up_domain,
                 "fp4_dense_tflops": fp4,
-                "fp8_dense_tflops": acc.fp8_dense_tflops.value,
+                "fp8_dense_tflops": fp8,
                 "bf16_dense_tflops": acc.bf16_dense_tflops.value,
                 "hbm_gb": acc.hbm_gb.value,
                 "hbm_tb_per_s": acc.hbm_tb_per_s.value,
@@ -178,7 +179,7 @@ def _refuse_workload_sets(cat: Catalog, command: str, flags: str) -> None:
             raise InputError(f"--set {o.text}: ipd {command} has no workload; use {flags}")
 
 
-def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload, str]:
+def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload | RlWorkload | Scenario, str]:
     """A workload by catalog name, or from a YAML file path (``-``: stdin): (name, workload, origin).
 
     ``--set workload.FIELD=VALUE`` overrides are applied here, then validated.

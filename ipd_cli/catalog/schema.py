@@ -87,7 +87,7 @@ class Sourced(Strict):
 class Accelerator(Strict):
     vendor: str
     fp4_dense_tflops: Sourced | None = None
-    fp8_dense_tflops: Sourced
+    fp8_dense_tflops: Sourced | None = None
     bf16_dense_tflops: Sourced
     fp4_sparse_tflops: Sourced | None = None
     fp8_sparse_tflops: Sourced | None = None
