@@ -165,9 +165,18 @@ def _check_precision(ctx: _Ctx, precision: str, flag: str) -> None:
         )
 
 
+def _supported(ctx: _Ctx, precision: str) -> str:
+    """``precision``, or the next wider one the accelerator has a dense figure for (A100: no fp8)."""
+    return next((p for p in PRECISIONS[PRECISIONS.index(precision) :] if ctx.acc.dense_tflops(p)), precision)
+
+
 def _precisions(ctx: _Ctx, precision: str | None, kv_precision: str | None) -> tuple[str, str]:
     sv = ctx.cat.serving
-    used = (precision or sv.default_precision, kv_precision or sv.default_kv_precision)
+    # an asked-for precision the hardware lacks is an error; the catalog default adapts to it
+    used = (
+        precision or _supported(ctx, sv.default_precision),
+        kv_precision or _supported(ctx, sv.default_kv_precision),
+    )
     ctx.trace.given("serving precision", used[0], "", ctx.origin if precision else ctx.vorigin)
     ctx.trace.given("KV-cache precision", used[1], "", ctx.origin if kv_precision else ctx.vorigin)
     _check_precision(ctx, used[0], "--precision")
@@ -398,7 +407,7 @@ def _link(ctx: _Ctx, gpus: int) -> tuple[float, float]:
 def _compute_rates(ctx: _Ctx, precision: str, kv_precision: str, gpus: int) -> tuple[float, float, float]:
     """(GEMM FLOP/s, attention FLOP/s, prefill FLOP/s) achieved by the whole instance."""
     peak = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops", "TFLOP/s per GPU", f.TERA)
-    attn_p = _wider(kv_precision, ctx.cat.serving.attention_min_precision)
+    attn_p = _supported(ctx, _wider(kv_precision, ctx.cat.serving.attention_min_precision))
     attn_peak = peak
     if attn_p != precision:
         attn_peak = ctx.spec(f"{attn_p} dense peak (attention)", f"{attn_p}_dense_tflops", "TFLOP/s", f.TERA)
