@@ -73,7 +73,7 @@ def test_compare_golden_json_and_csv():
     golden("compare-vera-rubin-blackwell-hopper.csv", out)
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [r["hardware"] for r in rows] == ["vera-rubin-nvl72", "gb200-nvl72", "h100-sxm"]
-    float(rows[0]["cost_usd"])  # raw numbers, no currency symbols
+    float(rows[0]["pretraining.cost_usd"])  # raw numbers, no currency symbols
 
 
 def test_compare_table_names_the_drivers():

@@ -89,7 +89,7 @@ def test_xlsx_output(tmp_path):
     assert r.code == 0, r.stderr
     ws = openpyxl.load_workbook(out).active
     header = [c.value for c in ws[1]]
-    assert header[0] == "hardware" and "cost_usd" in header
+    assert header[0] == "hardware" and "pretraining.cost_usd" in header
     assert ws.cell(row=2, column=1).value == "vera-rubin-nvl72"
-    assert isinstance(ws.cell(row=2, column=header.index("cost_usd") + 1).value, float)
+    assert isinstance(ws.cell(row=2, column=header.index("pretraining.cost_usd") + 1).value, float)
     assert run_cli("compare", "vera-rubin", "--format", "xlsx").code == 2

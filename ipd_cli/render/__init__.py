@@ -69,8 +69,8 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     for k, v in d.items():
         key = f"{prefix}{k}"
         if isinstance(v, dict):
-            # nested sections (pretraining, serving...) keep their name as a prefix
-            out.update(_flat(v, "" if k in ("pretraining",) and not prefix else f"{key}."))
+            # nested blocks keep their name as a prefix: the same dotted names as sweeps and diffs
+            out.update(_flat(v, f"{key}."))
         elif isinstance(v, list):
             out[key] = ";".join(str(x) for x in v)
         else:
