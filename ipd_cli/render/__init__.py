@@ -51,10 +51,11 @@ def records(result: BaseModel) -> list[dict[str, Any]]:
     """Flat rows for CSV: one per system, listing item or estimate."""
     data = result.model_dump(mode="json")
     if "systems" in data:
-        return [
-            _flat({"hardware": s["hardware"], **_without(s, "hardware", "assumptions")})
-            for s in data["systems"]
+        # a block the workload does not have (null) is not a column
+        rows = [
+            {k: v for k, v in _without(s, "assumptions").items() if v is not None} for s in data["systems"]
         ]
+        return [_flat(row) for row in rows]
     if "items" in data:
         return [_flat(item) for item in data["items"]]
     return [_flat(_without(data, "schema_version", "assumptions"))]
