@@ -17,7 +17,7 @@ streams instead of being held in memory.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -317,5 +317,3 @@ def run_samples(cat: Catalog, plan: SweepPlan, samples: int, seed: int) -> Itera
                     row[f"{key}.p{p}"] = np.array([q])
             yield row
 
-
-ProgressFn = Callable[[int, int], None]
