@@ -405,8 +405,6 @@ def sweep(
     if w.kind == "scenario":
         pretrain = cat.workloads[w.pretraining.workload] if w.pretraining.workload else None
         serving, model = w.serving, w.model
-        if samples:
-            serving = None  # serving physics is not sampled: see README "Sweeps"
     elif w.kind != "pretrain":
         raise InputError(f"ipd sweep takes a pretrain workload or a scenario; '{workload}' is {w.kind}")
     plan = sw.SweepPlan(pretrain, origin, axes, hw_axis[0].values, pricing, mfu, serving, model)

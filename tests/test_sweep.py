@@ -126,3 +126,12 @@ def test_scenario_sweep_has_serving_metrics_and_cost_is_linear_in_price():
     expected = 2 / (a["serving.tokens_per_s_per_gpu"] * 3600) * 1e6
     assert a["serving.usd_per_million_output_tokens"] == pytest.approx(expected)
     assert b["serving.usd_per_million_output_tokens"] == pytest.approx(2 * expected)
+
+
+def test_samples_cover_serving_cost_but_not_its_physics():
+    r = run_cli("sweep", "--vary", "hardware=blackwell", "--samples", "300", "-f", "json")
+    assert r.code == 0, r.stderr
+    (row,) = r.json()
+    # tokens/s per GPU is evaluated once (physics is not sampled); its $ per token follows the price range
+    assert row["serving.tokens_per_s_per_gpu.p10"] == row["serving.tokens_per_s_per_gpu.p90"]
+    assert row["serving.usd_per_million_output_tokens.p10"] < row["serving.usd_per_million_output_tokens.p90"]
