@@ -118,6 +118,8 @@ def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
         "inference_precision": i.get("precision", "bf16"),
         "sync_precision": i.get("precision", "bf16"),
     }
+    if "staleness_bound" in i:
+        body["staleness_bound"] = int(i["staleness_bound"])
     if "gen_gpus" in i:
         body.update(gen_gpus=int(i["gen_gpus"]), train_gpus=int(i["train_gpus"]))
     else:
