@@ -362,10 +362,17 @@ def _compare(
 
 
 def output_schema() -> dict[str, Any]:
-    """JSON Schema of the compare and train outputs (the JSON contract)."""
+    """JSON Schema of every data command's output (the JSON contract)."""
+    from .engine.results import ServeCurveResult, ServeResult, ValidationResult
+
     return {
         "compare": CompareResult.model_json_schema(),
         "train": TrainResult.model_json_schema(),
+        "serve": ServeResult.model_json_schema(),
+        "serve_curve": ServeCurveResult.model_json_schema(),
+        "rl": RlResult.model_json_schema(),
+        "validate": ValidationResult.model_json_schema(),
+        "listing": Listing.model_json_schema(),
     }
 
 

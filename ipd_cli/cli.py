@@ -652,8 +652,8 @@ def plot_curve(
         fig.series.append(
             Series(
                 c.hardware,
-                [p.tokens_per_s_per_user for p in c.points],
-                [p.tokens_per_s_per_gpu for p in c.points],
+                [p.tokens_per_s_per_user for p in c.serving],
+                [p.tokens_per_s_per_gpu for p in c.serving],
             )
         )
     _draw(fig, output, force)
@@ -726,7 +726,7 @@ def plot_sweep(
 
 @app.command()
 def schema() -> None:
-    """Print the JSON Schema of the compare and train outputs.
+    """Print the JSON Schema of every data command's output (compare, train, serve, rl, ...).
 
     Example: ipd schema > ipd-output.schema.json
     """

@@ -230,7 +230,7 @@ def test_serve_done_check_and_curve():
         "-f",
         "json",
     )
-    points = c.json()["points"]
+    points = c.json()["serving"]
     assert [p["concurrency"] for p in points][:3] == [1, 2, 4]
     speeds = [p["tokens_per_s_per_user"] for p in points]
     assert speeds == sorted(speeds, reverse=True)  # more concurrency, slower per user

@@ -223,10 +223,10 @@ def test_an_unreachable_target_reports_the_best_it_can_do(catalog):
 
 def test_curve_trades_speed_per_user_for_throughput_per_gpu(catalog):
     c = estimate_serving_curve(catalog, "gb200-nvl72", "llama-3.3-70b", precision="fp4")
-    batches = [p.concurrency for p in c.points]
+    batches = [p.concurrency for p in c.serving]
     assert batches[:4] == [1, 2, 4, 8] and batches[-1] == c.max_concurrency
-    speeds = [p.tokens_per_s_per_user for p in c.points]
-    throughput = [p.tokens_per_s_per_gpu for p in c.points]
+    speeds = [p.tokens_per_s_per_user for p in c.serving]
+    throughput = [p.tokens_per_s_per_gpu for p in c.serving]
     assert speeds == sorted(speeds, reverse=True)
     assert throughput == sorted(throughput)
 

@@ -219,7 +219,7 @@ class ServeCurveResult(Result):
     precision: str
     instance_gpus: int
     max_concurrency: int
-    points: list[Serving]
+    serving: list[Serving] = Field(description="one point per concurrency: 1, 2, 4, ... and the KV limit")
     assumptions: list[Assumption]
 
 

@@ -837,7 +837,7 @@ def estimate_serving_curve(
         precision=inst.precision,
         instance_gpus=inst.gpus,
         max_concurrency=inst.max_batch,
-        points=points,
+        serving=points,
         assumptions=ctx.trace.items,
     )
 

@@ -316,4 +316,3 @@ def run_samples(cat: Catalog, plan: SweepPlan, samples: int, seed: int) -> Itera
                 for p, q in zip(PERCENTILES, np.percentile(values, PERCENTILES), strict=True):
                     row[f"{key}.p{p}"] = np.array([q])
             yield row
-

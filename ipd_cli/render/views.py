@@ -125,7 +125,7 @@ def view(data: dict) -> View:
         if data.get("summary"):
             v.grids.append(_items({"kind": "summary", "items": data["summary"]}).grids[0])
         return v
-    if isinstance(data.get("points"), list):
+    if isinstance(data.get("serving"), list):
         return _curve(data)
     blocks = [k for k, v in data.items() if isinstance(v, dict) and k not in ("entry", "sources")]
     if blocks and "hardware" in data:
@@ -241,7 +241,7 @@ def _curve(data: dict) -> View:
         f"{data['model']} on {data['hardware']} ({data['precision']}, {data['instance_gpus']}-GPU instances)"
     )
     grid = Grid(title, [label for _, label in CURVE_COLUMNS], right=set(range(len(CURVE_COLUMNS) - 1)))
-    for p in data["points"]:
+    for p in data["serving"]:
         grid.rows.append([fmt_num(p.get(key)) for key, _ in CURVE_COLUMNS])
     notes = [
         "Throughput per GPU against speed per user as concurrency grows (SemiAnalysis InferenceMAX style)."
