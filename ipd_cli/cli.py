@@ -399,6 +399,12 @@ def compare(
     force: ForceOpt = False,
     max_usd: MaxUsdOpt = None,
     budget_metric: BudgetMetricOpt = None,
+    site_mw: Annotated[
+        float | None,
+        typer.Option(
+            "--site-mw", help="A site power budget: GPUs it holds and tasks/day they solve (scenarios)."
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -416,6 +422,8 @@ def compare(
     Example: ipd compare vera-rubin blackwell -o report.md --max-usd 5e8   (exit 3 when over budget)
     """
     check_target(output, force)
+    if site_mw is not None:
+        sets = [*(sets or []), f"workload.site_mw={site_mw!r}"]
     cat = api.load(catalog, sets)
     result = api.compare(cat, systems, workload, mfu=mfu, pricing=pricing)
     _finish(result, fmt, output, max_usd, budget_metric or _default_budget_metric(result))

@@ -89,3 +89,16 @@ def test_explain_reproduces_the_headline():
     assert rows["usd_per_solved_task"]["value"] == pytest.approx(c["usd_per_solved_task"])
     assert "lifecycle_cost_usd / tasks_solved" in rows["usd_per_solved_task"]["formula"]
     assert any(m.startswith("input: ") for m in rows)
+
+
+def test_site_power_budget_by_hand():
+    d = run_cli("compare", "vera-rubin", "--site-mw", "50", "-f", "json").json()
+    s = d["systems"][0]
+    i, sv = s["intelligence_per_dollar"], s["serving"]
+    # GPUs = floor(50,000 kW / (kW per GPU x PUE)); tasks/day = GPUs x tok/s/GPU x 86,400 / tokens per task x p
+    gpus = int(50_000 // (sv["kw_per_gpu"] * 1.3))
+    assert i["site_gpus"] == gpus
+    tokens_per_task = i["expected_attempts"] * 30 * 400
+    assert i["site_tasks_solved_per_day"] == pytest.approx(
+        gpus * sv["tokens_per_s_per_gpu"] * 86400 / tokens_per_task * i["success_per_task"]
+    )
