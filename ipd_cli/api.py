@@ -300,6 +300,28 @@ def explain(
     return Listing(kind="explain", items=items)
 
 
+def _one_block(
+    cat: Catalog, hardware: str, name: str, w: Any, *, mfu: float | None, pricing: str, origin: str
+) -> SystemResult:
+    """A pretrain or RL workload on one system: a SystemResult with just that block."""
+    system = cat.system(hardware)
+    if w.kind == "rl":
+        from .engine.rl import estimate_rl
+
+        r = estimate_rl(cat, hardware, w, workload_name=name, pricing=pricing, origin=origin)
+        block = {"rl": r.rl}
+    else:
+        r = estimate_workload(cat, hardware, w, mfu=mfu, pricing=pricing, origin=origin)
+        block = {"pretraining": r.pretraining}
+    return SystemResult(
+        hardware=r.hardware,
+        description=system.description,
+        status=system.status,
+        assumptions=r.assumptions,
+        **block,
+    )
+
+
 def _compare(
     cat: Catalog, systems: list[str], workload: str, *, mfu: float | None = None, pricing: str = "rental"
 ) -> tuple[CompareResult, list[list]]:
@@ -319,32 +341,8 @@ def _compare(
             life = estimate_lifecycle(cat, s, w, pricing=pricing, origin=origin)
             results.append(life.system)
             steps.append(life.steps)
-        elif w.kind == "rl":
-            from .engine.rl import estimate_rl
-
-            r = estimate_rl(cat, s, w, workload_name=name, pricing=pricing, origin=origin)
-            sysm = cat.system(s)
-            results.append(
-                SystemResult(
-                    hardware=r.hardware,
-                    description=sysm.description,
-                    status=sysm.status,
-                    rl=r.rl,
-                    assumptions=r.assumptions,
-                )
-            )
-            steps.append([])
         else:
-            r = estimate_workload(cat, s, w, mfu=mfu, pricing=pricing, origin=origin)
-            results.append(
-                SystemResult(
-                    hardware=r.hardware,
-                    description=r.description,
-                    status=r.status,
-                    pretraining=r.pretraining,
-                    assumptions=r.assumptions,
-                )
-            )
+            results.append(_one_block(cat, s, name, w, mfu=mfu, pricing=pricing, origin=origin))
             steps.append([])
     info = WorkloadInfo(
         name=name,

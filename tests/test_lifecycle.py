@@ -95,7 +95,7 @@ def test_site_power_budget_by_hand():
     d = run_cli("compare", "vera-rubin", "--site-mw", "50", "-f", "json").json()
     s = d["systems"][0]
     i, sv = s["intelligence_per_dollar"], s["serving"]
-    # GPUs = floor(50,000 kW / (kW per GPU x PUE)); tasks/day = GPUs x tok/s/GPU x 86,400 / tokens per task x p
+    # GPUs = floor(50,000 kW / (kW per GPU x PUE)); tasks/day = GPUs x tok/s/GPU x 86,400 / tokens x p
     gpus = int(50_000 // (sv["kw_per_gpu"] * 1.3))
     assert i["site_gpus"] == gpus
     tokens_per_task = i["expected_attempts"] * 30 * 400
