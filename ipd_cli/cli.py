@@ -791,6 +791,10 @@ def main(argv: list[str] | None = None) -> Any:
         raise SystemExit(int(ExitCode.INTERRUPTED)) from None
     except BrokenPipeError:
         raise SystemExit(0) from None
+    except ArithmeticError as e:  # overflow or division by zero: extreme inputs, not a usable estimate
+        if debug:
+            raise
+        _fail(f"numbers out of range ({type(e).__name__}: {e}); check the inputs for extreme values", 1)
     except Exception as e:  # a bug, or an input no check caught: still one line, no traceback
         if debug:
             raise

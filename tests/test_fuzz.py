@@ -1,7 +1,8 @@
 """Fuzzing the input paths: YAML catalog files, workload files (and stdin), and `--set`.
 
 Every case must end in a result (exit 0) or a clean ipd error: exit 1 or 2 with one line on
-stderr and nothing on stdout; an uncaught exception escapes `run_cli` and fails the test.
+stderr and nothing on stdout. An exception no check caught fails the test, whether it escapes
+`run_cli` or is turned into main()'s one-line "internal error" (exit 1).
 Documents are random bytes, random YAML-ish text, and built-in entries with one part
 broken (a leaf replaced, a key removed, an unknown key added), which reach deeper than
 random text: past parsing and validation, into the engine.
@@ -42,6 +43,7 @@ def ends_cleanly(r: Run) -> None:
     assert r.stdout == "", r.stdout[:200]
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("ipd: error: "), r.stderr
+    assert "internal error" not in lines[0], r.stderr  # main's catch-all: an exception no check caught
 
 
 @functools.cache

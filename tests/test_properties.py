@@ -73,10 +73,19 @@ def train_args(draw, catalog):
     kw = {"precision": draw(st.sampled_from(PRECISIONS)), "pricing": draw(st.sampled_from(["rental", "tco"]))}
     if draw(st.booleans()):
         kw["deadline_days"] = draw(days_st)
+        try:  # beyond MAX_GPUS a deadline is refused as infeasible: a clean error, not an example
+            train(catalog, hw, model, tokens, **kw)
+        except InfeasibleError:
+            assume(False)
     else:
-        floor = train(catalog, hw, model, tokens, deadline_days=30, **kw).pretraining.min_gpus_for_memory
-        kw["gpus"] = floor * draw(st.integers(1, 64))
+        kw["gpus"] = memory_floor(catalog, hw, model, tokens, kw) * draw(st.integers(1, 64))
     return hw, model, tokens, kw
+
+
+def memory_floor(catalog, hw, model, tokens, kw) -> int:
+    """The fewest GPUs that hold the training state (a long deadline is always feasible)."""
+    kw = {k: v for k, v in kw.items() if k not in ("gpus", "deadline_days")}
+    return train(catalog, hw, model, tokens, deadline_days=1e5, **kw).pretraining.min_gpus_for_memory
 
 
 @bounded(100)
@@ -167,7 +176,7 @@ def test_more_gpus_never_lengthen_pretraining(data, more):
     catalog = _catalog()
     hw, model, tokens, kw = data.draw(train_args(catalog))
     days, n = kw.pop("deadline_days", None), kw.pop("gpus", None)
-    n = n or train(catalog, hw, model, tokens, deadline_days=30, **kw).pretraining.min_gpus_for_memory
+    n = n or memory_floor(catalog, hw, model, tokens, kw)
     fewer = train(catalog, hw, model, tokens, gpus=n, **kw).pretraining
     many = train(catalog, hw, model, tokens, gpus=n + more, **kw).pretraining
     assert many.wall_days <= fewer.wall_days * (1 + REL)

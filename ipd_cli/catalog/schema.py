@@ -273,6 +273,7 @@ class Efficiency(Strict):
         r = self.moe_a2a_overlap.range
         if r is not None and not (0 <= r[0] and r[1] < 1):
             raise ValueError(f"moe_a2a_overlap.range must lie in [0, 1), got {list(r)}")
+        _every_key("training_mfu", self.training_mfu, PRECISIONS)  # a user file replaces the whole table
         return self
 
 
@@ -305,6 +306,12 @@ def _positive_sourced(model: BaseModel, skip: tuple[str, ...] = (), only: tuple[
             raise ValueError(f"{name} must be > 0, got {v.value}")
         if isinstance(v, Sourced) and v.range is not None and v.range[0] <= 0:
             raise ValueError(f"{name}.range must be > 0 (sweeps draw from it), got {list(v.range)}")
+
+
+def _every_key(name: str, table: dict, keys: tuple[str, ...]) -> None:
+    missing = [k for k in keys if k not in table]
+    if missing:
+        raise ValueError(f"{name} needs an entry for {', '.join(missing)} (give the whole table)")
 
 
 def _range_at_least(name: str, s: Sourced, low: float) -> None:
@@ -473,6 +480,7 @@ class RlEfficiency(Strict):
     def _ranges(self) -> RlEfficiency:
         for name in ("tail_concurrency_fraction", "sync_link_efficiency", "broadcast_link_efficiency"):
             _fraction(name, getattr(self, name))
+        _every_key("training_mfu", self.training_mfu, ("dense", "moe"))
         for k, v in self.training_mfu.items():
             _fraction(f"training_mfu.{k}", v)
         if not 0 <= self.async_waste_fraction.value < 1:

@@ -57,11 +57,25 @@ def _w(trace: Trace, w: RlWorkload, field: str, unit: str, origin: str) -> Any:
     return trace.given(field.replace("_", " "), getattr(w, field), unit, origin, path=f"workload.{field}")
 
 
+MAX_SPLITS = 400
+
+
+def _split_candidates(total: int, instance_gpus: int) -> list[int]:
+    """Generation sizes to try: every whole number of instances, or a geometric grid of them
+    when there are more than MAX_SPLITS (the step time is smooth in the split)."""
+    count = (total - 1) // instance_gpus
+    if count <= MAX_SPLITS:
+        return [k * instance_gpus for k in range(1, count + 1)]
+    ratio = count ** (1 / (MAX_SPLITS - 1))
+    ks = sorted({max(1, min(count, round(ratio**i))) for i in range(MAX_SPLITS)})
+    return [k * instance_gpus for k in ks]
+
+
 def split_gpus(total: int, instance_gpus: int, balance) -> tuple[int, int]:
     """The generation/training split of ``total`` GPUs (generation in whole instances)
     with the shortest step, given ``balance(gen, train) -> step seconds``."""
     best: tuple[float, int, int] | None = None
-    for gen in range(instance_gpus, total, instance_gpus):
+    for gen in _split_candidates(total, instance_gpus):
         step = balance(gen, total - gen)
         if best is None or step < best[0]:
             best = (step, gen, total - gen)
