@@ -203,7 +203,7 @@ def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload | Rl
     if workload_sets:
         overrides.apply_workload(body, workload_sets)
         origin += " + --set"
-    workload = validate_workload(body, origin)
+    workload = validate_workload(body, f"{origin}: workload")
     if workload.kind == "scenario":
         check_scenario_refs(cat, workload, origin)
     if workload.source not in cat.sources and workload.source not in extra_sources:

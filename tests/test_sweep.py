@@ -135,3 +135,19 @@ def test_samples_cover_serving_cost_but_not_its_physics():
     # tokens/s per GPU is evaluated once (physics is not sampled); its $ per token follows the price range
     assert row["serving.tokens_per_s_per_gpu.p10"] == row["serving.tokens_per_s_per_gpu.p90"]
     assert row["serving.usd_per_million_output_tokens.p10"] < row["serving.usd_per_million_output_tokens.p90"]
+
+
+def test_vary_paths_with_dotted_model_names():
+    # "llama-3.1-8b" holds dots: the path must still resolve to that model, not to "llama-3"
+    r = run_cli(
+        "sweep",
+        "--vary",
+        "hardware=hopper",
+        "--vary",
+        "models.llama-3.1-8b.active_params=8e9,9e9",
+        "--workload",
+        "pretrain-10t-moe",
+        "-f",
+        "csv",
+    )
+    assert r.code == 2 and "--vary models.llama-3.1-8b.active_params: not an input" in r.stderr

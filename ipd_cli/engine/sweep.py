@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipd_cli.catalog.loader import Catalog
-from ipd_cli.catalog.overrides import _alias
+from ipd_cli.catalog.overrides import _entry_keys
 from ipd_cli.errors import InputError, did_you_mean
 
 from .lifecycle import serve_point
@@ -101,7 +101,8 @@ def canonical_path(cat: Catalog, path: str) -> str:
         from ipd_cli.catalog.loader import RawCatalog
 
         raw = RawCatalog({keys[0]: {n: e.model_dump() for n, e in getattr(cat, keys[0]).items()}})
-        keys[1] = _alias(raw, keys[0], keys[1])
+        name, rest = _entry_keys(raw, keys[0], keys)  # names may hold dots (llama-3.1-405b)
+        return ".".join([keys[0], name, *rest])
     return ".".join(keys)
 
 
