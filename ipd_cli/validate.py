@@ -4,13 +4,13 @@ The cases live in ``configs/validation/cases.yaml`` (shipped with the catalog), 
 its source, inputs, measured value and split: ``fitting`` cases may tune the efficiency
 defaults, ``checking`` cases never do, and report the model's error.
 
-Calibration procedure (reproducible, no optimiser): each efficiency is a multiplicative
-knob on a speed. For every fitting case of its group, r = measured speed / predicted
-speed (for times and GPU-hours, predicted / measured). The fitted value is the current
-value times the geometric mean of r over the group, capped at 0.95 for fractions. Groups:
-training MFU per precision (pretrain cases), decode HBM efficiency (serving cases at
-maximum throughput), weight-sync link efficiency (weight-sync cases). RL step cases are
-checked, not fitted: their time mixes several knobs.
+Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
+fitting cases that depend on it (training MFU per precision: pre-training cases; decode HBM
+efficiency: dense serving cases; MoE compute share: MoE serving cases; weight-sync link
+efficiencies: weight-sync cases by transport; RL trainer MFU and fixed step time: RL step
+cases). Knobs are fitted one after another, each by a log-spaced grid search over its
+catalog range (fractions capped at 0.95) that minimises the mean squared
+log(measured / predicted) of its cases, with the knobs before it already set.
 """
 
 from __future__ import annotations

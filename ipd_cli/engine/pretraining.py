@@ -323,6 +323,18 @@ def estimate_pretraining(
     )
 
 
+def workload_args(w: Any) -> dict[str, Any]:
+    """A pretrain workload's fields as the keyword arguments of the estimate functions."""
+    return {
+        "model": w.model,
+        "tokens": w.tokens,
+        "gpus": w.gpus,
+        "deadline_days": w.deadline_days,
+        "precision": w.precision,
+        "sequence_length": w.sequence_length,
+    }
+
+
 def estimate_workload(
     cat: Catalog,
     hardware: str,
@@ -333,16 +345,4 @@ def estimate_workload(
     origin: str = CLI,
 ) -> SystemPretraining:
     """:func:`estimate_pretraining` with a pretrain workload's model, tokens, target and precision."""
-    return estimate_pretraining(
-        cat,
-        hardware,
-        w.model,
-        w.tokens,
-        gpus=w.gpus,
-        deadline_days=w.deadline_days,
-        precision=w.precision,
-        mfu=mfu,
-        sequence_length=w.sequence_length,
-        pricing=pricing,
-        origin=origin,
-    )
+    return estimate_pretraining(cat, hardware, mfu=mfu, pricing=pricing, origin=origin, **workload_args(w))

@@ -26,7 +26,7 @@ from ipd_cli.catalog.overrides import _entry_keys
 from ipd_cli.errors import InputError, did_you_mean
 
 from .lifecycle import serve_point
-from .pretraining import pretraining_core, pretraining_inputs
+from .pretraining import pretraining_core, pretraining_inputs, workload_args
 from .trace import Trace
 
 HARDWARE = "hardware"
@@ -193,20 +193,14 @@ def _serving(cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: in
 
 
 def _inputs(cat: Catalog, plan: SweepPlan, hw: str, trace: Trace) -> tuple[dict, dict]:
-    w = plan.workload
     return pretraining_inputs(
         cat,
         hw,
-        w.model,
-        w.tokens,
-        gpus=w.gpus,
-        deadline_days=w.deadline_days,
-        precision=w.precision,
         mfu=plan.mfu,
-        sequence_length=w.sequence_length,
         pricing=plan.pricing,
         origin=plan.origin,
         trace=trace,
+        **workload_args(plan.workload),
     )
 
 
