@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import overrides
-from .catalog.loader import Catalog, check_scenario_refs, load_catalog, read_workload_doc, validate_workload
+from .catalog.catalog import Catalog, check_scenario_refs
+from .catalog.layers import read_workload_doc
+from .catalog.loader import load_catalog
 from .catalog.schema import PretrainWorkload, RlWorkload, Scenario
+from .catalog.validation import validate_workload
 from .engine.pretraining import estimate_pretraining, estimate_workload
 from .engine.results import (
     CompareResult,
@@ -153,7 +156,7 @@ def _read_stdin() -> str:
     """Standard input as text, bounded like a file and decoded strictly (one-line errors)."""
     import sys
 
-    from .catalog.loader import MAX_FILE_BYTES
+    from .catalog.yamlio import MAX_FILE_BYTES
 
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # a text stream without bytes underneath (tests, some shells)

@@ -743,6 +743,46 @@ def schema() -> None:
     sys.stdout.write(json.dumps(api.output_schema(), indent=2) + "\n")
 
 
+# Engine and API errors name parameters in backticks (`deadline_days`); the CLI shows the flag that
+# sets each. Most flags match their parameter's name; these do not.
+PARAM_FLAGS = {
+    "sets": "--set",
+    "vary": "--vary",
+    "deadline_days": "--days",
+    "sequence_length": "--seq-len",
+    "output_tokens_per_day": "--tokens-per-day",
+    "extra_dirs": "--catalog",
+}
+
+
+def _command_flags(args: list[str]) -> dict[str, str]:
+    """Parameter name -> flag for the command that ``args`` invoke (built only on an error)."""
+    flags = dict(PARAM_FLAGS)
+    command: Any = typer.main.get_command(app)
+    for arg in args:
+        sub = getattr(command, "commands", {}).get(arg)
+        if sub is None:
+            continue
+        command = sub
+    for param in getattr(command, "params", []):
+        long = [o for o in param.opts if o.startswith("--")]
+        if param.name and long:
+            flags[param.name] = (
+                max(long, key=len) if param.name not in PARAM_FLAGS else PARAM_FLAGS[param.name]
+            )
+    return flags
+
+
+def _cli_message(message: str, args: list[str]) -> str:
+    """An engine message with its backticked parameter names shown as this command's flags."""
+    import re
+
+    if "`" not in message:
+        return message
+    flags = _command_flags(args)
+    return re.sub(r"`([A-Za-z_][A-Za-z0-9_]*)`", lambda m: flags.get(m.group(1), m.group(1)), message)
+
+
 def _fail(message: str, code: int) -> None:
     sys.stderr.write(f"ipd: error: {message}\n")
     raise SystemExit(code)
@@ -773,6 +813,7 @@ def main(argv: list[str] | None = None) -> Any:
     """Console entry point: run the app, turn every error into one line and an exit code."""
     debug = os.environ.get("IPD_DEBUG") == "1"
     errors = _click_exceptions()
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
         rv = app(args=argv, prog_name="ipd", standalone_mode=False)
     except errors.NoArgsIsHelpError as e:
@@ -780,12 +821,12 @@ def main(argv: list[str] | None = None) -> Any:
         raise SystemExit(int(ExitCode.USAGE)) from None
     except errors.UsageError as e:
         where = e.ctx.command_path if e.ctx is not None else "ipd"
-        got = _given_value(e, sys.argv[1:] if argv is None else argv)
+        got = _given_value(e, args)
         _fail(f"{e.format_message()}{got} (see '{where} --help')", int(ExitCode.USAGE))
     except IpdError as e:
         if debug:
             raise
-        _fail(str(e), int(e.exit_code))
+        _fail(_cli_message(str(e), args), int(e.exit_code))
     except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("ipd: interrupted\n")
         raise SystemExit(int(ExitCode.INTERRUPTED)) from None

@@ -22,7 +22,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ipd_cli.catalog.loader import Catalog, builtin_dir, read_yaml, validate_entry
+from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.catalog.layers import builtin_dir
+from ipd_cli.catalog.validation import validate_entry
+from ipd_cli.catalog.yamlio import read_yaml
 from ipd_cli.engine.results import Listing, ValidationResult
 from ipd_cli.errors import InputError, IpdError
 

@@ -6,7 +6,8 @@ import pytest
 from helpers import run_cli, write
 
 from ipd_cli import load
-from ipd_cli.catalog.loader import load_catalog, read_yaml
+from ipd_cli.catalog.loader import load_catalog
+from ipd_cli.catalog.yamlio import read_yaml
 from ipd_cli.errors import InputError
 
 REQUIRED_SYSTEMS = {
@@ -148,7 +149,7 @@ def test_cache_sees_an_edit_at_once(tmp_path):
 
 def test_cache_off_and_corrupt_cache_are_harmless(tmp_path, monkeypatch):
     from ipd_cli.catalog import cache
-    from ipd_cli.catalog.loader import catalog_dirs
+    from ipd_cli.catalog.layers import catalog_dirs
 
     monkeypatch.setenv("IPD_CACHE_DIR", str(tmp_path))
     write(tmp_path / f"catalog-{cache.fingerprint(catalog_dirs())}.pickle", "not a pickle")

@@ -22,7 +22,7 @@ from helpers import Run, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ipd_cli.catalog import loader
+from ipd_cli.catalog import layers, validation, yamlio
 from ipd_cli.errors import IpdError
 
 TRAIN = ("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12")
@@ -47,8 +47,8 @@ def ends_cleanly(r: Run) -> None:
 
 
 @functools.cache
-def raw_builtin() -> loader.RawCatalog:
-    return loader.load_raw([])
+def raw_builtin() -> layers.RawCatalog:
+    return layers.load_raw([])
 
 
 @functools.cache
@@ -57,7 +57,7 @@ def vocabulary() -> list[str]:
     from ipd_cli.catalog.schema import PRECISIONS
 
     raw = raw_builtin()
-    words = {*loader.ENTRY_SECTIONS, *loader.MERGED_SECTIONS, "workload", *PRECISIONS}
+    words = {*layers.ENTRY_SECTIONS, *layers.MERGED_SECTIONS, "workload", *PRECISIONS}
     words |= {
         "reserved",
         "on-demand",
@@ -76,9 +76,9 @@ def vocabulary() -> list[str]:
             if isinstance(body, dict):
                 words |= {str(k) for k in body}
     for cls in (
-        *loader.ENTRY_SECTIONS.values(),
-        *loader.MERGED_SECTIONS.values(),
-        *loader.WORKLOAD_KINDS.values(),
+        *layers.ENTRY_SECTIONS.values(),
+        *layers.MERGED_SECTIONS.values(),
+        *validation.WORKLOAD_KINDS.values(),
     ):
         words |= set(cls.model_fields)
     return sorted(words)
@@ -234,6 +234,6 @@ def test_fuzz_set(parts, value, workload):
 @given(text=st.one_of(st.text(alphabet=YAML_CHARS, max_size=300), st.text(max_size=100)))
 def test_fuzz_read_yaml(text):
     try:
-        loader.read_yaml("fuzz.yaml", text=text)
+        yamlio.read_yaml("fuzz.yaml", text=text)
     except IpdError as e:
         assert "\n" not in str(e) and str(e).startswith("fuzz.yaml: ")

@@ -25,7 +25,7 @@ import pytest
 import yaml
 from helpers import Run, run_cli, write
 
-from ipd_cli.catalog import loader
+from ipd_cli.catalog import layers, yamlio
 from ipd_cli.errors import InputError, IpdError, did_you_mean, one_line
 
 TRAIN = ("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64")
@@ -51,7 +51,7 @@ def clean_error(r: Run, code: int, *needles: str, output: Path | None = None) ->
 
 def builtin(section: str, name: str) -> dict:
     """A deep copy of a built-in catalog entry as raw YAML data, to break in one place."""
-    return copy.deepcopy(loader.load_raw([]).sections[section][name])
+    return copy.deepcopy(layers.load_raw([]).sections[section][name])
 
 
 def catalog_dir(root: Path, files: dict[str, str | bytes | dict] | None) -> Path:
@@ -478,16 +478,16 @@ def test_deep_nesting_is_refused_in_bounded_time(tmp_path, depth):
 def test_deep_nesting_with_the_pure_python_parser(monkeypatch):
     # without libyaml, PyYAML's composer recurses once per level: RecursionError, not a traceback
     monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
-    loader._strict_loader.cache_clear()
+    yamlio._strict_loader.cache_clear()
     try:
-        assert "CSafeLoader" not in str(loader._strict_loader().__mro__)
+        assert "CSafeLoader" not in str(yamlio._strict_loader().__mro__)
         for depth in (80, 5000):
             with pytest.raises(InputError, match="nested deeper than 64 levels"):
-                loader.read_yaml("deep.yaml", text="[" * depth + "]" * depth)
+                yamlio.read_yaml("deep.yaml", text="[" * depth + "]" * depth)
         with pytest.raises(InputError, match="duplicate key 'a' \\(first at line 1\\)"):
-            loader.read_yaml("dup.yaml", text="a: 1\na: 2\n")
+            yamlio.read_yaml("dup.yaml", text="a: 1\na: 2\n")
     finally:
-        loader._strict_loader.cache_clear()
+        yamlio._strict_loader.cache_clear()
 
 
 def test_unhashable_keys_are_a_yaml_error_not_a_crash(tmp_path):
@@ -497,7 +497,7 @@ def test_unhashable_keys_are_a_yaml_error_not_a_crash(tmp_path):
 
 @pytest.mark.parametrize("stdin", [False, True])
 def test_files_over_the_size_limit_are_refused(tmp_path, stdin):
-    big = "# " + "x" * loader.MAX_FILE_BYTES + "\n"
+    big = "# " + "x" * yamlio.MAX_FILE_BYTES + "\n"
     if not stdin:
         train_with(tmp_path, {"x.yaml": big}, 2, "mycat/x.yaml: larger than 2,000,000 bytes")
     with_workload(tmp_path, big, "larger than 2,000,000 bytes", stdin=stdin)

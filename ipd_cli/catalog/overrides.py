@@ -6,17 +6,28 @@ Paths follow the YAML layout: ``economics.electricity_usd_per_kwh=0.1``,
 ``models.moe-10t.active_params=1e12``, ``efficiency.training_mfu.fp4.mfu=0.3``,
 ``workload.tokens=2e14``. Setting a sourced value replaces its number and points its
 source at ``cli-set``; the value is then validated like any catalog value.
+
+Overrides are applied to an in-memory copy of a validated catalog
+(:func:`apply_to_catalog`, :meth:`Catalog.with_overrides`): only the entries or sections they
+touch are dumped, changed and validated again, so a sweep or a calibration never re-reads YAML.
+``workload.*`` paths are kept on the catalog and applied when a workload is resolved.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipd_cli.errors import InputError, did_you_mean
 
-from .loader import ENTRY_SECTIONS, MERGED_SECTIONS, RawCatalog
+from .layers import ENTRY_SECTIONS, MERGED_SECTIONS
+from .schema import Source
+from .validation import WORKLOAD_KINDS, format_validation_error, validate_entry
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
 
 CLI_SOURCE = "cli-set"
 WORKLOAD = "workload"
@@ -31,48 +42,36 @@ class Override:
 
 def parse(items: list[str]) -> list[Override]:
     """Parse ``PATH=VALUE`` strings; VALUE is read as a YAML scalar (number, bool, string, list)."""
-    from .loader import read_yaml
+    from .yamlio import read_yaml
 
     out = []
     for item in items:
         path, sep, text = item.partition("=")
         path = path.strip()
         if not sep or not path or not text.strip():
-            raise InputError(f"--set {item!r}: expected PATH=VALUE, e.g. economics.pue=1.2")
-        value = read_yaml(f"--set {path}", text=text.strip())
+            raise InputError(f"`sets` {item!r}: expected PATH=VALUE, e.g. economics.pue=1.2")
+        value = read_yaml(f"`sets` {path}", text=text.strip())
         if isinstance(value, dict):
-            raise InputError(f"--set {path}: give a single value, not a mapping")
+            raise InputError(f"`sets` {path}: give a single value, not a mapping")
         out.append(Override(path, value, item))
     return out
 
 
-def _aliases(raw: RawCatalog, section: str) -> dict[str, str]:
-    out = {}
-    for canonical, body in raw.section(section).items():
-        aliases = body.get("aliases") if isinstance(body, dict) else None
-        for alias in aliases if isinstance(aliases, list) else []:
-            out[str(alias)] = canonical
-    return out
+def entry_name(names: dict[str, str], section: str, keys: list[str]) -> tuple[str, list[str]]:
+    """The canonical entry a path names and the field keys after it.
 
-
-def _alias(raw: RawCatalog, section: str, name: str) -> str:
-    entries = raw.section(section)
-    if name in entries:
-        return name
-    aliases = _aliases(raw, section)
-    if name in aliases:
-        return aliases[name]
-    choices = [*entries, *aliases]
-    raise InputError(f"--set {section}.{name}: unknown {section[:-1]} '{name}'{did_you_mean(name, choices)}")
-
-
-def _entry_keys(raw: RawCatalog, section: str, keys: list[str]) -> tuple[str, list[str]]:
-    """The entry a path names and the field keys after it; names may hold dots (llama-3.1-8b)."""
-    names = set(raw.section(section)) | set(_aliases(raw, section))
-    for end in range(len(keys) - 1, 1, -1):  # the longest name that leaves a field
-        if ".".join(keys[1:end]) in names:
-            return _alias(raw, section, ".".join(keys[1:end])), keys[end:]
-    return _alias(raw, section, keys[1]), keys[2:]
+    ``names`` maps every name and alias of the section to its canonical name. Names may hold
+    dots (llama-3.1-8b): the longest name that leaves at least one field wins.
+    """
+    for end in range(len(keys) - 1, 1, -1):
+        candidate = ".".join(keys[1:end])
+        if candidate in names:
+            return names[candidate], keys[end:]
+    if keys[1] in names:
+        return names[keys[1]], keys[2:]
+    raise InputError(
+        f"`sets` {section}.{keys[1]}: unknown {section[:-1]} '{keys[1]}'{did_you_mean(keys[1], names)}"
+    )
 
 
 def _fields(cls: Any) -> list[str]:
@@ -84,9 +83,9 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
     if isinstance(node, list):  # price points: address them by label
         labels = {p.get("label"): p for p in node if isinstance(p, dict)}
         if not labels:
-            raise InputError(f"--set {where}: a list; set it whole, e.g. {where}=[a, b]")
+            raise InputError(f"`sets` {where}: a list; set it whole, e.g. {where}=[a, b]")
         if key not in labels:
-            raise InputError(f"--set {where}.{key}: no price labelled '{key}'{did_you_mean(key, labels)}")
+            raise InputError(f"`sets` {where}.{key}: no price labelled '{key}'{did_you_mean(key, labels)}")
         target = labels[key]
         if rest:
             _assign(target, rest, value, f"{where}.{key}")
@@ -94,14 +93,15 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
             _set_leaf(target, "usd_per_gpu_hour", value)
         return
     if not isinstance(node, dict):
-        raise InputError(f"--set {where}: cannot go below a plain value")
+        raise InputError(f"`sets` {where}: cannot go below a plain value")
     choices = set(node) | set(_fields(cls))
     if key not in choices:
-        raise InputError(f"--set {where}.{key}: unknown field{did_you_mean(key, choices)}")
+        raise InputError(f"`sets` {where}.{key}: unknown field{did_you_mean(key, choices)}")
     if rest:
-        child = node.setdefault(key, {})
-        sub = _field_class(cls, key)
-        _assign(child, rest, value, f"{where}.{key}", sub)
+        child = node.get(key)
+        if child is None:
+            child = node[key] = {}
+        _assign(child, rest, value, f"{where}.{key}", _field_class(cls, key))
     else:
         _set_leaf(node, key, value)
 
@@ -134,47 +134,67 @@ def apply_workload(body: dict, overrides: list[Override]) -> None:
     for o in overrides:
         keys = o.path.split(".")[1:]
         if not keys:
-            raise InputError(f"--set {o.path}: name a workload field, e.g. workload.tokens=2e14")
-        _assign(body, keys, o.value, WORKLOAD, _workload_class(body))
+            raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
+        _assign(body, keys, o.value, WORKLOAD, WORKLOAD_KINDS.get(body.get("kind", "pretrain")))
 
 
-def _workload_class(body: dict) -> Any:
-    from .loader import WORKLOAD_KINDS
-
-    return WORKLOAD_KINDS.get(body.get("kind", "pretrain"))
+def _dump(entry: Any) -> dict:
+    return entry.model_dump(mode="python")
 
 
-def apply(raw: RawCatalog, overrides: list[Override], workload: dict | None = None) -> None:
-    """Apply overrides in place to the raw catalog (and to a raw workload dict)."""
-    if overrides:
-        today = dt.date.today().isoformat()
-        raw.section("sources")[CLI_SOURCE] = {
-            "title": "value given with --set on the command line",
-            "date": today,
-        }
-        raw.origins[("sources", CLI_SOURCE)] = "command line"
-    sections = {**ENTRY_SECTIONS, **MERGED_SECTIONS}
-    for o in overrides:
+def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog:
+    """A copy of ``cat`` with the overrides applied and the touched entries validated again."""
+    from .catalog import finish
+
+    parsed = [o if isinstance(o, Override) else parse([o])[0] for o in items]
+    if not parsed:
+        return cat
+    sections = {name: dict(getattr(cat, name)) for name in ENTRY_SECTIONS}
+    merged = {name: getattr(cat, name) for name in MERGED_SECTIONS}
+    origins = dict(cat.origins)
+    sections["sources"][CLI_SOURCE] = Source(
+        title="value given with --set on the command line", date=dt.date.today().isoformat()
+    )
+    origins[("sources", CLI_SOURCE)] = "command line"
+    for o in parsed:
         keys = o.path.split(".")
         section = keys[0]
         if section == WORKLOAD:
             if len(keys) < 2:
-                raise InputError(f"--set {o.path}: name a workload field, e.g. workload.tokens=2e14")
-            if workload is not None:
-                apply_workload(workload, [o])
+                raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
             continue
-        if section not in sections:
-            choices = [*sections, WORKLOAD]
-            raise InputError(f"--set {o.path}: unknown section '{section}'{did_you_mean(section, choices)}")
-        cls = sections[section]
+        classes = {**ENTRY_SECTIONS, **MERGED_SECTIONS}
+        if section not in classes:
+            choices = [*classes, WORKLOAD]
+            raise InputError(f"`sets` {o.path}: unknown section '{section}'{did_you_mean(section, choices)}")
+        cls = classes[section]
         if len(keys) < 2:
-            raise InputError(f"--set {o.path}: name a field, e.g. {section}.{_fields(cls)[0]}=VALUE")
+            raise InputError(f"`sets` {o.path}: name a field, e.g. {section}.{_fields(cls)[0]}=VALUE")
         if section in MERGED_SECTIONS:
-            _assign(raw.section(section), keys[1:], o.value, section, cls)
-            raw.origins[(section, keys[1])] = f"--set {o.text}"
+            body = _dump(merged[section])
+            _assign(body, keys[1:], o.value, section, cls)
+            origins[(section, keys[1])] = f"--set {o.text}"
+            merged[section] = _validate_section(cls, body, section, o)
             continue
         if len(keys) < 3:
-            raise InputError(f"--set {o.path}: expected {section}.NAME.FIELD=VALUE")
-        name, fields = _entry_keys(raw, section, keys)
-        _assign(raw.section(section)[name], fields, o.value, f"{section}.{name}", cls)
-        raw.origins[(section, name)] = f"{raw.origins.get((section, name), '')} + --set {o.text}".lstrip(" +")
+            raise InputError(f"`sets` {o.path}: expected {section}.NAME.FIELD=VALUE")
+        names = {n: n for n in sections[section]}
+        names.update(cat.aliases.get(section, {}))
+        name, fields = entry_name(names, section, keys)
+        body = _dump(sections[section][name])
+        _assign(body, fields, o.value, f"{section}.{name}", cls)
+        origin = f"{origins.get((section, name), '')} + --set {o.text}".lstrip(" +")
+        origins[(section, name)] = origin
+        sections[section][name] = validate_entry(cls, body, f"{origin}: {section}.{name}")
+    new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
+    finish(new)
+    return new
+
+
+def _validate_section(cls: Any, body: dict, section: str, o: Override) -> Any:
+    from pydantic import ValidationError
+
+    try:
+        return cls.model_validate(body)
+    except ValidationError as e:
+        raise InputError(format_validation_error(f"--set {o.text}: {section}", e, cls)) from None

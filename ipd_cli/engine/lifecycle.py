@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ipd_cli.catalog.loader import Catalog
+from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import Scenario
 
 from . import formulas as f

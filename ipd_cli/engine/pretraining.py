@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ipd_cli.catalog.loader import Catalog
+from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import PRECISIONS, Accelerator
 from ipd_cli.errors import InfeasibleError, InputError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ipd_cli.catalog.loader import Catalog
+from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import System
 from ipd_cli.errors import InputError
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ipd_cli.catalog.loader import Catalog
+from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import RL_MODES, RlWorkload
 from ipd_cli.errors import InfeasibleError, InputError
 

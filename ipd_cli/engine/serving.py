@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ipd_cli.catalog.loader import Catalog
+from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import PRECISIONS, Accelerator, Model, System
 from ipd_cli.errors import InfeasibleError, InputError
 

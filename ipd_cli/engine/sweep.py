@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ipd_cli.catalog.loader import Catalog
-from ipd_cli.catalog.overrides import _entry_keys
+from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.catalog.overrides import entry_name
 from ipd_cli.errors import InputError, did_you_mean
 
 from .lifecycle import serve_point
@@ -97,11 +97,10 @@ def parse_axes(cat: Catalog, items: list[str]) -> list[Axis]:
 def canonical_path(cat: Catalog, path: str) -> str:
     """Resolve aliases in ``systems.ALIAS...`` / ``models.ALIAS...`` paths."""
     keys = path.split(".")
-    if len(keys) >= 2 and keys[0] in ("systems", "models"):
-        from ipd_cli.catalog.loader import RawCatalog
-
-        raw = RawCatalog({keys[0]: {n: e.model_dump() for n, e in getattr(cat, keys[0]).items()}})
-        name, rest = _entry_keys(raw, keys[0], keys)  # names may hold dots (llama-3.1-405b)
+    if len(keys) >= 3 and keys[0] in ("systems", "models"):
+        names = {n: n for n in getattr(cat, keys[0])}
+        names.update(cat.aliases.get(keys[0], {}))
+        name, rest = entry_name(names, keys[0], keys)  # names may hold dots (llama-3.1-405b)
         return ".".join([keys[0], name, *rest])
     return ".".join(keys)
 

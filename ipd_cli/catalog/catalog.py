@@ -1,0 +1,182 @@
+"""The validated catalog: frozen pydantic entries, their files, aliases, and lookups.
+
+:func:`build` validates a merged :class:`~ipd_cli.catalog.layers.RawCatalog`;
+:meth:`Catalog.with_overrides` returns a copy with ``--set`` values applied, re-validating
+only the entries they touch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ipd_cli.errors import InputError, did_you_mean, unknown
+
+from .layers import ENTRY_SECTIONS, MERGED_SECTIONS, RawCatalog
+from .schema import (
+    Accelerator,
+    Economics,
+    Efficiency,
+    HostCpu,
+    Model,
+    PretrainWorkload,
+    RlEfficiency,
+    RlWorkload,
+    Scenario,
+    ServingEfficiency,
+    Source,
+    System,
+)
+from .validation import format_validation_error, validate_entry, validate_workload
+
+
+@dataclass
+class Catalog:
+    """The validated catalog. Look entries up with :meth:`system`, :meth:`model`, ..."""
+
+    sources: dict[str, Source]
+    accelerators: dict[str, Accelerator]
+    cpus: dict[str, HostCpu]
+    systems: dict[str, System]
+    models: dict[str, Model]
+    workloads: dict[str, PretrainWorkload | RlWorkload | Scenario]
+    economics: Economics
+    efficiency: Efficiency
+    serving: ServingEfficiency
+    rl: RlEfficiency
+    origins: dict[tuple[str, str], str]
+    aliases: dict[str, dict[str, str]]
+    overrides: list[Any] = field(default_factory=list)  # --set items, applied already except workload.*
+
+    def _get(self, kind: str, section: str, name: str) -> Any:
+        table: dict[str, Any] = getattr(self, section)
+        canonical = self.aliases.get(section, {}).get(name, name)
+        if canonical not in table:
+            raise unknown(kind, name, list(table) + list(self.aliases.get(section, {})))
+        return table[canonical]
+
+    def canonical(self, section: str, name: str) -> str:
+        return self.aliases.get(section, {}).get(name, name)
+
+    def system(self, name: str) -> System:
+        return self._get("hardware", "systems", name)
+
+    def model(self, name: str) -> Model:
+        return self._get("model", "models", name)
+
+    def workload(self, name: str) -> PretrainWorkload | RlWorkload | Scenario:
+        return self._get("workload", "workloads", name)
+
+    def accelerator_of(self, system: System) -> Accelerator:
+        return self.accelerators[system.accelerator]
+
+    def origin(self, section: str, name: str) -> str:
+        return self.origins.get((section, self.canonical(section, name)), "<command line>")
+
+    def with_overrides(self, sets: list[str] | list[Any]) -> Catalog:
+        """A copy with ``PATH=VALUE`` overrides applied (see :mod:`ipd_cli.catalog.overrides`);
+        only the entries they touch are validated again."""
+        from .overrides import apply_to_catalog
+
+        return apply_to_catalog(self, sets)
+
+
+def _check_sources(data: Any, sources: dict[str, Any], where: str) -> None:
+    if isinstance(data, dict):
+        ref = data.get("source")
+        if isinstance(ref, str) and ref not in sources:
+            raise InputError(f"{where}.source: unknown source id '{ref}'{did_you_mean(ref, sources)}")
+        for k, v in data.items():
+            _check_sources(v, sources, f"{where}.{k}")
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            _check_sources(v, sources, f"{where}.{i}")
+
+
+def build(raw: RawCatalog) -> Catalog:
+    """Validate the merged raw catalog into frozen pydantic models."""
+    sections: dict[str, dict[str, Any]] = {}
+    for section, cls in ENTRY_SECTIONS.items():
+        sections[section] = {
+            name: validate_entry(cls, value, f"{raw.origins[(section, name)]}: {section}.{name}")
+            for name, value in raw.section(section).items()
+        }
+    merged = {}
+    for section, cls in MERGED_SECTIONS.items():
+        body = raw.section(section)
+        try:
+            merged[section] = cls.model_validate(body)
+        except ValidationError as e:
+            loc = e.errors()[0]["loc"]
+            files = sorted({raw.origins[(section, k)] for k in body}) or ["catalog"]
+            origin = raw.origins.get((section, str(loc[0])), files[0]) if loc else ", ".join(files)
+            raise InputError(format_validation_error(f"{origin}: {section}", e, cls)) from None
+    workloads = {
+        name: validate_workload(body, f"{raw.origins[('workloads', name)]}: workloads.{name}")
+        for name, body in raw.section("workloads").items()
+    }
+    for (section, name), origin in raw.origins.items():
+        if section != "sources":
+            value = raw.section(section).get(name)
+            _check_sources(value, raw.section("sources"), f"{origin}: {section}.{name}")
+    catalog = Catalog(
+        economics=merged["economics"],
+        efficiency=merged["efficiency"],
+        serving=merged["serving"],
+        rl=merged["rl"],
+        workloads=workloads,
+        origins=dict(raw.origins),
+        aliases={},
+        **sections,
+    )
+    finish(catalog)
+    return catalog
+
+
+def finish(catalog: Catalog) -> None:
+    """Aliases and cross-references, after the entries are validated (also after overrides)."""
+    catalog.aliases = {"systems": _aliases(catalog.systems), "models": _aliases(catalog.models)}
+    _check_references(catalog)
+
+
+def _aliases(entries: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, entry in entries.items():
+        for alias in entry.aliases:
+            if alias in entries or alias in out:
+                raise InputError(f"alias '{alias}' of '{name}' is already a name or alias; rename one")
+            out[alias] = name
+    return out
+
+
+def _check_references(cat: Catalog) -> None:
+    for name, s in cat.systems.items():
+        where = f"{cat.origins[('systems', name)]}: systems.{name}"
+        if s.accelerator not in cat.accelerators:
+            raise unknown(f"accelerator in {where}.accelerator:", s.accelerator, list(cat.accelerators))
+        if s.host_cpu not in cat.cpus:
+            raise unknown(f"cpu in {where}.host_cpu:", s.host_cpu, list(cat.cpus))
+    for name, w in cat.workloads.items():
+        where = f"{cat.origins[('workloads', name)]}: workloads.{name}"
+        if cat.canonical("models", w.model) not in cat.models:
+            raise unknown(f"model in {where}.model:", w.model, list(cat.models))
+        if w.kind == "scenario":
+            check_scenario_refs(cat, w, where)
+
+
+def check_scenario_refs(cat: Catalog, s: Any, where: str) -> None:
+    """A scenario's pre-training workload must be a pretrain workload, its RL workload an rl one."""
+    refs = [("pretraining.workload", s.pretraining.workload, "pretrain")]
+    if s.post_training is not None:
+        refs.append(("post_training.workload", s.post_training.workload, "rl"))
+    for field_name, ref, kind in refs:
+        if ref is None:
+            continue
+        if ref not in cat.workloads:
+            raise unknown(f"workload in {where}.{field_name}:", ref, list(cat.workloads))
+        if cat.workloads[ref].kind != kind:
+            raise InputError(
+                f"{where}.{field_name}: '{ref}' is a {cat.workloads[ref].kind} workload; give a {kind} one"
+            )

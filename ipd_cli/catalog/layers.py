@@ -1,0 +1,153 @@
+"""Catalog layers: the built-in catalog, then ``IPD_CATALOG`` directories, then ``--catalog DIR``.
+
+In a directory, every ``*.yaml`` file may hold the sections ``sources``, ``accelerators``,
+``cpus``, ``systems``, ``models``, ``economics``, ``efficiency``, ``serving`` and ``rl``;
+each file under ``workloads/`` holds one workload, named after the file. Later layers
+override earlier ones by entry name; ``economics``, ``efficiency``, ``serving`` and ``rl``
+merge field by field. Two files of the same layer that define the same name are an error.
+The result is a :class:`RawCatalog`: merged, not yet validated data with the file each
+entry came from.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ipd_cli.errors import InputError, did_you_mean
+
+from .schema import (
+    Accelerator,
+    Economics,
+    Efficiency,
+    HostCpu,
+    Model,
+    RlEfficiency,
+    ServingEfficiency,
+    Source,
+    System,
+)
+from .validation import validate_entry
+from .yamlio import read_yaml
+
+ENTRY_SECTIONS: dict[str, type[BaseModel]] = {
+    "sources": Source,
+    "accelerators": Accelerator,
+    "cpus": HostCpu,
+    "systems": System,
+    "models": Model,
+}
+MERGED_SECTIONS: dict[str, type[BaseModel]] = {
+    "economics": Economics,
+    "efficiency": Efficiency,
+    "serving": ServingEfficiency,
+    "rl": RlEfficiency,
+}
+ENV_CATALOG = "IPD_CATALOG"
+
+
+@dataclass
+class RawCatalog:
+    """Merged, not yet validated catalog data with the file each entry came from."""
+
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    origins: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def section(self, name: str) -> dict[str, Any]:
+        return self.sections.setdefault(name, {})
+
+
+def builtin_dir() -> Path:
+    """The installed catalog; from an uninstalled source checkout, the repo's configs/."""
+    installed = Path(__file__).resolve().parents[1] / "configs"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "configs"
+
+
+def catalog_dirs(extra: list[Path] | None = None) -> list[Path]:
+    dirs = [builtin_dir()]
+    env = os.environ.get(ENV_CATALOG, "")
+    dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs += list(extra or [])
+    return dirs
+
+
+def layer_files(directory: Path) -> tuple[list[Path], list[Path]]:
+    if not directory.is_dir():
+        what = "is a file, not a directory" if directory.exists() else "catalog directory not found"
+        raise InputError(f"{directory}: {what}; give an existing directory")
+    sections = sorted(directory.glob("*.yaml"))
+    workloads = sorted((directory / "workloads").glob("*.yaml"))
+    return sections, workloads
+
+
+def _label(path: Path, directory: Path, builtin: bool) -> str:
+    """How a file is named in messages and outputs: builtin files relative, user files as given."""
+    return f"builtin:{path.relative_to(directory).as_posix()}" if builtin else str(path)
+
+
+def _add_layer(raw: RawCatalog, directory: Path, builtin: bool = False) -> None:
+    section_files, workload_files = layer_files(directory)
+    layer_seen: dict[tuple[str, str], str] = {}
+
+    def put(section: str, name: str, value: Any, origin: str) -> None:
+        key = (section, name)
+        if key in layer_seen:
+            raise InputError(f"{origin}: {section}.{name} is also defined in {layer_seen[key]}; keep one")
+        layer_seen[key] = origin
+        raw.section(section)[name] = value
+        raw.origins[key] = origin
+
+    for path in section_files:
+        label = _label(path, directory, builtin)
+        doc = read_yaml(path, label=label)
+        if doc is None:
+            raise InputError(
+                f"{label}: empty file (no YAML content); add sections such as economics: or remove it"
+            )
+        if not isinstance(doc, dict):
+            raise InputError(f"{label}: expected a mapping of sections at the top level")
+        for section, body in doc.items():
+            if section in MERGED_SECTIONS:
+                if not isinstance(body, dict):
+                    raise InputError(f"{label}: {section}: expected a mapping of fields")
+                for name, value in body.items():
+                    put(section, str(name), value, label)
+            elif section in ENTRY_SECTIONS:
+                if not isinstance(body, dict):
+                    raise InputError(f"{label}: {section}: expected a mapping of name -> entry")
+                for name, value in body.items():
+                    put(section, str(name), value, label)
+            else:
+                choices = list(ENTRY_SECTIONS) + list(MERGED_SECTIONS)
+                raise InputError(f"{label}: unknown section '{section}'{did_you_mean(str(section), choices)}")
+    for path in workload_files:
+        label = _label(path, directory, builtin)
+        body = read_workload_doc(path, label=label)
+        for sid, src in body.pop("sources", {}).items():
+            put("sources", str(sid), src, label)
+        put("workloads", path.stem, body, label)
+
+
+def read_workload_doc(path: Path | str, text: str | None = None, label: str | None = None) -> dict[str, Any]:
+    where = label or str(path)
+    doc = read_yaml(path, text, label)
+    if doc is None:
+        raise InputError(f"{where}: empty file; expected a workload mapping (kind, model, ...)")
+    if not isinstance(doc, dict):
+        raise InputError(f"{where}: expected a workload mapping (kind, model, ...)")
+    if "sources" in doc and not isinstance(doc["sources"], dict):
+        raise InputError(f"{where}: sources: expected a mapping of id -> source")
+    for sid, src in (doc.get("sources") or {}).items():
+        validate_entry(Source, src, f"{where}: sources.{sid}")
+    return {str(k): v for k, v in doc.items()}
+
+
+def load_raw(extra_dirs: list[Path] | None = None) -> RawCatalog:
+    raw = RawCatalog()
+    for i, directory in enumerate(catalog_dirs(extra_dirs)):
+        _add_layer(raw, directory, builtin=i == 0)
+    return raw

@@ -1,0 +1,85 @@
+"""Validating catalog and workload data with pydantic; errors become one line naming the
+file, the dotted field, what is wrong and the value given."""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ipd_cli.errors import InputError, did_you_mean
+
+from .schema import PretrainWorkload, RlWorkload, Scenario
+
+WORKLOAD_KINDS: dict[str, type[BaseModel]] = {
+    "pretrain": PretrainWorkload,
+    "rl": RlWorkload,
+    "scenario": Scenario,
+}
+
+
+def format_validation_error(where: str, err: ValidationError, cls: type[BaseModel] | None = None) -> str:
+    """One line: file, dotted field path, what is wrong, the offending value.
+
+    An unknown key is reported first (a misspelt key also makes its right spelling
+    'missing'), with a did-you-mean from the fields of the model it sits in.
+    """
+    errors = err.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = ".".join(str(p) for p in first["loc"])
+    path = f"{where}.{loc}" if loc else where
+    msg = first["msg"]
+    hint = ""
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+        fields = _fields_at(cls, first["loc"][:-1]) if cls else []
+        hint = did_you_mean(first["loc"][-1], fields) if fields else ""
+    value = first.get("input")
+    shown = "" if isinstance(value, dict | list) or value is None else f" (got {_short(value)})"
+    more = len(errors) - 1
+    tail = f" [+{more} more error{'s' if more > 1 else ''}]" if more else ""
+    return f"{path}: {msg}{shown}{hint}{tail}"
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _fields_at(cls: Any, loc: tuple) -> list[str]:
+    """Field names of the model found by following ``loc`` from ``cls`` (empty when unknown)."""
+    import typing
+
+    tp: Any = cls
+    for part in (*loc, None):
+        while typing.get_origin(tp) in (typing.Union, types.UnionType):
+            tp = next((a for a in typing.get_args(tp) if a is not type(None)), None)
+        if part is None:
+            break
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            field_info = tp.model_fields.get(str(part))
+            tp = field_info.annotation if field_info else None
+        elif typing.get_origin(tp) in (dict, list, tuple):
+            args = typing.get_args(tp)
+            tp = args[-1] if typing.get_origin(tp) is dict else (args[0] if args else None)
+        else:
+            return []
+    return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+
+
+def validate_entry(model_cls: type[BaseModel], value: Any, where: str) -> Any:
+    try:
+        return model_cls.model_validate(value)
+    except ValidationError as e:
+        raise InputError(format_validation_error(where, e, model_cls)) from None
+
+
+def validate_workload(body: dict[str, Any], where: str) -> PretrainWorkload | RlWorkload | Scenario:
+    kind = body.get("kind", "pretrain")
+    cls = WORKLOAD_KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise InputError(
+            f"{where}.kind: unknown workload kind '{kind}'{did_you_mean(str(kind), WORKLOAD_KINDS)}"
+        )
+    return validate_entry(cls, body, where)

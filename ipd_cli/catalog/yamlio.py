@@ -1,0 +1,145 @@
+"""Reading YAML safely: bounded size, UTF-8 only, no Python tags, no duplicate keys, bounded
+nesting and alias expansion. Every failure is a one-line :class:`InputError` naming the file."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from ipd_cli.errors import InputError
+
+MAX_FILE_BYTES = 2_000_000
+MAX_DEPTH = 64  # the catalog is about 6 levels deep
+MAX_NODES = MAX_FILE_BYTES  # aliases may not expand a document beyond what 2 MB could spell out
+
+
+@functools.cache
+def _strict_loader() -> type:
+    """A safe loader (libyaml's when available) that refuses duplicate keys.
+
+    Built on first use so that commands served from the catalog cache never import yaml.
+    """
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictLoader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    def no_duplicates(loader: Any, node: Any, deep: bool = False) -> dict:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            mark = key_node.start_mark
+            try:
+                first = seen.get(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a key must be a plain value, not a list or mapping", mark
+                ) from None
+            if first is not None:
+                problem = f"duplicate key '{key}' (first at line {first.line + 1}); keep one"
+                raise yaml.constructor.ConstructorError(None, None, problem, mark)
+            seen[key] = mark
+        return loader.construct_mapping(node, deep=deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, no_duplicates)
+    return StrictLoader
+
+
+def _too_large(name: str) -> InputError:
+    return InputError(f"{name}: larger than {MAX_FILE_BYTES:,} bytes; refusing to read it")
+
+
+def _read_bytes(p: Path, name: str) -> bytes:
+    """At most MAX_FILE_BYTES: a device or pipe (/dev/zero) reports no size, so read with a bound."""
+    if p.is_dir():
+        raise InputError(f"{name}: is a directory; give a YAML file")
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except OSError as e:
+        raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise _too_large(name)
+    return data
+
+
+def _check_shape(doc: Any, name: str) -> None:
+    """Refuse documents nested deeper than MAX_DEPTH, recursive aliases, and alias bombs.
+
+    The safe loader shares aliased nodes, so a 'billion laughs' file parses fast; but any walk
+    over it (validation, the source check, JSON) pays for the expanded tree. The expanded size
+    is counted here once per distinct node.
+    """
+    sizes: dict[int, tuple[int, int]] = {}  # id -> (expanded nodes, height)
+    active: set[int] = set()
+
+    def walk(node: Any, level: int) -> tuple[int, int]:
+        if not isinstance(node, dict | list):
+            return 1, 0
+        key = id(node)
+        if key in active:
+            raise InputError(f"{name}: an alias refers to itself (a recursive document); remove it")
+        if key not in sizes:
+            if level > MAX_DEPTH:
+                raise InputError(f"{name}: nested deeper than {MAX_DEPTH} levels; refusing it")
+            active.add(key)
+            children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+            size, height = 1, 0
+            for child in children:
+                s, h = walk(child, level + 1)
+                size, height = size + s, max(height, h + 1)
+                if size > MAX_NODES:
+                    raise InputError(f"{name}: aliases expand to over {MAX_NODES:,} values; refusing it")
+            active.discard(key)
+            sizes[key] = (size, height)
+        size, height = sizes[key]
+        if level + height > MAX_DEPTH:
+            raise InputError(f"{name}: nested deeper than {MAX_DEPTH} levels; refusing it")
+        return size, height
+
+    walk(doc, 0)
+
+
+def read_yaml(path: Path | str, text: str | None = None, label: str | None = None) -> Any:
+    """Parse one YAML document safely; every failure is a one-line InputError naming the file.
+
+    Refused: files over MAX_FILE_BYTES, non-UTF-8 or binary content, Python tags (safe loader),
+    duplicate keys, nesting deeper than MAX_DEPTH and alias expansion beyond MAX_NODES.
+    """
+    name = label or str(path)
+    if text is None:
+        data = _read_bytes(Path(path), name)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(
+                f"{name}: not UTF-8 text (byte {e.start}); save the file as UTF-8 YAML"
+            ) from None
+    elif len(text) > MAX_FILE_BYTES:
+        raise _too_large(name)
+    else:
+        try:  # stdin decoded with surrogateescape carries undecodable bytes as lone surrogates
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InputError(f"{name}: not UTF-8 text (character {e.start}); give UTF-8 YAML") from None
+    if "\x00" in text:
+        raise InputError(f"{name}: binary content; expected UTF-8 YAML")
+    import yaml
+
+    try:
+        doc = yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a safe loader subclass
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise InputError(f"{name}: invalid YAML{where}: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise InputError(f"{name}: invalid YAML: {e}") from None
+    except RecursionError:  # the pure-Python parser recurses per level; libyaml stops at 1000
+        raise InputError(f"{name}: nested deeper than {MAX_DEPTH} levels; refusing it") from None
+    _check_shape(doc, name)
+    return doc
