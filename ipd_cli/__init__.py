@@ -8,9 +8,8 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .api import (  # noqa: E402
+from ._version import __version__
+from .api import (
     compare,
     explain,
     list_hardware,

@@ -39,7 +39,8 @@ def test_cost_and_sweep_plots(tmp_path):
         "-o",
         str(tmp_path / "c.png"),
     )
-    assert r.code == 0, r.stderr and (tmp_path / "c.png").read_bytes()[:8] == PNG_MAGIC
+    assert r.code == 0, r.stderr
+    assert (tmp_path / "c.png").read_bytes()[:8] == PNG_MAGIC
     csv_file = tmp_path / "s.csv"
     run_cli(
         "sweep",
@@ -63,7 +64,8 @@ def test_cost_and_sweep_plots(tmp_path):
         "-o",
         str(tmp_path / "s.png"),
     )
-    assert r.code == 0, r.stderr and (tmp_path / "s.png").read_bytes()[:8] == PNG_MAGIC
+    assert r.code == 0, r.stderr
+    assert (tmp_path / "s.png").read_bytes()[:8] == PNG_MAGIC
 
 
 def test_text_plot_without_a_file():

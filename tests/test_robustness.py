@@ -604,7 +604,7 @@ def test_unknown_names_have_suggestions():
     )
     clean_error(run_cli("hardware", "show", "blakwell"), 2, "did you mean 'blackwell'?")
     clean_error(run_cli(*TRAIN, "--precision", "fp2"), 2, "unknown precision 'fp2'")
-    clean_error(run_cli(*TRAIN, "--pricing", "owned"), 2, "unknown pricing 'owned'")
+    clean_error(run_cli(*TRAIN, "--pricing", "owned"), 2, "unknown --pricing 'owned'")
 
 
 def test_missing_workload_file(tmp_path):

@@ -31,7 +31,7 @@ def cache_dir() -> Path | None:
 
 
 def fingerprint(dirs: list[Path]) -> str:
-    from ipd_cli import __version__
+    from ipd_cli._version import __version__
 
     h = hashlib.sha256(__version__.encode())
     files = sorted(Path(__file__).parent.glob("*.py"))  # a schema change must not read old pickles

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -19,6 +19,25 @@ PRECISIONS = ("fp4", "fp8", "bf16")
 Precision = Literal["fp4", "fp8", "bf16"]
 Status = Literal["shipping", "announced", "roadmap"]
 PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
+
+
+def unit(symbol: str, si: float = 1.0, **kw: Any) -> Any:
+    """A field declared with its unit as written in the catalog and the factor to SI.
+
+    The engine reads every input through :class:`ipd_cli.engine.inputs.Inputs`, which returns
+    the value times ``si`` (TB/s -> bytes/s, ms -> s, kW -> W, TFLOP/s -> FLOP/s) and records
+    the unit; no call site retypes a unit or a scale.
+    """
+    return Field(json_schema_extra={"unit": symbol, "si": si}, **kw)
+
+
+def field_unit(cls: type[BaseModel], name: str) -> tuple[str, float] | None:
+    """(unit, SI factor) declared on ``cls.name``, or None."""
+    info = cls.model_fields.get(name)
+    extra = info.json_schema_extra if info is not None else None
+    if isinstance(extra, dict) and "unit" in extra:
+        return str(extra["unit"]), float(extra.get("si", 1.0))  # type: ignore[arg-type]
+    return None
 
 
 class Strict(BaseModel):
@@ -86,20 +105,25 @@ class Sourced(Strict):
 
 class Accelerator(Strict):
     vendor: str
-    fp4_dense_tflops: Sourced | None = None
-    fp8_dense_tflops: Sourced | None = None
-    bf16_dense_tflops: Sourced
-    fp4_sparse_tflops: Sourced | None = None
-    fp8_sparse_tflops: Sourced | None = None
-    bf16_sparse_tflops: Sourced | None = None
-    fp4_vendor_effective_tflops: Sourced | None = Field(
-        default=None, description="vendor figures that are neither dense nor 2:4 sparse (Rubin 'TE')"
+    fp4_dense_tflops: Sourced | None = unit("TFLOP/s per GPU", 1e12, default=None)
+    fp8_dense_tflops: Sourced | None = unit("TFLOP/s per GPU", 1e12, default=None)
+    bf16_dense_tflops: Sourced = unit("TFLOP/s per GPU", 1e12)
+    fp4_sparse_tflops: Sourced | None = unit("TFLOP/s per GPU", 1e12, default=None)
+    fp8_sparse_tflops: Sourced | None = unit("TFLOP/s per GPU", 1e12, default=None)
+    bf16_sparse_tflops: Sourced | None = unit("TFLOP/s per GPU", 1e12, default=None)
+    fp4_vendor_effective_tflops: Sourced | None = unit(
+        "TFLOP/s per GPU",
+        1e12,
+        default=None,
+        description="vendor figures that are neither dense nor 2:4 sparse (Rubin 'TE')",
     )
-    hbm_gb: Sourced
-    hbm_tb_per_s: Sourced
-    scale_up_gb_per_s_bidir: Sourced = Field(description="per GPU, both directions added")
-    scale_out_gbit_per_s: Sourced = Field(description="scale-out NIC bandwidth per GPU")
-    tdp_w: Sourced
+    hbm_gb: Sourced = unit("GB per GPU", 1e9)
+    hbm_tb_per_s: Sourced = unit("TB/s per GPU", 1e12)
+    scale_up_gb_per_s_bidir: Sourced = unit("GB/s per GPU", 1e9, description="per GPU, both directions added")
+    scale_out_gbit_per_s: Sourced = unit(
+        "Gbit/s per GPU", 1e9 / 8, description="scale-out NIC bandwidth per GPU (SI: bytes/s)"
+    )
+    tdp_w: Sourced = unit("W")
     note: str | None = None
 
     @model_validator(mode="after")
@@ -112,10 +136,12 @@ class Accelerator(Strict):
 
 
 class HostCpu(Strict):
-    cores: int = Field(gt=0)
+    cores: int = unit("cores", gt=0)
     threads: int | None = None
-    relative_core_throughput: Sourced | None = Field(
-        default=None, description="throughput per core relative to a Grace (Neoverse V2) core"
+    relative_core_throughput: Sourced | None = unit(
+        "ratio to a Grace core",
+        default=None,
+        description="throughput per core relative to a Grace (Neoverse V2) core",
     )
     source: str
     note: str | None = None
@@ -130,7 +156,7 @@ class HostCpu(Strict):
 
 class Price(Strict):
     label: PriceLabel
-    usd_per_gpu_hour: Sourced
+    usd_per_gpu_hour: Sourced = unit("USD/GPU-h")
 
     @model_validator(mode="after")
     def _positive(self) -> Price:
@@ -141,17 +167,20 @@ class Price(Strict):
 class System(Strict):
     description: str
     accelerator: str
-    accelerators: int = Field(gt=0, description="accelerators in one node or rack")
-    scale_up_domain: int = Field(gt=0, description="GPUs in one scale-up (NVLink/IF) domain")
+    accelerators: int = unit("GPUs", gt=0, description="accelerators in one node or rack")
+    scale_up_domain: int = unit("GPUs", gt=0, description="GPUs in one scale-up (NVLink/IF) domain")
     host_cpu: str
-    host_cpus: int = Field(gt=0)
-    power_kw: Sourced = Field(description="node or rack power, all accelerators and hosts")
-    capex_usd: Sourced = Field(description="purchase price of the node or rack")
+    host_cpus: int = unit("CPUs", gt=0)
+    power_kw: Sourced = unit("kW", 1e3, description="node or rack power, all accelerators and hosts (SI: W)")
+    capex_usd: Sourced = unit("USD", description="purchase price of the node or rack")
     prices: list[Price] = Field(min_length=1)
     status: Status
     unstable: bool = False
-    host_link_gb_per_s: Sourced | None = Field(
-        default=None, description="CPU-GPU bandwidth per GPU and direction (PCIe or NVLink-C2C)"
+    host_link_gb_per_s: Sourced | None = unit(
+        "GB/s per GPU",
+        1e9,
+        default=None,
+        description="CPU-GPU bandwidth per GPU and direction (PCIe or NVLink-C2C)",
     )
     aliases: list[str] = []
     note: str | None = None
@@ -166,23 +195,23 @@ class System(Strict):
 
 class Model(Strict):
     description: str
-    total_params: float = Field(gt=0)
-    active_params: float = Field(gt=0)
-    layers: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
-    attention_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
+    total_params: float = unit("parameters", gt=0)
+    active_params: float = unit("parameters", gt=0, description="parameters each token passes through")
+    layers: int = unit("layers", gt=0)
+    hidden_size: int = unit("values", gt=0)
+    attention_heads: int = unit("heads", gt=0)
+    head_dim: int = unit("values", gt=0)
     kv_heads: int | None = Field(default=None, gt=0, description="GQA/MHA KV heads")
     kv_lora_rank: int | None = Field(default=None, gt=0, description="MLA latent size")
     qk_rope_head_dim: int | None = Field(default=None, ge=0, description="MLA decoupled RoPE key size")
-    experts: int = Field(default=1, gt=0, description="routed experts per MoE layer (1 = dense)")
-    experts_per_token: int = Field(default=1, gt=0)
-    shared_experts: int = Field(default=0, ge=0)
+    experts: int = unit("experts", default=1, gt=0, description="routed experts per MoE layer (1 = dense)")
+    experts_per_token: int = unit("experts", default=1, gt=0)
+    shared_experts: int = unit("experts", default=0, ge=0)
     attention_layers: int | None = Field(
         default=None, gt=0, description="layers that keep a KV cache growing with context (default: all)"
     )
-    vocab_size: int = Field(gt=0)
-    max_context: int = Field(gt=0)
+    vocab_size: int = unit("tokens", gt=0)
+    max_context: int = unit("tokens", gt=0)
     source: str
     estimate: bool = False
     aliases: list[str] = []
@@ -211,12 +240,12 @@ class Model(Strict):
 
 
 class Economics(Strict):
-    electricity_usd_per_kwh: Sourced
-    pue: Sourced
-    depreciation_years: Sourced
-    cost_of_capital: Sourced = Field(description="annual rate, e.g. 0.10")
-    utilisation: Sourced = Field(description="share of hours an owned GPU does paid work")
-    opex_fraction_of_capex_per_year: Sourced
+    electricity_usd_per_kwh: Sourced = unit("USD/kWh")
+    pue: Sourced = unit("ratio", description="facility power / IT power")
+    depreciation_years: Sourced = unit("years")
+    cost_of_capital: Sourced = unit("1/year", description="annual rate, e.g. 0.10")
+    utilisation: Sourced = unit("fraction", description="share of hours an owned GPU does paid work")
+    opex_fraction_of_capex_per_year: Sourced = unit("fraction of capex per year")
     rental_label_preference: list[PriceLabel] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -238,8 +267,8 @@ class Economics(Strict):
 class MfuPoint(Strict):
     """A measured training MFU and the cluster size it was measured at."""
 
-    mfu: Sourced
-    measured_at_gpus: int = Field(gt=0)
+    mfu: Sourced = unit("fraction of dense peak")
+    measured_at_gpus: int = unit("GPUs", gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> MfuPoint:
@@ -249,14 +278,18 @@ class MfuPoint(Strict):
 
 class Efficiency(Strict):
     training_mfu: dict[Precision, MfuPoint]
-    scale_retained_per_10x: Sourced = Field(description="share of per-GPU throughput kept per 10x GPUs")
-    training_bytes_per_param: Sourced = Field(description="weights + grads + optimizer state")
-    activation_bytes_per_value: Sourced
-    hbm_usable_fraction: Sourced
-    moe_a2a_bytes_per_value: Sourced
-    scale_up_link_efficiency: Sourced
-    scale_out_link_efficiency: Sourced
-    moe_a2a_overlap: Sourced = Field(description="share of expert all-to-all hidden behind compute")
+    scale_retained_per_10x: Sourced = unit(
+        "fraction", description="share of per-GPU throughput kept per 10x GPUs"
+    )
+    training_bytes_per_param: Sourced = unit("bytes", description="weights + grads + optimizer state")
+    activation_bytes_per_value: Sourced = unit("bytes")
+    hbm_usable_fraction: Sourced = unit("fraction")
+    moe_a2a_bytes_per_value: Sourced = unit("bytes")
+    scale_up_link_efficiency: Sourced = unit("fraction")
+    scale_out_link_efficiency: Sourced = unit("fraction")
+    moe_a2a_overlap: Sourced = unit(
+        "fraction", description="share of expert all-to-all hidden behind compute"
+    )
 
     @model_validator(mode="after")
     def _fractions(self) -> Efficiency:
@@ -329,40 +362,67 @@ def _fraction(name: str, s: Sourced) -> None:
 class ServingEfficiency(Strict):
     """Serving formats and achieved efficiencies (configs/serving.yaml, section ``serving``)."""
 
-    bytes_per_weight: dict[Precision, Sourced] = Field(description="stored bytes per weight, scales included")
-    kv_bytes_per_value: dict[Precision, Sourced] = Field(description="bytes per cached K/V value")
+    bytes_per_weight: dict[Precision, Sourced] = unit(
+        "bytes", description="stored bytes per weight, scales included"
+    )
+    kv_bytes_per_value: dict[Precision, Sourced] = unit("bytes", description="bytes per cached K/V value")
     default_precision: Precision = Field(description="weight precision when none is asked for")
     default_kv_precision: Precision = Field(description="KV-cache precision when none is asked for")
     attention_min_precision: Precision = Field(
         description="attention math runs at the KV precision, never narrower than this"
     )
-    default_input_tokens: int = Field(gt=0, description="prompt tokens per request when none are given")
-    default_output_tokens: int = Field(gt=0, description="generated tokens per request when none are given")
-    hbm_usable_fraction: Sourced = Field(description="share of HBM the engine holds for weights and KV")
-    decode_hbm_efficiency: Sourced = Field(description="achieved share of HBM bandwidth in decode")
-    decode_compute_efficiency: dict[Precision, Sourced] = Field(
-        description="achieved share of the dense peak in compute-bound decode"
+    default_input_tokens: int = unit(
+        "tokens", gt=0, description="prompt tokens per request when none are given"
     )
-    prefill_mfu: dict[Precision, Sourced] = Field(description="achieved share of the dense peak in prefill")
-    moe_compute_share: Sourced = Field(
-        description="share of the dense prefill MFU and decode compute efficiency an MoE model reaches"
+    default_output_tokens: int = unit(
+        "tokens", gt=0, description="generated tokens per request when none are given"
     )
-    step_overhead_ms_scale_up: Sourced = Field(
-        description="per decode step: launches, scheduler, collective latency, inside one scale-up domain"
+    hbm_usable_fraction: Sourced = unit(
+        "fraction", description="share of HBM the engine holds for weights and KV"
     )
-    step_overhead_ms_scale_out: Sourced = Field(description="the same when an instance spans domains")
-    step_overhead_us_per_sequence: Sourced = Field(
-        description="per decode step and sequence: scheduling, sampling, KV-block bookkeeping"
+    decode_hbm_efficiency: Sourced = unit("fraction", description="achieved share of HBM bandwidth in decode")
+    decode_compute_efficiency: dict[Precision, Sourced] = unit(
+        "fraction of dense peak", description="achieved share of the dense peak in compute-bound decode"
     )
-    collective_bytes_per_value: Sourced = Field(description="activation bytes in tensor/expert collectives")
-    scale_up_link_efficiency: Sourced = Field(description="achieved / peak per-direction scale-up bandwidth")
-    scale_out_link_efficiency: Sourced = Field(description="achieved / line rate of the scale-out NIC")
+    prefill_mfu: dict[Precision, Sourced] = unit(
+        "fraction of dense peak", description="achieved share of the dense peak in prefill"
+    )
+    moe_compute_share: Sourced = unit(
+        "fraction",
+        description="share of the dense prefill MFU and decode compute efficiency an MoE model reaches",
+    )
+    step_overhead_ms_scale_up: Sourced = unit(
+        "ms",
+        1e-3,
+        description="per decode step: launches, scheduler, collective latency, inside one scale-up domain",
+    )
+    step_overhead_ms_scale_out: Sourced = unit(
+        "ms", 1e-3, description="the same when an instance spans domains"
+    )
+    step_overhead_us_per_sequence: Sourced = unit(
+        "us", 1e-6, description="per decode step and sequence: scheduling, sampling, KV-block bookkeeping"
+    )
+    collective_bytes_per_value: Sourced = unit(
+        "bytes", description="activation bytes in tensor/expert collectives"
+    )
+    scale_up_link_efficiency: Sourced = unit(
+        "fraction", description="achieved / peak per-direction scale-up bandwidth"
+    )
+    scale_out_link_efficiency: Sourced = unit(
+        "fraction", description="achieved / line rate of the scale-out NIC"
+    )
     instance_gpus: list[int] = Field(
         min_length=1, description="instance sizes tried inside a scale-up domain, smallest first"
     )
-    max_instance_domains: Sourced = Field(description="largest instance tried, in scale-up domains")
-    max_batch_per_instance: Sourced = Field(description="engine cap on concurrent sequences per instance")
-    speculative_speedup: Sourced = Field(description="tokens per decode step per sequence (1 = none)")
+    max_instance_domains: Sourced = unit(
+        "scale-up domains", description="largest instance tried, in scale-up domains"
+    )
+    max_batch_per_instance: Sourced = unit(
+        "sequences", description="engine cap on concurrent sequences per instance"
+    )
+    speculative_speedup: Sourced = unit(
+        "tokens/step", description="tokens per decode step per sequence (1 = none)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ServingEfficiency:
@@ -455,25 +515,35 @@ class RlWorkload(Strict):
 class RlEfficiency(Strict):
     """Achieved efficiencies of the RL loop (configs/rl.yaml, section ``rl``)."""
 
-    training_mfu: dict[Literal["dense", "moe"], Sourced] = Field(
-        description="RL trainer MFU of the dense peak"
+    training_mfu: dict[Literal["dense", "moe"], Sourced] = unit(
+        "fraction of dense peak", description="RL trainer MFU of the dense peak"
     )
-    step_fixed_s: Sourced = Field(description="per-step fixed overhead: optimiser, orchestration, logging")
-    tail_concurrency_fraction: Sourced = Field(
-        description="decode concurrency in the drain / sync concurrency"
+    step_fixed_s: Sourced = unit(
+        "s", description="per-step fixed overhead: optimiser, orchestration, logging"
     )
-    async_waste_fraction: Sourced = Field(
-        description="generation redone in async mode (aborts, KV recompute)"
+    tail_concurrency_fraction: Sourced = unit(
+        "fraction", description="decode concurrency in the drain / sync concurrency"
     )
-    sync_link_efficiency: Sourced = Field(description="achieved share of the link in weight transfer")
-    broadcast_link_efficiency: Sourced = Field(
-        description="the same for broadcast + reload transports (checkpoint-engine style)"
+    async_waste_fraction: Sourced = unit(
+        "fraction", description="generation redone in async mode (aborts, KV recompute)"
     )
-    sync_fixed_s: Sourced = Field(description="fixed latency of one weight update: barriers, gather, reshard")
-    engine_switch_s: Sourced = Field(description="colocated: waking/sleeping the inference engine per step")
-    offload_bytes_per_param: Sourced = Field(description="colocated: training state moved to host and back")
-    default_host_link_gb_per_s: Sourced = Field(
-        description="CPU-GPU bandwidth per GPU when a system has none"
+    sync_link_efficiency: Sourced = unit(
+        "fraction", description="achieved share of the link in weight transfer"
+    )
+    broadcast_link_efficiency: Sourced = unit(
+        "fraction", description="the same for broadcast + reload transports (checkpoint-engine style)"
+    )
+    sync_fixed_s: Sourced = unit(
+        "s", description="fixed latency of one weight update: barriers, gather, reshard"
+    )
+    engine_switch_s: Sourced = unit(
+        "s", description="colocated: waking/sleeping the inference engine per step"
+    )
+    offload_bytes_per_param: Sourced = unit(
+        "bytes", description="colocated: training state moved to host and back"
+    )
+    default_host_link_gb_per_s: Sourced = unit(
+        "GB/s per GPU", 1e9, description="CPU-GPU bandwidth per GPU when a system has none"
     )
 
     @model_validator(mode="after")

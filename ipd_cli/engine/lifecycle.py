@@ -27,6 +27,7 @@ from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import Scenario
 
 from . import formulas as f
+from .inputs import Inputs
 from .pretraining import estimate_workload
 from .results import Assumption, CostBreakdown, IntelligencePerDollar, SystemResult
 
@@ -222,7 +223,9 @@ def estimate_lifecycle(
     serve_tokens = tasks * attempts * out_tokens_per_attempt
     serve_cost = serve_tokens * serving.usd_per_million_output_tokens / 1e6
     serve_gpu_hours = serve_tokens / serving.tokens_per_s_per_gpu / f.SECONDS_PER_HOUR
-    pue = cat.economics.pue.value
+    inp = Inputs(cat)
+    pue = inp.read("economics.pue", "PUE")
+    assumptions = assumptions + inp.trace.items
     serve_energy = f.energy_mwh(serve_gpu_hours, serving.kw_per_gpu, pue)
     steps.append(
         Step(

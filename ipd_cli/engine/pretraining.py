@@ -27,6 +27,7 @@ from ipd_cli.catalog.schema import PRECISIONS, Accelerator
 from ipd_cli.errors import InfeasibleError, InputError
 
 from . import formulas as f
+from .inputs import Inputs
 from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from .results import Pretraining, SystemPretraining
 from .trace import Trace
@@ -61,14 +62,13 @@ def pretraining_inputs(
     trace: Trace,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every number the core needs (``x``) and the labels that describe the point (``meta``)."""
+    inp = Inputs(cat, trace)
     system = cat.system(hardware)
     name = cat.canonical("systems", hardware)
     acc = cat.accelerator_of(system)
     arch = cat.model(model)
     mname = cat.canonical("models", model)
-    eff = cat.efficiency
-    sorigin, morigin = cat.origin("systems", name), cat.origin("models", mname)
-    eorigin = cat.origin("efficiency", "training_mfu")
+    sorigin = cat.origin("systems", name)
     apath, mpath = f"accelerators.{system.accelerator}", f"models.{mname}"
 
     used = supported_precision(acc, precision)
@@ -76,44 +76,18 @@ def pretraining_inputs(
         trace.given(
             "precision", used, "", sorigin, note=f"{name} has no dense {precision} figure; used {used}"
         )
-    point = eff.training_mfu[used]
     mfu_path = f"efficiency.training_mfu.{used}.mfu"
     x: dict[str, Any] = {
-        "peak_flops": trace.take(
-            f"{used} dense peak",
-            acc.dense_tflops(used),
-            "TFLOP/s per GPU",
-            sorigin,
-            f.TERA,
-            path=f"{apath}.{used}_dense_tflops",
-        ),
-        "mfu": trace.take(
-            f"training MFU ({used})", point.mfu, "fraction of dense peak", eorigin, path=mfu_path
-        )
+        "peak_flops": inp.read(f"{apath}.{used}_dense_tflops", f"{used} dense peak"),
+        "mfu": inp.read(mfu_path, f"training MFU ({used})")
         if mfu is None
         else trace.given(f"training MFU ({used})", mfu, "fraction of dense peak", CLI, path=mfu_path),
-        "ref_gpus": trace.given(
-            "MFU measured at",
-            point.measured_at_gpus,
-            "GPUs",
-            eorigin,
-            path=f"efficiency.training_mfu.{used}.measured_at_gpus",
-        ),
+        "ref_gpus": inp.read(f"efficiency.training_mfu.{used}.measured_at_gpus", "MFU measured at"),
         "alpha": f.scale_exponent(
-            trace.take(
-                "throughput kept per 10x GPUs",
-                eff.scale_retained_per_10x,
-                "fraction",
-                eorigin,
-                path="efficiency.scale_retained_per_10x",
-            )
+            inp.read("efficiency.scale_retained_per_10x", "throughput kept per 10x GPUs")
         ),
-        "active_params": trace.given(
-            "active parameters", arch.active_params, "", morigin, path=f"{mpath}.active_params"
-        ),
-        "total_params": trace.given(
-            "total parameters", arch.total_params, "", morigin, path=f"{mpath}.total_params"
-        ),
+        "active_params": inp.read(f"{mpath}.active_params", "active parameters"),
+        "total_params": inp.read(f"{mpath}.total_params", "total parameters"),
         "layers": arch.layers,
         "hidden_size": arch.hidden_size,
         "attn_dim": arch.attention_heads * arch.head_dim,
@@ -129,64 +103,22 @@ def pretraining_inputs(
     if arch.is_moe:
         ep = min(arch.experts, system.scale_up_domain)
         trace.given("expert-parallel degree", ep, "GPUs", sorigin, note="min(experts, scale-up domain)")
-        bidir = trace.take(
-            "scale-up bandwidth (bidirectional)",
-            acc.scale_up_gb_per_s_bidir,
-            "GB/s per GPU",
-            sorigin,
-            path=f"{apath}.scale_up_gb_per_s_bidir",
-        )
-        link_eff = trace.take(
-            "scale-up link efficiency",
-            eff.scale_up_link_efficiency,
-            "fraction",
-            eorigin,
-            path="efficiency.scale_up_link_efficiency",
-        )
+        bidir = inp.read(f"{apath}.scale_up_gb_per_s_bidir", "scale-up bandwidth (bidirectional)")
+        link_eff = inp.read("efficiency.scale_up_link_efficiency", "scale-up link efficiency")
         x["a2a_bytes"] = f.moe_a2a_bytes_per_token(
             arch.experts_per_token,
             arch.hidden_size,
             arch.layers,
-            trace.take(
-                "all-to-all bytes per value",
-                eff.moe_a2a_bytes_per_value,
-                "bytes",
-                eorigin,
-                path="efficiency.moe_a2a_bytes_per_value",
-            ),
+            inp.read("efficiency.moe_a2a_bytes_per_value", "all-to-all bytes per value"),
             ep,
         )
-        x["link_bytes_per_s"] = bidir * f.GIGA / 2 * link_eff
-        x["overlap"] = trace.take(
-            "all-to-all hidden behind compute",
-            eff.moe_a2a_overlap,
-            "fraction",
-            eorigin,
-            path="efficiency.moe_a2a_overlap",
-        )
-    x["hbm_bytes"] = trace.take(
-        "HBM capacity", acc.hbm_gb, "GB per GPU", sorigin, f.GIGA, path=f"{apath}.hbm_gb"
-    )
-    x["usable"] = trace.take(
-        "usable HBM share",
-        eff.hbm_usable_fraction,
-        "fraction",
-        eorigin,
-        path="efficiency.hbm_usable_fraction",
-    )
-    x["bytes_per_param"] = trace.take(
-        "training state per parameter",
-        eff.training_bytes_per_param,
-        "bytes",
-        eorigin,
-        path="efficiency.training_bytes_per_param",
-    )
-    x["act_bytes"] = trace.take(
-        "activation checkpoint bytes per value",
-        eff.activation_bytes_per_value,
-        "bytes",
-        eorigin,
-        path="efficiency.activation_bytes_per_value",
+        x["link_bytes_per_s"] = bidir / 2 * link_eff
+        x["overlap"] = inp.read("efficiency.moe_a2a_overlap", "all-to-all hidden behind compute")
+    x["hbm_bytes"] = inp.read(f"{apath}.hbm_gb", "HBM capacity")
+    x["usable"] = inp.read("efficiency.hbm_usable_fraction", "usable HBM share")
+    x["bytes_per_param"] = inp.read("efficiency.training_bytes_per_param", "training state per parameter")
+    x["act_bytes"] = inp.read(
+        "efficiency.activation_bytes_per_value", "activation checkpoint bytes per value"
     )
     if deadline_days is not None:
         x["deadline_days"] = trace.given(
@@ -194,9 +126,9 @@ def pretraining_inputs(
         )
     else:
         x["gpus"] = trace.given("GPUs", gpus, "GPUs", origin, path="workload.gpus")
-    x["price"], basis = usd_per_gpu_hour(cat, name, system, pricing, trace)
-    x["kw_per_gpu"] = kw_per_gpu(cat, name, system, trace)
-    x["pue"] = pue(cat, trace)
+    x["price"], basis = usd_per_gpu_hour(inp, name, pricing)
+    x["kw_per_gpu"] = kw_per_gpu(inp, name)
+    x["pue"] = pue(inp)
     meta = {"hardware": name, "model": mname, "precision": used, "pricing": basis, "system": system}
     return x, meta
 
@@ -263,21 +195,21 @@ def estimate_pretraining(
     cluster to finish in time).
     """
     if (gpus is None) == (deadline_days is None):
-        raise InputError("give exactly one of --gpus or --days")
+        raise InputError("give exactly one of `gpus` or `deadline_days`")
     for flag, v in (
-        ("--tokens", tokens),
-        ("--gpus", gpus),
-        ("--days", deadline_days),
-        ("--seq-len", sequence_length),
+        ("`tokens`", tokens),
+        ("`gpus`", gpus),
+        ("`deadline_days`", deadline_days),
+        ("`sequence_length`", sequence_length),
     ):
         if v is not None and not math.isfinite(v):
             raise InputError(f"{flag} must be a finite number, got {v}")
         if v is not None and v <= 0:
             raise InputError(f"{flag} must be > 0, got {v}")
     if gpus is not None and gpus > MAX_GPUS:
-        raise InputError(f"--gpus {gpus:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist")
+        raise InputError(f"`gpus` {gpus:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist")
     if mfu is not None and not 0 < mfu <= 1:
-        raise InputError(f"--mfu must be in (0, 1], got {mfu}")
+        raise InputError(f"`mfu` must be in (0, 1], got {mfu}")
     trace = Trace(cat.sources)
     x, meta = pretraining_inputs(
         cat,
@@ -304,7 +236,7 @@ def estimate_pretraining(
     if gpus is not None and gpus < y["min_gpus_for_memory"]:
         raise InfeasibleError(
             f"{meta['model']} needs at least {int(y['min_gpus_for_memory'])} {meta['hardware']} GPUs "
-            f"to hold its training state ({y['memory_bytes'] / 1e12:.1f} TB); got --gpus {gpus}"
+            f"to hold its training state ({y['memory_bytes'] / 1e12:.1f} TB); got `gpus` {gpus}"
         )
     result = Pretraining(
         model=meta["model"],

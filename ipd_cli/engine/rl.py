@@ -38,19 +38,13 @@ from ipd_cli.errors import InfeasibleError, InputError
 
 from . import formulas as f
 from . import serving as sv
+from .inputs import Inputs
 from .pretraining import supported_precision
 from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from .results import Rl, RlPhases, RlResult, RlRun
 from .trace import Trace
 
 CLI = "command line"
-
-
-def _rl(cat: Catalog, trace: Trace, label: str, field: str, unit: str) -> Any:
-    node: Any = cat.rl
-    for key in field.split("."):
-        node = node[key] if isinstance(node, dict) else getattr(node, key)
-    return trace.take(label, node, unit, cat.origin("rl", field.split(".")[0]), path=f"rl.{field}")
 
 
 def _w(trace: Trace, w: RlWorkload, field: str, unit: str, origin: str) -> Any:
@@ -82,7 +76,7 @@ def split_gpus(total: int, instance_gpus: int, balance) -> tuple[int, int]:
     if best is None:
         raise InfeasibleError(
             f"{total} GPUs cannot be split into generation (instances of {instance_gpus}) and training; "
-            f"give at least {instance_gpus + 1} GPUs or use --mode colocated"
+            f"give at least {instance_gpus + 1} GPUs or use `mode` colocated"
         )
     return best[1], best[2]
 
@@ -108,18 +102,19 @@ def estimate_rl(
         updates.update(gpus=gpus, gen_gpus=None, train_gpus=None)
     if gen_gpus is not None or train_gpus is not None:
         updates.update(gen_gpus=gen_gpus, train_gpus=train_gpus)
-    for flag, v in (("--gpus", gpus), ("--gen-gpus", gen_gpus), ("--train-gpus", train_gpus)):
+    for flag, v in (("`gpus`", gpus), ("`gen_gpus`", gen_gpus), ("`train_gpus`", train_gpus)):
         if v is not None and v <= 0:
             raise InputError(f"{flag} must be > 0, got {v}")
     w = workload.model_copy(update=updates)
     if w.mode not in RL_MODES:
         raise InputError(f"unknown mode '{w.mode}'; choose one of: {', '.join(RL_MODES)}")
     if (w.gen_gpus is None) != (w.train_gpus is None):
-        raise InputError("give both --gen-gpus and --train-gpus, or --gpus with --split auto")
+        raise InputError("give both `gen_gpus` and `train_gpus`, or `gpus` with `split` auto")
     if split not in (None, "auto"):
-        raise InputError(f"--split {split}: only 'auto' is supported; or give --gen-gpus and --train-gpus")
+        raise InputError(f"`split` {split}: only 'auto' is supported; or give `gen_gpus` and `train_gpus`")
     ctx = sv.serving_context(cat, hardware, w.model, origin)
     trace = ctx.trace
+    inp = Inputs(cat, trace)
     name, system, acc, arch = ctx.name, ctx.system, ctx.acc, ctx.model
     mname = ctx.mname
     sorigin = cat.origin("systems", name)
@@ -155,63 +150,32 @@ def estimate_rl(
     )
     g_inst = inst.gpus
     b_max = max(1, inst.max_batch)
-    tail_frac = _rl(cat, trace, "tail concurrency share", "tail_concurrency_fraction", "fraction")
-    waste = _rl(cat, trace, "async waste", "async_waste_fraction", "fraction")
+    tail_frac = inp.read("rl.tail_concurrency_fraction", "tail concurrency share")
+    waste = inp.read("rl.async_waste_fraction", "async waste")
 
     # --- training side --------------------------------------------------------------------------
     tprec = supported_precision(acc, w.training_precision)
-    peak_tr = trace.take(
-        f"{tprec} dense peak (training)",
-        acc.dense_tflops(tprec),
-        "TFLOP/s per GPU",
-        sorigin,
-        f.TERA,
-        path=f"accelerators.{system.accelerator}.{tprec}_dense_tflops",
-    )
-    mfu = _rl(cat, trace, "RL trainer MFU", f"training_mfu.{'moe' if arch.is_moe else 'dense'}", "fraction")
+    apath = f"accelerators.{system.accelerator}"
+    peak_tr = inp.read(f"{apath}.{tprec}_dense_tflops", f"{tprec} dense peak (training)")
+    mfu = inp.read(f"rl.training_mfu.{'moe' if arch.is_moe else 'dense'}", "RL trainer MFU")
     fwd_flops_per_token = 2 * arch.active_params + f.attention_flops_per_token_fwd(
         arch.kv_layers, mean_len, arch.attention_heads * arch.head_dim
     )
     tokens_train = N * mean_len
-    step_fixed = _rl(cat, trace, "fixed step overhead", "step_fixed_s", "s")
+    step_fixed = inp.read("rl.step_fixed_s", "fixed step overhead")
 
     # --- sync and switching -------------------------------------------------------------------
-    sync_bytes = trace.take(
-        f"wire bytes per weight ({w.sync_precision})",
-        cat.serving.bytes_per_weight[w.sync_precision],
-        "bytes",
-        cat.origin("serving", "bytes_per_weight"),
-        path=f"serving.bytes_per_weight.{w.sync_precision}",
+    sync_bytes = inp.read(
+        f"serving.bytes_per_weight.{w.sync_precision}", f"wire bytes per weight ({w.sync_precision})"
     )
-    sync_eff = _rl(cat, trace, "weight-sync link efficiency", "sync_link_efficiency", "fraction")
-    sync_fixed = _rl(cat, trace, "weight-sync fixed latency", "sync_fixed_s", "s")
-    nic = trace.take(
-        "scale-out NIC",
-        acc.scale_out_gbit_per_s,
-        "Gb/s per GPU",
-        sorigin,
-        1e9 / 8,
-        path=f"accelerators.{system.accelerator}.scale_out_gbit_per_s",
-    )
-    nvl = trace.take(
-        "scale-up bandwidth (bidirectional)",
-        acc.scale_up_gb_per_s_bidir,
-        "GB/s per GPU",
-        sorigin,
-        f.GIGA / 2,
-        path=f"accelerators.{system.accelerator}.scale_up_gb_per_s_bidir",
-    )
+    sync_eff = inp.read("rl.sync_link_efficiency", "weight-sync link efficiency")
+    sync_fixed = inp.read("rl.sync_fixed_s", "weight-sync fixed latency")
+    nic = inp.read(f"{apath}.scale_out_gbit_per_s", "scale-out NIC")
+    nvl = inp.read(f"{apath}.scale_up_gb_per_s_bidir", "scale-up bandwidth (bidirectional)") / 2
     if system.host_link_gb_per_s is not None:
-        host_link = trace.take(
-            "host link",
-            system.host_link_gb_per_s,
-            "GB/s per GPU",
-            sorigin,
-            f.GIGA,
-            path=f"systems.{name}.host_link_gb_per_s",
-        )
+        host_link = inp.read(f"systems.{name}.host_link_gb_per_s", "host link")
     else:
-        host_link = _rl(cat, trace, "host link (PCIe default)", "default_host_link_gb_per_s", "GB/s") * f.GIGA
+        host_link = inp.read("rl.default_host_link_gb_per_s", "host link (PCIe default)")
 
     # --- host CPU -------------------------------------------------------------------------------
     cpu = cat.cpus[system.host_cpu]
@@ -225,17 +189,15 @@ def estimate_rl(
     )
     core_speed = 1.0
     if cpu.relative_core_throughput is not None:
-        core_speed = trace.take(
-            "host core speed (Grace = 1)",
-            cpu.relative_core_throughput,
-            "ratio",
-            sorigin,
-            path=f"cpus.{system.host_cpu}.relative_core_throughput",
+        core_speed = inp.read(
+            f"cpus.{system.host_cpu}.relative_core_throughput", "host core speed (Grace = 1)"
         )
 
-    price, basis = usd_per_gpu_hour(cat, name, system, pricing, trace)
-    kw = kw_per_gpu(cat, name, system, trace)
-    p_ue = pue(cat, trace)
+    price, basis = usd_per_gpu_hour(inp, name, pricing)
+    kw = kw_per_gpu(inp, name)
+    p_ue = pue(inp)
+    offload_bytes = inp.read("rl.offload_bytes_per_param", "offload bytes per parameter")
+    engine_switch_s = inp.read("rl.engine_switch_s", "engine switch")
 
     def generation(gen_gpus: int, total_gpus: int, asynchronous: bool) -> dict[str, float]:
         replicas = gen_gpus // g_inst
@@ -294,10 +256,8 @@ def estimate_rl(
         # each GPU of each inference instance receives its shard of the weights, all in parallel
         per_gpu = arch.total_params * sync_bytes / g_inst
         if colocated:
-            switch = 2 * cat.rl.offload_bytes_per_param.value * arch.total_params / total_gpus / host_link
-            return (
-                f.transfer_seconds(per_gpu, nvl, sync_eff, sync_fixed) + switch + cat.rl.engine_switch_s.value
-            )
+            switch = 2 * offload_bytes * arch.total_params / total_gpus / host_link
+            return f.transfer_seconds(per_gpu, nvl, sync_eff, sync_fixed) + switch + engine_switch_s
         return f.transfer_seconds(per_gpu, nic, sync_eff, sync_fixed)
 
     def step(gen_gpus: int, train_gpus: int, mode: str) -> tuple[float, dict, float, float, float]:
@@ -324,9 +284,6 @@ def estimate_rl(
         gg, tg = split_gpus(total, g_inst, lambda a, b: step(a, b, w.mode)[0])
     trace.given("generation GPUs", gg, "GPUs", origin, path="workload.gen_gpus")
     trace.given("training GPUs", tg, "GPUs", origin, path="workload.train_gpus")
-    # the environment and offload constants are read inside closures; record them once here
-    _rl(cat, trace, "offload bytes per parameter", "offload_bytes_per_param", "bytes")
-    _rl(cat, trace, "engine switch", "engine_switch_s", "s")
 
     t, g, logp, train, t_sync = step(gg, tg, w.mode)
     billed = gg if w.mode == "colocated" else gg + tg

@@ -34,6 +34,7 @@ from ipd_cli.catalog.schema import PRECISIONS, Accelerator, Model, System
 from ipd_cli.errors import InfeasibleError, InputError
 
 from . import formulas as f
+from .inputs import Inputs
 from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from .results import ServeCurveResult, ServeResult, Serving
 from .trace import Trace
@@ -110,26 +111,21 @@ class _Ctx:
     def vorigin(self) -> str:
         return self.cat.origin("serving", "decode_hbm_efficiency")
 
-    def take(self, label: str, field: str, unit: str, scale: float = 1.0):
-        """``serving.<field>`` (dotted into dicts: ``prefill_mfu.fp8``), traced with its --set path."""
-        value = _lookup(self.cat.serving, field)
-        return self.trace.take(label, value, unit, self.vorigin, scale, path=f"serving.{field}")
+    @property
+    def inp(self) -> Inputs:
+        return Inputs(self.cat, self.trace)
 
-    def spec(self, label: str, field: str, unit: str, scale: float = 1.0):
-        """``accelerators.<accelerator>.<field>``, traced with its --set path."""
-        path = f"accelerators.{self.system.accelerator}.{field}"
-        return self.trace.take(label, getattr(self.acc, field), unit, self.sorigin, scale, path=path)
+    def take(self, label: str, field: str):
+        """``serving.<field>`` (dotted into dicts: ``prefill_mfu.fp8``), in SI units, traced."""
+        return self.inp.read(f"serving.{field}", label)
 
-    def arch(self, label: str, field: str, unit: str = ""):
-        """``models.<model>.<field>``, traced with its --set path."""
-        path = f"models.{self.mname}.{field}"
-        return self.trace.given(label, getattr(self.model, field), unit, self.morigin, path=path)
+    def spec(self, label: str, field: str):
+        """``accelerators.<accelerator>.<field>``, in SI units, traced."""
+        return self.inp.read(f"accelerators.{self.system.accelerator}.{field}", label)
 
-
-def _lookup(obj, dotted: str):
-    for part in dotted.split("."):
-        obj = obj[part] if isinstance(obj, dict) else getattr(obj, part)
-    return obj
+    def arch(self, label: str, field: str):
+        """``models.<model>.<field>``, traced."""
+        return self.inp.read(f"models.{self.mname}.{field}", label)
 
 
 def _context(cat: Catalog, hardware: str, model: str, origin: str) -> _Ctx:
@@ -201,7 +197,7 @@ def _request_shape(ctx: _Ctx, input_tokens: int | None, output_tokens: int | Non
 
 def _speculative(ctx: _Ctx, speculative: float | None) -> float:
     if speculative is None:
-        return ctx.take("speculative speedup", "speculative_speedup", "tokens/step")
+        return ctx.take("speculative speedup", "speculative_speedup")
     if speculative < 1:
         raise InputError(f"speculative speedup must be >= 1, got {speculative}")
     return ctx.trace.given("speculative speedup", speculative, "tokens/step", ctx.origin)
@@ -325,8 +321,8 @@ def _narrower_hint(ctx: _Ctx, mem: _Memory) -> str:
 
 def _usable_hbm(ctx: _Ctx) -> float:
     """Bytes per GPU the engine holds for weights and KV."""
-    per_gpu = ctx.spec("HBM capacity", "hbm_gb", "GB per GPU", f.GIGA)
-    return per_gpu * ctx.take("usable HBM share (serving)", "hbm_usable_fraction", "fraction")
+    per_gpu = ctx.spec("HBM capacity", "hbm_gb")
+    return per_gpu * ctx.take("usable HBM share (serving)", "hbm_usable_fraction")
 
 
 def _instance_layout(
@@ -396,31 +392,29 @@ def _collective_per_sequence(arch: Model, layout: _Layout, bytes_per_value: floa
 def _link(ctx: _Ctx, gpus: int) -> tuple[float, float]:
     """(achieved bytes/s per GPU and direction, per-step overhead s) for the instance's collectives."""
     if gpus > ctx.system.scale_up_domain:
-        link = ctx.spec("scale-out bandwidth", "scale_out_gbit_per_s", "Gbit/s per GPU", f.GIGA / 8)
-        link *= ctx.take("scale-out link efficiency (serving)", "scale_out_link_efficiency", "fraction")
-        return link, ctx.take("per-step overhead (multi-domain)", "step_overhead_ms_scale_out", "ms") / MS
-    link = ctx.spec("scale-up bandwidth (bidirectional)", "scale_up_gb_per_s_bidir", "GB/s per GPU", f.GIGA)
-    link *= ctx.take("scale-up link efficiency (serving)", "scale_up_link_efficiency", "fraction") / 2
-    return link, ctx.take("per-step overhead (one domain)", "step_overhead_ms_scale_up", "ms") / MS
+        link = ctx.spec("scale-out bandwidth", "scale_out_gbit_per_s")
+        link *= ctx.take("scale-out link efficiency (serving)", "scale_out_link_efficiency")
+        return link, ctx.take("per-step overhead (multi-domain)", "step_overhead_ms_scale_out")
+    link = ctx.spec("scale-up bandwidth (bidirectional)", "scale_up_gb_per_s_bidir")
+    link *= ctx.take("scale-up link efficiency (serving)", "scale_up_link_efficiency") / 2
+    return link, ctx.take("per-step overhead (one domain)", "step_overhead_ms_scale_up")
 
 
 def _compute_rates(ctx: _Ctx, precision: str, kv_precision: str, gpus: int) -> tuple[float, float, float]:
     """(GEMM FLOP/s, attention FLOP/s, prefill FLOP/s) achieved by the whole instance."""
-    peak = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops", "TFLOP/s per GPU", f.TERA)
+    peak = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
     attn_p = _supported(ctx, _wider(kv_precision, ctx.cat.serving.attention_min_precision))
     attn_peak = peak
     if attn_p != precision:
-        attn_peak = ctx.spec(f"{attn_p} dense peak (attention)", f"{attn_p}_dense_tflops", "TFLOP/s", f.TERA)
+        attn_peak = ctx.spec(f"{attn_p} dense peak (attention)", f"{attn_p}_dense_tflops")
     table = "decode_compute_efficiency"
-    gemm_eff = ctx.take(f"decode compute efficiency ({precision})", f"{table}.{precision}", "fraction")
+    gemm_eff = ctx.take(f"decode compute efficiency ({precision})", f"{table}.{precision}")
     attn_eff = gemm_eff
     if attn_p != precision:
-        attn_eff = ctx.take(
-            f"decode compute efficiency ({attn_p}, attention)", f"{table}.{attn_p}", "fraction"
-        )
-    mfu = ctx.take(f"prefill MFU ({precision})", f"prefill_mfu.{precision}", "fraction of dense peak")
+        attn_eff = ctx.take(f"decode compute efficiency ({attn_p}, attention)", f"{table}.{attn_p}")
+    mfu = ctx.take(f"prefill MFU ({precision})", f"prefill_mfu.{precision}")
     if ctx.model.is_moe:
-        moe = ctx.take("MoE share of dense compute efficiency", "moe_compute_share", "fraction")
+        moe = ctx.take("MoE share of dense compute efficiency", "moe_compute_share")
         gemm_eff, mfu = gemm_eff * moe, mfu * moe
     return gpus * peak * gemm_eff, gpus * attn_peak * attn_eff, gpus * peak * mfu
 
@@ -442,8 +436,8 @@ def _instance(
     precision, kv_precision = _precisions(ctx, precision, kv_precision)
     isl, osl = _request_shape(ctx, input_tokens, output_tokens)
     spec = _speculative(ctx, speculative)
-    bpw = ctx.take(f"bytes per weight ({precision})", f"bytes_per_weight.{precision}", "bytes")
-    kvb = ctx.take(f"KV bytes per value ({kv_precision})", f"kv_bytes_per_value.{kv_precision}", "bytes")
+    bpw = ctx.take(f"bytes per weight ({precision})", f"bytes_per_weight.{precision}")
+    kvb = ctx.take(f"KV bytes per value ({kv_precision})", f"kv_bytes_per_value.{kv_precision}")
     ctx.arch("total parameters", "total_params")
     ctx.arch("active parameters", "active_params")
     ctx.trace.given("layers with a growing KV cache", arch.kv_layers, "layers", ctx.morigin)
@@ -456,13 +450,13 @@ def _instance(
     if layout.moe:
         ctx.trace.given("attention tensor-parallel group", layout.attention_tp, "GPUs", ctx.sorigin)
     link, overhead = _link(ctx, gpus)
-    act_bytes = ctx.take("collective bytes per value", "collective_bytes_per_value", "bytes")
+    act_bytes = ctx.take("collective bytes per value", "collective_bytes_per_value")
     gemm_rate, attn_rate, prefill_rate = _compute_rates(ctx, precision, kv_precision, gpus)
-    hbm = ctx.spec("HBM bandwidth", "hbm_tb_per_s", "TB/s per GPU", f.TERA)
-    hbm *= ctx.take("decode HBM efficiency", "decode_hbm_efficiency", "fraction")
+    hbm = ctx.spec("HBM bandwidth", "hbm_tb_per_s")
+    hbm *= ctx.take("decode HBM efficiency", "decode_hbm_efficiency")
     stored = f.stored_weight_bytes(dense_b, expert_b, layout.dense_replicas)
     kv_max = int(f.max_concurrency(usable_per_gpu, gpus, stored, kv_tok * layout.kv_copies, isl + osl))
-    cap = int(ctx.take("engine batch cap", "max_batch_per_instance", "sequences per instance"))
+    cap = int(ctx.take("engine batch cap", "max_batch_per_instance"))
     context_mean = isl + osl / 2
     per_position = f.attention_flops_per_position(
         arch.attention_heads, arch.head_dim, arch.kv_lora_rank or 0, arch.qk_rope_head_dim or 0
@@ -470,7 +464,7 @@ def _instance(
     pf_flops = f.prefill_flops_per_token(
         arch.active_params, arch.kv_layers, arch.attention_heads * arch.head_dim, isl
     )
-    price, basis = usd_per_gpu_hour(ctx.cat, ctx.name, ctx.system, pricing, ctx.trace)
+    price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
     return _Instance(
         model=ctx.mname,
         precision=precision,
@@ -495,16 +489,14 @@ def _instance(
         collective_bytes_per_token=_collective_per_sequence(arch, layout, act_bytes),
         link_rate=link,
         overhead_s=overhead,
-        overhead_per_sequence_s=ctx.take(
-            "per-step overhead per sequence", "step_overhead_us_per_sequence", "us", 1e-6
-        ),
+        overhead_per_sequence_s=ctx.take("per-step overhead per sequence", "step_overhead_us_per_sequence"),
         prefill_s=f.prefill_seconds(isl, pf_flops, prefill_rate),
         speculative=spec,
         max_batch=min(kv_max, cap),
         price=price,
         pricing=basis,
-        kw_per_gpu=kw_per_gpu(ctx.cat, ctx.name, ctx.system, ctx.trace),
-        pue=pue(ctx.cat, ctx.trace),
+        kw_per_gpu=kw_per_gpu(ctx.inp, ctx.name),
+        pue=pue(ctx.inp),
     )
 
 

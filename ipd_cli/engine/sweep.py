@@ -147,6 +147,7 @@ def _serving(cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: in
 
     from ipd_cli.catalog.loader import load_catalog
 
+    from .inputs import Inputs
     from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 
     physics = sorted(p for p in subs if not is_cost_path(p))
@@ -172,11 +173,10 @@ def _serving(cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: in
         return np.array([getattr(p, field) for p in points], dtype=float)[inverse]
 
     cost_subs = {p: v for p, v in subs.items() if is_cost_path(p) and p != PRICE}
-    trace = Trace(cat.sources, subs=cost_subs, sampler=sampler, record=False)
-    system = cat.system(hw)
+    inp = Inputs(cat, Trace(cat.sources, subs=cost_subs, sampler=sampler, record=False))
     name = cat.canonical("systems", hw)
-    price = subs[PRICE] if PRICE in subs else usd_per_gpu_hour(cat, name, system, plan.pricing, trace)[0]
-    kw = kw_per_gpu(cat, name, system, trace)
+    price = subs[PRICE] if PRICE in subs else usd_per_gpu_hour(inp, name, plan.pricing)[0]
+    kw = kw_per_gpu(inp, name)
     tps = col("tokens_per_s_per_gpu")
     out = {
         "serving.tokens_per_s_per_gpu": tps,
@@ -184,7 +184,7 @@ def _serving(cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: in
         "serving.ttft_s": col("ttft_s"),
         "serving.tpot_ms": col("tpot_ms"),
         "serving.usd_per_million_output_tokens": price / (tps * 3600.0) * 1e6,
-        "serving.tokens_per_s_per_mw": tps / (kw * pue(cat, trace)) * 1000.0,
+        "serving.tokens_per_s_per_mw": tps / (kw * pue(inp)) * 1000.0,
         "serving.instance_gpus": col("instance_gpus"),
         "serving.concurrency": col("concurrency"),
     }
@@ -259,10 +259,10 @@ class _PathRecorder(Trace):
             self.paths.add(path)
         return super().take(name, s, unit, origin, scale, path)
 
-    def given(self, name, value, unit, origin, note=None, path=None):  # type: ignore[override]
+    def given(self, name, value, unit, origin, note=None, path=None, **kw):  # type: ignore[override]
         if path:
             self.paths.add(path)
-        return super().given(name, value, unit, origin, note, path)
+        return super().given(name, value, unit, origin, note, path, **kw)
 
 
 def run(cat: Catalog, plan: SweepPlan, chunk: int = CHUNK) -> Iterator[dict[str, Any]]:

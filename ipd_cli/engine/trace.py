@@ -56,14 +56,34 @@ class Trace:
         return value * scale
 
     def given(
-        self, name: str, value: Any, unit: str, origin: str, note: str | None = None, path: str | None = None
+        self,
+        name: str,
+        value: Any,
+        unit: str,
+        origin: str,
+        note: str | None = None,
+        path: str | None = None,
+        source: str | None = None,
+        estimate: bool = False,
     ) -> Any:
         """A value from the workload, the model architecture or the command line."""
         if path is not None and path in self.subs:
             value = self.subs[path]
         elif self.record:
+            src = self.sources.get(source) if source else None
             self.items.append(
-                Assumption(name=name, value=value, unit=unit, origin=origin, note=note, path=path)
+                Assumption(
+                    name=name,
+                    value=value,
+                    unit=unit,
+                    origin=origin,
+                    note=note,
+                    path=path,
+                    source=source,
+                    source_title=src.title if src else None,
+                    source_date=src.date if src else None,
+                    estimate=estimate,
+                )
             )
         return value
 

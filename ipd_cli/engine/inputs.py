@@ -1,0 +1,131 @@
+"""The one way the engine reads an input: by its ``--set`` path, in SI units, with provenance.
+
+``Inputs.read("accelerators.rubin.hbm_tb_per_s")`` finds the catalog value the path names
+(entry names and aliases as ``--set`` takes them; price points by label), multiplies it by
+the SI factor declared on its schema field (:func:`ipd_cli.catalog.schema.unit`: TB/s ->
+bytes/s, kW -> W, ms -> s) and records an :class:`~ipd_cli.engine.results.Assumption` with
+the unit, source, catalog file and path. Because the path is the ``--set`` path, everything
+the engine reads can be overridden, swept (``Trace.subs``), sampled (``Trace.sampler``) and
+explained, and no call site retypes a unit or a scale.
+
+Values that come from a workload file or the command line go through :meth:`Inputs.given`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.catalog.layers import ENTRY_SECTIONS, MERGED_SECTIONS
+from ipd_cli.catalog.overrides import entry_name
+from ipd_cli.catalog.schema import Price, Sourced, field_unit
+
+from .trace import Trace
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a path names: the catalog value, its unit and SI factor, and where it came from."""
+
+    value: Any  # a Sourced, or a plain number (model architecture, counts)
+    unit: str
+    si: float
+    origin: str
+    source: str | None = None  # for plain numbers: the source of the entry they belong to
+    estimate: bool = False
+
+
+def _names(cat: Catalog, section: str) -> dict[str, str]:
+    names = {n: n for n in getattr(cat, section)}
+    names.update(cat.aliases.get(section, {}))
+    return names
+
+
+def resolve(cat: Catalog, path: str) -> Resolved:
+    """The catalog value at a ``--set`` path (raises KeyError for a path the catalog lacks)."""
+    keys = path.split(".")
+    section = keys[0]
+    node: Any
+    if section in ENTRY_SECTIONS and len(keys) >= 3:
+        name, rest = entry_name(_names(cat, section), section, keys)
+        node = getattr(cat, section)[name]
+        origin = cat.origin(section, name)
+    elif section in MERGED_SECTIONS and len(keys) >= 2:
+        node, rest = getattr(cat, section), keys[1:]
+        origin = cat.origin(section, keys[1])
+    else:
+        raise KeyError(f"not a catalog input path: {path}")
+    entry = node
+    unit, si = "", 1.0
+    for key in rest:
+        if isinstance(node, BaseModel):
+            declared = field_unit(type(node), key)
+            if declared is not None:
+                unit, si = declared
+            if key not in type(node).model_fields:
+                raise KeyError(f"{path}: no field '{key}'")
+            node = getattr(node, key)
+        elif isinstance(node, dict):
+            node = node[key]
+        elif isinstance(node, list):  # price points, by label
+            node = next(p for p in node if getattr(p, "label", None) == key)
+        else:
+            raise KeyError(f"{path}: cannot go below a plain value at '{key}'")
+    if isinstance(node, Price):
+        unit, si = field_unit(Price, "usd_per_gpu_hour") or ("", 1.0)
+        node = node.usd_per_gpu_hour
+    if node is None:
+        raise KeyError(f"{path}: not set in the catalog")
+    return Resolved(
+        node, unit, si, origin, getattr(entry, "source", None), bool(getattr(entry, "estimate", False))
+    )
+
+
+@dataclass
+class Inputs:
+    """Reads inputs for one estimate through a :class:`Trace` (sweep arrays, samples, records)."""
+
+    cat: Catalog
+    trace: Trace = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.trace is None:
+            self.trace = Trace(self.cat.sources)
+
+    def read(self, path: str, label: str | None = None) -> Any:
+        """The value at ``path`` in SI units (an array in sweeps); recorded with its provenance."""
+        r = resolve(self.cat, path)
+        name = label or path.rsplit(".", 1)[-1].replace("_", " ")
+        if isinstance(r.value, Sourced):
+            return self.trace.take(name, r.value, r.unit, r.origin, r.si, path=path)
+        value = self.trace.given(
+            name, r.value, r.unit, r.origin, path=path, source=r.source, estimate=r.estimate
+        )
+        return value * r.si if r.si != 1.0 else value
+
+    def has(self, path: str) -> bool:
+        """Whether the catalog holds a value at ``path`` (optional fields)."""
+        try:
+            resolve(self.cat, path)
+        except (KeyError, StopIteration):
+            return False
+        return True
+
+    def given(
+        self,
+        label: str,
+        value: Any,
+        unit: str,
+        origin: str,
+        note: str | None = None,
+        path: str | None = None,
+    ) -> Any:
+        """A value from a workload file or the command line (``path``: its ``--set workload.*`` path)."""
+        return self.trace.given(label, value, unit, origin, note=note, path=path)
+
+    def quiet(self) -> Inputs:
+        """The same substitutions, recording nothing (for a value read again)."""
+        return Inputs(self.cat, self.trace.quiet())

@@ -1,0 +1,131 @@
+"""Configuration search: one mechanism for serving deployments, training plans and RL splits.
+
+A configuration space is a table of columns, numpy arrays of equal length (tp, pp, dp, ep,
+instance GPUs, batch, micro-batch, recompute, ...). The search:
+
+1. enumerates the valid combinations as arrays (:func:`product`, then divisibility and
+   placement rules as masks while enumerating);
+2. marks what cannot run with named masks (:meth:`Space.require`): the reason a row is
+   dropped is the first requirement it fails, which is what an infeasibility message reports;
+3. evaluates the same plain formulas the single-point estimate uses over the whole columns;
+4. keeps the best row (:func:`best`) or the Pareto frontier (:func:`pareto_front`) and names it.
+
+Pins (``--instance-gpus``, ``--plan tp=4``) are filters on the columns (:meth:`Space.pin`),
+never a different code path. Nothing here loops over configurations in Python.
+
+numpy is imported inside the functions: importing this module costs nothing until a search runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Columns = dict[str, Any]  # name -> 1-D numpy array, all of one length
+
+
+def product(**axes: Any) -> Columns:
+    """The Cartesian product of 1-D value lists, as columns (the first axis varies slowest)."""
+    import numpy as np
+
+    values = [np.asarray(v) for v in axes.values()]
+    if not values:
+        return {}
+    grids = np.meshgrid(*values, indexing="ij")
+    return {name: g.reshape(-1) for name, g in zip(axes, grids, strict=True)}
+
+
+def take(cols: Columns, rows: Any) -> Columns:
+    """The rows ``rows`` (a boolean mask or an index array) of every column."""
+    return {k: v[rows] for k, v in cols.items()}
+
+
+def size(cols: Columns) -> int:
+    return len(next(iter(cols.values()))) if cols else 0
+
+
+@dataclass
+class Space:
+    """Columns plus named feasibility masks, in the order they were required."""
+
+    cols: Columns
+    checks: list[tuple[str, Any]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return size(self.cols)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.cols[name]
+
+    def require(self, reason: str, ok: Any) -> None:
+        """Rows where ``ok`` is false cannot run, because of ``reason`` (e.g. 'weights do not fit')."""
+        import numpy as np
+
+        self.checks.append((reason, np.broadcast_to(np.asarray(ok, dtype=bool), (len(self),))))
+
+    def pin(self, name: str, value: Any, reason: str | None = None) -> None:
+        """Keep only rows whose column ``name`` equals ``value`` (an option that fixes it)."""
+        self.require(reason or f"{name} pinned to {value}", self.cols[name] == value)
+
+    @property
+    def feasible(self) -> Any:
+        import numpy as np
+
+        ok = np.ones(len(self), dtype=bool)
+        for _, mask in self.checks:
+            ok &= mask
+        return ok
+
+    def first_failure(self) -> Any:
+        """Per row, the index in ``checks`` of the first requirement it fails (-1: feasible)."""
+        import numpy as np
+
+        out = np.full(len(self), -1, dtype=np.int64)
+        for i, (_, mask) in enumerate(self.checks):
+            out = np.where((out == -1) & ~mask, i, out)
+        return out
+
+    def why(self, row: int) -> str | None:
+        """The reason row ``row`` was dropped, or None when it is feasible."""
+        i = int(self.first_failure()[row])
+        return None if i < 0 else self.checks[i][0]
+
+    def failures(self) -> dict[str, int]:
+        """How many rows each requirement dropped first (for messages and ``explain``)."""
+        import numpy as np
+
+        first = self.first_failure()
+        return {reason: int(np.sum(first == i)) for i, (reason, _) in enumerate(self.checks)}
+
+
+def best(objective: Any, mask: Any, *tiebreaks: Any) -> int | None:
+    """Index of the feasible row with the largest ``objective`` (ties: larger tiebreaks first,
+    then the lowest index); None when no row is feasible."""
+    import numpy as np
+
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return None
+    keys = [np.asarray(t)[idx] for t in reversed(tiebreaks)] + [np.asarray(objective)[idx]]
+    order = np.lexsort([-k for k in keys])  # lexsort sorts by the last key first
+    return int(idx[order[0]])
+
+
+def pareto_front(x: Any, y: Any, mask: Any = None) -> Any:
+    """Indices of the rows not dominated in (x, y), both to be maximised, sorted by x ascending.
+
+    Sort by x descending (ties: y descending), keep each row whose y beats every row before it:
+    the running maximum of y. O(n log n), no Python loop.
+    """
+    import numpy as np
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    idx = np.arange(len(x)) if mask is None else np.flatnonzero(mask)
+    if idx.size == 0:
+        return idx
+    order = idx[np.lexsort((-y[idx], -x[idx]))]
+    ys = y[order]
+    running = np.maximum.accumulate(ys)
+    prev = np.concatenate(([-np.inf], running[:-1]))
+    keep = order[ys > prev]
+    return keep[np.argsort(x[keep], kind="stable")]
