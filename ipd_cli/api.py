@@ -13,16 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .catalog import overrides
-from .catalog.catalog import Catalog, check_scenario_refs
-from .catalog.layers import read_workload_doc
+from .catalog.catalog import Catalog
 from .catalog.loader import load_catalog
-from .catalog.schema import PretrainWorkload, RlWorkload, Scenario
-from .catalog.validation import validate_workload
+from .catalog.workloads import refuse_workload_sets, resolve_workload
 from .engine.pretraining import estimate_pretraining, estimate_workload
 from .engine.results import (
     CompareResult,
-    EntryView,
     Listing,
     RlResult,
     SystemResult,
@@ -30,8 +26,15 @@ from .engine.results import (
     WorkloadInfo,
 )
 from .errors import InputError
+from .listing import (  # noqa: F401 - part of the API
+    list_hardware,
+    list_models,
+    list_workloads,
+    show_hardware,
+    show_model,
+    show_workload,
+)
 
-DEFAULT_WORKLOAD = "pretrain-10t-moe"
 DEFAULT_SCENARIO = "frontier-agentic"
 DEFAULT_RL_WORKLOAD = "rl-swe-agent"
 
@@ -40,179 +43,6 @@ def load(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) ->
     """The built-in catalog plus ``IPD_CATALOG`` and ``extra_dirs`` (later ones win),
     with ``--set PATH=VALUE`` overrides applied (see :mod:`ipd_cli.catalog.overrides`)."""
     return load_catalog(list(extra_dirs or []), list(sets or []))
-
-
-def list_hardware(cat: Catalog) -> Listing:
-    items = []
-    for name, s in cat.systems.items():
-        acc = cat.accelerator_of(s)
-        fp4 = acc.fp4_dense_tflops.value if acc.fp4_dense_tflops else None
-        fp8 = acc.fp8_dense_tflops.value if acc.fp8_dense_tflops else None
-        items.append(
-            {
-                "name": name,
-                "aliases": s.aliases,
-                "description": s.description,
-                "status": s.status,
-                "gpus": s.accelerators,
-                "scale_up_domain": s.scale_up_domain,
-                "fp4_dense_tflops": fp4,
-                "fp8_dense_tflops": fp8,
-                "bf16_dense_tflops": acc.bf16_dense_tflops.value,
-                "hbm_gb": acc.hbm_gb.value,
-                "hbm_tb_per_s": acc.hbm_tb_per_s.value,
-                "power_kw": s.power_kw.value,
-            }
-        )
-    return Listing(kind="hardware", items=items)
-
-
-def _sources_of(cat: Catalog, data: Any) -> dict[str, dict]:
-    found: dict[str, dict] = {}
-
-    def walk(d: Any) -> None:
-        if isinstance(d, dict):
-            ref = d.get("source")
-            if isinstance(ref, str) and ref in cat.sources:
-                found[ref] = cat.sources[ref].model_dump(mode="json")
-            for v in d.values():
-                walk(v)
-        elif isinstance(d, list):
-            for v in d:
-                walk(v)
-
-    walk(data)
-    return dict(sorted(found.items()))
-
-
-def show_hardware(cat: Catalog, name: str) -> EntryView:
-    system = cat.system(name)
-    canonical = cat.canonical("systems", name)
-    entry = system.model_dump(mode="json", exclude_none=True)
-    entry["accelerator_spec"] = cat.accelerator_of(system).model_dump(mode="json", exclude_none=True)
-    entry["host_cpu_spec"] = cat.cpus[system.host_cpu].model_dump(mode="json", exclude_none=True)
-    return EntryView(
-        kind="hardware",
-        name=canonical,
-        origin=cat.origin("systems", canonical),
-        entry=entry,
-        sources=_sources_of(cat, entry),
-    )
-
-
-def list_models(cat: Catalog) -> Listing:
-    items = [
-        {
-            "name": n,
-            "aliases": m.aliases,
-            "total_params": m.total_params,
-            "active_params": m.active_params,
-            "layers": m.layers,
-            "hidden_size": m.hidden_size,
-            "experts": m.experts,
-            "experts_per_token": m.experts_per_token,
-            "attention": "MLA" if m.kv_lora_rank else "GQA",
-            "estimate": m.estimate,
-        }
-        for n, m in cat.models.items()
-    ]
-    return Listing(kind="models", items=items)
-
-
-def show_model(cat: Catalog, name: str) -> EntryView:
-    m = cat.model(name)
-    canonical = cat.canonical("models", name)
-    entry = m.model_dump(mode="json", exclude_none=True)
-    return EntryView(
-        kind="model",
-        name=canonical,
-        origin=cat.origin("models", canonical),
-        entry=entry,
-        sources=_sources_of(cat, entry),
-    )
-
-
-def list_workloads(cat: Catalog) -> Listing:
-    items = [
-        {"name": n, "kind": w.kind, "model": w.model, "description": w.description}
-        for n, w in cat.workloads.items()
-    ]
-    return Listing(kind="workloads", items=items)
-
-
-def show_workload(cat: Catalog, name: str) -> EntryView:
-    w = cat.workload(name)
-    entry = w.model_dump(mode="json", exclude_none=True)
-    return EntryView(
-        kind="workload",
-        name=name,
-        origin=cat.origin("workloads", name),
-        entry=entry,
-        sources=_sources_of(cat, entry),
-    )
-
-
-def _read_stdin() -> str:
-    """Standard input as text, bounded like a file and decoded strictly (one-line errors)."""
-    import sys
-
-    from .catalog.yamlio import MAX_FILE_BYTES
-
-    buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is None:  # a text stream without bytes underneath (tests, some shells)
-        text = sys.stdin.read(MAX_FILE_BYTES + 1)
-        data = None
-    else:
-        data = buffer.read(MAX_FILE_BYTES + 1)
-        text = None
-    if len(data if data is not None else text) > MAX_FILE_BYTES:
-        raise InputError(f"<stdin>: larger than {MAX_FILE_BYTES:,} bytes; refusing to read it")
-    if data is not None:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError("<stdin>: not UTF-8 text; give UTF-8 YAML") from None
-    return text
-
-
-def _refuse_workload_sets(cat: Catalog, command: str, flags: str) -> None:
-    """Commands without a workload must not silently drop --set workload.* overrides."""
-    for o in cat.overrides:
-        if o.path.startswith(overrides.WORKLOAD + ".") or o.path == overrides.WORKLOAD:
-            raise InputError(f"--set {o.text}: ipd {command} has no workload; use {flags}")
-
-
-def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload | RlWorkload | Scenario, str]:
-    """A workload by catalog name, or from a YAML file path (``-``: stdin): (name, workload, origin).
-
-    ``--set workload.FIELD=VALUE`` overrides are applied here, then validated.
-    """
-    if ref in cat.workloads:
-        name, body, origin = (
-            ref,
-            cat.workloads[ref].model_dump(exclude_none=True),
-            cat.origin("workloads", ref),
-        )
-        extra_sources: dict = {}
-    elif ref == "-" or ref.endswith((".yaml", ".yml")) or Path(ref).exists():
-        text = _read_stdin() if ref == "-" else None
-        origin = "<stdin>" if ref == "-" else ref
-        body = read_workload_doc(Path(ref), text=text, label=origin)
-        extra_sources = body.pop("sources", {}) or {}
-        name = "stdin" if ref == "-" else Path(ref).stem
-    else:
-        return ref, cat.workload(ref), ""
-    workload_sets = [o for o in cat.overrides if o.path.startswith(overrides.WORKLOAD + ".")]
-    if workload_sets:
-        overrides.apply_workload(body, workload_sets)
-        origin += " + --set"
-    workload = validate_workload(body, f"{origin}: workload")
-    if workload.kind == "scenario":
-        check_scenario_refs(cat, workload, origin)
-    if workload.source not in cat.sources and workload.source not in extra_sources:
-        raise InputError(f"{origin}: source: unknown source id '{workload.source}'; add it under sources:")
-    cat.model(workload.model)
-    return name, workload, origin
 
 
 def rl(
@@ -237,7 +67,7 @@ def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw:
     """One serving operating point (``ServeResult``) or the whole curve (``ServeCurveResult``)."""
     from .engine.serving import estimate_serving, estimate_serving_curve
 
-    _refuse_workload_sets(cat, "serve", "--input-tokens, --output-tokens, --concurrency, --tokens-per-user-s")
+    refuse_workload_sets(cat, "serve", "--input-tokens, --output-tokens, --concurrency, --tokens-per-user-s")
 
     if curve:
         for flag in ("concurrency", "tokens_per_user_s", "requests_per_s", "output_tokens_per_day"):
@@ -249,7 +79,7 @@ def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw:
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
-    _refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len")
+    refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len")
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
     return TrainResult(
         hardware=r.hardware, pretraining=r.pretraining, assumptions=r.assumptions, overrides=_sets(cat)

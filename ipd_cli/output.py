@@ -12,18 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ipd_cli.errors import ExitCode, InputError, IpdError
-from ipd_cli.render import OutputContext, render
-
-EXTENSION_FORMATS = {
-    ".json": "json",
-    ".csv": "csv",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".md": "markdown",
-    ".jsonl": "jsonl",
-    ".txt": "table",
-    ".xlsx": "xlsx",
-}
+from ipd_cli.render import EXTENSION_FORMATS, STREAM_FORMATS, OutputContext, render
+from ipd_cli.render.stream import check_chunk, chunk_text, small_table
 
 
 def format_for(fmt: str, output: Path | None) -> str:
@@ -104,24 +94,11 @@ def check_finite(result: BaseModel) -> None:
 
 
 def write_xlsx(result: BaseModel, path: Path) -> None:
-    """One sheet of the same flat rows as CSV (needs `pip install 'ipd[xlsx]'`), written atomically."""
-    try:
-        from openpyxl import Workbook
-    except ImportError:
-        raise IpdError("xlsx output needs openpyxl: pip install 'ipd[xlsx]' (or use --format csv)") from None
-    from ipd_cli.render import records
+    """The result as an xlsx workbook, written atomically."""
+    from ipd_cli.render.xlsx import workbook
 
-    rows = records(result)
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns]
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "ipd"
-    ws.append(columns)
-    for row in rows:
-        ws.append([row.get(c) for c in columns])
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    wb = workbook(result)
+    fd, tmp = _temp_for(path)
     os.close(fd)
     try:
         wb.save(tmp)
@@ -177,27 +154,6 @@ def check_budget(result: BaseModel, max_usd: float | None, metric: str) -> None:
         raise IpdError(f"budget exceeded: {metric} > {max_usd:,.0f} USD ({detail})", ExitCode.BUDGET_EXCEEDED)
 
 
-# --- streamed tables (sweeps) ------------------------------------------------------------------
-
-STREAM_FORMATS = ("csv", "jsonl", "json", "table", "markdown")
-
-
-def _formats(columns: dict) -> list[str]:
-    """printf format per column: %d for integral floats columns, %.10g for others, %s for text."""
-    out = []
-    for v in columns.values():
-        kind = getattr(v, "dtype", None)
-        if kind is None or kind.kind in "OUS":
-            out.append("%s")
-        elif kind.kind in "iu" or (
-            kind.kind == "f" and len(v) and bool((v == v.round()).all()) and abs(v).max() < 1e15
-        ):
-            out.append("%d")
-        else:
-            out.append("%.10g")
-    return out
-
-
 def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None, progress=None) -> int:
     """Write column chunks as csv/jsonl/json (streamed) or table/markdown (small results).
 
@@ -222,12 +178,12 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
     try:
         try:
             for cols in chunks:
-                _check_chunk(cols, rows)
+                check_chunk(cols, rows)
                 n = len(next(iter(cols.values())))
                 if fmt in ("table", "markdown"):
                     buffered.append(cols)
                 else:
-                    fh.write(_chunk_text(cols, fmt, first=rows == 0))
+                    fh.write(chunk_text(cols, fmt, first=rows == 0))
                 rows += n
                 if progress:
                     progress(rows)
@@ -236,7 +192,7 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
         if fmt == "json":
             fh.write("[]\n" if rows == 0 else "\n]\n")
         elif fmt in ("table", "markdown"):
-            fh.write(_small_table(buffered, fmt, ctx))
+            fh.write(small_table(buffered, fmt, ctx))
         complete = True
     finally:
         if tmp is not None:
@@ -248,48 +204,3 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
     if interrupted:
         raise KeyboardInterrupt
     return rows
-
-
-def _check_chunk(cols: dict, before: int) -> None:
-    """Refuse NaN and infinity in streamed rows (CSV would print 'nan', JSON would be invalid)."""
-    import numpy as np
-
-    for name, values in cols.items():
-        arr = np.asarray(values)
-        if arr.dtype.kind in "fc":
-            bad = np.flatnonzero(~np.isfinite(arr))
-            if bad.size:
-                i = int(bad[0])
-                hw = cols.get("hardware")
-                where = f" ({hw[i]})" if hw is not None and len(hw) > i else ""
-                raise IpdError(
-                    f"row {before + i + 1}{where}: {name} is {arr[i]}; an input of the sweep is out of "
-                    "range (check the --vary values)",
-                    ExitCode.RUNTIME,
-                )
-
-
-def _chunk_text(cols: dict, fmt: str, first: bool) -> str:
-    names = list(cols)
-    lists = [c.tolist() for c in cols.values()]
-    if fmt == "csv":
-        line = ",".join(_formats(cols))
-        body = "\n".join(line % r for r in zip(*lists, strict=True)) + "\n"
-        return (",".join(names) + "\n" + body) if first else body
-    import json
-
-    text = [json.dumps(dict(zip(names, r, strict=True))) for r in zip(*lists, strict=True)]
-    if fmt == "jsonl":
-        return "\n".join(text) + "\n"
-    return ("[\n" if first else ",\n") + ",\n".join(text)
-
-
-def _small_table(chunks: list[dict], fmt: str, ctx: OutputContext) -> str:
-    from ipd_cli.engine.results import Listing
-
-    items = [
-        dict(zip(c, r, strict=True))
-        for c in chunks
-        for r in zip(*[v.tolist() for v in c.values()], strict=True)
-    ]
-    return render(Listing(kind="sweep", items=items), fmt, ctx)

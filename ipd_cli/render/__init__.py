@@ -17,7 +17,21 @@ from pydantic import BaseModel
 
 from ipd_cli.errors import InputError
 
-FORMATS = ("auto", "table", "json", "csv", "yaml", "markdown")
+# Every output format, once: the file extensions that pick it under --format auto, and whether
+# it renders one result (a document), streamed rows (sweeps), or both.
+EXTENSIONS: dict[str, tuple[str, ...]] = {
+    "table": (".txt",),
+    "json": (".json",),
+    "csv": (".csv",),
+    "yaml": (".yaml", ".yml"),
+    "markdown": (".md",),
+    "jsonl": (".jsonl",),
+    "xlsx": (".xlsx",),
+}
+DOCUMENT_FORMATS = ("table", "json", "csv", "yaml", "markdown", "xlsx")
+STREAM_FORMATS = ("csv", "jsonl", "json", "table", "markdown")
+EXTENSION_FORMATS = {ext: fmt for fmt, exts in EXTENSIONS.items() for ext in exts}
+FORMATS = ("auto", *DOCUMENT_FORMATS)
 
 
 @dataclass(frozen=True)
@@ -30,7 +44,7 @@ class OutputContext:
 
 
 def resolve_format(fmt: str, ctx: OutputContext) -> str:
-    if fmt not in FORMATS:
+    if fmt not in FORMATS or fmt == "xlsx":
         raise InputError(f"unknown format '{fmt}'; choose one of: {', '.join(FORMATS)}")
     if fmt == "auto":
         return "table" if ctx.is_tty else "json"

@@ -1,0 +1,118 @@
+"""The catalog as results: ``ipd hardware|models|workloads list|show``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .catalog.catalog import Catalog
+from .engine.results import EntryView, Listing
+
+
+def list_hardware(cat: Catalog) -> Listing:
+    items = []
+    for name, s in cat.systems.items():
+        acc = cat.accelerator_of(s)
+        fp4 = acc.fp4_dense_tflops.value if acc.fp4_dense_tflops else None
+        fp8 = acc.fp8_dense_tflops.value if acc.fp8_dense_tflops else None
+        items.append(
+            {
+                "name": name,
+                "aliases": s.aliases,
+                "description": s.description,
+                "status": s.status,
+                "gpus": s.accelerators,
+                "scale_up_domain": s.scale_up_domain,
+                "fp4_dense_tflops": fp4,
+                "fp8_dense_tflops": fp8,
+                "bf16_dense_tflops": acc.bf16_dense_tflops.value,
+                "hbm_gb": acc.hbm_gb.value,
+                "hbm_tb_per_s": acc.hbm_tb_per_s.value,
+                "power_kw": s.power_kw.value,
+            }
+        )
+    return Listing(kind="hardware", items=items)
+
+
+def _sources_of(cat: Catalog, data: Any) -> dict[str, dict]:
+    found: dict[str, dict] = {}
+
+    def walk(d: Any) -> None:
+        if isinstance(d, dict):
+            ref = d.get("source")
+            if isinstance(ref, str) and ref in cat.sources:
+                found[ref] = cat.sources[ref].model_dump(mode="json")
+            for v in d.values():
+                walk(v)
+        elif isinstance(d, list):
+            for v in d:
+                walk(v)
+
+    walk(data)
+    return dict(sorted(found.items()))
+
+
+def show_hardware(cat: Catalog, name: str) -> EntryView:
+    system = cat.system(name)
+    canonical = cat.canonical("systems", name)
+    entry = system.model_dump(mode="json", exclude_none=True)
+    entry["accelerator_spec"] = cat.accelerator_of(system).model_dump(mode="json", exclude_none=True)
+    entry["host_cpu_spec"] = cat.cpus[system.host_cpu].model_dump(mode="json", exclude_none=True)
+    return EntryView(
+        kind="hardware",
+        name=canonical,
+        origin=cat.origin("systems", canonical),
+        entry=entry,
+        sources=_sources_of(cat, entry),
+    )
+
+
+def list_models(cat: Catalog) -> Listing:
+    items = [
+        {
+            "name": n,
+            "aliases": m.aliases,
+            "total_params": m.total_params,
+            "active_params": m.active_params,
+            "layers": m.layers,
+            "hidden_size": m.hidden_size,
+            "experts": m.experts,
+            "experts_per_token": m.experts_per_token,
+            "attention": "MLA" if m.kv_lora_rank else "GQA",
+            "estimate": m.estimate,
+        }
+        for n, m in cat.models.items()
+    ]
+    return Listing(kind="models", items=items)
+
+
+def show_model(cat: Catalog, name: str) -> EntryView:
+    m = cat.model(name)
+    canonical = cat.canonical("models", name)
+    entry = m.model_dump(mode="json", exclude_none=True)
+    return EntryView(
+        kind="model",
+        name=canonical,
+        origin=cat.origin("models", canonical),
+        entry=entry,
+        sources=_sources_of(cat, entry),
+    )
+
+
+def list_workloads(cat: Catalog) -> Listing:
+    items = [
+        {"name": n, "kind": w.kind, "model": w.model, "description": w.description}
+        for n, w in cat.workloads.items()
+    ]
+    return Listing(kind="workloads", items=items)
+
+
+def show_workload(cat: Catalog, name: str) -> EntryView:
+    w = cat.workload(name)
+    entry = w.model_dump(mode="json", exclude_none=True)
+    return EntryView(
+        kind="workload",
+        name=name,
+        origin=cat.origin("workloads", name),
+        entry=entry,
+        sources=_sources_of(cat, entry),
+    )
