@@ -347,6 +347,14 @@ def rl(
         str | None,
         typer.Option("--split", help="auto: the generation/training split with the shortest step."),
     ] = None,
+    transport: Annotated[
+        str | None,
+        typer.Option(
+            "--transport",
+            help="Weight sync: nccl-broadcast, nccl-reshard, rdma-p2p, checkpoint-engine or colocated "
+            "(default: the workload's, else colocated in colocated mode and rl.default_sync_transport).",
+        ),
+    ] = None,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
@@ -371,6 +379,7 @@ def rl(
         gen_gpus=gen_gpus,
         train_gpus=train_gpus,
         split=split,
+        transport=transport,
         pricing=pricing,
     )
     _finish(result, fmt, output, max_usd, "rl.usd_per_step")

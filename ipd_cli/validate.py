@@ -6,9 +6,10 @@ defaults, ``checking`` cases never do, and report the model's error.
 
 Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
 fitting cases that depend on it (training MFU per precision: pre-training cases; decode HBM
-efficiency: dense serving cases; MoE compute share: MoE serving cases; weight-sync link
-efficiencies: weight-sync cases by transport; RL trainer MFU and fixed step time: RL step
-cases). Knobs are fitted one after another, each by a log-spaced grid search over its
+efficiency: dense serving cases; MoE compute share: MoE serving cases; weight-sync engine
+loader and link efficiency per transport: weight-sync cases; RL trainer MFU and
+fixed step time: RL step cases).
+Knobs are fitted one after another, each by a log-spaced grid search over its
 catalog range (fractions capped at 0.95) that minimises the mean squared
 log(measured / predicted) of its cases, with the knobs before it already set.
 """
@@ -123,6 +124,8 @@ def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
     }
     if "staleness_bound" in i:
         body["staleness_bound"] = int(i["staleness_bound"])
+    if "transport" in i:
+        body["sync_transport"] = i["transport"]
     if "gen_gpus" in i:
         body.update(gen_gpus=int(i["gen_gpus"]), train_gpus=int(i["train_gpus"]))
     else:
@@ -133,25 +136,25 @@ def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
 
 
 def _weight_sync(cat: Catalog, i: dict) -> float:
-    """Trainers push each inference GPU its shard (instance = smallest serving instance at the wire
-    precision), over the receiving GPU's NIC: the formula of the RL engine's disaggregated sync."""
-    from ipd_cli.engine import formulas as f
-    from ipd_cli.engine.serving import estimate_serving
+    """The RL engine's weight-sync schedule for the case's transport, GPUs and precisions."""
+    from ipd_cli.engine.rl import estimate_weight_sync
 
-    wire_precision = i.get("precision_wire", "bf16")
-    acc = cat.accelerator_of(cat.system(i["hardware"]))
-    m = cat.model(i["model"])
-    g_inst = estimate_serving(cat, i["hardware"], i["model"], precision=wire_precision).serving.instance_gpus
-    wire = cat.serving.bytes_per_weight[wire_precision].value
-    eff = (
-        cat.rl.broadcast_link_efficiency if i.get("transport") == "broadcast" else cat.rl.sync_link_efficiency
-    )
-    return f.transfer_seconds(
-        m.total_params * wire / g_inst,
-        acc.scale_out_gbit_per_s.value * 1e9 / 8,
-        eff.value,
-        cat.rl.sync_fixed_s.value,
-    )
+    wire = i.get("precision_wire", "bf16")
+    return estimate_weight_sync(
+        cat,
+        i["hardware"],
+        i["model"],
+        transport=i["transport"],
+        trainer_gpus=int(i["trainer_gpus"]),
+        inference_gpus=int(i["inference_gpus"]),
+        instance_gpus=i.get("instance_gpus"),
+        instance_tp=i.get("instance_tp"),
+        wire=wire,
+        training=i.get("precision_train", wire),
+        colocated=bool(i.get("colocated", i["transport"] == "colocated")),
+        senders=i.get("senders"),
+        engine_load=i.get("engine_load"),
+    ).seconds
 
 
 def speed_ratio(case: Case, predicted: float) -> float:
@@ -242,13 +245,23 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
         return ["serving.moe_compute_share" if _is_moe(cat, case) else "serving.decode_hbm_efficiency"]
     if case.kind == "rl-step":
         return [f"rl.training_mfu.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
-    return [
-        "rl.broadcast_link_efficiency" if i.get("transport") == "broadcast" else "rl.sync_link_efficiency"
-    ]
+    knobs = [f"rl.sync_link_efficiency.{i['transport']}"]
+    loads = i.get("engine_load")
+    if loads or (loads is None and i["transport"] in ("nccl-broadcast", "checkpoint-engine", "colocated")):
+        knobs.append("rl.sync_load_us_per_tensor")
+    return knobs
 
 
-# fitted in this order: serving knobs before the RL knobs whose cases also generate tokens
-ORDER = ("efficiency.", "serving.", "rl.sync", "rl.broadcast", "rl.training", "rl.step_fixed")
+# fitted in this order: serving knobs before the RL knobs whose cases also generate tokens; the
+# weight-sync engine loader before the link efficiencies it shares cases with
+ORDER = (
+    "efficiency.",
+    "serving.",
+    "rl.sync_load",
+    "rl.sync_link",
+    "rl.training",
+    "rl.step_fixed",
+)
 
 
 def _current(cat: Catalog, path: str) -> Any:
@@ -273,6 +286,11 @@ def _loss(cat: Catalog, cases: list[Case]) -> float:
         except (IpdError, KeyError):
             continue
     return statistics.fmean(errs) if errs else math.inf
+
+
+def _rms(mean_square: float) -> float | None:
+    """RMS log error, or None when no fitting case of the knob can be reached."""
+    return math.sqrt(mean_square) if math.isfinite(mean_square) else None
 
 
 def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = None) -> Listing:
@@ -305,8 +323,8 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
                 "current": current.value,
                 "fitted": fitted,
                 "cases": len(groups[knob]),
-                "rms_log_error_before": math.sqrt(before),
-                "rms_log_error_after": math.sqrt(best[0]),
+                "rms_log_error_before": _rms(before),
+                "rms_log_error_after": _rms(best[0]),
                 "case_ids": ", ".join(c.id for c in groups[knob]),
                 "set": f"--set {knob}={fitted}",
             }

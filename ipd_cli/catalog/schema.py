@@ -182,6 +182,18 @@ class System(Strict):
         default=None,
         description="CPU-GPU bandwidth per GPU and direction (PCIe or NVLink-C2C)",
     )
+    host_memory_gb: Sourced | None = unit(
+        "GB per system",
+        1e9,
+        default=None,
+        description="host (CPU) memory of one node or rack: where offloaded training state goes",
+    )
+    gpus_per_node: int | None = unit(
+        "GPUs",
+        default=None,
+        gt=0,
+        description="GPUs sharing one host and its NICs (a compute tray of a rack); default: accelerators",
+    )
     aliases: list[str] = []
     note: str | None = None
 
@@ -190,6 +202,8 @@ class System(Strict):
         _positive_sourced(self)
         if self.scale_up_domain > self.accelerators and self.scale_up_domain % self.accelerators:
             raise ValueError("scale_up_domain must be a multiple of accelerators when it spans nodes")
+        if self.gpus_per_node is not None and self.accelerators % self.gpus_per_node:
+            raise ValueError(f"gpus_per_node must divide accelerators ({self.accelerators})")
         return self
 
 
@@ -460,6 +474,8 @@ class ServingEfficiency(Strict):
 
 RlMode = Literal["colocated", "disaggregated", "one-step-off", "async"]
 RL_MODES = ("colocated", "disaggregated", "one-step-off", "async")
+SyncTransport = Literal["nccl-broadcast", "nccl-reshard", "rdma-p2p", "checkpoint-engine", "colocated"]
+SYNC_TRANSPORTS = ("nccl-broadcast", "nccl-reshard", "rdma-p2p", "checkpoint-engine", "colocated")
 
 
 class RlWorkload(Strict):
@@ -490,6 +506,11 @@ class RlWorkload(Strict):
     sync_precision: Precision = "bf16"
     mode: RlMode = "colocated"
     staleness_bound: int = Field(default=1, ge=0, description="async: max policy versions behind")
+    sync_transport: SyncTransport | None = Field(
+        default=None,
+        description="how weights reach the rollout engines (default: colocated in colocated mode, "
+        "else the catalog's rl.default_sync_transport)",
+    )
     speculative: float = Field(default=1.0, ge=1)
     gpus: int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
     gen_gpus: int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
@@ -512,6 +533,14 @@ class RlWorkload(Strict):
         return self
 
 
+class TransportChoice(Strict):
+    """A weight-sync transport chosen as a default, with the source that makes it the default."""
+
+    value: SyncTransport
+    source: str
+    note: str | None = None
+
+
 class RlEfficiency(Strict):
     """Achieved efficiencies of the RL loop (configs/rl.yaml, section ``rl``)."""
 
@@ -527,11 +556,19 @@ class RlEfficiency(Strict):
     async_waste_fraction: Sourced = unit(
         "fraction", description="generation redone in async mode (aborts, KV recompute)"
     )
-    sync_link_efficiency: Sourced = unit(
-        "fraction", description="achieved share of the link in weight transfer"
+    sync_link_efficiency: dict[SyncTransport, Sourced] = unit(
+        "fraction", description="achieved share of the binding path's line rate, per weight-sync transport"
     )
-    broadcast_link_efficiency: Sourced = unit(
-        "fraction", description="the same for broadcast + reload transports (checkpoint-engine style)"
+    sync_load_us_per_tensor: Sourced = unit(
+        "us per tensor",
+        1e-6,
+        description="the rollout engine's weight loader (IPC handle, copy, load_weights) per weight tensor",
+    )
+    broadcast_senders: Sourced = unit(
+        "GPUs", description="trainer GPUs that broadcast the full tensors (nccl-broadcast)"
+    )
+    default_sync_transport: TransportChoice = Field(
+        description="weight-sync transport of disaggregated modes when a workload names none"
     )
     sync_fixed_s: Sourced = unit(
         "s", description="fixed latency of one weight update: barriers, gather, reshard"
@@ -548,8 +585,20 @@ class RlEfficiency(Strict):
 
     @model_validator(mode="after")
     def _ranges(self) -> RlEfficiency:
-        for name in ("tail_concurrency_fraction", "sync_link_efficiency", "broadcast_link_efficiency"):
-            _fraction(name, getattr(self, name))
+        _fraction("tail_concurrency_fraction", self.tail_concurrency_fraction)
+        _every_key("sync_link_efficiency", self.sync_link_efficiency, SYNC_TRANSPORTS)
+        for k, v in self.sync_link_efficiency.items():
+            _fraction(f"sync_link_efficiency.{k}", v)
+        if self.sync_load_us_per_tensor.value < 0:
+            raise ValueError("sync_load_us_per_tensor must be >= 0")
+        if self.broadcast_senders.value < 1 or self.broadcast_senders.value != int(
+            self.broadcast_senders.value
+        ):
+            raise ValueError(
+                f"broadcast_senders must be a whole number >= 1, got {self.broadcast_senders.value}"
+            )
+        if self.default_sync_transport.value == "colocated":
+            raise ValueError("default_sync_transport is for disaggregated modes; 'colocated' is not one")
         _every_key("training_mfu", self.training_mfu, ("dense", "moe"))
         for k, v in self.training_mfu.items():
             _fraction(f"training_mfu.{k}", v)

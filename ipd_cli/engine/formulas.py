@@ -258,7 +258,45 @@ def tokens_per_s_per_mw(tokens_per_s_per_gpu, kw_per_gpu, pue):
 
 # --- Weight transfer -----------------------------------------------------------------------------
 
+# Weight tensors of a transformer checkpoint, one per projection: q, k, v, o and two norms per
+# layer, a gated MLP (gate, up, down) for the dense FFN or the shared expert, one router in an
+# MoE layer, 3 matrices per routed expert; plus the embedding and the output head.
+TENSORS_PER_LAYER_DENSE = 9
+TENSORS_PER_EXPERT = 3
 
-def transfer_seconds(bytes_per_receiver, link_bytes_per_s, efficiency, fixed_s):
-    """Weights pushed to receivers in parallel: each receiving GPU takes its share over its own link."""
-    return fixed_s + bytes_per_receiver / (link_bytes_per_s * efficiency)
+
+def weight_tensors(layers, routed_experts, moe):
+    """Tensors a weight update iterates over (a rollout engine loads each one)."""
+    per_layer = TENSORS_PER_LAYER_DENSE + (1 + TENSORS_PER_EXPERT * routed_experts if moe else 0)
+    return layers * per_layer + 2
+
+
+def cross_domain_share(trainer_gpus, inference_gpus, domain_gpus, node_gpus, colocated):
+    """Share of the update's bytes that leave a scale-up domain (over NICs) rather than stay on it.
+
+    Colocated: none. Both roles inside one domain: none. A domain of several nodes (an NVL72 rack
+    of 4-GPU trays) holds trainer and rollout trays in proportion, so a receiver finds its sender
+    in its own domain with probability domain / all GPUs. Node-sized domains hold one role each.
+    """
+    gpus = trainer_gpus + inference_gpus
+    if colocated or gpus <= domain_gpus:
+        return 0.0
+    if domain_gpus > node_gpus:
+        return 1.0 - domain_gpus / gpus
+    return 1.0
+
+
+def split_seconds(byte_count, cross_share, nic_bytes_per_s, scale_up_bytes_per_s):
+    """(seconds over the NIC, seconds over the scale-up link) for bytes split by ``cross_share``;
+    the two paths run at once."""
+    return byte_count * cross_share / nic_bytes_per_s, byte_count * (1 - cross_share) / scale_up_bytes_per_s
+
+
+def offload_seconds(state_bytes, gpus, host_bytes_per_s):
+    """Training state out to host memory and back in, each GPU over its own host link."""
+    return 2 * state_bytes / gpus / host_bytes_per_s
+
+
+def min_gpus_for_bytes(total_bytes, bytes_per_gpu):
+    """Whole GPUs needed to hold ``total_bytes`` at ``bytes_per_gpu`` each."""
+    return int(math.ceil(total_bytes / bytes_per_gpu - 1e-9))

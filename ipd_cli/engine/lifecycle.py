@@ -161,7 +161,7 @@ def estimate_lifecycle(
             how = "steps_per_refresh x refreshes_per_year"
         post_cost = rl.usd_per_step * steps_per_year * H
         samples = per_step_samples * steps_per_year * H
-        energy_kwh_per_step = per_step_samples / rl.rollouts_per_kwh
+        energy_kwh_per_step = rl.energy_kwh_per_step  # every generated rollout, kept or not
         post_energy = energy_kwh_per_step * steps_per_year * H / 1000
         rollouts_per_kwh = rl.rollouts_per_kwh
         steps.append(

@@ -248,6 +248,40 @@ class RlRun(Result):
     energy_mwh_per_year: float
 
 
+class RlWeightSync(Result):
+    """One weight update as a transfer schedule: what it moves and which bound sets its time."""
+
+    transport: str = Field(
+        description="nccl-broadcast, nccl-reshard, rdma-p2p, checkpoint-engine or colocated"
+    )
+    bytes_moved: float = Field(description="bytes delivered to all rollout GPUs together")
+    bytes_per_sender: float
+    bytes_per_receiver: float
+    bound: str = Field(description="the term that sets the time (a link, the engine loader, a latency)")
+    transfer_s: float = Field(description="the wire (at the link efficiency) and quantisation: senders busy")
+    load_s: float = Field(description="the rollout engine's loader, where the wire does not hide it")
+    fixed_s: float
+    offload_s: float = Field(
+        description="colocated: training state to host memory and back, and the engine switch"
+    )
+    exposed_s: float = Field(description="seconds of the update on the step's critical path")
+    hidden_s: float = Field(description="seconds of the update overlapped with generation or training")
+    terms_s: dict[str, float] = Field(description="every bound and cost of the update, in seconds")
+
+
+class RlTrainerMemory(Result):
+    """The training state against the trainer's usable HBM (fully sharded), and in colocated mode
+    against host memory, where it waits while rollouts run."""
+
+    training_state_bytes: float
+    bytes_per_gpu: float
+    usable_hbm_bytes_per_gpu: float
+    min_train_gpus: int = Field(description="fewest trainer GPUs that hold the state")
+    location_during_rollouts: str = Field(description="HBM (disaggregated) or host memory (colocated)")
+    host_bytes_per_gpu: float | None = None
+    host_capacity_bytes_per_gpu: float | None = None
+
+
 class Rl(Result):
     model: str
     workload: str
@@ -280,6 +314,9 @@ class Rl(Result):
     price_usd_per_gpu_hour: float
     pricing: str
     run: RlRun
+    energy_kwh_per_step: float = Field(description="GPU-hours x system kW per GPU x PUE of one step")
+    weight_sync: RlWeightSync
+    trainer_memory: RlTrainerMemory
 
 
 class RlResult(Result):

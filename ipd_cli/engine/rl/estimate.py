@@ -1,0 +1,254 @@
+"""`estimate_rl`: the phases put together, the split chosen, the result assembled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.catalog.schema import Model, RlWorkload
+from ipd_cli.engine import formulas as f
+from ipd_cli.engine import serving as sv
+from ipd_cli.engine.inputs import Inputs
+from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
+from ipd_cli.engine.results import RlResult
+
+from .generation import (
+    Environment,
+    Generation,
+    HostCpus,
+    Rollouts,
+    environment,
+    generation,
+    host_cpus,
+    rollout_engine,
+)
+from .result import assemble
+from .step import Step, SyncPhase, split_gpus, step
+from .sync import Links, SyncPlan, WeightSync, sync_links, weight_sync
+from .trainer import (
+    Trainer,
+    TrainerMemory,
+    TrainerRates,
+    check_trainer_memory,
+    trainer,
+    trainer_memory,
+    trainer_rates,
+)
+from .workload import RlNumbers, resolve_request, workload_numbers
+
+CLI = "command line"
+
+
+def sync_plan(
+    inp: Inputs,
+    arch: Model,
+    inst: sv.ServingInstance,
+    *,
+    transport: str,
+    wire: str,
+    training: str,
+    trainer_gpus: int,
+    inference_gpus: int,
+    colocated: bool,
+    senders: int | None = None,
+    engine_load: bool | None = None,
+    shard_group_gpus: int | None = None,
+) -> SyncPlan:
+    """What an update moves into rollout instances like ``inst`` at the ``wire`` precision, and the
+    quantisation it needs on the trainer (wire narrower than ``training``) or the receivers."""
+    b_wire = inp.read(f"serving.bytes_per_weight.{wire}", f"wire bytes per weight ({wire})")
+    b_train = inp.quiet().read(f"serving.bytes_per_weight.{training}")
+    b_inf = inp.quiet().read(f"serving.bytes_per_weight.{inst.precision}")
+    dense, expert, _ = sv.weight_split(arch, b_wire)
+    instance_bytes = f.stored_weight_bytes(dense, expert, inst.dense_replicas)
+    on_trainer = arch.total_params * (b_train + b_wire) / trainer_gpus if b_wire < b_train else 0.0
+    on_receiver = instance_bytes / inst.gpus * (1 + b_inf / b_wire) if b_inf < b_wire else 0.0
+    return SyncPlan(
+        transport=transport,
+        model_bytes=arch.total_params * b_wire,
+        instance_bytes=instance_bytes,
+        tensors=f.weight_tensors(arch.layers, arch.experts, arch.is_moe),
+        trainer_gpus=trainer_gpus,
+        inference_gpus=inference_gpus,
+        instance_gpus=inst.gpus,
+        colocated=colocated,
+        senders=senders,
+        engine_load=engine_load,
+        quantize_bytes_per_gpu=max(on_trainer, on_receiver),
+        shard_group_gpus=shard_group_gpus,
+    )
+
+
+def estimate_weight_sync(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    *,
+    transport: str,
+    trainer_gpus: int,
+    inference_gpus: int,
+    instance_gpus: int | None = None,
+    instance_tp: int | None = None,
+    wire: str = "bf16",
+    training: str = "bf16",
+    colocated: bool = False,
+    senders: int | None = None,
+    engine_load: bool | None = None,
+) -> WeightSync:
+    """One weight update on its own (``ipd validate``'s weight-sync cases): rollout instances of
+    ``instance_gpus`` (default: the smallest that holds the model) serving at the wire precision,
+    attention tensor parallel over ``instance_tp`` GPUs (default: the serving model's layout)."""
+    ctx = sv.serving_context(cat, hardware, model)
+    tp = instance_tp if ctx.model.is_moe else None  # dense models are tensor parallel anyway
+    inst = sv.serving_instance(ctx, precision=wire, instance_gpus=instance_gpus, attention_tp=tp)
+    memory = trainer_memory(ctx.inp, ctx.name, ctx.system.accelerator, ctx.model, colocated=False)
+    plan = sync_plan(
+        ctx.inp, ctx.model, inst, transport=transport, wire=wire, training=training,
+        trainer_gpus=trainer_gpus, inference_gpus=inference_gpus, colocated=colocated,
+        senders=senders, engine_load=engine_load, shard_group_gpus=min(trainer_gpus, memory.min_gpus),
+    )  # fmt: skip
+    return weight_sync(
+        ctx.inp, sync_links(ctx.inp, ctx.name, ctx.system.accelerator, ctx.system.accelerators), plan
+    )
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything a step needs that does not depend on the split."""
+
+    w: RlWorkload
+    model: str
+    where: str
+    transport: str
+    nums: RlNumbers
+    rollouts: Rollouts
+    host: HostCpus
+    rates: TrainerRates
+    links: Links
+    memory: TrainerMemory
+    inp: Inputs
+    arch: Model
+    offload_bytes: float
+    switch_s: float
+
+
+def _transport(inp: Inputs, w: RlWorkload, origin: str) -> str:
+    if w.sync_transport is not None:
+        return inp.given(
+            "weight-sync transport", w.sync_transport, "", origin, path="workload.sync_transport"
+        )
+    if w.mode == "colocated":
+        return inp.given(
+            "weight-sync transport", "colocated", "", origin, note="colocated mode reloads in place"
+        )
+    choice = inp.cat.rl.default_sync_transport
+    return inp.trace.given(
+        "weight-sync transport", choice.value, "", inp.cat.origin("rl", "default_sync_transport"),
+        note=choice.note, source=choice.source,
+    )  # fmt: skip
+
+
+def setup(ctx: sv.ServingContext, w: RlWorkload, pricing: str, origin: str) -> Setup:
+    inp, system = ctx.inp, ctx.system
+    nums = workload_numbers(ctx.trace, w, origin)
+    colocated = w.mode == "colocated"
+    offload, switch = 0.0, 0.0
+    if colocated:
+        offload = (
+            inp.read("rl.offload_bytes_per_param", "offload bytes per parameter") * ctx.model.total_params
+        )
+        switch = inp.read("rl.engine_switch_s", "engine switch")
+    return Setup(
+        w=w,
+        model=ctx.mname,
+        where=f"{ctx.mname} on {ctx.name}",
+        transport=_transport(inp, w, origin),
+        nums=nums,
+        rollouts=rollout_engine(ctx, w, nums, pricing),
+        host=host_cpus(inp, ctx.name),
+        rates=trainer_rates(inp, system.accelerator, ctx.model, w, nums),
+        links=sync_links(inp, ctx.name, system.accelerator, system.accelerators),
+        memory=trainer_memory(inp, ctx.name, system.accelerator, ctx.model, colocated),
+        inp=inp,
+        arch=ctx.model,
+        offload_bytes=offload,
+        switch_s=switch,
+    )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    gen: Generation
+    env: Environment
+    trainer: Trainer
+    sync: SyncPhase
+    step: Step
+
+
+def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> Outcome:
+    """One step on ``gen_gpus`` + ``train_gpus`` (the same GPUs when colocated)."""
+    colocated = s.w.mode == "colocated"
+    total = gen_gpus if colocated else gen_gpus + train_gpus
+    inp = s.inp.quiet() if quiet else s.inp
+    gen = generation(s.rollouts, s.nums, gen_gpus, s.w.mode == "async", s.where)
+    env = environment(s.nums, s.host, gen, total, s.w.mode == "async")
+    tr = trainer(s.rates, s.w, train_gpus)
+    plan = sync_plan(
+        inp, s.arch, s.rollouts.inst, transport=s.transport, wire=s.w.sync_precision,
+        training=s.w.training_precision, trainer_gpus=train_gpus, inference_gpus=gen_gpus,
+        colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.min_gpus),
+    )  # fmt: skip
+    offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0
+    sync = SyncPhase(weight_sync(inp, s.links, plan), offload, s.switch_s)
+    return Outcome(gen, env, tr, sync, step(s.w.mode, gen, env, tr, sync))
+
+
+def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
+    """The GPUs of each role: colocated uses all for both; given sizes are checked; otherwise the
+    fastest split among those whose trainer holds the training state."""
+    w, mem = s.w, s.memory
+    if w.mode == "colocated":
+        total = w.gpus if w.gpus is not None else w.gen_gpus + w.train_gpus
+        check_trainer_memory(mem, total, "gpus", s.where)
+        gg = tg = total
+    elif w.gen_gpus is not None and split is None:
+        check_trainer_memory(mem, w.train_gpus, "train_gpus", s.where)
+        gg, tg = w.gen_gpus, w.train_gpus
+    else:
+        total = w.gpus if w.gpus is not None else w.gen_gpus + w.train_gpus
+        gg, tg = split_gpus(
+            total, s.rollouts.gpus, lambda a, b: evaluate(s, a, b, quiet=True).step.seconds, mem.min_gpus
+        )
+    s.inp.given("generation GPUs", gg, "GPUs", origin, path="workload.gen_gpus")
+    s.inp.given("training GPUs", tg, "GPUs", origin, path="workload.train_gpus")
+    return gg, tg
+
+
+def estimate_rl(
+    cat: Catalog,
+    hardware: str,
+    workload: RlWorkload,
+    *,
+    workload_name: str = "",
+    model: str | None = None,
+    mode: str | None = None,
+    gpus: int | None = None,
+    gen_gpus: int | None = None,
+    train_gpus: int | None = None,
+    split: str | None = None,
+    transport: str | None = None,
+    pricing: str = "rental",
+    origin: str = CLI,
+) -> RlResult:
+    """One RL step of ``workload`` on ``hardware``; command-line values override the workload's."""
+    w = resolve_request(
+        workload, split, model=model, mode=mode, gpus=gpus, gen_gpus=gen_gpus, train_gpus=train_gpus,
+        transport=transport,
+    )  # fmt: skip
+    ctx = sv.serving_context(cat, hardware, w.model, origin)
+    s = setup(ctx, w, pricing, origin)
+    gg, tg = choose_split(s, split, origin)
+    out = evaluate(s, gg, tg)
+    price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
+    rl = assemble(s, out, gg, tg, workload_name, price, basis, kw_per_gpu(ctx.inp, ctx.name), pue(ctx.inp))
+    return RlResult(hardware=ctx.name, rl=rl, assumptions=ctx.trace.items)

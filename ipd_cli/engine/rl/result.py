@@ -1,0 +1,109 @@
+"""The phases of one step turned into the result model: cost, energy, a refresh cycle, a year."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ipd_cli.engine import formulas as f
+from ipd_cli.engine.results import Rl, RlPhases, RlRun, RlTrainerMemory, RlWeightSync
+
+if TYPE_CHECKING:
+    from .estimate import Outcome, Setup
+
+
+def _weight_sync(out: Outcome) -> RlWeightSync:
+    sync = out.sync.sync
+    return RlWeightSync(
+        transport=sync.transport,
+        bytes_moved=sync.bytes_moved,
+        bytes_per_sender=sync.bytes_per_sender,
+        bytes_per_receiver=sync.bytes_per_receiver,
+        bound=sync.bound,
+        transfer_s=sync.transfer_s,
+        load_s=sync.load_s,
+        fixed_s=sync.fixed_s,
+        offload_s=out.sync.offload_s + out.sync.switch_s,
+        exposed_s=out.step.sync_exposed_s,
+        hidden_s=max(0.0, out.sync.seconds - out.step.sync_exposed_s),
+        terms_s=sync.terms,
+    )
+
+
+def _trainer_memory(s: Setup, train_gpus: int) -> RlTrainerMemory:
+    m = s.memory
+    return RlTrainerMemory(
+        training_state_bytes=m.state_bytes,
+        bytes_per_gpu=m.state_bytes / train_gpus,
+        usable_hbm_bytes_per_gpu=m.usable_hbm_per_gpu,
+        min_train_gpus=m.min_gpus,
+        location_during_rollouts="host memory" if s.w.mode == "colocated" else "HBM",
+        host_bytes_per_gpu=None if m.offload_bytes is None else m.offload_bytes / train_gpus,
+        host_capacity_bytes_per_gpu=m.host_per_gpu,
+    )
+
+
+def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: float) -> RlRun:
+    steps = s.w.steps_per_refresh
+    per_year = steps * s.w.refreshes_per_year
+    return RlRun(
+        steps_per_refresh=steps,
+        refreshes_per_year=s.w.refreshes_per_year,
+        wall_days_per_refresh=steps * seconds / f.SECONDS_PER_DAY,
+        gpu_hours_per_refresh=steps * gpu_hours,
+        usd_per_refresh=steps * usd,
+        gpu_hours_per_year=per_year * gpu_hours,
+        usd_per_year=per_year * usd,
+        energy_mwh_per_year=per_year * energy_kwh / 1000,
+    )
+
+
+def assemble(
+    s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, workload: str, price: float, basis: str,
+    kw: float, p_ue: float,
+) -> Rl:  # fmt: skip
+    """Cost and energy of the step; rollouts per kWh count every generated rollout (kept or not)."""
+    t, n = out.step.seconds, s.nums
+    phases = RlPhases(
+        generation_s=out.gen.seconds,
+        environment_s=out.env.exposed_s,
+        logprob_s=out.trainer.logprob_s,
+        training_s=out.trainer.training_s,
+        weight_sync_s=out.sync.seconds,
+    )
+    billed = gen_gpus if s.w.mode == "colocated" else gen_gpus + train_gpus
+    gpu_hours = billed * t / f.SECONDS_PER_HOUR
+    usd, energy_kwh = gpu_hours * price, gpu_hours * kw * p_ue
+    return Rl(
+        model=s.model,
+        workload=workload,
+        mode=s.w.mode,
+        step_seconds=t,
+        usd_per_step=usd,
+        gpu_hours_per_step=gpu_hours,
+        samples_per_s=n.samples / t,
+        phases=phases,
+        hidden_by_overlap_s=max(0.0, sum(phases.model_dump().values()) - t),  # rounding: never below 0
+        usd_per_1k_samples=usd / n.samples * 1000,
+        usd_per_million_generated_tokens=usd / (n.generated * n.mean_response_tokens / 1e6),
+        rollouts_per_kwh=n.generated / energy_kwh,
+        gpus=billed,
+        gen_gpus=gen_gpus,
+        train_gpus=train_gpus,
+        instance_gpus=s.rollouts.gpus,
+        replicas=out.gen.replicas,
+        concurrency=out.gen.concurrency,
+        max_concurrency=s.rollouts.max_batch,
+        tail_concurrency=out.gen.tail_concurrency,
+        decode_tokens_per_s_per_user=out.gen.decode_tokens_per_s_per_user,
+        cpu_cores_needed=out.env.cores_needed,
+        cpu_cores_available=out.env.cores_available,
+        env_bound=out.env.env_bound,
+        mean_staleness_steps=out.gen.mean_staleness_steps,
+        latency_bound=out.gen.latency_bound,
+        price_usd_per_gpu_hour=price,
+        pricing=basis,
+        run=_run(s, t, gpu_hours, usd, energy_kwh),
+        energy_kwh_per_step=energy_kwh,
+        weight_sync=_weight_sync(out),
+        trainer_memory=_trainer_memory(s, train_gpus),
+    )

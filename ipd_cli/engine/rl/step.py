@@ -1,0 +1,85 @@
+"""One step by mode (what overlaps what), and the generation/training split search."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ipd_cli.errors import InfeasibleError
+
+from .generation import Environment, Generation
+from .sync import WeightSync
+from .trainer import Trainer
+
+MAX_SPLITS = 400
+
+
+@dataclass(frozen=True)
+class SyncPhase:
+    """The weight update of a step, plus (colocated) parking the training state in host memory
+    and back, and switching the GPUs between trainer and engine."""
+
+    sync: WeightSync
+    offload_s: float = 0.0
+    switch_s: float = 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.sync.seconds + self.offload_s + self.switch_s
+
+    @property
+    def sender_busy_s(self) -> float:
+        """The part the trainer GPUs drive (barrier and wire); the engine loader is the receivers' alone."""
+        return self.sync.fixed_s + self.sync.transfer_s
+
+
+@dataclass(frozen=True)
+class Step:
+    seconds: float
+    sync_exposed_s: float  # weight-sync seconds on the step's critical path
+
+
+def step(mode: str, gen: Generation, env: Environment, tr: Trainer, sync: SyncPhase) -> Step:
+    """Colocated and disaggregated run the phases in series; one-step-off overlaps generation
+    with training and then syncs (verl, NeMo RL: the update waits for both); async keeps
+    generating across steps: in-flight updates skip the drain, but the engines pause for the
+    whole update (NeMo RL, prime-rl, Miles, PipelineRL), while the trainer is busy only for
+    the transfer it drives."""
+    rollout, training = gen.seconds + env.exposed_s, tr.logprob_s + tr.training_s
+    if mode in ("colocated", "disaggregated"):
+        return Step(rollout + training + sync.seconds, sync.seconds)
+    if mode == "one-step-off":
+        return Step(max(rollout, training) + sync.seconds, sync.seconds)
+    t = max(rollout + sync.seconds, training + sync.sender_busy_s)
+    return Step(t, min(sync.seconds, max(0.0, t - max(rollout, training))))  # clamped: rounding
+
+
+def _split_candidates(total: int, instance_gpus: int, min_train: int) -> list[int]:
+    """Generation sizes to try: every whole number of instances that leaves ``min_train`` GPUs
+    to train, or a geometric grid of them when there are more than MAX_SPLITS."""
+    count = (total - min_train) // instance_gpus
+    if count <= MAX_SPLITS:
+        return [k * instance_gpus for k in range(1, count + 1)]
+    ratio = count ** (1 / (MAX_SPLITS - 1))
+    ks = sorted({max(1, min(count, round(ratio**i))) for i in range(MAX_SPLITS)})
+    return [k * instance_gpus for k in ks]
+
+
+def split_gpus(
+    total: int, instance_gpus: int, balance: Callable[[int, int], float], min_train: int = 1
+) -> tuple[int, int]:
+    """The generation/training split of ``total`` GPUs (generation in whole instances, at least
+    ``min_train`` GPUs training) with the shortest step, given ``balance(gen, train) -> seconds``."""
+    best: tuple[float, int, int] | None = None
+    for gen in _split_candidates(total, instance_gpus, max(1, min_train)):
+        seconds = balance(gen, total - gen)
+        if best is None or seconds < best[0]:
+            best = (seconds, gen, total - gen)
+    if best is None:
+        need = instance_gpus + max(1, min_train)
+        raise InfeasibleError(
+            f"{total} GPUs cannot be split into generation (instances of {instance_gpus}) and training "
+            f"(at least {max(1, min_train)} GPUs to hold the training state); give `gpus` >= {need}"
+            + (" or use `mode` colocated" if min_train <= 1 else "")
+        )
+    return best[1], best[2]

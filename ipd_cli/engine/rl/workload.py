@@ -1,0 +1,96 @@
+"""The request and the workload's numbers, read once with their provenance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ipd_cli.catalog.schema import RL_MODES, SYNC_TRANSPORTS, RlWorkload
+from ipd_cli.engine.trace import Trace
+from ipd_cli.errors import InputError
+
+# transports that need separate trainer and rollout GPUs, and those that reload in place
+DISAGGREGATED_TRANSPORTS = ("nccl-broadcast", "nccl-reshard", "rdma-p2p", "checkpoint-engine")
+COLOCATED_TRANSPORTS = ("colocated", "checkpoint-engine")
+
+
+def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> RlWorkload:
+    """The workload with the caller's values applied (``model``, ``mode``, ``gpus``, ``gen_gpus``,
+    ``train_gpus``, ``transport``), checked."""
+    updates: dict[str, Any] = {k: given[k] for k in ("model", "mode") if given.get(k) is not None}
+    if given.get("transport") is not None:
+        updates["sync_transport"] = given["transport"]
+    if given.get("gpus") is not None:
+        updates.update(gpus=given["gpus"], gen_gpus=None, train_gpus=None)
+    if given.get("gen_gpus") is not None or given.get("train_gpus") is not None:
+        updates.update(gen_gpus=given.get("gen_gpus"), train_gpus=given.get("train_gpus"))
+    for name in ("gpus", "gen_gpus", "train_gpus"):
+        if given.get(name) is not None and given[name] <= 0:
+            raise InputError(f"`{name}` must be > 0, got {given[name]}")
+    w = workload.model_copy(update=updates)
+    if w.mode not in RL_MODES:
+        raise InputError(f"unknown mode '{w.mode}'; choose one of: {', '.join(RL_MODES)}")
+    if w.sync_transport is not None and w.sync_transport not in SYNC_TRANSPORTS:
+        raise InputError(
+            f"unknown transport '{w.sync_transport}'; choose one of: {', '.join(SYNC_TRANSPORTS)}"
+        )
+    allowed = COLOCATED_TRANSPORTS if w.mode == "colocated" else DISAGGREGATED_TRANSPORTS
+    if w.sync_transport is not None and w.sync_transport not in allowed and given.get("transport") is None:
+        w = w.model_copy(update={"sync_transport": None})  # the workload's transport is for another mode
+    if w.sync_transport is not None and w.sync_transport not in allowed:
+        raise InputError(
+            f"`transport` {w.sync_transport} does not work in mode {w.mode}; "
+            f"choose one of: {', '.join(allowed)}"
+        )
+    if (w.gen_gpus is None) != (w.train_gpus is None):
+        raise InputError("give both `gen_gpus` and `train_gpus`, or `gpus` with `split` auto")
+    if split not in (None, "auto"):
+        raise InputError(f"`split` {split}: only 'auto' is supported; or give `gen_gpus` and `train_gpus`")
+    return w
+
+
+@dataclass(frozen=True)
+class RlNumbers:
+    """One step's rollouts: counts, lengths, tool and sandbox times."""
+
+    samples: float  # N, kept for training
+    generated: float  # N / keep: the rollouts generated
+    prompt_tokens: float
+    observation_tokens: float
+    mean_response_tokens: float
+    max_response_tokens: float
+    turns: float
+    max_turns: float
+    tool_s: float
+    boot_s: float
+    verify_s: float
+    sandbox_cores: float
+
+    @property
+    def mean_length(self) -> float:
+        """E[L]: prompt + tool output + generated tokens of one trajectory."""
+        return self.prompt_tokens + self.observation_tokens + self.mean_response_tokens
+
+
+def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
+    """The workload's numbers, each recorded with its ``workload.*`` path."""
+
+    def given(field: str, unit: str) -> Any:
+        return trace.given(field.replace("_", " "), getattr(w, field), unit, origin, path=f"workload.{field}")
+
+    prompts, group = given("prompts_per_step", "prompts"), given("group_size", "samples per prompt")
+    keep = given("keep_fraction", "fraction")
+    return RlNumbers(
+        samples=prompts * group,
+        generated=prompts * group / keep,
+        prompt_tokens=given("prompt_tokens", "tokens"),
+        observation_tokens=given("observation_tokens", "tokens"),
+        mean_response_tokens=given("mean_response_tokens", "tokens"),
+        max_response_tokens=given("max_response_tokens", "tokens"),
+        turns=w.turns,
+        max_turns=given("max_turns", "turns"),
+        tool_s=given("tool_latency_s", "s"),
+        boot_s=given("sandbox_boot_s", "s"),
+        verify_s=given("verify_s", "s on a reference core"),
+        sandbox_cores=given("sandbox_cores", "cores"),
+    )

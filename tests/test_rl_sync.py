@@ -1,0 +1,201 @@
+"""RL weight sync as a transfer schedule, the step by mode, the trainer's memory bound and RL energy:
+transfers and bounds computed by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from helpers import run_cli
+
+from ipd_cli.api import compare, rl
+from ipd_cli.engine.inputs import Inputs
+from ipd_cli.engine.rl import Links, SyncPlan, sync_links, weight_sync
+from ipd_cli.engine.rl.generation import Environment, Generation
+from ipd_cli.engine.rl.step import Step, SyncPhase, step
+from ipd_cli.engine.rl.sync import WeightSync
+from ipd_cli.engine.rl.trainer import Trainer
+from ipd_cli.errors import InfeasibleError
+
+# 8-GPU nodes, each GPU with a 400 Gb/s NIC (50 GB/s) and 450 GB/s of NVLink per direction
+NODE = Links(nic=50e9, scale_up=450e9, host=55e9, hbm=3.35e12, domain=8, node=8)
+KNOBS = [
+    "rl.sync_link_efficiency.rdma-p2p=0.5",
+    "rl.sync_link_efficiency.nccl-broadcast=0.5",
+    "rl.sync_fixed_s=0.25",
+    "rl.sync_load_us_per_tensor=100",
+]
+
+
+@pytest.fixture(scope="module")
+def inp(catalog):
+    return Inputs(catalog.with_overrides(KNOBS))
+
+
+def _p2p(trainer_gpus: int, inference_gpus: int, **kw) -> SyncPlan:
+    # a 1e12-parameter model in BF16 (2 TB), rollout instances of 16 GPUs that each hold one copy
+    return SyncPlan(
+        transport="rdma-p2p",
+        model_bytes=2e12,
+        instance_bytes=2e12,
+        tensors=50_000,
+        trainer_gpus=trainer_gpus,
+        inference_gpus=inference_gpus,
+        instance_gpus=16,
+        **kw,
+    )
+
+
+def test_sender_limited_transfer_by_hand(inp):
+    # 32 trainer GPUs push 256 / 16 = 16 replicas: each sender sends 16 x 2 TB / 32 = 1 TB,
+    # each receiver takes 2 TB / 16 = 125 GB. Every byte crosses nodes (8-GPU domains, one role each).
+    # sender NIC: 1e12 / 50e9 = 20 s; receiver NIC: 125e9 / 50e9 = 2.5 s -> the senders bound it.
+    # time = 0.25 fixed + 20 / 0.5 efficiency = 40.25 s; no engine loader (receivers are passive)
+    ws = weight_sync(inp, NODE, _p2p(32, 256))
+    assert ws.bound == "sender NIC"
+    assert ws.bytes_per_sender == pytest.approx(1e12) and ws.bytes_per_receiver == pytest.approx(125e9)
+    assert ws.bytes_moved == pytest.approx(16 * 2e12)
+    assert ws.terms["receiver NIC"] == pytest.approx(2.5 / 0.5)
+    assert ws.seconds == pytest.approx(0.25 + 20 / 0.5)
+    assert ws.load_s == 0
+
+
+def test_receiver_limited_transfer_by_hand(inp):
+    # 256 trainer GPUs push 32 / 16 = 2 replicas: each sender sends 2 x 2 TB / 256 = 15.6 GB
+    # (0.3125 s), each receiver takes 125 GB (2.5 s) -> the receivers bound it: 0.25 + 2.5 / 0.5 = 5.25 s
+    ws = weight_sync(inp, NODE, _p2p(256, 32))
+    assert ws.bound == "receiver NIC"
+    assert ws.terms["sender NIC"] == pytest.approx(2 * 2e12 / 256 / 50e9 / 0.5)
+    assert ws.seconds == pytest.approx(0.25 + 2.5 / 0.5)
+
+
+def test_gb200_replicas_of_the_10t_model_leave_the_trainer_nics(catalog, inp):
+    # Issue 15: six 64-GPU replicas of the 10T model (20 TB each in BF16) fed by 128 trainer GPUs.
+    # 512 GPUs in NVL72 racks of 4-GPU trays, both roles in every rack: a share 72 / 512 of a
+    # receiver's bytes come from its own rack (NVLink), the rest over NICs: 1 - 72/512 = 0.859375.
+    # each sender: 6 x 20e12 / 128 = 937.5 GB; over its NIC 0.859375 x 937.5e9 / 50e9 = 16.11 s
+    links = sync_links(Inputs(catalog), "gb200-nvl72", "gb200", 72)
+    assert (links.domain, links.node, links.nic) == (72, 4, 50e9)
+    plan = SyncPlan("rdma-p2p", 20e12, 20e12, 1, trainer_gpus=128, inference_gpus=384, instance_gpus=64)
+    ws = weight_sync(inp, links, plan)
+    assert ws.bound == "sender NIC"
+    assert ws.terms["sender NIC"] == pytest.approx(0.859375 * 937.5e9 / 50e9 / 0.5)
+    assert ws.seconds == pytest.approx(0.25 + 0.859375 * 937.5e9 / 50e9 / 0.5)
+    # what each receiver ingests alone would say 0.859375 x 20e12 / 64 / 50e9 / 0.5 = 10.7 s: 3x less
+    assert ws.terms["receiver NIC"] == pytest.approx(0.859375 * 20e12 / 64 / 50e9 / 0.5)
+
+
+def test_broadcast_delivers_the_full_model_to_every_receiver(inp):
+    # one sender (the catalog default) gathers 2 TB from trainer shards on other nodes (40 s at
+    # 50 GB/s), then pushes it through its NIC (40 s); each receiving node takes one copy over its
+    # 8 NICs (5 s) and fans it out over NVLink (4.4 s). The engine loads 50,000 tensors at 100 us
+    # (5 s), pipelined behind the wire: 0.25 + (40 + 40) / 0.5 = 160.25 s
+    plan = SyncPlan(
+        "nccl-broadcast", 2e12, 2e12, 50_000, trainer_gpus=256, inference_gpus=32, instance_gpus=16
+    )
+    ws = weight_sync(inp, NODE, plan)
+    assert ws.bytes_per_receiver == pytest.approx(2e12) and ws.bytes_moved == pytest.approx(32 * 2e12)
+    assert ws.terms["node NICs (one copy per node)"] == pytest.approx(2e12 / (8 * 50e9) / 0.5)
+    assert ws.terms["engine loader"] == pytest.approx(5.0)
+    assert ws.seconds == pytest.approx(0.25 + 80 / 0.5)
+    # a trainer sharded inside one node gathers over NVLink instead: 2e12 / 450e9 = 4.44 s
+    local = weight_sync(inp, NODE, SyncPlan(**{**plan.__dict__, "shard_group_gpus": 8}))
+    assert local.seconds == pytest.approx(0.25 + (40 + 2e12 / 450e9) / 0.5)
+
+
+def test_more_link_bandwidth_never_slows_an_update(inp):
+    for plan in (_p2p(32, 256), _p2p(256, 32)):
+        base = weight_sync(inp, NODE, plan).seconds
+        for faster in (
+            Links(**{**NODE.__dict__, "nic": 100e9}),
+            Links(**{**NODE.__dict__, "scale_up": 900e9}),
+        ):
+            assert weight_sync(inp, faster, plan).seconds <= base
+
+
+def _phases(gen_s: float, transfer_s: float, load_s: float) -> tuple:
+    gen = Generation(gen_s, 1, 1, 1, 1.0, 1.0, False, None)
+    env = Environment(0.0, 0.0, 1.0, False)
+    tr = Trainer(logprob_s=10.0, training_s=50.0)
+    sync = WeightSync("rdma-p2p", 1.0, 1.0, 1.0, {}, "sender NIC", transfer_s, load_s, 0.0)
+    return gen, env, tr, SyncPhase(sync)
+
+
+def test_what_each_mode_exposes_by_hand():
+    # generation 100 s, training 10 + 50 s, update 8 s of transfer + 2 s of engine loading
+    gen, env, tr, sync = _phases(100.0, 8.0, 2.0)
+    assert step("disaggregated", gen, env, tr, sync) == Step(100 + 60 + 10, 10)
+    assert step("one-step-off", gen, env, tr, sync) == Step(max(100, 60) + 10, 10)
+    # async: engines pause for the whole update (100 + 10), the trainer drives only the transfer (60 + 8)
+    assert step("async", gen, env, tr, sync) == Step(110, 10)
+    # a trainer-bound async step: max(40 + 10, 60 + 8) = 68; 8 s exposed, the 2 s of loading hidden
+    gen, env, tr, sync = _phases(40.0, 8.0, 2.0)
+    assert step("async", gen, env, tr, sync) == Step(68, 8)
+
+
+def test_rl_result_says_what_is_exposed(catalog):
+    r = rl(catalog, "vera-rubin", "rl-swe-agent", mode="async").rl
+    ws = r.weight_sync
+    assert ws.exposed_s + ws.hidden_s == pytest.approx(r.phases.weight_sync_s)
+    assert 0 <= ws.exposed_s <= r.phases.weight_sync_s
+
+
+def test_a_trainer_that_cannot_hold_the_training_state_is_infeasible(catalog):
+    # 10T parameters x 16 bytes = 160 TB; 186 GB x 0.9 usable = 167.4 GB per GB200 -> 956 GPUs
+    with pytest.raises(InfeasibleError, match="give `train_gpus` >= 956"):
+        rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gen_gpus=384, train_gpus=128)
+    # --split auto offers only splits whose trainer holds it: 956 + one 64-GPU instance at least
+    with pytest.raises(InfeasibleError, match="give `gpus` >= 1020"):
+        rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gpus=1000)
+    r = rl(catalog, "blackwell", "rl-swe-agent-10t").rl
+    assert r.train_gpus >= 956 and r.trainer_memory.min_train_gpus == 956
+    assert r.trainer_memory.bytes_per_gpu == pytest.approx(160e12 / r.train_gpus)
+
+
+def test_colocated_training_state_waits_in_host_memory(catalog):
+    # colocated on 1,000 GB200: HBM holds the state (>= 956); while rollouts run it waits in host
+    # memory: 160 TB / 1,000 = 160 GB per GPU against 17,280 GB / 72 = 240 GB per GPU
+    r = rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", mode="colocated", gpus=1000).rl
+    m = r.trainer_memory
+    assert m.location_during_rollouts == "host memory"
+    assert m.host_bytes_per_gpu == pytest.approx(160e9) and m.host_capacity_bytes_per_gpu == pytest.approx(
+        240e9
+    )
+    # with 1 TB of host memory per rack (13.9 GB per GPU) it needs 160e12 / 13.89e9 = 11,520 GPUs
+    small = catalog.with_overrides(["systems.gb200-nvl72.host_memory_gb=1000"])
+    with pytest.raises(InfeasibleError, match="host memory.*give `gpus` >= 11520"):
+        rl(small, "blackwell", "rl-swe-agent", model="moe-10t", mode="colocated", gpus=1000)
+
+
+def test_rl_energy_counts_every_generated_rollout(catalog):
+    # keep 1 in 2 rollouts: energy per step is GPU-hours x kW per GPU x PUE whatever is kept, and
+    # rollouts per kWh counts the generated ones (2 x the kept samples)
+    half = catalog.with_overrides(["workload.keep_fraction=0.5"])
+    r = rl(half, "vera-rubin", "rl-swe-agent").rl
+    kw = catalog.system("vera-rubin").power_kw.value / 72
+    assert r.energy_kwh_per_step == pytest.approx(r.gpu_hours_per_step * kw * catalog.economics.pue.value)
+    kept = r.samples_per_s * r.step_seconds
+    assert r.rollouts_per_kwh * r.energy_kwh_per_step == pytest.approx(2 * kept)
+
+
+def test_lifecycle_rl_energy_does_not_shrink_with_the_keep_fraction(catalog):
+    # the lifecycle once divided kept samples by rollouts per kWh: with keep 0.5 it reported half
+    # the RL energy. Post-training MWh = energy per step x 1,200 steps a year / 1,000.
+    w = catalog.workloads["rl-swe-agent-10t"].model_copy(update={"keep_fraction": 0.5})
+    half = dataclasses.replace(catalog, workloads={**catalog.workloads, "rl-swe-agent-10t": w})
+    s = compare(half, ["vera-rubin"]).systems[0]
+    energy = s.intelligence_per_dollar.energy_breakdown_mwh.post_training
+    assert energy == pytest.approx(s.rl.energy_kwh_per_step * 1200 / 1000)
+
+
+def test_rl_cli_names_the_transport_and_refuses_an_infeasible_trainer():
+    r = run_cli("rl", "--hardware", "vera-rubin", "--transport", "rdma-p2p", "--format", "json")
+    assert r.code == 0, r.stderr
+    ws = r.json()["rl"]["weight_sync"]
+    assert ws["transport"] == "rdma-p2p" and ws["bytes_moved"] > 0 and ws["bound"]
+    bad = run_cli("rl", "--hardware", "vera-rubin", "--transport", "pigeon")
+    assert bad.code == 2 and "unknown transport" in bad.stderr
+    r = run_cli(
+        "rl", "--hardware", "blackwell", "--model", "moe-10t", "--gen-gpus", "384", "--train-gpus", "128"
+    )
+    assert r.code == 1 and "--train-gpus >= 956" in r.stderr and r.stdout == ""
