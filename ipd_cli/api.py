@@ -110,7 +110,7 @@ def explain(
     items: list[dict] = []
     for system, lines in zip(result.systems, steps, strict=True):
         for st in lines:
-            inputs = "; ".join(f"{k} = {v:.6g}" for k, v in st.inputs.items())
+            inputs = "; ".join(f"{k} = {v!r}" for k, v in st.inputs.items())  # full precision
             items.append(
                 {
                     "hardware": system.hardware,

@@ -39,7 +39,8 @@ app.add_typer(hardware_app, name="hardware")
 app.add_typer(models_app, name="models")
 app.add_typer(workloads_app, name="workloads")
 plot_app = typer.Typer(
-    help="Plots: a PNG with -o FILE.png (pip install 'ipd[plot]'), else a text plot.\n\n"
+    help="Plots: a PNG with -o FILE.png (needs matplotlib: pip install '.[plot]' in a checkout), "
+    "else a text plot.\n\n"
     "Example: ipd plot curve vera-rubin blackwell --model kimi-k2 -o curves.png",
     no_args_is_help=True,
 )

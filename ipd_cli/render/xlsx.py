@@ -1,4 +1,4 @@
-"""xlsx output (needs ``pip install 'ipd[xlsx]'``, imported lazily): the same flat rows as CSV."""
+"""xlsx output (needs openpyxl: ``pip install '.[xlsx]'`` in a checkout; imported lazily)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ def workbook(result: BaseModel) -> Any:
     try:
         from openpyxl import Workbook
     except ImportError:
-        raise IpdError("xlsx output needs openpyxl: pip install 'ipd[xlsx]' (or use --format csv)") from None
+        raise IpdError(
+            "xlsx output needs openpyxl: pip install 'intelligence-per-dollar[xlsx]' "
+            "(from a checkout: pip install '.[xlsx]'), or use --format csv"
+        ) from None
     from ipd_cli.render import records
 
     rows = records(result)
