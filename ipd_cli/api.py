@@ -25,7 +25,7 @@ from .engine.results import (
     TrainResult,
     WorkloadInfo,
 )
-from .errors import InputError
+from .errors import InfeasibleError, InputError
 from .listing import (  # noqa: F401 - part of the API
     list_hardware,
     list_models,
@@ -120,6 +120,16 @@ def explain(
                     "inputs": inputs,
                 }
             )
+        for block, why in system.infeasible.items():
+            items.append(
+                {
+                    "hardware": system.hardware,
+                    "metric": f"{block}: cannot be computed ({why.stage})",
+                    "value": None,
+                    "formula": why.reason,
+                    "inputs": why.hint or "",
+                }
+            )
         for a in system.assumptions:
             items.append(
                 {
@@ -136,23 +146,55 @@ def explain(
 def _one_block(
     cat: Catalog, hardware: str, name: str, w: Any, *, mfu: float | None, pricing: str, origin: str
 ) -> SystemResult:
-    """A pretrain or RL workload on one system: a SystemResult with just that block."""
-    system = cat.system(hardware)
-    if w.kind == "rl":
-        from .engine.rl import estimate_rl
+    """A pretrain or RL workload on one system: a SystemResult with just that block (null, with the
+    reason under ``infeasible``, when the workload cannot run on this system)."""
+    from .engine.lifecycle import infeasible
 
-        r = estimate_rl(cat, hardware, w, workload_name=name, pricing=pricing, origin=origin)
-        block = {"rl": r.rl}
-    else:
-        r = estimate_workload(cat, hardware, w, mfu=mfu, pricing=pricing, origin=origin)
-        block = {"pretraining": r.pretraining}
+    system = cat.system(hardware)
+    key, stage = ("rl", "post_training") if w.kind == "rl" else ("pretraining", "pretraining")
+    try:
+        if w.kind == "rl":
+            from .engine.rl import estimate_rl
+
+            r = estimate_rl(cat, hardware, w, workload_name=name, pricing=pricing, origin=origin)
+        else:
+            r = estimate_workload(cat, hardware, w, mfu=mfu, pricing=pricing, origin=origin)
+    except InfeasibleError as e:
+        return SystemResult(
+            hardware=cat.canonical("systems", hardware),
+            description=system.description,
+            status=system.status,
+            infeasible={key: infeasible(stage, str(e), name)},
+            assumptions=[],
+        )
     return SystemResult(
         hardware=r.hardware,
         description=system.description,
         status=system.status,
         assumptions=r.assumptions,
-        **block,
+        **{key: getattr(r, key)},
     )
+
+
+def headline_block(kind: str) -> str:
+    """The block a comparison of this workload kind is about."""
+    return {"scenario": "intelligence_per_dollar", "rl": "rl"}.get(kind, "pretraining")
+
+
+def _refuse_all_infeasible(name: str, kind: str, results: list[SystemResult]) -> None:
+    """A comparison with no system that can run the workload is an error (exit 1) naming each stage."""
+    block = headline_block(kind)
+    if any(getattr(r, block) is not None for r in results):
+        return
+    from .engine.lifecycle import STAGES
+
+    parts = []
+    for r in results:
+        why = r.infeasible[block]
+        why = r.infeasible.get(STAGES[why.stage][0], why)  # the stage's own reason, not the headline's
+        hint = f"; {why.hint}" if why.hint else ""
+        parts.append(f"{r.hardware}: {why.stage} ({why.workload or name}): {why.reason}{hint}")
+    raise InfeasibleError(f"'{name}' cannot run on any system given: {' | '.join(parts)}")
 
 
 def _compare(
@@ -162,6 +204,8 @@ def _compare(
 
     if len(systems) < 1:
         raise InputError("give at least one system to compare")
+    for s in systems:  # every name, before any estimate
+        cat.system(s)
     name, w, origin = resolve_workload(cat, workload)
     steps: list[list] = []
     results: list[SystemResult] = []
@@ -177,6 +221,7 @@ def _compare(
         else:
             results.append(_one_block(cat, s, name, w, mfu=mfu, pricing=pricing, origin=origin))
             steps.append([])
+    _refuse_all_infeasible(name, w.kind, results)
     info = WorkloadInfo(
         name=name,
         kind=w.kind,

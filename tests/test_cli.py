@@ -81,7 +81,7 @@ def test_compare_table_names_the_drivers():
     assert r.code == 0
     for text in (
         "GPUs",
-        "gb200-nvl72 / vera-rubin-nvl72",
+        "gb200-nvl72 vs vera-rubin-nvl72",
         "Dense peak at precision",
         "Effective MFU",
         "drivers",
