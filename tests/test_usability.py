@@ -178,3 +178,111 @@ def test_usage_errors_come_before_any_work(no_estimates, args, message):
 def test_budget_metric_names_are_the_results_metric_paths(no_estimates):
     r = run_cli("compare", "vera-rubin", "--max-usd", "1", "--budget-metric", "pretraining.cost")
     assert r.code == 2 and "did you mean 'pretraining.cost_usd'" in r.stderr
+
+
+# --- tables: nothing cut, ratios that say which way is better, warnings (items 9-11) ---------------
+
+
+def _tokens(text: str) -> set[str]:
+    """Every whitespace-separated word of a drawn table, without box characters and commas around it."""
+    import re
+
+    return {t.strip(",;()") for t in re.split(r"[\s│┃|]+", text) if t}
+
+
+def _table(result, width: int) -> str:
+    from ipd_cli.render import OutputContext, render
+
+    text = render(result, "table", OutputContext(is_tty=True, width=width))
+    assert "…" not in text and "..." not in text  # Rich's ellipsis: something was cut
+    assert max(len(line) for line in text.splitlines()) <= width
+    return text
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_four_system_compare_cuts_no_name_or_number(catalog, width):
+    from ipd_cli import compare
+    from ipd_cli.render.views import fmt_num
+
+    r = compare(catalog, ["h100-sxm", "h200", "b200", "mi355x"], "pretrain-10t-moe")
+    words = _tokens(_table(r, width))
+    for s in r.systems:
+        assert s.hardware in words
+        for v in (s.pretraining.gpus, s.pretraining.cost_usd, s.pretraining.gpu_hours):
+            assert fmt_num(v) in words, (s.hardware, fmt_num(v))
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_hardware_list_cuts_no_name(catalog, width):
+    from ipd_cli.api import list_hardware
+
+    words = _tokens(_table(list_hardware(catalog), width))
+    for name, system in catalog.systems.items():
+        assert name in words and set(system.aliases) <= words, name
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_explain_cuts_no_set_path(catalog, width):
+    from ipd_cli.api import explain
+
+    r = explain(catalog, ["vera-rubin"], "pretrain-10t-moe")
+    words = _tokens(_table(r, width))
+    paths = [i["inputs"].split("--set ")[1] for i in r.items if "--set " in i["inputs"]]
+    assert paths and all(p in words for p in paths)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_sweep_table_cuts_no_number(catalog, width):
+    from ipd_cli import api
+    from ipd_cli.render import OutputContext
+    from ipd_cli.render.stream import small_table
+    from ipd_cli.render.views import fmt_num
+
+    chunks, _ = api.sweep(
+        catalog, ["hardware=vera-rubin,blackwell", "economics.pue=1.1,1.3"], "pretrain-10t-moe"
+    )
+    chunks = list(chunks)
+    text = small_table(chunks, "table", OutputContext(is_tty=True, width=width))
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+    words = _tokens(text)
+    for cols in chunks:
+        for name, values in cols.items():
+            assert name in words
+            assert all(fmt_num(v) in words for v in values.tolist()), name
+
+
+def test_ratio_columns_say_which_system_is_better():
+    # before: "0.542x" under "gb200-nvl72 / vera-rubin-nvl72" where the README said "1.8x better"
+    d = run_cli("compare", "blackwell", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "json").json()
+    bw, vr = (s["pretraining"] for s in d["systems"])
+    text = run_cli(
+        "compare", "blackwell", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "markdown"
+    ).stdout
+    assert "| vera-rubin-nvl72 vs gb200-nvl72 |" in text
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines()}
+    # fewer GPUs for the same deadline is better: 82,584 / 23,328 = 3.54x
+    assert rows["GPUs"].endswith(f"| {bw['gpus'] / vr['gpus']:.2f}x better |")
+    assert rows["Cost"].endswith(f"| {bw['cost_usd'] / vr['cost_usd']:.2f}x better |")
+    # a higher price per GPU-hour is worse: 8.50 / 4.05 = 2.10x
+    price = vr["price_usd_per_gpu_hour"] / bw["price_usd_per_gpu_hour"]
+    assert rows["Price"].endswith(f"| {price:.2f}x worse |")
+
+
+def test_a_roadmap_system_is_marked_in_the_table_and_on_stderr():
+    r = run_cli("compare", "rubin-ultra", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "markdown")
+    assert r.code == 0
+    assert "| Status |  | roadmap | shipping |" in r.stdout
+    assert "ipd: warning: rubin-ultra is a roadmap system flagged unstable" in r.stderr
+    assert "ipd: warning" not in r.stdout
+
+
+def test_a_missed_service_target_is_marked_in_the_table_and_on_stderr():
+    r = run_cli(
+        "serve", "--hardware", "h100", "--model", "kimi-k2", "--tokens-per-user-s", "1000", "-f", "table"
+    )
+    assert r.code == 0
+    assert "Warning: h100-sxm: serving misses the target of 1,000 tokens/s per user" in r.stdout
+    assert "ipd: warning: h100-sxm: serving misses the target of 1,000 tokens/s per user" in r.stderr
+    r = run_cli("compare", "vera-rubin", "--set", "workload.serving.tokens_per_user_s=1000", "-f", "markdown")
+    assert r.code == 0 and "|   meets the tokens/s per user target |  | NO |" in r.stdout
+    assert "ipd: warning: vera-rubin-nvl72: serving misses the target" in r.stderr
