@@ -15,7 +15,7 @@ from typing import Any
 
 from .catalog.catalog import Catalog
 from .catalog.loader import load_catalog
-from .catalog.workloads import refuse_workload_sets, resolve_workload
+from .catalog.workloads import refuse_workload_sets, resolve_workload, with_nested_workloads
 from .engine.pretraining import estimate_pretraining, estimate_workload
 from .engine.results import (
     CompareResult,
@@ -207,6 +207,7 @@ def _compare(
     for s in systems:  # every name, before any estimate
         cat.system(s)
     name, w, origin = resolve_workload(cat, workload)
+    cat = with_nested_workloads(cat, w)
     steps: list[list] = []
     results: list[SystemResult] = []
     for s in systems:
@@ -280,6 +281,7 @@ def sweep(
     from .engine import sweep as sw
 
     _, w, origin = resolve_workload(cat, workload)
+    cat = with_nested_workloads(cat, w)
     axes = sw.parse_axes(cat, vary)
     hw_axis = [a for a in axes if a.path == sw.HARDWARE]
     if not hw_axis:

@@ -74,7 +74,9 @@ SetOpt = Annotated[
     typer.Option(
         "--set",
         help="Override a catalog or workload field, PATH=VALUE (repeatable), e.g. economics.pue=1.2, "
-        "systems.h100-sxm.prices.reserved=2.1, models.moe-10t.active_params=1e12, workload.tokens=2e14.",
+        "systems.h100-sxm.prices.reserved=2.1, models.moe-10t.active_params=1e12, "
+        "workload.pretraining.tokens=2e14 (a scenario's pre-training run; workload.tokens for a pretrain "
+        "workload).",
     ),
 ]
 OutputOpt = Annotated[

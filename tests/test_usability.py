@@ -286,3 +286,66 @@ def test_a_missed_service_target_is_marked_in_the_table_and_on_stderr():
     r = run_cli("compare", "vera-rubin", "--set", "workload.serving.tokens_per_user_s=1000", "-f", "markdown")
     assert r.code == 0 and "|   meets the tokens/s per user target |  | NO |" in r.stdout
     assert "ipd: warning: vera-rubin-nvl72: serving misses the target" in r.stderr
+
+
+# --- a scenario's own workloads are addressable (item 4) ------------------------------------------
+
+
+def test_a_scenarios_pretraining_tokens_and_precision_can_be_set():
+    # before: `--set workload.tokens=2e14` (every --help's example) failed on the default scenario
+    base = run_cli("compare", "vera-rubin", "-f", "json").json()["systems"][0]
+    r = run_cli(
+        "compare",
+        "vera-rubin",
+        "--set",
+        "workload.pretraining.tokens=2e14",
+        "--set",
+        "workload.pretraining.precision=fp8",
+        "--set",
+        "workload.post_training.prompts_per_step=32",
+        "-f",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    s = r.json()["systems"][0]
+    assert s["pretraining"]["tokens"] == 2e14 and s["pretraining"]["precision"] == "fp8"
+    assert s["pretraining"]["gpus"] > base["pretraining"]["gpus"]
+    assert s["rl"]["samples_per_s"] != base["rl"]["samples_per_s"]
+    # a scenario field of the same stage stays the scenario's
+    r = run_cli("compare", "vera-rubin", "--set", "workload.pretraining.amortisation_years=4", "-f", "json")
+    share = r.json()["systems"][0]["intelligence_per_dollar"]["cost_breakdown_usd"]["pretraining"]
+    assert share == pytest.approx(base["pretraining"]["cost_usd"] / 4)  # 1 year of 4
+
+
+def test_a_scenario_field_its_workloads_have_names_the_path_that_reaches_it():
+    r = run_cli("compare", "vera-rubin", "--set", "workload.tokens=2e14")
+    assert r.code == 2 and "use workload.pretraining.tokens" in r.stderr
+    r = run_cli("compare", "vera-rubin", "--set", "workload.pretraining.tokns=2e14")
+    assert r.code == 2 and "did you mean 'tokens'" in r.stderr
+    r = run_cli(
+        "compare", "vera-rubin", "--workload", "open-model-agent", "--set", "workload.pretraining.tokens=1"
+    )
+    assert r.code == 2 and "runs no pretraining workload" in r.stderr
+
+
+def test_every_path_explain_lists_can_be_set(catalog):
+    from ipd_cli.api import compare
+    from ipd_cli.catalog.workloads import resolve_workload, with_nested_workloads
+
+    system = compare(catalog, ["vera-rubin"]).systems[0]
+    sets = {
+        a.path: f"{a.path}={a.value!r}" if not isinstance(a.value, str) else f"{a.path}={a.value}"
+        for a in system.assumptions
+        if a.path
+    }
+    assert "workload.pretraining.tokens" in sets and "workload.post_training.prompts_per_step" in sets
+    # a generation/training split is set as a pair
+    together = [
+        sets.pop(p)
+        for p in ("workload.post_training.gen_gpus", "workload.post_training.train_gpus")
+        if p in sets
+    ]
+    for items in [[s] for s in sets.values()] + ([together] if together else []):
+        cat = catalog.with_overrides(items)
+        _, w, _ = resolve_workload(cat, "frontier-agentic")
+        with_nested_workloads(cat, w)

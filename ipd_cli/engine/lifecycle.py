@@ -144,7 +144,8 @@ def pretraining_share(cat: Catalog, hardware: str, s: Scenario, pricing: str) ->
         pre = r.pretraining
         how = "pretraining cost_usd x H / amortisation_years / deployments"
         step = Step("pretraining_usd", pre.cost_usd * share, how, {"cost_usd": pre.cost_usd, **terms})
-        return PretrainShare(pre, pre.cost_usd * share, pre.energy_mwh * share, r.assumptions, step)
+        assumptions = nested_paths(r.assumptions, "pretraining")
+        return PretrainShare(pre, pre.cost_usd * share, pre.energy_mwh * share, assumptions, step)
     if p.cost_usd is not None:
         how = "given cost_usd x H / amortisation_years / deployments"
         step = Step("pretraining_usd", p.cost_usd * share, how, {"cost_usd": p.cost_usd, **terms})
@@ -152,6 +153,17 @@ def pretraining_share(cat: Catalog, hardware: str, s: Scenario, pricing: str) ->
     return PretrainShare(
         None, 0.0, 0.0, [], Step("pretraining_usd", 0.0, "open weights: no pre-training cost")
     )
+
+
+def nested_paths(assumptions: list[Assumption], stage: str) -> list[Assumption]:
+    """A stage's workload inputs under the path that reaches them in a scenario
+    (``workload.tokens`` of its pretrain workload is ``workload.pretraining.tokens``)."""
+    out = []
+    for a in assumptions:
+        if a.path and a.path.startswith("workload.") and not a.path.startswith(f"workload.{stage}."):
+            a = a.model_copy(update={"path": f"workload.{stage}.{a.path.removeprefix('workload.')}"})
+        out.append(a)
+    return out
 
 
 def rl_workload(cat: Catalog, hardware: str, s: Scenario) -> RlWorkload:
@@ -191,7 +203,8 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
         f"usd_per_step x steps_per_year ({how}) x H",
         {"usd_per_step": rl.usd_per_step, "steps_per_year": steps_per_year, "H": H},
     )
-    return PostTraining(rl, cost, energy, per_step_samples * steps_per_year * H, rr.assumptions, [step])
+    assumptions = nested_paths(rr.assumptions, "post_training")
+    return PostTraining(rl, cost, energy, per_step_samples * steps_per_year * H, assumptions, [step])
 
 
 def task_success(s: Scenario, rl_samples: float, post_training_usd: float) -> Success:
