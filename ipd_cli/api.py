@@ -54,13 +54,27 @@ def rl(
     """One RL post-training step (and its refresh cycle) of an RL workload on ``hardware``."""
     from .engine.rl import estimate_rl
 
-    name, w, origin = resolve_workload(cat, workload)
+    name, w, origin = resolve_workload(cat, workload, _rl_given(kw))
     if w.kind != "rl":
         raise InputError(
             f"workload '{name}' is a {w.kind} workload; give an RL workload (ipd workloads list)"
         )
     r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, **kw)
     return r.model_copy(update={"overrides": _sets(cat)})
+
+
+def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
+    """The workload fields the command line gives (they override the file, before it is checked);
+    values out of range are left to the estimate, which names the parameter."""
+    given: dict[str, Any] = {k: kw[k] for k in ("model", "mode") if kw.get(k) is not None}
+    counts = {k: kw.get(k) for k in ("gpus", "gen_gpus", "train_gpus")}
+    if any(isinstance(v, int) and v <= 0 for v in counts.values()):
+        return given
+    if counts["gpus"] is not None:
+        given.update(gpus=counts["gpus"], gen_gpus=None, train_gpus=None)
+    if counts["gen_gpus"] is not None and counts["train_gpus"] is not None:
+        given.update(gen_gpus=counts["gen_gpus"], train_gpus=counts["train_gpus"])
+    return given
 
 
 def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw: Any) -> Any:

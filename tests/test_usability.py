@@ -349,3 +349,98 @@ def test_every_path_explain_lists_can_be_set(catalog):
         cat = catalog.with_overrides(items)
         _, w, _ = resolve_workload(cat, "frontier-agentic")
         with_nested_workloads(cat, w)
+
+
+# --- user files (items 15, 16) --------------------------------------------------------------------
+
+WHAT_IF = "kind: pretrain\ndescription: what if\nmodel: llama-3.1-8b\ntokens: 1e12\ngpus: 64\n"
+
+
+def test_a_what_if_workload_file_needs_no_sources(tmp_path):
+    # before: "workload.source: Field required"
+    path = tmp_path / "what-if.yaml"
+    path.write_text(WHAT_IF)
+    r = run_cli("compare", "hopper", "--workload", str(path), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["workload"]["origin"] == str(path)
+    # a source id that is named but not defined is still an error
+    path.write_text(WHAT_IF + "source: my-notes\n")
+    r = run_cli("compare", "hopper", "--workload", str(path))
+    assert r.code == 2 and "unknown source id 'my-notes'" in r.stderr
+
+
+def test_a_user_catalog_without_sources_is_flagged_user(tmp_path):
+    from helpers import write
+
+    write(
+        tmp_path / "cat" / "mine.yaml",
+        "models:\n  my-20b:\n    description: a what-if dense 20B\n    total_params: 2.0e10\n"
+        "    active_params: 2.0e10\n    layers: 40\n    hidden_size: 5120\n    attention_heads: 40\n"
+        "    kv_heads: 8\n    head_dim: 128\n    vocab_size: 128000\n    max_context: 32768\n"
+        "economics:\n  pue: {value: 1.1}\n",
+    )
+    r = run_cli("models", "show", "my-20b", "--catalog", str(tmp_path / "cat"), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["entry"]["source"] == "user" and "user" in r.json()["sources"]
+    r = run_cli(
+        "compare",
+        "hopper",
+        "--workload",
+        "pretrain-10t-moe",
+        "--catalog",
+        str(tmp_path / "cat"),
+        "-f",
+        "json",
+    )
+    pue = next(a for a in r.json()["systems"][0]["assumptions"] if a["path"] == "economics.pue")
+    assert pue["value"] == 1.1 and pue["source"] == "user" and pue["origin"].endswith("mine.yaml")
+
+
+def test_the_builtin_catalog_must_still_cite_sources(tmp_path):
+    from helpers import write
+
+    from ipd_cli.catalog.catalog import build
+    from ipd_cli.catalog.layers import RawCatalog, _add_layer, builtin_dir
+    from ipd_cli.errors import InputError
+
+    write(tmp_path / "e.yaml", "economics:\n  pue: {value: 1.1}\n")
+    raw = RawCatalog()
+    _add_layer(raw, builtin_dir(), builtin=True)
+    _add_layer(raw, tmp_path, builtin=True)  # as if the file were part of the shipped catalog
+    with pytest.raises(InputError, match="pue.source: Field required"):
+        build(raw)
+
+
+RL_WITHOUT_GPUS = (
+    "kind: rl\ndescription: math RL, GPUs on the command line\nmodel: llama-3.1-8b\nprompts_per_step: 64\n"
+    "group_size: 8\nprompt_tokens: 500\nmean_response_tokens: 2000\nmax_response_tokens: 8000\n"
+    "mode: disaggregated\n"
+)
+
+
+def test_command_line_options_override_the_workload_file_before_it_is_checked(tmp_path):
+    # before: "give gpus (total) or gen_gpus and train_gpus" although --gpus was given
+    path = tmp_path / "rl.yaml"
+    path.write_text(RL_WITHOUT_GPUS)
+    r = run_cli("rl", "--hardware", "h100", "--workload", str(path), "--gpus", "64", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["rl"]["gpus"] == 64
+    r = run_cli(
+        "rl",
+        "--hardware",
+        "h100",
+        "--workload",
+        str(path),
+        "--gen-gpus",
+        "32",
+        "--train-gpus",
+        "16",
+        "-f",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    assert (r.json()["rl"]["gen_gpus"], r.json()["rl"]["train_gpus"]) == (32, 16)
+    # the file's own value loses to the option
+    path.write_text(RL_WITHOUT_GPUS + "gpus: 8\n")
+    r = run_cli("rl", "--hardware", "h100", "--workload", str(path), "--gpus", "64", "-f", "json")
+    assert r.json()["rl"]["gpus"] == 64

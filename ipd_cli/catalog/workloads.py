@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from ipd_cli.errors import InputError
 
@@ -11,7 +12,7 @@ from . import overrides
 from .catalog import Catalog, check_scenario_refs
 from .layers import read_workload_doc
 from .schema import PretrainWorkload, RlWorkload, Scenario
-from .validation import validate_workload
+from .validation import USER_SOURCE, fill_user_workload_sources, user_source_entry, validate_workload
 
 
 def read_stdin() -> str:
@@ -44,10 +45,14 @@ def refuse_workload_sets(cat: Catalog, command: str, flags: str) -> None:
             raise InputError(f"--set {o.text}: ipd {command} has no workload; use {flags}")
 
 
-def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload | RlWorkload | Scenario, str]:
+def resolve_workload(
+    cat: Catalog, ref: str, given: dict[str, Any] | None = None
+) -> tuple[str, PretrainWorkload | RlWorkload | Scenario, str]:
     """A workload by catalog name, or from a YAML file path (``-``: stdin): (name, workload, origin).
 
-    ``--set workload.FIELD=VALUE`` overrides are applied here, then validated.
+    ``given``: fields the command line sets (``--gpus``, ``--model``); they override the file and
+    are applied, with ``--set workload.FIELD=VALUE``, before the workload is validated, so a file
+    need not repeat what the command gives.
     """
     if ref in cat.workloads:
         name, body, origin = (
@@ -61,9 +66,13 @@ def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload | Rl
         origin = "<stdin>" if ref == "-" else ref
         body = read_workload_doc(Path(ref), text=text, label=origin)
         extra_sources = body.pop("sources", {}) or {}
+        if fill_user_workload_sources(body):  # a what-if file without sources: its path is its origin
+            extra_sources[USER_SOURCE] = user_source_entry()
         name = "stdin" if ref == "-" else Path(ref).stem
     else:
         return ref, cat.workload(ref), ""
+    if given:
+        body.update(given)
     workload_sets = [o for o in cat.overrides if o.path.startswith(overrides.WORKLOAD + ".")]
     own = [o for o in workload_sets if _nested_stage(body, o) is None]
     if own:
