@@ -444,3 +444,40 @@ def test_command_line_options_override_the_workload_file_before_it_is_checked(tm
     path.write_text(RL_WITHOUT_GPUS + "gpus: 8\n")
     r = run_cli("rl", "--hardware", "h100", "--workload", str(path), "--gpus", "64", "-f", "json")
     assert r.json()["rl"]["gpus"] == 64
+
+
+# --- xlsx (item 13) -------------------------------------------------------------------------------
+
+
+def test_xlsx_has_a_frozen_header_number_formats_and_the_inputs_with_their_sources(tmp_path):
+    openpyxl = pytest.importorskip("openpyxl")
+    book, text = tmp_path / "report.xlsx", tmp_path / "report.csv"
+    args = ["compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe"]
+    assert run_cli(*args, "-o", str(book)).code == 0
+    assert run_cli(*args, "-o", str(text)).code == 0
+    assert book.stat().st_mode & 0o777 == text.stat().st_mode & 0o777  # not mkstemp's 0600
+    wb = openpyxl.load_workbook(book)
+    assert wb.sheetnames == ["results", "assumptions", "sources"]
+    results = wb["results"]
+    assert results.freeze_panes == "B2"
+    header = [c.value for c in results[1]]
+    cost = results.cell(row=2, column=header.index("pretraining.cost_usd") + 1)
+    assert isinstance(cost.value, float) and cost.number_format == "#,##0"
+    inputs = wb["assumptions"]
+    columns = [c.value for c in inputs[1]]
+    assert {"hardware", "name", "value", "unit", "source", "origin", "path"} <= set(columns)
+    paths = {row[columns.index("path")] for row in inputs.iter_rows(min_row=2, values_only=True)}
+    assert "systems.vera-rubin-nvl72.prices.reserved" in paths
+    sources = {row[0]: row for row in wb["sources"].iter_rows(min_row=2, values_only=True)}
+    assert "S4" in sources and sources["S4"][1]  # the rental price's source, with its title
+
+
+def test_a_xlsx_file_name_refuses_another_format(tmp_path):
+    # before: `-o report.xlsx -f csv --force` wrote CSV text into report.xlsx
+    book = tmp_path / "report.xlsx"
+    book.write_bytes(b"keep me")
+    r = run_cli(
+        "compare", "vera-rubin", "--workload", "pretrain-10t-moe", "-o", str(book), "-f", "csv", "--force"
+    )
+    assert r.code == 2 and "a .xlsx file holds an xlsx workbook" in r.stderr
+    assert book.read_bytes() == b"keep me"
