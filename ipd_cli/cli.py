@@ -700,7 +700,7 @@ def calibrate(
     link efficiencies, RL trainer MFU, RL fixed step time) is fitted in turn by a log-spaced grid
     search over its catalog range, minimising the squared log error of its fitting cases.
 
-    Example: ipd calibrate --format table
+    Example: ipd calibrate
     """
     from . import validate as val
 

@@ -142,14 +142,29 @@ def help_examples() -> list[tuple[str, list[Example]]]:
 
 def _run(ex: Example, where: Path) -> str | None:
     """Run one example in ``where``; a line describing the failure, or None."""
-    r = run_cli(*ex.argv)
-    if ex.mention and r.code == 2 and "Missing " in r.stderr:
+    r = _cached(ex) if ex.stdout_to is None and not _writes_files(ex.argv) else run_cli(*ex.argv)
+    if ex.mention and r.code == 2 and ("Missing " in r.stderr or "requires an argument" in r.stderr):
         return None  # prose naming a command and an option ('ipd serve --curve'), not an example
     if ex.stdout_to and r.code == 0:
         (where / ex.stdout_to).write_text(r.stdout, encoding="utf-8")
     if r.code not in ex.codes:
         return f"{ex.text!r}: exit {r.code}, documented {sorted(ex.codes)}: {r.stderr.strip()[:300]}"
     return None
+
+
+_RESULTS: dict[tuple[str, ...], object] = {}
+
+
+def _writes_files(argv: list[str]) -> bool:
+    return any(a in ("-o", "--output") or a.startswith("--output=") for a in argv)
+
+
+def _cached(ex: Example):
+    """The README and the --help texts repeat commands: run each that writes no file once."""
+    key = tuple(ex.argv)
+    if key not in _RESULTS:
+        _RESULTS[key] = run_cli(*ex.argv)
+    return _RESULTS[key]
 
 
 def _run_all(examples: list[Example], where: Path) -> list[str]:
