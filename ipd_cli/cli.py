@@ -123,13 +123,14 @@ def _check_options(
     pricing: str | None = None,
     max_usd: float | None = None,
     budget_metric: str | None = None,
+    to_files: bool = True,
 ) -> None:
     """Every option that needs no catalog, checked before anything is computed: a usage error is
     reported as such, never after (or instead of) the work."""
     from .engine.pricing import check_pricing
 
     check_target(output, force)
-    check_format(fmt, output, stream=stream)
+    check_format(fmt, output, stream=stream, to_files=to_files)
     if pricing is not None:
         check_pricing(pricing)
     check_budget_options(max_usd, budget_metric)
@@ -193,7 +194,7 @@ def hardware_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Set
 
     Example: ipd hardware list --format csv
     """
-    _check_options(fmt)
+    _check_options(fmt, to_files=False)
     _emit(api.list_hardware(api.load(catalog, sets)), fmt)
 
 
@@ -205,7 +206,7 @@ def hardware_show(
 
     Example: ipd hardware show vera-rubin --format yaml
     """
-    _check_options(fmt)
+    _check_options(fmt, to_files=False)
     _emit(api.show_hardware(api.load(catalog, sets), name), fmt)
 
 
@@ -215,7 +216,7 @@ def models_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOp
 
     Example: ipd models list
     """
-    _check_options(fmt)
+    _check_options(fmt, to_files=False)
     _emit(api.list_models(api.load(catalog, sets)), fmt)
 
 
@@ -225,7 +226,7 @@ def models_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, 
 
     Example: ipd models show kimi-k2
     """
-    _check_options(fmt)
+    _check_options(fmt, to_files=False)
     _emit(api.show_model(api.load(catalog, sets), name), fmt)
 
 
@@ -235,7 +236,7 @@ def workloads_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Se
 
     Example: ipd workloads list
     """
-    _check_options(fmt)
+    _check_options(fmt, to_files=False)
     _emit(api.list_workloads(api.load(catalog, sets)), fmt)
 
 
@@ -247,7 +248,7 @@ def workloads_show(
 
     Example: ipd workloads show pretrain-10t-moe
     """
-    _check_options(fmt)
+    _check_options(fmt, to_files=False)
     _emit(api.show_workload(api.load(catalog, sets), name), fmt)
 
 

@@ -29,12 +29,14 @@ def format_for(fmt: str, output: Path | None) -> str:
     return EXTENSION_FORMATS[ext]
 
 
-def check_format(fmt: str, output: Path | None, *, stream: bool = False) -> str:
+def check_format(fmt: str, output: Path | None, *, stream: bool = False, to_files: bool = True) -> str:
     """The format a command will write, refused before anything is computed when it is unknown,
     cannot go where it is sent (xlsx needs a file), or disagrees with the file's name (a .xlsx file
-    holds xlsx, nothing else)."""
+    holds xlsx, nothing else). ``to_files``: whether the command has -o at all."""
     chosen = format_for(fmt, output)
     allowed = STREAM_FORMATS if stream else DOCUMENT_FORMATS
+    if not to_files:
+        allowed = tuple(f for f in allowed if f != "xlsx")
     if chosen != "auto" and chosen not in allowed:
         what = " for a sweep" if stream else ""
         raise InputError(f"unknown format '{fmt}'{what}; choose one of: auto, {', '.join(allowed)}")
