@@ -384,10 +384,15 @@ def _single(title: str, body: dict) -> Grid:
 
 
 def _assumptions(assumptions: list[dict]) -> Grid:
-    grid = Grid("Inputs and their sources", ["Input", "Value", "Unit", "Source", "From"])
+    columns = ["Input", "Value", "Unit", "Source", "From"]
+    grid = Grid("Inputs and their sources", columns, right={1}, optional=[4])
     for a in assumptions:
         src = (a.get("source") or "") + (" (estimate)" if a.get("estimate") else "")
         grid.rows.append([a["name"], fmt_num(a["value"]), a["unit"], src, a["origin"]])
+    grid.vertical = [
+        Grid(f"Input: {row[0]}", ["Field", "Value"], [list(p) for p in zip(columns, row, strict=True)])
+        for row in grid.rows
+    ]
     return grid
 
 
