@@ -15,7 +15,7 @@ from typing import Any
 
 from .catalog.catalog import Catalog
 from .catalog.loader import load_catalog
-from .catalog.workloads import refuse_workload_sets, resolve_workload
+from .catalog.workloads import refuse_workload_sets, resolve_workload, with_nested_workloads
 from .engine.pretraining import estimate_pretraining, estimate_workload
 from .engine.results import (
     CompareResult,
@@ -25,7 +25,7 @@ from .engine.results import (
     TrainResult,
     WorkloadInfo,
 )
-from .errors import InputError
+from .errors import InfeasibleError, InputError
 from .listing import (  # noqa: F401 - part of the API
     list_hardware,
     list_models,
@@ -54,13 +54,27 @@ def rl(
     """One RL post-training step (and its refresh cycle) of an RL workload on ``hardware``."""
     from .engine.rl import estimate_rl
 
-    name, w, origin = resolve_workload(cat, workload)
+    name, w, origin = resolve_workload(cat, workload, _rl_given(kw))
     if w.kind != "rl":
         raise InputError(
             f"workload '{name}' is a {w.kind} workload; give an RL workload (ipd workloads list)"
         )
     r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, **kw)
     return r.model_copy(update={"overrides": _sets(cat)})
+
+
+def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
+    """The workload fields the command line gives (they override the file, before it is checked);
+    values out of range are left to the estimate, which names the parameter."""
+    given: dict[str, Any] = {k: kw[k] for k in ("model", "mode") if kw.get(k) is not None}
+    counts = {k: kw.get(k) for k in ("gpus", "gen_gpus", "train_gpus")}
+    if any(isinstance(v, int) and v <= 0 for v in counts.values()):
+        return given
+    if counts["gpus"] is not None:
+        given.update(gpus=counts["gpus"], gen_gpus=None, train_gpus=None)
+    if counts["gen_gpus"] is not None and counts["train_gpus"] is not None:
+        given.update(gen_gpus=counts["gen_gpus"], train_gpus=counts["train_gpus"])
+    return given
 
 
 def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw: Any) -> Any:
@@ -110,7 +124,7 @@ def explain(
     items: list[dict] = []
     for system, lines in zip(result.systems, steps, strict=True):
         for st in lines:
-            inputs = "; ".join(f"{k} = {v:.6g}" for k, v in st.inputs.items())
+            inputs = "; ".join(f"{k} = {v!r}" for k, v in st.inputs.items())  # full precision
             items.append(
                 {
                     "hardware": system.hardware,
@@ -118,6 +132,16 @@ def explain(
                     "value": st.value,
                     "formula": st.formula,
                     "inputs": inputs,
+                }
+            )
+        for block, why in system.infeasible.items():
+            items.append(
+                {
+                    "hardware": system.hardware,
+                    "metric": f"{block}: cannot be computed ({why.stage})",
+                    "value": None,
+                    "formula": why.reason,
+                    "inputs": why.hint or "",
                 }
             )
         for a in system.assumptions:
@@ -136,23 +160,55 @@ def explain(
 def _one_block(
     cat: Catalog, hardware: str, name: str, w: Any, *, mfu: float | None, pricing: str, origin: str
 ) -> SystemResult:
-    """A pretrain or RL workload on one system: a SystemResult with just that block."""
-    system = cat.system(hardware)
-    if w.kind == "rl":
-        from .engine.rl import estimate_rl
+    """A pretrain or RL workload on one system: a SystemResult with just that block (null, with the
+    reason under ``infeasible``, when the workload cannot run on this system)."""
+    from .engine.lifecycle import infeasible
 
-        r = estimate_rl(cat, hardware, w, workload_name=name, pricing=pricing, origin=origin)
-        block = {"rl": r.rl}
-    else:
-        r = estimate_workload(cat, hardware, w, mfu=mfu, pricing=pricing, origin=origin)
-        block = {"pretraining": r.pretraining}
+    system = cat.system(hardware)
+    key, stage = ("rl", "post_training") if w.kind == "rl" else ("pretraining", "pretraining")
+    try:
+        if w.kind == "rl":
+            from .engine.rl import estimate_rl
+
+            r = estimate_rl(cat, hardware, w, workload_name=name, pricing=pricing, origin=origin)
+        else:
+            r = estimate_workload(cat, hardware, w, mfu=mfu, pricing=pricing, origin=origin)
+    except InfeasibleError as e:
+        return SystemResult(
+            hardware=cat.canonical("systems", hardware),
+            description=system.description,
+            status=system.status,
+            infeasible={key: infeasible(stage, str(e), name)},
+            assumptions=[],
+        )
     return SystemResult(
         hardware=r.hardware,
         description=system.description,
         status=system.status,
         assumptions=r.assumptions,
-        **block,
+        **{key: getattr(r, key)},
     )
+
+
+def headline_block(kind: str) -> str:
+    """The block a comparison of this workload kind is about."""
+    return {"scenario": "intelligence_per_dollar", "rl": "rl"}.get(kind, "pretraining")
+
+
+def _refuse_all_infeasible(name: str, kind: str, results: list[SystemResult]) -> None:
+    """A comparison with no system that can run the workload is an error (exit 1) naming each stage."""
+    block = headline_block(kind)
+    if any(getattr(r, block) is not None for r in results):
+        return
+    from .engine.lifecycle import STAGES
+
+    parts = []
+    for r in results:
+        why = r.infeasible[block]
+        why = r.infeasible.get(STAGES[why.stage][0], why)  # the stage's own reason, not the headline's
+        hint = f"; {why.hint}" if why.hint else ""
+        parts.append(f"{r.hardware}: {why.stage} ({why.workload or name}): {why.reason}{hint}")
+    raise InfeasibleError(f"'{name}' cannot run on any system given: {' | '.join(parts)}")
 
 
 def _compare(
@@ -162,7 +218,10 @@ def _compare(
 
     if len(systems) < 1:
         raise InputError("give at least one system to compare")
+    for s in systems:  # every name, before any estimate
+        cat.system(s)
     name, w, origin = resolve_workload(cat, workload)
+    cat = with_nested_workloads(cat, w)
     steps: list[list] = []
     results: list[SystemResult] = []
     for s in systems:
@@ -177,6 +236,7 @@ def _compare(
         else:
             results.append(_one_block(cat, s, name, w, mfu=mfu, pricing=pricing, origin=origin))
             steps.append([])
+    _refuse_all_infeasible(name, w.kind, results)
     info = WorkloadInfo(
         name=name,
         kind=w.kind,
@@ -235,6 +295,7 @@ def sweep(
     from .engine import sweep as sw
 
     _, w, origin = resolve_workload(cat, workload)
+    cat = with_nested_workloads(cat, w)
     axes = sw.parse_axes(cat, vary)
     hw_axis = [a for a in axes if a.path == sw.HARDWARE]
     if not hw_axis:

@@ -14,7 +14,15 @@ from pydantic import BaseModel
 
 from . import __version__, api
 from .errors import ExitCode, InputError, IpdError
-from .output import check_budget, check_target, emit, format_for, stream_rows
+from .output import (
+    check_budget,
+    check_budget_options,
+    check_format,
+    check_target,
+    emit,
+    format_for,
+    stream_rows,
+)
 from .render import FORMATS, OutputContext
 
 app = typer.Typer(
@@ -39,7 +47,8 @@ app.add_typer(hardware_app, name="hardware")
 app.add_typer(models_app, name="models")
 app.add_typer(workloads_app, name="workloads")
 plot_app = typer.Typer(
-    help="Plots: a PNG with -o FILE.png (pip install 'ipd[plot]'), else a text plot.\n\n"
+    help="Plots: a PNG with -o FILE.png (needs matplotlib: pip install '.[plot]' in a checkout), "
+    "else a text plot.\n\n"
     "Example: ipd plot curve vera-rubin blackwell --model kimi-k2 -o curves.png",
     no_args_is_help=True,
 )
@@ -65,7 +74,9 @@ SetOpt = Annotated[
     typer.Option(
         "--set",
         help="Override a catalog or workload field, PATH=VALUE (repeatable), e.g. economics.pue=1.2, "
-        "systems.h100-sxm.prices.reserved=2.1, models.moe-10t.active_params=1e12, workload.tokens=2e14.",
+        "systems.h100-sxm.prices.reserved=2.1, models.moe-10t.active_params=1e12, "
+        "workload.pretraining.tokens=2e14 (a scenario's pre-training run; workload.tokens for a pretrain "
+        "workload).",
     ),
 ]
 OutputOpt = Annotated[
@@ -103,15 +114,59 @@ def _ctx() -> OutputContext:
     return OutputContext(is_tty=is_tty, width=width, color=color)
 
 
-def _emit(result: BaseModel, fmt: str, output: Path | None = None) -> None:
+def _check_options(
+    fmt: str,
+    output: Path | None = None,
+    force: bool = False,
+    *,
+    stream: bool = False,
+    pricing: str | None = None,
+    max_usd: float | None = None,
+    budget_metric: str | None = None,
+    to_files: bool = True,
+) -> None:
+    """Every option that needs no catalog, checked before anything is computed: a usage error is
+    reported as such, never after (or instead of) the work."""
+    from .engine.pricing import check_pricing
+
+    check_target(output, force)
+    check_format(fmt, output, stream=stream, to_files=to_files)
+    if pricing is not None:
+        check_pricing(pricing)
+    check_budget_options(max_usd, budget_metric)
+
+
+def _emit(result: BaseModel, fmt: str, output: Path | None = None, cat: Any = None) -> None:
     emit(result, fmt, _ctx(), output)
+    _warn(result, cat)
+
+
+def _warn(result: BaseModel, cat: Any = None) -> None:
+    """What a reader of a table could miss, once more on stderr: blocks that cannot run, a missed
+    service target, a roadmap system."""
+    from .render.views import warnings
+
+    data = result.model_dump(mode="json")
+    rows = data.get("systems") if isinstance(data.get("systems"), list) else [data]
+    names = [r["hardware"] for r in rows if isinstance(r, dict) and isinstance(r.get("hardware"), str)]
+    statuses = {}
+    for name in names if cat is not None else []:
+        system = cat.system(name)
+        statuses[name] = (system.status, system.unstable)
+    for line in warnings(data, statuses):
+        sys.stderr.write(f"ipd: warning: {line}\n")
 
 
 def _finish(
-    result: BaseModel, fmt: str, output: Path | None, max_usd: float | None, budget_metric: str
+    result: BaseModel,
+    fmt: str,
+    output: Path | None,
+    max_usd: float | None,
+    budget_metric: str,
+    cat: Any = None,
 ) -> None:
     """Render, write, then apply the opt-in budget gate (exit 3)."""
-    _emit(result, fmt, output)
+    _emit(result, fmt, output, cat)
     check_budget(result, max_usd, budget_metric)
 
 
@@ -139,6 +194,7 @@ def hardware_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Set
 
     Example: ipd hardware list --format csv
     """
+    _check_options(fmt, to_files=False)
     _emit(api.list_hardware(api.load(catalog, sets)), fmt)
 
 
@@ -150,6 +206,7 @@ def hardware_show(
 
     Example: ipd hardware show vera-rubin --format yaml
     """
+    _check_options(fmt, to_files=False)
     _emit(api.show_hardware(api.load(catalog, sets), name), fmt)
 
 
@@ -159,6 +216,7 @@ def models_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOp
 
     Example: ipd models list
     """
+    _check_options(fmt, to_files=False)
     _emit(api.list_models(api.load(catalog, sets)), fmt)
 
 
@@ -168,6 +226,7 @@ def models_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, 
 
     Example: ipd models show kimi-k2
     """
+    _check_options(fmt, to_files=False)
     _emit(api.show_model(api.load(catalog, sets), name), fmt)
 
 
@@ -177,6 +236,7 @@ def workloads_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Se
 
     Example: ipd workloads list
     """
+    _check_options(fmt, to_files=False)
     _emit(api.list_workloads(api.load(catalog, sets)), fmt)
 
 
@@ -188,6 +248,7 @@ def workloads_show(
 
     Example: ipd workloads show pretrain-10t-moe
     """
+    _check_options(fmt, to_files=False)
     _emit(api.show_workload(api.load(catalog, sets), name), fmt)
 
 
@@ -221,7 +282,7 @@ def train(
 
     Example: ipd train --hardware h100-sxm --model llama-3.1-405b --tokens 15.6e12 --gpus 16384
     """
-    check_target(output, force)
+    _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
     cat = api.load(catalog, sets)
     _finish(
         api.train(
@@ -240,6 +301,7 @@ def train(
         output,
         max_usd,
         "pretraining.cost_usd",
+        cat,
     )
 
 
@@ -298,7 +360,7 @@ def serve(
 
     Example: ipd serve --hardware b200 --model llama-3.3-70b --precision fp8 --curve
     """
-    check_target(output, force)
+    _check_options(fmt, output, force, pricing=pricing)
     cat = api.load(catalog, sets)
     result = api.serve(
         cat,
@@ -318,7 +380,7 @@ def serve(
         output_tokens_per_day=tokens_per_day,
         pricing=pricing,
     )
-    _emit(result, fmt, output)
+    _emit(result, fmt, output, cat)
 
 
 @app.command()
@@ -367,7 +429,7 @@ def rl(
 
     Example: ipd rl --hardware vera-rubin --model nemotron-3-ultra --workload rl-swe-agent --mode async
     """
-    check_target(output, force)
+    _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
     cat = api.load(catalog, sets)
     result = api.rl(
         cat,
@@ -382,7 +444,7 @@ def rl(
         transport=transport,
         pricing=pricing,
     )
-    _finish(result, fmt, output, max_usd, "rl.usd_per_step")
+    _finish(result, fmt, output, max_usd, "rl.usd_per_step", cat)
 
 
 ScenarioOpt = Annotated[
@@ -430,19 +492,44 @@ def compare(
 
     Example: ipd compare vera-rubin blackwell -o report.md --max-usd 5e8   (exit 3 when over budget)
     """
-    check_target(output, force)
+    _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd, budget_metric=budget_metric)
     if site_mw is not None:
         sets = [*(sets or []), f"workload.site_mw={site_mw!r}"]
     cat = api.load(catalog, sets)
-    result = api.compare(cat, systems, workload, mfu=mfu, pricing=pricing)
-    _finish(result, fmt, output, max_usd, budget_metric or _default_budget_metric(result))
+    result = _with_flags(api.compare(cat, systems, workload, mfu=mfu, pricing=pricing), "compare")
+    _finish(result, fmt, output, max_usd, budget_metric or _default_budget_metric(result), cat)
+
+
+# the cost a budget gate checks by default, by the kind of workload compared
+DEFAULT_BUDGET_METRICS = {
+    "scenario": "intelligence_per_dollar.lifecycle_cost_usd",
+    "pretrain": "pretraining.cost_usd",
+    "rl": "rl.usd_per_step",
+}
 
 
 def _default_budget_metric(result: BaseModel) -> str:
-    first = result.systems[0]
-    if first.intelligence_per_dollar is not None:
-        return "intelligence_per_dollar.lifecycle_cost_usd"
-    return "pretraining.cost_usd" if first.pretraining is not None else "rl.usd_per_step"
+    return DEFAULT_BUDGET_METRICS.get(result.workload.kind, "pretraining.cost_usd")
+
+
+def _with_flags(result: Any, command: str) -> Any:
+    """A comparison whose infeasible blocks' reasons and hints name this command's options."""
+
+    def flags(text: str | None) -> str | None:
+        return _cli_message(text, [command]) if text else text
+
+    systems = [
+        s.model_copy(
+            update={
+                "infeasible": {
+                    k: v.model_copy(update={"reason": flags(v.reason), "hint": flags(v.hint)})
+                    for k, v in s.infeasible.items()
+                }
+            }
+        )
+        for s in result.systems
+    ]
+    return result.model_copy(update={"systems": systems})
 
 
 @app.command()
@@ -461,9 +548,18 @@ def explain(
 
     Example: ipd explain vera-rubin blackwell --format markdown > explain.md
     """
-    check_target(output, force)
+    _check_options(fmt, output, force, pricing=pricing)
     cat = api.load(catalog, sets)
-    _emit(api.explain(cat, systems, workload, pricing=pricing), fmt, output)
+    result = api.explain(cat, systems, workload, pricing=pricing)
+    items = [
+        {
+            **i,
+            "formula": _cli_message(i["formula"], ["explain"]),
+            "inputs": _cli_message(i["inputs"], ["explain"]),
+        }
+        for i in result.items
+    ]
+    _emit(result.model_copy(update={"items": items}), fmt, output)
 
 
 @app.command()
@@ -509,7 +605,7 @@ def sweep(
 
     Example: ipd sweep --vary hardware=vera-rubin,blackwell --samples 2000   (P10/P50/P90 over catalog ranges)
     """
-    check_target(output, force)
+    _check_options(fmt, output, force, stream=True, pricing=pricing)
     cat = api.load(catalog, sets)
     chunks, total = api.sweep(
         cat, vary, workload, samples=samples, seed=seed, metrics=metrics, mfu=mfu, pricing=pricing
@@ -551,7 +647,7 @@ def diff(
     from .diff import diff as diff_outputs
     from .diff import read_json
 
-    check_target(output, force)
+    _check_options(fmt, output, force)
     _emit(diff_outputs(read_json(base), read_json(new), only_changed=not all_rows), fmt, output)
 
 
@@ -587,7 +683,7 @@ def validate(
     overrides = [s for s in sets or [] if "=" in s]
     if len(splits) > 1 or (splits and split):
         raise InputError("give one split: --split fitting|checking|all (or --set with the split)")
-    check_target(output, force)
+    _check_options(fmt, output, force)
     cat = api.load(catalog, overrides)
     result = val.validate(cat, split or (splits[0] if splits else "checking"), cases)
     _emit(result, fmt, output)
@@ -614,13 +710,20 @@ def calibrate(
     link efficiencies, RL trainer MFU, RL fixed step time) is fitted in turn by a log-spaced grid
     search over its catalog range, minimising the squared log error of its fitting cases.
 
-    Example: ipd calibrate --format table
+    Example: ipd calibrate
     """
     from . import validate as val
 
-    check_target(output, force)
+    _check_options(fmt, output, force)
     cat = api.load(catalog, sets)
     _emit(val.calibrate(cat, cases, sets), fmt, output)
+
+
+def _check_plot_target(output: Path | None, force: bool) -> None:
+    """Before drawing: a plot goes to the terminal as text, or to a new (or --force) .png file."""
+    check_target(output, force)
+    if output is not None and str(output) != "-" and output.suffix.lower() != ".png":
+        raise InputError(f"{output}: plots are written as PNG; use a .png file name")
 
 
 def _draw(fig, output: Path | None, force: bool) -> None:
@@ -629,8 +732,6 @@ def _draw(fig, output: Path | None, force: bool) -> None:
     if output is None or str(output) == "-":
         sys.stdout.write(to_text(fig))
         return
-    if output.suffix.lower() != ".png":
-        raise InputError(f"{output}: plots are written as PNG; use a .png file name")
     to_png(fig, output)
     sys.stderr.write(f"wrote {output}\n")
 
@@ -653,7 +754,7 @@ def plot_curve(
     """
     from .render.plot import Figure, Series
 
-    check_target(output, force)
+    _check_plot_target(output, force)
     cat = api.load(catalog, sets)
     fig = Figure(f"{model}: throughput vs interactivity", "tokens/s per user", "output tokens/s per GPU")
     for name in systems:
@@ -690,14 +791,21 @@ def plot_cost(
 
     Example: ipd plot cost vera-rubin blackwell gb300-nvl72 -o cost.png
     """
+    from .engine.pricing import check_pricing
     from .render.plot import Figure
 
-    check_target(output, force)
+    _check_plot_target(output, force)
+    check_pricing(pricing)
     cat = api.load(catalog, sets)
-    r = api.compare(cat, systems, workload, pricing=pricing)
-    if r.systems[0].intelligence_per_dollar is None:
+    r = _with_flags(api.compare(cat, systems, workload, pricing=pricing), "plot")
+    if r.workload.kind != "scenario":
         raise InputError(f"'{workload}' is not a scenario; plot cost needs a lifecycle scenario")
-    bars = {s.hardware: s.intelligence_per_dollar.cost_breakdown_usd.model_dump() for s in r.systems}
+    _warn(r, cat)
+    bars = {
+        s.hardware: s.intelligence_per_dollar.cost_breakdown_usd.model_dump()
+        for s in r.systems
+        if s.intelligence_per_dollar is not None  # a system that cannot run it: warned about above
+    }
     _draw(Figure(f"{r.workload.name}: lifecycle cost", "", "USD", bars=bars), output, force)
 
 
@@ -720,7 +828,7 @@ def plot_sweep(
     from .errors import did_you_mean
     from .render.plot import Figure, Series
 
-    check_target(output, force)
+    _check_plot_target(output, force)
     try:
         with open(csv_file, newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))

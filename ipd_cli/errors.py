@@ -51,12 +51,45 @@ class InfeasibleError(IpdError):
     exit_code = ExitCode.RUNTIME
 
 
+MAX_SUGGESTIONS = 4
+
+
+def _model_tokens(name: str) -> list[str]:
+    """The parts of a name that carry a digit (h100, nvl72, 3.1, 8b, fp4): they name the machine."""
+    return [t for t in re.split(r"[-_.\s]", name.lower()) if any(ch.isdigit() for ch in t)]
+
+
+def suggestions(word: object, choices: Iterable[object]) -> list[str]:
+    """Names the user may have meant, best first: the same name in another case; names that start
+    with the word; names that contain it; then close spellings that keep every model number
+    (h100 never suggests v100, gb200 never b200: a different machine is worse than no suggestion)."""
+    names = sorted({str(c) for c in choices})  # YAML keys may be numbers or null
+    w = str(word).lower()
+    same = [n for n in names if n.lower() == w]
+    if same:
+        return same[:1]
+    if len(w) >= 2:
+        for found in (
+            [n for n in names if n.lower().startswith(w)],
+            [n for n in names if w in n.lower()],
+        ):
+            if found:
+                return sorted(found, key=lambda n: (len(n), n))[:MAX_SUGGESTIONS]
+    lowered = {n.lower(): n for n in names}
+    # a name with a model number (h100-pcie) must be nearly the same spelling (not h100-sxm)
+    cutoff = 0.8 if _model_tokens(w) else 0.5
+    close = difflib.get_close_matches(w, list(lowered), n=MAX_SUGGESTIONS, cutoff=cutoff)
+    return [lowered[c] for c in close if _model_tokens(c) == _model_tokens(w)][:1]
+
+
 def did_you_mean(word: object, choices: Iterable[object]) -> str:
     """'; did you mean 'x'?' when a close match exists, else a list of valid choices."""
-    names = sorted({str(c) for c in choices})  # YAML keys may be numbers or null
-    close = difflib.get_close_matches(str(word), names, n=1, cutoff=0.5)
-    if close:
-        return f"; did you mean '{close[0]}'?"
+    names = sorted({str(c) for c in choices})
+    found = suggestions(word, names)
+    if found:
+        quoted = [f"'{n}'" for n in found]
+        alternatives = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+        return f"; did you mean {alternatives}?"
     shown = ", ".join(names[:12])
     return f"; choose one of: {shown}" if shown else ""
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ipd_cli.errors import ExitCode, InputError, IpdError
-from ipd_cli.render import EXTENSION_FORMATS, STREAM_FORMATS, OutputContext, render
+from ipd_cli.errors import ExitCode, InputError, IpdError, did_you_mean
+from ipd_cli.render import DOCUMENT_FORMATS, EXTENSION_FORMATS, STREAM_FORMATS, OutputContext, render
 from ipd_cli.render.stream import check_chunk, chunk_text, small_table
 
 
@@ -27,6 +27,25 @@ def format_for(fmt: str, output: Path | None) -> str:
             f"{', '.join(EXTENSION_FORMATS)}"
         )
     return EXTENSION_FORMATS[ext]
+
+
+def check_format(fmt: str, output: Path | None, *, stream: bool = False, to_files: bool = True) -> str:
+    """The format a command will write, refused before anything is computed when it is unknown,
+    cannot go where it is sent (xlsx needs a file), or disagrees with the file's name (a .xlsx file
+    holds xlsx, nothing else). ``to_files``: whether the command has -o at all."""
+    chosen = format_for(fmt, output)
+    allowed = STREAM_FORMATS if stream else DOCUMENT_FORMATS
+    if not to_files:
+        allowed = tuple(f for f in allowed if f != "xlsx")
+    if chosen != "auto" and chosen not in allowed:
+        what = " for a sweep" if stream else ""
+        raise InputError(f"unknown format '{fmt}'{what}; choose one of: auto, {', '.join(allowed)}")
+    to_file = output is not None and str(output) != "-"
+    if chosen == "xlsx" and not (to_file and output.suffix.lower() == ".xlsx"):
+        raise InputError("xlsx is a binary format: give -o FILE.xlsx")
+    if to_file and output.suffix.lower() == ".xlsx" and chosen != "xlsx":
+        raise InputError(f"{output}: a .xlsx file holds an xlsx workbook, not {chosen}; use --format xlsx")
+    return chosen
 
 
 def check_target(output: Path | None, force: bool) -> None:
@@ -125,8 +144,41 @@ def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = 
         sys.stderr.write(f"wrote {output}\n")
 
 
+def metric_paths(model: Any, prefix: str = "") -> list[str]:
+    """Every dotted path to a number in a result model (pretraining.cost_usd, rl.run.usd_per_year)."""
+    import types
+    import typing
+
+    model.model_rebuild()  # resolve the forward references of a deferred result model
+    out: list[str] = []
+    for name, info in model.model_fields.items():
+        ann = info.annotation
+        args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
+        for arg in args:
+            if hasattr(arg, "model_fields"):
+                out += metric_paths(arg, f"{prefix}{name}.")
+            elif arg in (int, float) and arg is not bool:
+                out.append(f"{prefix}{name}")
+    return list(dict.fromkeys(out))
+
+
+def check_budget_options(max_usd: float | None, metric: str | None) -> None:
+    """--max-usd and --budget-metric, checked before anything is computed."""
+    from ipd_cli.engine.results import SystemResult
+
+    if max_usd is not None and not (math.isfinite(max_usd) and max_usd >= 0):
+        raise InputError(f"--max-usd must be a finite number >= 0, got {max_usd}")
+    if metric is not None:
+        known = metric_paths(SystemResult)
+        if metric not in known:
+            raise InputError(
+                f"--budget-metric {metric}: not a metric of the result{did_you_mean(metric, known)}"
+            )
+
+
 def budget_values(result: BaseModel, metric: str) -> list[tuple[str, float]]:
-    """(label, value) of a dotted metric (e.g. pretraining.cost_usd) for each system of a result."""
+    """(label, value) of a dotted metric (e.g. pretraining.cost_usd) for each system of a result;
+    a system whose block could not be computed (null) has nothing to check."""
     data = result.model_dump(mode="json")
     rows = data["systems"] if "systems" in data else [data]
     out = []
@@ -134,6 +186,8 @@ def budget_values(result: BaseModel, metric: str) -> list[tuple[str, float]]:
         node: Any = row
         for key in metric.split("."):
             node = node.get(key) if isinstance(node, dict) else None
+        if node is None and row.get("infeasible"):
+            continue
         if not isinstance(node, int | float):
             raise InputError(
                 f"--budget-metric {metric}: not a number in this output; e.g. pretraining.cost_usd"
@@ -146,8 +200,7 @@ def check_budget(result: BaseModel, max_usd: float | None, metric: str) -> None:
     """Exit 3 (after the output is written) when any system's metric exceeds the budget."""
     if max_usd is None:
         return
-    if not (math.isfinite(max_usd) and max_usd >= 0):
-        raise InputError(f"--max-usd must be a finite number >= 0, got {max_usd}")
+    check_budget_options(max_usd, None)
     over = [(label, v) for label, v in budget_values(result, metric) if v > max_usd]
     if over:
         detail = ", ".join(f"{label} {v:,.0f}" for label, v in over)

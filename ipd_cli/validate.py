@@ -310,6 +310,9 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
         base = load_catalog(sets=applied) if applied else cat
         current = _current(base, knob)
         before = _loss(base, groups[knob])
+        if math.isinf(before):  # every fitting case of this knob is out of the model's reach
+            rows.append(_skipped(knob, current.value, groups[knob]))
+            continue
         best = (before, current.value)
         for value in _grid(current):
             loss = _loss(load_catalog(sets=[*applied, f"{knob}={value:.4g}"]), groups[knob])
@@ -327,6 +330,22 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
                 "rms_log_error_after": _rms(best[0]),
                 "case_ids": ", ".join(c.id for c in groups[knob]),
                 "set": f"--set {knob}={fitted}",
+                "status": "fitted",
             }
         )
     return Listing(kind="calibration", items=rows)
+
+
+def _skipped(knob: str, current: float, cases: list[Case]) -> dict[str, Any]:
+    """A knob none of whose fitting cases the model can reach: reported, kept at its value."""
+    return {
+        "parameter": knob,
+        "current": current,
+        "fitted": None,
+        "cases": len(cases),
+        "rms_log_error_before": None,
+        "rms_log_error_after": None,
+        "case_ids": ", ".join(c.id for c in cases),
+        "set": "",
+        "status": "skipped: no fitting case can be reached",
+    }

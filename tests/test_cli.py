@@ -81,7 +81,7 @@ def test_compare_table_names_the_drivers():
     assert r.code == 0
     for text in (
         "GPUs",
-        "gb200-nvl72 / vera-rubin-nvl72",
+        "gb200-nvl72 vs vera-rubin-nvl72",
         "Dense peak at precision",
         "Effective MFU",
         "drivers",
@@ -124,8 +124,10 @@ def test_unknown_names_exit_2_with_suggestion():
     assert r.code == 2
     assert r.stdout == ""
     assert r.stderr.strip() == "ipd: error: unknown hardware 'blakwell'; did you mean 'blackwell'?"
-    r = run_cli("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8")
-    assert r.code == 2 and "did you mean" in r.stderr
+    r = run_cli(
+        "train", "--hardware", "h100-sxn", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8"
+    )
+    assert r.code == 2 and "did you mean 'h100-sxm'?" in r.stderr
 
 
 def test_usage_errors_exit_2_and_infeasible_exit_1():

@@ -102,3 +102,37 @@ def test_site_power_budget_by_hand():
     assert i["site_tasks_solved_per_day"] == pytest.approx(
         gpus * sv["tokens_per_s_per_gpu"] * 86400 / tokens_per_task * i["success_per_task"]
     )
+
+
+def test_each_block_is_its_own_function_with_a_typed_result(catalog):
+    s = catalog.workloads["frontier-agentic"]
+    # task success alone: measured 0.59, 3 attempts -> 1 - 0.41^3 = 0.931079; (1 + 0.41 + 0.1681) = 1.5781
+    ok = lc.task_success(s, rl_samples=0.0, post_training_usd=0.0)
+    assert ok.per_attempt == 0.59 and ok.score is None
+    assert ok.per_task == pytest.approx(0.931079) and ok.attempts == pytest.approx(1.5781)
+    # the pre-training share: 1 year of a 2-year amortisation, one deployment
+    pre = lc.pretraining_share(catalog, "vera-rubin", s, "rental")
+    assert pre.cost_usd == pytest.approx(pre.block.cost_usd / 2)
+    # the block functions compose to what estimate_lifecycle reports
+    post = lc.post_training(catalog, "vera-rubin", s, "rental")
+    served = lc.serving_share(catalog, s, lc.serve_point(catalog, "vera-rubin", s.model, s.serving), ok)
+    ipd, _ = lc.headline(s, pre, post, ok, served)
+    whole = lc.estimate_lifecycle(catalog, "vera-rubin", s).system.intelligence_per_dollar
+    assert ipd.solved_tasks_per_kusd == pytest.approx(whole.solved_tasks_per_kusd)
+
+
+def test_an_infeasible_stage_names_itself_and_maps_its_hint_to_the_scenario_path():
+    why = lc.infeasible("serving", "m at bf16 needs 20 TB; --precision fp8 fits on 80 GPUs", nested=True)
+    assert why.reason == "m at bf16 needs 20 TB"
+    assert why.hint == "`sets` workload.serving.precision=fp8 fits on 80 GPUs"
+    why = lc.infeasible(
+        "post_training",
+        "8 GPUs cannot be split; give at least 9 GPUs or use `mode` colocated",
+        "rl-x",
+        nested=True,
+    )
+    assert why.hint == "give at least 9 GPUs or use `sets` workload.post_training.mode=colocated"
+    assert why.workload == "rl-x"
+    # "...; got `gpus` 8" reports a value, it is no hint
+    why = lc.infeasible("pretraining", "needs 956 GPUs to hold its state; got `gpus` 8")
+    assert why.hint is None and why.reason.endswith("got `gpus` 8")

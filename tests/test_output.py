@@ -62,7 +62,9 @@ def test_budget_gate_exits_3_after_printing():
         "--budget-metric",
         "pretraining.nope",
     )
-    assert r.code == 2 and "not a number" in r.stderr
+    # checked before anything is computed: nothing printed, a did-you-mean from the result's metrics
+    assert r.code == 2 and r.stdout == "" and "not a metric of the result" in r.stderr
+    assert "did you mean" in r.stderr
 
 
 def test_diff_two_outputs(tmp_path):

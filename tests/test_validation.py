@@ -40,10 +40,20 @@ def test_weight_sync_checking_cases_within_the_fidelity_bound(catalog):
     assert ws["over_2x"] <= WEIGHT_SYNC_OVER_2X_MAX
 
 
-def test_catalog_defaults_are_the_calibrated_values(catalog):
+def test_catalog_defaults_are_the_calibrated_values():
+    # through the command (it exited 1 on every run while one knob's only case was unreachable):
     # re-running the calibration must not move any default by more than 5 %: the catalog cites it
-    for row in val.calibrate(catalog).items:
+    r = run_cli("calibrate", "--format", "json")
+    assert r.code == 0, r.stderr
+    rows = r.json()["items"]
+    fitted = [row for row in rows if row["status"] == "fitted"]
+    assert len(fitted) >= 8
+    for row in fitted:
         assert row["fitted"] == pytest.approx(row["current"], rel=0.05), row["parameter"]
+    # a knob whose fitting cases the model cannot reach is reported and left at its value
+    skipped = {row["parameter"]: row for row in rows if row["status"] != "fitted"}
+    for row in skipped.values():
+        assert row["fitted"] is None and row["set"] == "" and "reached" in row["status"]
 
 
 def test_cases_are_well_formed(catalog):

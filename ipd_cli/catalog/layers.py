@@ -31,7 +31,13 @@ from .schema import (
     Source,
     System,
 )
-from .validation import validate_entry
+from .validation import (
+    USER_SOURCE,
+    fill_annotated,
+    fill_user_workload_sources,
+    user_source_entry,
+    validate_entry,
+)
 from .yamlio import read_yaml
 
 ENTRY_SECTIONS: dict[str, type[BaseModel]] = {
@@ -101,6 +107,12 @@ def _add_layer(raw: RawCatalog, directory: Path, builtin: bool = False) -> None:
         raw.section(section)[name] = value
         raw.origins[key] = origin
 
+    unsourced: list[str] = []  # user files with entries that name no source
+
+    def fill(value: Any, ann: Any, label: str) -> None:
+        if not builtin and fill_annotated(value, ann) and label not in unsourced:
+            unsourced.append(label)
+
     for path in section_files:
         label = _label(path, directory, builtin)
         doc = read_yaml(path, label=label)
@@ -115,11 +127,16 @@ def _add_layer(raw: RawCatalog, directory: Path, builtin: bool = False) -> None:
                 if not isinstance(body, dict):
                     raise InputError(f"{label}: {section}: expected a mapping of fields")
                 for name, value in body.items():
+                    field_info = MERGED_SECTIONS[section].model_fields.get(str(name))
+                    if field_info is not None:
+                        fill(value, field_info.annotation, label)
                     put(section, str(name), value, label)
             elif section in ENTRY_SECTIONS:
                 if not isinstance(body, dict):
                     raise InputError(f"{label}: {section}: expected a mapping of name -> entry")
                 for name, value in body.items():
+                    if section != "sources":
+                        fill(value, ENTRY_SECTIONS[section], label)
                     put(section, str(name), value, label)
             else:
                 choices = list(ENTRY_SECTIONS) + list(MERGED_SECTIONS)
@@ -129,7 +146,11 @@ def _add_layer(raw: RawCatalog, directory: Path, builtin: bool = False) -> None:
         body = read_workload_doc(path, label=label)
         for sid, src in body.pop("sources", {}).items():
             put("sources", str(sid), src, label)
+        if not builtin and fill_user_workload_sources(body) and label not in unsourced:
+            unsourced.append(label)
         put("workloads", path.stem, body, label)
+    if unsourced:
+        put("sources", USER_SOURCE, user_source_entry(), ", ".join(unsourced))
 
 
 def read_workload_doc(path: Path | str, text: str | None = None, label: str | None = None) -> dict[str, Any]:

@@ -4,8 +4,10 @@ Paths follow the YAML layout: ``economics.electricity_usd_per_kwh=0.1``,
 ``systems.vera-rubin.power_kw=200`` (aliases work), ``systems.h100-sxm.prices.reserved=2.1``
 (a price point by its label), ``accelerators.rubin.fp4_dense_tflops=30000``,
 ``models.moe-10t.active_params=1e12``, ``efficiency.training_mfu.fp4.mfu=0.3``,
-``workload.tokens=2e14``. Setting a sourced value replaces its number and points its
-source at ``cli-set``; the value is then validated like any catalog value.
+``workload.tokens=2e14`` (a pretrain workload), ``workload.pretraining.tokens=2e14`` (the
+pretrain workload a scenario runs; ``workload.post_training.*`` reaches its RL workload).
+Setting a sourced value replaces its number and points its source at ``cli-set``; the value is
+then validated like any catalog value.
 
 Overrides are applied to an in-memory copy of a validated catalog
 (:func:`apply_to_catalog`, :meth:`Catalog.with_overrides`): only the entries or sections they
@@ -129,13 +131,15 @@ def _set_leaf(node: dict, key: str, value: Any) -> None:
         node[key] = value
 
 
-def apply_workload(body: dict, overrides: list[Override]) -> None:
-    """Apply ``workload.FIELD=VALUE`` overrides to a raw workload mapping."""
+def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD) -> None:
+    """Apply ``workload.FIELD=VALUE`` overrides to a raw workload mapping (``prefix``: the path
+    that names it, ``workload.pretraining`` for a scenario's pretrain workload)."""
+    skip = len(prefix.split("."))
     for o in overrides:
-        keys = o.path.split(".")[1:]
+        keys = o.path.split(".")[skip:]
         if not keys:
             raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
-        _assign(body, keys, o.value, WORKLOAD, WORKLOAD_KINDS.get(body.get("kind", "pretrain")))
+        _assign(body, keys, o.value, prefix, WORKLOAD_KINDS.get(body.get("kind", "pretrain")))
 
 
 def _dump(entry: Any) -> dict:

@@ -12,6 +12,19 @@ from ipd_cli.errors import InputError, did_you_mean
 
 from .schema import PretrainWorkload, RlWorkload, Scenario
 
+# the source of a value or entry a user file gives without one (its origin names the file)
+USER_SOURCE = "user"
+
+
+def user_source_entry() -> dict[str, str]:
+    import datetime as dt
+
+    return {
+        "title": "a user file that names no source (the input's origin is the file)",
+        "date": dt.date.today().isoformat(),
+    }
+
+
 WORKLOAD_KINDS: dict[str, type[BaseModel]] = {
     "pretrain": PretrainWorkload,
     "rl": RlWorkload,
@@ -83,3 +96,44 @@ def validate_workload(body: dict[str, Any], where: str) -> PretrainWorkload | Rl
             f"{where}.kind: unknown workload kind '{kind}'{did_you_mean(str(kind), WORKLOAD_KINDS)}"
         )
     return validate_entry(cls, body, where)
+
+
+def fill_user_sources(data: Any, cls: Any) -> bool:
+    """Give every entry of a user file that has no ``source`` (a workload, a model, a
+    ``{value: ...}``) the source ``user``: a what-if file written in a hurry is accepted, and its
+    inputs say where they came from. The built-in catalog is never filled: it must cite sources.
+    Returns whether anything was filled."""
+    fields = getattr(cls, "model_fields", None)
+    if not isinstance(data, dict) or fields is None:
+        return False
+    filled = False
+    if "source" in fields and fields["source"].is_required() and "source" not in data:
+        data["source"] = USER_SOURCE
+        filled = True
+    for name, info in fields.items():
+        filled |= fill_annotated(data.get(name), info.annotation)
+    return filled
+
+
+def fill_annotated(value: Any, ann: Any) -> bool:
+    """:func:`fill_user_sources` for a value of a field's type (a model, a dict or list of them)."""
+    import typing
+
+    union = typing.get_origin(ann) in (typing.Union, types.UnionType)
+    filled = False
+    for arg in typing.get_args(ann) if union else (ann,):
+        origin = typing.get_origin(arg)
+        if origin is dict and isinstance(value, dict):
+            filled |= any([fill_annotated(v, typing.get_args(arg)[-1]) for v in value.values()])
+        elif origin is list and isinstance(value, list):
+            filled |= any([fill_annotated(v, typing.get_args(arg)[0]) for v in value])
+        elif hasattr(arg, "model_fields"):
+            filled |= fill_user_sources(value, arg)
+    return filled
+
+
+def fill_user_workload_sources(body: dict[str, Any]) -> bool:
+    """:func:`fill_user_sources` for a workload file, by its kind."""
+    kind = body.get("kind", "pretrain")
+    cls = WORKLOAD_KINDS.get(kind) if isinstance(kind, str) else None
+    return fill_user_sources(body, cls) if cls else False

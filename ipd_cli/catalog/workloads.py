@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 from ipd_cli.errors import InputError
 
@@ -10,7 +12,7 @@ from . import overrides
 from .catalog import Catalog, check_scenario_refs
 from .layers import read_workload_doc
 from .schema import PretrainWorkload, RlWorkload, Scenario
-from .validation import validate_workload
+from .validation import USER_SOURCE, fill_user_workload_sources, user_source_entry, validate_workload
 
 
 def read_stdin() -> str:
@@ -43,10 +45,14 @@ def refuse_workload_sets(cat: Catalog, command: str, flags: str) -> None:
             raise InputError(f"--set {o.text}: ipd {command} has no workload; use {flags}")
 
 
-def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload | RlWorkload | Scenario, str]:
+def resolve_workload(
+    cat: Catalog, ref: str, given: dict[str, Any] | None = None
+) -> tuple[str, PretrainWorkload | RlWorkload | Scenario, str]:
     """A workload by catalog name, or from a YAML file path (``-``: stdin): (name, workload, origin).
 
-    ``--set workload.FIELD=VALUE`` overrides are applied here, then validated.
+    ``given``: fields the command line sets (``--gpus``, ``--model``); they override the file and
+    are applied, with ``--set workload.FIELD=VALUE``, before the workload is validated, so a file
+    need not repeat what the command gives.
     """
     if ref in cat.workloads:
         name, body, origin = (
@@ -60,12 +66,18 @@ def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload | Rl
         origin = "<stdin>" if ref == "-" else ref
         body = read_workload_doc(Path(ref), text=text, label=origin)
         extra_sources = body.pop("sources", {}) or {}
+        if fill_user_workload_sources(body):  # a what-if file without sources: its path is its origin
+            extra_sources[USER_SOURCE] = user_source_entry()
         name = "stdin" if ref == "-" else Path(ref).stem
     else:
         return ref, cat.workload(ref), ""
+    if given:
+        body.update(given)
     workload_sets = [o for o in cat.overrides if o.path.startswith(overrides.WORKLOAD + ".")]
-    if workload_sets:
-        overrides.apply_workload(body, workload_sets)
+    own = [o for o in workload_sets if _nested_stage(body, o) is None]
+    if own:
+        _refuse_nested_fields(body, own)
+        overrides.apply_workload(body, own)
         origin += " + --set"
     workload = validate_workload(body, f"{origin}: workload")
     if workload.kind == "scenario":
@@ -74,3 +86,61 @@ def resolve_workload(cat: Catalog, ref: str) -> tuple[str, PretrainWorkload | Rl
         raise InputError(f"{origin}: source: unknown source id '{workload.source}'; add it under sources:")
     cat.model(workload.model)
     return name, workload, origin
+
+
+# a scenario's stages that run a workload of their own, and that workload's kind
+NESTED = {"pretraining": PretrainWorkload, "post_training": RlWorkload}
+
+
+def _nested_stage(body: dict, o: overrides.Override) -> str | None:
+    """The stage whose workload ``workload.<stage>.<field>`` reaches (a field the scenario's own
+    stage does not have), or None for a field of the scenario itself."""
+    keys = o.path.split(".")
+    if body.get("kind") != "scenario" or len(keys) < 3 or keys[1] not in NESTED:
+        return None
+    own_fields = Scenario.model_fields[keys[1]].annotation
+    own_fields = next(a for a in getattr(own_fields, "__args__", (own_fields,)) if a is not type(None))
+    return None if keys[2] in own_fields.model_fields else keys[1]
+
+
+def _refuse_nested_fields(body: dict, sets: list[overrides.Override]) -> None:
+    """``workload.tokens`` on a scenario: say which path reaches the field."""
+    if body.get("kind") != "scenario":
+        return
+    for o in sets:
+        key = o.path.split(".")[1]
+        if key in Scenario.model_fields:
+            continue
+        stages = [stage for stage, cls in NESTED.items() if key in cls.model_fields]
+        if stages:
+            paths = " or ".join(f"workload.{stage}.{key}" for stage in stages)
+            raise InputError(f"`sets` {o.text}: a scenario has no {key} of its own; use {paths}")
+
+
+def with_nested_workloads(cat: Catalog, scenario: PretrainWorkload | RlWorkload | Scenario) -> Catalog:
+    """The catalog with a scenario's own workloads changed by ``--set workload.pretraining.<field>`` and
+    ``--set workload.post_training.<field>`` (``workload.pretraining.tokens=2e14`` reaches the pretrain
+    workload the scenario runs); the catalog itself when there are none."""
+    if scenario.kind != "scenario":
+        return cat
+    body = {"kind": "scenario"}
+    by_stage: dict[str, list[overrides.Override]] = {}
+    for o in cat.overrides:
+        if o.path.startswith(overrides.WORKLOAD + "."):
+            stage = _nested_stage(body, o)
+            if stage is not None:
+                by_stage.setdefault(stage, []).append(o)
+    if not by_stage:
+        return cat
+    workloads, origins = dict(cat.workloads), dict(cat.origins)
+    for stage, sets in by_stage.items():
+        ref = getattr(scenario, stage).workload if getattr(scenario, stage) is not None else None
+        if ref is None:
+            raise InputError(f"`sets` {sets[0].text}: this scenario runs no {stage} workload")
+        entry = cat.workloads[ref].model_dump(exclude_none=True)
+        overrides.apply_workload(entry, sets, f"{overrides.WORKLOAD}.{stage}")
+        origin = f"{cat.origin('workloads', ref)} + --set"
+        workloads[ref] = validate_workload(entry, f"{origin}: workload.{stage}")
+        cat.model(workloads[ref].model)
+        origins[("workloads", ref)] = origin
+    return dataclasses.replace(cat, workloads=workloads, origins=origins)

@@ -300,3 +300,68 @@ def offload_seconds(state_bytes, gpus, host_bytes_per_s):
 def min_gpus_for_bytes(total_bytes, bytes_per_gpu):
     """Whole GPUs needed to hold ``total_bytes`` at ``bytes_per_gpu`` each."""
     return int(math.ceil(total_bytes / bytes_per_gpu - 1e-9))
+
+
+# --- Lifecycle: tasks solved per dollar ----------------------------------------------------------
+
+DAYS_PER_YEAR = 365.0
+USD_PER_KUSD = 1000.0
+TOKENS_PER_MILLION = 1e6
+KWH_PER_MWH = 1000.0
+KW_PER_MW = 1000.0
+PERCENT = 100.0
+
+
+def success_after_retries(p, attempts):
+    """Share of tasks solved when each attempt succeeds with ``p`` and ``attempts`` are allowed."""
+    return 1.0 - (1.0 - p) ** attempts
+
+
+def expected_attempts(p, attempts):
+    """Mean attempts per task when each succeeds with p and at most ``attempts`` are made."""
+    return success_after_retries(p, attempts) / p
+
+
+def workflow_success(step_reliability, steps):
+    """An attempt of ``steps`` independent steps, each right with ``step_reliability``."""
+    return step_reliability**steps
+
+
+def learning_curve(x, r0, asymptote, midpoint, exponent):
+    """ScaleRL's sigmoid: r0 at x = 0, rising to ``asymptote``; half way at ``midpoint``."""
+    if x <= 0:
+        return r0
+    return r0 + (asymptote - r0) / (1.0 + (midpoint / x) ** exponent)
+
+
+def amortised_share(horizon_years, amortisation_years, deployments):
+    """Share of a one-off cost charged to a horizon: H / amortisation years / deployments sharing it."""
+    return horizon_years / amortisation_years / deployments
+
+
+def usd_for_tokens(tokens, usd_per_million_tokens):
+    return tokens * usd_per_million_tokens / TOKENS_PER_MILLION
+
+
+def gpu_hours_for_tokens(tokens, tokens_per_s_per_gpu):
+    return tokens / tokens_per_s_per_gpu / SECONDS_PER_HOUR
+
+
+def per_kusd(count, usd):
+    """How many of ``count`` one thousand dollars buys when all of them cost ``usd``."""
+    return USD_PER_KUSD * count / usd
+
+
+def points_per_kusd(score_gain, usd):
+    """Percentage points of score gained per thousand dollars."""
+    return score_gain * PERCENT / (usd / USD_PER_KUSD)
+
+
+def gpus_in_power_budget(site_mw, kw_per_gpu, pue):
+    """Whole GPUs a site power budget holds at the system's all-in power per GPU."""
+    return site_mw * KW_PER_MW // (kw_per_gpu * pue)
+
+
+def tasks_per_day(gpus, tokens_per_s_per_gpu, tokens_per_task, success_per_task):
+    """Tasks solved per day by ``gpus`` serving at ``tokens_per_s_per_gpu``."""
+    return gpus * tokens_per_s_per_gpu * SECONDS_PER_DAY / tokens_per_task * success_per_task

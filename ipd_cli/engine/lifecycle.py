@@ -16,50 +16,48 @@ Over a horizon of H years (README "What intelligence per dollar means here"):
 
 usd_per_solved_task = lifecycle cost / tasks solved; solved_tasks_per_kusd its inverse
 per thousand dollars; solved_tasks_per_mwh the same per MWh of all-in energy.
+
+Each block is one function returning a small typed result (:func:`pretraining_share`,
+:func:`post_training`, :func:`task_success`, :func:`serving_share`, :func:`headline`,
+:func:`site_budget`). A stage that cannot run on a system (the model does not fit, the
+deadline cannot be met) leaves its block null with an :class:`Infeasible` note naming the
+stage, and the headline that needs it says so; the other blocks are still computed.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.catalog.schema import Scenario
+from ipd_cli.catalog.schema import PretrainWorkload, RlWorkload, Scenario
+from ipd_cli.errors import InfeasibleError
 
 from . import formulas as f
+from .formulas import (  # noqa: F401 - the lifecycle formulas, importable from here as before
+    DAYS_PER_YEAR,
+    amortised_share,
+    expected_attempts,
+    learning_curve,
+    success_after_retries,
+    workflow_success,
+)
 from .inputs import Inputs
 from .pretraining import estimate_workload
-from .results import Assumption, CostBreakdown, IntelligencePerDollar, SystemResult
+from .results import (
+    Assumption,
+    CostBreakdown,
+    Infeasible,
+    IntelligencePerDollar,
+    Pretraining,
+    Rl,
+    Serving,
+    SystemResult,
+)
 
-DAYS_PER_YEAR = 365.0
-
-
-# --- formulas (plain arithmetic; arrays work too) -------------------------------------------------
-
-
-def success_after_retries(p, attempts):
-    return 1.0 - (1.0 - p) ** attempts
-
-
-def expected_attempts(p, attempts):
-    """Mean attempts per task when each succeeds with p and at most ``attempts`` are made."""
-    return success_after_retries(p, attempts) / p
-
-
-def workflow_success(step_reliability, steps):
-    return step_reliability**steps
-
-
-def learning_curve(x, r0, asymptote, midpoint, exponent):
-    """ScaleRL's sigmoid: r0 at x = 0, rising to ``asymptote``; half way at ``midpoint``."""
-    if x <= 0:
-        return r0
-    return r0 + (asymptote - r0) / (1.0 + (midpoint / x) ** exponent)
-
-
-def amortised_share(horizon_years, amortisation_years, deployments):
-    return horizon_years / amortisation_years / deployments
-
+T = TypeVar("T")
 
 # --- explanation -----------------------------------------------------------------------------------
 
@@ -80,274 +78,351 @@ class Lifecycle:
     steps: list[Step]
 
 
-def estimate_lifecycle(
-    cat: Catalog, hardware: str, scenario: Scenario, *, pricing: str = "rental", origin: str = "command line"
-) -> Lifecycle:
-    """Every block (pre-training, RL, serving) and the intelligence-per-dollar headline on one system."""
+# --- the blocks ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PretrainShare:
+    """Pre-training as the horizon pays for it: the run (when computed here) and its share."""
+
+    block: Pretraining | None
+    cost_usd: float
+    energy_mwh: float
+    assumptions: list[Assumption]
+    step: Step
+
+
+@dataclass(frozen=True)
+class PostTraining:
+    """RL post-training over the horizon: the step estimate, its cost, energy and samples."""
+
+    block: Rl | None
+    cost_usd: float
+    energy_mwh: float
+    samples: float
+    assumptions: list[Assumption]
+    steps: list[Step]
+
+
+NO_POST_TRAINING = PostTraining(None, 0.0, 0.0, 0.0, [], [])
+
+
+@dataclass(frozen=True)
+class Success:
+    """Task success: per attempt, per task after retries, attempts per task, learning-curve score."""
+
+    per_attempt: float
+    per_task: float
+    attempts: float
+    score: float | None
+    points_per_kusd: float | None
+    steps: list[Step]
+
+
+@dataclass(frozen=True)
+class ServingShare:
+    """Serving the horizon's tasks at the system's operating point."""
+
+    block: Serving
+    cost_usd: float
+    energy_mwh: float
+    tasks_attempted: float
+    tokens_per_attempt: float
+    pue: float
+    assumptions: list[Assumption]
+    step: Step
+
+
+def pretraining_share(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> PretrainShare:
+    """The pre-training run on this system (or the given cost) times H / amortisation / deployments."""
+    p, H = s.pretraining, s.horizon_years
+    share = f.amortised_share(H, p.amortisation_years, p.deployments)
+    terms = {"H": H, "amortisation_years": p.amortisation_years, "deployments": p.deployments}
+    if p.workload is not None:
+        origin = cat.origin("workloads", p.workload)
+        r = estimate_workload(cat, hardware, cat.workloads[p.workload], pricing=pricing, origin=origin)
+        pre = r.pretraining
+        how = "pretraining cost_usd x H / amortisation_years / deployments"
+        step = Step("pretraining_usd", pre.cost_usd * share, how, {"cost_usd": pre.cost_usd, **terms})
+        assumptions = nested_paths(r.assumptions, "pretraining")
+        return PretrainShare(pre, pre.cost_usd * share, pre.energy_mwh * share, assumptions, step)
+    if p.cost_usd is not None:
+        how = "given cost_usd x H / amortisation_years / deployments"
+        step = Step("pretraining_usd", p.cost_usd * share, how, {"cost_usd": p.cost_usd, **terms})
+        return PretrainShare(None, p.cost_usd * share, 0.0, [], step)
+    return PretrainShare(
+        None, 0.0, 0.0, [], Step("pretraining_usd", 0.0, "open weights: no pre-training cost")
+    )
+
+
+def nested_paths(assumptions: list[Assumption], stage: str) -> list[Assumption]:
+    """A stage's workload inputs under the path that reaches them in a scenario
+    (``workload.tokens`` of its pretrain workload is ``workload.pretraining.tokens``)."""
+    out = []
+    for a in assumptions:
+        if a.path and a.path.startswith("workload.") and not a.path.startswith(f"workload.{stage}."):
+            a = a.model_copy(update={"path": f"workload.{stage}.{a.path.removeprefix('workload.')}"})
+        out.append(a)
+    return out
+
+
+def rl_workload(cat: Catalog, hardware: str, s: Scenario) -> RlWorkload:
+    """The scenario's RL workload on its model, generating at a precision the system supports
+    (A100 has no fp8: bf16), as the scenario's serving and pre-training do."""
+    assert s.post_training is not None
+    rw = cat.workloads[s.post_training.workload]
+    precision = serving_precision(cat, hardware, rw.inference_precision)
+    return rw.model_copy(update={"model": s.model, "inference_precision": precision})
+
+
+def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> PostTraining:
+    """$ per RL step x steps per year (refreshes, or what the yearly budget buys) x H."""
     from .rl import estimate_rl
 
-    s = scenario
-    system = cat.system(hardware)
-    name = cat.canonical("systems", hardware)
-    H = s.horizon_years
-    steps: list[Step] = []
-    assumptions: list[Assumption] = []
-
-    # pre-training
-    pre = None
-    pre_cost = pre_energy = 0.0
-    p = s.pretraining
-    if p.workload is not None:
-        w = cat.workloads[p.workload]
-        r = estimate_workload(cat, hardware, w, pricing=pricing, origin=cat.origin("workloads", p.workload))
-        pre, assumptions = r.pretraining, assumptions + r.assumptions
-        share = amortised_share(H, p.amortisation_years, p.deployments)
-        pre_cost, pre_energy = pre.cost_usd * share, pre.energy_mwh * share
-        steps.append(
-            Step(
-                "pretraining_usd",
-                pre_cost,
-                "pretraining cost_usd x H / amortisation_years / deployments",
-                {
-                    "cost_usd": pre.cost_usd,
-                    "H": H,
-                    "amortisation_years": p.amortisation_years,
-                    "deployments": p.deployments,
-                },
-            )
-        )
-    elif p.cost_usd is not None:
-        pre_cost = p.cost_usd * amortised_share(H, p.amortisation_years, p.deployments)
-        steps.append(
-            Step(
-                "pretraining_usd",
-                pre_cost,
-                "given cost_usd x H / amortisation_years / deployments",
-                {
-                    "cost_usd": p.cost_usd,
-                    "H": H,
-                    "amortisation_years": p.amortisation_years,
-                    "deployments": p.deployments,
-                },
-            )
-        )
+    pt, H = s.post_training, s.horizon_years
+    if pt is None:
+        return NO_POST_TRAINING
+    rw = rl_workload(cat, hardware, s)
+    origin = cat.origin("workloads", pt.workload)
+    rr = estimate_rl(cat, hardware, rw, workload_name=pt.workload, pricing=pricing, origin=origin)
+    rl = rr.rl
+    per_step_samples = rl.samples_per_s * rl.step_seconds
+    if pt.budget_usd_per_year is not None:
+        steps_per_year = pt.budget_usd_per_year / rl.usd_per_step
+        how = "budget_usd_per_year / usd_per_step"
     else:
-        steps.append(Step("pretraining_usd", 0.0, "open weights: no pre-training cost"))
-
-    # post-training (RL)
-    rl = None
-    post_cost = post_energy = samples = 0.0
-    rollouts_per_kwh = None
-    if s.post_training is not None:
-        pt = s.post_training
-        rw = cat.workloads[pt.workload].model_copy(update={"model": s.model})
-        rr = estimate_rl(
-            cat,
-            hardware,
-            rw,
-            workload_name=pt.workload,
-            pricing=pricing,
-            origin=cat.origin("workloads", pt.workload),
+        steps_per_year = (pt.steps_per_refresh or rw.steps_per_refresh) * (
+            pt.refreshes_per_year or rw.refreshes_per_year
         )
-        rl, assumptions = rr.rl, assumptions + rr.assumptions
-        per_step_samples = rl.samples_per_s * rl.step_seconds
-        if pt.budget_usd_per_year is not None:
-            steps_per_year = pt.budget_usd_per_year / rl.usd_per_step
-            how = "budget_usd_per_year / usd_per_step"
-        else:
-            steps_per_year = (pt.steps_per_refresh or rw.steps_per_refresh) * (
-                pt.refreshes_per_year or rw.refreshes_per_year
-            )
-            how = "steps_per_refresh x refreshes_per_year"
-        post_cost = rl.usd_per_step * steps_per_year * H
-        samples = per_step_samples * steps_per_year * H
-        energy_kwh_per_step = rl.energy_kwh_per_step  # every generated rollout, kept or not
-        post_energy = energy_kwh_per_step * steps_per_year * H / 1000
-        rollouts_per_kwh = rl.rollouts_per_kwh
-        steps.append(
-            Step(
-                "post_training_usd",
-                post_cost,
-                f"usd_per_step x steps_per_year ({how}) x H",
-                {"usd_per_step": rl.usd_per_step, "steps_per_year": steps_per_year, "H": H},
-            )
-        )
+        how = "steps_per_refresh x refreshes_per_year"
+    cost = rl.usd_per_step * steps_per_year * H
+    # every generated rollout, kept or not, costs energy
+    energy = rl.energy_kwh_per_step * steps_per_year * H / f.KWH_PER_MWH
+    step = Step(
+        "post_training_usd",
+        cost,
+        f"usd_per_step x steps_per_year ({how}) x H",
+        {"usd_per_step": rl.usd_per_step, "steps_per_year": steps_per_year, "H": H},
+    )
+    assumptions = nested_paths(rr.assumptions, "post_training")
+    return PostTraining(rl, cost, energy, per_step_samples * steps_per_year * H, assumptions, [step])
 
-    # task success
+
+def task_success(s: Scenario, rl_samples: float, post_training_usd: float) -> Success:
+    """Success per attempt (measured, r^k, or the learning curve at the horizon's RL samples),
+    then per task after up to m attempts, and the attempts a task takes on average."""
     ts = s.task_success
     score = points = None
     if ts.success_rate is not None:
-        p_attempt = ts.success_rate.value
-        steps.append(Step("success_per_attempt", p_attempt, f"measured ({ts.success_rate.source})"))
+        p = ts.success_rate.value
+        first = Step("success_per_attempt", p, f"measured ({ts.success_rate.source})")
     elif ts.learning_curve is not None:
         lc = ts.learning_curve
-        p_attempt = score = learning_curve(samples, lc.r0, lc.asymptote, lc.midpoint_samples, lc.exponent)
-        if post_cost > 0:
-            points = (score - lc.r0) * 100 / (post_cost / 1000)
-        steps.append(
-            Step(
-                "success_per_attempt",
-                p_attempt,
-                "r0 + (A - r0) / (1 + (x_mid / x)^B), x = RL samples over the horizon",
-                {
-                    "x": samples,
-                    "r0": lc.r0,
-                    "A": lc.asymptote,
-                    "x_mid": lc.midpoint_samples,
-                    "B": lc.exponent,
-                },
-            )
-        )
+        p = score = f.learning_curve(rl_samples, lc.r0, lc.asymptote, lc.midpoint_samples, lc.exponent)
+        if post_training_usd > 0:
+            points = f.points_per_kusd(score - lc.r0, post_training_usd)
+        curve = {
+            "x": rl_samples,
+            "r0": lc.r0,
+            "A": lc.asymptote,
+            "x_mid": lc.midpoint_samples,
+            "B": lc.exponent,
+        }
+        how = "r0 + (A - r0) / (1 + (x_mid / x)^B), x = RL samples over the horizon"
+        first = Step("success_per_attempt", p, how, curve)
     else:
-        p_attempt = workflow_success(ts.step_reliability, ts.steps_per_workflow)
-        steps.append(
-            Step(
-                "success_per_attempt",
-                p_attempt,
-                "r^k",
-                {"r": ts.step_reliability, "k": ts.steps_per_workflow},
-            )
-        )
+        p = f.workflow_success(ts.step_reliability, ts.steps_per_workflow)
+        first = Step("success_per_attempt", p, "r^k", {"r": ts.step_reliability, "k": ts.steps_per_workflow})
     m = ts.max_attempts
-    p_task = success_after_retries(p_attempt, m)
-    attempts = expected_attempts(p_attempt, m) if p_attempt > 0 else float(m)
-    steps.append(Step("success_per_task", p_task, "1 - (1 - p)^m", {"p": p_attempt, "m": m}))
-    steps.append(Step("expected_attempts", attempts, "(1 - (1 - p)^m) / p", {"p": p_attempt, "m": m}))
+    per_task = f.success_after_retries(p, m)
+    attempts = f.expected_attempts(p, m) if p > 0 else float(m)
+    steps = [
+        first,
+        Step("success_per_task", per_task, "1 - (1 - p)^m", {"p": p, "m": m}),
+        Step("expected_attempts", attempts, "(1 - (1 - p)^m) / p", {"p": p, "m": m}),
+    ]
+    return Success(p, per_task, attempts, score, points, steps)
 
-    # serving
-    sv = s.serving
-    served = serve_point(cat, hardware, s.model, sv, pricing=pricing, origin=origin)
-    serving, assumptions = served.serving, assumptions + served.assumptions
-    tasks = sv.tasks_per_day * DAYS_PER_YEAR * H
-    out_tokens_per_attempt = sv.requests_per_task * sv.output_tokens_per_request
-    serve_tokens = tasks * attempts * out_tokens_per_attempt
-    serve_cost = serve_tokens * serving.usd_per_million_output_tokens / 1e6
-    serve_gpu_hours = serve_tokens / serving.tokens_per_s_per_gpu / f.SECONDS_PER_HOUR
+
+def serving_share(cat: Catalog, s: Scenario, served: Any, success: Success) -> ServingShare:
+    """Every attempt's output tokens over the horizon at the operating point's $ per output token."""
+    sv, H, point = s.serving, s.horizon_years, served.serving
+    tasks = sv.tasks_per_day * f.DAYS_PER_YEAR * H
+    per_attempt = sv.requests_per_task * sv.output_tokens_per_request
+    tokens = tasks * success.attempts * per_attempt
+    cost = f.usd_for_tokens(tokens, point.usd_per_million_output_tokens)
     inp = Inputs(cat)
     pue = inp.read("economics.pue", "PUE")
-    assumptions = assumptions + inp.trace.items
-    serve_energy = f.energy_mwh(serve_gpu_hours, serving.kw_per_gpu, pue)
-    steps.append(
-        Step(
-            "serving_usd",
-            serve_cost,
-            "tasks_per_day x 365 x H x expected_attempts x requests x output_tokens x usd_per_M_output / 1e6",
-            {
-                "tasks_per_day": sv.tasks_per_day,
-                "H": H,
-                "expected_attempts": attempts,
-                "requests": sv.requests_per_task,
-                "output_tokens": sv.output_tokens_per_request,
-                "usd_per_M_output": serving.usd_per_million_output_tokens,
-            },
-        )
+    gpu_hours = f.gpu_hours_for_tokens(tokens, point.tokens_per_s_per_gpu)
+    energy = f.energy_mwh(gpu_hours, point.kw_per_gpu, pue)
+    step = Step(
+        "serving_usd",
+        cost,
+        "tasks_per_day x 365 x H x expected_attempts x requests x output_tokens x usd_per_M_output / 1e6",
+        {
+            "tasks_per_day": sv.tasks_per_day,
+            "H": H,
+            "expected_attempts": success.attempts,
+            "requests": sv.requests_per_task,
+            "output_tokens": sv.output_tokens_per_request,
+            "usd_per_M_output": point.usd_per_million_output_tokens,
+        },
+    )
+    return ServingShare(
+        point, cost, energy, tasks, per_attempt, pue, [*served.assumptions, *inp.trace.items], step
     )
 
-    solved = tasks * p_task
-    total = pre_cost + post_cost + serve_cost
-    energy = pre_energy + post_energy + serve_energy
-    steps.append(
+
+def headline(
+    s: Scenario, pre: PretrainShare, post: PostTraining, success: Success, served: ServingShare
+) -> tuple[IntelligencePerDollar, list[Step]]:
+    """Lifecycle cost, tasks solved, and the headline ratios (per $1k, per MWh), with the site budget."""
+    solved = served.tasks_attempted * success.per_task
+    total = pre.cost_usd + post.cost_usd + served.cost_usd
+    energy = pre.energy_mwh + post.energy_mwh + served.energy_mwh
+    site, site_steps = site_budget(s, success, served)
+    ipd = IntelligencePerDollar(
+        usd_per_solved_task=total / solved,
+        solved_tasks_per_kusd=f.per_kusd(solved, total),
+        solved_tasks_per_mwh=solved / energy,
+        lifecycle_cost_usd=total,
+        cost_breakdown_usd=CostBreakdown(
+            pretraining=pre.cost_usd, post_training=post.cost_usd, serving=served.cost_usd
+        ),
+        energy_breakdown_mwh=CostBreakdown(
+            pretraining=pre.energy_mwh, post_training=post.energy_mwh, serving=served.energy_mwh
+        ),
+        horizon_years=s.horizon_years,
+        tasks_attempted=served.tasks_attempted,
+        tasks_solved=solved,
+        success_per_attempt=success.per_attempt,
+        success_per_task=success.per_task,
+        expected_attempts=success.attempts,
+        rl_samples=post.samples,
+        score=success.score,
+        score_points_per_kusd=success.points_per_kusd,
+        rl_rollouts_per_kwh=post.block.rollouts_per_kwh if post.block else None,
+        serving_target_met=served.block.target_met,
+        **site,
+    )
+    return ipd, [*_headline_steps(s, ipd), *site_steps]
+
+
+def _headline_steps(s: Scenario, i: IntelligencePerDollar) -> list[Step]:
+    b, e = i.cost_breakdown_usd, i.energy_breakdown_mwh
+    total, solved = i.lifecycle_cost_usd, i.tasks_solved
+    per_total = {"tasks_solved": solved, "lifecycle_cost_usd": total}
+    return [
         Step(
             "lifecycle_cost_usd",
             total,
             "pretraining + post_training + serving",
-            {"pretraining": pre_cost, "post_training": post_cost, "serving": serve_cost},
-        )
-    )
-    steps.append(
+            {"pretraining": b.pretraining, "post_training": b.post_training, "serving": b.serving},
+        ),
         Step(
             "tasks_solved",
             solved,
             "tasks_per_day x 365 x H x success_per_task",
-            {"tasks_per_day": sv.tasks_per_day, "H": H, "success_per_task": p_task},
-        )
-    )
-    steps.append(
+            {
+                "tasks_per_day": s.serving.tasks_per_day,
+                "H": s.horizon_years,
+                "success_per_task": i.success_per_task,
+            },
+        ),
         Step(
             "usd_per_solved_task",
-            total / solved,
+            i.usd_per_solved_task,
             "lifecycle_cost_usd / tasks_solved",
             {"lifecycle_cost_usd": total, "tasks_solved": solved},
-        )
-    )
-    steps.append(
+        ),
         Step(
             "solved_tasks_per_kusd",
-            1000 * solved / total,
+            i.solved_tasks_per_kusd,
             "1000 x tasks_solved / lifecycle_cost_usd",
-            {"tasks_solved": solved, "lifecycle_cost_usd": total},
-        )
-    )
-    steps.append(
+            per_total,
+        ),
         Step(
             "solved_tasks_per_mwh",
-            solved / energy,
+            i.solved_tasks_per_mwh,
             "tasks_solved / (pretraining + RL + serving MWh)",
             {
                 "tasks_solved": solved,
-                "pretraining_mwh": pre_energy,
-                "post_training_mwh": post_energy,
-                "serving_mwh": serve_energy,
+                "pretraining_mwh": e.pretraining,
+                "post_training_mwh": e.post_training,
+                "serving_mwh": e.serving,
             },
-        )
-    )
-
-    site: dict[str, Any] = {}
-    if s.site_mw is not None:
-        gpus = int(s.site_mw * 1000 // (serving.kw_per_gpu * pue))
-        per_day = (
-            gpus
-            * serving.tokens_per_s_per_gpu
-            * f.SECONDS_PER_DAY
-            / (attempts * out_tokens_per_attempt)
-            * p_task
-        )
-        site = {"site_mw": s.site_mw, "site_gpus": gpus, "site_tasks_solved_per_day": per_day}
-        steps.append(
-            Step(
-                "site_tasks_solved_per_day",
-                per_day,
-                "floor(site_MW x 1000 / (kW/GPU x PUE)) x tokens/s/GPU x 86400 / tokens per task x p_task",
-                {
-                    "site_mw": s.site_mw,
-                    "kw_per_gpu": serving.kw_per_gpu,
-                    "pue": pue,
-                    "tokens_per_s_per_gpu": serving.tokens_per_s_per_gpu,
-                },
-            )
-        )
-
-    ipd = IntelligencePerDollar(
-        usd_per_solved_task=total / solved,
-        solved_tasks_per_kusd=1000 * solved / total,
-        solved_tasks_per_mwh=solved / energy,
-        lifecycle_cost_usd=total,
-        cost_breakdown_usd=CostBreakdown(pretraining=pre_cost, post_training=post_cost, serving=serve_cost),
-        energy_breakdown_mwh=CostBreakdown(
-            pretraining=pre_energy, post_training=post_energy, serving=serve_energy
         ),
-        horizon_years=H,
-        tasks_attempted=tasks,
-        tasks_solved=solved,
-        success_per_attempt=p_attempt,
-        success_per_task=p_task,
-        expected_attempts=attempts,
-        rl_samples=samples,
-        score=score,
-        score_points_per_kusd=points,
-        rl_rollouts_per_kwh=rollouts_per_kwh,
-        serving_target_met=serving.target_met,
-        **site,
+    ]
+
+
+def site_budget(s: Scenario, success: Success, served: ServingShare) -> tuple[dict[str, Any], list[Step]]:
+    """With ``site_mw``: the GPUs a site power budget holds and the tasks per day they solve."""
+    if s.site_mw is None:
+        return {}, []
+    point = served.block
+    gpus = int(f.gpus_in_power_budget(s.site_mw, point.kw_per_gpu, served.pue))
+    tokens_per_task = success.attempts * served.tokens_per_attempt
+    per_day = f.tasks_per_day(gpus, point.tokens_per_s_per_gpu, tokens_per_task, success.per_task)
+    step = Step(
+        "site_tasks_solved_per_day",
+        per_day,
+        "floor(site_MW x 1000 / (kW/GPU x PUE)) x tokens/s/GPU x 86400 / tokens per task x p_task",
+        {
+            "site_mw": s.site_mw,
+            "kw_per_gpu": point.kw_per_gpu,
+            "pue": served.pue,
+            "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
+        },
     )
+    return {"site_mw": s.site_mw, "site_gpus": gpus, "site_tasks_solved_per_day": per_day}, [step]
+
+
+# --- one system, every block -----------------------------------------------------------------------
+
+
+def estimate_lifecycle(
+    cat: Catalog, hardware: str, scenario: Scenario, *, pricing: str = "rental", origin: str = "command line"
+) -> Lifecycle:
+    """Every block (pre-training, RL, serving) and the intelligence-per-dollar headline on one system.
+
+    A stage that cannot run on this system leaves its block (and the headline) null, with the
+    reason under ``infeasible``; the blocks that can run are still estimated.
+    """
+    s = scenario
+    system = cat.system(hardware)
+    failed: dict[str, Infeasible] = {}
+    pre = _stage(failed, "pretraining", s, lambda: pretraining_share(cat, hardware, s, pricing))
+    post = _stage(failed, "post_training", s, lambda: post_training(cat, hardware, s, pricing))
+    served = _stage(
+        failed,
+        "serving",
+        s,
+        lambda: serve_point(cat, hardware, s.model, s.serving, pricing=pricing, origin=origin),
+    )
+    ipd, steps, assumptions = None, [], []
+    if pre is None or post is None or served is None:
+        cause = next(iter(failed.values()))
+        failed["intelligence_per_dollar"] = cause.model_copy(
+            update={
+                "reason": f"needs the {STAGE_LABELS[cause.stage]} block, which cannot run: {cause.reason}"
+            }
+        )
+    else:
+        success = task_success(s, post.samples, post.cost_usd)
+        share = serving_share(cat, s, served, success)
+        ipd, head_steps = headline(s, pre, post, success, share)
+        steps = [pre.step, *post.steps, *success.steps, share.step, *head_steps]
+        assumptions = [*pre.assumptions, *post.assumptions, *share.assumptions]
     result = SystemResult(
-        hardware=name,
+        hardware=cat.canonical("systems", hardware),
         description=system.description,
         status=system.status,
         intelligence_per_dollar=ipd,
-        pretraining=pre,
-        rl=rl,
-        serving=serving,
-        assumptions=_dedupe(assumptions),
+        pretraining=pre.block if pre else None,
+        rl=post.block if post else None,
+        serving=served.serving if served else None,
+        infeasible=failed,
+        assumptions=_dedupe(assumptions or _partial_assumptions(pre, post, served)),
     )
     return Lifecycle(result, steps)
 
@@ -392,3 +467,75 @@ def _dedupe(items: list[Assumption]) -> list[Assumption]:
             seen.add(key)
             out.append(a)
     return out
+
+
+def _partial_assumptions(*blocks: Any) -> list[Assumption]:
+    """The inputs of the blocks that could be computed, when the headline could not."""
+    out: list[Assumption] = []
+    for b in blocks:
+        if b is not None:
+            out += b.assumptions
+    return out
+
+
+# --- stages that cannot run ------------------------------------------------------------------------
+
+# stage -> (the block it fills, words for it)
+STAGES = {
+    "pretraining": ("pretraining", "pre-training"),
+    "post_training": ("rl", "RL post-training"),
+    "serving": ("serving", "serving"),
+}
+STAGE_LABELS = {stage: label for stage, (_, label) in STAGES.items()}
+
+
+def _stage(failed: dict[str, Infeasible], stage: str, s: Any, compute: Callable[[], T]) -> T | None:
+    """Run one stage; when it cannot run on this system, note why under its block and return None."""
+    try:
+        return compute()
+    except InfeasibleError as e:
+        block, _ = STAGES[stage]
+        failed[block] = infeasible(stage, str(e), _stage_workload(s, stage), nested=True)
+        return None
+
+
+def _stage_workload(s: Any, stage: str) -> str | None:
+    part = getattr(s, stage, None)
+    return getattr(part, "workload", None)
+
+
+# what each stage's engine calls a parameter -> the workload field that sets it in a comparison
+# (compare has no --precision or --gpus: it takes `--set workload.<stage>.<field>=...`)
+_STAGE_FIELDS: dict[str, dict[str, str]] = {
+    "pretraining": {name: name for name in PretrainWorkload.model_fields},
+    "post_training": {**{name: name for name in RlWorkload.model_fields}, "precision": "inference_precision"},
+    "serving": {
+        "precision": "precision",
+        "tokens_per_user_s": "tokens_per_user_s",
+        "input_tokens": "input_tokens_per_request",
+        "output_tokens": "output_tokens_per_request",
+    },
+}
+_HINT_STARTS = ("use ", "give ", "add ", "set ", "try ", "choose ", "pick ", "lower ", "raise ", "--", "`")
+_PARAMETER = re.compile(r"(?:--([a-z][a-z0-9-]*)|`([a-z_][a-z0-9_]*)`)(?:[ =]([\w.+-]+))?")
+
+
+def infeasible(stage: str, message: str, workload: str | None = None, *, nested: bool = False) -> Infeasible:
+    """An engine's one-line message ("what cannot be met; what to change") as an :class:`Infeasible`,
+    its hint naming the workload field to set (``sets`` ``workload.<stage>.<field>=...`` in a
+    scenario, ``workload.<field>=...`` for a workload compared alone)."""
+    reason, sep, hint = message.rpartition("; ")
+    if not sep or not hint.startswith(_HINT_STARTS):  # "...; got `gpus` 8" is no hint
+        reason, hint = message, ""
+    fields = _STAGE_FIELDS[stage]
+    prefix = f"workload.{stage}." if nested else "workload."
+
+    def as_path(m: re.Match) -> str:
+        name = (m.group(1) or "").replace("-", "_") or m.group(2)
+        if name not in fields:
+            return m.group(0)
+        return f"`sets` {prefix}{fields[name]}={m.group(3) or '...'}"
+
+    return Infeasible(
+        stage=stage, workload=workload, reason=reason, hint=_PARAMETER.sub(as_path, hint) or None
+    )

@@ -107,6 +107,15 @@ class IntelligencePerDollar(Result):
     site_tasks_solved_per_day: float | None = None
 
 
+class Infeasible(Result):
+    """Why a block of one system could not be computed (the block itself is null)."""
+
+    stage: str = Field(description="the stage that failed: 'pretraining', 'post_training' or 'serving'")
+    workload: str | None = Field(default=None, description="the workload that stage ran, if any")
+    reason: str
+    hint: str | None = Field(default=None, description="what to change, as options of the command")
+
+
 class SystemResult(Result):
     hardware: str
     description: str
@@ -115,6 +124,10 @@ class SystemResult(Result):
     pretraining: Pretraining | None = None
     rl: Rl | None = None
     serving: Serving | None = None
+    infeasible: dict[str, Infeasible] = Field(
+        default={},
+        description="blocks that could not be computed on this system (null above), by block name",
+    )
     assumptions: list[Assumption]
 
 

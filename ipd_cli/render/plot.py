@@ -31,7 +31,7 @@ class Figure:
 
 
 def to_png(fig: Figure, path: Path) -> None:
-    """Write a PNG (needs `pip install 'ipd[plot]'`)."""
+    """Write a PNG (needs matplotlib: ``pip install '.[plot]'`` from a checkout)."""
     try:
         import matplotlib
 
@@ -39,7 +39,8 @@ def to_png(fig: Figure, path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise IpdError(
-            "PNG plots need matplotlib: pip install 'ipd[plot]' (or write to a terminal)"
+            "PNG plots need matplotlib: pip install 'intelligence-per-dollar[plot]' "
+            "(from a checkout: pip install '.[plot]'), or leave out -o for a text plot"
         ) from None
     f, ax = plt.subplots(figsize=(8, 5), dpi=120)
     if fig.bars:

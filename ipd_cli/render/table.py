@@ -1,37 +1,137 @@
-"""Rich tables for terminals. Imported lazily: only table output pays for Rich."""
+"""Rich tables for terminals. Imported lazily: only table output pays for Rich.
+
+Nothing a user reads or types is cut: a name, a number or a path is never shortened or split.
+When a grid is wider than the terminal, text wraps between words; then optional columns are
+dropped; then the grid is drawn vertically (one block per system or item). A grid that still
+does not fit is drawn at its narrowest and the terminal wraps its lines.
+"""
 
 from __future__ import annotations
 
 import io
+import textwrap
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from . import OutputContext
-from .views import View
+from .views import Grid, View
+
+# a Rich table with the default box and padding: one space either side of each cell, a rule
+# between columns and at both edges
+CELL_PADDING = 2
+UNLIMITED = 100_000
+
+
+def table_width(widths: list[int]) -> int:
+    return sum(widths) + CELL_PADDING * len(widths) + len(widths) + 1
+
+
+def _lines(text: str) -> list[str]:
+    return text.split("\n") or [""]
+
+
+def _natural(grid: Grid) -> list[int]:
+    """Each column's width with no wrapping."""
+    cells = [grid.columns, *grid.rows]
+    return [max(len(line) for row in cells for line in _lines(row[i])) for i in range(len(grid.columns))]
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
+def _narrowest(grid: Grid) -> list[int]:
+    """Each column's width when its text wraps between words: its longest word (and indent)."""
+    cells = [grid.columns, *grid.rows]
+    return [
+        max((_indent(row[i]) + len(w) for row in cells for w in row[i].split()), default=0)
+        for i in range(len(grid.columns))
+    ]
+
+
+def fit_widths(grid: Grid, width: int) -> list[int] | None:
+    """Column widths that fit ``width`` without breaking a word (the widest columns give way
+    first), or None when even the narrowest layout is too wide."""
+    natural, narrowest = _natural(grid), _narrowest(grid)
+    if table_width(narrowest) > width:
+        return None
+    widths = list(natural)
+    while table_width(widths) > width:
+        wide = max((i for i in range(len(widths)) if widths[i] > narrowest[i]), key=lambda i: widths[i])
+        widths[wide] -= 1
+    return widths
+
+
+def _without(grid: Grid, drop: list[int]) -> Grid:
+    keep = [i for i in range(len(grid.columns)) if i not in drop]
+    return Grid(
+        grid.title,
+        [grid.columns[i] for i in keep],
+        [[row[i] for i in keep] for row in grid.rows],
+        right={n for n, i in enumerate(keep) if i in grid.right},
+        sections=grid.sections,
+    )
+
+
+def layout(grid: Grid, width: int | None) -> list[tuple[Grid, list[int]]]:
+    """The grids to draw for ``grid`` at a terminal ``width`` (None: as wide as it needs), with
+    their column widths."""
+    if width is None:
+        return [(grid, _natural(grid))]
+    widths = fit_widths(grid, width)
+    if widths is not None:
+        return [(grid, widths)]
+    for n in range(1, len(grid.optional) + 1):
+        fewer = _without(grid, grid.optional[:n])
+        widths = fit_widths(fewer, width)
+        if widths is not None:
+            left_out = ", ".join(grid.columns[i] for i in grid.optional[:n])
+            fewer.title += f" (left out on this terminal: {left_out}; --format csv or json has them)"
+            return [(fewer, widths)]
+    if grid.vertical:
+        return [drawn for g in grid.vertical for drawn in layout(g, width)]
+    return [(grid, _narrowest(grid))]  # wider than the terminal: its lines wrap, nothing is cut
+
+
+def _wrap(text: str, width: int) -> Text:
+    """Text wrapped between words (never inside one), an indented label indented on every line."""
+    lines = []
+    for line in _lines(text):
+        pad = " " * _indent(line)
+        body = line.strip()
+        wrapped = textwrap.wrap(body, width - len(pad), break_long_words=False, break_on_hyphens=False)
+        lines += [pad + part for part in wrapped] or [""]
+    # Text(), not str: catalog names like "systems[gb200]" must not be read as Rich markup
+    return Text("\n".join(lines))
 
 
 def to_table(v: View, ctx: OutputContext) -> str:
     buf = io.StringIO()
+    drawn = [d for grid in v.grids for d in layout(grid, ctx.width)]
+    needed = max((table_width(w) for _, w in drawn), default=0)
     console = Console(
         file=buf,
-        width=ctx.width or 200,
+        width=max(ctx.width or UNLIMITED, needed),
         force_terminal=ctx.color,
         no_color=not ctx.color,
         highlight=False,
         soft_wrap=False,
     )
-    for grid in v.grids:
+    for grid, widths in drawn:
         table = Table(title=Text(grid.title), title_justify="left")
-        for i, col in enumerate(grid.columns):
-            table.add_column(Text(col), justify="right" if i in grid.right else "left")
+        for i, (col, w) in enumerate(zip(grid.columns, widths, strict=True)):
+            table.add_column(
+                _wrap(col, w), justify="right" if i in grid.right else "left", width=w, no_wrap=True
+            )
         for i, row in enumerate(grid.rows):
             if i in grid.sections and i:
                 table.add_section()
-            # Text(), not str: catalog names like "systems[gb200]" must not be read as Rich markup
-            table.add_row(*(Text(c) for c in row), style="bold" if i in grid.sections else None)
+            cells = [_wrap(c, w) for c, w in zip(row, widths, strict=True)]
+            table.add_row(*cells, style="bold" if i in grid.sections else None)
         console.print(table)
+    notes = Console(file=buf, width=ctx.width or UNLIMITED, no_color=True, highlight=False)
     for note in v.notes:
-        console.print(note, markup=False)
+        notes.print(note, markup=False)
     return buf.getvalue()

@@ -10,78 +10,106 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# (key, label, unit) per block of a per-system result; "drivers" explain the headline rows.
-BLOCKS: dict[str, list[tuple[str, str, str]]] = {
+# (key, label, unit, better) per block of a per-system result; "drivers" explain the headline rows.
+# better: "higher" or "lower" is better for the reader (the ratio columns then say "1.85x better"),
+# or "" where neither is (instance size, concurrency): a plain ratio.
+HI, LO, NA = "higher", "lower", ""
+BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
     "intelligence_per_dollar": [
-        ("solved_tasks_per_kusd", "Solved tasks per $1k", "tasks/k$"),
-        ("usd_per_solved_task", "Cost per solved task", "USD"),
-        ("solved_tasks_per_mwh", "Solved tasks per MWh", "tasks/MWh"),
-        ("lifecycle_cost_usd", "Lifecycle cost", "USD"),
-        ("cost_breakdown_usd.pretraining", "  pre-training (amortised)", "USD"),
-        ("cost_breakdown_usd.post_training", "  RL post-training", "USD"),
-        ("cost_breakdown_usd.serving", "  serving", "USD"),
-        ("tasks_solved", "Tasks solved", "tasks"),
-        ("success_per_task", "Success per task (with retries)", "fraction"),
-        ("score", "Learning-curve score", "fraction"),
-        ("score_points_per_kusd", "Score gain per $1k of RL", "points/k$"),
-        ("rl_rollouts_per_kwh", "RL rollouts per kWh", "rollouts/kWh"),
-        ("site_gpus", "GPUs in the site power budget", "GPUs"),
-        ("site_tasks_solved_per_day", "Tasks solved per day by the site", "tasks/day"),
+        ("solved_tasks_per_kusd", "Solved tasks per $1k", "tasks/k$", HI),
+        ("usd_per_solved_task", "Cost per solved task", "USD", LO),
+        ("solved_tasks_per_mwh", "Solved tasks per MWh", "tasks/MWh", HI),
+        ("lifecycle_cost_usd", "Lifecycle cost", "USD", LO),
+        ("cost_breakdown_usd.pretraining", "  pre-training (amortised)", "USD", LO),
+        ("cost_breakdown_usd.post_training", "  RL post-training", "USD", LO),
+        ("cost_breakdown_usd.serving", "  serving", "USD", LO),
+        ("tasks_solved", "Tasks solved", "tasks", HI),
+        ("success_per_task", "Success per task (with retries)", "fraction", HI),
+        ("score", "Learning-curve score", "fraction", HI),
+        ("score_points_per_kusd", "Score gain per $1k of RL", "points/k$", HI),
+        ("rl_rollouts_per_kwh", "RL rollouts per kWh", "rollouts/kWh", HI),
+        ("site_gpus", "GPUs in the site power budget", "GPUs", NA),
+        ("site_tasks_solved_per_day", "Tasks solved per day by the site", "tasks/day", HI),
     ],
     "rl": [
-        ("step_seconds", "Step time", "s"),
-        ("phases.generation_s", "  generation", "s"),
-        ("phases.environment_s", "  environment (exposed)", "s"),
-        ("phases.logprob_s", "  log-prob passes", "s"),
-        ("phases.training_s", "  training", "s"),
-        ("phases.weight_sync_s", "  weight sync", "s"),
-        ("weight_sync.exposed_s", "    exposed (on the critical path)", "s"),
-        ("weight_sync.transport", "    transport", ""),
-        ("weight_sync.bytes_moved", "    bytes moved", "bytes"),
-        ("weight_sync.bound", "    bound by", ""),
-        ("hidden_by_overlap_s", "  hidden by overlap", "s"),
-        ("usd_per_step", "Cost per step", "USD"),
-        ("gpu_hours_per_step", "GPU-hours per step", "GPU-h"),
-        ("samples_per_s", "Samples per second", "samples/s"),
-        ("usd_per_1k_samples", "Cost per 1k samples", "USD"),
-        ("usd_per_million_generated_tokens", "Cost per M generated tokens", "USD"),
-        ("gpus", "GPUs (generation + training)", "GPUs"),
-        ("gen_gpus", "  generation GPUs", "GPUs"),
-        ("trainer_memory.min_train_gpus", "  fewest training GPUs (memory)", "GPUs"),
-        ("cpu_cores_needed", "CPU cores needed", "cores"),
-        ("cpu_cores_available", "  available", "cores"),
-        ("run.usd_per_year", "RL cost per year", "USD"),
+        ("step_seconds", "Step time", "s", LO),
+        ("phases.generation_s", "  generation", "s", LO),
+        ("phases.environment_s", "  environment (exposed)", "s", LO),
+        ("phases.logprob_s", "  log-prob passes", "s", LO),
+        ("phases.training_s", "  training", "s", LO),
+        ("phases.weight_sync_s", "  weight sync", "s", LO),
+        ("weight_sync.exposed_s", "    exposed (on the critical path)", "s", LO),
+        ("weight_sync.transport", "    transport", "", NA),
+        ("weight_sync.bytes_moved", "    bytes moved", "bytes", NA),
+        ("weight_sync.bound", "    bound by", "", NA),
+        ("hidden_by_overlap_s", "  hidden by overlap", "s", NA),
+        ("usd_per_step", "Cost per step", "USD", LO),
+        ("gpu_hours_per_step", "GPU-hours per step", "GPU-h", LO),
+        ("samples_per_s", "Samples per second", "samples/s", HI),
+        ("usd_per_1k_samples", "Cost per 1k samples", "USD", LO),
+        ("usd_per_million_generated_tokens", "Cost per M generated tokens", "USD", LO),
+        ("gpus", "GPUs (generation + training)", "GPUs", NA),
+        ("gen_gpus", "  generation GPUs", "GPUs", NA),
+        ("trainer_memory.min_train_gpus", "  fewest training GPUs (memory)", "GPUs", NA),
+        ("cpu_cores_needed", "CPU cores needed", "cores", NA),
+        ("cpu_cores_available", "  available", "cores", NA),
+        ("run.usd_per_year", "RL cost per year", "USD", LO),
     ],
     "serving": [
-        ("tokens_per_s_per_gpu", "Output tokens/s per GPU", "tok/s/GPU"),
-        ("tokens_per_s_per_user", "Tokens/s per user", "tok/s"),
-        ("ttft_s", "Time to first token", "s"),
-        ("tpot_ms", "Time per output token", "ms"),
-        ("usd_per_million_output_tokens", "Cost per M output tokens", "USD"),
-        ("tokens_per_s_per_mw", "Output tokens/s per MW", "tok/s/MW"),
-        ("instance_gpus", "Instance size", "GPUs"),
-        ("concurrency", "Concurrency per instance", "sequences"),
+        ("tokens_per_s_per_gpu", "Output tokens/s per GPU", "tok/s/GPU", HI),
+        ("tokens_per_s_per_user", "Tokens/s per user", "tok/s", HI),
+        ("target_met", "  meets the tokens/s per user target", "", NA),
+        ("ttft_s", "Time to first token", "s", LO),
+        ("tpot_ms", "Time per output token", "ms", LO),
+        ("usd_per_million_output_tokens", "Cost per M output tokens", "USD", LO),
+        ("tokens_per_s_per_mw", "Output tokens/s per MW", "tok/s/MW", HI),
+        ("instance_gpus", "Instance size", "GPUs", NA),
+        ("concurrency", "Concurrency per instance", "sequences", NA),
     ],
     "pretraining": [
-        ("gpus", "GPUs", "GPUs"),
-        ("systems", "Systems (nodes/racks)", "count"),
-        ("wall_days", "Wall time", "days"),
-        ("gpu_hours", "GPU-hours", "GPU-h"),
-        ("cost_usd", "Cost", "USD"),
-        ("energy_mwh", "Energy (incl. PUE)", "MWh"),
+        ("gpus", "GPUs", "GPUs", LO),
+        ("systems", "Systems (nodes/racks)", "count", LO),
+        ("wall_days", "Wall time", "days", LO),
+        ("gpu_hours", "GPU-hours", "GPU-h", LO),
+        ("cost_usd", "Cost", "USD", LO),
+        ("energy_mwh", "Energy (incl. PUE)", "MWh", LO),
     ],
 }
-DRIVERS: dict[str, list[tuple[str, str, str]]] = {
+DRIVERS: dict[str, list[tuple[str, str, str, str]]] = {
     "pretraining": [
-        ("peak_tflops_per_gpu", "Dense peak at precision", "TFLOP/s/GPU"),
-        ("mfu", "MFU (catalog or --mfu)", "fraction"),
-        ("scale_efficiency", "Scale efficiency", "fraction"),
-        ("moe_comm_exposed_fraction", "Exposed MoE all-to-all", "share of time"),
-        ("effective_mfu", "Effective MFU", "fraction"),
-        ("min_gpus_for_memory", "Min GPUs for memory", "GPUs"),
-        ("price_usd_per_gpu_hour", "Price", "USD/GPU-h"),
-        ("kw_per_gpu", "Power per GPU (system)", "kW"),
+        ("peak_tflops_per_gpu", "Dense peak at precision", "TFLOP/s/GPU", HI),
+        ("mfu", "MFU (catalog or --mfu)", "fraction", NA),
+        ("scale_efficiency", "Scale efficiency", "fraction", HI),
+        ("moe_comm_exposed_fraction", "Exposed MoE all-to-all", "share of time", LO),
+        ("effective_mfu", "Effective MFU", "fraction", HI),
+        ("min_gpus_for_memory", "Min GPUs for memory", "GPUs", NA),
+        ("price_usd_per_gpu_hour", "Price", "USD/GPU-h", LO),
+        ("kw_per_gpu", "Power per GPU (system)", "kW", NA),
     ],
+}
+# section rows of a comparison: words that wrap on a narrow terminal (the JSON keys are in `ipd schema`)
+SECTION_LABELS = {
+    "intelligence_per_dollar": "Intelligence per dollar",
+    "pretraining": "Pre-training",
+    "rl": "RL post-training",
+    "serving": "Serving",
+}
+# the stage that fills each block (the engine's Infeasible.stage), in words
+STAGE_WORDS = {"pretraining": "pre-training", "post_training": "RL post-training", "serving": "serving"}
+BLOCK_OF_STAGE = {"pretraining": "pretraining", "post_training": "rl", "serving": "serving"}
+# listing columns a narrow terminal may drop, in this order (names, numbers and paths are never cut)
+OPTIONAL_COLUMNS: dict[str, list[str]] = {
+    "hardware": [
+        "description",
+        "scale_up_domain",
+        "bf16_dense_tflops",
+        "fp8_dense_tflops",
+        "power_kw",
+        "hbm_gb",
+        "status",
+    ],
+    "models": ["estimate", "attention", "experts_per_token", "hidden_size", "layers", "experts"],
+    "workloads": ["description"],
 }
 
 
@@ -92,6 +120,8 @@ class Grid:
     rows: list[list[str]] = field(default_factory=list)
     right: set[int] = field(default_factory=set)  # column indexes aligned right
     sections: list[int] = field(default_factory=list)  # row indexes that start a new section
+    optional: list[int] = field(default_factory=list)  # columns a narrow terminal may drop, in order
+    vertical: list[Grid] | None = None  # the same cells, one grid per system or item (narrow terminals)
 
 
 @dataclass
@@ -128,7 +158,7 @@ def view(data: dict) -> View:
     if "items" in data:
         v = _items(data)
         if data.get("summary"):
-            v.grids.append(_items({"kind": "summary", "items": data["summary"]}).grids[0])
+            v.grids += _items({"kind": "summary", "items": data["summary"]}).grids
         return v
     if isinstance(data.get("serving"), list):
         return _curve(data)
@@ -139,32 +169,156 @@ def view(data: dict) -> View:
             grids.append(_single(f"{b} on {data['hardware']}", data[b]))
             grids += [_single(f"{b}.{k}", v) for k, v in data[b].items() if isinstance(v, dict)]
         grids += [_assumptions(data["assumptions"])] if data.get("assumptions") else []
-        return View(grids)
+        return View(grids, [f"Warning: {w}." for w in warnings(data)])
     return View([_mapping(data.get("name", ""), data)])
+
+
+# --- compare: one column per system, ratios against the first ---------------------------------------
+
+
+def ratio_text(value: Any, base: Any, better: str) -> str:
+    """A system against the baseline: '1.85x better' / '3.54x worse' where a direction is known,
+    else the plain ratio ('0.5x')."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not isinstance(base, int | float):
+        return ""
+    if not base or not value:
+        return ""
+    r = value / base
+    if not better:
+        return f"{r:.3g}x"
+    if r == 1:
+        return "same"
+    good = r > 1 if better == HI else r < 1
+    factor = r if r > 1 else 1 / r
+    shown = f"{factor:.2f}" if factor < 10 else f"{factor:.3g}"
+    return f"{shown}x {'better' if good else 'worse'}"
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    return fmt_num(v)
+
+
+@dataclass
+class _Row:
+    label: str
+    unit: str
+    cells: list[str]
+    ratios: list[str]
+    section: bool = False
 
 
 def _compare(data: dict) -> View:
     systems = data["systems"]
     names = [s["hardware"] for s in systems]
-    wl = data["workload"]
-    cols = ["Metric", "Unit", *names, *[f"{n} / {names[0]}" for n in names[1:]]]
-    grid = Grid(f"{wl['name']}: {wl['description']}", cols, right=set(range(2, len(cols))))
-    blocks = [k for k in systems[0] if any(isinstance(s.get(k), dict) for s in systems)]
-    for block in blocks:
-        rows = BLOCKS.get(block) or _generic_rows(next(s[block] for s in systems if s.get(block)))
-        grid.sections.append(len(grid.rows))
-        grid.rows.append([block, "", *[""] * (len(cols) - 2)])
-        _add_rows(grid, systems, block, rows)
+    marks, notes = _infeasible_notes(systems)
+    rows = _status_rows(systems)
+    for block in _blocks(systems):
+        rows.append(_section_row(block, systems, marks))
+        rows += _block_rows(systems, block, BLOCKS.get(block) or _generic_rows(systems, block))
         if block in DRIVERS:
+            label = f"{SECTION_LABELS.get(block, block)} drivers"
+            rows.append(_Row(label, "", [""] * len(systems), [""] * (len(systems) - 1), True))
+            rows += _block_rows(systems, block, DRIVERS[block])
+    wl = data["workload"]
+    title = f"{wl['name']}: {wl['description']}"
+    grid = _wide(title, names, rows)
+    grid.vertical = [_tall(f"{title} - {name}", names, rows, i) for i, name in enumerate(names)]
+    return View([grid], notes + _compare_notes(data, systems))
+
+
+def _blocks(systems: list[dict]) -> list[str]:
+    keys = [k for k in systems[0] if k not in ("infeasible", "assumptions")]
+    return [
+        k for k in keys if any(isinstance(s.get(k), dict) or k in s.get("infeasible", {}) for s in systems)
+    ]
+
+
+def _status_rows(systems: list[dict]) -> list[_Row]:
+    """A status row when any system is not shipping (a roadmap system's figures are plans)."""
+    if all(s.get("status", "shipping") == "shipping" for s in systems):
+        return []
+    return [_Row("Status", "", [s.get("status", "") for s in systems], [""] * (len(systems) - 1))]
+
+
+def _section_row(block: str, systems: list[dict], marks: dict[tuple[int, str], str]) -> _Row:
+    cells = [f"cannot run {marks[(i, block)]}" if (i, block) in marks else "" for i in range(len(systems))]
+    return _Row(SECTION_LABELS.get(block, block), "", cells, [""] * (len(systems) - 1), True)
+
+
+def _block_rows(systems: list[dict], block: str, rows: list[tuple[str, str, str, str]]) -> list[_Row]:
+    out = []
+    for key, label, unit, better in rows:
+        values = [_get(s.get(block), key) for s in systems]
+        if all(v is None for v in values):
+            continue
+        missing = [block in s.get("infeasible", {}) for s in systems]
+        cells = ["-" if gone else _cell(v) for v, gone in zip(values, missing, strict=True)]
+        ratios = [ratio_text(v, values[0], better) for v in values[1:]]
+        out.append(_Row(label, unit, cells, ratios))
+    return out
+
+
+def _wide(title: str, names: list[str], rows: list[_Row]) -> Grid:
+    ratio_cols = [f"{n} vs {names[0]}" for n in names[1:]]
+    cols = ["Metric", "Unit", *names, *ratio_cols]
+    grid = Grid(title, cols, right=set(range(2, len(cols))), optional=[1])
+    for r in rows:
+        if r.section:
             grid.sections.append(len(grid.rows))
-            grid.rows.append([f"{block} drivers", "", *[""] * (len(cols) - 2)])
-            _add_rows(grid, systems, block, DRIVERS[block])
+        grid.rows.append([r.label, r.unit, *r.cells, *r.ratios])
+    return grid
+
+
+def _tall(title: str, names: list[str], rows: list[_Row], i: int) -> Grid:
+    cols = ["Metric", "Unit", "Value"] + ([f"vs {names[0]}"] if i else [])
+    grid = Grid(title, cols, right=set(range(2, len(cols))), optional=[1])
+    for r in rows:
+        if r.section:
+            grid.sections.append(len(grid.rows))
+        grid.rows.append([r.label, r.unit, r.cells[i]] + ([r.ratios[i - 1]] if i else []))
+    return grid
+
+
+def _infeasible_notes(systems: list[dict]) -> tuple[dict[tuple[int, str], str], list[str]]:
+    """A footnote mark per (system, block) that cannot be computed, one footnote per failing stage."""
+    marks: dict[tuple[int, str], str] = {}
+    notes: list[str] = []
+    for i, s in enumerate(systems):
+        by_stage: dict[str, str] = {}
+        for block, why in s.get("infeasible", {}).items():
+            if why["stage"] not in by_stage:
+                by_stage[why["stage"]] = f"[{len(notes) + 1}]"
+                notes.append(f"{by_stage[why['stage']]} {_infeasible_line(s['hardware'], why, s)}")
+            marks[(i, block)] = by_stage[why["stage"]]
+    return marks, notes
+
+
+def _infeasible_line(hardware: str, why: dict, system: dict) -> str:
+    stage = STAGE_WORDS.get(why["stage"], why["stage"])
+    workload = f" ({why['workload']})" if why.get("workload") else ""
+    blocks = [b for b, w in system.get("infeasible", {}).items() if w["stage"] == why["stage"]]
+    # the stage's own reason, not the headline's "needs the ... block"
+    own = system["infeasible"].get(BLOCK_OF_STAGE.get(why["stage"], ""), why)
+    hint = f" Hint: {own['hint']}." if own.get("hint") else ""
+    names = f"{' and '.join(blocks)} {'is' if len(blocks) == 1 else 'are'}"
+    return f"{hardware}: {stage}{workload} cannot run, so {names} empty: {own['reason']}.{hint}"
+
+
+def _compare_notes(data: dict, systems: list[dict]) -> list[str]:
+    blocks = _blocks(systems)
     notes = []
+    if len(systems) > 1:
+        notes.append(
+            f"'X vs {systems[0]['hardware']}': how each system compares with the first, per metric "
+            "('better' and 'worse' follow whether more or less is better; a plain ratio otherwise); "
+            "none where the first has no value."
+        )
     if "intelligence_per_dollar" in blocks:
         notes.append(
             "Solved tasks per $1k = 1000 x tasks solved / (amortised pre-training + RL + serving cost) "
-            "over the "
-            "horizon; `ipd explain` shows each formula with its inputs."
+            "over the horizon; `ipd explain` shows each formula with its inputs."
         )
     if "pretraining" in blocks:
         prec = ", ".join(
@@ -173,23 +327,25 @@ def _compare(data: dict) -> View:
         notes.append(f"Pre-training precision used: {prec}.")
         notes.append(
             "Pre-training GPUs = tokens x time per token per GPU / (deadline x scale efficiency); "
-            "time per token = "
-            "FLOPs / (dense peak x MFU) + exposed all-to-all. `ipd hardware show NAME` lists the sources."
+            "time per token = FLOPs / (dense peak x MFU) + exposed all-to-all. `ipd hardware show NAME` "
+            "lists the sources."
         )
-    first = systems[0]
+    first = next((s for s in systems if any(s.get(b) for b in ("pretraining", "rl", "serving"))), systems[0])
     pricing = next((first[b]["pricing"] for b in ("pretraining", "rl", "serving") if first.get(b)), None)
     if pricing:
         notes.append(f"Pricing: {pricing}.")
+    notes += [f"Warning: {w}." for w in warnings(data) if "cannot run" not in w]
     estimates = sorted({a["name"] for s in systems for a in s.get("assumptions", []) if a.get("estimate")})
     if estimates:
         notes.append(f"Estimates (not measured or published specs): {', '.join(estimates)}.")
     if data.get("overrides"):
         notes.append(f"Overrides: {'; '.join(data['overrides'])}.")
-    return View([grid], notes)
+    return notes
 
 
-def _generic_rows(block: dict) -> list[tuple[str, str, str]]:
-    return [(k, k, "") for k, v in block.items() if isinstance(v, int | float) and not isinstance(v, bool)]
+def _generic_rows(systems: list[dict], block: str) -> list[tuple[str, str, str, str]]:
+    body = next((s[block] for s in systems if isinstance(s.get(block), dict)), {})
+    return [(k, k, "", NA) for k, v in body.items() if isinstance(v, int | float) and not isinstance(v, bool)]
 
 
 def _get(d: Any, dotted: str) -> Any:
@@ -198,19 +354,30 @@ def _get(d: Any, dotted: str) -> Any:
     return d
 
 
-def _add_rows(grid: Grid, systems: list[dict], block: str, rows: list[tuple[str, str, str]]) -> None:
-    for key, label, unit in rows:
-        values = [_get(s.get(block), key) for s in systems]
-        if all(v is None for v in values):
-            continue
-        base = values[0]
-        ratios = [
-            fmt_num(v / base) + "x"
-            if isinstance(v, int | float) and isinstance(base, int | float) and base
-            else ""
-            for v in values[1:]
-        ]
-        grid.rows.append([label, unit, *[fmt_num(v) for v in values], *ratios])
+# --- what a reader could miss: for stderr and the notes -------------------------------------------
+
+
+def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) -> list[str]:
+    """One line each: a system that is not shipping, a stage that cannot run, a missed service target.
+    ``statuses``: hardware -> (status, unstable), for results that do not carry the status."""
+    rows = data["systems"] if isinstance(data.get("systems"), list) else [data] if "hardware" in data else []
+    out = []
+    for s in rows:
+        hw = s.get("hardware", "")
+        status, unstable = (statuses or {}).get(hw) or (s.get("status"), False)
+        if status and status != "shipping":
+            flag = " flagged unstable" if unstable else ""
+            out.append(f"{hw} is a {status} system{flag}: its specs and prices are plans, not measurements")
+        stages = {w["stage"]: w for w in (s.get("infeasible") or {}).values()}
+        out += [_infeasible_line(hw, why, s) for why in stages.values()]
+        point = s.get("serving")
+        if isinstance(point, dict) and point.get("target_met") is False:
+            out.append(
+                f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
+                f"tokens/s per user; its best is {fmt_num(point.get('tokens_per_s_per_user'))} "
+                f"(concurrency {point.get('concurrency')})"
+            )
+    return out
 
 
 def _single(title: str, body: dict) -> Grid:
@@ -222,10 +389,15 @@ def _single(title: str, body: dict) -> Grid:
 
 
 def _assumptions(assumptions: list[dict]) -> Grid:
-    grid = Grid("Inputs and their sources", ["Input", "Value", "Unit", "Source", "From"])
+    columns = ["Input", "Value", "Unit", "Source", "From"]
+    grid = Grid("Inputs and their sources", columns, right={1}, optional=[4])
     for a in assumptions:
         src = (a.get("source") or "") + (" (estimate)" if a.get("estimate") else "")
         grid.rows.append([a["name"], fmt_num(a["value"]), a["unit"], src, a["origin"]])
+    grid.vertical = [
+        Grid(f"Input: {row[0]}", ["Field", "Value"], [list(p) for p in zip(columns, row, strict=True)])
+        for row in grid.rows
+    ]
     return grid
 
 
@@ -256,11 +428,28 @@ def _curve(data: dict) -> View:
 
 def _items(data: dict) -> View:
     items = data["items"]
-    columns = list(items[0]) if items else []
-    grid = Grid(data.get("kind", ""), columns)
+    kind = data.get("kind", "")
+    columns = list(dict.fromkeys(c for item in items for c in item))
+    numeric = {
+        c for c in columns if all(_is_number(item.get(c)) for item in items if item.get(c) is not None)
+    }
+    right = {
+        i for i, c in enumerate(columns) if c in numeric and any(item.get(c) is not None for item in items)
+    }
+    optional = [columns.index(c) for c in OPTIONAL_COLUMNS.get(kind, []) if c in columns]
+    grid = Grid(kind, columns, right=right, optional=optional)
     for item in items:
         grid.rows.append([fmt_num(item.get(c)) for c in columns])
+    # narrow terminals: one small grid per item, every field kept
+    grid.vertical = [
+        Grid(f"{kind}: {row[0]}", ["Field", "Value"], [[c, v] for c, v in zip(columns, row, strict=True)])
+        for row in grid.rows
+    ]
     return View([grid])
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def _mapping(title: str, data: dict) -> Grid:

@@ -1,4 +1,10 @@
-"""xlsx output (needs ``pip install 'ipd[xlsx]'``, imported lazily): the same flat rows as CSV."""
+"""xlsx output (needs openpyxl: ``pip install '.[xlsx]'`` in a checkout; imported lazily).
+
+Sheet ``results``: the same flat rows as CSV (raw numbers, units in the column names), the header
+row and first column frozen, numbers formatted for reading. Sheet ``assumptions``: every input of
+every system with its unit, source, catalog file and ``--set`` path. Sheet ``sources``: each
+source id with its title, URL and date.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,80 @@ from pydantic import BaseModel
 
 from ipd_cli.errors import IpdError
 
+ASSUMPTION_COLUMNS = (
+    "name",
+    "value",
+    "unit",
+    "source",
+    "estimate",
+    "origin",
+    "path",
+    "note",
+)
+MAX_COLUMN_WIDTH = 60
+
+
+def number_format(values: list[Any]) -> str | None:
+    """An Excel number format for a column: thousands separators, decimals by magnitude."""
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if not numbers:
+        return None
+    if all(float(v).is_integer() for v in numbers) or max(abs(v) for v in numbers) >= 100:
+        return "#,##0"
+    if max(abs(v) for v in numbers) >= 1:
+        return "#,##0.00"
+    return "0.0000"
+
+
+def _sheet(wb: Any, title: str, columns: list[str], rows: list[list[Any]], first: bool = False) -> None:
+    from openpyxl.styles import Font
+
+    ws = wb.active if first else wb.create_sheet()
+    ws.title = title
+    ws.append(columns)
+    for cell in ws[1]:
+        cell.font = Font(bold=True)
+    for row in rows:
+        ws.append(row)
+    ws.freeze_panes = "B2"  # the header row and the first column stay in view
+    for i, col in enumerate(columns, start=1):
+        values = [row[i - 1] for row in rows]
+        fmt = number_format(values)
+        letter = ws.cell(row=1, column=i).column_letter
+        if fmt:
+            for cell in ws[letter][1:]:
+                if isinstance(cell.value, int | float) and not isinstance(cell.value, bool):
+                    cell.number_format = fmt
+        width = max([len(str(col)), *(len(f"{v:,.2f}" if isinstance(v, float) else str(v)) for v in values)])
+        ws.column_dimensions[letter].width = min(width + 2, MAX_COLUMN_WIDTH)
+
+
+def _assumptions(data: dict) -> tuple[list[str], list[list[Any]], dict[str, dict]]:
+    """Rows of every input (one per system and input) and the sources they cite."""
+    per_system = data["systems"] if isinstance(data.get("systems"), list) else [data]
+    rows: list[list[Any]] = []
+    sources: dict[str, dict] = {}
+    for system in per_system:
+        for a in system.get("assumptions") or []:
+            rows.append([system.get("hardware", ""), *(a.get(c) for c in ASSUMPTION_COLUMNS)])
+            if a.get("source"):
+                sources.setdefault(
+                    a["source"], {"title": a.get("source_title"), "date": a.get("source_date")}
+                )
+    for sid, src in (data.get("sources") or {}).items():  # `hardware show` and friends
+        sources.setdefault(sid, src)
+    return ["hardware", *ASSUMPTION_COLUMNS], rows, sources
+
 
 def workbook(result: BaseModel) -> Any:
-    """An openpyxl Workbook with one sheet of the result's flat rows."""
+    """An openpyxl Workbook: results, assumptions and sources."""
     try:
         from openpyxl import Workbook
     except ImportError:
-        raise IpdError("xlsx output needs openpyxl: pip install 'ipd[xlsx]' (or use --format csv)") from None
+        raise IpdError(
+            "xlsx output needs openpyxl: pip install 'intelligence-per-dollar[xlsx]' "
+            "(from a checkout: pip install '.[xlsx]'), or use --format csv"
+        ) from None
     from ipd_cli.render import records
 
     rows = records(result)
@@ -22,9 +95,12 @@ def workbook(result: BaseModel) -> Any:
     for row in rows:
         columns += [k for k in row if k not in columns]
     wb = Workbook()
-    ws = wb.active
-    ws.title = "ipd"
-    ws.append(columns)
-    for row in rows:
-        ws.append([row.get(c) for c in columns])
+    _sheet(wb, "results", columns, [[row.get(c) for c in columns] for row in rows], first=True)
+    data = result.model_dump(mode="json")
+    cols, inputs, sources = _assumptions(data)
+    if inputs:
+        _sheet(wb, "assumptions", cols, inputs)
+    if sources:
+        src_rows = [[sid, s.get("title"), s.get("url"), s.get("date")] for sid, s in sorted(sources.items())]
+        _sheet(wb, "sources", ["source", "title", "url", "date"], src_rows)
     return wb

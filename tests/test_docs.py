@@ -1,0 +1,222 @@
+"""The README and every --help must be true: each command they show runs and exits as documented.
+
+Commands are read from whatever the documents say today, so the test follows edits to them:
+
+* README: ``$ ipd ...`` lines of console blocks, ``ipd ...`` / ``.venv/bin/ipd ...`` segments of sh
+  blocks, and inline code spans that start with ``ipd`` (spans with placeholders such as ``HW1``,
+  ``FILE``, ``[...]`` or ``a|b`` are syntax, not examples, and are skipped, as are bare command
+  names the prose mentions, like ``ipd explain``); its Python blocks are run too, and an override
+  in them (``sets=[...]``) must change what they print;
+* ``--help``: every ``Example:`` paragraph of every command.
+
+A command runs in-process in a temporary directory (files it writes land there; README commands
+share one directory, in order, so ``diff base.json new.json`` finds its inputs). ``A | jq ...``
+runs A; ``A > FILE`` writes A's output to FILE; ``A; B`` runs both. The expected exit code is 0,
+or N where a comment says "exit N" ("when"/"if" in the comment: 0 or N).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import typer
+from helpers import run_cli
+
+from ipd_cli.cli import app
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9]*$")
+
+
+@dataclass
+class Example:
+    text: str  # as documented
+    argv: list[str]  # after "ipd"
+    stdout_to: str | None  # "> FILE"
+    codes: set[int]  # documented exit codes
+    mention: bool = False  # an inline span of prose: 'ipd serve --curve' may name an option, not run
+
+
+def _comment_codes(comment: str) -> set[int]:
+    m = re.search(r"\bexit (\d+)", comment)
+    if not m:
+        return {0}
+    code = int(m.group(1))
+    return {0, code} if re.search(r"\b(when|if)\b", comment) else {code}
+
+
+def _parse(command: str, comment: str = "") -> Example | None:
+    """One shell command as an Example, or None when it is not an ipd command."""
+    words = shlex.split(command)
+    if not words or not (words[0] == "ipd" or words[0].endswith("/ipd")):
+        return None
+    if "|" in words:
+        words = words[: words.index("|")]
+    stdout_to = None
+    if ">" in words:
+        at = words.index(">")
+        stdout_to, words = words[at + 1], words[:at]
+    return Example(command, words[1:], stdout_to, _comment_codes(comment))
+
+
+def _split_comment(line: str) -> tuple[str, str]:
+    """'cmd  # comment' or 'cmd (comment)' -> (cmd, comment)."""
+    line = line.strip()
+    if " #" in line:
+        command, _, comment = line.partition(" #")
+        return command, comment
+    if line.endswith(")") and " (" in line:
+        at = line.rindex(" (")
+        return line[:at], line[at + 2 : -1]
+    return line, ""
+
+
+def _is_placeholder(command: str) -> bool:
+    if any(mark in command for mark in ("...", "|", "[", "]", "\\")):
+        return True
+    for word in command.split():
+        for part in re.split(r"[=.,:]", word.lstrip("-")):
+            if PLACEHOLDER.match(part):
+                return True
+    return False
+
+
+def _only_names(argv: list[str]) -> bool:
+    """A bare command name ('ipd explain'): a mention, unless the command needs no argument."""
+    command = typer.main.get_command(app)
+    for word in argv:
+        sub = getattr(command, "commands", {}).get(word)
+        if sub is None:
+            return False
+        command = sub
+    return any(p.required for p in getattr(command, "params", [])) or hasattr(command, "commands")
+
+
+def readme_examples(text: str) -> list[Example]:
+    out: list[Example] = []
+    for lang, body in re.findall(r"```(\w*)\n(.*?)```", text, re.S):
+        for line in body.splitlines():
+            if lang == "console" and line.startswith("$ "):
+                command, comment = _split_comment(line[2:])
+                out += [e for e in [_parse(part, comment) for part in command.split(";")] if e]
+            elif lang == "sh":
+                out += [e for e in (_parse(part.strip()) for part in line.split("&&")) if e]
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    for span in re.findall(r"`(ipd [^`]+)`", prose):
+        command = " ".join(span.split())
+        if _is_placeholder(command):
+            continue
+        ex = _parse(command)
+        if ex and not _only_names(ex.argv):
+            ex.mention = True
+            out.append(ex)
+    return out
+
+
+def help_examples() -> list[tuple[str, list[Example]]]:
+    """(command path, its Example: commands) for every command of the app."""
+
+    def walk(cmd, path):
+        if hasattr(cmd, "commands"):
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, [*path, name])
+        yield path, cmd
+
+    out = []
+    for path, cmd in walk(typer.main.get_command(app), []):
+        for para in re.split(r"\n\s*\n", cmd.help or ""):
+            para = " ".join(para.split())
+            if not para.startswith("Example: "):
+                continue
+            line, comment = _split_comment(para.removeprefix("Example: "))
+            examples = [e for e in (_parse(c, comment) for c in line.split(";")) if e]
+            out.append((" ".join(path) or "ipd", examples))
+    return out
+
+
+def _run(ex: Example, where: Path) -> str | None:
+    """Run one example in ``where``; a line describing the failure, or None."""
+    r = _cached(ex) if ex.stdout_to is None and not _writes_files(ex.argv) else run_cli(*ex.argv)
+    if ex.mention and r.code == 2 and ("Missing " in r.stderr or "requires an argument" in r.stderr):
+        return None  # prose naming a command and an option ('ipd serve --curve'), not an example
+    if ex.stdout_to and r.code == 0:
+        (where / ex.stdout_to).write_text(r.stdout, encoding="utf-8")
+    if r.code not in ex.codes:
+        return f"{ex.text!r}: exit {r.code}, documented {sorted(ex.codes)}: {r.stderr.strip()[:300]}"
+    return None
+
+
+_RESULTS: dict[tuple[str, ...], object] = {}
+
+
+def _writes_files(argv: list[str]) -> bool:
+    return any(a in ("-o", "--output") or a.startswith("--output=") for a in argv)
+
+
+def _cached(ex: Example):
+    """The README and the --help texts repeat commands: run each that writes no file once."""
+    key = tuple(ex.argv)
+    if key not in _RESULTS:
+        _RESULTS[key] = run_cli(*ex.argv)
+    return _RESULTS[key]
+
+
+def _run_all(examples: list[Example], where: Path) -> list[str]:
+    return [failure for ex in examples if (failure := _run(ex, where))]
+
+
+def test_the_readme_shows_runnable_commands():
+    found = readme_examples(README.read_text(encoding="utf-8"))
+    argvs = [e.argv for e in found]
+    assert ["compare", "vera-rubin", "blackwell"] in argvs  # the extraction works
+    assert any(a[0] == "sweep" for a in argvs) and any(a[0] == "diff" for a in argvs)
+
+
+def test_every_readme_command_exits_as_documented(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    seen: set[tuple[str, ...]] = set()
+    examples = []
+    for ex in readme_examples(README.read_text(encoding="utf-8")):
+        key = (*ex.argv, str(ex.stdout_to))
+        if key not in seen:  # the README repeats its main command: run it once
+            seen.add(key)
+            examples.append(ex)
+    failures = _run_all(examples, tmp_path)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize(
+    ("command", "examples"), help_examples(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_every_help_example_exits_as_documented(command, examples, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert examples, f"{command}: an Example: that is not an ipd command"
+    failures = _run_all(examples, tmp_path)
+    assert not failures, "\n".join(failures)
+
+
+def _python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+def _printed(code: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(README), "exec"), {})
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("code", _python_blocks(README.read_text(encoding="utf-8")))
+def test_readme_python_runs_and_its_overrides_matter(code):
+    printed = _printed(code)
+    assert printed.strip()
+    # before: the snippet set electricity under rental pricing, which does not read it
+    without = re.sub(r"sets=\[[^\]]*\]", "sets=[]", code)
+    if without != code:
+        assert _printed(without) != printed, "the README's override changes nothing in what it prints"

@@ -1,0 +1,483 @@
+"""What a new user hits first (issue 13): names, suggestions, precision, calibrate, option checks."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import run_cli
+
+from ipd_cli.errors import did_you_mean
+
+
+@pytest.mark.parametrize(
+    ("typed", "canonical"),
+    [
+        ("h100", "h100-sxm"),
+        ("gb200", "gb200-nvl72"),
+        ("gb300", "gb300-nvl72"),
+        ("hgx-b200", "b200"),
+        ("rubin", "vera-rubin-nvl72"),
+        ("mi300x", "mi300x"),
+        ("a100", "a100-sxm"),
+    ],
+)
+def test_the_names_people_type_are_aliases(catalog, typed, canonical):
+    assert catalog.canonical("systems", typed) == canonical
+    catalog.system(typed)  # resolves, no error
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("blakwell", "; did you mean 'blackwell'?"),  # a typo: edit distance
+        ("gb20", "; did you mean 'gb200'"),  # a prefix before edit distance
+        ("vera-rubin-nvl7", "; did you mean 'vera-rubin-nvl72'?"),
+    ],
+)
+def test_suggestions_rank_prefix_and_substring_before_spelling(catalog, typed, expected):
+    names = [*catalog.systems, *catalog.aliases["systems"]]
+    assert expected in did_you_mean(typed, names)
+
+
+def test_a_substring_lists_its_matches(catalog):
+    text = did_you_mean("nvl72", [*catalog.systems, *catalog.aliases["systems"]])
+    assert all(f"'{n}'" in text for n in ("gb200-nvl72", "gb300-nvl72", "vera-rubin-nvl72"))
+
+
+@pytest.mark.parametrize("typed", ["h101", "gb201", "b201", "h100-pcie", "mi325x"])
+def test_a_different_machine_is_never_suggested(catalog, typed):
+    # before: 'h100' -> 'v100', 'gb200' -> 'b200', 'gb300' -> 'b300'; a model number is not a typo
+    names = [*catalog.systems, *catalog.aliases["systems"]]
+    assert "did you mean" not in did_you_mean(typed, names)
+    r = run_cli("compare", typed)
+    assert r.code == 2 and "did you mean" not in r.stderr and "choose one of" in r.stderr
+
+
+def test_compare_h100_b200_runs_on_the_aliases():
+    r = run_cli("compare", "h100", "b200", "--workload", "pretrain-10t-moe", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert [s["hardware"] for s in r.json()["systems"]] == ["h100-sxm", "b200"]
+
+
+def test_explain_prints_its_inputs_in_full_precision():
+    # before: 6 significant digits ("lifecycle_cost_usd = 4.29912e+08"), so the steps did not reproduce
+    r = run_cli("explain", "vera-rubin", "--format", "json")
+    assert r.code == 0, r.stderr
+    rows = {row["metric"]: row for row in r.json()["items"]}
+    inputs = dict(part.split(" = ") for part in rows["usd_per_solved_task"]["inputs"].split("; "))
+    c = run_cli("compare", "vera-rubin", "--format", "json").json()["systems"][0]["intelligence_per_dollar"]
+    assert float(inputs["lifecycle_cost_usd"]) == c["lifecycle_cost_usd"]
+    assert float(inputs["tasks_solved"]) == c["tasks_solved"]
+    assert float(inputs["lifecycle_cost_usd"]) / float(inputs["tasks_solved"]) == c["usd_per_solved_task"]
+
+
+# --- a comparison shows every system (item 1) -----------------------------------------------------
+
+
+def test_compare_keeps_every_system_when_one_stage_cannot_run():
+    # before: exit 1, "moe-10t at fp8 needs 10,382 GB on 144 h100-sxm GPUs", no stage named
+    r = run_cli("compare", "hopper", "blackwell", "-f", "json")
+    assert r.code == 0, r.stderr
+    hopper, blackwell = r.json()["systems"]
+    assert hopper["rl"] is None and hopper["intelligence_per_dollar"] is None
+    assert hopper["pretraining"] is not None and hopper["serving"] is not None  # what can run, runs
+    why = hopper["infeasible"]["rl"]
+    assert why["stage"] == "post_training" and why["workload"] == "rl-swe-agent-10t"
+    assert "h100-sxm" in why["reason"] and why["hint"]
+    headline = hopper["infeasible"]["intelligence_per_dollar"]
+    assert headline["stage"] == "post_training" and "RL post-training" in headline["reason"]
+    assert blackwell["infeasible"] == {} and blackwell["intelligence_per_dollar"]["solved_tasks_per_kusd"] > 0
+    assert "ipd: warning: h100-sxm: RL post-training (rl-swe-agent-10t) cannot run" in r.stderr
+
+
+def test_four_system_compare_runs():
+    r = run_cli("compare", "h100-sxm", "h200", "b200", "mi355x", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert [s["hardware"] for s in r.json()["systems"]] == ["h100-sxm", "h200", "b200", "mi355x"]
+
+
+def test_an_infeasible_block_is_a_dash_with_a_footnote_in_tables():
+    r = run_cli("compare", "hopper", "blackwell", "-f", "markdown")
+    assert r.code == 0
+    rl_rows = r.stdout.split("**RL post-training**")[1].split("\n")
+    assert "cannot run [1]" in rl_rows[0]
+    assert rl_rows[1].startswith("| Step time | s | - | ")  # hopper's cell is '-'
+    assert "[1] h100-sxm: RL post-training (rl-swe-agent-10t) cannot run" in r.stdout
+
+
+def test_a_comparison_no_system_can_run_exits_1_naming_the_stage():
+    r = run_cli("compare", "hopper")
+    assert r.code == 1 and r.stdout == ""
+    assert "h100-sxm: post_training (rl-swe-agent-10t)" in r.stderr
+
+
+def test_hints_name_options_the_command_has():
+    # before: `compare a100 h100-sxm` said "use --precision bf16", an option compare does not have
+    r = run_cli("compare", "a100", "h100-sxm")
+    assert r.code == 1 and "--precision" not in r.stderr
+    r = run_cli("compare", "h200", "blackwell", "--set", "workload.serving.precision=bf16", "-f", "json")
+    assert r.code == 0, r.stderr
+    hint = r.json()["systems"][0]["infeasible"]["serving"]["hint"]
+    assert hint.startswith("--set workload.serving.precision=fp8"), hint
+    followed = run_cli("compare", "h200", "--set", "workload.serving.precision=fp8", "-f", "json")
+    assert followed.code == 0 and followed.json()["systems"][0]["serving"]["precision"] == "fp8"
+
+
+# --- usage errors before any work (item 3) --------------------------------------------------------
+
+
+@pytest.fixture
+def no_estimates(monkeypatch):
+    """Computing anything fails the command with exit 1 (an internal error): a usage error must be
+    reported (exit 2) before any estimate starts."""
+    from ipd_cli.engine import lifecycle, pretraining
+
+    def boom(*a, **k):
+        raise RuntimeError("an estimate was computed before the options were checked")
+
+    monkeypatch.setattr(lifecycle, "estimate_lifecycle", boom)
+    monkeypatch.setattr(pretraining, "estimate_pretraining", boom)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["compare", "hopper", "--format", "xml"], "unknown format 'xml'"),
+        (["compare", "vera-rubin", "--max-usd", "nan"], "--max-usd must be a finite number"),
+        (
+            ["compare", "vera-rubin", "--max-usd", "1", "--budget-metric", "cost"],
+            "not a metric of the result",
+        ),
+        (["compare", "vera-rubin", "--pricing", "owned"], "unknown --pricing 'owned'"),
+        (["compare", "vera-rubin", "blakwell"], "unknown hardware 'blakwell'"),
+        (
+            [
+                "train",
+                "--hardware",
+                "hopper",
+                "--model",
+                "llama-3.1-8b",
+                "--tokens",
+                "1e12",
+                "--gpus",
+                "8",
+                "-f",
+                "xml",
+            ],
+            "unknown format",
+        ),
+        (["explain", "vera-rubin", "-f", "xlsx"], "xlsx is a binary format"),
+        (["sweep", "--vary", "hardware=hopper", "-f", "yaml"], "for a sweep"),
+    ],
+)
+def test_usage_errors_come_before_any_work(no_estimates, args, message):
+    r = run_cli(*args)
+    assert r.code == 2, r.stderr
+    assert message in r.stderr and r.stdout == ""
+
+
+def test_budget_metric_names_are_the_results_metric_paths(no_estimates):
+    r = run_cli("compare", "vera-rubin", "--max-usd", "1", "--budget-metric", "pretraining.cost")
+    assert r.code == 2 and "did you mean 'pretraining.cost_usd'" in r.stderr
+
+
+# --- tables: nothing cut, ratios that say which way is better, warnings (items 9-11) ---------------
+
+
+def _tokens(text: str) -> set[str]:
+    """Every whitespace-separated word of a drawn table, without box characters and commas around it."""
+    import re
+
+    return {t.strip(",;()") for t in re.split(r"[\s│┃|]+", text) if t}
+
+
+def _table(result, width: int) -> str:
+    from ipd_cli.render import OutputContext, render
+
+    text = render(result, "table", OutputContext(is_tty=True, width=width))
+    assert "…" not in text and "..." not in text  # Rich's ellipsis: something was cut
+    assert max(len(line) for line in text.splitlines()) <= width
+    return text
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_four_system_compare_cuts_no_name_or_number(catalog, width):
+    from ipd_cli import compare
+    from ipd_cli.render.views import fmt_num
+
+    r = compare(catalog, ["h100-sxm", "h200", "b200", "mi355x"], "pretrain-10t-moe")
+    words = _tokens(_table(r, width))
+    for s in r.systems:
+        assert s.hardware in words
+        for v in (s.pretraining.gpus, s.pretraining.cost_usd, s.pretraining.gpu_hours):
+            assert fmt_num(v) in words, (s.hardware, fmt_num(v))
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_hardware_list_cuts_no_name(catalog, width):
+    from ipd_cli.api import list_hardware
+
+    words = _tokens(_table(list_hardware(catalog), width))
+    for name, system in catalog.systems.items():
+        assert name in words and set(system.aliases) <= words, name
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_explain_cuts_no_set_path(catalog, width):
+    from ipd_cli.api import explain
+
+    r = explain(catalog, ["vera-rubin"], "pretrain-10t-moe")
+    words = _tokens(_table(r, width))
+    paths = [i["inputs"].split("--set ")[1] for i in r.items if "--set " in i["inputs"]]
+    assert paths and all(p in words for p in paths)
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_sweep_table_cuts_no_number(catalog, width):
+    from ipd_cli import api
+    from ipd_cli.render import OutputContext
+    from ipd_cli.render.stream import small_table
+    from ipd_cli.render.views import fmt_num
+
+    chunks, _ = api.sweep(
+        catalog, ["hardware=vera-rubin,blackwell", "economics.pue=1.1,1.3"], "pretrain-10t-moe"
+    )
+    chunks = list(chunks)
+    text = small_table(chunks, "table", OutputContext(is_tty=True, width=width))
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= width
+    words = _tokens(text)
+    for cols in chunks:
+        for name, values in cols.items():
+            assert name in words
+            assert all(fmt_num(v) in words for v in values.tolist()), name
+
+
+def test_ratio_columns_say_which_system_is_better():
+    # before: "0.542x" under "gb200-nvl72 / vera-rubin-nvl72" where the README said "1.8x better"
+    d = run_cli("compare", "blackwell", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "json").json()
+    bw, vr = (s["pretraining"] for s in d["systems"])
+    text = run_cli(
+        "compare", "blackwell", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "markdown"
+    ).stdout
+    assert "| vera-rubin-nvl72 vs gb200-nvl72 |" in text
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines()}
+    # fewer GPUs for the same deadline is better: 82,584 / 23,328 = 3.54x
+    assert rows["GPUs"].endswith(f"| {bw['gpus'] / vr['gpus']:.2f}x better |")
+    assert rows["Cost"].endswith(f"| {bw['cost_usd'] / vr['cost_usd']:.2f}x better |")
+    # a higher price per GPU-hour is worse: 8.50 / 4.05 = 2.10x
+    price = vr["price_usd_per_gpu_hour"] / bw["price_usd_per_gpu_hour"]
+    assert rows["Price"].endswith(f"| {price:.2f}x worse |")
+
+
+def test_a_roadmap_system_is_marked_in_the_table_and_on_stderr():
+    r = run_cli("compare", "rubin-ultra", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "markdown")
+    assert r.code == 0
+    assert "| Status |  | roadmap | shipping |" in r.stdout
+    assert "ipd: warning: rubin-ultra is a roadmap system flagged unstable" in r.stderr
+    assert "ipd: warning" not in r.stdout
+
+
+def test_a_missed_service_target_is_marked_in_the_table_and_on_stderr():
+    r = run_cli(
+        "serve", "--hardware", "h100", "--model", "kimi-k2", "--tokens-per-user-s", "1000", "-f", "table"
+    )
+    assert r.code == 0
+    assert "Warning: h100-sxm: serving misses the target of 1,000 tokens/s per user" in r.stdout
+    assert "ipd: warning: h100-sxm: serving misses the target of 1,000 tokens/s per user" in r.stderr
+    r = run_cli("compare", "vera-rubin", "--set", "workload.serving.tokens_per_user_s=1000", "-f", "markdown")
+    assert r.code == 0 and "|   meets the tokens/s per user target |  | NO |" in r.stdout
+    assert "ipd: warning: vera-rubin-nvl72: serving misses the target" in r.stderr
+
+
+# --- a scenario's own workloads are addressable (item 4) ------------------------------------------
+
+
+def test_a_scenarios_pretraining_tokens_and_precision_can_be_set():
+    # before: `--set workload.tokens=2e14` (every --help's example) failed on the default scenario
+    base = run_cli("compare", "vera-rubin", "-f", "json").json()["systems"][0]
+    r = run_cli(
+        "compare",
+        "vera-rubin",
+        "--set",
+        "workload.pretraining.tokens=2e14",
+        "--set",
+        "workload.pretraining.precision=fp8",
+        "--set",
+        "workload.post_training.prompts_per_step=32",
+        "-f",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    s = r.json()["systems"][0]
+    assert s["pretraining"]["tokens"] == 2e14 and s["pretraining"]["precision"] == "fp8"
+    assert s["pretraining"]["gpus"] > base["pretraining"]["gpus"]
+    assert s["rl"]["samples_per_s"] != base["rl"]["samples_per_s"]
+    # a scenario field of the same stage stays the scenario's
+    r = run_cli("compare", "vera-rubin", "--set", "workload.pretraining.amortisation_years=4", "-f", "json")
+    share = r.json()["systems"][0]["intelligence_per_dollar"]["cost_breakdown_usd"]["pretraining"]
+    assert share == pytest.approx(base["pretraining"]["cost_usd"] / 4)  # 1 year of 4
+
+
+def test_a_scenario_field_its_workloads_have_names_the_path_that_reaches_it():
+    r = run_cli("compare", "vera-rubin", "--set", "workload.tokens=2e14")
+    assert r.code == 2 and "use workload.pretraining.tokens" in r.stderr
+    r = run_cli("compare", "vera-rubin", "--set", "workload.pretraining.tokns=2e14")
+    assert r.code == 2 and "did you mean 'tokens'" in r.stderr
+    r = run_cli(
+        "compare", "vera-rubin", "--workload", "open-model-agent", "--set", "workload.pretraining.tokens=1"
+    )
+    assert r.code == 2 and "runs no pretraining workload" in r.stderr
+
+
+def test_every_path_explain_lists_can_be_set(catalog):
+    from ipd_cli.api import compare
+    from ipd_cli.catalog.workloads import resolve_workload, with_nested_workloads
+
+    system = compare(catalog, ["vera-rubin"]).systems[0]
+    sets = {
+        a.path: f"{a.path}={a.value!r}" if not isinstance(a.value, str) else f"{a.path}={a.value}"
+        for a in system.assumptions
+        if a.path
+    }
+    assert "workload.pretraining.tokens" in sets and "workload.post_training.prompts_per_step" in sets
+    # a generation/training split is set as a pair
+    together = [
+        sets.pop(p)
+        for p in ("workload.post_training.gen_gpus", "workload.post_training.train_gpus")
+        if p in sets
+    ]
+    for items in [[s] for s in sets.values()] + ([together] if together else []):
+        cat = catalog.with_overrides(items)
+        _, w, _ = resolve_workload(cat, "frontier-agentic")
+        with_nested_workloads(cat, w)
+
+
+# --- user files (items 15, 16) --------------------------------------------------------------------
+
+WHAT_IF = "kind: pretrain\ndescription: what if\nmodel: llama-3.1-8b\ntokens: 1e12\ngpus: 64\n"
+
+
+def test_a_what_if_workload_file_needs_no_sources(tmp_path):
+    # before: "workload.source: Field required"
+    path = tmp_path / "what-if.yaml"
+    path.write_text(WHAT_IF)
+    r = run_cli("compare", "hopper", "--workload", str(path), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["workload"]["origin"] == str(path)
+    # a source id that is named but not defined is still an error
+    path.write_text(WHAT_IF + "source: my-notes\n")
+    r = run_cli("compare", "hopper", "--workload", str(path))
+    assert r.code == 2 and "unknown source id 'my-notes'" in r.stderr
+
+
+def test_a_user_catalog_without_sources_is_flagged_user(tmp_path):
+    from helpers import write
+
+    write(
+        tmp_path / "cat" / "mine.yaml",
+        "models:\n  my-20b:\n    description: a what-if dense 20B\n    total_params: 2.0e10\n"
+        "    active_params: 2.0e10\n    layers: 40\n    hidden_size: 5120\n    attention_heads: 40\n"
+        "    kv_heads: 8\n    head_dim: 128\n    vocab_size: 128000\n    max_context: 32768\n"
+        "economics:\n  pue: {value: 1.1}\n",
+    )
+    r = run_cli("models", "show", "my-20b", "--catalog", str(tmp_path / "cat"), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["entry"]["source"] == "user" and "user" in r.json()["sources"]
+    r = run_cli(
+        "compare",
+        "hopper",
+        "--workload",
+        "pretrain-10t-moe",
+        "--catalog",
+        str(tmp_path / "cat"),
+        "-f",
+        "json",
+    )
+    pue = next(a for a in r.json()["systems"][0]["assumptions"] if a["path"] == "economics.pue")
+    assert pue["value"] == 1.1 and pue["source"] == "user" and pue["origin"].endswith("mine.yaml")
+
+
+def test_the_builtin_catalog_must_still_cite_sources(tmp_path):
+    from helpers import write
+
+    from ipd_cli.catalog.catalog import build
+    from ipd_cli.catalog.layers import RawCatalog, _add_layer, builtin_dir
+    from ipd_cli.errors import InputError
+
+    write(tmp_path / "e.yaml", "economics:\n  pue: {value: 1.1}\n")
+    raw = RawCatalog()
+    _add_layer(raw, builtin_dir(), builtin=True)
+    _add_layer(raw, tmp_path, builtin=True)  # as if the file were part of the shipped catalog
+    with pytest.raises(InputError, match="pue.source: Field required"):
+        build(raw)
+
+
+RL_WITHOUT_GPUS = (
+    "kind: rl\ndescription: math RL, GPUs on the command line\nmodel: llama-3.1-8b\nprompts_per_step: 64\n"
+    "group_size: 8\nprompt_tokens: 500\nmean_response_tokens: 2000\nmax_response_tokens: 8000\n"
+    "mode: disaggregated\n"
+)
+
+
+def test_command_line_options_override_the_workload_file_before_it_is_checked(tmp_path):
+    # before: "give gpus (total) or gen_gpus and train_gpus" although --gpus was given
+    path = tmp_path / "rl.yaml"
+    path.write_text(RL_WITHOUT_GPUS)
+    r = run_cli("rl", "--hardware", "h100", "--workload", str(path), "--gpus", "64", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["rl"]["gpus"] == 64
+    r = run_cli(
+        "rl",
+        "--hardware",
+        "h100",
+        "--workload",
+        str(path),
+        "--gen-gpus",
+        "32",
+        "--train-gpus",
+        "16",
+        "-f",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    assert (r.json()["rl"]["gen_gpus"], r.json()["rl"]["train_gpus"]) == (32, 16)
+    # the file's own value loses to the option
+    path.write_text(RL_WITHOUT_GPUS + "gpus: 8\n")
+    r = run_cli("rl", "--hardware", "h100", "--workload", str(path), "--gpus", "64", "-f", "json")
+    assert r.json()["rl"]["gpus"] == 64
+
+
+# --- xlsx (item 13) -------------------------------------------------------------------------------
+
+
+def test_xlsx_has_a_frozen_header_number_formats_and_the_inputs_with_their_sources(tmp_path):
+    openpyxl = pytest.importorskip("openpyxl")
+    book, text = tmp_path / "report.xlsx", tmp_path / "report.csv"
+    args = ["compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe"]
+    assert run_cli(*args, "-o", str(book)).code == 0
+    assert run_cli(*args, "-o", str(text)).code == 0
+    assert book.stat().st_mode & 0o777 == text.stat().st_mode & 0o777  # not mkstemp's 0600
+    wb = openpyxl.load_workbook(book)
+    assert wb.sheetnames == ["results", "assumptions", "sources"]
+    results = wb["results"]
+    assert results.freeze_panes == "B2"
+    header = [c.value for c in results[1]]
+    cost = results.cell(row=2, column=header.index("pretraining.cost_usd") + 1)
+    assert isinstance(cost.value, float) and cost.number_format == "#,##0"
+    inputs = wb["assumptions"]
+    columns = [c.value for c in inputs[1]]
+    assert {"hardware", "name", "value", "unit", "source", "origin", "path"} <= set(columns)
+    paths = {row[columns.index("path")] for row in inputs.iter_rows(min_row=2, values_only=True)}
+    assert "systems.vera-rubin-nvl72.prices.reserved" in paths
+    sources = {row[0]: row for row in wb["sources"].iter_rows(min_row=2, values_only=True)}
+    assert "S4" in sources and sources["S4"][1]  # the rental price's source, with its title
+
+
+def test_a_xlsx_file_name_refuses_another_format(tmp_path):
+    # before: `-o report.xlsx -f csv --force` wrote CSV text into report.xlsx
+    book = tmp_path / "report.xlsx"
+    book.write_bytes(b"keep me")
+    r = run_cli(
+        "compare", "vera-rubin", "--workload", "pretrain-10t-moe", "-o", str(book), "-f", "csv", "--force"
+    )
+    assert r.code == 2 and "a .xlsx file holds an xlsx workbook" in r.stderr
+    assert book.read_bytes() == b"keep me"
