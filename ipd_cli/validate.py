@@ -83,23 +83,43 @@ def predict(cat: Catalog, case: Case) -> float:
             return p.tokens / (p.gpus * p.wall_days * 86400)
         return getattr(p, metric)
     if case.kind == "serve":
-        from ipd_cli.engine.serving import estimate_serving
-
-        s = estimate_serving(
-            cat,
-            i["hardware"],
-            i["model"],
-            input_tokens=i.get("input_tokens"),
-            output_tokens=i.get("output_tokens"),
-            precision=i.get("precision"),
-            concurrency=i.get("concurrency"),
-            tokens_per_user_s=i.get("tokens_per_user_s"),
-            instance_gpus=i.get("instance_gpus"),
-        ).serving
-        return getattr(s, metric)
+        return getattr(_serve(cat, i), metric)
     if case.kind == "rl-step":
         return _rl_step(cat, i, metric)
     return _weight_sync(cat, i)
+
+
+SERVING_MODES = {"aggregated": False, "disaggregated": True}
+
+
+def _serve(cat: Catalog, i: dict) -> Any:
+    """A serving case: the published pins (instance size, layout, aggregated or disaggregated,
+    KV precision, EPLB, speculation, concurrency) are passed; everything else is searched."""
+    from ipd_cli.engine.serving import estimate_serving
+
+    mode = i.get("serving")
+    if mode is not None and mode not in SERVING_MODES:
+        raise InputError(f"serving case: `serving` is aggregated or disaggregated, got {mode!r}")
+    return estimate_serving(
+        cat,
+        i["hardware"],
+        i["model"],
+        input_tokens=i.get("input_tokens"),
+        output_tokens=i.get("output_tokens"),
+        precision=i.get("precision"),
+        kv_precision=i.get("kv_precision"),
+        concurrency=i.get("concurrency"),
+        tokens_per_user_s=i.get("tokens_per_user_s"),
+        instance_gpus=i.get("instance_gpus"),
+        layout=i.get("layout"),
+        attention_tp=i.get("attention_tp"),
+        disaggregated=SERVING_MODES.get(mode) if mode else None,
+        eplb=i.get("eplb"),
+        prefill_layout=i.get("prefill_layout"),
+        prefill_instances=i.get("prefill_instances"),
+        decode_instances=i.get("decode_instances"),
+        speculative=i.get("speculative"),
+    ).serving
 
 
 def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
@@ -141,7 +161,9 @@ def _weight_sync(cat: Catalog, i: dict) -> float:
     wire_precision = i.get("precision_wire", "bf16")
     acc = cat.accelerator_of(cat.system(i["hardware"]))
     m = cat.model(i["model"])
-    g_inst = estimate_serving(cat, i["hardware"], i["model"], precision=wire_precision).serving.instance_gpus
+    g_inst = estimate_serving(
+        cat, i["hardware"], i["model"], precision=wire_precision, instance="smallest", disaggregated=False
+    ).serving.instance_gpus
     wire = cat.serving.bytes_per_weight[wire_precision].value
     eff = (
         cat.rl.broadcast_link_efficiency if i.get("transport") == "broadcast" else cat.rl.sync_link_efficiency
@@ -239,7 +261,11 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
     if case.kind == "pretrain":
         return [f"efficiency.training_mfu.{i.get('precision', 'bf16')}.mfu"]
     if case.kind == "serve":
-        return ["serving.moe_compute_share" if _is_moe(cat, case) else "serving.decode_hbm_efficiency"]
+        if (i.get("concurrency") or 99) <= 4:  # a few users: the fixed time per layer sets the speed
+            return ["serving.step_overhead_us_per_layer"]
+        if _is_moe(cat, case):
+            return [f"serving.moe_compute_share.{i.get('precision', 'fp8')}"]
+        return ["serving.decode_hbm_efficiency"]
     if case.kind == "rl-step":
         return [f"rl.training_mfu.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
     return [
@@ -248,7 +274,15 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
 
 
 # fitted in this order: serving knobs before the RL knobs whose cases also generate tokens
-ORDER = ("efficiency.", "serving.", "rl.sync", "rl.broadcast", "rl.training", "rl.step_fixed")
+ORDER = (
+    "efficiency.",
+    "serving.step_overhead",
+    "serving.",
+    "rl.sync",
+    "rl.broadcast",
+    "rl.training",
+    "rl.step_fixed",
+)
 
 
 def _current(cat: Catalog, path: str) -> Any:
