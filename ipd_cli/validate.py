@@ -5,9 +5,10 @@ its source, inputs, measured value and split: ``fitting`` cases may tune the eff
 defaults, ``checking`` cases never do, and report the model's error.
 
 Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
-fitting cases that depend on it (training MFU per precision: pre-training cases; decode HBM
-efficiency: dense serving cases; MoE compute share: MoE serving cases; weight-sync link
-efficiencies: weight-sync cases by transport; RL trainer MFU and fixed step time: RL step
+fitting cases that depend on it (training MFU per precision: pre-training cases; serving
+per-layer step overhead: serving cases at 4 users or fewer; decode HBM efficiency: the other
+dense serving cases; MoE compute share per precision: the other MoE serving cases; weight-sync
+link efficiencies: weight-sync cases by transport; RL trainer MFU and fixed step time: RL step
 cases). Knobs are fitted one after another, each by a log-spaced grid search over its
 catalog range (fractions capped at 0.95) that minimises the mean squared
 log(measured / predicted) of its cases, with the knobs before it already set.
@@ -63,7 +64,9 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
 
 
 def predict(cat: Catalog, case: Case) -> float:
-    """The model's value for the case's metric, from its inputs."""
+    """The model's value for the case's metric, from its inputs. Serving cases pass the pins they
+    publish (layout, instance size, pools, concurrency) and let the deployment search choose the
+    rest."""
     i = dict(case.inputs)
     metric = case.measured.metric
     if case.kind == "pretrain":

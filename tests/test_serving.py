@@ -81,10 +81,12 @@ def with_accelerator(cat, tmp_path, system, **values):
 
 
 def little(s) -> None:
-    """Little's law: tokens/s per GPU x GPUs paid = sequences in flight x tokens/s per user."""
+    """Little's law: tokens/s per GPU x GPUs paid = sequences in flight x tokens/s per user, and
+    with rate-matched pools the sequences in flight fill every decode instance's batch."""
     assert s.tokens_per_s_per_gpu * s.deployment_gpus == pytest.approx(
         s.deployment_concurrency * s.tokens_per_s_per_user, rel=1e-9
     )
+    assert s.deployment_concurrency <= s.decode_instances * s.concurrency * (1 + 1e-9)
 
 
 # --- configurations computed by hand, term by term ---------------------------------------------
@@ -155,20 +157,25 @@ def test_moe_dep4_qwen3_235b_on_b200_by_hand(round_cat):
     little(s)
 
 
-def test_disaggregated_pools_are_sized_so_neither_starves(round_cat):
+def test_disaggregated_pools_are_sized_to_the_decode_rate(round_cat):
     s = serve(round_cat, "h100-sxm", "llama-3.1-70b", precision="fp8", layout="tp2", disaggregated=True,
               concurrency=64)  # fmt: skip
     assert s.disaggregated and s.configuration.endswith("decode x TP2 batch 64")
     # one decode instance makes 64 / step tokens/s, i.e. that / 1,000 requests/s; a prefill
     # instance serves 1 / TTFT requests/s: prefill instances per decode instance
     ratio = 64 / (s.step_time_ms / MS) / 1000 * s.ttft_s
-    assert s.prefill_instances == math.ceil(s.decode_instances * ratio)
-    assert s.prefill_instances - 1 < s.decode_instances * ratio  # one fewer would starve decode
+    # the fewest prefill instances that keep up (or one fewer, if a starved decode pool is cheaper)
+    assert s.prefill_instances in (
+        math.ceil(s.decode_instances * ratio),
+        math.floor(s.decode_instances * ratio),
+    )
     # the pools are paid for; the decode never waits for prefills, so users get 1 / step
     gpus = s.prefill_instances * s.prefill_instance_gpus + s.decode_instances * 2
     assert s.deployment_gpus == gpus
     assert s.tokens_per_s_per_user == pytest.approx(MS / s.step_time_ms)
-    assert s.tokens_per_s_per_gpu == pytest.approx(s.decode_instances * 64 * MS / s.step_time_ms / gpus)
+    decode_rate = s.decode_instances * 64 * MS / s.step_time_ms
+    prefill_rate = s.prefill_instances / s.ttft_s * 1000
+    assert s.tokens_per_s_per_gpu == pytest.approx(min(decode_rate, prefill_rate) / gpus)
     little(s)
 
 
@@ -220,9 +227,10 @@ def test_target_picks_the_cheapest_configuration_that_meets_it(catalog):
     s = serve(catalog, "b200", "llama-3.3-70b", tokens_per_user_s=40, **kw)
     assert s.target_met is True and s.operating_point == "target" and s.tokens_per_s_per_user >= 40
     curve = estimate_serving_curve(catalog, "b200", "llama-3.3-70b", **kw).serving
-    # no frontier point meeting 40 tok/s/user has more tokens/s per GPU
-    assert max(p.tokens_per_s_per_gpu for p in curve if p.tokens_per_s_per_user >= 40) == pytest.approx(
-        s.tokens_per_s_per_gpu
+    # no frontier point meeting 40 tok/s/user has more tokens/s per GPU (at a target the search
+    # also tries each layout's largest batch that meets it, so it may beat the frontier's ladder)
+    assert s.tokens_per_s_per_gpu >= max(
+        p.tokens_per_s_per_gpu for p in curve if p.tokens_per_s_per_user >= 40
     )
     assert s.tpot_ms == pytest.approx(1000 / s.tokens_per_s_per_user)
 

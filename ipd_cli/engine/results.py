@@ -236,7 +236,11 @@ class Serving(Result):
     stranded_gpus: int | float = Field(
         default=0, description="GPUs of the unit left idle by instances that do not tile"
     )
-    deployment_concurrency: int = Field(default=0, description="sequences in flight in the deployment unit")
+    deployment_concurrency: int | float = Field(
+        default=0,
+        description="sequences in flight in the deployment unit on average (Little's law): decode "
+        "instances x concurrency, less where a prefill-bound pool leaves decode slots empty",
+    )
     expert_imbalance: float = Field(
         default=1.0, description="tokens on the busiest GPU over the mean (routed experts)"
     )

@@ -74,8 +74,9 @@ def pins_of(
     )
 
 
-def search(ctx: Ctx, shape: Shape, pins: Pins, instance: str = "best") -> Grid:
-    """Read the physics, check the pins, evaluate the whole space."""
+def search(ctx: Ctx, shape: Shape, pins: Pins, instance: str = "best", target: float | None = None) -> Grid:
+    """Read the physics, check the pins, evaluate the whole space (with the largest batch that meets
+    ``target`` tokens/s per user, when given)."""
     if instance not in INSTANCE_CHOICES:
         raise InputError(f"unknown `instance` '{instance}'; choose one of {', '.join(INSTANCE_CHOICES)}")
     weights, kvs = precisions(ctx, shape.precision, shape.kv_precision)
@@ -83,9 +84,9 @@ def search(ctx: Ctx, shape: Shape, pins: Pins, instance: str = "best") -> Grid:
     spec = speculative_speedup(ctx, shape.speculative)
     ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing)
     _check_pins(ctx, pins)
-    g = evaluate(ph, pins)
+    g = evaluate(ph, pins, target)
     if instance == "smallest" and pins.instance_gpus is None:
-        g = evaluate(ph, replace(pins, instance_gpus=_smallest(ctx, g)))
+        g = evaluate(ph, replace(pins, instance_gpus=_smallest(ctx, g)), target)
     return g
 
 
@@ -365,7 +366,7 @@ def estimate_serving(
         decode_instances=decode_instances,
     )
     shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing)
-    g = search(ctx, shape, pins, instance)
+    g = search(ctx, shape, pins, instance, tokens_per_user_s)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)
     i, met = choose(g, tokens_per_user_s)

@@ -173,12 +173,14 @@ def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
 def disaggregated(
     ph: Physics, x: Columns, batch, step_s, prefill: Columns, n_prefill=None, n_decode=None
 ) -> Columns:
-    """A pool of prefill instances feeds ``D`` decode instances; ``P`` is the fewest that keeps up.
+    """A pool of ``P`` prefill instances feeds ``D`` decode instances.
 
     ``prefill`` holds, per row, the chosen prefill instance's seconds per request (``prefill_s``)
-    and paid GPUs (``paid``). ``D`` runs over 1 .. max_decode_instances and the one with the
-    fewest GPUs per decode instance is kept. Pinned pools (``n_prefill``, ``n_decode``, as
-    deployed) may not match: the slower pool then sets the rate.
+    and paid GPUs (``paid``). ``D`` runs over 1 .. max_decode_instances, ``P`` is the fewest
+    prefill instances that keep up with them or one fewer, and the pair with the most tokens/s
+    per GPU is kept; the slower pool sets the rate (a starved decode pool holds fewer sequences,
+    so its users are no slower than one step per token). Pinned pools (``n_prefill``,
+    ``n_decode``, as deployed) may not match.
     """
     import numpy as np
 
@@ -186,13 +188,20 @@ def disaggregated(
     ratio = f.prefill_instances_per_decode(rate / ph.osl, prefill["prefill_s"])
     top = n_decode or ph.max_decode_instances
     decode = np.arange(1 if n_decode is None else n_decode, top + 1, dtype=float)
-    need = np.maximum(np.ceil(ratio[:, None] * decode[None, :] * (1 - 1e-12)), 1.0)
-    pools = need if n_prefill is None else np.full_like(need, float(n_prefill))
+    exact = ratio[:, None] * decode[None, :]
+    if n_prefill is None:  # the fewest prefill instances that keep up, or one fewer (prefill-bound)
+        pools = np.concatenate([np.ceil(exact * (1 - 1e-12)), np.floor(exact)], axis=1)
+        decode = np.concatenate([decode, decode])
+    else:
+        pools = np.full_like(exact, float(n_prefill))
+    pools = np.maximum(pools, 1.0)
     gpus = pools * prefill["paid"][:, None] + decode[None, :] * x["paid"][:, None]
-    pick = np.argmin(gpus / decode[None, :], axis=1)
+    # the slower pool sets the rate; decode users never get faster than one step per token
+    served = np.minimum(decode[None, :] * rate[:, None], pools * ph.osl / prefill["prefill_s"][:, None])
+    pick = np.argmax(served / gpus, axis=1)
     rows = np.arange(len(pick))
     n_dec, n_pre, total = decode[pick], pools[rows, pick], gpus[rows, pick]
-    served = np.minimum(n_dec * rate, n_pre * ph.osl / prefill["prefill_s"])  # the slower pool
+    served = served[rows, pick]
     return dict(
         tokens_per_s_per_gpu=served / total,
         tokens_per_s_per_user=ph.speculative / step_s,

@@ -159,17 +159,40 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
     return out
 
 
-def _batches(ph: Physics, x: dict, pins: Pins):
-    """Per layout, the batch ladder (sequences per scheduler rank, times the ranks) and the
-    KV-capacity limit; a pinned concurrency replaces the ladder."""
+def _batches(ph: Physics, lay: dict, x: dict, pins: Pins, target: float | None):
+    """Per layout, the batch ladder (sequences per scheduler rank, times the ranks), the
+    KV-capacity limit and, at a target speed per user, the largest batch that meets it
+    (aggregated and disaggregated); a pinned concurrency replaces them all."""
     import numpy as np
 
     d, cap = x["d"], np.maximum(x["rank_max"], 1.0)
     if pins.concurrency is not None:
         return np.full((len(d), 1), float(pins.concurrency))
     ladder = np.array([b for b in BATCH_LADDER if b <= ph.max_batch_per_rank], dtype=float)
-    per_rank = np.concatenate([np.broadcast_to(ladder, (len(d), len(ladder))), cap[:, None]], axis=1)
-    return per_rank * d[:, None]
+    cols = [np.broadcast_to(ladder, (len(d), len(ladder))) * d[:, None], (cap * d)[:, None]]
+    if target is not None:
+        cols += [_batch_for_target(ph, lay, x, target, prefill)[:, None] for prefill in (True, False)]
+    return np.concatenate(cols, axis=1)
+
+
+def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float, prefill: bool):
+    """Per layout, the largest batch whose speed per user meets ``target`` (1 where none does):
+    a bisection over whole batches, vectorised over layouts. Speed per user falls with batch."""
+    import numpy as np
+
+    lo, hi = np.ones(len(x["d"])), np.maximum(x["rank_max"] * x["d"], 1.0)
+
+    def speed(batch):
+        step = step_terms(ph, lay, x, batch)["step_s"]
+        if prefill:  # aggregated: each request also waits for the prefills that take turns
+            return ph.osl / (batch * x["prefill_s"] + ph.osl * step / ph.speculative)
+        return ph.speculative / step
+
+    for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
+        mid = np.floor((lo + hi + 1) / 2)
+        ok = speed(mid) >= target
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
+    return lo
 
 
 @dataclass
@@ -257,21 +280,22 @@ def _pins_mask(lay: dict, r: dict, pins: Pins):
     return ok
 
 
-def evaluate(ph: Physics, pins: Pins) -> Grid:
-    """Enumerate, evaluate and mask the whole space (the pins only mask rows). Extreme inputs that
+def evaluate(ph: Physics, pins: Pins, target: float | None = None) -> Grid:
+    """Enumerate, evaluate and mask the whole space (the pins only mask rows); with ``target``
+    tokens/s per user, each layout also gets the largest batch that meets it. Extreme inputs that
     overflow a rate leave rows whose metrics are not finite: they are masked, never returned."""
     import numpy as np
 
     with np.errstate(all="ignore"):
-        return _evaluate(ph, pins)
+        return _evaluate(ph, pins, target)
 
 
-def _evaluate(ph: Physics, pins: Pins) -> Grid:
+def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     import numpy as np
 
     lay = layouts(ph, pins)
     x = layout_terms(ph, lay)
-    batches = _batches(ph, x, pins)
+    batches = _batches(ph, lay, x, pins, target)
     n_lay, n_b = batches.shape
     li = np.repeat(np.arange(n_lay), n_b)
     batch = batches.reshape(-1)

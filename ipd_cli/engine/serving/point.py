@@ -131,7 +131,9 @@ def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
         prefill_configuration=layout_name(g, pre) if dis else None,
         deployment_gpus=_count(deploy),
         stranded_gpus=_count(deploy - used),
-        deployment_concurrency=n_dec * batch,
+        # Little's law: sequences in flight on average; D x concurrency unless a prefill-bound pool
+        # leaves the decode instances part-empty
+        deployment_concurrency=_count(per_gpu * deploy / per_user),
         expert_imbalance=float(x["imb_ep"][li]),
         attention_dp_imbalance=float(x["imb_dp"][li]),
         bottleneck=_bottleneck(r, i, ph),
