@@ -327,7 +327,7 @@ def serve(
 
     Example: ipd serve --hardware vera-rubin --model kimi-k2 --precision fp4 --tokens-per-user-s 50
 
-    Example: ipd serve --hardware h100 --model llama-3.1-70b --layout tp2 --aggregated
+    Example: ipd serve --hardware h100-sxm --model llama-3.1-70b --layout tp2 --aggregated
 
     Example: ipd serve --hardware b200 --model llama-3.3-70b --precision fp8 --curve
     """

@@ -430,3 +430,6 @@ def test_rollout_deployment_uses_the_search_and_decodes_on_arrays(catalog):
     # the interface rl.py used before the search still works
     inst = serving_instance(ctx, **kw)
     assert inst.gpus >= 1 and inst.max_batch >= 1 and inst.decode_speed(8.0) > 0
+    assert inst.precision == "fp4" and inst.dense_replicas >= 1
+    dep = serving_instance(ctx, precision="fp4", instance_gpus=8, attention_tp=1)
+    assert dep.instance_gpus == 8 and dep.dense_replicas == 8  # DEP8: a dense copy per rank

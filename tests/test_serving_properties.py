@@ -13,7 +13,11 @@ import pytest
 from ipd_cli.engine.serving import estimate_serving, estimate_serving_curve
 from ipd_cli.errors import InfeasibleError
 
-CASES = [("h100-sxm", "llama-3.1-70b", "fp8"), ("b200", "qwen3-235b-a22b", "fp4"), ("gb200-nvl72", "deepseek-v3", "fp4")]
+CASES = [
+    ("h100-sxm", "llama-3.1-70b", "fp8"),
+    ("b200", "qwen3-235b-a22b", "fp4"),
+    ("gb200-nvl72", "deepseek-v3", "fp4"),
+]
 TARGETS = [None, 10.0, 30.0, 60.0]
 SHAPE = dict(input_tokens=1024, output_tokens=1024)
 

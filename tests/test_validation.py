@@ -59,7 +59,9 @@ def test_serving_checking_set_meets_the_fidelity_bound(catalog):
 def test_serving_cases_where_a_maximum_is_published_let_the_search_choose():
     # a case that publishes a maximum throughput, not a layout, pins no layout or instance size
     cases, _ = val.load_cases()
-    chosen = [c for c in cases if c.kind == "serve" and c.inputs.get("mode") == "max-throughput-model-chooses"]
+    chosen = [
+        c for c in cases if c.kind == "serve" and c.inputs.get("mode") == "max-throughput-model-chooses"
+    ]
     assert len(chosen) >= 8
     for c in chosen:
         assert not {"layout", "instance_gpus", "attention_tp"} & set(c.inputs), c.id

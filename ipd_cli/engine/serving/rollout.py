@@ -37,6 +37,21 @@ class Deployment:
     speculative: float
     configuration: str
 
+    @property
+    def precision(self) -> str:
+        """Weight precision of the replica."""
+        return self.grid.ph.precision
+
+    @property
+    def dense_replicas(self) -> int:
+        """Copies of the dense (non-expert) weights in a replica: one per attention data-parallel rank."""
+        return int(self.grid.x["d"][self.layout])
+
+    @property
+    def instance_gpus(self) -> int:
+        """GPUs the replica uses (``gpus`` adds the ones it strands in its scale-up domain)."""
+        return int(self.grid.lay["g"][self.layout])
+
     def decode_speed(self, batch) -> Any:
         """Output tokens/s of one sequence at ``batch`` sequences per replica (arrays work too)."""
         return self.speculative / layout_step(self.grid.ph, self.grid, self.layout, batch)["step_s"]
@@ -139,17 +154,20 @@ def serving_instance(
     precision: str | None = None,
     kv_precision: str | None = None,
     instance_gpus: int | None = None,
+    attention_tp: int | None = None,
     speculative: float | None = None,
     pricing: str = "rental",
     instance_note: str | None = None,
 ) -> ServingInstance:
-    """The smallest aggregated instance that holds the model and one request (or ``instance_gpus``),
-    in its layout with the most tokens/s per GPU at the KV limit; ``gpus``, ``max_batch`` and
-    ``prefill_s`` are public. Prefer :func:`rollout_deployment`."""
+    """The smallest aggregated instance that holds the model and one request (or ``instance_gpus``;
+    ``attention_tp`` pins the attention TP group), in its layout with the most tokens/s per GPU at
+    the KV limit; ``gpus``, ``max_batch``, ``prefill_s``, ``precision`` and ``dense_replicas``
+    are public. Prefer :func:`rollout_deployment`."""
     import numpy as np
 
     shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing)
-    g = search(ctx, shape, Pins(disaggregated=False, instance_gpus=instance_gpus), "smallest")
+    pins = Pins(disaggregated=False, instance_gpus=instance_gpus, attention_tp=attention_tp)
+    g = search(ctx, shape, pins, "smallest")
     rows = _layout_rows(g)
     rows = rows[g.pinned[rows]]
     if rows.size == 0:
