@@ -14,7 +14,7 @@ from ipd_cli.errors import InfeasibleError, InputError
 
 from . import physics
 from .context import CLI, Ctx, context, precisions, request_shape, speculative_speedup
-from .grid import FAMILIES, Grid, Pins, evaluate, instance_sizes, parse_layout
+from .grid import FAMILIES, Grid, Pins, evaluate, instance_sizes, parse_layout, pins_mask
 from .point import configuration, serving
 
 INSTANCE_CHOICES = ("best", "smallest")
@@ -143,9 +143,12 @@ def frontier(g: Grid) -> list[int]:
 
 
 def _pin_text(pins: Pins) -> str:
-    names = {"family": "layout", "stage_gpus": "layout", "pipeline_stages": "layout"}
-    parts = [f"`{names.get(k, k)}` {v}" for k, v in pins.given().items()]
-    return ", ".join(dict.fromkeys(parts))
+    given = pins.given()
+    layout = "".join(
+        [given.pop("family", ""), str(given.pop("stage_gpus", "")), f"pp{given.pop('pipeline_stages', 1)}"]
+    ).removesuffix("pp1")
+    parts = ([f"`layout` {layout}"] if layout else []) + [f"`{k}` {v}" for k, v in given.items()]
+    return ", ".join(parts)
 
 
 def _structural(ctx: Ctx, g: Grid, pins: Pins) -> InputError | None:
@@ -180,7 +183,8 @@ def _structural(ctx: Ctx, g: Grid, pins: Pins) -> InputError | None:
 
 
 def _nearest(g: Grid, pins: Pins) -> int | None:
-    """The feasible configuration that keeps the most pins (then the most tokens/s per GPU)."""
+    """The feasible configuration that keeps the most pins, then the nearest instance size, then
+    the most tokens/s per GPU."""
     import numpy as np
 
     fits = g.space.feasible
@@ -188,15 +192,11 @@ def _nearest(g: Grid, pins: Pins) -> int | None:
         return None
     kept = np.zeros(len(fits))
     for key, value in pins.given().items():
-        one = replace(Pins(), **{key: value})
-        kept += evaluate_mask(g, one)
-    return int(best(kept, fits, g.rows["tokens_per_s_per_gpu"]))
-
-
-def evaluate_mask(g: Grid, pins: Pins):
-    from .grid import _pins_mask
-
-    return _pins_mask(g.lay, g.rows, pins)
+        kept += pins_mask(g.lay, g.rows, replace(Pins(), **{key: value}))
+    gpus = g.lay["g"][g.rows["layout"]]
+    want = pins.instance_gpus or (pins.stage_gpus or 0) * (pins.pipeline_stages or 1)
+    near = -np.abs(np.log2(gpus / want)) if want else np.zeros(len(fits))
+    return int(best(kept, fits, near, g.rows["tokens_per_s_per_gpu"]))
 
 
 def _reason(g: Grid, pins: Pins) -> str:

@@ -260,7 +260,7 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
     return space
 
 
-def _pins_mask(lay: dict, r: dict, pins: Pins):
+def pins_mask(lay: dict, r: dict, pins: Pins):
     import numpy as np
 
     li = r["layout"]
@@ -323,7 +323,7 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
         "prefill_ok": both(np.ones_like(pf_ok), pf_ok),
     }
     space = _checks(ph, lay, x, rows)
-    return Grid(ph, lay, x, rows, space, _pins_mask(lay, rows, pins), pf)
+    return Grid(ph, lay, x, rows, space, pins_mask(lay, rows, pins), pf)
 
 
 def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:
