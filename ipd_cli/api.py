@@ -86,8 +86,7 @@ def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw:
     if curve:
         for flag in ("concurrency", "tokens_per_user_s", "requests_per_s", "output_tokens_per_day"):
             if kw.pop(flag, None) is not None:
-                raise InputError(f"--{flag.replace('_', '-')} picks one point; --curve gives them all")
-        kw.pop("instance", None)
+                raise InputError(f"`{flag}` picks one point; `curve` gives them all")
         return estimate_serving_curve(cat, hardware, model, **kw)
     return estimate_serving(cat, hardware, model, **kw)
 

@@ -320,21 +320,43 @@ def serve(
         str | None, typer.Option("--kv-precision", help="KV cache: bf16, fp8 or fp4.")
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option("--concurrency", help="Sequences in flight per instance.", min=1)
+        int | None,
+        typer.Option(
+            "--concurrency", help="Sequences in flight per (decode) instance: the best layout there.", min=1
+        ),
     ] = None,
     tokens_per_user_s: Annotated[
         float | None,
         typer.Option(
-            "--tokens-per-user-s", help="Interactivity target: the highest concurrency that meets it."
+            "--tokens-per-user-s",
+            help="Interactivity target: the cheapest configuration that meets it (most tokens/s per GPU).",
         ),
     ] = None,
     instance_gpus: Annotated[
         int | None,
-        typer.Option("--instance-gpus", help="GPUs per model instance (default: smallest that fits)."),
+        typer.Option("--instance-gpus", help="Pin the GPUs per (decode) instance (default: searched)."),
+    ] = None,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            "--layout",
+            help="Pin the layout: tp, tep or dep (MoE), optionally GPUs per stage and pipeline stages: "
+            "tp4, dep8, tep16, tp8pp4, pp4.",
+        ),
+    ] = None,
+    disaggregated: Annotated[
+        bool | None,
+        typer.Option(
+            "--disaggregated/--aggregated",
+            help="Pin prefill and decode on separate pools, or on the same instances (default: searched).",
+        ),
     ] = None,
     instance: Annotated[
-        str, typer.Option("--instance", help="smallest (fits the model) or best (most tokens/s per GPU).")
-    ] = "smallest",
+        str,
+        typer.Option(
+            "--instance", help="best (the deployment search) or smallest (pins the smallest size that fits)."
+        ),
+    ] = "best",
     speculative: Annotated[
         float | None,
         typer.Option("--speculative", help="Speculative decoding / MTP speed-up per user (>= 1)."),
@@ -345,7 +367,10 @@ def serve(
     tokens_per_day: Annotated[
         float | None, typer.Option("--tokens-per-day", help="Traffic in output tokens per day.")
     ] = None,
-    curve: Annotated[bool, typer.Option("--curve", help="The whole throughput-interactivity curve.")] = False,
+    curve: Annotated[
+        bool,
+        typer.Option("--curve", help="The Pareto frontier of tokens/s per GPU against tokens/s per user."),
+    ] = False,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
@@ -353,10 +378,18 @@ def serve(
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Serving economics at an operating point: tokens/s per GPU and per user, TTFT, TPOT,
-    $ per million tokens, tokens/s per MW; or the whole curve with --curve.
+    """Serving economics the way a competent operator would deploy the model: tokens/s per GPU and
+    per user, TTFT, TPOT, $ per million tokens, tokens/s per MW, and the configuration chosen.
+
+    The deployment search tries instance sizes (1 GPU to several scale-up domains), layouts (tp,
+    tep, dep, pipeline stages across domains), EPLB, KV precision, batch per scheduler rank and
+    aggregated vs disaggregated prefill/decode. With --tokens-per-user-s it returns the cheapest
+    configuration that meets the target; without, maximum throughput. --instance-gpus, --layout and
+    --disaggregated/--aggregated pin parts of the space; --curve gives the whole Pareto frontier.
 
     Example: ipd serve --hardware vera-rubin --model kimi-k2 --precision fp4 --tokens-per-user-s 50
+
+    Example: ipd serve --hardware h100-sxm --model llama-3.1-70b --layout tp2 --aggregated
 
     Example: ipd serve --hardware b200 --model llama-3.3-70b --precision fp8 --curve
     """
@@ -374,6 +407,8 @@ def serve(
         concurrency=concurrency,
         tokens_per_user_s=tokens_per_user_s,
         instance_gpus=instance_gpus,
+        layout=layout,
+        disaggregated=disaggregated,
         instance=instance,
         speculative=speculative,
         requests_per_s=requests_per_s,

@@ -5,11 +5,11 @@ its source, inputs, measured value and split: ``fitting`` cases may tune the eff
 defaults, ``checking`` cases never do, and report the model's error.
 
 Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
-fitting cases that depend on it (training MFU per precision: pre-training cases; decode HBM
-efficiency: dense serving cases; MoE compute share: MoE serving cases; weight-sync engine
-loader and link efficiency per transport: weight-sync cases; RL trainer MFU and
-fixed step time: RL step cases).
-Knobs are fitted one after another, each by a log-spaced grid search over its
+fitting cases that depend on it (training MFU per precision: pre-training cases; serving
+per-layer step overhead: serving cases at 4 users or fewer; decode HBM efficiency: the other
+dense serving cases; MoE compute share per precision: the other MoE serving cases; weight-sync
+engine loader and link efficiency per transport: weight-sync cases; RL trainer MFU and fixed
+step time: RL step cases). Knobs are fitted one after another, each by a log-spaced grid search over its
 catalog range (fractions capped at 0.95) that minimises the mean squared
 log(measured / predicted) of its cases, with the knobs before it already set.
 """
@@ -64,7 +64,9 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
 
 
 def predict(cat: Catalog, case: Case) -> float:
-    """The model's value for the case's metric, from its inputs."""
+    """The model's value for the case's metric, from its inputs. Serving cases pass the pins they
+    publish (layout, instance size, pools, concurrency) and let the deployment search choose the
+    rest."""
     i = dict(case.inputs)
     metric = case.measured.metric
     if case.kind == "pretrain":
@@ -84,23 +86,43 @@ def predict(cat: Catalog, case: Case) -> float:
             return p.tokens / (p.gpus * p.wall_days * 86400)
         return getattr(p, metric)
     if case.kind == "serve":
-        from ipd_cli.engine.serving import estimate_serving
-
-        s = estimate_serving(
-            cat,
-            i["hardware"],
-            i["model"],
-            input_tokens=i.get("input_tokens"),
-            output_tokens=i.get("output_tokens"),
-            precision=i.get("precision"),
-            concurrency=i.get("concurrency"),
-            tokens_per_user_s=i.get("tokens_per_user_s"),
-            instance_gpus=i.get("instance_gpus"),
-        ).serving
-        return getattr(s, metric)
+        return getattr(_serve(cat, i), metric)
     if case.kind == "rl-step":
         return _rl_step(cat, i, metric)
     return _weight_sync(cat, i)
+
+
+SERVING_MODES = {"aggregated": False, "disaggregated": True}
+
+
+def _serve(cat: Catalog, i: dict) -> Any:
+    """A serving case: the published pins (instance size, layout, aggregated or disaggregated,
+    KV precision, EPLB, speculation, concurrency) are passed; everything else is searched."""
+    from ipd_cli.engine.serving import estimate_serving
+
+    mode = i.get("serving")
+    if mode is not None and mode not in SERVING_MODES:
+        raise InputError(f"serving case: `serving` is aggregated or disaggregated, got {mode!r}")
+    return estimate_serving(
+        cat,
+        i["hardware"],
+        i["model"],
+        input_tokens=i.get("input_tokens"),
+        output_tokens=i.get("output_tokens"),
+        precision=i.get("precision"),
+        kv_precision=i.get("kv_precision"),
+        concurrency=i.get("concurrency"),
+        tokens_per_user_s=i.get("tokens_per_user_s"),
+        instance_gpus=i.get("instance_gpus"),
+        layout=i.get("layout"),
+        attention_tp=i.get("attention_tp"),
+        disaggregated=SERVING_MODES.get(mode) if mode else None,
+        eplb=i.get("eplb"),
+        prefill_layout=i.get("prefill_layout"),
+        prefill_instances=i.get("prefill_instances"),
+        decode_instances=i.get("decode_instances"),
+        speculative=i.get("speculative"),
+    ).serving
 
 
 def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
@@ -242,7 +264,11 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
     if case.kind == "pretrain":
         return [f"efficiency.training_mfu.{i.get('precision', 'bf16')}.mfu"]
     if case.kind == "serve":
-        return ["serving.moe_compute_share" if _is_moe(cat, case) else "serving.decode_hbm_efficiency"]
+        if (i.get("concurrency") or 99) <= 4:  # a few users: the fixed time per layer sets the speed
+            return ["serving.step_overhead_us_per_layer"]
+        if _is_moe(cat, case):
+            return [f"serving.moe_compute_share.{i.get('precision', 'fp8')}"]
+        return ["serving.decode_hbm_efficiency"]
     if case.kind == "rl-step":
         return [f"rl.training_mfu.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
     knobs = [f"rl.sync_link_efficiency.{i['transport']}"]
@@ -256,6 +282,7 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
 # weight-sync engine loader before the link efficiencies it shares cases with
 ORDER = (
     "efficiency.",
+    "serving.step_overhead",
     "serving.",
     "rl.sync_load",
     "rl.sync_link",

@@ -233,9 +233,10 @@ def test_serve_done_check_and_curve():
         "json",
     )
     points = c.json()["serving"]
-    assert [p["concurrency"] for p in points][:3] == [1, 2, 4]
     speeds = [p["tokens_per_s_per_user"] for p in points]
-    assert speeds == sorted(speeds, reverse=True)  # more concurrency, slower per user
+    throughput = [p["tokens_per_s_per_gpu"] for p in points]
+    assert speeds == sorted(speeds) and throughput == sorted(throughput, reverse=True)  # the frontier
+    assert all(p["configuration"] for p in points)
     t = run_cli(
         "serve",
         "--hardware",
@@ -250,4 +251,60 @@ def test_serve_done_check_and_curve():
     )
     assert "tok/s per user" in t.stdout
     bad = run_cli("serve", "--hardware", "b200", "--model", "llama-3.3-70b", "--curve", "--concurrency", "4")
-    assert bad.code == 2 and "--curve gives them all" in bad.stderr
+    assert bad.code == 2 and "--concurrency picks one point; --curve gives them all" in bad.stderr
+
+
+SERVE = ("serve", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--precision", "fp8", "-f", "json")
+
+
+def test_serve_names_the_configuration_and_pins_narrow_the_search():
+    free = run_cli(*SERVE)
+    assert free.code == 0, free.stderr
+    s = free.json()["serving"]
+    assert (
+        s["configuration"]
+        and s["deployment_gpus"] >= s["instance_gpus"]
+        and s["configurations_searched"] > 1000
+    )
+    pinned = run_cli(*SERVE, "--layout", "tp4", "--aggregated")
+    assert pinned.code == 0, pinned.stderr
+    p = pinned.json()["serving"]
+    assert p["configuration"].startswith("TP4 batch ") and p["tp"] == 4 and p["disaggregated"] is False
+    assert p["tokens_per_s_per_gpu"] <= s["tokens_per_s_per_gpu"]  # a pin can only narrow the search
+    dis = run_cli(*SERVE, "--instance-gpus", "2", "--disaggregated").json()["serving"]
+    assert dis["disaggregated"] and dis["instance_gpus"] == 2 and " prefill x " in dis["configuration"]
+    assert (
+        dis["deployment_gpus"]
+        == dis["prefill_instances"] * dis["prefill_instance_gpus"] + dis["decode_instances"] * 2
+    )
+
+
+def test_an_infeasible_pin_exits_1_naming_the_nearest_configuration():
+    r = run_cli(*SERVE[:-2], "--precision", "bf16", "--instance-gpus", "1", "--layout", "tp1")
+    assert r.code == 1 and "the nearest feasible configuration is" in r.stderr
+    assert "--instance-gpus 1" in r.stderr or "--instance-gpus" in r.stderr
+    bad = run_cli(*SERVE, "--layout", "dep8")
+    assert bad.code == 2 and "--layout" in bad.stderr and "dense" in bad.stderr
+
+
+def test_serve_curve_csv_has_one_row_per_point_with_numeric_columns():
+    r = run_cli("serve", "--hardware", "b200", "--model", "llama-3.3-70b", "--curve", "-f", "csv")
+    assert r.code == 0, r.stderr
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) > 3 and "serving.tokens_per_s_per_gpu" in rows[0]
+    assert all(float(row["serving.tokens_per_s_per_gpu"]) > 0 for row in rows)
+    assert not any("{" in value for row in rows for value in row.values())  # no dict text in a cell
+
+
+def test_serve_and_plot_default_to_each_systems_narrowest_precision():
+    # issue 13 item 5: `plot curve vera-rubin blackwell` ran Rubin at fp8, far below GB200's fp4
+    for hw in ("vera-rubin", "blackwell"):
+        r = run_cli("serve", "--hardware", hw, "--model", "kimi-k2", "--curve", "-f", "json")
+        assert r.code == 0 and r.json()["precision"] == "fp4", hw
+    hopper = run_cli("serve", "--hardware", "hopper", "--model", "llama-3.1-8b", "-f", "json")
+    assert hopper.json()["serving"]["precision"] == "fp8"
+    plot = run_cli("plot", "curve", "vera-rubin", "blackwell", "--model", "kimi-k2")
+    assert plot.code == 0 and "vera-rubin-nvl72" in plot.stdout and "gb200-nvl72" in plot.stdout

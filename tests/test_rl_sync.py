@@ -144,8 +144,8 @@ def test_a_trainer_that_cannot_hold_the_training_state_is_infeasible(catalog):
     # 10T parameters x 16 bytes = 160 TB; 186 GB x 0.9 usable = 167.4 GB per GB200 -> 956 GPUs
     with pytest.raises(InfeasibleError, match="give `train_gpus` >= 956"):
         rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gen_gpus=384, train_gpus=128)
-    # --split auto offers only splits whose trainer holds it: 956 + one 64-GPU instance at least
-    with pytest.raises(InfeasibleError, match="give `gpus` >= 1020"):
+    # --split auto offers only splits whose trainer holds it: 956 + one 72-GPU rollout instance at least
+    with pytest.raises(InfeasibleError, match="give `gpus` >= 1028"):
         rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gpus=1000)
     r = rl(catalog, "blackwell", "rl-swe-agent-10t").rl
     assert r.train_gpus >= 956 and r.trainer_memory.min_train_gpus == 956

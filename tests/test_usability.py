@@ -114,11 +114,15 @@ def test_hints_name_options_the_command_has():
     # before: `compare a100 h100-sxm` said "use --precision bf16", an option compare does not have
     r = run_cli("compare", "a100", "h100-sxm")
     assert r.code == 1 and "--precision" not in r.stderr
-    r = run_cli("compare", "h200", "blackwell", "--set", "workload.serving.precision=bf16", "-f", "json")
+    # 10T parameters at bf16 = 20 TB; 12 domains of 8 H200 hold ~13 TB, at fp8 the 10 TB fit
+    limit = ["--set", "serving.max_instance_domains=12"]
+    r = run_cli(
+        "compare", "h200", "blackwell", "--set", "workload.serving.precision=bf16", *limit, "-f", "json"
+    )
     assert r.code == 0, r.stderr
     hint = r.json()["systems"][0]["infeasible"]["serving"]["hint"]
     assert hint.startswith("--set workload.serving.precision=fp8"), hint
-    followed = run_cli("compare", "h200", "--set", "workload.serving.precision=fp8", "-f", "json")
+    followed = run_cli("compare", "h200", "--set", "workload.serving.precision=fp8", *limit, "-f", "json")
     assert followed.code == 0 and followed.json()["systems"][0]["serving"]["precision"] == "fp8"
 
 

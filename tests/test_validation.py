@@ -6,6 +6,8 @@ Run with -s to see every case's error. The bound below is the documented regress
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 from helpers import run_cli
 
@@ -30,6 +32,44 @@ def test_checking_set_median_error_is_within_the_documented_bound():
     assert overall["group"] == "all"
     assert {row["split"] for row in d["items"]} == {"checking"}
     assert overall["median_abs_error_pct"] <= CHECKING_MEDIAN_BOUND_PCT
+
+
+# Serving checking set (issue 11): the median bound is the issue's; the 1.5x bound holds for all but
+# the cases listed, each off for a reason the model does not capture (README "How accurate is ipd"):
+# a memory-starved 70B on one 80 GB H100 (TensorRT engine flow, 2025-02), Hopper's and Blackwell
+# Ultra's different latency per layer at small batch (one calibrated value serves both), and an
+# InferenceX best point whose layout is not published.
+SERVING_MEDIAN_BOUND_PCT = 15.0
+SERVING_WORST_RATIO = 1.5
+SERVING_BEYOND_1_5X = {
+    "trtllm-v017-llama31-70b-h100-tp1",
+    "ix-dsr1-1k1k-h200-max",
+    "ix-dsr1-h200-disagg-1k1k-c288",
+    "ix-dsr1-gb300-trt-disagg-1k1k-c96",
+}
+SERVING_WORST_RATIO_ANY = 3.5
+
+
+def test_serving_checking_set_meets_the_fidelity_bound(catalog):
+    rows = [r for r in val.run(catalog, "checking").items if r["kind"] == "serve"]
+    assert len(rows) >= 60 and all(r["error_pct"] is not None for r in rows), "every case reached"
+    errors = [abs(r["error_pct"]) for r in rows]
+    ratios = {r["id"]: max(1 + r["error_pct"] / 100, 1 / (1 + r["error_pct"] / 100)) for r in rows}
+    assert statistics.median(errors) <= SERVING_MEDIAN_BOUND_PCT
+    beyond = {cid for cid, ratio in ratios.items() if ratio > SERVING_WORST_RATIO}
+    assert beyond <= SERVING_BEYOND_1_5X, beyond - SERVING_BEYOND_1_5X
+    assert max(ratios.values()) <= SERVING_WORST_RATIO_ANY
+
+
+def test_serving_cases_where_a_maximum_is_published_let_the_search_choose():
+    # a case that publishes a maximum throughput, not a layout, pins no layout or instance size
+    cases, _ = val.load_cases()
+    chosen = [
+        c for c in cases if c.kind == "serve" and c.inputs.get("mode") == "max-throughput-model-chooses"
+    ]
+    assert len(chosen) >= 8
+    for c in chosen:
+        assert not {"layout", "instance_gpus", "attention_tp"} & set(c.inputs), c.id
 
 
 def test_weight_sync_checking_cases_within_the_fidelity_bound(catalog):

@@ -380,8 +380,15 @@ class ServingEfficiency(Strict):
         "bytes", description="stored bytes per weight, scales included"
     )
     kv_bytes_per_value: dict[Precision, Sourced] = unit("bytes", description="bytes per cached K/V value")
-    default_precision: Precision = Field(description="weight precision when none is asked for")
-    default_kv_precision: Precision = Field(description="KV-cache precision when none is asked for")
+    default_precision: Precision | Literal["narrowest"] = Field(
+        description="weight precision when none is asked for; 'narrowest': the narrowest precision the "
+        "accelerator has a dense figure for (fp4 on Blackwell and Rubin, fp8 on Hopper, bf16 on Ampere)"
+    )
+    kv_precisions: list[Precision] = Field(
+        min_length=1,
+        description="KV-cache precisions the deployment search may choose, where the accelerator has a "
+        "dense figure for them (else the next wider one); --kv-precision pins one",
+    )
     attention_min_precision: Precision = Field(
         description="attention math runs at the KV precision, never narrower than this"
     )
@@ -391,8 +398,21 @@ class ServingEfficiency(Strict):
     default_output_tokens: int = unit(
         "tokens", gt=0, description="generated tokens per request when none are given"
     )
-    hbm_usable_fraction: Sourced = unit(
-        "fraction", description="share of HBM the engine holds for weights and KV"
+    kv_cache_free_fraction: Sourced = unit(
+        "fraction",
+        description="share of the HBM left after weights, workspace and activations given to the KV cache",
+    )
+    workspace_gb_per_gpu: Sourced = unit(
+        "GB per GPU",
+        1e9,
+        description="runtime workspace inside the engine's share: CUDA graphs, NCCL buffers",
+    )
+    max_num_tokens: Sourced = unit(
+        "tokens",
+        description="tokens one forward pass holds (the prefill chunk): sizes the activation reserve",
+    )
+    activation_bytes_per_token_hidden: Sourced = unit(
+        "bytes", description="activation bytes reserved per token of a forward pass and hidden unit"
     )
     decode_hbm_efficiency: Sourced = unit("fraction", description="achieved share of HBM bandwidth in decode")
     decode_compute_efficiency: dict[Precision, Sourced] = unit(
@@ -401,20 +421,48 @@ class ServingEfficiency(Strict):
     prefill_mfu: dict[Precision, Sourced] = unit(
         "fraction of dense peak", description="achieved share of the dense peak in prefill"
     )
-    moe_compute_share: Sourced = unit(
+    moe_compute_share: dict[Precision, Sourced] = unit(
         "fraction",
-        description="share of the dense prefill MFU and decode compute efficiency an MoE model reaches",
+        description="share of the dense prefill MFU and decode compute efficiency the routed-expert grouped "
+        "GEMMs reach, per weight precision",
+    )
+    expert_imbalance: Sourced = unit(
+        "max/mean", description="tokens on the busiest GPU over the mean, at the reference EP, without EPLB"
+    )
+    expert_imbalance_eplb: Sourced = unit(
+        "max/mean", description="the same with expert-parallel load balancing"
+    )
+    expert_imbalance_reference_ep: Sourced = unit(
+        "GPUs", description="EP degree the imbalance was measured at"
+    )
+    expert_imbalance_reference_experts_per_gpu: Sourced = unit(
+        "experts", description="routed experts per GPU where the imbalance was measured"
+    )
+    eplb_slots_per_gpu: Sourced = unit(
+        "experts", description="redundant expert slots per GPU that EPLB adds (memory cost)"
+    )
+    attention_dp_imbalance: Sourced = unit(
+        "max/mean", description="attention load of the busiest data-parallel rank over the mean"
+    )
+    attention_dp_imbalance_reference_ranks: Sourced = unit(
+        "ranks", description="attention data-parallel ranks the imbalance was measured at"
     )
     step_overhead_ms_scale_up: Sourced = unit(
         "ms",
         1e-3,
-        description="per decode step: launches, scheduler, collective latency, inside one scale-up domain",
+        description="per decode step: launches, scheduler, sampling (collective latency is counted apart)",
     )
-    step_overhead_ms_scale_out: Sourced = unit(
-        "ms", 1e-3, description="the same when an instance spans domains"
+    step_overhead_us_per_layer: Sourced = unit(
+        "us", 1e-6, description="per decode step and layer: kernel launches and small kernels"
     )
     step_overhead_us_per_sequence: Sourced = unit(
         "us", 1e-6, description="per decode step and sequence: scheduling, sampling, KV-block bookkeeping"
+    )
+    collective_latency_us_scale_up: Sourced = unit(
+        "us", 1e-6, description="fixed latency of one collective (all-reduce, dispatch, combine) in a domain"
+    )
+    collective_latency_us_scale_out: Sourced = unit(
+        "us", 1e-6, description="the same over the scale-out network"
     )
     collective_bytes_per_value: Sourced = unit(
         "bytes", description="activation bytes in tensor/expert collectives"
@@ -431,8 +479,13 @@ class ServingEfficiency(Strict):
     max_instance_domains: Sourced = unit(
         "scale-up domains", description="largest instance tried, in scale-up domains"
     )
-    max_batch_per_instance: Sourced = unit(
-        "sequences", description="engine cap on concurrent sequences per instance"
+    max_batch_per_rank: Sourced = unit(
+        "sequences",
+        description="engine cap on concurrent sequences per scheduler (attention data-parallel) rank",
+    )
+    max_decode_instances: Sourced = unit(
+        "instances",
+        description="decode instances per prefill pool tried when sizing disaggregated xPyD pools",
     )
     speculative_speedup: Sourced = unit(
         "tokens/step", description="tokens per decode step per sequence (1 = none)"
@@ -440,10 +493,15 @@ class ServingEfficiency(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> ServingEfficiency:
-        _positive_sourced(self, skip=("step_overhead_us_per_sequence",))
-        if self.step_overhead_us_per_sequence.value < 0:
-            raise ValueError("step_overhead_us_per_sequence must be >= 0")
-        for name in ("bytes_per_weight", "kv_bytes_per_value", "decode_compute_efficiency", "prefill_mfu"):
+        zero_ok = ("step_overhead_us_per_sequence", "step_overhead_us_per_layer", "workspace_gb_per_gpu")
+        zero_ok += ("eplb_slots_per_gpu",)
+        zero_ok += ("collective_latency_us_scale_up", "collective_latency_us_scale_out")
+        _positive_sourced(self, skip=zero_ok)
+        for name in zero_ok:
+            if getattr(self, name).value < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name).value}")
+        tables = ("bytes_per_weight", "kv_bytes_per_value", "decode_compute_efficiency", "prefill_mfu")
+        for name in (*tables, "moe_compute_share"):
             table = getattr(self, name)
             missing = [p for p in PRECISIONS if p not in table]
             if missing:
@@ -451,19 +509,28 @@ class ServingEfficiency(Strict):
             for p, s in table.items():
                 if s.value <= 0:
                     raise ValueError(f"{name}.{p} must be > 0, got {s.value}")
-                if name in ("decode_compute_efficiency", "prefill_mfu"):
+                if name in ("decode_compute_efficiency", "prefill_mfu", "moe_compute_share"):
                     _fraction(f"{name}.{p}", s)
         for name in (
-            "hbm_usable_fraction",
+            "kv_cache_free_fraction",
             "decode_hbm_efficiency",
-            "moe_compute_share",
             "scale_up_link_efficiency",
             "scale_out_link_efficiency",
         ):
             _fraction(name, getattr(self, name))
+        for name in ("expert_imbalance", "expert_imbalance_eplb", "attention_dp_imbalance"):
+            if getattr(self, name).value < 1:
+                raise ValueError(f"{name} is max/mean: it must be >= 1, got {getattr(self, name).value}")
         if any(g <= 0 for g in self.instance_gpus) or self.instance_gpus != sorted(set(self.instance_gpus)):
             raise ValueError("instance_gpus must be positive, distinct and ascending")
-        for name in ("max_instance_domains", "max_batch_per_instance"):
+        for name in (
+            "max_instance_domains",
+            "max_batch_per_rank",
+            "max_decode_instances",
+            "expert_imbalance_reference_ep",
+            "expert_imbalance_reference_experts_per_gpu",
+            "attention_dp_imbalance_reference_ranks",
+        ):
             v = getattr(self, name).value
             if v < 1 or v != int(v):
                 raise ValueError(f"{name} must be a whole number >= 1, got {v}")

@@ -256,6 +256,60 @@ def tokens_per_s_per_mw(tokens_per_s_per_gpu, kw_per_gpu, pue):
     return tokens_per_s_per_gpu / (kw_per_gpu * pue) * 1000.0
 
 
+# --- Serving deployments: imbalance, collectives, grouped GEMMs, pools ---------------------------
+
+
+def log(x):
+    """Natural logarithm for floats and arrays."""
+    if hasattr(x, "__array__"):
+        import numpy as np
+
+        return np.log(x)
+    return math.log(x)
+
+
+def max_over_mean(reference, units, per_unit, reference_units, reference_per_unit):
+    """Load of the busiest of ``units`` (GPUs or ranks) over the mean, from one measured reference.
+
+    Each unit sums the load of ``per_unit`` random items (experts, sequences); the busiest of n
+    units sits about sqrt(2 ln n) standard deviations above the mean, and the spread of a sum of
+    m items falls as 1/sqrt(m). So the excess over 1 scales as sqrt((ln n / m) / (ln n0 / m0));
+    one unit is always balanced.
+    """
+    scale = (log(maximum(units, 1.0)) / per_unit) / (log(reference_units) / reference_per_unit)
+    return 1.0 + (reference - 1.0) * scale**0.5
+
+
+def paid_gpus(gpus, domain):
+    """GPUs an instance pays for: instances that do not tile the scale-up domain strand the rest
+    of it (16-GPU instances on a 72-GPU rack: 4 fit, 72 / 4 = 18 GPUs paid each)."""
+    per_domain = maximum(domain // maximum(gpus, 1), 1)
+    inside = domain / per_domain
+    return gpus + (inside - gpus) * (gpus < domain)
+
+
+def collective_seconds(count, bytes_per_gpu, link_bytes_per_s, latency_s):
+    """``count`` collectives, each moving ``bytes_per_gpu`` over the link after a fixed latency."""
+    return count * (bytes_per_gpu / link_bytes_per_s + latency_s)
+
+
+def all_to_all_bytes_per_gpu(tokens_per_gpu, experts_per_token, hidden_size, bytes_per_value, ep):
+    """One dispatch (or combine): each token's hidden vector to its k experts, (ep-1)/ep elsewhere."""
+    return tokens_per_gpu * experts_per_token * hidden_size * bytes_per_value * (ep - 1.0) / ep
+
+
+def grouped_gemm_seconds(weight_bytes, flops, bytes_per_s, flops_per_s):
+    """Routed-expert GEMMs: streaming the touched experts' weights and their math do not overlap at
+    few tokens per expert (DeepGEMM: 61 % of bandwidth and 47 % of peak at 256 tokens per expert),
+    so the two times add instead of taking the larger."""
+    return weight_bytes / bytes_per_s + flops / flops_per_s
+
+
+def prefill_instances_per_decode(decode_requests_per_s, prefill_s_per_request):
+    """Prefill instances needed to feed one decode instance without either pool starving."""
+    return decode_requests_per_s * prefill_s_per_request
+
+
 # --- Weight transfer -----------------------------------------------------------------------------
 
 # Weight tensors of a transformer checkpoint, one per projection: q, k, v, o and two norms per

@@ -167,31 +167,40 @@ class EntryView(Result):
 
 
 class Serving(Result):
-    """One serving operating point: throughput, interactivity, latency and cost."""
+    """One serving operating point: the deployment configuration, throughput, interactivity,
+    latency and cost. Little's law holds on every point: tokens_per_s_per_gpu x deployment_gpus =
+    deployment_concurrency x tokens_per_s_per_user."""
 
-    tokens_per_s_per_gpu: float = Field(description="output tokens/s per GPU")
-    tokens_per_s_per_user: float = Field(description="decode speed of one sequence (speculation included)")
-    ttft_s: float = Field(description="time to first token: prefill of one request, no queueing")
-    tpot_ms: float = Field(description="time per output token")
+    tokens_per_s_per_gpu: float = Field(
+        description="output tokens/s per GPU paid for: the whole deployment unit (prefill pool and "
+        "stranded GPUs included)"
+    )
+    tokens_per_s_per_user: float = Field(
+        description="output tokens/s of one request while it holds a decode slot (speculation "
+        "included; aggregated: the prefills that take turns on the instance included)"
+    )
+    ttft_s: float = Field(description="time to first token: one request's prefill, no queueing")
+    tpot_ms: float = Field(description="time per output token: 1000 / tokens_per_s_per_user")
     usd_per_million_output_tokens: float
     usd_per_million_total_tokens: float = Field(description="input + output tokens")
     tokens_per_s_per_mw: float = Field(description="output tokens/s per MW of all-in power (incl. PUE)")
-    instance_gpus: int = Field(description="GPUs that serve one copy of the model (TP/EP group)")
-    concurrency: int = Field(description="sequences in flight per instance")
+    instance_gpus: int = Field(description="GPUs of one (decode) instance: TP x EP x PP group")
+    concurrency: int = Field(description="sequences in flight per (decode) instance")
     model: str
     parallelism: str = Field(
-        description="'tp' (dense), 'dep' (MoE: data-parallel attention + expert parallel) or "
-        "'tp-attention+ep' (MoE: attention tensor parallel in groups of attention_tp GPUs)"
+        description="'tp' (tensor parallel), 'tep' (MoE: attention TP, experts EP), 'dep' (MoE: "
+        "data-parallel attention, experts EP) or 'tp-attention+ep' (MoE: attention TP in groups of "
+        "attention_tp GPUs, data parallel across them, experts EP)"
     )
     attention_tp: int = Field(description="GPUs per attention tensor-parallel group")
     precision: str = Field(description="weight precision")
     kv_precision: str
     input_tokens: int
     output_tokens: int
-    operating_point: str = Field(description="'concurrency', 'target' or 'max-throughput'")
+    operating_point: str = Field(description="'concurrency', 'target', 'max-throughput' or 'frontier'")
     target_tokens_per_s_per_user: float | None = None
-    target_met: bool | None = Field(default=None, description="false: even concurrency 1 is too slow")
-    max_concurrency: int = Field(description="KV-capacity limit per instance (after the engine cap)")
+    target_met: bool | None = Field(default=None, description="false: no configuration is that fast")
+    max_concurrency: int = Field(description="KV-capacity limit per instance (after the engine cap per rank)")
     kv_bytes_per_token: float
     weight_gb_per_instance: float
     decode_bound: str = Field(description="'memory' or 'compute': the larger roofline term of a step")
@@ -201,15 +210,64 @@ class Serving(Result):
     collective_time_ms: float
     overhead_ms: float
     experts_touched_share: float = Field(description="share of routed expert weights read per step")
-    prefill_share: float = Field(description="share of instance time spent in prefill")
+    prefill_share: float = Field(
+        description="aggregated: share of instance time spent in prefill; disaggregated: share of the "
+        "deployment's GPUs in the prefill pool"
+    )
     total_tokens_per_s_per_gpu: float = Field(description="input + output tokens/s per GPU")
     speculative_speedup: float
     price_usd_per_gpu_hour: float
     pricing: str = Field(description="'rental:<label>' or 'tco'")
     kw_per_gpu: float = Field(description="node or rack power divided by its accelerators")
-    gpus_for_traffic: int | None = Field(default=None, description="whole instances for the traffic")
-    instances_for_traffic: int | None = None
+    gpus_for_traffic: int | None = Field(default=None, description="whole deployment units for the traffic")
+    instances_for_traffic: int | None = Field(default=None, description="deployment units for the traffic")
     traffic_requests_per_s: float | None = None
+    configuration: str = Field(
+        default="",
+        description="the deployment, named: 'DEP8 batch 256' (batch per scheduler rank), 'TP8 PP4 batch "
+        "64', '2 prefill x TP2 + 1 decode x DEP8 batch 256'",
+    )
+    layout: str = Field(default="", description="'tp', 'tep' or 'dep' (decode instance)")
+    tp: int = Field(default=1, description="attention tensor parallelism per pipeline stage")
+    ep: int = Field(default=1, description="expert parallelism (1: experts tensor parallel or dense)")
+    pp: int = Field(default=1, description="pipeline stages (across scale-up domains)")
+    attention_dp: int = Field(default=1, description="attention data-parallel ranks per stage")
+    eplb: bool = Field(default=False, description="expert-parallel load balancing (redundant experts)")
+    batch_per_rank: int = Field(
+        default=1, description="sequences per scheduler (attention data-parallel) rank"
+    )
+    disaggregated: bool = Field(default=False, description="prefill and decode on separate instances")
+    decode_instances: int = Field(default=1, description="decode instances of the deployment unit")
+    prefill_instances: int = Field(default=0, description="prefill instances of the deployment unit")
+    prefill_instance_gpus: int | None = Field(default=None, description="GPUs per prefill instance")
+    prefill_configuration: str | None = Field(default=None, description="layout of the prefill instances")
+    deployment_gpus: int | float = Field(
+        default=0,
+        description="GPUs paid for by one deployment unit: decode and prefill instances, plus the GPUs an "
+        "instance that does not tile its scale-up domain strands",
+    )
+    stranded_gpus: int | float = Field(
+        default=0, description="GPUs of the unit left idle by instances that do not tile"
+    )
+    deployment_concurrency: int | float = Field(
+        default=0,
+        description="sequences in flight in the deployment unit on average (Little's law): decode "
+        "instances x concurrency, less where a prefill-bound pool leaves decode slots empty",
+    )
+    expert_imbalance: float = Field(
+        default=1.0, description="tokens on the busiest GPU over the mean (routed experts)"
+    )
+    attention_dp_imbalance: float = Field(
+        default=1.0, description="attention load of the busiest rank over the mean"
+    )
+    bottleneck: str = Field(
+        default="",
+        description="the largest share of a request's time: 'memory', 'compute', 'collectives', "
+        "'overhead' (decode step) or 'prefill'",
+    )
+    configurations_searched: int = Field(
+        default=0, description="configurations the deployment search evaluated"
+    )
 
 
 class ServeResult(Result):
@@ -223,16 +281,23 @@ class ServeResult(Result):
 
 
 class ServeCurveResult(Result):
-    """``ipd serve --curve``: throughput per GPU against speed per user as concurrency grows."""
+    """``ipd serve --curve``: the Pareto frontier of throughput per GPU against speed per user over
+    every deployment configuration searched."""
 
     schema_version: str = SCHEMA_VERSION
     hardware: str
     description: str
     model: str
     precision: str
-    instance_gpus: int
-    max_concurrency: int
-    serving: list[Serving] = Field(description="one point per concurrency: 1, 2, 4, ... and the KV limit")
+    instance_gpus: int = Field(description="decode instance GPUs of the maximum-throughput point")
+    max_concurrency: int = Field(description="KV-capacity limit per instance of the maximum-throughput point")
+    configurations_searched: int = Field(
+        default=0, description="configurations the deployment search evaluated"
+    )
+    serving: list[Serving] = Field(
+        description="the frontier, slowest user first: no configuration has both more tokens/s per GPU "
+        "and more tokens/s per user; each point names its configuration"
+    )
     assumptions: list[Assumption]
 
 

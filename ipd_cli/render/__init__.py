@@ -62,7 +62,7 @@ def to_yaml(result: BaseModel) -> str:
 
 
 def records(result: BaseModel) -> list[dict[str, Any]]:
-    """Flat rows for CSV: one per system, listing item or estimate."""
+    """Flat rows for CSV: one per system, listing item, frontier point or estimate."""
     data = result.model_dump(mode="json")
     if "systems" in data:
         # a block the workload does not have (null) is not a column
@@ -72,6 +72,10 @@ def records(result: BaseModel) -> list[dict[str, Any]]:
         return [_flat(row) for row in rows]
     if "items" in data:
         return [_flat(item) for item in data["items"]]
+    if isinstance(data.get("serving"), list):
+        # a serving frontier: one row per point, its numbers in their own columns
+        base = _without(data, "schema_version", "assumptions", "serving")
+        return [_flat({**base, "serving": point}) for point in data["serving"]]
     return [_flat(_without(data, "schema_version", "assumptions"))]
 
 

@@ -56,6 +56,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("run.usd_per_year", "RL cost per year", "USD", LO),
     ],
     "serving": [
+        ("configuration", "Configuration (deployment search)", "", NA),
         ("tokens_per_s_per_gpu", "Output tokens/s per GPU", "tok/s/GPU", HI),
         ("tokens_per_s_per_user", "Tokens/s per user", "tok/s", HI),
         ("target_met", "  meets the tokens/s per user target", "", NA),
@@ -64,6 +65,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("usd_per_million_output_tokens", "Cost per M output tokens", "USD", LO),
         ("tokens_per_s_per_mw", "Output tokens/s per MW", "tok/s/MW", HI),
         ("instance_gpus", "Instance size", "GPUs", NA),
+        ("deployment_gpus", "Deployment unit (prefill pool, stranded GPUs)", "GPUs", NA),
         ("concurrency", "Concurrency per instance", "sequences", NA),
     ],
     "pretraining": [
@@ -402,26 +404,28 @@ def _assumptions(assumptions: list[dict]) -> Grid:
 
 
 CURVE_COLUMNS = [
-    ("concurrency", "concurrency"),
+    ("configuration", "configuration"),
     ("tokens_per_s_per_user", "tok/s per user"),
     ("tokens_per_s_per_gpu", "tok/s per GPU"),
     ("ttft_s", "TTFT s"),
-    ("tpot_ms", "TPOT ms"),
     ("usd_per_million_output_tokens", "USD per M output"),
     ("tokens_per_s_per_mw", "tok/s per MW"),
-    ("decode_bound", "bound"),
+    ("deployment_gpus", "GPUs"),
+    ("bottleneck", "bound"),
 ]
 
 
 def _curve(data: dict) -> View:
-    title = (
-        f"{data['model']} on {data['hardware']} ({data['precision']}, {data['instance_gpus']}-GPU instances)"
-    )
-    grid = Grid(title, [label for _, label in CURVE_COLUMNS], right=set(range(len(CURVE_COLUMNS) - 1)))
+    searched = data.get("configurations_searched") or 0
+    title = f"{data['model']} on {data['hardware']} ({data['precision']}): Pareto frontier"
+    columns = [label for _, label in CURVE_COLUMNS]
+    grid = Grid(title, columns, right=set(range(1, len(CURVE_COLUMNS) - 1)))
     for p in data["serving"]:
         grid.rows.append([fmt_num(p.get(key)) for key, _ in CURVE_COLUMNS])
     notes = [
-        "Throughput per GPU against speed per user as concurrency grows (SemiAnalysis InferenceMAX style)."
+        f"Throughput per GPU against speed per user: the configurations no other beats on both, among "
+        f"{searched:,} searched (instance size, layout, batch per rank, aggregated or disaggregated). "
+        "Batch is per scheduler rank; GPUs count the whole deployment unit."
     ]
     return View([grid, _assumptions(data["assumptions"])] if data.get("assumptions") else [grid], notes)
 

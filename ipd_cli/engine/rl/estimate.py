@@ -11,6 +11,7 @@ from ipd_cli.engine import serving as sv
 from ipd_cli.engine.inputs import Inputs
 from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from ipd_cli.engine.results import RlResult
+from ipd_cli.errors import InfeasibleError
 
 from .generation import (
     Environment,
@@ -216,9 +217,12 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
         gg, tg = w.gen_gpus, w.train_gpus
     else:
         total = w.gpus if w.gpus is not None else w.gen_gpus + w.train_gpus
-        gg, tg = split_gpus(
-            total, s.rollouts.gpus, lambda a, b: evaluate(s, a, b, quiet=True).step.seconds, mem.min_gpus
-        )
+        try:
+            gg, tg = split_gpus(
+                total, s.rollouts.gpus, lambda a, b: evaluate(s, a, b, quiet=True).step.seconds, mem.min_gpus
+            )
+        except InfeasibleError as e:
+            raise InfeasibleError(f"{s.where}: {e}") from None
     s.inp.given("generation GPUs", gg, "GPUs", origin, path="workload.gen_gpus")
     s.inp.given("training GPUs", tg, "GPUs", origin, path="workload.train_gpus")
     return gg, tg

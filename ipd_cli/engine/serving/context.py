@@ -1,0 +1,173 @@
+"""What every serving estimate resolves first: system, model, precisions and request shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.catalog.schema import PRECISIONS, Accelerator, Model, System
+from ipd_cli.engine import formulas as f
+from ipd_cli.engine.inputs import Inputs
+from ipd_cli.engine.trace import Trace
+from ipd_cli.errors import InputError
+
+CLI = "command line"
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """The catalog, the resolved names, and where values come from."""
+
+    cat: Catalog
+    name: str
+    system: System
+    acc: Accelerator
+    mname: str
+    model: Model
+    trace: Trace
+    origin: str  # workload file or command line
+
+    @property
+    def sorigin(self) -> str:
+        return self.cat.origin("systems", self.name)
+
+    @property
+    def morigin(self) -> str:
+        return self.cat.origin("models", self.mname)
+
+    @property
+    def vorigin(self) -> str:
+        return self.cat.origin("serving", "decode_hbm_efficiency")
+
+    @property
+    def inp(self) -> Inputs:
+        return Inputs(self.cat, self.trace)
+
+    def take(self, label: str, field: str):
+        """``serving.<field>`` (dotted into dicts: ``prefill_mfu.fp8``), in SI units, traced."""
+        return self.inp.read(f"serving.{field}", label)
+
+    def spec(self, label: str, field: str):
+        """``accelerators.<accelerator>.<field>``, in SI units, traced."""
+        return self.inp.read(f"accelerators.{self.system.accelerator}.{field}", label)
+
+    def arch(self, label: str, field: str):
+        """``models.<model>.<field>``, traced."""
+        return self.inp.read(f"models.{self.mname}.{field}", label)
+
+
+def context(cat: Catalog, hardware: str, model: str, origin: str = CLI) -> Ctx:
+    system = cat.system(hardware)
+    return Ctx(
+        cat=cat,
+        name=cat.canonical("systems", hardware),
+        system=system,
+        acc=cat.accelerator_of(system),
+        mname=cat.canonical("models", model),
+        model=cat.model(model),
+        trace=Trace(cat.sources),
+        origin=origin,
+    )
+
+
+# --- precisions ------------------------------------------------------------------------------------
+
+
+def wider(a: str, b: str) -> str:
+    """The wider of two precisions (fp4 < fp8 < bf16)."""
+    return a if PRECISIONS.index(a) >= PRECISIONS.index(b) else b
+
+
+def supported(acc: Accelerator, precision: str) -> str:
+    """``precision``, or the next wider one the accelerator has a dense figure for (A100: no fp8)."""
+    return next((p for p in PRECISIONS[PRECISIONS.index(precision) :] if acc.dense_tflops(p)), precision)
+
+
+def narrowest(acc: Accelerator) -> str:
+    """The narrowest precision the accelerator has a dense figure for."""
+    return next(p for p in PRECISIONS if acc.dense_tflops(p) is not None)
+
+
+def default_precision(cat: Catalog, acc: Accelerator) -> str:
+    """The catalog's serving policy: a fixed precision (or the next wider supported), or 'narrowest'."""
+    policy = cat.serving.default_precision
+    return narrowest(acc) if policy == "narrowest" else supported(acc, policy)
+
+
+def check_precision(ctx: Ctx, precision: str, param: str) -> None:
+    if precision not in PRECISIONS:
+        raise InputError(f"unknown `{param}` '{precision}'; choose one of {', '.join(PRECISIONS)}")
+    if ctx.acc.dense_tflops(precision) is None:
+        wide = supported(ctx.acc, precision)
+        raise InputError(
+            f"{ctx.name} has no {precision} support (no dense {precision} figure); use `{param}` {wide}"
+        )
+
+
+def precisions(ctx: Ctx, precision: str | None, kv_precision: str | None) -> tuple[str, list[str]]:
+    """The weight precision (asked for, or the catalog policy) and the KV precisions to search.
+
+    An asked-for precision the hardware lacks is an error; the defaults adapt to the hardware.
+    """
+    weights = precision or default_precision(ctx.cat, ctx.acc)
+    note = None if precision else f"catalog policy '{ctx.cat.serving.default_precision}' on {ctx.name}"
+    ctx.trace.given("serving precision", weights, "", ctx.origin if precision else ctx.vorigin, note=note)
+    check_precision(ctx, weights, "precision")
+    if kv_precision is not None:
+        check_precision(ctx, kv_precision, "kv_precision")
+        kv = [kv_precision]
+    else:
+        kv = list(dict.fromkeys(supported(ctx.acc, p) for p in ctx.cat.serving.kv_precisions))
+        kv = [p for p in kv if ctx.acc.dense_tflops(p) is not None] or [supported(ctx.acc, "bf16")]
+    src = ctx.origin if kv_precision else ctx.vorigin
+    ctx.trace.given("KV-cache precisions searched", ", ".join(kv), "", src)
+    return weights, kv
+
+
+# --- request shape ---------------------------------------------------------------------------------
+
+
+def request_shape(ctx: Ctx, input_tokens: int | None, output_tokens: int | None) -> tuple[int, int]:
+    sv = ctx.cat.serving
+    isl = int(input_tokens if input_tokens is not None else sv.default_input_tokens)
+    osl = int(output_tokens if output_tokens is not None else sv.default_output_tokens)
+    if isl <= 0 or osl <= 0:
+        raise InputError(f"input and output tokens must be > 0, got {isl} and {osl}")
+    if isl + osl > ctx.model.max_context:
+        raise InputError(f"{ctx.mname} holds at most {ctx.model.max_context} tokens; got {isl} + {osl}")
+    src = ctx.origin if input_tokens is not None else ctx.vorigin
+    ctx.trace.given("input tokens per request", isl, "tokens", src)
+    src = ctx.origin if output_tokens is not None else ctx.vorigin
+    ctx.trace.given("output tokens per request", osl, "tokens", src)
+    return isl, osl
+
+
+def speculative_speedup(ctx: Ctx, speculative: float | None) -> float:
+    if speculative is None:
+        return ctx.take("speculative speedup", "speculative_speedup")
+    if speculative < 1:
+        raise InputError(f"speculative speedup must be >= 1, got {speculative}")
+    return ctx.trace.given("speculative speedup", speculative, "tokens/step", ctx.origin)
+
+
+# --- model memory ----------------------------------------------------------------------------------
+
+
+def kv_bytes_per_token(arch: Model, kv_bytes: float) -> float:
+    """KV-cache bytes per token of context: MLA latent + RoPE key, or GQA keys and values."""
+    if arch.kv_lora_rank is not None:
+        return f.kv_bytes_per_token_mla(
+            arch.kv_layers, arch.kv_lora_rank, arch.qk_rope_head_dim or 0, kv_bytes
+        )
+    return f.kv_bytes_per_token_gqa(arch.kv_layers, arch.kv_heads, arch.head_dim, kv_bytes)
+
+
+def weight_split(arch: Model, bytes_per_weight: float) -> tuple[float, float, float]:
+    """(dense bytes, routed-expert bytes, k/E); shared experts count as dense."""
+    if not arch.is_moe:
+        return arch.total_params * bytes_per_weight, 0.0, 1.0
+    k_over_e = arch.experts_per_token / arch.experts
+    routed = f.minimum(
+        f.routed_expert_params(arch.total_params, arch.active_params, k_over_e), arch.total_params
+    )
+    return (arch.total_params - routed) * bytes_per_weight, routed * bytes_per_weight, k_over_e

@@ -1,0 +1,443 @@
+"""``estimate_serving`` and ``estimate_serving_curve``: the deployment search, then its answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.catalog.schema import PRECISIONS
+from ipd_cli.engine import formulas as f
+from ipd_cli.engine.results import ServeCurveResult, ServeResult, Serving
+from ipd_cli.engine.search import best, pareto_front
+from ipd_cli.errors import InfeasibleError, InputError
+
+from . import physics
+from .context import CLI, Ctx, context, precisions, request_shape, speculative_speedup
+from .grid import FAMILIES, Grid, Pins, evaluate, instance_sizes, parse_layout, pins_mask
+from .point import configuration, serving
+
+INSTANCE_CHOICES = ("best", "smallest")
+SEARCH = "deployment search"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the caller asked for besides the pins: precisions, request shape, speculation, pricing."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    precision: str | None = None
+    kv_precision: str | None = None
+    speculative: float | None = None
+    pricing: str = "rental"
+
+
+def pins_of(
+    *,
+    instance_gpus: int | None = None,
+    layout: str | None = None,
+    attention_tp: int | None = None,
+    disaggregated: bool | None = None,
+    eplb: bool | None = None,
+    concurrency: int | None = None,
+    prefill_layout: str | None = None,
+    prefill_instances: int | None = None,
+    decode_instances: int | None = None,
+) -> Pins:
+    for name, v in (
+        ("concurrency", concurrency),
+        ("prefill_instances", prefill_instances),
+        ("decode_instances", decode_instances),
+    ):
+        if v is not None and v < 1:
+            raise InputError(f"`{name}` must be >= 1, got {v}")
+    pools = (prefill_layout, prefill_instances, decode_instances)
+    if disaggregated is False and any(v is not None for v in pools):
+        raise InputError("prefill and decode pools are pinned: that is a disaggregated deployment")
+    if any(v is not None for v in pools):
+        disaggregated = True
+    parse_layout(prefill_layout)  # checked here, applied when choosing the prefill instance
+    parsed = parse_layout(layout)
+    if parsed.get("family") == "dep" and attention_tp is None:
+        attention_tp = 1  # 'dep8' is pure DEP; attention TP groups inside DEP are pinned with attention_tp
+    return Pins(
+        instance_gpus=instance_gpus,
+        attention_tp=attention_tp,
+        disaggregated=disaggregated,
+        eplb=eplb,
+        concurrency=concurrency,
+        prefill_layout=prefill_layout,
+        prefill_instances=prefill_instances,
+        decode_instances=decode_instances,
+        **parsed,
+    )
+
+
+def search(ctx: Ctx, shape: Shape, pins: Pins, instance: str = "best", target: float | None = None) -> Grid:
+    """Read the physics, check the pins, evaluate the whole space (with the largest batch that meets
+    ``target`` tokens/s per user, when given)."""
+    if instance not in INSTANCE_CHOICES:
+        raise InputError(f"unknown `instance` '{instance}'; choose one of {', '.join(INSTANCE_CHOICES)}")
+    weights, kvs = precisions(ctx, shape.precision, shape.kv_precision)
+    isl, osl = request_shape(ctx, shape.input_tokens, shape.output_tokens)
+    spec = speculative_speedup(ctx, shape.speculative)
+    ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing)
+    _check_pins(ctx, pins)
+    g = evaluate(ph, pins, target)
+    if instance == "smallest" and pins.instance_gpus is None:
+        g = evaluate(ph, replace(pins, instance_gpus=_smallest(ctx, g)), target)
+    return g
+
+
+def _check_pins(ctx: Ctx, pins: Pins) -> None:
+    domain = ctx.system.scale_up_domain
+    gpus = pins.instance_gpus
+    if gpus is not None and (gpus < 1 or (gpus > domain and gpus % domain)):
+        raise InputError(
+            f"instance of {gpus} GPUs: give 1-{domain} GPUs (one scale-up domain) "
+            f"or a multiple of {domain} (whole domains over the scale-out network)"
+        )
+    if pins.family in ("tep", "dep") and not ctx.model.is_moe:
+        raise InputError(
+            f"{ctx.mname} is dense: its layouts are tensor parallel (`layout` tp), not {pins.family}"
+        )
+    for name in ("stage_gpus", "pipeline_stages", "attention_tp"):
+        value = getattr(pins, name)
+        if value is not None and value < 1:
+            raise InputError(f"`{'layout' if name != 'attention_tp' else name}` needs whole numbers >= 1")
+
+
+def _smallest(ctx: Ctx, g: Grid) -> int:
+    import numpy as np
+
+    fits = g.space.feasible
+    if not fits.any():
+        raise _infeasible(ctx, g, Pins())
+    return int(np.min(g.lay["g"][g.rows["layout"][fits]]))
+
+
+# --- choosing ----------------------------------------------------------------------------------
+
+
+def choose(g: Grid, target: float | None) -> tuple[int, bool | None]:
+    """The row with the most tokens/s per GPU (cheapest: one price per system), among those meeting
+    ``target`` tokens/s per user; when none does, the fastest row and False."""
+    r, ok = g.rows, g.feasible
+    tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
+    if target is None:
+        return int(best(tps, ok, usr, -gpus)), None
+    meets = ok & (usr >= target)
+    if meets.any():
+        return int(best(tps, meets, usr, -gpus)), True
+    return int(best(usr, ok, tps, -gpus)), False
+
+
+def frontier(g: Grid) -> list[int]:
+    """Indices of the Pareto frontier (tokens/s per user ascending)."""
+    r = g.rows
+    return [int(i) for i in pareto_front(r["tokens_per_s_per_user"], r["tokens_per_s_per_gpu"], g.feasible)]
+
+
+# --- infeasible pins and requests --------------------------------------------------------------
+
+
+def _pin_text(pins: Pins) -> str:
+    given = pins.given()
+    layout = "".join(
+        [given.pop("family", ""), str(given.pop("stage_gpus", "")), f"pp{given.pop('pipeline_stages', 1)}"]
+    ).removesuffix("pp1")
+    parts = ([f"`layout` {layout}"] if layout else []) + [f"`{k}` {v}" for k, v in given.items()]
+    return ", ".join(parts)
+
+
+def _structural(ctx: Ctx, g: Grid, pins: Pins) -> InputError | None:
+    """No configuration of this model has the pinned values at all: name the values it has."""
+    import numpy as np
+
+    r, lay = g.rows, g.lay
+    li = r["layout"]
+    cols = {"instance_gpus": lay["g"][li], "stage_gpus": lay["s"][li], "pipeline_stages": lay["pp"][li]}
+    cols |= {"attention_tp": lay["t"][li], "family": lay["fam"][li], "eplb": lay["eplb"][li]}
+    cols["disaggregated"] = r["disagg"]
+    ok = np.ones(len(li), dtype=bool)
+    for key, value in pins.given().items():
+        if key not in cols:  # batch and pool pins are not layout columns
+            continue
+        col = cols[key]
+        want = FAMILIES[value] if key == "family" else int(value)
+        if not (ok & (col == want)).any():
+            have = sorted({int(v) for v in col[ok]})
+            shown = [n for n, c in FAMILIES.items() if c in have] if key == "family" else have
+            what = {
+                "family": f"the `layout` family {value}",
+                "stage_gpus": f"{value} GPUs per pipeline stage (`layout`)",
+                "pipeline_stages": f"{value} pipeline stages (`layout`; stages run across scale-up domains)",
+            }.get(key, f"`{key}` {value}")
+            return InputError(
+                f"no {ctx.mname} configuration on {ctx.name} has {what} with the other pins; "
+                f"choose one of {', '.join(map(str, shown))}"
+            )
+        ok &= col == want
+    return None
+
+
+def _nearest(g: Grid, pins: Pins) -> int | None:
+    """The feasible configuration that keeps the most pins, then the nearest instance size, then
+    the most tokens/s per GPU."""
+    import numpy as np
+
+    fits = g.space.feasible
+    if not fits.any():
+        return None
+    kept = np.zeros(len(fits))
+    for key, value in pins.given().items():
+        kept += pins_mask(g.lay, g.rows, replace(Pins(), **{key: value}))
+    gpus = g.lay["g"][g.rows["layout"]]
+    want = pins.instance_gpus or (pins.stage_gpus or 0) * (pins.pipeline_stages or 1)
+    near = -np.abs(np.log2(gpus / want)) if want else np.zeros(len(fits))
+    return int(best(kept, fits, near, g.rows["tokens_per_s_per_gpu"]))
+
+
+def _reason(g: Grid, pins: Pins) -> str:
+    """The most common first failure among the pinned rows."""
+    import numpy as np
+
+    first = g.space.first_failure()[g.pinned]
+    codes, counts = np.unique(first[first >= 0], return_counts=True)
+    return g.space.checks[int(codes[np.argmax(counts)])][0] if len(codes) else "infeasible"
+
+
+def _infeasible(ctx: Ctx, g: Grid, pins: Pins) -> Exception:
+    """Why nothing runs: a pin no configuration has (InputError), a batch that does not fit, a pin
+    that only infeasible configurations have (with the nearest feasible one), or weights too big."""
+    import numpy as np
+
+    structural = _structural(ctx, g, pins)
+    if structural is not None:
+        return structural
+    ph, li = g.ph, g.rows["layout"]
+    fits = (g.x["free_gpu"] > 0)[li]
+    if not fits.any():
+        return _does_not_fit(ctx, g)
+    reason = _reason(g, pins)
+    if pins.concurrency is not None and reason.startswith("the batch"):
+        most = int(np.max((g.x["rank_max"] * g.x["d"])[li[g.pinned & fits]], initial=0))
+        return InfeasibleError(
+            f"`concurrency` {pins.concurrency} does not fit: {ph.model} on {ctx.name} holds at most "
+            f"{most} requests of {ph.context_peak} tokens per instance with these pins (KV capacity, "
+            f"engine batch cap per rank); use `concurrency` {most} or a larger instance"
+        )
+    near = _nearest(g, pins)
+    nearest = ""
+    if near is not None:
+        gpus = int(g.lay["g"][li[near]])
+        nearest = f"; the nearest feasible configuration is {configuration(g, near)} on {gpus} GPUs"
+    return InfeasibleError(
+        f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: {reason}"
+        f"{_smallest_text(g, pins)}{nearest}"
+    )
+
+
+def _smallest_text(g: Grid, pins: Pins) -> str:
+    import numpy as np
+
+    fits = g.space.feasible
+    if pins.instance_gpus is None or not fits.any():
+        return ""
+    return f"; the smallest instance that fits is {int(np.min(g.lay['g'][g.rows['layout'][fits]]))} GPUs"
+
+
+def _does_not_fit(ctx: Ctx, g: Grid) -> InfeasibleError:
+    ph = g.ph
+    largest = max(instance_sizes(ph))
+    need = (ph.dense_bytes + ph.expert_bytes) / f.GIGA
+    held = largest * ph.hbm_bytes / f.GIGA
+    return InfeasibleError(
+        f"{ph.model} at {ph.precision} needs {need:,.0f} GB of weights plus KV on {ctx.name}; the largest "
+        f"instance tried ({largest} GPUs) holds {held:,.0f} GB usable; {_narrower_hint(ctx, g)}"
+    )
+
+
+def _narrower_hint(ctx: Ctx, g: Grid) -> str:
+    """The nearest feasible option: a narrower precision the GPU supports, and its instance size."""
+    import numpy as np
+
+    ph = g.ph
+    for p in PRECISIONS[: PRECISIONS.index(ph.precision)][::-1]:
+        if ctx.acc.dense_tflops(p) is None:
+            continue
+        quiet = replace(ctx, trace=ctx.trace.quiet())
+        narrow = evaluate(
+            physics.read(quiet, p, list(ph.kv_precisions), ph.isl, ph.osl, 1.0, "rental"), Pins()
+        )
+        fits = narrow.space.feasible
+        if fits.any():
+            return f"`precision` {p} fits on {int(np.min(narrow.lay['g'][narrow.rows['layout'][fits]]))} GPUs"
+    return "use a system with more HBM per GPU or a smaller model"
+
+
+# --- results -----------------------------------------------------------------------------------
+
+
+def _record(ctx: Ctx, g: Grid, i: int, why: str) -> None:
+    feasible = int(g.feasible.sum())
+    note = f"chosen by the deployment search among {len(g):,} configurations ({feasible:,} feasible): {why}"
+    ctx.trace.given("serving configuration", configuration(g, i), "", SEARCH, note=note)
+
+
+def _traffic(point: Serving, requests_per_s: float | None, per_day: float | None) -> Serving:
+    if requests_per_s is not None and per_day is not None:
+        raise InputError("give at most one of `requests_per_s` or `output_tokens_per_day`")
+    if per_day is not None:
+        if per_day <= 0:
+            raise InputError(f"`output_tokens_per_day` must be > 0, got {per_day}")
+        requests_per_s = per_day / f.SECONDS_PER_DAY / point.output_tokens
+    elif requests_per_s is None:
+        return point
+    if requests_per_s <= 0:
+        raise InputError(f"`requests_per_s` must be > 0, got {requests_per_s}")
+    per_unit = point.tokens_per_s_per_gpu * point.deployment_gpus
+    units = int(f.ceil(requests_per_s * point.output_tokens / per_unit))
+    return point.model_copy(
+        update={
+            "gpus_for_traffic": int(f.ceil(units * point.deployment_gpus)),
+            "instances_for_traffic": units,
+            "traffic_requests_per_s": requests_per_s,
+        }
+    )
+
+
+def estimate_serving(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    *,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+    concurrency: int | None = None,
+    tokens_per_user_s: float | None = None,
+    instance_gpus: int | None = None,
+    attention_tp: int | None = None,
+    layout: str | None = None,
+    disaggregated: bool | None = None,
+    eplb: bool | None = None,
+    prefill_layout: str | None = None,
+    prefill_instances: int | None = None,
+    decode_instances: int | None = None,
+    instance: str = "best",
+    speculative: float | None = None,
+    requests_per_s: float | None = None,
+    output_tokens_per_day: float | None = None,
+    pricing: str = "rental",
+    origin: str = CLI,
+) -> ServeResult:
+    """Serve ``model`` on ``hardware`` the way a competent operator would: the deployment search.
+
+    The search spans instance sizes (1 GPU to ``serving.max_instance_domains`` scale-up domains),
+    layouts (``tp``, ``tep``, ``dep``, pipeline stages across domains), EPLB, KV precision, batch
+    per scheduler rank, and aggregated vs disaggregated prefill/decode. With
+    ``tokens_per_user_s`` it returns the configuration with the most tokens/s per GPU (the
+    cheapest) among those that meet it (``target_met`` false and the fastest one when none does);
+    with ``concurrency`` (sequences per instance) the best configuration at that batch; with
+    neither, maximum throughput. ``instance_gpus``, ``layout`` (``tp4``, ``dep8``, ``tp8pp4``),
+    ``attention_tp``, ``disaggregated`` and ``eplb`` pin parts of the space (``prefill_layout``,
+    ``prefill_instances`` and ``decode_instances`` pin a disaggregated deployment's pools as
+    deployed; mismatched pools run at the slower pool's rate); ``instance`` is kept
+    for compatibility: "best" is the search, "smallest" pins the smallest size that fits. A
+    traffic level (``requests_per_s`` or ``output_tokens_per_day``) adds the GPUs it needs.
+    """
+    if concurrency is not None and tokens_per_user_s is not None:
+        raise InputError("give at most one of `concurrency` or `tokens_per_user_s`")
+    if tokens_per_user_s is not None and tokens_per_user_s <= 0:
+        raise InputError(f"`tokens_per_user_s` must be > 0, got {tokens_per_user_s}")
+    ctx = context(cat, hardware, model, origin)
+    pins = pins_of(
+        instance_gpus=instance_gpus,
+        layout=layout,
+        attention_tp=attention_tp,
+        disaggregated=disaggregated,
+        eplb=eplb,
+        concurrency=concurrency,
+        prefill_layout=prefill_layout,
+        prefill_instances=prefill_instances,
+        decode_instances=decode_instances,
+    )
+    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing)
+    g = search(ctx, shape, pins, instance, tokens_per_user_s)
+    if not g.feasible.any():
+        raise _infeasible(ctx, g, pins)
+    i, met = choose(g, tokens_per_user_s)
+    extra: dict[str, Any] = {}
+    if concurrency is not None:
+        ctx.trace.given("concurrency", concurrency, "sequences per instance", ctx.origin)
+        op, why = "concurrency", f"the most tokens/s per GPU at {concurrency} sequences per instance"
+    elif tokens_per_user_s is not None:
+        ctx.trace.given("target speed per user", tokens_per_user_s, "tokens/s", ctx.origin)
+        extra = {"target_tokens_per_s_per_user": tokens_per_user_s, "target_met": met}
+        op = "target"
+        why = (
+            "the most tokens/s per GPU that meets the target"
+            if met
+            else "no configuration meets the target: the fastest"
+        )
+    else:
+        op, why = "max-throughput", "the most tokens/s per GPU"
+    _record(ctx, g, i, why)
+    point = _traffic(serving(g, i, op, **extra), requests_per_s, output_tokens_per_day)
+    return ServeResult(
+        hardware=ctx.name, description=ctx.system.description, serving=point, assumptions=ctx.trace.items
+    )
+
+
+def estimate_serving_curve(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    *,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+    instance_gpus: int | None = None,
+    attention_tp: int | None = None,
+    layout: str | None = None,
+    disaggregated: bool | None = None,
+    eplb: bool | None = None,
+    instance: str = "best",
+    speculative: float | None = None,
+    pricing: str = "rental",
+    origin: str = CLI,
+) -> ServeCurveResult:
+    """The Pareto frontier of output tokens/s per GPU against tokens/s per user over every
+    configuration of the deployment search (pins narrow it as in :func:`estimate_serving`)."""
+    ctx = context(cat, hardware, model, origin)
+    pins = pins_of(
+        instance_gpus=instance_gpus,
+        layout=layout,
+        attention_tp=attention_tp,
+        disaggregated=disaggregated,
+        eplb=eplb,
+    )
+    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing)
+    g = search(ctx, shape, pins, instance)
+    if not g.feasible.any():
+        raise _infeasible(ctx, g, pins)
+    front = frontier(g)
+    top = max(front, key=lambda i: g.rows["tokens_per_s_per_gpu"][i])
+    _record(ctx, g, top, "the maximum-throughput end of the frontier")
+    points = [serving(g, i, "frontier") for i in front]
+    peak = next(p for p, i in zip(points, front, strict=True) if i == top)
+    return ServeCurveResult(
+        hardware=ctx.name,
+        description=ctx.system.description,
+        model=ctx.mname,
+        precision=g.ph.precision,
+        instance_gpus=peak.instance_gpus,
+        max_concurrency=peak.max_concurrency,
+        configurations_searched=len(g),
+        serving=points,
+        assumptions=ctx.trace.items,
+    )

@@ -1,0 +1,333 @@
+"""The deployment space as numpy columns, its feasibility masks, pins, and the evaluated grid.
+
+Space, per system, model, weight precision and request shape:
+
+* instance GPUs ``g``: the catalog's sizes inside one scale-up domain, then whole domains
+  (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``); an instance that does not
+  tile its domain pays for the GPUs it strands;
+* pipeline stages ``pp`` (only across domains; each stage a valid size that tiles the domains);
+* layout family per stage of ``s = g / pp`` GPUs: ``tp`` (attention and experts tensor
+  parallel), ``tep`` (attention TP, experts EP over the same GPUs), ``dep`` (attention data
+  parallel in groups of ``t`` GPUs, experts EP over all ``s``); MoE only for tep/dep;
+* EPLB on or off where experts are spread (EP > 1); KV precision;
+* batch: sequences per scheduler rank on a ladder up to the engine cap, plus each layout's
+  KV-capacity limit;
+* aggregated, or disaggregated with a prefill pool sized to the decode pool.
+
+Pins (``instance_gpus``, ``layout``, ``attention_tp``, ``disaggregated``, ``concurrency`` ...)
+are masks on these columns; the evaluation is the same with or without them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ipd_cli.engine.search import Space, product, take
+from ipd_cli.errors import InputError
+
+from .evaluate import DEP, TEP, TP, aggregated, disaggregated, layout_terms, step_terms
+from .physics import Physics
+
+FAMILIES = {"tp": TP, "tep": TEP, "dep": DEP}
+FAMILY_NAMES = {v: k for k, v in FAMILIES.items()}
+LAYOUT_RE = re.compile(r"^(tp|tep|dep)?(\d+)?(?:pp(\d+))?$")
+# per-rank batch ladder: about sqrt(2) apart, 1 .. 4096 (the engine cap bounds it)
+BATCH_LADDER = (
+    1,
+    2,
+    3,
+    4,
+    6,
+    8,
+    12,
+    16,
+    24,
+    32,
+    48,
+    64,
+    96,
+    128,
+    192,
+    256,
+    384,
+    512,
+    768,
+    1024,
+    1536,
+    2048,
+    3072,
+    4096,
+)
+
+
+@dataclass(frozen=True)
+class Pins:
+    """Parts of the space fixed by the caller (None: searched)."""
+
+    instance_gpus: int | None = None
+    family: str | None = None
+    stage_gpus: int | None = None
+    pipeline_stages: int | None = None
+    attention_tp: int | None = None
+    eplb: bool | None = None
+    disaggregated: bool | None = None
+    concurrency: int | None = None
+    prefill_layout: str | None = None  # 'tep4', 'dep2' ...: the prefill instances (disaggregated)
+    prefill_instances: int | None = None  # xPyD pools as deployed (rates may then not match)
+    decode_instances: int | None = None
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def parse_layout(text: str | None) -> dict[str, Any]:
+    """``tp``, ``dep8``, ``tep16``, ``tp8pp4``, ``pp4`` -> family, GPUs per stage, stages."""
+    if text is None:
+        return {}
+    m = LAYOUT_RE.match(text.strip().lower())
+    if not m or not any(m.groups()):
+        raise InputError(
+            f"unknown `layout` '{text}'; write a family (tp, tep, dep), optionally GPUs per stage and "
+            "pipeline stages: tp4, dep8, tep16, tp8pp4, pp4"
+        )
+    fam, gpus, stages = m.groups()
+    if stages is None and (fam or gpus):
+        stages = "1"  # 'tp4' is four GPUs, one stage; 'pp4' alone pins only the stages
+    return {
+        "family": fam,
+        "stage_gpus": int(gpus) if gpus else None,
+        "pipeline_stages": int(stages) if stages else None,
+    }
+
+
+def _smooth(limit: int) -> list[int]:
+    """2^a 3^b for 1 <= n <= limit: a geometric ladder that keeps 3, 6, 9, 12, 18, 24 ..."""
+    out, a = [], 1
+    while a <= limit:
+        b = a
+        while b <= limit:
+            out.append(b)
+            b *= 3
+        a *= 2
+    return sorted(out)
+
+
+def instance_sizes(ph: Physics, extra: int | None = None) -> list[int]:
+    """The catalog's sizes inside one domain, the domain, whole domains on a geometric ladder, and a
+    size the caller pinned."""
+    inside = [g for g in ph.instance_sizes if g < ph.domain] + [ph.domain]
+    sizes = inside + [k * ph.domain for k in _smooth(ph.max_domains) if k > 1]
+    return sorted({*sizes, *([extra] if extra else [])})
+
+
+def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
+    """Every layout the model can run in on this system (definitions applied, not feasibility)."""
+    import numpy as np
+
+    pins = pins or Pins()
+    sizes = np.array(instance_sizes(ph, pins.instance_gpus))
+    if pins.stage_gpus:
+        sizes = np.union1d(sizes, [pins.stage_gpus * (pins.pipeline_stages or 1)])
+    # pipeline stages beyond the layers and attention TP beyond the heads never run: not enumerated
+    stages = set(_smooth(ph.layers)) | ({pins.pipeline_stages} if pins.pipeline_stages else set())
+    cols = product(
+        g=sizes,
+        pp=np.array(sorted(stages)),
+        tcode=np.arange(-1, ph.heads.bit_length()),
+        fam=np.array([TP, TEP, DEP] if ph.moe else [TP]),
+        eplb=np.array([0, 1] if ph.moe else [0]),
+        kv=np.arange(len(ph.kv_precisions)),
+    )
+    cols = take(cols, (cols["g"] % cols["pp"] == 0))
+    g, pp = cols["g"], cols["pp"]
+    s = g // pp
+    t = np.where(cols["tcode"] < 0, s, 2 ** np.maximum(cols["tcode"], 0))
+    pow2 = (s & (s - 1)) == 0
+    # pipeline stages run across domains, and each stage's TP/EP group stays whole: stages tile the
+    # scale-up domains (a 32-GPU stage would straddle two 72-GPU racks)
+    tiles = (ph.domain % s == 0) | (s % ph.domain == 0)
+    stage_ok = (np.isin(s, sizes) | (s == (pins.stage_gpus or 0))) & (
+        (pp == 1) | ((g > ph.domain) & (g % pp == 0) & tiles)
+    )
+    t_ok = (s % t == 0) & ~((cols["tcode"] < 0) & pow2)  # t = s once
+    e = np.where(cols["fam"] == TP, 1, s)
+    fam_ok = np.where(
+        cols["fam"] == TP, t == s, np.where(cols["fam"] == TEP, (t == s) & (s > 1), (t < s) & (pp == 1))
+    )
+    keep = stage_ok & t_ok & fam_ok & ((cols["eplb"] == 0) | (e > 1)) & (g % pp == 0)
+    out = take({**cols, "s": s, "t": t, "e": e}, keep)
+    out.pop("tcode")
+    return out
+
+
+def _batches(ph: Physics, lay: dict, x: dict, pins: Pins, target: float | None):
+    """Per layout, the batch ladder (sequences per scheduler rank, times the ranks), the
+    KV-capacity limit and, at a target speed per user, the largest batch that meets it
+    (aggregated and disaggregated); a pinned concurrency replaces them all."""
+    import numpy as np
+
+    d, cap = x["d"], np.maximum(x["rank_max"], 1.0)
+    if pins.concurrency is not None:
+        return np.full((len(d), 1), float(pins.concurrency))
+    ladder = np.array([b for b in BATCH_LADDER if b <= ph.max_batch_per_rank], dtype=float)
+    cols = [np.broadcast_to(ladder, (len(d), len(ladder))) * d[:, None], (cap * d)[:, None]]
+    if target is not None:
+        cols += [_batch_for_target(ph, lay, x, target, prefill)[:, None] for prefill in (True, False)]
+    return np.concatenate(cols, axis=1)
+
+
+def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float, prefill: bool):
+    """Per layout, the largest batch whose speed per user meets ``target`` (1 where none does):
+    a bisection over whole batches, vectorised over layouts. Speed per user falls with batch."""
+    import numpy as np
+
+    lo, hi = np.ones(len(x["d"])), np.maximum(x["rank_max"] * x["d"], 1.0)
+
+    def speed(batch):
+        step = step_terms(ph, lay, x, batch)["step_s"]
+        if prefill:  # aggregated: each request also waits for the prefills that take turns
+            return ph.osl / (batch * x["prefill_s"] + ph.osl * step / ph.speculative)
+        return ph.speculative / step
+
+    for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
+        mid = np.floor((lo + hi + 1) / 2)
+        ok = speed(mid) >= target
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
+    return lo
+
+
+@dataclass
+class Grid:
+    """The evaluated space: layout and row columns, masks, metrics."""
+
+    ph: Physics
+    lay: dict[str, Any]
+    x: dict[str, Any]
+    rows: dict[str, Any]  # layout index, batch, disagg flag, and every metric
+    space: Space
+    pinned: Any
+    prefill: dict[str, Any] = field(default_factory=dict)  # chosen prefill layout per KV precision
+
+    @property
+    def feasible(self):
+        return self.space.feasible & self.pinned
+
+    def __len__(self) -> int:
+        return len(self.space)
+
+
+def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
+    """Per KV precision, the prefill instance with the most requests/s per paid GPU (of the pinned
+    prefill layout, if any)."""
+    import numpy as np
+
+    ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1)
+    want = parse_layout(pins.prefill_layout)
+    if want.get("family"):
+        ok &= lay["fam"] == FAMILIES[want["family"]]
+    if want.get("stage_gpus"):
+        ok &= lay["s"] == want["stage_gpus"]
+    score = np.where(ok, 1.0 / (x["prefill_s"] * x["paid"]), -1.0)
+    best = np.full(len(ph.kv_precisions), -1)
+    for k in range(len(ph.kv_precisions)):  # one to three KV precisions
+        cand = np.where(lay["kv"] == k, score, -2.0)
+        best[k] = int(np.argmax(cand)) if cand.max() > 0 else -1
+    return {"index": best}
+
+
+def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
+    import numpy as np
+
+    space = Space({"row": r["layout"]})
+    li = r["layout"]
+    space.require(
+        f"tensor parallelism must divide the {ph.heads} attention heads", (ph.heads % lay["t"])[li] == 0
+    )
+    space.require(f"expert parallelism above the {ph.experts} experts", (lay["e"] <= ph.experts)[li])
+    space.require(f"more pipeline stages than the {ph.layers} layers", (lay["pp"] <= ph.layers)[li])
+    space.require("the weights do not fit in HBM", (x["free_gpu"] > 0)[li])
+    space.require("the KV cache cannot hold one full request", (x["rank_max"] >= 1)[li])
+    limit = (x["rank_max"] * x["d"])[li]
+    space.require(
+        "the batch exceeds the KV capacity or the engine's batch cap per rank", r["batch"] <= limit + 1e-9
+    )
+    space.require("no prefill instance fits (disaggregated)", r["prefill_ok"])
+    finite = np.isfinite(r["tokens_per_s_per_gpu"]) & np.isfinite(r["tokens_per_s_per_user"])
+    finite &= (r["tokens_per_s_per_gpu"] > 0) & (r["tokens_per_s_per_user"] > 0) & np.isfinite(r["step_s"])
+    space.require("a rate is not finite (an input is out of range)", finite)
+    return space
+
+
+def pins_mask(lay: dict, r: dict, pins: Pins):
+    import numpy as np
+
+    li = r["layout"]
+    ok = np.ones(len(li), dtype=bool)
+    for key, col in (
+        ("instance_gpus", "g"),
+        ("stage_gpus", "s"),
+        ("pipeline_stages", "pp"),
+        ("attention_tp", "t"),
+    ):
+        value = getattr(pins, key)
+        if value is not None:
+            ok &= lay[col][li] == value
+    if pins.family is not None:
+        ok &= lay["fam"][li] == FAMILIES[pins.family]
+    if pins.eplb is not None:
+        ok &= lay["eplb"][li] == int(pins.eplb)
+    if pins.disaggregated is not None:
+        ok &= r["disagg"] == int(pins.disaggregated)
+    return ok
+
+
+def evaluate(ph: Physics, pins: Pins, target: float | None = None) -> Grid:
+    """Enumerate, evaluate and mask the whole space (the pins only mask rows); with ``target``
+    tokens/s per user, each layout also gets the largest batch that meets it. Extreme inputs that
+    overflow a rate leave rows whose metrics are not finite: they are masked, never returned."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        return _evaluate(ph, pins, target)
+
+
+def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
+    import numpy as np
+
+    lay = layouts(ph, pins)
+    x = layout_terms(ph, lay)
+    batches = _batches(ph, lay, x, pins, target)
+    n_lay, n_b = batches.shape
+    li = np.repeat(np.arange(n_lay), n_b)
+    batch = batches.reshape(-1)
+    lay_r, x_r = take(lay, li), take(x, li)
+    step = step_terms(ph, lay_r, x_r, batch)
+    agg = aggregated(ph, x_r, batch, step["step_s"])
+    pf = _prefill_choice(ph, lay, x, pins)
+    pidx = pf["index"][lay_r["kv"]]
+    pf_ok = pidx >= 0
+    pf_rows = {"prefill_s": x["prefill_s"][np.maximum(pidx, 0)], "paid": x["paid"][np.maximum(pidx, 0)]}
+    dis = disaggregated(
+        ph, x_r, batch, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances
+    )
+    both = lambda a, b: np.concatenate([a, b])  # noqa: E731
+    rows = {k: both(step[k], step[k]) for k in step}
+    rows |= {k: both(agg[k] * np.ones_like(batch), dis[k] * np.ones_like(batch)) for k in agg}
+    rows |= {
+        "layout": both(li, li),
+        "batch": both(batch, batch),
+        "disagg": both(np.zeros_like(li), np.ones_like(li)),
+        "prefill_layout": both(np.full_like(li, -1), pidx),
+        "prefill_ok": both(np.ones_like(pf_ok), pf_ok),
+    }
+    space = _checks(ph, lay, x, rows)
+    return Grid(ph, lay, x, rows, space, pins_mask(lay, rows, pins), pf)
+
+
+def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:
+    """The decode step of layout ``li`` at any batch (a number or an array)."""
+    lay = {k: v[li] for k, v in g.lay.items()}
+    x = {k: v[li] for k, v in g.x.items()}
+    return step_terms(ph, lay, x, batch)

@@ -1,0 +1,142 @@
+"""One row of the evaluated grid as a :class:`Serving` result, with its configuration named."""
+
+from __future__ import annotations
+
+from ipd_cli.engine import formulas as f
+from ipd_cli.engine.results import Serving
+
+from .evaluate import DEP, TEP
+from .grid import Grid
+
+MS = 1e3
+
+
+def layout_name(g: Grid, li: int) -> str:
+    """'TP4', 'TEP8', 'DEP8', 'DEP16 (attention TP4)', 'TP8 PP4', with ' EPLB' where used."""
+    lay = g.lay
+    fam, s, t, pp = int(lay["fam"][li]), int(lay["s"][li]), int(lay["t"][li]), int(lay["pp"][li])
+    name = {DEP: "DEP", TEP: "TEP"}.get(fam, "TP") + str(s)
+    if fam == DEP and t > 1:
+        name += f" (attention TP{t})"
+    if pp > 1:
+        name += f" PP{pp}"
+    if lay["eplb"][li]:
+        name += " EPLB"
+    return name
+
+
+def configuration(g: Grid, i: int) -> str:
+    r = g.rows
+    li = int(r["layout"][i])
+    batch = f"batch {_per_rank(g, i)}"
+    if not r["disagg"][i]:
+        return f"{layout_name(g, li)} {batch}"
+    pre = layout_name(g, int(r["prefill_layout"][i]))
+    n_pre, n_dec = int(r["prefill_instances"][i]), int(r["decode_instances"][i])
+    return f"{n_pre} prefill x {pre} + {n_dec} decode x {layout_name(g, li)} {batch}"
+
+
+def _count(x: float) -> int | float:
+    """A GPU count: whole where it is whole (instances sharing a domain may strand a fraction)."""
+    return int(round(x)) if abs(x - round(x)) < 1e-9 else x
+
+
+def _per_rank(g: Grid, i: int) -> int:
+    li = int(g.rows["layout"][i])
+    return int(-(-float(g.rows["batch"][i]) // float(g.x["d"][li])))
+
+
+def _parallelism(fam: int, t: int, s: int) -> str:
+    if fam == DEP:
+        return "dep" if t == 1 else "tp-attention+ep"
+    return "tep" if fam == TEP else "tp"
+
+
+def _bottleneck(r: dict, i: int, ph) -> str:
+    decode = ph.osl * float(r["step_s"][i]) / ph.speculative
+    prefill = (
+        0.0 if r["disagg"][i] else float(r["prefill_share"][i]) / (1 - float(r["prefill_share"][i])) * decode
+    )
+    parts = {
+        "memory": float(r["memory_s"][i]),
+        "compute": float(r["compute_s"][i]),
+        "collectives": float(r["collective_s"][i]),
+        "overhead": float(r["overhead_s"][i]),
+    }
+    name = max(parts, key=parts.__getitem__)
+    return "prefill" if prefill > decode else name
+
+
+def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
+    """The result for row ``i`` of grid ``g``."""
+    ph, r, lay, x = g.ph, g.rows, g.lay, g.x
+    li = int(r["layout"][i])
+    fam, s, t = int(lay["fam"][li]), int(lay["s"][li]), int(lay["t"][li])
+    gpus, pp, batch = int(lay["g"][li]), int(lay["pp"][li]), int(round(float(r["batch"][i])))
+    per_gpu = float(r["tokens_per_s_per_gpu"][i])
+    per_user = float(r["tokens_per_s_per_user"][i])
+    total = per_gpu * ph.context_peak / ph.osl
+    dis = bool(r["disagg"][i])
+    n_dec, n_pre = int(r["decode_instances"][i]), int(r["prefill_instances"][i])
+    pre = int(r["prefill_layout"][i])
+    deploy = float(r["deployment_gpus"][i])
+    used = n_dec * gpus + (n_pre * int(lay["g"][pre]) if dis else 0)
+    step = float(r["step_s"][i])
+    return Serving(
+        tokens_per_s_per_gpu=per_gpu,
+        tokens_per_s_per_user=per_user,
+        ttft_s=float(r["ttft_s"][i]),
+        tpot_ms=MS / per_user,
+        usd_per_million_output_tokens=f.usd_per_million_tokens(ph.price, per_gpu),
+        usd_per_million_total_tokens=f.usd_per_million_tokens(ph.price, total),
+        tokens_per_s_per_mw=f.tokens_per_s_per_mw(per_gpu, ph.kw_per_gpu, ph.pue),
+        instance_gpus=gpus,
+        concurrency=batch,
+        model=ph.model,
+        parallelism=_parallelism(fam, t, s),
+        attention_tp=t,
+        precision=ph.precision,
+        kv_precision=ph.kv_precisions[int(lay["kv"][li])],
+        input_tokens=ph.isl,
+        output_tokens=ph.osl,
+        operating_point=operating_point,
+        max_concurrency=int(x["rank_max"][li] * x["d"][li]),
+        kv_bytes_per_token=float(x["kv_tok"][li]),
+        weight_gb_per_instance=float(x["weights_gpu"][li]) * gpus / f.GIGA,
+        decode_bound="memory" if r["memory_s"][i] >= r["compute_s"][i] else "compute",
+        step_time_ms=MS * step,
+        memory_time_ms=MS * float(r["memory_s"][i]),
+        compute_time_ms=MS * float(r["compute_s"][i]),
+        collective_time_ms=MS * float(r["collective_s"][i]),
+        overhead_ms=MS * float(r["overhead_s"][i]),
+        experts_touched_share=float(r["touched"][i]) if ph.moe else 1.0,
+        prefill_share=float(r["prefill_share"][i]),
+        total_tokens_per_s_per_gpu=total,
+        speculative_speedup=ph.speculative,
+        price_usd_per_gpu_hour=ph.price,
+        pricing=ph.pricing,
+        kw_per_gpu=ph.kw_per_gpu,
+        configuration=configuration(g, i),
+        layout={DEP: "dep", TEP: "tep"}.get(fam, "tp"),
+        tp=t,
+        ep=int(lay["e"][li]),
+        pp=pp,
+        attention_dp=int(x["d"][li]),
+        eplb=bool(lay["eplb"][li]),
+        batch_per_rank=_per_rank(g, i),
+        disaggregated=dis,
+        decode_instances=n_dec,
+        prefill_instances=n_pre,
+        prefill_instance_gpus=int(lay["g"][pre]) if dis else None,
+        prefill_configuration=layout_name(g, pre) if dis else None,
+        deployment_gpus=_count(deploy),
+        stranded_gpus=_count(deploy - used),
+        # Little's law: sequences in flight on average; D x concurrency unless a prefill-bound pool
+        # leaves the decode instances part-empty
+        deployment_concurrency=_count(per_gpu * deploy / per_user),
+        expert_imbalance=float(x["imb_ep"][li]),
+        attention_dp_imbalance=float(x["imb_dp"][li]),
+        bottleneck=_bottleneck(r, i, ph),
+        configurations_searched=len(g),
+        **extra,
+    )

@@ -1,0 +1,70 @@
+"""Laws the deployment search must obey whatever the catalog says (issue 11).
+
+More HBM capacity, more HBM bandwidth or more FLOP/s never lower the best tokens/s per GPU at
+any tokens/s per user target (the faster system can always run the slower one's configuration);
+H200 (same FLOP/s and links as H100, more and faster HBM) is never worse than H100; Little's
+law holds on every point of a frontier. A few good examples, not a sweep: the suite stays fast.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ipd_cli.engine.serving import estimate_serving, estimate_serving_curve
+from ipd_cli.errors import InfeasibleError
+
+CASES = [
+    ("h100-sxm", "llama-3.1-70b", "fp8"),
+    ("b200", "qwen3-235b-a22b", "fp4"),
+    ("gb200-nvl72", "deepseek-v3", "fp4"),
+]
+TARGETS = [None, 10.0, 30.0, 60.0]
+SHAPE = dict(input_tokens=1024, output_tokens=1024)
+
+
+def best(cat, hw, model, precision, target):
+    return estimate_serving(cat, hw, model, precision=precision, tokens_per_user_s=target, **SHAPE).serving
+
+
+def faster(cat, hw, field, factor):
+    acc = cat.system(hw).accelerator
+    value = getattr(cat.accelerators[acc], field).value
+    return cat.with_overrides([f"accelerators.{acc}.{field}={value * factor!r}"])
+
+
+@pytest.mark.parametrize(("hw", "model", "precision"), CASES)
+@pytest.mark.parametrize("field", ["hbm_gb", "hbm_tb_per_s", "flops"])
+def test_a_better_spec_never_lowers_the_best_answer(catalog, hw, model, precision, field):
+    fields = [f"{precision}_dense_tflops", "bf16_dense_tflops"] if field == "flops" else [field]
+    better = catalog
+    for name in fields:
+        better = faster(better, hw, name, 1.5)
+    for target in TARGETS:
+        slow, fast = best(catalog, hw, model, precision, target), best(better, hw, model, precision, target)
+        if slow.target_met is False:  # nothing meets it: the fastest configuration only gets faster
+            assert fast.tokens_per_s_per_user >= slow.tokens_per_s_per_user * (1 - 1e-9), target
+        else:
+            assert fast.target_met is not False, target
+            assert fast.tokens_per_s_per_gpu >= slow.tokens_per_s_per_gpu * (1 - 1e-9), (target, slow, fast)
+
+
+def test_h200_is_never_worse_than_h100_for_any_catalog_model(catalog):
+    compared = 0
+    for model in sorted(catalog.models):
+        try:
+            h100 = estimate_serving(catalog, "h100-sxm", model, **SHAPE)
+        except InfeasibleError:
+            continue  # cannot run on H100 at all; H200 may
+        h200 = estimate_serving(catalog, "h200", model, precision=h100.serving.precision, **SHAPE)
+        compared += 1
+        assert h200.serving.tokens_per_s_per_gpu >= h100.serving.tokens_per_s_per_gpu * (1 - 1e-9), model
+    assert compared == len(catalog.models)  # every catalog model runs on H100 (10T through pipeline stages)
+
+
+@pytest.mark.parametrize(("hw", "model"), [("vera-rubin", "kimi-k2"), ("h100-sxm", "gpt-oss-120b")])
+def test_littles_law_holds_on_every_frontier_point(catalog, hw, model):
+    for p in estimate_serving_curve(catalog, hw, model, **SHAPE).serving:
+        assert p.tokens_per_s_per_gpu * p.deployment_gpus == pytest.approx(
+            p.deployment_concurrency * p.tokens_per_s_per_user, rel=1e-9
+        )
+        assert p.deployment_gpus >= p.decode_instances * p.instance_gpus
