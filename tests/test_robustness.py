@@ -16,6 +16,7 @@ import copy
 import io
 import os
 import shutil
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -163,17 +164,17 @@ def test_wrong_type_names_field_and_value(tmp_path):
         tmp_path,
         {"m.yaml": {"models": {"llama-3.1-8b": model}}},
         2,
-        "layers: Input should be a valid integer",
+        "layers: Value error, must be a number, not text",
         "'many'",
     )
     bad = "economics:\n  pue: {value: high, source: uptime-2024}\n"
-    train_with(tmp_path, {"x.yaml": bad}, 2, "economics.pue.value", "valid number", "'high'")
+    train_with(tmp_path, {"x.yaml": bad}, 2, "economics.pue.value", "must be a number", "'high'")
     train_with(tmp_path, {"x.yaml": "economics: [1, 2]\n"}, 2, "economics: expected a mapping of fields")
     train_with(tmp_path, {"x.yaml": "- just\n- a list\n"}, 2, "expected a mapping of sections")
 
 
 def test_wrong_workload_type(tmp_path):
-    with_workload(tmp_path, workload_text(tokens="lots"), "tokens", "valid number", "'lots'")
+    with_workload(tmp_path, workload_text(tokens="lots"), "tokens", "must be a number", "'lots'")
     with_workload(tmp_path, "just a string\n", "expected a workload mapping")
 
 
@@ -503,13 +504,15 @@ def test_files_over_the_size_limit_are_refused(tmp_path, stdin):
     with_workload(tmp_path, big, "larger than 2,000,000 bytes", stdin=stdin)
 
 
-def test_devices_without_a_size_are_read_with_a_bound():
-    # /dev/zero reports size 0 and never ends: the read stops at the limit
+def test_devices_are_refused_at_once():
+    # /dev/zero reports size 0 and never ends: only regular files are read (stdin with -)
     if not Path("/dev/zero").exists():
         pytest.skip("no /dev/zero")
     start = time.perf_counter()
     r = run_cli("compare", "hopper", "--workload", "/dev/zero", "-f", "json")
-    clean_error(r, 2, "/dev/zero: larger than 2,000,000 bytes")
+    clean_error(
+        r, 2, "/dev/zero: is a character device, not a regular file; give a YAML file (or - for stdin)"
+    )
     assert time.perf_counter() - start < 5
 
 
@@ -557,10 +560,9 @@ def test_non_positive_gpu_counts(tmp_path, gpus, needle):
         ("economics.rental_label_preference.x=1", "a list; set it whole"),
         (
             "economics.pue=abc",
-            "economics.pue.value: Input should be a valid number, unable to parse string as a number"
-            " (got 'abc')",
+            "economics.pue.value: Value error, must be a number, not text (got 'abc')",
         ),
-        ("economics.pue=[1, 2]", "economics.pue.value: Input should be a valid number"),
+        ("economics.pue=[1, 2]", "economics.pue.value: Value error, must be a number, not a list"),
         ("economics.pue={a: 1}", "give a single value, not a mapping"),
         ("economics.pue=.nan", "must be a finite number"),
         ("systems.hopper.accelerators=-8", "accelerators: Input should be greater than 0"),
@@ -803,6 +805,7 @@ def test_rl_with_an_absurd_gpu_count_ends_in_bounded_time():
 def test_a_vanishing_task_success_rate_is_a_clean_error(tmp_path):
     body = builtin("workloads", "frontier-agentic")
     body["task_success"]["success_rate"]["value"] = 1e-300
+    body["task_success"]["success_rate"].pop("range", None)  # a value must lie within its range
     path = write(tmp_path / "w.yaml", yaml.safe_dump(body))
     clean_error(run_cli("compare", "vera-rubin", "--workload", str(path), "-f", "json"), 1)
 
@@ -854,3 +857,96 @@ def test_extreme_but_valid_catalog_values_end_cleanly_in_bounded_time(workload, 
     )
     if r.code:
         clean_error(r, r.code)
+
+
+# --- issue 14: numbers that are not numbers, values outside their range, special files ---------
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "needle"),
+    [
+        (["power_kw", "value"], True, "power_kw.value: Value error, must be a number, not true/false"),
+        (["power_kw", "value"], "12.5", "must be a number, not text (remove the quotes) (got '12.5')"),
+        (["power_kw", "value"], 1e-320, "must be 0 or at least 2.225e-308 in size"),
+        (["accelerators"], True, "accelerators: Value error, must be a number"),
+        (["power_kw", "range"], ["10", 20], "power_kw.range.0: Value error, must be a number, not text"),
+    ],
+)
+def test_catalog_numbers_must_be_numbers(tmp_path, path, value, needle):
+    # `power_kw: true` was read as 1.0 kW: energy 10x too low, silently
+    train_with(tmp_path, _system_with(path, value), 2, "systems.h100-sxm", needle)
+
+
+def test_yes_and_quoted_numbers_are_refused_in_workloads_and_set(tmp_path):
+    text = workload_text().replace("tokens: ", "tokens: yes\nx_old_tokens: ")
+    with_workload(tmp_path, text.replace("x_old_tokens: ", "# "), "tokens", "not true/false")
+    for item, needle in [
+        ("systems.vera-rubin.power_kw=true", "power_kw.value: Value error, must be a number, not true/false"),
+        ("systems.vera-rubin.power_kw=on", "not true/false"),
+        ('economics.pue="1.2"', "must be a number, not text (remove the quotes)"),
+        ("economics.pue=1e-320", "must be 0 or at least 2.225e-308 in size"),
+        ("workload.tokens=yes", "tokens: Value error, must be a number"),
+    ]:
+        r = run_cli("compare", "vera-rubin", "--workload", PRETRAIN, "--set", item, "-f", "json")
+        clean_error(r, 2, needle)
+
+
+def test_exponents_without_a_dot_are_numbers(tmp_path):
+    # YAML 1.1 reads 1e14 as text; it is the number it spells, as in YAML 1.2 and JSON
+    import re
+
+    text = re.sub(r"^tokens: .*$", "tokens: 1e14", workload_text(), flags=re.MULTILINE)
+    assert "\ntokens: 1e14\n" in text
+    path = write(tmp_path / "w.yaml", text)
+    r = run_cli("compare", "vera-rubin", "--workload", str(path), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert yamlio.read_yaml("x", text="[1e14, 2.5E-3, -1e+2, 1.0e7, 1e, e5]") == [
+        1e14,
+        0.0025,
+        -100.0,
+        1e7,
+        "1e",
+        "e5",
+    ]
+
+
+def test_duplicate_price_labels_are_refused(tmp_path):
+    system = builtin("systems", "h100-sxm")
+    first = copy.deepcopy(system["prices"][0])
+    second = copy.deepcopy(first)
+    second["usd_per_gpu_hour"]["value"] = first["usd_per_gpu_hour"]["value"] * 2
+    system["prices"] = [first, second]
+    files = {"s.yaml": {"systems": {"h100-sxm": system}}}
+    train_with(tmp_path, files, 2, "systems.h100-sxm", f"label {first['label']} given twice")
+
+
+def test_a_value_must_lie_within_its_range(tmp_path):
+    bad = "economics:\n  pue: {value: 1.2, source: uptime-2024, range: [1.3, 1.5]}\n"
+    train_with(tmp_path, {"x.yaml": bad}, 2, "economics.pue", "value 1.2 lies outside its range [1.3, 1.5]")
+
+
+def _ipd(*args: str, timeout: float = 30, **kw) -> subprocess.CompletedProcess:
+    """`ipd ARGS` in a subprocess: a hang fails the test instead of stopping the suite."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return subprocess.run(
+        [sys.executable, "-m", "ipd_cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**env, **kw.pop("env", {})},
+        **kw,
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_not_waited_for(tmp_path):
+    cat = catalog_dir(tmp_path, {})
+    os.mkfifo(cat / "pipe.yaml")
+    r = _ipd(*TRAIN, "--catalog", str(cat), "-f", "json")
+    assert r.returncode == 2, r.stderr
+    assert "pipe.yaml: is a FIFO (named pipe), not a regular file" in r.stderr
+    os.mkfifo(tmp_path / "scenario.yaml")
+    r = _ipd("compare", "hopper", "--scenario", str(tmp_path / "scenario.yaml"), "-f", "json")
+    assert r.returncode == 2, r.stderr
+    assert "scenario.yaml: is a FIFO (named pipe), not a regular file" in r.stderr
+    assert r.stderr.count("\n") == 1

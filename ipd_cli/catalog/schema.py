@@ -11,14 +11,44 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Any, Literal
+import sys
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 PRECISIONS = ("fp4", "fp8", "bf16")
 Precision = Literal["fp4", "fp8", "bf16"]
 Status = Literal["shipping", "announced", "roadmap"]
 PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
+
+
+def _number(v: object) -> object:
+    """A number as written: not a boolean (YAML reads yes/true/on as true, which is 1) nor a string
+    ("1.2"), and not a subnormal float (1e-320: below the smallest normal double, it has lost its
+    precision and is no real quantity)."""
+    if isinstance(v, bool):
+        raise ValueError("must be a number, not true/false (YAML reads yes, no, on, off as those)")
+    if isinstance(v, str):
+        raise ValueError(f"must be a number, not text{' (remove the quotes)' if _numeric(v) else ''}")
+    if not isinstance(v, int | float):
+        raise ValueError(f"must be a number, not a {type(v).__name__}")
+    if isinstance(v, float) and v != 0 and abs(v) < sys.float_info.min:
+        raise ValueError(f"must be 0 or at least {sys.float_info.min:.4g} in size (a normal number)")
+    return v
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# Every number field of the catalog and of workloads: strict about its type, lax only about
+# 80.0 for an integer 80 (a --vary value comes as a float).
+Num = Annotated[float, BeforeValidator(_number)]
+Int = Annotated[int, BeforeValidator(_number)]
 
 
 def unit(symbol: str, si: float = 1.0, **kw: Any) -> Any:
@@ -79,10 +109,10 @@ class Source(Strict):
 class Sourced(Strict):
     """A number from the world with its provenance."""
 
-    value: float
+    value: Num
     source: str = Field(description="id of an entry in a `sources:` block")
     estimate: bool = False
-    range: tuple[float, float] | None = Field(
+    range: tuple[Num, Num] | None = Field(
         default=None, description="low and high values where sources disagree"
     )
     note: str | None = None
@@ -100,6 +130,11 @@ class Sourced(Strict):
             lo, hi = self.range
             if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
                 raise ValueError(f"range must be [low, high] with low <= high, got {list(self.range)}")
+            if not lo <= self.value <= hi:
+                raise ValueError(
+                    f"value {self.value:g} lies outside its range {list(self.range)}; a range holds "
+                    "the values sources give, the catalog value among them"
+                )
         return self
 
 
@@ -136,8 +171,8 @@ class Accelerator(Strict):
 
 
 class HostCpu(Strict):
-    cores: int = unit("cores", gt=0)
-    threads: int | None = None
+    cores: Int = unit("cores", gt=0)
+    threads: Int | None = None
     relative_core_throughput: Sourced | None = unit(
         "ratio to a Grace core",
         default=None,
@@ -167,10 +202,10 @@ class Price(Strict):
 class System(Strict):
     description: str
     accelerator: str
-    accelerators: int = unit("GPUs", gt=0, description="accelerators in one node or rack")
-    scale_up_domain: int = unit("GPUs", gt=0, description="GPUs in one scale-up (NVLink/IF) domain")
+    accelerators: Int = unit("GPUs", gt=0, description="accelerators in one node or rack")
+    scale_up_domain: Int = unit("GPUs", gt=0, description="GPUs in one scale-up (NVLink/IF) domain")
     host_cpu: str
-    host_cpus: int = unit("CPUs", gt=0)
+    host_cpus: Int = unit("CPUs", gt=0)
     power_kw: Sourced = unit("kW", 1e3, description="node or rack power, all accelerators and hosts (SI: W)")
     capex_usd: Sourced = unit("USD", description="purchase price of the node or rack")
     prices: list[Price] = Field(min_length=1)
@@ -188,6 +223,10 @@ class System(Strict):
     @model_validator(mode="after")
     def _positive(self) -> System:
         _positive_sourced(self)
+        labels = [p.label for p in self.prices]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"prices: label {', '.join(twice)} given twice; keep one price per label")
         if self.scale_up_domain > self.accelerators and self.scale_up_domain % self.accelerators:
             raise ValueError("scale_up_domain must be a multiple of accelerators when it spans nodes")
         return self
@@ -195,23 +234,23 @@ class System(Strict):
 
 class Model(Strict):
     description: str
-    total_params: float = unit("parameters", gt=0)
-    active_params: float = unit("parameters", gt=0, description="parameters each token passes through")
-    layers: int = unit("layers", gt=0)
-    hidden_size: int = unit("values", gt=0)
-    attention_heads: int = unit("heads", gt=0)
-    head_dim: int = unit("values", gt=0)
-    kv_heads: int | None = Field(default=None, gt=0, description="GQA/MHA KV heads")
-    kv_lora_rank: int | None = Field(default=None, gt=0, description="MLA latent size")
-    qk_rope_head_dim: int | None = Field(default=None, ge=0, description="MLA decoupled RoPE key size")
-    experts: int = unit("experts", default=1, gt=0, description="routed experts per MoE layer (1 = dense)")
-    experts_per_token: int = unit("experts", default=1, gt=0)
-    shared_experts: int = unit("experts", default=0, ge=0)
-    attention_layers: int | None = Field(
+    total_params: Num = unit("parameters", gt=0)
+    active_params: Num = unit("parameters", gt=0, description="parameters each token passes through")
+    layers: Int = unit("layers", gt=0)
+    hidden_size: Int = unit("values", gt=0)
+    attention_heads: Int = unit("heads", gt=0)
+    head_dim: Int = unit("values", gt=0)
+    kv_heads: Int | None = Field(default=None, gt=0, description="GQA/MHA KV heads")
+    kv_lora_rank: Int | None = Field(default=None, gt=0, description="MLA latent size")
+    qk_rope_head_dim: Int | None = Field(default=None, ge=0, description="MLA decoupled RoPE key size")
+    experts: Int = unit("experts", default=1, gt=0, description="routed experts per MoE layer (1 = dense)")
+    experts_per_token: Int = unit("experts", default=1, gt=0)
+    shared_experts: Int = unit("experts", default=0, ge=0)
+    attention_layers: Int | None = Field(
         default=None, gt=0, description="layers that keep a KV cache growing with context (default: all)"
     )
-    vocab_size: int = unit("tokens", gt=0)
-    max_context: int = unit("tokens", gt=0)
+    vocab_size: Int = unit("tokens", gt=0)
+    max_context: Int = unit("tokens", gt=0)
     source: str
     estimate: bool = False
     aliases: list[str] = []
@@ -268,7 +307,7 @@ class MfuPoint(Strict):
     """A measured training MFU and the cluster size it was measured at."""
 
     mfu: Sourced = unit("fraction of dense peak")
-    measured_at_gpus: int = unit("GPUs", gt=0)
+    measured_at_gpus: Int = unit("GPUs", gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> MfuPoint:
@@ -314,11 +353,11 @@ class PretrainWorkload(Strict):
     kind: Literal["pretrain"] = "pretrain"
     description: str
     model: str
-    tokens: float = Field(gt=0)
-    deadline_days: float | None = Field(default=None, gt=0)
-    gpus: int | None = Field(default=None, gt=0)
+    tokens: Num = Field(gt=0)
+    deadline_days: Num | None = Field(default=None, gt=0)
+    gpus: Int | None = Field(default=None, gt=0)
     precision: Precision = "bf16"
-    sequence_length: int = Field(default=8192, gt=0)
+    sequence_length: Int = Field(default=8192, gt=0)
     source: str
     note: str | None = None
 
@@ -371,10 +410,10 @@ class ServingEfficiency(Strict):
     attention_min_precision: Precision = Field(
         description="attention math runs at the KV precision, never narrower than this"
     )
-    default_input_tokens: int = unit(
+    default_input_tokens: Int = unit(
         "tokens", gt=0, description="prompt tokens per request when none are given"
     )
-    default_output_tokens: int = unit(
+    default_output_tokens: Int = unit(
         "tokens", gt=0, description="generated tokens per request when none are given"
     )
     hbm_usable_fraction: Sourced = unit(
@@ -411,7 +450,7 @@ class ServingEfficiency(Strict):
     scale_out_link_efficiency: Sourced = unit(
         "fraction", description="achieved / line rate of the scale-out NIC"
     )
-    instance_gpus: list[int] = Field(
+    instance_gpus: list[Int] = Field(
         min_length=1, description="instance sizes tried inside a scale-up domain, smallest first"
     )
     max_instance_domains: Sourced = unit(
@@ -468,34 +507,32 @@ class RlWorkload(Strict):
     kind: Literal["rl"] = "rl"
     description: str
     model: str
-    prompts_per_step: int = Field(gt=0)
-    group_size: int = Field(gt=0, description="samples per prompt")
-    keep_fraction: float = Field(
-        default=1.0, gt=0, le=1, description="share of rollouts kept after filtering"
-    )
-    prompt_tokens: int = Field(gt=0)
-    observation_tokens: int = Field(default=0, ge=0, description="tool output tokens appended per trajectory")
-    mean_response_tokens: float = Field(gt=0, description="generated tokens per trajectory, mean")
-    max_response_tokens: int = Field(gt=0, description="the longest trajectory of a step")
-    turns: float = Field(default=1, ge=1, description="agent turns per trajectory, mean")
-    max_turns: int = Field(default=1, ge=1)
-    tool_latency_s: float = Field(default=0, ge=0, description="wall time per tool call")
-    sandbox_boot_s: float = Field(default=0, ge=0)
-    verify_s: float = Field(default=0, ge=0, description="final test/verification on one reference core")
-    sandbox_cores: float = Field(default=0, ge=0, description="CPU cores held by one live sandbox")
-    logprob_passes: int = Field(default=1, ge=0, description="extra forward passes: old policy, reference")
-    ppo_epochs: int = Field(default=1, ge=1)
+    prompts_per_step: Int = Field(gt=0)
+    group_size: Int = Field(gt=0, description="samples per prompt")
+    keep_fraction: Num = Field(default=1.0, gt=0, le=1, description="share of rollouts kept after filtering")
+    prompt_tokens: Int = Field(gt=0)
+    observation_tokens: Int = Field(default=0, ge=0, description="tool output tokens appended per trajectory")
+    mean_response_tokens: Num = Field(gt=0, description="generated tokens per trajectory, mean")
+    max_response_tokens: Int = Field(gt=0, description="the longest trajectory of a step")
+    turns: Num = Field(default=1, ge=1, description="agent turns per trajectory, mean")
+    max_turns: Int = Field(default=1, ge=1)
+    tool_latency_s: Num = Field(default=0, ge=0, description="wall time per tool call")
+    sandbox_boot_s: Num = Field(default=0, ge=0)
+    verify_s: Num = Field(default=0, ge=0, description="final test/verification on one reference core")
+    sandbox_cores: Num = Field(default=0, ge=0, description="CPU cores held by one live sandbox")
+    logprob_passes: Int = Field(default=1, ge=0, description="extra forward passes: old policy, reference")
+    ppo_epochs: Int = Field(default=1, ge=1)
     inference_precision: Precision = "fp8"
     training_precision: Precision = "bf16"
     sync_precision: Precision = "bf16"
     mode: RlMode = "colocated"
-    staleness_bound: int = Field(default=1, ge=0, description="async: max policy versions behind")
-    speculative: float = Field(default=1.0, ge=1)
-    gpus: int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
-    gen_gpus: int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
-    train_gpus: int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")
-    steps_per_refresh: int = Field(default=100, gt=0)
-    refreshes_per_year: float = Field(default=12, gt=0)
+    staleness_bound: Int = Field(default=1, ge=0, description="async: max policy versions behind")
+    speculative: Num = Field(default=1.0, ge=1)
+    gpus: Int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
+    gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
+    train_gpus: Int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")
+    steps_per_refresh: Int = Field(default=100, gt=0)
+    refreshes_per_year: Num = Field(default=12, gt=0)
     source: str
     note: str | None = None
 
@@ -568,9 +605,9 @@ class ScenarioPretraining(Strict):
 
     workload: str | None = Field(default=None, description="a pretrain workload computed on each system")
     open_weights: bool = False
-    cost_usd: float | None = Field(default=None, ge=0, description="a given pre-training cost instead")
-    amortisation_years: float = Field(default=2.0, gt=0, description="years over which the model earns")
-    deployments: float = Field(default=1.0, gt=0, description="deployments sharing the pre-training cost")
+    cost_usd: Num | None = Field(default=None, ge=0, description="a given pre-training cost instead")
+    amortisation_years: Num = Field(default=2.0, gt=0, description="years over which the model earns")
+    deployments: Num = Field(default=1.0, gt=0, description="deployments sharing the pre-training cost")
 
     @model_validator(mode="after")
     def _one_way(self) -> ScenarioPretraining:
@@ -584,19 +621,19 @@ class ScenarioPostTraining(Strict):
     """Continuous RL post-training: an RL workload run for a number of steps, or for a budget."""
 
     workload: str
-    steps_per_refresh: int | None = Field(default=None, gt=0)
-    refreshes_per_year: float | None = Field(default=None, gt=0)
-    budget_usd_per_year: float | None = Field(default=None, gt=0, description="spend this on RL instead")
+    steps_per_refresh: Int | None = Field(default=None, gt=0)
+    refreshes_per_year: Num | None = Field(default=None, gt=0)
+    budget_usd_per_year: Num | None = Field(default=None, gt=0, description="spend this on RL instead")
 
 
 class ScenarioServing(Strict):
     """The serving workload: tasks, tokens per task, interactivity."""
 
-    tasks_per_day: float = Field(gt=0)
-    requests_per_task: int = Field(default=1, gt=0, description="model calls (turns) per task attempt")
-    input_tokens_per_request: int = Field(gt=0, description="new (not cached) prompt tokens per call")
-    output_tokens_per_request: int = Field(gt=0)
-    tokens_per_user_s: float | None = Field(default=None, gt=0, description="interactivity target")
+    tasks_per_day: Num = Field(gt=0)
+    requests_per_task: Int = Field(default=1, gt=0, description="model calls (turns) per task attempt")
+    input_tokens_per_request: Int = Field(gt=0, description="new (not cached) prompt tokens per call")
+    output_tokens_per_request: Int = Field(gt=0)
+    tokens_per_user_s: Num | None = Field(default=None, gt=0, description="interactivity target")
     precision: Precision | None = None
 
 
@@ -604,10 +641,10 @@ class LearningCurve(Strict):
     """ScaleRL's saturating sigmoid: score(x) = r0 + (asymptote - r0) / (1 + (midpoint / x)^exponent),
     x = RL samples over the horizon."""
 
-    r0: float = Field(ge=0, le=1)
-    asymptote: float = Field(gt=0, le=1)
-    midpoint_samples: float = Field(gt=0)
-    exponent: float = Field(gt=0)
+    r0: Num = Field(ge=0, le=1)
+    asymptote: Num = Field(gt=0, le=1)
+    midpoint_samples: Num = Field(gt=0)
+    exponent: Num = Field(gt=0)
     source: str
     estimate: bool = False
     note: str | None = None
@@ -623,10 +660,10 @@ class TaskSuccess(Strict):
     """Success per attempt: measured, r^k, or from a learning curve; plus a retry policy."""
 
     success_rate: Sourced | None = None
-    step_reliability: float | None = Field(default=None, gt=0, le=1)
-    steps_per_workflow: int | None = Field(default=None, gt=0)
+    step_reliability: Num | None = Field(default=None, gt=0, le=1)
+    steps_per_workflow: Int | None = Field(default=None, gt=0)
     learning_curve: LearningCurve | None = None
-    max_attempts: int = Field(default=1, gt=0)
+    max_attempts: Int = Field(default=1, gt=0)
 
     @model_validator(mode="after")
     def _one_way(self) -> TaskSuccess:
@@ -652,11 +689,11 @@ class Scenario(Strict):
     kind: Literal["scenario"] = "scenario"
     description: str
     model: str
-    horizon_years: float = Field(default=1.0, gt=0)
+    horizon_years: Num = Field(default=1.0, gt=0)
     pretraining: ScenarioPretraining
     post_training: ScenarioPostTraining | None = None
     serving: ScenarioServing
     task_success: TaskSuccess
-    site_mw: float | None = Field(default=None, gt=0, description="a site power budget to fill")
+    site_mw: Num | None = Field(default=None, gt=0, description="a site power budget to fill")
     source: str
     note: str | None = None
