@@ -27,7 +27,7 @@ class ExitCode(IntEnum):
     RUNTIME = 1  # infeasible request, failure while computing
     USAGE = 2  # bad command line, bad input file or value
     BUDGET_EXCEEDED = 3  # reserved for the --max-usd gate
-    INTERRUPTED = 130
+    INTERRUPTED = 130  # 128 + SIGINT; SIGHUP exits 129, SIGTERM 143
 
 
 class IpdError(Exception):
@@ -49,6 +49,25 @@ class InfeasibleError(IpdError):
     """A valid request that cannot be met (model does not fit, deadline unreachable): exit 1."""
 
     exit_code = ExitCode.RUNTIME
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP arrived (see :mod:`ipd_cli.signals`): exit 128 + the signal.
+
+    A BaseException, like KeyboardInterrupt, so that ``except Exception`` does not swallow it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        super().__init__(name)
+        self.signum = signum
+        self.name = name
+        self.exit_code = 128 + signum
 
 
 def did_you_mean(word: object, choices: Iterable[object]) -> str:

@@ -8,9 +8,11 @@ read with ``-`` where a command offers it.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from ipd_cli.errors import InputError
 
@@ -70,3 +72,51 @@ def read_bounded(path: Path | str, limit: int, name: str | None = None, hint: st
     if size > limit:
         raise InputError(f"{name}: larger than {limit:,} bytes; refusing to read it")
     return b"".join(chunks)
+
+
+class _Bounded(io.RawIOBase):
+    """A raw binary reader that refuses to go past ``limit`` bytes (a file may grow while read)."""
+
+    def __init__(self, fd: int, limit: int, name: str) -> None:
+        self.fd, self.limit, self.name, self.count = fd, limit, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = os.readv(self.fd, [buffer])
+        self.count += n
+        if self.count > self.limit:
+            raise InputError(f"{self.name}: larger than {self.limit:,} bytes; refusing to read it")
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+        super().close()
+
+
+def open_bounded(path: Path | str, limit: int, name: str | None = None, hint: str = "give a file") -> Any:
+    """A binary stream over a regular file that fails once more than ``limit`` bytes are read."""
+    name = name or str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory; {hint}") from None
+    except OSError as e:
+        raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
+    st = os.fstat(fd)
+    problem = None
+    if stat.S_ISDIR(st.st_mode):
+        problem = f"is a directory; {hint}"
+    elif not stat.S_ISREG(st.st_mode):
+        problem = f"is {kind(st.st_mode)}, not a regular file; {hint}"
+    elif st.st_size > limit:
+        problem = f"larger than {limit:,} bytes; refusing to read it"
+    if problem:
+        os.close(fd)
+        raise InputError(f"{name}: {problem}")
+    return io.BufferedReader(_Bounded(fd, limit, name))

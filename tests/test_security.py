@@ -8,13 +8,14 @@ regular files atomically and never renames over a device, a FIFO or a symbolic l
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import stat
 from pathlib import Path
 
 import pytest
-from helpers import write
+from helpers import run_cli, write
 
 from ipd_cli.catalog import cache
 from ipd_cli.catalog.layers import catalog_dirs
@@ -180,3 +181,110 @@ def test_a_cached_catalog_equals_the_loaded_one(cache_dir):
     for name in ("sources", "systems", "models", "workloads", "economics", "serving", "rl", "origins"):
         assert getattr(cached, name) == getattr(fresh, name), name
     assert cached.aliases == fresh.aliases
+
+
+# --- output files: atomic replace for regular files only ---------------------------------------
+
+TRAIN = ("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64")
+
+
+def _temps(d: Path) -> list[str]:
+    return [p.name for p in d.iterdir() if p.name.endswith(".tmp")]
+
+
+def _char_device(tmp_path: Path) -> Path:
+    """A character device to write to: a private copy of /dev/null as root, else /dev/null."""
+    if ROOT and hasattr(os, "mknod"):
+        dev = tmp_path / "null"
+        os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        return dev
+    return Path("/dev/null")
+
+
+@pytest.mark.skipif(not Path("/dev/null").exists(), reason="no /dev/null")
+@pytest.mark.parametrize("force", [False, True])
+def test_a_device_is_written_in_place_never_replaced(tmp_path, force):
+    # as root, `-o /dev/null --force` used to rename a regular file over the system's /dev/null
+    dev = _char_device(tmp_path)
+    before = os.stat(dev)
+    r = run_cli(*TRAIN, "-f", "json", "-o", str(dev), *(["--force"] if force else []))
+    assert r.code == 0, r.stderr
+    after = os.stat(dev)
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev and after.st_ino == before.st_ino
+    assert _temps(tmp_path) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize(
+    "args", [TRAIN, ("sweep", "--vary", "hardware=hopper", "--workload", "pretrain-10t-moe")]
+)
+def test_a_fifo_is_written_in_place(tmp_path, args):
+    import threading
+
+    fifo = tmp_path / "out.pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    try:
+        r = run_cli(*args, "-f", "json", "-o", str(fifo), "--force")
+    finally:
+        reader.join(timeout=10)
+        if reader.is_alive():  # ipd never opened the FIFO: give the reader its end of file
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            reader.join(timeout=10)
+    assert r.code == 0, r.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(got[0])  # the whole document came through the pipe
+    assert _temps(tmp_path) == []
+
+
+def test_a_symlink_is_followed_never_replaced(tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text("old\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    r = run_cli(*TRAIN, "-o", str(link))
+    assert r.code == 2 and "link.json: already exists; add --force" in r.stderr
+    r = run_cli(*TRAIN, "-o", str(link), "--force")
+    assert r.code == 0, r.stderr
+    assert link.is_symlink() and os.readlink(link) == str(real)  # the link stays
+    assert json.loads(real.read_text())["pretraining"]["gpus"] == 64  # the file it names is new
+    assert _temps(tmp_path) == []
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "nowhere.json")
+    r = run_cli(*TRAIN, "-o", str(dangling), "--force")
+    assert r.code == 2 and "a symbolic link to a missing file" in r.stderr
+    assert dangling.is_symlink() and not (tmp_path / "nowhere.json").exists()
+
+
+def test_sockets_and_block_devices_are_refused(tmp_path):
+    import socket
+
+    if not hasattr(socket, "AF_UNIX"):
+        pytest.skip("no Unix sockets here")
+    path = tmp_path / "s.json"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        r = run_cli(*TRAIN, "-o", str(path), "--force")
+    assert r.code == 2 and "s.json: is a socket; ipd writes regular files" in r.stderr
+    assert stat.S_ISSOCK(os.lstat(path).st_mode)
+
+
+def test_an_unwritable_directory_is_an_input_error(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        targets = [locked / "out.json"]
+        if os.access(locked, os.W_OK):  # root writes anywhere; /sys refuses new files even to root
+            targets = [Path("/sys/ipd-test.json")] if Path("/sys").is_dir() else []
+        if not targets:
+            pytest.skip("no directory this user cannot write")
+        for out in targets:
+            r = run_cli(*TRAIN, "-o", str(out))
+            assert r.code == 2, r.stderr
+            assert r.stderr.startswith(f"ipd: error: {out.parent}: cannot write in this directory")
+            assert r.stderr.count("\n") == 1 and "internal error" not in r.stderr
+    finally:
+        locked.chmod(0o700)

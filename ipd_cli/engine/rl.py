@@ -39,7 +39,7 @@ from ipd_cli.errors import InfeasibleError, InputError
 from . import formulas as f
 from . import serving as sv
 from .inputs import Inputs
-from .pretraining import supported_precision
+from .pretraining import MAX_GPUS, supported_precision
 from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from .results import Rl, RlPhases, RlResult, RlRun
 from .trace import Trace
@@ -106,6 +106,9 @@ def estimate_rl(
         if v is not None and v <= 0:
             raise InputError(f"{flag} must be > 0, got {v}")
     w = workload.model_copy(update=updates)
+    for flag, v in (("`gpus`", w.gpus), ("`gen_gpus`", w.gen_gpus), ("`train_gpus`", w.train_gpus)):
+        if v is not None and v > MAX_GPUS:  # as for pre-training: a bigger cluster means a broken input
+            raise InputError(f"{flag} {v:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist")
     if w.mode not in RL_MODES:
         raise InputError(f"unknown mode '{w.mode}'; choose one of: {', '.join(RL_MODES)}")
     if (w.gen_gpus is None) != (w.train_gpus is None):

@@ -27,6 +27,7 @@ The model (closed form of rl-loop.md §7.2; the arithmetic is in :mod:`ipd_cli.e
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from ipd_cli.catalog.catalog import Catalog
@@ -35,6 +36,7 @@ from ipd_cli.errors import InfeasibleError, InputError
 
 from . import formulas as f
 from .inputs import Inputs
+from .pretraining import MAX_GPUS
 from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from .results import ServeCurveResult, ServeResult, Serving
 from .trace import Trace
@@ -629,8 +631,8 @@ def _operating_point(
         ctx.trace.given("concurrency", concurrency, "sequences per instance", ctx.origin)
         return _point(inst, concurrency, "concurrency")
     if tokens_per_user_s is not None:
-        if tokens_per_user_s <= 0:
-            raise InputError(f"--tokens-per-user-s must be > 0, got {tokens_per_user_s}")
+        if not (math.isfinite(tokens_per_user_s) and tokens_per_user_s > 0):
+            raise InputError(f"`tokens_per_user_s` must be a finite number > 0, got {tokens_per_user_s}")
         ctx.trace.given("target speed per user", tokens_per_user_s, "tokens/s", ctx.origin)
         found = _batch_for_target(inst, tokens_per_user_s)
         extra = {"target_tokens_per_s_per_user": tokens_per_user_s, "target_met": found is not None}
@@ -647,19 +649,29 @@ def _traffic(
 ) -> Serving:
     if requests_per_s is not None and output_tokens_per_day is not None:
         raise InputError("give at most one of requests/s or output tokens/day")
+    given = "output_tokens_per_day" if output_tokens_per_day is not None else "requests_per_s"
     if output_tokens_per_day is not None:
-        if output_tokens_per_day <= 0:
-            raise InputError(f"output tokens/day must be > 0, got {output_tokens_per_day}")
+        if not (math.isfinite(output_tokens_per_day) and output_tokens_per_day > 0):
+            raise InputError(
+                f"`output_tokens_per_day` must be a finite number > 0, got {output_tokens_per_day}"
+            )
         ctx.trace.given("traffic", output_tokens_per_day, "output tokens/day", ctx.origin)
         requests_per_s = output_tokens_per_day / f.SECONDS_PER_DAY / inst.output_tokens
     elif requests_per_s is not None:
-        if requests_per_s <= 0:
-            raise InputError(f"requests/s must be > 0, got {requests_per_s}")
+        if not (math.isfinite(requests_per_s) and requests_per_s > 0):
+            raise InputError(f"`requests_per_s` must be a finite number > 0, got {requests_per_s}")
         ctx.trace.given("traffic", requests_per_s, "requests/s", ctx.origin)
     else:
         return point
     per_instance = point.tokens_per_s_per_gpu * inst.gpus
-    instances = int(f.ceil(requests_per_s * inst.output_tokens / per_instance))
+    need = f.ceil(requests_per_s * inst.output_tokens / per_instance) * inst.gpus
+    if not need <= MAX_GPUS:  # NaN or inf as well: the traffic is beyond any cluster
+        value = output_tokens_per_day if given == "output_tokens_per_day" else requests_per_s
+        count = f"{need:,.3g} {ctx.name} GPUs, more than {MAX_GPUS:,}"
+        if not math.isfinite(need):
+            count = f"more than {MAX_GPUS:,} {ctx.name} GPUs (the count overflows)"
+        raise InputError(f"`{given}` {value:g} needs {count}; give a traffic a cluster can serve")
+    instances = int(need) // inst.gpus
     return point.model_copy(
         update={
             "gpus_for_traffic": instances * inst.gpus,
