@@ -10,10 +10,11 @@ import sys
 def main() -> None:
     try:
         from ipd_cli.cli import main as cli_main
+
+        cli_main()  # installs its own handlers at once; this catches what comes before them
     except KeyboardInterrupt:
         sys.stderr.write("ipd: interrupted\n")
         raise SystemExit(130) from None
-    cli_main()
 
 
 if __name__ == "__main__":

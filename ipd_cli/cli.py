@@ -809,11 +809,16 @@ def main(argv: list[str] | None = None) -> Any:
     temporary files are removed, a sweep keeps its complete rows, and ipd exits 128 + the
     signal (130, 143, 129) after ``ipd: interrupted``.
     """
+    import warnings
+
     from .errors import Interrupted
     from .signals import installed
 
     try:
-        with installed():
+        with installed(), warnings.catch_warnings():
+            # numpy's overflow warnings are several lines each; a result that is not finite is
+            # refused anyway, in one line (output.check_finite, render.stream.check_chunk)
+            warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ipd_cli\.")
             return _run(argv)
     except Interrupted as e:
         _interrupted(e)

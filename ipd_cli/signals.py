@@ -50,7 +50,7 @@ def installed() -> Iterator[None]:
         yield
     finally:
         for sig, handler in old.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
 
 
 @contextmanager
