@@ -23,15 +23,17 @@ PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
 
 
 def _number(v: object) -> object:
-    """A number as written: not a boolean (YAML reads yes/true/on as true, which is 1) nor a string
-    ("1.2"), and not a subnormal float (1e-320: below the smallest normal double, it has lost its
-    precision and is no real quantity)."""
+    """A finite number as written: not a boolean (YAML reads yes/true/on as true, which is 1) nor
+    a string ("1.2"), not infinite or NaN, and not a subnormal float (1e-320: below the smallest
+    normal double, it has lost its precision and is no real quantity)."""
     if isinstance(v, bool):
         raise ValueError("must be a number, not true/false (YAML reads yes, no, on, off as those)")
     if isinstance(v, str):
         raise ValueError(f"must be a number, not text{' (remove the quotes)' if _numeric(v) else ''}")
     if not isinstance(v, int | float):
         raise ValueError(f"must be a number, not a {type(v).__name__}")
+    if isinstance(v, float) and not math.isfinite(v):  # `gt=0` lets .inf through: inf/NaN output
+        raise ValueError("must be a finite number")
     if isinstance(v, float) and v != 0 and abs(v) < sys.float_info.min:
         raise ValueError(f"must be 0 or at least {sys.float_info.min:.4g} in size (a normal number)")
     return v
@@ -71,27 +73,10 @@ def field_unit(cls: type[BaseModel], name: str) -> tuple[str, float] | None:
 
 
 class Strict(BaseModel):
-    """Base for every catalog model: unknown keys are errors, models are frozen, floats finite."""
+    """Base for every catalog model: unknown keys are errors, models are frozen. Numbers are
+    declared ``Num`` or ``Int`` (finite numbers, not booleans or text)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    @field_validator("*", mode="after", check_fields=False)
-    @classmethod
-    def _finite_floats(cls, v: object) -> object:
-        # `gt=0` lets .inf through, and an infinite spec or token count ends as inf/NaN output
-        if not _all_finite(v):
-            raise ValueError("must be a finite number")
-        return v
-
-
-def _all_finite(v: object) -> bool:
-    if isinstance(v, float):
-        return math.isfinite(v)
-    if isinstance(v, list | tuple):
-        return all(_all_finite(x) for x in v)
-    if isinstance(v, dict):
-        return all(_all_finite(x) for x in v.values())
-    return True
 
 
 class Source(Strict):
@@ -116,13 +101,6 @@ class Sourced(Strict):
         default=None, description="low and high values where sources disagree"
     )
     note: str | None = None
-
-    @field_validator("value")
-    @classmethod
-    def _finite(cls, v: float) -> float:
-        if not math.isfinite(v):
-            raise ValueError("must be a finite number")
-        return v
 
     @model_validator(mode="after")
     def _range_ordered(self) -> Sourced:
