@@ -4,25 +4,32 @@
 
     cat = ipd_cli.load()
     ipd_cli.compare(cat, ["vera-rubin", "blackwell"])
+
+The API functions are imported on first use, so that importing the package (as the ``ipd``
+console script does before it can handle Ctrl-C) costs nothing.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .api import (
-    compare,
-    explain,
-    list_hardware,
-    list_models,
-    load,
-    output_schema,
-    rl,
-    serve,
-    show_hardware,
-    show_model,
-    sweep,
-    train,
-)
+
+if TYPE_CHECKING:
+    from .api import (
+        compare,
+        explain,
+        list_hardware,
+        list_models,
+        load,
+        output_schema,
+        rl,
+        serve,
+        show_hardware,
+        show_model,
+        sweep,
+        train,
+    )
 
 __all__ = [
     "__version__",
@@ -39,3 +46,11 @@ __all__ = [
     "sweep",
     "train",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ipd_cli' has no attribute {name!r}")

@@ -307,6 +307,9 @@ def sweep(
         raise InputError(f"ipd sweep takes a pretrain workload or a scenario; '{workload}' is {w.kind}")
     plan = sw.SweepPlan(pretrain, origin, axes, hw_axis[0].values, pricing, mfu, serving, model)
     sw.check_paths(cat, plan)
+    sw.check_values(cat, plan)  # every varied value is valid before any row is written
+    if samples is not None:
+        sw.check_samples(plan, samples, seed)
     numeric = [a for a in axes if a.path != sw.HARDWARE]
     chunks = sw.run_samples(cat, plan, samples, seed) if samples else sw.run(cat, plan)
     total = len(plan.hardware) * (sw.grid_size(numeric) if numeric else 1)

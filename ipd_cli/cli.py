@@ -111,7 +111,16 @@ def _ctx() -> OutputContext:
         import shutil
 
         width = shutil.get_terminal_size().columns
-    return OutputContext(is_tty=is_tty, width=width, color=color)
+    return OutputContext(is_tty=is_tty, width=width, color=color, ascii_only=not _unicode_stdout())
+
+
+def _unicode_stdout() -> bool:
+    """Whether stdout can encode the box drawing of tables (not under PYTHONIOENCODING=ascii)."""
+    try:
+        "\u2501\u2503\u2014\u00d7".encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def _check_options(
@@ -724,7 +733,10 @@ def validate(
     _emit(result, fmt, output)
     median = result.summary[0]["median_abs_error_pct"]
     if max_median_error is not None and median is not None and median > max_median_error:
-        raise IpdError(f"median absolute error {median:.1f} % exceeds --max-median-error {max_median_error}")
+        raise IpdError(  # a valid request whose bound is not met: exit 1, as the README says
+            f"median absolute error {median:.1f} % exceeds --max-median-error {max_median_error}",
+            ExitCode.RUNTIME,
+        )
 
 
 @app.command()
@@ -858,30 +870,11 @@ def plot_sweep(
     Example: ipd sweep --vary hardware=vera-rubin,blackwell --vary price_usd_per_gpu_hour=2:8:1 -o s.csv;
     ipd plot sweep s.csv --x price_usd_per_gpu_hour --y serving.usd_per_million_output_tokens
     """
-    import csv
-
-    from .errors import did_you_mean
-    from .render.plot import Figure, Series
+    from .render.plot import Figure, sweep_series
 
     _check_plot_target(output, force)
-    try:
-        with open(csv_file, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    except FileNotFoundError:
-        raise InputError(f"{csv_file}: no such file") from None
-    columns = list(rows[0]) if rows else []
-    for col in (x, y):
-        if col not in columns:
-            raise InputError(f"{csv_file}: no column '{col}'{did_you_mean(col, columns)}")
-    series: dict[str, Series] = {}
-    try:
-        for row in rows:
-            s = series.setdefault(row.get("hardware", ""), Series(row.get("hardware", ""), [], []))
-            s.x.append(float(row[x]))
-            s.y.append(float(row[y]))
-    except ValueError as e:
-        raise InputError(f"{csv_file}: {e}; --x and --y must be numeric columns") from None
-    _draw(Figure(f"{y} against {x}", x, y, list(series.values()), logx=logx), output, force)
+    series = sweep_series(csv_file, x, y)
+    _draw(Figure(f"{y} against {x}", x, y, series, logx=logx), output, force)
 
 
 @app.command()
@@ -962,7 +955,34 @@ def _given_value(e: Exception, args: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: run the app, turn every error into one line and an exit code."""
+    """Console entry point: run the app, turn every error into one line and an exit code.
+
+    SIGINT, SIGTERM and SIGHUP stop the command the same way (see :mod:`ipd_cli.signals`):
+    temporary files are removed, a sweep keeps its complete rows, and ipd exits 128 + the
+    signal (130, 143, 129) after ``ipd: interrupted``.
+    """
+    import warnings
+
+    from .errors import Interrupted
+    from .signals import installed
+
+    try:
+        with installed(), warnings.catch_warnings():
+            # numpy's overflow warnings are several lines each; a result that is not finite is
+            # refused anyway, in one line (output.check_finite, render.stream.check_chunk)
+            warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ipd_cli\.")
+            return _run(argv)
+    except Interrupted as e:
+        _interrupted(e)
+
+
+def _interrupted(e: Any) -> None:
+    detail = "" if e.name == "SIGINT" else f" ({e.name})"
+    sys.stderr.write(f"ipd: interrupted{detail}\n")
+    raise SystemExit(e.exit_code) from None
+
+
+def _run(argv: list[str] | None) -> Any:
     debug = os.environ.get("IPD_DEBUG") == "1"
     errors = _click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
@@ -979,7 +999,7 @@ def main(argv: list[str] | None = None) -> Any:
         if debug:
             raise
         _fail(_cli_message(str(e), args), int(e.exit_code))
-    except (KeyboardInterrupt, typer.Abort):
+    except (KeyboardInterrupt, typer.Abort):  # a KeyboardInterrupt raised by code, not by a signal
         sys.stderr.write("ipd: interrupted\n")
         raise SystemExit(int(ExitCode.INTERRUPTED)) from None
     except BrokenPipeError:
@@ -993,4 +1013,6 @@ def main(argv: list[str] | None = None) -> Any:
             raise
         detail = " ".join(str(e).split())[:300]
         _fail(f"internal error: {type(e).__name__}: {detail} (IPD_DEBUG=1 shows the traceback)", 1)
+    if rv == ExitCode.INTERRUPTED:  # Typer turned a KeyboardInterrupt into its exit code
+        sys.stderr.write("ipd: interrupted\n")
     raise SystemExit(rv if isinstance(rv, int) else 0)

@@ -29,25 +29,38 @@ def _leaves(node: Any, prefix: str = "") -> dict[str, float]:
     return out
 
 
-MAX_JSON_BYTES = 50_000_000
+MAX_JSON_BYTES = 50_000_000  # an ipd JSON output is a few hundred kB; a sweep as JSON may be large
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(text)
+    return value
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(name)
 
 
 def read_json(path: Path) -> Any:
+    """An ipd JSON output: a regular file of at most MAX_JSON_BYTES, finite numbers only."""
+    from .files import read_bounded
+
+    data = read_bounded(path, MAX_JSON_BYTES, hint="give a JSON file")
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_JSON_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory; give a JSON file") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror})") from None
-    if len(data) > MAX_JSON_BYTES:
-        raise InputError(f"{path}: larger than {MAX_JSON_BYTES} bytes; not an ipd output")
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not UTF-8 text; not ipd JSON output") from None
     try:
-        return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        return json.loads(text, parse_float=_finite, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as e:
         raise InputError(f"{path}: not ipd JSON output ({e}); make it with --format json") from None
+    except ValueError as e:
+        raise InputError(
+            f"{path}: holds a non-finite number ({e}); ipd never writes NaN or Infinity, so this "
+            "file is not an ipd output"
+        ) from None
     except RecursionError:
         raise InputError(f"{path}: nested too deeply; not an ipd output") from None
 

@@ -27,7 +27,7 @@ class ExitCode(IntEnum):
     RUNTIME = 1  # infeasible request, failure while computing
     USAGE = 2  # bad command line, bad input file or value
     BUDGET_EXCEEDED = 3  # reserved for the --max-usd gate
-    INTERRUPTED = 130
+    INTERRUPTED = 130  # 128 + SIGINT; SIGHUP exits 129, SIGTERM 143
 
 
 class IpdError(Exception):
@@ -80,6 +80,25 @@ def suggestions(word: object, choices: Iterable[object]) -> list[str]:
     cutoff = 0.8 if _model_tokens(w) else 0.5
     close = difflib.get_close_matches(w, list(lowered), n=MAX_SUGGESTIONS, cutoff=cutoff)
     return [lowered[c] for c in close if _model_tokens(c) == _model_tokens(w)][:1]
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP arrived (see :mod:`ipd_cli.signals`): exit 128 + the signal.
+
+    A BaseException, like KeyboardInterrupt, so that ``except Exception`` does not swallow it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        super().__init__(name)
+        self.signum = signum
+        self.name = name
+        self.exit_code = 128 + signum
 
 
 def did_you_mean(word: object, choices: Iterable[object]) -> str:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import stat
 import sys
 import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from ipd_cli.errors import ExitCode, InputError, IpdError, did_you_mean
+from ipd_cli import signals
+from ipd_cli.errors import ExitCode, InputError, Interrupted, IpdError, did_you_mean
+from ipd_cli.files import kind
 from ipd_cli.render import DOCUMENT_FORMATS, EXTENSION_FORMATS, STREAM_FORMATS, OutputContext, render
 from ipd_cli.render.stream import check_chunk, chunk_text, small_table
 
@@ -49,15 +54,67 @@ def check_format(fmt: str, output: Path | None, *, stream: bool = False, to_file
 
 
 def check_target(output: Path | None, force: bool) -> None:
-    """Refuse early (before computing) to overwrite a file without --force."""
+    """Refuse early (before computing) what :func:`_target` would refuse when writing."""
     if output is None or str(output) == "-":
         return
-    if output.is_dir():
+    _target(output, force)
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where output goes: a regular file replaced atomically, or a FIFO or character device
+    (``/dev/stdout``, ``>(gzip > x.gz)``) written in place, like stdout."""
+
+    path: Path  # for a symbolic link to a regular file: the file it names
+    special: bool = False
+
+
+def _target(output: Path, force: bool) -> _Target:
+    """What writing ``output`` means; refuses directories, block devices, sockets, dangling
+    links and (without ``force``) existing files. Never renames over a link or a device."""
+    try:
+        link = os.lstat(output)
+    except FileNotFoundError:
+        return _Target(_writable_dir(output))
+    except OSError as e:
+        raise InputError(f"{output}: cannot use it ({e.strerror or e})") from None
+    mode = link.st_mode
+    if stat.S_ISLNK(mode):
+        try:
+            mode = os.stat(output).st_mode
+        except FileNotFoundError:
+            raise InputError(
+                f"{output}: a symbolic link to a missing file ({os.readlink(output)}); give that path"
+            ) from None
+        except OSError as e:
+            raise InputError(f"{output}: cannot use it ({e.strerror or e})") from None
+    if stat.S_ISDIR(mode):
         raise InputError(f"{output}: is a directory; give a file name")
-    if output.exists() and not force:
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return _Target(output, special=True)  # nothing is replaced: written like stdout
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{output}: is {kind(mode)}; ipd writes regular files, FIFOs and character devices")
+    if not force:
         raise InputError(f"{output}: already exists; add --force to replace it")
-    if not output.parent.exists():
-        raise InputError(f"{output.parent}: no such directory")
+    if stat.S_ISLNK(link.st_mode):
+        # the file the link names is replaced and the link kept; opening it first lets the kernel
+        # refuse a link it protects (fs.protected_symlinks: a link planted in /tmp)
+        try:
+            os.close(os.open(output, os.O_WRONLY | getattr(os, "O_NOCTTY", 0)))
+        except OSError as e:
+            raise InputError(f"{output}: cannot write through this link ({e.strerror or e})") from None
+        return _Target(_writable_dir(Path(os.path.realpath(output))))
+    return _Target(_writable_dir(output))
+
+
+def _writable_dir(path: Path) -> Path:
+    """``path`` if a temporary file can be made next to it."""
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(f"{parent}: no such directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{parent}: cannot write in this directory (permission denied); choose another")
+    return path
 
 
 def _new_file_mode(path: Path) -> int:
@@ -71,21 +128,76 @@ def _new_file_mode(path: Path) -> int:
 
 
 def _temp_for(path: Path) -> tuple[int, str]:
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(tmp, _new_file_mode(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise InputError(f"{path.parent}: cannot write in this directory ({e.strerror or e})") from None
+    os.fchmod(fd, _new_file_mode(path)) if hasattr(os, "fchmod") else os.chmod(tmp, _new_file_mode(path))
     return fd, tmp
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Temporary file in the same directory, then rename: readers never see half a file."""
-    fd, tmp = _temp_for(path)
+def _open_special(path: Path) -> int:
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        return os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        raise InputError(f"{path}: cannot write ({e.strerror or e})") from None
+
+
+def _write_all(fd: int, data: bytes | memoryview, path: Path | str) -> None:
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view[:_SLICE]) :]
+    except BrokenPipeError:
         raise
+    except OSError as e:
+        raise IpdError(f"{path}: could not write ({e.strerror or e})", ExitCode.RUNTIME) from None
+
+
+_SLICE = 1 << 20  # between two slices a pending signal is looked at
+
+
+def write_bytes(output: Path, data: bytes) -> None:
+    """Write ``data`` to ``output``: a regular file atomically (temporary file in the same
+    directory, then rename: readers never see half a file), a FIFO or device in place.
+
+    A first signal waits until the file is whole (or gone); a second stops at once.
+    """
+    t = _target(output, force=True)  # the command checked --force before computing
+    with signals.deferred():
+        if t.special:
+            fd = _open_special(t.path)
+            try:
+                _write_all(fd, data, output)
+            finally:
+                os.close(fd)
+            return
+        fd, tmp = _temp_for(t.path)
+        try:
+            try:
+                _write_all(fd, data, output)
+            finally:
+                os.close(fd)
+            os.replace(tmp, t.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def write_atomic(path: Path, text: str) -> None:
+    write_bytes(path, text.encode("utf-8"))
+
+
+def write_stdout(text: str) -> None:
+    """A document on stdout, whole: a first signal waits for the end of it. On a terminal or
+    pipe that cannot encode it (PYTHONIOENCODING=ascii), characters are escaped, not fatal."""
+    with signals.deferred():
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:
+            encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+            sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        sys.stdout.flush()
 
 
 def _not_finite(node: Any, path: str = "") -> tuple[str, float] | None:
@@ -116,15 +228,9 @@ def write_xlsx(result: BaseModel, path: Path) -> None:
     """The result as an xlsx workbook, written atomically."""
     from ipd_cli.render.xlsx import workbook
 
-    wb = workbook(result)
-    fd, tmp = _temp_for(path)
-    os.close(fd)
-    try:
-        wb.save(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buf = io.BytesIO()
+    workbook(result).save(buf)
+    write_bytes(path, buf.getvalue())
 
 
 def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = None) -> None:
@@ -136,9 +242,10 @@ def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = 
         write_xlsx(result, output)
         sys.stderr.write(f"wrote {output}\n")
         return
-    text = render(result, fmt, ctx)
-    if output is None or str(output) == "-":
-        sys.stdout.write(text)
+    to_stdout = output is None or str(output) == "-"
+    text = render(result, fmt, ctx if to_stdout else replace(ctx, ascii_only=False))  # files: UTF-8
+    if to_stdout:
+        write_stdout(text)
     else:
         write_atomic(output, text)
         sys.stderr.write(f"wrote {output}\n")
@@ -207,27 +314,105 @@ def check_budget(result: BaseModel, max_usd: float | None, metric: str) -> None:
         raise IpdError(f"budget exceeded: {metric} > {max_usd:,.0f} USD ({detail})", ExitCode.BUDGET_EXCEEDED)
 
 
+def _row_end(data: bytes, p: int, fmt: str) -> int:
+    """The first row boundary at or after byte ``p`` of a chunk's text.
+
+    csv and jsonl rows end with a newline; json rows are separated by ",\\n" (the first follows
+    "[\\n") and hold no raw newline; any other text (``fmt`` "whole") is written whole.
+    """
+    if fmt not in ("csv", "jsonl", "json"):
+        return len(data)
+    if p == 0 or p >= len(data):
+        return p
+    if fmt == "json":
+        i = data.find(b",\n", p)
+        return len(data) if i < 0 else i
+    if data[p - 1 : p] == b"\n":
+        return p
+    i = data.find(b"\n", p)
+    return len(data) if i < 0 else i + 1
+
+
+class _RowSink:
+    """Streamed rows into a file descriptor, stopping only at row boundaries.
+
+    ``whole`` is True while the bytes out end at a row boundary: a signal during a write is
+    deferred, the row in flight is finished, then the signal is raised; only a second signal
+    cuts a row (``whole`` stays False and a temporary file is then removed, not kept).
+    """
+
+    def __init__(self, target: _Target | None) -> None:
+        self.target, self.tmp, self.stream, self.whole, self.started = target, None, None, True, False
+        self.encoding = "utf-8"
+        if target is None:
+            try:
+                sys.stdout.flush()
+                self.fd = sys.stdout.fileno()
+                self.encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+            except (AttributeError, OSError, ValueError):  # a text stream without a descriptor
+                self.fd, self.stream = -1, sys.stdout
+        elif target.special:
+            self.fd = _open_special(target.path)
+        else:
+            self.fd, self.tmp = _temp_for(target.path)
+
+    def write(self, text: str, fmt: str) -> None:
+        if self.stream is not None:
+            self.stream.write(text)
+            self.started = self.started or bool(text)
+            return
+        data = text.encode(self.encoding, "backslashreplace")
+        view, p = memoryview(data), 0
+        self.whole = False
+        with signals.deferred():
+            while p < len(data):
+                if signals.pending():
+                    end = _row_end(data, p, fmt)
+                    _write_all(self.fd, view[p:end], self.name)
+                    p = end
+                    break
+                _write_all(self.fd, view[p : p + _SLICE], self.name)
+                p = min(p + _SLICE, len(data))
+            self.whole = True
+            self.started = self.started or p > 0
+
+    @property
+    def name(self) -> str:
+        return "<stdout>" if self.target is None else str(self.target.path)
+
+    def close(self, keep: bool) -> None:
+        """Close; a temporary file is renamed into place when ``keep``, else removed."""
+        if self.target is None:
+            return
+        with signals.deferred():
+            os.close(self.fd)
+            if self.tmp is None:
+                return
+            if keep:
+                os.replace(self.tmp, self.target.path)
+            else:
+                Path(self.tmp).unlink(missing_ok=True)
+
+
 def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None, progress=None) -> int:
     """Write column chunks as csv/jsonl/json (streamed) or table/markdown (small results).
 
-    Rows are written whole, chunk by chunk; on Ctrl-C the rows written so far stay valid
-    (a JSON array is closed) and, with -o, the partial file is still renamed into place.
-    Returns the number of rows written.
+    Rows are written whole, chunk by chunk. On SIGINT, SIGTERM or SIGHUP (or KeyboardInterrupt)
+    the rows written so far stay and stay valid: the row in flight is finished, a JSON array is
+    closed, and with -o the file is renamed into place; then the interruption is raised again.
+    On an error, -o leaves no file. Returns the number of rows written.
     """
     fmt = "table" if fmt == "auto" and ctx.is_tty else ("csv" if fmt == "auto" else fmt)
     if fmt not in STREAM_FORMATS:
         raise InputError(f"unknown format '{fmt}' for a sweep; choose one of: {', '.join(STREAM_FORMATS)}")
-    target = None if output is None or str(output) == "-" else output
-    if target is None:
-        fh = sys.stdout
-        tmp = None
-    else:
-        fd, tmp = _temp_for(target)
-        fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
+    target = None if output is None or str(output) == "-" else _target(output, force=True)
+    if target is not None:
+        ctx = replace(ctx, ascii_only=False)  # files are UTF-8
+    sink = _RowSink(target)
     rows = 0
     buffered: list[dict] = []
-    interrupted = False
-    complete = False
+    stop: BaseException | None = None
+    keep = False
     try:
         try:
             for cols in chunks:
@@ -236,24 +421,22 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
                 if fmt in ("table", "markdown"):
                     buffered.append(cols)
                 else:
-                    fh.write(chunk_text(cols, fmt, first=rows == 0))
+                    sink.write(chunk_text(cols, fmt, first=rows == 0), fmt)
                 rows += n
                 if progress:
                     progress(rows)
-        except KeyboardInterrupt:
-            interrupted = True
-        if fmt == "json":
-            fh.write("[]\n" if rows == 0 else "\n]\n")
-        elif fmt in ("table", "markdown"):
-            fh.write(small_table(buffered, fmt, ctx))
-        complete = True
+        except (KeyboardInterrupt, Interrupted) as e:
+            stop = e
+            if not sink.whole:  # a second signal cut a row: nothing valid to keep
+                raise
+        with signals.deferred():  # the end is written whole, and the file kept, whatever comes
+            if fmt == "json":
+                sink.write("\n]\n" if sink.started else "[]\n", "whole")
+            elif fmt in ("table", "markdown"):
+                sink.write(small_table(buffered, fmt, ctx), "whole")
+            keep = True
     finally:
-        if tmp is not None:
-            fh.close()
-            if complete:  # whole, or cut by Ctrl-C after whole rows: keep it
-                os.replace(tmp, target)
-            else:  # an error: no partial file under the user's name
-                Path(tmp).unlink(missing_ok=True)
-    if interrupted:
-        raise KeyboardInterrupt
+        sink.close(keep)  # whole, or cut by a signal after whole rows: keep it; an error: remove
+    if stop is not None:
+        raise stop
     return rows

@@ -152,7 +152,7 @@ def test_cache_off_and_corrupt_cache_are_harmless(tmp_path, monkeypatch):
     from ipd_cli.catalog.layers import catalog_dirs
 
     monkeypatch.setenv("IPD_CACHE_DIR", str(tmp_path))
-    write(tmp_path / f"catalog-{cache.fingerprint(catalog_dirs())}.pickle", "not a pickle")
+    write(tmp_path / cache.entry_name(catalog_dirs()), "not a cache entry")
     assert load_catalog().systems
     monkeypatch.setenv("IPD_CACHE_DIR", "off")
     assert load_catalog().systems

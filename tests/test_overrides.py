@@ -44,7 +44,7 @@ def test_set_mfu_by_path_doubles_time_when_halved():
     ("item", "message"),
     [
         ("systems.vera-rubin.powr_kw=3", "did you mean 'power_kw'"),
-        ("economics.pue=abc", "economics.pue.value: Input should be a valid number"),
+        ("economics.pue=abc", "economics.pue.value: Value error, must be a number, not text"),
         ("economics.pue=0.5", "pue must be >= 1"),
         ("workload.tokenz=1", "did you mean 'tokens'"),
         ("workload.tokens=-5", "tokens: Input should be greater than 0"),

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -163,17 +165,17 @@ def test_wrong_type_names_field_and_value(tmp_path):
         tmp_path,
         {"m.yaml": {"models": {"llama-3.1-8b": model}}},
         2,
-        "layers: Input should be a valid integer",
+        "layers: Value error, must be a number, not text",
         "'many'",
     )
     bad = "economics:\n  pue: {value: high, source: uptime-2024}\n"
-    train_with(tmp_path, {"x.yaml": bad}, 2, "economics.pue.value", "valid number", "'high'")
+    train_with(tmp_path, {"x.yaml": bad}, 2, "economics.pue.value", "must be a number", "'high'")
     train_with(tmp_path, {"x.yaml": "economics: [1, 2]\n"}, 2, "economics: expected a mapping of fields")
     train_with(tmp_path, {"x.yaml": "- just\n- a list\n"}, 2, "expected a mapping of sections")
 
 
 def test_wrong_workload_type(tmp_path):
-    with_workload(tmp_path, workload_text(tokens="lots"), "tokens", "valid number", "'lots'")
+    with_workload(tmp_path, workload_text(tokens="lots"), "tokens", "must be a number", "'lots'")
     with_workload(tmp_path, "just a string\n", "expected a workload mapping")
 
 
@@ -503,13 +505,15 @@ def test_files_over_the_size_limit_are_refused(tmp_path, stdin):
     with_workload(tmp_path, big, "larger than 2,000,000 bytes", stdin=stdin)
 
 
-def test_devices_without_a_size_are_read_with_a_bound():
-    # /dev/zero reports size 0 and never ends: the read stops at the limit
+def test_devices_are_refused_at_once():
+    # /dev/zero reports size 0 and never ends: only regular files are read (stdin with -)
     if not Path("/dev/zero").exists():
         pytest.skip("no /dev/zero")
     start = time.perf_counter()
     r = run_cli("compare", "hopper", "--workload", "/dev/zero", "-f", "json")
-    clean_error(r, 2, "/dev/zero: larger than 2,000,000 bytes")
+    clean_error(
+        r, 2, "/dev/zero: is a character device, not a regular file; give a YAML file (or - for stdin)"
+    )
     assert time.perf_counter() - start < 5
 
 
@@ -557,10 +561,9 @@ def test_non_positive_gpu_counts(tmp_path, gpus, needle):
         ("economics.rental_label_preference.x=1", "a list; set it whole"),
         (
             "economics.pue=abc",
-            "economics.pue.value: Input should be a valid number, unable to parse string as a number"
-            " (got 'abc')",
+            "economics.pue.value: Value error, must be a number, not text (got 'abc')",
         ),
-        ("economics.pue=[1, 2]", "economics.pue.value: Input should be a valid number"),
+        ("economics.pue=[1, 2]", "economics.pue.value: Value error, must be a number, not a list"),
         ("economics.pue={a: 1}", "give a single value, not a mapping"),
         ("economics.pue=.nan", "must be a finite number"),
         ("systems.hopper.accelerators=-8", "accelerators: Input should be greater than 0"),
@@ -729,8 +732,8 @@ def test_absurd_model_sizes_give_a_short_message():
     assert r.code in (1, 2) and len(r.stderr) < 300, r.stderr[:100]
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_a_failed_sweep_leaves_no_partial_file(tmp_path):
+    # also one line: numpy's multi-line overflow warnings are not shown
     out = tmp_path / "s.csv"
     r = run_cli(
         "sweep", "--vary", "hardware=hopper", "--workload", PRETRAIN, "--metrics", "bogus", "-o", str(out)
@@ -743,7 +746,7 @@ def test_a_failed_sweep_leaves_no_partial_file(tmp_path):
         "--workload",
         PRETRAIN,
         "--vary",
-        "models.moe-10t.active_params=1e300,1e12",
+        "workload.tokens=1e300,1e12",  # valid values whose arithmetic overflows
         "-o",
         str(out),
     )
@@ -803,6 +806,7 @@ def test_rl_with_an_absurd_gpu_count_ends_in_bounded_time():
 def test_a_vanishing_task_success_rate_is_a_clean_error(tmp_path):
     body = builtin("workloads", "frontier-agentic")
     body["task_success"]["success_rate"]["value"] = 1e-300
+    body["task_success"]["success_rate"].pop("range", None)  # a value must lie within its range
     path = write(tmp_path / "w.yaml", yaml.safe_dump(body))
     clean_error(run_cli("compare", "vera-rubin", "--workload", str(path), "-f", "json"), 1)
 
@@ -849,3 +853,426 @@ def test_extreme_but_valid_catalog_values_end_cleanly_in_bounded_time(workload, 
     )
     if r.code:
         clean_error(r, r.code)
+
+
+# --- issue 14: numbers that are not numbers, values outside their range, special files ---------
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "needle"),
+    [
+        (["power_kw", "value"], True, "power_kw.value: Value error, must be a number, not true/false"),
+        (["power_kw", "value"], "12.5", "must be a number, not text (remove the quotes) (got '12.5')"),
+        (["power_kw", "value"], 1e-320, "must be 0 or at least 2.225e-308 in size"),
+        (["accelerators"], True, "accelerators: Value error, must be a number"),
+        (["power_kw", "range"], ["10", 20], "power_kw.range.0: Value error, must be a number, not text"),
+    ],
+)
+def test_catalog_numbers_must_be_numbers(tmp_path, path, value, needle):
+    # `power_kw: true` was read as 1.0 kW: energy 10x too low, silently
+    train_with(tmp_path, _system_with(path, value), 2, "systems.h100-sxm", needle)
+
+
+def test_yes_and_quoted_numbers_are_refused_in_workloads_and_set(tmp_path):
+    text = workload_text().replace("tokens: ", "tokens: yes\nx_old_tokens: ")
+    with_workload(tmp_path, text.replace("x_old_tokens: ", "# "), "tokens", "not true/false")
+    for item, needle in [
+        ("systems.vera-rubin.power_kw=true", "power_kw.value: Value error, must be a number, not true/false"),
+        ("systems.vera-rubin.power_kw=on", "not true/false"),
+        ('economics.pue="1.2"', "must be a number, not text (remove the quotes)"),
+        ("economics.pue=1e-320", "must be 0 or at least 2.225e-308 in size"),
+        ("workload.tokens=yes", "tokens: Value error, must be a number"),
+    ]:
+        r = run_cli("compare", "vera-rubin", "--workload", PRETRAIN, "--set", item, "-f", "json")
+        clean_error(r, 2, needle)
+
+
+def test_exponents_without_a_dot_are_numbers(tmp_path):
+    # YAML 1.1 reads 1e14 as text; it is the number it spells, as in YAML 1.2 and JSON
+    import re
+
+    text = re.sub(r"^tokens: .*$", "tokens: 1e14", workload_text(), flags=re.MULTILINE)
+    assert "\ntokens: 1e14\n" in text
+    path = write(tmp_path / "w.yaml", text)
+    r = run_cli("compare", "vera-rubin", "--workload", str(path), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert yamlio.read_yaml("x", text="[1e14, 2.5E-3, -1e+2, 1.0e7, 1e, e5]") == [
+        1e14,
+        0.0025,
+        -100.0,
+        1e7,
+        "1e",
+        "e5",
+    ]
+
+
+def test_duplicate_price_labels_are_refused(tmp_path):
+    system = builtin("systems", "h100-sxm")
+    first = copy.deepcopy(system["prices"][0])
+    second = copy.deepcopy(first)
+    second["usd_per_gpu_hour"]["value"] = first["usd_per_gpu_hour"]["value"] * 2
+    system["prices"] = [first, second]
+    files = {"s.yaml": {"systems": {"h100-sxm": system}}}
+    train_with(tmp_path, files, 2, "systems.h100-sxm", f"label {first['label']} given twice")
+
+
+def test_a_value_must_lie_within_its_range(tmp_path):
+    bad = "economics:\n  pue: {value: 1.2, source: uptime-2024, range: [1.3, 1.5]}\n"
+    train_with(tmp_path, {"x.yaml": bad}, 2, "economics.pue", "value 1.2 lies outside its range [1.3, 1.5]")
+
+
+def _ipd(*args: str, timeout: float = 30, **kw) -> subprocess.CompletedProcess:
+    """`ipd ARGS` in a subprocess: a hang fails the test instead of stopping the suite."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return subprocess.run(
+        [sys.executable, "-m", "ipd_cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**env, **kw.pop("env", {})},
+        **kw,
+    )
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_not_waited_for(tmp_path):
+    cat = catalog_dir(tmp_path, {})
+    os.mkfifo(cat / "pipe.yaml")
+    r = _ipd(*TRAIN, "--catalog", str(cat), "-f", "json")
+    assert r.returncode == 2, r.stderr
+    assert "pipe.yaml: is a FIFO (named pipe), not a regular file" in r.stderr
+    os.mkfifo(tmp_path / "scenario.yaml")
+    r = _ipd("compare", "hopper", "--scenario", str(tmp_path / "scenario.yaml"), "-f", "json")
+    assert r.returncode == 2, r.stderr
+    assert "scenario.yaml: is a FIFO (named pipe), not a regular file" in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+# --- issue 14: signals and partial output ------------------------------------------------------
+
+BIG_SWEEP = (  # a million rows of the pre-training estimate: long enough to interrupt
+    "sweep",
+    "--vary",
+    "hardware=vera-rubin",
+    "--workload",
+    PRETRAIN,
+    "--vary",
+    "economics.pue=1:2:0.000001",
+)
+
+
+def _popen(*args: str, **kw) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return subprocess.Popen([sys.executable, "-m", "ipd_cli", *args], env=env, **kw)
+
+
+def _wait_for(predicate, seconds: float = 60) -> None:
+    end = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize(("name", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])  # SIGINT: below
+def test_a_signal_during_a_sweep_to_a_file_leaves_valid_json_or_nothing(tmp_path, name, code):
+    import signal
+
+    if not hasattr(signal, name):
+        pytest.skip(f"no {name} here")
+    out = tmp_path / "s.json"
+    proc = _popen(*BIG_SWEEP, "-o", str(out), stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(
+            lambda: [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")] or proc.poll() is not None
+        )
+        time.sleep(0.2)
+        proc.send_signal(getattr(signal, name))
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        proc.kill()
+    assert proc.returncode == code, err
+    assert err == "ipd: interrupted\n" if name == "SIGINT" else err == f"ipd: interrupted ({name})\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name != "s.json"] == []  # no temporary file
+    if out.exists():
+        rows = json.loads(out.read_text())
+        assert all(r["hardware"] == "vera-rubin-nvl72" and "pretraining.gpus" in r for r in rows)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "json"])
+def test_ctrl_c_with_stdout_on_a_full_pipe_leaves_whole_rows(fmt):
+    import signal
+
+    proc = _popen(*BIG_SWEEP, "-f", fmt, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        head = os.read(proc.stdout.fileno(), 100)  # output has begun; then the pipe fills and ipd blocks
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.decode() == "ipd: interrupted\n"
+    text = (head + rest).decode()
+    if fmt == "json":
+        rows = json.loads(text)  # closed after the last whole row
+    else:
+        assert text.endswith("\n")
+        lines = text.splitlines()
+        rows = [json.loads(line) for line in lines] if fmt == "jsonl" else lines[1:]
+        if fmt == "csv":
+            assert all(line.count(",") == lines[0].count(",") for line in lines)
+    assert 0 < len(rows) < 1_000_001
+
+
+def test_a_signal_while_a_row_is_written_finishes_that_row(tmp_path, monkeypatch):
+    # deterministic: the first write of each chunk is cut short and a signal arrives with it
+    import signal
+
+    import numpy as np
+
+    from ipd_cli import output, signals
+    from ipd_cli.errors import Interrupted
+    from ipd_cli.render import OutputContext
+
+    real_write = os.write
+
+    def short_write(fd, data):
+        if signals._depth and signals._pending is None:
+            signals._handler(signal.SIGTERM, None)  # deferred: recorded, not raised
+            return real_write(fd, bytes(data[:5]))
+        return real_write(fd, data)
+
+    def chunks():
+        yield {"hardware": np.array(["a", "b", "c"], dtype=object), "x": np.array([1.5, 2.5, 3.5])}
+        yield {"hardware": np.array(["d"], dtype=object), "x": np.array([4.5])}
+
+    monkeypatch.setattr(output, "_SLICE", 7)
+    monkeypatch.setattr(output.os, "write", short_write)
+    for fmt, expected in [
+        ("csv", "hardware,x\n"),  # the 5 bytes end inside the header: it is finished, no row begun
+        ("jsonl", '{"hardware": "a", "x": 1.5}\n'),
+        ("json", [{"hardware": "a", "x": 1.5}]),
+    ]:
+        out = tmp_path / f"s.{fmt}"
+        with pytest.raises(Interrupted):
+            output.stream_rows(chunks(), fmt, OutputContext(), out)
+        got = json.loads(out.read_text()) if fmt == "json" else out.read_text()
+        assert got == expected, fmt
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_second_signal_cuts_at_once_and_keeps_no_file(tmp_path, monkeypatch):
+    import signal
+
+    import numpy as np
+
+    from ipd_cli import output, signals
+    from ipd_cli.errors import Interrupted
+    from ipd_cli.render import OutputContext
+
+    real_write = os.write
+
+    def impatient_write(fd, data):
+        if signals._depth:
+            signals._handler(signal.SIGINT, None)  # the first is deferred, the second raises
+            signals._handler(signal.SIGINT, None)
+        return real_write(fd, data)
+
+    monkeypatch.setattr(output.os, "write", impatient_write)
+    chunk = {"hardware": np.array(["a"], dtype=object), "x": np.array([1.5])}
+    with pytest.raises(Interrupted):
+        output.stream_rows(iter([chunk]), "json", OutputContext(), tmp_path / "s.json")
+    signals._pending = None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_during_start_up_is_one_line():
+    # the console script imports the CLI inside main(): a KeyboardInterrupt in the imports
+    code = (
+        "import builtins, sys\n"
+        "real = builtins.__import__\n"
+        "def imp(name, *a, **k):\n"
+        "    if name == 'ipd_cli.cli': raise KeyboardInterrupt\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = imp\n"
+        "from ipd_cli.__main__ import main\n"
+        "main()\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert (r.returncode, r.stderr, r.stdout) == (130, "ipd: interrupted\n", "")
+
+
+def test_the_console_script_is_the_interrupt_safe_entry_point():
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"]["ipd"] == "ipd_cli.__main__:main"
+    r = _ipd("--version")
+    assert r.returncode == 0 and r.stdout.startswith("ipd ")
+
+
+# --- issue 14: --vary values get the validation --set gives them -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("axis", "needle"),
+    [
+        ("efficiency.training_mfu.fp4.mfu=0.3,5", "the value 5 is refused: mfu must be a fraction in (0, 1]"),
+        ("economics.pue=-1,1.2", "the value -1 is refused: pue must be >= 1"),
+        ("models.moe-10t.active_params=5e11,2e13", "the value 2e+13 is refused: active_params cannot exceed"),
+        ("systems.vera-rubin.prices.reserved=-2,3", "the value -2 is refused: usd_per_gpu_hour must be > 0"),
+        ("price_usd_per_gpu_hour=-1,2", "a price must be > 0, got -1"),
+        ("workload.sequence_length=4096,8192.5", "the value 8192.5 is refused: workload.sequence_length"),
+        ("economics.pue=0.5:2:0.000001", "the value 0.5 is refused: pue must be >= 1"),  # 1.5M values
+        ("economics.pue=1:2.5:0.000001", ""),  # valid: the check must not refuse it
+    ],
+)
+def test_varied_values_are_validated_like_set_before_any_row(tmp_path, axis, needle):
+    out = tmp_path / "s.csv"
+    args = ("sweep", "--vary", "hardware=vera-rubin", "--workload", PRETRAIN, "--vary", axis, "-o", str(out))
+    start = time.perf_counter()
+    if not needle:
+        import ipd_cli
+
+        chunks, total = ipd_cli.sweep(ipd_cli.load(), ["hardware=vera-rubin", axis], PRETRAIN)
+        assert total == 1_500_001
+        assert time.perf_counter() - start < 10
+        return
+    r = run_cli(*args)
+    clean_error(
+        r, 2, f"--vary {axis.split('=')[0].replace('vera-rubin', 'vera-rubin-nvl72')}", needle, output=out
+    )
+    assert time.perf_counter() - start < 10
+
+
+def test_utilisation_above_one_is_refused_in_a_tco_sweep(tmp_path):
+    args = ("sweep", "--vary", "hardware=vera-rubin", "--workload", PRETRAIN, "--pricing", "tco")
+    r = run_cli(*args, "--vary", "economics.utilisation=0.5,2")
+    clean_error(r, 2, "--vary economics.utilisation: the value 2 is refused", "fraction in (0, 1]")
+
+
+# --- issue 14: exit codes ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("sweep", "--vary", "hardware=hopper", "--samples", "3", "--seed", "-1"), "--seed must be a whole"),
+        (
+            ("serve", "--hardware", "hopper", "--model", "llama-3.3-70b", "--tokens-per-user-s", "nan"),
+            "--tokens-per-user-s must be a finite number > 0, got nan",
+        ),
+        (
+            ("serve", "--hardware", "hopper", "--model", "llama-3.3-70b", "--requests-per-s", "1e308"),
+            "--requests-per-s 1e+308 needs more than 100,000,000 h100-sxm GPUs",
+        ),
+        (
+            ("serve", "--hardware", "hopper", "--model", "llama-3.3-70b", "--tokens-per-day", "1e30"),
+            "--tokens-per-day 1e+30 needs",
+        ),
+        (
+            ("rl", "--hardware", "hopper", "--gpus", "1000000000000000"),
+            "--gpus 1e+15 is more than 100,000,000",
+        ),
+    ],
+)
+def test_bad_numbers_on_the_command_line_exit_2(args, needle):
+    clean_error(run_cli(*args, "-f", "json"), 2, needle)
+
+
+def test_a_validation_bound_not_met_exits_1():
+    r = run_cli("validate", "--max-median-error", "1", "-f", "json")
+    assert r.code == 1 and "exceeds --max-median-error 1" in r.stderr, r.stderr
+    assert json.loads(r.stdout)  # printed first, as the README says
+
+
+def test_diff_of_json_with_nan_or_infinity_names_the_file(tmp_path):
+    good = run_cli(*TRAIN, "-f", "json").stdout
+    for bad in ("NaN", "Infinity", "-Infinity", "1e999"):
+        path = write(tmp_path / "bad.json", good.replace('"gpus": 64', f'"gpus": {bad}'))
+        r = run_cli("diff", str(path), str(path))
+        clean_error(r, 2, f"{path}: holds a non-finite number ({bad})")
+
+
+# --- issue 14: bounded reads and memory --------------------------------------------------------
+
+
+def test_plot_and_diff_read_regular_files_with_a_bound(tmp_path, monkeypatch):
+    from ipd_cli.render import plot
+
+    start = time.perf_counter()
+    if Path("/dev/zero").exists():
+        for args in (
+            ("plot", "sweep", "/dev/zero", "--x", "a", "--y", "b"),
+            ("diff", "/dev/zero", "/dev/zero"),
+        ):
+            clean_error(run_cli(*args), 2, "/dev/zero: is a character device, not a regular file")
+    assert time.perf_counter() - start < 5
+    csv_file = write(tmp_path / "s.csv", "hardware,x,y\n" + "h100-sxm,1,2\n" * 100)
+    assert run_cli("plot", "sweep", str(csv_file), "--x", "x", "--y", "y").code == 0
+    monkeypatch.setattr(plot, "MAX_CSV_BYTES", 1000)
+    r = run_cli("plot", "sweep", str(csv_file), "--x", "x", "--y", "y")
+    clean_error(r, 2, "s.csv: larger than 1,000 bytes")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "p.json")
+        r = _ipd("diff", str(tmp_path / "p.json"), str(tmp_path / "p.json"))
+        assert r.returncode == 2 and "p.json: is a FIFO (named pipe), not a regular file" in r.stderr
+
+
+def test_huge_sample_counts_are_refused_with_their_size():
+    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--samples", "100000000", "-f", "csv")
+    clean_error(r, 2, "--samples 100,000,000 would hold about 50.0 GB at once", "give at most 2,000,000")
+
+
+def test_a_range_at_the_axis_cap_is_not_held_in_memory():
+    from ipd_cli import load
+    from ipd_cli.engine import sweep as sw
+
+    spec = f"1:{1 + (sw.MAX_POINTS - 1) * 1e-8:.8f}:0.00000001"
+    tracemalloc.start()
+    try:
+        axes = sw.parse_axes(load(), ["hardware=vera-rubin", f"economics.pue={spec}"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(axes[1].values) == sw.MAX_POINTS
+    assert peak < 10e6, f"{peak / 1e6:.0f} MB"  # a list of 50M floats took 2.5 GB
+
+
+def test_a_sampled_sweep_streams_over_a_huge_grid(monkeypatch):
+    import ipd_cli
+    from ipd_cli.engine import sweep as sw
+
+    monkeypatch.setattr(sw, "SAMPLED_ROWS_PER_CHUNK", 4)
+    chunks, total = ipd_cli.sweep(
+        ipd_cli.load(),
+        ["hardware=vera-rubin", "economics.pue=1:2:0.0000001"],
+        PRETRAIN,
+        samples=2,
+    )
+    assert total == 10_000_001
+    tracemalloc.start()
+    try:
+        first = next(chunks)  # the grid is walked by index, not built (a meshgrid took 160 MB)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(first["hardware"]) == 4 and peak < 20e6, f"{peak / 1e6:.0f} MB"
+
+
+# --- issue 14: the environment -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "args"),
+    [
+        ({"PYTHONIOENCODING": "ascii"}, ("compare", "vera-rubin", "blackwell")),
+        ({"PYTHONIOENCODING": "ascii"}, ("hardware", "show", "vera-rubin")),  # em dashes, x, >=
+        ({"PYTHONUTF8": "0", "LC_ALL": "C"}, ("hardware", "list")),
+    ],
+)
+def test_tables_fall_back_to_ascii_when_stdout_cannot_encode_unicode(env, args):
+    r = _ipd(*args, "-f", "table", env={"PYTHONIOENCODING": "", **env})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.isascii() and "+--" in r.stdout, r.stdout[:300]

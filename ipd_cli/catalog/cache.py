@@ -1,70 +1,284 @@
 """A cache of the validated catalog, so each command does not re-parse and re-validate YAML.
 
 Parsing and validating the catalog costs more than the whole estimate, and every command
-(and every TAB completion) pays it. The cache lives in ``$IPD_CACHE_DIR`` (default
-``$XDG_CACHE_HOME/ipd`` or ``~/.cache/ipd``); ``IPD_CACHE_DIR=off`` disables it. The key
-hashes the ipd version and the path, size and mtime of each catalog file and of each
-catalog schema module. Any failure to read or write the cache is silent: the catalog is
-then loaded from YAML as usual.
+(and every TAB completion) pays it. The cache holds data only, never code:
+
+* **Format**: a JSON header line (format, version, key), then the catalog as pydantic JSON of
+  plain values, validated on load by the same schema models as the YAML (``model_validate_json``);
+  aliases and cross-references are checked again. Anything unreadable, of another format or
+  key, or invalid is a miss: the catalog is then loaded from YAML and the entry rewritten.
+* **Key**: a SHA-256 of the ipd version, the source of the catalog schema modules and the name
+  and content of every catalog file (not sizes and times: a same-size edit is seen at once).
+  One entry per list of catalog directories, replaced when the key changes.
+* **Trust**: the directory must belong to the current user and not be writable by group or
+  others, and so must the entry (a regular file, not a link); otherwise the cache is not used.
+  ``$IPD_CACHE_DIR`` names the directory (``off`` disables the cache); else
+  ``$XDG_CACHE_HOME/ipd``, else ``$HOME/.cache/ipd`` when ``$HOME`` is an existing directory,
+  else no cache. The default directory is created with mode 0700.
+* **Writes** go to a temporary file in the directory, renamed over the entry; a failed write
+  removes its temporary file; nothing else in the directory is touched.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import os
-import pickle
-import tempfile
+import secrets
+import stat
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
 
 ENV = "IPD_CACHE_DIR"
+FORMAT = "ipd-catalog-cache"
+VERSION = 2
+MAX_ENTRY_BYTES = 64_000_000  # the built-in catalog is ~130 kB; user files are at most 2 MB each
+_SECTIONS = (
+    "sources",
+    "accelerators",
+    "cpus",
+    "systems",
+    "models",
+    "workloads",
+    "economics",
+    "efficiency",
+    "serving",
+    "rl",
+)
 
 
-def cache_dir() -> Path | None:
+def cache_dir() -> tuple[Path, bool] | None:
+    """(directory, given explicitly) or None when there is none (``IPD_CACHE_DIR=off``, no home)."""
     value = os.environ.get(ENV)
     if value == "off":
         return None
     if value:
-        return Path(value)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ipd"
+        return Path(value), True
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):  # the XDG rule: a relative path is ignored
+        return Path(xdg) / "ipd", False
+    home = os.environ.get("HOME", "")
+    if os.path.isabs(home) and os.path.isdir(home):  # never /.cache, never a home made up
+        return Path(home) / ".cache" / "ipd", False
+    return None
 
 
-def fingerprint(dirs: list[Path]) -> str:
+_warned: set[str] = set()
+
+
+def _warn(message: str) -> None:
+    if message not in _warned:  # once per process, though the cache is opened to read and to write
+        _warned.add(message)
+        sys.stderr.write(f"ipd: warning: {message}\n")
+
+
+def _open_dir(create: bool) -> int | None:
+    """A descriptor of the cache directory, if it exists (or was made) and can be trusted."""
+    if os.open not in os.supports_dir_fd or not hasattr(os, "geteuid"):
+        return None  # the checks below need POSIX directory descriptors
+    found = cache_dir()
+    if found is None:
+        return None
+    path, explicit = found
+    if create:
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        except OSError:
+            return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    problem = None
+    if st.st_uid != os.geteuid():
+        problem = "it belongs to another user"
+    elif st.st_mode & 0o022:
+        if explicit:
+            problem = "group or others may write to it"
+        else:  # our own default directory (older ipd made it with the umask's mode): tighten it
+            try:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode) & ~0o077)
+            except OSError:
+                problem = "group or others may write to it"
+    if problem:
+        os.close(fd)
+        _warn(f"not using the catalog cache {path}: {problem} (use a private directory in {ENV}, or off)")
+        return None
+    return fd
+
+
+def entry_name(dirs: list[Path]) -> str:
+    """The entry of one list of catalog directories (the key inside says which files it holds)."""
+    h = hashlib.sha256("\0".join(str(d.resolve()) for d in dirs).encode())
+    return f"catalog-{h.hexdigest()[:32]}.json"
+
+
+def fingerprint(dirs: list[Path]) -> str | None:
+    """SHA-256 of the ipd version, the schema modules and every catalog file's name and content.
+
+    None when a file cannot be read as a regular file of bounded size: then nothing is cached
+    and the YAML reader reports the problem.
+    """
     from ipd_cli._version import __version__
+    from ipd_cli.errors import InputError
+    from ipd_cli.files import read_bounded
 
-    h = hashlib.sha256(__version__.encode())
-    files = sorted(Path(__file__).parent.glob("*.py"))  # a schema change must not read old pickles
-    for d in dirs:
-        files += sorted([*d.glob("*.yaml"), *(d / "workloads").glob("*.yaml")])
-    for path in files:
-        st = path.stat()
-        h.update(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:32]
+    from .layers import layer_files
+    from .yamlio import MAX_FILE_BYTES
+
+    h = hashlib.sha256(f"{FORMAT} {VERSION} {__version__}\n".encode())
+    try:
+        for module in sorted(Path(__file__).parent.glob("*.py")):  # a schema change: a new key
+            h.update(module.name.encode() + b"\0" + module.read_bytes() + b"\0")
+        for d in dirs:
+            sections, workloads = layer_files(d)
+            h.update(f"dir\0{d}\0".encode())
+            for path in [*sections, *workloads]:
+                data = read_bounded(path, MAX_FILE_BYTES)
+                h.update(f"{path.relative_to(d).as_posix()}\0{len(data)}\0".encode() + data)
+    except (OSError, InputError):
+        return None
+    return h.hexdigest()
 
 
-def read(key: str) -> Any | None:
-    d = cache_dir()
-    if d is None:
+def _header(key: str) -> bytes:
+    return json.dumps({"format": FORMAT, "version": VERSION, "key": key}).encode() + b"\n"
+
+
+@functools.cache
+def _model() -> Any:
+    """The pydantic model of a cache entry (built on first use: a cold start never pays for it)."""
+    from typing import Annotated
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from .schema import (
+        Accelerator,
+        Economics,
+        Efficiency,
+        HostCpu,
+        Model,
+        PretrainWorkload,
+        RlEfficiency,
+        RlWorkload,
+        Scenario,
+        ServingEfficiency,
+        Source,
+        System,
+    )
+
+    Workload = Annotated[PretrainWorkload | RlWorkload | Scenario, Field(discriminator="kind")]
+
+    class CachedCatalog(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        sources: dict[str, Source]
+        accelerators: dict[str, Accelerator]
+        cpus: dict[str, HostCpu]
+        systems: dict[str, System]
+        models: dict[str, Model]
+        workloads: dict[str, Workload]
+        economics: Economics
+        efficiency: Efficiency
+        serving: ServingEfficiency
+        rl: RlEfficiency
+        origins: list[tuple[str, str, str]]  # (section, name, file)
+
+    return CachedCatalog
+
+
+def read(dirs: list[Path], key: str) -> Catalog | None:
+    """The cached catalog for ``dirs`` if its entry is trusted, of this key, and valid; else None."""
+    fd = _open_dir(create=False)
+    if fd is None:
         return None
     try:
-        with open(d / f"catalog-{key}.pickle", "rb") as fh:
-            return pickle.load(fh)
-    except Exception:  # a missing, stale or corrupt cache only costs a reload
+        data = _read_entry(fd, entry_name(dirs))
+    finally:
+        os.close(fd)
+    header = _header(key)
+    if data is None or not data.startswith(header):
+        return None
+    try:
+        return _decode(data[len(header) :])
+    except Exception:  # invalid JSON, a value the schema refuses, a broken reference: a miss
         return None
 
 
-def write(key: str, value: Any) -> None:
-    d = cache_dir()
-    if d is None:
-        return
+def _read_entry(dir_fd: int, name: str) -> bytes | None:
+    flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
     try:
-        d.mkdir(parents=True, exist_ok=True)
-        for old in d.glob("catalog-*.pickle"):
-            old.unlink(missing_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, d / f"catalog-{key}.pickle")
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or st.st_mode & 0o022
+            or st.st_size > MAX_ENTRY_BYTES
+        ):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read(st.st_size + 1)  # read(n) allocates n bytes: ask for what is there
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _decode(body: bytes) -> Catalog:
+    from .catalog import Catalog, finish
+
+    entry = _model().model_validate_json(body)
+    sections = {name: getattr(entry, name) for name in _SECTIONS}
+    origins = {(section, name): origin for section, name, origin in entry.origins}
+    catalog = Catalog(**sections, origins=origins, aliases={})
+    finish(catalog)  # aliases and cross-references, as after a YAML load
+    return catalog
+
+
+def _encode(catalog: Catalog) -> bytes:
+    entry = _model().model_construct(
+        **{name: getattr(catalog, name) for name in _SECTIONS},
+        origins=[(section, name, origin) for (section, name), origin in catalog.origins.items()],
+    )
+    return entry.model_dump_json().encode()
+
+
+def write(dirs: list[Path], key: str, catalog: Catalog) -> None:
+    """Store ``catalog`` under ``key``; any failure only means no cache (and no file left)."""
+    try:
+        data = _header(key) + _encode(catalog)
     except Exception:
         return
+    if len(data) > MAX_ENTRY_BYTES:
+        return
+    fd = _open_dir(create=True)
+    if fd is None:
+        return
+    tmp = f".catalog-{secrets.token_hex(8)}.tmp"
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        out = os.open(tmp, flags, 0o600, dir_fd=fd)
+        try:
+            with os.fdopen(out, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, entry_name(dirs), src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:  # a full disk, a signal: the temporary file goes
+            try:
+                os.unlink(tmp, dir_fd=fd)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        return
+    finally:
+        os.close(fd)

@@ -24,13 +24,11 @@ def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = 
     dirs = catalog_dirs(extra_dirs)
     for d in dirs:
         layer_files(d)  # a missing directory is an error even when a cache exists
-    try:
-        key = cache.fingerprint(dirs)
-    except OSError:  # a dangling link or unreadable entry: the YAML reader names it below
-        key = None
-    cat = cache.read(key) if key else None
+    # None: no cache, or a file the YAML reader will name below
+    key = cache.fingerprint(dirs) if cache.cache_dir() is not None else None
+    cat = cache.read(dirs, key) if key else None
     if cat is None:
         cat = build(load_raw(extra_dirs))
         if key:
-            cache.write(key, cat)
+            cache.write(dirs, key, cat)
     return cat.with_overrides(sets) if sets else cat

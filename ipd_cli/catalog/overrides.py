@@ -99,6 +99,9 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
     choices = set(node) | set(_fields(cls))
     if key not in choices:
         raise InputError(f"`sets` {where}.{key}: unknown field{did_you_mean(key, choices)}")
+    if rest == ["value"] and isinstance(node.get(key), dict) and "value" in node[key]:
+        _set_leaf(node, key, value)  # X.value=V is X=V: source cli-set, the catalog's range dropped
+        return
     if rest:
         child = node.get(key)
         if child is None:

@@ -11,14 +11,46 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Any, Literal
+import sys
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 PRECISIONS = ("fp4", "fp8", "bf16")
 Precision = Literal["fp4", "fp8", "bf16"]
 Status = Literal["shipping", "announced", "roadmap"]
 PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
+
+
+def _number(v: object) -> object:
+    """A finite number as written: not a boolean (YAML reads yes/true/on as true, which is 1) nor
+    a string ("1.2"), not infinite or NaN, and not a subnormal float (1e-320: below the smallest
+    normal double, it has lost its precision and is no real quantity)."""
+    if isinstance(v, bool):
+        raise ValueError("must be a number, not true/false (YAML reads yes, no, on, off as those)")
+    if isinstance(v, str):
+        raise ValueError(f"must be a number, not text{' (remove the quotes)' if _numeric(v) else ''}")
+    if not isinstance(v, int | float):
+        raise ValueError(f"must be a number, not a {type(v).__name__}")
+    if isinstance(v, float) and not math.isfinite(v):  # `gt=0` lets .inf through: inf/NaN output
+        raise ValueError("must be a finite number")
+    if isinstance(v, float) and v != 0 and abs(v) < sys.float_info.min:
+        raise ValueError(f"must be 0 or at least {sys.float_info.min:.4g} in size (a normal number)")
+    return v
+
+
+def _numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# Every number field of the catalog and of workloads: strict about its type, lax only about
+# 80.0 for an integer 80 (a --vary value comes as a float).
+Num = Annotated[float, BeforeValidator(_number)]
+Int = Annotated[int, BeforeValidator(_number)]
 
 
 def unit(symbol: str, si: float = 1.0, **kw: Any) -> Any:
@@ -41,27 +73,10 @@ def field_unit(cls: type[BaseModel], name: str) -> tuple[str, float] | None:
 
 
 class Strict(BaseModel):
-    """Base for every catalog model: unknown keys are errors, models are frozen, floats finite."""
+    """Base for every catalog model: unknown keys are errors, models are frozen. Numbers are
+    declared ``Num`` or ``Int`` (finite numbers, not booleans or text)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    @field_validator("*", mode="after", check_fields=False)
-    @classmethod
-    def _finite_floats(cls, v: object) -> object:
-        # `gt=0` lets .inf through, and an infinite spec or token count ends as inf/NaN output
-        if not _all_finite(v):
-            raise ValueError("must be a finite number")
-        return v
-
-
-def _all_finite(v: object) -> bool:
-    if isinstance(v, float):
-        return math.isfinite(v)
-    if isinstance(v, list | tuple):
-        return all(_all_finite(x) for x in v)
-    if isinstance(v, dict):
-        return all(_all_finite(x) for x in v.values())
-    return True
 
 
 class Source(Strict):
@@ -79,20 +94,13 @@ class Source(Strict):
 class Sourced(Strict):
     """A number from the world with its provenance."""
 
-    value: float
+    value: Num
     source: str = Field(description="id of an entry in a `sources:` block")
     estimate: bool = False
-    range: tuple[float, float] | None = Field(
+    range: tuple[Num, Num] | None = Field(
         default=None, description="low and high values where sources disagree"
     )
     note: str | None = None
-
-    @field_validator("value")
-    @classmethod
-    def _finite(cls, v: float) -> float:
-        if not math.isfinite(v):
-            raise ValueError("must be a finite number")
-        return v
 
     @model_validator(mode="after")
     def _range_ordered(self) -> Sourced:
@@ -100,6 +108,11 @@ class Sourced(Strict):
             lo, hi = self.range
             if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
                 raise ValueError(f"range must be [low, high] with low <= high, got {list(self.range)}")
+            if not lo <= self.value <= hi:
+                raise ValueError(
+                    f"value {self.value:g} lies outside its range {list(self.range)}; a range holds "
+                    "the values sources give, the catalog value among them"
+                )
         return self
 
 
@@ -136,8 +149,8 @@ class Accelerator(Strict):
 
 
 class HostCpu(Strict):
-    cores: int = unit("cores", gt=0)
-    threads: int | None = None
+    cores: Int = unit("cores", gt=0)
+    threads: Int | None = None
     relative_core_throughput: Sourced | None = unit(
         "ratio to a Grace core",
         default=None,
@@ -167,10 +180,10 @@ class Price(Strict):
 class System(Strict):
     description: str
     accelerator: str
-    accelerators: int = unit("GPUs", gt=0, description="accelerators in one node or rack")
-    scale_up_domain: int = unit("GPUs", gt=0, description="GPUs in one scale-up (NVLink/IF) domain")
+    accelerators: Int = unit("GPUs", gt=0, description="accelerators in one node or rack")
+    scale_up_domain: Int = unit("GPUs", gt=0, description="GPUs in one scale-up (NVLink/IF) domain")
     host_cpu: str
-    host_cpus: int = unit("CPUs", gt=0)
+    host_cpus: Int = unit("CPUs", gt=0)
     power_kw: Sourced = unit("kW", 1e3, description="node or rack power, all accelerators and hosts (SI: W)")
     capex_usd: Sourced = unit("USD", description="purchase price of the node or rack")
     prices: list[Price] = Field(min_length=1)
@@ -200,6 +213,10 @@ class System(Strict):
     @model_validator(mode="after")
     def _positive(self) -> System:
         _positive_sourced(self)
+        labels = [p.label for p in self.prices]
+        twice = sorted({label for label in labels if labels.count(label) > 1})
+        if twice:
+            raise ValueError(f"prices: label {', '.join(twice)} given twice; keep one price per label")
         if self.scale_up_domain > self.accelerators and self.scale_up_domain % self.accelerators:
             raise ValueError("scale_up_domain must be a multiple of accelerators when it spans nodes")
         if self.gpus_per_node is not None and self.accelerators % self.gpus_per_node:
@@ -209,23 +226,23 @@ class System(Strict):
 
 class Model(Strict):
     description: str
-    total_params: float = unit("parameters", gt=0)
-    active_params: float = unit("parameters", gt=0, description="parameters each token passes through")
-    layers: int = unit("layers", gt=0)
-    hidden_size: int = unit("values", gt=0)
-    attention_heads: int = unit("heads", gt=0)
-    head_dim: int = unit("values", gt=0)
-    kv_heads: int | None = Field(default=None, gt=0, description="GQA/MHA KV heads")
-    kv_lora_rank: int | None = Field(default=None, gt=0, description="MLA latent size")
-    qk_rope_head_dim: int | None = Field(default=None, ge=0, description="MLA decoupled RoPE key size")
-    experts: int = unit("experts", default=1, gt=0, description="routed experts per MoE layer (1 = dense)")
-    experts_per_token: int = unit("experts", default=1, gt=0)
-    shared_experts: int = unit("experts", default=0, ge=0)
-    attention_layers: int | None = Field(
+    total_params: Num = unit("parameters", gt=0)
+    active_params: Num = unit("parameters", gt=0, description="parameters each token passes through")
+    layers: Int = unit("layers", gt=0)
+    hidden_size: Int = unit("values", gt=0)
+    attention_heads: Int = unit("heads", gt=0)
+    head_dim: Int = unit("values", gt=0)
+    kv_heads: Int | None = Field(default=None, gt=0, description="GQA/MHA KV heads")
+    kv_lora_rank: Int | None = Field(default=None, gt=0, description="MLA latent size")
+    qk_rope_head_dim: Int | None = Field(default=None, ge=0, description="MLA decoupled RoPE key size")
+    experts: Int = unit("experts", default=1, gt=0, description="routed experts per MoE layer (1 = dense)")
+    experts_per_token: Int = unit("experts", default=1, gt=0)
+    shared_experts: Int = unit("experts", default=0, ge=0)
+    attention_layers: Int | None = Field(
         default=None, gt=0, description="layers that keep a KV cache growing with context (default: all)"
     )
-    vocab_size: int = unit("tokens", gt=0)
-    max_context: int = unit("tokens", gt=0)
+    vocab_size: Int = unit("tokens", gt=0)
+    max_context: Int = unit("tokens", gt=0)
     source: str
     estimate: bool = False
     aliases: list[str] = []
@@ -282,7 +299,7 @@ class MfuPoint(Strict):
     """A measured training MFU and the cluster size it was measured at."""
 
     mfu: Sourced = unit("fraction of dense peak")
-    measured_at_gpus: int = unit("GPUs", gt=0)
+    measured_at_gpus: Int = unit("GPUs", gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> MfuPoint:
@@ -328,11 +345,11 @@ class PretrainWorkload(Strict):
     kind: Literal["pretrain"] = "pretrain"
     description: str
     model: str
-    tokens: float = Field(gt=0)
-    deadline_days: float | None = Field(default=None, gt=0)
-    gpus: int | None = Field(default=None, gt=0)
+    tokens: Num = Field(gt=0)
+    deadline_days: Num | None = Field(default=None, gt=0)
+    gpus: Int | None = Field(default=None, gt=0)
     precision: Precision = "bf16"
-    sequence_length: int = Field(default=8192, gt=0)
+    sequence_length: Int = Field(default=8192, gt=0)
     source: str
     note: str | None = None
 
@@ -392,10 +409,10 @@ class ServingEfficiency(Strict):
     attention_min_precision: Precision = Field(
         description="attention math runs at the KV precision, never narrower than this"
     )
-    default_input_tokens: int = unit(
+    default_input_tokens: Int = unit(
         "tokens", gt=0, description="prompt tokens per request when none are given"
     )
-    default_output_tokens: int = unit(
+    default_output_tokens: Int = unit(
         "tokens", gt=0, description="generated tokens per request when none are given"
     )
     kv_cache_free_fraction: Sourced = unit(
@@ -473,7 +490,7 @@ class ServingEfficiency(Strict):
     scale_out_link_efficiency: Sourced = unit(
         "fraction", description="achieved / line rate of the scale-out NIC"
     )
-    instance_gpus: list[int] = Field(
+    instance_gpus: list[Int] = Field(
         min_length=1, description="instance sizes tried inside a scale-up domain, smallest first"
     )
     max_instance_domains: Sourced = unit(
@@ -551,39 +568,37 @@ class RlWorkload(Strict):
     kind: Literal["rl"] = "rl"
     description: str
     model: str
-    prompts_per_step: int = Field(gt=0)
-    group_size: int = Field(gt=0, description="samples per prompt")
-    keep_fraction: float = Field(
-        default=1.0, gt=0, le=1, description="share of rollouts kept after filtering"
-    )
-    prompt_tokens: int = Field(gt=0)
-    observation_tokens: int = Field(default=0, ge=0, description="tool output tokens appended per trajectory")
-    mean_response_tokens: float = Field(gt=0, description="generated tokens per trajectory, mean")
-    max_response_tokens: int = Field(gt=0, description="the longest trajectory of a step")
-    turns: float = Field(default=1, ge=1, description="agent turns per trajectory, mean")
-    max_turns: int = Field(default=1, ge=1)
-    tool_latency_s: float = Field(default=0, ge=0, description="wall time per tool call")
-    sandbox_boot_s: float = Field(default=0, ge=0)
-    verify_s: float = Field(default=0, ge=0, description="final test/verification on one reference core")
-    sandbox_cores: float = Field(default=0, ge=0, description="CPU cores held by one live sandbox")
-    logprob_passes: int = Field(default=1, ge=0, description="extra forward passes: old policy, reference")
-    ppo_epochs: int = Field(default=1, ge=1)
+    prompts_per_step: Int = Field(gt=0)
+    group_size: Int = Field(gt=0, description="samples per prompt")
+    keep_fraction: Num = Field(default=1.0, gt=0, le=1, description="share of rollouts kept after filtering")
+    prompt_tokens: Int = Field(gt=0)
+    observation_tokens: Int = Field(default=0, ge=0, description="tool output tokens appended per trajectory")
+    mean_response_tokens: Num = Field(gt=0, description="generated tokens per trajectory, mean")
+    max_response_tokens: Int = Field(gt=0, description="the longest trajectory of a step")
+    turns: Num = Field(default=1, ge=1, description="agent turns per trajectory, mean")
+    max_turns: Int = Field(default=1, ge=1)
+    tool_latency_s: Num = Field(default=0, ge=0, description="wall time per tool call")
+    sandbox_boot_s: Num = Field(default=0, ge=0)
+    verify_s: Num = Field(default=0, ge=0, description="final test/verification on one reference core")
+    sandbox_cores: Num = Field(default=0, ge=0, description="CPU cores held by one live sandbox")
+    logprob_passes: Int = Field(default=1, ge=0, description="extra forward passes: old policy, reference")
+    ppo_epochs: Int = Field(default=1, ge=1)
     inference_precision: Precision = "fp8"
     training_precision: Precision = "bf16"
     sync_precision: Precision = "bf16"
     mode: RlMode = "colocated"
-    staleness_bound: int = Field(default=1, ge=0, description="async: max policy versions behind")
+    staleness_bound: Int = Field(default=1, ge=0, description="async: max policy versions behind")
     sync_transport: SyncTransport | None = Field(
         default=None,
         description="how weights reach the rollout engines (default: colocated in colocated mode, "
         "else the catalog's rl.default_sync_transport)",
     )
-    speculative: float = Field(default=1.0, ge=1)
-    gpus: int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
-    gen_gpus: int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
-    train_gpus: int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")
-    steps_per_refresh: int = Field(default=100, gt=0)
-    refreshes_per_year: float = Field(default=12, gt=0)
+    speculative: Num = Field(default=1.0, ge=1)
+    gpus: Int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
+    gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
+    train_gpus: Int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")
+    steps_per_refresh: Int = Field(default=100, gt=0)
+    refreshes_per_year: Num = Field(default=12, gt=0)
     source: str
     note: str | None = None
 
@@ -684,9 +699,9 @@ class ScenarioPretraining(Strict):
 
     workload: str | None = Field(default=None, description="a pretrain workload computed on each system")
     open_weights: bool = False
-    cost_usd: float | None = Field(default=None, ge=0, description="a given pre-training cost instead")
-    amortisation_years: float = Field(default=2.0, gt=0, description="years over which the model earns")
-    deployments: float = Field(default=1.0, gt=0, description="deployments sharing the pre-training cost")
+    cost_usd: Num | None = Field(default=None, ge=0, description="a given pre-training cost instead")
+    amortisation_years: Num = Field(default=2.0, gt=0, description="years over which the model earns")
+    deployments: Num = Field(default=1.0, gt=0, description="deployments sharing the pre-training cost")
 
     @model_validator(mode="after")
     def _one_way(self) -> ScenarioPretraining:
@@ -700,19 +715,19 @@ class ScenarioPostTraining(Strict):
     """Continuous RL post-training: an RL workload run for a number of steps, or for a budget."""
 
     workload: str
-    steps_per_refresh: int | None = Field(default=None, gt=0)
-    refreshes_per_year: float | None = Field(default=None, gt=0)
-    budget_usd_per_year: float | None = Field(default=None, gt=0, description="spend this on RL instead")
+    steps_per_refresh: Int | None = Field(default=None, gt=0)
+    refreshes_per_year: Num | None = Field(default=None, gt=0)
+    budget_usd_per_year: Num | None = Field(default=None, gt=0, description="spend this on RL instead")
 
 
 class ScenarioServing(Strict):
     """The serving workload: tasks, tokens per task, interactivity."""
 
-    tasks_per_day: float = Field(gt=0)
-    requests_per_task: int = Field(default=1, gt=0, description="model calls (turns) per task attempt")
-    input_tokens_per_request: int = Field(gt=0, description="new (not cached) prompt tokens per call")
-    output_tokens_per_request: int = Field(gt=0)
-    tokens_per_user_s: float | None = Field(default=None, gt=0, description="interactivity target")
+    tasks_per_day: Num = Field(gt=0)
+    requests_per_task: Int = Field(default=1, gt=0, description="model calls (turns) per task attempt")
+    input_tokens_per_request: Int = Field(gt=0, description="new (not cached) prompt tokens per call")
+    output_tokens_per_request: Int = Field(gt=0)
+    tokens_per_user_s: Num | None = Field(default=None, gt=0, description="interactivity target")
     precision: Precision | None = None
 
 
@@ -720,10 +735,10 @@ class LearningCurve(Strict):
     """ScaleRL's saturating sigmoid: score(x) = r0 + (asymptote - r0) / (1 + (midpoint / x)^exponent),
     x = RL samples over the horizon."""
 
-    r0: float = Field(ge=0, le=1)
-    asymptote: float = Field(gt=0, le=1)
-    midpoint_samples: float = Field(gt=0)
-    exponent: float = Field(gt=0)
+    r0: Num = Field(ge=0, le=1)
+    asymptote: Num = Field(gt=0, le=1)
+    midpoint_samples: Num = Field(gt=0)
+    exponent: Num = Field(gt=0)
     source: str
     estimate: bool = False
     note: str | None = None
@@ -739,10 +754,10 @@ class TaskSuccess(Strict):
     """Success per attempt: measured, r^k, or from a learning curve; plus a retry policy."""
 
     success_rate: Sourced | None = None
-    step_reliability: float | None = Field(default=None, gt=0, le=1)
-    steps_per_workflow: int | None = Field(default=None, gt=0)
+    step_reliability: Num | None = Field(default=None, gt=0, le=1)
+    steps_per_workflow: Int | None = Field(default=None, gt=0)
     learning_curve: LearningCurve | None = None
-    max_attempts: int = Field(default=1, gt=0)
+    max_attempts: Int = Field(default=1, gt=0)
 
     @model_validator(mode="after")
     def _one_way(self) -> TaskSuccess:
@@ -768,11 +783,11 @@ class Scenario(Strict):
     kind: Literal["scenario"] = "scenario"
     description: str
     model: str
-    horizon_years: float = Field(default=1.0, gt=0)
+    horizon_years: Num = Field(default=1.0, gt=0)
     pretraining: ScenarioPretraining
     post_training: ScenarioPostTraining | None = None
     serving: ScenarioServing
     task_success: TaskSuccess
-    site_mw: float | None = Field(default=None, gt=0, description="a site power budget to fill")
+    site_mw: Num | None = Field(default=None, gt=0, description="a site power budget to fill")
     source: str
     note: str | None = None

@@ -1,9 +1,10 @@
-"""Reading YAML safely: bounded size, UTF-8 only, no Python tags, no duplicate keys, bounded
+"""Reading YAML safely: regular files of bounded size, UTF-8 only, no Python tags, no duplicate keys, bounded
 nesting and alias expansion. Every failure is a one-line :class:`InputError` naming the file."""
 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,9 @@ from ipd_cli.errors import InputError
 MAX_FILE_BYTES = 2_000_000
 MAX_DEPTH = 64  # the catalog is about 6 levels deep
 MAX_NODES = MAX_FILE_BYTES  # aliases may not expand a document beyond what 2 MB could spell out
+
+
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 
 
 @functools.cache
@@ -45,6 +49,9 @@ def _strict_loader() -> type:
         return loader.construct_mapping(node, deep=deep)
 
     StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, no_duplicates)
+    # YAML 1.1 (PyYAML) reads 1e14 and 1.0e14 as strings; read them as the numbers they spell, as
+    # YAML 1.2 does, so that number fields can refuse strings
+    StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
     return StrictLoader
 
 
@@ -53,19 +60,10 @@ def _too_large(name: str) -> InputError:
 
 
 def _read_bytes(p: Path, name: str) -> bytes:
-    """At most MAX_FILE_BYTES: a device or pipe (/dev/zero) reports no size, so read with a bound."""
-    if p.is_dir():
-        raise InputError(f"{name}: is a directory; give a YAML file")
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except OSError as e:
-        raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise _too_large(name)
-    return data
+    """A regular file of at most MAX_FILE_BYTES (a FIFO or a device such as /dev/zero is refused)."""
+    from ipd_cli.files import read_bounded
+
+    return read_bounded(p, MAX_FILE_BYTES, name, hint="give a YAML file")
 
 
 def _check_shape(doc: Any, name: str) -> None:
@@ -108,8 +106,9 @@ def _check_shape(doc: Any, name: str) -> None:
 def read_yaml(path: Path | str, text: str | None = None, label: str | None = None) -> Any:
     """Parse one YAML document safely; every failure is a one-line InputError naming the file.
 
-    Refused: files over MAX_FILE_BYTES, non-UTF-8 or binary content, Python tags (safe loader),
-    duplicate keys, nesting deeper than MAX_DEPTH and alias expansion beyond MAX_NODES.
+    Refused: anything but a regular file (FIFOs, devices), files over MAX_FILE_BYTES, non-UTF-8
+    or binary content, Python tags (safe loader), duplicate keys, nesting deeper than MAX_DEPTH
+    and alias expansion beyond MAX_NODES.
     """
     name = label or str(path)
     if text is None:

@@ -33,13 +33,43 @@ HARDWARE = "hardware"
 PRICE = "price_usd_per_gpu_hour"
 CHUNK = 131_072
 PERCENTILES = (10, 50, 90)
-MAX_POINTS = 50_000_000
+MAX_POINTS = 50_000_000  # values of one axis (a range is not held in memory: value i is computed)
+SAMPLE_BYTES = 500  # held per draw while a grid point is evaluated (measured: 260 B, built-in catalog)
+MAX_SAMPLE_MEMORY = 1_000_000_000  # a sampled sweep needing more is refused: at most 2,000,000 draws
+SAMPLED_ROWS_PER_CHUNK = 64  # a sampled row costs a full estimate: chunks stay small, output steady
+CHECK_ALL_VALUES = 1_000  # an axis with more distinct values is checked at MAX_CHECKED_VALUES of them
+MAX_CHECKED_VALUES = 64
+
+
+@dataclass(frozen=True)
+class FloatRange:
+    """The values of ``START:STOP:STEP`` without a list of them: value i is start + i x step."""
+
+    start: float
+    step: float
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: Any) -> Any:
+        """One value (an int index), or an array of them (an integer array of indices)."""
+        if isinstance(index, int):
+            if not -self.count <= index < self.count:
+                raise IndexError(index)
+            return self.start + (index % self.count) * self.step
+        import numpy as np
+
+        return self.start + np.asarray(index) * self.step
+
+    def __iter__(self) -> Iterator[float]:
+        return (self.start + i * self.step for i in range(self.count))
 
 
 @dataclass(frozen=True)
 class Axis:
     path: str
-    values: list[Any]
+    values: Any  # hardware: a list of names; numbers: a list of floats or a FloatRange
 
 
 def parse_spec(path: str, spec: str) -> list[Any]:
@@ -59,8 +89,8 @@ def parse_spec(path: str, spec: str) -> list[Any]:
             raise InputError(f"--vary {path}={spec}: need START <= STOP and STEP > 0")
         count = int(math.floor((stop - start) / step + 1e-9)) + 1
         if count > MAX_POINTS:
-            raise InputError(f"--vary {path}={spec}: {count} values is more than {MAX_POINTS}")
-        return [start + i * step for i in range(count)]
+            raise InputError(f"--vary {path}={spec}: {count:,} values is more than {MAX_POINTS:,}")
+        return FloatRange(start, step, count)
     values = []
     for item in spec.split(","):
         try:
@@ -70,6 +100,8 @@ def parse_spec(path: str, spec: str) -> list[Any]:
         if not math.isfinite(v):
             raise InputError(f"--vary {path}: '{item}' is not a finite number")
         values.append(v)
+    if len(values) > MAX_POINTS:
+        raise InputError(f"--vary {path}: {len(values):,} values is more than {MAX_POINTS:,}")
     return values
 
 
@@ -244,6 +276,64 @@ def check_paths(cat: Catalog, plan: SweepPlan) -> None:
             )
 
 
+def check_values(cat: Catalog, plan: SweepPlan) -> None:
+    """Every varied value must pass the validation ``--set`` gives it, before any row is written.
+
+    An axis with at most CHECK_ALL_VALUES distinct values is checked value by value. A longer
+    one (a START:STOP:STEP range) is checked at its smallest and largest values, values evenly
+    spaced between them (MAX_CHECKED_VALUES in all) and its first value that is not a whole
+    number: each catalog constraint on a single value is a bound (> 0, a fraction, >= 1, <= another
+    field) or asks for a whole number, so a range whose ends pass holds only valid values.
+    """
+    for axis in plan.axes:
+        if axis.path == HARDWARE:
+            continue
+        values = _values_to_check(axis.values)
+        if axis.path == PRICE:
+            low = min(values)
+            if not low > 0:
+                raise InputError(f"--vary {PRICE}: a price must be > 0, got {low:g}")
+            continue
+        for v in values:
+            _check_value(cat, plan, axis.path, v)
+
+
+def _values_to_check(values: Any) -> list[float]:
+    if isinstance(values, FloatRange):
+        n = values.count
+        if n <= CHECK_ALL_VALUES:
+            return list(values)
+        picks = {round(i * (n - 1) / (MAX_CHECKED_VALUES - 2)) for i in range(MAX_CHECKED_VALUES - 1)}
+        fractional = next((i for i in range(min(n, 1000)) if not float(values[i]).is_integer()), None)
+        return [values[i] for i in sorted(picks | ({fractional} if fractional is not None else set()))]
+    distinct = sorted(set(values))
+    if len(distinct) <= CHECK_ALL_VALUES:
+        return distinct
+    step = (len(distinct) - 1) / (MAX_CHECKED_VALUES - 2)
+    picks = [distinct[round(i * step)] for i in range(MAX_CHECKED_VALUES - 1)]
+    return picks + [next((v for v in distinct if not float(v).is_integer()), distinct[0])]
+
+
+def _check_value(cat: Catalog, plan: SweepPlan, path: str, value: float) -> None:
+    from ipd_cli.catalog.overrides import WORKLOAD, Override, apply_workload
+    from ipd_cli.catalog.validation import validate_workload
+
+    value = float(value)
+    o = Override(path, value, f"{path}={value!r}")
+    try:
+        if path.startswith(WORKLOAD + "."):
+            if plan.workload is None:
+                return  # no pretrain workload reads it (check_paths has refused such a path)
+            body = plan.workload.model_dump(exclude_none=True)
+            apply_workload(body, [o])
+            validate_workload(body, "workload")
+        else:
+            cat.with_overrides([o])
+    except InputError as e:
+        reason = str(e).split("Value error, ", 1)[-1] if "Value error, " in str(e) else str(e)
+        raise InputError(f"--vary {path}: the value {value:g} is refused: {reason}") from None
+
+
 def _serving_paths(cat: Catalog, plan: SweepPlan, hw: str) -> set[str]:
     r = serve_point(cat, hw, plan.model, plan.serving, pricing=plan.pricing)
     return {a.path for a in r.assumptions if a.path}
@@ -265,6 +355,13 @@ class _PathRecorder(Trace):
         return super().given(name, value, unit, origin, note, path, **kw)
 
 
+def _indexable(values: Any) -> Any:
+    """Axis values that an array of indices picks from (a FloatRange computes them)."""
+    import numpy as np
+
+    return values if isinstance(values, FloatRange) else np.asarray(values, dtype=float)
+
+
 def run(cat: Catalog, plan: SweepPlan, chunk: int = CHUNK) -> Iterator[dict[str, Any]]:
     """Yield column chunks: the varied inputs, then every output metric, one row per point."""
     import numpy as np
@@ -272,7 +369,7 @@ def run(cat: Catalog, plan: SweepPlan, chunk: int = CHUNK) -> Iterator[dict[str,
     numeric = [a for a in plan.axes if a.path != HARDWARE]
     shape = tuple(len(a.values) for a in numeric)
     total = math.prod(shape)
-    arrays = [np.asarray(a.values, dtype=float) for a in numeric]
+    arrays = [_indexable(a.values) for a in numeric]
     for hw in plan.hardware:
         for start in range(0, total, chunk):
             idx = np.unravel_index(np.arange(start, min(start + chunk, total)), shape) if shape else ()
@@ -284,10 +381,27 @@ def run(cat: Catalog, plan: SweepPlan, chunk: int = CHUNK) -> Iterator[dict[str,
             yield cols
 
 
+def check_samples(plan: SweepPlan, samples: int, seed: int) -> None:
+    """Refuse (before any row) a sampled sweep that could not run: a bad count or seed, or one whose
+    draws would hold more than MAX_SAMPLE_MEMORY bytes at once."""
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise InputError(f"`samples` must be a whole number >= 1, got {samples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"`seed` must be a whole number >= 0, got {seed!r}")  # numpy refuses others
+    need = samples * SAMPLE_BYTES
+    if need > MAX_SAMPLE_MEMORY:
+        raise InputError(
+            f"`samples` {samples:,} would hold about {need / 1e9:,.1f} GB at once ({SAMPLE_BYTES} bytes per "
+            f"draw); give at most {MAX_SAMPLE_MEMORY // SAMPLE_BYTES:,}"
+        )
+
+
 def run_samples(cat: Catalog, plan: SweepPlan, samples: int, seed: int) -> Iterator[dict[str, Any]]:
-    """One row per (hardware, grid point): P10/P50/P90 of each metric over ``samples`` draws."""
+    """One row per (hardware, grid point): P10/P50/P90 of each metric over ``samples`` draws,
+    yielded in chunks of rows; the grid is walked by index, never held in memory."""
     import numpy as np
 
+    check_samples(plan, samples, seed)
     rng = np.random.default_rng(seed)
 
     def sampler(low: float, mode: float, high: float) -> Any:
@@ -296,17 +410,25 @@ def run_samples(cat: Catalog, plan: SweepPlan, samples: int, seed: int) -> Itera
         return rng.triangular(low, min(max(mode, low), high), high, samples)
 
     numeric = [a for a in plan.axes if a.path != HARDWARE]
-    if numeric:
-        grid = np.array(np.meshgrid(*[a.values for a in numeric], indexing="ij")).reshape(len(numeric), -1).T
-    else:
-        grid = np.zeros((1, 0))
+    shape = tuple(len(a.values) for a in numeric)
+    total = math.prod(shape)
+    arrays = [_indexable(a.values) for a in numeric]
     for hw in plan.hardware:
-        for point in grid:
+        rows: list[dict[str, Any]] = []
+        for i in range(total):
+            idx = np.unravel_index(i, shape) if shape else ()
+            point = [float(arrays[k][int(j)]) for k, j in enumerate(idx)]
             subs = {a.path: np.full(samples, v) for a, v in zip(numeric, point, strict=True)}
             y = _evaluate(cat, plan, hw, subs, samples, sampler=sampler)
-            row: dict[str, Any] = {HARDWARE: np.array([hw], dtype=object)}
-            row.update({a.path: np.array([v]) for a, v in zip(numeric, point, strict=True)})
+            row: dict[str, Any] = {HARDWARE: hw}
+            row.update({a.path: v for a, v in zip(numeric, point, strict=True)})
             for key, values in y.items():
                 for p, q in zip(PERCENTILES, np.percentile(values, PERCENTILES), strict=True):
-                    row[f"{key}.p{p}"] = np.array([q])
-            yield row
+                    row[f"{key}.p{p}"] = float(q)
+            rows.append(row)
+            if len(rows) == SAMPLED_ROWS_PER_CHUNK or i == total - 1:
+                yield {
+                    k: np.array([r[k] for r in rows], dtype=object if k == HARDWARE else float)
+                    for k in rows[0]
+                }
+                rows = []

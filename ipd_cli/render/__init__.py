@@ -41,6 +41,7 @@ class OutputContext:
     is_tty: bool = False
     width: int | None = None
     color: bool = False
+    ascii_only: bool = False  # stdout cannot encode box drawing (PYTHONIOENCODING=ascii, LC_ALL=C)
 
 
 def resolve_format(fmt: str, ctx: OutputContext) -> str:

@@ -30,6 +30,46 @@ class Figure:
     logx: bool = False
 
 
+MAX_CSV_BYTES = 100_000_000  # about a million rows of a headline sweep: more than a plot can show
+
+
+def sweep_series(csv_file: Path, x: str, y: str) -> list[Series]:
+    """One series per hardware of column ``y`` against ``x`` from a sweep CSV, read as a stream
+    from a regular file of at most MAX_CSV_BYTES."""
+    import csv
+    import io
+
+    from ipd_cli.errors import InputError, did_you_mean
+    from ipd_cli.files import open_bounded
+
+    series: dict[str, Series] = {}
+    with open_bounded(csv_file, MAX_CSV_BYTES, hint="give a CSV file") as raw:
+        try:
+            reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+            columns = next(reader, [])
+            for col in (x, y):
+                if col not in columns:
+                    raise InputError(f"{csv_file}: no column '{col}'{did_you_mean(col, columns)}")
+            ix, iy = columns.index(x), columns.index(y)
+            ih = columns.index("hardware") if "hardware" in columns else None
+            for line, row in enumerate(reader, start=2):
+                hw = row[ih] if ih is not None and ih < len(row) else ""
+                s = series.setdefault(hw, Series(hw, [], []))
+                try:
+                    s.x.append(float(row[ix]))
+                    s.y.append(float(row[iy]))
+                except (ValueError, IndexError):
+                    raise InputError(
+                        f"{csv_file}: line {line}: no number in column '{x}' or '{y}'; --x and --y must "
+                        "be numeric columns"
+                    ) from None
+        except UnicodeDecodeError:
+            raise InputError(f"{csv_file}: not UTF-8 text; give a CSV file written by ipd sweep") from None
+        except csv.Error as e:
+            raise InputError(f"{csv_file}: not a CSV file ({e})") from None
+    return list(series.values())
+
+
 def to_png(fig: Figure, path: Path) -> None:
     """Write a PNG (needs matplotlib: ``pip install '.[plot]'`` from a checkout)."""
     try:
@@ -61,10 +101,14 @@ def to_png(fig: Figure, path: Path) -> None:
     ax.grid(True, alpha=0.3)
     ax.legend()
     f.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    f.savefig(tmp, format="png")
+    import io
+
+    from ipd_cli.output import write_bytes
+
+    buf = io.BytesIO()
+    f.savefig(buf, format="png")
     plt.close(f)
-    tmp.replace(path)
+    write_bytes(path, buf.getvalue())  # atomically, never over a link or a device
 
 
 def to_text(fig: Figure, width: int = 72, height: int = 20) -> str:

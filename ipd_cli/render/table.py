@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import io
 import textwrap
+import unicodedata
+from dataclasses import replace
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -107,7 +110,59 @@ def _wrap(text: str, width: int) -> Text:
     return Text("\n".join(lines))
 
 
+# Characters the catalog and the views use, spelt in ASCII; anything else loses its accents
+# (NFKD) or is escaped.
+_ASCII = str.maketrans(
+    {
+        "\u2014": "-",  # em dash
+        "\u2013": "-",  # en dash
+        "\u2212": "-",  # minus
+        "\u00d7": "x",
+        "\u2265": ">=",
+        "\u2264": "<=",
+        "\u2026": "...",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2192": "->",
+        "\u2248": "~",
+        "\u00b5": "u",
+        "\u03bc": "u",
+        "\u00b1": "+/-",
+        "\u00b7": "*",
+        "\u00a0": " ",
+        "\u1d40": "T",
+    }
+)
+
+
+def ascii_text(text: str) -> str:
+    """``text`` in ASCII: common symbols spelt out, accents dropped, anything else escaped."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKD", text.translate(_ASCII))
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _ascii_view(v: View) -> View:
+    """The view spelt in ASCII before it is laid out, so column widths match what is drawn."""
+    grids = [
+        replace(
+            g,
+            title=ascii_text(g.title),
+            columns=[ascii_text(c) for c in g.columns],
+            rows=[[ascii_text(c) for c in row] for row in g.rows],
+        )
+        for g in v.grids
+    ]
+    return View(grids, [ascii_text(n) for n in v.notes])
+
+
 def to_table(v: View, ctx: OutputContext) -> str:
+    if ctx.ascii_only:
+        v = _ascii_view(v)
     buf = io.StringIO()
     drawn = [d for grid in v.grids for d in layout(grid, ctx.width)]
     needed = max((table_width(w) for _, w in drawn), default=0)
@@ -120,7 +175,11 @@ def to_table(v: View, ctx: OutputContext) -> str:
         soft_wrap=False,
     )
     for grid, widths in drawn:
-        table = Table(title=Text(grid.title), title_justify="left")
+        table = Table(
+            title=Text(grid.title),
+            title_justify="left",
+            box=box.ASCII if ctx.ascii_only else box.HEAVY_HEAD,
+        )
         for i, (col, w) in enumerate(zip(grid.columns, widths, strict=True)):
             table.add_column(
                 _wrap(col, w), justify="right" if i in grid.right else "left", width=w, no_wrap=True
@@ -134,4 +193,5 @@ def to_table(v: View, ctx: OutputContext) -> str:
     notes = Console(file=buf, width=ctx.width or UNLIMITED, no_color=True, highlight=False)
     for note in v.notes:
         notes.print(note, markup=False)
-    return buf.getvalue()
+    text = buf.getvalue()
+    return ascii_text(text) if ctx.ascii_only else text  # anything Rich added itself

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipd_cli.catalog.schema import RL_MODES, SYNC_TRANSPORTS, RlWorkload
+from ipd_cli.engine.pretraining import MAX_GPUS
 from ipd_cli.engine.trace import Trace
 from ipd_cli.errors import InputError
 
@@ -27,6 +28,10 @@ def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> Rl
     for name in ("gpus", "gen_gpus", "train_gpus"):
         if given.get(name) is not None and given[name] <= 0:
             raise InputError(f"`{name}` must be > 0, got {given[name]}")
+        if given.get(name) is not None and given[name] > MAX_GPUS:  # as for pre-training
+            raise InputError(
+                f"`{name}` {given[name]:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist"
+            )
     w = workload.model_copy(update=updates)
     if w.mode not in RL_MODES:
         raise InputError(f"unknown mode '{w.mode}'; choose one of: {', '.join(RL_MODES)}")

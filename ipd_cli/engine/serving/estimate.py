@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import PRECISIONS
 from ipd_cli.engine import formulas as f
+from ipd_cli.engine.pretraining import MAX_GPUS
 from ipd_cli.engine.results import ServeCurveResult, ServeResult, Serving
 from ipd_cli.engine.search import best, pareto_front
 from ipd_cli.errors import InfeasibleError, InputError
@@ -286,19 +288,28 @@ def _record(ctx: Ctx, g: Grid, i: int, why: str) -> None:
     ctx.trace.given("serving configuration", configuration(g, i), "", SEARCH, note=note)
 
 
-def _traffic(point: Serving, requests_per_s: float | None, per_day: float | None) -> Serving:
+def _traffic(point: Serving, requests_per_s: float | None, per_day: float | None, name: str) -> Serving:
     if requests_per_s is not None and per_day is not None:
         raise InputError("give at most one of `requests_per_s` or `output_tokens_per_day`")
+    given = "output_tokens_per_day" if per_day is not None else "requests_per_s"
     if per_day is not None:
-        if per_day <= 0:
-            raise InputError(f"`output_tokens_per_day` must be > 0, got {per_day}")
+        if not (math.isfinite(per_day) and per_day > 0):
+            raise InputError(f"`output_tokens_per_day` must be a finite number > 0, got {per_day}")
         requests_per_s = per_day / f.SECONDS_PER_DAY / point.output_tokens
     elif requests_per_s is None:
         return point
-    if requests_per_s <= 0:
-        raise InputError(f"`requests_per_s` must be > 0, got {requests_per_s}")
+    if not (math.isfinite(requests_per_s) and requests_per_s > 0):
+        raise InputError(f"`requests_per_s` must be a finite number > 0, got {requests_per_s}")
     per_unit = point.tokens_per_s_per_gpu * point.deployment_gpus
-    units = int(f.ceil(requests_per_s * point.output_tokens / per_unit))
+    units_f = f.ceil(requests_per_s * point.output_tokens / per_unit)
+    need = units_f * point.deployment_gpus
+    if not need <= MAX_GPUS:  # NaN or inf as well: the traffic is beyond any cluster
+        value = per_day if per_day is not None else requests_per_s
+        count = f"{need:,.3g} {name} GPUs, more than {MAX_GPUS:,}"
+        if not math.isfinite(need):
+            count = f"more than {MAX_GPUS:,} {name} GPUs (the count overflows)"
+        raise InputError(f"`{given}` {value:g} needs {count}; give a traffic a cluster can serve")
+    units = int(units_f)
     return point.model_copy(
         update={
             "gpus_for_traffic": int(f.ceil(units * point.deployment_gpus)),
@@ -351,8 +362,8 @@ def estimate_serving(
     """
     if concurrency is not None and tokens_per_user_s is not None:
         raise InputError("give at most one of `concurrency` or `tokens_per_user_s`")
-    if tokens_per_user_s is not None and tokens_per_user_s <= 0:
-        raise InputError(f"`tokens_per_user_s` must be > 0, got {tokens_per_user_s}")
+    if tokens_per_user_s is not None and not (math.isfinite(tokens_per_user_s) and tokens_per_user_s > 0):
+        raise InputError(f"`tokens_per_user_s` must be a finite number > 0, got {tokens_per_user_s}")
     ctx = context(cat, hardware, model, origin)
     pins = pins_of(
         instance_gpus=instance_gpus,
@@ -386,7 +397,7 @@ def estimate_serving(
     else:
         op, why = "max-throughput", "the most tokens/s per GPU"
     _record(ctx, g, i, why)
-    point = _traffic(serving(g, i, op, **extra), requests_per_s, output_tokens_per_day)
+    point = _traffic(serving(g, i, op, **extra), requests_per_s, output_tokens_per_day, ctx.name)
     return ServeResult(
         hardware=ctx.name, description=ctx.system.description, serving=point, assumptions=ctx.trace.items
     )

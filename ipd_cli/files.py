@@ -1,0 +1,122 @@
+"""Reading input files safely: regular files only, with a size bound.
+
+A FIFO blocks ``open`` until a writer comes and a device such as ``/dev/zero`` never ends, so
+every input file (catalog YAML, workload files, ``diff`` JSON, ``plot sweep`` CSV) is opened
+without blocking, checked to be a regular file, and read up to a bound. Standard input is
+read with ``-`` where a command offers it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from ipd_cli.errors import InputError
+
+
+def kind(mode: int) -> str:
+    """What a file is, in words, for messages."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a regular file"
+
+
+def read_bounded(path: Path | str, limit: int, name: str | None = None, hint: str = "give a file") -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; anything else is an InputError.
+
+    Opened with O_NONBLOCK so that a FIFO cannot hang the open; refused unless it is a regular
+    file (a symbolic link to one is fine); read with the bound, as a file may grow while read.
+    """
+    name = name or str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory; {hint}") from None
+    except OSError as e:
+        raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(f"{name}: is a directory; {hint}")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{name}: is {kind(st.st_mode)}, not a regular file; {hint} (or - for stdin)")
+        if st.st_size > limit:
+            raise InputError(f"{name}: larger than {limit:,} bytes; refusing to read it")
+        chunks, size, want = [], 0, st.st_size + 1  # a read allocates what it asks for
+        while size <= limit:
+            try:
+                data = os.read(fd, min(limit + 1 - size, max(want, 1 << 16)))
+            except OSError as e:
+                raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
+            if not data:
+                break
+            chunks.append(data)
+            size += len(data)
+            want = 1 << 16
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise InputError(f"{name}: larger than {limit:,} bytes; refusing to read it")
+    return b"".join(chunks)
+
+
+class _Bounded(io.RawIOBase):
+    """A raw binary reader that refuses to go past ``limit`` bytes (a file may grow while read)."""
+
+    def __init__(self, fd: int, limit: int, name: str) -> None:
+        self.fd, self.limit, self.name, self.count = fd, limit, name, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = os.readv(self.fd, [buffer])
+        self.count += n
+        if self.count > self.limit:
+            raise InputError(f"{self.name}: larger than {self.limit:,} bytes; refusing to read it")
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+        super().close()
+
+
+def open_bounded(path: Path | str, limit: int, name: str | None = None, hint: str = "give a file") -> Any:
+    """A binary stream over a regular file that fails once more than ``limit`` bytes are read."""
+    name = name or str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory; {hint}") from None
+    except OSError as e:
+        raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
+    st = os.fstat(fd)
+    problem = None
+    if stat.S_ISDIR(st.st_mode):
+        problem = f"is a directory; {hint}"
+    elif not stat.S_ISREG(st.st_mode):
+        problem = f"is {kind(st.st_mode)}, not a regular file; {hint}"
+    elif st.st_size > limit:
+        problem = f"larger than {limit:,} bytes; refusing to read it"
+    if problem:
+        os.close(fd)
+        raise InputError(f"{name}: {problem}")
+    return io.BufferedReader(_Bounded(fd, limit, name))
