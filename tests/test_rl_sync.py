@@ -312,3 +312,18 @@ def test_rl_cli_names_the_transport_and_refuses_an_infeasible_trainer():
         "rl", "--hardware", "blackwell", "--model", "moe-10t", "--gen-gpus", "384", "--train-gpus", "128"
     )
     assert r.code == 1 and "--train-gpus >= 956" in r.stderr and r.stdout == ""
+
+
+def test_rl_cli_takes_the_sync_stack_from_the_workload():
+    # --set workload.sync_stack picks the framework; its per-tensor cost shows in the inputs with
+    # its --set path, and a stack outside the catalog is a usage error
+    r = run_cli("rl", "--hardware", "vera-rubin", "--set", "workload.sync_stack=verl", "--format", "json")
+    assert r.code == 0, r.stderr
+    rows = {a["name"]: a for a in r.json()["assumptions"]}
+    assert (
+        rows["weight-sync stack"]["value"] == "verl"
+        and rows["weight-sync stack"]["path"] == "workload.sync_stack"
+    )
+    assert rows["per-tensor software (verl)"]["path"] == "rl.sync_stacks.verl.tensor_us"
+    bad = run_cli("rl", "--hardware", "vera-rubin", "--set", "workload.sync_stack=pigeon")
+    assert bad.code == 2 and "sync_stack" in bad.stderr
