@@ -239,6 +239,64 @@ def _gather_seconds(plan: SyncPlan, links: Links, byte_count: float, eff: float)
     return max(over_nic, over_up) / eff
 
 
+def _per_tensor(inp: Inputs, stack: str, count: float) -> float:
+    return count * inp.read(f"rl.sync_stacks.{stack}.tensor_us", f"per-tensor software ({stack})")
+
+
+def _software(inp: Inputs, links: Links, plan: SyncPlan, replica: bool) -> tuple[str, float]:
+    """The stack's work beside or after the wire: (its term name, seconds)."""
+    t, stack = plan.transport, plan.stack
+    if t == "colocated":
+        rate = _stack_value(inp, stack, "ipc_gb_per_s", "colocated IPC hand-off", "its colocated path")
+        return "IPC hand-off and engine load", f.ipc_seconds(plan.model_bytes, rate)
+    if replica:
+        per_tensor = inp.read(f"rl.sync_stacks.{stack}.replica_tensor_us", f"CPU replica load ({stack})")
+        distinct = f.distinct_targets(plan.instance_gpus, plan.trainer_gpus, plan.trainer_stages)
+        shard = plan.instance_bytes / plan.instance_gpus / plan.trainer_stages
+        seconds = f.replica_seconds(
+            distinct, plan.tensors / plan.trainer_stages, per_tensor, shard, links.host
+        )
+        return "CPU replica load", seconds
+    if t == "nccl-reshard":  # only the misc path goes through the engine's loader
+        return "misc path engine loader", _per_tensor(
+            inp, stack, plan.misc_tensors
+        ) if plan.misc_tensors else 0.0
+    loads = plan.engine_load if plan.engine_load is not None else t in ENGINE_LOADS
+    if _tensor_work(inp, stack) == "trainer":
+        loads = True  # generated or sent tensor by tensor on every update, whether receivers load
+    return "per-tensor software", _per_tensor(inp, stack, plan.tensors) if loads else 0.0
+
+
+def _misc_broadcast(inp: Inputs, links: Links, plan: SyncPlan, cross: float) -> float:
+    """nccl-reshard's misc path: after the bulk, a packed broadcast of the rest from one sender."""
+    eff = inp.read("rl.sync_link_efficiency.nccl-broadcast", "misc path broadcast efficiency")
+    misc = SyncPlan(**{**plan.__dict__, "model_bytes": plan.misc_bytes})
+    return max(_broadcast_bounds(misc, links, cross, 1)[0].values()) / eff
+
+
+def _compose(
+    t: str,
+    schedule: str,
+    stages: int,
+    gather: float,
+    wire: float,
+    misc: float,
+    software: float,
+    quantize: float,
+) -> tuple[float, float]:
+    """(senders busy, receivers' work not hidden) under the transport and the stack's schedule."""
+    if t == "colocated":  # the same GPUs: gather, then the hand-off to the engine
+        return wire + quantize, software
+    if t == "nccl-reshard":  # the bulk reshard, then the misc broadcast and its loads (design doc)
+        return max(wire, quantize) + misc, software
+    if schedule == "serial" or (schedule == "stage-lock" and t != "nccl-broadcast"):
+        return gather + wire + quantize + software, 0.0  # senders wait for each bucket's loads
+    if schedule == "stage-lock":  # stages take turns broadcasting (the engines load inside a turn)
+        return f.stage_turns_seconds(wire + software, gather, stages) + quantize, 0.0
+    transfer = max(gather, wire, quantize)  # pipelined: the per-tensor work runs beside the wire
+    return transfer, max(gather + software, transfer) - transfer
+
+
 def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
     """The time of one weight update under ``plan`` on ``links`` (see the module docstring)."""
     t, stack = plan.transport, plan.stack
@@ -253,67 +311,27 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
     wire = max(terms.values())
 
     replica = t == "rdma-p2p" and inp.has(f"rl.sync_stacks.{stack}.replica_tensor_us")
-    gather_bytes = _gather_bytes(plan, senders, schedule, replica)
     gather = 0.0
-    if gather_bytes:
+    if gather_bytes := _gather_bytes(plan, senders, schedule, replica):
         g_eff = eff if t == "nccl-broadcast" else inp.read(
             "rl.sync_link_efficiency.nccl-broadcast", "trainer gather efficiency (NCCL collectives)"
         )  # fmt: skip
-        gather = _gather_seconds(plan, links, gather_bytes, g_eff)
-        terms["gather on the senders"] = gather
-
-    loads = plan.engine_load if plan.engine_load is not None else t in ENGINE_LOADS
-    if _tensor_work(inp, stack) == "trainer":
-        loads = t != "nccl-reshard"  # generated or sent tensor by tensor on every update
-    software = 0.0  # per-tensor work on the critical path
-    if t == "colocated":
-        rate = _stack_value(inp, stack, "ipc_gb_per_s", "colocated IPC hand-off", "its colocated path")
-        software = f.ipc_seconds(plan.model_bytes, rate)
-        terms["IPC hand-off and engine load"] = software
-    elif replica:
-        per_tensor = inp.read(f"rl.sync_stacks.{stack}.replica_tensor_us", f"CPU replica load ({stack})")
-        distinct = f.distinct_targets(plan.instance_gpus, plan.trainer_gpus, plan.trainer_stages)
-        shard = plan.instance_bytes / plan.instance_gpus / plan.trainer_stages
-        software = f.replica_seconds(
-            distinct, plan.tensors / plan.trainer_stages, per_tensor, shard, links.host
-        )
-        terms["CPU replica load"] = software
-    elif loads:
-        software = plan.tensors * inp.read(
-            f"rl.sync_stacks.{stack}.tensor_us", f"per-tensor software ({stack})"
-        )
-        terms["per-tensor software"] = software
-    misc = 0.0  # nccl-reshard: after the bulk, a packed broadcast of everything else from one sender
+        gather = terms["gather on the senders"] = _gather_seconds(plan, links, gather_bytes, g_eff)
+    misc = 0.0
     if t == "nccl-reshard" and plan.misc_bytes:
-        b_eff = inp.read("rl.sync_link_efficiency.nccl-broadcast", "misc path broadcast efficiency")
-        misc_plan = SyncPlan(**{**plan.__dict__, "model_bytes": plan.misc_bytes})
-        misc = max(_broadcast_bounds(misc_plan, links, cross, 1)[0].values()) / b_eff
-        terms["misc path broadcast"] = misc
-        if plan.misc_tensors:
-            software = plan.misc_tensors * inp.read(
-                f"rl.sync_stacks.{stack}.tensor_us", f"per-tensor software ({stack})"
-            )
-            terms["misc path engine loader"] = software
-    quantize = plan.quantize_bytes_per_gpu / links.hbm
+        misc = terms["misc path broadcast"] = _misc_broadcast(inp, links, plan, cross)
+    name, software = _software(inp, links, plan, replica)
+    if software:
+        terms[name] = software
     overhead = 0.0
     if colocated and plan.overhead and inp.has(f"rl.sync_stacks.{stack}.colocated_overhead_s"):
         overhead = inp.read(
             f"rl.sync_stacks.{stack}.colocated_overhead_s", f"colocated update overhead ({stack})"
         )
         terms["update overhead (pause, flush, process groups)"] = overhead
+    quantize = plan.quantize_bytes_per_gpu / links.hbm
     terms.update({"quantisation": quantize, "fixed latency": fixed})
-
-    if t == "colocated":  # the same GPUs: gather, then the hand-off to the engine
-        transfer, rest = wire + quantize, software
-    elif t == "nccl-reshard":  # the bulk reshard, then the misc broadcast and its loads (design doc)
-        transfer, rest = max(wire, quantize) + misc, software
-    elif schedule == "serial" or (schedule == "stage-lock" and t != "nccl-broadcast"):
-        transfer, rest = gather + wire + quantize + software, 0.0  # senders wait for each bucket's loads
-    elif schedule == "stage-lock":  # stages take turns broadcasting (the engines load inside a turn)
-        transfer, rest = f.stage_turns_seconds(wire + software, gather, plan.trainer_stages) + quantize, 0.0
-    else:  # pipelined: the per-tensor work runs beside the wire (double buffers)
-        transfer = max(gather, wire, quantize)
-        rest = max(gather + software, transfer) - transfer
+    transfer, rest = _compose(t, schedule, plan.trainer_stages, gather, wire, misc, software, quantize)
     return WeightSync(
         transport=t,
         bytes_moved=per_receiver * plan.inference_gpus,
