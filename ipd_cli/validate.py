@@ -8,8 +8,9 @@ Calibration procedure (reproducible, no optimiser library): each efficiency knob
 fitting cases that depend on it (training MFU per precision: pre-training cases; serving
 per-layer step overhead: serving cases at 4 users or fewer; decode HBM efficiency: the other
 dense serving cases; MoE compute share per precision: the other MoE serving cases; weight-sync
-engine loader and link efficiency per transport: weight-sync cases; RL trainer MFU and fixed
-step time: RL step cases). Knobs are fitted one after another, each by a log-spaced grid search over its
+stack software and link efficiency per transport: weight-sync cases (only values the catalog
+cites as ipd-calibration; sourced ones are not refitted); RL trainer MFU and fixed step time:
+RL step cases). Knobs are fitted one after another, each by a log-spaced grid search over its
 catalog range (fractions capped at 0.95) that minimises the mean squared
 log(measured / predicted) of its cases, with the knobs before it already set.
 """
@@ -148,6 +149,8 @@ def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
         body["staleness_bound"] = int(i["staleness_bound"])
     if "transport" in i:
         body["sync_transport"] = i["transport"]
+    if "stack" in i:
+        body["sync_stack"] = i["stack"]
     if "gen_gpus" in i:
         body.update(gen_gpus=int(i["gen_gpus"]), train_gpus=int(i["train_gpus"]))
     else:
@@ -176,6 +179,11 @@ def _weight_sync(cat: Catalog, i: dict) -> float:
         colocated=bool(i.get("colocated", i["transport"] == "colocated")),
         senders=i.get("senders"),
         engine_load=i.get("engine_load"),
+        stack=i.get("stack"),
+        trainer_stages=int(i.get("trainer_pp", 1)),
+        gather_gpus=i.get("trainer_ep"),
+        overhead=i.get("scope", "update") == "update",
+        bulk_share=i.get("bulk_share"),
     ).seconds
 
 
@@ -271,11 +279,39 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
         return ["serving.decode_hbm_efficiency"]
     if case.kind == "rl-step":
         return [f"rl.training_mfu.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
-    knobs = [f"rl.sync_link_efficiency.{i['transport']}"]
-    loads = i.get("engine_load")
-    if loads or (loads is None and i["transport"] in ("nccl-broadcast", "checkpoint-engine", "colocated")):
-        knobs.append("rl.sync_load_us_per_tensor")
+    return [k for k in _weight_sync_knobs(cat, i) if _calibrated(cat, k)]
+
+
+def _weight_sync_knobs(cat: Catalog, i: dict) -> list[str]:
+    """What a weight-sync case's time depends on: its transport's link efficiency and the
+    software of its stack on that path (the per-tensor work, the CPU replica, the colocated hand-off
+    and update overhead)."""
+    t = i["transport"]
+    stack = f"rl.sync_stacks.{i.get('stack') or cat.rl.default_sync_stack.value}"
+    knobs = [f"rl.sync_link_efficiency.{t}"]
+    if t == "colocated":
+        knobs.append(f"{stack}.ipc_gb_per_s")
+        if i.get("scope", "update") == "update":
+            knobs.append(f"{stack}.colocated_overhead_s")
+    elif t == "rdma-p2p" and _has(cat, f"{stack}.replica_tensor_us"):
+        knobs.append(f"{stack}.replica_tensor_us")
+    elif i.get("engine_load") or (
+        i.get("engine_load") is None and t in ("nccl-broadcast", "checkpoint-engine")
+    ):
+        knobs.append(f"{stack}.tensor_us")
     return knobs
+
+
+def _has(cat: Catalog, path: str) -> bool:
+    try:
+        return _current(cat, path) is not None
+    except (KeyError, AttributeError):
+        return False
+
+
+def _calibrated(cat: Catalog, path: str) -> bool:
+    """Only values the catalog cites as fitted (ipd-calibration) are knobs; sourced ones stay."""
+    return _has(cat, path) and _current(cat, path).source == "ipd-calibration"
 
 
 # fitted in this order: serving knobs before the RL knobs whose cases also generate tokens; the
@@ -284,7 +320,7 @@ ORDER = (
     "efficiency.",
     "serving.step_overhead",
     "serving.",
-    "rl.sync_load",
+    "rl.sync_stacks",
     "rl.sync_link",
     "rl.training",
     "rl.step_fixed",

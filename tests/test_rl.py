@@ -57,13 +57,18 @@ def test_weight_sync_of_a_1t_model_over_400g_nics_takes_seconds(catalog):
     assert ws.exposed_s == pytest.approx(r.phases.weight_sync_s) and ws.hidden_s == pytest.approx(0)
 
 
-def test_naive_broadcast_of_a_1t_model_takes_minutes(catalog):
+def test_naive_broadcast_of_a_1t_model_takes_over_a_minute(catalog):
     # the frameworks' default (rank 0 broadcasts every full tensor): 2.08 TB BF16 through one
-    # 50 GB/s NIC takes 41.6 s at line rate before the gather, so minutes at the fitted efficiency
+    # 50 GB/s NIC takes 41.6 s at line rate; beside it (NeMo RL's pipelined stack) the sender gathers
+    # the same bytes into its NIC and vLLM loads 70,884 tensors, so the update runs over a minute
     r = rl(catalog, "hopper", "rl-math-reasoning", model="kimi-k2", mode="disaggregated", gpus=512).rl
     assert r.weight_sync.transport == "nccl-broadcast"
     assert r.weight_sync.bytes_per_receiver == pytest.approx(catalog.model("kimi-k2").total_params * 2)
-    assert r.phases.weight_sync_s > 2 * 41.6
+    terms = r.weight_sync.terms_s
+    assert terms["sender NIC"] > 41.6 and r.phases.weight_sync_s > 60
+    assert r.phases.weight_sync_s == pytest.approx(
+        0.25 + max(terms["gather on the senders"] + terms["per-tensor software"], terms["sender NIC"])
+    )
 
 
 def test_colocated_sync_has_a_latency_floor(catalog):

@@ -15,15 +15,22 @@ from ipd_cli.engine.rl.generation import Environment, Generation
 from ipd_cli.engine.rl.step import Step, SyncPhase, step
 from ipd_cli.engine.rl.sync import WeightSync
 from ipd_cli.engine.rl.trainer import Trainer
-from ipd_cli.errors import InfeasibleError
+from ipd_cli.errors import InfeasibleError, InputError
 
 # 8-GPU nodes, each GPU with a 400 Gb/s NIC (50 GB/s) and 450 GB/s of NVLink per direction
 NODE = Links(nic=50e9, scale_up=450e9, host=55e9, hbm=3.35e12, domain=8, node=8)
 KNOBS = [
     "rl.sync_link_efficiency.rdma-p2p=0.5",
     "rl.sync_link_efficiency.nccl-broadcast=0.5",
+    "rl.sync_link_efficiency.nccl-reshard=0.5",
     "rl.sync_fixed_s=0.25",
-    "rl.sync_load_us_per_tensor=100",
+    "rl.sync_stacks.nemo-rl.tensor_us=100",
+    "rl.sync_stacks.slime.replica_tensor_us=50",
+    "rl.sync_stacks.slime.ipc_gb_per_s=20",
+    "rl.sync_stacks.slime.colocated_overhead_s=10",
+    "rl.sync_stacks.verl.tensor_us=200",
+    "rl.sync_stacks.verl-per-tensor.tensor_us=1000",
+    "rl.sync_link_efficiency.colocated=0.25",
 ]
 
 
@@ -85,22 +92,128 @@ def test_gb200_replicas_of_the_10t_model_leave_the_trainer_nics(catalog, inp):
     assert ws.terms["receiver NIC"] == pytest.approx(0.859375 * 20e12 / 64 / 50e9 / 0.5)
 
 
-def test_broadcast_delivers_the_full_model_to_every_receiver(inp):
-    # one sender (the catalog default) gathers 2 TB from trainer shards on other nodes (40 s at
-    # 50 GB/s), then pushes it through its NIC (40 s); each receiving node takes one copy over its
-    # 8 NICs (5 s) and fans it out over NVLink (4.4 s). The engine loads 50,000 tensors at 100 us
-    # (5 s), pipelined behind the wire: 0.25 + (40 + 40) / 0.5 = 160.25 s
-    plan = SyncPlan(
-        "nccl-broadcast", 2e12, 2e12, 50_000, trainer_gpus=256, inference_gpus=32, instance_gpus=16
+def _broadcast(**kw) -> SyncPlan:
+    # a 1e12-parameter model in BF16 (2 TB, 50,000 tensors) broadcast from 256 trainer GPUs to 32
+    return SyncPlan(
+        "nccl-broadcast", 2e12, 2e12, 50_000, trainer_gpus=256, inference_gpus=32, instance_gpus=16, **kw
     )
-    ws = weight_sync(inp, NODE, plan)
+
+
+def test_broadcast_delivers_the_full_model_to_every_receiver(inp):
+    # one sender (the catalog default) gathers 2 TB from the 256 trainer GPUs: 8 / 256 of it over
+    # NVLink, 248 / 256 over its NIC: 0.96875 x 2e12 / 50e9 = 38.75 s, at 0.5: 77.5 s. It pushes the
+    # 2 TB through its NIC: 40 s, at 0.5: 80 s; each receiving node takes one copy over its 8 NICs
+    # (5 s) and fans it out over NVLink (4.4 s). NeMo RL (pipelined, the engine's loader): 50,000
+    # tensors x 100 us = 5 s beside the wire: 0.25 + max(77.5 + 5, 80) = 82.75 s
+    ws = weight_sync(inp, NODE, _broadcast())
     assert ws.bytes_per_receiver == pytest.approx(2e12) and ws.bytes_moved == pytest.approx(32 * 2e12)
     assert ws.terms["node NICs (one copy per node)"] == pytest.approx(2e12 / (8 * 50e9) / 0.5)
-    assert ws.terms["engine loader"] == pytest.approx(5.0)
-    assert ws.seconds == pytest.approx(0.25 + 80 / 0.5)
-    # a trainer sharded inside one node gathers over NVLink instead: 2e12 / 450e9 = 4.44 s
-    local = weight_sync(inp, NODE, SyncPlan(**{**plan.__dict__, "shard_group_gpus": 8}))
-    assert local.seconds == pytest.approx(0.25 + (40 + 2e12 / 450e9) / 0.5)
+    assert ws.terms["gather on the senders"] == pytest.approx(0.96875 * 2e12 / 50e9 / 0.5)
+    assert ws.terms["per-tensor software"] == pytest.approx(5.0)
+    assert ws.bound == "sender NIC" and ws.stack == "nemo-rl"
+    assert ws.seconds == pytest.approx(0.25 + 77.5 + 5.0)
+    assert ws.transfer_s == pytest.approx(80.0) and ws.load_s == pytest.approx(2.5)
+    # a trainer sharded inside one node gathers over NVLink: 2e12 / 450e9 / 0.5 = 8.9 s, under the wire
+    local = weight_sync(inp, NODE, _broadcast(shard_group_gpus=8))
+    assert local.terms["gather on the senders"] == pytest.approx(2e12 / 450e9 / 0.5)
+    assert local.seconds == pytest.approx(0.25 + 80.0)
+
+
+def test_pipeline_stages_taking_turns_on_one_lock(inp):
+    # slime/Miles: each of 4 pipeline stages gathers its 0.5 TB (BF16) over an EP group of 16 GPUs
+    # (half on the other node: 0.5 x 0.5e12 / 50e9 = 5 s, at 0.5: 10 s), then broadcasts it, one
+    # stage at a time: the whole 2 TB through one NIC, 80 s; SGLang's loads ride inside the turns
+    # (slime's tensor_us is 0). Turns in a row: 80 s; one stage's chain: 10 + 80 / 4 = 30 s -> 80.25 s
+    ws = weight_sync(inp, NODE, _broadcast(stack="slime", trainer_stages=4, gather_gpus=16, senders=8))
+    assert ws.bytes_per_sender == pytest.approx(2e12)  # one broadcaster at a time, whatever `senders`
+    assert ws.terms["gather on the senders"] == pytest.approx(10.0)
+    assert ws.seconds == pytest.approx(0.25 + 80.0) and ws.load_s == 0
+    # a single stage gathers all 2 TB (0.5 x 2e12 / 50e9 / 0.5 = 40 s) with no other stage to
+    # broadcast meanwhile: its chain, 40 + 80 = 120 s, sets the time
+    one = weight_sync(inp, NODE, _broadcast(stack="slime", trainer_stages=1, gather_gpus=16))
+    assert one.seconds == pytest.approx(0.25 + 40.0 + 80.0)
+
+
+def test_p2p_through_a_cpu_engine_replica(inp):
+    # Miles P2P: 64 trainer GPUs in 4 stages (16 senders a stage), instances of 32 GPUs -> each
+    # sender fills 32 / 16 = 2 distinct engine ranks. Per rank and stage: 2e12 / 32 / 4 = 15.6 GB
+    # copied to host (55 GB/s: 0.284 s) and 50,000 / 4 tensors x 50 us = 0.625 s -> 2 x 0.909 s.
+    # It first gathers its stage (0.5 TB, EP 16 over 2 nodes: 5 s, at 0.5 -> 10 s); then it writes
+    # 2 replicas x 2 TB / 64 = 62.5 GB (1.25 s, at 0.5 -> 2.5 s). In series: 0.25 + 10 + 1.818 + 2.5
+    plan = SyncPlan(
+        "rdma-p2p", 2e12, 2e12, 50_000, trainer_gpus=64, inference_gpus=64, instance_gpus=32,
+        stack="slime", trainer_stages=4, gather_gpus=16,
+    )  # fmt: skip
+    ws = weight_sync(inp, NODE, plan)
+    replica = 2 * (50_000 / 4 * 50e-6 + 2e12 / 32 / 4 / 55e9)
+    assert ws.terms["CPU replica load"] == pytest.approx(replica)
+    assert ws.bytes_per_sender == pytest.approx(62.5e9) and ws.terms["sender NIC"] == pytest.approx(2.5)
+    assert ws.seconds == pytest.approx(0.25 + 10.0 + replica + 2.5)
+
+
+def test_colocated_hand_off_and_update_overhead(inp):
+    # slime colocated: every GPU gathers the 2 TB over NVLink (4.44 s, at the 0.25 gather
+    # efficiency 17.8 s), hands it to its engine at 20 GB/s (100 s); its update timer adds 10 s
+    plan = SyncPlan(
+        "colocated", 2e12, 2e12, 50_000, trainer_gpus=64, inference_gpus=64, instance_gpus=16,
+        colocated=True, stack="slime",
+    )  # fmt: skip
+    ws = weight_sync(inp, NODE, plan)
+    assert ws.terms["IPC hand-off and engine load"] == pytest.approx(100.0)
+    assert ws.seconds == pytest.approx(0.25 + 10 + 2e12 / 450e9 / 0.25 + 100.0)
+    # a measurement of the transfer alone (scope: transfer) leaves the timer's overhead out
+    bare = weight_sync(inp, NODE, SyncPlan(**{**plan.__dict__, "overhead": False}))
+    assert ws.seconds - bare.seconds == pytest.approx(10.0)
+    # a stack with no measured colocated path is refused, naming the value to set
+    with pytest.raises(InputError, match="rl.sync_stacks.perplexity.ipc_gb_per_s"):
+        weight_sync(inp, NODE, SyncPlan(**{**plan.__dict__, "stack": "perplexity"}))
+
+
+def test_trainer_side_tensor_work_is_paid_whether_receivers_load(inp):
+    # verl: the trainer generates every tensor (200 us x 50,000 = 10 s) beside the wire (80 s)
+    # and the gather (77.5 s): 0.25 + max(77.5 + 10, 80) = 87.75 s, even when receivers only receive
+    ws = weight_sync(inp, NODE, _broadcast(stack="verl", engine_load=False))
+    assert ws.seconds == pytest.approx(0.25 + 77.5 + 10.0)
+    # verl's original sync, a broadcast and a load per tensor (1 ms), runs in series: 77.5 + 80 + 50
+    pt = weight_sync(inp, NODE, _broadcast(stack="verl-per-tensor"))
+    assert pt.seconds == pytest.approx(0.25 + 77.5 + 80.0 + 50.0)
+
+
+def test_reshard_bulk_then_misc_path(inp):
+    # NeMo RL nccl_reshard: the routed experts (1.9 TB a copy) go shard to shard: 16 replicas of
+    # 16 GPUs fed by 256 trainer GPUs, 118.75 GB each way per GPU: 2.375 s, at 0.5: 4.75 s. After
+    # it the misc path (0.1 TB: attention, embeddings, norms, router) is a packed broadcast from
+    # one sender, 0.1e12 / 50e9 = 2 s, at the broadcast's 0.5: 4 s, and vLLM loads its 1,000
+    # tensors at 100 us: 0.1 s. In series: 0.25 + 4.75 + 4 + 0.1 = 9.1 s
+    plan = SyncPlan(
+        "nccl-reshard", 2e12, 2e12, 50_000, trainer_gpus=256, inference_gpus=256, instance_gpus=16,
+        bulk_bytes=1.9e12, misc_bytes=0.1e12, misc_tensors=1000,
+    )  # fmt: skip
+    ws = weight_sync(inp, NODE, plan)
+    assert ws.bytes_per_receiver == pytest.approx(118.75e9) and ws.terms["receiver NIC"] == pytest.approx(
+        4.75
+    )
+    assert ws.terms["misc path broadcast"] == pytest.approx(4.0)
+    assert ws.terms["misc path engine loader"] == pytest.approx(0.1)
+    assert ws.seconds == pytest.approx(0.25 + 4.75 + 4.0 + 0.1)
+
+
+def test_fp8_scales_ride_the_misc_path(catalog):
+    # Qwen3-30B-A3B (48 layers, 128 experts): 48 x (9 + 1) + 2 = 482 misc tensors in BF16; in FP8
+    # every one of its 48 x (9 + 1 + 3 x 128) + 2 = 18,914 weight tensors adds a _scale_inv sibling
+    from ipd_cli.engine.rl import estimate_weight_sync
+
+    kw = dict(transport="nccl-reshard", trainer_gpus=16, inference_gpus=16, instance_gpus=2, instance_tp=2)
+    bf16 = estimate_weight_sync(catalog, "h100-sxm", "qwen3-30b-a3b", **kw)
+    fp8 = estimate_weight_sync(catalog, "h100-sxm", "qwen3-30b-a3b", wire="fp8", training="fp8", **kw)
+    per_tensor = catalog.rl.sync_stacks["nemo-rl"].tensor_us.value * 1e-6
+    assert bf16.terms["misc path engine loader"] == pytest.approx(482 * per_tensor)
+    assert fp8.terms["misc path engine loader"] == pytest.approx((482 + 18_914) * per_tensor)
+
+
+def test_unknown_stack_is_an_input_error(inp):
+    with pytest.raises(InputError, match="unknown weight-sync stack 'openrlhf'"):
+        weight_sync(inp, NODE, _broadcast(stack="openrlhf"))
 
 
 def test_more_link_bandwidth_never_slows_an_update(inp):
@@ -199,3 +312,18 @@ def test_rl_cli_names_the_transport_and_refuses_an_infeasible_trainer():
         "rl", "--hardware", "blackwell", "--model", "moe-10t", "--gen-gpus", "384", "--train-gpus", "128"
     )
     assert r.code == 1 and "--train-gpus >= 956" in r.stderr and r.stdout == ""
+
+
+def test_rl_cli_takes_the_sync_stack_from_the_workload():
+    # --set workload.sync_stack picks the framework; its per-tensor cost shows in the inputs with
+    # its --set path, and a stack outside the catalog is a usage error
+    r = run_cli("rl", "--hardware", "vera-rubin", "--set", "workload.sync_stack=verl", "--format", "json")
+    assert r.code == 0, r.stderr
+    rows = {a["name"]: a for a in r.json()["assumptions"]}
+    assert (
+        rows["weight-sync stack"]["value"] == "verl"
+        and rows["weight-sync stack"]["path"] == "workload.sync_stack"
+    )
+    assert rows["per-tensor software (verl)"]["path"] == "rl.sync_stacks.verl.tensor_us"
+    bad = run_cli("rl", "--hardware", "vera-rubin", "--set", "workload.sync_stack=pigeon")
+    assert bad.code == 2 and "sync_stack" in bad.stderr

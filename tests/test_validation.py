@@ -14,11 +14,11 @@ from helpers import run_cli
 from ipd_cli import validate as val
 
 CHECKING_MEDIAN_BOUND_PCT = 30.0
-# Weight sync (issue 15): the target is a checking-set median of 30 % with no case off by 2x; the
-# transfer-schedule model reaches 40.5 % with 3 of 17 cases beyond 2x (framework software the
-# schedule does not see: verl's Megatron gather, an unoptimised ROCm path). These bounds keep it there.
-WEIGHT_SYNC_MEDIAN_BOUND_PCT = 42.0
-WEIGHT_SYNC_OVER_2X_MAX = 3
+# Weight sync (issue 15): the target is a checking-set median of 30 % with no case off by 2x. The
+# transfer schedule with each framework's software (rl.sync_stacks) reaches 27.0 % with none beyond
+# 2x over 18 cases (it was 40.5 % and 3 of 17 with one loader cost for every framework).
+WEIGHT_SYNC_MEDIAN_BOUND_PCT = 28.0
+WEIGHT_SYNC_OVER_2X_MAX = 0
 
 
 def test_checking_set_median_error_is_within_the_documented_bound():
@@ -75,7 +75,7 @@ def test_serving_cases_where_a_maximum_is_published_let_the_search_choose():
 def test_weight_sync_checking_cases_within_the_fidelity_bound(catalog):
     rows = val.run(catalog, "checking").items
     ws = next(g for g in val.summary(rows) if g["group"] == "weight-sync")
-    assert ws["reached"] == ws["cases"] >= 17
+    assert ws["reached"] == ws["cases"] >= 18
     assert ws["median_abs_error_pct"] <= WEIGHT_SYNC_MEDIAN_BOUND_PCT
     assert ws["over_2x"] <= WEIGHT_SYNC_OVER_2X_MAX
 

@@ -560,6 +560,11 @@ RlMode = Literal["colocated", "disaggregated", "one-step-off", "async"]
 RL_MODES = ("colocated", "disaggregated", "one-step-off", "async")
 SyncTransport = Literal["nccl-broadcast", "nccl-reshard", "rdma-p2p", "checkpoint-engine", "colocated"]
 SYNC_TRANSPORTS = ("nccl-broadcast", "nccl-reshard", "rdma-p2p", "checkpoint-engine", "colocated")
+# the software that drives a weight update: one entry per framework's weight-update path
+SyncStackName = Literal["nemo-rl", "verl", "verl-per-tensor", "slime", "checkpoint-engine", "perplexity"]
+SYNC_STACKS = ("nemo-rl", "verl", "verl-per-tensor", "slime", "checkpoint-engine", "perplexity")
+StackSchedule = Literal["pipelined", "serial", "stage-lock"]
+TensorWork = Literal["trainer", "engine"]
 
 
 class RlWorkload(Strict):
@@ -593,6 +598,11 @@ class RlWorkload(Strict):
         description="how weights reach the rollout engines (default: colocated in colocated mode, "
         "else the catalog's rl.default_sync_transport)",
     )
+    sync_stack: SyncStackName | None = Field(
+        default=None,
+        description="the framework that drives the weight update (its software costs and what overlaps; "
+        "default: the catalog's rl.default_sync_stack)",
+    )
     speculative: Num = Field(default=1.0, ge=1)
     gpus: Int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
     gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
@@ -623,6 +633,82 @@ class TransportChoice(Strict):
     note: str | None = None
 
 
+class StackChoice(Strict):
+    """A weight-sync stack chosen as a default, with the source that makes it the default."""
+
+    value: SyncStackName
+    source: str
+    note: str | None = None
+
+
+class ScheduleChoice(Strict):
+    """How a stack orders its software and the wire, with the source (code or design doc) that shows it.
+
+    ``pipelined``: double buffers overlap the per-tensor work with the wire; ``serial``: each bucket
+    waits for the engines before the next leaves; ``stage-lock``: serial, and the trainer's pipeline
+    stages take turns on one broadcast lock (one sender at a time)."""
+
+    value: StackSchedule
+    source: str
+    note: str | None = None
+
+
+class TensorWorkChoice(Strict):
+    """Where a stack's per-tensor work runs: on the ``trainer`` (parameter generation, a collective
+    per tensor: every update pays it) or in the rollout ``engine`` (its weight loader: paid only
+    where the receivers load)."""
+
+    value: TensorWork
+    source: str
+    note: str | None = None
+
+
+class SyncStack(Strict):
+    """One framework's weight-update software (configs/rl.yaml ``rl.sync_stacks``): what it costs
+    beyond the wire and what it overlaps. Fields a framework's design lacks are left out."""
+
+    schedule: ScheduleChoice
+    tensor_work: TensorWorkChoice
+    tensor_us: Sourced = unit(
+        "us per tensor",
+        1e-6,
+        description="software per weight tensor on the update's critical path (engine loader, "
+        "per-tensor collective, trainer-side parameter generation)",
+    )
+    ipc_gb_per_s: Sourced | None = unit(
+        "GB/s per GPU",
+        1e9,
+        default=None,
+        description="colocated: model bytes per GPU through the CUDA-IPC hand-off and the engine's load",
+    )
+    replica_tensor_us: Sourced | None = unit(
+        "us per tensor",
+        1e-6,
+        default=None,
+        description="rdma-p2p through a CPU engine replica: per weight tensor loaded into the replica",
+    )
+    colocated_overhead_s: Sourced | None = unit(
+        "s",
+        default=None,
+        description="colocated: what the framework's update timer holds beyond the transfer "
+        "(engine pause and cache flush, re-creating the process groups freed at offload, barriers)",
+    )
+
+    @model_validator(mode="after")
+    def _positive(self) -> SyncStack:
+        if self.tensor_us.value < 0:
+            raise ValueError("tensor_us must be >= 0")
+        for name in ("ipc_gb_per_s",):
+            v = getattr(self, name)
+            if v is not None and v.value <= 0:
+                raise ValueError(f"{name} must be > 0")
+        for name in ("replica_tensor_us", "colocated_overhead_s"):
+            v = getattr(self, name)
+            if v is not None and v.value < 0:
+                raise ValueError(f"{name} must be >= 0")
+        return self
+
+
 class RlEfficiency(Strict):
     """Achieved efficiencies of the RL loop (configs/rl.yaml, section ``rl``)."""
 
@@ -641,11 +727,10 @@ class RlEfficiency(Strict):
     sync_link_efficiency: dict[SyncTransport, Sourced] = unit(
         "fraction", description="achieved share of the binding path's line rate, per weight-sync transport"
     )
-    sync_load_us_per_tensor: Sourced = unit(
-        "us per tensor",
-        1e-6,
-        description="the rollout engine's weight loader (IPC handle, copy, load_weights) per weight tensor",
+    sync_stacks: dict[SyncStackName, SyncStack] = Field(
+        description="per framework: the weight-update software's costs and schedule"
     )
+    default_sync_stack: StackChoice = Field(description="weight-sync stack when a workload names none")
     broadcast_senders: Sourced = unit(
         "GPUs", description="trainer GPUs that broadcast the full tensors (nccl-broadcast)"
     )
@@ -671,8 +756,7 @@ class RlEfficiency(Strict):
         _every_key("sync_link_efficiency", self.sync_link_efficiency, SYNC_TRANSPORTS)
         for k, v in self.sync_link_efficiency.items():
             _fraction(f"sync_link_efficiency.{k}", v)
-        if self.sync_load_us_per_tensor.value < 0:
-            raise ValueError("sync_load_us_per_tensor must be >= 0")
+        _every_key("sync_stacks", self.sync_stacks, SYNC_STACKS)
         if self.broadcast_senders.value < 1 or self.broadcast_senders.value != int(
             self.broadcast_senders.value
         ):

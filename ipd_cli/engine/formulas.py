@@ -325,6 +325,13 @@ def weight_tensors(layers, routed_experts, moe):
     return layers * per_layer + 2
 
 
+def misc_tensors(layers, weight_tensor_count, scaled):
+    """Tensors NeMo RL's nccl_reshard sends on its misc path (packed broadcast, then load_weights):
+    every non-expert tensor of a layer (attention, norms, router, a shared MLP) and the embedding and
+    head, plus a scale sibling per weight tensor when the wire format carries block scales (FP8)."""
+    return layers * (TENSORS_PER_LAYER_DENSE + 1) + 2 + weight_tensor_count * scaled
+
+
 def cross_domain_share(trainer_gpus, inference_gpus, domain_gpus, node_gpus, colocated):
     """Share of the update's bytes that leave a scale-up domain (over NICs) rather than stay on it.
 
@@ -344,6 +351,36 @@ def split_seconds(byte_count, cross_share, nic_bytes_per_s, scale_up_bytes_per_s
     """(seconds over the NIC, seconds over the scale-up link) for bytes split by ``cross_share``;
     the two paths run at once."""
     return byte_count * cross_share / nic_bytes_per_s, byte_count * (1 - cross_share) / scale_up_bytes_per_s
+
+
+def gather_cross_share(group_gpus, domain_gpus):
+    """Share of the bytes a GPU gathers from a group of ``group_gpus`` that come from other
+    scale-up domains (over NICs): none when the group fits one domain, else 1 - domain / group."""
+    return maximum(0.0, 1.0 - domain_gpus / group_gpus)
+
+
+def stage_turns_seconds(turn_s, stage_gather_s, stages):
+    """Pipeline stages that take turns on one broadcast lock (slime, Miles): every stage's turn
+    (``turn_s`` over all stages: wire and the engines' loads) in a row, or one stage's own chain
+    (its gather, then its turn) when the gathers are longer than the other stages' turns."""
+    return maximum(turn_s, stage_gather_s + turn_s / stages)
+
+
+def distinct_targets(instance_gpus, trainer_gpus, stages):
+    """Distinct engine ranks one sender of a stage fills (Miles P2P: the senders of a stage are
+    mapped round-robin onto one instance's ranks; identical ranks of other replicas reuse the copy)."""
+    return ceil(instance_gpus / (trainer_gpus / stages))
+
+
+def replica_seconds(distinct, tensors_per_stage, seconds_per_tensor, shard_bytes_per_stage, host_bytes_per_s):
+    """Loading a CPU engine replica on a sender: every tensor of its stage once per distinct engine
+    rank it fills, and that rank's shard of the stage copied to host memory."""
+    return distinct * (tensors_per_stage * seconds_per_tensor + shard_bytes_per_stage / host_bytes_per_s)
+
+
+def ipc_seconds(model_bytes, bytes_per_s):
+    """Colocated: the full model handed to the engine on every GPU (CUDA IPC, rebuild, load_weights)."""
+    return model_bytes / bytes_per_s
 
 
 def offload_seconds(state_bytes, gpus, host_bytes_per_s):

@@ -54,6 +54,11 @@ def sync_plan(
     senders: int | None = None,
     engine_load: bool | None = None,
     shard_group_gpus: int | None = None,
+    stack: str = "nemo-rl",
+    trainer_stages: int = 1,
+    gather_gpus: int | None = None,
+    overhead: bool = True,
+    bulk_share: float | None = None,
 ) -> SyncPlan:
     """What an update moves into rollout instances like ``inst`` at the ``wire`` precision, and the
     quantisation it needs on the trainer (wire narrower than ``training``) or the receivers."""
@@ -64,11 +69,19 @@ def sync_plan(
     instance_bytes = f.stored_weight_bytes(dense, expert, inst.dense_replicas)
     on_trainer = arch.total_params * (b_train + b_wire) / trainer_gpus if b_wire < b_train else 0.0
     on_receiver = instance_bytes / inst.gpus * (1 + b_inf / b_wire) if b_inf < b_wire else 0.0
+    tensors = f.weight_tensors(arch.layers, arch.experts, arch.is_moe)
+    bulk, misc_bytes, misc_tensors = None, 0.0, 0.0
+    if transport == "nccl-reshard" and (arch.is_moe or bulk_share is not None):  # routed experts: bulk
+        b_bf16 = inp.quiet().read("serving.bytes_per_weight.bf16")
+        bulk, misc_bytes = expert, dense
+        if bulk_share is not None:  # the share a measurement publishes for its model
+            bulk, misc_bytes = bulk_share * (dense + expert), (1 - bulk_share) * (dense + expert)
+        misc_tensors = f.misc_tensors(arch.layers, tensors, scaled=b_wire < b_bf16)
     return SyncPlan(
         transport=transport,
         model_bytes=arch.total_params * b_wire,
         instance_bytes=instance_bytes,
-        tensors=f.weight_tensors(arch.layers, arch.experts, arch.is_moe),
+        tensors=tensors,
         trainer_gpus=trainer_gpus,
         inference_gpus=inference_gpus,
         instance_gpus=inst.gpus,
@@ -77,6 +90,14 @@ def sync_plan(
         engine_load=engine_load,
         quantize_bytes_per_gpu=max(on_trainer, on_receiver),
         shard_group_gpus=shard_group_gpus,
+        stack=stack,
+        train_bytes=arch.total_params * b_train,
+        trainer_stages=trainer_stages,
+        gather_gpus=gather_gpus,
+        overhead=overhead,
+        bulk_bytes=bulk,
+        misc_bytes=misc_bytes,
+        misc_tensors=misc_tensors,
     )
 
 
@@ -95,10 +116,18 @@ def estimate_weight_sync(
     colocated: bool = False,
     senders: int | None = None,
     engine_load: bool | None = None,
+    stack: str | None = None,
+    trainer_stages: int = 1,
+    gather_gpus: int | None = None,
+    overhead: bool = True,
+    bulk_share: float | None = None,
 ) -> WeightSync:
     """One weight update on its own (``ipd validate``'s weight-sync cases): rollout instances of
     ``instance_gpus`` (default: the smallest that holds the model) serving at the wire precision,
-    attention tensor parallel over ``instance_tp`` GPUs (default: the serving model's layout)."""
+    attention tensor parallel over ``instance_tp`` GPUs (default: the serving model's layout),
+    driven by the framework ``stack`` (default: the catalog's), a trainer of ``trainer_stages``
+    pipeline stages whose senders gather from ``gather_gpus`` GPUs (default: its shard group);
+    ``bulk_share``: the share of the bytes nccl_reshard moves shard to shard, where published."""
     ctx = sv.serving_context(cat, hardware, model)
     tp = instance_tp if ctx.model.is_moe else None  # dense models are tensor parallel anyway
     inst = sv.serving_instance(ctx, precision=wire, instance_gpus=instance_gpus, attention_tp=tp)
@@ -107,6 +136,8 @@ def estimate_weight_sync(
         ctx.inp, ctx.model, inst, transport=transport, wire=wire, training=training,
         trainer_gpus=trainer_gpus, inference_gpus=inference_gpus, colocated=colocated,
         senders=senders, engine_load=engine_load, shard_group_gpus=min(trainer_gpus, memory.min_gpus),
+        stack=stack or ctx.inp.cat.rl.default_sync_stack.value, trainer_stages=trainer_stages,
+        gather_gpus=gather_gpus, overhead=overhead, bulk_share=bulk_share,
     )  # fmt: skip
     return weight_sync(
         ctx.inp, sync_links(ctx.inp, ctx.name, ctx.system.accelerator, ctx.system.accelerators), plan
@@ -121,6 +152,7 @@ class Setup:
     model: str
     where: str
     transport: str
+    stack: str
     nums: RlNumbers
     rollouts: Rollouts
     host: HostCpus
@@ -149,6 +181,16 @@ def _transport(inp: Inputs, w: RlWorkload, origin: str) -> str:
     )  # fmt: skip
 
 
+def _stack(inp: Inputs, w: RlWorkload, origin: str) -> str:
+    if w.sync_stack is not None:
+        return inp.given("weight-sync stack", w.sync_stack, "", origin, path="workload.sync_stack")
+    choice = inp.cat.rl.default_sync_stack
+    return inp.trace.given(
+        "weight-sync stack", choice.value, "", inp.cat.origin("rl", "default_sync_stack"),
+        note=choice.note, source=choice.source,
+    )  # fmt: skip
+
+
 def setup(ctx: sv.ServingContext, w: RlWorkload, pricing: str, origin: str) -> Setup:
     inp, system = ctx.inp, ctx.system
     nums = workload_numbers(ctx.trace, w, origin)
@@ -164,6 +206,7 @@ def setup(ctx: sv.ServingContext, w: RlWorkload, pricing: str, origin: str) -> S
         model=ctx.mname,
         where=f"{ctx.mname} on {ctx.name}",
         transport=_transport(inp, w, origin),
+        stack=_stack(inp, w, origin),
         nums=nums,
         rollouts=rollout_engine(ctx, w, nums, pricing),
         host=host_cpus(inp, ctx.name),
@@ -197,7 +240,7 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     plan = sync_plan(
         inp, s.arch, s.rollouts.inst, transport=s.transport, wire=s.w.sync_precision,
         training=s.w.training_precision, trainer_gpus=train_gpus, inference_gpus=gen_gpus,
-        colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.min_gpus),
+        colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.min_gpus), stack=s.stack,
     )  # fmt: skip
     offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0
     sync = SyncPhase(weight_sync(inp, s.links, plan), offload, s.switch_s)

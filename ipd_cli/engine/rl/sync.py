@@ -1,35 +1,40 @@
-"""Weight sync as a transfer schedule: bytes per sender and per receiver over each path.
+"""Weight sync as a transfer schedule: bytes per sender and per receiver over each path, and the
+framework software that drives them.
 
-Transports (the designs frameworks ship, rl-notes §i):
+Transports (where the bytes go, rl-notes §i):
 
-* ``nccl-reshard`` (NeMo RL nccl_reshard) and ``rdma-p2p`` (Perplexity's static RDMA-WRITE
-  schedule): each receiving GPU gets its shard of its instance (the instance's stored bytes /
-  its GPUs, replicated dense weights included); every trainer GPU sends its share of the R
-  replicas. Pipelined: the engine loads overlap the wire.
+* ``nccl-reshard`` (NeMo RL nccl_reshard) and ``rdma-p2p`` (static RDMA-WRITE schedules): each
+  receiving GPU gets its shard of its instance (the instance's stored bytes / its GPUs, replicated
+  dense weights included); every trainer GPU sends its share of the R replicas.
 * ``nccl-broadcast`` (the disaggregated default of NeMo RL, verl, slime, OpenRLHF): S senders
-  gather full tensors from the trainer shards, then broadcast them; every receiving GPU takes
-  the whole model (one copy per node over its NICs, the rest over the scale-up link) and its
-  engine loads every tensor. Serial, tensor by tensor.
-* ``checkpoint-engine`` (MoonshotAI): a pipelined broadcast of the full model to every GPU,
-  from pinned host memory when colocated (host link), then a reload into the engine.
+  gather full tensors from the trainer shards, then broadcast them; every receiving GPU takes the
+  whole model (one copy per node over its NICs, the rest over the scale-up link).
+* ``checkpoint-engine`` (MoonshotAI, verl's checkpoint engines): a bucketed broadcast of the full
+  model to every GPU, from pinned host memory when colocated (host link).
 * ``colocated``: in-place reload on the same GPUs: each GPU gathers full tensors over the
-  scale-up link and hands them to the engine (CUDA IPC).
+  scale-up link and hands them to its engine (CUDA IPC).
 
-Time = fixed latency + the wire (the largest sender- or receiver-side bound, plus the gather of
-a broadcast, at the transport's link efficiency) + quantisation + the engine loader (per tensor),
-the last two overlapped with the wire in pipelined transports.
+Stacks (the software around the wire, ``rl.sync_stacks``): a cost per weight tensor on the
+critical path (engine loader, per-tensor collective or trainer-side parameter generation), the
+CPU engine replica of Miles' P2P path, the rate of a colocated IPC hand-off, what a colocated
+update timer holds beyond the transfer, and the schedule: ``pipelined`` (double buffers: the
+longest of the wire and the software), ``serial`` (each bucket waits for the engines: they add)
+or ``stage-lock`` (serial, and the trainer's pipeline stages take turns on one broadcast lock:
+one sender at a time while the other stages gather).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ipd_cli.catalog.schema import SYNC_STACKS
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.inputs import Inputs
+from ipd_cli.errors import InputError
 
 SHARD = ("nccl-reshard", "rdma-p2p")
-PIPELINED = ("nccl-reshard", "rdma-p2p", "checkpoint-engine", "nccl-broadcast")
-ENGINE_LOADS = ("nccl-broadcast", "checkpoint-engine", "colocated")
+ENGINE_LOADS = ("nccl-broadcast", "checkpoint-engine")
+GATHERS = ("nccl-broadcast", "checkpoint-engine")  # senders gather full tensors (disaggregated)
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,16 @@ class SyncPlan:
     engine_load: bool | None = None  # None: the transport's default (ENGINE_LOADS)
     quantize_bytes_per_gpu: float = 0.0  # HBM bytes read and written per GPU to change precision
     shard_group_gpus: int | None = None  # trainer GPUs one copy of the model is sharded over (default: all)
+    stack: str = "nemo-rl"  # the framework software (rl.sync_stacks)
+    train_bytes: float | None = (
+        None  # the full model at the training precision (gathers); default model_bytes
+    )
+    trainer_stages: int = 1  # pipeline stages of the trainer (each gathers and sends its own layers)
+    gather_gpus: int | None = None  # GPUs a sender gathers its tensors from (default: the shard group)
+    overhead: bool = True  # count what a colocated update timer holds beyond the transfer
+    bulk_bytes: float | None = None  # nccl-reshard: one instance's bytes on the bulk path (default: all)
+    misc_bytes: float = 0.0  # nccl-reshard: one copy of the weights on the misc path (not the bulk reshard)
+    misc_tensors: float = 0.0  # nccl-reshard: tensors the misc path loads (FP8 scale siblings included)
 
     @property
     def replicas(self) -> int:
@@ -76,9 +91,10 @@ class WeightSync:
     bytes_per_receiver: float
     terms: dict[str, float]  # every bound and cost, in seconds (wire bounds at the link efficiency)
     bound: str  # the term that sets the time
-    transfer_s: float  # senders busy: the wire (and quantisation)
+    transfer_s: float  # senders busy: gather, wire, quantisation (and whatever they wait on in turn)
     load_s: float  # receivers only: the engine loader not hidden behind the wire
-    fixed_s: float
+    fixed_s: float  # fixed latency, plus a colocated timer's overhead
+    stack: str = "nemo-rl"
 
     @property
     def seconds(self) -> float:
@@ -106,8 +122,10 @@ def sync_links(inp: Inputs, system: str, accelerator: str, gpus_per_system: int)
 
 
 def _shard_bounds(plan: SyncPlan, links: Links, cross: float, senders: int) -> tuple[dict, float, float]:
-    recv = plan.instance_bytes / plan.instance_gpus
-    send = plan.replicas * plan.instance_bytes / senders
+    # nccl-reshard moves only its bulk (the routed experts, one copy per instance) shard to shard
+    per_instance = plan.instance_bytes if plan.bulk_bytes is None else plan.bulk_bytes
+    recv = per_instance / plan.instance_gpus
+    send = plan.replicas * per_instance / senders
     r_nic, r_up = f.split_seconds(recv, cross, links.nic, links.scale_up)
     s_nic, s_up = f.split_seconds(send, cross, links.nic, links.scale_up)
     bounds = {"receiver NIC": r_nic, "receiver scale-up": r_up, "sender NIC": s_nic, "sender scale-up": s_up}
@@ -123,11 +141,6 @@ def _broadcast_bounds(plan: SyncPlan, links: Links, cross: float, senders: int) 
         "node NICs (one copy per node)": cross * full / (receivers_per_node * links.nic),
         "receiver scale-up (fan-out)": full / links.scale_up,
     }
-    if plan.transport == "nccl-broadcast":  # senders first gather the full tensors from the trainer shards
-        group = plan.shard_group_gpus or plan.trainer_gpus  # over NICs when the shards span domains
-        bounds["gather on the senders"] = (
-            full / senders / (links.nic if group > links.domain else links.scale_up)
-        )
     return bounds, full / senders, full
 
 
@@ -163,7 +176,38 @@ BOUNDS = {
 }
 
 
-def _senders(inp: Inputs, plan: SyncPlan) -> int:
+def _schedule(inp: Inputs, stack: str) -> str:
+    """The stack's schedule: a design choice read with its source (like the default transport)."""
+    if stack not in SYNC_STACKS:
+        raise InputError(f"unknown weight-sync stack '{stack}'; choose one of: {', '.join(SYNC_STACKS)}")
+    choice = inp.cat.rl.sync_stacks[stack].schedule
+    return inp.trace.given(
+        f"weight-sync schedule ({stack})", choice.value, "", inp.cat.origin("rl", "sync_stacks"),
+        note=choice.note, source=choice.source,
+    )  # fmt: skip
+
+
+def _tensor_work(inp: Inputs, stack: str) -> str:
+    choice = inp.cat.rl.sync_stacks[stack].tensor_work
+    return inp.trace.given(
+        f"per-tensor work runs on ({stack})", choice.value, "", inp.cat.origin("rl", "sync_stacks"),
+        note=choice.note, source=choice.source,
+    )  # fmt: skip
+
+
+def _stack_value(inp: Inputs, stack: str, field: str, label: str, needed_for: str) -> float:
+    path = f"rl.sync_stacks.{stack}.{field}"
+    if not inp.has(path):
+        raise InputError(
+            f"weight-sync stack {stack} has no {field} in the catalog ({needed_for}); set {path} with "
+            f"`sets` or choose another `sync_stack`"
+        )
+    return inp.read(path, f"{label} ({stack})")
+
+
+def _senders(inp: Inputs, plan: SyncPlan, schedule: str) -> int:
+    if plan.transport == "nccl-broadcast" and schedule == "stage-lock":
+        return 1  # the pipeline stages take turns on one lock: one broadcaster at a time
     if plan.senders is not None:
         return plan.senders
     if plan.transport in SHARD or plan.transport == "colocated":
@@ -173,30 +217,121 @@ def _senders(inp: Inputs, plan: SyncPlan) -> int:
     return 1
 
 
+def _gather_bytes(plan: SyncPlan, senders: int, schedule: str, replica: bool) -> float:
+    """Bytes (training precision) one sender gathers from the trainer's shards before it sends."""
+    train = plan.train_bytes if plan.train_bytes is not None else plan.model_bytes
+    if plan.transport == "rdma-p2p" and replica:
+        return train / plan.trainer_stages  # every sender all-gathers its stage (Miles P2P)
+    if plan.transport not in GATHERS or plan.colocated:
+        return 0.0
+    if schedule == "stage-lock":
+        return train / plan.trainer_stages  # each stage's head gathers its own layers
+    return train / senders
+
+
+def _gather_seconds(plan: SyncPlan, links: Links, byte_count: float, eff: float) -> float:
+    """The gather over the scale-up link, and over the NICs for the part of the group in other domains."""
+    if byte_count == 0:
+        return 0.0
+    group = plan.gather_gpus or plan.shard_group_gpus or plan.trainer_gpus
+    cross = f.gather_cross_share(group, links.domain)
+    over_nic, over_up = f.split_seconds(byte_count, cross, links.nic, links.scale_up)
+    return max(over_nic, over_up) / eff
+
+
+def _per_tensor(inp: Inputs, stack: str, count: float) -> float:
+    return count * inp.read(f"rl.sync_stacks.{stack}.tensor_us", f"per-tensor software ({stack})")
+
+
+def _software(inp: Inputs, links: Links, plan: SyncPlan, replica: bool) -> tuple[str, float]:
+    """The stack's work beside or after the wire: (its term name, seconds)."""
+    t, stack = plan.transport, plan.stack
+    if t == "colocated":
+        rate = _stack_value(inp, stack, "ipc_gb_per_s", "colocated IPC hand-off", "its colocated path")
+        return "IPC hand-off and engine load", f.ipc_seconds(plan.model_bytes, rate)
+    if replica:
+        per_tensor = inp.read(f"rl.sync_stacks.{stack}.replica_tensor_us", f"CPU replica load ({stack})")
+        distinct = f.distinct_targets(plan.instance_gpus, plan.trainer_gpus, plan.trainer_stages)
+        shard = plan.instance_bytes / plan.instance_gpus / plan.trainer_stages
+        seconds = f.replica_seconds(
+            distinct, plan.tensors / plan.trainer_stages, per_tensor, shard, links.host
+        )
+        return "CPU replica load", seconds
+    if t == "nccl-reshard":  # only the misc path goes through the engine's loader
+        return "misc path engine loader", _per_tensor(
+            inp, stack, plan.misc_tensors
+        ) if plan.misc_tensors else 0.0
+    loads = plan.engine_load if plan.engine_load is not None else t in ENGINE_LOADS
+    if _tensor_work(inp, stack) == "trainer":
+        loads = True  # generated or sent tensor by tensor on every update, whether receivers load
+    return "per-tensor software", _per_tensor(inp, stack, plan.tensors) if loads else 0.0
+
+
+def _misc_broadcast(inp: Inputs, links: Links, plan: SyncPlan, cross: float) -> float:
+    """nccl-reshard's misc path: after the bulk, a packed broadcast of the rest from one sender."""
+    eff = inp.read("rl.sync_link_efficiency.nccl-broadcast", "misc path broadcast efficiency")
+    misc = SyncPlan(**{**plan.__dict__, "model_bytes": plan.misc_bytes})
+    return max(_broadcast_bounds(misc, links, cross, 1)[0].values()) / eff
+
+
+def _compose(
+    t: str,
+    schedule: str,
+    stages: int,
+    gather: float,
+    wire: float,
+    misc: float,
+    software: float,
+    quantize: float,
+) -> tuple[float, float]:
+    """(senders busy, receivers' work not hidden) under the transport and the stack's schedule."""
+    if t == "colocated":  # the same GPUs: gather, then the hand-off to the engine
+        return wire + quantize, software
+    if t == "nccl-reshard":  # the bulk reshard, then the misc broadcast and its loads (design doc)
+        return max(wire, quantize) + misc, software
+    if schedule == "serial" or (schedule == "stage-lock" and t != "nccl-broadcast"):
+        return gather + wire + quantize + software, 0.0  # senders wait for each bucket's loads
+    if schedule == "stage-lock":  # stages take turns broadcasting (the engines load inside a turn)
+        return f.stage_turns_seconds(wire + software, gather, stages) + quantize, 0.0
+    transfer = max(gather, wire, quantize)  # pipelined: the per-tensor work runs beside the wire
+    return transfer, max(gather + software, transfer) - transfer
+
+
 def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
     """The time of one weight update under ``plan`` on ``links`` (see the module docstring)."""
-    t = plan.transport
+    t, stack = plan.transport, plan.stack
+    schedule = _schedule(inp, stack)
     eff = inp.read(f"rl.sync_link_efficiency.{t}", f"weight-sync link efficiency ({t})")
     fixed = inp.read("rl.sync_fixed_s", "weight-sync fixed latency")
-    cross = f.cross_domain_share(
-        plan.trainer_gpus, plan.inference_gpus, links.domain, links.node, plan.colocated or t == "colocated"
-    )
-    senders = _senders(inp, plan)
+    colocated = plan.colocated or t == "colocated"
+    cross = f.cross_domain_share(plan.trainer_gpus, plan.inference_gpus, links.domain, links.node, colocated)
+    senders = _senders(inp, plan, schedule)
     bounds, per_sender, per_receiver = BOUNDS[t](plan, links, cross, senders)
     terms = {name: s / eff for name, s in bounds.items()}
-    gather = terms.pop("gather on the senders", 0.0)
-    wire = gather + max(terms.values())
-    if gather:
-        terms["gather on the senders"] = gather
-    loads = plan.engine_load if plan.engine_load is not None else t in ENGINE_LOADS
-    load = plan.tensors * inp.read("rl.sync_load_us_per_tensor", "engine weight loader") if loads else 0.0
+    wire = max(terms.values())
+
+    replica = t == "rdma-p2p" and inp.has(f"rl.sync_stacks.{stack}.replica_tensor_us")
+    gather = 0.0
+    if gather_bytes := _gather_bytes(plan, senders, schedule, replica):
+        g_eff = eff if t == "nccl-broadcast" else inp.read(
+            "rl.sync_link_efficiency.nccl-broadcast", "trainer gather efficiency (NCCL collectives)"
+        )  # fmt: skip
+        gather = terms["gather on the senders"] = _gather_seconds(plan, links, gather_bytes, g_eff)
+    misc = 0.0
+    if t == "nccl-reshard" and plan.misc_bytes:
+        misc = terms["misc path broadcast"] = _misc_broadcast(inp, links, plan, cross)
+    name, software = _software(inp, links, plan, replica)
+    if software:
+        terms[name] = software
+    overhead = 0.0
+    if colocated and plan.overhead and inp.has(f"rl.sync_stacks.{stack}.colocated_overhead_s"):
+        overhead = inp.read(
+            f"rl.sync_stacks.{stack}.colocated_overhead_s", f"colocated update overhead ({stack})"
+        )
+        terms["update overhead (pause, flush, process groups)"] = overhead
     quantize = plan.quantize_bytes_per_gpu / links.hbm
-    terms.update({"engine loader": load, "quantisation": quantize, "fixed latency": fixed})
-    if t in PIPELINED:
-        transfer = max(wire, quantize)
-        rest = max(0.0, load - transfer)
-    else:
-        transfer, rest = wire + quantize, load
+    terms.update({"quantisation": quantize, "fixed latency": fixed})
+    transfer, rest = _compose(t, schedule, plan.trainer_stages, gather, wire, misc, software, quantize)
     return WeightSync(
         transport=t,
         bytes_moved=per_receiver * plan.inference_gpus,
@@ -206,5 +341,6 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
         bound=max(terms, key=terms.__getitem__),
         transfer_s=transfer,
         load_s=rest,
-        fixed_s=fixed,
+        fixed_s=fixed + overhead,
+        stack=stack,
     )
