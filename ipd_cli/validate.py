@@ -5,7 +5,7 @@ its source, inputs, measured value and split: ``fitting`` cases may tune the eff
 defaults, ``checking`` cases never do, and report the model's error.
 
 Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
-fitting cases that depend on it (training MFU per precision: pre-training cases; decode HBM
+fitting cases that depend on it (GEMM cost per call by precision: pre-training cases; decode HBM
 efficiency: dense serving cases; MoE compute share: MoE serving cases; weight-sync link
 efficiencies: weight-sync cases by transport; RL trainer MFU and fixed step time: RL step
 cases). Knobs are fitted one after another, each by a log-spaced grid search over its
@@ -30,7 +30,7 @@ from ipd_cli.engine.results import Listing, ValidationResult
 from ipd_cli.errors import InputError, IpdError
 
 Kind = Literal["pretrain", "serve", "rl-step", "weight-sync"]
-SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user"}
+SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user", "mfu"}
 WITHIN = 0.25  # the share of cases within 25 % is reported
 
 
@@ -50,6 +50,9 @@ class Case(BaseModel):
     source: str
     inputs: dict[str, Any]
     measured: Measured
+    calibrate: bool = Field(
+        default=True, description="a fitting case whose system the model knowingly misses fits nothing"
+    )
     note: str | None = None
 
 
@@ -67,9 +70,9 @@ def predict(cat: Catalog, case: Case) -> float:
     i = dict(case.inputs)
     metric = case.measured.metric
     if case.kind == "pretrain":
-        from ipd_cli.engine.pretraining import estimate_pretraining
+        from ipd_cli.engine.pretraining import pretraining_numbers
 
-        p = estimate_pretraining(
+        p = pretraining_numbers(
             cat,
             i["hardware"],
             i["model"],
@@ -78,10 +81,9 @@ def predict(cat: Catalog, case: Case) -> float:
             deadline_days=i.get("days"),
             precision=i.get("precision", "bf16"),
             sequence_length=int(i.get("seq_len", 8192)),
-        ).pretraining
-        if metric == "tokens_per_s_per_gpu":
-            return p.tokens / (p.gpus * p.wall_days * 86400)
-        return getattr(p, metric)
+            plan=published_plan(i),
+        )
+        return float(p[metric])  # tokens_per_s_per_gpu: steady state, as benchmarks report it
     if case.kind == "serve":
         from ipd_cli.engine.serving import estimate_serving
 
@@ -100,6 +102,21 @@ def predict(cat: Catalog, case: Case) -> float:
     if case.kind == "rl-step":
         return _rl_step(cat, i, metric)
     return _weight_sync(cat, i)
+
+
+PLAN_INPUTS = {"tp": "tp", "pp": "pp", "vp": "vp", "cp": "cp", "ep": "ep", "dp": "dp"}
+PLAN_INPUTS.update(micro_batch="mbs", global_batch="gbs")
+
+
+def published_plan(i: dict) -> str | None:
+    """The plan fields a case publishes, as pins (the search chooses the rest): degrees, micro and
+    global batch, recompute (torchtitan's selective-op counts as selective), FSDP sharding."""
+    pins = [f"{key}={i[name]}" for name, key in PLAN_INPUTS.items() if name in i]
+    if "recompute" in i:
+        pins.append(f"recompute={str(i['recompute']).removesuffix('-op')}")
+    if int(i.get("fsdp", 1)) > 1:
+        pins.append("zero=3")
+    return ",".join(pins) or None
 
 
 def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
@@ -236,8 +253,16 @@ def _is_moe(cat: Catalog, case: Case) -> bool:
 def knobs_of(cat: Catalog, case: Case) -> list[str]:
     """The efficiencies a fitting case calibrates."""
     i = case.inputs
+    if not case.calibrate:
+        return []
     if case.kind == "pretrain":
-        return [f"efficiency.training_mfu.{i.get('precision', 'bf16')}.mfu"]
+        from ipd_cli.engine.trainplan import training_share_path
+
+        share = training_share_path(cat, cat.system(i["hardware"]).accelerator)
+        fp4 = ["efficiency.training_gemm.fp4.recipe_share"] if i.get("precision") == "fp4" else []
+        moe = ["efficiency.moe_a2a_overlap"] if _is_moe(cat, case) else []
+        tp = ["efficiency.tp_comm_overlap"] if int(i.get("tp", 1)) > 1 else []
+        return ["efficiency.gemm_call_overhead_us", share, *fp4, *moe, *tp]
     if case.kind == "serve":
         return ["serving.moe_compute_share" if _is_moe(cat, case) else "serving.decode_hbm_efficiency"]
     if case.kind == "rl-step":
@@ -279,8 +304,6 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
     """Fit each knob on its fitting cases by a log-spaced grid search over the catalog range
     (least squares of log(measured / predicted)); knobs are fitted one after another, each
     with the ones before it already set. Prints the values and the --set that applies them."""
-    from ipd_cli.catalog.loader import load_catalog
-
     cases, _ = load_cases(path)
     groups: dict[str, list[Case]] = {}
     for case in cases:
@@ -289,12 +312,12 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
     applied = list(sets or [])
     rows = []
     for knob in sorted(groups, key=lambda k: (next(i for i, p in enumerate(ORDER) if k.startswith(p)), k)):
-        base = load_catalog(sets=applied) if applied else cat
+        base = cat.with_overrides(applied) if applied else cat
         current = _current(base, knob)
         before = _loss(base, groups[knob])
         best = (before, current.value)
         for value in _grid(current):
-            loss = _loss(load_catalog(sets=[*applied, f"{knob}={value:.4g}"]), groups[knob])
+            loss = _loss(cat.with_overrides([*applied, f"{knob}={value:.4g}"]), groups[knob])
             if loss < best[0] - 1e-12:
                 best = (loss, value)
         fitted = float(f"{best[1]:.3g}")

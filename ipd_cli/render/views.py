@@ -58,6 +58,7 @@ BLOCKS: dict[str, list[tuple[str, str, str]]] = {
         ("concurrency", "Concurrency per instance", "sequences"),
     ],
     "pretraining": [
+        ("plan", "Parallelism plan", ""),
         ("gpus", "GPUs", "GPUs"),
         ("systems", "Systems (nodes/racks)", "count"),
         ("wall_days", "Wall time", "days"),
@@ -69,8 +70,11 @@ BLOCKS: dict[str, list[tuple[str, str, str]]] = {
 DRIVERS: dict[str, list[tuple[str, str, str]]] = {
     "pretraining": [
         ("peak_tflops_per_gpu", "Dense peak at precision", "TFLOP/s/GPU"),
-        ("mfu", "MFU (catalog or --mfu)", "fraction"),
-        ("scale_efficiency", "Scale efficiency", "fraction"),
+        ("mfu", "MFU of the plan (or --mfu)", "fraction"),
+        ("step_time_s", "Step time", "s"),
+        ("global_batch_tokens", "Global batch", "tokens"),
+        ("memory_gb_per_gpu", "Memory per GPU", "GB"),
+        ("scale_efficiency", "Goodput (useful share of wall time)", "fraction"),
         ("moe_comm_exposed_fraction", "Exposed MoE all-to-all", "share of time"),
         ("effective_mfu", "Effective MFU", "fraction"),
         ("min_gpus_for_memory", "Min GPUs for memory", "GPUs"),
@@ -133,6 +137,7 @@ def view(data: dict) -> View:
         for b in blocks:
             grids.append(_single(f"{b} on {data['hardware']}", data[b]))
             grids += [_single(f"{b}.{k}", v) for k, v in data[b].items() if isinstance(v, dict)]
+            grids += [_rows(f"{b}.{k}", v) for k, v in data[b].items() if _dict_list(v)]
         grids += [_assumptions(data["assumptions"])] if data.get("assumptions") else []
         return View(grids)
     return View([_mapping(data.get("name", ""), data)])
@@ -167,9 +172,11 @@ def _compare(data: dict) -> View:
         )
         notes.append(f"Pre-training precision used: {prec}.")
         notes.append(
-            "Pre-training GPUs = tokens x time per token per GPU / (deadline x scale efficiency); "
-            "time per token = "
-            "FLOPs / (dense peak x MFU) + exposed all-to-all. `ipd hardware show NAME` lists the sources."
+            "Pre-training runs the fastest parallelism plan the search finds (tensor, pipeline, data, "
+            "expert, context parallelism, micro-batch, recompute, sharding); its step is priced from "
+            "GEMMs, attention, memory-bound work, exposed collectives, the pipeline bubble and the "
+            "optimizer, so MFU is an output. Deadline mode takes the fewest whole systems that finish "
+            "in time. `ipd train --plans N` lists the runners-up."
         )
     first = systems[0]
     pricing = next((first[b]["pricing"] for b in ("pretraining", "rl", "serving") if first.get(b)), None)
@@ -206,6 +213,19 @@ def _add_rows(grid: Grid, systems: list[dict], block: str, rows: list[tuple[str,
             for v in values[1:]
         ]
         grid.rows.append([label, unit, *[fmt_num(v) for v in values], *ratios])
+
+
+def _dict_list(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and isinstance(v[0], dict)
+
+
+def _rows(title: str, items: list[dict]) -> Grid:
+    """A list of records (e.g. the runners-up plans): one row each, their plain fields as columns."""
+    columns = [k for k, v in items[0].items() if not isinstance(v, dict | list)]
+    grid = Grid(title, columns, right=set(range(1, len(columns))))
+    for item in items:
+        grid.rows.append([fmt_num(item.get(c)) for c in columns])
+    return grid
 
 
 def _single(title: str, body: dict) -> Grid:
