@@ -182,6 +182,9 @@ class System(Strict):
         default=None,
         description="CPU-GPU bandwidth per GPU and direction (PCIe or NVLink-C2C)",
     )
+    host_memory_gb: Sourced | None = unit(
+        "GB per node or rack", 1e9, default=None, description="CPU memory of the node or rack (all its hosts)"
+    )
     aliases: list[str] = []
     note: str | None = None
 
@@ -344,6 +347,10 @@ class Efficiency(Strict):
     tp_comm_overlap: Sourced = unit(
         "fraction", description="share of tensor-parallel collectives hidden behind GEMMs"
     )
+    overlap_tax: Sourced = unit(
+        "fraction of the hidden time",
+        description="compute lost while a collective runs behind it (its kernels take SMs and HBM bandwidth)",
+    )
     training_goodput: Sourced = unit(
         "fraction", description="share of a production run's wall time spent in useful steps"
     )
@@ -380,6 +387,7 @@ class Efficiency(Strict):
             "attention_efficiency",
             "elementwise_hbm_efficiency",
             "training_goodput",
+            "overlap_tax",
         ):
             _fraction(name, getattr(self, name))
         for name in ("moe_a2a_overlap", "tp_comm_overlap"):

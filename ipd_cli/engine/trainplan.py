@@ -184,6 +184,7 @@ def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) ->
         "out": inp.read(f"{acc}.scale_out_gbit_per_s", "scale-out bandwidth"),
         "out_eff": inp.read("efficiency.scale_out_link_efficiency", "scale-out link efficiency"),
         "host_bw": _host_link(inp, cat, hardware),
+        "host_memory": _host_memory(inp, cat, hardware),
         "domain": float(system.scale_up_domain),
         "per_system": float(system.accelerators),
     }
@@ -205,6 +206,14 @@ def _host_link(inp: Inputs, cat: Catalog, hardware: str) -> Any:
     if inp.has(path):
         return inp.read(path, "host link (activation offload)")
     return inp.read("rl.default_host_link_gb_per_s", "host link (activation offload)")
+
+
+def _host_memory(inp: Inputs, cat: Catalog, hardware: str) -> Any:
+    """Host memory per GPU for activation offload; none declared: no offload."""
+    path = f"systems.{cat.canonical('systems', hardware)}.host_memory_gb"
+    if not inp.has(path):
+        return 0.0
+    return inp.read(path, "host memory (activation offload)") / cat.system(hardware).accelerators
 
 
 def _gemm_share(inp: Inputs, cat: Catalog, accelerator: str, precision: str) -> Any:
@@ -230,6 +239,7 @@ def step_inputs(inp: Inputs) -> dict[str, Any]:
         "a2a_bytes": inp.read(f"{e}.moe_a2a_bytes_per_value", "all-to-all bytes per value"),
         "tp_overlap": inp.read(f"{e}.tp_comm_overlap", "tensor-parallel comm hidden"),
         "a2a_overlap": inp.read(f"{e}.moe_a2a_overlap", "all-to-all hidden behind compute"),
+        "overlap_tax": inp.read(f"{e}.overlap_tax", "compute lost to overlapped collectives"),
         "goodput": inp.read(f"{e}.training_goodput", "training goodput"),
         "batch_coef": inp.read(f"{e}.default_batch_coefficient", "default batch coefficient"),
         "batch_exp": inp.read(f"{e}.default_batch_exponent", "default batch exponent"),
@@ -246,6 +256,7 @@ def derive(x: dict) -> dict[str, Any]:
     y["up_bw"] = x["up_bidir"] / 2.0 * x["up_eff"]
     y["out_bw"] = x["out"] * x["out_eff"]
     y["hbm_cap"] = x["hbm"] * x["usable"]
+    y["host_cap"] = x["host_memory"] * x["usable"]
     y["grad_bytes"] = x["state_bytes"] - x["weight_bytes"] - x["optim_bytes"]
     low = x["cast_bytes"] > 0
     y["cast_bytes"] = x["cast_bytes"] + low * x["act_bytes"]  # read BF16, write low
@@ -375,6 +386,11 @@ def expand(P: sr.Columns, x: dict, gpus: int, pins: dict) -> sr.Columns:
 # --- evaluation and search -------------------------------------------------------------------------
 
 
+def fits_memory(out: dict, x: dict) -> Any:
+    """The plan's GPU memory fits in HBM and what it offloads fits in host memory."""
+    return (out["memory_bytes"] <= x["hbm_cap"]) & (out["host_bytes"] <= x["host_cap"])
+
+
 def batch_penalty(tokens_per_step, x: dict):
     """Tokens needed for the same loss relative to the recipe batch: 1 up to it, (1 + B / B_r) / 2
     beyond (McCandlish et al.: E = E_min (1 + B / B_noise), B_noise taken as the recipe batch)."""
@@ -421,8 +437,9 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         mm = ts.with_recompute(terms, rc)
         acts = ts.memory_bytes({**macro, "rc": rc, "zero": zs[0]}, mm, x) - state[zs[0]]
         z_of, found = np.full_like(best, float(zs[-1])), np.zeros(len(best), dtype=bool)
+        host_ok = ts.host_bytes({**macro, "rc": rc}, mm) <= x["host_cap"]
         for z in reversed(zs):  # the last assignment is the least sharding that fits
-            ok = state[z] + acts <= x["hbm_cap"]
+            ok = (state[z] + acts <= x["hbm_cap"]) & host_ok
             if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
                 ok &= (z > 0) == shards
             z_of, found = np.where(ok, z, z_of), found | ok
@@ -508,7 +525,7 @@ def search_fixed(x: dict, gpus: int, pins: dict, keep: int = 1, exhaustive: bool
         sub = sr.take(P, idx)
         M = expand(sub, x, gpus, pins)
         out = evaluate(M, index_terms(m, idx[M["row"]]), x, pins)
-        fits = out["memory_bytes"] <= x["hbm_cap"]
+        fits = fits_memory(out, x)
         parts.append((M, out, fits))
         found = np.concatenate([best_found, out["seconds_per_token"][fits]])
         best_found = np.partition(found, keep - 1)[:keep] if len(found) > keep else found
@@ -519,6 +536,10 @@ def search_fixed(x: dict, gpus: int, pins: dict, keep: int = 1, exhaustive: bool
 def _joined(parts: list) -> Searched:
     import numpy as np
 
+    if not parts:
+        return Searched(
+            {"tp": np.empty(0)}, {"seconds_per_token": np.empty(0)}, sr.Space({"tp": np.empty(0)})
+        )
     cols = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
     out = {k: np.concatenate([np.broadcast_to(p[1][k], p[2].shape) for p in parts]) for k in parts[0][1]}
     space = sr.Space(cols)
@@ -627,7 +648,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         out = solve_replicas(M, index_terms(m, idx[M["row"]]), x, rate, pins)
         gpus = np.ceil(M["tp"] * M["cp"] * M["pp"] * M["dp"] / x["per_system"]) * x["per_system"]
         wall = x["tokens"] * out["seconds_per_token"] / x["goodput"]
-        ok = (out["memory_bytes"] <= x["hbm_cap"]) & (wall <= seconds * (1 + 1e-9)) & (gpus <= max_gpus)
+        ok = fits_memory(out, x) & (wall <= seconds * (1 + 1e-9)) & (gpus <= max_gpus)
         parts.append((M, {**out, "gpus": gpus, "wall_s": wall}, ok))
         if np.any(ok):
             bar = min(bar, float(gpus[ok].min()))

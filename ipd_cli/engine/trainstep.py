@@ -206,6 +206,18 @@ def layer_ep_seconds(P: Cols, x: dict, inside):
     return 2.0 * x["moe_share"] * per_gpu / a2a_bytes_per_s(P, x, inside)
 
 
+def overlapped(comm, share, x: dict):
+    """A collective of which ``share`` hides behind compute: the rest shows, and the hidden part
+    still takes its tax of the compute it shares the SMs and memory with."""
+    return comm * (1.0 - share) + comm * share * x["overlap_tax"]
+
+
+def exposed(comm, window, x: dict):
+    """A collective overlapped with ``window`` seconds of compute: what does not fit shows, and the
+    part that hides takes its tax."""
+    return f.maximum(0.0, comm - window) + f.minimum(comm, window) * x["overlap_tax"]
+
+
 def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
     """Forward and backward seconds of one micro-batch on the most loaded stage with the exposed
     tensor/context/expert collectives, what each recompute policy adds to the backward, and the
@@ -213,13 +225,13 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
     inside = in_domain(P, x)
     Ls = stage_layers(P, x)
     g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
-    tp = layer_tp_seconds(P, x) * (1.0 - x["tp_overlap"])
-    ep = layer_ep_seconds(P, x, inside["ep"]) * (1.0 - x["a2a_overlap"])
+    tp = overlapped(layer_tp_seconds(P, x), x["tp_overlap"], x)
+    ep = overlapped(layer_ep_seconds(P, x, inside["ep"]), x["a2a_overlap"], x)
     cp = layer_cp_seconds(P, x, inside["cp"])
     head = head_seconds(P, x)
     loss = loss_seconds(P, x)
     r = x["attn_bwd_ratio"]
-    cp_fwd, cp_bwd = f.maximum(0.0, Ls * (cp - a)), f.maximum(0.0, Ls * (2.0 * cp - r * a))
+    cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
     fwd = Ls * (g + a + mem + tp + ep) + cp_fwd + head + loss / 2.0
     bwd = Ls * (2.0 * g + r * a + 2.0 * mem + tp + ep) + cp_bwd + 2.0 * head + loss / 2.0
     return {
@@ -279,6 +291,7 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
         + off * (t["offload_fwd_s"] + t["offload_bwd_s"]),
         "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
         "act_bytes": act,
+        "offload_bytes": t["act_bytes"][0],
         "work_bytes": full * t["work_bytes"],
         "logits_bytes": t["logits_bytes"],
     }
@@ -363,6 +376,11 @@ def in_flight(P: Cols):
     return first * ifelse(P["vp"] > 1, 1.0 + (P["pp"] - 1.0) / (P["vp"] * P["pp"]), 1.0)
 
 
+def host_bytes(P: Cols, m: dict):
+    """Host memory an offloading plan fills: the in-flight micro-batches' activations."""
+    return (P["rc"] == 3) * m["offload_bytes"] * in_flight(P)
+
+
 def memory_bytes(P: Cols, m: dict, x: dict):
     """Peak bytes per GPU: state plus the larger of the first stage's in-flight activations and the
     last stage's one micro-batch with its logits."""
@@ -386,8 +404,8 @@ def dp_exposed_seconds(P: Cols, m: dict, x: dict):
     always exposed."""
     rs, ag = dp_seconds(P, x)
     fwd, bwd, Ls, z, mb = m["fwd_s"], m["bwd_s"], m["stage_layers"], P["zero"], P["mb"]
-    hide_rs, hide_ag = f.maximum(0.0, rs - bwd) + rs / Ls, f.maximum(0.0, ag - fwd) + ag / Ls
-    fsdp = mb * (f.maximum(0.0, ag - fwd) + f.maximum(0.0, ag + rs - bwd) + (2.0 * ag + rs) / Ls)
+    hide_rs, hide_ag = exposed(rs, bwd, x) + rs / Ls, exposed(ag, fwd, x) + ag / Ls
+    fsdp = mb * (exposed(ag, fwd, x) + exposed(ag + rs, bwd, x) + (2.0 * ag + rs) / Ls)
     low = ifelse(z == 2, mb * hide_rs, hide_rs) + hide_ag
     return ifelse(z == 3, fsdp, low)
 
@@ -421,6 +439,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
         "p2p_s": P["mb"] * p2p,
         "tokens_per_step": P["dp"] * P["mb"] * P["mbs"] * x["seq"],
         "memory_bytes": memory_bytes(P, m, x),
+        "host_bytes": host_bytes(P, m),
         "bubble_s": bubble,
         "dp_exposed_s": dp,
         "optimizer_s": opt,
