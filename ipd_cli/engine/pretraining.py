@@ -23,7 +23,7 @@ from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import PRECISIONS, Accelerator
-from ipd_cli.errors import InfeasibleError, InputError
+from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError
 
 from . import formulas as f
 from . import trainplan as tpn
@@ -130,6 +130,13 @@ def solve(x: dict) -> tuple[dict[str, float], tpn.Found | None, str]:
     key = tuple(sorted((k, repr(v)) for k, v in _physics(x).items()))
     if key in _CACHE:
         return _CACHE[key]
+    import numpy as np
+
+    with np.errstate(all="ignore"):  # extreme inputs end as inf or NaN, refused with a message
+        return _solve(x, key)
+
+
+def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str]:
     y = tpn.derive(x)
     found, why = None, ""
     try:
@@ -157,6 +164,15 @@ def run_numbers(y: dict, found: tpn.Found) -> dict[str, float]:
     return numbers
 
 
+def _like(value: Any, ref: Any) -> Any:
+    """``value`` broadcast to the shape of ``ref`` (a sweep's arrays), or as is."""
+    if _is_array(ref):
+        import numpy as np
+
+        return np.broadcast_to(value, np.shape(ref)).astype(float)
+    return value
+
+
 def plan_run(y: dict, plan: dict[str, int], o: dict[str, Any], gpus: Any) -> dict[str, Any]:
     """Step, wall time, GPU-hours and MFU of one plan (``o``: its step outputs; numbers or arrays)."""
     used = plan["tp"] * plan["cp"] * plan["pp"] * o.get("dp", plan["dp"])
@@ -166,22 +182,22 @@ def plan_run(y: dict, plan: dict[str, int], o: dict[str, Any], gpus: Any) -> dic
         step = y["fpt"] * per_step / (used * y["low_peak"] * y["mfu_pin"])
     wall = y["tokens"] * step * o["penalty"] / per_step / y["goodput"]
     return {
-        "gpus": gpus + 0.0 * wall,
-        "systems": f.ceil(gpus / y["per_system"]) + 0.0 * wall,
+        "gpus": _like(gpus, wall),
+        "systems": _like(f.ceil(gpus / y["per_system"]), wall),
         "wall_days": wall / f.SECONDS_PER_DAY,
         "gpu_hours": gpus * wall / f.SECONDS_PER_HOUR,
         "mfu": y["fpt"] * per_step / (step * used * y["low_peak"]),
         "effective_mfu": y["fpt"] * y["tokens"] / (gpus * wall * y["low_peak"]),
-        "scale_efficiency": y["goodput"] + 0.0 * wall,
+        "scale_efficiency": _like(y["goodput"], wall),
         "moe_comm_exposed_fraction": plan["mb"] * o["ep_comm_s"] / o["step_s"],
         "training_flops": y["fpt"] * y["tokens"],
-        "flops_per_token": y["fpt"] + 0.0 * wall,
-        "peak_tflops_per_gpu": y["low_peak"] / f.TERA + 0.0 * wall,
+        "flops_per_token": _like(y["fpt"], wall),
+        "peak_tflops_per_gpu": _like(y["low_peak"] / f.TERA, wall),
         "step_time_s": step,
-        "global_batch_tokens": per_step + 0.0 * wall,
+        "global_batch_tokens": _like(per_step, wall),
         "memory_gb_per_gpu": o["memory_bytes"] / f.GIGA,
         "tokens_per_s_per_gpu": per_step / (step * gpus),
-        "gpus_used": used + 0.0 * wall,
+        "gpus_used": _like(used, wall),
         "batch_token_multiplier": o["penalty"],
     }
 
@@ -433,6 +449,13 @@ INT_FIELDS = ("gpus", "systems", "min_gpus_for_memory", "gpus_used", "plans_eval
 
 
 def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pretraining:
+    for k, v in y.items():
+        if not math.isfinite(v):
+            raise IpdError(
+                f"the result is not a finite number: pretraining.{k} is {v}; an input is out of range "
+                "(check tokens, specs and prices)",
+                ExitCode.RUNTIME,
+            )
     numbers = {k: (int(v) if k in INT_FIELDS else float(v)) for k, v in y.items()}
     return Pretraining(
         model=meta["model"],
@@ -509,15 +532,15 @@ def best_training_plan(
         trace=trace,
     )
     y = tpn.derive({**x, "pins": pins})
-    try:
-        found = tpn.find_fixed(y, gpus, pins)
-    except InfeasibleError:
+    s = tpn.search_fixed(y, gpus, pins)
+    i = tpn.best_row(s)
+    if i is None:
         need = tpn.min_gpus_for_memory(y)
         raise InfeasibleError(
             f"{cat.canonical('models', model)} needs at least {need:,} {cat.canonical('systems', hardware)} "
             f"GPUs to hold its training state; the trainer has `train_gpus` {gpus}"
-        ) from None
-    c = found.best
+        )
+    c = tpn.choice(s, i, gpus)
     o = c.out
     p = c.plan
     forward_mb = o["fwd_s"] + o["p2p_s"] / p["mb"] / 2.0  # one direction of the pipeline sends

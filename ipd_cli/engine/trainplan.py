@@ -2,7 +2,7 @@
 evaluate the step of :mod:`ipd_cli.engine.trainstep` over the whole grid, keep the best.
 
 The grid (see /work/shared/design/search.md): tensor ``tp`` (divisors of the attention heads, up
-to 64), context ``cp`` (powers of two leaving chunks of at least 1,024 tokens), pipeline ``pp``
+to 64, inside one scale-up domain: its per-layer collectives do not cross NICs), context ``cp`` (powers of two leaving chunks of at least 1,024 tokens), pipeline ``pp``
 (divisors of the layers and powers of two; the last stage may hold fewer layers), interleaving
 ``vp`` (divisors of the layers per stage), expert ``ep`` (divisors of the routed experts; folded
 into tp x cp x dp as Megatron does), micro-batch size ``mbs``, recompute (none, selective, full),
@@ -297,7 +297,7 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     import numpy as np
 
     seq, layers = int(x["seq"]), int(x["layers"])
-    tps = [t for t in divisors(int(x["heads"])) if t <= min(MAX_TP, cap)]
+    tps = [t for t in divisors(int(x["heads"])) if t <= min(MAX_TP, cap, x["domain"])]
     cps = [c for c in (2**k for k in range(8)) if c == 1 or (seq % (2 * c) == 0 and seq // c >= MIN_CP_CHUNK)]
     eps = [e for e in divisors(int(x["experts"])) if e <= cap] if x["is_moe"] else [1]
     pairs = np.array(pipeline_pairs(layers, cap, pins) or [(1, 1)], dtype=float)
@@ -475,12 +475,29 @@ def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
     return state + np.min(acts, axis=0) + m["logits_bytes"]
 
 
+def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
+    """The micro grid and its terms for clusters up to ``cap`` GPUs, kept in ``x`` so a deadline
+    search and the fixed search after it build them once (the grid of a smaller cap is a subset)."""
+    import numpy as np
+
+    store = x.setdefault("_micro", {})
+    key = tuple(sorted(pins.items()))
+    if key not in store or store[key][0] < cap:
+        P = micro_grid(x, int(cap), pins)
+        store[key] = (cap, P, ts.micro_terms(P, x))
+    big, P, m = store[key]
+    if big == cap:
+        return P, m
+    tc = P["tp"] * P["cp"]
+    rows = (tc * P["pp"] <= cap) & (P["ep"] <= tc * np.floor(cap / (tc * P["pp"])))
+    return sr.take(P, rows), index_terms(m, rows)
+
+
 def _fitting_micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     """The micro grid and its terms, without rows whose activations alone overflow HBM."""
     import numpy as np
 
-    P = micro_grid(x, int(cap), pins)
-    m = ts.micro_terms(P, x)
+    P, m = _micro(x, cap, pins)
     keep = memory_lower_bound(P, m, x, cap, pins) <= x["hbm_cap"]
     if not np.any(keep):  # keep everything: the masks then say why nothing runs
         return P, m
@@ -839,8 +856,29 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
     near = nearest_plan(x, gpus, pins)
     if near is not None:
         return f"{what}; nearest feasible plan: {near}"
-    need = min_gpus_for_memory(x)
-    return f"{what}; the training state needs at least {need:,} GPUs; give more `gpus`"
+    need = smallest_cluster(x, gpus)
+    if need is None:
+        return f"{what}; no cluster holds it: give a smaller model or more memory per GPU"
+    return f"{what}; the training state needs at least {need:,} GPUs; got `gpus` {gpus:,}"
+
+
+def smallest_cluster(x: dict, gpus: int) -> int | None:
+    """The fewest GPUs with a plan that fits (more GPUs only add plans): from the memory floor,
+    grow by a quarter until one fits, then bisect."""
+    import numpy as np
+
+    def fits(n: int) -> bool:
+        return bool(np.any(search_fixed(x, n, {}).space.feasible))
+
+    lo, hi = max(gpus, min_gpus_for_memory(x) - 1), max(gpus + 1, min_gpus_for_memory(x))
+    while not fits(hi):
+        lo, hi = hi, math.ceil(hi * 1.25)
+        if hi > 1e8:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi
 
 
 def nearest_plan(x: dict, gpus: int, pins: dict) -> str | None:
