@@ -168,7 +168,8 @@ def test_plans_lists_the_best_first_and_plan_pins_the_grid():
     assert all(q["parallelism"]["global_batch"] == 1536 for q in p["plans"])
     pinned = run_cli(
         "train", "--hardware", "hopper", "--model", "gpt-3-175b", "--tokens", "3e11", "--gpus", "1024",
-        "--seq-len", "2048", "--plan", "tp=4,pp=4,vp=12,dp=64,mbs=3,gbs=1536,recompute=selective", "-f", "json",
+        "--seq-len", "2048", "--plan", "tp=4,pp=4,vp=12,dp=64,mbs=3,gbs=1536,recompute=selective",
+        "-f", "json",
     )  # fmt: skip
     assert pinned.code == 0, pinned.stderr
     q = pinned.json()["pretraining"]
@@ -184,8 +185,10 @@ def test_an_infeasible_pin_exits_1_naming_why_and_the_nearest_plan():
     assert r.code == 1
     assert "--plan tp=1,pp=1,zero=0" in r.stderr and "GB per GPU" in r.stderr
     assert "nearest feasible plan: TP" in r.stderr
-    bad = run_cli("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8",
-                  "--plan", "tpp=2")  # fmt: skip
+    bad = run_cli(
+        "train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8",
+        "--plan", "tpp=2",
+    )  # fmt: skip
     assert bad.code == 2 and "--plan item 'tpp=2'" in bad.stderr
 
 

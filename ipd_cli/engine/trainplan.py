@@ -1,14 +1,18 @@
 """Parallelism-plan search for training: enumerate plans as numpy columns, drop what cannot run,
 evaluate the step of :mod:`ipd_cli.engine.trainstep` over the whole grid, keep the best.
 
-The grid (see /work/shared/design/search.md): tensor ``tp`` (divisors of the attention heads, up
-to 64, inside one scale-up domain: its per-layer collectives do not cross NICs), context ``cp`` (powers of two leaving chunks of at least 1,024 tokens), pipeline ``pp``
+The grid (see /work/shared/design/search.md). Micro columns: tensor ``tp`` (divisors of the
+attention heads up to 64, inside one scale-up domain: its per-layer collectives do not cross
+NICs), context ``cp`` (powers of two leaving chunks of at least 1,024 tokens), pipeline ``pp``
 (divisors of the layers and powers of two; the last stage may hold fewer layers), interleaving
-``vp`` (divisors of the layers per stage), expert ``ep`` (divisors of the routed experts; folded
-into tp x cp x dp as Megatron does), micro-batch size ``mbs``, recompute (none, selective, full),
-rank order (pipeline outermost, or inside the scale-up domain first); then per row the data-
-parallel degree ``dp`` with the micro-batches per step ``mb`` (the global batch is dp x mb x mbs
-sequences) and the sharding stage ``zero`` (0-2: ZeRO, 3: FSDP).
+``vp`` (divisors of the layers per stage), expert ``ep`` (divisors of the routed experts, folded
+into tp x cp x dp as Megatron does), micro-batch size ``mbs``, rank placement ``order``. Per
+micro row: the data-parallel degree ``dp`` with the micro-batches per step ``mb`` (the global
+batch is dp x mb x mbs sequences); per plan, the fastest recompute policy (none, selective,
+full, offload to host) and sharding stage (ZeRO 0-2, FSDP) that fit in memory.
+
+The search is exact branch and bound: micro rows in order of a lower bound on their seconds per
+token (deadline mode: on their GPUs), a chunk at a time, until no remaining row can win.
 
 The global batch stays within the model's recipe batch (``models.<m>.training_global_batch_tokens``,
 else the DeepSeek LLM rule from the training FLOPs); a larger batch needs more tokens to reach the
