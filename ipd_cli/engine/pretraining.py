@@ -26,6 +26,7 @@ from ipd_cli.catalog.schema import PRECISIONS, Accelerator
 from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError
 
 from . import formulas as f
+from . import plancache
 from . import trainplan as tpn
 from .inputs import Inputs
 from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
@@ -130,10 +131,16 @@ def solve(x: dict) -> tuple[dict[str, float], tpn.Found | None, str]:
     key = tuple(sorted((k, repr(v)) for k, v in _physics(x).items()))
     if key in _CACHE:
         return _CACHE[key]
+    stored = plancache.get(key)
+    if stored is not None:
+        _CACHE[key] = stored
+        return stored
     import numpy as np
 
     with np.errstate(all="ignore"):  # extreme inputs end as inf or NaN, refused with a message
-        return _solve(x, key)
+        result = _solve(x, key)
+    plancache.put(key, result)
+    return result
 
 
 def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str]:
