@@ -64,7 +64,8 @@ def main() -> None:
 
     seconds, (n, fit) = timed(whole_grid, runs)
     print(
-        f"GPT-3 175B, 1,024 H100, GBS 1,536 x 2,048, the whole grid: {n:,} plans ({fit:,} fit) in {seconds:.3f} s"
+        f"GPT-3 175B, 1,024 H100, GBS 1,536 x 2,048, the whole grid: {n:,} plans ({fit:,} fit) "
+        f"in {seconds:.3f} s"
     )
     print(f"  {n / seconds:,.0f} plans/s ({16 * n / seconds:,.0f} recompute x sharding combinations/s)")
 
