@@ -9,6 +9,7 @@ failure to read or write is silent: the search then simply runs.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import pickle
@@ -21,6 +22,7 @@ from ipd_cli.catalog.cache import cache_dir
 MAX_ENTRIES = 512
 _ENGINE = ("trainplan.py", "trainstep.py", "pretraining.py", "search.py", "formulas.py", "plancache.py")
 _loaded: dict[str, dict] = {}
+_dirty: set[str] = set()
 
 
 def _path() -> Path | None:
@@ -56,6 +58,7 @@ def get(key: tuple) -> Any | None:
 
 
 def put(key: tuple, value: Any) -> None:
+    """Keep an answer; the file is written once, when the process exits."""
     try:
         path = _path()
         if path is None:
@@ -64,6 +67,21 @@ def put(key: tuple, value: Any) -> None:
         entries[key] = value
         while len(entries) > MAX_ENTRIES:
             entries.pop(next(iter(entries)))
+        if not _dirty:
+            atexit.register(_flush)
+        _dirty.add(str(path))
+    except Exception:
+        return
+
+
+def _flush() -> None:
+    for name in list(_dirty):
+        _write(Path(name), _loaded.get(name, {}))
+    _dirty.clear()
+
+
+def _write(path: Path, entries: dict) -> None:
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for old in path.parent.glob("plans-*.pickle"):
             if old != path:
