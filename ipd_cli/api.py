@@ -92,7 +92,7 @@ def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw:
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
-    refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len")
+    refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len, --plan")
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
     return TrainResult(
         hardware=r.hardware, pretraining=r.pretraining, assumptions=r.assumptions, overrides=_sets(cat)
@@ -227,7 +227,7 @@ def _compare(
         if w.kind == "scenario":
             if mfu is not None:
                 raise InputError(
-                    "--mfu applies to pretrain workloads; use --set efficiency.training_mfu.fp4.mfu=..."
+                    "--mfu applies to pretrain workloads; a scenario's pre-training MFU comes from its plan"
                 )
             life = estimate_lifecycle(cat, s, w, pricing=pricing, origin=origin)
             results.append(life.system)

@@ -275,10 +275,22 @@ def train(
     precision: Annotated[
         str, typer.Option("--precision", help="bf16, fp8 or fp4 (dense peak used).")
     ] = "bf16",
-    mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,
-    seq_len: Annotated[
-        int, typer.Option("--seq-len", help="Sequence length for the attention FLOPs.")
-    ] = 8192,
+    mfu: Annotated[
+        float | None, typer.Option("--mfu", help="Pin the MFU (0-1) instead of deriving it from the plan.")
+    ] = None,
+    seq_len: Annotated[int, typer.Option("--seq-len", help="Training sequence length (tokens).")] = 8192,
+    plan: Annotated[
+        str | None,
+        typer.Option(
+            "--plan",
+            help="Pin parts of the parallelism plan: tp, pp, vp, cp, ep, dp, mbs, gbs (global batch, "
+            "sequences), recompute=none|selective|full|offload, zero=0-3 (3 = fsdp); "
+            "e.g. tp=4,pp=8,recompute=selective.",
+        ),
+    ] = None,
+    plans: Annotated[
+        int, typer.Option("--plans", help="Also list the N best plans with step time, MFU and memory.", min=0)
+    ] = 0,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
@@ -287,9 +299,13 @@ def train(
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Estimate a pre-training run: GPUs, wall days, GPU-hours, cost and energy.
+    """Estimate a pre-training run with the best parallelism plan: the plan, step time, MFU, memory
+    per GPU, GPUs, wall days, GPU-hours, cost and energy.
 
     Example: ipd train --hardware h100-sxm --model llama-3.1-405b --tokens 15.6e12 --gpus 16384
+
+    Example: ipd train --hardware hopper --model gpt-3-175b --tokens 3e11 --gpus 1024 --seq-len 2048
+    --plan gbs=1536 --plans 5
     """
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
     cat = api.load(catalog, sets)
@@ -305,6 +321,8 @@ def train(
             mfu=mfu,
             sequence_length=seq_len,
             pricing=pricing,
+            plan=plan,
+            plans=plans,
         ),
         fmt,
         output,
