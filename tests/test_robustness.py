@@ -734,11 +734,11 @@ def test_a_failed_sweep_leaves_no_partial_file(tmp_path):
         "--workload",
         PRETRAIN,
         "--vary",
-        "workload.tokens=1e300,1e12",  # valid values whose arithmetic overflows
+        "systems.hopper.prices.reserved=1e305,2",  # valid values whose arithmetic overflows
         "-o",
         str(out),
     )
-    clean_error(r, 1, "row 1 (h100-sxm)", "is nan", output=out)
+    clean_error(r, 1, "row 1 (h100-sxm): pretraining.cost_usd is inf", output=out)
 
 
 def test_output_files_get_the_usual_permissions(tmp_path):
@@ -1212,8 +1212,10 @@ def test_plot_and_diff_read_regular_files_with_a_bound(tmp_path, monkeypatch):
 
 
 def test_huge_sample_counts_are_refused_with_their_size():
+    # 500 bytes per draw at work + 160 per draw and physics point searched (one: Rubin at the
+    # catalog's values) = 660 bytes; 1e8 draws x 660 = 66 GB; 1e9 / 660 = 1,515,151 draws at most
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--samples", "100000000", "-f", "csv")
-    clean_error(r, 2, "--samples 100,000,000 would hold about 50.0 GB at once", "give at most 2,000,000")
+    clean_error(r, 2, "--samples 100,000,000 would hold about 66.0 GB at once", "give at most 1,515,151")
 
 
 def test_a_range_at_the_axis_cap_is_not_held_in_memory():
@@ -1231,11 +1233,6 @@ def test_a_range_at_the_axis_cap_is_not_held_in_memory():
     assert peak < 10e6, f"{peak / 1e6:.0f} MB"  # a list of 50M floats took 2.5 GB
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the plan search runs once per sampled grid point (at the samples' median) and its grid "
-    "dominates the peak; the sweep rewrite searches once per distinct physics point instead",
-)
 def test_a_sampled_sweep_streams_over_a_huge_grid(monkeypatch):
     import ipd_cli
     from ipd_cli.engine import sweep as sw
@@ -1248,13 +1245,16 @@ def test_a_sampled_sweep_streams_over_a_huge_grid(monkeypatch):
         samples=2,
     )
     assert total == 10_000_001
-    tracemalloc.start()
+    tracemalloc.start()  # the search ran in ipd_cli.sweep: once, at the catalog's values
     try:
         first = next(chunks)  # the grid is walked by index, not built (a meshgrid took 160 MB)
+        for _ in range(50):
+            last = next(chunks)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert len(first["hardware"]) == 4 and peak < 20e6, f"{peak / 1e6:.0f} MB"
+    assert list(last["economics.pue"]) == pytest.approx([1 + 200e-7, 1 + 201e-7, 1 + 202e-7, 1 + 203e-7])
 
 
 # --- issue 14: the environment -----------------------------------------------------------------

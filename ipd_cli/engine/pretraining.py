@@ -243,31 +243,41 @@ def _per_physics_point(x: dict, arrays: dict[str, Any]) -> dict[str, Any]:
 
 
 def _fixed_plan(x: dict, arrays: dict[str, Any], names: list[str], keys: Any) -> dict[str, Any]:
-    """The plan searched at the median of the swept physics, evaluated at every point (a deadline
-    re-solves its data-parallel degree, hence its GPUs, per point)."""
+    """The plan searched at the median of the swept physics, evaluated at every point."""
     import numpy as np
-
-    from . import trainstep as ts
 
     mid = {k: float(np.median(keys[:, j])) for j, k in enumerate(names)}
     nominal, found, _why = solve({**x, **mid})
     n = keys.shape[0]
     if found is None:
         return {"gpus": np.full(n, np.nan)}
+    return plan_at({**x, **{k: keys[:, j] for j, k in enumerate(names)}}, found, nominal, n)
+
+
+def plan_at(x: dict, found: tpn.Found, nominal: dict[str, float], n: int) -> dict[str, Any]:
+    """The best plan of ``found`` (searched at other inputs, whose run is ``nominal``) evaluated
+    where ``x`` holds arrays of ``n`` values (sampled inputs, sweep points): the plan is kept, its
+    step and run are priced at each value; a deadline re-solves its data-parallel degree, hence
+    its GPUs, at each value."""
+    import numpy as np
+
+    from . import trainstep as ts
+
     plan = found.best.plan
-    y = tpn.derive({**x, **{k: keys[:, j] for j, k in enumerate(names)}})
-    P = {k: np.full(n, float(v)) for k, v in plan.items()}
-    if "gpus" in x:
-        out = tpn.finish(P, ts.micro_batch(P, y), y)
-        gpus: Any = np.full(n, float(x["gpus"]))
-    else:
-        P["fill"] = np.ones(n)
-        pins = {"rc": plan["rc"], "zero": plan["zero"], "mb": plan["mb"]}
-        rate = y["tokens"] / (x["deadline_days"] * f.SECONDS_PER_DAY * y["goodput"])
-        out = tpn.solve_replicas(P, ts.micro_terms(P, y), y, rate, pins)
-        gpus = np.ceil(P["tp"] * P["cp"] * P["pp"] * P["dp"] / y["per_system"]) * y["per_system"]
-        out["dp"] = P["dp"]
-    numbers = plan_run(y, plan, out, gpus)
+    with np.errstate(all="ignore"):
+        y = tpn.derive(x)
+        P = {k: np.full(n, float(v)) for k, v in plan.items()}
+        if "gpus" in x:
+            out = tpn.finish(P, ts.micro_batch(P, y), y)
+            gpus: Any = np.full(n, float(x["gpus"]))
+        else:
+            P["fill"] = np.ones(n)
+            pins = {"rc": plan["rc"], "zero": plan["zero"], "mb": plan["mb"]}
+            rate = y["tokens"] / (x["deadline_days"] * f.SECONDS_PER_DAY * y["goodput"])
+            out = tpn.solve_replicas(P, ts.micro_terms(P, y), y, rate, pins)
+            gpus = np.ceil(P["tp"] * P["cp"] * P["pp"] * P["dp"] / y["per_system"]) * y["per_system"]
+            out["dp"] = P["dp"]
+        numbers = plan_run(y, plan, out, gpus)
     for key in ("min_gpus_for_memory", "plans_evaluated"):
         numbers[key] = np.full(n, nominal[key])
     return numbers

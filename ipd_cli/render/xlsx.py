@@ -104,3 +104,105 @@ def workbook(result: BaseModel) -> Any:
         src_rows = [[sid, s.get("title"), s.get("url"), s.get("date")] for sid, s in sorted(sources.items())]
         _sheet(wb, "sources", ["source", "title", "url", "date"], src_rows)
     return wb
+
+
+MAX_ROWS = 1_048_575  # an Excel sheet's rows, less the header
+
+
+def _openpyxl() -> Any:
+    try:
+        import openpyxl
+    except ImportError:
+        raise IpdError(
+            "xlsx output needs openpyxl: pip install 'intelligence-per-dollar[xlsx]' "
+            "(from a checkout: pip install '.[xlsx]'), or use --format csv"
+        ) from None
+    return openpyxl
+
+
+class SweepBook:
+    """A sweep as a workbook, row by row (openpyxl's write-only mode: rows are written as they come,
+    not held as cells). Sheet ``results``: the rows of the CSV (raw numbers, units in the column
+    names), the header row and first column frozen, each column's number format chosen from its
+    first chunk; an empty cell where a block cannot run. Sheets ``assumptions`` and ``sources``:
+    every input of each system searched (at the catalog's values), as in other workbooks."""
+
+    def __init__(self) -> None:
+        self.wb = _openpyxl().Workbook(write_only=True)
+        self.ws = self.wb.create_sheet("results")
+        self.columns: list[str] = []
+        self.formats: list[str | None] = []
+
+    def add(self, cols: dict) -> None:
+        from ipd_cli.render.stream import chunk_rows
+
+        rows = chunk_rows(cols)
+        if not rows:
+            return
+        if not self.columns:
+            self._header(cols, rows)
+        from openpyxl.cell import WriteOnlyCell
+
+        ws, formats = self.ws, self.formats
+        for row in rows:
+            cells = []
+            for value, fmt in zip(row.values(), formats, strict=True):
+                if fmt is None or not isinstance(value, int | float):
+                    cells.append(value)
+                    continue
+                cell = WriteOnlyCell(ws, value)
+                cell.number_format = fmt
+                cells.append(cell)
+            ws.append(cells)
+
+    def _header(self, cols: dict, rows: list[dict]) -> None:
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.styles import Font
+        from openpyxl.utils import get_column_letter
+
+        self.columns = list(rows[0])
+        sample = rows[:1000]
+        self.formats = [number_format([r[c] for r in sample]) for c in self.columns]
+        self.ws.freeze_panes = "B2"
+        for i, name in enumerate(self.columns, start=1):
+            shown = [len(f"{r[name]:,.2f}" if isinstance(r[name], float) else str(r[name])) for r in sample]
+            width = max([len(name), *shown])
+            self.ws.column_dimensions[get_column_letter(i)].width = min(width + 2, MAX_COLUMN_WIDTH)
+        header = []
+        for name in self.columns:
+            cell = WriteOnlyCell(self.ws, name)
+            cell.font = Font(bold=True)
+            header.append(cell)
+        self.ws.append(header)
+
+    def finish(self, results: list[Any]) -> bytes:
+        """The workbook's bytes, with the inputs of ``results`` (SystemResult models)."""
+        import io
+
+        data = {"systems": [r.model_dump(mode="json") for r in results if r.assumptions]}
+        cols, inputs, sources = _assumptions(data)
+        if inputs:
+            self._sheet("assumptions", cols, inputs)
+        if sources:
+            src_rows = [
+                [sid, s.get("title"), s.get("url"), s.get("date")] for sid, s in sorted(sources.items())
+            ]
+            self._sheet("sources", ["source", "title", "url", "date"], src_rows)
+        buf = io.BytesIO()
+        self.wb.save(buf)
+        return buf.getvalue()
+
+    def _sheet(self, title: str, columns: list[str], rows: list[list[Any]]) -> None:
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.styles import Font
+
+        ws = self.wb.create_sheet(title)
+        ws.freeze_panes = "B2"
+        header = []
+        for name in columns:
+            cell = WriteOnlyCell(ws, name)
+            cell.font = Font(bold=True)
+            header.append(cell)
+        ws.append(header)
+        for row in rows:
+            ws.append(row)
