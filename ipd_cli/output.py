@@ -18,7 +18,7 @@ from ipd_cli import signals
 from ipd_cli.errors import ExitCode, InputError, Interrupted, IpdError, did_you_mean
 from ipd_cli.files import kind
 from ipd_cli.render import DOCUMENT_FORMATS, EXTENSION_FORMATS, STREAM_FORMATS, OutputContext, render
-from ipd_cli.render.stream import check_chunk, chunk_bytes, rows_in, small_table
+from ipd_cli.render.stream import check_chunk, chunk_pieces, rows_in, small_table
 
 
 def format_for(fmt: str, output: Path | None) -> str:
@@ -431,7 +431,8 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
                 if fmt in ("table", "markdown"):
                     buffered.append(cols)
                 else:
-                    sink.write_bytes(chunk_bytes(cols, fmt, first=rows == 0), fmt)
+                    for piece in chunk_pieces(cols, fmt, first=rows == 0):
+                        sink.write_bytes(piece, fmt)
                 rows += rows_in(cols)
                 if progress:
                     progress(rows)

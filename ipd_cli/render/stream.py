@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from ipd_cli.errors import ExitCode, IpdError
@@ -117,40 +118,74 @@ def _separators(fmt: str, names: list[str]) -> list[tuple[str, str]]:
     return [((start if j == 0 else "") + keys[j], end if j == last else ", ") for j in range(len(names))]
 
 
-def _assemble(parts: list[Any], shape: tuple[int, ...]) -> bytes:
-    """Rows of the broadcast columns side by side, padding dropped."""
+def _merge(parts: list[Any]) -> list[Any]:
+    """Neighbouring columns that vary along the same axes (or one of them along none) joined into
+    one: fewer, wider columns to place, and less padding."""
     import numpy as np
 
-    n = math.prod(shape)
-    widths = [p.dtype.itemsize for p in parts]
-    mat = np.empty((*shape, sum(widths)), dtype=np.uint8)
-    off, padded = 0, False
-    for p, w in zip(parts, widths, strict=True):
-        mat[..., off : off + w] = np.atleast_1d(p).view(np.uint8).reshape(*p.shape, w)
-        padded = padded or bool((np.char.str_len(p) < w).any())
-        off += w
-    flat = mat.reshape(n * sum(widths))
-    return (flat[flat != 0] if padded else flat).tobytes()
+    out = [parts[0]]
+    for p in parts[1:]:
+        q = out[-1]
+        both = np.broadcast_shapes(q.shape, p.shape)
+        if math.prod(both) <= max(q.size, p.size):
+            out[-1] = np.char.add(np.broadcast_to(q, both), np.broadcast_to(p, both))
+        else:
+            out.append(p)
+    return out
 
 
-def chunk_bytes(cols: dict, fmt: str, first: bool) -> bytes:
-    """A chunk's rows as csv, jsonl or json (an array's rows, each after ",\\n"; "[\\n" first).
-    Columns hold numbers (floats; NaN: no value) or text."""
+def _assemble(parts: list[Any], shape: tuple[int, ...]) -> bytes:
+    """Rows of the broadcast columns side by side (a record array, one field per column), the
+    padding dropped."""
+    import numpy as np
+
+    layout = np.dtype([(f"c{j}", p.dtype) for j, p in enumerate(parts)])
+    rows = np.empty(shape, dtype=layout)
+    padded = False
+    for j, p in enumerate(parts):
+        rows[f"c{j}"] = p
+        padded = padded or bool((np.char.str_len(p) < p.dtype.itemsize).any())
+    data = rows.tobytes()
+    return data.replace(b"\0", b"") if padded else data
+
+
+PIECE_BYTES = 1 << 20  # rows are assembled in pieces of about this size: they stay in the CPU cache
+
+
+def chunk_pieces(cols: dict, fmt: str, first: bool) -> Iterator[bytes]:
+    """A chunk's rows as csv, jsonl or json (an array's rows, each after ",\\n"; "[\\n" first), in
+    pieces of whole rows. Columns hold numbers (floats; NaN: no value) or text."""
     compact = _columns(cols)
     names = list(compact)
     shape = _shape(cols)
     if not names or math.prod(shape) == 0:
-        return b""
+        return
     parts = [
         _tokens(compact[name], fmt, before, after)
         for name, (before, after) in zip(names, _separators(fmt, names), strict=True)
     ]
-    body = _assemble(parts, shape)
+    parts = _merge(parts)
     if fmt == "csv" and first:
-        return (",".join(_text(n, "csv") for n in names) + "\n").encode() + body
-    if fmt == "json" and first:
-        return b"[\n" + body[2:]
-    return body
+        yield (",".join(_text(n, "csv") for n in names) + "\n").encode()
+    width = sum(p.dtype.itemsize for p in parts)
+    axis = next((i for i, d in enumerate(shape) if d > 1), 0)
+    inner = math.prod(shape[axis + 1 :])
+    step = max(1, PIECE_BYTES // max(1, inner * width))
+    for a in range(0, max(shape[axis], 1) if shape else 1, step):
+        if shape:
+            b = min(a + step, shape[axis])
+            cut = (*(slice(None),) * axis, slice(a, b))
+            sub = [p[cut] if p.ndim > axis and p.shape[axis] > 1 else p for p in parts]
+            body = _assemble(sub, (*shape[:axis], b - a, *shape[axis + 1 :]))
+        else:
+            body = _assemble(parts, shape)
+        if fmt == "json" and first and a == 0:
+            body = b"[\n" + body[2:]
+        yield body
+
+
+def chunk_bytes(cols: dict, fmt: str, first: bool) -> bytes:
+    return b"".join(chunk_pieces(cols, fmt, first))
 
 
 def chunk_text(cols: dict, fmt: str, first: bool) -> str:

@@ -81,13 +81,7 @@ def _assumptions(data: dict) -> tuple[list[str], list[list[Any]], dict[str, dict
 
 def workbook(result: BaseModel) -> Any:
     """An openpyxl Workbook: results, assumptions and sources."""
-    try:
-        from openpyxl import Workbook
-    except ImportError:
-        raise IpdError(
-            "xlsx output needs openpyxl: pip install 'intelligence-per-dollar[xlsx]' "
-            "(from a checkout: pip install '.[xlsx]'), or use --format csv"
-        ) from None
+    Workbook = _openpyxl().Workbook
     from ipd_cli.render import records
 
     rows = records(result)
