@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -577,6 +578,7 @@ def _check_value(cat: Catalog, plan: SweepPlan, path: str, value: float) -> None
         with_physics(cat, plan.workload, [_override(path, value)])
     except InputError as e:
         reason = str(e).split("Value error, ", 1)[-1] if "Value error, " in str(e) else str(e)
+        reason = re.sub(r"^`sets` \S+: ", "", reason)  # the value is named already
         raise InputError(f"`vary` {path}: the value {float(value):g} is refused: {reason}") from None
 
 
@@ -694,10 +696,13 @@ def _refuse_all_infeasible(plan: SweepPlan, results: list[Any]) -> None:
     block = KIND_BLOCKS[plan.kind][0]
     if any(getattr(r, block) is not None for r in results):
         return
+    from .lifecycle import STAGES
+
     parts = []
     for r in results:
         why = r.infeasible.get(block)
         if why is not None:
+            why = r.infeasible.get(STAGES[why.stage][0], why)  # the stage's own reason
             parts.append(f"{r.hardware}: {why.stage}: {why.reason}")
     raise InfeasibleError(
         f"'{plan.name}' cannot run at any point of the sweep: {' | '.join(dict.fromkeys(parts))}"
