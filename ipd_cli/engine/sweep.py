@@ -317,16 +317,11 @@ def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: 
             "`mfu` applies to pretrain workloads; a scenario's pre-training MFU comes from its plan"
         )
     plan = SweepPlan(workload, name, origin, axes, **kw)
-    searches = len(plan.hardware) * plan.physics_points()
-    if searches > MAX_SEARCHES:
+    points = plan.physics_points()
+    if points > MAX_SEARCHES:  # more than any system may run, whatever it reads
         names = ", ".join(a.path for a in plan.physics)
-        systems, points = len(plan.hardware), plan.physics_points()
-        raise InputError(
-            f"`vary`: {searches:,} estimates ({systems} systems x {points:,} distinct values of {names}) "
-            f"is more than {MAX_SEARCHES:,}: each changes the physics, so the plan, deployment and RL "
-            "searches run again (0.1-1 s each); vary fewer physics values, or cost paths (prices, "
-            "economics.*, power_kw, capex_usd), which re-price the chosen configurations"
-        )
+        what = f"{len(plan.hardware)} systems x {points:,} distinct values of {names}"
+        _too_many(plan, len(plan.hardware) * points, what)
     return plan
 
 
@@ -591,18 +586,19 @@ class Table:
     (positions, draws or 1), ``defined[m]`` whether the number exists there (False where its block
     cannot run or the field is unset: the row's cell is then empty)."""
 
-    dims: tuple[int, ...]  # the grid's shape, with 1 on cost axes
+    dims: tuple[int, ...]  # the grid's shape, with 1 on the axes that do not change the estimate
     values: dict[str, Any]
     defined: dict[str, Any]
+    split: tuple[bool, ...]  # per numeric axis: whether the estimate was run per value
 
 
 HIDDEN_RL = ("_rl.samples_per_step", "_rl.generated_mtokens", "_rl.rollouts_per_step")
 
 
-def _table(plan: SweepPlan, points: list[Point]) -> Table:
+def _table(plan: SweepPlan, points: list[Point], split: list[bool]) -> Table:
     import numpy as np
 
-    dims = tuple(len(a.values) if not is_cost_path(a.path) else 1 for a in plan.numeric)
+    dims = tuple(len(a.values) if cut else 1 for a, cut in zip(plan.numeric, split, strict=True))
     hidden = HIDDEN_RL if "rl" in KIND_BLOCKS[plan.kind] else ()
     keys = dict.fromkeys([*metric_names(plan.kind), *hidden, *(k for p in points for k in p.numbers)])
     values, defined = {}, {}
@@ -610,7 +606,7 @@ def _table(plan: SweepPlan, points: list[Point]) -> Table:
         column = [p.numbers.get(key) for p in points]
         defined[key] = np.array([v is not None for v in column])
         if key in TEXT_METRICS:
-            values[key] = np.array([v if v is not None else "" for v in column], dtype=object)[:, None]
+            values[key] = np.array(column + [None], dtype=object)[:-1, None]  # None: no value
             continue
         width = max((np.size(v) for v in column if v is not None), default=1)
         table = np.full((len(points), width), np.nan)
@@ -618,22 +614,18 @@ def _table(plan: SweepPlan, points: list[Point]) -> Table:
             if v is not None:
                 table[i] = v
         values[key] = table
-    return Table(dims, values, defined)
+    return Table(dims, values, defined, tuple(split))
 
 
 def search(
     cat: Catalog, plan: SweepPlan, progress: Callable[[int, int], None] | None = None
 ) -> tuple[dict[str, Table], list[tuple[str, Any]]]:
     """Every estimate the sweep needs, before any row: at the catalog's values per system (which
-    tells the inputs each reads: :func:`check_paths`), then once per distinct physics point.
-    Returns the table of each system and, per system and physics point, its values (text) and
-    result (at the catalog's costs)."""
+    tells the inputs each reads: :func:`check_paths`), then once per distinct tuple of the values
+    of the physics paths that system reads. Returns the table of each system and, per system and
+    physics point, its values (text) and result (at the catalog's costs)."""
     draws = Draws(plan.samples, plan.seed) if plan.samples else None
-    physics = plan.physics
-    tuples = list(itertools.product(*(a.values for a in physics)))
-    distinct = list(dict.fromkeys(tuples))
-    nominal_at = _catalog_tuple(cat, plan, physics) if physics else ()
-    total = len(plan.hardware) * (1 + len(distinct) - (nominal_at in set(distinct)))
+    total = len(plan.hardware) * (1 + plan.physics_points())  # at most; told exactly below
     done = 0
 
     def tick() -> None:
@@ -648,22 +640,66 @@ def search(
         tick()
     check_paths(plan, [p.result for p in nominal.values()])
     check_values(cat, plan)
+    split = {hw: _physics_of(cat, plan, hw, nominal[hw].result) for hw in plan.hardware}
+    todo = {hw: _distinct(cat, plan, axes) for hw, axes in split.items()}
+    total = done + sum(len(t) for t in todo.values())
+    if total > MAX_SEARCHES:
+        what = "each system at the catalog's values and at each distinct tuple of the physics values it reads"
+        _too_many(plan, total, what)
     tables, results = {}, []
     for hw in plan.hardware:
+        axes = split[hw]
         found: dict[tuple, Point] = {}
-        for values in distinct:
-            if not physics or values == nominal_at:
-                found[values] = nominal[hw]  # the catalog's own values: searched already
+        for values in itertools.product(*(a.values for a in axes)):
+            if values in found:
                 continue
-            sets = [_override(a.path, v) for a, v in zip(physics, values, strict=True)]
-            found[values] = point(cat, plan, hw, sets, draws)
-            tick()
-        tables[hw] = _table(plan, [found[t] for t in tuples])
+            if values in todo[hw]:
+                sets = [_override(a.path, v) for a, v in zip(axes, values, strict=True)]
+                found[values] = point(cat, plan, hw, sets, draws)
+                tick()
+            else:
+                found[values] = nominal[hw]  # the catalog's own values: searched already
+        points = [found[t] for t in itertools.product(*(a.values for a in axes))]
+        tables[hw] = _table(plan, points, [a in axes for a in plan.numeric])
         for i, (values, p) in enumerate(found.items()):
-            where = ", ".join(f"{a.path}={v:g}" for a, v in zip(physics, values, strict=True))
+            where = ", ".join(f"{a.path}={v:g}" for a, v in zip(axes, values, strict=True))
             results.append((where, _lean(p.result, keep=i == 0)))
     _refuse_all_infeasible(plan, [r for _, r in results])
     return tables, results
+
+
+def _physics_of(cat: Catalog, plan: SweepPlan, hw: str, result: Any) -> list[Axis]:
+    """The physics axes that change this system's estimate: the paths it reads at the catalog's
+    values and every workload field; while a block cannot run there, any path but another
+    system's or accelerator's (a path that block reads might make it run)."""
+    reads = {a.path for a in result.assumptions if a.path}
+    system = cat.system(hw)
+    mine = {"systems": cat.canonical("systems", hw), "accelerators": system.accelerator}
+
+    def other(path: str) -> bool:
+        section, _, rest = path.partition(".")
+        return section in mine and not rest.startswith(mine[section] + ".")
+
+    return [
+        a
+        for a in plan.physics
+        if a.path in reads or a.path.startswith("workload.") or (result.infeasible and not other(a.path))
+    ]
+
+
+def _distinct(cat: Catalog, plan: SweepPlan, axes: list[Axis]) -> set[tuple]:
+    """The distinct physics tuples to estimate (the catalog's own values are estimated already)."""
+    tuples = set(itertools.product(*(a.values for a in axes))) if axes else set()
+    return tuples - {_catalog_tuple(cat, plan, axes)}
+
+
+def _too_many(plan: SweepPlan, searches: int, what: str) -> None:
+    raise InputError(
+        f"`vary`: {searches:,} estimates ({what}) is more than {MAX_SEARCHES:,}: each changes the "
+        "physics, so the plan, deployment and RL searches run again (0.1-1 s each); vary fewer physics "
+        "values, or cost paths (prices, economics.*, power_kw, capex_usd), which re-price the chosen "
+        "configurations"
+    )
 
 
 def _catalog_tuple(cat: Catalog, plan: SweepPlan, physics: list[Axis]) -> tuple | None:
@@ -843,8 +879,8 @@ def _box(
         v = np.array([float(values[index])]) if isinstance(index, int) else np.asarray(values[index], float)
         vals[axis.path] = v.reshape((*(len(v) if j == k else 1 for j in range(nd)), *tail))
     cut = tuple(
-        slice(None) if is_cost_path(a.path) else slice(i, i + 1) if isinstance(i, int) else i
-        for i, a in zip(box.index, plan.numeric, strict=True)
+        (slice(i, i + 1) if isinstance(i, int) else i) if split else slice(None)
+        for i, split in zip(box.index, table.split, strict=True)
     )
     m = {k: v.reshape(*table.dims, v.shape[-1])[(*cut, slice(None))] for k, v in table.values.items()}
     if not sampled:

@@ -84,7 +84,9 @@ def _numbers(values: Any, fmt: str) -> list[str]:
 
 
 def _text(value: Any, fmt: str) -> str:
-    text = "" if value is None else str(value)
+    if value is None:
+        return "" if fmt == "csv" else "null"
+    text = str(value)
     if fmt != "csv":
         return json.dumps(text)
     if any(c in text for c in ',"\r\n'):
