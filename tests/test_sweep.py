@@ -435,16 +435,17 @@ def test_scenario_serving_cost_is_linear_in_price():
     assert b["serving.usd_per_million_output_tokens"] == pytest.approx(2 * expected, rel=1e-12)
 
 
-def test_physics_points_are_catalog_copies_in_memory(monkeypatch):
+def test_physics_points_are_catalog_copies_in_memory(monkeypatch, small):
     # one catalog copy per physics point (Catalog.with_overrides), never a YAML re-parse
     from ipd_cli.catalog import layers, loader, yamlio
 
     cat = load()
-    parsed = []
+    parsed, loads = [], []
     real = yamlio.read_yaml
     for module in (yamlio, layers):
-        monkeypatch.setattr(module, "read_yaml", lambda *a, **k: parsed.append(a) or real(*a, **k))
-    monkeypatch.setattr(loader, "load_catalog", lambda *a, **k: parsed.append(a) or cat)
-    axes = ["hardware=vera-rubin", "accelerators.rubin.hbm_tb_per_s=20,21"]
-    chunks, _ = ipd_cli.sweep(cat, axes, "pretrain-10t-moe")
-    assert len(_rows(chunks)) == 2 and parsed == []
+        monkeypatch.setattr(module, "read_yaml", lambda *a, **k: parsed.append(str(a[0])) or real(*a, **k))
+    monkeypatch.setattr(loader, "load_catalog", lambda *a, **k: loads.append(a) or cat)
+    axes = ["hardware=hopper", "accelerators.h100-sxm.hbm_tb_per_s=3,3.5", "economics.pue=1.1,1.2"]
+    chunks, _ = ipd_cli.sweep(cat, axes, small)
+    assert len(_rows(chunks)) == 4 and loads == []
+    assert parsed == [small]  # the workload file, read once
