@@ -938,14 +938,14 @@ def test_a_fifo_is_refused_not_waited_for(tmp_path):
 
 # --- issue 14: signals and partial output ------------------------------------------------------
 
-BIG_SWEEP = (  # a million rows of the pre-training estimate: long enough to interrupt
+BIG_SWEEP = (  # ten million rows of the pre-training estimate: long enough to interrupt
     "sweep",
     "--vary",
     "hardware=vera-rubin",
     "--workload",
     PRETRAIN,
     "--vary",
-    "economics.pue=1:2:0.000001",
+    "economics.pue=1:2:0.0000001",  # a sweep writes about a million rows a second
 )
 
 
