@@ -867,17 +867,47 @@ def _box(
     """The columns of one box: the varied inputs, then each metric (compact arrays)."""
     import numpy as np
 
-    from .inputs import Inputs
-    from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
+    plan, table, sampled = sw.plan, sw.tables[hw], draws is not None
+    vals = _axis_columns(plan, box, axis_values, sampled)
+    m, defined = _table_cut(table, box, sampled)
+    m |= _priced(sw, hw, vals, m, draws, life)
+    cols: dict[str, Any] = {HARDWARE: np.array(hw, dtype=object)}
+    cols |= {p: v[..., 0] if sampled else v for p, v in vals.items()}
+    for name in plan.metrics:
+        if name in TEXT_METRICS:
+            cols[name] = m[name][..., 0] if sampled else m[name]
+            continue
+        ok = defined[name][..., None] if sampled else defined[name]
+        value = np.asarray(m[name], dtype=float)
+        _check_finite(name, value, ok, box, hw, before)
+        value = np.where(ok, value, np.nan)  # no value: an empty cell
+        if not sampled:
+            cols[name] = value
+        elif value.shape[-1] == 1:  # not drawn
+            cols |= {f"{name}.p{p}": value[..., 0] for p in PERCENTILES}
+        else:
+            q = np.percentile(value, PERCENTILES, axis=-1)
+            cols |= {f"{name}.p{p}": q[i] for i, p in enumerate(PERCENTILES)}
+    return cols
 
-    plan, table = sw.plan, sw.tables[hw]
-    nd, sampled = len(box.shape), draws is not None
-    tail = (1,) if sampled else ()
-    vals = {}
+
+def _axis_columns(plan: SweepPlan, box: Box, axis_values: list, sampled: bool) -> dict[str, Any]:
+    """Each varied input's values in the box, shaped to broadcast over it (and over the draws)."""
+    import numpy as np
+
+    nd = len(box.shape)
+    out = {}
     for k, (axis, values) in enumerate(zip(plan.numeric, axis_values, strict=True)):
         index = box.index[k]
         v = np.array([float(values[index])]) if isinstance(index, int) else np.asarray(values[index], float)
-        vals[axis.path] = v.reshape((*(len(v) if j == k else 1 for j in range(nd)), *tail))
+        out[axis.path] = v.reshape(
+            (*(len(v) if j == k else 1 for j in range(nd)), *((1,) if sampled else ()))
+        )
+    return out
+
+
+def _table_cut(table: Table, box: Box, sampled: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The table's numbers (and whether each exists) at the physics points of the box."""
     cut = tuple(
         (slice(i, i + 1) if isinstance(i, int) else i) if split else slice(None)
         for i, split in zip(box.index, table.split, strict=True)
@@ -885,40 +915,34 @@ def _box(
     m = {k: v.reshape(*table.dims, v.shape[-1])[(*cut, slice(None))] for k, v in table.values.items()}
     if not sampled:
         m = {k: v[..., 0] for k, v in m.items()}
-    defined = {k: v.reshape(table.dims)[cut] for k, v in table.defined.items()}
+    return m, {k: v.reshape(table.dims)[cut] for k, v in table.defined.items()}
+
+
+def _priced(sw: Sweep, hw: str, vals: dict, m: dict, draws: Draws | None, life: Any) -> dict[str, Any]:
+    """The cost inputs of the box (varied, drawn or the catalog's) and every metric they price."""
+    import numpy as np
+
+    from .inputs import Inputs
+    from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
+
+    plan = sw.plan
     subs = {p: v for p, v in vals.items() if is_cost_path(p) and p != PRICE}
     inp = Inputs(sw.cat, SweepTrace(sw.cat.sources, subs=subs, draws=draws))
     price = vals[PRICE] if PRICE in vals else usd_per_gpu_hour(inp, hw, plan.pricing)[0]
     kw, pue_ = kw_per_gpu(inp, hw), pue(inp)
-    with np.errstate(all="ignore"):
-        blocks = KIND_BLOCKS[plan.kind]
+    out: dict[str, Any] = {}
+    blocks = KIND_BLOCKS[plan.kind]
+    with np.errstate(all="ignore"):  # a value out of range ends as inf or NaN: refused per row
         for name, f in (
             ("pretraining", reprice.pretraining),
             ("serving", reprice.serving),
             ("rl", reprice.rl),
         ):
             if name in blocks:
-                m |= f(m, price, kw, pue_)
+                out |= f(m, price, kw, pue_)
         if life is not None:
-            m |= reprice.lifecycle(life, m, kw, pue_)
-    cols: dict[str, Any] = {HARDWARE: np.array(hw, dtype=object)}
-    cols |= {p: v[..., 0] if sampled else v for p, v in vals.items()}
-    for name in plan.metrics:
-        value, ok = m[name], defined[name]
-        if name in TEXT_METRICS:
-            cols[name] = value[..., 0] if sampled else value
-            continue
-        value = np.asarray(value, dtype=float)
-        _check_finite(name, value, ok[..., None] if sampled else ok, box, hw, before)
-        value = np.where(ok[..., None] if sampled else ok, value, np.nan)
-        if not sampled:
-            cols[name] = value
-        elif value.shape[-1] == 1:
-            cols |= {f"{name}.p{p}": value[..., 0] for p in PERCENTILES}
-        else:
-            q = np.percentile(value, PERCENTILES, axis=-1)
-            cols |= {f"{name}.p{p}": q[i] for i, p in enumerate(PERCENTILES)}
-    return cols
+            out |= reprice.lifecycle(life, {**m, **out}, kw, pue_)
+    return out
 
 
 def _check_finite(name: str, value: Any, ok: Any, box: Box, hw: str, before: int) -> None:
