@@ -32,15 +32,15 @@ def check_chunk(cols: dict, before: int) -> None:
     refuses a number that should exist and is not finite."""
     import numpy as np
 
-    for name, values in _columns(cols).items():
+    for name, values in compact_columns(cols).items():
         arr = np.asarray(values)
         if arr.dtype.kind in "fc":
             bad = np.isinf(arr)
             if bad.any():
-                i = int(np.flatnonzero(np.broadcast_to(bad, _shape(cols)).reshape(-1))[0])
+                i = int(np.flatnonzero(np.broadcast_to(bad, chunk_shape(cols)).reshape(-1))[0])
                 hw = cols.get("hardware")
                 where = f" ({hw[i]})" if hw is not None and len(hw) > i else ""
-                value = np.broadcast_to(arr, _shape(cols)).reshape(-1)[i]
+                value = np.broadcast_to(arr, chunk_shape(cols)).reshape(-1)[i]
                 raise IpdError(
                     f"row {before + i + 1}{where}: {name} is {value}; an input of the sweep is out of range "
                     "(check the --vary values)",
@@ -48,12 +48,12 @@ def check_chunk(cols: dict, before: int) -> None:
                 )
 
 
-def _columns(cols: dict) -> dict:
+def compact_columns(cols: dict) -> dict:
     """Each column in its compact form when the chunk has one, else as given."""
     return getattr(cols, "compact", None) or cols
 
 
-def _shape(cols: dict) -> tuple[int, ...]:
+def chunk_shape(cols: dict) -> tuple[int, ...]:
     shape = getattr(cols, "shape", None)
     if shape is not None and getattr(cols, "compact", None):
         return tuple(shape)
@@ -61,7 +61,7 @@ def _shape(cols: dict) -> tuple[int, ...]:
 
 
 def rows_in(cols: dict) -> int:
-    return math.prod(_shape(cols))
+    return math.prod(chunk_shape(cols))
 
 
 def _numbers(values: Any, fmt: str) -> list[str]:
@@ -157,9 +157,9 @@ PIECE_BYTES = 1 << 20  # rows are assembled in pieces of about this size: they s
 def chunk_pieces(cols: dict, fmt: str, first: bool) -> Iterator[bytes]:
     """A chunk's rows as csv, jsonl or json (an array's rows, each after ",\\n"; "[\\n" first), in
     pieces of whole rows. Columns hold numbers (floats; NaN: no value) or text."""
-    compact = _columns(cols)
+    compact = compact_columns(cols)
     names = list(compact)
-    shape = _shape(cols)
+    shape = chunk_shape(cols)
     if not names or math.prod(shape) == 0:
         return
     parts = [
@@ -198,8 +198,11 @@ def chunk_rows(cols: dict) -> list[dict]:
     """The rows of a chunk as dicts (NaN as None)."""
     import numpy as np
 
-    shape = _shape(cols)
-    full = {k: np.broadcast_to(np.asarray(v), shape).reshape(-1).tolist() for k, v in _columns(cols).items()}
+    shape = chunk_shape(cols)
+    full = {
+        k: np.broadcast_to(np.asarray(v), shape).reshape(-1).tolist()
+        for k, v in compact_columns(cols).items()
+    }
     names = list(full)
     return [
         {k: (None if isinstance(v, float) and v != v else v) for k, v in zip(names, r, strict=True)}

@@ -128,19 +128,27 @@ class SweepBook:
         self.formats: list[str | None] = []
 
     def add(self, cols: dict) -> None:
-        from ipd_cli.render.stream import chunk_rows
-
-        rows = chunk_rows(cols)
-        if not rows:
-            return
-        if not self.columns:
-            self._header(cols, rows)
+        import numpy as np
         from openpyxl.cell import WriteOnlyCell
 
+        from ipd_cli.render.stream import chunk_shape, compact_columns
+
+        shape = chunk_shape(cols)
+        names = list(compact_columns(cols))
+        lists = [
+            np.broadcast_to(np.asarray(v), shape).reshape(-1).tolist() for v in compact_columns(cols).values()
+        ]
+        if not lists or not lists[0]:
+            return
+        if not self.columns:
+            sample = [dict(zip(names, r, strict=True)) for r in zip(*(v[:1000] for v in lists), strict=True)]
+            self._header(names, sample)
         ws, formats = self.ws, self.formats
-        for row in rows:
+        for row in zip(*lists, strict=True):
             cells = []
-            for value, fmt in zip(row.values(), formats, strict=True):
+            for value, fmt in zip(row, formats, strict=True):
+                if isinstance(value, float) and value != value:
+                    value = None  # NaN: the block cannot run at this point
                 if fmt is None or not isinstance(value, int | float):
                     cells.append(value)
                     continue
@@ -149,13 +157,13 @@ class SweepBook:
                 cells.append(cell)
             ws.append(cells)
 
-    def _header(self, cols: dict, rows: list[dict]) -> None:
+    def _header(self, names: list[str], sample: list[dict]) -> None:
         from openpyxl.cell import WriteOnlyCell
         from openpyxl.styles import Font
         from openpyxl.utils import get_column_letter
 
-        self.columns = list(rows[0])
-        sample = rows[:1000]
+        self.columns = names
+        sample = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in sample]
         self.formats = [number_format([r[c] for r in sample]) for c in self.columns]
         self.ws.freeze_panes = "B2"
         for i, name in enumerate(self.columns, start=1):
