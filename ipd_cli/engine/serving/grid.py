@@ -9,7 +9,8 @@ Space, per system, model, weight precision and request shape:
 * layout family per stage of ``s = g / pp`` GPUs: ``tp`` (attention and experts tensor
   parallel), ``tep`` (attention TP, experts EP over the same GPUs), ``dep`` (attention data
   parallel in groups of ``t`` GPUs, experts EP over all ``s``); MoE only for tep/dep;
-* EPLB on or off where experts are spread (EP > 1); KV precision;
+* EPLB on or off where experts are spread (EP > 1); KV precision; speculative decoding's draft
+  depth (0: none; the draft's weights and KV are held with the layout's);
 * batch: sequences per scheduler rank on a ladder up to the engine cap, plus each layout's
   KV-capacity limit;
 * aggregated, or disaggregated with a prefill pool sized to the decode pool.
@@ -139,6 +140,7 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
         fam=np.array([TP, TEP, DEP] if ph.moe else [TP]),
         eplb=np.array([0, 1] if ph.moe else [0]),
         kv=np.arange(len(ph.kv_precisions)),
+        k=np.array(sorted({0, *ph.spec_depths})),  # depth 0 for the prefill instances
     )
     cols = take(cols, (cols["g"] % cols["pp"] == 0))
     g, pp = cols["g"], cols["pp"]
@@ -188,8 +190,8 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float, prefill: b
     def speed(batch):
         step = step_terms(ph, lay, x, batch)["step_s"]
         if prefill:  # aggregated: each request also waits for the prefills that take turns
-            return ph.osl / (batch * x["prefill_s"] + ph.osl * step / ph.speculative)
-        return ph.speculative / step
+            return ph.osl / (batch * x["prefill_s"] + ph.osl * step / x["accepted"])
+        return x["accepted"] / step
 
     for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
         mid = np.floor((lo + hi + 1) / 2)
@@ -223,7 +225,7 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     prefill layout, if any)."""
     import numpy as np
 
-    ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1)
+    ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1) & (lay["k"] == 0)
     want = parse_layout(pins.prefill_layout)
     if want.get("family"):
         ok &= lay["fam"] == FAMILIES[want["family"]]
@@ -323,7 +325,8 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
         "prefill_ok": both(np.ones_like(pf_ok), pf_ok),
     }
     space = _checks(ph, lay, x, rows)
-    return Grid(ph, lay, x, rows, space, pins_mask(lay, rows, pins), pf)
+    pinned = pins_mask(lay, rows, pins) & np.isin(lay["k"][rows["layout"]], ph.spec_depths)
+    return Grid(ph, lay, x, rows, space, pinned, pf)
 
 
 def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:
