@@ -233,17 +233,48 @@ def run(cat: Catalog, split: str = "checking", path: Path | None = None) -> List
                 "error_pct": err,
                 "status": status,
                 "source": case.source,
+                **_serving_tags(cat, case),
             }
         )
     return Listing(kind="validation", items=rows)
 
 
+def fixed_interactivity(case: Case) -> bool:
+    """A serving case compared at its measured tokens/s per user (tokens/s per GPU at a given
+    speed per user), not at maximum throughput nor at a pinned concurrency."""
+    i = case.inputs
+    return (
+        case.kind == "serve"
+        and i.get("tokens_per_user_s") is not None
+        and i.get("concurrency") is None
+        and i.get("mode") is None
+    )
+
+
+def _serving_tags(cat: Catalog, case: Case) -> dict[str, Any]:
+    """Serving cases: the accelerator's vendor and whether the case fixes the interactivity."""
+    if case.kind != "serve":
+        return {}
+    try:
+        vendor = cat.accelerator_of(cat.system(case.inputs["hardware"])).vendor
+    except IpdError:
+        vendor = None
+    return {"vendor": vendor, "fixed_interactivity": fixed_interactivity(case)}
+
+
 def summary(rows: list[dict]) -> list[dict]:
-    """Median absolute error, worst case and share within 25 %, overall and per kind."""
+    """Median absolute error, worst case and share within 25 %, overall, per kind, and for serving
+    per accelerator vendor and for the cases that fix the interactivity."""
     out = []
     groups: dict[str, list[dict]] = {"all": rows}
     for r in rows:
         groups.setdefault(r["kind"], []).append(r)
+    for r in rows:
+        if r.get("vendor"):
+            groups.setdefault(f"{r['kind']}: {r['vendor']}", []).append(r)
+    for r in rows:
+        if r.get("fixed_interactivity"):
+            groups.setdefault(f"{r['kind']}: fixed interactivity", []).append(r)
     for name, rs in groups.items():
         errs = [abs(r["error_pct"]) for r in rs if r["error_pct"] is not None]
         worst = max(

@@ -76,6 +76,12 @@ def _bottleneck(r: dict, i: int, ph, accepted: float) -> str:
     return "prefill" if prefill > decode else name
 
 
+def _speculation(ph, depth: int, accepted: float) -> str:
+    if not depth:
+        return "off"
+    return f"{ph.spec_method}: {depth} draft{'s' if depth > 1 else ''}, {accepted:.3g} tokens/step"
+
+
 def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
     """The result for row ``i`` of grid ``g``."""
     ph, r, lay, x = g.ph, g.rows, g.lay, g.x
@@ -127,6 +133,7 @@ def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
         stack_borrowed_from=ph.stack_borrowed_from,
         speculative_method=ph.spec_method if int(lay["k"][li]) else None,
         draft_depth=int(lay["k"][li]),
+        speculation=_speculation(ph, int(lay["k"][li]), float(x["accepted"][li])),
         price_usd_per_gpu_hour=ph.price,
         pricing=ph.pricing,
         kw_per_gpu=ph.kw_per_gpu,
