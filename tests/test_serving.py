@@ -84,6 +84,37 @@ SPEC = """
 """
 
 
+STACKS = """
+  families:
+    cdna3: {accelerators: [mi300x], default_stack: {value: s1, source: t}}
+    hopper: {accelerators: [h100-sxm], default_stack: {value: s1, source: t}}
+  stacks:
+    s1:
+      description: round stack
+      source: t
+      profiles:
+        cdna3:
+          decode_hbm_efficiency: {value: 0.4, source: t}
+          compute_efficiency_factor: {value: 0.5, source: t}
+          step_overhead_us_per_layer: {value: 100, source: t}
+        hopper:
+          borrow: cdna3
+          decode_hbm_efficiency: {value: 0.8, source: t}
+    s2:
+      description: a stack measured on cdna3 only
+      source: t
+      profiles:
+        cdna3: {borrow: s1/cdna3}
+"""
+
+
+@pytest.fixture(scope="module")
+def stack_cat(tmp_path_factory):
+    path = tmp_path_factory.mktemp("round-stacks")
+    write(path / "round.yaml", ROUND.replace("  families: {}\n  stacks: {}\n", STACKS))
+    return load_catalog([path])
+
+
 @pytest.fixture(scope="module")
 def spec_cat(tmp_path_factory):
     path = tmp_path_factory.mktemp("round-spec")
@@ -183,6 +214,78 @@ def test_moe_dep4_qwen3_235b_on_b200_by_hand(round_cat):
     # each GPU keeps a copy of the dense weights and a quarter of the experts
     assert s.weight_gb_per_instance == pytest.approx((4 * dense + routed) / 1e9, rel=1e-9)
     little(s)
+
+
+def test_amd_stack_profile_by_hand(stack_cat):
+    # Llama 3.1 70B FP8 on one MI300X (192 GB, 5.3 TB/s, 2,615 TF FP8, 1,307 TF BF16) with the round
+    # stack s1 on CDNA 3: 40 % of HBM, half the reference GEMM efficiency (0.5 x 0.5), a floor of
+    # 100 us per layer added to each step; 64 sequences, aggregated, 1,000 tokens in and out.
+    kv = 2 * 80 * 8 * 128  # 163,840 bytes per token
+    hbm, gemm, attn = 5.3e12 * 0.4, 2615e12 * 0.25, 1307e12 * 0.25
+    dense = max(7.06e10 / hbm, 64 * 2 * 7.06e10 / gemm)  # max(33.302, 13.823) ms
+    attention = max(64 * kv * 1500 / hbm, 64 * 80 * 4 * 64 * 128 * 1500 / attn)  # 7.419 ms
+    step = dense + attention + 80 * 100e-6 + 2e-3  # + 8 ms of floors + 2 ms per step = 50.721 ms
+    prefill = 1000 * (2 * 7.06e10 + 2 * 80 * 1000 * 8192) / gemm  # 0.2180 s at half the MFU
+    per_instance = 64 * 1000 / (64 * prefill + 1000 * step)  # 989.6 tok/s
+    free = 192e9 - 2e9 - 8192 * 8192 * 4 - 7.06e10  # 119.1 GB after the weights
+    r = estimate_serving(stack_cat, "mi300x", "llama-3.1-70b", input_tokens=1000, output_tokens=1000,
+                         precision="fp8", kv_precision="fp8", layout="tp1", disaggregated=False,
+                         concurrency=64)  # fmt: skip
+    s = r.serving
+    assert s.stack == "s1" and s.stack_family == "cdna3" and s.stack_borrowed_from is None
+    assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
+    assert s.step_time_ms == pytest.approx(50.721, rel=1e-4)
+    assert s.overhead_ms == pytest.approx(10.0, rel=1e-9)  # the floors and the per-step overhead
+    assert s.ttft_s == pytest.approx(prefill, rel=1e-9)
+    assert s.tokens_per_s_per_gpu == pytest.approx(per_instance, rel=1e-9)  # one GPU: 989.6 tok/s
+    assert s.max_concurrency == math.floor(0.9 * free / (kv * 2000)) == 327
+    names = {a.name: a for a in r.assumptions}
+    assert names["serving stack"].value == "s1"
+    assert names["decode HBM efficiency"].path == "serving.stacks.s1.profiles.cdna3.decode_hbm_efficiency"
+    assert not names["decode HBM efficiency"].estimate  # measured for this stack and family
+    little(s)
+
+
+def test_nvidia_profile_borrows_what_it_lacks_and_says_so(stack_cat):
+    # Llama 3.1 70B FP8 on two H100 (TP2) with s1 on Hopper: its own HBM efficiency (0.8); the GEMM
+    # factor (0.5) and the floor (100 us) borrowed from s1 on CDNA 3, recorded as estimates
+    kv = 2 * 80 * 8 * 128
+    hbm, gemm, attn = 3.35e12 * 0.8, 1979e12 * 0.25, 989e12 * 0.25
+    dense = max(7.06e10 / 2 / hbm, 64 * 2 * 7.06e10 / 2 / gemm)  # max(13.172, 9.133) ms
+    attention = max(64 * kv / 2 * 1500 / hbm, 64 * 80 * 4 * 64 * 128 * 1500 / 2 / attn)  # 2.934 ms
+    collectives = 80 * 2 * (64 * 8192 * 2 / 225e9 + 10e-6)  # 2.346 ms, as in the TP2 case above
+    step = dense + attention + collectives + 80 * 100e-6 + 2e-3  # 28.452 ms
+    prefill = 1000 * (2 * 7.06e10 + 2 * 80 * 1000 * 8192) / (2 * gemm) + 80 * 2 * 1000 * 8192 * 2 / 225e9
+    per_instance = 64 * 1000 / (64 * prefill + 1000 * step)  # 1,666 tok/s: 833 per GPU
+    r = estimate_serving(stack_cat, "h100-sxm", "llama-3.1-70b", input_tokens=1000, output_tokens=1000,
+                         precision="fp8", kv_precision="fp8", layout="tp2", disaggregated=False,
+                         concurrency=64)  # fmt: skip
+    s = r.serving
+    assert s.stack == "s1" and s.stack_family == "hopper" and s.stack_borrowed_from == "s1 on cdna3"
+    assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
+    assert s.step_time_ms == pytest.approx(28.452, rel=1e-4)
+    assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)
+    names = {a.name: a for a in r.assumptions}
+    own, lent = names["decode HBM efficiency"], names["GEMM efficiency factor (stack)"]
+    assert own.path.endswith("profiles.hopper.decode_hbm_efficiency") and not own.estimate
+    assert lent.path == "serving.stacks.s1.profiles.cdna3.compute_efficiency_factor" and lent.estimate
+    assert "s1 on hopper: borrowed from s1 on cdna3" in lent.note
+    assert names["per-step overhead per layer"].estimate
+    # a stack with no profile for the family is refused, naming the stacks that run there
+    with pytest.raises(InputError, match=r"`stack` s2 has no measurement or profile for h100-sxm \(hopper"):
+        serve(stack_cat, "h100-sxm", "llama-3.1-70b", stack="s2")
+    with pytest.raises(InputError, match="unknown `stack` 'sglng'"):
+        serve(stack_cat, "mi300x", "llama-3.1-70b", stack="sglng")
+
+
+def test_roadmap_rubin_inherits_blackwell_ultra_explicitly(catalog):
+    r = estimate_serving(catalog, "vera-rubin", "deepseek-v3", precision="fp4", tokens_per_user_s=50)
+    s = r.serving
+    assert s.stack == "trtllm" and s.stack_family == "rubin"
+    assert s.stack_borrowed_from == "trtllm on blackwell-ultra"
+    floor = next(a for a in r.assumptions if a.name == "per-step overhead per layer")
+    assert floor.estimate and "borrowed from trtllm on blackwell-ultra" in floor.note
+    assert floor.path == "serving.stacks.trtllm.profiles.blackwell-ultra.step_overhead_us_per_layer"
 
 
 def test_disaggregated_pools_are_sized_to_the_decode_rate(round_cat):

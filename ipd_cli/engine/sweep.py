@@ -344,10 +344,10 @@ class _PathRecorder(Trace):
         super().__init__(sources, record=False)
         self.paths: set[str] = set()
 
-    def take(self, name, s, unit, origin, scale=1.0, path=None):  # type: ignore[override]
+    def take(self, name, s, unit, origin, scale=1.0, path=None, borrowed=None):  # type: ignore[override]
         if path:
             self.paths.add(path)
-        return super().take(name, s, unit, origin, scale, path)
+        return super().take(name, s, unit, origin, scale, path, borrowed)
 
     def given(self, name, value, unit, origin, note=None, path=None, **kw):  # type: ignore[override]
         if path:

@@ -248,28 +248,68 @@ def _pools(ph: Physics, ratio, paid_prefill, paid_decode):
     pool sets the rate and tokens/s per GPU = r / (a P/D + b), best at the least P/D; with
     P = floor(ratio D) >= 1 the prefill pool does, tokens/s per GPU = q / (a + b D/P), best at the
     largest P/D (a, b: GPUs per prefill and decode instance; r, q: their token rates). When no D
-    makes floor(ratio D) >= 1, one prefill instance is both choices."""
+    makes floor(ratio D) >= 1, one prefill instance is both choices. The least P/D >= ratio and the
+    largest P/D <= ratio are neighbours of ratio among the fractions P/D with D <= the most decode
+    instances: a sorted table answers both for every row at once."""
     import numpy as np
 
-    dv = np.arange(1, ph.max_decode_instances + 1, dtype=float)
-    exact = ratio[:, None] * dv[None, :]
-    up = np.maximum(np.ceil(exact * (1 - 1e-12)), 1.0) / dv  # P/D, decode-bound
-    down = np.floor(exact) / dv  # P/D, prefill-bound (0 where no prefill instance)
-    rows = np.arange(len(ratio))
-    i_up, i_down = np.argmin(up, axis=1), np.argmax(down, axis=1)
-    c_up, c_down = up[rows, i_up], down[rows, i_down]
+    top = int(ph.max_decode_instances)
+    up_p, up_d = _fraction_neighbours(ratio * (1 - 1e-12), top, above=True)
+    down_p, down_d = _fraction_neighbours(ratio, top, above=False)
     a, b = paid_prefill, paid_decode
     # per-GPU rates in units of r (decode-bound) and of q = r / ratio (prefill-bound)
-    by_decode = 1.0 / (a * c_up + b)
-    by_prefill = np.where(
-        c_down > 0, 1.0 / np.maximum(ratio, 1e-300) / (a + b / np.maximum(c_down, 1e-300)), 0
-    )
+    by_decode = 1.0 / (a * up_p / up_d + b)
+    safe = np.maximum(down_p, 1.0)
+    by_prefill = np.where(down_p > 0, 1.0 / np.maximum(ratio, 1e-300) / (a + b * down_d / safe), 0.0)
     pick_down = by_prefill > by_decode
-    n_dec = np.where(pick_down, dv[i_down], dv[i_up])
-    n_pre = np.maximum(
-        np.where(pick_down, np.floor(ratio * n_dec), np.ceil(ratio * n_dec * (1 - 1e-12))), 1.0
-    )
-    return n_dec, n_pre
+    return np.where(pick_down, down_d, up_d), np.where(pick_down, down_p, up_p)
+
+
+_FRACTIONS: dict[tuple[int, int], tuple] = {}
+
+
+def _fraction_table(top: int, most: int):
+    """Fractions P/D (D <= top, 1 <= P <= most) sorted by value, each with its smallest D."""
+    import numpy as np
+
+    key = (top, most)
+    if key not in _FRACTIONS:
+        d = np.repeat(np.arange(1, top + 1), most)
+        p = np.tile(np.arange(1, most + 1), top)
+        order = np.lexsort((d, p / d))
+        v, p, d = (p / d)[order], p[order], d[order]
+        first = np.concatenate([[True], v[1:] != v[:-1]])  # the smallest D of equal values
+        _FRACTIONS[key] = (v[first], p[first].astype(float), d[first].astype(float))
+    return _FRACTIONS[key]
+
+
+def _fraction_neighbours(x, top: int, above: bool):
+    """Per row, the least fraction P/D >= x (``above``; P >= 1) or the largest <= x (P >= 1; else
+    P = 0, D = 1), over D = 1 .. top: as P = ceil(x D) or floor(x D) minimising or maximising P/D,
+    the smallest D on ties."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    v, p, d = _fraction_table(top, top * (TABLE_RATIO + 2))
+    if above:
+        i = np.minimum(np.searchsorted(v, x, side="left"), len(v) - 1)  # first value >= x
+        p_out, d_out = p[i], d[i]
+    else:
+        i = np.searchsorted(v, x, side="right") - 1  # last value <= x
+        ok = i >= 0
+        p_out, d_out = np.where(ok, p[np.maximum(i, 0)], 0.0), np.where(ok, d[np.maximum(i, 0)], 1.0)
+    big = np.flatnonzero(~(x <= TABLE_RATIO))  # beyond the table (or not a number): every D
+    if big.size:
+        dv = np.arange(1, top + 1, dtype=float)
+        whole = np.ceil(x[big, None] * dv) if above else np.floor(x[big, None] * dv)
+        k = np.argmin(whole / dv, axis=1) if above else np.argmax(whole / dv, axis=1)
+        d_out, p_out = d_out.copy(), p_out.copy()
+        d_out[big] = dv[k]
+        p_out[big] = np.maximum(whole[np.arange(big.size), k], 1.0 if above else 0.0)
+    return p_out, d_out
+
+
+TABLE_RATIO = 64  # prefill instances per decode instance the fraction table covers
 
 
 def _pinned_pools(ph: Physics, ratio, prefill: Columns, x: Columns, rate, n_prefill, n_decode):
