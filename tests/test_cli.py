@@ -322,6 +322,20 @@ def test_serve_stack_and_speculative_options():
         assert r.code == 2 and words in r.stderr, (bad, r.stderr)
 
 
+def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():
+    r = run_cli("explain", "vera-rubin", "-f", "json")
+    assert r.code == 0, r.stderr
+    rows = {i["metric"]: i for i in r.json()["items"] if i["hardware"] == "vera-rubin-nvl72"}
+    floor = rows["input: per-step overhead per layer"]
+    assert (
+        "(estimate); borrowed: trtllm on rubin: borrowed from trtllm on blackwell-ultra" in floor["formula"]
+    )
+    assert floor["inputs"].endswith(
+        "--set serving.stacks.trtllm.profiles.blackwell-ultra.step_overhead_us_per_layer"
+    )
+    assert rows["input: serving stack"]["value"] == "trtllm"
+
+
 def test_an_infeasible_pin_exits_1_naming_the_nearest_configuration():
     r = run_cli(*SERVE[:-2], "--precision", "bf16", "--instance-gpus", "1", "--layout", "tp1")
     assert r.code == 1 and "the nearest feasible configuration is" in r.stderr

@@ -278,6 +278,19 @@ def test_nvidia_profile_borrows_what_it_lacks_and_says_so(stack_cat):
         serve(stack_cat, "mi300x", "llama-3.1-70b", stack="sglng")
 
 
+def test_a_borrowed_value_set_on_the_command_line_becomes_the_stacks_own(catalog):
+    kw = dict(stack="atom", precision="fp4", tokens_per_user_s=50, speculative="off")
+    base = estimate_serving(catalog, "mi355x", "llama-3.3-70b", **kw)
+    lent = next(a for a in base.assumptions if a.name == "decode HBM efficiency")
+    assert lent.estimate and lent.path == "serving.decode_hbm_efficiency"  # atom measures none
+    cat = catalog.with_overrides(["serving.stacks.atom.profiles.cdna4.decode_hbm_efficiency=0.5"])
+    own = estimate_serving(cat, "mi355x", "llama-3.3-70b", **kw)
+    hbm = next(a for a in own.assumptions if a.name == "decode HBM efficiency")
+    assert hbm.path == "serving.stacks.atom.profiles.cdna4.decode_hbm_efficiency" and hbm.source == "cli-set"
+    assert hbm.value == 0.5 and not hbm.estimate
+    assert own.serving.tokens_per_s_per_gpu < base.serving.tokens_per_s_per_gpu  # less bandwidth
+
+
 def test_roadmap_rubin_inherits_blackwell_ultra_explicitly(catalog):
     r = estimate_serving(catalog, "vera-rubin", "deepseek-v3", precision="fp4", tokens_per_user_s=50)
     s = r.serving
