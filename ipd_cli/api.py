@@ -149,11 +149,19 @@ def explain(
                     "hardware": system.hardware,
                     "metric": f"input: {a.name}",
                     "value": a.value,
-                    "formula": f"{a.unit}; source {a.source or '-'}{' (estimate)' if a.estimate else ''}",
+                    "formula": f"{a.unit}; source {a.source or '-'}{' (estimate)' if a.estimate else ''}"
+                    + _lent(a.note),
                     "inputs": f"{a.origin}{'; --set ' + a.path if a.path else ''}",
                 }
             )
     return Listing(kind="explain", items=items)
+
+
+def _lent(note: str | None) -> str:
+    """'; borrowed: ...' for a serving efficiency measured elsewhere (another stack or family)."""
+    first = (note or "").split(";")[0]
+    lent = "borrowed from" in first or "the reference value" in first
+    return f"; borrowed: {first}" if lent else ""
 
 
 def _one_block(

@@ -385,8 +385,20 @@ def serve(
         ),
     ] = "best",
     speculative: Annotated[
-        float | None,
-        typer.Option("--speculative", help="Speculative decoding / MTP speed-up per user (>= 1)."),
+        str | None,
+        typer.Option(
+            "--speculative",
+            help="Speculative decoding: auto (default: the search tries none and each draft depth), off, on "
+            "(a draft, its depth searched) or a draft depth (1, 2, 3).",
+        ),
+    ] = None,
+    stack: Annotated[
+        str | None,
+        typer.Option(
+            "--stack",
+            help="Serving stack whose measured efficiencies to use: trtllm, vllm, sglang, atom (default: the "
+            "best published stack on the system's accelerator family).",
+        ),
     ] = None,
     requests_per_s: Annotated[
         float | None, typer.Option("--requests-per-s", help="Traffic: GPUs needed to serve it.")
@@ -419,6 +431,8 @@ def serve(
     Example: ipd serve --hardware h100-sxm --model llama-3.1-70b --layout tp2 --aggregated
 
     Example: ipd serve --hardware b200 --model llama-3.3-70b --precision fp8 --curve
+
+    Example: ipd serve --hardware mi355x --model deepseek-r1 --stack vllm --speculative off
     """
     _check_options(fmt, output, force, pricing=pricing)
     cat = api.load(catalog, sets)
@@ -438,6 +452,7 @@ def serve(
         disaggregated=disaggregated,
         instance=instance,
         speculative=speculative,
+        stack=stack,
         requests_per_s=requests_per_s,
         output_tokens_per_day=tokens_per_day,
         pricing=pricing,

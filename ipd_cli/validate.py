@@ -101,7 +101,8 @@ SERVING_MODES = {"aggregated": False, "disaggregated": True}
 
 def _serve(cat: Catalog, i: dict) -> Any:
     """A serving case: the published pins (instance size, layout, aggregated or disaggregated,
-    KV precision, EPLB, speculation, concurrency) are passed; everything else is searched."""
+    KV precision, EPLB, speculation, concurrency, serving stack) are passed; everything else is
+    searched."""
     from ipd_cli.engine.serving import estimate_serving
 
     mode = i.get("serving")
@@ -125,7 +126,10 @@ def _serve(cat: Catalog, i: dict) -> Any:
         prefill_layout=i.get("prefill_layout"),
         prefill_instances=i.get("prefill_instances"),
         decode_instances=i.get("decode_instances"),
-        speculative=i.get("speculative"),
+        # a published point ran no speculative decoding unless its case says so ('on': the depth
+        # is not published and the search chooses it; 'auto': whether it ran is not published)
+        speculative=i.get("speculative", "off"),
+        stack=i.get("stack"),
     ).serving
 
 
@@ -247,17 +251,48 @@ def run(cat: Catalog, split: str = "checking", path: Path | None = None) -> List
                 "error_pct": err,
                 "status": status,
                 "source": case.source,
+                **_serving_tags(cat, case),
             }
         )
     return Listing(kind="validation", items=rows)
 
 
+def fixed_interactivity(case: Case) -> bool:
+    """A serving case compared at its measured tokens/s per user (tokens/s per GPU at a given
+    speed per user), not at maximum throughput nor at a pinned concurrency."""
+    i = case.inputs
+    return (
+        case.kind == "serve"
+        and i.get("tokens_per_user_s") is not None
+        and i.get("concurrency") is None
+        and i.get("mode") is None
+    )
+
+
+def _serving_tags(cat: Catalog, case: Case) -> dict[str, Any]:
+    """Serving cases: the accelerator's vendor and whether the case fixes the interactivity."""
+    if case.kind != "serve":
+        return {}
+    try:
+        vendor = cat.accelerator_of(cat.system(case.inputs["hardware"])).vendor
+    except IpdError:
+        vendor = None
+    return {"vendor": vendor, "fixed_interactivity": fixed_interactivity(case)}
+
+
 def summary(rows: list[dict]) -> list[dict]:
-    """Median absolute error, worst case and share within 25 %, overall and per kind."""
+    """Median absolute error, worst case and share within 25 %, overall, per kind, and for serving
+    per accelerator vendor and for the cases that fix the interactivity."""
     out = []
     groups: dict[str, list[dict]] = {"all": rows}
     for r in rows:
         groups.setdefault(r["kind"], []).append(r)
+    for r in rows:
+        if r.get("vendor"):
+            groups.setdefault(f"{r['kind']}: {r['vendor']}", []).append(r)
+    for r in rows:
+        if r.get("fixed_interactivity"):
+            groups.setdefault(f"{r['kind']}: fixed interactivity", []).append(r)
     for name, rs in groups.items():
         errs = [abs(r["error_pct"]) for r in rs if r["error_pct"] is not None]
         worst = max(
@@ -298,14 +333,49 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
         tp = ["efficiency.tp_comm_overlap"] if int(i.get("tp", 1)) > 1 else []
         return ["efficiency.gemm_call_overhead_us", share, *fp4, *moe, *tp]
     if case.kind == "serve":
-        if (i.get("concurrency") or 99) <= 4:  # a few users: the fixed time per layer sets the speed
-            return ["serving.step_overhead_us_per_layer"]
-        if _is_moe(cat, case):
-            return [f"serving.moe_compute_share.{i.get('precision', 'fp8')}"]
-        return ["serving.decode_hbm_efficiency"]
+        return _serving_knobs(cat, case)
     if case.kind == "rl-step":
         return [f"rl.training_mfu.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
     return [k for k in _weight_sync_knobs(cat, i) if _calibrated(cat, k)]
+
+
+SERVING_FIELDS = (
+    "step_overhead_us_per_layer",
+    "collective_latency_us_scale_out",
+    "decode_hbm_efficiency",
+    "compute_efficiency_factor",
+    "grouped_gemm_hbm_efficiency",
+    "moe_compute_share",
+)
+SHARED_FIELDS = ("collective_latency_us_scale_out",)  # one value for every stack and family
+
+
+def _serving_knobs(cat: Catalog, case: Case) -> list[str]:
+    """The serving efficiency a fitting case calibrates: the one its inputs name (``fits``), else
+    the floor per layer for a few users, the MoE share of the GEMM efficiency for an MoE model and
+    the decode HBM efficiency for a dense one; read from the case's stack on its accelerator
+    family, and only where that profile holds the value itself (not borrowed) as a fitted one."""
+    i = case.inputs
+    field = i.get("fits")
+    if field is None:
+        if (i.get("concurrency") or 99) <= 4:  # a few users: the floor per layer sets the speed
+            field = "step_overhead_us_per_layer"
+        else:
+            field = "moe_compute_share" if _is_moe(cat, case) else "decode_hbm_efficiency"
+    if field not in SERVING_FIELDS:
+        raise InputError(
+            f"serving case {case.id}: `fits` is one of {', '.join(SERVING_FIELDS)}, got {field!r}"
+        )
+    if field in SHARED_FIELDS:
+        return [f"serving.{field}"] if _calibrated(cat, f"serving.{field}") else []
+    sv, acc = cat.serving, cat.system(i["hardware"]).accelerator
+    family = next((n for n, f in sv.families.items() if acc in f.accelerators), None)
+    stack = i.get("stack") or (sv.families[family].default_stack.value if family else None)
+    if family is None or stack not in sv.stacks or family not in sv.stacks[stack].profiles:
+        knob = f"serving.{field}" + (f".{i.get('precision', 'fp8')}" if field == "moe_compute_share" else "")
+        return [knob] if _calibrated(cat, knob) else []
+    knob = f"serving.stacks.{stack}.profiles.{family}.{field}"
+    return [knob] if _calibrated(cat, knob) else []
 
 
 def _weight_sync_knobs(cat: Catalog, i: dict) -> list[str]:
@@ -340,12 +410,12 @@ def _calibrated(cat: Catalog, path: str) -> bool:
     return _has(cat, path) and _current(cat, path).source == "ipd-calibration"
 
 
-# fitted in this order: serving knobs before the RL knobs whose cases also generate tokens; the
-# weight-sync engine loader before the link efficiencies it shares cases with
+# fitted in this order: serving knobs before the RL knobs whose cases also generate tokens (the
+# floor per layer first, then the bandwidths, GEMM factors and MoE shares); the weight-sync
+# engine loader before the link efficiencies it shares cases with
 ORDER = (
     "efficiency.",
-    "serving.step_overhead",
-    "serving.",
+    *(f"serving:{f}" for f in SERVING_FIELDS),
     "rl.sync_stacks",
     "rl.sync_link",
     "rl.training",
@@ -353,17 +423,30 @@ ORDER = (
 )
 
 
+def _rank(knob: str) -> int:
+    for i, prefix in enumerate(ORDER):
+        if prefix.startswith("serving:"):
+            if knob.startswith("serving.") and prefix.split(":")[1] in knob.split("."):
+                return i
+        elif knob.startswith(prefix):
+            return i
+    return len(ORDER)
+
+
 def _current(cat: Catalog, path: str) -> Any:
     node: Any = cat
     for key in path.split("."):
-        node = node[key] if isinstance(node, dict) else getattr(node, key)
+        if isinstance(node, dict):
+            node = node[int(key)] if key not in node and key.isdigit() else node[key]
+        else:
+            node = getattr(node, key)
     return node
 
 
 def _grid(s: Any, points: int = 17) -> list[float]:
     lo, hi = s.range if s.range else (s.value / 2, s.value * 2)
     lo = max(lo, 1e-3)
-    hi = min(hi, 0.95) if s.value <= 1 else hi
+    hi = min(hi, 0.95) if s.value <= 1 and hi <= 1 else hi  # fractions stay below 1
     return [lo * (hi / lo) ** (k / (points - 1)) for k in range(points)] if hi > lo else [s.value]
 
 
@@ -385,16 +468,18 @@ def _rms(mean_square: float) -> float | None:
 def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = None) -> Listing:
     """Fit each knob on its fitting cases by a log-spaced grid search over the catalog range
     (least squares of log(measured / predicted)); knobs are fitted one after another, each
-    with the ones before it already set. Prints the values and the --set that applies them."""
+    with the ones before it already set. Prints the values and the --set that applies them
+    (``sets``: overrides the fit starts from, on top of ``cat``)."""
     cases, _ = load_cases(path)
+    start = cat.with_overrides(sets) if sets else cat
     groups: dict[str, list[Case]] = {}
     for case in cases:
-        for knob in knobs_of(cat, case) if case.split == "fitting" else []:
+        for knob in knobs_of(start, case) if case.split == "fitting" else []:
             groups.setdefault(knob, []).append(case)
-    applied = list(sets or [])
+    applied: list[str] = []
     rows = []
-    for knob in sorted(groups, key=lambda k: (next(i for i, p in enumerate(ORDER) if k.startswith(p)), k)):
-        base = cat.with_overrides(applied) if applied else cat
+    for knob in sorted(groups, key=lambda k: (_rank(k), k)):
+        base = start.with_overrides(applied) if applied else start
         current = _current(base, knob)
         before = _loss(base, groups[knob])
         if math.isinf(before):  # every fitting case of this knob is out of the model's reach
@@ -402,7 +487,7 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
             continue
         best = (before, current.value)
         for value in _grid(current):
-            loss = _loss(cat.with_overrides([*applied, f"{knob}={value:.4g}"]), groups[knob])
+            loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), groups[knob])
             if loss < best[0] - 1e-12:
                 best = (loss, value)
         fitted = float(f"{best[1]:.3g}")

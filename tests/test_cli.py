@@ -279,6 +279,63 @@ def test_serve_names_the_configuration_and_pins_narrow_the_search():
     )
 
 
+def test_serve_stack_and_speculative_options():
+    base = (
+        "serve",
+        "--hardware",
+        "mi355x",
+        "--model",
+        "deepseek-r1",
+        "--tokens-per-user-s",
+        "50",
+        "-f",
+        "json",
+    )
+    default = run_cli(*base)
+    assert default.code == 0, default.stderr
+    d = default.json()["serving"]
+    # the family's best published stack; speculation searched (MTP wins at 50 tokens/s per user)
+    assert (
+        d["stack"] == "sglang"
+        and d["stack_family"] == "cdna4"
+        and d["stack_borrowed_from"] == "vllm on cdna4"
+    )
+    assert d["draft_depth"] >= 1 and d["speculation"].startswith("mtp: ") and "MTP" in d["configuration"]
+    vllm = run_cli(*base, "--stack", "vllm", "--speculative", "off").json()["serving"]
+    assert vllm["stack"] == "vllm" and vllm["draft_depth"] == 0 and vllm["speculation"] == "off"
+    assert vllm["speculative_speedup"] == 1.0 and "MTP" not in vllm["configuration"]
+    two = run_cli(*base, "--speculative", "2").json()["serving"]
+    assert two["draft_depth"] == 2 and two["speculative_speedup"] == 2.43  # the catalog's MTP at depth 2
+    assert two["speculation"] == "mtp: 2 drafts, 2.43 tokens/step"
+    on = run_cli(*base, "--speculative", "on").json()["serving"]
+    assert on["draft_depth"] >= 1
+    # the stack is named in the table too
+    table = run_cli(*base[:-2], "--stack", "atom", "-f", "table")
+    assert table.code == 0 and "atom" in table.stdout
+    for bad, words in (
+        (("--stack", "trtllm"), "--stack trtllm has no measurement or profile for mi355x (cdna4 family)"),
+        (("--stack", "sglng"), "unknown --stack 'sglng'"),
+        (("--speculative", "7"), "acceptance is measured up to 3 draft tokens"),
+        (("--speculative", "maybe"), "--speculative is auto, off, on or a draft depth"),
+    ):
+        r = run_cli(*base, *bad)
+        assert r.code == 2 and words in r.stderr, (bad, r.stderr)
+
+
+def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():
+    r = run_cli("explain", "vera-rubin", "-f", "json")
+    assert r.code == 0, r.stderr
+    rows = {i["metric"]: i for i in r.json()["items"] if i["hardware"] == "vera-rubin-nvl72"}
+    floor = rows["input: per-step overhead per layer"]
+    assert (
+        "(estimate); borrowed: trtllm on rubin: borrowed from trtllm on blackwell-ultra" in floor["formula"]
+    )
+    assert floor["inputs"].endswith(
+        "--set serving.stacks.trtllm.profiles.blackwell-ultra.step_overhead_us_per_layer"
+    )
+    assert rows["input: serving stack"]["value"] == "trtllm"
+
+
 def test_an_infeasible_pin_exits_1_naming_the_nearest_configuration():
     r = run_cli(*SERVE[:-2], "--precision", "bf16", "--instance-gpus", "1", "--layout", "tp1")
     assert r.code == 1 and "the nearest feasible configuration is" in r.stderr

@@ -44,3 +44,15 @@ def test_python_dash_m(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["systems"][0]["hardware"] == "h100-sxm"
+
+
+def test_every_package_of_the_source_tree_is_installed():
+    # `pip install .` installs only the packages pyproject.toml lists: engine/serving was missing
+    # (an editable install finds it anyway, so no other test noticed)
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "ipd_cli").rglob("__init__.py")}
+    assert found <= listed, found - listed

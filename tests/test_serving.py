@@ -53,6 +53,12 @@ serving:
   collective_latency_us_scale_up: {value: 10, source: t}
   scale_up_link_efficiency: {value: 0.5, source: t}
   collective_bytes_per_value: {value: 2, source: t}
+  # no serving stacks or drafts: every accelerator uses the reference values above
+  step_floor_exponent: {value: 1, source: t}
+  families: {}
+  stacks: {}
+  speculative_methods: {}
+  default_speculative_method: null
 """
 MS = 1e3
 
@@ -61,6 +67,59 @@ MS = 1e3
 def round_cat(tmp_path_factory):
     path = tmp_path_factory.mktemp("round")
     write(path / "round.yaml", ROUND)
+    return load_catalog([path])
+
+
+SPEC = """
+  speculative_methods:
+    eagle3:
+      description: round draft
+      draft: eagle
+      source: t
+      models: [llama-3.1-70b]
+      tokens_per_step:
+        1: {value: 1.8, source: t}
+        2: {value: 2.4, source: t}
+  default_speculative_method: {value: eagle3, source: t}
+"""
+
+
+STACKS = """
+  families:
+    cdna3: {accelerators: [mi300x], default_stack: {value: s1, source: t}}
+    hopper: {accelerators: [h100-sxm], default_stack: {value: s1, source: t}}
+  stacks:
+    s1:
+      description: round stack
+      source: t
+      profiles:
+        cdna3:
+          decode_hbm_efficiency: {value: 0.4, source: t}
+          compute_efficiency_factor: {value: 0.5, source: t}
+          step_overhead_us_per_layer: {value: 100, source: t}
+        hopper:
+          borrow: cdna3
+          decode_hbm_efficiency: {value: 0.8, source: t}
+    s2:
+      description: a stack measured on cdna3 only
+      source: t
+      profiles:
+        cdna3: {borrow: s1/cdna3}
+"""
+
+
+@pytest.fixture(scope="module")
+def stack_cat(tmp_path_factory):
+    path = tmp_path_factory.mktemp("round-stacks")
+    write(path / "round.yaml", ROUND.replace("  families: {}\n  stacks: {}\n", STACKS))
+    return load_catalog([path])
+
+
+@pytest.fixture(scope="module")
+def spec_cat(tmp_path_factory):
+    path = tmp_path_factory.mktemp("round-spec")
+    text = ROUND.replace("  speculative_methods: {}\n  default_speculative_method: null\n", SPEC)
+    write(path / "round.yaml", text)
     return load_catalog([path])
 
 
@@ -155,6 +214,91 @@ def test_moe_dep4_qwen3_235b_on_b200_by_hand(round_cat):
     # each GPU keeps a copy of the dense weights and a quarter of the experts
     assert s.weight_gb_per_instance == pytest.approx((4 * dense + routed) / 1e9, rel=1e-9)
     little(s)
+
+
+def test_amd_stack_profile_by_hand(stack_cat):
+    # Llama 3.1 70B FP8 on one MI300X (192 GB, 5.3 TB/s, 2,615 TF FP8, 1,307 TF BF16) with the round
+    # stack s1 on CDNA 3: 40 % of HBM, half the reference GEMM efficiency (0.5 x 0.5), a floor of
+    # 100 us per layer added to each step; 64 sequences, aggregated, 1,000 tokens in and out.
+    kv = 2 * 80 * 8 * 128  # 163,840 bytes per token
+    hbm, gemm, attn = 5.3e12 * 0.4, 2615e12 * 0.25, 1307e12 * 0.25
+    dense = max(7.06e10 / hbm, 64 * 2 * 7.06e10 / gemm)  # max(33.302, 13.823) ms
+    attention = max(64 * kv * 1500 / hbm, 64 * 80 * 4 * 64 * 128 * 1500 / attn)  # 7.419 ms
+    step = dense + attention + 80 * 100e-6 + 2e-3  # + 8 ms of floors + 2 ms per step = 50.721 ms
+    prefill = 1000 * (2 * 7.06e10 + 2 * 80 * 1000 * 8192) / gemm  # 0.2180 s at half the MFU
+    per_instance = 64 * 1000 / (64 * prefill + 1000 * step)  # 989.6 tok/s
+    free = 192e9 - 2e9 - 8192 * 8192 * 4 - 7.06e10  # 119.1 GB after the weights
+    r = estimate_serving(stack_cat, "mi300x", "llama-3.1-70b", input_tokens=1000, output_tokens=1000,
+                         precision="fp8", kv_precision="fp8", layout="tp1", disaggregated=False,
+                         concurrency=64)  # fmt: skip
+    s = r.serving
+    assert s.stack == "s1" and s.stack_family == "cdna3" and s.stack_borrowed_from is None
+    assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
+    assert s.step_time_ms == pytest.approx(50.721, rel=1e-4)
+    assert s.overhead_ms == pytest.approx(10.0, rel=1e-9)  # the floors and the per-step overhead
+    assert s.ttft_s == pytest.approx(prefill, rel=1e-9)
+    assert s.tokens_per_s_per_gpu == pytest.approx(per_instance, rel=1e-9)  # one GPU: 989.6 tok/s
+    assert s.max_concurrency == math.floor(0.9 * free / (kv * 2000)) == 327
+    names = {a.name: a for a in r.assumptions}
+    assert names["serving stack"].value == "s1"
+    assert names["decode HBM efficiency"].path == "serving.stacks.s1.profiles.cdna3.decode_hbm_efficiency"
+    assert not names["decode HBM efficiency"].estimate  # measured for this stack and family
+    little(s)
+
+
+def test_nvidia_profile_borrows_what_it_lacks_and_says_so(stack_cat):
+    # Llama 3.1 70B FP8 on two H100 (TP2) with s1 on Hopper: its own HBM efficiency (0.8); the GEMM
+    # factor (0.5) and the floor (100 us) borrowed from s1 on CDNA 3, recorded as estimates
+    kv = 2 * 80 * 8 * 128
+    hbm, gemm, attn = 3.35e12 * 0.8, 1979e12 * 0.25, 989e12 * 0.25
+    dense = max(7.06e10 / 2 / hbm, 64 * 2 * 7.06e10 / 2 / gemm)  # max(13.172, 9.133) ms
+    attention = max(64 * kv / 2 * 1500 / hbm, 64 * 80 * 4 * 64 * 128 * 1500 / 2 / attn)  # 2.934 ms
+    collectives = 80 * 2 * (64 * 8192 * 2 / 225e9 + 10e-6)  # 2.346 ms, as in the TP2 case above
+    step = dense + attention + collectives + 80 * 100e-6 + 2e-3  # 28.452 ms
+    prefill = 1000 * (2 * 7.06e10 + 2 * 80 * 1000 * 8192) / (2 * gemm) + 80 * 2 * 1000 * 8192 * 2 / 225e9
+    per_instance = 64 * 1000 / (64 * prefill + 1000 * step)  # 1,666 tok/s: 833 per GPU
+    r = estimate_serving(stack_cat, "h100-sxm", "llama-3.1-70b", input_tokens=1000, output_tokens=1000,
+                         precision="fp8", kv_precision="fp8", layout="tp2", disaggregated=False,
+                         concurrency=64)  # fmt: skip
+    s = r.serving
+    assert s.stack == "s1" and s.stack_family == "hopper" and s.stack_borrowed_from == "s1 on cdna3"
+    assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
+    assert s.step_time_ms == pytest.approx(28.452, rel=1e-4)
+    assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)
+    names = {a.name: a for a in r.assumptions}
+    own, lent = names["decode HBM efficiency"], names["GEMM efficiency factor (stack)"]
+    assert own.path.endswith("profiles.hopper.decode_hbm_efficiency") and not own.estimate
+    assert lent.path == "serving.stacks.s1.profiles.cdna3.compute_efficiency_factor" and lent.estimate
+    assert "s1 on hopper: borrowed from s1 on cdna3" in lent.note
+    assert names["per-step overhead per layer"].estimate
+    # a stack with no profile for the family is refused, naming the stacks that run there
+    with pytest.raises(InputError, match=r"`stack` s2 has no measurement or profile for h100-sxm \(hopper"):
+        serve(stack_cat, "h100-sxm", "llama-3.1-70b", stack="s2")
+    with pytest.raises(InputError, match="unknown `stack` 'sglng'"):
+        serve(stack_cat, "mi300x", "llama-3.1-70b", stack="sglng")
+
+
+def test_a_borrowed_value_set_on_the_command_line_becomes_the_stacks_own(catalog):
+    kw = dict(stack="atom", precision="fp4", tokens_per_user_s=50, speculative="off")
+    base = estimate_serving(catalog, "mi355x", "llama-3.3-70b", **kw)
+    lent = next(a for a in base.assumptions if a.name == "decode HBM efficiency")
+    assert lent.estimate and lent.path == "serving.decode_hbm_efficiency"  # atom measures none
+    cat = catalog.with_overrides(["serving.stacks.atom.profiles.cdna4.decode_hbm_efficiency=0.5"])
+    own = estimate_serving(cat, "mi355x", "llama-3.3-70b", **kw)
+    hbm = next(a for a in own.assumptions if a.name == "decode HBM efficiency")
+    assert hbm.path == "serving.stacks.atom.profiles.cdna4.decode_hbm_efficiency" and hbm.source == "cli-set"
+    assert hbm.value == 0.5 and not hbm.estimate
+    assert own.serving.tokens_per_s_per_gpu < base.serving.tokens_per_s_per_gpu  # less bandwidth
+
+
+def test_roadmap_rubin_inherits_blackwell_ultra_explicitly(catalog):
+    r = estimate_serving(catalog, "vera-rubin", "deepseek-v3", precision="fp4", tokens_per_user_s=50)
+    s = r.serving
+    assert s.stack == "trtllm" and s.stack_family == "rubin"
+    assert s.stack_borrowed_from == "trtllm on blackwell-ultra"
+    floor = next(a for a in r.assumptions if a.name == "per-step overhead per layer")
+    assert floor.estimate and "borrowed from trtllm on blackwell-ultra" in floor.note
+    assert floor.path == "serving.stacks.trtllm.profiles.blackwell-ultra.step_overhead_us_per_layer"
 
 
 def test_disaggregated_pools_are_sized_to_the_decode_rate(round_cat):
@@ -305,6 +449,7 @@ def test_single_points_and_the_grid_agree(catalog):
             kv_precision=g.ph.kv_precisions[lay["kv"]],
             disaggregated=bool(g.rows["disagg"][i]),
             concurrency=int(round(g.rows["batch"][i])),
+            speculative=lay["k"],  # the draft depth (0: off)
             **shape,
         )
         assert s.tokens_per_s_per_gpu == pytest.approx(g.rows["tokens_per_s_per_gpu"][i], rel=1e-9)
@@ -342,12 +487,63 @@ def test_cost_power_and_traffic_identities(catalog):
     assert daily.gpus_for_traffic == s.gpus_for_traffic
 
 
-def test_speculative_decoding_multiplies_speed_per_user(catalog):
-    kw = dict(precision="fp4", layout="tp1", disaggregated=True, concurrency=8)
-    base = serve(catalog, "b200", "llama-3.3-70b", **kw)
-    mtp = serve(catalog, "b200", "llama-3.3-70b", speculative=2.0, **kw)
-    assert mtp.tokens_per_s_per_user == pytest.approx(2 * base.tokens_per_s_per_user)
-    assert mtp.tokens_per_s_per_gpu > base.tokens_per_s_per_gpu
+def test_speculative_decoding_by_hand(spec_cat):
+    # The TP2 Llama 3.1 70B point above with an EAGLE-style draft at depth 1 (1.8 tokens per verify
+    # step; round catalog, no floor per layer). Each step verifies 2 tokens per sequence (math,
+    # attention math and collectives double; weights and the KV cache are read once) and drafts one
+    # token through one dense layer of the target's active size plus the output head.
+    kv = 2 * 80 * 8 * 128  # 163,840 bytes per token (FP8)
+    hbm, gemm, attn = 3.35e12 * 0.5, 1979e12 * 0.5, 989e12 * 0.5
+    dense = max(7.06e10 / 2 / hbm, 64 * 2 * 2 * 7.06e10 / 2 / gemm)  # max(21.075, 9.131) ms
+    per_token = 80 * 4 * 64 * 128 * 1500  # attention FLOPs per token at the mean context 1,500
+    attention = max(64 * kv / 2 * 1500 / hbm, 64 * 2 * per_token / 2 / attn)  # max(4.695, 1.017) ms
+    collectives = 80 * 2 * (64 * 2 * 8192 * 2 / 225e9 + 10e-6)  # 128 tokens per all-reduce: 3.091 ms
+    # draft: (7.06e10 / 80 + 128,256 x 8,192) = 1.9332e9 weights at 1 B, split over TP2; its KV
+    # layer (1/80 of the cache) and attention; one layer's two all-reduces of 64 tokens
+    draft_w = 7.06e10 / 80 + 128256 * 8192
+    draft = (
+        max(draft_w / 2 / hbm, 64 * 2 * draft_w / 2 / gemm)  # 0.577 ms
+        + max(64 * kv / 80 / 2 * 1500 / hbm, 64 * per_token / 80 / 2 / attn)  # 0.059 ms
+        + 2 * (64 * 8192 * 2 / 225e9 + 10e-6)  # 0.029 ms
+    )
+    step = dense + attention + collectives + draft + 2e-3  # + 2 ms per step: 31.526 ms
+    prefill = 1000 * (2 * 7.06e10 + 2 * 80 * 1000 * 8192) / (2 * gemm) + 80 * 2 * 1000 * 8192 * 2 / 225e9
+    per_instance = 64 * 1000 / (64 * prefill + 1000 * step / 1.8)  # 1.8 tokens per step: 2,799 tok/s
+    kw = dict(precision="fp8", kv_precision="fp8", layout="tp2", disaggregated=False, concurrency=64)
+    s = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative=1, **kw)
+    assert s.configuration == "TP2 batch 64 + EAGLE-3 (1 draft)"
+    assert s.speculative_method == "eagle3" and s.draft_depth == 1 and s.speculative_speedup == 1.8
+    assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
+    assert s.step_time_ms == pytest.approx(31.526, rel=1e-4)
+    assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)  # 1,398 tok/s/GPU
+    assert s.tokens_per_s_per_user == pytest.approx(per_instance / 64, rel=1e-9)  # 43.7 tok/s
+    # the draft's layer and its KV cache (one more layer's) take memory: 224 sequences, not 233
+    off = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative="off", **kw)
+    assert off.draft_depth == 0 and off.speculative_method is None and off.max_concurrency == 233
+    free = 80e9 - 2e9 - 8192 * 8192 * 4 - 7.06e10 / 2 - draft_w / 2
+    assert s.max_concurrency == math.floor(0.9 * free / (kv / 2 * 2000 * (1 + 1 / 80))) == 224
+    # Little's law counts accepted tokens
+    little(s)
+    # searched: speculation wins at this batch (memory-bound: the second token is nearly free)
+    auto = serve(spec_cat, "h100-sxm", "llama-3.1-70b", **kw)
+    assert auto.draft_depth >= 1 and auto.tokens_per_s_per_user > off.tokens_per_s_per_user
+
+
+def test_the_search_turns_speculation_on_where_it_wins(catalog):
+    # Llama 2 70B on B200 with MLPerf's short prompts: maximum throughput runs compute-bound batches
+    # (verifying a second token per sequence costs more than it gives): no draft; at 100 tokens/s
+    # per user (small, memory- and floor-bound batches) a draft; DeepSeek-R1's is MTP
+    kw = dict(precision="fp4", input_tokens=119, output_tokens=292)
+    bulk = serve(catalog, "b200", "llama-2-70b", **kw)
+    assert bulk.draft_depth == 0 and bulk.speculative_speedup == 1.0 and bulk.decode_bound == "compute"
+    fast = serve(catalog, "b200", "llama-2-70b", tokens_per_user_s=100, **kw)
+    assert fast.draft_depth >= 1 and fast.speculative_method == "eagle3" and "EAGLE-3" in fast.configuration
+    off = serve(catalog, "b200", "llama-2-70b", tokens_per_user_s=100, speculative="off", **kw)
+    assert fast.tokens_per_s_per_gpu > off.tokens_per_s_per_gpu
+    mtp = serve(catalog, "gb200-nvl72", "deepseek-v3", precision="fp4", tokens_per_user_s=100)
+    assert mtp.speculative_method == "mtp" and "MTP" in mtp.configuration
+    for s in (fast, mtp):
+        little(s)
 
 
 def test_assumptions_name_the_configuration_and_its_inputs(catalog):
@@ -363,10 +559,12 @@ def test_assumptions_name_the_configuration_and_its_inputs(catalog):
 
 
 def test_b200_over_h100_comes_from_memory_not_flops(catalog, tmp_path):
-    # Llama 3.3 70B at FP8, decode-heavy (1,000 in, 8,000 out), best deployment each. Give the H100
-    # the B200's HBM (7.7 TB/s, 180 GB): most of the gap closes; its FLOPs instead: little closes.
+    # Llama 3.3 70B at FP8, decode-heavy (1,000 in, 8,000 out), best deployment each without a draft
+    # (a draft's verify turns spare FLOPs into tokens). Give the H100 the B200's HBM (7.7 TB/s,
+    # 180 GB): most of the gap closes; its FLOPs instead: little closes.
     def tps(cat, hw):
-        return serve(cat, hw, "llama-3.3-70b", precision="fp8", output_tokens=8000).tokens_per_s_per_gpu
+        kw = dict(precision="fp8", output_tokens=8000, speculative="off")
+        return serve(cat, hw, "llama-3.3-70b", **kw).tokens_per_s_per_gpu
 
     b200 = tps(catalog, "b200")
     gap = b200 / tps(catalog, "h100-sxm") - 1

@@ -96,9 +96,11 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
         return
     if not isinstance(node, dict):
         raise InputError(f"`sets` {where}: cannot go below a plain value")
+    if key not in node and key.isdigit() and int(key) in node:
+        key = int(key)  # tables keyed by a number (draft depth)
     choices = set(node) | set(_fields(cls))
     if key not in choices:
-        raise InputError(f"`sets` {where}.{key}: unknown field{did_you_mean(key, choices)}")
+        raise InputError(f"`sets` {where}.{key}: unknown field{did_you_mean(str(key), map(str, choices))}")
     if rest == ["value"] and isinstance(node.get(key), dict) and "value" in node[key]:
         _set_leaf(node, key, value)  # X.value=V is X=V: source cli-set, the catalog's range dropped
         return
@@ -107,16 +109,44 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
         if child is None:
             child = node[key] = {}
         _assign(child, rest, value, f"{where}.{key}", _field_class(cls, key))
+    elif node.get(key) is None and _sourced_field(cls, key):
+        # an optional sourced value left out (borrowed) becomes this one
+        node[key] = {"value": value, "source": CLI_SOURCE, "note": "set on the command line"}
     else:
         _set_leaf(node, key, value)
 
 
-def _field_class(cls: Any, key: str) -> Any:
+class _Table:
+    """A mapping of names to catalog models (``serving.stacks``): any key, values of ``item``."""
+
+    model_fields: dict = {}
+
+    def __init__(self, item: Any) -> None:
+        self.item = item
+
+
+def _field_class(cls: Any, key: Any) -> Any:
+    import typing
+
+    if isinstance(cls, _Table):
+        return cls.item
     field = getattr(cls, "model_fields", {}).get(key)
     if field is None:
         return None
     ann = field.annotation
+    if typing.get_origin(ann) is dict:
+        item = typing.get_args(ann)[1]
+        return _Table(item) if hasattr(item, "model_fields") else None
     return ann if hasattr(ann, "model_fields") else None
+
+
+def _sourced_field(cls: Any, key: Any) -> bool:
+    import typing
+
+    from .schema import Sourced
+
+    field = getattr(cls, "model_fields", {}).get(key) if not isinstance(cls, _Table) else None
+    return field is not None and Sourced in typing.get_args(field.annotation)
 
 
 def _set_leaf(node: dict, key: str, value: Any) -> None:

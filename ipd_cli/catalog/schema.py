@@ -493,6 +493,143 @@ def _fraction(name: str, s: Sourced) -> None:
         raise ValueError(f"{name}.range must lie in (0, 1] (sweeps draw from it), got {list(s.range)}")
 
 
+PROFILE_FRACTIONS = (
+    "decode_hbm_efficiency",
+    "grouped_gemm_hbm_efficiency",
+    "attention_hbm_efficiency",
+    "moe_compute_share",
+    "scale_up_link_efficiency",
+)
+
+
+class StackProfile(Strict):
+    """What one serving stack achieves on one accelerator family (configs/serving-stacks.yaml).
+
+    A field left out is borrowed: from the profile ``borrow`` names (the value is then an
+    estimate for this family, and ``explain`` says so), else from the reference value of the
+    ``serving`` section (``grouped_gemm_hbm_efficiency`` and ``attention_hbm_efficiency`` fall
+    back to this profile's ``decode_hbm_efficiency``; ``compute_efficiency_factor`` to 1)."""
+
+    borrow: str | None = Field(
+        default=None,
+        description="'<stack>/<family>' or '<family>' (same stack) whose values fill the fields left out",
+    )
+    decode_hbm_efficiency: Sourced | None = unit(
+        "fraction",
+        default=None,
+        description="achieved share of HBM bandwidth streaming dense weights in decode",
+    )
+    grouped_gemm_hbm_efficiency: Sourced | None = unit(
+        "fraction",
+        default=None,
+        description="achieved share of HBM bandwidth streaming routed-expert weights (the grouped GEMM)",
+    )
+    attention_hbm_efficiency: Sourced | None = unit(
+        "fraction", default=None, description="achieved share of HBM bandwidth reading the KV cache"
+    )
+    compute_efficiency_factor: Sourced | None = unit(
+        "ratio",
+        default=None,
+        description="GEMM efficiency relative to the reference decode_compute_efficiency and prefill_mfu",
+    )
+    moe_compute_share: Sourced | None = unit(
+        "fraction",
+        default=None,
+        description="routed-expert grouped GEMMs' share of the dense GEMM efficiency",
+    )
+    scale_up_link_efficiency: Sourced | None = unit(
+        "fraction", default=None, description="collectives: achieved / peak per-direction scale-up bandwidth"
+    )
+    step_overhead_us_per_layer: Sourced | None = unit(
+        "us", 1e-6, default=None, description="per decode step and layer: the floor a layer's kernels take"
+    )
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> StackProfile:
+        for name in PROFILE_FRACTIONS:
+            v = getattr(self, name)
+            if v is not None:
+                _fraction(name, v)
+        for name in ("compute_efficiency_factor",):
+            v = getattr(self, name)
+            if v is not None and v.value <= 0:
+                raise ValueError(f"{name} must be > 0, got {v.value}")
+        v = self.step_overhead_us_per_layer
+        if v is not None and v.value < 0:
+            raise ValueError(f"step_overhead_us_per_layer must be >= 0, got {v.value}")
+        return self
+
+
+def borrowed_profile(stack: str, ref: str) -> tuple[str, str]:
+    """``'<stack>/<family>'`` or ``'<family>'`` (in ``stack``) as (stack, family)."""
+    other, sep, family = ref.partition("/")
+    return (other, family) if sep else (stack, ref)
+
+
+class ServingStack(Strict):
+    """A serving engine (TensorRT-LLM, vLLM, SGLang, ATOM) and what it achieves per family."""
+
+    description: str
+    source: str
+    profiles: dict[str, StackProfile] = Field(
+        description="per accelerator family: the measured (or borrowed) efficiencies"
+    )
+    note: str | None = None
+
+
+class NamedChoice(Strict):
+    """A name chosen as a default, with the source that makes it the default."""
+
+    value: str
+    source: str
+    note: str | None = None
+
+
+class AcceleratorFamily(Strict):
+    """Accelerators that share serving kernels and software (a GPU generation)."""
+
+    accelerators: list[str] = Field(min_length=1)
+    default_stack: NamedChoice = Field(description="the best published stack on this family")
+    note: str | None = None
+
+
+class SpeculativeMethod(Strict):
+    """A draft for speculative decoding and its measured acceptance.
+
+    ``draft: mtp`` runs the model's own next-token layer (a layer of the target's shape, routed
+    experts included) per draft token; ``draft: eagle`` a dense layer of the target's width and
+    active size (EAGLE-3). Each draft token also runs the output head."""
+
+    description: str
+    draft: Literal["mtp", "eagle"]
+    draft_layers: Int = unit("layers", default=1, gt=0, description="layers the draft runs per draft token")
+    tokens_per_step: dict[int, Sourced] = unit(
+        "tokens/step",
+        description="per draft depth (draft tokens per step): mean tokens a verify step accepts, the "
+        "bonus token included (1 + accepted drafts)",
+    )
+    models: list[str] = Field(default=[], description="models this method serves (others: the default)")
+    source: str
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> SpeculativeMethod:
+        depths = sorted(self.tokens_per_step)
+        if not depths or depths != list(range(1, len(depths) + 1)):
+            raise ValueError("tokens_per_step needs depths 1, 2, ... without gaps")
+        last = 1.0
+        for k in depths:
+            v = self.tokens_per_step[k].value
+            if not last <= v <= k + 1:
+                raise ValueError(
+                    f"tokens_per_step.{k} must lie between the depth before ({last:g}) and {k + 1} "
+                    f"(every draft accepted), got {v:g}"
+                )
+            last = v
+        return self
+
+
 class ServingEfficiency(Strict):
     """Serving formats and achieved efficiencies (configs/serving.yaml, section ``serving``)."""
 
@@ -607,8 +744,22 @@ class ServingEfficiency(Strict):
         "instances",
         description="decode instances per prefill pool tried when sizing disaggregated xPyD pools",
     )
-    speculative_speedup: Sourced = unit(
-        "tokens/step", description="tokens per decode step per sequence (1 = none)"
+    step_floor_exponent: Sourced = unit(
+        "exponent",
+        description="how a layer's floor and its work combine: time = (floor^p + work^p)^(1/p); "
+        "1 adds them, a large p takes the larger",
+    )
+    families: dict[str, AcceleratorFamily] = Field(
+        default={}, description="accelerator families: which accelerators share serving stacks"
+    )
+    stacks: dict[str, ServingStack] = Field(
+        default={}, description="serving engines and their efficiencies per accelerator family"
+    )
+    speculative_methods: dict[str, SpeculativeMethod] = Field(
+        default={}, description="speculative decoding drafts and their acceptance per draft depth"
+    )
+    default_speculative_method: NamedChoice | None = Field(
+        default=None, description="the draft for models no method lists"
     )
 
     @model_validator(mode="after")
@@ -654,9 +805,51 @@ class ServingEfficiency(Strict):
             v = getattr(self, name).value
             if v < 1 or v != int(v):
                 raise ValueError(f"{name} must be a whole number >= 1, got {v}")
-        if self.speculative_speedup.value < 1:
-            raise ValueError(f"speculative_speedup must be >= 1, got {self.speculative_speedup.value}")
+        if self.step_floor_exponent.value < 1:
+            raise ValueError(f"step_floor_exponent must be >= 1, got {self.step_floor_exponent.value}")
+        self._check_stacks()
         return self
+
+    def _check_stacks(self) -> None:
+        owner: dict[str, str] = {}
+        for fam, f in self.families.items():
+            for acc in f.accelerators:
+                if acc in owner:
+                    raise ValueError(f"families: {acc} is in both {owner[acc]} and {fam}")
+                owner[acc] = fam
+            stack = self.stacks.get(f.default_stack.value)
+            if stack is None or fam not in stack.profiles:
+                raise ValueError(
+                    f"families.{fam}.default_stack: '{f.default_stack.value}' has no profile for {fam}"
+                )
+        for name, st in self.stacks.items():
+            for fam, prof in st.profiles.items():
+                if fam not in self.families:
+                    raise ValueError(f"stacks.{name}.profiles: unknown family '{fam}'")
+                seen = {(name, fam)}
+                at = (name, fam, prof)
+                while at[2].borrow is not None:
+                    ref = borrowed_profile(at[0], at[2].borrow)
+                    target = self.stacks.get(ref[0])
+                    if target is None or ref[1] not in target.profiles:
+                        raise ValueError(
+                            f"stacks.{at[0]}.profiles.{at[1]}.borrow: no profile '{at[2].borrow}'"
+                        )
+                    if ref in seen:
+                        raise ValueError(
+                            f"stacks.{name}.profiles.{fam}.borrow: a cycle through {ref[0]}/{ref[1]}"
+                        )
+                    seen.add(ref)
+                    at = (ref[0], ref[1], target.profiles[ref[1]])
+        if self.speculative_methods and self.default_speculative_method is None:
+            raise ValueError("default_speculative_method: name the draft for models no method lists")
+        if (
+            self.default_speculative_method is not None
+            and self.default_speculative_method.value not in self.speculative_methods
+        ):
+            raise ValueError(
+                f"default_speculative_method: unknown method '{self.default_speculative_method.value}'"
+            )
 
 
 RlMode = Literal["colocated", "disaggregated", "one-step-off", "async"]
@@ -706,7 +899,11 @@ class RlWorkload(Strict):
         description="the framework that drives the weight update (its software costs and what overlaps; "
         "default: the catalog's rl.default_sync_stack)",
     )
-    speculative: Num = Field(default=1.0, ge=1)
+    speculative: Literal["auto", "off", "on"] | Int = Field(
+        default="off",
+        description="speculative decoding of the rollouts: off, on (the draft depth searched), auto (the "
+        "deployment search decides) or a draft depth",
+    )
     gpus: Int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
     gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
     train_gpus: Int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")

@@ -305,6 +305,19 @@ def grouped_gemm_seconds(weight_bytes, flops, bytes_per_s, flops_per_s):
     return weight_bytes / bytes_per_s + flops / flops_per_s
 
 
+def floor_combined_seconds(floor_s, work_s, exponent):
+    """A layer's time from the floor its kernels take (launch, ramp, small kernels) and the work
+    its rooflines give: (floor^p + work^p)^(1/p). p = 1 adds them (a fixed cost at every batch);
+    a large p takes the larger (the floor hides under work once the kernels are busy)."""
+    return (floor_s**exponent + work_s**exponent) ** (1.0 / exponent)
+
+
+def speculative_tokens_per_s_per_user(tokens_per_step, step_s):
+    """Accepted tokens per second of one sequence: each verify step accepts ``tokens_per_step``
+    tokens on average (1 + accepted drafts; 1 without speculation)."""
+    return tokens_per_step / step_s
+
+
 def prefill_instances_per_decode(decode_requests_per_s, prefill_s_per_request):
     """Prefill instances needed to feed one decode instance without either pool starving."""
     return decode_requests_per_s * prefill_s_per_request

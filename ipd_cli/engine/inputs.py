@@ -69,7 +69,7 @@ def resolve(cat: Catalog, path: str) -> Resolved:
                 raise KeyError(f"{path}: no field '{key}'")
             node = getattr(node, key)
         elif isinstance(node, dict):
-            node = node[key]
+            node = node[int(key)] if key not in node and key.isdigit() and int(key) in node else node[key]
         elif isinstance(node, list):  # price points, by label
             node = next(p for p in node if getattr(p, "label", None) == key)
         else:
@@ -95,12 +95,13 @@ class Inputs:
         if self.trace is None:
             self.trace = Trace(self.cat.sources)
 
-    def read(self, path: str, label: str | None = None) -> Any:
-        """The value at ``path`` in SI units (an array in sweeps); recorded with its provenance."""
+    def read(self, path: str, label: str | None = None, borrowed: str | None = None) -> Any:
+        """The value at ``path`` in SI units (an array in sweeps); recorded with its provenance
+        (``borrowed``: a value measured elsewhere stands in for this one; recorded as an estimate)."""
         r = resolve(self.cat, path)
         name = label or path.rsplit(".", 1)[-1].replace("_", " ")
         if isinstance(r.value, Sourced):
-            return self.trace.take(name, r.value, r.unit, r.origin, r.si, path=path)
+            return self.trace.take(name, r.value, r.unit, r.origin, r.si, path=path, borrowed=borrowed)
         value = self.trace.given(
             name, r.value, r.unit, r.origin, path=path, source=r.source, estimate=r.estimate
         )

@@ -271,7 +271,10 @@ class Serving(Result):
         "deployment's GPUs in the prefill pool"
     )
     total_tokens_per_s_per_gpu: float = Field(description="input + output tokens/s per GPU")
-    speculative_speedup: float
+    speculative_speedup: float = Field(
+        description="tokens a decode step gives each sequence on average: 1 without speculative decoding, "
+        "else 1 + accepted drafts at draft_depth"
+    )
     price_usd_per_gpu_hour: float
     pricing: str = Field(description="'rental:<label>' or 'tco'")
     kw_per_gpu: float = Field(description="node or rack power divided by its accelerators")
@@ -323,6 +326,25 @@ class Serving(Result):
     )
     configurations_searched: int = Field(
         default=0, description="configurations the deployment search evaluated"
+    )
+    stack: str = Field(
+        default="",
+        description="serving stack whose efficiencies were used (trtllm, vllm, sglang, atom; 'reference' "
+        "where none is measured on the accelerator)",
+    )
+    stack_family: str | None = Field(default=None, description="accelerator family of the stack's profile")
+    stack_borrowed_from: str | None = Field(
+        default=None,
+        description="'<stack> on <family>' when this stack's profile on this family is borrowed (estimates)",
+    )
+    speculative_method: str | None = Field(
+        default=None, description="speculative decoding draft ('mtp', 'eagle3'); null: no speculation"
+    )
+    draft_depth: int = Field(default=0, description="draft tokens per decode step (0: no speculation)")
+    speculation: str = Field(
+        default="off",
+        description="speculative decoding in words: 'off', or the draft, its depth and the tokens a step "
+        "accepts ('mtp: 2 drafts, 2.43 tokens/step')",
     )
 
 

@@ -495,7 +495,7 @@ class SweepTrace(Trace):
         super().__init__(sources, subs=subs or {}, record=False)
         self.draws = draws
 
-    def take(self, name, s, unit, origin, scale=1.0, path=None):  # type: ignore[override]
+    def take(self, name, s, unit, origin, scale=1.0, path=None, borrowed=None):  # type: ignore[override]
         if path is not None and path in self.subs:
             value = self.subs[path]
         elif self.draws is not None and s.range is not None:

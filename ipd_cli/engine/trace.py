@@ -29,9 +29,19 @@ class Trace:
     record: bool = True
 
     def take(
-        self, name: str, s: Sourced, unit: str, origin: str, scale: float = 1.0, path: str | None = None
+        self,
+        name: str,
+        s: Sourced,
+        unit: str,
+        origin: str,
+        scale: float = 1.0,
+        path: str | None = None,
+        borrowed: str | None = None,
     ) -> Any:
-        """A catalog value as a plain number times ``scale`` (or its sweep/sample array)."""
+        """A catalog value as a plain number times ``scale`` (or its sweep/sample array).
+
+        ``borrowed`` says where a value measured elsewhere comes from (another accelerator family
+        or serving stack): the input is then recorded as an estimate with that note first."""
         value: Any = s.value
         if path is not None and path in self.subs:
             value = self.subs[path]
@@ -47,9 +57,9 @@ class Trace:
                     source=s.source,
                     source_title=src.title if src else None,
                     source_date=src.date if src else None,
-                    estimate=s.estimate,
+                    estimate=s.estimate or borrowed is not None,
                     origin=origin,
-                    note=s.note,
+                    note=s.note if borrowed is None else f"{borrowed}; {s.note}" if s.note else borrowed,
                     path=path,
                 )
             )

@@ -57,6 +57,9 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "serving": [
         ("configuration", "Configuration (deployment search)", "", NA),
+        ("stack", "Serving stack", "", NA),
+        ("stack_borrowed_from", "  efficiencies borrowed from", "", NA),
+        ("speculation", "Speculative decoding", "", NA),
         ("tokens_per_s_per_gpu", "Output tokens/s per GPU", "tok/s/GPU", HI),
         ("tokens_per_s_per_user", "Tokens/s per user", "tok/s", HI),
         ("target_met", "  meets the tokens/s per user target", "", NA),

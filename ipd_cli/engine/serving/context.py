@@ -142,12 +142,27 @@ def request_shape(ctx: Ctx, input_tokens: int | None, output_tokens: int | None)
     return isl, osl
 
 
-def speculative_speedup(ctx: Ctx, speculative: float | None) -> float:
-    if speculative is None:
-        return ctx.take("speculative speedup", "speculative_speedup")
-    if speculative < 1:
-        raise InputError(f"speculative speedup must be >= 1, got {speculative}")
-    return ctx.trace.given("speculative speedup", speculative, "tokens/step", ctx.origin)
+SPECULATIVE_CHOICES = ("auto", "off", "on")
+
+
+def speculative_pin(value) -> str | int | None:
+    """The caller's speculative decoding pin: None or 'auto' (searched: off or any depth), 'off',
+    'on' (any depth >= 1), or a draft depth (a whole number; 0 is off)."""
+    if value is None or value == "auto":
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("off", "on"):
+            return text
+        if text.isdigit():
+            value = int(text)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(
+            f"`speculative` is auto, off, on or a draft depth (a whole number >= 0), got {value!r}"
+        )
+    return "off" if value == 0 else value
 
 
 # --- model memory ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from ipd_cli.engine.search import best, pareto_front
 from ipd_cli.errors import InfeasibleError, InputError
 
 from . import physics
-from .context import CLI, Ctx, context, precisions, request_shape, speculative_speedup
+from .context import CLI, Ctx, context, precisions, request_shape, speculative_pin
 from .grid import FAMILIES, Grid, Pins, evaluate, instance_sizes, parse_layout, pins_mask
 from .point import configuration, serving
 
@@ -25,14 +25,17 @@ SEARCH = "deployment search"
 
 @dataclass(frozen=True)
 class Shape:
-    """What the caller asked for besides the pins: precisions, request shape, speculation, pricing."""
+    """What the caller asked for besides the pins: precisions, request shape, speculation (None:
+    searched; 'off', 'on' or a draft depth), pricing and the serving stack (None: the family's
+    default)."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     precision: str | None = None
     kv_precision: str | None = None
-    speculative: float | None = None
+    speculative: str | int | None = None
     pricing: str = "rental"
+    stack: str | None = None
 
 
 def pins_of(
@@ -83,8 +86,8 @@ def search(ctx: Ctx, shape: Shape, pins: Pins, instance: str = "best", target: f
         raise InputError(f"unknown `instance` '{instance}'; choose one of {', '.join(INSTANCE_CHOICES)}")
     weights, kvs = precisions(ctx, shape.precision, shape.kv_precision)
     isl, osl = request_shape(ctx, shape.input_tokens, shape.output_tokens)
-    spec = speculative_speedup(ctx, shape.speculative)
-    ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing)
+    spec = speculative_pin(shape.speculative)
+    ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing, shape.stack)
     _check_pins(ctx, pins)
     g = evaluate(ph, pins, target)
     if instance == "smallest" and pins.instance_gpus is None:
@@ -271,7 +274,10 @@ def _narrower_hint(ctx: Ctx, g: Grid) -> str:
             continue
         quiet = replace(ctx, trace=ctx.trace.quiet())
         narrow = evaluate(
-            physics.read(quiet, p, list(ph.kv_precisions), ph.isl, ph.osl, 1.0, "rental"), Pins()
+            physics.read(
+                quiet, p, list(ph.kv_precisions), ph.isl, ph.osl, "off", "rental", ph.family and ph.stack
+            ),
+            Pins(),
         )
         fits = narrow.space.feasible
         if fits.any():
@@ -339,7 +345,8 @@ def estimate_serving(
     prefill_instances: int | None = None,
     decode_instances: int | None = None,
     instance: str = "best",
-    speculative: float | None = None,
+    speculative: str | int | None = None,
+    stack: str | None = None,
     requests_per_s: float | None = None,
     output_tokens_per_day: float | None = None,
     pricing: str = "rental",
@@ -359,6 +366,9 @@ def estimate_serving(
     deployed; mismatched pools run at the slower pool's rate); ``instance`` is kept
     for compatibility: "best" is the search, "smallest" pins the smallest size that fits. A
     traffic level (``requests_per_s`` or ``output_tokens_per_day``) adds the GPUs it needs.
+    ``speculative`` pins speculative decoding ("off", "on" or a draft depth; None or "auto": the
+    search tries none and every depth with a measured acceptance); ``stack`` names the serving
+    stack (None: the best published stack of the accelerator's family).
     """
     if concurrency is not None and tokens_per_user_s is not None:
         raise InputError("give at most one of `concurrency` or `tokens_per_user_s`")
@@ -376,7 +386,7 @@ def estimate_serving(
         prefill_instances=prefill_instances,
         decode_instances=decode_instances,
     )
-    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing)
+    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack)
     g = search(ctx, shape, pins, instance, tokens_per_user_s)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)
@@ -418,7 +428,8 @@ def estimate_serving_curve(
     disaggregated: bool | None = None,
     eplb: bool | None = None,
     instance: str = "best",
-    speculative: float | None = None,
+    speculative: str | int | None = None,
+    stack: str | None = None,
     pricing: str = "rental",
     origin: str = CLI,
 ) -> ServeCurveResult:
@@ -432,7 +443,7 @@ def estimate_serving_curve(
         disaggregated=disaggregated,
         eplb=eplb,
     )
-    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing)
+    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack)
     g = search(ctx, shape, pins, instance)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)

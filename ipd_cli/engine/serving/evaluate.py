@@ -16,7 +16,14 @@ micro-batch ``m = B / pp`` and holds ``1/pp`` of the layers), on the busiest GPU
   times add;
 * collectives: per layer, all-reduces over the attention TP group and EP dispatch + combine,
   each its bytes over the link plus a fixed latency; pipeline hand-offs between stages;
-* a fixed per-step overhead plus a part per sequence of the scheduler rank.
+* each layer takes at least the floor its kernels need: layer time = (floor^p + work^p)^(1/p)
+  over the layer's rooflines (p = 1 adds the floor at every batch); a fixed per-step overhead
+  and a part per sequence of the scheduler rank and token it verifies;
+* speculative decoding at draft depth k: the step verifies 1 + k tokens per sequence (dense,
+  attention and expert math, expert selection and collectives scale with them; weights and the
+  KV cache are read once), and drafts k tokens one after another, each through the draft's
+  layer(s) and the output head at the sequences' batch; a step accepts ``spec_tokens[k]``
+  tokens per sequence on average, so tokens/s per user = accepted tokens / step.
 
 Prefill is compute-bound at the prefill MFU (routed experts at the MoE share, times their
 imbalance), plus its collectives. Aggregated serving lets each request's prefill take its turn
@@ -41,19 +48,24 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
     import numpy as np
 
     g, pp, s, t, e = lay["g"], lay["pp"], lay["s"], lay["t"], lay["e"]
-    d, kv, eplb = s // t, lay["kv"], lay["eplb"]
+    d, kv, eplb, k = s // t, lay["kv"], lay["eplb"], lay["k"]
     kv_tok = np.asarray(ph.kv_per_token)[kv]
     copies = f.kv_copies(t, ph.kv_heads)
     slots = 1.0 + eplb * ph.eplb_slots * e / ph.experts
-    weights = ph.dense_bytes / (pp * t) + ph.expert_bytes / (pp * s) * slots
+    drafting = k > 0
+    draft = drafting * (ph.draft_dense_bytes / t + ph.draft_expert_bytes / s * slots)
+    weights = ph.dense_bytes / (pp * t) + ph.expert_bytes / (pp * s) * slots + draft
     free = ph.hbm_bytes - weights
-    kv_seq = kv_tok * copies / t / pp * ph.context_peak
+    # the last stage also holds the draft's layer(s) and their KV cache
+    layer_share = 1.0 / pp + drafting * ph.draft_layers / ph.kv_layers
+    kv_seq = kv_tok * copies / t * layer_share * ph.context_peak
     rank_max = np.floor(np.clip(free * ph.kv_fraction / kv_seq, 0.0, float(ph.max_batch_per_rank)))
     out = dict(
         d=d,
         kv_tok=kv_tok,
         copies=copies,
         attn_rate=np.asarray(ph.attn_rate)[kv],
+        accepted=np.asarray(ph.spec_tokens)[k],
         weights_gpu=weights,
         free_gpu=free,
         rank_max=rank_max,
@@ -110,55 +122,85 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch) -> Columns:
     """
     import numpy as np
 
-    pp, s, t, e, d = lay["pp"], lay["s"], lay["t"], lay["e"], x["d"]
+    pp, s, t, e, d, k = lay["pp"], lay["s"], lay["t"], lay["e"], x["d"], lay["k"]
+    width = 1.0 + k  # tokens each sequence runs through the target per step (verify)
     m = batch / pp  # micro-batch per pipeline stage
-    tokens = m / d * x["imb_dp"]  # the busiest attention rank
+    seqs = m / d * x["imb_dp"]  # sequences of the busiest attention rank
+    tokens = seqs * width
+    kv_seq = x["kv_tok"] * x["copies"] / t * ph.context_mean  # one sequence's KV bytes, all layers
     dense_bytes = ph.dense_bytes / (pp * t)
     dense_flops = tokens * ph.dense_flops_per_token / (pp * t)
-    kv_bytes = tokens * x["kv_tok"] * x["copies"] / t / pp * ph.context_mean
+    kv_bytes = seqs * kv_seq / pp
     attn_flops = tokens * ph.attn_flops_per_token / (pp * t)
-    touched = f.experts_touched_share(m, ph.top_k / ph.experts)
+    touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
     expert_bytes = ph.expert_bytes / (pp * s) * touched
-    expert_flops = m * ph.expert_flops_per_token / (pp * s) * x["imb_ep"]
+    expert_flops = m * width * ph.expert_flops_per_token / (pp * s) * x["imb_ep"]
+    moe_rate = ph.gemm_rate * ph.moe_share
     dense_s = f.roofline_seconds(dense_bytes, dense_flops, ph.hbm_rate, ph.gemm_rate)
-    attn_s = f.roofline_seconds(kv_bytes, attn_flops, ph.hbm_rate, x["attn_rate"])
-    expert_s = f.grouped_gemm_seconds(expert_bytes, expert_flops, ph.hbm_rate, ph.gemm_rate * ph.moe_share)
+    attn_s = f.roofline_seconds(kv_bytes, attn_flops, ph.kv_rate, x["attn_rate"])
+    expert_s = f.grouped_gemm_seconds(expert_bytes, expert_flops, ph.expert_rate, moe_rate)
+    work = pp * (dense_s + attn_s + expert_s)
+    floor, p = ph.overhead_per_layer_s, ph.floor_exponent
+    layers_s = ph.layers * f.floor_combined_seconds(floor, work / ph.layers, p)
     cb, h = ph.collective_bytes, ph.hidden
-    ar = m / d * h * cb * 2.0 * (t - 1.0) / t
-    a2a = f.all_to_all_bytes_per_gpu(m / s, ph.top_k, h, cb, e) * x["imb_ep"]
-    coll = (
-        ph.layers
-        / pp
-        * (
-            f.collective_seconds(x["n_ar"], ar, x["link"], x["latency"])
-            + f.collective_seconds(x["n_a2a"], a2a, x["link"], x["latency"])
-        )
+    coll = ph.layers * _layer_collectives(ph, x, m * width, d, s, t, e)
+    hand_off = pp * (pp > 1) * (m * width * h * cb / x["pp_link"] + x["pp_latency"])
+    # the draft: k tokens one after another, each through the draft layer(s) and the head, for the
+    # micro-batch's sequences (on the last stage)
+    n = ph.draft_layers
+    d_dense_bytes = ph.draft_dense_bytes / t
+    d_dense_flops = seqs * ph.draft_dense_flops_per_token / t
+    d_kv_bytes = seqs * kv_seq * n / ph.kv_layers
+    d_attn_flops = seqs * ph.attn_flops_per_token * n / ph.kv_layers / t
+    d_expert_bytes = ph.draft_expert_bytes / s * f.experts_touched_share(m, ph.top_k / ph.experts)
+    d_expert_flops = m * ph.draft_expert_flops_per_token / s * x["imb_ep"]
+    d_work = (
+        f.roofline_seconds(d_dense_bytes, d_dense_flops, ph.hbm_rate, ph.gemm_rate)
+        + f.roofline_seconds(d_kv_bytes, d_attn_flops, ph.kv_rate, x["attn_rate"])
+        + f.grouped_gemm_seconds(d_expert_bytes, d_expert_flops, ph.expert_rate, moe_rate)
     )
-    hand_off = (pp > 1) * (m * h * cb / x["pp_link"] + x["pp_latency"])
-    fixed = ph.overhead_s + ph.layers * ph.overhead_per_layer_s
-    overhead = f.step_overhead_seconds(fixed, ph.overhead_per_sequence_s, np.ceil(batch / d))
-    step = pp * (dense_s + attn_s + expert_s + coll + hand_off) + overhead
-    memory = pp * (dense_bytes + kv_bytes + expert_bytes) / ph.hbm_rate
-    compute = pp * (
-        dense_flops / ph.gemm_rate
-        + attn_flops / x["attn_rate"]
-        + expert_flops / (ph.gemm_rate * ph.moe_share)
+    d_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=ph.draft_expert_bytes > 0)
+    drafts = pp * k  # draft passes per step (each micro-batch's, one after another)
+    draft_s = drafts * (n * f.floor_combined_seconds(floor, d_work / max(n, 1), p) + d_coll)
+    # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
+    fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
+    step = layers_s + coll + hand_off + draft_s + fixed
+    memory = pp * (dense_bytes / ph.hbm_rate + kv_bytes / ph.kv_rate + expert_bytes / ph.expert_rate)
+    memory = memory + drafts * (
+        d_dense_bytes / ph.hbm_rate + d_kv_bytes / ph.kv_rate + d_expert_bytes / ph.expert_rate
     )
+    compute = pp * (dense_flops / ph.gemm_rate + attn_flops / x["attn_rate"] + expert_flops / moe_rate)
+    compute = compute + drafts * (
+        d_dense_flops / ph.gemm_rate + d_attn_flops / x["attn_rate"] + d_expert_flops / moe_rate
+    )
+    collectives = coll + hand_off + drafts * d_coll
     return dict(
         step_s=step,
         memory_s=memory,
         compute_s=compute,
-        collective_s=pp * (coll + hand_off),
-        overhead_s=overhead,
+        collective_s=collectives,
+        overhead_s=step - work - drafts * d_work - collectives,
         touched=touched,
     )
 
 
+def _layer_collectives(ph: Physics, x: Columns, tokens, d, s, t, e, experts: bool = True):
+    """Seconds of one layer's collectives for ``tokens`` tokens of a stage: the attention TP
+    all-reduces and, where experts are spread, EP dispatch and combine."""
+    cb, h = ph.collective_bytes, ph.hidden
+    ar = tokens / d * h * cb * 2.0 * (t - 1.0) / t
+    out = f.collective_seconds(x["n_ar"], ar, x["link"], x["latency"])
+    if experts:
+        a2a = f.all_to_all_bytes_per_gpu(tokens / s, ph.top_k, h, cb, e) * x["imb_ep"]
+        out = out + f.collective_seconds(x["n_a2a"], a2a, x["link"], x["latency"])
+    return out
+
+
 def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
     """Prefills take turns with decode on the instance: every user waits for them."""
-    decode = ph.osl * step_s / ph.speculative
+    decode = ph.osl * step_s / x["accepted"]
     prefill = batch * x["prefill_s"]
-    per_instance = f.instance_output_tokens_per_s(batch, ph.osl, x["prefill_s"], step_s, ph.speculative)
+    per_instance = f.instance_output_tokens_per_s(batch, ph.osl, x["prefill_s"], step_s, x["accepted"])
     return dict(
         tokens_per_s_per_gpu=per_instance / x["paid"],
         tokens_per_s_per_user=per_instance / batch,
@@ -182,10 +224,98 @@ def disaggregated(
     so its users are no slower than one step per token). Pinned pools (``n_prefill``,
     ``n_decode``, as deployed) may not match.
     """
+    rate = batch * x["accepted"] / step_s  # output tokens/s of one decode instance
+    ratio = f.prefill_instances_per_decode(rate / ph.osl, prefill["prefill_s"])
+    if n_prefill is None and n_decode is None:
+        n_dec, n_pre = _pools(ph, ratio, prefill["paid"], x["paid"])
+    else:
+        n_dec, n_pre = _pinned_pools(ph, ratio, prefill, x, rate, n_prefill, n_decode)
+    total = n_pre * prefill["paid"] + n_dec * x["paid"]
+    served = f.minimum(n_dec * rate, n_pre * ph.osl / prefill["prefill_s"])
+    return dict(
+        tokens_per_s_per_gpu=served / total,
+        tokens_per_s_per_user=f.speculative_tokens_per_s_per_user(x["accepted"], step_s),
+        deployment_gpus=total,
+        decode_instances=n_dec,
+        prefill_instances=n_pre,
+        ttft_s=prefill["prefill_s"],
+        prefill_share=n_pre * prefill["paid"] / total,
+    )
+
+
+def _pools(ph: Physics, ratio, paid_prefill, paid_decode):
+    """The best (D, P) per row without evaluating every pair: with P = ceil(ratio D) the decode
+    pool sets the rate and tokens/s per GPU = r / (a P/D + b), best at the least P/D; with
+    P = floor(ratio D) >= 1 the prefill pool does, tokens/s per GPU = q / (a + b D/P), best at the
+    largest P/D (a, b: GPUs per prefill and decode instance; r, q: their token rates). When no D
+    makes floor(ratio D) >= 1, one prefill instance is both choices. The least P/D >= ratio and the
+    largest P/D <= ratio are neighbours of ratio among the fractions P/D with D <= the most decode
+    instances: a sorted table answers both for every row at once."""
     import numpy as np
 
-    rate = batch * ph.speculative / step_s  # output tokens/s of one decode instance
-    ratio = f.prefill_instances_per_decode(rate / ph.osl, prefill["prefill_s"])
+    top = int(ph.max_decode_instances)
+    up_p, up_d = _fraction_neighbours(ratio * (1 - 1e-12), top, above=True)
+    down_p, down_d = _fraction_neighbours(ratio, top, above=False)
+    a, b = paid_prefill, paid_decode
+    # per-GPU rates in units of r (decode-bound) and of q = r / ratio (prefill-bound)
+    by_decode = 1.0 / (a * up_p / up_d + b)
+    safe = np.maximum(down_p, 1.0)
+    by_prefill = np.where(down_p > 0, 1.0 / np.maximum(ratio, 1e-300) / (a + b * down_d / safe), 0.0)
+    pick_down = by_prefill > by_decode
+    return np.where(pick_down, down_d, up_d), np.where(pick_down, down_p, up_p)
+
+
+_FRACTIONS: dict[tuple[int, int], tuple] = {}
+
+
+def _fraction_table(top: int, most: int):
+    """Fractions P/D (D <= top, 1 <= P <= most) sorted by value, each with its smallest D."""
+    import numpy as np
+
+    key = (top, most)
+    if key not in _FRACTIONS:
+        d = np.repeat(np.arange(1, top + 1), most)
+        p = np.tile(np.arange(1, most + 1), top)
+        order = np.lexsort((d, p / d))
+        v, p, d = (p / d)[order], p[order], d[order]
+        first = np.concatenate([[True], v[1:] != v[:-1]])  # the smallest D of equal values
+        _FRACTIONS[key] = (v[first], p[first].astype(float), d[first].astype(float))
+    return _FRACTIONS[key]
+
+
+def _fraction_neighbours(x, top: int, above: bool):
+    """Per row, the least fraction P/D >= x (``above``; P >= 1) or the largest <= x (P >= 1; else
+    P = 0, D = 1), over D = 1 .. top: as P = ceil(x D) or floor(x D) minimising or maximising P/D,
+    the smallest D on ties."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    v, p, d = _fraction_table(top, top * (TABLE_RATIO + 2))
+    if above:
+        i = np.minimum(np.searchsorted(v, x, side="left"), len(v) - 1)  # first value >= x
+        p_out, d_out = p[i], d[i]
+    else:
+        i = np.searchsorted(v, x, side="right") - 1  # last value <= x
+        ok = i >= 0
+        p_out, d_out = np.where(ok, p[np.maximum(i, 0)], 0.0), np.where(ok, d[np.maximum(i, 0)], 1.0)
+    big = np.flatnonzero(~(x <= TABLE_RATIO))  # beyond the table (or not a number): every D
+    if big.size:
+        dv = np.arange(1, top + 1, dtype=float)
+        whole = np.ceil(x[big, None] * dv) if above else np.floor(x[big, None] * dv)
+        k = np.argmin(whole / dv, axis=1) if above else np.argmax(whole / dv, axis=1)
+        d_out, p_out = d_out.copy(), p_out.copy()
+        d_out[big] = dv[k]
+        p_out[big] = np.maximum(whole[np.arange(big.size), k], 1.0 if above else 0.0)
+    return p_out, d_out
+
+
+TABLE_RATIO = 64  # prefill instances per decode instance the fraction table covers
+
+
+def _pinned_pools(ph: Physics, ratio, prefill: Columns, x: Columns, rate, n_prefill, n_decode):
+    """Pools pinned as deployed (either or both): the other searched as in :func:`_pools`."""
+    import numpy as np
+
     top = n_decode or ph.max_decode_instances
     decode = np.arange(1 if n_decode is None else n_decode, top + 1, dtype=float)
     exact = ratio[:, None] * decode[None, :]
@@ -196,18 +326,7 @@ def disaggregated(
         pools = np.full_like(exact, float(n_prefill))
     pools = np.maximum(pools, 1.0)
     gpus = pools * prefill["paid"][:, None] + decode[None, :] * x["paid"][:, None]
-    # the slower pool sets the rate; decode users never get faster than one step per token
     served = np.minimum(decode[None, :] * rate[:, None], pools * ph.osl / prefill["prefill_s"][:, None])
     pick = np.argmax(served / gpus, axis=1)
     rows = np.arange(len(pick))
-    n_dec, n_pre, total = decode[pick], pools[rows, pick], gpus[rows, pick]
-    served = served[rows, pick]
-    return dict(
-        tokens_per_s_per_gpu=served / total,
-        tokens_per_s_per_user=ph.speculative / step_s,
-        deployment_gpus=total,
-        decode_instances=n_dec,
-        prefill_instances=n_pre,
-        ttft_s=prefill["prefill_s"],
-        prefill_share=n_pre * prefill["paid"] / total,
-    )
+    return decode[pick], pools[rows, pick]

@@ -9,7 +9,8 @@ Space, per system, model, weight precision and request shape:
 * layout family per stage of ``s = g / pp`` GPUs: ``tp`` (attention and experts tensor
   parallel), ``tep`` (attention TP, experts EP over the same GPUs), ``dep`` (attention data
   parallel in groups of ``t`` GPUs, experts EP over all ``s``); MoE only for tep/dep;
-* EPLB on or off where experts are spread (EP > 1); KV precision;
+* EPLB on or off where experts are spread (EP > 1); KV precision; speculative decoding's draft
+  depth (0: none; the draft's weights and KV are held with the layout's);
 * batch: sequences per scheduler rank on a ladder up to the engine cap, plus each layout's
   KV-capacity limit;
 * aggregated, or disaggregated with a prefill pool sized to the decode pool.
@@ -139,6 +140,7 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
         fam=np.array([TP, TEP, DEP] if ph.moe else [TP]),
         eplb=np.array([0, 1] if ph.moe else [0]),
         kv=np.arange(len(ph.kv_precisions)),
+        k=np.array(sorted({0, *ph.spec_depths})),  # depth 0 for the prefill instances
     )
     cols = take(cols, (cols["g"] % cols["pp"] == 0))
     g, pp = cols["g"], cols["pp"]
@@ -174,28 +176,30 @@ def _batches(ph: Physics, lay: dict, x: dict, pins: Pins, target: float | None):
     ladder = np.array([b for b in BATCH_LADDER if b <= ph.max_batch_per_rank], dtype=float)
     cols = [np.broadcast_to(ladder, (len(d), len(ladder))) * d[:, None], (cap * d)[:, None]]
     if target is not None:
-        cols += [_batch_for_target(ph, lay, x, target, prefill)[:, None] for prefill in (True, False)]
+        agg, dis = _batch_for_target(ph, lay, x, target)
+        cols += [agg[:, None], dis[:, None]]
     return np.concatenate(cols, axis=1)
 
 
-def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float, prefill: bool):
-    """Per layout, the largest batch whose speed per user meets ``target`` (1 where none does):
-    a bisection over whole batches, vectorised over layouts. Speed per user falls with batch."""
+def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
+    """Per layout, the largest batch whose speed per user meets ``target`` (1 where none does),
+    aggregated (each request also waits for the prefills that take turns) and disaggregated: a
+    bisection over whole batches, vectorised over layouts and both modes at once. Speed per user
+    falls with batch."""
     import numpy as np
 
-    lo, hi = np.ones(len(x["d"])), np.maximum(x["rank_max"] * x["d"], 1.0)
-
-    def speed(batch):
-        step = step_terms(ph, lay, x, batch)["step_s"]
-        if prefill:  # aggregated: each request also waits for the prefills that take turns
-            return ph.osl / (batch * x["prefill_s"] + ph.osl * step / ph.speculative)
-        return ph.speculative / step
-
+    n = len(x["d"])
+    two = {k: np.concatenate([v, v]) for k, v in lay.items()}
+    x2 = {k: np.concatenate([v, v]) for k, v in x.items()}
+    waits = np.concatenate([np.ones(n), np.zeros(n)])  # 1: aggregated
+    lo, hi = np.ones(2 * n), np.maximum(x2["rank_max"] * x2["d"], 1.0)
     for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
         mid = np.floor((lo + hi + 1) / 2)
-        ok = speed(mid) >= target
+        step = step_terms(ph, two, x2, mid)["step_s"]
+        speed = ph.osl / (waits * mid * x2["prefill_s"] + ph.osl * step / x2["accepted"])
+        ok = speed >= target
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
-    return lo
+    return lo[:n], lo[n:]
 
 
 @dataclass
@@ -223,7 +227,7 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     prefill layout, if any)."""
     import numpy as np
 
-    ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1)
+    ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1) & (lay["k"] == 0)
     want = parse_layout(pins.prefill_layout)
     if want.get("family"):
         ok &= lay["fam"] == FAMILIES[want["family"]]
@@ -302,28 +306,40 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     n_lay, n_b = batches.shape
     li = np.repeat(np.arange(n_lay), n_b)
     batch = batches.reshape(-1)
-    lay_r, x_r = take(lay, li), take(x, li)
-    step = step_terms(ph, lay_r, x_r, batch)
-    agg = aggregated(ph, x_r, batch, step["step_s"])
     pf = _prefill_choice(ph, lay, x, pins)
-    pidx = pf["index"][lay_r["kv"]]
+    pidx = pf["index"][lay["kv"][li]]
     pf_ok = pidx >= 0
-    pf_rows = {"prefill_s": x["prefill_s"][np.maximum(pidx, 0)], "paid": x["paid"][np.maximum(pidx, 0)]}
-    dis = disaggregated(
-        ph, x_r, batch, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances
-    )
-    both = lambda a, b: np.concatenate([a, b])  # noqa: E731
+    # rows that can run (weights and the batch fit): the rest fail those checks first, so their
+    # rates are not computed (NaN)
+    limit = (x["rank_max"] * x["d"])[li]
+    live = np.flatnonzero((x["free_gpu"][li] > 0) & (x["rank_max"][li] >= 1) & (batch <= limit + 1e-9))
+    lay_r, x_r, b_r = take(lay, li[live]), take(x, li[live]), batch[live]
+    step = step_terms(ph, lay_r, x_r, b_r)
+    agg = aggregated(ph, x_r, b_r, step["step_s"])
+    p_r = np.maximum(pidx[live], 0)
+    pf_rows = {"prefill_s": x["prefill_s"][p_r], "paid": x["paid"][p_r]}
+    dis = disaggregated(ph, x_r, b_r, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances)
+
+    n = len(batch)
+
+    def both(a, b):  # live rows' values, aggregated then disaggregated; NaN elsewhere
+        out = np.full(2 * n, np.nan)
+        out[live], out[live + n] = a, b
+        return out
+
     rows = {k: both(step[k], step[k]) for k in step}
-    rows |= {k: both(agg[k] * np.ones_like(batch), dis[k] * np.ones_like(batch)) for k in agg}
+    rows |= {k: both(agg[k], dis[k]) for k in agg}
+    cat = lambda a, b: np.concatenate([a, b])  # noqa: E731
     rows |= {
-        "layout": both(li, li),
-        "batch": both(batch, batch),
-        "disagg": both(np.zeros_like(li), np.ones_like(li)),
-        "prefill_layout": both(np.full_like(li, -1), pidx),
-        "prefill_ok": both(np.ones_like(pf_ok), pf_ok),
+        "layout": cat(li, li),
+        "batch": cat(batch, batch),
+        "disagg": cat(np.zeros_like(li), np.ones_like(li)),
+        "prefill_layout": cat(np.full_like(li, -1), pidx),
+        "prefill_ok": cat(np.ones_like(pf_ok), pf_ok),
     }
     space = _checks(ph, lay, x, rows)
-    return Grid(ph, lay, x, rows, space, pins_mask(lay, rows, pins), pf)
+    pinned = pins_mask(lay, rows, pins) & np.isin(lay["k"][rows["layout"]], ph.spec_depths)
+    return Grid(ph, lay, x, rows, space, pinned, pf)
 
 
 def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:

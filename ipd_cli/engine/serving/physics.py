@@ -11,8 +11,11 @@ from dataclasses import dataclass
 
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
+from ipd_cli.errors import InputError
 
+from . import stack as stacks
 from .context import Ctx, kv_bytes_per_token, supported, weight_split, wider
+from .stack import Stack
 
 
 @dataclass(frozen=True)
@@ -25,10 +28,23 @@ class Physics:
     kv_precisions: tuple[str, ...]
     isl: int
     osl: int
-    speculative: float
+    stack: str
+    family: str | None
+    stack_borrowed_from: str | None
+    # speculative decoding: depths searched, mean tokens per verify step at each depth (index =
+    # depth, 1.0 at depth 0), and the draft's cost per draft token
+    spec_method: str | None
+    spec_depths: tuple[int, ...]
+    spec_tokens: tuple[float, ...]
+    draft_layers: int
+    draft_dense_bytes: float  # per draft token: non-routed weights of the draft layer(s) and the head
+    draft_expert_bytes: float  # per draft token: routed experts of an MTP layer (0 for EAGLE)
+    draft_dense_flops_per_token: float
+    draft_expert_flops_per_token: float
     # model
     moe: bool
     layers: int
+    kv_layers: int
     hidden: int
     heads: int
     kv_heads: int  # 1 for MLA: one latent shared by every head
@@ -45,7 +61,9 @@ class Physics:
     domain: int
     hbm_bytes: float  # per GPU, after the workspace and activation reserve
     kv_fraction: float  # share of what the weights leave that the KV cache gets
-    hbm_rate: float  # achieved bytes/s per GPU
+    hbm_rate: float  # achieved bytes/s per GPU streaming dense weights
+    kv_rate: float  # achieved bytes/s per GPU reading the KV cache
+    expert_rate: float  # achieved bytes/s per GPU streaming routed-expert weights (grouped GEMM)
     gemm_rate: float  # achieved FLOP/s per GPU in dense decode GEMMs
     attn_rate: tuple[float, ...]  # per KV precision: attention math at the KV precision
     prefill_rate: float  # achieved FLOP/s per GPU in prefill
@@ -57,6 +75,7 @@ class Physics:
     collective_bytes: float
     overhead_s: float
     overhead_per_layer_s: float
+    floor_exponent: float
     overhead_per_sequence_s: float
     expert_imbalance: float
     expert_imbalance_eplb: float
@@ -101,6 +120,7 @@ def _model_terms(ctx: Ctx, precision: str, isl: int, osl: int) -> dict:
     return {
         "moe": arch.is_moe,
         "layers": arch.layers,
+        "kv_layers": arch.kv_layers,
         "hidden": arch.hidden_size,
         "heads": arch.attention_heads,
         "kv_heads": arch.kv_heads or 1,
@@ -116,7 +136,9 @@ def _model_terms(ctx: Ctx, precision: str, isl: int, osl: int) -> dict:
     }
 
 
-def _kv_terms(ctx: Ctx, precision: str, kv_precisions: list[str]) -> dict:
+def _kv_terms(ctx: Ctx, st: Stack, precision: str, kv_precisions: list[str]) -> dict:
+    factor = stacks.read(ctx, st, "GEMM efficiency factor (stack)", "compute_efficiency_factor", None)
+    factor = 1.0 if factor is None else factor
     peak = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
     eff = ctx.take(f"decode compute efficiency ({precision})", f"decode_compute_efficiency.{precision}")
     kv_tok, attn = [], []
@@ -125,18 +147,20 @@ def _kv_terms(ctx: Ctx, precision: str, kv_precisions: list[str]) -> dict:
         kv_tok.append(kv_bytes_per_token(ctx.model, kvb))
         p = supported(ctx.acc, wider(kv, ctx.cat.serving.attention_min_precision))
         if p == precision:
-            attn.append(peak * eff)
+            attn.append(peak * eff * factor)
         else:
             attn_peak = ctx.spec(f"{p} dense peak (attention)", f"{p}_dense_tflops")
             attn.append(
-                attn_peak * ctx.take(f"decode compute efficiency ({p})", f"decode_compute_efficiency.{p}")
+                attn_peak
+                * ctx.take(f"decode compute efficiency ({p})", f"decode_compute_efficiency.{p}")
+                * factor
             )
     mfu = ctx.take(f"prefill MFU ({precision})", f"prefill_mfu.{precision}")
     return {
         "kv_per_token": tuple(kv_tok),
         "attn_rate": tuple(attn),
-        "gemm_rate": peak * eff,
-        "prefill_rate": peak * mfu,
+        "gemm_rate": peak * eff * factor,
+        "prefill_rate": peak * mfu * factor,
     }
 
 
@@ -153,11 +177,33 @@ def _memory(ctx: Ctx) -> dict:
     }
 
 
-def _links(ctx: Ctx) -> dict:
+def _bandwidth(ctx: Ctx, st: Stack) -> dict:
+    """Achieved HBM rates: dense weights, the KV cache and the routed experts' grouped GEMM (the
+    last two default to the dense value of the same profile)."""
+    hbm = ctx.spec("HBM bandwidth", "hbm_tb_per_s")
+    dense = stacks.read(ctx, st, "decode HBM efficiency", "decode_hbm_efficiency", "decode_hbm_efficiency")
+    rates = {"hbm_rate": hbm * dense}
+    for key, field, label in (
+        ("kv_rate", "attention_hbm_efficiency", "attention HBM efficiency (KV cache)"),
+        ("expert_rate", "grouped_gemm_hbm_efficiency", "grouped-GEMM HBM efficiency (routed experts)"),
+    ):
+        eff = stacks.read(ctx, st, label, field, None)
+        if eff is None:  # no separate measurement: the dense streaming efficiency
+            eff = stacks.read(
+                ctx, st, f"{label}: the dense value", "decode_hbm_efficiency", "decode_hbm_efficiency"
+            )
+        rates[key] = hbm * eff
+    return rates
+
+
+def _links(ctx: Ctx, st: Stack) -> dict:
     up = ctx.spec("scale-up bandwidth (bidirectional)", "scale_up_gb_per_s_bidir") / 2
     out = ctx.spec("scale-out bandwidth", "scale_out_gbit_per_s")
+    eff = stacks.read(
+        ctx, st, "scale-up link efficiency (serving)", "scale_up_link_efficiency", "scale_up_link_efficiency"
+    )
     return {
-        "link_up": up * ctx.take("scale-up link efficiency (serving)", "scale_up_link_efficiency"),
+        "link_up": up * eff,
         "link_out": out * ctx.take("scale-out link efficiency (serving)", "scale_out_link_efficiency"),
         "latency_up": ctx.take("collective latency (scale-up)", "collective_latency_us_scale_up"),
         "latency_out": ctx.take("collective latency (scale-out)", "collective_latency_us_scale_out"),
@@ -165,16 +211,19 @@ def _links(ctx: Ctx) -> dict:
     }
 
 
-def _moe(ctx: Ctx, precision: str) -> dict:
+def _moe(ctx: Ctx, st: Stack, precision: str) -> dict:
     if not ctx.model.is_moe:
         one = 1.0
         return dict.fromkeys(
             ("moe_share", "expert_imbalance", "expert_imbalance_eplb", "expert_reference_ep"), one
         ) | {"expert_reference_per_gpu": one, "eplb_slots": 0.0}
-    return {
-        "moe_share": ctx.take(
+    share = stacks.read(ctx, st, "routed-expert share of dense compute efficiency", "moe_compute_share", None)
+    if share is None:
+        share = ctx.take(
             f"routed-expert share of dense compute efficiency ({precision})", f"moe_compute_share.{precision}"
-        ),
+        )
+    return {
+        "moe_share": share,
         "expert_imbalance": ctx.take("expert load imbalance (no EPLB)", "expert_imbalance"),
         "expert_imbalance_eplb": ctx.take("expert load imbalance (EPLB)", "expert_imbalance_eplb"),
         "expert_reference_ep": ctx.take("expert imbalance: reference EP", "expert_imbalance_reference_ep"),
@@ -185,12 +234,118 @@ def _moe(ctx: Ctx, precision: str) -> dict:
     }
 
 
+SPEC_OFF = "off"
+SPEC_ON = "on"
+
+
+def spec_method(ctx: Ctx) -> str | None:
+    """The draft for this model: a method that lists it, else the catalog's default."""
+    sv = ctx.cat.serving
+    named = next((n for n, m in sv.speculative_methods.items() if ctx.mname in m.models), None)
+    if named is not None or sv.default_speculative_method is None:
+        return named
+    return sv.default_speculative_method.value
+
+
+def _speculation(ctx: Ctx, precision: str, pin) -> dict:
+    """Draft depths to search (``pin``: None searches off and every depth with a measured
+    acceptance, 'off' none, 'on' every depth, a number that depth), their tokens per step, and
+    the draft's bytes and FLOPs per draft token."""
+    off = {
+        "spec_method": None,
+        "spec_depths": (0,),
+        "spec_tokens": (1.0,),
+        "draft_layers": 0,
+        "draft_dense_bytes": 0.0,
+        "draft_expert_bytes": 0.0,
+        "draft_dense_flops_per_token": 0.0,
+        "draft_expert_flops_per_token": 0.0,
+    }
+    name = spec_method(ctx)
+    if pin == SPEC_OFF or pin == 0:
+        ctx.trace.given("speculative decoding", "off", "", ctx.origin)
+        return off
+    if name is None:
+        if pin is not None:
+            raise InputError(f"no speculative decoding method in the catalog for {ctx.mname}")
+        return off
+    m = ctx.cat.serving.speculative_methods[name]
+    deepest = max(m.tokens_per_step)
+    if pin is None or pin == SPEC_ON:
+        depths = tuple(range(0 if pin is None else 1, deepest + 1))
+    else:
+        if not isinstance(pin, int) or isinstance(pin, bool) or pin < 0:
+            raise InputError(f"`speculative` is off, on or a draft depth (a whole number), got {pin!r}")
+        if pin > deepest:
+            raise InputError(
+                f"`speculative` {pin}: {name} acceptance is measured up to {deepest} draft tokens per step"
+            )
+        depths = (pin,)
+    src = ctx.cat.origin("serving", "speculative_methods")
+    listed = ctx.mname in m.models
+    note = None if listed else f"no draft published for {ctx.mname}: the default method (an estimate)"
+    ctx.trace.given("speculative decoding method", name, "", src, note=note)
+    tokens = [1.0]
+    for k in range(1, deepest + 1):
+        label = f"{name}: tokens per step at draft depth {k}"
+        path = f"serving.speculative_methods.{name}.tokens_per_step.{k}"
+        tokens.append(ctx.inp.read(path, label, borrowed=note))
+    return (
+        off
+        | {"spec_method": name, "spec_depths": depths, "spec_tokens": tuple(tokens)}
+        | _draft(ctx, m, precision)
+    )
+
+
+def _draft(ctx: Ctx, m, precision: str) -> dict:
+    """Bytes and FLOPs one draft token costs: ``draft_layers`` layers and the output head. An MTP
+    layer has the target's shape (its routed experts are streamed like the target's); an EAGLE
+    layer is dense, the target's active parameters per layer."""
+    arch, quiet = ctx.model, ctx.inp.quiet()  # read already (model terms): not recorded twice
+    bpw = quiet.read(f"serving.bytes_per_weight.{precision}")
+    active = quiet.read(f"models.{ctx.mname}.active_params")
+    src = ctx.cat.origin("serving", "speculative_methods")
+    ctx.trace.given("draft layers per draft token", m.draft_layers, "layers", src)
+    head = arch.vocab_size * arch.hidden_size
+    dense_b, expert_b, k_over_e = weight_split(arch, bpw)
+    n = m.draft_layers / arch.layers
+    if m.draft == "mtp":
+        routed_active = expert_b / bpw * k_over_e if arch.is_moe else 0.0
+        return {
+            "draft_layers": m.draft_layers,
+            "draft_dense_bytes": dense_b * n + head * bpw,
+            "draft_expert_bytes": expert_b * n,
+            "draft_dense_flops_per_token": 2.0 * ((active - routed_active) * n + head),
+            "draft_expert_flops_per_token": 2.0 * routed_active * n,
+        }
+    return {
+        "draft_layers": m.draft_layers,
+        "draft_dense_bytes": (active * n + head) * bpw,
+        "draft_expert_bytes": 0.0,
+        "draft_dense_flops_per_token": 2.0 * (active * n + head),
+        "draft_expert_flops_per_token": 0.0,
+    }
+
+
 def read(
-    ctx: Ctx, precision: str, kv_precisions: list[str], isl: int, osl: int, speculative: float, pricing: str
+    ctx: Ctx,
+    precision: str,
+    kv_precisions: list[str],
+    isl: int,
+    osl: int,
+    speculative,
+    pricing: str,
+    stack: str | None = None,
 ) -> Physics:
-    """Read every input once; ``ctx.trace`` records each with its source."""
+    """Read every input once; ``ctx.trace`` records each with its source. ``speculative`` pins
+    the draft depth (None: searched); ``stack`` names the serving stack (None: the family's
+    default)."""
     price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
     sv = ctx.cat.serving
+    st = stacks.resolve(ctx, stack)
+    floor = stacks.read(
+        ctx, st, "per-step overhead per layer", "step_overhead_us_per_layer", "step_overhead_us_per_layer"
+    )
     return Physics(
         model=ctx.mname,
         system=ctx.name,
@@ -198,18 +353,21 @@ def read(
         kv_precisions=tuple(kv_precisions),
         isl=isl,
         osl=osl,
-        speculative=speculative,
+        stack=st.name,
+        family=st.family,
+        stack_borrowed_from=st.borrowed_from,
+        **_speculation(ctx, precision, speculative),
         **_model_terms(ctx, precision, isl, osl),
-        **_kv_terms(ctx, precision, kv_precisions),
+        **_kv_terms(ctx, st, precision, kv_precisions),
         domain=ctx.system.scale_up_domain,
         **_memory(ctx),
-        hbm_rate=ctx.spec("HBM bandwidth", "hbm_tb_per_s")
-        * ctx.take("decode HBM efficiency", "decode_hbm_efficiency"),
-        **_links(ctx),
+        **_bandwidth(ctx, st),
+        **_links(ctx, st),
         overhead_s=ctx.take("per-step overhead", "step_overhead_ms_scale_up"),
-        overhead_per_layer_s=ctx.take("per-step overhead per layer", "step_overhead_us_per_layer"),
+        overhead_per_layer_s=floor,
+        floor_exponent=ctx.take("step floor exponent", "step_floor_exponent"),
         overhead_per_sequence_s=ctx.take("per-step overhead per sequence", "step_overhead_us_per_sequence"),
-        **_moe(ctx, precision),
+        **_moe(ctx, st, precision),
         dp_imbalance=ctx.take("attention data-parallel imbalance", "attention_dp_imbalance"),
         dp_reference_ranks=ctx.take(
             "attention imbalance: reference ranks", "attention_dp_imbalance_reference_ranks"

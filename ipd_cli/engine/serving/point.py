@@ -25,10 +25,19 @@ def layout_name(g: Grid, li: int) -> str:
     return name
 
 
+def draft_name(g: Grid, li: int) -> str:
+    """' + MTP (3 drafts)' where the layout speculates (draft depth 3), else ''."""
+    k = int(g.lay["k"][li])
+    if not k or g.ph.spec_method is None:
+        return ""
+    label = {"mtp": "MTP", "eagle3": "EAGLE-3"}.get(g.ph.spec_method, g.ph.spec_method)
+    return f" + {label} ({k} draft{'s' if k > 1 else ''})"
+
+
 def configuration(g: Grid, i: int) -> str:
     r = g.rows
     li = int(r["layout"][i])
-    batch = f"batch {_per_rank(g, i)}"
+    batch = f"batch {_per_rank(g, i)}{draft_name(g, li)}"
     if not r["disagg"][i]:
         return f"{layout_name(g, li)} {batch}"
     pre = layout_name(g, int(r["prefill_layout"][i]))
@@ -52,8 +61,8 @@ def _parallelism(fam: int, t: int, s: int) -> str:
     return "tep" if fam == TEP else "tp"
 
 
-def _bottleneck(r: dict, i: int, ph) -> str:
-    decode = ph.osl * float(r["step_s"][i]) / ph.speculative
+def _bottleneck(r: dict, i: int, ph, accepted: float) -> str:
+    decode = ph.osl * float(r["step_s"][i]) / accepted
     prefill = (
         0.0 if r["disagg"][i] else float(r["prefill_share"][i]) / (1 - float(r["prefill_share"][i])) * decode
     )
@@ -65,6 +74,12 @@ def _bottleneck(r: dict, i: int, ph) -> str:
     }
     name = max(parts, key=parts.__getitem__)
     return "prefill" if prefill > decode else name
+
+
+def _speculation(ph, depth: int, accepted: float) -> str:
+    if not depth:
+        return "off"
+    return f"{ph.spec_method}: {depth} draft{'s' if depth > 1 else ''}, {accepted:.3g} tokens/step"
 
 
 def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
@@ -112,7 +127,13 @@ def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
         experts_touched_share=float(r["touched"][i]) if ph.moe else 1.0,
         prefill_share=float(r["prefill_share"][i]),
         total_tokens_per_s_per_gpu=total,
-        speculative_speedup=ph.speculative,
+        speculative_speedup=float(x["accepted"][li]),
+        stack=ph.stack,
+        stack_family=ph.family,
+        stack_borrowed_from=ph.stack_borrowed_from,
+        speculative_method=ph.spec_method if int(lay["k"][li]) else None,
+        draft_depth=int(lay["k"][li]),
+        speculation=_speculation(ph, int(lay["k"][li]), float(x["accepted"][li])),
         price_usd_per_gpu_hour=ph.price,
         pricing=ph.pricing,
         kw_per_gpu=ph.kw_per_gpu,
@@ -136,7 +157,7 @@ def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
         deployment_concurrency=_count(per_gpu * deploy / per_user),
         expert_imbalance=float(x["imb_ep"][li]),
         attention_dp_imbalance=float(x["imb_dp"][li]),
-        bottleneck=_bottleneck(r, i, ph),
+        bottleneck=_bottleneck(r, i, ph, float(x["accepted"][li])),
         configurations_searched=len(g),
         **extra,
     )

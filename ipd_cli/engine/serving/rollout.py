@@ -34,7 +34,7 @@ class Deployment:
     gpus: int  # GPUs paid per replica (stranded GPUs included)
     max_batch: int  # KV-capacity limit of a replica (engine cap per rank included)
     prefill_s: float  # instance seconds per request's prefill
-    speculative: float
+    speculative: float  # tokens a decode step gives each sequence (1: no speculative decoding)
     configuration: str
 
     @property
@@ -76,7 +76,7 @@ def _deployment(g: Grid, li: int) -> Deployment:
         gpus=int(math.ceil(float(g.x["paid"][li]) - 1e-9)),
         max_batch=int(g.x["rank_max"][li] * g.x["d"][li]),
         prefill_s=float(g.x["prefill_s"][li]),
-        speculative=g.ph.speculative,
+        speculative=float(g.x["accepted"][li]),
         configuration=layout_name(g, li),
     )
 
@@ -94,7 +94,7 @@ def rollout_deployment(
     output_tokens: int | None = None,
     precision: str | None = None,
     kv_precision: str | None = None,
-    speculative: float | None = None,
+    speculative: str | int | None = "off",
     pricing: str = "rental",
 ) -> Deployment:
     """The aggregated configuration that generates ``rollouts`` requests fastest on ``gen_gpus``
@@ -115,7 +115,7 @@ def rollout_deployment(
     limit = (g.x["rank_max"] * g.x["d"])[li]
     batch = np.clip(np.ceil(rollouts / np.maximum(replicas, 1)), 1, limit)
     step = _steps(g, li, batch)
-    per_request = g.x["prefill_s"][li] + g.ph.osl * step / (g.ph.speculative * batch)
+    per_request = g.x["prefill_s"][li] + g.ph.osl * step / (g.x["accepted"][li] * batch)
     time = rollouts / np.maximum(replicas, 1) * per_request
     ok = replicas >= 1
     if not ok.any():
@@ -155,7 +155,7 @@ def serving_instance(
     kv_precision: str | None = None,
     instance_gpus: int | None = None,
     attention_tp: int | None = None,
-    speculative: float | None = None,
+    speculative: str | int | None = "off",
     pricing: str = "rental",
     instance_note: str | None = None,
 ) -> ServingInstance:

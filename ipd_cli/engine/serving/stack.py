@@ -1,0 +1,104 @@
+"""The serving stack and its efficiencies on the system's accelerator family, and the draft.
+
+A system serves with the default stack of its accelerator's family (``serving.families``) unless
+the caller names one. Each efficiency is read from the stack's profile for that family
+(``serving.stacks.<stack>.profiles.<family>.<field>``); a field the profile leaves out is read
+from the profile it borrows from, recorded as an estimate that names the lender, else from the
+reference value of the ``serving`` section. An accelerator in no family uses the reference values
+(also recorded as estimates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ipd_cli.catalog.schema import StackProfile, borrowed_profile
+from ipd_cli.errors import InputError, did_you_mean
+
+from .context import Ctx
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The stack a system serves with: its name, the accelerator family, and the chain of
+    profiles (this one first, then the ones it borrows from)."""
+
+    name: str
+    family: str | None
+    chain: tuple[tuple[str, str, StackProfile], ...]
+
+    @property
+    def borrowed_from(self) -> str | None:
+        """'<stack> on <family>' when this stack has no value of its own for this family."""
+        own = self.chain[0][2] if self.chain else None
+        if own is None or own.borrow is None:
+            return None if self.chain else "the reference values"
+        st, fam, _ = self.chain[1]
+        return f"{st} on {fam}"
+
+
+REFERENCE = "reference"
+
+
+def family_of(ctx: Ctx) -> str | None:
+    acc = ctx.system.accelerator
+    return next((n for n, f in ctx.cat.serving.families.items() if acc in f.accelerators), None)
+
+
+def resolve(ctx: Ctx, stack: str | None) -> Stack:
+    """The stack to serve with (asked for, or the family's default) and its profile chain."""
+    sv = ctx.cat.serving
+    family = family_of(ctx)
+    src = ctx.cat.origin("serving", "stacks")
+    if stack is None:
+        if family is None:
+            ctx.trace.given(
+                "serving stack",
+                REFERENCE,
+                "",
+                src,
+                note=f"no serving stack is measured on {ctx.system.accelerator}: the reference efficiencies",
+            )
+            return Stack(REFERENCE, None, ())
+        choice = sv.families[family].default_stack
+        stack = choice.value
+        ctx.inp.trace.given(
+            "serving stack",
+            stack,
+            "",
+            src,
+            note=f"the best published stack on {family} ({choice.note or choice.source})",
+        )
+    else:
+        if stack not in sv.stacks:
+            raise InputError(f"unknown `stack` '{stack}'{did_you_mean(stack, sv.stacks)}")
+        ctx.trace.given("serving stack", stack, "", ctx.origin)
+    runs = sorted(n for n, st in sv.stacks.items() if family in st.profiles)
+    if family is None or family not in sv.stacks[stack].profiles:
+        where = f"{ctx.system.accelerator} ({family} family)" if family else ctx.system.accelerator
+        choose = f"; stacks that run there: {', '.join(runs)}" if runs else ""
+        raise InputError(f"`stack` {stack} has no measurement or profile for {where}{choose}")
+    chain = [(stack, family, sv.stacks[stack].profiles[family])]
+    while chain[-1][2].borrow is not None:
+        st, fam = borrowed_profile(chain[-1][0], chain[-1][2].borrow)
+        chain.append((st, fam, sv.stacks[st].profiles[fam]))
+    return Stack(stack, family, tuple(chain))
+
+
+def read(ctx: Ctx, stack: Stack, label: str, field: str, reference: str | None):
+    """``field`` of the stack's profile (or the profile it borrows from), else the reference
+    ``serving.<reference>`` (None: no reference; returns None)."""
+    for i, (st, fam, prof) in enumerate(stack.chain):
+        if getattr(prof, field) is not None:
+            path = f"serving.stacks.{st}.profiles.{fam}.{field}"
+            lent = None
+            if i > 0:
+                lent = f"{stack.name} on {stack.family}: borrowed from {st} on {fam}"
+            return ctx.inp.read(path, label, borrowed=lent)
+    if reference is None:
+        return None
+    if stack.chain:
+        lent = f"{stack.name} on {stack.family}: not measured, the reference value"
+    else:
+        lent = f"no serving stack is measured on {ctx.system.accelerator}: the reference value"
+    return ctx.inp.read(f"serving.{reference}", label, borrowed=lent)
