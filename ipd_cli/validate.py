@@ -10,7 +10,7 @@ pre-training cases; serving per-layer step overhead: serving cases at 4 users or
 HBM efficiency: the other dense serving cases; MoE compute share per precision: the other MoE
 serving cases; weight-sync stack software and link efficiency per transport: weight-sync cases
 (only values the catalog cites as ipd-calibration; sourced ones are not refitted); RL trainer
-MFU and fixed step time: RL step cases). Knobs are fitted one after another, each by a
+share of the plan's speed and fixed step time: RL step cases). Knobs are fitted one after another, each by a
 log-spaced grid search over its
 catalog range (fractions capped at 0.95) that minimises the mean squared
 log(measured / predicted) of its cases, with the knobs before it already set.
@@ -304,7 +304,7 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
             return [f"serving.moe_compute_share.{i.get('precision', 'fp8')}"]
         return ["serving.decode_hbm_efficiency"]
     if case.kind == "rl-step":
-        return [f"rl.training_mfu.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
+        return [f"rl.trainer_efficiency.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
     return [k for k in _weight_sync_knobs(cat, i) if _calibrated(cat, k)]
 
 
@@ -348,7 +348,7 @@ ORDER = (
     "serving.",
     "rl.sync_stacks",
     "rl.sync_link",
-    "rl.training",
+    "rl.trainer_efficiency",
     "rl.step_fixed",
 )
 

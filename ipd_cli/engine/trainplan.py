@@ -523,7 +523,12 @@ def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, 
     below = np.where(g0 <= B, u + w / B, np.inf)
     gs = np.maximum(np.sqrt(w * B / u), start)
     beyond = (u + w / gs) * (1.0 + gs / B) / 2.0
-    return (m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)) * np.minimum(below, beyond)
+    per_token = np.minimum(below, beyond)
+    if "gbs" in pins:  # the global batch is given: at least one micro-batch per replica, (mb + w) of them
+        seqs = pins["gbs"] / P["mbs"]
+        mb = np.ceil(seqs / np.minimum(replicas, np.floor(seqs)))
+        per_token = (mb + w) / (pins["gbs"] * x["seq"]) * batch_penalty(pins["gbs"] * x["seq"], x)
+    return (m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)) * per_token
 
 
 CHUNK = 2048  # micro rows expanded and evaluated at a time
@@ -752,14 +757,17 @@ def plan_of(s: Searched, i: int) -> dict[str, int]:
 
 
 def plan_name(p: dict[str, int]) -> str:
-    """``TP4 PP8 (interleave 4) DP64 EP8 CP2, mbs 1, selective recompute, ZeRO-1``."""
+    """``TP4 PP8 (interleave 4) DP64 EP8 CP2, mbs 1, selective recompute, ZeRO-1`` (policy 0:
+    ``no recompute``)."""
     parts = [f"TP{p['tp']}", f"PP{p['pp']}" + (f" (interleave {p['vp']})" if p["vp"] > 1 else "")]
     parts.append(f"DP{p['dp']}")
     if p["ep"] > 1:
         parts.append(f"EP{p['ep']}")
     if p["cp"] > 1:
         parts.append(f"CP{p['cp']}")
-    memory = "activations offloaded to host" if p["rc"] == 3 else f"{RECOMPUTE[p['rc']]} recompute"
+    memory = ("no recompute", "selective recompute", "full recompute", "activations offloaded to host")[
+        p["rc"]
+    ]
     text = f"{' '.join(parts)}, mbs {p['mbs']}, {memory}{ZERO_NAMES[p['zero']]}"
     return text + (", pipeline inside the scale-up domain" if p["order"] == 1 else "")
 
@@ -894,3 +902,95 @@ def nearest_plan(x: dict, gpus: int, pins: dict) -> str | None:
         if b is not None:
             return plan_name(plan_of(s, b))
     return None
+
+
+# --- every cluster size at once: the fastest plan on at most T GPUs, for all T up to a cap ---------
+
+
+@dataclass
+class BySize:
+    """Feasible plans sorted by the GPUs they use, with the fastest among the first k (a plan that
+    runs on u GPUs runs on any cluster of T >= u, leaving T - u idle): the best plan of every
+    cluster size up to the cap, from one search."""
+
+    s: Searched
+    used: Any  # GPUs each feasible plan uses, ascending
+    rows: Any  # rows[k]: the fastest plan among those using at most used[k] GPUs
+
+    def best(self, gpus: float) -> int | None:
+        """The row of the fastest plan on ``gpus`` GPUs, or None when none fits."""
+        import numpy as np
+
+        k = int(np.searchsorted(self.used, gpus, side="right")) - 1
+        return None if k < 0 else int(self.rows[k])
+
+    @property
+    def min_gpus(self) -> int | None:
+        """The smallest cluster with a plan that fits."""
+        return int(self.used[0]) if len(self.used) else None
+
+
+def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
+    """The fastest plan on every cluster size up to ``cap`` GPUs (for an RL trainer, whose global
+    batch is pinned, so every plan moves the same tokens per step). Branch and bound over micro
+    rows in order of their lower bound at ``cap`` (a smaller cluster only raises it): a row is
+    skipped when its bound is no better than the best plan already found on the fewest GPUs any
+    of its plans can use (its tensor x context x pipeline GPUs times the fewest replicas that hold
+    its state), which is at least as good as the best on any larger cluster."""
+    import numpy as np
+
+    P, m = _fitting_micro(x, cap, pins)
+    lb = lower_bound_seconds_per_token(P, m, x, cap, pins)
+    base = P["tp"] * P["cp"] * P["pp"]
+    u_min = base * np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)
+    pending = np.argsort(lb, kind="stable")
+    parts: list = []
+    used, best = np.empty(0), np.empty(0)  # GPUs used, ascending, and the best plan on so many
+    while len(pending):
+        idx, pending = pending[:CHUNK], pending[CHUNK:]
+        M = expand(sr.take(P, idx), x, cap, pins)
+        out = evaluate(M, index_terms(m, idx[M["row"]]), x, pins)
+        fits = fits_memory(out, x)
+        parts.append((M, out, fits))
+        used = np.concatenate([used, (M["tp"] * M["cp"] * M["pp"] * M["dp"])[fits]])
+        best = np.concatenate([best, out["seconds_per_token"][fits]])
+        o = np.argsort(used, kind="stable")
+        used, best = used[o], np.minimum.accumulate(best[o])
+        if len(used) and len(pending):
+            k = np.searchsorted(used, u_min[pending], side="right") - 1
+            pending = pending[lb[pending] < np.where(k >= 0, best[np.maximum(k, 0)], np.inf)]
+    return by_size(_joined(parts))
+
+
+def by_size(s: Searched) -> BySize:
+    """The running best of the feasible plans of ``s`` by GPUs used (ties: less memory)."""
+    import numpy as np
+
+    idx = np.flatnonzero(s.space.feasible)
+    used = (s.cols["tp"] * s.cols["cp"] * s.cols["pp"] * s.cols["dp"])[idx]
+    o = np.lexsort((s.out["memory_bytes"][idx], s.seconds_per_token[idx], used))
+    idx, used = idx[o], used[o]
+    spt = s.seconds_per_token[idx]
+    new = np.ones(len(idx), dtype=bool)
+    new[1:] = spt[1:] < np.minimum.accumulate(spt)[:-1]
+    pos = np.maximum.accumulate(np.where(new, np.arange(len(idx)), 0))
+    return BySize(s, used, idx[pos])
+
+
+def plan_forward_seconds(plan: dict[str, int], x: dict) -> float:
+    """One forward-only pass of ``plan`` over its step's micro-batches (log-probabilities:
+    :func:`~ipd_cli.engine.trainstep.forward_seconds`), evaluated on its single row."""
+    P = {k: float(v) for k, v in plan.items()}
+    return float(ts.forward_seconds(P, ts.micro_terms(P, x), x))
+
+
+def smallest_by_size(x: dict, pins: dict, cap: int, limit: float, sizes=None) -> int | None:
+    """The smallest cluster with a plan that fits (None: none up to ``limit`` GPUs): the search up to
+    ``cap``, else searches on clusters four times larger each (``sizes``: the search to use, e.g. a
+    memoised one)."""
+    sizes = sizes or (lambda n: search_sizes(x, n, pins))
+    while True:
+        found = sizes(cap).min_gpus
+        if found is not None or cap >= limit:
+            return found
+        cap = int(min(limit, max(4 * cap, 2 * min_gpus_for_memory(x))))

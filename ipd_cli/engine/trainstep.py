@@ -445,3 +445,15 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
         "optimizer_s": opt,
         "micro_batch_s": mb_s,
     }
+
+
+def forward_seconds(P: Cols, t: dict, x: dict):
+    """A forward-only pass over the step's micro-batches (log-probabilities of the rollouts): each
+    micro-batch's forward (``t``: :func:`micro_terms`; nothing is kept for a backward, so no
+    recompute or offload) with its forward pipeline sends, the pipeline fill and drain, and FSDP's
+    weight gathers; no gradient traffic and no optimizer step."""
+    inside = in_domain(P, x)
+    mb_s = t["fwd_s"] + p2p_seconds(P, x, inside["pp"]) / 2.0
+    _, ag = dp_seconds(P, x)
+    fsdp = (P["zero"] == 3) * P["mb"] * (exposed(ag, t["fwd_s"], x) + ag / t["stage_layers"])
+    return (P["mb"] + (P["pp"] - 1.0) / P["vp"]) * mb_s + fsdp
