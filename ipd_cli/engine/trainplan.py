@@ -482,7 +482,6 @@ def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
 def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     """The micro grid and its terms for clusters up to ``cap`` GPUs, kept in ``x`` so a deadline
     search and the fixed search after it build them once (the grid of a smaller cap is a subset)."""
-    import numpy as np
 
     store = x.setdefault("_micro", {})
     key = tuple(sorted(pins.items()))
@@ -492,16 +491,28 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     big, P, m = store[key]
     if big == cap:
         return P, m
-    tc = P["tp"] * P["cp"]
-    rows = (tc * P["pp"] <= cap) & (P["ep"] <= tc * np.floor(cap / (tc * P["pp"])))
+    rows = within_cap(P, cap)
     return sr.take(P, rows), index_terms(m, rows)
 
 
-def _fitting_micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
-    """The micro grid and its terms, without rows whose activations alone overflow HBM."""
+def within_cap(P: sr.Columns, cap: float) -> Any:
+    """Micro rows a cluster of ``cap`` GPUs can hold (experts folded into tp x cp x dp)."""
     import numpy as np
 
-    P, m = _micro(x, cap, pins)
+    tc = P["tp"] * P["cp"]
+    return (tc * P["pp"] <= cap) & (P["ep"] <= tc * np.floor(cap / (tc * P["pp"])))
+
+
+def _fitting_micro(x: dict, cap: float, pins: dict, micro: tuple | None = None) -> tuple[sr.Columns, dict]:
+    """The micro grid and its terms (``micro``: a subset of them to search instead), without rows
+    whose activations alone overflow HBM."""
+    import numpy as np
+
+    if micro is None:
+        P, m = _micro(x, cap, pins)
+    else:
+        rows = within_cap(micro[0], cap)
+        P, m = sr.take(micro[0], rows), index_terms(micro[1], rows)
     keep = memory_lower_bound(P, m, x, cap, pins) <= x["hbm_cap"]
     if not np.any(keep):  # keep everything: the masks then say why nothing runs
         return P, m
@@ -534,16 +545,25 @@ def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, 
 CHUNK = 2048  # micro rows expanded and evaluated at a time
 
 
-def search_fixed(x: dict, gpus: int, pins: dict, keep: int = 1, exhaustive: bool = False) -> Searched:
+def search_fixed(
+    x: dict,
+    gpus: int,
+    pins: dict,
+    keep: int = 1,
+    exhaustive: bool = False,
+    bar: float = math.inf,
+    micro: tuple | None = None,
+) -> Searched:
     """The plans on at most ``gpus`` GPUs, evaluated. Branch and bound: micro rows in order of their
-    lower bound, a chunk at a time, until no remaining row can beat the ``keep``-th best plan found
+    lower bound, a chunk at a time, until no remaining row can beat the ``keep``-th best plan found,
+    or ``bar`` (the seconds per token of a plan known to run: nothing slower is evaluated)
     (``exhaustive``: evaluate every plan). ``space.feasible`` marks the plans that run."""
     import numpy as np
 
-    P, m = _fitting_micro(x, gpus, pins)
+    P, m = _fitting_micro(x, gpus, pins, micro)
     lb = lower_bound_seconds_per_token(P, m, x, gpus, pins)
     order = np.argsort(lb, kind="stable")
-    parts, bar, best_found = [], np.inf, np.empty(0)
+    parts, best_found, known = [], np.empty(0), bar
     for start in range(0, len(order), len(order) if exhaustive else CHUNK):
         idx = order[start : start + (len(order) if exhaustive else CHUNK)]
         if lb[idx[0]] > bar:
@@ -555,7 +575,7 @@ def search_fixed(x: dict, gpus: int, pins: dict, keep: int = 1, exhaustive: bool
         parts.append((M, out, fits))
         found = np.concatenate([best_found, out["seconds_per_token"][fits]])
         best_found = np.partition(found, keep - 1)[:keep] if len(found) > keep else found
-        bar = best_found.max() if len(best_found) >= keep else np.inf
+        bar = min(known, best_found.max() if len(best_found) >= keep else np.inf)
     return _joined(parts)
 
 
@@ -639,18 +659,24 @@ def _fill(M: sr.Columns, x: dict) -> Any:
 
 
 def replicas_for_memory(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
-    """Fewest replicas whose FSDP sharding brings a micro row's memory under HBM (inf: never)."""
+    """Fewest replicas d with which some sharding stage brings a micro row's memory under HBM (inf:
+    never). Per stage z the state is fixed_z + shardable_z / d (ZeRO-1 shards the optimizer state,
+    ZeRO-2 and the gradients, FSDP and the weights, but holds two gathered layers), so d >=
+    shardable_z / (HBM - fixed_z - activations - logits); the least over the stages."""
     import numpy as np
 
-    zero = float(pins.get("zero", 3))
-    one = ts.state_bytes({**P, "dp": np.ones_like(P["tp"]), "zero": np.full_like(P["tp"], zero)}, x)
-    gathered = ts.state_bytes(
-        {**P, "dp": np.full_like(P["tp"], 1e18), "zero": np.full_like(P["tp"], zero)}, x
-    )
+    ones, many = np.ones_like(P["tp"]), np.full_like(P["tp"], 1e18)
     acts = [m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in options(pins, "rc", POLICIES)]
-    room = x["hbm_cap"] - gathered - np.min(acts, axis=0) - m["logits_bytes"]
-    shardable = one - gathered  # state bytes that shrink as 1 / dp
-    return np.where(room > 0, np.maximum(shardable / np.where(room > 0, room, 1.0), 1.0), np.inf)
+    free = x["hbm_cap"] - np.min(acts, axis=0) - m["logits_bytes"]
+    need = np.full(len(ones), np.inf)
+    for z in options(pins, "zero", (0, 1, 2, 3)):
+        zs = np.full_like(P["tp"], float(z))
+        fixed = ts.state_bytes({**P, "dp": many, "zero": zs}, x)
+        shardable = ts.state_bytes({**P, "dp": ones, "zero": zs}, x) - fixed
+        room = free - fixed
+        d = np.where(shardable > 0, shardable / np.where(room > 0, room, 1.0), 1.0)
+        need = np.minimum(need, np.where(room >= 0, np.maximum(d, 1.0), np.inf))
+    return need
 
 
 def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Searched:
@@ -678,7 +704,9 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         parts.append((M, {**out, "gpus": gpus, "wall_s": wall}, ok))
         if np.any(ok):
             bar = min(bar, float(gpus[ok].min()))
-    return _joined(parts)
+    s = _joined(parts)
+    s.extra = {"micro": (P, m), "need": need}
+    return s
 
 
 def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
@@ -714,22 +742,34 @@ def best_rate(d, t_mb, per_seq, w, B):
 
 
 def replicas_lower_bound(P: sr.Columns, m: dict, x: dict, rate: float, pins: dict) -> Any:
-    """Fewest replicas a micro row could meet ``rate`` tokens/s with (:func:`best_rate`, by bisection
-    in log space: it grows with the replicas), and at least the replicas that hold its state."""
+    """Fewest replicas a micro row could meet ``rate`` tokens/s with (:func:`best_rate` grows with
+    the replicas), and at least the replicas that hold its state. Bracketed between the replicas
+    that would meet the rate with no bubble (d mbs S / t_mb tokens/s) and, where one exists, the
+    closed-form count that meets it within the recipe batch (B / ((B / (d mbs S) + w) t_mb) = rate);
+    then bisection in log space, keeping the lower end (a lower bound, to 0.1 % or better)."""
     import numpy as np
 
+    memory = replicas_for_memory(P, m, x, pins)
     per_seq = P["mbs"] * x["seq"]
     t_mb = m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)
     w = (P["pp"] - 1.0) / P["vp"]
+    B = x["recipe_batch"]
     lo = np.log(np.maximum(rate * t_mb / per_seq, 1.0))
-    hi = lo + np.log(2.0) * 40
-    reach = best_rate(np.exp(hi), t_mb, per_seq, w, x["recipe_batch"]) >= rate
-    for _ in range(24):
+    room = B / (rate * t_mb) - w  # micro-batches per step left within the recipe batch, at the rate
+    d_within = np.where(room > 0, B / (per_seq * np.where(room > 0, room, 1.0)), np.inf)
+    within_ok = d_within <= B / per_seq  # at least one micro-batch per replica
+    hi = np.where(within_ok, np.log(np.maximum(d_within, np.exp(lo))), lo + np.log(2.0) * 40)
+    reach = within_ok | (best_rate(np.exp(hi), t_mb, per_seq, w, B) >= rate)
+    d = np.full(len(lo), np.inf)
+    live = np.flatnonzero(reach & np.isfinite(memory))  # rows that hold their state and reach the rate
+    lo, hi, t_mb, per_seq, w = lo[live], hi[live], t_mb[live], per_seq[live], w[live]
+    steps = int(np.ceil(np.log2(max(float(np.max(hi - lo, initial=0.0)), 1e-3) / 1e-3)))
+    for _ in range(min(steps, 24)):
         mid = (lo + hi) / 2.0
-        ok = best_rate(np.exp(mid), t_mb, per_seq, w, x["recipe_batch"]) >= rate
+        ok = best_rate(np.exp(mid), t_mb, per_seq, w, B) >= rate
         lo, hi = np.where(ok, lo, mid), np.where(ok, mid, hi)
-    d = np.where(reach, np.exp(hi), np.inf)
-    return np.maximum(d, replicas_for_memory(P, m, x, pins))
+    d[live] = np.exp(lo)
+    return np.maximum(d, memory)
 
 
 def _deadline_rows(P: sr.Columns, d_low: Any, x: dict, pins: dict) -> sr.Columns:
@@ -838,11 +878,18 @@ def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int
     idx = np.flatnonzero(ok)
     i = int(idx[np.lexsort((s.out["wall_s"][idx], s.out["gpus"][idx]))[0]])
     gpus = int(s.out["gpus"][i])
-    found = find_fixed(x, gpus, pins, top)
-    if found.best.out["seconds_per_token"] > s.seconds_per_token[i]:
-        found.best = choice(s, i, gpus)
-    found.evaluated += len(s)
-    return found
+    # the fastest plan on that cluster: the deadline's plan runs there, so nothing slower is searched;
+    # a faster one meets the deadline too, so its micro row needs at most that many GPUs
+    known, micro = (float(s.seconds_per_token[i]), None) if top <= 1 else (math.inf, None)
+    if known < math.inf and "micro" in s.extra:
+        near = s.extra["need"] <= gpus
+        micro = sr.take(s.extra["micro"][0], near), index_terms(s.extra["micro"][1], near)
+    f = search_fixed(x, gpus, pins, keep=max(top, 1), bar=known, micro=micro)
+    b = best_row(f)
+    best = choice(f, b, gpus) if b is not None else None
+    if best is None or best.out["seconds_per_token"] > s.seconds_per_token[i]:
+        best = choice(s, i, gpus)
+    return Found(best, [choice(f, j, gpus) for j in top_rows(f, top)], len(f) + len(s))
 
 
 def min_gpus_for_memory(x: dict) -> int:
@@ -931,19 +978,31 @@ class BySize:
 
 
 def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
-    """The fastest plan on every cluster size up to ``cap`` GPUs (for an RL trainer, whose global
-    batch is pinned, so every plan moves the same tokens per step). Branch and bound over micro
-    rows in order of their lower bound at ``cap`` (a smaller cluster only raises it): a row is
-    skipped when its bound is no better than the best plan already found on the fewest GPUs any
-    of its plans can use (its tensor x context x pipeline GPUs times the fewest replicas that hold
-    its state), which is at least as good as the best on any larger cluster."""
+    """The fastest plan on every cluster size up to ``cap`` GPUs, for a pinned global batch (an RL
+    trainer: ``gbs`` in pins, so every plan moves the same tokens per step). Branch and bound over
+    micro rows in order of their lower bound at ``cap``: each row's plans take a data-parallel
+    degree d that divides the batch, at least the replicas that hold its state, so they use
+    tp cp pp d GPUs and take at least t_mb (ceil(gbs / (d mbs)) + w) / tokens seconds per token;
+    a row is dropped once, for every such d, that bound is no better than the best plan already
+    found on that many GPUs (which is at least as good as the best on any larger cluster)."""
     import numpy as np
 
     P, m = _fitting_micro(x, cap, pins)
     lb = lower_bound_seconds_per_token(P, m, x, cap, pins)
     base = P["tp"] * P["cp"] * P["pp"]
-    u_min = base * np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)
-    pending = np.argsort(lb, kind="stable")
+    gbs = float(pins["gbs"])
+    ds = np.array(divisors(int(gbs)), dtype=float)[None, :]
+    fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)[:, None]
+    mbs = P["mbs"][:, None]
+    usable = (ds >= fit) & (base[:, None] * ds <= cap) & (gbs % (ds * mbs) == 0)
+    t_mb = (m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins))[:, None]
+    w = ((P["pp"] - 1.0) / P["vp"])[:, None]
+    tokens = gbs * x["seq"]
+    lb_d = np.where(usable, t_mb * (gbs / (ds * mbs) + w) / tokens * batch_penalty(tokens, x), np.inf)
+    gpus_d = np.where(usable, base[:, None] * ds, np.inf)
+    lb_min, gpus_min = lb_d.min(axis=1), gpus_d.min(axis=1)  # the best bound, and the fewest GPUs
+    pending = np.flatnonzero(np.any(usable, axis=1))
+    pending = pending[np.argsort(lb[pending], kind="stable")]
     parts: list = []
     used, best = np.empty(0), np.empty(0)  # GPUs used, ascending, and the best plan on so many
     while len(pending):
@@ -956,9 +1015,12 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         best = np.concatenate([best, out["seconds_per_token"][fits]])
         o = np.argsort(used, kind="stable")
         used, best = used[o], np.minimum.accumulate(best[o])
-        if len(used) and len(pending):
-            k = np.searchsorted(used, u_min[pending], side="right") - 1
-            pending = pending[lb[pending] < np.where(k >= 0, best[np.maximum(k, 0)], np.inf)]
+        if len(used) and len(pending):  # first against the best on the fewest GPUs, then per degree
+            k = np.searchsorted(used, gpus_min[pending], side="right") - 1
+            pending = pending[lb_min[pending] < np.where(k >= 0, best[np.maximum(k, 0)], np.inf)]
+            k = np.searchsorted(used, gpus_d[pending], side="right") - 1
+            bar = np.where(k >= 0, best[np.maximum(k, 0)], np.inf)
+            pending = pending[np.any(lb_d[pending] < bar, axis=1)]
     return by_size(_joined(parts))
 
 
