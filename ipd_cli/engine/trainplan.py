@@ -1028,6 +1028,8 @@ def by_size(s: Searched) -> BySize:
     """The running best of the feasible plans of ``s`` by GPUs used (ties: less memory)."""
     import numpy as np
 
+    if len(s) == 0:
+        return BySize(s, np.empty(0), np.empty(0, dtype=int))
     idx = np.flatnonzero(s.space.feasible)
     used = (s.cols["tp"] * s.cols["cp"] * s.cols["pp"] * s.cols["dp"])[idx]
     o = np.lexsort((s.out["memory_bytes"][idx], s.seconds_per_token[idx], used))
