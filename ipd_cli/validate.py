@@ -382,45 +382,70 @@ def _rms(mean_square: float) -> float | None:
     return math.sqrt(mean_square) if math.isfinite(mean_square) else None
 
 
+JOINT = "efficiency."  # the pre-training knobs share their cases: fitted in rounds until none moves
+ROUNDS = 4
+
+
 def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = None) -> Listing:
     """Fit each knob on its fitting cases by a log-spaced grid search over the catalog range
     (least squares of log(measured / predicted)); knobs are fitted one after another, each
-    with the ones before it already set. Prints the values and the --set that applies them."""
+    with the ones before it already set. The pre-training knobs (``efficiency.*``) price the same
+    cases together (the GEMM call overhead against the training share), so they are fitted in
+    rounds (coordinate descent) until a round moves none of them. Prints the values and the --set
+    that applies them."""
     cases, _ = load_cases(path)
     groups: dict[str, list[Case]] = {}
     for case in cases:
         for knob in knobs_of(cat, case) if case.split == "fitting" else []:
             groups.setdefault(knob, []).append(case)
-    applied = list(sets or [])
-    rows = []
-    for knob in sorted(groups, key=lambda k: (next(i for i, p in enumerate(ORDER) if k.startswith(p)), k)):
-        base = cat.with_overrides(applied) if applied else cat
-        current = _current(base, knob)
-        before = _loss(base, groups[knob])
-        if math.isinf(before):  # every fitting case of this knob is out of the model's reach
-            rows.append(_skipped(knob, current.value, groups[knob]))
-            continue
-        best = (before, current.value)
-        for value in _grid(current):
-            loss = _loss(cat.with_overrides([*applied, f"{knob}={value:.4g}"]), groups[knob])
-            if loss < best[0] - 1e-12:
-                best = (loss, value)
-        fitted = float(f"{best[1]:.3g}")
-        applied.append(f"{knob}={fitted}")
-        rows.append(
-            {
-                "parameter": knob,
-                "current": current.value,
-                "fitted": fitted,
-                "cases": len(groups[knob]),
-                "rms_log_error_before": _rms(before),
-                "rms_log_error_after": _rms(best[0]),
-                "case_ids": ", ".join(c.id for c in groups[knob]),
-                "set": f"--set {knob}={fitted}",
-                "status": "fitted",
-            }
-        )
-    return Listing(kind="calibration", items=rows)
+    ordered = sorted(groups, key=lambda k: (next(i for i, p in enumerate(ORDER) if k.startswith(p)), k))
+    joint = [k for k in ordered if k.startswith(JOINT)]
+    applied: dict[str, str] = {}
+    base_sets = list(sets or [])
+    rows: dict[str, dict[str, Any]] = {}
+    start = {k: _current(cat.with_overrides(base_sets) if base_sets else cat, k).value for k in ordered}
+    for round_ in range(ROUNDS):
+        moved = False
+        for knob in joint if round_ else ordered:
+            row = _fit_knob(cat, knob, groups[knob], [*base_sets, *applied.values()], start[knob])
+            rows[knob] = row
+            if row["status"] != "fitted":
+                continue
+            moved |= knob in applied and applied[knob] != f"{knob}={row['fitted']}"
+            applied[knob] = f"{knob}={row['fitted']}"
+        if round_ and not moved:
+            break
+    return Listing(kind="calibration", items=[rows[k] for k in ordered])
+
+
+def _fit_knob(
+    cat: Catalog, knob: str, cases: list[Case], applied: list[str], current: float
+) -> dict[str, Any]:
+    """One knob's grid search with the other knobs at ``applied`` (its own earlier fit, if any, is a
+    candidate too); ``current``: the catalog value."""
+    others = [a for a in applied if not a.startswith(f"{knob}=")]
+    base = cat.with_overrides(others) if others else cat
+    before = _loss(base, cases)
+    if math.isinf(before):  # every fitting case of this knob is out of the model's reach
+        return _skipped(knob, current, cases)
+    best = (before, _current(base, knob).value)
+    earlier = [float(a.split("=", 1)[1]) for a in applied if a.startswith(f"{knob}=")]
+    for value in [*earlier, *_grid(_current(base, knob))]:
+        loss = _loss(cat.with_overrides([*others, f"{knob}={value:.4g}"]), cases)
+        if loss < best[0] - 1e-12:
+            best = (loss, value)
+    fitted = float(f"{best[1]:.3g}")
+    return {
+        "parameter": knob,
+        "current": current,
+        "fitted": fitted,
+        "cases": len(cases),
+        "rms_log_error_before": _rms(before),
+        "rms_log_error_after": _rms(best[0]),
+        "case_ids": ", ".join(c.id for c in cases),
+        "set": f"--set {knob}={fitted}",
+        "status": "fitted",
+    }
 
 
 def _skipped(knob: str, current: float, cases: list[Case]) -> dict[str, Any]:

@@ -245,6 +245,8 @@ def step_inputs(inp: Inputs) -> dict[str, Any]:
         "a2a_overlap": inp.read(f"{e}.moe_a2a_overlap", "all-to-all hidden behind compute"),
         "overlap_tax": inp.read(f"{e}.overlap_tax", "compute lost to overlapped collectives"),
         "goodput": inp.read(f"{e}.training_goodput", "training goodput"),
+        "lat_up": inp.read("serving.collective_latency_us_scale_up", "collective latency (scale-up)"),
+        "lat_out": inp.read("serving.collective_latency_us_scale_out", "collective latency (scale-out)"),
         "batch_coef": inp.read(f"{e}.default_batch_coefficient", "default batch coefficient"),
         "batch_exp": inp.read(f"{e}.default_batch_exponent", "default batch exponent"),
     }
@@ -794,6 +796,11 @@ ZERO_NAMES = ("", ", ZeRO-1", ", ZeRO-2", ", FSDP")
 
 def plan_of(s: Searched, i: int) -> dict[str, int]:
     return {k: int(s.cols[k][i]) for k in PLAN_COLS}
+
+
+def plan_of_cols(cols: dict[str, float]) -> dict[str, int]:
+    """A plan's fields from one row's columns as plain numbers."""
+    return {k: int(cols[k]) for k in PLAN_COLS}
 
 
 def plan_name(p: dict[str, int]) -> str:
