@@ -667,14 +667,20 @@ def replicas_for_memory(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
     shardable_z / (HBM - fixed_z - activations - logits); the least over the stages."""
     import numpy as np
 
-    ones, many = np.ones_like(P["tp"]), np.full_like(P["tp"], 1e18)
     acts = [m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in options(pins, "rc", POLICIES)]
     free = x["hbm_cap"] - np.min(acts, axis=0) - m["logits_bytes"]
-    need = np.full(len(ones), np.inf)
+    dense, expert = ts.params_per_gpu(P, x)
+    g_dense, g_expert = ts.dp_groups({**P, "dp": np.ones_like(P["tp"])})  # the groups at one replica
+    total = dense + expert
+    at_one = dense / g_dense + expert / g_expert  # parameters a GPU keeps of what shards, at one replica
+    gathered = 2.0 * total / ts.stage_layers(P, x) * x["weight_bytes"]  # FSDP's two layers in flight
+    w, g, o = x["weight_bytes"], x["grad_bytes"], x["optim_bytes"]
+    per_stage = {0: (w + g + o, 0.0), 1: (w + g, o), 2: (w, g + o), 3: (0.0, w + g + o)}
+    need = np.full(len(total), np.inf)
     for z in options(pins, "zero", (0, 1, 2, 3)):
-        zs = np.full_like(P["tp"], float(z))
-        fixed = ts.state_bytes({**P, "dp": many, "zero": zs}, x)
-        shardable = ts.state_bytes({**P, "dp": ones, "zero": zs}, x) - fixed
+        kept, sharded = per_stage[z]
+        fixed = kept * total + (z == 3) * gathered
+        shardable = sharded * at_one
         room = free - fixed
         d = np.where(shardable > 0, shardable / np.where(room > 0, room, 1.0), 1.0)
         need = np.minimum(need, np.where(room >= 0, np.maximum(d, 1.0), np.inf))
