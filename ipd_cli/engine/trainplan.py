@@ -597,6 +597,8 @@ def _joined(parts: list) -> Searched:
 
 def best_row(s: Searched) -> int | None:
     """The feasible plan with the fewest seconds per useful token (ties: less memory)."""
+    if len(s) == 0:
+        return None
     return sr.best(-s.seconds_per_token, s.space.feasible, -s.out["memory_bytes"])
 
 
@@ -604,6 +606,8 @@ def top_rows(s: Searched, n: int) -> list[int]:
     """The n best feasible plans, best first."""
     import numpy as np
 
+    if len(s) == 0:
+        return []
     idx = np.flatnonzero(s.space.feasible)
     order = np.lexsort((s.out["memory_bytes"][idx], s.seconds_per_token[idx]))
     return [int(i) for i in idx[order[:n]]]
