@@ -6,7 +6,11 @@ median of N runs (default 7) of:
 
 * the whole GPT-3 grid evaluated exhaustively (no pruning): plans, seconds, plans/s, the best plan;
 * the same search with branch and bound (what `ipd train` runs): seconds, plans evaluated;
-* the 10T MoE deadline search of `ipd compare vera-rubin blackwell --workload pretrain-10t-moe`.
+* the 10T MoE deadline search of `ipd compare vera-rubin blackwell --workload pretrain-10t-moe`
+  (whole systems: the fewest GPUs whose best plan meets 30 days, then the fastest plan there);
+* the RL trainer's plan table of the 10T SWE-agent step (512 sequences of 36,000 tokens): the best
+  plan on every trainer size up to 2,048 GPUs from one branch-and-bound search, which the
+  `--split auto` search then looks up (Rubin and GB200).
 
 A plan here is one (tp, cp, pp, vp, ep, mbs, rank order, dp, micro-batches) row; for each, the
 search prices every recompute policy (none, selective, full, offload) and picks the least sharding
@@ -25,6 +29,7 @@ from ipd_cli import load
 from ipd_cli.engine import pretraining as pt
 from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine.inputs import Inputs
+from ipd_cli.engine.trace import Trace
 
 
 def gpt3_inputs(cat):
@@ -97,6 +102,25 @@ def main() -> None:
     seconds, r = timed(deadline, max(3, runs // 2))
     gpus = [s.pretraining.gpus for s in r.systems]
     print(f"10T MoE, 100T tokens in 30 days, Rubin and GB200 (deadline mode): {seconds:.2f} s, GPUs {gpus}")
+
+    def trainer_sizes(hardware):
+        def run():
+            x, _ = pt.pretraining_inputs(
+                cat, hardware, "moe-10t", 512 * 36000.0, gpus=2048, deadline_days=None, precision="bf16",
+                mfu=None, sequence_length=36000, pricing="rental", origin="benchmark",
+                trace=Trace(cat.sources, record=False),
+            )  # fmt: skip
+            pins = {"gbs": 512}
+            return tpn.search_sizes(tpn.derive({**x, "pins": pins}), 2048, pins)
+
+        return run
+
+    for hardware in ("vera-rubin", "gb200-nvl72"):
+        seconds, table = timed(trainer_sizes(hardware), runs)
+        print(
+            f"RL trainer plans, 10T MoE SWE step on {hardware}, every size to 2,048 GPUs: {seconds:.2f} s, "
+            f"{len(table.s):,} plans evaluated, smallest trainer {table.min_gpus:,} GPUs"
+        )
 
 
 if __name__ == "__main__":

@@ -5,14 +5,14 @@ its source, inputs, measured value and split: ``fitting`` cases may tune the eff
 defaults, ``checking`` cases never do, and report the model's error.
 
 Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
-fitting cases that depend on it (GEMM cost per call and training shares by precision:
+fitting cases that depend on it (training shares by accelerator and precision, overlaps:
 pre-training cases; serving per-layer step overhead: serving cases at 4 users or fewer; decode
 HBM efficiency: the other dense serving cases; MoE compute share per precision: the other MoE
 serving cases; weight-sync stack software and link efficiency per transport: weight-sync cases
 (only values the catalog cites as ipd-calibration; sourced ones are not refitted); RL trainer
-MFU and fixed step time: RL step cases). Knobs are fitted one after another, each by a
-log-spaced grid search over its
-catalog range (fractions capped at 0.95) that minimises the mean squared
+share of the plan's speed and fixed step time: RL step cases). Knobs are fitted one after another,
+each by a log-spaced grid search over its catalog range (fractions, whose range ends at 1 or below,
+capped at 0.95), refined near the best for the pre-training knobs, that minimises the mean squared
 log(measured / predicted) of its cases, with the knobs before it already set.
 """
 
@@ -331,11 +331,11 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
         fp4 = ["efficiency.training_gemm.fp4.recipe_share"] if i.get("precision") == "fp4" else []
         moe = ["efficiency.moe_a2a_overlap"] if _is_moe(cat, case) else []
         tp = ["efficiency.tp_comm_overlap"] if int(i.get("tp", 1)) > 1 else []
-        return ["efficiency.gemm_call_overhead_us", share, *fp4, *moe, *tp]
+        return [share, *fp4, *moe, *tp]
     if case.kind == "serve":
         return _serving_knobs(cat, case)
     if case.kind == "rl-step":
-        return [f"rl.training_mfu.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
+        return [f"rl.trainer_efficiency.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
     return [k for k in _weight_sync_knobs(cat, i) if _calibrated(cat, k)]
 
 
@@ -418,7 +418,7 @@ ORDER = (
     *(f"serving:{f}" for f in SERVING_FIELDS),
     "rl.sync_stacks",
     "rl.sync_link",
-    "rl.training",
+    "rl.trainer_efficiency",
     "rl.step_fixed",
 )
 
@@ -444,10 +444,22 @@ def _current(cat: Catalog, path: str) -> Any:
 
 
 def _grid(s: Any, points: int = 17) -> list[float]:
+    """Log-spaced points over the knob's range (a fraction, whose range ends at 1 or below, is capped
+    at 0.95; a value that is 1 or less but not a fraction, such as 1 us, keeps its range)."""
     lo, hi = s.range if s.range else (s.value / 2, s.value * 2)
     lo = max(lo, 1e-3)
-    hi = min(hi, 0.95) if s.value <= 1 and hi <= 1 else hi  # fractions stay below 1
+    fraction = hi <= 1 if s.range else s.value <= 1
+    hi = min(hi, 0.95) if fraction else hi
     return [lo * (hi / lo) ** (k / (points - 1)) for k in range(points)] if hi > lo else [s.value]
+
+
+def _refined(grid: list[float], at: float, points: int = 8) -> list[float]:
+    """Log-spaced points between the grid neighbours of ``at`` (``at`` excluded)."""
+    below = max((g for g in grid if g < at), default=at)
+    above = min((g for g in grid if g > at), default=at)
+    if below >= above:
+        return []
+    return [below * (above / below) ** (k / (points + 1)) for k in range(1, points + 1)]
 
 
 def _loss(cat: Catalog, cases: list[Case]) -> float:
@@ -465,47 +477,64 @@ def _rms(mean_square: float) -> float | None:
     return math.sqrt(mean_square) if math.isfinite(mean_square) else None
 
 
+JOINT = "efficiency."  # pre-training knobs: cheap to price, so their grid is refined near the best
+
+
 def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = None) -> Listing:
     """Fit each knob on its fitting cases by a log-spaced grid search over the catalog range
-    (least squares of log(measured / predicted)); knobs are fitted one after another, each
-    with the ones before it already set. Prints the values and the --set that applies them
-    (``sets``: overrides the fit starts from, on top of ``cat``)."""
+    (least squares of log(measured / predicted)), refined between the grid points around the best
+    for the pre-training knobs; knobs are fitted one after another, each with the ones before it
+    already set. The defaults are a fixed point: a pass moves none of them by more than a few per
+    cent. Prints the values and the --set that applies them."""
     cases, _ = load_cases(path)
     start = cat.with_overrides(sets) if sets else cat
     groups: dict[str, list[Case]] = {}
     for case in cases:
         for knob in knobs_of(start, case) if case.split == "fitting" else []:
             groups.setdefault(knob, []).append(case)
-    applied: list[str] = []
+    ordered = sorted(groups, key=lambda k: (_rank(k), k))
+    applied = list(sets or [])
     rows = []
-    for knob in sorted(groups, key=lambda k: (_rank(k), k)):
-        base = start.with_overrides(applied) if applied else start
-        current = _current(base, knob)
-        before = _loss(base, groups[knob])
-        if math.isinf(before):  # every fitting case of this knob is out of the model's reach
-            rows.append(_skipped(knob, current.value, groups[knob]))
-            continue
-        best = (before, current.value)
-        for value in _grid(current):
-            loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), groups[knob])
+    for knob in ordered:
+        row = _fit_knob(cat, knob, groups[knob], applied, _current(start, knob).value)
+        rows.append(row)
+        if row["status"] == "fitted":
+            applied.append(f"{knob}={row['fitted']}")
+    return Listing(kind="calibration", items=rows)
+
+
+def _fit_knob(
+    cat: Catalog, knob: str, cases: list[Case], applied: list[str], current: float
+) -> dict[str, Any]:
+    """One knob's grid search with the knobs before it at ``applied``; ``current``: its catalog value."""
+    others = [a for a in applied if not a.startswith(f"{knob}=")]
+    base = cat.with_overrides(others) if others else cat
+    before = _loss(base, cases)
+    if math.isinf(before):  # every fitting case of this knob is out of the model's reach
+        return _skipped(knob, current, cases)
+    best = (before, _current(base, knob).value)
+    grid = _grid(_current(base, knob))
+    for value in grid:
+        loss = _loss(cat.with_overrides([*others, f"{knob}={value:.4g}"]), cases)
+        if loss < best[0] - 1e-12:
+            best = (loss, value)
+    if knob.startswith(JOINT):  # cheap to price: refine between the grid points around the best
+        for value in _refined(grid, best[1]):
+            loss = _loss(cat.with_overrides([*others, f"{knob}={value:.4g}"]), cases)
             if loss < best[0] - 1e-12:
                 best = (loss, value)
-        fitted = float(f"{best[1]:.3g}")
-        applied.append(f"{knob}={fitted}")
-        rows.append(
-            {
-                "parameter": knob,
-                "current": current.value,
-                "fitted": fitted,
-                "cases": len(groups[knob]),
-                "rms_log_error_before": _rms(before),
-                "rms_log_error_after": _rms(best[0]),
-                "case_ids": ", ".join(c.id for c in groups[knob]),
-                "set": f"--set {knob}={fitted}",
-                "status": "fitted",
-            }
-        )
-    return Listing(kind="calibration", items=rows)
+    fitted = float(f"{best[1]:.3g}")
+    return {
+        "parameter": knob,
+        "current": current,
+        "fitted": fitted,
+        "cases": len(cases),
+        "rms_log_error_before": _rms(before),
+        "rms_log_error_after": _rms(best[0]),
+        "case_ids": ", ".join(c.id for c in cases),
+        "set": f"--set {knob}={fitted}",
+        "status": "fitted",
+    }
 
 
 def _skipped(knob: str, current: float, cases: list[Case]) -> dict[str, Any]:

@@ -75,15 +75,69 @@ def test_collective_bytes_by_hand(catalog):
     up = 900e9 / 2 * 0.70  # NVLink4 900 GB/s both directions, per direction, at the link efficiency
     assert x["up_bw"] == pytest.approx(up)
     # TP4 inside the node: each all-gather or reduce-scatter moves (t - 1) / t of the micro-batch's
-    # hidden states (8,192 tokens x 8,192 values x 2 bytes); a dense layer does 4 forward
-    P = {"tp": 4.0, "cp": 1.0, "mbs": 1.0, "order": 0.0, "pp": 8.0, "ep": 1.0}
-    assert ts.layer_tp_seconds(P, x) == pytest.approx(4 * 8192 * 8192 * 2 * 3 / 4 / up)
+    # hidden states (8,192 tokens x 8,192 values x 2 bytes) plus its fixed latency (8 us inside a
+    # domain); a dense layer does 4 forward
+    P = {"tp": 4.0, "cp": 1.0, "mbs": 1.0, "order": 0.0, "pp": 8.0, "ep": 1.0, "vp": 1.0}
+    lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
+    assert ts.layer_tp_seconds(P, x) == pytest.approx(4 * (8192 * 8192 * 2 * 3 / 4 / up + lat))
+    # pipeline sends of one micro-batch between nodes (PP outermost: NICs): activations forward and
+    # gradients back, 8,192 / TP4 tokens x 8,192 x 2 bytes each, plus 25 us each over the network
+    nic_lat = catalog.serving.collective_latency_us_scale_out.value * 1e-6
+    p2p = 2 * (8192 / 4 * 8192 * 2 / (400e9 / 8 * 0.80) + nic_lat)
+    assert ts.p2p_seconds(P, x, False) == pytest.approx(p2p)
     # DP over 16 GPUs in two 8-GPU nodes (one rank per node each side): hierarchical, the NIC carries
     # 1/8 of the half that crosses (k = 2 domains), the NVLink 7/8 of the data
     full = 1e9
     nic = 400e9 / 8 * 0.80
     assert ts.ring_seconds(full, 16, 8, x) == pytest.approx(max(full * 7 / 8 / up, full * 1 / 2 / 8 / nic))
     assert ts.ring_seconds(full, 8, 8, x) == pytest.approx(full * 7 / 8 / up)  # inside: a plain ring
+
+
+def test_a_forward_only_pass_by_hand(catalog):
+    # log-prob passes: each micro-batch's forward and its forward pipeline sends, plus the pipeline
+    # fill and drain of (pp - 1) / vp micro-batches; no backward, no gradient traffic, no optimizer
+    x = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
+    cols, _ = one_plan(x, 64, PLAN_70B)
+    P = {k: cols[k] for k in tpn.PLAN_COLS}
+    t = ts.micro_terms(P, x)
+    p2p = ts.p2p_seconds(P, x, ts.in_domain(P, x)["pp"])
+    assert tpn.plan_forward_seconds(tpn.plan_of_cols(cols), x) == pytest.approx(
+        (64 + 7 / 5) * (t["fwd_s"] + p2p / 2)
+    )
+    flat = {**P, "pp": 1.0, "vp": 1.0, "dp": 16.0, "mb": 4.0}  # no pipeline: the forwards alone
+    tf = ts.micro_terms(flat, x)
+    assert float(ts.forward_seconds(flat, tf, x)) == pytest.approx(4 * tf["fwd_s"])
+
+
+def test_the_size_table_is_the_best_plan_of_every_cluster(catalog):
+    # an RL trainer's global batch is pinned: one branch-and-bound search gives the fastest plan on
+    # every cluster up to the cap, the same as the exhaustive grid's running best by GPUs used
+    x = inputs(catalog, "h100-sxm", "llama-3.1-8b", "bf16", seq=4096)
+    pins = {"gbs": 64}
+    fast = tpn.search_sizes(x, 48, pins)
+    whole = tpn.by_size(tpn.search_fixed(x, 48, pins, exhaustive=True))
+    # 8.03e9 parameters x 16 bytes = 128 GB of state: more than one H100's 72 GB usable, not two's
+    assert fast.min_gpus == whole.min_gpus == 2
+    assert len(fast.s) < len(whole.s)
+    assert fast.best(1) is None and whole.best(1) is None
+    for gpus in range(2, 49):
+        a, b = fast.best(gpus), whole.best(gpus)
+        assert fast.s.seconds_per_token[a] == pytest.approx(whole.s.seconds_per_token[b], rel=1e-12), gpus
+        assert fast.used[fast.used <= gpus].max() <= gpus
+
+
+def test_the_deadline_search_finds_the_fewest_gpus(catalog):
+    # no whole-system cluster below the answer meets the deadline with any plan (the fixed search
+    # there, exhaustive), and the plan chosen on the answer is the fastest there
+    x = inputs(catalog, "h100-sxm", "llama-3.1-8b", "bf16", seq=8192, tokens=2e12)
+    days = 10
+    found = tpn.find_deadline(x, days * 86400, {}, 1e6)
+    gpus = found.best.gpus
+    below = tpn.search_fixed(x, gpus - 8, {}, exhaustive=True)
+    wall = x["tokens"] * below.seconds_per_token / x["goodput"]
+    assert not any(wall[below.space.feasible] <= days * 86400)
+    on = tpn.search_fixed(x, gpus, {}, exhaustive=True)
+    assert found.best.out["seconds_per_token"] == pytest.approx(on.seconds_per_token[tpn.best_row(on)])
 
 
 def test_the_estimate_is_the_grid_row_of_its_plan(catalog):

@@ -7,13 +7,15 @@ from helpers import run_cli
 
 from ipd_cli import load
 from ipd_cli.api import rl
+from ipd_cli.engine.pretraining import best_training_plan
 from ipd_cli.errors import InfeasibleError, InputError
 
 
 def test_training_and_logprob_phases_by_hand(catalog):
     # llama-3.1-8b, 64 prompts x 8 = 512 samples, E[L] = 256 + 0 + 1000 = 1256 tokens, colocated on 64 H100.
-    # forward FLOPs/token = 2 x active + 2 x 32 layers x 1256 x (32 heads x 128) = 2P + 329,252,864
-    # training = 512 x 1256 x fwd x 3 / (64 x 989e12 x MFU_dense) + fixed; log-probs = same x 1 pass / 3
+    # The trainer runs the plan search's fastest plan for a global batch of 512 sequences of 1256
+    # tokens: training = epochs x its step / the RL share + the fixed time; log-probs = passes x its
+    # forward-only pass / the share.
     wl = "workload"
     sets = [
         f"{wl}.model=llama-3.1-8b",
@@ -27,12 +29,23 @@ def test_training_and_logprob_phases_by_hand(catalog):
     ]
     cat = load(sets=sets)
     r = rl(cat, "hopper", "rl-math-reasoning").rl
-    m = cat.model("llama-3.1-8b")
-    fwd = 2 * m.active_params + 2 * 32 * 1256 * 4096
-    rate = 64 * 989e12 * cat.rl.training_mfu["dense"].value
-    tokens = 512 * 1256
-    assert r.phases.logprob_s == pytest.approx(tokens * fwd / rate)
-    assert r.phases.training_s == pytest.approx(3 * tokens * fwd / rate + cat.rl.step_fixed_s.value)
+    t = r.trainer
+    share, fixed = cat.rl.trainer_efficiency["dense"].value, cat.rl.step_fixed_s.value
+    assert t.global_batch == 512 and t.parallelism.global_batch == 512 and t.sequence_tokens == 1256
+    assert t.gpus_used <= 64 and t.memory_bytes_per_gpu <= 80e9 * 0.9
+    w = cat.workload("rl-math-reasoning")
+    assert r.phases.training_s == pytest.approx(w.ppo_epochs * t.training_pass_s + fixed)
+    assert r.phases.logprob_s == pytest.approx(w.logprob_passes * t.forward_pass_s)
+    # the same plan search through the pre-training API: one optimizer step of 512 x 1256 tokens
+    plan = best_training_plan(cat, "h100-sxm", "llama-3.1-8b", 64, 512 * 1256, 1256)
+    assert plan["plan"] == t.plan
+    assert t.training_pass_s == pytest.approx(plan["step_s"] / share)
+    assert t.forward_pass_s == pytest.approx(plan["forward_s"] / share)
+    # a forward-only pass is about a third of forward + backward (plus the pipeline fill and drain)
+    assert 0.25 < plan["forward_s"] / plan["step_s"] < 0.5
+    # MFU, an output: 6 x 8.03e9 + 3 x (2 x 32 layers x 1256 x 4096) FLOPs per token, by hand
+    fpt = 6 * cat.model("llama-3.1-8b").active_params + 3 * 2 * 32 * 1256 * 4096
+    assert t.mfu == pytest.approx(fpt * 512 * 1256 / (t.training_pass_s * t.gpus_used * 989e12), rel=1e-6)
     # colocated: every phase in series, nothing hidden
     assert r.step_seconds == pytest.approx(sum(r.phases.model_dump().values()))
     assert r.hidden_by_overlap_s == pytest.approx(0, abs=1e-9)

@@ -254,31 +254,40 @@ def test_rl_result_says_what_is_exposed(catalog):
 
 
 def test_a_trainer_that_cannot_hold_the_training_state_is_infeasible(catalog):
-    # 10T parameters x 16 bytes = 160 TB; 186 GB x 0.9 usable = 167.4 GB per GB200 -> 956 GPUs
-    with pytest.raises(InfeasibleError, match="give `train_gpus` >= 956"):
+    # 10T parameters x 16 bytes = 160 TB; 186 GB x 0.9 usable = 167.4 GB per GB200: no trainer under
+    # 956 GPUs holds it even fully sharded. The plan search's smallest trainer for the SWE step (512
+    # sequences of 4,000 + 24,000 + 8,000 = 36,000 tokens) is 1,024 GPUs (degrees are divisors of the
+    # layers, heads, experts and the 512 sequences), and the error names one it can run.
+    with pytest.raises(
+        InfeasibleError, match=r"smallest trainer that can is 1024 GPUs \(TP.*give `train_gpus` >= 1024"
+    ):
         rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gen_gpus=384, train_gpus=128)
-    # --split auto offers only splits whose trainer holds it: 956 + one rollout replica at least (the
+    ok = rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gen_gpus=384, train_gpus=1024).rl
+    assert ok.trainer.gpus_used <= 1024 and ok.trainer.memory_bytes_per_gpu <= 167.4e9
+    with pytest.raises(InfeasibleError, match="give `train_gpus` >= 1024"):
+        rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gen_gpus=384, train_gpus=1023)
+    # --split auto offers only splits whose trainer holds it: 1,024 + one rollout replica at least (the
     # deployment search's replica with the most tokens/s per GPU: 4 racks, 288 GPUs)
-    with pytest.raises(InfeasibleError, match="give `gpus` >= 1244"):
+    with pytest.raises(InfeasibleError, match="give `gpus` >= 1312"):
         rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gpus=1000)
     r = rl(catalog, "blackwell", "rl-swe-agent-10t").rl
-    assert r.train_gpus >= 956 and r.trainer_memory.min_train_gpus == 956
+    assert r.train_gpus >= 1024 and r.trainer_memory.min_train_gpus == 1024
     assert r.trainer_memory.bytes_per_gpu == pytest.approx(160e12 / r.train_gpus)
 
 
 def test_colocated_training_state_waits_in_host_memory(catalog):
-    # colocated on 1,000 GB200: HBM holds the state (>= 956); while rollouts run it waits in host
-    # memory: 160 TB / 1,000 = 160 GB per GPU against 17,280 GB / 72 = 240 GB per GPU
-    r = rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", mode="colocated", gpus=1000).rl
+    # colocated on 1,024 GB200: HBM holds the state (the smallest trainer); while rollouts run it waits
+    # in host memory: 160 TB / 1,024 = 156.25 GB per GPU against 17,280 GB / 72 = 240 GB per GPU
+    r = rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", mode="colocated", gpus=1024).rl
     m = r.trainer_memory
     assert m.location_during_rollouts == "host memory"
-    assert m.host_bytes_per_gpu == pytest.approx(160e9) and m.host_capacity_bytes_per_gpu == pytest.approx(
+    assert m.host_bytes_per_gpu == pytest.approx(156.25e9) and m.host_capacity_bytes_per_gpu == pytest.approx(
         240e9
     )
     # with 1 TB of host memory per rack (13.9 GB per GPU) it needs 160e12 / 13.89e9 = 11,520 GPUs
     small = catalog.with_overrides(["systems.gb200-nvl72.host_memory_gb=1000"])
     with pytest.raises(InfeasibleError, match="host memory.*give `gpus` >= 11520"):
-        rl(small, "blackwell", "rl-swe-agent", model="moe-10t", mode="colocated", gpus=1000)
+        rl(small, "blackwell", "rl-swe-agent", model="moe-10t", mode="colocated", gpus=1024)
 
 
 def test_rl_energy_counts_every_generated_rollout(catalog):
@@ -312,7 +321,7 @@ def test_rl_cli_names_the_transport_and_refuses_an_infeasible_trainer():
     r = run_cli(
         "rl", "--hardware", "blackwell", "--model", "moe-10t", "--gen-gpus", "384", "--train-gpus", "128"
     )
-    assert r.code == 1 and "--train-gpus >= 956" in r.stderr and r.stdout == ""
+    assert r.code == 1 and "--train-gpus >= 1024" in r.stderr and r.stdout == ""
 
 
 def test_rl_cli_takes_the_sync_stack_from_the_workload():

@@ -268,8 +268,8 @@ def test_a_table_replaced_by_a_user_file_must_be_whole(tmp_path):
     fp4 = "{max_share: {value: 0.7, source: ipd-estimate}, recipe_share: {value: 0.6, source: ipd-estimate}}"
     text = f"efficiency:\n  training_gemm:\n    fp4: {fp4}\n"
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", "training_gemm needs an entry for fp8, bf16")
-    text = "rl:\n  training_mfu:\n    dense: {value: 0.3, source: llama3-paper}\n"
-    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", "training_mfu needs an entry for moe")
+    text = "rl:\n  trainer_efficiency:\n    dense: {value: 0.5, source: llama3-paper}\n"
+    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", "trainer_efficiency needs an entry for moe")
 
 
 # --- duplicates, encodings, empty files, wrong kinds of path ---------------------------------------

@@ -1012,8 +1012,8 @@ class SyncStack(Strict):
 class RlEfficiency(Strict):
     """Achieved efficiencies of the RL loop (configs/rl.yaml, section ``rl``)."""
 
-    training_mfu: dict[Literal["dense", "moe"], Sourced] = unit(
-        "fraction of dense peak", description="RL trainer MFU of the dense peak"
+    trainer_efficiency: dict[Literal["dense", "moe"], Sourced] = unit(
+        "fraction", description="share of the parallelism plan search's training speed an RL trainer reaches"
     )
     step_fixed_s: Sourced = unit(
         "s", description="per-step fixed overhead: optimiser, orchestration, logging"
@@ -1065,9 +1065,9 @@ class RlEfficiency(Strict):
             )
         if self.default_sync_transport.value == "colocated":
             raise ValueError("default_sync_transport is for disaggregated modes; 'colocated' is not one")
-        _every_key("training_mfu", self.training_mfu, ("dense", "moe"))
-        for k, v in self.training_mfu.items():
-            _fraction(f"training_mfu.{k}", v)
+        _every_key("trainer_efficiency", self.trainer_efficiency, ("dense", "moe"))
+        for k, v in self.trainer_efficiency.items():
+            _fraction(f"trainer_efficiency.{k}", v)
         if not 0 <= self.async_waste_fraction.value < 1:
             raise ValueError("async_waste_fraction must be in [0, 1)")
         for name in ("step_fixed_s", "sync_fixed_s", "engine_switch_s", "offload_bytes_per_param"):

@@ -543,24 +543,23 @@ def best_training_plan(
         trace=trace,
     )
     y = tpn.derive({**x, "pins": pins})
-    s = tpn.search_fixed(y, gpus, pins)
-    i = tpn.best_row(s)
+    found = tpn.search_sizes(y, gpus, pins)
+    i = found.best(gpus)
     if i is None:
-        need = tpn.min_gpus_for_memory(y)
+        need = tpn.smallest_by_size(y, pins, gpus, MAX_GPUS)
+        least = f"needs at least {need:,}" if need else f"fits on no cluster of up to {MAX_GPUS:,}"
         raise InfeasibleError(
-            f"{cat.canonical('models', model)} needs at least {need:,} {cat.canonical('systems', hardware)} "
-            f"GPUs to hold its training state; the trainer has `train_gpus` {gpus}"
+            f"{cat.canonical('models', model)} {least} {cat.canonical('systems', hardware)} GPUs to hold "
+            f"its training state with {sequences:,} sequences of {sequence_length:,} tokens per step; "
+            f"the trainer has `train_gpus` {gpus}"
         )
-    c = tpn.choice(s, i, gpus)
+    c = tpn.choice(found.s, i, gpus)
     o = c.out
-    p = c.plan
-    forward_mb = o["fwd_s"] + o["p2p_s"] / p["mb"] / 2.0  # one direction of the pipeline sends
-    forward = (p["mb"] + (p["pp"] - 1.0) / p["vp"]) * forward_mb
     return {
         "plan": c.name,
         "parallelism": training_plan(c.plan),
         "step_s": o["step_s"],
-        "forward_s": forward,
+        "forward_s": tpn.plan_forward_seconds(c.plan, y),
         "memory_bytes_per_gpu": o["memory_bytes"],
         "mfu": y["fpt"] * o["tokens_per_step"] / (o["step_s"] * c.gpus_used * y["low_peak"]),
     }
@@ -569,8 +568,9 @@ def best_training_plan(
 def min_training_gpus(
     cat: Catalog, hardware: str, model: str, sequence_length: int, precision: str = "bf16"
 ) -> int:
-    """The smallest trainer (GPUs) that holds ``model``'s training state under the most memory-saving
-    plan (FSDP over every GPU, full recompute, one sequence per micro-batch)."""
+    """A lower bound on the GPUs that hold ``model``'s training state: weights, gradients and optimizer
+    state sharded over every GPU plus one sequence's full-recompute checkpoints. The smallest trainer
+    the plan search can run (what RL reports) is at least this."""
     x, _meta = pretraining_inputs(
         cat,
         hardware,

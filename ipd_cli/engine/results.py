@@ -438,6 +438,22 @@ class RlTrainerMemory(Result):
     host_capacity_bytes_per_gpu: float | None = None
 
 
+class RlTrainer(Result):
+    """The trainer's parallelism plan (the pre-training plan search on the training GPUs, the global
+    batch pinned to the step's samples at the mean trajectory length) and what it gives."""
+
+    plan: str
+    parallelism: TrainingPlan
+    sequence_tokens: float = Field(description="tokens per trained sequence: the mean trajectory length")
+    global_batch: int = Field(description="sequences per optimizer step: the step's kept samples")
+    training_pass_s: float = Field(description="one optimizer step over the step's samples")
+    forward_pass_s: float = Field(description="one forward-only (log-prob) pass over them")
+    fixed_s: float = Field(description="the calibrated fixed trainer time per RL step")
+    mfu: float = Field(description="model FLOPs of the training pass / (GPUs it uses x dense peak)")
+    memory_bytes_per_gpu: float
+    gpus_used: int
+
+
 class Rl(Result):
     model: str
     workload: str
@@ -473,6 +489,7 @@ class Rl(Result):
     energy_kwh_per_step: float = Field(description="GPU-hours x system kW per GPU x PUE of one step")
     weight_sync: RlWeightSync
     trainer_memory: RlTrainerMemory
+    trainer: RlTrainer | None = None
 
 
 class RlResult(Result):

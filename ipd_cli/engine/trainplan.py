@@ -245,6 +245,8 @@ def step_inputs(inp: Inputs) -> dict[str, Any]:
         "a2a_overlap": inp.read(f"{e}.moe_a2a_overlap", "all-to-all hidden behind compute"),
         "overlap_tax": inp.read(f"{e}.overlap_tax", "compute lost to overlapped collectives"),
         "goodput": inp.read(f"{e}.training_goodput", "training goodput"),
+        "lat_up": inp.read("serving.collective_latency_us_scale_up", "collective latency (scale-up)"),
+        "lat_out": inp.read("serving.collective_latency_us_scale_out", "collective latency (scale-out)"),
         "batch_coef": inp.read(f"{e}.default_batch_coefficient", "default batch coefficient"),
         "batch_exp": inp.read(f"{e}.default_batch_exponent", "default batch exponent"),
     }
@@ -482,7 +484,6 @@ def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
 def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     """The micro grid and its terms for clusters up to ``cap`` GPUs, kept in ``x`` so a deadline
     search and the fixed search after it build them once (the grid of a smaller cap is a subset)."""
-    import numpy as np
 
     store = x.setdefault("_micro", {})
     key = tuple(sorted(pins.items()))
@@ -492,16 +493,28 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     big, P, m = store[key]
     if big == cap:
         return P, m
-    tc = P["tp"] * P["cp"]
-    rows = (tc * P["pp"] <= cap) & (P["ep"] <= tc * np.floor(cap / (tc * P["pp"])))
+    rows = within_cap(P, cap)
     return sr.take(P, rows), index_terms(m, rows)
 
 
-def _fitting_micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
-    """The micro grid and its terms, without rows whose activations alone overflow HBM."""
+def within_cap(P: sr.Columns, cap: float) -> Any:
+    """Micro rows a cluster of ``cap`` GPUs can hold (experts folded into tp x cp x dp)."""
     import numpy as np
 
-    P, m = _micro(x, cap, pins)
+    tc = P["tp"] * P["cp"]
+    return (tc * P["pp"] <= cap) & (P["ep"] <= tc * np.floor(cap / (tc * P["pp"])))
+
+
+def _fitting_micro(x: dict, cap: float, pins: dict, micro: tuple | None = None) -> tuple[sr.Columns, dict]:
+    """The micro grid and its terms (``micro``: a subset of them to search instead), without rows
+    whose activations alone overflow HBM."""
+    import numpy as np
+
+    if micro is None:
+        P, m = _micro(x, cap, pins)
+    else:
+        rows = within_cap(micro[0], cap)
+        P, m = sr.take(micro[0], rows), index_terms(micro[1], rows)
     keep = memory_lower_bound(P, m, x, cap, pins) <= x["hbm_cap"]
     if not np.any(keep):  # keep everything: the masks then say why nothing runs
         return P, m
@@ -523,22 +536,36 @@ def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, 
     below = np.where(g0 <= B, u + w / B, np.inf)
     gs = np.maximum(np.sqrt(w * B / u), start)
     beyond = (u + w / gs) * (1.0 + gs / B) / 2.0
-    return (m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)) * np.minimum(below, beyond)
+    per_token = np.minimum(below, beyond)
+    if "gbs" in pins:  # the global batch is given: at least one micro-batch per replica, (mb + w) of them
+        seqs = pins["gbs"] / P["mbs"]
+        mb = np.ceil(seqs / np.minimum(replicas, np.floor(seqs)))
+        per_token = (mb + w) / (pins["gbs"] * x["seq"]) * batch_penalty(pins["gbs"] * x["seq"], x)
+    return (m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)) * per_token
 
 
 CHUNK = 2048  # micro rows expanded and evaluated at a time
 
 
-def search_fixed(x: dict, gpus: int, pins: dict, keep: int = 1, exhaustive: bool = False) -> Searched:
+def search_fixed(
+    x: dict,
+    gpus: int,
+    pins: dict,
+    keep: int = 1,
+    exhaustive: bool = False,
+    bar: float = math.inf,
+    micro: tuple | None = None,
+) -> Searched:
     """The plans on at most ``gpus`` GPUs, evaluated. Branch and bound: micro rows in order of their
-    lower bound, a chunk at a time, until no remaining row can beat the ``keep``-th best plan found
+    lower bound, a chunk at a time, until no remaining row can beat the ``keep``-th best plan found,
+    or ``bar`` (the seconds per token of a plan known to run: nothing slower is evaluated)
     (``exhaustive``: evaluate every plan). ``space.feasible`` marks the plans that run."""
     import numpy as np
 
-    P, m = _fitting_micro(x, gpus, pins)
+    P, m = _fitting_micro(x, gpus, pins, micro)
     lb = lower_bound_seconds_per_token(P, m, x, gpus, pins)
     order = np.argsort(lb, kind="stable")
-    parts, bar, best_found = [], np.inf, np.empty(0)
+    parts, best_found, known = [], np.empty(0), bar
     for start in range(0, len(order), len(order) if exhaustive else CHUNK):
         idx = order[start : start + (len(order) if exhaustive else CHUNK)]
         if lb[idx[0]] > bar:
@@ -550,7 +577,7 @@ def search_fixed(x: dict, gpus: int, pins: dict, keep: int = 1, exhaustive: bool
         parts.append((M, out, fits))
         found = np.concatenate([best_found, out["seconds_per_token"][fits]])
         best_found = np.partition(found, keep - 1)[:keep] if len(found) > keep else found
-        bar = best_found.max() if len(best_found) >= keep else np.inf
+        bar = min(known, best_found.max() if len(best_found) >= keep else np.inf)
     return _joined(parts)
 
 
@@ -570,6 +597,8 @@ def _joined(parts: list) -> Searched:
 
 def best_row(s: Searched) -> int | None:
     """The feasible plan with the fewest seconds per useful token (ties: less memory)."""
+    if len(s) == 0:
+        return None
     return sr.best(-s.seconds_per_token, s.space.feasible, -s.out["memory_bytes"])
 
 
@@ -577,6 +606,8 @@ def top_rows(s: Searched, n: int) -> list[int]:
     """The n best feasible plans, best first."""
     import numpy as np
 
+    if len(s) == 0:
+        return []
     idx = np.flatnonzero(s.space.feasible)
     order = np.lexsort((s.out["memory_bytes"][idx], s.seconds_per_token[idx]))
     return [int(i) for i in idx[order[:n]]]
@@ -634,18 +665,30 @@ def _fill(M: sr.Columns, x: dict) -> Any:
 
 
 def replicas_for_memory(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
-    """Fewest replicas whose FSDP sharding brings a micro row's memory under HBM (inf: never)."""
+    """Fewest replicas d with which some sharding stage brings a micro row's memory under HBM (inf:
+    never). Per stage z the state is fixed_z + shardable_z / d (ZeRO-1 shards the optimizer state,
+    ZeRO-2 and the gradients, FSDP and the weights, but holds two gathered layers), so d >=
+    shardable_z / (HBM - fixed_z - activations - logits); the least over the stages."""
     import numpy as np
 
-    zero = float(pins.get("zero", 3))
-    one = ts.state_bytes({**P, "dp": np.ones_like(P["tp"]), "zero": np.full_like(P["tp"], zero)}, x)
-    gathered = ts.state_bytes(
-        {**P, "dp": np.full_like(P["tp"], 1e18), "zero": np.full_like(P["tp"], zero)}, x
-    )
     acts = [m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in options(pins, "rc", POLICIES)]
-    room = x["hbm_cap"] - gathered - np.min(acts, axis=0) - m["logits_bytes"]
-    shardable = one - gathered  # state bytes that shrink as 1 / dp
-    return np.where(room > 0, np.maximum(shardable / np.where(room > 0, room, 1.0), 1.0), np.inf)
+    free = x["hbm_cap"] - np.min(acts, axis=0) - m["logits_bytes"]
+    dense, expert = ts.params_per_gpu(P, x)
+    g_dense, g_expert = ts.dp_groups({**P, "dp": np.ones_like(P["tp"])})  # the groups at one replica
+    total = dense + expert
+    at_one = dense / g_dense + expert / g_expert  # parameters a GPU keeps of what shards, at one replica
+    gathered = 2.0 * total / ts.stage_layers(P, x) * x["weight_bytes"]  # FSDP's two layers in flight
+    w, g, o = x["weight_bytes"], x["grad_bytes"], x["optim_bytes"]
+    per_stage = {0: (w + g + o, 0.0), 1: (w + g, o), 2: (w, g + o), 3: (0.0, w + g + o)}
+    need = np.full(len(total), np.inf)
+    for z in options(pins, "zero", (0, 1, 2, 3)):
+        kept, sharded = per_stage[z]
+        fixed = kept * total + (z == 3) * gathered
+        shardable = sharded * at_one
+        room = free - fixed
+        d = np.where(shardable > 0, shardable / np.where(room > 0, room, 1.0), 1.0)
+        need = np.minimum(need, np.where(room >= 0, np.maximum(d, 1.0), np.inf))
+    return need
 
 
 def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Searched:
@@ -673,7 +716,9 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         parts.append((M, {**out, "gpus": gpus, "wall_s": wall}, ok))
         if np.any(ok):
             bar = min(bar, float(gpus[ok].min()))
-    return _joined(parts)
+    s = _joined(parts)
+    s.extra = {"micro": (P, m), "need": need}
+    return s
 
 
 def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
@@ -709,22 +754,34 @@ def best_rate(d, t_mb, per_seq, w, B):
 
 
 def replicas_lower_bound(P: sr.Columns, m: dict, x: dict, rate: float, pins: dict) -> Any:
-    """Fewest replicas a micro row could meet ``rate`` tokens/s with (:func:`best_rate`, by bisection
-    in log space: it grows with the replicas), and at least the replicas that hold its state."""
+    """Fewest replicas a micro row could meet ``rate`` tokens/s with (:func:`best_rate` grows with
+    the replicas), and at least the replicas that hold its state. Bracketed between the replicas
+    that would meet the rate with no bubble (d mbs S / t_mb tokens/s) and, where one exists, the
+    closed-form count that meets it within the recipe batch (B / ((B / (d mbs S) + w) t_mb) = rate);
+    then bisection in log space, keeping the lower end (a lower bound, to 0.1 % or better)."""
     import numpy as np
 
+    memory = replicas_for_memory(P, m, x, pins)
     per_seq = P["mbs"] * x["seq"]
     t_mb = m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)
     w = (P["pp"] - 1.0) / P["vp"]
+    B = x["recipe_batch"]
     lo = np.log(np.maximum(rate * t_mb / per_seq, 1.0))
-    hi = lo + np.log(2.0) * 40
-    reach = best_rate(np.exp(hi), t_mb, per_seq, w, x["recipe_batch"]) >= rate
-    for _ in range(24):
+    room = B / (rate * t_mb) - w  # micro-batches per step left within the recipe batch, at the rate
+    d_within = np.where(room > 0, B / (per_seq * np.where(room > 0, room, 1.0)), np.inf)
+    within_ok = d_within <= B / per_seq  # at least one micro-batch per replica
+    hi = np.where(within_ok, np.log(np.maximum(d_within, np.exp(lo))), lo + np.log(2.0) * 40)
+    reach = within_ok | (best_rate(np.exp(hi), t_mb, per_seq, w, B) >= rate)
+    d = np.full(len(lo), np.inf)
+    live = np.flatnonzero(reach & np.isfinite(memory))  # rows that hold their state and reach the rate
+    lo, hi, t_mb, per_seq, w = lo[live], hi[live], t_mb[live], per_seq[live], w[live]
+    steps = int(np.ceil(np.log2(max(float(np.max(hi - lo, initial=0.0)), 1e-3) / 1e-3)))
+    for _ in range(min(steps, 24)):
         mid = (lo + hi) / 2.0
-        ok = best_rate(np.exp(mid), t_mb, per_seq, w, x["recipe_batch"]) >= rate
+        ok = best_rate(np.exp(mid), t_mb, per_seq, w, B) >= rate
         lo, hi = np.where(ok, lo, mid), np.where(ok, mid, hi)
-    d = np.where(reach, np.exp(hi), np.inf)
-    return np.maximum(d, replicas_for_memory(P, m, x, pins))
+    d[live] = np.exp(lo)
+    return np.maximum(d, memory)
 
 
 def _deadline_rows(P: sr.Columns, d_low: Any, x: dict, pins: dict) -> sr.Columns:
@@ -751,15 +808,23 @@ def plan_of(s: Searched, i: int) -> dict[str, int]:
     return {k: int(s.cols[k][i]) for k in PLAN_COLS}
 
 
+def plan_of_cols(cols: dict[str, float]) -> dict[str, int]:
+    """A plan's fields from one row's columns as plain numbers."""
+    return {k: int(cols[k]) for k in PLAN_COLS}
+
+
 def plan_name(p: dict[str, int]) -> str:
-    """``TP4 PP8 (interleave 4) DP64 EP8 CP2, mbs 1, selective recompute, ZeRO-1``."""
+    """``TP4 PP8 (interleave 4) DP64 EP8 CP2, mbs 1, selective recompute, ZeRO-1`` (policy 0:
+    ``no recompute``)."""
     parts = [f"TP{p['tp']}", f"PP{p['pp']}" + (f" (interleave {p['vp']})" if p["vp"] > 1 else "")]
     parts.append(f"DP{p['dp']}")
     if p["ep"] > 1:
         parts.append(f"EP{p['ep']}")
     if p["cp"] > 1:
         parts.append(f"CP{p['cp']}")
-    memory = "activations offloaded to host" if p["rc"] == 3 else f"{RECOMPUTE[p['rc']]} recompute"
+    memory = ("no recompute", "selective recompute", "full recompute", "activations offloaded to host")[
+        p["rc"]
+    ]
     text = f"{' '.join(parts)}, mbs {p['mbs']}, {memory}{ZERO_NAMES[p['zero']]}"
     return text + (", pipeline inside the scale-up domain" if p["order"] == 1 else "")
 
@@ -830,11 +895,18 @@ def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int
     idx = np.flatnonzero(ok)
     i = int(idx[np.lexsort((s.out["wall_s"][idx], s.out["gpus"][idx]))[0]])
     gpus = int(s.out["gpus"][i])
-    found = find_fixed(x, gpus, pins, top)
-    if found.best.out["seconds_per_token"] > s.seconds_per_token[i]:
-        found.best = choice(s, i, gpus)
-    found.evaluated += len(s)
-    return found
+    # the fastest plan on that cluster: the deadline's plan runs there, so nothing slower is searched;
+    # a faster one meets the deadline too, so its micro row needs at most that many GPUs
+    known, micro = (float(s.seconds_per_token[i]), None) if top <= 1 else (math.inf, None)
+    if known < math.inf and "micro" in s.extra:
+        near = s.extra["need"] <= gpus
+        micro = sr.take(s.extra["micro"][0], near), index_terms(s.extra["micro"][1], near)
+    f = search_fixed(x, gpus, pins, keep=max(top, 1), bar=known, micro=micro)
+    b = best_row(f)
+    best = choice(f, b, gpus) if b is not None else None
+    if best is None or best.out["seconds_per_token"] > s.seconds_per_token[i]:
+        best = choice(s, i, gpus)
+    return Found(best, [choice(f, j, gpus) for j in top_rows(f, top)], len(f) + len(s))
 
 
 def min_gpus_for_memory(x: dict) -> int:
@@ -894,3 +966,112 @@ def nearest_plan(x: dict, gpus: int, pins: dict) -> str | None:
         if b is not None:
             return plan_name(plan_of(s, b))
     return None
+
+
+# --- every cluster size at once: the fastest plan on at most T GPUs, for all T up to a cap ---------
+
+
+@dataclass
+class BySize:
+    """Feasible plans sorted by the GPUs they use, with the fastest among the first k (a plan that
+    runs on u GPUs runs on any cluster of T >= u, leaving T - u idle): the best plan of every
+    cluster size up to the cap, from one search."""
+
+    s: Searched
+    used: Any  # GPUs each feasible plan uses, ascending
+    rows: Any  # rows[k]: the fastest plan among those using at most used[k] GPUs
+
+    def best(self, gpus: float) -> int | None:
+        """The row of the fastest plan on ``gpus`` GPUs, or None when none fits."""
+        import numpy as np
+
+        k = int(np.searchsorted(self.used, gpus, side="right")) - 1
+        return None if k < 0 else int(self.rows[k])
+
+    @property
+    def min_gpus(self) -> int | None:
+        """The smallest cluster with a plan that fits."""
+        return int(self.used[0]) if len(self.used) else None
+
+
+def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
+    """The fastest plan on every cluster size up to ``cap`` GPUs, for a pinned global batch (an RL
+    trainer: ``gbs`` in pins, so every plan moves the same tokens per step). Branch and bound over
+    micro rows in order of their lower bound at ``cap``: each row's plans take a data-parallel
+    degree d that divides the batch, at least the replicas that hold its state, so they use
+    tp cp pp d GPUs and take at least t_mb (ceil(gbs / (d mbs)) + w) / tokens seconds per token;
+    a row is dropped once, for every such d, that bound is no better than the best plan already
+    found on that many GPUs (which is at least as good as the best on any larger cluster)."""
+    import numpy as np
+
+    P, m = _fitting_micro(x, cap, pins)
+    lb = lower_bound_seconds_per_token(P, m, x, cap, pins)
+    base = P["tp"] * P["cp"] * P["pp"]
+    gbs = float(pins["gbs"])
+    ds = np.array(divisors(int(gbs)), dtype=float)[None, :]
+    fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)[:, None]
+    mbs = P["mbs"][:, None]
+    usable = (ds >= fit) & (base[:, None] * ds <= cap) & (gbs % (ds * mbs) == 0)
+    t_mb = (m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins))[:, None]
+    w = ((P["pp"] - 1.0) / P["vp"])[:, None]
+    tokens = gbs * x["seq"]
+    lb_d = np.where(usable, t_mb * (gbs / (ds * mbs) + w) / tokens * batch_penalty(tokens, x), np.inf)
+    gpus_d = np.where(usable, base[:, None] * ds, np.inf)
+    lb_min, gpus_min = lb_d.min(axis=1), gpus_d.min(axis=1)  # the best bound, and the fewest GPUs
+    pending = np.flatnonzero(np.any(usable, axis=1))
+    pending = pending[np.argsort(lb[pending], kind="stable")]
+    parts: list = []
+    used, best = np.empty(0), np.empty(0)  # GPUs used, ascending, and the best plan on so many
+    while len(pending):
+        idx, pending = pending[:CHUNK], pending[CHUNK:]
+        M = expand(sr.take(P, idx), x, cap, pins)
+        out = evaluate(M, index_terms(m, idx[M["row"]]), x, pins)
+        fits = fits_memory(out, x)
+        parts.append((M, out, fits))
+        used = np.concatenate([used, (M["tp"] * M["cp"] * M["pp"] * M["dp"])[fits]])
+        best = np.concatenate([best, out["seconds_per_token"][fits]])
+        o = np.argsort(used, kind="stable")
+        used, best = used[o], np.minimum.accumulate(best[o])
+        if len(used) and len(pending):  # first against the best on the fewest GPUs, then per degree
+            k = np.searchsorted(used, gpus_min[pending], side="right") - 1
+            pending = pending[lb_min[pending] < np.where(k >= 0, best[np.maximum(k, 0)], np.inf)]
+            k = np.searchsorted(used, gpus_d[pending], side="right") - 1
+            bar = np.where(k >= 0, best[np.maximum(k, 0)], np.inf)
+            pending = pending[np.any(lb_d[pending] < bar, axis=1)]
+    return by_size(_joined(parts))
+
+
+def by_size(s: Searched) -> BySize:
+    """The running best of the feasible plans of ``s`` by GPUs used (ties: less memory)."""
+    import numpy as np
+
+    if len(s) == 0:
+        return BySize(s, np.empty(0), np.empty(0, dtype=int))
+    idx = np.flatnonzero(s.space.feasible)
+    used = (s.cols["tp"] * s.cols["cp"] * s.cols["pp"] * s.cols["dp"])[idx]
+    o = np.lexsort((s.out["memory_bytes"][idx], s.seconds_per_token[idx], used))
+    idx, used = idx[o], used[o]
+    spt = s.seconds_per_token[idx]
+    new = np.ones(len(idx), dtype=bool)
+    new[1:] = spt[1:] < np.minimum.accumulate(spt)[:-1]
+    pos = np.maximum.accumulate(np.where(new, np.arange(len(idx)), 0))
+    return BySize(s, used, idx[pos])
+
+
+def plan_forward_seconds(plan: dict[str, int], x: dict) -> float:
+    """One forward-only pass of ``plan`` over its step's micro-batches (log-probabilities:
+    :func:`~ipd_cli.engine.trainstep.forward_seconds`), evaluated on its single row."""
+    P = {k: float(v) for k, v in plan.items()}
+    return float(ts.forward_seconds(P, ts.micro_terms(P, x), x))
+
+
+def smallest_by_size(x: dict, pins: dict, cap: int, limit: float, sizes=None) -> int | None:
+    """The smallest cluster with a plan that fits (None: none up to ``limit`` GPUs): the search up to
+    ``cap``, else searches on clusters four times larger each (``sizes``: the search to use, e.g. a
+    memoised one)."""
+    sizes = sizes or (lambda n: search_sizes(x, n, pins))
+    while True:
+        found = sizes(cap).min_gpus
+        if found is not None or cap >= limit:
+            return found
+        cap = int(min(limit, max(4 * cap, 2 * min_gpus_for_memory(x))))

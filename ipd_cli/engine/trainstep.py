@@ -70,6 +70,12 @@ def link_bytes_per_s(inside, x: dict):
     return ifelse(inside, x["up_bw"], x["out_bw"])
 
 
+def latency(inside, x: dict):
+    """The fixed time of one collective or transfer (launch and synchronisation): inside a domain,
+    else over the scale-out network."""
+    return ifelse(inside, x["lat_up"], x["lat_out"])
+
+
 def ring_seconds(full_bytes, group, per_domain, x: dict):
     """A reduce-scatter or all-gather of ``full_bytes`` over ``group`` GPUs, ``per_domain`` of them in
     each scale-up domain, done hierarchically (as NCCL does): the domain's share over the scale-up
@@ -97,12 +103,16 @@ def ep_span(P: Cols):
     return ifelse((P["order"] == 0) | (P["ep"] <= P["tp"] * P["cp"]), P["ep"], P["ep"] * P["pp"])
 
 
-def a2a_bytes_per_s(P: Cols, x: dict, inside):
-    """All-to-all over ``ep`` GPUs: beyond one domain, the share bound for other domains leaves over
-    the NIC while the rest crosses the scale-up link at the same time; the slower of the two binds."""
+def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):
+    """Dispatch or combine of one micro-batch's tokens over ``ep`` GPUs (``per_token_bytes``: a
+    token's hidden vector on the wire), plus its fixed latency. Beyond one domain, the share of the
+    copies bound for other domains leaves over the NIC while the rest crosses the scale-up link at
+    the same time; the slower of the two binds."""
+    e = P["ep"]
+    copies = tokens(P, x) / P["tp"] * x["topk"] * per_token_bytes * (e - 1.0) / e
     off = f.maximum(0.0, 1.0 - x["domain"] / ep_span(P))
-    spans = 1.0 / f.maximum(off / x["out_bw"], (1.0 - off) / x["up_bw"])
-    return ifelse(inside, x["up_bw"], spans)
+    across = copies * f.maximum(off / x["out_bw"], (1.0 - off) / x["up_bw"])
+    return ifelse(inside, copies / x["up_bw"], across) + (e > 1) * latency(inside, x)
 
 
 # --- work of one micro-batch on one pipeline stage --------------------------------------------------
@@ -189,21 +199,20 @@ def layer_tp_seconds(P: Cols, x: dict):
     """Forward tensor-parallel all-gather + reduce-scatter of one layer (sequence parallel): two of
     each per dense layer, one of each around attention in an MoE layer (experts are not TP-split)."""
     per_op = ring_seconds(tokens(P, x) * x["hidden"] * x["act_bytes"], P["tp"], x["domain"], x)
-    return (4.0 - 2.0 * x["moe_share"]) * per_op
+    return (4.0 - 2.0 * x["moe_share"]) * (per_op + (P["tp"] > 1) * x["lat_up"])
 
 
 def layer_cp_seconds(P: Cols, x: dict, inside):
     """Forward context-parallel ring: every GPU receives the other cp - 1 chunks' keys and values."""
     c = P["cp"]
     kv = 2.0 * x["kv_width"] / P["tp"] * x["act_bytes"]
-    return (c - 1.0) * tokens(P, x) * kv * x["attn_share"] / link_bytes_per_s(inside, x)
+    step = tokens(P, x) * kv * x["attn_share"] / link_bytes_per_s(inside, x) + latency(inside, x)
+    return (c - 1.0) * step
 
 
 def layer_ep_seconds(P: Cols, x: dict, inside):
     """Forward expert all-to-all of one layer: dispatch and combine of k copies of each token."""
-    e = P["ep"]
-    per_gpu = tokens(P, x) / P["tp"] * x["topk"] * x["hidden"] * x["a2a_bytes"] * (e - 1.0) / e
-    return 2.0 * x["moe_share"] * per_gpu / a2a_bytes_per_s(P, x, inside)
+    return 2.0 * x["moe_share"] * a2a_seconds(P, x, inside, x["hidden"] * x["a2a_bytes"])
 
 
 def overlapped(comm, share, x: dict):
@@ -421,8 +430,8 @@ def optimizer_seconds(P: Cols, x: dict):
 def p2p_seconds(P: Cols, x: dict, inside):
     """Pipeline sends of one micro-batch: activations forward and gradients back at each of the vp
     chunk boundaries of a stage (sequence parallel: / tp)."""
-    sent = 2.0 * P["vp"] * tokens(P, x) * x["hidden"] * x["act_bytes"] / P["tp"]
-    return (P["pp"] > 1) * sent / link_bytes_per_s(inside, x)
+    sent = tokens(P, x) * x["hidden"] * x["act_bytes"] / P["tp"]
+    return (P["pp"] > 1) * 2.0 * P["vp"] * (sent / link_bytes_per_s(inside, x) + latency(inside, x))
 
 
 def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
@@ -445,3 +454,15 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
         "optimizer_s": opt,
         "micro_batch_s": mb_s,
     }
+
+
+def forward_seconds(P: Cols, t: dict, x: dict):
+    """A forward-only pass over the step's micro-batches (log-probabilities of the rollouts): each
+    micro-batch's forward (``t``: :func:`micro_terms`; nothing is kept for a backward, so no
+    recompute or offload) with its forward pipeline sends, the pipeline fill and drain, and FSDP's
+    weight gathers; no gradient traffic and no optimizer step."""
+    inside = in_domain(P, x)
+    mb_s = t["fwd_s"] + p2p_seconds(P, x, inside["pp"]) / 2.0
+    _, ag = dp_seconds(P, x)
+    fsdp = (P["zero"] == 3) * P["mb"] * (exposed(ag, t["fwd_s"], x) + ag / t["stage_layers"])
+    return (P["mb"] + (P["pp"] - 1.0) / P["vp"]) * mb_s + fsdp

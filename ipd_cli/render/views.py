@@ -37,6 +37,8 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("phases.environment_s", "  environment (exposed)", "s", LO),
         ("phases.logprob_s", "  log-prob passes", "s", LO),
         ("phases.training_s", "  training", "s", LO),
+        ("trainer.plan", "    trainer plan (plan search)", "", NA),
+        ("trainer.mfu", "    trainer MFU", "fraction", HI),
         ("phases.weight_sync_s", "  weight sync", "s", LO),
         ("weight_sync.exposed_s", "    exposed (on the critical path)", "s", LO),
         ("weight_sync.transport", "    transport", "", NA),

@@ -31,6 +31,8 @@ from .trainer import (
     TrainerMemory,
     TrainerRates,
     check_trainer_memory,
+    min_trainer_gpus,
+    no_trainer,
     trainer,
     trainer_memory,
     trainer_rates,
@@ -135,7 +137,7 @@ def estimate_weight_sync(
     plan = sync_plan(
         ctx.inp, ctx.model, inst, transport=transport, wire=wire, training=training,
         trainer_gpus=trainer_gpus, inference_gpus=inference_gpus, colocated=colocated,
-        senders=senders, engine_load=engine_load, shard_group_gpus=min(trainer_gpus, memory.min_gpus),
+        senders=senders, engine_load=engine_load, shard_group_gpus=min(trainer_gpus, memory.sharded_gpus),
         stack=stack or ctx.inp.cat.rl.default_sync_stack.value, trainer_stages=trainer_stages,
         gather_gpus=gather_gpus, overhead=overhead, bulk_share=bulk_share,
     )  # fmt: skip
@@ -191,10 +193,29 @@ def _stack(inp: Inputs, w: RlWorkload, origin: str) -> str:
     )  # fmt: skip
 
 
-def setup(ctx: sv.ServingContext, w: RlWorkload, pricing: str, origin: str) -> Setup:
+def _largest_trainer(w: RlWorkload, split: str | None) -> int:
+    """The most GPUs the request can give the trainer: all of them colocated or when the split is
+    searched, else the given trainer."""
+    total = w.gpus if w.gpus is not None else w.gen_gpus + w.train_gpus
+    if w.mode != "colocated" and w.gen_gpus is not None and split is None:
+        return w.train_gpus
+    return total
+
+
+def setup(
+    ctx: sv.ServingContext, w: RlWorkload, pricing: str, origin: str, split: str | None = None
+) -> Setup:
     inp, system = ctx.inp, ctx.system
     nums = workload_numbers(ctx.trace, w, origin)
     colocated = w.mode == "colocated"
+    rates = trainer_rates(
+        inp, ctx.name, system.accelerator, ctx.model, ctx.mname, w, nums, _largest_trainer(w, split)
+    )
+    where = f"{ctx.mname} on {ctx.name}"
+    need, plan = min_trainer_gpus(rates)
+    memory = trainer_memory(inp, ctx.name, system.accelerator, ctx.model, colocated, need, plan)
+    if need is None:
+        raise no_trainer(where, memory, rates.y["seq"])
     offload, switch = 0.0, 0.0
     if colocated:
         offload = (
@@ -204,15 +225,15 @@ def setup(ctx: sv.ServingContext, w: RlWorkload, pricing: str, origin: str) -> S
     return Setup(
         w=w,
         model=ctx.mname,
-        where=f"{ctx.mname} on {ctx.name}",
+        where=where,
         transport=_transport(inp, w, origin),
         stack=_stack(inp, w, origin),
         nums=nums,
         rollouts=rollout_engine(ctx, w, nums, pricing),
         host=host_cpus(inp, ctx.name),
-        rates=trainer_rates(inp, system.accelerator, ctx.model, w, nums),
+        rates=rates,
         links=sync_links(inp, ctx.name, system.accelerator, system.accelerators),
-        memory=trainer_memory(inp, ctx.name, system.accelerator, ctx.model, colocated),
+        memory=memory,
         inp=inp,
         arch=ctx.model,
         offload_bytes=offload,
@@ -240,7 +261,7 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     plan = sync_plan(
         inp, s.arch, s.rollouts.inst, transport=s.transport, wire=s.w.sync_precision,
         training=s.w.training_precision, trainer_gpus=train_gpus, inference_gpus=gen_gpus,
-        colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.min_gpus), stack=s.stack,
+        colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.sharded_gpus), stack=s.stack,
     )  # fmt: skip
     offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0
     sync = SyncPhase(weight_sync(inp, s.links, plan), offload, s.switch_s)
@@ -253,10 +274,10 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
     w, mem = s.w, s.memory
     if w.mode == "colocated":
         total = w.gpus if w.gpus is not None else w.gen_gpus + w.train_gpus
-        check_trainer_memory(mem, total, "gpus", s.where)
+        check_trainer_memory(mem, total, "gpus", s.where, s.rates.y["seq"])
         gg = tg = total
     elif w.gen_gpus is not None and split is None:
-        check_trainer_memory(mem, w.train_gpus, "train_gpus", s.where)
+        check_trainer_memory(mem, w.train_gpus, "train_gpus", s.where, s.rates.y["seq"])
         gg, tg = w.gen_gpus, w.train_gpus
     else:
         total = w.gpus if w.gpus is not None else w.gen_gpus + w.train_gpus
@@ -293,7 +314,7 @@ def estimate_rl(
         transport=transport,
     )  # fmt: skip
     ctx = sv.serving_context(cat, hardware, w.model, origin)
-    s = setup(ctx, w, pricing, origin)
+    s = setup(ctx, w, pricing, origin, split)
     gg, tg = choose_split(s, split, origin)
     out = evaluate(s, gg, tg)
     price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ipd_cli.engine import formulas as f
-from ipd_cli.engine.results import Rl, RlPhases, RlRun, RlTrainerMemory, RlWeightSync
+from ipd_cli.engine.pretraining import training_plan
+from ipd_cli.engine.results import Rl, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
 
 if TYPE_CHECKING:
     from .estimate import Outcome, Setup
@@ -39,6 +40,25 @@ def _trainer_memory(s: Setup, train_gpus: int) -> RlTrainerMemory:
         location_during_rollouts="host memory" if s.w.mode == "colocated" else "HBM",
         host_bytes_per_gpu=None if m.offload_bytes is None else m.offload_bytes / train_gpus,
         host_capacity_bytes_per_gpu=m.host_per_gpu,
+    )
+
+
+def _trainer(s: Setup, out: Outcome) -> RlTrainer | None:
+    tr = out.trainer
+    c = tr.plan
+    if c is None:
+        return None
+    return RlTrainer(
+        plan=c.name,
+        parallelism=training_plan(c.plan),
+        sequence_tokens=s.rates.y["seq"],
+        global_batch=s.rates.sequences,
+        training_pass_s=tr.step_s,
+        forward_pass_s=tr.forward_s,
+        fixed_s=s.rates.fixed_s,
+        mfu=tr.mfu,
+        memory_bytes_per_gpu=c.out["memory_bytes"],
+        gpus_used=c.gpus_used,
     )
 
 
@@ -106,4 +126,5 @@ def assemble(
         energy_kwh_per_step=energy_kwh,
         weight_sync=_weight_sync(out),
         trainer_memory=_trainer_memory(s, train_gpus),
+        trainer=_trainer(s, out),
     )

@@ -1,80 +1,191 @@
-"""The trainer: log-prob passes and training (FLOPs at the RL trainer MFU), and whether it
-can hold the training state at all (a simple memory bound; a plan search will replace it)."""
+"""The trainer: log-prob passes and training on the fastest parallelism plan the trainer's GPUs can
+run, and whether any plan can hold the training state at all.
+
+The pre-training plan search (:mod:`ipd_cli.engine.trainplan`) with the step's shape: sequences of
+the workload's mean trajectory length E[L] (prompt, tool output and response, packed), the global
+batch pinned to the step's N kept samples (one optimizer step per epoch), at the training
+precision. Its memory model decides what fits (weights, gradients, optimizer state by sharding
+stage, activations by recompute policy, offloaded activations against host memory); its step time
+is the training pass, and its forward with the pipeline fill and drain (no backward, no gradient
+traffic) is one log-prob pass. MFU is an output. One search serves every trainer size up to the
+request's largest (:func:`~ipd_cli.engine.trainplan.search_sizes`: the best plan on at most T
+GPUs for every T), memoised in the process, so the split search looks sizes up.
+
+Colocated, the training state leaves HBM while rollouts run: it waits in host memory, which must
+hold it (``rl.offload_bytes_per_param`` per parameter, spread over the GPUs).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ipd_cli.catalog.schema import Model, RlWorkload
 from ipd_cli.engine import formulas as f
+from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine.inputs import Inputs
-from ipd_cli.engine.pretraining import supported_precision
+from ipd_cli.engine.pretraining import MAX_GPUS, supported_precision
 from ipd_cli.errors import InfeasibleError
 
 from .workload import RlNumbers
 
+CACHE_SIZE = 64
+
 
 @dataclass(frozen=True)
 class TrainerRates:
-    tokens: float  # trained tokens per step: N x E[L]
-    fwd_flops_per_token: float
-    peak_flops: float  # per GPU, dense, at the training precision
-    mfu: float
+    """What the trainer's time depends on, except its size: the plan-search inputs of the step."""
+
+    y: dict[str, Any]  # the plan search's inputs (derived), seq = E[L]
+    pins: dict[str, int]  # the global batch: the step's sequences
+    sequences: int
+    share: float  # of the plan search's speed an RL trainer reaches
     fixed_s: float
+    cap: int  # the largest trainer the request can have (one search serves every size up to it)
 
 
-def trainer_rates(inp: Inputs, accelerator: str, arch: Model, w: RlWorkload, nums: RlNumbers) -> TrainerRates:
-    acc = inp.cat.accelerators[accelerator]
-    precision = supported_precision(acc, w.training_precision)
-    attention = f.attention_flops_per_token_fwd(
-        arch.kv_layers, nums.mean_length, arch.attention_heads * arch.head_dim
-    )
+def trainer_rates(
+    inp: Inputs,
+    system: str,
+    accelerator: str,
+    arch: Model,
+    model: str,
+    w: RlWorkload,
+    nums: RlNumbers,
+    cap: int,
+) -> TrainerRates:
+    """The plan-search inputs of the step: the model, the system's accelerator at the training
+    precision, the training efficiencies, sequences of E[L] tokens, N of them per optimizer step."""
+    cat = inp.cat
+    precision = supported_precision(cat.accelerators[accelerator], w.training_precision)
+    sequences = max(1, round(nums.samples))
+    x = {
+        **tpn.model_inputs(inp, cat, model),
+        **tpn.hardware_inputs(inp, cat, system, precision),
+        **tpn.step_inputs(inp),
+        "seq": float(max(1, round(nums.mean_length))),
+        "tokens": sequences * nums.mean_length,
+    }
+    pins = {"gbs": sequences}
     return TrainerRates(
-        tokens=nums.samples * nums.mean_length,
-        fwd_flops_per_token=2 * arch.active_params + attention,
-        peak_flops=inp.read(
-            f"accelerators.{accelerator}.{precision}_dense_tflops", f"{precision} dense peak (training)"
+        y=tpn.derive({**x, "pins": pins}),
+        pins=pins,
+        sequences=sequences,
+        share=inp.read(
+            f"rl.trainer_efficiency.{'moe' if arch.is_moe else 'dense'}",
+            "RL trainer share of the plan's speed",
         ),
-        mfu=inp.read(f"rl.training_mfu.{'moe' if arch.is_moe else 'dense'}", "RL trainer MFU"),
-        fixed_s=inp.read("rl.step_fixed_s", "fixed step overhead"),
+        fixed_s=inp.read("rl.step_fixed_s", "RL trainer fixed time per step"),
+        cap=max(1, int(cap)),
     )
+
+
+_SIZES: dict[tuple, tpn.BySize] = {}
+
+
+def _key(y: dict) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in y.items() if not k.startswith("_")))
+
+
+def plans_by_size(r: TrainerRates, cap: int | None = None) -> tpn.BySize:
+    """The fastest plan on every trainer size up to ``cap`` (default: the request's largest),
+    memoised in the process by every input."""
+    cap = max(cap or 0, r.cap)
+    key = (_key(r.y), tuple(sorted(r.pins.items())), cap)
+    if key not in _SIZES:
+        import numpy as np
+
+        with np.errstate(all="ignore"):
+            found = tpn.search_sizes(r.y, cap, r.pins)
+        if len(_SIZES) >= CACHE_SIZE:
+            _SIZES.pop(next(iter(_SIZES)))
+        _SIZES[key] = found
+    return _SIZES[key]
+
+
+def min_trainer_gpus(r: TrainerRates) -> tuple[int | None, str]:
+    """The smallest trainer with a plan that holds the training state, and that plan (None: none up
+    to the sanity bound): the request's own search, else searches on clusters four times larger."""
+    need = tpn.smallest_by_size(r.y, r.pins, r.cap, MAX_GPUS, lambda n: plans_by_size(r, n))
+    if need is None:
+        return None, ""
+    table = plans_by_size(r, need)
+    return need, tpn.plan_name(tpn.plan_of(table.s, table.best(need)))
 
 
 @dataclass(frozen=True)
 class Trainer:
     logprob_s: float
     training_s: float
+    plan: tpn.Choice | None = None
+    forward_s: float = 0.0  # one forward-only pass over the step (log-probabilities)
+    step_s: float = 0.0  # one training pass (an optimizer step over the step's samples)
+    mfu: float = 0.0  # of the training pass on the GPUs the plan uses
 
 
 def trainer(r: TrainerRates, w: RlWorkload, train_gpus: int) -> Trainer:
-    """N x E[L] tokens x forward FLOPs x (passes, or 3 x epochs) at the trainer MFU, plus a fixed step."""
-    work = r.tokens * r.fwd_flops_per_token / (train_gpus * r.peak_flops * r.mfu)
-    return Trainer(logprob_s=work * w.logprob_passes, training_s=work * 3 * w.ppo_epochs + r.fixed_s)
+    """The step's log-prob passes and ``ppo_epochs`` training passes on the fastest plan that fits
+    ``train_gpus`` GPUs, at the share of the plan's speed RL trainers reach (``rl.trainer_efficiency``:
+    variable-length trajectories packed into micro-batches, several optimizer steps per rollout
+    batch, the framework's work per micro-batch), plus the fixed time per step (``rl.step_fixed_s``);
+    InfeasibleError when no plan fits."""
+    table = plans_by_size(r, train_gpus)
+    i = table.best(train_gpus)
+    if i is None:
+        raise InfeasibleError(f"no parallelism plan holds the training state on {train_gpus} GPUs")
+    c = tpn.choice(table.s, i, train_gpus)
+    forward = tpn.plan_forward_seconds(c.plan, r.y) / r.share
+    step = c.out["step_s"] / r.share
+    y = r.y
+    mfu = y["fpt"] * c.out["tokens_per_step"] / (step * c.gpus_used * y["low_peak"])
+    return Trainer(
+        logprob_s=w.logprob_passes * forward,
+        training_s=w.ppo_epochs * step + r.fixed_s,
+        plan=c,
+        forward_s=forward,
+        step_s=step,
+        mfu=mfu,
+    )
 
 
 @dataclass(frozen=True)
 class TrainerMemory:
-    """Training state (weights, gradients, optimizer, fully sharded) against usable HBM, and in
-    colocated mode where that state waits while rollouts run (host memory)."""
+    """The training state (weights, gradients, optimizer) against usable HBM: ``min_gpus`` is the
+    smallest trainer the plan search can run; ``sharded_gpus`` the fewest GPUs whose HBM holds the
+    state fully sharded (the group a weight update gathers from). Colocated: where the state waits
+    while rollouts run (host memory)."""
 
     state_bytes: float
     usable_hbm_per_gpu: float
     min_gpus: int
+    sharded_gpus: int
+    min_plan: str = ""  # the plan of the smallest trainer
     offload_bytes: float | None = None  # colocated: moved to host memory during rollouts
     host_per_gpu: float | None = None
     min_gpus_for_host: int | None = None
 
 
-def trainer_memory(inp: Inputs, system: str, accelerator: str, arch: Model, colocated: bool) -> TrainerMemory:
-    """The fewest trainer GPUs that hold the fully sharded training state (and, colocated, the
-    fewest whose host memory holds it while rollouts run)."""
+def trainer_memory(
+    inp: Inputs,
+    system: str,
+    accelerator: str,
+    arch: Model,
+    colocated: bool,
+    min_gpus: int | None = None,
+    min_plan: str = "",
+) -> TrainerMemory:
+    """The training state against HBM (``min_gpus``: the plan search's smallest trainer, when known;
+    else the fully sharded bound) and, colocated, the fewest GPUs whose host memory holds it while
+    rollouts run."""
     state = (
         inp.read("efficiency.training_bytes_per_param", "training state per parameter") * arch.total_params
     )
     usable = inp.read(f"accelerators.{accelerator}.hbm_gb", "HBM per GPU")
     usable *= inp.read("efficiency.hbm_usable_fraction", "usable HBM share (training)")
+    sharded = f.min_gpus_for_bytes(state, usable)
+    need = sharded if min_gpus is None else min_gpus
     mem = TrainerMemory(
-        state_bytes=state, usable_hbm_per_gpu=usable, min_gpus=f.min_gpus_for_bytes(state, usable)
+        state_bytes=state, usable_hbm_per_gpu=usable, min_gpus=need, sharded_gpus=sharded, min_plan=min_plan
     )
     if not colocated or not inp.has(f"systems.{system}.host_memory_gb"):
         return mem
@@ -83,21 +194,26 @@ def trainer_memory(inp: Inputs, system: str, accelerator: str, arch: Model, colo
     return TrainerMemory(
         state_bytes=state,
         usable_hbm_per_gpu=usable,
-        min_gpus=mem.min_gpus,
+        min_gpus=need,
+        sharded_gpus=sharded,
+        min_plan=min_plan,
         offload_bytes=offload,
         host_per_gpu=host,
         min_gpus_for_host=f.min_gpus_for_bytes(offload, host),
     )
 
 
-def check_trainer_memory(mem: TrainerMemory, gpus: int, param: str, what: str) -> None:
+def check_trainer_memory(mem: TrainerMemory, gpus: int, param: str, what: str, seq: float = 0.0) -> None:
     """InfeasibleError when ``gpus`` trainer GPUs cannot hold the state (``param``: the parameter
     to raise), naming the smallest trainer that can."""
     if gpus < mem.min_gpus:
+        tokens = f" and the activations of {seq:,.0f}-token sequences" if seq else ""
+        plan = f" ({mem.min_plan})" if mem.min_plan else ""
         raise InfeasibleError(
-            f"{gpus} training GPUs cannot hold the training state of {what}: {mem.state_bytes / 1e12:.3g} TB "
-            f"fully sharded over {mem.usable_hbm_per_gpu / 1e9:.0f} GB of usable HBM per GPU needs at least "
-            f"{mem.min_gpus}; give `{param}` >= {mem.min_gpus}"
+            f"{gpus} training GPUs cannot hold the training state of {what}: no parallelism plan fits its "
+            f"{mem.state_bytes / 1e12:.3g} TB of weights, gradients and optimizer state{tokens} in "
+            f"{mem.usable_hbm_per_gpu / 1e9:.0f} GB of usable HBM per GPU; the smallest trainer that can "
+            f"is {mem.min_gpus} GPUs{plan}; give `{param}` >= {mem.min_gpus}"
         )
     if mem.min_gpus_for_host is not None and gpus < mem.min_gpus_for_host:
         raise InfeasibleError(
@@ -105,3 +221,12 @@ def check_trainer_memory(mem: TrainerMemory, gpus: int, param: str, what: str) -
             f"run: {mem.offload_bytes / 1e12:.3g} TB over {mem.host_per_gpu / 1e9:.0f} GB of host memory per "
             f"GPU needs at least {mem.min_gpus_for_host}; give `{param}` >= {mem.min_gpus_for_host}"
         )
+
+
+def no_trainer(what: str, mem: TrainerMemory, seq: float) -> InfeasibleError:
+    """No trainer of any size up to the sanity bound holds the state."""
+    return InfeasibleError(
+        f"no trainer of up to {MAX_GPUS:,} GPUs holds the training state of {what} with "
+        f"{seq:,.0f}-token sequences in {mem.usable_hbm_per_gpu / 1e9:.0f} GB of usable HBM per GPU; "
+        "give a smaller model, shorter trajectories or more memory per GPU"
+    )
