@@ -7,12 +7,12 @@ Data goes to stdout, every message to stderr. User errors exit 2 (input) or 1
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import BaseModel
 
-from . import __version__, api
+from . import __version__
+from .defaults import DEFAULT_RL_WORKLOAD, DEFAULT_SCENARIO
 from .errors import ExitCode, InputError, IpdError
 from .output import (
     check_budget,
@@ -24,6 +24,9 @@ from .output import (
     stream_rows,
 )
 from .render import FORMATS, OutputContext
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 app = typer.Typer(
     name="ipd",
@@ -145,12 +148,12 @@ def _check_options(
     check_budget_options(max_usd, budget_metric)
 
 
-def _emit(result: BaseModel, fmt: str, output: Path | None = None, cat: Any = None) -> None:
+def _emit(result: "BaseModel", fmt: str, output: Path | None = None, cat: Any = None) -> None:
     emit(result, fmt, _ctx(), output)
     _warn(result, cat)
 
 
-def _warn(result: BaseModel, cat: Any = None) -> None:
+def _warn(result: "BaseModel", cat: Any = None) -> None:
     """What a reader of a table could miss, once more on stderr: blocks that cannot run, a missed
     service target, a roadmap system."""
     from .render.views import warnings
@@ -167,7 +170,7 @@ def _warn(result: BaseModel, cat: Any = None) -> None:
 
 
 def _finish(
-    result: BaseModel,
+    result: "BaseModel",
     fmt: str,
     output: Path | None,
     max_usd: float | None,
@@ -204,6 +207,8 @@ def hardware_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Set
     Example: ipd hardware list --format csv
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.list_hardware(api.load(catalog, sets)), fmt)
 
 
@@ -216,6 +221,8 @@ def hardware_show(
     Example: ipd hardware show vera-rubin --format yaml
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.show_hardware(api.load(catalog, sets), name), fmt)
 
 
@@ -226,6 +233,8 @@ def models_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOp
     Example: ipd models list
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.list_models(api.load(catalog, sets)), fmt)
 
 
@@ -236,6 +245,8 @@ def models_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, 
     Example: ipd models show kimi-k2
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.show_model(api.load(catalog, sets), name), fmt)
 
 
@@ -246,6 +257,8 @@ def workloads_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Se
     Example: ipd workloads list
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.list_workloads(api.load(catalog, sets)), fmt)
 
 
@@ -258,6 +271,8 @@ def workloads_show(
     Example: ipd workloads show pretrain-10t-moe
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.show_workload(api.load(catalog, sets), name), fmt)
 
 
@@ -292,6 +307,8 @@ def train(
     Example: ipd train --hardware h100-sxm --model llama-3.1-405b --tokens 15.6e12 --gpus 16384
     """
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
+    from . import api
+
     cat = api.load(catalog, sets)
     _finish(
         api.train(
@@ -403,6 +420,8 @@ def serve(
     Example: ipd serve --hardware b200 --model llama-3.3-70b --precision fp8 --curve
     """
     _check_options(fmt, output, force, pricing=pricing)
+    from . import api
+
     cat = api.load(catalog, sets)
     result = api.serve(
         cat,
@@ -432,7 +451,7 @@ def rl(
     hardware: Annotated[str, typer.Option("--hardware", help="System name or alias (ipd hardware list).")],
     workload: Annotated[
         str, typer.Option("--workload", help="RL workload name or YAML file ('-' reads stdin).")
-    ] = api.DEFAULT_RL_WORKLOAD,
+    ] = DEFAULT_RL_WORKLOAD,
     model: Annotated[str | None, typer.Option("--model", help="Model (default: the workload's).")] = None,
     mode: Annotated[
         str | None,
@@ -474,6 +493,8 @@ def rl(
     Example: ipd rl --hardware vera-rubin --model nemotron-3-ultra --workload rl-swe-agent --mode async
     """
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
+    from . import api
+
     cat = api.load(catalog, sets)
     result = api.rl(
         cat,
@@ -504,7 +525,7 @@ ScenarioOpt = Annotated[
 @app.command()
 def compare(
     systems: Annotated[list[str], typer.Argument(help="One or more systems; ratios are against the first.")],
-    workload: ScenarioOpt = api.DEFAULT_SCENARIO,
+    workload: ScenarioOpt = DEFAULT_SCENARIO,
     mfu: Annotated[
         float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1), pretrain workloads.")
     ] = None,
@@ -539,6 +560,8 @@ def compare(
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd, budget_metric=budget_metric)
     if site_mw is not None:
         sets = [*(sets or []), f"workload.site_mw={site_mw!r}"]
+    from . import api
+
     cat = api.load(catalog, sets)
     result = _with_flags(api.compare(cat, systems, workload, mfu=mfu, pricing=pricing), "compare")
     _finish(result, fmt, output, max_usd, budget_metric or _default_budget_metric(result), cat)
@@ -552,7 +575,7 @@ DEFAULT_BUDGET_METRICS = {
 }
 
 
-def _default_budget_metric(result: BaseModel) -> str:
+def _default_budget_metric(result: "BaseModel") -> str:
     return DEFAULT_BUDGET_METRICS.get(result.workload.kind, "pretraining.cost_usd")
 
 
@@ -579,7 +602,7 @@ def _with_flags(result: Any, command: str) -> Any:
 @app.command()
 def explain(
     systems: Annotated[list[str], typer.Argument(help="One or more systems.")],
-    workload: ScenarioOpt = api.DEFAULT_SCENARIO,
+    workload: ScenarioOpt = DEFAULT_SCENARIO,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
@@ -593,6 +616,8 @@ def explain(
     Example: ipd explain vera-rubin blackwell --format markdown > explain.md
     """
     _check_options(fmt, output, force, pricing=pricing)
+    from . import api
+
     cat = api.load(catalog, sets)
     result = api.explain(cat, systems, workload, pricing=pricing)
     items = [
@@ -618,7 +643,7 @@ def sweep(
     ],
     workload: Annotated[
         str, typer.Option("--workload", help="Workload name or YAML file ('-' reads stdin).")
-    ] = api.DEFAULT_SCENARIO,
+    ] = DEFAULT_SCENARIO,
     samples: Annotated[
         int | None,
         typer.Option("--samples", help="Draw N values from each catalog range; report P10/P50/P90.", min=1),
@@ -650,6 +675,8 @@ def sweep(
     Example: ipd sweep --vary hardware=vera-rubin,blackwell --samples 2000   (P10/P50/P90 over catalog ranges)
     """
     _check_options(fmt, output, force, stream=True, pricing=pricing)
+    from . import api
+
     cat = api.load(catalog, sets)
     chunks, total = api.sweep(
         cat, vary, workload, samples=samples, seed=seed, metrics=metrics, mfu=mfu, pricing=pricing
@@ -728,6 +755,8 @@ def validate(
     if len(splits) > 1 or (splits and split):
         raise InputError("give one split: --split fitting|checking|all (or --set with the split)")
     _check_options(fmt, output, force)
+    from . import api
+
     cat = api.load(catalog, overrides)
     result = val.validate(cat, split or (splits[0] if splits else "checking"), cases)
     _emit(result, fmt, output)
@@ -762,6 +791,8 @@ def calibrate(
     from . import validate as val
 
     _check_options(fmt, output, force)
+    from . import api
+
     cat = api.load(catalog, sets)
     _emit(val.calibrate(cat, cases, sets), fmt, output)
 
@@ -802,6 +833,8 @@ def plot_curve(
     from .render.plot import Figure, Series
 
     _check_plot_target(output, force)
+    from . import api
+
     cat = api.load(catalog, sets)
     fig = Figure(f"{model}: throughput vs interactivity", "tokens/s per user", "output tokens/s per GPU")
     for name in systems:
@@ -827,7 +860,7 @@ def plot_curve(
 @plot_app.command("cost")
 def plot_cost(
     systems: Annotated[list[str], typer.Argument(help="Systems to draw, one bar each.")],
-    workload: ScenarioOpt = api.DEFAULT_SCENARIO,
+    workload: ScenarioOpt = DEFAULT_SCENARIO,
     pricing: PricingOpt = "rental",
     output: OutputOpt = None,
     force: ForceOpt = False,
@@ -843,6 +876,8 @@ def plot_cost(
 
     _check_plot_target(output, force)
     check_pricing(pricing)
+    from . import api
+
     cat = api.load(catalog, sets)
     r = _with_flags(api.compare(cat, systems, workload, pricing=pricing), "plot")
     if r.workload.kind != "scenario":
@@ -884,6 +919,8 @@ def schema() -> None:
     Example: ipd schema > ipd-output.schema.json
     """
     import json
+
+    from . import api
 
     sys.stdout.write(json.dumps(api.output_schema(), indent=2) + "\n")
 

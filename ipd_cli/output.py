@@ -10,15 +10,16 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from ipd_cli import signals
 from ipd_cli.errors import ExitCode, InputError, Interrupted, IpdError, did_you_mean
 from ipd_cli.files import kind
 from ipd_cli.render import DOCUMENT_FORMATS, EXTENSION_FORMATS, STREAM_FORMATS, OutputContext, render
 from ipd_cli.render.stream import check_chunk, chunk_text, small_table
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 def format_for(fmt: str, output: Path | None) -> str:

@@ -11,11 +11,12 @@ import csv
 import io
 import json
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from ipd_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 # Every output format, once: the file extensions that pick it under --format auto, and whether
 # it renders one result (a document), streamed rows (sweeps), or both.

@@ -238,7 +238,6 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
 
 
 def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
-    import numpy as np
 
     space = Space({"row": r["layout"]})
     li = r["layout"]
@@ -254,10 +253,16 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
         "the batch exceeds the KV capacity or the engine's batch cap per rank", r["batch"] <= limit + 1e-9
     )
     space.require("no prefill instance fits (disaggregated)", r["prefill_ok"])
+    return space
+
+
+def _require_finite(space: Space, r: dict) -> None:
+    """The last requirement, on the metrics: extreme inputs that overflow a rate drop the row."""
+    import numpy as np
+
     finite = np.isfinite(r["tokens_per_s_per_gpu"]) & np.isfinite(r["tokens_per_s_per_user"])
     finite &= (r["tokens_per_s_per_gpu"] > 0) & (r["tokens_per_s_per_user"] > 0) & np.isfinite(r["step_s"])
     space.require("a rate is not finite (an input is out of range)", finite)
-    return space
 
 
 def pins_mask(lay: dict, r: dict, pins: Pins):
@@ -308,14 +313,8 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     pf = _prefill_choice(ph, lay, x, pins)
     pidx = pf["index"][lay_r["kv"]]
     pf_ok = pidx >= 0
-    pf_rows = {"prefill_s": x["prefill_s"][np.maximum(pidx, 0)], "paid": x["paid"][np.maximum(pidx, 0)]}
-    dis = disaggregated(
-        ph, x_r, batch, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances
-    )
     both = lambda a, b: np.concatenate([a, b])  # noqa: E731
-    rows = {k: both(step[k], step[k]) for k in step}
-    rows |= {k: both(agg[k] * np.ones_like(batch), dis[k] * np.ones_like(batch)) for k in agg}
-    rows |= {
+    rows = {
         "layout": both(li, li),
         "batch": both(batch, batch),
         "disagg": both(np.zeros_like(li), np.ones_like(li)),
@@ -323,7 +322,33 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
         "prefill_ok": both(np.ones_like(pf_ok), pf_ok),
     }
     space = _checks(ph, lay, x, rows)
+    # sizing the pools is the costliest step: only for the rows that passed every check above
+    # (about one in seven); the others keep NaN metrics, never read (they fail a check first)
+    live = space.feasible[len(li) :]
+    pf_live = {"prefill_s": x["prefill_s"][pidx[live]], "paid": x["paid"][pidx[live]]}
+    dis_live = disaggregated(
+        ph,
+        take(x_r, live),
+        batch[live],
+        step["step_s"][live],
+        pf_live,
+        pins.prefill_instances,
+        pins.decode_instances,
+    )
+    dis = {k: _scatter(v, live) for k, v in dis_live.items()}
+    rows |= {k: both(step[k], step[k]) for k in step}
+    rows |= {k: both(agg[k] * np.ones_like(batch), dis[k]) for k in agg}
+    _require_finite(space, rows)
     return Grid(ph, lay, x, rows, space, pins_mask(lay, rows, pins), pf)
+
+
+def _scatter(values, live):
+    """A column over every row: ``values`` where ``live``, NaN elsewhere."""
+    import numpy as np
+
+    out = np.full(len(live), np.nan)
+    out[live] = values
+    return out
 
 
 def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:
