@@ -794,7 +794,7 @@ def calibrate(
     from . import api
 
     cat = api.load(catalog, sets)
-    _emit(val.calibrate(cat, cases, sets), fmt, output)
+    _emit(val.calibrate(cat, cases), fmt, output)
 
 
 def _check_plot_target(output: Path | None, force: bool) -> None:

@@ -356,21 +356,22 @@ def _rms(mean_square: float) -> float | None:
     return math.sqrt(mean_square) if math.isfinite(mean_square) else None
 
 
-def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = None) -> Listing:
+def calibrate(cat: Catalog, path: Path | None = None) -> Listing:
     """Fit each knob on its fitting cases by a log-spaced grid search over the catalog range
     (least squares of log(measured / predicted)); knobs are fitted one after another, each
-    with the ones before it already set. Prints the values and the --set that applies them."""
-    from ipd_cli.catalog.loader import load_catalog
+    with the ones before it already set. Prints the values and the --set that applies them.
 
+    ``cat`` is the catalog as given (user directories and ``--set`` values applied); each trial
+    value is applied to an in-memory copy of it."""
     cases, _ = load_cases(path)
     groups: dict[str, list[Case]] = {}
     for case in cases:
         for knob in knobs_of(cat, case) if case.split == "fitting" else []:
             groups.setdefault(knob, []).append(case)
-    applied = list(sets or [])
+    applied: list[str] = []  # the knobs fitted so far
     rows = []
     for knob in sorted(groups, key=lambda k: (next(i for i, p in enumerate(ORDER) if k.startswith(p)), k)):
-        base = load_catalog(sets=applied) if applied else cat
+        base = cat.with_overrides(applied) if applied else cat
         current = _current(base, knob)
         before = _loss(base, groups[knob])
         if math.isinf(before):  # every fitting case of this knob is out of the model's reach
@@ -378,7 +379,7 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
             continue
         best = (before, current.value)
         for value in _grid(current):
-            loss = _loss(load_catalog(sets=[*applied, f"{knob}={value:.4g}"]), groups[knob])
+            loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), groups[knob])
             if loss < best[0] - 1e-12:
                 best = (loss, value)
         fitted = float(f"{best[1]:.3g}")

@@ -188,26 +188,45 @@ def disaggregated(
     ratio = f.prefill_instances_per_decode(rate / ph.osl, prefill["prefill_s"])
     top = n_decode or ph.max_decode_instances
     decode = np.arange(1 if n_decode is None else n_decode, top + 1, dtype=float)
-    exact = ratio[:, None] * decode[None, :]
+    k = len(decode)
     if n_prefill is None:  # the fewest prefill instances that keep up, or one fewer (prefill-bound)
-        pools = np.concatenate([np.ceil(exact * (1 - 1e-12)), np.floor(exact)], axis=1)
         decode = np.concatenate([decode, decode])
+    pp_paid, pf_s, dec_paid = prefill["paid"], prefill["prefill_s"], x["paid"]
+    pick = np.empty(len(rate), dtype=np.intp)
+    # rows x pool pairs, in blocks of rows whose temporaries stay in the CPU cache (3-4x faster than
+    # whole columns); the same operations in the same order as on whole columns, so the same values
+    block = max(1, min(len(rate), 2048))
+    pools, gpus, served, tmp = (np.empty((block, len(decode))) for _ in range(4))
+    for lo in range(0, len(rate), block):
+        hi = min(lo + block, len(rate))
+        p, g, s, t = pools[: hi - lo], gpus[: hi - lo], served[: hi - lo], tmp[: hi - lo]
+        if n_prefill is None:
+            exact = ratio[lo:hi, None] * decode[:k]
+            np.ceil(exact * (1 - 1e-12), out=p[:, :k])
+            np.floor(exact, out=p[:, k:])
+        else:
+            p.fill(float(n_prefill))
+        np.maximum(p, 1.0, out=p)
+        np.multiply(p, pp_paid[lo:hi, None], out=g)
+        np.add(g, np.multiply(decode, dec_paid[lo:hi, None], out=t), out=g)
+        # the slower pool sets the rate; decode users never get faster than one step per token
+        np.divide(np.multiply(p, ph.osl, out=s), pf_s[lo:hi, None], out=s)
+        np.minimum(np.multiply(decode, rate[lo:hi, None], out=t), s, out=s)
+        pick[lo:hi] = np.argmax(np.divide(s, g, out=s), axis=1)
+    n_dec = decode[pick]
+    if n_prefill is None:
+        exact = ratio * n_dec
+        n_pre = np.maximum(np.where(pick < k, np.ceil(exact * (1 - 1e-12)), np.floor(exact)), 1.0)
     else:
-        pools = np.full_like(exact, float(n_prefill))
-    pools = np.maximum(pools, 1.0)
-    gpus = pools * prefill["paid"][:, None] + decode[None, :] * x["paid"][:, None]
-    # the slower pool sets the rate; decode users never get faster than one step per token
-    served = np.minimum(decode[None, :] * rate[:, None], pools * ph.osl / prefill["prefill_s"][:, None])
-    pick = np.argmax(served / gpus, axis=1)
-    rows = np.arange(len(pick))
-    n_dec, n_pre, total = decode[pick], pools[rows, pick], gpus[rows, pick]
-    served = served[rows, pick]
+        n_pre = np.full(len(rate), max(float(n_prefill), 1.0))
+    total = n_pre * pp_paid + n_dec * dec_paid
+    served = np.minimum(n_dec * rate, n_pre * ph.osl / pf_s)
     return dict(
         tokens_per_s_per_gpu=served / total,
         tokens_per_s_per_user=ph.speculative / step_s,
         deployment_gpus=total,
         decode_instances=n_dec,
         prefill_instances=n_pre,
-        ttft_s=prefill["prefill_s"],
-        prefill_share=n_pre * prefill["paid"] / total,
+        ttft_s=pf_s,
+        prefill_share=n_pre * pp_paid / total,
     )

@@ -307,11 +307,8 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     n_lay, n_b = batches.shape
     li = np.repeat(np.arange(n_lay), n_b)
     batch = batches.reshape(-1)
-    lay_r, x_r = take(lay, li), take(x, li)
-    step = step_terms(ph, lay_r, x_r, batch)
-    agg = aggregated(ph, x_r, batch, step["step_s"])
     pf = _prefill_choice(ph, lay, x, pins)
-    pidx = pf["index"][lay_r["kv"]]
+    pidx = pf["index"][lay["kv"][li]]
     pf_ok = pidx >= 0
     both = lambda a, b: np.concatenate([a, b])  # noqa: E731
     rows = {
@@ -322,32 +319,37 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
         "prefill_ok": both(np.ones_like(pf_ok), pf_ok),
     }
     space = _checks(ph, lay, x, rows)
-    # sizing the pools is the costliest step: only for the rows that passed every check above
-    # (about one in seven); the others keep NaN metrics, never read (they fail a check first)
-    live = space.feasible[len(li) :]
-    pf_live = {"prefill_s": x["prefill_s"][pidx[live]], "paid": x["paid"][pidx[live]]}
-    dis_live = disaggregated(
+    # metrics only where a row passed every check above (about one row in seven): the others keep
+    # NaN, never read (a check they fail comes first); sizing the pools is the costliest step
+    n, ok = len(li), space.feasible
+    run = np.flatnonzero(ok[:n] | ok[n:])  # (layout, batch) pairs either way of serving needs
+    lay_r, x_r = take(lay, li[run]), take(x, li[run])
+    step = step_terms(ph, lay_r, x_r, batch[run])
+    agg = aggregated(ph, x_r, batch[run], step["step_s"])
+    d = ok[n:][run]  # of those, the ones disaggregated serving needs
+    pf_rows = {"prefill_s": x["prefill_s"][pidx[run][d]], "paid": x["paid"][pidx[run][d]]}
+    dis = disaggregated(
         ph,
-        take(x_r, live),
-        batch[live],
-        step["step_s"][live],
-        pf_live,
+        take(x_r, d),
+        batch[run][d],
+        step["step_s"][d],
+        pf_rows,
         pins.prefill_instances,
         pins.decode_instances,
     )
-    dis = {k: _scatter(v, live) for k, v in dis_live.items()}
-    rows |= {k: both(step[k], step[k]) for k in step}
-    rows |= {k: both(agg[k] * np.ones_like(batch), dis[k]) for k in agg}
+    rows |= {k: _scatter(2 * n, (run, v), (run + n, v)) for k, v in step.items()}
+    rows |= {k: _scatter(2 * n, (run, agg[k]), (run[d] + n, dis[k])) for k in agg}
     _require_finite(space, rows)
     return Grid(ph, lay, x, rows, space, pins_mask(lay, rows, pins), pf)
 
 
-def _scatter(values, live):
-    """A column over every row: ``values`` where ``live``, NaN elsewhere."""
+def _scatter(size: int, *parts):
+    """A column of ``size`` rows: NaN, then each (rows, values) of ``parts`` written in."""
     import numpy as np
 
-    out = np.full(len(live), np.nan)
-    out[live] = values
+    out = np.full(size, np.nan)
+    for where, values in parts:
+        out[where] = values
     return out
 
 
