@@ -4,6 +4,7 @@ Data goes to stdout, every message to stderr. User errors exit 2 (input) or 1
 (infeasible) with one line and no traceback; ``IPD_DEBUG=1`` shows it.
 """
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -139,11 +140,11 @@ def _check_options(
 ) -> None:
     """Every option that needs no catalog, checked before anything is computed: a usage error is
     reported as such, never after (or instead of) the work."""
-    from .engine.pricing import check_pricing
-
     check_target(output, force)
     check_format(fmt, output, stream=stream, to_files=to_files)
     if pricing is not None:
+        from .engine.pricing import check_pricing
+
         check_pricing(pricing)
     check_budget_options(max_usd, budget_metric)
 
@@ -940,7 +941,7 @@ PARAM_FLAGS = {
 def _command_flags(args: list[str]) -> dict[str, str]:
     """Parameter name -> flag for the command that ``args`` invoke (built only on an error)."""
     flags = dict(PARAM_FLAGS)
-    command: Any = typer.main.get_command(app)
+    command: Any = _command()
     for arg in args:
         sub = getattr(command, "commands", {}).get(arg)
         if sub is None:
@@ -963,6 +964,13 @@ def _cli_message(message: str, args: list[str]) -> str:
         return message
     flags = _command_flags(args)
     return re.sub(r"`([A-Za-z_][A-Za-z0-9_]*)`", lambda m: flags.get(m.group(1), m.group(1)), message)
+
+
+@functools.cache
+def _command() -> Any:
+    """The click command tree of the app, built once per process (Typer would rebuild it, and the
+    converters of its options, on every call: tests and the API run many commands in one process)."""
+    return typer.main.get_command(app)
 
 
 def _fail(message: str, code: int) -> None:
@@ -1024,7 +1032,7 @@ def _run(argv: list[str] | None) -> Any:
     errors = _click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        rv = app(args=argv, prog_name="ipd", standalone_mode=False)
+        rv = _command()(args=argv, prog_name="ipd", standalone_mode=False)
     except errors.NoArgsIsHelpError as e:
         sys.stderr.write(e.format_message() + "\n")
         raise SystemExit(int(ExitCode.USAGE)) from None

@@ -7,7 +7,6 @@ chosen format and writes it to stdout. Rich is imported only for tables
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from dataclasses import dataclass
@@ -100,6 +99,8 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def to_csv(result: BaseModel) -> str:
+    import csv
+
     rows = records(result)
     columns: list[str] = []
     for row in rows:
