@@ -44,3 +44,14 @@ def test_python_dash_m(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["systems"][0]["hardware"] == "h100-sxm"
+
+
+def test_every_package_is_installed():
+    """A folder of ipd_cli with an __init__.py that pyproject.toml does not list is left out of the
+    wheel: `pip install .` would give an ipd that fails on the first command that imports it."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "ipd_cli").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)
