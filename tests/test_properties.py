@@ -128,7 +128,7 @@ def test_cost_is_linear_in_the_rental_price(data, k):
     kw["pricing"] = "rental"
     base = train(catalog, hw, model, tokens, **kw).pretraining
     label = base.pricing.split(":", 1)[1]
-    cat = load(sets=[f"systems.{hw}.prices.{label}={base.price_usd_per_gpu_hour * k!r}"])
+    cat = catalog.with_overrides([f"systems.{hw}.prices.{label}={base.price_usd_per_gpu_hour * k!r}"])
     scaled = train(cat, hw, model, tokens, **kw).pretraining
     assert scaled.cost_usd == pytest.approx(k * base.cost_usd, rel=1e-9)
     assert (scaled.gpus, scaled.gpu_hours, scaled.energy_mwh) == (base.gpus, base.gpu_hours, base.energy_mwh)
@@ -145,7 +145,7 @@ def test_tco_cost_is_linear_in_capex_and_electricity(data, k):
 
     def cost(capex_usd: float, usd_per_kwh: float) -> float:
         sets = [f"systems.{hw}.capex_usd={capex_usd!r}", f"economics.electricity_usd_per_kwh={usd_per_kwh!r}"]
-        return train(load(sets=sets), hw, model, tokens, **kw).pretraining.cost_usd
+        return train(catalog.with_overrides(sets), hw, model, tokens, **kw).pretraining.cost_usd
 
     base = cost(capex, kwh)
     assert base == pytest.approx(train(catalog, hw, model, tokens, **kw).pretraining.cost_usd, rel=1e-12)

@@ -9,7 +9,7 @@ import json
 import pytest
 from helpers import run_cli
 
-from ipd_cli import compare, load
+from ipd_cli import compare
 from ipd_cli.output import stream_rows
 from ipd_cli.render import OutputContext
 
@@ -22,7 +22,7 @@ def _csv(*args: str) -> list[dict]:
     return list(csv.DictReader(io.StringIO(r.stdout)))
 
 
-def test_grid_has_one_row_per_point_and_matches_single_runs():
+def test_grid_has_one_row_per_point_and_matches_single_runs(catalog):
     rows = _csv(
         "--vary", "hardware=h100-sxm,gb200-nvl72,vera-rubin", "--vary", "price_usd_per_gpu_hour=2:6:1"
     )
@@ -30,7 +30,11 @@ def test_grid_has_one_row_per_point_and_matches_single_runs():
     assert [r["hardware"] for r in rows[:5]] == ["h100-sxm"] * 5
     assert [float(r["price_usd_per_gpu_hour"]) for r in rows[:5]] == [2, 3, 4, 5, 6]
     single = (
-        compare(load(sets=["systems.gb200-nvl72.prices.reserved=4"]), ["gb200-nvl72"], "pretrain-10t-moe")
+        compare(
+            catalog.with_overrides(["systems.gb200-nvl72.prices.reserved=4"]),
+            ["gb200-nvl72"],
+            "pretrain-10t-moe",
+        )
         .systems[0]
         .pretraining
     )
@@ -40,12 +44,14 @@ def test_grid_has_one_row_per_point_and_matches_single_runs():
     assert int(row["pretraining.gpus"]) == single.gpus
 
 
-def test_varying_a_catalog_path_equals_set():
+def test_varying_a_catalog_path_equals_set(catalog):
     rows = _csv("--vary", "hardware=vera-rubin", "--vary", "accelerators.rubin.fp4_dense_tflops=20000,35000")
     for row in rows:
         v = float(row["accelerators.rubin.fp4_dense_tflops"])
         single = compare(
-            load(sets=[f"accelerators.rubin.fp4_dense_tflops={v}"]), ["vera-rubin"], "pretrain-10t-moe"
+            catalog.with_overrides([f"accelerators.rubin.fp4_dense_tflops={v}"]),
+            ["vera-rubin"],
+            "pretrain-10t-moe",
         )
         assert int(row["pretraining.gpus"]) == single.systems[0].pretraining.gpus
     assert int(rows[0]["pretraining.gpus"]) > int(rows[1]["pretraining.gpus"])
