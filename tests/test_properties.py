@@ -106,7 +106,7 @@ def test_pretraining_outputs_are_finite_non_negative_and_consistent(data):
         assert p.wall_days <= kw["deadline_days"] * (1 + 1e-9)
 
 
-@bounded(60)
+@bounded(30)
 @given(data=st.data())
 def test_every_catalog_workload_gives_finite_non_negative_numbers(data):
     catalog = _catalog()
@@ -186,7 +186,7 @@ def test_more_gpus_never_lengthen_pretraining(data, more):
         assert later.gpus <= sooner.gpus
 
 
-@bounded(40)
+@bounded(20)
 @given(data=st.data())
 def test_identical_systems_compare_at_exactly_one(data):
     catalog = _catalog()
@@ -206,7 +206,7 @@ def test_identical_systems_compare_at_exactly_one(data):
     assert ratios <= {"same", f"{1.0:.3g}x"}, ratios  # 'same' where a direction is known, else 1x
 
 
-@bounded(15)
+@bounded(8)
 @given(data=st.data())
 def test_the_same_inputs_give_byte_identical_json_that_round_trips(data):
     catalog = _catalog()
