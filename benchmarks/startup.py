@@ -14,6 +14,9 @@ Floors (``python -c ...``):
 * ``+ numpy``: adds ``import numpy``, which the vectorised deployment and plan searches need
   (``compare`` runs both); numpy alone costs about as much as the literal floor.
 
+A reference row runs a one-command Typer app (three options, no work): Typer 0.2x converts every
+option with a pydantic TypeAdapter, a cost that ``import typer`` does not show.
+
 Targets: ``compare vera-rubin blackwell -f json`` <= 1.5x, ``--help`` and ``hardware list``
 <= 1.2x. Before measuring, the package's bytecode is compiled (as ``pip install`` does; an
 environment with PYTHONDONTWRITEBYTECODE would otherwise compile ipd from source on every run)
@@ -41,6 +44,25 @@ FLOORS = {
     "+ BaseModel": FLOOR + "; from pydantic import BaseModel",
     "+ BaseModel + numpy": FLOOR + "; from pydantic import BaseModel; import numpy",
 }
+# Not a floor, a reference: what Typer itself costs to run one command with three options (Typer
+# 0.2x converts every option with a pydantic TypeAdapter), before any of ipd's own work.
+TYPER_APP = """
+from typing import Annotated
+import typer, pydantic, yaml
+app, sub = typer.Typer(), typer.Typer()
+app.add_typer(sub, name="hardware")
+@app.callback()
+def root(): pass
+@sub.command("list")
+def hardware_list(
+    fmt: Annotated[str, typer.Option("--format")] = "auto",
+    catalog: Annotated[list[str] | None, typer.Option("--catalog")] = None,
+    sets: Annotated[list[str] | None, typer.Option("--set")] = None,
+): pass
+@sub.command("show")
+def hardware_show(name: str): pass
+app(["hardware", "list"], standalone_mode=False)
+"""
 # command, the floor it is held to, the target ratio
 COMMANDS = [
     (["compare", "vera-rubin", "blackwell", "-f", "json"], "+ BaseModel", 1.5),
@@ -69,6 +91,7 @@ def main() -> None:
         env = {**os.environ, "IPD_CACHE_DIR": cache}
         env.pop("IPD_CATALOG", None)
         jobs = {name: [sys.executable, "-c", code] for name, code in FLOORS.items()}
+        jobs["a one-command Typer app (reference)"] = [sys.executable, "-c", TYPER_APP]
         jobs |= {"ipd " + " ".join(args): [ipd, *args] for args, _, _ in COMMANDS}
         for cmd in jobs.values():  # warm: the catalog cache, the OS file cache
             run(cmd, env)
@@ -84,6 +107,8 @@ def main() -> None:
     for name in jobs:
         print(f"{name:40s} {med[name] * 1000:7.1f} ms  ({statistics.median(wall[name]) * 1000:6.1f} ms)")
     print()
+    reference = med["a one-command Typer app (reference)"] / med["+ BaseModel"]
+    print(f"{'a one-command Typer app (reference)':40s} {reference:5.2f}x floor '+ BaseModel'")
     numpy_floor = med["+ BaseModel + numpy"]
     literal = med["typer, pydantic, yaml"]
     for args, floor, target in COMMANDS:
