@@ -363,6 +363,13 @@ def calibrate(cat: Catalog, path: Path | None = None) -> Listing:
 
     ``cat`` is the catalog as given (user directories and ``--set`` values applied); each trial
     value is applied to an in-memory copy of it."""
+    from ipd_cli.engine.serving.grid import memoized
+
+    with memoized():  # a knob's trial values leave most cases' serving search unchanged
+        return _calibrate(cat, path)
+
+
+def _calibrate(cat: Catalog, path: Path | None) -> Listing:
     cases, _ = load_cases(path)
     groups: dict[str, list[Case]] = {}
     for case in cases:
