@@ -89,7 +89,7 @@ def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw:
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
-    refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len")
+    refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len, --plan")
     from .engine.pretraining import estimate_pretraining
 
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
@@ -228,7 +228,7 @@ def _compare(
         if w.kind == "scenario":
             if mfu is not None:
                 raise InputError(
-                    "--mfu applies to pretrain workloads; use --set efficiency.training_mfu.fp4.mfu=..."
+                    "--mfu applies to pretrain workloads; a scenario's pre-training MFU comes from its plan"
                 )
             life = estimate_lifecycle(cat, s, w, pricing=pricing, origin=origin)
             results.append(life.system)
@@ -267,19 +267,6 @@ def output_schema() -> dict[str, Any]:
     }
 
 
-HEADLINE_METRICS = (
-    "pretraining.gpus",
-    "pretraining.wall_days",
-    "pretraining.gpu_hours",
-    "pretraining.cost_usd",
-    "pretraining.energy_mwh",
-    "serving.tokens_per_s_per_gpu",
-    "serving.tokens_per_s_per_user",
-    "serving.usd_per_million_output_tokens",
-    "serving.tokens_per_s_per_mw",
-)
-
-
 def sweep(
     cat: Catalog,
     vary: list[str],
@@ -290,61 +277,28 @@ def sweep(
     metrics: str = "headline",
     mfu: float | None = None,
     pricing: str = "rental",
+    progress: Any = None,
+    max_rows: int | None = None,
 ) -> tuple[Any, int]:
-    """Column chunks of a sweep (a generator) and the number of rows it will yield."""
+    """A sweep over a grid of inputs (``vary``: ``PATH=START:STOP:STEP`` or ``PATH=V1,V2``, with
+    ``hardware=...``) and the number of rows it will yield. The first value is an iterator of
+    column chunks (dicts of column -> numpy array); its ``results`` are the estimates searched.
+
+    ``metrics``: ``headline``, ``all`` or a comma list (``intelligence_per_dollar.solved_tasks_per_kusd,
+    rl.usd_per_step``). Every check and every search runs here, before the first row:
+    ``progress(done, total)`` is called after each search; ``max_rows`` refuses a larger grid.
+    """
     from .engine import sweep as sw
+    from .engine.pricing import check_pricing
 
-    _, w, origin = resolve_workload(cat, workload)
+    name, w, origin = resolve_workload(cat, workload)
     cat = with_nested_workloads(cat, w)
+    check_pricing(pricing)
     axes = sw.parse_axes(cat, vary)
-    hw_axis = [a for a in axes if a.path == sw.HARDWARE]
-    if not hw_axis:
-        raise InputError("give the systems to sweep, e.g. --vary hardware=vera-rubin,blackwell")
-    pretrain, serving, model = w, None, None
-    if w.kind == "scenario":
-        pretrain = cat.workloads[w.pretraining.workload] if w.pretraining.workload else None
-        serving, model = w.serving, w.model
-    elif w.kind != "pretrain":
-        raise InputError(f"ipd sweep takes a pretrain workload or a scenario; '{workload}' is {w.kind}")
-    plan = sw.SweepPlan(pretrain, origin, axes, hw_axis[0].values, pricing, mfu, serving, model)
-    sw.check_paths(cat, plan)
-    sw.check_values(cat, plan)  # every varied value is valid before any row is written
-    if samples is not None:
-        sw.check_samples(plan, samples, seed)
-    numeric = [a for a in axes if a.path != sw.HARDWARE]
-    chunks = sw.run_samples(cat, plan, samples, seed) if samples else sw.run(cat, plan)
-    total = len(plan.hardware) * (sw.grid_size(numeric) if numeric else 1)
-    keep = _metric_filter(metrics, [a.path for a in axes], samples is not None)
-    return (keep(c) for c in chunks), total
-
-
-def _metric_filter(metrics: str, inputs: list[str], sampled: bool):
-    if metrics == "all":
-        return lambda cols: cols
-    wanted = (
-        list(HEADLINE_METRICS)
-        if metrics == "headline"
-        else [m.strip() for m in metrics.split(",") if m.strip()]
-    )
-
-    def keep(cols: dict) -> dict:
-        out = {k: v for k, v in cols.items() if k in inputs}
-        present = {k.rsplit(".p", 1)[0] if sampled else k for k in cols}
-        for m in wanted:
-            if metrics == "headline" and m not in present:
-                continue  # a pretrain workload has no serving block and vice versa
-            names = [f"{m}.p{p}" for p in (10, 50, 90)] if sampled else [m]
-            for n in names:
-                if n not in cols:
-                    raise InputError(f"--metrics: unknown metric '{m}'{_metric_hint(m, cols, sampled)}")
-                out[n] = cols[n]
-        return out
-
-    return keep
-
-
-def _metric_hint(m: str, cols: dict, sampled: bool) -> str:
-    from .errors import did_you_mean
-
-    names = {k.rsplit(".p", 1)[0] if sampled else k for k in cols}
-    return did_you_mean(m, names)
+    plan = sw.make_plan(cat, axes, w, name, origin, pricing=pricing, mfu=mfu, samples=samples, seed=seed)
+    plan.metrics = sw.select_metrics(w.kind, metrics)
+    total = len(plan.hardware) * plan.rows
+    if max_rows is not None and total > max_rows:
+        raise InputError(f"the sweep has {total:,} rows; this output holds at most {max_rows:,}")
+    run = sw.prepare(cat, plan, progress)
+    return run, total

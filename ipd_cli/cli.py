@@ -291,10 +291,22 @@ def train(
     precision: Annotated[
         str, typer.Option("--precision", help="bf16, fp8 or fp4 (dense peak used).")
     ] = "bf16",
-    mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,
-    seq_len: Annotated[
-        int, typer.Option("--seq-len", help="Sequence length for the attention FLOPs.")
-    ] = 8192,
+    mfu: Annotated[
+        float | None, typer.Option("--mfu", help="Pin the MFU (0-1) instead of deriving it from the plan.")
+    ] = None,
+    seq_len: Annotated[int, typer.Option("--seq-len", help="Training sequence length (tokens).")] = 8192,
+    plan: Annotated[
+        str | None,
+        typer.Option(
+            "--plan",
+            help="Pin parts of the parallelism plan: tp, pp, vp, cp, ep, dp, mbs, gbs (global batch, "
+            "sequences), recompute=none|selective|full|offload, zero=0-3 (3 = fsdp); "
+            "e.g. tp=4,pp=8,recompute=selective.",
+        ),
+    ] = None,
+    plans: Annotated[
+        int, typer.Option("--plans", help="Also list the N best plans with step time, MFU and memory.", min=0)
+    ] = 0,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
@@ -303,9 +315,13 @@ def train(
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Estimate a pre-training run: GPUs, wall days, GPU-hours, cost and energy.
+    """Estimate a pre-training run with the best parallelism plan: the plan, step time, MFU, memory
+    per GPU, GPUs, wall days, GPU-hours, cost and energy.
 
     Example: ipd train --hardware h100-sxm --model llama-3.1-405b --tokens 15.6e12 --gpus 16384
+
+    Example: ipd train --hardware hopper --model gpt-3-175b --tokens 3e11 --gpus 1024 --seq-len 2048
+    --plan gbs=1536 --plans 5
     """
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
     from . import api
@@ -323,6 +339,8 @@ def train(
             mfu=mfu,
             sequence_length=seq_len,
             pricing=pricing,
+            plan=plan,
+            plans=plans,
         ),
         fmt,
         output,
@@ -643,7 +661,10 @@ def sweep(
         ),
     ],
     workload: Annotated[
-        str, typer.Option("--workload", help="Workload name or YAML file ('-' reads stdin).")
+        str,
+        typer.Option(
+            "--workload", help="Scenario, pretrain or RL workload: a name or a YAML file ('-' reads stdin)."
+        ),
     ] = DEFAULT_SCENARIO,
     samples: Annotated[
         int | None,
@@ -651,7 +672,12 @@ def sweep(
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed for --samples.")] = 0,
     metrics: Annotated[
-        str, typer.Option("--metrics", help="Comma-separated output metrics, or 'all'.")
+        str,
+        typer.Option(
+            "--metrics",
+            help="headline, all, or comma-separated metric paths "
+            "(intelligence_per_dollar.solved_tasks_per_kusd, rl.usd_per_step, serving.configuration, ...).",
+        ),
     ] = "headline",
     mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,
     pricing: PricingOpt = "rental",
@@ -660,7 +686,8 @@ def sweep(
         typer.Option(
             "--format",
             "-f",
-            help="csv, jsonl, json, table or markdown (auto: table on a terminal, csv when piped).",
+            help="csv, jsonl, json, table, markdown or xlsx (auto: table on a terminal, csv when piped; "
+            "the extension of -o FILE).",
         ),
     ] = "auto",
     output: OutputOpt = None,
@@ -668,35 +695,81 @@ def sweep(
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Evaluate the estimate over a grid of inputs: one row per point, streamed.
+    """Evaluate the estimate over a grid of inputs: one row per point, streamed. Each search (plan,
+    deployment, RL split) runs once per distinct value of the physics inputs; prices, economics.*,
+    power and capex re-price the chosen configurations.
+
+    Example: ipd sweep --vary hardware=vera-rubin,blackwell --vary price_usd_per_gpu_hour=4:12:1
+    --metrics intelligence_per_dollar.solved_tasks_per_kusd --format csv > procurement.csv
 
     Example: ipd sweep --vary hardware=h100-sxm,gb200-nvl72,vera-rubin-nvl72
-    --vary price_usd_per_gpu_hour=2:6:0.5 --format csv > sweep.csv
+    --vary price_usd_per_gpu_hour=2:6:0.5 -o sweep.xlsx
 
     Example: ipd sweep --vary hardware=vera-rubin,blackwell --samples 2000   (P10/P50/P90 over catalog ranges)
     """
+    from .render.xlsx import MAX_ROWS
+
     _check_options(fmt, output, force, stream=True, pricing=pricing)
+    chosen = format_for(fmt, output)
     from . import api
 
     cat = api.load(catalog, sets)
     chunks, total = api.sweep(
-        cat, vary, workload, samples=samples, seed=seed, metrics=metrics, mfu=mfu, pricing=pricing
+        cat,
+        vary,
+        workload,
+        samples=samples,
+        seed=seed,
+        metrics=metrics,
+        mfu=mfu,
+        pricing=pricing,
+        progress=_progress("searched {done:,} of {total:,} systems x physics points"),
+        max_rows=MAX_ROWS if chosen == "xlsx" else None,
     )
-    stream_rows(chunks, format_for(fmt, output), _ctx(), output, progress=_progress(total))
+    _warn_sweep(chunks.points, cat)
+    show = _progress("swept {done:,} of {total:,} points")
+    stream_rows(chunks, chosen, _ctx(), output, progress=show and (lambda done: show(done, total)))
 
 
-def _progress(total: int):
-    """A one-line progress counter on stderr, only on a terminal and after about a second."""
+MAX_SWEEP_WARNINGS = 8
+
+
+def _warn_sweep(points: list[tuple[str, Any]], cat: Any) -> None:
+    """The warnings of `ipd compare` for the estimates a sweep searched (at which physics values,
+    when it varies them), each line once."""
+    from .render.views import warnings
+
+    lines: list[str] = []
+    for name in dict.fromkeys(r.hardware for _, r in points):  # a roadmap system, once
+        system = cat.system(name)
+        lines += warnings({"systems": [{"hardware": name}]}, {name: (system.status, system.unstable)})
+    for where, r in points:
+        found = warnings({"systems": [r.model_dump(mode="json")]}, {r.hardware: ("shipping", False)})
+        head = f"{r.hardware}: "
+        lines += [
+            f"{r.hardware} at {where}: {line.removeprefix(head)}" if where and line.startswith(head) else line
+            for line in found
+        ]
+    lines = list(dict.fromkeys(_cli_message(line, ["sweep"]) for line in lines))
+    for line in lines[:MAX_SWEEP_WARNINGS]:
+        sys.stderr.write(f"ipd: warning: {line}\n")
+    if len(lines) > MAX_SWEEP_WARNINGS:
+        sys.stderr.write(f"ipd: warning: ... and {len(lines) - MAX_SWEEP_WARNINGS} more\n")
+
+
+def _progress(text: str):
+    """A one-line progress counter on stderr, ``show(done, total)``: only on a terminal and after
+    about a second."""
     import time
 
     if not sys.stderr.isatty():
         return None
     start = time.monotonic()
 
-    def show(done: int) -> None:
+    def show(done: int, total: int) -> None:
         if time.monotonic() - start > 1.0:
             end = "\n" if done >= total else ""
-            sys.stderr.write(f"\rswept {done:,} of {total:,} points{end}")
+            sys.stderr.write("\r" + text.format(done=done, total=total) + end)
             sys.stderr.flush()
 
     return show

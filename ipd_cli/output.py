@@ -15,7 +15,7 @@ from ipd_cli import signals
 from ipd_cli.errors import ExitCode, InputError, Interrupted, IpdError, did_you_mean
 from ipd_cli.files import kind
 from ipd_cli.render import DOCUMENT_FORMATS, EXTENSION_FORMATS, STREAM_FORMATS, OutputContext, render
-from ipd_cli.render.stream import check_chunk, chunk_text, small_table
+from ipd_cli.render.stream import check_chunk, chunk_pieces, rows_in, small_table
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -363,7 +363,15 @@ class _RowSink:
             self.stream.write(text)
             self.started = self.started or bool(text)
             return
-        data = text.encode(self.encoding, "backslashreplace")
+        self.write_bytes(text.encode("utf-8", "backslashreplace"), fmt)
+
+    def write_bytes(self, data: bytes, fmt: str) -> None:
+        """UTF-8 ``data`` (re-encoded for a terminal that cannot take it), whole rows only."""
+        if self.stream is not None:
+            self.write(data.decode("utf-8"), fmt)
+            return
+        if self.encoding.lower().replace("-", "") != "utf8" and not data.isascii():
+            data = data.decode("utf-8").encode(self.encoding, "backslashreplace")
         view, p = memoryview(data), 0
         self.whole = False
         with signals.deferred():
@@ -397,7 +405,8 @@ class _RowSink:
 
 
 def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None, progress=None) -> int:
-    """Write column chunks as csv/jsonl/json (streamed) or table/markdown (small results).
+    """Write column chunks as csv/jsonl/json (streamed), table/markdown (small results) or an xlsx
+    workbook (``-o FILE.xlsx``; a sweep's ``results`` give its inputs and sources sheets).
 
     Rows are written whole, chunk by chunk. On SIGINT, SIGTERM or SIGHUP (or KeyboardInterrupt)
     the rows written so far stay and stay valid: the row in flight is finished, a JSON array is
@@ -407,6 +416,8 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
     fmt = "table" if fmt == "auto" and ctx.is_tty else ("csv" if fmt == "auto" else fmt)
     if fmt not in STREAM_FORMATS:
         raise InputError(f"unknown format '{fmt}' for a sweep; choose one of: {', '.join(STREAM_FORMATS)}")
+    if fmt == "xlsx":
+        return _stream_xlsx(chunks, output, progress)
     target = None if output is None or str(output) == "-" else _target(output, force=True)
     if target is not None:
         ctx = replace(ctx, ascii_only=False)  # files are UTF-8
@@ -419,12 +430,12 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
         try:
             for cols in chunks:
                 check_chunk(cols, rows)
-                n = len(next(iter(cols.values())))
                 if fmt in ("table", "markdown"):
                     buffered.append(cols)
                 else:
-                    sink.write(chunk_text(cols, fmt, first=rows == 0), fmt)
-                rows += n
+                    for piece in chunk_pieces(cols, fmt, first=rows == 0):
+                        sink.write_bytes(piece, fmt)
+                rows += rows_in(cols)
                 if progress:
                     progress(rows)
         except (KeyboardInterrupt, Interrupted) as e:
@@ -439,6 +450,34 @@ def stream_rows(chunks, fmt: str, ctx: OutputContext, output: Path | None = None
             keep = True
     finally:
         sink.close(keep)  # whole, or cut by a signal after whole rows: keep it; an error: remove
+    if stop is not None:
+        raise stop
+    return rows
+
+
+def _stream_xlsx(chunks, output: Path | None, progress=None) -> int:
+    """The rows into a workbook (openpyxl's write-only mode: rows are not held as cells), written
+    atomically at the end; an interruption keeps the complete rows, like the text formats."""
+    from ipd_cli.render.xlsx import SweepBook
+
+    if output is None or str(output) == "-":
+        raise InputError("xlsx is a binary format: give -o FILE.xlsx")
+    _target(output, force=True)
+    book = SweepBook()
+    rows = 0
+    stop: BaseException | None = None
+    try:
+        for cols in chunks:
+            check_chunk(cols, rows)
+            book.add(cols)
+            rows += rows_in(cols)
+            if progress:
+                progress(rows)
+    except (KeyboardInterrupt, Interrupted) as e:
+        stop = e
+    with signals.deferred():
+        data = book.finish(getattr(chunks, "results", None) or [])
+    write_bytes(output, data)
     if stop is not None:
         raise stop
     return rows

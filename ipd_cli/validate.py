@@ -5,12 +5,13 @@ its source, inputs, measured value and split: ``fitting`` cases may tune the eff
 defaults, ``checking`` cases never do, and report the model's error.
 
 Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
-fitting cases that depend on it (training MFU per precision: pre-training cases; serving
-per-layer step overhead: serving cases at 4 users or fewer; decode HBM efficiency: the other
-dense serving cases; MoE compute share per precision: the other MoE serving cases; weight-sync
-stack software and link efficiency per transport: weight-sync cases (only values the catalog
-cites as ipd-calibration; sourced ones are not refitted); RL trainer MFU and fixed step time:
-RL step cases). Knobs are fitted one after another, each by a log-spaced grid search over its
+fitting cases that depend on it (GEMM cost per call and training shares by precision:
+pre-training cases; serving per-layer step overhead: serving cases at 4 users or fewer; decode
+HBM efficiency: the other dense serving cases; MoE compute share per precision: the other MoE
+serving cases; weight-sync stack software and link efficiency per transport: weight-sync cases
+(only values the catalog cites as ipd-calibration; sourced ones are not refitted); RL trainer
+MFU and fixed step time: RL step cases). Knobs are fitted one after another, each by a
+log-spaced grid search over its
 catalog range (fractions capped at 0.95) that minimises the mean squared
 log(measured / predicted) of its cases, with the knobs before it already set.
 """
@@ -32,7 +33,7 @@ from ipd_cli.engine.results import Listing, ValidationResult
 from ipd_cli.errors import InputError, IpdError
 
 Kind = Literal["pretrain", "serve", "rl-step", "weight-sync"]
-SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user"}
+SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user", "mfu"}
 WITHIN = 0.25  # the share of cases within 25 % is reported
 
 
@@ -52,6 +53,9 @@ class Case(BaseModel):
     source: str
     inputs: dict[str, Any]
     measured: Measured
+    calibrate: bool = Field(
+        default=True, description="a fitting case whose system the model knowingly misses fits nothing"
+    )
     note: str | None = None
 
 
@@ -71,9 +75,9 @@ def predict(cat: Catalog, case: Case) -> float:
     i = dict(case.inputs)
     metric = case.measured.metric
     if case.kind == "pretrain":
-        from ipd_cli.engine.pretraining import estimate_pretraining
+        from ipd_cli.engine.pretraining import pretraining_numbers
 
-        p = estimate_pretraining(
+        p = pretraining_numbers(
             cat,
             i["hardware"],
             i["model"],
@@ -82,10 +86,9 @@ def predict(cat: Catalog, case: Case) -> float:
             deadline_days=i.get("days"),
             precision=i.get("precision", "bf16"),
             sequence_length=int(i.get("seq_len", 8192)),
-        ).pretraining
-        if metric == "tokens_per_s_per_gpu":
-            return p.tokens / (p.gpus * p.wall_days * 86400)
-        return getattr(p, metric)
+            plan=published_plan(i),
+        )
+        return float(p[metric])  # tokens_per_s_per_gpu: steady state, as benchmarks report it
     if case.kind == "serve":
         return getattr(_serve(cat, i), metric)
     if case.kind == "rl-step":
@@ -124,6 +127,21 @@ def _serve(cat: Catalog, i: dict) -> Any:
         decode_instances=i.get("decode_instances"),
         speculative=i.get("speculative"),
     ).serving
+
+
+PLAN_INPUTS = {"tp": "tp", "pp": "pp", "vp": "vp", "cp": "cp", "ep": "ep", "dp": "dp"}
+PLAN_INPUTS.update(micro_batch="mbs", global_batch="gbs")
+
+
+def published_plan(i: dict) -> str | None:
+    """The plan fields a case publishes, as pins (the search chooses the rest): degrees, micro and
+    global batch, recompute (torchtitan's selective-op counts as selective), FSDP sharding."""
+    pins = [f"{key}={i[name]}" for name, key in PLAN_INPUTS.items() if name in i]
+    if "recompute" in i:
+        pins.append(f"recompute={str(i['recompute']).removesuffix('-op')}")
+    if int(i.get("fsdp", 1)) > 1:
+        pins.append("zero=3")
+    return ",".join(pins) or None
 
 
 def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
@@ -269,8 +287,16 @@ def _is_moe(cat: Catalog, case: Case) -> bool:
 def knobs_of(cat: Catalog, case: Case) -> list[str]:
     """The efficiencies a fitting case calibrates."""
     i = case.inputs
+    if not case.calibrate:
+        return []
     if case.kind == "pretrain":
-        return [f"efficiency.training_mfu.{i.get('precision', 'bf16')}.mfu"]
+        from ipd_cli.engine.trainplan import training_share_path
+
+        share = training_share_path(cat, cat.system(i["hardware"]).accelerator)
+        fp4 = ["efficiency.training_gemm.fp4.recipe_share"] if i.get("precision") == "fp4" else []
+        moe = ["efficiency.moe_a2a_overlap"] if _is_moe(cat, case) else []
+        tp = ["efficiency.tp_comm_overlap"] if int(i.get("tp", 1)) > 1 else []
+        return ["efficiency.gemm_call_overhead_us", share, *fp4, *moe, *tp]
     if case.kind == "serve":
         if (i.get("concurrency") or 99) <= 4:  # a few users: the fixed time per layer sets the speed
             return ["serving.step_overhead_us_per_layer"]

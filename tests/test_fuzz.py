@@ -166,7 +166,7 @@ def catalog_doc() -> dict:
         "economics": {
             k: raw.sections["economics"][k] for k in ("pue", "utilisation", "electricity_usd_per_kwh")
         },
-        "efficiency": {k: raw.sections["efficiency"][k] for k in ("training_mfu", "hbm_usable_fraction")},
+        "efficiency": {k: raw.sections["efficiency"][k] for k in ("training_gemm", "hbm_usable_fraction")},
     }
 
 

@@ -27,17 +27,20 @@ def test_set_workload_and_model_fields_reach_the_engine():
     assert r.workload.tokens == 2e14
     p = r.systems[0].pretraining
     assert p.training_flops > 3.9 * base.training_flops  # 2x tokens x ~2x FLOPs per token
-    assert p.gpus > 3 * base.gpus
+    # the plan changes with the model: the extra active parameters are dense GEMMs that run at a
+    # better efficiency than the all-to-all-bound experts, so GPUs grow less than the FLOPs
+    assert p.gpus > 1.5 * base.gpus
 
 
-def test_set_mfu_by_path_doubles_time_when_halved():
+def test_set_reaches_the_plan_search():
+    # halving the GEMM share every plan sustains lengthens the run and lowers the achieved MFU
     cat = load()
-    mfu = cat.efficiency.training_mfu["bf16"].mfu.value
+    share = cat.efficiency.training_share.value
     a = train(cat, "hopper", "llama-3.1-8b", 1e12, gpus=64).pretraining
-    b = train(
-        load(sets=[f"efficiency.training_mfu.bf16.mfu={mfu / 2}"]), "hopper", "llama-3.1-8b", 1e12, gpus=64
-    )
-    assert b.pretraining.wall_days == pytest.approx(2 * a.wall_days)
+    b = train(load(sets=[f"efficiency.training_share={share / 2}"]), "hopper", "llama-3.1-8b", 1e12, gpus=64)
+    assert b.pretraining.wall_days > 1.3 * a.wall_days
+    assert b.pretraining.mfu < a.mfu
+    assert any(x.path == "efficiency.training_share" and x.source == "cli-set" for x in b.assumptions)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +51,7 @@ def test_set_mfu_by_path_doubles_time_when_halved():
         ("economics.pue=0.5", "pue must be >= 1"),
         ("workload.tokenz=1", "did you mean 'tokens'"),
         ("workload.tokens=-5", "tokens: Input should be greater than 0"),
-        ("efficiency.training_mfu.fp4.mfu=1.5", "mfu must be a fraction"),
+        ("efficiency.training_share=1.5", "training_share must be a fraction"),
         ("systems.hopper.prices.spotty=1", "no price labelled 'spotty'"),
         ("hardwre.x.y=1", "unknown section 'hardwre'"),
         ("economics.pue", "expected PATH=VALUE"),

@@ -1,106 +1,382 @@
-"""ipd sweep: grid rows, equality with single runs, sampling, streaming, interruption."""
+"""ipd sweep: grid rows, searches once per physics point, re-pricing equal to single runs,
+every block's metrics, RL workloads, sampling, streaming, xlsx, interruption."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
 
 import pytest
-from helpers import run_cli
+from helpers import run_cli, write
 
-from ipd_cli import compare
+import ipd_cli
+from ipd_cli import compare, load
+from ipd_cli.engine import sweep as sw
 from ipd_cli.output import stream_rows
 from ipd_cli.render import OutputContext
+from ipd_cli.render.stream import chunk_bytes
 
 np = pytest.importorskip("numpy")
 
+SMALL = "kind: pretrain\ndescription: a small run\nmodel: llama-3.1-8b\ntokens: 1.0e12\ngpus: 64\n"
+
+
+@pytest.fixture
+def small(tmp_path):
+    """A pretrain workload whose plan search takes milliseconds."""
+    return str(write(tmp_path / "small.yaml", SMALL))
+
+
+def _rows(chunks) -> list[dict]:
+    out = []
+    for c in chunks:
+        n = len(c["hardware"])
+        out += [{k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in c.items()} for i in range(n)]
+    return out
+
 
 def _csv(*args: str) -> list[dict]:
-    r = run_cli("sweep", *args, "--workload", "pretrain-10t-moe", "--format", "csv")
+    r = run_cli("sweep", *args, "--format", "csv")
     assert r.code == 0, r.stderr
     return list(csv.DictReader(io.StringIO(r.stdout)))
 
 
+def _value(result, path: str):
+    node = result.model_dump()
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
+# --- cost axes re-price; physics axes search again --------------------------------------------
+
+
+def test_cost_is_gpu_hours_times_price_at_every_price(catalog, small):
+    chunks, total = ipd_cli.sweep(
+        catalog, ["hardware=hopper", "price_usd_per_gpu_hour=2,3.5"], small, metrics="all"
+    )
+    a, b = _rows(chunks)
+    assert total == 2
+    # one plan, one run: GPU-hours do not depend on the price; cost = GPU-hours x price, exactly
+    assert a["pretraining.gpu_hours"] == b["pretraining.gpu_hours"] > 0
+    assert a["pretraining.cost_usd"] == a["pretraining.gpu_hours"] * 2
+    assert b["pretraining.cost_usd"] == b["pretraining.gpu_hours"] * 3.5
+    assert a["pretraining.price_usd_per_gpu_hour"] == 2 and a["pretraining.plan"] == b["pretraining.plan"]
+
+
+def test_each_physics_point_is_searched_once(catalog, small, monkeypatch):
+    from ipd_cli.engine import pretraining
+
+    estimates, searches = [], []
+    real_estimate, real_solve = sw.estimate, pretraining._solve
+
+    def count_estimate(cat, plan, w, hw):
+        estimates.append(hw)
+        return real_estimate(cat, plan, w, hw)
+
+    def count_solve(x, key):
+        searches.append(x["hbm_bw"])
+        return real_solve(x, key)
+
+    monkeypatch.setattr(sw, "estimate", count_estimate)
+    monkeypatch.setattr(pretraining, "_solve", count_solve)
+    monkeypatch.setattr(pretraining, "_CACHE", {})
+    axes = ["hardware=hopper", "price_usd_per_gpu_hour=1:4:1", "economics.pue=1.1,1.2,1.3"]
+    chunks, total = ipd_cli.sweep(catalog, axes, small)
+    assert total == 12 and len(_rows(chunks)) == 12
+    assert estimates == ["h100-sxm"] and len(searches) == 1  # 12 points, one physics point: one search
+    estimates.clear(), searches.clear()
+    # 3.0 twice, 3.5: two distinct physics points, estimated after the catalog's own values (whose
+    # plan search the process remembers from the sweep above)
+    axes = ["hardware=hopper", "accelerators.h100-sxm.hbm_tb_per_s=3,3.5,3", "price_usd_per_gpu_hour=2,4"]
+    rows = _rows(ipd_cli.sweep(catalog, axes, small, metrics="all")[0])
+    assert len(estimates) == 3 and searches == [3e12, 3.5e12]
+    assert len(rows) == 6 and rows[0]["pretraining.gpu_hours"] == rows[4]["pretraining.gpu_hours"]
+    single = compare(catalog.with_overrides(["accelerators.h100-sxm.hbm_tb_per_s=3.5"]), ["hopper"], small)
+    assert rows[2]["pretraining.gpu_hours"] == pytest.approx(
+        single.systems[0].pretraining.gpu_hours, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("workload", "hardware", "pricing", "axes"),
+    [
+        # the lifecycle: pre-training share, RL refreshes and serving, all re-priced together
+        (
+            "frontier-agentic",
+            "vera-rubin",
+            "rental",
+            ["economics.pue=1.1,1.45", "systems.vera-rubin.prices.reserved=3.5,7"],
+        ),
+        # a yearly RL budget (its steps follow the price) and a learning curve; owning cost
+        ("open-model-agent", "blackwell", "tco", ["economics.electricity_usd_per_kwh=0.05,0.11"]),
+    ],
+)
+def test_every_metric_of_a_repriced_row_equals_the_single_estimate(
+    catalog, workload, hardware, pricing, axes
+):
+    chunks, _ = ipd_cli.sweep(
+        catalog, [f"hardware={hardware}", *axes], workload, metrics="all", pricing=pricing
+    )
+    rows = _rows(chunks)
+    names = sw.metric_names("scenario")
+    for row in rows:
+        paths = [sw.canonical_path(catalog, a.split("=")[0]) for a in axes]
+        sets = [f"{p}={row[p]!r}" for p in paths]
+        one = compare(catalog.with_overrides(sets), [hardware], workload, pricing=pricing).systems[0]
+        for name in names:
+            want = _value(one, name)
+            if want is None:  # e.g. the score of a scenario without a learning curve
+                assert row[name] is None or math.isnan(row[name]), name
+            elif isinstance(want, str):
+                assert row[name] == want, name
+            else:
+                assert row[name] == pytest.approx(want, rel=1e-12, abs=1e-300), (sets, name)
+
+
+def test_procurement_sweep_of_solved_tasks_per_kusd_against_price():
+    rows = _csv(
+        "--vary",
+        "hardware=vera-rubin,blackwell",
+        "--vary",
+        "price_usd_per_gpu_hour=4:12:1",
+        "--metrics",
+        "intelligence_per_dollar.solved_tasks_per_kusd",
+    )
+    assert len(rows) == 18 and list(rows[0]) == [
+        "hardware",
+        "price_usd_per_gpu_hour",
+        "intelligence_per_dollar.solved_tasks_per_kusd",
+    ]
+    for system in ("vera-rubin-nvl72", "gb200-nvl72"):
+        mine = [r for r in rows if r["hardware"] == system]
+        # every lifecycle cost is GPU-hours x the price, so tasks per $1k x price is one number
+        # per system: 1000 x tasks solved / lifecycle GPU-hours (%.10g in CSV: 10 digits)
+        products = [
+            float(r["intelligence_per_dollar.solved_tasks_per_kusd"]) * float(r["price_usd_per_gpu_hour"])
+            for r in mine
+        ]
+        assert products == pytest.approx([products[0]] * 9, rel=1e-9)
+    rubin, gb200 = rows[0], rows[9]
+    assert float(rubin["intelligence_per_dollar.solved_tasks_per_kusd"]) > float(
+        gb200["intelligence_per_dollar.solved_tasks_per_kusd"]
+    )
+
+
+def test_an_rl_workload_sweeps_its_rl_metrics(catalog):
+    chunks, total = ipd_cli.sweep(
+        catalog, ["hardware=vera-rubin", "price_usd_per_gpu_hour=2,5"], "rl-swe-agent", metrics="all"
+    )
+    a, b = _rows(chunks)
+    assert set(k.split(".")[0] for k in a) == {"hardware", "price_usd_per_gpu_hour", "rl"}
+    assert a["rl.step_seconds"] == b["rl.step_seconds"]  # the split search ran once
+    assert a["rl.usd_per_step"] == a["rl.gpu_hours_per_step"] * 2
+    assert b["rl.run.usd_per_year"] == pytest.approx(
+        b["rl.usd_per_step"] * a["rl.run.steps_per_refresh"] * a["rl.run.refreshes_per_year"], rel=1e-12
+    )
+    r = run_cli("sweep", "--vary", "hardware=hopper", "--workload", "rl-swe-agent", "--mfu", "0.4")
+    assert r.code == 2 and "--mfu applies to pretrain workloads" in r.stderr
+
+
+def test_a_block_that_cannot_run_leaves_empty_cells_and_a_warning():
+    # the 10T model's RL cannot be split on 2,048 H100s: rl and the headline are empty there
+    r = run_cli(
+        "sweep", "--vary", "hardware=hopper,vera-rubin", "--vary", "economics.pue=1.2,1.3", "-f", "json"
+    )
+    assert r.code == 0, r.stderr
+    rows = r.json()
+    hopper, rubin = rows[0], rows[2]
+    assert (
+        hopper["intelligence_per_dollar.solved_tasks_per_kusd"] is None and hopper["rl.usd_per_step"] is None
+    )
+    assert hopper["pretraining.gpus"] > 0 and rubin["intelligence_per_dollar.solved_tasks_per_kusd"] > 0
+    assert "h100-sxm: RL post-training (rl-swe-agent-10t) cannot run" in r.stderr
+    csv_rows = _csv("--vary", "hardware=hopper,vera-rubin", "--vary", "economics.pue=1.2")
+    assert csv_rows[0]["rl.usd_per_step"] == "" and float(csv_rows[0]["pretraining.gpus"]) > 0
+    # as in compare: no point with the workload's headline is an error, naming the stage
+    r = run_cli("sweep", "--vary", "hardware=hopper", "--vary", "economics.pue=1.2", "-f", "csv")
+    assert r.code == 1 and r.stdout == ""
+    needle = "'frontier-agentic' cannot run at any point of the sweep: h100-sxm: post_training: moe-10t"
+    assert needle in r.stderr
+
+
+def test_too_many_searches_are_refused_before_any():
+    r = run_cli(
+        "sweep",
+        "--vary",
+        "hardware=hopper,vera-rubin",
+        "--vary",
+        "accelerators.rubin.hbm_tb_per_s=10:30:0.01",
+    )
+    assert r.code == 2, r.stderr
+    assert (
+        "4,002 estimates (2 systems x 2,001 distinct values of accelerators.rubin.hbm_tb_per_s)" in r.stderr
+    )
+    assert "more than 1,024" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_paths_split_into_physics_and_cost():
+    assert all(
+        sw.is_cost_path(p)
+        for p in (
+            "price_usd_per_gpu_hour",
+            "economics.pue",
+            "systems.hopper.prices.reserved",
+            "systems.hopper.power_kw",
+            "systems.hopper.capex_usd",
+        )
+    )
+    assert not any(
+        sw.is_cost_path(p)
+        for p in ("accelerators.rubin.hbm_tb_per_s", "efficiency.attention_efficiency", "workload.tokens")
+    )
+
+
+# --- the grid and the rows ---------------------------------------------------------------------
+
+
+def test_boxes_cover_the_grid_in_order():
+    for shape, limit in [
+        ((3, 4, 5), 7),
+        ((3, 4, 5), 20),
+        ((2, 1000), 131),
+        ((10,), 4),
+        ((), 5),
+        ((4, 5), 100),
+    ]:
+        flat = []
+        for box in sw.boxes(shape, limit):
+            assert math.prod(box.shape) <= max(limit, math.prod(shape[1:]) if len(shape) > 1 else 1)
+            index = np.arange(math.prod(shape)).reshape(shape)[box.index]
+            assert index.reshape(-1)[0] == box.start and index.size == math.prod(box.shape)
+            flat += index.reshape(-1).tolist()
+        assert flat == list(range(math.prod(shape))), shape
+
+
 def test_grid_has_one_row_per_point_and_matches_single_runs(catalog):
     rows = _csv(
-        "--vary", "hardware=h100-sxm,gb200-nvl72,vera-rubin", "--vary", "price_usd_per_gpu_hour=2:6:1"
-    )
+        "--vary", "hardware=h100-sxm,gb200-nvl72,vera-rubin", "--vary", "price_usd_per_gpu_hour=2:6:1",
+        "--workload", "pretrain-10t-moe",
+    )  # fmt: skip
     assert len(rows) == 3 * 5
     assert [r["hardware"] for r in rows[:5]] == ["h100-sxm"] * 5
     assert [float(r["price_usd_per_gpu_hour"]) for r in rows[:5]] == [2, 3, 4, 5, 6]
-    single = (
-        compare(
-            catalog.with_overrides(["systems.gb200-nvl72.prices.reserved=4"]),
-            ["gb200-nvl72"],
-            "pretrain-10t-moe",
-        )
-        .systems[0]
-        .pretraining
+    one = compare(
+        catalog.with_overrides(["systems.gb200-nvl72.prices.reserved=4"]), ["gb200-nvl72"], "pretrain-10t-moe"
     )
     row = rows[5 + 2]
     assert row["hardware"] == "gb200-nvl72" and float(row["price_usd_per_gpu_hour"]) == 4
-    assert float(row["pretraining.cost_usd"]) == pytest.approx(single.cost_usd, rel=1e-9)
-    assert int(row["pretraining.gpus"]) == single.gpus
+    assert float(row["pretraining.cost_usd"]) == pytest.approx(one.systems[0].pretraining.cost_usd, rel=1e-9)
+    assert int(row["pretraining.gpus"]) == one.systems[0].pretraining.gpus
 
 
-def test_varying_a_catalog_path_equals_set(catalog):
-    rows = _csv("--vary", "hardware=vera-rubin", "--vary", "accelerators.rubin.fp4_dense_tflops=20000,35000")
-    for row in rows:
-        v = float(row["accelerators.rubin.fp4_dense_tflops"])
-        single = compare(
-            catalog.with_overrides([f"accelerators.rubin.fp4_dense_tflops={v}"]),
-            ["vera-rubin"],
-            "pretrain-10t-moe",
-        )
-        assert int(row["pretraining.gpus"]) == single.systems[0].pretraining.gpus
-    assert int(rows[0]["pretraining.gpus"]) > int(rows[1]["pretraining.gpus"])
+def test_writers_format_compact_and_plain_chunks_alike():
+    compact = {
+        "hardware": np.array("a,b", dtype=object),  # a name with a comma: quoted in CSV
+        "x": np.array([[1.5], [2.5]]),
+        "y": np.array([[10.0, 20.0, 30.0]]),
+        "z": np.array([[np.nan, 0.25, 1e20]]),
+    }
+    chunk = sw.Chunk((2, 3), compact)
+    plain = {k: np.asarray(v) for k, v in chunk.items()}
+    for fmt in ("csv", "jsonl", "json"):
+        assert chunk_bytes(chunk, fmt, True) == chunk_bytes(plain, fmt, True), fmt
+    text = chunk_bytes(chunk, "csv", True).decode()
+    assert text.splitlines()[:3] == ["hardware,x,y,z", '"a,b",1.5,10,', '"a,b",1.5,20,0.25']
+    rows = json.loads(chunk_bytes(chunk, "json", True).decode() + "\n]")
+    assert rows[0] == {"hardware": "a,b", "x": 1.5, "y": 10, "z": None} and rows[5]["z"] == 1e20
+
+
+# --- sampling ------------------------------------------------------------------------------------
 
 
 def test_samples_give_ordered_percentiles():
-    r = run_cli("sweep", "--vary", "hardware=vera-rubin,blackwell", "--samples", "400", "--format", "json")
+    args = ("sweep", "--vary", "hardware=vera-rubin,blackwell", "--samples", "400", "--format", "json")
+    r = run_cli(*args)
     assert r.code == 0, r.stderr
     rows = r.json()
     assert len(rows) == 2
     for row in rows:
-        assert (
-            row["pretraining.cost_usd.p10"]
-            <= row["pretraining.cost_usd.p50"]
-            <= row["pretraining.cost_usd.p90"]
-        )
+        for m in ("pretraining.cost_usd", "intelligence_per_dollar.solved_tasks_per_kusd"):
+            assert row[f"{m}.p10"] <= row[f"{m}.p50"] <= row[f"{m}.p90"]
         assert row["pretraining.cost_usd.p10"] < row["pretraining.cost_usd.p90"]  # ranges do spread it
-    again = run_cli(
-        "sweep", "--vary", "hardware=vera-rubin,blackwell", "--samples", "400", "--format", "json"
+        # the cluster sized for the deadline at the catalog's values is kept; its time moves
+        assert row["pretraining.gpus.p10"] == row["pretraining.gpus.p90"]
+        assert row["pretraining.wall_days.p10"] < row["pretraining.wall_days.p90"]
+    assert run_cli(*args).stdout == r.stdout  # same seed, same numbers
+
+
+def test_samples_are_common_to_every_grid_point(catalog):
+    chunks, _ = ipd_cli.sweep(
+        catalog, ["hardware=vera-rubin", "price_usd_per_gpu_hour=4,8"], "pretrain-10t-moe", samples=300
     )
-    assert again.stdout == r.stdout  # same seed, same numbers
+    a, b = _rows(chunks)
+    # the same draws at both prices: cost = GPU-hours x price draw by draw, so each percentile doubles
+    for p in (10, 50, 90):
+        assert b[f"pretraining.cost_usd.p{p}"] == pytest.approx(
+            2 * a[f"pretraining.cost_usd.p{p}"], rel=1e-12
+        )
+        assert b[f"pretraining.gpu_hours.p{p}"] == a[f"pretraining.gpu_hours.p{p}"]
+
+
+def test_samples_cover_serving_cost_but_not_its_physics():
+    r = run_cli("sweep", "--vary", "hardware=blackwell", "--samples", "300", "-f", "json")
+    assert r.code == 0, r.stderr
+    (row,) = r.json()
+    # tokens/s per GPU is the chosen deployment's at the catalog's values; its $ per token follows the
+    # price range
+    assert row["serving.tokens_per_s_per_gpu.p10"] == row["serving.tokens_per_s_per_gpu.p90"]
+    assert row["serving.usd_per_million_output_tokens.p10"] < row["serving.usd_per_million_output_tokens.p90"]
+
+
+# --- output ----------------------------------------------------------------------------------------
 
 
 def test_jsonl_lines_are_json():
     r = run_cli(
-        "sweep",
-        "--vary",
-        "hardware=hopper",
-        "--vary",
-        "economics.pue=1.1:1.5:0.1",
-        "--workload",
-        "pretrain-10t-moe",
-        "-f",
-        "jsonl",
-    )
+        "sweep", "--vary", "hardware=hopper", "--vary", "economics.pue=1.1:1.5:0.1",
+        "--workload", "pretrain-10t-moe", "-f", "jsonl",
+    )  # fmt: skip
     lines = r.stdout.splitlines()
     assert len(lines) == 5
     assert json.loads(lines[0])["economics.pue"] == pytest.approx(1.1)
 
 
-def test_bad_vary_is_a_usage_error():
+def test_xlsx_sweep_has_a_frozen_header_number_formats_and_its_inputs(tmp_path, small):
+    openpyxl = pytest.importorskip("openpyxl")
+    out = tmp_path / "s.xlsx"
+    r = run_cli(
+        "sweep", "--vary", "hardware=hopper", "--vary", "price_usd_per_gpu_hour=2:3:0.5", "--workload", small,
+        "--metrics", "pretraining.cost_usd,pretraining.plan", "-o", str(out),
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    wb = openpyxl.load_workbook(out)
+    assert wb.sheetnames == ["results", "assumptions", "sources"]
+    ws = wb["results"]
+    assert ws.freeze_panes == "B2" and ws["A1"].font.b
+    header = [c.value for c in ws[1]]
+    assert header == ["hardware", "price_usd_per_gpu_hour", "pretraining.cost_usd", "pretraining.plan"]
+    assert [c.value for c in ws["B"][1:]] == [2, 2.5, 3] and ws.max_row == 4
+    assert ws["C2"].number_format == "#,##0" and ws["B3"].number_format == "#,##0.00"
+    paths = [c.value for c in wb["assumptions"]["H"][1:]]
+    assert "accelerators.h100-sxm.hbm_tb_per_s" in paths
+    assert out.stat().st_mode & 0o777 != 0o600
+    r = run_cli("sweep", "--vary", "hardware=hopper", "--workload", small, "-f", "xlsx")
+    assert r.code == 2 and "give -o FILE.xlsx" in r.stderr
+
+
+def test_bad_vary_is_a_usage_error(small):
     for args, msg in [
         (["--vary", "hardware=vera-rubin", "--vary", "economics.pu=1:2:0.5"], "did you mean 'economics.pue'"),
         (["--vary", "hardware=vera-rubin", "--vary", "economics.pue=2:1:0.5"], "START <= STOP"),
         (["--vary", "economics.pue=1,2"], "give the systems to sweep"),
         (["--vary", "hardware=nope"], "unknown hardware 'nope'"),
         (["--vary", "hardware=hopper", "--metrics", "pretraining.cots_usd"], "did you mean"),
+        (["--vary", "hardware=hopper", "--vary", "workload.tokens=1e12"], "use workload.pretraining.tokens"),
     ]:
-        r = run_cli("sweep", *args, "--workload", "pretrain-10t-moe", "-f", "csv")
+        r = run_cli("sweep", *args, "-f", "csv")
         assert r.code == 2 and msg in r.stderr, (args, r.stderr)
 
 
@@ -121,7 +397,32 @@ def test_interrupt_leaves_complete_rows(tmp_path):
     ]
 
 
-def test_scenario_sweep_has_serving_metrics_and_cost_is_linear_in_price():
+def test_varying_a_catalog_path_equals_set(catalog):
+    rows = _csv(
+        "--vary", "hardware=vera-rubin", "--vary", "accelerators.rubin.fp4_dense_tflops=20000,35000",
+        "--workload", "pretrain-10t-moe",
+    )  # fmt: skip
+    for row in rows:
+        v = float(row["accelerators.rubin.fp4_dense_tflops"])
+        single = compare(
+            catalog.with_overrides([f"accelerators.rubin.fp4_dense_tflops={v}"]),
+            ["vera-rubin"],
+            "pretrain-10t-moe",
+        )
+        assert int(row["pretraining.gpus"]) == single.systems[0].pretraining.gpus
+    assert int(rows[0]["pretraining.gpus"]) > int(rows[1]["pretraining.gpus"])
+
+
+def test_vary_paths_with_dotted_model_names():
+    # "llama-3.1-8b" holds dots: the path must still resolve to that model, not to "llama-3"
+    r = run_cli(
+        "sweep", "--vary", "hardware=hopper", "--vary", "models.llama-3.1-8b.active_params=8e9,9e9",
+        "--workload", "pretrain-10t-moe", "-f", "csv",
+    )  # fmt: skip
+    assert r.code == 2 and "--vary models.llama-3.1-8b.active_params: not an input" in r.stderr
+
+
+def test_scenario_serving_cost_is_linear_in_price():
     r = run_cli(
         "sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=2,4", "-f", "json"
     )
@@ -130,30 +431,21 @@ def test_scenario_sweep_has_serving_metrics_and_cost_is_linear_in_price():
     # serving physics does not depend on the price; $/M output tokens = price / (tok/s/GPU x 3600) x 1e6
     assert a["serving.tokens_per_s_per_gpu"] == b["serving.tokens_per_s_per_gpu"]
     expected = 2 / (a["serving.tokens_per_s_per_gpu"] * 3600) * 1e6
-    assert a["serving.usd_per_million_output_tokens"] == pytest.approx(expected)
-    assert b["serving.usd_per_million_output_tokens"] == pytest.approx(2 * expected)
+    assert a["serving.usd_per_million_output_tokens"] == pytest.approx(expected, rel=1e-12)
+    assert b["serving.usd_per_million_output_tokens"] == pytest.approx(2 * expected, rel=1e-12)
 
 
-def test_samples_cover_serving_cost_but_not_its_physics():
-    r = run_cli("sweep", "--vary", "hardware=blackwell", "--samples", "300", "-f", "json")
-    assert r.code == 0, r.stderr
-    (row,) = r.json()
-    # tokens/s per GPU is evaluated once (physics is not sampled); its $ per token follows the price range
-    assert row["serving.tokens_per_s_per_gpu.p10"] == row["serving.tokens_per_s_per_gpu.p90"]
-    assert row["serving.usd_per_million_output_tokens.p10"] < row["serving.usd_per_million_output_tokens.p90"]
+def test_physics_points_are_catalog_copies_in_memory(monkeypatch, small):
+    # one catalog copy per physics point (Catalog.with_overrides), never a YAML re-parse
+    from ipd_cli.catalog import layers, loader, yamlio
 
-
-def test_vary_paths_with_dotted_model_names():
-    # "llama-3.1-8b" holds dots: the path must still resolve to that model, not to "llama-3"
-    r = run_cli(
-        "sweep",
-        "--vary",
-        "hardware=hopper",
-        "--vary",
-        "models.llama-3.1-8b.active_params=8e9,9e9",
-        "--workload",
-        "pretrain-10t-moe",
-        "-f",
-        "csv",
-    )
-    assert r.code == 2 and "--vary models.llama-3.1-8b.active_params: not an input" in r.stderr
+    cat = load()
+    parsed, loads = [], []
+    real = yamlio.read_yaml
+    for module in (yamlio, layers):
+        monkeypatch.setattr(module, "read_yaml", lambda *a, **k: parsed.append(str(a[0])) or real(*a, **k))
+    monkeypatch.setattr(loader, "load_catalog", lambda *a, **k: loads.append(a) or cat)
+    axes = ["hardware=hopper", "accelerators.h100-sxm.hbm_tb_per_s=3,3.5", "economics.pue=1.1,1.2"]
+    chunks, _ = ipd_cli.sweep(cat, axes, small)
+    assert len(_rows(chunks)) == 4 and loads == []
+    assert parsed == [small]  # the workload file, read once

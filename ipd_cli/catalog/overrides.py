@@ -3,7 +3,7 @@
 Paths follow the YAML layout: ``economics.electricity_usd_per_kwh=0.1``,
 ``systems.vera-rubin.power_kw=200`` (aliases work), ``systems.h100-sxm.prices.reserved=2.1``
 (a price point by its label), ``accelerators.rubin.fp4_dense_tflops=30000``,
-``models.moe-10t.active_params=1e12``, ``efficiency.training_mfu.fp4.mfu=0.3``,
+``models.moe-10t.active_params=1e12``, ``efficiency.training_share=0.6``,
 ``workload.tokens=2e14`` (a pretrain workload), ``workload.pretraining.tokens=2e14`` (the
 pretrain workload a scenario runs; ``workload.post_training.*`` reaches its RL workload).
 Setting a sourced value replaces its number and points its source at ``cli-set``; the value is

@@ -248,6 +248,22 @@ class Model(Strict):
     )
     vocab_size: Int = unit("tokens", gt=0)
     max_context: Int = unit("tokens", gt=0)
+    ffn_hidden_size: Int | None = unit(
+        "values", default=None, gt=0, description="dense FFN width (dense models, dense layers of MoE models)"
+    )
+    moe_ffn_hidden_size: Int | None = unit(
+        "values", default=None, gt=0, description="width of one routed (and shared) expert's FFN"
+    )
+    moe_layers: Int | None = unit(
+        "layers", default=None, ge=0, description="layers with routed experts (default: all of an MoE model)"
+    )
+    gated_ffn: bool = Field(default=True, description="SwiGLU-style FFN (3 matrices); false: GELU (2)")
+    tied_embeddings: bool = Field(default=False, description="the LM head shares the input embedding")
+    training_global_batch_tokens: Sourced | None = unit(
+        "tokens",
+        default=None,
+        description="global batch of the model's pre-training recipe (tokens per step)",
+    )
     source: str
     estimate: bool = False
     aliases: list[str] = []
@@ -263,11 +279,21 @@ class Model(Strict):
             raise ValueError("experts_per_token cannot exceed experts")
         if self.attention_layers is not None and self.attention_layers > self.layers:
             raise ValueError("attention_layers cannot exceed layers")
+        if self.moe_layers is not None and self.moe_layers > self.layers:
+            raise ValueError("moe_layers cannot exceed layers")
+        _positive_sourced(self, only=("training_global_batch_tokens",))
         return self
 
     @property
     def is_moe(self) -> bool:
         return self.experts > 1
+
+    @property
+    def routed_layers(self) -> int:
+        """Layers with routed experts: moe_layers, or every layer of an MoE model."""
+        if not self.is_moe:
+            return 0
+        return self.moe_layers if self.moe_layers is not None else self.layers
 
     @property
     def kv_layers(self) -> int:
@@ -300,25 +326,78 @@ class Economics(Strict):
         return self
 
 
-class MfuPoint(Strict):
-    """A measured training MFU and the cluster size it was measured at."""
+class GemmCurve(Strict):
+    """GEMMs at one precision: the time of a call of F FLOPs is F / (dense peak x max_share x
+    ``Efficiency.training_share`` x recipe_share) + ``Efficiency.gemm_call_overhead_us``, so the
+    achieved share of the peak is a curve in the GEMM's size: small GEMMs run far below it."""
 
-    mfu: Sourced = unit("fraction of dense peak")
-    measured_at_gpus: Int = unit("GPUs", gt=0)
+    max_share: Sourced = unit(
+        "fraction of dense peak", description="share reached by the largest GEMMs (maximum achievable matmul)"
+    )
+    recipe_share: Sourced = unit(
+        "fraction",
+        description="share the precision's training recipe keeps (scaling, transforms in the GEMM)",
+    )
 
     @model_validator(mode="after")
-    def _check(self) -> MfuPoint:
-        _fraction("mfu", self.mfu)
+    def _check(self) -> GemmCurve:
+        _fraction("max_share", self.max_share)
+        _fraction("recipe_share", self.recipe_share)
         return self
 
 
 class Efficiency(Strict):
-    training_mfu: dict[Precision, MfuPoint]
-    scale_retained_per_10x: Sourced = unit(
-        "fraction", description="share of per-GPU throughput kept per 10x GPUs"
+    training_gemm: dict[Precision, GemmCurve]
+    training_gemm_max_share_by_accelerator: dict[str, dict[Precision, Sourced]] = unit(
+        "fraction of dense peak",
+        default={},
+        description="measured best-shape GEMM share per accelerator; replaces the precision's max_share",
+    )
+    training_share: Sourced = unit(
+        "fraction of max_share",
+        description="share of the best-shape GEMM rate a training step's GEMMs sustain (collectives sharing "
+        "the SMs, shapes, clocks under load)",
+    )
+    training_share_by_accelerator: dict[str, Sourced] = unit(
+        "fraction of max_share",
+        default={},
+        description="training_share fitted for one accelerator generation whose software stack differs",
+    )
+    low_precision_gemm_share: dict[Precision, Sourced] = unit(
+        "fraction", description="share of linear-layer GEMM FLOPs run at the training precision (rest: BF16)"
+    )
+    attention_efficiency: Sourced = unit(
+        "fraction of BF16 dense peak",
+        description="fused (flash) attention, forward and backward; runs in BF16",
+    )
+    attention_backward_flops_ratio: Sourced = unit(
+        "ratio", description="attention backward FLOPs / forward FLOPs (the backward recomputes the scores)"
+    )
+    gemm_call_overhead_us: Sourced = unit("us", 1e-6, description="fixed time per GEMM call, any precision")
+    elementwise_hbm_efficiency: Sourced = unit(
+        "fraction", description="achieved share of HBM bandwidth in norms, activations, casts, optimizer"
+    )
+    tp_comm_overlap: Sourced = unit(
+        "fraction", description="share of tensor-parallel collectives hidden behind GEMMs"
+    )
+    overlap_tax: Sourced = unit(
+        "fraction of the hidden time",
+        description="compute lost while a collective runs behind it (its kernels take SMs and HBM bandwidth)",
+    )
+    training_goodput: Sourced = unit(
+        "fraction", description="share of a production run's wall time spent in useful steps"
     )
     training_bytes_per_param: Sourced = unit("bytes", description="weights + grads + optimizer state")
+    weight_bytes_per_param: Sourced = unit("bytes", description="working weights (BF16)")
+    optimizer_bytes_per_param: Sourced = unit("bytes", description="FP32 master weights and Adam moments")
+    optimizer_step_bytes_per_param: Sourced = unit(
+        "bytes", description="HBM traffic of one Adam step per parameter (read and write)"
+    )
     activation_bytes_per_value: Sourced = unit("bytes")
+    logits_bytes_per_value: Sourced = unit("bytes", description="logits held for the loss (FP32)")
+    loss_passes_per_logit: Sourced = unit(
+        "passes", description="times the loss streams each FP32 logit through HBM (forward and backward)"
+    )
     hbm_usable_fraction: Sourced = unit("fraction")
     moe_a2a_bytes_per_value: Sourced = unit("bytes")
     scale_up_link_efficiency: Sourced = unit("fraction")
@@ -326,23 +405,44 @@ class Efficiency(Strict):
     moe_a2a_overlap: Sourced = unit(
         "fraction", description="share of expert all-to-all hidden behind compute"
     )
+    default_batch_coefficient: Sourced = unit(
+        "tokens", description="recipe global batch when a model has none: coefficient x FLOPs^exponent"
+    )
+    default_batch_exponent: Sourced = unit("exponent")
 
     @model_validator(mode="after")
     def _fractions(self) -> Efficiency:
-        _positive_sourced(self, skip=("moe_a2a_overlap",))
+        _positive_sourced(self, skip=("moe_a2a_overlap", "tp_comm_overlap"))
         for name in (
-            "scale_retained_per_10x",
             "hbm_usable_fraction",
             "scale_up_link_efficiency",
             "scale_out_link_efficiency",
+            "attention_efficiency",
+            "elementwise_hbm_efficiency",
+            "training_goodput",
+            "overlap_tax",
         ):
             _fraction(name, getattr(self, name))
-        if not 0 <= self.moe_a2a_overlap.value < 1:
-            raise ValueError(f"moe_a2a_overlap must be in [0, 1), got {self.moe_a2a_overlap.value}")
-        r = self.moe_a2a_overlap.range
-        if r is not None and not (0 <= r[0] and r[1] < 1):
-            raise ValueError(f"moe_a2a_overlap.range must lie in [0, 1), got {list(r)}")
-        _every_key("training_mfu", self.training_mfu, PRECISIONS)  # a user file replaces the whole table
+        for name in ("moe_a2a_overlap", "tp_comm_overlap"):
+            v = getattr(self, name)
+            if not 0 <= v.value < 1:
+                raise ValueError(f"{name} must be in [0, 1), got {v.value}")
+            if v.range is not None and not (0 <= v.range[0] and v.range[1] < 1):
+                raise ValueError(f"{name}.range must lie in [0, 1), got {list(v.range)}")
+        _every_key("training_gemm", self.training_gemm, PRECISIONS)  # a user file replaces the whole table
+        _every_key("low_precision_gemm_share", self.low_precision_gemm_share, PRECISIONS)
+        for p, s in self.low_precision_gemm_share.items():
+            _fraction(f"low_precision_gemm_share.{p}", s)
+        for acc, table in self.training_gemm_max_share_by_accelerator.items():
+            for p, s in table.items():
+                _fraction(f"training_gemm_max_share_by_accelerator.{acc}.{p}", s)
+        _fraction("training_share", self.training_share)
+        for acc, s in self.training_share_by_accelerator.items():
+            _fraction(f"training_share_by_accelerator.{acc}", s)
+        if self.weight_bytes_per_param.value + self.optimizer_bytes_per_param.value >= (
+            self.training_bytes_per_param.value
+        ):
+            raise ValueError("training_bytes_per_param must exceed weight + optimizer bytes (gradients)")
         return self
 
 
@@ -355,6 +455,9 @@ class PretrainWorkload(Strict):
     gpus: Int | None = Field(default=None, gt=0)
     precision: Precision = "bf16"
     sequence_length: Int = Field(default=8192, gt=0)
+    plan: str | None = Field(
+        default=None, description="pins on the parallelism plan, e.g. 'tp=4,pp=8,recompute=selective'"
+    )
     source: str
     note: str | None = None
 

@@ -420,9 +420,9 @@ def workflow_success(step_reliability, steps):
 
 def learning_curve(x, r0, asymptote, midpoint, exponent):
     """ScaleRL's sigmoid: r0 at x = 0, rising to ``asymptote``; half way at ``midpoint``."""
-    if x <= 0:
-        return r0
-    return r0 + (asymptote - r0) / (1.0 + (midpoint / x) ** exponent)
+    positive = x > 0
+    x = x + (1.0 - x) * (1 - positive)  # x <= 0 gives r0 (x is then 1, and the gain is dropped)
+    return r0 + (asymptote - r0) / (1.0 + (midpoint / x) ** exponent) * positive
 
 
 def amortised_share(horizon_years, amortisation_years, deployments):

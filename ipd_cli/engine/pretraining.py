@@ -1,20 +1,19 @@
 """Pre-training estimate: catalog models in, a :class:`SystemPretraining` out.
 
 Three steps, so the same arithmetic serves one estimate and a million-point sweep:
-:func:`pretraining_inputs` reads every input through a :class:`Trace` (source,
-``--set`` path; arrays in sweeps), :func:`pretraining_core` is plain arithmetic
-on those numbers or arrays, :func:`estimate_pretraining` checks and packages one point.
+:func:`pretraining_inputs` reads every input through a :class:`Trace` (source, ``--set`` path;
+arrays in sweeps), :func:`pretraining_core` runs the parallelism-plan search
+(:mod:`ipd_cli.engine.trainplan`) once per distinct physics point and prices the runs over
+whole arrays, :func:`estimate_pretraining` checks and packages one point.
 
-How the model treats scale and MoE (see README "How the pre-training model works"):
+How the model works (README "How the models work"):
 
-* Compute: ``flops_per_token`` (6N + attention) at the precision's *dense* peak
-  times the catalog MFU, measured at a known cluster size.
-* Scale: per-GPU throughput falls as ``(N / N_measured)^-alpha`` above the size
-  the MFU was measured at; alpha comes from the catalog's "share kept per 10x".
-* MoE: expert parallelism inside the scale-up domain (EP = min(experts, domain));
-  the all-to-all bytes of each token cross the scale-up link (NVLink, IF) at a
-  link efficiency, and the share not overlapped with compute adds to the time.
-* GPUs are rounded up to whole systems (nodes or racks): that is what is bought.
+* The plan search picks tensor, pipeline (with interleaving), data (with ZeRO/FSDP), expert and
+  context parallelism, micro-batch, global batch and recompute for the cluster, and prices its
+  step from the work itself (:mod:`ipd_cli.engine.trainstep`): MFU is an output.
+* A fixed cluster (``gpus``) runs the fastest plan; a deadline (``deadline_days``) gets the
+  fewest GPUs, in whole systems (nodes or racks), whose best plan finishes in time.
+* A whole run loses the catalog's goodput share of its wall time (failures, restarts).
 """
 
 from __future__ import annotations
@@ -24,16 +23,20 @@ from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import PRECISIONS, Accelerator
-from ipd_cli.errors import InfeasibleError, InputError
+from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError
 
 from . import formulas as f
+from . import trainplan as tpn
 from .inputs import Inputs
 from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
-from .results import Pretraining, SystemPretraining
+from .results import PlanSummary, Pretraining, SystemPretraining, TrainingPlan
 from .trace import Trace
 
 CLI = "command line"
 MAX_GPUS = 100_000_000  # a sanity bound, far beyond any cluster: bigger answers mean a broken input
+COST_KEYS = ("price", "kw_per_gpu", "pue")
+CACHE_SIZE = 256
+MAX_SEARCHES = 64  # distinct physics points of a sweep searched one by one
 
 
 def supported_precision(acc: Accelerator, wanted: str) -> str:
@@ -60,119 +63,245 @@ def pretraining_inputs(
     pricing: str,
     origin: str,
     trace: Trace,
+    plan: str | None = None,
+    top: int = 0,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every number the core needs (``x``) and the labels that describe the point (``meta``)."""
     inp = Inputs(cat, trace)
     system = cat.system(hardware)
     name = cat.canonical("systems", hardware)
-    acc = cat.accelerator_of(system)
-    arch = cat.model(model)
-    mname = cat.canonical("models", model)
-    sorigin = cat.origin("systems", name)
-    apath, mpath = f"accelerators.{system.accelerator}", f"models.{mname}"
-
-    used = supported_precision(acc, precision)
+    used = supported_precision(cat.accelerator_of(system), precision)
     if used != precision:
         trace.given(
-            "precision", used, "", sorigin, note=f"{name} has no dense {precision} figure; used {used}"
+            "precision",
+            used,
+            "",
+            cat.origin("systems", name),
+            note=f"{name} has no dense {precision} figure; used {used}",
         )
-    mfu_path = f"efficiency.training_mfu.{used}.mfu"
     x: dict[str, Any] = {
-        "peak_flops": inp.read(f"{apath}.{used}_dense_tflops", f"{used} dense peak"),
-        "mfu": inp.read(mfu_path, f"training MFU ({used})")
-        if mfu is None
-        else trace.given(f"training MFU ({used})", mfu, "fraction of dense peak", CLI, path=mfu_path),
-        "ref_gpus": inp.read(f"efficiency.training_mfu.{used}.measured_at_gpus", "MFU measured at"),
-        "alpha": f.scale_exponent(
-            inp.read("efficiency.scale_retained_per_10x", "throughput kept per 10x GPUs")
-        ),
-        "active_params": inp.read(f"{mpath}.active_params", "active parameters"),
-        "total_params": inp.read(f"{mpath}.total_params", "total parameters"),
-        "layers": arch.layers,
-        "hidden_size": arch.hidden_size,
-        "attn_dim": arch.attention_heads * arch.head_dim,
-        "seq_len": trace.given(
+        **tpn.model_inputs(inp, cat, model),
+        **tpn.hardware_inputs(inp, cat, hardware, used),
+        **tpn.step_inputs(inp),
+        "seq": inp.given(
             "sequence length", sequence_length, "tokens", origin, path="workload.sequence_length"
         ),
-        "tokens": trace.given("tokens", tokens, "tokens", origin, path="workload.tokens"),
-        "per_system": system.accelerators,
-        "a2a_bytes": 0.0,
-        "link_bytes_per_s": 1.0,
-        "overlap": 0.0,
+        "tokens": inp.given("tokens", tokens, "tokens", origin, path="workload.tokens"),
+        "pins": tpn.parse_plan(plan),
+        "top": top,
     }
-    if arch.is_moe:
-        ep = min(arch.experts, system.scale_up_domain)
-        trace.given("expert-parallel degree", ep, "GPUs", sorigin, note="min(experts, scale-up domain)")
-        bidir = inp.read(f"{apath}.scale_up_gb_per_s_bidir", "scale-up bandwidth (bidirectional)")
-        link_eff = inp.read("efficiency.scale_up_link_efficiency", "scale-up link efficiency")
-        x["a2a_bytes"] = f.moe_a2a_bytes_per_token(
-            arch.experts_per_token,
-            arch.hidden_size,
-            arch.layers,
-            inp.read("efficiency.moe_a2a_bytes_per_value", "all-to-all bytes per value"),
-            ep,
-        )
-        x["link_bytes_per_s"] = bidir / 2 * link_eff
-        x["overlap"] = inp.read("efficiency.moe_a2a_overlap", "all-to-all hidden behind compute")
-    x["hbm_bytes"] = inp.read(f"{apath}.hbm_gb", "HBM capacity")
-    x["usable"] = inp.read("efficiency.hbm_usable_fraction", "usable HBM share")
-    x["bytes_per_param"] = inp.read("efficiency.training_bytes_per_param", "training state per parameter")
-    x["act_bytes"] = inp.read(
-        "efficiency.activation_bytes_per_value", "activation checkpoint bytes per value"
-    )
+    if plan:
+        inp.given("plan pins", plan, "", origin, path=None)
+    if mfu is not None:
+        x["mfu_pin"] = inp.given("training MFU (pinned)", mfu, "fraction of dense peak", CLI)
     if deadline_days is not None:
-        x["deadline_days"] = trace.given(
+        x["deadline_days"] = inp.given(
             "deadline", deadline_days, "days", origin, path="workload.deadline_days"
         )
     else:
-        x["gpus"] = trace.given("GPUs", gpus, "GPUs", origin, path="workload.gpus")
+        x["gpus"] = inp.given("GPUs", gpus, "GPUs", origin, path="workload.gpus")
     x["price"], basis = usd_per_gpu_hour(inp, name, pricing)
     x["kw_per_gpu"] = kw_per_gpu(inp, name)
     x["pue"] = pue(inp)
-    meta = {"hardware": name, "model": mname, "precision": used, "pricing": basis, "system": system}
+    meta = {
+        "hardware": name,
+        "model": cat.canonical("models", model),
+        "precision": used,
+        "pricing": basis,
+        "system": system,
+    }
     return x, meta
 
 
-def pretraining_core(x: dict[str, Any]) -> dict[str, Any]:
-    """The pre-training model on plain numbers or numpy arrays (element-wise)."""
-    fpt = f.training_flops_per_token(x["active_params"], x["layers"], x["seq_len"], x["attn_dim"])
-    s_per_token = f.seconds_per_token_per_gpu(
-        fpt, x["peak_flops"], x["mfu"], x["a2a_bytes"], x["link_bytes_per_s"], x["overlap"]
-    )
-    compute_s = fpt / (x["peak_flops"] * x["mfu"])
-    need = f.training_memory_bytes(
-        x["total_params"], x["bytes_per_param"], x["seq_len"], x["hidden_size"], x["layers"], x["act_bytes"]
-    )
-    min_gpus = f.ceil(need / (x["hbm_bytes"] * x["usable"]))
-    per_system = x["per_system"]
-    if "deadline_days" in x:
-        gpu_equivalents = x["tokens"] * s_per_token / (x["deadline_days"] * f.SECONDS_PER_DAY)
-        raw = f.maximum(f.gpus_for_rate(gpu_equivalents, x["ref_gpus"], x["alpha"]), min_gpus)
-        gpus = f.ceil(raw / per_system) * per_system
-    else:
-        gpus = x["gpus"] + 0 * s_per_token  # broadcast to the sweep's shape
-    scale = f.scale_efficiency(gpus, x["ref_gpus"], x["alpha"])
-    wall_s = x["tokens"] * s_per_token / (gpus * scale)
-    gpu_hours = gpus * wall_s / f.SECONDS_PER_HOUR
+def _is_array(v: Any) -> bool:
+    return hasattr(v, "shape") and getattr(v, "ndim", 0) > 0
+
+
+def _physics(x: dict) -> dict[str, Any]:
+    return {k: v for k, v in x.items() if k not in COST_KEYS}
+
+
+_CACHE: dict[tuple, tuple[dict[str, float], Any, str]] = {}
+
+
+def solve(x: dict) -> tuple[dict[str, float], tpn.Found | None, str]:
+    """The plan search and the run it gives for one physics point (plain numbers): the numbers,
+    the plans found, and why nothing runs (empty when something does). Memoised in the process by
+    every input (a sweep or a comparison asks again for the same point); nothing is kept on disk."""
+    key = tuple(sorted((k, repr(v)) for k, v in _physics(x).items()))
+    if key in _CACHE:
+        return _CACHE[key]
+    import numpy as np
+
+    with np.errstate(all="ignore"):  # extreme inputs end as inf or NaN, refused with a message
+        return _solve(x, key)
+
+
+def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str]:
+    y = tpn.derive(x)
+    found, why = None, ""
+    try:
+        if "gpus" in x:
+            found = tpn.find_fixed(y, int(x["gpus"]), x["pins"], x["top"])
+        else:
+            seconds = x["deadline_days"] * f.SECONDS_PER_DAY
+            found = tpn.find_deadline(y, seconds, x["pins"], MAX_GPUS, x["top"])
+            why = "" if found else "deadline"
+    except InfeasibleError as e:
+        why = str(e)
+    numbers = run_numbers(y, found) if found else {}
+    if len(_CACHE) >= CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = (numbers, found, why)
+    return numbers, found, why
+
+
+def run_numbers(y: dict, found: tpn.Found) -> dict[str, float]:
+    """The run of the chosen plan: step, wall time, GPU-hours, MFU (achieved or pinned)."""
+    c = found.best
+    numbers = plan_run(y, c.plan, c.out, c.gpus)
+    numbers["min_gpus_for_memory"] = float(tpn.min_gpus_for_memory(y))
+    numbers["plans_evaluated"] = float(found.evaluated)
+    return numbers
+
+
+def _like(value: Any, ref: Any) -> Any:
+    """``value`` broadcast to the shape of ``ref`` (a sweep's arrays), or as is."""
+    if _is_array(ref):
+        import numpy as np
+
+        return np.broadcast_to(value, np.shape(ref)).astype(float)
+    return value
+
+
+def plan_run(y: dict, plan: dict[str, int], o: dict[str, Any], gpus: Any) -> dict[str, Any]:
+    """Step, wall time, GPU-hours and MFU of one plan (``o``: its step outputs; numbers or arrays)."""
+    used = plan["tp"] * plan["cp"] * plan["pp"] * o.get("dp", plan["dp"])
+    per_step = o["tokens_per_step"]
+    step = o["step_s"]
+    if "mfu_pin" in y:
+        step = y["fpt"] * per_step / (used * y["low_peak"] * y["mfu_pin"])
+    wall = y["tokens"] * step * o["penalty"] / per_step / y["goodput"]
     return {
-        "gpus": gpus,
-        "systems": f.ceil(gpus / per_system),
-        "wall_days": wall_s / f.SECONDS_PER_DAY,
-        "gpu_hours": gpu_hours,
-        "cost_usd": gpu_hours * x["price"],
-        "energy_mwh": f.energy_mwh(gpu_hours, x["kw_per_gpu"], x["pue"]),
-        "mfu": x["mfu"],
-        "effective_mfu": fpt / (s_per_token * x["peak_flops"]) * scale,
-        "scale_efficiency": scale,
-        "moe_comm_exposed_fraction": 1.0 - compute_s / s_per_token,
-        "training_flops": fpt * x["tokens"],
-        "flops_per_token": fpt,
-        "peak_tflops_per_gpu": x["peak_flops"] / f.TERA,
-        "min_gpus_for_memory": min_gpus,
-        "memory_bytes": need,
-        "price_usd_per_gpu_hour": x["price"],
-        "kw_per_gpu": x["kw_per_gpu"],
+        "gpus": _like(gpus, wall),
+        "systems": _like(f.ceil(gpus / y["per_system"]), wall),
+        "wall_days": wall / f.SECONDS_PER_DAY,
+        "gpu_hours": gpus * wall / f.SECONDS_PER_HOUR,
+        "mfu": y["fpt"] * per_step / (step * used * y["low_peak"]),
+        "effective_mfu": y["fpt"] * y["tokens"] / (gpus * wall * y["low_peak"]),
+        "scale_efficiency": _like(y["goodput"], wall),
+        "moe_comm_exposed_fraction": plan["mb"] * o["ep_comm_s"] / o["step_s"],
+        "training_flops": y["fpt"] * y["tokens"],
+        "flops_per_token": _like(y["fpt"], wall),
+        "peak_tflops_per_gpu": _like(y["low_peak"] / f.TERA, wall),
+        "step_time_s": step,
+        "global_batch_tokens": _like(per_step, wall),
+        "memory_gb_per_gpu": o["memory_bytes"] / f.GIGA,
+        "tokens_per_s_per_gpu": per_step / (step * gpus),
+        "gpus_used": _like(used, wall),
+        "batch_token_multiplier": o["penalty"],
     }
+
+
+def pretraining_core(x: dict[str, Any]) -> dict[str, Any]:
+    """The plan search once per distinct physics point of ``x`` (numbers or sweep arrays), then
+    cost and energy over whole arrays. A point where nothing runs gives NaN."""
+    phys = _physics(x)
+    arrays = {k: v for k, v in phys.items() if _is_array(v)}
+    if not arrays:
+        y = dict(solve(x)[0])
+    else:
+        y = _per_physics_point(x, arrays)
+    nan = float("nan")
+    hours = y.get("gpu_hours", nan)
+    y["cost_usd"] = hours * x["price"]
+    y["energy_mwh"] = f.energy_mwh(hours, x["kw_per_gpu"], x["pue"])
+    y["price_usd_per_gpu_hour"] = x["price"]
+    y["kw_per_gpu"] = x["kw_per_gpu"]
+    return y
+
+
+def _per_physics_point(x: dict, arrays: dict[str, Any]) -> dict[str, Any]:
+    """One search per distinct physics point; beyond MAX_SEARCHES of them (sampling, fine grids),
+    one search at the median point and that plan evaluated at every point."""
+    import numpy as np
+
+    names = sorted(arrays)
+    n = max(np.size(arrays[k]) for k in names)
+    keys = np.stack([np.broadcast_to(arrays[k], (n,)).astype(float) for k in names], axis=1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    if len(uniq) > MAX_SEARCHES:
+        return _fixed_plan(x, arrays, names, keys)
+    rows = []
+    for point in uniq:
+        xp = {**x, **{k: float(v) for k, v in zip(names, point, strict=True)}}
+        rows.append(solve(xp)[0])
+    fields = sorted({k for r in rows for k in r})
+    table = np.array([[r.get(k, np.nan) for k in fields] for r in rows], dtype=float)
+    inverse = np.asarray(inverse).reshape(-1)
+    return {k: table[inverse, j] for j, k in enumerate(fields)}
+
+
+def _fixed_plan(x: dict, arrays: dict[str, Any], names: list[str], keys: Any) -> dict[str, Any]:
+    """The plan searched at the median of the swept physics, evaluated at every point."""
+    import numpy as np
+
+    mid = {k: float(np.median(keys[:, j])) for j, k in enumerate(names)}
+    nominal, found, _why = solve({**x, **mid})
+    n = keys.shape[0]
+    if found is None:
+        return {"gpus": np.full(n, np.nan)}
+    return plan_at({**x, **{k: keys[:, j] for j, k in enumerate(names)}}, found, nominal, n)
+
+
+def plan_at(x: dict, found: tpn.Found, nominal: dict[str, float], n: int) -> dict[str, Any]:
+    """The best plan of ``found`` (searched at other inputs, whose run is ``nominal``) evaluated
+    where ``x`` holds arrays of ``n`` values (sampled inputs, sweep points): the plan is kept, its
+    step and run are priced at each value; a deadline re-solves its data-parallel degree, hence
+    its GPUs, at each value."""
+    import numpy as np
+
+    from . import trainstep as ts
+
+    plan = found.best.plan
+    with np.errstate(all="ignore"):
+        y = tpn.derive(x)
+        P = {k: np.full(n, float(v)) for k, v in plan.items()}
+        if "gpus" in x:
+            out = tpn.finish(P, ts.micro_batch(P, y), y)
+            gpus: Any = np.full(n, float(x["gpus"]))
+        else:
+            P["fill"] = np.ones(n)
+            pins = {"rc": plan["rc"], "zero": plan["zero"], "mb": plan["mb"]}
+            rate = y["tokens"] / (x["deadline_days"] * f.SECONDS_PER_DAY * y["goodput"])
+            out = tpn.solve_replicas(P, ts.micro_terms(P, y), y, rate, pins)
+            gpus = np.ceil(P["tp"] * P["cp"] * P["pp"] * P["dp"] / y["per_system"]) * y["per_system"]
+            out["dp"] = P["dp"]
+        numbers = plan_run(y, plan, out, gpus)
+    for key in ("min_gpus_for_memory", "plans_evaluated"):
+        numbers[key] = np.full(n, nominal[key])
+    return numbers
+
+
+def _check_args(
+    tokens: float, gpus: int | None, deadline_days: float | None, seq: int, mfu: float | None
+) -> None:
+    if (gpus is None) == (deadline_days is None):
+        raise InputError("give exactly one of `gpus` or `deadline_days`")
+    for flag, v in (
+        ("`tokens`", tokens),
+        ("`gpus`", gpus),
+        ("`deadline_days`", deadline_days),
+        ("`sequence_length`", seq),
+    ):
+        if v is not None and not math.isfinite(v):
+            raise InputError(f"{flag} must be a finite number, got {v}")
+        if v is not None and v <= 0:
+            raise InputError(f"{flag} must be > 0, got {v}")
+    if gpus is not None and gpus > MAX_GPUS:
+        raise InputError(f"`gpus` {gpus:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist")
+    if mfu is not None and not 0 < mfu <= 1:
+        raise InputError(f"`mfu` must be in (0, 1], got {mfu}")
 
 
 def estimate_pretraining(
@@ -188,28 +317,19 @@ def estimate_pretraining(
     sequence_length: int = 8192,
     pricing: str = "rental",
     origin: str = CLI,
+    plan: str | None = None,
+    plans: int = 0,
 ) -> SystemPretraining:
-    """Wall time, GPUs, GPU-hours, cost and energy to pre-train ``model`` on ``tokens``.
+    """Wall time, GPUs, GPU-hours, cost and energy to pre-train ``model`` on ``tokens``, with the
+    parallelism plan the search picks (``plan``: pins such as ``'tp=4,pp=8'``; ``plans``: list the
+    N best).
 
     Give exactly one of ``gpus`` (a fixed cluster) or ``deadline_days`` (size the
     cluster to finish in time).
     """
-    if (gpus is None) == (deadline_days is None):
-        raise InputError("give exactly one of `gpus` or `deadline_days`")
-    for flag, v in (
-        ("`tokens`", tokens),
-        ("`gpus`", gpus),
-        ("`deadline_days`", deadline_days),
-        ("`sequence_length`", sequence_length),
-    ):
-        if v is not None and not math.isfinite(v):
-            raise InputError(f"{flag} must be a finite number, got {v}")
-        if v is not None and v <= 0:
-            raise InputError(f"{flag} must be > 0, got {v}")
-    if gpus is not None and gpus > MAX_GPUS:
-        raise InputError(f"`gpus` {gpus:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist")
-    if mfu is not None and not 0 < mfu <= 1:
-        raise InputError(f"`mfu` must be in (0, 1], got {mfu}")
+    _check_args(tokens, gpus, deadline_days, sequence_length, mfu)
+    if plans < 0:
+        raise InputError(f"`plans` must be >= 0, got {plans}")
     trace = Trace(cat.sources)
     x, meta = pretraining_inputs(
         cat,
@@ -224,27 +344,14 @@ def estimate_pretraining(
         pricing=pricing,
         origin=origin,
         trace=trace,
+        plan=plan,
+        top=plans,
     )
+    _, found, why = solve(x)
+    if found is None:
+        raise InfeasibleError(_no_run(meta, x, why))
     y = pretraining_core(x)
-    need = y["gpus"] if gpus is None else y["min_gpus_for_memory"]
-    if not math.isfinite(need) or need > MAX_GPUS:
-        what = "meet the deadline" if gpus is None else "hold the model"
-        raise InfeasibleError(
-            f"{meta['model']} would need {need:,.3g} {meta['hardware']} GPUs to {what}, "
-            f"more than {MAX_GPUS:,}; give more days, fewer tokens or a smaller model"
-        )
-    if gpus is not None and gpus < y["min_gpus_for_memory"]:
-        raise InfeasibleError(
-            f"{meta['model']} needs at least {int(y['min_gpus_for_memory'])} {meta['hardware']} GPUs "
-            f"to hold its training state ({y['memory_bytes'] / 1e12:.1f} TB); got `gpus` {gpus}"
-        )
-    result = Pretraining(
-        model=meta["model"],
-        precision=meta["precision"],
-        tokens=tokens,
-        pricing=meta["pricing"],
-        **{k: v for k, v in y.items() if k != "memory_bytes"},
-    )
+    result = _result(meta, tokens, y, found, x)
     system = meta["system"]
     return SystemPretraining(
         hardware=meta["hardware"],
@@ -252,6 +359,126 @@ def estimate_pretraining(
         status=system.status,
         pretraining=result,
         assumptions=trace.items,
+    )
+
+
+def pretraining_numbers(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    tokens: float,
+    *,
+    gpus: int | None = None,
+    deadline_days: float | None = None,
+    precision: str = "bf16",
+    sequence_length: int = 8192,
+    plan: str | None = None,
+) -> dict[str, float]:
+    """The numbers of :func:`estimate_pretraining` without the records (validation, calibration)."""
+    _check_args(tokens, gpus, deadline_days, sequence_length, None)
+    x, meta = pretraining_inputs(
+        cat,
+        hardware,
+        model,
+        tokens,
+        gpus=gpus,
+        deadline_days=deadline_days,
+        precision=precision,
+        mfu=None,
+        sequence_length=sequence_length,
+        pricing="rental",
+        origin=CLI,
+        trace=Trace(cat.sources, record=False),
+        plan=plan,
+    )
+    _, found, why = solve(x)
+    if found is None:
+        raise InfeasibleError(_no_run(meta, x, why))
+    return pretraining_core(x)
+
+
+def _no_run(meta: dict, x: dict, why: str) -> str:
+    if why != "deadline":
+        return f"{meta['model']} on {meta['hardware']}: {why}"
+    pins = f" with `plan` {tpn.pins_text(x['pins'])}" if x["pins"] else ""
+    return (
+        f"{meta['model']} cannot train {x['tokens']:.3g} tokens in {x['deadline_days']:g} days on "
+        f"{meta['hardware']}{pins} with up to {MAX_GPUS:,} GPUs; "
+        "give more days, fewer tokens or a smaller model"
+    )
+
+
+def training_plan(p: dict[str, int]) -> TrainingPlan:
+    """The structured fields of a plan."""
+    return TrainingPlan(
+        tp=p["tp"],
+        cp=p["cp"],
+        pp=p["pp"],
+        interleave=p["vp"],
+        ep=p["ep"],
+        dp=p["dp"],
+        micro_batch=p["mbs"],
+        micro_batches=p["mb"],
+        global_batch=p["dp"] * p["mb"] * p["mbs"],
+        recompute=tpn.RECOMPUTE[p["rc"]],
+        zero_stage=p["zero"],
+        pipeline_inside_domain=p["order"] == 1,
+        gpus_used=p["tp"] * p["cp"] * p["pp"] * p["dp"],
+    )
+
+
+def step_breakdown(c: tpn.Choice) -> dict[str, float]:
+    """Seconds per step by term; they add up to the step time."""
+    o, mb = c.out, c.plan["mb"]
+    return {
+        "gemm_s": mb * o["gemm_s"],
+        "attention_s": mb * o["attention_s"],
+        "memory_bound_s": mb * o["memory_s"],
+        "exposed_comm_s": mb * o["comm_s"],
+        "pipeline_p2p_s": o["p2p_s"],
+        "pipeline_bubble_s": o["bubble_s"],
+        "data_parallel_exposed_s": o["dp_exposed_s"],
+        "optimizer_s": o["optimizer_s"],
+    }
+
+
+def _summary(c: tpn.Choice, x: dict) -> PlanSummary:
+    y = tpn.derive(x)
+    run = plan_run(y, c.plan, c.out, c.gpus)
+    return PlanSummary(
+        plan=c.name,
+        parallelism=training_plan(c.plan),
+        step_time_s=run["step_time_s"],
+        mfu=run["mfu"],
+        memory_gb_per_gpu=run["memory_gb_per_gpu"],
+        tokens_per_s_per_gpu=run["tokens_per_s_per_gpu"],
+        wall_days=run["wall_days"],
+    )
+
+
+INT_FIELDS = ("gpus", "systems", "min_gpus_for_memory", "gpus_used", "plans_evaluated")
+
+
+def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pretraining:
+    for k, v in y.items():
+        if not math.isfinite(v):
+            raise IpdError(
+                f"the result is not a finite number: pretraining.{k} is {v}; an input is out of range "
+                "(check tokens, specs and prices)",
+                ExitCode.RUNTIME,
+            )
+    numbers = {k: (int(v) if k in INT_FIELDS else float(v)) for k, v in y.items()}
+    return Pretraining(
+        model=meta["model"],
+        precision=meta["precision"],
+        tokens=tokens,
+        pricing=meta["pricing"],
+        mfu_pinned="mfu_pin" in x,
+        plan=found.best.name,
+        parallelism=training_plan(found.best.plan),
+        step_breakdown_s=step_breakdown(found.best),
+        plans=[_summary(c, x) for c in found.top] if x["top"] else None,
+        **numbers,
     )
 
 
@@ -264,6 +491,7 @@ def workload_args(w: Any) -> dict[str, Any]:
         "deadline_days": w.deadline_days,
         "precision": w.precision,
         "sequence_length": w.sequence_length,
+        "plan": w.plan,
     }
 
 
@@ -276,5 +504,85 @@ def estimate_workload(
     pricing: str = "rental",
     origin: str = CLI,
 ) -> SystemPretraining:
-    """:func:`estimate_pretraining` with a pretrain workload's model, tokens, target and precision."""
+    """:func:`estimate_pretraining` with a pretrain workload's fields (model, tokens, target, plan pins)."""
     return estimate_pretraining(cat, hardware, mfu=mfu, pricing=pricing, origin=origin, **workload_args(w))
+
+
+def best_training_plan(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    gpus: int,
+    tokens_per_step: float,
+    sequence_length: int,
+    precision: str = "bf16",
+    *,
+    plan: str | None = None,
+    trace: Trace | None = None,
+) -> dict[str, Any]:
+    """The fastest training plan for one optimizer step of ``tokens_per_step`` tokens on ``gpus``
+    GPUs (for RL trainers): the global batch is pinned to the step's sequences. Returns the plan
+    (name and fields), the training step seconds, the forward-only pass seconds over the same tokens
+    (log-probabilities), and bytes per GPU. Raises InfeasibleError naming the smallest trainer when
+    the training state does not fit."""
+    trace = trace or Trace(cat.sources, record=False)
+    sequences = max(1, round(tokens_per_step / sequence_length))
+    pins = {**tpn.parse_plan(plan), "gbs": sequences}
+    x, _meta = pretraining_inputs(
+        cat,
+        hardware,
+        model,
+        tokens_per_step,
+        gpus=gpus,
+        deadline_days=None,
+        precision=precision,
+        mfu=None,
+        sequence_length=sequence_length,
+        pricing="rental",
+        origin=CLI,
+        trace=trace,
+    )
+    y = tpn.derive({**x, "pins": pins})
+    s = tpn.search_fixed(y, gpus, pins)
+    i = tpn.best_row(s)
+    if i is None:
+        need = tpn.min_gpus_for_memory(y)
+        raise InfeasibleError(
+            f"{cat.canonical('models', model)} needs at least {need:,} {cat.canonical('systems', hardware)} "
+            f"GPUs to hold its training state; the trainer has `train_gpus` {gpus}"
+        )
+    c = tpn.choice(s, i, gpus)
+    o = c.out
+    p = c.plan
+    forward_mb = o["fwd_s"] + o["p2p_s"] / p["mb"] / 2.0  # one direction of the pipeline sends
+    forward = (p["mb"] + (p["pp"] - 1.0) / p["vp"]) * forward_mb
+    return {
+        "plan": c.name,
+        "parallelism": training_plan(c.plan),
+        "step_s": o["step_s"],
+        "forward_s": forward,
+        "memory_bytes_per_gpu": o["memory_bytes"],
+        "mfu": y["fpt"] * o["tokens_per_step"] / (o["step_s"] * c.gpus_used * y["low_peak"]),
+    }
+
+
+def min_training_gpus(
+    cat: Catalog, hardware: str, model: str, sequence_length: int, precision: str = "bf16"
+) -> int:
+    """The smallest trainer (GPUs) that holds ``model``'s training state under the most memory-saving
+    plan (FSDP over every GPU, full recompute, one sequence per micro-batch)."""
+    x, _meta = pretraining_inputs(
+        cat,
+        hardware,
+        model,
+        1.0,
+        gpus=1,
+        deadline_days=None,
+        precision=precision,
+        mfu=None,
+        sequence_length=sequence_length,
+        pricing="rental",
+        origin=CLI,
+        trace=Trace(cat.sources, record=False),
+    )
+    return tpn.min_gpus_for_memory(tpn.derive(x))

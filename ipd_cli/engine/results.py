@@ -31,6 +31,36 @@ class Assumption(Result):
     path: str | None = Field(default=None, description="the --set PATH that overrides this input")
 
 
+class TrainingPlan(Result):
+    """A parallelism plan: degrees, batch, recompute, sharding and placement."""
+
+    tp: int = Field(description="tensor parallel (with sequence parallelism)")
+    cp: int = Field(description="context parallel")
+    pp: int = Field(description="pipeline stages")
+    interleave: int = Field(description="virtual pipeline chunks per stage")
+    ep: int = Field(description="expert parallel (folded into tp x cp x dp)")
+    dp: int = Field(description="data-parallel replicas")
+    micro_batch: int = Field(description="sequences per micro-batch")
+    micro_batches: int = Field(description="micro-batches per replica and step")
+    global_batch: int = Field(description="sequences per step: dp x micro_batches x micro_batch")
+    recompute: str = Field(description="activation recompute: none, selective or full")
+    zero_stage: int = Field(description="0-2: ZeRO stage, 3: FSDP (weights sharded too)")
+    pipeline_inside_domain: bool = Field(description="pipeline ranks placed inside the scale-up domain first")
+    gpus_used: int = Field(description="tp x cp x pp x dp; the rest of the cluster idles")
+
+
+class PlanSummary(Result):
+    """One plan of `ipd train --plans N`."""
+
+    plan: str
+    parallelism: TrainingPlan
+    step_time_s: float
+    mfu: float
+    memory_gb_per_gpu: float
+    tokens_per_s_per_gpu: float
+    wall_days: float
+
+
 class Pretraining(Result):
     model: str
     precision: str
@@ -41,19 +71,45 @@ class Pretraining(Result):
     gpu_hours: float
     cost_usd: float
     energy_mwh: float
-    mfu: float = Field(description="model FLOPs utilisation of the dense peak, before scale and comms")
-    effective_mfu: float = Field(
-        description="achieved share of dense peak after scale loss and exposed comms"
+    mfu: float = Field(
+        description="model FLOPs utilisation of the dense peak achieved by the plan on the GPUs it uses "
+        "(an output of the plan search, or the value pinned with `mfu`)"
     )
-    scale_efficiency: float
+    mfu_pinned: bool = Field(default=False, description="mfu was given, not derived from the plan")
+    effective_mfu: float = Field(
+        description="useful model FLOPs / (GPUs paid x wall time x dense peak): idle GPUs, goodput and "
+        "the batch penalty included"
+    )
+    scale_efficiency: float = Field(description="training goodput: share of wall time in useful steps")
     moe_comm_exposed_fraction: float = Field(description="share of step time spent in exposed all-to-all")
     training_flops: float
     flops_per_token: float
     peak_tflops_per_gpu: float
-    min_gpus_for_memory: int
+    min_gpus_for_memory: int = Field(
+        description="fewest GPUs that hold the training state (FSDP, full recompute)"
+    )
     price_usd_per_gpu_hour: float
     pricing: str = Field(description="'rental:<label>' or 'tco'")
     kw_per_gpu: float = Field(description="node or rack power divided by its accelerators")
+    plan: str = Field(default="", description="the chosen parallelism plan, named")
+    parallelism: TrainingPlan | None = None
+    step_time_s: float = 0.0
+    global_batch_tokens: float = 0.0
+    memory_gb_per_gpu: float = Field(default=0.0, description="peak HBM per GPU of the plan")
+    tokens_per_s_per_gpu: float = Field(
+        default=0.0, description="steady-state training tokens/s per GPU paid"
+    )
+    gpus_used: int = 0
+    batch_token_multiplier: float = Field(
+        default=1.0, description="tokens needed for the same loss at this global batch / at the recipe batch"
+    )
+    step_breakdown_s: dict[str, float] = Field(
+        default={}, description="seconds per step by term (GEMMs, attention, memory-bound, exposed comm, ...)"
+    )
+    plans_evaluated: int = 0
+    plans: list[PlanSummary] | None = Field(
+        default=None, description="the runners-up (`ipd train --plans N`)"
+    )
 
 
 class SystemPretraining(Result):

@@ -1,44 +1,88 @@
-"""Sweeps and uncertainty: the engine's cores evaluated over numpy arrays.
+"""Sweeps and uncertainty: a grid of inputs, searched once per physics point, priced over arrays.
 
-A sweep is the Cartesian product of ``--vary PATH=SPEC`` axes. ``hardware`` is a
-categorical axis (an outer loop); every other path is any input the engine reads
-through its :class:`Trace` (the ``--set`` paths), passed in as an array, so one
-vectorised call evaluates a whole chunk of the grid. ``price_usd_per_gpu_hour``
-replaces the price of whichever system is evaluated.
+A sweep is the Cartesian product of ``vary`` axes (``PATH=SPEC``): ``hardware`` (an outer loop
+over systems), ``price_usd_per_gpu_hour`` (the price of whichever system is evaluated) and any
+input the estimate reads, by its ``--set`` path.
 
-With ``samples``, each grid point is evaluated for N random draws of every input
-that has a ``range`` in the catalog (triangular: low, catalog value, high) and the
-P10/P50/P90 of each metric are reported.
+Sweeps compose with the searches (design/search.md). The varied paths split into *physics* paths
+(specs, efficiencies, model and workload fields) and *cost* paths (prices, ``economics.*``, a
+system's power and capex: :func:`is_cost_path`). Per system, the whole estimate (a scenario's
+lifecycle, or one pretrain or RL workload, with its plan, deployment and split searches) runs once
+per distinct tuple of physics values over the whole grid, on one in-memory catalog copy per tuple
+(``Catalog.with_overrides``), never a YAML re-parse; its numbers form a table indexed by the tuple.
+Cost paths never change what a search chooses (plans, deployments and RL splits are picked by
+speed), so each chunk of rows re-prices the chosen configurations over numpy arrays
+(:mod:`ipd_cli.engine.reprice`). At most :data:`MAX_SEARCHES` estimates run per sweep.
 
-Output is produced in chunks (dicts of column -> array), so a million-point sweep
-streams instead of being held in memory.
+Rows come in chunks that are boxes of the grid (fixed leading axes, a range of one axis, every
+value of the trailing ones), in the order of the axes. Each column is computed at the shape it
+depends on and broadcast over the box; a :class:`Chunk` keeps that compact form, so a writer
+formats each distinct value once.
+
+With ``samples``, every input with a catalog ``range`` is drawn N times (triangular: low, catalog
+value, high) and each metric is reported as P10/P50/P90. The draws of an input are the same at
+every grid point and system (common random numbers): rows differ by what is varied, not by
+sampling noise. The configuration is the one each search chooses at the catalog (nominal) values;
+the draws move its cost and time: the pre-training plan, on the cluster chosen at the catalog
+values (a deadline's cluster included), is priced again at each draw, and every cost input is
+drawn. Serving and RL throughput are those of the chosen deployment and split at the catalog
+values (their physics is not drawn), and a scenario's task success is its catalog value.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.overrides import entry_name
-from ipd_cli.errors import InputError, did_you_mean
+from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, did_you_mean
 
-from .lifecycle import serve_point
-from .pretraining import pretraining_core, pretraining_inputs, workload_args
+from . import reprice
 from .trace import Trace
 
 HARDWARE = "hardware"
 PRICE = "price_usd_per_gpu_hour"
-CHUNK = 131_072
+CHUNK = 131_072  # rows per chunk of a plain sweep
 PERCENTILES = (10, 50, 90)
 MAX_POINTS = 50_000_000  # values of one axis (a range is not held in memory: value i is computed)
-SAMPLE_BYTES = 500  # held per draw while a grid point is evaluated (measured: 260 B, built-in catalog)
-MAX_SAMPLE_MEMORY = 1_000_000_000  # a sampled sweep needing more is refused: at most 2,000,000 draws
-SAMPLED_ROWS_PER_CHUNK = 64  # a sampled row costs a full estimate: chunks stay small, output steady
+MAX_SEARCHES = 1_024  # estimates of one sweep: systems x distinct physics points (each about 0.1-1 s)
+SAMPLE_BYTES = 500  # held per draw while a chunk is evaluated (arrays of draws and their metrics)
+TABLE_BYTES = 160  # held per draw and physics point searched: the pre-training plan at each draw
+MAX_SAMPLE_MEMORY = 1_000_000_000  # a sampled sweep needing more is refused
+SAMPLED_ROWS_PER_CHUNK = 4_096  # a sampled chunk holds at most this many rows ...
+SAMPLED_VALUES_PER_CHUNK = 262_144  # ... and at most this many rows x draws per array
 CHECK_ALL_VALUES = 1_000  # an axis with more distinct values is checked at MAX_CHECKED_VALUES of them
 MAX_CHECKED_VALUES = 64
+
+# the blocks of a result, in output order, and the blocks each kind of workload has
+BLOCKS = ("intelligence_per_dollar", "pretraining", "rl", "serving")
+KIND_BLOCKS = {"scenario": BLOCKS, "pretrain": ("pretraining",), "rl": ("rl",)}
+TEXT_METRICS = ("pretraining.plan", "serving.configuration")  # the chosen configuration, named
+HEADLINE = {
+    "intelligence_per_dollar": (
+        "solved_tasks_per_kusd",
+        "usd_per_solved_task",
+        "solved_tasks_per_mwh",
+        "lifecycle_cost_usd",
+    ),
+    "pretraining": ("gpus", "wall_days", "gpu_hours", "cost_usd", "energy_mwh"),
+    "rl": ("step_seconds", "samples_per_s", "usd_per_step", "usd_per_1k_samples", "rollouts_per_kwh"),
+    "serving": (
+        "tokens_per_s_per_gpu",
+        "tokens_per_s_per_user",
+        "usd_per_million_output_tokens",
+        "tokens_per_s_per_mw",
+    ),
+}
+
+
+# --- axes --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -53,13 +97,15 @@ class FloatRange:
         return self.count
 
     def __getitem__(self, index: Any) -> Any:
-        """One value (an int index), or an array of them (an integer array of indices)."""
+        """One value (an int index), or an array of them (a slice, or an integer array of indices)."""
         if isinstance(index, int):
             if not -self.count <= index < self.count:
                 raise IndexError(index)
             return self.start + (index % self.count) * self.step
         import numpy as np
 
+        if isinstance(index, slice):
+            index = np.arange(*index.indices(self.count))
         return self.start + np.asarray(index) * self.step
 
     def __iter__(self) -> Iterator[float]:
@@ -72,36 +118,36 @@ class Axis:
     values: Any  # hardware: a list of names; numbers: a list of floats or a FloatRange
 
 
-def parse_spec(path: str, spec: str) -> list[Any]:
-    """``a:b:step`` (inclusive of b), ``a:b:step`` with no step is an error, or ``v1,v2,...``."""
+def parse_spec(path: str, spec: str) -> Any:
+    """``a:b:step`` (inclusive of b) or ``v1,v2,...``."""
     spec = spec.strip()
     if path == HARDWARE:
         return [s.strip() for s in spec.split(",") if s.strip()]
     if ":" in spec:
         parts = spec.split(":")
         if len(parts) != 3:
-            raise InputError(f"--vary {path}={spec}: a range is START:STOP:STEP, e.g. 2:6:0.5")
+            raise InputError(f"`vary` {path}={spec}: a range is START:STOP:STEP, e.g. 2:6:0.5")
         try:
             start, stop, step = (float(p) for p in parts)
         except ValueError:
-            raise InputError(f"--vary {path}={spec}: START, STOP and STEP must be numbers") from None
+            raise InputError(f"`vary` {path}={spec}: START, STOP and STEP must be numbers") from None
         if not all(math.isfinite(v) for v in (start, stop, step)) or step <= 0 or stop < start:
-            raise InputError(f"--vary {path}={spec}: need START <= STOP and STEP > 0")
+            raise InputError(f"`vary` {path}={spec}: need START <= STOP and STEP > 0")
         count = int(math.floor((stop - start) / step + 1e-9)) + 1
         if count > MAX_POINTS:
-            raise InputError(f"--vary {path}={spec}: {count:,} values is more than {MAX_POINTS:,}")
+            raise InputError(f"`vary` {path}={spec}: {count:,} values is more than {MAX_POINTS:,}")
         return FloatRange(start, step, count)
     values = []
     for item in spec.split(","):
         try:
             v = float(item)
         except ValueError:
-            raise InputError(f"--vary {path}: '{item}' is not a number") from None
+            raise InputError(f"`vary` {path}: '{item}' is not a number") from None
         if not math.isfinite(v):
-            raise InputError(f"--vary {path}: '{item}' is not a finite number")
+            raise InputError(f"`vary` {path}: '{item}' is not a finite number")
         values.append(v)
     if len(values) > MAX_POINTS:
-        raise InputError(f"--vary {path}: {len(values):,} values is more than {MAX_POINTS:,}")
+        raise InputError(f"`vary` {path}: {len(values):,} values is more than {MAX_POINTS:,}")
     return values
 
 
@@ -111,17 +157,17 @@ def parse_axes(cat: Catalog, items: list[str]) -> list[Axis]:
         path, sep, spec = item.partition("=")
         path = path.strip()
         if not sep or not path or not spec.strip():
-            raise InputError(f"--vary {item!r}: expected PATH=SPEC, e.g. economics.pue=1.1:1.6:0.1")
+            raise InputError(f"`vary` {item!r}: expected PATH=SPEC, e.g. economics.pue=1.1:1.6:0.1")
         path = canonical_path(cat, path)
         if path in {a.path for a in axes}:
-            raise InputError(f"--vary {path}: given twice")
+            raise InputError(f"`vary` {path}: given twice")
         values = parse_spec(path, spec)
         if not values:
-            raise InputError(f"--vary {path}: no values")
+            raise InputError(f"`vary` {path}: no values")
         if path == HARDWARE:
-            values = [cat.canonical("systems", v) if v in cat.aliases["systems"] else v for v in values]
             for v in values:
                 cat.system(v)
+            values = list(dict.fromkeys(cat.canonical("systems", v) for v in values))
         axes.append(Axis(path, values))
     return axes
 
@@ -141,137 +187,340 @@ def grid_size(axes: list[Axis]) -> int:
     return math.prod(len(a.values) for a in axes)
 
 
-@dataclass
-class SweepPlan:
-    """What to evaluate: the pre-training workload and/or the serving point, the axes."""
-
-    workload: Any  # a pretrain workload, or None
-    origin: str
-    axes: list[Axis]
-    hardware: list[str]
-    pricing: str
-    mfu: float | None = None
-    serving: Any = None  # a ScenarioServing, or None
-    model: str | None = None  # the served model
-
-
-# Paths that change what serving costs, not how fast it runs: serving physics is evaluated once
-# per distinct value of the other (physics) paths, the cost arithmetic over whole arrays.
 COST_PREFIXES = ("economics.",)
 COST_SUFFIXES = (".power_kw", ".capex_usd")
 
 
 def is_cost_path(path: str) -> bool:
+    """A path that changes what the work costs (price, owning cost, power, PUE), never how fast it
+    runs: varying it re-prices the chosen configuration; any other path is physics."""
     return (
         path == PRICE
         or path.startswith(COST_PREFIXES)
-        or path.endswith(COST_SUFFIXES)
-        or (path.startswith("systems.") and ".prices." in path)
+        or (path.startswith("systems.") and (path.endswith(COST_SUFFIXES) or ".prices." in path))
     )
 
 
-MAX_SERVING_POINTS = 256
+# --- metrics -----------------------------------------------------------------------------------
 
 
-def _serving(cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: int, sampler: Any) -> dict:
-    """Serving metrics: scalar physics per distinct physics point, vectorised cost and power."""
-    import numpy as np
+def _block_class(block: str) -> Any:
+    from . import results
 
-    from ipd_cli.catalog.loader import load_catalog
+    return {
+        "intelligence_per_dollar": results.IntelligencePerDollar,
+        "pretraining": results.Pretraining,
+        "rl": results.Rl,
+        "serving": results.Serving,
+    }[block]
 
-    from .inputs import Inputs
-    from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 
-    physics = sorted(p for p in subs if not is_cost_path(p))
-    keys = (
-        np.stack([np.broadcast_to(subs[p], (n,)) for p in physics], axis=1) if physics else np.zeros((n, 0))
-    )
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    if len(uniq) > MAX_SERVING_POINTS:
+def _numeric_paths(cls: Any, prefix: str) -> list[str]:
+    """Every dotted path to a declared number (int or float, not bool) of a result model."""
+    import types
+    import typing
+
+    cls.model_rebuild()
+    out: list[str] = []
+    for name, info in cls.model_fields.items():
+        ann = info.annotation
+        args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
+        for arg in args:
+            if hasattr(arg, "model_fields"):
+                out += _numeric_paths(arg, f"{prefix}{name}.")
+            elif arg in (int, float):
+                out.append(f"{prefix}{name}")
+    return list(dict.fromkeys(out))
+
+
+@functools.cache
+def _block_metrics(block: str) -> tuple[str, ...]:
+    names = _numeric_paths(_block_class(block), f"{block}.")
+    return (*names, *(t for t in TEXT_METRICS if t.startswith(f"{block}.")))
+
+
+def metric_names(kind: str) -> list[str]:
+    """Every metric a sweep of this kind of workload can report, in output order."""
+    return [m for block in KIND_BLOCKS[kind] for m in _block_metrics(block)]
+
+
+def select_metrics(kind: str, metrics: str) -> list[str]:
+    """``headline``, ``all`` or a comma list of metric paths (checked: a did-you-mean)."""
+    known = metric_names(kind)
+    if metrics == "all":
+        return known
+    if metrics == "headline":
+        return [f"{b}.{m}" for b in KIND_BLOCKS[kind] for m in HEADLINE[b]]
+    wanted = list(dict.fromkeys(m.strip() for m in metrics.split(",") if m.strip()))
+    if not wanted:
+        raise InputError("`metrics`: give headline, all or a comma-separated list of metrics")
+    for m in wanted:
+        if m not in known:
+            raise InputError(f"`metrics`: unknown metric '{m}'{did_you_mean(m, known)}")
+    return wanted
+
+
+# --- the plan ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepPlan:
+    """What to sweep: the workload (a scenario, a pretrain or an RL workload), the axes, how."""
+
+    workload: Any
+    name: str
+    origin: str
+    axes: list[Axis]
+    pricing: str = "rental"
+    mfu: float | None = None
+    metrics: list[str] = field(default_factory=list)
+    samples: int | None = None
+    seed: int = 0
+
+    @property
+    def kind(self) -> str:
+        return self.workload.kind
+
+    @property
+    def hardware(self) -> list[str]:
+        return next(a.values for a in self.axes if a.path == HARDWARE)
+
+    @property
+    def numeric(self) -> list[Axis]:
+        return [a for a in self.axes if a.path != HARDWARE]
+
+    @property
+    def physics(self) -> list[Axis]:
+        return [a for a in self.numeric if not is_cost_path(a.path)]
+
+    @property
+    def rows(self) -> int:
+        """Rows of one system."""
+        return grid_size(self.numeric)
+
+    def physics_points(self) -> int:
+        """Distinct tuples of physics values (per system)."""
+        return math.prod(
+            len(set(a.values)) if isinstance(a.values, list) else len(a.values) for a in self.physics
+        )
+
+
+def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: str, **kw: Any) -> SweepPlan:
+    if not any(a.path == HARDWARE for a in axes):
+        raise InputError("give the systems to sweep, e.g. `vary` hardware=vera-rubin,blackwell")
+    if workload.kind not in KIND_BLOCKS:
         raise InputError(
-            f"the serving metrics need one full estimate per value of {', '.join(physics)}: {len(uniq)} is "
-            f"more than {MAX_SERVING_POINTS}; vary cost paths (prices, economics.*, power) or sweep a "
-            "pretrain workload"
+            f"a sweep takes a scenario, a pretrain or an RL workload; '{name}' is {workload.kind}"
         )
-    sv = plan.serving
-    points = []
-    for row in uniq:
-        sets = [f"{p}={v!r}" for p, v in zip(physics, row.tolist(), strict=True)]
-        c = load_catalog(sets=[*(o.text for o in cat.overrides), *sets]) if sets else cat
-        points.append(serve_point(c, hw, plan.model, sv, pricing=plan.pricing).serving)
-    inverse = np.asarray(inverse).reshape(-1)
+    if kw.get("mfu") is not None and workload.kind != "pretrain":
+        raise InputError(
+            "`mfu` applies to pretrain workloads; a scenario's pre-training MFU comes from its plan"
+        )
+    plan = SweepPlan(workload, name, origin, axes, **kw)
+    points = plan.physics_points()
+    if points > MAX_SEARCHES:  # more than any system may run, whatever it reads
+        names = ", ".join(a.path for a in plan.physics)
+        what = f"{len(plan.hardware)} systems x {points:,} distinct values of {names}"
+        _too_many(plan, len(plan.hardware) * points, what)
+    return plan
 
-    def col(field: str) -> Any:
-        return np.array([getattr(p, field) for p in points], dtype=float)[inverse]
 
-    cost_subs = {p: v for p, v in subs.items() if is_cost_path(p) and p != PRICE}
-    inp = Inputs(cat, Trace(cat.sources, subs=cost_subs, sampler=sampler, record=False))
-    name = cat.canonical("systems", hw)
-    price = subs[PRICE] if PRICE in subs else usd_per_gpu_hour(inp, name, plan.pricing)[0]
-    kw = kw_per_gpu(inp, name)
-    tps = col("tokens_per_s_per_gpu")
-    out = {
-        "serving.tokens_per_s_per_gpu": tps,
-        "serving.tokens_per_s_per_user": col("tokens_per_s_per_user"),
-        "serving.ttft_s": col("ttft_s"),
-        "serving.tpot_ms": col("tpot_ms"),
-        "serving.usd_per_million_output_tokens": price / (tps * 3600.0) * 1e6,
-        "serving.tokens_per_s_per_mw": tps / (kw * pue(inp)) * 1000.0,
-        "serving.instance_gpus": col("instance_gpus"),
-        "serving.concurrency": col("concurrency"),
+def check_samples(plan: SweepPlan, samples: int, seed: int) -> None:
+    """Refuse (before any search) a sampled sweep that could not run: a bad count or seed, or one
+    whose draws would hold more than MAX_SAMPLE_MEMORY bytes at once."""
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise InputError(f"`samples` must be a whole number >= 1, got {samples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"`seed` must be a whole number >= 0, got {seed!r}")  # numpy refuses others
+    points = len(plan.hardware) * plan.physics_points() if "pretraining" in KIND_BLOCKS[plan.kind] else 0
+    per_draw = SAMPLE_BYTES + TABLE_BYTES * points
+    need = samples * per_draw
+    if need > MAX_SAMPLE_MEMORY:
+        raise InputError(
+            f"`samples` {samples:,} would hold about {need / 1e9:,.1f} GB at once ({per_draw:,} bytes per "
+            f"draw with {points:,} physics points searched); give at most {MAX_SAMPLE_MEMORY // per_draw:,}"
+        )
+
+
+# --- one physics point -------------------------------------------------------------------------
+
+
+def with_physics(cat: Catalog, w: Any, sets: list[Any]) -> tuple[Catalog, Any]:
+    """One in-memory catalog copy (and workload) with a physics point's values: catalog paths
+    through :meth:`Catalog.with_overrides`, workload fields on the resolved workload (a scenario's
+    ``workload.pretraining.*`` and ``workload.post_training.*`` reach the workloads it runs)."""
+    if not sets:
+        return cat, w
+    from ipd_cli.catalog.overrides import WORKLOAD, apply_workload
+    from ipd_cli.catalog.validation import validate_workload
+    from ipd_cli.catalog.workloads import _nested_stage, _refuse_nested_fields, with_nested_workloads
+
+    c = cat.with_overrides(sets)
+    body = w.model_dump(exclude_none=True)
+    own = [o for o in sets if o.path.startswith(WORKLOAD + ".") and _nested_stage(body, o) is None]
+    if own:
+        _refuse_nested_fields(body, own)
+        apply_workload(body, own)
+        w = validate_workload(body, WORKLOAD)
+    return with_nested_workloads(c, w), w
+
+
+def estimate(cat: Catalog, plan: SweepPlan, w: Any, hw: str) -> Any:
+    """The single estimate a sweep repeats: a :class:`SystemResult` (blocks that cannot run are
+    null, with their reason under ``infeasible``)."""
+    from .lifecycle import estimate_lifecycle, infeasible
+    from .results import SystemResult
+
+    if w.kind == "scenario":
+        return estimate_lifecycle(cat, hw, w, pricing=plan.pricing, origin=plan.origin).system
+    key, stage = ("rl", "post_training") if w.kind == "rl" else ("pretraining", "pretraining")
+    system = cat.system(hw)
+    head = {
+        "hardware": cat.canonical("systems", hw),
+        "description": system.description,
+        "status": system.status,
     }
-    return {k: np.broadcast_to(v, (n,)) for k, v in out.items()}
+    try:
+        if w.kind == "rl":
+            from .rl import estimate_rl
+
+            r = estimate_rl(cat, hw, w, workload_name=plan.name, pricing=plan.pricing, origin=plan.origin)
+        else:
+            from .pretraining import estimate_workload
+
+            r = estimate_workload(cat, hw, w, mfu=plan.mfu, pricing=plan.pricing, origin=plan.origin)
+    except InfeasibleError as e:
+        return SystemResult(**head, infeasible={key: infeasible(stage, str(e), plan.name)}, assumptions=[])
+    return SystemResult(**head, assumptions=r.assumptions, **{key: getattr(r, key)})
 
 
-def _inputs(cat: Catalog, plan: SweepPlan, hw: str, trace: Trace) -> tuple[dict, dict]:
-    return pretraining_inputs(
-        cat,
-        hw,
-        mfu=plan.mfu,
-        pricing=plan.pricing,
-        origin=plan.origin,
-        trace=trace,
-        **workload_args(plan.workload),
-    )
+@dataclass
+class Point:
+    """One system at one physics point: every number of its blocks at the catalog's costs (None
+    where a block cannot run or a field is unset), and the result they came from."""
+
+    numbers: dict[str, Any]
+    result: Any  # SystemResult
 
 
-def _evaluate(
-    cat: Catalog, plan: SweepPlan, hw: str, subs: dict[str, Any], n: int, sampler: Any = None
-) -> dict:
-    """Every output metric as an array of n values (n points, or n samples)."""
-    import numpy as np
-
+def _flatten(result: Any, kind: str) -> dict[str, Any]:
+    """Every metric of the result's blocks by its path (None: the block is null or the field unset)."""
     out: dict[str, Any] = {}
-    if plan.workload is not None:
-        pre = dict(subs)
-        price = pre.pop(PRICE, None)
-        trace = Trace(cat.sources, subs=pre, sampler=sampler, record=False)
-        x, _ = _inputs(cat, plan, hw, trace)
-        if price is not None:
-            x["price"] = price
-        y = pretraining_core(x)
-        out.update(
-            {f"pretraining.{k}": np.broadcast_to(v, (n,)) for k, v in y.items() if k != "memory_bytes"}
-        )
-    if plan.serving is not None:
-        out.update(_serving(cat, plan, hw, subs, n, sampler))
+    for block in KIND_BLOCKS[kind]:
+        value = getattr(result, block)
+        data = value.model_dump() if value is not None else {}
+        for name in _block_metrics(block):
+            node: Any = data
+            for key in name.split(".")[1:]:
+                node = node.get(key) if isinstance(node, dict) else None
+            out[name] = node
     return out
 
 
-def check_paths(cat: Catalog, plan: SweepPlan) -> None:
-    """Every varied path must be an input the engine reads for at least one system."""
+def _rl_steps_per_year(cat: Catalog, s: Any) -> float | None:
+    if s.post_training is None:
+        return None
+    pt, rw = s.post_training, cat.workloads[s.post_training.workload]
+    return (pt.steps_per_refresh or rw.steps_per_refresh) * (pt.refreshes_per_year or rw.refreshes_per_year)
+
+
+def point(cat: Catalog, plan: SweepPlan, hw: str, sets: list[Any], draws: Any = None) -> Point:
+    """Search and estimate once at a physics point (``sets``: its values as overrides)."""
+    c, w = with_physics(cat, plan.workload, sets)
+    try:
+        result = estimate(c, plan, w, hw)
+    except InfeasibleError:
+        raise
+    except IpdError as e:
+        if e.exit_code != ExitCode.RUNTIME:
+            raise
+        where = ", ".join(o.text for o in sets) or "the catalog's values"
+        raise IpdError(f"{c.canonical('systems', hw)} at {where}: {e}", ExitCode.RUNTIME) from None
+    numbers = _flatten(result, plan.kind)
+    numbers |= reprice.hidden(numbers)
+    if plan.kind == "scenario":
+        numbers |= reprice.lifecycle_terms(w, _rl_steps_per_year(c, w))
+    if draws is not None and result.pretraining is not None:
+        numbers |= _pretraining_draws(c, plan, w, hw, draws)
+    return Point(numbers, result)
+
+
+def _pretraining_draws(cat: Catalog, plan: SweepPlan, w: Any, hw: str, draws: Any) -> dict[str, Any]:
+    """The pre-training plan chosen at the catalog's values, priced again at every draw: its step,
+    wall time and GPU-hours move; the GPUs do not (a deadline's cluster is the one sized at the
+    catalog's values: at a draw it finishes before or after the deadline)."""
+    from .pretraining import plan_at, pretraining_inputs, solve, workload_args
+
+    pw = w if w.kind == "pretrain" else cat.workloads[w.pretraining.workload]
+    origin = plan.origin if w.kind == "pretrain" else cat.origin("workloads", w.pretraining.workload)
+    mfu = plan.mfu if w.kind == "pretrain" else None
+    args = dict(mfu=mfu, pricing=plan.pricing, origin=origin, **workload_args(pw))
+    x, _ = pretraining_inputs(cat, hw, trace=Trace(cat.sources, record=False), **args)
+    nominal, found, _why = solve(x)
+    if found is None:
+        return {}
+    xs, _ = pretraining_inputs(cat, hw, trace=SweepTrace(cat.sources, draws=draws), **args)
+    if "deadline_days" in xs:  # the cluster sized for the deadline is kept: draws move its time
+        xs = {k: v for k, v in xs.items() if k != "deadline_days"} | {"gpus": nominal["gpus"]}
+    y = plan_at(xs, found, nominal, draws.n)
+    return {f"pretraining.{k}": v for k, v in y.items()}
+
+
+class Draws:
+    """``n`` draws per input that has a range, by its path: every grid point, physics point and
+    system sees the same draws of an input (common random numbers)."""
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n, self.seed, self.cache = n, seed, {}
+
+    def __call__(self, key: str, low: float, mode: float, high: float) -> Any:
+        if key not in self.cache:
+            import zlib
+
+            import numpy as np
+
+            if high <= low:
+                self.cache[key] = np.full(self.n, float(mode))
+            else:
+                rng = np.random.default_rng([self.seed, zlib.crc32(key.encode())])
+                self.cache[key] = rng.triangular(low, min(max(mode, low), high), high, self.n)
+        return self.cache[key]
+
+
+class SweepTrace(Trace):
+    """A trace that records nothing: a varied path gives its array of values, an input with a range
+    its draws (with ``draws``), any other the catalog value."""
+
+    def __init__(self, sources: dict, subs: dict[str, Any] | None = None, draws: Draws | None = None):
+        super().__init__(sources, subs=subs or {}, record=False)
+        self.draws = draws
+
+    def take(self, name, s, unit, origin, scale=1.0, path=None):  # type: ignore[override]
+        if path is not None and path in self.subs:
+            value = self.subs[path]
+        elif self.draws is not None and s.range is not None:
+            value = self.draws(path or name, s.range[0], s.value, s.range[1])
+        else:
+            value = s.value
+        return value * scale
+
+    def quiet(self) -> Trace:
+        return self
+
+
+# --- checks before any row -----------------------------------------------------------------------
+
+
+def check_paths(plan: SweepPlan, results: list[Any]) -> None:
+    """Every varied path must be an input the estimate reads for at least one system (a workload
+    field is checked by :func:`check_values`)."""
     readable: set[str] = {PRICE}
-    for hw in plan.hardware:
-        if plan.workload is not None:
-            seen = _PathRecorder(cat.sources)
-            _inputs(cat, plan, hw, seen)
-            readable |= seen.paths
-        if plan.serving is not None:
-            readable |= _serving_paths(cat, plan, hw)
-    for axis in plan.axes:
-        if axis.path != HARDWARE and axis.path not in readable:
+    for r in results:
+        readable |= {a.path for a in r.assumptions if a.path}
+    for axis in plan.numeric:
+        if axis.path not in readable and not axis.path.startswith("workload."):
             raise InputError(
-                f"--vary {axis.path}: not an input of this estimate{did_you_mean(axis.path, readable)}"
+                f"`vary` {axis.path}: not an input of this estimate{did_you_mean(axis.path, readable)}"
                 " (ipd compare ... --format json lists each input's path under assumptions)"
             )
 
@@ -285,14 +534,12 @@ def check_values(cat: Catalog, plan: SweepPlan) -> None:
     number: each catalog constraint on a single value is a bound (> 0, a fraction, >= 1, <= another
     field) or asks for a whole number, so a range whose ends pass holds only valid values.
     """
-    for axis in plan.axes:
-        if axis.path == HARDWARE:
-            continue
+    for axis in plan.numeric:
         values = _values_to_check(axis.values)
         if axis.path == PRICE:
             low = min(values)
             if not low > 0:
-                raise InputError(f"--vary {PRICE}: a price must be > 0, got {low:g}")
+                raise InputError(f"`vary` {PRICE}: a price must be > 0, got {low:g}")
             continue
         for v in values:
             _check_value(cat, plan, axis.path, v)
@@ -314,121 +561,405 @@ def _values_to_check(values: Any) -> list[float]:
     return picks + [next((v for v in distinct if not float(v).is_integer()), distinct[0])]
 
 
-def _check_value(cat: Catalog, plan: SweepPlan, path: str, value: float) -> None:
-    from ipd_cli.catalog.overrides import WORKLOAD, Override, apply_workload
-    from ipd_cli.catalog.validation import validate_workload
+def _override(path: str, value: float) -> Any:
+    from ipd_cli.catalog.overrides import Override
 
     value = float(value)
-    o = Override(path, value, f"{path}={value!r}")
+    return Override(path, value, f"{path}={value!r}")
+
+
+def _check_value(cat: Catalog, plan: SweepPlan, path: str, value: float) -> None:
     try:
-        if path.startswith(WORKLOAD + "."):
-            if plan.workload is None:
-                return  # no pretrain workload reads it (check_paths has refused such a path)
-            body = plan.workload.model_dump(exclude_none=True)
-            apply_workload(body, [o])
-            validate_workload(body, "workload")
-        else:
-            cat.with_overrides([o])
+        with_physics(cat, plan.workload, [_override(path, value)])
     except InputError as e:
         reason = str(e).split("Value error, ", 1)[-1] if "Value error, " in str(e) else str(e)
-        raise InputError(f"--vary {path}: the value {value:g} is refused: {reason}") from None
+        reason = re.sub(r"^`sets` \S+: ", "", reason)  # the value is named already
+        raise InputError(f"`vary` {path}: the value {float(value):g} is refused: {reason}") from None
 
 
-def _serving_paths(cat: Catalog, plan: SweepPlan, hw: str) -> set[str]:
-    r = serve_point(cat, hw, plan.model, plan.serving, pricing=plan.pricing)
-    return {a.path for a in r.assumptions if a.path}
+# --- the searches --------------------------------------------------------------------------------
 
 
-class _PathRecorder(Trace):
-    def __init__(self, sources: dict) -> None:
-        super().__init__(sources, record=False)
-        self.paths: set[str] = set()
+@dataclass
+class Table:
+    """One system's numbers at every position of the physics axes (C order): ``values[m]`` is
+    (positions, draws or 1), ``defined[m]`` whether the number exists there (False where its block
+    cannot run or the field is unset: the row's cell is then empty)."""
 
-    def take(self, name, s, unit, origin, scale=1.0, path=None):  # type: ignore[override]
-        if path:
-            self.paths.add(path)
-        return super().take(name, s, unit, origin, scale, path)
-
-    def given(self, name, value, unit, origin, note=None, path=None, **kw):  # type: ignore[override]
-        if path:
-            self.paths.add(path)
-        return super().given(name, value, unit, origin, note, path, **kw)
+    dims: tuple[int, ...]  # the grid's shape, with 1 on the axes that do not change the estimate
+    values: dict[str, Any]
+    defined: dict[str, Any]
+    split: tuple[bool, ...]  # per numeric axis: whether the estimate was run per value
 
 
-def _indexable(values: Any) -> Any:
-    """Axis values that an array of indices picks from (a FloatRange computes them)."""
+HIDDEN_RL = ("_rl.samples_per_step", "_rl.generated_mtokens", "_rl.rollouts_per_step")
+
+
+def _table(plan: SweepPlan, points: list[Point], split: list[bool]) -> Table:
+    import numpy as np
+
+    dims = tuple(len(a.values) if cut else 1 for a, cut in zip(plan.numeric, split, strict=True))
+    hidden = HIDDEN_RL if "rl" in KIND_BLOCKS[plan.kind] else ()
+    keys = dict.fromkeys([*metric_names(plan.kind), *hidden, *(k for p in points for k in p.numbers)])
+    values, defined = {}, {}
+    for key in keys:
+        column = [p.numbers.get(key) for p in points]
+        defined[key] = np.array([v is not None for v in column])
+        if key in TEXT_METRICS:
+            values[key] = np.array(column + [None], dtype=object)[:-1, None]  # None: no value
+            continue
+        width = max((np.size(v) for v in column if v is not None), default=1)
+        table = np.full((len(points), width), np.nan)
+        for i, v in enumerate(column):
+            if v is not None:
+                table[i] = v
+        values[key] = table
+    return Table(dims, values, defined, tuple(split))
+
+
+def search(
+    cat: Catalog, plan: SweepPlan, progress: Callable[[int, int], None] | None = None
+) -> tuple[dict[str, Table], list[tuple[str, Any]]]:
+    """Every estimate the sweep needs, before any row: at the catalog's values per system (which
+    tells the inputs each reads: :func:`check_paths`), then once per distinct tuple of the values
+    of the physics paths that system reads. Returns the table of each system and, per system and
+    physics point, its values (text) and result (at the catalog's costs)."""
+    draws = Draws(plan.samples, plan.seed) if plan.samples else None
+    total = len(plan.hardware) * (1 + plan.physics_points())  # at most; told exactly below
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, total)
+
+    nominal = {}
+    for hw in plan.hardware:
+        nominal[hw] = point(cat, plan, hw, [], draws)
+        tick()
+    check_paths(plan, [p.result for p in nominal.values()])
+    check_values(cat, plan)
+    split = {hw: _physics_of(cat, plan, hw, nominal[hw].result) for hw in plan.hardware}
+    todo = {hw: _distinct(cat, plan, axes) for hw, axes in split.items()}
+    total = done + sum(len(t) for t in todo.values())
+    if total > MAX_SEARCHES:
+        what = "each system at the catalog's values and at each distinct tuple of the physics values it reads"
+        _too_many(plan, total, what)
+    tables, results = {}, []
+    for hw in plan.hardware:
+        axes = split[hw]
+        found: dict[tuple, Point] = {}
+        for values in itertools.product(*(a.values for a in axes)):
+            if values in found:
+                continue
+            if values in todo[hw]:
+                sets = [_override(a.path, v) for a, v in zip(axes, values, strict=True)]
+                found[values] = point(cat, plan, hw, sets, draws)
+                tick()
+            else:
+                found[values] = nominal[hw]  # the catalog's own values: searched already
+        points = [found[t] for t in itertools.product(*(a.values for a in axes))]
+        tables[hw] = _table(plan, points, [a in axes for a in plan.numeric])
+        for i, (values, p) in enumerate(found.items()):
+            where = ", ".join(f"{a.path}={v:g}" for a, v in zip(axes, values, strict=True))
+            results.append((where, _lean(p.result, keep=i == 0)))
+    _refuse_all_infeasible(plan, [r for _, r in results])
+    return tables, results
+
+
+def _physics_of(cat: Catalog, plan: SweepPlan, hw: str, result: Any) -> list[Axis]:
+    """The physics axes that change this system's estimate: the paths it reads at the catalog's
+    values and every workload field; while a block cannot run there, any path but another
+    system's or accelerator's (a path that block reads might make it run)."""
+    reads = {a.path for a in result.assumptions if a.path}
+    system = cat.system(hw)
+    mine = {"systems": cat.canonical("systems", hw), "accelerators": system.accelerator}
+
+    def other(path: str) -> bool:
+        section, _, rest = path.partition(".")
+        return section in mine and not rest.startswith(mine[section] + ".")
+
+    return [
+        a
+        for a in plan.physics
+        if a.path in reads or a.path.startswith("workload.") or (result.infeasible and not other(a.path))
+    ]
+
+
+def _distinct(cat: Catalog, plan: SweepPlan, axes: list[Axis]) -> set[tuple]:
+    """The distinct physics tuples to estimate (the catalog's own values are estimated already)."""
+    tuples = set(itertools.product(*(a.values for a in axes))) if axes else set()
+    return tuples - {_catalog_tuple(cat, plan, axes)}
+
+
+def _too_many(plan: SweepPlan, searches: int, what: str) -> None:
+    raise InputError(
+        f"`vary`: {searches:,} estimates ({what}) is more than {MAX_SEARCHES:,}: each changes the "
+        "physics, so the plan, deployment and RL searches run again (0.1-1 s each); vary fewer physics "
+        "values, or cost paths (prices, economics.*, power_kw, capex_usd), which re-price the chosen "
+        "configurations"
+    )
+
+
+def _catalog_tuple(cat: Catalog, plan: SweepPlan, physics: list[Axis]) -> tuple | None:
+    """The physics values the catalog (and workload) hold, where every one is a plain number."""
+    from .inputs import resolve
+
+    out = []
+    for a in physics:
+        try:
+            if a.path.startswith("workload."):
+                node: Any = plan.workload.model_dump()
+                for key in a.path.split(".")[1:]:
+                    node = node[key]
+            else:
+                node = resolve(cat, a.path).value
+            node = getattr(node, "value", node)
+            out.append(float(node))
+        except (KeyError, TypeError, ValueError, StopIteration):
+            return None
+    return tuple(out)
+
+
+def _lean(result: Any, keep: bool) -> Any:
+    """A result without its inputs (kept for the first point of each system: the xlsx sheet)."""
+    return result if keep else result.model_copy(update={"assumptions": []})
+
+
+def _refuse_all_infeasible(plan: SweepPlan, results: list[Any]) -> None:
+    """A sweep in which no point has the workload's headline block is an error (exit 1)."""
+    block = KIND_BLOCKS[plan.kind][0]
+    if any(getattr(r, block) is not None for r in results):
+        return
+    from .lifecycle import STAGES
+
+    parts = []
+    for r in results:
+        why = r.infeasible.get(block)
+        if why is not None:
+            why = r.infeasible.get(STAGES[why.stage][0], why)  # the stage's own reason
+            parts.append(f"{r.hardware}: {why.stage}: {why.reason}")
+    raise InfeasibleError(
+        f"'{plan.name}' cannot run at any point of the sweep: {' | '.join(dict.fromkeys(parts))}"
+    )
+
+
+# --- rows ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Box:
+    """A block of the grid: fixed leading axes, a range of one axis, every value of the trailing
+    ones; its rows are contiguous (C order) from ``start``."""
+
+    start: int
+    index: tuple  # per axis: an int (fixed) or a slice
+    shape: tuple[int, ...]
+
+
+def boxes(shape: tuple[int, ...], limit: int) -> Iterator[Box]:
+    """The grid of ``shape`` in boxes of at most ``limit`` rows (whole trailing axes where they fit)."""
+    n = len(shape)
+    j, trailing = n, 1
+    while j > 0 and trailing * shape[j - 1] <= limit:
+        j -= 1
+        trailing *= shape[j]
+    if j == 0:
+        yield Box(0, tuple(slice(None) for _ in shape), tuple(shape))
+        return
+    k = j - 1
+    step = max(1, limit // trailing)
+    for lead in itertools.product(*(range(d) for d in shape[:k])):
+        base = 0
+        for i, d in zip(lead, shape[:k], strict=True):
+            base = base * d + i
+        for a in range(0, shape[k], step):
+            b = min(a + step, shape[k])
+            index = (*lead, slice(a, b), *(slice(None) for _ in shape[k + 1 :]))
+            yield Box((base * shape[k] + a) * trailing, index, (*(1,) * k, b - a, *shape[k + 1 :]))
+
+
+class Chunk(dict):
+    """Columns of a box of rows (name -> numpy array, one value per row), and each column's compact
+    form (``compact``: an array that broadcasts to ``shape``, the box, in C order), so a writer
+    formats each distinct value once."""
+
+    def __init__(self, shape: tuple[int, ...], compact: dict[str, Any]) -> None:
+        import numpy as np
+
+        super().__init__({k: np.broadcast_to(v, shape).reshape(-1) for k, v in compact.items()})
+        self.shape = shape
+        self.compact = compact
+
+
+@dataclass
+class Sweep:
+    """A prepared sweep: iterate it for chunks of rows. ``points``: per system and physics point
+    searched, its values (text, empty without physics axes) and result at the catalog's costs
+    (inputs kept for the first point of each system), for warnings and the xlsx inputs sheet."""
+
+    plan: SweepPlan
+    tables: dict[str, Table]
+    points: list[tuple[str, Any]]
+    cat: Catalog
+    total: int
+    columns: list[str] = field(default_factory=list)
+    _rows: Iterator[Chunk] | None = None
+
+    def __post_init__(self) -> None:
+        self.columns = [HARDWARE, *(a.path for a in self.plan.numeric), *_output_names(self.plan)]
+
+    @property
+    def results(self) -> list[Any]:
+        return [r for _, r in self.points]
+
+    def __iter__(self) -> Sweep:
+        return self
+
+    def __next__(self) -> Chunk:
+        if self._rows is None:
+            self._rows = _rows(self)
+        return next(self._rows)
+
+
+def _output_names(plan: SweepPlan) -> list[str]:
+    if not plan.samples:
+        return list(plan.metrics)
+    out = []
+    for m in plan.metrics:
+        out += [m] if m in TEXT_METRICS else [f"{m}.p{p}" for p in PERCENTILES]
+    return out
+
+
+def prepare(cat: Catalog, plan: SweepPlan, progress: Callable[[int, int], None] | None = None) -> Sweep:
+    """Check the plan, run every search it needs, and return the sweep, ready to stream."""
+    if plan.samples is not None:
+        check_samples(plan, plan.samples, plan.seed)
+    tables, results = search(cat, plan, progress)
+    return Sweep(plan, tables, results, cat, len(plan.hardware) * plan.rows)
+
+
+def _rows(sw: Sweep) -> Iterator[Chunk]:
+    plan = sw.plan
+    shape = tuple(len(a.values) for a in plan.numeric)
+    limit = CHUNK
+    if plan.samples:
+        limit = max(1, min(SAMPLED_ROWS_PER_CHUNK, SAMPLED_VALUES_PER_CHUNK // plan.samples))
+    draws = Draws(plan.samples, plan.seed) if plan.samples else None
+    life = reprice.lifecycle_shape(plan.workload) if plan.kind == "scenario" else None
+    axis_values = [_as_array(a.values) for a in plan.numeric]
+    for h, hw in enumerate(plan.hardware):
+        for box in boxes(shape, limit):
+            cols = _box(sw, hw, box, axis_values, draws, life, h * plan.rows)
+            yield Chunk(box.shape, cols)
+
+
+def _as_array(values: Any) -> Any:
     import numpy as np
 
     return values if isinstance(values, FloatRange) else np.asarray(values, dtype=float)
 
 
-def run(cat: Catalog, plan: SweepPlan, chunk: int = CHUNK) -> Iterator[dict[str, Any]]:
-    """Yield column chunks: the varied inputs, then every output metric, one row per point."""
+def _box(
+    sw: Sweep, hw: str, box: Box, axis_values: list, draws: Draws | None, life: Any, before: int
+) -> dict:
+    """The columns of one box: the varied inputs, then each metric (compact arrays)."""
     import numpy as np
 
-    numeric = [a for a in plan.axes if a.path != HARDWARE]
-    shape = tuple(len(a.values) for a in numeric)
-    total = math.prod(shape)
-    arrays = [_indexable(a.values) for a in numeric]
-    for hw in plan.hardware:
-        for start in range(0, total, chunk):
-            idx = np.unravel_index(np.arange(start, min(start + chunk, total)), shape) if shape else ()
-            subs = {a.path: arrays[i][idx[i]] for i, a in enumerate(numeric)}
-            n = min(chunk, total - start)
-            cols: dict[str, Any] = {HARDWARE: np.full(n, hw, dtype=object)}
-            cols.update(subs)
-            cols.update(_evaluate(cat, plan, hw, subs, n))
-            yield cols
+    plan, table, sampled = sw.plan, sw.tables[hw], draws is not None
+    vals = _axis_columns(plan, box, axis_values, sampled)
+    m, defined = _table_cut(table, box, sampled)
+    m |= _priced(sw, hw, vals, m, draws, life)
+    cols: dict[str, Any] = {HARDWARE: np.array(hw, dtype=object)}
+    cols |= {p: v[..., 0] if sampled else v for p, v in vals.items()}
+    for name in plan.metrics:
+        if name in TEXT_METRICS:
+            cols[name] = m[name][..., 0] if sampled else m[name]
+            continue
+        ok = defined[name][..., None] if sampled else defined[name]
+        value = np.asarray(m[name], dtype=float)
+        _check_finite(name, value, ok, box, hw, before)
+        value = np.where(ok, value, np.nan)  # no value: an empty cell
+        if not sampled:
+            cols[name] = value
+        elif value.shape[-1] == 1:  # not drawn
+            cols |= {f"{name}.p{p}": value[..., 0] for p in PERCENTILES}
+        else:
+            q = np.percentile(value, PERCENTILES, axis=-1)
+            cols |= {f"{name}.p{p}": q[i] for i, p in enumerate(PERCENTILES)}
+    return cols
 
 
-def check_samples(plan: SweepPlan, samples: int, seed: int) -> None:
-    """Refuse (before any row) a sampled sweep that could not run: a bad count or seed, or one whose
-    draws would hold more than MAX_SAMPLE_MEMORY bytes at once."""
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
-        raise InputError(f"`samples` must be a whole number >= 1, got {samples!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"`seed` must be a whole number >= 0, got {seed!r}")  # numpy refuses others
-    need = samples * SAMPLE_BYTES
-    if need > MAX_SAMPLE_MEMORY:
-        raise InputError(
-            f"`samples` {samples:,} would hold about {need / 1e9:,.1f} GB at once ({SAMPLE_BYTES} bytes per "
-            f"draw); give at most {MAX_SAMPLE_MEMORY // SAMPLE_BYTES:,}"
+def _axis_columns(plan: SweepPlan, box: Box, axis_values: list, sampled: bool) -> dict[str, Any]:
+    """Each varied input's values in the box, shaped to broadcast over it (and over the draws)."""
+    import numpy as np
+
+    nd = len(box.shape)
+    out = {}
+    for k, (axis, values) in enumerate(zip(plan.numeric, axis_values, strict=True)):
+        index = box.index[k]
+        v = np.array([float(values[index])]) if isinstance(index, int) else np.asarray(values[index], float)
+        out[axis.path] = v.reshape(
+            (*(len(v) if j == k else 1 for j in range(nd)), *((1,) if sampled else ()))
         )
+    return out
 
 
-def run_samples(cat: Catalog, plan: SweepPlan, samples: int, seed: int) -> Iterator[dict[str, Any]]:
-    """One row per (hardware, grid point): P10/P50/P90 of each metric over ``samples`` draws,
-    yielded in chunks of rows; the grid is walked by index, never held in memory."""
+def _table_cut(table: Table, box: Box, sampled: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The table's numbers (and whether each exists) at the physics points of the box."""
+    cut = tuple(
+        (slice(i, i + 1) if isinstance(i, int) else i) if split else slice(None)
+        for i, split in zip(box.index, table.split, strict=True)
+    )
+    m = {k: v.reshape(*table.dims, v.shape[-1])[(*cut, slice(None))] for k, v in table.values.items()}
+    if not sampled:
+        m = {k: v[..., 0] for k, v in m.items()}
+    return m, {k: v.reshape(table.dims)[cut] for k, v in table.defined.items()}
+
+
+def _priced(sw: Sweep, hw: str, vals: dict, m: dict, draws: Draws | None, life: Any) -> dict[str, Any]:
+    """The cost inputs of the box (varied, drawn or the catalog's) and every metric they price."""
     import numpy as np
 
-    check_samples(plan, samples, seed)
-    rng = np.random.default_rng(seed)
+    from .inputs import Inputs
+    from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 
-    def sampler(low: float, mode: float, high: float) -> Any:
-        if high <= low:
-            return np.full(samples, mode)
-        return rng.triangular(low, min(max(mode, low), high), high, samples)
+    plan = sw.plan
+    subs = {p: v for p, v in vals.items() if is_cost_path(p) and p != PRICE}
+    inp = Inputs(sw.cat, SweepTrace(sw.cat.sources, subs=subs, draws=draws))
+    price = vals[PRICE] if PRICE in vals else usd_per_gpu_hour(inp, hw, plan.pricing)[0]
+    kw, pue_ = kw_per_gpu(inp, hw), pue(inp)
+    out: dict[str, Any] = {}
+    blocks = KIND_BLOCKS[plan.kind]
+    with np.errstate(all="ignore"):  # a value out of range ends as inf or NaN: refused per row
+        for name, f in (
+            ("pretraining", reprice.pretraining),
+            ("serving", reprice.serving),
+            ("rl", reprice.rl),
+        ):
+            if name in blocks:
+                out |= f(m, price, kw, pue_)
+        if life is not None:
+            out |= reprice.lifecycle(life, {**m, **out}, kw, pue_)
+    return out
 
-    numeric = [a for a in plan.axes if a.path != HARDWARE]
-    shape = tuple(len(a.values) for a in numeric)
-    total = math.prod(shape)
-    arrays = [_indexable(a.values) for a in numeric]
-    for hw in plan.hardware:
-        rows: list[dict[str, Any]] = []
-        for i in range(total):
-            idx = np.unravel_index(i, shape) if shape else ()
-            point = [float(arrays[k][int(j)]) for k, j in enumerate(idx)]
-            subs = {a.path: np.full(samples, v) for a, v in zip(numeric, point, strict=True)}
-            y = _evaluate(cat, plan, hw, subs, samples, sampler=sampler)
-            row: dict[str, Any] = {HARDWARE: hw}
-            row.update({a.path: v for a, v in zip(numeric, point, strict=True)})
-            for key, values in y.items():
-                for p, q in zip(PERCENTILES, np.percentile(values, PERCENTILES), strict=True):
-                    row[f"{key}.p{p}"] = float(q)
-            rows.append(row)
-            if len(rows) == SAMPLED_ROWS_PER_CHUNK or i == total - 1:
-                yield {
-                    k: np.array([r[k] for r in rows], dtype=object if k == HARDWARE else float)
-                    for k in rows[0]
-                }
-                rows = []
+
+def _check_finite(name: str, value: Any, ok: Any, box: Box, hw: str, before: int) -> None:
+    """A number that should exist and is not finite: an input of the sweep is out of range."""
+    import numpy as np
+
+    bad = ok & ~np.isfinite(value)
+    if not bad.any():
+        return
+    if bad.ndim > len(box.shape):  # sampled: any draw
+        bad = bad.any(axis=-1)
+        value = np.where(np.isfinite(value), 0.0, value).sum(axis=-1)
+    flat = np.broadcast_to(bad, box.shape).reshape(-1)
+    i = int(np.flatnonzero(flat)[0])
+    shown = np.broadcast_to(value, box.shape).reshape(-1)[i]
+    raise IpdError(
+        f"row {before + box.start + i + 1} ({hw}): {name} is {shown}; an input of the sweep is out of "
+        "range (check the `vary` values)",
+        ExitCode.RUNTIME,
+    )

@@ -29,7 +29,7 @@ EXTENSIONS: dict[str, tuple[str, ...]] = {
     "xlsx": (".xlsx",),
 }
 DOCUMENT_FORMATS = ("table", "json", "csv", "yaml", "markdown", "xlsx")
-STREAM_FORMATS = ("csv", "jsonl", "json", "table", "markdown")
+STREAM_FORMATS = ("csv", "jsonl", "json", "table", "markdown", "xlsx")
 EXTENSION_FORMATS = {ext: fmt for fmt, exts in EXTENSIONS.items() for ext in exts}
 FORMATS = ("auto", *DOCUMENT_FORMATS)
 

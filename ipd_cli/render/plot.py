@@ -55,6 +55,8 @@ def sweep_series(csv_file: Path, x: str, y: str) -> list[Series]:
             for line, row in enumerate(reader, start=2):
                 hw = row[ih] if ih is not None and ih < len(row) else ""
                 s = series.setdefault(hw, Series(hw, [], []))
+                if len(row) > max(ix, iy) and "" in (row[ix], row[iy]):
+                    continue  # an empty cell: the block cannot run at that point
                 try:
                     s.x.append(float(row[ix]))
                     s.y.append(float(row[iy]))

@@ -69,6 +69,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("concurrency", "Concurrency per instance", "sequences", NA),
     ],
     "pretraining": [
+        ("plan", "Parallelism plan", "", NA),
         ("gpus", "GPUs", "GPUs", LO),
         ("systems", "Systems (nodes/racks)", "count", LO),
         ("wall_days", "Wall time", "days", LO),
@@ -80,8 +81,11 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
 DRIVERS: dict[str, list[tuple[str, str, str, str]]] = {
     "pretraining": [
         ("peak_tflops_per_gpu", "Dense peak at precision", "TFLOP/s/GPU", HI),
-        ("mfu", "MFU (catalog or --mfu)", "fraction", NA),
-        ("scale_efficiency", "Scale efficiency", "fraction", HI),
+        ("mfu", "MFU of the plan (or --mfu)", "fraction", HI),
+        ("step_time_s", "Step time", "s", NA),
+        ("global_batch_tokens", "Global batch", "tokens", NA),
+        ("memory_gb_per_gpu", "Memory per GPU", "GB", NA),
+        ("scale_efficiency", "Goodput (useful share of wall time)", "fraction", HI),
         ("moe_comm_exposed_fraction", "Exposed MoE all-to-all", "share of time", LO),
         ("effective_mfu", "Effective MFU", "fraction", HI),
         ("min_gpus_for_memory", "Min GPUs for memory", "GPUs", NA),
@@ -170,6 +174,7 @@ def view(data: dict) -> View:
         for b in blocks:
             grids.append(_single(f"{b} on {data['hardware']}", data[b]))
             grids += [_single(f"{b}.{k}", v) for k, v in data[b].items() if isinstance(v, dict)]
+            grids += [_rows(f"{b}.{k}", v) for k, v in data[b].items() if _dict_list(v)]
         grids += [_assumptions(data["assumptions"])] if data.get("assumptions") else []
         return View(grids, [f"Warning: {w}." for w in warnings(data)])
     return View([_mapping(data.get("name", ""), data)])
@@ -328,9 +333,11 @@ def _compare_notes(data: dict, systems: list[dict]) -> list[str]:
         )
         notes.append(f"Pre-training precision used: {prec}.")
         notes.append(
-            "Pre-training GPUs = tokens x time per token per GPU / (deadline x scale efficiency); "
-            "time per token = FLOPs / (dense peak x MFU) + exposed all-to-all. `ipd hardware show NAME` "
-            "lists the sources."
+            "Pre-training runs the fastest parallelism plan the search finds (tensor, pipeline, data, "
+            "expert, context parallelism, micro-batch, recompute, sharding); its step is priced from "
+            "GEMMs, attention, memory-bound work, exposed collectives, the pipeline bubble and the "
+            "optimizer, so MFU is an output. Deadline mode takes the fewest whole systems that finish "
+            "in time. `ipd train --plans N` lists the runners-up."
         )
     first = next((s for s in systems if any(s.get(b) for b in ("pretraining", "rl", "serving"))), systems[0])
     pricing = next((first[b]["pricing"] for b in ("pretraining", "rl", "serving") if first.get(b)), None)
@@ -380,6 +387,19 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"(concurrency {point.get('concurrency')})"
             )
     return out
+
+
+def _dict_list(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and isinstance(v[0], dict)
+
+
+def _rows(title: str, items: list[dict]) -> Grid:
+    """A list of records (e.g. the runners-up plans): one row each, their plain fields as columns."""
+    columns = [k for k, v in items[0].items() if not isinstance(v, dict | list)]
+    grid = Grid(title, columns, right=set(range(1, len(columns))))
+    for item in items:
+        grid.rows.append([fmt_num(item.get(c)) for c in columns])
+    return grid
 
 
 def _single(title: str, body: dict) -> Grid:

@@ -81,13 +81,7 @@ def _assumptions(data: dict) -> tuple[list[str], list[list[Any]], dict[str, dict
 
 def workbook(result: BaseModel) -> Any:
     """An openpyxl Workbook: results, assumptions and sources."""
-    try:
-        from openpyxl import Workbook
-    except ImportError:
-        raise IpdError(
-            "xlsx output needs openpyxl: pip install 'intelligence-per-dollar[xlsx]' "
-            "(from a checkout: pip install '.[xlsx]'), or use --format csv"
-        ) from None
+    Workbook = _openpyxl().Workbook
     from ipd_cli.render import records
 
     rows = records(result)
@@ -104,3 +98,113 @@ def workbook(result: BaseModel) -> Any:
         src_rows = [[sid, s.get("title"), s.get("url"), s.get("date")] for sid, s in sorted(sources.items())]
         _sheet(wb, "sources", ["source", "title", "url", "date"], src_rows)
     return wb
+
+
+MAX_ROWS = 1_048_575  # an Excel sheet's rows, less the header
+
+
+def _openpyxl() -> Any:
+    try:
+        import openpyxl
+    except ImportError:
+        raise IpdError(
+            "xlsx output needs openpyxl: pip install 'intelligence-per-dollar[xlsx]' "
+            "(from a checkout: pip install '.[xlsx]'), or use --format csv"
+        ) from None
+    return openpyxl
+
+
+class SweepBook:
+    """A sweep as a workbook, row by row (openpyxl's write-only mode: rows are written as they come,
+    not held as cells). Sheet ``results``: the rows of the CSV (raw numbers, units in the column
+    names), the header row and first column frozen, each column's number format chosen from its
+    first chunk; an empty cell where a block cannot run. Sheets ``assumptions`` and ``sources``:
+    every input of each system searched (at the catalog's values), as in other workbooks."""
+
+    def __init__(self) -> None:
+        self.wb = _openpyxl().Workbook(write_only=True)
+        self.ws = self.wb.create_sheet("results")
+        self.columns: list[str] = []
+        self.formats: list[str | None] = []
+
+    def add(self, cols: dict) -> None:
+        import numpy as np
+        from openpyxl.cell import WriteOnlyCell
+
+        from ipd_cli.render.stream import chunk_shape, compact_columns
+
+        shape = chunk_shape(cols)
+        names = list(compact_columns(cols))
+        lists = [
+            np.broadcast_to(np.asarray(v), shape).reshape(-1).tolist() for v in compact_columns(cols).values()
+        ]
+        if not lists or not lists[0]:
+            return
+        if not self.columns:
+            sample = [dict(zip(names, r, strict=True)) for r in zip(*(v[:1000] for v in lists), strict=True)]
+            self._header(names, sample)
+        ws, formats = self.ws, self.formats
+        for row in zip(*lists, strict=True):
+            cells = []
+            for value, fmt in zip(row, formats, strict=True):
+                if isinstance(value, float) and value != value:
+                    value = None  # NaN: the block cannot run at this point
+                if fmt is None or not isinstance(value, int | float):
+                    cells.append(value)
+                    continue
+                cell = WriteOnlyCell(ws, value)
+                cell.number_format = fmt
+                cells.append(cell)
+            ws.append(cells)
+
+    def _header(self, names: list[str], sample: list[dict]) -> None:
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.styles import Font
+        from openpyxl.utils import get_column_letter
+
+        self.columns = names
+        sample = [{k: None if isinstance(v, float) and v != v else v for k, v in r.items()} for r in sample]
+        self.formats = [number_format([r[c] for r in sample]) for c in self.columns]
+        self.ws.freeze_panes = "B2"
+        for i, name in enumerate(self.columns, start=1):
+            shown = [len(f"{r[name]:,.2f}" if isinstance(r[name], float) else str(r[name])) for r in sample]
+            width = max([len(name), *shown])
+            self.ws.column_dimensions[get_column_letter(i)].width = min(width + 2, MAX_COLUMN_WIDTH)
+        header = []
+        for name in self.columns:
+            cell = WriteOnlyCell(self.ws, name)
+            cell.font = Font(bold=True)
+            header.append(cell)
+        self.ws.append(header)
+
+    def finish(self, results: list[Any]) -> bytes:
+        """The workbook's bytes, with the inputs of ``results`` (SystemResult models)."""
+        import io
+
+        data = {"systems": [r.model_dump(mode="json") for r in results if r.assumptions]}
+        cols, inputs, sources = _assumptions(data)
+        if inputs:
+            self._sheet("assumptions", cols, inputs)
+        if sources:
+            src_rows = [
+                [sid, s.get("title"), s.get("url"), s.get("date")] for sid, s in sorted(sources.items())
+            ]
+            self._sheet("sources", ["source", "title", "url", "date"], src_rows)
+        buf = io.BytesIO()
+        self.wb.save(buf)
+        return buf.getvalue()
+
+    def _sheet(self, title: str, columns: list[str], rows: list[list[Any]]) -> None:
+        from openpyxl.cell import WriteOnlyCell
+        from openpyxl.styles import Font
+
+        ws = self.wb.create_sheet(title)
+        ws.freeze_panes = "B2"
+        header = []
+        for name in columns:
+            cell = WriteOnlyCell(ws, name)
+            cell.font = Font(bold=True)
+            header.append(cell)
+        ws.append(header)
+        for row in rows:
+            ws.append(row)

@@ -29,19 +29,27 @@ class Rollouts:
 
 
 def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, pricing: str) -> Rollouts:
-    """The smallest serving instance that holds the model and one mean trajectory."""
-    inst = sv.serving_instance(
+    """The rollout replica the serving deployment search picks: with a fixed generation pool, the
+    configuration that generates the step's rollouts fastest on it; when the split is searched,
+    the one with the most tokens/s per GPU at its KV limit."""
+    inst = sv.rollout_deployment(
         ctx,
+        rollouts=nums.generated,
+        gen_gpus=w.gen_gpus if w.mode != "colocated" else (w.gpus or w.gen_gpus),
         input_tokens=int(nums.prompt_tokens + nums.observation_tokens),
         output_tokens=int(round(nums.mean_response_tokens)),
         precision=w.inference_precision,
-        kv_precision=None,
-        instance_gpus=None,
         speculative=w.speculative,
         pricing=pricing,
-        instance_note="smallest instance that holds the model and one mean trajectory",
     )
     inp = ctx.inp
+    inp.given(
+        "rollout replica",
+        inst.configuration,
+        "",
+        "deployment search",
+        note="chosen by the serving deployment search for the step's rollouts",
+    )
     return Rollouts(
         inst=inst,
         max_batch=max(1, inst.max_batch),
@@ -75,7 +83,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     wanted = math.ceil(nums.generated * ((r.staleness_bound + 1) if asynchronous else 1) / replicas)
     b = max(1, min(r.max_batch, wanted))
     b_tail = max(1, int(b * r.tail_fraction))
-    v_bulk, v_tail = sv.decode_speed(r.inst, b), sv.decode_speed(r.inst, b_tail)
+    v_bulk, v_tail = r.inst.decode_speed(b), r.inst.decode_speed(b_tail)
     prefill = nums.generated * r.inst.prefill_s / replicas  # prefills share the instance with decode
     # Little's law: each of the b slots holds one trajectory for its decode time plus tool waits
     slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s

@@ -1,0 +1,210 @@
+"""Re-pricing a chosen configuration: each block's cost and energy arithmetic over arrays.
+
+A sweep axis that changes only prices (a price, ``economics.*``, a system's power or capex)
+leaves every search where it was: the training plan, the serving deployment and the RL split
+are chosen by speed, never by price. So a sweep searches once per distinct physics point, keeps
+the numbers that do not depend on cost (GPU-hours, tokens/s per GPU, step seconds), and this
+module turns them into the cost and energy metrics for whole arrays of prices, kW per GPU and
+PUE at once. The formulas are those of :func:`~ipd_cli.engine.pretraining.pretraining_core`,
+:func:`~ipd_cli.engine.serving.point.serving`, :func:`~ipd_cli.engine.rl.result.assemble` and the
+blocks of :mod:`~ipd_cli.engine.lifecycle`; tests/test_sweep.py checks that a re-priced row
+equals the single estimate at that price, metric by metric.
+
+``m`` maps a metric path (``rl.gpu_hours_per_step``) to its value at each point: plain numbers or
+arrays that broadcast together. Quantities a block needs but does not report are derived once
+per physics point by :func:`hidden` (``_rl.*``) and :func:`lifecycle_terms` (``_life.*``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipd_cli.catalog.schema import Scenario
+
+from . import formulas as f
+
+Numbers = dict[str, Any]
+
+
+def pretraining(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
+    hours = m["pretraining.gpu_hours"]
+    return {
+        "pretraining.cost_usd": hours * price,
+        "pretraining.energy_mwh": f.energy_mwh(hours, kw, pue),
+        "pretraining.price_usd_per_gpu_hour": price,
+        "pretraining.kw_per_gpu": kw,
+    }
+
+
+def serving(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
+    tps = m["serving.tokens_per_s_per_gpu"]
+    return {
+        "serving.usd_per_million_output_tokens": f.usd_per_million_tokens(price, tps),
+        "serving.usd_per_million_total_tokens": f.usd_per_million_tokens(
+            price, m["serving.total_tokens_per_s_per_gpu"]
+        ),
+        "serving.tokens_per_s_per_mw": f.tokens_per_s_per_mw(tps, kw, pue),
+        "serving.price_usd_per_gpu_hour": price,
+        "serving.kw_per_gpu": kw,
+    }
+
+
+def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
+    hours = m["rl.gpu_hours_per_step"]
+    usd, kwh = hours * price, hours * kw * pue
+    steps = m["rl.run.steps_per_refresh"]
+    per_year = steps * m["rl.run.refreshes_per_year"]
+    return {
+        "rl.usd_per_step": usd,
+        "rl.energy_kwh_per_step": kwh,
+        "rl.usd_per_1k_samples": usd / m["_rl.samples_per_step"] * 1000,
+        "rl.usd_per_million_generated_tokens": usd / m["_rl.generated_mtokens"],
+        "rl.rollouts_per_kwh": m["_rl.rollouts_per_step"] / kwh,
+        "rl.price_usd_per_gpu_hour": price,
+        "rl.run.usd_per_refresh": steps * usd,
+        "rl.run.usd_per_year": per_year * usd,
+        "rl.run.energy_mwh_per_year": per_year * kwh / 1000,
+    }
+
+
+def hidden(numbers: Numbers) -> Numbers:
+    """Per physics point, what re-pricing RL needs and the RL result reports only through a cost:
+    samples, generated tokens (millions) and rollouts per step."""
+    if numbers.get("rl.usd_per_step") is None:
+        return {}
+    return {
+        "_rl.samples_per_step": numbers["rl.samples_per_s"] * numbers["rl.step_seconds"],
+        "_rl.generated_mtokens": numbers["rl.usd_per_step"] / numbers["rl.usd_per_million_generated_tokens"],
+        "_rl.rollouts_per_step": numbers["rl.rollouts_per_kwh"] * numbers["rl.energy_kwh_per_step"],
+    }
+
+
+# --- the lifecycle ---------------------------------------------------------------------------------
+
+
+def lifecycle_shape(s: Scenario) -> tuple[str, str, str]:
+    """Which formula each stage of the lifecycle uses: pre-training (workload, cost, open), RL
+    post-training (budget, steps, none) and task success (rate, curve, workflow)."""
+    p, pt, ts = s.pretraining, s.post_training, s.task_success
+    pre = "workload" if p.workload is not None else "cost" if p.cost_usd is not None else "open"
+    post = "none" if pt is None else "budget" if pt.budget_usd_per_year is not None else "steps"
+    success = (
+        "rate" if ts.success_rate is not None else "curve" if ts.learning_curve is not None else "workflow"
+    )
+    return pre, post, success
+
+
+def lifecycle_terms(s: Scenario, rl_steps_per_year: float | None) -> Numbers:
+    """The scenario's own numbers for one physics point (``rl_steps_per_year``: the RL workload's
+    steps per refresh x refreshes per year, as :func:`~ipd_cli.engine.lifecycle.post_training`
+    takes them)."""
+    p, pt, ts, sv, H = s.pretraining, s.post_training, s.task_success, s.serving, s.horizon_years
+    out: Numbers = {
+        "_life.H": H,
+        "_life.m": float(ts.max_attempts),
+        "_life.tasks": sv.tasks_per_day * f.DAYS_PER_YEAR * H,
+        "_life.per_attempt": float(sv.requests_per_task * sv.output_tokens_per_request),
+    }
+    if p.workload is not None or p.cost_usd is not None:
+        out["_life.share"] = f.amortised_share(H, p.amortisation_years, p.deployments)
+        out["_life.pre_cost_usd"] = p.cost_usd if p.cost_usd is not None else 0.0
+    if pt is not None:
+        out["_life.rl_budget"] = pt.budget_usd_per_year if pt.budget_usd_per_year is not None else 0.0
+        out["_life.rl_steps_per_year"] = rl_steps_per_year if rl_steps_per_year is not None else 0.0
+    if ts.success_rate is not None:
+        out["_life.p"] = ts.success_rate.value
+    elif ts.learning_curve is not None:
+        lc = ts.learning_curve
+        out |= {"_life.r0": lc.r0, "_life.A": lc.asymptote, "_life.x_mid": lc.midpoint_samples}
+        out["_life.B"] = lc.exponent
+    else:
+        out["_life.p"] = f.workflow_success(ts.step_reliability, ts.steps_per_workflow)
+    if s.site_mw is not None:
+        out["_life.site_mw"] = s.site_mw
+    return out
+
+
+def lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Numbers:
+    """The intelligence-per-dollar block from the (re-priced) pre-training, RL and serving
+    numbers: :func:`~ipd_cli.engine.lifecycle.pretraining_share`, ``post_training``,
+    ``task_success``, ``serving_share``, ``headline`` and ``site_budget``, over arrays."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):  # a point out of range ends as inf or NaN, refused by the sweep
+        return _lifecycle(shape, m, kw, pue)
+
+
+def _lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Numbers:
+    import numpy as np
+
+    pre_kind, post_kind, success_kind = shape
+    H = m["_life.H"]
+    zero = 0.0 * H
+    pre_usd = pre_mwh = zero
+    if pre_kind == "workload":
+        pre_usd = m["pretraining.cost_usd"] * m["_life.share"]
+        pre_mwh = m["pretraining.energy_mwh"] * m["_life.share"]
+    elif pre_kind == "cost":
+        pre_usd = m["_life.pre_cost_usd"] * m["_life.share"]
+    post_usd = post_mwh = samples = zero
+    if post_kind != "none":
+        usd_per_step = m["rl.usd_per_step"]
+        if post_kind == "budget":
+            steps_per_year = m["_life.rl_budget"] / usd_per_step
+        else:
+            steps_per_year = m["_life.rl_steps_per_year"]
+        post_usd = usd_per_step * steps_per_year * H
+        post_mwh = m["rl.energy_kwh_per_step"] * steps_per_year * H / f.KWH_PER_MWH
+        samples = m["_rl.samples_per_step"] * steps_per_year * H
+    out: Numbers = {}
+    if success_kind == "curve":
+        r0 = m["_life.r0"]
+        p = score = f.learning_curve(samples, r0, m["_life.A"], m["_life.x_mid"], m["_life.B"])
+        out["intelligence_per_dollar.score"] = score
+        points = f.points_per_kusd(score - r0, post_usd)
+        out["intelligence_per_dollar.score_points_per_kusd"] = np.where(post_usd > 0, points, np.nan)
+    else:
+        p = m["_life.p"] + zero
+    M = m["_life.m"]
+    per_task = f.success_after_retries(p, M)
+    attempts = np.where(p > 0, f.expected_attempts(p, M), M)
+    tasks = m["_life.tasks"]
+    tokens = tasks * attempts * m["_life.per_attempt"]
+    serve_usd = f.usd_for_tokens(tokens, m["serving.usd_per_million_output_tokens"])
+    gpu_hours = f.gpu_hours_for_tokens(tokens, m["serving.tokens_per_s_per_gpu"])
+    serve_mwh = f.energy_mwh(gpu_hours, kw, pue)
+    solved = tasks * per_task
+    total = pre_usd + post_usd + serve_usd
+    energy = pre_mwh + post_mwh + serve_mwh
+    ipd = "intelligence_per_dollar."
+    out |= {
+        ipd + "usd_per_solved_task": total / solved,
+        ipd + "solved_tasks_per_kusd": f.per_kusd(solved, total),
+        ipd + "solved_tasks_per_mwh": solved / energy,
+        ipd + "lifecycle_cost_usd": total,
+        ipd + "cost_breakdown_usd.pretraining": pre_usd,
+        ipd + "cost_breakdown_usd.post_training": post_usd,
+        ipd + "cost_breakdown_usd.serving": serve_usd,
+        ipd + "energy_breakdown_mwh.pretraining": pre_mwh,
+        ipd + "energy_breakdown_mwh.post_training": post_mwh,
+        ipd + "energy_breakdown_mwh.serving": serve_mwh,
+        ipd + "horizon_years": H,
+        ipd + "tasks_attempted": tasks,
+        ipd + "tasks_solved": solved,
+        ipd + "success_per_attempt": p,
+        ipd + "success_per_task": per_task,
+        ipd + "expected_attempts": attempts,
+        ipd + "rl_samples": samples,
+    }
+    if post_kind != "none":
+        out[ipd + "rl_rollouts_per_kwh"] = m["rl.rollouts_per_kwh"]
+    if "_life.site_mw" in m:
+        site_mw = m["_life.site_mw"]
+        gpus = f.gpus_in_power_budget(site_mw, kw, pue)
+        per_task_tokens = attempts * m["_life.per_attempt"]
+        out[ipd + "site_mw"] = site_mw
+        out[ipd + "site_gpus"] = gpus
+        out[ipd + "site_tasks_solved_per_day"] = f.tasks_per_day(
+            gpus, m["serving.tokens_per_s_per_gpu"], per_task_tokens, per_task
+        )
+    return out

@@ -1,0 +1,896 @@
+"""Parallelism-plan search for training: enumerate plans as numpy columns, drop what cannot run,
+evaluate the step of :mod:`ipd_cli.engine.trainstep` over the whole grid, keep the best.
+
+The grid (see /work/shared/design/search.md). Micro columns: tensor ``tp`` (divisors of the
+attention heads up to 64, inside one scale-up domain: its per-layer collectives do not cross
+NICs), context ``cp`` (powers of two leaving chunks of at least 1,024 tokens), pipeline ``pp``
+(divisors of the layers and powers of two; the last stage may hold fewer layers), interleaving
+``vp`` (divisors of the layers per stage), expert ``ep`` (divisors of the routed experts, folded
+into tp x cp x dp as Megatron does), micro-batch size ``mbs``, rank placement ``order``. Per
+micro row: the data-parallel degree ``dp`` with the micro-batches per step ``mb`` (the global
+batch is dp x mb x mbs sequences); per plan, the fastest recompute policy (none, selective,
+full, offload to host) and sharding stage (ZeRO 0-2, FSDP) that fit in memory.
+
+The search is exact branch and bound: micro rows in order of a lower bound on their seconds per
+token (deadline mode: on their GPUs), a chunk at a time, until no remaining row can win.
+
+The global batch stays within the model's recipe batch (``models.<m>.training_global_batch_tokens``,
+else the DeepSeek LLM rule from the training FLOPs); a larger batch needs more tokens to reach the
+same loss: by McCandlish et al. (arXiv 1812.06162) tokens E = E_min (1 + B / B_noise), so with the
+recipe batch taken as B_noise a batch B above it costs (1 + B / B_recipe) / 2 times the tokens.
+A smaller batch gets no credit. The search minimises seconds per useful token; GPUs a plan leaves
+idle still count (GPU-seconds = step time x GPUs given).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.errors import InfeasibleError, InputError
+
+from . import formulas as f
+from . import search as sr
+from . import trainstep as ts
+from .inputs import Inputs
+
+RECOMPUTE = ("none", "selective", "full", "offload")
+POLICIES = (0, 1, 2, 3)
+PIN_KEYS = {
+    "tp": "tp",
+    "cp": "cp",
+    "pp": "pp",
+    "vp": "vp",
+    "interleave": "vp",
+    "ep": "ep",
+    "dp": "dp",
+    "mbs": "mbs",
+    "micro_batch": "mbs",
+    "gbs": "gbs",
+    "global_batch": "gbs",
+    "recompute": "rc",
+    "zero": "zero",
+    "order": "order",
+}
+MIN_CP_CHUNK = 1024  # context parallelism below this many tokens per GPU is not enumerated
+MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16)
+MAX_TP = 64
+MB_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def parse_plan(text: str | None) -> dict[str, int]:
+    """``tp=4,pp=8,vp=4,recompute=selective,zero=1`` (or ``fsdp``) as column pins."""
+    pins: dict[str, int] = {}
+    for item in (text or "").replace(" ", "").split(","):
+        if not item:
+            continue
+        if item.lower() == "fsdp":
+            pins["zero"] = 3
+            continue
+        key, sep, value = item.partition("=")
+        col = PIN_KEYS.get(key.lower())
+        if not sep or col is None:
+            raise InputError(
+                f"`plan` item '{item}': give KEY=VALUE with KEY one of {', '.join(sorted(set(PIN_KEYS)))}"
+            )
+        pins[col] = _pin_value(col, value.lower(), item)
+    return pins
+
+
+def _pin_value(col: str, value: str, item: str) -> int:
+    if col == "rc":
+        if value not in RECOMPUTE:
+            raise InputError(f"`plan` item '{item}': recompute is one of {', '.join(RECOMPUTE)}")
+        return RECOMPUTE.index(value)
+    if col == "zero" and value == "fsdp":
+        return 3
+    try:
+        n = int(value)
+    except ValueError:
+        raise InputError(f"`plan` item '{item}': expected a whole number") from None
+    if n < (0 if col in ("zero", "order") else 1) or (col == "zero" and n > 3) or (col == "order" and n > 1):
+        raise InputError(f"`plan` item '{item}': out of range")
+    return n
+
+
+# --- inputs ----------------------------------------------------------------------------------------
+
+
+def model_inputs(inp: Inputs, cat: Catalog, model: str) -> dict[str, Any]:
+    """The model's shape as the step needs it: parameters per layer by kind, widths, counts."""
+    arch = cat.model(model)
+    m = f"models.{cat.canonical('models', model)}"
+    x = {
+        "layers": inp.read(f"{m}.layers", "layers"),
+        "hidden": inp.read(f"{m}.hidden_size", "hidden size"),
+        "vocab": inp.read(f"{m}.vocab_size", "vocabulary"),
+        "active": inp.read(f"{m}.active_params", "active parameters"),
+        "total": inp.read(f"{m}.total_params", "total parameters"),
+        "heads": arch.attention_heads,
+        "attn_dim": arch.attention_heads * arch.head_dim,
+        "kv_width": (arch.kv_heads or arch.attention_heads) * arch.head_dim,
+        "attn_share": arch.kv_layers / arch.layers,
+        "experts": float(arch.experts),
+        "topk": float(arch.experts_per_token) * arch.is_moe,
+        "shared": float(arch.shared_experts) * arch.is_moe,
+        "is_moe": float(arch.is_moe),
+        "moe_share": arch.routed_layers / arch.layers,
+        "act_width": 3.0 if arch.gated_ffn else 2.0,
+        "tied": arch.tied_embeddings,
+        "ffn_given": arch.ffn_hidden_size,
+        "expert_ffn_given": arch.moe_ffn_hidden_size,
+        "routed_layers": arch.routed_layers,
+    }
+    if arch.training_global_batch_tokens is not None:
+        x["recipe_batch"] = inp.read(f"{m}.training_global_batch_tokens", "recipe global batch")
+    return x
+
+
+def shape(x: dict) -> dict[str, float]:
+    """Parameters per layer by kind, consistent with the catalog's active and total counts: the
+    routed experts from total - active, the FFN from its width, the mixer (attention, or what a
+    hybrid layer holds instead) as the rest of the active parameters."""
+    L, h, nmat, routed_layers = x["layers"], x["hidden"], x["act_width"], x["routed_layers"]
+    embeddings = x["vocab"] * h * (1.0 if x["tied"] else 2.0)
+    body = f.maximum(x["active"] - embeddings, 0.05 * x["active"])
+    routed = f.routed_expert_params(x["total"], x["active"], x["topk"] / x["experts"]) if x["is_moe"] else 0.0
+    p_expert = routed / (routed_layers * x["experts"]) if x["is_moe"] else 0.0
+    expert_ffn = x["expert_ffn_given"] or (p_expert / (nmat * h) if x["is_moe"] else 0.0)
+    p_shared = x["shared"] * p_expert
+    per_moe_layer = x["topk"] * p_expert + p_shared
+    dense_layers = L - routed_layers
+    if x["ffn_given"]:
+        p_ffn = nmat * h * x["ffn_given"]
+        p_mix = (body - dense_layers * p_ffn - routed_layers * per_moe_layer) / L
+    else:
+        p_mix = 2.0 * h * (x["attn_dim"] + x["kv_width"])
+        p_ffn = f.maximum(body - L * p_mix - routed_layers * per_moe_layer, 0.0) / max(dense_layers, 1)
+    return {
+        "p_mix": f.maximum(p_mix, 0.0),
+        "p_ffn": p_ffn,
+        "ffn": p_ffn / (nmat * h),
+        "p_expert": p_expert,
+        "p_shared": p_shared,
+        "expert_ffn": expert_ffn,
+        "routed_params": routed,
+        "dense_params": x["total"] - routed,
+    }
+
+
+def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) -> dict[str, Any]:
+    """Peaks, GEMM curves, bandwidths and memory of the system's accelerator, and the efficiencies."""
+    system = cat.system(hardware)
+    acc = f"accelerators.{system.accelerator}"
+    x = {
+        "low_peak": inp.read(f"{acc}.{precision}_dense_tflops", f"{precision} dense peak"),
+        "bf16_peak": inp.read(f"{acc}.bf16_dense_tflops", "bf16 dense peak"),
+        "low_max": _gemm_share(inp, cat, system.accelerator, precision),
+        "bf16_max": _gemm_share(inp, cat, system.accelerator, "bf16"),
+        "train_share": inp.read(training_share_path(cat, system.accelerator), "GEMM share kept in training"),
+        "low_recipe": inp.read(
+            f"efficiency.training_gemm.{precision}.recipe_share", f"{precision} recipe share"
+        ),
+        "bf16_recipe": inp.read("efficiency.training_gemm.bf16.recipe_share", "bf16 recipe share"),
+        "call_s": inp.read("efficiency.gemm_call_overhead_us", "GEMM call overhead"),
+        "low_share": inp.read(f"efficiency.low_precision_gemm_share.{precision}", "low-precision GEMM share"),
+        "attn_eff": inp.read("efficiency.attention_efficiency", "attention efficiency"),
+        "attn_bwd_ratio": inp.read(
+            "efficiency.attention_backward_flops_ratio", "attention backward / forward"
+        ),
+        "hbm_bw": inp.read(f"{acc}.hbm_tb_per_s", "HBM bandwidth"),
+        "hbm_eff": inp.read("efficiency.elementwise_hbm_efficiency", "memory-bound HBM efficiency"),
+        "hbm": inp.read(f"{acc}.hbm_gb", "HBM capacity"),
+        "usable": inp.read("efficiency.hbm_usable_fraction", "usable HBM share"),
+        "up_bidir": inp.read(f"{acc}.scale_up_gb_per_s_bidir", "scale-up bandwidth (bidirectional)"),
+        "up_eff": inp.read("efficiency.scale_up_link_efficiency", "scale-up link efficiency"),
+        "out": inp.read(f"{acc}.scale_out_gbit_per_s", "scale-out bandwidth"),
+        "out_eff": inp.read("efficiency.scale_out_link_efficiency", "scale-out link efficiency"),
+        "host_bw": _host_link(inp, cat, hardware),
+        "host_memory": _host_memory(inp, cat, hardware),
+        "domain": float(system.scale_up_domain),
+        "per_system": float(system.accelerators),
+    }
+    x["cast_bytes"] = 0.0
+    if precision != "bf16":
+        x["cast_bytes"] = inp.read(f"serving.bytes_per_weight.{precision}", f"{precision} bytes per value")
+    return x
+
+
+def training_share_path(cat: Catalog, accelerator: str) -> str:
+    """The path of the training share that applies: the accelerator's own, else the default."""
+    if accelerator in cat.efficiency.training_share_by_accelerator:
+        return f"efficiency.training_share_by_accelerator.{accelerator}"
+    return "efficiency.training_share"
+
+
+def _host_link(inp: Inputs, cat: Catalog, hardware: str) -> Any:
+    path = f"systems.{cat.canonical('systems', hardware)}.host_link_gb_per_s"
+    if inp.has(path):
+        return inp.read(path, "host link (activation offload)")
+    return inp.read("rl.default_host_link_gb_per_s", "host link (activation offload)")
+
+
+def _host_memory(inp: Inputs, cat: Catalog, hardware: str) -> Any:
+    """Host memory per GPU for activation offload; none declared: no offload."""
+    path = f"systems.{cat.canonical('systems', hardware)}.host_memory_gb"
+    if not inp.has(path):
+        return 0.0
+    return inp.read(path, "host memory (activation offload)") / cat.system(hardware).accelerators
+
+
+def _gemm_share(inp: Inputs, cat: Catalog, accelerator: str, precision: str) -> Any:
+    table = cat.efficiency.training_gemm_max_share_by_accelerator.get(accelerator, {})
+    if precision in table:
+        path = f"efficiency.training_gemm_max_share_by_accelerator.{accelerator}.{precision}"
+    else:
+        path = f"efficiency.training_gemm.{precision}.max_share"
+    return inp.read(path, f"largest-GEMM share of peak ({precision})")
+
+
+def step_inputs(inp: Inputs) -> dict[str, Any]:
+    """Bytes per parameter and value, overlaps, goodput and the default-batch rule."""
+    e = "efficiency"
+    return {
+        "weight_bytes": inp.read(f"{e}.weight_bytes_per_param", "weight bytes per parameter"),
+        "state_bytes": inp.read(f"{e}.training_bytes_per_param", "training state per parameter"),
+        "optim_bytes": inp.read(f"{e}.optimizer_bytes_per_param", "optimizer bytes per parameter"),
+        "optim_step_bytes": inp.read(f"{e}.optimizer_step_bytes_per_param", "optimizer step traffic"),
+        "act_bytes": inp.read(f"{e}.activation_bytes_per_value", "activation bytes per value"),
+        "logits_bytes": inp.read(f"{e}.logits_bytes_per_value", "logit bytes per value"),
+        "loss_passes": inp.read(f"{e}.loss_passes_per_logit", "loss passes per logit"),
+        "a2a_bytes": inp.read(f"{e}.moe_a2a_bytes_per_value", "all-to-all bytes per value"),
+        "tp_overlap": inp.read(f"{e}.tp_comm_overlap", "tensor-parallel comm hidden"),
+        "a2a_overlap": inp.read(f"{e}.moe_a2a_overlap", "all-to-all hidden behind compute"),
+        "overlap_tax": inp.read(f"{e}.overlap_tax", "compute lost to overlapped collectives"),
+        "goodput": inp.read(f"{e}.training_goodput", "training goodput"),
+        "batch_coef": inp.read(f"{e}.default_batch_coefficient", "default batch coefficient"),
+        "batch_exp": inp.read(f"{e}.default_batch_exponent", "default batch exponent"),
+    }
+
+
+def derive(x: dict) -> dict[str, Any]:
+    """Rates and shapes from the raw inputs (plain numbers: one physics point)."""
+    y = dict(x)
+    y.update(shape(x))
+    y["low_rate"] = x["low_peak"] * x["low_max"] * x["train_share"] * x["low_recipe"]
+    y["bf16_rate"] = x["bf16_peak"] * x["bf16_max"] * x["train_share"] * x["bf16_recipe"]
+    y["hbm_rate"] = x["hbm_bw"] * x["hbm_eff"]
+    y["up_bw"] = x["up_bidir"] / 2.0 * x["up_eff"]
+    y["out_bw"] = x["out"] * x["out_eff"]
+    y["hbm_cap"] = x["hbm"] * x["usable"]
+    y["host_cap"] = x["host_memory"] * x["usable"]
+    y["grad_bytes"] = x["state_bytes"] - x["weight_bytes"] - x["optim_bytes"]
+    low = x["cast_bytes"] > 0
+    y["cast_bytes"] = x["cast_bytes"] + low * x["act_bytes"]  # read BF16, write low
+    phi = x["low_share"] * low  # GEMM inputs saved for the backward in the GEMM's format
+    y["gemm_in_bytes"] = phi * x["cast_bytes"] + (1.0 - phi) * x["act_bytes"]
+    y["fpt"] = f.training_flops_per_token(x["active"], x["layers"], x["seq"], x["attn_dim"] * x["attn_share"])
+    if "recipe_batch" not in x:
+        flops = y["fpt"] * x["tokens"]
+        y["recipe_batch"] = x["batch_coef"] * flops ** x["batch_exp"]
+    return y
+
+
+# --- the grid ----------------------------------------------------------------------------------------
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _axis(pins: dict, key: str, values: list[int]) -> list[int]:
+    return [pins[key]] if key in pins else values
+
+
+def pipeline_pairs(layers: int, cap: int, pins: dict) -> list[tuple[int, int]]:
+    """(pp, vp) pairs: pp divides the layers or is a power of two; vp divides the layers per stage."""
+    pows = [2**k for k in range(12) if 2**k <= layers]
+    pps = _axis(pins, "pp", sorted({*divisors(layers), *pows}))
+    pairs = []
+    for pp in (p for p in pps if p <= cap):
+        per_stage = math.ceil(layers / pp)
+        vps = [1] if pp == 1 else [v for v in divisors(per_stage) if v <= 32]
+        pairs += [(pp, vp) for vp in _axis(pins, "vp", vps)]
+    return pairs
+
+
+def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
+    """Every (tp, cp, pp, vp, ep, mbs, order) a plan on at most ``cap`` GPUs can take."""
+    import numpy as np
+
+    seq, layers = int(x["seq"]), int(x["layers"])
+    tps = [t for t in divisors(int(x["heads"])) if t <= min(MAX_TP, cap, x["domain"])]
+    cps = [c for c in (2**k for k in range(8)) if c == 1 or (seq % (2 * c) == 0 and seq // c >= MIN_CP_CHUNK)]
+    eps = [e for e in divisors(int(x["experts"])) if e <= cap] if x["is_moe"] else [1]
+    pairs = np.array(pipeline_pairs(layers, cap, pins) or [(1, 1)], dtype=float)
+    cols = sr.product(
+        tp=_axis(pins, "tp", tps),
+        cp=_axis(pins, "cp", cps),
+        pv=np.arange(len(pairs)),
+        ep=_axis(pins, "ep", eps),
+        mbs=_axis(pins, "mbs", list(MICRO_BATCHES)),
+        order=_axis(pins, "order", [0, 1]),
+    )
+    cols = {k: v.astype(float) for k, v in cols.items()}
+    cols["pp"], cols["vp"] = pairs[cols["pv"].astype(int), 0], pairs[cols["pv"].astype(int), 1]
+    del cols["pv"]
+    keep = cols["tp"] * cols["cp"] * cols["pp"] <= cap
+    keep &= (cols["order"] == 0) | (cols["pp"] > 1) | ("order" in pins)
+    keep &= cols["ep"] <= cols["tp"] * cols["cp"] * (cap // (cols["tp"] * cols["cp"] * cols["pp"]).clip(1))
+    return sr.take(cols, keep)
+
+
+def _aligned(mb, P: sr.Columns, up: bool = False):
+    """Micro-batch counts an interleaved schedule can run: multiples of pp (at least pp)."""
+    import numpy as np
+
+    step = np.where(P["vp"] > 1, P["pp"], 1.0)
+    n = np.ceil(mb / step) if up else np.floor(mb / step)
+    return np.maximum(n, 1.0) * step
+
+
+def dp_candidates(P: sr.Columns, x: dict, gpus: int, pins: dict) -> tuple[Any, Any]:
+    """(dp, mb) candidates per micro row, as n x K matrices (nan: no candidate): all the GPUs at the
+    recipe batch and one step beyond, and for each micro-batch count the replicas the batch allows."""
+    import numpy as np
+
+    per = P["tp"] * P["cp"] * P["pp"]
+    d_max = np.floor(gpus / per)[:, None]
+    if "dp" in pins:
+        d_max = np.where(d_max >= pins["dp"], float(pins["dp"]), np.nan)
+    seqs = x["recipe_batch"] / x["seq"] / P["mbs"][:, None]  # sequences of mbs the recipe batch holds
+    if "gbs" in pins:
+        d = np.array(divisors(int(pins["gbs"])), dtype=float)[None, :] + 0 * d_max
+        mb = pins["gbs"] / (d * P["mbs"][:, None])
+        ok = (mb == np.floor(mb)) & (d <= d_max)
+    else:
+        opts = _aligned(np.array(MB_OPTIONS, dtype=float)[None, :], _bcast(P))
+        d_fit = np.minimum(d_max, np.floor(seqs / opts))
+        cap = _aligned(np.floor(seqs / d_max), _bcast(P))
+        beyond = _aligned(np.floor(seqs / d_max) + 1.0, _bcast(P), up=True)
+        d = np.concatenate([d_max, d_max, d_fit], axis=1)
+        mb = np.concatenate([cap, beyond, opts + 0 * d_fit], axis=1)
+        ok = d >= 1
+    if "dp" in pins:
+        ok &= d == pins["dp"]
+    return np.where(ok, d, np.nan), mb
+
+
+def _placement_matters(cols: sr.Columns, x: dict):
+    """Pipeline-first placement only where it puts some group on another tier than the default."""
+    inner = ts.in_domain(cols, x)
+    outer = ts.in_domain({**cols, "order": 0 * cols["order"]}, x)
+    differs = (inner["ep"] != outer["ep"]) | (inner["dp"] != outer["dp"]) | (inner["pp"] != outer["pp"])
+    return (cols["order"] == 0) | differs
+
+
+def _bcast(P: sr.Columns) -> sr.Columns:
+    return {"vp": P["vp"][:, None], "pp": P["pp"][:, None]}
+
+
+def expand(P: sr.Columns, x: dict, gpus: int, pins: dict) -> sr.Columns:
+    """Macro rows: each micro row with its (dp, mb) candidates; ``row`` indexes the micro row."""
+    import numpy as np
+
+    d, mb = dp_candidates(P, x, gpus, pins)
+    n, k = d.shape
+    ok = ~np.isnan(d)
+    for j in range(1, k):  # a candidate may repeat an earlier one of its row
+        ok[:, j] &= ~np.any((d[:, :j] == d[:, j : j + 1]) & (mb[:, :j] == mb[:, j : j + 1]), axis=1)
+    row = np.repeat(np.arange(n), k)[ok.reshape(-1)]
+    cols = {k2: v[row] for k2, v in P.items()}
+    cols.update(dp=d[ok], mb=mb[ok], row=row)
+    keep = (cols["tp"] * cols["cp"] * cols["dp"]) % cols["ep"] == 0
+    keep &= _placement_matters(cols, x) | ("order" in pins)
+    return sr.take(cols, keep)
+
+
+# --- evaluation and search -------------------------------------------------------------------------
+
+
+def fits_memory(out: dict, x: dict) -> Any:
+    """The plan's GPU memory fits in HBM and what it offloads fits in host memory."""
+    return (out["memory_bytes"] <= x["hbm_cap"]) & (out["host_bytes"] <= x["host_cap"])
+
+
+def batch_penalty(tokens_per_step, x: dict):
+    """Tokens needed for the same loss relative to the recipe batch: 1 up to it, (1 + B / B_r) / 2
+    beyond (McCandlish et al.: E = E_min (1 + B / B_noise), B_noise taken as the recipe batch)."""
+    return f.maximum(1.0, (1.0 + tokens_per_step / x["recipe_batch"]) / 2.0)
+
+
+@dataclass
+class Searched:
+    """Evaluated plans: macro columns, their step outputs, the feasibility masks, the objective."""
+
+    cols: sr.Columns
+    out: dict[str, Any]
+    space: sr.Space
+    seconds_per_token: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.space)
+
+
+def index_terms(t: dict, rows) -> dict[str, Any]:
+    """Micro terms at ``rows`` (tuples hold one array per recompute policy)."""
+    return {k: tuple(a[rows] for a in v) if isinstance(v, tuple) else v[rows] for k, v in t.items()}
+
+
+def options(pins: dict, key: str, values: tuple[int, ...]) -> tuple[int, ...]:
+    return (pins[key],) if key in pins else values
+
+
+def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, Any]:
+    """The step of every macro row under its best recompute policy and sharding stage: the fastest
+    combination that fits in HBM (the most memory-saving one where none fits). Sharding only costs
+    time (ZeRO-2 and FSDP add collectives), so for each recompute policy the least sharding that
+    fits is the one to price. ``terms``: :func:`~ipd_cli.engine.trainstep.micro_terms` of the rows."""
+    import numpy as np
+
+    shards = macro["dp"] * macro["cp"] > 1
+    zs = options(pins, "zero", (0, 1, 2, 3))
+    state = {z: ts.state_bytes({**macro, "zero": z}, x) for z in zs}
+    best = np.full(len(macro["dp"]), np.inf)
+    rc_of = np.full_like(best, float(options(pins, "rc", (2,))[-1]))
+    zero_of = np.full_like(best, float(zs[-1]))
+    for rc in options(pins, "rc", POLICIES):
+        mm = ts.with_recompute(terms, rc)
+        acts = ts.memory_bytes({**macro, "rc": rc, "zero": zs[0]}, mm, x) - state[zs[0]]
+        z_of, found = np.full_like(best, float(zs[-1])), np.zeros(len(best), dtype=bool)
+        host_ok = ts.host_bytes({**macro, "rc": rc}, mm) <= x["host_cap"]
+        for z in reversed(zs):  # the last assignment is the least sharding that fits
+            ok = (state[z] + acts <= x["hbm_cap"]) & host_ok
+            if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
+                ok &= (z > 0) == shards
+            z_of, found = np.where(ok, z, z_of), found | ok
+        out = ts.step({**macro, "rc": rc, "zero": z_of}, mm, x)
+        spt = out["step_s"] * batch_penalty(out["tokens_per_step"], x) / out["tokens_per_step"]
+        better = found & (spt < best)
+        best = np.where(better, spt, best)
+        rc_of, zero_of = np.where(better, rc, rc_of), np.where(better, z_of, zero_of)
+    macro.update(rc=rc_of, zero=zero_of)
+    return finish(macro, ts.with_recompute(terms, rc_of), x)
+
+
+def finish(P: sr.Columns, mm: dict, x: dict) -> dict[str, Any]:
+    """The step outputs of plans whose every column is set (the single-point path too)."""
+    out = ts.step(P, mm, x)
+    out.update({k: v for k, v in mm.items() if k not in out})
+    out["penalty"] = batch_penalty(out["tokens_per_step"], x)
+    out["seconds_per_token"] = out["step_s"] * out["penalty"] / out["tokens_per_step"]
+    return out
+
+
+def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
+    """Bytes per GPU no plan built on a micro row goes below: one micro-batch's activations and
+    logits, and the state sharded as far as the row allows (FSDP over the most replicas)."""
+    import numpy as np
+
+    most = np.floor(cap / (P["tp"] * P["cp"] * P["pp"]))
+    if "dp" in pins:
+        most = np.minimum(most, pins["dp"])
+    zero = np.full_like(most, float(pins.get("zero", 3)))
+    state = ts.state_bytes({**P, "dp": np.maximum(most, 1.0), "zero": zero}, x)
+    acts = [m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in options(pins, "rc", POLICIES)]
+    return state + np.min(acts, axis=0) + m["logits_bytes"]
+
+
+def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
+    """The micro grid and its terms for clusters up to ``cap`` GPUs, kept in ``x`` so a deadline
+    search and the fixed search after it build them once (the grid of a smaller cap is a subset)."""
+    import numpy as np
+
+    store = x.setdefault("_micro", {})
+    key = tuple(sorted(pins.items()))
+    if key not in store or store[key][0] < cap:
+        P = micro_grid(x, int(cap), pins)
+        store[key] = (cap, P, ts.micro_terms(P, x))
+    big, P, m = store[key]
+    if big == cap:
+        return P, m
+    tc = P["tp"] * P["cp"]
+    rows = (tc * P["pp"] <= cap) & (P["ep"] <= tc * np.floor(cap / (tc * P["pp"])))
+    return sr.take(P, rows), index_terms(m, rows)
+
+
+def _fitting_micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
+    """The micro grid and its terms, without rows whose activations alone overflow HBM."""
+    import numpy as np
+
+    P, m = _micro(x, cap, pins)
+    keep = memory_lower_bound(P, m, x, cap, pins) <= x["hbm_cap"]
+    if not np.any(keep):  # keep everything: the masks then say why nothing runs
+        return P, m
+    return sr.take(P, keep), index_terms(m, keep)
+
+
+def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, pins: dict):
+    """No plan built on a micro row beats this. With G tokens per step on at most d_max replicas,
+    seconds per token >= t_mb (1 / (d_max mbs S) + w / G) x penalty(G), w = (pp - 1) / vp the
+    bubble in micro-batch times (no data-parallel or optimizer time); minimised over G >= one
+    micro-batch per replica in closed form (G = B, or the stationary point beyond B)."""
+    import numpy as np
+
+    replicas = np.maximum(np.floor(gpus / (P["tp"] * P["cp"] * P["pp"])), 1.0)
+    B = x["recipe_batch"]
+    g0 = replicas * P["mbs"] * x["seq"]
+    u, w = 1.0 / g0, (P["pp"] - 1.0) / P["vp"]
+    start = np.maximum(g0, B)
+    below = np.where(g0 <= B, u + w / B, np.inf)
+    gs = np.maximum(np.sqrt(w * B / u), start)
+    beyond = (u + w / gs) * (1.0 + gs / B) / 2.0
+    return (m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)) * np.minimum(below, beyond)
+
+
+CHUNK = 2048  # micro rows expanded and evaluated at a time
+
+
+def search_fixed(x: dict, gpus: int, pins: dict, keep: int = 1, exhaustive: bool = False) -> Searched:
+    """The plans on at most ``gpus`` GPUs, evaluated. Branch and bound: micro rows in order of their
+    lower bound, a chunk at a time, until no remaining row can beat the ``keep``-th best plan found
+    (``exhaustive``: evaluate every plan). ``space.feasible`` marks the plans that run."""
+    import numpy as np
+
+    P, m = _fitting_micro(x, gpus, pins)
+    lb = lower_bound_seconds_per_token(P, m, x, gpus, pins)
+    order = np.argsort(lb, kind="stable")
+    parts, bar, best_found = [], np.inf, np.empty(0)
+    for start in range(0, len(order), len(order) if exhaustive else CHUNK):
+        idx = order[start : start + (len(order) if exhaustive else CHUNK)]
+        if lb[idx[0]] > bar:
+            break
+        sub = sr.take(P, idx)
+        M = expand(sub, x, gpus, pins)
+        out = evaluate(M, index_terms(m, idx[M["row"]]), x, pins)
+        fits = fits_memory(out, x)
+        parts.append((M, out, fits))
+        found = np.concatenate([best_found, out["seconds_per_token"][fits]])
+        best_found = np.partition(found, keep - 1)[:keep] if len(found) > keep else found
+        bar = best_found.max() if len(best_found) >= keep else np.inf
+    return _joined(parts)
+
+
+def _joined(parts: list) -> Searched:
+    import numpy as np
+
+    if not parts:
+        return Searched(
+            {"tp": np.empty(0)}, {"seconds_per_token": np.empty(0)}, sr.Space({"tp": np.empty(0)})
+        )
+    cols = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
+    out = {k: np.concatenate([np.broadcast_to(p[1][k], p[2].shape) for p in parts]) for k in parts[0][1]}
+    space = sr.Space(cols)
+    space.require("fits in HBM", np.concatenate([p[2] for p in parts]))
+    return Searched(cols, out, space, out["seconds_per_token"])
+
+
+def best_row(s: Searched) -> int | None:
+    """The feasible plan with the fewest seconds per useful token (ties: less memory)."""
+    return sr.best(-s.seconds_per_token, s.space.feasible, -s.out["memory_bytes"])
+
+
+def top_rows(s: Searched, n: int) -> list[int]:
+    """The n best feasible plans, best first."""
+    import numpy as np
+
+    idx = np.flatnonzero(s.space.feasible)
+    order = np.lexsort((s.out["memory_bytes"][idx], s.seconds_per_token[idx]))
+    return [int(i) for i in idx[order[:n]]]
+
+
+# --- deadline mode: the fewest GPUs (whole systems) that finish in time -----------------------------
+
+
+def _replica_step(P: sr.Columns) -> Any:
+    """Replica counts must keep tp x cp x dp a multiple of ep: dp in steps of ep / gcd(ep, tp cp)."""
+    import numpy as np
+
+    tc = (P["tp"] * P["cp"]).astype(np.int64)
+    ep = P["ep"].astype(np.int64)
+    return (ep // np.gcd(ep, tc)).astype(float)
+
+
+def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict) -> dict[str, Any]:
+    """Set each row's dp to the fewest replicas whose throughput, after the batch penalty, reaches
+    ``rate`` tokens/s (dp q >= rate (1 + G / B) / 2 beyond the recipe batch B, q the tokens/s of one
+    replica), and its micro-batches to fill its share (``fill``) of the recipe batch at that dp.
+    q moves with dp and mb: three fixed-point rounds at the recompute and sharding first chosen,
+    then the final choice at the solved plan."""
+    import numpy as np
+
+    grain, B = _replica_step(M), x["recipe_batch"]
+    out = evaluate(M, terms, x, pins)
+    for _ in range(3):
+        per = M["mb"] * M["mbs"] * x["seq"]  # tokens per replica and step
+        q = out["tokens_per_step"] / M["dp"] / out["step_s"]
+        plain = rate / q
+        room = q - rate * per / (2.0 * B)
+        beyond = np.where(room > 0, rate / (2.0 * np.where(room > 0, room, 1.0)), np.inf)
+        need = np.where(plain * per <= B, plain, beyond)
+        M["dp"] = np.maximum(np.ceil(np.minimum(need, 1e9) / grain), 1.0) * grain
+        if "mb" not in pins and "gbs" not in pins:
+            M["mb"] = _fill(M, x)
+        out = finish(M, ts.with_recompute(terms, M["rc"]), x)
+    return evaluate(M, terms, x, pins)
+
+
+def _fill(M: sr.Columns, x: dict) -> Any:
+    """Micro-batches per replica that fill ``M['fill']`` of the recipe batch at M's dp (above 1:
+    one count more than fills it)."""
+    import numpy as np
+
+    full = x["recipe_batch"] / (M["dp"] * M["mbs"] * x["seq"])
+    up = M["fill"] > 1
+    mb = np.where(up, np.floor(full) + 1.0, np.floor(full * M["fill"]))
+    return (
+        _aligned(np.maximum(mb, 1.0), M, up=False)
+        if not np.any(up)
+        else np.where(up, _aligned(np.maximum(mb, 1.0), M, up=True), _aligned(np.maximum(mb, 1.0), M))
+    )
+
+
+def replicas_for_memory(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
+    """Fewest replicas whose FSDP sharding brings a micro row's memory under HBM (inf: never)."""
+    import numpy as np
+
+    zero = float(pins.get("zero", 3))
+    one = ts.state_bytes({**P, "dp": np.ones_like(P["tp"]), "zero": np.full_like(P["tp"], zero)}, x)
+    gathered = ts.state_bytes(
+        {**P, "dp": np.full_like(P["tp"], 1e18), "zero": np.full_like(P["tp"], zero)}, x
+    )
+    acts = [m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in options(pins, "rc", POLICIES)]
+    room = x["hbm_cap"] - gathered - np.min(acts, axis=0) - m["logits_bytes"]
+    shardable = one - gathered  # state bytes that shrink as 1 / dp
+    return np.where(room > 0, np.maximum(shardable / np.where(room > 0, room, 1.0), 1.0), np.inf)
+
+
+def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Searched:
+    """Plans with the replicas that meet the deadline, by branch and bound on a lower bound of the
+    GPUs each micro row needs (for the rate, and for memory); ``out['gpus']`` holds each plan's GPUs
+    in whole systems."""
+    import numpy as np
+
+    rate = x["tokens"] / (seconds * x["goodput"])
+    P, m = _fitting_micro(x, max_gpus, pins)
+    d_low = replicas_lower_bound(P, m, x, rate, pins)
+    need = P["tp"] * P["cp"] * P["pp"] * d_low
+    order = np.argsort(need, kind="stable")
+    parts, bar = [], np.inf
+    for start in range(0, len(order), CHUNK):
+        idx = order[start : start + CHUNK]
+        if not need[idx[0]] <= min(bar, max_gpus):
+            break
+        sub = sr.take(P, idx)
+        M = _deadline_rows(sub, d_low[idx], x, pins)
+        out = solve_replicas(M, index_terms(m, idx[M["row"]]), x, rate, pins)
+        gpus = np.ceil(M["tp"] * M["cp"] * M["pp"] * M["dp"] / x["per_system"]) * x["per_system"]
+        wall = x["tokens"] * out["seconds_per_token"] / x["goodput"]
+        ok = fits_memory(out, x) & (wall <= seconds * (1 + 1e-9)) & (gpus <= max_gpus)
+        parts.append((M, {**out, "gpus": gpus, "wall_s": wall}, ok))
+        if np.any(ok):
+            bar = min(bar, float(gpus[ok].min()))
+    return _joined(parts)
+
+
+def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
+    """Exposed FSDP gathers per micro-batch for rows whose weights alone do not fit unsharded (they
+    must run FSDP): the gathers on the most replicas, beyond what the forward and backward hide."""
+    import numpy as np
+
+    dense, expert = ts.params_per_gpu(P, x)
+    acts = np.min([m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in POLICIES], axis=0)
+    must = (dense + expert) * x["weight_bytes"] + acts + m["logits_bytes"] > x["hbm_cap"]
+    if pins.get("zero", 3) != 3:
+        return 0.0 * must
+    per_d, per_x = ts.dp_per_domain({**P, "dp": np.ones_like(P["tp"])}, x)
+    many = np.full_like(P["tp"], 1e9)
+    ag = ts.ring_seconds(dense * x["weight_bytes"], many, per_d, x)
+    ag = ag + ts.ring_seconds(expert * x["weight_bytes"], many, per_x, x)
+    exposed = np.maximum(0.0, ag - m["fwd_s"]) + np.maximum(0.0, 2.0 * ag - m["bwd_s"])
+    return np.where(must, exposed, 0.0)
+
+
+def best_rate(d, t_mb, per_seq, w, B):
+    """Tokens/s ``d`` replicas can reach at most: micro-batches of ``t_mb`` seconds, a bubble of ``w``
+    of them per step, the batch penalty beyond ``B`` tokens, over every micro-batch count (relaxed
+    to real numbers). Within the recipe batch the most micro-batches win; beyond it the best count
+    is sqrt(w m1), m1 the count that fills the recipe batch."""
+    import numpy as np
+
+    m1 = B / (d * per_seq)
+    within = np.where(m1 >= 1.0, B / ((m1 + w) * t_mb), 0.0)
+    mb = np.maximum(np.sqrt(w * m1), np.maximum(m1, 1.0))
+    beyond = 2.0 * d * per_seq / t_mb * mb / ((mb + w) * (1.0 + mb / m1))
+    return np.maximum(within, beyond)
+
+
+def replicas_lower_bound(P: sr.Columns, m: dict, x: dict, rate: float, pins: dict) -> Any:
+    """Fewest replicas a micro row could meet ``rate`` tokens/s with (:func:`best_rate`, by bisection
+    in log space: it grows with the replicas), and at least the replicas that hold its state."""
+    import numpy as np
+
+    per_seq = P["mbs"] * x["seq"]
+    t_mb = m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)
+    w = (P["pp"] - 1.0) / P["vp"]
+    lo = np.log(np.maximum(rate * t_mb / per_seq, 1.0))
+    hi = lo + np.log(2.0) * 40
+    reach = best_rate(np.exp(hi), t_mb, per_seq, w, x["recipe_batch"]) >= rate
+    for _ in range(24):
+        mid = (lo + hi) / 2.0
+        ok = best_rate(np.exp(mid), t_mb, per_seq, w, x["recipe_batch"]) >= rate
+        lo, hi = np.where(ok, lo, mid), np.where(ok, mid, hi)
+    d = np.where(reach, np.exp(hi), np.inf)
+    return np.maximum(d, replicas_for_memory(P, m, x, pins))
+
+
+def _deadline_rows(P: sr.Columns, d_low: Any, x: dict, pins: dict) -> sr.Columns:
+    """Each micro row twice: micro-batches filling the recipe batch, or just beyond it (re-derived as
+    dp is solved); dp starts at the row's lower bound."""
+    import numpy as np
+
+    fills = (1.0,) if "mb" in pins or "gbs" in pins else (1.0, 2.0)
+    n = len(P["tp"])
+    row = np.repeat(np.arange(n), len(fills))
+    cols = {key: v[row] for key, v in P.items()}
+    cols.update(dp=np.maximum(np.ceil(np.minimum(d_low, 1e9)), 1.0)[row], fill=np.tile(fills, n), row=row)
+    cols["mb"] = np.full(len(row), float(pins.get("mb", 1))) if "mb" in pins else _fill(cols, x)
+    return cols
+
+
+# --- results: the chosen plan, named ----------------------------------------------------------------
+
+PLAN_COLS = ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "mb", "rc", "zero", "order")
+ZERO_NAMES = ("", ", ZeRO-1", ", ZeRO-2", ", FSDP")
+
+
+def plan_of(s: Searched, i: int) -> dict[str, int]:
+    return {k: int(s.cols[k][i]) for k in PLAN_COLS}
+
+
+def plan_name(p: dict[str, int]) -> str:
+    """``TP4 PP8 (interleave 4) DP64 EP8 CP2, mbs 1, selective recompute, ZeRO-1``."""
+    parts = [f"TP{p['tp']}", f"PP{p['pp']}" + (f" (interleave {p['vp']})" if p["vp"] > 1 else "")]
+    parts.append(f"DP{p['dp']}")
+    if p["ep"] > 1:
+        parts.append(f"EP{p['ep']}")
+    if p["cp"] > 1:
+        parts.append(f"CP{p['cp']}")
+    memory = "activations offloaded to host" if p["rc"] == 3 else f"{RECOMPUTE[p['rc']]} recompute"
+    text = f"{' '.join(parts)}, mbs {p['mbs']}, {memory}{ZERO_NAMES[p['zero']]}"
+    return text + (", pipeline inside the scale-up domain" if p["order"] == 1 else "")
+
+
+def pins_text(pins: dict) -> str:
+    names = {v: k for k, v in PIN_KEYS.items() if k in ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "gbs")}
+    out = [f"{names.get(k, k)}={RECOMPUTE[v] if k == 'rc' else v}" for k, v in pins.items()]
+    return ",".join(o.replace("rc=", "recompute=") for o in out)
+
+
+@dataclass
+class Choice:
+    """One evaluated plan: its columns and step outputs as plain numbers."""
+
+    plan: dict[str, int]
+    out: dict[str, float]
+    gpus: int  # GPUs paid for (the cluster; a plan may leave some idle)
+
+    @property
+    def gpus_used(self) -> int:
+        p = self.plan
+        return p["tp"] * p["cp"] * p["pp"] * p["dp"]
+
+    @property
+    def name(self) -> str:
+        return plan_name(self.plan)
+
+
+def choice(s: Searched, i: int, gpus: int) -> Choice:
+    out = {k: float(v[i]) for k, v in s.out.items() if not isinstance(v, tuple)}
+    return Choice(plan_of(s, i), out, gpus)
+
+
+@dataclass
+class Found:
+    """The chosen plan, the runners-up (best first) and how many plans were evaluated."""
+
+    best: Choice
+    top: list[Choice]
+    evaluated: int
+
+
+def find_fixed(x: dict, gpus: int, pins: dict, top: int = 1, label: str = "GPUs") -> Found:
+    """The fastest plan on a cluster of ``gpus`` GPUs (it may leave some idle)."""
+    s = search_fixed(x, gpus, pins, keep=max(top, 1))
+    b = best_row(s)
+    if b is None:
+        raise InfeasibleError(no_plan_message(x, s, gpus, pins, label))
+    return Found(choice(s, b, gpus), [choice(s, i, gpus) for i in top_rows(s, top)], len(s))
+
+
+def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int = 1) -> Found:
+    """The fewest GPUs, in whole systems, with a plan that meets the deadline; then the fastest plan
+    on that cluster."""
+    import numpy as np
+
+    if "gbs" in pins or "dp" in pins:  # the grid is small: enumerate it on an unbounded cluster
+        s = search_fixed(x, int(max_gpus), pins, exhaustive=True)
+        used = s.cols["tp"] * s.cols["cp"] * s.cols["pp"] * s.cols["dp"]
+        s.out["gpus"] = np.ceil(used / x["per_system"]) * x["per_system"]
+        s.out["wall_s"] = x["tokens"] * s.seconds_per_token / x["goodput"]
+        s.space.require("meets the deadline", s.out["wall_s"] <= seconds * (1 + 1e-9))
+    else:
+        s = search_deadline(x, seconds, pins, max_gpus)
+    ok = s.space.feasible
+    if not np.any(ok):
+        return None  # type: ignore[return-value]
+    idx = np.flatnonzero(ok)
+    i = int(idx[np.lexsort((s.out["wall_s"][idx], s.out["gpus"][idx]))[0]])
+    gpus = int(s.out["gpus"][i])
+    found = find_fixed(x, gpus, pins, top)
+    if found.best.out["seconds_per_token"] > s.seconds_per_token[i]:
+        found.best = choice(s, i, gpus)
+    found.evaluated += len(s)
+    return found
+
+
+def min_gpus_for_memory(x: dict) -> int:
+    """The smallest cluster that can hold the training state: weights, gradients and optimizer state
+    sharded over every GPU (FSDP) plus one sequence's full-recompute checkpoints (a lower bound)."""
+    state = x["total"] * x["state_bytes"] + x["seq"] * x["hidden"] * x["layers"] * x["act_bytes"]
+    return max(1, math.ceil(state / x["hbm_cap"]))
+
+
+def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> str:
+    """Why nothing runs, and the nearest plan that does (fewest pins dropped)."""
+    import numpy as np
+
+    where = f"on {gpus:,} {label}"
+    if len(s) == 0:
+        what = f"no plan with `plan` {pins_text(pins)} fits {where} (degrees or global batch do not divide)"
+    else:
+        least = float(np.min(s.out["memory_bytes"]))
+        what = (
+            f"no plan{' with `plan` ' + pins_text(pins) if pins else ''} fits {where}: the smallest "
+            f"needs {least / 1e9:,.1f} GB per GPU, {x['hbm_cap'] / 1e9:,.1f} GB usable"
+        )
+    near = nearest_plan(x, gpus, pins)
+    if near is not None:
+        return f"{what}; nearest feasible plan: {near}"
+    need = smallest_cluster(x, gpus)
+    if need is None:
+        return f"{what}; no cluster holds it: give a smaller model or more memory per GPU"
+    return f"{what}; the training state needs at least {need:,} GPUs; got `gpus` {gpus:,}"
+
+
+def smallest_cluster(x: dict, gpus: int) -> int | None:
+    """The fewest GPUs with a plan that fits (more GPUs only add plans): from the memory floor,
+    grow by a quarter until one fits, then bisect."""
+    import numpy as np
+
+    def fits(n: int) -> bool:
+        return bool(np.any(search_fixed(x, n, {}).space.feasible))
+
+    lo, hi = max(gpus, min_gpus_for_memory(x) - 1), max(gpus + 1, min_gpus_for_memory(x))
+    while not fits(hi):
+        lo, hi = hi, math.ceil(hi * 1.25)
+        if hi > 1e8:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi
+
+
+def nearest_plan(x: dict, gpus: int, pins: dict) -> str | None:
+    """The best plan that keeps all pins but one (each tried in turn), else the best unpinned one."""
+    tries = [{k: v for k, v in pins.items() if k != drop} for drop in pins] + [{}] if pins else []
+    for kept in tries:
+        s = search_fixed(x, gpus, kept)
+        b = best_row(s)
+        if b is not None:
+            return plan_name(plan_of(s, b))
+    return None

@@ -1,0 +1,447 @@
+"""One training step of a parallelism plan, as plain arithmetic on plan columns.
+
+Every function takes ``P`` (plan columns: numpy arrays of equal length, or plain numbers for one
+plan) and ``x`` (the model, hardware and efficiency inputs of :func:`ipd_cli.engine.trainplan.
+plan_inputs`, plain numbers in SI units) and returns arrays of the same length. The search
+(:mod:`ipd_cli.engine.trainplan`) evaluates them over a whole grid of plans; the single-point
+estimate evaluates the same functions on one row, so both agree by construction.
+
+Plan columns: ``tp`` tensor, ``cp`` context, ``pp`` pipeline, ``vp`` interleaved chunks per
+stage, ``ep`` expert, ``dp`` data parallel degrees; ``mbs`` sequences per micro-batch, ``mb``
+micro-batches per data-parallel replica and step; ``rc`` activation memory policy (0 no
+recompute, 1 selective, 2 full recompute, 3 activations offloaded to host memory); ``zero``
+sharding stage (0 replicated, 1 optimizer state, 2 and gradients, 3 and weights: FSDP);
+``order`` rank placement (0: tp-cp-dp-pp, pipeline outermost, as Megatron; 1: tp-cp-pp-dp,
+pipeline stages inside the scale-up domain first).
+
+The step, after Calculon (Isaev et al., SC'23) with what it lacks added (gated FFNs, GQA, MoE
+expert GEMMs and all-to-all, context parallelism, FSDP, fused attention, the LM head):
+
+* per micro-batch and pipeline stage: linear-layer GEMMs at the training precision (a size-
+  dependent efficiency: a fixed cost per call), fused attention in BF16, memory-bound work
+  (norms, activations, residuals, low-precision casts) at HBM bandwidth, and the exposed part
+  of the tensor-, context- and expert-parallel collectives;
+* per step: (micro-batches + bubble) x that, the pipeline bubble (pp - 1) / vp of it, the
+  pipeline point-to-point transfers, the data-parallel reduce-scatter / all-gather beyond what
+  the backward and forward hide, and the optimizer step at HBM bandwidth.
+
+Memory per GPU: weights, gradients and optimizer state by sharding stage, the activations the
+schedule keeps in flight by recompute policy, the LM-head logits and FSDP's gathered layers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import formulas as f
+
+Cols = dict[str, Any]
+
+
+def ifelse(cond, a, b):
+    """a where cond else b, for numbers and arrays."""
+    if hasattr(cond, "__len__") or hasattr(a, "__len__") or hasattr(b, "__len__"):
+        import numpy as np
+
+        return np.where(cond, a, b)
+    return a if cond else b
+
+
+# --- where each parallel group runs: inside the scale-up domain or over the NICs -------------------
+
+
+def in_domain(P: Cols, x: dict) -> dict[str, Any]:
+    """Per group, whether all its GPUs share one scale-up domain (rank order ``P['order']``):
+    tensor, context and expert groups (the micro-batch's collectives), and when ``P`` has ``dp``
+    the data-parallel and pipeline groups."""
+    dom = x["domain"]
+    tc = P["tp"] * P["cp"]
+    outer_pp = P["order"] == 0
+    inside = {"tp": P["tp"] <= dom, "cp": tc <= dom, "ep": ep_span(P) <= dom}
+    if "dp" in P:
+        used = tc * P["dp"] * P["pp"]
+        inside["dp"] = ifelse(outer_pp, tc * P["dp"], used) <= dom
+        inside["pp"] = ifelse(outer_pp, used, tc * P["pp"]) <= dom
+    return inside
+
+
+def link_bytes_per_s(inside, x: dict):
+    """Per-GPU, per-direction bandwidth of a group: the scale-up link inside a domain, else the NIC."""
+    return ifelse(inside, x["up_bw"], x["out_bw"])
+
+
+def ring_seconds(full_bytes, group, per_domain, x: dict):
+    """A reduce-scatter or all-gather of ``full_bytes`` over ``group`` GPUs, ``per_domain`` of them in
+    each scale-up domain, done hierarchically (as NCCL does): the domain's share over the scale-up
+    link, and across domains each GPU carries 1 / per_domain of the rest over its NIC, all NICs at
+    once. The slower part binds; inside one domain this is the ring's (group - 1) / group."""
+    g = f.minimum(per_domain, group)
+    k = group / g
+    inner = full_bytes * (g - 1.0) / g / x["up_bw"]
+    outer = full_bytes * (k - 1.0) / k / g / x["out_bw"]
+    return f.maximum(inner, outer)
+
+
+def dp_per_domain(P: Cols, x: dict) -> tuple[Any, Any]:
+    """Data-parallel ranks per scale-up domain, for the dense group (strided by tp, or by tp cp pp with
+    pipeline-first placement; cp ranks join it) and the expert group (strided by ep)."""
+    stride = ifelse(P["order"] == 0, P["tp"], P["tp"] * P["cp"] * P["pp"])
+    dense = f.maximum(1.0, x["domain"] / stride)
+    expert = f.maximum(1.0, x["domain"] / ifelse(P["order"] == 0, P["ep"], P["ep"] * P["pp"]))
+    return dense, expert
+
+
+def ep_span(P: Cols):
+    """GPUs an expert group spreads over: ep consecutive ranks, or ep strided by pp (pipeline-first
+    placement with experts beyond the tensor x context group)."""
+    return ifelse((P["order"] == 0) | (P["ep"] <= P["tp"] * P["cp"]), P["ep"], P["ep"] * P["pp"])
+
+
+def a2a_bytes_per_s(P: Cols, x: dict, inside):
+    """All-to-all over ``ep`` GPUs: beyond one domain, the share bound for other domains leaves over
+    the NIC while the rest crosses the scale-up link at the same time; the slower of the two binds."""
+    off = f.maximum(0.0, 1.0 - x["domain"] / ep_span(P))
+    spans = 1.0 / f.maximum(off / x["out_bw"], (1.0 - off) / x["up_bw"])
+    return ifelse(inside, x["up_bw"], spans)
+
+
+# --- work of one micro-batch on one pipeline stage --------------------------------------------------
+
+
+def stage_layers(P: Cols, x: dict):
+    """Layers on the most loaded stage: vp chunks of ceil(L / (pp vp)) layers."""
+    return P["vp"] * f.ceil(x["layers"] / (P["pp"] * P["vp"]))
+
+
+def tokens(P: Cols, x: dict):
+    """Tokens of one micro-batch on one GPU of a context-parallel group (before tensor sharding)."""
+    return P["mbs"] * x["seq"] / P["cp"]
+
+
+def gemm_seconds(flops, calls, x: dict, low: bool = True):
+    """GEMM time: the low-precision share at its peak, the rest at BF16, plus a fixed cost per call."""
+    if not low:
+        return flops / x["bf16_rate"] + calls * x["call_s"]
+    phi = x["low_share"]
+    return flops * (phi / x["low_rate"] + (1.0 - phi) / x["bf16_rate"]) + calls * x["call_s"]
+
+
+def layer_gemm_seconds(P: Cols, x: dict):
+    """Forward GEMM time of one average layer for one micro-batch (backward: twice this)."""
+    T, t = tokens(P, x), P["tp"]
+    mix = gemm_seconds(2.0 * T * x["p_mix"] / t, 2.0, x)
+    dense = gemm_seconds(2.0 * T * x["p_ffn"] / t, 2.0, x)
+    shared = gemm_seconds(2.0 * T * x["p_shared"] / t, 2.0 * (x["p_shared"] > 0), x)
+    local_experts = x["experts"] / P["ep"]
+    routed = gemm_seconds(2.0 * T / t * x["topk"] * x["p_expert"], 2.0 * local_experts * x["is_moe"], x)
+    moe = x["moe_share"]
+    return mix + (1.0 - moe) * dense + moe * (shared + routed)
+
+
+def head_seconds(P: Cols, x: dict):
+    """Forward LM-head GEMM (BF16) of one micro-batch, spread over the stages (balanced split)."""
+    T = tokens(P, x)
+    return gemm_seconds(2.0 * T * x["vocab"] * x["hidden"] / P["tp"], 1.0, x, low=False) / P["pp"]
+
+
+def loss_seconds(P: Cols, x: dict):
+    """The cross-entropy over the vocabulary (vocabulary-parallel: / tp), memory-bound: each FP32
+    logit streams through HBM ``loss_passes`` times; spread over the stages like the head."""
+    logits = tokens(P, x) * x["vocab"] / P["tp"]
+    return logits * x["logits_bytes"] * x["loss_passes"] / x["hbm_rate"] / P["pp"]
+
+
+def attention_seconds(P: Cols, x: dict):
+    """Forward fused causal attention of one average layer and micro-batch, in BF16."""
+    T = tokens(P, x)
+    flops = 2.0 * T * x["seq"] * x["attn_dim"] / P["tp"] * x["attn_share"]
+    return flops / (x["bf16_peak"] * x["attn_eff"])
+
+
+def layer_elementwise_values(x: dict):
+    """Values read and written per token by the memory-bound forward work of one average layer:
+    norms and residual adds (5h per block), RoPE on q and k, the FFN activation, and for MoE
+    layers the router, the permute/unpermute of k copies and the combine."""
+    h = x["hidden"]
+    mixer = 5.0 * h + 2.0 * (x["attn_dim"] + x["kv_width"])
+    dense = 5.0 * h + x["act_width"] * x["ffn"]
+    moe = 6.0 * h + 5.0 * x["topk"] * h + x["act_width"] * x["expert_ffn"] * (x["topk"] + x["shared"])
+    return mixer + (1.0 - x["moe_share"]) * dense + x["moe_share"] * moe
+
+
+def layer_cast_values(x: dict):
+    """Values quantised per token before the forward GEMMs of one layer (the GEMM inputs)."""
+    h = x["hidden"]
+    mixer = h + x["attn_dim"]
+    dense = h + x["ffn"]
+    moe = x["topk"] * (h + x["expert_ffn"]) + x["shared"] * (h + x["expert_ffn"]) + (x["shared"] > 0) * h
+    return mixer + (1.0 - x["moe_share"]) * dense + x["moe_share"] * moe
+
+
+def layer_memory_seconds(P: Cols, x: dict):
+    """Forward memory-bound time of one layer and micro-batch (sequence parallel: tokens / tp)."""
+    T = tokens(P, x) / P["tp"]
+    values = layer_elementwise_values(x) * x["act_bytes"] + layer_cast_values(x) * x["cast_bytes"]
+    return T * values / x["hbm_rate"]
+
+
+def layer_tp_seconds(P: Cols, x: dict):
+    """Forward tensor-parallel all-gather + reduce-scatter of one layer (sequence parallel): two of
+    each per dense layer, one of each around attention in an MoE layer (experts are not TP-split)."""
+    per_op = ring_seconds(tokens(P, x) * x["hidden"] * x["act_bytes"], P["tp"], x["domain"], x)
+    return (4.0 - 2.0 * x["moe_share"]) * per_op
+
+
+def layer_cp_seconds(P: Cols, x: dict, inside):
+    """Forward context-parallel ring: every GPU receives the other cp - 1 chunks' keys and values."""
+    c = P["cp"]
+    kv = 2.0 * x["kv_width"] / P["tp"] * x["act_bytes"]
+    return (c - 1.0) * tokens(P, x) * kv * x["attn_share"] / link_bytes_per_s(inside, x)
+
+
+def layer_ep_seconds(P: Cols, x: dict, inside):
+    """Forward expert all-to-all of one layer: dispatch and combine of k copies of each token."""
+    e = P["ep"]
+    per_gpu = tokens(P, x) / P["tp"] * x["topk"] * x["hidden"] * x["a2a_bytes"] * (e - 1.0) / e
+    return 2.0 * x["moe_share"] * per_gpu / a2a_bytes_per_s(P, x, inside)
+
+
+def overlapped(comm, share, x: dict):
+    """A collective of which ``share`` hides behind compute: the rest shows, and the hidden part
+    still takes its tax of the compute it shares the SMs and memory with."""
+    return comm * (1.0 - share) + comm * share * x["overlap_tax"]
+
+
+def exposed(comm, window, x: dict):
+    """A collective overlapped with ``window`` seconds of compute: what does not fit shows, and the
+    part that hides takes its tax."""
+    return f.maximum(0.0, comm - window) + f.minimum(comm, window) * x["overlap_tax"]
+
+
+def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
+    """Forward and backward seconds of one micro-batch on the most loaded stage with the exposed
+    tensor/context/expert collectives, what each recompute policy adds to the backward, and the
+    activation bytes each keeps (every recompute policy at once: ``P`` needs no ``rc``)."""
+    inside = in_domain(P, x)
+    Ls = stage_layers(P, x)
+    g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
+    tp = overlapped(layer_tp_seconds(P, x), x["tp_overlap"], x)
+    ep = overlapped(layer_ep_seconds(P, x, inside["ep"]), x["a2a_overlap"], x)
+    cp = layer_cp_seconds(P, x, inside["cp"])
+    head = head_seconds(P, x)
+    loss = loss_seconds(P, x)
+    r = x["attn_bwd_ratio"]
+    cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
+    fwd = Ls * (g + a + mem + tp + ep) + cp_fwd + head + loss / 2.0
+    bwd = Ls * (2.0 * g + r * a + 2.0 * mem + tp + ep) + cp_bwd + 2.0 * head + loss / 2.0
+    return {
+        "fwd_s": fwd,
+        "bwd_s": bwd,
+        "redo_s": (0.0 * fwd, Ls * mem, fwd - head - loss / 2.0, 0.0 * fwd),
+        "stage_layers": Ls,
+        "tp_comm_s": 2.0 * Ls * tp,
+        "ep_comm_s": 2.0 * Ls * ep,
+        "cp_comm_s": cp_fwd + cp_bwd,
+        "layer_comm_s": Ls * (tp + ep) + cp_fwd,
+        "gemm_s": Ls * 3.0 * g + 3.0 * head,
+        "attention_s": Ls * (1.0 + r) * a,
+        "memory_s": Ls * 3.0 * mem + loss,
+        "layer_gemm_s": Ls * g,
+        "layer_attention_s": Ls * a,
+        "layer_memory_s": Ls * mem,
+        **activation_bytes(P, x, Ls),
+    } | offload_terms(fwd, bwd, activation_bytes(P, x, Ls)["act_bytes"][0], x)
+
+
+def offload_terms(fwd, bwd, kept, x: dict) -> dict[str, Any]:
+    """Activation offload (policy 3): each layer's activations go to host memory after its forward
+    and come back before its backward over the host link; what the compute cannot hide shows."""
+    transfer = kept / x["host_bw"]
+    return {
+        "offload_fwd_s": f.maximum(0.0, transfer - fwd),
+        "offload_bwd_s": f.maximum(0.0, transfer - bwd),
+    }
+
+
+def pick(values: tuple, rc):
+    """The entry of a per-policy tuple for policy ``rc`` (a number or an array)."""
+    out = values[-1]
+    for i in range(len(values) - 2, -1, -1):
+        out = ifelse(rc == i, values[i], out)
+    return out
+
+
+def with_recompute(t: dict, rc) -> dict[str, Any]:
+    """The micro-batch terms under recompute policy ``rc`` (a number or an array)."""
+    redo = pick(t["redo_s"], rc)
+    act = pick(t["act_bytes"], rc)
+    full = rc == 2
+    off = rc == 3
+    return {
+        "fwd_s": t["fwd_s"] + off * t["offload_fwd_s"],
+        "bwd_s": t["bwd_s"] + redo + off * t["offload_bwd_s"],
+        "stage_layers": t["stage_layers"],
+        "gemm_s": t["gemm_s"] + full * t["layer_gemm_s"],
+        "attention_s": t["attention_s"] + full * t["layer_attention_s"],
+        "memory_s": t["memory_s"] + ((rc == 1) | (rc == 2)) * t["layer_memory_s"],
+        "comm_s": t["tp_comm_s"]
+        + t["ep_comm_s"]
+        + t["cp_comm_s"]
+        + full * t["layer_comm_s"]
+        + off * (t["offload_fwd_s"] + t["offload_bwd_s"]),
+        "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
+        "act_bytes": act,
+        "offload_bytes": t["act_bytes"][0],
+        "work_bytes": full * t["work_bytes"],
+        "logits_bytes": t["logits_bytes"],
+    }
+
+
+def micro_batch(P: Cols, x: dict) -> dict[str, Any]:
+    """:func:`micro_terms` under the plan's own recompute policy ``P['rc']``."""
+    return with_recompute(micro_terms(P, x), P["rc"])
+
+
+def layer_activation_values(x: dict) -> tuple[tuple[Any, Any], ...]:
+    """Values one layer keeps per token for the backward, per recompute policy, as (kept in BF16,
+    kept as low-precision GEMM inputs: FP8/FP4 recipes save the quantised copy). None keeps every
+    GEMM input and output the backward needs (fused attention keeps no score matrix); selective
+    recomputes norms and activation functions (their outputs are GEMM inputs); full keeps only
+    the layer input."""
+    h, k, s, aw, A = x["hidden"], x["topk"], x["shared"], x["act_width"], x["attn_dim"]
+    fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
+    qkv = A + 2.0 * x["kv_width"]  # q, k, v for the attention backward
+    bf16_mlp = (1.0 - moe) * (h + (aw - 1.0) * ff) + moe * (h + k * h + (k + s) * (aw - 1.0) * fe)
+    none = (
+        h + qkv + bf16_mlp,
+        h + A + (1.0 - moe) * (h + ff) + moe * (h + k * h + (k + s) * fe),
+    )
+    selective = (h + qkv + bf16_mlp, A + moe * k * h)
+    return none, selective, (h, 0.0 * h)
+
+
+def activation_bytes(P: Cols, x: dict, Ls) -> dict[str, Any]:
+    """Activation bytes one micro-batch keeps on a stage per recompute policy (sequence parallel:
+    / tp); the working set of the one layer full recompute rebuilds at a time; the micro-batch's
+    FP32 logits (last stage)."""
+    T = tokens(P, x) / P["tp"]
+    per_value = [
+        T * (b16 * x["act_bytes"] + low * x["gemm_in_bytes"]) for b16, low in layer_activation_values(x)
+    ]
+    return {  # offload keeps two layers on the GPU: the one computing and the one in transfer
+        "act_bytes": (*(Ls * v for v in per_value), 2.0 * per_value[0]),
+        "work_bytes": per_value[0],
+        "logits_bytes": tokens(P, x) * x["vocab"] / P["tp"] * x["logits_bytes"],
+    }
+
+
+# --- the step: pipeline, data parallelism, optimizer; memory per GPU ------------------------------
+
+
+def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
+    """(dense, expert) parameters one GPU holds before data-parallel sharding."""
+    return x["dense_params"] / (P["tp"] * P["pp"]), x["routed_params"] / (P["ep"] * P["pp"])
+
+
+def dp_groups(P: Cols) -> tuple[Any, Any]:
+    """Data-parallel group sizes of the dense weights (dp x cp) and of the experts (tp cp dp / ep)."""
+    return P["dp"] * P["cp"], P["dp"] * P["cp"] * P["tp"] / P["ep"]
+
+
+def sharded(n, group, on):
+    """n, divided over the group where sharding is on."""
+    return n / ifelse(on, group, 1.0)
+
+
+def state_bytes(P: Cols, x: dict):
+    """Weights, gradients and optimizer state per GPU by sharding stage, plus FSDP's two gathered
+    layers (the one computing and the one prefetched)."""
+    z = P["zero"]
+    total = 0.0
+    for n, group in zip(params_per_gpu(P, x), dp_groups(P), strict=True):
+        total = (
+            total
+            + sharded(n, group, z >= 3) * x["weight_bytes"]
+            + sharded(n, group, z >= 2) * x["grad_bytes"]
+            + sharded(n, group, z >= 1) * x["optim_bytes"]
+        )
+    dense, expert = params_per_gpu(P, x)
+    gathered = (z == 3) * 2.0 * (dense + expert) / stage_layers(P, x) * x["weight_bytes"]
+    return total + gathered
+
+
+def in_flight(P: Cols):
+    """Micro-batches whose activations the first stage holds under 1F1B (interleaved: more)."""
+    first = f.minimum(P["mb"], P["pp"])
+    return first * ifelse(P["vp"] > 1, 1.0 + (P["pp"] - 1.0) / (P["vp"] * P["pp"]), 1.0)
+
+
+def host_bytes(P: Cols, m: dict):
+    """Host memory an offloading plan fills: the in-flight micro-batches' activations."""
+    return (P["rc"] == 3) * m["offload_bytes"] * in_flight(P)
+
+
+def memory_bytes(P: Cols, m: dict, x: dict):
+    """Peak bytes per GPU: state plus the larger of the first stage's in-flight activations and the
+    last stage's one micro-batch with its logits."""
+    acts = f.maximum(m["act_bytes"] * in_flight(P), m["act_bytes"] + m["logits_bytes"])
+    return state_bytes(P, x) + acts + m["work_bytes"]
+
+
+def dp_seconds(P: Cols, x: dict) -> tuple[Any, Any]:
+    """(reduce-scatter, all-gather) seconds of one step's gradients and weights over the data-
+    parallel groups (hierarchical across domains: :func:`ring_seconds`)."""
+    sec = 0.0
+    for n, group, per in zip(params_per_gpu(P, x), dp_groups(P), dp_per_domain(P, x), strict=True):
+        sec = sec + ring_seconds(n * x["weight_bytes"], group, per, x)
+    return sec, sec
+
+
+def dp_exposed_seconds(P: Cols, m: dict, x: dict):
+    """Data-parallel time the step cannot hide. ZeRO 0-1: one reduce-scatter behind the last
+    micro-batch's backward and one all-gather behind the next forward; ZeRO-2 reduce-scatters every
+    micro-batch; FSDP gathers weights for every forward and backward. The last layer's bucket is
+    always exposed."""
+    rs, ag = dp_seconds(P, x)
+    fwd, bwd, Ls, z, mb = m["fwd_s"], m["bwd_s"], m["stage_layers"], P["zero"], P["mb"]
+    hide_rs, hide_ag = exposed(rs, bwd, x) + rs / Ls, exposed(ag, fwd, x) + ag / Ls
+    fsdp = mb * (exposed(ag, fwd, x) + exposed(ag + rs, bwd, x) + (2.0 * ag + rs) / Ls)
+    low = ifelse(z == 2, mb * hide_rs, hide_rs) + hide_ag
+    return ifelse(z == 3, fsdp, low)
+
+
+def optimizer_seconds(P: Cols, x: dict):
+    """One Adam step over the parameters this GPU updates (sharded from ZeRO-1 on), at HBM bandwidth."""
+    n = 0.0
+    for k, group in zip(params_per_gpu(P, x), dp_groups(P), strict=True):
+        n = n + sharded(k, group, P["zero"] >= 1)
+    return n * x["optim_step_bytes"] / x["hbm_rate"]
+
+
+def p2p_seconds(P: Cols, x: dict, inside):
+    """Pipeline sends of one micro-batch: activations forward and gradients back at each of the vp
+    chunk boundaries of a stage (sequence parallel: / tp)."""
+    sent = 2.0 * P["vp"] * tokens(P, x) * x["hidden"] * x["act_bytes"] / P["tp"]
+    return (P["pp"] > 1) * sent / link_bytes_per_s(inside, x)
+
+
+def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
+    """Seconds per step, tokens per step and bytes per GPU of each plan (``m``: its micro-batch
+    terms from :func:`micro_batch`)."""
+    inside = in_domain(P, x)
+    p2p = p2p_seconds(P, x, inside["pp"])
+    mb_s = m["fwd_s"] + m["bwd_s"] + p2p
+    bubble = (P["pp"] - 1.0) / P["vp"] * mb_s
+    dp = dp_exposed_seconds(P, m, x)
+    opt = optimizer_seconds(P, x)
+    return {
+        "step_s": P["mb"] * mb_s + bubble + dp + opt,
+        "p2p_s": P["mb"] * p2p,
+        "tokens_per_step": P["dp"] * P["mb"] * P["mbs"] * x["seq"],
+        "memory_bytes": memory_bytes(P, m, x),
+        "host_bytes": host_bytes(P, m),
+        "bubble_s": bubble,
+        "dp_exposed_s": dp,
+        "optimizer_s": opt,
+        "micro_batch_s": mb_s,
+    }
