@@ -4,10 +4,15 @@ The CLI is imported inside :func:`main`, so that Ctrl-C during the imports (a fe
 milliseconds on a cold disk) ends as ``ipd: interrupted`` and exit 130, not a traceback.
 """
 
+import os
 import sys
 
 
 def main() -> None:
+    # ipd's own process loads no third-party pydantic plugins: finding them scans the metadata of
+    # every installed distribution on each run. PYDANTIC_DISABLE_PLUGINS set by the user wins
+    # (empty: load them all).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
         from ipd_cli.cli import main as cli_main
 

@@ -16,7 +16,7 @@ from typing import Any
 from .catalog.catalog import Catalog
 from .catalog.loader import load_catalog
 from .catalog.workloads import refuse_workload_sets, resolve_workload, with_nested_workloads
-from .engine.pretraining import estimate_pretraining, estimate_workload
+from .defaults import DEFAULT_RL_WORKLOAD, DEFAULT_SCENARIO  # noqa: F401 - part of the API
 from .engine.results import (
     CompareResult,
     Listing,
@@ -34,9 +34,6 @@ from .listing import (  # noqa: F401 - part of the API
     show_model,
     show_workload,
 )
-
-DEFAULT_SCENARIO = "frontier-agentic"
-DEFAULT_RL_WORKLOAD = "rl-swe-agent"
 
 
 def load(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
@@ -93,6 +90,8 @@ def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw:
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
     refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len, --plan")
+    from .engine.pretraining import estimate_pretraining
+
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
     return TrainResult(
         hardware=r.hardware, pretraining=r.pretraining, assumptions=r.assumptions, overrides=_sets(cat)
@@ -179,6 +178,8 @@ def _one_block(
 
             r = estimate_rl(cat, hardware, w, workload_name=name, pricing=pricing, origin=origin)
         else:
+            from .engine.pretraining import estimate_workload
+
             r = estimate_workload(cat, hardware, w, mfu=mfu, pricing=pricing, origin=origin)
     except InfeasibleError as e:
         return SystemResult(

@@ -4,15 +4,16 @@ Data goes to stdout, every message to stderr. User errors exit 2 (input) or 1
 (infeasible) with one line and no traceback; ``IPD_DEBUG=1`` shows it.
 """
 
+import functools
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import BaseModel
 
-from . import __version__, api
+from . import __version__
+from .defaults import DEFAULT_RL_WORKLOAD, DEFAULT_SCENARIO
 from .errors import ExitCode, InputError, IpdError
 from .output import (
     check_budget,
@@ -24,6 +25,9 @@ from .output import (
     stream_rows,
 )
 from .render import FORMATS, OutputContext
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 app = typer.Typer(
     name="ipd",
@@ -136,21 +140,21 @@ def _check_options(
 ) -> None:
     """Every option that needs no catalog, checked before anything is computed: a usage error is
     reported as such, never after (or instead of) the work."""
-    from .engine.pricing import check_pricing
-
     check_target(output, force)
     check_format(fmt, output, stream=stream, to_files=to_files)
     if pricing is not None:
+        from .engine.pricing import check_pricing
+
         check_pricing(pricing)
     check_budget_options(max_usd, budget_metric)
 
 
-def _emit(result: BaseModel, fmt: str, output: Path | None = None, cat: Any = None) -> None:
+def _emit(result: "BaseModel", fmt: str, output: Path | None = None, cat: Any = None) -> None:
     emit(result, fmt, _ctx(), output)
     _warn(result, cat)
 
 
-def _warn(result: BaseModel, cat: Any = None) -> None:
+def _warn(result: "BaseModel", cat: Any = None) -> None:
     """What a reader of a table could miss, once more on stderr: blocks that cannot run, a missed
     service target, a roadmap system."""
     from .render.views import warnings
@@ -167,7 +171,7 @@ def _warn(result: BaseModel, cat: Any = None) -> None:
 
 
 def _finish(
-    result: BaseModel,
+    result: "BaseModel",
     fmt: str,
     output: Path | None,
     max_usd: float | None,
@@ -204,6 +208,8 @@ def hardware_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Set
     Example: ipd hardware list --format csv
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.list_hardware(api.load(catalog, sets)), fmt)
 
 
@@ -216,6 +222,8 @@ def hardware_show(
     Example: ipd hardware show vera-rubin --format yaml
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.show_hardware(api.load(catalog, sets), name), fmt)
 
 
@@ -226,6 +234,8 @@ def models_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOp
     Example: ipd models list
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.list_models(api.load(catalog, sets)), fmt)
 
 
@@ -236,6 +246,8 @@ def models_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, 
     Example: ipd models show kimi-k2
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.show_model(api.load(catalog, sets), name), fmt)
 
 
@@ -246,6 +258,8 @@ def workloads_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Se
     Example: ipd workloads list
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.list_workloads(api.load(catalog, sets)), fmt)
 
 
@@ -258,6 +272,8 @@ def workloads_show(
     Example: ipd workloads show pretrain-10t-moe
     """
     _check_options(fmt, to_files=False)
+    from . import api
+
     _emit(api.show_workload(api.load(catalog, sets), name), fmt)
 
 
@@ -308,6 +324,8 @@ def train(
     --plan gbs=1536 --plans 5
     """
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
+    from . import api
+
     cat = api.load(catalog, sets)
     _finish(
         api.train(
@@ -435,6 +453,8 @@ def serve(
     Example: ipd serve --hardware mi355x --model deepseek-r1 --stack vllm --speculative off
     """
     _check_options(fmt, output, force, pricing=pricing)
+    from . import api
+
     cat = api.load(catalog, sets)
     result = api.serve(
         cat,
@@ -465,7 +485,7 @@ def rl(
     hardware: Annotated[str, typer.Option("--hardware", help="System name or alias (ipd hardware list).")],
     workload: Annotated[
         str, typer.Option("--workload", help="RL workload name or YAML file ('-' reads stdin).")
-    ] = api.DEFAULT_RL_WORKLOAD,
+    ] = DEFAULT_RL_WORKLOAD,
     model: Annotated[str | None, typer.Option("--model", help="Model (default: the workload's).")] = None,
     mode: Annotated[
         str | None,
@@ -507,6 +527,8 @@ def rl(
     Example: ipd rl --hardware vera-rubin --model nemotron-3-ultra --workload rl-swe-agent --mode async
     """
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
+    from . import api
+
     cat = api.load(catalog, sets)
     result = api.rl(
         cat,
@@ -537,7 +559,7 @@ ScenarioOpt = Annotated[
 @app.command()
 def compare(
     systems: Annotated[list[str], typer.Argument(help="One or more systems; ratios are against the first.")],
-    workload: ScenarioOpt = api.DEFAULT_SCENARIO,
+    workload: ScenarioOpt = DEFAULT_SCENARIO,
     mfu: Annotated[
         float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1), pretrain workloads.")
     ] = None,
@@ -572,6 +594,8 @@ def compare(
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd, budget_metric=budget_metric)
     if site_mw is not None:
         sets = [*(sets or []), f"workload.site_mw={site_mw!r}"]
+    from . import api
+
     cat = api.load(catalog, sets)
     result = _with_flags(api.compare(cat, systems, workload, mfu=mfu, pricing=pricing), "compare")
     _finish(result, fmt, output, max_usd, budget_metric or _default_budget_metric(result), cat)
@@ -585,7 +609,7 @@ DEFAULT_BUDGET_METRICS = {
 }
 
 
-def _default_budget_metric(result: BaseModel) -> str:
+def _default_budget_metric(result: "BaseModel") -> str:
     return DEFAULT_BUDGET_METRICS.get(result.workload.kind, "pretraining.cost_usd")
 
 
@@ -612,7 +636,7 @@ def _with_flags(result: Any, command: str) -> Any:
 @app.command()
 def explain(
     systems: Annotated[list[str], typer.Argument(help="One or more systems.")],
-    workload: ScenarioOpt = api.DEFAULT_SCENARIO,
+    workload: ScenarioOpt = DEFAULT_SCENARIO,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
@@ -626,6 +650,8 @@ def explain(
     Example: ipd explain vera-rubin blackwell --format markdown > explain.md
     """
     _check_options(fmt, output, force, pricing=pricing)
+    from . import api
+
     cat = api.load(catalog, sets)
     result = api.explain(cat, systems, workload, pricing=pricing)
     items = [
@@ -654,7 +680,7 @@ def sweep(
         typer.Option(
             "--workload", help="Scenario, pretrain or RL workload: a name or a YAML file ('-' reads stdin)."
         ),
-    ] = api.DEFAULT_SCENARIO,
+    ] = DEFAULT_SCENARIO,
     samples: Annotated[
         int | None,
         typer.Option("--samples", help="Draw N values from each catalog range; report P10/P50/P90.", min=1),
@@ -700,6 +726,8 @@ def sweep(
 
     _check_options(fmt, output, force, stream=True, pricing=pricing)
     chosen = format_for(fmt, output)
+    from . import api
+
     cat = api.load(catalog, sets)
     chunks, total = api.sweep(
         cat,
@@ -816,6 +844,8 @@ def validate(
     if len(splits) > 1 or (splits and split):
         raise InputError("give one split: --split fitting|checking|all (or --set with the split)")
     _check_options(fmt, output, force)
+    from . import api
+
     cat = api.load(catalog, overrides)
     result = val.validate(cat, split or (splits[0] if splits else "checking"), cases)
     _emit(result, fmt, output)
@@ -850,8 +880,10 @@ def calibrate(
     from . import validate as val
 
     _check_options(fmt, output, force)
+    from . import api
+
     cat = api.load(catalog, sets)
-    _emit(val.calibrate(cat, cases, sets), fmt, output)
+    _emit(val.calibrate(cat, cases), fmt, output)
 
 
 def _check_plot_target(output: Path | None, force: bool) -> None:
@@ -890,6 +922,8 @@ def plot_curve(
     from .render.plot import Figure, Series
 
     _check_plot_target(output, force)
+    from . import api
+
     cat = api.load(catalog, sets)
     fig = Figure(f"{model}: throughput vs interactivity", "tokens/s per user", "output tokens/s per GPU")
     for name in systems:
@@ -915,7 +949,7 @@ def plot_curve(
 @plot_app.command("cost")
 def plot_cost(
     systems: Annotated[list[str], typer.Argument(help="Systems to draw, one bar each.")],
-    workload: ScenarioOpt = api.DEFAULT_SCENARIO,
+    workload: ScenarioOpt = DEFAULT_SCENARIO,
     pricing: PricingOpt = "rental",
     output: OutputOpt = None,
     force: ForceOpt = False,
@@ -931,6 +965,8 @@ def plot_cost(
 
     _check_plot_target(output, force)
     check_pricing(pricing)
+    from . import api
+
     cat = api.load(catalog, sets)
     r = _with_flags(api.compare(cat, systems, workload, pricing=pricing), "plot")
     if r.workload.kind != "scenario":
@@ -973,6 +1009,8 @@ def schema() -> None:
     """
     import json
 
+    from . import api
+
     sys.stdout.write(json.dumps(api.output_schema(), indent=2) + "\n")
 
 
@@ -991,7 +1029,7 @@ PARAM_FLAGS = {
 def _command_flags(args: list[str]) -> dict[str, str]:
     """Parameter name -> flag for the command that ``args`` invoke (built only on an error)."""
     flags = dict(PARAM_FLAGS)
-    command: Any = typer.main.get_command(app)
+    command: Any = _command()
     for arg in args:
         sub = getattr(command, "commands", {}).get(arg)
         if sub is None:
@@ -1014,6 +1052,13 @@ def _cli_message(message: str, args: list[str]) -> str:
         return message
     flags = _command_flags(args)
     return re.sub(r"`([A-Za-z_][A-Za-z0-9_]*)`", lambda m: flags.get(m.group(1), m.group(1)), message)
+
+
+@functools.cache
+def _command() -> Any:
+    """The click command tree of the app, built once per process (Typer would rebuild it, and the
+    converters of its options, on every call: tests and the API run many commands in one process)."""
+    return typer.main.get_command(app)
 
 
 def _fail(message: str, code: int) -> None:
@@ -1075,7 +1120,7 @@ def _run(argv: list[str] | None) -> Any:
     errors = _click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        rv = app(args=argv, prog_name="ipd", standalone_mode=False)
+        rv = _command()(args=argv, prog_name="ipd", standalone_mode=False)
     except errors.NoArgsIsHelpError as e:
         sys.stderr.write(e.format_message() + "\n")
         raise SystemExit(int(ExitCode.USAGE)) from None

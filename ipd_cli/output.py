@@ -7,18 +7,18 @@ import math
 import os
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from ipd_cli import signals
 from ipd_cli.errors import ExitCode, InputError, Interrupted, IpdError, did_you_mean
 from ipd_cli.files import kind
 from ipd_cli.render import DOCUMENT_FORMATS, EXTENSION_FORMATS, STREAM_FORMATS, OutputContext, render
 from ipd_cli.render.stream import check_chunk, chunk_pieces, rows_in, small_table
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 def format_for(fmt: str, output: Path | None) -> str:
@@ -129,6 +129,8 @@ def _new_file_mode(path: Path) -> int:
 
 def _temp_for(path: Path) -> tuple[int, str]:
     try:
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:
         raise InputError(f"{path.parent}: cannot write in this directory ({e.strerror or e})") from None
@@ -271,11 +273,11 @@ def metric_paths(model: Any, prefix: str = "") -> list[str]:
 
 def check_budget_options(max_usd: float | None, metric: str | None) -> None:
     """--max-usd and --budget-metric, checked before anything is computed."""
-    from ipd_cli.engine.results import SystemResult
-
     if max_usd is not None and not (math.isfinite(max_usd) and max_usd >= 0):
         raise InputError(f"--max-usd must be a finite number >= 0, got {max_usd}")
     if metric is not None:
+        from ipd_cli.engine.results import SystemResult
+
         known = metric_paths(SystemResult)
         if metric not in known:
             raise InputError(

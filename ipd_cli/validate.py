@@ -485,7 +485,15 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
     (least squares of log(measured / predicted)), refined between the grid points around the best
     for the pre-training knobs; knobs are fitted one after another, each with the ones before it
     already set. The defaults are a fixed point: a pass moves none of them by more than a few per
-    cent. Prints the values and the --set that applies them."""
+    cent. Prints the values and the --set that applies them (``sets``: overrides the fit starts
+    from, on top of ``cat``)."""
+    from ipd_cli.engine.serving.grid import memoized
+
+    with memoized():  # a knob's trial values leave most cases' serving search unchanged
+        return _calibrate(cat, path, sets)
+
+
+def _calibrate(cat: Catalog, path: Path | None, sets: list[str] | None) -> Listing:
     cases, _ = load_cases(path)
     start = cat.with_overrides(sets) if sets else cat
     groups: dict[str, list[Case]] = {}

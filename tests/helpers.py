@@ -45,6 +45,19 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> Run:
     return Run(code, out.getvalue(), err.getvalue())
 
 
+_ONCE: dict[tuple[str, ...], Run] = {}
+
+
+def run_cli_once(*args: str) -> Run:
+    """``run_cli(*args)`` run once per test session: for commands that write no file, read no stdin
+    and do not depend on the working directory, which the README, the --help examples and the tests
+    repeat (``ipd calibrate`` alone takes seconds). Every test runs in the same hermetic environment
+    (conftest.py), so the same arguments give the same output."""
+    if args not in _ONCE:
+        _ONCE[args] = run_cli(*args)
+    return _ONCE[args]
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from helpers import run_cli
+from helpers import run_cli, run_cli_once
 
 from ipd_cli.cli import app
 
@@ -152,19 +152,13 @@ def _run(ex: Example, where: Path) -> str | None:
     return None
 
 
-_RESULTS: dict[tuple[str, ...], object] = {}
-
-
 def _writes_files(argv: list[str]) -> bool:
     return any(a in ("-o", "--output") or a.startswith("--output=") for a in argv)
 
 
 def _cached(ex: Example):
-    """The README and the --help texts repeat commands: run each that writes no file once."""
-    key = tuple(ex.argv)
-    if key not in _RESULTS:
-        _RESULTS[key] = run_cli(*ex.argv)
-    return _RESULTS[key]
+    """The README, the --help texts and the tests repeat commands: run each that writes no file once."""
+    return run_cli_once(*ex.argv)
 
 
 def _run_all(examples: list[Example], where: Path) -> list[str]:

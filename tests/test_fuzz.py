@@ -170,7 +170,7 @@ def catalog_doc() -> dict:
     }
 
 
-@bounded(100)
+@bounded(50)
 @given(data=st.data())
 def test_fuzz_catalog_files(data):
     body = data.draw(documents(catalog_doc()))
@@ -184,7 +184,7 @@ def test_fuzz_catalog_files(data):
         ends_cleanly(r)
 
 
-@bounded(100)
+@bounded(60)
 @given(data=st.data())
 def test_fuzz_workload_files_and_stdin(data):
     raw = raw_builtin()

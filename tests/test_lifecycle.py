@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import run_cli
 
-from ipd_cli import compare, load
+from ipd_cli import compare
 from ipd_cli.engine import lifecycle as lc
 
 
@@ -48,16 +48,19 @@ def test_headline_is_cost_over_tasks_solved(catalog):
 def test_doubling_every_price_doubles_cost_per_solved_task(catalog):
     base = compare(catalog, ["vera-rubin"]).systems[0].intelligence_per_dollar
     price = catalog.system("vera-rubin").prices[0]
-    cat = load(sets=[f"systems.vera-rubin.prices.{price.label}={2 * price.usd_per_gpu_hour.value}"])
+    cat = catalog.with_overrides(
+        [f"systems.vera-rubin.prices.{price.label}={2 * price.usd_per_gpu_hour.value}"]
+    )
     doubled = compare(cat, ["vera-rubin"]).systems[0].intelligence_per_dollar
     assert doubled.usd_per_solved_task == pytest.approx(2 * base.usd_per_solved_task)
     assert doubled.tasks_solved == base.tasks_solved
 
 
 @pytest.mark.parametrize("rate", [0.3, 0.5, 0.59, 0.8, 1.0])
-def test_higher_success_never_lowers_solved_tasks_per_kusd(rate):
-    lower = compare(load(sets=[f"workload.task_success.success_rate.value={rate * 0.9}"]), ["vera-rubin"])
-    higher = compare(load(sets=[f"workload.task_success.success_rate.value={rate}"]), ["vera-rubin"])
+def test_higher_success_never_lowers_solved_tasks_per_kusd(catalog, rate):
+    path = "workload.task_success.success_rate.value"
+    lower = compare(catalog.with_overrides([f"{path}={rate * 0.9}"]), ["vera-rubin"])
+    higher = compare(catalog.with_overrides([f"{path}={rate}"]), ["vera-rubin"])
     lo = lower.systems[0].intelligence_per_dollar.solved_tasks_per_kusd
     hi = higher.systems[0].intelligence_per_dollar.solved_tasks_per_kusd
     assert hi >= lo

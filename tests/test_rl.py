@@ -104,7 +104,7 @@ def test_too_few_host_cores_leave_gpus_waiting(catalog):
     ok = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
     assert not ok.env_bound
     # 128 cores per sandbox x 512 live sandboxes = 65,536 cores > 36 x 512 = 18,432 Grace cores
-    cat = load(sets=["workload.sandbox_cores=128"])
+    cat = catalog.with_overrides(["workload.sandbox_cores=128"])
     starved = rl(cat, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
     assert starved.env_bound
     assert starved.phases.environment_s > ok.phases.environment_s
@@ -113,7 +113,7 @@ def test_too_few_host_cores_leave_gpus_waiting(catalog):
 
 def test_faster_host_cpu_shortens_verification(catalog):
     base = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
-    cat = load(sets=["cpus.grace.relative_core_throughput=2"])
+    cat = catalog.with_overrides(["cpus.grace.relative_core_throughput=2"])
     fast = rl(cat, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
     verify = catalog.workload("rl-swe-agent").verify_s
     assert base.phases.environment_s - fast.phases.environment_s == pytest.approx(verify / 2)

@@ -631,3 +631,25 @@ def test_rollout_deployment_uses_the_search_and_decodes_on_arrays(catalog):
     assert inst.precision == "fp4" and inst.dense_replicas >= 1
     dep = serving_instance(ctx, precision="fp4", instance_gpus=8, attention_tp=1)
     assert dep.instance_gpus == 8 and dep.dense_replicas == 8  # DEP8: a dense copy per rank
+
+
+def test_memoized_searches_reuse_the_grid_and_give_the_same_answer(catalog, monkeypatch):
+    # ipd calibrate evaluates each deployment space once per distinct physics inside memoized()
+    from ipd_cli.engine.serving import grid
+
+    plain = estimate_serving(catalog, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
+    calls = []
+    real = grid._evaluate
+    monkeypatch.setattr(grid, "_evaluate", lambda *a: calls.append(a) or real(*a))
+    with grid.memoized():
+        first = estimate_serving(catalog, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
+        searched = len(calls)
+        again = estimate_serving(catalog, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
+        assert len(calls) == searched  # the same physics, pins and target: nothing evaluated again
+        faster = catalog.with_overrides(["accelerators.h100-sxm.hbm_tb_per_s=4"])
+        estimate_serving(faster, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
+        assert len(calls) > searched  # other physics: evaluated
+    assert first == plain and again == plain
+    before = len(calls)
+    estimate_serving(catalog, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
+    assert len(calls) == before + searched  # outside the block nothing is kept

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from helpers import run_cli
+from helpers import run_cli, run_cli_once
 
 from ipd_cli import validate as val
 
@@ -27,8 +27,13 @@ PRETRAIN_MEDIAN_BOUND_PCT = 12.0
 PRETRAIN_BEYOND_1_5X = 8
 
 
+@pytest.fixture(scope="module")
+def checking_rows(catalog):
+    return val.run(catalog, "checking").items
+
+
 def test_checking_set_median_error_is_within_the_documented_bound():
-    r = run_cli("validate", "--set", "checking", "--format", "json")
+    r = run_cli_once("validate", "--set", "checking")  # as the README runs it: JSON when piped
     assert r.code == 0, r.stderr
     d = r.json()
     for row in d["items"]:
@@ -74,8 +79,8 @@ AMD_MEDIAN_BOUND_PCT = 25.0
 FIXED_INTERACTIVITY_MEDIAN_BOUND_PCT = 22.0
 
 
-def test_serving_checking_set_meets_the_fidelity_bound(catalog):
-    rows = [r for r in val.run(catalog, "checking").items if r["kind"] == "serve"]
+def test_serving_checking_set_meets_the_fidelity_bound(checking_rows):
+    rows = [r for r in checking_rows if r["kind"] == "serve"]
     assert len(rows) >= 120 and all(r["error_pct"] is not None for r in rows), "every case reached"
     errors = [abs(r["error_pct"]) for r in rows]
     ratios = {r["id"]: max(1 + r["error_pct"] / 100, 1 / (1 + r["error_pct"] / 100)) for r in rows}
@@ -116,9 +121,8 @@ def test_serving_cases_where_a_maximum_is_published_let_the_search_choose():
         assert not {"layout", "instance_gpus", "attention_tp"} & set(c.inputs), c.id
 
 
-def test_weight_sync_checking_cases_within_the_fidelity_bound(catalog):
-    rows = val.run(catalog, "checking").items
-    ws = next(g for g in val.summary(rows) if g["group"] == "weight-sync")
+def test_weight_sync_checking_cases_within_the_fidelity_bound(checking_rows):
+    ws = next(g for g in val.summary(checking_rows) if g["group"] == "weight-sync")
     assert ws["reached"] == ws["cases"] >= 18
     assert ws["median_abs_error_pct"] <= WEIGHT_SYNC_MEDIAN_BOUND_PCT
     assert ws["over_2x"] <= WEIGHT_SYNC_OVER_2X_MAX
@@ -127,7 +131,7 @@ def test_weight_sync_checking_cases_within_the_fidelity_bound(catalog):
 def test_catalog_defaults_are_the_calibrated_values():
     # through the command (it exited 1 on every run while one knob's only case was unreachable):
     # re-running the calibration must not move any default by more than 5 %: the catalog cites it
-    r = run_cli("calibrate", "--format", "json")
+    r = run_cli_once("calibrate")  # as the README runs it: JSON when piped
     assert r.code == 0, r.stderr
     rows = r.json()["items"]
     fitted = [row for row in rows if row["status"] == "fitted"]

@@ -25,7 +25,6 @@ import functools
 import hashlib
 import json
 import os
-import secrets
 import stat
 import sys
 from pathlib import Path
@@ -264,6 +263,8 @@ def write(dirs: list[Path], key: str, catalog: Catalog) -> None:
     fd = _open_dir(create=True)
     if fd is None:
         return
+    import secrets
+
     tmp = f".catalog-{secrets.token_hex(8)}.tmp"
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW

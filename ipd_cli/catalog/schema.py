@@ -26,6 +26,11 @@ def _number(v: object) -> object:
     """A finite number as written: not a boolean (YAML reads yes/true/on as true, which is 1) nor
     a string ("1.2"), not infinite or NaN, and not a subnormal float (1e-320: below the smallest
     normal double, it has lost its precision and is no real quantity)."""
+    if type(v) is float:  # the common case first: every catalog load checks ~1,000 numbers
+        if v == 0 or sys.float_info.min <= abs(v) < math.inf:  # NaN and inf fail both
+            return v
+    elif type(v) is int:  # not bool, whose type is bool
+        return v
     if isinstance(v, bool):
         raise ValueError("must be a number, not true/false (YAML reads yes, no, on, off as those)")
     if isinstance(v, str):

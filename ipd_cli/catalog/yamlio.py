@@ -128,6 +128,27 @@ def read_yaml(path: Path | str, text: str | None = None, label: str | None = Non
             raise InputError(f"{name}: not UTF-8 text (character {e.start}); give UTF-8 YAML") from None
     if "\x00" in text:
         raise InputError(f"{name}: binary content; expected UTF-8 YAML")
+    import copy
+
+    doc = _PARSED.get(text)
+    if doc is None:
+        doc = _parse(text, name)
+        if len(text) <= _PARSED_TEXT_MAX:
+            while len(_PARSED) >= _PARSED_MAX:
+                del _PARSED[next(iter(_PARSED))]  # the oldest
+            _PARSED[text] = doc
+    return copy.deepcopy(doc)  # the caller may change it (user files get their sources filled in)
+
+
+# Documents already parsed in this process, by their text: a process that loads the catalog again
+# with other user directories (the API, tests) parses the built-in files once. Parsing is about ten
+# times the cost of the copy each read returns.
+_PARSED: dict[str, Any] = {}
+_PARSED_MAX = 64
+_PARSED_TEXT_MAX = 256_000
+
+
+def _parse(text: str, name: str) -> Any:
     import yaml
 
     try:

@@ -7,15 +7,15 @@ chosen format and writes it to stdout. Rich is imported only for tables
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from ipd_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 # Every output format, once: the file extensions that pick it under --format auto, and whether
 # it renders one result (a document), streamed rows (sweeps), or both.
@@ -99,6 +99,8 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def to_csv(result: BaseModel) -> str:
+    import csv
+
     rows = records(result)
     columns: list[str] = []
     for row in rows:

@@ -22,6 +22,10 @@ are masks on these columns; the evaluation is the same with or without them.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -293,8 +297,41 @@ def evaluate(ph: Physics, pins: Pins, target: float | None = None) -> Grid:
     overflow a rate leave rows whose metrics are not finite: they are masked, never returned."""
     import numpy as np
 
+    memo, key = _MEMO.get(), (ph, pins, target)
+    if memo is not None:
+        try:
+            hit = memo.get(key)
+        except TypeError:  # array-valued physics (a sweep): not kept
+            memo = None
+        else:
+            if hit is not None:
+                memo.move_to_end(key)
+                return hit
     with np.errstate(all="ignore"):
-        return _evaluate(ph, pins, target)
+        g = _evaluate(ph, pins, target)
+    if memo is not None:
+        memo[key] = g
+        if len(memo) > MEMO_GRIDS:
+            memo.popitem(last=False)  # the least recently used
+    return g
+
+
+# Grids already evaluated, by (physics, pins, target), inside a `memoized()` block only
+_MEMO: ContextVar[OrderedDict | None] = ContextVar("ipd_serving_grids", default=None)
+MEMO_GRIDS = 16  # a few MB each
+
+
+@contextmanager
+def memoized() -> Iterator[None]:
+    """Inside the block, :func:`evaluate` returns the grid it already evaluated for equal physics,
+    pins and target (it is a pure function of them; grids are never changed after evaluation): for
+    loops that repeat estimates whose serving inputs do not change, such as ``ipd calibrate``
+    fitting a weight-sync knob. Outside, nothing is kept."""
+    token = _MEMO.set(_MEMO.get() if _MEMO.get() is not None else OrderedDict())
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
 
 
 def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
