@@ -11,7 +11,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from .catalog.catalog import Catalog
 from .catalog.loader import load_catalog
@@ -21,10 +21,14 @@ from .engine.results import (
     CompareResult,
     Listing,
     RlResult,
+    ServeCurveResult,
+    ServeResult,
+    SystemPretraining,
     SystemResult,
     TrainResult,
     WorkloadInfo,
 )
+from .engine.trace import CLI
 from .errors import InfeasibleError, InputError
 from .listing import (  # noqa: F401 - part of the API
     list_hardware,
@@ -74,18 +78,191 @@ def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
     return given
 
 
-def serve(cat: Catalog, hardware: str, model: str, *, curve: bool = False, **kw: Any) -> Any:
-    """One serving operating point (``ServeResult``) or the whole curve (``ServeCurveResult``)."""
+@overload
+def serve(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    *,
+    curve: Literal[False] = False,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+    concurrency: int | None = None,
+    tokens_per_user_s: float | None = None,
+    instance_gpus: int | None = None,
+    attention_tp: int | None = None,
+    layout: str | None = None,
+    disaggregated: bool | None = None,
+    eplb: bool | None = None,
+    prefill_layout: str | None = None,
+    prefill_instances: int | None = None,
+    decode_instances: int | None = None,
+    instance: str = "best",
+    speculative: str | int | None = None,
+    stack: str | None = None,
+    requests_per_s: float | None = None,
+    output_tokens_per_day: float | None = None,
+    pricing: str = "rental",
+    origin: str = CLI,
+) -> ServeResult: ...
+@overload
+def serve(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    *,
+    curve: Literal[True],
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+    concurrency: int | None = None,
+    tokens_per_user_s: float | None = None,
+    instance_gpus: int | None = None,
+    attention_tp: int | None = None,
+    layout: str | None = None,
+    disaggregated: bool | None = None,
+    eplb: bool | None = None,
+    prefill_layout: str | None = None,
+    prefill_instances: int | None = None,
+    decode_instances: int | None = None,
+    instance: str = "best",
+    speculative: str | int | None = None,
+    stack: str | None = None,
+    requests_per_s: float | None = None,
+    output_tokens_per_day: float | None = None,
+    pricing: str = "rental",
+    origin: str = CLI,
+) -> ServeCurveResult: ...
+@overload
+def serve(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    *,
+    curve: bool,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+    concurrency: int | None = None,
+    tokens_per_user_s: float | None = None,
+    instance_gpus: int | None = None,
+    attention_tp: int | None = None,
+    layout: str | None = None,
+    disaggregated: bool | None = None,
+    eplb: bool | None = None,
+    prefill_layout: str | None = None,
+    prefill_instances: int | None = None,
+    decode_instances: int | None = None,
+    instance: str = "best",
+    speculative: str | int | None = None,
+    stack: str | None = None,
+    requests_per_s: float | None = None,
+    output_tokens_per_day: float | None = None,
+    pricing: str = "rental",
+    origin: str = CLI,
+) -> ServeResult | ServeCurveResult: ...
+def serve(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    *,
+    curve: bool = False,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+    concurrency: int | None = None,
+    tokens_per_user_s: float | None = None,
+    instance_gpus: int | None = None,
+    attention_tp: int | None = None,
+    layout: str | None = None,
+    disaggregated: bool | None = None,
+    eplb: bool | None = None,
+    prefill_layout: str | None = None,
+    prefill_instances: int | None = None,
+    decode_instances: int | None = None,
+    instance: str = "best",
+    speculative: str | int | None = None,
+    stack: str | None = None,
+    requests_per_s: float | None = None,
+    output_tokens_per_day: float | None = None,
+    pricing: str = "rental",
+    origin: str = CLI,
+) -> ServeResult | ServeCurveResult:
+    """One serving operating point (``ServeResult``) or the whole curve (``ServeCurveResult``).
+
+    The options are :func:`ipd_cli.engine.serving.estimate_serving`'s; ``curve`` refuses those that
+    pick one point or pin a disaggregated deployment's pools."""
     from .engine.serving import estimate_serving, estimate_serving_curve
 
     refuse_workload_sets(cat, "serve", "--input-tokens, --output-tokens, --concurrency, --tokens-per-user-s")
-
-    if curve:
-        for flag in ("concurrency", "tokens_per_user_s", "requests_per_s", "output_tokens_per_day"):
-            if kw.pop(flag, None) is not None:
-                raise InputError(f"`{flag}` picks one point; `curve` gives them all")
-        return estimate_serving_curve(cat, hardware, model, **kw)
-    return estimate_serving(cat, hardware, model, **kw)
+    if not curve:
+        return estimate_serving(
+            cat,
+            hardware,
+            model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            precision=precision,
+            kv_precision=kv_precision,
+            instance_gpus=instance_gpus,
+            attention_tp=attention_tp,
+            layout=layout,
+            disaggregated=disaggregated,
+            eplb=eplb,
+            instance=instance,
+            speculative=speculative,
+            stack=stack,
+            pricing=pricing,
+            origin=origin,
+            concurrency=concurrency,
+            tokens_per_user_s=tokens_per_user_s,
+            requests_per_s=requests_per_s,
+            output_tokens_per_day=output_tokens_per_day,
+            prefill_layout=prefill_layout,
+            prefill_instances=prefill_instances,
+            decode_instances=decode_instances,
+        )
+    one_point: dict[str, Any] = {
+        "concurrency": concurrency,
+        "tokens_per_user_s": tokens_per_user_s,
+        "requests_per_s": requests_per_s,
+        "output_tokens_per_day": output_tokens_per_day,
+    }
+    for name, value in one_point.items():
+        if value is not None:
+            raise InputError(f"`{name}` picks one point; `curve` gives them all")
+    pools: dict[str, Any] = {
+        "prefill_layout": prefill_layout,
+        "prefill_instances": prefill_instances,
+        "decode_instances": decode_instances,
+    }
+    for name, value in pools.items():
+        if value is not None:
+            raise InputError(f"`{name}` pins one disaggregated deployment; `curve` searches them all")
+    return estimate_serving_curve(
+        cat,
+        hardware,
+        model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        precision=precision,
+        kv_precision=kv_precision,
+        instance_gpus=instance_gpus,
+        attention_tp=attention_tp,
+        layout=layout,
+        disaggregated=disaggregated,
+        eplb=eplb,
+        instance=instance,
+        speculative=speculative,
+        stack=stack,
+        pricing=pricing,
+        origin=origin,
+    )
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
@@ -172,6 +349,7 @@ def _one_block(
 
     system = cat.system(hardware)
     key, stage = ("rl", "post_training") if w.kind == "rl" else ("pretraining", "pretraining")
+    r: RlResult | SystemPretraining
     try:
         if w.kind == "rl":
             from .engine.rl import estimate_rl
@@ -262,7 +440,7 @@ def _compare(
 
 def output_schema() -> dict[str, Any]:
     """JSON Schema of every data command's output (the JSON contract)."""
-    from .engine.results import ServeCurveResult, ServeResult, ValidationResult
+    from .engine.results import ValidationResult
 
     return {
         "compare": CompareResult.model_json_schema(),

@@ -29,6 +29,8 @@ from .render import FORMATS, OutputContext
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from .engine.results import CompareResult
+
 app = typer.Typer(
     name="ipd",
     help="Intelligence-per-dollar cost modelling of AI hardware.\n\n"
@@ -160,7 +162,8 @@ def _warn(result: "BaseModel", cat: Any = None) -> None:
     from .render.views import warnings
 
     data = result.model_dump(mode="json")
-    rows = data.get("systems") if isinstance(data.get("systems"), list) else [data]
+    systems = data.get("systems")
+    rows = systems if isinstance(systems, list) else [data]
     names = [r["hardware"] for r in rows if isinstance(r, dict) and isinstance(r.get("hardware"), str)]
     statuses = {}
     for name in names if cat is not None else []:
@@ -609,7 +612,7 @@ DEFAULT_BUDGET_METRICS = {
 }
 
 
-def _default_budget_metric(result: "BaseModel") -> str:
+def _default_budget_metric(result: "CompareResult") -> str:
     return DEFAULT_BUDGET_METRICS.get(result.workload.kind, "pretraining.cost_usd")
 
 

@@ -70,10 +70,12 @@ def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:
     rows = []
     for key in [*a, *(k for k in b if k not in a)]:
         old, cur = a.get(key), b.get(key)
-        change = None if old is None or cur is None else cur - old
+        change = pct = None
+        if old is not None and cur is not None:
+            change = cur - old
+            pct = None if old == 0 else 100.0 * change / abs(old)
         if only_changed and change == 0:
             continue
-        pct = None if change is None or old == 0 else 100.0 * change / abs(old)
         rows.append(
             {
                 "metric": key,

@@ -39,16 +39,16 @@ def check_format(fmt: str, output: Path | None, *, stream: bool = False, to_file
     cannot go where it is sent (xlsx needs a file), or disagrees with the file's name (a .xlsx file
     holds xlsx, nothing else). ``to_files``: whether the command has -o at all."""
     chosen = format_for(fmt, output)
-    allowed = STREAM_FORMATS if stream else DOCUMENT_FORMATS
+    allowed: tuple[str, ...] = STREAM_FORMATS if stream else DOCUMENT_FORMATS
     if not to_files:
         allowed = tuple(f for f in allowed if f != "xlsx")
     if chosen != "auto" and chosen not in allowed:
         what = " for a sweep" if stream else ""
         raise InputError(f"unknown format '{fmt}'{what}; choose one of: auto, {', '.join(allowed)}")
-    to_file = output is not None and str(output) != "-"
-    if chosen == "xlsx" and not (to_file and output.suffix.lower() == ".xlsx"):
+    xlsx_file = output is not None and str(output) != "-" and output.suffix.lower() == ".xlsx"
+    if chosen == "xlsx" and not xlsx_file:
         raise InputError("xlsx is a binary format: give -o FILE.xlsx")
-    if to_file and output.suffix.lower() == ".xlsx" and chosen != "xlsx":
+    if xlsx_file and chosen != "xlsx":
         raise InputError(f"{output}: a .xlsx file holds an xlsx workbook, not {chosen}; use --format xlsx")
     return chosen
 
@@ -246,7 +246,7 @@ def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = 
         return
     to_stdout = output is None or str(output) == "-"
     text = render(result, fmt, ctx if to_stdout else replace(ctx, ascii_only=False))  # files: UTF-8
-    if to_stdout:
+    if output is None or to_stdout:
         write_stdout(text)
     else:
         write_atomic(output, text)

@@ -153,9 +153,7 @@ def _header(key: str) -> bytes:
 @functools.cache
 def _model() -> Any:
     """The pydantic model of a cache entry (built on first use: a cold start never pays for it)."""
-    from typing import Annotated
-
-    from pydantic import BaseModel, ConfigDict, Field
+    from pydantic import BaseModel, ConfigDict
 
     from .schema import (
         Accelerator,
@@ -163,16 +161,12 @@ def _model() -> Any:
         Efficiency,
         HostCpu,
         Model,
-        PretrainWorkload,
         RlEfficiency,
-        RlWorkload,
-        Scenario,
         ServingEfficiency,
         Source,
         System,
+        Workload,
     )
-
-    Workload = Annotated[PretrainWorkload | RlWorkload | Scenario, Field(discriminator="kind")]
 
     class CachedCatalog(BaseModel):
         model_config = ConfigDict(extra="forbid")

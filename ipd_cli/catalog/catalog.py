@@ -21,13 +21,12 @@ from .schema import (
     Efficiency,
     HostCpu,
     Model,
-    PretrainWorkload,
     RlEfficiency,
     RlWorkload,
-    Scenario,
     ServingEfficiency,
     Source,
     System,
+    Workload,
 )
 from .validation import format_validation_error, validate_entry, validate_workload
 
@@ -41,7 +40,7 @@ class Catalog:
     cpus: dict[str, HostCpu]
     systems: dict[str, System]
     models: dict[str, Model]
-    workloads: dict[str, PretrainWorkload | RlWorkload | Scenario]
+    workloads: dict[str, Workload]
     economics: Economics
     efficiency: Efficiency
     serving: ServingEfficiency
@@ -66,8 +65,15 @@ class Catalog:
     def model(self, name: str) -> Model:
         return self._get("model", "models", name)
 
-    def workload(self, name: str) -> PretrainWorkload | RlWorkload | Scenario:
+    def workload(self, name: str) -> Workload:
         return self._get("workload", "workloads", name)
+
+    def rl_workload(self, name: str) -> RlWorkload:
+        """A workload that must be an RL one (a scenario's ``post_training.workload``)."""
+        w = self.workload(name)
+        if not isinstance(w, RlWorkload):
+            raise InputError(f"workload '{name}' is a {w.kind} workload; give an rl one")
+        return w
 
     def accelerator_of(self, system: System) -> Accelerator:
         return self.accelerators[system.accelerator]
@@ -97,13 +103,13 @@ def _check_sources(data: Any, sources: dict[str, Any], where: str) -> None:
 
 def build(raw: RawCatalog) -> Catalog:
     """Validate the merged raw catalog into frozen pydantic models."""
-    sections: dict[str, dict[str, Any]] = {}
+    sections: dict[str, Any] = {}
     for section, cls in ENTRY_SECTIONS.items():
         sections[section] = {
             name: validate_entry(cls, value, f"{raw.origins[(section, name)]}: {section}.{name}")
             for name, value in raw.section(section).items()
         }
-    merged = {}
+    merged: dict[str, Any] = {}
     for section, cls in MERGED_SECTIONS.items():
         body = raw.section(section)
         try:

@@ -81,23 +81,23 @@ def _fields(cls: Any) -> list[str]:
 
 
 def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None) -> None:
-    key, rest = keys[0], keys[1:]
+    name, rest = keys[0], keys[1:]
     if isinstance(node, list):  # price points: address them by label
         labels = {p.get("label"): p for p in node if isinstance(p, dict)}
         if not labels:
             raise InputError(f"`sets` {where}: a list; set it whole, e.g. {where}=[a, b]")
-        if key not in labels:
-            raise InputError(f"`sets` {where}.{key}: no price labelled '{key}'{did_you_mean(key, labels)}")
-        target = labels[key]
+        if name not in labels:
+            raise InputError(f"`sets` {where}.{name}: no price labelled '{name}'{did_you_mean(name, labels)}")
+        target = labels[name]
         if rest:
-            _assign(target, rest, value, f"{where}.{key}")
+            _assign(target, rest, value, f"{where}.{name}")
         else:
             _set_leaf(target, "usd_per_gpu_hour", value)
         return
     if not isinstance(node, dict):
         raise InputError(f"`sets` {where}: cannot go below a plain value")
-    if key not in node and key.isdigit() and int(key) in node:
-        key = int(key)  # tables keyed by a number (draft depth)
+    # tables keyed by a number (draft depth) take the number
+    key: str | int = int(name) if name not in node and name.isdigit() and int(name) in node else name
     choices = set(node) | set(_fields(cls))
     if key not in choices:
         raise InputError(f"`sets` {where}.{key}: unknown field{did_you_mean(str(key), map(str, choices))}")
@@ -149,7 +149,7 @@ def _sourced_field(cls: Any, key: Any) -> bool:
     return field is not None and Sourced in typing.get_args(field.annotation)
 
 
-def _set_leaf(node: dict, key: str, value: Any) -> None:
+def _set_leaf(node: dict, key: str | int, value: Any) -> None:
     current = node.get(key)
     if isinstance(current, dict) and "value" in current:
         node[key] = {
@@ -186,8 +186,8 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     parsed = [o if isinstance(o, Override) else parse([o])[0] for o in items]
     if not parsed:
         return cat
-    sections = {name: dict(getattr(cat, name)) for name in ENTRY_SECTIONS}
-    merged = {name: getattr(cat, name) for name in MERGED_SECTIONS}
+    sections: dict[str, Any] = {name: dict(getattr(cat, name)) for name in ENTRY_SECTIONS}
+    merged: dict[str, Any] = {name: getattr(cat, name) for name in MERGED_SECTIONS}
     origins = dict(cat.origins)
     sections["sources"][CLI_SOURCE] = Source(
         title="value given with --set on the command line", date=dt.date.today().isoformat()

@@ -769,7 +769,11 @@ class ServingEfficiency(Strict):
 
     @model_validator(mode="after")
     def _check(self) -> ServingEfficiency:
-        zero_ok = ("step_overhead_us_per_sequence", "step_overhead_us_per_layer", "workspace_gb_per_gpu")
+        zero_ok: tuple[str, ...] = (
+            "step_overhead_us_per_sequence",
+            "step_overhead_us_per_layer",
+            "workspace_gb_per_gpu",
+        )
         zero_ok += ("eplb_slots_per_gpu",)
         zero_ok += ("collective_latency_us_scale_up", "collective_latency_us_scale_out")
         _positive_sourced(self, skip=zero_ok)
@@ -929,6 +933,21 @@ class RlWorkload(Strict):
             raise ValueError("give gpus (total) or gen_gpus and train_gpus")
         return self
 
+    def given_split(self) -> tuple[int, int] | None:
+        """(gen_gpus, train_gpus) when the workload gives both (it gives both or neither)."""
+        if self.gen_gpus is None or self.train_gpus is None:
+            return None
+        return self.gen_gpus, self.train_gpus
+
+    def total_gpus(self) -> int:
+        """All GPUs of the run: ``gpus``, else ``gen_gpus + train_gpus``."""
+        if self.gpus is not None:
+            return self.gpus
+        given = self.given_split()
+        if given is None:  # the validator refuses this; a model_copy(update=...) could still make it
+            raise ValueError("give gpus (total) or gen_gpus and train_gpus")
+        return given[0] + given[1]
+
 
 class TransportChoice(Strict):
     """A weight-sync transport chosen as a default, with the source that makes it the default."""
@@ -1071,8 +1090,8 @@ class RlEfficiency(Strict):
         if self.default_sync_transport.value == "colocated":
             raise ValueError("default_sync_transport is for disaggregated modes; 'colocated' is not one")
         _every_key("trainer_efficiency", self.trainer_efficiency, ("dense", "moe"))
-        for k, v in self.trainer_efficiency.items():
-            _fraction(f"trainer_efficiency.{k}", v)
+        for family, v in self.trainer_efficiency.items():
+            _fraction(f"trainer_efficiency.{family}", v)
         if not 0 <= self.async_waste_fraction.value < 1:
             raise ValueError("async_waste_fraction must be in [0, 1)")
         for name in ("step_fixed_s", "sync_fixed_s", "engine_switch_s", "offload_bytes_per_param"):
@@ -1165,6 +1184,12 @@ class TaskSuccess(Strict):
             raise ValueError(f"success_rate must be in (0, 1], got {self.success_rate.value}")
         return self
 
+    def reliability_and_steps(self) -> tuple[float, int]:
+        """(step_reliability, steps_per_workflow): the r^k way, which gives both or neither."""
+        if self.step_reliability is None or self.steps_per_workflow is None:
+            raise ValueError("give step_reliability and steps_per_workflow together")
+        return self.step_reliability, self.steps_per_workflow
+
 
 class Scenario(Strict):
     """A lifecycle: pre-train (or not), keep post-training with RL, serve tasks; count tasks solved."""
@@ -1180,3 +1205,9 @@ class Scenario(Strict):
     site_mw: Num | None = Field(default=None, gt=0, description="a site power budget to fill")
     source: str
     note: str | None = None
+
+
+# The workload union, tagged by ``kind``: pydantic picks the model by the tag (no trying each model in
+# turn). A catalog or file workload without ``kind`` is a pre-training run: validation.validate_workload
+# fills that default and reports an unknown kind in one line before the union sees it.
+Workload = Annotated[PretrainWorkload | RlWorkload | Scenario, Field(discriminator="kind")]

@@ -4,13 +4,14 @@ file, the dotted field, what is wrong and the value given."""
 from __future__ import annotations
 
 import types
+import typing
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from ipd_cli.errors import InputError, did_you_mean
 
-from .schema import PretrainWorkload, RlWorkload, Scenario
+from .schema import PretrainWorkload, RlWorkload, Scenario, Workload
 
 # the source of a value or entry a user file gives without one (its origin names the file)
 USER_SOURCE = "user"
@@ -25,10 +26,9 @@ def user_source_entry() -> dict[str, str]:
     }
 
 
-WORKLOAD_KINDS: dict[str, type[BaseModel]] = {
-    "pretrain": PretrainWorkload,
-    "rl": RlWorkload,
-    "scenario": Scenario,
+# the tagged union's members by their ``kind`` tag (schema.Workload)
+WORKLOAD_KINDS: dict[str, type[PretrainWorkload | RlWorkload | Scenario]] = {
+    cls.model_fields["kind"].default: cls for cls in typing.get_args(typing.get_args(Workload)[0])
 }
 
 
@@ -62,7 +62,6 @@ def _short(value: Any, limit: int = 80) -> str:
 
 def _fields_at(cls: Any, loc: tuple) -> list[str]:
     """Field names of the model found by following ``loc`` from ``cls`` (empty when unknown)."""
-    import typing
 
     tp: Any = cls
     for part in (*loc, None):
@@ -88,7 +87,7 @@ def validate_entry(model_cls: type[BaseModel], value: Any, where: str) -> Any:
         raise InputError(format_validation_error(where, e, model_cls)) from None
 
 
-def validate_workload(body: dict[str, Any], where: str) -> PretrainWorkload | RlWorkload | Scenario:
+def validate_workload(body: dict[str, Any], where: str) -> Workload:
     kind = body.get("kind", "pretrain")
     cls = WORKLOAD_KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
@@ -117,7 +116,6 @@ def fill_user_sources(data: Any, cls: Any) -> bool:
 
 def fill_annotated(value: Any, ann: Any) -> bool:
     """:func:`fill_user_sources` for a value of a field's type (a model, a dict or list of them)."""
-    import typing
 
     union = typing.get_origin(ann) in (typing.Union, types.UnionType)
     filled = False

@@ -11,7 +11,14 @@ from ipd_cli.errors import InputError
 from . import overrides
 from .catalog import Catalog, check_scenario_refs
 from .layers import read_workload_doc
-from .schema import PretrainWorkload, RlWorkload, Scenario
+from .schema import (
+    PretrainWorkload,
+    RlWorkload,
+    Scenario,
+    ScenarioPostTraining,
+    ScenarioPretraining,
+    Workload,
+)
 from .validation import USER_SOURCE, fill_user_workload_sources, user_source_entry, validate_workload
 
 
@@ -21,21 +28,20 @@ def read_stdin() -> str:
 
     from .yamlio import MAX_FILE_BYTES
 
+    too_large = f"<stdin>: larger than {MAX_FILE_BYTES:,} bytes; refusing to read it"
     buffer = getattr(sys.stdin, "buffer", None)
     if buffer is None:  # a text stream without bytes underneath (tests, some shells)
         text = sys.stdin.read(MAX_FILE_BYTES + 1)
-        data = None
-    else:
-        data = buffer.read(MAX_FILE_BYTES + 1)
-        text = None
-    if len(data if data is not None else text) > MAX_FILE_BYTES:
-        raise InputError(f"<stdin>: larger than {MAX_FILE_BYTES:,} bytes; refusing to read it")
-    if data is not None:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError("<stdin>: not UTF-8 text; give UTF-8 YAML") from None
-    return text
+        if len(text) > MAX_FILE_BYTES:
+            raise InputError(too_large)
+        return text
+    data: bytes = buffer.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(too_large)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("<stdin>: not UTF-8 text; give UTF-8 YAML") from None
 
 
 def refuse_workload_sets(cat: Catalog, command: str, flags: str) -> None:
@@ -47,7 +53,7 @@ def refuse_workload_sets(cat: Catalog, command: str, flags: str) -> None:
 
 def resolve_workload(
     cat: Catalog, ref: str, given: dict[str, Any] | None = None
-) -> tuple[str, PretrainWorkload | RlWorkload | Scenario, str]:
+) -> tuple[str, Workload, str]:
     """A workload by catalog name, or from a YAML file path (``-``: stdin): (name, workload, origin).
 
     ``given``: fields the command line sets (``--gpus``, ``--model``); they override the file and
@@ -89,7 +95,15 @@ def resolve_workload(
 
 
 # a scenario's stages that run a workload of their own, and that workload's kind
-NESTED = {"pretraining": PretrainWorkload, "post_training": RlWorkload}
+NESTED: dict[str, type[PretrainWorkload | RlWorkload]] = {
+    "pretraining": PretrainWorkload,
+    "post_training": RlWorkload,
+}
+# the scenario's own model of each such stage (``Scenario.pretraining``, ``Scenario.post_training``)
+STAGES: dict[str, type[ScenarioPretraining | ScenarioPostTraining]] = {
+    "pretraining": ScenarioPretraining,
+    "post_training": ScenarioPostTraining,
+}
 
 
 def _nested_stage(body: dict, o: overrides.Override) -> str | None:
@@ -98,9 +112,7 @@ def _nested_stage(body: dict, o: overrides.Override) -> str | None:
     keys = o.path.split(".")
     if body.get("kind") != "scenario" or len(keys) < 3 or keys[1] not in NESTED:
         return None
-    own_fields = Scenario.model_fields[keys[1]].annotation
-    own_fields = next(a for a in getattr(own_fields, "__args__", (own_fields,)) if a is not type(None))
-    return None if keys[2] in own_fields.model_fields else keys[1]
+    return None if keys[2] in STAGES[keys[1]].model_fields else keys[1]
 
 
 def _refuse_nested_fields(body: dict, sets: list[overrides.Override]) -> None:
@@ -117,7 +129,7 @@ def _refuse_nested_fields(body: dict, sets: list[overrides.Override]) -> None:
             raise InputError(f"`sets` {o.text}: a scenario has no {key} of its own; use {paths}")
 
 
-def with_nested_workloads(cat: Catalog, scenario: PretrainWorkload | RlWorkload | Scenario) -> Catalog:
+def with_nested_workloads(cat: Catalog, scenario: Workload) -> Catalog:
     """The catalog with a scenario's own workloads changed by ``--set workload.pretraining.<field>`` and
     ``--set workload.post_training.<field>`` (``workload.pretraining.tokens=2e14`` reaches the pretrain
     workload the scenario runs); the catalog itself when there are none."""

@@ -170,7 +170,7 @@ def rl_workload(cat: Catalog, hardware: str, s: Scenario) -> RlWorkload:
     """The scenario's RL workload on its model, generating at a precision the system supports
     (A100 has no fp8: bf16), as the scenario's serving and pre-training do."""
     assert s.post_training is not None
-    rw = cat.workloads[s.post_training.workload]
+    rw = cat.rl_workload(s.post_training.workload)
     precision = serving_precision(cat, hardware, rw.inference_precision)
     return rw.model_copy(update={"model": s.model, "inference_precision": precision})
 
@@ -231,8 +231,9 @@ def task_success(s: Scenario, rl_samples: float, post_training_usd: float) -> Su
         how = "r0 + (A - r0) / (1 + (x_mid / x)^B), x = RL samples over the horizon"
         first = Step("success_per_attempt", p, how, curve)
     else:
-        p = f.workflow_success(ts.step_reliability, ts.steps_per_workflow)
-        first = Step("success_per_attempt", p, "r^k", {"r": ts.step_reliability, "k": ts.steps_per_workflow})
+        r, k = ts.reliability_and_steps()
+        p = f.workflow_success(r, k)
+        first = Step("success_per_attempt", p, "r^k", {"r": r, "k": k})
     m = ts.max_attempts
     per_task = f.success_after_retries(p, m)
     attempts = f.expected_attempts(p, m) if p > 0 else float(m)

@@ -30,9 +30,8 @@ from . import trainplan as tpn
 from .inputs import Inputs
 from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from .results import PlanSummary, Pretraining, SystemPretraining, TrainingPlan
-from .trace import Trace
+from .trace import CLI, Trace
 
-CLI = "command line"
 MAX_GPUS = 100_000_000  # a sanity bound, far beyond any cluster: bigger answers mean a broken input
 COST_KEYS = ("price", "kw_per_gpu", "pue")
 CACHE_SIZE = 256
@@ -467,7 +466,7 @@ def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pr
                 "(check tokens, specs and prices)",
                 ExitCode.RUNTIME,
             )
-    numbers = {k: (int(v) if k in INT_FIELDS else float(v)) for k, v in y.items()}
+    numbers: dict[str, Any] = {k: (int(v) if k in INT_FIELDS else float(v)) for k, v in y.items()}
     return Pretraining(
         model=meta["model"],
         precision=meta["precision"],

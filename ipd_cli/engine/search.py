@@ -111,6 +111,14 @@ def best(objective: Any, mask: Any, *tiebreaks: Any) -> int | None:
     return int(idx[order[0]])
 
 
+def best_of(objective: Any, mask: Any, *tiebreaks: Any) -> int:
+    """:func:`best` where the caller knows some row is feasible (a search that always has a row)."""
+    row = best(objective, mask, *tiebreaks)
+    if row is None:
+        raise ValueError("no feasible row: the caller must check the mask before choosing")
+    return row
+
+
 def pareto_front(x: Any, y: Any, mask: Any = None) -> Any:
     """Indices of the rows not dominated in (x, y), both to be maximised, sorted by x ascending.
 

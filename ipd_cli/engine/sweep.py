@@ -37,7 +37,7 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.overrides import entry_name
@@ -45,6 +45,11 @@ from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, did_
 
 from . import reprice
 from .trace import Trace
+
+if TYPE_CHECKING:  # types only: the result models load lazily
+    from ipd_cli.catalog.schema import Sourced
+
+    from .results import RlResult, SystemPretraining
 
 HARDWARE = "hardware"
 PRICE = "price_usd_per_gpu_hour"
@@ -152,7 +157,7 @@ def parse_spec(path: str, spec: str) -> Any:
 
 
 def parse_axes(cat: Catalog, items: list[str]) -> list[Axis]:
-    axes = []
+    axes: list[Axis] = []
     for item in items:
         path, sep, spec = item.partition("=")
         path = path.strip()
@@ -375,11 +380,12 @@ def estimate(cat: Catalog, plan: SweepPlan, w: Any, hw: str) -> Any:
         return estimate_lifecycle(cat, hw, w, pricing=plan.pricing, origin=plan.origin).system
     key, stage = ("rl", "post_training") if w.kind == "rl" else ("pretraining", "pretraining")
     system = cat.system(hw)
-    head = {
+    head: dict[str, Any] = {
         "hardware": cat.canonical("systems", hw),
         "description": system.description,
         "status": system.status,
     }
+    r: RlResult | SystemPretraining
     try:
         if w.kind == "rl":
             from .rl import estimate_rl
@@ -420,7 +426,7 @@ def _flatten(result: Any, kind: str) -> dict[str, Any]:
 def _rl_steps_per_year(cat: Catalog, s: Any) -> float | None:
     if s.post_training is None:
         return None
-    pt, rw = s.post_training, cat.workloads[s.post_training.workload]
+    pt, rw = s.post_training, cat.rl_workload(s.post_training.workload)
     return (pt.steps_per_refresh or rw.steps_per_refresh) * (pt.refreshes_per_year or rw.refreshes_per_year)
 
 
@@ -471,7 +477,8 @@ class Draws:
     system sees the same draws of an input (common random numbers)."""
 
     def __init__(self, n: int, seed: int) -> None:
-        self.n, self.seed, self.cache = n, seed, {}
+        self.n, self.seed = n, seed
+        self.cache: dict[str, Any] = {}
 
     def __call__(self, key: str, low: float, mode: float, high: float) -> Any:
         if key not in self.cache:
@@ -495,7 +502,16 @@ class SweepTrace(Trace):
         super().__init__(sources, subs=subs or {}, record=False)
         self.draws = draws
 
-    def take(self, name, s, unit, origin, scale=1.0, path=None, borrowed=None):  # type: ignore[override]
+    def take(
+        self,
+        name: str,
+        s: Sourced,
+        unit: str,
+        origin: str,
+        scale: float = 1.0,
+        path: str | None = None,
+        borrowed: str | None = None,
+    ) -> Any:
         if path is not None and path in self.subs:
             value = self.subs[path]
         elif self.draws is not None and s.range is not None:
@@ -550,9 +566,9 @@ def _values_to_check(values: Any) -> list[float]:
         n = values.count
         if n <= CHECK_ALL_VALUES:
             return list(values)
-        picks = {round(i * (n - 1) / (MAX_CHECKED_VALUES - 2)) for i in range(MAX_CHECKED_VALUES - 1)}
+        rows = {round(i * (n - 1) / (MAX_CHECKED_VALUES - 2)) for i in range(MAX_CHECKED_VALUES - 1)}
         fractional = next((i for i in range(min(n, 1000)) if not float(values[i]).is_integer()), None)
-        return [values[i] for i in sorted(picks | ({fractional} if fractional is not None else set()))]
+        return [values[i] for i in sorted(rows | ({fractional} if fractional is not None else set()))]
     distinct = sorted(set(values))
     if len(distinct) <= CHECK_ALL_VALUES:
         return distinct

@@ -17,6 +17,9 @@ from ipd_cli.catalog.schema import Sourced
 
 from .results import Assumption
 
+# the origin of a value a caller gives (a command-line option or an API argument), not the catalog
+CLI = "command line"
+
 
 @dataclass
 class Trace:

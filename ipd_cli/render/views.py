@@ -358,7 +358,7 @@ def _compare_notes(data: dict, systems: list[dict]) -> list[str]:
 
 
 def _generic_rows(systems: list[dict], block: str) -> list[tuple[str, str, str, str]]:
-    body = next((s[block] for s in systems if isinstance(s.get(block), dict)), {})
+    body: dict[str, Any] = next((s[block] for s in systems if isinstance(s.get(block), dict)), {})
     return [(k, k, "", NA) for k, v in body.items() if isinstance(v, int | float) and not isinstance(v, bool)]
 
 

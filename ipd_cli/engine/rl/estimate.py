@@ -11,6 +11,7 @@ from ipd_cli.engine import serving as sv
 from ipd_cli.engine.inputs import Inputs
 from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from ipd_cli.engine.results import RlResult
+from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError
 
 from .generation import (
@@ -39,13 +40,11 @@ from .trainer import (
 )
 from .workload import RlNumbers, resolve_request, workload_numbers
 
-CLI = "command line"
-
 
 def sync_plan(
     inp: Inputs,
     arch: Model,
-    inst: sv.ServingInstance,
+    inst: sv.Deployment,
     *,
     transport: str,
     wire: str,
@@ -196,10 +195,10 @@ def _stack(inp: Inputs, w: RlWorkload, origin: str) -> str:
 def _largest_trainer(w: RlWorkload, split: str | None) -> int:
     """The most GPUs the request can give the trainer: all of them colocated or when the split is
     searched, else the given trainer."""
-    total = w.gpus if w.gpus is not None else w.gen_gpus + w.train_gpus
-    if w.mode != "colocated" and w.gen_gpus is not None and split is None:
-        return w.train_gpus
-    return total
+    given = w.given_split()
+    if w.mode != "colocated" and given is not None and split is None:
+        return given[1]
+    return w.total_gpus()
 
 
 def setup(
@@ -272,15 +271,16 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
     """The GPUs of each role: colocated uses all for both; given sizes are checked; otherwise the
     fastest split among those whose trainer holds the training state."""
     w, mem = s.w, s.memory
+    given = w.given_split()
     if w.mode == "colocated":
-        total = w.gpus if w.gpus is not None else w.gen_gpus + w.train_gpus
+        total = w.total_gpus()
         check_trainer_memory(mem, total, "gpus", s.where, s.rates.y["seq"])
         gg = tg = total
-    elif w.gen_gpus is not None and split is None:
-        check_trainer_memory(mem, w.train_gpus, "train_gpus", s.where, s.rates.y["seq"])
-        gg, tg = w.gen_gpus, w.train_gpus
+    elif given is not None and split is None:
+        check_trainer_memory(mem, given[1], "train_gpus", s.where, s.rates.y["seq"])
+        gg, tg = given
     else:
-        total = w.gpus if w.gpus is not None else w.gen_gpus + w.train_gpus
+        total = w.total_gpus()
         try:
             gg, tg = split_gpus(
                 total, s.rollouts.gpus, lambda a, b: evaluate(s, a, b, quiet=True).step.seconds, mem.min_gpus

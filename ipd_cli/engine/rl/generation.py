@@ -17,7 +17,7 @@ from .workload import RlNumbers
 class Rollouts:
     """The rollout engine: one serving instance, and how generation uses it."""
 
-    inst: sv.ServingInstance
+    inst: sv.Deployment
     max_batch: int
     tail_fraction: float
     async_waste: float
@@ -89,6 +89,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s
     bulk = nums.generated * slot_s / (replicas * b) + prefill
     crit = nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s
+    live: float  # trajectories in flight
     if asynchronous:
         seconds, latency_bound, live = bulk * (1 + r.async_waste), False, replicas * b
     else:

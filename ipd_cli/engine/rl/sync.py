@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ipd_cli.catalog.schema import SYNC_STACKS
+from ipd_cli.catalog.schema import SYNC_STACKS, SyncStack
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.inputs import Inputs
 from ipd_cli.errors import InputError
@@ -176,11 +176,17 @@ BOUNDS = {
 }
 
 
+def _stack(inp: Inputs, stack: str) -> SyncStack:
+    """The catalog entry of a weight-sync stack named by a workload (a plain string)."""
+    for name, entry in inp.cat.rl.sync_stacks.items():
+        if name == stack:
+            return entry
+    raise InputError(f"unknown weight-sync stack '{stack}'; choose one of: {', '.join(SYNC_STACKS)}")
+
+
 def _schedule(inp: Inputs, stack: str) -> str:
     """The stack's schedule: a design choice read with its source (like the default transport)."""
-    if stack not in SYNC_STACKS:
-        raise InputError(f"unknown weight-sync stack '{stack}'; choose one of: {', '.join(SYNC_STACKS)}")
-    choice = inp.cat.rl.sync_stacks[stack].schedule
+    choice = _stack(inp, stack).schedule
     return inp.trace.given(
         f"weight-sync schedule ({stack})", choice.value, "", inp.cat.origin("rl", "sync_stacks"),
         note=choice.note, source=choice.source,
@@ -188,7 +194,7 @@ def _schedule(inp: Inputs, stack: str) -> str:
 
 
 def _tensor_work(inp: Inputs, stack: str) -> str:
-    choice = inp.cat.rl.sync_stacks[stack].tensor_work
+    choice = _stack(inp, stack).tensor_work
     return inp.trace.given(
         f"per-tensor work runs on ({stack})", choice.value, "", inp.cat.origin("rl", "sync_stacks"),
         note=choice.note, source=choice.source,

@@ -110,7 +110,8 @@ def min_trainer_gpus(r: TrainerRates) -> tuple[int | None, str]:
     if need is None:
         return None, ""
     table = plans_by_size(r, need)
-    return need, tpn.plan_name(tpn.plan_of(table.s, table.best(need)))
+    row = table.best(need)
+    return need, "" if row is None else tpn.plan_name(tpn.plan_of(table.s, row))
 
 
 @dataclass(frozen=True)
@@ -215,11 +216,12 @@ def check_trainer_memory(mem: TrainerMemory, gpus: int, param: str, what: str, s
             f"{mem.usable_hbm_per_gpu / 1e9:.0f} GB of usable HBM per GPU; the smallest trainer that can "
             f"is {mem.min_gpus} GPUs{plan}; give `{param}` >= {mem.min_gpus}"
         )
-    if mem.min_gpus_for_host is not None and gpus < mem.min_gpus_for_host:
+    need, host, offload = mem.min_gpus_for_host, mem.host_per_gpu, mem.offload_bytes
+    if need is not None and host is not None and offload is not None and gpus < need:
         raise InfeasibleError(
             f"{gpus} colocated GPUs cannot park the training state of {what} in host memory while rollouts "
-            f"run: {mem.offload_bytes / 1e12:.3g} TB over {mem.host_per_gpu / 1e9:.0f} GB of host memory per "
-            f"GPU needs at least {mem.min_gpus_for_host}; give `{param}` >= {mem.min_gpus_for_host}"
+            f"run: {offload / 1e12:.3g} TB over {host / 1e9:.0f} GB of host memory per "
+            f"GPU needs at least {need}; give `{param}` >= {need}"
         )
 
 

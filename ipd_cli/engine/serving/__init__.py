@@ -11,12 +11,10 @@
 
 from __future__ import annotations
 
-from .context import kv_bytes_per_token, weight_split
+from .context import ServingContext, kv_bytes_per_token, weight_split
 from .estimate import INSTANCE_CHOICES, estimate_serving, estimate_serving_curve
 from .rollout import (
     Deployment,
-    ServingContext,
-    ServingInstance,
     decode_speed,
     rollout_deployment,
     serving_context,
@@ -27,7 +25,6 @@ __all__ = [
     "INSTANCE_CHOICES",
     "Deployment",
     "ServingContext",
-    "ServingInstance",
     "decode_speed",
     "estimate_serving",
     "estimate_serving_curve",

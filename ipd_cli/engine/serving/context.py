@@ -8,14 +8,12 @@ from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import PRECISIONS, Accelerator, Model, System
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.inputs import Inputs
-from ipd_cli.engine.trace import Trace
+from ipd_cli.engine.trace import CLI, Trace
 from ipd_cli.errors import InputError
-
-CLI = "command line"
 
 
 @dataclass(frozen=True)
-class Ctx:
+class ServingContext:
     """The catalog, the resolved names, and where values come from."""
 
     cat: Catalog
@@ -56,9 +54,9 @@ class Ctx:
         return self.inp.read(f"models.{self.mname}.{field}", label)
 
 
-def context(cat: Catalog, hardware: str, model: str, origin: str = CLI) -> Ctx:
+def context(cat: Catalog, hardware: str, model: str, origin: str = CLI) -> ServingContext:
     system = cat.system(hardware)
-    return Ctx(
+    return ServingContext(
         cat=cat,
         name=cat.canonical("systems", hardware),
         system=system,
@@ -94,7 +92,7 @@ def default_precision(cat: Catalog, acc: Accelerator) -> str:
     return narrowest(acc) if policy == "narrowest" else supported(acc, policy)
 
 
-def check_precision(ctx: Ctx, precision: str, param: str) -> None:
+def check_precision(ctx: ServingContext, precision: str, param: str) -> None:
     if precision not in PRECISIONS:
         raise InputError(f"unknown `{param}` '{precision}'; choose one of {', '.join(PRECISIONS)}")
     if ctx.acc.dense_tflops(precision) is None:
@@ -104,7 +102,7 @@ def check_precision(ctx: Ctx, precision: str, param: str) -> None:
         )
 
 
-def precisions(ctx: Ctx, precision: str | None, kv_precision: str | None) -> tuple[str, list[str]]:
+def precisions(ctx: ServingContext, precision: str | None, kv_precision: str | None) -> tuple[str, list[str]]:
     """The weight precision (asked for, or the catalog policy) and the KV precisions to search.
 
     An asked-for precision the hardware lacks is an error; the defaults adapt to the hardware.
@@ -127,7 +125,9 @@ def precisions(ctx: Ctx, precision: str | None, kv_precision: str | None) -> tup
 # --- request shape ---------------------------------------------------------------------------------
 
 
-def request_shape(ctx: Ctx, input_tokens: int | None, output_tokens: int | None) -> tuple[int, int]:
+def request_shape(
+    ctx: ServingContext, input_tokens: int | None, output_tokens: int | None
+) -> tuple[int, int]:
     sv = ctx.cat.serving
     isl = int(input_tokens if input_tokens is not None else sv.default_input_tokens)
     osl = int(output_tokens if output_tokens is not None else sv.default_output_tokens)

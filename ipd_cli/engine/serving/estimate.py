@@ -11,11 +11,12 @@ from ipd_cli.catalog.schema import PRECISIONS
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.pretraining import MAX_GPUS
 from ipd_cli.engine.results import ServeCurveResult, ServeResult, Serving
-from ipd_cli.engine.search import best, pareto_front
+from ipd_cli.engine.search import best_of, pareto_front
+from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError, InputError
 
 from . import physics
-from .context import CLI, Ctx, context, precisions, request_shape, speculative_pin
+from .context import ServingContext, context, precisions, request_shape, speculative_pin
 from .grid import FAMILIES, Grid, Pins, evaluate, instance_sizes, parse_layout, pins_mask
 from .point import configuration, serving
 
@@ -79,7 +80,9 @@ def pins_of(
     )
 
 
-def search(ctx: Ctx, shape: Shape, pins: Pins, instance: str = "best", target: float | None = None) -> Grid:
+def search(
+    ctx: ServingContext, shape: Shape, pins: Pins, instance: str = "best", target: float | None = None
+) -> Grid:
     """Read the physics, check the pins, evaluate the whole space (with the largest batch that meets
     ``target`` tokens/s per user, when given)."""
     if instance not in INSTANCE_CHOICES:
@@ -95,7 +98,7 @@ def search(ctx: Ctx, shape: Shape, pins: Pins, instance: str = "best", target: f
     return g
 
 
-def _check_pins(ctx: Ctx, pins: Pins) -> None:
+def _check_pins(ctx: ServingContext, pins: Pins) -> None:
     domain = ctx.system.scale_up_domain
     gpus = pins.instance_gpus
     if gpus is not None and (gpus < 1 or (gpus > domain and gpus % domain)):
@@ -113,7 +116,7 @@ def _check_pins(ctx: Ctx, pins: Pins) -> None:
             raise InputError(f"`{'layout' if name != 'attention_tp' else name}` needs whole numbers >= 1")
 
 
-def _smallest(ctx: Ctx, g: Grid) -> int:
+def _smallest(ctx: ServingContext, g: Grid) -> int:
     import numpy as np
 
     fits = g.space.feasible
@@ -131,11 +134,11 @@ def choose(g: Grid, target: float | None) -> tuple[int, bool | None]:
     r, ok = g.rows, g.feasible
     tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
     if target is None:
-        return int(best(tps, ok, usr, -gpus)), None
+        return best_of(tps, ok, usr, -gpus), None
     meets = ok & (usr >= target)
     if meets.any():
-        return int(best(tps, meets, usr, -gpus)), True
-    return int(best(usr, ok, tps, -gpus)), False
+        return best_of(tps, meets, usr, -gpus), True
+    return best_of(usr, ok, tps, -gpus), False
 
 
 def frontier(g: Grid) -> list[int]:
@@ -156,7 +159,7 @@ def _pin_text(pins: Pins) -> str:
     return ", ".join(parts)
 
 
-def _structural(ctx: Ctx, g: Grid, pins: Pins) -> InputError | None:
+def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
     """No configuration of this model has the pinned values at all: name the values it has."""
     import numpy as np
 
@@ -201,7 +204,7 @@ def _nearest(g: Grid, pins: Pins) -> int | None:
     gpus = g.lay["g"][g.rows["layout"]]
     want = pins.instance_gpus or (pins.stage_gpus or 0) * (pins.pipeline_stages or 1)
     near = -np.abs(np.log2(gpus / want)) if want else np.zeros(len(fits))
-    return int(best(kept, fits, near, g.rows["tokens_per_s_per_gpu"]))
+    return best_of(kept, fits, near, g.rows["tokens_per_s_per_gpu"])
 
 
 def _reason(g: Grid, pins: Pins) -> str:
@@ -213,7 +216,7 @@ def _reason(g: Grid, pins: Pins) -> str:
     return g.space.checks[int(codes[np.argmax(counts)])][0] if len(codes) else "infeasible"
 
 
-def _infeasible(ctx: Ctx, g: Grid, pins: Pins) -> Exception:
+def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
     """Why nothing runs: a pin no configuration has (InputError), a batch that does not fit, a pin
     that only infeasible configurations have (with the nearest feasible one), or weights too big."""
     import numpy as np
@@ -253,7 +256,7 @@ def _smallest_text(g: Grid, pins: Pins) -> str:
     return f"; the smallest instance that fits is {int(np.min(g.lay['g'][g.rows['layout'][fits]]))} GPUs"
 
 
-def _does_not_fit(ctx: Ctx, g: Grid) -> InfeasibleError:
+def _does_not_fit(ctx: ServingContext, g: Grid) -> InfeasibleError:
     ph = g.ph
     largest = max(instance_sizes(ph))
     need = (ph.dense_bytes + ph.expert_bytes) / f.GIGA
@@ -264,7 +267,7 @@ def _does_not_fit(ctx: Ctx, g: Grid) -> InfeasibleError:
     )
 
 
-def _narrower_hint(ctx: Ctx, g: Grid) -> str:
+def _narrower_hint(ctx: ServingContext, g: Grid) -> str:
     """The nearest feasible option: a narrower precision the GPU supports, and its instance size."""
     import numpy as np
 
@@ -288,7 +291,7 @@ def _narrower_hint(ctx: Ctx, g: Grid) -> str:
 # --- results -----------------------------------------------------------------------------------
 
 
-def _record(ctx: Ctx, g: Grid, i: int, why: str) -> None:
+def _record(ctx: ServingContext, g: Grid, i: int, why: str) -> None:
     feasible = int(g.feasible.sum())
     note = f"chosen by the deployment search among {len(g):,} configurations ({feasible:,} feasible): {why}"
     ctx.trace.given("serving configuration", configuration(g, i), "", SEARCH, note=note)
@@ -370,10 +373,7 @@ def estimate_serving(
     search tries none and every depth with a measured acceptance); ``stack`` names the serving
     stack (None: the best published stack of the accelerator's family).
     """
-    if concurrency is not None and tokens_per_user_s is not None:
-        raise InputError("give at most one of `concurrency` or `tokens_per_user_s`")
-    if tokens_per_user_s is not None and not (math.isfinite(tokens_per_user_s) and tokens_per_user_s > 0):
-        raise InputError(f"`tokens_per_user_s` must be a finite number > 0, got {tokens_per_user_s}")
+    _check_operating_point(concurrency, tokens_per_user_s)
     ctx = context(cat, hardware, model, origin)
     pins = pins_of(
         instance_gpus=instance_gpus,
@@ -390,14 +390,34 @@ def estimate_serving(
     g = search(ctx, shape, pins, instance, tokens_per_user_s)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)
-    i, met = choose(g, tokens_per_user_s)
+    i, op, extra = _operating_point(ctx, g, concurrency, tokens_per_user_s)
+    point = _traffic(serving(g, i, op, **extra), requests_per_s, output_tokens_per_day, ctx.name)
+    return ServeResult(
+        hardware=ctx.name, description=ctx.system.description, serving=point, assumptions=ctx.trace.items
+    )
+
+
+def _check_operating_point(concurrency: int | None, target: float | None) -> None:
+    """At most one of a batch and a speed per user, and the speed a finite positive number."""
+    if concurrency is not None and target is not None:
+        raise InputError("give at most one of `concurrency` or `tokens_per_user_s`")
+    if target is not None and not (math.isfinite(target) and target > 0):
+        raise InputError(f"`tokens_per_user_s` must be a finite number > 0, got {target}")
+
+
+def _operating_point(
+    ctx: ServingContext, g: Grid, concurrency: int | None, target: float | None
+) -> tuple[int, str, dict[str, Any]]:
+    """The chosen row of the searched grid, its operating point and the fields that point adds
+    (``target_tokens_per_s_per_user``, ``target_met``), recorded with why it was chosen."""
+    i, met = choose(g, target)
     extra: dict[str, Any] = {}
     if concurrency is not None:
         ctx.trace.given("concurrency", concurrency, "sequences per instance", ctx.origin)
         op, why = "concurrency", f"the most tokens/s per GPU at {concurrency} sequences per instance"
-    elif tokens_per_user_s is not None:
-        ctx.trace.given("target speed per user", tokens_per_user_s, "tokens/s", ctx.origin)
-        extra = {"target_tokens_per_s_per_user": tokens_per_user_s, "target_met": met}
+    elif target is not None:
+        ctx.trace.given("target speed per user", target, "tokens/s", ctx.origin)
+        extra = {"target_tokens_per_s_per_user": target, "target_met": met}
         op = "target"
         why = (
             "the most tokens/s per GPU that meets the target"
@@ -407,10 +427,7 @@ def estimate_serving(
     else:
         op, why = "max-throughput", "the most tokens/s per GPU"
     _record(ctx, g, i, why)
-    point = _traffic(serving(g, i, op, **extra), requests_per_s, output_tokens_per_day, ctx.name)
-    return ServeResult(
-        hardware=ctx.name, description=ctx.system.description, serving=point, assumptions=ctx.trace.items
-    )
+    return i, op, extra
 
 
 def estimate_serving_curve(

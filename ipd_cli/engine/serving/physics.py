@@ -14,7 +14,7 @@ from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from ipd_cli.errors import InputError
 
 from . import stack as stacks
-from .context import Ctx, kv_bytes_per_token, supported, weight_split, wider
+from .context import ServingContext, kv_bytes_per_token, supported, weight_split, wider
 from .stack import Stack
 
 
@@ -104,7 +104,7 @@ class Physics:
         return self.isl + self.osl
 
 
-def _model_terms(ctx: Ctx, precision: str, isl: int, osl: int) -> dict:
+def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dict:
     arch = ctx.model
     bpw = ctx.take(f"bytes per weight ({precision})", f"bytes_per_weight.{precision}")
     total = ctx.arch("total parameters", "total_params")
@@ -136,7 +136,7 @@ def _model_terms(ctx: Ctx, precision: str, isl: int, osl: int) -> dict:
     }
 
 
-def _kv_terms(ctx: Ctx, st: Stack, precision: str, kv_precisions: list[str]) -> dict:
+def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]) -> dict:
     factor = stacks.read(ctx, st, "GEMM efficiency factor (stack)", "compute_efficiency_factor", None)
     factor = 1.0 if factor is None else factor
     peak = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
@@ -164,7 +164,7 @@ def _kv_terms(ctx: Ctx, st: Stack, precision: str, kv_precisions: list[str]) -> 
     }
 
 
-def _memory(ctx: Ctx) -> dict:
+def _memory(ctx: ServingContext) -> dict:
     """Bytes per GPU for weights and KV: HBM less the workspace and the activations of one forward
     pass of ``max_num_tokens`` tokens; the KV cache gets a share of what the weights leave."""
     hbm = ctx.spec("HBM capacity", "hbm_gb")
@@ -177,7 +177,7 @@ def _memory(ctx: Ctx) -> dict:
     }
 
 
-def _bandwidth(ctx: Ctx, st: Stack) -> dict:
+def _bandwidth(ctx: ServingContext, st: Stack) -> dict:
     """Achieved HBM rates: dense weights, the KV cache and the routed experts' grouped GEMM (the
     last two default to the dense value of the same profile)."""
     hbm = ctx.spec("HBM bandwidth", "hbm_tb_per_s")
@@ -196,7 +196,7 @@ def _bandwidth(ctx: Ctx, st: Stack) -> dict:
     return rates
 
 
-def _links(ctx: Ctx, st: Stack) -> dict:
+def _links(ctx: ServingContext, st: Stack) -> dict:
     up = ctx.spec("scale-up bandwidth (bidirectional)", "scale_up_gb_per_s_bidir") / 2
     out = ctx.spec("scale-out bandwidth", "scale_out_gbit_per_s")
     eff = stacks.read(
@@ -211,7 +211,7 @@ def _links(ctx: Ctx, st: Stack) -> dict:
     }
 
 
-def _moe(ctx: Ctx, st: Stack, precision: str) -> dict:
+def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
     if not ctx.model.is_moe:
         one = 1.0
         return dict.fromkeys(
@@ -238,7 +238,7 @@ SPEC_OFF = "off"
 SPEC_ON = "on"
 
 
-def spec_method(ctx: Ctx) -> str | None:
+def spec_method(ctx: ServingContext) -> str | None:
     """The draft for this model: a method that lists it, else the catalog's default."""
     sv = ctx.cat.serving
     named = next((n for n, m in sv.speculative_methods.items() if ctx.mname in m.models), None)
@@ -247,7 +247,7 @@ def spec_method(ctx: Ctx) -> str | None:
     return sv.default_speculative_method.value
 
 
-def _speculation(ctx: Ctx, precision: str, pin) -> dict:
+def _speculation(ctx: ServingContext, precision: str, pin) -> dict:
     """Draft depths to search (``pin``: None searches off and every depth with a measured
     acceptance, 'off' none, 'on' every depth, a number that depth), their tokens per step, and
     the draft's bytes and FLOPs per draft token."""
@@ -297,7 +297,7 @@ def _speculation(ctx: Ctx, precision: str, pin) -> dict:
     )
 
 
-def _draft(ctx: Ctx, m, precision: str) -> dict:
+def _draft(ctx: ServingContext, m, precision: str) -> dict:
     """Bytes and FLOPs one draft token costs: ``draft_layers`` layers and the output head. An MTP
     layer has the target's shape (its routed experts are streamed like the target's); an EAGLE
     layer is dense, the target's active parameters per layer."""
@@ -328,7 +328,7 @@ def _draft(ctx: Ctx, m, precision: str) -> dict:
 
 
 def read(
-    ctx: Ctx,
+    ctx: ServingContext,
     precision: str,
     kv_precisions: list[str],
     isl: int,

@@ -17,9 +17,10 @@ from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.engine.search import best
+from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError
 
-from .context import CLI, Ctx, context
+from .context import ServingContext, context
 from .estimate import Shape, search
 from .grid import Grid, Pins, layout_step
 from .point import layout_name
@@ -81,12 +82,12 @@ def _deployment(g: Grid, li: int) -> Deployment:
     )
 
 
-def _search(ctx: Ctx, shape: Shape) -> Grid:
+def _search(ctx: ServingContext, shape: Shape) -> Grid:
     return search(ctx, shape, Pins(disaggregated=False))
 
 
 def rollout_deployment(
-    ctx: Ctx,
+    ctx: ServingContext,
     *,
     rollouts: float,
     gen_gpus: int | None = None,
@@ -137,9 +138,6 @@ def _steps(g: Grid, li, batch):
 
 # --- the interface RL used before the search ------------------------------------------------------
 
-ServingContext = Ctx
-ServingInstance = Deployment
-
 
 def serving_context(cat: Catalog, hardware: str, model: str, origin: str = CLI) -> ServingContext:
     """Resolved system and model plus a fresh :class:`Trace` (``ctx.trace``) for one estimate."""
@@ -158,7 +156,7 @@ def serving_instance(
     speculative: str | int | None = "off",
     pricing: str = "rental",
     instance_note: str | None = None,
-) -> ServingInstance:
+) -> Deployment:
     """The smallest aggregated instance that holds the model and one request (or ``instance_gpus``;
     ``attention_tp`` pins the attention TP group), in its layout with the most tokens/s per GPU at
     the KV limit; ``gpus``, ``max_batch``, ``prefill_s``, ``precision`` and ``dense_replicas``
@@ -178,6 +176,6 @@ def serving_instance(
     return d
 
 
-def decode_speed(inst: ServingInstance, batch) -> Any:
+def decode_speed(inst: Deployment, batch) -> Any:
     """Output tokens/s of one sequence at ``batch`` sequences per instance (arrays work too)."""
     return inst.decode_speed(batch)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ipd_cli.catalog.schema import StackProfile, borrowed_profile
 from ipd_cli.errors import InputError, did_you_mean
 
-from .context import Ctx
+from .context import ServingContext
 
 
 @dataclass(frozen=True)
@@ -40,12 +40,12 @@ class Stack:
 REFERENCE = "reference"
 
 
-def family_of(ctx: Ctx) -> str | None:
+def family_of(ctx: ServingContext) -> str | None:
     acc = ctx.system.accelerator
     return next((n for n, f in ctx.cat.serving.families.items() if acc in f.accelerators), None)
 
 
-def resolve(ctx: Ctx, stack: str | None) -> Stack:
+def resolve(ctx: ServingContext, stack: str | None) -> Stack:
     """The stack to serve with (asked for, or the family's default) and its profile chain."""
     sv = ctx.cat.serving
     family = family_of(ctx)
@@ -85,7 +85,7 @@ def resolve(ctx: Ctx, stack: str | None) -> Stack:
     return Stack(stack, family, tuple(chain))
 
 
-def read(ctx: Ctx, stack: Stack, label: str, field: str, reference: str | None):
+def read(ctx: ServingContext, stack: Stack, label: str, field: str, reference: str | None):
     """``field`` of the stack's profile (or the profile it borrows from), else the reference
     ``serving.<reference>`` (None: no reference; returns None)."""
     for i, (st, fam, prof) in enumerate(stack.chain):
