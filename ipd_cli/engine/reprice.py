@@ -118,7 +118,7 @@ def lifecycle_terms(s: Scenario, rl_steps_per_year: float | None) -> Numbers:
         out |= {"_life.r0": lc.r0, "_life.A": lc.asymptote, "_life.x_mid": lc.midpoint_samples}
         out["_life.B"] = lc.exponent
     else:
-        out["_life.p"] = f.workflow_success(ts.step_reliability, ts.steps_per_workflow)
+        out["_life.p"] = f.workflow_success(*ts.reliability_and_steps())
     if s.site_mw is not None:
         out["_life.site_mw"] = s.site_mw
     return out
@@ -135,39 +135,74 @@ def lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Num
 
 
 def _lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Numbers:
-    import numpy as np
-
     pre_kind, post_kind, success_kind = shape
     H = m["_life.H"]
     zero = 0.0 * H
-    pre_usd = pre_mwh = zero
-    if pre_kind == "workload":
-        pre_usd = m["pretraining.cost_usd"] * m["_life.share"]
-        pre_mwh = m["pretraining.energy_mwh"] * m["_life.share"]
-    elif pre_kind == "cost":
-        pre_usd = m["_life.pre_cost_usd"] * m["_life.share"]
-    post_usd = post_mwh = samples = zero
+    pre_usd, pre_mwh = _pretraining_share(pre_kind, m, zero)
+    post_usd, post_mwh, samples = _post_training(post_kind, m, H, zero)
+    out, p = _success_per_attempt(success_kind, m, samples, post_usd, zero)
+    out |= _headline(m, kw, pue, p, (pre_usd, post_usd), (pre_mwh, post_mwh), samples)
     if post_kind != "none":
-        usd_per_step = m["rl.usd_per_step"]
-        if post_kind == "budget":
-            steps_per_year = m["_life.rl_budget"] / usd_per_step
-        else:
-            steps_per_year = m["_life.rl_steps_per_year"]
-        post_usd = usd_per_step * steps_per_year * H
-        post_mwh = m["rl.energy_kwh_per_step"] * steps_per_year * H / f.KWH_PER_MWH
-        samples = m["_rl.samples_per_step"] * steps_per_year * H
-    out: Numbers = {}
-    if success_kind == "curve":
-        r0 = m["_life.r0"]
-        p = score = f.learning_curve(samples, r0, m["_life.A"], m["_life.x_mid"], m["_life.B"])
-        out["intelligence_per_dollar.score"] = score
-        points = f.points_per_kusd(score - r0, post_usd)
-        out["intelligence_per_dollar.score_points_per_kusd"] = np.where(post_usd > 0, points, np.nan)
+        out["intelligence_per_dollar.rl_rollouts_per_kwh"] = m["rl.rollouts_per_kwh"]
+    if "_life.site_mw" in m:
+        out |= _site_budget(m, kw, pue, p)
+    return out
+
+
+def _pretraining_share(pre_kind: str, m: Numbers, zero: Any) -> tuple[Any, Any]:
+    """(USD, MWh) of the pre-training run this lifecycle carries (its amortised share)."""
+    if pre_kind == "workload":
+        return m["pretraining.cost_usd"] * m["_life.share"], m["pretraining.energy_mwh"] * m["_life.share"]
+    if pre_kind == "cost":
+        return m["_life.pre_cost_usd"] * m["_life.share"], zero
+    return zero, zero
+
+
+def _post_training(post_kind: str, m: Numbers, H: Any, zero: Any) -> tuple[Any, Any, Any]:
+    """(USD, MWh, RL samples) of post-training over the horizon: a budget or a number of steps."""
+    if post_kind == "none":
+        return zero, zero, zero
+    usd_per_step = m["rl.usd_per_step"]
+    if post_kind == "budget":
+        steps_per_year = m["_life.rl_budget"] / usd_per_step
     else:
-        p = m["_life.p"] + zero
+        steps_per_year = m["_life.rl_steps_per_year"]
+    post_usd = usd_per_step * steps_per_year * H
+    post_mwh = m["rl.energy_kwh_per_step"] * steps_per_year * H / f.KWH_PER_MWH
+    return post_usd, post_mwh, m["_rl.samples_per_step"] * steps_per_year * H
+
+
+def _success_per_attempt(
+    success_kind: str, m: Numbers, samples: Any, post_usd: Any, zero: Any
+) -> tuple[Numbers, Any]:
+    """(the learning curve's score fields, or none; success per attempt)."""
+    import numpy as np
+
+    if success_kind != "curve":
+        return {}, m["_life.p"] + zero
+    r0 = m["_life.r0"]
+    score = f.learning_curve(samples, r0, m["_life.A"], m["_life.x_mid"], m["_life.B"])
+    points = f.points_per_kusd(score - r0, post_usd)
+    return {
+        "intelligence_per_dollar.score": score,
+        "intelligence_per_dollar.score_points_per_kusd": np.where(post_usd > 0, points, np.nan),
+    }, score
+
+
+def _attempts(m: Numbers, p: Any) -> tuple[Any, Any]:
+    """(success per task after up to m attempts, attempts a task takes on average)."""
+    import numpy as np
+
     M = m["_life.m"]
-    per_task = f.success_after_retries(p, M)
-    attempts = np.where(p > 0, f.expected_attempts(p, M), M)
+    return f.success_after_retries(p, M), np.where(p > 0, f.expected_attempts(p, M), M)
+
+
+def _headline(
+    m: Numbers, kw: Any, pue: Any, p: Any, costs: tuple[Any, Any], energies: tuple[Any, Any], samples: Any
+) -> Numbers:
+    """Serving the tasks, then the lifecycle's cost and energy per solved task."""
+    (pre_usd, post_usd), (pre_mwh, post_mwh) = costs, energies
+    per_task, attempts = _attempts(m, p)
     tasks = m["_life.tasks"]
     tokens = tasks * attempts * m["_life.per_attempt"]
     serve_usd = f.usd_for_tokens(tokens, m["serving.usd_per_million_output_tokens"])
@@ -177,7 +212,7 @@ def _lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Nu
     total = pre_usd + post_usd + serve_usd
     energy = pre_mwh + post_mwh + serve_mwh
     ipd = "intelligence_per_dollar."
-    out |= {
+    return {
         ipd + "usd_per_solved_task": total / solved,
         ipd + "solved_tasks_per_kusd": f.per_kusd(solved, total),
         ipd + "solved_tasks_per_mwh": solved / energy,
@@ -188,7 +223,7 @@ def _lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Nu
         ipd + "energy_breakdown_mwh.pretraining": pre_mwh,
         ipd + "energy_breakdown_mwh.post_training": post_mwh,
         ipd + "energy_breakdown_mwh.serving": serve_mwh,
-        ipd + "horizon_years": H,
+        ipd + "horizon_years": m["_life.H"],
         ipd + "tasks_attempted": tasks,
         ipd + "tasks_solved": solved,
         ipd + "success_per_attempt": p,
@@ -196,15 +231,17 @@ def _lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Nu
         ipd + "expected_attempts": attempts,
         ipd + "rl_samples": samples,
     }
-    if post_kind != "none":
-        out[ipd + "rl_rollouts_per_kwh"] = m["rl.rollouts_per_kwh"]
-    if "_life.site_mw" in m:
-        site_mw = m["_life.site_mw"]
-        gpus = f.gpus_in_power_budget(site_mw, kw, pue)
-        per_task_tokens = attempts * m["_life.per_attempt"]
-        out[ipd + "site_mw"] = site_mw
-        out[ipd + "site_gpus"] = gpus
-        out[ipd + "site_tasks_solved_per_day"] = f.tasks_per_day(
-            gpus, m["serving.tokens_per_s_per_gpu"], per_task_tokens, per_task
-        )
-    return out
+
+
+def _site_budget(m: Numbers, kw: Any, pue: Any, p: Any) -> Numbers:
+    """A site power budget filled with serving GPUs, and the tasks they solve per day."""
+    per_task, attempts = _attempts(m, p)
+    site_mw = m["_life.site_mw"]
+    gpus = f.gpus_in_power_budget(site_mw, kw, pue)
+    per_task_tokens = attempts * m["_life.per_attempt"]
+    tasks_per_day = f.tasks_per_day(gpus, m["serving.tokens_per_s_per_gpu"], per_task_tokens, per_task)
+    return {
+        "intelligence_per_dollar.site_mw": site_mw,
+        "intelligence_per_dollar.site_gpus": gpus,
+        "intelligence_per_dollar.site_tasks_solved_per_day": tasks_per_day,
+    }

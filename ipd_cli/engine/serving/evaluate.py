@@ -33,7 +33,7 @@ neither pool starves.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ipd_cli.engine import formulas as f
 
@@ -115,7 +115,66 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     return compute + comm + hand_off
 
 
-def step_terms(ph: Physics, lay: Columns, x: Columns, batch) -> Columns:
+class _Work(NamedTuple):
+    """One pass's bytes and FLOPs per GPU (arrays over rows): dense weights, attention over the KV
+    cache, and the experts."""
+
+    dense_bytes: Any
+    dense_flops: Any
+    kv_bytes: Any
+    attn_flops: Any
+    expert_bytes: Any
+    expert_flops: Any
+
+    def seconds(self, ph: Physics, attn_rate: Any, moe_rate: Any) -> Any:
+        """Each part on its roofline (the experts as grouped GEMMs), added."""
+        return (
+            f.roofline_seconds(self.dense_bytes, self.dense_flops, ph.hbm_rate, ph.gemm_rate)
+            + f.roofline_seconds(self.kv_bytes, self.attn_flops, ph.kv_rate, attn_rate)
+            + f.grouped_gemm_seconds(self.expert_bytes, self.expert_flops, ph.expert_rate, moe_rate)
+        )
+
+    def memory_s(self, ph: Physics) -> Any:
+        return (
+            self.dense_bytes / ph.hbm_rate + self.kv_bytes / ph.kv_rate + self.expert_bytes / ph.expert_rate
+        )
+
+    def compute_s(self, ph: Physics, attn_rate: Any, moe_rate: Any) -> Any:
+        return self.dense_flops / ph.gemm_rate + self.attn_flops / attn_rate + self.expert_flops / moe_rate
+
+
+def _target_work(
+    ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, width: Any, kv_seq: Any, touched: Any
+) -> _Work:
+    """One pipeline stage's pass of the target model over its micro-batch of ``m`` sequences, each
+    running ``width`` tokens (1 + draft depth)."""
+    pp, s, t = lay["pp"], lay["s"], lay["t"]
+    tokens = seqs * width
+    return _Work(
+        dense_bytes=ph.dense_bytes / (pp * t),
+        dense_flops=tokens * ph.dense_flops_per_token / (pp * t),
+        kv_bytes=seqs * kv_seq / pp,
+        attn_flops=tokens * ph.attn_flops_per_token / (pp * t),
+        expert_bytes=ph.expert_bytes / (pp * s) * touched,
+        expert_flops=m * width * ph.expert_flops_per_token / (pp * s) * x["imb_ep"],
+    )
+
+
+def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq: Any) -> _Work:
+    """One draft token through the draft layer(s) and the head, for the micro-batch's sequences
+    (on the last stage)."""
+    s, t, n = lay["s"], lay["t"], ph.draft_layers
+    return _Work(
+        dense_bytes=ph.draft_dense_bytes / t,
+        dense_flops=seqs * ph.draft_dense_flops_per_token / t,
+        kv_bytes=seqs * kv_seq * n / ph.kv_layers,
+        attn_flops=seqs * ph.attn_flops_per_token * n / ph.kv_layers / t,
+        expert_bytes=ph.draft_expert_bytes / s * f.experts_touched_share(m, ph.top_k / ph.experts),
+        expert_flops=m * ph.draft_expert_flops_per_token / s * x["imb_ep"],
+    )
+
+
+def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
     """One decode step (seconds) of each row's instance at ``batch`` sequences, with its parts.
 
     ``lay`` and ``x`` are the layout columns and :func:`layout_terms` already taken at each row.
@@ -126,53 +185,29 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch) -> Columns:
     width = 1.0 + k  # tokens each sequence runs through the target per step (verify)
     m = batch / pp  # micro-batch per pipeline stage
     seqs = m / d * x["imb_dp"]  # sequences of the busiest attention rank
-    tokens = seqs * width
     kv_seq = x["kv_tok"] * x["copies"] / t * ph.context_mean  # one sequence's KV bytes, all layers
-    dense_bytes = ph.dense_bytes / (pp * t)
-    dense_flops = tokens * ph.dense_flops_per_token / (pp * t)
-    kv_bytes = seqs * kv_seq / pp
-    attn_flops = tokens * ph.attn_flops_per_token / (pp * t)
     touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
-    expert_bytes = ph.expert_bytes / (pp * s) * touched
-    expert_flops = m * width * ph.expert_flops_per_token / (pp * s) * x["imb_ep"]
     moe_rate = ph.gemm_rate * ph.moe_share
-    dense_s = f.roofline_seconds(dense_bytes, dense_flops, ph.hbm_rate, ph.gemm_rate)
-    attn_s = f.roofline_seconds(kv_bytes, attn_flops, ph.kv_rate, x["attn_rate"])
-    expert_s = f.grouped_gemm_seconds(expert_bytes, expert_flops, ph.expert_rate, moe_rate)
-    work = pp * (dense_s + attn_s + expert_s)
+    target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched)
+    work = pp * target.seconds(ph, x["attn_rate"], moe_rate)
     floor, p = ph.overhead_per_layer_s, ph.floor_exponent
     layers_s = ph.layers * f.floor_combined_seconds(floor, work / ph.layers, p)
     cb, h = ph.collective_bytes, ph.hidden
     coll = ph.layers * _layer_collectives(ph, x, m * width, d, s, t, e)
     hand_off = pp * (pp > 1) * (m * width * h * cb / x["pp_link"] + x["pp_latency"])
-    # the draft: k tokens one after another, each through the draft layer(s) and the head, for the
-    # micro-batch's sequences (on the last stage)
+    # the draft: k tokens one after another
     n = ph.draft_layers
-    d_dense_bytes = ph.draft_dense_bytes / t
-    d_dense_flops = seqs * ph.draft_dense_flops_per_token / t
-    d_kv_bytes = seqs * kv_seq * n / ph.kv_layers
-    d_attn_flops = seqs * ph.attn_flops_per_token * n / ph.kv_layers / t
-    d_expert_bytes = ph.draft_expert_bytes / s * f.experts_touched_share(m, ph.top_k / ph.experts)
-    d_expert_flops = m * ph.draft_expert_flops_per_token / s * x["imb_ep"]
-    d_work = (
-        f.roofline_seconds(d_dense_bytes, d_dense_flops, ph.hbm_rate, ph.gemm_rate)
-        + f.roofline_seconds(d_kv_bytes, d_attn_flops, ph.kv_rate, x["attn_rate"])
-        + f.grouped_gemm_seconds(d_expert_bytes, d_expert_flops, ph.expert_rate, moe_rate)
-    )
+    draft = _draft_work(ph, lay, x, m, seqs, kv_seq)
+    d_work = draft.seconds(ph, x["attn_rate"], moe_rate)
     d_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=ph.draft_expert_bytes > 0)
     drafts = pp * k  # draft passes per step (each micro-batch's, one after another)
     draft_s = drafts * (n * f.floor_combined_seconds(floor, d_work / max(n, 1), p) + d_coll)
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
     step = layers_s + coll + hand_off + draft_s + fixed
-    memory = pp * (dense_bytes / ph.hbm_rate + kv_bytes / ph.kv_rate + expert_bytes / ph.expert_rate)
-    memory = memory + drafts * (
-        d_dense_bytes / ph.hbm_rate + d_kv_bytes / ph.kv_rate + d_expert_bytes / ph.expert_rate
-    )
-    compute = pp * (dense_flops / ph.gemm_rate + attn_flops / x["attn_rate"] + expert_flops / moe_rate)
-    compute = compute + drafts * (
-        d_dense_flops / ph.gemm_rate + d_attn_flops / x["attn_rate"] + d_expert_flops / moe_rate
-    )
+    memory = pp * target.memory_s(ph) + drafts * draft.memory_s(ph)
+    compute = pp * target.compute_s(ph, x["attn_rate"], moe_rate)
+    compute = compute + drafts * draft.compute_s(ph, x["attn_rate"], moe_rate)
     collectives = coll + hand_off + drafts * d_coll
     return dict(
         step_s=step,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.results import Serving
 
@@ -82,22 +84,27 @@ def _speculation(ph, depth: int, accepted: float) -> str:
     return f"{ph.spec_method}: {depth} draft{'s' if depth > 1 else ''}, {accepted:.3g} tokens/step"
 
 
-def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
-    """The result for row ``i`` of grid ``g``."""
-    ph, r, lay, x = g.ph, g.rows, g.lay, g.x
-    li = int(r["layout"][i])
-    fam, s, t = int(lay["fam"][li]), int(lay["s"][li]), int(lay["t"][li])
-    gpus, pp, batch = int(lay["g"][li]), int(lay["pp"][li]), int(round(float(r["batch"][i])))
+def serving(g: Grid, i: int, operating_point: str, **extra: Any) -> Serving:
+    """The result for row ``i`` of grid ``g``: its speeds and costs, its configuration, where its
+    step time goes, and the deployment it needs."""
+    return Serving(
+        **_rates(g, i),
+        **_configuration_fields(g, i),
+        **_step_time(g, i),
+        **_deployment(g, i),
+        operating_point=operating_point,
+        configurations_searched=len(g),
+        **extra,
+    )
+
+
+def _rates(g: Grid, i: int) -> dict[str, Any]:
+    """Speeds per GPU and per user, their prices and power."""
+    ph, r = g.ph, g.rows
     per_gpu = float(r["tokens_per_s_per_gpu"][i])
     per_user = float(r["tokens_per_s_per_user"][i])
     total = per_gpu * ph.context_peak / ph.osl
-    dis = bool(r["disagg"][i])
-    n_dec, n_pre = int(r["decode_instances"][i]), int(r["prefill_instances"][i])
-    pre = int(r["prefill_layout"][i])
-    deploy = float(r["deployment_gpus"][i])
-    used = n_dec * gpus + (n_pre * int(lay["g"][pre]) if dis else 0)
-    step = float(r["step_s"][i])
-    return Serving(
+    return dict(
         tokens_per_s_per_gpu=per_gpu,
         tokens_per_s_per_user=per_user,
         ttft_s=float(r["ttft_s"][i]),
@@ -105,8 +112,22 @@ def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
         usd_per_million_output_tokens=f.usd_per_million_tokens(ph.price, per_gpu),
         usd_per_million_total_tokens=f.usd_per_million_tokens(ph.price, total),
         tokens_per_s_per_mw=f.tokens_per_s_per_mw(per_gpu, ph.kw_per_gpu, ph.pue),
-        instance_gpus=gpus,
-        concurrency=batch,
+        total_tokens_per_s_per_gpu=total,
+        price_usd_per_gpu_hour=ph.price,
+        pricing=ph.pricing,
+        kw_per_gpu=ph.kw_per_gpu,
+    )
+
+
+def _configuration_fields(g: Grid, i: int) -> dict[str, Any]:
+    """The instance: model, precisions, parallelism, batch, speculation and serving stack."""
+    ph, r, lay, x = g.ph, g.rows, g.lay, g.x
+    li = int(r["layout"][i])
+    fam, s, t = int(lay["fam"][li]), int(lay["s"][li]), int(lay["t"][li])
+    depth, accepted = int(lay["k"][li]), float(x["accepted"][li])
+    return dict(
+        instance_gpus=int(lay["g"][li]),
+        concurrency=int(round(float(r["batch"][i]))),
         model=ph.model,
         parallelism=_parallelism(fam, t, s),
         attention_tp=t,
@@ -114,37 +135,57 @@ def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
         kv_precision=ph.kv_precisions[int(lay["kv"][li])],
         input_tokens=ph.isl,
         output_tokens=ph.osl,
-        operating_point=operating_point,
         max_concurrency=int(x["rank_max"][li] * x["d"][li]),
         kv_bytes_per_token=float(x["kv_tok"][li]),
-        weight_gb_per_instance=float(x["weights_gpu"][li]) * gpus / f.GIGA,
+        weight_gb_per_instance=float(x["weights_gpu"][li]) * int(lay["g"][li]) / f.GIGA,
+        speculative_speedup=accepted,
+        stack=ph.stack,
+        stack_family=ph.family,
+        stack_borrowed_from=ph.stack_borrowed_from,
+        speculative_method=ph.spec_method if depth else None,
+        draft_depth=depth,
+        speculation=_speculation(ph, depth, accepted),
+        configuration=configuration(g, i),
+        layout={DEP: "dep", TEP: "tep"}.get(fam, "tp"),
+        tp=t,
+        ep=int(lay["e"][li]),
+        pp=int(lay["pp"][li]),
+        attention_dp=int(x["d"][li]),
+        eplb=bool(lay["eplb"][li]),
+        batch_per_rank=_per_rank(g, i),
+        expert_imbalance=float(x["imb_ep"][li]),
+        attention_dp_imbalance=float(x["imb_dp"][li]),
+    )
+
+
+def _step_time(g: Grid, i: int) -> dict[str, Any]:
+    """Where a decode step's time goes, and what bounds it."""
+    ph, r = g.ph, g.rows
+    li = int(r["layout"][i])
+    return dict(
         decode_bound="memory" if r["memory_s"][i] >= r["compute_s"][i] else "compute",
-        step_time_ms=MS * step,
+        step_time_ms=MS * float(r["step_s"][i]),
         memory_time_ms=MS * float(r["memory_s"][i]),
         compute_time_ms=MS * float(r["compute_s"][i]),
         collective_time_ms=MS * float(r["collective_s"][i]),
         overhead_ms=MS * float(r["overhead_s"][i]),
         experts_touched_share=float(r["touched"][i]) if ph.moe else 1.0,
         prefill_share=float(r["prefill_share"][i]),
-        total_tokens_per_s_per_gpu=total,
-        speculative_speedup=float(x["accepted"][li]),
-        stack=ph.stack,
-        stack_family=ph.family,
-        stack_borrowed_from=ph.stack_borrowed_from,
-        speculative_method=ph.spec_method if int(lay["k"][li]) else None,
-        draft_depth=int(lay["k"][li]),
-        speculation=_speculation(ph, int(lay["k"][li]), float(x["accepted"][li])),
-        price_usd_per_gpu_hour=ph.price,
-        pricing=ph.pricing,
-        kw_per_gpu=ph.kw_per_gpu,
-        configuration=configuration(g, i),
-        layout={DEP: "dep", TEP: "tep"}.get(fam, "tp"),
-        tp=t,
-        ep=int(lay["e"][li]),
-        pp=pp,
-        attention_dp=int(x["d"][li]),
-        eplb=bool(lay["eplb"][li]),
-        batch_per_rank=_per_rank(g, i),
+        bottleneck=_bottleneck(r, i, ph, float(g.x["accepted"][li])),
+    )
+
+
+def _deployment(g: Grid, i: int) -> dict[str, Any]:
+    """The instances deployed (prefill and decode pools when disaggregated) and the GPUs they take."""
+    r, lay = g.rows, g.lay
+    gpus = int(lay["g"][int(r["layout"][i])])
+    dis = bool(r["disagg"][i])
+    n_dec, n_pre = int(r["decode_instances"][i]), int(r["prefill_instances"][i])
+    pre = int(r["prefill_layout"][i])
+    deploy = float(r["deployment_gpus"][i])
+    used = n_dec * gpus + (n_pre * int(lay["g"][pre]) if dis else 0)
+    per_gpu, per_user = float(r["tokens_per_s_per_gpu"][i]), float(r["tokens_per_s_per_user"][i])
+    return dict(
         disaggregated=dis,
         decode_instances=n_dec,
         prefill_instances=n_pre,
@@ -155,9 +196,4 @@ def serving(g: Grid, i: int, operating_point: str, **extra) -> Serving:
         # Little's law: sequences in flight on average; D x concurrency unless a prefill-bound pool
         # leaves the decode instances part-empty
         deployment_concurrency=_count(per_gpu * deploy / per_user),
-        expert_imbalance=float(x["imb_ep"][li]),
-        attention_dp_imbalance=float(x["imb_dp"][li]),
-        bottleneck=_bottleneck(r, i, ph, float(x["accepted"][li])),
-        configurations_searched=len(g),
-        **extra,
     )
