@@ -95,62 +95,77 @@ def _label(path: Path, directory: Path, builtin: bool) -> str:
     return f"builtin:{path.relative_to(directory).as_posix()}" if builtin else str(path)
 
 
+@dataclass
+class _Layer:
+    """One catalog directory being added: what it defined (a name twice in one layer is an
+    error) and which of its user files name no source."""
+
+    raw: RawCatalog
+    builtin: bool
+    seen: dict[tuple[str, str], str] = field(default_factory=dict)
+    unsourced: list[str] = field(default_factory=list)  # user files with entries that name no source
+
+    def put(self, section: str, name: str, value: Any, origin: str) -> None:
+        key = (section, name)
+        if key in self.seen:
+            raise InputError(f"{origin}: {section}.{name} is also defined in {self.seen[key]}; keep one")
+        self.seen[key] = origin
+        self.raw.section(section)[name] = value
+        self.raw.origins[key] = origin
+
+    def filled(self, was_filled: bool, label: str) -> None:
+        if was_filled and label not in self.unsourced:
+            self.unsourced.append(label)
+
+    def fill(self, value: Any, ann: Any, label: str) -> None:
+        if not self.builtin:
+            self.filled(fill_annotated(value, ann), label)
+
+
 def _add_layer(raw: RawCatalog, directory: Path, builtin: bool = False) -> None:
     section_files, workload_files = layer_files(directory)
-    layer_seen: dict[tuple[str, str], str] = {}
-
-    def put(section: str, name: str, value: Any, origin: str) -> None:
-        key = (section, name)
-        if key in layer_seen:
-            raise InputError(f"{origin}: {section}.{name} is also defined in {layer_seen[key]}; keep one")
-        layer_seen[key] = origin
-        raw.section(section)[name] = value
-        raw.origins[key] = origin
-
-    unsourced: list[str] = []  # user files with entries that name no source
-
-    def fill(value: Any, ann: Any, label: str) -> None:
-        if not builtin and fill_annotated(value, ann) and label not in unsourced:
-            unsourced.append(label)
-
+    layer = _Layer(raw, builtin)
     for path in section_files:
-        label = _label(path, directory, builtin)
-        doc = read_yaml(path, label=label)
-        if doc is None:
-            raise InputError(
-                f"{label}: empty file (no YAML content); add sections such as economics: or remove it"
-            )
-        if not isinstance(doc, dict):
-            raise InputError(f"{label}: expected a mapping of sections at the top level")
-        for section, body in doc.items():
-            if section in MERGED_SECTIONS:
-                if not isinstance(body, dict):
-                    raise InputError(f"{label}: {section}: expected a mapping of fields")
-                for name, value in body.items():
-                    field_info = MERGED_SECTIONS[section].model_fields.get(str(name))
-                    if field_info is not None:
-                        fill(value, field_info.annotation, label)
-                    put(section, str(name), value, label)
-            elif section in ENTRY_SECTIONS:
-                if not isinstance(body, dict):
-                    raise InputError(f"{label}: {section}: expected a mapping of name -> entry")
-                for name, value in body.items():
-                    if section != "sources":
-                        fill(value, ENTRY_SECTIONS[section], label)
-                    put(section, str(name), value, label)
-            else:
-                choices = list(ENTRY_SECTIONS) + list(MERGED_SECTIONS)
-                raise InputError(f"{label}: unknown section '{section}'{did_you_mean(str(section), choices)}")
+        _add_section_file(layer, path, _label(path, directory, builtin))
     for path in workload_files:
         label = _label(path, directory, builtin)
         body = read_workload_doc(path, label=label)
         for sid, src in body.pop("sources", {}).items():
-            put("sources", str(sid), src, label)
-        if not builtin and fill_user_workload_sources(body) and label not in unsourced:
-            unsourced.append(label)
-        put("workloads", path.stem, body, label)
-    if unsourced:
-        put("sources", USER_SOURCE, user_source_entry(), ", ".join(unsourced))
+            layer.put("sources", str(sid), src, label)
+        if not builtin:
+            layer.filled(fill_user_workload_sources(body), label)
+        layer.put("workloads", path.stem, body, label)
+    if layer.unsourced:
+        layer.put("sources", USER_SOURCE, user_source_entry(), ", ".join(layer.unsourced))
+
+
+def _add_section_file(layer: _Layer, path: Path, label: str) -> None:
+    doc = read_yaml(path, label=label)
+    if doc is None:
+        raise InputError(
+            f"{label}: empty file (no YAML content); add sections such as economics: or remove it"
+        )
+    if not isinstance(doc, dict):
+        raise InputError(f"{label}: expected a mapping of sections at the top level")
+    for section, body in doc.items():
+        if section in MERGED_SECTIONS:
+            if not isinstance(body, dict):
+                raise InputError(f"{label}: {section}: expected a mapping of fields")
+            for name, value in body.items():
+                field_info = MERGED_SECTIONS[section].model_fields.get(str(name))
+                if field_info is not None:
+                    layer.fill(value, field_info.annotation, label)
+                layer.put(section, str(name), value, label)
+        elif section in ENTRY_SECTIONS:
+            if not isinstance(body, dict):
+                raise InputError(f"{label}: {section}: expected a mapping of name -> entry")
+            for name, value in body.items():
+                if section != "sources":
+                    layer.fill(value, ENTRY_SECTIONS[section], label)
+                layer.put(section, str(name), value, label)
+        else:
+            choices = list(ENTRY_SECTIONS) + list(MERGED_SECTIONS)
+            raise InputError(f"{label}: unknown section '{section}'{did_you_mean(str(section), choices)}")
 
 
 def read_workload_doc(path: Path | str, text: str | None = None, label: str | None = None) -> dict[str, Any]:

@@ -780,17 +780,7 @@ class ServingEfficiency(Strict):
         for name in zero_ok:
             if getattr(self, name).value < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name).value}")
-        tables = ("bytes_per_weight", "kv_bytes_per_value", "decode_compute_efficiency", "prefill_mfu")
-        for name in (*tables, "moe_compute_share"):
-            table = getattr(self, name)
-            missing = [p for p in PRECISIONS if p not in table]
-            if missing:
-                raise ValueError(f"{name} needs a value for {', '.join(missing)}")
-            for p, s in table.items():
-                if s.value <= 0:
-                    raise ValueError(f"{name}.{p} must be > 0, got {s.value}")
-                if name in ("decode_compute_efficiency", "prefill_mfu", "moe_compute_share"):
-                    _fraction(f"{name}.{p}", s)
+        self._check_precision_tables()
         for name in (
             "kv_cache_free_fraction",
             "decode_hbm_efficiency",
@@ -818,6 +808,20 @@ class ServingEfficiency(Strict):
             raise ValueError(f"step_floor_exponent must be >= 1, got {self.step_floor_exponent.value}")
         self._check_stacks()
         return self
+
+    def _check_precision_tables(self) -> None:
+        """Every per-precision table has every precision, each value > 0 (efficiencies <= 1)."""
+        tables = ("bytes_per_weight", "kv_bytes_per_value", "decode_compute_efficiency", "prefill_mfu")
+        for name in (*tables, "moe_compute_share"):
+            table = getattr(self, name)
+            missing = [p for p in PRECISIONS if p not in table]
+            if missing:
+                raise ValueError(f"{name} needs a value for {', '.join(missing)}")
+            for p, s in table.items():
+                if s.value <= 0:
+                    raise ValueError(f"{name}.{p} must be > 0, got {s.value}")
+                if name in ("decode_compute_efficiency", "prefill_mfu", "moe_compute_share"):
+                    _fraction(f"{name}.{p}", s)
 
     def _check_stacks(self) -> None:
         owner: dict[str, str] = {}

@@ -69,15 +69,7 @@ def pretraining_inputs(
     inp = Inputs(cat, trace)
     system = cat.system(hardware)
     name = cat.canonical("systems", hardware)
-    used = supported_precision(cat.accelerator_of(system), precision)
-    if used != precision:
-        trace.given(
-            "precision",
-            used,
-            "",
-            cat.origin("systems", name),
-            note=f"{name} has no dense {precision} figure; used {used}",
-        )
+    used = _precision_used(cat, trace, name, precision)
     x: dict[str, Any] = {
         **tpn.model_inputs(inp, cat, model),
         **tpn.hardware_inputs(inp, cat, hardware, used),
@@ -89,16 +81,7 @@ def pretraining_inputs(
         "pins": tpn.parse_plan(plan),
         "top": top,
     }
-    if plan:
-        inp.given("plan pins", plan, "", origin, path=None)
-    if mfu is not None:
-        x["mfu_pin"] = inp.given("training MFU (pinned)", mfu, "fraction of dense peak", CLI)
-    if deadline_days is not None:
-        x["deadline_days"] = inp.given(
-            "deadline", deadline_days, "days", origin, path="workload.deadline_days"
-        )
-    else:
-        x["gpus"] = inp.given("GPUs", gpus, "GPUs", origin, path="workload.gpus")
+    x |= _request_pins(inp, origin, plan=plan, mfu=mfu, deadline_days=deadline_days, gpus=gpus)
     x["price"], basis = usd_per_gpu_hour(inp, name, pricing)
     x["kw_per_gpu"] = kw_per_gpu(inp, name)
     x["pue"] = pue(inp)
@@ -110,6 +93,46 @@ def pretraining_inputs(
         "system": system,
     }
     return x, meta
+
+
+def _precision_used(cat: Catalog, trace: Trace, name: str, precision: str) -> str:
+    """The precision the system can run (the asked one or the next wider with a dense figure),
+    recorded with a note when it is not the one asked for."""
+    used = supported_precision(cat.accelerator_of(cat.system(name)), precision)
+    if used != precision:
+        trace.given(
+            "precision",
+            used,
+            "",
+            cat.origin("systems", name),
+            note=f"{name} has no dense {precision} figure; used {used}",
+        )
+    return used
+
+
+def _request_pins(
+    inp: Inputs,
+    origin: str,
+    *,
+    plan: str | None,
+    mfu: float | None,
+    deadline_days: float | None,
+    gpus: int | None,
+) -> dict[str, Any]:
+    """What the request fixes: a pinned MFU, and a deadline or a cluster size (the plan pins are
+    parsed with the model inputs; they are recorded here)."""
+    x: dict[str, Any] = {}
+    if plan:
+        inp.given("plan pins", plan, "", origin, path=None)
+    if mfu is not None:
+        x["mfu_pin"] = inp.given("training MFU (pinned)", mfu, "fraction of dense peak", CLI)
+    if deadline_days is not None:
+        x["deadline_days"] = inp.given(
+            "deadline", deadline_days, "days", origin, path="workload.deadline_days"
+        )
+    else:
+        x["gpus"] = inp.given("GPUs", gpus, "GPUs", origin, path="workload.gpus")
+    return x
 
 
 def _is_array(v: Any) -> bool:
