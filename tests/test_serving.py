@@ -428,7 +428,8 @@ def test_an_infeasible_pin_names_the_nearest_feasible_configuration(catalog):
 
 def test_single_points_and_the_grid_agree(catalog):
     # random rows of the searched grid, each estimated alone with every column pinned
-    np = pytest.importorskip("numpy")
+    import numpy as np
+
     from ipd_cli.engine.serving.context import context
     from ipd_cli.engine.serving.estimate import Shape, search
     from ipd_cli.engine.serving.grid import FAMILY_NAMES, Pins
@@ -615,7 +616,8 @@ def test_bad_inputs(catalog):
 
 
 def test_rollout_deployment_uses_the_search_and_decodes_on_arrays(catalog):
-    np = pytest.importorskip("numpy")
+    import numpy as np
+
     ctx = serving_context(catalog, "gb200-nvl72", "deepseek-v3")
     kw = dict(input_tokens=1024, output_tokens=4096, precision="fp4")
     few = rollout_deployment(ctx, rollouts=4096, gen_gpus=8, **kw)

@@ -8,6 +8,7 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
 from helpers import run_cli, write
 
@@ -17,8 +18,6 @@ from ipd_cli.engine import sweep as sw
 from ipd_cli.output import stream_rows
 from ipd_cli.render import OutputContext
 from ipd_cli.render.stream import chunk_bytes
-
-np = pytest.importorskip("numpy")
 
 SMALL = "kind: pretrain\ndescription: a small run\nmodel: llama-3.1-8b\ntokens: 1.0e12\ngpus: 64\n"
 
