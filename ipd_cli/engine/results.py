@@ -468,6 +468,11 @@ class Rl(Result):
     usd_per_million_generated_tokens: float
     rollouts_per_kwh: float
     gpus: int
+    gpus_requested: int | None = Field(
+        default=None,
+        description="the workload's GPUs when they were too few to run on this system and "
+        "grow_gpus_to_fit raised them to `gpus` (else null)",
+    )
     gen_gpus: int
     train_gpus: int
     instance_gpus: int
