@@ -38,40 +38,8 @@ def read_bounded(path: Path | str, limit: int, name: str | None = None, hint: st
     Opened with O_NONBLOCK so that a FIFO cannot hang the open; refused unless it is a regular
     file (a symbolic link to one is fine); read with the bound, as a file may grow while read.
     """
-    name = name or str(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory; {hint}") from None
-    except OSError as e:
-        raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise InputError(f"{name}: is a directory; {hint}")
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{name}: is {kind(st.st_mode)}, not a regular file; {hint} (or - for stdin)")
-        if st.st_size > limit:
-            raise InputError(f"{name}: larger than {limit:,} bytes; refusing to read it")
-        chunks, size, want = [], 0, st.st_size + 1  # a read allocates what it asks for
-        while size <= limit:
-            try:
-                data = os.read(fd, min(limit + 1 - size, max(want, 1 << 16)))
-            except OSError as e:
-                raise InputError(f"{name}: cannot read ({e.strerror or e})") from None
-            if not data:
-                break
-            chunks.append(data)
-            size += len(data)
-            want = 1 << 16
-    finally:
-        os.close(fd)
-    if size > limit:
-        raise InputError(f"{name}: larger than {limit:,} bytes; refusing to read it")
-    return b"".join(chunks)
+    with _open_regular(path, limit, name or str(path), hint, f"{hint} (or - for stdin)") as stream:
+        return stream.read(limit + 1)
 
 
 class _Bounded(io.RawIOBase):
@@ -84,7 +52,10 @@ class _Bounded(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
-        n = os.readv(self.fd, [buffer])
+        try:
+            n = os.readv(self.fd, [buffer])
+        except OSError as e:
+            raise InputError(f"{self.name}: cannot read ({e.strerror or e})") from None
         self.count += n
         if self.count > self.limit:
             raise InputError(f"{self.name}: larger than {self.limit:,} bytes; refusing to read it")
@@ -98,7 +69,12 @@ class _Bounded(io.RawIOBase):
 
 def open_bounded(path: Path | str, limit: int, name: str | None = None, hint: str = "give a file") -> Any:
     """A binary stream over a regular file that fails once more than ``limit`` bytes are read."""
-    name = name or str(path)
+    return _open_regular(path, limit, name or str(path), hint, hint)
+
+
+def _open_regular(path: Path | str, limit: int, name: str, hint: str, other_hint: str) -> Any:
+    """Open without blocking and refuse what is not a regular file of at most ``limit`` bytes
+    (``hint``: the fix for a directory, ``other_hint`` for a FIFO, device or socket)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags)
@@ -113,7 +89,7 @@ def open_bounded(path: Path | str, limit: int, name: str | None = None, hint: st
     if stat.S_ISDIR(st.st_mode):
         problem = f"is a directory; {hint}"
     elif not stat.S_ISREG(st.st_mode):
-        problem = f"is {kind(st.st_mode)}, not a regular file; {hint}"
+        problem = f"is {kind(st.st_mode)}, not a regular file; {other_hint}"
     elif st.st_size > limit:
         problem = f"larger than {limit:,} bytes; refusing to read it"
     if problem:

@@ -253,30 +253,12 @@ def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = 
         sys.stderr.write(f"wrote {output}\n")
 
 
-def metric_paths(model: Any, prefix: str = "") -> list[str]:
-    """Every dotted path to a number in a result model (pretraining.cost_usd, rl.run.usd_per_year)."""
-    import types
-    import typing
-
-    model.model_rebuild()  # resolve the forward references of a deferred result model
-    out: list[str] = []
-    for name, info in model.model_fields.items():
-        ann = info.annotation
-        args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
-        for arg in args:
-            if hasattr(arg, "model_fields"):
-                out += metric_paths(arg, f"{prefix}{name}.")
-            elif arg in (int, float) and arg is not bool:
-                out.append(f"{prefix}{name}")
-    return list(dict.fromkeys(out))
-
-
 def check_budget_options(max_usd: float | None, metric: str | None) -> None:
     """--max-usd and --budget-metric, checked before anything is computed."""
     if max_usd is not None and not (math.isfinite(max_usd) and max_usd >= 0):
         raise InputError(f"--max-usd must be a finite number >= 0, got {max_usd}")
     if metric is not None:
-        from ipd_cli.engine.results import SystemResult
+        from ipd_cli.engine.results import SystemResult, metric_paths
 
         known = metric_paths(SystemResult)
         if metric not in known:

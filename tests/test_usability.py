@@ -73,9 +73,14 @@ def test_explain_prints_its_inputs_in_full_precision():
 # --- a comparison shows every system (item 1) -----------------------------------------------------
 
 
+# The 10T SWE workload grows its GPUs to what each system needs (grow_gpus_to_fit); with that off,
+# its 2,048 GPUs cannot hold the training state on H100, which is the stage that cannot run here.
+FIXED_RL_GPUS = ("--set", "workload.post_training.grow_gpus_to_fit=false")
+
+
 def test_compare_keeps_every_system_when_one_stage_cannot_run():
     # before: exit 1, "moe-10t at fp8 needs 10,382 GB on 144 h100-sxm GPUs", no stage named
-    r = run_cli("compare", "hopper", "blackwell", "-f", "json")
+    r = run_cli("compare", "hopper", "blackwell", *FIXED_RL_GPUS, "-f", "json")
     assert r.code == 0, r.stderr
     hopper, blackwell = r.json()["systems"]
     assert hopper["rl"] is None and hopper["intelligence_per_dollar"] is None
@@ -92,11 +97,30 @@ def test_compare_keeps_every_system_when_one_stage_cannot_run():
 def test_four_system_compare_runs():
     r = run_cli("compare", "h100-sxm", "h200", "b200", "mi355x", "-f", "json")
     assert r.code == 0, r.stderr
-    assert [s["hardware"] for s in r.json()["systems"]] == ["h100-sxm", "h200", "b200", "mi355x"]
+    systems = r.json()["systems"]
+    assert [s["hardware"] for s in systems] == ["h100-sxm", "h200", "b200", "mi355x"]
+    # every system gets the headline: the RL step runs on the GPUs each one needs
+    assert all(s["intelligence_per_dollar"]["solved_tasks_per_kusd"] > 0 for s in systems)
+
+
+def test_rl_gpus_grow_to_what_the_system_needs_and_say_so():
+    # 10T parameters x 16 bytes of training state = 160 TB: 2,048 H100 of 80 GB hold 164 TB of HBM
+    # before any activation or reserve, so the trainer needs more; the result names the fewest
+    # (one generation instance plus the smallest trainer that holds the state) and the request
+    r = run_cli("compare", "hopper", "blackwell", "-f", "json")
+    assert r.code == 0, r.stderr
+    hopper, blackwell = (s["rl"] for s in r.json()["systems"])
+    assert hopper["gpus_requested"] == 2048 and hopper["gpus"] > 2048
+    assert hopper["gen_gpus"] == hopper["instance_gpus"]
+    assert hopper["train_gpus"] == hopper["trainer_memory"]["min_train_gpus"]
+    assert hopper["gpus"] == hopper["gen_gpus"] + hopper["train_gpus"]
+    assert blackwell["gpus"] == 2048 and blackwell["gpus_requested"] is None  # GB200 holds it in 2,048
+    line = f"h100-sxm: RL post-training runs on {hopper['gpus']:,} GPUs, not the workload's 2,048"
+    assert f"ipd: warning: {line}" in r.stderr
 
 
 def test_an_infeasible_block_is_a_dash_with_a_footnote_in_tables():
-    r = run_cli("compare", "hopper", "blackwell", "-f", "markdown")
+    r = run_cli("compare", "hopper", "blackwell", *FIXED_RL_GPUS, "-f", "markdown")
     assert r.code == 0
     rl_rows = r.stdout.split("**RL post-training**")[1].split("\n")
     assert "cannot run [1]" in rl_rows[0]
@@ -105,14 +129,14 @@ def test_an_infeasible_block_is_a_dash_with_a_footnote_in_tables():
 
 
 def test_a_comparison_no_system_can_run_exits_1_naming_the_stage():
-    r = run_cli("compare", "hopper")
+    r = run_cli("compare", "hopper", *FIXED_RL_GPUS)
     assert r.code == 1 and r.stdout == ""
     assert "h100-sxm: post_training (rl-swe-agent-10t)" in r.stderr
 
 
 def test_hints_name_options_the_command_has():
     # before: `compare a100 h100-sxm` said "use --precision bf16", an option compare does not have
-    r = run_cli("compare", "a100", "h100-sxm")
+    r = run_cli("compare", "a100", "h100-sxm", *FIXED_RL_GPUS)
     assert r.code == 1 and "--precision" not in r.stderr
     # 10T parameters at bf16 = 20 TB; 12 domains of 8 H200 hold ~13 TB, at fp8 the 10 TB fit
     limit = ["--set", "serving.max_instance_domains=12"]

@@ -920,6 +920,12 @@ class RlWorkload(Strict):
     gpus: Int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
     gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
     train_gpus: Int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")
+    grow_gpus_to_fit: bool = Field(
+        default=False,
+        description="when `gpus` cannot hold the training state plus one generation instance on a "
+        "system, run on the fewest GPUs that can (the result says so in gpus_requested) instead of "
+        "refusing: for comparisons across systems whose HBM differs",
+    )
     steps_per_refresh: Int = Field(default=100, gt=0)
     refreshes_per_year: Num = Field(default=12, gt=0)
     source: str

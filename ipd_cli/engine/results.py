@@ -468,6 +468,11 @@ class Rl(Result):
     usd_per_million_generated_tokens: float
     rollouts_per_kwh: float
     gpus: int
+    gpus_requested: int | None = Field(
+        default=None,
+        description="the workload's GPUs when they were too few to run on this system and "
+        "grow_gpus_to_fit raised them to `gpus` (else null)",
+    )
     gen_gpus: int
     train_gpus: int
     instance_gpus: int
@@ -508,3 +513,22 @@ class ValidationResult(Result):
     split: str
     items: list[dict]
     summary: list[dict]
+
+
+def metric_paths(model: type[Result], prefix: str = "") -> list[str]:
+    """Every dotted path to a number (int or float, not bool) in a result model
+    (pretraining.cost_usd, rl.run.usd_per_year): the metrics a sweep, a budget or a CSV column can name."""
+    import types
+    import typing
+
+    model.model_rebuild()  # resolve the forward references of a deferred result model
+    out: list[str] = []
+    for name, info in model.model_fields.items():
+        ann = info.annotation
+        args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
+        for arg in args:
+            if hasattr(arg, "model_fields"):
+                out += metric_paths(arg, f"{prefix}{name}.")
+            elif arg in (int, float) and arg is not bool:
+                out.append(f"{prefix}{name}")
+    return list(dict.fromkeys(out))

@@ -220,27 +220,11 @@ def _block_class(block: str) -> Any:
     }[block]
 
 
-def _numeric_paths(cls: Any, prefix: str) -> list[str]:
-    """Every dotted path to a declared number (int or float, not bool) of a result model."""
-    import types
-    import typing
-
-    cls.model_rebuild()
-    out: list[str] = []
-    for name, info in cls.model_fields.items():
-        ann = info.annotation
-        args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
-        for arg in args:
-            if hasattr(arg, "model_fields"):
-                out += _numeric_paths(arg, f"{prefix}{name}.")
-            elif arg in (int, float):
-                out.append(f"{prefix}{name}")
-    return list(dict.fromkeys(out))
-
-
 @functools.cache
 def _block_metrics(block: str) -> tuple[str, ...]:
-    names = _numeric_paths(_block_class(block), f"{block}.")
+    from ipd_cli.engine.results import metric_paths
+
+    names = metric_paths(_block_class(block), f"{block}.")
     return (*names, *(t for t in TEXT_METRICS if t.startswith(f"{block}.")))
 
 

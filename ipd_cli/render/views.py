@@ -384,6 +384,13 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
             out.append(f"{hw} is a {status} system{flag}: its specs and prices are plans, not measurements")
         stages = {w["stage"]: w for w in (s.get("infeasible") or {}).values()}
         out += [_infeasible_line(hw, why, s) for why in stages.values()]
+        rl = s.get("rl")
+        if isinstance(rl, dict) and rl.get("gpus_requested"):
+            out.append(
+                f"{hw}: RL post-training runs on {rl['gpus']:,} GPUs, not the workload's "
+                f"{rl['gpus_requested']:,}: the fewest that hold the training state "
+                f"({rl['train_gpus']:,}) and one generation instance ({rl['instance_gpus']:,})"
+            )
         point = s.get("serving")
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(

@@ -25,7 +25,7 @@ from .generation import (
     rollout_engine,
 )
 from .result import assemble
-from .step import Step, SyncPhase, split_gpus, step
+from .step import Step, SyncPhase, fewest_split_gpus, split_gpus, step
 from .sync import Links, SyncPlan, WeightSync, sync_links, weight_sync
 from .trainer import (
     Trainer,
@@ -281,6 +281,8 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
         gg, tg = given
     else:
         total = w.total_gpus()
+        if w.grow_gpus_to_fit:  # the fewest that hold the training state and one rollout instance
+            total = max(total, fewest_split_gpus(s.rollouts.gpus, mem.min_gpus))
         try:
             gg, tg = split_gpus(
                 total, s.rollouts.gpus, lambda a, b: evaluate(s, a, b, quiet=True).step.seconds, mem.min_gpus

@@ -107,6 +107,7 @@ def assemble(
         usd_per_million_generated_tokens=usd / (n.generated * n.mean_response_tokens / 1e6),
         rollouts_per_kwh=n.generated / energy_kwh,
         gpus=billed,
+        gpus_requested=s.w.gpus if s.w.gpus is not None and billed > s.w.gpus else None,
         gen_gpus=gen_gpus,
         train_gpus=train_gpus,
         instance_gpus=s.rollouts.gpus,

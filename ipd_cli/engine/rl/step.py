@@ -65,6 +65,12 @@ def _split_candidates(total: int, instance_gpus: int, min_train: int) -> list[in
     return [k * instance_gpus for k in ks]
 
 
+def fewest_split_gpus(instance_gpus: int, min_train: int) -> int:
+    """The fewest GPUs a disaggregated step can run on: one generation instance and a trainer
+    that holds the training state."""
+    return instance_gpus + max(1, min_train)
+
+
 def split_gpus(
     total: int, instance_gpus: int, balance: Callable[[int, int], float], min_train: int = 1
 ) -> tuple[int, int]:
@@ -76,7 +82,7 @@ def split_gpus(
         if best is None or seconds < best[0]:
             best = (seconds, gen, total - gen)
     if best is None:
-        need = instance_gpus + max(1, min_train)
+        need = fewest_split_gpus(instance_gpus, min_train)
         raise InfeasibleError(
             f"{total} GPUs cannot be split into generation (instances of {instance_gpus}) and training "
             f"(at least {max(1, min_train)} GPUs to hold the training state); give `gpus` >= {need}"

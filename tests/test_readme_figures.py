@@ -1,0 +1,55 @@
+"""The README's headline table and worked example print what `ipd compare vera-rubin blackwell`
+gives today: a change to the catalog or the model that moves a headline figure fails here until
+the README says so (a README that quotes stale numbers is a claim nobody can check)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from helpers import run_cli_once
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def systems() -> dict[str, dict]:
+    r = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json")
+    assert r.code == 0, r.stderr
+    return {s["hardware"]: s for s in r.json()["systems"]}
+
+
+def _row(label: str) -> list[str]:
+    """The cells of the README headline row whose first cell starts with ``label``."""
+    line = next(ln for ln in README.splitlines() if ln.startswith(f"| {label}"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def _sig(x: float, digits: int = 3) -> str:
+    """As the README writes it: thousands separators, three significant figures below 1,000."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:#.{digits}g}".rstrip(".")
+
+
+def test_headline_table_matches_the_compare_output(systems):
+    gb, vr = systems["gb200-nvl72"], systems["vera-rubin-nvl72"]
+    cells = {
+        "solved agent tasks per $1k": lambda s: _sig(s["intelligence_per_dollar"]["solved_tasks_per_kusd"]),
+        "GPUs to pre-train": lambda s: f"{s['pretraining']['gpus']:,}",
+        "RL step": lambda s: f"{s['rl']['step_seconds']:,.0f} s",
+        "serving 10T MoE": lambda s: _sig(s["serving"]["tokens_per_s_per_gpu"]),
+        "$ per M output tokens": lambda s: _sig(s["serving"]["usd_per_million_output_tokens"]),
+    }
+    for label, cell in cells.items():
+        row = _row(label)
+        assert row[1:3] == [cell(gb), cell(vr)], (label, row)
+
+
+def test_worked_example_matches_the_compare_output(systems):
+    ipd = systems["vera-rubin-nvl72"]["intelligence_per_dollar"]
+    per_task = f"${ipd['usd_per_solved_task']:.3f} per solved task"
+    per_kusd = f"{ipd['solved_tasks_per_kusd']:,.0f} per $1k"
+    lifecycle = f"Lifecycle ${ipd['lifecycle_cost_usd'] / 1e6:.1f}M"
+    text = re.sub(r"\s+", " ", README)
+    for phrase in (per_task, per_kusd, lifecycle):
+        assert phrase in text, phrase
