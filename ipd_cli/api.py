@@ -11,7 +11,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any
 
 from .catalog.catalog import Catalog
 from .catalog.loader import load_catalog
@@ -78,93 +78,6 @@ def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
     return given
 
 
-@overload
-def serve(
-    cat: Catalog,
-    hardware: str,
-    model: str,
-    *,
-    curve: Literal[False] = False,
-    input_tokens: int | None = None,
-    output_tokens: int | None = None,
-    precision: str | None = None,
-    kv_precision: str | None = None,
-    concurrency: int | None = None,
-    tokens_per_user_s: float | None = None,
-    instance_gpus: int | None = None,
-    attention_tp: int | None = None,
-    layout: str | None = None,
-    disaggregated: bool | None = None,
-    eplb: bool | None = None,
-    prefill_layout: str | None = None,
-    prefill_instances: int | None = None,
-    decode_instances: int | None = None,
-    instance: str = "best",
-    speculative: str | int | None = None,
-    stack: str | None = None,
-    requests_per_s: float | None = None,
-    output_tokens_per_day: float | None = None,
-    pricing: str = "rental",
-    origin: str = CLI,
-) -> ServeResult: ...
-@overload
-def serve(
-    cat: Catalog,
-    hardware: str,
-    model: str,
-    *,
-    curve: Literal[True],
-    input_tokens: int | None = None,
-    output_tokens: int | None = None,
-    precision: str | None = None,
-    kv_precision: str | None = None,
-    concurrency: int | None = None,
-    tokens_per_user_s: float | None = None,
-    instance_gpus: int | None = None,
-    attention_tp: int | None = None,
-    layout: str | None = None,
-    disaggregated: bool | None = None,
-    eplb: bool | None = None,
-    prefill_layout: str | None = None,
-    prefill_instances: int | None = None,
-    decode_instances: int | None = None,
-    instance: str = "best",
-    speculative: str | int | None = None,
-    stack: str | None = None,
-    requests_per_s: float | None = None,
-    output_tokens_per_day: float | None = None,
-    pricing: str = "rental",
-    origin: str = CLI,
-) -> ServeCurveResult: ...
-@overload
-def serve(
-    cat: Catalog,
-    hardware: str,
-    model: str,
-    *,
-    curve: bool,
-    input_tokens: int | None = None,
-    output_tokens: int | None = None,
-    precision: str | None = None,
-    kv_precision: str | None = None,
-    concurrency: int | None = None,
-    tokens_per_user_s: float | None = None,
-    instance_gpus: int | None = None,
-    attention_tp: int | None = None,
-    layout: str | None = None,
-    disaggregated: bool | None = None,
-    eplb: bool | None = None,
-    prefill_layout: str | None = None,
-    prefill_instances: int | None = None,
-    decode_instances: int | None = None,
-    instance: str = "best",
-    speculative: str | int | None = None,
-    stack: str | None = None,
-    requests_per_s: float | None = None,
-    output_tokens_per_day: float | None = None,
-    pricing: str = "rental",
-    origin: str = CLI,
-) -> ServeResult | ServeCurveResult: ...
 def serve(
     cat: Catalog,
     hardware: str,

@@ -922,6 +922,7 @@ def plot_curve(
 
     Example: ipd plot curve vera-rubin blackwell --model kimi-k2 --precision fp4 -o curves.png
     """
+    from .engine.results import ServeCurveResult
     from .render.plot import Figure, Series
 
     _check_plot_target(output, force)
@@ -939,6 +940,7 @@ def plot_curve(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
         )
+        assert isinstance(c, ServeCurveResult)  # curve=True
         fig.series.append(
             Series(
                 c.hardware,
