@@ -523,12 +523,12 @@ def _fit_knob(
     best = (before, _current(base, knob).value)
     grid = _grid(_current(base, knob))
     for value in grid:
-        loss = _loss(cat.with_overrides([*others, f"{knob}={value:.4g}"]), cases)
+        loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), cases)
         if loss < best[0] - 1e-12:
             best = (loss, value)
     if knob.startswith(JOINT):  # cheap to price: refine between the grid points around the best
         for value in _refined(grid, best[1]):
-            loss = _loss(cat.with_overrides([*others, f"{knob}={value:.4g}"]), cases)
+            loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), cases)
             if loss < best[0] - 1e-12:
                 best = (loss, value)
     fitted = float(f"{best[1]:.3g}")
