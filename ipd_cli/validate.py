@@ -227,6 +227,13 @@ def validate(cat: Catalog, split: str = "checking", path: Path | None = None) ->
 
 
 def run(cat: Catalog, split: str = "checking", path: Path | None = None) -> Listing:
+    from ipd_cli.engine.serving.grid import memoized
+
+    with memoized():  # cases with equal serving physics, pins and target share one search (17 of 222)
+        return _run(cat, split, path)
+
+
+def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
     cases, _ = load_cases(path)
     rows = []
     for case in cases:
