@@ -961,6 +961,7 @@ def _wait_for(predicate, seconds: float = 60) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.slow  # a subprocess, interrupted once it writes
 @pytest.mark.parametrize(("name", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])  # SIGINT: below
 def test_a_signal_during_a_sweep_to_a_file_leaves_valid_json_or_nothing(tmp_path, name, code):
     import signal
@@ -986,6 +987,7 @@ def test_a_signal_during_a_sweep_to_a_file_leaves_valid_json_or_nothing(tmp_path
         assert all(r["hardware"] == "vera-rubin-nvl72" and "pretraining.gpus" in r for r in rows)
 
 
+@pytest.mark.slow  # a subprocess, interrupted once its pipe is full
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "json"])
 def test_ctrl_c_with_stdout_on_a_full_pipe_leaves_whole_rows(fmt):
     import signal

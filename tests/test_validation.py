@@ -131,6 +131,7 @@ def test_weight_sync_checking_cases_within_the_fidelity_bound(checking_rows):
     assert ws["over_2x"] <= WEIGHT_SYNC_OVER_2X_MAX
 
 
+@pytest.mark.slow  # ipd calibrate: shared with the README's run of it
 def test_catalog_defaults_are_the_calibrated_values():
     # through the command (it exited 1 on every run while one knob's only case was unreachable):
     # re-running the calibration must not move any default by more than 5 %: the catalog cites it
