@@ -949,8 +949,20 @@ BIG_SWEEP = (  # ten million rows of the pre-training estimate: long enough to i
 )
 
 
+def _default_signals() -> None:
+    """In the child: the signals the tests send act by default, even where pytest itself runs with
+    them ignored (under nohup, or as a background job without job control), which the child would
+    inherit and ipd rightly keep; it would then write all ten million rows."""
+    import signal
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 def _popen(*args: str, **kw) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    kw.setdefault("preexec_fn", _default_signals if os.name == "posix" else None)
     return subprocess.Popen([sys.executable, "-m", "ipd_cli", *args], env=env, **kw)
 
 
