@@ -227,6 +227,13 @@ def validate(cat: Catalog, split: str = "checking", path: Path | None = None) ->
 
 
 def run(cat: Catalog, split: str = "checking", path: Path | None = None) -> Listing:
+    from ipd_cli.engine.serving.grid import memoized
+
+    with memoized():  # cases with equal serving physics, pins and target share one search (17 of 222)
+        return _run(cat, split, path)
+
+
+def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
     cases, _ = load_cases(path)
     rows = []
     for case in cases:
@@ -523,12 +530,12 @@ def _fit_knob(
     best = (before, _current(base, knob).value)
     grid = _grid(_current(base, knob))
     for value in grid:
-        loss = _loss(cat.with_overrides([*others, f"{knob}={value:.4g}"]), cases)
+        loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), cases)
         if loss < best[0] - 1e-12:
             best = (loss, value)
     if knob.startswith(JOINT):  # cheap to price: refine between the grid points around the best
         for value in _refined(grid, best[1]):
-            loss = _loss(cat.with_overrides([*others, f"{knob}={value:.4g}"]), cases)
+            loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), cases)
             if loss < best[0] - 1e-12:
                 best = (loss, value)
     fitted = float(f"{best[1]:.3g}")

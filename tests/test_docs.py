@@ -172,6 +172,7 @@ def test_the_readme_shows_runnable_commands():
     assert any(a[0] == "sweep" for a in argvs) and any(a[0] == "diff" for a in argvs)
 
 
+@pytest.mark.slow  # runs ipd calibrate and ipd validate
 def test_every_readme_command_exits_as_documented(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     seen: set[tuple[str, ...]] = set()

@@ -65,10 +65,12 @@ days_st = st.floats(0.5, 3650, allow_nan=False)
 
 
 @st.composite
-def train_args(draw, catalog):
-    """A feasible pre-training request: hardware, model, tokens and a fixed or deadline target."""
+def train_args(draw, models=tuple(MODELS)):
+    """A feasible pre-training request: hardware, model, tokens and a fixed or deadline target (the
+    catalog is not an argument: hypothesis would build a 200 kB repr of the strategy to print it)."""
+    catalog = _catalog()
     hw = draw(st.sampled_from(sorted(catalog.systems)))
-    model = draw(st.sampled_from(MODELS))
+    model = draw(st.sampled_from(models))
     tokens = draw(tokens_st)
     kw = {"precision": draw(st.sampled_from(PRECISIONS)), "pricing": draw(st.sampled_from(["rental", "tco"]))}
     if draw(st.booleans()):
@@ -99,7 +101,7 @@ def memory_floor(catalog, hw, model, tokens, kw) -> int:
 @given(data=st.data())
 def test_pretraining_outputs_are_finite_non_negative_and_consistent(data):
     catalog = _catalog()
-    hw, model, tokens, kw = data.draw(train_args(catalog))
+    hw, model, tokens, kw = data.draw(train_args())
     r = train(catalog, hw, model, tokens, **kw)
     assert_finite_non_negative(r)
     p = r.pretraining
@@ -116,12 +118,31 @@ def test_pretraining_outputs_are_finite_non_negative_and_consistent(data):
         assert p.wall_days <= kw["deadline_days"] * (1 + 1e-9)
 
 
-@bounded(30)
+def systems_from(catalog, first: str = "vera-rubin-nvl72") -> list[str]:
+    """The catalog's systems, ``first`` first: hypothesis starts from (and shrinks towards) the first
+    element, and an example whose every system is refused tests nothing (vera-rubin-nvl72 runs
+    every catalog workload; a100-sxm, alphabetically first, runs only two)."""
+    return sorted(catalog.systems, key=lambda s: (s != first, s))
+
+
+def test_each_catalog_workload_gives_finite_non_negative_numbers_on_both_vendors():
+    # every workload once, on a system that runs them all and one that rotates over the vendors
+    # and generations, under both pricings (the random draws below favour the first workload)
+    catalog = _catalog()
+    others = ["mi355x", "gb300-nvl72", "h200", "mi325x", "b200", "rubin-ultra"]
+    for i, workload in enumerate(sorted(catalog.workloads)):
+        systems = ["vera-rubin-nvl72", others[i % len(others)]]
+        r = compare(catalog, systems, workload, pricing=("rental", "tco")[i % 2])
+        assert [s.hardware for s in r.systems] == systems
+        assert_finite_non_negative(r)
+
+
+@bounded(6)
 @given(data=st.data())
 def test_every_catalog_workload_gives_finite_non_negative_numbers(data):
     catalog = _catalog()
     workload = data.draw(st.sampled_from(sorted(catalog.workloads)))
-    systems = data.draw(st.lists(st.sampled_from(sorted(catalog.systems)), min_size=1, max_size=3))
+    systems = data.draw(st.lists(st.sampled_from(systems_from(catalog)), min_size=1, max_size=3))
     pricing = data.draw(st.sampled_from(["rental", "tco"]))
     try:
         r = compare(catalog, systems, workload, pricing=pricing)
@@ -130,11 +151,11 @@ def test_every_catalog_workload_gives_finite_non_negative_numbers(data):
     assert_finite_non_negative(r)
 
 
-@bounded(30)
+@bounded(15)
 @given(data=st.data(), k=st.floats(0.01, 100))
 def test_cost_is_linear_in_the_rental_price(data, k):
     catalog = _catalog()
-    hw, model, tokens, kw = data.draw(train_args(catalog))
+    hw, model, tokens, kw = data.draw(train_args())
     kw["pricing"] = "rental"
     base = train(catalog, hw, model, tokens, **kw).pretraining
     label = base.pricing.split(":", 1)[1]
@@ -148,7 +169,7 @@ def test_cost_is_linear_in_the_rental_price(data, k):
 @given(data=st.data(), k=st.floats(0.05, 20))
 def test_tco_cost_is_linear_in_capex_and_electricity(data, k):
     catalog = _catalog()
-    hw, model, tokens, kw = data.draw(train_args(catalog))
+    hw, model, tokens, kw = data.draw(train_args())
     kw["pricing"] = "tco"
     capex = catalog.system(hw).capex_usd.value
     kwh = catalog.economics.electricity_usd_per_kwh.value
@@ -165,13 +186,14 @@ def test_tco_cost_is_linear_in_capex_and_electricity(data, k):
     assert cost(capex, kwh * k) - capex_only == pytest.approx(k * (base - capex_only), rel=1e-6)
 
 
-@bounded(12)
+@bounded(8)
 @given(data=st.data(), mfu=st.floats(0.05, 0.8))
 def test_doubling_tokens_doubles_gpu_hours_at_fixed_mfu_and_gpus(data, mfu):
     catalog = _catalog()
-    hw, model, tokens, kw = data.draw(train_args(catalog))
     # models without a published recipe batch take one from the training FLOPs, so tokens move the plan
-    assume(catalog.model(model).training_global_batch_tokens is not None)
+    recipe = [m for m in MODELS if catalog.model(m).training_global_batch_tokens is not None]
+    assert len(recipe) >= 2  # llama-3.1-405b, deepseek-v3, moe-10t today
+    hw, model, tokens, kw = data.draw(train_args(tuple(recipe)))
     days = kw.pop("deadline_days", None)
     if days is not None:  # fix the GPU count the deadline asks for
         kw["gpus"] = train(catalog, hw, model, tokens, deadline_days=days, **kw).pretraining.gpus
@@ -186,7 +208,7 @@ def test_doubling_tokens_doubles_gpu_hours_at_fixed_mfu_and_gpus(data, mfu):
 @given(data=st.data(), more=st.integers(1, 1_000_000))
 def test_more_gpus_never_lengthen_pretraining(data, more):
     catalog = _catalog()
-    hw, model, tokens, kw = data.draw(train_args(catalog))
+    hw, model, tokens, kw = data.draw(train_args())
     days, n = kw.pop("deadline_days", None), kw.pop("gpus", None)
     n = n or memory_floor(catalog, hw, model, tokens, kw)
     fewer = train(catalog, hw, model, tokens, gpus=n, **kw).pretraining
@@ -198,13 +220,13 @@ def test_more_gpus_never_lengthen_pretraining(data, more):
         assert later.gpus <= sooner.gpus
 
 
-@bounded(20)
+@bounded(8)
 @given(data=st.data())
 def test_identical_systems_compare_at_exactly_one(data):
     catalog = _catalog()
     from ipd_cli.render.views import view
 
-    hw = data.draw(st.sampled_from(sorted(catalog.systems)))
+    hw = data.draw(st.sampled_from(systems_from(catalog)))
     twin = data.draw(st.sampled_from([hw, *catalog.system(hw).aliases]))
     workload = data.draw(st.sampled_from(sorted(catalog.workloads)))
     try:
@@ -218,11 +240,11 @@ def test_identical_systems_compare_at_exactly_one(data):
     assert ratios <= {"same", f"{1.0:.3g}x"}, ratios  # 'same' where a direction is known, else 1x
 
 
-@bounded(8)
+@bounded(5)
 @given(data=st.data())
 def test_the_same_inputs_give_byte_identical_json_that_round_trips(data):
     catalog = _catalog()
-    systems = data.draw(st.lists(st.sampled_from(sorted(catalog.systems)), min_size=1, max_size=3))
+    systems = data.draw(st.lists(st.sampled_from(systems_from(catalog)), min_size=1, max_size=3))
     workload = data.draw(st.sampled_from(sorted(catalog.workloads)))
     pricing = data.draw(st.sampled_from(["rental", "tco"]))
     args = ("compare", *systems, "--workload", workload, "--pricing", pricing, "-f", "json")
@@ -240,7 +262,7 @@ def test_the_same_inputs_give_byte_identical_json_that_round_trips(data):
 @given(data=st.data())
 def test_train_json_round_trips(data):
     catalog = _catalog()
-    hw, model, tokens, kw = data.draw(train_args(catalog))
+    hw, model, tokens, kw = data.draw(train_args())
     args = ["train", "--hardware", hw, "--model", model, "--tokens", repr(tokens), "-f", "json"]
     args += ["--precision", kw["precision"], "--pricing", kw["pricing"]]
     args += ["--days", repr(kw["deadline_days"])] if "deadline_days" in kw else ["--gpus", str(kw["gpus"])]

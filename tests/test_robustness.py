@@ -949,8 +949,20 @@ BIG_SWEEP = (  # ten million rows of the pre-training estimate: long enough to i
 )
 
 
+def _default_signals() -> None:
+    """In the child: the signals the tests send act by default, even where pytest itself runs with
+    them ignored (under nohup, or as a background job without job control), which the child would
+    inherit and ipd rightly keep; it would then write all ten million rows."""
+    import signal
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
 def _popen(*args: str, **kw) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    kw.setdefault("preexec_fn", _default_signals if os.name == "posix" else None)
     return subprocess.Popen([sys.executable, "-m", "ipd_cli", *args], env=env, **kw)
 
 
@@ -961,6 +973,7 @@ def _wait_for(predicate, seconds: float = 60) -> None:
         time.sleep(0.01)
 
 
+@pytest.mark.slow  # a subprocess, interrupted once it writes
 @pytest.mark.parametrize(("name", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])  # SIGINT: below
 def test_a_signal_during_a_sweep_to_a_file_leaves_valid_json_or_nothing(tmp_path, name, code):
     import signal
@@ -986,6 +999,7 @@ def test_a_signal_during_a_sweep_to_a_file_leaves_valid_json_or_nothing(tmp_path
         assert all(r["hardware"] == "vera-rubin-nvl72" and "pretraining.gpus" in r for r in rows)
 
 
+@pytest.mark.slow  # a subprocess, interrupted once its pipe is full
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "json"])
 def test_ctrl_c_with_stdout_on_a_full_pipe_leaves_whole_rows(fmt):
     import signal

@@ -26,6 +26,17 @@ def best(cat, hw, model, precision, target):
     return estimate_serving(cat, hw, model, precision=precision, tokens_per_user_s=target, **SHAPE).serving
 
 
+_AT_CATALOG: dict[tuple, object] = {}
+
+
+def best_at_catalog(cat, hw, model, precision, target):
+    """``best`` at the session catalog's values, once per session: the three specs compare with it."""
+    key = (id(cat), hw, model, precision, target)
+    if key not in _AT_CATALOG:
+        _AT_CATALOG[key] = best(cat, hw, model, precision, target)
+    return _AT_CATALOG[key]
+
+
 def faster(cat, hw, field, factor):
     acc = cat.system(hw).accelerator
     value = getattr(cat.accelerators[acc], field).value
@@ -40,7 +51,10 @@ def test_a_better_spec_never_lowers_the_best_answer(catalog, hw, model, precisio
     for name in fields:
         better = faster(better, hw, name, 1.5)
     for target in TARGETS:
-        slow, fast = best(catalog, hw, model, precision, target), best(better, hw, model, precision, target)
+        slow, fast = (
+            best_at_catalog(catalog, hw, model, precision, target),
+            best(better, hw, model, precision, target),
+        )
         if slow.target_met is False:  # nothing meets it: the fastest configuration only gets faster
             assert fast.tokens_per_s_per_user >= slow.tokens_per_s_per_user * (1 - 1e-9), target
         else:

@@ -28,8 +28,11 @@ PRETRAIN_BEYOND_1_5X = 8
 
 
 @pytest.fixture(scope="module")
-def checking_rows(catalog):
-    return val.run(catalog, "checking").items
+def checking_rows():
+    # the rows of the README's command (one run per session, shared with the test below)
+    r = run_cli_once("validate", "--set", "checking")
+    assert r.code == 0, r.stderr
+    return r.json()["items"]
 
 
 def test_checking_set_median_error_is_within_the_documented_bound():
@@ -128,6 +131,7 @@ def test_weight_sync_checking_cases_within_the_fidelity_bound(checking_rows):
     assert ws["over_2x"] <= WEIGHT_SYNC_OVER_2X_MAX
 
 
+@pytest.mark.slow  # ipd calibrate: shared with the README's run of it
 def test_catalog_defaults_are_the_calibrated_values():
     # through the command (it exited 1 on every run while one knob's only case was unreachable):
     # re-running the calibration must not move any default by more than 5 %: the catalog cites it
