@@ -288,7 +288,7 @@ def test_higher_hbm_bandwidth_never_lowers_decode_throughput(data, low, gain, co
     bw = catalog.accelerators[acc].hbm_tb_per_s.value
 
     def serve(factor: float, instance_gpus: int | None = None):
-        cat = load(sets=[f"accelerators.{acc}.hbm_tb_per_s={bw * factor!r}"])
+        cat = catalog.with_overrides([f"accelerators.{acc}.hbm_tb_per_s={bw * factor!r}"])
         return estimate_serving(cat, hw, model, concurrency=concurrency, instance_gpus=instance_gpus).serving
 
     try:
@@ -297,6 +297,13 @@ def test_higher_hbm_bandwidth_never_lowers_decode_throughput(data, low, gain, co
         assume(False)
     fast = serve(low * gain, slow.instance_gpus)
     assert fast.instance_gpus == slow.instance_gpus
+    # the search maximises tokens/s per GPU: that never falls
     assert fast.tokens_per_s_per_gpu >= slow.tokens_per_s_per_gpu * (1 - REL)
-    assert fast.tokens_per_s_per_user >= slow.tokens_per_s_per_user * (1 - REL)
-    assert fast.tpot_ms <= slow.tpot_ms * (1 + REL)
+    # per-user speed is not the objective at a pinned concurrency: with faster HBM the search may
+    # pick another deployment that serves more per GPU a little slower per user (b200 DeepSeek-V3
+    # at 57 users, HBM x3 -> x6: 1 prefill x TP4 + 6 decode x DEP4 becomes one aggregated DEP4,
+    # 1,770 -> 2,010 tokens/s per GPU, 144.9 -> 141.1 per user, as prefills now take turns with
+    # decode); the same deployment is never slower
+    if fast.configuration == slow.configuration:
+        assert fast.tokens_per_s_per_user >= slow.tokens_per_s_per_user * (1 - REL)
+        assert fast.tpot_ms <= slow.tpot_ms * (1 + REL)
