@@ -48,6 +48,10 @@ class Catalog:
     origins: dict[tuple[str, str], str]
     aliases: dict[str, dict[str, str]]
     overrides: list[Any] = field(default_factory=list)  # --set items, applied already except workload.*
+    # what each --set path names, filled by the engine's reader as it reads (entries are frozen
+    # and a catalog is never changed after it is built: overrides and dataclasses.replace make a new
+    # one, whose table starts empty as the field is not an __init__ argument)
+    resolved: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _get(self, kind: str, section: str, name: str) -> Any:
         table: dict[str, Any] = getattr(self, section)

@@ -45,7 +45,15 @@ def _names(cat: Catalog, section: str) -> dict[str, str]:
 
 
 def resolve(cat: Catalog, path: str) -> Resolved:
-    """The catalog value at a ``--set`` path (raises KeyError for a path the catalog lacks)."""
+    """The catalog value at a ``--set`` path (raises KeyError for a path the catalog lacks),
+    remembered on the catalog: an estimate reads the same paths many times."""
+    r = cat.resolved.get(path)
+    if r is None:
+        r = cat.resolved[path] = _resolve(cat, path)
+    return r
+
+
+def _resolve(cat: Catalog, path: str) -> Resolved:
     keys = path.split(".")
     section = keys[0]
     node: Any
