@@ -113,69 +113,42 @@ def serve(
     from .engine.serving import estimate_serving, estimate_serving_curve
 
     refuse_workload_sets(cat, "serve", "--input-tokens, --output-tokens, --concurrency, --tokens-per-user-s")
-    if not curve:
-        return estimate_serving(
-            cat,
-            hardware,
-            model,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            precision=precision,
-            kv_precision=kv_precision,
-            instance_gpus=instance_gpus,
-            attention_tp=attention_tp,
-            layout=layout,
-            disaggregated=disaggregated,
-            eplb=eplb,
-            instance=instance,
-            speculative=speculative,
-            stack=stack,
-            pricing=pricing,
-            origin=origin,
-            concurrency=concurrency,
-            tokens_per_user_s=tokens_per_user_s,
-            requests_per_s=requests_per_s,
-            output_tokens_per_day=output_tokens_per_day,
-            prefill_layout=prefill_layout,
-            prefill_instances=prefill_instances,
-            decode_instances=decode_instances,
-        )
+    space: dict[str, Any] = {  # what both a point and the curve search over or pin
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "precision": precision,
+        "kv_precision": kv_precision,
+        "instance_gpus": instance_gpus,
+        "attention_tp": attention_tp,
+        "layout": layout,
+        "disaggregated": disaggregated,
+        "eplb": eplb,
+        "instance": instance,
+        "speculative": speculative,
+        "stack": stack,
+        "pricing": pricing,
+        "origin": origin,
+    }
     one_point: dict[str, Any] = {
         "concurrency": concurrency,
         "tokens_per_user_s": tokens_per_user_s,
         "requests_per_s": requests_per_s,
         "output_tokens_per_day": output_tokens_per_day,
     }
-    for name, value in one_point.items():
-        if value is not None:
-            raise InputError(f"`{name}` picks one point; `curve` gives them all")
     pools: dict[str, Any] = {
         "prefill_layout": prefill_layout,
         "prefill_instances": prefill_instances,
         "decode_instances": decode_instances,
     }
+    if not curve:
+        return estimate_serving(cat, hardware, model, **space, **one_point, **pools)
+    for name, value in one_point.items():
+        if value is not None:
+            raise InputError(f"`{name}` picks one point; `curve` gives them all")
     for name, value in pools.items():
         if value is not None:
             raise InputError(f"`{name}` pins one disaggregated deployment; `curve` searches them all")
-    return estimate_serving_curve(
-        cat,
-        hardware,
-        model,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        precision=precision,
-        kv_precision=kv_precision,
-        instance_gpus=instance_gpus,
-        attention_tp=attention_tp,
-        layout=layout,
-        disaggregated=disaggregated,
-        eplb=eplb,
-        instance=instance,
-        speculative=speculative,
-        stack=stack,
-        pricing=pricing,
-        origin=origin,
-    )
+    return estimate_serving_curve(cat, hardware, model, **space)
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
