@@ -502,33 +502,28 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
 
 def _calibrate(cat: Catalog, path: Path | None, sets: list[str] | None) -> Listing:
     cases, _ = load_cases(path)
-    start = cat.with_overrides(sets) if sets else cat
+    base = cat.with_overrides(sets) if sets else cat
     groups: dict[str, list[Case]] = {}
     for case in cases:
-        for knob in knobs_of(start, case) if case.split == "fitting" else []:
+        for knob in knobs_of(base, case) if case.split == "fitting" else []:
             groups.setdefault(knob, []).append(case)
-    ordered = sorted(groups, key=lambda k: (_rank(k), k))
-    applied = list(sets or [])
     rows = []
-    for knob in ordered:
-        row = _fit_knob(cat, knob, groups[knob], applied, _current(start, knob).value)
+    for knob in sorted(groups, key=lambda k: (_rank(k), k)):
+        row = _fit_knob(base, knob, groups[knob])
         rows.append(row)
-        if row["status"] == "fitted":
-            applied.append(f"{knob}={row['fitted']}")
+        if row["status"] == "fitted":  # the knobs after it are fitted with it set
+            base = base.with_overrides([f"{knob}={row['fitted']}"])
     return Listing(kind="calibration", items=rows)
 
 
-def _fit_knob(
-    cat: Catalog, knob: str, cases: list[Case], applied: list[str], current: float
-) -> dict[str, Any]:
-    """One knob's grid search with the knobs before it at ``applied``; ``current``: its catalog value."""
-    others = [a for a in applied if not a.startswith(f"{knob}=")]
-    base = cat.with_overrides(others) if others else cat
+def _fit_knob(base: Catalog, knob: str, cases: list[Case]) -> dict[str, Any]:
+    """One knob's grid search on ``base``, the catalog with the knobs before it already fitted."""
+    current = _current(base, knob)
     before = _loss(base, cases)
     if math.isinf(before):  # every fitting case of this knob is out of the model's reach
-        return _skipped(knob, current, cases)
-    best = (before, _current(base, knob).value)
-    grid = _grid(_current(base, knob))
+        return _skipped(knob, current.value, cases)
+    best = (before, current.value)
+    grid = _grid(current)
     for value in grid:
         loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), cases)
         if loss < best[0] - 1e-12:
@@ -541,7 +536,7 @@ def _fit_knob(
     fitted = float(f"{best[1]:.3g}")
     return {
         "parameter": knob,
-        "current": current,
+        "current": current.value,
         "fitted": fitted,
         "cases": len(cases),
         "rms_log_error_before": _rms(before),
