@@ -177,6 +177,14 @@ def kv_bytes_per_token(arch: Model, kv_bytes: float) -> float:
     return f.kv_bytes_per_token_gqa(arch.kv_layers, arch.kv_heads, arch.head_dim, kv_bytes)
 
 
+def routed_active_params(arch: Model) -> float:
+    """Routed-expert parameters one token uses (its top-k of E experts); 0 for a dense model."""
+    if not arch.is_moe:
+        return 0.0
+    _, routed, k_over_e = weight_split(arch, 1.0)
+    return routed * k_over_e
+
+
 def weight_split(arch: Model, bytes_per_weight: float) -> tuple[float, float, float]:
     """(dense bytes, routed-expert bytes, k/E); shared experts count as dense."""
     if not arch.is_moe:

@@ -14,7 +14,7 @@ from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from ipd_cli.errors import InputError
 
 from . import stack as stacks
-from .context import ServingContext, kv_bytes_per_token, supported, weight_split, wider
+from .context import ServingContext, kv_bytes_per_token, routed_active_params, supported, weight_split, wider
 from .stack import Stack
 
 
@@ -110,8 +110,8 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
     total = ctx.arch("total parameters", "total_params")
     active = ctx.arch("active parameters", "active_params")
     ctx.trace.given("layers with a growing KV cache", arch.kv_layers, "layers", ctx.morigin)
-    dense_b, expert_b, k_over_e = weight_split(arch, bpw)
-    routed_active = expert_b / bpw * k_over_e if arch.is_moe else 0.0
+    dense_b, expert_b, _ = weight_split(arch, bpw)
+    routed_active = routed_active_params(arch)
     dense_active = active - routed_active if arch.is_moe else total
     per_position = f.attention_flops_per_position(
         arch.attention_heads, arch.head_dim, arch.kv_lora_rank or 0, arch.qk_rope_head_dim or 0
@@ -307,10 +307,10 @@ def _draft(ctx: ServingContext, m, precision: str) -> dict:
     src = ctx.cat.origin("serving", "speculative_methods")
     ctx.trace.given("draft layers per draft token", m.draft_layers, "layers", src)
     head = arch.vocab_size * arch.hidden_size
-    dense_b, expert_b, k_over_e = weight_split(arch, bpw)
+    dense_b, expert_b, _ = weight_split(arch, bpw)
     n = m.draft_layers / arch.layers
     if m.draft == "mtp":
-        routed_active = expert_b / bpw * k_over_e if arch.is_moe else 0.0
+        routed_active = routed_active_params(arch)
         return {
             "draft_layers": m.draft_layers,
             "draft_dense_bytes": dense_b * n + head * bpw,
