@@ -48,6 +48,12 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> Run:
 _ONCE: dict[tuple[str, ...], Run] = {}
 
 
+# The frontier scenario's 10T SWE step grows its GPUs to what each system needs
+# (grow_gpus_to_fit); with this, its 2,048 GPUs stay fixed and cannot hold the training state on
+# H100: a stage that cannot run, for the tests of how that is reported.
+FIXED_RL_GPUS = ("--set", "workload.post_training.grow_gpus_to_fit=false")
+
+
 def run_cli_once(*args: str) -> Run:
     """``run_cli(*args)`` run once per test session: for commands that write no file, read no stdin
     and do not depend on the working directory, which the README, the --help examples and the tests

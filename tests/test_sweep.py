@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import run_cli, write
+from helpers import FIXED_RL_GPUS, run_cli, write
 
 import ipd_cli
 from ipd_cli import compare, load
@@ -182,14 +182,13 @@ def test_an_rl_workload_sweeps_its_rl_metrics(catalog):
 def test_a_block_that_cannot_run_leaves_empty_cells_and_a_warning():
     # the 10T model's RL cannot be split on 2,048 H100s when its GPUs may not grow to fit (the
     # workload lets them by default): rl and the headline are empty there
-    fixed = ("--set", "workload.post_training.grow_gpus_to_fit=false")
     r = run_cli(
         "sweep",
         "--vary",
         "hardware=hopper,vera-rubin",
         "--vary",
         "economics.pue=1.2,1.3",
-        *fixed,
+        *FIXED_RL_GPUS,
         "-f",
         "json",
     )
@@ -201,10 +200,12 @@ def test_a_block_that_cannot_run_leaves_empty_cells_and_a_warning():
     )
     assert hopper["pretraining.gpus"] > 0 and rubin["intelligence_per_dollar.solved_tasks_per_kusd"] > 0
     assert "h100-sxm: RL post-training (rl-swe-agent-10t) cannot run" in r.stderr
-    csv_rows = _csv("--vary", "hardware=hopper,vera-rubin", "--vary", "economics.pue=1.2", *fixed)
+    csv_rows = _csv("--vary", "hardware=hopper,vera-rubin", "--vary", "economics.pue=1.2", *FIXED_RL_GPUS)
     assert csv_rows[0]["rl.usd_per_step"] == "" and float(csv_rows[0]["pretraining.gpus"]) > 0
     # as in compare: no point with the workload's headline is an error, naming the stage
-    r = run_cli("sweep", "--vary", "hardware=hopper", "--vary", "economics.pue=1.2", *fixed, "-f", "csv")
+    r = run_cli(
+        "sweep", "--vary", "hardware=hopper", "--vary", "economics.pue=1.2", *FIXED_RL_GPUS, "-f", "csv"
+    )
     assert r.code == 1 and r.stdout == ""
     needle = "'frontier-agentic' cannot run at any point of the sweep: h100-sxm: post_training: moe-10t"
     assert needle in r.stderr

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import run_cli
+from helpers import FIXED_RL_GPUS, run_cli
 
 from ipd_cli.errors import did_you_mean
 
@@ -71,11 +71,6 @@ def test_explain_prints_its_inputs_in_full_precision():
 
 
 # --- a comparison shows every system (item 1) -----------------------------------------------------
-
-
-# The 10T SWE workload grows its GPUs to what each system needs (grow_gpus_to_fit); with that off,
-# its 2,048 GPUs cannot hold the training state on H100, which is the stage that cannot run here.
-FIXED_RL_GPUS = ("--set", "workload.post_training.grow_gpus_to_fit=false")
 
 
 def test_compare_keeps_every_system_when_one_stage_cannot_run():
