@@ -128,13 +128,19 @@ def model_inputs(inp: Inputs, cat: Catalog, model: str) -> dict[str, Any]:
     return x
 
 
+# not a measured value: a guard for an entry whose embeddings (vocab x hidden, untied twice) would
+# leave the layers nothing of the active count (a what-if model with a small hidden size and a
+# large vocabulary); the layers keep this share of the active parameters
+MIN_BODY_SHARE = 0.05
+
+
 def shape(x: dict) -> dict[str, float]:
     """Parameters per layer by kind, consistent with the catalog's active and total counts: the
     routed experts from total - active, the FFN from its width, the mixer (attention, or what a
     hybrid layer holds instead) as the rest of the active parameters."""
     L, h, nmat, routed_layers = x["layers"], x["hidden"], x["act_width"], x["routed_layers"]
     embeddings = x["vocab"] * h * (1.0 if x["tied"] else 2.0)
-    body = f.maximum(x["active"] - embeddings, 0.05 * x["active"])
+    body = f.maximum(x["active"] - embeddings, MIN_BODY_SHARE * x["active"])
     routed = f.routed_expert_params(x["total"], x["active"], x["topk"] / x["experts"]) if x["is_moe"] else 0.0
     p_expert = routed / (routed_layers * x["experts"]) if x["is_moe"] else 0.0
     expert_ffn = x["expert_ffn_given"] or (p_expert / (nmat * h) if x["is_moe"] else 0.0)
