@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from helpers import run_cli, write
 
@@ -124,6 +125,23 @@ def test_the_size_table_is_the_best_plan_of_every_cluster(catalog):
         a, b = fast.best(gpus), whole.best(gpus)
         assert fast.s.seconds_per_token[a] == pytest.approx(whole.s.seconds_per_token[b], rel=1e-12), gpus
         assert fast.used[fast.used <= gpus].max() <= gpus
+
+
+def test_the_degrees_a_trainer_row_can_take_by_hand():
+    # a global batch of 12 sequences: degrees are its divisors 1 2 3 4 6 12; with mbs 2, d mbs must
+    # divide 12 (d in 1 2 3 6); tp cp pp = 2 on at most 8 GPUs: d <= 4; the state needs 2 replicas:
+    # d in {2, 3}. With mbs 1 and 5 replicas for the state, only d = 6 or 12 would hold it: none fit.
+    P = {
+        k: np.array(v, dtype=float)
+        for k, v in {"tp": [2, 1], "cp": [1, 1], "pp": [1, 2], "mbs": [2, 1]}.items()
+    }
+    deg = tpn.degrees(P, {"gbs": 12}, 8, np.array([2.0, 5.0]))
+    assert deg.usable(np.arange(2)).tolist() == [
+        [False, True, True, False, False, False],
+        [False] * 6,
+    ]
+    assert deg.top.tolist() == [3.0, 0.0] and deg.least.tolist() == [2.0, np.inf]
+    assert deg.take(np.array([1])).least.tolist() == [np.inf]
 
 
 def test_the_deadline_search_finds_the_fewest_gpus(catalog):

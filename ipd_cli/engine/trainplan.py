@@ -527,11 +527,12 @@ def _fitting_micro(x: dict, cap: float, pins: dict, micro: tuple | None = None) 
     return sr.take(P, keep), index_terms(m, keep)
 
 
-def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, pins: dict):
+def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, pins: dict, fsdp: Any = None):
     """No plan built on a micro row beats this. With G tokens per step on at most d_max replicas,
     seconds per token >= t_mb (1 / (d_max mbs S) + w / G) x penalty(G), w = (pp - 1) / vp the
     bubble in micro-batch times (no data-parallel or optimizer time); minimised over G >= one
-    micro-batch per replica in closed form (G = B, or the stationary point beyond B)."""
+    micro-batch per replica in closed form (G = B, or the stationary point beyond B). ``fsdp``:
+    :func:`fsdp_lower_bound` of the rows where the caller has it already."""
     import numpy as np
 
     replicas = np.maximum(np.floor(gpus / (P["tp"] * P["cp"] * P["pp"])), 1.0)
@@ -547,7 +548,9 @@ def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, 
         seqs = pins["gbs"] / P["mbs"]
         mb = np.ceil(seqs / np.minimum(replicas, np.floor(seqs)))
         per_token = (mb + w) / (pins["gbs"] * x["seq"]) * batch_penalty(pins["gbs"] * x["seq"], x)
-    return (m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)) * per_token
+    if fsdp is None:
+        fsdp = fsdp_lower_bound(P, m, x, pins)
+    return (m["fwd_s"] + m["bwd_s"] + fsdp) * per_token
 
 
 CHUNK = 2048  # micro rows expanded and evaluated at a time
@@ -678,7 +681,15 @@ def replicas_for_memory(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
     import numpy as np
 
     acts = [m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in options(pins, "rc", POLICIES)]
-    free = x["hbm_cap"] - np.min(acts, axis=0) - m["logits_bytes"]
+    return replicas_for_state(P, x, pins, x["hbm_cap"] - np.min(acts, axis=0) - m["logits_bytes"])
+
+
+def replicas_for_state(P: sr.Columns, x: dict, pins: dict, free: Any) -> Any:
+    """Fewest replicas d with which some sharding stage brings a micro row's training state under
+    ``free`` bytes per GPU (:func:`replicas_for_memory`; with ``free`` the whole HBM, no activations:
+    a lower bound that needs no micro terms)."""
+    import numpy as np
+
     dense, expert = ts.params_per_gpu(P, x)
     g_dense, g_expert = ts.dp_groups({**P, "dp": np.ones_like(P["tp"])})  # the groups at one replica
     total = dense + expert
@@ -1007,25 +1018,27 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     degree d that divides the batch, at least the replicas that hold its state, so they use
     tp cp pp d GPUs and take at least t_mb (ceil(gbs / (d mbs)) + w) / tokens seconds per token;
     a row is dropped once, for every such d, that bound is no better than the best plan already
-    found on that many GPUs (which is at least as good as the best on any larger cluster)."""
+    found on that many GPUs (which is at least as good as the best on any larger cluster). The
+    bound falls as d grows, so a row's best bound is at its largest degree and its fewest GPUs at
+    its smallest: that test runs on every pending row, the one per degree only on the survivors."""
     import numpy as np
 
-    P, m = _fitting_micro(x, cap, pins)
-    lb = lower_bound_seconds_per_token(P, m, x, cap, pins)
+    P, m, deg = _sizes_micro(x, cap, pins)
+    fsdp = fsdp_lower_bound(P, m, x, pins)
+    lb = lower_bound_seconds_per_token(P, m, x, cap, pins, fsdp)
     base = P["tp"] * P["cp"] * P["pp"]
     gbs = float(pins["gbs"])
-    ds = np.array(divisors(int(gbs)), dtype=float)[None, :]
-    fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)[:, None]
-    mbs = P["mbs"][:, None]
-    usable = (ds >= fit) & (base[:, None] * ds <= cap) & (gbs % (ds * mbs) == 0)
-    t_mb = (m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins))[:, None]
-    w = ((P["pp"] - 1.0) / P["vp"])[:, None]
+    t_mb = m["fwd_s"] + m["bwd_s"] + fsdp
+    w = (P["pp"] - 1.0) / P["vp"]
     tokens = gbs * x["seq"]
-    lb_d = np.where(usable, t_mb * (gbs / (ds * mbs) + w) / tokens * batch_penalty(tokens, x), np.inf)
-    gpus_d = np.where(usable, base[:, None] * ds, np.inf)
-    lb_min, gpus_min = lb_d.min(axis=1), gpus_d.min(axis=1)  # the best bound, and the fewest GPUs
-    pending = np.flatnonzero(np.any(usable, axis=1))
-    pending = pending[np.argsort(lb[pending], kind="stable")]
+    penalty = batch_penalty(tokens, x)
+
+    def bound(d, rows):  # seconds per token no plan of the rows on d replicas beats
+        return t_mb[rows] * (gbs / (d * P["mbs"][rows]) + w[rows]) / tokens * penalty
+
+    rows = np.arange(len(base))
+    lb_min, gpus_min = bound(deg.top, rows), base * deg.least  # the best bound, and the fewest GPUs
+    pending = rows[np.argsort(lb, kind="stable")]
     parts: list = []
     used, best = np.empty(0), np.empty(0)  # GPUs used, ascending, and the best plan on so many
     while len(pending):
@@ -1041,10 +1054,94 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         if len(used) and len(pending):  # first against the best on the fewest GPUs, then per degree
             k = np.searchsorted(used, gpus_min[pending], side="right") - 1
             pending = pending[lb_min[pending] < np.where(k >= 0, best[np.maximum(k, 0)], np.inf)]
-            k = np.searchsorted(used, gpus_d[pending], side="right") - 1
+            usable = deg.usable(pending)
+            lb_d = np.where(usable, bound(deg.ds, pending[:, None]), np.inf)
+            k = (
+                np.searchsorted(used, np.where(usable, base[pending, None] * deg.ds, np.inf), side="right")
+                - 1
+            )
             bar = np.where(k >= 0, best[np.maximum(k, 0)], np.inf)
-            pending = pending[np.any(lb_d[pending] < bar, axis=1)]
+            pending = pending[np.any(lb_d < bar, axis=1)]
     return by_size(_joined(parts))
+
+
+@dataclass
+class Degrees:
+    """The data-parallel degrees each micro row of :func:`search_sizes` can take: the divisors d of
+    the pinned global batch (``ds``, ascending) with d mbs dividing the batch (``allowed``, per
+    micro-batch size: a handful of rows, not one per micro row), tp cp pp d <= cap (d <= ``most``)
+    and d >= ``fit`` (the replicas that hold the state); per row the largest (``top``) and the
+    smallest (``least``) such degree (0 and inf where none)."""
+
+    ds: Any
+    allowed: Any  # [micro-batch size index, degree index]
+    size: Any  # each row's micro-batch size index
+    most: Any
+    fit: Any
+    top: Any = None
+    least: Any = None
+
+    def settle(self) -> Degrees:
+        """Set ``top`` and ``least`` from the tables (after ``fit`` is set)."""
+        import numpy as np
+
+        n = len(self.ds)
+        j = np.arange(n)
+        below = np.maximum.accumulate(np.where(self.allowed, j, -1), axis=1)  # the last allowed <= j
+        above = np.minimum.accumulate(np.where(self.allowed, j, n)[:, ::-1], axis=1)[:, ::-1]
+        hi = np.searchsorted(self.ds, self.most, side="right") - 1
+        lo = np.searchsorted(self.ds, self.fit, side="left")
+        t = np.where(hi >= 0, below[self.size, np.maximum(hi, 0)], -1)
+        b = np.where(lo < n, above[self.size, np.minimum(lo, n - 1)], n)
+        ok = (t >= 0) & (b <= t)
+        self.top = np.where(ok, self.ds[np.maximum(t, 0)], 0.0)
+        self.least = np.where(ok, self.ds[np.minimum(b, n - 1)], np.inf)
+        return self
+
+    def take(self, rows: Any) -> Degrees:
+        cut = (self.size, self.most, self.fit, self.top, self.least)
+        return Degrees(self.ds, self.allowed, *(None if v is None else v[rows] for v in cut))
+
+    def usable(self, rows: Any) -> Any:
+        """[row, degree]: the degrees the rows ``rows`` can take."""
+        ds = self.ds[None, :]
+        return self.allowed[self.size[rows]] & (ds <= self.most[rows, None]) & (ds >= self.fit[rows, None])
+
+
+def degrees(P: sr.Columns, pins: dict, cap: float, fit: Any) -> Degrees:
+    """:class:`Degrees` of the micro rows ``P`` on at most ``cap`` GPUs, needing ``fit`` replicas."""
+    import numpy as np
+
+    gbs = int(pins["gbs"])
+    ds = np.array(divisors(gbs), dtype=float)
+    sizes = np.array(sorted(_axis(pins, "mbs", list(MICRO_BATCHES))), dtype=float)
+    allowed = np.array([[gbs % (int(d) * int(v)) == 0 for d in ds] for v in sizes], dtype=bool)
+    most = np.floor(cap / (P["tp"] * P["cp"] * P["pp"]))
+    return Degrees(ds, allowed, np.searchsorted(sizes, P["mbs"]), most, fit).settle()
+
+
+def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degrees]:
+    """The micro rows :func:`search_sizes` can use, their terms, and their data-parallel degrees:
+    rows with a degree d that divides the pinned batch (d mbs too), fits tp cp pp d <= ``cap`` and
+    holds the state. Rows whose state alone (no activations) does not fit on their largest such
+    degree are dropped before their micro terms are computed (most of the grid for a large model
+    on a small cap); then :func:`_fitting_micro`'s filter on the remaining rows, and the exact
+    memory test."""
+    import numpy as np
+
+    P = micro_grid(x, int(cap), pins)
+    deg = degrees(P, pins, cap, np.ones_like(P["tp"]))
+    rows = np.flatnonzero(replicas_for_state(P, x, pins, x["hbm_cap"]) <= deg.top)
+    P, deg = sr.take(P, rows), deg.take(rows)
+    m = ts.micro_terms(P, x)
+    keep = memory_lower_bound(P, m, x, cap, pins) <= x["hbm_cap"]
+    if np.any(keep):  # else keep everything, as _fitting_micro does
+        keep = np.flatnonzero(keep)
+        P, m, deg = sr.take(P, keep), index_terms(m, keep), deg.take(keep)
+    deg.fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)
+    deg.settle()
+    rows = np.flatnonzero(deg.least < np.inf)  # some degree is left
+    return sr.take(P, rows), index_terms(m, rows), deg.take(rows)
 
 
 def by_size(s: Searched) -> BySize:
