@@ -579,6 +579,7 @@ def search_fixed(
         idx = order[start : start + (len(order) if exhaustive else CHUNK)]
         if lb[idx[0]] > bar:
             break
+        idx = idx[~(lb[idx] > bar)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
         M = expand(sub, x, gpus, pins)
         out = evaluate(M, index_terms(m, idx[M["row"]]), x, pins)
@@ -724,6 +725,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         idx = order[start : start + CHUNK]
         if not need[idx[0]] <= min(bar, max_gpus):
             break
+        idx = idx[~(need[idx] > min(bar, max_gpus))]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
         M = _deadline_rows(sub, d_low[idx], x, pins)
         out = solve_replicas(M, index_terms(m, idx[M["row"]]), x, rate, pins)
