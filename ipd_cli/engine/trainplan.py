@@ -490,6 +490,7 @@ def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
 def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     """The micro grid and its terms for clusters up to ``cap`` GPUs, kept in ``x`` so a deadline
     search and the fixed search after it build them once (the grid of a smaller cap is a subset)."""
+    import numpy as np
 
     store = x.setdefault("_micro", {})
     key = tuple(sorted(pins.items()))
@@ -499,7 +500,7 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     big, P, m = store[key]
     if big == cap:
         return P, m
-    rows = within_cap(P, cap)
+    rows = np.flatnonzero(within_cap(P, cap))
     return sr.take(P, rows), index_terms(m, rows)
 
 
@@ -521,10 +522,10 @@ def _fitting_micro(x: dict, cap: float, pins: dict, micro: tuple | None = None) 
     else:
         rows = within_cap(micro[0], cap)
         P, m = sr.take(micro[0], rows), index_terms(micro[1], rows)
-    keep = memory_lower_bound(P, m, x, cap, pins) <= x["hbm_cap"]
-    if not np.any(keep):  # keep everything: the masks then say why nothing runs
+    keep = np.flatnonzero(memory_lower_bound(P, m, x, cap, pins) <= x["hbm_cap"])
+    if not len(keep):  # keep everything: the masks then say why nothing runs
         return P, m
-    return sr.take(P, keep), index_terms(m, keep)
+    return sr.take(P, keep), index_terms(m, keep)  # (row numbers: cheaper than a mask per column)
 
 
 def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, pins: dict, fsdp: Any = None):
