@@ -11,24 +11,13 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .catalog.catalog import Catalog
 from .catalog.loader import load_catalog
 from .catalog.workloads import refuse_workload_sets, resolve_workload, with_nested_workloads
-from .defaults import DEFAULT_RL_WORKLOAD, DEFAULT_SCENARIO  # noqa: F401 - part of the API
-from .engine.results import (
-    CompareResult,
-    Listing,
-    RlResult,
-    ServeCurveResult,
-    ServeResult,
-    SystemPretraining,
-    SystemResult,
-    TrainResult,
-    WorkloadInfo,
-)
-from .engine.trace import CLI
+from .defaults import CLI, DEFAULT_RL_WORKLOAD, DEFAULT_SCENARIO  # noqa: F401 - part of the API
+from .engine.result_base import Listing
 from .errors import InfeasibleError, InputError
 from .listing import (  # noqa: F401 - part of the API
     list_hardware,
@@ -38,6 +27,17 @@ from .listing import (  # noqa: F401 - part of the API
     show_model,
     show_workload,
 )
+
+if TYPE_CHECKING:  # the estimate models are imported where an estimate runs (not to list the catalog)
+    from .engine.results import (
+        CompareResult,
+        RlResult,
+        ServeCurveResult,
+        ServeResult,
+        SystemPretraining,
+        SystemResult,
+        TrainResult,
+    )
 
 
 def load(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
@@ -154,6 +154,7 @@ def serve(
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
     refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len, --plan")
     from .engine.pretraining import estimate_pretraining
+    from .engine.results import TrainResult
 
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
     return TrainResult(
@@ -232,6 +233,7 @@ def _one_block(
     """A pretrain or RL workload on one system: a SystemResult with just that block (null, with the
     reason under ``infeasible``, when the workload cannot run on this system)."""
     from .engine.lifecycle import infeasible
+    from .engine.results import SystemResult
 
     system = cat.system(hardware)
     key, stage = ("rl", "post_training") if w.kind == "rl" else ("pretraining", "pretraining")
@@ -287,6 +289,7 @@ def _compare(
     cat: Catalog, systems: list[str], workload: str, *, mfu: float | None = None, pricing: str = "rental"
 ) -> tuple[CompareResult, list[list]]:
     from .engine.lifecycle import estimate_lifecycle
+    from .engine.results import CompareResult, WorkloadInfo
 
     if len(systems) < 1:
         raise InputError("give at least one system to compare")
@@ -326,7 +329,14 @@ def _compare(
 
 def output_schema() -> dict[str, Any]:
     """JSON Schema of every data command's output (the JSON contract)."""
-    from .engine.results import ValidationResult
+    from .engine.results import (
+        CompareResult,
+        RlResult,
+        ServeCurveResult,
+        ServeResult,
+        TrainResult,
+        ValidationResult,
+    )
 
     return {
         "compare": CompareResult.model_json_schema(),

@@ -2,3 +2,5 @@
 
 DEFAULT_SCENARIO = "frontier-agentic"
 DEFAULT_RL_WORKLOAD = "rl-swe-agent"
+
+CLI = "command line"  # the origin of a value given on the command line

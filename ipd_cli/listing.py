@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog.catalog import Catalog
-from .engine.results import EntryView, Listing
+from .engine.result_base import EntryView, Listing
 
 
 def list_hardware(cat: Catalog) -> Listing:

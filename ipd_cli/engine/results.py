@@ -7,13 +7,11 @@ prints their JSON Schema; tests/golden/schema.json is the committed copy.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-SCHEMA_VERSION = "1.0"
+from .result_base import SCHEMA_VERSION, EntryView, Listing, Result
 
-
-class Result(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+__all__ = ["SCHEMA_VERSION", "EntryView", "Listing", "Result"]  # and the models defined here
 
 
 class Assumption(Result):
@@ -201,25 +199,6 @@ class TrainResult(Result):
     pretraining: Pretraining
     assumptions: list[Assumption]
     overrides: list[str] = Field(default=[], description="--set PATH=VALUE items applied")
-
-
-class Listing(Result):
-    """``ipd hardware list`` and friends: one item per catalog entry."""
-
-    schema_version: str = SCHEMA_VERSION
-    kind: str
-    items: list[dict]
-
-
-class EntryView(Result):
-    """``ipd hardware show`` and friends: the entry, the file it came from, its sources."""
-
-    schema_version: str = SCHEMA_VERSION
-    kind: str
-    name: str
-    origin: str
-    entry: dict
-    sources: dict[str, dict]
 
 
 class Serving(Result):

@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipd_cli import defaults
 from ipd_cli.catalog.schema import Sourced
 
 from .results import Assumption
 
 # the origin of a value a caller gives (a command-line option or an API argument), not the catalog
-CLI = "command line"
+CLI = defaults.CLI
 
 
 @dataclass

@@ -1,0 +1,32 @@
+"""The base of the result models, and the listing models (``ipd hardware list``, ``show``): apart
+from :mod:`ipd_cli.engine.results` so that listing the catalog does not define the estimate models
+(about 40 classes). :mod:`~ipd_cli.engine.results` re-exports them."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+SCHEMA_VERSION = "1.0"
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+class Listing(Result):
+    """``ipd hardware list`` and friends: one item per catalog entry."""
+
+    schema_version: str = SCHEMA_VERSION
+    kind: str
+    items: list[dict]
+
+
+class EntryView(Result):
+    """``ipd hardware show`` and friends: the entry, the file it came from, its sources."""
+
+    schema_version: str = SCHEMA_VERSION
+    kind: str
+    name: str
+    origin: str
+    entry: dict
+    sources: dict[str, dict]
