@@ -302,3 +302,30 @@ def test_rl_trainer_api_sizes_and_times_a_training_step(catalog):
     r = best_training_plan(catalog, "h100-sxm", "llama-3.1-8b", 64, 256 * 4096, 4096, "bf16")
     assert r["parallelism"].global_batch == 256
     assert 0 < r["forward_s"] < r["step_s"] and r["memory_bytes_per_gpu"] < 80e9
+
+
+def test_an_offloading_plan_sends_to_the_host_only_what_hbm_cannot_keep():
+    # 10 bytes of activations in flight (one micro-batch: 1F1B with pp = 1 holds one), by hand
+    P = {"rc": 3, "mb": 8, "pp": 1, "vp": 1}
+    m = {"offload_bytes": 10.0}
+    assert ts.offloaded_bytes(P, m, 4.0) == 6.0  # 4 bytes of HBM free: 6 go to the host
+    assert ts.offloaded_bytes(P, m, -1.0) == 10.0  # HBM already full: all of it goes
+    assert ts.offloaded_bytes(P, m, 25.0) == 0.0  # room for all of it: nothing goes
+    assert ts.offloaded_bytes(P, m, float("inf")) == 0.0  # unbounded HBM (no 0 x inf)
+    assert ts.offloaded_bytes({**P, "rc": 1}, m, 4.0) == 0.0  # other policies offload nothing
+
+
+def test_megatron_bridges_gb300_llama_70b_recipe_fits_by_offloading_part_of_the_layers():
+    # Megatron-Bridge's Llama 3 70B GB300 FP8 recipe: FSDP, micro-batch 2, 20 of 80 layers'
+    # activations offloaded (cpu_offloading_num_layers=20). Offloading every layer overfills the
+    # Grace memory a GPU gets; keeping what fits in HBM and offloading the rest fits both
+    r = run_cli(
+        "train", "--hardware", "gb300-nvl72", "--model", "llama-3.1-70b", "--tokens", "1e12",
+        "--gpus", "64", "--precision", "fp8",
+        "--plan", "tp=1,pp=1,cp=1,dp=64,zero=3,mbs=2,gbs=256,recompute=offload", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    p = r.json()["pretraining"]
+    cat = load_catalog()
+    cap = cat.accelerators["gb300"].hbm_gb.value * cat.efficiency.hbm_usable_fraction.value
+    assert p["memory_gb_per_gpu"] == pytest.approx(cap)  # HBM filled to what is usable, the rest offloaded

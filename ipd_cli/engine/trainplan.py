@@ -447,11 +447,11 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     zero_of = np.full_like(best, float(zs[-1]))
     for rc in options(pins, "rc", POLICIES):
         mm = ts.with_recompute(terms, rc)
-        acts = ts.memory_bytes({**macro, "rc": rc, "zero": zs[0]}, mm, x) - state[zs[0]]
+        acts = ts.base_memory_bytes({**macro, "rc": rc, "zero": zs[0]}, mm, x) - state[zs[0]]
         z_of, found = np.full_like(best, float(zs[-1])), np.zeros(len(best), dtype=bool)
-        host_ok = ts.host_bytes({**macro, "rc": rc}, mm) <= x["host_cap"]
         for z in reversed(zs):  # the last assignment is the least sharding that fits
-            ok = (state[z] + acts <= x["hbm_cap"]) & host_ok
+            host = ts.offloaded_bytes({**macro, "rc": rc}, mm, x["hbm_cap"] - state[z] - acts)
+            ok = (state[z] + acts <= x["hbm_cap"]) & (host <= x["host_cap"])
             if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
                 ok &= (z > 0) == shards
             z_of, found = np.where(ok, z, z_of), found | ok

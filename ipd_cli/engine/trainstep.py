@@ -385,16 +385,33 @@ def in_flight(P: Cols):
     return first * ifelse(P["vp"] > 1, 1.0 + (P["pp"] - 1.0) / (P["vp"] * P["pp"]), 1.0)
 
 
-def host_bytes(P: Cols, m: dict):
-    """Host memory an offloading plan fills: the in-flight micro-batches' activations."""
-    return (P["rc"] == 3) * m["offload_bytes"] * in_flight(P)
+def offloaded_bytes(P: Cols, m: dict, free):
+    """Activation bytes an offloading plan (policy 3) sends to host memory: those of the in-flight
+    micro-batches that do not fit in the ``free`` HBM the plan leaves (offload only the layers that
+    must go, as Megatron's cpu_offloading_num_layers does); 0 for the other policies."""
+    total = m["offload_bytes"] * in_flight(P)
+    kept = ifelse(free >= total, total, ifelse(free > 0.0, free, 0.0))  # where: HBM may be unbounded
+    return (P["rc"] == 3) * (total - kept)
+
+
+def base_memory_bytes(P: Cols, m: dict, x: dict):
+    """Bytes per GPU before an offloading plan keeps any layer's activations: state plus the larger
+    of the first stage's in-flight activations and the last stage's one micro-batch with its logits."""
+    acts = f.maximum(m["act_bytes"] * in_flight(P), m["act_bytes"] + m["logits_bytes"])
+    return state_bytes(P, x) + acts + m["work_bytes"]
+
+
+def host_bytes(P: Cols, m: dict, x: dict):
+    """Host memory an offloading plan fills: the in-flight activations HBM cannot keep."""
+    return offloaded_bytes(P, m, x["hbm_cap"] - base_memory_bytes(P, m, x))
 
 
 def memory_bytes(P: Cols, m: dict, x: dict):
-    """Peak bytes per GPU: state plus the larger of the first stage's in-flight activations and the
-    last stage's one micro-batch with its logits."""
-    acts = f.maximum(m["act_bytes"] * in_flight(P), m["act_bytes"] + m["logits_bytes"])
-    return state_bytes(P, x) + acts + m["work_bytes"]
+    """Peak bytes per GPU: :func:`base_memory_bytes`, and for an offloading plan the in-flight
+    activations it keeps in HBM rather than sending to the host."""
+    base = base_memory_bytes(P, m, x)
+    kept = (P["rc"] == 3) * m["offload_bytes"] * in_flight(P) - host_bytes(P, m, x)
+    return base + kept
 
 
 def dp_seconds(P: Cols, x: dict) -> tuple[Any, Any]:
@@ -448,7 +465,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
         "p2p_s": P["mb"] * p2p,
         "tokens_per_step": P["dp"] * P["mb"] * P["mbs"] * x["seq"],
         "memory_bytes": memory_bytes(P, m, x),
-        "host_bytes": host_bytes(P, m),
+        "host_bytes": host_bytes(P, m, x),
         "bubble_s": bubble,
         "dp_exposed_s": dp,
         "optimizer_s": opt,
