@@ -213,6 +213,20 @@ def test_moe_dep4_qwen3_235b_on_b200_by_hand(round_cat):
     assert s.step_time_ms == pytest.approx(25.385, rel=1e-3)
     # each GPU keeps a copy of the dense weights and a quarter of the experts
     assert s.weight_gb_per_instance == pytest.approx((4 * dense + routed) / 1e9, rel=1e-9)
+    # prefill of one 1,000-token request on the 4 GPUs: dense and attention FLOPs at MFU 0.5, the
+    # experts' at half of it times the imbalance 2.0; dispatch and combine send each token once
+    # to each other rank holding one of its 8 experts (DeepEP's normal kernels): a rank holds 32
+    # of the 128, so it is missed with probability C(96, 8) / C(128, 8) = 0.0927, and a token goes
+    # to 3 x 0.907 = 2.722 other ranks (not 8 x 3/4 = 6 expert copies): 250 tokens x 2.722 x
+    # 4,096 x 2 B x 2.0 per collective, two per layer at 450 GB/s
+    miss = math.comb(96, 8) / math.comb(128, 8)
+    remote = 3 * (1 - miss)
+    assert remote == pytest.approx(2.7218, rel=1e-4)
+    flops = 1000 * (2 * (2.2e10 - routed_active) + 2 * 94 * 1000 * 64 * 128) / (4 * 4500e12 * 0.5)
+    flops += 1000 * 2 * routed_active / (4 * 4500e12 * 0.5 * 0.5) * 2.0
+    a2a = 94 * 2 * (250 * remote * 4096 * 2 * 2.0) / 450e9
+    assert s.ttft_s == pytest.approx(flops + a2a, rel=1e-9)
+    assert MS * a2a == pytest.approx(4.658, rel=1e-3)
     little(s)
 
 
