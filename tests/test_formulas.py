@@ -72,3 +72,21 @@ def test_helpers_work_on_arrays():
         [1, 0.85]
     )
     assert math.isclose(f.energy_mwh(1000, 2.0, 1.5), 3.0)
+
+
+def test_remote_ranks_per_token_by_hand():
+    # DeepSeek's 256 experts, top-8: on one rank nothing leaves; with one expert per rank every
+    # expert but a 1-in-256 local one is remote (8 x 255/256); on 2 ranks of 128 experts the other
+    # rank is missed only when all 8 fall on this one, C(128, 8) / C(256, 8) = 0.00349
+    assert f.remote_ranks_per_token(256, 8, 1) == pytest.approx(0.0)
+    assert f.remote_ranks_per_token(256, 8, 256) == pytest.approx(8 * 255 / 256, rel=1e-12)
+    two = 1 - math.comb(128, 8) / math.comb(256, 8)
+    assert (
+        f.remote_ranks_per_token(256, 8, 2)
+        == pytest.approx(two, rel=1e-12)
+        == pytest.approx(0.99651, rel=1e-5)
+    )
+    # a dispatch per rank moves at most what one per expert does (8 x 7/8 = 7 copies at EP8)
+    ep8 = f.remote_ranks_per_token(256, 8, 8)
+    assert ep8 == pytest.approx(4.6328, rel=1e-4) and ep8 < 8 * 7 / 8
+    assert f.all_to_all_bytes_per_gpu_per_rank(100, 2.0, 7168, 2) == 100 * 2 * 7168 * 2

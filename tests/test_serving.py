@@ -213,6 +213,20 @@ def test_moe_dep4_qwen3_235b_on_b200_by_hand(round_cat):
     assert s.step_time_ms == pytest.approx(25.385, rel=1e-3)
     # each GPU keeps a copy of the dense weights and a quarter of the experts
     assert s.weight_gb_per_instance == pytest.approx((4 * dense + routed) / 1e9, rel=1e-9)
+    # prefill of one 1,000-token request on the 4 GPUs: dense and attention FLOPs at MFU 0.5, the
+    # experts' at half of it times the imbalance 2.0; dispatch and combine send each token once
+    # to each other rank holding one of its 8 experts (DeepEP's normal kernels): a rank holds 32
+    # of the 128, so it is missed with probability C(96, 8) / C(128, 8) = 0.0927, and a token goes
+    # to 3 x 0.907 = 2.722 other ranks (not 8 x 3/4 = 6 expert copies): 250 tokens x 2.722 x
+    # 4,096 x 2 B x 2.0 per collective, two per layer at 450 GB/s
+    miss = math.comb(96, 8) / math.comb(128, 8)
+    remote = 3 * (1 - miss)
+    assert remote == pytest.approx(2.7218, rel=1e-4)
+    flops = 1000 * (2 * (2.2e10 - routed_active) + 2 * 94 * 1000 * 64 * 128) / (4 * 4500e12 * 0.5)
+    flops += 1000 * 2 * routed_active / (4 * 4500e12 * 0.5 * 0.5) * 2.0
+    a2a = 94 * 2 * (250 * remote * 4096 * 2 * 2.0) / 450e9
+    assert s.ttft_s == pytest.approx(flops + a2a, rel=1e-9)
+    assert MS * a2a == pytest.approx(4.658, rel=1e-3)
     little(s)
 
 
@@ -276,6 +290,58 @@ def test_nvidia_profile_borrows_what_it_lacks_and_says_so(stack_cat):
         serve(stack_cat, "h100-sxm", "llama-3.1-70b", stack="s2")
     with pytest.raises(InputError, match="unknown `stack` 'sglng'"):
         serve(stack_cat, "mi300x", "llama-3.1-70b", stack="sglng")
+
+
+def test_a_stack_whose_attention_runs_in_fp8_says_so_by_hand(stack_cat, tmp_path):
+    # the TP2 H100 point above, s1 on Hopper now running its attention math at FP8 (the KV cache
+    # is FP8): per GPU, 64 sequences x 80 layers x 4 x 64 heads x 128 x 1,500 positions / 2 =
+    # 1.258e11 FLOP, at 1,979 x 0.25 instead of 989 x 0.25 TF/s: 0.254 ms less compute; the
+    # attention is bound by its KV reads (2.934 ms), so the step does not move
+    fp8 = "          decode_hbm_efficiency: {value: 0.8, source: t}\n"
+    fp8 += "          attention_min_precision: {value: fp8, source: t, note: round}\n"
+    write(tmp_path / "round.yaml", ROUND.replace("  families: {}\n  stacks: {}\n", STACKS.replace(
+        "          decode_hbm_efficiency: {value: 0.8, source: t}\n", fp8)))  # fmt: skip
+    cat = load_catalog([tmp_path])
+    kw = dict(input_tokens=1000, output_tokens=1000, precision="fp8", kv_precision="fp8", layout="tp2",
+              disaggregated=False, concurrency=64)  # fmt: skip
+    bf, f8 = (estimate_serving(c, "h100-sxm", "llama-3.1-70b", **kw) for c in (stack_cat, cat))
+    attn_flops = 64 * 80 * 4 * 64 * 128 * 1500 / 2
+    saved = attn_flops / (989e12 * 0.25) - attn_flops / (1979e12 * 0.25)
+    assert bf.serving.compute_time_ms - f8.serving.compute_time_ms == pytest.approx(MS * saved, rel=1e-9)
+    assert MS * saved == pytest.approx(0.2545, rel=1e-3)
+    assert (
+        f8.serving.step_time_ms
+        == pytest.approx(bf.serving.step_time_ms, rel=1e-12)
+        == pytest.approx(28.452, rel=1e-4)
+    )
+    names = {a.name: a for a in f8.assumptions}
+    own = names["attention math: narrowest precision"]
+    assert own.value == "fp8" and own.source == "t" and not own.estimate
+    ref = next(a for a in bf.assumptions if a.name == "attention math: narrowest precision")
+    assert ref.value == "bf16"  # the reference serving.attention_min_precision
+
+
+def test_a_stack_attention_precision_must_be_a_precision(tmp_path):
+    own = "          decode_hbm_efficiency: {value: 0.8, source: t}\n"
+    bad = STACKS.replace(own, own + "          attention_min_precision: {value: fp6, source: t}\n")
+    write(tmp_path / "round.yaml", ROUND.replace("  families: {}\n  stacks: {}\n", bad))
+    with pytest.raises(InputError, match="attention_min_precision is one of fp4, fp8, bf16, got 'fp6'"):
+        load_catalog([tmp_path])
+
+
+def test_attention_precision_per_shipped_stack(catalog):
+    # TensorRT-LLM runs FP8 attention on Blackwell (its throughput recipe), Hopper keeps BF16
+    # (FlashMLA), SGLang dequantises an FP8 KV cache to BF16, and Rubin inherits Blackwell's
+    # choice, saying so
+    def narrowest(hw, stack=None):
+        r = estimate_serving(catalog, hw, "deepseek-v3", stack=stack, concurrency=64, speculative="off")
+        return next(a for a in r.assumptions if a.name == "attention math: narrowest precision")
+
+    assert narrowest("b200").value == "fp8" and not narrowest("b200").estimate
+    assert narrowest("b200", "sglang").value == "bf16"
+    assert narrowest("h200").value == "bf16"
+    rubin = narrowest("vera-rubin")
+    assert rubin.value == "fp8" and rubin.estimate and "borrowed from trtllm on blackwell" in rubin.note
 
 
 def test_a_borrowed_value_set_on_the_command_line_becomes_the_stacks_own(catalog):

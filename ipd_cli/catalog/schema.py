@@ -507,6 +507,14 @@ PROFILE_FRACTIONS = (
 )
 
 
+class NamedChoice(Strict):
+    """A name chosen as a default, with the source that makes it the default."""
+
+    value: str
+    source: str
+    note: str | None = None
+
+
 class StackProfile(Strict):
     """What one serving stack achieves on one accelerator family (configs/serving-stacks.yaml).
 
@@ -548,10 +556,18 @@ class StackProfile(Strict):
     step_overhead_us_per_layer: Sourced | None = unit(
         "us", 1e-6, default=None, description="per decode step and layer: the floor a layer's kernels take"
     )
+    attention_min_precision: NamedChoice | None = Field(
+        default=None,
+        description="attention math runs at the KV precision, never narrower than this (fp4, fp8 or bf16; "
+        "default: the reference serving.attention_min_precision)",
+    )
     note: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> StackProfile:
+        a = self.attention_min_precision
+        if a is not None and a.value not in PRECISIONS:
+            raise ValueError(f"attention_min_precision is one of {', '.join(PRECISIONS)}, got {a.value!r}")
         for name in PROFILE_FRACTIONS:
             v = getattr(self, name)
             if v is not None:
@@ -580,14 +596,6 @@ class ServingStack(Strict):
     profiles: dict[str, StackProfile] = Field(
         description="per accelerator family: the measured (or borrowed) efficiencies"
     )
-    note: str | None = None
-
-
-class NamedChoice(Strict):
-    """A name chosen as a default, with the source that makes it the default."""
-
-    value: str
-    source: str
     note: str | None = None
 
 

@@ -298,6 +298,27 @@ def all_to_all_bytes_per_gpu(tokens_per_gpu, experts_per_token, hidden_size, byt
     return tokens_per_gpu * experts_per_token * hidden_size * bytes_per_value * (ep - 1.0) / ep
 
 
+def remote_ranks_per_token(experts, experts_per_token, ep):
+    """Mean number of other EP ranks holding at least one of a token's ``experts_per_token``
+    experts, drawn without replacement from ``experts`` spread evenly over ``ep`` ranks: a rank
+    misses all k with probability C(E - E/ep, k) / C(E, k)."""
+    import numpy as np
+
+    ep = np.asarray(ep, dtype=float)
+    per_rank = experts / np.maximum(ep, 1.0)
+    miss = np.ones_like(ep)
+    for i in range(int(experts_per_token)):
+        miss = miss * np.clip((experts - per_rank - i) / (experts - i), 0.0, 1.0)
+    return (ep - 1.0) * (1.0 - miss)
+
+
+def all_to_all_bytes_per_gpu_per_rank(tokens_per_gpu, remote_ranks, hidden_size, bytes_per_value):
+    """One dispatch (or combine) that sends a token's hidden vector once to each other rank
+    holding any of its experts (DeepEP's normal kernels, used for prefill: is_token_in_rank),
+    not once per expert as the low-latency decode kernels do."""
+    return tokens_per_gpu * remote_ranks * hidden_size * bytes_per_value
+
+
 def grouped_gemm_seconds(weight_bytes, flops, bytes_per_s, flops_per_s):
     """Routed-expert GEMMs: streaming the touched experts' weights and their math do not overlap at
     few tokens per expert (DeepGEMM: 61 % of bandwidth and 47 % of peak at 256 tokens per expert),

@@ -26,7 +26,9 @@ micro-batch ``m = B / pp`` and holds ``1/pp`` of the layers), on the busiest GPU
   tokens per sequence on average, so tokens/s per user = accepted tokens / step.
 
 Prefill is compute-bound at the prefill MFU (routed experts at the MoE share, times their
-imbalance), plus its collectives. Aggregated serving lets each request's prefill take its turn
+imbalance), plus its collectives; its dispatch and combine send each token once to each other
+rank holding any of its experts (DeepEP's normal kernels), where decode's low-latency kernels
+send one copy per expert. Aggregated serving lets each request's prefill take its turn
 on the instance, which slows every user; disaggregated serving pays for a prefill pool sized so
 neither pool starves.
 """
@@ -109,7 +111,8 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     compute = ph.isl * (dense + experts)
     cb, h = ph.collective_bytes, ph.hidden
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]
-    a2a = f.all_to_all_bytes_per_gpu(ph.isl / s, ph.top_k, h, cb, e) * x["imb_ep"]
+    remote = f.remote_ranks_per_token(ph.experts, ph.top_k, e) if ph.moe else 0.0 * e
+    a2a = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, remote, h, cb) * x["imb_ep"]
     comm = ph.layers / pp * (x["n_ar"] * ar + x["n_a2a"] * a2a) / x["link"]
     hand_off = (pp > 1) * ph.isl * h * cb / x["pp_link"]
     return compute + comm + hand_off

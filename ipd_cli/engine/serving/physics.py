@@ -142,10 +142,11 @@ def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: lis
     peak = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
     eff = ctx.take(f"decode compute efficiency ({precision})", f"decode_compute_efficiency.{precision}")
     kv_tok, attn = [], []
+    narrowest = stacks.attention_min_precision(ctx, st)
     for kv in kv_precisions:  # one to three KV precisions, not configurations
         kvb = ctx.take(f"KV bytes per value ({kv})", f"kv_bytes_per_value.{kv}")
         kv_tok.append(kv_bytes_per_token(ctx.model, kvb))
-        p = supported(ctx.acc, wider(kv, ctx.cat.serving.attention_min_precision))
+        p = supported(ctx.acc, wider(kv, narrowest))
         if p == precision:
             attn.append(peak * eff * factor)
         else:

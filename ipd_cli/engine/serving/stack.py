@@ -102,3 +102,20 @@ def read(ctx: ServingContext, stack: Stack, label: str, field: str, reference: s
     else:
         lent = f"no serving stack is measured on {ctx.system.accelerator}: the reference value"
     return ctx.inp.read(f"serving.{reference}", label, borrowed=lent)
+
+
+def attention_min_precision(ctx: ServingContext, stack: Stack) -> str:
+    """The narrowest precision the stack's attention math runs at on this family (its profile, the
+    profile it borrows from, else the reference ``serving.attention_min_precision``), traced."""
+    label = "attention math: narrowest precision"
+    for i, (st, fam, prof) in enumerate(stack.chain):
+        choice = prof.attention_min_precision
+        if choice is not None:
+            lent = f"{stack.name} on {stack.family}: borrowed from {st} on {fam}" if i > 0 else None
+            note = "; ".join(n for n in (choice.note, lent) if n) or None
+            origin = ctx.cat.origin("serving", "stacks")
+            return ctx.trace.given(
+                label, choice.value, "", origin, note=note, source=choice.source, estimate=lent is not None
+            )
+    origin = ctx.cat.origin("serving", "attention_min_precision")
+    return ctx.trace.given(label, ctx.cat.serving.attention_min_precision, "", origin)
