@@ -515,17 +515,23 @@ def within_cap(P: sr.Columns, cap: float) -> Any:
 def _fitting_micro(x: dict, cap: float, pins: dict, micro: tuple | None = None) -> tuple[sr.Columns, dict]:
     """The micro grid and its terms (``micro``: a subset of them to search instead), without rows
     whose activations alone overflow HBM."""
-    import numpy as np
 
     if micro is None:
         P, m = _micro(x, cap, pins)
     else:
         rows = within_cap(micro[0], cap)
         P, m = sr.take(micro[0], rows), index_terms(micro[1], rows)
+    keep = memory_fit_rows(P, m, x, cap, pins)
+    return sr.take(P, keep), index_terms(m, keep)
+
+
+def memory_fit_rows(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict) -> Any:
+    """Row numbers (cheaper than a mask per column) of the micro rows whose activations alone do not
+    overflow HBM; every row where none fits, so the masks then say why nothing runs."""
+    import numpy as np
+
     keep = np.flatnonzero(memory_lower_bound(P, m, x, cap, pins) <= x["hbm_cap"])
-    if not len(keep):  # keep everything: the masks then say why nothing runs
-        return P, m
-    return sr.take(P, keep), index_terms(m, keep)  # (row numbers: cheaper than a mask per column)
+    return keep if len(keep) else np.arange(len(P["tp"]))
 
 
 def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, pins: dict, fsdp: Any = None):
@@ -1137,10 +1143,8 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
     rows = np.flatnonzero(replicas_for_state(P, x, pins, x["hbm_cap"]) <= deg.top)
     P, deg = sr.take(P, rows), deg.take(rows)
     m = ts.micro_terms(P, x)
-    keep = memory_lower_bound(P, m, x, cap, pins) <= x["hbm_cap"]
-    if np.any(keep):  # else keep everything, as _fitting_micro does
-        keep = np.flatnonzero(keep)
-        P, m, deg = sr.take(P, keep), index_terms(m, keep), deg.take(keep)
+    keep = memory_fit_rows(P, m, x, cap, pins)
+    P, m, deg = sr.take(P, keep), index_terms(m, keep), deg.take(keep)
     deg.fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)
     deg.settle()
     rows = np.flatnonzero(deg.least < np.inf)  # some degree is left

@@ -401,17 +401,13 @@ def base_memory_bytes(P: Cols, m: dict, x: dict):
     return state_bytes(P, x) + acts + m["work_bytes"]
 
 
-def host_bytes(P: Cols, m: dict, x: dict):
-    """Host memory an offloading plan fills: the in-flight activations HBM cannot keep."""
-    return offloaded_bytes(P, m, x["hbm_cap"] - base_memory_bytes(P, m, x))
-
-
-def memory_bytes(P: Cols, m: dict, x: dict):
-    """Peak bytes per GPU: :func:`base_memory_bytes`, and for an offloading plan the in-flight
-    activations it keeps in HBM rather than sending to the host."""
+def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
+    """Peak bytes per GPU and host bytes per GPU: :func:`base_memory_bytes` plus, for an offloading
+    plan, the in-flight activations it keeps in HBM; the host holds those HBM cannot keep."""
     base = base_memory_bytes(P, m, x)
-    kept = (P["rc"] == 3) * m["offload_bytes"] * in_flight(P) - host_bytes(P, m, x)
-    return base + kept
+    host = offloaded_bytes(P, m, x["hbm_cap"] - base)
+    kept = (P["rc"] == 3) * m["offload_bytes"] * in_flight(P) - host
+    return base + kept, host
 
 
 def dp_seconds(P: Cols, x: dict) -> tuple[Any, Any]:
@@ -460,12 +456,13 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     bubble = (P["pp"] - 1.0) / P["vp"] * mb_s
     dp = dp_exposed_seconds(P, m, x)
     opt = optimizer_seconds(P, x)
+    memory_bytes, host_bytes = memory_and_host_bytes(P, m, x)
     return {
         "step_s": P["mb"] * mb_s + bubble + dp + opt,
         "p2p_s": P["mb"] * p2p,
         "tokens_per_step": P["dp"] * P["mb"] * P["mbs"] * x["seq"],
-        "memory_bytes": memory_bytes(P, m, x),
-        "host_bytes": host_bytes(P, m, x),
+        "memory_bytes": memory_bytes,
+        "host_bytes": host_bytes,
         "bubble_s": bubble,
         "dp_exposed_s": dp,
         "optimizer_s": opt,
