@@ -85,16 +85,23 @@ def resolve(ctx: ServingContext, stack: str | None) -> Stack:
     return Stack(stack, family, tuple(chain))
 
 
+def first_setting(stack: Stack, field: str) -> tuple[str, str, StackProfile, str | None] | None:
+    """The first profile of the stack's borrowing chain that sets ``field``: its stack, family,
+    profile and the borrowed note (None for the stack's own profile); None where no profile does."""
+    for i, (st, fam, prof) in enumerate(stack.chain):
+        if getattr(prof, field) is not None:
+            lent = f"{stack.name} on {stack.family}: borrowed from {st} on {fam}" if i > 0 else None
+            return st, fam, prof, lent
+    return None
+
+
 def read(ctx: ServingContext, stack: Stack, label: str, field: str, reference: str | None):
     """``field`` of the stack's profile (or the profile it borrows from), else the reference
     ``serving.<reference>`` (None: no reference; returns None)."""
-    for i, (st, fam, prof) in enumerate(stack.chain):
-        if getattr(prof, field) is not None:
-            path = f"serving.stacks.{st}.profiles.{fam}.{field}"
-            lent = None
-            if i > 0:
-                lent = f"{stack.name} on {stack.family}: borrowed from {st} on {fam}"
-            return ctx.inp.read(path, label, borrowed=lent)
+    found = first_setting(stack, field)
+    if found is not None:
+        st, fam, _, lent = found
+        return ctx.inp.read(f"serving.stacks.{st}.profiles.{fam}.{field}", label, borrowed=lent)
     if reference is None:
         return None
     if stack.chain:
@@ -108,14 +115,15 @@ def attention_min_precision(ctx: ServingContext, stack: Stack) -> str:
     """The narrowest precision the stack's attention math runs at on this family (its profile, the
     profile it borrows from, else the reference ``serving.attention_min_precision``), traced."""
     label = "attention math: narrowest precision"
-    for i, (st, fam, prof) in enumerate(stack.chain):
+    found = first_setting(stack, "attention_min_precision")
+    if found is not None:
+        _, _, prof, lent = found
         choice = prof.attention_min_precision
-        if choice is not None:
-            lent = f"{stack.name} on {stack.family}: borrowed from {st} on {fam}" if i > 0 else None
-            note = "; ".join(n for n in (choice.note, lent) if n) or None
-            origin = ctx.cat.origin("serving", "stacks")
-            return ctx.trace.given(
-                label, choice.value, "", origin, note=note, source=choice.source, estimate=lent is not None
-            )
+        assert choice is not None  # first_setting found it set
+        note = "; ".join(n for n in (choice.note, lent) if n) or None
+        origin = ctx.cat.origin("serving", "stacks")
+        return ctx.trace.given(
+            label, choice.value, "", origin, note=note, source=choice.source, estimate=lent is not None
+        )
     origin = ctx.cat.origin("serving", "attention_min_precision")
     return ctx.trace.given(label, ctx.cat.serving.attention_min_precision, "", origin)
