@@ -94,6 +94,22 @@ def test_collective_bytes_by_hand(catalog):
     assert ts.ring_seconds(full, 8, 8, x) == pytest.approx(full * 7 / 8 / up)  # inside: a plain ring
 
 
+def test_a_system_fabric_overrides_the_accelerator_nic(catalog):
+    # BLOOM's Jean Zay: 4 x 100 Gb/s Omni-Path per 8 A100 = 50 Gb/s per GPU (model card), a quarter
+    # of the DGX A100 reference node's 200 Gb/s HDR NIC per GPU; both at the 80 % link efficiency
+    jz, dgx = inputs(catalog, "a100-jean-zay", "bloom-176b"), inputs(catalog, "a100-sxm", "bloom-176b")
+    assert jz["out_bw"] == pytest.approx(100e9 * 4 / 8 / 8 * 0.80)
+    assert dgx["out_bw"] == pytest.approx(200e9 / 8 * 0.80)
+    assert catalog.scale_out_path("a100-jean-zay") == "systems.a100-jean-zay.scale_out_gbit_per_s"
+    assert catalog.scale_out_path("hopper") == "accelerators.h100-sxm.scale_out_gbit_per_s"
+    # the same plan, only the NIC differs: the DP ring that crosses nodes is four times slower
+    full = 1e9
+    assert ts.ring_seconds(full, 16, 8, jz) == pytest.approx(
+        max(full * 7 / 8 / jz["up_bw"], full / 2 / 8 / jz["out_bw"])
+    )
+    assert ts.ring_seconds(full, 16, 8, jz) > ts.ring_seconds(full, 16, 8, dgx)
+
+
 def test_a_forward_only_pass_by_hand(catalog):
     # log-prob passes: each micro-batch's forward and its forward pipeline sends, plus the pipeline
     # fill and drain of (pp - 1) / vp micro-batches; no backward, no gradient traffic, no optimizer

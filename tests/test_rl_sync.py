@@ -337,3 +337,10 @@ def test_rl_cli_takes_the_sync_stack_from_the_workload():
     assert rows["per-tensor software (verl)"]["path"] == "rl.sync_stacks.verl.tensor_us"
     bad = run_cli("rl", "--hardware", "vera-rubin", "--set", "workload.sync_stack=pigeon")
     assert bad.code == 2 and "sync_stack" in bad.stderr
+
+
+def test_sync_links_read_a_system_fabric_before_the_accelerator_nic(catalog):
+    # Jean Zay declares its Omni-Path fabric (4 x 100 Gb/s per 8 GPUs); the DGX A100 node falls back
+    # to the accelerator's one 200 Gb/s HDR NIC per GPU
+    assert sync_links(Inputs(catalog), "a100-jean-zay", "a100-sxm", 8).nic == pytest.approx(50e9 / 8)
+    assert sync_links(Inputs(catalog), "a100-sxm", "a100-sxm", 8).nic == pytest.approx(200e9 / 8)

@@ -82,6 +82,15 @@ class Catalog:
     def accelerator_of(self, system: System) -> Accelerator:
         return self.accelerators[system.accelerator]
 
+    def scale_out_path(self, hardware: str) -> str:
+        """Where a system's scale-out bandwidth per GPU is read: the system's own fabric where it
+        declares one (a cluster wired unlike its accelerator's reference node), else the accelerator's."""
+        name = self.canonical("systems", hardware)
+        system = self.system(hardware)
+        if system.scale_out_gbit_per_s is not None:
+            return f"systems.{name}.scale_out_gbit_per_s"
+        return f"accelerators.{system.accelerator}.scale_out_gbit_per_s"
+
     def origin(self, section: str, name: str) -> str:
         return self.origins.get((section, self.canonical(section, name)), "<command line>")
 

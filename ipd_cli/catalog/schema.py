@@ -200,6 +200,13 @@ class System(Strict):
         default=None,
         description="CPU-GPU bandwidth per GPU and direction (PCIe or NVLink-C2C)",
     )
+    scale_out_gbit_per_s: Sourced | None = unit(
+        "Gbit/s per GPU",
+        1e9 / 8,
+        default=None,
+        description="scale-out bandwidth per GPU of this system's fabric, where it differs from the "
+        "accelerator's reference node (SI: bytes/s); default: the accelerator's",
+    )
     host_memory_gb: Sourced | None = unit(
         "GB per system",
         1e9,

@@ -191,7 +191,7 @@ def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) ->
         "usable": inp.read("efficiency.hbm_usable_fraction", "usable HBM share"),
         "up_bidir": inp.read(f"{acc}.scale_up_gb_per_s_bidir", "scale-up bandwidth (bidirectional)"),
         "up_eff": inp.read("efficiency.scale_up_link_efficiency", "scale-up link efficiency"),
-        "out": inp.read(f"{acc}.scale_out_gbit_per_s", "scale-out bandwidth"),
+        "out": inp.read(cat.scale_out_path(hardware), "scale-out bandwidth"),
         "out_eff": inp.read("efficiency.scale_out_link_efficiency", "scale-out link efficiency"),
         "host_bw": _host_link(inp, cat, hardware),
         "host_memory": _host_memory(inp, cat, hardware),

@@ -199,7 +199,7 @@ def _bandwidth(ctx: ServingContext, st: Stack) -> dict:
 
 def _links(ctx: ServingContext, st: Stack) -> dict:
     up = ctx.spec("scale-up bandwidth (bidirectional)", "scale_up_gb_per_s_bidir") / 2
-    out = ctx.spec("scale-out bandwidth", "scale_out_gbit_per_s")
+    out = ctx.inp.read(ctx.cat.scale_out_path(ctx.name), "scale-out bandwidth")
     eff = stacks.read(
         ctx, st, "scale-up link efficiency (serving)", "scale_up_link_efficiency", "scale_up_link_efficiency"
     )
