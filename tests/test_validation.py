@@ -82,10 +82,11 @@ SERVING_BEYOND_1_5X = {
     "trtllm-qwen3-235b-h200-dep4",
 }
 SERVING_WORST_RATIO_ANY = 3.0
-# Issue 18: AMD serving checking cases within 25 % median, none off by 2x (met: 19.4 %, 20 cases);
+# Issue 18: AMD serving checking cases within 25 % median, none off by 2x (met: 20.2 %, 20 cases);
 # cases that fix the interactivity (tokens/s per GPU at a measured tokens/s per user) within 20 %
-# median: met, 18.9 % over 41 cases (21.1 % before FP8 attention on Blackwell and the per-rank
-# prefill dispatch).
+# median: met, 19.4 % over 41 cases (21.1 % before FP8 attention on Blackwell and the per-rank
+# prefill dispatch; 18.9 % while a target read the speed per user, the request's own TTFT included,
+# where benchmarks publish 1 / TPOT).
 AMD_MEDIAN_BOUND_PCT = 25.0
 FIXED_INTERACTIVITY_MEDIAN_BOUND_PCT = 20.0
 
