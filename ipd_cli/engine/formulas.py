@@ -246,6 +246,13 @@ def instance_output_tokens_per_s(batch, output_tokens, prefill_s, step_s, specul
     return batch * output_tokens / (batch * prefill_s + output_tokens * step_s / speculative)
 
 
+def aggregated_tpot_seconds(batch, output_tokens, prefill_s, step_s, speculative):
+    """Time per output token after the first, as benchmarks report it ((latency - TTFT) / output
+    tokens): the decode steps plus the prefills of the ``batch - 1`` other requests that take turns
+    on the instance while this one decodes; its own prefill is its time to first token."""
+    return ((batch - 1) * prefill_s + output_tokens * step_s / speculative) / output_tokens
+
+
 def usd_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu):
     """SemiAnalysis InferenceMAX identity: $/GPU-h / (tok/s/GPU * 3600) * 1e6."""
     return usd_per_gpu_hour / (tokens_per_s_per_gpu * SECONDS_PER_HOUR) * 1e6

@@ -215,7 +215,11 @@ class Serving(Result):
         "included; aggregated: the prefills that take turns on the instance included)"
     )
     ttft_s: float = Field(description="time to first token: one request's prefill, no queueing")
-    tpot_ms: float = Field(description="time per output token: 1000 / tokens_per_s_per_user")
+    tpot_ms: float = Field(
+        description="time per output token after the first ((latency - TTFT) / output tokens): "
+        "1000 / interactivity as benchmarks publish it; aggregated, the other requests' prefills "
+        "included, the request's own (its TTFT) not"
+    )
     usd_per_million_output_tokens: float
     usd_per_million_total_tokens: float = Field(description="input + output tokens")
     tokens_per_s_per_mw: float = Field(description="output tokens/s per MW of all-in power (incl. PUE)")

@@ -130,15 +130,17 @@ def _smallest(ctx: ServingContext, g: Grid) -> int:
 
 def choose(g: Grid, target: float | None) -> tuple[int, bool | None]:
     """The row with the most tokens/s per GPU (cheapest: one price per system), among those meeting
-    ``target`` tokens/s per user; when none does, the fastest row and False."""
+    ``target`` tokens/s per user, read as benchmarks publish interactivity: 1 / TPOT, the request's
+    own prefill (its TTFT) left out; when none does, the fastest row and False."""
     r, ok = g.rows, g.feasible
     tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
     if target is None:
         return best_of(tps, ok, usr, -gpus), None
-    meets = ok & (usr >= target)
+    speed = 1.0 / r["tpot_s"]
+    meets = ok & (speed >= target)
     if meets.any():
-        return best_of(tps, meets, usr, -gpus), True
-    return best_of(usr, ok, tps, -gpus), False
+        return best_of(tps, meets, speed, -gpus), True
+    return best_of(speed, ok, tps, -gpus), False
 
 
 def frontier(g: Grid) -> list[int]:

@@ -235,13 +235,15 @@ def _layer_collectives(ph: Physics, x: Columns, tokens, d, s, t, e, experts: boo
 
 
 def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
-    """Prefills take turns with decode on the instance: every user waits for them."""
+    """Prefills take turns with decode on the instance: every user waits for them. Time per output
+    token (TPOT) counts the other requests' prefills, not the request's own (its TTFT)."""
     decode = ph.osl * step_s / x["accepted"]
     prefill = batch * x["prefill_s"]
     per_instance = f.instance_output_tokens_per_s(batch, ph.osl, x["prefill_s"], step_s, x["accepted"])
     return dict(
         tokens_per_s_per_gpu=per_instance / x["paid"],
         tokens_per_s_per_user=per_instance / batch,
+        tpot_s=f.aggregated_tpot_seconds(batch, ph.osl, x["prefill_s"], step_s, x["accepted"]),
         deployment_gpus=x["paid"],
         decode_instances=batch * 0 + 1,
         prefill_instances=batch * 0,
@@ -273,6 +275,7 @@ def disaggregated(
     return dict(
         tokens_per_s_per_gpu=served / total,
         tokens_per_s_per_user=f.speculative_tokens_per_s_per_user(x["accepted"], step_s),
+        tpot_s=step_s / x["accepted"],
         deployment_gpus=total,
         decode_instances=n_dec,
         prefill_instances=n_pre,

@@ -29,6 +29,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import Space, product, take
 from ipd_cli.errors import InputError
 
@@ -186,10 +187,10 @@ def _batches(ph: Physics, lay: dict, x: dict, pins: Pins, target: float | None):
 
 
 def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
-    """Per layout, the largest batch whose speed per user meets ``target`` (1 where none does),
-    aggregated (each request also waits for the prefills that take turns) and disaggregated: a
-    bisection over whole batches, vectorised over layouts and both modes at once. Speed per user
-    falls with batch."""
+    """Per layout, the largest batch whose interactivity (1 / TPOT) meets ``target`` (1 where none
+    does), aggregated (each request also waits for the other requests' prefills that take turns)
+    and disaggregated: a bisection over whole batches, vectorised over layouts and both modes at
+    once. Interactivity falls with batch."""
     import numpy as np
 
     n = len(x["d"])
@@ -200,7 +201,7 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
     for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
         mid = np.floor((lo + hi + 1) / 2)
         step = step_terms(ph, two, x2, mid)["step_s"]
-        speed = ph.osl / (waits * mid * x2["prefill_s"] + ph.osl * step / x2["accepted"])
+        speed = 1.0 / f.aggregated_tpot_seconds(mid, ph.osl, waits * x2["prefill_s"], step, x2["accepted"])
         ok = speed >= target
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
     return lo[:n], lo[n:]
