@@ -13,6 +13,10 @@ from helpers import run_cli, run_cli_once
 
 from ipd_cli import validate as val
 
+# with pytest-xdist: on the worker that runs the README's commands, so `ipd validate --set checking`
+# and `ipd calibrate` run once per session (helpers.run_cli_once is per process)
+pytestmark = pytest.mark.xdist_group("validate-calibrate")
+
 CHECKING_MEDIAN_BOUND_PCT = 30.0
 # Weight sync (issue 15): the target is a checking-set median of 30 % with no case off by 2x. The
 # transfer schedule with each framework's software (rl.sync_stacks) reaches 27.0 % with none beyond
