@@ -108,14 +108,11 @@ def sync_links(inp: Inputs, system: str, accelerator: str, gpus_per_system: int)
         host = inp.read(f"{spath}.host_link_gb_per_s", "host link")
     else:
         host = inp.read("rl.default_host_link_gb_per_s", "host link (PCIe default)")
-    nic_path = f"{apath}.scale_out_gbit_per_s"
-    if inp.has(f"{spath}.scale_out_gbit_per_s"):  # the system's own fabric (Catalog.scale_out_path)
-        nic_path = f"{spath}.scale_out_gbit_per_s"
     node = gpus_per_system
     if inp.has(f"{spath}.gpus_per_node"):
         node = inp.read(f"{spath}.gpus_per_node", "GPUs per node (one host, its NICs)")
     return Links(
-        nic=inp.read(nic_path, "scale-out NIC"),
+        nic=inp.read(inp.cat.scale_out_path(system), "scale-out NIC"),
         scale_up=inp.read(f"{apath}.scale_up_gb_per_s_bidir", "scale-up bandwidth (bidirectional)") / 2,
         host=host,
         hbm=inp.read(f"{apath}.hbm_tb_per_s", "HBM bandwidth"),
