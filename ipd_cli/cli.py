@@ -303,7 +303,8 @@ def train(
         typer.Option(
             "--plan",
             help="Pin parts of the parallelism plan: tp, pp, vp, cp, ep, dp, mbs, gbs (global batch, "
-            "sequences), recompute=none|selective|full|offload, zero=0-3 (3 = fsdp); "
+            "sequences), recompute=none|selective|full|offload, zero=0-3 (3 = fsdp), "
+            "schedule=1f1b|dualpipe; "
             "e.g. tp=4,pp=8,recompute=selective.",
         ),
     ] = None,

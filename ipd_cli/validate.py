@@ -137,15 +137,20 @@ PLAN_INPUTS = {"tp": "tp", "pp": "pp", "vp": "vp", "cp": "cp", "ep": "ep", "dp":
 PLAN_INPUTS.update(micro_batch="mbs", global_batch="gbs")
 
 
-def published_plan(i: dict) -> str | None:
+def published_plan(i: dict) -> str:
     """The plan fields a case publishes, as pins (the search chooses the rest): degrees, micro and
-    global batch, recompute (torchtitan's selective-op counts as selective), FSDP sharding."""
+    global batch, pipeline schedule, recompute (torchtitan's selective-op counts as selective), FSDP
+    sharding."""
     pins = [f"{key}={i[name]}" for name, key in PLAN_INPUTS.items() if name in i]
+    # the schedule the run used: DualPipe only where the case says so (DeepSeek-V3's own run); the
+    # other runs' stacks (Megatron-LM/Core, NeMo, Megatron-DeepSpeed, torchtitan, HAI-LLM) ran 1F1B
+    # or its interleaved form, which the plan search models as one schedule
+    pins.append(f"schedule={i.get('pipeline_schedule', '1f1b')}")
     if "recompute" in i:
         pins.append(f"recompute={str(i['recompute']).removesuffix('-op')}")
     if int(i.get("fsdp", 1)) > 1:
         pins.append("zero=3")
-    return ",".join(pins) or None
+    return ",".join(pins)
 
 
 def _rl_step(cat: Catalog, i: dict, metric: str) -> float:

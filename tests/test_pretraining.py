@@ -71,6 +71,91 @@ def test_bubble_and_the_step_by_hand(catalog):
     assert out["tokens_per_step"] == 128 * 8192
 
 
+# DeepSeek-V3 on 2,048 H800 as its report describes the run (arXiv 2412.19437 sec. 3.2: PP16, EP64
+# over 8 nodes, ZeRO-1), 15,360 sequences of 4,096 tokens per step
+PLAN_DSV3 = "tp=1,pp=16,vp=1,ep=64,cp=1,dp=128,mbs=1,gbs=15360,recompute=none,zero=1,order=0"
+
+
+def test_dualpipe_bubble_and_hidden_all_to_all_by_hand(catalog):
+    x = inputs(catalog, "h800", "deepseek-v3", "fp8", seq=4096)
+    cols, out = one_plan(x, 2048, PLAN_DSV3 + ",schedule=dualpipe")
+    assert cols["sched"] == 1 and cols["mb"] == 120  # 15,360 / (DP128 x mbs 1)
+    # Table 2 of the report: (PP/2 - 1)(F&B + B - 3W); F&B the overlapped forward-backward pair (one
+    # micro-batch's time), B the full backward, W its weight-gradient GEMMs (the forward's GEMMs once
+    # more: a step without recompute runs 3 W of GEMMs)
+    f_and_b, b, w = out["micro_batch_s"], out["bwd_s"], out["wgrad_s"]
+    assert out["gemm_s"] == pytest.approx(3 * w)
+    assert out["bubble_s"] == pytest.approx((16 / 2 - 1) * (f_and_b + b - 3 * w))
+    assert out["step_s"] == pytest.approx(
+        120 * f_and_b + out["bubble_s"] + out["dp_exposed_s"] + out["optimizer_s"]
+    )
+    # each layer's forward and backward all-to-alls (2 x the raw time) hide behind the paired chunk's
+    # layer compute: 3 GEMM passes, attention forward + backward (1 + 2.5), 3 memory-bound passes;
+    # what hides still takes the overlap tax; 61 layers / PP16: 4 on a stage
+    P = {k: cols[k] for k in ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "order", "sched")}
+    raw = ts.layer_ep_seconds(P, x, ts.in_domain(P, x)["ep"])
+    g, a, mem = ts.layer_gemm_seconds(P, x), ts.attention_seconds(P, x), ts.layer_memory_seconds(P, x)
+    window = 3 * g + 3.5 * a + 3 * mem
+    shown = max(0.0, 2 * raw - window) + min(2 * raw, window) * x["overlap_tax"]
+    assert out["ep_comm_s"] == pytest.approx(4 * shown)
+    # the same plan under 1F1B: (PP - 1)(F + B), and 23 % of the all-to-all hidden (the fitted share)
+    _, one = one_plan(x, 2048, PLAN_DSV3 + ",schedule=1f1b")
+    assert one["bubble_s"] == pytest.approx(15 * one["micro_batch_s"])
+    assert one["ep_comm_s"] == pytest.approx(
+        2 * 4 * raw * (1 - x["a2a_overlap"] + x["a2a_overlap"] * x["overlap_tax"])
+    )
+    assert out["step_s"] < 0.7 * one["step_s"]
+
+
+def test_dualpipe_memory_holds_two_stages_by_hand(catalog):
+    x = inputs(catalog, "h800", "deepseek-v3", "fp8", seq=4096)
+    cols, out = one_plan(x, 2048, PLAN_DSV3 + ",schedule=dualpipe")
+    # each GPU holds stage i and its mirror 15 - i: twice a 1F1B stage's parameters (Table 2: 2x)
+    dense = x["dense_params"] / 16 * 2
+    expert = x["routed_params"] / (64 * 16) * 2
+    # BF16 weights and gradients whole; ZeRO-1 shards the 12 optimizer bytes over both copies'
+    # replicas: 2 x DP128 for the dense weights, 2 x (DP128 / EP64) for the experts
+    state = (dense + expert) * (2 + 2) + 12 * (dense / 256 + expert / 4)
+    P = {k: cols[k] for k in ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "order", "sched", "zero")}
+    assert ts.state_bytes(P, x) == pytest.approx(state)
+    # the optimizer state per GPU is 1F1B's; the weights and gradients double
+    one = ts.state_bytes({**P, "sched": 0.0}, x)
+    assert state - one == pytest.approx((dense + expert) / 2 * 4)
+    # PP + 1 = 17 micro-batches' activations in flight (Table 2), 1F1B's 16 plus one
+    assert ts.in_flight({**P, "mb": 120.0}) == 17 and ts.in_flight({**P, "mb": 120.0, "sched": 0.0}) == 16
+    act = out["act_bytes"]
+    assert out["memory_bytes"] == pytest.approx(state + max(17 * act, act + out["logits_bytes"]))
+
+
+def test_dualpipe_runs_even_micro_batch_counts_of_at_least_twice_pp():
+    # deepseek-ai/DualPipe asserts an even count of at least 2 x the pipeline ranks
+    P = {"vp": np.ones(3), "pp": np.full(3, 16.0), "sched": np.ones(3)}
+    assert list(tpn._aligned(np.array([5.0, 40.0, 41.0]), P)) == [32, 40, 40]
+    assert list(tpn._aligned(np.array([5.0, 40.0, 41.0]), P, up=True)) == [32, 40, 42]
+    # DualPipe takes an even pp and no interleaving
+    triples = tpn.pipeline_pairs(12, 64, {"sched": 1})
+    assert triples == [(2, 1, 1), (4, 1, 1), (6, 1, 1), (8, 1, 1), (12, 1, 1)]
+
+
+def test_the_search_chooses_dualpipe_where_it_wins_and_a_pin_refuses_it(catalog):
+    r = train(catalog, "h800", "deepseek-v3", 1e12, gpus=2048, precision="fp8", sequence_length=4096,
+              plan="tp=1,pp=16,ep=64").pretraining  # fmt: skip
+    assert r.parallelism.pipeline_schedule == "dualpipe" and "PP16 (DualPipe)" in r.plan
+    one = train(catalog, "h800", "deepseek-v3", 1e12, gpus=2048, precision="fp8", sequence_length=4096,
+                plan="tp=1,pp=16,ep=64,schedule=1f1b").pretraining  # fmt: skip
+    assert one.parallelism.pipeline_schedule == "1f1b" and one.step_time_s > r.step_time_s
+    bad = run_cli(
+        "train", "--hardware", "h800", "--model", "deepseek-v3", "--tokens", "1e12", "--gpus", "2048",
+        "--plan", "schedule=gpipe",
+    )  # fmt: skip
+    assert bad.code == 2 and "schedule is one of 1f1b, dualpipe" in bad.stderr
+    odd = run_cli(
+        "train", "--hardware", "h800", "--model", "deepseek-v3", "--tokens", "1e12", "--gpus", "2048",
+        "--plan", "pp=4,vp=2,schedule=dualpipe",
+    )  # fmt: skip
+    assert odd.code == 2 and "schedule=dualpipe runs an even pp and no interleaving" in odd.stderr
+
+
 def test_collective_bytes_by_hand(catalog):
     x = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
     up = 900e9 / 2 * 0.70  # NVLink4 900 GB/s both directions, per direction, at the link efficiency
@@ -185,6 +270,7 @@ def test_the_estimate_is_the_grid_row_of_its_plan(catalog):
         )
         pins = pins.replace("rc=", "recompute=").replace("mbs=", "mbs=")
         pins = pins.replace(f"recompute={p['rc']}", f"recompute={tpn.RECOMPUTE[p['rc']]}")
+        pins = pins.replace(f"sched={p['sched']}", f"schedule={tpn.SCHEDULES[p['sched']]}")
         r = train(catalog, "hopper", "llama-3.1-8b", 1e12, gpus=64, precision="fp8", plan=pins).pretraining
         assert r.step_time_s == pytest.approx(float(s.out["step_s"][i]), rel=1e-12)
         assert r.memory_gb_per_gpu == pytest.approx(float(s.out["memory_bytes"][i]) / 1e9, rel=1e-12)

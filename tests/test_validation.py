@@ -24,13 +24,14 @@ CHECKING_MEDIAN_BOUND_PCT = 30.0
 WEIGHT_SYNC_MEDIAN_BOUND_PCT = 28.0
 WEIGHT_SYNC_OVER_2X_MAX = 0
 
-# pre-training (issue 12): the checking-set median is 7.5 % and 7 of 71 cases are off by more than
-# 1.5x (8 until BLOOM ran on its own Jean Zay fabric, -35 -> -32 %; 11.9 % and 8 before partial
+# pre-training (issue 12): the checking-set median is 7.5 % and 6 of 71 cases are off by more than
+# 1.5x (7 until DeepSeek-V3's own run got its DualPipe schedule, +50 -> +8 %; 8 until BLOOM ran on
+# its own Jean Zay fabric, -35 -> -32 %; 11.9 % and 8 before partial
 # activation offload and the GB200/GB300 training shares; 11.0 % and 9 while the calibration could
 # not move the GEMM call overhead off 1 us); the issue's median target (10 %) is met, its "none
 # beyond 1.5x" is not
 PRETRAIN_MEDIAN_BOUND_PCT = 8.0
-PRETRAIN_BEYOND_1_5X = 7
+PRETRAIN_BEYOND_1_5X = 6
 
 
 @pytest.fixture(scope="module")

@@ -437,6 +437,7 @@ def training_plan(p: dict[str, int]) -> TrainingPlan:
         cp=p["cp"],
         pp=p["pp"],
         interleave=p["vp"],
+        pipeline_schedule=tpn.SCHEDULES[p["sched"]],
         ep=p["ep"],
         dp=p["dp"],
         micro_batch=p["mbs"],

@@ -36,6 +36,9 @@ class TrainingPlan(Result):
     cp: int = Field(description="context parallel")
     pp: int = Field(description="pipeline stages")
     interleave: int = Field(description="virtual pipeline chunks per stage")
+    pipeline_schedule: str = Field(
+        description="1f1b (interleaved when interleave > 1) or dualpipe (DeepSeek-V3's two-way schedule)"
+    )
     ep: int = Field(description="expert parallel (folded into tp x cp x dp)")
     dp: int = Field(description="data-parallel replicas")
     micro_batch: int = Field(description="sequences per micro-batch")

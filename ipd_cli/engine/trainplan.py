@@ -37,6 +37,7 @@ from . import trainstep as ts
 from .inputs import Inputs
 
 RECOMPUTE = ("none", "selective", "full", "offload")
+SCHEDULES = ("1f1b", "dualpipe")  # the pipeline schedules, by their ``sched`` column value
 POLICIES = (0, 1, 2, 3)
 PIN_KEYS = {
     "tp": "tp",
@@ -53,6 +54,7 @@ PIN_KEYS = {
     "recompute": "rc",
     "zero": "zero",
     "order": "order",
+    "schedule": "sched",
 }
 MIN_CP_CHUNK = 1024  # context parallelism below this many tokens per GPU is not enumerated
 MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16)
@@ -76,6 +78,8 @@ def parse_plan(text: str | None) -> dict[str, int]:
                 f"`plan` item '{item}': give KEY=VALUE with KEY one of {', '.join(sorted(set(PIN_KEYS)))}"
             )
         pins[col] = _pin_value(col, value.lower(), item)
+    if pins.get("sched") == 1 and (pins.get("vp", 1) != 1 or pins.get("pp", 2) % 2):
+        raise InputError("`plan`: schedule=dualpipe runs an even pp and no interleaving (vp=1)")
     return pins
 
 
@@ -84,6 +88,10 @@ def _pin_value(col: str, value: str, item: str) -> int:
         if value not in RECOMPUTE:
             raise InputError(f"`plan` item '{item}': recompute is one of {', '.join(RECOMPUTE)}")
         return RECOMPUTE.index(value)
+    if col == "sched":
+        if value not in SCHEDULES:
+            raise InputError(f"`plan` item '{item}': schedule is one of {', '.join(SCHEDULES)}")
+        return SCHEDULES.index(value)
     if col == "zero" and value == "fsdp":
         return 3
     try:
@@ -292,15 +300,20 @@ def _axis(pins: dict, key: str, values: list[int]) -> list[int]:
     return [pins[key]] if key in pins else values
 
 
-def pipeline_pairs(layers: int, cap: int, pins: dict) -> list[tuple[int, int]]:
-    """(pp, vp) pairs: pp divides the layers or is a power of two; vp divides the layers per stage."""
+def pipeline_pairs(layers: int, cap: int, pins: dict) -> list[tuple[int, int, int]]:
+    """(pp, vp, sched) triples: pp divides the layers or is a power of two; vp divides the layers per
+    stage under 1F1B; DualPipe (sched 1) takes an even pp and no interleaving."""
     pows = [2**k for k in range(12) if 2**k <= layers]
     pps = _axis(pins, "pp", sorted({*divisors(layers), *pows}))
     pairs = []
     for pp in (p for p in pps if p <= cap):
         per_stage = math.ceil(layers / pp)
         vps = [1] if pp == 1 else [v for v in divisors(per_stage) if v <= 32]
-        pairs += [(pp, vp) for vp in _axis(pins, "vp", vps)]
+        for sched in _axis(pins, "sched", [0, 1]):
+            if sched == 1:
+                pairs += [(pp, 1, 1)] if pp % 2 == 0 and 1 in _axis(pins, "vp", [1]) else []
+            else:
+                pairs += [(pp, vp, 0) for vp in _axis(pins, "vp", vps)]
     return pairs
 
 
@@ -312,7 +325,7 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     tps = [t for t in divisors(int(x["heads"])) if t <= min(MAX_TP, cap, x["domain"])]
     cps = [c for c in (2**k for k in range(8)) if c == 1 or (seq % (2 * c) == 0 and seq // c >= MIN_CP_CHUNK)]
     eps = [e for e in divisors(int(x["experts"])) if e <= cap] if x["is_moe"] else [1]
-    pairs = np.array(pipeline_pairs(layers, cap, pins) or [(1, 1)], dtype=float)
+    pairs = np.array(pipeline_pairs(layers, cap, pins) or [(1, 1, 0)], dtype=float)
     cols = sr.product(
         tp=_axis(pins, "tp", tps),
         cp=_axis(pins, "cp", cps),
@@ -322,7 +335,8 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
         order=_axis(pins, "order", [0, 1]),
     )
     cols = {k: v.astype(float) for k, v in cols.items()}
-    cols["pp"], cols["vp"] = pairs[cols["pv"].astype(int), 0], pairs[cols["pv"].astype(int), 1]
+    pv = cols["pv"].astype(int)
+    cols["pp"], cols["vp"], cols["sched"] = pairs[pv, 0], pairs[pv, 1], pairs[pv, 2]
     del cols["pv"]
     keep = cols["tp"] * cols["cp"] * cols["pp"] <= cap
     keep &= (cols["order"] == 0) | (cols["pp"] > 1) | ("order" in pins)
@@ -331,12 +345,15 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
 
 
 def _aligned(mb, P: sr.Columns, up: bool = False):
-    """Micro-batch counts an interleaved schedule can run: multiples of pp (at least pp)."""
+    """Micro-batch counts a schedule can run: interleaved, multiples of pp (at least pp); DualPipe,
+    even counts of at least 2 pp (deepseek-ai/DualPipe asserts both)."""
     import numpy as np
 
-    step = np.where(P["vp"] > 1, P["pp"], 1.0)
+    dual = ts.dualpipe(P)
+    step = np.where(P["vp"] > 1, P["pp"], np.where(dual, 2.0, 1.0))
+    least = np.where(dual, 2.0 * P["pp"], step)
     n = np.ceil(mb / step) if up else np.floor(mb / step)
-    return np.maximum(n, 1.0) * step
+    return np.maximum(n * step, least)
 
 
 def dp_candidates(P: sr.Columns, x: dict, gpus: int, pins: dict) -> tuple[Any, Any]:
@@ -353,6 +370,7 @@ def dp_candidates(P: sr.Columns, x: dict, gpus: int, pins: dict) -> tuple[Any, A
         d = np.array(divisors(int(pins["gbs"])), dtype=float)[None, :] + 0 * d_max
         mb = pins["gbs"] / (d * P["mbs"][:, None])
         ok = (mb == np.floor(mb)) & (d <= d_max)
+        ok &= ~ts.dualpipe(_bcast(P)) | ((mb % 2 == 0) & (mb >= 2.0 * P["pp"][:, None]))
     else:
         opts = _aligned(np.array(MB_OPTIONS, dtype=float)[None, :], _bcast(P))
         d_fit = np.minimum(d_max, np.floor(seqs / opts))
@@ -375,7 +393,7 @@ def _placement_matters(cols: sr.Columns, x: dict):
 
 
 def _bcast(P: sr.Columns) -> sr.Columns:
-    return {"vp": P["vp"][:, None], "pp": P["pp"][:, None]}
+    return {"vp": P["vp"][:, None], "pp": P["pp"][:, None], "sched": P["sched"][:, None]}
 
 
 def expand(P: sr.Columns, x: dict, gpus: int, pins: dict) -> sr.Columns:
@@ -545,7 +563,7 @@ def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, 
     replicas = np.maximum(np.floor(gpus / (P["tp"] * P["cp"] * P["pp"])), 1.0)
     B = x["recipe_batch"]
     g0 = replicas * P["mbs"] * x["seq"]
-    u, w = 1.0 / g0, (P["pp"] - 1.0) / P["vp"]
+    u, w = 1.0 / g0, ts.bubble_bound(P)
     start = np.maximum(g0, B)
     below = np.where(g0 <= B, u + w / B, np.inf)
     gs = np.maximum(np.sqrt(w * B / u), start)
@@ -790,7 +808,7 @@ def replicas_lower_bound(P: sr.Columns, m: dict, x: dict, rate: float, pins: dic
     memory = replicas_for_memory(P, m, x, pins)
     per_seq = P["mbs"] * x["seq"]
     t_mb = m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)
-    w = (P["pp"] - 1.0) / P["vp"]
+    w = ts.bubble_bound(P)
     B = x["recipe_batch"]
     lo = np.log(np.maximum(rate * t_mb / per_seq, 1.0))
     room = B / (rate * t_mb) - w  # micro-batches per step left within the recipe batch, at the rate
@@ -826,7 +844,7 @@ def _deadline_rows(P: sr.Columns, d_low: Any, x: dict, pins: dict) -> sr.Columns
 
 # --- results: the chosen plan, named ----------------------------------------------------------------
 
-PLAN_COLS = ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "mb", "rc", "zero", "order")
+PLAN_COLS = ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "mb", "rc", "zero", "order", "sched")
 ZERO_NAMES = ("", ", ZeRO-1", ", ZeRO-2", ", FSDP")
 
 
@@ -842,7 +860,8 @@ def plan_of_cols(cols: dict[str, float]) -> dict[str, int]:
 def plan_name(p: dict[str, int]) -> str:
     """``TP4 PP8 (interleave 4) DP64 EP8 CP2, mbs 1, selective recompute, ZeRO-1`` (policy 0:
     ``no recompute``)."""
-    parts = [f"TP{p['tp']}", f"PP{p['pp']}" + (f" (interleave {p['vp']})" if p["vp"] > 1 else "")]
+    stages = f" (interleave {p['vp']})" if p["vp"] > 1 else " (DualPipe)" if p.get("sched") == 1 else ""
+    parts = [f"TP{p['tp']}", f"PP{p['pp']}{stages}"]
     parts.append(f"DP{p['dp']}")
     if p["ep"] > 1:
         parts.append(f"EP{p['ep']}")
@@ -857,8 +876,9 @@ def plan_name(p: dict[str, int]) -> str:
 
 def pins_text(pins: dict) -> str:
     names = {v: k for k, v in PIN_KEYS.items() if k in ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "gbs")}
-    out = [f"{names.get(k, k)}={RECOMPUTE[v] if k == 'rc' else v}" for k, v in pins.items()]
-    return ",".join(o.replace("rc=", "recompute=") for o in out)
+    names.update(rc="recompute", sched="schedule")
+    text = {"rc": RECOMPUTE, "sched": SCHEDULES}
+    return ",".join(f"{names.get(k, k)}={text[k][v] if k in text else v}" for k, v in pins.items())
 
 
 @dataclass
@@ -1038,7 +1058,7 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     base = P["tp"] * P["cp"] * P["pp"]
     gbs = float(pins["gbs"])
     t_mb = m["fwd_s"] + m["bwd_s"] + fsdp
-    w = (P["pp"] - 1.0) / P["vp"]
+    w = ts.bubble_bound(P)
     tokens = gbs * x["seq"]
     penalty = batch_penalty(tokens, x)
 

@@ -12,7 +12,20 @@ micro-batches per data-parallel replica and step; ``rc`` activation memory polic
 recompute, 1 selective, 2 full recompute, 3 activations offloaded to host memory); ``zero``
 sharding stage (0 replicated, 1 optimizer state, 2 and gradients, 3 and weights: FSDP);
 ``order`` rank placement (0: tp-cp-dp-pp, pipeline outermost, as Megatron; 1: tp-cp-pp-dp,
-pipeline stages inside the scale-up domain first).
+pipeline stages inside the scale-up domain first); ``sched`` pipeline schedule (0: 1F1B,
+interleaved when vp > 1, as Megatron; 1: DualPipe, DeepSeek-V3's bidirectional schedule; a
+missing column reads 0).
+
+DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, sec. 3.2.1 and Table 2; the
+deepseek-ai/DualPipe repository): micro-batches enter from both ends of the pipeline, so each
+rank holds two stages (stage i and stage pp - 1 - i: twice the parameters, and each stage's
+gradients are reduced over twice the replicas), keeps pp + 1 micro-batches' activations in
+flight, and runs the forward chunk of one micro-batch together with the backward chunk of
+another, so the expert all-to-all and the pipeline sends of each hide behind the other's compute
+(the hidden part still takes its tax of the SMs: DeepSeek gives 20 of the H800's 132 SMs to
+communication). Its bubble is (pp/2 - 1)(F&B + B - 3W) against 1F1B's (pp - 1)(F + B), with F,
+B and W a stage's forward, full backward and weight-gradient time and F&B an overlapped pair.
+It needs an even pp and an even number of micro-batches, at least 2 pp.
 
 The step, after Calculon (Isaev et al., SC'23) with what it lacks added (gated FFNs, GQA, MoE
 expert GEMMs and all-to-all, context parallelism, FSDP, fused attention, the LM head):
@@ -36,6 +49,11 @@ from typing import Any
 from . import formulas as f
 
 Cols = dict[str, Any]
+
+
+def dualpipe(P: Cols):
+    """Whether each plan runs DualPipe (a plan without a ``sched`` column runs 1F1B)."""
+    return P.get("sched", 0.0) == 1
 
 
 def ifelse(cond, a, b):
@@ -235,11 +253,15 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
     Ls = stage_layers(P, x)
     g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
     tp = overlapped(layer_tp_seconds(P, x), x["tp_overlap"], x)
-    ep = overlapped(layer_ep_seconds(P, x, inside["ep"]), x["a2a_overlap"], x)
+    ep_raw = layer_ep_seconds(P, x, inside["ep"])
+    r = x["attn_bwd_ratio"]
+    # DualPipe: a layer's forward and backward all-to-alls (2 ep_raw) hide behind the compute of
+    # the paired chunk's layer (its forward and backward: 3 GEMM passes, attention, memory work)
+    window = 3.0 * g + (1.0 + r) * a + 3.0 * mem
+    ep = ifelse(dualpipe(P), exposed(2.0 * ep_raw, window, x) / 2.0, overlapped(ep_raw, x["a2a_overlap"], x))
     cp = layer_cp_seconds(P, x, inside["cp"])
     head = head_seconds(P, x)
     loss = loss_seconds(P, x)
-    r = x["attn_bwd_ratio"]
     cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
     fwd = Ls * (g + a + mem + tp + ep) + cp_fwd + head + loss / 2.0
     bwd = Ls * (2.0 * g + r * a + 2.0 * mem + tp + ep) + cp_bwd + 2.0 * head + loss / 2.0
@@ -253,6 +275,7 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
         "cp_comm_s": cp_fwd + cp_bwd,
         "layer_comm_s": Ls * (tp + ep) + cp_fwd,
         "gemm_s": Ls * 3.0 * g + 3.0 * head,
+        "wgrad_s": Ls * g + head,
         "attention_s": Ls * (1.0 + r) * a,
         "memory_s": Ls * 3.0 * mem + loss,
         "layer_gemm_s": Ls * g,
@@ -290,6 +313,7 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
         "fwd_s": t["fwd_s"] + off * t["offload_fwd_s"],
         "bwd_s": t["bwd_s"] + redo + off * t["offload_bwd_s"],
         "stage_layers": t["stage_layers"],
+        "wgrad_s": t["wgrad_s"],
         "gemm_s": t["gemm_s"] + full * t["layer_gemm_s"],
         "attention_s": t["attention_s"] + full * t["layer_attention_s"],
         "memory_s": t["memory_s"] + ((rc == 1) | (rc == 2)) * t["layer_memory_s"],
@@ -347,14 +371,22 @@ def activation_bytes(P: Cols, x: dict, Ls) -> dict[str, Any]:
 # --- the step: pipeline, data parallelism, optimizer; memory per GPU ------------------------------
 
 
+def stage_copies(P: Cols):
+    """Pipeline stages each GPU holds: 2 under DualPipe (stage i and its mirror pp - 1 - i), else 1."""
+    return 1.0 + dualpipe(P)
+
+
 def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
     """(dense, expert) parameters one GPU holds before data-parallel sharding."""
-    return x["dense_params"] / (P["tp"] * P["pp"]), x["routed_params"] / (P["ep"] * P["pp"])
+    n = stage_copies(P) / P["pp"]
+    return x["dense_params"] / P["tp"] * n, x["routed_params"] / P["ep"] * n
 
 
 def dp_groups(P: Cols) -> tuple[Any, Any]:
-    """Data-parallel group sizes of the dense weights (dp x cp) and of the experts (tp cp dp / ep)."""
-    return P["dp"] * P["cp"], P["dp"] * P["cp"] * P["tp"] / P["ep"]
+    """Data-parallel group sizes of the dense weights (dp x cp) and of the experts (tp cp dp / ep);
+    DualPipe's mirror stage doubles each (both copies of a stage reduce its gradients together)."""
+    c = stage_copies(P)
+    return c * P["dp"] * P["cp"], c * P["dp"] * P["cp"] * P["tp"] / P["ep"]
 
 
 def sharded(n, group, on):
@@ -380,9 +412,10 @@ def state_bytes(P: Cols, x: dict):
 
 
 def in_flight(P: Cols):
-    """Micro-batches whose activations the first stage holds under 1F1B (interleaved: more)."""
+    """Micro-batches whose activations the first stage holds under 1F1B (interleaved: more;
+    DualPipe: pp + 1, Table 2 of the DeepSeek-V3 report)."""
     first = f.minimum(P["mb"], P["pp"])
-    return first * ifelse(P["vp"] > 1, 1.0 + (P["pp"] - 1.0) / (P["vp"] * P["pp"]), 1.0)
+    return first * ifelse(P["vp"] > 1, 1.0 + (P["pp"] - 1.0) / (P["vp"] * P["pp"]), 1.0) + dualpipe(P)
 
 
 def offloaded_bytes(P: Cols, m: dict, free):
@@ -447,13 +480,30 @@ def p2p_seconds(P: Cols, x: dict, inside):
     return (P["pp"] > 1) * 2.0 * P["vp"] * (sent / link_bytes_per_s(inside, x) + latency(inside, x))
 
 
+def bubble_seconds(P: Cols, m: dict, mb_s):
+    """The pipeline bubble of one step (``mb_s``: one micro-batch's forward, backward and exposed
+    sends). 1F1B: (pp - 1) / vp micro-batch times (interleaving splits each stage in vp chunks).
+    DualPipe: (pp/2 - 1)(F&B + B - 3W), F&B the overlapped pair (``mb_s``), B the backward and W
+    its weight-gradient GEMMs, which the schedule defers into the bubble."""
+    dual = (P["pp"] / 2.0 - 1.0) * (mb_s + m["bwd_s"] - 3.0 * m["wgrad_s"])
+    return ifelse(dualpipe(P), dual, (P["pp"] - 1.0) / P["vp"] * mb_s)
+
+
+def bubble_bound(P: Cols):
+    """A lower bound on the bubble in micro-batch times, for the search's bounds: (pp - 1) / vp
+    under 1F1B; under DualPipe (pp/2 - 1) x 2/3, since F >= W, B >= 2W (the backward repeats the
+    forward's GEMMs twice) give F + 2B - 3W >= 2/3 (F + B)."""
+    return ifelse(dualpipe(P), (P["pp"] / 2.0 - 1.0) * 2.0 / 3.0, (P["pp"] - 1.0) / P["vp"])
+
+
 def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     """Seconds per step, tokens per step and bytes per GPU of each plan (``m``: its micro-batch
-    terms from :func:`micro_batch`)."""
+    terms from :func:`micro_batch`). DualPipe's sends hide behind the paired chunk's compute."""
     inside = in_domain(P, x)
     p2p = p2p_seconds(P, x, inside["pp"])
+    p2p = ifelse(dualpipe(P), exposed(p2p, m["fwd_s"] + m["bwd_s"], x), p2p)
     mb_s = m["fwd_s"] + m["bwd_s"] + p2p
-    bubble = (P["pp"] - 1.0) / P["vp"] * mb_s
+    bubble = bubble_seconds(P, m, mb_s)
     dp = dp_exposed_seconds(P, m, x)
     opt = optimizer_seconds(P, x)
     memory_bytes, host_bytes = memory_and_host_bytes(P, m, x)

@@ -66,7 +66,8 @@ def trainer_rates(
         "seq": float(max(1, round(nums.mean_length))),
         "tokens": sequences * nums.mean_length,
     }
-    pins = {"gbs": sequences}
+    # RL trainers (NeMo RL and verl on Megatron-Core or FSDP) run 1F1B pipelines, not DualPipe
+    pins = {"gbs": sequences, "sched": 0}
     return TrainerRates(
         y=tpn.derive({**x, "pins": pins}),
         pins=pins,
