@@ -191,3 +191,16 @@ def test_error_sign_and_summary_by_hand():
 def test_bad_split_is_a_usage_error():
     r = run_cli("validate", "--set", "everything")
     assert r.code == 2 and "unknown split" in r.stderr
+
+
+def test_a_case_pins_the_pipeline_schedule_its_run_used():
+    published_plan = val.published_plan
+    # DeepSeek-V3's own run names DualPipe (its report, sec. 3.2.1); a case that names none ran its
+    # stack's 1F1B (Megatron, NeMo, Megatron-DeepSpeed, torchtitan), so the search may not pick DualPipe
+    assert published_plan({"tp": 1, "pp": 16, "ep": 64, "pipeline_schedule": "dualpipe"}) == (
+        "tp=1,pp=16,ep=64,schedule=dualpipe"
+    )
+    assert published_plan({"pp": 8, "vp": 5, "recompute": "selective-op"}) == (
+        "pp=8,vp=5,schedule=1f1b,recompute=selective"
+    )
+    assert published_plan({}) == "schedule=1f1b"

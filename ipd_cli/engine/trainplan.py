@@ -5,7 +5,8 @@ The grid (see /work/shared/design/search.md). Micro columns: tensor ``tp`` (divi
 attention heads up to 64, inside one scale-up domain: its per-layer collectives do not cross
 NICs), context ``cp`` (powers of two leaving chunks of at least 1,024 tokens), pipeline ``pp``
 (divisors of the layers and powers of two; the last stage may hold fewer layers), interleaving
-``vp`` (divisors of the layers per stage), expert ``ep`` (divisors of the routed experts, folded
+``vp`` (divisors of the layers per stage), pipeline schedule ``sched`` (1F1B, or DualPipe on an
+even pp without interleaving), expert ``ep`` (divisors of the routed experts, folded
 into tp x cp x dp as Megatron does), micro-batch size ``mbs``, rank placement ``order``. Per
 micro row: the data-parallel degree ``dp`` with the micro-batches per step ``mb`` (the global
 batch is dp x mb x mbs sequences); per plan, the fastest recompute policy (none, selective,
@@ -318,7 +319,7 @@ def pipeline_pairs(layers: int, cap: int, pins: dict) -> list[tuple[int, int, in
 
 
 def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
-    """Every (tp, cp, pp, vp, ep, mbs, order) a plan on at most ``cap`` GPUs can take."""
+    """Every (tp, cp, pp, vp, sched, ep, mbs, order) a plan on at most ``cap`` GPUs can take."""
     import numpy as np
 
     seq, layers = int(x["seq"]), int(x["layers"])
