@@ -128,7 +128,7 @@ def fingerprint(dirs: list[Path]) -> str | None:
     from ipd_cli.errors import InputError
     from ipd_cli.files import read_bounded
 
-    from .layers import layer_files
+    from .dirs import layer_files
     from .yamlio import MAX_FILE_BYTES
 
     h = hashlib.sha256(f"{FORMAT} {VERSION} {__version__}\n".encode())
