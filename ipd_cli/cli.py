@@ -1074,12 +1074,13 @@ class _Stored:
 
 
 def _listed_from_cache(args: list[str]) -> bool:
-    """``ipd hardware list [-f FORMAT]`` served from the listing the catalog cache stores with the
-    validated catalog (same key: every catalog file's content and the listing's code), without
-    building the Typer app (its option converters cost more than the rest of the command) or any
-    pydantic model. The same checks and output as :func:`hardware_list`; False (the full path)
-    for any other arguments, a format it does not name, or a cache miss."""
-    if args[:2] != ["hardware", "list"]:
+    """``ipd hardware|models|workloads list [-f FORMAT]`` served from the listing the catalog
+    cache stores with the validated catalog (same key: every catalog file's content and the
+    listing's code), without building the Typer app (its option converters cost more than the
+    rest of the command) or any pydantic model. The same checks and output as
+    :func:`hardware_list` and its siblings; False (the full path) for any other arguments, a
+    format it does not name, or a cache miss."""
+    if len(args) < 2 or args[0] not in ("hardware", "models", "workloads") or args[1] != "list":
         return False
     rest, fmt = args[2:], "auto"
     if len(rest) == 2 and rest[0] in ("-f", "--format"):
@@ -1092,7 +1093,7 @@ def _listed_from_cache(args: list[str]) -> bool:
         return False
     from .catalog.cache import stored_listing
 
-    data = stored_listing("hardware")
+    data = stored_listing(args[0])
     if data is None:
         return False
     _check_options(fmt, to_files=False)

@@ -180,6 +180,10 @@ def _no_typer_app(monkeypatch):
 
 
 @pytest.mark.parametrize(
+    ("what", "needle"),
+    [("hardware", "vera-rubin-nvl72"), ("models", "deepseek-v3"), ("workloads", "rl-swe-agent")],
+)
+@pytest.mark.parametrize(
     "args",
     [
         (),
@@ -191,12 +195,12 @@ def _no_typer_app(monkeypatch):
         ("-f", "auto"),
     ],
 )
-def test_hardware_list_from_the_cache_equals_the_full_path(fresh_cache, monkeypatch, args):
-    full = run_cli("hardware", "list", *args, env={"IPD_CACHE_DIR": "off"})  # YAML, validated
-    assert full.code == 0 and "vera-rubin-nvl72" in full.stdout, full.stderr
-    assert run_cli("hardware", "list", *args) == full  # the full path, which fills the cache
+def test_a_list_from_the_cache_equals_the_full_path(fresh_cache, monkeypatch, what, needle, args):
+    full = run_cli(what, "list", *args, env={"IPD_CACHE_DIR": "off"})  # YAML, validated
+    assert full.code == 0 and needle in full.stdout, full.stderr
+    assert run_cli(what, "list", *args) == full  # the full path, which fills the cache
     _no_typer_app(monkeypatch)
-    assert run_cli("hardware", "list", *args) == full  # served from the stored listing
+    assert run_cli(what, "list", *args) == full  # served from the stored listing
 
 
 def test_hardware_list_takes_the_full_path_for_arguments_it_does_not_name(fresh_cache, tmp_path):
@@ -212,6 +216,10 @@ def test_hardware_list_takes_the_full_path_for_arguments_it_does_not_name(fresh_
         ["hardware", "list", "--help"],
         ["hardware", "list", "-f"],
         ["hardware", "show", "h100-sxm"],
+        ["models", "list", "--set", "economics.pue=1.2"],
+        ["workloads", "list", "extra"],
+        ["hardware"],
+        [],
         ["--version", "hardware", "list"],
     ]:
         assert cli._listed_from_cache(args) is False, args

@@ -4,13 +4,14 @@ Parsing and validating the catalog costs more than the whole estimate, and every
 (and every TAB completion) pays it. The cache holds data only, never code:
 
 * **Format**: a JSON header line (format, version, key); a line with the listings derived from
-  the validated catalog when it was written (``ipd hardware list``'s, as JSON), after the SHA-256
-  of that JSON; then the catalog as pydantic JSON of plain values, validated on load by the same
-  schema models as the YAML (``model_validate_json``); aliases and cross-references are checked
-  again. Anything unreadable, of another format or key, or invalid is a miss: the catalog is then
-  loaded from YAML and the entry rewritten. A listing is read without the catalog
-  (:func:`stored_listing`): its checksum and shape are checked. A listing whose JSON dump differs
-  from its Python one (a NaN, which JSON makes null; an object) is not stored.
+  the validated catalog when it was written (``ipd hardware|models|workloads list``'s, as JSON),
+  after the SHA-256 of that JSON; then the catalog as pydantic JSON of plain values, validated on
+  load by the same schema models as the YAML (``model_validate_json``); aliases and
+  cross-references are checked again. Anything unreadable, of another format or key, or invalid
+  is a miss: the catalog is then loaded from YAML and the entry rewritten. A listing is read
+  without the catalog (:func:`stored_listing`): its checksum and shape are checked. A listing
+  whose JSON dump differs from its Python one (a NaN, which JSON makes null; an object) is not
+  stored.
 * **Key**: a SHA-256 of the ipd version, the source of the catalog modules and of the code the
   listings come from, and the name and content of every catalog file (not sizes and times: a
   same-size edit is seen at once). One entry per list of catalog directories, replaced when the
@@ -208,10 +209,11 @@ def read(dirs: list[Path], key: str) -> Catalog | None:
 
 
 def stored_listing(kind: str) -> dict[str, Any] | None:
-    """The listing of ``kind`` (``hardware``) stored with the cached catalog of the built-in and
-    ``IPD_CATALOG`` directories, if the entry is trusted, of the current key (the content of every
-    catalog file), and its listing line is intact; else None. The listing was made from the
-    validated catalog when the entry was written; the caller validates it as its result model."""
+    """The listing of ``kind`` (``hardware``, ``models``, ``workloads``) stored with the cached
+    catalog of the built-in and ``IPD_CATALOG`` directories, if the entry is trusted, of the
+    current key (the content of every catalog file and the listing code) and its listing line is
+    intact (checksum, shape); else None. It is what the listing function made of the validated
+    catalog when the entry was written: its ``model_dump(mode="json")``, equal to the Python one."""
     if cache_dir() is None:
         return None
     from ipd_cli.errors import InputError
@@ -305,10 +307,11 @@ def _encode(catalog: Catalog) -> bytes:
 
 def _listings(catalog: Catalog) -> bytes:
     """The listings line: the SHA-256 of the JSON, a space, the JSON of each listing's result."""
-    from ipd_cli.listing import list_hardware
+    from ipd_cli.listing import list_hardware, list_models, list_workloads
 
     listings = {}
-    for kind, listing in [("hardware", list_hardware(catalog))]:
+    for kind, make in [("hardware", list_hardware), ("models", list_models), ("workloads", list_workloads)]:
+        listing = make(catalog)
         data = listing.model_dump(mode="json")
         if data == listing.model_dump(mode="python"):  # else (a NaN, an object) not stored: a miss
             listings[kind] = data
