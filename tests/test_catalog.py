@@ -223,6 +223,9 @@ def test_hardware_list_takes_the_full_path_for_arguments_it_does_not_name(fresh_
         ["--version", "hardware", "list"],
     ]:
         assert cli._listed_from_cache(args) is False, args
+    # a missing IPD_CATALOG directory is reported as without the cache
+    r = run_cli("hardware", "list", env={"IPD_CATALOG": str(tmp_path / "nope")})
+    assert r.code == 2 and "catalog directory not found" in r.stderr and len(r.stderr.splitlines()) == 1
     # a format the command refuses: the same check, the same line, from the cache or without it
     r = run_cli("hardware", "list", "-f", "xlsx")
     assert r == run_cli("hardware", "list", "-f", "xlsx", env={"IPD_CACHE_DIR": "off"})
