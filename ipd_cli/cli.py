@@ -8,7 +8,7 @@ import functools
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -1060,6 +1060,48 @@ def _cli_message(message: str, args: list[str]) -> str:
     return re.sub(r"`([A-Za-z_][A-Za-z0-9_]*)`", lambda m: flags.get(m.group(1), m.group(1)), message)
 
 
+class _Stored:
+    """A result as the catalog cache stored it: its ``model_dump``, for the render layer, which
+    reads a result only through ``model_dump``. Stored only where the JSON dump equals the Python
+    one (no NaN, which JSON makes null, nor objects), so both modes give the same data."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        import copy
+
+        return copy.deepcopy(self._data)
+
+
+def _listed_from_cache(args: list[str]) -> bool:
+    """``ipd hardware|models|workloads list [-f FORMAT]`` served from the listing the catalog
+    cache stores with the validated catalog (same key: every catalog file's content and the
+    listing's code), without building the Typer app (its option converters cost more than the
+    rest of the command) or any pydantic model. The same checks and output as
+    :func:`hardware_list` and its siblings; False (the full path) for any other arguments, a
+    format it does not name, or a cache miss."""
+    if len(args) < 2 or args[0] not in ("hardware", "models", "workloads") or args[1] != "list":
+        return False
+    rest, fmt = args[2:], "auto"
+    if len(rest) == 2 and rest[0] in ("-f", "--format"):
+        fmt = rest[1]
+    elif len(rest) == 1 and rest[0].startswith("--format="):
+        fmt = rest[0].removeprefix("--format=")
+    elif rest:
+        return False
+    if fmt not in FORMATS:  # its error, or what click makes of it, comes from the full path
+        return False
+    from .catalog.cache import stored_listing
+
+    data = stored_listing(args[0])
+    if data is None:
+        return False
+    _check_options(fmt, to_files=False)
+    _emit(cast("BaseModel", _Stored(data)), fmt)
+    return True
+
+
 @functools.cache
 def _command() -> Any:
     """The click command tree of the app, built once per process (Typer would rebuild it, and the
@@ -1126,7 +1168,7 @@ def _run(argv: list[str] | None) -> Any:
     errors = _click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
     try:
-        rv = _command()(args=argv, prog_name="ipd", standalone_mode=False)
+        rv = 0 if _listed_from_cache(args) else _command()(args=argv, prog_name="ipd", standalone_mode=False)
     except errors.NoArgsIsHelpError as e:
         sys.stderr.write(e.format_message() + "\n")
         raise SystemExit(int(ExitCode.USAGE)) from None

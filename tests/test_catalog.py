@@ -156,3 +156,134 @@ def test_cache_off_and_corrupt_cache_are_harmless(tmp_path, monkeypatch):
     assert load_catalog().systems
     monkeypatch.setenv("IPD_CACHE_DIR", "off")
     assert load_catalog().systems
+
+
+# --- `ipd hardware list` from the listing the cache stores (issue 16) ---------------------------
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    monkeypatch.setenv("IPD_CACHE_DIR", str(d))
+    return d
+
+
+def _no_typer_app(monkeypatch):
+    """Make the full path fail, so that a passing command proves it was served from the cache."""
+    from ipd_cli import cli
+
+    def fail():
+        raise AssertionError("the full path was taken")
+
+    monkeypatch.setattr(cli, "_command", fail)
+
+
+@pytest.mark.parametrize(
+    ("what", "needle"),
+    [("hardware", "vera-rubin-nvl72"), ("models", "deepseek-v3"), ("workloads", "rl-swe-agent")],
+)
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("-f", "json"),
+        ("--format", "csv"),
+        ("--format=yaml",),
+        ("-f", "markdown"),
+        ("-f", "table"),
+        ("-f", "auto"),
+    ],
+)
+def test_a_list_from_the_cache_equals_the_full_path(fresh_cache, monkeypatch, what, needle, args):
+    full = run_cli(what, "list", *args, env={"IPD_CACHE_DIR": "off"})  # YAML, validated
+    assert full.code == 0 and needle in full.stdout, full.stderr
+    assert run_cli(what, "list", *args) == full  # the full path, which fills the cache
+    _no_typer_app(monkeypatch)
+    assert run_cli(what, "list", *args) == full  # served from the stored listing
+
+
+def test_hardware_list_takes_the_full_path_for_arguments_it_does_not_name(fresh_cache, tmp_path):
+    from ipd_cli import cli
+
+    assert run_cli("hardware", "list").code == 0  # fills the cache
+    user = write(tmp_path / "mine" / "e.yaml", "economics: {}\n").parent
+    for args in [
+        ["hardware", "list", "--catalog", str(user)],
+        ["hardware", "list", "--set", "economics.pue=1.2"],
+        ["hardware", "list", "-f", "nope"],
+        ["hardware", "list", "-fjson"],
+        ["hardware", "list", "--help"],
+        ["hardware", "list", "-f"],
+        ["hardware", "show", "h100-sxm"],
+        ["models", "list", "--set", "economics.pue=1.2"],
+        ["workloads", "list", "extra"],
+        ["hardware"],
+        [],
+        ["--version", "hardware", "list"],
+    ]:
+        assert cli._listed_from_cache(args) is False, args
+    # a missing IPD_CATALOG directory is reported as without the cache
+    r = run_cli("hardware", "list", env={"IPD_CATALOG": str(tmp_path / "nope")})
+    assert r.code == 2 and "catalog directory not found" in r.stderr and len(r.stderr.splitlines()) == 1
+    # a format the command refuses: the same check, the same line, from the cache or without it
+    r = run_cli("hardware", "list", "-f", "xlsx")
+    assert r == run_cli("hardware", "list", "-f", "xlsx", env={"IPD_CACHE_DIR": "off"})
+    assert r.code == 2 and r.stderr.startswith("ipd: error: unknown format 'xlsx'")
+
+
+def test_a_bad_catalog_file_fails_on_hardware_list_after_the_cache_served_it(
+    fresh_cache, tmp_path, monkeypatch
+):
+    user = tmp_path / "mine"
+    f = write(
+        user / "e.yaml", "sources:\n  s: {title: t, date: 2026}\neconomics:\n  pue: {value: 1.2, source: s}\n"
+    )
+    env = {"IPD_CATALOG": str(user)}
+    ok = run_cli("hardware", "list", env=env)
+    assert ok.code == 0
+    with monkeypatch.context() as m:
+        _no_typer_app(m)
+        assert run_cli("hardware", "list", env=env) == ok  # from the cache
+    f.write_text(f.read_text().replace("1.2", "-1.2"))  # an edit that fails validation
+    r = run_cli("hardware", "list", env=env)
+    off = run_cli("hardware", "list", env={**env, "IPD_CACHE_DIR": "off"})
+    assert r == off and r.code == 2 and r.stdout == ""
+    assert r.stderr.startswith("ipd: error: ") and len(r.stderr.splitlines()) == 1
+    assert "pue" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_tampered_or_unstored_listing_is_a_miss(fresh_cache, monkeypatch):
+    from ipd_cli.catalog import cache
+    from ipd_cli.catalog.dirs import catalog_dirs
+    from ipd_cli.engine.result_base import Listing
+
+    full = run_cli("hardware", "list", "-f", "csv")
+    entry = fresh_cache / cache.entry_name(catalog_dirs())
+    assert cache.stored_listing("hardware") is not None
+    text = entry.read_bytes()
+    header, listings, body = text.split(b"\n", 2)
+    assert b'"hbm_gb": 80.0' in listings
+    entry.write_bytes(b"\n".join([header, listings.replace(b'"hbm_gb": 80.0', b'"hbm_gb": 81.0', 1), body]))
+    assert cache.stored_listing("hardware") is None  # its checksum no longer matches
+    assert run_cli("hardware", "list", "-f", "csv") == full  # the validated catalog, not the line
+    # a listing whose JSON dump would not be its Python one (NaN becomes null) is not stored
+    monkeypatch.setattr(
+        "ipd_cli.listing.list_hardware",
+        lambda cat: Listing(kind="hardware", items=[{"hbm_gb": float("nan")}]),
+    )
+    entry.unlink()
+    load_catalog()  # rewrites the entry
+    assert entry.exists() and cache.read(catalog_dirs(), cache.fingerprint(catalog_dirs())) is not None
+    assert cache.stored_listing("hardware") is None
+
+
+def test_the_cache_key_covers_the_code_the_listing_comes_from(fresh_cache, tmp_path, monkeypatch):
+    from ipd_cli.catalog import cache
+    from ipd_cli.catalog.dirs import catalog_dirs
+
+    code = write(tmp_path / "listing.py", "A = 1\n")
+    monkeypatch.setattr(cache, "_LISTING_CODE", (code,))
+    before = cache.fingerprint(catalog_dirs())
+    code.write_text("A = 2\n")
+    assert cache.fingerprint(catalog_dirs()) != before

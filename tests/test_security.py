@@ -1,8 +1,9 @@
 """Security of the catalog cache and of output files (issue 14).
 
-The cache holds data only (a JSON header line, then pydantic JSON validated on load), is keyed
-by the content of every catalog file, is used only from a directory (and entry) of the current
-user that nobody else may write, and never deletes what it did not create. `-o FILE` replaces
+The cache holds data only (a JSON header line, a checksummed line of listings, then pydantic JSON
+validated on load), is keyed by the content of every catalog file, is used only from a directory
+(and entry) of the current user that nobody else may write, and never deletes what it did not
+create. `-o FILE` replaces
 regular files atomically and never renames over a device, a FIFO or a symbolic link.
 """
 

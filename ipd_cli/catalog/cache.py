@@ -3,13 +3,19 @@
 Parsing and validating the catalog costs more than the whole estimate, and every command
 (and every TAB completion) pays it. The cache holds data only, never code:
 
-* **Format**: a JSON header line (format, version, key), then the catalog as pydantic JSON of
-  plain values, validated on load by the same schema models as the YAML (``model_validate_json``);
-  aliases and cross-references are checked again. Anything unreadable, of another format or
-  key, or invalid is a miss: the catalog is then loaded from YAML and the entry rewritten.
-* **Key**: a SHA-256 of the ipd version, the source of the catalog schema modules and the name
-  and content of every catalog file (not sizes and times: a same-size edit is seen at once).
-  One entry per list of catalog directories, replaced when the key changes.
+* **Format**: a JSON header line (format, version, key); a line with the listings derived from
+  the validated catalog when it was written (``ipd hardware|models|workloads list``'s, as JSON),
+  after the SHA-256 of that JSON; then the catalog as pydantic JSON of plain values, validated on
+  load by the same schema models as the YAML (``model_validate_json``); aliases and
+  cross-references are checked again. Anything unreadable, of another format or key, or invalid
+  is a miss: the catalog is then loaded from YAML and the entry rewritten. A listing is read
+  without the catalog (:func:`stored_listing`): its checksum and shape are checked. A listing
+  whose JSON dump differs from its Python one (a NaN, which JSON makes null; an object) is not
+  stored.
+* **Key**: a SHA-256 of the ipd version, the source of the catalog modules and of the code the
+  listings come from, and the name and content of every catalog file (not sizes and times: a
+  same-size edit is seen at once). One entry per list of catalog directories, replaced when the
+  key changes.
 * **Trust**: the directory must belong to the current user and not be writable by group or
   others, and so must the entry (a regular file, not a link); otherwise the cache is not used.
   ``$IPD_CACHE_DIR`` names the directory (``off`` disables the cache); else
@@ -35,8 +41,13 @@ if TYPE_CHECKING:
 
 ENV = "IPD_CACHE_DIR"
 FORMAT = "ipd-catalog-cache"
-VERSION = 2
+VERSION = 3
 MAX_ENTRY_BYTES = 64_000_000  # the built-in catalog is ~130 kB; user files are at most 2 MB each
+# the code the stored listings come from (with this package's modules, part of the key)
+_LISTING_CODE = (
+    Path(__file__).parents[1] / "listing.py",
+    Path(__file__).parents[1] / "engine" / "result_base.py",
+)
 _SECTIONS = (
     "sources",
     "accelerators",
@@ -128,12 +139,12 @@ def fingerprint(dirs: list[Path]) -> str | None:
     from ipd_cli.errors import InputError
     from ipd_cli.files import read_bounded
 
-    from .layers import layer_files
+    from .dirs import layer_files
     from .yamlio import MAX_FILE_BYTES
 
     h = hashlib.sha256(f"{FORMAT} {VERSION} {__version__}\n".encode())
     try:
-        for module in sorted(Path(__file__).parent.glob("*.py")):  # a schema change: a new key
+        for module in [*sorted(Path(__file__).parent.glob("*.py")), *_LISTING_CODE]:  # a code change
             h.update(module.name.encode() + b"\0" + module.read_bytes() + b"\0")
         for d in dirs:
             sections, workloads = layer_files(d)
@@ -188,6 +199,56 @@ def _model() -> Any:
 
 def read(dirs: list[Path], key: str) -> Catalog | None:
     """The cached catalog for ``dirs`` if its entry is trusted, of this key, and valid; else None."""
+    parts = _parts(dirs, key)
+    if parts is None:
+        return None
+    try:
+        return _decode(parts[1])
+    except Exception:  # invalid JSON, a value the schema refuses, a broken reference: a miss
+        return None
+
+
+def stored_listing(kind: str) -> dict[str, Any] | None:
+    """The listing of ``kind`` (``hardware``, ``models``, ``workloads``) stored with the cached
+    catalog of the built-in and ``IPD_CATALOG`` directories, if the entry is trusted, of the
+    current key (the content of every catalog file and the listing code) and its listing line is
+    intact (checksum, shape); else None. It is what the listing function made of the validated
+    catalog when the entry was written: its ``model_dump(mode="json")``, equal to the Python one."""
+    if cache_dir() is None:
+        return None
+    from ipd_cli.errors import InputError
+
+    from .dirs import catalog_dirs, layer_files
+
+    dirs = catalog_dirs()
+    try:
+        for d in dirs:
+            layer_files(d)
+    except InputError:  # a missing IPD_CATALOG directory: the full path reports it
+        return None
+    key = fingerprint(dirs)
+    parts = _parts(dirs, key) if key else None
+    if parts is None:
+        return None
+    digest, _, text = parts[0].partition(b" ")
+    if hashlib.sha256(text).hexdigest().encode() != digest:
+        return None
+    try:
+        listings = json.loads(text)
+    except ValueError:
+        return None
+    listing = listings.get(kind) if isinstance(listings, dict) else None
+    if (
+        not isinstance(listing, dict)
+        or listing.get("kind") != kind
+        or not isinstance(listing.get("items"), list)
+    ):
+        return None
+    return listing
+
+
+def _parts(dirs: list[Path], key: str) -> tuple[bytes, bytes] | None:
+    """(the listings line, the catalog) of the entry of ``dirs`` if it is trusted and of ``key``."""
     fd = _open_dir(create=False)
     if fd is None:
         return None
@@ -198,10 +259,8 @@ def read(dirs: list[Path], key: str) -> Catalog | None:
     header = _header(key)
     if data is None or not data.startswith(header):
         return None
-    try:
-        return _decode(data[len(header) :])
-    except Exception:  # invalid JSON, a value the schema refuses, a broken reference: a miss
-        return None
+    listings, newline, body = data[len(header) :].partition(b"\n")
+    return (listings, body) if newline else None
 
 
 def _read_entry(dir_fd: int, name: str) -> bytes | None:
@@ -246,10 +305,24 @@ def _encode(catalog: Catalog) -> bytes:
     return entry.model_dump_json().encode()
 
 
+def _listings(catalog: Catalog) -> bytes:
+    """The listings line: the SHA-256 of the JSON, a space, the JSON of each listing's result."""
+    from ipd_cli.listing import list_hardware, list_models, list_workloads
+
+    listings = {}
+    for kind, make in [("hardware", list_hardware), ("models", list_models), ("workloads", list_workloads)]:
+        listing = make(catalog)
+        data = listing.model_dump(mode="json")
+        if data == listing.model_dump(mode="python"):  # else (a NaN, an object) not stored: a miss
+            listings[kind] = data
+    text = json.dumps(listings).encode()
+    return hashlib.sha256(text).hexdigest().encode() + b" " + text + b"\n"
+
+
 def write(dirs: list[Path], key: str, catalog: Catalog) -> None:
     """Store ``catalog`` under ``key``; any failure only means no cache (and no file left)."""
     try:
-        data = _header(key) + _encode(catalog)
+        data = _header(key) + _listings(catalog) + _encode(catalog)
     except Exception:
         return
     if len(data) > MAX_ENTRY_BYTES:

@@ -11,7 +11,6 @@ entry came from.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from pydantic import BaseModel
 
 from ipd_cli.errors import InputError, did_you_mean
 
+from .dirs import ENV_CATALOG, builtin_dir, catalog_dirs, layer_files  # noqa: F401 - re-exported
 from .schema import (
     Accelerator,
     Economics,
@@ -53,7 +53,6 @@ MERGED_SECTIONS: dict[str, type[BaseModel]] = {
     "serving": ServingEfficiency,
     "rl": RlEfficiency,
 }
-ENV_CATALOG = "IPD_CATALOG"
 
 
 @dataclass
@@ -65,29 +64,6 @@ class RawCatalog:
 
     def section(self, name: str) -> dict[str, Any]:
         return self.sections.setdefault(name, {})
-
-
-def builtin_dir() -> Path:
-    """The installed catalog; from an uninstalled source checkout, the repo's configs/."""
-    installed = Path(__file__).resolve().parents[1] / "configs"
-    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "configs"
-
-
-def catalog_dirs(extra: list[Path] | None = None) -> list[Path]:
-    dirs = [builtin_dir()]
-    env = os.environ.get(ENV_CATALOG, "")
-    dirs += [Path(p) for p in env.split(os.pathsep) if p]
-    dirs += list(extra or [])
-    return dirs
-
-
-def layer_files(directory: Path) -> tuple[list[Path], list[Path]]:
-    if not directory.is_dir():
-        what = "is a file, not a directory" if directory.exists() else "catalog directory not found"
-        raise InputError(f"{directory}: {what}; give an existing directory")
-    sections = sorted(directory.glob("*.yaml"))
-    workloads = sorted((directory / "workloads").glob("*.yaml"))
-    return sections, workloads
 
 
 def _label(path: Path, directory: Path, builtin: bool) -> str:

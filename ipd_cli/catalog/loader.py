@@ -11,7 +11,8 @@ from pathlib import Path
 
 from . import cache
 from .catalog import Catalog, build
-from .layers import catalog_dirs, layer_files, load_raw
+from .dirs import catalog_dirs, layer_files
+from .layers import load_raw
 
 
 def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:

@@ -1,0 +1,38 @@
+"""Which directories and files make up the catalog: the built-in one, then ``IPD_CATALOG``
+directories, then ``--catalog DIR``; in each, ``*.yaml`` and ``workloads/*.yaml``.
+
+Apart from :mod:`.layers` (which reads and merges them, with the schema models) so that the
+catalog cache can compute its key without defining the schema's pydantic classes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ipd_cli.errors import InputError
+
+ENV_CATALOG = "IPD_CATALOG"
+
+
+def builtin_dir() -> Path:
+    """The installed catalog; from an uninstalled source checkout, the repo's configs/."""
+    installed = Path(__file__).resolve().parents[1] / "configs"
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "configs"
+
+
+def catalog_dirs(extra: list[Path] | None = None) -> list[Path]:
+    dirs = [builtin_dir()]
+    env = os.environ.get(ENV_CATALOG, "")
+    dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs += list(extra or [])
+    return dirs
+
+
+def layer_files(directory: Path) -> tuple[list[Path], list[Path]]:
+    if not directory.is_dir():
+        what = "is a file, not a directory" if directory.exists() else "catalog directory not found"
+        raise InputError(f"{directory}: {what}; give an existing directory")
+    sections = sorted(directory.glob("*.yaml"))
+    workloads = sorted((directory / "workloads").glob("*.yaml"))
+    return sections, workloads
