@@ -539,7 +539,7 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     key = tuple(sorted(pins.items()))
     if key not in store or store[key][0] < cap:
         P = micro_grid(x, int(cap), pins)
-        store[key] = (cap, P, ts.micro_terms(P, x))
+        store[key] = (cap, P, sr.by_blocks(lambda Pb: ts.micro_terms(Pb, x), P))
     big, P, m = store[key]
     if big == cap:
         return P, m
@@ -807,7 +807,7 @@ class _NeedOrder:
         import numpy as np
 
         self.P, self.m, self.x, self.rate, self.pins, self.cap = P, m, x, rate, pins, cap
-        floor = need_floor(P, m, x, rate, pins)
+        floor = sr.by_blocks(lambda Pb, mb: need_floor(Pb, mb, x, rate, pins), P, m)
         self.floor = np.where(np.isnan(floor), -np.inf, floor)  # no bound: computed first
         n = len(floor)
         self.need, self.d_low = np.full(n, np.inf), np.full(n, np.inf)
@@ -1336,7 +1336,7 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
     deg = degrees(P, pins, cap, np.ones_like(P["tp"]))
     rows = np.flatnonzero(replicas_for_state(P, x, pins, x["hbm_cap"]) <= deg.top)
     P, deg = sr.take(P, rows), deg.take(rows)
-    m = ts.micro_terms(P, x)
+    m = sr.by_blocks(lambda Pb: ts.micro_terms(Pb, x), P)
     keep = memory_fit_rows(P, m, x, cap, pins)
     P, m, deg = sr.take(P, keep), index_terms(m, keep), deg.take(keep)
     deg.fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)
