@@ -1334,7 +1334,10 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
 
     P = micro_grid(x, int(cap), pins)
     deg = degrees(P, pins, cap, np.ones_like(P["tp"]))
-    rows = np.flatnonzero(replicas_for_state(P, x, pins, x["hbm_cap"]) <= deg.top)
+    rows = np.flatnonzero(deg.top > 0)  # some degree fits the cap (the state needs one or more)
+    P, deg = sr.take(P, rows), deg.take(rows)
+    state = sr.by_blocks(lambda Pb: replicas_for_state(Pb, x, pins, x["hbm_cap"]), P)
+    rows = np.flatnonzero(state <= deg.top)
     P, deg = sr.take(P, rows), deg.take(rows)
     m = sr.by_blocks(lambda Pb: ts.micro_terms(Pb, x), P)
     keep = memory_fit_rows(P, m, x, cap, pins)
