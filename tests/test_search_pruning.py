@@ -132,3 +132,33 @@ def test_blocks_give_the_same_numbers(catalog, monkeypatch):
         for a, b in pairs:
             assert np.array_equal(np.broadcast_to(a, n), np.broadcast_to(b, n)), k
     assert sr.by_blocks(lambda Pb: Pb["tp"] * Pb["pp"], P).tolist() == (P["tp"] * P["pp"]).tolist()
+
+
+def test_the_console_script_keeps_freed_memory_only_for_searches(monkeypatch):
+    # glibc's thresholds are set for commands that search (fewer page faults), never for listings
+    # or help, and never over the user's own allocator settings
+    import ctypes
+    import sys
+
+    from ipd_cli import __main__ as entry
+
+    calls: list[tuple[int, int]] = []
+
+    class Libc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
+    monkeypatch.setattr(sys, "platform", "linux")
+    for k in [k for k in entry.os.environ if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"]:
+        monkeypatch.delenv(k)
+    for argv in (["hardware", "list"], ["--help"], [], ["--version"], ["models", "show", "x"]):
+        entry.keep_freed_memory(argv)
+    assert calls == []
+    entry.keep_freed_memory(["compare", "vera-rubin", "blackwell", "-f", "json"])
+    assert calls == [(-1, 256 << 20), (-3, 32 << 20)]  # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
+    calls.clear()
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
+    entry.keep_freed_memory(["train", "llama-3.1-8b"])
+    assert calls == []
