@@ -95,16 +95,22 @@ def main() -> None:
 
     def deadline():
         pt._CACHE.clear()
+        getattr(tpn, "_GRIDS", {}).clear()  # each run builds the micro grid, as a fresh process does
         from ipd_cli import compare
 
         return compare(cat, ["vera-rubin", "blackwell"], "pretrain-10t-moe")
 
     seconds, r = timed(deadline, max(3, runs // 2))
     gpus = [s.pretraining.gpus for s in r.systems]
-    print(f"10T MoE, 100T tokens in 30 days, Rubin and GB200 (deadline mode): {seconds:.2f} s, GPUs {gpus}")
+    evaluated = [s.pretraining.plans_evaluated for s in r.systems]
+    print(
+        f"10T MoE, 100T tokens in 30 days, Rubin and GB200 (deadline mode): {seconds:.2f} s, GPUs {gpus}, "
+        f"plans evaluated {evaluated}"
+    )
 
     def trainer_sizes(hardware):
         def run():
+            getattr(tpn, "_GRIDS", {}).clear()
             x, _ = pt.pretraining_inputs(
                 cat, hardware, "moe-10t", 512 * 36000.0, gpus=2048, deadline_days=None, precision="bf16",
                 mfu=None, sequence_length=36000, pricing="rental", origin="benchmark",

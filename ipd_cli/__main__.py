@@ -7,12 +7,42 @@ milliseconds on a cold disk) ends as ``ipd: interrupted`` and exit 130, not a tr
 import os
 import sys
 
+# commands that run plan or deployment searches over large numpy grids
+SEARCHING = frozenset(
+    {"train", "serve", "rl", "compare", "explain", "sweep", "validate", "calibrate", "plot"}
+)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+
+
+def keep_freed_memory(argv: list[str]) -> None:
+    """Let a searching command reuse the memory of its freed numpy temporaries. By default glibc's
+    malloc gives every block of 128 kB or more its own mapping and unmaps it when freed (and trims
+    the heap top past 128 kB), so each temporary of a search over a 200,000-row grid (1.6 MB a
+    column) is fresh memory: page faults and zeroed pages on every array. Blocks below 32 MB from
+    the heap and up to 256 MB of freed heap kept: `compare vera-rubin blackwell` takes ~35k minor
+    page faults instead of ~99k and ~10 % less CPU. Only in ipd's own process (the console script,
+    not the library), only with glibc, and never over the user's own MALLOC_* or GLIBC_TUNABLES."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in SEARCHING or not sys.platform.startswith("linux"):
+        return
+    if any(k.startswith("MALLOC_") or k == "GLIBC_TUNABLES" for k in os.environ):
+        return
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt  # not glibc (musl): no mallopt, nothing to do
+    except (OSError, AttributeError):
+        return
+    mallopt(M_TRIM_THRESHOLD, 256 << 20)
+    mallopt(M_MMAP_THRESHOLD, 32 << 20)
+
 
 def main() -> None:
     # ipd's own process loads no third-party pydantic plugins: finding them scans the metadata of
     # every installed distribution on each run. PYDANTIC_DISABLE_PLUGINS set by the user wins
     # (empty: load them all).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    keep_freed_memory(sys.argv[1:])
     try:
         from ipd_cli.cli import main as cli_main
 

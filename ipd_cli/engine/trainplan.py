@@ -326,23 +326,47 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     tps = [t for t in divisors(int(x["heads"])) if t <= min(MAX_TP, cap, x["domain"])]
     cps = [c for c in (2**k for k in range(8)) if c == 1 or (seq % (2 * c) == 0 and seq // c >= MIN_CP_CHUNK)]
     eps = [e for e in divisors(int(x["experts"])) if e <= cap] if x["is_moe"] else [1]
-    pairs = np.array(pipeline_pairs(layers, cap, pins) or [(1, 1, 0)], dtype=float)
+    pairs = pipeline_pairs(layers, cap, pins) or [(1, 1, 0)]
+    axes = {
+        "tp": _axis(pins, "tp", tps),
+        "cp": _axis(pins, "cp", cps),
+        "ep": _axis(pins, "ep", eps),
+        "mbs": _axis(pins, "mbs", list(MICRO_BATCHES)),
+        "order": _axis(pins, "order", [0, 1]),
+    }
+    key = (repr(axes), repr(pairs), cap, "order" in pins)
+    if key not in _GRIDS:  # systems of one model share it (the domain only bounds tp)
+        if len(_GRIDS) >= 8:
+            _GRIDS.pop(next(iter(_GRIDS)))
+        _GRIDS[key] = _grid(axes, np.array(pairs, dtype=float), cap, "order" in pins)
+    return dict(_GRIDS[key])
+
+
+_GRIDS: dict[tuple, sr.Columns] = {}  # micro grids by their axes, read-only
+
+
+def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
+    import numpy as np
+
     cols = sr.product(
-        tp=_axis(pins, "tp", tps),
-        cp=_axis(pins, "cp", cps),
+        tp=axes["tp"],
+        cp=axes["cp"],
         pv=np.arange(len(pairs)),
-        ep=_axis(pins, "ep", eps),
-        mbs=_axis(pins, "mbs", list(MICRO_BATCHES)),
-        order=_axis(pins, "order", [0, 1]),
+        ep=axes["ep"],
+        mbs=axes["mbs"],
+        order=axes["order"],
     )
     cols = {k: v.astype(float) for k, v in cols.items()}
     pv = cols["pv"].astype(int)
     cols["pp"], cols["vp"], cols["sched"] = pairs[pv, 0], pairs[pv, 1], pairs[pv, 2]
     del cols["pv"]
     keep = cols["tp"] * cols["cp"] * cols["pp"] <= cap
-    keep &= (cols["order"] == 0) | (cols["pp"] > 1) | ("order" in pins)
+    keep &= (cols["order"] == 0) | (cols["pp"] > 1) | order_pinned
     keep &= cols["ep"] <= cols["tp"] * cols["cp"] * (cap // (cols["tp"] * cols["cp"] * cols["pp"]).clip(1))
-    return sr.take(cols, keep)
+    out = sr.take(cols, keep)
+    for v in out.values():
+        v.flags.writeable = False
+    return out
 
 
 def _aligned(mb, P: sr.Columns, up: bool = False):
@@ -397,15 +421,28 @@ def _bcast(P: sr.Columns) -> sr.Columns:
     return {"vp": P["vp"][:, None], "pp": P["pp"][:, None], "sched": P["sched"][:, None]}
 
 
+def _repeats(d: Any, mb: Any) -> Any:
+    """[row, candidate]: the (d, mb) pair repeats an earlier candidate of its row (nan repeats
+    nothing). A stable sort of each row by (d, mb) puts equal pairs next to each other, the
+    earliest first."""
+    import numpy as np
+
+    order = np.lexsort((mb, d), axis=1)
+    ds, ms = np.take_along_axis(d, order, axis=1), np.take_along_axis(mb, order, axis=1)
+    same = np.zeros(d.shape, dtype=bool)
+    same[:, 1:] = (ds[:, 1:] == ds[:, :-1]) & (ms[:, 1:] == ms[:, :-1])
+    out = np.empty_like(same)
+    np.put_along_axis(out, order, same, axis=1)
+    return out
+
+
 def expand(P: sr.Columns, x: dict, gpus: int, pins: dict) -> sr.Columns:
     """Macro rows: each micro row with its (dp, mb) candidates; ``row`` indexes the micro row."""
     import numpy as np
 
     d, mb = dp_candidates(P, x, gpus, pins)
     n, k = d.shape
-    ok = ~np.isnan(d)
-    for j in range(1, k):  # a candidate may repeat an earlier one of its row
-        ok[:, j] &= ~np.any((d[:, :j] == d[:, j : j + 1]) & (mb[:, :j] == mb[:, j : j + 1]), axis=1)
+    ok = ~np.isnan(d) & ~_repeats(d, mb)
     row = np.repeat(np.arange(n), k)[ok.reshape(-1)]
     cols = {k2: v[row] for k2, v in P.items()}
     cols.update(dp=d[ok], mb=mb[ok], row=row)
@@ -474,8 +511,14 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
                 ok &= (z > 0) == shards
             z_of, found = np.where(ok, z, z_of), found | ok
-        out = ts.step({**macro, "rc": rc, "zero": z_of}, mm, x)
-        spt = out["step_s"] * batch_penalty(out["tokens_per_step"], x) / out["tokens_per_step"]
+        rows = np.flatnonzero(found)  # the step of the rows where this policy fits, only
+        if len(rows) == len(found):
+            out = ts.step({**macro, "rc": rc, "zero": z_of}, mm, x)
+        else:
+            sub = {k: v[rows] for k, v in macro.items()}
+            out = ts.step({**sub, "rc": rc, "zero": z_of[rows]}, index_terms(mm, rows), x)
+        spt = np.full_like(best, np.inf)
+        spt[rows] = out["step_s"] * batch_penalty(out["tokens_per_step"], x) / out["tokens_per_step"]
         better = found & (spt < best)
         best = np.where(better, spt, best)
         rc_of, zero_of = np.where(better, rc, rc_of), np.where(better, z_of, zero_of)
@@ -515,7 +558,7 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     key = tuple(sorted(pins.items()))
     if key not in store or store[key][0] < cap:
         P = micro_grid(x, int(cap), pins)
-        store[key] = (cap, P, ts.micro_terms(P, x))
+        store[key] = (cap, P, sr.by_blocks(lambda Pb: ts.micro_terms(Pb, x), P))
     big, P, m = store[key]
     if big == cap:
         return P, m
@@ -738,22 +781,25 @@ def replicas_for_state(P: sr.Columns, x: dict, pins: dict, free: Any) -> Any:
 def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Searched:
     """Plans with the replicas that meet the deadline, by branch and bound on a lower bound of the
     GPUs each micro row needs (for the rate, and for memory); ``out['gpus']`` holds each plan's GPUs
-    in whole systems."""
+    in whole systems. Micro rows are taken in order of that bound (``need``), a chunk at a time,
+    until no row left can need fewer GPUs than the best plan found (:class:`_NeedOrder`: the order
+    is built for the rows a cheaper bound cannot rule out, and grown when the search reaches its
+    end)."""
     import numpy as np
 
     rate = x["tokens"] / (seconds * x["goodput"])
-    P, m = _fitting_micro(x, max_gpus, pins)
-    d_low = replicas_lower_bound(P, m, x, rate, pins)
-    need = P["tp"] * P["cp"] * P["pp"] * d_low
-    order = np.argsort(need, kind="stable")
+    P, m = _micro(x, max_gpus, pins)
+    rows = _NeedOrder(P, m, x, rate, pins, max_gpus)
     parts, bar = [], np.inf
-    for start in range(0, len(order), CHUNK):
-        idx = order[start : start + CHUNK]
-        if not need[idx[0]] <= min(bar, max_gpus):
+    for start in range(0, len(P["tp"]), CHUNK):
+        limit = min(bar, max_gpus)
+        pos = rows.prefix(start + CHUNK, limit)
+        if start >= len(pos) or not rows.need[pos[start]] <= limit:
             break
-        idx = idx[~(need[idx] > min(bar, max_gpus))]  # nor the chunk's rows past the bar
+        idx = pos[start : start + CHUNK]
+        idx = idx[~(rows.need[idx] > limit)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
-        M = _deadline_rows(sub, d_low[idx], x, pins)
+        M = _deadline_rows(sub, rows.d_low[idx], x, pins)
         out = solve_replicas(M, index_terms(m, idx[M["row"]]), x, rate, pins)
         gpus = np.ceil(M["tp"] * M["cp"] * M["pp"] * M["dp"] / x["per_system"]) * x["per_system"]
         wall = x["tokens"] * out["seconds_per_token"] / x["goodput"]
@@ -762,8 +808,96 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         if np.any(ok):
             bar = min(bar, float(gpus[ok].min()))
     s = _joined(parts)
-    s.extra = {"micro": (P, m), "need": need}
+    near = rows.known()  # every row that could need fewer GPUs than the bar, in grid order
+    s.extra = {"micro": (sr.take(P, near), index_terms(m, near)), "need": rows.need[near]}
     return s
+
+
+class _NeedOrder:
+    """The micro rows of a deadline search in order of ``need`` (GPUs: :func:`replicas_lower_bound`
+    times tp cp pp) among the rows whose activations fit (:func:`memory_fit_rows`), ties in grid
+    order, computed only as far as the search reads it. :func:`need_floor` bounds ``need`` from
+    below at a fraction of its cost, so once the rows whose floor is at most ``tau`` are computed,
+    the order of the rows whose need is at most ``tau`` is exact (``need`` of a row depends on that
+    row alone); ``tau`` grows when the search asks for more. Where none of those rows fits, every
+    row is computed, as the plain search does (which then keeps every row)."""
+
+    def __init__(self, P: sr.Columns, m: dict, x: dict, rate: float, pins: dict, cap: float):
+        import numpy as np
+
+        self.P, self.m, self.x, self.rate, self.pins, self.cap = P, m, x, rate, pins, cap
+        floor = sr.by_blocks(lambda Pb, mb: need_floor(Pb, mb, x, rate, pins), P, m)
+        self.floor = np.where(np.isnan(floor), -np.inf, floor)  # no bound: computed first
+        n = len(floor)
+        self.need, self.d_low = np.full(n, np.inf), np.full(n, np.inf)
+        self.done = np.zeros(n, dtype=bool)  # rows whose fit (and need, where they fit) is known
+        self.fits = np.zeros(n, dtype=bool)
+        self.tau = -np.inf
+        self.order = np.empty(0, dtype=np.int64)  # the rows with need <= tau, in order
+
+    def prefix(self, count: int, limit: float) -> Any:
+        """The order's first ``count`` rows, or all of it where that holds every row whose need is
+        at most ``limit``."""
+        import numpy as np
+
+        n = len(self.floor)
+        while len(self.order) < count and self.tau < limit:
+            ask = min(n, 4 * max(count, int(np.sum(self.done))))
+            at = float(np.partition(self.floor, ask - 1)[ask - 1]) if ask < n else np.inf
+            self._grow(min(at, limit))
+        if len(self.order) < count and self.tau < np.inf:
+            # past the rows computed, the plain order holds rows of need > tau, then any of need
+            # NaN: those can reach a chunk only where fewer than ``count`` rows have a number
+            fitting = self.fits & ~np.isnan(self.need)
+            if np.sum(fitting) < count:
+                self._whole()
+        return self.order
+
+    def _grow(self, tau: float) -> None:
+        import numpy as np
+
+        if tau >= np.max(self.floor):
+            tau = np.inf
+        rows = np.flatnonzero(~self.done & (self.floor <= tau))
+        P, m = sr.take(self.P, rows), index_terms(self.m, rows)
+        fits = memory_lower_bound(P, m, self.x, self.cap, self.pins) <= self.x["hbm_cap"]
+        self.done[rows], self.fits[rows] = True, fits
+        if not np.any(self.fits):  # none fits so far: the search then runs every row
+            return self._whole() if tau == np.inf else self._grow(np.inf)
+        on = np.flatnonzero(fits)
+        P, m = sr.take(P, on), index_terms(m, on)
+        d_low = replicas_lower_bound(P, m, self.x, self.rate, self.pins)
+        self.d_low[rows[on]] = d_low
+        self.need[rows[on]] = P["tp"] * P["cp"] * P["pp"] * d_low
+        self._settle(tau)
+
+    def _whole(self) -> None:
+        """Every row, as the plain search: the fitting rows (all where none fits), then their need."""
+        import numpy as np
+
+        keep = memory_fit_rows(self.P, self.m, self.x, self.cap, self.pins)
+        P, m = sr.take(self.P, keep), index_terms(self.m, keep)
+        d_low = replicas_lower_bound(P, m, self.x, self.rate, self.pins)
+        self.need[:], self.d_low[:] = np.inf, np.inf
+        self.d_low[keep], self.need[keep] = d_low, P["tp"] * P["cp"] * P["pp"] * d_low
+        self.done[:], self.fits[:] = True, False
+        self.fits[keep] = True
+        self._settle(np.inf)
+
+    def _settle(self, tau: float) -> None:
+        import numpy as np
+
+        self.tau = tau
+        rows = np.flatnonzero(self.fits)
+        if tau < np.inf:
+            rows = rows[self.need[rows] <= tau]
+        self.order = rows[np.argsort(self.need[rows], kind="stable")]
+
+    def known(self) -> Any:
+        """Every fitting row whose need is at most ``tau``, in grid order."""
+        import numpy as np
+
+        return np.sort(self.order)
 
 
 def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
@@ -803,7 +937,17 @@ def replicas_lower_bound(P: sr.Columns, m: dict, x: dict, rate: float, pins: dic
     the replicas), and at least the replicas that hold its state. Bracketed between the replicas
     that would meet the rate with no bubble (d mbs S / t_mb tokens/s) and, where one exists, the
     closed-form count that meets it within the recipe batch (B / ((B / (d mbs S) + w) t_mb) = rate);
-    then bisection in log space, keeping the lower end (a lower bound, to 0.1 % or better)."""
+    then bisection in log space, keeping the lower end (a lower bound, to 0.1 % or better): as
+    many halvings as the widest bracket any row can have needs (:func:`widest_bracket`), so each
+    row's bound depends on that row alone."""
+    b = replicas_bracket(P, m, x, rate, pins)
+    return bisect_replicas(b, _bisections(widest_bracket(x)))
+
+
+def replicas_bracket(P: sr.Columns, m: dict, x: dict, rate: float, pins: dict) -> dict[str, Any]:
+    """:func:`replicas_lower_bound` before its bisection: the replicas that hold the state, and for
+    the rows that hold it and reach the rate (``live``) the bracket (``lo``, ``hi``: log replicas)
+    and what :func:`best_rate` needs."""
     import numpy as np
 
     memory = replicas_for_memory(P, m, x, pins)
@@ -817,16 +961,66 @@ def replicas_lower_bound(P: sr.Columns, m: dict, x: dict, rate: float, pins: dic
     within_ok = d_within <= B / per_seq  # at least one micro-batch per replica
     hi = np.where(within_ok, np.log(np.maximum(d_within, np.exp(lo))), lo + np.log(2.0) * 40)
     reach = within_ok | (best_rate(np.exp(hi), t_mb, per_seq, w, B) >= rate)
-    d = np.full(len(lo), np.inf)
     live = np.flatnonzero(reach & np.isfinite(memory))  # rows that hold their state and reach the rate
-    lo, hi, t_mb, per_seq, w = lo[live], hi[live], t_mb[live], per_seq[live], w[live]
-    steps = int(np.ceil(np.log2(max(float(np.max(hi - lo, initial=0.0)), 1e-3) / 1e-3)))
-    for _ in range(min(steps, 24)):
+    return {
+        "memory": memory, "live": live, "lo": lo[live], "hi": hi[live], "t_mb": t_mb[live],
+        "per_seq": per_seq[live], "w": w[live], "B": B, "rate": rate,
+    }  # fmt: skip
+
+
+def bisect_replicas(b: dict[str, Any], steps: int) -> Any:
+    """The lower end of each live bracket of :func:`replicas_bracket` after ``steps`` bisections
+    (inf where a row is not live), and at least the replicas that hold the state."""
+    import numpy as np
+
+    lo, hi, t_mb, per_seq, w, B, rate = b["lo"], b["hi"], b["t_mb"], b["per_seq"], b["w"], b["B"], b["rate"]
+    d = np.full(len(b["memory"]), np.inf)
+    for _ in range(steps):
         mid = (lo + hi) / 2.0
         ok = best_rate(np.exp(mid), t_mb, per_seq, w, B) >= rate
         lo, hi = np.where(ok, lo, mid), np.where(ok, mid, hi)
-    d[live] = np.exp(lo)
-    return np.maximum(d, memory)
+    d[b["live"]] = np.exp(lo)
+    return np.maximum(d, b["memory"])
+
+
+def _bisections(width: float) -> int:
+    """Bisections that narrow a bracket ``width`` wide (in log replicas) to 1e-3 (at most 24)."""
+    import numpy as np
+
+    return min(int(np.ceil(np.log2(max(width, 1e-3) / 1e-3))), 24)
+
+
+def widest_bracket(x: dict) -> float:
+    """No row's bracket in :func:`replicas_lower_bound` is wider: 40 doublings where no count
+    within the recipe batch meets the rate, else from the no-bubble count (at least one replica)
+    to the most replicas of one sequence the recipe batch holds (with a margin for rounding)."""
+    return max(40.0 * math.log(2.0), math.log(max(x["recipe_batch"] / x["seq"], 1.0))) + 1e-6
+
+
+def need_floor(P: sr.Columns, m: dict, x: dict, rate: float, pins: dict) -> Any:
+    """GPUs below the ``need`` of :func:`search_deadline` (tp cp pp times
+    :func:`replicas_lower_bound`) at a fraction of its cost: no micro row's memory test, exposed
+    FSDP gathers or bisection. With t = fwd + bwd (at most t_mb), a row needs at least the
+    replicas of the no-bubble rate (d mbs S / t tokens/s), the replicas that hold its training
+    state with no activations (:func:`replicas_for_state`), and the fewer of: the closed-form
+    count within the recipe batch (B / ((B / (d mbs S) + w) t) = rate, while B / (d mbs S) >= 1),
+    and beyond it the count where :func:`best_rate`'s bound over every real micro-batch count,
+    2 (B / t) s^2 / (1 + sqrt(w) s)^2 with s^2 = d mbs S / B, reaches the rate. Less a margin for
+    the bisection's 1e-3 and for rounding."""
+    import numpy as np
+
+    per_seq = P["mbs"] * x["seq"]
+    t = m["fwd_s"] + m["bwd_s"]
+    w = ts.bubble_bound(P)
+    B = x["recipe_batch"]
+    room = B / (rate * t) - w
+    within = np.where(room > 0, B / (per_seq * np.where(room > 0, room, 1.0)), np.inf)
+    within = np.where(within <= B / per_seq, within, np.inf)
+    k = np.sqrt(2.0 * B / (t * rate)) - np.sqrt(w)
+    beyond = np.where(k > 0, B / (per_seq * np.where(k > 0, k, 1.0) ** 2), np.inf)
+    rate_d = np.maximum(np.maximum(rate * t / per_seq, 1.0), np.minimum(within, beyond) * np.exp(-2e-3))
+    state_d = replicas_for_state(P, x, pins, x["hbm_cap"])
+    return P["tp"] * P["cp"] * P["pp"] * np.maximum(rate_d, state_d) * (1.0 - 1e-9)
 
 
 def _deadline_rows(P: sr.Columns, d_low: Any, x: dict, pins: dict) -> sr.Columns:
@@ -1161,9 +1355,12 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
 
     P = micro_grid(x, int(cap), pins)
     deg = degrees(P, pins, cap, np.ones_like(P["tp"]))
-    rows = np.flatnonzero(replicas_for_state(P, x, pins, x["hbm_cap"]) <= deg.top)
+    rows = np.flatnonzero(deg.top > 0)  # some degree fits the cap (the state needs one or more)
     P, deg = sr.take(P, rows), deg.take(rows)
-    m = ts.micro_terms(P, x)
+    state = sr.by_blocks(lambda Pb: replicas_for_state(Pb, x, pins, x["hbm_cap"]), P)
+    rows = np.flatnonzero(state <= deg.top)
+    P, deg = sr.take(P, rows), deg.take(rows)
+    m = sr.by_blocks(lambda Pb: ts.micro_terms(Pb, x), P)
     keep = memory_fit_rows(P, m, x, cap, pins)
     P, m, deg = sr.take(P, keep), index_terms(m, keep), deg.take(keep)
     deg.fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)

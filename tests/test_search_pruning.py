@@ -1,0 +1,164 @@
+"""The plan searches prune (issue 16: start-up of `ipd compare`); pruned and whole searches agree.
+
+Each shortcut of the searches is checked against the search it replaces on hand-picked cases:
+the same plan (its name) and the same step time, and for the deadline search the same plans
+evaluated (a number `compare` prints).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ipd_cli.engine import trainplan as tpn
+from ipd_cli.engine import trainstep as ts
+from ipd_cli.engine.inputs import Inputs
+
+
+def inputs(cat, hardware, model, precision="bf16", seq=8192, tokens=1e12):
+    inp = Inputs(cat)
+    x = {
+        **tpn.model_inputs(inp, cat, model),
+        **tpn.hardware_inputs(inp, cat, hardware, precision),
+        **tpn.step_inputs(inp),
+        "seq": seq,
+        "tokens": tokens,
+    }
+    return tpn.derive(x)
+
+
+def test_repeated_candidates_are_found_by_hand():
+    # a row's (dp, mb) candidates: (4, 2) twice, (2, 8), a missing one, (2, 8) again, (4, 1):
+    # the second (4, 2) and the second (2, 8) repeat an earlier one; nan repeats nothing
+    d = np.array([[4.0, 4.0, 2.0, np.nan, 2.0, 4.0], [1.0, np.nan, np.nan, 1.0, 1.0, 2.0]])
+    mb = np.array([[2.0, 2.0, 8.0, 8.0, 8.0, 1.0], [3.0, 3.0, 3.0, 3.0, 4.0, 3.0]])
+    assert tpn._repeats(d, mb).tolist() == [
+        [False, True, False, False, True, False],
+        [False, False, False, True, False, False],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model", "gpus"),
+    [("h100-sxm", "llama-3.1-8b", 64), ("h100-sxm", "llama-3.1-70b", 128)],
+)
+def test_the_pruned_fixed_search_finds_the_exhaustive_best(catalog, hardware, model, gpus):
+    # branch and bound evaluates a fraction of the plans and keeps the exhaustive grid's best
+    x = inputs(catalog, hardware, model)
+    found = tpn.find_fixed(x, gpus, {})
+    whole = tpn.search_fixed(x, gpus, {}, exhaustive=True)
+    b = tpn.best_row(whole)
+    assert found.evaluated < len(whole)
+    assert found.best.name == tpn.plan_name(tpn.plan_of(whole, b))
+    assert found.best.out["step_s"] == float(whole.out["step_s"][b])
+
+
+def _whole_grid(monkeypatch):
+    """Deadline searches that compute every row's need up front, as before the lazy order."""
+    init = tpn._NeedOrder.__init__
+
+    def eager(self, *args):
+        init(self, *args)
+        self._whole()
+
+    monkeypatch.setattr(tpn._NeedOrder, "__init__", eager)
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model", "precision", "tokens", "days"),
+    [
+        ("h100-sxm", "llama-3.1-8b", "bf16", 2e12, 10),
+        ("h100-sxm", "llama-3.1-70b", "bf16", 15e12, 60),
+        ("gb200-nvl72", "moe-10t", "fp8", 100e12, 30),  # a grid of some 200,000 micro rows
+    ],
+)
+def test_the_lazy_deadline_order_is_the_whole_grids(
+    catalog, monkeypatch, hardware, model, precision, tokens, days
+):
+    # the deadline search orders micro rows by the GPUs they need, computed only for the rows a
+    # cheaper floor cannot rule out: the same plan, step time, cluster and plans evaluated as
+    # the order over the whole grid
+    computed = []
+    settle = tpn._NeedOrder._settle
+
+    def counting(self, tau):
+        settle(self, tau)
+        computed.append((int(self.done.sum()), len(self.done)))
+
+    monkeypatch.setattr(tpn._NeedOrder, "_settle", counting)
+    x = inputs(catalog, hardware, model, precision, tokens=tokens)
+    lazy = tpn.find_deadline(x, days * 86400, {}, 1e8)
+    if model == "moe-10t":  # the large grid: most rows never get their need computed
+        assert computed[-1][0] < computed[-1][1] / 2
+    _whole_grid(monkeypatch)
+    whole = tpn.find_deadline(
+        inputs(catalog, hardware, model, precision, tokens=tokens), days * 86400, {}, 1e8
+    )
+    assert lazy.best.name == whole.best.name
+    assert lazy.best.out["step_s"] == whole.best.out["step_s"]
+    assert (lazy.best.gpus, lazy.evaluated) == (whole.best.gpus, whole.evaluated)
+
+
+def test_the_need_floor_is_below_every_rows_need(catalog):
+    # the floor that decides which rows get their need computed is a lower bound on every row
+    x = inputs(catalog, "h100-sxm", "llama-3.1-70b", tokens=15e12)
+    rate = x["tokens"] / (60 * 86400 * x["goodput"])
+    P = tpn.micro_grid(x, 10**6, {})
+    m = ts.micro_terms(P, x)
+    with np.errstate(all="ignore"):
+        need = P["tp"] * P["cp"] * P["pp"] * tpn.replicas_lower_bound(P, m, x, rate, {})
+        floor = tpn.need_floor(P, m, x, rate, {})
+    finite = np.isfinite(need)
+    assert finite.sum() > 1000
+    assert np.all(floor[finite] <= need[finite])
+    # and close enough to prune: most rows' floor is within a factor of two of their need
+    assert np.median(floor[finite] / need[finite]) > 0.5
+
+
+def test_blocks_give_the_same_numbers(catalog, monkeypatch):
+    # micro-batch terms of a grid computed 1,000 rows at a time: every array identical to the whole
+    from ipd_cli.engine import search as sr
+
+    x = inputs(catalog, "h100-sxm", "llama-3.1-70b")
+    P = tpn.micro_grid(x, 512, {})
+    whole = ts.micro_terms(P, x)
+    monkeypatch.setattr(sr, "BLOCK", 1000)
+    assert len(P["tp"]) > 3000
+    blocked = sr.by_blocks(lambda Pb: ts.micro_terms(Pb, x), P)
+    assert blocked.keys() == whole.keys()
+    n = np.shape(P["tp"])
+    for k, v in whole.items():
+        pairs = zip(v, blocked[k], strict=True) if isinstance(v, tuple) else [(v, blocked[k])]
+        for a, b in pairs:
+            assert np.array_equal(np.broadcast_to(a, n), np.broadcast_to(b, n)), k
+    assert sr.by_blocks(lambda Pb: Pb["tp"] * Pb["pp"], P).tolist() == (P["tp"] * P["pp"]).tolist()
+
+
+def test_the_console_script_keeps_freed_memory_only_for_searches(monkeypatch):
+    # glibc's thresholds are set for commands that search (fewer page faults), never for listings
+    # or help, and never over the user's own allocator settings
+    import ctypes
+    import sys
+
+    from ipd_cli import __main__ as entry
+
+    calls: list[tuple[int, int]] = []
+
+    class Libc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
+    monkeypatch.setattr(sys, "platform", "linux")
+    for k in [k for k in entry.os.environ if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"]:
+        monkeypatch.delenv(k)
+    for argv in (["hardware", "list"], ["--help"], [], ["--version"], ["models", "show", "x"]):
+        entry.keep_freed_memory(argv)
+    assert calls == []
+    entry.keep_freed_memory(["compare", "vera-rubin", "blackwell", "-f", "json"])
+    assert calls == [(-1, 256 << 20), (-3, 32 << 20)]  # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
+    calls.clear()
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
+    entry.keep_freed_memory(["train", "llama-3.1-8b"])
+    assert calls == []
