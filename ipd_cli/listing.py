@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog.catalog import Catalog
+from .engine.formulas import GIBI, GIGA
 from .engine.result_base import EntryView, Listing
 
 
@@ -25,7 +26,9 @@ def list_hardware(cat: Catalog) -> Listing:
                 "fp4_dense_tflops": fp4,
                 "fp8_dense_tflops": fp8,
                 "bf16_dense_tflops": acc.bf16_dense_tflops.value,
-                "hbm_gb": acc.hbm_gb.value,
+                "hbm_gib": acc.hbm_gib.value,
+                # the same capacity in decimal GB (the key this listing has always had)
+                "hbm_gb": round(acc.hbm_gib.value * GIBI / GIGA, 1),
                 "hbm_tb_per_s": acc.hbm_tb_per_s.value,
                 "power_kw": s.power_kw.value,
             }

@@ -263,14 +263,14 @@ def test_a_tampered_or_unstored_listing_is_a_miss(fresh_cache, monkeypatch):
     assert cache.stored_listing("hardware") is not None
     text = entry.read_bytes()
     header, listings, body = text.split(b"\n", 2)
-    assert b'"hbm_gb": 80.0' in listings
-    entry.write_bytes(b"\n".join([header, listings.replace(b'"hbm_gb": 80.0', b'"hbm_gb": 81.0', 1), body]))
+    assert b'"hbm_gib": 80.0' in listings
+    entry.write_bytes(b"\n".join([header, listings.replace(b'"hbm_gib": 80.0', b'"hbm_gib": 81.0', 1), body]))
     assert cache.stored_listing("hardware") is None  # its checksum no longer matches
     assert run_cli("hardware", "list", "-f", "csv") == full  # the validated catalog, not the line
     # a listing whose JSON dump would not be its Python one (NaN becomes null) is not stored
     monkeypatch.setattr(
         "ipd_cli.listing.list_hardware",
-        lambda cat: Listing(kind="hardware", items=[{"hbm_gb": float("nan")}]),
+        lambda cat: Listing(kind="hardware", items=[{"hbm_gib": float("nan")}]),
     )
     entry.unlink()
     load_catalog()  # rewrites the entry
@@ -287,3 +287,20 @@ def test_the_cache_key_covers_the_code_the_listing_comes_from(fresh_cache, tmp_p
     before = cache.fingerprint(catalog_dirs())
     code.write_text("A = 2\n")
     assert cache.fingerprint(catalog_dirs()) != before
+
+
+def test_hbm_capacity_is_read_in_binary_units():
+    # an "80 GB" H100 reports 81,559 MiB (source X2): the catalog's 80 is GiB, 80 x 2^30 bytes;
+    # the listing gives it as the catalog has it and in decimal GB (85.9), and the engine reads bytes
+    cat = load_catalog()
+    assert cat.accelerators["h100-sxm"].hbm_gib.value == 80
+    h100 = next(
+        i for i in run_cli("hardware", "list", "-f", "json").json()["items"] if i["name"] == "h100-sxm"
+    )
+    assert (h100["hbm_gib"], h100["hbm_gb"]) == (80.0, 85.9)
+    from ipd_cli.engine.inputs import Inputs
+
+    assert Inputs(cat).read("accelerators.h100-sxm.hbm_gib", "HBM") == 80 * 2**30
+    r = run_cli("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12",
+                "--set", "accelerators.h100-sxm.hbm_gb=90")  # fmt: skip
+    assert r.code == 2 and "unknown field; did you mean 'hbm_gib'?" in r.stderr

@@ -808,7 +808,7 @@ def _engine_gap(reason: str):
     [
         pytest.param(
             "frontier-agentic",
-            "accelerators.rubin.hbm_gb=1e300",
+            "accelerators.rubin.hbm_gib=1e300",
         ),
         pytest.param(
             PRETRAIN,

@@ -153,12 +153,12 @@ def little(s) -> None:
 
 def test_dense_tp2_llama_70b_on_h100_by_hand(round_cat):
     # Llama 3.1 70B (7.06e10 params, 80 layers, hidden 8192, 64 q x 128, 8 KV heads), FP8 weights
-    # and KV, TP2 over two H100 (80 GB, 3.35 TB/s, 1,979 TF FP8, 989 TF BF16, NVLink 900 GB/s both
+    # and KV, TP2 over two H100 (80 GiB, 3.35 TB/s, 1,979 TF FP8, 989 TF BF16, NVLink 900 GB/s both
     # ways), 64 sequences, aggregated, 1,000 tokens in and out.
     kv = 2 * 80 * 8 * 128 * 1  # 163,840 bytes per token
-    # memory per GPU: 80 GB - 2 GB workspace - 8,192 x 8,192 x 4 B activations - 35.3 GB weights
-    free = 80e9 - 2e9 - 8192 * 8192 * 4 - 7.06e10 / 2  # 42.43 GB
-    b_max = math.floor(0.9 * free / (kv / 2 * 2000))  # KV split over TP2: 163.84 MB per sequence -> 233
+    # memory per GPU: 80 GiB - 2 GB workspace - 8,192 x 8,192 x 4 B activations - 35.3 GB weights
+    free = 80 * 2**30 - 2e9 - 8192 * 8192 * 4 - 7.06e10 / 2  # 48.33 GB
+    b_max = math.floor(0.9 * free / (kv / 2 * 2000))  # KV split over TP2: 163.84 MB per sequence -> 265
     hbm, gemm, attn = 3.35e12 * 0.5, 1979e12 * 0.5, 989e12 * 0.5
     dense = max(7.06e10 / 2 / hbm, 64 * 2 * 7.06e10 / 2 / gemm)  # max(21.075, 4.566) ms
     attention = max(64 * kv / 2 * 1500 / hbm, 64 * 80 * 4 * 64 * 128 * 1500 / 2 / attn)  # 4.695 ms
@@ -173,7 +173,7 @@ def test_dense_tp2_llama_70b_on_h100_by_hand(round_cat):
     s = serve(round_cat, "h100-sxm", "llama-3.1-70b", precision="fp8", kv_precision="fp8",
               layout="tp2", disaggregated=False, concurrency=64)  # fmt: skip
     assert s.configuration == "TP2 batch 64" and s.parallelism == "tp" and s.tp == 2 and s.pp == 1
-    assert s.kv_bytes_per_token == kv and s.max_concurrency == b_max == 233
+    assert s.kv_bytes_per_token == kv and s.max_concurrency == b_max == 265
     assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
     assert s.step_time_ms == pytest.approx(30.115, rel=1e-4)
     assert s.collective_time_ms == pytest.approx(MS * collectives, rel=1e-9)
@@ -247,7 +247,7 @@ def test_moe_dep4_qwen3_235b_on_b200_by_hand(round_cat):
 
 
 def test_amd_stack_profile_by_hand(stack_cat):
-    # Llama 3.1 70B FP8 on one MI300X (192 GB, 5.3 TB/s, 2,615 TF FP8, 1,307 TF BF16) with the round
+    # Llama 3.1 70B FP8 on one MI300X (192 GiB, 5.3 TB/s, 2,615 TF FP8, 1,307 TF BF16) with the round
     # stack s1 on CDNA 3: 40 % of HBM, half the reference GEMM efficiency (0.5 x 0.5), a floor of
     # 100 us per layer added to each step; 64 sequences, aggregated, 1,000 tokens in and out.
     kv = 2 * 80 * 8 * 128  # 163,840 bytes per token
@@ -257,7 +257,7 @@ def test_amd_stack_profile_by_hand(stack_cat):
     step = dense + attention + 80 * 100e-6 + 2e-3  # + 8 ms of floors + 2 ms per step = 50.721 ms
     prefill = 1000 * (2 * 7.06e10 + 2 * 80 * 1000 * 8192) / gemm  # 0.2180 s at half the MFU
     per_instance = 64 * 1000 / (64 * prefill + 1000 * step)  # 989.6 tok/s
-    free = 192e9 - 2e9 - 8192 * 8192 * 4 - 7.06e10  # 119.1 GB after the weights
+    free = 192 * 2**30 - 2e9 - 8192 * 8192 * 4 - 7.06e10  # 133.3 GB after the weights
     r = estimate_serving(stack_cat, "mi300x", "llama-3.1-70b", input_tokens=1000, output_tokens=1000,
                          precision="fp8", kv_precision="fp8", layout="tp1", disaggregated=False,
                          concurrency=64)  # fmt: skip
@@ -268,7 +268,7 @@ def test_amd_stack_profile_by_hand(stack_cat):
     assert s.overhead_ms == pytest.approx(10.0, rel=1e-9)  # the floors and the per-step overhead
     assert s.ttft_s == pytest.approx(prefill, rel=1e-9)
     assert s.tokens_per_s_per_gpu == pytest.approx(per_instance, rel=1e-9)  # one GPU: 989.6 tok/s
-    assert s.max_concurrency == math.floor(0.9 * free / (kv * 2000)) == 327
+    assert s.max_concurrency == math.floor(0.9 * free / (kv * 2000)) == 366
     names = {a.name: a for a in r.assumptions}
     assert names["serving stack"].value == "s1"
     assert names["decode HBM efficiency"].path == "serving.stacks.s1.profiles.cdna3.decode_hbm_efficiency"
@@ -602,11 +602,11 @@ def test_speculative_decoding_by_hand(spec_cat):
     assert s.step_time_ms == pytest.approx(31.526, rel=1e-4)
     assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)  # 1,398 tok/s/GPU
     assert s.tokens_per_s_per_user == pytest.approx(per_instance / 64, rel=1e-9)  # 43.7 tok/s
-    # the draft's layer and its KV cache (one more layer's) take memory: 224 sequences, not 233
+    # the draft's layer and its KV cache (one more layer's) take memory: 256 sequences, not 265
     off = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative="off", **kw)
-    assert off.draft_depth == 0 and off.speculative_method is None and off.max_concurrency == 233
-    free = 80e9 - 2e9 - 8192 * 8192 * 4 - 7.06e10 / 2 - draft_w / 2
-    assert s.max_concurrency == math.floor(0.9 * free / (kv / 2 * 2000 * (1 + 1 / 80))) == 224
+    assert off.draft_depth == 0 and off.speculative_method is None and off.max_concurrency == 265
+    free = 80 * 2**30 - 2e9 - 8192 * 8192 * 4 - 7.06e10 / 2 - draft_w / 2
+    assert s.max_concurrency == math.floor(0.9 * free / (kv / 2 * 2000 * (1 + 1 / 80))) == 256
     # Little's law counts accepted tokens
     little(s)
     # searched: speculation wins at this batch (memory-bound: the second token is nearly free)
@@ -653,7 +653,7 @@ def test_b200_over_h100_comes_from_memory_not_flops(catalog, tmp_path):
 
     b200 = tps(catalog, "b200")
     gap = b200 / tps(catalog, "h100-sxm") - 1
-    memory = with_accelerator(catalog, tmp_path / "mem", "h100-sxm", hbm_tb_per_s=7.7, hbm_gb=180)
+    memory = with_accelerator(catalog, tmp_path / "mem", "h100-sxm", hbm_tb_per_s=7.7, hbm_gib=180)
     flops = with_accelerator(
         catalog, tmp_path / "flops", "h100-sxm", fp8_dense_tflops=4500, bf16_dense_tflops=2250
     )
@@ -675,12 +675,13 @@ def test_fp4_beats_fp8_through_bytes_per_weight(catalog):
 
 
 def test_a_model_that_cannot_fit_is_refused_with_the_nearest_option(catalog, tmp_path):
-    # 10T parameters at BF16 = 20 TB > 32 nodes x 8 H100 x 80 GB; at FP8 (10 TB) they fit
+    # 10T parameters at BF16 = 20 TB > 32 nodes x 8 GPUs x 70 GiB (18.8 TB); at FP8 (10 TB) they fit
+    h70 = with_accelerator(catalog, tmp_path, "h100-sxm", hbm_gib=70)
     with pytest.raises(
         InfeasibleError, match=r"moe-10t at bf16 needs .* GB.*`precision` fp8 fits on \d+ GPUs"
     ):
-        serve(catalog, "h100-sxm", "moe-10t", precision="bf16")
-    small = with_accelerator(catalog, tmp_path, "h100-sxm", hbm_gb=40)  # no FP4 to fall back on
+        serve(h70, "h100-sxm", "moe-10t", precision="bf16")
+    small = with_accelerator(catalog, tmp_path, "h100-sxm", hbm_gib=40)  # no FP4 to fall back on
     with pytest.raises(InfeasibleError, match="use a system with more HBM per GPU"):
         serve(small, "h100-sxm", "moe-10t", precision="fp8")
 

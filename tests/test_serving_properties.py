@@ -44,7 +44,7 @@ def faster(cat, hw, field, factor):
 
 
 @pytest.mark.parametrize(("hw", "model", "precision"), CASES)
-@pytest.mark.parametrize("field", ["hbm_gb", "hbm_tb_per_s", "flops"])
+@pytest.mark.parametrize("field", ["hbm_gib", "hbm_tb_per_s", "flops"])
 def test_a_better_spec_never_lowers_the_best_answer(catalog, hw, model, precision, field):
     fields = [f"{precision}_dense_tflops", "bf16_dense_tflops"] if field == "flops" else [field]
     better = catalog

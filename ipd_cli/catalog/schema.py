@@ -135,7 +135,12 @@ class Accelerator(Strict):
         default=None,
         description="vendor figures that are neither dense nor 2:4 sparse (Rubin 'TE')",
     )
-    hbm_gb: Sourced = unit("GB per GPU", 1e9)
+    hbm_gib: Sourced = unit(
+        "GiB per GPU",
+        2**30,
+        description="HBM capacity as the vendor labels it: HBM stacks come in binary sizes, so an "
+        "'80 GB' H100 holds 81,559 MiB (hardware.yaml source X2); read as 2^30 bytes, not 10^9",
+    )
     hbm_tb_per_s: Sourced = unit("TB/s per GPU", 1e12)
     scale_up_gb_per_s_bidir: Sourced = unit("GB/s per GPU", 1e9, description="per GPU, both directions added")
     scale_out_gbit_per_s: Sourced = unit(

@@ -17,6 +17,7 @@ SECONDS_PER_DAY = 86400.0
 HOURS_PER_YEAR = 8760.0
 TERA = 1e12
 GIGA = 1e9
+GIBI = 2**30  # bytes in a GiB: HBM capacities (catalog hbm_gib)
 
 
 def maximum(a, b):

@@ -196,7 +196,7 @@ def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) ->
         ),
         "hbm_bw": inp.read(f"{acc}.hbm_tb_per_s", "HBM bandwidth"),
         "hbm_eff": inp.read("efficiency.elementwise_hbm_efficiency", "memory-bound HBM efficiency"),
-        "hbm": inp.read(f"{acc}.hbm_gb", "HBM capacity"),
+        "hbm": inp.read(f"{acc}.hbm_gib", "HBM capacity"),
         "usable": inp.read("efficiency.hbm_usable_fraction", "usable HBM share"),
         "up_bidir": inp.read(f"{acc}.scale_up_gb_per_s_bidir", "scale-up bandwidth (bidirectional)"),
         "up_eff": inp.read("efficiency.scale_up_link_efficiency", "scale-up link efficiency"),

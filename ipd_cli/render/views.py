@@ -117,6 +117,7 @@ OPTIONAL_COLUMNS: dict[str, list[str]] = {
         "fp8_dense_tflops",
         "power_kw",
         "hbm_gb",
+        "hbm_gib",
         "status",
     ],
     "models": ["estimate", "attention", "experts_per_token", "hidden_size", "layers", "experts"],

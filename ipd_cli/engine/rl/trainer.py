@@ -182,7 +182,7 @@ def trainer_memory(
     state = (
         inp.read("efficiency.training_bytes_per_param", "training state per parameter") * arch.total_params
     )
-    usable = inp.read(f"accelerators.{accelerator}.hbm_gb", "HBM per GPU")
+    usable = inp.read(f"accelerators.{accelerator}.hbm_gib", "HBM per GPU")
     usable *= inp.read("efficiency.hbm_usable_fraction", "usable HBM share (training)")
     sharded = f.min_gpus_for_bytes(state, usable)
     need = sharded if min_gpus is None else min_gpus

@@ -168,7 +168,7 @@ def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: lis
 def _memory(ctx: ServingContext) -> dict:
     """Bytes per GPU for weights and KV: HBM less the workspace and the activations of one forward
     pass of ``max_num_tokens`` tokens; the KV cache gets a share of what the weights leave."""
-    hbm = ctx.spec("HBM capacity", "hbm_gb")
+    hbm = ctx.spec("HBM capacity", "hbm_gib")
     workspace = ctx.take("runtime workspace per GPU", "workspace_gb_per_gpu")
     tokens = ctx.take("tokens per forward pass", "max_num_tokens")
     act = ctx.take("activation bytes per token and hidden unit", "activation_bytes_per_token_hidden")
