@@ -417,6 +417,36 @@ def test_an_offloading_plan_sends_to_the_host_only_what_hbm_cannot_keep():
     assert ts.offloaded_bytes({**P, "rc": 1}, m, 4.0) == 0.0  # other policies offload nothing
 
 
+def test_an_offloading_plan_fills_hbm_exactly_not_one_ulp_beyond(monkeypatch):
+    # base 56.30 GB, 278.94 GB of activations in flight, 86.4 GB of HBM: the plan keeps the
+    # 30.10 GB that fit and sends the rest to the host. Summing base + (in flight - host) gives
+    # 86400000000.00002 in floating point, above the cap, and failed the fit (issue 12: 91 h20
+    # GPUs lost the 91-replica gpt-oss-120b plan); the peak is the cap itself
+    base, total, cap = 56297632843.24672, 278942717408.20056, 86.4e9
+    assert base + (total - (total - (cap - base))) > cap  # the sum it replaces
+    monkeypatch.setattr(ts, "base_memory_bytes", lambda P, m, x: base)
+    P = {"rc": 3, "mb": 1, "pp": 1, "vp": 1}
+    memory, host = ts.memory_and_host_bytes(P, {"offload_bytes": total}, {"hbm_cap": cap})
+    assert memory == cap and host == total - (cap - base)
+    P1 = {**P, "rc": 1}  # no offload: the base alone; room for all of it: base + in flight
+    assert ts.memory_and_host_bytes(P1, {"offload_bytes": total}, {"hbm_cap": cap}) == (base, 0.0)
+    assert ts.memory_and_host_bytes(P, {"offload_bytes": 1e9}, {"hbm_cap": cap}) == (base + 1e9, 0.0)
+
+
+def test_one_more_h20_keeps_the_offloading_plan(catalog):
+    # the end-to-end case the property test found: 90 and 91 h20 GPUs, gpt-oss-120b, FP4
+    r = {
+        n: train(catalog, "h20", "gpt-oss-120b", 1.679e12, gpus=n, precision="fp4").pretraining
+        for n in (90, 91)
+    }
+    # (with HBM read in GiB the plan takes EP2 and the 91st GPU idles: 90 replicas of whole expert
+    # groups); the offloading plan fills HBM to its usable cap, 96 GiB x 0.85 = 87.62 GB, and no more
+    cap_gb = 96 * 2**30 * catalog.efficiency.hbm_usable_fraction.value / 1e9
+    assert r[90].plan == r[91].plan == "TP1 PP1 DP90 EP2, mbs 6, activations offloaded to host, FSDP"
+    assert r[91].wall_days <= r[90].wall_days
+    assert r[90].memory_gb_per_gpu == r[91].memory_gb_per_gpu == pytest.approx(cap_gb, rel=1e-12)
+
+
 def test_megatron_bridges_gb300_llama_70b_recipe_fits_by_offloading_part_of_the_layers():
     # Megatron-Bridge's Llama 3 70B GB300 FP8 recipe: FSDP, micro-batch 2, 20 of 80 layers'
     # activations offloaded (cpu_offloading_num_layers=20). Offloading every layer overfills the

@@ -162,3 +162,41 @@ def test_the_console_script_keeps_freed_memory_only_for_searches(monkeypatch):
     monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
     entry.keep_freed_memory(["train", "llama-3.1-8b"])
     assert calls == []
+
+
+def test_the_most_replicas_are_whole_expert_groups_by_hand():
+    # tp cp dp must be a multiple of ep, so dp moves in steps of ep / gcd(ep, tp cp):
+    # tp 1 ep 2 on 23 GPUs: step 2, 22 replicas (one GPU idles; 23 has no expert grouping);
+    # tp 2 ep 8 on 46 GPUs: step 4, 23 -> 20; tp 8 ep 8 on 23 GPUs: step 1, 2 replicas
+    one = {"cp": 1.0, "pp": 1.0, "vp": 1.0, "sched": 0.0, "mbs": 1.0, "order": 0.0}
+    P = {k: np.array([v] * 3) for k, v in one.items()}
+    P.update(tp=np.array([1.0, 2.0, 8.0]), ep=np.array([2.0, 8.0, 8.0]))
+    gpus = np.array([23.0, 46.0, 23.0])
+    assert tpn.most_replicas(P, gpus).tolist() == [22.0, 20.0, 2.0]
+    # the all-GPU candidates: that many replicas at the recipe batch (1,024 sequences) and one
+    # micro-batch beyond: 1024 // 22 = 46, 1024 // 20 = 51, 1024 // 2 = 512
+    x = {"recipe_batch": 1024 * 8192.0, "seq": 8192}
+    for i, n in enumerate(gpus):
+        d, mb = tpn.dp_candidates({k: v[i : i + 1] for k, v in P.items()}, x, int(n), {})
+        assert d[0, :2].tolist() == [[22.0, 20.0, 2.0][i]] * 2
+        assert mb[0, :2].tolist() == [[46.0, 51.0, 512.0][i], [47.0, 52.0, 513.0][i]]
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model", "precision", "gpus", "plan"),
+    [  # issue 12: an odd cluster lost the best even plan (dp = gpus has no EP2 grouping)
+        ("b300", "deepseek-v3", "fp4", 88, "TP1 PP1 DP88 EP2, mbs 6, full recompute, FSDP"),
+        ("h100-sxm", "qwen3-30b-a3b", "fp8", 22, "TP1 PP1 DP22 EP2, mbs 1, no recompute, FSDP"),
+    ],
+)
+def test_one_more_gpu_keeps_the_plan_and_leaves_it_idle(catalog, hardware, model, precision, gpus, plan):
+    from ipd_cli import train
+
+    even, odd = (
+        train(catalog, hardware, model, 1e9, gpus=n, precision=precision).pretraining
+        for n in (gpus, gpus + 1)
+    )
+    assert even.plan == odd.plan == plan
+    assert odd.gpus_used == even.gpus_used == gpus
+    assert odd.step_time_s == even.step_time_s
+    assert odd.wall_days <= even.wall_days

@@ -382,12 +382,12 @@ def _aligned(mb, P: sr.Columns, up: bool = False):
 
 
 def dp_candidates(P: sr.Columns, x: dict, gpus: int, pins: dict) -> tuple[Any, Any]:
-    """(dp, mb) candidates per micro row, as n x K matrices (nan: no candidate): all the GPUs at the
-    recipe batch and one step beyond, and for each micro-batch count the replicas the batch allows."""
+    """(dp, mb) candidates per micro row, as n x K matrices (nan: no candidate): the most replicas
+    the GPUs hold (:func:`most_replicas`) at the recipe batch and one step beyond, and for each
+    micro-batch count the replicas the batch allows."""
     import numpy as np
 
-    per = P["tp"] * P["cp"] * P["pp"]
-    d_max = np.floor(gpus / per)[:, None]
+    d_max = most_replicas(P, gpus)[:, None]
     if "dp" in pins:
         d_max = np.where(d_max >= pins["dp"], float(pins["dp"]), np.nan)
     seqs = x["recipe_batch"] / x["seq"] / P["mbs"][:, None]  # sequences of mbs the recipe batch holds
@@ -399,14 +399,25 @@ def dp_candidates(P: sr.Columns, x: dict, gpus: int, pins: dict) -> tuple[Any, A
     else:
         opts = _aligned(np.array(MB_OPTIONS, dtype=float)[None, :], _bcast(P))
         d_fit = np.minimum(d_max, np.floor(seqs / opts))
-        cap = _aligned(np.floor(seqs / d_max), _bcast(P))
-        beyond = _aligned(np.floor(seqs / d_max) + 1.0, _bcast(P), up=True)
+        per_replica = np.floor(seqs / np.maximum(d_max, 1.0))  # (no replica: no candidate, below)
+        cap = _aligned(per_replica, _bcast(P))
+        beyond = _aligned(per_replica + 1.0, _bcast(P), up=True)
         d = np.concatenate([d_max, d_max, d_fit], axis=1)
         mb = np.concatenate([cap, beyond, opts + 0 * d_fit], axis=1)
         ok = d >= 1
     if "dp" in pins:
         ok &= d == pins["dp"]
     return np.where(ok, d, np.nan), mb
+
+
+def most_replicas(P: sr.Columns, gpus: float) -> Any:
+    """The most replicas ``gpus`` GPUs hold for each micro row: floor(gpus / (tp cp pp)), rounded
+    down to whole steps of :func:`_replica_step` (tp cp dp a multiple of ep), leaving the GPUs
+    beyond idle (89 GPUs at tp 1, ep 2: 88 replicas, not 89, which no expert grouping runs)."""
+    import numpy as np
+
+    step = _replica_step(P)
+    return np.floor(np.floor(gpus / (P["tp"] * P["cp"] * P["pp"])) / step) * step
 
 
 def _placement_matters(cols: sr.Columns, x: dict):
@@ -604,7 +615,7 @@ def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, 
     :func:`fsdp_lower_bound` of the rows where the caller has it already."""
     import numpy as np
 
-    replicas = np.maximum(np.floor(gpus / (P["tp"] * P["cp"] * P["pp"])), 1.0)
+    replicas = np.maximum(most_replicas(P, gpus), 1.0)
     B = x["recipe_batch"]
     g0 = replicas * P["mbs"] * x["seq"]
     u, w = 1.0 / g0, ts.bubble_bound(P)

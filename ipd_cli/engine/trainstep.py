@@ -436,11 +436,13 @@ def base_memory_bytes(P: Cols, m: dict, x: dict):
 
 def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
     """Peak bytes per GPU and host bytes per GPU: :func:`base_memory_bytes` plus, for an offloading
-    plan, the in-flight activations it keeps in HBM; the host holds those HBM cannot keep."""
-    base = base_memory_bytes(P, m, x)
-    host = offloaded_bytes(P, m, x["hbm_cap"] - base)
-    kept = (P["rc"] == 3) * m["offload_bytes"] * in_flight(P) - host
-    return base + kept, host
+    plan, the in-flight activations it keeps in HBM; the host holds those HBM cannot keep. A plan
+    that offloads keeps what fits, so its peak is the HBM exactly (or its base, already above):
+    set, not summed, as base + (cap - base) can round one ulp above the cap and fail the fit."""
+    base, cap = base_memory_bytes(P, m, x), x["hbm_cap"]
+    host = offloaded_bytes(P, m, cap - base)
+    kept_all = base + (P["rc"] == 3) * m["offload_bytes"] * in_flight(P)
+    return ifelse(host > 0.0, ifelse(base > cap, base, cap), kept_all), host
 
 
 def dp_seconds(P: Cols, x: dict) -> tuple[Any, Any]:
