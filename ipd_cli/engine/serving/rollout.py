@@ -119,9 +119,11 @@ class RolloutCandidates:
 
     def subset(self, keep: Any) -> RolloutCandidates:
         """The candidates ``keep`` (an index array), in that order."""
+        tables = {name: table[keep] for name, table in self._tables.items()}
         return RolloutCandidates(
             grid=self.grid, li=self.li[keep], gpus=self.gpus[keep], max_batch=self.max_batch[keep],
             prefill_s=self.prefill_s[keep], speculative=self.speculative[keep], _rows=self._rows[keep],
+            _tables=tables,
         )  # fmt: skip
 
     def undominated(self, top: int) -> Any:
