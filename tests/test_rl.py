@@ -173,3 +173,61 @@ def test_rl_cli_done_check():
         "rl", "--hardware", "vera-rubin", "--workload", "rl-swe-agent", "--mode", "async", "-f", "table"
     )
     assert "rl.phases" in t.stdout and "generation_s" in t.stdout
+
+
+def _frontier_setup(cat, hardware):
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import setup
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    _, w, origin = resolve_workload(cat, "rl-swe-agent-10t", {})
+    w = resolve_request(w, None)
+    return setup(sv.serving_context(cat, hardware, w.model), w, "rental", origin)
+
+
+def test_rollout_choice_is_the_fastest_configuration_and_concurrency(catalog):
+    # Brute force by hand over every rollout configuration and every concurrency 1..min(KV limit,
+    # rollouts per replica), with the scalar decode speed and generation()'s own formula on 1008
+    # generation GPUs (Rubin's 10T SWE step, one-step-off): the choice must be the minimum.
+    import math
+
+    from ipd_cli.engine.rl.generation import generation
+
+    s = _frontier_setup(catalog, "vera-rubin")
+    r, n, gg = s.rollouts, s.nums, 1008
+    c = r.candidates
+    shortest = math.inf
+    for k in range(c.gpus.size):
+        replicas = gg // int(c.gpus[k])
+        if replicas < 1:
+            continue
+        inst = c.deployment(k)
+        cap = max(1, min(int(c.max_batch[k]), math.ceil(n.generated / replicas)))
+        for b in range(1, cap + 1):
+            bt = max(1, int(b * r.tail_fraction))
+            v, vt = inst.decode_speed(b), inst.decode_speed(bt)
+            bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (replicas * b)
+            bulk += n.generated * inst.prefill_s / replicas
+            drained = bulk + (n.max_response_tokens - n.mean_response_tokens) / vt
+            shortest = min(shortest, max(drained, n.max_response_tokens / vt + n.max_turns * n.tool_s))
+    chosen = r.on(n, gg, False)
+    assert generation(chosen, n, gg, False, "").seconds == pytest.approx(shortest, rel=1e-9)
+    # the densest replica at full concurrency (the choice before) generates no sooner
+    assert generation(r, n, gg, False, "").seconds >= shortest
+    # here a lower concurrency than the rollouts fill decodes each sequence faster and wins
+    assert chosen.concurrency < math.ceil(n.generated / (gg // chosen.gpus))
+
+
+@pytest.mark.parametrize(("hardware", "accelerator"), [("vera-rubin", "rubin"), ("gb200-nvl72", "gb200")])
+def test_more_hbm_never_lengthens_the_frontier_rl_step(hardware, accelerator):
+    # More HBM per GPU only adds KV capacity (more sequences a replica may hold, more layouts that
+    # fit); an operator can always run the configuration and concurrency it ran before, so the
+    # step (split searched) must never get longer. Read in GiB (+7 %), Rubin's step once went
+    # 855 -> 895 s when the replica was chosen by tokens/s per GPU at its KV limit.
+    base = load().accelerators[accelerator].hbm_gib.value
+    steps = []
+    for factor in (0.9, 1.0, 1.07, 1.3, 2.0):
+        cat = load(sets=[f"accelerators.{accelerator}.hbm_gib={base * factor}"])
+        steps.append(rl(cat, hardware, "rl-swe-agent-10t").rl.step_seconds)
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
