@@ -3,132 +3,60 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass
 
 from ipd_cli.catalog.schema import RlWorkload
 from ipd_cli.engine import serving as sv
 from ipd_cli.engine.inputs import Inputs
-from ipd_cli.engine.search import best
 from ipd_cli.errors import InfeasibleError
 
 from .workload import RlNumbers
 
-MAX_CONCURRENCIES = 256  # concurrencies tried per configuration: every one up to this, else a geometric grid
-MAX_STEP_TABLE = 4096  # decode steps tabulated per configuration up to this batch, else computed per split
-
 
 @dataclass(frozen=True)
 class Rollouts:
-    """The rollout engine: the serving configurations generation can use, the one in use
-    (``choice``), and how generation uses it."""
+    """The rollout engine: one serving instance, and how generation uses it."""
 
-    candidates: sv.RolloutCandidates
-    choice: int  # index into the candidates
+    inst: sv.Deployment
+    max_batch: int
     tail_fraction: float
     async_waste: float
     staleness_bound: int
-    concurrency: int | None = None  # sequences a replica runs at (None: as many as fit and are wanted)
-    chosen: dict[tuple[int, bool], tuple[int, int]] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def inst(self) -> sv.Deployment:
-        return self.candidates.deployment(self.choice)
 
     @property
     def gpus(self) -> int:
-        return int(self.candidates.gpus[self.choice])
-
-    @property
-    def max_batch(self) -> int:
-        return max(1, int(self.candidates.max_batch[self.choice]))
-
-    def on(self, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> Rollouts:
-        """The configuration that generates the step's rollouts soonest on ``gen_gpus`` GPUs
-        (:func:`generation_seconds` over every candidate; ties: fewer GPUs per replica)."""
-        import numpy as np
-
-        key = (gen_gpus, asynchronous)
-        if key not in self.chosen:
-            seconds, batch = generation_seconds(self, nums, gen_gpus, asynchronous)
-            k = best(-seconds, np.isfinite(seconds), -self.candidates.gpus)
-            if k is None:  # none fits: generation() names the smallest replica
-                k = int(np.argmin(self.candidates.gpus))
-            self.chosen[key] = (k, int(batch[k]))
-        k, b = self.chosen[key]
-        return replace(self, choice=k, concurrency=b, chosen=self.chosen)
+        return self.inst.gpus
 
 
 def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, pricing: str) -> Rollouts:
-    """The serving deployment search's configurations for the step's rollouts, starting from the
-    one with the most tokens/s per GPU at its KV limit (its size sets the split search's grain);
-    :meth:`Rollouts.on` picks, for each generation pool, the one that generates the step soonest."""
-    cands = sv.rollout_candidates(
+    """The rollout replica the serving deployment search picks: with a fixed generation pool, the
+    configuration that generates the step's rollouts fastest on it; when the split is searched,
+    the one with the most tokens/s per GPU at its KV limit."""
+    inst = sv.rollout_deployment(
         ctx,
+        rollouts=nums.generated,
+        gen_gpus=w.gen_gpus if w.mode != "colocated" else (w.gpus or w.gen_gpus),
         input_tokens=int(nums.prompt_tokens + nums.observation_tokens),
         output_tokens=int(round(nums.mean_response_tokens)),
         precision=w.inference_precision,
         speculative=w.speculative,
         pricing=pricing,
     )
-    import numpy as np
-
-    densest = cands.densest()
-    rollouts_in_flight = nums.generated * ((w.staleness_bound + 1) if w.mode == "async" else 1)
-    top = int(min(np.maximum(1, cands.max_batch).max(), math.ceil(rollouts_in_flight)))
-    if top <= MAX_STEP_TABLE:  # drop the configurations another of the same size always beats
-        keep = np.union1d(cands.undominated(top), [densest])
-        cands, densest = cands.subset(keep), int(np.searchsorted(keep, densest))
     inp = ctx.inp
+    inp.given(
+        "rollout replica",
+        inst.configuration,
+        "",
+        "deployment search",
+        note="chosen by the serving deployment search for the step's rollouts",
+    )
     return Rollouts(
-        candidates=cands,
-        choice=densest,
+        inst=inst,
+        max_batch=max(1, inst.max_batch),
         tail_fraction=inp.read("rl.tail_concurrency_fraction", "tail concurrency share"),
         async_waste=inp.read("rl.async_waste_fraction", "async waste"),
         staleness_bound=w.staleness_bound,
     )
-
-
-def generation_seconds(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> tuple[Any, Any]:
-    """:func:`generation`'s seconds for every candidate configuration at once, each at the
-    concurrency (at most what its KV cache holds and the rollouts fill) that generates soonest,
-    and that concurrency; inf where a replica does not fit in ``gen_gpus``. Fewer sequences per
-    replica decode each faster: a latency-bound step can gain more from that than it loses."""
-    import numpy as np
-
-    c = r.candidates
-    n = c.gpus.size
-    replicas = gen_gpus // c.gpus
-    ok = replicas >= 1
-    replicas = np.maximum(replicas, 1)
-    wanted = np.ceil(nums.generated * ((r.staleness_bound + 1) if asynchronous else 1) / replicas)
-    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch), wanted))
-    top = int(cap.max())
-    grid = np.arange(1.0, top + 1) if top <= MAX_CONCURRENCIES else np.unique(
-        np.round(np.geomspace(1, top, MAX_CONCURRENCIES))
-    )  # fmt: skip
-    b = np.minimum(grid[None, :], cap[:, None])  # (candidate, concurrency): each row ends at its cap
-    b_tail = np.maximum(1, np.floor(b * r.tail_fraction))
-    if top <= MAX_STEP_TABLE:  # batches are whole numbers: look the steps up
-        table, rows = c.step_table(top), np.arange(n)[:, None]
-        step_bulk, step_tail = table[rows, b.astype(int) - 1], table[rows, b_tail.astype(int) - 1]
-    else:
-        k = np.repeat(np.arange(n), grid.size)
-        step_bulk = c.step_s(b.ravel(), k).reshape(b.shape)
-        step_tail = c.step_s(b_tail.ravel(), k).reshape(b.shape)
-    v_bulk, v_tail = c.speculative[:, None] / step_bulk, c.speculative[:, None] / step_tail
-    rep = replicas[:, None]
-    prefill = nums.generated * c.prefill_s[:, None] / rep
-    slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s
-    bulk = nums.generated * slot_s / (rep * b) + prefill
-    if asynchronous:
-        seconds = bulk * (1 + r.async_waste)
-    else:
-        drained = bulk + (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
-        seconds = np.maximum(drained, nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s)
-    j = grid.size - 1 - np.argmin(seconds[:, ::-1], axis=1)  # ties: the larger concurrency
-    rows = np.arange(n)
-    return np.where(ok, seconds[rows, j], np.inf), b[rows, j]
 
 
 @dataclass(frozen=True)
@@ -153,7 +81,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         )
     # synchronous: one wave of the step's rollouts; async: in flight up to the staleness bound
     wanted = math.ceil(nums.generated * ((r.staleness_bound + 1) if asynchronous else 1) / replicas)
-    b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
+    b = max(1, min(r.max_batch, wanted))
     b_tail = max(1, int(b * r.tail_fraction))
     v_bulk, v_tail = r.inst.decode_speed(b), r.inst.decode_speed(b_tail)
     prefill = nums.generated * r.inst.prefill_s / replicas  # prefills share the instance with decode

@@ -12,11 +12,11 @@ before the search (the smallest instance that holds the model and one request).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.engine.search import best, best_of
+from ipd_cli.engine.search import best
 from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError
 
@@ -86,113 +86,6 @@ def _search(ctx: ServingContext, shape: Shape) -> Grid:
     return search(ctx, shape, Pins(disaggregated=False))
 
 
-@dataclass(frozen=True)
-class RolloutCandidates:
-    """The aggregated configurations at their KV limit that generation can run on (one per
-    layout), as arrays over the candidates: paid ``gpus`` per replica, ``max_batch``,
-    ``prefill_s`` and ``speculative``; :meth:`step_s` is the decode step at a batch per candidate."""
-
-    grid: Grid
-    li: Any  # layout index of each candidate
-    gpus: Any
-    max_batch: Any
-    prefill_s: Any
-    speculative: Any
-
-    def step_s(self, batch, k: Any = None) -> Any:
-        """Decode-step seconds at ``batch`` of every candidate, or of candidates ``k`` (an index
-        array as long as ``batch``)."""
-        return _steps(self.grid, self.li if k is None else self.li[k], batch)
-
-    def step_table(self, top: int) -> Any:
-        """Decode-step seconds of every candidate at each batch 1..``top`` (row: candidate,
-        column: batch - 1), computed once and reused while ``top`` is no larger."""
-        import numpy as np
-
-        have = self._tables.get("steps")
-        if have is None or have.shape[1] < top:
-            n = self.li.size
-            b = np.tile(np.arange(1.0, top + 1), n)
-            have = self.step_s(b, np.repeat(np.arange(n), top)).reshape(n, top)
-            self._tables["steps"] = have
-        return have
-
-    def subset(self, keep: Any) -> RolloutCandidates:
-        """The candidates ``keep`` (an index array), in that order."""
-        tables = {name: table[keep] for name, table in self._tables.items()}
-        return RolloutCandidates(
-            grid=self.grid, li=self.li[keep], gpus=self.gpus[keep], max_batch=self.max_batch[keep],
-            prefill_s=self.prefill_s[keep], speculative=self.speculative[keep], _rows=self._rows[keep],
-            _tables=tables,
-        )  # fmt: skip
-
-    def undominated(self, top: int) -> Any:
-        """Indices of the candidates no other candidate of the same GPUs beats: one that holds at
-        least as many sequences, prefills no slower and decodes each sequence at least as fast at
-        every batch up to ``top`` generates no slower on any pool (ties: the lower index stays)."""
-        import numpy as np
-
-        speed = self.speculative[:, None] / self.step_table(top)
-        keep = np.ones(self.li.size, bool)
-        for g in np.unique(self.gpus):
-            idx = np.flatnonzero(self.gpus == g)
-            if idx.size < 2:
-                continue
-            sp, mb, pf = speed[idx], self.max_batch[idx], self.prefill_s[idx]
-            ge = (sp[:, None, :] >= sp[None, :, :]).all(axis=2) & (mb[:, None] >= mb[None, :])
-            ge &= pf[:, None] <= pf[None, :]  # ge[i, j]: i at least as good as j everywhere
-            strict = ~ge.T | (np.arange(idx.size)[:, None] < np.arange(idx.size)[None, :])
-            beaten = (ge & strict & ~np.eye(idx.size, dtype=bool)).any(axis=0)
-            keep[idx[beaten]] = False
-        return np.flatnonzero(keep)
-
-    def deployment(self, k: int) -> Deployment:
-        """Candidate ``k`` as a :class:`Deployment`."""
-        if k not in self._deployments:
-            self._deployments[k] = _deployment(self.grid, int(self.li[k]))
-        return self._deployments[k]
-
-    def densest(self) -> int:
-        """The candidate with the most tokens/s per GPU at its KV limit."""
-        import numpy as np
-
-        tps = self.grid.rows["tokens_per_s_per_gpu"][self._rows]
-        return best_of(tps, np.ones(tps.size, bool))
-
-    _rows: Any = None  # rows of the grid the candidates come from
-    _deployments: dict[int, Deployment] = field(default_factory=dict, compare=False, repr=False)
-    _tables: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-
-def rollout_candidates(
-    ctx: ServingContext,
-    *,
-    input_tokens: int | None = None,
-    output_tokens: int | None = None,
-    precision: str | None = None,
-    kv_precision: str | None = None,
-    speculative: str | int | None = "off",
-    pricing: str = "rental",
-) -> RolloutCandidates:
-    """Every aggregated configuration of the deployment search, at its KV limit, for generation."""
-    import numpy as np
-
-    g = _search(ctx, Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing))
-    rows = _layout_rows(g)
-    if rows.size == 0:
-        raise InfeasibleError(f"{ctx.mname} does not fit on {ctx.name} for generation")
-    li = g.rows["layout"][rows]
-    return RolloutCandidates(
-        grid=g,
-        li=li,
-        gpus=np.ceil(g.x["paid"][li] - 1e-9),
-        max_batch=np.floor(g.x["rank_max"][li] * g.x["d"][li]),
-        prefill_s=g.x["prefill_s"][li],
-        speculative=g.x["accepted"][li],
-        _rows=rows,
-    )
-
-
 def rollout_deployment(
     ctx: ServingContext,
     *,
@@ -211,13 +104,13 @@ def rollout_deployment(
     batch)). Without ``gen_gpus``: the layout with the most tokens/s per GPU at its KV limit."""
     import numpy as np
 
-    c = rollout_candidates(
-        ctx, input_tokens=input_tokens, output_tokens=output_tokens, precision=precision,
-        kv_precision=kv_precision, speculative=speculative, pricing=pricing,
-    )  # fmt: skip
-    g, li = c.grid, c.li
+    g = _search(ctx, Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing))
+    rows = _layout_rows(g)
+    if rows.size == 0:
+        raise InfeasibleError(f"{ctx.mname} does not fit on {ctx.name} for generation")
+    li = g.rows["layout"][rows]
     if gen_gpus is None:
-        return c.deployment(c.densest())
+        return _deployment(g, int(li[best(g.rows["tokens_per_s_per_gpu"][rows], np.ones(rows.size, bool))]))
     paid = g.x["paid"][li]
     replicas = np.floor(gen_gpus / paid)
     limit = (g.x["rank_max"] * g.x["d"])[li]
@@ -232,7 +125,7 @@ def rollout_deployment(
             f"{ctx.mname} needs {smallest}-GPU inference instances on {ctx.name}; "
             f"{gen_gpus} generation GPUs hold none"
         )
-    return c.deployment(best_of(-time, ok, -paid))
+    return _deployment(g, int(li[best(-time, ok, -paid)]))
 
 
 def _steps(g: Grid, li, batch):
