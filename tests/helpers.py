@@ -77,3 +77,19 @@ def golden(name: str, text: str) -> None:
         write(path, text)
     assert path.exists(), f"missing golden file {path}; run with IPD_REGEN_GOLDEN=1"
     assert text == path.read_text(encoding="utf-8"), f"{name} drifted; IPD_REGEN_GOLDEN=1 after review"
+
+
+def plan_inputs(cat, hardware, model, precision="bf16", seq=8192, tokens=1e12):
+    """The plan search's inputs (``trainplan``'s x) for a model on a system, read from ``cat``."""
+    from ipd_cli.engine import trainplan as tpn
+    from ipd_cli.engine.inputs import Inputs
+
+    inp = Inputs(cat)
+    x = {
+        **tpn.model_inputs(inp, cat, model),
+        **tpn.hardware_inputs(inp, cat, hardware, precision),
+        **tpn.step_inputs(inp),
+        "seq": seq,
+        "tokens": tokens,
+    }
+    return tpn.derive(x)

@@ -4,30 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import plan_inputs as inputs
 from helpers import run_cli, write
 
 from ipd_cli import compare, train
 from ipd_cli.catalog.loader import load_catalog
 from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine import trainstep as ts
-from ipd_cli.engine.inputs import Inputs
 from ipd_cli.engine.pretraining import best_training_plan, min_training_gpus
 from ipd_cli.errors import InfeasibleError
 
 # Llama 3.1 70B on 64 H100, Megatron-Bridge's published plan (TP4 PP8 VP5 DP2, mbs 1, GBS 128)
 PLAN_70B = "tp=4,pp=8,vp=5,cp=1,dp=2,mbs=1,gbs=128,recompute=full,zero=1,order=0"
-
-
-def inputs(cat, hardware, model, precision="bf16", seq=8192, tokens=1e12):
-    inp = Inputs(cat)
-    x = {
-        **tpn.model_inputs(inp, cat, model),
-        **tpn.hardware_inputs(inp, cat, hardware, precision),
-        **tpn.step_inputs(inp),
-        "seq": seq,
-        "tokens": tokens,
-    }
-    return tpn.derive(x)
 
 
 def one_plan(x, gpus, text):

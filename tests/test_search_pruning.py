@@ -9,22 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import plan_inputs as inputs
 
 from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine import trainstep as ts
-from ipd_cli.engine.inputs import Inputs
-
-
-def inputs(cat, hardware, model, precision="bf16", seq=8192, tokens=1e12):
-    inp = Inputs(cat)
-    x = {
-        **tpn.model_inputs(inp, cat, model),
-        **tpn.hardware_inputs(inp, cat, hardware, precision),
-        **tpn.step_inputs(inp),
-        "seq": seq,
-        "tokens": tokens,
-    }
-    return tpn.derive(x)
 
 
 def test_repeated_candidates_are_found_by_hand():
