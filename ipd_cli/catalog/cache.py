@@ -216,17 +216,10 @@ def stored_listing(kind: str) -> dict[str, Any] | None:
     catalog when the entry was written: its ``model_dump(mode="json")``, equal to the Python one."""
     if cache_dir() is None:
         return None
-    from ipd_cli.errors import InputError
-
-    from .dirs import catalog_dirs, layer_files
+    from .dirs import catalog_dirs
 
     dirs = catalog_dirs()
-    try:
-        for d in dirs:
-            layer_files(d)
-    except InputError:  # a missing IPD_CATALOG directory: the full path reports it
-        return None
-    key = fingerprint(dirs)
+    key = fingerprint(dirs)  # None for a missing IPD_CATALOG directory: the full path reports it
     parts = _parts(dirs, key) if key else None
     if parts is None:
         return None
