@@ -217,6 +217,23 @@ def test_prefill_gemms_run_at_the_gemm_efficiency_attention_at_the_prefill_mfu(r
     assert s.step_time_ms == pytest.approx(30.115, rel=1e-4)  # decode does not read the prefill MFU
 
 
+def test_max_instance_gpus_bounds_the_instance_as_a_benchmark_ran_it(catalog):
+    # issue 11: InferenceX's Llama 70B points ran aggregated on one node. Unbounded, the search
+    # spreads an 8k-token-prompt deployment over nodes; bounded to 2 GPUs it returns the better of
+    # the 1- and 2-GPU instances, whatever those are
+    kw = dict(input_tokens=8000, output_tokens=1000, precision="fp8", disaggregated=False, speculative="off")
+    free = serve(catalog, "h100-sxm", "llama-3.1-70b", **kw)
+    assert free.instance_gpus > 2
+    bounded = serve(catalog, "h100-sxm", "llama-3.1-70b", max_instance_gpus=2, **kw)
+    pinned = [serve(catalog, "h100-sxm", "llama-3.1-70b", instance_gpus=n, **kw) for n in (1, 2)]
+    best = max(pinned, key=lambda s: s.tokens_per_s_per_gpu)
+    assert bounded.instance_gpus <= 2 and bounded.configuration == best.configuration
+    assert bounded.tokens_per_s_per_gpu == pytest.approx(best.tokens_per_s_per_gpu, rel=1e-12)
+    assert bounded.tokens_per_s_per_gpu < free.tokens_per_s_per_gpu
+    with pytest.raises(InputError, match="max_instance_gpus"):
+        serve(catalog, "h100-sxm", "llama-3.1-70b", max_instance_gpus=0, **kw)
+
+
 def test_moe_dep4_qwen3_235b_on_b200_by_hand(round_cat):
     # Qwen3-235B-A22B: 2.35e11 total, 2.2e10 active, 94 layers, hidden 4096, 64 q x 128, 4 KV heads,
     # top-8 of 128 experts; FP8 on four B200 (7.7 TB/s, 4.5 PF FP8, 2.25 PF BF16, NVLink 1.8 TB/s).
