@@ -119,6 +119,7 @@ def _serve(cat: Catalog, i: dict) -> Any:
         concurrency=i.get("concurrency"),
         tokens_per_user_s=i.get("tokens_per_user_s"),
         instance_gpus=i.get("instance_gpus"),
+        max_instance_gpus=i.get("max_instance_gpus"),
         layout=i.get("layout"),
         attention_tp=i.get("attention_tp"),
         disaggregated=SERVING_MODES.get(mode) if mode else None,

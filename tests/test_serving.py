@@ -200,6 +200,40 @@ def test_interactivity_target_reads_tpot_not_the_own_ttft(round_cat):
     assert MS / s.tpot_ms >= 28.25 > s.tokens_per_s_per_user
 
 
+def test_prefill_gemms_run_at_the_gemm_efficiency_attention_at_the_prefill_mfu(round_cat):
+    # issue 11: the TP2 configuration of test_dense_tp2_llama_70b_on_h100_by_hand with the prefill
+    # MFU halved to 0.25. A prompt's dense GEMMs (1,000 tokens at once: large M) keep the GEMM
+    # efficiency (0.5): 1,000 x 2 x 7.06e10 / (2 x 1,979e12 x 0.5) = 71.35 ms; only its causal
+    # attention, 1,000 x 2 x 80 x 1,000 x 8,192 FLOPs, runs at the prefill MFU: 1.32 ms; the two
+    # all-reduces per layer as before: 11.65 ms. 84.33 ms in all (156.3 ms if the GEMMs ran at 0.25)
+    cat = round_cat.with_overrides(["serving.prefill_mfu.fp8=0.25"])
+    gemms = 1000 * 2 * 7.06e10 / (2 * 1979e12 * 0.5)
+    attention = 1000 * 2 * 80 * 1000 * 8192 / (2 * 1979e12 * 0.25)
+    all_reduce = 80 * 2 * 1000 * 8192 * 2 / 225e9
+    s = serve(cat, "h100-sxm", "llama-3.1-70b", precision="fp8", kv_precision="fp8",
+              layout="tp2", disaggregated=False, concurrency=64)  # fmt: skip
+    assert s.ttft_s == pytest.approx(gemms + attention + all_reduce, rel=1e-9)
+    assert s.ttft_s == pytest.approx(84.33e-3, rel=1e-4)
+    assert s.step_time_ms == pytest.approx(30.115, rel=1e-4)  # decode does not read the prefill MFU
+
+
+def test_max_instance_gpus_bounds_the_instance_as_a_benchmark_ran_it(catalog):
+    # issue 11: InferenceX's Llama 70B points ran aggregated on one node. Unbounded, the search
+    # spreads an 8k-token-prompt deployment over nodes; bounded to 2 GPUs it returns the better of
+    # the 1- and 2-GPU instances, whatever those are
+    kw = dict(input_tokens=8000, output_tokens=1000, precision="fp8", disaggregated=False, speculative="off")
+    free = serve(catalog, "h100-sxm", "llama-3.1-70b", **kw)
+    assert free.instance_gpus > 2
+    bounded = serve(catalog, "h100-sxm", "llama-3.1-70b", max_instance_gpus=2, **kw)
+    pinned = [serve(catalog, "h100-sxm", "llama-3.1-70b", instance_gpus=n, **kw) for n in (1, 2)]
+    best = max(pinned, key=lambda s: s.tokens_per_s_per_gpu)
+    assert bounded.instance_gpus <= 2 and bounded.configuration == best.configuration
+    assert bounded.tokens_per_s_per_gpu == pytest.approx(best.tokens_per_s_per_gpu, rel=1e-12)
+    assert bounded.tokens_per_s_per_gpu < free.tokens_per_s_per_gpu
+    with pytest.raises(InputError, match="max_instance_gpus"):
+        serve(catalog, "h100-sxm", "llama-3.1-70b", max_instance_gpus=0, **kw)
+
+
 def test_moe_dep4_qwen3_235b_on_b200_by_hand(round_cat):
     # Qwen3-235B-A22B: 2.35e11 total, 2.2e10 active, 94 layers, hidden 4096, 64 q x 128, 4 KV heads,
     # top-8 of 128 experts; FP8 on four B200 (7.7 TB/s, 4.5 PF FP8, 2.25 PF BF16, NVLink 1.8 TB/s).

@@ -698,10 +698,12 @@ class ServingEfficiency(Strict):
     )
     decode_hbm_efficiency: Sourced = unit("fraction", description="achieved share of HBM bandwidth in decode")
     decode_compute_efficiency: dict[Precision, Sourced] = unit(
-        "fraction of dense peak", description="achieved share of the dense peak in compute-bound decode"
+        "fraction of dense peak",
+        description="achieved share of the dense peak in large-M GEMMs (compute-bound decode, prefill)",
     )
     prefill_mfu: dict[Precision, Sourced] = unit(
-        "fraction of dense peak", description="achieved share of the dense peak in prefill"
+        "fraction of dense peak",
+        description="achieved share of the dense peak in prefill attention and routed experts",
     )
     moe_compute_share: dict[Precision, Sourced] = unit(
         "fraction",

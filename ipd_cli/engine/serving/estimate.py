@@ -50,9 +50,11 @@ def pins_of(
     prefill_layout: str | None = None,
     prefill_instances: int | None = None,
     decode_instances: int | None = None,
+    max_instance_gpus: int | None = None,
 ) -> Pins:
     for name, v in (
         ("concurrency", concurrency),
+        ("max_instance_gpus", max_instance_gpus),
         ("prefill_instances", prefill_instances),
         ("decode_instances", decode_instances),
     ):
@@ -69,6 +71,7 @@ def pins_of(
         attention_tp = 1  # 'dep8' is pure DEP; attention TP groups inside DEP are pinned with attention_tp
     return Pins(
         instance_gpus=instance_gpus,
+        max_instance_gpus=max_instance_gpus,
         attention_tp=attention_tp,
         disaggregated=disaggregated,
         eplb=eplb,
@@ -349,6 +352,7 @@ def estimate_serving(
     prefill_layout: str | None = None,
     prefill_instances: int | None = None,
     decode_instances: int | None = None,
+    max_instance_gpus: int | None = None,
     instance: str = "best",
     speculative: str | int | None = None,
     stack: str | None = None,
@@ -368,7 +372,8 @@ def estimate_serving(
     neither, maximum throughput. ``instance_gpus``, ``layout`` (``tp4``, ``dep8``, ``tp8pp4``),
     ``attention_tp``, ``disaggregated`` and ``eplb`` pin parts of the space (``prefill_layout``,
     ``prefill_instances`` and ``decode_instances`` pin a disaggregated deployment's pools as
-    deployed; mismatched pools run at the slower pool's rate); ``instance`` is kept
+    deployed; mismatched pools run at the slower pool's rate); ``max_instance_gpus`` bounds the
+    (decode) instance's size, e.g. one node as a benchmark ran it; ``instance`` is kept
     for compatibility: "best" is the search, "smallest" pins the smallest size that fits. A
     traffic level (``requests_per_s`` or ``output_tokens_per_day``) adds the GPUs it needs.
     ``speculative`` pins speculative decoding ("off", "on" or a draft depth; None or "auto": the
@@ -387,6 +392,7 @@ def estimate_serving(
         prefill_layout=prefill_layout,
         prefill_instances=prefill_instances,
         decode_instances=decode_instances,
+        max_instance_gpus=max_instance_gpus,
     )
     shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack)
     g = search(ctx, shape, pins, instance, tokens_per_user_s)

@@ -25,12 +25,13 @@ micro-batch ``m = B / pp`` and holds ``1/pp`` of the layers), on the busiest GPU
   layer(s) and the output head at the sequences' batch; a step accepts ``spec_tokens[k]``
   tokens per sequence on average, so tokens/s per user = accepted tokens / step.
 
-Prefill is compute-bound at the prefill MFU (routed experts at the MoE share, times their
-imbalance), plus its collectives; its dispatch and combine send each token once to each other
-rank holding any of its experts (DeepEP's normal kernels), where decode's low-latency kernels
-send one copy per expert. Aggregated serving lets each request's prefill take its turn
-on the instance, which slows every user; disaggregated serving pays for a prefill pool sized so
-neither pool starves.
+Prefill is compute-bound: its dense GEMMs (every token of the prompt at once, a large-M GEMM) at
+the GEMM efficiency decode reaches at batch, its causal attention at the prefill MFU, the routed
+experts at the prefill MFU times the MoE share (times their imbalance), plus its collectives;
+its dispatch and combine send each token once to each other rank holding any of its experts
+(DeepEP's normal kernels), where decode's low-latency kernels send one copy per expert.
+Aggregated serving lets each request's prefill take its turn on the instance, which slows every
+user; disaggregated serving pays for a prefill pool sized so neither pool starves.
 """
 
 from __future__ import annotations
@@ -104,11 +105,14 @@ def _dp_imbalance(ph: Physics, d):
 
 
 def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
-    """Seconds of instance time per request's prefill (compute at the prefill MFU, collectives)."""
+    """Seconds of instance time per request's prefill (compute, collectives)."""
     g, pp, s, t, e = lay["g"], lay["pp"], lay["s"], lay["t"], lay["e"]
-    dense = ph.prefill_dense_flops_per_token / (g * ph.prefill_rate)
+    # the dense GEMMs of a prompt run at the large-M GEMM efficiency decode reaches at batch; the
+    # causal attention over the prompt and the routed experts' grouped GEMMs at the prefill MFU
+    dense = ph.dense_flops_per_token / (g * ph.gemm_rate)
+    attention = ph.prefill_attn_flops_per_token / (g * ph.prefill_rate)
     experts = ph.expert_flops_per_token / (g * ph.prefill_rate * ph.moe_share) * x["imb_ep"]
-    compute = ph.isl * (dense + experts)
+    compute = ph.isl * (dense + attention + experts)
     cb, h = ph.collective_bytes, ph.hidden
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]
     remote = f.remote_ranks_per_token(ph.experts, ph.top_k, e) if ph.moe else 0.0 * e

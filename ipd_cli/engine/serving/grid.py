@@ -73,6 +73,7 @@ class Pins:
     """Parts of the space fixed by the caller (None: searched)."""
 
     instance_gpus: int | None = None
+    max_instance_gpus: int | None = None  # the (decode) instance holds at most this many GPUs
     family: str | None = None
     stage_gpus: int | None = None
     pipeline_stages: int | None = None
@@ -283,6 +284,8 @@ def pins_mask(lay: dict, r: dict, pins: Pins):
         value = getattr(pins, key)
         if value is not None:
             ok &= lay[col][li] == value
+    if pins.max_instance_gpus is not None:
+        ok &= lay["g"][li] <= pins.max_instance_gpus
     if pins.family is not None:
         ok &= lay["fam"][li] == FAMILIES[pins.family]
     if pins.eplb is not None:

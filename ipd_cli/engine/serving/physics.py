@@ -56,7 +56,7 @@ class Physics:
     expert_flops_per_token: float  # 2 x routed active parameters
     kv_per_token: tuple[float, ...]  # per KV precision, all KV layers
     attn_flops_per_token: float  # decode attention at the mean live context, all KV layers
-    prefill_dense_flops_per_token: float  # 2 x non-routed active + causal attention over the prompt
+    prefill_attn_flops_per_token: float  # causal attention over the prompt, all KV layers
     # hardware
     domain: int
     hbm_bytes: float  # per GPU, after the workspace and activation reserve
@@ -64,9 +64,9 @@ class Physics:
     hbm_rate: float  # achieved bytes/s per GPU streaming dense weights
     kv_rate: float  # achieved bytes/s per GPU reading the KV cache
     expert_rate: float  # achieved bytes/s per GPU streaming routed-expert weights (grouped GEMM)
-    gemm_rate: float  # achieved FLOP/s per GPU in dense decode GEMMs
+    gemm_rate: float  # achieved FLOP/s per GPU in dense GEMMs at batch (decode, and prefill's)
     attn_rate: tuple[float, ...]  # per KV precision: attention math at the KV precision
-    prefill_rate: float  # achieved FLOP/s per GPU in prefill
+    prefill_rate: float  # achieved FLOP/s per GPU in prefill attention and routed experts
     moe_share: float
     link_up: float  # achieved bytes/s per GPU and direction
     link_out: float
@@ -131,8 +131,7 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
         "dense_flops_per_token": 2.0 * dense_active,
         "expert_flops_per_token": 2.0 * routed_active,
         "attn_flops_per_token": arch.kv_layers * per_position * (isl + osl / 2),
-        "prefill_dense_flops_per_token": 2.0 * dense_active
-        + f.attention_flops_per_token_fwd(arch.kv_layers, isl, attn_dim),
+        "prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(arch.kv_layers, isl, attn_dim),
     }
 
 
