@@ -134,12 +134,9 @@ def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> 
     lo = np.broadcast_to(ladder, steps.shape)  # runs [lo, hi] of concurrencies, one per rung
     hi = np.minimum(np.append(ladder[1:] - 1, cap.max()), cap[:, None])
     runs = lo <= cap[:, None]
-    lower = _seconds(
-        r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=steps[rows, below(tail(lo))], b=hi)
-    )
-    upper = _seconds(
-        r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=steps[rows, above(tail(lo))], b=lo)
-    )
+    lowest_tail, highest_tail = steps[:, below(tail(ladder))], steps[:, above(tail(ladder))]
+    lower = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=lowest_tail, b=hi))
+    upper = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=highest_tail, b=lo))
     top = cap[:, None]
     top_steps = dict(step_s=steps[rows, above(top)], tail_step_s=steps[rows, above(tail(top))], b=top)
     at_cap = _seconds(r, nums, asynchronous, per | top_steps)
