@@ -173,3 +173,125 @@ def test_rl_cli_done_check():
         "rl", "--hardware", "vera-rubin", "--workload", "rl-swe-agent", "--mode", "async", "-f", "table"
     )
     assert "rl.phases" in t.stdout and "generation_s" in t.stdout
+
+
+def _frontier_setup(cat, hardware):
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import setup
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    _, w, origin = resolve_workload(cat, "rl-swe-agent-10t", {})
+    w = resolve_request(w, None)
+    return setup(sv.serving_context(cat, hardware, w.model), w, "rental", origin)
+
+
+def test_rollout_choice_is_the_fastest_configuration_and_concurrency(catalog):
+    # Brute force by hand over every rollout configuration and every concurrency 1..min(KV limit,
+    # rollouts per replica), with the scalar decode speed and generation()'s own formula on 1008
+    # generation GPUs (Rubin's 10T SWE step, one-step-off): the choice must be the minimum.
+    import math
+
+    import numpy as np
+
+    from ipd_cli.engine.rl.generation import generation
+
+    s = _frontier_setup(catalog, "vera-rubin")
+    r, n, gg = s.rollouts, s.nums, 1008
+    c = r.candidates
+    shortest = math.inf
+    for k in range(c.gpus.size):
+        replicas = gg // int(c.gpus[k])
+        if replicas < 1:
+            continue
+        inst = c.deployment(k)
+        cap = max(1, min(int(c.max_batch[k]), math.ceil(n.generated / replicas)))
+        b = np.arange(1.0, cap + 1)  # every concurrency at once
+        bt = np.maximum(1, np.floor(b * r.tail_fraction))
+        v, vt = inst.decode_speed(b), inst.decode_speed(bt)
+        bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (replicas * b)
+        bulk += n.generated * inst.prefill_s / replicas
+        drained = bulk + (n.max_response_tokens - n.mean_response_tokens) / vt
+        shortest = min(
+            shortest, np.maximum(drained, n.max_response_tokens / vt + n.max_turns * n.tool_s).min()
+        )
+    chosen = r.on(n, gg, False)
+    assert generation(chosen, n, gg, False, "").seconds == pytest.approx(shortest, rel=1e-9)
+    # the densest replica at full concurrency (the choice before) generates no sooner
+    assert generation(r, n, gg, False, "").seconds >= shortest
+    # here a lower concurrency than the rollouts fill decodes each sequence faster and wins
+    assert chosen.concurrency < math.ceil(n.generated / (gg // chosen.gpus))
+
+
+@pytest.mark.parametrize(("hardware", "accelerator"), [("vera-rubin", "rubin"), ("gb200-nvl72", "gb200")])
+def test_more_hbm_never_lengthens_the_frontier_rl_step(hardware, accelerator):
+    # More HBM per GPU only adds KV capacity (more sequences a replica may hold, more layouts that
+    # fit); an operator can always run the configuration and concurrency it ran before, so the
+    # step (split searched) must never get longer. Read in GiB (+7 %), Rubin's step once went
+    # 855 -> 895 s when the replica was chosen by tokens/s per GPU at its KV limit.
+    base = load().accelerators[accelerator].hbm_gib.value
+    steps = []
+    for factor in (0.9, 1.0, 1.07, 1.3, 2.0):
+        cat = load(sets=[f"accelerators.{accelerator}.hbm_gib={base * factor}"])
+        steps.append(rl(cat, hardware, "rl-swe-agent-10t").rl.step_seconds)
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
+
+
+@pytest.mark.parametrize(("gen_gpus", "asynchronous"), [(72, True), (144, False), (504, False)])
+def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catalog, gen_gpus, asynchronous):
+    # fastest() evaluates only the runs of concurrencies its ladder of decode steps cannot rule
+    # out. On few generation GPUs (async: the staleness bound's rollouts in flight too) the caps
+    # reach the KV limits, hundreds of sequences: brute force over every candidate and
+    # every concurrency 1..cap, written out with generation()'s formula, gives the same minimum.
+    import numpy as np
+
+    from ipd_cli.engine.rl.generation import generation
+    from ipd_cli.engine.serving.rollout import EXACT_BATCHES
+
+    s = _frontier_setup(catalog, "vera-rubin")
+    r, n = s.rollouts, s.nums
+    c = r.candidates
+    replicas = gen_gpus // c.gpus
+    idx = np.flatnonzero(replicas >= 1)
+    in_flight = n.generated * ((r.staleness_bound + 1) if asynchronous else 1)
+    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[idx]), np.ceil(in_flight / replicas[idx])))
+    cap = cap.astype(int)
+    assert cap.max() >= 8 * EXACT_BATCHES  # the ladder's geometric rungs are in play
+    k = np.repeat(idx, cap)
+    b = np.concatenate([np.arange(1.0, m + 1) for m in cap])
+    rep = gen_gpus // c.gpus[k]
+    v = c.speculative[k] / c.step_s(b, k)
+    vt = c.speculative[k] / c.step_s(np.maximum(1, np.floor(b * r.tail_fraction)), k)
+    bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (rep * b)
+    bulk = bulk + n.generated * c.prefill_s[k] / rep
+    if asynchronous:
+        seconds = bulk * (1 + r.async_waste)
+    else:
+        drained = bulk + (n.max_response_tokens - n.mean_response_tokens) / vt
+        seconds = np.maximum(drained, n.max_response_tokens / vt + n.max_turns * n.tool_s)
+    chosen = r.on(n, gen_gpus, asynchronous)
+    assert generation(chosen, n, gen_gpus, asynchronous, "").seconds == pytest.approx(
+        seconds.min(), rel=1e-12
+    )
+
+
+def test_decode_step_never_shortens_with_more_sequences(catalog):
+    # The premise of fastest()'s bounds: at every rollout candidate a decode step is non-decreasing
+    # in the batch (more KV, more activations, more experts touched, more host work per step);
+    # checked at every batch up to 512 (the caps of the exactness test above).
+    import numpy as np
+
+    c = _frontier_setup(catalog, "vera-rubin").rollouts.candidates
+    top = 512
+    steps = c.step_s(np.tile(np.arange(1.0, top + 1), c.gpus.size), np.repeat(np.arange(c.gpus.size), top))
+    assert (np.diff(steps.reshape(c.gpus.size, top), axis=1) >= 0).all()
+
+
+def test_more_hbm_bandwidth_never_lengthens_the_frontier_rl_step():
+    # Faster HBM shortens every decode step and every training step; no choice gets worse.
+    base = load().accelerators["rubin"].hbm_tb_per_s.value
+    steps = []
+    for factor in (0.8, 1.0, 1.25):
+        cat = load(sets=[f"accelerators.rubin.hbm_tb_per_s={base * factor}"])
+        steps.append(rl(cat, "vera-rubin", "rl-swe-agent-10t").rl.step_seconds)
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps

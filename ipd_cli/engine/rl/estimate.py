@@ -242,6 +242,7 @@ def setup(
 
 @dataclass(frozen=True)
 class Outcome:
+    rollouts: Rollouts
     gen: Generation
     env: Environment
     trainer: Trainer
@@ -254,17 +255,24 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     colocated = s.w.mode == "colocated"
     total = gen_gpus if colocated else gen_gpus + train_gpus
     inp = s.inp.quiet() if quiet else s.inp
-    gen = generation(s.rollouts, s.nums, gen_gpus, s.w.mode == "async", s.where)
+    asynchronous = s.w.mode == "async"
+    r = s.rollouts.on(s.nums, gen_gpus, asynchronous)
+    gen = generation(r, s.nums, gen_gpus, asynchronous, s.where)
     env = environment(s.nums, s.host, gen, total, s.w.mode == "async")
     tr = trainer(s.rates, s.w, train_gpus)
     plan = sync_plan(
-        inp, s.arch, s.rollouts.inst, transport=s.transport, wire=s.w.sync_precision,
+        inp, s.arch, r.inst, transport=s.transport, wire=s.w.sync_precision,
         training=s.w.training_precision, trainer_gpus=train_gpus, inference_gpus=gen_gpus,
         colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.sharded_gpus), stack=s.stack,
     )  # fmt: skip
     offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0
     sync = SyncPhase(weight_sync(inp, s.links, plan), offload, s.switch_s)
-    return Outcome(gen, env, tr, sync, step(s.w.mode, gen, env, tr, sync))
+    if not quiet:
+        inp.given(
+            "rollout replica", r.inst.configuration, "", "deployment search",
+            note="the serving deployment search's configuration that generates the step's rollouts soonest",
+        )  # fmt: skip
+    return Outcome(r, gen, env, tr, sync, step(s.w.mode, gen, env, tr, sync))
 
 
 def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:

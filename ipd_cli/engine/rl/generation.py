@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ipd_cli.catalog.schema import RlWorkload
 from ipd_cli.engine import serving as sv
@@ -15,27 +16,51 @@ from .workload import RlNumbers
 
 @dataclass(frozen=True)
 class Rollouts:
-    """The rollout engine: one serving instance, and how generation uses it."""
+    """The rollout engine: the serving configurations generation can use, the one in use
+    (``choice``), and how generation uses it."""
 
-    inst: sv.Deployment
-    max_batch: int
+    candidates: sv.RolloutCandidates
+    choice: int  # index into the candidates
     tail_fraction: float
     async_waste: float
     staleness_bound: int
+    concurrency: int | None = None  # sequences a replica runs at (None: as many as fit and are wanted)
+    chosen: dict[tuple[int, bool], tuple[int, int | None]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    @property
+    def inst(self) -> sv.Deployment:
+        return self.candidates.deployment(self.choice)
 
     @property
     def gpus(self) -> int:
-        return self.inst.gpus
+        return int(self.candidates.gpus[self.choice])
+
+    @property
+    def max_batch(self) -> int:
+        return max(1, int(self.candidates.max_batch[self.choice]))
+
+    def on(self, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> Rollouts:
+        """The configuration and concurrency that generate the step's rollouts soonest on
+        ``gen_gpus`` GPUs (:func:`fastest`; ties: fewer GPUs per replica, more sequences)."""
+        import numpy as np
+
+        key = (gen_gpus, asynchronous)
+        if key not in self.chosen:
+            found = fastest(self, nums, gen_gpus, asynchronous)
+            # none fits: generation() names the smallest replica
+            self.chosen[key] = found if found is not None else (int(np.argmin(self.candidates.gpus)), None)
+        k, b = self.chosen[key]
+        return replace(self, choice=k, concurrency=b, chosen=self.chosen)
 
 
 def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, pricing: str) -> Rollouts:
-    """The rollout replica the serving deployment search picks: with a fixed generation pool, the
-    configuration that generates the step's rollouts fastest on it; when the split is searched,
-    the one with the most tokens/s per GPU at its KV limit."""
-    inst = sv.rollout_deployment(
+    """The serving deployment search's configurations for the step's rollouts, starting from the
+    one with the most tokens/s per GPU at its KV limit (its size sets the split search's grain);
+    :meth:`Rollouts.on` picks, for each generation pool, the one that generates the step soonest."""
+    cands = sv.rollout_candidates(
         ctx,
-        rollouts=nums.generated,
-        gen_gpus=w.gen_gpus if w.mode != "colocated" else (w.gpus or w.gen_gpus),
         input_tokens=int(nums.prompt_tokens + nums.observation_tokens),
         output_tokens=int(round(nums.mean_response_tokens)),
         precision=w.inference_precision,
@@ -43,20 +68,92 @@ def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, prici
         pricing=pricing,
     )
     inp = ctx.inp
-    inp.given(
-        "rollout replica",
-        inst.configuration,
-        "",
-        "deployment search",
-        note="chosen by the serving deployment search for the step's rollouts",
-    )
     return Rollouts(
-        inst=inst,
-        max_batch=max(1, inst.max_batch),
+        candidates=cands,
+        choice=cands.densest(),
         tail_fraction=inp.read("rl.tail_concurrency_fraction", "tail concurrency share"),
         async_waste=inp.read("rl.async_waste_fraction", "async waste"),
         staleness_bound=w.staleness_bound,
     )
+
+
+def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any]) -> Any:
+    """:func:`generation`'s seconds (arrays work) from the decode step at the concurrency
+    (``step_s``), the step at the tail concurrency (``tail_step_s``), the concurrency ``b`` the
+    bulk divides by, and the candidates' ``replicas``, ``prefill_s`` and ``speculative``. It
+    grows with either step and shrinks with ``b``, so bounds on them bound it."""
+    v_bulk, v_tail = at["speculative"] / at["step_s"], at["speculative"] / at["tail_step_s"]
+    prefill = nums.generated * at["prefill_s"] / at["replicas"]
+    slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s
+    bulk = nums.generated * slot_s / (at["replicas"] * at["b"]) + prefill
+    if asynchronous:
+        return bulk * (1 + r.async_waste)
+    drained = bulk + (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
+    import numpy as np
+
+    return np.maximum(drained, nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s)
+
+
+def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> tuple[int, int] | None:
+    """The candidate configuration and the concurrency per replica (any whole number up to what
+    its KV cache holds and the rollouts fill) that make :func:`generation` soonest on
+    ``gen_gpus`` GPUs; None where no replica fits. Fewer sequences per replica decode each
+    faster: a latency-bound step can gain more from that than it loses.
+
+    Exact, without evaluating every concurrency: the candidates' decode steps on a ladder of
+    batches (:meth:`~ipd_cli.engine.serving.RolloutCandidates.table`) bound the seconds over
+    each run of concurrencies between two rungs from below (the lower rung's steps, the run's
+    largest concurrency) and give achievable seconds at the rungs and at the cap from above (the
+    upper rungs' steps); only the runs whose lower bound reaches the best achievable seconds are
+    evaluated, every concurrency in them exactly. Ties: fewer GPUs per replica, then more
+    sequences, then the earlier candidate."""
+    import numpy as np
+
+    c = r.candidates
+    ladder, steps = c.table()
+    ok = np.flatnonzero(gen_gpus // c.gpus >= 1)
+    if ok.size == 0:
+        return None
+    replicas = (gen_gpus // c.gpus[ok])[:, None]
+    in_flight = nums.generated * ((r.staleness_bound + 1) if asynchronous else 1)
+    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), np.ceil(in_flight / replicas[:, 0])))
+    rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
+    ladder, steps = ladder[:rungs], steps[ok, :rungs]
+    rows = np.arange(ok.size)[:, None]
+    per = dict(replicas=replicas, prefill_s=c.prefill_s[ok][:, None], speculative=c.speculative[ok][:, None])
+
+    def tail(b):  # the tail concurrency of concurrency b
+        return np.maximum(1, np.floor(b * r.tail_fraction))
+
+    def below(b):  # the highest rung at or below b, and the lowest at or above
+        return np.searchsorted(ladder, b, "right") - 1
+
+    def above(b):
+        return np.searchsorted(ladder, b, "left")
+
+    lo = np.broadcast_to(ladder, steps.shape)  # runs [lo, hi] of concurrencies, one per rung
+    hi = np.minimum(np.append(ladder[1:] - 1, cap.max()), cap[:, None])
+    runs = lo <= cap[:, None]
+    lowest_tail, highest_tail = steps[:, below(tail(ladder))], steps[:, above(tail(ladder))]
+    lower = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=lowest_tail, b=hi))
+    upper = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=highest_tail, b=lo))
+    top = cap[:, None]
+    top_steps = dict(step_s=steps[rows, above(top)], tail_step_s=steps[rows, above(tail(top))], b=top)
+    at_cap = _seconds(r, nums, asynchronous, per | top_steps)
+    bound = min(float(np.min(upper, where=runs, initial=np.inf)), float(at_cap.min()))
+    # the runs that may hold the soonest (with a margin for rounding between bound and exact)
+    i, j = np.nonzero(runs & (lower <= bound * (1 + 1e-9)))
+    count = (hi[i, j] - lo[i, j] + 1).astype(int)
+    first = np.repeat(np.cumsum(count) - count, count)
+    k = np.repeat(i, count)
+    b = np.repeat(lo[i, j], count) + (np.arange(count.sum()) - first)
+    both = c.step_s(np.concatenate([b, tail(b)]), np.concatenate([ok[k], ok[k]]))
+    at = {name: v[k, 0] for name, v in per.items()} | dict(
+        step_s=both[: b.size], tail_step_s=both[b.size :], b=b
+    )
+    seconds = _seconds(r, nums, asynchronous, at)
+    pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
+    return int(ok[k[pick]]), int(b[pick])
 
 
 @dataclass(frozen=True)
@@ -81,7 +178,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         )
     # synchronous: one wave of the step's rollouts; async: in flight up to the staleness bound
     wanted = math.ceil(nums.generated * ((r.staleness_bound + 1) if asynchronous else 1) / replicas)
-    b = max(1, min(r.max_batch, wanted))
+    b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
     b_tail = max(1, int(b * r.tail_fraction))
     v_bulk, v_tail = r.inst.decode_speed(b), r.inst.decode_speed(b_tail)
     prefill = nums.generated * r.inst.prefill_s / replicas  # prefills share the instance with decode

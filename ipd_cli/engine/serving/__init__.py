@@ -15,7 +15,9 @@ from .context import ServingContext, kv_bytes_per_token, weight_split
 from .estimate import INSTANCE_CHOICES, estimate_serving, estimate_serving_curve
 from .rollout import (
     Deployment,
+    RolloutCandidates,
     decode_speed,
+    rollout_candidates,
     rollout_deployment,
     serving_context,
     serving_instance,
@@ -24,11 +26,13 @@ from .rollout import (
 __all__ = [
     "INSTANCE_CHOICES",
     "Deployment",
+    "RolloutCandidates",
     "ServingContext",
     "decode_speed",
     "estimate_serving",
     "estimate_serving_curve",
     "kv_bytes_per_token",
+    "rollout_candidates",
     "rollout_deployment",
     "serving_context",
     "serving_instance",

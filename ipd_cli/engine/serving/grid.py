@@ -219,6 +219,8 @@ class Grid:
     space: Space
     pinned: Any
     prefill: dict[str, Any] = field(default_factory=dict)  # chosen prefill layout per KV precision
+    # what other engines derive from the grid alone, kept with it (a memoized grid shares them)
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def feasible(self):

@@ -6,17 +6,21 @@ instance, each at the batch the rollouts fill, up to its KV capacity). The retur
 :class:`Deployment` exposes ``gpus`` (paid GPUs per replica), ``max_batch``, ``prefill_s``,
 ``speculative``, ``configuration`` and a vectorised :meth:`Deployment.decode_speed`.
 
+:func:`rollout_candidates` gives RL every such configuration at once (:class:`RolloutCandidates`:
+arrays over the candidates, decode steps at any batch, and a table of them on a ladder of batches
+kept with the grid), from which RL picks the configuration and concurrency per generation pool.
+
 ``serving_context``, ``serving_instance`` and ``decode_speed`` keep the interface RL used
 before the search (the smallest instance that holds the model and one request).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.engine.search import best
+from ipd_cli.engine.search import best, best_of
 from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError
 
@@ -24,6 +28,11 @@ from .context import ServingContext, context
 from .estimate import Shape, search
 from .grid import Grid, Pins, layout_step
 from .point import layout_name
+
+# The ladder of batches RolloutCandidates.table tabulates decode steps at. Only how much work the
+# exact search of RL's rollout concurrency does depends on them, never its answer.
+EXACT_BATCHES = 32  # every batch up to this
+BATCHES_PER_OCTAVE = 8  # then this many per doubling
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,97 @@ def _search(ctx: ServingContext, shape: Shape) -> Grid:
     return search(ctx, shape, Pins(disaggregated=False))
 
 
+@dataclass(frozen=True)
+class RolloutCandidates:
+    """The aggregated configurations at their KV limit that generation can run on (one per
+    layout), as arrays over the candidates: paid ``gpus`` per replica, ``max_batch``,
+    ``prefill_s`` and ``speculative``; :meth:`step_s` is the decode step at a batch per candidate."""
+
+    grid: Grid
+    li: Any  # layout index of each candidate
+    gpus: Any
+    max_batch: Any
+    prefill_s: Any
+    speculative: Any
+
+    def step_s(self, batch, k: Any = None) -> Any:
+        """Decode-step seconds at ``batch`` of every candidate, or of candidates ``k`` (an index
+        array that broadcasts with ``batch``)."""
+        return _steps(self.grid, self.li if k is None else self.li[k], batch)
+
+    def table(self) -> tuple[Any, Any]:
+        """Decode-step seconds of every candidate (rows) at a fixed ladder of batches (columns):
+        every batch up to ``EXACT_BATCHES``, then ``BATCHES_PER_OCTAVE`` per doubling, ending at
+        the largest KV limit. Computed once per candidate set (and so once per grid): the ladder
+        brackets every whole batch between two of its rungs, and a step is non-decreasing in the
+        batch, so the rungs bound the step at any batch between them. Returns (batches, steps)."""
+        import numpy as np
+
+        have = self._tables.get("ladder")
+        if have is None:
+            top = float(max(1.0, np.max(self.max_batch, initial=1.0)))
+            octaves = max(0.0, np.log2(top / EXACT_BATCHES))
+            geometric = EXACT_BATCHES * 2.0 ** (
+                np.arange(1, int(np.ceil(octaves * BATCHES_PER_OCTAVE)) + 1) / BATCHES_PER_OCTAVE
+            )
+            ladder = np.unique(
+                np.concatenate([np.arange(1.0, EXACT_BATCHES + 1), np.round(geometric), [top]])
+            )
+            ladder = ladder[ladder <= top]
+            steps = self.step_s(ladder[None, :], np.arange(self.li.size)[:, None])  # (candidate, rung)
+            have = self._tables["ladder"] = (ladder, steps)
+        return have
+
+    def deployment(self, k: int) -> Deployment:
+        """Candidate ``k`` as a :class:`Deployment`."""
+        if k not in self._deployments:
+            self._deployments[k] = _deployment(self.grid, int(self.li[k]))
+        return self._deployments[k]
+
+    def densest(self) -> int:
+        """The candidate with the most tokens/s per GPU at its KV limit."""
+        import numpy as np
+
+        tps = self.grid.rows["tokens_per_s_per_gpu"][self._rows]
+        return best_of(tps, np.ones(tps.size, bool))
+
+    _rows: Any = None  # rows of the grid the candidates come from
+    _deployments: dict[int, Deployment] = field(default_factory=dict, compare=False, repr=False)
+    _tables: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+def rollout_candidates(
+    ctx: ServingContext,
+    *,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    precision: str | None = None,
+    kv_precision: str | None = None,
+    speculative: str | int | None = "off",
+    pricing: str = "rental",
+) -> RolloutCandidates:
+    """Every aggregated configuration of the deployment search, at its KV limit, for generation."""
+    import numpy as np
+
+    g = _search(ctx, Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing))
+    rows = _layout_rows(g)
+    if rows.size == 0:
+        raise InfeasibleError(f"{ctx.mname} does not fit on {ctx.name} for generation")
+    have = g.derived.get("rollout candidates")
+    if have is None:
+        li = g.rows["layout"][rows]
+        have = g.derived["rollout candidates"] = RolloutCandidates(
+            grid=g,
+            li=li,
+            gpus=np.ceil(g.x["paid"][li] - 1e-9),
+            max_batch=np.floor(g.x["rank_max"][li] * g.x["d"][li]),
+            prefill_s=g.x["prefill_s"][li],
+            speculative=g.x["accepted"][li],
+            _rows=rows,
+        )
+    return have
+
+
 def rollout_deployment(
     ctx: ServingContext,
     *,
@@ -104,13 +204,13 @@ def rollout_deployment(
     batch)). Without ``gen_gpus``: the layout with the most tokens/s per GPU at its KV limit."""
     import numpy as np
 
-    g = _search(ctx, Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing))
-    rows = _layout_rows(g)
-    if rows.size == 0:
-        raise InfeasibleError(f"{ctx.mname} does not fit on {ctx.name} for generation")
-    li = g.rows["layout"][rows]
+    c = rollout_candidates(
+        ctx, input_tokens=input_tokens, output_tokens=output_tokens, precision=precision,
+        kv_precision=kv_precision, speculative=speculative, pricing=pricing,
+    )  # fmt: skip
+    g, li = c.grid, c.li
     if gen_gpus is None:
-        return _deployment(g, int(li[best(g.rows["tokens_per_s_per_gpu"][rows], np.ones(rows.size, bool))]))
+        return c.deployment(c.densest())
     paid = g.x["paid"][li]
     replicas = np.floor(gen_gpus / paid)
     limit = (g.x["rank_max"] * g.x["d"])[li]
@@ -125,7 +225,7 @@ def rollout_deployment(
             f"{ctx.mname} needs {smallest}-GPU inference instances on {ctx.name}; "
             f"{gen_gpus} generation GPUs hold none"
         )
-    return _deployment(g, int(li[best(-time, ok, -paid)]))
+    return c.deployment(best_of(-time, ok, -paid))
 
 
 def _steps(g: Grid, li, batch):
