@@ -287,11 +287,30 @@ def test_decode_step_never_shortens_with_more_sequences(catalog):
     assert (np.diff(steps.reshape(c.gpus.size, top), axis=1) >= 0).all()
 
 
-def test_more_hbm_bandwidth_never_lengthens_the_frontier_rl_step():
-    # Faster HBM shortens every decode step and every training step; no choice gets worse.
-    base = load().accelerators["rubin"].hbm_tb_per_s.value
+@pytest.mark.parametrize(
+    ("hardware", "accelerator", "factors"),
+    [("vera-rubin", "rubin", (0.8, 1.0, 1.25)), ("gb200-nvl72", "gb200", (1.0, 1.1, 1.2))],
+)
+def test_more_hbm_bandwidth_never_lengthens_the_frontier_rl_step(hardware, accelerator, factors):
+    # Faster HBM shortens every decode step and every training step; no choice gets worse. GB200
+    # at 1.1x -> 1.2x: the densest replica becomes a 288-GPU TP4 PP72, whose multiples alone
+    # missed the 1,008-GPU pool (1,039 -> 1,049 s) before the split also tried whole systems.
+    base = load().accelerators[accelerator].hbm_tb_per_s.value
     steps = []
-    for factor in (0.8, 1.0, 1.25):
-        cat = load(sets=[f"accelerators.rubin.hbm_tb_per_s={base * factor}"])
-        steps.append(rl(cat, "vera-rubin", "rl-swe-agent-10t").rl.step_seconds)
+    for factor in factors:
+        cat = load(sets=[f"accelerators.{accelerator}.hbm_tb_per_s={base * factor}"])
+        steps.append(rl(cat, hardware, "rl-swe-agent-10t").rl.step_seconds)
     assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
+
+
+def test_split_candidates_are_whole_instances_and_whole_systems():
+    from ipd_cli.engine.rl.step import _split_candidates
+
+    # 2,048 GPUs, 600 kept for training: instances of 288 -> 288 .. 1,440 (5 of them); NVL72
+    # systems holding one such instance (4 of them at least) -> 288, 360, .. 1,440 (every
+    # multiple of 72 up to 1,448)
+    assert _split_candidates(2048, 288, 600, 72) == list(range(288, 1441, 72))
+    # HGX (8 GPUs a system) with 16-GPU instances: the systems' sizes add the odd multiples of 8
+    assert _split_candidates(64, 16, 20, 8) == [16, 24, 32, 40]
+    assert _split_candidates(64, 16, 20) == [16, 32]
+    assert _split_candidates(64, 48, 20, 8) == []  # no instance fits beside the trainer

@@ -164,6 +164,7 @@ class Setup:
     arch: Model
     offload_bytes: float
     switch_s: float
+    system_gpus: int  # GPUs per system: the generation pool's grain in a searched split
 
 
 def _transport(inp: Inputs, w: RlWorkload, origin: str) -> str:
@@ -237,6 +238,7 @@ def setup(
         arch=ctx.model,
         offload_bytes=offload,
         switch_s=switch,
+        system_gpus=int(system.accelerators),
     )
 
 
@@ -293,7 +295,11 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
             total = max(total, fewest_split_gpus(s.rollouts.gpus, mem.min_gpus))
         try:
             gg, tg = split_gpus(
-                total, s.rollouts.gpus, lambda a, b: evaluate(s, a, b, quiet=True).step.seconds, mem.min_gpus
+                total,
+                s.rollouts.gpus,
+                lambda a, b: evaluate(s, a, b, quiet=True).step.seconds,
+                mem.min_gpus,
+                grain=s.system_gpus,
             )
         except InfeasibleError as e:
             raise InfeasibleError(f"{s.where}: {e}") from None

@@ -54,15 +54,26 @@ def step(mode: str, gen: Generation, env: Environment, tr: Trainer, sync: SyncPh
     return Step(t, min(sync.seconds, max(0.0, t - max(rollout, training))))  # clamped: rounding
 
 
-def _split_candidates(total: int, instance_gpus: int, min_train: int) -> list[int]:
-    """Generation sizes to try: every whole number of instances that leaves ``min_train`` GPUs
-    to train, or a geometric grid of them when there are more than MAX_SPLITS."""
-    count = (total - min_train) // instance_gpus
-    if count <= MAX_SPLITS:
-        return [k * instance_gpus for k in range(1, count + 1)]
-    ratio = count ** (1 / (MAX_SPLITS - 1))
-    ks = sorted({max(1, min(count, round(ratio**i))) for i in range(MAX_SPLITS)})
-    return [k * instance_gpus for k in ks]
+def _multiples(unit: int, first: int, last: int) -> list[int]:
+    """``k * unit`` for every k from ``first`` to ``last``, or a geometric grid of MAX_SPLITS of them."""
+    if last - first + 1 <= MAX_SPLITS:
+        return [k * unit for k in range(first, last + 1)]
+    ratio = (last / first) ** (1 / (MAX_SPLITS - 1))
+    return [
+        k * unit for k in sorted({max(first, min(last, round(first * ratio**i))) for i in range(MAX_SPLITS)})
+    ]
+
+
+def _split_candidates(total: int, instance_gpus: int, min_train: int, grain: int | None = None) -> list[int]:
+    """Generation sizes to try that leave ``min_train`` GPUs to train: whole numbers of instances
+    (``instance_gpus`` each) and, with ``grain``, whole numbers of systems (``grain`` GPUs each)
+    that hold an instance. The systems' multiples depend on the cluster alone, not on the
+    instance the physics favours, so a faster part never loses those sizes."""
+    free = total - min_train
+    sizes = set(_multiples(instance_gpus, 1, free // instance_gpus))
+    if grain:
+        sizes.update(_multiples(grain, -(-instance_gpus // grain), free // grain))
+    return sorted(sizes)
 
 
 def fewest_split_gpus(instance_gpus: int, min_train: int) -> int:
@@ -72,12 +83,17 @@ def fewest_split_gpus(instance_gpus: int, min_train: int) -> int:
 
 
 def split_gpus(
-    total: int, instance_gpus: int, balance: Callable[[int, int], float], min_train: int = 1
+    total: int,
+    instance_gpus: int,
+    balance: Callable[[int, int], float],
+    min_train: int = 1,
+    grain: int | None = None,
 ) -> tuple[int, int]:
-    """The generation/training split of ``total`` GPUs (generation in whole instances, at least
-    ``min_train`` GPUs training) with the shortest step, given ``balance(gen, train) -> seconds``."""
+    """The generation/training split of ``total`` GPUs (generation in whole instances, or in
+    whole systems of ``grain`` GPUs; at least ``min_train`` GPUs training) with the shortest
+    step, given ``balance(gen, train) -> seconds``."""
     best: tuple[float, int, int] | None = None
-    for gen in _split_candidates(total, instance_gpus, max(1, min_train)):
+    for gen in _split_candidates(total, instance_gpus, max(1, min_train), grain):
         seconds = balance(gen, total - gen)
         if best is None or seconds < best[0]:
             best = (seconds, gen, total - gen)
