@@ -401,6 +401,7 @@ def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
     )
     del cols["pv"]
     keep = cols["tp"] * cols["cp"] * cols["pp"] <= cap
+    keep &= (cols["a2ao"] == 0) | (cols["ep"] > 1)  # no expert all-to-all to overlap without EP
     keep &= (cols["order"] == 0) | (cols["pp"] > 1) | order_pinned
     keep &= cols["ep"] <= cols["tp"] * cols["cp"] * (cap // (cols["tp"] * cols["cp"] * cols["pp"]).clip(1))
     out = sr.take(cols, keep)
