@@ -499,10 +499,21 @@ def test_one_f_one_b_expert_overlap_hides_the_all_to_all_as_dualpipe_does_by_han
     s, tax = x["a2a_overlap"], x["overlap_tax"]
     assert ts.micro_terms(P, x)["ep_comm_s"] == pytest.approx(2 * 8 * raw * (1 - s + s * tax))
     # on: a layer's forward and backward all-to-alls (2 raw) hide behind the paired micro-batch's layer
-    # compute (3 GEMM passes, attention forward + backward, 3 memory-bound passes), less the tax
+    # compute (3 GEMM passes, attention forward + backward, 3 memory-bound passes), less the tax; never
+    # less than off hides
     window = 3 * g + (1 + x["attn_bwd_ratio"]) * a + 3 * mem
     shown = max(0.0, 2 * raw - window) + min(2 * raw, window) * tax
-    assert ts.micro_terms({**P, "a2ao": 1.0}, x)["ep_comm_s"] == pytest.approx(8 * shown)
+    alone = 2 * raw * (1 - s + s * tax)
+    assert shown < alone  # here the pairing hides more
+    on = ts.micro_terms({**P, "a2ao": 1.0}, x)
+    assert on["ep_comm_s"] == pytest.approx(8 * shown)
+    # a single micro-batch has nothing to pair with: the step gives the gain back
+    assert on["a2a_gain_s"] == pytest.approx(8 * (alone - shown))
+    one, two = ({**P, "a2ao": 1.0, "mb": n, "rc": 0.0, "zero": 1.0} for n in (1.0, 2.0))
+    mm = ts.with_recompute(on, 0)
+    assert ts.step(one, mm, x)["micro_batch_s"] - ts.step(two, mm, x)["micro_batch_s"] == pytest.approx(
+        8 * (alone - shown)
+    )
 
 
 def test_an_eager_moe_layer_waits_for_the_host_by_hand(catalog):
@@ -533,8 +544,11 @@ def test_dispatcher_overlap_and_graphs_are_plan_dimensions(catalog):
     assert not plain.parallelism.cuda_graphs and "EP32," in plain.plan
     assert plain.step_time_s > 1.5 * best.step_time_s
     # Megatron's combined 1F1B runs without a pipeline or interleaved (combined_1f1b.py)
-    pairs = [(2, 1, 0, 0), (2, 2, 0, 0), (2, 2, 0, 1), (2, 4, 0, 0), (2, 4, 0, 1), (2, 1, 1, 0)]
+    # (on wherever it can run: never slower than off)
+    pairs = [(2, 1, 0, 0), (2, 2, 0, 1), (2, 4, 0, 1), (2, 1, 1, 0)]
     assert tpn.pipeline_pairs(8, 8, {"pp": 2}, moe=True) == pairs
+    off = [(2, 1, 0, 0), (2, 2, 0, 0), (2, 4, 0, 0), (2, 1, 1, 0)]
+    assert tpn.pipeline_pairs(8, 8, {"pp": 2, "a2ao": 0}, moe=True) == off
     assert (1, 1, 0, 1) in tpn.pipeline_pairs(8, 8, {"pp": 1}, moe=True)
     assert all(a == 0 for *_, a in tpn.pipeline_pairs(8, 8, {}, moe=False))
     with pytest.raises(InputError, match="a2a_overlap=on runs 1F1B without a pipeline"):

@@ -334,10 +334,8 @@ def pipeline_pairs(layers: int, cap: int, pins: dict, moe: bool = False) -> list
                 pairs += [(pp, 1, 1, 0)] if pp % 2 == 0 and 1 in _axis(pins, "vp", [1]) else []
                 continue
             for vp in _axis(pins, "vp", vps):
-                can = moe and (pp == 1 or vp > 1)
-                pairs += [
-                    (pp, vp, 0, a) for a in _axis(pins, "a2ao", [0, 1] if can else [0]) if a == 0 or can
-                ]
+                can = moe and (pp == 1 or vp > 1)  # on where it can run: it never hides less than off
+                pairs += [(pp, vp, 0, a) for a in _axis(pins, "a2ao", [1] if can else [0]) if a == 0 or can]
     return pairs
 
 
@@ -400,8 +398,8 @@ def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
         pairs[pv, 3],
     )
     del cols["pv"]
+    cols["a2ao"] = np.where(cols["ep"] > 1, cols["a2ao"], 0.0)  # no expert all-to-all to overlap without EP
     keep = cols["tp"] * cols["cp"] * cols["pp"] <= cap
-    keep &= (cols["a2ao"] == 0) | (cols["ep"] > 1)  # no expert all-to-all to overlap without EP
     keep &= (cols["order"] == 0) | (cols["pp"] > 1) | order_pinned
     keep &= cols["ep"] <= cols["tp"] * cols["cp"] * (cap // (cols["tp"] * cols["cp"] * cols["pp"]).clip(1))
     out = sr.take(cols, keep)
@@ -412,14 +410,12 @@ def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
 
 def _aligned(mb, P: sr.Columns, up: bool = False):
     """Micro-batch counts a schedule can run: interleaved, multiples of pp (at least pp); DualPipe,
-    even counts of at least 2 pp (deepseek-ai/DualPipe asserts both); the 1F1B expert overlap, at
-    least 2 (it pairs one micro-batch's all-to-all with another's compute)."""
+    even counts of at least 2 pp (deepseek-ai/DualPipe asserts both)."""
     import numpy as np
 
     dual = ts.dualpipe(P)
     step = np.where(P["vp"] > 1, P["pp"], np.where(dual, 2.0, 1.0))
     least = np.where(dual, 2.0 * P["pp"], step)
-    least = np.where(P.get("a2ao", 0.0) == 1, np.maximum(least, 2.0), least)  # the overlap pairs two
     n = np.ceil(mb / step) if up else np.floor(mb / step)
     return np.maximum(n * step, least)
 
@@ -450,7 +446,6 @@ def dp_candidates(P: sr.Columns, x: dict, gpus: int, pins: dict) -> tuple[Any, A
         ok = d >= 1
     if "dp" in pins:
         ok &= d == pins["dp"]
-    ok &= (P.get("a2ao", 0.0 * P["pp"])[:, None] == 0) | (mb >= 2)  # the overlap pairs two micro-batches
     return np.where(ok, d, np.nan), mb
 
 
@@ -473,13 +468,7 @@ def _placement_matters(cols: sr.Columns, x: dict):
 
 
 def _bcast(P: sr.Columns) -> sr.Columns:
-    a2ao = P.get("a2ao", 0.0 * P["pp"])
-    return {
-        "vp": P["vp"][:, None],
-        "pp": P["pp"][:, None],
-        "sched": P["sched"][:, None],
-        "a2ao": a2ao[:, None],
-    }
+    return {"vp": P["vp"][:, None], "pp": P["pp"][:, None], "sched": P["sched"][:, None]}
 
 
 def _repeats(d: Any, mb: Any) -> Any:
@@ -1121,12 +1110,15 @@ ZERO_NAMES = ("", ", ZeRO-1", ", ZeRO-2", ", FSDP")
 
 
 def plan_of(s: Searched, i: int) -> dict[str, int]:
-    return {k: int(s.cols[k][i]) for k in PLAN_COLS}
+    return plan_of_cols({k: s.cols[k][i] for k in PLAN_COLS})
 
 
 def plan_of_cols(cols: dict[str, float]) -> dict[str, int]:
-    """A plan's fields from one row's columns as plain numbers."""
-    return {k: int(cols[k]) for k in PLAN_COLS}
+    """A plan's fields from one row's columns as plain numbers (the 1F1B expert overlap named only
+    where it has a micro-batch to pair with and an all-to-all to hide)."""
+    p = {k: int(cols[k]) for k in PLAN_COLS}
+    p["a2ao"] = int(p["a2ao"] == 1 and p["mb"] >= 2 and p["ep"] > 1)
+    return p
 
 
 def plan_name(p: dict[str, int]) -> str:

@@ -16,8 +16,10 @@ pipeline stages inside the scale-up domain first); ``sched`` pipeline schedule (
 interleaved when vp > 1, as Megatron; 1: DualPipe, DeepSeek-V3's bidirectional schedule);
 ``disp`` MoE dispatcher (0: plain all-to-all, one copy per remote rank; 1: node-deduplicated,
 DeepEP / HybridEP); ``a2ao`` Megatron's 1F1B expert-parallel overlap (1: the all-to-all of one
-micro-batch behind the compute of another, as DualPipe does; Megatron's combined 1F1B runs it
-without a pipeline or interleaved). A missing column reads 0.
+micro-batch behind the compute of another, as DualPipe does, never hiding less than without it;
+Megatron's combined 1F1B runs it without a pipeline or interleaved; a single micro-batch has no
+pair, and the step gives the gain back); ``graph`` CUDA graphs over the MoE routing (0: each MoE
+layer's forward waits for the host; a missing column reads 1). Other missing columns read 0.
 
 DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, sec. 3.2.1 and Table 2; the
 deepseek-ai/DualPipe repository): micro-batches enter from both ends of the pipeline, so each
@@ -291,8 +293,11 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
     # backward all-to-alls (2 ep_raw) hide behind the compute of the paired micro-batch's layer (its
     # forward and backward: 3 GEMM passes, attention, memory work)
     window = 3.0 * g + (1.0 + r) * a + 3.0 * mem
-    paired = dualpipe(P) | (P.get("a2ao", 0.0) == 1)
-    ep = ifelse(paired, exposed(2.0 * ep_raw, window, x) / 2.0, overlapped(ep_raw, x["a2a_overlap"], x))
+    pair = exposed(2.0 * ep_raw, window, x) / 2.0
+    alone = overlapped(ep_raw, x["a2a_overlap"], x)
+    # Megatron's overlap pairs micro-batches on top of what a run without it hides: the better of the two
+    one_f = P.get("a2ao", 0.0) == 1
+    ep = ifelse(dualpipe(P), pair, ifelse(one_f, f.minimum(pair, alone), alone))
     cp = layer_cp_seconds(P, x, inside["cp"])
     head = head_seconds(P, x)
     loss = loss_seconds(P, x)
@@ -306,6 +311,8 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
         "stage_layers": Ls,
         "tp_comm_s": 2.0 * Ls * tp,
         "ep_comm_s": 2.0 * Ls * ep,
+        # what the 1F1B overlap's pairing hides beyond a run without it: lost on a single micro-batch
+        "a2a_gain_s": 2.0 * Ls * (alone - ep) * one_f,
         "cp_comm_s": cp_fwd + cp_bwd,
         "layer_comm_s": Ls * (tp + ep) + cp_fwd,
         "gemm_s": Ls * 3.0 * g + 3.0 * head,
@@ -357,6 +364,7 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
         + full * t["layer_comm_s"]
         + off * (t["offload_fwd_s"] + t["offload_bwd_s"]),
         "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
+        "a2a_gain_s": t["a2a_gain_s"] * (1.0 + full / 2.0),
         "act_bytes": act,
         "offload_bytes": t["act_bytes"][0],
         "work_bytes": full * t["work_bytes"],
@@ -538,7 +546,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     inside = in_domain(P, x)
     p2p = p2p_seconds(P, x, inside["pp"])
     p2p = ifelse(dualpipe(P), exposed(p2p, m["fwd_s"] + m["bwd_s"], x), p2p)
-    mb_s = m["fwd_s"] + m["bwd_s"] + p2p
+    mb_s = m["fwd_s"] + m["bwd_s"] + p2p + (P["mb"] == 1) * m.get("a2a_gain_s", 0.0)  # no pair for one
     bubble = bubble_seconds(P, m, mb_s)
     dp = dp_exposed_seconds(P, m, x)
     opt = optimizer_seconds(P, x)
