@@ -147,6 +147,11 @@ def published_plan(i: dict) -> str:
     # other runs' stacks (Megatron-LM/Core, NeMo, Megatron-DeepSpeed, torchtitan, HAI-LLM) ran 1F1B
     # or its interleaved form, which the plan search models as one schedule
     pins.append(f"schedule={i.get('pipeline_schedule', '1f1b')}")
+    # the MoE dispatcher and 1F1B expert-parallel overlap: as the case's recipe says, else plain
+    # all-to-all without overlap (what ipd modelled for every run before they were plan dimensions)
+    pins.append(f"dispatcher={i.get('moe_dispatcher', 'alltoall')}")
+    pins.append(f"a2a_overlap={i.get('moe_a2a_overlap', 'off')}")
+    pins.append(f"cuda_graphs={i.get('cuda_graphs', 'on')}")
     if "recompute" in i:
         pins.append(f"recompute={str(i['recompute']).removesuffix('-op')}")
     if int(i.get("fsdp", 1)) > 1:
@@ -343,6 +348,9 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
         share = training_share_path(cat, cat.system(i["hardware"]).accelerator)
         fp4 = ["efficiency.training_gemm.fp4.recipe_share"] if i.get("precision") == "fp4" else []
         moe = ["efficiency.moe_a2a_overlap"] if _is_moe(cat, case) else []
+        moe += (
+            ["efficiency.moe_eager_layer_ms"] if _is_moe(cat, case) and i.get("cuda_graphs") == "off" else []
+        )
         tp = ["efficiency.tp_comm_overlap"] if int(i.get("tp", 1)) > 1 else []
         return [share, *fp4, *moe, *tp]
     if case.kind == "serve":

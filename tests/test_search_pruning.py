@@ -173,8 +173,8 @@ def test_the_most_replicas_are_whole_expert_groups_by_hand():
 @pytest.mark.parametrize(
     ("hardware", "model", "precision", "gpus", "plan"),
     [  # issue 12: an odd cluster lost the best even plan (dp = gpus has no EP2 grouping)
-        ("b300", "deepseek-v3", "fp4", 88, "TP1 PP1 DP88 EP2, mbs 6, full recompute, FSDP"),
-        ("h100-sxm", "qwen3-30b-a3b", "fp8", 22, "TP1 PP1 DP22 EP2, mbs 1, no recompute, FSDP"),
+        ("b300", "deepseek-v3", "fp4", 88, "TP1 PP1 DP88 EP8 (a2a overlap), mbs 8, full recompute, FSDP"),
+        ("h100-sxm", "qwen3-30b-a3b", "fp8", 20, "TP1 PP1 DP20 EP4 (a2a overlap), mbs 1, no recompute, FSDP"),
     ],
 )
 def test_one_more_gpu_keeps_the_plan_and_leaves_it_idle(catalog, hardware, model, precision, gpus, plan):

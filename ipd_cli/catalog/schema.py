@@ -417,6 +417,11 @@ class Efficiency(Strict):
     moe_a2a_overlap: Sourced = unit(
         "fraction", description="share of expert all-to-all hidden behind compute"
     )
+    moe_eager_layer_ms: Sourced = unit(
+        "ms",
+        1e-3,
+        description="host-bound time of an MoE layer's forward without CUDA graphs over its routing",
+    )
     default_batch_coefficient: Sourced = unit(
         "tokens", description="recipe global batch when a model has none: coefficient x FLOPs^exponent"
     )

@@ -40,6 +40,18 @@ class TrainingPlan(Result):
         description="1f1b (interleaved when interleave > 1) or dualpipe (DeepSeek-V3's two-way schedule)"
     )
     ep: int = Field(description="expert parallel (folded into tp x cp x dp)")
+    moe_dispatcher: str = Field(
+        description="alltoall (one copy per remote rank) or deepep (one copy per remote scale-up domain: "
+        "DeepEP / HybridEP)"
+    )
+    a2a_overlap: bool = Field(
+        description="Megatron's 1F1B expert-parallel overlap: one micro-batch's all-to-all behind "
+        "another's compute"
+    )
+    cuda_graphs: bool = Field(
+        description="CUDA graphs over the MoE routing and preprocessing (off: each MoE layer waits "
+        "for the host)"
+    )
     dp: int = Field(description="data-parallel replicas")
     micro_batch: int = Field(description="sequences per micro-batch")
     micro_batches: int = Field(description="micro-batches per replica and step")

@@ -39,6 +39,8 @@ from .inputs import Inputs
 
 RECOMPUTE = ("none", "selective", "full", "offload")
 SCHEDULES = ("1f1b", "dualpipe")  # the pipeline schedules, by their ``sched`` column value
+DISPATCHERS = ("alltoall", "deepep")  # MoE token dispatch, by its ``disp`` column value
+SWITCH = ("off", "on")  # the 1F1B expert overlap (``a2ao``) and CUDA graphs (``graph``), by column value
 POLICIES = (0, 1, 2, 3)
 PIN_KEYS = {
     "tp": "tp",
@@ -56,11 +58,24 @@ PIN_KEYS = {
     "zero": "zero",
     "order": "order",
     "schedule": "sched",
+    "dispatcher": "disp",
+    "a2a_overlap": "a2ao",
+    "cuda_graphs": "graph",
 }
 MIN_CP_CHUNK = 1024  # context parallelism below this many tokens per GPU is not enumerated
 MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16)
 MAX_TP = 64
 MB_OPTIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+# the columns pinned by name: (the pin's key, the names by column value)
+NAMED = {
+    "rc": ("recompute", RECOMPUTE),
+    "sched": ("schedule", SCHEDULES),
+    "disp": ("dispatcher", DISPATCHERS),
+    "a2ao": ("a2a_overlap", SWITCH),
+    "graph": ("cuda_graphs", SWITCH),
+}
 
 
 def parse_plan(text: str | None) -> dict[str, int]:
@@ -81,18 +96,19 @@ def parse_plan(text: str | None) -> dict[str, int]:
         pins[col] = _pin_value(col, value.lower(), item)
     if pins.get("sched") == 1 and (pins.get("vp", 1) != 1 or pins.get("pp", 2) % 2):
         raise InputError("`plan`: schedule=dualpipe runs an even pp and no interleaving (vp=1)")
+    if pins.get("a2ao") == 1 and (
+        pins.get("sched") == 1 or (pins.get("pp", 1) > 1 and pins.get("vp", 2) == 1)
+    ):
+        raise InputError("`plan`: a2a_overlap=on runs 1F1B without a pipeline (pp=1) or interleaved (vp>1)")
     return pins
 
 
 def _pin_value(col: str, value: str, item: str) -> int:
-    if col == "rc":
-        if value not in RECOMPUTE:
-            raise InputError(f"`plan` item '{item}': recompute is one of {', '.join(RECOMPUTE)}")
-        return RECOMPUTE.index(value)
-    if col == "sched":
-        if value not in SCHEDULES:
-            raise InputError(f"`plan` item '{item}': schedule is one of {', '.join(SCHEDULES)}")
-        return SCHEDULES.index(value)
+    if col in NAMED:
+        key, names = NAMED[col]
+        if value not in names:
+            raise InputError(f"`plan` item '{item}': {key} is one of {', '.join(names)}")
+        return names.index(value)
     if col == "zero" and value == "fsdp":
         return 3
     try:
@@ -258,6 +274,7 @@ def step_inputs(inp: Inputs) -> dict[str, Any]:
         "a2a_bytes": inp.read(f"{e}.moe_a2a_bytes_per_value", "all-to-all bytes per value"),
         "tp_overlap": inp.read(f"{e}.tp_comm_overlap", "tensor-parallel comm hidden"),
         "a2a_overlap": inp.read(f"{e}.moe_a2a_overlap", "all-to-all hidden behind compute"),
+        "moe_eager_s": inp.read(f"{e}.moe_eager_layer_ms", "host-bound time of an MoE layer run eagerly"),
         "overlap_tax": inp.read(f"{e}.overlap_tax", "compute lost to overlapped collectives"),
         "goodput": inp.read(f"{e}.training_goodput", "training goodput"),
         "lat_up": inp.read("serving.collective_latency_us_scale_up", "collective latency (scale-up)"),
@@ -301,9 +318,11 @@ def _axis(pins: dict, key: str, values: list[int]) -> list[int]:
     return [pins[key]] if key in pins else values
 
 
-def pipeline_pairs(layers: int, cap: int, pins: dict) -> list[tuple[int, int, int]]:
-    """(pp, vp, sched) triples: pp divides the layers or is a power of two; vp divides the layers per
-    stage under 1F1B; DualPipe (sched 1) takes an even pp and no interleaving."""
+def pipeline_pairs(layers: int, cap: int, pins: dict, moe: bool = False) -> list[tuple[int, int, int, int]]:
+    """(pp, vp, sched, a2ao) tuples: pp divides the layers or is a power of two; vp divides the layers
+    per stage under 1F1B; DualPipe (sched 1) takes an even pp and no interleaving; an MoE model's
+    1F1B may overlap its expert all-to-all (a2ao 1) without a pipeline or interleaved (Megatron's
+    combined 1F1B: ``combined_1f1b_schedule_for_no_pipelining`` / ``..._for_interleaved``)."""
     pows = [2**k for k in range(12) if 2**k <= layers]
     pps = _axis(pins, "pp", sorted({*divisors(layers), *pows}))
     pairs = []
@@ -312,9 +331,11 @@ def pipeline_pairs(layers: int, cap: int, pins: dict) -> list[tuple[int, int, in
         vps = [1] if pp == 1 else [v for v in divisors(per_stage) if v <= 32]
         for sched in _axis(pins, "sched", [0, 1]):
             if sched == 1:
-                pairs += [(pp, 1, 1)] if pp % 2 == 0 and 1 in _axis(pins, "vp", [1]) else []
-            else:
-                pairs += [(pp, vp, 0) for vp in _axis(pins, "vp", vps)]
+                pairs += [(pp, 1, 1, 0)] if pp % 2 == 0 and 1 in _axis(pins, "vp", [1]) else []
+                continue
+            for vp in _axis(pins, "vp", vps):
+                can = moe and (pp == 1 or vp > 1)  # on where it can run: it never hides less than off
+                pairs += [(pp, vp, 0, a) for a in _axis(pins, "a2ao", [1] if can else [0]) if a == 0 or can]
     return pairs
 
 
@@ -326,20 +347,30 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     tps = [t for t in divisors(int(x["heads"])) if t <= min(MAX_TP, cap, x["domain"])]
     cps = [c for c in (2**k for k in range(8)) if c == 1 or (seq % (2 * c) == 0 and seq // c >= MIN_CP_CHUNK)]
     eps = [e for e in divisors(int(x["experts"])) if e <= cap] if x["is_moe"] else [1]
-    pairs = pipeline_pairs(layers, cap, pins) or [(1, 1, 0)]
+    moe = bool(x["is_moe"])
+    pairs = pipeline_pairs(layers, cap, pins, moe) or [(1, 1, 0, 0)]
     axes = {
         "tp": _axis(pins, "tp", tps),
         "cp": _axis(pins, "cp", cps),
         "ep": _axis(pins, "ep", eps),
         "mbs": _axis(pins, "mbs", list(MICRO_BATCHES)),
         "order": _axis(pins, "order", [0, 1]),
+        # node-deduplicated dispatch never sends more than plain all-to-all (remote_domains <= k
+        # (n - 1) / n copies), so the search takes it where the expert group crosses domains unless
+        # pinned (below): searching both would double the grid
+        "disp": _axis(pins, "disp", [0]),
+        # CUDA graphs over the MoE layer's routing and preprocessing only save time: on unless pinned
+        "graph": _axis(pins, "graph", [1]),
     }
     key = (repr(axes), repr(pairs), cap, "order" in pins)
     if key not in _GRIDS:  # systems of one model share it (the domain only bounds tp)
         if len(_GRIDS) >= 8:
             _GRIDS.pop(next(iter(_GRIDS)))
         _GRIDS[key] = _grid(axes, np.array(pairs, dtype=float), cap, "order" in pins)
-    return dict(_GRIDS[key])
+    out = dict(_GRIDS[key])
+    if moe and "disp" not in pins:  # DeepEP where a token crosses domains (inside one it changes nothing)
+        out["disp"] = (ts.ep_span(out) > x["domain"]).astype(float)
+    return out
 
 
 _GRIDS: dict[tuple, sr.Columns] = {}  # micro grids by their axes, read-only
@@ -355,11 +386,19 @@ def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
         ep=axes["ep"],
         mbs=axes["mbs"],
         order=axes["order"],
+        disp=axes["disp"],
+        graph=axes["graph"],
     )
     cols = {k: v.astype(float) for k, v in cols.items()}
     pv = cols["pv"].astype(int)
-    cols["pp"], cols["vp"], cols["sched"] = pairs[pv, 0], pairs[pv, 1], pairs[pv, 2]
+    cols["pp"], cols["vp"], cols["sched"], cols["a2ao"] = (
+        pairs[pv, 0],
+        pairs[pv, 1],
+        pairs[pv, 2],
+        pairs[pv, 3],
+    )
     del cols["pv"]
+    cols["a2ao"] = np.where(cols["ep"] > 1, cols["a2ao"], 0.0)  # no expert all-to-all to overlap without EP
     keep = cols["tp"] * cols["cp"] * cols["pp"] <= cap
     keep &= (cols["order"] == 0) | (cols["pp"] > 1) | order_pinned
     keep &= cols["ep"] <= cols["tp"] * cols["cp"] * (cap // (cols["tp"] * cols["cp"] * cols["pp"]).clip(1))
@@ -1050,17 +1089,36 @@ def _deadline_rows(P: sr.Columns, d_low: Any, x: dict, pins: dict) -> sr.Columns
 
 # --- results: the chosen plan, named ----------------------------------------------------------------
 
-PLAN_COLS = ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "mb", "rc", "zero", "order", "sched")
+PLAN_COLS = (
+    "tp",
+    "cp",
+    "pp",
+    "vp",
+    "ep",
+    "dp",
+    "mbs",
+    "mb",
+    "rc",
+    "zero",
+    "order",
+    "sched",
+    "disp",
+    "a2ao",
+    "graph",
+)
 ZERO_NAMES = ("", ", ZeRO-1", ", ZeRO-2", ", FSDP")
 
 
 def plan_of(s: Searched, i: int) -> dict[str, int]:
-    return {k: int(s.cols[k][i]) for k in PLAN_COLS}
+    return plan_of_cols({k: s.cols[k][i] for k in PLAN_COLS})
 
 
 def plan_of_cols(cols: dict[str, float]) -> dict[str, int]:
-    """A plan's fields from one row's columns as plain numbers."""
-    return {k: int(cols[k]) for k in PLAN_COLS}
+    """A plan's fields from one row's columns as plain numbers (the 1F1B expert overlap named only
+    where it has a micro-batch to pair with and an all-to-all to hide)."""
+    p = {k: int(cols[k]) for k in PLAN_COLS}
+    p["a2ao"] = int(p["a2ao"] == 1 and p["mb"] >= 2 and p["ep"] > 1)
+    return p
 
 
 def plan_name(p: dict[str, int]) -> str:
@@ -1070,7 +1128,10 @@ def plan_name(p: dict[str, int]) -> str:
     parts = [f"TP{p['tp']}", f"PP{p['pp']}{stages}"]
     parts.append(f"DP{p['dp']}")
     if p["ep"] > 1:
-        parts.append(f"EP{p['ep']}")
+        how = [
+            name for name, on in (("DeepEP", p.get("disp") == 1), ("a2a overlap", p.get("a2ao") == 1)) if on
+        ]
+        parts.append(f"EP{p['ep']}" + (f" ({', '.join(how)})" if how else ""))
     if p["cp"] > 1:
         parts.append(f"CP{p['cp']}")
     memory = ("no recompute", "selective recompute", "full recompute", "activations offloaded to host")[
@@ -1082,8 +1143,8 @@ def plan_name(p: dict[str, int]) -> str:
 
 def pins_text(pins: dict) -> str:
     names = {v: k for k, v in PIN_KEYS.items() if k in ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "gbs")}
-    names.update(rc="recompute", sched="schedule")
-    text = {"rc": RECOMPUTE, "sched": SCHEDULES}
+    names.update({col: key for col, (key, _) in NAMED.items()})
+    text = {col: values for col, (_, values) in NAMED.items()}
     return ",".join(f"{names.get(k, k)}={text[k][v] if k in text else v}" for k, v in pins.items())
 
 

@@ -13,8 +13,13 @@ recompute, 1 selective, 2 full recompute, 3 activations offloaded to host memory
 sharding stage (0 replicated, 1 optimizer state, 2 and gradients, 3 and weights: FSDP);
 ``order`` rank placement (0: tp-cp-dp-pp, pipeline outermost, as Megatron; 1: tp-cp-pp-dp,
 pipeline stages inside the scale-up domain first); ``sched`` pipeline schedule (0: 1F1B,
-interleaved when vp > 1, as Megatron; 1: DualPipe, DeepSeek-V3's bidirectional schedule; a
-missing column reads 0).
+interleaved when vp > 1, as Megatron; 1: DualPipe, DeepSeek-V3's bidirectional schedule);
+``disp`` MoE dispatcher (0: plain all-to-all, one copy per remote rank; 1: node-deduplicated,
+DeepEP / HybridEP); ``a2ao`` Megatron's 1F1B expert-parallel overlap (1: the all-to-all of one
+micro-batch behind the compute of another, as DualPipe does, never hiding less than without it;
+Megatron's combined 1F1B runs it without a pipeline or interleaved; a single micro-batch has no
+pair, and the step gives the gain back); ``graph`` CUDA graphs over the MoE routing (0: each MoE
+layer's forward waits for the host; a missing column reads 1). Other missing columns read 0.
 
 DualPipe (DeepSeek-V3 technical report, arXiv 2412.19437, sec. 3.2.1 and Table 2; the
 deepseek-ai/DualPipe repository): micro-batches enter from both ends of the pipeline, so each
@@ -121,15 +126,36 @@ def ep_span(P: Cols):
     return ifelse((P["order"] == 0) | (P["ep"] <= P["tp"] * P["cp"]), P["ep"], P["ep"] * P["pp"])
 
 
+def deduplicated(P: Cols):
+    """Whether each plan dispatches node-deduplicated (DeepEP / HybridEP; a plan without a ``disp``
+    column sends one copy per remote rank, as plain all-to-all does)."""
+    return P.get("disp", 0.0) == 1
+
+
+def remote_domains(P: Cols, x: dict):
+    """Other scale-up domains a token's k routed experts fall in, on average: the expert group spans
+    n = ep_span / domain domains, each of which k uniform picks (with replacement: E >> k) miss with
+    probability (1 - 1/n)^k, so (n - 1)(1 - (1 - 1/n)^k) (DeepSeek-V3: k 8 over 4 nodes, 2.70)."""
+    n = f.maximum(1.0, ep_span(P) / x["domain"])
+    return (n - 1.0) * (1.0 - (1.0 - 1.0 / n) ** x["topk"])
+
+
 def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):
     """Dispatch or combine of one micro-batch's tokens over ``ep`` GPUs (``per_token_bytes``: a
-    token's hidden vector on the wire), plus its fixed latency. Beyond one domain, the share of the
-    copies bound for other domains leaves over the NIC while the rest crosses the scale-up link at
-    the same time; the slower of the two binds."""
+    token's hidden vector on the wire), plus its fixed latency. Beyond one domain, plain all-to-all
+    sends the share of the k copies bound for other domains over the NIC while the rest crosses the
+    scale-up link at the same time; node-deduplicated dispatch (DeepEP, HybridEP; ``disp`` 1) sends
+    a token once per other domain holding one of its experts (:func:`remote_domains`) and fans it out
+    over the scale-up link there, which then carries every copy (combine: the reverse, reduced in
+    the domain before it crosses). The slower of NIC and scale-up link binds."""
     e = P["ep"]
-    copies = tokens(P, x) / P["tp"] * x["topk"] * per_token_bytes * (e - 1.0) / e
+    one = tokens(P, x) / P["tp"] * per_token_bytes
+    copies = one * x["topk"] * (e - 1.0) / e
     off = f.maximum(0.0, 1.0 - x["domain"] / ep_span(P))
-    across = copies * f.maximum(off / x["out_bw"], (1.0 - off) / x["up_bw"])
+    dedup = deduplicated(P)
+    nic = ifelse(dedup, one * remote_domains(P, x), copies * off)
+    link = ifelse(dedup, copies, copies * (1.0 - off))
+    across = f.maximum(nic / x["out_bw"], link / x["up_bw"])
     return ifelse(inside, copies / x["up_bw"], across) + (e > 1) * latency(inside, x)
 
 
@@ -245,6 +271,14 @@ def exposed(comm, window, x: dict):
     return f.maximum(0.0, comm - window) + f.minimum(comm, window) * x["overlap_tax"]
 
 
+def eager_seconds(P: Cols, x: dict):
+    """Host-bound time of one average layer's forward when its MoE routing and preprocessing run
+    without CUDA graphs (``graph`` 0; a plan without the column captures them): the dispatcher reads
+    the tokens per expert back to the host to size its buffers and grouped GEMMs, so the GPU drains
+    and waits while the host launches the rest of the layer (a fitted time per MoE layer)."""
+    return (P.get("graph", 1.0) == 0) * x["moe_share"] * x["is_moe"] * x["moe_eager_s"]
+
+
 def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
     """Forward and backward seconds of one micro-batch on the most loaded stage with the exposed
     tensor/context/expert collectives, what each recompute policy adds to the backward, and the
@@ -255,15 +289,20 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
     tp = overlapped(layer_tp_seconds(P, x), x["tp_overlap"], x)
     ep_raw = layer_ep_seconds(P, x, inside["ep"])
     r = x["attn_bwd_ratio"]
-    # DualPipe: a layer's forward and backward all-to-alls (2 ep_raw) hide behind the compute of
-    # the paired chunk's layer (its forward and backward: 3 GEMM passes, attention, memory work)
+    # DualPipe, and Megatron's 1F1B expert-parallel overlap (``a2ao`` 1): a layer's forward and
+    # backward all-to-alls (2 ep_raw) hide behind the compute of the paired micro-batch's layer (its
+    # forward and backward: 3 GEMM passes, attention, memory work)
     window = 3.0 * g + (1.0 + r) * a + 3.0 * mem
-    ep = ifelse(dualpipe(P), exposed(2.0 * ep_raw, window, x) / 2.0, overlapped(ep_raw, x["a2a_overlap"], x))
+    pair = exposed(2.0 * ep_raw, window, x) / 2.0
+    alone = overlapped(ep_raw, x["a2a_overlap"], x)
+    # Megatron's overlap pairs micro-batches on top of what a run without it hides: the better of the two
+    one_f = P.get("a2ao", 0.0) == 1
+    ep = ifelse(dualpipe(P), pair, ifelse(one_f, f.minimum(pair, alone), alone))
     cp = layer_cp_seconds(P, x, inside["cp"])
     head = head_seconds(P, x)
     loss = loss_seconds(P, x)
     cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
-    fwd = Ls * (g + a + mem + tp + ep) + cp_fwd + head + loss / 2.0
+    fwd = Ls * (g + a + mem + tp + ep + eager_seconds(P, x)) + cp_fwd + head + loss / 2.0
     bwd = Ls * (2.0 * g + r * a + 2.0 * mem + tp + ep) + cp_bwd + 2.0 * head + loss / 2.0
     return {
         "fwd_s": fwd,
@@ -272,6 +311,8 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
         "stage_layers": Ls,
         "tp_comm_s": 2.0 * Ls * tp,
         "ep_comm_s": 2.0 * Ls * ep,
+        # what the 1F1B overlap's pairing hides beyond a run without it: lost on a single micro-batch
+        "a2a_gain_s": 2.0 * Ls * (alone - ep) * one_f,
         "cp_comm_s": cp_fwd + cp_bwd,
         "layer_comm_s": Ls * (tp + ep) + cp_fwd,
         "gemm_s": Ls * 3.0 * g + 3.0 * head,
@@ -323,6 +364,7 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
         + full * t["layer_comm_s"]
         + off * (t["offload_fwd_s"] + t["offload_bwd_s"]),
         "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
+        "a2a_gain_s": t["a2a_gain_s"] * (1.0 + full / 2.0),
         "act_bytes": act,
         "offload_bytes": t["act_bytes"][0],
         "work_bytes": full * t["work_bytes"],
@@ -504,7 +546,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     inside = in_domain(P, x)
     p2p = p2p_seconds(P, x, inside["pp"])
     p2p = ifelse(dualpipe(P), exposed(p2p, m["fwd_s"] + m["bwd_s"], x), p2p)
-    mb_s = m["fwd_s"] + m["bwd_s"] + p2p
+    mb_s = m["fwd_s"] + m["bwd_s"] + p2p + (P["mb"] == 1) * m.get("a2a_gain_s", 0.0)  # no pair for one
     bubble = bubble_seconds(P, m, mb_s)
     dp = dp_exposed_seconds(P, m, x)
     opt = optimizer_seconds(P, x)
