@@ -304,7 +304,8 @@ def train(
             "--plan",
             help="Pin parts of the parallelism plan: tp, pp, vp, cp, ep, dp, mbs, gbs (global batch, "
             "sequences), recompute=none|selective|full|offload, zero=0-3 (3 = fsdp), "
-            "schedule=1f1b|dualpipe, dispatcher=alltoall|deepep (MoE), a2a_overlap=on|off (MoE, 1F1B); "
+            "schedule=1f1b|dualpipe, dispatcher=alltoall|deepep (MoE), a2a_overlap=on|off (MoE, 1F1B), "
+            "cuda_graphs=on|off (MoE); "
             "e.g. tp=4,pp=8,recompute=selective.",
         ),
     ] = None,

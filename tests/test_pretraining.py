@@ -542,6 +542,7 @@ def test_dispatcher_overlap_and_graphs_are_plan_dimensions(catalog):
                   plan=pins).pretraining  # fmt: skip
     assert plain.parallelism.moe_dispatcher == "alltoall" and not plain.parallelism.a2a_overlap
     assert not plain.parallelism.cuda_graphs and "EP32," in plain.plan
+    assert plain.plan.endswith(", no CUDA graphs") and "CUDA" not in best.plan
     assert plain.step_time_s > 1.5 * best.step_time_s
     # Megatron's combined 1F1B runs without a pipeline or interleaved (combined_1f1b.py)
     # (on wherever it can run: never slower than off)

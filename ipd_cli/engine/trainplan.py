@@ -1123,7 +1123,7 @@ def plan_of_cols(cols: dict[str, float]) -> dict[str, int]:
 
 def plan_name(p: dict[str, int]) -> str:
     """``TP4 PP8 (interleave 4) DP64 EP8 CP2, mbs 1, selective recompute, ZeRO-1`` (policy 0:
-    ``no recompute``)."""
+    ``no recompute``); a MoE plan run without CUDA graphs over its routing says so."""
     stages = f" (interleave {p['vp']})" if p["vp"] > 1 else " (DualPipe)" if p.get("sched") == 1 else ""
     parts = [f"TP{p['tp']}", f"PP{p['pp']}{stages}"]
     parts.append(f"DP{p['dp']}")
@@ -1138,7 +1138,8 @@ def plan_name(p: dict[str, int]) -> str:
         p["rc"]
     ]
     text = f"{' '.join(parts)}, mbs {p['mbs']}, {memory}{ZERO_NAMES[p['zero']]}"
-    return text + (", pipeline inside the scale-up domain" if p["order"] == 1 else "")
+    text += ", pipeline inside the scale-up domain" if p["order"] == 1 else ""
+    return text + (", no CUDA graphs" if p.get("graph", 1) == 0 and p["ep"] > 1 else "")
 
 
 def pins_text(pins: dict) -> str:
