@@ -10,6 +10,7 @@ import yaml
 from helpers import write
 
 from ipd_cli.catalog.loader import load_catalog
+from ipd_cli.engine import formulas as f
 from ipd_cli.engine.serving import (
     estimate_serving,
     estimate_serving_curve,
@@ -444,6 +445,62 @@ def test_instances_that_do_not_tile_the_domain_pay_for_stranded_gpus(catalog):
     s = serve(catalog, "gb200-nvl72", "deepseek-v3", instance_gpus=16, disaggregated=False)
     assert s.instance_gpus == 16 and s.deployment_gpus == 18 and s.stranded_gpus == 2
     little(s)
+
+
+@pytest.mark.parametrize(
+    "n_prefill, prefill_gpus, n_decode, decode_gpus, paid",
+    [
+        # two 32-GPU decode instances per 72-GPU rack leave 8 GPUs: one 8-GPU prefill instance
+        # sits there, so five prefill + one decode instance fill one rack (not 5 x 8 + 36 = 76)
+        (5, 8, 1, 32, 72.0),
+        # two 4-GPU prefill instances per hole: 36 + (4 - 1) x 4
+        (4, 4, 1, 32, 48.0),
+        # one 48-GPU decode instance per rack leaves 24: three 8-GPU prefill instances
+        (3, 8, 1, 48, 72.0),
+        # 16-GPU instances leave 8 GPUs per rack, where no 16-GPU instance fits: 18 each
+        (1, 16, 1, 16, 36.0),
+        # the other way round: decode instances fill what a 32-GPU prefill instance leaves
+        (1, 32, 4, 8, 36.0 + 3.5 * 8),
+        # no prefill pool: the per-instance rule (three 16-GPU instances, 18 each)
+        (0, 8, 3, 16, 54.0),
+    ],
+)
+def test_a_disaggregated_deployment_packs_both_pools_into_its_racks(
+    n_prefill, prefill_gpus, n_decode, decode_gpus, paid
+):
+    assert f.deployment_gpus(n_prefill, prefill_gpus, n_decode, decode_gpus, 72) == pytest.approx(paid)
+
+
+def test_a_pinned_rack_filling_deployment_pays_for_one_rack(catalog):
+    # InferenceX's GB300 SGLang 8k/1k mid-curve recipe: 5 x DEP8 prefill + 1 x DEP32 decode, one
+    # NVL72 (the published throughput per GPU divides by 72)
+    s = serve(
+        catalog,
+        "gb300-nvl72",
+        "deepseek-v3",
+        precision="fp8",
+        input_tokens=7373,
+        output_tokens=922,
+        layout="dep32",
+        disaggregated=True,
+        prefill_layout="dep8",
+        prefill_instances=5,
+        decode_instances=1,
+        concurrency=1024,
+        speculative="off",
+    )
+    assert s.deployment_gpus == 72 and s.stranded_gpus == 0
+    little(s)
+
+
+def test_an_eplb_pin_holds_for_both_pools(catalog):
+    kw = dict(precision="fp4", disaggregated=True, layout="dep32", prefill_layout="dep4")
+    off = serve(catalog, "gb200-nvl72", "deepseek-v3", eplb=False, **kw)
+    on = serve(catalog, "gb200-nvl72", "deepseek-v3", eplb=True, **kw)
+    assert "EPLB" not in off.configuration and "EPLB" not in off.prefill_configuration
+    assert "EPLB" in on.prefill_configuration and on.eplb
+    little(off)
+    little(on)
 
 
 # --- the search --------------------------------------------------------------------------------

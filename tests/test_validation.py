@@ -95,7 +95,12 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # from MLPerf Offline whose prefill got faster) the GB300 SGLang 8k/1k disaggregated point under
 # (-29 -> -37 %). InferenceX's Llama 70B cases then pinned the aggregated single node their blog
 # names (max_instance_gpus 8): the H100 8k/1k point left the list (+62 -> +33 %; 10 -> 9).
-SERVING_MEDIAN_BOUND_PCT = 13.5
+# 2026-12-01: 70 cases pin EPLB off as their recipes ran, a disaggregated deployment packs its
+# pools into shared racks, and the refit MoE share (TensorRT-LLM Blackwell 0.386 -> 0.562): median
+# 13.0 -> 12.5 %, the bound tightened 13.5 -> 13.0; still 9 beyond 1.5x, one swapped: the GB300
+# SGLang 8k/1k point left (-37 -> -26 %), its B200 sibling without MTP joined (+22 -> +60 %: the
+# recipe's MoE-TP prefill, now pinned, is faster in the model than in the prefill-bound run).
+SERVING_MEDIAN_BOUND_PCT = 13.0
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
     "mlperf-i-llama2-70b-interactive-gb200",
@@ -106,7 +111,7 @@ SERVING_BEYOND_1_5X = {
     "ix-dsr1-b200-tep8-1k1k-c128",
     "ix-dsr1-gb200-trt-disagg-8k1k-c256-nomtp",
     "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
-    "ix-dsr1-gb300-sglang-disagg-8k1k-c1024",
+    "ix-dsr1-b200-sglang-disagg-8k1k-nomtp-c288",
 }
 SERVING_WORST_RATIO_ANY = 3.0
 # Issue 18: AMD serving checking cases within 25 % median, none off by 2x (met: 20.2 %, 20 cases);

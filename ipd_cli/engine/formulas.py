@@ -296,6 +296,36 @@ def paid_gpus(gpus, domain):
     return gpus + (inside - gpus) * (gpus < domain)
 
 
+def hole_fill(gpus, other_gpus, domain):
+    """Instances of ``other_gpus`` GPUs that fit, per instance of ``gpus`` GPUs, in the GPUs those
+    instances leave unused in their scale-up domains (two 32-GPU instances on a 72-GPU rack leave
+    8: one 8-GPU or two 4-GPU instances, so 0.5 or 1 per 32-GPU instance). Instances of a domain or
+    more leave no hole (:func:`paid_gpus` charges them none)."""
+    small = gpus < domain
+    per_domain = maximum(domain // maximum(gpus, 1), 1)
+    hole = domain - per_domain * gpus
+    return small * ((hole * small) // maximum(other_gpus, 1)) / per_domain
+
+
+def deployment_gpus(n_prefill, prefill_gpus, n_decode, decode_gpus, domain):
+    """GPUs a disaggregated deployment pays for with its two pools packed into scale-up domains
+    together: what one pool's instances strand (:func:`paid_gpus`) the other pool's instances may
+    fill (five 8-GPU prefill instances and one 32-GPU decode instance fill a 72-GPU rack: 72, not
+    5 x 8 + 36). Per deployment of a fleet of identical ones, as :func:`paid_gpus` prices one
+    instance; the cheaper of filling the decode pool's holes with prefill instances and the other
+    way round."""
+    paid_p, paid_d = paid_gpus(prefill_gpus, domain), paid_gpus(decode_gpus, domain)
+    into_decode = (
+        n_decode * paid_d
+        + maximum(0.0, n_prefill - n_decode * hole_fill(decode_gpus, prefill_gpus, domain)) * paid_p
+    )
+    into_prefill = (
+        n_prefill * paid_p
+        + maximum(0.0, n_decode - n_prefill * hole_fill(prefill_gpus, decode_gpus, domain)) * paid_d
+    )
+    return minimum(into_decode, into_prefill)
+
+
 def collective_seconds(count, bytes_per_gpu, link_bytes_per_s, latency_s):
     """``count`` collectives, each moving ``bytes_per_gpu`` over the link after a fixed latency."""
     return count * (bytes_per_gpu / link_bytes_per_s + latency_s)

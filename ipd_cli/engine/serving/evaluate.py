@@ -72,6 +72,7 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         weights_gpu=weights,
         free_gpu=free,
         rank_max=rank_max,
+        gpus=g * 1.0,
         paid=f.paid_gpus(g, ph.domain),
         link=np.where(s > ph.domain, ph.link_out, ph.link_up),
         latency=np.where(s > ph.domain, ph.latency_out, ph.latency_up),
@@ -261,8 +262,11 @@ def disaggregated(
 ) -> Columns:
     """A pool of ``P`` prefill instances feeds ``D`` decode instances.
 
-    ``prefill`` holds, per row, the chosen prefill instance's seconds per request (``prefill_s``)
-    and paid GPUs (``paid``). ``D`` runs over 1 .. max_decode_instances, ``P`` is the fewest
+    ``prefill`` holds, per row, the chosen prefill instance's seconds per request (``prefill_s``),
+    GPUs (``gpus``) and paid GPUs (``paid``); the deployment pays for both pools packed into
+    scale-up domains together (:func:`formulas.deployment_gpus`: prefill instances fill what the
+    decode instances strand, or the other way round). ``D`` runs over 1 .. max_decode_instances,
+    ``P`` is the fewest
     prefill instances that keep up with them or one fewer, and the pair with the most tokens/s
     per GPU is kept; the slower pool sets the rate (a starved decode pool holds fewer sequences,
     so its users are no slower than one step per token). Pinned pools (``n_prefill``,
@@ -270,11 +274,12 @@ def disaggregated(
     """
     rate = batch * x["accepted"] / step_s  # output tokens/s of one decode instance
     ratio = f.prefill_instances_per_decode(rate / ph.osl, prefill["prefill_s"])
+    cost = _deployment_cost(ph, prefill, x)
     if n_prefill is None and n_decode is None:
-        n_dec, n_pre = _pools(ph, ratio, prefill["paid"], x["paid"])
+        n_dec, n_pre = _pools(ph, ratio, cost)
     else:
-        n_dec, n_pre = _pinned_pools(ph, ratio, prefill, x, rate, n_prefill, n_decode)
-    total = n_pre * prefill["paid"] + n_dec * x["paid"]
+        n_dec, n_pre = _pinned_pools(ph, ratio, prefill, rate, cost, n_prefill, n_decode)
+    total = cost(n_pre, n_dec)
     served = f.minimum(n_dec * rate, n_pre * ph.osl / prefill["prefill_s"])
     return dict(
         tokens_per_s_per_gpu=served / total,
@@ -284,16 +289,32 @@ def disaggregated(
         decode_instances=n_dec,
         prefill_instances=n_pre,
         ttft_s=prefill["prefill_s"],
-        prefill_share=n_pre * prefill["paid"] / total,
+        # the paid GPUs beyond what the decode pool pays alone (all of the prefill pool's when
+        # it fills no hole)
+        prefill_share=(total - n_dec * x["paid"]) / total,
     )
 
 
-def _pools(ph: Physics, ratio, paid_prefill, paid_decode):
+def _deployment_cost(ph: Physics, prefill: Columns, x: Columns):
+    """Paid GPUs of ``P`` prefill and ``D`` decode instances, per row (arrays broadcast)."""
+
+    def cost(n_pre, n_dec, columns: bool = False):  # columns: counts over a second axis
+        g_pre, g_dec = prefill["gpus"], x["gpus"]
+        if columns:
+            g_pre, g_dec = g_pre[:, None], g_dec[:, None]
+        return f.deployment_gpus(n_pre, g_pre, n_dec, g_dec, ph.domain)
+
+    return cost
+
+
+def _pools(ph: Physics, ratio, cost):
     """The best (D, P) per row without evaluating every pair: with P = ceil(ratio D) the decode
-    pool sets the rate and tokens/s per GPU = r / (a P/D + b), best at the least P/D; with
-    P = floor(ratio D) >= 1 the prefill pool does, tokens/s per GPU = q / (a + b D/P), best at the
-    largest P/D (a, b: GPUs per prefill and decode instance; r, q: their token rates). When no D
-    makes floor(ratio D) >= 1, one prefill instance is both choices. The least P/D >= ratio and the
+    pool sets the rate and tokens/s per GPU = r D / cost(P, D), best at the least P/D; with
+    P = floor(ratio D) >= 1 the prefill pool does, tokens/s per GPU = q P / cost(P, D), best at the
+    largest P/D (r, q: the instances' token rates; the cost per decode instance grows with P/D and
+    the cost per prefill instance falls with it, with or without holes filled, since a prefill
+    instance in a hole costs less than the decode instance around it). When no D makes
+    floor(ratio D) >= 1, one prefill instance is both choices. The least P/D >= ratio and the
     largest P/D <= ratio are neighbours of ratio among the fractions P/D with D <= the most decode
     instances: a sorted table answers both for every row at once."""
     import numpy as np
@@ -301,11 +322,12 @@ def _pools(ph: Physics, ratio, paid_prefill, paid_decode):
     top = int(ph.max_decode_instances)
     up_p, up_d = _fraction_neighbours(ratio * (1 - 1e-12), top, above=True)
     down_p, down_d = _fraction_neighbours(ratio, top, above=False)
-    a, b = paid_prefill, paid_decode
     # per-GPU rates in units of r (decode-bound) and of q = r / ratio (prefill-bound)
-    by_decode = 1.0 / (a * up_p / up_d + b)
+    by_decode = up_d / cost(up_p, up_d)
     safe = np.maximum(down_p, 1.0)
-    by_prefill = np.where(down_p > 0, 1.0 / np.maximum(ratio, 1e-300) / (a + b * down_d / safe), 0.0)
+    by_prefill = np.where(
+        down_p > 0, down_p / np.maximum(ratio, 1e-300) / cost(safe, np.where(down_p > 0, down_d, 1.0)), 0.0
+    )
     pick_down = by_prefill > by_decode
     return np.where(pick_down, down_d, up_d), np.where(pick_down, down_p, up_p)
 
@@ -357,7 +379,7 @@ def _fraction_neighbours(x, top: int, above: bool):
 TABLE_RATIO = 64  # prefill instances per decode instance the fraction table covers
 
 
-def _pinned_pools(ph: Physics, ratio, prefill: Columns, x: Columns, rate, n_prefill, n_decode):
+def _pinned_pools(ph: Physics, ratio, prefill: Columns, rate, cost, n_prefill, n_decode):
     """Pools pinned as deployed (either or both): the other searched as in :func:`_pools`."""
     import numpy as np
 
@@ -370,7 +392,7 @@ def _pinned_pools(ph: Physics, ratio, prefill: Columns, x: Columns, rate, n_pref
     else:
         pools = np.full_like(exact, float(n_prefill))
     pools = np.maximum(pools, 1.0)
-    gpus = pools * prefill["paid"][:, None] + decode[None, :] * x["paid"][:, None]
+    gpus = cost(pools, decode[None, :], columns=True)
     served = np.minimum(decode[None, :] * rate[:, None], pools * ph.osl / prefill["prefill_s"][:, None])
     pick = np.argmax(served / gpus, axis=1)
     rows = np.arange(len(pick))

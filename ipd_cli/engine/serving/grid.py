@@ -231,8 +231,10 @@ class Grid:
 
 
 def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
-    """Per KV precision, the prefill instance with the most requests/s per paid GPU (of the pinned
-    prefill layout, if any)."""
+    """Per KV precision and EPLB, the prefill instance with the most requests/s per paid GPU (of
+    the pinned prefill layout, if any). A deployment balances its experts in both pools or in
+    neither (a prefill instance that spreads no experts goes with either), so an EPLB pin holds
+    for both pools."""
     import numpy as np
 
     ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1) & (lay["k"] == 0)
@@ -242,10 +244,12 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     if want.get("stage_gpus"):
         ok &= lay["s"] == want["stage_gpus"]
     score = np.where(ok, 1.0 / (x["prefill_s"] * x["paid"]), -1.0)
-    best = np.full(len(ph.kv_precisions), -1)
+    best = np.full((len(ph.kv_precisions), 2), -1)
     for k in range(len(ph.kv_precisions)):  # one to three KV precisions
-        cand = np.where(lay["kv"] == k, score, -2.0)
-        best[k] = int(np.argmax(cand)) if cand.max() > 0 else -1
+        for e in (0, 1):
+            fits = (lay["kv"] == k) & ((lay["eplb"] == e) | (lay["e"] == 1))
+            cand = np.where(fits, score, -2.0)
+            best[k, e] = int(np.argmax(cand)) if cand.max() > 0 else -1
     return {"index": best}
 
 
@@ -350,7 +354,7 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     li = np.repeat(np.arange(n_lay), n_b)
     batch = batches.reshape(-1)
     pf = _prefill_choice(ph, lay, x, pins)
-    pidx = pf["index"][lay["kv"][li]]
+    pidx = pf["index"][lay["kv"][li], lay["eplb"][li]]
     pf_ok = pidx >= 0
     # rows that can run (weights and the batch fit): the rest fail those checks first, so their
     # rates are not computed (NaN)
@@ -360,7 +364,7 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     step = step_terms(ph, lay_r, x_r, b_r)
     agg = aggregated(ph, x_r, b_r, step["step_s"])
     p_r = np.maximum(pidx[live], 0)
-    pf_rows = {"prefill_s": x["prefill_s"][p_r], "paid": x["paid"][p_r]}
+    pf_rows = {"prefill_s": x["prefill_s"][p_r], "gpus": x["gpus"][p_r], "paid": x["paid"][p_r]}
     dis = disaggregated(ph, x_r, b_r, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances)
 
     n = len(batch)
