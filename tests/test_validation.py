@@ -100,17 +100,24 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # 13.0 -> 12.5 %, the bound tightened 13.5 -> 13.0; still 9 beyond 1.5x, one swapped: the GB300
 # SGLang 8k/1k point left (-37 -> -26 %), its B200 sibling without MTP joined (+22 -> +60 %: the
 # recipe's MoE-TP prefill, now pinned, is faster in the model than in the prefill-bound run).
-SERVING_MEDIAN_BOUND_PCT = 13.0
+# The same day the MLPerf Llama 2 70B cases took the dataset's mean input (221 tokens, not 119),
+# each run's generated length and NVIDIA's TP1 in-flight-batching engines; the refit GEMM factors
+# (TensorRT-LLM 0.994, vLLM CDNA 4 0.82) and the pinned deployment of the MI355X SGLang fitting
+# point moved the median 12.5 -> 13.4 %, so the bound is back at 13.5 for a reason; still 9 beyond
+# 1.5x: MLPerf GB200 Interactive (+60 -> +43 %) and MoRI 8k/1k at 128 users (-44 -> -30 %) left,
+# InferenceX's MI355X 8k/1k best points joined (+67 % and +59 % under the faster CDNA 4 GEMMs fitted
+# on AMD's tuned MLPerf vLLM).
+SERVING_MEDIAN_BOUND_PCT = 13.5
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
-    "mlperf-i-llama2-70b-interactive-gb200",
-    "ix-dsr1-mi355x-mori-disagg-8k1k-c128",
+    "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
+    "ix-gptoss-8k1k-mi355x-max",
+    "ix-llama70b-8k1k-mi355x-max",
     "ix-dsr1-b200-tep4-mtp-1k1k-c32",
     "ix-dsr1-b200-tep4-mtp-1k1k-c64",
     "ix-dsr1-b200-sglang-disagg-8k1k-mtp-c288",
     "ix-dsr1-b200-tep8-1k1k-c128",
     "ix-dsr1-gb200-trt-disagg-8k1k-c256-nomtp",
-    "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
     "ix-dsr1-b200-sglang-disagg-8k1k-nomtp-c288",
 }
 SERVING_WORST_RATIO_ANY = 3.0
