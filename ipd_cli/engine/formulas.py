@@ -314,14 +314,25 @@ def deployment_gpus(n_prefill, prefill_gpus, n_decode, decode_gpus, domain):
     5 x 8 + 36). Per deployment of a fleet of identical ones, as :func:`paid_gpus` prices one
     instance; the cheaper of filling the decode pool's holes with prefill instances and the other
     way round."""
-    paid_p, paid_d = paid_gpus(prefill_gpus, domain), paid_gpus(decode_gpus, domain)
+    return packed_gpus(
+        n_prefill,
+        paid_gpus(prefill_gpus, domain),
+        hole_fill(decode_gpus, prefill_gpus, domain),
+        n_decode,
+        paid_gpus(decode_gpus, domain),
+        hole_fill(prefill_gpus, decode_gpus, domain),
+    )
+
+
+def packed_gpus(n_prefill, paid_prefill, prefill_per_decode, n_decode, paid_decode, decode_per_prefill):
+    """:func:`deployment_gpus` from each pool's paid GPUs per instance and how many of the other
+    pool's instances fit in the GPUs one of its instances strands (``prefill_per_decode``: prefill
+    instances per decode instance), so that a search computes those once per pair of instances."""
     into_decode = (
-        n_decode * paid_d
-        + maximum(0.0, n_prefill - n_decode * hole_fill(decode_gpus, prefill_gpus, domain)) * paid_p
+        n_decode * paid_decode + maximum(0.0, n_prefill - n_decode * prefill_per_decode) * paid_prefill
     )
     into_prefill = (
-        n_prefill * paid_p
-        + maximum(0.0, n_decode - n_prefill * hole_fill(prefill_gpus, decode_gpus, domain)) * paid_d
+        n_prefill * paid_prefill + maximum(0.0, n_decode - n_prefill * decode_per_prefill) * paid_decode
     )
     return minimum(into_decode, into_prefill)
 

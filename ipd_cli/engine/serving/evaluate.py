@@ -262,8 +262,10 @@ def disaggregated(
 ) -> Columns:
     """A pool of ``P`` prefill instances feeds ``D`` decode instances.
 
-    ``prefill`` holds, per row, the chosen prefill instance's seconds per request (``prefill_s``),
-    GPUs (``gpus``) and paid GPUs (``paid``); the deployment pays for both pools packed into
+    ``prefill`` holds, per row, the chosen prefill instance's seconds per request (``prefill_s``)
+    and paid GPUs (``paid``), and how many of it fit in a decode instance's stranded GPUs
+    (``per_decode``) and of the decode instance in its own (``decode_per``); the deployment pays
+    for both pools packed into
     scale-up domains together (:func:`formulas.deployment_gpus`: prefill instances fill what the
     decode instances strand, or the other way round). ``D`` runs over 1 .. max_decode_instances,
     ``P`` is the fewest
@@ -297,12 +299,12 @@ def disaggregated(
 
 def _deployment_cost(ph: Physics, prefill: Columns, x: Columns):
     """Paid GPUs of ``P`` prefill and ``D`` decode instances, per row (arrays broadcast)."""
+    # per row: each pool's paid GPUs per instance and the other pool's instances in its holes
+    cols = (prefill["paid"], prefill["per_decode"], x["paid"], prefill["decode_per"])
 
     def cost(n_pre, n_dec, columns: bool = False):  # columns: counts over a second axis
-        g_pre, g_dec = prefill["gpus"], x["gpus"]
-        if columns:
-            g_pre, g_dec = g_pre[:, None], g_dec[:, None]
-        return f.deployment_gpus(n_pre, g_pre, n_dec, g_dec, ph.domain)
+        paid_p, fill_p, paid_d, fill_d = (c[:, None] for c in cols) if columns else cols
+        return f.packed_gpus(n_pre, paid_p, fill_p, n_dec, paid_d, fill_d)
 
     return cost
 

@@ -364,7 +364,18 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     step = step_terms(ph, lay_r, x_r, b_r)
     agg = aggregated(ph, x_r, b_r, step["step_s"])
     p_r = np.maximum(pidx[live], 0)
-    pf_rows = {"prefill_s": x["prefill_s"][p_r], "gpus": x["gpus"][p_r], "paid": x["paid"][p_r]}
+    # the prefill instance a layout pairs with (per KV precision and EPLB) and how the two pack
+    # into the domains, once per layout
+    p_lay = np.maximum(pf["index"][lay["kv"], lay["eplb"]], 0)
+    per_decode = f.hole_fill(x["gpus"], x["gpus"][p_lay], ph.domain)
+    decode_per = f.hole_fill(x["gpus"][p_lay], x["gpus"], ph.domain)
+    lr = li[live]
+    pf_rows = {
+        "prefill_s": x["prefill_s"][p_r],
+        "paid": x["paid"][p_r],
+        "per_decode": per_decode[lr],
+        "decode_per": decode_per[lr],
+    }
     dis = disaggregated(ph, x_r, b_r, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances)
 
     n = len(batch)
