@@ -401,6 +401,14 @@ def serve(
             help="Pin prefill and decode on separate pools, or on the same instances (default: searched).",
         ),
     ] = None,
+    eplb: Annotated[
+        bool | None,
+        typer.Option(
+            "--eplb/--no-eplb",
+            help="Pin expert-parallel load balancing on or off, in both pools (default: searched; most "
+            "published MoE runs ran without it).",
+        ),
+    ] = None,
     instance: Annotated[
         str,
         typer.Option(
@@ -446,8 +454,9 @@ def serve(
     The deployment search tries instance sizes (1 GPU to several scale-up domains), layouts (tp,
     tep, dep, pipeline stages across domains), EPLB, KV precision, batch per scheduler rank and
     aggregated vs disaggregated prefill/decode. With --tokens-per-user-s it returns the cheapest
-    configuration that meets the target; without, maximum throughput. --instance-gpus, --layout and
-    --disaggregated/--aggregated pin parts of the space; --curve gives the whole Pareto frontier.
+    configuration that meets the target; without, maximum throughput. --instance-gpus, --layout,
+    --eplb/--no-eplb and --disaggregated/--aggregated pin parts of the space; --curve gives the
+    whole Pareto frontier.
 
     Example: ipd serve --hardware vera-rubin --model kimi-k2 --precision fp4 --tokens-per-user-s 50
 
@@ -475,6 +484,7 @@ def serve(
         instance_gpus=instance_gpus,
         layout=layout,
         disaggregated=disaggregated,
+        eplb=eplb,
         instance=instance,
         speculative=speculative,
         stack=stack,

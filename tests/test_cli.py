@@ -279,6 +279,17 @@ def test_serve_names_the_configuration_and_pins_narrow_the_search():
     )
 
 
+def test_serve_eplb_pins_both_pools():
+    base = ("serve", "--hardware", "gb200-nvl72", "--model", "deepseek-v3", "--precision", "fp4")
+    off = run_cli(*base, "--no-eplb", "--disaggregated", "-f", "json")
+    assert off.code == 0, off.stderr
+    s = off.json()["serving"]
+    assert s["eplb"] is False and "EPLB" not in s["configuration"]
+    on = run_cli(*base, "--eplb", "-f", "json")
+    assert on.code == 0, on.stderr
+    assert on.json()["serving"]["eplb"] is True and "EPLB" in on.json()["serving"]["configuration"]
+
+
 def test_serve_stack_and_speculative_options():
     base = (
         "serve",
