@@ -301,10 +301,13 @@ class Serving(Result):
     deployment_gpus: int | float = Field(
         default=0,
         description="GPUs paid for by one deployment unit: decode and prefill instances, plus the GPUs an "
-        "instance that does not tile its scale-up domain strands",
+        "instance that does not tile its scale-up domain strands and the other pool does not fill "
+        "(the pools share the domains)",
     )
     stranded_gpus: int | float = Field(
-        default=0, description="GPUs of the unit left idle by instances that do not tile"
+        default=0,
+        description="GPUs of the unit left idle by instances that do not tile (net of the other pool's "
+        "instances that fill them)",
     )
     deployment_concurrency: int | float = Field(
         default=0,
