@@ -263,13 +263,11 @@ def disaggregated(
     """A pool of ``P`` prefill instances feeds ``D`` decode instances.
 
     ``prefill`` holds, per row, the chosen prefill instance's seconds per request (``prefill_s``)
-    and paid GPUs (``paid``), and how many of it fit in a decode instance's stranded GPUs
-    (``per_decode``) and of the decode instance in its own (``decode_per``); the deployment pays
-    for both pools packed into
-    scale-up domains together (:func:`formulas.deployment_gpus`: prefill instances fill what the
-    decode instances strand, or the other way round). ``D`` runs over 1 .. max_decode_instances,
-    ``P`` is the fewest
-    prefill instances that keep up with them or one fewer, and the pair with the most tokens/s
+    and paid GPUs (``paid``), how many such instances fit in the GPUs a decode instance strands
+    (``per_decode``) and how many decode instances in those a prefill instance strands
+    (``decode_per``): the deployment pays for both pools packed into the scale-up domains together
+    (:func:`formulas.deployment_gpus`). ``D`` runs over 1 .. max_decode_instances, ``P`` is the
+    fewest prefill instances that keep up with them or one fewer, and the pair with the most tokens/s
     per GPU is kept; the slower pool sets the rate (a starved decode pool holds fewer sequences,
     so its users are no slower than one step per token). Pinned pools (``n_prefill``,
     ``n_decode``, as deployed) may not match.
@@ -293,7 +291,7 @@ def disaggregated(
         ttft_s=prefill["prefill_s"],
         # the paid GPUs beyond what the decode pool pays alone (all of the prefill pool's when
         # it fills no hole)
-        prefill_share=(total - n_dec * x["paid"]) / total,
+        prefill_share=f.maximum(0.0, total - n_dec * x["paid"]) / total,
     )
 
 
