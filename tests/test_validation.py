@@ -106,8 +106,10 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # point moved the median 12.5 -> 13.4 %, so the bound is back at 13.5 for a reason; still 9 beyond
 # 1.5x: MLPerf GB200 Interactive (+60 -> +43 %) and MoRI 8k/1k at 128 users (-44 -> -30 %) left,
 # InferenceX's MI355X 8k/1k best points joined (+67 % and +59 % under the faster CDNA 4 GEMMs fitted
-# on AMD's tuned MLPerf vLLM).
-SERVING_MEDIAN_BOUND_PCT = 13.5
+# on AMD's tuned MLPerf vLLM). A prompt's attention then ran at its own precision (the KV cache's,
+# not the FP4 weights'), and the Blackwell MoE share refit 0.352 -> 0.386: median 13.4 -> 12.3 %,
+# the bound tightened 13.5 -> 12.5, the same 9 beyond 1.5x.
+SERVING_MEDIAN_BOUND_PCT = 12.5
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
     "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",

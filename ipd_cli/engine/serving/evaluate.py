@@ -26,8 +26,10 @@ micro-batch ``m = B / pp`` and holds ``1/pp`` of the layers), on the busiest GPU
   tokens per sequence on average, so tokens/s per user = accepted tokens / step.
 
 Prefill is compute-bound: its dense GEMMs (every token of the prompt at once, a large-M GEMM) at
-the GEMM efficiency decode reaches at batch, its causal attention at the prefill MFU, the routed
-experts at the prefill MFU times the MoE share (times their imbalance), plus its collectives;
+the GEMM efficiency decode reaches at batch, its causal attention at the prefill MFU of the
+precision the attention runs at (the KV cache's: an FP4 model's prompt attention is FP8 or BF16
+work), the routed experts at the weights' prefill MFU times the MoE share (times their
+imbalance), plus its collectives;
 its dispatch and combine send each token once to each other rank holding any of its experts
 (DeepEP's normal kernels), where decode's low-latency kernels send one copy per expert.
 Aggregated serving lets each request's prefill take its turn on the instance, which slows every
@@ -68,6 +70,7 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         kv_tok=kv_tok,
         copies=copies,
         attn_rate=np.asarray(ph.attn_rate)[kv],
+        prefill_attn_rate=np.asarray(ph.prefill_attn_rate)[kv],
         accepted=np.asarray(ph.spec_tokens)[k],
         weights_gpu=weights,
         free_gpu=free,
@@ -109,9 +112,10 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     """Seconds of instance time per request's prefill (compute, collectives)."""
     g, pp, s, t, e = lay["g"], lay["pp"], lay["s"], lay["t"], lay["e"]
     # the dense GEMMs of a prompt run at the large-M GEMM efficiency decode reaches at batch; the
-    # causal attention over the prompt and the routed experts' grouped GEMMs at the prefill MFU
+    # causal attention over the prompt at the prefill MFU of the attention's precision (the KV
+    # cache's, or the stack's narrowest), the routed experts' grouped GEMMs at the weights'
     dense = ph.dense_flops_per_token / (g * ph.gemm_rate)
-    attention = ph.prefill_attn_flops_per_token / (g * ph.prefill_rate)
+    attention = ph.prefill_attn_flops_per_token / (g * x["prefill_attn_rate"])
     experts = ph.expert_flops_per_token / (g * ph.prefill_rate * ph.moe_share) * x["imb_ep"]
     compute = ph.isl * (dense + attention + experts)
     cb, h = ph.collective_bytes, ph.hidden

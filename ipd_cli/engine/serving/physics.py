@@ -66,7 +66,8 @@ class Physics:
     expert_rate: float  # achieved bytes/s per GPU streaming routed-expert weights (grouped GEMM)
     gemm_rate: float  # achieved FLOP/s per GPU in dense GEMMs at batch (decode, and prefill's)
     attn_rate: tuple[float, ...]  # per KV precision: attention math at the KV precision
-    prefill_rate: float  # achieved FLOP/s per GPU in prefill attention and routed experts
+    prefill_attn_rate: tuple[float, ...]  # per KV precision: the prompt's attention, at that precision
+    prefill_rate: float  # achieved FLOP/s per GPU in the prompt's routed experts
     moe_share: float
     link_up: float  # achieved bytes/s per GPU and direction
     link_out: float
@@ -140,14 +141,18 @@ def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: lis
     factor = 1.0 if factor is None else factor
     peak = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
     eff = ctx.take(f"decode compute efficiency ({precision})", f"decode_compute_efficiency.{precision}")
-    kv_tok, attn = [], []
+    mfu = ctx.take(f"prefill MFU ({precision})", f"prefill_mfu.{precision}")
+    kv_tok, attn, prefill_attn = [], [], []
     narrowest = stacks.attention_min_precision(ctx, st)
     for kv in kv_precisions:  # one to three KV precisions, not configurations
         kvb = ctx.take(f"KV bytes per value ({kv})", f"kv_bytes_per_value.{kv}")
         kv_tok.append(kv_bytes_per_token(ctx.model, kvb))
+        # attention math runs at the KV cache's precision (or the stack's narrowest attention), not
+        # at the weights': an FP4 model's prompt attention is FP8 or BF16 work
         p = supported(ctx.acc, wider(kv, narrowest))
         if p == precision:
             attn.append(peak * eff * factor)
+            prefill_attn.append(peak * mfu * factor)
         else:
             attn_peak = ctx.spec(f"{p} dense peak (attention)", f"{p}_dense_tflops")
             attn.append(
@@ -155,10 +160,13 @@ def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: lis
                 * ctx.take(f"decode compute efficiency ({p})", f"decode_compute_efficiency.{p}")
                 * factor
             )
-    mfu = ctx.take(f"prefill MFU ({precision})", f"prefill_mfu.{precision}")
+            prefill_attn.append(
+                attn_peak * ctx.take(f"prefill MFU ({p}, attention)", f"prefill_mfu.{p}") * factor
+            )
     return {
         "kv_per_token": tuple(kv_tok),
         "attn_rate": tuple(attn),
+        "prefill_attn_rate": tuple(prefill_attn),
         "gemm_rate": peak * eff * factor,
         "prefill_rate": peak * mfu * factor,
     }
