@@ -361,6 +361,14 @@ def remote_ranks_per_token(experts, experts_per_token, ep):
     return (ep - 1.0) * (1.0 - miss)
 
 
+def remote_domains(domains, experts_per_token):
+    """Other scale-up domains a token's k routed experts fall in, on average, when its expert group
+    spans ``domains`` domains evenly: each misses all k picks (with replacement: E >> k) with
+    probability (1 - 1/n)^k, so (n - 1)(1 - (1 - 1/n)^k) (DeepSeek-V3: k 8 over 4 nodes, 2.70)."""
+    n = maximum(domains, 1.0)
+    return (n - 1.0) * (1.0 - (1.0 - 1.0 / n) ** experts_per_token)
+
+
 def all_to_all_bytes_per_gpu_per_rank(tokens_per_gpu, remote_ranks, hidden_size, bytes_per_value):
     """One dispatch (or combine) that sends a token's hidden vector once to each other rank
     holding any of its experts (DeepEP's normal kernels, used for prefill: is_token_in_rank),

@@ -136,8 +136,7 @@ def remote_domains(P: Cols, x: dict):
     """Other scale-up domains a token's k routed experts fall in, on average: the expert group spans
     n = ep_span / domain domains, each of which k uniform picks (with replacement: E >> k) miss with
     probability (1 - 1/n)^k, so (n - 1)(1 - (1 - 1/n)^k) (DeepSeek-V3: k 8 over 4 nodes, 2.70)."""
-    n = f.maximum(1.0, ep_span(P) / x["domain"])
-    return (n - 1.0) * (1.0 - (1.0 - 1.0 / n) ** x["topk"])
+    return f.remote_domains(ep_span(P) / x["domain"], x["topk"])
 
 
 def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):
