@@ -32,7 +32,7 @@ from ipd_cli.catalog.yamlio import read_yaml
 from ipd_cli.engine.results import Listing, ValidationResult
 from ipd_cli.errors import InputError, IpdError
 
-Kind = Literal["pretrain", "serve", "rl-step", "weight-sync"]
+Kind = Literal["pretrain", "serve", "prefill", "rl-step", "weight-sync"]
 SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user", "mfu"}
 WITHIN = 0.25  # the share of cases within 25 % is reported
 
@@ -91,6 +91,8 @@ def predict(cat: Catalog, case: Case) -> float:
         return float(p[metric])  # tokens_per_s_per_gpu: steady state, as benchmarks report it
     if case.kind == "serve":
         return getattr(_serve(cat, i), metric)
+    if case.kind == "prefill":
+        return _prefill_rate(cat, i)
     if case.kind == "rl-step":
         return _rl_step(cat, i, metric)
     return _weight_sync(cat, i)
@@ -132,6 +134,31 @@ def _serve(cat: Catalog, i: dict) -> Any:
         speculative=i.get("speculative", "off"),
         stack=i.get("stack"),
     ).serving
+
+
+def _prefill_rate(cat: Catalog, i: dict) -> float:
+    """A prefill case (metric input_tokens_per_s_per_gpu): the prompt tokens per second one GPU of
+    the published prefill instance (``prefill_layout``, EPLB and stack as run) works through,
+    ``input_tokens`` over the instance's seconds per request (its TTFT without queueing) and GPUs.
+    Published prefill-only throughputs measure that instance saturated with prompts."""
+    from ipd_cli.engine.serving import estimate_serving
+
+    s = estimate_serving(
+        cat,
+        i["hardware"],
+        i["model"],
+        input_tokens=i["input_tokens"],
+        output_tokens=i.get("output_tokens", 100),
+        precision=i.get("precision"),
+        kv_precision=i.get("kv_precision"),
+        concurrency=1,
+        disaggregated=True,
+        prefill_layout=i["prefill_layout"],
+        eplb=i.get("eplb"),
+        speculative="off",
+        stack=i.get("stack"),
+    ).serving
+    return float(i["input_tokens"]) / (s.ttft_s * float(s.prefill_instance_gpus or 1))
 
 
 PLAN_INPUTS = {"tp": "tp", "pp": "pp", "vp": "vp", "cp": "cp", "ep": "ep", "dp": "dp"}
@@ -357,6 +384,8 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
         return _serving_knobs(cat, case)
     if case.kind == "rl-step":
         return [f"rl.trainer_efficiency.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
+    if case.kind == "prefill":
+        return []  # prefill cases check; none fits a knob
     return [k for k in _weight_sync_knobs(cat, i) if _calibrated(cat, k)]
 
 
