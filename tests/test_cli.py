@@ -288,6 +288,9 @@ def test_serve_eplb_pins_both_pools():
     on = run_cli(*base, "--eplb", "-f", "json")
     assert on.code == 0, on.stderr
     assert on.json()["serving"]["eplb"] is True and "EPLB" in on.json()["serving"]["configuration"]
+    dense = run_cli("serve", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--eplb")
+    assert dense.code == 2 and "no routed experts" in dense.stderr and "--eplb" in dense.stderr
+    assert dense.stdout == "" and "Traceback" not in dense.stderr
 
 
 def test_serve_stack_and_speculative_options():

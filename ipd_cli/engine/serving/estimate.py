@@ -180,6 +180,12 @@ def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
         col = cols[key]
         want = FAMILIES[value] if key == "family" else int(value)
         if not (ok & (col == want)).any():
+            if key == "eplb":  # a yes/no pin: say why it cannot hold
+                why = "spreads no experts over GPUs" if ctx.model.is_moe else "has no routed experts"
+                return InputError(
+                    f"no {ctx.mname} configuration on {ctx.name} has `eplb` {value} with the other pins: "
+                    f"{ctx.mname} {why} there; leave `eplb` unpinned"
+                )
             have = sorted({int(v) for v in col[ok]})
             shown = [n for n, c in FAMILIES.items() if c in have] if key == "family" else have
             what = {
