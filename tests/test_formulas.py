@@ -90,3 +90,12 @@ def test_remote_ranks_per_token_by_hand():
     ep8 = f.remote_ranks_per_token(256, 8, 8)
     assert ep8 == pytest.approx(4.6328, rel=1e-4) and ep8 < 8 * 7 / 8
     assert f.all_to_all_bytes_per_gpu_per_rank(100, 2.0, 7168, 2) == 100 * 2 * 7168 * 2
+
+
+def test_remote_domains_a_token_reaches_by_hand():
+    # DeepSeek-V3: 8 routed experts over 4 nodes: each other node holds none of them with
+    # probability (3/4)^8 = 0.1001, so a token crosses to 3 x 0.8999 = 2.6996 other nodes (not to
+    # the ~7 other ranks of 31 that hold one, as a per-rank dispatch would send it)
+    assert f.remote_domains(4.0, 8) == pytest.approx(3 * (1 - 0.75**8), rel=1e-12)
+    assert f.remote_domains(4.0, 8) == pytest.approx(2.6996, rel=1e-4)
+    assert f.remote_domains(1.0, 8) == 0.0 and f.remote_domains(0.5, 8) == 0.0

@@ -108,8 +108,12 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # InferenceX's MI355X 8k/1k best points joined (+67 % and +59 % under the faster CDNA 4 GEMMs fitted
 # on AMD's tuned MLPerf vLLM). A prompt's attention then ran at its own precision (the KV cache's,
 # not the FP4 weights'), and the Blackwell MoE share refit 0.352 -> 0.386: median 13.4 -> 12.3 %,
-# the bound tightened 13.5 -> 12.5, the same 9 beyond 1.5x.
-SERVING_MEDIAN_BOUND_PCT = 12.5
+# the bound tightened 13.5 -> 12.5, the same 9 beyond 1.5x. A prompt's dispatch across nodes then
+# went once per remote node (DeepEP's normal kernels), and InferenceX's H100 best points pinned the
+# 16-GPU single-stage decode instances every candidate recipe runs: H100 8k/1k +4 -> +36 %, 1k/1k
+# -9 -> -20 % (their near-zero errors had been a 4x too slow prefill against a decode the search
+# put on a pipeline no recipe runs): median 12.3 -> 12.5 %, the bound 12.5 -> 13.0.
+SERVING_MEDIAN_BOUND_PCT = 13.0
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
     "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
@@ -164,14 +168,21 @@ def test_fitting_and_checking_serving_cases_name_their_stack_and_speculation():
 
 
 def test_serving_cases_where_a_maximum_is_published_let_the_search_choose():
-    # a case that publishes a maximum throughput, not a layout, pins no layout or instance size
+    # a case that publishes a maximum throughput, not a layout, pins no layout family or attention
+    # split; it may pin what every recipe that could have set the point shares (EPLB off, the decode
+    # instance's size and pipeline stages: InferenceX's H100 points), its note naming them
+    from ipd_cli.engine.serving.grid import parse_layout
+
     cases, _ = val.load_cases()
     chosen = [
         c for c in cases if c.kind == "serve" and c.inputs.get("mode") == "max-throughput-model-chooses"
     ]
     assert len(chosen) >= 8
     for c in chosen:
-        assert not {"layout", "instance_gpus", "attention_tp"} & set(c.inputs), c.id
+        assert "attention_tp" not in c.inputs, c.id
+        assert parse_layout(c.inputs.get("layout")).get("family") is None, c.id
+        if "instance_gpus" in c.inputs or "layout" in c.inputs:
+            assert "every recipe" in (c.note or ""), c.id
 
 
 def test_weight_sync_checking_cases_within_the_fidelity_bound(checking_rows):
@@ -245,9 +256,10 @@ def test_a_case_pins_the_pipeline_schedule_its_run_used():
 
 
 # Prefill (2026-12-01): published prefill-only rates of one prefill instance. The multi-node
-# expert-parallel ones sit at -75 to -80 % (the model's prompt dispatch over the NIC; README "How
-# accurate is ipd", prefill across nodes), the GB200 ones at -23 %: a regression bound, not a target.
-PREFILL_MEDIAN_BOUND_PCT = 80.0
+# expert-parallel ones sat at -75 to -80 % while the model's prompt dispatch crossed the NIC once
+# per remote rank, -56 to -65 % since it crosses once per remote node (README "How accurate is
+# ipd", prefill across nodes), the GB200 ones at -23 %: a regression bound, not a target.
+PREFILL_MEDIAN_BOUND_PCT = 60.0
 
 
 def test_prefill_cases_are_reached_within_their_documented_bound(checking_rows):

@@ -110,6 +110,8 @@ def _dp_imbalance(ph: Physics, d):
 
 def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     """Seconds of instance time per request's prefill (compute, collectives)."""
+    import numpy as np
+
     g, pp, s, t, e = lay["g"], lay["pp"], lay["s"], lay["t"], lay["e"]
     # the dense GEMMs of a prompt run at the large-M GEMM efficiency decode reaches at batch; the
     # causal attention over the prompt at the prefill MFU of the attention's precision (the KV
@@ -122,7 +124,17 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]
     remote = f.remote_ranks_per_token(ph.experts, ph.top_k, e) if ph.moe else 0.0 * e
     a2a = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, remote, h, cb) * x["imb_ep"]
-    comm = ph.layers / pp * (x["n_ar"] * ar + x["n_a2a"] * a2a) / x["link"]
+    # an expert group over several scale-up domains: DeepEP's normal kernels send a token once to
+    # each other domain holding one of its experts (over the NIC) and fan it out to the ranks there
+    # over the scale-up link, which carries every rank's copy; the slower of the two binds
+    domains = np.maximum(1.0, e / ph.domain)
+    across = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, f.remote_domains(domains, ph.top_k), h, cb)
+    a2a_s = np.where(
+        e > ph.domain,
+        np.maximum(across * x["imb_ep"] / ph.link_out, a2a / ph.link_up),
+        a2a / x["link"],
+    )
+    comm = ph.layers / pp * (x["n_ar"] * ar / x["link"] + x["n_a2a"] * a2a_s)
     hand_off = (pp > 1) * ph.isl * h * cb / x["pp_link"]
     return compute + comm + hand_off
 
