@@ -141,23 +141,8 @@ def _prefill_rate(cat: Catalog, i: dict) -> float:
     the published prefill instance (``prefill_layout``, EPLB and stack as run) works through,
     ``input_tokens`` over the instance's seconds per request (its TTFT without queueing) and GPUs.
     Published prefill-only throughputs measure that instance saturated with prompts."""
-    from ipd_cli.engine.serving import estimate_serving
-
-    s = estimate_serving(
-        cat,
-        i["hardware"],
-        i["model"],
-        input_tokens=i["input_tokens"],
-        output_tokens=i.get("output_tokens", 100),
-        precision=i.get("precision"),
-        kv_precision=i.get("kv_precision"),
-        concurrency=1,
-        disaggregated=True,
-        prefill_layout=i["prefill_layout"],
-        eplb=i.get("eplb"),
-        speculative="off",
-        stack=i.get("stack"),
-    ).serving
+    one = {"output_tokens": 100, **i, "serving": "disaggregated", "concurrency": 1}
+    s = _serve(cat, one)  # speculation off, as every serving case unless it says otherwise
     return float(i["input_tokens"]) / (s.ttft_s * float(s.prefill_instance_gpus or 1))
 
 

@@ -75,7 +75,6 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         weights_gpu=weights,
         free_gpu=free,
         rank_max=rank_max,
-        gpus=g * 1.0,
         paid=f.paid_gpus(g, ph.domain),
         link=np.where(s > ph.domain, ph.link_out, ph.link_up),
         latency=np.where(s > ph.domain, ph.latency_out, ph.latency_up),

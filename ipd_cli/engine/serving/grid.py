@@ -354,7 +354,8 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     li = np.repeat(np.arange(n_lay), n_b)
     batch = batches.reshape(-1)
     pf = _prefill_choice(ph, lay, x, pins)
-    pidx = pf["index"][lay["kv"][li], lay["eplb"][li]]
+    pf_lay = pf["index"][lay["kv"], lay["eplb"]]  # the prefill instance each layout pairs with
+    pidx = pf_lay[li]
     pf_ok = pidx >= 0
     # rows that can run (weights and the batch fit): the rest fail those checks first, so their
     # rates are not computed (NaN)
@@ -363,13 +364,13 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     lay_r, x_r, b_r = take(lay, li[live]), take(x, li[live]), batch[live]
     step = step_terms(ph, lay_r, x_r, b_r)
     agg = aggregated(ph, x_r, b_r, step["step_s"])
-    p_r = np.maximum(pidx[live], 0)
-    # the prefill instance a layout pairs with (per KV precision and EPLB) and how the two pack
-    # into the domains, once per layout
-    p_lay = np.maximum(pf["index"][lay["kv"], lay["eplb"]], 0)
-    per_decode = f.hole_fill(x["gpus"], x["gpus"][p_lay], ph.domain)
-    decode_per = f.hole_fill(x["gpus"][p_lay], x["gpus"], ph.domain)
+    # how each layout and its prefill instance pack into the domains, once per layout
+    p_lay = np.maximum(pf_lay, 0)
+    g = lay["g"]
+    per_decode = f.hole_fill(g, g[p_lay], ph.domain)
+    decode_per = f.hole_fill(g[p_lay], g, ph.domain)
     lr = li[live]
+    p_r = p_lay[lr]
     pf_rows = {
         "prefill_s": x["prefill_s"][p_r],
         "paid": x["paid"][p_r],
