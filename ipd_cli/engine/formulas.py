@@ -304,7 +304,7 @@ def hole_fill(gpus, other_gpus, domain):
     small = gpus < domain
     per_domain = maximum(domain // maximum(gpus, 1), 1)
     hole = domain - per_domain * gpus
-    return small * ((hole * small) // maximum(other_gpus, 1)) / per_domain
+    return ((hole * small) // maximum(other_gpus, 1)) / per_domain
 
 
 def deployment_gpus(n_prefill, prefill_gpus, n_decode, decode_gpus, domain):

@@ -133,9 +133,8 @@ def deduplicated(P: Cols):
 
 
 def remote_domains(P: Cols, x: dict):
-    """Other scale-up domains a token's k routed experts fall in, on average: the expert group spans
-    n = ep_span / domain domains, each of which k uniform picks (with replacement: E >> k) miss with
-    probability (1 - 1/n)^k, so (n - 1)(1 - (1 - 1/n)^k) (DeepSeek-V3: k 8 over 4 nodes, 2.70)."""
+    """Other scale-up domains a token's k routed experts fall in, on average
+    (:func:`formulas.remote_domains` over the ep_span / domain domains its expert group spans)."""
     return f.remote_domains(ep_span(P) / x["domain"], x["topk"])
 
 
