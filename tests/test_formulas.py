@@ -92,6 +92,16 @@ def test_remote_ranks_per_token_by_hand():
     assert f.all_to_all_bytes_per_gpu_per_rank(100, 2.0, 7168, 2) == 100 * 2 * 7168 * 2
 
 
+def test_two_batch_overlap_takes_the_longer_leg_or_runs_serially():
+    # 10 ms of compute, 6 ms of all-to-all: serially 16 ms; overlapped, compute on 85 % of the SMs
+    # (10 / 0.85 = 11.76 ms) hides the 6; with 2 ms of compute and 6 of all-to-all the wire binds
+    assert f.two_batch_seconds(10.0, 6.0, 0.15, False) == 16.0
+    assert f.two_batch_seconds(10.0, 6.0, 0.15, True) == pytest.approx(10.0 / 0.85, rel=1e-12)
+    assert f.two_batch_seconds(2.0, 6.0, 0.15, True) == 6.0
+    # nothing to hide: the overlap would only cost SMs, so the operator leaves it off
+    assert f.two_batch_seconds(10.0, 0.0, 0.15, True) == 10.0
+
+
 def test_remote_domains_a_token_reaches_by_hand():
     # DeepSeek-V3: 8 routed experts over 4 nodes: each other node holds none of them with
     # probability (3/4)^8 = 0.1001, so a token crosses to 3 x 0.8999 = 2.6996 other nodes (not to

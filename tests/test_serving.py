@@ -857,3 +857,33 @@ def test_memoized_searches_reuse_the_grid_and_give_the_same_answer(catalog, monk
     before = len(calls)
     estimate_serving(catalog, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
     assert len(calls) == before + searched  # outside the block nothing is kept
+
+
+def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(catalog):
+    # DeepSeek-V3 FP8 prefill on 4 x 8 H100 as DEP32 (EPLB), 4,096-token prompts. SGLang on Hopper
+    # runs two-batch overlap and borrows every efficiency from TensorRT-LLM, which does not: the
+    # TensorRT-LLM prefill is R + C + A (all-reduces, compute, expert all-to-alls), SGLang's
+    # R + max(C / (1 - share), A). A by hand: each rank's 128 tokens go once to each of the
+    # 3 (1 - 0.75^8) = 2.6997 other nodes holding one of their 8 experts, 7,168 x 2 B each, times
+    # the EPLB imbalance at EP32 (1.109), over the NIC at DeepEP's bulk rate (50 GB/s x 0.88):
+    # 0.1249 ms per dispatch or combine, two per layer, 61 layers: 15.23 ms
+    kw = dict(input_tokens=4096, output_tokens=100, precision="fp8", kv_precision="fp8", concurrency=1,
+              disaggregated=True, prefill_layout="dep32", eplb=True, speculative="off")  # fmt: skip
+    a_hand = 61 * 2 * (4096 / 32 * 3 * (1 - 0.75**8) * 7168 * 2 * 1.109 / (50e9 * 0.88))
+    assert a_hand == pytest.approx(15.23e-3, rel=1e-3)
+
+    def ttft(stack, share):
+        cat = catalog.with_overrides([f"serving.overlap_comm_sm_share={share}"])
+        return estimate_serving(cat, "h100-sxm", "deepseek-v3", stack=stack, **kw).serving.ttft_s
+
+    serial = ttft("trtllm", 0.15)
+    assert ttft("trtllm", 0.3) == serial  # no overlap: the SMs the kernels hold do not matter
+    # here compute outweighs the all-to-alls, so the overlap leaves R + C / (1 - share) while that
+    # beats the serial R + C + A; at half the SMs it does not, and the operator runs serially
+    c = (ttft("sglang", 0.3) - ttft("sglang", 0.1)) / (1 / 0.7 - 1 / 0.9)
+    r = ttft("sglang", 0.1) - c / 0.9
+    assert c / 0.9 > a_hand and c / 0.5 > c + a_hand
+    assert ttft("sglang", 0.5) == pytest.approx(serial, rel=1e-12)
+    assert serial - r - c == pytest.approx(a_hand, rel=1e-3)
+    overlapped = ttft("sglang", 0.15)
+    assert overlapped == pytest.approx(r + c / 0.85, rel=1e-9) and overlapped < serial

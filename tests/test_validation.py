@@ -257,9 +257,10 @@ def test_a_case_pins_the_pipeline_schedule_its_run_used():
 
 # Prefill (2026-12-01): published prefill-only rates of one prefill instance. The multi-node
 # expert-parallel ones sat at -75 to -80 % while the model's prompt dispatch crossed the NIC once
-# per remote rank, -56 to -65 % since it crosses once per remote node (README "How accurate is
-# ipd", prefill across nodes), the GB200 ones at -23 %: a regression bound, not a target.
-PREFILL_MEDIAN_BOUND_PCT = 60.0
+# per remote rank, -56 to -65 % since it crosses once per remote node, -27 to -42 % since it runs
+# at DeepEP's bulk RDMA rate and SGLang's two-batch overlap hides it behind compute (README "How
+# accurate is ipd", prefill across nodes); the GB200 ones at -23 %: a regression bound.
+PREFILL_MEDIAN_BOUND_PCT = 30.0
 
 
 def test_prefill_cases_are_reached_within_their_documented_bound(checking_rows):

@@ -532,6 +532,14 @@ class NamedChoice(Strict):
     note: str | None = None
 
 
+class SourcedFlag(Strict):
+    """A yes/no property of a stack, with the source that says so."""
+
+    value: bool
+    source: str
+    note: str | None = None
+
+
 class StackProfile(Strict):
     """What one serving stack achieves on one accelerator family (configs/serving-stacks.yaml).
 
@@ -572,6 +580,11 @@ class StackProfile(Strict):
     )
     step_overhead_us_per_layer: Sourced | None = unit(
         "us", 1e-6, default=None, description="per decode step and layer: the floor a layer's kernels take"
+    )
+    two_batch_overlap: SourcedFlag | None = Field(
+        default=None,
+        description="a prompt's expert dispatch and combine overlap the other half-batch's compute "
+        "(data-parallel attention with expert parallelism; default: no)",
     )
     attention_min_precision: NamedChoice | None = Field(
         default=None,
@@ -762,6 +775,12 @@ class ServingEfficiency(Strict):
     scale_out_link_efficiency: Sourced = unit(
         "fraction", description="achieved / line rate of the scale-out NIC"
     )
+    scale_out_link_efficiency_bulk: Sourced = unit(
+        "fraction", description="achieved / line rate of the scale-out NIC for a prompt's large transfers"
+    )
+    overlap_comm_sm_share: Sourced = unit(
+        "fraction", description="share of a GPU's SMs communication kernels hold while overlapping compute"
+    )
     instance_gpus: list[Int] = Field(
         min_length=1, description="instance sizes tried inside a scale-up domain, smallest first"
     )
@@ -813,6 +832,8 @@ class ServingEfficiency(Strict):
             "decode_hbm_efficiency",
             "scale_up_link_efficiency",
             "scale_out_link_efficiency",
+            "scale_out_link_efficiency_bulk",
+            "overlap_comm_sm_share",
         ):
             _fraction(name, getattr(self, name))
         for name in ("expert_imbalance", "expert_imbalance_eplb", "attention_dp_imbalance"):

@@ -376,6 +376,18 @@ def all_to_all_bytes_per_gpu_per_rank(tokens_per_gpu, remote_ranks, hidden_size,
     return tokens_per_gpu * remote_ranks * hidden_size * bytes_per_value
 
 
+def two_batch_seconds(compute_s, all_to_all_s, comm_sm_share, overlap):
+    """A prompt's compute and its expert all-to-alls, one after the other, or (``overlap``: the
+    stack runs two-batch overlap) split in two half-batches whose dispatch and combine run while
+    the other half computes, the compute then short of the SMs the communication kernels hold:
+    max(compute / (1 - share), all-to-all). An operator turns it on where it pays (no all-to-all
+    to hide: it does not), so the lesser of the two."""
+    serial = compute_s + all_to_all_s
+    if not overlap:
+        return serial
+    return minimum(serial, maximum(compute_s / (1.0 - comm_sm_share), all_to_all_s))
+
+
 def grouped_gemm_seconds(weight_bytes, flops, bytes_per_s, flops_per_s):
     """Routed-expert GEMMs: streaming the touched experts' weights and their math do not overlap at
     few tokens per expert (DeepGEMM: 61 % of bandwidth and 47 % of peak at 256 tokens per expert),

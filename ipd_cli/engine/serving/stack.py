@@ -127,3 +127,22 @@ def attention_min_precision(ctx: ServingContext, stack: Stack) -> str:
         )
     origin = ctx.cat.origin("serving", "attention_min_precision")
     return ctx.trace.given(label, ctx.cat.serving.attention_min_precision, "", origin)
+
+
+def two_batch_overlap(ctx: ServingContext, stack: Stack) -> bool:
+    """Whether the stack overlaps a prompt's expert dispatch and combine with the other half of the
+    batch's compute on this family (its profile or the one it borrows from; default no), traced."""
+    label = "prefill two-batch overlap"
+    found = first_setting(stack, "two_batch_overlap")
+    origin = ctx.cat.origin("serving", "stacks")
+    if found is None:
+        note = f"{stack.name} on {stack.family}: no source says it overlaps a prompt's all-to-all"
+        ctx.trace.given(label, "no", "", origin, note=note)
+        return False
+    _, _, prof, lent = found
+    flag = prof.two_batch_overlap
+    assert flag is not None  # first_setting found it set
+    said = "; ".join(n for n in (flag.note, lent) if n) or None
+    yes = "yes" if flag.value else "no"
+    ctx.trace.given(label, yes, "", origin, note=said, source=flag.source, estimate=lent is not None)
+    return flag.value
