@@ -137,7 +137,7 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
         a2a / link,
     )
     rest = ph.layers / pp * x["n_ar"] * ar / link + (pp > 1) * ph.isl * h * cb / pp_link
-    a2a_all = ph.layers / pp * x["n_a2a"] * a2a_s
+    a2a_all = ph.moe_layers / pp * x["n_a2a"] * a2a_s
     return rest + f.two_batch_seconds(compute, a2a_all, ph.overlap_sm_share, ph.two_batch_overlap)
 
 
@@ -219,7 +219,8 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
     floor, p = ph.overhead_per_layer_s, ph.floor_exponent
     layers_s = ph.layers * f.floor_combined_seconds(floor, work / ph.layers, p)
     cb, h = ph.collective_bytes, ph.hidden
-    coll = ph.layers * _layer_collectives(ph, x, m * width, d, s, t, e)
+    coll = ph.layers * _layer_collectives(ph, x, m * width, d, s, t, e, experts=False)
+    coll = coll + ph.moe_layers * _expert_collectives(ph, x, m * width, s, e)
     hand_off = pp * (pp > 1) * (m * width * h * cb / x["pp_link"] + x["pp_latency"])
     # the draft: k tokens one after another
     n = ph.draft_layers
@@ -247,14 +248,17 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
 
 def _layer_collectives(ph: Physics, x: Columns, tokens, d, s, t, e, experts: bool = True):
     """Seconds of one layer's collectives for ``tokens`` tokens of a stage: the attention TP
-    all-reduces and, where experts are spread, EP dispatch and combine."""
+    all-reduces and, where experts are spread (``experts``), EP dispatch and combine."""
     cb, h = ph.collective_bytes, ph.hidden
     ar = tokens / d * h * cb * 2.0 * (t - 1.0) / t
     out = f.collective_seconds(x["n_ar"], ar, x["link"], x["latency"])
-    if experts:
-        a2a = f.all_to_all_bytes_per_gpu(tokens / s, ph.top_k, h, cb, e) * x["imb_ep"]
-        out = out + f.collective_seconds(x["n_a2a"], a2a, x["link"], x["latency"])
-    return out
+    return out + _expert_collectives(ph, x, tokens, s, e) if experts else out
+
+
+def _expert_collectives(ph: Physics, x: Columns, tokens, s, e):
+    """Seconds of one MoE layer's EP dispatch and combine for ``tokens`` tokens of a stage."""
+    a2a = f.all_to_all_bytes_per_gpu(tokens / s, ph.top_k, ph.hidden, ph.collective_bytes, e) * x["imb_ep"]
+    return f.collective_seconds(x["n_a2a"], a2a, x["link"], x["latency"])
 
 
 def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:

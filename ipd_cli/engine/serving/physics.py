@@ -44,6 +44,7 @@ class Physics:
     # model
     moe: bool
     layers: int
+    moe_layers: int  # layers with routed experts (their dispatch and combine); 0 for a dense model
     kv_layers: int
     hidden: int
     heads: int
@@ -124,6 +125,7 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
     return {
         "moe": arch.is_moe,
         "layers": arch.layers,
+        "moe_layers": arch.routed_layers,
         "kv_layers": arch.kv_layers,
         "hidden": arch.hidden_size,
         "heads": arch.attention_heads,
