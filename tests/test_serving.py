@@ -873,9 +873,12 @@ def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(
     a_hand = 58 * 2 * (4096 / 32 * 3 * (1 - 0.75**8) * 7168 * 2 * 1.109 / (50e9 * 0.88))
     assert a_hand == pytest.approx(14.48e-3, rel=1e-3)
 
-    def ttft(stack, share):
+    def run(stack, share):
         cat = catalog.with_overrides([f"serving.overlap_comm_sm_share={share}"])
-        return estimate_serving(cat, "h100-sxm", "deepseek-v3", stack=stack, **kw).serving.ttft_s
+        return estimate_serving(cat, "h100-sxm", "deepseek-v3", stack=stack, **kw).serving
+
+    def ttft(stack, share):
+        return run(stack, share).ttft_s
 
     serial = ttft("trtllm", 0.15)
     assert ttft("trtllm", 0.3) == serial  # no overlap: the SMs the kernels hold do not matter
@@ -888,3 +891,8 @@ def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(
     assert serial - r - c == pytest.approx(a_hand, rel=1e-3)
     overlapped = ttft("sglang", 0.15)
     assert overlapped == pytest.approx(r + c / 0.85, rel=1e-9) and overlapped < serial
+    # the answer names it where it is taken
+    on, off = run("sglang", 0.15), run("sglang", 0.5)
+    assert on.prefill_configuration == "DEP32 EPLB, two-batch overlap" and on.prefill_two_batch_overlap
+    assert off.prefill_configuration == "DEP32 EPLB" and not off.prefill_two_batch_overlap
+    assert not run("trtllm", 0.15).prefill_two_batch_overlap

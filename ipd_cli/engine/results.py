@@ -298,6 +298,11 @@ class Serving(Result):
     prefill_instances: int = Field(default=0, description="prefill instances of the deployment unit")
     prefill_instance_gpus: int | None = Field(default=None, description="GPUs per prefill instance")
     prefill_configuration: str | None = Field(default=None, description="layout of the prefill instances")
+    prefill_two_batch_overlap: bool = Field(
+        default=False,
+        description="prompts run as two half-batches whose expert dispatch and combine overlap the other's "
+        "compute (the prefill instances', or the aggregated instance's)",
+    )
     deployment_gpus: int | float = Field(
         default=0,
         description="GPUs paid for by one deployment unit: decode and prefill instances, plus the GPUs an "

@@ -85,7 +85,7 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         n_ar=np.where(t > 1, np.where(lay["fam"] == DEP, 1, 2), 0),
         n_a2a=np.where(lay["fam"] == DEP, 2, 0),
     )
-    out["prefill_s"] = _prefill_seconds(ph, lay, out)
+    out["prefill_s"], out["prefill_tbo"] = _prefill_seconds(ph, lay, out)
     return out
 
 
@@ -108,7 +108,8 @@ def _dp_imbalance(ph: Physics, d):
 
 
 def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
-    """Seconds of instance time per request's prefill (compute, collectives)."""
+    """Seconds of instance time per request's prefill (compute, collectives), and whether the
+    stack's two-batch overlap is what gives them (it is taken only where it is shorter)."""
     import numpy as np
 
     g, pp, s, t, e = lay["g"], lay["pp"], lay["s"], lay["t"], lay["e"]
@@ -138,7 +139,8 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     )
     rest = ph.layers / pp * x["n_ar"] * ar / link + (pp > 1) * ph.isl * h * cb / pp_link
     a2a_all = ph.moe_layers / pp * x["n_a2a"] * a2a_s
-    return rest + f.two_batch_seconds(compute, a2a_all, ph.overlap_sm_share, ph.two_batch_overlap)
+    both = f.two_batch_seconds(compute, a2a_all, ph.overlap_sm_share, ph.two_batch_overlap)
+    return rest + both, both < compute + a2a_all
 
 
 class _Work(NamedTuple):

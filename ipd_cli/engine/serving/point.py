@@ -27,6 +27,12 @@ def layout_name(g: Grid, li: int) -> str:
     return name
 
 
+def prefill_name(g: Grid, li: int) -> str:
+    """The layout's name, with ', two-batch overlap' where its prompts run overlapped."""
+    tbo = bool(g.x["prefill_tbo"][li])
+    return layout_name(g, li) + (", two-batch overlap" if tbo else "")
+
+
 def draft_name(g: Grid, li: int) -> str:
     """' + MTP (3 drafts)' where the layout speculates (draft depth 3), else ''."""
     k = int(g.lay["k"][li])
@@ -41,8 +47,9 @@ def configuration(g: Grid, i: int) -> str:
     li = int(r["layout"][i])
     batch = f"batch {_per_rank(g, i)}{draft_name(g, li)}"
     if not r["disagg"][i]:
-        return f"{layout_name(g, li)} {batch}"
-    pre = layout_name(g, int(r["prefill_layout"][i]))
+        prompts = " (prompts: two-batch overlap)" if bool(g.x["prefill_tbo"][li]) else ""
+        return f"{layout_name(g, li)} {batch}{prompts}"
+    pre = prefill_name(g, int(r["prefill_layout"][i]))
     n_pre, n_dec = int(r["prefill_instances"][i]), int(r["decode_instances"][i])
     return f"{n_pre} prefill x {pre} + {n_dec} decode x {layout_name(g, li)} {batch}"
 
@@ -190,7 +197,8 @@ def _deployment(g: Grid, i: int) -> dict[str, Any]:
         decode_instances=n_dec,
         prefill_instances=n_pre,
         prefill_instance_gpus=int(lay["g"][pre]) if dis else None,
-        prefill_configuration=layout_name(g, pre) if dis else None,
+        prefill_configuration=prefill_name(g, pre) if dis else None,
+        prefill_two_batch_overlap=bool(g.x["prefill_tbo"][pre if dis else int(r["layout"][i])]),
         deployment_gpus=_count(deploy),
         stranded_gpus=_count(deploy - used),
         # Little's law: sequences in flight on average; D x concurrency unless a prefill-bound pool
