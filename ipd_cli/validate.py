@@ -196,6 +196,8 @@ def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
         body["sync_transport"] = i["transport"]
     if "stack" in i:
         body["sync_stack"] = i["stack"]
+    if "gen_layout" in i:  # the rollout engine's layout as the run deployed it (vLLM TP8: tp8)
+        body["generation_layout"] = i["gen_layout"]
     if "gen_gpus" in i:
         body.update(gen_gpus=int(i["gen_gpus"]), train_gpus=int(i["train_gpus"]))
     else:

@@ -177,6 +177,31 @@ def test_rl_cli_done_check():
     assert "rl.phases" in t.stdout and "generation_s" in t.stdout
 
 
+def test_a_published_rollout_layout_pins_the_replicas_and_never_beats_the_search():
+    # NeMo RL publishes its vLLM layout (Qwen3-235B on 64 GB200: TP8): the workload field
+    # generation_layout keeps the rollout search to that layout; the search's own choice (free)
+    # generates the step at least as soon, since the pinned layout is one of its candidates
+    base = ["rl", "--hardware", "gb200", "--model", "qwen3-235b-a22b", "--gpus", "64", "--mode", "colocated"]
+
+    def run(*extra):
+        r = run_cli(*base, *extra, "-f", "json")
+        assert r.code == 0, r.stderr
+        d = r.json()["rl"]
+        replica = next(a for a in r.json()["assumptions"] if a["name"] == "rollout replica")
+        return d, replica
+
+    pinned, replica = run("--set", "workload.generation_layout=tp8")
+    assert replica["value"] == "TP8" and "generation_layout tp8" in replica["note"]
+    assert pinned["instance_gpus"] == 8
+    free, free_replica = run()
+    assert free_replica["value"] != "TP8"
+    assert free["phases"]["generation_s"] <= pinned["phases"]["generation_s"]
+    bad = run_cli(*base, "--set", "workload.generation_layout=xx")
+    assert bad.code == 2 and "generation_layout 'xx' is not a serving layout" in bad.stderr
+    none = run_cli(*base, "--set", "workload.generation_layout=tp3")
+    assert none.code == 1 and "no tp3 rollout replica of qwen3-235b-a22b fits on gb200-nvl72" in none.stderr
+
+
 def _frontier_setup(cat, hardware):
     from ipd_cli.catalog.workloads import resolve_workload
     from ipd_cli.engine import serving as sv

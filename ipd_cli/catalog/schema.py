@@ -965,6 +965,11 @@ class RlWorkload(Strict):
         description="speculative decoding of the rollouts: off, on (the draft depth searched), auto (the "
         "deployment search decides) or a draft depth",
     )
+    generation_layout: str | None = Field(
+        default=None,
+        description="serving layout of each rollout replica as a run published it (tp8, tep16, dep8, "
+        "tp8pp2; default: searched, the fastest for the step)",
+    )
     gpus: Int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
     gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
     train_gpus: Int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")

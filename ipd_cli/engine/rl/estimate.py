@@ -270,10 +270,11 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0
     sync = SyncPhase(weight_sync(inp, s.links, plan), offload, s.switch_s)
     if not quiet:
-        inp.given(
-            "rollout replica", r.inst.configuration, "", "deployment search",
-            note="the serving deployment search's configuration that generates the step's rollouts soonest",
-        )  # fmt: skip
+        pinned = s.w.generation_layout
+        note = "the serving deployment search's configuration that generates the step's rollouts soonest"
+        if pinned is not None:
+            note += f", within the workload's generation_layout {pinned}"
+        inp.given("rollout replica", r.inst.configuration, "", "deployment search", note=note)
     return Outcome(r, gen, env, tr, sync, step(s.w.mode, gen, env, tr, sync))
 
 

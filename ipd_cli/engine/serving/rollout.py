@@ -25,7 +25,7 @@ from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError
 
 from .context import ServingContext, context
-from .estimate import Shape, search
+from .estimate import Shape, pins_of, search
 from .grid import Grid, Pins, layout_step
 from .point import layout_name
 
@@ -68,12 +68,12 @@ class Deployment:
 
 
 def _layout_rows(g: Grid):
-    """Rows at each layout's KV limit, aggregated, feasible (one per layout)."""
+    """Rows at each layout's KV limit, aggregated, feasible and within the pins (one per layout)."""
     import numpy as np
 
     r = g.rows
     at_limit = r["batch"] >= (g.x["rank_max"] * g.x["d"])[r["layout"]] - 1e-9
-    ok = g.space.feasible & (r["disagg"] == 0) & at_limit
+    ok = g.feasible & (r["disagg"] == 0) & at_limit
     return np.flatnonzero(ok)
 
 
@@ -91,8 +91,8 @@ def _deployment(g: Grid, li: int) -> Deployment:
     )
 
 
-def _search(ctx: ServingContext, shape: Shape) -> Grid:
-    return search(ctx, shape, Pins(disaggregated=False))
+def _search(ctx: ServingContext, shape: Shape, layout: str | None = None) -> Grid:
+    return search(ctx, shape, pins_of(layout=layout, disaggregated=False))
 
 
 @dataclass(frozen=True)
@@ -163,13 +163,21 @@ def rollout_candidates(
     kv_precision: str | None = None,
     speculative: str | int | None = "off",
     pricing: str = "rental",
+    layout: str | None = None,
 ) -> RolloutCandidates:
-    """Every aggregated configuration of the deployment search, at its KV limit, for generation."""
+    """Every aggregated configuration of the deployment search, at its KV limit, for generation
+    (``layout``: only that serving layout, as a run deployed it)."""
     import numpy as np
 
-    g = _search(ctx, Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing))
+    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing)
+    g = _search(ctx, shape, layout)
     rows = _layout_rows(g)
     if rows.size == 0:
+        if layout is not None:
+            raise InfeasibleError(
+                f"no {layout} rollout replica of {ctx.mname} fits on {ctx.name}; "
+                "pin another layout (tp, tep or dep with the GPUs a replica holds) or leave it searched"
+            )
         raise InfeasibleError(f"{ctx.mname} does not fit on {ctx.name} for generation")
     have = g.derived.get("rollout candidates")
     if have is None:
