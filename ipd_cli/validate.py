@@ -198,6 +198,8 @@ def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
         body["sync_stack"] = i["stack"]
     if "gen_layout" in i:  # the rollout engine's layout as the run deployed it (vLLM TP8: tp8)
         body["generation_layout"] = i["gen_layout"]
+    if "train_plan" in i:  # the trainer's published degrees (Megatron TP2 CP2 EP16 PP8)
+        body["training_plan"] = i["train_plan"]
     if "gen_gpus" in i:
         body.update(gen_gpus=int(i["gen_gpus"]), train_gpus=int(i["train_gpus"]))
     else:

@@ -202,6 +202,22 @@ def test_a_published_rollout_layout_pins_the_replicas_and_never_beats_the_search
     assert none.code == 1 and "no tp3 rollout replica of qwen3-235b-a22b fits on gb200-nvl72" in none.stderr
 
 
+def test_a_published_training_plan_pins_the_trainers_degrees():
+    # NeMo RL's Qwen3-235B on 128 H100 trains with Megatron TP2 CP2 EP16 PP8: the workload field
+    # training_plan pins those degrees and the search fills in the rest (micro-batch, recompute,
+    # interleaving); the free search is at least as fast
+    base = ["rl", "--hardware", "h100", "--model", "qwen3-235b-a22b", "--gpus", "128", "--mode", "colocated"]
+    r = run_cli(*base, "--set", "workload.training_plan=tp=2,cp=2,ep=16,pp=8", "-f", "json")
+    assert r.code == 0, r.stderr
+    pinned = r.json()["rl"]["trainer"]
+    p = pinned["parallelism"]
+    assert (p["tp"], p["cp"], p["ep"], p["pp"]) == (2, 2, 16, 8) and pinned["plan"].startswith("TP2 PP8")
+    free = run_cli(*base, "-f", "json").json()["rl"]["trainer"]
+    assert free["training_pass_s"] <= pinned["training_pass_s"]
+    bad = run_cli(*base, "--set", "workload.training_plan=tq=2")
+    assert bad.code == 2 and "training_plan 'tq=2'" in bad.stderr and "KEY=VALUE" in bad.stderr
+
+
 def _frontier_setup(cat, hardware):
     from ipd_cli.catalog.workloads import resolve_workload
     from ipd_cli.engine import serving as sv

@@ -970,6 +970,11 @@ class RlWorkload(Strict):
         description="serving layout of each rollout replica as a run published it (tp8, tep16, dep8, "
         "tp8pp2; default: searched, the fastest for the step)",
     )
+    training_plan: str | None = Field(
+        default=None,
+        description="the trainer's parallelism as a run published it, in `ipd train --plan` form "
+        "(tp=2,cp=2,ep=16,pp=8); the rest of the plan is searched (default: all of it)",
+    )
     gpus: Int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
     gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
     train_gpus: Int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")

@@ -25,7 +25,7 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine.inputs import Inputs
 from ipd_cli.engine.pretraining import MAX_GPUS, supported_precision
-from ipd_cli.errors import InfeasibleError
+from ipd_cli.errors import InfeasibleError, InputError
 
 from .workload import RlNumbers
 
@@ -66,8 +66,14 @@ def trainer_rates(
         "seq": float(max(1, round(nums.mean_length))),
         "tokens": sequences * nums.mean_length,
     }
-    # RL trainers (NeMo RL and verl on Megatron-Core or FSDP) run 1F1B pipelines, not DualPipe
-    pins = {"gbs": sequences, "sched": 0}
+    # RL trainers (NeMo RL and verl on Megatron-Core or FSDP) run 1F1B pipelines, not DualPipe;
+    # a published plan (the workload's training_plan) pins its degrees, the global batch stays the
+    # step's sequences
+    try:
+        published = tpn.parse_plan(w.training_plan)
+    except InputError as e:
+        raise InputError(f"`training_plan` {w.training_plan!r}: {e}") from None
+    pins = {"sched": 0, **published, "gbs": sequences}
     return TrainerRates(
         y=tpn.derive({**x, "pins": pins}),
         pins=pins,
