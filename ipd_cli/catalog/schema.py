@@ -775,9 +775,6 @@ class ServingEfficiency(Strict):
     scale_out_link_efficiency: Sourced = unit(
         "fraction", description="achieved / line rate of the scale-out NIC"
     )
-    scale_out_link_efficiency_bulk: Sourced = unit(
-        "fraction", description="achieved / line rate of the scale-out NIC for a prompt's large transfers"
-    )
     overlap_comm_sm_share: Sourced = unit(
         "fraction", description="share of a GPU's SMs communication kernels hold while overlapping compute"
     )
@@ -832,7 +829,6 @@ class ServingEfficiency(Strict):
             "decode_hbm_efficiency",
             "scale_up_link_efficiency",
             "scale_out_link_efficiency",
-            "scale_out_link_efficiency_bulk",
             "overlap_comm_sm_share",
         ):
             _fraction(name, getattr(self, name))

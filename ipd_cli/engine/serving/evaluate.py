@@ -121,10 +121,6 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     experts = ph.expert_flops_per_token / (g * ph.prefill_rate * ph.moe_share) * x["imb_ep"]
     compute = ph.isl * (dense + attention + experts)
     cb, h = ph.collective_bytes, ph.hidden
-    # a prompt's transfers are large (MBs per peer and layer): over the NIC they run at the bulk
-    # efficiency DeepEP's normal kernels reach, not decode's
-    link = np.where(s > ph.domain, ph.link_out_bulk, ph.link_up)
-    pp_link = np.where(g > ph.domain, ph.link_out_bulk, ph.link_up)
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]
     remote = f.remote_ranks_per_token(ph.experts, ph.top_k, e) if ph.moe else 0.0 * e
     a2a = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, remote, h, cb) * x["imb_ep"]
@@ -134,10 +130,10 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     across = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, f.remote_domains(e / ph.domain, ph.top_k), h, cb)
     a2a_s = np.where(
         e > ph.domain,
-        np.maximum(across * x["imb_ep"] / ph.link_out_bulk, a2a / ph.link_up),
-        a2a / link,
+        np.maximum(across * x["imb_ep"] / ph.link_out, a2a / ph.link_up),
+        a2a / x["link"],
     )
-    rest = ph.layers / pp * x["n_ar"] * ar / link + (pp > 1) * ph.isl * h * cb / pp_link
+    rest = ph.layers / pp * x["n_ar"] * ar / x["link"] + (pp > 1) * ph.isl * h * cb / x["pp_link"]
     a2a_all = ph.moe_layers / pp * x["n_a2a"] * a2a_s
     both = f.two_batch_seconds(compute, a2a_all, ph.overlap_sm_share, ph.two_batch_overlap)
     return rest + both, both < compute + a2a_all

@@ -72,7 +72,6 @@ class Physics:
     moe_share: float
     link_up: float  # achieved bytes/s per GPU and direction
     link_out: float
-    link_out_bulk: float  # a prompt's scale-out transfers (MBs per peer)
     two_batch_overlap: bool  # a prompt's dispatch/combine can hide behind the other half-batch
     overlap_sm_share: float  # SMs the communication kernels hold while overlapping
     latency_up: float  # s per collective
@@ -218,8 +217,6 @@ def _links(ctx: ServingContext, st: Stack) -> dict:
     return {
         "link_up": up * eff,
         "link_out": out * ctx.take("scale-out link efficiency (serving)", "scale_out_link_efficiency"),
-        "link_out_bulk": out
-        * ctx.take("scale-out link efficiency (a prompt's transfers)", "scale_out_link_efficiency_bulk"),
         "latency_up": ctx.take("collective latency (scale-up)", "collective_latency_us_scale_up"),
         "latency_out": ctx.take("collective latency (scale-out)", "collective_latency_us_scale_out"),
         "collective_bytes": ctx.take("collective bytes per value", "collective_bytes_per_value"),
