@@ -32,7 +32,7 @@ from ipd_cli.catalog.yamlio import read_yaml
 from ipd_cli.engine.results import Listing, ValidationResult
 from ipd_cli.errors import InputError, IpdError
 
-Kind = Literal["pretrain", "serve", "prefill", "rl-step", "weight-sync"]
+Kind = Literal["pretrain", "serve", "prefill", "decode", "rl-step", "weight-sync"]
 SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user", "mfu"}
 WITHIN = 0.25  # the share of cases within 25 % is reported
 
@@ -93,6 +93,8 @@ def predict(cat: Catalog, case: Case) -> float:
         return getattr(_serve(cat, i), metric)
     if case.kind == "prefill":
         return _prefill_rate(cat, i)
+    if case.kind == "decode":
+        return _decode_rate(cat, i)
     if case.kind == "rl-step":
         return _rl_step(cat, i, metric)
     return _weight_sync(cat, i)
@@ -144,6 +146,16 @@ def _prefill_rate(cat: Catalog, i: dict) -> float:
     one = {"output_tokens": 100, **i, "serving": "disaggregated", "concurrency": 1}
     s = _serve(cat, one)  # speculation off, as every serving case unless it says otherwise
     return float(i["input_tokens"]) / (s.ttft_s * float(s.prefill_instance_gpus or 1))
+
+
+def _decode_rate(cat: Catalog, i: dict) -> float:
+    """A decode case (metric output_tokens_per_s_per_gpu): the tokens per second one GPU of the
+    published decode instances generates at the published concurrency (layout, EPLB and stack as
+    run), concurrency x tokens/s per user over the decode GPUs (Little's law). Published
+    decode-only throughputs give the prefill pool whatever it needs, as a disaggregated
+    deployment sized by the search does."""
+    s = _serve(cat, {**i, "serving": "disaggregated", "decode_instances": i.get("decode_instances", 1)})
+    return s.concurrency * s.tokens_per_s_per_user / (s.instance_gpus * s.decode_instances)
 
 
 PLAN_INPUTS = {"tp": "tp", "pp": "pp", "vp": "vp", "cp": "cp", "ep": "ep", "dp": "dp"}
@@ -373,8 +385,8 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
         return _serving_knobs(cat, case)
     if case.kind == "rl-step":
         return [f"rl.trainer_efficiency.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
-    if case.kind == "prefill":
-        return []  # prefill cases check; none fits a knob
+    if case.kind in ("prefill", "decode"):
+        return []  # prefill and decode cases check; none fits a knob
     return [k for k in _weight_sync_knobs(cat, i) if _calibrated(cat, k)]
 
 

@@ -68,3 +68,16 @@ def test_bad_set_is_a_one_line_usage_error(item, message):
 def test_set_origin_is_named_in_errors():
     with pytest.raises(InputError, match=r"--set economics.pue=abc"):
         load(sets=["economics.pue=abc"])
+
+
+def test_a_stack_flag_is_set_or_turned_off_like_any_sourced_value(catalog):
+    # two-batch overlap is a yes/no property of a stack profile: --set turns SGLang's off, or
+    # gives TensorRT-LLM's (which has none) one, pointing the source at the command line
+    off = catalog.with_overrides(["serving.stacks.sglang.profiles.hopper.two_batch_overlap.value=false"])
+    flag = off.serving.stacks["sglang"].profiles["hopper"].two_batch_overlap
+    assert flag is not None and flag.value is False and flag.source == "cli-set"
+    on = catalog.with_overrides(["serving.stacks.trtllm.profiles.hopper.two_batch_overlap=true"])
+    flag = on.serving.stacks["trtllm"].profiles["hopper"].two_batch_overlap
+    assert flag is not None and flag.value is True and flag.source == "cli-set"
+    with pytest.raises(InputError, match="valid boolean"):
+        catalog.with_overrides(["serving.stacks.sglang.profiles.hopper.two_batch_overlap=maybe"])

@@ -867,14 +867,17 @@ def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(
     # 3 (1 - 0.75^8) = 2.6997 other nodes holding one of their 8 experts, 7,168 x 2 B each, times
     # the EPLB imbalance at EP32 (1.109), over the NIC at DeepEP's bulk rate (50 GB/s x 0.88):
     # 0.1249 ms per dispatch or combine, two per MoE layer, 58 of them (the first 3 of 61 are
-    # dense: no dispatch): 14.48 ms
+    # dense: no dispatch): 14.48 ms. SGLang's FP8 dispatch is pinned back to 2 bytes here, so the
+    # overlap is all that differs (the FP8 dispatch is checked at the end)
     kw = dict(input_tokens=4096, output_tokens=100, precision="fp8", kv_precision="fp8", concurrency=1,
               disaggregated=True, prefill_layout="dep32", eplb=True, speculative="off")  # fmt: skip
     a_hand = 58 * 2 * (4096 / 32 * 3 * (1 - 0.75**8) * 7168 * 2 * 1.109 / (50e9 * 0.88))
     assert a_hand == pytest.approx(14.48e-3, rel=1e-3)
 
-    def run(stack, share):
-        cat = catalog.with_overrides([f"serving.overlap_comm_sm_share={share}"])
+    bf16 = "serving.stacks.sglang.profiles.hopper.dispatch_bytes_per_value=2"
+
+    def run(stack, share, dispatch=bf16):
+        cat = catalog.with_overrides([f"serving.overlap_comm_sm_share={share}", dispatch])
         return estimate_serving(cat, "h100-sxm", "deepseek-v3", stack=stack, **kw).serving
 
     def ttft(stack, share):
@@ -896,3 +899,37 @@ def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(
     assert on.prefill_configuration == "DEP32 EPLB, two-batch overlap" and on.prefill_two_batch_overlap
     assert off.prefill_configuration == "DEP32 EPLB" and not off.prefill_two_batch_overlap
     assert not run("trtllm", 0.15).prefill_two_batch_overlap
+    # SGLang dispatches FP8 (1 B + a 4 B scale per 128 values) and combines BF16: the all-to-alls
+    # carry (1.03 + 2) / 4 of the BF16 bytes. At half the SMs (serial) that is all that moves
+    fp8 = run("sglang", 0.5, dispatch="serving.stacks.sglang.profiles.hopper.dispatch_bytes_per_value=1.03")
+    assert serial - fp8.ttft_s == pytest.approx(a_hand * (1 - (1.03 + 2) / 4), rel=1e-3)
+
+
+def test_two_batch_overlap_in_decode_hides_the_dispatch_and_keeps_the_step_monotone(catalog):
+    # LMSYS's decode test: DeepSeek-V3 on 9 x 8 H100 as DEP72 (EPLB), 256 sequences per GPU, 2K
+    # prompts. SGLang splits each step into two half-batches (each streams the touched experts and
+    # pays its kernels again) whose dispatch and combine hide behind the other's compute; the
+    # serial step is what the stack runs with the overlap off
+    kw = dict(input_tokens=2000, output_tokens=100, precision="fp8", layout="dep72", disaggregated=True,
+              decode_instances=1, eplb=True, speculative="off", stack="sglang")  # fmt: skip
+    off = catalog.with_overrides(["serving.stacks.sglang.profiles.hopper.two_batch_overlap.value=false"])
+
+    def step(cat, users):
+        return estimate_serving(cat, "h100-sxm", "deepseek-v3", concurrency=users, **kw).serving
+
+    on, serial = step(catalog, 256 * 72), step(off, 256 * 72)
+    assert on.decode_two_batch_overlap
+    assert on.configuration.endswith("1 decode x DEP72 EPLB batch 256, two-batch overlap")
+    assert not serial.decode_two_batch_overlap
+    assert serial.configuration.endswith("1 decode x DEP72 EPLB batch 256")
+    # serially the all-to-alls are the largest part of the step; overlapped, the compute hides them
+    # all, at a cost (each half pays the floor per layer and streams the experts, the compute runs
+    # short of DeepEP's SMs): the step saves more than half of them, and never more than all
+    assert serial.collective_time_ms > serial.compute_time_ms and on.collective_time_ms == 0.0
+    saved = serial.step_time_ms - on.step_time_ms
+    assert 0.5 * serial.collective_time_ms < saved < serial.collective_time_ms
+    # Little's law holds on the overlapped point; and more sequences never shorten the step (the
+    # rollout search's bounds need it): the lesser of two non-decreasing times is non-decreasing
+    assert on.concurrency * on.tokens_per_s_per_user == pytest.approx(72 * 2789.4, rel=1e-3)
+    steps = [step(catalog, 72 * b).step_time_ms for b in (8, 16, 32, 64, 128, 192, 256)]
+    assert steps == sorted(steps)

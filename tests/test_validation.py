@@ -274,6 +274,35 @@ def test_prefill_cases_are_reached_within_their_documented_bound(checking_rows):
     assert pf["median_abs_error_pct"] <= PREFILL_MEDIAN_BOUND_PCT
 
 
+# Decode (2026-12-01): published decode-only rates of wide expert parallelism across nodes (LMSYS's
+# DeepSeek-V3 on 72 H100, Kimi K2 on 96 H200, SGLang). -41 to -43 % while every dispatch went in
+# BF16 and no step overlapped; -30 to -34 % with SGLang's FP8 dispatch, 0 to +3 % with its
+# two-batch overlap: a regression bound.
+DECODE_MEDIAN_BOUND_PCT = 10.0
+
+
+def test_decode_cases_are_reached_within_their_documented_bound(checking_rows):
+    dc = next(g for g in val.summary(checking_rows) if g["group"] == "decode")
+    assert dc["cases"] == dc["reached"] >= 2
+    assert dc["median_abs_error_pct"] <= DECODE_MEDIAN_BOUND_PCT
+
+
+def test_a_decode_case_reads_tokens_per_decode_gpu_second(catalog):
+    # LMSYS's decode test: 256 sequences on each of 72 H100 (DEP72): the rate is the sequences in
+    # flight times each one's tokens per second, over the 72 decode GPUs (Little's law), whatever
+    # prefill pool the search gives them
+    from ipd_cli.engine.serving import estimate_serving
+
+    case = next(c for c in val.load_cases()[0] if c.id == "lmsys-decode-dsv3-h100-ep72-2k")
+    s = estimate_serving(
+        catalog, "h100-sxm", "deepseek-v3", input_tokens=2000, output_tokens=100, precision="fp8",
+        layout="dep72", concurrency=18432, disaggregated=True, decode_instances=1, eplb=True,
+        speculative="off", stack="sglang",
+    ).serving  # fmt: skip
+    assert s.instance_gpus == 72 and s.concurrency == 18432
+    assert val.predict(catalog, case) == pytest.approx(18432 * s.tokens_per_s_per_user / 72, rel=1e-12)
+
+
 def test_a_prefill_case_reads_one_instance_tokens_per_gpu_second(catalog):
     # LMSYS GB200 Part II, FP8 MoE + BF16 attention on 4-rank instances, 2,000-token prompts: the
     # rate is 2,000 tokens over the DEP4 prefill instance's seconds per request and its 4 GPUs

@@ -143,10 +143,11 @@ def _field_class(cls: Any, key: Any) -> Any:
 def _sourced_field(cls: Any, key: Any) -> bool:
     import typing
 
-    from .schema import Sourced
+    from .schema import Sourced, SourcedFlag
 
     field = getattr(cls, "model_fields", {}).get(key) if not isinstance(cls, _Table) else None
-    return field is not None and Sourced in typing.get_args(field.annotation)
+    kinds = typing.get_args(field.annotation) if field is not None else ()
+    return Sourced in kinds or SourcedFlag in kinds
 
 
 def _set_leaf(node: dict, key: str | int, value: Any) -> None:

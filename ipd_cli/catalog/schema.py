@@ -533,10 +533,12 @@ class NamedChoice(Strict):
 
 
 class SourcedFlag(Strict):
-    """A yes/no property of a stack, with the source that says so."""
+    """A yes/no property of a stack, with the source that says so (``--set PATH.value=false``
+    overrides it, as any sourced value)."""
 
     value: bool
     source: str
+    estimate: bool = False
     note: str | None = None
 
 
@@ -580,6 +582,12 @@ class StackProfile(Strict):
     )
     step_overhead_us_per_layer: Sourced | None = unit(
         "us", 1e-6, default=None, description="per decode step and layer: the floor a layer's kernels take"
+    )
+    dispatch_bytes_per_value: Sourced | None = unit(
+        "bytes",
+        default=None,
+        description="bytes per activation value an expert dispatch sends (the combine sends "
+        "collective_bytes_per_value; default: that too)",
     )
     two_batch_overlap: SourcedFlag | None = Field(
         default=None,

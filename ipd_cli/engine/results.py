@@ -298,6 +298,11 @@ class Serving(Result):
     prefill_instances: int = Field(default=0, description="prefill instances of the deployment unit")
     prefill_instance_gpus: int | None = Field(default=None, description="GPUs per prefill instance")
     prefill_configuration: str | None = Field(default=None, description="layout of the prefill instances")
+    decode_two_batch_overlap: bool = Field(
+        default=False,
+        description="decode steps run as two half-batches whose expert dispatch and combine overlap the "
+        "other's compute",
+    )
     prefill_two_batch_overlap: bool = Field(
         default=False,
         description="prompts run as two half-batches whose expert dispatch and combine overlap the other's "

@@ -123,11 +123,12 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     cb, h = ph.collective_bytes, ph.hidden
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]
     remote = f.remote_ranks_per_token(ph.experts, ph.top_k, e) if ph.moe else 0.0 * e
-    a2a = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, remote, h, cb) * x["imb_ep"]
+    ab = ph.a2a_bytes  # a dispatch and its combine, each at its own precision (the mean of the two)
+    a2a = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, remote, h, ab) * x["imb_ep"]
     # an expert group over several scale-up domains: DeepEP's normal kernels send a token once to
     # each other domain holding one of its experts (over the NIC) and fan it out to the ranks there
     # over the scale-up link, which carries every rank's copy; the slower of the two binds
-    across = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, f.remote_domains(e / ph.domain, ph.top_k), h, cb)
+    across = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, f.remote_domains(e / ph.domain, ph.top_k), h, ab)
     a2a_s = np.where(
         e > ph.domain,
         np.maximum(across * x["imb_ep"] / ph.link_out, a2a / ph.link_up),
@@ -218,7 +219,35 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
     layers_s = ph.layers * f.floor_combined_seconds(floor, work / ph.layers, p)
     cb, h = ph.collective_bytes, ph.hidden
     coll = ph.layers * _layer_collectives(ph, x, m * width, d, s, t, e, experts=False)
-    coll = coll + ph.moe_layers * _expert_collectives(ph, x, m * width, s, e)
+    a2a = ph.moe_layers * _expert_collectives(ph, x, m * width, s, e)
+    tbo = np.zeros(np.shape(a2a), dtype=bool)
+    if ph.two_batch_overlap:
+        # two half-batches, each streaming the touched experts again and paying its own kernels and
+        # collective latencies, whose dispatch and combine run while the other half computes
+        half = _target_work(
+            ph,
+            lay,
+            x,
+            m / 2,
+            seqs / 2,
+            width,
+            kv_seq,
+            f.experts_touched_share(m * width / 2, ph.top_k / ph.experts),
+        )
+        halves = (
+            2.0
+            * ph.layers
+            * f.floor_combined_seconds(floor, pp * half.seconds(ph, x["attn_rate"], moe_rate) / ph.layers, p)
+        )
+        a2a_halves = 2.0 * ph.moe_layers * _expert_collectives(ph, x, m * width / 2, s, e)
+        overlapped = f.two_batch_seconds(halves, a2a_halves, ph.overlap_sm_share, True)
+        tbo = (x["n_a2a"] > 0) & (overlapped < layers_s + a2a)
+        # the halves' compute (short of the communication SMs), then what of the all-to-alls it
+        # does not hide
+        computing = halves / (1.0 - ph.overlap_sm_share)
+        layers_s = np.where(tbo, np.minimum(computing, overlapped), layers_s)
+        a2a = np.where(tbo, overlapped - np.minimum(computing, overlapped), a2a)
+    coll = coll + a2a
     hand_off = pp * (pp > 1) * (m * width * h * cb / x["pp_link"] + x["pp_latency"])
     # the draft: k tokens one after another
     n = ph.draft_layers
@@ -241,6 +270,7 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
         collective_s=collectives,
         overhead_s=step - work - drafts * d_work - collectives,
         touched=touched,
+        tbo=tbo * 1.0,  # the step runs two-batch overlap (1) or not (0)
     )
 
 
@@ -255,7 +285,7 @@ def _layer_collectives(ph: Physics, x: Columns, tokens, d, s, t, e, experts: boo
 
 def _expert_collectives(ph: Physics, x: Columns, tokens, s, e):
     """Seconds of one MoE layer's EP dispatch and combine for ``tokens`` tokens of a stage."""
-    a2a = f.all_to_all_bytes_per_gpu(tokens / s, ph.top_k, ph.hidden, ph.collective_bytes, e) * x["imb_ep"]
+    a2a = f.all_to_all_bytes_per_gpu(tokens / s, ph.top_k, ph.hidden, ph.a2a_bytes, e) * x["imb_ep"]
     return f.collective_seconds(x["n_a2a"], a2a, x["link"], x["latency"])
 
 

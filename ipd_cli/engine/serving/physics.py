@@ -77,6 +77,7 @@ class Physics:
     latency_up: float  # s per collective
     latency_out: float
     collective_bytes: float
+    a2a_bytes: float  # mean bytes per value of an expert dispatch and its combine
     overhead_s: float
     overhead_per_layer_s: float
     floor_exponent: float
@@ -219,7 +220,18 @@ def _links(ctx: ServingContext, st: Stack) -> dict:
         "link_out": out * ctx.take("scale-out link efficiency (serving)", "scale_out_link_efficiency"),
         "latency_up": ctx.take("collective latency (scale-up)", "collective_latency_us_scale_up"),
         "latency_out": ctx.take("collective latency (scale-out)", "collective_latency_us_scale_out"),
-        "collective_bytes": ctx.take("collective bytes per value", "collective_bytes_per_value"),
+        "collective_bytes": (cb := ctx.take("collective bytes per value", "collective_bytes_per_value")),
+        "a2a_bytes": (
+            cb
+            + stacks.read(
+                ctx,
+                st,
+                "expert dispatch bytes per value",
+                "dispatch_bytes_per_value",
+                "collective_bytes_per_value",
+            )
+        )
+        / 2.0,
         "two_batch_overlap": stacks.two_batch_overlap(ctx, st),
         "overlap_sm_share": ctx.take("communication SMs while overlapped", "overlap_comm_sm_share"),
     }

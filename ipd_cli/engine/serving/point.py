@@ -46,12 +46,13 @@ def configuration(g: Grid, i: int) -> str:
     r = g.rows
     li = int(r["layout"][i])
     batch = f"batch {_per_rank(g, i)}{draft_name(g, li)}"
+    decode = ", two-batch overlap" if r["tbo"][i] == 1 else ""
     if not r["disagg"][i]:
         prompts = " (prompts: two-batch overlap)" if bool(g.x["prefill_tbo"][li]) else ""
-        return f"{layout_name(g, li)} {batch}{prompts}"
+        return f"{layout_name(g, li)} {batch}{decode}{prompts}"
     pre = prefill_name(g, int(r["prefill_layout"][i]))
     n_pre, n_dec = int(r["prefill_instances"][i]), int(r["decode_instances"][i])
-    return f"{n_pre} prefill x {pre} + {n_dec} decode x {layout_name(g, li)} {batch}"
+    return f"{n_pre} prefill x {pre} + {n_dec} decode x {layout_name(g, li)} {batch}{decode}"
 
 
 def _count(x: float) -> int | float:
@@ -198,6 +199,7 @@ def _deployment(g: Grid, i: int) -> dict[str, Any]:
         prefill_instances=n_pre,
         prefill_instance_gpus=int(lay["g"][pre]) if dis else None,
         prefill_configuration=prefill_name(g, pre) if dis else None,
+        decode_two_batch_overlap=bool(r["tbo"][i] == 1),
         prefill_two_batch_overlap=bool(g.x["prefill_tbo"][pre if dis else int(r["layout"][i])]),
         deployment_gpus=_count(deploy),
         stranded_gpus=_count(deploy - used),
