@@ -385,8 +385,10 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
         return _serving_knobs(cat, case)
     if case.kind == "rl-step":
         return [f"rl.trainer_efficiency.{'moe' if _is_moe(cat, case) else 'dense'}", "rl.step_fixed_s"]
-    if case.kind in ("prefill", "decode"):
-        return []  # prefill and decode cases check; none fits a knob
+    if case.kind == "prefill":
+        return _prefill_knobs(cat, case)
+    if case.kind == "decode":
+        return []  # decode cases check; none fits a knob
     return [k for k in _weight_sync_knobs(cat, i) if _calibrated(cat, k)]
 
 
@@ -397,6 +399,7 @@ SERVING_FIELDS = (
     "compute_efficiency_factor",
     "grouped_gemm_hbm_efficiency",
     "moe_compute_share",
+    "prefill_moe_compute_share",
 )
 SHARED_FIELDS = ("collective_latency_us_scale_out",)  # one value for every stack and family
 
@@ -427,6 +430,17 @@ def _serving_knobs(cat: Catalog, case: Case) -> list[str]:
         return [knob] if _calibrated(cat, knob) else []
     knob = f"serving.stacks.{stack}.profiles.{family}.{field}"
     return [knob] if _calibrated(cat, knob) else []
+
+
+def _prefill_knobs(cat: Catalog, case: Case) -> list[str]:
+    """A prefill case fits its stack's prefill MoE share on its accelerator family, where the
+    profile holds one as a fitted value."""
+    i = case.inputs
+    sv, acc = cat.serving, cat.system(i["hardware"]).accelerator
+    family = next((n for n, f in sv.families.items() if acc in f.accelerators), None)
+    stack = i.get("stack") or (sv.families[family].default_stack.value if family else None)
+    knob = f"serving.stacks.{stack}.profiles.{family}.prefill_moe_compute_share"
+    return [knob] if family is not None and _calibrated(cat, knob) else []
 
 
 def _weight_sync_knobs(cat: Catalog, i: dict) -> list[str]:

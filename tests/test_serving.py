@@ -867,17 +867,19 @@ def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(
     # 3 (1 - 0.75^8) = 2.6997 other nodes holding one of their 8 experts, 7,168 x 2 B each, times
     # the EPLB imbalance at EP32 (1.109), over the NIC at DeepEP's bulk rate (50 GB/s x 0.88):
     # 0.1249 ms per dispatch or combine, two per MoE layer, 58 of them (the first 3 of 61 are
-    # dense: no dispatch): 14.48 ms. SGLang's FP8 dispatch is pinned back to 2 bytes here, so the
-    # overlap is all that differs (the FP8 dispatch is checked at the end)
+    # dense: no dispatch): 14.48 ms. SGLang's FP8 dispatch is pinned back to 2 bytes and its
+    # prompts' MoE share to TensorRT-LLM's here, so the overlap is all that differs (the FP8
+    # dispatch is checked at the end)
     kw = dict(input_tokens=4096, output_tokens=100, precision="fp8", kv_precision="fp8", concurrency=1,
               disaggregated=True, prefill_layout="dep32", eplb=True, speculative="off")  # fmt: skip
     a_hand = 58 * 2 * (4096 / 32 * 3 * (1 - 0.75**8) * 7168 * 2 * 1.109 / (50e9 * 0.88))
     assert a_hand == pytest.approx(14.48e-3, rel=1e-3)
 
     bf16 = "serving.stacks.sglang.profiles.hopper.dispatch_bytes_per_value=2"
+    same = "serving.stacks.sglang.profiles.hopper.prefill_moe_compute_share=0.352"  # TensorRT-LLM's
 
     def run(stack, share, dispatch=bf16):
-        cat = catalog.with_overrides([f"serving.overlap_comm_sm_share={share}", dispatch])
+        cat = catalog.with_overrides([f"serving.overlap_comm_sm_share={share}", dispatch, same])
         return estimate_serving(cat, "h100-sxm", "deepseek-v3", stack=stack, **kw).serving
 
     def ttft(stack, share):
@@ -933,3 +935,26 @@ def test_two_batch_overlap_in_decode_hides_the_dispatch_and_keeps_the_step_monot
     assert on.concurrency * on.tokens_per_s_per_user == pytest.approx(72 * 2789.4, rel=1e-3)
     steps = [step(catalog, 72 * b).step_time_ms for b in (8, 16, 32, 64, 128, 192, 256)]
     assert steps == sorted(steps)
+
+
+def test_a_prompts_expert_parallel_experts_take_the_stacks_prefill_moe_share(catalog):
+    # SGLang's prompts over DeepEP run DeepGEMM's contiguous grouped GEMMs at thousands of tokens
+    # per expert: where its profile has a prefill MoE share, expert-parallel prompts take it;
+    # tensor-parallel experts (MoE-TP) keep the decode-fitted share. Qwen3-235B at FP8 on 8 H100 as
+    # DEP8, the overlap turned off: the experts' time scales as 1 / share while the rest stays, so at
+    # shares 1/4, 1/2 and 1 the differences go 2X, X
+    kw = dict(input_tokens=4096, output_tokens=100, precision="fp8", kv_precision="fp8", concurrency=1,
+              disaggregated=True, eplb=False, speculative="off", stack="sglang")  # fmt: skip
+    knob = "serving.stacks.sglang.profiles.hopper.prefill_moe_compute_share"
+
+    def ttft(share, layout):
+        cat = catalog.with_overrides(
+            [f"{knob}={share}", "serving.stacks.sglang.profiles.hopper.two_batch_overlap=false"]
+        )
+        s = estimate_serving(cat, "h100-sxm", "qwen3-235b-a22b", prefill_layout=layout, **kw).serving
+        assert not s.prefill_two_batch_overlap
+        return s.ttft_s
+
+    t1, t2, t4 = ttft(0.25, "dep8"), ttft(0.5, "dep8"), ttft(1.0, "dep8")
+    assert t1 - t2 == pytest.approx(2 * (t2 - t4), rel=1e-9) and t2 - t4 > 0
+    assert ttft(0.25, "tp8") == ttft(1.0, "tp8")  # MoE-TP prompts do not read it

@@ -520,6 +520,7 @@ PROFILE_FRACTIONS = (
     "grouped_gemm_hbm_efficiency",
     "attention_hbm_efficiency",
     "moe_compute_share",
+    "prefill_moe_compute_share",
     "scale_up_link_efficiency",
 )
 
@@ -576,6 +577,12 @@ class StackProfile(Strict):
         "fraction",
         default=None,
         description="routed-expert grouped GEMMs' share of the dense GEMM efficiency",
+    )
+    prefill_moe_compute_share: Sourced | None = unit(
+        "fraction",
+        default=None,
+        description="a prompt's routed-expert grouped GEMMs' share of the prefill MFU where experts are "
+        "expert parallel (thousands of tokens per expert; default: the profile's moe_compute_share)",
     )
     scale_up_link_efficiency: Sourced | None = unit(
         "fraction", default=None, description="collectives: achieved / peak per-direction scale-up bandwidth"

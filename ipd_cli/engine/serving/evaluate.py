@@ -118,7 +118,10 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     # cache's, or the stack's narrowest), the routed experts' grouped GEMMs at the weights'
     dense = ph.dense_flops_per_token / (g * ph.gemm_rate)
     attention = ph.prefill_attn_flops_per_token / (g * x["prefill_attn_rate"])
-    experts = ph.expert_flops_per_token / (g * ph.prefill_rate * ph.moe_share) * x["imb_ep"]
+    # spread over EP ranks a prompt's experts run as grouped GEMMs of thousands of tokens each (the
+    # stack's prefill share where it has one); tensor-parallel experts keep the MoE share
+    share = np.where(e > 1, ph.prefill_moe_share, ph.moe_share)
+    experts = ph.expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
     compute = ph.isl * (dense + attention + experts)
     cb, h = ph.collective_bytes, ph.hidden
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]

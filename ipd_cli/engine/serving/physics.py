@@ -70,6 +70,7 @@ class Physics:
     prefill_attn_rate: tuple[float, ...]  # per KV precision: the prompt's attention, at that precision
     prefill_rate: float  # achieved FLOP/s per GPU in the prompt's routed experts
     moe_share: float
+    prefill_moe_share: float  # a prompt's experts (thousands of tokens each): the stack's, else moe_share
     link_up: float  # achieved bytes/s per GPU and direction
     link_out: float
     two_batch_overlap: bool  # a prompt's dispatch/combine can hide behind the other half-batch
@@ -241,15 +242,26 @@ def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
     if not ctx.model.is_moe:
         one = 1.0
         return dict.fromkeys(
-            ("moe_share", "expert_imbalance", "expert_imbalance_eplb", "expert_reference_ep"), one
+            (
+                "moe_share",
+                "prefill_moe_share",
+                "expert_imbalance",
+                "expert_imbalance_eplb",
+                "expert_reference_ep",
+            ),
+            one,
         ) | {"expert_reference_per_gpu": one, "eplb_slots": 0.0}
     share = stacks.read(ctx, st, "routed-expert share of dense compute efficiency", "moe_compute_share", None)
     if share is None:
         share = ctx.take(
             f"routed-expert share of dense compute efficiency ({precision})", f"moe_compute_share.{precision}"
         )
+    prefill = stacks.read(
+        ctx, st, "a prompt's routed-expert share of the prefill MFU", "prefill_moe_compute_share", None
+    )
     return {
         "moe_share": share,
+        "prefill_moe_share": share if prefill is None else prefill,
         "expert_imbalance": ctx.take("expert load imbalance (no EPLB)", "expert_imbalance"),
         "expert_imbalance_eplb": ctx.take("expert load imbalance (EPLB)", "expert_imbalance_eplb"),
         "expert_reference_ep": ctx.take("expert imbalance: reference EP", "expert_imbalance_reference_ep"),
