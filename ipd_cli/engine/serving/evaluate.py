@@ -225,31 +225,7 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
     a2a = ph.moe_layers * _expert_collectives(ph, x, m * width, s, e)
     tbo = np.zeros(np.shape(a2a), dtype=bool)
     if ph.two_batch_overlap:
-        # two half-batches, each streaming the touched experts again and paying its own kernels and
-        # collective latencies, whose dispatch and combine run while the other half computes
-        half = _target_work(
-            ph,
-            lay,
-            x,
-            m / 2,
-            seqs / 2,
-            width,
-            kv_seq,
-            f.experts_touched_share(m * width / 2, ph.top_k / ph.experts),
-        )
-        halves = (
-            2.0
-            * ph.layers
-            * f.floor_combined_seconds(floor, pp * half.seconds(ph, x["attn_rate"], moe_rate) / ph.layers, p)
-        )
-        a2a_halves = 2.0 * ph.moe_layers * _expert_collectives(ph, x, m * width / 2, s, e)
-        overlapped = f.two_batch_seconds(halves, a2a_halves, ph.overlap_sm_share, True)
-        tbo = (x["n_a2a"] > 0) & (overlapped < layers_s + a2a)
-        # the halves' compute (short of the communication SMs), then what of the all-to-alls it
-        # does not hide
-        computing = halves / (1.0 - ph.overlap_sm_share)
-        layers_s = np.where(tbo, np.minimum(computing, overlapped), layers_s)
-        a2a = np.where(tbo, overlapped - np.minimum(computing, overlapped), a2a)
+        layers_s, a2a, tbo = _two_batch_step(ph, lay, x, m, width, kv_seq, layers_s, a2a)
     coll = coll + a2a
     hand_off = pp * (pp > 1) * (m * width * h * cb / x["pp_link"] + x["pp_latency"])
     # the draft: k tokens one after another
@@ -275,6 +251,28 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
         touched=touched,
         tbo=tbo * 1.0,  # the step runs two-batch overlap (1) or not (0)
     )
+
+
+def _two_batch_step(ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, layers_s, a2a):
+    """The layers' time and the exposed all-to-alls of a decode step run as two half-batches (the
+    stack's two-batch overlap), where that is shorter than ``layers_s + a2a`` run serially: each
+    half streams the touched experts again and pays its kernels' floor and collective latencies,
+    and its dispatch and combine run while the other half computes, short of the communication
+    SMs. Returns (layers, exposed all-to-alls, overlapped or not) per row."""
+    import numpy as np
+
+    pp, s, e = lay["pp"], lay["s"], lay["e"]
+    moe_rate = ph.gemm_rate * ph.moe_share
+    touched = f.experts_touched_share(m * width / 2, ph.top_k / ph.experts)
+    seqs = m / 2 / x["d"] * x["imb_dp"]
+    half = _target_work(ph, lay, x, m / 2, seqs, width, kv_seq, touched)
+    per_layer = pp * half.seconds(ph, x["attn_rate"], moe_rate) / ph.layers
+    halves = 2.0 * ph.layers * f.floor_combined_seconds(ph.overhead_per_layer_s, per_layer, ph.floor_exponent)
+    a2a_halves = 2.0 * ph.moe_layers * _expert_collectives(ph, x, m * width / 2, s, e)
+    overlapped = f.two_batch_seconds(halves, a2a_halves, ph.overlap_sm_share, True)
+    computing = np.minimum(halves / (1.0 - ph.overlap_sm_share), overlapped)
+    tbo = (x["n_a2a"] > 0) & (overlapped < layers_s + a2a)
+    return np.where(tbo, computing, layers_s), np.where(tbo, overlapped - computing, a2a), tbo
 
 
 def _layer_collectives(ph: Physics, x: Columns, tokens, d, s, t, e, experts: bool = True):
