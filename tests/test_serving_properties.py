@@ -82,3 +82,29 @@ def test_littles_law_holds_on_every_frontier_point(catalog, hw, model):
             p.deployment_concurrency * p.tokens_per_s_per_user, rel=1e-9
         )
         assert p.deployment_gpus >= p.decode_instances * p.instance_gpus
+
+
+@pytest.mark.parametrize("change", ["scale_out", "flops"])
+def test_overlapped_wide_ep_never_gets_worse_with_a_better_spec(catalog, change):
+    # SGLang's two-batch overlap and FP8 dispatch on multi-node H100 DeepSeek-V3 (each a lesser of
+    # two times, each time non-increasing in the spec): a 1.5x faster NIC or 1.5x the FLOP/s never
+    # lowers the best tokens/s per GPU, at maximum throughput or at 20 tokens/s per user
+    if change == "scale_out":
+        path = catalog.scale_out_path("h100-sxm")
+        better = catalog.with_overrides([f"{path}={_read(catalog, path) * 1.5!r}"])
+    else:
+        better = catalog
+        for name in ("fp8_dense_tflops", "bf16_dense_tflops"):
+            better = faster(better, "h100-sxm", name, 1.5)
+    kw = dict(precision="fp8", input_tokens=2000, output_tokens=500, stack="sglang", eplb=True)
+    for target in (None, 20.0):
+        slow = estimate_serving(catalog, "h100-sxm", "deepseek-v3", tokens_per_user_s=target, **kw).serving
+        fast = estimate_serving(better, "h100-sxm", "deepseek-v3", tokens_per_user_s=target, **kw).serving
+        assert fast.tokens_per_s_per_gpu >= slow.tokens_per_s_per_gpu * (1 - 1e-9), (target, slow, fast)
+
+
+def _read(cat, path):
+    node = cat
+    for key in path.split("."):
+        node = node[key] if isinstance(node, dict) else getattr(node, key)
+    return node.value
