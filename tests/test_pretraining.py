@@ -358,6 +358,12 @@ def test_an_infeasible_pin_exits_1_naming_why_and_the_nearest_plan():
         "--plan", "tpp=2",
     )  # fmt: skip
     assert bad.code == 2 and "--plan item 'tpp=2'" in bad.stderr
+    # a pinned pipeline no 64-GPU cluster can run (94 stages) is unmet, not dropped for PP1
+    deep = run_cli(
+        "train", "--hardware", "gb200", "--model", "qwen3-235b-a22b", "--tokens", "1e12", "--gpus", "64",
+        "--plan", "pp=94",
+    )  # fmt: skip
+    assert deep.code == 1 and "no plan with --plan pp=94 fits on 64 GPUs" in deep.stderr
 
 
 def test_rubin_gpu_ratio_comes_from_the_specs(catalog, tmp_path):

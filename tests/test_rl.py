@@ -197,7 +197,9 @@ def test_a_published_rollout_layout_pins_the_replicas_and_never_beats_the_search
     assert free_replica["value"] != "TP8"
     assert free["phases"]["generation_s"] <= pinned["phases"]["generation_s"]
     bad = run_cli(*base, "--set", "workload.generation_layout=xx")
-    assert bad.code == 2 and "generation_layout 'xx' is not a serving layout" in bad.stderr
+    assert bad.code == 2 and "generation_layout 'xx': unknown layout 'xx'; write a family" in bad.stderr
+    zero = run_cli(*base, "--set", "workload.generation_layout=dep0")
+    assert zero.code == 2 and "generation_layout 'dep0': layout needs whole numbers >= 1" in zero.stderr
     none = run_cli(*base, "--set", "workload.generation_layout=tp3")
     assert none.code == 1 and "no tp3 rollout replica of qwen3-235b-a22b fits on gb200-nvl72" in none.stderr
 
@@ -216,6 +218,10 @@ def test_a_published_training_plan_pins_the_trainers_degrees():
     assert free["training_pass_s"] <= pinned["training_pass_s"]
     bad = run_cli(*base, "--set", "workload.training_plan=tq=2")
     assert bad.code == 2 and "training_plan 'tq=2'" in bad.stderr and "KEY=VALUE" in bad.stderr
+    # a pipeline deeper than the model's 94 layers: no trainer of any size runs it, and the error
+    # names the pin (it had been dropped, the search running PP1)
+    deep = run_cli(*base, "--set", "workload.training_plan=pp=1000")
+    assert deep.code == 1 and "with the workload's training_plan 'pp=1000'" in deep.stderr
 
 
 def _frontier_setup(cat, hardware):

@@ -326,7 +326,7 @@ def pipeline_pairs(layers: int, cap: int, pins: dict, moe: bool = False) -> list
     pows = [2**k for k in range(12) if 2**k <= layers]
     pps = _axis(pins, "pp", sorted({*divisors(layers), *pows}))
     pairs = []
-    for pp in (p for p in pps if p <= cap):
+    for pp in (p for p in pps if p <= min(cap, layers)):  # no stage without a layer
         per_stage = math.ceil(layers / pp)
         vps = [1] if pp == 1 else [v for v in divisors(per_stage) if v <= 32]
         for sched in _axis(pins, "sched", [0, 1]):
@@ -348,7 +348,9 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     cps = [c for c in (2**k for k in range(8)) if c == 1 or (seq % (2 * c) == 0 and seq // c >= MIN_CP_CHUNK)]
     eps = [e for e in divisors(int(x["experts"])) if e <= cap] if x["is_moe"] else [1]
     moe = bool(x["is_moe"])
-    pairs = pipeline_pairs(layers, cap, pins, moe) or [(1, 1, 0, 0)]
+    pairs = pipeline_pairs(layers, cap, pins, moe)
+    if not pairs and not any(k in pins for k in ("pp", "vp", "sched", "a2ao")):
+        pairs = [(1, 1, 0, 0)]  # a pinned pipeline no cluster this size can run stays unmet (no plan)
     axes = {
         "tp": _axis(pins, "tp", tps),
         "cp": _axis(pins, "cp", cps),
@@ -366,7 +368,7 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     if key not in _GRIDS:  # systems of one model share it (the domain only bounds tp)
         if len(_GRIDS) >= 8:
             _GRIDS.pop(next(iter(_GRIDS)))
-        _GRIDS[key] = _grid(axes, np.array(pairs, dtype=float), cap, "order" in pins)
+        _GRIDS[key] = _grid(axes, np.array(pairs, dtype=float).reshape(-1, 4), cap, "order" in pins)
     out = dict(_GRIDS[key])
     if moe and "disp" not in pins:  # DeepEP where a token crosses domains (inside one it changes nothing)
         out["disp"] = (ts.ep_span(out) > x["domain"]).astype(float)

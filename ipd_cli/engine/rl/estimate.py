@@ -215,7 +215,7 @@ def setup(
     need, plan = min_trainer_gpus(rates)
     memory = trainer_memory(inp, ctx.name, system.accelerator, ctx.model, colocated, need, plan)
     if need is None:
-        raise no_trainer(where, memory, rates.y["seq"])
+        raise no_trainer(where, memory, rates.y["seq"], w.training_plan)
     offload, switch = 0.0, 0.0
     if colocated:
         offload = (

@@ -59,25 +59,20 @@ def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, prici
     """The serving deployment search's configurations for the step's rollouts, starting from the
     one with the most tokens/s per GPU at its KV limit (its size sets the split search's grain);
     :meth:`Rollouts.on` picks, for each generation pool, the one that generates the step soonest."""
-    if w.generation_layout is not None:
-        from ipd_cli.engine.serving.grid import parse_layout
-
-        try:
-            parse_layout(w.generation_layout)
-        except InputError:
-            raise InputError(
-                f"`generation_layout` {w.generation_layout!r} is not a serving layout; write a family "
-                "(tp, tep, dep) with GPUs per stage and optionally pipeline stages: tp8, tep16, dep8, tp8pp2"
-            ) from None
-    cands = sv.rollout_candidates(
-        ctx,
-        input_tokens=int(nums.prompt_tokens + nums.observation_tokens),
-        output_tokens=int(round(nums.mean_response_tokens)),
-        precision=w.inference_precision,
-        speculative=w.speculative,
-        pricing=pricing,
-        layout=w.generation_layout,
-    )
+    try:
+        cands = sv.rollout_candidates(
+            ctx,
+            input_tokens=int(nums.prompt_tokens + nums.observation_tokens),
+            output_tokens=int(round(nums.mean_response_tokens)),
+            precision=w.inference_precision,
+            speculative=w.speculative,
+            pricing=pricing,
+            layout=w.generation_layout,
+        )
+    except InputError as e:
+        if w.generation_layout is None:
+            raise
+        raise InputError(f"`generation_layout` {w.generation_layout!r}: {e}") from None
     inp = ctx.inp
     return Rollouts(
         candidates=cands,

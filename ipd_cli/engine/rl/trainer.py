@@ -232,8 +232,16 @@ def check_trainer_memory(mem: TrainerMemory, gpus: int, param: str, what: str, s
         )
 
 
-def no_trainer(what: str, mem: TrainerMemory, seq: float) -> InfeasibleError:
-    """No trainer of any size up to the sanity bound holds the state."""
+def no_trainer(what: str, mem: TrainerMemory, seq: float, plan: str | None = None) -> InfeasibleError:
+    """No trainer of any size up to the sanity bound holds the state (with the workload's
+    ``training_plan``, where it pins one: then the pin is the likely cause)."""
+    if plan:
+        return InfeasibleError(
+            f"no trainer of up to {MAX_GPUS:,} GPUs runs {what} with the workload's `training_plan` "
+            f"{plan!r} ({seq:,.0f}-token sequences, {mem.usable_hbm_per_gpu / 1e9:.0f} GB of usable HBM per "
+            "GPU); pin degrees the model can take (pp at most its layers, tp dividing its heads) or leave "
+            "the plan to the search"
+        )
     return InfeasibleError(
         f"no trainer of up to {MAX_GPUS:,} GPUs holds the training state of {what} with "
         f"{seq:,.0f}-token sequences in {mem.usable_hbm_per_gpu / 1e9:.0f} GB of usable HBM per GPU; "
