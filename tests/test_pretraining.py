@@ -364,6 +364,12 @@ def test_an_infeasible_pin_exits_1_naming_why_and_the_nearest_plan():
         "--plan", "pp=94",
     )  # fmt: skip
     assert deep.code == 1 and "no plan with --plan pp=94 fits on 64 GPUs" in deep.stderr
+    # nor a tensor-parallel degree that does not divide its 64 heads (it had been taken as given)
+    odd = run_cli(
+        "train", "--hardware", "gb200", "--model", "qwen3-235b-a22b", "--tokens", "1e12", "--gpus", "64",
+        "--plan", "tp=3",
+    )  # fmt: skip
+    assert odd.code == 1 and "no plan with --plan tp=3 fits on 64 GPUs" in odd.stderr
 
 
 def test_rubin_gpu_ratio_comes_from_the_specs(catalog, tmp_path):

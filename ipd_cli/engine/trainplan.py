@@ -318,6 +318,12 @@ def _axis(pins: dict, key: str, values: list[int]) -> list[int]:
     return [pins[key]] if key in pins else values
 
 
+def _allowed(pins: dict, key: str, values: list[int]) -> list[int]:
+    """The pinned value where it is one of ``values`` (none where it is not: the pin stays unmet,
+    and the search names the nearest plan), else all of them."""
+    return [v for v in values if v == pins[key]] if key in pins else values
+
+
 def pipeline_pairs(layers: int, cap: int, pins: dict, moe: bool = False) -> list[tuple[int, int, int, int]]:
     """(pp, vp, sched, a2ao) tuples: pp divides the layers or is a power of two; vp divides the layers
     per stage under 1F1B; DualPipe (sched 1) takes an even pp and no interleaving; an MoE model's
@@ -352,9 +358,9 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     if not pairs and not any(k in pins for k in ("pp", "vp", "sched", "a2ao")):
         pairs = [(1, 1, 0, 0)]  # a pinned pipeline no cluster this size can run stays unmet (no plan)
     axes = {
-        "tp": _axis(pins, "tp", tps),
-        "cp": _axis(pins, "cp", cps),
-        "ep": _axis(pins, "ep", eps),
+        "tp": _allowed(pins, "tp", tps),
+        "cp": _axis(pins, "cp", cps),  # a pinned CP may pad the sequence to its chunks
+        "ep": _allowed(pins, "ep", eps),
         "mbs": _axis(pins, "mbs", list(MICRO_BATCHES)),
         "order": _axis(pins, "order", [0, 1]),
         # node-deduplicated dispatch never sends more than plain all-to-all (remote_domains <= k
