@@ -264,7 +264,8 @@ def _smallest_text(g: Grid, pins: Pins) -> str:
     fits = g.space.feasible
     if pins.instance_gpus is None or not fits.any():
         return ""
-    return f"; the smallest instance that fits is {int(np.min(g.lay['g'][g.rows['layout'][fits]]))} GPUs"
+    n = int(np.min(g.lay["g"][g.rows["layout"][fits]]))
+    return f"; the smallest instance that fits is {n} GPU{'s' if n != 1 else ''}"
 
 
 def _does_not_fit(ctx: ServingContext, g: Grid) -> InfeasibleError:
