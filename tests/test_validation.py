@@ -278,13 +278,13 @@ def test_prefill_cases_are_reached_within_their_documented_bound(checking_rows):
 # Decode (2026-12-01): published decode-only rates of wide expert parallelism across nodes (LMSYS's
 # DeepSeek-V3 on 72 H100, Kimi K2 on 96 H200, SGLang). -41 to -43 % while every dispatch went in
 # BF16 and no step overlapped; -30 to -34 % with SGLang's FP8 dispatch, 0 to +3 % with its
-# two-batch overlap: a regression bound.
+# two-batch overlap; and one rack of GB200 at NVFP4 (DEP48), -11 %: a regression bound.
 DECODE_MEDIAN_BOUND_PCT = 10.0
 
 
 def test_decode_cases_are_reached_within_their_documented_bound(checking_rows):
     dc = next(g for g in val.summary(checking_rows) if g["group"] == "decode")
-    assert dc["cases"] == dc["reached"] >= 2
+    assert dc["cases"] == dc["reached"] >= 3
     assert dc["median_abs_error_pct"] <= DECODE_MEDIAN_BOUND_PCT
 
 
