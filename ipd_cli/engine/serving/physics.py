@@ -216,23 +216,19 @@ def _links(ctx: ServingContext, st: Stack) -> dict:
     eff = stacks.read(
         ctx, st, "scale-up link efficiency (serving)", "scale_up_link_efficiency", "scale_up_link_efficiency"
     )
-    return {
+    links = {
         "link_up": up * eff,
         "link_out": out * ctx.take("scale-out link efficiency (serving)", "scale_out_link_efficiency"),
         "latency_up": ctx.take("collective latency (scale-up)", "collective_latency_us_scale_up"),
         "latency_out": ctx.take("collective latency (scale-out)", "collective_latency_us_scale_out"),
-        "collective_bytes": (cb := ctx.take("collective bytes per value", "collective_bytes_per_value")),
-        "a2a_bytes": (
-            cb
-            + stacks.read(
-                ctx,
-                st,
-                "expert dispatch bytes per value",
-                "dispatch_bytes_per_value",
-                "collective_bytes_per_value",
-            )
-        )
-        / 2.0,
+    }
+    combine = ctx.take("collective bytes per value", "collective_bytes_per_value")
+    dispatch = stacks.read(
+        ctx, st, "expert dispatch bytes per value", "dispatch_bytes_per_value", "collective_bytes_per_value"
+    )
+    return links | {
+        "collective_bytes": combine,
+        "a2a_bytes": (dispatch + combine) / 2.0,  # a dispatch and its combine, each at its own width
         "two_batch_overlap": stacks.two_batch_overlap(ctx, st),
         "overlap_sm_share": ctx.take("communication SMs while overlapped", "overlap_comm_sm_share"),
     }
