@@ -865,7 +865,7 @@ def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(
     # TensorRT-LLM prefill is R + C + A (all-reduces, compute, expert all-to-alls), SGLang's
     # R + max(C / (1 - share), A). A by hand: each rank's 128 tokens go once to each of the
     # 3 (1 - 0.75^8) = 2.6997 other nodes holding one of their 8 experts, 7,168 x 2 B each, times
-    # the EPLB imbalance at EP32 (1.109), over the NIC at DeepEP's bulk rate (50 GB/s x 0.88):
+    # the EPLB imbalance at EP32 (1.109), over the NIC at DeepEP's measured rate (50 GB/s x 0.88):
     # 0.1249 ms per dispatch or combine, two per MoE layer, 58 of them (the first 3 of 61 are
     # dense: no dispatch): 14.48 ms. SGLang's FP8 dispatch is pinned back to 2 bytes and its
     # prompts' MoE share to TensorRT-LLM's here, so the overlap is all that differs (the FP8

@@ -263,7 +263,7 @@ def test_a_case_pins_the_pipeline_schedule_its_run_used():
 # Prefill (2026-12-01): published prefill-only rates of one prefill instance. The multi-node
 # expert-parallel ones sat at -75 to -80 % while the model's prompt dispatch crossed the NIC once
 # per remote rank, -56 to -65 % since it crosses once per remote node, -27 to -42 % since it runs
-# at DeepEP's bulk RDMA rate and SGLang's two-batch overlap hides it behind compute (README "How
+# at DeepEP's measured RDMA rate and SGLang's two-batch overlap hides it behind compute (README "How
 # accurate is ipd", prefill across nodes); the GB200 ones at -23 %. SGLang's prefill MoE share,
 # fitted on two of them (H100 2K, GB200 FP8), leaves the five others at -19 to +6 %, median 2.9 %.
 PREFILL_MEDIAN_BOUND_PCT = 5.0
