@@ -422,9 +422,8 @@ def _serving_knobs(cat: Catalog, case: Case) -> list[str]:
         )
     if field in SHARED_FIELDS:
         return [f"serving.{field}"] if _calibrated(cat, f"serving.{field}") else []
-    sv, acc = cat.serving, cat.system(i["hardware"]).accelerator
-    family = next((n for n, f in sv.families.items() if acc in f.accelerators), None)
-    stack = i.get("stack") or (sv.families[family].default_stack.value if family else None)
+    sv = cat.serving
+    stack, family = _stack_family(cat, i)
     if family is None or stack not in sv.stacks or family not in sv.stacks[stack].profiles:
         knob = f"serving.{field}" + (f".{i.get('precision', 'fp8')}" if field == "moe_compute_share" else "")
         return [knob] if _calibrated(cat, knob) else []
@@ -435,12 +434,17 @@ def _serving_knobs(cat: Catalog, case: Case) -> list[str]:
 def _prefill_knobs(cat: Catalog, case: Case) -> list[str]:
     """A prefill case fits its stack's prefill MoE share on its accelerator family, where the
     profile holds one as a fitted value."""
-    i = case.inputs
-    sv, acc = cat.serving, cat.system(i["hardware"]).accelerator
-    family = next((n for n, f in sv.families.items() if acc in f.accelerators), None)
-    stack = i.get("stack") or (sv.families[family].default_stack.value if family else None)
+    stack, family = _stack_family(cat, case.inputs)
     knob = f"serving.stacks.{stack}.profiles.{family}.prefill_moe_compute_share"
     return [knob] if family is not None and _calibrated(cat, knob) else []
+
+
+def _stack_family(cat: Catalog, i: dict) -> tuple[str | None, str | None]:
+    """The serving stack a case ran (its `stack`, else its family's default) and the accelerator
+    family of its hardware (None: in no family)."""
+    sv, acc = cat.serving, cat.system(i["hardware"]).accelerator
+    family = next((n for n, f in sv.families.items() if acc in f.accelerators), None)
+    return i.get("stack") or (sv.families[family].default_stack.value if family else None), family
 
 
 def _weight_sync_knobs(cat: Catalog, i: dict) -> list[str]:

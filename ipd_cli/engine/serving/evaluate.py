@@ -219,13 +219,13 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
     target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched)
     work = pp * target.seconds(ph, x["attn_rate"], moe_rate)
     floor, p = ph.overhead_per_layer_s, ph.floor_exponent
-    layers_s = ph.layers * f.floor_combined_seconds(floor, work / ph.layers, p)
+    layers_s = _layers_seconds(ph, work)
     cb, h = ph.collective_bytes, ph.hidden
     coll = ph.layers * _layer_collectives(ph, x, m * width, d, s, t, e, experts=False)
     a2a = ph.moe_layers * _expert_collectives(ph, x, m * width, s, e)
     tbo = np.zeros(np.shape(a2a), dtype=bool)
     if ph.two_batch_overlap:
-        layers_s, a2a, tbo = _two_batch_step(ph, lay, x, m, width, kv_seq, layers_s, a2a)
+        layers_s, a2a, tbo = _two_batch_step(ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a)
     coll = coll + a2a
     hand_off = pp * (pp > 1) * (m * width * h * cb / x["pp_link"] + x["pp_latency"])
     # the draft: k tokens one after another
@@ -253,7 +253,12 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
     )
 
 
-def _two_batch_step(ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, layers_s, a2a):
+def _layers_seconds(ph: Physics, work):
+    """A pass's layers: each the floor its kernels take combined with its share of ``work``."""
+    return ph.layers * f.floor_combined_seconds(ph.overhead_per_layer_s, work / ph.layers, ph.floor_exponent)
+
+
+def _two_batch_step(ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, moe_rate, layers_s, a2a):
     """The layers' time and the exposed all-to-alls of a decode step run as two half-batches (the
     stack's two-batch overlap), where that is shorter than ``layers_s + a2a`` run serially: each
     half streams the touched experts again and pays its kernels' floor and collective latencies,
@@ -262,12 +267,10 @@ def _two_batch_step(ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, lay
     import numpy as np
 
     pp, s, e = lay["pp"], lay["s"], lay["e"]
-    moe_rate = ph.gemm_rate * ph.moe_share
     touched = f.experts_touched_share(m * width / 2, ph.top_k / ph.experts)
     seqs = m / 2 / x["d"] * x["imb_dp"]
     half = _target_work(ph, lay, x, m / 2, seqs, width, kv_seq, touched)
-    per_layer = pp * half.seconds(ph, x["attn_rate"], moe_rate) / ph.layers
-    halves = 2.0 * ph.layers * f.floor_combined_seconds(ph.overhead_per_layer_s, per_layer, ph.floor_exponent)
+    halves = 2.0 * _layers_seconds(ph, pp * half.seconds(ph, x["attn_rate"], moe_rate))
     a2a_halves = 2.0 * ph.moe_layers * _expert_collectives(ph, x, m * width / 2, s, e)
     overlapped = f.two_batch_seconds(halves, a2a_halves, ph.overlap_sm_share, True)
     computing = np.minimum(halves / (1.0 - ph.overlap_sm_share), overlapped)

@@ -27,10 +27,13 @@ def layout_name(g: Grid, li: int) -> str:
     return name
 
 
+TBO = "two-batch overlap"  # how a configuration names the stack's overlap where it is taken
+
+
 def prefill_name(g: Grid, li: int) -> str:
     """The layout's name, with ', two-batch overlap' where its prompts run overlapped."""
     tbo = bool(g.x["prefill_tbo"][li])
-    return layout_name(g, li) + (", two-batch overlap" if tbo else "")
+    return layout_name(g, li) + (f", {TBO}" if tbo else "")
 
 
 def draft_name(g: Grid, li: int) -> str:
@@ -46,9 +49,9 @@ def configuration(g: Grid, i: int) -> str:
     r = g.rows
     li = int(r["layout"][i])
     batch = f"batch {_per_rank(g, i)}{draft_name(g, li)}"
-    decode = ", two-batch overlap" if r["tbo"][i] == 1 else ""
+    decode = f", {TBO}" if r["tbo"][i] == 1 else ""
     if not r["disagg"][i]:
-        prompts = " (prompts: two-batch overlap)" if bool(g.x["prefill_tbo"][li]) else ""
+        prompts = f" (prompts: {TBO})" if bool(g.x["prefill_tbo"][li]) else ""
         return f"{layout_name(g, li)} {batch}{decode}{prompts}"
     pre = prefill_name(g, int(r["prefill_layout"][i]))
     n_pre, n_dec = int(r["prefill_instances"][i]), int(r["decode_instances"][i])

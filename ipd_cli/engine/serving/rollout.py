@@ -274,8 +274,7 @@ def serving_instance(
     shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing)
     pins = Pins(disaggregated=False, instance_gpus=instance_gpus, attention_tp=attention_tp)
     g = search(ctx, shape, pins, "smallest")
-    rows = _layout_rows(g)
-    rows = rows[g.pinned[rows]]
+    rows = _layout_rows(g)  # within the pins
     if rows.size == 0:
         raise InfeasibleError(f"{ctx.mname} does not fit on {ctx.name} for generation")
     li = int(g.rows["layout"][rows][best(g.rows["tokens_per_s_per_gpu"][rows], np.ones(rows.size, bool))])

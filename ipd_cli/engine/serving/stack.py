@@ -111,20 +111,29 @@ def read(ctx: ServingContext, stack: Stack, label: str, field: str, reference: s
     return ctx.inp.read(f"serving.{reference}", label, borrowed=lent)
 
 
+def _setting(ctx: ServingContext, stack: Stack, label: str, field: str, shown=lambda v: v):
+    """A sourced choice (name or yes/no) of the stack's profile or the one it borrows from, traced
+    (``shown``: how the trace prints it), or None where no profile of the chain sets it."""
+    found = first_setting(stack, field)
+    if found is None:
+        return None
+    _, _, prof, lent = found
+    choice = getattr(prof, field)
+    note = "; ".join(n for n in (choice.note, lent) if n) or None
+    origin = ctx.cat.origin("serving", "stacks")
+    ctx.trace.given(
+        label, shown(choice.value), "", origin, note=note, source=choice.source, estimate=lent is not None
+    )
+    return choice.value
+
+
 def attention_min_precision(ctx: ServingContext, stack: Stack) -> str:
     """The narrowest precision the stack's attention math runs at on this family (its profile, the
     profile it borrows from, else the reference ``serving.attention_min_precision``), traced."""
     label = "attention math: narrowest precision"
-    found = first_setting(stack, "attention_min_precision")
-    if found is not None:
-        _, _, prof, lent = found
-        choice = prof.attention_min_precision
-        assert choice is not None  # first_setting found it set
-        note = "; ".join(n for n in (choice.note, lent) if n) or None
-        origin = ctx.cat.origin("serving", "stacks")
-        return ctx.trace.given(
-            label, choice.value, "", origin, note=note, source=choice.source, estimate=lent is not None
-        )
+    value = _setting(ctx, stack, label, "attention_min_precision")
+    if value is not None:
+        return value
     origin = ctx.cat.origin("serving", "attention_min_precision")
     return ctx.trace.given(label, ctx.cat.serving.attention_min_precision, "", origin)
 
@@ -133,16 +142,9 @@ def two_batch_overlap(ctx: ServingContext, stack: Stack) -> bool:
     """Whether the stack overlaps a prompt's expert dispatch and combine with the other half of the
     batch's compute on this family (its profile or the one it borrows from; default no), traced."""
     label = "prefill two-batch overlap"
-    found = first_setting(stack, "two_batch_overlap")
-    origin = ctx.cat.origin("serving", "stacks")
-    if found is None:
-        note = f"{stack.name} on {stack.family}: no source says it overlaps a prompt's all-to-all"
-        ctx.trace.given(label, "no", "", origin, note=note)
-        return False
-    _, _, prof, lent = found
-    flag = prof.two_batch_overlap
-    assert flag is not None  # first_setting found it set
-    said = "; ".join(n for n in (flag.note, lent) if n) or None
-    yes = "yes" if flag.value else "no"
-    ctx.trace.given(label, yes, "", origin, note=said, source=flag.source, estimate=lent is not None)
-    return flag.value
+    value = _setting(ctx, stack, label, "two_batch_overlap", lambda v: "yes" if v else "no")
+    if value is not None:
+        return bool(value)
+    note = f"{stack.name} on {stack.family}: no source says it overlaps a prompt's all-to-all"
+    ctx.trace.given(label, "no", "", ctx.cat.origin("serving", "stacks"), note=note)
+    return False
