@@ -117,12 +117,14 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # refit 63.2 -> 79.6 us (the H100 fitting sweep's RMS log error 0.229 -> 0.138): median 12.5 ->
 # 12.3 %, and the H100 8k/1k best point joined the cases beyond 1.5x (+45 -> +59 %: its TensorRT-LLM
 # prompts cross two nodes, faster in the model than the run; the 1k/1k point went -15 -> +5 %).
+# InferenceX's Llama 70B and gpt-oss 8k/1k best points then pinned the largest concurrency their
+# sweeps ran (search-space.yml: 64 or 128 users per server, as the 1k/1k rows already were; the
+# search had put 148-170 users on one instance): the MI355X pair left the list (+53 -> -18 %,
+# +56 -> +21 %; 10 -> 8), H100 +46 -> +9 %, AMD median 19.3 -> 18.1 %.
 SERVING_MEDIAN_BOUND_PCT = 13.0
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
     "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
-    "ix-gptoss-8k1k-mi355x-max",
-    "ix-llama70b-8k1k-mi355x-max",
     "ix-dsr1-b200-tep4-mtp-1k1k-c32",
     "ix-dsr1-b200-tep4-mtp-1k1k-c64",
     "ix-dsr1-b200-sglang-disagg-8k1k-mtp-c288",
