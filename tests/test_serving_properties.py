@@ -75,6 +75,19 @@ def test_h200_is_never_worse_than_h100_for_any_catalog_model(catalog):
     assert compared == len(catalog.models)  # every catalog model runs on H100 (10T through pipeline stages)
 
 
+@pytest.mark.parametrize(("older", "newer"), [("b200", "b300"), ("gb200-nvl72", "gb300-nvl72")])
+@pytest.mark.parametrize("precision", ["fp4", "fp8", "bf16"])
+def test_blackwell_ultra_is_never_worse_than_blackwell(catalog, older, newer, precision):
+    # B300 and GB300 have Blackwell's FP8 and BF16 peaks, 1.5x its FP4 peak and more HBM: at no
+    # precision may they serve slower (they did at FP8 and BF16 while the FP4-only GEMM factor of
+    # Blackwell Ultra's TensorRT-LLM profile applied to every precision)
+    for model in ("llama-3.1-70b", "qwen3-235b-a22b"):
+        for target in (None, 30.0):
+            old = best(catalog, older, model, precision, target)
+            new = best(catalog, newer, model, precision, target)
+            assert new.tokens_per_s_per_gpu >= old.tokens_per_s_per_gpu * (1 - 1e-9), (model, target)
+
+
 @pytest.mark.parametrize(("hw", "model"), [("vera-rubin", "kimi-k2"), ("h100-sxm", "gpt-oss-120b")])
 def test_littles_law_holds_on_every_frontier_point(catalog, hw, model):
     for p in estimate_serving_curve(catalog, hw, model, **SHAPE).serving:

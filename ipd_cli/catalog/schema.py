@@ -549,7 +549,8 @@ class StackProfile(Strict):
     A field left out is borrowed: from the profile ``borrow`` names (the value is then an
     estimate for this family, and ``explain`` says so), else from the reference value of the
     ``serving`` section (``grouped_gemm_hbm_efficiency`` and ``attention_hbm_efficiency`` fall
-    back to this profile's ``decode_hbm_efficiency``; ``compute_efficiency_factor`` to 1)."""
+    back to this profile's ``decode_hbm_efficiency``; ``compute_efficiency_factor`` and
+    ``fp4_compute_efficiency_factor`` to 1)."""
 
     borrow: str | None = Field(
         default=None,
@@ -572,6 +573,12 @@ class StackProfile(Strict):
         "ratio",
         default=None,
         description="GEMM efficiency relative to the reference decode_compute_efficiency and prefill_mfu",
+    )
+    fp4_compute_efficiency_factor: Sourced | None = unit(
+        "ratio",
+        default=None,
+        description="FP4 math only, on top of compute_efficiency_factor: a family whose FP4 peak grew "
+        "more than its FP8 and BF16 peaks reaches less of it (default 1)",
     )
     moe_compute_share: Sourced | None = unit(
         "fraction",
@@ -617,7 +624,7 @@ class StackProfile(Strict):
             v = getattr(self, name)
             if v is not None:
                 _fraction(name, v)
-        for name in ("compute_efficiency_factor",):
+        for name in ("compute_efficiency_factor", "fp4_compute_efficiency_factor"):
             v = getattr(self, name)
             if v is not None and v.value <= 0:
                 raise ValueError(f"{name} must be > 0, got {v.value}")

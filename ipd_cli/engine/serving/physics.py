@@ -143,8 +143,20 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
 
 
 def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]) -> dict:
-    factor = stacks.read(ctx, st, "GEMM efficiency factor (stack)", "compute_efficiency_factor", None)
-    factor = 1.0 if factor is None else factor
+    common = stacks.read(ctx, st, "GEMM efficiency factor (stack)", "compute_efficiency_factor", None)
+    common = 1.0 if common is None else common
+    fp4: list = []  # read (and traced) only where some math runs in FP4
+
+    def at(p: str) -> float:
+        """The stack's GEMM efficiency factor for math at precision ``p``."""
+        if p != "fp4":
+            return common
+        if not fp4:
+            label = "FP4 GEMM efficiency factor (stack)"
+            fp4.append(stacks.read(ctx, st, label, "fp4_compute_efficiency_factor", None))
+        return common * (1.0 if fp4[0] is None else fp4[0])
+
+    factor = at(precision)
     peak = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
     eff = ctx.take(f"decode compute efficiency ({precision})", f"decode_compute_efficiency.{precision}")
     mfu = ctx.take(f"prefill MFU ({precision})", f"prefill_mfu.{precision}")
@@ -164,10 +176,10 @@ def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: lis
             attn.append(
                 attn_peak
                 * ctx.take(f"decode compute efficiency ({p})", f"decode_compute_efficiency.{p}")
-                * factor
+                * at(p)
             )
             prefill_attn.append(
-                attn_peak * ctx.take(f"prefill MFU ({p}, attention)", f"prefill_mfu.{p}") * factor
+                attn_peak * ctx.take(f"prefill MFU ({p}, attention)", f"prefill_mfu.{p}") * at(p)
             )
     return {
         "kv_per_token": tuple(kv_tok),
