@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from helpers import plan_inputs as inputs
@@ -322,6 +324,38 @@ def test_pinned_mfu_is_marked_and_sets_the_time(catalog):
     assert r.mfu_pinned and r.mfu == pytest.approx(0.4)
     wall_hours = r.training_flops * r.batch_token_multiplier / (r.gpus_used * 989e12 * 0.4) / 3600
     assert r.gpu_hours == pytest.approx(wall_hours / r.scale_efficiency * r.gpus, rel=1e-9)
+
+
+def test_schedulable_counts_hand_rows():
+    # interleaved 1F1B runs micro-batches in groups of pp, DualPipe an even count of at least 2 pp;
+    # plain 1F1B runs any count (its bubble is charged): rows (pp, vp, sched, mb)
+    rows = [(4, 2, 0, 8, True), (4, 2, 0, 6, False), (4, 2, 0, 1, False), (4, 1, 0, 1, True),
+            (4, 1, 1, 8, True), (4, 1, 1, 6, False), (4, 1, 1, 10, True)]  # fmt: skip
+    P = {k: np.array([float(r[i]) for r in rows]) for i, k in enumerate(("pp", "vp", "sched", "mb"))}
+    assert list(tpn.schedulable(P)) == [r[4] for r in rows]
+
+
+def test_a_pinned_global_batch_never_gives_an_interleaved_plan_too_few_micro_batches(catalog):
+    # gbs 1,536 on 8,192 H100: the search used to pick TP2 PP4 (interleave 24) DP512 CP2 with one
+    # micro-batch of 3, charging a bubble of (pp - 1) / vp micro-batches that schedule cannot run
+    kw = dict(gpus=8192, sequence_length=2048, plan="gbs=1536", plans=20)
+    r = train(catalog, "hopper", "gpt-3-175b", 3e11, **kw)
+    for q in r.pretraining.plans:
+        par = q.parallelism
+        if par.interleave > 1:
+            assert par.micro_batches % par.pp == 0 and par.micro_batches >= par.pp, q.plan
+
+
+@pytest.mark.parametrize("mfu", [0.1, 0.4])
+def test_a_deadline_at_a_pinned_mfu_takes_the_gpus_that_mfu_needs(catalog, mfu):
+    # with the MFU pinned, the deadline sets the GPUs: FLOPs / (10 days x goodput 0.9 x 989 TFLOP/s
+    # x MFU), in whole 8-GPU nodes (0.1: 9.116e23 / 7.690e19 = 11,855 -> 11,856); the search used to
+    # keep the unpinned answer's 2,480 GPUs for every MFU and miss the deadline (47.8 days at 0.1)
+    r = train(catalog, "hopper", "llama-3.1-70b", 2e12, deadline_days=10, mfu=mfu).pretraining
+    assert r.mfu_pinned and r.wall_days <= 10 * (1 + 1e-9)
+    assert r.gpus_used == r.gpus and r.batch_token_multiplier == 1.0  # the plan uses them all
+    need = r.training_flops / (10 * 86400 * 0.9 * 989e12 * mfu)
+    assert r.gpus == math.ceil(need / 8) * 8
 
 
 def test_plans_lists_the_best_first_and_plan_pins_the_grid():

@@ -167,7 +167,10 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
             found = tpn.find_fixed(y, int(x["gpus"]), x["pins"], x["top"])
         else:
             seconds = x["deadline_days"] * f.SECONDS_PER_DAY
-            found = tpn.find_deadline(y, seconds, x["pins"], MAX_GPUS, x["top"])
+            if "mfu_pin" in y:
+                found = _deadline_at_pinned_mfu(y, seconds, x["pins"], x["top"])
+            else:
+                found = tpn.find_deadline(y, seconds, x["pins"], MAX_GPUS, x["top"])
             why = "" if found else "deadline"
     except InfeasibleError as e:
         why = str(e)
@@ -176,6 +179,28 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = (numbers, found, why)
     return numbers, found, why
+
+
+def _deadline_at_pinned_mfu(y: dict, seconds: float, pins: dict, top: int) -> tpn.Found | None:
+    """Deadline mode with the MFU pinned: a plan then runs at the pinned share of the peak on the
+    GPUs it uses, so the deadline sets the GPUs. The fewest whole systems whose fastest plan (which
+    says how many GPUs it uses, and the batch penalty it pays) finishes in time at that MFU, from
+    the bound FLOPs / (deadline x goodput x peak x MFU) upward (None: none up to MAX_GPUS)."""
+    per = y["per_system"]
+    need = y["fpt"] * y["tokens"] / (seconds * y["goodput"] * y["low_peak"] * y["mfu_pin"])
+    gpus = max(1, math.ceil(need / per)) * per
+    while gpus <= MAX_GPUS:
+        try:
+            found = tpn.find_fixed(y, int(gpus), pins, top)
+        except InfeasibleError:  # the state does not fit so few GPUs: grow towards what holds it
+            gpus = max(2 * gpus, math.ceil(tpn.min_gpus_for_memory(y) / per) * per)
+            continue
+        c = found.best
+        wall = plan_run(y, c.plan, c.out, gpus)["wall_days"] * f.SECONDS_PER_DAY
+        if wall <= seconds * (1 + 1e-9):
+            return found
+        gpus = max(gpus + per, math.ceil(gpus * wall / seconds / per) * per)
+    return None
 
 
 def run_numbers(y: dict, found: tpn.Found) -> dict[str, float]:

@@ -506,7 +506,19 @@ def expand(P: sr.Columns, x: dict, gpus: int, pins: dict) -> sr.Columns:
     cols.update(dp=d[ok], mb=mb[ok], row=row)
     keep = (cols["tp"] * cols["cp"] * cols["dp"]) % cols["ep"] == 0
     keep &= _placement_matters(cols, x) | ("order" in pins)
+    keep &= schedulable(cols)
     return sr.take(cols, keep)
+
+
+def schedulable(P: sr.Columns) -> Any:
+    """Plans whose micro-batch count their pipeline schedule can run (:func:`_aligned` builds such
+    counts; a pinned global batch or micro-batch count can give others): interleaved 1F1B a
+    multiple of pp, at least pp (Megatron's interleaved schedule runs micro-batches in groups of
+    pp); DualPipe an even count of at least 2 pp."""
+    dual = ts.dualpipe(P)
+    mb, pp = P["mb"], P["pp"]
+    interleaved = (P["vp"] > 1) & ~dual
+    return (~interleaved | ((mb % pp == 0) & (mb >= pp))) & (~dual | ((mb % 2 == 0) & (mb >= 2 * pp)))
 
 
 # --- evaluation and search -------------------------------------------------------------------------
@@ -858,6 +870,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         idx = idx[~(rows.need[idx] > limit)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
         M = _deadline_rows(sub, rows.d_low[idx], x, pins)
+        M = sr.take(M, schedulable(M))  # a pinned micro-batch count some schedules cannot run
         out = solve_replicas(M, index_terms(m, idx[M["row"]]), x, rate, pins)
         gpus = np.ceil(M["tp"] * M["cp"] * M["pp"] * M["dp"] / x["per_system"]) * x["per_system"]
         wall = x["tokens"] * out["seconds_per_token"] / x["goodput"]
