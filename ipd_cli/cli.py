@@ -68,6 +68,16 @@ FormatOpt = Annotated[
         help=f"Output format: {', '.join(FORMATS)} (auto: table on a terminal, JSON when piped).",
     ),
 ]
+# catalog listings print to stdout only (no -o), so no xlsx
+ListFormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help=f"Output format: {', '.join(f for f in FORMATS if f != 'xlsx')} (auto: table on a "
+        "terminal, JSON when piped).",
+    ),
+]
 CatalogOpt = Annotated[
     list[Path] | None,
     typer.Option(
@@ -96,6 +106,18 @@ MaxUsdOpt = Annotated[
     float | None,
     typer.Option(
         "--max-usd", help="Budget gate: print the result, then exit 3 if --budget-metric exceeds it."
+    ),
+]
+TrainMaxUsdOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-usd", help="Budget gate: print the result, then exit 3 if the run's cost exceeds it."
+    ),
+]
+RlMaxUsdOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-usd", help="Budget gate: print the result, then exit 3 if the cost per step exceeds it."
     ),
 ]
 BudgetMetricOpt = Annotated[
@@ -205,7 +227,7 @@ def root(
 
 
 @hardware_app.command("list")
-def hardware_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
+def hardware_list(fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
     """List hardware systems with their key specs.
 
     Example: ipd hardware list --format csv
@@ -218,7 +240,7 @@ def hardware_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Set
 
 @hardware_app.command("show")
 def hardware_show(
-    name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None
+    name: str, fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None
 ) -> None:
     """Show one system, its accelerator and host CPU, every value with its source, and its file.
 
@@ -231,7 +253,7 @@ def hardware_show(
 
 
 @models_app.command("list")
-def models_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
+def models_list(fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
     """List model architectures.
 
     Example: ipd models list
@@ -243,7 +265,9 @@ def models_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOp
 
 
 @models_app.command("show")
-def models_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
+def models_show(
+    name: str, fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None
+) -> None:
     """Show one model architecture and its source.
 
     Example: ipd models show kimi-k2
@@ -255,7 +279,7 @@ def models_show(name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, 
 
 
 @workloads_app.command("list")
-def workloads_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
+def workloads_list(fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None) -> None:
     """List workloads.
 
     Example: ipd workloads list
@@ -268,7 +292,7 @@ def workloads_list(fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: Se
 
 @workloads_app.command("show")
 def workloads_show(
-    name: str, fmt: FormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None
+    name: str, fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None
 ) -> None:
     """Show one workload.
 
@@ -316,7 +340,7 @@ def train(
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
     force: ForceOpt = False,
-    max_usd: MaxUsdOpt = None,
+    max_usd: TrainMaxUsdOpt = None,
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -533,7 +557,7 @@ def rl(
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
     force: ForceOpt = False,
-    max_usd: MaxUsdOpt = None,
+    max_usd: RlMaxUsdOpt = None,
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -687,7 +711,7 @@ def sweep(
         typer.Option(
             "--vary",
             help="PATH=START:STOP:STEP or PATH=V1,V2 (repeatable); PATH is hardware, price_usd_per_gpu_hour "
-            "or any --set path the estimate reads.",
+            "or any numeric --set path the estimate reads.",
         ),
     ],
     workload: Annotated[
@@ -886,8 +910,10 @@ def calibrate(
     """Fit the efficiency defaults on the fitting cases and print the fitted values with the
     --set that applies each (the catalog's defaults cite this procedure).
 
-    Each knob (training MFU per precision, decode HBM efficiency, MoE compute share, weight-sync
-    link efficiencies, RL trainer MFU, RL fixed step time) is fitted in turn by a log-spaced grid
+    Each knob (training GEMM shares, tensor-parallel and all-to-all overlap, serving floors per
+    layer, GEMM factors, decode HBM efficiency and MoE compute shares per stack, the scale-out
+    collective latency, weight-sync link efficiencies, the RL trainer's share and fixed step time)
+    is fitted in turn by a log-spaced grid
     search over its catalog range, minimising the squared log error of its fitting cases.
 
     Example: ipd calibrate

@@ -379,3 +379,22 @@ def test_serve_and_plot_default_to_each_systems_narrowest_precision():
     assert hopper.json()["serving"]["precision"] == "fp8"
     plot = run_cli("plot", "curve", "vera-rubin", "blackwell", "--model", "kimi-k2")
     assert plot.code == 0 and "vera-rubin-nvl72" in plot.stdout and "gb200-nvl72" in plot.stdout
+
+
+def test_a_precision_the_gpu_lacks_runs_the_next_wider_one_and_says_so():
+    # H100 has no dense FP4 figure: pre-training and a scenario's serving run FP8, name the asked
+    # precision in JSON (precision_requested) and warn on stderr; data stays on stdout
+    r = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64",
+        "--precision", "fp4", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    p = r.json()["pretraining"]
+    assert (p["precision"], p["precision_requested"]) == ("fp8", "fp4")
+    assert "ipd: warning: h100-sxm pre-trains at fp8, not fp4" in r.stderr
+    r = run_cli("compare", "h100", "b200", "--scenario", "open-model-agent", "-f", "json")
+    assert r.code == 0, r.stderr
+    served = {s["hardware"]: s["serving"] for s in r.json()["systems"]}
+    assert served["h100-sxm"]["precision_requested"] == "fp4" and served["h100-sxm"]["precision"] == "fp8"
+    assert served["b200"]["precision_requested"] is None and served["b200"]["precision"] == "fp4"
+    assert "h100-sxm serves at fp8, not fp4" in r.stderr and "b200 serves" not in r.stderr

@@ -435,18 +435,23 @@ def serve_point(
     a precision the system supports, on the instance size with the most tokens/s per GPU."""
     from .serving import estimate_serving
 
-    return estimate_serving(
+    precision = serving_precision(cat, hardware, sv.precision)
+    result = estimate_serving(
         cat,
         hardware,
         model,
         input_tokens=sv.input_tokens_per_request,
         output_tokens=sv.output_tokens_per_request,
-        precision=serving_precision(cat, hardware, sv.precision),
+        precision=precision,
         tokens_per_user_s=sv.tokens_per_user_s,
         instance="best",
         pricing=pricing,
         origin=origin or "command line",
     )
+    if precision == sv.precision:
+        return result
+    point = result.serving.model_copy(update={"precision_requested": sv.precision})
+    return result.model_copy(update={"serving": point})
 
 
 def serving_precision(cat: Catalog, hardware: str, wanted: str | None) -> str | None:

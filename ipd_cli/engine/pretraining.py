@@ -89,6 +89,7 @@ def pretraining_inputs(
         "hardware": name,
         "model": cat.canonical("models", model),
         "precision": used,
+        "precision_requested": precision if used != precision else None,
         "pricing": basis,
         "system": system,
     }
@@ -522,6 +523,7 @@ def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pr
     return Pretraining(
         model=meta["model"],
         precision=meta["precision"],
+        precision_requested=meta.get("precision_requested"),
         tokens=tokens,
         pricing=meta["pricing"],
         mfu_pinned="mfu_pin" in x,

@@ -77,6 +77,11 @@ class PlanSummary(Result):
 class Pretraining(Result):
     model: str
     precision: str
+    precision_requested: str | None = Field(
+        default=None,
+        description="the precision asked for, where the system has no dense figure for it and runs "
+        "the next wider one (precision) instead; null otherwise",
+    )
     tokens: float
     gpus: int
     systems: int = Field(description="whole nodes or racks: gpus is rounded up to these")
@@ -248,6 +253,11 @@ class Serving(Result):
     )
     attention_tp: int = Field(description="GPUs per attention tensor-parallel group")
     precision: str = Field(description="weight precision")
+    precision_requested: str | None = Field(
+        default=None,
+        description="the scenario's precision, where the system has no dense figure for it and "
+        "serves the next wider one (precision) instead; null otherwise",
+    )
     kv_precision: str
     input_tokens: int
     output_tokens: int

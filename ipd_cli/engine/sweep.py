@@ -147,7 +147,10 @@ def parse_spec(path: str, spec: str) -> Any:
         try:
             v = float(item)
         except ValueError:
-            raise InputError(f"`vary` {path}: '{item}' is not a number") from None
+            raise InputError(
+                f"`vary` {path}: '{item}' is not a number (only hardware varies over names; for a "
+                "choice such as a precision, run one sweep per value with its override set)"
+            ) from None
         if not math.isfinite(v):
             raise InputError(f"`vary` {path}: '{item}' is not a finite number")
         values.append(v)

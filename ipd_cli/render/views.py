@@ -59,6 +59,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "serving": [
         ("configuration", "Configuration (deployment search)", "", NA),
+        ("precision", "Weight precision", "", NA),
         ("stack", "Serving stack", "", NA),
         ("stack_borrowed_from", "  efficiencies borrowed from", "", NA),
         ("speculation", "Speculative decoding", "", NA),
@@ -75,6 +76,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
     ],
     "pretraining": [
         ("plan", "Parallelism plan", "", NA),
+        ("precision", "Precision", "", NA),
         ("gpus", "GPUs", "GPUs", LO),
         ("systems", "Systems (nodes/racks)", "count", LO),
         ("wall_days", "Wall time", "days", LO),
@@ -392,6 +394,11 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{rl['gpus_requested']:,}: the fewest that hold the training state "
                 f"({rl['train_gpus']:,}) and one generation instance ({rl['instance_gpus']:,})"
             )
+        for block, verb in (("pretraining", "pre-trains"), ("serving", "serves")):
+            b = s.get(block)
+            if isinstance(b, dict) and b.get("precision_requested"):
+                asked, ran = b["precision_requested"], b.get("precision")
+                out.append(f"{hw} {verb} at {ran}, not {asked}: it has no dense {asked} figure")
         point = s.get("serving")
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
