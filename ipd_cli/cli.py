@@ -403,7 +403,8 @@ def serve(
         float | None,
         typer.Option(
             "--tokens-per-user-s",
-            help="Interactivity target: the cheapest configuration that meets it (most tokens/s per GPU).",
+            help="Interactivity target, output tokens/s per user after the first token (1 / TPOT, as "
+            "benchmarks publish it): the cheapest configuration that meets it (most tokens/s per GPU).",
         ),
     ] = None,
     instance_gpus: Annotated[

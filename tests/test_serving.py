@@ -958,3 +958,17 @@ def test_a_prompts_expert_parallel_experts_take_the_stacks_prefill_moe_share(cat
     t1, t2, t4 = ttft(0.25, "dep8"), ttft(0.5, "dep8"), ttft(1.0, "dep8")
     assert t1 - t2 == pytest.approx(2 * (t2 - t4), rel=1e-9) and t2 - t4 > 0
     assert ttft(0.25, "tp8") == ttft(1.0, "tp8")  # MoE-TP prompts do not read it
+
+
+def test_the_target_reads_interactivity_and_the_result_names_it(catalog):
+    # a 100k-token prompt, 20 output tokens, aggregated at 50 tokens/s per user: 1 / TPOT (the
+    # benchmarks' interactivity) meets 50 while the rate over the whole request, its own prefill
+    # included, is a few tokens/s; the result carries both, and the target is read on the first
+    s = estimate_serving(
+        catalog, "h100-sxm", "llama-3.1-8b", input_tokens=100_000, output_tokens=20,
+        tokens_per_user_s=50.0, disaggregated=False,
+    ).serving  # fmt: skip
+    assert s.interactivity_tokens_per_s == pytest.approx(1000.0 / s.tpot_ms, rel=1e-12)
+    assert s.target_met and s.interactivity_tokens_per_s >= 50.0
+    assert s.tokens_per_s_per_user < 10.0  # 20 tokens over a prefill of seconds
+    assert s.tokens_per_s_per_user == pytest.approx(20 / (s.ttft_s + 20 * s.tpot_ms / 1000), rel=0.05)

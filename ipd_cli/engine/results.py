@@ -240,6 +240,11 @@ class Serving(Result):
         "1000 / interactivity as benchmarks publish it; aggregated, the other requests' prefills "
         "included, the request's own (its TTFT) not"
     )
+    interactivity_tokens_per_s: float = Field(
+        description="1 / TPOT: a user's output tokens/s after the first token, as benchmarks publish "
+        "interactivity; the tokens/s per user target is checked against it (tokens_per_s_per_user "
+        "is the rate over the whole slot: aggregated, the request's own prefill included)"
+    )
     usd_per_million_output_tokens: float
     usd_per_million_total_tokens: float = Field(description="input + output tokens")
     tokens_per_s_per_mw: float = Field(description="output tokens/s per MW of all-in power (incl. PUE)")
@@ -263,7 +268,11 @@ class Serving(Result):
     output_tokens: int
     operating_point: str = Field(description="'concurrency', 'target', 'max-throughput' or 'frontier'")
     target_tokens_per_s_per_user: float | None = None
-    target_met: bool | None = Field(default=None, description="false: no configuration is that fast")
+    target_met: bool | None = Field(
+        default=None,
+        description="whether interactivity_tokens_per_s meets the target (false: no configuration is "
+        "that fast)",
+    )
     max_concurrency: int = Field(description="KV-capacity limit per instance (after the engine cap per rank)")
     kv_bytes_per_token: float
     weight_gb_per_instance: float
