@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 
 import numpy as np
@@ -367,6 +370,15 @@ def test_plans_lists_the_best_first_and_plan_pins_the_grid():
     p = r.json()["pretraining"]
     assert len(p["plans"]) == 5 and p["plans"][0]["plan"] == p["plan"]
     assert [q["wall_days"] for q in p["plans"]] == sorted(q["wall_days"] for q in p["plans"])
+    assert all(q["global_batch"] == q["parallelism"]["global_batch"] == 1536 for q in p["plans"])
+    # CSV: the plans are one JSON text in their cell (they were Python reprs joined by ';')
+    r = run_cli(
+        "train", "--hardware", "hopper", "--model", "gpt-3-175b", "--tokens", "3e11", "--gpus", "1024",
+        "--seq-len", "2048", "--plan", "gbs=1536", "--plans", "5", "-f", "csv",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    row = next(csv.DictReader(io.StringIO(r.stdout)))
+    assert json.loads(row["pretraining.plans"]) == p["plans"]
     assert all(q["parallelism"]["global_batch"] == 1536 for q in p["plans"])
     pinned = run_cli(
         "train", "--hardware", "hopper", "--model", "gpt-3-175b", "--tokens", "3e11", "--gpus", "1024",

@@ -499,7 +499,8 @@ def _summary(c: tpn.Choice, x: dict) -> PlanSummary:
     run = plan_run(y, c.plan, c.out, c.gpus)
     return PlanSummary(
         plan=c.name,
-        parallelism=training_plan(c.plan),
+        parallelism=(par := training_plan(c.plan)),
+        global_batch=par.global_batch,
         step_time_s=run["step_time_s"],
         mfu=run["mfu"],
         memory_gb_per_gpu=run["memory_gb_per_gpu"],

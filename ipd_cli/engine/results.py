@@ -67,6 +67,7 @@ class PlanSummary(Result):
 
     plan: str
     parallelism: TrainingPlan
+    global_batch: int = Field(description="sequences per step (plans can differ in it alone)")
     step_time_s: float
     mfu: float
     memory_gb_per_gpu: float

@@ -91,6 +91,11 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(v, dict):
             # nested blocks keep their name as a prefix: the same dotted names as sweeps and diffs
             out.update(_flat(v, f"{key}."))
+        elif isinstance(v, list) and any(isinstance(x, dict | list) for x in v):
+            # records (e.g. `train --plans N`): one JSON text, which a reader can parse back
+            import json
+
+            out[key] = json.dumps(v, separators=(",", ":"))
         elif isinstance(v, list):
             out[key] = ";".join(str(x) for x in v)
         else:
