@@ -363,3 +363,26 @@ def test_split_candidates_are_whole_instances_and_whole_systems():
     assert _split_candidates(64, 16, 20, 8) == [16, 24, 32, 40]
     assert _split_candidates(64, 16, 20) == [16, 32]
     assert _split_candidates(64, 48, 20, 8) == []  # no instance fits beside the trainer
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--gpus", "512", "--gen-gpus", "100", "--train-gpus", "100"],
+            "give --gpus (the split is then chosen)",
+        ),
+        (["--split", "auto", "--gen-gpus", "432", "--train-gpus", "80"], "--split auto chooses --gen-gpus"),
+        (
+            ["--mode", "colocated", "--gen-gpus", "256", "--train-gpus", "256"],
+            "colocated mode runs generation",
+        ),
+        (["--mode", "bogus"], "--mode 'bogus' is unknown; choose one of: colocated"),
+    ],
+)
+def test_conflicting_rl_options_are_usage_errors(args, message):
+    # each of these ran before, one of the two options silently ignored (--gpus 512 ran on 200 GPUs);
+    # an unknown --mode was blamed on the workload file it was merged into
+    r = run_cli("rl", "--hardware", "gb200", *args)
+    assert r.code == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.startswith("ipd: error: ") and message in r.stderr and "rl-swe-agent.yaml" not in r.stderr

@@ -18,13 +18,33 @@ COLOCATED_TRANSPORTS = ("colocated", "checkpoint-engine")
 def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> RlWorkload:
     """The workload with the caller's values applied (``model``, ``mode``, ``gpus``, ``gen_gpus``,
     ``train_gpus``, ``transport``), checked."""
+    split_given = _check_counts(given, split)
     updates: dict[str, Any] = {k: given[k] for k in ("model", "mode") if given.get(k) is not None}
     if given.get("transport") is not None:
         updates["sync_transport"] = given["transport"]
     if given.get("gpus") is not None:
         updates.update(gpus=given["gpus"], gen_gpus=None, train_gpus=None)
-    if given.get("gen_gpus") is not None or given.get("train_gpus") is not None:
+    if split_given:
         updates.update(gen_gpus=given.get("gen_gpus"), train_gpus=given.get("train_gpus"))
+    w = workload.model_copy(update=updates)
+    if w.mode not in RL_MODES:
+        raise InputError(f"unknown mode '{w.mode}'; choose one of: {', '.join(RL_MODES)}")
+    w = _checked_transport(w, given.get("transport") is not None)
+    if split_given and w.mode == "colocated":
+        raise InputError(
+            "colocated mode runs generation and training on the same GPUs: give `gpus`, not `gen_gpus` "
+            "and `train_gpus` (or a disaggregated `mode`)"
+        )
+    if (w.gen_gpus is None) != (w.train_gpus is None):
+        raise InputError("give both `gen_gpus` and `train_gpus`, or `gpus` with `split` auto")
+    if split not in (None, "auto"):
+        raise InputError(f"`split` {split}: only 'auto' is supported; or give `gen_gpus` and `train_gpus`")
+    return w
+
+
+def _check_counts(given: dict[str, Any], split: str | None) -> bool:
+    """The caller's GPU counts are in range and do not contradict each other (``gpus`` and a split,
+    or ``split`` auto and a split); whether the caller gave a split."""
     for name in ("gpus", "gen_gpus", "train_gpus"):
         if given.get(name) is not None and given[name] <= 0:
             raise InputError(f"`{name}` must be > 0, got {given[name]}")
@@ -32,25 +52,29 @@ def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> Rl
             raise InputError(
                 f"`{name}` {given[name]:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist"
             )
-    w = workload.model_copy(update=updates)
-    if w.mode not in RL_MODES:
-        raise InputError(f"unknown mode '{w.mode}'; choose one of: {', '.join(RL_MODES)}")
+    split_given = given.get("gen_gpus") is not None or given.get("train_gpus") is not None
+    if split_given and given.get("gpus") is not None:
+        raise InputError("give `gpus` (the split is then chosen) or `gen_gpus` and `train_gpus`, not both")
+    if split_given and split == "auto":
+        raise InputError("`split` auto chooses `gen_gpus` and `train_gpus`: give one or the other")
+    return split_given
+
+
+def _checked_transport(w: RlWorkload, given: bool) -> RlWorkload:
+    """The weight-sync transport, known and one the mode can use (a workload's transport for another
+    mode is dropped; the caller's is refused)."""
     if w.sync_transport is not None and w.sync_transport not in SYNC_TRANSPORTS:
         raise InputError(
             f"unknown transport '{w.sync_transport}'; choose one of: {', '.join(SYNC_TRANSPORTS)}"
         )
     allowed = COLOCATED_TRANSPORTS if w.mode == "colocated" else DISAGGREGATED_TRANSPORTS
-    if w.sync_transport is not None and w.sync_transport not in allowed and given.get("transport") is None:
+    if w.sync_transport is not None and w.sync_transport not in allowed and not given:
         w = w.model_copy(update={"sync_transport": None})  # the workload's transport is for another mode
     if w.sync_transport is not None and w.sync_transport not in allowed:
         raise InputError(
             f"`transport` {w.sync_transport} does not work in mode {w.mode}; "
             f"choose one of: {', '.join(allowed)}"
         )
-    if (w.gen_gpus is None) != (w.train_gpus is None):
-        raise InputError("give both `gen_gpus` and `train_gpus`, or `gpus` with `split` auto")
-    if split not in (None, "auto"):
-        raise InputError(f"`split` {split}: only 'auto' is supported; or give `gen_gpus` and `train_gpus`")
     return w
 
 
