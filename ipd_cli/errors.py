@@ -69,9 +69,11 @@ def suggestions(word: object, choices: Iterable[object]) -> list[str]:
     if same:
         return same[:1]
     if len(w) >= 2:
+        bare = _bare(w)  # separators dropped: 'llama3' finds 'llama-3.1-8b'
         for found in (
             [n for n in names if n.lower().startswith(w)],
             [n for n in names if w in n.lower()],
+            [n for n in names if _bare(n.lower()).startswith(bare)] if len(bare) >= 3 else [],
         ):
             if found:
                 return sorted(found, key=lambda n: (len(n), n))[:MAX_SUGGESTIONS]
@@ -101,17 +103,29 @@ class Interrupted(BaseException):
         self.exit_code = 128 + signum
 
 
-def did_you_mean(word: object, choices: Iterable[object]) -> str:
-    """'; did you mean 'x'?' when a close match exists, else a list of valid choices."""
+def _bare(name: str) -> str:
+    return re.sub(r"[-_. ]", "", name)
+
+
+def did_you_mean(word: object, choices: Iterable[object], where: str = "") -> str:
+    """'; did you mean 'x'?' when a close match exists, else a list of valid choices (the first
+    SHOWN_CHOICES, then how many more and ``where``, e.g. ' (ipd hardware list)')."""
     names = sorted({str(c) for c in choices})
     found = suggestions(word, names)
     if found:
         quoted = [f"'{n}'" for n in found]
         alternatives = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
         return f"; did you mean {alternatives}?"
-    shown = ", ".join(names[:12])
-    return f"; choose one of: {shown}" if shown else ""
+    shown = ", ".join(names[:SHOWN_CHOICES])
+    more = len(names) - SHOWN_CHOICES
+    rest = f", ... and {more} more{where}" if more > 0 else ""
+    return f"; choose one of: {shown}{rest}" if shown else ""
+
+
+LISTINGS = {"hardware": "ipd hardware list", "model": "ipd models list", "workload": "ipd workloads list"}
+SHOWN_CHOICES = 12
 
 
 def unknown(kind: str, word: str, choices: Iterable[object]) -> InputError:
-    return InputError(f"unknown {kind} '{word}'{did_you_mean(word, choices)}")
+    where = f" ({LISTINGS[kind]})" if kind in LISTINGS else ""
+    return InputError(f"unknown {kind} '{word}'{did_you_mean(word, choices, where)}")

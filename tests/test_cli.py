@@ -128,6 +128,11 @@ def test_unknown_names_exit_2_with_suggestion():
         "train", "--hardware", "h100-sxn", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8"
     )
     assert r.code == 2 and "did you mean 'h100-sxm'?" in r.stderr
+    # separators do not hide a name ('llama3'); a list cut short says how many more and where
+    r = run_cli("train", "--hardware", "h100", "--model", "llama3", "--tokens", "1e12", "--gpus", "8")
+    assert r.code == 2 and "did you mean 'llama-3.1-8b'," in r.stderr
+    r = run_cli("serve", "--hardware", "zzz", "--model", "llama-3.1-8b")
+    assert r.code == 2 and r.stderr.rstrip().endswith("more (ipd hardware list)")
 
 
 def test_usage_errors_exit_2_and_infeasible_exit_1():
