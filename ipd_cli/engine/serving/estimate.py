@@ -245,7 +245,7 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
         return InfeasibleError(
             f"`concurrency` {pins.concurrency} does not fit: {ph.model} on {ctx.name} holds at most "
             f"{most} requests of {ph.context_peak} tokens per instance with these pins (KV capacity, "
-            f"engine batch cap per rank); use `concurrency` {most} or a larger instance"
+            f"engine batch cap per rank); use `concurrency` {most} or less, and more instances"
         )
     near = _nearest(g, pins)
     nearest = ""
@@ -272,10 +272,11 @@ def _does_not_fit(ctx: ServingContext, g: Grid) -> InfeasibleError:
     ph = g.ph
     largest = max(instance_sizes(ph))
     need = (ph.dense_bytes + ph.expert_bytes) / f.GIGA
-    held = largest * ph.hbm_bytes / f.GIGA
+    held = max(0.0, largest * ph.hbm_bytes / f.GIGA)  # the workspace can take all of a small HBM
     return InfeasibleError(
         f"{ph.model} at {ph.precision} needs {need:,.0f} GB of weights plus KV on {ctx.name}; the largest "
-        f"instance tried ({largest} GPUs) holds {held:,.0f} GB usable; {_narrower_hint(ctx, g)}"
+        f"instance tried ({largest} GPUs) holds {held:,.0f} GB usable after the runtime workspace and "
+        f"activations; {_narrower_hint(ctx, g)}"
     )
 
 
