@@ -314,8 +314,9 @@ def _compare(
             results.append(life.system)
             steps.append(life.steps)
         else:
-            results.append(_one_block(cat, s, name, w, mfu=mfu, pricing=pricing, origin=origin))
-            steps.append([])
+            one = _one_block(cat, s, name, w, mfu=mfu, pricing=pricing, origin=origin)
+            results.append(one)
+            steps.append(_block_steps(one, getattr(w, "deadline_days", None)))
     _refuse_all_infeasible(name, w.kind, results)
     info = WorkloadInfo(
         name=name,
@@ -330,6 +331,57 @@ def _compare(
     )
     result = CompareResult(workload=info, baseline=results[0].hardware, systems=results, overrides=_sets(cat))
     return result, steps
+
+
+def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
+    """`ipd explain` lines of a pretrain or RL workload: its numbers from the chosen plan or split
+    (the same identities the results obey; a test recomputes each from its inputs)."""
+    from .engine.lifecycle import Step
+
+    p, r = system.pretraining, system.rl
+    if p is not None:
+        how = (
+            f"the fewest whole systems whose fastest plan finishes in {deadline_days:g} days"
+            if deadline_days
+            else "the workload's GPUs"
+        )
+        return [
+            Step("pretraining.step_time_s", p.step_time_s, f"one step of the fastest plan found: {p.plan}",
+                 {"plans_evaluated": p.plans_evaluated, "global_batch_tokens": p.global_batch_tokens}),
+            Step("pretraining.mfu", p.mfu,
+                 "flops_per_token x global_batch_tokens / (step_time_s x gpus_used x peak_tflops_per_gpu"
+                 " x 1e12)" + (" (pinned)" if p.mfu_pinned else ""),
+                 {"flops_per_token": p.flops_per_token, "global_batch_tokens": p.global_batch_tokens,
+                  "step_time_s": p.step_time_s, "gpus_used": p.gpus_used,
+                  "peak_tflops_per_gpu": p.peak_tflops_per_gpu}),
+            Step("pretraining.wall_days", p.wall_days,
+                 "tokens x step_time_s x batch_token_multiplier / global_batch_tokens / goodput / 86400",
+                 {"tokens": p.tokens, "step_time_s": p.step_time_s,
+                  "batch_token_multiplier": p.batch_token_multiplier,
+                  "global_batch_tokens": p.global_batch_tokens, "goodput": p.scale_efficiency}),
+            Step("pretraining.gpus", p.gpus, f"{how} (the plan uses gpus_used)",
+                 {"gpus_used": p.gpus_used, "systems": p.systems}),
+            Step("pretraining.gpu_hours", p.gpu_hours, "gpus x wall_days x 24",
+                 {"gpus": p.gpus, "wall_days": p.wall_days}),
+            Step("pretraining.cost_usd", p.cost_usd, "gpu_hours x price_usd_per_gpu_hour",
+                 {"gpu_hours": p.gpu_hours, "price_usd_per_gpu_hour": p.price_usd_per_gpu_hour}),
+        ]  # fmt: skip
+    if r is not None:
+        ph = r.phases
+        return [
+            Step("rl.step_seconds", r.step_seconds,
+                 "generation_s + environment_s + logprob_s + training_s + weight_sync_s"
+                 " - hidden_by_overlap_s",
+                 {"generation_s": ph.generation_s, "environment_s": ph.environment_s,
+                  "logprob_s": ph.logprob_s, "training_s": ph.training_s,
+                  "weight_sync_s": ph.weight_sync_s, "hidden_by_overlap_s": r.hidden_by_overlap_s}),
+            Step("rl.gpu_hours_per_step", r.gpu_hours_per_step, "gpus x step_seconds / 3600",
+                 {"gpus": r.gpus, "step_seconds": r.step_seconds}),
+            Step("rl.usd_per_step", r.usd_per_step, "gpu_hours_per_step x price_usd_per_gpu_hour",
+                 {"gpu_hours_per_step": r.gpu_hours_per_step,
+                  "price_usd_per_gpu_hour": r.price_usd_per_gpu_hour}),
+        ]  # fmt: skip
+    return []
 
 
 def output_schema() -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from helpers import run_cli
 
@@ -139,3 +141,24 @@ def test_an_infeasible_stage_names_itself_and_maps_its_hint_to_the_scenario_path
     # "...; got `gpus` 8" reports a value, it is no hint
     why = lc.infeasible("pretraining", "needs 956 GPUs to hold its state; got `gpus` 8")
     assert why.hint is None and why.reason.endswith("got `gpus` 8")
+
+
+@pytest.mark.parametrize("workload", ["pretrain-10t-moe", "rl-swe-agent"])
+def test_explain_of_a_workload_gives_its_numbers_from_their_inputs(catalog, workload):
+    # a pretrain or RL workload explained only its inputs; now its numbers too, and each formula
+    # written with names and x recomputes its value from the inputs listed beside it
+    from ipd_cli.api import explain
+
+    items = [
+        i for i in explain(catalog, ["vera-rubin"], workload).items if not i["metric"].startswith("input")
+    ]
+    assert len(items) >= 3
+    checked = 0
+    for item in items:
+        env = {k: float(v) for k, v in (p.split(" = ") for p in item["inputs"].split("; ") if " = " in p)}
+        expr = item["formula"].removesuffix(" (pinned)").replace(" x ", " * ")
+        names = set(re.findall(r"\b[a-z_][a-z0-9_]*\b", expr))
+        if re.fullmatch(r"[\w\s.*/+()-]+", expr) and names <= set(env):
+            assert eval(expr, {}, env) == pytest.approx(item["value"], rel=1e-9), item["metric"]
+            checked += 1
+    assert checked >= (4 if workload.startswith("pretrain") else 3)
