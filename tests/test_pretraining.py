@@ -619,3 +619,13 @@ def test_dispatcher_overlap_and_graphs_are_plan_dimensions(catalog):
     assert tpn.pins_text(tpn.parse_plan("dispatcher=deepep,a2a_overlap=on,cuda_graphs=off")) == (
         "dispatcher=deepep,a2a_overlap=on,cuda_graphs=off"
     )
+
+
+def test_each_input_is_listed_once(catalog):
+    # a BF16 run reads the BF16 peak as its precision's and as the attention's: one row, not two
+    r = train(catalog, "hopper", "llama-3.1-8b", 1e12, gpus=64, precision="bf16")
+    keys = [(a.name, a.path, repr(a.value)) for a in r.assumptions]
+    assert (
+        len(keys) == len(set(keys))
+        and ("bf16 dense peak", "accelerators.h100-sxm.bf16_dense_tflops", "989.0") in keys
+    )

@@ -31,6 +31,13 @@ class Trace:
     subs: dict[str, Any] = field(default_factory=dict)  # --set path -> value or array (sweeps)
     sampler: Any = None  # callable(low, mode, high) -> array, for --samples
     record: bool = True
+    _seen: set = field(default_factory=set, repr=False)  # inputs recorded: each is listed once
+
+    def _add(self, a: Assumption) -> None:
+        key = (a.name, a.path, repr(a.value), a.note, a.origin)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.items.append(a)
 
     def take(
         self,
@@ -53,7 +60,7 @@ class Trace:
             value = self.sampler(s.range[0], s.value, s.range[1])
         if self.record:
             src = self.sources.get(s.source)
-            self.items.append(
+            self._add(
                 Assumption(
                     name=name,
                     value=s.value,
@@ -85,7 +92,7 @@ class Trace:
             value = self.subs[path]
         elif self.record:
             src = self.sources.get(source) if source else None
-            self.items.append(
+            self._add(
                 Assumption(
                     name=name,
                     value=value,
