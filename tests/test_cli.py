@@ -403,3 +403,19 @@ def test_a_precision_the_gpu_lacks_runs_the_next_wider_one_and_says_so():
     assert served["h100-sxm"]["precision_requested"] == "fp4" and served["h100-sxm"]["precision"] == "fp8"
     assert served["b200"]["precision_requested"] is None and served["b200"]["precision"] == "fp4"
     assert "h100-sxm serves at fp8, not fp4" in r.stderr and "b200 serves" not in r.stderr
+
+
+def test_a_batch_beyond_the_recipe_is_a_warning():
+    # 405B on 15.6T tokens in 7 days takes tens of millions of H100: the deadline is met with a global
+    # batch several times the recipe's, which costs tokens; stderr says so (the JSON has the multiplier)
+    r = run_cli(
+        "train", "--hardware", "hopper", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "7",
+        "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    m = r.json()["pretraining"]["batch_token_multiplier"]
+    assert m > 2 and f"it needs {m:.2f}x the tokens for the same loss" in r.stderr
+    r = run_cli(
+        "train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64"
+    )
+    assert r.code == 0 and "beyond the recipe" not in r.stderr

@@ -395,6 +395,13 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{rl['gpus_requested']:,}: the fewest that hold the training state "
                 f"({rl['train_gpus']:,}) and one generation instance ({rl['instance_gpus']:,})"
             )
+        pre = s.get("pretraining")
+        if isinstance(pre, dict) and (pre.get("batch_token_multiplier") or 1.0) > 1.0 + 1e-9:
+            batch, more = fmt_num(pre.get("global_batch_tokens")), pre["batch_token_multiplier"]
+            out.append(
+                f"{hw}: pre-training runs a global batch of {batch} tokens, beyond the recipe's: it needs "
+                f"{more:.2f}x the tokens for the same loss (so many GPUs leave no smaller batch)"
+            )
         for block, verb in (("pretraining", "pre-trains"), ("serving", "serves")):
             b = s.get(block)
             if isinstance(b, dict) and b.get("precision_requested"):
