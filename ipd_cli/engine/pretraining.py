@@ -23,7 +23,7 @@ from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import PRECISIONS, Accelerator
-from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError
+from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, count_text
 
 from . import formulas as f
 from . import trainplan as tpn
@@ -347,7 +347,9 @@ def _check_args(
         if v is not None and v <= 0:
             raise InputError(f"{flag} must be > 0, got {v}")
     if gpus is not None and gpus > MAX_GPUS:
-        raise InputError(f"`gpus` {gpus:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist")
+        raise InputError(
+            f"`gpus` {count_text(gpus)} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist"
+        )
     if mfu is not None and not 0 < mfu <= 1:
         raise InputError(f"`mfu` must be in (0, 1], got {mfu}")
 

@@ -8,7 +8,7 @@ from typing import Any
 from ipd_cli.catalog.schema import RL_MODES, SYNC_TRANSPORTS, RlWorkload
 from ipd_cli.engine.pretraining import MAX_GPUS
 from ipd_cli.engine.trace import Trace
-from ipd_cli.errors import InputError
+from ipd_cli.errors import InputError, count_text
 
 # transports that need separate trainer and rollout GPUs, and those that reload in place
 DISAGGREGATED_TRANSPORTS = ("nccl-broadcast", "nccl-reshard", "rdma-p2p", "checkpoint-engine")
@@ -50,7 +50,8 @@ def _check_counts(given: dict[str, Any], split: str | None) -> bool:
             raise InputError(f"`{name}` must be > 0, got {given[name]}")
         if given.get(name) is not None and given[name] > MAX_GPUS:  # as for pre-training
             raise InputError(
-                f"`{name}` {given[name]:.3g} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist"
+                f"`{name}` {count_text(given[name])} is more than {MAX_GPUS:,} GPUs; "
+                "give a cluster that can exist"
             )
     split_given = given.get("gen_gpus") is not None or given.get("train_gpus") is not None
     if split_given and given.get("gpus") is not None:
