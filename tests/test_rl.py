@@ -386,3 +386,15 @@ def test_conflicting_rl_options_are_usage_errors(args, message):
     r = run_cli("rl", "--hardware", "gb200", *args)
     assert r.code == 2 and r.stdout == "" and "Traceback" not in r.stderr
     assert r.stderr.startswith("ipd: error: ") and message in r.stderr and "rl-swe-agent.yaml" not in r.stderr
+
+
+def test_idle_trainer_gpus_are_a_warning():
+    # 32,768 GB200 for the 10T SWE step: generation helps up to 2,808 GPUs, the trainer's plan uses
+    # 16,384 of the 29,960 it is given; the rest are paid for nothing, and stderr says so
+    r = run_cli(
+        "rl", "--hardware", "gb200", "--workload", "rl-swe-agent-10t", "--gpus", "32768", "--split", "auto"
+    )
+    assert r.code == 0, r.stderr
+    rl_ = r.json()["rl"]
+    used, given = rl_["trainer"]["gpus_used"], rl_["train_gpus"]
+    assert used < given and f"plan uses {used:,} of its {given:,} GPUs" in r.stderr

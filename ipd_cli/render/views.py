@@ -407,6 +407,14 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
             if isinstance(b, dict) and b.get("precision_requested"):
                 asked, ran = b["precision_requested"], b.get("precision")
                 out.append(f"{hw} {verb} at {ran}, not {asked}: it has no dense {asked} figure")
+        trainer = rl.get("trainer") if isinstance(rl, dict) else None
+        if isinstance(trainer, dict) and rl.get("mode") != "colocated":
+            used, given = trainer.get("gpus_used") or 0, rl.get("train_gpus") or 0
+            if used < 0.95 * given:
+                out.append(
+                    f"{hw}: the RL trainer's plan uses {used:,} of its {given:,} GPUs; the rest are idle "
+                    "but paid (as many as it uses would run the same plan for less)"
+                )
         point = s.get("serving")
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
