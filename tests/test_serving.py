@@ -605,7 +605,9 @@ def test_pins_filter_the_grid(catalog):
     assert s.configuration.startswith("TEP8 ") and s.parallelism == "tep" and not s.disaggregated
     p = serve(catalog, "h100-sxm", "llama-3.1-70b", layout="tp8pp2", **base)
     assert p.tp == 8 and p.pp == 2 and p.instance_gpus == 16 and " PP2 " in p.configuration
-    with pytest.raises(InputError, match="2 pipeline stages .*across scale-up domains"):
+    with pytest.raises(
+        InputError, match="2 pipeline stages .*whole scale-up domains.*choose one of `layout` tp4"
+    ):
         serve(catalog, "h100-sxm", "llama-3.1-70b", layout="tp4pp2", **base)
     d = serve(catalog, "h200", "deepseek-v3", instance_gpus=8, attention_tp=2, disaggregated=False, **base)
     assert d.configuration.startswith("DEP8 (attention TP2)") and d.parallelism == "tp-attention+ep"

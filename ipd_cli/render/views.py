@@ -407,8 +407,8 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
             if isinstance(b, dict) and b.get("precision_requested"):
                 asked, ran = b["precision_requested"], b.get("precision")
                 out.append(f"{hw} {verb} at {ran}, not {asked}: it has no dense {asked} figure")
-        trainer = rl.get("trainer") if isinstance(rl, dict) else None
-        if isinstance(trainer, dict) and rl.get("mode") != "colocated":
+        trainer = rl.get("trainer") if isinstance(rl, dict) and rl.get("mode") != "colocated" else None
+        if isinstance(rl, dict) and isinstance(trainer, dict):
             used, given = trainer.get("gpus_used") or 0, rl.get("train_gpus") or 0
             if used < 0.95 * given:
                 out.append(

@@ -187,11 +187,15 @@ def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
                     f"{ctx.mname} {why} there; leave `eplb` unpinned"
                 )
             have = sorted({int(v) for v in col[ok]})
-            shown = [n for n, c in FAMILIES.items() if c in have] if key == "family" else have
+            shown: list = [n for n, c in FAMILIES.items() if c in have] if key == "family" else have
+            if key == "pipeline_stages":  # as layouts: 'tp8pp2', not '2'
+                head = f"{pins.family or ''}{pins.stage_gpus or ''}"
+                shown = [f"`layout` {head}pp{n}" if n > 1 else f"`layout` {head or 'tp'}" for n in have]
+            stages = "pipeline stage" if int(value) == 1 else "pipeline stages"
             what = {
                 "family": f"the `layout` family {value}",
                 "stage_gpus": f"{value} GPUs per pipeline stage (`layout`)",
-                "pipeline_stages": f"{value} pipeline stages (`layout`; stages run across scale-up domains)",
+                "pipeline_stages": f"{value} {stages} (`layout`; stages are whole scale-up domains)",
             }.get(key, f"`{key}` {value}")
             return InputError(
                 f"no {ctx.mname} configuration on {ctx.name} has {what} with the other pins; "
