@@ -162,3 +162,25 @@ def test_explain_of_a_workload_gives_its_numbers_from_their_inputs(catalog, work
             assert eval(expr, {}, env) == pytest.approx(item["value"], rel=1e-9), item["metric"]
             checked += 1
     assert checked >= (4 if workload.startswith("pretrain") else 3)
+
+
+@pytest.mark.parametrize(
+    ("sets", "scenario"),
+    [
+        (["workload.post_training.steps_per_refresh=50", "workload.post_training.refreshes_per_year=4",
+          "workload.horizon_years=2"], "frontier-agentic"),
+        ([], "open-model-agent"),  # a yearly RL budget sets the steps
+    ],
+)  # fmt: skip
+def test_the_rl_block_runs_the_schedule_the_lifecycle_prices(sets, scenario):
+    # the RL block's run (rl.run, which --budget-metric can check) showed the RL workload's own 100
+    # steps x 12 refreshes while the lifecycle priced the scenario's schedule or budget
+    args = [a for s in sets for a in ("--set", s)]
+    r = run_cli("compare", "vera-rubin", "--scenario", scenario, *args, "-f", "json")
+    assert r.code == 0, r.stderr
+    s = r.json()["systems"][0]
+    cost = s["intelligence_per_dollar"]["cost_breakdown_usd"]["post_training"]
+    years = s["intelligence_per_dollar"]["horizon_years"]
+    assert s["rl"]["run"]["usd_per_year"] * years == pytest.approx(cost, rel=1e-9)
+    if sets:
+        assert (s["rl"]["run"]["steps_per_refresh"], s["rl"]["run"]["refreshes_per_year"]) == (50, 4)

@@ -170,9 +170,16 @@ def rl_workload(cat: Catalog, hardware: str, s: Scenario) -> RlWorkload:
     """The scenario's RL workload on its model, generating at a precision the system supports
     (A100 has no fp8: bf16), as the scenario's serving and pre-training do."""
     assert s.post_training is not None
-    rw = cat.rl_workload(s.post_training.workload)
+    pt = s.post_training
+    rw = cat.rl_workload(pt.workload)
     precision = serving_precision(cat, hardware, rw.inference_precision)
-    return rw.model_copy(update={"model": s.model, "inference_precision": precision})
+    update: dict[str, Any] = {"model": s.model, "inference_precision": precision}
+    # the scenario's schedule, so the RL block's run (rl.run) is the one the lifecycle prices
+    if pt.steps_per_refresh is not None:
+        update["steps_per_refresh"] = pt.steps_per_refresh
+    if pt.refreshes_per_year is not None:
+        update["refreshes_per_year"] = pt.refreshes_per_year
+    return rw.model_copy(update=update)
 
 
 def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> PostTraining:
@@ -195,6 +202,21 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
             pt.refreshes_per_year or rw.refreshes_per_year
         )
         how = "steps_per_refresh x refreshes_per_year"
+    if pt.budget_usd_per_year is not None:  # the run the budget buys, in the RL block too
+        run = rl.run
+        scale = steps_per_year / (run.steps_per_refresh * run.refreshes_per_year)
+        rl = rl.model_copy(
+            update={
+                "run": run.model_copy(
+                    update={
+                        "refreshes_per_year": run.refreshes_per_year * scale,
+                        "gpu_hours_per_year": run.gpu_hours_per_year * scale,
+                        "usd_per_year": run.usd_per_year * scale,
+                        "energy_mwh_per_year": run.energy_mwh_per_year * scale,
+                    }
+                )
+            }
+        )
     cost = rl.usd_per_step * steps_per_year * H
     # every generated rollout, kept or not, costs energy
     energy = rl.energy_kwh_per_step * steps_per_year * H / f.KWH_PER_MWH

@@ -144,6 +144,8 @@ def _lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Nu
     out |= _headline(m, kw, pue, p, (pre_usd, post_usd), (pre_mwh, post_mwh), samples)
     if post_kind != "none":
         out["intelligence_per_dollar.rl_rollouts_per_kwh"] = m["rl.rollouts_per_kwh"]
+    if post_kind == "budget":  # the RL block's run is what the budget buys at these prices
+        out |= _budget_run(m)
     if "_life.site_mw" in m:
         out |= _site_budget(m, kw, pue, p)
     return out
@@ -156,6 +158,18 @@ def _pretraining_share(pre_kind: str, m: Numbers, zero: Any) -> tuple[Any, Any]:
     if pre_kind == "cost":
         return m["_life.pre_cost_usd"] * m["_life.share"], zero
     return zero, zero
+
+
+def _budget_run(m: Numbers) -> Numbers:
+    """rl.run of a yearly RL budget: the steps it buys at the re-priced cost per step
+    (:func:`~ipd_cli.engine.lifecycle.post_training`)."""
+    steps_per_year = m["_life.rl_budget"] / m["rl.usd_per_step"]
+    return {
+        "rl.run.refreshes_per_year": steps_per_year / m["rl.run.steps_per_refresh"],
+        "rl.run.gpu_hours_per_year": steps_per_year * m["rl.gpu_hours_per_step"],
+        "rl.run.usd_per_year": steps_per_year * m["rl.usd_per_step"],
+        "rl.run.energy_mwh_per_year": steps_per_year * m["rl.energy_kwh_per_step"] / 1000,
+    }
 
 
 def _post_training(post_kind: str, m: Numbers, H: Any, zero: Any) -> tuple[Any, Any, Any]:
