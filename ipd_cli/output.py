@@ -261,9 +261,15 @@ def check_budget_options(max_usd: float | None, metric: str | None) -> None:
         from ipd_cli.engine.results import SystemResult, metric_paths
 
         known = metric_paths(SystemResult)
+        costs = [k for k in known if "usd" in k and "per_kusd" not in k]
         if metric not in known:
             raise InputError(
-                f"--budget-metric {metric}: not a metric of the result{did_you_mean(metric, known)}"
+                f"--budget-metric {metric}: not a metric of the result{did_you_mean(metric, costs)}"
+            )
+        if metric not in costs:  # --max-usd is in dollars: a rate or a count would pass or fail by accident
+            raise InputError(
+                f"--budget-metric {metric}: not a cost in USD; --max-usd checks one, e.g. "
+                f"{', '.join([c for c in costs if c.count('.') == 1][:5])}"
             )
 
 

@@ -458,3 +458,11 @@ def test_physics_points_are_catalog_copies_in_memory(monkeypatch, small):
     chunks, _ = ipd_cli.sweep(cat, axes, small)
     assert len(_rows(chunks)) == 4 and loads == []
     assert parsed == [small]  # the workload file, read once
+
+
+def test_a_rental_price_axis_under_tco_is_a_usage_error():
+    # it was silently swept as rental prices (the rows equal the rental sweep's)
+    r = run_cli(
+        "sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=4,8", "--pricing", "tco"
+    )
+    assert r.code == 2 and r.stdout == "" and "--vary price_usd_per_gpu_hour is a rental price" in r.stderr

@@ -508,3 +508,17 @@ def test_a_xlsx_file_name_refuses_another_format(tmp_path):
     )
     assert r.code == 2 and "a .xlsx file holds an xlsx workbook" in r.stderr
     assert book.read_bytes() == b"keep me"
+
+
+def test_the_budget_gate_checks_costs_only():
+    # --max-usd is in dollars: a rate where more is better (tasks per $1k) passed or failed by accident
+    r = run_cli(
+        "compare", "vera-rubin", "--max-usd", "1000", "--budget-metric",
+        "intelligence_per_dollar.solved_tasks_per_kusd",
+    )  # fmt: skip
+    assert r.code == 2 and "not a cost in USD" in r.stderr and r.stdout == ""
+    r = run_cli(
+        "compare", "vera-rubin", "--max-usd", "1000", "--budget-metric",
+        "intelligence_per_dollar.cost_breakdown_usd.serving",
+    )  # fmt: skip
+    assert r.code == 3 and "cost_breakdown_usd.serving > 1,000 USD" in r.stderr
