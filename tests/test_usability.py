@@ -522,3 +522,28 @@ def test_the_budget_gate_checks_costs_only():
         "intelligence_per_dollar.cost_breakdown_usd.serving",
     )  # fmt: skip
     assert r.code == 3 and "cost_breakdown_usd.serving > 1,000 USD" in r.stderr
+
+
+def test_a_new_accelerator_without_a_serving_family_says_it_runs_the_reference(tmp_path):
+    # a copy of GB200 under a new name served 12 % slower with no word why: no serving stack is
+    # measured on an accelerator the catalog's families do not name
+    (tmp_path / "mine.yml").write_text(
+        "sources:\n  mine: {title: my copy, date: '2026'}\n"
+        "accelerators:\n  gb200-copy:\n    vendor: nvidia\n"
+        "    fp4_dense_tflops: {value: 10000, source: mine}\n"
+        "    fp8_dense_tflops: {value: 5000, source: mine}\n"
+        "    bf16_dense_tflops: {value: 2500, source: mine}\n    hbm_gib: {value: 186, source: mine}\n"
+        "    hbm_tb_per_s: {value: 8.0, source: mine}\n"
+        "    scale_up_gb_per_s_bidir: {value: 1800, source: mine}\n"
+        "    scale_out_gbit_per_s: {value: 400, source: mine}\n    tdp_w: {value: 1200, source: mine}\n"
+        "systems:\n  copy-nvl72:\n    description: my rack\n    accelerator: gb200-copy\n"
+        "    accelerators: 72\n    scale_up_domain: 72\n    host_cpu: grace\n    host_cpus: 36\n"
+        "    power_kw: {value: 125, source: mine}\n"
+        "    capex_usd: {value: 3750000, source: mine}\n"
+        "    prices:\n      - {label: reserved, usd_per_gpu_hour: {value: 4.05, source: mine}}\n"
+        "    status: shipping\n"
+    )  # a .yml file: read like .yaml
+    r = run_cli("serve", "--hardware", "copy-nvl72", "--model", "llama-3.1-70b", "--catalog", str(tmp_path))
+    assert r.code == 0, r.stderr
+    assert r.json()["serving"]["stack"] == "reference"
+    assert "copy-nvl72: no serving stack is measured on its accelerator" in r.stderr

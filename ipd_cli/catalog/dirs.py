@@ -1,5 +1,6 @@
 """Which directories and files make up the catalog: the built-in one, then ``IPD_CATALOG``
-directories, then ``--catalog DIR``; in each, ``*.yaml`` and ``workloads/*.yaml``.
+directories, then ``--catalog DIR``; in each, ``*.yaml`` (or ``.yml``) and ``workloads/*.yaml``;
+other subdirectories are not read.
 
 Apart from :mod:`.layers` (which reads and merges them, with the schema models) so that the
 catalog cache can compute its key without defining the schema's pydantic classes.
@@ -33,6 +34,8 @@ def layer_files(directory: Path) -> tuple[list[Path], list[Path]]:
     if not directory.is_dir():
         what = "is a file, not a directory" if directory.exists() else "catalog directory not found"
         raise InputError(f"{directory}: {what}; give an existing directory")
-    sections = sorted(directory.glob("*.yaml"))
-    workloads = sorted((directory / "workloads").glob("*.yaml"))
-    return sections, workloads
+
+    def yaml_in(d: Path) -> list[Path]:  # both spellings of the extension, as -o and --scenario take
+        return sorted([*d.glob("*.yaml"), *d.glob("*.yml")])
+
+    return yaml_in(directory), yaml_in(directory / "workloads")

@@ -416,6 +416,11 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                     "but paid (as many as it uses would run the same plan for less)"
                 )
         point = s.get("serving")
+        if isinstance(point, dict) and point.get("stack") == "reference":
+            out.append(
+                f"{hw}: no serving stack is measured on its accelerator (a catalog `serving.families` "
+                "entry names its family): the reference serving efficiencies apply"
+            )
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
