@@ -30,10 +30,30 @@ from ipd_cli.catalog.layers import builtin_dir
 from ipd_cli.catalog.validation import validate_entry
 from ipd_cli.catalog.yamlio import read_yaml
 from ipd_cli.engine.results import Listing, ValidationResult
-from ipd_cli.errors import InputError, IpdError
+from ipd_cli.errors import InputError, IpdError, did_you_mean
 
 Kind = Literal["pretrain", "serve", "prefill", "decode", "rl-step", "weight-sync"]
 SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user", "mfu"}
+# what each kind of case predicts, and every input a case may give (the readers below); a name
+# outside them is a typo, refused, not a case 'not reached' because an input is not published
+METRICS: dict[str, tuple[str, ...]] = {
+    "pretrain": ("gpu_hours", "wall_days", "tokens_per_s_per_gpu", "mfu"),
+    "serve": ("tokens_per_s_per_gpu", "tokens_per_s_per_user"),
+    "prefill": ("input_tokens_per_s_per_gpu",),
+    "decode": ("output_tokens_per_s_per_gpu",),
+    "rl-step": ("step_seconds", "gpu_hours"),
+    "weight-sync": ("weight_sync_s",),
+}
+INPUTS = frozenset(
+    """attention_tp bulk_share colocated concurrency cp cuda_graphs days decode_instances dp
+    engine_load ep eplb fits fsdp gen_gpus gen_layout global_batch gpus group_size hardware
+    inference_gpus input_tokens instance_gpus instance_tp kv_precision layout max_instance_gpus
+    max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap moe_dispatcher
+    output_tokens pipeline_schedule pp precision precision_train precision_wire prefill_instances
+    prefill_layout prompt_tokens prompts recompute scope senders seq_len sequence_parallel serving
+    speculative stack staleness_bound tokens tokens_per_user_s tp train_gpus train_plan trainer_ep
+    trainer_gpus trainer_pp transport vp""".split()
+)
 WITHIN = 0.25  # the share of cases within 25 % is reported
 
 
@@ -65,7 +85,40 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
         raise InputError(f"{path}: expected a mapping with a 'cases' list")
     cases = [validate_entry(Case, c, f"{path}: cases.{i}") for i, c in enumerate(doc["cases"])]
+    for i, case in enumerate(cases):
+        where = f"{path}: cases.{i} ({case.id})"
+        metric = case.measured.metric
+        if metric not in METRICS[case.kind]:
+            known = METRICS[case.kind]
+            raise InputError(
+                f"{where}: measured.metric '{metric}' is not one a {case.kind} case predicts"
+                f"{did_you_mean(metric, known)}"
+            )
+        for key in case.inputs:
+            if key not in INPUTS:
+                raise InputError(f"{where}: unknown input '{key}'{did_you_mean(key, INPUTS)}")
     return cases, doc.get("sources") or {}
+
+
+def check_references(cat: Catalog, cases: list[Case], sources: dict[str, Any], path: Path) -> None:
+    """Every case's hardware, model and source exist (a typo is refused, not 'not reached')."""
+    for case in cases:
+        where = f"{path}: case {case.id}"
+        try:
+            if "hardware" in case.inputs:
+                cat.system(str(case.inputs["hardware"]))
+            if "model" in case.inputs:
+                cat.model(str(case.inputs["model"]))
+        except InputError as e:
+            raise InputError(f"{where}: {e}") from None
+        if case.source not in sources and case.source not in cat.sources:
+            shipped = builtin_dir() / "validation" / "cases.yaml"
+            if path != shipped and case.source in load_cases(shipped)[1]:
+                continue  # a source of the shipped cases
+            raise InputError(
+                f"{where}: source '{case.source}' is defined neither in the file's sources nor in the "
+                "catalog's or the shipped cases'; add it to the file's `sources`"
+            )
 
 
 def predict(cat: Catalog, case: Case) -> float:
@@ -273,7 +326,8 @@ def run(cat: Catalog, split: str = "checking", path: Path | None = None) -> List
 
 
 def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
-    cases, _ = load_cases(path)
+    cases, sources = load_cases(path)
+    check_references(cat, cases, sources, path or builtin_dir() / "validation" / "cases.yaml")
     rows = []
     for case in cases:
         if split != "all" and case.split != split:

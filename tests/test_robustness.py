@@ -1289,3 +1289,43 @@ def test_tables_fall_back_to_ascii_when_stdout_cannot_encode_unicode(env, args):
     r = _ipd(*args, "-f", "table", env={"PYTHONIOENCODING": "", **env})
     assert r.returncode == 0, r.stderr
     assert r.stdout.isascii() and "+--" in r.stdout, r.stdout[:300]
+
+
+CASE = (
+    "cases:\n  - id: mine\n    split: checking\n    kind: pretrain\n    description: d\n"
+    "    source: {source}\n"
+    "    inputs: {{hardware: {hw}, model: llama-3.1-8b, {tokens}: 1.0e+12, gpus: 64}}\n"
+    "    measured: {{metric: {metric}, value: 1000}}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        (
+            {"metric": "gpu_hourz"},
+            "measured.metric 'gpu_hourz' is not one a pretrain case predicts; did you mean",
+        ),
+        ({"tokens": "tokenz"}, "unknown input 'tokenz'; did you mean 'tokens'"),
+        ({"hw": "h100-sxn"}, "case mine: unknown hardware 'h100-sxn'; did you mean 'h100-sxm'"),
+        (
+            {"source": "nosrc"},
+            "source 'nosrc' is defined neither in the file's sources nor in the catalog's or",
+        ),
+    ],
+)
+def test_a_validation_case_with_a_typo_is_refused(tmp_path, fields, needle):
+    # each ran as a case 'not reached' (an input 'not published') with exit 0
+    values = {
+        "metric": "gpu_hours",
+        "tokens": "tokens",
+        "hw": "h100-sxm",
+        "source": "val-llama31-card",
+    } | fields
+    path = tmp_path / "cases.yaml"
+    path.write_text(CASE.format(**values))
+    clean_error(run_cli("validate", "--cases", str(path)), 2, needle)
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(CASE.format(metric="gpu_hours", tokens="tokens", hw="h100-sxm", source="val-llama31-card"))
+    r = run_cli("validate", "--cases", str(ok), "-f", "json")
+    assert r.code == 0 and r.json()["items"][0]["status"] == "ok"
