@@ -195,7 +195,7 @@ def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
             what = {
                 "family": f"the `layout` family {value}",
                 "stage_gpus": f"{value} GPUs per pipeline stage (`layout`)",
-                "pipeline_stages": f"{value} {stages} (`layout`; stages are whole scale-up domains)",
+                "pipeline_stages": f"{value} {stages} (`layout`; stages tile the scale-up domains)",
             }.get(key, f"`{key}` {value}")
             return InputError(
                 f"no {ctx.mname} configuration on {ctx.name} has {what} with the other pins; "

@@ -5,7 +5,7 @@ Space, per system, model, weight precision and request shape:
 * instance GPUs ``g``: the catalog's sizes inside one scale-up domain, then whole domains
   (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``); an instance that does not
   tile its domain pays for the GPUs it strands;
-* pipeline stages ``pp`` (only across domains; each stage one or more whole domains);
+* pipeline stages ``pp`` (inside a domain or across domains; each stage a size that tiles the domains);
 * layout family per stage of ``s = g / pp`` GPUs: ``tp`` (attention and experts tensor
   parallel), ``tep`` (attention TP, experts EP over the same GPUs), ``dep`` (attention data
   parallel in groups of ``t`` GPUs, experts EP over all ``s``); MoE only for tep/dep;
@@ -153,13 +153,13 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
     s = g // pp
     t = np.where(cols["tcode"] < 0, s, 2 ** np.maximum(cols["tcode"], 0))
     pow2 = (s & (s - 1)) == 0
-    # pipeline stages run across domains, each stage whole domains (a 32-GPU stage would straddle
-    # two 72-GPU racks; and 1-GPU stages across two 8-GPU nodes, a pipeline inside each node, were
-    # offered on B200 while a 72-GPU rack could not hold the same 16-GPU pipeline, so B200 served
-    # Llama 405B faster than GB200, which is B200 with more of everything)
-    stage_ok = (np.isin(s, sizes) | (s == (pins.stage_gpus or 0))) & (
-        (pp == 1) | ((g > ph.domain) & (s % ph.domain == 0))
-    )
+    # each pipeline stage's TP/EP group stays whole: stages tile the scale-up domains (a 32-GPU stage
+    # would straddle two 72-GPU racks), inside one domain or across several. Pipelines inside a
+    # domain were not offered while stages of a pipeline across domains could be smaller than a
+    # domain: B200 ran 1-GPU stages across two 8-GPU nodes (a pipeline inside each node) that a
+    # 72-GPU rack could not, and served Llama 405B faster than GB200, B200 with more of everything
+    tiles = (ph.domain % s == 0) | (s % ph.domain == 0)
+    stage_ok = (np.isin(s, sizes) | (s == (pins.stage_gpus or 0))) & ((pp == 1) | ((g % pp == 0) & tiles))
     t_ok = (s % t == 0) & ~((cols["tcode"] < 0) & pow2)  # t = s once
     e = np.where(cols["fam"] == TP, 1, s)
     fam_ok = np.where(
