@@ -718,7 +718,9 @@ def sweep(
     workload: Annotated[
         str,
         typer.Option(
-            "--workload", help="Scenario, pretrain or RL workload: a name or a YAML file ('-' reads stdin)."
+            "--workload",
+            "--scenario",
+            help="Scenario, pretrain or RL workload: a name or a YAML file ('-' reads stdin).",
         ),
     ] = DEFAULT_SCENARIO,
     samples: Annotated[

@@ -44,6 +44,11 @@ def check_format(fmt: str, output: Path | None, *, stream: bool = False, to_file
         allowed = tuple(f for f in allowed if f != "xlsx")
     if chosen != "auto" and chosen not in allowed:
         what = " for a sweep" if stream else ""
+        if fmt == "auto" and output is not None:  # the file's extension picked it
+            raise InputError(
+                f"{output}: {chosen} is not a format{what}; name a file ending in one of "
+                f"{', '.join(e for e, f in EXTENSION_FORMATS.items() if f in allowed)}, or give --format"
+            )
         raise InputError(f"unknown format '{fmt}'{what}; choose one of: auto, {', '.join(allowed)}")
     xlsx_file = output is not None and str(output) != "-" and output.suffix.lower() == ".xlsx"
     if chosen == "xlsx" and not xlsx_file:

@@ -34,6 +34,8 @@ def _number(v: object) -> object:
     if isinstance(v, bool):
         raise ValueError("must be a number, not true/false (YAML reads yes, no, on, off as those)")
     if isinstance(v, str):
+        if _numeric(v) and not math.isfinite(float(v)):
+            raise ValueError("must be a finite number")
         raise ValueError(f"must be a number, not text{' (remove the quotes)' if _numeric(v) else ''}")
     if not isinstance(v, int | float):
         raise ValueError(f"must be a number, not a {type(v).__name__}")
