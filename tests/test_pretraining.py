@@ -629,3 +629,20 @@ def test_each_input_is_listed_once(catalog):
         len(keys) == len(set(keys))
         and ("bf16 dense peak", "accelerators.h100-sxm.bf16_dense_tflops", "989.0") in keys
     )
+
+
+@pytest.mark.parametrize(
+    ("plan", "needle"),
+    [
+        ("tp=4,tp=8", "tp is pinned twice"),
+        ("ep=8", "ep=8: llama-3.1-70b is dense"),
+        ("dispatcher=deepep", "dispatcher=deepep: llama-3.1-70b is dense"),
+    ],
+)
+def test_plan_pins_that_cannot_mean_anything_are_usage_errors(plan, needle):
+    # the last of two tp pins won; MoE pins on a dense model read as 'nothing divides' (or were kept)
+    r = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "64",
+        "--plan", plan,
+    )  # fmt: skip
+    assert r.code == 2 and needle in r.stderr and r.stdout == ""

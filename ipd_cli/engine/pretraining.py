@@ -81,6 +81,7 @@ def pretraining_inputs(
         "pins": tpn.parse_plan(plan),
         "top": top,
     }
+    tpn.check_moe_pins(x["pins"], bool(x["is_moe"]), cat.canonical("models", model))
     x |= _request_pins(inp, origin, plan=plan, mfu=mfu, deadline_days=deadline_days, gpus=gpus)
     x["price"], basis = usd_per_gpu_hour(inp, name, pricing)
     x["kw_per_gpu"] = kw_per_gpu(inp, name)

@@ -84,16 +84,16 @@ def parse_plan(text: str | None) -> dict[str, int]:
     for item in (text or "").replace(" ", "").split(","):
         if not item:
             continue
-        if item.lower() == "fsdp":
-            pins["zero"] = 3
-            continue
-        key, sep, value = item.partition("=")
+        key, sep, value = ("zero", "=", "3") if item.lower() == "fsdp" else item.partition("=")
         col = PIN_KEYS.get(key.lower())
         if not sep or col is None:
             raise InputError(
                 f"`plan` item '{item}': give KEY=VALUE with KEY one of {', '.join(sorted(set(PIN_KEYS)))}"
             )
-        pins[col] = _pin_value(col, value.lower(), item)
+        pin = _pin_value(col, value.lower(), item)
+        if col in pins and pins[col] != pin:  # 'tp=4,tp=8': the last one silently won
+            raise InputError(f"`plan` item '{item}': {key.lower()} is pinned twice; give it once")
+        pins[col] = pin
     if pins.get("sched") == 1 and (pins.get("vp", 1) != 1 or pins.get("pp", 2) % 2):
         raise InputError("`plan`: schedule=dualpipe runs an even pp and no interleaving (vp=1)")
     if pins.get("a2ao") == 1 and (
@@ -101,6 +101,27 @@ def parse_plan(text: str | None) -> dict[str, int]:
     ):
         raise InputError("`plan`: a2a_overlap=on runs 1F1B without a pipeline (pp=1) or interleaved (vp>1)")
     return pins
+
+
+def check_moe_pins(pins: dict[str, int], is_moe: bool, model: str) -> None:
+    """Pins that need routed experts (ep > 1, the DeepEP dispatcher, the expert all-to-all overlap)
+    on a dense model are refused (they were taken as 'nothing divides')."""
+    if is_moe:
+        return
+    moe = [
+        k
+        for k, on in (
+            (f"ep={pins.get('ep', 1)}", pins.get("ep", 1) > 1),
+            ("dispatcher=deepep", pins.get("disp") == DISPATCHERS.index("deepep")),
+            ("a2a_overlap=on", pins.get("a2ao") == 1),
+        )
+        if on
+    ]
+    if moe:
+        raise InputError(
+            f"`plan` {', '.join(moe)}: {model} is dense (no routed experts); expert parallelism, the "
+            "dispatcher and the all-to-all overlap apply to MoE models"
+        )
 
 
 def _pin_value(col: str, value: str, item: str) -> int:
