@@ -65,7 +65,29 @@ def read_json(path: Path) -> Any:
         raise InputError(f"{path}: nested too deeply; not an ipd output") from None
 
 
+def _kind(doc: Any) -> str:
+    """Which command wrote an ipd JSON output (a listing names its kind)."""
+    if not isinstance(doc, dict):
+        return "a list"
+    if isinstance(doc.get("kind"), str):
+        return doc["kind"]
+    for key, command in (
+        ("systems", "compare"),
+        ("serving", "serve"),
+        ("pretraining", "train"),
+        ("rl", "rl"),
+    ):
+        if key in doc:
+            return command
+    return "an unknown output"
+
+
 def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:
+    if _kind(base) != _kind(new):  # every metric would read as removed and added
+        raise InputError(
+            f"the base is {_kind(base)} output and the new file {_kind(new)} output; diff two outputs "
+            "of the same command"
+        )
     a, b = _leaves(base), _leaves(new)
     rows = []
     for key in [*a, *(k for k in b if k not in a)]:

@@ -755,6 +755,10 @@ def test_diff_of_bad_json_inputs(tmp_path):
     deep = write(tmp_path / "deep.json", "[" * 100_000 + "]" * 100_000)
     for a in (tmp_path, deep):
         clean_error(run_cli("diff", str(a), str(a)), 2)
+    # two different commands' outputs: every metric would read as removed and added
+    compare_json = write(tmp_path / "c.json", '{"schema_version": "1.0", "systems": []}')
+    serve_json = write(tmp_path / "s.json", '{"schema_version": "1.0", "hardware": "b200", "serving": {}}')
+    clean_error(run_cli("diff", str(compare_json), str(serve_json)), 2, "the base is compare output")
 
 
 class _TooSlow(BaseException):  # not an Exception: main's catch-all must not swallow it
