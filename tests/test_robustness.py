@@ -1333,3 +1333,12 @@ def test_a_validation_case_with_a_typo_is_refused(tmp_path, fields, needle):
     ok.write_text(CASE.format(metric="gpu_hours", tokens="tokens", hw="h100-sxm", source="val-llama31-card"))
     r = run_cli("validate", "--cases", str(ok), "-f", "json")
     assert r.code == 0 and r.json()["items"][0]["status"] == "ok"
+
+
+def test_a_site_power_budget_beyond_a_terawatt_is_refused():
+    # --site-mw 1e30 gave 2.4e32 GPUs, past every other count's bound
+    clean_error(
+        run_cli("compare", "vera-rubin", "--site-mw", "1e30"),
+        2,
+        "site_mw: Input should be less than or equal to",
+    )

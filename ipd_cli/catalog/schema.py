@@ -1290,7 +1290,9 @@ class Scenario(Strict):
     post_training: ScenarioPostTraining | None = None
     serving: ScenarioServing
     task_success: TaskSuccess
-    site_mw: Num | None = Field(default=None, gt=0, description="a site power budget to fill")
+    site_mw: Num | None = Field(
+        default=None, gt=0, le=1e6, description="a site power budget to fill, in MW (at most a terawatt)"
+    )
     source: str
     note: str | None = None
 
