@@ -754,7 +754,8 @@ def sweep(
 ) -> None:
     """Evaluate the estimate over a grid of inputs: one row per point, streamed. Each search (plan,
     deployment, RL split) runs once per distinct value of the physics inputs; prices, economics.*,
-    power and capex re-price the chosen configurations.
+    power, capex and the workload's volumes (tasks per day, horizon, RL schedule or budget, ...)
+    re-price the chosen configurations.
 
     Example: ipd sweep --vary hardware=vera-rubin,blackwell --vary price_usd_per_gpu_hour=4:12:1
     --metrics intelligence_per_dollar.solved_tasks_per_kusd --format csv > procurement.csv

@@ -111,16 +111,79 @@ def test_each_physics_point_is_searched_once(catalog, small, monkeypatch):
         ),
         # a yearly RL budget (its steps follow the price) and a learning curve; owning cost
         ("open-model-agent", "blackwell", "tco", ["economics.electricity_usd_per_kwh=0.05,0.11"]),
+        # volumes re-price too: the tasks served and the horizon (pre-training share, RL, serving)
+        (
+            "frontier-agentic",
+            "vera-rubin",
+            "rental",
+            [
+                "workload.serving.tasks_per_day=1e5,3e7",
+                "workload.horizon_years=0.5,3",
+                "workload.serving.requests_per_task=12",
+            ],
+        ),
+        # the RL schedule (rl.run follows it), the amortisation and a site budget, with a price
+        (
+            "frontier-agentic",
+            "blackwell",
+            "rental",
+            [
+                "workload.post_training.steps_per_refresh=7,400",
+                "workload.post_training.refreshes_per_year=4.5",
+                "workload.pretraining.amortisation_years=3",
+                "workload.pretraining.deployments=2",
+                "workload.site_mw=40",
+                "economics.pue=1.3",
+            ],
+        ),
+        # a yearly budget on a learning curve (more budget, more samples, a higher score), and a
+        # site budget the scenario does not have
+        (
+            "open-model-agent",
+            "blackwell",
+            "tco",
+            [
+                "workload.post_training.budget_usd_per_year=5e5,8e6",
+                "workload.horizon_years=2",
+                "workload.site_mw=20",
+            ],
+        ),
+        # an RL workload alone: its run
+        (
+            "rl-swe-agent",
+            "vera-rubin",
+            "rental",
+            ["workload.steps_per_refresh=10,300", "workload.refreshes_per_year=2"],
+        ),
     ],
 )
 def test_every_metric_of_a_repriced_row_equals_the_single_estimate(
     catalog, workload, hardware, pricing, axes
 ):
+    _rows_equal_single_estimates(catalog, workload, hardware, pricing, axes)
+
+
+def test_a_given_pretraining_cost_re_prices_with_its_amortisation(catalog, tmp_path):
+    from pathlib import Path
+
+    import yaml
+
+    scenario = Path(__file__).parents[1] / "configs" / "workloads" / "frontier-agentic.yaml"
+    body = yaml.safe_load(scenario.read_text(encoding="utf-8"))
+    body["pretraining"] = {"cost_usd": 5e8, "amortisation_years": 2}
+    path = str(write(tmp_path / "given.yaml", yaml.safe_dump(body)))
+    axes = ["workload.pretraining.cost_usd=1e8,9e8", "workload.pretraining.amortisation_years=4"]
+    _rows_equal_single_estimates(catalog, path, "vera-rubin", "rental", axes)
+
+
+def _rows_equal_single_estimates(catalog, workload, hardware, pricing, axes):
     chunks, _ = ipd_cli.sweep(
         catalog, [f"hardware={hardware}", *axes], workload, metrics="all", pricing=pricing
     )
     rows = _rows(chunks)
-    names = sw.metric_names("scenario")
+    assert len(chunks.points) == 1  # one estimate: every axis re-prices
+    names = [n for kind in ("scenario", "rl") for n in sw.metric_names(kind) if n in rows[0]]
+    names = list(dict.fromkeys(names))
     for row in rows:
         paths = [sw.canonical_path(catalog, a.split("=")[0]) for a in axes]
         sets = [f"{p}={row[p]!r}" for p in paths]
@@ -235,12 +298,50 @@ def test_paths_split_into_physics_and_cost():
             "systems.hopper.prices.reserved",
             "systems.hopper.power_kw",
             "systems.hopper.capex_usd",
+            "workload.serving.tasks_per_day",
+            "workload.serving.requests_per_task",
+            "workload.horizon_years",
+            "workload.post_training.steps_per_refresh",
+            "workload.post_training.budget_usd_per_year",
+            "workload.pretraining.amortisation_years",
+            "workload.site_mw",
+            "workload.steps_per_refresh",
         )
     )
     assert not any(
         sw.is_cost_path(p)
-        for p in ("accelerators.rubin.hbm_tb_per_s", "efficiency.attention_efficiency", "workload.tokens")
+        for p in (
+            "accelerators.rubin.hbm_tb_per_s",
+            "efficiency.attention_efficiency",
+            "workload.tokens",
+            "workload.pretraining.tokens",  # the plan search reads the pretrain workload
+            "workload.serving.output_tokens_per_request",  # the deployment search reads the shape
+        )
     )
+
+
+def test_a_volume_axis_re_prices_one_estimate(catalog, monkeypatch):
+    """2,000 RL schedules and a thousand task volumes: one lifecycle estimate, no refusal."""
+    estimates = []
+    real_estimate = sw.estimate
+
+    def count_estimate(cat, plan, w, hw):
+        estimates.append(hw)
+        return real_estimate(cat, plan, w, hw)
+
+    monkeypatch.setattr(sw, "estimate", count_estimate)
+    axes = [
+        "hardware=blackwell",
+        "workload.post_training.steps_per_refresh=1:2000:1",
+        "workload.serving.tasks_per_day=1e5:1e8:1e5",
+    ]
+    chunks, total = ipd_cli.sweep(catalog, axes, metrics="rl.run.steps_per_refresh,rl.run.usd_per_year")
+    assert total == 2_000_000 and estimates == ["gb200-nvl72"]
+    first = next(iter(chunks))
+    steps, usd = first["rl.run.steps_per_refresh"], first["rl.run.usd_per_year"]
+    assert steps[0] == 1 and usd[0] > 0
+    i = int(np.flatnonzero(steps == 100)[0])
+    assert usd[i] == pytest.approx(100 * usd[0], rel=1e-12)
 
 
 # --- the grid and the rows ---------------------------------------------------------------------

@@ -1,11 +1,13 @@
 """Re-pricing a chosen configuration: each block's cost and energy arithmetic over arrays.
 
-A sweep axis that changes only prices (a price, ``economics.*``, a system's power or capex)
+A sweep axis that changes only prices (a price, ``economics.*``, a system's power or capex) or
+a volume of the workload (:data:`VOLUME`: tasks per day, the horizon, the RL schedule ...)
 leaves every search where it was: the training plan, the serving deployment and the RL split
-are chosen by speed, never by price. So a sweep searches once per distinct physics point, keeps
-the numbers that do not depend on cost (GPU-hours, tokens/s per GPU, step seconds), and this
-module turns them into the cost and energy metrics for whole arrays of prices, kW per GPU and
-PUE at once. The formulas are those of :func:`~ipd_cli.engine.pretraining.pretraining_core`,
+are chosen by speed, never by price, and no search reads a volume. So a sweep searches once
+per distinct physics point, keeps the numbers that do not depend on cost (GPU-hours, tokens/s
+per GPU, step seconds), and this module turns them into the cost and energy metrics for whole
+arrays of prices, kW per GPU, PUE and volumes at once. The formulas are those of
+:func:`~ipd_cli.engine.pretraining.pretraining_core`,
 :func:`~ipd_cli.engine.serving.point.serving`, :func:`~ipd_cli.engine.rl.result.assemble` and the
 blocks of :mod:`~ipd_cli.engine.lifecycle`; tests/test_sweep.py checks that a re-priced row
 equals the single estimate at that price, metric by metric.
@@ -50,6 +52,9 @@ def serving(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
 
 
 def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
+    """The step's cost and energy, and its run (``rl.run.*``: a refresh cycle and a year of
+    refreshes) at the schedule in ``m`` (a sweep's varied steps per refresh or refreshes per year
+    replace the workload's there), as :func:`~ipd_cli.engine.rl.result.assemble` computes them."""
     hours = m["rl.gpu_hours_per_step"]
     usd, kwh = hours * price, hours * kw * pue
     steps = m["rl.run.steps_per_refresh"]
@@ -61,7 +66,10 @@ def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
         "rl.usd_per_million_generated_tokens": usd / m["_rl.generated_mtokens"],
         "rl.rollouts_per_kwh": m["_rl.rollouts_per_step"] / kwh,
         "rl.price_usd_per_gpu_hour": price,
+        "rl.run.wall_days_per_refresh": steps * m["rl.step_seconds"] / f.SECONDS_PER_DAY,
+        "rl.run.gpu_hours_per_refresh": steps * hours,
         "rl.run.usd_per_refresh": steps * usd,
+        "rl.run.gpu_hours_per_year": per_year * hours,
         "rl.run.usd_per_year": per_year * usd,
         "rl.run.energy_mwh_per_year": per_year * kwh / 1000,
     }
@@ -94,23 +102,27 @@ def lifecycle_shape(s: Scenario) -> tuple[str, str, str]:
     return pre, post, success
 
 
-def lifecycle_terms(s: Scenario, rl_steps_per_year: float | None) -> Numbers:
-    """The scenario's own numbers for one physics point (``rl_steps_per_year``: the RL workload's
-    steps per refresh x refreshes per year, as :func:`~ipd_cli.engine.lifecycle.post_training`
-    takes them)."""
+def lifecycle_terms(s: Scenario) -> Numbers:
+    """The scenario's own numbers for one physics point. The volume fields (tasks per day, the
+    horizon, the amortisation, a given pre-training cost, the RL budget, the site) are kept as
+    given, so a sweep that varies one puts its values in their place (:data:`VOLUME`); the RL
+    schedule is the RL block's run (``rl.run.steps_per_refresh`` x ``rl.run.refreshes_per_year``:
+    the scenario's schedule, else its RL workload's, as
+    :func:`~ipd_cli.engine.lifecycle.post_training` takes them)."""
     p, pt, ts, sv, H = s.pretraining, s.post_training, s.task_success, s.serving, s.horizon_years
     out: Numbers = {
         "_life.H": H,
         "_life.m": float(ts.max_attempts),
-        "_life.tasks": sv.tasks_per_day * f.DAYS_PER_YEAR * H,
-        "_life.per_attempt": float(sv.requests_per_task * sv.output_tokens_per_request),
+        "_life.tasks_per_day": sv.tasks_per_day,
+        "_life.requests_per_task": float(sv.requests_per_task),
+        "_life.output_tokens": float(sv.output_tokens_per_request),
     }
     if p.workload is not None or p.cost_usd is not None:
-        out["_life.share"] = f.amortised_share(H, p.amortisation_years, p.deployments)
+        out["_life.amortisation_years"] = p.amortisation_years
+        out["_life.deployments"] = p.deployments
         out["_life.pre_cost_usd"] = p.cost_usd if p.cost_usd is not None else 0.0
     if pt is not None:
         out["_life.rl_budget"] = pt.budget_usd_per_year if pt.budget_usd_per_year is not None else 0.0
-        out["_life.rl_steps_per_year"] = rl_steps_per_year if rl_steps_per_year is not None else 0.0
     if ts.success_rate is not None:
         out["_life.p"] = ts.success_rate.value
     elif ts.learning_curve is not None:
@@ -122,6 +134,32 @@ def lifecycle_terms(s: Scenario, rl_steps_per_year: float | None) -> Numbers:
     if s.site_mw is not None:
         out["_life.site_mw"] = s.site_mw
     return out
+
+
+# A workload field that only scales what the lifecycle (or an RL run) costs, by its ``--set`` path,
+# -> the number it sets (a sweep puts its values there, per row, instead of searching again). No
+# search reads one: the serving deployment is sized by a request's shape and the interactivity
+# target (lifecycle.serve_point), not by tasks per day or requests per task (serving_share); the
+# RL split by the step, not by the schedule or budget (rl.result reads them only for rl.run;
+# lifecycle.post_training multiplies by them); the pre-training plan by its pretrain workload, not
+# by the horizon, amortisation, deployments or a given cost (pretraining_share); the site budget
+# only divides the chosen deployment's power (site_budget).
+VOLUME = {
+    "workload.serving.tasks_per_day": "_life.tasks_per_day",
+    "workload.serving.requests_per_task": "_life.requests_per_task",
+    "workload.horizon_years": "_life.H",
+    "workload.pretraining.amortisation_years": "_life.amortisation_years",
+    "workload.pretraining.deployments": "_life.deployments",
+    "workload.pretraining.cost_usd": "_life.pre_cost_usd",
+    "workload.post_training.steps_per_refresh": "rl.run.steps_per_refresh",
+    "workload.post_training.refreshes_per_year": "rl.run.refreshes_per_year",
+    "workload.post_training.budget_usd_per_year": "_life.rl_budget",
+    "workload.site_mw": "_life.site_mw",
+    # an RL workload swept alone: its run
+    "workload.steps_per_refresh": "rl.run.steps_per_refresh",
+    "workload.refreshes_per_year": "rl.run.refreshes_per_year",
+}
+BUDGET = "workload.post_training.budget_usd_per_year"
 
 
 def lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Numbers:
@@ -153,11 +191,12 @@ def _lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Nu
 
 def _pretraining_share(pre_kind: str, m: Numbers, zero: Any) -> tuple[Any, Any]:
     """(USD, MWh) of the pre-training run this lifecycle carries (its amortised share)."""
+    if pre_kind == "open":
+        return zero, zero
+    share = f.amortised_share(m["_life.H"], m["_life.amortisation_years"], m["_life.deployments"])
     if pre_kind == "workload":
-        return m["pretraining.cost_usd"] * m["_life.share"], m["pretraining.energy_mwh"] * m["_life.share"]
-    if pre_kind == "cost":
-        return m["_life.pre_cost_usd"] * m["_life.share"], zero
-    return zero, zero
+        return m["pretraining.cost_usd"] * share, m["pretraining.energy_mwh"] * share
+    return m["_life.pre_cost_usd"] * share, zero
 
 
 def _budget_run(m: Numbers) -> Numbers:
@@ -180,7 +219,7 @@ def _post_training(post_kind: str, m: Numbers, H: Any, zero: Any) -> tuple[Any, 
     if post_kind == "budget":
         steps_per_year = m["_life.rl_budget"] / usd_per_step
     else:
-        steps_per_year = m["_life.rl_steps_per_year"]
+        steps_per_year = m["rl.run.steps_per_refresh"] * m["rl.run.refreshes_per_year"]
     post_usd = usd_per_step * steps_per_year * H
     post_mwh = m["rl.energy_kwh_per_step"] * steps_per_year * H / f.KWH_PER_MWH
     return post_usd, post_mwh, m["_rl.samples_per_step"] * steps_per_year * H
@@ -217,8 +256,8 @@ def _headline(
     """Serving the tasks, then the lifecycle's cost and energy per solved task."""
     (pre_usd, post_usd), (pre_mwh, post_mwh) = costs, energies
     per_task, attempts = _attempts(m, p)
-    tasks = m["_life.tasks"]
-    tokens = tasks * attempts * m["_life.per_attempt"]
+    tasks = m["_life.tasks_per_day"] * f.DAYS_PER_YEAR * m["_life.H"]
+    tokens = tasks * attempts * _per_attempt(m)
     serve_usd = f.usd_for_tokens(tokens, m["serving.usd_per_million_output_tokens"])
     gpu_hours = f.gpu_hours_for_tokens(tokens, m["serving.tokens_per_s_per_gpu"])
     serve_mwh = f.energy_mwh(gpu_hours, kw, pue)
@@ -247,12 +286,17 @@ def _headline(
     }
 
 
+def _per_attempt(m: Numbers) -> Any:
+    """Output tokens per task attempt: requests per task x output tokens per request."""
+    return m["_life.requests_per_task"] * m["_life.output_tokens"]
+
+
 def _site_budget(m: Numbers, kw: Any, pue: Any, p: Any) -> Numbers:
     """A site power budget filled with serving GPUs, and the tasks they solve per day."""
     per_task, attempts = _attempts(m, p)
     site_mw = m["_life.site_mw"]
     gpus = f.gpus_in_power_budget(site_mw, kw, pue)
-    per_task_tokens = attempts * m["_life.per_attempt"]
+    per_task_tokens = attempts * _per_attempt(m)
     tasks_per_day = f.tasks_per_day(gpus, m["serving.tokens_per_s_per_gpu"], per_task_tokens, per_task)
     return {
         "intelligence_per_dollar.site_mw": site_mw,

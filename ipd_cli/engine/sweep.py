@@ -6,13 +6,15 @@ input the estimate reads, by its ``--set`` path.
 
 Sweeps compose with the searches (design/search.md). The varied paths split into *physics* paths
 (specs, efficiencies, model and workload fields) and *cost* paths (prices, ``economics.*``, a
-system's power and capex: :func:`is_cost_path`). Per system, the whole estimate (a scenario's
-lifecycle, or one pretrain or RL workload, with its plan, deployment and split searches) runs once
-per distinct tuple of physics values over the whole grid, on one in-memory catalog copy per tuple
-(``Catalog.with_overrides``), never a YAML re-parse; its numbers form a table indexed by the tuple.
-Cost paths never change what a search chooses (plans, deployments and RL splits are picked by
-speed), so each chunk of rows re-prices the chosen configurations over numpy arrays
-(:mod:`ipd_cli.engine.reprice`). At most :data:`MAX_SEARCHES` estimates run per sweep.
+system's power and capex, and the workload's volumes: tasks per day, requests per task, the
+horizon, the amortisation, the RL schedule or budget, the site: :func:`is_cost_path`). Per
+system, the whole estimate (a scenario's lifecycle, or one pretrain or RL workload, with its plan,
+deployment and split searches) runs once per distinct tuple of physics values over the whole
+grid, on one in-memory catalog copy per tuple (``Catalog.with_overrides``), never a YAML re-parse;
+its numbers form a table indexed by the tuple. Cost paths never change what a search chooses
+(plans, deployments and RL splits are picked by speed, and no search reads a volume), so each
+chunk of rows re-prices the chosen configurations over numpy arrays (:mod:`ipd_cli.engine.reprice`).
+At most :data:`MAX_SEARCHES` estimates run per sweep.
 
 Rows come in chunks that are boxes of the grid (fixed leading axes, a range of one axis, every
 value of the trailing ones), in the order of the axes. Each column is computed at the shape it
@@ -200,13 +202,22 @@ COST_SUFFIXES = (".power_kw", ".capex_usd")
 
 
 def is_cost_path(path: str) -> bool:
-    """A path that changes what the work costs (price, owning cost, power, PUE), never how fast it
-    runs: varying it re-prices the chosen configuration; any other path is physics."""
+    """A path that changes what the work costs (price, owning cost, power, PUE, or a volume of the
+    workload: :func:`is_volume_path`), never how fast it runs: varying it re-prices the chosen
+    configuration; any other path is physics."""
     return (
         path == PRICE
         or path.startswith(COST_PREFIXES)
         or (path.startswith("systems.") and (path.endswith(COST_SUFFIXES) or ".prices." in path))
+        or is_volume_path(path)
     )
+
+
+def is_volume_path(path: str) -> bool:
+    """A workload field that scales what the lifecycle (or an RL run) costs and no search reads:
+    tasks per day, the horizon, the amortisation, a given pre-training cost, the RL schedule or
+    budget, the site (:data:`ipd_cli.engine.reprice.VOLUME`)."""
+    return path in reprice.VOLUME
 
 
 # --- metrics -----------------------------------------------------------------------------------
@@ -415,13 +426,6 @@ def _flatten(result: Any, kind: str) -> dict[str, Any]:
     return out
 
 
-def _rl_steps_per_year(cat: Catalog, s: Any) -> float | None:
-    if s.post_training is None:
-        return None
-    pt, rw = s.post_training, cat.rl_workload(s.post_training.workload)
-    return (pt.steps_per_refresh or rw.steps_per_refresh) * (pt.refreshes_per_year or rw.refreshes_per_year)
-
-
 def point(cat: Catalog, plan: SweepPlan, hw: str, sets: list[Any], draws: Any = None) -> Point:
     """Search and estimate once at a physics point (``sets``: its values as overrides)."""
     c, w = with_physics(cat, plan.workload, sets)
@@ -437,7 +441,7 @@ def point(cat: Catalog, plan: SweepPlan, hw: str, sets: list[Any], draws: Any = 
     numbers = _flatten(result, plan.kind)
     numbers |= reprice.hidden(numbers)
     if plan.kind == "scenario":
-        numbers |= reprice.lifecycle_terms(w, _rl_steps_per_year(c, w))
+        numbers |= reprice.lifecycle_terms(w)
     if draws is not None and result.pretraining is not None:
         numbers |= _pretraining_draws(c, plan, w, hw, draws)
     return Point(numbers, result)
@@ -705,8 +709,8 @@ def _too_many(plan: SweepPlan, searches: int, what: str) -> None:
     raise InputError(
         f"`vary`: {searches:,} estimates ({what}) is more than {MAX_SEARCHES:,}: each changes the "
         "physics, so the plan, deployment and RL searches run again (0.1-1 s each); vary fewer physics "
-        "values, or cost paths (prices, economics.*, power_kw, capex_usd), which re-price the chosen "
-        "configurations"
+        "values, or cost paths (prices, economics.*, power_kw, capex_usd, workload volumes such as "
+        "workload.serving.tasks_per_day), which re-price the chosen configurations"
     )
 
 
@@ -855,7 +859,12 @@ def _rows(sw: Sweep) -> Iterator[Chunk]:
     if plan.samples:
         limit = max(1, min(SAMPLED_ROWS_PER_CHUNK, SAMPLED_VALUES_PER_CHUNK // plan.samples))
     draws = Draws(plan.samples, plan.seed) if plan.samples else None
-    life = reprice.lifecycle_shape(plan.workload) if plan.kind == "scenario" else None
+    life = None
+    if plan.kind == "scenario":
+        pre, post, success = reprice.lifecycle_shape(plan.workload)
+        if any(a.path == reprice.BUDGET for a in plan.numeric):  # a budget, given per row, wins
+            post = "budget"
+        life = (pre, post, success)
     axis_values = [_as_array(a.values) for a in plan.numeric]
     for h, hw in enumerate(plan.hardware):
         for box in boxes(shape, limit):
@@ -885,7 +894,8 @@ def _box(
         if name in TEXT_METRICS:
             cols[name] = m[name][..., 0] if sampled else m[name]
             continue
-        ok = defined[name][..., None] if sampled else defined[name]
+        ok = defined[_defined_as(plan, name)]
+        ok = ok[..., None] if sampled else ok
         value = np.asarray(m[name], dtype=float)
         _check_finite(name, value, ok, box, hw, before)
         value = np.where(ok, value, np.nan)  # no value: an empty cell
@@ -897,6 +907,19 @@ def _box(
             q = np.percentile(value, PERCENTILES, axis=-1)
             cols |= {f"{name}.p{p}": q[i] for i, p in enumerate(PERCENTILES)}
     return cols
+
+
+SITE_METRICS = ("site_mw", "site_gpus", "site_tasks_solved_per_day")
+
+
+def _defined_as(plan: SweepPlan, name: str) -> str:
+    """The metric whose existence a metric's follows: a site budget given per row exists wherever
+    the headline does (the scenario may have none)."""
+    block, _, field = name.partition(".")
+    if block == "intelligence_per_dollar" and field in SITE_METRICS:
+        if any(a.path == "workload.site_mw" for a in plan.numeric):
+            return "intelligence_per_dollar.usd_per_solved_task"
+    return name
 
 
 def _axis_columns(plan: SweepPlan, box: Box, axis_values: list, sampled: bool) -> dict[str, Any]:
@@ -934,11 +957,13 @@ def _priced(sw: Sweep, hw: str, vals: dict, m: dict, draws: Draws | None, life: 
     from .pricing import kw_per_gpu, pue, usd_per_gpu_hour
 
     plan = sw.plan
-    subs = {p: v for p, v in vals.items() if is_cost_path(p) and p != PRICE}
+    subs = {p: v for p, v in vals.items() if is_cost_path(p) and p != PRICE and not is_volume_path(p)}
     inp = Inputs(sw.cat, SweepTrace(sw.cat.sources, subs=subs, draws=draws))
     price = vals[PRICE] if PRICE in vals else usd_per_gpu_hour(inp, hw, plan.pricing)[0]
     kw, pue_ = kw_per_gpu(inp, hw), pue(inp)
-    out: dict[str, Any] = {}
+    # a varied volume (tasks per day, the horizon, the RL schedule ...) in place of the scenario's
+    out: dict[str, Any] = {reprice.VOLUME[p]: v for p, v in vals.items() if is_volume_path(p)}
+    m = {**m, **out}
     blocks = KIND_BLOCKS[plan.kind]
     with np.errstate(all="ignore"):  # a value out of range ends as inf or NaN: refused per row
         for name, f in (
