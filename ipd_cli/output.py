@@ -269,7 +269,7 @@ def check_budget_options(max_usd: float | None, metric: str | None) -> None:
         costs = [k for k in known if "usd" in k and "per_kusd" not in k]
         if metric not in known:
             raise InputError(
-                f"--budget-metric {metric}: not a metric of the result{did_you_mean(metric, costs)}"
+                f"--budget-metric {metric}: not a metric of the result{did_you_mean(metric, known)}"
             )
         if metric not in costs:  # --max-usd is in dollars: a rate or a count would pass or fail by accident
             raise InputError(

@@ -29,16 +29,23 @@ from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.layers import builtin_dir
 from ipd_cli.catalog.validation import validate_entry
 from ipd_cli.catalog.yamlio import read_yaml
-from ipd_cli.engine.results import Listing, ValidationResult
+from ipd_cli.engine.results import Listing, Pretraining, Serving, ValidationResult
 from ipd_cli.errors import InputError, IpdError, did_you_mean
 
 Kind = Literal["pretrain", "serve", "prefill", "decode", "rl-step", "weight-sync"]
 SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user", "mfu"}
+
+
 # what each kind of case predicts, and every input a case may give (the readers below); a name
 # outside them is a typo, refused, not a case 'not reached' because an input is not published
+def _numbers(model: type[BaseModel]) -> tuple[str, ...]:
+    return tuple(k for k, f in model.model_fields.items() if f.annotation in (float, int))
+
+
 METRICS: dict[str, tuple[str, ...]] = {
-    "pretrain": ("gpu_hours", "wall_days", "tokens_per_s_per_gpu", "mfu"),
-    "serve": ("tokens_per_s_per_gpu", "tokens_per_s_per_user"),
+    # a pre-training or serving case may measure any number of its result (predict reads it there)
+    "pretrain": _numbers(Pretraining),
+    "serve": _numbers(Serving),
     "prefill": ("input_tokens_per_s_per_gpu",),
     "decode": ("output_tokens_per_s_per_gpu",),
     "rl-step": ("step_seconds", "gpu_hours"),

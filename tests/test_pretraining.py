@@ -646,3 +646,21 @@ def test_plan_pins_that_cannot_mean_anything_are_usage_errors(plan, needle):
         "--plan", plan,
     )  # fmt: skip
     assert r.code == 2 and needle in r.stderr and r.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("hardware", "tokens"),
+    [("b200", 14.8e12), ("h100-sxm", 1e10)],  # a plan that leaves GPUs idle; a state that needs more
+)
+def test_a_deadline_at_a_pinned_mfu_is_the_fewest_systems(catalog, hardware, tokens):
+    # the answer meets the deadline and one system fewer does not (it overshot: 2,608 GPUs where
+    # 2,560 finish DeepSeek-V3's 14.8T tokens in 29.9 days at MFU 0.3 on B200; 304 where 160 do)
+    r = train(
+        catalog, hardware, "deepseek-v3", tokens, deadline_days=30, mfu=0.3, precision="fp8"
+    ).pretraining
+    assert r.wall_days <= 30 * (1 + 1e-9)
+    try:  # one system fewer misses the deadline, or cannot hold the training state at all
+        fewer = train(catalog, hardware, "deepseek-v3", tokens, gpus=r.gpus - 8, mfu=0.3, precision="fp8")
+        assert fewer.pretraining.wall_days > 30
+    except InfeasibleError as e:
+        assert "no plan fits" in str(e)

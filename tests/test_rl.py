@@ -398,3 +398,14 @@ def test_idle_trainer_gpus_are_a_warning():
     rl_ = r.json()["rl"]
     used, given = rl_["trainer"]["gpus_used"], rl_["train_gpus"]
     assert used < given and f"plan uses {used:,} of its {given:,} GPUs" in r.stderr
+
+
+def test_a_trainer_plan_with_moe_pins_on_a_dense_model_is_refused():
+    # the pre-training check covers the RL trainer's published plan too (ep=2 read as 'no trainer
+    # of up to 100,000,000 GPUs'; dispatcher=deepep was kept)
+    for pin in ("ep=2", "dispatcher=deepep"):
+        r = run_cli(
+            "rl", "--hardware", "h100", "--workload", "rl-math-reasoning", "--model", "llama-3.1-70b",
+            "--set", f"workload.training_plan={pin}",
+        )  # fmt: skip
+        assert r.code == 2 and "llama-3.1-70b is dense" in r.stderr, r.stderr

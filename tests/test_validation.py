@@ -324,3 +324,9 @@ def test_a_prefill_case_reads_one_instance_tokens_per_gpu_second(catalog):
     ).serving  # fmt: skip
     assert s.prefill_instance_gpus == 4 and s.prefill_configuration.startswith("DEP4")
     assert val.predict(catalog, case) == pytest.approx(2000 / (s.ttft_s * 4), rel=1e-12)
+
+
+def test_a_case_may_measure_any_number_its_result_has():
+    # the metric check refuses typos, not numbers predict reads (a serving TTFT, a training step)
+    assert {"ttft_s", "tpot_ms", "tokens_per_s_per_gpu"} <= set(val.METRICS["serve"])
+    assert {"step_time_s", "gpu_hours", "mfu"} <= set(val.METRICS["pretrain"])

@@ -186,23 +186,45 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
 def _deadline_at_pinned_mfu(y: dict, seconds: float, pins: dict, top: int) -> tpn.Found | None:
     """Deadline mode with the MFU pinned: a plan then runs at the pinned share of the peak on the
     GPUs it uses, so the deadline sets the GPUs. The fewest whole systems whose fastest plan (which
-    says how many GPUs it uses, and the batch penalty it pays) finishes in time at that MFU, from
-    the bound FLOPs / (deadline x goodput x peak x MFU) upward (None: none up to MAX_GPUS)."""
+    says how many GPUs it uses, and the batch penalty it pays) finishes in time at that MFU: from
+    the bound FLOPs / (deadline x goodput x peak x MFU), cluster sizes grow (by the shortfall, at
+    least one system) until one meets the deadline, then a bisection between the last that did not
+    and it finds the fewest (None: none up to MAX_GPUS)."""
     per = y["per_system"]
     need = y["fpt"] * y["tokens"] / (seconds * y["goodput"] * y["low_peak"] * y["mfu_pin"])
-    gpus = max(1, math.ceil(need / per)) * per
-    while gpus <= MAX_GPUS:
+
+    def run(systems: int) -> tuple[tpn.Found | None, float]:
+        """The fastest plan on so many systems and its wall time (inf where nothing fits)."""
         try:
-            found = tpn.find_fixed(y, int(gpus), pins, top)
-        except InfeasibleError:  # the state does not fit so few GPUs: grow towards what holds it
-            gpus = max(2 * gpus, math.ceil(tpn.min_gpus_for_memory(y) / per) * per)
-            continue
+            found = tpn.find_fixed(y, systems * per, pins, top)
+        except InfeasibleError:  # the state does not fit so few GPUs
+            return None, math.inf
         c = found.best
-        wall = plan_run(y, c.plan, c.out, gpus)["wall_days"] * f.SECONDS_PER_DAY
-        if wall <= seconds * (1 + 1e-9):
-            return found
-        gpus = max(gpus + per, math.ceil(gpus * wall / seconds / per) * per)
-    return None
+        return found, plan_run(y, c.plan, c.out, systems * per)["wall_days"] * f.SECONDS_PER_DAY
+
+    def meets(wall: float) -> bool:
+        return wall <= seconds * (1 + 1e-9)
+
+    systems = max(1, math.ceil(need / per))
+    below = systems - 1  # a count known to miss (the bound says so)
+    memory = math.ceil(tpn.min_gpus_for_memory(y) / per)
+    while True:
+        if systems * per > MAX_GPUS:
+            return None
+        found, wall = run(systems)
+        if found is not None and meets(wall):
+            break
+        below = systems
+        grow = math.ceil(systems * wall / seconds) if math.isfinite(wall) else max(2 * systems, memory)
+        systems = max(systems + 1, grow)
+    while systems - below > 1:  # the fewest between the last miss and the first hit
+        mid = (below + systems) // 2
+        hit, wall = run(mid)
+        if hit is not None and meets(wall):
+            systems, found = mid, hit
+        else:
+            below = mid
+    return found
 
 
 def run_numbers(y: dict, found: tpn.Found) -> dict[str, float]:

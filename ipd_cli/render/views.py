@@ -400,7 +400,8 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
             batch, more = fmt_num(pre.get("global_batch_tokens")), pre["batch_token_multiplier"]
             out.append(
                 f"{hw}: pre-training runs a global batch of {batch} tokens, beyond the recipe's: it needs "
-                f"{more:.2f}x the tokens for the same loss (so many GPUs leave no smaller batch)"
+                f"{more:.2f}x the tokens for the same loss (a pinned global batch, or so many GPUs that "
+                "no smaller batch fills them)"
             )
         for block, verb in (("pretraining", "pre-trains"), ("serving", "serves")):
             b = s.get(block)
