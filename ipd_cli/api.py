@@ -199,6 +199,7 @@ def explain(
                     "value": st.value,
                     "formula": st.formula,
                     "inputs": inputs,
+                    **NO_INPUT,
                 }
             )
         for block, why in system.infeasible.items():
@@ -209,6 +210,7 @@ def explain(
                     "value": None,
                     "formula": why.reason,
                     "inputs": why.hint or "",
+                    **NO_INPUT,
                 }
             )
         for a in system.assumptions:
@@ -220,9 +222,19 @@ def explain(
                     "formula": f"{a.unit}; source {a.source or '-'}{' (estimate)' if a.estimate else ''}"
                     + _lent(a.note),
                     "inputs": f"{a.origin}{'; --set ' + a.path if a.path else ''}",
+                    # the same, one field each, for scripts (the table shows the two text columns)
+                    "unit": a.unit,
+                    "source": a.source,
+                    "estimate": a.estimate,
+                    "origin": a.origin,
+                    "path": a.path,
                 }
             )
     return Listing(kind="explain", items=items)
+
+
+# an explain line that is not an input: its structured input fields are empty
+NO_INPUT: dict[str, Any] = {"unit": None, "source": None, "estimate": None, "origin": None, "path": None}
 
 
 def _lent(note: str | None) -> str:

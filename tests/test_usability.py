@@ -547,3 +547,20 @@ def test_a_new_accelerator_without_a_serving_family_says_it_runs_the_reference(t
     assert r.code == 0, r.stderr
     assert r.json()["serving"]["stack"] == "reference"
     assert "copy-nvl72: no serving stack is measured on its accelerator" in r.stderr
+
+
+def test_explain_gives_each_inputs_unit_source_and_path_as_fields():
+    # a script had to split the 'formula' and 'inputs' text on ';' to find them
+    r = run_cli("explain", "vera-rubin", "-f", "json")
+    assert r.code == 0
+    layers = next(i for i in r.json()["items"] if i["metric"] == "input: layers")
+    assert (layers["unit"], layers["origin"], layers["path"]) == (
+        "layers",
+        "builtin:models.yaml",
+        "models.moe-10t.layers",
+    )
+    assert layers["source"] and layers["source"] in layers["formula"]
+    head = r.json()["items"][0]
+    assert not head["metric"].startswith("input") and head["path"] is None
+    r = run_cli("explain", "vera-rubin", "-f", "table", env={"COLUMNS": "250"})
+    assert "│ path" not in r.stdout and "┃ path" not in r.stdout  # the table keeps its two text columns

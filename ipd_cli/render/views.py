@@ -111,6 +111,9 @@ SECTION_LABELS = {
 # the stage that fills each block (the engine's Infeasible.stage), in words
 STAGE_WORDS = {"pretraining": "pre-training", "post_training": "RL post-training", "serving": "serving"}
 BLOCK_OF_STAGE = {"pretraining": "pretraining", "post_training": "rl", "serving": "serving"}
+# fields of a listing's items that JSON, CSV and YAML carry for scripts but a table leaves out
+# (explain: its inputs' unit, source, origin and --set path, already in its text columns)
+TABLE_HIDDEN: dict[str, tuple[str, ...]] = {"explain": ("unit", "source", "estimate", "origin", "path")}
 # listing columns a narrow terminal may drop, in this order (names, numbers and paths are never cut)
 OPTIONAL_COLUMNS: dict[str, list[str]] = {
     "hardware": [
@@ -496,7 +499,8 @@ def _curve(data: dict) -> View:
 def _items(data: dict) -> View:
     items = data["items"]
     kind = data.get("kind", "")
-    columns = list(dict.fromkeys(c for item in items for c in item))
+    hidden = TABLE_HIDDEN.get(kind, ())
+    columns = [c for c in dict.fromkeys(c for item in items for c in item) if c not in hidden]
     numeric = {
         c for c in columns if all(_is_number(item.get(c)) for item in items if item.get(c) is not None)
     }
