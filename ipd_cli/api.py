@@ -398,6 +398,7 @@ def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
 
 def output_schema() -> dict[str, Any]:
     """JSON Schema of every data command's output (the JSON contract)."""
+    from .engine.result_base import EntryView
     from .engine.results import (
         CompareResult,
         RlResult,
@@ -414,7 +415,9 @@ def output_schema() -> dict[str, Any]:
         "serve_curve": ServeCurveResult.model_json_schema(),
         "rl": RlResult.model_json_schema(),
         "validate": ValidationResult.model_json_schema(),
+        # hardware|models|workloads list, explain, calibrate and diff: a listing of their `kind`
         "listing": Listing.model_json_schema(),
+        "show": EntryView.model_json_schema(),  # hardware|models|workloads show
     }
 
 

@@ -419,3 +419,14 @@ def test_a_batch_beyond_the_recipe_is_a_warning():
         "train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64"
     )
     assert r.code == 0 and "beyond the recipe" not in r.stderr
+
+
+def test_show_output_validates_against_its_schema():
+    # `hardware show` had no schema (the listing one rejects its entry, name, origin and sources)
+    from ipd_cli import output_schema
+    from ipd_cli.engine.result_base import EntryView
+
+    assert "show" in output_schema()
+    r = run_cli("hardware", "show", "b200", "-f", "json")
+    assert r.code == 0
+    EntryView.model_validate(r.json())
