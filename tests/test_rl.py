@@ -378,6 +378,7 @@ def test_split_candidates_are_whole_instances_and_whole_systems():
             "colocated mode runs generation",
         ),
         (["--mode", "bogus"], "--mode 'bogus' is unknown; choose one of: colocated"),
+        (["--mode", "colocated", "--split", "auto"], "--split auto chooses a disaggregated split"),
     ],
 )
 def test_conflicting_rl_options_are_usage_errors(args, message):

@@ -338,6 +338,8 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
     quantize = plan.quantize_bytes_per_gpu / links.hbm
     terms.update({"quantisation": quantize, "fixed latency": fixed})
     transfer, rest = _compose(t, schedule, plan.trainer_stages, gather, wire, misc, software, quantize)
+    if misc:  # the misc path's broadcast reaches every receiving GPU too (it was timed, not counted)
+        per_receiver += plan.misc_bytes
     return WeightSync(
         transport=t,
         bytes_moved=per_receiver * plan.inference_gpus,

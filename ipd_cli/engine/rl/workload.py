@@ -30,6 +30,11 @@ def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> Rl
     if w.mode not in RL_MODES:
         raise InputError(f"unknown mode '{w.mode}'; choose one of: {', '.join(RL_MODES)}")
     w = _checked_transport(w, given.get("transport") is not None)
+    if split == "auto" and w.mode == "colocated":
+        raise InputError(
+            "`split` auto chooses a disaggregated split; colocated mode runs generation and training "
+            "on the same GPUs (give `gpus`, or a disaggregated `mode`)"
+        )
     if split_given and w.mode == "colocated":
         raise InputError(
             "colocated mode runs generation and training on the same GPUs: give `gpus`, not `gen_gpus` "
