@@ -376,6 +376,22 @@ def all_to_all_bytes_per_gpu_per_rank(tokens_per_gpu, remote_ranks, hidden_size,
     return tokens_per_gpu * remote_ranks * hidden_size * bytes_per_value
 
 
+def rl_run(steps_per_refresh, refreshes_per_year, step_s, gpu_hours, usd, energy_kwh):
+    """An RL run (the fields of ``rl.run``) from one step's seconds, GPU-hours, cost and energy: a
+    refresh cycle of ``steps_per_refresh`` steps and ``refreshes_per_year`` of them a year."""
+    per_year = steps_per_refresh * refreshes_per_year
+    return {
+        "steps_per_refresh": steps_per_refresh,
+        "refreshes_per_year": refreshes_per_year,
+        "wall_days_per_refresh": steps_per_refresh * step_s / SECONDS_PER_DAY,
+        "gpu_hours_per_refresh": steps_per_refresh * gpu_hours,
+        "usd_per_refresh": steps_per_refresh * usd,
+        "gpu_hours_per_year": per_year * gpu_hours,
+        "usd_per_year": per_year * usd,
+        "energy_mwh_per_year": per_year * energy_kwh / 1000,
+    }
+
+
 def two_batch_seconds(compute_s, all_to_all_s, comm_sm_share, overlap):
     """A prompt's compute and its expert all-to-alls, one after the other, or (``overlap``: the
     stack runs two-batch overlap) split in two half-batches whose dispatch and combine run while

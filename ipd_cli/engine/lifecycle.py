@@ -53,6 +53,7 @@ from .results import (
     IntelligencePerDollar,
     Pretraining,
     Rl,
+    RlRun,
     Serving,
     SystemResult,
 )
@@ -203,20 +204,12 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
         )
         how = "steps_per_refresh x refreshes_per_year"
     if pt.budget_usd_per_year is not None:  # the run the budget buys, in the RL block too
-        run = rl.run
-        scale = steps_per_year / (run.steps_per_refresh * run.refreshes_per_year)
-        rl = rl.model_copy(
-            update={
-                "run": run.model_copy(
-                    update={
-                        "refreshes_per_year": run.refreshes_per_year * scale,
-                        "gpu_hours_per_year": run.gpu_hours_per_year * scale,
-                        "usd_per_year": run.usd_per_year * scale,
-                        "energy_mwh_per_year": run.energy_mwh_per_year * scale,
-                    }
-                )
-            }
-        )
+        steps = rl.run.steps_per_refresh
+        run = f.rl_run(
+            steps, steps_per_year / steps, rl.step_seconds, rl.gpu_hours_per_step, rl.usd_per_step,
+            rl.energy_kwh_per_step,
+        )  # fmt: skip
+        rl = rl.model_copy(update={"run": RlRun(**run)})
     cost = rl.usd_per_step * steps_per_year * H
     # every generated rollout, kept or not, costs energy
     energy = rl.energy_kwh_per_step * steps_per_year * H / f.KWH_PER_MWH

@@ -51,14 +51,18 @@ def serving(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
     }
 
 
+SCHEDULE = ("steps_per_refresh", "refreshes_per_year")  # rl.run's inputs, not re-priced
+
+
 def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
     """The step's cost and energy, and its run (``rl.run.*``: a refresh cycle and a year of
     refreshes) at the schedule in ``m`` (a sweep's varied steps per refresh or refreshes per year
     replace the workload's there), as :func:`~ipd_cli.engine.rl.result.assemble` computes them."""
     hours = m["rl.gpu_hours_per_step"]
     usd, kwh = hours * price, hours * kw * pue
-    steps = m["rl.run.steps_per_refresh"]
-    per_year = steps * m["rl.run.refreshes_per_year"]
+    run = f.rl_run(
+        m["rl.run.steps_per_refresh"], m["rl.run.refreshes_per_year"], m["rl.step_seconds"], hours, usd, kwh
+    )
     return {
         "rl.usd_per_step": usd,
         "rl.energy_kwh_per_step": kwh,
@@ -66,12 +70,7 @@ def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
         "rl.usd_per_million_generated_tokens": usd / m["_rl.generated_mtokens"],
         "rl.rollouts_per_kwh": m["_rl.rollouts_per_step"] / kwh,
         "rl.price_usd_per_gpu_hour": price,
-        "rl.run.wall_days_per_refresh": steps * m["rl.step_seconds"] / f.SECONDS_PER_DAY,
-        "rl.run.gpu_hours_per_refresh": steps * hours,
-        "rl.run.usd_per_refresh": steps * usd,
-        "rl.run.gpu_hours_per_year": per_year * hours,
-        "rl.run.usd_per_year": per_year * usd,
-        "rl.run.energy_mwh_per_year": per_year * kwh / 1000,
+        **{f"rl.run.{k}": v for k, v in run.items() if k not in SCHEDULE},
     }
 
 
@@ -202,13 +201,13 @@ def _pretraining_share(pre_kind: str, m: Numbers, zero: Any) -> tuple[Any, Any]:
 def _budget_run(m: Numbers) -> Numbers:
     """rl.run of a yearly RL budget: the steps it buys at the re-priced cost per step
     (:func:`~ipd_cli.engine.lifecycle.post_training`)."""
-    steps_per_year = m["_life.rl_budget"] / m["rl.usd_per_step"]
-    return {
-        "rl.run.refreshes_per_year": steps_per_year / m["rl.run.steps_per_refresh"],
-        "rl.run.gpu_hours_per_year": steps_per_year * m["rl.gpu_hours_per_step"],
-        "rl.run.usd_per_year": steps_per_year * m["rl.usd_per_step"],
-        "rl.run.energy_mwh_per_year": steps_per_year * m["rl.energy_kwh_per_step"] / 1000,
-    }
+    steps = m["rl.run.steps_per_refresh"]
+    refreshes = m["_life.rl_budget"] / m["rl.usd_per_step"] / steps
+    run = f.rl_run(
+        steps, refreshes, m["rl.step_seconds"], m["rl.gpu_hours_per_step"], m["rl.usd_per_step"],
+        m["rl.energy_kwh_per_step"],
+    )  # fmt: skip
+    return {f"rl.run.{k}": v for k, v in run.items() if k != "steps_per_refresh"}
 
 
 def _post_training(post_kind: str, m: Numbers, H: Any, zero: Any) -> tuple[Any, Any, Any]:

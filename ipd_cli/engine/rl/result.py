@@ -63,17 +63,8 @@ def _trainer(s: Setup, out: Outcome) -> RlTrainer | None:
 
 
 def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: float) -> RlRun:
-    steps = s.w.steps_per_refresh
-    per_year = steps * s.w.refreshes_per_year
     return RlRun(
-        steps_per_refresh=steps,
-        refreshes_per_year=s.w.refreshes_per_year,
-        wall_days_per_refresh=steps * seconds / f.SECONDS_PER_DAY,
-        gpu_hours_per_refresh=steps * gpu_hours,
-        usd_per_refresh=steps * usd,
-        gpu_hours_per_year=per_year * gpu_hours,
-        usd_per_year=per_year * usd,
-        energy_mwh_per_year=per_year * energy_kwh / 1000,
+        **f.rl_run(s.w.steps_per_refresh, s.w.refreshes_per_year, seconds, gpu_hours, usd, energy_kwh)
     )
 
 
