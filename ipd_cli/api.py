@@ -68,10 +68,10 @@ def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
     """The workload fields the command line gives (they override the file, before it is checked);
     values out of range are left to the estimate, which names the parameter; an unknown mode is
     refused here, naming the parameter, not the workload file it would be merged into."""
-    from .catalog.schema import RL_MODES
+    from .engine.rl.workload import check_mode
 
-    if kw.get("mode") is not None and kw["mode"] not in RL_MODES:
-        raise InputError(f"`mode` '{kw['mode']}' is unknown; choose one of: {', '.join(RL_MODES)}")
+    if kw.get("mode") is not None:
+        check_mode(kw["mode"])
     given: dict[str, Any] = {k: kw[k] for k in ("model", "mode") if kw.get(k) is not None}
     counts = {k: kw.get(k) for k in ("gpus", "gen_gpus", "train_gpus")}
     if any(isinstance(v, int) and v <= 0 for v in counts.values()):

@@ -103,6 +103,8 @@ OutputOpt = Annotated[
     ),
 ]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing --output file.")]
+
+
 MaxUsdOpt = Annotated[
     float | None,
     typer.Option(
@@ -634,6 +636,8 @@ def compare(
     """
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd, budget_metric=budget_metric)
     if site_mw is not None:
+        from .catalog.schema import MAX_SITE_MW
+
         if not (math.isfinite(site_mw) and 0 < site_mw <= MAX_SITE_MW):
             raise InputError(f"--site-mw must be a power in MW in (0, {MAX_SITE_MW:g}], got {site_mw:g}")
         sets = [*(sets or []), f"workload.site_mw={site_mw!r}"]
@@ -643,8 +647,6 @@ def compare(
     result = _with_flags(api.compare(cat, systems, workload, mfu=mfu, pricing=pricing), "compare")
     _finish(result, fmt, output, max_usd, budget_metric or _default_budget_metric(result), cat)
 
-
-MAX_SITE_MW = 1e6  # a terawatt: the scenario's own bound on site_mw
 
 # the cost a budget gate checks by default, by the kind of workload compared
 DEFAULT_BUDGET_METRICS = {

@@ -22,6 +22,9 @@ Status = Literal["shipping", "announced", "roadmap"]
 PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
 
 
+MAX_SITE_MW = 1e6  # a site power budget above a terawatt is a typo, not a site
+
+
 def _number(v: object) -> object:
     """A finite number as written: not a boolean (YAML reads yes/true/on as true, which is 1) nor
     a string ("1.2"), not infinite or NaN, and not a subnormal float (1e-320: below the smallest
@@ -1291,7 +1294,10 @@ class Scenario(Strict):
     serving: ScenarioServing
     task_success: TaskSuccess
     site_mw: Num | None = Field(
-        default=None, gt=0, le=1e6, description="a site power budget to fill, in MW (at most a terawatt)"
+        default=None,
+        gt=0,
+        le=MAX_SITE_MW,
+        description="a site power budget to fill, in MW (at most a terawatt)",
     )
     source: str
     note: str | None = None

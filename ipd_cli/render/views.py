@@ -429,7 +429,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
             out.append(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
                 f"tokens/s per user (1 / TPOT); its best is "
-                f"{fmt_num(point.get('interactivity_tokens_per_s', point.get('tokens_per_s_per_user')))} "
+                f"{fmt_num(point.get('interactivity_tokens_per_s'))} "
                 f"(concurrency {point.get('concurrency')})"
             )
     return out

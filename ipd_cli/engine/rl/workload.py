@@ -27,8 +27,7 @@ def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> Rl
     if split_given:
         updates.update(gen_gpus=given.get("gen_gpus"), train_gpus=given.get("train_gpus"))
     w = workload.model_copy(update=updates)
-    if w.mode not in RL_MODES:
-        raise InputError(f"unknown mode '{w.mode}'; choose one of: {', '.join(RL_MODES)}")
+    check_mode(w.mode)
     w = _checked_transport(w, given.get("transport") is not None)
     if split == "auto" and w.mode == "colocated":
         raise InputError(
@@ -45,6 +44,12 @@ def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> Rl
     if split not in (None, "auto"):
         raise InputError(f"`split` {split}: only 'auto' is supported; or give `gen_gpus` and `train_gpus`")
     return w
+
+
+def check_mode(mode: str) -> None:
+    """An RL mode the estimate knows."""
+    if mode not in RL_MODES:
+        raise InputError(f"`mode` '{mode}' is unknown; choose one of: {', '.join(RL_MODES)}")
 
 
 def _check_counts(given: dict[str, Any], split: str | None) -> bool:
