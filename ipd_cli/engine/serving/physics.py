@@ -7,6 +7,7 @@ the grid evaluation in :mod:`.evaluate` combines over whole columns of configura
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ipd_cli.engine import formulas as f
@@ -145,16 +146,15 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
 def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]) -> dict:
     common = stacks.read(ctx, st, "GEMM efficiency factor (stack)", "compute_efficiency_factor", None)
     common = 1.0 if common is None else common
-    fp4: list = []  # read (and traced) only where some math runs in FP4
+
+    @functools.cache
+    def fp4_factor() -> float:  # read (and traced) once, and only where some math runs in FP4
+        v = stacks.read(ctx, st, "FP4 GEMM efficiency factor (stack)", "fp4_compute_efficiency_factor", None)
+        return 1.0 if v is None else v
 
     def at(p: str) -> float:
         """The stack's GEMM efficiency factor for math at precision ``p``."""
-        if p != "fp4":
-            return common
-        if not fp4:
-            label = "FP4 GEMM efficiency factor (stack)"
-            fp4.append(stacks.read(ctx, st, label, "fp4_compute_efficiency_factor", None))
-        return common * (1.0 if fp4[0] is None else fp4[0])
+        return common * fp4_factor() if p == "fp4" else common
 
     factor = at(precision)
     peak = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
