@@ -109,6 +109,8 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
 
 def check_references(cat: Catalog, cases: list[Case], sources: dict[str, Any], path: Path) -> None:
     """Every case's hardware, model and source exist (a typo is refused, not 'not reached')."""
+    shipped = builtin_dir() / "validation" / "cases.yaml"
+    shipped_sources: dict[str, Any] | None = None  # read once, where a case needs them
     for case in cases:
         where = f"{path}: case {case.id}"
         try:
@@ -119,8 +121,9 @@ def check_references(cat: Catalog, cases: list[Case], sources: dict[str, Any], p
         except InputError as e:
             raise InputError(f"{where}: {e}") from None
         if case.source not in sources and case.source not in cat.sources:
-            shipped = builtin_dir() / "validation" / "cases.yaml"
-            if path != shipped and case.source in load_cases(shipped)[1]:
+            if path != shipped and shipped_sources is None:
+                shipped_sources = load_cases(shipped)[1]
+            if path != shipped and case.source in (shipped_sources or {}):
                 continue  # a source of the shipped cases
             raise InputError(
                 f"{where}: source '{case.source}' is defined neither in the file's sources nor in the "
@@ -503,9 +506,10 @@ def _prefill_knobs(cat: Catalog, case: Case) -> list[str]:
 def _stack_family(cat: Catalog, i: dict) -> tuple[str | None, str | None]:
     """The serving stack a case ran (its `stack`, else its family's default) and the accelerator
     family of its hardware (None: in no family)."""
-    sv, acc = cat.serving, cat.system(i["hardware"]).accelerator
-    family = next((n for n, f in sv.families.items() if acc in f.accelerators), None)
-    return i.get("stack") or (sv.families[family].default_stack.value if family else None), family
+    from ipd_cli.engine.serving.stack import accelerator_family
+
+    family = accelerator_family(cat, cat.system(i["hardware"]).accelerator)
+    return i.get("stack") or (cat.serving.families[family].default_stack.value if family else None), family
 
 
 def _weight_sync_knobs(cat: Catalog, i: dict) -> list[str]:

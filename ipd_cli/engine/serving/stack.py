@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import StackProfile, borrowed_profile
 from ipd_cli.errors import InputError, did_you_mean
 
@@ -41,8 +42,12 @@ REFERENCE = "reference"
 
 
 def family_of(ctx: ServingContext) -> str | None:
-    acc = ctx.system.accelerator
-    return next((n for n, f in ctx.cat.serving.families.items() if acc in f.accelerators), None)
+    return accelerator_family(ctx.cat, ctx.system.accelerator)
+
+
+def accelerator_family(cat: Catalog, accelerator: str) -> str | None:
+    """The serving family (serving.families) that names the accelerator, or None."""
+    return next((n for n, f in cat.serving.families.items() if accelerator in f.accelerators), None)
 
 
 def resolve(ctx: ServingContext, stack: str | None) -> Stack:
