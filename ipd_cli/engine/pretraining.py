@@ -183,6 +183,14 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
     return numbers, found, why
 
 
+def check_cluster(name: str, gpus: float) -> None:
+    """A GPU count no larger than MAX_GPUS (a bigger one is a typo, not a cluster)."""
+    if gpus > MAX_GPUS:
+        raise InputError(
+            f"`{name}` {count_text(gpus)} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist"
+        )
+
+
 def _deadline_at_pinned_mfu(y: dict, seconds: float, pins: dict, top: int) -> tpn.Found | None:
     """Deadline mode with the MFU pinned: a plan then runs at the pinned share of the peak on the
     GPUs it uses, so the deadline sets the GPUs. The fewest whole systems whose fastest plan (which
@@ -369,10 +377,8 @@ def _check_args(
             raise InputError(f"{flag} must be a finite number, got {v}")
         if v is not None and v <= 0:
             raise InputError(f"{flag} must be > 0, got {v}")
-    if gpus is not None and gpus > MAX_GPUS:
-        raise InputError(
-            f"`gpus` {count_text(gpus)} is more than {MAX_GPUS:,} GPUs; give a cluster that can exist"
-        )
+    if gpus is not None:
+        check_cluster("gpus", gpus)
     if mfu is not None and not 0 < mfu <= 1:
         raise InputError(f"`mfu` must be in (0, 1], got {mfu}")
 

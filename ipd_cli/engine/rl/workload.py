@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipd_cli.catalog.schema import RL_MODES, SYNC_TRANSPORTS, RlWorkload
-from ipd_cli.engine.pretraining import MAX_GPUS
+from ipd_cli.engine.pretraining import check_cluster
 from ipd_cli.engine.trace import Trace
-from ipd_cli.errors import InputError, count_text
+from ipd_cli.errors import InputError
 
 # transports that need separate trainer and rollout GPUs, and those that reload in place
 DISAGGREGATED_TRANSPORTS = ("nccl-broadcast", "nccl-reshard", "rdma-p2p", "checkpoint-engine")
@@ -58,11 +58,8 @@ def _check_counts(given: dict[str, Any], split: str | None) -> bool:
     for name in ("gpus", "gen_gpus", "train_gpus"):
         if given.get(name) is not None and given[name] <= 0:
             raise InputError(f"`{name}` must be > 0, got {given[name]}")
-        if given.get(name) is not None and given[name] > MAX_GPUS:  # as for pre-training
-            raise InputError(
-                f"`{name}` {count_text(given[name])} is more than {MAX_GPUS:,} GPUs; "
-                "give a cluster that can exist"
-            )
+        if given.get(name) is not None:
+            check_cluster(name, given[name])
     split_given = given.get("gen_gpus") is not None or given.get("train_gpus") is not None
     if split_given and given.get("gpus") is not None:
         raise InputError("give `gpus` (the split is then chosen) or `gen_gpus` and `train_gpus`, not both")
