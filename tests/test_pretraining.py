@@ -23,6 +23,14 @@ from ipd_cli.errors import InfeasibleError, InputError
 PLAN_70B = "tp=4,pp=8,vp=5,cp=1,dp=2,mbs=1,gbs=128,recompute=full,zero=1,order=0"
 
 
+def train_plan(hardware: str, model: str, gpus: int, plan: str):
+    """`ipd train` of 1e12 tokens on ``gpus`` GPUs with ``--plan plan`` (the pin tests' command)."""
+    return run_cli(
+        "train", "--hardware", hardware, "--model", model, "--tokens", "1e12", "--gpus", str(gpus),
+        "--plan", plan,
+    )  # fmt: skip
+
+
 def one_plan(x, gpus, text):
     """The single plan ``text`` pins, evaluated: (columns, outputs) as plain numbers."""
     s = tpn.search_fixed(x, gpus, tpn.parse_plan(text))
@@ -140,15 +148,9 @@ def test_the_search_chooses_dualpipe_where_it_wins_and_a_pin_refuses_it(catalog)
     one = train(catalog, "h800", "deepseek-v3", 1e12, gpus=2048, precision="fp8", sequence_length=4096,
                 plan="tp=1,pp=16,ep=64,schedule=1f1b").pretraining  # fmt: skip
     assert one.parallelism.pipeline_schedule == "1f1b" and one.step_time_s > r.step_time_s
-    bad = run_cli(
-        "train", "--hardware", "h800", "--model", "deepseek-v3", "--tokens", "1e12", "--gpus", "2048",
-        "--plan", "schedule=gpipe",
-    )  # fmt: skip
+    bad = train_plan("h800", "deepseek-v3", 2048, "schedule=gpipe")
     assert bad.code == 2 and "schedule is one of 1f1b, dualpipe" in bad.stderr
-    odd = run_cli(
-        "train", "--hardware", "h800", "--model", "deepseek-v3", "--tokens", "1e12", "--gpus", "2048",
-        "--plan", "pp=4,vp=2,schedule=dualpipe",
-    )  # fmt: skip
+    odd = train_plan("h800", "deepseek-v3", 2048, "pp=4,vp=2,schedule=dualpipe")
     assert odd.code == 2 and "schedule=dualpipe runs an even pp and no interleaving" in odd.stderr
 
 
@@ -399,22 +401,13 @@ def test_an_infeasible_pin_exits_1_naming_why_and_the_nearest_plan():
     assert r.code == 1
     assert "--plan tp=1,pp=1,zero=0" in r.stderr and "GB per GPU" in r.stderr
     assert "nearest feasible plan: TP" in r.stderr
-    bad = run_cli(
-        "train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8",
-        "--plan", "tpp=2",
-    )  # fmt: skip
+    bad = train_plan("hopper", "llama-3.1-8b", 8, "tpp=2")
     assert bad.code == 2 and "--plan item 'tpp=2'" in bad.stderr
     # a pinned pipeline no 64-GPU cluster can run (94 stages) is unmet, not dropped for PP1
-    deep = run_cli(
-        "train", "--hardware", "gb200", "--model", "qwen3-235b-a22b", "--tokens", "1e12", "--gpus", "64",
-        "--plan", "pp=94",
-    )  # fmt: skip
+    deep = train_plan("gb200", "qwen3-235b-a22b", 64, "pp=94")
     assert deep.code == 1 and "no plan with --plan pp=94 fits on 64 GPUs" in deep.stderr
     # nor a tensor-parallel degree that does not divide its 64 heads (it had been taken as given)
-    odd = run_cli(
-        "train", "--hardware", "gb200", "--model", "qwen3-235b-a22b", "--tokens", "1e12", "--gpus", "64",
-        "--plan", "tp=3",
-    )  # fmt: skip
+    odd = train_plan("gb200", "qwen3-235b-a22b", 64, "tp=3")
     assert odd.code == 1 and "no plan with --plan tp=3 fits on 64 GPUs" in odd.stderr
 
 
@@ -641,10 +634,7 @@ def test_each_input_is_listed_once(catalog):
 )
 def test_plan_pins_that_cannot_mean_anything_are_usage_errors(plan, needle):
     # the last of two tp pins won; MoE pins on a dense model read as 'nothing divides' (or were kept)
-    r = run_cli(
-        "train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "64",
-        "--plan", plan,
-    )  # fmt: skip
+    r = train_plan("h100", "llama-3.1-70b", 64, plan)
     assert r.code == 2 and needle in r.stderr and r.stdout == ""
 
 
