@@ -23,7 +23,9 @@ the cache stores.
 Targets: ``compare vera-rubin blackwell -f json`` <= 1.5x, ``--help`` and ``hardware list``
 <= 1.2x. Before measuring, the package's bytecode is compiled (as ``pip install`` does; an
 environment with PYTHONDONTWRITEBYTECODE would otherwise compile ipd from source on every run)
-and the catalog cache is filled in a private temporary directory.
+and the catalog cache is filled in a private temporary directory. ``compare`` is measured twice:
+computed (its stored output removed before each run: the searches run) and as the console
+script's result cache prints it again (ipd_cli/resultcache.py).
 
     python benchmarks/startup.py [runs]       # default 15 runs of each
 """
@@ -67,6 +69,9 @@ def hardware_show(name: str): pass
 app(["hardware", "list"], standalone_mode=False)
 """
 FULL_PATH = "ipd hardware list --catalog EMPTY"  # the full path, for reference
+# compare computed: its stored output (ipd_cli/resultcache.py) removed before each run, so the
+# plan and deployment searches run; the COMMANDS row after it prints the output it stored
+COMPUTED = "ipd compare vera-rubin blackwell -f json (computed)"
 # command, the floor it is held to, the target ratio
 COMMANDS = [
     (["compare", "vera-rubin", "blackwell", "-f", "json"], "+ BaseModel", 1.5),
@@ -100,12 +105,16 @@ def main() -> None:
         empty = Path(cache) / "empty-catalog"
         empty.mkdir()
         jobs[FULL_PATH] = [ipd, "hardware", "list", "--catalog", str(empty)]
+        jobs = {COMPUTED: [ipd, *COMMANDS[0][0]], **jobs}
         for cmd in jobs.values():  # warm: the catalog cache, the OS file cache
             run(cmd, env)
         cpu: dict[str, list[float]] = {name: [] for name in jobs}
         wall: dict[str, list[float]] = {name: [] for name in jobs}
         for _ in range(runs):
             for name, cmd in jobs.items():
+                if name == COMPUTED:
+                    for entry in Path(cache).glob("result-*.json"):
+                        entry.unlink()
                 c, w = run(cmd, env)
                 cpu[name].append(c)
                 wall[name].append(w)
@@ -123,10 +132,14 @@ def main() -> None:
         name = "ipd " + " ".join(args)
         ratio = med[name] / med[floor]
         verdict = "met" if ratio <= target else "NOT met"
-        print(f"{name:40s} {ratio:5.2f}x floor '{floor}' (target <= {target}: {verdict})")
+        stored = " (its stored output)" if args[0] == "compare" else ""
+        print(f"{name:40s} {ratio:5.2f}x floor '{floor}' (target <= {target}: {verdict}){stored}")
         if args[0] == "compare":
-            print(f"{'':40s} {med[name] / literal:5.2f}x floor 'typer, pydantic, yaml'")
-            print(f"{'':40s} {med[name] / numpy_floor:5.2f}x floor '+ BaseModel + numpy'")
+            computed = med[COMPUTED] / med[floor]
+            verdict = "met" if computed <= target else "NOT met"
+            print(f"{COMPUTED:40s} {computed:5.2f}x floor '{floor}' (target <= {target}: {verdict})")
+            print(f"{'':40s} {med[COMPUTED] / literal:5.2f}x floor 'typer, pydantic, yaml'")
+            print(f"{'':40s} {med[COMPUTED] / numpy_floor:5.2f}x floor '+ BaseModel + numpy'")
 
 
 if __name__ == "__main__":

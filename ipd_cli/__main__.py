@@ -42,11 +42,21 @@ def main() -> None:
     # every installed distribution on each run. PYDANTIC_DISABLE_PLUGINS set by the user wins
     # (empty: load them all).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    keep_freed_memory(sys.argv[1:])
+    args = sys.argv[1:]
     try:
+        from ipd_cli.resultcache import replay_or_record
+
+        # the same command, catalog and code ran before: its output again, nothing imported
+        recording = replay_or_record(args)
+        keep_freed_memory(args)
         from ipd_cli.cli import main as cli_main
 
-        cli_main()  # installs its own handlers at once; this catches what comes before them
+        try:
+            cli_main()  # installs its own handlers at once; this catches what comes before them
+        except SystemExit as e:
+            if recording is not None and e.code in (0, None):
+                recording.store()
+            raise
     except KeyboardInterrupt:
         sys.stderr.write("ipd: interrupted\n")
         raise SystemExit(130) from None

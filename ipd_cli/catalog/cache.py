@@ -87,7 +87,7 @@ def _warn(message: str) -> None:
         sys.stderr.write(f"ipd: warning: {message}\n")
 
 
-def _open_dir(create: bool) -> int | None:
+def open_dir(create: bool) -> int | None:
     """A descriptor of the cache directory, if it exists (or was made) and can be trusted."""
     if os.open not in os.supports_dir_fd or not hasattr(os, "geteuid"):
         return None  # the checks below need POSIX directory descriptors
@@ -242,11 +242,11 @@ def stored_listing(kind: str) -> dict[str, Any] | None:
 
 def _parts(dirs: list[Path], key: str) -> tuple[bytes, bytes] | None:
     """(the listings line, the catalog) of the entry of ``dirs`` if it is trusted and of ``key``."""
-    fd = _open_dir(create=False)
+    fd = open_dir(create=False)
     if fd is None:
         return None
     try:
-        data = _read_entry(fd, entry_name(dirs))
+        data = read_entry(fd, entry_name(dirs))
     finally:
         os.close(fd)
     header = _header(key)
@@ -256,7 +256,7 @@ def _parts(dirs: list[Path], key: str) -> tuple[bytes, bytes] | None:
     return (listings, body) if newline else None
 
 
-def _read_entry(dir_fd: int, name: str) -> bytes | None:
+def read_entry(dir_fd: int, name: str) -> bytes | None:
     flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(name, flags, dir_fd=dir_fd)
@@ -320,19 +320,25 @@ def write(dirs: list[Path], key: str, catalog: Catalog) -> None:
         return
     if len(data) > MAX_ENTRY_BYTES:
         return
-    fd = _open_dir(create=True)
+    store_entry(entry_name(dirs), data)
+
+
+def store_entry(name: str, data: bytes) -> None:
+    """Write ``data`` as entry ``name`` of the cache directory, atomically (a temporary file in the
+    directory, renamed over the entry); any failure only means no entry (and no file left)."""
+    fd = open_dir(create=True)
     if fd is None:
         return
     import secrets
 
-    tmp = f".catalog-{secrets.token_hex(8)}.tmp"
+    tmp = f".{name.partition('-')[0]}-{secrets.token_hex(8)}.tmp"
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         out = os.open(tmp, flags, 0o600, dir_fd=fd)
         try:
             with os.fdopen(out, "wb") as fh:
                 fh.write(data)
-            os.replace(tmp, entry_name(dirs), src_dir_fd=fd, dst_dir_fd=fd)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException:  # a full disk, a signal: the temporary file goes
             try:
                 os.unlink(tmp, dir_fd=fd)

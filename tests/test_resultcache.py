@@ -1,0 +1,182 @@
+"""The console script's cache of estimate outputs (ipd_cli/resultcache.py, issue 16)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import run_cli, write
+
+from ipd_cli import resultcache
+
+SERVE = ("serve", "--hardware", "h100", "--model", "llama-3.1-8b", "-f", "json")
+
+
+def ipd(*args: str, cache: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The console script as a user runs it (``python -m ipd_cli``), output piped."""
+    full = {**os.environ, "IPD_CACHE_DIR": str(cache), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "ipd_cli", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def entries(cache: Path) -> list[Path]:
+    return sorted(cache.glob("result-*.json"))
+
+
+@pytest.fixture
+def cache(tmp_path):
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    return d
+
+
+def test_a_second_run_prints_the_stored_output(cache, tmp_path):
+    first = ipd(*SERVE, cache=cache, cwd=tmp_path)
+    assert first.returncode == 0 and len(entries(cache)) == 1
+    second = ipd(*SERVE, cache=cache, cwd=tmp_path)
+    assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, first.stderr)
+    # the hit is the entry: a body rewritten with a valid checksum is what gets printed
+    entry = entries(cache)[0]
+    header, _, rest = entry.read_bytes().partition(b"\n")
+    writes = json.loads(rest.partition(b" ")[2])
+    writes[0][1] = writes[0][1].replace('"hardware"', '"kind_from_the_entry"', 1)
+    body = json.dumps(writes).encode()
+    entry.write_bytes(header + b"\n" + hashlib.sha256(body).hexdigest().encode() + b" " + body)
+    assert "kind_from_the_entry" in ipd(*SERVE, cache=cache, cwd=tmp_path).stdout
+    # a body that does not match its checksum is a miss: computed again and stored again
+    entry.write_bytes(entry.read_bytes().replace(b"kind_from_the_entry", b"kind_from_a_tamperer"))
+    third = ipd(*SERVE, cache=cache, cwd=tmp_path)
+    assert third.stdout == first.stdout
+    assert b"kind_from" not in entries(cache)[0].read_bytes()
+
+
+def test_warnings_are_replayed_in_order(cache, tmp_path):
+    args = ("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64")
+    args += ("--precision", "fp4", "-f", "json")
+    first = ipd(*args, cache=cache, cwd=tmp_path)
+    assert first.returncode == 0 and "h100-sxm pre-trains at fp8, not fp4" in first.stderr
+    second = ipd(*args, cache=cache, cwd=tmp_path)
+    assert (second.stdout, second.stderr) == (first.stdout, first.stderr)
+    writes = json.loads(entries(cache)[0].read_bytes().partition(b"\n")[2].partition(b" ")[2])
+    assert [n for n, _ in writes] == [1, 2]  # the data, then the warning, as the run wrote them
+
+
+def price(run: subprocess.CompletedProcess) -> float:
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)["serving"]["price_usd_per_gpu_hour"]
+
+
+def test_a_catalog_edit_or_another_argument_is_a_new_key(cache, tmp_path):
+    rental = price(ipd(*SERVE, cache=cache, cwd=tmp_path))
+    tco = price(ipd(*SERVE, "--pricing", "tco", cache=cache, cwd=tmp_path))
+    assert tco != rental
+    user = tmp_path / "user"
+    user.mkdir()
+    pue = "economics:\n  pue: {{value: {}, source: uptime-2024}}\n"
+    write(user / "economics.yaml", pue.format(2.0))
+    env = {"IPD_CATALOG": str(user)}
+    assert price(ipd(*SERVE, "--pricing", "tco", cache=cache, cwd=tmp_path, env=env)) > tco
+    assert len(entries(cache)) == 3
+    # the same directory edited again: its content is in the key
+    write(user / "economics.yaml", pue.format(1.0))
+    assert price(ipd(*SERVE, "--pricing", "tco", cache=cache, cwd=tmp_path, env=env)) < tco
+
+
+def test_a_failed_run_is_not_stored(cache, tmp_path):
+    # a table, -o and arguments naming paths are refused before any run (test_which_runs_...)
+    out = ipd(
+        "serve", "--hardware", "h100", "--model", "no-such-model", "-f", "json", cache=cache, cwd=tmp_path
+    )
+    assert out.returncode == 2 and entries(cache) == []
+
+
+def test_the_library_and_in_process_main_never_use_it(monkeypatch, tmp_path):
+    cache = tmp_path / "c"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv("IPD_CACHE_DIR", str(cache))
+    assert run_cli(*SERVE).code == 0
+    assert entries(cache) == []
+
+
+def test_off_disables_it(monkeypatch):
+    monkeypatch.setenv("IPD_CACHE_DIR", "off")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
+    assert resultcache.cacheable(list(SERVE))
+    assert resultcache.replay_or_record(list(SERVE)) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "tty", "expected"),
+    [
+        (["compare", "a", "b", "-f", "json"], True, True),
+        (["compare", "a", "b", "--format=csv"], True, True),
+        (["compare", "a", "b", "-fyaml"], True, True),
+        (["compare", "a", "b"], False, True),  # auto and piped: JSON
+        (["compare", "a", "b"], True, False),  # auto on a terminal: a table
+        (["compare", "a", "b", "-f", "markdown"], False, False),
+        (["compare", "a", "b", "-f", "json", "-f", "csv"], False, False),
+        (["compare", "a", "b", "-f"], False, False),
+        (["compare", "a", "b", "--output=x.json"], False, False),
+        (["compare", "a", "b", "-ox.json"], False, False),
+        (["compare", "a", "b", "--help"], False, False),
+        (["compare", "a", "b", "--scenario", "-"], False, False),
+        (["sweep", "a", "-f", "json"], False, False),
+        (["hardware", "list", "-f", "json"], False, False),
+        ([], False, False),
+    ],
+)
+def test_which_runs_are_cacheable(monkeypatch, args, tty, expected):
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: tty, raising=False)
+    assert resultcache.cacheable(args) is expected
+
+
+def test_an_argument_naming_an_existing_path_is_not_cacheable(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "s.yaml", "x: 1\n")
+    for args in (
+        ["serve", "--scenario", "s.yaml", "-f", "json"],
+        ["serve", "--scenario=s.yaml", "-f", "json"],
+    ):
+        assert not resultcache.cacheable(args)
+
+
+def test_a_stream_used_around_the_recorder_spoils_the_recording(monkeypatch, tmp_path):
+    monkeypatch.setenv("IPD_CACHE_DIR", str(tmp_path))
+    tmp_path.chmod(0o700)
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    rec = resultcache.Recording("0" * 64)
+    sys.stdout.write("data\n")
+    assert sys.stdout.isatty() in (True, False) and not rec.spoiled[0]
+    sys.stdout.buffer  # noqa: B018 - bytes written there would not be recorded
+    assert rec.spoiled[0]
+    rec.store()
+    assert entries(tmp_path) == []
+
+
+def test_the_least_recently_used_entries_go_first(tmp_path, monkeypatch):
+    tmp_path.chmod(0o700)
+    monkeypatch.setenv("IPD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(resultcache, "MAX_ENTRIES", 3)
+    for i in range(3):
+        (tmp_path / f"result-{i}.json").write_text("x")
+        os.utime(tmp_path / f"result-{i}.json", ns=(i * 10**9, i * 10**9))
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    rec = resultcache.Recording("f" * 64)
+    sys.stdout.write("data\n")
+    rec.store()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["notes.txt", "result-1.json", "result-2.json", f"result-{'f' * 32}.json"]
