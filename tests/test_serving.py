@@ -620,6 +620,21 @@ def test_pins_filter_the_grid(catalog):
         serve(catalog, "h100-sxm", "llama-3.1-70b", layout="tp4x")
 
 
+def test_the_stage_sizes_a_refused_layout_offers_run_with_its_other_pins(catalog):
+    # tp3pp2 offered a 6-GPU stage (it exists only unpipelined, and TP6 does not divide 64 heads):
+    # tp6pp2 was then refused in turn
+    import re
+
+    base = dict(precision="fp8", input_tokens=1024, output_tokens=1024)
+    with pytest.raises(InputError, match="choose one of") as e:
+        serve(catalog, "h100-sxm", "llama-3.1-70b", layout="tp3pp2", **base)
+    offered = [int(n) for n in re.findall(r"\d+", str(e.value).split("choose one of")[1])]
+    assert 6 not in offered and {1, 8} <= set(offered)
+    for n in offered:
+        s = serve(catalog, "h100-sxm", "llama-3.1-70b", layout=f"tp{n}pp2", **base)
+        assert (s.tp, s.pp) == (n, 2)
+
+
 def test_an_infeasible_pin_names_the_nearest_feasible_configuration(catalog):
     with pytest.raises(
         InfeasibleError, match=r"weights do not fit.*smallest instance that fits is 2 GPUs.*nearest"

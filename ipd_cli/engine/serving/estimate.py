@@ -173,12 +173,12 @@ def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
     cols = {"instance_gpus": lay["g"][li], "stage_gpus": lay["s"][li], "pipeline_stages": lay["pp"][li]}
     cols |= {"attention_tp": lay["t"][li], "family": lay["fam"][li], "eplb": lay["eplb"][li]}
     cols["disaggregated"] = r["disagg"]
+    given = {k: v for k, v in pins.given().items() if k in cols}  # batch and pool pins are not layout columns
+    wants = {k: FAMILIES[v] if k == "family" else int(v) for k, v in given.items()}
     ok = np.ones(len(li), dtype=bool)
-    for key, value in pins.given().items():
-        if key not in cols:  # batch and pool pins are not layout columns
-            continue
+    for key, value in given.items():
         col = cols[key]
-        want = FAMILIES[value] if key == "family" else int(value)
+        want = wants[key]
         if not (ok & (col == want)).any():
             if key == "eplb":  # a yes/no pin: say why it cannot hold
                 why = "spreads no experts over GPUs" if ctx.model.is_moe else "has no routed experts"
@@ -186,7 +186,17 @@ def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
                     f"no {ctx.mname} configuration on {ctx.name} has `eplb` {value} with the other pins: "
                     f"{ctx.mname} {why} there; leave `eplb` unpinned"
                 )
-            have = sorted({int(v) for v in col[ok]})
+            # offer the values that run with every other pin (a pinned 3-GPU stage with pp2 offered
+            # a 6-GPU stage that only exists unpipelined, and whose tensor parallelism the heads
+            # refuse); else those that exist with them; else with the pins checked so far
+            others = np.ones(len(li), dtype=bool)
+            for k, w in wants.items():
+                others &= (cols[k] == w) if k != key else True
+            have = []
+            for rows in (others & g.space.feasible, others, ok):
+                have = sorted({int(v) for v in col[rows]})
+                if have:
+                    break
             shown: list = [n for n, c in FAMILIES.items() if c in have] if key == "family" else have
             if key == "pipeline_stages":  # as layouts: 'tp8pp2', not '2'
                 head = f"{pins.family or ''}{pins.stage_gpus or ''}"
