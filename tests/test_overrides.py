@@ -81,3 +81,13 @@ def test_a_stack_flag_is_set_or_turned_off_like_any_sourced_value(catalog):
     assert flag is not None and flag.value is True and flag.source == "cli-set"
     with pytest.raises(InputError, match="valid boolean"):
         catalog.with_overrides(["serving.stacks.sglang.profiles.hopper.two_batch_overlap=maybe"])
+
+
+def test_set_reaches_a_field_the_scenario_leaves_out():
+    # `post_training` is optional in a scenario: its fields were unknown to --set unless the file
+    # set them (a yearly RL budget on frontier-agentic, which runs a number of refreshes)
+    from ipd_cli.catalog.workloads import resolve_workload
+
+    cat = load(sets=["workload.post_training.budget_usd_per_year=2e8"])
+    _, scenario, origin = resolve_workload(cat, "frontier-agentic")
+    assert scenario.post_training.budget_usd_per_year == 2e8 and origin.endswith("+ --set")

@@ -134,6 +134,11 @@ def _field_class(cls: Any, key: Any) -> Any:
     if field is None:
         return None
     ann = field.annotation
+    # an optional section (``post_training: ScenarioPostTraining | None``) is its model: its fields
+    # are known though the entry leaves some of them out (a scenario's yearly RL budget)
+    models = [a for a in typing.get_args(ann) if hasattr(a, "model_fields")]
+    if typing.get_origin(ann) is not dict and len(models) == 1:
+        ann = models[0]
     if typing.get_origin(ann) is dict:
         item = typing.get_args(ann)[1]
         return _Table(item) if hasattr(item, "model_fields") else None
