@@ -405,6 +405,28 @@ def test_a_precision_the_gpu_lacks_runs_the_next_wider_one_and_says_so():
     assert "h100-sxm serves at fp8, not fp4" in r.stderr and "b200 serves" not in r.stderr
 
 
+def test_an_rl_precision_the_gpu_lacks_is_named_and_warned():
+    # A100 has no dense FP8: a scenario's rollouts (the RL workload's inference_precision fp8) run
+    # at BF16; H100 has no FP4: an RL trainer asked for FP4 runs FP8. Both were silent.
+    r = run_cli("compare", "a100-sxm", "h100", "--scenario", "open-model-agent", "-f", "json")
+    assert r.code == 0, r.stderr
+    rl = {s["hardware"]: s["rl"] for s in r.json()["systems"]}
+    a100, h100 = rl["a100-sxm"], rl["h100-sxm"]
+    assert (a100["generation_precision"], a100["generation_precision_requested"]) == ("bf16", "fp8")
+    assert (h100["generation_precision"], h100["generation_precision_requested"]) == ("fp8", None)
+    assert (
+        "a100-sxm generates RL rollouts at bf16, not fp8" in r.stderr and "h100-sxm generates" not in r.stderr
+    )
+    r = run_cli(
+        "rl", "--hardware", "h100", "--workload", "rl-math-reasoning",
+        "--set", "workload.training_precision=fp4", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    rl = r.json()["rl"]
+    assert (rl["training_precision"], rl["training_precision_requested"]) == ("fp8", "fp4")
+    assert "h100-sxm trains (RL) at fp8, not fp4" in r.stderr
+
+
 def test_a_batch_beyond_the_recipe_is_a_warning():
     # 405B on 15.6T tokens in 7 days takes tens of millions of H100: the deadline is met with a global
     # batch several times the recipe's, which costs tokens; stderr says so (the JSON has the multiplier)

@@ -194,6 +194,9 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     origin = cat.origin("workloads", pt.workload)
     rr = estimate_rl(cat, hardware, rw, workload_name=pt.workload, pricing=pricing, origin=origin)
     rl = rr.rl
+    asked = cat.rl_workload(pt.workload).inference_precision
+    if asked != rw.inference_precision:  # A100 has no fp8: its rollouts run at bf16
+        rl = rl.model_copy(update={"generation_precision_requested": asked})
     per_step_samples = rl.samples_per_s * rl.step_seconds
     if pt.budget_usd_per_year is not None:
         steps_per_year = pt.budget_usd_per_year / rl.usd_per_step

@@ -489,6 +489,18 @@ class Rl(Result):
     model: str
     workload: str
     mode: str
+    generation_precision: str = Field(description="weight precision of the rollouts (generation)")
+    generation_precision_requested: str | None = Field(
+        default=None,
+        description="the workload's inference_precision where the system has no dense figure for it "
+        "and a scenario generates at the next wider one (generation_precision); null otherwise",
+    )
+    training_precision: str = Field(description="precision of the trainer's GEMMs")
+    training_precision_requested: str | None = Field(
+        default=None,
+        description="the workload's training_precision where the system has no dense figure for it "
+        "and trains at the next wider one (training_precision); null otherwise",
+    )
     step_seconds: float
     usd_per_step: float
     gpu_hours_per_step: float

@@ -378,6 +378,22 @@ def _get(d: Any, dotted: str) -> Any:
 # --- what a reader could miss: for stderr and the notes -------------------------------------------
 
 
+def _precision_lines(hw: str, s: dict) -> list[str]:
+    """A precision the GPU lacks, run at the next wider one: pre-training, serving, RL's two."""
+    asked_ran = []
+    for block, verb in (("pretraining", "pre-trains"), ("serving", "serves")):
+        b = s.get(block)
+        if isinstance(b, dict) and b.get("precision_requested"):
+            asked_ran.append((verb, b["precision_requested"], b.get("precision")))
+    rl = s.get("rl")
+    for phase, verb in (("generation", "generates RL rollouts"), ("training", "trains (RL)")):
+        if isinstance(rl, dict) and rl.get(f"{phase}_precision_requested"):
+            asked_ran.append((verb, rl[f"{phase}_precision_requested"], rl.get(f"{phase}_precision")))
+    return [
+        f"{hw} {verb} at {ran}, not {asked}: it has no dense {asked} figure" for verb, asked, ran in asked_ran
+    ]
+
+
 def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) -> list[str]:
     """One line each: a system that is not shipping, a stage that cannot run, a missed service target.
     ``statuses``: hardware -> (status, unstable), for results that do not carry the status."""
@@ -406,11 +422,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{more:.2f}x the tokens for the same loss (a pinned global batch, or so many GPUs that "
                 "no smaller batch fills them)"
             )
-        for block, verb in (("pretraining", "pre-trains"), ("serving", "serves")):
-            b = s.get(block)
-            if isinstance(b, dict) and b.get("precision_requested"):
-                asked, ran = b["precision_requested"], b.get("precision")
-                out.append(f"{hw} {verb} at {ran}, not {asked}: it has no dense {asked} figure")
+        out += _precision_lines(hw, s)
         trainer = rl.get("trainer") if isinstance(rl, dict) and rl.get("mode") != "colocated" else None
         if isinstance(rl, dict) and isinstance(trainer, dict):
             used, given = trainer.get("gpus_used") or 0, rl.get("train_gpus") or 0

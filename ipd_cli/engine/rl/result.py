@@ -88,6 +88,11 @@ def assemble(
         model=s.model,
         workload=workload,
         mode=s.w.mode,
+        generation_precision=s.w.inference_precision,
+        training_precision=s.rates.precision,
+        training_precision_requested=(
+            s.w.training_precision if s.w.training_precision != s.rates.precision else None
+        ),
         step_seconds=t,
         usd_per_step=usd,
         gpu_hours_per_step=gpu_hours,

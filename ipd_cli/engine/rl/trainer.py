@@ -42,6 +42,7 @@ class TrainerRates:
     share: float  # of the plan search's speed an RL trainer reaches
     fixed_s: float
     cap: int  # the largest trainer the request can have (one search serves every size up to it)
+    precision: str = "bf16"  # the training precision the accelerator runs (the workload's, or wider)
 
 
 def trainer_rates(
@@ -85,6 +86,7 @@ def trainer_rates(
         ),
         fixed_s=inp.read("rl.step_fixed_s", "RL trainer fixed time per step"),
         cap=max(1, int(cap)),
+        precision=precision,
     )
 
 
