@@ -524,9 +524,17 @@ class Rl(Result):
     max_concurrency: int
     tail_concurrency: int
     decode_tokens_per_s_per_user: float
-    cpu_cores_needed: float
-    cpu_cores_available: float
-    env_bound: bool = Field(description="true when too few host cores leave GPUs waiting for sandboxes")
+    cpu_cores_needed: float = Field(
+        description="host cores the sandboxes hold at the peak: sequences live in generation x "
+        "sandbox cores each (a peak above cpu_cores_available queues sandboxes; env_bound says "
+        "whether that stretches the step)"
+    )
+    cpu_cores_available: float = Field(description="host cores per GPU x the step's GPUs")
+    env_bound: bool = Field(
+        description="true when too few host cores leave GPUs waiting for sandboxes: the step's "
+        "sandbox core-seconds (every generated trajectory's cores x its lifetime) exceed "
+        "cpu_cores_available x the generation time, an average over the step, not the peak"
+    )
     mean_staleness_steps: float | None = None
     latency_bound: bool = Field(
         description="true when the longest trajectory, not throughput, sets generation"
