@@ -146,14 +146,16 @@ def serve(
         "decode_instances": decode_instances,
     }
     if not curve:
-        return estimate_serving(cat, hardware, model, **space, **one_point, **pools)
+        point = estimate_serving(cat, hardware, model, **space, **one_point, **pools)
+        return point.model_copy(update={"overrides": _sets(cat)})
     for name, value in one_point.items():
         if value is not None:
             raise InputError(f"`{name}` picks one point; `curve` gives them all")
     for name, value in pools.items():
         if value is not None:
             raise InputError(f"`{name}` pins one disaggregated deployment; `curve` searches them all")
-    return estimate_serving_curve(cat, hardware, model, **space)
+    frontier = estimate_serving_curve(cat, hardware, model, **space)
+    return frontier.model_copy(update={"overrides": _sets(cat)})
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:

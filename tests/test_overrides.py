@@ -91,3 +91,14 @@ def test_set_reaches_a_field_the_scenario_leaves_out():
     cat = load(sets=["workload.post_training.budget_usd_per_year=2e8"])
     _, scenario, origin = resolve_workload(cat, "frontier-agentic")
     assert scenario.post_training.budget_usd_per_year == 2e8 and origin.endswith("+ --set")
+
+
+def test_serve_names_the_overrides_it_applied():
+    # train, rl and compare listed their --set items; serve (a point or the frontier) did not
+    item = "economics.pue=1.5"
+    base = ["serve", "--hardware", "h100", "--model", "llama-3.1-8b", "-f", "json"]
+    point = run_cli(*base, "--set", item)
+    curve = run_cli(*base, "--curve", "--set", item)
+    assert point.code == 0 and curve.code == 0, point.stderr + curve.stderr
+    assert point.json()["overrides"] == [item] and curve.json()["overrides"] == [item]
+    assert run_cli(*base).json()["overrides"] == []

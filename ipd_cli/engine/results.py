@@ -387,6 +387,7 @@ class ServeResult(Result):
     description: str
     serving: Serving
     assumptions: list[Assumption]
+    overrides: list[str] = Field(default=[], description="--set PATH=VALUE items applied")
 
 
 class ServeCurveResult(Result):
@@ -408,6 +409,7 @@ class ServeCurveResult(Result):
         "and more tokens/s per user; each point names its configuration"
     )
     assumptions: list[Assumption]
+    overrides: list[str] = Field(default=[], description="--set PATH=VALUE items applied")
 
 
 class RlPhases(Result):
