@@ -488,11 +488,20 @@ def _serving_knobs(cat: Catalog, case: Case) -> list[str]:
         return [f"serving.{field}"] if _calibrated(cat, f"serving.{field}") else []
     sv = cat.serving
     stack, family = _stack_family(cat, i)
+    # the MoE share is held per weight precision: a case fits the one it ran at
+    at = f".{_serving_precision(cat, i)}" if field == "moe_compute_share" else ""
     if family is None or stack not in sv.stacks or family not in sv.stacks[stack].profiles:
-        knob = f"serving.{field}" + (f".{i.get('precision', 'fp8')}" if field == "moe_compute_share" else "")
+        knob = f"serving.{field}{at}"
         return [knob] if _calibrated(cat, knob) else []
-    knob = f"serving.stacks.{stack}.profiles.{family}.{field}"
+    knob = f"serving.stacks.{stack}.profiles.{family}.{field}{at}"
     return [knob] if _calibrated(cat, knob) else []
+
+
+def _serving_precision(cat: Catalog, i: dict) -> str:
+    """The weight precision a serving case runs at: its own, else the catalog policy on its GPU."""
+    from ipd_cli.engine.serving.context import default_precision
+
+    return i.get("precision") or default_precision(cat, cat.accelerator_of(cat.system(i["hardware"])))
 
 
 def _prefill_knobs(cat: Catalog, case: Case) -> list[str]:

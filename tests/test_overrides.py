@@ -102,3 +102,21 @@ def test_serve_names_the_overrides_it_applied():
     assert point.code == 0 and curve.code == 0, point.stderr + curve.stderr
     assert point.json()["overrides"] == [item] and curve.json()["overrides"] == [item]
     assert run_cli(*base).json()["overrides"] == []
+
+
+def test_a_profiles_moe_share_is_set_per_precision(catalog):
+    # a stack profile holds its MoE share per weight precision (the one it was fitted at): --set
+    # replaces that one, gives the profile a precision it lacks (or a share where it has none), and
+    # a single number for the whole table is refused naming the form to use
+    profiles = "serving.stacks.sglang.profiles"
+    cat = catalog.with_overrides(
+        [f"{profiles}.cdna4.moe_compute_share.fp4=0.1", f"{profiles}.cdna4.moe_compute_share.bf16=0.3"]
+    )
+    share = cat.serving.stacks["sglang"].profiles["cdna4"].moe_compute_share
+    assert share is not None and {p: s.value for p, s in share.items()} == {"fp4": 0.1, "bf16": 0.3}
+    assert share["bf16"].source == share["fp4"].source == "cli-set"
+    cat = catalog.with_overrides(["serving.stacks.vllm.profiles.cdna3.moe_compute_share.fp8=0.3"])
+    share = cat.serving.stacks["vllm"].profiles["cdna3"].moe_compute_share
+    assert share is not None and share["fp8"].value == 0.3
+    with pytest.raises(InputError, match=r"moe_compute_share: one value per key; name one, e\.g\. .*\.fp4="):
+        catalog.with_overrides([f"{profiles}.cdna4.moe_compute_share=0.3"])

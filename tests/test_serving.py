@@ -955,6 +955,37 @@ def test_two_batch_overlap_in_decode_hides_the_dispatch_and_keeps_the_step_monot
     assert steps == sorted(steps)
 
 
+def test_a_profiles_moe_share_holds_at_the_precision_it_was_fitted_at(catalog):
+    # SGLang's MoE share on MI355X was fitted on an MXFP4 point: it prices FP4 experts only; FP8 and
+    # BF16 experts run other kernels and take the reference for their precision, as MI325X's SGLang
+    # (no fit) does. TensorRT-LLM's Hopper share (fitted at FP8) and Blackwell share (FP4) likewise
+    sv = catalog.serving
+
+    def share(hw, precision, cat=catalog, stack=None):
+        r = estimate_serving(cat, hw, "deepseek-v3", precision=precision, stack=stack)
+        return next(a for a in r.assumptions if a.name.startswith("routed-expert share"))
+
+    fitted = share("mi355x", "fp4", stack="sglang")
+    assert fitted.path == "serving.stacks.sglang.profiles.cdna4.moe_compute_share.fp4"
+    assert fitted.value == sv.stacks["sglang"].profiles["cdna4"].moe_compute_share["fp4"].value
+    for hw, stack, precision, held in [
+        ("mi355x", "sglang", "fp8", "fp4"),
+        ("mi355x", "sglang", "bf16", "fp4"),
+        ("b200", None, "fp8", "fp4"),
+        ("h200", None, "bf16", "fp8"),
+    ]:
+        a = share(hw, precision, stack=stack)
+        assert a.path == f"serving.moe_compute_share.{precision}", (hw, precision)
+        assert a.value == sv.moe_compute_share[precision].value and a.estimate
+        assert f"not measured at {precision} (its value is for {held} only)" in a.note
+    assert share("h200", "fp8").path == "serving.stacks.trtllm.profiles.hopper.moe_compute_share.fp8"
+    # a precision the profile lacks is borrowed along its chain first: SGLang on CDNA 4 borrows
+    # vLLM's CDNA 4 profile, which borrows CDNA 3's
+    lent = catalog.with_overrides(["serving.stacks.vllm.profiles.cdna3.moe_compute_share.bf16=0.3"])
+    a = share("mi355x", "bf16", lent, "sglang")
+    assert a.path == "serving.stacks.vllm.profiles.cdna3.moe_compute_share.bf16" and a.value == 0.3
+
+
 def test_a_prompts_expert_parallel_experts_take_the_stacks_prefill_moe_share(catalog):
     # SGLang's prompts over DeepEP run DeepGEMM's contiguous grouped GEMMs at thousands of tokens
     # per expert: where its profile has a prefill MoE share, expert-parallel prompts take it;

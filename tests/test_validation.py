@@ -125,17 +125,18 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # Pipelines inside a node or rack joined the serving search (B200 ran them across two nodes, GB200
 # could not): InferenceX's H200 DeepSeek 8k/1k best point then chose TP4 PP2 (+6 -> +25 %) and
 # pins the single 8-GPU stage every H200 recipe runs (the search then takes DEP8 again: +6 %);
-# Llama 70B 8k/1k B200 -15 -> -9 %, H200 -2 -> +2 %.
+# Llama 70B 8k/1k B200 -15 -> -9 %, H200 -2 -> +2 %. A stack profile's MoE share then held only at
+# the precision it was fitted at (Blackwell's FP8 experts take the FP8 reference, 0.25, not the FP4
+# fit, 0.386): the two B200 SGLang 8k/1k points left the list (+55/+59 -> +25/+29 %, in part because
+# slower experts offset their too fast MoE-TP prefill; 8 -> 6), median 11.5 -> 11.5 %.
 SERVING_MEDIAN_BOUND_PCT = 13.0
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
     "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
     "ix-dsr1-b200-tep4-mtp-1k1k-c32",
     "ix-dsr1-b200-tep4-mtp-1k1k-c64",
-    "ix-dsr1-b200-sglang-disagg-8k1k-mtp-c288",
     "ix-dsr1-b200-tep8-1k1k-c128",
     "ix-dsr1-gb200-trt-disagg-8k1k-c256-nomtp",
-    "ix-dsr1-b200-sglang-disagg-8k1k-nomtp-c288",
     "ix-dsr1-8k1k-h100-max",
 }
 SERVING_WORST_RATIO_ANY = 3.0
@@ -219,6 +220,18 @@ def test_catalog_defaults_are_the_calibrated_values():
     skipped = {row["parameter"]: row for row in rows if row["status"] != "fitted"}
     for row in skipped.values():
         assert row["fitted"] is None and row["set"] == "" and "reached" in row["status"]
+
+
+def test_a_fitting_case_fits_the_moe_share_of_its_precision(catalog):
+    # a stack profile's MoE share is held per weight precision: the MI355X SGLang point (MXFP4) fits
+    # the FP4 one, TensorRT-LLM's H200 DEP8 point the Hopper FP8 one
+    cases = {c.id: c for c in val.load_cases()[0]}
+    assert val.knobs_of(catalog, cases["ix-dsr1-1k1k-mi355x-max"]) == [
+        "serving.stacks.sglang.profiles.cdna4.moe_compute_share.fp4"
+    ]
+    assert val.knobs_of(catalog, cases["trtllm-dsr1-h200-dep8-fp8"]) == [
+        "serving.stacks.trtllm.profiles.hopper.moe_compute_share.fp8"
+    ]
 
 
 def test_cases_are_well_formed(catalog):

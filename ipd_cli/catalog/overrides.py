@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -104,11 +105,15 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
     if rest == ["value"] and isinstance(node.get(key), dict) and "value" in node[key]:
         _set_leaf(node, key, value)  # X.value=V is X=V: source cli-set, the catalog's range dropped
         return
+    table = _field_class(cls, key)
     if rest:
         child = node.get(key)
         if child is None:
             child = node[key] = {}
-        _assign(child, rest, value, f"{where}.{key}", _field_class(cls, key))
+        _assign(child, rest, value, f"{where}.{key}", table)
+    elif isinstance(table, _Table) and table.keys:
+        example = f"{where}.{key}.{table.keys[0]}=VALUE"
+        raise InputError(f"`sets` {where}.{key}: one value per key; name one, e.g. {example}")
     elif node.get(key) is None and _sourced_field(cls, key):
         # an optional sourced value left out (borrowed) becomes this one
         node[key] = {"value": value, "source": CLI_SOURCE, "note": "set on the command line"}
@@ -117,12 +122,13 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
 
 
 class _Table:
-    """A mapping of names to catalog models (``serving.stacks``): any key, values of ``item``."""
+    """A mapping to catalog models: of any names (``serving.stacks``), or of the precisions its
+    keys are typed as (a stack profile's ``moe_compute_share``, which may lack some: ``keys``)."""
 
-    model_fields: dict = {}
-
-    def __init__(self, item: Any) -> None:
+    def __init__(self, item: Any, keys: tuple[str, ...] = ()) -> None:
         self.item = item
+        self.keys = keys
+        self.model_fields = dict.fromkeys(keys)
 
 
 def _field_class(cls: Any, key: Any) -> Any:
@@ -134,14 +140,17 @@ def _field_class(cls: Any, key: Any) -> Any:
     if field is None:
         return None
     ann = field.annotation
-    # an optional section (``post_training: ScenarioPostTraining | None``) is its model: its fields
-    # are known though the entry leaves some of them out (a scenario's yearly RL budget)
-    models = [a for a in typing.get_args(ann) if hasattr(a, "model_fields")]
-    if typing.get_origin(ann) is not dict and len(models) == 1:
-        ann = models[0]
+    if typing.get_origin(ann) in (typing.Union, types.UnionType):
+        # an optional table (``dict[...] | None``) is the table; an optional section
+        # (``post_training: ScenarioPostTraining | None``) is its model: its fields are known though
+        # the entry leaves some of them out (a scenario's yearly RL budget)
+        args = typing.get_args(ann)
+        models = [a for a in args if hasattr(a, "model_fields")]
+        ann = next((a for a in args if typing.get_origin(a) is dict), models[0] if len(models) == 1 else ann)
     if typing.get_origin(ann) is dict:
-        item = typing.get_args(ann)[1]
-        return _Table(item) if hasattr(item, "model_fields") else None
+        names, item = typing.get_args(ann)
+        keys = typing.get_args(names) if typing.get_origin(names) is typing.Literal else ()
+        return _Table(item, keys) if hasattr(item, "model_fields") else None
     return ann if hasattr(ann, "model_fields") else None
 
 
@@ -150,7 +159,9 @@ def _sourced_field(cls: Any, key: Any) -> bool:
 
     from .schema import Sourced, SourcedFlag
 
-    field = getattr(cls, "model_fields", {}).get(key) if not isinstance(cls, _Table) else None
+    if isinstance(cls, _Table):  # a key the table's type allows, left out
+        return key in cls.keys and cls.item in (Sourced, SourcedFlag)
+    field = getattr(cls, "model_fields", {}).get(key)
     kinds = typing.get_args(field.annotation) if field is not None else ()
     return Sourced in kinds or SourcedFlag in kinds
 

@@ -524,7 +524,6 @@ PROFILE_FRACTIONS = (
     "decode_hbm_efficiency",
     "grouped_gemm_hbm_efficiency",
     "attention_hbm_efficiency",
-    "moe_compute_share",
     "prefill_moe_compute_share",
     "scale_up_link_efficiency",
 )
@@ -585,16 +584,17 @@ class StackProfile(Strict):
         description="FP4 math only, on top of compute_efficiency_factor: a family whose FP4 peak grew "
         "more than its FP8 and BF16 peaks reaches less of it (default 1)",
     )
-    moe_compute_share: Sourced | None = unit(
+    moe_compute_share: dict[Precision, Sourced] | None = unit(
         "fraction",
         default=None,
-        description="routed-expert grouped GEMMs' share of the dense GEMM efficiency",
+        description="routed-expert grouped GEMMs' share of the dense GEMM efficiency, per weight precision "
+        "it was measured or fitted at (other precisions run other kernels: the reference for theirs)",
     )
     prefill_moe_compute_share: Sourced | None = unit(
         "fraction",
         default=None,
         description="a prompt's routed-expert grouped GEMMs' share of the prefill MFU where experts are "
-        "expert parallel (thousands of tokens per expert; default: the profile's moe_compute_share)",
+        "expert parallel (thousands of tokens per expert; default: the MoE share at the weights' precision)",
     )
     scale_up_link_efficiency: Sourced | None = unit(
         "fraction", default=None, description="collectives: achieved / peak per-direction scale-up bandwidth"
@@ -629,6 +629,8 @@ class StackProfile(Strict):
             v = getattr(self, name)
             if v is not None:
                 _fraction(name, v)
+        for p, v in (self.moe_compute_share or {}).items():
+            _fraction(f"moe_compute_share.{p}", v)
         for name in ("compute_efficiency_factor", "fp4_compute_efficiency_factor"):
             v = getattr(self, name)
             if v is not None and v.value <= 0:

@@ -259,11 +259,10 @@ def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
             ),
             one,
         ) | {"expert_reference_per_gpu": one, "eplb_slots": 0.0}
-    share = stacks.read(ctx, st, "routed-expert share of dense compute efficiency", "moe_compute_share", None)
-    if share is None:
-        share = ctx.take(
-            f"routed-expert share of dense compute efficiency ({precision})", f"moe_compute_share.{precision}"
-        )
+    # a profile's share holds at the precision it was fitted at; other precisions run other kernels
+    # and take the reference for theirs (README "How accurate is ipd", AMD)
+    at = f"moe_compute_share.{precision}"
+    share = stacks.read(ctx, st, f"routed-expert share of dense compute efficiency ({precision})", at, at)
     prefill = stacks.read(
         ctx, st, "a prompt's routed-expert share of the prefill MFU", "prefill_moe_compute_share", None
     )

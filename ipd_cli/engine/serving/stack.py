@@ -91,10 +91,13 @@ def resolve(ctx: ServingContext, stack: str | None) -> Stack:
 
 
 def first_setting(stack: Stack, field: str) -> tuple[str, str, StackProfile, str | None] | None:
-    """The first profile of the stack's borrowing chain that sets ``field``: its stack, family,
-    profile and the borrowed note (None for the stack's own profile); None where no profile does."""
+    """The first profile of the stack's borrowing chain that sets ``field`` (``name.key``: that key
+    of a per-precision table): its stack, family, profile and the borrowed note (None for the
+    stack's own profile); None where no profile does."""
+    name, _, key = field.partition(".")
     for i, (st, fam, prof) in enumerate(stack.chain):
-        if getattr(prof, field) is not None:
+        value = getattr(prof, name)
+        if value is not None and (not key or key in value):
             lent = f"{stack.name} on {stack.family}: borrowed from {st} on {fam}" if i > 0 else None
             return st, fam, prof, lent
     return None
@@ -110,10 +113,17 @@ def read(ctx: ServingContext, stack: Stack, label: str, field: str, reference: s
     if reference is None:
         return None
     if stack.chain:
-        lent = f"{stack.name} on {stack.family}: not measured, the reference value"
+        lent = f"{stack.name} on {stack.family}: not measured{_elsewhere(stack, field)}, the reference value"
     else:
         lent = f"no serving stack is measured on {ctx.system.accelerator}: the reference value"
     return ctx.inp.read(f"serving.{reference}", label, borrowed=lent)
+
+
+def _elsewhere(stack: Stack, field: str) -> str:
+    """' at fp8 (its value is for fp4 only)' where the chain holds ``field``'s table for other keys."""
+    name, _, key = field.partition(".")
+    held = sorted({k for _, _, prof in stack.chain for k in (getattr(prof, name) or {})}) if key else []
+    return f" at {key} (its value is for {', '.join(held)} only)" if held else ""
 
 
 def _setting(ctx: ServingContext, stack: Stack, label: str, field: str, shown=lambda v: v):
