@@ -60,6 +60,54 @@ def test_memory_per_gpu_of_a_known_plan_by_hand(catalog):
     assert 25e9 < out["memory_bytes"] < 40e9  # fits the 72 GB usable of an H100
 
 
+# Qwen3-235B-A22B on 64 B200 as Megatron-Bridge 25.11 ran it (PP8 VP2 EP8, mbs 1, 4,096 tokens, no
+# recompute: the case mbridge-2511-qwen3-235b-a22b-b200-mxfp8-64)
+PLAN_QWEN3 = "tp=1,pp=8,vp=2,cp=1,ep=8,dp=8,mbs=1,gbs=1024,order=0"
+
+
+def test_moe_layer_activations_by_hand(catalog):
+    # bytes one token keeps per layer (every Qwen3-235B layer is MoE: h 4,096, q 64 x 128 = 8,192,
+    # k and v 4 x 128 = 512 each, top-8 experts of FFN width 1,536, gated, no shared expert)
+    h, A, kv, k, fe = 4096, 8192, 512, 8, 1536
+    # BF16: the two norms' inputs, q k v, the router's input (the second norm's output, a BF16 GEMM),
+    # the 8 expert copies' gated FC1 outputs (2 x 1,536 each); the expert outputs are not kept
+    # (Megatron applies the routing probabilities in the experts' activation, so the combine saves
+    # nothing). GEMM inputs, in the GEMM's format: the QKV and projection inputs, each copy's FC1
+    # input (h) and FC2 input (1,536). An FP8 recipe keeps the attention output twice: in BF16 for
+    # the fused attention's backward, in FP8 for the projection's weight gradient
+    bf16 = h + (A + 2 * kv) + h + h + k * 2 * fe
+    gemm_in = h + A + k * h + k * fe
+    assert (bf16, gemm_in) == (46080, 57344)
+    for precision, in_bytes, o in (("fp8", 1, A), ("bf16", 2, 0)):
+        x = inputs(catalog, "b200", "qwen3-235b-a22b", precision, seq=4096)
+        b, g = ts.layer_activation_values(x)[0]
+        assert b * 2 + g * x["gemm_in_bytes"] == pytest.approx((bf16 + o) * 2 + gemm_in * in_bytes)
+    # selective recompute rebuilds the norms (their outputs: the router's and the QKV GEMM's inputs)
+    # and the activations (the FC2 inputs); it keeps the projection and expert FC1 inputs
+    x = inputs(catalog, "b200", "qwen3-235b-a22b", "fp8", seq=4096)
+    b, g = ts.layer_activation_values(x)[1]
+    assert (b, g) == pytest.approx((h + (A + 2 * kv) + A + h + k * 2 * fe, A + k * h))
+
+
+def test_moe_memory_of_the_published_plan_by_hand(catalog):
+    x = inputs(catalog, "b200", "qwen3-235b-a22b", "fp8", seq=4096)
+    cols, out = one_plan(x, 64, PLAN_QWEN3 + ",recompute=none,zero=1")
+    # 94 layers over 8 x 2 chunks: ceil(94 / 16) = 6 layers a chunk, 12 on the first stage, which
+    # holds PP (1 + (PP - 1) / (PP VP)) = 11.5 micro-batches in flight; 4,096 tokens each
+    act = 12 * 4096 * ((46080 + 8192) * 2 + 57344 * 1)
+    in_flight = 8 * (1 + 7 / 16)
+    # state: BF16 weights and gradients; ZeRO-1 shards the 12 optimizer bytes over the dense
+    # weights' DP8 and the experts' data-parallel group, DP8 x TP1 / EP8 = 1
+    dense, expert = x["dense_params"] / 8, x["routed_params"] / (8 * 8)
+    state = (dense + expert) * (2 + 2) + 12 * (dense / 8 + expert / 1)
+    assert out["memory_bytes"] == pytest.approx(state + act * in_flight)
+    assert out["memory_bytes"] == pytest.approx(155.9e9, rel=1e-3)  # 62.2 GB state, 93.8 activations
+    # it fits the 164.3 GB usable of a B200 without recompute, as the recipe runs it (recompute None)
+    assert out["memory_bytes"] <= x["hbm_cap"]
+    cols, _ = one_plan(x, 64, PLAN_QWEN3 + ",a2a_overlap=off,cuda_graphs=off,dispatcher=alltoall")
+    assert cols["rc"] == 0
+
+
 def test_bubble_and_the_step_by_hand(catalog):
     x = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
     cols, out = one_plan(x, 64, PLAN_70B)
@@ -484,10 +532,12 @@ def test_one_more_h20_keeps_the_offloading_plan(catalog):
         n: train(catalog, "h20", "gpt-oss-120b", 1.679e12, gpus=n, precision="fp4").pretraining
         for n in (90, 91)
     }
-    # (with HBM read in GiB the plan takes EP2 and the 91st GPU idles: 90 replicas of whole expert
-    # groups); the offloading plan fills HBM to its usable cap, 96 GiB x 0.85 = 87.62 GB, and no more
+    # (with HBM read in GiB the plan took EP2 and the 91st GPU idled, 90 replicas of whole expert
+    # groups, until an MoE layer stopped keeping its expert outputs: now every GPU holds all the
+    # experts); the offloading plan fills HBM to its usable cap, 96 GiB x 0.85 = 87.62 GB, and no more
     cap_gb = 96 * 2**30 * catalog.efficiency.hbm_usable_fraction.value / 1e9
-    assert r[90].plan == r[91].plan == "TP1 PP1 DP90 EP2, mbs 6, activations offloaded to host, FSDP"
+    for n in (90, 91):
+        assert r[n].plan == f"TP1 PP1 DP{n}, mbs 6, activations offloaded to host, FSDP"
     assert r[91].wall_days <= r[90].wall_days
     assert r[90].memory_gb_per_gpu == r[91].memory_gb_per_gpu == pytest.approx(cap_gb, rel=1e-12)
 

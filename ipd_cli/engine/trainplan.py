@@ -320,6 +320,7 @@ def derive(x: dict) -> dict[str, Any]:
     low = x["cast_bytes"] > 0
     y["cast_bytes"] = x["cast_bytes"] + low * x["act_bytes"]  # read BF16, write low
     phi = x["low_share"] * low  # GEMM inputs saved for the backward in the GEMM's format
+    y["low_saved"] = phi
     y["gemm_in_bytes"] = phi * x["cast_bytes"] + (1.0 - phi) * x["act_bytes"]
     y["fpt"] = f.training_flops_per_token(x["active"], x["layers"], x["seq"], x["attn_dim"] * x["attn_share"])
     if "recipe_batch" not in x:

@@ -380,14 +380,26 @@ def layer_activation_values(x: dict) -> tuple[tuple[Any, Any], ...]:
     kept as low-precision GEMM inputs: FP8/FP4 recipes save the quantised copy). None keeps every
     GEMM input and output the backward needs (fused attention keeps no score matrix); selective
     recomputes norms and activation functions (their outputs are GEMM inputs); full keeps only
-    the layer input."""
+    the layer input.
+
+    An MoE layer keeps its norm's input and output (the router's GEMM input, in BF16), each
+    expert copy's FC1 input and output and FC2 input, and the shared experts' FC1 input; not the
+    expert outputs: Megatron applies the routing probabilities inside the experts' activation
+    (megatron/core/transformer/moe/experts.py, ``activation_func_with_probs``), so the combine's
+    unpermute is a plain sum that saves nothing (token_dispatcher.py, ``combine_postprocess``).
+    The attention output is kept twice by low-precision recipes: in BF16 by fused attention, whose
+    backward reads it (FlashAttention-2, Algorithm 2: D = rowsum(dO o O)), and quantised by the
+    output projection for its weight gradient; in BF16 both are one tensor."""
     h, k, s, aw, A = x["hidden"], x["topk"], x["shared"], x["act_width"], x["attn_dim"]
     fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
-    qkv = A + 2.0 * x["kv_width"]  # q, k, v for the attention backward
-    bf16_mlp = (1.0 - moe) * (h + (aw - 1.0) * ff) + moe * (h + k * h + (k + s) * (aw - 1.0) * fe)
+    qkv = A + 2.0 * x["kv_width"] + x["low_saved"] * A  # q, k, v (and o) for the attention backward
+    # norm inputs and FFN pre-activations (a gated FFN's two halves)
+    bf16_mlp = (1.0 - moe) * (h + (aw - 1.0) * ff) + moe * (h + (k + s) * (aw - 1.0) * fe)
+    router_in = moe * h  # the norm's output, the router GEMM's BF16 input: selective rebuilds it
+    expert_in = k * h + (k + s) * fe + (s > 0) * h  # routed FC1 and FC2 inputs, the shared FC1's
     none = (
-        h + qkv + bf16_mlp,
-        h + A + (1.0 - moe) * (h + ff) + moe * (h + k * h + (k + s) * fe),
+        h + qkv + bf16_mlp + router_in,
+        h + A + (1.0 - moe) * (h + ff) + moe * expert_in,
     )
     selective = (h + qkv + bf16_mlp, A + moe * k * h)
     return none, selective, (h, 0.0 * h)
