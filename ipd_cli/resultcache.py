@@ -250,7 +250,13 @@ def replay_or_record(args: list[str]) -> Recording | None:
     if writes is None:
         return Recording(run_key)
     streams = {1: sys.stdout, 2: sys.stderr}
-    for number, text in writes:
-        streams[number].write(text)
-    sys.stdout.flush()
+    try:
+        for number, text in writes:
+            streams[number].write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (`| head`): exit 1 quietly, as the full path does (click's rule);
+        # what is still buffered goes nowhere rather than to a traceback at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
     raise SystemExit(0)

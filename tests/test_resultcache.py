@@ -180,3 +180,20 @@ def test_the_least_recently_used_entries_go_first(tmp_path, monkeypatch):
     rec.store()
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["notes.txt", "result-1.json", "result-2.json", f"result-{'f' * 32}.json"]
+
+
+def test_a_reader_that_goes_away_gets_the_full_paths_exit(cache, tmp_path):
+    # `ipd ... | head`: the stored output meets a closed pipe as the full path does (exit 1, no
+    # traceback), not with a BrokenPipeError traceback
+    assert ipd(*SERVE, cache=cache, cwd=tmp_path).returncode == 0
+    env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ipd_cli", *SERVE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    p.stdout.close()  # before the child writes
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 1 and "Traceback" not in err and err == ""
