@@ -54,14 +54,40 @@ _ONCE: dict[tuple[str, ...], Run] = {}
 FIXED_RL_GPUS = ("--set", "workload.post_training.grow_gpus_to_fit=false")
 
 
+# A directory every pytest-xdist worker of the session shares (conftest.py sets it): run_cli_once
+# keeps its runs there too, so `ipd calibrate` runs once per session, not once per worker. The
+# xdist_group marks were meant to do that, but pytest-xdist 3.8 renames items through
+# ``item._nodeid``, which pytest 9 no longer reads: the groups are silently ignored there.
+SHARED: Path | None = None
+
+
 def run_cli_once(*args: str) -> Run:
     """``run_cli(*args)`` run once per test session: for commands that write no file, read no stdin
     and do not depend on the working directory, which the README, the --help examples and the tests
     repeat (``ipd calibrate`` alone takes seconds). Every test runs in the same hermetic environment
-    (conftest.py), so the same arguments give the same output."""
+    (conftest.py), so the same arguments give the same output; across workers the first to ask runs
+    it (under a file lock) and the others read its result."""
     if args not in _ONCE:
-        _ONCE[args] = run_cli(*args)
+        _ONCE[args] = _shared_run(args) if SHARED is not None else run_cli(*args)
     return _ONCE[args]
+
+
+def _shared_run(args: tuple[str, ...]) -> Run:
+    import fcntl
+    import hashlib
+
+    assert SHARED is not None
+    name = hashlib.sha256("\0".join(args).encode()).hexdigest()[:24]
+    done = SHARED / f"run-{name}.json"
+    with open(SHARED / f"run-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker running the same command: wait for it
+        if done.exists():
+            return Run(**json.loads(done.read_text(encoding="utf-8")))
+        r = run_cli(*args)
+        tmp = done.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"code": r.code, "stdout": r.stdout, "stderr": r.stderr}), encoding="utf-8")
+        tmp.replace(done)
+        return r
 
 
 def write(path: Path, text: str) -> Path:
