@@ -330,7 +330,9 @@ def train(
         typer.Option(
             "--plan",
             help="Pin parts of the parallelism plan: tp, pp, vp, cp, ep, dp, mbs, gbs (global batch, "
-            "sequences), recompute=none|selective|full|offload, zero=0-3 (3 = fsdp), "
+            "sequences), recompute=none|selective|full|offload or Megatron-Core modules joined by + "
+            "(core_attn, layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts: "
+            "recompute=mla_up_proj+mlp), zero=0-3 (3 = fsdp), "
             "schedule=1f1b|dualpipe, dispatcher=alltoall|deepep (MoE), a2a_overlap=on|off (MoE, 1F1B), "
             "cuda_graphs=on|off (MoE); "
             "e.g. tp=4,pp=8,recompute=selective.",

@@ -704,3 +704,72 @@ def test_a_deadline_at_a_pinned_mfu_is_the_fewest_systems(catalog, hardware, tok
         assert fewer.pretraining.wall_days > 30
     except InfeasibleError as e:
         assert "no plan fits" in str(e)
+
+
+def test_a_module_set_frees_its_tensors_and_repeats_their_forward_by_hand(catalog):
+    # DeepSeek-V3 on 256 B200 as the 26.04 MXFP8 preset runs it, recompute_modules [mla_up_proj, mlp]
+    x = inputs(catalog, "b200", "deepseek-v3", "fp8", seq=4096)
+    P = {"tp": 1.0, "cp": 1.0, "pp": 8.0, "vp": 2.0, "ep": 32.0, "dp": 32.0, "mbs": 1.0, "order": 0.0}
+    t = ts.micro_terms(P, x)
+    rc = tpn.parse_plan("recompute=mla_up_proj+mlp")["rc"]
+    none, mods = ts.with_recompute(t, 0), ts.with_recompute(t, rc)
+    # 8 layers on a stage (2 chunks of ceil(61 / 16) = 4), 4,096 tokens; 3 of the 61 layers are dense
+    Ls, T, d = 8, 4096, 3 / 61
+    A = kv = 128 * 128  # ipd's q, k and v widths (128 heads of 128)
+    ff, h = 18432, 7168
+    # mla_up_proj frees q, k and v (BF16); mlp the dense FFN's gated FC1 output (BF16, 2 x 18,432)
+    # and its FC2 input (FP8, one byte: the recipe saves GEMM inputs in its format)
+    assert x["gemm_in_bytes"] == 1
+    freed = Ls * T * ((A + 2 * kv) * 2 + d * (2 * ff * 2 + ff * 1))
+    assert none["act_bytes"] - mods["act_bytes"] == pytest.approx(freed)
+    assert freed == pytest.approx(3.370e9, rel=1e-3)  # 3.2 GB of q, k, v; 0.15 GB of dense FFN
+
+    # the backward repeats the up-projections' GEMMs (1,536 x 16,384 for q, 512 x 2 x 16,384 for k
+    # and v: 2 calls) and RoPE on q and k (read and write, BF16), and the dense FFN's forward: its
+    # two GEMMs, its activation (3 x 18,432 values) and the casts of its two GEMM inputs
+    def gemm(flops, calls):
+        phi = x["low_share"]
+        return flops * (phi / x["low_rate"] + (1 - phi) / x["bf16_rate"]) + calls * x["call_s"]
+
+    up = gemm(2 * T * (1536 * A + 512 * 2 * kv), 2) + T * 2 * (A + kv) * 2 / x["hbm_rate"]
+    mlp = d * gemm(2 * T * 3 * h * ff, 2) + T * d * (3 * ff * 2 + (h + ff) * 3) / x["hbm_rate"]
+    assert x["cast_bytes"] == 3  # a cast reads BF16 and writes FP8
+    assert mods["bwd_s"] - none["bwd_s"] == pytest.approx(Ls * (up + mlp))
+    assert none["fwd_s"] == mods["fwd_s"]
+
+
+def test_recompute_module_sets_are_pinned_by_name():
+    rc = tpn.parse_plan("recompute=mlp+mla_up_proj")["rc"]
+    assert rc == ts.SET_BASE + 2**3 + 2**4 and tpn.recompute_name(rc) == "mla_up_proj+mlp"
+    assert tpn.pins_text({"rc": rc}) == "recompute=mla_up_proj+mlp"
+    assert tpn.parse_plan("recompute=selective")["rc"] == 1
+    plan = {k: 1 for k in tpn.PLAN_COLS} | {"rc": rc, "zero": 1, "ep": 32, "order": 0, "sched": 0}
+    assert "mbs 1, selective recompute (mla_up_proj, mlp), ZeRO-1" in tpn.plan_name(plan)
+    with pytest.raises(
+        InputError, match="recompute is one of none, selective, full, offload, or modules"
+    ) as e:
+        tpn.parse_plan("recompute=mla_up_proj+attn")
+    known = "core_attn, layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts"
+    assert known in str(e.value) and "unknown: attn" in str(e.value)
+
+
+def test_a_module_the_model_lacks_is_a_usage_error():
+    r = train_plan("h100", "llama-3.1-70b", 64, "recompute=layernorm+moe_act")
+    assert r.code == 2 and "llama-3.1-70b has no moe_act to recompute" in r.stderr
+
+
+def test_layernorm_and_moe_act_keep_what_selective_keeps_on_an_all_moe_model_for_less_work(catalog):
+    # gpt-oss-120b: every layer MoE, no shared expert; Megatron's [layernorm, moe_act] frees the
+    # tensors ipd's selective policy frees, and repeats only the norms and the expert activations
+    x = inputs(catalog, "b200", "gpt-oss-120b", "bf16", seq=4096)
+    P = {"tp": 1.0, "cp": 1.0, "pp": 1.0, "vp": 1.0, "ep": 8.0, "dp": 64.0, "mbs": 4.0, "order": 0.0}
+    t = ts.micro_terms(P, x)
+    sel = ts.with_recompute(t, 1)
+    mods = ts.with_recompute(t, tpn.parse_plan("recompute=layernorm+moe_act")["rc"])
+    assert mods["act_bytes"] == pytest.approx(sel["act_bytes"])
+    assert ts.with_recompute(t, 0)["bwd_s"] < mods["bwd_s"] < sel["bwd_s"]
+    # moe recomputes the whole layer: it frees more than moe_act and repeats the experts' GEMMs
+    moe = ts.with_recompute(t, tpn.parse_plan("recompute=moe")["rc"])
+    both = ts.with_recompute(t, tpn.parse_plan("recompute=moe+moe_act")["rc"])
+    assert moe["act_bytes"] < mods["act_bytes"] and moe["bwd_s"] > mods["bwd_s"]
+    assert both["bwd_s"] == pytest.approx(moe["bwd_s"]) and both["act_bytes"] == moe["act_bytes"]

@@ -257,6 +257,11 @@ class Model(Strict):
     kv_heads: Int | None = Field(default=None, gt=0, description="GQA/MHA KV heads")
     kv_lora_rank: Int | None = Field(default=None, gt=0, description="MLA latent size")
     qk_rope_head_dim: Int | None = Field(default=None, ge=0, description="MLA decoupled RoPE key size")
+    q_lora_rank: Int | None = Field(
+        default=None,
+        gt=0,
+        description="MLA query latent size (none: queries projected from the hidden state)",
+    )
     experts: Int = unit("experts", default=1, gt=0, description="routed experts per MoE layer (1 = dense)")
     experts_per_token: Int = unit("experts", default=1, gt=0)
     shared_experts: Int = unit("experts", default=0, ge=0)
@@ -292,6 +297,8 @@ class Model(Strict):
             raise ValueError("active_params cannot exceed total_params")
         if (self.kv_heads is None) == (self.kv_lora_rank is None):
             raise ValueError("give exactly one of kv_heads (GQA/MHA) or kv_lora_rank (MLA)")
+        if self.q_lora_rank is not None and self.kv_lora_rank is None:
+            raise ValueError("q_lora_rank is an MLA size: give kv_lora_rank too")
         if self.experts_per_token > self.experts:
             raise ValueError("experts_per_token cannot exceed experts")
         if self.attention_layers is not None and self.attention_layers > self.layers:

@@ -82,6 +82,7 @@ def pretraining_inputs(
         "top": top,
     }
     tpn.check_moe_pins(x["pins"], bool(x["is_moe"]), cat.canonical("models", model))
+    tpn.check_recompute_pins(x["pins"], x, cat.canonical("models", model))
     x |= _request_pins(inp, origin, plan=plan, mfu=mfu, deadline_days=deadline_days, gpus=gpus)
     x["price"], basis = usd_per_gpu_hour(inp, name, pricing)
     x["kw_per_gpu"] = kw_per_gpu(inp, name)
@@ -503,7 +504,7 @@ def training_plan(p: dict[str, int]) -> TrainingPlan:
         micro_batch=p["mbs"],
         micro_batches=p["mb"],
         global_batch=p["dp"] * p["mb"] * p["mbs"],
-        recompute=tpn.RECOMPUTE[p["rc"]],
+        recompute=tpn.recompute_name(p["rc"]),
         zero_stage=p["zero"],
         pipeline_inside_domain=p["order"] == 1,
         gpus_used=p["tp"] * p["cp"] * p["pp"] * p["dp"],

@@ -56,7 +56,10 @@ class TrainingPlan(Result):
     micro_batch: int = Field(description="sequences per micro-batch")
     micro_batches: int = Field(description="micro-batches per replica and step")
     global_batch: int = Field(description="sequences per step: dp x micro_batches x micro_batch")
-    recompute: str = Field(description="activation recompute: none, selective or full")
+    recompute: str = Field(
+        description="activation policy: none, selective, full, offload, or the Megatron-Core modules a "
+        "selective recompute rebuilds, joined by + (mla_up_proj+mlp)"
+    )
     zero_stage: int = Field(description="0-2: ZeRO stage, 3: FSDP (weights sharded too)")
     pipeline_inside_domain: bool = Field(description="pipeline ranks placed inside the scale-up domain first")
     gpus_used: int = Field(description="tp x cp x pp x dp; the rest of the cluster idles")

@@ -37,7 +37,7 @@ from . import search as sr
 from . import trainstep as ts
 from .inputs import Inputs
 
-RECOMPUTE = ("none", "selective", "full", "offload")
+RECOMPUTE = ("none", "selective", "full", "offload")  # policies 0-3; from ts.SET_BASE on: module sets
 SCHEDULES = ("1f1b", "dualpipe")  # the pipeline schedules, by their ``sched`` column value
 DISPATCHERS = ("alltoall", "deepep")  # MoE token dispatch, by its ``disp`` column value
 SWITCH = ("off", "on")  # the 1F1B expert overlap (``a2ao``) and CUDA graphs (``graph``), by column value
@@ -124,7 +124,50 @@ def check_moe_pins(pins: dict[str, int], is_moe: bool, model: str) -> None:
         )
 
 
+def recompute_name(rc: int) -> str:
+    """A recompute policy as ``--plan recompute=`` takes it: ``none``, ``selective``, ``full``,
+    ``offload`` or a module set, ``mla_up_proj+mlp``."""
+    if rc < ts.SET_BASE:
+        return RECOMPUTE[rc]
+    return "+".join(recompute_modules(rc))
+
+
+def recompute_modules(rc: int) -> list[str]:
+    """The Megatron-Core modules a module-set policy recomputes (none for the other policies)."""
+    return [m for m, on in zip(ts.MODULES, ts.module_bits(rc), strict=True) if on]
+
+
+def parse_recompute(value: str, item: str) -> int:
+    """``selective`` (or none, full, offload), or Megatron-Core modules joined by '+'."""
+    if value in RECOMPUTE:
+        return RECOMPUTE.index(value)
+    names = [n for n in value.split("+") if n]
+    unknown = [n for n in names if n not in ts.MODULES]
+    if unknown or not names:
+        raise InputError(
+            f"`plan` item '{item}': recompute is one of {', '.join(RECOMPUTE)}, or modules joined by '+' "
+            f"from {', '.join(ts.MODULES)} (Megatron-Core's recompute_modules)"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+        )
+    return ts.SET_BASE + sum(2**i for i, m in enumerate(ts.MODULES) if m in names)
+
+
+def check_recompute_pins(pins: dict[str, int], x: dict, model: str) -> None:
+    """A pinned module the model lacks (moe_act on a dense model, mla_up_proj without MLA, mlp
+    where every layer is MoE) is refused: it would recompute nothing."""
+    has = ts.module_applies(x)
+    missing = [m for m in recompute_modules(pins.get("rc", 0)) if not has[m]]
+    if missing:
+        raise InputError(
+            f"`plan` recompute={recompute_name(pins['rc'])}: {model} has no {', '.join(missing)} to "
+            "recompute (moe_act, moe and shared_experts need routed or shared experts, mla_up_proj "
+            "MLA attention, mlp dense FFN layers)"
+        )
+
+
 def _pin_value(col: str, value: str, item: str) -> int:
+    if col == "rc":
+        return parse_recompute(value, item)
     if col in NAMED:
         key, names = NAMED[col]
         if value not in names:
@@ -157,6 +200,8 @@ def model_inputs(inp: Inputs, cat: Catalog, model: str) -> dict[str, Any]:
         "heads": arch.attention_heads,
         "attn_dim": arch.attention_heads * arch.head_dim,
         "kv_width": (arch.kv_heads or arch.attention_heads) * arch.head_dim,
+        "q_lora": float(arch.q_lora_rank or 0),  # MLA latents (0: not MLA, or queries from h)
+        "kv_lora": float(arch.kv_lora_rank or 0),
         "attn_share": arch.kv_layers / arch.layers,
         "experts": float(arch.experts),
         "topk": float(arch.experts_per_token) * arch.is_moe,
@@ -323,6 +368,9 @@ def derive(x: dict) -> dict[str, Any]:
     y["low_saved"] = phi
     y["gemm_in_bytes"] = phi * x["cast_bytes"] + (1.0 - phi) * x["act_bytes"]
     y["fpt"] = f.training_flops_per_token(x["active"], x["layers"], x["seq"], x["attn_dim"] * x["attn_share"])
+    # the micro terms of module-set recompute policies, where one can be asked for: the search does
+    # not enumerate them, so only a pin brings them in (no pins given: one plan, compute them)
+    y["module_sets"] = "pins" not in x or x["pins"].get("rc", 0) >= ts.SET_BASE
     if "recipe_batch" not in x:
         flops = y["fpt"] * x["tokens"]
         y["recipe_batch"] = x["batch_coef"] * flops ** x["batch_exp"]
@@ -572,8 +620,14 @@ class Searched:
 
 
 def index_terms(t: dict, rows) -> dict[str, Any]:
-    """Micro terms at ``rows`` (tuples hold one array per recompute policy)."""
-    return {k: tuple(a[rows] for a in v) if isinstance(v, tuple) else v[rows] for k, v in t.items()}
+    """Micro terms at ``rows`` (tuples hold one array per recompute policy or module; a plain number
+    is the same for every row)."""
+    import numpy as np
+
+    def at(a: Any) -> Any:
+        return a[rows] if np.ndim(a) else a
+
+    return {k: tuple(at(a) for a in v) if isinstance(v, tuple) else at(v) for k, v in t.items()}
 
 
 def options(pins: dict, key: str, values: tuple[int, ...]) -> tuple[int, ...]:
@@ -637,7 +691,7 @@ def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
         most = np.minimum(most, pins["dp"])
     zero = np.full_like(most, float(pins.get("zero", 3)))
     state = ts.state_bytes({**P, "dp": np.maximum(most, 1.0), "zero": zero}, x)
-    acts = [m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in options(pins, "rc", POLICIES)]
+    acts = [ts.activation_floor(m, rc) for rc in options(pins, "rc", POLICIES)]
     return state + np.min(acts, axis=0) + m["logits_bytes"]
 
 
@@ -842,7 +896,7 @@ def replicas_for_memory(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
     shardable_z / (HBM - fixed_z - activations - logits); the least over the stages."""
     import numpy as np
 
-    acts = [m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in options(pins, "rc", POLICIES)]
+    acts = [ts.activation_floor(m, rc) for rc in options(pins, "rc", POLICIES)]
     return replicas_for_state(P, x, pins, x["hbm_cap"] - np.min(acts, axis=0) - m["logits_bytes"])
 
 
@@ -999,7 +1053,7 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
     import numpy as np
 
     dense, expert = ts.params_per_gpu(P, x)
-    acts = np.min([m["act_bytes"][rc] + (rc == 2) * m["work_bytes"] for rc in POLICIES], axis=0)
+    acts = np.min([ts.activation_floor(m, rc) for rc in POLICIES], axis=0)
     must = (dense + expert) * x["weight_bytes"] + acts + m["logits_bytes"] > x["hbm_cap"]
     if pins.get("zero", 3) != 3:
         return 0.0 * must
@@ -1177,9 +1231,9 @@ def plan_name(p: dict[str, int]) -> str:
         parts.append(f"EP{p['ep']}" + (f" ({', '.join(how)})" if how else ""))
     if p["cp"] > 1:
         parts.append(f"CP{p['cp']}")
-    memory = ("no recompute", "selective recompute", "full recompute", "activations offloaded to host")[
-        p["rc"]
-    ]
+    names = ("no recompute", "selective recompute", "full recompute", "activations offloaded to host")
+    sets = p["rc"] >= ts.SET_BASE
+    memory = f"selective recompute ({', '.join(recompute_modules(p['rc']))})" if sets else names[p["rc"]]
     text = f"{' '.join(parts)}, mbs {p['mbs']}, {memory}{ZERO_NAMES[p['zero']]}"
     text += ", pipeline inside the scale-up domain" if p["order"] == 1 else ""
     return text + (", no CUDA graphs" if p.get("graph", 1) == 0 and p["ep"] > 1 else "")
@@ -1189,7 +1243,11 @@ def pins_text(pins: dict) -> str:
     names = {v: k for k, v in PIN_KEYS.items() if k in ("tp", "cp", "pp", "vp", "ep", "dp", "mbs", "gbs")}
     names.update({col: key for col, (key, _) in NAMED.items()})
     text = {col: values for col, (_, values) in NAMED.items()}
-    return ",".join(f"{names.get(k, k)}={text[k][v] if k in text else v}" for k, v in pins.items())
+
+    def value(k: str, v: int) -> Any:
+        return recompute_name(v) if k == "rc" else text[k][v] if k in text else v
+
+    return ",".join(f"{names.get(k, k)}={value(k, v)}" for k, v in pins.items())
 
 
 @dataclass

@@ -178,16 +178,23 @@ def gemm_seconds(flops, calls, x: dict, low: bool = True):
     return flops * (phi / x["low_rate"] + (1.0 - phi) / x["bf16_rate"]) + calls * x["call_s"]
 
 
+def gemm_parts(P: Cols, x: dict) -> dict[str, Any]:
+    """Forward GEMM time of one micro-batch through each kind of linear layer: the mixer, a dense
+    FFN, the shared experts and the routed experts of one MoE layer (not yet weighted by share)."""
+    T, t = tokens(P, x), P["tp"]
+    local_experts = x["experts"] / P["ep"]
+    return {
+        "mix": gemm_seconds(2.0 * T * x["p_mix"] / t, 2.0, x),
+        "dense": gemm_seconds(2.0 * T * x["p_ffn"] / t, 2.0, x),
+        "shared": gemm_seconds(2.0 * T * x["p_shared"] / t, 2.0 * (x["p_shared"] > 0), x),
+        "routed": gemm_seconds(2.0 * T / t * x["topk"] * x["p_expert"], 2.0 * local_experts * x["is_moe"], x),
+    }
+
+
 def layer_gemm_seconds(P: Cols, x: dict):
     """Forward GEMM time of one average layer for one micro-batch (backward: twice this)."""
-    T, t = tokens(P, x), P["tp"]
-    mix = gemm_seconds(2.0 * T * x["p_mix"] / t, 2.0, x)
-    dense = gemm_seconds(2.0 * T * x["p_ffn"] / t, 2.0, x)
-    shared = gemm_seconds(2.0 * T * x["p_shared"] / t, 2.0 * (x["p_shared"] > 0), x)
-    local_experts = x["experts"] / P["ep"]
-    routed = gemm_seconds(2.0 * T / t * x["topk"] * x["p_expert"], 2.0 * local_experts * x["is_moe"], x)
-    moe = x["moe_share"]
-    return mix + (1.0 - moe) * dense + moe * (shared + routed)
+    g, moe = gemm_parts(P, x), x["moe_share"]
+    return g["mix"] + (1.0 - moe) * g["dense"] + moe * (g["shared"] + g["routed"])
 
 
 def head_seconds(P: Cols, x: dict):
@@ -237,11 +244,16 @@ def layer_memory_seconds(P: Cols, x: dict):
     return T * values / x["hbm_rate"]
 
 
+def tp_op_seconds(P: Cols, x: dict):
+    """One sequence-parallel all-gather or reduce-scatter of a layer's hidden states, with its latency."""
+    per_op = ring_seconds(tokens(P, x) * x["hidden"] * x["act_bytes"], P["tp"], x["domain"], x)
+    return per_op + (P["tp"] > 1) * x["lat_up"]
+
+
 def layer_tp_seconds(P: Cols, x: dict):
     """Forward tensor-parallel all-gather + reduce-scatter of one layer (sequence parallel): two of
     each per dense layer, one of each around attention in an MoE layer (experts are not TP-split)."""
-    per_op = ring_seconds(tokens(P, x) * x["hidden"] * x["act_bytes"], P["tp"], x["domain"], x)
-    return (4.0 - 2.0 * x["moe_share"]) * (per_op + (P["tp"] > 1) * x["lat_up"])
+    return (4.0 - 2.0 * x["moe_share"]) * tp_op_seconds(P, x)
 
 
 def layer_cp_seconds(P: Cols, x: dict, inside):
@@ -321,7 +333,46 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
         "layer_attention_s": Ls * a,
         "layer_memory_s": Ls * mem,
         **activation_bytes(P, x, Ls),
+        **(module_terms(P, x, Ls, module_redo_seconds(P, x, a, ep)) if x.get("module_sets", True) else {}),
     } | offload_terms(fwd, bwd, activation_bytes(P, x, Ls)["act_bytes"][0], x)
+
+
+def module_terms(P: Cols, x: dict, Ls, redo: dict) -> dict[str, Any]:
+    """What a module-set policy needs of a micro-batch on its stage: per module of :data:`MODULES`
+    the GEMM, memory-bound and communication seconds its recompute repeats (0 where the model lacks
+    it), and the bytes per saved tensor group of :func:`layer_activation_groups` per token and layer
+    (``act_unit``: tokens x layers on the stage, sequence parallel)."""
+    has = module_applies(x)
+    parts = [tuple(Ls * redo[m][i] if has[m] else 0.0 for m in MODULES) for i in range(3)]
+    groups = layer_activation_groups(x)
+    per_group = tuple(b16 * x["act_bytes"] + low * x["gemm_in_bytes"] for b16, low in groups.values())
+    return {
+        "set_gemm_s": parts[0],
+        "set_memory_s": parts[1],
+        "set_comm_s": parts[2],
+        "act_unit": Ls * tokens(P, x) / P["tp"],
+        "group_bytes": per_group,
+    }
+
+
+def module_set_terms(t: dict, rc) -> dict[str, Any]:
+    """Recompute seconds and kept activation bytes of module-set policies ``rc`` (0 and the
+    no-recompute bytes for the other policies): each module's repeated work once (one that another
+    in the set already repeats, as moe does moe_act, is not counted again), and the saved tensors
+    no module of the set frees."""
+    bits = module_bits(rc)
+    on = dict(zip(MODULES, bits, strict=True))
+    for big, small in SUBSUMES.items():
+        for m in small:
+            on[m] = on[m] & ~on[big] if hasattr(on[big], "__len__") else on[m] and not on[big]
+    gemm = sum(on[m] * v for m, v in zip(MODULES, t["set_gemm_s"], strict=True))
+    memory = sum(on[m] * v for m, v in zip(MODULES, t["set_memory_s"], strict=True))
+    comm = sum(on[m] * v for m, v in zip(MODULES, t["set_comm_s"], strict=True))
+    kept = 0.0
+    for group, value in zip(GROUP_NAMES, t["group_bytes"], strict=True):
+        freed = sum(on[m] for m in FREED_BY[group]) > 0
+        kept = kept + value - freed * value
+    return {"gemm": gemm, "memory": memory, "comm": comm, "act": t["act_unit"] * kept}
 
 
 def offload_terms(fwd, bwd, kept, x: dict) -> dict[str, Any]:
@@ -332,6 +383,11 @@ def offload_terms(fwd, bwd, kept, x: dict) -> dict[str, Any]:
         "offload_fwd_s": f.maximum(0.0, transfer - fwd),
         "offload_bwd_s": f.maximum(0.0, transfer - bwd),
     }
+
+
+def any_true(v) -> bool:
+    """Whether a condition holds for a number, or for any entry of an array."""
+    return bool(v.any()) if hasattr(v, "any") else bool(v)
 
 
 def pick(values: tuple, rc):
@@ -348,18 +404,28 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
     act = pick(t["act_bytes"], rc)
     full = rc == 2
     off = rc == 3
+    sets = rc >= SET_BASE
+    attn = full * t["layer_attention_s"]
+    extra = {"gemm": 0.0, "memory": 0.0, "comm": 0.0}
+    if any_true(sets):
+        core = module_bits(rc)[MODULES.index("core_attn")]
+        extra = module_set_terms(t, rc)
+        attn = attn + core * t["layer_attention_s"]
+        redo = redo + extra["gemm"] + extra["memory"] + extra["comm"] + core * t["layer_attention_s"]
+        act = ifelse(sets, extra["act"], act)
     return {
         "fwd_s": t["fwd_s"] + off * t["offload_fwd_s"],
         "bwd_s": t["bwd_s"] + redo + off * t["offload_bwd_s"],
         "stage_layers": t["stage_layers"],
         "wgrad_s": t["wgrad_s"],
-        "gemm_s": t["gemm_s"] + full * t["layer_gemm_s"],
-        "attention_s": t["attention_s"] + full * t["layer_attention_s"],
-        "memory_s": t["memory_s"] + ((rc == 1) | (rc == 2)) * t["layer_memory_s"],
+        "gemm_s": t["gemm_s"] + full * t["layer_gemm_s"] + extra["gemm"],
+        "attention_s": t["attention_s"] + attn,
+        "memory_s": t["memory_s"] + ((rc == 1) | (rc == 2)) * t["layer_memory_s"] + extra["memory"],
         "comm_s": t["tp_comm_s"]
         + t["ep_comm_s"]
         + t["cp_comm_s"]
         + full * t["layer_comm_s"]
+        + extra["comm"]
         + off * (t["offload_fwd_s"] + t["offload_bwd_s"]),
         "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
         "a2a_gain_s": t["a2a_gain_s"] * (1.0 + full / 2.0),
@@ -370,17 +436,22 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
     }
 
 
+def activation_floor(t: dict, rc: int):
+    """Activation bytes one micro-batch keeps on its stage under policy ``rc`` (a number), with the
+    working set of the layer full recompute rebuilds."""
+    kept = module_set_terms(t, rc)["act"] if rc >= SET_BASE else t["act_bytes"][rc]
+    return kept + (rc == 2) * t["work_bytes"]
+
+
 def micro_batch(P: Cols, x: dict) -> dict[str, Any]:
     """:func:`micro_terms` under the plan's own recompute policy ``P['rc']``."""
     return with_recompute(micro_terms(P, x), P["rc"])
 
 
-def layer_activation_values(x: dict) -> tuple[tuple[Any, Any], ...]:
-    """Values one layer keeps per token for the backward, per recompute policy, as (kept in BF16,
-    kept as low-precision GEMM inputs: FP8/FP4 recipes save the quantised copy). None keeps every
-    GEMM input and output the backward needs (fused attention keeps no score matrix); selective
-    recomputes norms and activation functions (their outputs are GEMM inputs); full keeps only
-    the layer input.
+def layer_activation_groups(x: dict) -> dict[str, tuple[Any, Any]]:
+    """Values one average layer keeps per token for the backward with no recompute, by tensor, as
+    (kept in BF16, kept as low-precision GEMM inputs: FP8/FP4 recipes save the quantised copy).
+    Every GEMM input and output the backward needs (fused attention keeps no score matrix).
 
     An MoE layer keeps its norm's input and output (the router's GEMM input, in BF16), each
     expert copy's FC1 input and output and FC2 input, and the shared experts' FC1 input; not the
@@ -392,17 +463,159 @@ def layer_activation_values(x: dict) -> tuple[tuple[Any, Any], ...]:
     output projection for its weight gradient; in BF16 both are one tensor."""
     h, k, s, aw, A = x["hidden"], x["topk"], x["shared"], x["act_width"], x["attn_dim"]
     fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
-    qkv = A + 2.0 * x["kv_width"] + x["low_saved"] * A  # q, k, v (and o) for the attention backward
-    # norm inputs and FFN pre-activations (a gated FFN's two halves)
-    bf16_mlp = (1.0 - moe) * (h + (aw - 1.0) * ff) + moe * (h + (k + s) * (aw - 1.0) * fe)
-    router_in = moe * h  # the norm's output, the router GEMM's BF16 input: selective rebuilds it
-    expert_in = k * h + (k + s) * fe + (s > 0) * h  # routed FC1 and FC2 inputs, the shared FC1's
-    none = (
-        h + qkv + bf16_mlp + router_in,
-        h + A + (1.0 - moe) * (h + ff) + moe * expert_in,
-    )
-    selective = (h + qkv + bf16_mlp, A + moe * k * h)
-    return none, selective, (h, 0.0 * h)
+    return {
+        "layer_in": (h, 0.0),  # the attention norm's input (the residual stream)
+        "attn_norm_out": (0.0, h),  # the QKV (MLA: down-projection) GEMMs' input
+        "qkv": (A + 2.0 * x["kv_width"], 0.0),  # q, k, v for the attention backward
+        "attn_out_bf16": (x["low_saved"] * A, 0.0),  # o, for the fused attention's backward
+        "attn_out": (0.0, A),  # the output projection's input
+        "mlp_norm_in": (h, 0.0),
+        "dense_norm_out": (0.0, (1.0 - moe) * h),
+        "dense_pre_act": ((1.0 - moe) * (aw - 1.0) * ff, 0.0),  # a gated FFN's two halves
+        "dense_act_out": (0.0, (1.0 - moe) * ff),
+        "router_in": (moe * h, 0.0),  # the norm's output, the router GEMM's BF16 input
+        "routed_fc1_in": (0.0, moe * k * h),
+        "routed_pre_act": (moe * k * (aw - 1.0) * fe, 0.0),
+        "routed_act_out": (0.0, moe * k * fe),
+        "shared_fc1_in": (0.0, moe * (s > 0) * h),
+        "shared_pre_act": (moe * s * (aw - 1.0) * fe, 0.0),
+        "shared_act_out": (0.0, moe * s * fe),
+    }
+
+
+# ipd's own selective policy (1): norms and activation functions are rebuilt (their outputs are GEMM
+# inputs); full (2) keeps only the layer input
+SELECTIVE_FREES = (
+    "attn_norm_out",
+    "dense_norm_out",
+    "dense_act_out",
+    "router_in",
+    "shared_fc1_in",
+    "routed_act_out",
+    "shared_act_out",
+)
+
+# Megatron-Core's selective recompute of a module list (TransformerConfig.recompute_modules,
+# megatron/core/transformer/transformer_config.py; default ["core_attn"]). Policy values from
+# SET_BASE on are module sets: SET_BASE + the sum of 2**i over the recomputed MODULES[i]
+MODULES = ("core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp", "moe", "shared_experts")
+SET_BASE = 4
+# the saved tensors each module's recompute frees. core_attn checkpoints the fused attention on its
+# inputs q, k, v: it frees only the BF16 output low-precision recipes keep for its backward; layernorm
+# and moe_act discard the norms' and routed experts' activation outputs (output-discarding
+# checkpoints); mla_up_proj the up-projected q, k, v (the latents stay, as GEMM inputs); mlp is the
+# dense MLP only (transformer_layer.py: not an MoE layer's), moe the whole MoE layer and
+# shared_experts its shared experts, each checkpointed on its input, which stays (the norm output)
+FREES = {
+    "core_attn": ("attn_out_bf16",),
+    "layernorm": ("attn_norm_out", "dense_norm_out", "router_in", "shared_fc1_in"),
+    "moe_act": ("routed_act_out",),
+    "mla_up_proj": ("qkv",),
+    "mlp": ("dense_pre_act", "dense_act_out"),
+    "moe": (
+        "routed_fc1_in",
+        "routed_pre_act",
+        "routed_act_out",
+        "shared_fc1_in",
+        "shared_pre_act",
+        "shared_act_out",
+    ),
+    "shared_experts": ("shared_fc1_in", "shared_pre_act", "shared_act_out"),
+}
+SUBSUMES = {"moe": ("moe_act", "shared_experts")}  # recomputing the layer repeats these already
+GROUP_NAMES = (
+    "layer_in",
+    "attn_norm_out",
+    "qkv",
+    "attn_out_bf16",
+    "attn_out",
+    "mlp_norm_in",
+    "dense_norm_out",
+    "dense_pre_act",
+    "dense_act_out",
+    "router_in",
+    "routed_fc1_in",
+    "routed_pre_act",
+    "routed_act_out",
+    "shared_fc1_in",
+    "shared_pre_act",
+    "shared_act_out",
+)
+FREED_BY = {g: tuple(m for m in MODULES if g in FREES[m]) for g in GROUP_NAMES}
+
+
+def module_applies(x: dict) -> dict[str, bool]:
+    """Which modules the model has (a module it lacks frees nothing and costs nothing)."""
+    return {
+        "core_attn": True,
+        "layernorm": True,
+        "moe_act": x["is_moe"] > 0,
+        "mla_up_proj": x["kv_lora"] > 0,
+        "mlp": x["moe_share"] < 1.0,
+        "moe": x["is_moe"] > 0,
+        "shared_experts": x["is_moe"] * x["shared"] > 0,
+    }
+
+
+def kept_values(groups: dict[str, tuple[Any, Any]], freed) -> tuple[Any, Any]:
+    """(BF16, low-precision) values per token and layer the groups keep, less those ``freed``."""
+    b16 = sum(v[0] for g, v in groups.items() if g not in freed)
+    low = sum(v[1] for g, v in groups.items() if g not in freed)
+    return b16, low
+
+
+def layer_activation_values(x: dict) -> tuple[tuple[Any, Any], ...]:
+    """Values one layer keeps per token for the backward, per recompute policy (none, selective,
+    full), as (kept in BF16, kept as low-precision GEMM inputs): :func:`layer_activation_groups`,
+    less what the policy rebuilds. Selective recomputes norms and activation functions; full keeps
+    only the layer input."""
+    groups = layer_activation_groups(x)
+    h = x["hidden"]
+    return kept_values(groups, ()), kept_values(groups, SELECTIVE_FREES), (h, 0.0 * h)
+
+
+def module_bits(rc) -> list[Any]:
+    """Per module of :data:`MODULES`, whether policy ``rc`` (a number or an array) recomputes it."""
+    bits = f.maximum(rc - SET_BASE, 0.0)
+    return [(bits // 2**i) % 2 >= 1 for i in range(len(MODULES))]
+
+
+def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, Any]]:
+    """Forward work one average layer repeats in the backward per recomputed module, for one
+    micro-batch, as (GEMM, memory-bound, communication) seconds (core_attn: the attention forward,
+    ``a``). GEMMs at the plan's efficiency; memory-bound work as values read and written at HBM
+    bandwidth, with the casts of low-precision GEMM inputs rebuilt; mlp repeats its tensor-parallel
+    gather and scatter, moe its all-to-all (``ep``: the layer's exposed forward dispatch and combine)
+    and host wait. A module the model lacks is 0."""
+    T = tokens(P, x) / P["tp"]
+    h, k, s, aw, A, kv = x["hidden"], x["topk"], x["shared"], x["act_width"], x["attn_dim"], x["kv_width"]
+    fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
+    has = module_applies(x)
+
+    def mem(values, casts):
+        return T * (values * x["act_bytes"] + casts * x["cast_bytes"]) / x["hbm_rate"]
+
+    g = gemm_parts(P, x)
+    redo: dict[str, tuple[Any, Any, Any]] = {m: (0.0, 0.0, 0.0) for m in MODULES}
+    redo["core_attn"] = (0.0, a, 0.0)
+    # two norms, each reading and writing the hidden state; the outputs re-cast for their GEMMs
+    redo["layernorm"] = (0.0, mem(4.0 * h, h + (1.0 - moe) * h + moe * (s > 0) * h), 0.0)
+    if has["moe_act"]:
+        redo["moe_act"] = (0.0, mem(moe * k * aw * fe, moe * k * fe), 0.0)
+    if has["mla_up_proj"]:  # the query and key-value up-projections (ipd's q, k, v widths) and RoPE
+        flops = 2.0 * tokens(P, x) / P["tp"] * (x["q_lora"] * A + x["kv_lora"] * 2.0 * kv)
+        up = gemm_seconds(flops, 1.0 + (x["q_lora"] > 0), x)
+        redo["mla_up_proj"] = (up, mem(2.0 * (A + kv), 0.0), 0.0)
+    if has["mlp"]:
+        tp = overlapped(2.0 * (1.0 - moe) * tp_op_seconds(P, x), x["tp_overlap"], x)
+        redo["mlp"] = ((1.0 - moe) * g["dense"], mem((1.0 - moe) * aw * ff, (1.0 - moe) * (h + ff)), tp)
+    if has["moe"]:  # router, permutes, activations and combine; the experts' inputs re-cast
+        values = moe * (h + 5.0 * k * h + aw * fe * (k + s))
+        casts = moe * ((k + s) * (h + fe) + (s > 0) * h)
+        redo["moe"] = (moe * (g["shared"] + g["routed"]), mem(values, casts), ep + eager_seconds(P, x))
+    if has["shared_experts"]:
+        redo["shared_experts"] = (moe * g["shared"], mem(moe * s * aw * fe, moe * (s * fe + h)), 0.0)
+    return redo
 
 
 def activation_bytes(P: Cols, x: dict, Ls) -> dict[str, Any]:

@@ -73,6 +73,7 @@ def trainer_rates(
     try:
         published = tpn.parse_plan(w.training_plan)
         tpn.check_moe_pins(published, bool(x["is_moe"]), model)
+        tpn.check_recompute_pins(published, x, model)
     except InputError as e:
         raise InputError(f"`training_plan` {w.training_plan!r}: {e}") from None
     pins = {"sched": 0, **published, "gbs": sequences}
