@@ -113,7 +113,9 @@ def test_a_profiles_moe_share_is_set_per_precision(catalog):
         [f"{profiles}.cdna4.moe_compute_share.fp4=0.1", f"{profiles}.cdna4.moe_compute_share.bf16=0.3"]
     )
     share = cat.serving.stacks["sglang"].profiles["cdna4"].moe_compute_share
-    assert share is not None and {p: s.value for p, s in share.items()} == {"fp4": 0.1, "bf16": 0.3}
+    fp8 = catalog.serving.stacks["sglang"].profiles["cdna4"].moe_compute_share["fp8"].value
+    assert share is not None
+    assert {p: s.value for p, s in share.items()} == {"fp4": 0.1, "fp8": fp8, "bf16": 0.3}
     assert share["bf16"].source == share["fp4"].source == "cli-set"
     cat = catalog.with_overrides(["serving.stacks.vllm.profiles.cdna3.moe_compute_share.fp8=0.3"])
     share = cat.serving.stacks["vllm"].profiles["cdna3"].moe_compute_share

@@ -956,9 +956,10 @@ def test_two_batch_overlap_in_decode_hides_the_dispatch_and_keeps_the_step_monot
 
 
 def test_a_profiles_moe_share_holds_at_the_precision_it_was_fitted_at(catalog):
-    # SGLang's MoE share on MI355X was fitted on an MXFP4 point: it prices FP4 experts only; FP8 and
-    # BF16 experts run other kernels and take the reference for their precision, as MI325X's SGLang
-    # (no fit) does. TensorRT-LLM's Hopper share (fitted at FP8) and Blackwell share (FP4) likewise
+    # SGLang's MoE shares on MI355X were fitted on an MXFP4 point and on FP8 TP8 points: each prices
+    # its own precision's experts; BF16 experts run other kernels and take the reference for their
+    # precision, as MI325X's SGLang (no fit) does. TensorRT-LLM's Hopper share (fitted at FP8) and
+    # Blackwell share (FP4) likewise
     sv = catalog.serving
 
     def share(hw, precision, cat=catalog, stack=None):
@@ -968,9 +969,11 @@ def test_a_profiles_moe_share_holds_at_the_precision_it_was_fitted_at(catalog):
     fitted = share("mi355x", "fp4", stack="sglang")
     assert fitted.path == "serving.stacks.sglang.profiles.cdna4.moe_compute_share.fp4"
     assert fitted.value == sv.stacks["sglang"].profiles["cdna4"].moe_compute_share["fp4"].value
+    fitted = share("mi355x", "fp8", stack="sglang")
+    assert fitted.path == "serving.stacks.sglang.profiles.cdna4.moe_compute_share.fp8"
+    assert fitted.value == sv.stacks["sglang"].profiles["cdna4"].moe_compute_share["fp8"].value
     for hw, stack, precision, held in [
-        ("mi355x", "sglang", "fp8", "fp4"),
-        ("mi355x", "sglang", "bf16", "fp4"),
+        ("mi355x", "sglang", "bf16", "fp4, fp8"),
         ("b200", None, "fp8", "fp4"),
         ("h200", None, "bf16", "fp8"),
     ]:

@@ -134,6 +134,15 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # the precision it was fitted at (Blackwell's FP8 experts take the FP8 reference, 0.25, not the FP4
 # fit, 0.386): the two B200 SGLang 8k/1k points left the list (+55/+59 -> +25/+29 %, in part because
 # slower experts offset their too fast MoE-TP prefill; 8 -> 6), median 11.5 -> 11.5 %.
+# InferenceX's MI355X SGLang FP8 TP8 sweep (run 25281476062) and B200 SGLang FP8 TP8 points then
+# joined as checking cases: three MI355X points join the list, a loosening with its reason (6 -> 9):
+# on the FP8 MoE reference (0.25, an old Hopper fit) the model is +65 % and +80 % at 1k/1k with 32
+# and 64 users and +93 % at 8k/1k with 4, at their measured interactivity (+21, +24 and +28 % at the
+# published concurrency: the model's curve is flatter than the run's); median 11.5 -> 12.2 %.
+# Their 8k/1k points at 16 and 64 users then fitted SGLang's FP8 MoE share on CDNA 4 (0.134; the
+# FP8 reference had no CDNA 4 fit behind it): the 1k/1k pair left the list (+65/+80 -> +46/+47 %;
+# 9 -> 7), 8k/1k at 4 users stays (+93 -> +67 %: four users, where the model's curve is flattest);
+# median 12.2 -> 12.0 %.
 SERVING_MEDIAN_BOUND_PCT = 13.0
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
@@ -143,6 +152,7 @@ SERVING_BEYOND_1_5X = {
     "ix-dsr1-b200-tep8-1k1k-c128",
     "ix-dsr1-gb200-trt-disagg-8k1k-c256-nomtp",
     "ix-dsr1-8k1k-h100-max",
+    "ix-dsr1-mi355x-fp8-tp8-8k1k-c4",
 }
 SERVING_WORST_RATIO_ANY = 3.0
 # Issue 18: AMD serving checking cases within 25 % median, none off by 2x (met: 20.2 %, 20 cases);
@@ -236,6 +246,10 @@ def test_a_fitting_case_fits_the_moe_share_of_its_precision(catalog):
     ]
     assert val.knobs_of(catalog, cases["trtllm-dsr1-h200-dep8-fp8"]) == [
         "serving.stacks.trtllm.profiles.hopper.moe_compute_share.fp8"
+    ]
+    # and InferenceX's MI355X SGLang FP8 TP8 8k/1k points the CDNA 4 FP8 one
+    assert val.knobs_of(catalog, cases["ix-dsr1-mi355x-fp8-tp8-8k1k-c64"]) == [
+        "serving.stacks.sglang.profiles.cdna4.moe_compute_share.fp8"
     ]
 
 
