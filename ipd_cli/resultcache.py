@@ -17,8 +17,11 @@ same key, without importing the CLI, pydantic, numpy or the engine:
   the source of every module of this package; the names of the distributions installed on
   ``sys.path`` (numpy, pydantic, ... with their versions) and the Python version; the local date
   (a ``--set`` value is cited as "given on the command line" with today's date); whether
-  stdout/stderr are terminals and stdout's encoding; and the ``IPD_*``, ``COLUMNS``,
-  ``NO_COLOR``, ``FORCE_COLOR``, ``TERM`` and ``PYDANTIC_DISABLE_PLUGINS`` variables.
+  stdout/stderr are terminals, their encodings and error handlers; and the ``IPD_*``,
+  ``COLUMNS``, ``NO_COLOR``, ``FORCE_COLOR``, ``TERM`` and ``PYDANTIC_DISABLE_PLUGINS``
+  variables. The key is made again when the run ends: if it changed (a catalog file rewritten
+  while the command ran, midnight), nothing is stored. A closed stdout or stderr, a full disk or
+  a reader that goes away behave as on the full path.
 * **Entry**: the catalog cache's directory and trust rules (:mod:`.catalog.cache`;
   ``IPD_CACHE_DIR=off`` disables both); a JSON header line (format, version, key), the SHA-256 of
   the body, the body: the run's stdout and stderr writes in order. At most :data:`MAX_ENTRIES`
@@ -119,7 +122,10 @@ def key(args: list[str]) -> str | None:
         "python": sys.version,
         "distributions": _distributions(),
         "tty": [sys.stdout.isatty(), sys.stderr.isatty()],
-        "encoding": getattr(sys.stdout, "encoding", None),
+        # what a stream cannot encode is escaped, replaced or an error, by its encoding and errors
+        "streams": [
+            [getattr(f, "encoding", None), getattr(f, "errors", None)] for f in (sys.stdout, sys.stderr)
+        ],
     }
     h.update(json.dumps(context).encode())
     try:
@@ -197,15 +203,18 @@ class _Recorder:
 class Recording:
     """Records stdout and stderr from now on; :meth:`store` keeps them under the run's key."""
 
-    def __init__(self, run_key: str) -> None:
-        self.key = run_key
+    def __init__(self, run_key: str, args: list[str]) -> None:
+        self.key, self.args = run_key, list(args)
         self.writes: list[tuple[int, str]] = []
         self.spoiled = [False]
         sys.stdout = _Recorder(sys.stdout, 1, self.writes, self.spoiled)
         sys.stderr = _Recorder(sys.stderr, 2, self.writes, self.spoiled)
 
     def store(self) -> None:
-        if self.spoiled[0]:
+        # spoiled, or the key changed while the command ran (a catalog file rewritten after the
+        # key was made and before the run read it; the date at midnight): the output may belong
+        # to other inputs than the key's, so it is not stored
+        if self.spoiled[0] or key(self.args) != self.key:
             return
         body = json.dumps(self.writes).encode()
         data = _header(self.key) + hashlib.sha256(body).hexdigest().encode() + b" " + body
@@ -241,6 +250,8 @@ def replay_or_record(args: list[str]) -> Recording | None:
     run can be stored (call its ``store`` after a successful run), or None."""
     from ipd_cli.catalog.cache import cache_dir
 
+    if sys.stdout is None or sys.stderr is None:  # a closed stream (`2>&-`): the full path copes
+        return None
     if cache_dir() is None or not cacheable(args):
         return None
     run_key = key(args)
@@ -248,7 +259,7 @@ def replay_or_record(args: list[str]) -> Recording | None:
         return None
     writes = lookup(run_key)
     if writes is None:
-        return Recording(run_key)
+        return Recording(run_key, args)
     streams = {1: sys.stdout, 2: sys.stderr}
     try:
         for number, text in writes:
@@ -258,5 +269,9 @@ def replay_or_record(args: list[str]) -> Recording | None:
         # the reader went away (`| head`): exit 1 quietly, as the full path does (click's rule);
         # what is still buffered goes nowhere rather than to a traceback at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None
+    except OSError as e:  # a full disk (`> /dev/full`): one line, as the full path
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.stderr.write(f"ipd: error: cannot write the output ({e.strerror or e})\n")
         raise SystemExit(1) from None
     raise SystemExit(0)

@@ -147,6 +147,31 @@ def test_cache_sees_an_edit_at_once(tmp_path):
     assert load_catalog([tmp_path]).economics.pue.value == 1.4
 
 
+def test_a_file_edited_while_a_load_reads_it_is_not_cached_under_the_old_content(tmp_path, monkeypatch):
+    # the key is made of the files before they are parsed; a script that rewrites a catalog file
+    # while a run reads it stored the new content's catalog under the old content's key, and every
+    # later command with the old file printed the new values
+    from ipd_cli.catalog import layers, loader
+
+    monkeypatch.setenv("IPD_CACHE_DIR", str(tmp_path / "cache"))
+    user = tmp_path / "user"
+    user.mkdir()
+    f = write(user / "e.yaml", "economics:\n  pue: {value: 1.2, source: uptime-2024}\n")
+    read = layers.load_raw
+
+    def edited_before_read(extra_dirs=None):  # after the key was made of 1.2
+        f.write_text(f.read_text().replace("1.2", "1.5"))
+        return read(extra_dirs)
+
+    monkeypatch.setattr(loader, "load_raw", edited_before_read)
+    assert load_catalog([user]).economics.pue.value == 1.5  # what was read
+    monkeypatch.setattr(loader, "load_raw", read)
+    f.write_text(f.read_text().replace("1.5", "1.2"))
+    assert load_catalog([user]).economics.pue.value == 1.2  # was 1.5: the entry stored under 1.2's key
+    f.write_text(f.read_text().replace("1.2", "1.5"))
+    assert load_catalog([user]).economics.pue.value == 1.5
+
+
 def test_cache_off_and_corrupt_cache_are_harmless(tmp_path, monkeypatch):
     from ipd_cli.catalog import cache
     from ipd_cli.catalog.layers import catalog_dirs

@@ -156,7 +156,7 @@ def test_a_stream_used_around_the_recorder_spoils_the_recording(monkeypatch, tmp
     tmp_path.chmod(0o700)
     monkeypatch.setattr(sys, "stdout", sys.stdout)
     monkeypatch.setattr(sys, "stderr", sys.stderr)
-    rec = resultcache.Recording("0" * 64)
+    rec = resultcache.Recording(resultcache.key(list(SERVE)), list(SERVE))
     sys.stdout.write("data\n")
     assert sys.stdout.isatty() in (True, False) and not rec.spoiled[0]
     sys.stdout.buffer  # noqa: B018 - bytes written there would not be recorded
@@ -175,11 +175,61 @@ def test_the_least_recently_used_entries_go_first(tmp_path, monkeypatch):
     (tmp_path / "notes.txt").write_text("mine")
     monkeypatch.setattr(sys, "stdout", sys.stdout)
     monkeypatch.setattr(sys, "stderr", sys.stderr)
-    rec = resultcache.Recording("f" * 64)
+    rec = resultcache.Recording(resultcache.key(list(SERVE)), list(SERVE))
     sys.stdout.write("data\n")
     rec.store()
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["notes.txt", "result-1.json", "result-2.json", f"result-{'f' * 32}.json"]
+    assert names == ["notes.txt", "result-1.json", "result-2.json", f"result-{rec.key[:32]}.json"]
+
+
+def test_an_input_edited_during_the_run_is_not_stored_under_the_old_key(tmp_path, monkeypatch):
+    # a script rewrites a catalog file and starts ipd: the run may read the new content after
+    # the key was made from the old one; storing it would replay the new answer for the old file
+    cache, user = tmp_path / "c", tmp_path / "user"
+    cache.mkdir(mode=0o700)
+    user.mkdir()
+    write(user / "economics.yaml", "economics:\n  pue: {value: 1.2, source: uptime-2024}\n")
+    monkeypatch.setenv("IPD_CACHE_DIR", str(cache))
+    monkeypatch.setenv("IPD_CATALOG", str(user))
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    rec = resultcache.Recording(resultcache.key(list(SERVE)), list(SERVE))
+    sys.stdout.write("the answer for pue 1.5\n")
+    write(user / "economics.yaml", "economics:\n  pue: {value: 1.5, source: uptime-2024}\n")
+    rec.store()
+    assert entries(cache) == []
+
+
+def test_the_streams_error_handlers_are_in_the_key(monkeypatch):
+    # output that ascii:replace wrote as 'Caf?' must not be replayed where ascii escapes it
+    import io
+
+    keys = set()
+    for errors in ("strict", "replace"):
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors=errors))
+        keys.add(resultcache.key(list(SERVE)))
+    assert len(keys) == 2
+
+
+def test_a_closed_stream_takes_the_full_path(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", None)
+    assert resultcache.replay_or_record(list(SERVE)) is None
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_on_a_replay_is_one_line(cache, tmp_path):
+    assert ipd(*SERVE, cache=cache, cwd=tmp_path).returncode == 0
+    env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(
+            [sys.executable, "-m", "ipd_cli", *SERVE], stdout=full, stderr=subprocess.PIPE, text=True,
+            env=env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+    assert (
+        r.returncode == 1
+        and r.stderr.startswith("ipd: error: cannot write the output")
+        and "Traceback" not in r.stderr
+    )
 
 
 def test_a_reader_that_goes_away_gets_the_full_paths_exit(cache, tmp_path):

@@ -30,6 +30,9 @@ def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = 
     cat = cache.read(dirs, key) if key else None
     if cat is None:
         cat = build(load_raw(extra_dirs))
-        if key:
+        # a file edited while it was read (a script rewriting a catalog file for each run it
+        # starts) would store one content's catalog under the other's key: store only when the
+        # files still have the content the key was made of
+        if key and cache.fingerprint(dirs) == key:
             cache.write(dirs, key, cat)
     return cat.with_overrides(sets) if sets else cat
