@@ -260,11 +260,19 @@ def replay_or_record(args: list[str]) -> Recording | None:
     writes = lookup(run_key)
     if writes is None:
         return Recording(run_key, args)
+    from ipd_cli.errors import Interrupted
+    from ipd_cli.signals import installed
+
     streams = {1: sys.stdout, 2: sys.stderr}
     try:
-        for number, text in writes:
-            streams[number].write(text)
-        sys.stdout.flush()
+        with installed():  # SIGTERM, SIGHUP as on the full path: a message and 128 + the signal
+            for number, text in writes:
+                streams[number].write(text)
+            sys.stdout.flush()
+    except Interrupted as e:
+        detail = "" if e.name == "SIGINT" else f" ({e.name})"
+        sys.stderr.write(f"ipd: interrupted{detail}\n")
+        raise SystemExit(e.exit_code) from None
     except BrokenPipeError:
         # the reader went away (`| head`): exit 1 quietly, as the full path does (click's rule);
         # what is still buffered goes nowhere rather than to a traceback at exit

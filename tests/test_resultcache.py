@@ -247,3 +247,27 @@ def test_a_reader_that_goes_away_gets_the_full_paths_exit(cache, tmp_path):
     p.stdout.close()  # before the child writes
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 1 and "Traceback" not in err and err == ""
+
+
+def test_a_signal_during_a_replay_exits_as_on_the_full_path(cache, tmp_path):
+    # the stored output blocks on a full pipe; SIGTERM then ends it with the CLI's message and 143
+    # (it was killed by the signal: no message, -15)
+    import signal
+    import time
+
+    curve = ("serve", "--hardware", "h100", "--model", "llama-3.1-8b", "--curve", "-f", "json")
+    first = ipd(*curve, cache=cache, cwd=tmp_path)
+    assert first.returncode == 0 and len(first.stdout) > 70_000  # more than a pipe holds
+    env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ipd_cli", *curve],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert p.stdout.read(1) == b"{"  # replaying (its handlers are in place before it writes)
+    time.sleep(0.3)  # blocked on the pipe nobody reads
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 143 and err.decode() == "ipd: interrupted (SIGTERM)\n"
