@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.layers import builtin_dir
+from ipd_cli.catalog.schema import PROFILE_PRECISION_FRACTIONS
 from ipd_cli.catalog.validation import validate_entry
 from ipd_cli.catalog.yamlio import read_yaml
 from ipd_cli.engine.results import Listing, Pretraining, Serving, ValidationResult
@@ -488,8 +489,9 @@ def _serving_knobs(cat: Catalog, case: Case) -> list[str]:
         return [f"serving.{field}"] if _calibrated(cat, f"serving.{field}") else []
     sv = cat.serving
     stack, family = _stack_family(cat, i)
-    # the MoE share is held per weight precision: a case fits the one it ran at
-    at = f".{_serving_precision(cat, i)}" if field == "moe_compute_share" else ""
+    # the MoE share and the grouped GEMM's streaming are held per weight precision: a case fits the
+    # one it ran at
+    at = f".{_serving_precision(cat, i)}" if field in PROFILE_PRECISION_FRACTIONS else ""
     if family is None or stack not in sv.stacks or family not in sv.stacks[stack].profiles:
         knob = f"serving.{field}{at}"
         return [knob] if _calibrated(cat, knob) else []

@@ -122,3 +122,24 @@ def test_a_profiles_moe_share_is_set_per_precision(catalog):
     assert share is not None and share["fp8"].value == 0.3
     with pytest.raises(InputError, match=r"moe_compute_share: one value per key; name one, e\.g\. .*\.fp4="):
         catalog.with_overrides([f"{profiles}.cdna4.moe_compute_share=0.3"])
+
+
+def test_a_profiles_expert_streaming_is_set_per_precision(catalog):
+    # the grouped GEMM's HBM efficiency is held per weight precision as the MoE share is: --set
+    # replaces the measured one, adds a precision the profile lacks, and a single number is refused
+    profiles = "serving.stacks.sglang.profiles"
+    cat = catalog.with_overrides(
+        [
+            f"{profiles}.cdna4.grouped_gemm_hbm_efficiency.fp4=0.8",
+            f"{profiles}.cdna4.grouped_gemm_hbm_efficiency.fp8=0.6",
+        ]
+    )
+    eff = cat.serving.stacks["sglang"].profiles["cdna4"].grouped_gemm_hbm_efficiency
+    assert eff is not None and {p: s.value for p, s in eff.items()} == {"fp4": 0.8, "fp8": 0.6}
+    assert eff["fp8"].source == eff["fp4"].source == "cli-set"
+    cat = catalog.with_overrides(["serving.stacks.vllm.profiles.cdna4.grouped_gemm_hbm_efficiency.bf16=0.7"])
+    eff = cat.serving.stacks["vllm"].profiles["cdna4"].grouped_gemm_hbm_efficiency
+    assert eff is not None and eff["bf16"].value == 0.7
+    match = r"grouped_gemm_hbm_efficiency: one value per key; name one, e\.g\. .*\.fp4="
+    with pytest.raises(InputError, match=match):
+        catalog.with_overrides([f"{profiles}.cdna4.grouped_gemm_hbm_efficiency=0.8"])

@@ -989,6 +989,45 @@ def test_a_profiles_moe_share_holds_at_the_precision_it_was_fitted_at(catalog):
     assert a.path == "serving.stacks.vllm.profiles.cdna3.moe_compute_share.bf16" and a.value == 0.3
 
 
+def test_a_profiles_expert_streaming_holds_at_the_precision_it_was_measured_at(catalog):
+    # SGLang's grouped-GEMM streaming on MI355X was fitted on MXFP4 points at the top of its range
+    # (0.95): FP8 and BF16 experts run other kernels and stream at the dense value the chain gives
+    # (here the reference), not at the MXFP4 fit. AIConfigurator's TensorRT-LLM measurements hold at
+    # theirs: Hopper FP8, Blackwell NVFP4
+    sv = catalog.serving
+
+    def streaming(hw, precision, cat=catalog, stack=None):
+        r = estimate_serving(cat, hw, "deepseek-v3", precision=precision, stack=stack)
+        return next(a for a in r.assumptions if a.name.startswith("grouped-GEMM HBM efficiency"))
+
+    profiles = "serving.stacks.{}.profiles.{}.grouped_gemm_hbm_efficiency.{}"
+    for hw, stack, family, precision in [
+        ("mi355x", "sglang", "cdna4", "fp4"),
+        ("mi325x", "sglang", "cdna3", "fp8"),
+        ("h200", "trtllm", "hopper", "fp8"),
+        ("b200", "trtllm", "blackwell", "fp4"),
+    ]:
+        a = streaming(hw, precision, stack=stack)
+        assert a.path == profiles.format(stack, family, precision), (hw, precision)
+        held = sv.stacks[stack].profiles[family].grouped_gemm_hbm_efficiency
+        assert held is not None and a.value == held[precision].value
+    for hw, stack, precision, held, dense in [
+        ("mi355x", "sglang", "fp8", "fp4", "serving.decode_hbm_efficiency"),
+        ("mi355x", "sglang", "bf16", "fp4", "serving.decode_hbm_efficiency"),
+        ("mi325x", "sglang", "bf16", "fp8", "serving.decode_hbm_efficiency"),
+        ("b200", None, "fp8", "fp4", "serving.stacks.trtllm.profiles.blackwell.decode_hbm_efficiency"),
+        ("h200", None, "bf16", "fp8", "serving.stacks.trtllm.profiles.hopper.decode_hbm_efficiency"),
+    ]:
+        a = streaming(hw, precision, stack=stack)
+        assert a.name.endswith(f", {precision}): the dense value") and a.path == dense, (hw, precision)
+        assert a.estimate and f"not measured at {precision} (its value is for {held} only)" in a.note
+    # a precision the profile lacks is borrowed along its chain first: SGLang on CDNA 4 borrows
+    # vLLM's CDNA 4 profile, which borrows CDNA 3's
+    lent = catalog.with_overrides(["serving.stacks.vllm.profiles.cdna3.grouped_gemm_hbm_efficiency.fp8=0.5"])
+    a = streaming("mi355x", "fp8", lent, "sglang")
+    assert a.path == "serving.stacks.vllm.profiles.cdna3.grouped_gemm_hbm_efficiency.fp8" and a.value == 0.5
+
+
 def test_a_prompts_expert_parallel_experts_take_the_stacks_prefill_moe_share(catalog):
     # SGLang's prompts over DeepEP run DeepGEMM's contiguous grouped GEMMs at thousands of tokens
     # per expert: where its profile has a prefill MoE share, expert-parallel prompts take it;

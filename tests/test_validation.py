@@ -237,7 +237,7 @@ def test_catalog_defaults_are_the_calibrated_values():
         assert row["fitted"] is None and row["set"] == "" and "reached" in row["status"]
 
 
-def test_a_fitting_case_fits_the_moe_share_of_its_precision(catalog):
+def test_a_fitting_case_fits_the_per_precision_value_of_its_precision(catalog):
     # a stack profile's MoE share is held per weight precision: the MI355X SGLang point (MXFP4) fits
     # the FP4 one, TensorRT-LLM's H200 DEP8 point the Hopper FP8 one
     cases = {c.id: c for c in val.load_cases()[0]}
@@ -250,6 +250,14 @@ def test_a_fitting_case_fits_the_moe_share_of_its_precision(catalog):
     # and InferenceX's MI355X SGLang FP8 TP8 8k/1k points the CDNA 4 FP8 one
     assert val.knobs_of(catalog, cases["ix-dsr1-mi355x-fp8-tp8-8k1k-c64"]) == [
         "serving.stacks.sglang.profiles.cdna4.moe_compute_share.fp8"
+    ]
+    # the grouped GEMM's streaming likewise: SGLang's MI355X TP4 points (MXFP4) fit the CDNA 4 FP4
+    # one, its MI325X TP8 points (FP8) the CDNA 3 FP8 one
+    assert val.knobs_of(catalog, cases["ix-dsr1-mi355x-tp4-1k1k-c32"]) == [
+        "serving.stacks.sglang.profiles.cdna4.grouped_gemm_hbm_efficiency.fp4"
+    ]
+    assert val.knobs_of(catalog, cases["ix-dsr1-mi325x-tp8-1k1k-c32"]) == [
+        "serving.stacks.sglang.profiles.cdna3.grouped_gemm_hbm_efficiency.fp8"
     ]
 
 

@@ -123,7 +123,8 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
 
 class _Table:
     """A mapping to catalog models: of any names (``serving.stacks``), or of the precisions its
-    keys are typed as (a stack profile's ``moe_compute_share``, which may lack some: ``keys``)."""
+    keys are typed as (a stack profile's ``moe_compute_share`` or ``grouped_gemm_hbm_efficiency``,
+    which may lack some: ``keys``)."""
 
     def __init__(self, item: Any, keys: tuple[str, ...] = ()) -> None:
         self.item = item

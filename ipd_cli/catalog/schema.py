@@ -529,11 +529,13 @@ def _fraction(name: str, s: Sourced) -> None:
 
 PROFILE_FRACTIONS = (
     "decode_hbm_efficiency",
-    "grouped_gemm_hbm_efficiency",
     "attention_hbm_efficiency",
     "prefill_moe_compute_share",
     "scale_up_link_efficiency",
 )
+# a profile's fractions held per weight precision: each key is the precision it was measured or
+# fitted at, and holds only there (other precisions run other kernels)
+PROFILE_PRECISION_FRACTIONS = ("grouped_gemm_hbm_efficiency", "moe_compute_share")
 
 
 class NamedChoice(Strict):
@@ -559,9 +561,9 @@ class StackProfile(Strict):
 
     A field left out is borrowed: from the profile ``borrow`` names (the value is then an
     estimate for this family, and ``explain`` says so), else from the reference value of the
-    ``serving`` section (``grouped_gemm_hbm_efficiency`` and ``attention_hbm_efficiency`` fall
-    back to this profile's ``decode_hbm_efficiency``; ``compute_efficiency_factor`` and
-    ``fp4_compute_efficiency_factor`` to 1)."""
+    ``serving`` section (``grouped_gemm_hbm_efficiency``, at a precision no profile of the chain
+    holds, and ``attention_hbm_efficiency`` fall back to the ``decode_hbm_efficiency`` the chain
+    gives; ``compute_efficiency_factor`` and ``fp4_compute_efficiency_factor`` to 1)."""
 
     borrow: str | None = Field(
         default=None,
@@ -572,10 +574,12 @@ class StackProfile(Strict):
         default=None,
         description="achieved share of HBM bandwidth streaming dense weights in decode",
     )
-    grouped_gemm_hbm_efficiency: Sourced | None = unit(
+    grouped_gemm_hbm_efficiency: dict[Precision, Sourced] | None = unit(
         "fraction",
         default=None,
-        description="achieved share of HBM bandwidth streaming routed-expert weights (the grouped GEMM)",
+        description="achieved share of HBM bandwidth streaming routed-expert weights (the grouped GEMM), "
+        "per weight precision it was measured or fitted at (other precisions run other kernels: the "
+        "dense decode_hbm_efficiency for theirs)",
     )
     attention_hbm_efficiency: Sourced | None = unit(
         "fraction", default=None, description="achieved share of HBM bandwidth reading the KV cache"
@@ -636,8 +640,9 @@ class StackProfile(Strict):
             v = getattr(self, name)
             if v is not None:
                 _fraction(name, v)
-        for p, v in (self.moe_compute_share or {}).items():
-            _fraction(f"moe_compute_share.{p}", v)
+        for name in PROFILE_PRECISION_FRACTIONS:
+            for p, v in (getattr(self, name) or {}).items():
+                _fraction(f"{name}.{p}", v)
         for name in ("compute_efficiency_factor", "fp4_compute_efficiency_factor"):
             v = getattr(self, name)
             if v is not None and v.value <= 0:

@@ -203,21 +203,23 @@ def _memory(ctx: ServingContext) -> dict:
     }
 
 
-def _bandwidth(ctx: ServingContext, st: Stack) -> dict:
-    """Achieved HBM rates: dense weights, the KV cache and the routed experts' grouped GEMM (the
-    last two default to the dense value of the same profile)."""
+def _bandwidth(ctx: ServingContext, st: Stack, precision: str) -> dict:
+    """Achieved HBM rates: dense weights, the KV cache and the routed experts' grouped GEMM at the
+    weights' precision (the last two default to the dense value of the same profile)."""
     hbm = ctx.spec("HBM bandwidth", "hbm_tb_per_s")
     dense = stacks.read(ctx, st, "decode HBM efficiency", "decode_hbm_efficiency", "decode_hbm_efficiency")
     rates = {"hbm_rate": hbm * dense}
+    # the grouped GEMM's value holds at the precision it was measured or fitted at; another
+    # precision runs other kernels and streams as the dense weights do (README "Serving stacks")
+    experts = f"grouped_gemm_hbm_efficiency.{precision}"
     for key, field, label in (
         ("kv_rate", "attention_hbm_efficiency", "attention HBM efficiency (KV cache)"),
-        ("expert_rate", "grouped_gemm_hbm_efficiency", "grouped-GEMM HBM efficiency (routed experts)"),
+        ("expert_rate", experts, f"grouped-GEMM HBM efficiency (routed experts, {precision})"),
     ):
         eff = stacks.read(ctx, st, label, field, None)
         if eff is None:  # no separate measurement: the dense streaming efficiency
-            eff = stacks.read(
-                ctx, st, f"{label}: the dense value", "decode_hbm_efficiency", "decode_hbm_efficiency"
-            )
+            dense_label = f"{label}: the dense value"
+            eff = stacks.read(ctx, st, dense_label, "decode_hbm_efficiency", "decode_hbm_efficiency", field)
         rates[key] = hbm * eff
     return rates
 
@@ -406,7 +408,7 @@ def read(
         **_kv_terms(ctx, st, precision, kv_precisions),
         domain=ctx.system.scale_up_domain,
         **_memory(ctx),
-        **_bandwidth(ctx, st),
+        **_bandwidth(ctx, st, precision),
         **_links(ctx, st),
         overhead_s=ctx.take("per-step overhead", "step_overhead_ms_scale_up"),
         overhead_per_layer_s=floor,

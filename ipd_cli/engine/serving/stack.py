@@ -103,12 +103,23 @@ def first_setting(stack: Stack, field: str) -> tuple[str, str, StackProfile, str
     return None
 
 
-def read(ctx: ServingContext, stack: Stack, label: str, field: str, reference: str | None):
+def read(
+    ctx: ServingContext,
+    stack: Stack,
+    label: str,
+    field: str,
+    reference: str | None,
+    instead_of: str | None = None,
+):
     """``field`` of the stack's profile (or the profile it borrows from), else the reference
-    ``serving.<reference>`` (None: no reference; returns None)."""
+    ``serving.<reference>`` (None: no reference; returns None). ``instead_of``: the field (``name.key``)
+    this value stands in for, whose table the chain holds for other keys only; then recorded as an
+    estimate that says so."""
+    stand_in = _stand_in(stack, field, instead_of)
     found = first_setting(stack, field)
     if found is not None:
         st, fam, _, lent = found
+        lent = "; ".join(n for n in (stand_in, lent) if n) or None
         return ctx.inp.read(f"serving.stacks.{st}.profiles.{fam}.{field}", label, borrowed=lent)
     if reference is None:
         return None
@@ -116,7 +127,17 @@ def read(ctx: ServingContext, stack: Stack, label: str, field: str, reference: s
         lent = f"{stack.name} on {stack.family}: not measured{_elsewhere(stack, field)}, the reference value"
     else:
         lent = f"no serving stack is measured on {ctx.system.accelerator}: the reference value"
+    lent = "; ".join(n for n in (stand_in, lent) if n)
     return ctx.inp.read(f"serving.{reference}", label, borrowed=lent)
+
+
+def _stand_in(stack: Stack, field: str, instead_of: str | None) -> str | None:
+    """'sglang on cdna4: grouped_gemm_hbm_efficiency not measured at fp8 (its value is for fp4
+    only), so decode_hbm_efficiency' where the chain holds ``instead_of``'s table for other keys."""
+    if instead_of is None or not (elsewhere := _elsewhere(stack, instead_of)):
+        return None
+    name = instead_of.partition(".")[0]
+    return f"{stack.name} on {stack.family}: {name} not measured{elsewhere}, so {field}"
 
 
 def _elsewhere(stack: Stack, field: str) -> str:
