@@ -9,7 +9,7 @@ from ipd_cli.engine import formulas as f
 
 def test_training_flops_llama_405b():
     # 6N = 6 * 405e9 = 2.43e12; attention = 3 * 2 * L * s * d = 6 * 126 * 8192 * 16384 = 1.01468e11
-    got = f.training_flops_per_token(405e9, 126, 8192, 128 * 128)
+    got = f.training_flops_per_token(405e9, 126, 8192, 128 * 128, 128 * 128)
     assert got == pytest.approx(2.43e12 + 1.01468e11, rel=1e-4)
 
 
@@ -17,7 +17,7 @@ def test_llama_405b_gpu_hours_by_hand():
     # Llama 3.1 405B, 15.6e12 tokens, H100 BF16 989 TF dense, MFU 0.40:
     # FLOPs = 2.53147e12 * 15.6e12 = 3.9491e25; per GPU 0.40 * 989e12 = 3.956e14 FLOP/s
     # GPU-hours = 3.9491e25 / 3.956e14 / 3600 = 2.7729e7 (Meta disclosed 30.84M incl. goodput losses)
-    fpt = f.training_flops_per_token(405e9, 126, 8192, 16384)
+    fpt = f.training_flops_per_token(405e9, 126, 8192, 16384, 16384)
     s = f.seconds_per_token_per_gpu(fpt, 989e12, 0.40, 0.0, 1.0, 0.0)
     gpu_hours = 15.6e12 * s / 3600
     assert gpu_hours == pytest.approx(2.7729e7, rel=1e-3)

@@ -89,6 +89,48 @@ def test_moe_layer_activations_by_hand(catalog):
     assert (b, g) == pytest.approx((h + (A + 2 * kv) + A + h + k * 2 * fe, A + k * h))
 
 
+def test_mla_layer_activations_by_hand(catalog):
+    # the attention half of a DeepSeek-V3 layer, per token, as Megatron-Core's MLA saves it for the
+    # backward (multi_latent_attention.py, TE spec): 128 heads, q/k heads 128 + 64 (RoPE) = 192 wide,
+    # v heads 128, query latent 1,536, key-value latent 512 + the 64-wide RoPE key, hidden 7,168
+    h, qk, v, ql, kvl, rope = 7168, 128 * 192, 128 * 128, 1536, 512, 64
+    # BF16: the layer input, the query latent and the key-value latent with its RoPE key (the
+    # latent norms' inputs), q, k and v at their widths, and the attention output, once (the output
+    # projection saves the tensor the fused attention keeps, at every precision). GEMM inputs, in
+    # the recipe's format: the down-projections' input (the attention norm's output) and the two
+    # normed latents (the up-projections' inputs)
+    bf16 = h + ql + (kvl + rope) + (2 * qk + v) + v
+    gemm_in = h + ql + kvl
+    assert (bf16, gemm_in) == (91200, 9216)
+    groups = ("layer_in", "attn_norm_out", "q_latent", "kv_latent", "latent_norm_out", "qkv")
+    groups += ("attn_out_bf16", "attn_out")
+    for precision, in_bytes, by_hand in (("bf16", 2, 200_832), ("fp8", 1, 191_616)):
+        x = inputs(catalog, "b200", "deepseek-v3", precision, seq=4096)
+        b, g = ts.kept_values({n: v for n, v in ts.layer_activation_groups(x).items() if n in groups}, ())
+        assert b * 2 + g * x["gemm_in_bytes"] == pytest.approx(bf16 * 2 + gemm_in * in_bytes) == by_hand
+    # mla_up_proj (Megatron's CheckpointWithoutOutput over the up-projections and RoPE) frees q, k,
+    # v and the normed latents; the latents and the RoPE key stay as its inputs: 65,664 bytes BF16
+    x = inputs(catalog, "b200", "deepseek-v3", "bf16", seq=4096)
+    kept = {n: v for n, v in ts.layer_activation_groups(x).items() if n in groups}
+    b, g = ts.kept_values(kept, ts.FREES["mla_up_proj"])
+    assert (b + g) * 2 == (h + h + ql + kvl + rope + v) * 2 == 65_664
+
+
+def test_mla_widths_flops_and_parameters_by_hand(catalog):
+    # DeepSeek-V3's attention FLOPs per token at 4,096 tokens, causal: QK^T over 128 x 192, AV over
+    # 128 x 128, 2 FLOPs a multiply-add, half the positions: 4,096 x (24,576 + 16,384) per layer
+    x = inputs(catalog, "b200", "deepseek-v3", "bf16", seq=4096)
+    attention = 61 * 4096 * (128 * 192 + 128 * 128)
+    assert x["fpt"] == pytest.approx(6 * 37e9 + 3 * attention)
+    # the 10T MoE's attention parameters from its MLA shapes (the catalog note's 420.5M a layer):
+    # q down 16,384 x 3,072, q up 3,072 x 128 x 192, kv down 16,384 x (512 + 64), kv up 512 x 128 x
+    # (128 + 128), output 128 x 128 x 16,384
+    x = inputs(catalog, "b200", "moe-10t", "bf16", seq=4096)
+    h = 16384
+    p = h * 3072 + 3072 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h
+    assert x["p_mix"] == p == pytest.approx(420.5e6, rel=1e-3)
+
+
 def test_moe_memory_of_the_published_plan_by_hand(catalog):
     x = inputs(catalog, "b200", "qwen3-235b-a22b", "fp8", seq=4096)
     cols, out = one_plan(x, 64, PLAN_QWEN3 + ",recompute=none,zero=1")
@@ -715,23 +757,27 @@ def test_a_module_set_frees_its_tensors_and_repeats_their_forward_by_hand(catalo
     none, mods = ts.with_recompute(t, 0), ts.with_recompute(t, rc)
     # 8 layers on a stage (2 chunks of ceil(61 / 16) = 4), 4,096 tokens; 3 of the 61 layers are dense
     Ls, T, d = 8, 4096, 3 / 61
-    A = kv = 128 * 128  # ipd's q, k and v widths (128 heads of 128)
+    qk, v = 128 * (128 + 64), 128 * 128  # 128 q/k heads of 128 + 64 (RoPE), v heads of 128
+    ql, kvl = 1536, 512  # the query and key-value latents
     ff, h = 18432, 7168
-    # mla_up_proj frees q, k and v (BF16); mlp the dense FFN's gated FC1 output (BF16, 2 x 18,432)
-    # and its FC2 input (FP8, one byte: the recipe saves GEMM inputs in its format)
+    # mla_up_proj frees q, k and v (BF16) and the normed latents (the up-projections' FP8 inputs);
+    # mlp the dense FFN's gated FC1 output (BF16, 2 x 18,432) and its FC2 input (FP8, one byte: the
+    # recipe saves GEMM inputs in its format)
     assert x["gemm_in_bytes"] == 1
-    freed = Ls * T * ((A + 2 * kv) * 2 + d * (2 * ff * 2 + ff * 1))
+    freed = Ls * T * ((2 * qk + v) * 2 + (ql + kvl) * 1 + d * (2 * ff * 2 + ff * 1))
     assert none["act_bytes"] - mods["act_bytes"] == pytest.approx(freed)
-    assert freed == pytest.approx(3.370e9, rel=1e-3)  # 3.2 GB of q, k, v; 0.15 GB of dense FFN
+    assert freed == pytest.approx(4.511e9, rel=1e-3)  # 4.3 GB of q, k, v; 0.15 GB of dense FFN
 
-    # the backward repeats the up-projections' GEMMs (1,536 x 16,384 for q, 512 x 2 x 16,384 for k
+    # the backward repeats the latent norms (read and write, BF16; their outputs re-cast), the
+    # up-projections' GEMMs (1,536 x 24,576 for q, 512 x (16,384 + 16,384) for k's non-RoPE part
     # and v: 2 calls) and RoPE on q and k (read and write, BF16), and the dense FFN's forward: its
     # two GEMMs, its activation (3 x 18,432 values) and the casts of its two GEMM inputs
     def gemm(flops, calls):
         phi = x["low_share"]
         return flops * (phi / x["low_rate"] + (1 - phi) / x["bf16_rate"]) + calls * x["call_s"]
 
-    up = gemm(2 * T * (1536 * A + 512 * 2 * kv), 2) + T * 2 * (A + kv) * 2 / x["hbm_rate"]
+    up = gemm(2 * T * (ql * qk + kvl * 2 * v), 2)
+    up += T * (2 * (ql + kvl + 2 * qk) * 2 + (ql + kvl) * 3) / x["hbm_rate"]
     mlp = d * gemm(2 * T * 3 * h * ff, 2) + T * d * (3 * ff * 2 + (h + ff) * 3) / x["hbm_rate"]
     assert x["cast_bytes"] == 3  # a cast reads BF16 and writes FP8
     assert mods["bwd_s"] - none["bwd_s"] == pytest.approx(Ls * (up + mlp))

@@ -14,10 +14,12 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine.serving import (
     estimate_serving,
     estimate_serving_curve,
+    physics,
     rollout_deployment,
     serving_context,
     serving_instance,
 )
+from ipd_cli.engine.serving.context import context, kv_bytes_per_token
 from ipd_cli.errors import InfeasibleError, InputError
 
 # Round numbers for the hand calculations, so the arithmetic below does not move when the
@@ -189,6 +191,18 @@ def test_dense_tp2_llama_70b_on_h100_by_hand(round_cat):
     assert s.tpot_ms == pytest.approx(35.43, rel=1e-3)
     assert s.deployment_gpus == 2 and s.decode_bound == "memory"
     little(s)
+
+
+def test_mla_kv_cache_and_attention_flops_by_hand(catalog):
+    # DeepSeek-V3 caches its 512-wide latent and the 64-wide RoPE key per layer (61 layers); decode
+    # attention reads them with the projections absorbed (score over 512 + 64, value over 512, per
+    # query head); a prompt runs on the up-projected heads (q/k 128 + 64 = 192 wide, v 128)
+    ctx = context(catalog, "b200", "deepseek-v3")
+    assert kv_bytes_per_token(ctx.model, 1) == (512 + 64) * 61 == 35_136
+    terms = physics._model_terms(ctx, "fp8", 1000, 1000)
+    per_position = 2 * 128 * (512 + 64) + 2 * 128 * 512
+    assert terms["attn_flops_per_token"] == 61 * per_position * 1500
+    assert terms["prefill_attn_flops_per_token"] == 61 * 1000 * (128 * 192 + 128 * 128)
 
 
 def test_interactivity_target_reads_tpot_not_the_own_ttft(round_cat):

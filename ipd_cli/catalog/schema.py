@@ -257,6 +257,11 @@ class Model(Strict):
     kv_heads: Int | None = Field(default=None, gt=0, description="GQA/MHA KV heads")
     kv_lora_rank: Int | None = Field(default=None, gt=0, description="MLA latent size")
     qk_rope_head_dim: Int | None = Field(default=None, ge=0, description="MLA decoupled RoPE key size")
+    qk_nope_head_dim: Int | None = Field(
+        default=None,
+        gt=0,
+        description="MLA query/key head size without RoPE (none: head_dim); + qk_rope_head_dim per q/k head",
+    )
     q_lora_rank: Int | None = Field(
         default=None,
         gt=0,
@@ -299,6 +304,8 @@ class Model(Strict):
             raise ValueError("give exactly one of kv_heads (GQA/MHA) or kv_lora_rank (MLA)")
         if self.q_lora_rank is not None and self.kv_lora_rank is None:
             raise ValueError("q_lora_rank is an MLA size: give kv_lora_rank too")
+        if self.qk_nope_head_dim is not None and self.kv_lora_rank is None:
+            raise ValueError("qk_nope_head_dim is an MLA size: give kv_lora_rank too")
         if self.experts_per_token > self.experts:
             raise ValueError("experts_per_token cannot exceed experts")
         if self.attention_layers is not None and self.attention_layers > self.layers:
@@ -318,6 +325,13 @@ class Model(Strict):
         if not self.is_moe:
             return 0
         return self.moe_layers if self.moe_layers is not None else self.layers
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of one query/key head: head_dim (GQA/MHA); MLA's non-RoPE part + the RoPE key."""
+        if self.kv_lora_rank is None:
+            return self.head_dim
+        return (self.qk_nope_head_dim or self.head_dim) + (self.qk_rope_head_dim or 0)
 
     @property
     def kv_layers(self) -> int:

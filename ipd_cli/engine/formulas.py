@@ -38,18 +38,19 @@ def ceil(x):
 # --- FLOPs ---------------------------------------------------------------------------------------
 
 
-def attention_flops_per_token_fwd(layers, seq_len, attn_dim):
+def attention_flops_per_token_fwd(layers, seq_len, qk_dim, v_dim):
     """Forward attention FLOPs per token that 2N does not count (QK^T and AV).
 
-    Per layer and token, QK^T and AV each cost 2 * seq * attn_dim multiply-adds
-    for full attention; a causal mask halves that on average: 2 * seq * attn_dim.
+    Per layer and token, QK^T costs 2 * seq * qk_dim FLOPs and AV 2 * seq * v_dim for full
+    attention (qk_dim, v_dim: the query/key and value widths over all heads, equal for GQA/MHA;
+    MLA's q/k heads carry the RoPE part, 192 against 128); a causal mask halves that on average.
     """
-    return 2.0 * layers * seq_len * attn_dim
+    return layers * seq_len * (qk_dim + v_dim)
 
 
-def training_flops_per_token(active_params, layers, seq_len, attn_dim):
+def training_flops_per_token(active_params, layers, seq_len, qk_dim, v_dim):
     """6N + 3x the forward attention term (forward + backward = 3 forward passes)."""
-    return 6.0 * active_params + 3.0 * attention_flops_per_token_fwd(layers, seq_len, attn_dim)
+    return 6.0 * active_params + 3.0 * attention_flops_per_token_fwd(layers, seq_len, qk_dim, v_dim)
 
 
 # --- Scale ---------------------------------------------------------------------------------------
@@ -228,9 +229,9 @@ def max_concurrency(usable_bytes_per_gpu, gpus, weight_bytes, kv_per_token, cont
     return (usable_bytes_per_gpu * gpus - weight_bytes) // (kv_per_token * context_peak)
 
 
-def prefill_flops_per_token(active_params, attention_layers, attn_dim, input_tokens):
+def prefill_flops_per_token(active_params, attention_layers, qk_dim, v_dim, input_tokens):
     """2N plus causal attention over the prompt (see :func:`attention_flops_per_token_fwd`)."""
-    return 2.0 * active_params + attention_flops_per_token_fwd(attention_layers, input_tokens, attn_dim)
+    return 2.0 * active_params + attention_flops_per_token_fwd(attention_layers, input_tokens, qk_dim, v_dim)
 
 
 def prefill_seconds(input_tokens, flops_per_token, achieved_flops_per_s):

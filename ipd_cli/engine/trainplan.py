@@ -198,10 +198,15 @@ def model_inputs(inp: Inputs, cat: Catalog, model: str) -> dict[str, Any]:
         "active": inp.read(f"{m}.active_params", "active parameters"),
         "total": inp.read(f"{m}.total_params", "total parameters"),
         "heads": arch.attention_heads,
-        "attn_dim": arch.attention_heads * arch.head_dim,
-        "kv_width": (arch.kv_heads or arch.attention_heads) * arch.head_dim,
+        "attn_dim": arch.attention_heads * arch.head_dim,  # the attention output (MLA: v heads)
+        # query, key and value widths per token: GQA keys and values per KV head; MLA up-projects
+        # a key per query head, its q/k heads the non-RoPE part + the RoPE part (192 against 128)
+        "q_width": arch.attention_heads * arch.qk_head_dim,
+        "k_width": (arch.kv_heads or arch.attention_heads) * arch.qk_head_dim,
+        "v_width": (arch.kv_heads or arch.attention_heads) * arch.head_dim,
         "q_lora": float(arch.q_lora_rank or 0),  # MLA latents (0: not MLA, or queries from h)
         "kv_lora": float(arch.kv_lora_rank or 0),
+        "rope": float(arch.qk_rope_head_dim or 0) * (arch.kv_lora_rank is not None),  # MLA's shared RoPE key
         "attn_share": arch.kv_layers / arch.layers,
         "experts": float(arch.experts),
         "topk": float(arch.experts_per_token) * arch.is_moe,
@@ -217,6 +222,21 @@ def model_inputs(inp: Inputs, cat: Catalog, model: str) -> dict[str, Any]:
     if arch.training_global_batch_tokens is not None:
         x["recipe_batch"] = inp.read(f"{m}.training_global_batch_tokens", "recipe global batch")
     return x
+
+
+def mixer_params(x: dict):
+    """Attention parameters of one layer from its widths: GQA/MHA the q, k, v and output
+    projections; MLA the query down- and up-projections (or one projection from the hidden state
+    where there is no query latent), the key-value down-projection to the latent and the RoPE key,
+    its up-projection to the keys' non-RoPE part and the values, and the output projection."""
+    h, q, k, v, ql, kvl, r = (
+        x[n] for n in ("hidden", "q_width", "k_width", "v_width", "q_lora", "kv_lora", "rope")
+    )
+    out = x["attn_dim"] * h
+    if not kvl:
+        return h * (q + k + v) + out
+    query = h * ql + ql * q if ql else h * q
+    return query + h * (kvl + r) + kvl * (k - x["heads"] * r + v) + out
 
 
 # not a measured value: a guard for an entry whose embeddings (vocab x hidden, untied twice) would
@@ -242,7 +262,7 @@ def shape(x: dict) -> dict[str, float]:
         p_ffn = nmat * h * x["ffn_given"]
         p_mix = (body - dense_layers * p_ffn - routed_layers * per_moe_layer) / L
     else:
-        p_mix = 2.0 * h * (x["attn_dim"] + x["kv_width"])
+        p_mix = mixer_params(x)
         p_ffn = f.maximum(body - L * p_mix - routed_layers * per_moe_layer, 0.0) / max(dense_layers, 1)
     return {
         "p_mix": f.maximum(p_mix, 0.0),
@@ -367,7 +387,9 @@ def derive(x: dict) -> dict[str, Any]:
     phi = x["low_share"] * low  # GEMM inputs saved for the backward in the GEMM's format
     y["low_saved"] = phi
     y["gemm_in_bytes"] = phi * x["cast_bytes"] + (1.0 - phi) * x["act_bytes"]
-    y["fpt"] = f.training_flops_per_token(x["active"], x["layers"], x["seq"], x["attn_dim"] * x["attn_share"])
+    y["fpt"] = f.training_flops_per_token(
+        x["active"], x["layers"], x["seq"], x["q_width"] * x["attn_share"], x["attn_dim"] * x["attn_share"]
+    )
     # the micro terms of module-set recompute policies, where one can be asked for: the search does
     # not enumerate them, so only a pin brings them in (no pins given: one plan, compute them)
     y["module_sets"] = "pins" not in x or x["pins"].get("rc", 0) >= ts.SET_BASE

@@ -213,7 +213,7 @@ def loss_seconds(P: Cols, x: dict):
 def attention_seconds(P: Cols, x: dict):
     """Forward fused causal attention of one average layer and micro-batch, in BF16."""
     T = tokens(P, x)
-    flops = 2.0 * T * x["seq"] * x["attn_dim"] / P["tp"] * x["attn_share"]
+    flops = T * x["seq"] * (x["q_width"] + x["attn_dim"]) / P["tp"] * x["attn_share"]  # QK^T + AV, causal
     return flops / (x["bf16_peak"] * x["attn_eff"])
 
 
@@ -222,16 +222,17 @@ def layer_elementwise_values(x: dict):
     norms and residual adds (5h per block), RoPE on q and k, the FFN activation, and for MoE
     layers the router, the permute/unpermute of k copies and the combine."""
     h = x["hidden"]
-    mixer = 5.0 * h + 2.0 * (x["attn_dim"] + x["kv_width"])
+    mixer = 5.0 * h + 2.0 * (x["q_width"] + x["k_width"])
     dense = 5.0 * h + x["act_width"] * x["ffn"]
     moe = 6.0 * h + 5.0 * x["topk"] * h + x["act_width"] * x["expert_ffn"] * (x["topk"] + x["shared"])
     return mixer + (1.0 - x["moe_share"]) * dense + x["moe_share"] * moe
 
 
 def layer_cast_values(x: dict):
-    """Values quantised per token before the forward GEMMs of one layer (the GEMM inputs)."""
+    """Values quantised per token before the forward GEMMs of one layer (the GEMM inputs; MLA's
+    normed latents before the up-projections)."""
     h = x["hidden"]
-    mixer = h + x["attn_dim"]
+    mixer = h + x["attn_dim"] + x["q_lora"] + x["kv_lora"]
     dense = h + x["ffn"]
     moe = x["topk"] * (h + x["expert_ffn"]) + x["shared"] * (h + x["expert_ffn"]) + (x["shared"] > 0) * h
     return mixer + (1.0 - x["moe_share"]) * dense + x["moe_share"] * moe
@@ -259,7 +260,7 @@ def layer_tp_seconds(P: Cols, x: dict):
 def layer_cp_seconds(P: Cols, x: dict, inside):
     """Forward context-parallel ring: every GPU receives the other cp - 1 chunks' keys and values."""
     c = P["cp"]
-    kv = 2.0 * x["kv_width"] / P["tp"] * x["act_bytes"]
+    kv = (x["k_width"] + x["v_width"]) / P["tp"] * x["act_bytes"]
     step = tokens(P, x) * kv * x["attn_share"] / link_bytes_per_s(inside, x) + latency(inside, x)
     return (c - 1.0) * step
 
@@ -460,15 +461,27 @@ def layer_activation_groups(x: dict) -> dict[str, tuple[Any, Any]]:
     unpermute is a plain sum that saves nothing (token_dispatcher.py, ``combine_postprocess``).
     The attention output is kept twice by low-precision recipes: in BF16 by fused attention, whose
     backward reads it (FlashAttention-2, Algorithm 2: D = rowsum(dO o O)), and quantised by the
-    output projection for its weight gradient; in BF16 both are one tensor."""
+    output projection for its weight gradient; in BF16 both are one tensor.
+
+    MLA (megatron/core/transformer/multi_latent_attention.py, TE spec: the latent norms fused into
+    the up-projections) keeps the down-projections' outputs, the query latent and the key-value
+    latent with the RoPE key (the norms' inputs; the key-value norm's input is a view of the
+    latent-and-RoPE-key tensor), the normed latents (the up-projections' GEMM inputs) and q, k, v
+    at their own widths (q/k heads with the RoPE part: 192, v 128); its output projection saves
+    the attention output it shares with the fused attention, not a quantised copy (low-precision
+    recipes call ``set_save_original_input`` on it), so MLA keeps that output once, in BF16."""
     h, k, s, aw, A = x["hidden"], x["topk"], x["shared"], x["act_width"], x["attn_dim"]
     fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
+    mla = float(x["kv_lora"] > 0)
     return {
         "layer_in": (h, 0.0),  # the attention norm's input (the residual stream)
         "attn_norm_out": (0.0, h),  # the QKV (MLA: down-projection) GEMMs' input
-        "qkv": (A + 2.0 * x["kv_width"], 0.0),  # q, k, v for the attention backward
-        "attn_out_bf16": (x["low_saved"] * A, 0.0),  # o, for the fused attention's backward
-        "attn_out": (0.0, A),  # the output projection's input
+        "q_latent": (x["q_lora"], 0.0),  # MLA: the query norm's input
+        "kv_latent": (x["kv_lora"] + x["rope"], 0.0),  # MLA: the key-value norm's input, the RoPE key
+        "latent_norm_out": (0.0, x["q_lora"] + x["kv_lora"]),  # MLA: the up-projections' inputs
+        "qkv": (x["q_width"] + x["k_width"] + x["v_width"], 0.0),  # q, k, v for the attention backward
+        "attn_out_bf16": ((1.0 - mla) * x["low_saved"] * A, 0.0),  # o, for the fused attention's backward
+        "attn_out": (mla * A, (1.0 - mla) * A),  # the output projection's input
         "mlp_norm_in": (h, 0.0),
         "dense_norm_out": (0.0, (1.0 - moe) * h),
         "dense_pre_act": ((1.0 - moe) * (aw - 1.0) * ff, 0.0),  # a gated FFN's two halves
@@ -487,6 +500,7 @@ def layer_activation_groups(x: dict) -> dict[str, tuple[Any, Any]]:
 # inputs); full (2) keeps only the layer input
 SELECTIVE_FREES = (
     "attn_norm_out",
+    "latent_norm_out",
     "dense_norm_out",
     "dense_act_out",
     "router_in",
@@ -503,14 +517,15 @@ SET_BASE = 4
 # the saved tensors each module's recompute frees. core_attn checkpoints the fused attention on its
 # inputs q, k, v: it frees only the BF16 output low-precision recipes keep for its backward; layernorm
 # and moe_act discard the norms' and routed experts' activation outputs (output-discarding
-# checkpoints); mla_up_proj the up-projected q, k, v (the latents stay, as GEMM inputs); mlp is the
+# checkpoints); mla_up_proj the up-projected q, k, v and the normed latents (CheckpointWithoutOutput
+# on the up-projections: the latents and the RoPE key stay, as its inputs); mlp is the
 # dense MLP only (transformer_layer.py: not an MoE layer's), moe the whole MoE layer and
 # shared_experts its shared experts, each checkpointed on its input, which stays (the norm output)
 FREES = {
     "core_attn": ("attn_out_bf16",),
     "layernorm": ("attn_norm_out", "dense_norm_out", "router_in", "shared_fc1_in"),
     "moe_act": ("routed_act_out",),
-    "mla_up_proj": ("qkv",),
+    "mla_up_proj": ("latent_norm_out", "qkv"),
     "mlp": ("dense_pre_act", "dense_act_out"),
     "moe": (
         "routed_fc1_in",
@@ -526,6 +541,9 @@ SUBSUMES = {"moe": ("moe_act", "shared_experts")}  # recomputing the layer repea
 GROUP_NAMES = (
     "layer_in",
     "attn_norm_out",
+    "q_latent",
+    "kv_latent",
+    "latent_norm_out",
     "qkv",
     "attn_out_bf16",
     "attn_out",
@@ -588,7 +606,7 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
     gather and scatter, moe its all-to-all (``ep``: the layer's exposed forward dispatch and combine)
     and host wait. A module the model lacks is 0."""
     T = tokens(P, x) / P["tp"]
-    h, k, s, aw, A, kv = x["hidden"], x["topk"], x["shared"], x["act_width"], x["attn_dim"], x["kv_width"]
+    h, k, s, aw = x["hidden"], x["topk"], x["shared"], x["act_width"]
     fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
     has = module_applies(x)
 
@@ -602,10 +620,12 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
     redo["layernorm"] = (0.0, mem(4.0 * h, h + (1.0 - moe) * h + moe * (s > 0) * h), 0.0)
     if has["moe_act"]:
         redo["moe_act"] = (0.0, mem(moe * k * aw * fe, moe * k * fe), 0.0)
-    if has["mla_up_proj"]:  # the query and key-value up-projections (ipd's q, k, v widths) and RoPE
-        flops = 2.0 * tokens(P, x) / P["tp"] * (x["q_lora"] * A + x["kv_lora"] * 2.0 * kv)
+    if has["mla_up_proj"]:  # the latent norms, the query and key-value up-projections and RoPE
+        q, kv_up = x["q_width"], x["k_width"] - x["heads"] * x["rope"] + x["v_width"]
+        flops = 2.0 * tokens(P, x) / P["tp"] * (x["q_lora"] * q + x["kv_lora"] * kv_up)
         up = gemm_seconds(flops, 1.0 + (x["q_lora"] > 0), x)
-        redo["mla_up_proj"] = (up, mem(2.0 * (A + kv), 0.0), 0.0)
+        latents = x["q_lora"] + x["kv_lora"]
+        redo["mla_up_proj"] = (up, mem(2.0 * (latents + q + x["k_width"]), latents), 0.0)
     if has["mlp"]:
         tp = overlapped(2.0 * (1.0 - moe) * tp_op_seconds(P, x), x["tp_overlap"], x)
         redo["mlp"] = ((1.0 - moe) * g["dense"], mem((1.0 - moe) * aw * ff, (1.0 - moe) * (h + ff)), tp)

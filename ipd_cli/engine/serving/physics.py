@@ -123,7 +123,8 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
     per_position = f.attention_flops_per_position(
         arch.attention_heads, arch.head_dim, arch.kv_lora_rank or 0, arch.qk_rope_head_dim or 0
     )
-    attn_dim = arch.attention_heads * arch.head_dim
+    # a prompt's attention runs on up-projected heads (MLA too: only decode reads the latent)
+    qk_dim, v_dim = arch.attention_heads * arch.qk_head_dim, arch.attention_heads * arch.head_dim
     return {
         "moe": arch.is_moe,
         "layers": arch.layers,
@@ -139,7 +140,7 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
         "dense_flops_per_token": 2.0 * dense_active,
         "expert_flops_per_token": 2.0 * routed_active,
         "attn_flops_per_token": arch.kv_layers * per_position * (isl + osl / 2),
-        "prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(arch.kv_layers, isl, attn_dim),
+        "prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(arch.kv_layers, isl, qk_dim, v_dim),
     }
 
 
