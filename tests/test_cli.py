@@ -427,6 +427,18 @@ def test_an_rl_precision_the_gpu_lacks_is_named_and_warned():
     assert "h100-sxm trains (RL) at fp8, not fp4" in r.stderr
 
 
+def test_rl_on_a_gpu_without_the_rollout_precision_names_the_fix_it_can_take():
+    # `ipd rl` has no --precision: the error said "use precision bf16"; it names the --set path,
+    # and that path runs
+    args = ("rl", "--hardware", "a100", "--workload", "rl-swe-agent", "-f", "json")
+    r = run_cli(*args)
+    assert r.code == 2 and r.stderr.count("\n") == 1
+    assert "(--set workload.inference_precision=bf16)" in r.stderr and "use precision" not in r.stderr
+    fixed = run_cli(*args, "--set", "workload.inference_precision=bf16")
+    assert fixed.code == 0, fixed.stderr
+    assert fixed.json()["rl"]["generation_precision"] == "bf16"
+
+
 def test_a_batch_beyond_the_recipe_is_a_warning():
     # 405B on 15.6T tokens in 7 days takes tens of millions of H100: the deadline is met with a global
     # batch several times the recipe's, which costs tokens; stderr says so (the JSON has the multiplier)

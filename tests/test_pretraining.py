@@ -799,6 +799,18 @@ def test_recompute_module_sets_are_pinned_by_name():
     assert known in str(e.value) and "unknown: attn" in str(e.value)
 
 
+def test_a_pinned_module_set_runs_through_the_cli_and_is_named():
+    # the README's form (`--plan recompute=mla_up_proj+mlp`, DeepSeek-V3's B200 recipe)
+    r = run_cli(
+        "train", "--hardware", "b200", "--model", "deepseek-v3", "--tokens", "1e12", "--gpus", "256",
+        "--plan", "recompute=mla_up_proj+mlp", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    p = r.json()["pretraining"]
+    assert p["parallelism"]["recompute"] == "mla_up_proj+mlp"
+    assert "selective recompute (mla_up_proj, mlp)" in p["plan"]
+
+
 def test_a_module_the_model_lacks_is_a_usage_error():
     r = train_plan("h100", "llama-3.1-70b", 64, "recompute=layernorm+moe_act")
     assert r.code == 2 and "llama-3.1-70b has no moe_act to recompute" in r.stderr

@@ -34,6 +34,14 @@ def entries(cache: Path) -> list[Path]:
     return sorted(cache.glob("result-*.json"))
 
 
+def stored_once(cache: Path) -> Path:
+    """The one entry a first run stored, its time set to the epoch: a hit touches it (the tests
+    of the replay's own exits check that the replay, not the full path, ran)."""
+    [entry] = entries(cache)
+    os.utime(entry, ns=(0, 0))
+    return entry
+
+
 @pytest.fixture
 def cache(tmp_path):
     d = tmp_path / "cache"
@@ -219,6 +227,7 @@ def test_a_closed_stream_takes_the_full_path(monkeypatch):
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_full_disk_on_a_replay_is_one_line(cache, tmp_path):
     assert ipd(*SERVE, cache=cache, cwd=tmp_path).returncode == 0
+    entry = stored_once(cache)
     env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
     with open("/dev/full", "w") as full:
         r = subprocess.run(
@@ -230,12 +239,14 @@ def test_a_full_disk_on_a_replay_is_one_line(cache, tmp_path):
         and r.stderr.startswith("ipd: error: cannot write the output")
         and "Traceback" not in r.stderr
     )
+    assert entry.stat().st_mtime_ns > 0  # replayed
 
 
 def test_a_reader_that_goes_away_gets_the_full_paths_exit(cache, tmp_path):
     # `ipd ... | head`: the stored output meets a closed pipe as the full path does (exit 1, no
     # traceback), not with a BrokenPipeError traceback
     assert ipd(*SERVE, cache=cache, cwd=tmp_path).returncode == 0
+    entry = stored_once(cache)
     env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
     p = subprocess.Popen(
         [sys.executable, "-m", "ipd_cli", *SERVE],
@@ -247,6 +258,7 @@ def test_a_reader_that_goes_away_gets_the_full_paths_exit(cache, tmp_path):
     p.stdout.close()  # before the child writes
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 1 and "Traceback" not in err and err == ""
+    assert entry.stat().st_mtime_ns > 0  # replayed
 
 
 def test_a_signal_during_a_replay_exits_as_on_the_full_path(cache, tmp_path):
@@ -258,6 +270,7 @@ def test_a_signal_during_a_replay_exits_as_on_the_full_path(cache, tmp_path):
     curve = ("serve", "--hardware", "h100", "--model", "llama-3.1-8b", "--curve", "-f", "json")
     first = ipd(*curve, cache=cache, cwd=tmp_path)
     assert first.returncode == 0 and len(first.stdout) > 70_000  # more than a pipe holds
+    entry = stored_once(cache)
     env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
     p = subprocess.Popen(
         [sys.executable, "-m", "ipd_cli", *curve],
@@ -271,3 +284,4 @@ def test_a_signal_during_a_replay_exits_as_on_the_full_path(cache, tmp_path):
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 143 and err.decode() == "ipd: interrupted (SIGTERM)\n"
+    assert entry.stat().st_mtime_ns > 0  # replayed
