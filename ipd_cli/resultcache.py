@@ -96,6 +96,8 @@ def cacheable(args: list[str]) -> bool:
 def _distributions() -> list[str]:
     names: list[str] = []
     for entry in sys.path:
+        if os.path.abspath(entry or ".") == os.getcwd():  # `python -m` puts it first: no installation
+            continue
         try:
             names += sorted(n for n in os.listdir(entry or ".") if n.endswith((".dist-info", ".egg-info")))
         except OSError:

@@ -285,3 +285,13 @@ def test_a_signal_during_a_replay_exits_as_on_the_full_path(cache, tmp_path):
     out, err = p.communicate(timeout=60)
     assert p.returncode == 143 and err.decode() == "ipd: interrupted (SIGTERM)\n"
     assert entry.stat().st_mtime_ns > 0  # replayed
+
+
+def test_python_m_from_a_checkout_shares_the_console_scripts_entries(tmp_path, monkeypatch):
+    # `python -m ipd_cli` puts the working directory on sys.path; a checkout's egg-info there made
+    # its key differ from the `ipd` script's for the same code and installation
+    (tmp_path / "intelligence_per_dollar.egg-info").mkdir()
+    monkeypatch.chdir(tmp_path)
+    before = resultcache._distributions()
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    assert resultcache._distributions() == before
