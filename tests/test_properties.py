@@ -165,7 +165,7 @@ def test_cost_is_linear_in_the_rental_price(data, k):
     assert (scaled.gpus, scaled.gpu_hours, scaled.energy_mwh) == (base.gpus, base.gpu_hours, base.energy_mwh)
 
 
-@bounded(10)
+@bounded(6)
 @given(data=st.data(), k=st.floats(0.05, 20))
 def test_tco_cost_is_linear_in_capex_and_electricity(data, k):
     catalog = _catalog()
@@ -186,7 +186,7 @@ def test_tco_cost_is_linear_in_capex_and_electricity(data, k):
     assert cost(capex, kwh * k) - capex_only == pytest.approx(k * (base - capex_only), rel=1e-6)
 
 
-@bounded(8)
+@bounded(5)
 @given(data=st.data(), mfu=st.floats(0.05, 0.8))
 def test_doubling_tokens_doubles_gpu_hours_at_fixed_mfu_and_gpus(data, mfu):
     catalog = _catalog()
@@ -220,7 +220,7 @@ def test_more_gpus_never_lengthen_pretraining(data, more):
         assert later.gpus <= sooner.gpus
 
 
-@bounded(8)
+@bounded(5)
 @given(data=st.data())
 def test_identical_systems_compare_at_exactly_one(data):
     catalog = _catalog()
@@ -240,7 +240,7 @@ def test_identical_systems_compare_at_exactly_one(data):
     assert ratios <= {"same", f"{1.0:.3g}x"}, ratios  # 'same' where a direction is known, else 1x
 
 
-@bounded(5)
+@bounded(3)
 @given(data=st.data())
 def test_the_same_inputs_give_byte_identical_json_that_round_trips(data):
     catalog = _catalog()
