@@ -249,6 +249,29 @@ def _links(ctx: ServingContext, st: Stack) -> dict:
     }
 
 
+def _capped_by_a_narrower_fit(ctx: ServingContext, st: Stack, precision: str, share):
+    """An unmeasured precision's routed experts run no faster, in FLOP/s, than the stack's measured
+    expert kernels at the nearest narrower precision: the same software's overheads (dispatch,
+    wide-EP scheduling) that a fit absorbs are there at every precision. Without the cap SGLang on
+    MI355X served MoE models faster at BF16 (the reference share 0.5) than at its fitted FP8 and
+    FP4. share(p) = min(reference(p), share(q) x peak(q) / peak(p))."""
+    from ipd_cli.catalog.schema import PRECISIONS
+
+    narrower = PRECISIONS[: PRECISIONS.index(precision)]
+    fitted = [q for q in reversed(narrower) if stacks.first_setting(st, f"moe_compute_share.{q}") is not None]
+    if not fitted or ctx.acc.dense_tflops(fitted[0]) is None:
+        return share
+    q = fitted[0]
+    label = f"routed-expert share of dense compute efficiency ({q}; caps {precision}'s expert FLOP/s)"
+    share_q = stacks.read(ctx, st, label, f"moe_compute_share.{q}", None)
+    peak_q = ctx.spec(f"{q} dense peak", f"{q}_dense_tflops")
+    peak_p = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
+    import numpy as np
+
+    capped = np.minimum(share, share_q * peak_q / peak_p)
+    return capped if np.ndim(capped) else float(capped)
+
+
 def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
     if not ctx.model.is_moe:
         one = 1.0
@@ -266,6 +289,8 @@ def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
     # and take the reference for theirs (README "How accurate is ipd", AMD)
     at = f"moe_compute_share.{precision}"
     share = stacks.read(ctx, st, f"routed-expert share of dense compute efficiency ({precision})", at, at)
+    if stacks.first_setting(st, at) is None:
+        share = _capped_by_a_narrower_fit(ctx, st, precision, share)
     prefill = stacks.read(
         ctx, st, "a prompt's routed-expert share of the prefill MFU", "prefill_moe_compute_share", None
     )
