@@ -453,6 +453,14 @@ def test_a_batch_beyond_the_recipe_is_a_warning():
         "train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64"
     )
     assert r.code == 0 and "beyond the recipe" not in r.stderr
+    # a multiplier the warning would print as 1.00x is not worth one (moe-10t on MI300X: 1.0008)
+    from ipd_cli.render.views import warnings
+
+    for m, warned in ((1.0008, False), (1.004, False), (1.006, True)):
+        lines = warnings(
+            {"hardware": "x", "pretraining": {"batch_token_multiplier": m, "global_batch_tokens": 1e7}}
+        )
+        assert any("beyond the recipe" in line for line in lines) is warned, m
 
 
 def test_show_output_validates_against_its_schema():

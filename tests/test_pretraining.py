@@ -796,7 +796,11 @@ def test_recompute_module_sets_are_pinned_by_name():
     ) as e:
         tpn.parse_plan("recompute=mla_up_proj+attn")
     known = "core_attn, layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts"
-    assert known in str(e.value) and "unknown: attn" in str(e.value)
+    assert known in str(e.value) and "unknown or repeated: 'attn'" in str(e.value)
+    # an empty or repeated name was read as the one module ('mlp+', '+mlp', 'mlp+mlp': mlp)
+    for loose, named in (("mlp+", "''"), ("+mlp", "''"), ("mlp+mlp", "'mlp'")):
+        with pytest.raises(InputError, match=f"unknown or repeated: {named}"):
+            tpn.parse_plan(f"recompute={loose}")
 
 
 def test_a_pinned_module_set_runs_through_the_cli_and_is_named():

@@ -141,13 +141,14 @@ def parse_recompute(value: str, item: str) -> int:
     """``selective`` (or none, full, offload), or Megatron-Core modules joined by '+'."""
     if value in RECOMPUTE:
         return RECOMPUTE.index(value)
-    names = [n for n in value.split("+") if n]
+    names = value.split("+")
     unknown = [n for n in names if n not in ts.MODULES]
-    if unknown or not names:
+    if unknown or len(set(names)) < len(names):  # 'mlp+', '+mlp' (an empty name), 'mlp+mlp'
+        unknown = unknown or [n for n in names if names.count(n) > 1][:1]
         raise InputError(
             f"`plan` item '{item}': recompute is one of {', '.join(RECOMPUTE)}, or modules joined by '+' "
             f"from {', '.join(ts.MODULES)} (Megatron-Core's recompute_modules)"
-            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+            + f"; unknown or repeated: {', '.join(repr(n) for n in unknown)}"
         )
     return ts.SET_BASE + sum(2**i for i, m in enumerate(ts.MODULES) if m in names)
 
