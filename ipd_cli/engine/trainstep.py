@@ -315,6 +315,7 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
     cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
     fwd = Ls * (g + a + mem + tp + ep + eager_seconds(P, x)) + cp_fwd + head + loss / 2.0
     bwd = Ls * (2.0 * g + r * a + 2.0 * mem + tp + ep) + cp_bwd + 2.0 * head + loss / 2.0
+    acts = activation_bytes(P, x, Ls)
     return {
         "fwd_s": fwd,
         "bwd_s": bwd,
@@ -333,9 +334,9 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
         "layer_gemm_s": Ls * g,
         "layer_attention_s": Ls * a,
         "layer_memory_s": Ls * mem,
-        **activation_bytes(P, x, Ls),
+        **acts,
         **(module_terms(P, x, Ls, module_redo_seconds(P, x, a, ep)) if x.get("module_sets", True) else {}),
-    } | offload_terms(fwd, bwd, activation_bytes(P, x, Ls)["act_bytes"][0], x)
+    } | offload_terms(fwd, bwd, acts["act_bytes"][0], x)
 
 
 def module_terms(P: Cols, x: dict, Ls, redo: dict) -> dict[str, Any]:
@@ -346,7 +347,7 @@ def module_terms(P: Cols, x: dict, Ls, redo: dict) -> dict[str, Any]:
     has = module_applies(x)
     parts = [tuple(Ls * redo[m][i] if has[m] else 0.0 for m in MODULES) for i in range(3)]
     groups = layer_activation_groups(x)
-    per_group = tuple(b16 * x["act_bytes"] + low * x["gemm_in_bytes"] for b16, low in groups.values())
+    per_group = tuple(groups[g][0] * x["act_bytes"] + groups[g][1] * x["gemm_in_bytes"] for g in GROUP_NAMES)
     return {
         "set_gemm_s": parts[0],
         "set_memory_s": parts[1],
@@ -366,14 +367,15 @@ def module_set_terms(t: dict, rc) -> dict[str, Any]:
     for big, small in SUBSUMES.items():
         for m in small:
             on[m] = on[m] & ~on[big] if hasattr(on[big], "__len__") else on[m] and not on[big]
-    gemm = sum(on[m] * v for m, v in zip(MODULES, t["set_gemm_s"], strict=True))
-    memory = sum(on[m] * v for m, v in zip(MODULES, t["set_memory_s"], strict=True))
-    comm = sum(on[m] * v for m, v in zip(MODULES, t["set_comm_s"], strict=True))
+    redo = {
+        k: sum(on[m] * v for m, v in zip(MODULES, t[f"set_{k}_s"], strict=True))
+        for k in ("gemm", "memory", "comm")
+    }
     kept = 0.0
     for group, value in zip(GROUP_NAMES, t["group_bytes"], strict=True):
         freed = sum(on[m] for m in FREED_BY[group]) > 0
         kept = kept + value - freed * value
-    return {"gemm": gemm, "memory": memory, "comm": comm, "act": t["act_unit"] * kept}
+    return {**redo, "act": t["act_unit"] * kept}
 
 
 def offload_terms(fwd, bwd, kept, x: dict) -> dict[str, Any]:
@@ -514,6 +516,7 @@ SELECTIVE_FREES = (
 # SET_BASE on are module sets: SET_BASE + the sum of 2**i over the recomputed MODULES[i]
 MODULES = ("core_attn", "layernorm", "moe_act", "mla_up_proj", "mlp", "moe", "shared_experts")
 SET_BASE = 4
+SHARED_GROUPS = ("shared_fc1_in", "shared_pre_act", "shared_act_out")  # the shared experts' saved tensors
 # the saved tensors each module's recompute frees. core_attn checkpoints the fused attention on its
 # inputs q, k, v: it frees only the BF16 output low-precision recipes keep for its backward; layernorm
 # and moe_act discard the norms' and routed experts' activation outputs (output-discarding
@@ -527,15 +530,8 @@ FREES = {
     "moe_act": ("routed_act_out",),
     "mla_up_proj": ("latent_norm_out", "qkv"),
     "mlp": ("dense_pre_act", "dense_act_out"),
-    "moe": (
-        "routed_fc1_in",
-        "routed_pre_act",
-        "routed_act_out",
-        "shared_fc1_in",
-        "shared_pre_act",
-        "shared_act_out",
-    ),
-    "shared_experts": ("shared_fc1_in", "shared_pre_act", "shared_act_out"),
+    "moe": ("routed_fc1_in", "routed_pre_act", "routed_act_out", *SHARED_GROUPS),
+    "shared_experts": SHARED_GROUPS,
 }
 SUBSUMES = {"moe": ("moe_act", "shared_experts")}  # recomputing the layer repeats these already
 GROUP_NAMES = (
