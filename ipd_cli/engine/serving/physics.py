@@ -266,10 +266,7 @@ def _capped_by_a_narrower_fit(ctx: ServingContext, st: Stack, precision: str, sh
     share_q = stacks.read(ctx, st, label, f"moe_compute_share.{q}", None)
     peak_q = ctx.spec(f"{q} dense peak", f"{q}_dense_tflops")
     peak_p = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
-    import numpy as np
-
-    capped = np.minimum(share, share_q * peak_q / peak_p)
-    return capped if np.ndim(capped) else float(capped)
+    return f.minimum(share, share_q * peak_q / peak_p)
 
 
 def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
