@@ -143,13 +143,15 @@ def _entry_name(run_key: str) -> str:
 
 
 def _header(run_key: str) -> bytes:
-    return json.dumps({"format": FORMAT, "version": VERSION, "key": run_key}).encode() + b"\n"
+    from ipd_cli.catalog.cache import header
+
+    return header(FORMAT, VERSION, run_key)
 
 
 def lookup(run_key: str) -> list[tuple[int, str]] | None:
     """The writes of the stored run of ``run_key`` ((1 or 2, text) in order), if its entry is
     trusted, intact and of this key; else None."""
-    from ipd_cli.catalog.cache import open_dir, read_entry
+    from ipd_cli.catalog.cache import checked_json, open_dir, read_entry
 
     fd = open_dir(create=False)
     if fd is None:
@@ -160,13 +162,7 @@ def lookup(run_key: str) -> list[tuple[int, str]] | None:
         header = _header(run_key)
         if data is None or not data.startswith(header):
             return None
-        digest, _, body = data[len(header) :].partition(b" ")
-        if hashlib.sha256(body).hexdigest().encode() != digest:
-            return None
-        try:
-            writes = json.loads(body)
-        except ValueError:
-            return None
+        writes = checked_json(data[len(header) :])
         if not isinstance(writes, list) or not all(
             isinstance(w, list) and len(w) == 2 and w[0] in (1, 2) and isinstance(w[1], str) for w in writes
         ):
@@ -218,11 +214,11 @@ class Recording:
         # to other inputs than the key's, so it is not stored
         if self.spoiled[0] or key(self.args) != self.key:
             return
-        body = json.dumps(self.writes).encode()
-        data = _header(self.key) + hashlib.sha256(body).hexdigest().encode() + b" " + body
+        from ipd_cli.catalog.cache import checksummed, open_dir, store_entry
+
+        data = _header(self.key) + checksummed(json.dumps(self.writes).encode())
         if len(data) > MAX_ENTRY_BYTES:
             return
-        from ipd_cli.catalog.cache import open_dir, store_entry
 
         fd = open_dir(create=True)
         if fd is None:

@@ -157,8 +157,29 @@ def fingerprint(dirs: list[Path]) -> str | None:
     return h.hexdigest()
 
 
+def header(fmt: str, version: int, key: str) -> bytes:
+    """An entry's first line: its format, version and key, as JSON."""
+    return json.dumps({"format": fmt, "version": version, "key": key}).encode() + b"\n"
+
+
 def _header(key: str) -> bytes:
-    return json.dumps({"format": FORMAT, "version": VERSION, "key": key}).encode() + b"\n"
+    return header(FORMAT, VERSION, key)
+
+
+def checksummed(text: bytes) -> bytes:
+    """``text`` after its SHA-256 and a space (what :func:`checked_json` reads back)."""
+    return hashlib.sha256(text).hexdigest().encode() + b" " + text
+
+
+def checked_json(data: bytes) -> Any:
+    """The JSON after a :func:`checksummed` prefix, or None when the checksum or the JSON is bad."""
+    digest, _, text = data.partition(b" ")
+    if hashlib.sha256(text).hexdigest().encode() != digest:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 @functools.cache
@@ -223,13 +244,7 @@ def stored_listing(kind: str) -> dict[str, Any] | None:
     parts = _parts(dirs, key) if key else None
     if parts is None:
         return None
-    digest, _, text = parts[0].partition(b" ")
-    if hashlib.sha256(text).hexdigest().encode() != digest:
-        return None
-    try:
-        listings = json.loads(text)
-    except ValueError:
-        return None
+    listings = checked_json(parts[0])
     listing = listings.get(kind) if isinstance(listings, dict) else None
     if (
         not isinstance(listing, dict)
@@ -309,7 +324,7 @@ def _listings(catalog: Catalog) -> bytes:
         if data == listing.model_dump(mode="python"):  # else (a NaN, an object) not stored: a miss
             listings[kind] = data
     text = json.dumps(listings).encode()
-    return hashlib.sha256(text).hexdigest().encode() + b" " + text + b"\n"
+    return checksummed(text) + b"\n"
 
 
 def write(dirs: list[Path], key: str, catalog: Catalog) -> None:
