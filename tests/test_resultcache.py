@@ -30,6 +30,18 @@ def ipd(*args: str, cache: Path, cwd: Path, env: dict[str, str] | None = None) -
     )
 
 
+def started(*args: str, cache: Path, cwd: Path) -> subprocess.Popen:
+    """The console script started with its stdout and stderr on pipes the test reads (or not)."""
+    env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "ipd_cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+
+
 def entries(cache: Path) -> list[Path]:
     return sorted(cache.glob("result-*.json"))
 
@@ -247,14 +259,7 @@ def test_a_reader_that_goes_away_gets_the_full_paths_exit(cache, tmp_path):
     # traceback), not with a BrokenPipeError traceback
     assert ipd(*SERVE, cache=cache, cwd=tmp_path).returncode == 0
     entry = stored_once(cache)
-    env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
-    p = subprocess.Popen(
-        [sys.executable, "-m", "ipd_cli", *SERVE],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
-    )
+    p = started(*SERVE, cache=cache, cwd=tmp_path)
     p.stdout.close()  # before the child writes
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 1 and "Traceback" not in err and err == ""
@@ -271,14 +276,7 @@ def test_a_signal_during_a_replay_exits_as_on_the_full_path(cache, tmp_path):
     first = ipd(*curve, cache=cache, cwd=tmp_path)
     assert first.returncode == 0 and len(first.stdout) > 70_000  # more than a pipe holds
     entry = stored_once(cache)
-    env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
-    p = subprocess.Popen(
-        [sys.executable, "-m", "ipd_cli", *curve],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
-    )
+    p = started(*curve, cache=cache, cwd=tmp_path)
     assert p.stdout.read(1) == b"{"  # replaying (its handlers are in place before it writes)
     time.sleep(0.3)  # blocked on the pipe nobody reads
     p.send_signal(signal.SIGTERM)
