@@ -299,10 +299,12 @@ def test_a_forward_only_pass_by_hand(catalog):
     assert float(ts.forward_seconds(flat, tf, x)) == pytest.approx(4 * tf["fwd_s"])
 
 
-def test_the_size_table_is_the_best_plan_of_every_cluster(catalog):
+@pytest.mark.parametrize("forward_weight", [0.0, 2.0])
+def test_the_size_table_is_the_best_plan_of_every_cluster(catalog, forward_weight):
     # an RL trainer's global batch is pinned: one branch-and-bound search gives the fastest plan on
-    # every cluster up to the cap, the same as the exhaustive grid's running best by GPUs used
-    x = inputs(catalog, "h100-sxm", "llama-3.1-8b", "bf16", seq=4096)
+    # every cluster up to the cap, the same as the exhaustive grid's running best by GPUs used; with
+    # log-prob passes (forward_weight per training pass) the objective counts their forwards too
+    x = {**inputs(catalog, "h100-sxm", "llama-3.1-8b", "bf16", seq=4096), "forward_weight": forward_weight}
     pins = {"gbs": 64}
     fast = tpn.search_sizes(x, 48, pins)
     whole = tpn.by_size(tpn.search_fixed(x, 48, pins, exhaustive=True))

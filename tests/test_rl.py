@@ -352,6 +352,28 @@ def test_more_hbm_bandwidth_never_lengthens_the_frontier_rl_step(hardware, accel
     assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
 
 
+@pytest.mark.parametrize(
+    ("hardware", "accelerator", "field", "base", "workload", "mode", "gpus"),
+    [
+        ("h100-sxm", "h100-sxm", "scale_up_gb_per_s_bidir", 900, "rl-math-reasoning", "colocated", 64),
+        ("gb200-nvl72", "gb200", "scale_out_gbit_per_s", 800, "rl-swe-agent", "disaggregated", 256),
+    ],
+)
+def test_a_faster_network_never_lengthens_the_trainer(
+    hardware, accelerator, field, base, workload, mode, gpus
+):
+    # The log-prob passes run on the training plan, so the plan is ranked by both. Ranked by the
+    # training pass alone, doubled NVLink on H100 picked a plan whose forward was slower: the
+    # trainer (training + log-prob pass) went 1,646.2 -> 1,651.6 s; doubled NICs on GB200 222.3 ->
+    # 222.9 s. An operator can always keep the plan it ran before.
+    times = []
+    for factor in (1, 2):
+        cat = load(sets=[f"accelerators.{accelerator}.{field}={base * factor}"])
+        t = rl(cat, hardware, workload, mode=mode, gpus=gpus).rl.trainer
+        times.append(t.training_pass_s + t.forward_pass_s)
+    assert times[1] <= times[0] * (1 + 1e-12), times
+
+
 def test_split_candidates_are_whole_instances_and_whole_systems():
     from ipd_cli.engine.rl.step import _split_candidates
 

@@ -584,6 +584,13 @@ def test_set_workload_on_train_is_not_silently_ignored():
     clean_error(run_cli(*TRAIN, "--set", "workload.tokens=2e14"), 2, "workload.tokens")
 
 
+def test_setting_a_reported_name_points_at_the_input():
+    # the RL result reports the rollout precision as generation_precision; its input is
+    # inference_precision (a spelling match offered training_precision, a different field)
+    r = run_cli("rl", "--hardware", "b200", "--set", "workload.generation_precision=bf16")
+    clean_error(r, 2, "'generation_precision' is what the result reports, the input is 'inference_precision'")
+
+
 def test_unknown_formats(tmp_path):
     clean_error(run_cli(*TRAIN, "--format", "xml"), 2, "unknown format 'xml'", "json")
     out = tmp_path / "out.xyz"

@@ -81,6 +81,15 @@ def _fields(cls: Any) -> list[str]:
     return list(getattr(cls, "model_fields", {}))
 
 
+def _reported_as(cls: Any, name: str) -> str | None:
+    """The input field a result reports under another name (``reported_as`` in its schema)."""
+    for field, info in getattr(cls, "model_fields", {}).items():
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and extra.get("reported_as") == name:
+            return field
+    return None
+
+
 def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None) -> None:
     name, rest = keys[0], keys[1:]
     if isinstance(node, list):  # price points: address them by label
@@ -101,7 +110,13 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
     key: str | int = int(name) if name not in node and name.isdigit() and int(name) in node else name
     choices = set(node) | set(_fields(cls))
     if key not in choices:
-        raise InputError(f"`sets` {where}.{key}: unknown field{did_you_mean(str(key), map(str, choices))}")
+        field = _reported_as(cls, str(key))
+        hint = (
+            f"; '{key}' is what the result reports, the input is '{field}'"
+            if field
+            else did_you_mean(str(key), map(str, choices))
+        )
+        raise InputError(f"`sets` {where}.{key}: unknown field{hint}")
     if rest == ["value"] and isinstance(node.get(key), dict) and "value" in node[key]:
         _set_leaf(node, key, value)  # X.value=V is X=V: source cli-set, the catalog's range dropped
         return

@@ -996,7 +996,11 @@ class RlWorkload(Strict):
     sandbox_cores: Num = Field(default=0, ge=0, description="CPU cores held by one live sandbox")
     logprob_passes: Int = Field(default=1, ge=0, description="extra forward passes: old policy, reference")
     ppo_epochs: Int = Field(default=1, ge=1)
-    inference_precision: Precision = "fp8"
+    inference_precision: Precision = Field(
+        default="fp8",
+        description="rollout (generation) precision",
+        json_schema_extra={"reported_as": "generation_precision"},  # the RL result's name for it
+    )
     training_precision: Precision = "bf16"
     sync_precision: Precision = "bf16"
     mode: RlMode = "colocated"

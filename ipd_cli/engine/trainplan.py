@@ -687,12 +687,27 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             sub = {k: v[rows] for k, v in macro.items()}
             out = ts.step({**sub, "rc": rc, "zero": z_of[rows]}, index_terms(mm, rows), x)
         spt = np.full_like(best, np.inf)
-        spt[rows] = out["step_s"] * batch_penalty(out["tokens_per_step"], x) / out["tokens_per_step"]
+        out["penalty"] = batch_penalty(out["tokens_per_step"], x)
+        spt[rows] = out["step_s"] * out["penalty"] / out["tokens_per_step"]
+        if x.get("forward_weight", 0.0):  # an RL trainer's log-prob passes run on the plan too
+            sub = {k: v[rows] for k, v in macro.items()} if len(rows) < len(found) else macro
+            fwd = ts.forward_seconds({**sub, "zero": z_of[rows]}, index_terms(terms, rows), x)
+            spt[rows] += _forward_share(fwd, out, x)
         better = found & (spt < best)
         best = np.where(better, spt, best)
         rc_of, zero_of = np.where(better, rc, rc_of), np.where(better, z_of, zero_of)
     macro.update(rc=rc_of, zero=zero_of)
-    return finish(macro, ts.with_recompute(terms, rc_of), x)
+    out = finish(macro, ts.with_recompute(terms, rc_of), x)
+    if x.get("forward_weight", 0.0):
+        out["forward_s"] = ts.forward_seconds(macro, terms, x)
+        out["objective"] = out["seconds_per_token"] + _forward_share(out["forward_s"], out, x)
+    return out
+
+
+def _forward_share(forward_s: Any, out: dict, x: dict) -> Any:
+    """What ``x['forward_weight']`` forward-only passes per training pass add to a plan's seconds
+    per token (an RL trainer: its log-prob passes per PPO epoch, on the same plan)."""
+    return x["forward_weight"] * forward_s * out["penalty"] / out["tokens_per_step"]
 
 
 def finish(P: sr.Columns, mm: dict, x: dict) -> dict[str, Any]:
@@ -840,7 +855,7 @@ def _joined(parts: list) -> Searched:
     out = {k: np.concatenate([np.broadcast_to(p[1][k], p[2].shape) for p in parts]) for k in parts[0][1]}
     space = sr.Space(cols)
     space.require("fits in HBM", np.concatenate([p[2] for p in parts]))
-    return Searched(cols, out, space, out["seconds_per_token"])
+    return Searched(cols, out, space, out.get("objective", out["seconds_per_token"]))
 
 
 def best_row(s: Searched) -> int | None:
@@ -1454,8 +1469,11 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     tokens = gbs * x["seq"]
     penalty = batch_penalty(tokens, x)
 
-    def bound(d, rows):  # seconds per token no plan of the rows on d replicas beats
-        return t_mb[rows] * (gbs / (d * P["mbs"][rows]) + w[rows]) / tokens * penalty
+    rho = x.get("forward_weight", 0.0)  # forward-only passes per training pass (each >= mb fwd_s)
+
+    def bound(d, rows):  # seconds per token (objective) no plan of the rows on d replicas beats
+        mb = gbs / (d * P["mbs"][rows])
+        return (t_mb[rows] * (mb + w[rows]) + rho * m["fwd_s"][rows] * mb) / tokens * penalty
 
     rows = np.arange(len(base))
     lb_min, gpus_min = bound(deg.top, rows), base * deg.least  # the best bound, and the fewest GPUs
@@ -1469,7 +1487,7 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         fits = fits_memory(out, x)
         parts.append((M, out, fits))
         used = np.concatenate([used, (M["tp"] * M["cp"] * M["pp"] * M["dp"])[fits]])
-        best = np.concatenate([best, out["seconds_per_token"][fits]])
+        best = np.concatenate([best, out.get("objective", out["seconds_per_token"])[fits]])
         o = np.argsort(used, kind="stable")
         used, best = used[o], np.minimum.accumulate(best[o])
         if len(used) and len(pending):  # first against the best on the fewest GPUs, then per degree

@@ -7,7 +7,8 @@ batch pinned to the step's N kept samples (one optimizer step per epoch), at the
 precision. Its memory model decides what fits (weights, gradients, optimizer state by sharding
 stage, activations by recompute policy, offloaded activations against host memory); its step time
 is the training pass, and its forward with the pipeline fill and drain (no backward, no gradient
-traffic) is one log-prob pass. MFU is an output. One search serves every trainer size up to the
+traffic) is one log-prob pass; plans are ranked by both (``logprob_passes`` forward passes per
+``ppo_epochs`` training passes). MFU is an output. One search serves every trainer size up to the
 request's largest (:func:`~ipd_cli.engine.trainplan.search_sizes`: the best plan on at most T
 GPUs for every T), memoised in the process, so the split search looks sizes up.
 
@@ -66,6 +67,9 @@ def trainer_rates(
         **tpn.step_inputs(inp),
         "seq": float(max(1, round(nums.mean_length))),
         "tokens": sequences * nums.mean_length,
+        # the plan is ranked by the trainer's whole time: its log-prob passes (forward only) run on
+        # it too, so a plan whose training pass is a little faster but whose forward is slower loses
+        "forward_weight": w.logprob_passes / w.ppo_epochs,
     }
     # RL trainers (NeMo RL and verl on Megatron-Core or FSDP) run 1F1B pipelines, not DualPipe;
     # a published plan (the workload's training_plan) pins its degrees, the global batch stays the
