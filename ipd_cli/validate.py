@@ -205,11 +205,12 @@ def _serve(cat: Catalog, i: dict) -> Any:
 def _prefill_rate(cat: Catalog, i: dict) -> float:
     """A prefill case (metric input_tokens_per_s_per_gpu): the prompt tokens per second one GPU of
     the published prefill instance (``prefill_layout``, EPLB and stack as run) works through,
-    ``input_tokens`` over the instance's seconds per request (its TTFT without queueing) and GPUs.
-    Published prefill-only throughputs measure that instance saturated with prompts."""
+    ``input_tokens`` over the instance's seconds per request (prompts in batches, every rank busy:
+    ``prefill_instance_s``) and GPUs. Published prefill-only throughputs measure that instance
+    saturated with prompts."""
     one = {"output_tokens": 100, **i, "serving": "disaggregated", "concurrency": 1}
     s = _serve(cat, one)  # speculation off, as every serving case unless it says otherwise
-    return float(i["input_tokens"]) / (s.ttft_s * float(s.prefill_instance_gpus or 1))
+    return float(i["input_tokens"]) / (s.prefill_instance_s * float(s.prefill_instance_gpus or 1))
 
 
 def _decode_rate(cat: Catalog, i: dict) -> float:

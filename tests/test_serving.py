@@ -173,7 +173,12 @@ def test_dense_tp2_llama_70b_on_h100_by_hand(round_cat):
     # 8,192 attention FLOPs at the BF16 rate the attention runs at (MFU 0.5 both), plus the two
     # all-reduces per layer of 1,000 x 8,192 values: 71.35 + 1.33 + 11.65 ms
     prefill = 1000 * (2 * 7.06e10 / gemm + 2 * 80 * 1000 * 8192 / attn) / 2 + 80 * 2 * 1000 * 8192 * 2 / 225e9
-    per_instance = 64 * 1000 / (64 * prefill + 1000 * step)  # prefills take turns: 1,802 tok/s
+    # one prompt alone to its first token (TTFT): the same work (TP2: no other rank to share it)
+    # plus the fixed latency of each of its 160 all-reduces (a batch of prompts shares them): 1.6 ms
+    ttft = prefill + 80 * 2 * 10e-6
+    # Little's law: 64 requests in flight, each in the instance for the 64 prefills that take turns
+    # (its own a share of them) plus what its own prompt waits beyond its share, and 1,000 steps
+    per_instance = 64 * 1000 / (64 * prefill + (ttft - prefill) + 1000 * step)  # 1,802 tok/s
     s = serve(round_cat, "h100-sxm", "llama-3.1-70b", precision="fp8", kv_precision="fp8",
               layout="tp2", disaggregated=False, concurrency=64)  # fmt: skip
     assert s.configuration == "TP2 batch 64" and s.parallelism == "tp" and s.tp == 2 and s.pp == 1
@@ -181,7 +186,8 @@ def test_dense_tp2_llama_70b_on_h100_by_hand(round_cat):
     assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
     assert s.step_time_ms == pytest.approx(30.115, rel=1e-4)
     assert s.collective_time_ms == pytest.approx(MS * collectives, rel=1e-9)
-    assert s.ttft_s == pytest.approx(prefill, rel=1e-9)
+    assert s.prefill_instance_s == pytest.approx(prefill, rel=1e-9)
+    assert s.ttft_s == pytest.approx(ttft, rel=1e-9)
     assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)  # 901 tok/s/GPU
     assert s.tokens_per_s_per_user == pytest.approx(per_instance / 64, rel=1e-9)  # 28.2 tok/s
     # TPOT as benchmarks publish it, (latency - TTFT) / output tokens: the 1,000 decode steps and
@@ -229,12 +235,13 @@ def test_prefill_gemms_run_at_the_gemm_efficiency_attention_at_the_prefill_mfu(r
     all_reduce = 80 * 2 * 1000 * 8192 * 2 / 225e9
     kw = dict(precision="fp8", kv_precision="fp8", layout="tp2", disaggregated=False, concurrency=64)
     s = serve(cat, "h100-sxm", "llama-3.1-70b", **kw)
-    assert s.ttft_s == pytest.approx(gemms + attention + all_reduce, rel=1e-9)
-    assert s.ttft_s == pytest.approx(85.65e-3, rel=1e-4)
+    assert s.prefill_instance_s == pytest.approx(gemms + attention + all_reduce, rel=1e-9)
+    assert s.prefill_instance_s == pytest.approx(85.65e-3, rel=1e-4)
     assert s.step_time_ms == pytest.approx(30.115, rel=1e-4)  # decode does not read the prefill MFU
     # the weights' prefill MFU prices only routed experts, which a dense model has none of
     fp8 = serve(round_cat.with_overrides(["serving.prefill_mfu.fp8=0.25"]), "h100-sxm", "llama-3.1-70b", **kw)
-    assert fp8.ttft_s == pytest.approx(serve(round_cat, "h100-sxm", "llama-3.1-70b", **kw).ttft_s, rel=1e-12)
+    base = serve(round_cat, "h100-sxm", "llama-3.1-70b", **kw)
+    assert fp8.prefill_instance_s == pytest.approx(base.prefill_instance_s, rel=1e-12)
 
 
 def test_max_instance_gpus_bounds_the_instance_as_a_benchmark_ran_it(catalog):
@@ -297,8 +304,17 @@ def test_moe_dep4_qwen3_235b_on_b200_by_hand(round_cat):
     flops += 1000 * 2 * 94 * 1000 * 64 * 128 / (4 * 2250e12 * 0.5)
     flops += 1000 * 2 * routed_active / (4 * 4500e12 * 0.5 * 0.5) * 2.0
     a2a = 94 * 2 * (250 * remote * 4096 * 2 * 2.0) / 450e9
-    assert s.ttft_s == pytest.approx(flops + a2a, rel=1e-9)
+    assert s.prefill_instance_s == pytest.approx(flops + a2a, rel=1e-9)
     assert MS * a2a == pytest.approx(4.658, rel=1e-3)
+    # one prompt alone (TTFT): its attention and dense layers run on its own rank (one GPU, not
+    # four), its experts on all four; its rank sends all 1,000 of its tokens (4 x 250) in each
+    # dispatch and combine, each after the 10 us latency: 6.93 + 1.37 + 12.62 + 20.51 ms
+    alone = 1000 * 2 * (2.2e10 - routed_active) / (4500e12 * 0.5)
+    alone += 1000 * 2 * 94 * 1000 * 64 * 128 / (2250e12 * 0.5)
+    alone += 1000 * 2 * routed_active / (4 * 4500e12 * 0.5 * 0.5) * 2.0
+    alone += 94 * 2 * (4 * 250 * remote * 4096 * 2 * 2.0 / 450e9 + 10e-6)
+    assert s.ttft_s == pytest.approx(alone, rel=1e-9)
+    assert s.ttft_s == pytest.approx(41.43e-3, rel=1e-3)
     little(s)
 
 
@@ -314,7 +330,9 @@ def test_amd_stack_profile_by_hand(stack_cat):
     # the prompt's GEMMs at the FP8 rate, its attention at the BF16 rate the stack's attention runs
     # at (the round prefill MFUs equal the decode efficiencies): 0.2200 s
     prefill = 1000 * (2 * 7.06e10 / gemm + 2 * 80 * 1000 * 8192 / attn)
-    per_instance = 64 * 1000 / (64 * prefill + 1000 * step)  # 989.6 tok/s
+    # a prompt alone pays each layer's 100 us floor too (a batch of prompts shares it): + 8 ms
+    ttft = prefill + 80 * 100e-6
+    per_instance = 64 * 1000 / (64 * prefill + (ttft - prefill) + 1000 * step)  # 989.6 tok/s
     free = 192 * 2**30 - 2e9 - 8192 * 8192 * 4 - 7.06e10  # 133.3 GB after the weights
     r = estimate_serving(stack_cat, "mi300x", "llama-3.1-70b", input_tokens=1000, output_tokens=1000,
                          precision="fp8", kv_precision="fp8", layout="tp1", disaggregated=False,
@@ -324,7 +342,8 @@ def test_amd_stack_profile_by_hand(stack_cat):
     assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
     assert s.step_time_ms == pytest.approx(50.721, rel=1e-4)
     assert s.overhead_ms == pytest.approx(10.0, rel=1e-9)  # the floors and the per-step overhead
-    assert s.ttft_s == pytest.approx(prefill, rel=1e-9)
+    assert s.prefill_instance_s == pytest.approx(prefill, rel=1e-9)
+    assert s.ttft_s == pytest.approx(ttft, rel=1e-9)
     assert s.tokens_per_s_per_gpu == pytest.approx(per_instance, rel=1e-9)  # one GPU: 989.6 tok/s
     assert s.max_concurrency == math.floor(0.9 * free / (kv * 2000)) == 366
     names = {a.name: a for a in r.assumptions}
@@ -345,7 +364,8 @@ def test_nvidia_profile_borrows_what_it_lacks_and_says_so(stack_cat):
     step = dense + attention + collectives + 80 * 100e-6 + 2e-3  # 28.452 ms
     # the prompt's GEMMs at the FP8 rate, its attention at the BF16 rate, over the two GPUs
     prefill = 1000 * (2 * 7.06e10 / gemm + 2 * 80 * 1000 * 8192 / attn) / 2 + 80 * 2 * 1000 * 8192 * 2 / 225e9
-    per_instance = 64 * 1000 / (64 * prefill + 1000 * step)  # 1,662 tok/s: 831 per GPU
+    own = 80 * 100e-6 + 80 * 2 * 10e-6  # a prompt alone: each layer's floor, each all-reduce's latency
+    per_instance = 64 * 1000 / (64 * prefill + own + 1000 * step)  # 1,662 tok/s: 831 per GPU
     r = estimate_serving(stack_cat, "h100-sxm", "llama-3.1-70b", input_tokens=1000, output_tokens=1000,
                          precision="fp8", kv_precision="fp8", layout="tp2", disaggregated=False,
                          concurrency=64)  # fmt: skip
@@ -354,6 +374,7 @@ def test_nvidia_profile_borrows_what_it_lacks_and_says_so(stack_cat):
     assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
     assert s.step_time_ms == pytest.approx(28.452, rel=1e-4)
     assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)
+    assert s.ttft_s == pytest.approx(prefill + own, rel=1e-9)
     names = {a.name: a for a in r.assumptions}
     own, lent = names["decode HBM efficiency"], names["GEMM efficiency factor (stack)"]
     assert own.path.endswith("profiles.hopper.decode_hbm_efficiency") and not own.estimate
@@ -447,8 +468,9 @@ def test_disaggregated_pools_are_sized_to_the_decode_rate(round_cat):
               concurrency=64)  # fmt: skip
     assert s.disaggregated and s.configuration.endswith("decode x TP2 batch 64")
     # one decode instance makes 64 / step tokens/s, i.e. that / 1,000 requests/s; a prefill
-    # instance serves 1 / TTFT requests/s: prefill instances per decode instance
-    ratio = 64 / (s.step_time_ms / MS) / 1000 * s.ttft_s
+    # instance serves 1 / prefill_instance_s requests/s (prompts in batches, not one alone as
+    # TTFT): prefill instances per decode instance
+    ratio = 64 / (s.step_time_ms / MS) / 1000 * s.prefill_instance_s
     # the fewest prefill instances that keep up (or one fewer, if a starved decode pool is cheaper)
     assert s.prefill_instances in (
         math.ceil(s.decode_instances * ratio),
@@ -459,7 +481,7 @@ def test_disaggregated_pools_are_sized_to_the_decode_rate(round_cat):
     assert s.deployment_gpus == gpus
     assert s.tokens_per_s_per_user == pytest.approx(MS / s.step_time_ms)
     decode_rate = s.decode_instances * 64 * MS / s.step_time_ms
-    prefill_rate = s.prefill_instances / s.ttft_s * 1000
+    prefill_rate = s.prefill_instances / s.prefill_instance_s * 1000
     assert s.tokens_per_s_per_gpu == pytest.approx(min(decode_rate, prefill_rate) / gpus)
     little(s)
 
@@ -742,7 +764,8 @@ def test_speculative_decoding_by_hand(spec_cat):
     step = dense + attention + collectives + draft + 2e-3  # + 2 ms per step: 31.526 ms
     # the prompt's GEMMs at the FP8 rate, its attention at the BF16 rate, over the two GPUs
     prefill = 1000 * (2 * 7.06e10 / gemm + 2 * 80 * 1000 * 8192 / attn) / 2 + 80 * 2 * 1000 * 8192 * 2 / 225e9
-    per_instance = 64 * 1000 / (64 * prefill + 1000 * step / 1.8)  # 1.8 tokens per step: 2,793 tok/s
+    own = 80 * 2 * 10e-6  # a prompt alone pays each all-reduce's latency (no floor per layer here)
+    per_instance = 64 * 1000 / (64 * prefill + own + 1000 * step / 1.8)  # 1.8 tokens per step: 2,793 tok/s
     kw = dict(precision="fp8", kv_precision="fp8", layout="tp2", disaggregated=False, concurrency=64)
     s = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative=1, **kw)
     assert s.configuration == "TP2 batch 64 + EAGLE-3 (1 draft)"
@@ -914,8 +937,8 @@ def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(
         cat = catalog.with_overrides([f"serving.overlap_comm_sm_share={share}", dispatch, same])
         return estimate_serving(cat, "h100-sxm", "deepseek-v3", stack=stack, **kw).serving
 
-    def ttft(stack, share):
-        return run(stack, share).ttft_s
+    def ttft(stack, share):  # the prefill instance's time per prompt (prompts in batches)
+        return run(stack, share).prefill_instance_s
 
     serial = ttft("trtllm", 0.15)
     assert ttft("trtllm", 0.3) == serial  # no overlap: the SMs the kernels hold do not matter
@@ -936,7 +959,7 @@ def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(
     # SGLang dispatches FP8 (1 B + a 4 B scale per 128 values) and combines BF16: the all-to-alls
     # carry (1.03 + 2) / 4 of the BF16 bytes. At half the SMs (serial) that is all that moves
     fp8 = run("sglang", 0.5, dispatch="serving.stacks.sglang.profiles.hopper.dispatch_bytes_per_value=1.03")
-    assert serial - fp8.ttft_s == pytest.approx(a_hand * (1 - (1.03 + 2) / 4), rel=1e-3)
+    assert serial - fp8.prefill_instance_s == pytest.approx(a_hand * (1 - (1.03 + 2) / 4), rel=1e-3)
 
 
 def test_two_batch_overlap_in_decode_hides_the_dispatch_and_keeps_the_step_monotone(catalog):
@@ -1058,11 +1081,30 @@ def test_a_prompts_expert_parallel_experts_take_the_stacks_prefill_moe_share(cat
         )
         s = estimate_serving(cat, "h100-sxm", "qwen3-235b-a22b", prefill_layout=layout, **kw).serving
         assert not s.prefill_two_batch_overlap
-        return s.ttft_s
+        return s.prefill_instance_s
 
     t1, t2, t4 = ttft(0.25, "dep8"), ttft(0.5, "dep8"), ttft(1.0, "dep8")
     assert t1 - t2 == pytest.approx(2 * (t2 - t4), rel=1e-9) and t2 - t4 > 0
     assert ttft(0.25, "tp8") == ttft(1.0, "tp8")  # MoE-TP prompts do not read it
+
+
+def test_a_lone_prompt_gains_nothing_from_pipeline_stages_or_attention_ranks(catalog):
+    # A user review: one 32k-token DeepSeek-V3 prompt on GB200 reached its first token in 0.49 s
+    # at TP8, 0.38 s at DEP8 and 0.056 s at TP8 PP9: the batched share of the instance (every
+    # rank and stage busy with its own prompt), not one prompt's time. Alone, the stages run one
+    # after another and the attention on one rank: PP9 is TP8 plus hand-offs, DEP8 slower than
+    # TP8; the batched share stays what throughput is priced on, never above the TTFT.
+    kw = dict(input_tokens=32000, output_tokens=500, concurrency=1, disaggregated=False, speculative="off")
+    s = {
+        lay: serve(catalog, "gb200-nvl72", "deepseek-v3", layout=lay, **kw)
+        for lay in ("tp8", "tp8pp9", "dep8")
+    }
+    assert s["tp8"].ttft_s <= s["tp8pp9"].ttft_s <= 1.1 * s["tp8"].ttft_s
+    assert s["tp8pp9"].prefill_instance_s < s["tp8"].prefill_instance_s / 8
+    assert s["dep8"].ttft_s > s["tp8"].ttft_s > s["dep8"].prefill_instance_s
+    for p in s.values():
+        assert p.ttft_s >= p.prefill_instance_s
+        little(p)
 
 
 def test_the_target_reads_interactivity_and_the_result_names_it(catalog):

@@ -364,7 +364,7 @@ def test_a_prefill_case_reads_one_instance_tokens_per_gpu_second(catalog):
         speculative="off", stack="sglang",
     ).serving  # fmt: skip
     assert s.prefill_instance_gpus == 4 and s.prefill_configuration.startswith("DEP4")
-    assert val.predict(catalog, case) == pytest.approx(2000 / (s.ttft_s * 4), rel=1e-12)
+    assert val.predict(catalog, case) == pytest.approx(2000 / (s.prefill_instance_s * 4), rel=1e-12)
 
 
 def test_a_case_may_measure_any_number_its_result_has():

@@ -239,13 +239,16 @@ def prefill_seconds(input_tokens, flops_per_token, achieved_flops_per_s):
     return input_tokens * flops_per_token / achieved_flops_per_s
 
 
-def instance_output_tokens_per_s(batch, output_tokens, prefill_s, step_s, speculative):
-    """Output tokens/s of an instance that keeps ``batch`` requests in flight.
+def instance_output_tokens_per_s(batch, output_tokens, prefill_s, step_s, speculative, own_s=0.0):
+    """Output tokens/s of an instance that keeps ``batch`` requests in flight (Little's law: the
+    batch over each request's time in the instance, times its output tokens).
 
     Each request needs its prefill and ``output_tokens / speculative`` decode steps; the
-    prefills of the ``batch`` requests take turns on the same instance.
+    prefills of the ``batch`` requests take turns on the same instance, each ``prefill_s`` of its
+    time, and a request's own prompt takes ``own_s`` longer than that share to its first token
+    (alone on its attention rank, through the pipeline stages one after another).
     """
-    return batch * output_tokens / (batch * prefill_s + output_tokens * step_s / speculative)
+    return batch * output_tokens / (batch * prefill_s + own_s + output_tokens * step_s / speculative)
 
 
 def aggregated_tpot_seconds(batch, output_tokens, prefill_s, step_s, speculative):

@@ -238,7 +238,17 @@ class Serving(Result):
         description="output tokens/s of one request while it holds a decode slot (speculation "
         "included; aggregated: the prefills that take turns on the instance included)"
     )
-    ttft_s: float = Field(description="time to first token: one request's prefill, no queueing")
+    ttft_s: float = Field(
+        description="time to first token: one request's prefill alone, no queueing (its prompt's "
+        "attention and dense layers on one attention rank, the pipeline stages one after another, "
+        "every layer's kernel floor and collective latency)"
+    )
+    prefill_instance_s: float = Field(
+        default=0.0,
+        description="seconds of a prefill (or aggregated) instance's time per request's prompt when "
+        "prompts come in batches (every rank and stage busy): what throughput is priced on; at most "
+        "ttft_s",
+    )
     tpot_ms: float = Field(
         description="time per output token after the first ((latency - TTFT) / output tokens): "
         "1000 / interactivity as benchmarks publish it; aggregated, the other requests' prefills "

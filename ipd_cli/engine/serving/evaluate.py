@@ -86,6 +86,7 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         n_a2a=np.where(lay["fam"] == DEP, 2, 0),
     )
     out["prefill_s"], out["prefill_tbo"] = _prefill_seconds(ph, lay, out)
+    out["prefill_latency_s"] = f.maximum(_prefill_latency(ph, lay, out), out["prefill_s"])
     return out
 
 
@@ -107,12 +108,58 @@ def _dp_imbalance(ph: Physics, d):
     return np.where(d > 1, imb, 1.0)
 
 
+class _PrefillWork(NamedTuple):
+    """One prompt's prefill over a layout, as the instance's GPUs share it when prompts come in
+    batches (every attention rank and pipeline stage busy with its own prompts): seconds of
+    compute, bytes per GPU of one layer's all-reduce and seconds of one MoE layer's dispatch
+    and combine."""
+
+    dense_attention_s: Any
+    experts_s: Any
+    all_reduce_bytes: Any
+    a2a_s: Any
+
+
 def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     """Seconds of instance time per request's prefill (compute, collectives), and whether the
     stack's two-batch overlap is what gives them (it is taken only where it is shorter)."""
+    pp = lay["pp"]
+    w = _prefill_work(ph, lay, x)
+    compute = w.dense_attention_s + w.experts_s
+    cb, h = ph.collective_bytes, ph.hidden
+    rest = ph.layers / pp * x["n_ar"] * w.all_reduce_bytes / x["link"]
+    rest = rest + (pp > 1) * ph.isl * h * cb / x["pp_link"]
+    a2a_all = ph.moe_layers / pp * x["n_a2a"] * w.a2a_s
+    both = f.two_batch_seconds(compute, a2a_all, ph.overlap_sm_share, ph.two_batch_overlap)
+    return rest + both, both < compute + a2a_all
+
+
+def _prefill_latency(ph: Physics, lay: Columns, x: Columns):
+    """Seconds one prompt alone takes to its first token (TTFT, no queueing): it cannot use the
+    instance as a batch of prompts does. Its attention and dense layers run on its own attention
+    rank (``t`` of a stage's ``s`` GPUs: d times the shared time, its all-reduces and dispatches
+    carry d times the tokens), its experts on its stage's expert group, the stages one after
+    another (pp times a stage's share) with a hand-off between each; every layer takes at least
+    the floor its kernels need, every collective its fixed latency, and nothing overlaps (two
+    batches need two prompts)."""
+    pp, s, t = lay["pp"], lay["s"], lay["t"]
+    d = s / t
+    w = _prefill_work(ph, lay, x)
+    compute = pp * (d * w.dense_attention_s + w.experts_s)
+    layers_s = ph.layers * f.floor_combined_seconds(
+        ph.overhead_per_layer_s, compute / ph.layers, ph.floor_exponent
+    )
+    ar = f.collective_seconds(ph.layers * x["n_ar"], d * w.all_reduce_bytes, x["link"], x["latency"])
+    a2a = ph.moe_layers * x["n_a2a"] * (d * w.a2a_s + x["latency"])
+    hand_off = (pp - 1.0) * (ph.isl * ph.hidden * ph.collective_bytes / x["pp_link"] + x["pp_latency"])
+    return layers_s + ar + a2a + hand_off
+
+
+def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
+    """:class:`_PrefillWork` of each layout."""
     import numpy as np
 
-    g, pp, s, t, e = lay["g"], lay["pp"], lay["s"], lay["t"], lay["e"]
+    g, s, t, e = lay["g"], lay["s"], lay["t"], lay["e"]
     # the dense GEMMs of a prompt run at the large-M GEMM efficiency decode reaches at batch; the
     # causal attention over the prompt at the prefill MFU of the attention's precision (the KV
     # cache's, or the stack's narrowest), the routed experts' grouped GEMMs at the weights'
@@ -122,7 +169,6 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     # stack's prefill share where it has one); tensor-parallel experts keep the MoE share
     share = np.where(e > 1, ph.prefill_moe_share, ph.moe_share)
     experts = ph.expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
-    compute = ph.isl * (dense + attention + experts)
     cb, h = ph.collective_bytes, ph.hidden
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]
     remote = f.remote_ranks_per_token(ph.experts, ph.top_k, e) if ph.moe else 0.0 * e
@@ -137,10 +183,7 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
         np.maximum(across * x["imb_ep"] / ph.link_out, a2a / ph.link_up),
         a2a / x["link"],
     )
-    rest = ph.layers / pp * x["n_ar"] * ar / x["link"] + (pp > 1) * ph.isl * h * cb / x["pp_link"]
-    a2a_all = ph.moe_layers / pp * x["n_a2a"] * a2a_s
-    both = f.two_batch_seconds(compute, a2a_all, ph.overlap_sm_share, ph.two_batch_overlap)
-    return rest + both, both < compute + a2a_all
+    return _PrefillWork(ph.isl * (dense + attention), ph.isl * experts, ar, a2a_s)
 
 
 class _Work(NamedTuple):
@@ -298,7 +341,8 @@ def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
     token (TPOT) counts the other requests' prefills, not the request's own (its TTFT)."""
     decode = ph.osl * step_s / x["accepted"]
     prefill = batch * x["prefill_s"]
-    per_instance = f.instance_output_tokens_per_s(batch, ph.osl, x["prefill_s"], step_s, x["accepted"])
+    own = x["prefill_latency_s"] - x["prefill_s"]  # the request's own prompt waits longer than its share
+    per_instance = f.instance_output_tokens_per_s(batch, ph.osl, x["prefill_s"], step_s, x["accepted"], own)
     return dict(
         tokens_per_s_per_gpu=per_instance / x["paid"],
         tokens_per_s_per_user=per_instance / batch,
@@ -306,7 +350,8 @@ def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
         deployment_gpus=x["paid"],
         decode_instances=batch * 0 + 1,
         prefill_instances=batch * 0,
-        ttft_s=x["prefill_s"],
+        ttft_s=x["prefill_latency_s"] + batch * 0,
+        prefill_instance_s=x["prefill_s"] + batch * 0,
         prefill_share=prefill / (prefill + decode),
     )
 
@@ -342,7 +387,8 @@ def disaggregated(
         deployment_gpus=total,
         decode_instances=n_dec,
         prefill_instances=n_pre,
-        ttft_s=prefill["prefill_s"],
+        ttft_s=prefill["latency_s"],
+        prefill_instance_s=prefill["prefill_s"],
         # the paid GPUs beyond what the decode pool pays alone (all of the prefill pool's when
         # it fills no hole)
         prefill_share=f.maximum(0.0, total - n_dec * x["paid"]) / total,

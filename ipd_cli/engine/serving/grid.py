@@ -374,6 +374,7 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     p_r = p_lay[lr]
     pf_rows = {
         "prefill_s": x["prefill_s"][p_r],
+        "latency_s": x["prefill_latency_s"][p_r],
         "paid": x["paid"][p_r],
         "per_decode": per_decode[lr],
         "decode_per": decode_per[lr],

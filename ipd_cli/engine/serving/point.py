@@ -119,6 +119,7 @@ def _rates(g: Grid, i: int) -> dict[str, Any]:
         tokens_per_s_per_gpu=per_gpu,
         tokens_per_s_per_user=per_user,
         ttft_s=float(r["ttft_s"][i]),
+        prefill_instance_s=float(r["prefill_instance_s"][i]),
         tpot_ms=MS * float(r["tpot_s"][i]),
         interactivity_tokens_per_s=1.0 / float(r["tpot_s"][i]),
         usd_per_million_output_tokens=f.usd_per_million_tokens(ph.price, per_gpu),
