@@ -462,10 +462,16 @@ def serve(
         ),
     ] = None,
     requests_per_s: Annotated[
-        float | None, typer.Option("--requests-per-s", help="Traffic: GPUs needed to serve it.")
+        float | None,
+        typer.Option(
+            "--requests-per-s",
+            help="Traffic: the configuration that serves it on the fewest GPUs, in whole copies of its "
+            "deployment (gpus_for_traffic).",
+        ),
     ] = None,
     tokens_per_day: Annotated[
-        float | None, typer.Option("--tokens-per-day", help="Traffic in output tokens per day.")
+        float | None,
+        typer.Option("--tokens-per-day", help="Traffic in output tokens per day (as --requests-per-s)."),
     ] = None,
     curve: Annotated[
         bool,
@@ -484,7 +490,8 @@ def serve(
     The deployment search tries instance sizes (1 GPU to several scale-up domains), layouts (tp,
     tep, dep, pipeline stages across domains), EPLB, KV precision, batch per scheduler rank and
     aggregated vs disaggregated prefill/decode. With --tokens-per-user-s it returns the cheapest
-    configuration that meets the target; without, maximum throughput. --instance-gpus, --layout,
+    configuration that meets the target; without, maximum throughput; with --requests-per-s or
+    --tokens-per-day, the one that serves that traffic on the fewest GPUs. --instance-gpus, --layout,
     --eplb/--no-eplb and --disaggregated/--aggregated pin parts of the space; --curve gives the
     whole Pareto frontier.
 

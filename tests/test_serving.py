@@ -4,6 +4,7 @@ regressions issue 11 reported (each a fact about a good deployment)."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -20,6 +21,8 @@ from ipd_cli.engine.serving import (
     serving_instance,
 )
 from ipd_cli.engine.serving.context import context, kv_bytes_per_token
+from ipd_cli.engine.serving.estimate import Shape, choose, search
+from ipd_cli.engine.serving.grid import Pins
 from ipd_cli.errors import InfeasibleError, InputError
 
 # Round numbers for the hand calculations, so the arithmetic below does not move when the
@@ -740,6 +743,82 @@ def test_cost_power_and_traffic_identities(catalog):
         catalog, "gb200-nvl72", "llama-3.3-70b", precision="fp4", output_tokens_per_day=100 * 1000 * 86400
     )
     assert daily.gpus_for_traffic == s.gpus_for_traffic
+
+
+def _rows(*rows, feasible=None):
+    """A stand-in grid for :func:`choose`: (GPUs, tokens/s per GPU, tokens/s per user) per row."""
+    import numpy as np
+
+    gpus, tps, usr = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
+    cols = dict(deployment_gpus=gpus, tokens_per_s_per_gpu=tps, tokens_per_s_per_user=usr, tpot_s=1 / usr)
+    ok = np.ones(len(gpus), dtype=bool) if feasible is None else np.array(feasible)
+    return SimpleNamespace(rows=cols, feasible=ok)
+
+
+def test_traffic_is_served_on_the_fewest_gpus_by_hand():
+    # per copy: A 34 x 5,300 = 180,200 tokens/s, B 8 x 4,342 = 34,736, C 2 x 300 = 600, D 8 x 6,000 =
+    # 48,000 but 40 tokens/s per user (misses 50), E faster and more per GPU but infeasible
+    g = _rows((34, 5300, 50), (8, 4342, 55), (2, 300, 51.5), (8, 6000, 40), (1, 1e4, 100))
+    g.feasible[4] = False
+    assert choose(g, 50.0) == (0, True)  # without a traffic: the most tokens/s per GPU
+    # tokens/s -> GPUs of A, B, C: the old rule bought copies of A (34 GPUs at any traffic up to 180,200)
+    assert choose(g, 50.0, 400.0) == (2, True)  # C: 1 copy, 2 GPUs (B 8, A 34)
+    assert choose(g, 50.0, 1000.0) == (2, True)  # C: ceil(1,000 / 600) = 2 copies, 4 GPUs
+    assert choose(g, 50.0, 10240.0) == (1, True)  # B: 8 GPUs (C 18 copies = 36, A 34)
+    # 590,000: A 4 copies = 136 GPUs, B ceil(16.99) = 17 copies = 136: a tie, to the more tokens/s per GPU
+    assert choose(g, 50.0, 590000.0) == (0, True)
+    assert choose(g, 50.0, 1e6) == (0, True)  # A 6 copies = 204 GPUs, B 29 = 232
+    # no target: every feasible row counts; B and D both take 8 GPUs for 10,240, D has more per GPU
+    assert choose(g, None, 10240.0) == (3, None)
+    # no row meets 200 tokens/s per user: the fastest feasible row (B), traffic or not
+    assert choose(g, 200.0) == choose(g, 200.0, 10240.0) == (1, False)
+
+
+def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
+    # the review's case: 10 requests/s of 1,024 output tokens (10,240 tokens/s) at 50 tokens/s per
+    # user took one copy of the 34-GPU disaggregated deployment with the most tokens/s per GPU; one
+    # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search finds
+    # at most that
+    kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
+    peak = serve(catalog, "b200", "deepseek-v3", **kw)
+    eight = serve(
+        catalog, "b200", "deepseek-v3", instance_gpus=8, disaggregated=False, requests_per_s=10, **kw
+    )
+    assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
+    s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
+    assert s.target_met and s.tokens_per_s_per_user >= 50
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 34
+    assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
+    assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
+    little(s)
+    # a tiny traffic (1,000 tokens a day): one copy of the smallest deployment that meets the target
+    tiny = serve(catalog, "b200", "deepseek-v3", output_tokens_per_day=1e3, **kw)
+    g = search(context(catalog, "b200", "deepseek-v3"), Shape(1024, 1024), Pins(), target=50.0)
+    meets = g.feasible & (1 / g.rows["tpot_s"] >= 50.0)
+    assert tiny.instances_for_traffic == 1
+    assert (
+        tiny.gpus_for_traffic
+        == math.ceil(tiny.deployment_gpus)
+        == math.ceil(g.rows["deployment_gpus"][meets].min())
+    )
+    # a large traffic (10,000 requests/s): copies of the highest-throughput deployment need no more
+    big = serve(catalog, "b200", "deepseek-v3", requests_per_s=1e4, **kw)
+    assert big.gpus_for_traffic <= f.gpus_for_traffic(
+        1e4 * 1024, peak.tokens_per_s_per_gpu, peak.deployment_gpus
+    )
+
+
+def test_a_pinned_batch_stays_pinned_under_a_traffic(catalog):
+    # --concurrency pins the batch per instance; the layout around it is still chosen for the traffic
+    kw = dict(input_tokens=1024, output_tokens=1024, concurrency=64)
+    peak = serve(catalog, "b200", "deepseek-v3", **kw)
+    s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
+    assert s.concurrency == peak.concurrency == 64 and s.operating_point == "concurrency"
+    # 10,240 tokens/s: one copy of the best 64-sequence deployment (26 GPUs, disaggregated) before;
+    # a smaller one is enough
+    assert s.gpus_for_traffic <= f.gpus_for_traffic(10240, peak.tokens_per_s_per_gpu, peak.deployment_gpus)
+    assert s.gpus_for_traffic < peak.deployment_gpus
+    little(s)
 
 
 def test_speculative_decoding_by_hand(spec_cat):

@@ -189,3 +189,31 @@ def test_a_wider_precision_never_serves_moe_faster_than_a_narrower_one(catalog, 
     for model in ("deepseek-v3", "qwen3-235b-a22b"):
         rate = {p: served(catalog, hw, model, p, None, None).tokens_per_s_per_gpu for p in ran}
         assert rate["bf16"] <= min(rate[p] for p in ran if p != "bf16") * (1 + 1e-9), (model, rate)
+
+
+@pytest.mark.parametrize(
+    ("hw", "model", "precision", "target"),
+    [("b200", "deepseek-v3", "fp4", 50.0), ("h100-sxm", "llama-3.1-70b", "fp8", None)],
+)
+def test_gpus_for_a_traffic_are_the_fewest_and_grow_with_it(catalog, hw, model, precision, target):
+    # the GPUs a traffic takes never exceed whole copies of the most-tokens/s-per-GPU deployment, and
+    # never fall as the traffic grows; every point still meets the target and Little's law
+    from ipd_cli.engine import formulas as f
+    from ipd_cli.engine.serving.grid import memoized
+
+    kw = dict(precision=precision, tokens_per_user_s=target, **SHAPE)
+    with memoized():
+        peak = estimate_serving(catalog, hw, model, **kw).serving
+        last = 0
+        for rps in (1e-4, 0.3, 3.0, 10.0, 30.0, 100.0, 1e3, 1e4):
+            s = estimate_serving(catalog, hw, model, requests_per_s=rps, **kw).serving
+            old = f.gpus_for_traffic(rps * 1024, peak.tokens_per_s_per_gpu, peak.deployment_gpus)
+            assert last <= s.gpus_for_traffic <= old, rps
+            assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= rps * 1024 * (
+                1 - 1e-12
+            )
+            assert s.target_met is (True if target else None)
+            assert s.tokens_per_s_per_gpu * s.deployment_gpus == pytest.approx(
+                s.deployment_concurrency * s.tokens_per_s_per_user, rel=1e-9
+            )
+            last = s.gpus_for_traffic

@@ -35,7 +35,9 @@ def test_the_scenario_stage_table_follows_the_schema():
         )
 
 
-@pytest.mark.parametrize("pin", ["prefill_layout", "prefill_instances", "concurrency"])
+@pytest.mark.parametrize(
+    "pin", ["prefill_layout", "prefill_instances", "concurrency", "requests_per_s", "output_tokens_per_day"]
+)
 def test_serve_curve_refuses_single_point_pins(catalog, pin):
     value = "tp8" if pin == "prefill_layout" else 2
     with pytest.raises(InputError, match=f"`{pin}`"):

@@ -131,19 +131,26 @@ def _smallest(ctx: ServingContext, g: Grid) -> int:
 # --- choosing ----------------------------------------------------------------------------------
 
 
-def choose(g: Grid, target: float | None) -> tuple[int, bool | None]:
+def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple[int, bool | None]:
     """The row with the most tokens/s per GPU (cheapest: one price per system), among those meeting
     ``target`` tokens/s per user, read as benchmarks publish interactivity: 1 / TPOT, the request's
-    own prefill (its TTFT) left out; when none does, the fastest row and False."""
+    own prefill (its TTFT) left out; when none does, the fastest row and False.
+
+    With a ``traffic`` (output tokens/s) the cost is the whole copies of the deployment it takes:
+    among the same rows, the one with the fewest GPUs for it (:func:`formulas.gpus_for_traffic`,
+    every row at once), ties to the most tokens/s per GPU. A small traffic gets the smallest
+    deployment that is enough, not a copy of the highest-throughput one; a large one approaches
+    the most tokens/s per GPU. When no row meets the target the fastest is still taken."""
     r, ok = g.rows, g.feasible
     tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
-    if target is None:
-        return best_of(tps, ok, usr, -gpus), None
-    speed = 1.0 / r["tpot_s"]
-    meets = ok & (speed >= target)
-    if meets.any():
-        return best_of(tps, meets, speed, -gpus), True
-    return best_of(speed, ok, tps, -gpus), False
+    speed = 1.0 / r["tpot_s"] if target is not None else usr
+    meets = ok & (speed >= target) if target is not None else ok
+    if not meets.any():
+        return best_of(speed, ok, tps, -gpus), False
+    met = True if target is not None else None
+    if traffic is None:
+        return best_of(tps, meets, speed, -gpus), met
+    return best_of(-f.gpus_for_traffic(traffic, tps, gpus), meets, tps, speed, -gpus), met
 
 
 def frontier(g: Grid) -> list[int]:
@@ -324,33 +331,42 @@ def _record(ctx: ServingContext, g: Grid, i: int, why: str) -> None:
     ctx.trace.given("serving configuration", configuration(g, i), "", SEARCH, note=note)
 
 
-def _traffic(point: Serving, requests_per_s: float | None, per_day: float | None, name: str) -> Serving:
+def _requests_per_s(requests_per_s: float | None, per_day: float | None, output_tokens: int) -> float | None:
+    """The traffic in requests/s (None: none given), from either form, checked."""
     if requests_per_s is not None and per_day is not None:
         raise InputError("give at most one of `requests_per_s` or `output_tokens_per_day`")
-    given = "output_tokens_per_day" if per_day is not None else "requests_per_s"
     if per_day is not None:
         if not (math.isfinite(per_day) and per_day > 0):
             raise InputError(f"`output_tokens_per_day` must be a finite number > 0, got {per_day}")
-        requests_per_s = per_day / f.SECONDS_PER_DAY / point.output_tokens
+        requests_per_s = per_day / f.SECONDS_PER_DAY / output_tokens
     elif requests_per_s is None:
-        return point
+        return None
     if not (math.isfinite(requests_per_s) and requests_per_s > 0):
         raise InputError(f"`requests_per_s` must be a finite number > 0, got {requests_per_s}")
-    per_unit = point.tokens_per_s_per_gpu * point.deployment_gpus
-    units_f = f.ceil(requests_per_s * point.output_tokens / per_unit)
-    need = units_f * point.deployment_gpus
+    return requests_per_s
+
+
+def _traffic(
+    point: Serving, traffic: float | None, requests_per_s: float | None, per_day: float | None, name: str
+) -> Serving:
+    """The chosen point with the whole copies of its deployment that serve ``traffic`` requests/s
+    (the same count :func:`choose` minimised)."""
+    if traffic is None:
+        return point
+    tokens, per_gpu, deploy = traffic * point.output_tokens, point.tokens_per_s_per_gpu, point.deployment_gpus
+    need = f.gpus_for_traffic(tokens, per_gpu, deploy)
     if not need <= MAX_GPUS:  # NaN or inf as well: the traffic is beyond any cluster
+        given = "output_tokens_per_day" if per_day is not None else "requests_per_s"
         value = per_day if per_day is not None else requests_per_s
         count = f"{need:,.3g} {name} GPUs, more than {MAX_GPUS:,}"
         if not math.isfinite(need):
             count = f"more than {MAX_GPUS:,} {name} GPUs (the count overflows)"
         raise InputError(f"`{given}` {value:g} needs {count}; give a traffic a cluster can serve")
-    units = int(units_f)
     return point.model_copy(
         update={
-            "gpus_for_traffic": int(f.ceil(units * point.deployment_gpus)),
-            "instances_for_traffic": units,
-            "traffic_requests_per_s": requests_per_s,
+            "gpus_for_traffic": int(need),
+            "instances_for_traffic": int(f.deployment_copies(tokens, per_gpu, deploy)),
+            "traffic_requests_per_s": traffic,
         }
     )
 
@@ -397,7 +413,9 @@ def estimate_serving(
     deployed; mismatched pools run at the slower pool's rate); ``max_instance_gpus`` bounds the
     (decode) instance's size, e.g. one node as a benchmark ran it; ``instance`` is kept
     for compatibility: "best" is the search, "smallest" pins the smallest size that fits. A
-    traffic level (``requests_per_s`` or ``output_tokens_per_day``) adds the GPUs it needs.
+    traffic level (``requests_per_s`` or ``output_tokens_per_day``) takes, among the same
+    configurations, the one that serves it on the fewest GPUs in whole copies of its deployment
+    (``gpus_for_traffic``, ``instances_for_traffic``; ties: the most tokens/s per GPU).
     ``speculative`` pins speculative decoding ("off", "on" or a draft depth; None or "auto": the
     search tries none and every depth with a measured acceptance); ``stack`` names the serving
     stack (None: the best published stack of the accelerator's family).
@@ -420,8 +438,9 @@ def estimate_serving(
     g = search(ctx, shape, pins, instance, tokens_per_user_s)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)
-    i, op, extra = _operating_point(ctx, g, concurrency, tokens_per_user_s)
-    point = _traffic(serving(g, i, op, **extra), requests_per_s, output_tokens_per_day, ctx.name)
+    traffic = _requests_per_s(requests_per_s, output_tokens_per_day, g.ph.osl)
+    i, op, extra = _operating_point(ctx, g, concurrency, tokens_per_user_s, traffic)
+    point = _traffic(serving(g, i, op, **extra), traffic, requests_per_s, output_tokens_per_day, ctx.name)
     return ServeResult(
         hardware=ctx.name, description=ctx.system.description, serving=point, assumptions=ctx.trace.items
     )
@@ -436,26 +455,28 @@ def _check_operating_point(concurrency: int | None, target: float | None) -> Non
 
 
 def _operating_point(
-    ctx: ServingContext, g: Grid, concurrency: int | None, target: float | None
+    ctx: ServingContext, g: Grid, concurrency: int | None, target: float | None, traffic: float | None = None
 ) -> tuple[int, str, dict[str, Any]]:
     """The chosen row of the searched grid, its operating point and the fields that point adds
-    (``target_tokens_per_s_per_user``, ``target_met``), recorded with why it was chosen."""
-    i, met = choose(g, target)
+    (``target_tokens_per_s_per_user``, ``target_met``), recorded with why it was chosen. A
+    ``traffic`` (requests/s) is served on the fewest GPUs: the batch stays pinned with
+    ``concurrency``, the layout and the deployment around it are chosen for the traffic."""
+    tokens = traffic * g.ph.osl if traffic is not None else None
+    i, met = choose(g, target, tokens)
+    best = "the most tokens/s per GPU"
+    if traffic is not None:
+        best = f"the fewest GPUs for {traffic:,.4g} requests/s (then the most tokens/s per GPU)"
     extra: dict[str, Any] = {}
     if concurrency is not None:
         ctx.trace.given("concurrency", concurrency, "sequences per instance", ctx.origin)
-        op, why = "concurrency", f"the most tokens/s per GPU at {concurrency} sequences per instance"
+        op, why = "concurrency", f"{best} at {concurrency} sequences per instance"
     elif target is not None:
         ctx.trace.given("target speed per user", target, "tokens/s", ctx.origin)
         extra = {"target_tokens_per_s_per_user": target, "target_met": met}
         op = "target"
-        why = (
-            "the most tokens/s per GPU that meets the target"
-            if met
-            else "no configuration meets the target: the fastest"
-        )
+        why = f"{best} that meets the target" if met else "no configuration meets the target: the fastest"
     else:
-        op, why = "max-throughput", "the most tokens/s per GPU"
+        op, why = "max-throughput", best
     _record(ctx, g, i, why)
     return i, op, extra
 
