@@ -427,6 +427,21 @@ def test_an_rl_precision_the_gpu_lacks_is_named_and_warned():
     assert "h100-sxm trains (RL) at fp8, not fp4" in r.stderr
 
 
+def test_an_rl_workload_compared_alone_falls_back_like_a_scenario():
+    # `compare gb200 a100 --workload rl-swe-agent` exited 2 with nothing printed: A100 has no dense
+    # FP8 for the rollouts. A comparison runs the next wider precision there (BF16), as the same
+    # workload inside a scenario does, with its warning; GB200 keeps the workload's FP8.
+    for workload in ("rl-swe-agent", "rl-math-reasoning"):
+        r = run_cli("compare", "gb200", "a100", "--workload", workload, "-f", "json")
+        assert r.code == 0, r.stderr
+        rl = {s["hardware"]: s["rl"] for s in r.json()["systems"]}
+        a100, gb200 = rl["a100-sxm"], rl["gb200-nvl72"]
+        assert (a100["generation_precision"], a100["generation_precision_requested"]) == ("bf16", "fp8")
+        assert (gb200["generation_precision"], gb200["generation_precision_requested"]) == ("fp8", None)
+        assert r.stderr.count("generates RL rollouts at bf16, not fp8") == 1, r.stderr
+        assert "a100-sxm generates RL rollouts at bf16, not fp8" in r.stderr
+
+
 def test_rl_on_a_gpu_without_the_rollout_precision_names_the_fix_it_can_take():
     # `ipd rl` has no --precision: the error said "use precision bf16"; it names the --set path,
     # and that path runs

@@ -498,7 +498,8 @@ class Rl(Result):
     generation_precision_requested: str | None = Field(
         default=None,
         description="the workload's inference_precision where the system has no dense figure for it "
-        "and a scenario generates at the next wider one (generation_precision); null otherwise",
+        "and a comparison (a scenario, or the RL workload compared alone) generates at the next "
+        "wider one (generation_precision); null otherwise",
     )
     training_precision: str = Field(description="precision of the trainer's GEMMs")
     training_precision_requested: str | None = Field(
