@@ -503,6 +503,33 @@ def test_an_infeasible_pin_exits_1_naming_why_and_the_nearest_plan():
     assert odd.code == 1 and "no plan with --plan tp=3 fits on 64 GPUs" in odd.stderr
 
 
+def test_an_unmet_pin_names_the_rule_it_breaks():
+    # every unmet pin said "degrees or global batch do not divide", and TP16 on H100 offered TP1
+    wide = train_plan("h100", "llama-3.1-70b", 1024, "tp=16")
+    assert wide.code == 1 and wide.stdout == "" and wide.stderr.count("\n") == 1
+    assert "tensor parallelism stays inside one scale-up domain (8 GPUs here), tp=16 does not" in wide.stderr
+    assert "nearest feasible plan: TP8 " in wide.stderr and "do not divide" not in wide.stderr
+    many = train_plan("h100", "llama-3.1-70b", 1024, "dp=2048")
+    assert many.code == 1
+    assert "tp x cp x pp x dp is at least 2,048 GPUs (dp=2,048), more than the 1,024 given" in many.stderr
+    both = train_plan("h100", "llama-3.1-70b", 1024, "tp=8,pp=16,dp=16")  # 8 x 16 x 16 = 2,048
+    assert "is at least 2,048 GPUs (tp=8, pp=16, dp=16), more than the 1,024 given" in both.stderr
+    heads = train_plan("h100", "llama-3.1-70b", 1024, "tp=3")
+    assert "tensor parallelism divides the 64 attention heads, tp=3 does not" in heads.stderr
+    assert "nearest feasible plan: TP2 " in heads.stderr  # the largest divisor below 3
+    experts = train_plan("h100", "deepseek-v3", 1024, "ep=7")
+    assert "expert parallelism divides the 256 routed experts, ep=7 does not" in experts.stderr
+    deep = train_plan("h100", "llama-3.1-70b", 1024, "pp=100")
+    assert "every pipeline stage holds a layer: pp=100 is more than the 80 layers" in deep.stderr
+    # no cluster runs it: in deadline mode the rule, not "give more days"
+    r = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--days", "30",
+        "--plan", "tp=16",
+    )  # fmt: skip
+    assert r.code == 1 and "runs on any cluster: tensor parallelism stays inside" in r.stderr
+    assert "try --plan tp=8" in r.stderr and "more days" not in r.stderr
+
+
 def test_rubin_gpu_ratio_comes_from_the_specs(catalog, tmp_path):
     base = compare(catalog, ["vera-rubin", "blackwell"], "pretrain-10t-moe")
     rubin, gb200 = (s.pretraining for s in base.systems)
