@@ -487,3 +487,23 @@ def test_show_output_validates_against_its_schema():
     r = run_cli("hardware", "show", "b200", "-f", "json")
     assert r.code == 0
     EntryView.model_validate(r.json())
+
+
+def test_a_serve_instance_larger_than_any_layout_names_the_size():
+    # it said only "tensor parallelism must divide the 64 attention heads"
+    r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "--instance-gpus", "100000")
+    assert r.code == 1 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert "an instance of 100,000 GPUs is larger than the search's largest, 256 GPUs" in r.stderr
+    assert "(32 scale-up domains of 8, serving.max_instance_domains)" in r.stderr
+    assert "smallest instance that fits" not in r.stderr
+
+
+def test_a_switch_in_an_error_is_the_flag_as_typed():
+    # it echoed "--disaggregated False" for --aggregated
+    args = ("serve", "--hardware", "gb200", "--model", "deepseek-v3", "--layout", "tep72")
+    r = run_cli(*args, "--aggregated")
+    assert r.code == 1 and "with --layout tep72, --aggregated:" in r.stderr and "False" not in r.stderr
+    r = run_cli(*args, "--no-eplb")
+    assert "with --layout tep72, --no-eplb:" in r.stderr and "False" not in r.stderr
+    r = run_cli(*args, "--disaggregated")
+    assert "with --layout tep72, --disaggregated:" in r.stderr and "True" not in r.stderr

@@ -265,11 +265,29 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
     nearest = ""
     if near is not None:
         gpus = int(g.lay["g"][li[near]])
-        nearest = f"; the nearest feasible configuration is {configuration(g, near)} on {gpus} GPUs"
+        nearest = f"; the nearest feasible configuration is {configuration(g, near)} on {gpus:,} GPUs"
+    largest = max(instance_sizes(ph))
+    if pins.instance_gpus is not None and pins.instance_gpus > largest and _layout_failure(g):
+        # the layout rules refused every split of the pinned size: the size is the problem
+        return InfeasibleError(
+            f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: an instance of "
+            f"{pins.instance_gpus:,} GPUs is larger than the search's largest, {largest:,} GPUs "
+            f"({ph.max_domains} scale-up domains of {ph.domain}, serving.max_instance_domains), and no "
+            f"layout of {ph.model} spans it (its splits fail: {reason}){nearest}"
+        )
     return InfeasibleError(
         f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: {reason}"
         f"{_smallest_text(g, pins)}{nearest}"
     )
+
+
+def _layout_failure(g: Grid) -> bool:
+    """Every pinned row fails one of the layout rules (the first three checks of ``_checks``: the
+    heads, the experts, the layers) before any memory or batch check."""
+    import numpy as np
+
+    first = g.space.first_failure()[g.pinned]
+    return bool(first.size) and bool(np.all((first >= 0) & (first < 3)))
 
 
 def _smallest_text(g: Grid, pins: Pins) -> str:
