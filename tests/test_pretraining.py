@@ -530,6 +530,17 @@ def test_an_unmet_pin_names_the_rule_it_breaks():
     assert "try --plan tp=8" in r.stderr and "more days" not in r.stderr
 
 
+def test_one_gpu_is_singular():
+    from ipd_cli.errors import counted
+
+    assert (counted(1), counted(2), counted(1_024), counted(1, "trainer GPUs")) == (
+        "1 GPU", "2 GPUs", "1,024 GPUs", "1 trainer GPU",
+    )  # fmt: skip
+    # "no plan fits on 1 GPUs"
+    r = run_cli("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "1")
+    assert r.code == 1 and "no plan fits on 1 GPU:" in r.stderr and "1 GPUs" not in r.stderr
+
+
 def test_rubin_gpu_ratio_comes_from_the_specs(catalog, tmp_path):
     base = compare(catalog, ["vera-rubin", "blackwell"], "pretrain-10t-moe")
     rubin, gb200 = (s.pretraining for s in base.systems)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.errors import InfeasibleError, InputError
+from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from . import formulas as f
 from . import search as sr
@@ -1373,7 +1373,7 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
     """Why nothing runs, and the nearest plan that does (fewest pins dropped)."""
     import numpy as np
 
-    where = f"on {gpus:,} {label}"
+    where = f"on {counted(gpus, label)}"
     first: list[dict] = []
     if len(s) == 0:
         broken = pin_rule(x, pins)
@@ -1395,7 +1395,7 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
     need = smallest_cluster(x, gpus)
     if need is None:
         return f"{what}; no cluster holds it: give a smaller model or more memory per GPU"
-    return f"{what}; the training state needs at least {need:,} GPUs; got `gpus` {gpus:,}"
+    return f"{what}; the training state needs at least {counted(need)}; got `gpus` {gpus:,}"
 
 
 def smallest_cluster(x: dict, gpus: int) -> int | None:
@@ -1455,7 +1455,7 @@ def cluster_rule(gpus: int, pins: dict, label: str = "GPUs") -> str | None:
     if need <= gpus:
         return None
     pinned = ", ".join(f"{k}={pins[k]:,}" for k in ("tp", "cp", "pp", "dp") if k in pins)
-    return f"tp x cp x pp x dp is at least {need:,} {label} ({pinned}), more than the {gpus:,} given"
+    return f"tp x cp x pp x dp is at least {counted(need, label)} ({pinned}), more than the {gpus:,} given"
 
 
 def nearest_plan(x: dict, gpus: int, pins: dict, first: list[dict] | None = None) -> str | None:

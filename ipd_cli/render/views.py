@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipd_cli.errors import counted
+
 # (key, label, unit, better) per block of a per-system result; "drivers" explain the headline rows.
 # better: "higher" or "lower" is better for the reader (the ratio columns then say "1.85x better"),
 # or "" where neither is (instance size, concurrency): a plain ratio.
@@ -410,7 +412,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
         rl = s.get("rl")
         if isinstance(rl, dict) and rl.get("gpus_requested"):
             out.append(
-                f"{hw}: RL post-training runs on {rl['gpus']:,} GPUs, not the workload's "
+                f"{hw}: RL post-training runs on {counted(rl['gpus'])}, not the workload's "
                 f"{rl['gpus_requested']:,}: the fewest that hold the training state "
                 f"({rl['train_gpus']:,}) and one generation instance ({rl['instance_gpus']:,})"
             )
