@@ -541,6 +541,32 @@ def test_one_gpu_is_singular():
     assert r.code == 1 and "no plan fits on 1 GPU:" in r.stderr and "1 GPUs" not in r.stderr
 
 
+def test_plans_show_what_they_rank_by():
+    # two rows had one name (they differ in global batch alone) and the second more tokens/s per
+    # GPU: it ranks lower because its batch, beyond the recipe's, needs more tokens for the same loss
+    r = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "1024",
+        "--plans", "5", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    plans = r.json()["pretraining"]["plans"]
+    for q in plans:
+        assert q["useful_tokens_per_s_per_gpu"] == pytest.approx(
+            q["tokens_per_s_per_gpu"] / q["batch_token_multiplier"], rel=1e-12
+        )
+    useful = [q["useful_tokens_per_s_per_gpu"] for q in plans]
+    assert useful == sorted(useful, reverse=True)
+    first, second = plans[:2]
+    assert first["plan"] == second["plan"] and first["global_batch"] != second["global_batch"]
+    assert second["tokens_per_s_per_gpu"] > first["tokens_per_s_per_gpu"]
+    assert second["batch_token_multiplier"] > 1.0
+    table = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "1024",
+        "--plans", "5", "-f", "markdown",
+    )  # fmt: skip
+    assert "| plan | global_batch |" in table.stdout and "| useful_tokens_per_s_per_gpu |" in table.stdout
+
+
 def test_rubin_gpu_ratio_comes_from_the_specs(catalog, tmp_path):
     base = compare(catalog, ["vera-rubin", "blackwell"], "pretrain-10t-moe")
     rubin, gb200 = (s.pretraining for s in base.systems)

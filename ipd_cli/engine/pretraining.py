@@ -544,6 +544,8 @@ def _summary(c: tpn.Choice, x: dict) -> PlanSummary:
         mfu=run["mfu"],
         memory_gb_per_gpu=run["memory_gb_per_gpu"],
         tokens_per_s_per_gpu=run["tokens_per_s_per_gpu"],
+        batch_token_multiplier=run["batch_token_multiplier"],
+        useful_tokens_per_s_per_gpu=run["tokens_per_s_per_gpu"] / run["batch_token_multiplier"],
         wall_days=run["wall_days"],
     )
 
