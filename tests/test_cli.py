@@ -507,3 +507,14 @@ def test_a_switch_in_an_error_is_the_flag_as_typed():
     assert "with --layout tep72, --no-eplb:" in r.stderr and "False" not in r.stderr
     r = run_cli(*args, "--disaggregated")
     assert "with --layout tep72, --disaggregated:" in r.stderr and "True" not in r.stderr
+
+
+def test_two_names_of_one_system_are_warned_about_once():
+    # `compare vera-rubin rubin` printed two identical columns silently
+    r = run_cli("compare", "vera-rubin", "rubin", "--workload", "pretrain-10t-moe", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert [s["hardware"] for s in r.json()["systems"]] == ["vera-rubin-nvl72"] * 2  # kept, as given
+    line = "ipd: warning: vera-rubin-nvl72 is given 2 times (names or aliases of one system)"
+    assert r.stderr.count(line) == 1
+    other = run_cli("compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe", "-f", "json")
+    assert "is given" not in other.stderr

@@ -401,6 +401,12 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
     ``statuses``: hardware -> (status, unstable), for results that do not carry the status."""
     rows = data["systems"] if isinstance(data.get("systems"), list) else [data] if "hardware" in data else []
     out = []
+    names = [s.get("hardware", "") for s in rows]
+    for hw in dict.fromkeys(n for n in names if names.count(n) > 1):  # `compare vera-rubin rubin`
+        out.append(
+            f"{hw} is given {names.count(hw)} times (names or aliases of one system): its columns are "
+            "the same"
+        )
     for s in rows:
         hw = s.get("hardware", "")
         status, unstable = (statuses or {}).get(hw) or (s.get("status"), False)
@@ -447,7 +453,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{fmt_num(point.get('interactivity_tokens_per_s'))} "
                 f"(concurrency {point.get('concurrency')})"
             )
-    return out
+    return list(dict.fromkeys(out))  # a system given twice warns once
 
 
 def _dict_list(v: Any) -> bool:
