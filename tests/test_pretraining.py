@@ -567,6 +567,18 @@ def test_plans_show_what_they_rank_by():
     assert "| plan | global_batch |" in table.stdout and "| useful_tokens_per_s_per_gpu |" in table.stdout
 
 
+def test_pipeline_stages_need_not_divide_the_layers():
+    # the README said a plan's degrees must divide the layers; the grid takes powers of two too
+    # (PP32 on DeepSeek-V3's 61 layers) and a pinned pp is taken as given (Megatron splits unevenly)
+    from ipd_cli.engine.trainplan import pipeline_pairs
+
+    assert {p[0] for p in pipeline_pairs(61, 4096, {})} == {1, 2, 4, 8, 16, 32, 61}
+    assert {p[0] for p in pipeline_pairs(80, 4096, {"pp": 3})} == {3}
+    r = train_plan("h100", "llama-3.1-70b", 1024, "pp=3")
+    assert r.code == 0, r.stderr
+    assert " PP3 " in r.json()["pretraining"]["plan"]
+
+
 def test_rubin_gpu_ratio_comes_from_the_specs(catalog, tmp_path):
     base = compare(catalog, ["vera-rubin", "blackwell"], "pretrain-10t-moe")
     rubin, gb200 = (s.pretraining for s in base.systems)
