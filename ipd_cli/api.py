@@ -259,9 +259,10 @@ def _one_block(
     r: RlResult | SystemPretraining
     try:
         if w.kind == "rl":
-            from .engine.rl import estimate_rl
+            from .engine.lifecycle import rl_at_supported_precision
 
-            r = estimate_rl(cat, hardware, w, workload_name=name, pricing=pricing, origin=origin)
+            kw = dict(workload_name=name, pricing=pricing, origin=origin)
+            r = rl_at_supported_precision(cat, hardware, w, **kw)
         else:
             from .engine.pretraining import estimate_workload
 

@@ -1090,7 +1090,9 @@ PARAM_FLAGS = {
 
 
 def _command_flags(args: list[str]) -> dict[str, str]:
-    """Parameter name -> flag for the command that ``args`` invoke (built only on an error)."""
+    """Parameter name -> flag for the command that ``args`` invoke (built only on an error); an
+    on/off switch also as ``name True`` and ``name False`` -> the flag that sets each
+    (``disaggregated False`` -> ``--aggregated``)."""
     flags = dict(PARAM_FLAGS)
     command: Any = _command()
     for arg in args:
@@ -1104,6 +1106,9 @@ def _command_flags(args: list[str]) -> dict[str, str]:
             flags[param.name] = (
                 max(long, key=len) if param.name not in PARAM_FLAGS else PARAM_FLAGS[param.name]
             )
+        off = [o for o in getattr(param, "secondary_opts", []) if o.startswith("--")]
+        if param.name and long and off:
+            flags[f"{param.name} True"], flags[f"{param.name} False"] = long[0], off[0]
     return flags
 
 
@@ -1114,6 +1119,11 @@ def _cli_message(message: str, args: list[str]) -> str:
     if "`" not in message:
         return message
     flags = _command_flags(args)
+
+    def switch(m: re.Match) -> str:  # "`disaggregated` False": the flag as typed, --aggregated
+        return flags.get(f"{m.group(1)} {m.group(2)}", m.group(0))
+
+    message = re.sub(r"`([A-Za-z_][A-Za-z0-9_]*)` (True|False)\b", switch, message)
     return re.sub(r"`([A-Za-z_][A-Za-z0-9_]*)`", lambda m: flags.get(m.group(1), m.group(1)), message)
 
 

@@ -103,6 +103,11 @@ class Interrupted(BaseException):
         self.exit_code = 128 + signum
 
 
+def counted(n: float, noun: str = "GPUs") -> str:
+    """``n`` and its plural noun, singular for one: '1,024 GPUs', '1 GPU', '1 trainer GPU'."""
+    return f"{n:,} {noun.removesuffix('s') if n == 1 else noun}"
+
+
 def count_text(n: float) -> str:
     """A count as a reader checks it against a limit: 100,000,001 (not 1e+08), or 1e+15 when huge."""
     return f"{n:,.0f}" if abs(n) < 1e12 else f"{n:.3g}"

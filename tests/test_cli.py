@@ -427,6 +427,21 @@ def test_an_rl_precision_the_gpu_lacks_is_named_and_warned():
     assert "h100-sxm trains (RL) at fp8, not fp4" in r.stderr
 
 
+def test_an_rl_workload_compared_alone_falls_back_like_a_scenario():
+    # `compare gb200 a100 --workload rl-swe-agent` exited 2 with nothing printed: A100 has no dense
+    # FP8 for the rollouts. A comparison runs the next wider precision there (BF16), as the same
+    # workload inside a scenario does, with its warning; GB200 keeps the workload's FP8.
+    for workload in ("rl-swe-agent", "rl-math-reasoning"):
+        r = run_cli("compare", "gb200", "a100", "--workload", workload, "-f", "json")
+        assert r.code == 0, r.stderr
+        rl = {s["hardware"]: s["rl"] for s in r.json()["systems"]}
+        a100, gb200 = rl["a100-sxm"], rl["gb200-nvl72"]
+        assert (a100["generation_precision"], a100["generation_precision_requested"]) == ("bf16", "fp8")
+        assert (gb200["generation_precision"], gb200["generation_precision_requested"]) == ("fp8", None)
+        assert r.stderr.count("generates RL rollouts at bf16, not fp8") == 1, r.stderr
+        assert "a100-sxm generates RL rollouts at bf16, not fp8" in r.stderr
+
+
 def test_rl_on_a_gpu_without_the_rollout_precision_names_the_fix_it_can_take():
     # `ipd rl` has no --precision: the error said "use precision bf16"; it names the --set path,
     # and that path runs
@@ -472,3 +487,34 @@ def test_show_output_validates_against_its_schema():
     r = run_cli("hardware", "show", "b200", "-f", "json")
     assert r.code == 0
     EntryView.model_validate(r.json())
+
+
+def test_a_serve_instance_larger_than_any_layout_names_the_size():
+    # it said only "tensor parallelism must divide the 64 attention heads"
+    r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "--instance-gpus", "100000")
+    assert r.code == 1 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert "an instance of 100,000 GPUs is larger than the search's largest, 256 GPUs" in r.stderr
+    assert "(32 scale-up domains of 8, serving.max_instance_domains)" in r.stderr
+    assert "smallest instance that fits" not in r.stderr
+
+
+def test_a_switch_in_an_error_is_the_flag_as_typed():
+    # it echoed "--disaggregated False" for --aggregated
+    args = ("serve", "--hardware", "gb200", "--model", "deepseek-v3", "--layout", "tep72")
+    r = run_cli(*args, "--aggregated")
+    assert r.code == 1 and "with --layout tep72, --aggregated:" in r.stderr and "False" not in r.stderr
+    r = run_cli(*args, "--no-eplb")
+    assert "with --layout tep72, --no-eplb:" in r.stderr and "False" not in r.stderr
+    r = run_cli(*args, "--disaggregated")
+    assert "with --layout tep72, --disaggregated:" in r.stderr and "True" not in r.stderr
+
+
+def test_two_names_of_one_system_are_warned_about_once():
+    # `compare vera-rubin rubin` printed two identical columns silently
+    r = run_cli("compare", "vera-rubin", "rubin", "--workload", "pretrain-10t-moe", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert [s["hardware"] for s in r.json()["systems"]] == ["vera-rubin-nvl72"] * 2  # kept, as given
+    line = "ipd: warning: vera-rubin-nvl72 is given 2 times (names or aliases of one system)"
+    assert r.stderr.count(line) == 1
+    other = run_cli("compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe", "-f", "json")
+    assert "is given" not in other.stderr

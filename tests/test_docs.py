@@ -232,3 +232,13 @@ def test_readme_python_runs_and_its_overrides_matter(code):
     without = re.sub(r"sets=\[[^\]]*\]", "sets=[]", code)
     if without != code:
         assert _printed(without) != printed, "the README's override changes nothing in what it prints"
+
+
+def test_the_readme_calls_a_system_roadmap_only_where_the_catalog_does(catalog):
+    # the README said "roadmap Rubin" while `ipd hardware list` marks vera-rubin-nvl72 shipping
+    import re
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert catalog.system("vera-rubin").status == "shipping"
+    assert catalog.system("rubin-ultra").status == "roadmap"
+    assert not re.search(r"roadmap Rubin(?! Ultra)", text, re.IGNORECASE)

@@ -503,6 +503,82 @@ def test_an_infeasible_pin_exits_1_naming_why_and_the_nearest_plan():
     assert odd.code == 1 and "no plan with --plan tp=3 fits on 64 GPUs" in odd.stderr
 
 
+def test_an_unmet_pin_names_the_rule_it_breaks():
+    # every unmet pin said "degrees or global batch do not divide", and TP16 on H100 offered TP1
+    wide = train_plan("h100", "llama-3.1-70b", 1024, "tp=16")
+    assert wide.code == 1 and wide.stdout == "" and wide.stderr.count("\n") == 1
+    assert "tensor parallelism stays inside one scale-up domain (8 GPUs here), tp=16 does not" in wide.stderr
+    assert "nearest feasible plan: TP8 " in wide.stderr and "do not divide" not in wide.stderr
+    many = train_plan("h100", "llama-3.1-70b", 1024, "dp=2048")
+    assert many.code == 1
+    assert "tp x cp x pp x dp is at least 2,048 GPUs (dp=2,048), more than the 1,024 given" in many.stderr
+    both = train_plan("h100", "llama-3.1-70b", 1024, "tp=8,pp=16,dp=16")  # 8 x 16 x 16 = 2,048
+    assert "is at least 2,048 GPUs (tp=8, pp=16, dp=16), more than the 1,024 given" in both.stderr
+    heads = train_plan("h100", "llama-3.1-70b", 1024, "tp=3")
+    assert "tensor parallelism divides the 64 attention heads, tp=3 does not" in heads.stderr
+    assert "nearest feasible plan: TP2 " in heads.stderr  # the largest divisor below 3
+    experts = train_plan("h100", "deepseek-v3", 1024, "ep=7")
+    assert "expert parallelism divides the 256 routed experts, ep=7 does not" in experts.stderr
+    deep = train_plan("h100", "llama-3.1-70b", 1024, "pp=100")
+    assert "every pipeline stage holds a layer: pp=100 is more than the 80 layers" in deep.stderr
+    # no cluster runs it: in deadline mode the rule, not "give more days"
+    r = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--days", "30",
+        "--plan", "tp=16",
+    )  # fmt: skip
+    assert r.code == 1 and "runs on any cluster: tensor parallelism stays inside" in r.stderr
+    assert "try --plan tp=8" in r.stderr and "more days" not in r.stderr
+
+
+def test_one_gpu_is_singular():
+    from ipd_cli.errors import counted
+
+    assert (counted(1), counted(2), counted(1_024), counted(1, "trainer GPUs")) == (
+        "1 GPU", "2 GPUs", "1,024 GPUs", "1 trainer GPU",
+    )  # fmt: skip
+    # "no plan fits on 1 GPUs"
+    r = run_cli("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "1")
+    assert r.code == 1 and "no plan fits on 1 GPU:" in r.stderr and "1 GPUs" not in r.stderr
+
+
+def test_plans_show_what_they_rank_by():
+    # two rows had one name (they differ in global batch alone) and the second more tokens/s per
+    # GPU: it ranks lower because its batch, beyond the recipe's, needs more tokens for the same loss
+    r = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "1024",
+        "--plans", "5", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    plans = r.json()["pretraining"]["plans"]
+    for q in plans:
+        assert q["useful_tokens_per_s_per_gpu"] == pytest.approx(
+            q["tokens_per_s_per_gpu"] / q["batch_token_multiplier"], rel=1e-12
+        )
+    useful = [q["useful_tokens_per_s_per_gpu"] for q in plans]
+    assert useful == sorted(useful, reverse=True)
+    first, second = plans[:2]
+    assert first["plan"] == second["plan"] and first["global_batch"] != second["global_batch"]
+    assert second["tokens_per_s_per_gpu"] > first["tokens_per_s_per_gpu"]
+    assert second["batch_token_multiplier"] > 1.0
+    table = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "1024",
+        "--plans", "5", "-f", "markdown",
+    )  # fmt: skip
+    assert "| plan | global_batch |" in table.stdout and "| useful_tokens_per_s_per_gpu |" in table.stdout
+
+
+def test_pipeline_stages_need_not_divide_the_layers():
+    # the README said a plan's degrees must divide the layers; the grid takes powers of two too
+    # (PP32 on DeepSeek-V3's 61 layers) and a pinned pp is taken as given (Megatron splits unevenly)
+    from ipd_cli.engine.trainplan import pipeline_pairs
+
+    assert {p[0] for p in pipeline_pairs(61, 4096, {})} == {1, 2, 4, 8, 16, 32, 61}
+    assert {p[0] for p in pipeline_pairs(80, 4096, {"pp": 3})} == {3}
+    r = train_plan("h100", "llama-3.1-70b", 1024, "pp=3")
+    assert r.code == 0, r.stderr
+    assert " PP3 " in r.json()["pretraining"]["plan"]
+
+
 def test_rubin_gpu_ratio_comes_from_the_specs(catalog, tmp_path):
     base = compare(catalog, ["vera-rubin", "blackwell"], "pretrain-10t-moe")
     rubin, gb200 = (s.pretraining for s in base.systems)

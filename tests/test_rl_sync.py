@@ -258,10 +258,10 @@ def test_rl_result_says_what_is_exposed(catalog):
 def test_a_trainer_that_cannot_hold_the_training_state_is_infeasible(catalog):
     # 10T parameters x 16 bytes = 160 TB; 186 GiB x 0.85 usable = 169.8 GB per GB200: no trainer under
     # 943 GPUs holds it even fully sharded. The plan search's smallest trainer for the SWE step (512
-    # sequences of 4,000 + 24,000 + 8,000 = 36,000 tokens) is 1,024 GPUs (degrees are divisors of the
-    # layers, heads, experts and the 512 sequences), and the error names one it can run.
+    # sequences of 4,000 + 24,000 + 8,000 = 36,000 tokens) is 1,024 GPUs (tp divides the heads, ep the
+    # experts, dp x micro-batches x mbs is the 512 sequences), and the error names one it can run.
     with pytest.raises(
-        InfeasibleError, match=r"smallest trainer that can is 1024 GPUs \(TP.*give `train_gpus` >= 1024"
+        InfeasibleError, match=r"smallest trainer that can is 1,024 GPUs \(TP.*give `train_gpus` >= 1024"
     ):
         rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gen_gpus=384, train_gpus=128)
     ok = rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gen_gpus=384, train_gpus=1024).rl

@@ -132,6 +132,23 @@ def test_unknown_field_suggests_the_right_one(tmp_path):
     )
 
 
+def test_a_bare_sourced_value_says_the_form_to_write(tmp_path):
+    # `success_rate: 0.7` gave pydantic's "Input should be a valid dictionary or instance of Sourced"
+    body = builtin("workloads", "frontier-agentic")
+    body["task_success"]["success_rate"] = 0.7
+    msg = with_workload(
+        tmp_path, yaml.safe_dump(body, sort_keys=False),
+        "workload.task_success.success_rate: a sourced value: write {value: 0.7, source: ID}",
+        "a user file may leave the source out, {value: 0.7}", "(got 0.7)",
+    )  # fmt: skip
+    assert "valid dictionary" not in msg
+    # the same in a catalog directory; a quoted number is not one
+    bad = "economics:\n  pue: '1.2'\n"
+    train_with(
+        tmp_path, {"x.yaml": bad}, 2, "economics.pue: a sourced value: write {value: NUMBER, source: ID}"
+    )
+
+
 def test_unknown_section_suggests_the_right_one(tmp_path):
     train_with(tmp_path, {"x.yaml": "economy:\n  pue: 1\n"}, 2, "unknown section 'economy'", "'economics'?")
 

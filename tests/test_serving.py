@@ -1198,3 +1198,16 @@ def test_the_target_reads_interactivity_and_the_result_names_it(catalog):
     assert s.target_met and s.interactivity_tokens_per_s >= 50.0
     assert s.tokens_per_s_per_user < 10.0  # 20 tokens over a prefill of seconds
     assert s.tokens_per_s_per_user == pytest.approx(20 / (s.ttft_s + 20 * s.tpot_ms / 1000), rel=0.05)
+
+
+def test_a_prefill_bound_deployment_keeps_its_decode_batches_slightly_short(catalog):
+    # the README's JSON contract: DeepSeek-V3 on H100 is prefill-bound (13 decode instances of
+    # 16,928 sequences, 10 prefill instances a little short of them): Little's law gives 219,709
+    # sequences in flight, a little below 13 x 16,928 = 220,064; decode-bound, it is D x concurrency
+    s = serve(catalog, "h100-sxm", "deepseek-v3", input_tokens=1024, output_tokens=1024)  # `ipd serve`'s
+    little(s)
+    full = s.decode_instances * s.concurrency
+    assert s.disaggregated and 0.99 * full < s.deployment_concurrency < full
+    b = serve(catalog, "b200", "deepseek-v3", input_tokens=1024, output_tokens=1024)
+    little(b)
+    assert b.deployment_concurrency == b.decode_instances * b.concurrency

@@ -49,10 +49,24 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
         fields = _fields_at(cls, first["loc"][:-1]) if cls else []
         hint = did_you_mean(first["loc"][-1], fields) if fields else ""
     value = first.get("input")
+    expected = first.get("ctx", {}).get("class_name", "") if first["type"] == "model_type" else ""
+    if expected.startswith("Sourced") and not isinstance(value, dict | list):  # success_rate: 0.7
+        msg = _sourced_form(value, expected)
     shown = "" if isinstance(value, dict | list) or value is None else f" (got {_short(value)})"
     more = len(errors) - 1
     tail = f" [+{more} more error{'s' if more > 1 else ''}]" if more else ""
     return f"{path}: {msg}{shown}{hint}{tail}"
+
+
+def _sourced_form(value: Any, class_name: str) -> str:
+    """How to write a sourced value given bare: a mapping with its value and its source."""
+    flag = class_name == "SourcedFlag"
+    ok = isinstance(value, bool) if flag else isinstance(value, int | float) and not isinstance(value, bool)
+    shown = str(value).lower() if flag and ok else repr(value) if ok else "true" if flag else "NUMBER"
+    return (
+        f"a sourced value: write {{value: {shown}, source: ID}} with ID from a sources: block (a user "
+        f"file may leave the source out, {{value: {shown}}}, and is then cited as '{USER_SOURCE}')"
+    )
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -167,14 +167,12 @@ def nested_paths(assumptions: list[Assumption], stage: str) -> list[Assumption]:
     return out
 
 
-def rl_workload(cat: Catalog, hardware: str, s: Scenario) -> RlWorkload:
-    """The scenario's RL workload on its model, generating at a precision the system supports
-    (A100 has no fp8: bf16), as the scenario's serving and pre-training do."""
+def rl_workload(cat: Catalog, s: Scenario) -> RlWorkload:
+    """The scenario's RL workload on its model, with the scenario's schedule."""
     assert s.post_training is not None
     pt = s.post_training
     rw = cat.rl_workload(pt.workload)
-    precision = serving_precision(cat, hardware, rw.inference_precision)
-    update: dict[str, Any] = {"model": s.model, "inference_precision": precision}
+    update: dict[str, Any] = {"model": s.model}
     # the scenario's schedule, so the RL block's run (rl.run) is the one the lifecycle prices
     if pt.steps_per_refresh is not None:
         update["steps_per_refresh"] = pt.steps_per_refresh
@@ -183,20 +181,33 @@ def rl_workload(cat: Catalog, hardware: str, s: Scenario) -> RlWorkload:
     return rw.model_copy(update=update)
 
 
-def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> PostTraining:
-    """$ per RL step x steps per year (refreshes, or what the yearly budget buys) x H."""
+def rl_at_supported_precision(cat: Catalog, hardware: str, rw: RlWorkload, **kw: Any) -> Any:
+    """An RL step (:func:`~ipd_cli.engine.rl.estimate_rl`, ``kw`` passed on) whose rollouts
+    generate at the workload's inference_precision, or the next wider one the system supports
+    (A100 has no fp8: bf16), as a scenario's serving and pre-training do; the result names the
+    asked one (``generation_precision_requested``). A scenario's RL stage and an RL workload
+    compared alone both run this, so a comparison stays like-for-like for the other systems
+    (``ipd rl`` on one system refuses instead, naming the fix)."""
     from .rl import estimate_rl
 
+    asked = rw.inference_precision
+    precision = serving_precision(cat, hardware, asked)
+    if precision == asked:
+        return estimate_rl(cat, hardware, rw, **kw)
+    rr = estimate_rl(cat, hardware, rw.model_copy(update={"inference_precision": precision}), **kw)
+    return rr.model_copy(update={"rl": rr.rl.model_copy(update={"generation_precision_requested": asked})})
+
+
+def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> PostTraining:
+    """$ per RL step x steps per year (refreshes, or what the yearly budget buys) x H."""
     pt, H = s.post_training, s.horizon_years
     if pt is None:
         return NO_POST_TRAINING
-    rw = rl_workload(cat, hardware, s)
+    rw = rl_workload(cat, s)
     origin = cat.origin("workloads", pt.workload)
-    rr = estimate_rl(cat, hardware, rw, workload_name=pt.workload, pricing=pricing, origin=origin)
+    kw = dict(workload_name=pt.workload, pricing=pricing, origin=origin)
+    rr = rl_at_supported_precision(cat, hardware, rw, **kw)
     rl = rr.rl
-    asked = cat.rl_workload(pt.workload).inference_precision
-    if asked != rw.inference_precision:  # A100 has no fp8: its rollouts run at bf16
-        rl = rl.model_copy(update={"generation_precision_requested": asked})
     per_step_samples = rl.samples_per_s * rl.step_seconds
     if pt.budget_usd_per_year is not None:
         steps_per_year = pt.budget_usd_per_year / rl.usd_per_step

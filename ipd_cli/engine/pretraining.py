@@ -169,6 +169,13 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
         if "gpus" in x:
             found = tpn.find_fixed(y, int(x["gpus"]), x["pins"], x["top"])
         else:
+            broken = tpn.pin_rule(y, x["pins"])
+            if broken is not None:  # no cluster runs it: not a missed deadline
+                why, moved = broken
+                raise InfeasibleError(
+                    f"no plan with `plan` {tpn.pins_text(x['pins'])} runs on any cluster: {why}; "
+                    f"try `plan` {tpn.pins_text(moved)}"
+                )
             seconds = x["deadline_days"] * f.SECONDS_PER_DAY
             if "mfu_pin" in y:
                 found = _deadline_at_pinned_mfu(y, seconds, x["pins"], x["top"])
@@ -537,6 +544,8 @@ def _summary(c: tpn.Choice, x: dict) -> PlanSummary:
         mfu=run["mfu"],
         memory_gb_per_gpu=run["memory_gb_per_gpu"],
         tokens_per_s_per_gpu=run["tokens_per_s_per_gpu"],
+        batch_token_multiplier=run["batch_token_multiplier"],
+        useful_tokens_per_s_per_gpu=run["tokens_per_s_per_gpu"] / run["batch_token_multiplier"],
         wall_days=run["wall_days"],
     )
 

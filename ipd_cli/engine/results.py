@@ -75,6 +75,15 @@ class PlanSummary(Result):
     mfu: float
     memory_gb_per_gpu: float
     tokens_per_s_per_gpu: float
+    batch_token_multiplier: float = Field(
+        default=1.0,
+        description="tokens needed for the same loss at this global batch / at the recipe batch",
+    )
+    useful_tokens_per_s_per_gpu: float = Field(
+        default=0.0,
+        description="tokens_per_s_per_gpu / batch_token_multiplier: what plans rank by (wall_days falls "
+        "as it grows), so a plan with more tokens/s per GPU at a batch beyond the recipe's can rank lower",
+    )
     wall_days: float
 
 
@@ -508,7 +517,8 @@ class Rl(Result):
     generation_precision_requested: str | None = Field(
         default=None,
         description="the workload's inference_precision where the system has no dense figure for it "
-        "and a scenario generates at the next wider one (generation_precision); null otherwise",
+        "and a comparison (a scenario, or the RL workload compared alone) generates at the next "
+        "wider one (generation_precision); null otherwise",
     )
     training_precision: str = Field(description="precision of the trainer's GEMMs")
     training_precision_requested: str | None = Field(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.errors import InfeasibleError, InputError
+from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from . import formulas as f
 from . import search as sr
@@ -1373,22 +1373,29 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
     """Why nothing runs, and the nearest plan that does (fewest pins dropped)."""
     import numpy as np
 
-    where = f"on {gpus:,} {label}"
+    where = f"on {counted(gpus, label)}"
+    first: list[dict] = []
     if len(s) == 0:
-        what = f"no plan with `plan` {pins_text(pins)} fits {where} (degrees or global batch do not divide)"
+        broken = pin_rule(x, pins)
+        if broken is not None:
+            why, moved = broken
+            first = [moved]
+        else:
+            why = cluster_rule(gpus, pins, label) or "degrees or global batch do not divide"
+        what = f"no plan with `plan` {pins_text(pins)} fits {where}: {why}"
     else:
         least = float(np.min(s.out["memory_bytes"]))
         what = (
             f"no plan{' with `plan` ' + pins_text(pins) if pins else ''} fits {where}: the smallest "
             f"needs {least / 1e9:,.1f} GB per GPU, {x['hbm_cap'] / 1e9:,.1f} GB usable"
         )
-    near = nearest_plan(x, gpus, pins)
+    near = nearest_plan(x, gpus, pins, first)
     if near is not None:
         return f"{what}; nearest feasible plan: {near}"
     need = smallest_cluster(x, gpus)
     if need is None:
         return f"{what}; no cluster holds it: give a smaller model or more memory per GPU"
-    return f"{what}; the training state needs at least {need:,} GPUs; got `gpus` {gpus:,}"
+    return f"{what}; the training state needs at least {counted(need)}; got `gpus` {gpus:,}"
 
 
 def smallest_cluster(x: dict, gpus: int) -> int | None:
@@ -1410,9 +1417,52 @@ def smallest_cluster(x: dict, gpus: int) -> int | None:
     return hi
 
 
-def nearest_plan(x: dict, gpus: int, pins: dict) -> str | None:
-    """The best plan that keeps all pins but one (each tried in turn), else the best unpinned one."""
+def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
+    """The rule of the grid a pinned degree breaks on any cluster (tensor parallelism inside one
+    scale-up domain, at most MAX_TP and dividing the attention heads; expert parallelism dividing
+    the routed experts; no more pipeline stages than layers), and the pins with that degree moved
+    to the nearest value the rule allows below it; None where every pinned degree is one the grid
+    has."""
+    heads, domain, layers = int(x["heads"]), int(x["domain"]), int(x["layers"])
+    tp = pins.get("tp")
+    if tp is not None:
+        allowed = [t for t in divisors(heads) if t <= min(MAX_TP, domain)]
+        if tp not in allowed:
+            if tp > domain:
+                why = (
+                    f"tensor parallelism stays inside one scale-up domain ({domain:,} GPUs here), "
+                    f"tp={tp} does not"
+                )
+            elif tp > MAX_TP:
+                why = f"tensor parallelism goes up to tp={MAX_TP}"
+            else:
+                why = f"tensor parallelism divides the {heads} attention heads, tp={tp} does not"
+            return why, {**pins, "tp": max(t for t in allowed if t <= tp)}
+    ep = pins.get("ep")
+    if ep is not None and x["is_moe"] and int(x["experts"]) % ep:
+        why = f"expert parallelism divides the {int(x['experts'])} routed experts, ep={ep} does not"
+        return why, {**pins, "ep": max(e for e in divisors(int(x["experts"])) if e <= ep)}
+    pp = pins.get("pp")
+    if pp is not None and pp > layers:
+        why = f"every pipeline stage holds a layer: pp={pp} is more than the {layers} layers"
+        return why, {**pins, "pp": layers}
+    return None
+
+
+def cluster_rule(gpus: int, pins: dict, label: str = "GPUs") -> str | None:
+    """Where the pinned degrees need more GPUs than the cluster has: tp x cp x pp (x dp) > gpus."""
+    need = math.prod(pins.get(k, 1) for k in ("tp", "cp", "pp", "dp"))
+    if need <= gpus:
+        return None
+    pinned = ", ".join(f"{k}={pins[k]:,}" for k in ("tp", "cp", "pp", "dp") if k in pins)
+    return f"tp x cp x pp x dp is at least {counted(need, label)} ({pinned}), more than the {gpus:,} given"
+
+
+def nearest_plan(x: dict, gpus: int, pins: dict, first: list[dict] | None = None) -> str | None:
+    """The best plan that keeps ``first``'s pins (each tried in turn), else all pins but one (each
+    tried in turn), else the best unpinned one."""
     tries = [{k: v for k, v in pins.items() if k != drop} for drop in pins] + [{}] if pins else []
+    tries = [*(first or []), *tries]
     for kept in tries:
         s = search_fixed(x, gpus, kept)
         b = best_row(s)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ipd_cli.errors import counted
+
 # (key, label, unit, better) per block of a per-system result; "drivers" explain the headline rows.
 # better: "higher" or "lower" is better for the reader (the ratio columns then say "1.85x better"),
 # or "" where neither is (instance size, concurrency): a plain ratio.
@@ -399,6 +401,12 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
     ``statuses``: hardware -> (status, unstable), for results that do not carry the status."""
     rows = data["systems"] if isinstance(data.get("systems"), list) else [data] if "hardware" in data else []
     out = []
+    names = [s.get("hardware", "") for s in rows]
+    for hw in dict.fromkeys(n for n in names if names.count(n) > 1):  # `compare vera-rubin rubin`
+        out.append(
+            f"{hw} is given {names.count(hw)} times (names or aliases of one system): its columns are "
+            "the same"
+        )
     for s in rows:
         hw = s.get("hardware", "")
         status, unstable = (statuses or {}).get(hw) or (s.get("status"), False)
@@ -410,7 +418,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
         rl = s.get("rl")
         if isinstance(rl, dict) and rl.get("gpus_requested"):
             out.append(
-                f"{hw}: RL post-training runs on {rl['gpus']:,} GPUs, not the workload's "
+                f"{hw}: RL post-training runs on {counted(rl['gpus'])}, not the workload's "
                 f"{rl['gpus_requested']:,}: the fewest that hold the training state "
                 f"({rl['train_gpus']:,}) and one generation instance ({rl['instance_gpus']:,})"
             )
@@ -445,7 +453,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{fmt_num(point.get('interactivity_tokens_per_s'))} "
                 f"(concurrency {point.get('concurrency')})"
             )
-    return out
+    return list(dict.fromkeys(out))  # a system given twice warns once
 
 
 def _dict_list(v: Any) -> bool:

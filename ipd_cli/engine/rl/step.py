@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ipd_cli.errors import InfeasibleError
+from ipd_cli.errors import InfeasibleError, counted
 
 from .generation import Environment, Generation
 from .sync import WeightSync
@@ -100,8 +100,8 @@ def split_gpus(
     if best is None:
         need = fewest_split_gpus(instance_gpus, min_train)
         raise InfeasibleError(
-            f"{total} GPUs cannot be split into generation (instances of {instance_gpus}) and training "
-            f"(at least {max(1, min_train)} GPUs to hold the training state); give `gpus` >= {need}"
+            f"{counted(total)} cannot be split into generation (instances of {instance_gpus}) and training "
+            f"(at least {counted(max(1, min_train))} to hold the training state); give `gpus` >= {need}"
             + (" or use `mode` colocated" if min_train <= 1 else "")
         )
     return best[1], best[2]

@@ -26,7 +26,7 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine.inputs import Inputs
 from ipd_cli.engine.pretraining import MAX_GPUS, supported_precision
-from ipd_cli.errors import InfeasibleError, InputError
+from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from .workload import RlNumbers
 
@@ -148,7 +148,7 @@ def trainer(r: TrainerRates, w: RlWorkload, train_gpus: int) -> Trainer:
     table = plans_by_size(r, train_gpus)
     i = table.best(train_gpus)
     if i is None:
-        raise InfeasibleError(f"no parallelism plan holds the training state on {train_gpus} GPUs")
+        raise InfeasibleError(f"no parallelism plan holds the training state on {counted(train_gpus)}")
     c = tpn.choice(table.s, i, train_gpus)
     forward = tpn.plan_forward_seconds(c.plan, r.y) / r.share
     step = c.out["step_s"] / r.share
@@ -229,7 +229,7 @@ def check_trainer_memory(mem: TrainerMemory, gpus: int, param: str, what: str, s
             f"{gpus} training GPUs cannot hold the training state of {what}: no parallelism plan fits its "
             f"{mem.state_bytes / 1e12:.3g} TB of weights, gradients and optimizer state{tokens} in "
             f"{mem.usable_hbm_per_gpu / 1e9:.0f} GB of usable HBM per GPU; the smallest trainer that can "
-            f"is {mem.min_gpus} GPUs{plan}; give `{param}` >= {mem.min_gpus}"
+            f"is {counted(mem.min_gpus)}{plan}; give `{param}` >= {mem.min_gpus}"
         )
     need, host, offload = mem.min_gpus_for_host, mem.host_per_gpu, mem.offload_bytes
     if need is not None and host is not None and offload is not None and gpus < need:

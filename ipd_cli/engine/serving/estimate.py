@@ -13,7 +13,7 @@ from ipd_cli.engine.pretraining import MAX_GPUS
 from ipd_cli.engine.results import ServeCurveResult, ServeResult, Serving
 from ipd_cli.engine.search import best_of, pareto_front
 from ipd_cli.engine.trace import CLI
-from ipd_cli.errors import InfeasibleError, InputError
+from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from . import physics
 from .context import ServingContext, context, precisions, request_shape, speculative_pin
@@ -106,7 +106,7 @@ def _check_pins(ctx: ServingContext, pins: Pins) -> None:
     gpus = pins.instance_gpus
     if gpus is not None and (gpus < 1 or (gpus > domain and gpus % domain)):
         raise InputError(
-            f"instance of {gpus} GPUs: give 1-{domain} GPUs (one scale-up domain) "
+            f"instance of {counted(gpus)}: give 1-{domain} GPUs (one scale-up domain) "
             f"or a multiple of {domain} (whole domains over the scale-out network)"
         )
     if pins.family in ("tep", "dep") and not ctx.model.is_moe:
@@ -211,7 +211,7 @@ def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
             stages = "pipeline stage" if int(value) == 1 else "pipeline stages"
             what = {
                 "family": f"the `layout` family {value}",
-                "stage_gpus": f"{value} GPUs per pipeline stage (`layout`)",
+                "stage_gpus": f"{counted(value)} per pipeline stage (`layout`)",
                 "pipeline_stages": f"{value} {stages} (`layout`; stages tile the scale-up domains)",
             }.get(key, f"`{key}` {value}")
             return InputError(
@@ -272,11 +272,29 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
     nearest = ""
     if near is not None:
         gpus = int(g.lay["g"][li[near]])
-        nearest = f"; the nearest feasible configuration is {configuration(g, near)} on {gpus} GPUs"
+        nearest = f"; the nearest feasible configuration is {configuration(g, near)} on {counted(gpus)}"
+    largest = max(instance_sizes(ph))
+    if pins.instance_gpus is not None and pins.instance_gpus > largest and _layout_failure(g):
+        # the layout rules refused every split of the pinned size: the size is the problem
+        return InfeasibleError(
+            f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: an instance of "
+            f"{pins.instance_gpus:,} GPUs is larger than the search's largest, {largest:,} GPUs "
+            f"({ph.max_domains} scale-up domains of {ph.domain}, serving.max_instance_domains), and no "
+            f"layout of {ph.model} spans it (its splits fail: {reason}){nearest}"
+        )
     return InfeasibleError(
         f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: {reason}"
         f"{_smallest_text(g, pins)}{nearest}"
     )
+
+
+def _layout_failure(g: Grid) -> bool:
+    """Every pinned row fails one of the layout rules (the first three checks of ``_checks``: the
+    heads, the experts, the layers) before any memory or batch check."""
+    import numpy as np
+
+    first = g.space.first_failure()[g.pinned]
+    return bool(first.size) and bool(np.all((first >= 0) & (first < 3)))
 
 
 def _smallest_text(g: Grid, pins: Pins) -> str:
@@ -286,7 +304,7 @@ def _smallest_text(g: Grid, pins: Pins) -> str:
     if pins.instance_gpus is None or not fits.any():
         return ""
     n = int(np.min(g.lay["g"][g.rows["layout"][fits]]))
-    return f"; the smallest instance that fits is {n} GPU{'s' if n != 1 else ''}"
+    return f"; the smallest instance that fits is {counted(n)}"
 
 
 def _does_not_fit(ctx: ServingContext, g: Grid) -> InfeasibleError:
@@ -318,7 +336,8 @@ def _narrower_hint(ctx: ServingContext, g: Grid) -> str:
         )
         fits = narrow.space.feasible
         if fits.any():
-            return f"`precision` {p} fits on {int(np.min(narrow.lay['g'][narrow.rows['layout'][fits]]))} GPUs"
+            least = int(np.min(narrow.lay["g"][narrow.rows["layout"][fits]]))
+            return f"`precision` {p} fits on {counted(least)}"
     return "use a system with more HBM per GPU or a smaller model"
 
 
