@@ -128,7 +128,12 @@ def test_mla_widths_flops_and_parameters_by_hand(catalog):
     x = inputs(catalog, "b200", "moe-10t", "bf16", seq=4096)
     h = 16384
     p = h * 3072 + 3072 * 128 * 192 + h * 576 + 512 * 128 * 256 + 128 * 128 * h
-    assert x["p_mix"] == p == pytest.approx(420.5e6, rel=1e-3)
+    assert tpn.mixer_params(x) == p == pytest.approx(420.5e6, rel=1e-3)
+    # its 500B active parameters leave 1.95e9 beyond the embeddings, the widths and the 16 + 1
+    # experts of every layer: 15.2M more a layer, run in every layer
+    rest = 5e11 - 2 * x["vocab"] * h - 128 * p - 128 * 17 * x["p_expert"]
+    assert rest == pytest.approx(1.951e9, rel=1e-3)
+    assert x["p_mix"] == pytest.approx(p + rest / 128, rel=1e-12)
 
 
 def test_moe_memory_of_the_published_plan_by_hand(catalog):
@@ -913,3 +918,31 @@ def test_layernorm_and_moe_act_keep_what_selective_keeps_on_an_all_moe_model_for
     both = ts.with_recompute(t, tpn.parse_plan("recompute=moe+moe_act")["rc"])
     assert moe["act_bytes"] < mods["act_bytes"] and moe["bwd_s"] > mods["bwd_s"]
     assert both["bwd_s"] == pytest.approx(moe["bwd_s"]) and both["act_bytes"] == moe["act_bytes"]
+
+
+@pytest.mark.parametrize("active", [5e11, 1e12, 2e12])
+def test_an_all_moe_models_step_counts_every_active_parameter(catalog, active):
+    # A user review: `--set models.moe-10t.active_params=1e12` doubled the MFU's FLOPs (6 x active)
+    # but not the step's, whose GEMMs follow the shapes: every layer of the 10T MoE is routed, and
+    # the active parameters beyond the experts and the MLA widths went to a dense FFN no layer has.
+    # Now they run in every layer: embeddings (2 x 128,256 x 16,384, untied) + 128 x the mixer +
+    # 128 x (16 routed + 1 shared expert) = active_params
+    cat = catalog.with_overrides([f"models.moe-10t.active_params={active}"])
+    x = inputs(cat, "vera-rubin", "moe-10t", "fp4")
+    s = tpn.shape(x)
+    emb = 2 * x["vocab"] * x["hidden"]
+    counted = emb + 128 * s["p_mix"] + 128 * (16 * s["p_expert"] + s["p_shared"])
+    assert counted == pytest.approx(active, rel=1e-12)
+    assert s["p_ffn"] == 0.0 and s["p_mix"] >= tpn.mixer_params(x)
+    # the experts' share comes from total and active: (1e13 - active) / (1 - 16 / 384) over 128 x 384
+    assert s["p_expert"] == pytest.approx((1e13 - active) / (1 - 16 / 384) / (128 * 384), rel=1e-12)
+
+
+def test_an_active_count_below_what_the_experts_activate_is_refused(catalog):
+    # 16 of 384 experts of the routed parameters, (1e13 - 2e11) / (1 - 16/384) = 1.0226e13, are
+    # 4.261e11 per token: more than the 2e11 asked for (the step took the experts' anyway)
+    with pytest.raises(
+        InputError,
+        match=r"active_params 2e\+11 is below what the routed experts alone activate \(4\.261e\+11",
+    ):
+        catalog.with_overrides(["models.moe-10t.active_params=2e11"])

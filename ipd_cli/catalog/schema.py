@@ -308,6 +308,17 @@ class Model(Strict):
             raise ValueError("qk_nope_head_dim is an MLA size: give kv_lora_rank too")
         if self.experts_per_token > self.experts:
             raise ValueError("experts_per_token cannot exceed experts")
+        if self.is_moe and self.experts_per_token < self.experts:
+            # the routed parameters are (total - active) / (1 - k/E); k/E of them run per token
+            k, e = self.experts_per_token, self.experts
+            routed_active = k * (self.total_params - self.active_params) / (e - k)
+            if routed_active >= self.active_params:
+                raise ValueError(
+                    f"active_params {self.active_params:.4g} is below what the routed experts alone "
+                    f"activate ({routed_active:.4g}: {k} of {e} experts of the routed parameters, "
+                    "total_params - active_params over 1 - experts_per_token / experts); raise "
+                    "active_params or lower total_params or experts_per_token"
+                )
         if self.attention_layers is not None and self.attention_layers > self.layers:
             raise ValueError("attention_layers cannot exceed layers")
         if self.moe_layers is not None and self.moe_layers > self.layers:

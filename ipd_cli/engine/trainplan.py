@@ -264,7 +264,12 @@ def shape(x: dict) -> dict[str, float]:
         p_mix = (body - dense_layers * p_ffn - routed_layers * per_moe_layer) / L
     else:
         p_mix = mixer_params(x)
-        p_ffn = f.maximum(body - L * p_mix - routed_layers * per_moe_layer, 0.0) / max(dense_layers, 1)
+        rest = f.maximum(body - L * p_mix - routed_layers * per_moe_layer, 0.0)
+        p_ffn = rest / max(dense_layers, 1)
+        if not dense_layers:  # every layer routed: active parameters beyond the experts' and the
+            # mixer's widths run in every layer (a what-if active count), not in a dense FFN no
+            # layer has, so the step's FLOPs follow active_params as the MFU's do
+            p_mix, p_ffn = p_mix + rest / L, 0.0
     return {
         "p_mix": f.maximum(p_mix, 0.0),
         "p_ffn": p_ffn,
