@@ -117,7 +117,7 @@ def serve(
     pick one point or pin a disaggregated deployment's pools."""
     from .engine.serving import estimate_serving, estimate_serving_curve
 
-    refuse_workload_sets(cat, "serve", "--input-tokens, --output-tokens, --concurrency, --tokens-per-user-s")
+    refuse_workload_sets(cat, "serve", ["input_tokens", "output_tokens", "concurrency", "tokens_per_user_s"])
     space: dict[str, Any] = {  # what both a point and the curve search over or pin
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
@@ -158,8 +158,26 @@ def serve(
     return frontier.model_copy(update={"overrides": _sets(cat)})
 
 
+# train()'s keyword parameters: estimate_pretraining's (`deadline_days` is the CLI's --days)
+TRAIN_KEYWORDS = (
+    "gpus", "deadline_days", "precision", "mfu", "sequence_length", "pricing", "origin", "plan", "plans",
+)  # fmt: skip
+
+
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
-    refuse_workload_sets(cat, "train", "--tokens, --gpus, --days, --precision, --seq-len, --plan")
+    """Pre-train ``model`` on ``tokens`` on ``hardware``: give ``gpus`` (a fixed cluster) or
+    ``deadline_days`` (size the cluster to finish in time); optional ``precision``, ``mfu``,
+    ``sequence_length``, ``pricing``, ``plan`` (pins such as ``'tp=4,pp=8'``) and ``plans`` (list
+    the N best). See :func:`ipd_cli.engine.pretraining.estimate_pretraining`."""
+    unknown = [k for k in kw if k not in TRAIN_KEYWORDS]
+    if unknown:
+        hint = "; the deadline is `deadline_days`" if "days" in unknown else ""
+        raise TypeError(
+            f"train() got an unexpected keyword argument '{unknown[0]}'{hint} "
+            f"(accepted: {', '.join(TRAIN_KEYWORDS)})"
+        )
+    given = ["tokens", "gpus", "deadline_days", "precision", "sequence_length", "plan"]
+    refuse_workload_sets(cat, "train", given)
     from .engine.pretraining import estimate_pretraining
     from .engine.results import TrainResult
 
@@ -323,7 +341,7 @@ def _compare(
         if w.kind == "scenario":
             if mfu is not None:
                 raise InputError(
-                    "--mfu applies to pretrain workloads; a scenario's pre-training MFU comes from its plan"
+                    "`mfu` applies to pretrain workloads; a scenario's pre-training MFU comes from its plan"
                 )
             life = estimate_lifecycle(cat, s, w, pricing=pricing, origin=origin)
             results.append(life.system)
@@ -370,10 +388,11 @@ def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
                   "step_time_s": p.step_time_s, "gpus_used": p.gpus_used,
                   "peak_tflops_per_gpu": p.peak_tflops_per_gpu}),
             Step("pretraining.wall_days", p.wall_days,
-                 "tokens x step_time_s x batch_token_multiplier / global_batch_tokens / goodput / 86400",
+                 "tokens x step_time_s x batch_token_multiplier / global_batch_tokens / scale_efficiency"
+                 " / 86400",
                  {"tokens": p.tokens, "step_time_s": p.step_time_s,
                   "batch_token_multiplier": p.batch_token_multiplier,
-                  "global_batch_tokens": p.global_batch_tokens, "goodput": p.scale_efficiency}),
+                  "global_batch_tokens": p.global_batch_tokens, "scale_efficiency": p.scale_efficiency}),
             Step("pretraining.gpus", p.gpus, f"{how} (the plan uses gpus_used)",
                  {"gpus_used": p.gpus_used, "systems": p.systems}),
             Step("pretraining.gpu_hours", p.gpu_hours, "gpus x wall_days x 24",

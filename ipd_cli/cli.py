@@ -1169,11 +1169,37 @@ def _listed_from_cache(args: list[str]) -> bool:
     return True
 
 
+class _ReaderGone(Exception):
+    """The reader of the output went away (EPIPE: ``ipd ... | head``), carried past click, whose
+    own handler would exit 1 with no message."""
+
+
 @functools.cache
 def _command() -> Any:
     """The click command tree of the app, built once per process (Typer would rebuild it, and the
     converters of its options, on every call: tests and the API run many commands in one process)."""
-    return typer.main.get_command(app)
+    command = typer.main.get_command(app)
+    invoke = command.invoke
+
+    def invoke_to_a_reader(ctx: Any) -> Any:
+        try:
+            return invoke(ctx)
+        except BrokenPipeError as e:
+            raise _ReaderGone from e
+
+    command.invoke = invoke_to_a_reader  # type: ignore[method-assign]
+    return command
+
+
+def _reader_gone() -> None:
+    """A reader that stops reading (``| head``) is no error: exit 0 quietly, whatever the command
+    and however much it had still to write. What is still buffered goes to /dev/null rather than
+    to a second EPIPE when Python flushes stdout at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor
+        pass
+    raise SystemExit(0)
 
 
 def _fail(message: str, code: int) -> None:
@@ -1250,8 +1276,8 @@ def _run(argv: list[str] | None) -> Any:
     except (KeyboardInterrupt, typer.Abort):  # a KeyboardInterrupt raised by code, not by a signal
         sys.stderr.write("ipd: interrupted\n")
         raise SystemExit(int(ExitCode.INTERRUPTED)) from None
-    except BrokenPipeError:
-        raise SystemExit(0) from None
+    except (BrokenPipeError, _ReaderGone):
+        _reader_gone()
     except ArithmeticError as e:  # overflow or division by zero: extreme inputs, not a usable estimate
         if debug:
             raise

@@ -184,9 +184,20 @@ class _Recorder:
         self._stream, self._number, self._writes, self._spoiled = stream, number, writes, spoiled
 
     def write(self, text: str) -> int:
-        n = self._stream.write(text)
+        try:
+            n = self._stream.write(text)
+        except BaseException:  # a reader gone (exit 0, output cut), a signal: nothing to store
+            self._spoiled[0] = True
+            raise
         self._writes.append((self._number, text))
         return n
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BaseException:
+            self._spoiled[0] = True
+            raise
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -272,10 +283,10 @@ def replay_or_record(args: list[str]) -> Recording | None:
         sys.stderr.write(f"ipd: interrupted{detail}\n")
         raise SystemExit(e.exit_code) from None
     except BrokenPipeError:
-        # the reader went away (`| head`): exit 1 quietly, as the full path does (click's rule);
+        # the reader went away (`| head`): exit 0 quietly, as the full path does (cli._reader_gone);
         # what is still buffered goes nowhere rather than to a traceback at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(1) from None
+        raise SystemExit(0) from None
     except OSError as e:  # a full disk (`> /dev/full`): one line, as the full path
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.stderr.write(f"ipd: error: cannot write the output ({e.strerror or e})\n")

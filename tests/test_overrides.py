@@ -66,8 +66,12 @@ def test_bad_set_is_a_one_line_usage_error(item, message):
 
 
 def test_set_origin_is_named_in_errors():
-    with pytest.raises(InputError, match=r"--set economics.pue=abc"):
+    # the library names its parameter (`sets`); the CLI shows it as --set
+    with pytest.raises(InputError, match=r"`sets` economics.pue=abc"):
         load(sets=["economics.pue=abc"])
+    assert run_cli("compare", "blackwell", "--set", "economics.pue=abc").stderr.startswith(
+        "ipd: error: --set economics.pue=abc: "
+    )
 
 
 def test_a_stack_flag_is_set_or_turned_off_like_any_sourced_value(catalog):

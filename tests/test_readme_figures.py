@@ -53,3 +53,15 @@ def test_worked_example_matches_the_compare_output(systems):
     text = re.sub(r"\s+", " ", README)
     for phrase in (per_task, per_kusd, lifecycle):
         assert phrase in text, phrase
+
+
+def test_the_mfu_the_readme_quotes_is_the_printed_field(systems):
+    # the README quoted 14.2 % / 11.7 % MFU, neither the `mfu` nor the `effective_mfu` printed
+    gb, vr = systems["gb200-nvl72"]["pretraining"], systems["vera-rubin-nvl72"]["pretraining"]
+    text = re.sub(r"\s+", " ", README)
+    phrase = (
+        f"`mfu` {vr['mfu']:.1%} on Rubin, {gb['mfu']:.1%} on GB200; `effective_mfu`, after the "
+        f"{vr['scale_efficiency']:g} training goodput (`scale_efficiency`), {vr['effective_mfu']:.1%} "
+        f"and {gb['effective_mfu']:.1%})"
+    ).replace("%", " %")
+    assert phrase in text, phrase

@@ -102,16 +102,17 @@ class Catalog:
         return apply_to_catalog(self, sets)
 
 
-def _check_sources(data: Any, sources: dict[str, Any], where: str) -> None:
+def check_sources(data: Any, sources: dict[str, Any], where: str) -> None:
+    """Every ``source:`` in ``data`` names one of ``sources`` (``where``: the path so far)."""
     if isinstance(data, dict):
         ref = data.get("source")
         if isinstance(ref, str) and ref not in sources:
             raise InputError(f"{where}.source: unknown source id '{ref}'{did_you_mean(ref, sources)}")
         for k, v in data.items():
-            _check_sources(v, sources, f"{where}.{k}")
+            check_sources(v, sources, f"{where}.{k}")
     elif isinstance(data, list):
         for i, v in enumerate(data):
-            _check_sources(v, sources, f"{where}.{i}")
+            check_sources(v, sources, f"{where}.{i}")
 
 
 def build(raw: RawCatalog) -> Catalog:
@@ -139,7 +140,7 @@ def build(raw: RawCatalog) -> Catalog:
     for (section, name), origin in raw.origins.items():
         if section != "sources":
             value = raw.section(section).get(name)
-            _check_sources(value, raw.section("sources"), f"{origin}: {section}.{name}")
+            check_sources(value, raw.section("sources"), f"{origin}: {section}.{name}")
     catalog = Catalog(
         economics=merged["economics"],
         efficiency=merged["efficiency"],

@@ -253,9 +253,10 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         name, fields = entry_name(names, section, keys)
         body = _dump(sections[section][name])
         _assign(body, fields, o.value, f"{section}.{name}", cls)
-        origin = f"{origins.get((section, name), '')} + --set {o.text}".lstrip(" +")
-        origins[(section, name)] = origin
-        sections[section][name] = validate_entry(cls, body, f"{origin}: {section}.{name}")
+        before = origins.get((section, name), "")
+        origins[(section, name)] = f"{before} + --set {o.text}".lstrip(" +")  # the data's label
+        where = f"{before} + `sets` {o.text}".lstrip(" +")  # the library's message names the parameter
+        sections[section][name] = validate_entry(cls, body, f"{where}: {section}.{name}")
     new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
     finish(new)
     return new
@@ -267,4 +268,4 @@ def _validate_section(cls: Any, body: dict, section: str, o: Override) -> Any:
     try:
         return cls.model_validate(body)
     except ValidationError as e:
-        raise InputError(format_validation_error(f"--set {o.text}: {section}", e, cls)) from None
+        raise InputError(format_validation_error(f"`sets` {o.text}: {section}", e, cls)) from None

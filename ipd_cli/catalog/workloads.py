@@ -9,7 +9,7 @@ from typing import Any
 from ipd_cli.errors import InputError
 
 from . import overrides
-from .catalog import Catalog, check_scenario_refs
+from .catalog import Catalog, check_scenario_refs, check_sources
 from .layers import read_workload_doc
 from .schema import (
     PretrainWorkload,
@@ -44,11 +44,13 @@ def read_stdin() -> str:
         raise InputError("<stdin>: not UTF-8 text; give UTF-8 YAML") from None
 
 
-def refuse_workload_sets(cat: Catalog, command: str, flags: str) -> None:
-    """Commands without a workload must not silently drop --set workload.* overrides."""
+def refuse_workload_sets(cat: Catalog, command: str, params: list[str]) -> None:
+    """Commands without a workload must not silently drop ``sets`` workload.* overrides; ``params``
+    name the parameters that give those values instead (the CLI shows them as its flags)."""
     for o in cat.overrides:
         if o.path.startswith(overrides.WORKLOAD + ".") or o.path == overrides.WORKLOAD:
-            raise InputError(f"--set {o.text}: ipd {command} has no workload; use {flags}")
+            use = ", ".join(f"`{p}`" for p in params)
+            raise InputError(f"`sets` {o.text}: {command} has no workload; use {use}")
 
 
 def resolve_workload(
@@ -74,6 +76,7 @@ def resolve_workload(
         extra_sources = body.pop("sources", {}) or {}
         if fill_user_workload_sources(body):  # a what-if file without sources: its path is its origin
             extra_sources[USER_SOURCE] = user_source_entry()
+        _check_file_sources(body, {**cat.sources, **extra_sources}, origin)
         name = "stdin" if ref == "-" else Path(ref).stem
     else:
         return ref, cat.workload(ref), ""
@@ -90,8 +93,25 @@ def resolve_workload(
         check_scenario_refs(cat, workload, origin)
     if workload.source not in cat.sources and workload.source not in extra_sources:
         raise InputError(f"{origin}: source: unknown source id '{workload.source}'; add it under sources:")
-    cat.model(workload.model)
+    try:
+        cat.model(workload.model)
+    except InputError as e:
+        raise InputError(f"{origin}: workload.model: {e}") from None
     return name, workload, origin
+
+
+def _check_file_sources(body: dict, sources: dict, origin: str) -> None:
+    """Each sourced value of a workload or scenario file cites a source of the catalog or of the
+    file's own ``sources:`` (as catalog files must); the workload's own ``source`` is checked
+    once it is validated. ``{value: x}`` without a source is cited as 'user'."""
+    if not isinstance(body, dict):
+        return
+    try:
+        check_sources({k: v for k, v in body.items() if k != "source"}, sources, f"{origin}: workload")
+    except InputError as e:
+        fix = "define it under the file's sources:, or drop the source (the value is then cited as"
+        sep = " " if str(e).endswith("?") else "; "
+        raise InputError(f"{e}{sep}{fix} '{USER_SOURCE}')") from None
 
 
 # a scenario's stages that run a workload of their own, and that workload's kind

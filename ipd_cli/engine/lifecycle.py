@@ -27,7 +27,7 @@ stage, and the headline that needs it says so; the other blocks are still comput
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -70,7 +70,7 @@ class Step:
     metric: str
     value: float
     formula: str
-    inputs: dict[str, float] = field(default_factory=dict)
+    inputs: Mapping[str, float | str] = field(default_factory=dict)
 
 
 @dataclass
@@ -303,6 +303,43 @@ def serving_share(cat: Catalog, s: Scenario, served: Any, success: Success) -> S
     )
 
 
+def _pretraining_cost_steps(p: Pretraining | None) -> list[Step]:
+    """The pre-training run's cost from its GPU-hours (``pretraining_usd`` starts from it)."""
+    if p is None:
+        return []
+    inputs: dict[str, float | str] = {
+        "gpu_hours": p.gpu_hours,
+        "price_usd_per_gpu_hour": p.price_usd_per_gpu_hour,
+    }
+    return [Step("pretraining.cost_usd", p.cost_usd, "gpu_hours x price_usd_per_gpu_hour", inputs)]
+
+
+def _rl_cost_steps(rl: Rl | None) -> list[Step]:
+    """An RL step's cost from its GPU-hours (``post_training_usd`` starts from it)."""
+    if rl is None:
+        return []
+    inputs: dict[str, float | str] = {
+        "gpu_hours_per_step": rl.gpu_hours_per_step,
+        "price_usd_per_gpu_hour": rl.price_usd_per_gpu_hour,
+    }
+    return [Step("rl.usd_per_step", rl.usd_per_step, "gpu_hours_per_step x price_usd_per_gpu_hour", inputs)]
+
+
+def _serving_price_step(point: Serving) -> Step:
+    """$ per million output tokens at the operating point (``serving_usd``'s usd_per_M_output):
+    the GPU-hour price over the output tokens one GPU makes in an hour."""
+    return Step(
+        "serving.usd_per_million_output_tokens",
+        point.usd_per_million_output_tokens,
+        "price_usd_per_gpu_hour / (tokens_per_s_per_gpu x 3600) x 1e6",
+        {
+            "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
+            "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
+            "configuration": point.configuration,
+        },
+    )
+
+
 def headline(
     s: Scenario, pre: PretrainShare, post: PostTraining, success: Success, served: ServingShare
 ) -> tuple[IntelligencePerDollar, list[Step]]:
@@ -441,7 +478,16 @@ def estimate_lifecycle(
         success = task_success(s, post.samples, post.cost_usd)
         share = serving_share(cat, s, served, success)
         ipd, head_steps = headline(s, pre, post, success, share)
-        steps = [pre.step, *post.steps, *success.steps, share.step, *head_steps]
+        steps = [
+            *_pretraining_cost_steps(pre.block),
+            pre.step,
+            *_rl_cost_steps(post.block),
+            *post.steps,
+            *success.steps,
+            _serving_price_step(share.block),
+            share.step,
+            *head_steps,
+        ]
         assumptions = [*pre.assumptions, *post.assumptions, *share.assumptions]
     result = SystemResult(
         hardware=cat.canonical("systems", hardware),

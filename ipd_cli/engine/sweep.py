@@ -94,11 +94,20 @@ HEADLINE = {
 
 @dataclass(frozen=True)
 class FloatRange:
-    """The values of ``START:STOP:STEP`` without a list of them: value i is start + i x step."""
+    """The values of ``START:STOP:STEP`` without a list of them: value i is start + i x step.
+
+    With ``scale`` (10^d, d the decimals START and STEP are written with), value i is the whole
+    number ``units + i x unit_step`` divided by ``scale``: exact integer arithmetic and one
+    correctly rounded division, so ``1.1:1.5:0.1`` gives 1.2 and 1.4 as typed (the float 1.2, not
+    1.1 + 0.1 = 1.2000000000000002) in every format. Without it (over 22 decimals, or a value past
+    2^53 units), start + i x step."""
 
     start: float
     step: float
     count: int
+    units: int = 0
+    unit_step: int = 0
+    scale: float = 0.0
 
     def __len__(self) -> int:
         return self.count
@@ -108,15 +117,42 @@ class FloatRange:
         if isinstance(index, int):
             if not -self.count <= index < self.count:
                 raise IndexError(index)
-            return self.start + (index % self.count) * self.step
+            i = index % self.count
+            if self.scale:
+                return (self.units + i * self.unit_step) / self.scale
+            return self.start + i * self.step
         import numpy as np
 
         if isinstance(index, slice):
             index = np.arange(*index.indices(self.count))
+        if self.scale:
+            whole = self.units + np.asarray(index, dtype=np.int64) * self.unit_step
+            return whole.astype(float) / self.scale
         return self.start + np.asarray(index) * self.step
 
     def __iter__(self) -> Iterator[float]:
-        return (self.start + i * self.step for i in range(self.count))
+        return (self[i] for i in range(self.count))
+
+
+MAX_DECIMALS = 22  # 10^22 is the largest power of ten a float holds exactly
+
+
+def float_range(start_text: str, stop_text: str, step_text: str, count: int) -> FloatRange:
+    """The range as typed: its values in whole units of the finest decimal START and STEP use,
+    and its count exact in decimal (2:3:0.1 holds 11 values, whatever 0.1 is in binary)."""
+    from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+
+    start, stop, step = (Decimal(t.strip()) for t in (start_text, stop_text, step_text))
+    try:
+        count = int(((stop - start) / step).to_integral_value(rounding=ROUND_FLOOR)) + 1
+    except InvalidOperation:  # pragma: no cover - the float count bounds it first
+        pass
+    decimals = max(0, -int(start.as_tuple().exponent), -int(step.as_tuple().exponent))
+    units, unit_step = int(start.scaleb(decimals)), int(step.scaleb(decimals))
+    exact = decimals <= MAX_DECIMALS and max(abs(units), abs(units + (count - 1) * unit_step)) < 2**53
+    if not exact:
+        return FloatRange(float(start), float(step), count)
+    return FloatRange(float(start), float(step), count, units, unit_step, float(10**decimals))
 
 
 @dataclass(frozen=True)
@@ -143,7 +179,7 @@ def parse_spec(path: str, spec: str) -> Any:
         count = int(math.floor((stop - start) / step + 1e-9)) + 1
         if count > MAX_POINTS:
             raise InputError(f"`vary` {path}={spec}: {count:,} values is more than {MAX_POINTS:,}")
-        return FloatRange(start, step, count)
+        return float_range(parts[0], parts[1], parts[2], count)
     values = []
     for item in spec.split(","):
         try:

@@ -368,7 +368,7 @@ def step_inputs(inp: Inputs) -> dict[str, Any]:
         "a2a_overlap": inp.read(f"{e}.moe_a2a_overlap", "all-to-all hidden behind compute"),
         "moe_eager_s": inp.read(f"{e}.moe_eager_layer_ms", "host-bound time of an MoE layer run eagerly"),
         "overlap_tax": inp.read(f"{e}.overlap_tax", "compute lost to overlapped collectives"),
-        "goodput": inp.read(f"{e}.training_goodput", "training goodput"),
+        "goodput": inp.read(f"{e}.training_goodput", "scale efficiency (training goodput)"),
         "lat_up": inp.read("serving.collective_latency_us_scale_up", "collective latency (scale-up)"),
         "lat_out": inp.read("serving.collective_latency_us_scale_out", "collective latency (scale-out)"),
         "batch_coef": inp.read(f"{e}.default_batch_coefficient", "default batch coefficient"),

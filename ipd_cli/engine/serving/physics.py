@@ -354,7 +354,7 @@ def _speculation(ctx: ServingContext, precision: str, pin) -> dict:
     src = ctx.cat.origin("serving", "speculative_methods")
     listed = ctx.mname in m.models
     note = None if listed else f"no draft published for {ctx.mname}: the default method (an estimate)"
-    ctx.trace.given("speculative decoding method", name, "", src, note=note)
+    ctx.trace.given("speculative decoding method", name, "", src, note=note, estimate=note is not None)
     tokens = [1.0]
     for k in range(1, deepest + 1):
         label = f"{name}: tokens per step at draft depth {k}"

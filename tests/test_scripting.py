@@ -1,0 +1,212 @@
+"""Fixes from a user scripting review (script branch): exact range values, a closed pipe, the library's
+parameter names in its errors, user files' source ids, and explain's derivations."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import run_cli, write
+
+import ipd_cli
+from ipd_cli.engine import sweep as sw
+from ipd_cli.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = (ROOT / "configs" / "workloads" / "frontier-agentic.yaml").read_text(encoding="utf-8")
+
+
+# --- 1. range axes hold the values as typed ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("1.1:1.5:0.1", [1.1, 1.2, 1.3, 1.4, 1.5]),  # 1.1 + 0.1 was 1.2000000000000002
+        ("0.1:0.5:0.1", [0.1, 0.2, 0.3, 0.4, 0.5]),  # 0.1 + 2 x 0.1 was 0.30000000000000004
+        ("2:3:0.25", [2.0, 2.25, 2.5, 2.75, 3.0]),
+        ("1e-3:3e-3:1e-3", [0.001, 0.002, 0.003]),
+        ("-1:-0.8:0.1", [-1.0, -0.9, -0.8]),
+    ],
+)
+def test_a_range_axis_holds_the_values_as_typed(spec, expected):
+    r = sw.parse_spec("economics.pue", spec)
+    assert list(r) == expected  # each value is the float its decimal text reads as
+    assert r[len(expected) - 1] == expected[-1] and r[-1] == expected[-1]
+    assert r[0 : len(expected)].tolist() == expected  # the array path (streamed chunks) too
+
+
+def test_a_long_range_is_exact_at_every_value():
+    r = sw.parse_spec("price_usd_per_gpu_hour", "1:1000:0.01")
+    assert len(r) == 99_901
+    values = r[0 : len(r)]
+    assert values[29] == 1.29 and values[-1] == 1000.0
+    assert all(float(repr(v)) == float(f"{v:.2f}") for v in values[::997].tolist())
+
+
+def test_sweep_formats_print_the_range_values_as_typed():
+    args = ("sweep", "--vary", "hardware=blackwell", "--vary", "price_usd_per_gpu_hour=0.1:0.3:0.1",
+            "--workload", "pretrain-10t-moe", "--metrics", "pretraining.cost_usd")  # fmt: skip
+    jsonl = run_cli(*args, "-f", "jsonl")
+    assert jsonl.code == 0, jsonl.stderr
+    rows = [json.loads(line) for line in jsonl.stdout.splitlines()]
+    assert [r["price_usd_per_gpu_hour"] for r in rows] == [0.1, 0.2, 0.3]
+    assert '"price_usd_per_gpu_hour": 0.3,' in jsonl.stdout  # not 0.30000000000000004
+    csv = run_cli(*args, "-f", "csv")
+    assert [line.split(",")[1] for line in csv.stdout.splitlines()[1:]] == ["0.1", "0.2", "0.3"]
+
+
+# --- 2. a reader that goes away ----------------------------------------------------------------
+
+
+def test_a_sweep_into_a_closed_pipe_exits_0_quietly(tmp_path):
+    # 99,901 rows: far more than a pipe holds, so the writes meet EPIPE (was exit 1, no message)
+    env = {**os.environ, "IPD_CACHE_DIR": "off", "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ipd_cli", "sweep", "--vary", "hardware=blackwell", "--vary",
+         "price_usd_per_gpu_hour=1:1000:0.01", "--workload", "pretrain-10t-moe", "-f", "csv"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert p.stdout is not None and p.stderr is not None
+    assert p.stdout.readline().startswith(b"hardware,")
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=300) == 0 and err == ""
+
+
+def test_a_failed_write_spoils_the_recording():
+    from ipd_cli.resultcache import _Recorder
+
+    class Gone:
+        def write(self, text):
+            raise BrokenPipeError
+
+        def flush(self):
+            raise BrokenPipeError
+
+    writes: list = []
+    for call in (lambda r: r.write("x"), lambda r: r.flush()):
+        spoiled = [False]
+        with pytest.raises(BrokenPipeError):
+            call(_Recorder(Gone(), 1, writes, spoiled))
+        assert spoiled == [True] and writes == []  # a cut output is never stored (and replayed)
+
+
+# --- 3. the library speaks of parameters, the CLI of flags -------------------------------------
+
+
+def test_library_errors_name_parameters_and_the_cli_flags(catalog):
+    with pytest.raises(InputError, match=r"^`mfu` applies to pretrain workloads"):
+        ipd_cli.compare(catalog, ["blackwell"], mfu=0.5)
+    with pytest.raises(InputError, match=r"^`sets` economics\.pue=-1: economics: "):
+        ipd_cli.load(sets=["economics.pue=-1"])
+    entry = r"^builtin:hardware\.yaml \+ `sets` accelerators\.gb200\.hbm_gib=-1: "
+    with pytest.raises(InputError, match=entry):
+        ipd_cli.load(sets=["accelerators.gb200.hbm_gib=-1"])
+    with pytest.raises(InputError, match=r"train has no workload; use `tokens`, `gpus`, `deadline_days`"):
+        ipd_cli.train(ipd_cli.load(sets=["workload.tokens=3"]), "blackwell", "llama-3.1-8b", 1e12, gpus=8)
+    assert run_cli("compare", "blackwell", "--mfu", "0.5").stderr.startswith("ipd: error: --mfu applies")
+    r = run_cli("compare", "blackwell", "--set", "economics.pue=-1")
+    assert r.code == 2 and r.stderr.startswith("ipd: error: --set economics.pue=-1: economics: ")
+    r = run_cli("compare", "blackwell", "--set", "accelerators.gb200.hbm_gib=-1")
+    assert r.stderr.startswith("ipd: error: builtin:hardware.yaml + --set accelerators.gb200.hbm_gib=-1: ")
+    r = run_cli("train", "--hardware", "blackwell", "--model", "llama-3.1-8b", "--tokens", "1e12",
+                "--gpus", "8", "--set", "workload.tokens=3")  # fmt: skip
+    assert r.code == 2 and "use --tokens, --gpus, --days, --precision, --seq-len, --plan" in r.stderr
+
+
+def test_train_names_itself_and_its_keywords_for_an_unknown_one(catalog):
+    with pytest.raises(TypeError) as e:
+        ipd_cli.train(catalog, "blackwell", "llama-3.1-8b", 1e12, days=3)
+    message = str(e.value)
+    assert message.startswith("train() got an unexpected keyword argument 'days'")
+    assert "`deadline_days`" in message and "estimate_pretraining" not in message
+
+
+# --- 4. user files cite known sources; an unknown model names the file ------------------------
+
+
+def test_a_scenario_file_citing_an_unknown_source_is_refused(tmp_path):
+    path = write(tmp_path / "s.yaml", SCENARIO.replace("source: swe-bench-2026", "source: nope-src"))
+    r = run_cli("compare", "blackwell", "--scenario", str(path), "-f", "json")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.startswith(
+        f"ipd: error: {path}: workload.task_success.success_rate.source: unknown source id 'nope-src'"
+    )
+    assert "sources:" in r.stderr and "\n" not in r.stderr.rstrip("\n")
+
+
+def test_a_workload_file_may_cite_its_own_sources_or_none(tmp_path):
+    own = SCENARIO.replace("source: swe-bench-2026", "source: my-src").replace(
+        "sources:\n", 'sources:\n  my-src:\n    title: "my measurement"\n    date: 2026-01-01\n'
+    )
+    bare = SCENARIO.replace("    source: swe-bench-2026\n", "")
+    for name, text in (("own.yaml", own), ("bare.yaml", bare)):
+        path = write(tmp_path / name, text)
+        r = run_cli("explain", "blackwell", "--scenario", str(path), "-f", "json")
+        assert r.code == 0, r.stderr
+
+
+def test_an_unknown_model_in_a_workload_file_names_the_file_and_field(tmp_path):
+    path = write(tmp_path / "s.yaml", SCENARIO.replace("\nmodel: moe-10t", "\nmodel: moe-nope"))
+    r = run_cli("compare", "blackwell", "--scenario", str(path), "-f", "json")
+    assert r.code == 2
+    assert r.stderr.startswith(f"ipd: error: {path}: workload.model: unknown model 'moe-nope'")
+
+
+# --- 5. explain derives the serving price, the run's cost and the RL step's cost ---------------
+
+
+@pytest.fixture(scope="module")
+def explained():
+    r = run_cli("explain", "blackwell", "-f", "json")
+    assert r.code == 0, r.stderr
+    return r.json()["items"]
+
+
+def _inputs(item: dict) -> dict:
+    return dict(p.split(" = ", 1) for p in item["inputs"].split("; "))
+
+
+def test_explain_derives_the_serving_price_and_the_costs(explained):
+    by = {i["metric"]: i for i in explained}
+    usd = by["serving.usd_per_million_output_tokens"]
+    x = _inputs(usd)
+    price, rate = float(x["price_usd_per_gpu_hour"]), float(x["tokens_per_s_per_gpu"])
+    assert usd["formula"] == "price_usd_per_gpu_hour / (tokens_per_s_per_gpu x 3600) x 1e6"
+    assert usd["value"] == pytest.approx(price / (rate * 3600) * 1e6, rel=1e-12)
+    assert "EAGLE-3" in x["configuration"]  # the deployment the tokens/s come from
+    # the same number serving_usd starts from
+    assert float(_inputs(by["serving_usd"])["usd_per_M_output"]) == pytest.approx(usd["value"], rel=1e-12)
+    pre, rl = by["pretraining.cost_usd"], by["rl.usd_per_step"]
+    x = _inputs(pre)
+    cost = float(x["gpu_hours"]) * float(x["price_usd_per_gpu_hour"])
+    assert pre["value"] == pytest.approx(cost, rel=1e-12)
+    assert float(_inputs(by["pretraining_usd"])["cost_usd"]) == pytest.approx(pre["value"], rel=1e-12)
+    x = _inputs(rl)
+    assert rl["value"] == pytest.approx(
+        float(x["gpu_hours_per_step"]) * float(x["price_usd_per_gpu_hour"]), rel=1e-12
+    )
+    assert float(_inputs(by["post_training_usd"])["usd_per_step"]) == pytest.approx(rl["value"], rel=1e-12)
+    names = [i["metric"] for i in explained]
+    assert names.index("serving.usd_per_million_output_tokens") == names.index("serving_usd") - 1
+
+
+def test_an_estimated_speculative_method_is_flagged_as_an_estimate(explained):
+    spec = next(i for i in explained if i["metric"] == "input: speculative decoding method")
+    assert spec["estimate"] is True and spec["formula"].endswith("(estimate)")
+
+
+def test_explain_labels_the_goodput_by_its_result_field(explained):
+    labels = [i["metric"] for i in explained]
+    assert "input: scale efficiency (training goodput)" in labels
+    assert "input: training goodput" not in labels
+    r = run_cli("explain", "blackwell", "--workload", "pretrain-10t-moe", "-f", "json")
+    wall = next(i for i in r.json()["items"] if i["metric"] == "pretraining.wall_days")
+    assert "scale_efficiency" in wall["formula"] and "scale_efficiency = 0.9" in wall["inputs"]
+    assert not re.search(r"\bgoodput\b", wall["formula"])
