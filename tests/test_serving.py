@@ -651,7 +651,11 @@ def test_pins_filter_the_grid(catalog):
         serve(catalog, "h100-sxm", "llama-3.1-70b", layout="tp3pp2", **base)  # 3 GPUs do not tile 8
     d = serve(catalog, "h200", "deepseek-v3", instance_gpus=8, attention_tp=2, disaggregated=False, **base)
     assert d.configuration.startswith("DEP8 (attention TP2)") and d.parallelism == "tp-attention+ep"
-    with pytest.raises(InputError, match="choose one of 1, 2, 4, 8"):
+    # 72 GPUs split as TP3 PP24 (3-GPU stages tile the rack, as `--layout tp3pp24` takes them):
+    # attention TP3 exists there, and the heads refuse it (it was "choose one of 1, 2, 4, 8" while
+    # a pinned size offered only the catalog's stage sizes)
+    refused = r"no layout of 72 GPUs runs it with the other pins \(TP3 PP24: tensor parallelism must"
+    with pytest.raises(InfeasibleError, match=refused):
         serve(catalog, "gb200-nvl72", "moe-10t", instance_gpus=72, attention_tp=3)
     with pytest.raises(InputError, match="dense"):
         serve(catalog, "h100-sxm", "llama-3.1-70b", layout="dep8")

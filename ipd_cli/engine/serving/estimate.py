@@ -286,7 +286,8 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
         # every split of the pinned size breaks a layout rule: name each split and its rule
         return InfeasibleError(
             f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: no layout of "
-            f"{counted(pins.instance_gpus)} runs it ({_split_failures(g)}){nearest}"
+            f"{counted(pins.instance_gpus)} runs it{' with the other pins' if len(pins.given()) > 1 else ''} "
+            f"({_split_failures(g)}){nearest}"
         )
     return InfeasibleError(
         f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: {reason}"
