@@ -286,6 +286,61 @@ def test_more_hbm_never_lengthens_the_frontier_rl_step(hardware, accelerator):
     assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
 
 
+def test_more_hbm_never_lengthens_a_grown_rl_step():
+    # 2,048 GB200 cannot hold the 10T SWE step's trainer (2,048) plus a rollout replica, so the run
+    # grows (grow_gpus_to_fit). It grew to the trainer plus one replica of the densest candidate,
+    # whose size moved with the HBM: 155 -> 155.5 GiB went 288 -> 216 generation GPUs, the step
+    # 2,035 -> 2,374 s and $5,349 -> $6,047 (likewise at 157.5 -> 158 and 160.5 -> 161 GiB). Now
+    # the pool is whichever one-replica size (of every candidate) makes the step shortest: more
+    # HBM only adds candidates, so neither the step nor its price rises across those jumps.
+    runs = []
+    for hbm in (155, 155.5, 157.5, 158, 160.5, 161):
+        runs.append(rl(load(sets=[f"accelerators.gb200.hbm_gib={hbm}"]), "blackwell", "rl-swe-agent-10t").rl)
+    for r in runs:
+        assert r.gpus_requested == 2048 and r.gpus == r.gen_gpus + r.train_gpus
+        assert r.train_gpus == r.trainer_memory.min_train_gpus == 2048
+    steps, usd = [r.step_seconds for r in runs], [r.usd_per_step for r in runs]
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(usd, usd[1:], strict=False)), usd
+    # the candidates' replicas run from 72 to 864 GPUs; the largest pool (12 x 72) is the fastest
+    assert (runs[0].gen_gpus, runs[0].replicas, runs[0].instance_gpus) == (864, 12, 72)
+    assert runs[0].step_seconds < 2035  # the old rule's 288-GPU pool
+
+
+def test_a_grown_split_is_the_fastest_one_replica_pool():
+    from ipd_cli.engine.rl.step import grown_split
+
+    # pools of one replica: 64 and 100 GPUs, and on 72-GPU systems the whole systems that hold
+    # them (72, 144); the trainer at its fewest (1,000). Seconds by hand: 72 and 144 tie at 5 s
+    # (the fewer GPUs win), 64 and 100 take longer.
+    times = {64: 9.0, 72: 5.0, 100: 6.0, 144: 5.0}
+    seen = []
+
+    def balance(gen, train):
+        seen.append((gen, train))
+        return times[gen]
+
+    assert grown_split([100, 64], 1000, balance, grain=72) == (72, 1000)
+    assert sorted(seen) == [(64, 1000), (72, 1000), (100, 1000), (144, 1000)]
+    assert grown_split([100, 64], 1000, balance) == (100, 1000)  # no systems: the replicas alone
+
+
+def test_a_grown_rl_run_says_what_it_runs_on():
+    # the warning's parts add up to the GPUs it names: 2,048 training + 864 generating = 2,912
+    # (it said "2,336 GPUs ... training state (2,048) and one generation instance (144)", the run
+    # 2 x 144)
+    r = run_cli(
+        "rl", "--hardware", "blackwell", "--workload", "rl-swe-agent-10t",
+        "--set", "accelerators.gb200.hbm_gib=155", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    assert (
+        "gb200-nvl72: RL post-training runs on 2,912 GPUs, not the workload's 2,048: 2,048 training "
+        "(the fewest that hold the training state) + 864 generating (12 x 72-GPU replicas: of the "
+        "pools the size of one rollout replica, the one with the shortest step)"
+    ) in " ".join(r.stderr.split())
+
+
 @pytest.mark.parametrize(("gen_gpus", "asynchronous"), [(72, True), (144, False), (504, False)])
 def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catalog, gen_gpus, asynchronous):
     # fastest() evaluates only the runs of concurrencies its ladder of decode steps cannot rule

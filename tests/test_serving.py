@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from helpers import write
+from helpers import run_cli, write
 
 from ipd_cli.catalog.loader import load_catalog
 from ipd_cli.engine import formulas as f
@@ -651,7 +651,11 @@ def test_pins_filter_the_grid(catalog):
         serve(catalog, "h100-sxm", "llama-3.1-70b", layout="tp3pp2", **base)  # 3 GPUs do not tile 8
     d = serve(catalog, "h200", "deepseek-v3", instance_gpus=8, attention_tp=2, disaggregated=False, **base)
     assert d.configuration.startswith("DEP8 (attention TP2)") and d.parallelism == "tp-attention+ep"
-    with pytest.raises(InputError, match="choose one of 1, 2, 4, 8"):
+    # 72 GPUs split as TP3 PP24 (3-GPU stages tile the rack, as `--layout tp3pp24` takes them):
+    # attention TP3 exists there, and the heads refuse it (it was "choose one of 1, 2, 4, 8" while
+    # a pinned size offered only the catalog's stage sizes)
+    refused = r"no layout of 72 GPUs runs it with the other pins \(TP3 PP24: tensor parallelism must"
+    with pytest.raises(InfeasibleError, match=refused):
         serve(catalog, "gb200-nvl72", "moe-10t", instance_gpus=72, attention_tp=3)
     with pytest.raises(InputError, match="dense"):
         serve(catalog, "h100-sxm", "llama-3.1-70b", layout="dep8")
@@ -1211,3 +1215,32 @@ def test_a_prefill_bound_deployment_keeps_its_decode_batches_slightly_short(cata
     b = serve(catalog, "b200", "deepseek-v3", input_tokens=1024, output_tokens=1024)
     little(b)
     assert b.deployment_concurrency == b.decode_instances * b.concurrency
+
+
+@pytest.mark.parametrize("n", [3, 5, 7])
+def test_a_pinned_instance_size_tries_every_pipeline_split(n):
+    # Llama 3.1 70B has 64 attention heads and 80 layers; H100's scale-up domain is 8 GPUs. An
+    # instance of 3, 5 or 7 GPUs: tensor parallelism must divide 64, so the stage is 1 GPU (TP3, TP5,
+    # TP7 break the heads), and n stages of 1 GPU tile the domain and stay under the 80 layers:
+    # TP1 PPn. Stages ran only on 2^a 3^b (5 and 7 are not), so 5 and 7 were refused with "tensor
+    # parallelism must divide the 64 attention heads" though `--layout tp1pp5` runs.
+    def serve(*pin):
+        r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-70b", *pin, "-f", "json")
+        assert r.code == 0, r.stderr
+        return r.json()["serving"]
+
+    pinned, layout = serve("--instance-gpus", str(n)), serve("--layout", f"tp1pp{n}")
+    assert pinned["instance_gpus"] == n and f"TP1 PP{n} " in pinned["configuration"]
+    assert pinned["tokens_per_s_per_gpu"] >= layout["tokens_per_s_per_gpu"] * (1 - 1e-12)
+
+
+def test_a_pinned_instance_size_no_layout_runs_names_each_split():
+    # Llama 3.1 8B (32 heads, 32 layers) on 37 GB200s (a prime, inside the 72-GPU domain): TP37
+    # breaks the heads and 37 stages of 1 GPU exceed the layers; nothing else multiplies to 37
+    r = run_cli("serve", "--hardware", "gb200-nvl72", "--model", "llama-3.1-8b", "--instance-gpus", "37")
+    assert r.code == 1 and r.stdout == ""
+    assert (
+        "with --instance-gpus 37: no layout of 37 GPUs runs it (TP37: tensor parallelism must divide "
+        "the 32 attention heads; TP1 PP37: more pipeline stages than the 32 layers); the nearest "
+        "feasible configuration is"
+    ) in r.stderr

@@ -316,6 +316,12 @@ def _infeasible_notes(systems: list[dict]) -> tuple[dict[tuple[int, str], str], 
     return marks, notes
 
 
+def _replicas(rl: dict) -> str:
+    """``2 x 144-GPU replicas``, or ``one 216-GPU replica``."""
+    n, g = rl.get("replicas") or 0, rl.get("instance_gpus") or 0
+    return f"one {g:,}-GPU replica" if n == 1 else f"{n:,} x {g:,}-GPU replicas"
+
+
 def _infeasible_line(hardware: str, why: dict, system: dict) -> str:
     stage = STAGE_WORDS.get(why["stage"], why["stage"])
     workload = f" ({why['workload']})" if why.get("workload") else ""
@@ -419,8 +425,9 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
         if isinstance(rl, dict) and rl.get("gpus_requested"):
             out.append(
                 f"{hw}: RL post-training runs on {counted(rl['gpus'])}, not the workload's "
-                f"{rl['gpus_requested']:,}: the fewest that hold the training state "
-                f"({rl['train_gpus']:,}) and one generation instance ({rl['instance_gpus']:,})"
+                f"{rl['gpus_requested']:,}: {rl['train_gpus']:,} training (the fewest that hold the "
+                f"training state) + {rl['gen_gpus']:,} generating ({_replicas(rl)}: of the pools the size "
+                "of one rollout replica, the one with the shortest step)"
             )
         pre = s.get("pretraining")
         # only what the printed multiplier shows (1.0008 read "needs 1.00x the tokens")

@@ -25,7 +25,7 @@ from .generation import (
     rollout_engine,
 )
 from .result import assemble
-from .step import Step, SyncPhase, fewest_split_gpus, split_gpus, step
+from .step import Step, SyncPhase, fewest_split_gpus, grown_split, split_gpus, step
 from .sync import Links, SyncPlan, WeightSync, sync_links, weight_sync
 from .trainer import (
     Trainer,
@@ -292,18 +292,19 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
         gg, tg = given
     else:
         total = w.total_gpus()
-        if w.grow_gpus_to_fit:  # the fewest that hold the training state and one rollout instance
-            total = max(total, fewest_split_gpus(s.rollouts.gpus, mem.min_gpus))
-        try:
-            gg, tg = split_gpus(
-                total,
-                s.rollouts.gpus,
-                lambda a, b: evaluate(s, a, b, quiet=True).step.seconds,
-                mem.min_gpus,
-                grain=s.system_gpus,
-            )
-        except InfeasibleError as e:
-            raise InfeasibleError(f"{s.where}: {e}") from None
+
+        def seconds(a: int, b: int) -> float:
+            return evaluate(s, a, b, quiet=True).step.seconds
+
+        if w.grow_gpus_to_fit and total < fewest_split_gpus(s.rollouts.gpus, mem.min_gpus):
+            # too few to split: the trainer's fewest GPUs plus one replica's pool, the fastest
+            pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
+            gg, tg = grown_split(pools, mem.min_gpus, seconds, grain=s.system_gpus)
+        else:
+            try:
+                gg, tg = split_gpus(total, s.rollouts.gpus, seconds, mem.min_gpus, grain=s.system_gpus)
+            except InfeasibleError as e:
+                raise InfeasibleError(f"{s.where}: {e}") from None
     s.inp.given("generation GPUs", gg, "GPUs", origin, path="workload.gen_gpus")
     s.inp.given("training GPUs", tg, "GPUs", origin, path="workload.train_gpus")
     return gg, tg

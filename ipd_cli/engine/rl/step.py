@@ -82,6 +82,23 @@ def fewest_split_gpus(instance_gpus: int, min_train: int) -> int:
     return instance_gpus + max(1, min_train)
 
 
+def grown_split(
+    pools: list[int], min_train: int, balance: Callable[[int, int], float], grain: int | None = None
+) -> tuple[int, int]:
+    """Where the request's GPUs are too few (``grow_gpus_to_fit``): a trainer of the fewest GPUs
+    that hold the training state (``min_train``) plus a generation pool the size of one rollout
+    replica (any candidate's ``pools`` size, or the whole systems of ``grain`` GPUs that hold it),
+    the one with the shortest step (ties: fewer GPUs). The pools are every candidate's, not
+    the densest one's alone: more HBM only adds candidates (and keeps the trainer's minimum or
+    lowers it), so, the trainer's minimum unchanged, it never lengthens the step."""
+    sizes = set(pools)
+    if grain:
+        sizes.update(-(-g // grain) * grain for g in pools)
+    train = max(1, min_train)
+    gen = min(sorted(sizes), key=lambda g: balance(g, train))  # min() keeps the first: fewer GPUs
+    return gen, train
+
+
 def split_gpus(
     total: int,
     instance_gpus: int,

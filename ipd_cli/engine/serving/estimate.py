@@ -282,10 +282,35 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
             f"({ph.max_domains} scale-up domains of {ph.domain}, serving.max_instance_domains), and no "
             f"layout of {ph.model} spans it (its splits fail: {reason}){nearest}"
         )
+    if pins.instance_gpus is not None and _layout_failure(g):
+        # every split of the pinned size breaks a layout rule: name each split and its rule
+        return InfeasibleError(
+            f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: no layout of "
+            f"{counted(pins.instance_gpus)} runs it{' with the other pins' if len(pins.given()) > 1 else ''} "
+            f"({_split_failures(g)}){nearest}"
+        )
     return InfeasibleError(
         f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: {reason}"
         f"{_smallest_text(g, pins)}{nearest}"
     )
+
+
+def _split_failures(g: Grid) -> str:
+    """Each pinned split into stage GPUs x pipeline stages and the layout rule its rows break
+    (the most common): ``TP5: tensor parallelism must divide the 64 attention heads; ...``."""
+    import numpy as np
+
+    first = g.space.first_failure()[g.pinned]
+    li = g.rows["layout"][g.pinned]
+    s, pp = g.lay["s"][li], g.lay["pp"][li]
+    out = []
+    for stage, stages in sorted({(int(a), int(b)) for a, b in zip(s, pp, strict=True)}, key=lambda k: k[1]):
+        at = (s == stage) & (pp == stages) & (first >= 0)
+        codes, counts = np.unique(first[at], return_counts=True)
+        if len(codes):
+            name = f"TP{stage}" + (f" PP{stages}" if stages > 1 else "")
+            out.append(f"{name}: {g.space.checks[int(codes[np.argmax(counts)])][0]}")
+    return "; ".join(out)
 
 
 def _layout_failure(g: Grid) -> bool:

@@ -139,6 +139,10 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
         sizes = np.union1d(sizes, [pins.stage_gpus * (pins.pipeline_stages or 1)])
     # pipeline stages beyond the layers and attention TP beyond the heads never run: not enumerated
     stages = set(_smooth(ph.layers)) | ({pins.pipeline_stages} if pins.pipeline_stages else set())
+    n = pins.instance_gpus
+    if n:  # a pinned size: every split of it, as `--layout` pins it (TP1 PP5 for 5 GPUs; 5 is not 2^a 3^b);
+        # those beyond the layers too, so that a refusal names the rule
+        stages |= {p for p in range(1, n + 1) if n % p == 0}
     cols = product(
         g=sizes,
         pp=np.array(sorted(stages)),
@@ -159,7 +163,10 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
     # domain: B200 ran 1-GPU stages across two 8-GPU nodes (a pipeline inside each node) that a
     # 72-GPU rack could not, and served Llama 405B faster than GB200, B200 with more of everything
     tiles = (ph.domain % s == 0) | (s % ph.domain == 0)
-    stage_ok = (np.isin(s, sizes) | (s == (pins.stage_gpus or 0))) & ((pp == 1) | ((g % pp == 0) & tiles))
+    # a stage size the catalog does not list runs where a pin names it: `--layout` its stage GPUs,
+    # `--instance-gpus` a split of its instance (stage GPUs x stages)
+    named = (s == (pins.stage_gpus or 0)) | (g == (n or 0))
+    stage_ok = (np.isin(s, sizes) | named) & ((pp == 1) | ((g % pp == 0) & tiles))
     t_ok = (s % t == 0) & ~((cols["tcode"] < 0) & pow2)  # t = s once
     e = np.where(cols["fam"] == TP, 1, s)
     fam_ok = np.where(
