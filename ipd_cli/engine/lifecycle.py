@@ -303,26 +303,24 @@ def serving_share(cat: Catalog, s: Scenario, served: Any, success: Success) -> S
     )
 
 
+def _cost_steps(metric: str, value: float, hours_name: str, hours: float, price: float) -> list[Step]:
+    """A stage's cost from its GPU-hours at its price (``pretraining_usd`` and
+    ``post_training_usd`` start from it)."""
+    inputs: dict[str, float | str] = {hours_name: hours, "price_usd_per_gpu_hour": price}
+    return [Step(metric, value, f"{hours_name} x price_usd_per_gpu_hour", inputs)]
+
+
 def _pretraining_cost_steps(p: Pretraining | None) -> list[Step]:
-    """The pre-training run's cost from its GPU-hours (``pretraining_usd`` starts from it)."""
     if p is None:
         return []
-    inputs: dict[str, float | str] = {
-        "gpu_hours": p.gpu_hours,
-        "price_usd_per_gpu_hour": p.price_usd_per_gpu_hour,
-    }
-    return [Step("pretraining.cost_usd", p.cost_usd, "gpu_hours x price_usd_per_gpu_hour", inputs)]
+    return _cost_steps("pretraining.cost_usd", p.cost_usd, "gpu_hours", p.gpu_hours, p.price_usd_per_gpu_hour)
 
 
 def _rl_cost_steps(rl: Rl | None) -> list[Step]:
-    """An RL step's cost from its GPU-hours (``post_training_usd`` starts from it)."""
     if rl is None:
         return []
-    inputs: dict[str, float | str] = {
-        "gpu_hours_per_step": rl.gpu_hours_per_step,
-        "price_usd_per_gpu_hour": rl.price_usd_per_gpu_hour,
-    }
-    return [Step("rl.usd_per_step", rl.usd_per_step, "gpu_hours_per_step x price_usd_per_gpu_hour", inputs)]
+    hours, price = rl.gpu_hours_per_step, rl.price_usd_per_gpu_hour
+    return _cost_steps("rl.usd_per_step", rl.usd_per_step, "gpu_hours_per_step", hours, price)
 
 
 def _serving_price_step(point: Serving) -> Step:
