@@ -946,3 +946,21 @@ def test_an_active_count_below_what_the_experts_activate_is_refused(catalog):
         match=r"active_params 2e\+11 is below what the routed experts alone activate \(4\.261e\+11",
     ):
         catalog.with_overrides(["models.moe-10t.active_params=2e11"])
+
+
+def test_the_mfus_flops_are_the_steps_where_the_shapes_hold_more_than_the_count(catalog):
+    # A user review: between what the routed experts alone activate (4.17e11) and what the 10T
+    # MoE's shapes run per token (4.98e11: MLA widths, 16 + 1 experts, embeddings), an active
+    # count left the step alone and cut the MFU's FLOPs (16 % at 4.17e11). The MFU now counts the
+    # parameters the step's GEMMs run: 6 x those + the attention term, which does not move
+    x = inputs(catalog, "vera-rubin", "moe-10t", "fp4")
+    attention = x["fpt"] - 6 * 5e11
+    assert tpn.step_params(x) == pytest.approx(5e11, rel=1e-12)  # the default: the count itself
+    low = inputs(
+        catalog.with_overrides(["models.moe-10t.active_params=4.5e11"]), "vera-rubin", "moe-10t", "fp4"
+    )
+    assert tpn.step_params(low) > 4.9e11
+    assert low["fpt"] == pytest.approx(6 * tpn.step_params(low) + attention, rel=1e-12)
+    # gpt-oss-120b declares 5.1e9 active; its shapes run 5.72e9 (its LM head): the MFU counts those
+    g = inputs(catalog, "b200", "gpt-oss-120b", "bf16")
+    assert tpn.step_params(g) == pytest.approx(5.717e9, rel=1e-3)
