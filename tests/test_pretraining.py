@@ -584,6 +584,39 @@ def test_pipeline_stages_need_not_divide_the_layers():
     assert " PP3 " in r.json()["pretraining"]["plan"]
 
 
+def test_no_model_chunk_is_empty():
+    # pp x vp could exceed the chunks a model has: Llama 3.1 405B's 126 layers took pp=8,vp=32 and
+    # pp=64,vp=4 (256 chunks) as pins and in the grid. A chunk holds a layer, or the embedding or the
+    # loss (Megatron counts them: Megatron-Bridge runs the 405B on PP16 VP8, 128 = 126 + 2 chunks)
+    assert tpn.max_chunks(126) == 128
+    for layers in (126, 61, 80):
+        pairs = tpn.pipeline_pairs(layers, 1 << 20, {})
+        assert max(pp * vp for pp, vp, *_ in pairs) <= layers + 2
+    assert (16, 8, 0, 0) in tpn.pipeline_pairs(126, 4096, {})  # the published recipe stays
+    assert (16, 4, 0, 1) not in tpn.pipeline_pairs(61, 4096, {}, moe=True)  # DeepSeek-V3: 64 > 63
+    assert tpn.pipeline_pairs(126, 4096, {"pp": 8, "vp": 32}) == []
+    for plan in ("pp=8,vp=32", "pp=16,vp=16", "pp=64,vp=4"):
+        r = train_plan("h100", "llama-3.1-405b", 16384, plan)
+        assert r.code == 1 and r.stdout == "" and r.stderr.count("\n") == 1, plan
+        pp, vp = (int(kv.split("=")[1]) for kv in plan.split(","))
+        assert (
+            f"every model chunk holds a layer (the embedding and the loss count as one each): "
+            f"pp x vp = {pp} x {vp} = {pp * vp} is more than the 126 layers + 2"
+        ) in r.stderr
+    lone = train_plan("h100", "llama-3.1-405b", 16384, "vp=200")
+    assert lone.code == 1 and "vp=200 is more than the 126 layers + 2" in lone.stderr
+    # at the limit, and uneven splits (28 chunks of 4 or 5 layers), stay
+    for plan in ("pp=16,vp=8", "pp=8,vp=16", "pp=4,vp=7"):
+        assert train_plan("h100", "llama-3.1-405b", 16384, plan).code == 0, plan
+    # deadline mode: the rule and a pin that keeps the chunks full
+    r = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "1e12", "--days", "90",
+        "--plan", "pp=8,vp=32",
+    )  # fmt: skip
+    assert r.code == 1 and "runs on any cluster: every model chunk holds a layer" in r.stderr
+    assert "try --plan pp=8,vp=16" in r.stderr
+
+
 def test_rubin_gpu_ratio_comes_from_the_specs(catalog, tmp_path):
     base = compare(catalog, ["vera-rubin", "blackwell"], "pretrain-10t-moe")
     rubin, gb200 = (s.pretraining for s in base.systems)

@@ -341,6 +341,34 @@ def test_a_grown_rl_run_says_what_it_runs_on():
     ) in " ".join(r.stderr.split())
 
 
+def test_pinned_pools_are_not_a_grown_run():
+    # --gen-gpus 432 --train-gpus 100 (532 GPUs, past the workload's 512) reported gpus_requested
+    # 512 and warned "100 training (the fewest that hold the training state) + 432 generating (...
+    # the one with the shortest step)": both pools were given, and 64 trainer GPUs hold the state
+    for gen, train in ((432, 100), (144, 100)):
+        args = ("--gen-gpus", f"{gen}", "--train-gpus", f"{train}", "-f", "json")
+        r = run_cli("rl", "--hardware", "gb200", *args)
+        assert r.code == 0, r.stderr
+        rl_ = r.json()["rl"]
+        assert (rl_["gpus"], rl_["gen_gpus"], rl_["train_gpus"]) == (gen + train, gen, train)
+        assert rl_["gpus_requested"] is None and "RL post-training runs on" not in r.stderr
+
+
+def test_idle_trainer_warning_at_a_quarter_more_gpus_than_used():
+    # the CHANGELOG's "a trainer given a quarter or more GPUs than its plan uses": 80 given for a
+    # plan of 64 is that (16 = 64 / 4) and printed nothing (the code warned below 75 % used)
+    def trainer(train: int) -> tuple[int, str]:
+        args = ("--gen-gpus", "144", "--train-gpus", f"{train}", "-f", "json")
+        r = run_cli("rl", "--hardware", "gb200", *args)
+        assert r.code == 0, r.stderr
+        return r.json()["rl"]["trainer"]["gpus_used"], r.stderr
+
+    used, err = trainer(80)
+    assert used == 64 and "the RL trainer's plan uses 64 of its 80 GPUs; the rest are idle" in err
+    used, err = trainer(79)  # 15 idle: less than a quarter of 64
+    assert used == 64 and "the rest are idle" not in err
+
+
 @pytest.mark.parametrize(("gen_gpus", "asynchronous"), [(72, True), (144, False), (504, False)])
 def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catalog, gen_gpus, asynchronous):
     # fastest() evaluates only the runs of concurrencies its ladder of decode steps cannot rule

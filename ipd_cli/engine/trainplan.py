@@ -5,9 +5,10 @@ The grid (see /work/shared/design/search.md). Micro columns: tensor ``tp`` (divi
 attention heads up to 64, inside one scale-up domain: its per-layer collectives do not cross
 NICs), context ``cp`` (powers of two leaving chunks of at least 1,024 tokens), pipeline ``pp``
 (divisors of the layers and powers of two; the last stage may hold fewer layers), interleaving
-``vp`` (divisors of the layers per stage), pipeline schedule ``sched`` (1F1B, or DualPipe on an
-even pp without interleaving), expert ``ep`` (divisors of the routed experts, folded
-into tp x cp x dp as Megatron does), micro-batch size ``mbs``, rank placement ``order``. Per
+``vp`` (divisors of the layers per stage, no empty model chunk: see ``max_chunks``), pipeline
+schedule ``sched`` (1F1B, or DualPipe on an even pp without interleaving), expert ``ep``
+(divisors of the routed experts, folded into tp x cp x dp as Megatron does), micro-batch size
+``mbs``, rank placement ``order``. Per
 micro row: the data-parallel degree ``dp`` with the micro-batches per step ``mb`` (the global
 batch is dp x mb x mbs sequences); per plan, the fastest recompute policy (none, selective,
 full, offload to host) and sharding stage (ZeRO 0-2, FSDP) that fit in memory.
@@ -439,11 +440,20 @@ def _allowed(pins: dict, key: str, values: list[int]) -> list[int]:
     return [v for v in values if v == pins[key]] if key in pins else values
 
 
+def max_chunks(layers: int) -> int:
+    """The most model chunks (pp x vp) a model of ``layers`` layers splits into, none of them empty:
+    one a layer, plus one for the embedding and one for the loss, which Megatron counts as layers of
+    the split (``account_for_embedding_in_pipeline_split``, ``..._loss_...``: Megatron-Bridge runs
+    Llama 3.1 405B's 126 layers on PP16 VP8, 128 chunks)."""
+    return layers + 2
+
+
 def pipeline_pairs(layers: int, cap: int, pins: dict, moe: bool = False) -> list[tuple[int, int, int, int]]:
     """(pp, vp, sched, a2ao) tuples: pp divides the layers or is a power of two; vp divides the layers
-    per stage under 1F1B; DualPipe (sched 1) takes an even pp and no interleaving; an MoE model's
-    1F1B may overlap its expert all-to-all (a2ao 1) without a pipeline or interleaved (Megatron's
-    combined 1F1B: ``combined_1f1b_schedule_for_no_pipelining`` / ``..._for_interleaved``)."""
+    per stage under 1F1B, with pp x vp at most ``max_chunks`` (no empty model chunk); DualPipe
+    (sched 1) takes an even pp and no interleaving; an MoE model's 1F1B may overlap its expert
+    all-to-all (a2ao 1) without a pipeline or interleaved (Megatron's combined 1F1B:
+    ``combined_1f1b_schedule_for_no_pipelining`` / ``..._for_interleaved``)."""
     pows = [2**k for k in range(12) if 2**k <= layers]
     pps = _axis(pins, "pp", sorted({*divisors(layers), *pows}))
     pairs = []
@@ -454,7 +464,7 @@ def pipeline_pairs(layers: int, cap: int, pins: dict, moe: bool = False) -> list
             if sched == 1:
                 pairs += [(pp, 1, 1, 0)] if pp % 2 == 0 and 1 in _axis(pins, "vp", [1]) else []
                 continue
-            for vp in _axis(pins, "vp", vps):
+            for vp in (v for v in _axis(pins, "vp", vps) if pp * v <= max_chunks(layers)):
                 can = moe and (pp == 1 or vp > 1)  # on where it can run: it never hides less than off
                 pairs += [(pp, vp, 0, a) for a in _axis(pins, "a2ao", [1] if can else [0]) if a == 0 or can]
     return pairs
@@ -1442,7 +1452,8 @@ def smallest_cluster(x: dict, gpus: int) -> int | None:
 def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
     """The rule of the grid a pinned degree breaks on any cluster (tensor parallelism inside one
     scale-up domain, at most MAX_TP and dividing the attention heads; expert parallelism dividing
-    the routed experts; no more pipeline stages than layers), and the pins with that degree moved
+    the routed experts; no more pipeline stages than layers, no more model chunks pp x vp than
+    ``max_chunks``), and the pins with that degree moved
     to the nearest value the rule allows below it; None where every pinned degree is one the grid
     has."""
     heads, domain, layers = int(x["heads"]), int(x["domain"]), int(x["layers"])
@@ -1468,6 +1479,16 @@ def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
     if pp is not None and pp > layers:
         why = f"every pipeline stage holds a layer: pp={pp} is more than the {layers} layers"
         return why, {**pins, "pp": layers}
+    vp, most = pins.get("vp"), max_chunks(layers)
+    if vp is not None and pins.get("pp", 1) * vp > most:
+        what = f"pp x vp = {pp} x {vp} = {pp * vp:,}" if pp is not None else f"vp={vp}"
+        why = (
+            f"every model chunk holds a layer (the embedding and the loss count as one each): {what} "
+            f"is more than the {layers} layers + 2"
+        )
+        stages = pins.get("pp", 2)  # unpinned: the smallest pipeline that interleaves
+        fits = [v for v in divisors(math.ceil(layers / stages)) if stages * v <= most]
+        return why, {**pins, "vp": max(fits)}
     return None
 
 

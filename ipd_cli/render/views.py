@@ -442,7 +442,8 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
         trainer = rl.get("trainer") if isinstance(rl, dict) and rl.get("mode") != "colocated" else None
         if isinstance(rl, dict) and isinstance(trainer, dict):
             used, given = trainer.get("gpus_used") or 0, rl.get("train_gpus") or 0
-            if used < 0.75 * given:  # a quarter or more idle: the split is worth a second look
+            # given a quarter or more GPUs than it uses (80 for 64): the split is worth a second look
+            if used and 4 * (given - used) >= used:
                 out.append(
                     f"{hw}: the RL trainer's plan uses {used:,} of its {given:,} GPUs; the rest are idle "
                     "but paid (as many as it uses would run the same plan for less)"

@@ -278,11 +278,13 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     return Outcome(r, gen, env, tr, sync, step(s.w.mode, gen, env, tr, sync))
 
 
-def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
+def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, int | None]:
     """The GPUs of each role: colocated uses all for both; given sizes are checked; otherwise the
-    fastest split among those whose trainer holds the training state."""
+    fastest split among those whose trainer holds the training state. Third, the GPUs requested
+    where ``grow_gpus_to_fit`` ran on more (else None: given pools are the run, not a resize)."""
     w, mem = s.w, s.memory
     given = w.given_split()
+    requested = None
     if w.mode == "colocated":
         total = w.total_gpus()
         check_trainer_memory(mem, total, "gpus", s.where, s.rates.y["seq"])
@@ -300,6 +302,7 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
             # too few to split: the trainer's fewest GPUs plus one replica's pool, the fastest
             pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
             gg, tg = grown_split(pools, mem.min_gpus, seconds, grain=s.system_gpus)
+            requested = total if gg + tg > total else None
         else:
             try:
                 gg, tg = split_gpus(total, s.rollouts.gpus, seconds, mem.min_gpus, grain=s.system_gpus)
@@ -307,7 +310,7 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int]:
                 raise InfeasibleError(f"{s.where}: {e}") from None
     s.inp.given("generation GPUs", gg, "GPUs", origin, path="workload.gen_gpus")
     s.inp.given("training GPUs", tg, "GPUs", origin, path="workload.train_gpus")
-    return gg, tg
+    return gg, tg, requested
 
 
 def estimate_rl(
@@ -333,8 +336,10 @@ def estimate_rl(
     )  # fmt: skip
     ctx = sv.serving_context(cat, hardware, w.model, origin)
     s = setup(ctx, w, pricing, origin, split)
-    gg, tg = choose_split(s, split, origin)
+    gg, tg, requested = choose_split(s, split, origin)
     out = evaluate(s, gg, tg)
     price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
-    rl = assemble(s, out, gg, tg, workload_name, price, basis, kw_per_gpu(ctx.inp, ctx.name), pue(ctx.inp))
+    rl = assemble(
+        s, out, gg, tg, workload_name, price, basis, kw_per_gpu(ctx.inp, ctx.name), pue(ctx.inp), requested
+    )
     return RlResult(hardware=ctx.name, rl=rl, assumptions=ctx.trace.items)

@@ -70,9 +70,10 @@ def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: flo
 
 def assemble(
     s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, workload: str, price: float, basis: str,
-    kw: float, p_ue: float,
+    kw: float, p_ue: float, requested: int | None = None,
 ) -> Rl:  # fmt: skip
-    """Cost and energy of the step; rollouts per kWh count every generated rollout (kept or not)."""
+    """Cost and energy of the step; rollouts per kWh count every generated rollout (kept or not);
+    ``requested``: the workload's GPUs where ``grow_gpus_to_fit`` ran the step on more."""
     t, n = out.step.seconds, s.nums
     phases = RlPhases(
         generation_s=out.gen.seconds,
@@ -103,7 +104,7 @@ def assemble(
         usd_per_million_generated_tokens=usd / (n.generated * n.mean_response_tokens / 1e6),
         rollouts_per_kwh=n.generated / energy_kwh,
         gpus=billed,
-        gpus_requested=s.w.gpus if s.w.gpus is not None and billed > s.w.gpus else None,
+        gpus_requested=requested,
         gen_gpus=gen_gpus,
         train_gpus=train_gpus,
         instance_gpus=out.rollouts.gpus,
