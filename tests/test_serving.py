@@ -1283,3 +1283,17 @@ def test_a_stage_pin_is_a_filter_at_least_as_good_as_each_stage_size(catalog, hw
         except (InputError, InfeasibleError):
             continue
         assert alone.tokens_per_s_per_gpu >= sized.tokens_per_s_per_gpu * (1 - 1e-12), n
+
+
+@pytest.mark.parametrize("n", [3, 5, 7])
+def test_a_pinned_instance_size_names_each_split_with_its_own_rule(n):
+    # DeepSeek-V3 (128 heads, 671B) on n H100s: TP n and TEP n break the heads, DEP n and TP1 PPn run
+    # out of HBM. The refusal named only the heads (the most common first failure): the per-split
+    # message ran only where every split broke a layout rule, and TP3, TEP3 and DEP3 were one split
+    r = run_cli("serve", "--hardware", "h100", "--model", "deepseek-v3", "--instance-gpus", str(n))
+    assert r.code == 1 and r.stdout == ""
+    heads = "tensor parallelism must divide the 128 attention heads"
+    assert (
+        f"no layout of {n} GPUs runs it (TP{n}: {heads}; TEP{n}: {heads}; DEP{n}: the weights do not fit "
+        f"in HBM; TP1 PP{n}: the weights do not fit in HBM); the nearest feasible configuration is"
+    ) in r.stderr
