@@ -1297,3 +1297,17 @@ def test_a_pinned_instance_size_names_each_split_with_its_own_rule(n):
         f"no layout of {n} GPUs runs it (TP{n}: {heads}; TEP{n}: {heads}; DEP{n}: the weights do not fit "
         f"in HBM; TP1 PP{n}: the weights do not fit in HBM); the nearest feasible configuration is"
     ) in r.stderr
+
+
+def test_a_pipelined_prefill_layout_is_refused(catalog):
+    # prefill instances run one stage: 'tp8pp2' ran the prefill pool as plain TP8 ('tp4pp4' as
+    # TP4), the pipeline silently dropped
+    import ipd_cli
+
+    for layout in ("tp8pp2", "tp4pp4", "pp2"):
+        with pytest.raises(InputError, match=rf"`prefill_layout` '{layout}' has \d pipeline stages"):
+            ipd_cli.serve(catalog, "b200", "deepseek-v3", disaggregated=True, prefill_layout=layout)
+    with pytest.raises(InputError, match="unknown `prefill_layout` 'tp8x'"):
+        ipd_cli.serve(catalog, "b200", "deepseek-v3", prefill_layout="tp8x")
+    s = ipd_cli.serve(catalog, "b200", "deepseek-v3", prefill_layout="tp8pp1").serving
+    assert s.disaggregated and "prefill x TP8 " in s.configuration

@@ -65,7 +65,14 @@ def pins_of(
         raise InputError("prefill and decode pools are pinned: that is a disaggregated deployment")
     if any(v is not None for v in pools):
         disaggregated = True
-    parse_layout(prefill_layout)  # checked here, applied when choosing the prefill instance
+    # checked here, applied when choosing the prefill instance. Prefill instances are not pipelined
+    # (one stage): 'tp8pp2' ran as plain TP8, its stages silently dropped
+    stages = parse_layout(prefill_layout, "prefill_layout").get("pipeline_stages") or 1
+    if stages > 1:
+        raise InputError(
+            f"`prefill_layout` '{prefill_layout}' has {stages} pipeline stages: prefill instances run one "
+            "stage; give a family and GPUs (tp8, tep8, dep8)"
+        )
     parsed = parse_layout(layout)
     if parsed.get("family") == "dep" and attention_tp is None:
         attention_tp = 1  # 'dep8' is pure DEP; attention TP groups inside DEP are pinned with attention_tp

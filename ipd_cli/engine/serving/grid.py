@@ -90,14 +90,15 @@ class Pins:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
-def parse_layout(text: str | None) -> dict[str, Any]:
-    """``tp``, ``dep8``, ``tep16``, ``tp8pp4``, ``pp4`` -> family, GPUs per stage, stages."""
+def parse_layout(text: str | None, name: str = "layout") -> dict[str, Any]:
+    """``tp``, ``dep8``, ``tep16``, ``tp8pp4``, ``pp4`` -> family, GPUs per stage, stages (``name``:
+    the parameter an error names)."""
     if text is None:
         return {}
     m = LAYOUT_RE.match(text.strip().lower())
     if not m or not any(m.groups()):
         raise InputError(
-            f"unknown `layout` '{text}'; write a family (tp, tep, dep), optionally GPUs per stage and "
+            f"unknown `{name}` '{text}'; write a family (tp, tep, dep), optionally GPUs per stage and "
             "pipeline stages: tp4, dep8, tep16, tp8pp4, pp4"
         )
     fam, gpus, stages = m.groups()
