@@ -1311,3 +1311,11 @@ def test_a_pipelined_prefill_layout_is_refused(catalog):
         ipd_cli.serve(catalog, "b200", "deepseek-v3", prefill_layout="tp8x")
     s = ipd_cli.serve(catalog, "b200", "deepseek-v3", prefill_layout="tp8pp1").serving
     assert s.disaggregated and "prefill x TP8 " in s.configuration
+
+
+def test_a_stage_count_beyond_the_layers_is_refused_by_the_layers():
+    # with every stage size tried for `--layout pp100`, its 24-GPU stages also break Llama 3.1 70B's
+    # 64 heads, the most common first failure: the refusal named the heads, not its 80 layers
+    r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "--layout", "pp100")
+    assert r.code == 1 and r.stdout == ""
+    assert "with --layout pp100: more pipeline stages than the 80 layers; the nearest feasible" in r.stderr

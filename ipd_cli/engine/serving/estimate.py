@@ -327,7 +327,7 @@ def _split_failures(g: Grid) -> list[tuple[str, str]]:
 
 def _layout_failure(g: Grid) -> bool:
     """Every pinned row fails one of the layout rules (the first three checks of ``_checks``: the
-    heads, the experts, the layers) before any memory or batch check."""
+    layers, the heads, the experts) before any memory or batch check."""
     import numpy as np
 
     first = g.space.first_failure()[g.pinned]

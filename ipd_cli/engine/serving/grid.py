@@ -275,11 +275,13 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
 
     space = Space({"row": r["layout"]})
     li = r["layout"]
+    # the layers first: a stage count beyond them fails with every stage size (`--layout pp100` on 80
+    # layers was refused by the heads, which its 24-GPU stages break)
+    space.require(f"more pipeline stages than the {ph.layers} layers", (lay["pp"] <= ph.layers)[li])
     space.require(
         f"tensor parallelism must divide the {ph.heads} attention heads", (ph.heads % lay["t"])[li] == 0
     )
     space.require(f"expert parallelism above the {ph.experts} experts", (lay["e"] <= ph.experts)[li])
-    space.require(f"more pipeline stages than the {ph.layers} layers", (lay["pp"] <= ph.layers)[li])
     space.require("the weights do not fit in HBM", (x["free_gpu"] > 0)[li])
     space.require("the KV cache cannot hold one full request", (x["rank_max"] >= 1)[li])
     limit = (x["rank_max"] * x["d"])[li]
