@@ -1244,3 +1244,78 @@ def test_a_pinned_instance_size_no_layout_runs_names_each_split():
         "the 32 attention heads; TP1 PP37: more pipeline stages than the 32 layers); the nearest "
         "feasible configuration is"
     ) in r.stderr
+
+
+@pytest.mark.parametrize(("hw", "n"), [("h100", 5), ("h100", 7), ("b200", 5), ("gb200-nvl72", 7)])
+def test_a_pinned_stage_count_runs_as_its_stage_sizes_do(hw, n):
+    # `--layout pp5` took only the searched instance sizes (2^a 3^b domains), none of which holds 5
+    # stages: exit 2 "choose one of pp2, pp3, pp4, pp6 ..." while `--layout tp1pp5` runs
+    def serve(*pin):
+        r = run_cli("serve", "--hardware", hw, "--model", "llama-3.1-70b", *pin, "-f", "json")
+        assert r.code == 0, r.stderr
+        return r.json()["serving"]
+
+    pinned, layout = serve("--layout", f"pp{n}"), serve("--layout", f"tp1pp{n}")
+    assert pinned["pp"] == n
+    assert pinned["tokens_per_s_per_gpu"] >= layout["tokens_per_s_per_gpu"] * (1 - 1e-12)
+
+
+@pytest.mark.parametrize(
+    ("hw", "model", "stages", "gpus"),
+    [
+        ("h100-sxm", "llama-3.1-70b", 3, (1, 2, 4, 8)),
+        ("h100-sxm", "llama-3.1-70b", 2, (1, 2, 4, 8, 16)),
+        ("gb200-nvl72", "llama-3.1-70b", 3, (1, 2, 3, 4, 8)),
+        ("h100-sxm", "llama-3.1-405b", 2, (4, 8, 16)),
+        ("h200", "deepseek-v3", 2, (8, 16)),
+    ],
+)
+def test_a_stage_pin_is_a_filter_at_least_as_good_as_each_stage_size(catalog, hw, model, stages, gpus):
+    # `--layout pp3` returned TP8 PP3 at 1,559.6 tokens/s per GPU while `--layout tp2pp3` gave
+    # 2,545.8: the pp3 grid lacked the stage sizes a `tpNpp3` pin adds. A pin filters one grid, so the
+    # stages pinned alone are at least as good as the stages with any stage size
+    kw = dict(input_tokens=1024, output_tokens=1024)
+    alone = serve(catalog, hw, model, layout=f"pp{stages}", **kw)
+    assert alone.pp == stages
+    for n in gpus:
+        try:
+            sized = serve(catalog, hw, model, layout=f"tp{n}pp{stages}", **kw)
+        except (InputError, InfeasibleError):
+            continue
+        assert alone.tokens_per_s_per_gpu >= sized.tokens_per_s_per_gpu * (1 - 1e-12), n
+
+
+@pytest.mark.parametrize("n", [3, 5, 7])
+def test_a_pinned_instance_size_names_each_split_with_its_own_rule(n):
+    # DeepSeek-V3 (128 heads, 671B) on n H100s: TP n and TEP n break the heads, DEP n and TP1 PPn run
+    # out of HBM. The refusal named only the heads (the most common first failure): the per-split
+    # message ran only where every split broke a layout rule, and TP3, TEP3 and DEP3 were one split
+    r = run_cli("serve", "--hardware", "h100", "--model", "deepseek-v3", "--instance-gpus", str(n))
+    assert r.code == 1 and r.stdout == ""
+    heads = "tensor parallelism must divide the 128 attention heads"
+    assert (
+        f"no layout of {n} GPUs runs it (TP{n}: {heads}; TEP{n}: {heads}; DEP{n}: the weights do not fit "
+        f"in HBM; TP1 PP{n}: the weights do not fit in HBM); the nearest feasible configuration is"
+    ) in r.stderr
+
+
+def test_a_pipelined_prefill_layout_is_refused(catalog):
+    # prefill instances run one stage: 'tp8pp2' ran the prefill pool as plain TP8 ('tp4pp4' as
+    # TP4), the pipeline silently dropped
+    import ipd_cli
+
+    for layout in ("tp8pp2", "tp4pp4", "pp2"):
+        with pytest.raises(InputError, match=rf"`prefill_layout` '{layout}' has \d pipeline stages"):
+            ipd_cli.serve(catalog, "b200", "deepseek-v3", disaggregated=True, prefill_layout=layout)
+    with pytest.raises(InputError, match="unknown `prefill_layout` 'tp8x'"):
+        ipd_cli.serve(catalog, "b200", "deepseek-v3", prefill_layout="tp8x")
+    s = ipd_cli.serve(catalog, "b200", "deepseek-v3", prefill_layout="tp8pp1").serving
+    assert s.disaggregated and "prefill x TP8 " in s.configuration
+
+
+def test_a_stage_count_beyond_the_layers_is_refused_by_the_layers():
+    # with every stage size tried for `--layout pp100`, its 24-GPU stages also break Llama 3.1 70B's
+    # 64 heads, the most common first failure: the refusal named the heads, not its 80 layers
+    r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "--layout", "pp100")
+    assert r.code == 1 and r.stdout == ""
+    assert "with --layout pp100: more pipeline stages than the 80 layers; the nearest feasible" in r.stderr

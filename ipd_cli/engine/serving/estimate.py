@@ -17,7 +17,7 @@ from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from . import physics
 from .context import ServingContext, context, precisions, request_shape, speculative_pin
-from .grid import FAMILIES, Grid, Pins, evaluate, instance_sizes, parse_layout, pins_mask
+from .grid import FAMILIES, FAMILY_NAMES, Grid, Pins, evaluate, instance_sizes, parse_layout, pins_mask
 from .point import configuration, serving
 
 INSTANCE_CHOICES = ("best", "smallest")
@@ -65,7 +65,14 @@ def pins_of(
         raise InputError("prefill and decode pools are pinned: that is a disaggregated deployment")
     if any(v is not None for v in pools):
         disaggregated = True
-    parse_layout(prefill_layout)  # checked here, applied when choosing the prefill instance
+    # checked here, applied when choosing the prefill instance. Prefill instances are not pipelined
+    # (one stage): 'tp8pp2' ran as plain TP8, its stages silently dropped
+    stages = parse_layout(prefill_layout, "prefill_layout").get("pipeline_stages") or 1
+    if stages > 1:
+        raise InputError(
+            f"`prefill_layout` '{prefill_layout}' has {stages} pipeline stages: prefill instances run one "
+            "stage; give a family and GPUs (tp8, tep8, dep8)"
+        )
     parsed = parse_layout(layout)
     if parsed.get("family") == "dep" and attention_tp is None:
         attention_tp = 1  # 'dep8' is pure DEP; attention TP groups inside DEP are pinned with attention_tp
@@ -282,12 +289,15 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
             f"({ph.max_domains} scale-up domains of {ph.domain}, serving.max_instance_domains), and no "
             f"layout of {ph.model} spans it (its splits fail: {reason}){nearest}"
         )
-    if pins.instance_gpus is not None and _layout_failure(g):
-        # every split of the pinned size breaks a layout rule: name each split and its rule
+    splits = _split_failures(g)
+    if pins.instance_gpus is not None and (_layout_failure(g) or len({why for _, why in splits}) > 1):
+        # every split of the pinned size breaks a layout rule, or the splits break different rules
+        # (DeepSeek-V3 on 3 H100s: TP3 the heads, DEP3 and TP1 PP3 the HBM): name each split and its
+        # rule. Splits that failed a memory rule made this the most common rule alone, the heads
         return InfeasibleError(
             f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: no layout of "
             f"{counted(pins.instance_gpus)} runs it{' with the other pins' if len(pins.given()) > 1 else ''} "
-            f"({_split_failures(g)}){nearest}"
+            f"({'; '.join(f'{name}: {why}' for name, why in splits)}){nearest}"
         )
     return InfeasibleError(
         f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: {reason}"
@@ -295,27 +305,29 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
     )
 
 
-def _split_failures(g: Grid) -> str:
-    """Each pinned split into stage GPUs x pipeline stages and the layout rule its rows break
-    (the most common): ``TP5: tensor parallelism must divide the 64 attention heads; ...``."""
+def _split_failures(g: Grid) -> list[tuple[str, str]]:
+    """Each pinned split into a layout family, stage GPUs and pipeline stages, and the rule its
+    rows break (the most common): ``("TP5", "tensor parallelism must divide the 64 attention
+    heads")``. The families are apart: TP3 breaks DeepSeek-V3's heads where DEP3 runs out of HBM."""
     import numpy as np
 
     first = g.space.first_failure()[g.pinned]
     li = g.rows["layout"][g.pinned]
-    s, pp = g.lay["s"][li], g.lay["pp"][li]
+    fam, s, pp = g.lay["fam"][li], g.lay["s"][li], g.lay["pp"][li]
     out = []
-    for stage, stages in sorted({(int(a), int(b)) for a, b in zip(s, pp, strict=True)}, key=lambda k: k[1]):
-        at = (s == stage) & (pp == stages) & (first >= 0)
+    splits = {(int(c), int(a), int(b)) for c, a, b in zip(fam, s, pp, strict=True)}
+    for family, stage, stages in sorted(splits, key=lambda k: (k[2], k[0], k[1])):
+        at = (fam == family) & (s == stage) & (pp == stages) & (first >= 0)
         codes, counts = np.unique(first[at], return_counts=True)
         if len(codes):
-            name = f"TP{stage}" + (f" PP{stages}" if stages > 1 else "")
-            out.append(f"{name}: {g.space.checks[int(codes[np.argmax(counts)])][0]}")
-    return "; ".join(out)
+            name = f"{FAMILY_NAMES[family].upper()}{stage}" + (f" PP{stages}" if stages > 1 else "")
+            out.append((name, g.space.checks[int(codes[np.argmax(counts)])][0]))
+    return out
 
 
 def _layout_failure(g: Grid) -> bool:
     """Every pinned row fails one of the layout rules (the first three checks of ``_checks``: the
-    heads, the experts, the layers) before any memory or batch check."""
+    layers, the heads, the experts) before any memory or batch check."""
     import numpy as np
 
     first = g.space.first_failure()[g.pinned]

@@ -5,7 +5,8 @@ Space, per system, model, weight precision and request shape:
 * instance GPUs ``g``: the catalog's sizes inside one scale-up domain, then whole domains
   (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``); an instance that does not
   tile its domain pays for the GPUs it strands;
-* pipeline stages ``pp`` (inside a domain or across domains; each stage a size that tiles the domains);
+* pipeline stages ``pp`` (inside a domain or across domains; each stage a size that tiles the domains;
+  a pinned stage count alone adds every such stage size times it, as a pinned size adds its splits);
 * layout family per stage of ``s = g / pp`` GPUs: ``tp`` (attention and experts tensor
   parallel), ``tep`` (attention TP, experts EP over the same GPUs), ``dep`` (attention data
   parallel in groups of ``t`` GPUs, experts EP over all ``s``); MoE only for tep/dep;
@@ -89,14 +90,15 @@ class Pins:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
-def parse_layout(text: str | None) -> dict[str, Any]:
-    """``tp``, ``dep8``, ``tep16``, ``tp8pp4``, ``pp4`` -> family, GPUs per stage, stages."""
+def parse_layout(text: str | None, name: str = "layout") -> dict[str, Any]:
+    """``tp``, ``dep8``, ``tep16``, ``tp8pp4``, ``pp4`` -> family, GPUs per stage, stages (``name``:
+    the parameter an error names)."""
     if text is None:
         return {}
     m = LAYOUT_RE.match(text.strip().lower())
     if not m or not any(m.groups()):
         raise InputError(
-            f"unknown `layout` '{text}'; write a family (tp, tep, dep), optionally GPUs per stage and "
+            f"unknown `{name}` '{text}'; write a family (tp, tep, dep), optionally GPUs per stage and "
             "pipeline stages: tp4, dep8, tep16, tp8pp4, pp4"
         )
     fam, gpus, stages = m.groups()
@@ -137,6 +139,12 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
     sizes = np.array(instance_sizes(ph, pins.instance_gpus))
     if pins.stage_gpus:
         sizes = np.union1d(sizes, [pins.stage_gpus * (pins.pipeline_stages or 1)])
+    # stages pinned alone (`--layout pp5`): every stage size a `tpNpp5` pin takes, the searched sizes
+    # and the domain's divisors, times the stages, as `--instance-gpus` takes every split of its size
+    # (5 is not 2^a 3^b, so no searched size held 5 stages; pp3 lacked the 6-GPU TP2 PP3)
+    npp = pins.pipeline_stages if pins.pipeline_stages and not pins.stage_gpus else 0
+    staged = np.union1d(sizes, [d for d in range(1, ph.domain + 1) if ph.domain % d == 0]) if npp else sizes
+    extra = np.setdiff1d(staged * npp, sizes) if npp else np.array([], dtype=int)
     # pipeline stages beyond the layers and attention TP beyond the heads never run: not enumerated
     stages = set(_smooth(ph.layers)) | ({pins.pipeline_stages} if pins.pipeline_stages else set())
     n = pins.instance_gpus
@@ -144,7 +152,7 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
         # those beyond the layers too, so that a refusal names the rule
         stages |= {p for p in range(1, n + 1) if n % p == 0}
     cols = product(
-        g=sizes,
+        g=np.union1d(sizes, extra).astype(int),
         pp=np.array(sorted(stages)),
         tcode=np.arange(-1, ph.heads.bit_length()),
         fam=np.array([TP, TEP, DEP] if ph.moe else [TP]),
@@ -165,7 +173,7 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
     tiles = (ph.domain % s == 0) | (s % ph.domain == 0)
     # a stage size the catalog does not list runs where a pin names it: `--layout` its stage GPUs,
     # `--instance-gpus` a split of its instance (stage GPUs x stages)
-    named = (s == (pins.stage_gpus or 0)) | (g == (n or 0))
+    named = (s == (pins.stage_gpus or 0)) | (g == (n or 0)) | ((pp == npp) & np.isin(s, staged))
     stage_ok = (np.isin(s, sizes) | named) & ((pp == 1) | ((g % pp == 0) & tiles))
     t_ok = (s % t == 0) & ~((cols["tcode"] < 0) & pow2)  # t = s once
     e = np.where(cols["fam"] == TP, 1, s)
@@ -173,6 +181,7 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
         cols["fam"] == TP, t == s, np.where(cols["fam"] == TEP, (t == s) & (s > 1), (t < s) & (pp == 1))
     )
     keep = stage_ok & t_ok & fam_ok & ((cols["eplb"] == 0) | (e > 1)) & (g % pp == 0)
+    keep &= ~np.isin(g, extra) | (pp == npp)  # the stages' own sizes hold only their pipelines
     out = take({**cols, "s": s, "t": t, "e": e}, keep)
     out.pop("tcode")
     return out
@@ -266,11 +275,13 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
 
     space = Space({"row": r["layout"]})
     li = r["layout"]
+    # the layers first: a stage count beyond them fails with every stage size (`--layout pp100` on 80
+    # layers was refused by the heads, which its 24-GPU stages break)
+    space.require(f"more pipeline stages than the {ph.layers} layers", (lay["pp"] <= ph.layers)[li])
     space.require(
         f"tensor parallelism must divide the {ph.heads} attention heads", (ph.heads % lay["t"])[li] == 0
     )
     space.require(f"expert parallelism above the {ph.experts} experts", (lay["e"] <= ph.experts)[li])
-    space.require(f"more pipeline stages than the {ph.layers} layers", (lay["pp"] <= ph.layers)[li])
     space.require("the weights do not fit in HBM", (x["free_gpu"] > 0)[li])
     space.require("the KV cache cannot hold one full request", (x["rank_max"] >= 1)[li])
     limit = (x["rank_max"] * x["d"])[li]
