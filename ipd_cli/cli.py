@@ -1290,3 +1290,9 @@ def _run(argv: list[str] | None) -> Any:
     if rv == ExitCode.INTERRUPTED:  # Typer turned a KeyboardInterrupt into its exit code
         sys.stderr.write("ipd: interrupted\n")
     raise SystemExit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":  # `python -m ipd_cli.cli` runs as `python -m ipd_cli` (it printed nothing)
+    from ipd_cli.__main__ import main as _entry
+
+    _entry()

@@ -518,3 +518,19 @@ def test_two_names_of_one_system_are_warned_about_once():
     assert r.stderr.count(line) == 1
     other = run_cli("compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe", "-f", "json")
     assert "is given" not in other.stderr
+
+
+def test_python_m_ipd_cli_cli_runs_the_command():
+    # `python -m ipd_cli.cli ...` printed nothing and exited 0 (no __main__ block); helpers and
+    # users reach for it as they would for `python -m ipd_cli`
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "IPD_CACHE_DIR": "off"}
+    r = subprocess.run(
+        [sys.executable, "-m", "ipd_cli.cli", "hardware", "list", "-f", "json"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["kind"] == "hardware"
