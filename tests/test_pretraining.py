@@ -988,12 +988,16 @@ def test_the_mfus_flops_are_the_steps_where_the_shapes_hold_more_than_the_count(
     # parameters the step's GEMMs run: 6 x those + the attention term, which does not move
     x = inputs(catalog, "vera-rubin", "moe-10t", "fp4")
     attention = x["fpt"] - 6 * 5e11
-    assert tpn.step_params(x) == pytest.approx(5e11, rel=1e-12)  # the default: the count itself
+    # the default: the count (which takes both embeddings, 163,840 x 16,384 each) less the input
+    # embedding, a lookup and no GEMM
+    assert tpn.step_params(x) == pytest.approx(5e11 - 163_840 * 16_384, rel=1e-12)
+    assert x["fpt"] == pytest.approx(6 * 5e11 + attention, rel=1e-12)  # so the count itself
     low = inputs(
         catalog.with_overrides(["models.moe-10t.active_params=4.5e11"]), "vera-rubin", "moe-10t", "fp4"
     )
     assert tpn.step_params(low) > 4.9e11
     assert low["fpt"] == pytest.approx(6 * tpn.step_params(low) + attention, rel=1e-12)
-    # gpt-oss-120b declares 5.1e9 active; its shapes run 5.72e9 (its LM head): the MFU counts those
+    # gpt-oss-120b declares 5.1e9 active; its GEMMs run 5.14e9 (its card: 5.13B): the MFU counts those
     g = inputs(catalog, "b200", "gpt-oss-120b", "bf16")
-    assert tpn.step_params(g) == pytest.approx(5.717e9, rel=1e-3)
+    assert tpn.step_params(g) == pytest.approx(5.717e9 - 201_088 * 2_880, rel=1e-3)
+    assert tpn.step_params(g) > 5.1e9

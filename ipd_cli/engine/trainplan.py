@@ -284,13 +284,12 @@ def shape(x: dict) -> dict[str, float]:
 
 
 def step_params(y: dict) -> Any:
-    """The parameters one token's GEMMs pass through, from :func:`shape`: the embeddings (as the
-    catalog's active counts take them), every layer's mixer, the dense layers' FFN and the routed
+    """The parameters one token's GEMMs pass through, from :func:`shape`: the LM head (the input
+    embedding is a lookup, no GEMM), every layer's mixer, the dense layers' FFN and the routed
     layers' top-k and shared experts."""
-    embeddings = y["vocab"] * y["hidden"] * (1.0 if y["tied"] else 2.0)
     L, routed = y["layers"], y["routed_layers"]
     experts = routed * (y["topk"] * y["p_expert"] + y["p_shared"])
-    return embeddings + L * y["p_mix"] + (L - routed) * y["p_ffn"] + experts
+    return y["vocab"] * y["hidden"] + L * y["p_mix"] + (L - routed) * y["p_ffn"] + experts
 
 
 def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) -> dict[str, Any]:
@@ -405,8 +404,8 @@ def derive(x: dict) -> dict[str, Any]:
     y["low_saved"] = phi
     y["gemm_in_bytes"] = phi * x["cast_bytes"] + (1.0 - phi) * x["act_bytes"]
     # the MFU's FLOPs: 6 x the active parameters, or the parameters the step's GEMMs run where the
-    # shapes hold more than the count declares (attention widths and experts cannot shrink below
-    # it: gpt-oss-120b's 5.1e9 leaves its LM head out of 5.7e9), so MFU and step agree
+    # shapes hold more than the count declares (attention widths and experts do not shrink with an
+    # active_params override: the MFU then counts what the step runs)
     y["fpt"] = f.training_flops_per_token(
         f.maximum(x["active"], step_params(y)),
         x["layers"],
