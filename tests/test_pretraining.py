@@ -604,7 +604,7 @@ def test_no_model_chunk_is_empty():
             f"pp x vp = {pp} x {vp} = {pp * vp} is more than the 126 layers + 2"
         ) in r.stderr
     lone = train_plan("h100", "llama-3.1-405b", 16384, "vp=200")
-    assert lone.code == 1 and "vp=200 is more than the 126 layers + 2" in lone.stderr
+    assert lone.code == 1 and "pp x vp = 2 x 200 = 400 is more than the 126 layers + 2" in lone.stderr
     # at the limit, and uneven splits (28 chunks of 4 or 5 layers), stay
     for plan in ("pp=16,vp=8", "pp=8,vp=16", "pp=4,vp=7"):
         assert train_plan("h100", "llama-3.1-405b", 16384, plan).code == 0, plan
@@ -1001,3 +1001,18 @@ def test_the_mfus_flops_are_the_steps_where_the_shapes_hold_more_than_the_count(
     g = inputs(catalog, "b200", "gpt-oss-120b", "bf16")
     assert tpn.step_params(g) == pytest.approx(5.717e9 - 201_088 * 2_880, rel=1e-3)
     assert tpn.step_params(g) > 5.1e9
+
+
+def test_interleaving_needs_a_pipeline():
+    # a review: `--plan vp=30` on Llama 3.1 8B ran "TP1 PP1 (interleave 30)", interleaving with no
+    # pipeline; a pinned vp now pairs only with pp >= 2 (PP2 x 4 = 8 chunks of 32 layers here), and
+    # pp=1 with vp=4 names the rule
+    base = ["train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64"]
+    r = run_cli(*base, "--plan", "vp=4", "-f", "json")
+    assert r.code == 0, r.stderr
+    par = r.json()["pretraining"]["parallelism"]
+    assert par["interleave"] == 4 and par["pp"] >= 2
+    r = run_cli(*base, "--plan", "pp=1,vp=4")
+    assert r.code == 1 and "interleaving splits each pipeline stage: vp > 1 needs pp >= 2" in r.stderr
+    r = run_cli(*base, "--plan", "vp=30")  # PP2 x 30 = 60 chunks: more than the 32 layers + 2
+    assert r.code == 1 and "pp x vp = 2 x 30 = 60 is more than the 32 layers + 2" in r.stderr

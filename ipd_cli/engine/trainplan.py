@@ -463,7 +463,10 @@ def pipeline_pairs(layers: int, cap: int, pins: dict, moe: bool = False) -> list
             if sched == 1:
                 pairs += [(pp, 1, 1, 0)] if pp % 2 == 0 and 1 in _axis(pins, "vp", [1]) else []
                 continue
-            for vp in (v for v in _axis(pins, "vp", vps) if pp * v <= max_chunks(layers)):
+            # a pinned vp > 1 pairs only with a pipeline (interleaving splits its stages)
+            for vp in (
+                v for v in _axis(pins, "vp", vps) if (v == 1 or pp > 1) and pp * v <= max_chunks(layers)
+            ):
                 can = moe and (pp == 1 or vp > 1)  # on where it can run: it never hides less than off
                 pairs += [(pp, vp, 0, a) for a in _axis(pins, "a2ao", [1] if can else [0]) if a == 0 or can]
     return pairs
@@ -1479,8 +1482,12 @@ def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
         why = f"every pipeline stage holds a layer: pp={pp} is more than the {layers} layers"
         return why, {**pins, "pp": layers}
     vp, most = pins.get("vp"), max_chunks(layers)
-    if vp is not None and pins.get("pp", 1) * vp > most:
-        what = f"pp x vp = {pp} x {vp} = {pp * vp:,}" if pp is not None else f"vp={vp}"
+    if vp is not None and vp > 1 and pp == 1:
+        return "interleaving splits each pipeline stage: vp > 1 needs pp >= 2", {**pins, "vp": 1}
+    if vp is not None and pins.get("pp", 2) * vp > most:  # unpinned pp: the smallest that interleaves
+        what = (
+            f"pp x vp = {pp} x {vp} = {pp * vp:,}" if pp is not None else f"pp x vp = 2 x {vp} = {2 * vp:,}"
+        )
         why = (
             f"every model chunk holds a layer (the embedding and the loss count as one each): {what} "
             f"is more than the {layers} layers + 2"
