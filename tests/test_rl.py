@@ -515,3 +515,16 @@ def test_a_trainer_plan_with_moe_pins_on_a_dense_model_is_refused():
             "--set", f"workload.training_plan={pin}",
         )  # fmt: skip
         assert r.code == 2 and "llama-3.1-70b is dense" in r.stderr, r.stderr
+
+
+def test_a_grown_runs_pool_that_fits_the_gpus_given_takes_them_all(monkeypatch):
+    # a review: where the shortest-step pool of a run grown to fit (grown_split) fits the GPUs the
+    # workload gives, the run silently used fewer (trainer + that pool) with no warning. GB200 at
+    # 155 GiB, the 10T SWE step on 2,200 GPUs: trainer 2,048 (the fewest that hold the state); a
+    # 72-GPU pool fits, so generation takes the other 152 GPUs and nothing was grown
+    import ipd_cli.engine.rl.estimate as est
+
+    monkeypatch.setattr(est, "grown_split", lambda pools, min_train, *a, **k: (72, min_train))
+    cat = load(sets=["accelerators.gb200.hbm_gib=155"])
+    r = rl(cat, "gb200-nvl72", "rl-swe-agent-10t", gpus=2200).rl
+    assert (r.gpus, r.train_gpus, r.gen_gpus, r.gpus_requested) == (2200, 2048, 152, None)

@@ -302,7 +302,10 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
             # too few to split: the trainer's fewest GPUs plus one replica's pool, the fastest
             pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
             gg, tg = grown_split(pools, mem.min_gpus, seconds, grain=s.system_gpus)
-            requested = total if gg + tg > total else None
+            if gg + tg > total:
+                requested = total
+            else:  # a smaller replica's pool fits the GPUs given: generation takes all the rest
+                gg = total - tg
         else:
             try:
                 gg, tg = split_gpus(total, s.rollouts.gpus, seconds, mem.min_gpus, grain=s.system_gpus)
