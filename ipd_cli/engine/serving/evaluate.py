@@ -85,8 +85,9 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         n_ar=np.where(t > 1, np.where(lay["fam"] == DEP, 1, 2), 0),
         n_a2a=np.where(lay["fam"] == DEP, 2, 0),
     )
-    out["prefill_s"], out["prefill_tbo"] = _prefill_seconds(ph, lay, out)
-    out["prefill_latency_s"] = f.maximum(_prefill_latency(ph, lay, out), out["prefill_s"])
+    w = _prefill_work(ph, lay, out)
+    out["prefill_s"], out["prefill_tbo"] = _prefill_seconds(ph, lay, out, w)
+    out["prefill_latency_s"] = f.maximum(_prefill_latency(ph, lay, out, w), out["prefill_s"])
     return out
 
 
@@ -120,11 +121,10 @@ class _PrefillWork(NamedTuple):
     a2a_s: Any
 
 
-def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
+def _prefill_seconds(ph: Physics, lay: Columns, x: Columns, w: _PrefillWork):
     """Seconds of instance time per request's prefill (compute, collectives), and whether the
     stack's two-batch overlap is what gives them (it is taken only where it is shorter)."""
     pp = lay["pp"]
-    w = _prefill_work(ph, lay, x)
     compute = w.dense_attention_s + w.experts_s
     cb, h = ph.collective_bytes, ph.hidden
     rest = ph.layers / pp * x["n_ar"] * w.all_reduce_bytes / x["link"]
@@ -134,7 +134,7 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns):
     return rest + both, both < compute + a2a_all
 
 
-def _prefill_latency(ph: Physics, lay: Columns, x: Columns):
+def _prefill_latency(ph: Physics, lay: Columns, x: Columns, w: _PrefillWork):
     """Seconds one prompt alone takes to its first token (TTFT, no queueing): it cannot use the
     instance as a batch of prompts does. Its attention and dense layers run on its own attention
     rank (``t`` of a stage's ``s`` GPUs: d times the shared time, its all-reduces and dispatches
@@ -144,7 +144,6 @@ def _prefill_latency(ph: Physics, lay: Columns, x: Columns):
     batches need two prompts)."""
     pp, s, t = lay["pp"], lay["s"], lay["t"]
     d = s / t
-    w = _prefill_work(ph, lay, x)
     compute = pp * (d * w.dense_attention_s + w.experts_s)
     layers_s = ph.layers * f.floor_combined_seconds(
         ph.overhead_per_layer_s, compute / ph.layers, ph.floor_exponent
