@@ -369,7 +369,7 @@ def _compare(
 def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
     """`ipd explain` lines of a pretrain or RL workload: its numbers from the chosen plan or split
     (the same identities the results obey; a test recomputes each from its inputs)."""
-    from .engine.lifecycle import Step
+    from .engine.lifecycle import Step, pretraining_cost_steps, rl_cost_steps
 
     p, r = system.pretraining, system.rl
     if p is not None:
@@ -397,8 +397,7 @@ def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
                  {"gpus_used": p.gpus_used, "systems": p.systems}),
             Step("pretraining.gpu_hours", p.gpu_hours, "gpus x wall_days x 24",
                  {"gpus": p.gpus, "wall_days": p.wall_days}),
-            Step("pretraining.cost_usd", p.cost_usd, "gpu_hours x price_usd_per_gpu_hour",
-                 {"gpu_hours": p.gpu_hours, "price_usd_per_gpu_hour": p.price_usd_per_gpu_hour}),
+            *pretraining_cost_steps(p),
         ]  # fmt: skip
     if r is not None:
         ph = r.phases
@@ -411,9 +410,7 @@ def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
                   "weight_sync_s": ph.weight_sync_s, "hidden_by_overlap_s": r.hidden_by_overlap_s}),
             Step("rl.gpu_hours_per_step", r.gpu_hours_per_step, "gpus x step_seconds / 3600",
                  {"gpus": r.gpus, "step_seconds": r.step_seconds}),
-            Step("rl.usd_per_step", r.usd_per_step, "gpu_hours_per_step x price_usd_per_gpu_hour",
-                 {"gpu_hours_per_step": r.gpu_hours_per_step,
-                  "price_usd_per_gpu_hour": r.price_usd_per_gpu_hour}),
+            *rl_cost_steps(r),
         ]  # fmt: skip
     return []
 
