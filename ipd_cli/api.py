@@ -158,10 +158,13 @@ def serve(
     return frontier.model_copy(update={"overrides": _sets(cat)})
 
 
-# train()'s keyword parameters: estimate_pretraining's (`deadline_days` is the CLI's --days)
-TRAIN_KEYWORDS = (
-    "gpus", "deadline_days", "precision", "mfu", "sequence_length", "pricing", "origin", "plan", "plans",
-)  # fmt: skip
+def _keyword_parameters(fn: Any) -> tuple[str, ...]:
+    """``fn``'s keyword-only parameters, in order (train()'s are estimate_pretraining's;
+    ``deadline_days`` is the CLI's --days)."""
+    import inspect
+
+    params = inspect.signature(fn).parameters.values()
+    return tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
@@ -169,17 +172,19 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
     ``deadline_days`` (size the cluster to finish in time); optional ``precision``, ``mfu``,
     ``sequence_length``, ``pricing``, ``plan`` (pins such as ``'tp=4,pp=8'``) and ``plans`` (list
     the N best). See :func:`ipd_cli.engine.pretraining.estimate_pretraining`."""
-    unknown = [k for k in kw if k not in TRAIN_KEYWORDS]
+    from .engine.pretraining import estimate_pretraining
+    from .engine.results import TrainResult
+
+    accepted = _keyword_parameters(estimate_pretraining)
+    unknown = [k for k in kw if k not in accepted]
     if unknown:
         hint = "; the deadline is `deadline_days`" if "days" in unknown else ""
         raise TypeError(
             f"train() got an unexpected keyword argument '{unknown[0]}'{hint} "
-            f"(accepted: {', '.join(TRAIN_KEYWORDS)})"
+            f"(accepted: {', '.join(accepted)})"
         )
     given = ["tokens", "gpus", "deadline_days", "precision", "sequence_length", "plan"]
     refuse_workload_sets(cat, "train", given)
-    from .engine.pretraining import estimate_pretraining
-    from .engine.results import TrainResult
 
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
     return TrainResult(
