@@ -151,7 +151,8 @@ def _smallest(ctx: ServingContext, g: Grid) -> int:
 def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple[int, bool | None]:
     """The row with the most tokens/s per GPU (cheapest: one price per system), among those meeting
     ``target`` tokens/s per user, read as benchmarks publish interactivity: 1 / TPOT, the request's
-    own prefill (its TTFT) left out; when none does, the fastest row and False.
+    own prefill (its TTFT) left out; when none does, the fastest row and False (without a
+    ``target``, None whatever the rows).
 
     With a ``traffic`` (output tokens/s) the cost is the whole copies of the deployment it takes:
     among the same rows, the one with the fewest GPUs for it (:func:`formulas.gpus_for_traffic`,
@@ -162,9 +163,9 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
     tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
     speed = 1.0 / r["tpot_s"] if target is not None else usr
     meets = ok & (speed >= target) if target is not None else ok
+    met = None if target is None else bool(meets.any())  # None: no target to meet
     if not meets.any():
-        return best_of(speed, ok, tps, -gpus), False
-    met = True if target is not None else None
+        return best_of(speed, ok, tps, -gpus), met
     if traffic is None:
         return best_of(tps, meets, speed, -gpus), met
     return best_of(-f.gpus_for_traffic(traffic, tps, gpus), meets, tps, speed, -gpus), met
