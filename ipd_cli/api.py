@@ -158,10 +158,13 @@ def serve(
     return frontier.model_copy(update={"overrides": _sets(cat)})
 
 
-# train()'s keyword parameters: estimate_pretraining's (`deadline_days` is the CLI's --days)
-TRAIN_KEYWORDS = (
-    "gpus", "deadline_days", "precision", "mfu", "sequence_length", "pricing", "origin", "plan", "plans",
-)  # fmt: skip
+def _keyword_parameters(fn: Any) -> tuple[str, ...]:
+    """``fn``'s keyword-only parameters, in order (train()'s are estimate_pretraining's;
+    ``deadline_days`` is the CLI's --days)."""
+    import inspect
+
+    params = inspect.signature(fn).parameters.values()
+    return tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> TrainResult:
@@ -169,17 +172,19 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
     ``deadline_days`` (size the cluster to finish in time); optional ``precision``, ``mfu``,
     ``sequence_length``, ``pricing``, ``plan`` (pins such as ``'tp=4,pp=8'``) and ``plans`` (list
     the N best). See :func:`ipd_cli.engine.pretraining.estimate_pretraining`."""
-    unknown = [k for k in kw if k not in TRAIN_KEYWORDS]
+    from .engine.pretraining import estimate_pretraining
+    from .engine.results import TrainResult
+
+    accepted = _keyword_parameters(estimate_pretraining)
+    unknown = [k for k in kw if k not in accepted]
     if unknown:
         hint = "; the deadline is `deadline_days`" if "days" in unknown else ""
         raise TypeError(
             f"train() got an unexpected keyword argument '{unknown[0]}'{hint} "
-            f"(accepted: {', '.join(TRAIN_KEYWORDS)})"
+            f"(accepted: {', '.join(accepted)})"
         )
     given = ["tokens", "gpus", "deadline_days", "precision", "sequence_length", "plan"]
     refuse_workload_sets(cat, "train", given)
-    from .engine.pretraining import estimate_pretraining
-    from .engine.results import TrainResult
 
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
     return TrainResult(
@@ -369,7 +374,7 @@ def _compare(
 def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
     """`ipd explain` lines of a pretrain or RL workload: its numbers from the chosen plan or split
     (the same identities the results obey; a test recomputes each from its inputs)."""
-    from .engine.lifecycle import Step
+    from .engine.lifecycle import Step, pretraining_cost_steps, rl_cost_steps
 
     p, r = system.pretraining, system.rl
     if p is not None:
@@ -397,8 +402,7 @@ def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
                  {"gpus_used": p.gpus_used, "systems": p.systems}),
             Step("pretraining.gpu_hours", p.gpu_hours, "gpus x wall_days x 24",
                  {"gpus": p.gpus, "wall_days": p.wall_days}),
-            Step("pretraining.cost_usd", p.cost_usd, "gpu_hours x price_usd_per_gpu_hour",
-                 {"gpu_hours": p.gpu_hours, "price_usd_per_gpu_hour": p.price_usd_per_gpu_hour}),
+            *pretraining_cost_steps(p),
         ]  # fmt: skip
     if r is not None:
         ph = r.phases
@@ -411,9 +415,7 @@ def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
                   "weight_sync_s": ph.weight_sync_s, "hidden_by_overlap_s": r.hidden_by_overlap_s}),
             Step("rl.gpu_hours_per_step", r.gpu_hours_per_step, "gpus x step_seconds / 3600",
                  {"gpus": r.gpus, "step_seconds": r.step_seconds}),
-            Step("rl.usd_per_step", r.usd_per_step, "gpu_hours_per_step x price_usd_per_gpu_hour",
-                 {"gpu_hours_per_step": r.gpu_hours_per_step,
-                  "price_usd_per_gpu_hour": r.price_usd_per_gpu_hour}),
+            *rl_cost_steps(r),
         ]  # fmt: skip
     return []
 

@@ -1195,10 +1195,9 @@ def _reader_gone() -> None:
     """A reader that stops reading (``| head``) is no error: exit 0 quietly, whatever the command
     and however much it had still to write. What is still buffered goes to /dev/null rather than
     to a second EPIPE when Python flushes stdout at exit."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (AttributeError, OSError, ValueError):  # a stream without a descriptor
-        pass
+    from .signals import discard_stdout
+
+    discard_stdout()
     raise SystemExit(0)
 
 

@@ -270,7 +270,7 @@ def replay_or_record(args: list[str]) -> Recording | None:
     if writes is None:
         return Recording(run_key, args)
     from ipd_cli.errors import Interrupted
-    from ipd_cli.signals import installed
+    from ipd_cli.signals import discard_stdout, installed
 
     streams = {1: sys.stdout, 2: sys.stderr}
     try:
@@ -285,10 +285,10 @@ def replay_or_record(args: list[str]) -> Recording | None:
     except BrokenPipeError:
         # the reader went away (`| head`): exit 0 quietly, as the full path does (cli._reader_gone);
         # what is still buffered goes nowhere rather than to a traceback at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        discard_stdout()
         raise SystemExit(0) from None
     except OSError as e:  # a full disk (`> /dev/full`): one line, as the full path
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        discard_stdout()
         sys.stderr.write(f"ipd: error: cannot write the output ({e.strerror or e})\n")
         raise SystemExit(1) from None
     raise SystemExit(0)

@@ -10,7 +10,9 @@ A signal that was ignored when ipd started (``nohup``, a background job) stays i
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,3 +79,13 @@ def check() -> None:
     if _pending is not None and not _depth:
         signum, _pending = _pending, None
         raise Interrupted(signum)
+
+
+def discard_stdout() -> None:
+    """Point stdout's descriptor at /dev/null, so what is still buffered goes nowhere rather than
+    to a second error when Python flushes stdout at exit (a reader gone, a full disk). A stream
+    without a descriptor is left as it is."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass

@@ -108,6 +108,10 @@ def test_library_errors_name_parameters_and_the_cli_flags(catalog):
     entry = r"^builtin:hardware\.yaml \+ `sets` accelerators\.gb200\.hbm_gib=-1: "
     with pytest.raises(InputError, match=entry):
         ipd_cli.load(sets=["accelerators.gb200.hbm_gib=-1"])
+    hbm = r"accelerators\.gb200\.hbm_gib"
+    twice = rf"^builtin:hardware\.yaml \+ `sets` {hbm}=200 \+ `sets` {hbm}=-1: "
+    with pytest.raises(InputError, match=twice):  # every override in the label is the parameter's
+        ipd_cli.load(sets=["accelerators.gb200.hbm_gib=200", "accelerators.gb200.hbm_gib=-1"])
     with pytest.raises(InputError, match=r"train has no workload; use `tokens`, `gpus`, `deadline_days`"):
         ipd_cli.train(ipd_cli.load(sets=["workload.tokens=3"]), "blackwell", "llama-3.1-8b", 1e12, gpus=8)
     assert run_cli("compare", "blackwell", "--mfu", "0.5").stderr.startswith("ipd: error: --mfu applies")
@@ -115,6 +119,18 @@ def test_library_errors_name_parameters_and_the_cli_flags(catalog):
     assert r.code == 2 and r.stderr.startswith("ipd: error: --set economics.pue=-1: economics: ")
     r = run_cli("compare", "blackwell", "--set", "accelerators.gb200.hbm_gib=-1")
     assert r.stderr.startswith("ipd: error: builtin:hardware.yaml + --set accelerators.gb200.hbm_gib=-1: ")
+    r = run_cli(
+        "compare",
+        "blackwell",
+        "--set",
+        "accelerators.gb200.hbm_gib=200",
+        "--set",
+        "accelerators.gb200.hbm_gib=-1",
+    )
+    twice = (
+        "builtin:hardware.yaml + --set accelerators.gb200.hbm_gib=200 + --set accelerators.gb200.hbm_gib=-1: "
+    )
+    assert r.stderr.startswith(f"ipd: error: {twice}")
     r = run_cli("train", "--hardware", "blackwell", "--model", "llama-3.1-8b", "--tokens", "1e12",
                 "--gpus", "8", "--set", "workload.tokens=3")  # fmt: skip
     assert r.code == 2 and "use --tokens, --gpus, --days, --precision, --seq-len, --plan" in r.stderr

@@ -255,11 +255,18 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         _assign(body, fields, o.value, f"{section}.{name}", cls)
         before = origins.get((section, name), "")
         origins[(section, name)] = f"{before} + --set {o.text}".lstrip(" +")  # the data's label
-        where = f"{before} + `sets` {o.text}".lstrip(" +")  # the library's message names the parameter
+        where = _library_label(origins[(section, name)])  # the library's message names the parameter
         sections[section][name] = validate_entry(cls, body, f"{where}: {section}.{name}")
     new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
     finish(new)
     return new
+
+
+def _library_label(label: str) -> str:
+    """An entry's origin label as the library's messages say it: each ``--set X`` as ```sets` X``
+    (the CLI's translation turns ```sets``` back into --set)."""
+    parts = label.split(" + ")
+    return " + ".join(f"`sets` {p.removeprefix('--set ')}" if p.startswith("--set ") else p for p in parts)
 
 
 def _validate_section(cls: Any, body: dict, section: str, o: Override) -> Any:

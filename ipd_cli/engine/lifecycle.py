@@ -310,13 +310,15 @@ def _cost_steps(metric: str, value: float, hours_name: str, hours: float, price:
     return [Step(metric, value, f"{hours_name} x price_usd_per_gpu_hour", inputs)]
 
 
-def _pretraining_cost_steps(p: Pretraining | None) -> list[Step]:
+def pretraining_cost_steps(p: Pretraining | None) -> list[Step]:
+    """``pretraining.cost_usd`` from the block's GPU-hours and price (none without a block)."""
     if p is None:
         return []
     return _cost_steps("pretraining.cost_usd", p.cost_usd, "gpu_hours", p.gpu_hours, p.price_usd_per_gpu_hour)
 
 
-def _rl_cost_steps(rl: Rl | None) -> list[Step]:
+def rl_cost_steps(rl: Rl | None) -> list[Step]:
+    """``rl.usd_per_step`` from the block's GPU-hours per step and price (none without a block)."""
     if rl is None:
         return []
     hours, price = rl.gpu_hours_per_step, rl.price_usd_per_gpu_hour
@@ -477,9 +479,9 @@ def estimate_lifecycle(
         share = serving_share(cat, s, served, success)
         ipd, head_steps = headline(s, pre, post, success, share)
         steps = [
-            *_pretraining_cost_steps(pre.block),
+            *pretraining_cost_steps(pre.block),
             pre.step,
-            *_rl_cost_steps(post.block),
+            *rl_cost_steps(post.block),
             *post.steps,
             *success.steps,
             _serving_price_step(share.block),

@@ -80,7 +80,6 @@ class PlanSummary(Result):
         description="tokens needed for the same loss at this global batch / at the recipe batch",
     )
     useful_tokens_per_s_per_gpu: float = Field(
-        default=0.0,
         description="tokens_per_s_per_gpu / batch_token_multiplier: what plans rank by (wall_days falls "
         "as it grows), so a plan with more tokens/s per GPU at a batch beyond the recipe's can rank lower",
     )

@@ -704,6 +704,8 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     best = np.full(len(macro["dp"]), np.inf)
     rc_of = np.full_like(best, float(options(pins, "rc", (2,))[-1]))
     zero_of = np.full_like(best, float(zs[-1]))
+    weighted = bool(x.get("forward_weight", 0.0))  # an RL trainer's log-prob passes run on the plan too
+    fwd_of, won = np.full_like(best, np.nan), np.zeros(len(best), dtype=bool)
     for rc in options(pins, "rc", POLICIES):
         mm = ts.with_recompute(terms, rc)
         acts = ts.base_memory_bytes({**macro, "rc": rc, "zero": zs[0]}, mm, x) - state[zs[0]]
@@ -715,33 +717,44 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
                 ok &= (z > 0) == shards
             z_of, found = np.where(ok, z, z_of), found | ok
         rows = np.flatnonzero(found)  # the step of the rows where this policy fits, only
-        if len(rows) == len(found):
+        whole = len(rows) == len(found)
+        sub = macro if whole else {k: v[rows] for k, v in macro.items()}
+        if whole:
             out = ts.step({**macro, "rc": rc, "zero": z_of}, mm, x)
         else:
-            sub = {k: v[rows] for k, v in macro.items()}
             out = ts.step({**sub, "rc": rc, "zero": z_of[rows]}, index_terms(mm, rows), x)
         spt = np.full_like(best, np.inf)
         out["penalty"] = batch_penalty(out["tokens_per_step"], x)
-        spt[rows] = out["step_s"] * out["penalty"] / out["tokens_per_step"]
-        if x.get("forward_weight", 0.0):  # an RL trainer's log-prob passes run on the plan too
-            sub = {k: v[rows] for k, v in macro.items()} if len(rows) < len(found) else macro
-            fwd = ts.forward_seconds({**sub, "zero": z_of[rows]}, index_terms(terms, rows), x)
-            spt[rows] += _forward_share(fwd, out, x)
+        spt[rows] = _per_token(out["step_s"], out)
+        fwd = np.full_like(best, np.nan)
+        if weighted:  # forward passes depend on the sharding stage, not the recompute policy
+            fwd[rows] = ts.forward_seconds({**sub, "zero": z_of[rows]}, index_terms(terms, rows), x)
+            spt[rows] += _forward_share(fwd[rows], out, x)
         better = found & (spt < best)
         best = np.where(better, spt, best)
         rc_of, zero_of = np.where(better, rc, rc_of), np.where(better, z_of, zero_of)
+        fwd_of, won = np.where(better, fwd, fwd_of), won | better
     macro.update(rc=rc_of, zero=zero_of)
     out = finish(macro, ts.with_recompute(terms, rc_of), x)
-    if x.get("forward_weight", 0.0):
-        out["forward_s"] = ts.forward_seconds(macro, terms, x)
+    if weighted:
+        rest = np.flatnonzero(~won)  # rows no policy fits: their forward under the default stage
+        if len(rest):
+            sub = {k: v[rest] for k, v in macro.items()}
+            fwd_of[rest] = ts.forward_seconds(sub, index_terms(terms, rest), x)
+        out["forward_s"] = fwd_of
         out["objective"] = out["seconds_per_token"] + _forward_share(out["forward_s"], out, x)
     return out
+
+
+def _per_token(seconds: Any, out: dict) -> Any:
+    """``seconds`` of a step per token it trains, with the batch penalty (``out``: the step's)."""
+    return seconds * out["penalty"] / out["tokens_per_step"]
 
 
 def _forward_share(forward_s: Any, out: dict, x: dict) -> Any:
     """What ``x['forward_weight']`` forward-only passes per training pass add to a plan's seconds
     per token (an RL trainer: its log-prob passes per PPO epoch, on the same plan)."""
-    return x["forward_weight"] * forward_s * out["penalty"] / out["tokens_per_step"]
+    return _per_token(x["forward_weight"] * forward_s, out)
 
 
 def finish(P: sr.Columns, mm: dict, x: dict) -> dict[str, Any]:
@@ -749,7 +762,7 @@ def finish(P: sr.Columns, mm: dict, x: dict) -> dict[str, Any]:
     out = ts.step(P, mm, x)
     out.update({k: v for k, v in mm.items() if k not in out})
     out["penalty"] = batch_penalty(out["tokens_per_step"], x)
-    out["seconds_per_token"] = out["step_s"] * out["penalty"] / out["tokens_per_step"]
+    out["seconds_per_token"] = _per_token(out["step_s"], out)
     return out
 
 

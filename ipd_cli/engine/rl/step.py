@@ -88,9 +88,7 @@ def grown_split(
     """Where the request's GPUs are too few (``grow_gpus_to_fit``): a trainer of the fewest GPUs
     that hold the training state (``min_train``) plus a generation pool the size of one rollout
     replica (any candidate's ``pools`` size, or the whole systems of ``grain`` GPUs that hold it),
-    the one with the shortest step (ties: fewer GPUs). The pools are every candidate's, not
-    the densest one's alone: more HBM only adds candidates (and keeps the trainer's minimum or
-    lowers it), so, the trainer's minimum unchanged, it never lengthens the step."""
+    the one with the shortest step (ties: fewer GPUs), over every candidate's pool size."""
     sizes = set(pools)
     if grain:
         sizes.update(-(-g // grain) * grain for g in pools)

@@ -17,7 +17,17 @@ from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from . import physics
 from .context import ServingContext, context, precisions, request_shape, speculative_pin
-from .grid import FAMILIES, FAMILY_NAMES, Grid, Pins, evaluate, instance_sizes, parse_layout, pins_mask
+from .grid import (
+    FAMILIES,
+    FAMILY_NAMES,
+    LAYOUT_RULES,
+    Grid,
+    Pins,
+    evaluate,
+    instance_sizes,
+    parse_layout,
+    pins_mask,
+)
 from .point import configuration, serving
 
 INSTANCE_CHOICES = ("best", "smallest")
@@ -141,7 +151,8 @@ def _smallest(ctx: ServingContext, g: Grid) -> int:
 def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple[int, bool | None]:
     """The row with the most tokens/s per GPU (cheapest: one price per system), among those meeting
     ``target`` tokens/s per user, read as benchmarks publish interactivity: 1 / TPOT, the request's
-    own prefill (its TTFT) left out; when none does, the fastest row and False.
+    own prefill (its TTFT) left out; when none does, the fastest row and False (without a
+    ``target``, None whatever the rows).
 
     With a ``traffic`` (output tokens/s) the cost is the whole copies of the deployment it takes:
     among the same rows, the one with the fewest GPUs for it (:func:`formulas.gpus_for_traffic`,
@@ -152,9 +163,9 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
     tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
     speed = 1.0 / r["tpot_s"] if target is not None else usr
     meets = ok & (speed >= target) if target is not None else ok
+    met = None if target is None else bool(meets.any())  # None: no target to meet
     if not meets.any():
-        return best_of(speed, ok, tps, -gpus), False
-    met = True if target is not None else None
+        return best_of(speed, ok, tps, -gpus), met
     if traffic is None:
         return best_of(tps, meets, speed, -gpus), met
     return best_of(-f.gpus_for_traffic(traffic, tps, gpus), meets, tps, speed, -gpus), met
@@ -246,11 +257,11 @@ def _nearest(g: Grid, pins: Pins) -> int | None:
     return best_of(kept, fits, near, g.rows["tokens_per_s_per_gpu"])
 
 
-def _reason(g: Grid, pins: Pins) -> str:
-    """The most common first failure among the pinned rows."""
+def _reason(g: Grid, first: Any) -> str:
+    """The most common first failure among the pinned rows (``first``: theirs, from
+    ``g.space.first_failure()``)."""
     import numpy as np
 
-    first = g.space.first_failure()[g.pinned]
     codes, counts = np.unique(first[first >= 0], return_counts=True)
     return g.space.checks[int(codes[np.argmax(counts)])][0] if len(codes) else "infeasible"
 
@@ -267,7 +278,8 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
     fits = (g.x["free_gpu"] > 0)[li]
     if not fits.any():
         return _does_not_fit(ctx, g)
-    reason = _reason(g, pins)
+    first = g.space.first_failure()[g.pinned]
+    reason = _reason(g, first)
     if pins.concurrency is not None and reason.startswith("the batch"):
         most = int(np.max((g.x["rank_max"] * g.x["d"])[li[g.pinned & fits]], initial=0))
         return InfeasibleError(
@@ -281,7 +293,7 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
         gpus = int(g.lay["g"][li[near]])
         nearest = f"; the nearest feasible configuration is {configuration(g, near)} on {counted(gpus)}"
     largest = max(instance_sizes(ph))
-    if pins.instance_gpus is not None and pins.instance_gpus > largest and _layout_failure(g):
+    if pins.instance_gpus is not None and pins.instance_gpus > largest and _layout_failure(first):
         # the layout rules refused every split of the pinned size: the size is the problem
         return InfeasibleError(
             f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: an instance of "
@@ -289,8 +301,8 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
             f"({ph.max_domains} scale-up domains of {ph.domain}, serving.max_instance_domains), and no "
             f"layout of {ph.model} spans it (its splits fail: {reason}){nearest}"
         )
-    splits = _split_failures(g)
-    if pins.instance_gpus is not None and (_layout_failure(g) or len({why for _, why in splits}) > 1):
+    splits = _split_failures(g, first)
+    if pins.instance_gpus is not None and (_layout_failure(first) or len({why for _, why in splits}) > 1):
         # every split of the pinned size breaks a layout rule, or the splits break different rules
         # (DeepSeek-V3 on 3 H100s: TP3 the heads, DEP3 and TP1 PP3 the HBM): name each split and its
         # rule. Splits that failed a memory rule made this the most common rule alone, the heads
@@ -305,13 +317,13 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
     )
 
 
-def _split_failures(g: Grid) -> list[tuple[str, str]]:
+def _split_failures(g: Grid, first: Any) -> list[tuple[str, str]]:
     """Each pinned split into a layout family, stage GPUs and pipeline stages, and the rule its
     rows break (the most common): ``("TP5", "tensor parallelism must divide the 64 attention
-    heads")``. The families are apart: TP3 breaks DeepSeek-V3's heads where DEP3 runs out of HBM."""
+    heads")``. The families are apart: TP3 breaks DeepSeek-V3's heads where DEP3 runs out of HBM.
+    ``first``: the pinned rows' first failures."""
     import numpy as np
 
-    first = g.space.first_failure()[g.pinned]
     li = g.rows["layout"][g.pinned]
     fam, s, pp = g.lay["fam"][li], g.lay["s"][li], g.lay["pp"][li]
     out = []
@@ -325,13 +337,13 @@ def _split_failures(g: Grid) -> list[tuple[str, str]]:
     return out
 
 
-def _layout_failure(g: Grid) -> bool:
-    """Every pinned row fails one of the layout rules (the first three checks of ``_checks``: the
-    layers, the heads, the experts) before any memory or batch check."""
+def _layout_failure(first: Any) -> bool:
+    """Every pinned row (``first``: their first failures) fails one of the layout rules (the
+    first ``LAYOUT_RULES`` checks of the grid: the layers, the heads, the experts) before any
+    memory or batch check."""
     import numpy as np
 
-    first = g.space.first_failure()[g.pinned]
-    return bool(first.size) and bool(np.all((first >= 0) & (first < 3)))
+    return bool(first.size) and bool(np.all((first >= 0) & (first < LAYOUT_RULES)))
 
 
 def _smallest_text(g: Grid, pins: Pins) -> str:

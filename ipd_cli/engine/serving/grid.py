@@ -270,6 +270,11 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     return {"index": best}
 
 
+# the first LAYOUT_RULES checks of _checks are the layout rules (the layers, the heads, the
+# experts), before any memory or batch check: a row whose first failure is below it has no layout
+LAYOUT_RULES = 3
+
+
 def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
     import numpy as np
 
