@@ -97,7 +97,7 @@ def memory_floor(catalog, hw, model, tokens, kw) -> int:
     return -(-2 * floor // per) * per
 
 
-@bounded(12)
+@bounded(8)
 @given(data=st.data())
 def test_pretraining_outputs_are_finite_non_negative_and_consistent(data):
     catalog = _catalog()
@@ -151,7 +151,7 @@ def test_every_catalog_workload_gives_finite_non_negative_numbers(data):
     assert_finite_non_negative(r)
 
 
-@bounded(15)
+@bounded(8)
 @given(data=st.data(), k=st.floats(0.01, 100))
 def test_cost_is_linear_in_the_rental_price(data, k):
     catalog = _catalog()
@@ -204,7 +204,7 @@ def test_doubling_tokens_doubles_gpu_hours_at_fixed_mfu_and_gpus(data, mfu):
         assert getattr(two, field) == pytest.approx(2 * getattr(one, field), rel=REL), field
 
 
-@bounded(12)
+@bounded(8)
 @given(data=st.data(), more=st.integers(1, 1_000_000))
 def test_more_gpus_never_lengthen_pretraining(data, more):
     catalog = _catalog()
@@ -258,7 +258,7 @@ def test_the_same_inputs_give_byte_identical_json_that_round_trips(data):
     assert to_json(model) == first.stdout
 
 
-@bounded(12)
+@bounded(6)
 @given(data=st.data())
 def test_train_json_round_trips(data):
     catalog = _catalog()
