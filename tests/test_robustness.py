@@ -122,6 +122,17 @@ def test_yaml_syntax_error_in_a_workload_file_or_stdin(tmp_path, stdin):
     )
 
 
+def test_an_entry_that_replaces_a_builtin_one_in_part_says_it_replaces_it_whole(tmp_path):
+    # a review: a file giving only a system's prices (a vendor quote) failed with
+    # "systems.h100-sxm.description: Field required [+8 more errors]" and no hint why
+    quote = "systems:\n  h100-sxm:\n    prices:\n      - {label: reserved, usd_per_gpu_hour: {value: 2.1}}\n"
+    train_with(
+        tmp_path, {"x.yaml": quote}, 2, "mycat/x.yaml: systems.h100-sxm.description: Field required",
+        "replaces systems.h100-sxm of builtin:hardware.yaml whole: copy all its fields, or change one "
+        "with --set systems.h100-sxm.FIELD=VALUE",
+    )  # fmt: skip
+
+
 def test_unknown_field_suggests_the_right_one(tmp_path):
     bad = "economics:\n  pue: {valeu: 1.2, source: uptime-2024}\n"
     train_with(tmp_path, {"x.yaml": bad}, 2, "mycat/x.yaml: economics.pue.valeu: unknown field", "'value'?")
@@ -572,6 +583,11 @@ def test_non_positive_gpu_counts(tmp_path, gpus, needle):
     ("item", "needle"),
     [
         ("economics.pu=1.2", "--set economics.pu: unknown field; did you mean 'pue'?"),
+        # a review: a sparse figure below the dense one (a unit slip) was accepted
+        ("accelerators.b200.fp4_sparse_tflops=100", "fp4_sparse_tflops 100 is below fp4_dense_tflops 9000"),
+        # and an alias taken elsewhere did not say where
+        ("systems.b200.aliases=[blackwell]", "'blackwell' of 'gb200-nvl72' is already an alias of 'b200'"),
+        ("systems.b200.aliases=[gb200-nvl72]", "alias 'gb200-nvl72' of 'b200' is already an entry's name"),
         ("systems.hoper.power_kw=10", "unknown system 'hoper'; did you mean 'hopper'?"),
         ("systems.hopper.power_kw.value.x=1", "cannot go below a plain value"),
         ("economics.rental_label_preference.x=1", "a list; set it whole"),

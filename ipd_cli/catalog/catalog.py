@@ -115,13 +115,27 @@ def check_sources(data: Any, sources: dict[str, Any], where: str) -> None:
             check_sources(v, sources, f"{where}.{i}")
 
 
+def _entry(raw: RawCatalog, section: str, name: str, cls: Any, value: Any) -> Any:
+    """One validated entry; one that replaces an earlier file's entry of the same name and misses
+    fields says that it replaces it whole (a user file giving only a system's prices)."""
+    try:
+        return validate_entry(cls, value, f"{raw.origins[(section, name)]}: {section}.{name}")
+    except InputError as e:
+        earlier = raw.replaced.get((section, name))
+        if earlier is None or "Field required" not in str(e):
+            raise
+        raise InputError(
+            f"{e} (this entry replaces {section}.{name} of {earlier} whole: copy all its fields, or "
+            f"change one with `sets` {section}.{name}.FIELD=VALUE)"
+        ) from None
+
+
 def build(raw: RawCatalog) -> Catalog:
     """Validate the merged raw catalog into frozen pydantic models."""
     sections: dict[str, Any] = {}
     for section, cls in ENTRY_SECTIONS.items():
         sections[section] = {
-            name: validate_entry(cls, value, f"{raw.origins[(section, name)]}: {section}.{name}")
-            for name, value in raw.section(section).items()
+            name: _entry(raw, section, name, cls, value) for name, value in raw.section(section).items()
         }
     merged: dict[str, Any] = {}
     for section, cls in MERGED_SECTIONS.items():
@@ -166,7 +180,8 @@ def _aliases(entries: dict[str, Any]) -> dict[str, str]:
     for name, entry in entries.items():
         for alias in entry.aliases:
             if alias in entries or alias in out:
-                raise InputError(f"alias '{alias}' of '{name}' is already a name or alias; rename one")
+                owner = "an entry's name" if alias in entries else f"an alias of '{out[alias]}'"
+                raise InputError(f"alias '{alias}' of '{name}' is already {owner}; rename one")
             out[alias] = name
     return out
 

@@ -61,6 +61,7 @@ class RawCatalog:
 
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     origins: dict[tuple[str, str], str] = field(default_factory=dict)
+    replaced: dict[tuple[str, str], str] = field(default_factory=dict)  # entry -> the file it replaced
 
     def section(self, name: str) -> dict[str, Any]:
         return self.sections.setdefault(name, {})
@@ -86,6 +87,8 @@ class _Layer:
         if key in self.seen:
             raise InputError(f"{origin}: {section}.{name} is also defined in {self.seen[key]}; keep one")
         self.seen[key] = origin
+        if key in self.raw.origins:  # an earlier directory's entry: replaced whole, not merged
+            self.raw.replaced[key] = self.raw.origins[key]
         self.raw.section(section)[name] = value
         self.raw.origins[key] = origin
 
