@@ -157,13 +157,6 @@ class Accelerator(Strict):
     @model_validator(mode="after")
     def _positive(self) -> Accelerator:
         _positive_sourced(self)
-        for p in PRECISIONS:  # 2:4 sparsity doubles the math at most: never below the dense figure
-            dense, sparse = self.dense_tflops(p), getattr(self, f"{p}_sparse_tflops", None)
-            if dense is not None and sparse is not None and sparse.value < dense.value:
-                raise ValueError(
-                    f"{p}_sparse_tflops {sparse.value:g} is below {p}_dense_tflops {dense.value:g}: "
-                    "a 2:4-sparse figure is the dense one or up to twice it (both in TFLOP/s)"
-                )
         return self
 
     def dense_tflops(self, precision: str) -> Sourced | None:
