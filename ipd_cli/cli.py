@@ -130,7 +130,12 @@ BudgetMetricOpt = Annotated[
     ),
 ]
 PricingOpt = Annotated[
-    str, typer.Option("--pricing", help="rental (a catalog price point) or tco (owning cost).")
+    str,
+    typer.Option(
+        "--pricing",
+        help="rental (the first price point of economics.rental_label_preference a system has), "
+        "rental:LABEL (on-demand, reserved, spot or tco-model) or tco (owning cost).",
+    ),
 ]
 
 

@@ -534,3 +534,18 @@ def test_python_m_ipd_cli_cli_runs_the_command():
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["kind"] == "hardware"
+
+
+def test_pricing_picks_a_rental_label():
+    # a review: `--pricing rental:on-demand` was refused though outputs print 'rental:reserved';
+    # H100's spot price point is $2.60 (Silicon Data), H200 has none
+    base = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b")
+    r = run_cli(*base, "--pricing", "rental:spot", "-f", "json")
+    assert r.code == 0, r.stderr
+    s = r.json()["serving"]
+    assert (s["pricing"], s["price_usd_per_gpu_hour"]) == ("rental:spot", 2.6)
+    assert run_cli(*base, "-f", "json").json()["serving"]["pricing"] == "rental:reserved"
+    r = run_cli("serve", "--hardware", "h200", "--model", "llama-3.1-70b", "--pricing", "rental:spot")
+    assert r.code == 2 and "systems.h200.prices has no 'spot' price (it has on-demand, reserved" in r.stderr
+    r = run_cli(*base, "--pricing", "rental:cheap")
+    assert r.code == 2 and "unknown rental price label 'cheap' in --pricing" in r.stderr

@@ -22,9 +22,30 @@ def pue(inp: Inputs) -> Any:
     return inp.read("economics.pue", "PUE")
 
 
+def price_labels() -> tuple[str, ...]:
+    """The labels a rental price point may carry (``rental:LABEL`` picks one)."""
+    from typing import get_args
+
+    from ipd_cli.catalog.schema import PriceLabel
+
+    return get_args(PriceLabel)
+
+
 def check_pricing(pricing: str) -> None:
+    """``rental`` (the first label of economics.rental_label_preference the system has),
+    ``rental:LABEL`` (that price point) or ``tco`` (owning cost)."""
+    base, colon, label = pricing.partition(":")
+    if base == "rental" and colon:
+        if label not in price_labels():
+            raise InputError(
+                f"unknown rental price label '{label}' in `pricing` '{pricing}'; "
+                f"choose one of {', '.join(price_labels())}"
+            )
+        return
     if pricing not in PRICING_CHOICES:
-        raise InputError(f"unknown `pricing` '{pricing}'; choose rental or tco")
+        raise InputError(
+            f"unknown `pricing` '{pricing}'; choose rental, rental:LABEL ({', '.join(price_labels())}) or tco"
+        )
 
 
 def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str) -> tuple[Any, str]:
@@ -32,12 +53,18 @@ def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str) -> tuple[Any, str]:
     check_pricing(pricing)
     cat = inp.cat
     s = cat.systems[system]
-    if pricing == "rental":
+    if pricing.startswith("rental"):
         labels = {p.label for p in s.prices}
-        for label in cat.economics.rental_label_preference:
+        wanted = pricing.partition(":")[2]
+        for label in [wanted] if wanted else cat.economics.rental_label_preference:
             if label in labels:
                 value = inp.read(f"systems.{system}.prices.{label}", f"rental price ({label})")
                 return value, f"rental:{label}"
+        if wanted:
+            raise InputError(
+                f"{cat.origin('systems', system)}: systems.{system}.prices has no '{wanted}' price "
+                f"(it has {', '.join(sorted(labels))}); choose one of those in `pricing` or use tco"
+            )
         raise InputError(
             f"{cat.origin('systems', system)}: systems.{system}.prices has none of the labels "
             f"{cat.economics.rental_label_preference}; add one or use `pricing` tco"

@@ -355,7 +355,7 @@ def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: 
         raise InputError(
             "`mfu` applies to pretrain workloads; a scenario's pre-training MFU comes from its plan"
         )
-    if kw.get("pricing", "rental") != "rental" and any(a.path == PRICE for a in axes):
+    if not kw.get("pricing", "rental").startswith("rental") and any(a.path == PRICE for a in axes):
         raise InputError(
             f"`vary` {PRICE} is a rental price; with `pricing` tco vary the owning costs instead "
             "(e.g. economics.electricity_usd_per_kwh or systems.<name>.capex_usd), or sweep rental prices"
