@@ -59,15 +59,16 @@ def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, prici
     """The serving deployment search's configurations for the step's rollouts, starting from the
     one with the most tokens/s per GPU at its KV limit (its size sets the split search's grain);
     :meth:`Rollouts.on` picks, for each generation pool, the one that generates the step soonest."""
-    p = w.inference_precision
-    if p is not None and ctx.acc.dense_tflops(p) is None:  # `ipd rl` has no precision option to name
-        from ipd_cli.engine.serving.context import supported
+    if w.inference_precision is not None:  # `ipd rl` has no precision option: name the workload's
+        from ipd_cli.engine.serving.context import check_precision
 
-        wide = supported(ctx.acc, p)
-        raise InputError(
-            f"{ctx.name} has no {p} support (no dense {p} figure) for the RL workload's rollouts; "
-            f"set its `inference_precision` to {wide} (`sets` workload.inference_precision={wide})"
-        )
+        def fix(wide: str) -> str:
+            return (
+                f" for the RL workload's rollouts; set its `inference_precision` to {wide} "
+                f"(`sets` workload.inference_precision={wide})"
+            )
+
+        check_precision(ctx, w.inference_precision, "inference_precision", fix)
     try:
         cands = sv.rollout_candidates(
             ctx,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ipd_cli.catalog.catalog import Catalog
@@ -92,14 +93,17 @@ def default_precision(cat: Catalog, acc: Accelerator) -> str:
     return narrowest(acc) if policy == "narrowest" else supported(acc, policy)
 
 
-def check_precision(ctx: ServingContext, precision: str, param: str) -> None:
+def check_precision(
+    ctx: ServingContext, precision: str, param: str, fix: Callable[[str], str] | None = None
+) -> None:
+    """A precision the accelerator runs; else an error naming the next wider one it has (``fix``:
+    how to ask for it, after the reason; default ``; use `param` WIDER``)."""
     if precision not in PRECISIONS:
         raise InputError(f"unknown `{param}` '{precision}'; choose one of {', '.join(PRECISIONS)}")
     if ctx.acc.dense_tflops(precision) is None:
         wide = supported(ctx.acc, precision)
-        raise InputError(
-            f"{ctx.name} has no {precision} support (no dense {precision} figure); use `{param}` {wide}"
-        )
+        how = fix(wide) if fix else f"; use `{param}` {wide}"
+        raise InputError(f"{ctx.name} has no {precision} support (no dense {precision} figure){how}")
 
 
 def precisions(ctx: ServingContext, precision: str | None, kv_precision: str | None) -> tuple[str, list[str]]:
