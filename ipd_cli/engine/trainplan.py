@@ -746,6 +746,12 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     return out
 
 
+def objective(out: dict) -> Any:
+    """What plans are ranked by: seconds per token, with an RL trainer's log-prob passes where it
+    has them (``out``: :func:`evaluate`'s)."""
+    return out.get("objective", out["seconds_per_token"])
+
+
 def _per_token(seconds: Any, out: dict) -> Any:
     """``seconds`` of a step per token it trains, with the batch penalty (``out``: the step's)."""
     return seconds * out["penalty"] / out["tokens_per_step"]
@@ -902,7 +908,7 @@ def _joined(parts: list) -> Searched:
     out = {k: np.concatenate([np.broadcast_to(p[1][k], p[2].shape) for p in parts]) for k in parts[0][1]}
     space = sr.Space(cols)
     space.require("fits in HBM", np.concatenate([p[2] for p in parts]))
-    return Searched(cols, out, space, out.get("objective", out["seconds_per_token"]))
+    return Searched(cols, out, space, objective(out))
 
 
 def best_row(s: Searched) -> int | None:
@@ -1497,15 +1503,12 @@ def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
     vp, most = pins.get("vp"), max_chunks(layers)
     if vp is not None and vp > 1 and pp == 1:
         return "interleaving splits each pipeline stage: vp > 1 needs pp >= 2", {**pins, "vp": 1}
-    if vp is not None and pins.get("pp", 2) * vp > most:  # unpinned pp: the smallest that interleaves
-        what = (
-            f"pp x vp = {pp} x {vp} = {pp * vp:,}" if pp is not None else f"pp x vp = 2 x {vp} = {2 * vp:,}"
-        )
+    stages = pins.get("pp", 2)  # unpinned: the smallest pipeline that interleaves
+    if vp is not None and stages * vp > most:
         why = (
-            f"every model chunk holds a layer (the embedding and the loss count as one each): {what} "
-            f"is more than the {layers} layers + 2"
+            "every model chunk holds a layer (the embedding and the loss count as one each): "
+            f"pp x vp = {stages} x {vp} = {stages * vp:,} is more than the {layers} layers + 2"
         )
-        stages = pins.get("pp", 2)  # unpinned: the smallest pipeline that interleaves
         fits = [v for v in divisors(math.ceil(layers / stages)) if stages * v <= most]
         return why, {**pins, "vp": max(fits)}
     return None
@@ -1599,7 +1602,7 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         fits = fits_memory(out, x)
         parts.append((M, out, fits))
         used = np.concatenate([used, (M["tp"] * M["cp"] * M["pp"] * M["dp"])[fits]])
-        best = np.concatenate([best, out.get("objective", out["seconds_per_token"])[fits]])
+        best = np.concatenate([best, objective(out)[fits]])
         o = np.argsort(used, kind="stable")
         used, best = used[o], np.minimum.accumulate(best[o])
         if len(used) and len(pending):  # first against the best on the fewest GPUs, then per degree
