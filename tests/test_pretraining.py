@@ -23,11 +23,12 @@ from ipd_cli.errors import InfeasibleError, InputError
 PLAN_70B = "tp=4,pp=8,vp=5,cp=1,dp=2,mbs=1,gbs=128,recompute=full,zero=1,order=0"
 
 
-def train_plan(hardware: str, model: str, gpus: int, plan: str):
-    """`ipd train` of 1e12 tokens on ``gpus`` GPUs with ``--plan plan`` (the pin tests' command)."""
+def train_plan(hardware: str, model: str, gpus: int, plan: str, *extra: str):
+    """`ipd train` of 1e12 tokens on ``gpus`` GPUs with ``--plan plan`` (the pin tests' command),
+    then ``extra`` arguments."""
     return run_cli(
         "train", "--hardware", hardware, "--model", model, "--tokens", "1e12", "--gpus", str(gpus),
-        "--plan", plan,
+        "--plan", plan, *extra,
     )  # fmt: skip
 
 
@@ -921,10 +922,7 @@ def test_recompute_module_sets_are_pinned_by_name():
 
 def test_a_pinned_module_set_runs_through_the_cli_and_is_named():
     # the README's form (`--plan recompute=mla_up_proj+mlp`, DeepSeek-V3's B200 recipe)
-    r = run_cli(
-        "train", "--hardware", "b200", "--model", "deepseek-v3", "--tokens", "1e12", "--gpus", "256",
-        "--plan", "recompute=mla_up_proj+mlp", "-f", "json",
-    )  # fmt: skip
+    r = train_plan("b200", "deepseek-v3", 256, "recompute=mla_up_proj+mlp", "-f", "json")
     assert r.code == 0, r.stderr
     p = r.json()["pretraining"]
     assert p["parallelism"]["recompute"] == "mla_up_proj+mlp"
@@ -1007,12 +1005,11 @@ def test_interleaving_needs_a_pipeline():
     # a review: `--plan vp=30` on Llama 3.1 8B ran "TP1 PP1 (interleave 30)", interleaving with no
     # pipeline; a pinned vp now pairs only with pp >= 2 (PP2 x 4 = 8 chunks of 32 layers here), and
     # pp=1 with vp=4 names the rule
-    base = ["train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64"]
-    r = run_cli(*base, "--plan", "vp=4", "-f", "json")
+    r = train_plan("h100", "llama-3.1-8b", 64, "vp=4", "-f", "json")
     assert r.code == 0, r.stderr
     par = r.json()["pretraining"]["parallelism"]
     assert par["interleave"] == 4 and par["pp"] >= 2
-    r = run_cli(*base, "--plan", "pp=1,vp=4")
+    r = train_plan("h100", "llama-3.1-8b", 64, "pp=1,vp=4")
     assert r.code == 1 and "interleaving splits each pipeline stage: vp > 1 needs pp >= 2" in r.stderr
-    r = run_cli(*base, "--plan", "vp=30")  # PP2 x 30 = 60 chunks: more than the 32 layers + 2
+    r = train_plan("h100", "llama-3.1-8b", 64, "vp=30")  # PP2 x 30 = 60 chunks: more than the 32 layers + 2
     assert r.code == 1 and "pp x vp = 2 x 30 = 60 is more than the 32 layers + 2" in r.stderr
