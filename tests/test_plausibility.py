@@ -57,6 +57,12 @@ def test_a_value_within_the_band_does_not_warn():
         assert r.code == 0 and r.stderr == "", r.stderr
 
 
+def test_counts_have_no_unit_to_slip_in_so_a_toy_model_does_not_warn():
+    # 1 layer lies 10x below every built-in model's count, but a count has no other unit to slip in
+    r = run_cli("models", "show", "llama-3.1-8b", "-f", "json", "--set", "models.llama-3.1-8b.layers=1")
+    assert r.code == 0 and r.stderr == "", r.stderr
+
+
 def test_the_builtin_catalog_loads_without_warnings():
     assert load().warnings == []
     for args in (("hardware", "list", "-f", "json"), ("models", "list", "-f", "json"), SHOW):

@@ -52,7 +52,7 @@ ALTERNATIVES: dict[str, tuple[tuple[str, float], ...]] = {
 def numbers(entry: BaseModel) -> Iterator[tuple[str, str, float, str | None]]:
     """(field key, path below the entry, value, unit) of each number of an entry; a price's key is
     ``prices.usd_per_gpu_hour`` (every label), its path ``prices.LABEL.usd_per_gpu_hour``."""
-    for name in type(entry).model_fields:
+    for name in type(entry).model_fields:  # fields with a unit a value can slip in (see _slips)
         value = getattr(entry, name)
         if name == "prices":
             unit = field_unit(type(value[0]), "usd_per_gpu_hour") if value else None
@@ -62,12 +62,19 @@ def numbers(entry: BaseModel) -> Iterator[tuple[str, str, float, str | None]]:
             continue
         if isinstance(value, Sourced):
             value = value.value
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            yield name, name, float(value), _symbol(field_unit(type(entry), name))
+        unit = _symbol(field_unit(type(entry), name))
+        if isinstance(value, int | float) and not isinstance(value, bool) and _slips(unit):
+            yield name, name, float(value), unit
 
 
 def _symbol(found: tuple[str, float] | None) -> str | None:
     return found[0] if found else None
+
+
+def _slips(unit: str | None) -> bool:
+    """Whether a field's unit is one a value can be typed in by mistake (TB/s, GiB, USD, ...):
+    counts (layers, heads, experts, GPUs) have none, so a toy model's 2 layers do not warn."""
+    return unit is not None and unit.split()[0] in ALTERNATIVES
 
 
 def builtin_spans(cat: Catalog, section: str) -> dict[str, tuple[float, float]]:
