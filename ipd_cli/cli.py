@@ -181,6 +181,17 @@ def _check_options(
     check_budget_options(max_usd, budget_metric)
 
 
+def _load(catalog: list[Path] | None, sets: list[str] | None) -> Any:
+    """The catalog, with its warnings about user-supplied values (a unit slip: 19600 for a TB/s
+    field) on stderr, each once, before anything is computed."""
+    from . import api
+
+    cat = api.load(catalog, sets)
+    for line in cat.warnings:
+        sys.stderr.write(f"ipd: warning: {line.replace('`sets`', PARAM_FLAGS['sets'])}\n")
+    return cat
+
+
 def _emit(result: "BaseModel", fmt: str, output: Path | None = None, cat: Any = None) -> None:
     emit(result, fmt, _ctx(), output)
     _warn(result, cat)
@@ -243,7 +254,7 @@ def hardware_list(fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets:
     _check_options(fmt, to_files=False)
     from . import api
 
-    _emit(api.list_hardware(api.load(catalog, sets)), fmt)
+    _emit(api.list_hardware(_load(catalog, sets)), fmt)
 
 
 @hardware_app.command("show")
@@ -257,7 +268,7 @@ def hardware_show(
     _check_options(fmt, to_files=False)
     from . import api
 
-    _emit(api.show_hardware(api.load(catalog, sets), name), fmt)
+    _emit(api.show_hardware(_load(catalog, sets), name), fmt)
 
 
 @models_app.command("list")
@@ -269,7 +280,7 @@ def models_list(fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets: S
     _check_options(fmt, to_files=False)
     from . import api
 
-    _emit(api.list_models(api.load(catalog, sets)), fmt)
+    _emit(api.list_models(_load(catalog, sets)), fmt)
 
 
 @models_app.command("show")
@@ -283,7 +294,7 @@ def models_show(
     _check_options(fmt, to_files=False)
     from . import api
 
-    _emit(api.show_model(api.load(catalog, sets), name), fmt)
+    _emit(api.show_model(_load(catalog, sets), name), fmt)
 
 
 @workloads_app.command("list")
@@ -295,7 +306,7 @@ def workloads_list(fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets
     _check_options(fmt, to_files=False)
     from . import api
 
-    _emit(api.list_workloads(api.load(catalog, sets)), fmt)
+    _emit(api.list_workloads(_load(catalog, sets)), fmt)
 
 
 @workloads_app.command("show")
@@ -309,7 +320,7 @@ def workloads_show(
     _check_options(fmt, to_files=False)
     from . import api
 
-    _emit(api.show_workload(api.load(catalog, sets), name), fmt)
+    _emit(api.show_workload(_load(catalog, sets), name), fmt)
 
 
 @app.command()
@@ -365,7 +376,7 @@ def train(
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
     from . import api
 
-    cat = api.load(catalog, sets)
+    cat = _load(catalog, sets)
     _finish(
         api.train(
             cat,
@@ -511,7 +522,7 @@ def serve(
     _check_options(fmt, output, force, pricing=pricing)
     from . import api
 
-    cat = api.load(catalog, sets)
+    cat = _load(catalog, sets)
     result = api.serve(
         cat,
         hardware,
@@ -586,7 +597,7 @@ def rl(
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd)
     from . import api
 
-    cat = api.load(catalog, sets)
+    cat = _load(catalog, sets)
     result = api.rl(
         cat,
         hardware,
@@ -657,7 +668,7 @@ def compare(
         sets = [*(sets or []), f"workload.site_mw={site_mw!r}"]
     from . import api
 
-    cat = api.load(catalog, sets)
+    cat = _load(catalog, sets)
     result = _with_flags(api.compare(cat, systems, workload, mfu=mfu, pricing=pricing), "compare")
     _finish(result, fmt, output, max_usd, budget_metric or _default_budget_metric(result), cat)
 
@@ -713,7 +724,7 @@ def explain(
     _check_options(fmt, output, force, pricing=pricing)
     from . import api
 
-    cat = api.load(catalog, sets)
+    cat = _load(catalog, sets)
     result = api.explain(cat, systems, workload, pricing=pricing)
     items = [
         {
@@ -792,7 +803,7 @@ def sweep(
     chosen = format_for(fmt, output)
     from . import api
 
-    cat = api.load(catalog, sets)
+    cat = _load(catalog, sets)
     chunks, total = api.sweep(
         cat,
         vary,
@@ -908,9 +919,8 @@ def validate(
     if len(splits) > 1 or (splits and split):
         raise InputError("give one split: --split fitting|checking|all (or --set with the split)")
     _check_options(fmt, output, force)
-    from . import api
 
-    cat = api.load(catalog, overrides)
+    cat = _load(catalog, overrides)
     result = val.validate(cat, split or (splits[0] if splits else "checking"), cases)
     _emit(result, fmt, output)
     median = result.summary[0]["median_abs_error_pct"]
@@ -946,9 +956,8 @@ def calibrate(
     from . import validate as val
 
     _check_options(fmt, output, force)
-    from . import api
 
-    cat = api.load(catalog, sets)
+    cat = _load(catalog, sets)
     _emit(val.calibrate(cat, cases), fmt, output)
 
 
@@ -991,7 +1000,7 @@ def plot_curve(
     _check_plot_target(output, force)
     from . import api
 
-    cat = api.load(catalog, sets)
+    cat = _load(catalog, sets)
     fig = Figure(f"{model}: throughput vs interactivity", "tokens/s per user", "output tokens/s per GPU")
     for name in systems:
         c = api.serve(
@@ -1035,7 +1044,7 @@ def plot_cost(
     check_pricing(pricing)
     from . import api
 
-    cat = api.load(catalog, sets)
+    cat = _load(catalog, sets)
     r = _with_flags(api.compare(cat, systems, workload, pricing=pricing), "plot")
     if r.workload.kind != "scenario":
         raise InputError(f"'{workload}' is not a scenario; plot cost needs a lifecycle scenario")
@@ -1164,12 +1173,15 @@ def _listed_from_cache(args: list[str]) -> bool:
         return False
     if fmt not in FORMATS:  # its error, or what click makes of it, comes from the full path
         return False
-    from .catalog.cache import stored_listing
+    from .catalog.cache import stored_listing_and_warnings
 
-    data = stored_listing(args[0])
-    if data is None:
+    found = stored_listing_and_warnings(args[0])
+    if found is None:
         return False
+    data, warnings = found
     _check_options(fmt, to_files=False)
+    for line in warnings:  # an IPD_CATALOG file's unit slips, as _load says them
+        sys.stderr.write(f"ipd: warning: {line}\n")
     _emit(cast("BaseModel", _Stored(data)), fmt)
     return True
 

@@ -4,7 +4,8 @@ Parsing and validating the catalog costs more than the whole estimate, and every
 (and every TAB completion) pays it. The cache holds data only, never code:
 
 * **Format**: a JSON header line (format, version, key); a line with the listings derived from
-  the validated catalog when it was written (``ipd hardware|models|workloads list``'s, as JSON),
+  the validated catalog when it was written (``ipd hardware|models|workloads list``'s, as JSON,
+  with the unit-slip warnings of its user files under ``warnings``),
   after the SHA-256 of that JSON; then the catalog as pydantic JSON of plain values, validated on
   load by the same schema models as the YAML (``model_validate_json``); aliases and
   cross-references are checked again. Anything unreadable, of another format or key, or invalid
@@ -230,11 +231,18 @@ def read(dirs: list[Path], key: str) -> Catalog | None:
 
 
 def stored_listing(kind: str) -> dict[str, Any] | None:
+    """The listing of ``kind`` alone (see :func:`stored_listing_and_warnings`)."""
+    found = stored_listing_and_warnings(kind)
+    return found[0] if found else None
+
+
+def stored_listing_and_warnings(kind: str) -> tuple[dict[str, Any], list[str]] | None:
     """The listing of ``kind`` (``hardware``, ``models``, ``workloads``) stored with the cached
     catalog of the built-in and ``IPD_CATALOG`` directories, if the entry is trusted, of the
     current key (the content of every catalog file and the listing code) and its listing line is
     intact (checksum, shape); else None. It is what the listing function made of the validated
-    catalog when the entry was written: its ``model_dump(mode="json")``, equal to the Python one."""
+    catalog when the entry was written: its ``model_dump(mode="json")``, equal to the Python one;
+    with the unit-slip warnings of the user catalog's values (:mod:`.plausibility`)."""
     if cache_dir() is None:
         return None
     from .dirs import catalog_dirs
@@ -246,13 +254,16 @@ def stored_listing(kind: str) -> dict[str, Any] | None:
         return None
     listings = checked_json(parts[0])
     listing = listings.get(kind) if isinstance(listings, dict) else None
+    warnings = listings.get("warnings") if isinstance(listings, dict) else None
     if (
         not isinstance(listing, dict)
         or listing.get("kind") != kind
         or not isinstance(listing.get("items"), list)
+        or not isinstance(warnings, list)
+        or not all(isinstance(w, str) for w in warnings)
     ):
         return None
-    return listing
+    return listing, warnings
 
 
 def _parts(dirs: list[Path], key: str) -> tuple[bytes, bytes] | None:
@@ -323,7 +334,9 @@ def _listings(catalog: Catalog) -> bytes:
         data = listing.model_dump(mode="json")
         if data == listing.model_dump(mode="python"):  # else (a NaN, an object) not stored: a miss
             listings[kind] = data
-    text = json.dumps(listings).encode()
+    from .plausibility import user_file_warnings
+
+    text = json.dumps({**listings, "warnings": user_file_warnings(catalog)}).encode()
     return checksummed(text) + b"\n"
 
 

@@ -48,6 +48,8 @@ class Catalog:
     origins: dict[tuple[str, str], str]
     aliases: dict[str, dict[str, str]]
     overrides: list[Any] = field(default_factory=list)  # --set items, applied already except workload.*
+    # unit-slip warnings about user-supplied values (see :mod:`.plausibility`): the CLI prints them
+    warnings: list[str] = field(default_factory=list, compare=False)
     # what each --set path names, filled by the engine's reader as it reads (entries are frozen
     # and a catalog is never changed after it is built: overrides and dataclasses.replace make a new
     # one, whose table starts empty as the field is not an __init__ argument)

@@ -7,17 +7,20 @@ disk) and :mod:`.overrides` (``--set`` values applied to an in-memory copy).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from . import cache
 from .catalog import Catalog, build
 from .dirs import catalog_dirs, layer_files
 from .layers import load_raw
+from .plausibility import user_file_warnings
 
 
 def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
     """The built-in catalog plus user directories (``IPD_CATALOG``, ``extra_dirs``), with
-    ``sets`` (``PATH=VALUE`` strings) applied.
+    ``sets`` (``PATH=VALUE`` strings) applied. User values far outside the built-in catalog's
+    span (a unit slip) leave a line in ``Catalog.warnings``.
 
     The validated catalog is cached (see :mod:`ipd_cli.catalog.cache`); overrides are applied to
     a copy of it, re-validating only the entries they touch.
@@ -35,4 +38,6 @@ def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = 
         # files still have the content the key was made of
         if key and cache.fingerprint(dirs) == key:
             cache.write(dirs, key, cat)
+    if len(dirs) > 1:  # a user directory: its values are checked against the built-in spans
+        cat = dataclasses.replace(cat, warnings=user_file_warnings(cat))
     return cat.with_overrides(sets) if sets else cat

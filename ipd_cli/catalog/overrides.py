@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ipd_cli.errors import InputError, did_you_mean
 
 from .layers import ENTRY_SECTIONS, MERGED_SECTIONS
+from .plausibility import override_warnings
 from .schema import Source
 from .validation import WORKLOAD_KINDS, format_validation_error, validate_entry
 
@@ -219,6 +220,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     parsed = [o if isinstance(o, Override) else parse([o])[0] for o in items]
     if not parsed:
         return cat
+    entries: list[tuple[str, str, list[str]]] = []  # (section, name, fields) of each entry --set
     sections: dict[str, Any] = {name: dict(getattr(cat, name)) for name in ENTRY_SECTIONS}
     merged: dict[str, Any] = {name: getattr(cat, name) for name in MERGED_SECTIONS}
     origins = dict(cat.origins)
@@ -257,8 +259,12 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         origins[(section, name)] = f"{before} + --set {o.text}".lstrip(" +")  # the data's label
         where = _library_label(origins[(section, name)])  # the library's message names the parameter
         sections[section][name] = validate_entry(cls, body, f"{where}: {section}.{name}")
+        entries.append((section, name, fields))
     new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
     finish(new)
+    lines = [line for e in entries for line in override_warnings(cat, new, *e)]
+    if lines:
+        new.warnings = list(dict.fromkeys([*cat.warnings, *(f"`sets` {line}" for line in lines)]))
     return new
 
 

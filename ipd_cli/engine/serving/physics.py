@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
@@ -196,12 +197,27 @@ def _memory(ctx: ServingContext) -> dict:
     pass of ``max_num_tokens`` tokens; the KV cache gets a share of what the weights leave."""
     hbm = ctx.spec("HBM capacity", "hbm_gib")
     workspace = ctx.take("runtime workspace per GPU", "workspace_gb_per_gpu")
+    _check_room(ctx, hbm, workspace)
     tokens = ctx.take("tokens per forward pass", "max_num_tokens")
     act = ctx.take("activation bytes per token and hidden unit", "activation_bytes_per_token_hidden")
     return {
         "hbm_bytes": hbm - workspace - tokens * ctx.model.hidden_size * act,
         "kv_fraction": ctx.take("KV-cache share of free memory", "kv_cache_free_fraction"),
     }
+
+
+def _check_room(ctx: ServingContext, hbm: Any, workspace: Any) -> None:
+    """An HBM capacity that the runtime workspace alone fills holds no model at any instance size:
+    a value to fix (0.432 typed in TB for 432 GiB), named as an input error, not 'does not fit'."""
+    import numpy as np
+
+    if np.all(np.asarray(hbm) <= workspace):
+        path = f"accelerators.{ctx.system.accelerator}.hbm_gib"
+        raise InputError(
+            f"{path} = {float(np.max(hbm)) / f.GIBI:g} GiB per GPU is no more than the serving runtime's "
+            f"workspace ({float(np.min(workspace)) / f.GIGA:g} GB per GPU, serving.workspace_gb_per_gpu): "
+            "no model fits on it; give the HBM capacity per GPU in GiB"
+        )
 
 
 def _bandwidth(ctx: ServingContext, st: Stack, precision: str) -> dict:

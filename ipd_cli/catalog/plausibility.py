@@ -1,0 +1,167 @@
+"""Unit-slip warnings: a user-supplied spec value far outside what the built-in catalog holds.
+
+A ``--set`` value or a user catalog file's value of an accelerator, system or model field is
+compared with the span of the built-in entries' values for the same field. One that lies
+outside ``[smallest / SANITY_FACTOR, largest x SANITY_FACTOR]`` gets one warning line naming
+the field path, the value, the span and the unit the value may have been typed in (GB/s for a
+TB/s field). The value is still used: a warning, never a refusal (a hypothetical machine may
+well lie outside today's catalog). The lines are kept on the catalog (:attr:`Catalog.warnings`);
+the CLI prints them, the library never does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ipd_cli.errors import count_text
+
+from .schema import Sourced, field_unit
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
+
+# A sanity band, not a world figure: no claim that hardware or models cannot be 10x beyond
+# today's catalog, only that a value 10x past every built-in one is more often a unit slip (GB/s
+# typed for TB/s is 1000x, GiB for TB is 1/1000x) than a real machine. A slip of 1000x lies
+# far outside the band; a generation's real step (2-3x bandwidth, 4x parameters) lies inside.
+SANITY_FACTOR = 10.0
+CHECKED_SECTIONS = ("accelerators", "systems", "models")
+BUILTIN = "builtin:"
+
+# the units a value may have been typed in, by the unit of the field (its schema unit's first
+# word): (name, field units per typed unit); a value times the factor is what was meant
+ALTERNATIVES: dict[str, tuple[tuple[str, float], ...]] = {
+    "TB/s": (("GB/s", 1e-3), ("PB/s", 1e3)),
+    "GB/s": (("MB/s", 1e-3), ("TB/s", 1e3)),
+    "Gbit/s": (("Mbit/s", 1e-3), ("Tbit/s", 1e3)),
+    "GiB": (("MiB", 2**20 / 2**30), ("TB", 1e12 / 2**30)),
+    "GB": (("MB", 1e-3), ("TB", 1e3)),
+    "TFLOP/s": (("GFLOP/s", 1e-3), ("PFLOP/s", 1e3)),
+    "W": (("kW", 1e3), ("mW", 1e-3)),
+    "kW": (("W", 1e-3), ("MW", 1e3)),
+    "USD": (("thousands of USD", 1e3), ("millions of USD", 1e6)),
+    "USD/GPU-h": (("US cents", 1e-2), ("thousands of USD", 1e3)),
+    "parameters": (("millions of parameters", 1e6), ("billions of parameters", 1e9)),
+}
+
+
+def numbers(entry: BaseModel) -> Iterator[tuple[str, str, float, str | None]]:
+    """(field key, path below the entry, value, unit) of each number of an entry; a price's key is
+    ``prices.usd_per_gpu_hour`` (every label), its path ``prices.LABEL.usd_per_gpu_hour``."""
+    for name in type(entry).model_fields:  # fields with a unit a value can slip in (see _slips)
+        value = getattr(entry, name)
+        if name == "prices":
+            unit = field_unit(type(value[0]), "usd_per_gpu_hour") if value else None
+            for p in value:
+                label = f"prices.{p.label}.usd_per_gpu_hour"
+                yield "prices.usd_per_gpu_hour", label, float(p.usd_per_gpu_hour.value), _symbol(unit)
+            continue
+        if isinstance(value, Sourced):
+            value = value.value
+        unit = _symbol(field_unit(type(entry), name))
+        if isinstance(value, int | float) and not isinstance(value, bool) and _slips(unit):
+            yield name, name, float(value), unit
+
+
+def _symbol(found: tuple[str, float] | None) -> str | None:
+    return found[0] if found else None
+
+
+def _slips(unit: str | None) -> bool:
+    """Whether a field's unit is one a value can be typed in by mistake (TB/s, GiB, USD, ...):
+    counts (layers, heads, experts, GPUs) have none, so a toy model's 2 layers do not warn."""
+    return unit is not None and unit.split()[0] in ALTERNATIVES
+
+
+def builtin_spans(cat: Catalog, section: str) -> dict[str, tuple[float, float]]:
+    """The smallest and largest value of each field among the built-in entries of ``section``
+    (entries a user file replaced or a ``--set`` changed are left out)."""
+    spans: dict[str, tuple[float, float]] = {}
+    for name, entry in getattr(cat, section).items():
+        if not _builtin(cat.origins.get((section, name), "")):
+            continue
+        for key, _, value, _ in numbers(entry):
+            lo, hi = spans.get(key, (value, value))
+            spans[key] = (min(lo, value), max(hi, value))
+    return spans
+
+
+def _builtin(origin: str) -> bool:
+    return origin.startswith(BUILTIN) and "--set" not in origin
+
+
+def check(value: float, span: tuple[float, float] | None, path: str, unit: str | None) -> str | None:
+    """The warning for ``value`` at ``path`` if it lies outside the band around ``span``."""
+    if span is None or not math.isfinite(value):
+        return None
+    lo, hi = span
+    if value > hi * SANITY_FACTOR and hi > 0:
+        where = f"{_times(value / hi)}x the largest built-in value"
+    elif 0 < value < lo / SANITY_FACTOR:
+        where = f"1/{_times(lo / value)} of the smallest built-in value"
+    else:
+        return None
+    return f"{path} = {value:g} is {where} (built-in span {lo:g} to {hi:g}){_fix(value, span, unit)}"
+
+
+def _times(ratio: float) -> str:
+    return count_text(ratio) if ratio >= 10 else f"{ratio:.2g}"
+
+
+def _fix(value: float, span: tuple[float, float], unit: str | None) -> str:
+    """The likely fix: the unit that brings the value nearest the middle of the built-in span."""
+    if unit is None:
+        return ""
+    lo, hi = span
+    middle = math.sqrt(lo * hi) if lo > 0 else hi
+    fits = [
+        (abs(math.log(value * factor / middle)), name)
+        for name, factor in ALTERNATIVES.get(unit.split()[0], ())
+        if value > 0 and lo / SANITY_FACTOR <= value * factor <= hi * SANITY_FACTOR
+    ]
+    if fits:
+        return f": is it in {min(fits)[1]}? the field is in {unit}"
+    return f"; check the value and its unit ({unit})"
+
+
+def entry_warnings(
+    entry: BaseModel, where: str, spans: dict[str, tuple[float, float]], only: str | None = None
+) -> list[str]:
+    """The warnings of an entry's numbers (``only``: those at or below that path)."""
+    out = []
+    for key, path, value, unit in numbers(entry):
+        if only is not None and path != only and not path.startswith(only + "."):
+            continue
+        line = check(value, spans.get(key), f"{where}.{path}", unit)
+        if line is not None:
+            out.append(line)
+    return out
+
+
+def user_file_warnings(cat: Catalog) -> list[str]:
+    """The warnings of the entries user catalog files define (none for the built-in catalog)."""
+    out: list[str] = []
+    for section in CHECKED_SECTIONS:
+        user = [(n, o) for (s, n), o in cat.origins.items() if s == section and not o.startswith(BUILTIN)]
+        if not user:
+            continue
+        spans = builtin_spans(cat, section)
+        for name, origin in user:
+            for line in entry_warnings(getattr(cat, section)[name], f"{section}.{name}", spans):
+                out.append(f"{origin}: {line}")
+    return out
+
+
+def override_warnings(
+    before: Catalog, after: Catalog, section: str, name: str, fields: list[str]
+) -> list[str]:
+    """The warnings of one ``--set`` of an entry field (spans from the catalog ``before`` it)."""
+    if section not in CHECKED_SECTIONS:
+        return []
+    only = ".".join(fields[:-1] if fields[-1:] == ["value"] else fields)
+    entry: Any = getattr(after, section)[name]
+    return entry_warnings(entry, f"{section}.{name}", builtin_spans(before, section), only)

@@ -1,0 +1,125 @@
+"""Unit-slip warnings: a user value far outside the built-in catalog's span is named on stderr."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from helpers import run_cli, write
+
+from ipd_cli import load
+from ipd_cli.catalog import layers
+from ipd_cli.catalog.plausibility import SANITY_FACTOR, builtin_spans
+
+SHOW = ("hardware", "show", "vera-rubin", "-f", "json")
+
+
+def warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("ipd: warning: ")]
+
+
+def test_a_value_typed_in_gb_per_s_for_a_tb_per_s_field_warns_once_and_runs():
+    r = run_cli(*SHOW, "--set", "accelerators.rubin.hbm_tb_per_s=19600")
+    assert r.code == 0, r.stderr
+    [line] = warnings(r.stderr)
+    assert line.startswith("ipd: warning: --set accelerators.rubin.hbm_tb_per_s = 19600 is ")
+    assert "x the largest built-in value (built-in span " in line
+    assert line.endswith(": is it in GB/s? the field is in TB/s per GPU"), line
+    spec = r.json()["entry"]["accelerator_spec"]
+    assert spec["hbm_tb_per_s"]["value"] == 19600  # used as given: never refused
+
+
+@pytest.mark.parametrize(
+    ("item", "needle"),
+    [
+        ("accelerators.gb200.hbm_gib=0.432", "of the smallest built-in value (built-in span 32 to"),
+        ("accelerators.gb200.hbm_gib=0.432", ": is it in TB? the field is in GiB per GPU"),
+        ("systems.vera-rubin.capex_usd=3.5", ": is it in millions of USD? the field is in USD"),
+        ("systems.vera-rubin.prices.reserved=350", "prices.reserved.usd_per_gpu_hour = 350 is "),
+        ("systems.vera-rubin.prices.reserved=350", ": is it in US cents?"),
+        ("accelerators.rubin.tdp_w=1.8", ": is it in kW? the field is in W"),
+        ("accelerators.rubin.bf16_dense_tflops=1e300", "; check the value and its unit (TFLOP/s per GPU)"),
+    ],
+)
+def test_slips_name_the_field_the_value_and_the_likely_unit(item, needle):
+    r = run_cli(*SHOW, "--set", item)
+    assert r.code == 0, r.stderr
+    [line] = warnings(r.stderr)
+    assert needle in line, line
+
+
+def test_a_value_within_the_band_does_not_warn():
+    cat = load()
+    lo, hi = builtin_spans(cat, "accelerators")["hbm_tb_per_s"]
+    for value in (hi * SANITY_FACTOR * 0.99, lo / SANITY_FACTOR * 1.01, 30):
+        r = run_cli(*SHOW, "--set", f"accelerators.rubin.hbm_tb_per_s={value}")
+        assert r.code == 0 and r.stderr == "", r.stderr
+
+
+def test_counts_have_no_unit_to_slip_in_so_a_toy_model_does_not_warn():
+    # 1 layer lies 10x below every built-in model's count, but a count has no other unit to slip in
+    r = run_cli("models", "show", "llama-3.1-8b", "-f", "json", "--set", "models.llama-3.1-8b.layers=1")
+    assert r.code == 0 and r.stderr == "", r.stderr
+
+
+def test_the_builtin_catalog_loads_without_warnings():
+    assert load().warnings == []
+    for args in (("hardware", "list", "-f", "json"), ("models", "list", "-f", "json"), SHOW):
+        r = run_cli(*args)
+        assert r.code == 0 and r.stderr == "", r.stderr
+
+
+def test_the_library_keeps_the_warnings_and_prints_nothing(capsys):
+    cat = load(sets=["accelerators.rubin.hbm_tb_per_s=19600"])
+    assert capsys.readouterr().err == ""
+    [line] = cat.warnings
+    assert line.startswith("`sets` accelerators.rubin.hbm_tb_per_s = 19600 is ")
+
+
+def _user_catalog(tmp_path, **changes):
+    """A user catalog file replacing the built-in rubin accelerator with ``changes`` applied."""
+    body = copy.deepcopy(layers.load_raw([]).sections["accelerators"]["rubin"])
+    for field, value in changes.items():
+        body[field] = {**body[field], "value": value}
+        body[field].pop("range", None)
+    return write(tmp_path / "mycat" / "hw.yaml", yaml.safe_dump({"accelerators": {"rubin": body}}))
+
+
+def test_a_user_catalog_file_with_a_slip_warns_naming_the_file_and_field(tmp_path):
+    path = _user_catalog(tmp_path, hbm_tb_per_s=19600)
+    r = run_cli(*SHOW, "--catalog", str(path.parent))
+    assert r.code == 0, r.stderr
+    [line] = warnings(r.stderr)
+    assert line.startswith(f"ipd: warning: {path}: accelerators.rubin.hbm_tb_per_s = 19600 is "), line
+    assert "is it in GB/s?" in line
+
+
+def test_a_plausible_user_catalog_file_does_not_warn(tmp_path):
+    path = _user_catalog(tmp_path, hbm_tb_per_s=25)
+    r = run_cli(*SHOW, "--catalog", str(path.parent))
+    assert r.code == 0 and r.stderr == "", r.stderr
+
+
+def test_an_ipd_catalog_slip_warns_on_a_listing_served_from_the_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv("IPD_CACHE_DIR", str(cache))
+    path = _user_catalog(tmp_path, hbm_gib=0.432)
+    env = {"IPD_CATALOG": str(path.parent)}
+    first = run_cli("hardware", "list", "-f", "json", env=env)
+    second = run_cli("hardware", "list", "-f", "json", env=env)  # the cached listing
+    assert first == second
+    [line] = warnings(second.stderr)
+    assert f"{path}: accelerators.rubin.hbm_gib = 0.432 is 1/" in line and "is it in TB?" in line
+
+
+def test_an_hbm_capacity_the_workspace_fills_is_an_input_error_naming_the_field():
+    r = run_cli("serve", "--hardware", "blackwell", "--model", "llama-3.1-8b", "--set",
+                "accelerators.gb200.hbm_gib=0.432", "-f", "json")  # fmt: skip
+    assert r.code == 2, r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    *warned, error = r.stderr.splitlines()
+    assert len(warned) == 1 and "is it in TB?" in warned[0]
+    assert error.startswith("ipd: error: accelerators.gb200.hbm_gib = 0.432 GiB per GPU is no more than")
+    assert "serving.workspace_gb_per_gpu" in error
