@@ -55,10 +55,10 @@ def numbers(entry: BaseModel) -> Iterator[tuple[str, str, float, str | None]]:
     for name in type(entry).model_fields:  # fields with a unit a value can slip in (see _slips)
         value = getattr(entry, name)
         if name == "prices":
-            unit = field_unit(type(value[0]), "usd_per_gpu_hour") if value else None
+            price_unit = _symbol(field_unit(type(value[0]), "usd_per_gpu_hour")) if value else None
             for p in value:
                 label = f"prices.{p.label}.usd_per_gpu_hour"
-                yield "prices.usd_per_gpu_hour", label, float(p.usd_per_gpu_hour.value), _symbol(unit)
+                yield "prices.usd_per_gpu_hour", label, float(p.usd_per_gpu_hour.value), price_unit
             continue
         if isinstance(value, Sourced):
             value = value.value
