@@ -874,7 +874,8 @@ def diff(
     output: OutputOpt = None,
     force: ForceOpt = False,
 ) -> None:
-    """Compare two JSON outputs metric by metric: old, new, change and percent.
+    """Compare two JSON outputs metric by metric: old, new, change and percent; text values that
+    differ (the price basis, a configuration, the overrides given) are listed too.
 
     Example: ipd compare vera-rubin blackwell -o base.json; ipd compare vera-rubin blackwell
     --set economics.pue=1.5 -o new.json; ipd diff base.json new.json

@@ -1,4 +1,8 @@
-"""`ipd diff BASE.json NEW.json`: metric by metric, old, new, change and percent (infracost style)."""
+"""`ipd diff BASE.json NEW.json`: metric by metric, old, new, change and percent (infracost style).
+
+Numbers get a change and a percent; text and on/off values (the pricing basis, a configuration,
+a precision, the overrides given, whether a target was met) are listed where they differ, with
+no change or percent, so a reader sees what else changed beside the numbers."""
 
 from __future__ import annotations
 
@@ -13,9 +17,13 @@ from ipd_cli.errors import InputError
 SKIP = {"assumptions", "schema_version"}
 
 
-def _leaves(node: Any, prefix: str = "") -> dict[str, float]:
-    """Numeric leaves by dotted path; list items are keyed by their name or hardware, not position."""
-    out: dict[str, float] = {}
+Leaf = float | str | bool
+
+
+def _leaves(node: Any, prefix: str = "") -> dict[str, Leaf]:
+    """Number, text and on/off leaves by dotted path (numbers as floats; nulls left out); list
+    items are keyed by their name or hardware, not position."""
+    out: dict[str, Leaf] = {}
     if isinstance(node, dict):
         for k, v in node.items():
             if k not in SKIP:
@@ -26,7 +34,13 @@ def _leaves(node: Any, prefix: str = "") -> dict[str, float]:
             out.update(_leaves(v, f"{prefix}[{key if key else i}]"))
     elif isinstance(node, int | float) and not isinstance(node, bool):
         out[prefix] = float(node)
+    elif isinstance(node, str | bool):
+        out[prefix] = node
     return out
+
+
+def _number(value: Leaf | None) -> bool:
+    return isinstance(value, float)
 
 
 MAX_JSON_BYTES = 50_000_000  # an ipd JSON output is a few hundred kB; a sweep as JSON may be large
@@ -93,10 +107,10 @@ def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:
     for key in [*a, *(k for k in b if k not in a)]:
         old, cur = a.get(key), b.get(key)
         change = pct = None
-        if old is not None and cur is not None:
-            change = cur - old
-            pct = None if old == 0 else 100.0 * change / abs(old)
-        if only_changed and change == 0:
+        if _number(old) and _number(cur):
+            change = cur - old  # type: ignore[operator]
+            pct = None if old == 0 else 100.0 * change / abs(old)  # type: ignore[arg-type]
+        if only_changed and (change == 0 or (change is None and old == cur)):
             continue
         rows.append(
             {

@@ -85,10 +85,19 @@ def test_diff_two_outputs(tmp_path):
     r = run_cli("diff", str(a), str(b), "-f", "json")
     assert r.code == 0, r.stderr
     rows = {row["metric"]: row for row in r.json()["items"]}
-    # only energy depends on PUE under rental pricing: +20 % from 1.3 to 1.56
+    # only energy depends on PUE under rental pricing: +20 % from 1.3 to 1.56; the override given
+    # is listed too (text: no change or percent)
     assert set(rows) == {
         "systems[vera-rubin-nvl72].pretraining.energy_mwh",
         "systems[gb200-nvl72].pretraining.energy_mwh",
+        "overrides[0]",
+    }
+    assert rows["overrides[0]"] == {
+        "metric": "overrides[0]",
+        "old": None,
+        "new": "economics.pue=1.56",
+        "change": None,
+        "percent": None,
     }
     old = pue["systems"][0]["pretraining"]["energy_mwh"]
     row = rows["systems[vera-rubin-nvl72].pretraining.energy_mwh"]
@@ -97,6 +106,24 @@ def test_diff_two_outputs(tmp_path):
     assert run_cli("diff", str(a), str(tmp_path / "missing.json")).code == 2
     (tmp_path / "bad.json").write_text("{not json")
     assert "not ipd JSON" in run_cli("diff", str(a), str(tmp_path / "bad.json")).stderr
+
+
+def test_diff_names_a_changed_price_basis_beside_the_numbers(tmp_path):
+    # a user review: rental -> tco read as a 40 % cut with nothing saying the price basis changed
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    args = ("compare", "vera-rubin", "--workload", "pretrain-10t-moe")
+    run_cli(*args, "-o", str(a))
+    run_cli(*args, "--pricing", "tco", "-o", str(b))
+    r = run_cli("diff", str(a), str(b), "-f", "json")
+    assert r.code == 0, r.stderr
+    rows = {row["metric"]: row for row in r.json()["items"]}
+    basis = rows["systems[vera-rubin-nvl72].pretraining.pricing"]
+    assert (basis["old"], basis["new"], basis["change"]) == ("rental:reserved", "tco", None)
+    assert rows["systems[vera-rubin-nvl72].pretraining.cost_usd"]["change"] < 0
+    # unchanged text (the model, the plan) is listed only with --all
+    assert "systems[vera-rubin-nvl72].pretraining.model" not in rows
+    every = {row["metric"] for row in run_cli("diff", str(a), str(b), "--all", "-f", "json").json()["items"]}
+    assert "systems[vera-rubin-nvl72].pretraining.model" in every
 
 
 def test_golden_markdown_and_yaml():

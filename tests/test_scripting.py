@@ -213,6 +213,27 @@ def test_explain_derives_the_serving_price_and_the_costs(explained):
     assert names.index("serving.usd_per_million_output_tokens") == names.index("serving_usd") - 1
 
 
+def test_explain_gives_the_gpu_hour_price_rental_or_owning_cost_by_its_formula(explained):
+    first = explained[0]
+    assert (first["metric"], first["value"]) == ("price_usd_per_gpu_hour", 4.05)
+    assert first["formula"].startswith("systems.gb200-nvl72.prices.reserved")
+    r = run_cli("explain", "blackwell", "--pricing", "tco", "-f", "json")
+    by = {i["metric"]: i for i in r.json()["items"]}
+    price = by["price_usd_per_gpu_hour"]
+    x = {k: float(v) for k, v in _inputs(price).items()}
+    # by hand (a user review): $3.75M / 72 GPUs = $52,083; crf(10 %, 5 y) = 0.26380; + 6 % opex;
+    # / (8,760 h x 0.85); + 1.7361 kW x 1.3 x $0.08 = 2.2648 + 0.1806 = 2.4455 $/GPU-h
+    r_, n = x["cost_of_capital"], x["depreciation_years"]
+    assert x["crf"] == pytest.approx(r_ / (1 - (1 + r_) ** -n), rel=1e-12)
+    by_hand = x["capex_usd_per_gpu"] * (x["crf"] + x["opex_fraction_per_year"]) / (8760 * x["utilisation"])
+    by_hand += x["kw_per_gpu"] * x["pue"] * x["usd_per_kwh"]
+    assert price["value"] == pytest.approx(by_hand, rel=1e-12) and price["value"] == pytest.approx(
+        2.4455, abs=1e-4
+    )
+    # the price every stage's cost starts from
+    assert float(_inputs(by["pretraining.cost_usd"])["price_usd_per_gpu_hour"]) == price["value"]
+
+
 def test_an_estimated_speculative_method_is_flagged_as_an_estimate(explained):
     spec = next(i for i in explained if i["metric"] == "input: speculative decoding method")
     assert spec["estimate"] is True and spec["formula"].endswith("(estimate)")

@@ -227,6 +227,27 @@ def test_procurement_sweep_of_solved_tasks_per_kusd_against_price():
     )
 
 
+def test_rows_that_miss_the_serving_target_say_so():
+    # a user review: in a spreadsheet the rows that miss the speed target looked like any other
+    # (GB200's best for the 10T MoE is ~131 tokens/s per user at concurrency 1: 400 is missed)
+    met = ("serving.target_met", "intelligence_per_dollar.serving_target_met")
+    r = run_cli(
+        "sweep",
+        "--vary",
+        "hardware=blackwell",
+        "--vary",
+        "workload.serving.tokens_per_user_s=50,400",
+        "--metrics",
+        ",".join(met),
+        "-f",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    at_50, at_400 = r.json()
+    assert [at_50[m] for m in met] == [True, True] and [at_400[m] for m in met] == [False, False]
+    assert "misses the target of 400 tokens/s per user" in r.stderr
+
+
 def test_an_rl_workload_sweeps_its_rl_metrics(catalog):
     chunks, total = ipd_cli.sweep(
         catalog, ["hardware=vera-rubin", "price_usd_per_gpu_hour=2,5"], "rl-swe-agent", metrics="all"

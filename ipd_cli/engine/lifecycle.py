@@ -325,6 +325,17 @@ def rl_cost_steps(rl: Rl | None) -> list[Step]:
     return _cost_steps("rl.usd_per_step", rl.usd_per_step, "gpu_hours_per_step", hours, price)
 
 
+def price_step(cat: Catalog, hardware: str, pricing: str) -> Step:
+    """The GPU-hour price every stage's cost starts from: the rental point read, or the owning
+    cost's formula and inputs (``--pricing tco``)."""
+    from .pricing import price_formula, usd_per_gpu_hour
+
+    system = cat.canonical("systems", hardware)
+    inp = Inputs(cat)
+    formula, inputs = price_formula(inp, system, pricing)
+    return Step("price_usd_per_gpu_hour", usd_per_gpu_hour(inp, system, pricing)[0], formula, inputs)
+
+
 def _serving_price_step(point: Serving) -> Step:
     """$ per million output tokens at the operating point (``serving_usd``'s usd_per_M_output):
     the GPU-hour price over the output tokens one GPU makes in an hour."""
@@ -479,6 +490,7 @@ def estimate_lifecycle(
         share = serving_share(cat, s, served, success)
         ipd, head_steps = headline(s, pre, post, success, share)
         steps = [
+            price_step(cat, hardware, pricing),
             *pretraining_cost_steps(pre.block),
             pre.step,
             *rl_cost_steps(post.block),

@@ -85,3 +85,32 @@ def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str) -> tuple[Any, str]:
         inp.read("economics.electricity_usd_per_kwh", "electricity"),
     )
     return value, "tco"
+
+
+def price_formula(inp: Inputs, system: str, pricing: str) -> tuple[str, dict[str, float | str]]:
+    """How :func:`usd_per_gpu_hour` came to its value, for ``ipd explain``: the rental point read,
+    or the owning-cost formula with its inputs (capex per GPU, capital recovery factor, opex,
+    utilisation, power, PUE, electricity)."""
+    value, basis = usd_per_gpu_hour(inp, system, pricing)
+    if basis != "tco":
+        label = basis.partition(":")[2]
+        return f"systems.{system}.prices.{label} (the {basis} price point)", {"pricing": basis}
+    s = inp.cat.systems[system]
+    rate = inp.read("economics.cost_of_capital")
+    years = inp.read("economics.depreciation_years")
+    inputs: dict[str, float | str] = {
+        "capex_usd_per_gpu": inp.read(f"systems.{system}.capex_usd") / s.accelerators,
+        "crf": f.capital_recovery_factor(rate, years),
+        "cost_of_capital": rate,
+        "depreciation_years": years,
+        "opex_fraction_per_year": inp.read("economics.opex_fraction_of_capex_per_year"),
+        "utilisation": inp.read("economics.utilisation"),
+        "kw_per_gpu": kw_per_gpu(inp, system),
+        "pue": pue(inp),
+        "usd_per_kwh": inp.read("economics.electricity_usd_per_kwh"),
+    }
+    formula = (
+        "capex_usd_per_gpu x (crf + opex_fraction_per_year) / (8760 x utilisation) + kw_per_gpu x pue "
+        "x usd_per_kwh; crf = r / (1 - (1 + r)^-years) at cost_of_capital r over depreciation_years"
+    )
+    return formula, inputs

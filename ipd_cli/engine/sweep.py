@@ -70,7 +70,14 @@ MAX_CHECKED_VALUES = 64
 # the blocks of a result, in output order, and the blocks each kind of workload has
 BLOCKS = ("intelligence_per_dollar", "pretraining", "rl", "serving")
 KIND_BLOCKS = {"scenario": BLOCKS, "pretrain": ("pretraining",), "rl": ("rl",)}
-TEXT_METRICS = ("pretraining.plan", "serving.configuration")  # the chosen configuration, named
+# not numbers: the chosen configuration, named, and whether the serving target was met (a row
+# that misses it is no cheaper deployment of the same service: a spreadsheet must see it)
+TEXT_METRICS = (
+    "pretraining.plan",
+    "serving.configuration",
+    "serving.target_met",
+    "intelligence_per_dollar.serving_target_met",
+)
 HEADLINE = {
     "intelligence_per_dollar": (
         "solved_tasks_per_kusd",

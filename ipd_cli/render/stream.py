@@ -86,6 +86,8 @@ def _numbers(values: Any, fmt: str) -> list[str]:
 def _text(value: Any, fmt: str) -> str:
     if value is None:
         return "" if fmt == "csv" else "null"
+    if isinstance(value, bool) and fmt != "csv":  # JSON true/false; CSV True/False, as results write
+        return json.dumps(value)
     text = str(value)
     if fmt != "csv":
         return json.dumps(text)
