@@ -368,6 +368,10 @@ def _compare(
         origin=origin,
     )
     result = CompareResult(workload=info, baseline=results[0].hardware, systems=results, overrides=_sets(cat))
+    if w.kind == "scenario":
+        from .engine.lifecycle import stage_model_notes
+
+        result.notes.extend(stage_model_notes(cat, w))
     return result, steps
 
 

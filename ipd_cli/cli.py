@@ -126,7 +126,8 @@ RlMaxUsdOpt = Annotated[
 BudgetMetricOpt = Annotated[
     str | None,
     typer.Option(
-        "--budget-metric", help="Dotted metric that --max-usd checks, per system (default: the cost)."
+        "--budget-metric",
+        help="Dotted metric that --max-usd checks, per system (default: the cost); needs --max-usd.",
     ),
 ]
 PricingOpt = Annotated[
@@ -212,6 +213,8 @@ def _warn(result: "BaseModel", cat: Any = None) -> None:
         statuses[name] = (system.status, system.unstable)
     for line in warnings(data, statuses):
         sys.stderr.write(f"ipd: warning: {line}\n")
+    for line in getattr(result, "notes", []):
+        sys.stderr.write(f"ipd: note: {line}\n")
 
 
 def _finish(

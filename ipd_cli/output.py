@@ -262,6 +262,11 @@ def check_budget_options(max_usd: float | None, metric: str | None) -> None:
     """--max-usd and --budget-metric, checked before anything is computed."""
     if max_usd is not None and not (math.isfinite(max_usd) and max_usd >= 0):
         raise InputError(f"--max-usd must be a finite number >= 0, got {max_usd}")
+    if metric is not None and max_usd is None:
+        raise InputError(
+            f"--budget-metric {metric} needs --max-usd USD (the budget it checks); give both, or drop "
+            "--budget-metric"
+        )
     if metric is not None:
         from ipd_cli.engine.results import SystemResult, metric_paths
 
@@ -305,8 +310,28 @@ def check_budget(result: BaseModel, max_usd: float | None, metric: str) -> None:
     check_budget_options(max_usd, None)
     over = [(label, v) for label, v in budget_values(result, metric) if v > max_usd]
     if over:
-        detail = ", ".join(f"{label} {v:,.0f}" for label, v in over)
-        raise IpdError(f"budget exceeded: {metric} > {max_usd:,.0f} USD ({detail})", ExitCode.BUDGET_EXCEEDED)
+        detail = ", ".join(f"{label} {_over(v, max_usd)}" for label, v in over)
+        raise IpdError(
+            f"budget exceeded: {metric} > {max_usd:,.15g} USD ({detail})",
+            ExitCode.BUDGET_EXCEEDED,
+        )
+
+
+def _usd(v: float, digits: int = 3) -> str:
+    """``v`` with at least ``digits`` significant digits, whole dollars from 10**digits up
+    (1.07, 0.228, 2,380, 156,825,741)."""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(v))))
+    return f"{v:,.{decimals}f}"
+
+
+def _over(v: float, limit: float) -> str:
+    """A value over the budget, with the digits that tell it from the budget (1.0004 > 1)."""
+    for digits in range(3, 16):
+        if _usd(v, digits) != _usd(limit, digits):
+            break
+    return _usd(v, digits)
 
 
 def _row_end(data: bytes, p: int, fmt: str) -> int:

@@ -96,11 +96,25 @@ def test_unknown_field_names_file_and_field(tmp_path):
 
 
 def test_duplicate_names_in_one_layer(tmp_path):
-    body = "sources:\n  x: {title: t, date: 2026}\n"
-    write(tmp_path / "a.yaml", body)
-    write(tmp_path / "b.yaml", body)
-    with pytest.raises(InputError, match="sources.x is also defined in"):
+    write(tmp_path / "a.yaml", "sources:\n  x: {title: t, date: 2026}\n")
+    write(tmp_path / "b.yaml", "sources:\n  x: {title: u, date: 2026, url: 'https://x.example'}\n")
+    with pytest.raises(
+        InputError, match=r"sources.x is also defined in .*a.yaml with a different title, url; keep one"
+    ):
         load_catalog([tmp_path])
+
+
+def test_a_source_defined_twice_the_same_is_one_source(tmp_path):
+    # each workload file citing a source carries its entry: the same entry twice was "keep one"
+    source = "sources:\n  mine: {title: my plan, date: 2026-12-01}\n"
+    for name, model in (("pre-a", "kimi-k2"), ("pre-b", "llama-3.1-405b")):
+        write(
+            tmp_path / "workloads" / f"{name}.yaml",
+            f"kind: pretrain\ndescription: d\nmodel: {model}\ntokens: 5.0e12\ndeadline_days: 60\n"
+            f"precision: fp8\nsource: mine\n{source}",
+        )
+    cat = load_catalog([tmp_path])
+    assert cat.sources["mine"].title == "my plan" and cat.workloads["pre-b"].source == "mine"
 
 
 def test_yaml_errors_are_one_line_with_position(tmp_path):

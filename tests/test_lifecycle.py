@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import run_cli
+from helpers import run_cli, write
 
 from ipd_cli import compare
 from ipd_cli.engine import lifecycle as lc
@@ -178,9 +178,53 @@ def test_the_rl_block_runs_the_schedule_the_lifecycle_prices(sets, scenario):
     args = [a for s in sets for a in ("--set", s)]
     r = run_cli("compare", "vera-rubin", "--scenario", scenario, *args, "-f", "json")
     assert r.code == 0, r.stderr
+    assert "ipd: note" not in r.stderr  # a built-in scenario's stages name its model, or are RL recipes
     s = r.json()["systems"][0]
     cost = s["intelligence_per_dollar"]["cost_breakdown_usd"]["post_training"]
     years = s["intelligence_per_dollar"]["horizon_years"]
     assert s["rl"]["run"]["usd_per_year"] * years == pytest.approx(cost, rel=1e-9)
     if sets:
         assert (s["rl"]["run"]["steps_per_refresh"], s["rl"]["run"]["refreshes_per_year"]) == (50, 4)
+
+
+MID_SCENARIO = """kind: scenario
+description: "a 1T MoE company naming the 10T MoE's pretrain workload"
+model: kimi-k2
+pretraining: {workload: pretrain-10t-moe, amortisation_years: 2}
+post_training: {workload: rl-swe-agent, steps_per_refresh: 50, refreshes_per_year: 12}
+serving: {tasks_per_day: 1.0e+5, requests_per_task: 30, input_tokens_per_request: 3000,
+          output_tokens_per_request: 400, tokens_per_user_s: 50, precision: fp8}
+task_success: {success_rate: {value: 0.45}, max_attempts: 3}
+"""
+
+
+def test_every_stage_of_a_scenario_runs_its_model(tmp_path):
+    # a scenario on kimi-k2 naming pretrain-10t-moe pre-trained moe-10t ($10.5M at 5e12 tokens)
+    # while its RL and serving ran kimi-k2
+    scenario = write(tmp_path / "mid.yaml", MID_SCENARIO)
+    tokens = "workload.pretraining.tokens=5e12"
+    r = run_cli("compare", "blackwell", "--scenario", str(scenario), "--set", tokens, "-f", "json")
+    assert r.code == 0, r.stderr
+    s = r.json()["systems"][0]
+    assert [s[b]["model"] for b in ("pretraining", "rl", "serving")] == ["kimi-k2"] * 3
+    # the pretrain workload's recipe on the scenario's model, as the workload compared alone on it
+    alone = run_cli(
+        "compare", "blackwell", "--workload", "pretrain-10t-moe", "--set", "workload.model=kimi-k2",
+        "--set", "workload.tokens=5e12", "-f", "json",
+    ).json()["systems"][0]["pretraining"]  # fmt: skip
+    assert s["pretraining"]["cost_usd"] == pytest.approx(alone["cost_usd"], rel=1e-12)
+    notes = [line for line in r.stderr.splitlines() if line.startswith("ipd: note:")]
+    assert notes == [
+        "ipd: note: pre-training runs pretrain-10t-moe's recipe (tokens, deadline, precision) on the "
+        "scenario's model kimi-k2, not the moe-10t that workload names (pretraining.model says which)"
+    ]
+
+
+def test_a_stage_model_set_is_refused_naming_the_scenario_model():
+    # it was dropped silently: every stage runs the scenario's model
+    r = run_cli("compare", "blackwell", "--set", "workload.pretraining.model=kimi-k2", "-f", "json")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr == (
+        "ipd: error: --set workload.pretraining.model=kimi-k2: every stage of a scenario runs the "
+        "scenario's model; set workload.model instead\n"
+    )

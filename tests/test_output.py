@@ -168,3 +168,44 @@ def test_set_reaches_every_data_command():
     compare = ("compare", "vera-rubin", "--scenario", "open-model-agent")
     lo, hi = metric(compare, ["systems", 0, "intelligence_per_dollar", "solved_tasks_per_mwh"])
     assert lo / hi == pytest.approx(1.5 / 1.1)
+
+
+def test_systems_priced_on_different_rental_points_are_labelled_each_and_warned_once(tmp_path):
+    # A100 has no reserved price: it is priced on-demand while Vera Rubin is reserved, and the
+    # footer said "Pricing: rental:reserved" for both
+    out = tmp_path / "r.md"
+    r = run_cli("compare", "vera-rubin", "a100", "--workload", "rl-swe-agent", "-o", str(out))
+    assert r.code == 0, r.stderr
+    md = out.read_text()
+    assert "Pricing: rental:reserved (vera-rubin-nvl72); rental:on-demand (a100-sxm)." in md
+    assert "Pricing: rental:reserved." not in md and "priced on different bases" not in md
+    mixed = [line for line in r.stderr.splitlines() if "priced on different bases" in line]
+    assert mixed == [
+        "ipd: warning: the systems are priced on different bases, not like for like: rental:reserved "
+        "(vera-rubin-nvl72); rental:on-demand (a100-sxm): each takes the first point of "
+        "economics.rental_label_preference it has; --pricing tco (or a rental:LABEL every system has) "
+        "prices all on one"
+    ]
+    r = run_cli(
+        "compare", "vera-rubin", "a100", "--workload", "rl-swe-agent", "--pricing", "tco", "-f", "markdown"
+    )
+    assert r.code == 0 and "Pricing: tco." in r.stdout and "priced on different" not in r.stderr
+
+
+def test_budget_gate_message_keeps_the_digits_of_per_unit_values():
+    # `:,.0f` printed "> 1 USD (a100-sxm 2)" for $2.45 per GPU-hour
+    args = ("compare", "a100", "--workload", "rl-swe-agent", "-f", "json", "--budget-metric")
+    r = run_cli(*args, "rl.price_usd_per_gpu_hour", "--max-usd", "1")
+    assert r.code == 3
+    assert "ipd: error: budget exceeded: rl.price_usd_per_gpu_hour > 1 USD (a100-sxm 2.45)\n" in r.stderr
+    r = run_cli(*args, "rl.price_usd_per_gpu_hour", "--max-usd", "2.449")
+    assert "> 2.449 USD (a100-sxm 2.450)\n" in r.stderr  # the digits that tell it from the budget
+
+
+def test_budget_metric_without_max_usd_is_a_usage_error():
+    r = run_cli("compare", "vera-rubin", "--budget-metric", "rl.usd_per_step")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr == (
+        "ipd: error: --budget-metric rl.usd_per_step needs --max-usd USD (the budget it checks); "
+        "give both, or drop --budget-metric\n"
+    )

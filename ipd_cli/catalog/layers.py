@@ -84,6 +84,9 @@ class _Layer:
 
     def put(self, section: str, name: str, value: Any, origin: str) -> None:
         key = (section, name)
+        if key in self.seen and section == "sources":
+            self._same_source(name, value, origin)
+            return
         if key in self.seen:
             raise InputError(f"{origin}: {section}.{name} is also defined in {self.seen[key]}; keep one")
         self.seen[key] = origin
@@ -91,6 +94,22 @@ class _Layer:
             self.raw.replaced[key] = self.raw.origins[key]
         self.raw.section(section)[name] = value
         self.raw.origins[key] = origin
+
+    def _same_source(self, name: str, value: Any, origin: str) -> None:
+        """A source id two files of a layer define (each workload file citing it carries it): the
+        same entry is one source; different ones are an error naming the fields that differ."""
+        first = self.raw.sections["sources"][name]
+        if value == first:
+            return
+        if isinstance(value, dict) and isinstance(first, dict):
+            fields = sorted(str(k) for k in {*value, *first} if value.get(k) != first.get(k))
+            what = f"with a different {', '.join(fields)}"
+        else:
+            what = "differently"
+        raise InputError(
+            f"{origin}: sources.{name} is also defined in {self.seen[('sources', name)]} {what}; "
+            "keep one, or make them the same"
+        )
 
     def filled(self, was_filled: bool, label: str) -> None:
         if was_filled and label not in self.unsourced:

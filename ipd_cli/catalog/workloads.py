@@ -160,6 +160,11 @@ def with_nested_workloads(cat: Catalog, scenario: Workload) -> Catalog:
     for o in cat.overrides:
         if o.path.startswith(overrides.WORKLOAD + "."):
             stage = _nested_stage(body, o)
+            if stage is not None and o.path.split(".")[2] == "model":
+                raise InputError(
+                    f"`sets` {o.text}: every stage of a scenario runs the scenario's model; "
+                    f"set workload.model instead"
+                )
             if stage is not None:
                 by_stage.setdefault(stage, []).append(o)
     if not by_stage:

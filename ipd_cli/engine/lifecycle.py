@@ -141,7 +141,9 @@ def pretraining_share(cat: Catalog, hardware: str, s: Scenario, pricing: str) ->
     terms = {"H": H, "amortisation_years": p.amortisation_years, "deployments": p.deployments}
     if p.workload is not None:
         origin = cat.origin("workloads", p.workload)
-        r = estimate_workload(cat, hardware, cat.workloads[p.workload], pricing=pricing, origin=origin)
+        r = estimate_workload(
+            cat, hardware, stage_workload(cat, s, "pretraining"), pricing=pricing, origin=origin
+        )
         pre = r.pretraining
         how = "pretraining cost_usd x H / amortisation_years / deployments"
         step = Step("pretraining_usd", pre.cost_usd * share, how, {"cost_usd": pre.cost_usd, **terms})
@@ -167,18 +169,43 @@ def nested_paths(assumptions: list[Assumption], stage: str) -> list[Assumption]:
     return out
 
 
+def stage_workload(cat: Catalog, s: Scenario, stage: str, **update: Any) -> Any:
+    """The workload a scenario's stage (``pretraining``, ``post_training``) runs: the one it names,
+    on the scenario's model (``update``: more fields of the scenario's). A stage's workload is a
+    recipe (tokens, deadline, batch, rollouts); the scenario decides what is trained and served, so
+    every stage runs one model."""
+    ref = getattr(s, stage).workload
+    return cat.workload(ref).model_copy(update={"model": s.model, **update})
+
+
+def stage_model_notes(cat: Catalog, s: Scenario) -> list[str]:
+    """A line when the scenario's pretrain workload names another model than the one it runs
+    (:func:`stage_workload`): its tokens and deadline were written for that model. RL workloads
+    are generic recipes (a built-in scenario runs one on another model): no line for them."""
+    ref = s.pretraining.workload
+    if ref is None:
+        return []
+    named = cat.canonical("models", cat.workload(ref).model)
+    if named == cat.canonical("models", s.model):
+        return []
+    return [
+        f"pre-training runs {ref}'s recipe (tokens, deadline, precision) on the scenario's model "
+        f"{s.model}, not the {named} that workload names (pretraining.model says which)"
+    ]
+
+
 def rl_workload(cat: Catalog, s: Scenario) -> RlWorkload:
     """The scenario's RL workload on its model, with the scenario's schedule."""
     assert s.post_training is not None
     pt = s.post_training
-    rw = cat.rl_workload(pt.workload)
-    update: dict[str, Any] = {"model": s.model}
+    cat.rl_workload(pt.workload)  # an rl one
+    update: dict[str, Any] = {}
     # the scenario's schedule, so the RL block's run (rl.run) is the one the lifecycle prices
     if pt.steps_per_refresh is not None:
         update["steps_per_refresh"] = pt.steps_per_refresh
     if pt.refreshes_per_year is not None:
         update["refreshes_per_year"] = pt.refreshes_per_year
-    return rw.model_copy(update=update)
+    return stage_workload(cat, s, "post_training", **update)
 
 
 def rl_at_supported_precision(cat: Catalog, hardware: str, rw: RlWorkload, **kw: Any) -> Any:

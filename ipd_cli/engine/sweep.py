@@ -494,9 +494,10 @@ def _pretraining_draws(cat: Catalog, plan: SweepPlan, w: Any, hw: str, draws: An
     """The pre-training plan chosen at the catalog's values, priced again at every draw: its step,
     wall time and GPU-hours move; the GPUs do not (a deadline's cluster is the one sized at the
     catalog's values: at a draw it finishes before or after the deadline)."""
+    from .lifecycle import stage_workload
     from .pretraining import plan_at, pretraining_inputs, solve, workload_args
 
-    pw = w if w.kind == "pretrain" else cat.workloads[w.pretraining.workload]
+    pw = w if w.kind == "pretrain" else stage_workload(cat, w, "pretraining")
     origin = plan.origin if w.kind == "pretrain" else cat.origin("workloads", w.pretraining.workload)
     mfu = plan.mfu if w.kind == "pretrain" else None
     args = dict(mfu=mfu, pricing=plan.pricing, origin=origin, **workload_args(pw))

@@ -359,11 +359,13 @@ def _compare_notes(data: dict, systems: list[dict]) -> list[str]:
             "optimizer, so MFU is an output. Deadline mode takes the fewest whole systems that finish "
             "in time. `ipd train --plans N` lists the runners-up."
         )
-    first = next((s for s in systems if any(s.get(b) for b in ("pretraining", "rl", "serving"))), systems[0])
-    pricing = next((first[b]["pricing"] for b in ("pretraining", "rl", "serving") if first.get(b)), None)
-    if pricing:
-        notes.append(f"Pricing: {pricing}.")
-    notes += [f"Warning: {w}." for w in warnings(data) if "cannot run" not in w]
+    bases = _pricing_bases(systems)
+    if len(bases) == 1:
+        notes.append(f"Pricing: {next(iter(bases))}.")
+    elif bases:
+        notes.append(f"Pricing: {_by_basis(bases)}.")
+    # the mixed-pricing line says what the Pricing note above already says
+    notes += [f"Warning: {w}." for w in warnings(data) if "cannot run" not in w and not w.startswith(MIXED)]
     estimates = sorted({a["name"] for s in systems for a in s.get("assumptions", []) if a.get("estimate")})
     if estimates:
         notes.append(f"Estimates (not measured or published specs): {', '.join(estimates)}.")
@@ -400,6 +402,25 @@ def _precision_lines(hw: str, s: dict) -> list[str]:
     return [
         f"{hw} {verb} at {ran}, not {asked}: it has no dense {asked} figure" for verb, asked, ran in asked_ran
     ]
+
+
+MIXED = "the systems are priced on different bases"
+
+
+def _pricing_bases(systems: list[dict]) -> dict[str, list[str]]:
+    """Each price basis ('rental:reserved') and the systems priced on it: a system that lacks the
+    preferred rental point takes the next one (A100 has no reserved price: on-demand)."""
+    out: dict[str, list[str]] = {}
+    for s in systems:
+        blocks = [s.get(b) for b in ("pretraining", "rl", "serving")]
+        basis = next((b["pricing"] for b in blocks if isinstance(b, dict) and b.get("pricing")), None)
+        if basis and s.get("hardware", "") not in out.get(basis, []):
+            out.setdefault(basis, []).append(s.get("hardware", ""))
+    return out
+
+
+def _by_basis(bases: dict[str, list[str]]) -> str:
+    return "; ".join(f"{basis} ({', '.join(names)})" for basis, names in bases.items())
 
 
 def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) -> list[str]:
@@ -461,6 +482,13 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{fmt_num(point.get('interactivity_tokens_per_s'))} "
                 f"(concurrency {point.get('concurrency')})"
             )
+    bases = _pricing_bases(rows)
+    if len(bases) > 1:
+        out.append(
+            f"{MIXED}, not like for like: {_by_basis(bases)}: each takes the first point of "
+            "economics.rental_label_preference it has; --pricing tco (or a rental:LABEL every system "
+            "has) prices all on one"
+        )
     return list(dict.fromkeys(out))  # a system given twice warns once
 
 
