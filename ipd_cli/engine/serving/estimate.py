@@ -170,7 +170,11 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
         return best_of(speed, ok, tps, -gpus), met
     if traffic is None:
         return best_of(tps, meets, speed, -gpus), met
-    return best_of(-f.gpus_for_traffic(traffic, tps, gpus), meets, tps, speed, -gpus), met
+    import numpy as np
+
+    rows = np.flatnonzero(meets)  # the traffic's GPUs of the rows that can be chosen only
+    need = f.gpus_for_traffic(traffic, tps[rows], gpus[rows])
+    return int(rows[best_of(-need, np.ones(len(rows), dtype=bool), tps[rows], speed[rows], -gpus[rows])]), met
 
 
 def frontier(g: Grid) -> list[int]:

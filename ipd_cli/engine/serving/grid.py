@@ -347,9 +347,17 @@ def evaluate(ph: Physics, pins: Pins, target: float | None = None) -> Grid:
         g = _evaluate(ph, pins, target)
     if memo is not None:
         memo[key] = g
-        if len(memo) > MEMO_GRIDS:
+        if len(memo) > getattr(memo, "limit", MEMO_GRIDS):
             memo.popitem(last=False)  # the least recently used
     return g
+
+
+class GridStore(OrderedDict):
+    """Grids kept across :func:`memoized` blocks (a sweep's physics points), at most ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
 
 
 # Grids already evaluated, by (physics, pins, target), inside a `memoized()` block only
@@ -358,12 +366,15 @@ MEMO_GRIDS = 16  # a few MB each
 
 
 @contextmanager
-def memoized() -> Iterator[None]:
+def memoized(store: OrderedDict | None = None) -> Iterator[None]:
     """Inside the block, :func:`evaluate` returns the grid it already evaluated for equal physics,
     pins and target (it is a pure function of them; grids are never changed after evaluation): for
     loops that repeat estimates whose serving inputs do not change, such as ``ipd calibrate``
-    fitting a weight-sync knob. Outside, nothing is kept."""
-    token = _MEMO.set(_MEMO.get() if _MEMO.get() is not None else OrderedDict())
+    fitting a weight-sync knob. Outside, nothing is kept. ``store``: the grids to use and keep
+    (a caller that enters the block again later, such as a sweep sizing rows)."""
+    if store is None:
+        store = _MEMO.get() if _MEMO.get() is not None else OrderedDict()
+    token = _MEMO.set(store)
     try:
         yield
     finally:
@@ -442,12 +453,14 @@ def for_traffic(g: Grid, tokens_per_s: float | None) -> Grid:
     p = g.pools
     if tokens_per_s is None or not p or not len(p["rows"]):
         return g
+    keep = g.feasible[p["rows"]]  # the rows a choice can take (the others keep their pools)
+    sub = lambda cols: {k: v[keep] for k, v in cols.items()}  # noqa: E731
     with np.errstate(all="ignore"):
-        cols = traffic_pools(g.ph, p["x"], p["rate"], p["prefill"], tokens_per_s)
+        cols = traffic_pools(g.ph, sub(p["x"]), p["rate"][keep], sub(p["prefill"]), tokens_per_s)
     rows = dict(g.rows)
     for key, value in cols.items():
         rows[key] = rows[key].copy()
-        rows[key][p["rows"]] = value
+        rows[key][p["rows"][keep]] = value
     return replace(g, rows=rows, derived={})
 
 
