@@ -484,8 +484,8 @@ def serve(
         float | None,
         typer.Option(
             "--requests-per-s",
-            help="Traffic: the configuration that serves it on the fewest GPUs, in whole copies of its "
-            "deployment (gpus_for_traffic).",
+            help="Traffic: the configuration that serves it on the fewest GPUs (gpus_for_traffic): whole "
+            "copies of an aggregated instance, or prefill and decode pools sized for it.",
         ),
     ] = None,
     tokens_per_day: Annotated[

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -38,9 +39,16 @@ def test_headline_is_cost_over_tasks_solved(catalog):
     assert b.pretraining == pytest.approx(r.pretraining.cost_usd / 2)
     # RL: 100 steps x 12 refreshes x $/step
     assert b.post_training == pytest.approx(r.rl.usd_per_step * 1200)
-    # serving: 1e7 tasks/day x 365 x attempts x 30 calls x 400 tokens x $/M output tokens
-    tokens = 1e7 * 365 * i.expected_attempts * 30 * 400
-    assert b.serving == pytest.approx(tokens * r.serving.usd_per_million_output_tokens / 1e6)
+    # serving: the deployment for 1e7 tasks/day x attempts x 30 calls x 400 tokens, rented around
+    # the clock: its GPUs x 8,760 h x $/GPU-h (busy GPU-hours priced at $/M output tokens before)
+    per_s = 1e7 * i.expected_attempts * 30 * 400 / 86400
+    s = r.serving
+    assert s.traffic_requests_per_s * 400 == pytest.approx(per_s)
+    assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
+    assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= per_s
+    assert b.serving == pytest.approx(s.gpus_for_traffic * 8760 * s.price_usd_per_gpu_hour)
+    busy = per_s * 365 * 86400 * s.usd_per_million_output_tokens / 1e6  # what serving cost before
+    assert busy <= b.serving <= busy * 1.02  # whole copies at 10M tasks a day: near the busy hours
     assert i.success_per_task == pytest.approx(1 - (1 - 0.59) ** 3)
     assert i.tasks_solved == pytest.approx(1e7 * 365 * i.success_per_task)
     assert i.usd_per_solved_task == pytest.approx(i.lifecycle_cost_usd / i.tasks_solved)
@@ -120,7 +128,12 @@ def test_each_block_is_its_own_function_with_a_typed_result(catalog):
     assert pre.cost_usd == pytest.approx(pre.block.cost_usd / 2)
     # the block functions compose to what estimate_lifecycle reports
     post = lc.post_training(catalog, "vera-rubin", s, "rental")
-    served = lc.serving_share(catalog, s, lc.serve_point(catalog, "vera-rubin", s.model, s.serving), ok)
+    # serving: the deployment for the tasks' traffic (1e7 x 1.5781 x 30 x 400 output tokens a day)
+    traffic = lc.traffic_per_day(s.serving, ok)
+    assert traffic == pytest.approx(1e7 * 1.5781 * 30 * 400)
+    point = lc.serve_point(catalog, "vera-rubin", s.model, s.serving, traffic=traffic)
+    served = lc.serving_share(catalog, s, point, ok)
+    assert served.cost_usd == pytest.approx(point.serving.gpus_for_traffic * 8760 * 8.5)
     ipd, _ = lc.headline(s, pre, post, ok, served)
     whole = lc.estimate_lifecycle(catalog, "vera-rubin", s).system.intelligence_per_dollar
     assert ipd.solved_tasks_per_kusd == pytest.approx(whole.solved_tasks_per_kusd)

@@ -4,6 +4,7 @@ parameter names in its errors, user files' source ids, and explain's derivations
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -189,16 +190,25 @@ def _inputs(item: dict) -> dict:
     return dict(p.split(" = ", 1) for p in item["inputs"].split("; "))
 
 
-def test_explain_derives_the_serving_price_and_the_costs(explained):
+def test_explain_derives_the_serving_deployment_and_the_costs(explained):
     by = {i["metric"]: i for i in explained}
-    usd = by["serving.usd_per_million_output_tokens"]
-    x = _inputs(usd)
-    price, rate = float(x["price_usd_per_gpu_hour"]), float(x["tokens_per_s_per_gpu"])
-    assert usd["formula"] == "price_usd_per_gpu_hour / (tokens_per_s_per_gpu x 3600) x 1e6"
-    assert usd["value"] == pytest.approx(price / (rate * 3600) * 1e6, rel=1e-12)
+    # serving: the traffic, the GPUs of the deployment sized for it, then their rent around the clock
+    # (it was busy GPU-hours priced at the point's $ per million output tokens)
+    traffic = by["serving.traffic_output_tokens_per_s"]
+    x = _inputs(traffic)
+    per_s = float(x["tasks_per_day"]) * float(x["expected_attempts"]) * float(x["requests"])
+    assert traffic["value"] == pytest.approx(per_s * float(x["output_tokens"]) / 86400, rel=1e-12)
+    gpus = by["serving.gpus_for_traffic"]
+    x = _inputs(gpus)
+    assert float(x["traffic_output_tokens_per_s"]) == pytest.approx(traffic["value"], rel=1e-12)
+    rate, deploy = float(x["tokens_per_s_per_gpu"]), float(x["deployment_gpus"])
+    assert gpus["value"] == math.ceil(math.ceil(traffic["value"] / (rate * deploy)) * deploy)
     assert "EAGLE-3" in x["configuration"]  # the deployment the tokens/s come from
-    # the same number serving_usd starts from
-    assert float(_inputs(by["serving_usd"])["usd_per_M_output"]) == pytest.approx(usd["value"], rel=1e-12)
+    usd = by["serving_usd"]
+    x = _inputs(usd)
+    assert float(x["gpus_for_traffic"]) == gpus["value"]
+    hours = float(x["gpus_for_traffic"]) * 8760 * float(x["H"])
+    assert usd["value"] == pytest.approx(hours * float(x["price_usd_per_gpu_hour"]), rel=1e-12)
     pre, rl = by["pretraining.cost_usd"], by["rl.usd_per_step"]
     x = _inputs(pre)
     cost = float(x["gpu_hours"]) * float(x["price_usd_per_gpu_hour"])
@@ -210,7 +220,8 @@ def test_explain_derives_the_serving_price_and_the_costs(explained):
     )
     assert float(_inputs(by["post_training_usd"])["usd_per_step"]) == pytest.approx(rl["value"], rel=1e-12)
     names = [i["metric"] for i in explained]
-    assert names.index("serving.usd_per_million_output_tokens") == names.index("serving_usd") - 1
+    steps = ["serving.traffic_output_tokens_per_s", "serving.gpus_for_traffic", "serving_usd"]
+    assert [names.index(n) for n in steps] == list(range(names.index(steps[0]), names.index(steps[0]) + 3))
 
 
 def test_explain_gives_the_gpu_hour_price_rental_or_owning_cost_by_its_formula(explained):

@@ -825,6 +825,46 @@ def test_a_pinned_batch_stays_pinned_under_a_traffic(catalog):
     little(s)
 
 
+def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
+    # a user review: Kimi K2 FP8 on Vera Rubin, 3,000 in / 400 out, 2.3e9 output tokens a day. At 50
+    # tokens/s per user the search served it on 16 GPUs at 2,322 tokens/s per GPU (109.6 tokens/s
+    # per user); at 100 it took 16 GPUs at 1,904 ($1.24/M), though the first deployment meets 100:
+    # each disaggregated row carried the pools with the most tokens/s per GPU (3 prefill + 1 decode,
+    # 20 GPUs at the batch that just meets 100), and 2 prefill + 1 decode only arose at a batch
+    # the target-50 search happened to add. Pools are now sized for the traffic:
+    # 2.3e9 / 86,400 = 26,620 output tokens/s. One prefill instance (DEP4 EPLB, 21.53 ms a
+    # request) serves 400 / 0.021527 = 18,581 tokens/s: 2 are needed; one DEP8 decode instance at
+    # the batch that meets 100 outruns them (starved, it holds fewer sequences, faster still).
+    # 2 x 4 + 8 = 16 GPUs serve 2 x 18,581 = 37,162 tokens/s: 2,322.6 per GPU, $8.50 / (2,322.6 x
+    # 3,600) x 1e6 = $1.017/M
+    kw = dict(precision="fp8", input_tokens=3000, output_tokens=400, output_tokens_per_day=2.3e9)
+    s = serve(catalog, "vera-rubin", "kimi-k2", tokens_per_user_s=100.0, **kw)
+    assert s.target_met and s.interactivity_tokens_per_s >= 100
+    assert (s.decode_instances, s.prefill_instances, s.prefill_instance_gpus, s.instance_gpus) == (1, 2, 4, 8)
+    assert s.prefill_instance_s == pytest.approx(0.021527, rel=1e-4)
+    served = 2 * 400 / s.prefill_instance_s
+    assert served >= 2.3e9 / 86400 > served / 2
+    assert s.deployment_gpus == s.gpus_for_traffic == 16 and s.instances_for_traffic == 1
+    assert s.tokens_per_s_per_gpu == pytest.approx(served / 16, rel=1e-12)
+    assert s.tokens_per_s_per_gpu == pytest.approx(2322.6, abs=0.1)
+    assert s.usd_per_million_output_tokens == pytest.approx(1.0166, abs=1e-4)
+    little(s)
+    # the pinned deployment of the review (DEP8 EPLB, FP8 KV) sized for the traffic: the same 16
+    # GPUs, not 20 (3 prefill instances for the pair with the most tokens/s per GPU)
+    pinned = serve(
+        catalog,
+        "vera-rubin",
+        "kimi-k2",
+        tokens_per_user_s=100.0,
+        layout="dep8",
+        eplb=True,
+        instance_gpus=8,
+        kv_precision="fp8",
+        **kw,
+    )
+    assert pinned.gpus_for_traffic == 16 and pinned.tokens_per_s_per_gpu == pytest.approx(2322.6, abs=0.1)
+
+
 def test_speculative_decoding_by_hand(spec_cat):
     # The TP2 Llama 3.1 70B point above with an EAGLE-style draft at depth 1 (1.8 tokens per verify
     # step; round catalog, no floor per layer). Each step verifies 2 tokens per sequence (math,

@@ -217,3 +217,42 @@ def test_gpus_for_a_traffic_are_the_fewest_and_grow_with_it(catalog, hw, model, 
                 s.deployment_concurrency * s.tokens_per_s_per_user, rel=1e-9
             )
             last = s.gpus_for_traffic
+
+
+@pytest.mark.parametrize(
+    ("hw", "model", "precision", "shape", "traffic"),
+    [
+        ("vera-rubin", "kimi-k2", "fp8", (3000, 400), 2.3e9),
+        ("b200", "deepseek-v3", "fp4", (1024, 1024), 1e9),
+        ("h100-sxm", "llama-3.1-70b", "fp8", (1024, 1024), 3e8),
+    ],
+)
+def test_a_higher_speed_target_never_serves_a_traffic_on_fewer_gpus(
+    catalog, hw, model, precision, shape, traffic
+):
+    # what a traffic takes at a speed target t can run at any lower target, so raising the target
+    # never lowers the GPUs it takes; and when the choice at a lower target also meets a higher one,
+    # that deployment is there at the higher target: the same GPUs. Kimi K2 at 100 tokens/s per user
+    # took 16 GPUs at 1,904 tokens/s per GPU where the choice at 50 (16 GPUs at 2,322, 109.6 tokens/s
+    # per user) met 100 as well: its batch came from the target-50 search, its pools were not sized
+    # for the traffic
+    from ipd_cli.engine.serving.grid import memoized
+
+    kw = dict(
+        precision=precision, input_tokens=shape[0], output_tokens=shape[1], output_tokens_per_day=traffic
+    )
+    with memoized():
+        chosen = {
+            t: estimate_serving(catalog, hw, model, tokens_per_user_s=t, **kw).serving
+            for t in (10.0, 20.0, 30.0, 50.0, 70.0, 100.0, 150.0)
+        }
+    met = {t: s for t, s in chosen.items() if s.target_met}
+    assert len(met) >= 3, sorted(met)
+    for low, a in met.items():
+        for high, b in met.items():
+            if high <= low:
+                continue
+            assert b.gpus_for_traffic >= a.gpus_for_traffic, (low, high)
+            if a.interactivity_tokens_per_s >= high:  # and no fewer tokens/s per GPU (the tie-break)
+                assert b.gpus_for_traffic == a.gpus_for_traffic, (low, high)
+                assert b.tokens_per_s_per_gpu >= a.tokens_per_s_per_gpu * (1 - 1e-9), (low, high)

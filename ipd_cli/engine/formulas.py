@@ -566,12 +566,14 @@ def amortised_share(horizon_years, amortisation_years, deployments):
     return horizon_years / amortisation_years / deployments
 
 
-def usd_for_tokens(tokens, usd_per_million_tokens):
-    return tokens * usd_per_million_tokens / TOKENS_PER_MILLION
+def output_tokens_per_day(tasks_per_day, expected_attempts, requests_per_task, output_tokens_per_request):
+    """A scenario's serving traffic: every attempt's requests' output tokens, per day."""
+    return tasks_per_day * expected_attempts * requests_per_task * output_tokens_per_request
 
 
-def gpu_hours_for_tokens(tokens, tokens_per_s_per_gpu):
-    return tokens / tokens_per_s_per_gpu / SECONDS_PER_HOUR
+def deployment_gpu_hours(gpus, horizon_years):
+    """GPU-hours of a deployment rented around the clock over the horizon."""
+    return gpus * HOURS_PER_YEAR * horizon_years
 
 
 def per_kusd(count, usd):

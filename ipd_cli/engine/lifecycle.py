@@ -7,9 +7,11 @@ Over a horizon of H years (README "What intelligence per dollar means here"):
 * post-training: the RL workload's $ per step times steps per refresh x refreshes per year
   x H (or a yearly RL budget, which then sets the steps);
 * serving: tasks per day x 365 x H attempted; each attempt makes ``requests_per_task``
-  calls of the given input/output tokens at the serving operating point's $ per output
-  token (the throughput per GPU already pays for prefill); a failed attempt is retried
-  up to ``max_attempts`` and costs its tokens;
+  calls of the given input/output tokens; a failed attempt is retried up to ``max_attempts``
+  and costs its tokens. Their output tokens per day are the traffic the deployment is sized
+  for (``serve --tokens-per-day``: the fewest GPUs, whole copies, at the interactivity
+  target), and the deployment is rented around the clock: its GPUs x 8,760 h x H x the
+  price per GPU-hour, its energy at its power;
 * success per attempt p: measured, r^k for k steps of reliability r, or the learning
   curve's score at the RL samples of the horizon; success per task 1 - (1 - p)^m;
   expected attempts (1 - (1 - p)^m) / p.
@@ -26,6 +28,7 @@ stage, and the headline that needs it says so; the other blocks are still comput
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +36,7 @@ from typing import Any, TypeVar
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import PretrainWorkload, RlWorkload, Scenario
-from ipd_cli.errors import InfeasibleError
+from ipd_cli.errors import ExitCode, InfeasibleError, IpdError
 
 from . import formulas as f
 from .formulas import (  # noqa: F401 - the lifecycle formulas, importable from here as before
@@ -122,7 +125,7 @@ class Success:
 
 @dataclass(frozen=True)
 class ServingShare:
-    """Serving the horizon's tasks at the system's operating point."""
+    """Serving the horizon's tasks on the deployment sized for their traffic, around the clock."""
 
     block: Serving
     cost_usd: float
@@ -131,7 +134,7 @@ class ServingShare:
     tokens_per_attempt: float
     pue: float
     assumptions: list[Assumption]
-    step: Step
+    steps: list[Step]
 
 
 def pretraining_share(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> PretrainShare:
@@ -302,32 +305,77 @@ def task_success(s: Scenario, rl_samples: float, post_training_usd: float) -> Su
 
 
 def serving_share(cat: Catalog, s: Scenario, served: Any, success: Success) -> ServingShare:
-    """Every attempt's output tokens over the horizon at the operating point's $ per output token."""
+    """The deployment sized for the horizon's traffic (``served``: :func:`serve_point` at
+    :func:`traffic_per_day`), rented around the clock: GPUs x hours of the horizon x price, and
+    its energy at its power."""
     sv, H, point = s.serving, s.horizon_years, served.serving
     tasks = sv.tasks_per_day * f.DAYS_PER_YEAR * H
     per_attempt = sv.requests_per_task * sv.output_tokens_per_request
-    tokens = tasks * success.attempts * per_attempt
-    cost = f.usd_for_tokens(tokens, point.usd_per_million_output_tokens)
     inp = Inputs(cat)
     pue = inp.read("economics.pue", "PUE")
-    gpu_hours = f.gpu_hours_for_tokens(tokens, point.tokens_per_s_per_gpu)
+    gpus = point.gpus_for_traffic
+    assert gpus is not None, "the scenario's serving point is sized for its traffic"
+    gpu_hours = f.deployment_gpu_hours(gpus, H)
+    cost = gpu_hours * point.price_usd_per_gpu_hour
     energy = f.energy_mwh(gpu_hours, point.kw_per_gpu, pue)
-    step = Step(
-        "serving_usd",
-        cost,
-        "tasks_per_day x 365 x H x expected_attempts x requests x output_tokens x usd_per_M_output / 1e6",
-        {
-            "tasks_per_day": sv.tasks_per_day,
-            "H": H,
-            "expected_attempts": success.attempts,
-            "requests": sv.requests_per_task,
-            "output_tokens": sv.output_tokens_per_request,
-            "usd_per_M_output": point.usd_per_million_output_tokens,
-        },
-    )
     return ServingShare(
-        point, cost, energy, tasks, per_attempt, pue, [*served.assumptions, *inp.trace.items], step
+        point,
+        cost,
+        energy,
+        tasks,
+        per_attempt,
+        pue,
+        [*served.assumptions, *inp.trace.items],
+        _serving_steps(sv, success, point, H, cost),
     )
+
+
+def traffic_per_day(sv: Any, success: Success) -> float:
+    """Output tokens per day of a scenario's serving: tasks x expected attempts x requests x tokens."""
+    return f.output_tokens_per_day(
+        sv.tasks_per_day, success.attempts, sv.requests_per_task, sv.output_tokens_per_request
+    )
+
+
+def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: float) -> list[Step]:
+    """``serving_usd`` from the traffic, through the deployment's GPUs (explain)."""
+    per_day = traffic_per_day(sv, success)
+    per_s = per_day / f.SECONDS_PER_DAY
+    return [
+        Step(
+            "serving.traffic_output_tokens_per_s",
+            per_s,
+            "tasks_per_day x expected_attempts x requests x output_tokens / 86400",
+            {
+                "tasks_per_day": sv.tasks_per_day,
+                "expected_attempts": success.attempts,
+                "requests": sv.requests_per_task,
+                "output_tokens": sv.output_tokens_per_request,
+            },
+        ),
+        Step(
+            "serving.gpus_for_traffic",
+            float(point.gpus_for_traffic or 0),
+            "ceil(ceil(traffic / (tokens_per_s_per_gpu x deployment_gpus)) x deployment_gpus): the "
+            "fewest GPUs that serve the traffic at the target, whole copies",
+            {
+                "traffic_output_tokens_per_s": per_s,
+                "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
+                "deployment_gpus": point.deployment_gpus,
+                "configuration": point.configuration,
+            },
+        ),
+        Step(
+            "serving_usd",
+            cost,
+            "gpus_for_traffic x 8760 x H x price_usd_per_gpu_hour (rented around the clock)",
+            {
+                "gpus_for_traffic": float(point.gpus_for_traffic or 0),
+                "H": H,
+                "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
+            },
+        ),
+    ]
 
 
 def _cost_steps(metric: str, value: float, hours_name: str, hours: float, price: float) -> list[Step]:
@@ -361,21 +409,6 @@ def price_step(cat: Catalog, hardware: str, pricing: str) -> Step:
     inp = Inputs(cat)
     formula, inputs = price_formula(inp, system, pricing)
     return Step("price_usd_per_gpu_hour", usd_per_gpu_hour(inp, system, pricing)[0], formula, inputs)
-
-
-def _serving_price_step(point: Serving) -> Step:
-    """$ per million output tokens at the operating point (``serving_usd``'s usd_per_M_output):
-    the GPU-hour price over the output tokens one GPU makes in an hour."""
-    return Step(
-        "serving.usd_per_million_output_tokens",
-        point.usd_per_million_output_tokens,
-        "price_usd_per_gpu_hour / (tokens_per_s_per_gpu x 3600) x 1e6",
-        {
-            "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
-            "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
-            "configuration": point.configuration,
-        },
-    )
 
 
 def headline(
@@ -498,11 +531,26 @@ def estimate_lifecycle(
     failed: dict[str, Infeasible] = {}
     pre = _stage(failed, "pretraining", s, lambda: pretraining_share(cat, hardware, s, pricing))
     post = _stage(failed, "post_training", s, lambda: post_training(cat, hardware, s, pricing))
+    success = None
+    if post is not None or s.task_success.learning_curve is None:  # a curve reads the RL samples
+        success = task_success(s, post.samples, post.cost_usd) if post else task_success(s, 0.0, 0.0)
+    # the traffic needs the attempts a task takes; without them (RL post-training cannot run and
+    # success follows its learning curve) the block is the deployment with the most tokens/s per GPU
+    traffic = traffic_per_day(s.serving, success) if success is not None else None
+    if success is not None and traffic is not None and not (math.isfinite(traffic) and traffic > 0):
+        raise IpdError(
+            f"the scenario's serving traffic is {traffic:g} output tokens a day (tasks_per_day x expected "
+            f"attempts {success.attempts:g} x requests x output tokens); check the task success inputs "
+            "for extreme values",
+            ExitCode.RUNTIME,
+        )
     served = _stage(
         failed,
         "serving",
         s,
-        lambda: serve_point(cat, hardware, s.model, s.serving, pricing=pricing, origin=origin),
+        lambda: serve_point(
+            cat, hardware, s.model, s.serving, pricing=pricing, origin=origin, traffic=traffic
+        ),
     )
     ipd, steps, assumptions = None, [], []
     if pre is None or post is None or served is None:
@@ -513,7 +561,7 @@ def estimate_lifecycle(
             }
         )
     else:
-        success = task_success(s, post.samples, post.cost_usd)
+        assert success is not None
         share = serving_share(cat, s, served, success)
         ipd, head_steps = headline(s, pre, post, success, share)
         steps = [
@@ -523,8 +571,7 @@ def estimate_lifecycle(
             *rl_cost_steps(post.block),
             *post.steps,
             *success.steps,
-            _serving_price_step(share.block),
-            share.step,
+            *share.steps,
             *head_steps,
         ]
         assumptions = [*pre.assumptions, *post.assumptions, *share.assumptions]
@@ -543,10 +590,19 @@ def estimate_lifecycle(
 
 
 def serve_point(
-    cat: Catalog, hardware: str, model: str, sv: Any, *, pricing: str = "rental", origin: str = ""
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    sv: Any,
+    *,
+    pricing: str = "rental",
+    origin: str = "",
+    traffic: float | None = None,
 ) -> Any:
-    """A scenario's serving operating point on one system: its shape and interactivity target, at
-    a precision the system supports, on the instance size with the most tokens/s per GPU."""
+    """A scenario's serving deployment on one system: its shape and interactivity target, at a
+    precision the system supports, sized for ``traffic`` output tokens per day as ``serve
+    --tokens-per-day`` sizes it (the fewest GPUs, whole copies; None: the deployment with the
+    most tokens/s per GPU)."""
     from .serving import estimate_serving
 
     precision = serving_precision(cat, hardware, sv.precision)
@@ -559,6 +615,7 @@ def serve_point(
         precision=precision,
         tokens_per_user_s=sv.tokens_per_user_s,
         instance="best",
+        output_tokens_per_day=traffic,
         pricing=pricing,
         origin=origin or "command line",
     )
@@ -566,6 +623,44 @@ def serve_point(
         return result
     point = result.serving.model_copy(update={"precision_requested": sv.precision})
     return result.model_copy(update={"serving": point})
+
+
+class ServingSizer:
+    """A scenario's serving deployment on one system at any traffic (output tokens per day), as
+    :func:`serve_point` sizes it, each traffic once: the deployment search runs once (its grid
+    kept in ``store``, shared by the sizers of a sweep, least recently used out), then each
+    traffic only chooses. A sweep whose rows change the traffic (tasks per day, requests per
+    task, the attempts a task takes) sizes each row with it."""
+
+    def __init__(
+        self, cat: Catalog, hardware: str, model: str, sv: Any, pricing: str, origin: str, store: Any
+    ):
+        self.cat, self.hardware, self.model, self.sv = cat, hardware, model, sv
+        self.pricing, self.origin = pricing, origin
+        self.store = store
+        self.known: dict[float, Serving] = {}
+
+    def seed(self, traffic: float, point: Serving) -> None:
+        self.known[_traffic_key(traffic)] = point
+
+    def at(self, traffic: float) -> Serving:
+        from .serving.grid import memoized
+
+        key = _traffic_key(traffic)
+        if key not in self.known:
+            with memoized(self.store):
+                point = serve_point(
+                    self.cat, self.hardware, self.model, self.sv,
+                    pricing=self.pricing, origin=self.origin, traffic=traffic,
+                )  # fmt: skip
+                self.known[key] = point.serving
+        return self.known[key]
+
+
+def _traffic_key(traffic: float) -> float:
+    """A traffic to 12 significant digits: the same traffic computed two ways (a sweep's arrays,
+    the single estimate) is one deployment."""
+    return float(f"{traffic:.12g}")
 
 
 def serving_precision(cat: Catalog, hardware: str, wanted: str | None) -> str | None:

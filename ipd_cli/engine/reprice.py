@@ -2,11 +2,16 @@
 
 A sweep axis that changes only prices (a price, ``economics.*``, a system's power or capex) or
 a volume of the workload (:data:`VOLUME`: tasks per day, the horizon, the RL schedule ...)
-leaves every search where it was: the training plan, the serving deployment and the RL split
-are chosen by speed, never by price, and no search reads a volume. So a sweep searches once
-per distinct physics point, keeps the numbers that do not depend on cost (GPU-hours, tokens/s
-per GPU, step seconds), and this module turns them into the cost and energy metrics for whole
-arrays of prices, kW per GPU, PUE and volumes at once. The formulas are those of
+leaves every search where it was: the training plan and the RL split are chosen by speed,
+never by price, and read no volume. So a sweep searches once per distinct physics point, keeps
+the numbers that do not depend on cost (GPU-hours, tokens/s per GPU, step seconds), and this
+module turns them into the cost and energy metrics for whole arrays of prices, kW per GPU, PUE
+and volumes at once. A scenario's serving deployment is the exception: it is sized for the
+scenario's traffic (tasks per day x expected attempts x requests x output tokens), which a
+volume (and, through the attempts, an RL budget or schedule on a learning curve) moves; each
+row's traffic is sized by the physics point's :class:`~ipd_cli.engine.lifecycle.ServingSizer`
+(``_life.serving``: traffic -> the serving numbers; the search runs once per physics point, each
+distinct traffic only chooses). The formulas are those of
 :func:`~ipd_cli.engine.pretraining.pretraining_core`,
 :func:`~ipd_cli.engine.serving.point.serving`, :func:`~ipd_cli.engine.rl.result.assemble` and the
 blocks of :mod:`~ipd_cli.engine.lifecycle`; tests/test_sweep.py checks that a re-priced row
@@ -137,8 +142,8 @@ def lifecycle_terms(s: Scenario) -> Numbers:
 
 # A workload field that only scales what the lifecycle (or an RL run) costs, by its ``--set`` path,
 # -> the number it sets (a sweep puts its values there, per row, instead of searching again). No
-# search reads one: the serving deployment is sized by a request's shape and the interactivity
-# target (lifecycle.serve_point), not by tasks per day or requests per task (serving_share); the
+# search reads one but the serving deployment's, which only chooses again for the row's traffic
+# (lifecycle.ServingSizer; the grid of its search is the physics point's); the
 # RL split by the step, not by the schedule or budget (rl.result reads them only for rl.run;
 # lifecycle.post_training multiplies by them); the pre-training plan by its pretrain workload, not
 # by the horizon, amortisation, deployments or a given cost (pretraining_share); the site budget
@@ -161,24 +166,33 @@ VOLUME = {
 BUDGET = "workload.post_training.budget_usd_per_year"
 
 
-def lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Numbers:
+def lifecycle(shape: tuple[str, str, str], m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
     """The intelligence-per-dollar block from the (re-priced) pre-training, RL and serving
     numbers: :func:`~ipd_cli.engine.lifecycle.pretraining_share`, ``post_training``,
-    ``task_success``, ``serving_share``, ``headline`` and ``site_budget``, over arrays."""
+    ``task_success``, ``serving_share``, ``headline`` and ``site_budget``, over arrays; with the
+    serving block of each row's traffic (``_life.serving``), re-priced."""
     import numpy as np
 
     with np.errstate(all="ignore"):  # a point out of range ends as inf or NaN, refused by the sweep
-        return _lifecycle(shape, m, kw, pue)
+        return _lifecycle(shape, m, price, kw, pue)
 
 
-def _lifecycle(shape: tuple[str, str, str], m: Numbers, kw: Any, pue: Any) -> Numbers:
+def _lifecycle(shape: tuple[str, str, str], m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
     pre_kind, post_kind, success_kind = shape
     H = m["_life.H"]
     zero = 0.0 * H
     pre_usd, pre_mwh = _pretraining_share(pre_kind, m, zero)
     post_usd, post_mwh, samples = _post_training(post_kind, m, H, zero)
     out, p = _success_per_attempt(success_kind, m, samples, post_usd, zero)
-    out |= _headline(m, kw, pue, p, (pre_usd, post_usd), (pre_mwh, post_mwh), samples)
+    _, attempts = _attempts(m, p)
+    traffic = f.output_tokens_per_day(
+        m["_life.tasks_per_day"], attempts, m["_life.requests_per_task"], m["_life.output_tokens"]
+    )
+    served = m["_life.serving"](traffic)  # the deployment each row's traffic takes
+    served |= serving(served, price, kw, pue)
+    out |= served
+    m = {**m, **served}
+    out |= _headline(m, price, kw, pue, p, (pre_usd, post_usd), (pre_mwh, post_mwh), samples)
     if post_kind != "none":
         out["intelligence_per_dollar.rl_rollouts_per_kwh"] = m["rl.rollouts_per_kwh"]
     if post_kind == "budget":  # the RL block's run is what the budget buys at these prices
@@ -250,15 +264,22 @@ def _attempts(m: Numbers, p: Any) -> tuple[Any, Any]:
 
 
 def _headline(
-    m: Numbers, kw: Any, pue: Any, p: Any, costs: tuple[Any, Any], energies: tuple[Any, Any], samples: Any
+    m: Numbers,
+    price: Any,
+    kw: Any,
+    pue: Any,
+    p: Any,
+    costs: tuple[Any, Any],
+    energies: tuple[Any, Any],
+    samples: Any,
 ) -> Numbers:
-    """Serving the tasks, then the lifecycle's cost and energy per solved task."""
+    """Serving the tasks (the deployment for their traffic, around the clock), then the
+    lifecycle's cost and energy per solved task."""
     (pre_usd, post_usd), (pre_mwh, post_mwh) = costs, energies
     per_task, attempts = _attempts(m, p)
     tasks = m["_life.tasks_per_day"] * f.DAYS_PER_YEAR * m["_life.H"]
-    tokens = tasks * attempts * _per_attempt(m)
-    serve_usd = f.usd_for_tokens(tokens, m["serving.usd_per_million_output_tokens"])
-    gpu_hours = f.gpu_hours_for_tokens(tokens, m["serving.tokens_per_s_per_gpu"])
+    gpu_hours = f.deployment_gpu_hours(m["serving.gpus_for_traffic"], m["_life.H"])
+    serve_usd = gpu_hours * price
     serve_mwh = f.energy_mwh(gpu_hours, kw, pue)
     solved = tasks * per_task
     total = pre_usd + post_usd + serve_usd

@@ -138,9 +138,16 @@ def best(objective: Any, mask: Any, *tiebreaks: Any) -> int | None:
     idx = np.flatnonzero(mask)
     if idx.size == 0:
         return None
-    keys = [np.asarray(t)[idx] for t in reversed(tiebreaks)] + [np.asarray(objective)[idx]]
-    order = np.lexsort([-k for k in keys])  # lexsort sorts by the last key first
-    return int(idx[order[0]])
+    # key by key, keep the rows at its largest value (NaN ranks below every number): linear where a
+    # sort of every feasible row was not (a traffic-sized choice runs once per traffic of a sweep)
+    for key in (objective, *tiebreaks):
+        if idx.size == 1:
+            break
+        v = np.asarray(key, dtype=float)[idx]
+        known = ~np.isnan(v)
+        if known.any():
+            idx = idx[known & (v == np.max(v[known]))]
+    return int(idx[0])
 
 
 def best_of(objective: Any, mask: Any, *tiebreaks: Any) -> int:

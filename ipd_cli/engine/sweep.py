@@ -14,6 +14,9 @@ grid, on one in-memory catalog copy per tuple (``Catalog.with_overrides``), neve
 its numbers form a table indexed by the tuple. Cost paths never change what a search chooses
 (plans, deployments and RL splits are picked by speed, and no search reads a volume), so each
 chunk of rows re-prices the chosen configurations over numpy arrays (:mod:`ipd_cli.engine.reprice`).
+The one choice a volume moves is a scenario's serving deployment, sized for its traffic: each
+distinct traffic of the rows chooses again on its physics point's grid (searched once, kept in
+``SweepPlan.grids``; :class:`~ipd_cli.engine.lifecycle.ServingSizer`).
 At most :data:`MAX_SEARCHES` estimates run per sweep.
 
 Rows come in chunks that are boxes of the grid (fixed leading axes, a range of one axis, every
@@ -46,6 +49,7 @@ from ipd_cli.catalog.overrides import entry_name
 from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, did_you_mean
 
 from . import reprice
+from .formulas import SECONDS_PER_DAY
 from .trace import Trace
 
 if TYPE_CHECKING:  # types only: the result models load lazily
@@ -322,6 +326,9 @@ class SweepPlan:
     metrics: list[str] = field(default_factory=list)
     samples: int | None = None
     seed: int = 0
+    # serving grids of the physics points, least recently used out: each row's traffic chooses
+    # its deployment on its point's grid (lifecycle.ServingSizer)
+    grids: Any = field(default_factory=lambda: grid_store(), compare=False, repr=False)
 
     @property
     def kind(self) -> str:
@@ -349,6 +356,15 @@ class SweepPlan:
         return math.prod(
             len(set(a.values)) if isinstance(a.values, list) else len(a.values) for a in self.physics
         )
+
+
+def grid_store() -> Any:
+    from .serving.grid import GridStore
+
+    return GridStore(SWEEP_GRIDS)
+
+
+SWEEP_GRIDS = 4  # serving grids a sweep keeps (a large model's is tens of MB)
 
 
 def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: str, **kw: Any) -> SweepPlan:
@@ -421,9 +437,11 @@ def estimate(cat: Catalog, plan: SweepPlan, w: Any, hw: str) -> Any:
     null, with their reason under ``infeasible``)."""
     from .lifecycle import estimate_lifecycle, infeasible
     from .results import SystemResult
+    from .serving.grid import memoized
 
     if w.kind == "scenario":
-        return estimate_lifecycle(cat, hw, w, pricing=plan.pricing, origin=plan.origin).system
+        with memoized(plan.grids):  # the serving grid, kept for the rows' traffic (ServingSizer)
+            return estimate_lifecycle(cat, hw, w, pricing=plan.pricing, origin=plan.origin).system
     key, stage = ("rl", "post_training") if w.kind == "rl" else ("pretraining", "pretraining")
     system = cat.system(hw)
     head: dict[str, Any] = {
@@ -449,10 +467,12 @@ def estimate(cat: Catalog, plan: SweepPlan, w: Any, hw: str) -> Any:
 @dataclass
 class Point:
     """One system at one physics point: every number of its blocks at the catalog's costs (None
-    where a block cannot run or a field is unset), and the result they came from."""
+    where a block cannot run or a field is unset), the result they came from, and (a scenario
+    whose serving runs) the serving deployment at any traffic."""
 
     numbers: dict[str, Any]
     result: Any  # SystemResult
+    sizer: Any = None  # lifecycle.ServingSizer
 
 
 def _flatten(result: Any, kind: str) -> dict[str, Any]:
@@ -483,11 +503,72 @@ def point(cat: Catalog, plan: SweepPlan, hw: str, sets: list[Any], draws: Any = 
         raise IpdError(f"{c.canonical('systems', hw)} at {where}: {e}", ExitCode.RUNTIME) from None
     numbers = _flatten(result, plan.kind)
     numbers |= reprice.hidden(numbers)
+    sizer = None
     if plan.kind == "scenario":
         numbers |= reprice.lifecycle_terms(w)
+        sizer = _sizer(c, plan, w, hw, result)
     if draws is not None and result.pretraining is not None:
         numbers |= _pretraining_draws(c, plan, w, hw, draws)
-    return Point(numbers, result)
+    return Point(numbers, result, sizer)
+
+
+def _sizer(cat: Catalog, plan: SweepPlan, w: Any, hw: str, result: Any) -> Any:
+    """The scenario's serving deployment at any traffic on this physics point, knowing the one
+    its own traffic took (None where serving cannot run)."""
+    from .lifecycle import ServingSizer
+
+    point = result.serving
+    if point is None:
+        return None
+    sizer = ServingSizer(cat, hw, w.model, w.serving, plan.pricing, plan.origin, plan.grids)
+    if point.traffic_requests_per_s is not None:
+        sizer.seed(point.traffic_requests_per_s * SECONDS_PER_DAY * point.output_tokens, point)
+    return sizer
+
+
+def serving_numbers(point: Any) -> dict[str, Any]:
+    """A serving block's metrics by path (``serving.tokens_per_s_per_gpu``), None where unset."""
+    data = point.model_dump()
+    out: dict[str, Any] = {}
+    for name in _block_metrics("serving"):
+        node: Any = data
+        for key in name.split(".")[1:]:
+            node = node.get(key) if isinstance(node, dict) else None
+        out[name] = node
+    return out
+
+
+def _served(sizers: Any, traffic: Any) -> dict[str, Any]:
+    """Each row's serving numbers at its traffic (output tokens per day): its physics point's
+    sizer (``sizers``, an object array that broadcasts with ``traffic``), once per distinct pair."""
+    import numpy as np
+
+    shape = np.broadcast_shapes(np.shape(sizers), np.shape(traffic))
+    sz = np.broadcast_to(sizers, shape).reshape(-1)
+    tr = np.broadcast_to(np.asarray(traffic, dtype=float), shape).reshape(-1)
+    names = _block_metrics("serving")
+    out: dict[str, Any] = {}
+    memo: dict[tuple[int, float], int] = {}
+    points: list[dict[str, Any]] = []
+    index = np.empty(len(tr), dtype=int)
+    for k, (sizer, t) in enumerate(zip(sz, tr, strict=True)):
+        key = (id(sizer), float(t))
+        if key not in memo:
+            ok = sizer is not None and np.isfinite(t) and t > 0
+            memo[key] = len(points)
+            points.append(serving_numbers(sizer.at(float(t))) if ok else {})
+        index[k] = memo[key]
+    for n in names:
+        column = np.array([p.get(n) for p in points] + [None], dtype=object)[:-1]
+        # a deployment without a field at this traffic (an aggregated one has no prefill pool): empty
+        out[DEFINED + n] = np.array([v is not None for v in column], dtype=bool)[index].reshape(shape)
+        if n not in TEXT_METRICS:
+            column = np.array([np.nan if v is None else v for v in column], dtype=float)
+        out[n] = column[index].reshape(shape)
+    return out
+
+
+DEFINED = "_defined."  # a row's own: whether the metric exists at the row's traffic
 
 
 def _pretraining_draws(cat: Catalog, plan: SweepPlan, w: Any, hw: str, draws: Any) -> dict[str, Any]:
@@ -646,6 +727,7 @@ class Table:
     values: dict[str, Any]
     defined: dict[str, Any]
     split: tuple[bool, ...]  # per numeric axis: whether the estimate was run per value
+    sizers: Any = None  # per position: the scenario's serving at any traffic (None: none)
 
 
 HIDDEN_RL = ("_rl.samples_per_step", "_rl.generated_mtokens", "_rl.rollouts_per_step")
@@ -670,7 +752,8 @@ def _table(plan: SweepPlan, points: list[Point], split: list[bool]) -> Table:
             if v is not None:
                 table[i] = v
         values[key] = table
-    return Table(dims, values, defined, tuple(split))
+    sizers = np.array([p.sizer for p in points] + [None], dtype=object)[:-1]
+    return Table(dims, values, defined, tuple(split), sizers)
 
 
 def search(
@@ -931,6 +1014,9 @@ def _box(
     plan, table, sampled = sw.plan, sw.tables[hw], draws is not None
     vals = _axis_columns(plan, box, axis_values, sampled)
     m, defined = _table_cut(table, box, sampled)
+    if life is not None:  # each row's traffic sized on its physics point's serving grid
+        sizers = _sizers_cut(table, box, sampled)
+        m["_life.serving"] = lambda traffic: _served(sizers, traffic)
     m |= _priced(sw, hw, vals, m, draws, life)
     cols: dict[str, Any] = {HARDWARE: np.array(hw, dtype=object)}
     cols |= {p: v[..., 0] if sampled else v for p, v in vals.items()}
@@ -939,6 +1025,8 @@ def _box(
             cols[name] = m[name][..., 0] if sampled else m[name]
             continue
         ok = defined[_defined_as(plan, name)]
+        if DEFINED + name in m:  # the serving deployment of the row's traffic
+            ok = ok & (m[DEFINED + name][..., 0] if sampled else m[DEFINED + name])
         ok = ok[..., None] if sampled else ok
         value = np.asarray(m[name], dtype=float)
         _check_finite(name, value, ok, box, hw, before)
@@ -993,6 +1081,16 @@ def _table_cut(table: Table, box: Box, sampled: bool) -> tuple[dict[str, Any], d
     return m, {k: v.reshape(table.dims)[cut] for k, v in table.defined.items()}
 
 
+def _sizers_cut(table: Table, box: Box, sampled: bool) -> Any:
+    """The serving sizers at the physics points of the box (shaped as its numbers)."""
+    cut = tuple(
+        (slice(i, i + 1) if isinstance(i, int) else i) if split else slice(None)
+        for i, split in zip(box.index, table.split, strict=True)
+    )
+    sizers = table.sizers.reshape(table.dims)[(*cut, ...)]  # an array, also with no axes
+    return sizers[..., None] if sampled else sizers
+
+
 def _priced(sw: Sweep, hw: str, vals: dict, m: dict, draws: Draws | None, life: Any) -> dict[str, Any]:
     """The cost inputs of the box (varied, drawn or the catalog's) and every metric they price."""
     import numpy as np
@@ -1018,7 +1116,7 @@ def _priced(sw: Sweep, hw: str, vals: dict, m: dict, draws: Draws | None, life: 
             if name in blocks:
                 out |= f(m, price, kw, pue_)
         if life is not None:
-            out |= reprice.lifecycle(life, {**m, **out}, kw, pue_)
+            out |= reprice.lifecycle(life, {**m, **out}, price, kw, pue_)
     return out
 
 

@@ -75,6 +75,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("tokens_per_s_per_mw", "Output tokens/s per MW", "tok/s/MW", HI),
         ("instance_gpus", "Instance size", "GPUs", NA),
         ("deployment_gpus", "Deployment unit (prefill pool, stranded GPUs)", "GPUs", NA),
+        ("gpus_for_traffic", "GPUs for the traffic (whole copies)", "GPUs", LO),
         ("concurrency", "Concurrency per instance", "sequences", NA),
     ],
     "pretraining": [

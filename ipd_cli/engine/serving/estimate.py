@@ -24,6 +24,7 @@ from .grid import (
     Grid,
     Pins,
     evaluate,
+    for_traffic,
     instance_sizes,
     parse_layout,
     pins_mask,
@@ -154,11 +155,12 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
     own prefill (its TTFT) left out; when none does, the fastest row and False (without a
     ``target``, None whatever the rows).
 
-    With a ``traffic`` (output tokens/s) the cost is the whole copies of the deployment it takes:
-    among the same rows, the one with the fewest GPUs for it (:func:`formulas.gpus_for_traffic`,
-    every row at once), ties to the most tokens/s per GPU. A small traffic gets the smallest
-    deployment that is enough, not a copy of the highest-throughput one; a large one approaches
-    the most tokens/s per GPU. When no row meets the target the fastest is still taken."""
+    With a ``traffic`` (output tokens/s; ``g`` from :func:`grid.for_traffic`, its disaggregated
+    pools sized for it) the cost is the whole copies of the deployment it takes: among the same
+    rows, the one with the fewest GPUs for it (:func:`formulas.gpus_for_traffic`, every row at
+    once), ties to the most tokens/s per GPU. A small traffic gets the smallest deployment that is
+    enough, not a copy of the highest-throughput one; a large one approaches the most tokens/s per
+    GPU. When no row meets the target the fastest is still taken."""
     r, ok = g.rows, g.feasible
     tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
     speed = 1.0 / r["tpot_s"] if target is not None else usr
@@ -168,7 +170,11 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
         return best_of(speed, ok, tps, -gpus), met
     if traffic is None:
         return best_of(tps, meets, speed, -gpus), met
-    return best_of(-f.gpus_for_traffic(traffic, tps, gpus), meets, tps, speed, -gpus), met
+    import numpy as np
+
+    rows = np.flatnonzero(meets)  # the traffic's GPUs of the rows that can be chosen only
+    need = f.gpus_for_traffic(traffic, tps[rows], gpus[rows])
+    return int(rows[best_of(-need, np.ones(len(rows), dtype=bool), tps[rows], speed[rows], -gpus[rows])]), met
 
 
 def frontier(g: Grid) -> list[int]:
@@ -482,8 +488,9 @@ def estimate_serving(
     (decode) instance's size, e.g. one node as a benchmark ran it; ``instance`` is kept
     for compatibility: "best" is the search, "smallest" pins the smallest size that fits. A
     traffic level (``requests_per_s`` or ``output_tokens_per_day``) takes, among the same
-    configurations, the one that serves it on the fewest GPUs in whole copies of its deployment
-    (``gpus_for_traffic``, ``instances_for_traffic``; ties: the most tokens/s per GPU).
+    configurations, the one that serves it on the fewest GPUs: whole copies of an aggregated
+    instance, disaggregated pools sized for the traffic (``gpus_for_traffic``,
+    ``instances_for_traffic``; ties: the most tokens/s per GPU).
     ``speculative`` pins speculative decoding ("off", "on" or a draft depth; None or "auto": the
     search tries none and every depth with a measured acceptance); ``stack`` names the serving
     stack (None: the best published stack of the accelerator's family).
@@ -507,6 +514,7 @@ def estimate_serving(
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)
     traffic = _requests_per_s(requests_per_s, output_tokens_per_day, g.ph.osl)
+    g = for_traffic(g, traffic * g.ph.osl if traffic is not None else None)
     i, op, extra = _operating_point(ctx, g, concurrency, tokens_per_user_s, traffic)
     point = _traffic(serving(g, i, op, **extra), traffic, requests_per_s, output_tokens_per_day, ctx.name)
     return ServeResult(

@@ -377,21 +377,45 @@ def disaggregated(
         n_dec, n_pre = _pools(ph, ratio, cost)
     else:
         n_dec, n_pre = _pinned_pools(ph, ratio, prefill, rate, cost, n_prefill, n_decode)
-    total = cost(n_pre, n_dec)
+    return dict(
+        tokens_per_s_per_user=f.speculative_tokens_per_s_per_user(x["accepted"], step_s),
+        tpot_s=step_s / x["accepted"],
+        ttft_s=prefill["latency_s"],
+        prefill_instance_s=prefill["prefill_s"],
+        **pool_columns(ph, x, rate, prefill, n_dec, n_pre),
+    )
+
+
+def pool_columns(ph: Physics, x: Columns, rate, prefill: Columns, n_dec, n_pre) -> Columns:
+    """What ``n_dec`` decode instances of ``rate`` output tokens/s each and ``n_pre`` prefill
+    instances (``prefill``: as in :func:`disaggregated`) serve, on how many paid GPUs: the slower
+    pool sets the rate."""
+    total = _deployment_cost(ph, prefill, x)(n_pre, n_dec)
     served = f.minimum(n_dec * rate, n_pre * ph.osl / prefill["prefill_s"])
     return dict(
         tokens_per_s_per_gpu=served / total,
-        tokens_per_s_per_user=f.speculative_tokens_per_s_per_user(x["accepted"], step_s),
-        tpot_s=step_s / x["accepted"],
         deployment_gpus=total,
         decode_instances=n_dec,
         prefill_instances=n_pre,
-        ttft_s=prefill["latency_s"],
-        prefill_instance_s=prefill["prefill_s"],
         # the paid GPUs beyond what the decode pool pays alone (all of the prefill pool's when
         # it fills no hole)
         prefill_share=f.maximum(0.0, total - n_dec * x["paid"]) / total,
     )
+
+
+def traffic_pools(ph: Physics, x: Columns, rate, prefill: Columns, tokens_per_s: float) -> Columns:
+    """:func:`pool_columns` of the pools a traffic of ``tokens_per_s`` output tokens/s needs: the
+    fewest decode instances that keep up with it, ceil(traffic / rate), and the fewest prefill
+    instances, ceil(traffic / prefill rate), as one deployment behind one router. Paid GPUs grow
+    with either pool and are additive over copies, so this is never more GPUs than whole copies of
+    any xPyD unit that serves the traffic (the unit with the most tokens/s per GPU included), and
+    never more for a faster decode instance (a larger batch): a speed target that leaves a larger
+    batch never makes the traffic take more GPUs."""
+    import numpy as np
+
+    n_dec = np.maximum(np.ceil(tokens_per_s / rate * (1 - 1e-12)), 1.0)
+    n_pre = np.maximum(np.ceil(tokens_per_s * prefill["prefill_s"] / ph.osl * (1 - 1e-12)), 1.0)
+    return pool_columns(ph, x, rate, prefill, n_dec, n_pre)
 
 
 def _deployment_cost(ph: Physics, prefill: Columns, x: Columns):

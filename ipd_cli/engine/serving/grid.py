@@ -27,14 +27,14 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import Space, product, take
 from ipd_cli.errors import InputError
 
-from .evaluate import DEP, TEP, TP, aggregated, disaggregated, layout_terms, step_terms
+from .evaluate import DEP, TEP, TP, aggregated, disaggregated, layout_terms, step_terms, traffic_pools
 from .physics import Physics
 
 FAMILIES = {"tp": TP, "tep": TEP, "dep": DEP}
@@ -236,6 +236,8 @@ class Grid:
     space: Space
     pinned: Any
     prefill: dict[str, Any] = field(default_factory=dict)  # chosen prefill layout per KV precision
+    # what sizes the disaggregated rows' pools for a traffic (:func:`for_traffic`); empty when pinned
+    pools: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # what other engines derive from the grid alone, kept with it (a memoized grid shares them)
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -345,9 +347,17 @@ def evaluate(ph: Physics, pins: Pins, target: float | None = None) -> Grid:
         g = _evaluate(ph, pins, target)
     if memo is not None:
         memo[key] = g
-        if len(memo) > MEMO_GRIDS:
+        if len(memo) > getattr(memo, "limit", MEMO_GRIDS):
             memo.popitem(last=False)  # the least recently used
     return g
+
+
+class GridStore(OrderedDict):
+    """Grids kept across :func:`memoized` blocks (a sweep's physics points), at most ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
 
 
 # Grids already evaluated, by (physics, pins, target), inside a `memoized()` block only
@@ -356,12 +366,15 @@ MEMO_GRIDS = 16  # a few MB each
 
 
 @contextmanager
-def memoized() -> Iterator[None]:
+def memoized(store: OrderedDict | None = None) -> Iterator[None]:
     """Inside the block, :func:`evaluate` returns the grid it already evaluated for equal physics,
     pins and target (it is a pure function of them; grids are never changed after evaluation): for
     loops that repeat estimates whose serving inputs do not change, such as ``ipd calibrate``
-    fitting a weight-sync knob. Outside, nothing is kept."""
-    token = _MEMO.set(_MEMO.get() if _MEMO.get() is not None else OrderedDict())
+    fitting a weight-sync knob. Outside, nothing is kept. ``store``: the grids to use and keep
+    (a caller that enters the block again later, such as a sweep sizing rows)."""
+    if store is None:
+        store = _MEMO.get() if _MEMO.get() is not None else OrderedDict()
+    token = _MEMO.set(store)
     try:
         yield
     finally:
@@ -423,7 +436,32 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     }
     space = _checks(ph, lay, x, rows)
     pinned = pins_mask(lay, rows, pins) & np.isin(lay["k"][rows["layout"]], ph.spec_depths)
-    return Grid(ph, lay, x, rows, space, pinned, pf)
+    pools: dict[str, Any] = {}
+    if pins.prefill_instances is None and pins.decode_instances is None:  # pinned pools stay as deployed
+        rate = b_r * x_r["accepted"] / step["step_s"]
+        pools = {"rows": live + n, "rate": rate, "prefill": pf_rows, "x": {"paid": x_r["paid"]}}
+    return Grid(ph, lay, x, rows, space, pinned, pf, pools=pools)
+
+
+def for_traffic(g: Grid, tokens_per_s: float | None) -> Grid:
+    """The grid with each disaggregated row's pools sized for ``tokens_per_s`` output tokens/s
+    (:func:`evaluate.traffic_pools`) instead of the pair with the most tokens/s per GPU: the
+    deployment an operator runs for that traffic. Aggregated rows are whole instances either way;
+    pinned pools stay as deployed. None: the grid itself."""
+    import numpy as np
+
+    p = g.pools
+    if tokens_per_s is None or not p or not len(p["rows"]):
+        return g
+    keep = g.feasible[p["rows"]]  # the rows a choice can take (the others keep their pools)
+    sub = lambda cols: {k: v[keep] for k, v in cols.items()}  # noqa: E731
+    with np.errstate(all="ignore"):
+        cols = traffic_pools(g.ph, sub(p["x"]), p["rate"][keep], sub(p["prefill"]), tokens_per_s)
+    rows = dict(g.rows)
+    for key, value in cols.items():
+        rows[key] = rows[key].copy()
+        rows[key][p["rows"][keep]] = value
+    return replace(g, rows=rows, derived={})
 
 
 def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:
