@@ -55,6 +55,26 @@ def test_headline_is_cost_over_tasks_solved(catalog):
     assert i.solved_tasks_per_kusd == pytest.approx(1000 / i.usd_per_solved_task)
 
 
+def test_owned_serving_spreads_its_capital_over_every_hour(catalog):
+    # the scenario's serving GPUs are kept for it around the clock (their idle headroom is in
+    # gpus_for_traffic x 8,760 h), so under tco their capital and opex spread over every hour,
+    # not over the 85 % utilised share a busy hour of a shared cluster carries (charged twice)
+    r = compare(catalog, ["blackwell"], pricing="tco").systems[0]
+    # GB200 by hand: $3.75M / 72 = $52,083 per GPU x (crf(10 %, 5 y) 0.263797 + 6 % opex) / 8,760 h
+    # + 1.7361 kW x 1.3 x $0.08 = 1.92515 + 0.18056 = 2.1057 $/GPU-h (per busy hour: 2.4455)
+    crf = 0.1 / (1 - 1.1**-5)
+    kept = 3.75e6 / 72 * (crf + 0.06) / 8760 + 125 / 72 * 1.3 * 0.08
+    assert kept == pytest.approx(2.1057, abs=1e-4)
+    assert r.serving.price_usd_per_gpu_hour == pytest.approx(kept, rel=1e-12)
+    assert r.pretraining.price_usd_per_gpu_hour == pytest.approx(2.4455, abs=1e-4)  # a busy hour
+    s, b = r.serving, r.intelligence_per_dollar.cost_breakdown_usd
+    assert b.serving == pytest.approx(s.gpus_for_traffic * 8760 * kept, rel=1e-12)
+    assert s.usd_per_million_output_tokens == pytest.approx(kept / (s.tokens_per_s_per_gpu * 3600) * 1e6)
+    # a rental price is per hour whatever the use: the serving and pre-training prices agree
+    rented = compare(catalog, ["blackwell"]).systems[0]
+    assert rented.serving.price_usd_per_gpu_hour == rented.pretraining.price_usd_per_gpu_hour == 4.05
+
+
 def test_doubling_every_price_doubles_cost_per_solved_task(catalog):
     base = compare(catalog, ["vera-rubin"]).systems[0].intelligence_per_dollar
     price = catalog.system("vera-rubin").prices[0]

@@ -368,7 +368,8 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
         Step(
             "serving_usd",
             cost,
-            "gpus_for_traffic x 8760 x H x price_usd_per_gpu_hour (rented around the clock)",
+            "gpus_for_traffic x 8760 x H x price_usd_per_gpu_hour (kept around the clock: a rental "
+            "price, or the owning cost over every hour, utilisation 1)",
             {
                 "gpus_for_traffic": float(point.gpus_for_traffic or 0),
                 "H": H,
@@ -602,7 +603,8 @@ def serve_point(
     """A scenario's serving deployment on one system: its shape and interactivity target, at a
     precision the system supports, sized for ``traffic`` output tokens per day as ``serve
     --tokens-per-day`` sizes it (the fewest GPUs, whole copies; None: the deployment with the
-    most tokens/s per GPU)."""
+    most tokens/s per GPU), priced as kept around the clock (under ``tco``: capital over every
+    hour, :func:`~ipd_cli.engine.pricing.usd_per_gpu_hour` ``always_on``)."""
     from .serving import estimate_serving
 
     precision = serving_precision(cat, hardware, sv.precision)
@@ -619,10 +621,22 @@ def serve_point(
         pricing=pricing,
         origin=origin or "command line",
     )
-    if precision == sv.precision:
+    update: dict[str, Any] = {}
+    if precision != sv.precision:
+        update["precision_requested"] = sv.precision
+    if pricing == "tco":  # owned for this service around the clock: capital over every hour
+        from .pricing import usd_per_gpu_hour
+
+        price = usd_per_gpu_hour(Inputs(cat), cat.canonical("systems", hardware), pricing, always_on=True)[0]
+        point = result.serving
+        update |= {
+            "price_usd_per_gpu_hour": price,
+            "usd_per_million_output_tokens": f.usd_per_million_tokens(price, point.tokens_per_s_per_gpu),
+            "usd_per_million_total_tokens": f.usd_per_million_tokens(price, point.total_tokens_per_s_per_gpu),
+        }
+    if not update:
         return result
-    point = result.serving.model_copy(update={"precision_requested": sv.precision})
-    return result.model_copy(update={"serving": point})
+    return result.model_copy(update={"serving": result.serving.model_copy(update=update)})
 
 
 class ServingSizer:

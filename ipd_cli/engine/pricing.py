@@ -48,8 +48,13 @@ def check_pricing(pricing: str) -> None:
         )
 
 
-def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str) -> tuple[Any, str]:
-    """Price of one GPU-hour and a label of the basis used ('rental:reserved', 'tco')."""
+def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str, always_on: bool = False) -> tuple[Any, str]:
+    """Price of one GPU-hour and a label of the basis used ('rental:reserved', 'tco').
+
+    ``always_on``: the GPU-hour of a deployment kept for one service around the clock (a
+    scenario's serving, charged for every hour of the year, its idle headroom included). A rental
+    price is the same; the owning cost spreads capital and opex over every hour (utilisation 1),
+    not over the utilised share only, which would charge the idle hours twice."""
     check_pricing(pricing)
     cat = inp.cat
     s = cat.systems[system]
@@ -79,7 +84,7 @@ def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str) -> tuple[Any, str]:
         capex / s.accelerators,
         crf,
         inp.read("economics.opex_fraction_of_capex_per_year", "opex per year"),
-        inp.read("economics.utilisation", "utilisation"),
+        1.0 if always_on else inp.read("economics.utilisation", "utilisation"),
         kw_per_gpu(quiet, system),
         pue(quiet),
         inp.read("economics.electricity_usd_per_kwh", "electricity"),

@@ -170,7 +170,9 @@ def lifecycle(shape: tuple[str, str, str], m: Numbers, price: Any, kw: Any, pue:
     """The intelligence-per-dollar block from the (re-priced) pre-training, RL and serving
     numbers: :func:`~ipd_cli.engine.lifecycle.pretraining_share`, ``post_training``,
     ``task_success``, ``serving_share``, ``headline`` and ``site_budget``, over arrays; with the
-    serving block of each row's traffic (``_life.serving``), re-priced."""
+    serving block of each row's traffic (``_life.serving``), re-priced. ``price`` is the GPU-hour
+    of the serving deployment, kept around the clock (under ``tco`` the owning cost at
+    utilisation 1: :func:`~ipd_cli.engine.pricing.usd_per_gpu_hour` ``always_on``)."""
     import numpy as np
 
     with np.errstate(all="ignore"):  # a point out of range ends as inf or NaN, refused by the sweep

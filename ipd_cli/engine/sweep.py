@@ -1115,8 +1115,9 @@ def _priced(sw: Sweep, hw: str, vals: dict, m: dict, draws: Draws | None, life: 
         ):
             if name in blocks:
                 out |= f(m, price, kw, pue_)
-        if life is not None:
-            out |= reprice.lifecycle(life, {**m, **out}, price, kw, pue_)
+        if life is not None:  # the scenario's serving is kept around the clock (serve_point)
+            always_on = price if PRICE in vals else usd_per_gpu_hour(inp, hw, plan.pricing, always_on=True)[0]
+            out |= reprice.lifecycle(life, {**m, **out}, always_on, kw, pue_)
     return out
 
 
