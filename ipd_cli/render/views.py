@@ -476,6 +476,15 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{hw}: no serving stack is measured on its accelerator (a catalog `serving.families` "
                 "entry names its family): the reference serving efficiencies apply"
             )
+        if isinstance(point, dict) and point.get("target_met") and point.get("concurrency") == 1:
+            # met, but by running one sequence per decode instance: nothing is batched (a user
+            # review: 405B on A100 at 50 tokens/s per user, TP128 over 16 nodes, 0.39 tok/s/GPU)
+            out.append(
+                f"{hw}: serving meets {fmt_num(point.get('target_tokens_per_s_per_user'))} tokens/s per "
+                f"user only one sequence at a time per {point.get('instance_gpus') or 1:,}-GPU decode "
+                f"instance ({fmt_num(point.get('tokens_per_s_per_gpu'))} tokens/s per GPU): nothing is "
+                "batched, so a lower target or another system serves it far cheaper"
+            )
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
