@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 
 import helpers
 import pytest
@@ -36,3 +37,22 @@ def _hermetic(monkeypatch, _cache_dir):
 @pytest.fixture(scope="session")
 def catalog():
     return load()
+
+
+# The deployment grids the session's tests evaluated, kept as `ipd calibrate` keeps them
+# (grid.memoized(): a grid is a pure function of its physics, pins and target, never changed after
+# evaluation; at most grid.MEMO_GRIDS, the least recently used go first). The README, the --help
+# examples and many tests price the same systems and models again (`compare vera-rubin blackwell`
+# alone a dozen times); each worker evaluates such a grid once. A test that checks what is
+# evaluated, or that two evaluations agree, is marked `fresh_grids` and runs without it.
+_GRIDS: OrderedDict = OrderedDict()
+
+
+@pytest.fixture(autouse=True)
+def _shared_grids(request):
+    from ipd_cli.engine.serving import grid
+
+    fresh = request.node.get_closest_marker("fresh_grids") is not None
+    token = grid._MEMO.set(None if fresh else _GRIDS)
+    yield
+    grid._MEMO.reset(token)

@@ -240,6 +240,7 @@ def test_identical_systems_compare_at_exactly_one(data):
     assert ratios <= {"same", f"{1.0:.3g}x"}, ratios  # 'same' where a direction is known, else 1x
 
 
+@pytest.mark.fresh_grids  # both runs evaluate their grids
 @bounded(3)
 @given(data=st.data())
 def test_the_same_inputs_give_byte_identical_json_that_round_trips(data):

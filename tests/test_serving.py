@@ -1015,6 +1015,7 @@ def test_rollout_deployment_uses_the_search_and_decodes_on_arrays(catalog):
     assert dep.instance_gpus == 8 and dep.dense_replicas == 8  # DEP8: a dense copy per rank
 
 
+@pytest.mark.fresh_grids  # counts evaluations; nothing kept outside the block
 def test_memoized_searches_reuse_the_grid_and_give_the_same_answer(catalog, monkeypatch):
     # ipd calibrate evaluates each deployment space once per distinct physics inside memoized()
     from ipd_cli.engine.serving import grid

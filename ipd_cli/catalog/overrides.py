@@ -228,9 +228,11 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         title="value given with --set on the command line", date=dt.date.today().isoformat()
     )
     origins[("sources", CLI_SOURCE)] = "command line"
+    touched = {"sources"}  # the sections the overrides change (a --set source is added to sources)
     for o in parsed:
         keys = o.path.split(".")
         section = keys[0]
+        touched.add(section)
         if section == WORKLOAD:
             if len(keys) < 2:
                 raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
@@ -262,6 +264,9 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         entries.append((section, name, fields))
     new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
     finish(new)
+    # what the engine already read from the sections no override touches is the same in the copy
+    # (the same entries, origins and aliases): ``ipd calibrate`` and sweeps make a copy per value
+    new.resolved.update((p, r) for p, r in cat.resolved.items() if p.split(".", 1)[0] not in touched)
     lines = [line for e in entries for line in override_warnings(cat, new, *e)]
     if lines:
         new.warnings = list(dict.fromkeys([*cat.warnings, *(f"`sets` {line}" for line in lines)]))
