@@ -778,6 +778,22 @@ def test_traffic_is_served_on_the_fewest_gpus_by_hand():
     assert choose(g, 200.0) == choose(g, 200.0, 10240.0) == (1, False)
 
 
+def test_the_cost_at_a_traffic_is_its_gpus_around_the_clock():
+    # a user review: 1 request/s of DeepSeek-V3 on B200 takes 4 GPUs that could serve 14x more;
+    # $/M output tokens at full load said $0.29, the traffic pays 4 x $3.71 per 3,600 x 1,024 tokens
+    r = run_cli(
+        "serve", "--hardware", "b200", "--model", "deepseek-v3", "--tokens-per-user-s", "50",
+        "--input-tokens", "1024", "--output-tokens", "1024", "--requests-per-s", "1", "-f", "json",
+    )  # fmt: skip
+    s = r.json()["serving"]
+    assert s["gpus_for_traffic"] == 4 and s["price_usd_per_gpu_hour"] == 3.71
+    assert s["usd_per_million_output_tokens_at_traffic"] == pytest.approx(4 * 3.71 / (3600 * 1024) * 1e6)
+    assert s["usd_per_million_output_tokens"] < s["usd_per_million_output_tokens_at_traffic"] / 10
+    # without a traffic there is none
+    r = run_cli("serve", "--hardware", "b200", "--model", "deepseek-v3", "-f", "json")
+    assert r.json()["serving"]["usd_per_million_output_tokens_at_traffic"] is None
+
+
 def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # the review's case: 10 requests/s of 1,024 output tokens (10,240 tokens/s) at 50 tokens/s per
     # user took one copy of the 34-GPU disaggregated deployment with the most tokens/s per GPU; one

@@ -353,18 +353,7 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
                 "output_tokens": sv.output_tokens_per_request,
             },
         ),
-        Step(
-            "serving.gpus_for_traffic",
-            float(point.gpus_for_traffic or 0),
-            "ceil(ceil(traffic / (tokens_per_s_per_gpu x deployment_gpus)) x deployment_gpus): the "
-            "fewest GPUs that serve the traffic at the target, whole copies",
-            {
-                "traffic_output_tokens_per_s": per_s,
-                "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
-                "deployment_gpus": point.deployment_gpus,
-                "configuration": point.configuration,
-            },
-        ),
+        _traffic_gpus_step(point, per_s),
         Step(
             "serving_usd",
             cost,
@@ -377,6 +366,39 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
             },
         ),
     ]
+
+
+def _traffic_gpus_step(point: Serving, per_s: float) -> Step:
+    """``serving.gpus_for_traffic``: whole copies of an aggregated instance (or of pinned pools),
+    or disaggregated pools sized for the traffic, as the deployment search chose them."""
+    gpus = float(point.gpus_for_traffic or 0)
+    inputs: dict[str, float | str] = {"traffic_output_tokens_per_s": per_s}
+    if point.disaggregated and point.instances_for_traffic == 1:
+        inputs |= {
+            "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
+            "concurrency": point.concurrency,
+            "tokens_per_s_per_user": point.tokens_per_s_per_user,
+            "decode_instances": float(point.decode_instances),
+            "prefill_instance_s": point.prefill_instance_s,
+            "prefill_instances": float(point.prefill_instances),
+            "configuration": point.configuration,
+        }
+        how = (
+            "paid GPUs of decode_instances = ceil(traffic / (concurrency x tokens_per_s_per_user)) "
+            "decode and prefill_instances = ceil(traffic_requests_per_s x prefill_instance_s) prefill "
+            "instances: pools sized for the traffic, the fewest GPUs at the target"
+        )
+        return Step("serving.gpus_for_traffic", gpus, how, inputs)
+    inputs |= {
+        "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
+        "deployment_gpus": point.deployment_gpus,
+        "configuration": point.configuration,
+    }
+    how = (
+        "ceil(ceil(traffic / (tokens_per_s_per_gpu x deployment_gpus)) x deployment_gpus): whole copies "
+        "of the deployment, the fewest GPUs at the target"
+    )
+    return Step("serving.gpus_for_traffic", gpus, how, inputs)
 
 
 def _cost_steps(metric: str, value: float, hours_name: str, hours: float, price: float) -> list[Step]:
@@ -634,6 +656,9 @@ def serve_point(
             "usd_per_million_output_tokens": f.usd_per_million_tokens(price, point.tokens_per_s_per_gpu),
             "usd_per_million_total_tokens": f.usd_per_million_tokens(price, point.total_tokens_per_s_per_gpu),
         }
+        if point.gpus_for_traffic and point.traffic_requests_per_s:
+            per_gpu = point.traffic_requests_per_s * point.output_tokens / point.gpus_for_traffic
+            update["usd_per_million_output_tokens_at_traffic"] = f.usd_per_million_tokens(price, per_gpu)
     if not update:
         return result
     return result.model_copy(update={"serving": result.serving.model_copy(update=update)})

@@ -53,6 +53,11 @@ def serving(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
         "serving.tokens_per_s_per_mw": f.tokens_per_s_per_mw(tps, kw, pue),
         "serving.price_usd_per_gpu_hour": price,
         "serving.kw_per_gpu": kw,
+        # the traffic's tokens per GPU of its deployment (NaN without a traffic: no value)
+        "serving.usd_per_million_output_tokens_at_traffic": f.usd_per_million_tokens(
+            price,
+            m["serving.traffic_requests_per_s"] * m["serving.output_tokens"] / m["serving.gpus_for_traffic"],
+        ),
     }
 
 

@@ -324,9 +324,20 @@ class Serving(Result):
     price_usd_per_gpu_hour: float
     pricing: str = Field(description="'rental:<label>' or 'tco'")
     kw_per_gpu: float = Field(description="node or rack power divided by its accelerators")
-    gpus_for_traffic: int | None = Field(default=None, description="whole deployment units for the traffic")
-    instances_for_traffic: int | None = Field(default=None, description="deployment units for the traffic")
+    gpus_for_traffic: int | None = Field(
+        default=None,
+        description="GPUs that serve the traffic: whole copies of an aggregated instance, or disaggregated "
+        "pools sized for it (one deployment)",
+    )
+    instances_for_traffic: int | None = Field(
+        default=None, description="copies of the deployment for the traffic (pools sized for it: 1)"
+    )
     traffic_requests_per_s: float | None = None
+    usd_per_million_output_tokens_at_traffic: float | None = Field(
+        default=None,
+        description="$ per million output tokens at the traffic: gpus_for_traffic at their price over the "
+        "traffic's tokens (usd_per_million_output_tokens is at the deployment's full load)",
+    )
     configuration: str = Field(
         default="",
         description="the deployment, named: 'DEP8 batch 256' (batch per scheduler rank), 'TP8 PP4 batch "

@@ -72,10 +72,11 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("ttft_s", "Time to first token", "s", LO),
         ("tpot_ms", "Time per output token", "ms", LO),
         ("usd_per_million_output_tokens", "Cost per M output tokens", "USD", LO),
+        ("usd_per_million_output_tokens_at_traffic", "  at the traffic (its GPUs all day)", "USD", LO),
         ("tokens_per_s_per_mw", "Output tokens/s per MW", "tok/s/MW", HI),
         ("instance_gpus", "Instance size", "GPUs", NA),
         ("deployment_gpus", "Deployment unit (prefill pool, stranded GPUs)", "GPUs", NA),
-        ("gpus_for_traffic", "GPUs for the traffic (whole copies)", "GPUs", LO),
+        ("gpus_for_traffic", "GPUs for the traffic", "GPUs", LO),
         ("concurrency", "Concurrency per instance", "sequences", NA),
     ],
     "pretraining": [

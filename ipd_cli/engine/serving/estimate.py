@@ -441,6 +441,9 @@ def _traffic(
             "gpus_for_traffic": int(need),
             "instances_for_traffic": int(f.deployment_copies(tokens, per_gpu, deploy)),
             "traffic_requests_per_s": traffic,
+            "usd_per_million_output_tokens_at_traffic": f.usd_per_million_tokens(
+                point.price_usd_per_gpu_hour, tokens / need
+            ),
         }
     )
 
