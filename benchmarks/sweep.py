@@ -9,7 +9,10 @@ fresh process (no plan search remembered from a run before), timed from the load
 * CSV: the same, written as CSV to a new file (``ipd sweep -o FILE`` does exactly this), plus
   ``ipd sweep -o FILE`` itself as a user runs it (start-up and catalog load included).
 
-Prints the medians over the runs (at least 7 for the README) and the ratio CSV / engine.
+Prints the medians over the runs (at least 7 for the README) and the ratio CSV / engine, and the
+engine's time for a sweep whose rows move the serving traffic (1,000 values of
+``workload.serving.tasks_per_day``: each row's deployment sized for its traffic, every distinct
+traffic of the physics point at once).
 
     python benchmarks/sweep.py [runs]
 """
@@ -31,6 +34,7 @@ AXES = [
     "price_usd_per_gpu_hour=1:10.99:0.01",
     "economics.pue=1:1.999:0.001",
 ]
+TRAFFIC = ["hardware=vera-rubin", "workload.serving.tasks_per_day=1000:1000000:1000"]
 CHILD = """
 import json, sys, time
 from pathlib import Path
@@ -51,9 +55,9 @@ print(json.dumps({"search": t1 - t0, "rows": t2 - t1, "total": t2 - t0, "n": row
 """
 
 
-def child(out: str) -> dict:
+def child(out: str, axes: list[str] = AXES) -> dict:
     r = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(AXES), out], check=True, capture_output=True, text=True
+        [sys.executable, "-c", CHILD, json.dumps(axes), out], check=True, capture_output=True, text=True
     )
     return json.loads(r.stdout)
 
@@ -61,7 +65,7 @@ def child(out: str) -> dict:
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 7
     ipd = shutil.which("ipd") or str(Path(sys.executable).with_name("ipd"))
-    engine, csv, cli = [], [], []
+    engine, csv, cli, traffic = [], [], [], []
     with tempfile.TemporaryDirectory() as d:
         for i in range(runs):  # interleaved: the machine's load falls on both alike
             engine.append(child("-"))
@@ -74,6 +78,7 @@ def main() -> None:
             subprocess.run([ipd, "sweep", *(f"--vary={a}" for a in AXES), "-o", out], check=True)
             cli.append(time.perf_counter() - t0)
             os.unlink(out)
+            traffic.append(child("-", TRAFFIC))
 
     def med(xs: list[dict], key: str) -> float:
         return statistics.median(x[key] for x in xs)
@@ -87,6 +92,9 @@ def main() -> None:
     print(f"  CSV to a file ({size / 1e6:.0f} MB): {c:.2f} s (rows formatted and written {written:.2f} s)")
     print(f"  ratio CSV / engine: {c / e:.2f} (target <= 2)")
     print(f"  ipd sweep -o FILE, start-up included: {u:.2f} s, {n / u:,.0f} points/s")
+    t, ts, tr = med(traffic, "total"), med(traffic, "search"), med(traffic, "rows")
+    print("traffic sweep (1,000 values of workload.serving.tasks_per_day, Vera Rubin, each row sized for its")
+    print(f"traffic): engine {t:.2f} s (checks and searches {ts:.2f} s, rows {tr:.2f} s)")
 
 
 if __name__ == "__main__":

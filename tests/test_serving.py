@@ -794,6 +794,75 @@ def test_the_cost_at_a_traffic_is_its_gpus_around_the_clock():
     assert r.json()["serving"]["usd_per_million_output_tokens_at_traffic"] is None
 
 
+def _sized_one_at_a_time(g, target, tokens):
+    """The choice at one traffic as it was made before every traffic was sized at once: every
+    feasible disaggregated row's pools sized for it (a grid copy), then the fewest GPUs among the
+    rows meeting the target (ties: tokens/s per GPU, speed, fewer deployment GPUs, the first)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from ipd_cli.engine.search import best_of
+    from ipd_cli.engine.serving.evaluate import traffic_pools
+
+    p, rows = g.pools, dict(g.rows)
+    keep = g.feasible[p["rows"]]
+    sub = lambda cols: {k: v[keep] for k, v in cols.items()}  # noqa: E731
+    with np.errstate(all="ignore"):
+        cols = traffic_pools(g.ph, sub(p["x"]), p["rate"][keep], sub(p["prefill"]), tokens)
+    for key, value in cols.items():
+        rows[key] = rows[key].copy()
+        rows[key][p["rows"][keep]] = value
+    tps, gpus, speed = rows["tokens_per_s_per_gpu"], rows["deployment_gpus"], 1.0 / rows["tpot_s"]
+    ok = np.flatnonzero(g.feasible & (speed >= target))
+    need = f.gpus_for_traffic(tokens, tps[ok], gpus[ok])
+    i = int(ok[best_of(-need, np.ones(len(ok), dtype=bool), tps[ok], speed[ok], -gpus[ok])])
+    return i, replace(g, rows=rows, derived={})
+
+
+@pytest.mark.parametrize(
+    ("workload", "hardware"), [("frontier-agentic", "vera-rubin"), ("open-model-agent", "blackwell")]
+)
+def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hardware):
+    # a sweep sizes all its traffics at once (2-D: rows x traffics, rows no traffic can take left
+    # out by a bound); each traffic's row, pools and every field of its block are those of the
+    # traffic sized alone on a grid whose pools are sized for it, metric by metric
+    import numpy as np
+
+    from ipd_cli.engine.lifecycle import _serve_args
+    from ipd_cli.engine.serving.estimate import traffic_sizer
+    from ipd_cli.engine.serving.point import serving, traffic_point
+
+    s = catalog.workload(workload)
+    sizer = traffic_sizer(catalog, hardware, s.model, **_serve_args(catalog, hardware, s.serving))
+    g, target = sizer.g, s.serving.tokens_per_user_s
+    rps = np.concatenate([np.geomspace(1e-4, 3e4, 25), [7.0, 7.0 + 1e-9, 5479.513888888889]])
+    sized, fields = sizer.size(rps)
+    chosen = set()
+    for k, value in enumerate(rps):
+        tokens = value * g.ph.osl
+        i, grid = _sized_one_at_a_time(g, target, tokens)
+        assert sized.rows[k] == i, value
+        chosen.add((i, bool(grid.rows["disagg"][i])))
+        old = serving(grid, i, "target", target_tokens_per_s_per_user=target, target_met=sized.met)
+        per_gpu, deploy = old.tokens_per_s_per_gpu, old.deployment_gpus
+        need = f.gpus_for_traffic(tokens, per_gpu, deploy)
+        old = old.model_copy(
+            update={
+                "gpus_for_traffic": int(need),
+                "instances_for_traffic": int(f.deployment_copies(tokens, per_gpu, deploy)),
+                "traffic_requests_per_s": float(value),
+                "usd_per_million_output_tokens_at_traffic": f.usd_per_million_tokens(
+                    old.price_usd_per_gpu_hour, tokens / need
+                ),
+            }
+        )
+        new = traffic_point(sizer.point(int(sized.rows[k]), sized.met), fields, k)
+        assert new.model_dump() == old.model_dump(), value
+    assert {dis for _, dis in chosen} == {False, True} or workload == "open-model-agent"
+    assert len(chosen) > 3  # the traffics take different deployments
+
+
 def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # the review's case: 10 requests/s of 1,024 output tokens (10,240 tokens/s) at 50 tokens/s per
     # user took one copy of the 34-GPU disaggregated deployment with the most tokens/s per GPU; one

@@ -612,6 +612,17 @@ def estimate_lifecycle(
     return Lifecycle(result, steps)
 
 
+def _serve_args(cat: Catalog, hardware: str, sv: Any) -> dict[str, Any]:
+    """What :func:`serve_point` asks the deployment search for a scenario's serving."""
+    return dict(
+        input_tokens=sv.input_tokens_per_request,
+        output_tokens=sv.output_tokens_per_request,
+        precision=serving_precision(cat, hardware, sv.precision),
+        tokens_per_user_s=sv.tokens_per_user_s,
+        instance="best",
+    )
+
+
 def serve_point(
     cat: Catalog,
     hardware: str,
@@ -629,22 +640,18 @@ def serve_point(
     hour, :func:`~ipd_cli.engine.pricing.usd_per_gpu_hour` ``always_on``)."""
     from .serving import estimate_serving
 
-    precision = serving_precision(cat, hardware, sv.precision)
+    args = _serve_args(cat, hardware, sv)
     result = estimate_serving(
         cat,
         hardware,
         model,
-        input_tokens=sv.input_tokens_per_request,
-        output_tokens=sv.output_tokens_per_request,
-        precision=precision,
-        tokens_per_user_s=sv.tokens_per_user_s,
-        instance="best",
+        **args,
         output_tokens_per_day=traffic,
         pricing=pricing,
         origin=origin or "command line",
     )
     update: dict[str, Any] = {}
-    if precision != sv.precision:
+    if args["precision"] != sv.precision:
         update["precision_requested"] = sv.precision
     if pricing == "tco":  # owned for this service around the clock: capital over every hour
         from .pricing import usd_per_gpu_hour
@@ -666,9 +673,10 @@ def serve_point(
 
 class ServingSizer:
     """A scenario's serving deployment on one system at any traffic (output tokens per day), as
-    :func:`serve_point` sizes it, each traffic once: the deployment search runs once (its grid
-    kept in ``store``, shared by the sizers of a sweep, least recently used out), then each
-    traffic only chooses. A sweep whose rows change the traffic (tasks per day, requests per
+    :func:`serve_point` sizes it: the deployment search runs once (its grid kept in ``store``,
+    shared by the sizers of a sweep, least recently used out), then :meth:`numbers` sizes an
+    array of traffics at once (:class:`~ipd_cli.engine.serving.estimate.TrafficSizer`, the
+    single estimate's own). A sweep whose rows change the traffic (tasks per day, requests per
     task, the attempts a task takes) sizes each row with it."""
 
     def __init__(
@@ -677,29 +685,79 @@ class ServingSizer:
         self.cat, self.hardware, self.model, self.sv = cat, hardware, model, sv
         self.pricing, self.origin = pricing, origin
         self.store = store
-        self.known: dict[float, Serving] = {}
+        self.seeded: float | None = None
+        self._key = object()  # its searched grid's entry in ``store``
+        self._blocks: dict[int, dict[str, Any]] = {}  # a chosen row's block numbers
+        self._last: tuple[Any, dict[str, Any]] | None = None
 
     def seed(self, traffic: float, point: Serving) -> None:
-        self.known[_traffic_key(traffic)] = point
+        """The traffic the estimate itself sized (``point``): a row's traffic equal to it but for
+        rounding (12 significant digits) is sized at it, so that row equals the estimate."""
+        self.seeded = traffic
 
-    def at(self, traffic: float) -> Serving:
-        from .serving.grid import memoized
+    def sizer(self) -> Any:
+        """The deployment search's grid, ready to size any traffic: kept in ``store`` with the
+        grids (a sweep's memory holds a few, however many physics points it has), searched
+        again (from the grids kept, when there) once it is out."""
+        from .serving.estimate import traffic_sizer
+        from .serving.grid import MEMO_GRIDS, memoized
 
-        key = _traffic_key(traffic)
-        if key not in self.known:
-            with memoized(self.store):
-                point = serve_point(
-                    self.cat, self.hardware, self.model, self.sv,
-                    pricing=self.pricing, origin=self.origin, traffic=traffic,
-                )  # fmt: skip
-                self.known[key] = point.serving
-        return self.known[key]
+        store = self.store
+        if self._key in store:
+            store.move_to_end(self._key)
+            return store[self._key]
+        with memoized(store):
+            sizer = traffic_sizer(
+                self.cat, self.hardware, self.model, **_serve_args(self.cat, self.hardware, self.sv),
+                pricing=self.pricing, origin=self.origin or "command line",
+            )  # fmt: skip
+        store[self._key] = sizer
+        while len(store) > getattr(store, "limit", MEMO_GRIDS):
+            store.popitem(last=False)  # the least recently used
+        return sizer
 
+    def numbers(self, per_day: Any, names: tuple[str, ...]) -> dict[str, Any]:
+        """The serving block's metrics ``names`` (``serving.tokens_per_s_per_gpu``) at each of
+        ``per_day`` (distinct output tokens per day, finite and positive): arrays, one value per
+        traffic (None where a block has no such field), and under ``("defined", name)`` whether
+        it has it."""
+        import numpy as np
 
-def _traffic_key(traffic: float) -> float:
-    """A traffic to 12 significant digits: the same traffic computed two ways (a sweep's arrays,
-    the single estimate) is one deployment."""
-    return float(f"{traffic:.12g}")
+        from .serving.estimate import check_traffic_gpus
+        from .sweep import serving_numbers
+
+        per_day = np.asarray(per_day, dtype=float)
+        if self.seeded is not None:
+            near = np.abs(per_day - self.seeded) <= 5e-13 * abs(self.seeded)
+            per_day = np.where(near, self.seeded, per_day)
+        if self._last is not None and np.array_equal(self._last[0], per_day):
+            return self._last[1]
+        sizer = self.sizer()
+        rps = per_day / f.SECONDS_PER_DAY / sizer.g.ph.osl
+        sized, fields = sizer.size(rps)
+        check_traffic_gpus(fields, "output_tokens_per_day", per_day, sizer.name)
+        distinct, inv = np.unique(sized.rows, return_inverse=True)
+        blocks = []
+        widened = _serve_args(self.cat, self.hardware, self.sv)["precision"] != self.sv.precision
+        for i in distinct:  # one block per distinct chosen row; a traffic sets its own fields
+            if int(i) not in self._blocks:
+                point = sizer.point(int(i), sized.met)
+                if widened:  # as serve_point reports it
+                    point = point.model_copy(update={"precision_requested": self.sv.precision})
+                self._blocks[int(i)] = serving_numbers(point)
+            blocks.append(self._blocks[int(i)])
+        out: dict[Any, Any] = {}
+        for name in names:
+            key = name.split(".", 1)[1]
+            if key in fields:
+                value = np.asarray(fields[key])
+                out[name], out[("defined", name)] = value, np.ones(len(value), dtype=bool)
+                continue
+            column = np.array([b.get(name) for b in blocks] + [None], dtype=object)[:-1]
+            out[("defined", name)] = np.array([v is not None for v in column], dtype=bool)[inv]
+            out[name] = column[inv]
+        self._last = (per_day, out)
+        return out
 
 
 def serving_precision(cat: Catalog, hardware: str, wanted: str | None) -> str | None:

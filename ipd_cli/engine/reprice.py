@@ -10,8 +10,9 @@ and volumes at once. A scenario's serving deployment is the exception: it is siz
 scenario's traffic (tasks per day x expected attempts x requests x output tokens), which a
 volume (and, through the attempts, an RL budget or schedule on a learning curve) moves; each
 row's traffic is sized by the physics point's :class:`~ipd_cli.engine.lifecycle.ServingSizer`
-(``_life.serving``: traffic -> the serving numbers; the search runs once per physics point, each
-distinct traffic only chooses). The formulas are those of
+(``_life.serving``: traffic -> the serving numbers; the search runs once per physics point, then
+every distinct traffic of a chunk is sized at once, rows x traffics as numpy arrays). The
+formulas are those of
 :func:`~ipd_cli.engine.pretraining.pretraining_core`,
 :func:`~ipd_cli.engine.serving.point.serving`, :func:`~ipd_cli.engine.rl.result.assemble` and the
 blocks of :mod:`~ipd_cli.engine.lifecycle`; tests/test_sweep.py checks that a re-priced row
@@ -148,7 +149,7 @@ def lifecycle_terms(s: Scenario) -> Numbers:
 # A workload field that only scales what the lifecycle (or an RL run) costs, by its ``--set`` path,
 # -> the number it sets (a sweep puts its values there, per row, instead of searching again). No
 # search reads one but the serving deployment's, which only chooses again for the row's traffic
-# (lifecycle.ServingSizer; the grid of its search is the physics point's); the
+# (lifecycle.ServingSizer, every traffic at once; the grid of its search is the physics point's); the
 # RL split by the step, not by the schedule or budget (rl.result reads them only for rl.run;
 # lifecycle.post_training multiplies by them); the pre-training plan by its pretrain workload, not
 # by the horizon, amortisation, deployments or a given cost (pretraining_share); the site budget

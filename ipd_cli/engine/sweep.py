@@ -14,9 +14,10 @@ grid, on one in-memory catalog copy per tuple (``Catalog.with_overrides``), neve
 its numbers form a table indexed by the tuple. Cost paths never change what a search chooses
 (plans, deployments and RL splits are picked by speed, and no search reads a volume), so each
 chunk of rows re-prices the chosen configurations over numpy arrays (:mod:`ipd_cli.engine.reprice`).
-The one choice a volume moves is a scenario's serving deployment, sized for its traffic: each
-distinct traffic of the rows chooses again on its physics point's grid (searched once, kept in
-``SweepPlan.grids``; :class:`~ipd_cli.engine.lifecycle.ServingSizer`).
+The one choice a volume moves is a scenario's serving deployment, sized for its traffic: the
+distinct traffics of the rows choose again on their physics point's grid (searched once, kept in
+``SweepPlan.grids``), all at once (:class:`~ipd_cli.engine.lifecycle.ServingSizer`,
+:mod:`ipd_cli.engine.serving.traffic`: rows x traffics as arrays, the single estimate's choice).
 At most :data:`MAX_SEARCHES` estimates run per sweep.
 
 Rows come in chunks that are boxes of the grid (fixed leading axes, a range of one axis, every
@@ -540,32 +541,36 @@ def serving_numbers(point: Any) -> dict[str, Any]:
 
 def _served(sizers: Any, traffic: Any) -> dict[str, Any]:
     """Each row's serving numbers at its traffic (output tokens per day): its physics point's
-    sizer (``sizers``, an object array that broadcasts with ``traffic``), once per distinct pair."""
+    sizer (``sizers``, an object array that broadcasts with ``traffic``), every distinct traffic
+    of a sizer at once (:meth:`~ipd_cli.engine.lifecycle.ServingSizer.numbers`)."""
     import numpy as np
 
     shape = np.broadcast_shapes(np.shape(sizers), np.shape(traffic))
-    sz = np.broadcast_to(sizers, shape).reshape(-1)
+    distinct = list(dict.fromkeys(s for s in np.ravel(np.asarray(sizers, dtype=object)) if s is not None))
+    code = np.array([distinct.index(s) if s is not None else -1 for s in np.ravel(sizers)] + [0])[:-1]
+    code = np.broadcast_to(code.reshape(np.shape(sizers)), shape).reshape(-1)
     tr = np.broadcast_to(np.asarray(traffic, dtype=float), shape).reshape(-1)
     names = _block_metrics("serving")
+    n = len(tr)
     out: dict[str, Any] = {}
-    memo: dict[tuple[int, float], int] = {}
-    points: list[dict[str, Any]] = []
-    index = np.empty(len(tr), dtype=int)
-    for k, (sizer, t) in enumerate(zip(sz, tr, strict=True)):
-        key = (id(sizer), float(t))
-        if key not in memo:
-            ok = sizer is not None and np.isfinite(t) and t > 0
-            memo[key] = len(points)
-            points.append(serving_numbers(sizer.at(float(t))) if ok else {})
-        index[k] = memo[key]
-    for n in names:
-        column = np.array([p.get(n) for p in points] + [None], dtype=object)[:-1]
-        # a deployment without a field at this traffic (an aggregated one has no prefill pool): empty
-        out[DEFINED + n] = np.array([v is not None for v in column], dtype=bool)[index].reshape(shape)
-        if n not in TEXT_METRICS:
-            column = np.array([np.nan if v is None else v for v in column], dtype=float)
-        out[n] = column[index].reshape(shape)
-    return out
+    for name in names:
+        out[DEFINED + name] = np.zeros(n, dtype=bool)
+        out[name] = np.full(n, None, dtype=object) if name in TEXT_METRICS else np.full(n, np.nan)
+    with np.errstate(invalid="ignore"):
+        valid = np.isfinite(tr) & (tr > 0)
+    for k, sizer in enumerate(distinct):
+        at = np.flatnonzero((code == k) & valid)
+        if not len(at):
+            continue
+        values, inv = np.unique(tr[at], return_inverse=True)
+        numbers = sizer.numbers(values, names)
+        for name in names:
+            out[DEFINED + name][at] = numbers[("defined", name)][inv]
+            column = numbers[name][inv]
+            if name not in TEXT_METRICS:  # a deployment without a field at this traffic: empty
+                column = np.where(numbers[("defined", name)][inv], column, np.nan).astype(float)
+            out[name][at] = column
+    return {k: v.reshape(shape) for k, v in out.items()}
 
 
 DEFINED = "_defined."  # a row's own: whether the metric exists at the row's traffic

@@ -6,6 +6,7 @@
   applies the caller's pins; :mod:`.evaluate` is the decode/prefill model over those columns;
 * :mod:`.estimate` chooses (a target, a concurrency, maximum throughput, the Pareto frontier)
   and :mod:`.point` names the chosen configuration in a :class:`~ipd_cli.engine.results.Serving`;
+* :mod:`.traffic` sizes the deployment for a traffic, every traffic of a sweep at once;
 * :mod:`.rollout` gives RL generation a deployment chosen by the same search.
 """
 

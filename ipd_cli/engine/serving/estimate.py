@@ -24,12 +24,12 @@ from .grid import (
     Grid,
     Pins,
     evaluate,
-    for_traffic,
     instance_sizes,
     parse_layout,
     pins_mask,
 )
-from .point import configuration, serving
+from .point import configuration, serving, traffic_fields, traffic_point
+from .traffic import Sized, choose_for_traffic
 
 INSTANCE_CHOICES = ("best", "smallest")
 SEARCH = "deployment search"
@@ -155,12 +155,16 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
     own prefill (its TTFT) left out; when none does, the fastest row and False (without a
     ``target``, None whatever the rows).
 
-    With a ``traffic`` (output tokens/s; ``g`` from :func:`grid.for_traffic`, its disaggregated
-    pools sized for it) the cost is the whole copies of the deployment it takes: among the same
-    rows, the one with the fewest GPUs for it (:func:`formulas.gpus_for_traffic`, every row at
-    once), ties to the most tokens/s per GPU. A small traffic gets the smallest deployment that is
+    With a ``traffic`` (output tokens/s; each disaggregated row's pools sized for it) the cost is
+    the whole copies of the deployment it takes: among the same rows, the one with the fewest GPUs
+    for it (:func:`formulas.gpus_for_traffic`, every row at once), ties to the most tokens/s per
+    GPU, then the speed, then the fewer deployment GPUs: :func:`traffic.choose_for_traffic`, which
+    sizes every traffic of a sweep at once. A small traffic gets the smallest deployment that is
     enough, not a copy of the highest-throughput one; a large one approaches the most tokens/s per
     GPU. When no row meets the target the fastest is still taken."""
+    if traffic is not None:
+        sized = choose_for_traffic(g, target, [traffic])
+        return int(sized.rows[0]), sized.met
     r, ok = g.rows, g.feasible
     tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
     speed = 1.0 / r["tpot_s"] if target is not None else usr
@@ -168,13 +172,7 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
     met = None if target is None else bool(meets.any())  # None: no target to meet
     if not meets.any():
         return best_of(speed, ok, tps, -gpus), met
-    if traffic is None:
-        return best_of(tps, meets, speed, -gpus), met
-    import numpy as np
-
-    rows = np.flatnonzero(meets)  # the traffic's GPUs of the rows that can be chosen only
-    need = f.gpus_for_traffic(traffic, tps[rows], gpus[rows])
-    return int(rows[best_of(-need, np.ones(len(rows), dtype=bool), tps[rows], speed[rows], -gpus[rows])]), met
+    return best_of(tps, meets, speed, -gpus), met
 
 
 def frontier(g: Grid) -> list[int]:
@@ -399,10 +397,10 @@ def _narrower_hint(ctx: ServingContext, g: Grid) -> str:
 # --- results -----------------------------------------------------------------------------------
 
 
-def _record(ctx: ServingContext, g: Grid, i: int, why: str) -> None:
+def _record(ctx: ServingContext, g: Grid, i: int, why: str, name: str | None = None) -> None:
     feasible = int(g.feasible.sum())
     note = f"chosen by the deployment search among {len(g):,} configurations ({feasible:,} feasible): {why}"
-    ctx.trace.given("serving configuration", configuration(g, i), "", SEARCH, note=note)
+    ctx.trace.given("serving configuration", name or configuration(g, i), "", SEARCH, note=note)
 
 
 def _requests_per_s(requests_per_s: float | None, per_day: float | None, output_tokens: int) -> float | None:
@@ -420,32 +418,45 @@ def _requests_per_s(requests_per_s: float | None, per_day: float | None, output_
     return requests_per_s
 
 
-def _traffic(
-    point: Serving, traffic: float | None, requests_per_s: float | None, per_day: float | None, name: str
-) -> Serving:
-    """The chosen point with the whole copies of its deployment that serve ``traffic`` requests/s
-    (the same count :func:`choose` minimised)."""
-    if traffic is None:
-        return point
-    tokens, per_gpu, deploy = traffic * point.output_tokens, point.tokens_per_s_per_gpu, point.deployment_gpus
-    need = f.gpus_for_traffic(tokens, per_gpu, deploy)
-    if not need <= MAX_GPUS:  # NaN or inf as well: the traffic is beyond any cluster
-        given = "output_tokens_per_day" if per_day is not None else "requests_per_s"
-        value = per_day if per_day is not None else requests_per_s
-        count = f"{need:,.3g} {name} GPUs, more than {MAX_GPUS:,}"
-        if not math.isfinite(need):
-            count = f"more than {MAX_GPUS:,} {name} GPUs (the count overflows)"
-        raise InputError(f"`{given}` {value:g} needs {count}; give a traffic a cluster can serve")
-    return point.model_copy(
-        update={
-            "gpus_for_traffic": int(need),
-            "instances_for_traffic": int(f.deployment_copies(tokens, per_gpu, deploy)),
-            "traffic_requests_per_s": traffic,
-            "usd_per_million_output_tokens_at_traffic": f.usd_per_million_tokens(
-                point.price_usd_per_gpu_hour, tokens / need
-            ),
-        }
-    )
+def check_traffic_gpus(fields: dict[str, Any], given: str, values: Any, name: str) -> None:
+    """Refuse a traffic whose GPUs (``fields``: :func:`point.traffic_fields`) are beyond any
+    cluster (``values``: the traffics as given, ``given`` their name)."""
+    import numpy as np
+
+    need = fields["gpus_for_traffic"]
+    over = np.flatnonzero(~(need <= MAX_GPUS))  # NaN or inf as well: the traffic is beyond any cluster
+    if not len(over):
+        return
+    k = int(over[0])
+    count = f"{need[k]:,.3g} {name} GPUs, more than {MAX_GPUS:,}"
+    if not math.isfinite(need[k]):
+        count = f"more than {MAX_GPUS:,} {name} GPUs (the count overflows)"
+    value = float(np.asarray(values, dtype=float).reshape(-1)[k])
+    raise InputError(f"`{given}` {value:g} needs {count}; give a traffic a cluster can serve")
+
+
+@dataclass
+class TrafficSizer:
+    """A searched grid's deployment at any traffic: the rows :func:`choose` takes for an array
+    of traffics at once (:func:`traffic.choose_for_traffic`) and the fields each traffic sets
+    (:func:`point.traffic_fields`); the rest of a block is :meth:`point`'s, one per chosen row."""
+
+    g: Grid
+    target: float | None
+    concurrency: int | None = None
+    name: str = ""  # the system's, for messages
+
+    def size(self, requests_per_s: Any) -> tuple[Sized, dict[str, Any]]:
+        import numpy as np
+
+        rps = np.asarray(requests_per_s, dtype=float).reshape(-1)
+        sized = choose_for_traffic(self.g, self.target, rps * self.g.ph.osl)
+        return sized, traffic_fields(self.g, sized.rows, sized.cols, rps)
+
+    def point(self, i: int, met: bool | None) -> Serving:
+        """Row ``i``'s block at the operating point (before a traffic sets its fields)."""
+        op, extra = _operating_mode(self.concurrency, self.target, met)
+        return serving(self.g, i, op, **extra)
 
 
 def estimate_serving(
@@ -517,12 +528,45 @@ def estimate_serving(
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)
     traffic = _requests_per_s(requests_per_s, output_tokens_per_day, g.ph.osl)
-    g = for_traffic(g, traffic * g.ph.osl if traffic is not None else None)
-    i, op, extra = _operating_point(ctx, g, concurrency, tokens_per_user_s, traffic)
-    point = _traffic(serving(g, i, op, **extra), traffic, requests_per_s, output_tokens_per_day, ctx.name)
+    choice = None
+    if traffic is not None:
+        choice = TrafficSizer(g, tokens_per_user_s, concurrency, ctx.name).size([traffic])
+        daily = output_tokens_per_day is not None
+        value = output_tokens_per_day if daily else requests_per_s
+        check_traffic_gpus(choice[1], "output_tokens_per_day" if daily else "requests_per_s", value, ctx.name)
+    i, op, extra = _operating_point(ctx, g, concurrency, tokens_per_user_s, traffic, choice)
+    point = serving(g, i, op, **extra)
+    if choice is not None:
+        point = traffic_point(point, choice[1])
     return ServeResult(
         hardware=ctx.name, description=ctx.system.description, serving=point, assumptions=ctx.trace.items
     )
+
+
+def traffic_sizer(
+    cat: Catalog,
+    hardware: str,
+    model: str,
+    *,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    precision: str | None = None,
+    tokens_per_user_s: float | None = None,
+    instance: str = "best",
+    pricing: str = "rental",
+    origin: str = CLI,
+) -> TrafficSizer:
+    """:func:`estimate_serving`'s deployment search (no pins, quietly), ready to size any number
+    of traffics at once: a sweep whose rows move a scenario's traffic."""
+    _check_operating_point(None, tokens_per_user_s)
+    ctx = context(cat, hardware, model, origin)
+    ctx = replace(ctx, trace=ctx.trace.quiet())
+    shape = Shape(input_tokens, output_tokens, precision, pricing=pricing)
+    pins = pins_of()
+    g = search(ctx, shape, pins, instance, tokens_per_user_s)
+    if not g.feasible.any():
+        raise _infeasible(ctx, g, pins)
+    return TrafficSizer(g, tokens_per_user_s, None, ctx.name)
 
 
 def _check_operating_point(concurrency: int | None, target: float | None) -> None:
@@ -533,30 +577,50 @@ def _check_operating_point(concurrency: int | None, target: float | None) -> Non
         raise InputError(f"`tokens_per_user_s` must be a finite number > 0, got {target}")
 
 
+def _operating_mode(
+    concurrency: int | None, target: float | None, met: bool | None
+) -> tuple[str, dict[str, Any]]:
+    """The operating point's name and the fields it adds (``target_tokens_per_s_per_user``,
+    ``target_met``: whether some configuration meets the target, which no traffic moves)."""
+    if concurrency is not None:
+        return "concurrency", {}
+    if target is not None:
+        return "target", {"target_tokens_per_s_per_user": target, "target_met": met}
+    return "max-throughput", {}
+
+
 def _operating_point(
-    ctx: ServingContext, g: Grid, concurrency: int | None, target: float | None, traffic: float | None = None
+    ctx: ServingContext,
+    g: Grid,
+    concurrency: int | None,
+    target: float | None,
+    traffic: float | None = None,
+    choice: tuple[Sized, dict[str, Any]] | None = None,
 ) -> tuple[int, str, dict[str, Any]]:
     """The chosen row of the searched grid, its operating point and the fields that point adds
     (``target_tokens_per_s_per_user``, ``target_met``), recorded with why it was chosen. A
-    ``traffic`` (requests/s) is served on the fewest GPUs: the batch stays pinned with
-    ``concurrency``, the layout and the deployment around it are chosen for the traffic."""
-    tokens = traffic * g.ph.osl if traffic is not None else None
-    i, met = choose(g, target, tokens)
+    ``traffic`` (requests/s) is served on the fewest GPUs (``choice``: :meth:`TrafficSizer.size`'s): the
+    batch stays pinned with ``concurrency``, the layout and the deployment around it are chosen
+    for the traffic."""
+    name = None
+    if choice is not None:
+        sized, fields = choice
+        i, met, name = int(sized.rows[0]), sized.met, str(fields["configuration"][0])
+    else:
+        i, met = choose(g, target)
     best = "the most tokens/s per GPU"
     if traffic is not None:
         best = f"the fewest GPUs for {traffic:,.4g} requests/s (then the most tokens/s per GPU)"
-    extra: dict[str, Any] = {}
+    op, extra = _operating_mode(concurrency, target, met)
     if concurrency is not None:
         ctx.trace.given("concurrency", concurrency, "sequences per instance", ctx.origin)
-        op, why = "concurrency", f"{best} at {concurrency} sequences per instance"
+        why = f"{best} at {concurrency} sequences per instance"
     elif target is not None:
         ctx.trace.given("target speed per user", target, "tokens/s", ctx.origin)
-        extra = {"target_tokens_per_s_per_user": target, "target_met": met}
-        op = "target"
         why = f"{best} that meets the target" if met else "no configuration meets the target: the fastest"
     else:
-        op, why = "max-throughput", best
-    _record(ctx, g, i, why)
+        why = best
+    _record(ctx, g, i, why, name)
     return i, op, extra
 
 

@@ -27,14 +27,14 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import Space, product, take
 from ipd_cli.errors import InputError
 
-from .evaluate import DEP, TEP, TP, aggregated, disaggregated, layout_terms, step_terms, traffic_pools
+from .evaluate import DEP, TEP, TP, aggregated, disaggregated, layout_terms, step_terms
 from .physics import Physics
 
 FAMILIES = {"tp": TP, "tep": TEP, "dep": DEP}
@@ -236,7 +236,7 @@ class Grid:
     space: Space
     pinned: Any
     prefill: dict[str, Any] = field(default_factory=dict)  # chosen prefill layout per KV precision
-    # what sizes the disaggregated rows' pools for a traffic (:func:`for_traffic`); empty when pinned
+    # what sizes the disaggregated rows' pools for a traffic (:mod:`.traffic`); empty when pinned
     pools: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # what other engines derive from the grid alone, kept with it (a memoized grid shares them)
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -441,27 +441,6 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
         rate = b_r * x_r["accepted"] / step["step_s"]
         pools = {"rows": live + n, "rate": rate, "prefill": pf_rows, "x": {"paid": x_r["paid"]}}
     return Grid(ph, lay, x, rows, space, pinned, pf, pools=pools)
-
-
-def for_traffic(g: Grid, tokens_per_s: float | None) -> Grid:
-    """The grid with each disaggregated row's pools sized for ``tokens_per_s`` output tokens/s
-    (:func:`evaluate.traffic_pools`) instead of the pair with the most tokens/s per GPU: the
-    deployment an operator runs for that traffic. Aggregated rows are whole instances either way;
-    pinned pools stay as deployed. None: the grid itself."""
-    import numpy as np
-
-    p = g.pools
-    if tokens_per_s is None or not p or not len(p["rows"]):
-        return g
-    keep = g.feasible[p["rows"]]  # the rows a choice can take (the others keep their pools)
-    sub = lambda cols: {k: v[keep] for k, v in cols.items()}  # noqa: E731
-    with np.errstate(all="ignore"):
-        cols = traffic_pools(g.ph, sub(p["x"]), p["rate"][keep], sub(p["prefill"]), tokens_per_s)
-    rows = dict(g.rows)
-    for key, value in cols.items():
-        rows[key] = rows[key].copy()
-        rows[key][p["rows"][keep]] = value
-    return replace(g, rows=rows, derived={})
 
 
 def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:

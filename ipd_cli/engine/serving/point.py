@@ -47,20 +47,37 @@ def draft_name(g: Grid, li: int) -> str:
 
 def configuration(g: Grid, i: int) -> str:
     r = g.rows
+    if not r["disagg"][i]:
+        return _configuration_parts(g, i)[0]
+    head, tail = _configuration_parts(g, i)
+    return f"{int(r['prefill_instances'][i])}{head}{int(r['decode_instances'][i])}{tail}"
+
+
+def _configuration_parts(g: Grid, i: int) -> tuple[str, str]:
+    """Row ``i``'s name (aggregated: the whole of it, and ''); disaggregated: what goes after
+    its prefill instances and after its decode instances (" prefill x DEP2 + ", " decode x ...")."""
+    r = g.rows
     li = int(r["layout"][i])
     batch = f"batch {_per_rank(g, i)}{draft_name(g, li)}"
     decode = f", {TBO}" if r["tbo"][i] == 1 else ""
     if not r["disagg"][i]:
         prompts = f" (prompts: {TBO})" if bool(g.x["prefill_tbo"][li]) else ""
-        return f"{layout_name(g, li)} {batch}{decode}{prompts}"
+        return f"{layout_name(g, li)} {batch}{decode}{prompts}", ""
     pre = prefill_name(g, int(r["prefill_layout"][i]))
-    n_pre, n_dec = int(r["prefill_instances"][i]), int(r["decode_instances"][i])
-    return f"{n_pre} prefill x {pre} + {n_dec} decode x {layout_name(g, li)} {batch}{decode}"
+    return f" prefill x {pre} + ", f" decode x {layout_name(g, li)} {batch}{decode}"
 
 
 def _count(x: float) -> int | float:
     """A GPU count: whole where it is whole (instances sharing a domain may strand a fraction)."""
     return int(round(x)) if abs(x - round(x)) < 1e-9 else x
+
+
+def _counts(x: Any) -> Any:
+    """:func:`_count` over an array (whole values as floats)."""
+    import numpy as np
+
+    whole = np.rint(x)
+    return np.where(np.abs(x - whole) < 1e-9, whole, x)
 
 
 def _per_rank(g: Grid, i: int) -> int:
@@ -212,3 +229,89 @@ def _deployment(g: Grid, i: int) -> dict[str, Any]:
         # leaves the decode instances part-empty
         deployment_concurrency=_count(per_gpu * deploy / per_user),
     )
+
+
+# --- a traffic ---------------------------------------------------------------------------------
+
+# the fields of :func:`serving` a traffic sets: those of the pools it sizes, and its own
+TRAFFIC_FIELDS = (
+    "tokens_per_s_per_gpu",
+    "total_tokens_per_s_per_gpu",
+    "usd_per_million_output_tokens",
+    "usd_per_million_total_tokens",
+    "tokens_per_s_per_mw",
+    "prefill_share",
+    "decode_instances",
+    "prefill_instances",
+    "deployment_gpus",
+    "stranded_gpus",
+    "deployment_concurrency",
+    "configuration",
+    "gpus_for_traffic",
+    "instances_for_traffic",
+    "traffic_requests_per_s",
+    "usd_per_million_output_tokens_at_traffic",
+)
+WHOLE = ("decode_instances", "prefill_instances", "gpus_for_traffic", "instances_for_traffic")
+
+
+def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any) -> dict[str, Any]:
+    """The :data:`TRAFFIC_FIELDS` of :func:`serving` for chosen ``rows`` (an array, one per
+    traffic) with their columns at each traffic (``cols``: :func:`traffic.choose_for_traffic`'s)
+    and ``requests_per_s``: arrays, counts as floats (:func:`traffic_point` makes them one
+    :class:`Serving`'s). The rest of a row's block is :func:`serving`'s, whatever the traffic."""
+    import numpy as np
+
+    ph, r, lay = g.ph, g.rows, g.lay
+    rps = np.asarray(requests_per_s, dtype=float)
+    per_gpu, deploy = cols["tokens_per_s_per_gpu"], cols["deployment_gpus"]
+    n_dec, n_pre = cols["decode_instances"], cols["prefill_instances"]
+    li, dis, pre = r["layout"][rows], r["disagg"][rows].astype(bool), r["prefill_layout"][rows]
+    used = n_dec * lay["g"][li] + np.where(dis, n_pre * lay["g"][np.maximum(pre, 0)], 0)
+    total = per_gpu * ph.context_peak / ph.osl
+    counted = _counts(deploy)
+    tokens = rps * ph.osl
+    distinct, inv = np.unique(rows, return_inverse=True)  # each chosen row named once, around its pools
+    parts = [_configuration_parts(g, int(i)) for i in distinct]
+    names = np.array([head for head, _ in parts] + [None], dtype=object)[:-1][inv]
+    if dis.any():
+        tails = np.array([tail for _, tail in parts] + [None], dtype=object)[:-1][inv[dis]]
+        whole = lambda v: v[dis].astype(np.int64).astype(str).astype(object)  # noqa: E731
+        names[dis] = whole(n_pre) + names[dis] + whole(n_dec) + tails
+    with np.errstate(all="ignore"):
+        return dict(
+            tokens_per_s_per_gpu=per_gpu,
+            total_tokens_per_s_per_gpu=total,
+            usd_per_million_output_tokens=f.usd_per_million_tokens(ph.price, per_gpu),
+            usd_per_million_total_tokens=f.usd_per_million_tokens(ph.price, total),
+            tokens_per_s_per_mw=f.tokens_per_s_per_mw(per_gpu, ph.kw_per_gpu, ph.pue),
+            prefill_share=cols["prefill_share"],
+            decode_instances=n_dec,
+            prefill_instances=n_pre,
+            deployment_gpus=counted,
+            stranded_gpus=_counts(deploy - used),
+            deployment_concurrency=_counts(per_gpu * deploy / r["tokens_per_s_per_user"][rows]),
+            configuration=names,
+            gpus_for_traffic=(need := f.gpus_for_traffic(tokens, per_gpu, counted)),
+            instances_for_traffic=f.deployment_copies(tokens, per_gpu, counted),
+            traffic_requests_per_s=rps,
+            # the traffic's tokens on its GPUs, kept around the clock (the full-load $ is above)
+            usd_per_million_output_tokens_at_traffic=f.usd_per_million_tokens(ph.price, tokens / need),
+        )
+
+
+def traffic_point(point: Serving, fields: dict[str, Any], k: int = 0) -> Serving:
+    """``point`` (:func:`serving` of the chosen row) with the :func:`traffic_fields` of traffic
+    ``k``: what a single estimate at a traffic reports."""
+    update: dict[str, Any] = {}
+    for name, values in fields.items():
+        v = values[k]
+        if name == "configuration":
+            update[name] = str(v)
+        elif name in WHOLE:
+            update[name] = int(v)
+        elif name in ("deployment_gpus", "stranded_gpus", "deployment_concurrency"):
+            update[name] = _count(float(v))
+        else:
+            update[name] = float(v)
+    return point.model_copy(update=update)

@@ -1,0 +1,219 @@
+"""A deployment sized for a traffic, for every traffic value at once.
+
+One mechanism for ``serve --tokens-per-day`` (one value) and a sweep whose rows move a scenario's
+traffic (every distinct value of a physics point): the disaggregated rows' pools sized for each
+traffic (:func:`evaluate.traffic_pools`: ceil(traffic / decode rate) decode instances,
+ceil(traffic x prefill_s / osl) prefill instances), their paid GPUs and tokens/s per GPU, the
+GPUs each row takes for each traffic (:func:`formulas.gpus_for_traffic`) and the choice
+(:func:`choose_for_traffic`: the fewest GPUs among the rows meeting the target; ties: the most
+tokens/s per GPU, then the speed, then the fewer deployment GPUs, then the first row) are 2-D
+arrays, rows x traffic values, evaluated in blocks of at most :data:`BLOCK_CELLS` cells.
+
+Rows whose columns no traffic moves (aggregated instances, pinned pools) are reduced first to
+one per deployment size: for equal deployment GPUs the GPUs a traffic takes never grow with
+tokens/s per GPU, so the row with the most tokens/s per GPU (then speed, then the first) wins
+over the others at every traffic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ipd_cli.engine import formulas as f
+
+from .evaluate import traffic_pools
+
+BLOCK_CELLS = 1 << 22  # rows x traffic values per block at most (each 2-D column 32 MB)
+BLOCK_VALUES = 64  # traffic values per block (sorted: a block's bound prunes rows for all of them)
+POOL_COLUMNS = (
+    "tokens_per_s_per_gpu",
+    "deployment_gpus",
+    "decode_instances",
+    "prefill_instances",
+    "prefill_share",
+)
+
+
+@dataclass
+class Sized:
+    """Per traffic value: the chosen row and its columns at that traffic (``cols``: the
+    :data:`POOL_COLUMNS`, the row's pools sized for the traffic where they are), and whether some
+    row met the target (None: no target)."""
+
+    rows: Any
+    met: bool | None
+    cols: dict[str, Any]
+
+
+def _best_columns(mask: Any, keys: list[Any]) -> Any:
+    """:func:`search.best` down each column of a 2-D ``mask`` (rows x values; some row true in
+    each): per key, keep the candidates at its largest known value (NaN ranks below every
+    number), then the first row."""
+    import numpy as np
+
+    c = mask
+    for key in keys:
+        k = np.broadcast_to(key, c.shape)
+        known = c & ~np.isnan(k)
+        top = np.max(np.where(known, k, -np.inf), axis=0)
+        c = np.where(known.any(axis=0), known & (k == top), c)
+    return np.argmax(c, axis=0)
+
+
+def _pool_index(g: Any) -> Any:
+    """Per grid row, its position in ``g.pools`` where a traffic sizes its pools (a feasible
+    disaggregated row whose pools are not pinned), else -1; kept with the grid."""
+    import numpy as np
+
+    derived = getattr(g, "derived", None)
+    if derived is not None and "traffic pools" in derived:
+        return derived["traffic pools"]
+    p = getattr(g, "pools", None) or {}
+    pos = np.full(len(g.feasible), -1, dtype=np.int64)
+    if p and len(p["rows"]):
+        keep = g.feasible[p["rows"]]
+        pos[p["rows"][keep]] = np.flatnonzero(keep)
+    if derived is not None:
+        derived["traffic pools"] = pos
+    return pos
+
+
+def choose_for_traffic(g: Any, target: float | None, tokens_per_s: Any) -> Sized:
+    """The row :func:`estimate.choose` takes for each of ``tokens_per_s`` (output tokens/s, an
+    array), every value at once; with each chosen row's columns at its traffic."""
+    import numpy as np
+
+    tokens = np.asarray(tokens_per_s, dtype=float).reshape(-1)
+    r, ok = g.rows, g.feasible
+    tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
+    speed = 1.0 / r["tpot_s"] if target is not None else usr
+    meets = ok & (speed >= target) if target is not None else ok
+    met = None if target is None else bool(meets.any())
+    pos = _pool_index(g)
+    bound = None
+    if meets.any():
+        cand = _candidates(np.flatnonzero(meets), pos, tps, speed, gpus)
+        bound = _Bound(g, cand, pos)
+    else:  # the fastest rows (speed moves with no traffic), then tokens/s per GPU, fewer GPUs
+        cand = np.flatnonzero(ok)
+        s = speed[cand]
+        known = ~np.isnan(s)
+        if known.any():
+            cand = cand[known & (s == np.max(s[known]))]
+    rows = np.empty(len(tokens), dtype=np.int64)
+    cols = {k: np.empty(len(tokens)) for k in POOL_COLUMNS if k in r}
+    order = np.argsort(tokens, kind="stable")  # near traffics together: a bound prunes more
+    start = 0
+    while start < len(tokens):
+        width = min(BLOCK_VALUES, max(1, BLOCK_CELLS // max(1, len(cand))))
+        at = order[start : start + width]
+        start += width
+        t = tokens[at]
+        keep = cand if bound is None else bound.candidates(t)
+        block = _columns(g, keep, pos, t)
+        bt, bg = block["tokens_per_s_per_gpu"], block["deployment_gpus"]
+        if bound is not None:
+            with np.errstate(all="ignore"):
+                need = f.gpus_for_traffic(t[None, :], bt, bg)
+            keys = [-need, bt, speed[keep][:, None], -bg]
+        else:
+            keys = [bt, -bg]
+        best = _best_columns(np.ones(bt.shape, dtype=bool), keys)
+        rows[at] = keep[best]
+        for k in cols:
+            cols[k][at] = block[k][best, np.arange(len(t))]
+    return Sized(rows, met, cols)
+
+
+class _Bound:
+    """Which candidate rows can take a block of traffics: a row whose pools are sized takes at
+    least the GPUs its instances use, ``max(T / rate, 1) x decode GPUs + max(T x prefill_s / osl,
+    1) x prefill GPUs`` (paid GPUs are never fewer than used, and whole copies never fewer than
+    one), so it cannot be chosen where that is more than the GPUs some row takes (``probe``: the
+    rows that no traffic moves, and the sized rows the bound ranks first): the block's rows are
+    those rows and the sized rows the bound leaves, in their order. Exact: a row left out takes
+    more GPUs than the probe's best at every traffic of the block."""
+
+    PROBE = 16  # sized rows probed, by each bound
+
+    def __init__(self, g: Any, cand: Any, pos: Any) -> None:
+        import numpy as np
+
+        self.g, self.pos, self.cand = g, pos, cand
+        sized = pos[cand] >= 0
+        self.fixed, self.sized = cand[~sized], cand[sized]
+        if not len(self.sized):
+            return
+        r, lay, p = g.rows, g.lay, g.pools
+        i = pos[self.sized]
+        g_d = lay["g"][r["layout"][self.sized]]
+        g_p = lay["g"][np.maximum(r["prefill_layout"][self.sized], 0)]
+        with np.errstate(all="ignore"):
+            per_token = g_d / p["rate"][i] + g_p * p["prefill"]["prefill_s"][i] / g.ph.osl
+        slack = 1 - 1e-9
+        self.per_token, self.least = per_token * slack, (g_d + g_p) * slack
+        probe = np.concatenate(
+            [
+                np.argsort(self.per_token, kind="stable")[: self.PROBE],
+                np.argsort(self.least, kind="stable")[: self.PROBE],
+            ]
+        )
+        self.probe = np.unique(np.concatenate([self.fixed, self.sized[probe]]))
+
+    def candidates(self, tokens: Any) -> Any:
+        import numpy as np
+
+        if len(self.sized) <= 4 * self.PROBE:
+            return self.cand
+        block = _columns(self.g, self.probe, self.pos, tokens)
+        with np.errstate(all="ignore"):
+            need = f.gpus_for_traffic(
+                tokens[None, :], block["tokens_per_s_per_gpu"], block["deployment_gpus"]
+            )
+            most = np.where(np.isnan(need), np.inf, need).min(axis=0)  # the fewest GPUs a probed row takes
+            if not np.isfinite(most).all():
+                return self.cand
+            leave = (self.per_token > np.max(most / tokens)) | (self.least > np.max(most))
+        return np.sort(np.concatenate([self.fixed, self.sized[~leave]]))
+
+
+def _candidates(rows: Any, pos: Any, tps: Any, speed: Any, gpus: Any) -> Any:
+    """``rows`` (ascending) less the rows no traffic can choose: of the rows whose columns no
+    traffic moves, one per deployment size (the most tokens/s per GPU, then speed, then the first)."""
+    import numpy as np
+
+    fixed = rows[pos[rows] < 0]
+    if len(fixed) > 1:
+        order = np.lexsort((fixed, -speed[fixed], -tps[fixed], gpus[fixed]))
+        g_sorted = gpus[fixed][order]
+        head = np.concatenate([[True], g_sorted[1:] != g_sorted[:-1]])
+        fixed = fixed[order][head]
+    return np.sort(np.concatenate([fixed, rows[pos[rows] >= 0]]))
+
+
+def _columns(g: Any, cand: Any, pos: Any, tokens: Any) -> dict[str, Any]:
+    """The :data:`POOL_COLUMNS` of rows ``cand`` at each of ``tokens`` (rows x values): the grid's
+    own, or the pools sized for the traffic (:func:`evaluate.traffic_pools`)."""
+    import numpy as np
+
+    r = g.rows
+    shape = (len(cand), len(tokens))
+    out = {
+        k: np.broadcast_to(np.asarray(r[k], dtype=float)[cand][:, None], shape)
+        for k in POOL_COLUMNS
+        if k in r
+    }
+    at = pos[cand]
+    sized = np.flatnonzero(at >= 0)
+    if len(sized):
+        p, i = g.pools, at[sized]
+        x = {k: v[i][:, None] for k, v in p["x"].items()}
+        pre = {k: v[i][:, None] for k, v in p["prefill"].items()}
+        with np.errstate(all="ignore"):
+            cols = traffic_pools(g.ph, x, p["rate"][i][:, None], pre, tokens[None, :])
+        for k in POOL_COLUMNS:
+            full = np.array(out[k])
+            full[sized] = cols[k]
+            out[k] = full
+    return out
