@@ -70,9 +70,40 @@ def test_owned_serving_spreads_its_capital_over_every_hour(catalog):
     s, b = r.serving, r.intelligence_per_dollar.cost_breakdown_usd
     assert b.serving == pytest.approx(s.gpus_for_traffic * 8760 * kept, rel=1e-12)
     assert s.usd_per_million_output_tokens == pytest.approx(kept / (s.tokens_per_s_per_gpu * 3600) * 1e6)
+    # serve at the scenario's traffic prices the traffic's GPUs the same way (a review: $8.61/M
+    # from serve, $7.42/M from compare, for the same 27,792 GPUs)
+    from ipd_cli.api import serve
+
+    sv = catalog.workload("frontier-agentic").serving
+    alone = serve(
+        catalog, "blackwell", "moe-10t", input_tokens=sv.input_tokens_per_request,
+        output_tokens=sv.output_tokens_per_request, precision=sv.precision,
+        tokens_per_user_s=sv.tokens_per_user_s, requests_per_s=s.traffic_requests_per_s, pricing="tco",
+    ).serving  # fmt: skip
+    assert alone.gpus_for_traffic == s.gpus_for_traffic
+    assert alone.usd_per_million_output_tokens_at_traffic == pytest.approx(
+        s.usd_per_million_output_tokens_at_traffic, rel=1e-9
+    )
+    per_s = s.traffic_requests_per_s * s.output_tokens
+    assert s.usd_per_million_output_tokens_at_traffic == pytest.approx(
+        kept * s.gpus_for_traffic / (per_s * 3600) * 1e6, rel=1e-12
+    )
     # a rental price is per hour whatever the use: the serving and pre-training prices agree
     rented = compare(catalog, ["blackwell"]).systems[0]
     assert rented.serving.price_usd_per_gpu_hour == rented.pretraining.price_usd_per_gpu_hour == 4.05
+
+
+def test_a_scenario_traffic_beyond_any_cluster_names_the_scenario_input():
+    # a review: it blamed --tokens-per-day, a flag compare does not have
+    for args in (
+        ("compare", "blackwell", "--set", "workload.serving.tasks_per_day=1e12"),
+        ("sweep", "--vary", "hardware=blackwell", "--vary", "workload.serving.tasks_per_day=1e7,1e12"),
+    ):
+        r = run_cli(*args, "-f", "json")
+        assert r.code == 2 and r.stdout == "", r.stderr
+        assert "ipd: error: the scenario's serving traffic, " in r.stderr
+        assert "give fewer tasks (--set workload.serving.tasks_per_day=...)" in r.stderr
+        assert "--tokens-per-day" not in r.stderr
 
 
 def test_doubling_every_price_doubles_cost_per_solved_task(catalog):

@@ -244,8 +244,16 @@ def test_explain_gives_the_gpu_hour_price_rental_or_owning_cost_by_its_formula(e
     assert price["value"] == pytest.approx(by_hand, rel=1e-12) and price["value"] == pytest.approx(
         2.4455, abs=1e-4
     )
-    # the price every stage's cost starts from
+    # the price every stage's cost starts from; serving's GPUs, kept around the clock, at utilisation 1
     assert float(_inputs(by["pretraining.cost_usd"])["price_usd_per_gpu_hour"]) == price["value"]
+    kept = by["serving.price_usd_per_gpu_hour"]
+    y = {k: float(v) for k, v in _inputs(kept).items()}
+    assert y["utilisation"] == 1.0 and {k: v for k, v in y.items() if k != "utilisation"} == {
+        k: v for k, v in x.items() if k != "utilisation"
+    }
+    at_one = x["capex_usd_per_gpu"] * (x["crf"] + x["opex_fraction_per_year"]) / 8760
+    assert kept["value"] == pytest.approx(at_one + x["kw_per_gpu"] * x["pue"] * x["usd_per_kwh"], rel=1e-12)
+    assert float(_inputs(by["serving_usd"])["price_usd_per_gpu_hour"]) == kept["value"]
 
 
 def test_an_estimated_speculative_method_is_flagged_as_an_estimate(explained):

@@ -227,6 +227,32 @@ def _rows_equal_single_estimates(catalog, workload, hardware, pricing, axes):
                 assert row[name] == pytest.approx(want, rel=1e-12, abs=1e-300), (sets, name)
 
 
+def test_a_row_whose_rl_cannot_run_keeps_its_points_serving_deployment(catalog):
+    from ipd_cli.catalog.workloads import resolve_workload, with_nested_workloads
+    from ipd_cli.engine.lifecycle import estimate_lifecycle
+
+    # RL that cannot run (8 training GPUs) where success follows its learning curve: no success
+    # rate, so no traffic; the single estimate serves on the deployment with the most tokens/s per
+    # GPU. The sweep sized the row for max_attempts tries per task (a review: 1,657.7 tok/s/GPU on
+    # 28 GPUs against the estimate's 1,921.7)
+    cat = catalog.with_overrides(
+        ["workload.post_training.gen_gpus=1008", "workload.post_training.train_gpus=1040"]
+    )
+    axes = ["hardware=blackwell", "workload.post_training.train_gpus=8,1040"]
+    rows = _rows(ipd_cli.sweep(cat, axes, "open-model-agent", metrics="all")[0])
+    for row in rows:
+        sets = [f"workload.post_training.train_gpus={row['workload.post_training.train_gpus']!r}"]
+        # the single estimate, its RL block failed (compare() raises when no system runs it all)
+        c = cat.with_overrides(sets)
+        _, w, _ = resolve_workload(c, "open-model-agent")
+        one = estimate_lifecycle(with_nested_workloads(c, w), "blackwell", w).system
+        for name in ("serving.tokens_per_s_per_gpu", "serving.configuration", "serving.deployment_gpus"):
+            assert row[name] == _value(one, name), (sets, name)
+    failed = rows[0]
+    assert failed["rl.usd_per_step"] is None or math.isnan(failed["rl.usd_per_step"])
+    assert failed["serving.gpus_for_traffic"] is None or math.isnan(failed["serving.gpus_for_traffic"])
+
+
 def test_procurement_sweep_of_solved_tasks_per_kusd_against_price():
     rows = _csv(
         "--vary",

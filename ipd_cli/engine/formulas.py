@@ -263,6 +263,12 @@ def usd_per_million_tokens(usd_per_gpu_hour, tokens_per_s_per_gpu):
     return usd_per_gpu_hour / (tokens_per_s_per_gpu * SECONDS_PER_HOUR) * 1e6
 
 
+def usd_per_million_tokens_at_traffic(usd_per_gpu_hour, tokens_per_s, gpus):
+    """$ per million tokens of a traffic of ``tokens_per_s`` on ``gpus`` GPUs kept for it around
+    the clock (``usd_per_gpu_hour``: their price for every hour)."""
+    return usd_per_million_tokens(usd_per_gpu_hour, tokens_per_s / gpus)
+
+
 def tokens_per_s_per_mw(tokens_per_s_per_gpu, kw_per_gpu, pue):
     """Tokens/s per MW of all-in power (system kW per GPU times PUE)."""
     return tokens_per_s_per_gpu / (kw_per_gpu * pue) * 1000.0
@@ -441,9 +447,19 @@ def gpus_for_traffic(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus):
     return ceil(deployment_copies(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus) * deployment_gpus)
 
 
+# a count that is whole but for floating-point rounding is not rounded up to the next one (a pool
+# sized for a traffic serves exactly that traffic; its rate x GPUs can round a hair below it)
+COUNT_SLACK = 1e-12
+
+
+def whole_count(x):
+    """ceil(x) for counts of instances or copies, with :data:`COUNT_SLACK` (floats and arrays)."""
+    return ceil(x * (1.0 - COUNT_SLACK))
+
+
 def deployment_copies(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus):
     """Whole copies of a deployment that serve ``tokens_per_s`` output tokens/s."""
-    return ceil(tokens_per_s / (tokens_per_s_per_gpu * deployment_gpus))
+    return whole_count(tokens_per_s / (tokens_per_s_per_gpu * deployment_gpus))
 
 
 # --- Weight transfer -----------------------------------------------------------------------------

@@ -9,9 +9,9 @@ Over a horizon of H years (README "What intelligence per dollar means here"):
 * serving: tasks per day x 365 x H attempted; each attempt makes ``requests_per_task``
   calls of the given input/output tokens; a failed attempt is retried up to ``max_attempts``
   and costs its tokens. Their output tokens per day are the traffic the deployment is sized
-  for (``serve --tokens-per-day``: the fewest GPUs, whole copies, at the interactivity
-  target), and the deployment is rented around the clock: its GPUs x 8,760 h x H x the
-  price per GPU-hour, its energy at its power;
+  for (``serve --tokens-per-day``: the fewest GPUs, whole aggregated instances or disaggregated
+  pools sized for it, at the interactivity target), and the deployment is rented around the
+  clock: its GPUs x 8,760 h x H x the price per GPU-hour, its energy at its power;
 * success per attempt p: measured, r^k for k steps of reliability r, or the learning
   curve's score at the RL samples of the horizon; success per task 1 - (1 - p)^m;
   expected attempts (1 - (1 - p)^m) / p.
@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import PretrainWorkload, RlWorkload, Scenario
-from ipd_cli.errors import ExitCode, InfeasibleError, IpdError
+from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError
 
 from . import formulas as f
 from .formulas import (  # noqa: F401 - the lifecycle formulas, importable from here as before
@@ -423,15 +423,21 @@ def rl_cost_steps(rl: Rl | None) -> list[Step]:
     return _cost_steps("rl.usd_per_step", rl.usd_per_step, "gpu_hours_per_step", hours, price)
 
 
-def price_step(cat: Catalog, hardware: str, pricing: str) -> Step:
-    """The GPU-hour price every stage's cost starts from: the rental point read, or the owning
-    cost's formula and inputs (``--pricing tco``)."""
+def price_steps(cat: Catalog, hardware: str, pricing: str) -> list[Step]:
+    """The GPU-hour price the stages' costs start from: the rental point read, or the owning
+    cost's formula and inputs (``--pricing tco``), where serving's GPUs, kept around the clock,
+    are owned at utilisation 1 (a second step)."""
     from .pricing import price_formula, usd_per_gpu_hour
 
     system = cat.canonical("systems", hardware)
     inp = Inputs(cat)
     formula, inputs = price_formula(inp, system, pricing)
-    return Step("price_usd_per_gpu_hour", usd_per_gpu_hour(inp, system, pricing)[0], formula, inputs)
+    steps = [Step("price_usd_per_gpu_hour", usd_per_gpu_hour(inp, system, pricing)[0], formula, inputs)]
+    if pricing == "tco":
+        formula, inputs = price_formula(inp, system, pricing, always_on=True)
+        price = usd_per_gpu_hour(inp, system, pricing, always_on=True)[0]
+        steps.append(Step("serving.price_usd_per_gpu_hour", price, formula, inputs))
+    return steps
 
 
 def headline(
@@ -588,7 +594,7 @@ def estimate_lifecycle(
         share = serving_share(cat, s, served, success)
         ipd, head_steps = headline(s, pre, post, success, share)
         steps = [
-            price_step(cat, hardware, pricing),
+            *price_steps(cat, hardware, pricing),
             *pretraining_cost_steps(pre.block),
             pre.step,
             *rl_cost_steps(post.block),
@@ -635,25 +641,31 @@ def serve_point(
 ) -> Any:
     """A scenario's serving deployment on one system: its shape and interactivity target, at a
     precision the system supports, sized for ``traffic`` output tokens per day as ``serve
-    --tokens-per-day`` sizes it (the fewest GPUs, whole copies; None: the deployment with the
-    most tokens/s per GPU), priced as kept around the clock (under ``tco``: capital over every
-    hour, :func:`~ipd_cli.engine.pricing.usd_per_gpu_hour` ``always_on``)."""
+    --tokens-per-day`` sizes it (the fewest GPUs: whole aggregated instances, or disaggregated pools
+    sized for it; None: the deployment with the most tokens/s per GPU), priced as kept around the
+    clock (under ``tco``: capital over every hour, :func:`~ipd_cli.engine.pricing.usd_per_gpu_hour`
+    ``always_on``)."""
     from .serving import estimate_serving
+    from .serving.estimate import TrafficBeyondClusters
 
     args = _serve_args(cat, hardware, sv)
-    result = estimate_serving(
-        cat,
-        hardware,
-        model,
-        **args,
-        output_tokens_per_day=traffic,
-        pricing=pricing,
-        origin=origin or "command line",
-    )
+    try:
+        result = estimate_serving(
+            cat,
+            hardware,
+            model,
+            **args,
+            output_tokens_per_day=traffic,
+            pricing=pricing,
+            origin=origin or "command line",
+        )
+    except TrafficBeyondClusters as e:
+        raise scenario_traffic_error(e) from None
     update: dict[str, Any] = {}
     if args["precision"] != sv.precision:
         update["precision_requested"] = sv.precision
     if pricing == "tco":  # owned for this service around the clock: capital over every hour
+        # (the traffic's $ per million tokens is at that price already: point.traffic_fields)
         from .pricing import usd_per_gpu_hour
 
         price = usd_per_gpu_hour(Inputs(cat), cat.canonical("systems", hardware), pricing, always_on=True)[0]
@@ -663,12 +675,19 @@ def serve_point(
             "usd_per_million_output_tokens": f.usd_per_million_tokens(price, point.tokens_per_s_per_gpu),
             "usd_per_million_total_tokens": f.usd_per_million_tokens(price, point.total_tokens_per_s_per_gpu),
         }
-        if point.gpus_for_traffic and point.traffic_requests_per_s:
-            per_gpu = point.traffic_requests_per_s * point.output_tokens / point.gpus_for_traffic
-            update["usd_per_million_output_tokens_at_traffic"] = f.usd_per_million_tokens(price, per_gpu)
     if not update:
         return result
     return result.model_copy(update={"serving": result.serving.model_copy(update=update)})
+
+
+def scenario_traffic_error(e: Any) -> InputError:
+    """A scenario's traffic beyond any cluster, named by the scenario's inputs (a ``serve`` traffic
+    names ``output_tokens_per_day``, which a scenario has not)."""
+    return InputError(
+        f"the scenario's serving traffic, {e.value:g} output tokens a day (tasks_per_day x expected "
+        f"attempts x requests_per_task x output_tokens_per_request), needs {e.count}; give fewer tasks "
+        "(`sets` workload.serving.tasks_per_day=...)"
+    )
 
 
 class ServingSizer:
@@ -723,7 +742,7 @@ class ServingSizer:
         it has it."""
         import numpy as np
 
-        from .serving.estimate import check_traffic_gpus
+        from .serving.estimate import TrafficBeyondClusters, check_traffic_gpus
         from .sweep import serving_numbers
 
         per_day = np.asarray(per_day, dtype=float)
@@ -735,7 +754,10 @@ class ServingSizer:
         sizer = self.sizer()
         rps = per_day / f.SECONDS_PER_DAY / sizer.g.ph.osl
         sized, fields = sizer.size(rps)
-        check_traffic_gpus(fields, "output_tokens_per_day", per_day, sizer.name)
+        try:
+            check_traffic_gpus(fields, "output_tokens_per_day", per_day, sizer.name)
+        except TrafficBeyondClusters as e:
+            raise scenario_traffic_error(e) from None
         distinct, inv = np.unique(sized.rows, return_inverse=True)
         blocks = []
         widened = _serve_args(self.cat, self.hardware, self.sv)["precision"] != self.sv.precision

@@ -92,11 +92,13 @@ def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str, always_on: bool = F
     return value, "tco"
 
 
-def price_formula(inp: Inputs, system: str, pricing: str) -> tuple[str, dict[str, float | str]]:
+def price_formula(
+    inp: Inputs, system: str, pricing: str, always_on: bool = False
+) -> tuple[str, dict[str, float | str]]:
     """How :func:`usd_per_gpu_hour` came to its value, for ``ipd explain``: the rental point read,
     or the owning-cost formula with its inputs (capex per GPU, capital recovery factor, opex,
-    utilisation, power, PUE, electricity)."""
-    value, basis = usd_per_gpu_hour(inp, system, pricing)
+    utilisation, power, PUE, electricity; ``always_on``: utilisation 1)."""
+    value, basis = usd_per_gpu_hour(inp, system, pricing, always_on)
     if basis != "tco":
         label = basis.partition(":")[2]
         return f"systems.{system}.prices.{label} (the {basis} price point)", {"pricing": basis}
@@ -109,7 +111,7 @@ def price_formula(inp: Inputs, system: str, pricing: str) -> tuple[str, dict[str
         "cost_of_capital": rate,
         "depreciation_years": years,
         "opex_fraction_per_year": inp.read("economics.opex_fraction_of_capex_per_year"),
-        "utilisation": inp.read("economics.utilisation"),
+        "utilisation": 1.0 if always_on else inp.read("economics.utilisation"),
         "kw_per_gpu": kw_per_gpu(inp, system),
         "pue": pue(inp),
         "usd_per_kwh": inp.read("economics.electricity_usd_per_kwh"),
@@ -117,5 +119,6 @@ def price_formula(inp: Inputs, system: str, pricing: str) -> tuple[str, dict[str
     formula = (
         "capex_usd_per_gpu x (crf + opex_fraction_per_year) / (8760 x utilisation) + kw_per_gpu x pue "
         "x usd_per_kwh; crf = r / (1 - (1 + r)^-years) at cost_of_capital r over depreciation_years"
+        + ("; utilisation 1: GPUs kept for one service around the clock" if always_on else "")
     )
     return formula, inputs

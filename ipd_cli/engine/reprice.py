@@ -54,10 +54,11 @@ def serving(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
         "serving.tokens_per_s_per_mw": f.tokens_per_s_per_mw(tps, kw, pue),
         "serving.price_usd_per_gpu_hour": price,
         "serving.kw_per_gpu": kw,
-        # the traffic's tokens per GPU of its deployment (NaN without a traffic: no value)
-        "serving.usd_per_million_output_tokens_at_traffic": f.usd_per_million_tokens(
+        # the traffic on its deployment's GPUs (NaN without a traffic: no value)
+        "serving.usd_per_million_output_tokens_at_traffic": f.usd_per_million_tokens_at_traffic(
             price,
-            m["serving.traffic_requests_per_s"] * m["serving.output_tokens"] / m["serving.gpus_for_traffic"],
+            m["serving.traffic_requests_per_s"] * m["serving.output_tokens"],
+            m["serving.gpus_for_traffic"],
         ),
     }
 
@@ -172,6 +173,9 @@ VOLUME = {
 BUDGET = "workload.post_training.budget_usd_per_year"
 
 
+DEFINED = "_defined."  # a sweep row's own: whether a serving metric exists at the row's traffic
+
+
 def lifecycle(shape: tuple[str, str, str], m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
     """The intelligence-per-dollar block from the (re-priced) pre-training, RL and serving
     numbers: :func:`~ipd_cli.engine.lifecycle.pretraining_share`, ``post_training``,
@@ -186,6 +190,8 @@ def lifecycle(shape: tuple[str, str, str], m: Numbers, price: Any, kw: Any, pue:
 
 
 def _lifecycle(shape: tuple[str, str, str], m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
+    import numpy as np
+
     pre_kind, post_kind, success_kind = shape
     H = m["_life.H"]
     zero = 0.0 * H
@@ -196,7 +202,16 @@ def _lifecycle(shape: tuple[str, str, str], m: Numbers, price: Any, kw: Any, pue
     traffic = f.output_tokens_per_day(
         m["_life.tasks_per_day"], attempts, m["_life.requests_per_task"], m["_life.output_tokens"]
     )
+    # no success rate (RL cannot run where success follows its learning curve): no traffic, and the
+    # row keeps its point's own deployment (the most tokens/s per GPU), as the single estimate does
+    traffic = np.where(np.isnan(p), np.nan, traffic)
     served = m["_life.serving"](traffic)  # the deployment each row's traffic takes
+    none = ~np.isfinite(traffic)
+    if np.any(none):
+        for name, column in served.items():
+            own = True if name.startswith(DEFINED) else m.get(name)
+            if own is not None:
+                served[name] = np.where(none, own, column)
     served |= serving(served, price, kw, pue)
     out |= served
     m = {**m, **served}

@@ -573,7 +573,7 @@ def _served(sizers: Any, traffic: Any) -> dict[str, Any]:
     return {k: v.reshape(shape) for k, v in out.items()}
 
 
-DEFINED = "_defined."  # a row's own: whether the metric exists at the row's traffic
+DEFINED = reprice.DEFINED  # a row's own: whether the metric exists at the row's traffic
 
 
 def _pretraining_draws(cat: Catalog, plan: SweepPlan, w: Any, hw: str, draws: Any) -> dict[str, Any]:

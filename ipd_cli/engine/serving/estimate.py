@@ -418,6 +418,14 @@ def _requests_per_s(requests_per_s: float | None, per_day: float | None, output_
     return requests_per_s
 
 
+class TrafficBeyondClusters(InputError):
+    """A traffic whose GPUs are beyond any cluster: ``value`` as given, ``count`` the GPUs said."""
+
+    def __init__(self, given: str, value: float, count: str) -> None:
+        self.value, self.count = value, count
+        super().__init__(f"`{given}` {value:g} needs {count}; give a traffic a cluster can serve")
+
+
 def check_traffic_gpus(fields: dict[str, Any], given: str, values: Any, name: str) -> None:
     """Refuse a traffic whose GPUs (``fields``: :func:`point.traffic_fields`) are beyond any
     cluster (``values``: the traffics as given, ``given`` their name)."""
@@ -431,8 +439,7 @@ def check_traffic_gpus(fields: dict[str, Any], given: str, values: Any, name: st
     count = f"{need[k]:,.3g} {name} GPUs, more than {MAX_GPUS:,}"
     if not math.isfinite(need[k]):
         count = f"more than {MAX_GPUS:,} {name} GPUs (the count overflows)"
-    value = float(np.asarray(values, dtype=float).reshape(-1)[k])
-    raise InputError(f"`{given}` {value:g} needs {count}; give a traffic a cluster can serve")
+    raise TrafficBeyondClusters(given, float(np.asarray(values, dtype=float).reshape(-1)[k]), count)
 
 
 @dataclass

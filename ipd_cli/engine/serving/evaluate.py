@@ -413,8 +413,8 @@ def traffic_pools(ph: Physics, x: Columns, rate, prefill: Columns, tokens_per_s:
     batch never makes the traffic take more GPUs."""
     import numpy as np
 
-    n_dec = np.maximum(np.ceil(tokens_per_s / rate * (1 - 1e-12)), 1.0)
-    n_pre = np.maximum(np.ceil(tokens_per_s * prefill["prefill_s"] / ph.osl * (1 - 1e-12)), 1.0)
+    n_dec = np.maximum(f.whole_count(tokens_per_s / rate), 1.0)
+    n_pre = np.maximum(f.whole_count(tokens_per_s * prefill["prefill_s"] / ph.osl), 1.0)
     return pool_columns(ph, x, rate, prefill, n_dec, n_pre)
 
 

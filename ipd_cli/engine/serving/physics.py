@@ -102,6 +102,9 @@ class Physics:
     pricing: str
     kw_per_gpu: float
     pue: float
+    # a GPU-hour of GPUs kept for one service around the clock (a traffic's deployment): the rental
+    # price, or under tco the owning cost over every hour (pricing.usd_per_gpu_hour always_on)
+    always_on_price: float = 0.0
 
     @property
     def context_mean(self) -> float:
@@ -427,6 +430,7 @@ def read(
     the draft depth (None: searched); ``stack`` names the serving stack (None: the family's
     default)."""
     price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
+    always_on = price if basis != "tco" else usd_per_gpu_hour(ctx.inp.quiet(), ctx.name, pricing, True)[0]
     sv = ctx.cat.serving
     st = stacks.resolve(ctx, stack)
     floor = stacks.read(
@@ -466,4 +470,5 @@ def read(
         pricing=basis,
         kw_per_gpu=kw_per_gpu(ctx.inp, ctx.name),
         pue=pue(ctx.inp),
+        always_on_price=always_on,
     )
