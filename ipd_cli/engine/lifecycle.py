@@ -722,17 +722,18 @@ class ServingSizer:
         from .serving.grid import MEMO_GRIDS, memoized
 
         store = self.store
-        if self._key in store:
-            store.move_to_end(self._key)
-            return store[self._key]
+        sizers = getattr(store, "sizers", store)  # a GridStore keeps its sizers apart from its grids
+        if self._key in sizers:
+            sizers.move_to_end(self._key)
+            return sizers[self._key]
         with memoized(store):
             sizer = traffic_sizer(
                 self.cat, self.hardware, self.model, **_serve_args(self.cat, self.hardware, self.sv),
                 pricing=self.pricing, origin=self.origin or "command line",
             )  # fmt: skip
-        store[self._key] = sizer
-        while len(store) > getattr(store, "limit", MEMO_GRIDS):
-            store.popitem(last=False)  # the least recently used
+        sizers[self._key] = sizer
+        while len(sizers) > getattr(store, "limit", MEMO_GRIDS):
+            sizers.popitem(last=False)  # the least recently used
         return sizer
 
     def numbers(self, per_day: Any, names: tuple[str, ...]) -> dict[str, Any]:

@@ -353,11 +353,14 @@ def evaluate(ph: Physics, pins: Pins, target: float | None = None) -> Grid:
 
 
 class GridStore(OrderedDict):
-    """Grids kept across :func:`memoized` blocks (a sweep's physics points), at most ``limit``."""
+    """Grids kept across :func:`memoized` blocks (a sweep's physics points), at most ``limit``;
+    ``sizers``: the traffic sizers made of them (each holds its grid, the same object), kept apart
+    and at most ``limit`` too, so a physics point takes one slot of each, not two of one."""
 
     def __init__(self, limit: int) -> None:
         super().__init__()
         self.limit = limit
+        self.sizers: OrderedDict = OrderedDict()
 
 
 # Grids already evaluated, by (physics, pins, target), inside a `memoized()` block only
