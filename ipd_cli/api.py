@@ -255,7 +255,9 @@ def explain(
                     "path": a.path,
                 }
             )
-    return Listing(kind="explain", items=items)
+    out = Listing(kind="explain", items=items)
+    out.notes.extend(result.notes)  # a scenario's stage notes, as compare prints them
+    return out
 
 
 # an explain line that is not an input: its structured input fields are empty

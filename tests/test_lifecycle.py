@@ -282,6 +282,9 @@ def test_every_stage_of_a_scenario_runs_its_model(tmp_path):
         "ipd: note: pre-training runs pretrain-10t-moe's recipe (tokens, deadline, precision) on the "
         "scenario's model kimi-k2, not the moe-10t that workload names (pretraining.model says which)"
     ]
+    # explain of the same scenario says so too (a review: only compare did)
+    r = run_cli("explain", "blackwell", "--scenario", str(scenario), "--set", tokens, "-f", "json")
+    assert [line for line in r.stderr.splitlines() if line.startswith("ipd: note:")] == notes
 
 
 def test_a_stage_model_set_is_refused_naming_the_scenario_model():

@@ -4,13 +4,20 @@ from :mod:`ipd_cli.engine.results` so that listing the catalog does not define t
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 SCHEMA_VERSION = "1.0"
 
 
 class Result(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    # lines for stderr that are not data (a scenario's pretrain workload written for another
+    # model): not in the outputs, which they must not change; the CLI prints them as notes
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        return self._notes
 
 
 class Listing(Result):

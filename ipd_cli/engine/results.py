@@ -7,7 +7,7 @@ prints their JSON Schema; tests/golden/schema.json is the committed copy.
 
 from __future__ import annotations
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field
 
 from .result_base import SCHEMA_VERSION, EntryView, Listing, Result
 
@@ -223,13 +223,6 @@ class CompareResult(Result):
     baseline: str = Field(description="the system ratios are taken against (the first one)")
     systems: list[SystemResult]
     overrides: list[str] = Field(default=[], description="--set PATH=VALUE items applied")
-    # lines for stderr that are not data (a scenario's pretrain workload written for another model):
-    # not in the outputs, which must not change; `notes` reads them
-    _notes: list[str] = PrivateAttr(default_factory=list)
-
-    @property
-    def notes(self) -> list[str]:
-        return self._notes
 
 
 class TrainResult(Result):
