@@ -819,6 +819,11 @@ def sweep(
         progress=_progress("searched {done:,} of {total:,} systems x physics points"),
         max_rows=MAX_ROWS if chosen == "xlsx" else None,
     )
+    from .catalog.plausibility import axis_warnings
+
+    for axis in chunks.plan.numeric:  # a unit slip in a varied spec, as in --set
+        for line in axis_warnings(cat, axis.path, axis.values):
+            sys.stderr.write(f"ipd: warning: {_cli_message(line, ['sweep'])}\n")
     _warn_sweep(chunks.points, cat)
     show = _progress("swept {done:,} of {total:,} points")
     stream_rows(chunks, chosen, _ctx(), output, progress=show and (lambda done: show(done, total)))

@@ -123,3 +123,19 @@ def test_an_hbm_capacity_the_workspace_fills_is_an_input_error_naming_the_field(
     assert len(warned) == 1 and "is it in TB?" in warned[0]
     assert error.startswith("ipd: error: accelerators.gb200.hbm_gib = 0.432 GiB per GPU is no more than")
     assert "serving.workspace_gb_per_gpu" in error
+
+
+def test_a_sweep_axis_of_a_spec_is_checked_like_a_set(tmp_path):
+    # a review: --vary values were not checked; the axis's ends are, once each
+    small = write(
+        tmp_path / "small.yaml",
+        "kind: pretrain\ndescription: s\nmodel: llama-3.1-8b\ntokens: 1e12\ngpus: 64\n",
+    )
+    args = ("sweep", "--vary", "hardware=h100", "--workload", str(small), "-f", "csv")
+    r = run_cli(*args, "--vary", "accelerators.h100-sxm.hbm_tb_per_s=3.35,3350")
+    assert r.code == 0, r.stderr
+    [line] = warnings(r.stderr)
+    assert line.startswith("ipd: warning: --vary accelerators.h100-sxm.hbm_tb_per_s = 3350 is ")
+    assert line.endswith(": is it in GB/s? the field is in TB/s per GPU")
+    r = run_cli(*args, "--vary", "accelerators.h100-sxm.hbm_tb_per_s=3:4:0.5")
+    assert r.code == 0 and warnings(r.stderr) == []

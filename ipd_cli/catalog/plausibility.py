@@ -165,3 +165,27 @@ def override_warnings(
     only = ".".join(fields[:-1] if fields[-1:] == ["value"] else fields)
     entry: Any = getattr(after, section)[name]
     return entry_warnings(entry, f"{section}.{name}", builtin_spans(before, section), only)
+
+
+def axis_warnings(cat: Catalog, path: str, values: Any) -> list[str]:
+    """The warnings of a sweep axis's values (``ipd sweep --vary PATH=...``) of an entry field:
+    its smallest and largest value checked like a ``--set`` (``values``: numbers, or a range that
+    indexes them in order)."""
+    parts = path.split(".")
+    if len(parts) < 3 or parts[0] not in CHECKED_SECTIONS:
+        return []
+    section, name = parts[0], parts[1]
+    entry = getattr(cat, section).get(name)
+    if entry is None:
+        return []
+    only = ".".join(parts[2:-1] if parts[-1] == "value" else parts[2:])
+    keyed = {path: (key, unit) for key, path, _, unit in numbers(entry)}
+    if only not in keyed:
+        return []
+    key, unit = keyed[only]
+    span = builtin_spans(cat, section).get(key)
+    ends = {float(values[0]), float(values[len(values) - 1])} if len(values) else set()
+    ends = {min(map(float, values)), max(map(float, values))} if isinstance(values, list) else ends
+    lines = [check(v, span, f"{section}.{name}.{only}", unit) for v in sorted(ends)]
+    return [f"`vary` {line}" for line in lines if line is not None]
+
