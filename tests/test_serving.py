@@ -1445,3 +1445,39 @@ def test_a_stage_count_beyond_the_layers_is_refused_by_the_layers():
     r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "--layout", "pp100")
     assert r.code == 1 and r.stdout == ""
     assert "with --layout pp100: more pipeline stages than the 80 layers; the nearest feasible" in r.stderr
+
+
+@pytest.mark.fresh_grids  # two evaluations of one space must agree
+@pytest.mark.parametrize(
+    ("hardware", "model", "kw", "target"),
+    [
+        ("h100-sxm", "deepseek-v3", {"instance_gpus": 16, "eplb": True, "disaggregated": True}, None),
+        ("h100-sxm", "deepseek-v3", {"layout": "dep16", "disaggregated": False}, 40.0),
+        ("h100-sxm", "llama-3.1-70b", {"layout": "tp2"}, None),
+        ("b200", "llama-3.3-70b", {"concurrency": 64, "max_instance_gpus": 8}, None),
+    ],
+)
+def test_a_pinned_search_prices_only_the_pinned_rows_with_the_whole_grids_numbers(
+    catalog, hardware, model, kw, target
+):
+    # the search prices only the rows the pins allow; they are the whole space's pinned rows, in the
+    # same order and with the same numbers, and the space's size is the whole one's
+    import numpy as np
+
+    from ipd_cli.engine.serving.estimate import pins_of
+
+    ctx = context(catalog, hardware, model)
+    pins = pins_of(**kw)
+    pruned = search(ctx, Shape(speculative="off"), pins, target=target)
+    whole = pruned.whole()
+    assert pruned.pruned and not whole.pruned and whole is not pruned
+    assert len(pruned) == len(whole) == len(whole.feasible) > len(pruned.feasible) > 0
+    at = np.flatnonzero(whole.pinned)
+    assert np.array_equal(pruned.pinned, np.ones(len(at), bool))
+    assert sorted(pruned.rows) == sorted(whole.rows)
+    for k in whole.rows:
+        assert np.array_equal(pruned.rows[k], whole.rows[k][at], equal_nan=True), k
+    assert np.array_equal(pruned.space.feasible, whole.space.feasible[at])
+    assert int(pruned.feasible.sum()) == int(whole.feasible.sum())
+    assert choose(pruned, target)[1] == choose(whole, target)[1]
+    assert np.array_equal(at[choose(pruned, target)[0]], choose(whole, target)[0])

@@ -104,8 +104,8 @@ def pins_of(
 def search(
     ctx: ServingContext, shape: Shape, pins: Pins, instance: str = "best", target: float | None = None
 ) -> Grid:
-    """Read the physics, check the pins, evaluate the whole space (with the largest batch that meets
-    ``target`` tokens/s per user, when given)."""
+    """Read the physics, check the pins, evaluate the space's pinned rows (with the largest batch that
+    meets ``target`` tokens/s per user, when given)."""
     if instance not in INSTANCE_CHOICES:
         raise InputError(f"unknown `instance` '{instance}'; choose one of {', '.join(INSTANCE_CHOICES)}")
     weights, kvs = precisions(ctx, shape.precision, shape.kv_precision)
@@ -113,10 +113,10 @@ def search(
     spec = speculative_pin(shape.speculative)
     ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing, shape.stack)
     _check_pins(ctx, pins)
-    g = evaluate(ph, pins, target)
-    if instance == "smallest" and pins.instance_gpus is None:
-        g = evaluate(ph, replace(pins, instance_gpus=_smallest(ctx, g)), target)
-    return g
+    if instance == "smallest" and pins.instance_gpus is None:  # the smallest size any row fits on
+        g = evaluate(ph, pins, target, whole=True)
+        return evaluate(ph, replace(pins, instance_gpus=_smallest(ctx, g)), target)
+    return evaluate(ph, pins, target)
 
 
 def _check_pins(ctx: ServingContext, pins: Pins) -> None:
@@ -272,9 +272,11 @@ def _reason(g: Grid, first: Any) -> str:
 
 def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
     """Why nothing runs: a pin no configuration has (InputError), a batch that does not fit, a pin
-    that only infeasible configurations have (with the nearest feasible one), or weights too big."""
+    that only infeasible configurations have (with the nearest feasible one), or weights too big.
+    Read on the whole grid, the rows the pins leave out too."""
     import numpy as np
 
+    g = g.whole()
     structural = _structural(ctx, g, pins)
     if structural is not None:
         return structural

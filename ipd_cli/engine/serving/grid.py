@@ -17,7 +17,10 @@ Space, per system, model, weight precision and request shape:
 * aggregated, or disaggregated with a prefill pool sized to the decode pool.
 
 Pins (``instance_gpus``, ``layout``, ``attention_tp``, ``disaggregated``, ``concurrency`` ...)
-are masks on these columns; the evaluation is the same with or without them.
+are masks on these columns; the evaluation is the same with or without them, and only the rows
+they allow are priced (every layout's terms are still computed: a disaggregated row's prefill
+instance is chosen among all of them). ``len`` of a grid is the whole space's; an infeasibility
+message reads the whole grid (:meth:`Grid.whole`).
 """
 
 from __future__ import annotations
@@ -236,6 +239,12 @@ class Grid:
     space: Space
     pinned: Any
     prefill: dict[str, Any] = field(default_factory=dict)  # chosen prefill layout per KV precision
+    # the configurations of the whole space (pinned or not): ``len``; the rows are the pinned ones
+    # only (``pruned``) or all of them
+    searched: int = 0
+    pruned: bool = False
+    pins: Pins = field(default_factory=Pins, compare=False, repr=False)
+    target: float | None = field(default=None, compare=False, repr=False)
     # what sizes the disaggregated rows' pools for a traffic (:mod:`.traffic`); empty when pinned
     pools: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     # what other engines derive from the grid alone, kept with it (a memoized grid shares them)
@@ -246,7 +255,13 @@ class Grid:
         return self.space.feasible & self.pinned
 
     def __len__(self) -> int:
-        return len(self.space)
+        return self.searched
+
+    def whole(self) -> Grid:
+        """The grid with every row of the space, the pinned-out ones too (itself when it has them):
+        what an infeasibility message reads (the rule each split breaks, the nearest feasible
+        configuration)."""
+        return evaluate(self.ph, self.pins, self.target, whole=True) if self.pruned else self
 
 
 def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
@@ -302,11 +317,11 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
     return space
 
 
-def pins_mask(lay: dict, r: dict, pins: Pins):
+def layout_mask(lay: dict, pins: Pins):
+    """The layouts the pins allow (the layout columns' pins; the disaggregation pin is per row)."""
     import numpy as np
 
-    li = r["layout"]
-    ok = np.ones(len(li), dtype=bool)
+    ok = np.ones(len(lay["g"]), dtype=bool)
     for key, col in (
         ("instance_gpus", "g"),
         ("stage_gpus", "s"),
@@ -315,25 +330,32 @@ def pins_mask(lay: dict, r: dict, pins: Pins):
     ):
         value = getattr(pins, key)
         if value is not None:
-            ok &= lay[col][li] == value
+            ok &= lay[col] == value
     if pins.max_instance_gpus is not None:
-        ok &= lay["g"][li] <= pins.max_instance_gpus
+        ok &= lay["g"] <= pins.max_instance_gpus
     if pins.family is not None:
-        ok &= lay["fam"][li] == FAMILIES[pins.family]
+        ok &= lay["fam"] == FAMILIES[pins.family]
     if pins.eplb is not None:
-        ok &= lay["eplb"][li] == int(pins.eplb)
+        ok &= lay["eplb"] == int(pins.eplb)
+    return ok
+
+
+def pins_mask(lay: dict, r: dict, pins: Pins):
+    ok = layout_mask(lay, pins)[r["layout"]]
     if pins.disaggregated is not None:
         ok &= r["disagg"] == int(pins.disaggregated)
     return ok
 
 
-def evaluate(ph: Physics, pins: Pins, target: float | None = None) -> Grid:
-    """Enumerate, evaluate and mask the whole space (the pins only mask rows); with ``target``
-    tokens/s per user, each layout also gets the largest batch that meets it. Extreme inputs that
-    overflow a rate leave rows whose metrics are not finite: they are masked, never returned."""
+def evaluate(ph: Physics, pins: Pins, target: float | None = None, whole: bool = False) -> Grid:
+    """Enumerate the space, evaluate the rows the pins allow and mask them; with ``target`` tokens/s
+    per user, each layout also gets the largest batch that meets it. Extreme inputs that overflow a
+    rate leave rows whose metrics are not finite: they are masked, never returned. ``whole``: every
+    row of the space, the pinned-out ones too, masked by the pins (what an infeasibility message
+    reads: :meth:`Grid.whole`); the pinned rows and their numbers are the same either way."""
     import numpy as np
 
-    memo, key = _MEMO.get(), (ph, pins, target)
+    memo, key = _MEMO.get(), (ph, pins, target, whole)
     if memo is not None:
         try:
             hit = memo.get(key)
@@ -344,7 +366,7 @@ def evaluate(ph: Physics, pins: Pins, target: float | None = None) -> Grid:
                 memo.move_to_end(key)
                 return hit
     with np.errstate(all="ignore"):
-        g = _evaluate(ph, pins, target)
+        g = _evaluate(ph, pins, target, whole)
     if memo is not None:
         memo[key] = g
         if len(memo) > getattr(memo, "limit", MEMO_GRIDS):
@@ -384,14 +406,25 @@ def memoized(store: OrderedDict | None = None) -> Iterator[None]:
         _MEMO.reset(token)
 
 
-def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
+def _evaluate(ph: Physics, pins: Pins, target: float | None, whole: bool = False) -> Grid:
     import numpy as np
 
     lay = layouts(ph, pins)
-    x = layout_terms(ph, lay)
-    batches = _batches(ph, lay, x, pins, target)
+    x = layout_terms(ph, lay)  # every layout: a disaggregated row's prefill instance is any of them
+    n_all = len(lay["g"])
+    # only the rows the pins allow are priced (a pinned search keeps a tenth of the space); a pin no
+    # layout has prices them all, for the message that names what the space has
+    keep = (
+        np.arange(n_all)
+        if whole
+        else np.flatnonzero(layout_mask(lay, pins) & np.isin(lay["k"], ph.spec_depths))
+    )
+    whole = whole or not keep.size
+    keep = np.arange(n_all) if whole else keep
+    modes = (0, 1) if whole or pins.disaggregated is None else (int(pins.disaggregated),)
+    batches = _batches(ph, take(lay, keep), take(x, keep), pins, target)
     n_lay, n_b = batches.shape
-    li = np.repeat(np.arange(n_lay), n_b)
+    li = np.repeat(keep, n_b)
     batch = batches.reshape(-1)
     pf = _prefill_choice(ph, lay, x, pins)
     pf_lay = pf["index"][lay["kv"], lay["eplb"]]  # the prefill instance each layout pairs with
@@ -418,18 +451,23 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
         "per_decode": per_decode[lr],
         "decode_per": decode_per[lr],
     }
-    dis = disaggregated(ph, x_r, b_r, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances)
+    dis = agg
+    if 1 in modes:
+        dis = disaggregated(
+            ph, x_r, b_r, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances
+        )
 
     n = len(batch)
 
-    def both(a, b):  # live rows' values, aggregated then disaggregated; NaN elsewhere
-        out = np.full(2 * n, np.nan)
-        out[live], out[live + n] = a, b
+    def both(a, b):  # live rows' values, aggregated then disaggregated (the modes kept); NaN elsewhere
+        out = np.full(len(modes) * n, np.nan)
+        for j, m in enumerate(modes):
+            out[live + j * n] = (a, b)[m]
         return out
 
     rows = {k: both(step[k], step[k]) for k in step}
     rows |= {k: both(agg[k], dis[k]) for k in agg}
-    cat = lambda a, b: np.concatenate([a, b])  # noqa: E731
+    cat = lambda a, b: np.concatenate([(a, b)[m] for m in modes])  # noqa: E731
     rows |= {
         "layout": cat(li, li),
         "batch": cat(batch, batch),
@@ -440,10 +478,31 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None) -> Grid:
     space = _checks(ph, lay, x, rows)
     pinned = pins_mask(lay, rows, pins) & np.isin(lay["k"][rows["layout"]], ph.spec_depths)
     pools: dict[str, Any] = {}
-    if pins.prefill_instances is None and pins.decode_instances is None:  # pinned pools stay as deployed
+    # pinned pools stay as deployed
+    if pins.prefill_instances is None and pins.decode_instances is None and 1 in modes:
         rate = b_r * x_r["accepted"] / step["step_s"]
-        pools = {"rows": live + n, "rate": rate, "prefill": pf_rows, "x": {"paid": x_r["paid"]}}
-    return Grid(ph, lay, x, rows, space, pinned, pf, pools=pools)
+        pools = {
+            "rows": live + modes.index(1) * n,
+            "rate": rate,
+            "prefill": pf_rows,
+            "x": {"paid": x_r["paid"]},
+        }
+    searched = 2 * n_all * n_b  # the whole space's rows, however many were priced
+    pruned = n_lay < n_all or len(modes) < 2
+    return Grid(
+        ph,
+        lay,
+        x,
+        rows,
+        space,
+        pinned,
+        pf,
+        pools=pools,
+        searched=searched,
+        pruned=pruned,
+        pins=pins,
+        target=target,
+    )
 
 
 def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:
