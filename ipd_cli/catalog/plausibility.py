@@ -188,4 +188,3 @@ def axis_warnings(cat: Catalog, path: str, values: Any) -> list[str]:
     ends = {min(map(float, values)), max(map(float, values))} if isinstance(values, list) else ends
     lines = [check(v, span, f"{section}.{name}.{only}", unit) for v in sorted(ends)]
     return [f"`vary` {line}" for line in lines if line is not None]
-

@@ -698,44 +698,69 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     fits is the one to price. ``terms``: :func:`~ipd_cli.engine.trainstep.micro_terms` of the rows."""
     import numpy as np
 
+    n = len(macro["dp"])
     shards = macro["dp"] * macro["cp"] > 1
     zs = options(pins, "zero", (0, 1, 2, 3))
-    state = {z: ts.state_bytes({**macro, "zero": z}, x) for z in zs}
-    best = np.full(len(macro["dp"]), np.inf)
+    rcs = options(pins, "rc", POLICIES)
+    state = _states(macro, x, zs)
+    best = np.full(n, np.inf)
     rc_of = np.full_like(best, float(options(pins, "rc", (2,))[-1]))
     zero_of = np.full_like(best, float(zs[-1]))
     weighted = bool(x.get("forward_weight", 0.0))  # an RL trainer's log-prob passes run on the plan too
-    fwd_of, won = np.full_like(best, np.nan), np.zeros(len(best), dtype=bool)
-    for rc in options(pins, "rc", POLICIES):
-        mm = ts.with_recompute(terms, rc)
-        acts = ts.base_memory_bytes({**macro, "rc": rc, "zero": zs[0]}, mm, x) - state[zs[0]]
-        z_of, found = np.full_like(best, float(zs[-1])), np.zeros(len(best), dtype=bool)
-        for z in reversed(zs):  # the last assignment is the least sharding that fits
-            host = ts.offloaded_bytes({**macro, "rc": rc}, mm, x["hbm_cap"] - state[z] - acts)
-            ok = (state[z] + acts <= x["hbm_cap"]) & (host <= x["host_cap"])
-            if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
-                ok &= (z > 0) == shards
-            z_of, found = np.where(ok, z, z_of), found | ok
-        rows = np.flatnonzero(found)  # the step of the rows where this policy fits, only
-        whole = len(rows) == len(found)
-        sub = macro if whole else {k: v[rows] for k, v in macro.items()}
-        if whole:
-            out = ts.step({**macro, "rc": rc, "zero": z_of}, mm, x)
+    fwd_of, won, j_of = np.full_like(best, np.nan), np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
+    # the policies a pass prices together, their rows stacked (row r of the j-th at j n + r): the
+    # same numbers row by row as a pass per policy, in fewer calls where the rows are few
+    per = max(1, STACKED // max(n, 1))
+    groups = [rcs[i : i + per] for i in range(0, len(rcs), per)]
+    for first, group in zip(range(0, len(rcs), per), groups, strict=True):
+        k = len(group)
+        if k > 1:
+            tile = np.tile(np.arange(n), k)
+            M = {c: v[tile] for c, v in macro.items()}
+            rc: Any = np.repeat(np.array(group, dtype=float), n)
+            state_k, terms_k, sh = (
+                {z: v[tile] for z, v in state.items()},
+                index_terms(terms, tile),
+                shards[tile],
+            )
         else:
-            out = ts.step({**sub, "rc": rc, "zero": z_of[rows]}, index_terms(mm, rows), x)
-        spt = np.full_like(best, np.inf)
+            M, rc, state_k, terms_k, sh = macro, group[0], state, terms, shards
+        mm = ts.with_recompute(terms_k, rc)
+        acts = ts.base_memory_bytes({**M, "rc": rc, "zero": zs[0]}, mm, x) - state_k[zs[0]]
+        z_k, found_k = np.full(n * k, float(zs[-1])), np.zeros(n * k, dtype=bool)
+        for z in reversed(zs):  # the last assignment is the least sharding that fits
+            host = ts.offloaded_bytes({**M, "rc": rc}, mm, x["hbm_cap"] - state_k[z] - acts)
+            ok = (state_k[z] + acts <= x["hbm_cap"]) & (host <= x["host_cap"])
+            if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
+                ok &= (z > 0) == sh
+            z_k, found_k = np.where(ok, z, z_k), found_k | ok
+        rows = np.flatnonzero(found_k)  # the step of the (row, policy) pairs that fit, only
+        whole = len(rows) == len(found_k)
+        sub = M if whole else {c: v[rows] for c, v in M.items()}
+        rc_rows = rc if whole or k == 1 else rc[rows]
+        z_rows = z_k if whole else z_k[rows]
+        out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, mm if whole else index_terms(mm, rows), x)
+        spt_k = np.full(n * k, np.inf)
         out["penalty"] = batch_penalty(out["tokens_per_step"], x)
-        spt[rows] = _per_token(out["step_s"], out)
-        fwd = np.full_like(best, np.nan)
+        spt_k[rows] = _per_token(out["step_s"], out)
+        fwd_k = np.full(n * k, np.nan)
         if weighted:  # forward passes depend on the sharding stage, not the recompute policy
-            fwd[rows] = ts.forward_seconds({**sub, "zero": z_of[rows]}, index_terms(terms, rows), x)
-            spt[rows] += _forward_share(fwd[rows], out, x)
-        better = found & (spt < best)
-        best = np.where(better, spt, best)
-        rc_of, zero_of = np.where(better, rc, rc_of), np.where(better, z_of, zero_of)
-        fwd_of, won = np.where(better, fwd, fwd_of), won | better
+            fwd_k[rows] = ts.forward_seconds({**sub, "zero": z_rows}, index_terms(terms_k, rows), x)
+            spt_k[rows] += _forward_share(fwd_k[rows], out, x)
+        for j, policy in enumerate(group):  # in policy order: a tie keeps the earlier policy
+            at = slice(j * n, (j + 1) * n)
+            better = found_k[at] & (spt_k[at] < best)
+            best = np.where(better, spt_k[at], best)
+            rc_of, zero_of = np.where(better, policy, rc_of), np.where(better, z_k[at], zero_of)
+            fwd_of, won = np.where(better, fwd_k[at], fwd_of), won | better
+            j_of = np.where(better, first + j, j_of)
     macro.update(rc=rc_of, zero=zero_of)
-    out = finish(macro, ts.with_recompute(terms, rc_of), x)
+    if len(groups) == 1 and won.all():  # each row's step is priced already, at its policy and stage
+        pair = np.searchsorted(rows, j_of * n + np.arange(n))
+        out = {c: v[pair] if np.ndim(v) else v for c, v in out.items() if c != "penalty"}
+        out = _finished(out, ts.with_recompute(terms, rc_of), x)
+    else:
+        out = finish(macro, ts.with_recompute(terms, rc_of), x)
     if weighted:
         rest = np.flatnonzero(~won)  # rows no policy fits: their forward under the default stage
         if len(rest):
@@ -744,6 +769,21 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         out["forward_s"] = fwd_of
         out["objective"] = out["seconds_per_token"] + _forward_share(out["forward_s"], out, x)
     return out
+
+
+STACKED = 8192  # rows :func:`evaluate` prices in one pass where it can (recompute policies, stages)
+
+
+def _states(macro: sr.Columns, x: dict, zs: tuple[int, ...]) -> dict[int, Any]:
+    """The training state per GPU of every row under each sharding stage ``zs``."""
+    import numpy as np
+
+    n = len(macro["dp"])
+    if n * len(zs) > STACKED:
+        return {z: ts.state_bytes({**macro, "zero": z}, x) for z in zs}
+    by_z = np.tile(np.arange(n), len(zs))
+    state = ts.state_bytes({**{c: v[by_z] for c, v in macro.items()}, "zero": np.repeat(zs, n)}, x)
+    return {z: state[j * n : (j + 1) * n] for j, z in enumerate(zs)}
 
 
 def objective(out: dict) -> Any:
@@ -765,7 +805,11 @@ def _forward_share(forward_s: Any, out: dict, x: dict) -> Any:
 
 def finish(P: sr.Columns, mm: dict, x: dict) -> dict[str, Any]:
     """The step outputs of plans whose every column is set (the single-point path too)."""
-    out = ts.step(P, mm, x)
+    return _finished(ts.step(P, mm, x), mm, x)
+
+
+def _finished(out: dict, mm: dict, x: dict) -> dict[str, Any]:
+    """:func:`finish` given the step's outputs ``out``."""
     out.update({k: v for k, v in mm.items() if k not in out})
     out["penalty"] = batch_penalty(out["tokens_per_step"], x)
     out["seconds_per_token"] = _per_token(out["step_s"], out)
@@ -905,10 +949,17 @@ def _joined(parts: list) -> Searched:
             {"tp": np.empty(0)}, {"seconds_per_token": np.empty(0)}, sr.Space({"tp": np.empty(0)})
         )
     cols = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
-    out = {k: np.concatenate([np.broadcast_to(p[1][k], p[2].shape) for p in parts]) for k in parts[0][1]}
+    out = {k: np.concatenate([_spread(p[1][k], p[2].shape) for p in parts]) for k in parts[0][1]}
     space = sr.Space(cols)
     space.require("fits in HBM", np.concatenate([p[2] for p in parts]))
     return Searched(cols, out, space, objective(out))
+
+
+def _spread(v: Any, shape: tuple) -> Any:
+    """``v`` as an array of ``shape`` (a plain number: every row's value)."""
+    import numpy as np
+
+    return v if np.shape(v) == shape else np.broadcast_to(v, shape)
 
 
 def best_row(s: Searched) -> int | None:
