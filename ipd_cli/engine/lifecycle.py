@@ -427,16 +427,13 @@ def price_steps(cat: Catalog, hardware: str, pricing: str) -> list[Step]:
     """The GPU-hour price the stages' costs start from: the rental point read, or the owning
     cost's formula and inputs (``--pricing tco``), where serving's GPUs, kept around the clock,
     are owned at utilisation 1 (a second step)."""
-    from .pricing import price_formula, usd_per_gpu_hour
+    from .pricing import price_formula
 
     system = cat.canonical("systems", hardware)
     inp = Inputs(cat)
-    formula, inputs = price_formula(inp, system, pricing)
-    steps = [Step("price_usd_per_gpu_hour", usd_per_gpu_hour(inp, system, pricing)[0], formula, inputs)]
+    steps = [Step("price_usd_per_gpu_hour", *price_formula(inp, system, pricing))]
     if pricing == "tco":
-        formula, inputs = price_formula(inp, system, pricing, always_on=True)
-        price = usd_per_gpu_hour(inp, system, pricing, always_on=True)[0]
-        steps.append(Step("serving.price_usd_per_gpu_hour", price, formula, inputs))
+        steps.append(Step("serving.price_usd_per_gpu_hour", *price_formula(inp, system, pricing, True)))
     return steps
 
 
@@ -709,8 +706,8 @@ class ServingSizer:
         self._blocks: dict[int, dict[str, Any]] = {}  # a chosen row's block numbers
         self._last: tuple[Any, dict[str, Any]] | None = None
 
-    def seed(self, traffic: float, point: Serving) -> None:
-        """The traffic the estimate itself sized (``point``): a row's traffic equal to it but for
+    def seed(self, traffic: float) -> None:
+        """The traffic the estimate itself sized: a row's traffic equal to it but for
         rounding (12 significant digits) is sized at it, so that row equals the estimate."""
         self.seeded = traffic
 

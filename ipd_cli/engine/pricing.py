@@ -74,51 +74,52 @@ def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str, always_on: bool = F
             f"{cat.origin('systems', system)}: systems.{system}.prices has none of the labels "
             f"{cat.economics.rental_label_preference}; add one or use `pricing` tco"
         )
-    capex = inp.read(f"systems.{system}.capex_usd", "system capex")
-    crf = f.capital_recovery_factor(
-        inp.read("economics.cost_of_capital", "cost of capital"),
-        inp.read("economics.depreciation_years", "depreciation"),
-    )
-    quiet = inp.quiet()
+    t = _tco_terms(inp, system, always_on)
     value = f.tco_usd_per_gpu_hour(
-        capex / s.accelerators,
-        crf,
-        inp.read("economics.opex_fraction_of_capex_per_year", "opex per year"),
-        1.0 if always_on else inp.read("economics.utilisation", "utilisation"),
-        kw_per_gpu(quiet, system),
-        pue(quiet),
-        inp.read("economics.electricity_usd_per_kwh", "electricity"),
+        t["capex_usd_per_gpu"],
+        t["crf"],
+        t["opex_fraction_per_year"],
+        t["utilisation"],
+        t["kw_per_gpu"],
+        t["pue"],
+        t["usd_per_kwh"],
     )
     return value, "tco"
 
 
-def price_formula(
-    inp: Inputs, system: str, pricing: str, always_on: bool = False
-) -> tuple[str, dict[str, float | str]]:
-    """How :func:`usd_per_gpu_hour` came to its value, for ``ipd explain``: the rental point read,
-    or the owning-cost formula with its inputs (capex per GPU, capital recovery factor, opex,
-    utilisation, power, PUE, electricity; ``always_on``: utilisation 1)."""
-    value, basis = usd_per_gpu_hour(inp, system, pricing, always_on)
-    if basis != "tco":
-        label = basis.partition(":")[2]
-        return f"systems.{system}.prices.{label} (the {basis} price point)", {"pricing": basis}
-    s = inp.cat.systems[system]
-    rate = inp.read("economics.cost_of_capital")
-    years = inp.read("economics.depreciation_years")
-    inputs: dict[str, float | str] = {
-        "capex_usd_per_gpu": inp.read(f"systems.{system}.capex_usd") / s.accelerators,
+def _tco_terms(inp: Inputs, system: str, always_on: bool) -> dict[str, Any]:
+    """The owning cost's inputs (read in this order: capex, capital, opex, utilisation, power,
+    electricity), for :func:`usd_per_gpu_hour` and, with their names, ``ipd explain``."""
+    capex = inp.read(f"systems.{system}.capex_usd", "system capex")
+    rate = inp.read("economics.cost_of_capital", "cost of capital")
+    years = inp.read("economics.depreciation_years", "depreciation")
+    quiet = inp.quiet()
+    return {
+        "capex_usd_per_gpu": capex / inp.cat.systems[system].accelerators,
         "crf": f.capital_recovery_factor(rate, years),
         "cost_of_capital": rate,
         "depreciation_years": years,
-        "opex_fraction_per_year": inp.read("economics.opex_fraction_of_capex_per_year"),
-        "utilisation": 1.0 if always_on else inp.read("economics.utilisation"),
-        "kw_per_gpu": kw_per_gpu(inp, system),
-        "pue": pue(inp),
-        "usd_per_kwh": inp.read("economics.electricity_usd_per_kwh"),
+        "opex_fraction_per_year": inp.read("economics.opex_fraction_of_capex_per_year", "opex per year"),
+        "utilisation": 1.0 if always_on else inp.read("economics.utilisation", "utilisation"),
+        "kw_per_gpu": kw_per_gpu(quiet, system),
+        "pue": pue(quiet),
+        "usd_per_kwh": inp.read("economics.electricity_usd_per_kwh", "electricity"),
     }
+
+
+def price_formula(
+    inp: Inputs, system: str, pricing: str, always_on: bool = False
+) -> tuple[Any, str, dict[str, float | str]]:
+    """:func:`usd_per_gpu_hour`'s value and how it came to it, for ``ipd explain``: the rental
+    point read, or the owning-cost formula with its inputs (:func:`_tco_terms`; ``always_on``:
+    utilisation 1)."""
+    value, basis = usd_per_gpu_hour(inp, system, pricing, always_on)
+    if basis != "tco":
+        label = basis.partition(":")[2]
+        return value, f"systems.{system}.prices.{label} (the {basis} price point)", {"pricing": basis}
     formula = (
         "capex_usd_per_gpu x (crf + opex_fraction_per_year) / (8760 x utilisation) + kw_per_gpu x pue "
         "x usd_per_kwh; crf = r / (1 - (1 + r)^-years) at cost_of_capital r over depreciation_years"
         + ("; utilisation 1: GPUs kept for one service around the clock" if always_on else "")
     )
-    return formula, inputs
+    return value, formula, _tco_terms(inp, system, always_on)

@@ -523,7 +523,7 @@ def _sizer(cat: Catalog, plan: SweepPlan, w: Any, hw: str, result: Any) -> Any:
         return None
     sizer = ServingSizer(cat, hw, w.model, w.serving, plan.pricing, plan.origin, plan.grids)
     if point.traffic_requests_per_s is not None:
-        sizer.seed(point.traffic_requests_per_s * SECONDS_PER_DAY * point.output_tokens, point)
+        sizer.seed(point.traffic_requests_per_s * SECONDS_PER_DAY * point.output_tokens)
     return sizer
 
 

@@ -477,22 +477,19 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{hw}: no serving stack is measured on its accelerator (a catalog `serving.families` "
                 "entry names its family): the reference serving efficiencies apply"
             )
-        gpus, users = (
-            (point.get("instance_gpus") or 1, point.get("concurrency") or 0)
-            if isinstance(point, dict)
-            else (1, 0)
-        )
-        if isinstance(point, dict) and point.get("target_met") and 0 < users < gpus:
+        if isinstance(point, dict) and point.get("target_met"):
             # met, but by running fewer sequences than GPUs on a decode instance: next to nothing is
             # batched (user reviews: 405B on A100 at 50 tokens/s per user, TP128 over 16 nodes, one
             # sequence, 0.39 tok/s/GPU; the 10T MoE on H200, TEP8 PP9, two sequences on 72 GPUs)
-            out.append(
-                f"{hw}: serving meets {fmt_num(point.get('target_tokens_per_s_per_user'))} tokens/s per "
-                f"user only with {users:,} sequence{'s' if users > 1 else ''} per {gpus:,}-GPU decode "
-                f"instance, fewer than one per GPU ({fmt_num(point.get('tokens_per_s_per_gpu'))} tokens/s "
-                "per GPU): next to nothing is batched, so a lower target or another system serves it "
-                "far cheaper"
-            )
+            users, gpus = point.get("concurrency") or 0, point.get("instance_gpus") or 1
+            if 0 < users < gpus:
+                out.append(
+                    f"{hw}: serving meets {fmt_num(point.get('target_tokens_per_s_per_user'))} tokens/s "
+                    f"per user only with {users:,} sequence{'s' if users > 1 else ''} per {gpus:,}-GPU "
+                    f"decode instance, fewer than one per GPU ({fmt_num(point.get('tokens_per_s_per_gpu'))} "
+                    "tokens/s per GPU): next to nothing is batched, so a lower target or another system "
+                    "serves it far cheaper"
+                )
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
