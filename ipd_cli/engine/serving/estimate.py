@@ -533,9 +533,7 @@ def estimate_serving(
         max_instance_gpus=max_instance_gpus,
     )
     shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack)
-    g = search(ctx, shape, pins, instance, tokens_per_user_s)
-    if not g.feasible.any():
-        raise _infeasible(ctx, g, pins)
+    g = _searched(ctx, shape, pins, instance, tokens_per_user_s)
     traffic = _requests_per_s(requests_per_s, output_tokens_per_day, g.ph.osl)
     choice = None
     if traffic is not None:
@@ -571,11 +569,16 @@ def traffic_sizer(
     ctx = context(cat, hardware, model, origin)
     ctx = replace(ctx, trace=ctx.trace.quiet())
     shape = Shape(input_tokens, output_tokens, precision, pricing=pricing)
-    pins = pins_of()
-    g = search(ctx, shape, pins, instance, tokens_per_user_s)
+    g = _searched(ctx, shape, pins_of(), instance, tokens_per_user_s)
+    return TrafficSizer(g, tokens_per_user_s, None, ctx.name)
+
+
+def _searched(ctx: ServingContext, shape: Shape, pins: Pins, instance: str, target: float | None) -> Grid:
+    """The searched grid, or the error naming why nothing in it runs."""
+    g = search(ctx, shape, pins, instance, target)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)
-    return TrafficSizer(g, tokens_per_user_s, None, ctx.name)
+    return g
 
 
 def _check_operating_point(concurrency: int | None, target: float | None) -> None:
