@@ -343,3 +343,28 @@ def test_hbm_capacity_is_read_in_binary_units():
     r = run_cli("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12",
                 "--set", "accelerators.h100-sxm.hbm_gb=90")  # fmt: skip
     assert r.code == 2 and "unknown field; did you mean 'hbm_gib'?" in r.stderr
+
+
+def test_a_process_decodes_an_unchanged_cache_entry_once(fresh_cache):
+    # the decoded catalog is kept with the bytes it came from: the same entry gives the same
+    # (frozen) catalog back; an entry whose bytes differ is decoded again, and a broken one is a miss
+    from ipd_cli.catalog import cache
+    from ipd_cli.catalog.dirs import catalog_dirs
+
+    load_catalog()  # built from the files and stored
+    first = load_catalog()  # decoded from the entry
+    assert load_catalog() is first
+    entry = fresh_cache / cache.entry_name(catalog_dirs())
+    text = entry.read_bytes()
+    entry.write_bytes(text.replace(b'"hbm_gib":{"value":80.0', b'"hbm_gib":{"value":80.5', 1))
+    assert text != entry.read_bytes()
+    key = cache.fingerprint(catalog_dirs())
+    changed = cache.read(catalog_dirs(), key)
+    assert changed is not None and changed is not first
+    moved = {
+        n for n, a in changed.accelerators.items() if a.hbm_gib.value != first.accelerators[n].hbm_gib.value
+    }
+    assert len(moved) == 1 and changed.accelerators[moved.pop()].hbm_gib.value == 80.5
+    entry.write_bytes(text[:-50])
+    assert cache.read(catalog_dirs(), key) is None
+    assert load_catalog() == first  # rebuilt from the files

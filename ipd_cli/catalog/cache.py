@@ -224,10 +224,27 @@ def read(dirs: list[Path], key: str) -> Catalog | None:
     parts = _parts(dirs, key)
     if parts is None:
         return None
+    body = parts[1]
+    seen = _DECODED.get(key)
+    if seen is not None and seen[0] == body:
+        return seen[1]
     try:
-        return _decode(parts[1])
+        catalog = _decode(body)
     except Exception:  # invalid JSON, a value the schema refuses, a broken reference: a miss
         return None
+    while len(_DECODED) >= _DECODED_MAX:
+        del _DECODED[next(iter(_DECODED))]  # the oldest
+    _DECODED[key] = (body, catalog)
+    return catalog
+
+
+# Entries this process decoded, by key, with the bytes they were decoded from: a process that
+# loads the catalog again (the API, tests) gets the same catalog back when the entry on disk is
+# still those bytes (it was read and checked as above; a changed entry is decoded again). A catalog
+# is never changed after it is built (its entries are frozen; overrides make a copy), so sharing
+# it is safe.
+_DECODED: dict[str, tuple[bytes, Catalog]] = {}
+_DECODED_MAX = 4
 
 
 def stored_listing(kind: str) -> dict[str, Any] | None:

@@ -21,6 +21,11 @@ from .results import Assumption
 # the origin of a value a caller gives (a command-line option or an API argument), not the catalog
 CLI = defaults.CLI
 
+# Assumption records already built, by everything they hold: a frozen model, shared by the traces
+# that read the same input (bounded: a long-running library user must not grow it without end)
+_RECORDS: dict[tuple, Assumption] = {}
+_RECORDS_MAX = 1 << 16
+
 
 @dataclass
 class Trace:
@@ -33,11 +38,42 @@ class Trace:
     record: bool = True
     _seen: set = field(default_factory=set, repr=False)  # inputs recorded: each is listed once
 
-    def _add(self, a: Assumption) -> None:
-        key = (a.name, a.path, repr(a.value), a.note, a.origin)
-        if key not in self._seen:
-            self._seen.add(key)
-            self.items.append(a)
+    def _add(
+        self,
+        name: str,
+        value: Any,
+        unit: str,
+        origin: str,
+        note: str | None,
+        path: str | None,
+        source: str | None,
+        estimate: bool,
+    ) -> None:
+        key = (name, path, repr(value), note, origin)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        src = self.sources.get(source) if source else None
+        title, date = (src.title, src.date) if src else (None, None)
+        # an input read by many estimates (calibrate, validate) is one immutable record
+        memo = (*key, type(value), unit, source, title, date, estimate)
+        a = _RECORDS.get(memo)
+        if a is None:
+            a = Assumption(
+                name=name,
+                value=value,
+                unit=unit,
+                source=source,
+                source_title=title,
+                source_date=date,
+                estimate=estimate,
+                origin=origin,
+                note=note,
+                path=path,
+            )
+            if len(_RECORDS) < _RECORDS_MAX:
+                _RECORDS[memo] = a
+        self.items.append(a)
 
     def take(
         self,
@@ -59,21 +95,8 @@ class Trace:
         elif self.sampler is not None and s.range is not None:
             value = self.sampler(s.range[0], s.value, s.range[1])
         if self.record:
-            src = self.sources.get(s.source)
-            self._add(
-                Assumption(
-                    name=name,
-                    value=s.value,
-                    unit=unit,
-                    source=s.source,
-                    source_title=src.title if src else None,
-                    source_date=src.date if src else None,
-                    estimate=s.estimate or borrowed is not None,
-                    origin=origin,
-                    note=s.note if borrowed is None else f"{borrowed}; {s.note}" if s.note else borrowed,
-                    path=path,
-                )
-            )
+            note = s.note if borrowed is None else f"{borrowed}; {s.note}" if s.note else borrowed
+            self._add(name, s.value, unit, origin, note, path, s.source, s.estimate or borrowed is not None)
         return value * scale
 
     def given(
@@ -91,21 +114,7 @@ class Trace:
         if path is not None and path in self.subs:
             value = self.subs[path]
         elif self.record:
-            src = self.sources.get(source) if source else None
-            self._add(
-                Assumption(
-                    name=name,
-                    value=value,
-                    unit=unit,
-                    origin=origin,
-                    note=note,
-                    path=path,
-                    source=source,
-                    source_title=src.title if src else None,
-                    source_date=src.date if src else None,
-                    estimate=estimate,
-                )
-            )
+            self._add(name, value, unit, origin, note, path, source, estimate)
         return value
 
     def quiet(self) -> Trace:

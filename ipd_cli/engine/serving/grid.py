@@ -136,9 +136,40 @@ def instance_sizes(ph: Physics, extra: int | None = None) -> list[int]:
 
 def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
     """Every layout the model can run in on this system (definitions applied, not feasibility)."""
+    pins = pins or Pins()
+    key = (
+        ph.domain,
+        ph.instance_sizes,
+        ph.max_domains,
+        ph.layers,
+        ph.heads,
+        ph.moe,
+        len(ph.kv_precisions),
+        ph.spec_depths,
+        pins,
+    )
+    try:
+        hit = _LAYOUTS.get(key)
+    except TypeError:  # array-valued structure (a sweep over it): not kept
+        return _layouts(ph, pins)
+    if hit is None:
+        hit = _LAYOUTS[key] = _layouts(ph, pins)
+        for v in hit.values():
+            v.flags.writeable = False  # shared by every grid of this structure
+        if len(_LAYOUTS) > MEMO_LAYOUTS:
+            _LAYOUTS.pop(next(iter(_LAYOUTS)))  # the oldest
+    return dict(hit)
+
+
+# The layout columns depend on the system's and model's structure and the pins only, not on the
+# rates a calibration or a sweep varies: enumerated once per structure (at most MEMO_LAYOUTS kept)
+_LAYOUTS: dict[tuple, dict[str, Any]] = {}
+MEMO_LAYOUTS = 64
+
+
+def _layouts(ph: Physics, pins: Pins) -> dict[str, Any]:
     import numpy as np
 
-    pins = pins or Pins()
     sizes = np.array(instance_sizes(ph, pins.instance_gpus))
     if pins.stage_gpus:
         sizes = np.union1d(sizes, [pins.stage_gpus * (pins.pipeline_stages or 1)])
