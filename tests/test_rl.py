@@ -99,7 +99,40 @@ def test_async_beats_colocated_sync_with_a_long_tail(catalog):
     sync = rl(catalog, "hopper", "rl-math-reasoning", mode="colocated", gpus=256).rl
     asynchronous = rl(catalog, "hopper", "rl-math-reasoning", mode="async", gpus=256).rl
     assert asynchronous.step_seconds < sync.step_seconds
-    assert asynchronous.mean_staleness_steps is not None and sync.mean_staleness_steps is None
+    assert asynchronous.mean_staleness_steps is not None and sync.mean_staleness_steps == 0
+
+
+def test_async_keeps_the_staleness_bound(catalog):
+    # AReaL's rule: at most eta + 1 batches outstanding, the one training included, so at most eta
+    # batches generate at once and the mean staleness is at most eta; eta = 0 cannot generate ahead
+    # of the update and runs as disaggregated (a user review: it ran 4-5x faster than one-step-off,
+    # with a mean staleness of eta + 1)
+    split = dict(gen_gpus=144, train_gpus=368)
+
+    def run(eta: int):
+        cat = catalog.with_overrides([f"workload.staleness_bound={eta}"])
+        return rl(cat, "gb200-nvl72", "rl-swe-agent", mode="async", **split).rl
+
+    runs = {eta: run(eta) for eta in (0, 1, 2, 4)}
+    sync = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="disaggregated", **split).rl
+    assert runs[0].step_seconds == sync.step_seconds and runs[0].mean_staleness_steps == 0
+    assert runs[0].longest_trajectory_policy_versions is None
+    rollouts = 16 * 32  # the workload's prompts x group size, all generated each step
+    for eta in (1, 2, 4):
+        r = runs[eta]
+        assert r.replicas * r.concurrency <= eta * rollouts
+        assert r.mean_staleness_steps == pytest.approx(r.replicas * r.concurrency / rollouts)
+        assert r.staleness_bound == eta and r.longest_trajectory_policy_versions > 0
+    assert runs[1].step_seconds < sync.step_seconds
+    one_off = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="one-step-off", **split).rl
+    assert one_off.mean_staleness_steps == 1 and one_off.longest_trajectory_policy_versions is None
+
+
+def test_a_trajectory_beyond_the_staleness_bound_is_warned():
+    r = run_cli("rl", "--hardware", "gb200", "--mode", "async", "-f", "json")
+    rl_ = r.json()["rl"]
+    assert rl_["longest_trajectory_policy_versions"] > rl_["staleness_bound"] == 1
+    assert "spans" in r.stderr and "beyond the staleness bound of 1" in r.stderr
 
 
 def test_too_few_host_cores_leave_gpus_waiting(catalog):
@@ -385,7 +418,7 @@ def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catal
     c = r.candidates
     replicas = gen_gpus // c.gpus
     idx = np.flatnonzero(replicas >= 1)
-    in_flight = n.generated * ((r.staleness_bound + 1) if asynchronous else 1)
+    in_flight = n.generated * (r.staleness_bound if asynchronous else 1)  # eta batches generate
     cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[idx]), np.ceil(in_flight / replicas[idx])))
     cap = cap.astype(int)
     assert cap.max() >= 8 * EXACT_BATCHES  # the ladder's geometric rungs are in play
@@ -528,3 +561,27 @@ def test_a_grown_runs_pool_that_fits_the_gpus_given_takes_them_all(monkeypatch):
     cat = load(sets=["accelerators.gb200.hbm_gib=155"])
     r = rl(cat, "gb200-nvl72", "rl-swe-agent-10t", gpus=2200).rl
     assert (r.gpus, r.train_gpus, r.gen_gpus, r.gpus_requested) == (2200, 2048, 152, None)
+
+
+def test_the_longest_trajectory_must_fit_the_context():
+    # the rollout engine checks the mean response; the longest is what the KV cache must admit and
+    # the critical path decodes (a user review: 512 + 30,000 tokens ran on Llama 2's 4,096)
+    r = run_cli(
+        "rl", "--hardware", "h100", "--model", "llama-2-7b", "--workload", "rl-math-reasoning",
+        "--set", "workload.mean_response_tokens=3000", "--set", "workload.max_response_tokens=30000",
+    )  # fmt: skip
+    assert r.code == 2 and r.stdout == ""
+    assert "longest trajectory is 30,512" in r.stderr and "workload.max_response_tokens" in r.stderr
+    fits = run_cli(
+        "rl", "--hardware", "h100", "--model", "llama-2-7b", "--workload", "rl-math-reasoning",
+        "--set", "workload.mean_response_tokens=3000", "--set", "workload.max_response_tokens=3584",
+    )  # fmt: skip
+    assert fits.code == 0  # 512 + 3,584 = 4,096: exactly the context
+
+
+def test_a_searched_split_is_credited_to_the_search(catalog):
+    searched = rl(catalog, "gb200-nvl72", "rl-swe-agent").assumptions
+    given = rl(catalog, "gb200-nvl72", "rl-swe-agent", gen_gpus=432, train_gpus=80).assumptions
+    origin = {a.name: a.origin for a in searched}
+    assert origin["generation GPUs"] == origin["training GPUs"] == "split search"
+    assert {a.name: a.origin for a in given}["generation GPUs"] != "split search"

@@ -570,7 +570,22 @@ class Rl(Result):
         "sandbox core-seconds (every generated trajectory's cores x its lifetime) exceed "
         "cpu_cores_available x the generation time, an average over the step, not the peak"
     )
-    mean_staleness_steps: float | None = None
+    mean_staleness_steps: float | None = Field(
+        default=None,
+        description="policy versions a rollout is behind the policy it trains, on average: 0 in "
+        "colocated and disaggregated steps (and async with staleness_bound 0, which runs as "
+        "disaggregated), 1 in one-step-off, rollouts in generation / rollouts per step in async",
+    )
+    staleness_bound: int | None = Field(
+        default=None, description="async: the most policy versions a rollout may be behind on average"
+    )
+    longest_trajectory_policy_versions: float | None = Field(
+        default=None,
+        description="async: policy updates during the longest trajectory (its response at the tail "
+        "speed plus its tool waits, over the step): beyond staleness_bound it runs on through "
+        "in-flight weight updates as a mixed-version rollout (its KV recomputed: "
+        "rl.async_waste_fraction) or is aborted",
+    )
     latency_bound: bool = Field(
         description="true when the longest trajectory, not throughput, sets generation"
     )

@@ -425,6 +425,36 @@ def _by_basis(bases: dict[str, list[str]]) -> str:
     return "; ".join(f"{basis} ({', '.join(names)})" for basis, names in bases.items())
 
 
+def _rl_lines(hw: str, rl: dict) -> list[str]:
+    """An RL step's warnings: a grown split, a long trajectory beyond the staleness bound, an idle trainer."""
+    out: list[str] = []
+    if rl.get("gpus_requested"):
+        out.append(
+            f"{hw}: RL post-training runs on {counted(rl['gpus'])}, not the workload's "
+            f"{rl['gpus_requested']:,}: {rl['train_gpus']:,} training (the fewest that hold the "
+            f"training state) + {rl['gen_gpus']:,} generating ({_replicas(rl)}: of the pools the size "
+            "of one rollout replica, the one with the shortest step)"
+        )
+    versions = rl.get("longest_trajectory_policy_versions")
+    if versions is not None and versions > (rl.get("staleness_bound") or 0):
+        out.append(
+            f"{hw}: the longest RL trajectory spans {versions:.1f} policy updates, beyond the "
+            f"staleness bound of {rl['staleness_bound']}: it runs on through in-flight weight "
+            "updates as a mixed-version rollout (or is aborted); a longer step or a larger bound "
+            "keeps it within"
+        )
+    trainer = rl.get("trainer") if rl.get("mode") != "colocated" else None
+    if isinstance(trainer, dict):
+        used, given = trainer.get("gpus_used") or 0, rl.get("train_gpus") or 0
+        # given a quarter or more GPUs than it uses (80 for 64): the split is worth a second look
+        if used and 4 * (given - used) >= used:
+            out.append(
+                f"{hw}: the RL trainer's plan uses {used:,} of its {given:,} GPUs; the rest are idle "
+                "but paid (as many as it uses would run the same plan for less)"
+            )
+    return out
+
+
 def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) -> list[str]:
     """One line each: a system that is not shipping, a stage that cannot run, a missed service target.
     ``statuses``: hardware -> (status, unstable), for results that do not carry the status."""
@@ -445,13 +475,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
         stages = {w["stage"]: w for w in (s.get("infeasible") or {}).values()}
         out += [_infeasible_line(hw, why, s) for why in stages.values()]
         rl = s.get("rl")
-        if isinstance(rl, dict) and rl.get("gpus_requested"):
-            out.append(
-                f"{hw}: RL post-training runs on {counted(rl['gpus'])}, not the workload's "
-                f"{rl['gpus_requested']:,}: {rl['train_gpus']:,} training (the fewest that hold the "
-                f"training state) + {rl['gen_gpus']:,} generating ({_replicas(rl)}: of the pools the size "
-                "of one rollout replica, the one with the shortest step)"
-            )
+        out += _rl_lines(hw, rl) if isinstance(rl, dict) else []
         pre = s.get("pretraining")
         # only what the printed multiplier shows (1.0008 read "needs 1.00x the tokens")
         if isinstance(pre, dict) and round(pre.get("batch_token_multiplier") or 1.0, 2) > 1.0:
@@ -462,15 +486,6 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 "no smaller batch fills them)"
             )
         out += _precision_lines(hw, s)
-        trainer = rl.get("trainer") if isinstance(rl, dict) and rl.get("mode") != "colocated" else None
-        if isinstance(rl, dict) and isinstance(trainer, dict):
-            used, given = trainer.get("gpus_used") or 0, rl.get("train_gpus") or 0
-            # given a quarter or more GPUs than it uses (80 for 64): the split is worth a second look
-            if used and 4 * (given - used) >= used:
-                out.append(
-                    f"{hw}: the RL trainer's plan uses {used:,} of its {given:,} GPUs; the rest are idle "
-                    "but paid (as many as it uses would run the same plan for less)"
-                )
         point = s.get("serving")
         if isinstance(point, dict) and point.get("stack") == "reference":
             out.append(

@@ -12,7 +12,7 @@ from ipd_cli.engine.inputs import Inputs
 from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from ipd_cli.engine.results import RlResult
 from ipd_cli.engine.trace import CLI
-from ipd_cli.errors import InfeasibleError
+from ipd_cli.errors import InfeasibleError, InputError
 
 from .generation import (
     Environment,
@@ -25,7 +25,7 @@ from .generation import (
     rollout_engine,
 )
 from .result import assemble
-from .step import Step, SyncPhase, fewest_split_gpus, grown_split, split_gpus, step
+from .step import Step, SyncPhase, fewest_split_gpus, grown_split, schedule, split_gpus, step
 from .sync import Links, SyncPlan, WeightSync, sync_links, weight_sync
 from .trainer import (
     Trainer,
@@ -202,11 +202,26 @@ def _largest_trainer(w: RlWorkload, split: str | None) -> int:
     return w.total_gpus()
 
 
+def check_context(ctx: sv.ServingContext, nums: RlNumbers) -> None:
+    """The longest trajectory (prompt, tool output and the longest response) must fit the model's
+    context: the KV cache admits it and the critical path decodes it (the rollout engine's own
+    check sees the mean response only)."""
+    longest = nums.prompt_tokens + nums.observation_tokens + nums.max_response_tokens
+    if longest > ctx.model.max_context:
+        raise InputError(
+            f"{ctx.mname} holds at most {ctx.model.max_context:,} tokens; the RL workload's longest "
+            f"trajectory is {longest:,.0f} (prompt_tokens {nums.prompt_tokens:,.0f} + observation_tokens "
+            f"{nums.observation_tokens:,.0f} + max_response_tokens {nums.max_response_tokens:,.0f}); "
+            "lower max_response_tokens (`sets` workload.max_response_tokens=N) or use a longer-context model"
+        )
+
+
 def setup(
     ctx: sv.ServingContext, w: RlWorkload, pricing: str, origin: str, split: str | None = None
 ) -> Setup:
     inp, system = ctx.inp, ctx.system
     nums = workload_numbers(ctx.trace, w, origin)
+    check_context(ctx, nums)
     colocated = w.mode == "colocated"
     rates = trainer_rates(
         inp, ctx.name, system.accelerator, ctx.model, ctx.mname, w, nums, _largest_trainer(w, split)
@@ -257,10 +272,11 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     colocated = s.w.mode == "colocated"
     total = gen_gpus if colocated else gen_gpus + train_gpus
     inp = s.inp.quiet() if quiet else s.inp
-    asynchronous = s.w.mode == "async"
+    mode = schedule(s.w.mode, s.w.staleness_bound)
+    asynchronous = mode == "async"
     r = s.rollouts.on(s.nums, gen_gpus, asynchronous)
     gen = generation(r, s.nums, gen_gpus, asynchronous, s.where)
-    env = environment(s.nums, s.host, gen, total, s.w.mode == "async")
+    env = environment(s.nums, s.host, gen, total, asynchronous)
     tr = trainer(s.rates, s.w, train_gpus)
     plan = sync_plan(
         inp, s.arch, r.inst, transport=s.transport, wire=s.w.sync_precision,
@@ -275,7 +291,7 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
         if pinned is not None:
             note += f", within the workload's generation_layout {pinned}"
         inp.given("rollout replica", r.inst.configuration, "", "deployment search", note=note)
-    return Outcome(r, gen, env, tr, sync, step(s.w.mode, gen, env, tr, sync))
+    return Outcome(r, gen, env, tr, sync, step(mode, gen, env, tr, sync))
 
 
 def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, int | None]:
@@ -284,7 +300,7 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
     where ``grow_gpus_to_fit`` ran on more (else None: given pools are the run, not a resize)."""
     w, mem = s.w, s.memory
     given = w.given_split()
-    requested = None
+    requested, searched, note = None, False, None
     if w.mode == "colocated":
         total = w.total_gpus()
         check_trainer_memory(mem, total, "gpus", s.where, s.rates.y["seq"])
@@ -293,7 +309,7 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
         check_trainer_memory(mem, given[1], "train_gpus", s.where, s.rates.y["seq"])
         gg, tg = given
     else:
-        total = w.total_gpus()
+        total, searched = w.total_gpus(), True
 
         def seconds(a: int, b: int) -> float:
             return evaluate(s, a, b, quiet=True).step.seconds
@@ -311,8 +327,10 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
                 gg, tg = split_gpus(total, s.rollouts.gpus, seconds, mem.min_gpus, grain=s.system_gpus)
             except InfeasibleError as e:
                 raise InfeasibleError(f"{s.where}: {e}") from None
-    s.inp.given("generation GPUs", gg, "GPUs", origin, path="workload.gen_gpus")
-    s.inp.given("training GPUs", tg, "GPUs", origin, path="workload.train_gpus")
+    if searched:  # the split search chose them, not the workload or the command line
+        origin, note = "split search", "the generation / training split with the shortest step"
+    s.inp.given("generation GPUs", gg, "GPUs", origin, note=note, path="workload.gen_gpus")
+    s.inp.given("training GPUs", tg, "GPUs", origin, note=note, path="workload.train_gpus")
     return gg, tg, requested
 
 

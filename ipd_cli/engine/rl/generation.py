@@ -131,7 +131,7 @@ def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> 
     if ok.size == 0:
         return None
     replicas = (gen_gpus // c.gpus[ok])[:, None]
-    in_flight = nums.generated * ((r.staleness_bound + 1) if asynchronous else 1)
+    in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
     cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), np.ceil(in_flight / replicas[:, 0])))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
     ladder, steps = ladder[:rungs], steps[ok, :rungs]
@@ -182,6 +182,15 @@ class Generation:
     live_sequences: float
     latency_bound: bool
     mean_staleness_steps: float | None
+    critical_s: float  # the longest trajectory: its response at the tail speed plus its tool waits
+
+
+def in_flight_batches(staleness_bound: int, asynchronous: bool) -> int:
+    """Batches of rollouts in generation at once. Async with a staleness bound of eta keeps at most
+    eta + 1 batches outstanding, the one the trainer is on included (AReaL's rule: rollouts
+    submitted <= (version + eta + 1) x batch), so at most eta generate while it trains and their
+    mean staleness is at most eta (Little's law, rl-loop.md 7.6(i)); synchronous modes generate one."""
+    return staleness_bound if asynchronous else 1
 
 
 def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, where: str) -> Generation:
@@ -193,7 +202,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
             f"{where} needs {r.gpus}-GPU inference instances; {gen_gpus} generation GPUs hold none"
         )
     # synchronous: one wave of the step's rollouts; async: in flight up to the staleness bound
-    wanted = math.ceil(nums.generated * ((r.staleness_bound + 1) if asynchronous else 1) / replicas)
+    wanted = math.ceil(nums.generated * in_flight_batches(r.staleness_bound, asynchronous) / replicas)
     b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
     b_tail = max(1, int(b * r.tail_fraction))
     v_bulk, v_tail = r.inst.decode_speed(b), r.inst.decode_speed(b_tail)
@@ -217,6 +226,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         live_sequences=live,
         latency_bound=latency_bound,
         mean_staleness_steps=replicas * b / nums.generated if asynchronous else None,
+        critical_s=crit,
     )
 
 

@@ -8,7 +8,11 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine.pretraining import training_plan
 from ipd_cli.engine.results import Rl, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
 
+from .step import schedule
+
 if TYPE_CHECKING:
+    from ipd_cli.catalog.schema import RlWorkload
+
     from .estimate import Outcome, Setup
 
 
@@ -68,6 +72,15 @@ def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: flo
     )
 
 
+def _staleness(w: RlWorkload, out: Outcome) -> float:
+    """Policy versions a rollout is behind the policy it trains, on average: none in synchronous
+    schedules, exactly one in one-step-off, in flight / batch in async (Little's law)."""
+    mode = schedule(w.mode, w.staleness_bound)
+    if mode == "async":
+        return float(out.gen.mean_staleness_steps or 0.0)
+    return 1.0 if mode == "one-step-off" else 0.0
+
+
 def assemble(
     s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, workload: str, price: float, basis: str,
     kw: float, p_ue: float, requested: int | None = None,
@@ -116,7 +129,11 @@ def assemble(
         cpu_cores_needed=out.env.cores_needed,
         cpu_cores_available=out.env.cores_available,
         env_bound=out.env.env_bound,
-        mean_staleness_steps=out.gen.mean_staleness_steps,
+        mean_staleness_steps=_staleness(s.w, out),
+        staleness_bound=s.w.staleness_bound if s.w.mode == "async" else None,
+        longest_trajectory_policy_versions=(
+            out.gen.critical_s / t if schedule(s.w.mode, s.w.staleness_bound) == "async" else None
+        ),
         latency_bound=out.gen.latency_bound,
         price_usd_per_gpu_hour=price,
         pricing=basis,

@@ -39,6 +39,13 @@ class Step:
     sync_exposed_s: float  # weight-sync seconds on the step's critical path
 
 
+def schedule(mode: str, staleness_bound: int) -> str:
+    """The schedule a mode runs: async with a staleness bound of 0 cannot generate ahead of the
+    update (every rollout must come from the policy being trained), so it runs as disaggregated:
+    generation, then training, then the update."""
+    return "disaggregated" if mode == "async" and staleness_bound < 1 else mode
+
+
 def step(mode: str, gen: Generation, env: Environment, tr: Trainer, sync: SyncPhase) -> Step:
     """Colocated and disaggregated run the phases in series; one-step-off overlaps generation
     with training and then syncs (verl, NeMo RL: the update waits for both); async keeps
