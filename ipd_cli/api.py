@@ -411,19 +411,65 @@ def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
             *pretraining_cost_steps(p),
         ]  # fmt: skip
     if r is not None:
-        ph = r.phases
+        ph, ws = r.phases, r.weight_sync
         return [
-            Step("rl.step_seconds", r.step_seconds,
-                 "generation_s + environment_s + logprob_s + training_s + weight_sync_s"
-                 " - hidden_by_overlap_s",
+            _rl_generation_step(r),
+            Step("rl.step_seconds", r.step_seconds, _RL_STEP[_rl_schedule(r)],
                  {"generation_s": ph.generation_s, "environment_s": ph.environment_s,
                   "logprob_s": ph.logprob_s, "training_s": ph.training_s,
-                  "weight_sync_s": ph.weight_sync_s, "hidden_by_overlap_s": r.hidden_by_overlap_s}),
+                  "weight_sync_s": ph.weight_sync_s, "sync_fixed_s": ws.fixed_s,
+                  "sync_transfer_s": ws.transfer_s}),
             Step("rl.gpu_hours_per_step", r.gpu_hours_per_step, "gpus x step_seconds / 3600",
                  {"gpus": r.gpus, "step_seconds": r.step_seconds}),
             *rl_cost_steps(r),
         ]  # fmt: skip
     return []
+
+
+# an RL step by the schedule it runs (engine/rl/step.py): phases in series; one-step-off overlaps
+# rollouts with training, then the update; async keeps generating, pausing the engines for the
+# update while the trainer drives only its barrier and transfer
+_RL_STEP = {
+    "colocated": "generation_s + environment_s + logprob_s + training_s + weight_sync_s (in series; "
+    "the update includes parking the training state and switching the GPUs)",
+    "disaggregated": "generation_s + environment_s + logprob_s + training_s + weight_sync_s (in series)",
+    "one-step-off": "max(generation_s + environment_s, logprob_s + training_s) + weight_sync_s",
+    "async": "max(generation_s + environment_s + weight_sync_s, logprob_s + training_s + sync_fixed_s"
+    " + sync_transfer_s)",
+}
+
+
+def _rl_schedule(r: Any) -> str:
+    from .engine.rl.step import schedule
+
+    return schedule(r.mode, r.staleness_bound or 0)
+
+
+def _rl_generation_step(r: Any) -> Any:
+    """How the step's rollouts are generated: Little's law on the replicas' slots, and in
+    synchronous schedules the drain of the longest response or the longest trajectory."""
+    from .engine.lifecycle import Step
+
+    bulk = (
+        "rollouts x (mean_response_tokens / decode_tokens_per_s_per_user + turns x tool_latency_s) / "
+        "(replicas x concurrency) + rollouts x prefill time per replica"
+    )
+    if _rl_schedule(r) == "async":
+        how = (
+            f"{bulk}, x (1 + rl.async_waste_fraction); concurrency up to staleness_bound x rollouts "
+            "/ replicas"
+        )
+    else:
+        how = (
+            f"max({bulk} + the longest response's remaining tokens at tail_concurrency, the longest "
+            "trajectory: max_response_tokens at tail_concurrency + max_turns x tool_latency_s)"
+            + ("; here the longest trajectory" if r.latency_bound else "; here the bulk")
+        )
+    return Step("rl.phases.generation_s", r.phases.generation_s, how,
+                {"replicas": r.replicas, "instance_gpus": r.instance_gpus, "concurrency": r.concurrency,
+                 "tail_concurrency": r.tail_concurrency,
+                 "decode_tokens_per_s_per_user": r.decode_tokens_per_s_per_user,
+                 "gen_gpus": r.gen_gpus})  # fmt: skip
 
 
 def output_schema() -> dict[str, Any]:

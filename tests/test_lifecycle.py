@@ -220,10 +220,10 @@ def test_explain_of_a_workload_gives_its_numbers_from_their_inputs(catalog, work
     checked = 0
     for item in items:
         env = {k: float(v) for k, v in (p.split(" = ") for p in item["inputs"].split("; ") if " = " in p)}
-        expr = item["formula"].removesuffix(" (pinned)").replace(" x ", " * ")
-        names = set(re.findall(r"\b[a-z_][a-z0-9_]*\b", expr))
-        if re.fullmatch(r"[\w\s.*/+()-]+", expr) and names <= set(env):
-            assert eval(expr, {}, env) == pytest.approx(item["value"], rel=1e-9), item["metric"]
+        expr = re.sub(r" \((pinned|in series[^)]*)\)$", "", item["formula"]).replace(" x ", " * ")
+        names = set(re.findall(r"\b[a-z_][a-z0-9_]*\b", expr)) - {"max"}
+        if re.fullmatch(r"[\w\s.*/+(),-]+", expr) and names <= set(env):
+            assert eval(expr, {"max": max}, env) == pytest.approx(item["value"], rel=1e-9), item["metric"]
             checked += 1
     assert checked >= (4 if workload.startswith("pretrain") else 3)
 
@@ -295,3 +295,23 @@ def test_a_stage_model_set_is_refused_naming_the_scenario_model():
         "ipd: error: --set workload.pretraining.model=kimi-k2: every stage of a scenario runs the "
         "scenario's model; set workload.model instead\n"
     )
+
+
+@pytest.mark.parametrize("mode", ["colocated", "disaggregated", "one-step-off", "async"])
+def test_explain_gives_the_rl_step_of_its_schedule(catalog, mode):
+    # the step's formula was the phases minus `hidden_by_overlap_s`, defined as whatever remained,
+    # so it held for any schedule (a user review); now each mode's rule, recomputed here, and the
+    # inputs that set it (mode, turns, epochs, passes) are listed
+    from ipd_cli.api import explain
+
+    cat = catalog.with_overrides([f"workload.mode={mode}"])
+    items = {i["metric"]: i for i in explain(cat, ["gb200-nvl72"], "rl-swe-agent").items}
+    step = items["rl.step_seconds"]
+    env = {k: float(v) for k, v in (p.split(" = ") for p in step["inputs"].split("; "))}
+    expr = re.sub(r" \(in series[^)]*\)$", "", step["formula"])
+    assert eval(expr, {"max": max}, env) == pytest.approx(step["value"], rel=1e-12)
+    assert ("max(" in expr) == (mode in ("one-step-off", "async"))
+    assert "rl.phases.generation_s" in items
+    for name in ("mode", "turns", "ppo epochs", "logprob passes"):
+        assert f"input: {name}" in items, name
+    assert ("input: staleness bound" in items) == (mode == "async")

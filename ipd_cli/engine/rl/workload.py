@@ -116,6 +116,12 @@ def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
         return trace.given(field.replace("_", " "), getattr(w, field), unit, origin, path=f"workload.{field}")
 
     prompts, group = given("prompts_per_step", "prompts"), given("group_size", "samples per prompt")
+    # what schedules the step and sizes the trainer's work, for the explanation (read from w)
+    given("mode", "")
+    if w.mode == "async":
+        given("staleness_bound", "policy versions")
+    given("ppo_epochs", "training passes per step")
+    given("logprob_passes", "forward passes per step")
     keep = given("keep_fraction", "fraction")
     return RlNumbers(
         samples=prompts * group,
@@ -124,7 +130,7 @@ def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
         observation_tokens=given("observation_tokens", "tokens"),
         mean_response_tokens=given("mean_response_tokens", "tokens"),
         max_response_tokens=given("max_response_tokens", "tokens"),
-        turns=w.turns,
+        turns=given("turns", "turns"),
         max_turns=given("max_turns", "turns"),
         tool_s=given("tool_latency_s", "s"),
         boot_s=given("sandbox_boot_s", "s"),
