@@ -118,7 +118,11 @@ def test_async_keeps_the_staleness_bound(catalog):
     assert runs[0].step_seconds == sync.step_seconds and runs[0].mean_staleness_steps == 0
     assert runs[0].longest_trajectory_policy_versions is None
     rollouts = 16 * 32  # the workload's prompts x group size, all generated each step
-    for eta in (1, 2, 4):
+    # 4,096 in flight on 6 replicas: 682 each (4,092), not 683 (4,098: a mean staleness of 8.004)
+    eight = catalog.with_overrides(["workload.staleness_bound=8"])
+    runs[8] = rl(eight, "gb200-nvl72", "rl-swe-agent", mode="async", gen_gpus=108, train_gpus=404).rl
+    assert (runs[8].replicas, runs[8].concurrency) == (6, 682)
+    for eta in (1, 2, 4, 8):
         r = runs[eta]
         assert r.replicas * r.concurrency <= eta * rollouts
         assert r.mean_staleness_steps == pytest.approx(r.replicas * r.concurrency / rollouts)
@@ -419,7 +423,8 @@ def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catal
     replicas = gen_gpus // c.gpus
     idx = np.flatnonzero(replicas >= 1)
     in_flight = n.generated * (r.staleness_bound if asynchronous else 1)  # eta batches generate
-    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[idx]), np.ceil(in_flight / replicas[idx])))
+    per_replica = np.floor(in_flight / replicas[idx]) if asynchronous else np.ceil(in_flight / replicas[idx])
+    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[idx]), per_replica))
     cap = cap.astype(int)
     assert cap.max() >= 8 * EXACT_BATCHES  # the ladder's geometric rungs are in play
     k = np.repeat(idx, cap)
@@ -490,17 +495,90 @@ def test_a_faster_network_never_lengthens_the_trainer(
     assert times[1] <= times[0] * (1 + 1e-12), times
 
 
-def test_split_candidates_are_whole_instances_and_whole_systems():
+def test_split_candidates_are_whole_replicas_of_every_size_and_whole_systems():
     from ipd_cli.engine.rl.step import _split_candidates
 
-    # 2,048 GPUs, 600 kept for training: instances of 288 -> 288 .. 1,440 (5 of them); NVL72
-    # systems holding one such instance (4 of them at least) -> 288, 360, .. 1,440 (every
-    # multiple of 72 up to 1,448)
-    assert _split_candidates(2048, 288, 600, 72) == list(range(288, 1441, 72))
-    # HGX (8 GPUs a system) with 16-GPU instances: the systems' sizes add the odd multiples of 8
-    assert _split_candidates(64, 16, 20, 8) == [16, 24, 32, 40]
-    assert _split_candidates(64, 16, 20) == [16, 32]
-    assert _split_candidates(64, 48, 20, 8) == []  # no instance fits beside the trainer
+    # 2,048 GPUs, 600 kept for training (generation 288 .. 1,448): replicas of 288 -> 288 .. 1,440
+    # (5 of them); NVL72 systems -> every multiple of 72 from 288 to 1,440 (17 in all)
+    assert _split_candidates(288, 1448, [288, 72]) == (list(range(288, 1441, 72)), True)
+    # the review's NVL72 case, 128 GPUs with 32 training (generation 4 .. 96): replicas of 4, 18
+    # and 72 GPUs -> the multiples of 4, plus 18, 54, 90 (36 and 72 are multiples of 4). Before,
+    # only the densest replica's (72) and the systems' multiples (72) were offered: 72 alone.
+    fours = list(range(4, 97, 4))
+    assert _split_candidates(4, 96, [4, 18, 72, 72]) == (sorted([*fours, 18, 54, 90]), True)
+    # HGX (8 GPUs a system) with 16-GPU replicas: the systems' sizes add the odd multiples of 8
+    assert _split_candidates(16, 44, [16, 8]) == ([16, 24, 32, 40], True)
+    assert _split_candidates(48, 44, [48, 8]) == ([], True)  # no replica fits beside the trainer
+    # more sizes than points: from 100 to 1,000 in 4 geometric steps (ratio 10^(1/3): 100, 215.4,
+    # 464.2, 1,000), the first multiple of 7 at or above each (105, 217, 469; 1,001 is past the
+    # end) and the last at or below 1,000 (994)
+    assert _split_candidates(100, 1000, [7], points=4) == ([105, 217, 469, 994], False)
+
+
+def test_a_long_split_search_zooms_in_on_the_shortest_step():
+    from ipd_cli.engine.rl.step import split_gpus
+
+    # 100,000 GPUs, replicas of 3 and 8 GPUs, 10 training: ~41,700 sizes, too many to try each,
+    # so the search narrows coarse to fine. Step seconds |gen - 40,001|: the sizes nearest are
+    # 40,002 (3 x 13,334) and 40,000 (8 x 5,000), both 1 s from it: the fewer GPUs win.
+    seen = []
+
+    def balance(gen, train):
+        seen.append(gen)
+        assert gen + train == 100_000 and train >= 10 and (gen % 3 == 0 or gen % 8 == 0)
+        return abs(gen - 40_001)
+
+    assert split_gpus(100_000, [3, 8], balance, min_train=10) == (40_000, 60_000)
+    assert len(seen) < 300
+
+
+@pytest.mark.parametrize(
+    ("hardware", "workload", "mode", "gpus"),
+    [
+        ("gb200", "rl-math-reasoning", "one-step-off", 128),
+        ("gb200", "rl-math-reasoning", "async", 128),
+        ("gb200", "rl-math-reasoning", "disaggregated", 128),
+        ("vera-rubin", "rl-math-reasoning", "one-step-off", 96),
+        ("h100", "rl-math-reasoning", "async", 96),
+        ("gb200", "rl-math-reasoning", "one-step-off", 256),
+    ],
+)
+def test_the_searched_split_is_the_brute_force_shortest_step(
+    catalog, monkeypatch, hardware, workload, mode, gpus
+):
+    # a review: on NVL72 racks the search offered generation pools only in multiples of the
+    # densest replica (72 GPUs) and of racks (72), so 128 GB200 one-step-off ran 72 + 56 at
+    # 1,044.7 s, where 36 + 92 (replicas of 36 and 4 GPUs) take 585.9 s. Brute force over every
+    # generation size, one GPU apart, on the step function the search itself minimises.
+    import ipd_cli.engine.rl.estimate as est
+
+    found = {}
+
+    def spy(total, pools, balance, min_train=1, grain=None):
+        found.update(balance=balance, min_train=max(1, min_train))
+        return split(total, pools, balance, min_train, grain)
+
+    split = est.split_gpus
+    monkeypatch.setattr(est, "split_gpus", spy)
+    r = rl(catalog, hardware, workload, mode=mode, gpus=gpus, split="auto").rl
+    balance = found["balance"]
+    brute = []
+    for g in range(1, gpus - found["min_train"] + 1):
+        try:
+            brute.append(balance(g, gpus - g))
+        except InfeasibleError:  # no replica fits in g GPUs
+            pass
+    assert r.step_seconds == pytest.approx(min(brute), rel=1e-9)
+    assert r.step_seconds == pytest.approx(balance(r.gen_gpus, r.train_gpus), rel=1e-12)
+
+
+def test_the_review_split_runs_as_fast_as_the_pools_given(catalog):
+    # the review's figures: auto picked 72 + 56 (1,044.7 s, $150/step); 36 + 92 given runs 585.9 s
+    auto = rl(catalog, "gb200", "rl-math-reasoning", mode="one-step-off", gpus=128, split="auto").rl
+    given = rl(catalog, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=36, train_gpus=92).rl
+    assert (auto.gen_gpus, auto.train_gpus) == (36, 92)
+    assert auto.step_seconds == pytest.approx(given.step_seconds, rel=1e-12)
+    assert round(auto.step_seconds, 1) == 585.9
 
 
 @pytest.mark.parametrize(

@@ -268,11 +268,13 @@ def test_a_trainer_that_cannot_hold_the_training_state_is_infeasible(catalog):
     assert ok.trainer.gpus_used <= 1024 and ok.trainer.memory_bytes_per_gpu <= 186 * 2**30 * 0.85
     with pytest.raises(InfeasibleError, match="give `train_gpus` >= 1024"):
         rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gen_gpus=384, train_gpus=1023)
-    # --split auto offers only splits whose trainer holds it: 1,024 + one rollout replica at least (the
-    # deployment search's replica with the most tokens/s per GPU: three racks, 216 GPUs, since a
-    # prompt's dispatch crosses to another rack once per rack, not once per rank there)
-    with pytest.raises(InfeasibleError, match="give `gpus` >= 1240"):
+    # --split auto offers only splits whose trainer holds it: 1,024 + one rollout replica at least, of
+    # any candidate size: the smallest is one rack, 72 GPUs. (It named 1,240: 1,024 + the replica with
+    # the most tokens/s per GPU, three racks, 216 GPUs, the only size the split search tried.)
+    with pytest.raises(InfeasibleError, match=r"replicas of 72 GPUs at least.*give `gpus` >= 1096"):
         rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gpus=1000)
+    r = rl(catalog, "blackwell", "rl-swe-agent", model="moe-10t", gpus=1096).rl
+    assert (r.gen_gpus, r.train_gpus, r.instance_gpus) == (72, 1024, 72)
     r = rl(catalog, "blackwell", "rl-swe-agent-10t").rl
     assert r.train_gpus >= 1024 and r.trainer_memory.min_train_gpus == 1024
     assert r.trainer_memory.bytes_per_gpu == pytest.approx(160e12 / r.train_gpus)

@@ -314,9 +314,9 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
         def seconds(a: int, b: int) -> float:
             return evaluate(s, a, b, quiet=True).step.seconds
 
+        pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
         if w.grow_gpus_to_fit and total < fewest_split_gpus(s.rollouts.gpus, mem.min_gpus):
             # too few to split: the trainer's fewest GPUs plus one replica's pool, the fastest
-            pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
             gg, tg = grown_split(pools, mem.min_gpus, seconds, grain=s.system_gpus)
             if gg + tg > total:
                 requested = total
@@ -324,7 +324,7 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
                 gg = total - tg
         else:
             try:
-                gg, tg = split_gpus(total, s.rollouts.gpus, seconds, mem.min_gpus, grain=s.system_gpus)
+                gg, tg = split_gpus(total, pools, seconds, mem.min_gpus, grain=s.system_gpus)
             except InfeasibleError as e:
                 raise InfeasibleError(f"{s.where}: {e}") from None
     if searched:  # the split search chose them, not the workload or the command line

@@ -132,7 +132,10 @@ def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> 
         return None
     replicas = (gen_gpus // c.gpus[ok])[:, None]
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
-    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), np.ceil(in_flight / replicas[:, 0])))
+    # synchronous: one wave holds every rollout (rounded up); async: never more in flight than the
+    # bound allows (rounded down)
+    per_replica = (np.floor if asynchronous else np.ceil)(in_flight / replicas[:, 0])
+    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), per_replica))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
     ladder, steps = ladder[:rungs], steps[ok, :rungs]
     rows = np.arange(ok.size)[:, None]
@@ -202,7 +205,8 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
             f"{where} needs {r.gpus}-GPU inference instances; {gen_gpus} generation GPUs hold none"
         )
     # synchronous: one wave of the step's rollouts; async: in flight up to the staleness bound
-    wanted = math.ceil(nums.generated * in_flight_batches(r.staleness_bound, asynchronous) / replicas)
+    in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
+    wanted = math.floor(in_flight / replicas) if asynchronous else math.ceil(in_flight / replicas)
     b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
     b_tail = max(1, int(b * r.tail_fraction))
     v_bulk, v_tail = r.inst.decode_speed(b), r.inst.decode_speed(b_tail)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ipd_cli.errors import InfeasibleError, counted
@@ -11,7 +12,8 @@ from .generation import Environment, Generation
 from .sync import WeightSync
 from .trainer import Trainer
 
-MAX_SPLITS = 400
+MAX_SPLITS = 400  # a split search tries every size up to this many, else coarse to fine
+ZOOM_POINTS = 64  # sizes a coarse-to-fine level tries
 
 
 @dataclass(frozen=True)
@@ -61,26 +63,22 @@ def step(mode: str, gen: Generation, env: Environment, tr: Trainer, sync: SyncPh
     return Step(t, min(sync.seconds, max(0.0, t - max(rollout, training))))  # clamped: rounding
 
 
-def _multiples(unit: int, first: int, last: int) -> list[int]:
-    """``k * unit`` for every k from ``first`` to ``last``, or a geometric grid of MAX_SPLITS of them."""
-    if last - first + 1 <= MAX_SPLITS:
-        return [k * unit for k in range(first, last + 1)]
-    ratio = (last / first) ** (1 / (MAX_SPLITS - 1))
-    return [
-        k * unit for k in sorted({max(first, min(last, round(first * ratio**i))) for i in range(MAX_SPLITS)})
-    ]
-
-
-def _split_candidates(total: int, instance_gpus: int, min_train: int, grain: int | None = None) -> list[int]:
-    """Generation sizes to try that leave ``min_train`` GPUs to train: whole numbers of instances
-    (``instance_gpus`` each) and, with ``grain``, whole numbers of systems (``grain`` GPUs each)
-    that hold an instance. The systems' multiples depend on the cluster alone, not on the
-    instance the physics favours, so a faster part never loses those sizes."""
-    free = total - min_train
-    sizes = set(_multiples(instance_gpus, 1, free // instance_gpus))
-    if grain:
-        sizes.update(_multiples(grain, -(-instance_gpus // grain), free // grain))
-    return sorted(sizes)
+def _split_candidates(
+    lo: int, hi: int, units: Sequence[int], points: int = MAX_SPLITS
+) -> tuple[list[int], bool]:
+    """Generation sizes from ``lo`` to ``hi`` GPUs in whole ``units`` (replica sizes, systems):
+    every such size and True where they are at most ``points``, else False and, for each of
+    ``points`` sizes stepping geometrically from ``lo`` to ``hi``, the first whole size at or
+    above it (and the last at or below ``hi``)."""
+    units = sorted(set(units))
+    if sum(hi // u - (lo - 1) // u for u in units) <= points * len(units):
+        every = sorted({k * u for u in units for k in range(-(-lo // u), hi // u + 1)})
+        if len(every) <= points:
+            return every, True
+    ratio = (hi / lo) ** (1 / (points - 1))
+    steps = {math.ceil(lo * ratio**i) for i in range(points)}
+    sizes = {min(-(-t // u) * u for u in units) for t in steps} | {max(hi // u * u for u in units)}
+    return sorted(g for g in sizes if lo <= g <= hi), False
 
 
 def fewest_split_gpus(instance_gpus: int, min_train: int) -> int:
@@ -106,24 +104,44 @@ def grown_split(
 
 def split_gpus(
     total: int,
-    instance_gpus: int,
+    pools: Sequence[int],
     balance: Callable[[int, int], float],
     min_train: int = 1,
     grain: int | None = None,
 ) -> tuple[int, int]:
-    """The generation/training split of ``total`` GPUs (generation in whole instances, or in
-    whole systems of ``grain`` GPUs; at least ``min_train`` GPUs training) with the shortest
-    step, given ``balance(gen, train) -> seconds``."""
-    best: tuple[float, int, int] | None = None
-    for gen in _split_candidates(total, instance_gpus, max(1, min_train), grain):
-        seconds = balance(gen, total - gen)
-        if best is None or seconds < best[0]:
-            best = (seconds, gen, total - gen)
-    if best is None:
-        need = fewest_split_gpus(instance_gpus, min_train)
+    """The generation/training split of ``total`` GPUs with the shortest step, given
+    ``balance(gen, train) -> seconds`` (ties: fewer generation GPUs): generation in whole
+    replicas of any candidate size (``pools``: the replica ``generation.fastest`` picks on a
+    pool may be any of them) or in whole systems of ``grain`` GPUs that hold the smallest; at
+    least ``min_train`` GPUs training. Every such size where they are at most MAX_SPLITS (exact);
+    more, coarse to fine: ZOOM_POINTS sizes stepping geometrically over the range, then again
+    between the best one's neighbours, until the sizes left between them are few enough to try
+    every one."""
+    train = max(1, min_train)
+    lo, hi = min(pools), total - train
+    units = [*pools, grain] if grain else list(pools)
+    seen: dict[int, float] = {}
+    sizes, every = _split_candidates(lo, hi, units) if hi >= lo else ([], True)
+    if not every:
+        sizes = _split_candidates(lo, hi, units, ZOOM_POINTS)[0]
+    while True:
+        for g in sizes:
+            if g not in seen:
+                seen[g] = balance(g, total - g)
+        if every:
+            break
+        i = min(range(len(sizes)), key=lambda j: (seen[sizes[j]], sizes[j]))
+        window = sizes[max(0, i - 1)], sizes[min(len(sizes) - 1, i + 1)]
+        # between the best size's neighbours; where that is no narrower, every size in it
+        points = hi - lo + 1 if window == (lo, hi) else ZOOM_POINTS
+        lo, hi = window
+        sizes, every = _split_candidates(lo, hi, units, points)
+    if not seen:
+        need = fewest_split_gpus(min(pools), min_train)
         raise InfeasibleError(
-            f"{counted(total)} cannot be split into generation (instances of {instance_gpus}) and training "
-            f"(at least {counted(max(1, min_train))} to hold the training state); give `gpus` >= {need}"
+            f"{counted(total)} cannot be split into generation (replicas of {min(pools)} GPUs at least) and "
+            f"training (at least {counted(train)} to hold the training state); give `gpus` >= {need}"
             + (" or use `mode` colocated" if min_train <= 1 else "")
         )
-    return best[1], best[2]
+    gen = min(seen, key=lambda g: (seen[g], g))
+    return gen, total - gen
