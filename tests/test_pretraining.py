@@ -1013,3 +1013,29 @@ def test_interleaving_needs_a_pipeline():
     assert r.code == 1 and "interleaving splits each pipeline stage: vp > 1 needs pp >= 2" in r.stderr
     r = train_plan("h100", "llama-3.1-8b", 64, "vp=30")  # PP2 x 30 = 60 chunks: more than the 32 layers + 2
     assert r.code == 1 and "pp x vp = 2 x 30 = 60 is more than the 32 layers + 2" in r.stderr
+
+
+@pytest.mark.parametrize("mfu", [1.0, 0.2])
+def test_a_pinned_mfu_step_breakdown_adds_up_to_its_step(catalog, mfu):
+    # with `--mfu` the step is fpt x tokens per step / (GPUs x peak x mfu), not the plan's own; the
+    # terms were the plan's (5.85 s of terms beside a 2.63 s step at mfu 1; a user review)
+    p = train(catalog, "h100-sxm", "llama-3.1-405b", 15.6e12, gpus=16384, mfu=mfu).pretraining
+    by_hand = p.flops_per_token * p.global_batch_tokens / (p.gpus_used * p.peak_tflops_per_gpu * 1e12 * mfu)
+    assert p.step_time_s == pytest.approx(by_hand, rel=1e-12)
+    assert sum(p.step_breakdown_s.values()) == pytest.approx(p.step_time_s, rel=1e-12)
+    own = train(catalog, "h100-sxm", "llama-3.1-405b", 15.6e12, gpus=16384).pretraining
+    if own.plan == p.plan:  # the same plan: its terms in the same proportions
+        share = {k: v / own.step_time_s for k, v in own.step_breakdown_s.items()}
+        assert {k: v / p.step_time_s for k, v in p.step_breakdown_s.items()} == pytest.approx(share)
+
+
+def test_a_pinned_context_parallel_degree_gives_each_rank_two_chunks():
+    # cp=16384 on an 8,192-token sequence ran (186,150 days; a user review); the grid's own degrees
+    # split the sequence into 2 x cp chunks
+    r = run_cli("train", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--tokens", "15e12",
+                "--gpus", "16384", "--plan", "cp=16384")  # fmt: skip
+    assert r.code == 1 and r.stdout == ""
+    assert "cp=16384 is more than half of it" in r.stderr and "nearest feasible plan" in r.stderr
+    ok = run_cli("train", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--tokens", "15e12",
+                 "--gpus", "16384", "--plan", "cp=4096", "-f", "json")  # fmt: skip
+    assert ok.code == 0 and "CP4096" in ok.json()["pretraining"]["plan"]  # 2 tokens a rank: allowed

@@ -518,10 +518,12 @@ def training_plan(p: dict[str, int]) -> TrainingPlan:
     )
 
 
-def step_breakdown(c: tpn.Choice) -> dict[str, float]:
-    """Seconds per step by term; they add up to the step time."""
+def step_breakdown(c: tpn.Choice, step_s: float | None = None) -> dict[str, float]:
+    """Seconds per step by term; they add up to the step time. ``step_s``: a step the plan's own
+    does not give (a pinned MFU), over which the plan's terms are shared in proportion."""
     o, mb = c.out, c.plan["mb"]
-    return {
+    scale = 1.0 if step_s is None else step_s / float(o["step_s"])
+    terms = {
         "gemm_s": mb * o["gemm_s"],
         "attention_s": mb * o["attention_s"],
         "memory_bound_s": mb * o["memory_s"],
@@ -531,6 +533,7 @@ def step_breakdown(c: tpn.Choice) -> dict[str, float]:
         "data_parallel_exposed_s": o["dp_exposed_s"],
         "optimizer_s": o["optimizer_s"],
     }
+    return {k: float(v) * scale for k, v in terms.items()}
 
 
 def _summary(c: tpn.Choice, x: dict) -> PlanSummary:
@@ -571,7 +574,7 @@ def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pr
         mfu_pinned="mfu_pin" in x,
         plan=found.best.name,
         parallelism=training_plan(found.best.plan),
-        step_breakdown_s=step_breakdown(found.best),
+        step_breakdown_s=step_breakdown(found.best, numbers["step_time_s"] if "mfu_pin" in x else None),
         plans=[_summary(c, x) for c in found.top] if x["top"] else None,
         **numbers,
     )

@@ -116,7 +116,10 @@ class Pretraining(Result):
     flops_per_token: float
     peak_tflops_per_gpu: float
     min_gpus_for_memory: int = Field(
-        description="fewest GPUs that hold the training state (FSDP, full recompute)"
+        description="a lower bound on the GPUs that hold the training state: weights, gradients and "
+        "optimizer state sharded over every GPU (FSDP) plus one sequence's full-recompute checkpoints "
+        "in usable HBM; no plan fits on fewer, and the plans' own layouts (whole tp x cp x pp groups, "
+        "activations, buffers) may need more: a cluster too small is refused naming the fewest that fit"
     )
     price_usd_per_gpu_hour: float
     pricing: str = Field(description="'rental:<label>' or 'tco'")
@@ -134,7 +137,9 @@ class Pretraining(Result):
         default=1.0, description="tokens needed for the same loss at this global batch / at the recipe batch"
     )
     step_breakdown_s: dict[str, float] = Field(
-        default={}, description="seconds per step by term (GEMMs, attention, memory-bound, exposed comm, ...)"
+        default={},
+        description="seconds per step by term (GEMMs, attention, memory-bound, exposed comm, ...); "
+        "they add up to step_time_s (with mfu pinned: the plan's terms in proportion)",
     )
     plans_evaluated: int = 0
     plans: list[PlanSummary] | None = Field(

@@ -472,13 +472,21 @@ def pipeline_pairs(layers: int, cap: int, pins: dict, moe: bool = False) -> list
     return pairs
 
 
+def context_degrees(seq: int) -> list[int]:
+    """The context-parallel degrees the grid enumerates: powers of two that split the sequence into
+    2 x cp equal chunks (Megatron's load-balanced CP) of at least MIN_CP_CHUNK / 2 tokens each."""
+    return [
+        c for c in (2**k for k in range(8)) if c == 1 or (seq % (2 * c) == 0 and seq // c >= MIN_CP_CHUNK)
+    ]
+
+
 def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     """Every (tp, cp, pp, vp, sched, ep, mbs, order) a plan on at most ``cap`` GPUs can take."""
     import numpy as np
 
     seq, layers = int(x["seq"]), int(x["layers"])
     tps = [t for t in divisors(int(x["heads"])) if t <= min(MAX_TP, cap, x["domain"])]
-    cps = [c for c in (2**k for k in range(8)) if c == 1 or (seq % (2 * c) == 0 and seq // c >= MIN_CP_CHUNK)]
+    cps = context_degrees(seq)
     eps = [e for e in divisors(int(x["experts"])) if e <= cap] if x["is_moe"] else [1]
     moe = bool(x["is_moe"])
     pairs = pipeline_pairs(layers, cap, pins, moe)
@@ -486,7 +494,8 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
         pairs = [(1, 1, 0, 0)]  # a pinned pipeline no cluster this size can run stays unmet (no plan)
     axes = {
         "tp": _allowed(pins, "tp", tps),
-        "cp": _axis(pins, "cp", cps),  # a pinned CP may pad the sequence to its chunks
+        # a pinned CP may pad the sequence to its chunks, but gives each rank two of them at least
+        "cp": [c for c in _axis(pins, "cp", cps) if 2 * c <= seq],
         "ep": _allowed(pins, "ep", eps),
         "mbs": _axis(pins, "mbs", list(MICRO_BATCHES)),
         "order": _axis(pins, "order", [0, 1]),
@@ -1524,7 +1533,8 @@ def smallest_cluster(x: dict, gpus: int) -> int | None:
 def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
     """The rule of the grid a pinned degree breaks on any cluster (tensor parallelism inside one
     scale-up domain, at most MAX_TP and dividing the attention heads; expert parallelism dividing
-    the routed experts; no more pipeline stages than layers, no more model chunks pp x vp than
+    the routed experts; context parallelism at most half the sequence; no more pipeline stages than
+    layers, no more model chunks pp x vp than
     ``max_chunks``), and the pins with that degree moved
     to the nearest value the rule allows below it; None where every pinned degree is one the grid
     has."""
@@ -1547,6 +1557,13 @@ def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
     if ep is not None and x["is_moe"] and int(x["experts"]) % ep:
         why = f"expert parallelism divides the {int(x['experts'])} routed experts, ep={ep} does not"
         return why, {**pins, "ep": max(e for e in divisors(int(x["experts"])) if e <= ep)}
+    cp, seq = pins.get("cp"), int(x["seq"])
+    if cp is not None and 2 * cp > seq:  # load-balanced CP: two chunks of each sequence per rank
+        why = (
+            f"context parallelism gives each rank two chunks of the {seq:,}-token sequence: "
+            f"cp={cp} is more than half of it"
+        )
+        return why, {**pins, "cp": max(c for c in context_degrees(seq) if c <= cp)}
     pp = pins.get("pp")
     if pp is not None and pp > layers:
         why = f"every pipeline stage holds a layer: pp={pp} is more than the {layers} layers"

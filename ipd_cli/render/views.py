@@ -100,7 +100,7 @@ DRIVERS: dict[str, list[tuple[str, str, str, str]]] = {
         ("scale_efficiency", "Goodput (useful share of wall time)", "fraction", HI),
         ("moe_comm_exposed_fraction", "Exposed MoE all-to-all", "share of time", LO),
         ("effective_mfu", "Effective MFU", "fraction", HI),
-        ("min_gpus_for_memory", "Min GPUs for memory", "GPUs", NA),
+        ("min_gpus_for_memory", "GPUs for memory (lower bound)", "GPUs", NA),
         ("price_usd_per_gpu_hour", "Price", "USD/GPU-h", LO),
         ("kw_per_gpu", "Power per GPU (system)", "kW", NA),
     ],
