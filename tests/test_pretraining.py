@@ -1039,3 +1039,35 @@ def test_a_pinned_context_parallel_degree_gives_each_rank_two_chunks():
     ok = run_cli("train", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--tokens", "15e12",
                  "--gpus", "16384", "--plan", "cp=4096", "-f", "json")  # fmt: skip
     assert ok.code == 0 and "CP4096" in ok.json()["pretraining"]["plan"]  # 2 tokens a rank: allowed
+
+
+def test_whole_systems_strand_what_a_plans_groups_do_not_tile():
+    # deadline mode prices whole NVL72 racks; a 16-GPU TP8 x CP2 group does not tile 72 GPUs
+    # (4.5 groups), so a plan uses 64 of each rack's 72 (a user review: the 10T GB200 headline plan
+    # used all 72, some groups straddling two racks)
+    x = {"domain": 72.0, "per_system": 72.0, tpn.WHOLE_SYSTEMS: 1.0}
+    P = {k: np.array(v, dtype=float) for k, v in
+         {"tp": [8, 4, 8, 4], "cp": [2, 1, 1, 2], "pp": [16, 2, 1, 1], "ep": [384, 384, 8, 64],
+          "order": [0, 1, 0, 0]}.items()}  # fmt: skip
+    # TP8 CP2: 16 -> 64 a rack; TP4 PP2 pipeline inside the rack: 8 -> 72; TP8 EP8: 8 -> 72;
+    # TP4 CP2 EP64: lcm(8, 64) = 64 -> 64
+    assert list(tpn.domain_atom(P, x)) == [16, 8, 8, 64]
+    assert list(tpn.domain_tile(P, x)) == [64, 72, 72, 64]
+    assert list(tpn.usable_gpus(P, x, 1536 * 72.0)) == [98304, 110592, 110592, 98304]
+    # 110,592 GPUs of 16-GPU groups take 1,728 racks; 26,112 of 8-GPU groups 363 (26,136 GPUs)
+    assert tpn.systems_gpus(P, x, np.array([110592.0, 26112, 26112, 64]))[:3].tolist() == [
+        124416,
+        26136,
+        26136,
+    ]
+    assert tpn.systems_gpus(P, x, np.array([0.0, 0, 0, 128]))[3] == 144  # 2 racks of 64
+    fixed = {"domain": 72.0, "per_system": 72.0}  # a job's GPUs (--gpus): nothing stranded
+    assert tpn.usable_gpus(P, fixed, 4608.0) == 4608
+    assert tpn.systems_gpus(P, fixed, np.array([110592.0] * 4)).tolist() == [110592] * 4
+
+
+def test_the_headline_deadline_plan_keeps_its_groups_inside_racks(catalog):
+    p = train(catalog, "gb200-nvl72", "moe-10t", 1e14, deadline_days=30, precision="fp4").pretraining
+    par = p.parallelism
+    span = par.tp * par.cp
+    assert p.gpus % 72 == 0 and p.gpus_used <= p.gpus // 72 * (72 // span * span)

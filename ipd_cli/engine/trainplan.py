@@ -570,7 +570,7 @@ def dp_candidates(P: sr.Columns, x: dict, gpus: int, pins: dict) -> tuple[Any, A
     micro-batch count the replicas the batch allows."""
     import numpy as np
 
-    d_max = most_replicas(P, gpus)[:, None]
+    d_max = most_replicas(P, gpus, x)[:, None]
     if "dp" in pins:
         d_max = np.where(d_max >= pins["dp"], float(pins["dp"]), np.nan)
     seqs = x["recipe_batch"] / x["seq"] / P["mbs"][:, None]  # sequences of mbs the recipe batch holds
@@ -593,14 +593,79 @@ def dp_candidates(P: sr.Columns, x: dict, gpus: int, pins: dict) -> tuple[Any, A
     return np.where(ok, d, np.nan), mb
 
 
-def most_replicas(P: sr.Columns, gpus: float) -> Any:
+def most_replicas(P: sr.Columns, gpus: float, x: dict | None = None) -> Any:
     """The most replicas ``gpus`` GPUs hold for each micro row: floor(gpus / (tp cp pp)), rounded
     down to whole steps of :func:`_replica_step` (tp cp dp a multiple of ep), leaving the GPUs
-    beyond idle (89 GPUs at tp 1, ep 2: 88 replicas, not 89, which no expert grouping runs)."""
+    beyond idle (89 GPUs at tp 1, ep 2: 88 replicas, not 89, which no expert grouping runs); on
+    whole systems (``x``, deadline mode), only the GPUs its groups tile (:func:`usable_gpus`)."""
     import numpy as np
 
     step = _replica_step(P)
+    gpus = usable_gpus(P, x, gpus) if x is not None else gpus
     return np.floor(np.floor(gpus / (P["tp"] * P["cp"] * P["pp"])) / step) * step
+
+
+# Deadline mode prices whole systems, all of whose GPUs a plan would use: a group that fits in a
+# scale-up domain but does not tile it (TP8 x CP2 = 16 GPUs in a 72-GPU NVL72 rack) would straddle
+# two domains for some of its copies, its collectives over the NICs, and a synchronous step waits
+# for the slowest. A plan there uses the GPUs its groups tile (64 of 72) and the rest stay idle,
+# paid (a user review: the 10T GB200 headline plan used all 72 with 16-GPU groups). A fixed GPU
+# count is a job's GPUs, placed in whole groups on as many domains as that takes (MLPerf's GB200
+# runs use 64 of each rack's 72), so nothing is stranded there.
+WHOLE_SYSTEMS = "whole_systems"
+
+
+def domain_atom(P: sr.Columns, x: dict) -> Any:
+    """The least common multiple of a plan's group spans that fit in one scale-up domain (tensor,
+    tensor x context, expert, and a pipeline placed inside the domain): whole copies of it fill a
+    domain without one straddling two."""
+    import numpy as np
+
+    dom = int(x["domain"])
+    tp = P["tp"].astype(np.int64)
+    tc = (P["tp"] * P["cp"]).astype(np.int64)
+    span = ts.ep_span(P).astype(np.int64)
+    staged = (P["tp"] * P["cp"] * P["pp"]).astype(np.int64)
+    atom = np.where(tc <= dom, np.lcm(tp, tc), tp)
+    atom = np.where(span <= dom, np.lcm(atom, span), atom)
+    return np.where((P["order"] == 1) & (staged <= dom), np.lcm(atom, staged), atom).astype(float)
+
+
+def domain_tile(P: sr.Columns, x: dict) -> Any:
+    """GPUs of one scale-up domain a plan's in-domain groups fill (the domain rounded down to whole
+    copies of :func:`domain_atom`; 64 of an NVL72 rack's 72 for 16-GPU groups)."""
+    import numpy as np
+
+    atom = domain_atom(P, x)
+    return np.floor(x["domain"] / atom) * atom
+
+
+def usable_gpus(P: sr.Columns, x: dict, gpus: Any) -> Any:
+    """The GPUs a plan can use: all of them, or on whole systems (deadline mode) each whole
+    domain's tile (:func:`domain_tile`) and whole copies of the atom in a partial domain."""
+    import numpy as np
+
+    if not x.get(WHOLE_SYSTEMS):
+        return gpus
+    dom, atom = x["domain"], domain_atom(P, x)
+    rest = np.mod(gpus, dom)
+    return np.floor(gpus / dom) * np.floor(dom / atom) * atom + np.floor(rest / atom) * atom
+
+
+def systems_gpus(P: sr.Columns, x: dict, used: Any) -> Any:
+    """The GPUs of the whole systems a plan using ``used`` GPUs takes: its domains' tiles filled
+    (deadline mode), rounded up to whole systems."""
+    import numpy as np
+
+    per = x["per_system"]
+    if not x.get(WHOLE_SYSTEMS):
+        return np.ceil(used / per) * per
+    atom = domain_atom(P, x)
+    tile = np.floor(x["domain"] / atom) * atom
+    full = np.floor(used / np.maximum(tile, 1.0))
+    rest = used - full * tile  # whole atoms (used and the tile are multiples of it)
+    gpus = full * x["domain"] + np.ceil(rest / atom) * atom
+    return np.where(tile > 0, np.ceil(gpus / per) * per, np.inf)
 
 
 def _placement_matters(cols: sr.Columns, x: dict):
@@ -894,7 +959,7 @@ def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, 
     :func:`fsdp_lower_bound` of the rows where the caller has it already."""
     import numpy as np
 
-    replicas = np.maximum(most_replicas(P, gpus), 1.0)
+    replicas = np.maximum(most_replicas(P, gpus, x), 1.0)
     B = x["recipe_batch"]
     g0 = replicas * P["mbs"] * x["seq"]
     u, w = 1.0 / g0, ts.bubble_bound(P)
@@ -1099,7 +1164,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         M = _deadline_rows(sub, rows.d_low[idx], x, pins)
         M = sr.take(M, schedulable(M))  # a pinned micro-batch count some schedules cannot run
         out = solve_replicas(M, index_terms(m, idx[M["row"]]), x, rate, pins)
-        gpus = np.ceil(M["tp"] * M["cp"] * M["pp"] * M["dp"] / x["per_system"]) * x["per_system"]
+        gpus = systems_gpus(M, x, M["tp"] * M["cp"] * M["pp"] * M["dp"])
         wall = x["tokens"] * out["seconds_per_token"] / x["goodput"]
         ok = fits_memory(out, x) & (wall <= seconds * (1 + 1e-9)) & (gpus <= max_gpus)
         parts.append((M, {**out, "gpus": gpus, "wall_s": wall}, ok))
@@ -1450,7 +1515,7 @@ def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int
     if "gbs" in pins or "dp" in pins:  # the grid is small: enumerate it on an unbounded cluster
         s = search_fixed(x, int(max_gpus), pins, exhaustive=True)
         used = s.cols["tp"] * s.cols["cp"] * s.cols["pp"] * s.cols["dp"]
-        s.out["gpus"] = np.ceil(used / x["per_system"]) * x["per_system"]
+        s.out["gpus"] = systems_gpus(s.cols, x, used)
         s.out["wall_s"] = x["tokens"] * s.seconds_per_token / x["goodput"]
         s.space.require("meets the deadline", s.out["wall_s"] <= seconds * (1 + 1e-9))
     else:
