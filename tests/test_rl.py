@@ -298,9 +298,11 @@ def test_rollout_choice_is_the_fastest_configuration_and_concurrency(catalog):
         bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (replicas * b)
         bulk += n.generated * inst.prefill_s / replicas
         drained = bulk + (n.max_response_tokens - n.mean_response_tokens) / vt
-        shortest = min(
-            shortest, np.maximum(drained, n.max_response_tokens / vt + n.max_turns * n.tool_s).min()
-        )
+        queued = np.maximum(0, n.generated - replicas * b)  # the longest may start in the queue
+        slot = n.mean_response_tokens / v + n.turns * n.tool_s
+        wait = queued / n.generated * (queued + 1) / 2 * slot / (replicas * b)
+        longest = wait + n.max_response_tokens / vt + n.max_turns * n.tool_s
+        shortest = min(shortest, np.maximum(drained, longest).min())
     chosen = r.on(n, gg, False)
     assert generation(chosen, n, gg, False, "").seconds == pytest.approx(shortest, rel=1e-9)
     # the densest replica at full concurrency (the choice before) generates no sooner
@@ -438,7 +440,16 @@ def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catal
         seconds = bulk * (1 + r.async_waste)
     else:
         drained = bulk + (n.max_response_tokens - n.mean_response_tokens) / vt
-        seconds = np.maximum(drained, n.max_response_tokens / vt + n.max_turns * n.tool_s)
+        queued = np.maximum(0, n.generated - rep * b)  # the longest may wait for a slot
+        wait = (
+            queued
+            / n.generated
+            * (queued + 1)
+            / 2
+            * (n.mean_response_tokens / v + n.turns * n.tool_s)
+            / (rep * b)
+        )
+        seconds = np.maximum(drained, wait + n.max_response_tokens / vt + n.max_turns * n.tool_s)
     chosen = r.on(n, gen_gpus, asynchronous)
     assert generation(chosen, n, gen_gpus, asynchronous, "").seconds == pytest.approx(
         seconds.min(), rel=1e-12
@@ -663,3 +674,23 @@ def test_a_searched_split_is_credited_to_the_search(catalog):
     origin = {a.name: a.origin for a in searched}
     assert origin["generation GPUs"] == origin["training GPUs"] == "split search"
     assert {a.name: a.origin for a in given}["generation GPUs"] != "split search"
+
+
+def test_the_longest_trajectory_may_wait_for_a_slot(catalog):
+    # 512 rollouts on 330 slots (6 replicas x 55): 182 queue, and the longest is as likely as any
+    # to be one of them; they start as slots free up, 330 per 185 s slot time: expected start
+    # 182 / 512 x 183 / 2 x 185 / 330 = 18.2 s (a user review: the critical path had it start at 0,
+    # so an under-filled wave cost nothing)
+    from dataclasses import replace
+
+    from ipd_cli.engine.rl.generation import generation, queued_start_s
+
+    assert queued_start_s(512, 330, 185.0) == pytest.approx(182 / 512 * 183 / 2 * 185 / 330)
+    assert queued_start_s(512, 512, 185.0) == 0 and queued_start_s(512, 600, 185.0) == 0
+    s = _frontier_setup(catalog, "vera-rubin")
+    r, n = s.rollouts.on(s.nums, 1008, False), s.nums
+    for b in (4, 16, 32):  # fewer slots than rollouts (replicas x b < 512)
+        g = generation(replace(r, concurrency=b), n, 1008, False, "")
+        slot = n.mean_response_tokens / g.decode_tokens_per_s_per_user + n.turns * n.tool_s
+        wait = queued_start_s(n.generated, g.replicas * b, slot)
+        assert wait > 0 and g.seconds >= wait + g.critical_s - 1e-9

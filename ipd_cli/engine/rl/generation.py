@@ -107,7 +107,18 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
     drained = bulk + (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
     import numpy as np
 
-    return np.maximum(drained, nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s)
+    wait = queued_start_s(nums.generated, at["replicas"] * at["b"], slot_s)
+    return np.maximum(drained, wait + nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s)
+
+
+def queued_start_s(rollouts: Any, slots: Any, slot_s: Any) -> Any:
+    """When the step's rollouts outnumber the slots, the longest trajectory is, as likely as any
+    other, one of the queued ones, which start as slots free up (S / slot_s a second): its expected
+    start, (queued / N) x (queued + 1) / 2 x slot_s / S. Numbers or arrays."""
+    import numpy as np
+
+    queued = np.maximum(0.0, rollouts - slots)
+    return queued / rollouts * (queued + 1.0) / 2.0 * slot_s / slots
 
 
 def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> tuple[int, int] | None:
@@ -185,7 +196,7 @@ class Generation:
     live_sequences: float
     latency_bound: bool
     mean_staleness_steps: float | None
-    critical_s: float  # the longest trajectory: its response at the tail speed plus its tool waits
+    critical_s: float  # the longest trajectory's own time: its response at the tail speed and tool waits
 
 
 def in_flight_batches(staleness_bound: int, asynchronous: bool) -> int:
@@ -214,7 +225,10 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     # Little's law: each of the b slots holds one trajectory for its decode time plus tool waits
     slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s
     bulk = nums.generated * slot_s / (replicas * b) + prefill
-    crit = nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s
+    own = nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s  # the longest trajectory
+    crit = own  # when it ends: synchronous schedules may start it late
+    if not asynchronous:  # it may wait for a slot (an under-filled wave was free to the search)
+        crit += float(queued_start_s(nums.generated, replicas * b, slot_s))
     live: float  # trajectories in flight
     if asynchronous:
         seconds, latency_bound, live = bulk * (1 + r.async_waste), False, replicas * b
@@ -230,7 +244,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         live_sequences=live,
         latency_bound=latency_bound,
         mean_staleness_steps=replicas * b / nums.generated if asynchronous else None,
-        critical_s=crit,
+        critical_s=own,
     )
 
 
