@@ -1071,3 +1071,17 @@ def test_the_headline_deadline_plan_keeps_its_groups_inside_racks(catalog):
     par = p.parallelism
     span = par.tp * par.cp
     assert p.gpus % 72 == 0 and p.gpus_used <= p.gpus // 72 * (72 // span * span)
+
+
+def test_a_gemm_efficiency_borrowed_from_another_gpu_is_flagged_an_estimate(catalog):
+    # MI355X and Rubin read H100's measured BF16 best-shape GEMM share and the training share fitted
+    # on Hopper and Blackwell cases, unflagged (a user review: MI355X out-trained B200 on them)
+    def flags(hw):
+        r = train(catalog, hw, "llama-3.1-8b", 1e12, gpus=64)
+        return {a.name: (a.estimate, a.note or "") for a in r.assumptions}
+
+    amd, h100 = flags("mi355x"), flags("h100-sxm")
+    for name in ("largest-GEMM share of peak (bf16)", "GEMM share kept in training"):
+        assert amd[name][0] and "not mi355x" in amd[name][1], name
+        assert not h100[name][0], name
+    assert flags("gb200-nvl72")["GEMM share kept in training"][0] is False  # its own fitted entry

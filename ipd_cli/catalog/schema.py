@@ -387,6 +387,11 @@ class GemmCurve(Strict):
         "fraction",
         description="share the precision's training recipe keeps (scaling, transforms in the GEMM)",
     )
+    max_share_measured_on: list[str] = Field(
+        default=[],
+        description="accelerators whose own measurement max_share is; any other without an entry in "
+        "training_gemm_max_share_by_accelerator borrows it (recorded as an estimate)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> GemmCurve:
@@ -411,6 +416,11 @@ class Efficiency(Strict):
         "fraction of max_share",
         default={},
         description="training_share fitted for one accelerator generation whose software stack differs",
+    )
+    training_share_fitted_on: list[str] = Field(
+        default=[],
+        description="accelerators the fitting cases behind training_share ran on (or share their die); "
+        "any other without its own entry borrows it (recorded as an estimate)",
     )
     low_precision_gemm_share: dict[Precision, Sourced] = unit(
         "fraction", description="share of linear-layer GEMM FLOPs run at the training precision (rest: BF16)"

@@ -301,7 +301,7 @@ def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) ->
         "bf16_peak": inp.read(f"{acc}.bf16_dense_tflops", "bf16 dense peak"),
         "low_max": _gemm_share(inp, cat, system.accelerator, precision),
         "bf16_max": _gemm_share(inp, cat, system.accelerator, "bf16"),
-        "train_share": inp.read(training_share_path(cat, system.accelerator), "GEMM share kept in training"),
+        "train_share": _training_share(inp, cat, system.accelerator),
         "low_recipe": inp.read(
             f"efficiency.training_gemm.{precision}.recipe_share", f"{precision} recipe share"
         ),
@@ -338,6 +338,26 @@ def training_share_path(cat: Catalog, accelerator: str) -> str:
     return "efficiency.training_share"
 
 
+def _training_share(inp: Inputs, cat: Catalog, accelerator: str) -> Any:
+    path = training_share_path(cat, accelerator)
+    own = path != "efficiency.training_share"
+    fitted = cat.efficiency.training_share_fitted_on
+    return inp.read(
+        path,
+        "GEMM share kept in training",
+        borrowed=None if own else _borrowed(accelerator, fitted, "fitted on"),
+    )
+
+
+def _borrowed(accelerator: str, covered: list[str], how: str) -> str | None:
+    """The note of a default that stands in for an accelerator it was not measured or fitted on
+    (none where it was, or where the catalog does not say; an accelerator's own entry is read
+    instead of the default, so ``covered`` matters only for the default)."""
+    if not covered or accelerator in covered:
+        return None
+    return f"{how} {', '.join(covered)}, not {accelerator}"
+
+
 def _host_link(inp: Inputs, cat: Catalog, hardware: str) -> Any:
     path = f"systems.{cat.canonical('systems', hardware)}.host_link_gb_per_s"
     if inp.has(path):
@@ -355,11 +375,16 @@ def _host_memory(inp: Inputs, cat: Catalog, hardware: str) -> Any:
 
 def _gemm_share(inp: Inputs, cat: Catalog, accelerator: str, precision: str) -> Any:
     table = cat.efficiency.training_gemm_max_share_by_accelerator.get(accelerator, {})
+    label = f"largest-GEMM share of peak ({precision})"
     if precision in table:
-        path = f"efficiency.training_gemm_max_share_by_accelerator.{accelerator}.{precision}"
-    else:
-        path = f"efficiency.training_gemm.{precision}.max_share"
-    return inp.read(path, f"largest-GEMM share of peak ({precision})")
+        return inp.read(f"efficiency.training_gemm_max_share_by_accelerator.{accelerator}.{precision}", label)
+    curve = cat.efficiency.training_gemm.get(precision)  # type: ignore[call-overload]
+    covered = curve.max_share_measured_on if curve is not None else []
+    return inp.read(
+        f"efficiency.training_gemm.{precision}.max_share",
+        label,
+        borrowed=_borrowed(accelerator, covered, "measured on"),
+    )
 
 
 def step_inputs(inp: Inputs) -> dict[str, Any]:
