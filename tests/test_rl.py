@@ -694,3 +694,13 @@ def test_the_longest_trajectory_may_wait_for_a_slot(catalog):
         slot = n.mean_response_tokens / g.decode_tokens_per_s_per_user + n.turns * n.tool_s
         wait = queued_start_s(n.generated, g.replicas * b, slot)
         assert wait > 0 and g.seconds >= wait + g.critical_s - 1e-9
+
+
+def test_async_never_runs_more_replicas_than_its_bound_has_rollouts(catalog):
+    # 2 rollouts a step at a bound of 1 on 144 two-GPU replicas: each replica ran one sequence,
+    # 144 in flight, a mean staleness of 72 (a user review); now 2 replicas generate, the rest idle
+    cat = catalog.with_overrides(
+        ["workload.prompts_per_step=1", "workload.group_size=2", "workload.staleness_bound=1"]
+    )
+    r = rl(cat, "gb200-nvl72", "rl-math-reasoning", mode="async", gen_gpus=288, train_gpus=128).rl
+    assert r.replicas * r.concurrency <= 2 and r.mean_staleness_steps <= 1

@@ -212,8 +212,18 @@ def check_context(ctx: sv.ServingContext, nums: RlNumbers) -> None:
             f"{ctx.mname} holds at most {ctx.model.max_context:,} tokens; the RL workload's longest "
             f"trajectory is {longest:,.0f} (prompt_tokens {nums.prompt_tokens:,.0f} + observation_tokens "
             f"{nums.observation_tokens:,.0f} + max_response_tokens {nums.max_response_tokens:,.0f}); "
-            "lower max_response_tokens (`sets` workload.max_response_tokens=N) or use a longer-context model"
+            f"lower {(term := _largest_term(nums))} (`sets` workload.{term}=N) or use a longer-context "
+            "model"
         )
+
+
+def _largest_term(nums: RlNumbers) -> str:
+    terms = {
+        "max_response_tokens": nums.max_response_tokens,
+        "observation_tokens": nums.observation_tokens,
+        "prompt_tokens": nums.prompt_tokens,
+    }
+    return max(terms, key=lambda k: terms[k])  # ties: the response first
 
 
 def setup(
@@ -315,6 +325,10 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
             return evaluate(s, a, b, quiet=True).step.seconds
 
         pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
+        # grown where the request cannot hold the trainer and one replica of the densest candidate
+        # (the one the split search starts from), not the smallest: a trainer beside one small
+        # replica runs, but slowly (the 10T SWE step on 1,096 GB200 GPUs: 72 + 1,024 where growing
+        # to 864 + 1,024 steps faster and cheaper), so `grow_gpus_to_fit` grows it
         if w.grow_gpus_to_fit and total < fewest_split_gpus(s.rollouts.gpus, mem.min_gpus):
             # too few to split: the trainer's fewest GPUs plus one replica's pool, the fastest
             gg, tg = grown_split(pools, mem.min_gpus, seconds, grain=s.system_gpus)

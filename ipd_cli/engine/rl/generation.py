@@ -141,8 +141,8 @@ def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> 
     ok = np.flatnonzero(gen_gpus // c.gpus >= 1)
     if ok.size == 0:
         return None
-    replicas = (gen_gpus // c.gpus[ok])[:, None]
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
+    replicas = active_replicas(gen_gpus // c.gpus[ok], in_flight, asynchronous)[:, None]
     # synchronous: one wave holds every rollout (rounded up); async: never more in flight than the
     # bound allows (rounded down)
     per_replica = (np.floor if asynchronous else np.ceil)(in_flight / replicas[:, 0])
@@ -207,6 +207,15 @@ def in_flight_batches(staleness_bound: int, asynchronous: bool) -> int:
     return staleness_bound if asynchronous else 1
 
 
+def active_replicas(replicas: Any, in_flight: float, asynchronous: bool) -> Any:
+    """Replicas that generate: all of them, but in async no more than the rollouts the staleness
+    bound lets be in flight (one sequence each; the rest idle, paid), else the bound would be
+    exceeded. Numbers or arrays."""
+    import numpy as np
+
+    return np.minimum(replicas, max(1.0, math.floor(in_flight))) if asynchronous else replicas
+
+
 def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, where: str) -> Generation:
     """Bulk decode by Little's law on ``gen_gpus // instance`` replicas; synchronous modes also
     drain the longest response at the tail concurrency, or wait for the longest trajectory."""
@@ -217,6 +226,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         )
     # synchronous: one wave of the step's rollouts; async: in flight up to the staleness bound
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
+    replicas = int(active_replicas(replicas, in_flight, asynchronous))
     wanted = math.floor(in_flight / replicas) if asynchronous else math.ceil(in_flight / replicas)
     b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
     b_tail = max(1, int(b * r.tail_fraction))
