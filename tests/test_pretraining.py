@@ -1085,3 +1085,16 @@ def test_a_gemm_efficiency_borrowed_from_another_gpu_is_flagged_an_estimate(cata
         assert amd[name][0] and "not mi355x" in amd[name][1], name
         assert not h100[name][0], name
     assert flags("gb200-nvl72")["GEMM share kept in training"][0] is False  # its own fitted entry
+
+
+def test_activation_offload_is_its_own_term_of_the_step(catalog):
+    # the offload the compute cannot hide was booked as exposed communication (a user review:
+    # a 20 GB/s host link moved `exposed_comm_s` 0.019 -> 5.09 s on the 405B offloading plan)
+    plan = "tp=1,pp=1,cp=8,recompute=offload"
+    slow = catalog.with_overrides(["systems.h100-sxm.host_link_gb_per_s=20"])
+    a = train(catalog, "h100-sxm", "llama-3.1-405b", 15.6e12, gpus=4608, plan=plan).pretraining
+    b = train(slow, "h100-sxm", "llama-3.1-405b", 15.6e12, gpus=4608, plan=plan).pretraining
+    assert b.step_breakdown_s["activation_offload_s"] > a.step_breakdown_s["activation_offload_s"] + 1
+    assert b.step_breakdown_s["exposed_comm_s"] == pytest.approx(a.step_breakdown_s["exposed_comm_s"])
+    for p in (a, b):
+        assert sum(p.step_breakdown_s.values()) == pytest.approx(p.step_time_s, rel=1e-12)

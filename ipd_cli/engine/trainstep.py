@@ -430,6 +430,8 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
         + full * t["layer_comm_s"]
         + extra["comm"]
         + off * (t["offload_fwd_s"] + t["offload_bwd_s"]),
+        # of which the activation offload the compute does not hide (the host link, not a collective)
+        "offload_s": off * (t["offload_fwd_s"] + t["offload_bwd_s"]),
         "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
         "a2a_gain_s": t["a2a_gain_s"] * (1.0 + full / 2.0),
         "act_bytes": act,
