@@ -704,3 +704,19 @@ def test_async_never_runs_more_replicas_than_its_bound_has_rollouts(catalog):
     )
     r = rl(cat, "gb200-nvl72", "rl-math-reasoning", mode="async", gen_gpus=288, train_gpus=128).rl
     assert r.replicas * r.concurrency <= 2 and r.mean_staleness_steps <= 1
+
+
+def test_the_split_search_walks_down_the_sawtooth_from_the_zooms_best():
+    # the step over the generation pool is a sawtooth: it drops where the pool holds one more
+    # replica, then rises as the trainer shrinks. A code review found the coarse-to-fine search
+    # stopping on a tooth (1,836 GPUs at 194.13 s where 2,016 gave 193.88 s); from the zoom's best
+    # the search steps to the next or previous whole size of any unit while that is shorter
+    from ipd_cli.engine.rl.step import _descend
+
+    def step_s(g):  # teeth at multiples of 36 and of 288, deepest at 2,016 = 7 x 288
+        return (g - 2016) ** 2 / 1e4 + (0 if g % 288 == 0 else 1 if g % 36 == 0 else 5)
+
+    assert _descend(1836, 4, 2900, [4, 36, 288], step_s) == 2016
+    assert _descend(2016, 4, 2900, [4, 36, 288], step_s) == 2016  # already the shortest
+    # 2,016 beyond the range: 1,980 = 55 x 36 (0.13 + 1) beats 1,728 = 6 x 288 (8.29) and 1,944 (1.52)
+    assert _descend(1836, 4, 2000, [4, 36, 288], step_s) == 1980

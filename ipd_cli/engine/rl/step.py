@@ -13,10 +13,7 @@ from .sync import WeightSync
 from .trainer import Trainer
 
 MAX_SPLITS = 400  # a split search tries every size up to this many, else coarse to fine
-ZOOM_POINTS = 64  # sizes a coarse-to-fine level tries in each window
-ZOOM_BEAM = (
-    1  # windows a level zooms into, around its best sizes (3 tried: more evaluations, the same misses)
-)
+ZOOM_POINTS = 64  # sizes a coarse-to-fine level tries
 
 
 @dataclass(frozen=True)
@@ -105,6 +102,33 @@ def grown_split(
     return gen, train
 
 
+def _zoom(lo: int, hi: int, units: Sequence[int], step_s: Callable[[int], float]) -> int:
+    """Coarse to fine: ZOOM_POINTS sizes stepping geometrically over [lo, hi], then again between
+    the best one's neighbours, until every size left between them can be tried; the best size."""
+    sizes, every = _split_candidates(lo, hi, units, ZOOM_POINTS)
+    while True:
+        best = min(sizes, key=lambda g: (step_s(g), g))
+        if every:
+            return best
+        i = sizes.index(best)
+        window = sizes[max(0, i - 1)], sizes[min(len(sizes) - 1, i + 1)]
+        # between the best size's neighbours; where that is no narrower, every size in it
+        points = hi - lo + 1 if window == (lo, hi) else ZOOM_POINTS
+        lo, hi = window
+        sizes, every = _split_candidates(lo, hi, units, points)
+
+
+def _descend(best: int, lo: int, hi: int, units: Sequence[int], step_s: Callable[[int], float]) -> int:
+    """Down the sawtooth from ``best``: to the next or previous whole size of any unit in [lo, hi]
+    while one is shorter (the teeth a coarse level stepped over, near the best)."""
+    while True:
+        near = {(best // u + 1) * u for u in units} | {(-(-best // u) - 1) * u for u in units}
+        moved = min([best, *(g for g in near if lo <= g <= hi)], key=lambda g: (step_s(g), g))
+        if moved == best:
+            return best
+        best = moved
+
+
 def split_gpus(
     total: int,
     pools: Sequence[int],
@@ -117,13 +141,10 @@ def split_gpus(
     replicas of any candidate size (``pools``: the replica ``generation.fastest`` picks on a
     pool may be any of them) or in whole systems of ``grain`` GPUs that hold the smallest; at
     least ``min_train`` GPUs training. Every such size where they are at most MAX_SPLITS (exact);
-    more, coarse to fine: ZOOM_POINTS sizes stepping geometrically over the range, then again
-    between the neighbours of each of the ZOOM_BEAM best sizes found at that level (the step has
-    several local minima over the generation size), until the sizes left in a window are few
-    enough to try every one. Not exhaustive there: the step is a sawtooth over the size (it drops
-    where a pool holds one more replica of some candidate, then rises as the trainer shrinks), and
-    a tooth narrower than a level's step can be missed (3,000 GB200 GPUs, async SWE step: 1,836
-    generation GPUs at 194.13 s where 2,016 give 193.88 s, 0.13 %)."""
+    more, coarse to fine (:func:`_zoom`), then down the sawtooth from the best
+    (:func:`_descend`). Not exhaustive there: the step is a sawtooth over the size (it drops where
+    a pool holds one more replica of some candidate, then rises as the trainer shrinks), and a
+    tooth the levels step over can be missed."""
     train = max(1, min_train)
     lo, hi = min(pools), total - train
     units = [*pools, grain] if grain else list(pools)
@@ -135,27 +156,11 @@ def split_gpus(
         return seen[g]
 
     sizes, every = _split_candidates(lo, hi, units) if hi >= lo else ([], True)
-    windows = [] if every else [(lo, hi)]
-    for g in sizes if every else []:
-        step_s(g)
-    while windows:  # coarse to fine around the ZOOM_BEAM best sizes of each level
-        level: list[tuple[int, list[int], int, int]] = []  # (size, its window's sizes, window)
-        for a, b in windows:
-            found, whole = _split_candidates(a, b, units, ZOOM_POINTS)
-            for g in found:
-                step_s(g)
-            if not whole:
-                level += [(g, found, a, b) for g in found]
-        windows = []
-        for g, found, a, b in sorted(level, key=lambda t: (seen[t[0]], t[0]))[:ZOOM_BEAM]:
-            i = found.index(g)
-            window = found[max(0, i - 1)], found[min(len(found) - 1, i + 1)]
-            # between the size's neighbours; where that is no narrower, every size in it
-            if window == (a, b):
-                for g2 in _split_candidates(a, b, units, b - a + 1)[0]:
-                    step_s(g2)
-            elif window not in windows:
-                windows.append(window)
+    if every:
+        for g in sizes:
+            step_s(g)
+    else:
+        _descend(_zoom(lo, hi, units, step_s), lo, hi, units, step_s)
     if not seen:
         need = fewest_split_gpus(min(pools), min_train)
         raise InfeasibleError(
