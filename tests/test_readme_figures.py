@@ -50,8 +50,14 @@ def test_worked_example_matches_the_compare_output(systems):
     per_task = f"${ipd['usd_per_solved_task']:.3f} per solved task"
     per_kusd = f"{ipd['solved_tasks_per_kusd']:,.0f} per $1k"
     lifecycle = f"Lifecycle ${ipd['lifecycle_cost_usd'] / 1e6:.1f}M"
+    # the RL step's cost and the year's (a user review: $3,717 and $4.46M where it printed $3,728)
+    rl = systems["vera-rubin-nvl72"]["rl"]
+    steps = rl["run"]["steps_per_refresh"] * rl["run"]["refreshes_per_year"]
+    per_year = rl["run"]["usd_per_year"] / 1e6
+    rl_cost = f"RL costs ${rl['usd_per_step']:,.0f} per step x {steps:,.0f} steps = ${per_year:.2f}M"
+    nominal = f"`solved_tasks_per_kusd` on Vera Rubin is {ipd['solved_tasks_per_kusd']:,.0f} nominal"
     text = re.sub(r"\s+", " ", README)
-    for phrase in (per_task, per_kusd, lifecycle):
+    for phrase in (per_task, per_kusd, lifecycle, rl_cost, nominal):
         assert phrase in text, phrase
 
 
