@@ -22,15 +22,22 @@ Leaf = float | str | bool
 
 def _leaves(node: Any, prefix: str = "") -> dict[str, Leaf]:
     """Number, text and on/off leaves by dotted path (numbers as floats; nulls left out); list
-    items are keyed by their name or hardware, not position."""
+    items are keyed by their name or hardware, not position, and items sharing one (a sweep's rows
+    of a system, a system compared with itself) by their place among those: ``[h100-sxm#2]``."""
     out: dict[str, Leaf] = {}
     if isinstance(node, dict):
         for k, v in node.items():
             if k not in SKIP:
                 out.update(_leaves(v, f"{prefix}.{k}" if prefix else k))
     elif isinstance(node, list):
-        for i, v in enumerate(node):
-            key = v.get("hardware") or v.get("name") or v.get("id") if isinstance(v, dict) else None
+        keys = [
+            v.get("hardware") or v.get("name") or v.get("id") if isinstance(v, dict) else None for v in node
+        ]
+        seen: dict[Any, int] = {}
+        for i, (v, key) in enumerate(zip(node, keys, strict=True)):
+            if key and keys.count(key) > 1:  # a sweep's rows of one system: by their place among them
+                seen[key] = seen.get(key, 0) + 1
+                key = f"{key}#{seen[key]}"
             out.update(_leaves(v, f"{prefix}[{key if key else i}]"))
     elif isinstance(node, int | float) and not isinstance(node, bool):
         out[prefix] = float(node)

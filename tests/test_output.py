@@ -108,6 +108,29 @@ def test_diff_two_outputs(tmp_path):
     assert "not ipd JSON" in run_cli("diff", str(a), str(tmp_path / "bad.json")).stderr
 
 
+def test_diff_of_two_sweeps_pairs_each_systems_rows_in_order(tmp_path):
+    # a sweep's rows of one system shared one key, the later overwriting the earlier: two sweeps
+    # whose first rows differed diffed as empty (a user review)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    metric = "intelligence_per_dollar.lifecycle_cost_usd"
+    for path, first in ((a, "1e6"), (b, "2e6")):
+        axis = f"workload.serving.tasks_per_day={first},1e7"
+        r = run_cli(
+            "sweep", "--vary", "hardware=vera-rubin", "--vary", axis, "--metrics", metric, "-o", str(path)
+        )
+        assert r.code == 0, r.stderr
+    r = run_cli("diff", str(a), str(b), "-f", "json")
+    rows = {row["metric"]: row for row in r.json()["items"]}
+    assert set(rows) == {
+        "[vera-rubin-nvl72#1].workload.serving.tasks_per_day",
+        f"[vera-rubin-nvl72#1].{metric}",
+    }
+    tasks = rows["[vera-rubin-nvl72#1].workload.serving.tasks_per_day"]
+    assert (tasks["old"], tasks["new"]) == (1e6, 2e6)
+    old, new = (json.loads(p.read_text())[0][metric] for p in (a, b))
+    assert rows[f"[vera-rubin-nvl72#1].{metric}"]["change"] == __import__("pytest").approx(new - old)
+
+
 def test_diff_names_a_changed_price_basis_beside_the_numbers(tmp_path):
     # a user review: rental -> tco read as a 40 % cut with nothing saying the price basis changed
     a, b = tmp_path / "a.json", tmp_path / "b.json"
