@@ -198,6 +198,28 @@ def _emit(result: "BaseModel", fmt: str, output: Path | None = None, cat: Any = 
     _warn(result, cat)
 
 
+def unread_overrides(data: dict, cat: Any = None) -> list[str]:
+    """A `--set` the estimate never read (its path in no input listed under assumptions): it
+    changed nothing, which a reader would not guess (`economics.electricity_usd_per_kwh` under
+    rental prices). Workload paths are applied to the workload, not read as inputs: not checked."""
+    systems = data.get("systems") if isinstance(data.get("systems"), list) else [data]
+    read = {a.get("path") for s in systems if isinstance(s, dict) for a in s.get("assumptions") or []}
+    out = []
+    for item in data.get("overrides") or []:
+        path = str(item).partition("=")[0].strip()
+        section, _, rest = path.partition(".")
+        name, _, tail = rest.partition(".")
+        if cat is not None and section in ("systems", "models") and tail:  # an alias: its entry's name
+            path = f"{section}.{cat.canonical(section, name)}.{tail}"
+        if not path or path.startswith("workload.") or path in read:
+            continue
+        line = f"--set {path}: not an input of this estimate, so it changed nothing"
+        if path.startswith("economics.") or path.endswith(".capex_usd"):
+            line += " (an owning-cost input: priced with --pricing tco)"
+        out.append(line)
+    return out
+
+
 def _warn(result: "BaseModel", cat: Any = None) -> None:
     """What a reader of a table could miss, once more on stderr: blocks that cannot run, a missed
     service target, a roadmap system."""
@@ -211,7 +233,7 @@ def _warn(result: "BaseModel", cat: Any = None) -> None:
     for name in names if cat is not None else []:
         system = cat.system(name)
         statuses[name] = (system.status, system.unstable)
-    for line in warnings(data, statuses):
+    for line in warnings(data, statuses) + unread_overrides(data, cat):
         sys.stderr.write(f"ipd: warning: {line}\n")
     for line in getattr(result, "notes", []):
         sys.stderr.write(f"ipd: note: {line}\n")

@@ -232,3 +232,26 @@ def test_budget_metric_without_max_usd_is_a_usage_error():
         "ipd: error: --budget-metric rl.usd_per_step needs --max-usd USD (the budget it checks); "
         "give both, or drop --budget-metric\n"
     )
+
+
+def test_an_override_the_estimate_never_reads_is_warned():
+    # under rental prices the owning-cost inputs change nothing; compare listed them under
+    # `overrides` and said nothing, and sweep suggested an unrelated field (a user review)
+    r = run_cli("compare", "vera-rubin", "--set", "economics.electricity_usd_per_kwh=0.5", "-f", "json")
+    base = run_cli("compare", "vera-rubin", "-f", "json")
+    assert r.code == 0
+    cost = "intelligence_per_dollar"
+    assert (
+        r.json()["systems"][0][cost]["lifecycle_cost_usd"]
+        == base.json()["systems"][0][cost]["lifecycle_cost_usd"]
+    )
+    assert "--set economics.electricity_usd_per_kwh: not an input of this estimate" in r.stderr
+    assert "--pricing tco" in r.stderr
+    tco = run_cli(
+        "compare", "vera-rubin", "--set", "systems.vera-rubin.capex_usd=1e7", "--pricing", "tco", "-f", "json"
+    )
+    assert tco.code == 0 and "not an input" not in tco.stderr  # read (an alias of the entry's name)
+    s = run_cli(
+        "sweep", "--vary", "hardware=vera-rubin", "--vary", "economics.electricity_usd_per_kwh=0.05,0.1"
+    )
+    assert s.code == 2 and "owning-cost input" in s.stderr and "--pricing tco" in s.stderr

@@ -661,6 +661,12 @@ def check_paths(plan: SweepPlan, results: list[Any]) -> None:
         readable |= {a.path for a in r.assumptions if a.path}
     for axis in plan.numeric:
         if axis.path not in readable and not axis.path.startswith("workload."):
+            owning = axis.path.startswith("economics.") or axis.path.endswith(".capex_usd")
+            if owning and plan.pricing.startswith("rental"):  # not a near name: the price basis
+                raise InputError(
+                    f"`vary` {axis.path}: an owning-cost input, not read under rental prices; "
+                    "vary it with `pricing` tco"
+                )
             raise InputError(
                 f"`vary` {axis.path}: not an input of this estimate{did_you_mean(axis.path, readable)}"
                 " (ipd compare ... --format json lists each input's path under assumptions)"
