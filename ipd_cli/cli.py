@@ -202,7 +202,10 @@ def unread_overrides(data: dict, cat: Any = None) -> list[str]:
     """A `--set` the estimate never read (its path in no input listed under assumptions): it
     changed nothing, which a reader would not guess (`economics.electricity_usd_per_kwh` under
     rental prices). Workload paths are applied to the workload, not read as inputs: not checked."""
-    systems = data.get("systems") if isinstance(data.get("systems"), list) else [data]
+    from .engine.pricing import owning_input
+
+    found = data.get("systems")
+    systems: list = found if isinstance(found, list) else [data]
     read = {a.get("path") for s in systems if isinstance(s, dict) for a in s.get("assumptions") or []}
     out = []
     for item in data.get("overrides") or []:
@@ -214,7 +217,7 @@ def unread_overrides(data: dict, cat: Any = None) -> list[str]:
         if not path or path.startswith("workload.") or path in read:
             continue
         line = f"--set {path}: not an input of this estimate, so it changed nothing"
-        if path.startswith("economics.") or path.endswith(".capex_usd"):
+        if owning_input(path):
             line += " (an owning-cost input: priced with --pricing tco)"
         out.append(line)
     return out

@@ -87,6 +87,24 @@ def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str, always_on: bool = F
     return value, "tco"
 
 
+# the economics the owning cost reads (:func:`_tco_terms`), besides each system's capex_usd: under
+# rental prices nothing reads them (a `--set` of one changes nothing; the CLI says so)
+OWNING_ECONOMICS = (
+    "cost_of_capital",
+    "depreciation_years",
+    "opex_fraction_of_capex_per_year",
+    "utilisation",
+    "electricity_usd_per_kwh",
+)
+
+
+def owning_input(path: str) -> bool:
+    """Whether a catalog path is an input of the owning cost only (``--pricing tco``)."""
+    return path in {f"economics.{k}" for k in OWNING_ECONOMICS} or (
+        path.startswith("systems.") and path.endswith(".capex_usd")
+    )
+
+
 def _tco_terms(inp: Inputs, system: str, always_on: bool) -> dict[str, Any]:
     """The owning cost's inputs (read in this order: capex, capital, opex, utilisation, power,
     electricity), for :func:`usd_per_gpu_hour` and, with their names, ``ipd explain``."""

@@ -661,8 +661,9 @@ def check_paths(plan: SweepPlan, results: list[Any]) -> None:
         readable |= {a.path for a in r.assumptions if a.path}
     for axis in plan.numeric:
         if axis.path not in readable and not axis.path.startswith("workload."):
-            owning = axis.path.startswith("economics.") or axis.path.endswith(".capex_usd")
-            if owning and plan.pricing.startswith("rental"):  # not a near name: the price basis
+            from .pricing import owning_input
+
+            if owning_input(axis.path) and plan.pricing.startswith("rental"):  # the price basis
                 raise InputError(
                     f"`vary` {axis.path}: an owning-cost input, not read under rental prices; "
                     "vary it with `pricing` tco"
