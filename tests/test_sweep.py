@@ -553,6 +553,25 @@ def test_xlsx_sweep_has_a_frozen_header_number_formats_and_its_inputs(tmp_path, 
     assert r.code == 2 and "give -o FILE.xlsx" in r.stderr
 
 
+def test_a_small_cost_in_a_column_of_large_ones_keeps_its_digits_in_xlsx(tmp_path):
+    # the column's format came from the first system's rows (H100, $0.229k-$ tasks -> "#,##0"), so
+    # Vera Rubin's $0.229 per task showed as 0 (a user review)
+    openpyxl = pytest.importorskip("openpyxl")
+    from ipd_cli.render.xlsx import cell_format
+
+    assert cell_format(0.2295, "#,##0") == "0.0000" and cell_format(9.997, "#,##0") == "#,##0.00"
+    assert cell_format(150.5, "#,##0") == "#,##0" and cell_format(3.0, "#,##0") == "#,##0"
+    out = tmp_path / "s.xlsx"
+    metric = "intelligence_per_dollar.usd_per_solved_task"
+    r = run_cli("sweep", "--vary", "hardware=h100,vera-rubin", "--vary", "price_usd_per_gpu_hour=8.5",
+                "--metrics", metric, "-o", str(out))  # fmt: skip
+    assert r.code == 0, r.stderr
+    ws = openpyxl.load_workbook(out)["results"]
+    rows = {row[0].value: row[2] for row in ws.iter_rows(min_row=2)}
+    cell = rows["vera-rubin-nvl72"]
+    assert cell.value < 1 and cell.number_format == "0.0000"
+
+
 def test_bad_vary_is_a_usage_error(small):
     for args, msg in [
         (["--vary", "hardware=vera-rubin", "--vary", "economics.pu=1:2:0.5"], "did you mean 'economics.pue'"),

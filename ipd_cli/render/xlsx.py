@@ -39,6 +39,15 @@ def number_format(values: list[Any]) -> str | None:
     return "0.0000"
 
 
+def cell_format(value: float, fmt: str) -> str:
+    """A cell's format: its column's, unless that would hide the value's digits (a column of
+    costs in the hundreds chose no decimals from its first rows; a later system's $0.229 per task
+    showed as 0: a user review)."""
+    if fmt == "#,##0" and abs(value) < 100 and not float(value).is_integer():
+        return number_format([value]) or fmt
+    return fmt
+
+
 def _sheet(wb: Any, title: str, columns: list[str], rows: list[list[Any]], first: bool = False) -> None:
     from openpyxl.styles import Font
 
@@ -57,7 +66,7 @@ def _sheet(wb: Any, title: str, columns: list[str], rows: list[list[Any]], first
         if fmt:
             for cell in ws[letter][1:]:
                 if isinstance(cell.value, int | float) and not isinstance(cell.value, bool):
-                    cell.number_format = fmt
+                    cell.number_format = cell_format(cell.value, fmt)
         width = max([len(str(col)), *(len(f"{v:,.2f}" if isinstance(v, float) else str(v)) for v in values)])
         ws.column_dimensions[letter].width = min(width + 2, MAX_COLUMN_WIDTH)
 
@@ -153,7 +162,7 @@ class SweepBook:
                     cells.append(value)
                     continue
                 cell = WriteOnlyCell(ws, value)
-                cell.number_format = fmt
+                cell.number_format = cell_format(value, fmt)
                 cells.append(cell)
             ws.append(cells)
 
