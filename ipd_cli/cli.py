@@ -202,6 +202,8 @@ def unread_overrides(data: dict, cat: Any = None) -> list[str]:
     """A `--set` the estimate never read (its path in no input listed under assumptions): it
     changed nothing, which a reader would not guess (`economics.electricity_usd_per_kwh` under
     rental prices). Workload paths are applied to the workload, not read as inputs: not checked."""
+    if not data.get("overrides"):
+        return []  # (and no engine import on the listing's fast path)
     from .engine.pricing import owning_input
 
     found = data.get("systems")

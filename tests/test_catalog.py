@@ -368,3 +368,20 @@ def test_a_process_decodes_an_unchanged_cache_entry_once(fresh_cache):
     entry.write_bytes(text[:-50])
     assert cache.read(catalog_dirs(), key) is None
     assert load_catalog() == first  # rebuilt from the files
+
+
+def test_the_stored_listing_path_imports_no_engine(fresh_cache):
+    # `ipd hardware list` prints the listing the cache stores; the warning for unread overrides
+    # imported the engine (pydantic schemas, ~80 ms) on that path too, and its start-up went
+    # 0.66x -> 1.5x the import floor (benchmarks/startup.py)
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom ipd_cli.cli import main\n"
+        "try:\n    main(['hardware', 'list', '-f', 'json'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('ipd_cli.engine')), file=sys.stderr)\n"
+    )
+    for _ in range(2):  # the first run fills the cache
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr
