@@ -198,6 +198,34 @@ def _emit(result: "BaseModel", fmt: str, output: Path | None = None, cat: Any = 
     _warn(result, cat)
 
 
+def price_terms(data: dict, cat: Any) -> list[str]:
+    """Systems whose rental prices are contracts of different terms (H100's reserved rate is a
+    1-year contract, Vera Rubin's a 3-year one, which is lower per hour): one line naming them
+    (a user review). Nothing without a catalog or where the terms agree or are not stated."""
+    found = data.get("systems")
+    systems = found if isinstance(found, list) else [data]
+    if cat is None or len(systems) < 2:
+        return []
+    terms: dict[str, Any] = {}
+    for s in systems:
+        blocks = [s.get(b) for b in ("pretraining", "rl", "serving")] if isinstance(s, dict) else []
+        basis = next((b["pricing"] for b in blocks if isinstance(b, dict) and b.get("pricing")), "")
+        if not str(basis).startswith("rental:"):
+            continue
+        label = str(basis).partition(":")[2]
+        price = next((p for p in cat.system(s["hardware"]).prices if p.label == label), None)
+        if price is not None and price.term_years is not None:
+            terms[s["hardware"]] = price.term_years
+    if len(set(terms.values())) < 2:
+        return []
+    named = ", ".join(f"{hw} {t:g}-year" for hw, t in terms.items())
+    return [
+        f"the rental prices are contracts of different terms ({named}): a longer term is cheaper per "
+        "hour, so the cost ratio is not like for like; price them on one term with --set "
+        "systems.NAME.prices.LABEL=USD and --set systems.NAME.prices.LABEL.term_years=YEARS"
+    ]
+
+
 def unread_overrides(data: dict, cat: Any = None) -> list[str]:
     """A `--set` the estimate never read (its path in no input listed under assumptions): it
     changed nothing, which a reader would not guess (`economics.electricity_usd_per_kwh` under
@@ -216,8 +244,8 @@ def unread_overrides(data: dict, cat: Any = None) -> list[str]:
         name, _, tail = rest.partition(".")
         if cat is not None and section in ("systems", "models") and tail:  # an alias: its entry's name
             path = f"{section}.{cat.canonical(section, name)}.{tail}"
-        if not path or path.startswith("workload.") or path in read:
-            continue
+        if not path or path.startswith("workload.") or path.endswith(".term_years") or path in read:
+            continue  # (a price's contract term is no input: it names what the price is)
         line = f"--set {path}: not an input of this estimate, so it changed nothing"
         if owning_input(path):
             line += " (an owning-cost input: priced with --pricing tco)"
@@ -238,7 +266,7 @@ def _warn(result: "BaseModel", cat: Any = None) -> None:
     for name in names if cat is not None else []:
         system = cat.system(name)
         statuses[name] = (system.status, system.unstable)
-    for line in warnings(data, statuses) + unread_overrides(data, cat):
+    for line in warnings(data, statuses) + unread_overrides(data, cat) + price_terms(data, cat):
         sys.stderr.write(f"ipd: warning: {line}\n")
     for line in getattr(result, "notes", []):
         sys.stderr.write(f"ipd: note: {line}\n")

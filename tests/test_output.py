@@ -255,3 +255,16 @@ def test_an_override_the_estimate_never_reads_is_warned():
         "sweep", "--vary", "hardware=vera-rubin", "--vary", "economics.electricity_usd_per_kwh=0.05,0.1"
     )
     assert s.code == 2 and "owning-cost input" in s.stderr and "--pricing tco" in s.stderr
+
+
+def test_systems_priced_on_contracts_of_different_terms_are_warned():
+    # H100's reserved price is a 1-year contract, Vera Rubin's a 3-year one (cheaper per hour): the
+    # same label hid it (a user review); priced on one term, no warning
+    r = run_cli("compare", "vera-rubin", "h100", "-f", "json")
+    assert r.code == 0
+    line = next(ln for ln in r.stderr.splitlines() if "different terms" in ln)
+    assert "vera-rubin-nvl72 3-year" in line and "h100-sxm 1-year" in line
+    same = run_cli("compare", "vera-rubin", "h100", "--set", "systems.h100-sxm.prices.reserved=2.0",
+                   "--set", "systems.h100-sxm.prices.reserved.term_years=3", "-f", "json")  # fmt: skip
+    assert same.code == 0 and "different terms" not in same.stderr and "not an input" not in same.stderr
+    assert "different terms" not in run_cli("compare", "vera-rubin", "blackwell", "-f", "json").stderr

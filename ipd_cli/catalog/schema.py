@@ -185,6 +185,12 @@ class HostCpu(Strict):
 class Price(Strict):
     label: PriceLabel
     usd_per_gpu_hour: Sourced = unit("USD/GPU-h")
+    term_years: Num | None = Field(
+        default=None,
+        gt=0,
+        description="contract term of a reserved price in years (a 3-year rate is lower per hour than "
+        "a 1-year one; systems priced on different terms are warned); none: on demand or not stated",
+    )
 
     @model_validator(mode="after")
     def _positive(self) -> Price:
