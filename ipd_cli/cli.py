@@ -227,11 +227,14 @@ def price_terms(data: dict, cat: Any) -> list[str]:
 
 
 def unread_overrides(data: dict, cat: Any = None) -> list[str]:
-    """A `--set` the estimate never read (its path in no input listed under assumptions): it
-    changed nothing, which a reader would not guess (`economics.electricity_usd_per_kwh` under
-    rental prices). Workload paths are applied to the workload, not read as inputs: not checked."""
+    """A `--set` of an owning-cost input (`economics.utilisation`, a system's `capex_usd`, ...)
+    that the estimate never read: under rental prices nothing reads them, so it changed nothing,
+    which a reader would not guess (a user review). Only those paths are checked: not every catalog
+    read is listed under assumptions (a model's shape, a CPU's cores are read without a record), so
+    "not listed" alone does not mean "not read" (a code review)."""
     if not data.get("overrides"):
         return []  # (and no engine import on the listing's fast path)
+    from .catalog.overrides import canonical_path
     from .engine.pricing import owning_input
 
     found = data.get("systems")
@@ -240,16 +243,13 @@ def unread_overrides(data: dict, cat: Any = None) -> list[str]:
     out = []
     for item in data.get("overrides") or []:
         path = str(item).partition("=")[0].strip()
-        section, _, rest = path.partition(".")
-        name, _, tail = rest.partition(".")
-        if cat is not None and section in ("systems", "models") and tail:  # an alias: its entry's name
-            path = f"{section}.{cat.canonical(section, name)}.{tail}"
-        if not path or path.startswith("workload.") or path.endswith(".term_years") or path in read:
-            continue  # (a price's contract term is no input: it names what the price is)
-        line = f"--set {path}: not an input of this estimate, so it changed nothing"
-        if owning_input(path):
-            line += " (an owning-cost input: priced with --pricing tco)"
-        out.append(line)
+        if cat is not None:
+            path = canonical_path(cat, path)
+        if owning_input(path) and path not in read:
+            out.append(
+                f"--set {path}: not an input of this estimate, so it changed nothing (an owning-cost "
+                "input: priced with --pricing tco)"
+            )
     return out
 
 

@@ -23,7 +23,8 @@ Leaf = float | str | bool
 def _leaves(node: Any, prefix: str = "") -> dict[str, Leaf]:
     """Number, text and on/off leaves by dotted path (numbers as floats; nulls left out); list
     items are keyed by their name or hardware, not position, and items sharing one (a sweep's rows
-    of a system, a system compared with itself) by their place among those: ``[h100-sxm#2]``."""
+    of a system, a system compared with itself) by their place among those: the first as
+    ``[h100-sxm]``, the next ``[h100-sxm#2]`` (so one row still pairs with the first of several)."""
     out: dict[str, Leaf] = {}
     if isinstance(node, dict):
         for k, v in node.items():
@@ -35,9 +36,9 @@ def _leaves(node: Any, prefix: str = "") -> dict[str, Leaf]:
         ]
         seen: dict[Any, int] = {}
         for i, (v, key) in enumerate(zip(node, keys, strict=True)):
-            if key and keys.count(key) > 1:  # a sweep's rows of one system: by their place among them
+            if key:  # a sweep's rows of one system: the first by its name, the later by their place
                 seen[key] = seen.get(key, 0) + 1
-                key = f"{key}#{seen[key]}"
+                key = key if seen[key] == 1 else f"{key}#{seen[key]}"
             out.update(_leaves(v, f"{prefix}[{key if key else i}]"))
     elif isinstance(node, int | float) and not isinstance(node, bool):
         out[prefix] = float(node)

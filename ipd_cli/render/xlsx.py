@@ -43,9 +43,11 @@ def cell_format(value: float, fmt: str) -> str:
     """A cell's format: its column's, unless that would hide the value's digits (a column of
     costs in the hundreds chose no decimals from its first rows; a later system's $0.229 per task
     showed as 0: a user review)."""
-    if fmt == "#,##0" and abs(value) < 100 and not float(value).is_integer():
-        return number_format([value]) or fmt
-    return fmt
+    if float(value).is_integer():
+        return fmt
+    own = number_format([value]) or fmt
+    decimals = lambda f: len(f.partition(".")[2])  # noqa: E731 - digits after the point
+    return own if decimals(own) > decimals(fmt) else fmt
 
 
 def _sheet(wb: Any, title: str, columns: list[str], rows: list[list[Any]], first: bool = False) -> None:

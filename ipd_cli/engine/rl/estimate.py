@@ -290,7 +290,9 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     tr = trainer(s.rates, s.w, train_gpus)
     plan = sync_plan(
         inp, s.arch, r.inst, transport=s.transport, wire=s.w.sync_precision,
-        training=s.w.training_precision, trainer_gpus=train_gpus, inference_gpus=gen_gpus,
+        training=s.w.training_precision, trainer_gpus=train_gpus,
+        # the replicas that generate take the update (async may leave some idle: active_replicas)
+        inference_gpus=gen.replicas * r.gpus if asynchronous else gen_gpus,
         colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.sharded_gpus), stack=s.stack,
     )  # fmt: skip
     offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0

@@ -144,7 +144,8 @@ def split_gpus(
     more, coarse to fine (:func:`_zoom`), then down the sawtooth from the best
     (:func:`_descend`). Not exhaustive there: the step is a sawtooth over the size (it drops where
     a pool holds one more replica of some candidate, then rises as the trainer shrinks), and a
-    tooth the levels step over can be missed."""
+    tooth the levels step over can be missed (a code review: Vera Rubin 4,000 GPUs async 1.2 % long,
+    the shortest at 2,304 generation GPUs far from the zoom's 1,152)."""
     train = max(1, min_train)
     lo, hi = min(pools), total - train
     units = [*pools, grain] if grain else list(pools)
