@@ -147,3 +147,10 @@ def test_a_profiles_expert_streaming_is_set_per_precision(catalog):
     match = r"grouped_gemm_hbm_efficiency: one value per key; name one, e\.g\. .*\.fp4="
     with pytest.raises(InputError, match=match):
         catalog.with_overrides([f"{profiles}.cdna4.grouped_gemm_hbm_efficiency=0.8"])
+
+
+def test_a_sourced_choice_of_text_can_be_set(catalog):
+    # `--set rl.default_sync_stack=verl` was refused ("estimate: unknown field"): the override
+    # gave every sourced value an estimate flag, which a sourced choice of text does not have
+    cat = catalog.with_overrides(["rl.default_sync_stack=verl"])
+    assert cat.rl.default_sync_stack.value == "verl" and cat.rl.default_sync_stack.source == "cli-set"

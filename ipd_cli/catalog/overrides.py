@@ -207,9 +207,10 @@ def _set_leaf(node: dict, key: str | int, value: Any) -> None:
             **current,
             "value": value,
             "source": CLI_SOURCE,
-            "estimate": False,
             "note": f"set on the command line (was {current.get('value')})",
         }
+        if "estimate" in current:  # (a sourced choice of text has no estimate flag: a code review)
+            node[key]["estimate"] = False
         node[key].pop("range", None)
     else:
         node[key] = value
