@@ -720,3 +720,12 @@ def test_the_split_search_walks_down_the_sawtooth_from_the_zooms_best():
     assert _descend(2016, 4, 2900, [4, 36, 288], step_s) == 2016  # already the shortest
     # 2,016 beyond the range: 1,980 = 55 x 36 (0.13 + 1) beats 1,728 = 6 x 288 (8.29) and 1,944 (1.52)
     assert _descend(1836, 4, 2000, [4, 36, 288], step_s) == 1980
+
+
+def test_idle_async_generation_gpus_are_warned():
+    r = run_cli("rl", "--hardware", "gb200-nvl72", "--workload", "rl-math-reasoning", "--mode", "async",
+                "--gen-gpus", "288", "--train-gpus", "128", "--set", "workload.prompts_per_step=1",
+                "--set", "workload.group_size=2", "--set", "workload.staleness_bound=1", "-f", "json")  # fmt: skip
+    rl_ = r.json()["rl"]
+    active = rl_["replicas"] * rl_["instance_gpus"]
+    assert active < 288 and f"{active:,} of its 288 GPUs" in r.stderr and "idle but paid" in r.stderr

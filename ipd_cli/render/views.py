@@ -435,6 +435,13 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             f"training state) + {rl['gen_gpus']:,} generating ({_replicas(rl)}: of the pools the size "
             "of one rollout replica, the one with the shortest step)"
         )
+    active = (rl.get("replicas") or 0) * (rl.get("instance_gpus") or 0)
+    if rl.get("mode") == "async" and 0 < active < (rl.get("gen_gpus") or 0):
+        out.append(
+            f"{hw}: RL generation runs {rl['replicas']:,} replica(s), {active:,} of its "
+            f"{rl['gen_gpus']:,} GPUs: the staleness bound lets no more rollouts be in flight; the "
+            "rest are idle but paid (a smaller generation pool runs the same step for less)"
+        )
     versions = rl.get("longest_trajectory_policy_versions")
     if versions is not None and versions > (rl.get("staleness_bound") or 0):
         out.append(
