@@ -723,9 +723,10 @@ def test_the_split_search_walks_down_the_sawtooth_from_the_zooms_best():
 
 
 def test_idle_async_generation_gpus_are_warned():
+    sets = ["workload.prompts_per_step=1", "workload.group_size=2", "workload.staleness_bound=1"]
     r = run_cli("rl", "--hardware", "gb200-nvl72", "--workload", "rl-math-reasoning", "--mode", "async",
-                "--gen-gpus", "288", "--train-gpus", "128", "--set", "workload.prompts_per_step=1",
-                "--set", "workload.group_size=2", "--set", "workload.staleness_bound=1", "-f", "json")  # fmt: skip
+                "--gen-gpus", "288", "--train-gpus", "128", *(a for s in sets for a in ("--set", s)),
+                "-f", "json")  # fmt: skip
     rl_ = r.json()["rl"]
     active = rl_["replicas"] * rl_["instance_gpus"]
     assert active < 288 and f"{active:,} of its 288 GPUs" in r.stderr and "idle but paid" in r.stderr
