@@ -315,3 +315,10 @@ def test_explain_gives_the_rl_step_of_its_schedule(catalog, mode):
     for name in ("mode", "turns", "ppo epochs", "logprob passes"):
         assert f"input: {name}" in items, name
     assert ("input: staleness bound" in items) == (mode == "async")
+
+
+def test_a_deployment_shares_at_most_the_whole_pre_training_run():
+    # `deployments` 0.25 charged four times the run to one year's deployment (a user review)
+    r = run_cli("compare", "vera-rubin", "--set", "workload.pretraining.deployments=0.25", "-f", "json")
+    assert r.code == 2 and r.stdout == "" and "workload.pretraining.deployments" in r.stderr
+    assert ">= 1" in r.stderr or "greater than or equal to 1" in r.stderr

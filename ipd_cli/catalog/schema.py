@@ -1259,7 +1259,12 @@ class ScenarioPretraining(Strict):
     open_weights: bool = False
     cost_usd: Num | None = Field(default=None, ge=0, description="a given pre-training cost instead")
     amortisation_years: Num = Field(default=2.0, gt=0, description="years over which the model earns")
-    deployments: Num = Field(default=1.0, gt=0, description="deployments sharing the pre-training cost")
+    deployments: Num = Field(
+        default=1.0,
+        ge=1,
+        description="deployments sharing the pre-training cost (this one among them: at least 1; a "
+        "fraction below 1 charged more than the whole run, a user review)",
+    )
 
     @model_validator(mode="after")
     def _one_way(self) -> ScenarioPretraining:
