@@ -385,7 +385,8 @@ def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
     p, r = system.pretraining, system.rl
     if p is not None:
         how = (
-            f"the fewest whole systems whose fastest plan finishes in {deadline_days:g} days"
+            f"the fewest whole systems whose fastest plan finishes in {deadline_days:g} days, each "
+            "scale-up domain holding whole copies of the plan's in-domain groups (the rest idle)"
             if deadline_days
             else "the workload's GPUs"
         )
