@@ -540,7 +540,7 @@ def test_a_long_split_search_zooms_in_on_the_shortest_step():
         return abs(gen - 40_001)
 
     assert split_gpus(100_000, [3, 8], balance, min_train=10) == (40_000, 60_000)
-    assert len(seen) < 300
+    assert len(seen) < 600  # ZOOM_STARTS windows of coarse to fine, then one descent
 
 
 @pytest.mark.parametrize(
