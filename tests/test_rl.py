@@ -730,3 +730,20 @@ def test_idle_async_generation_gpus_are_warned():
     rl_ = r.json()["rl"]
     active = rl_["replicas"] * rl_["instance_gpus"]
     assert active < 288 and f"{active:,} of its 288 GPUs" in r.stderr and "idle but paid" in r.stderr
+
+
+def test_the_split_search_zooms_in_around_more_than_the_best_coarse_size():
+    # two basins: the coarse level's best sizes lie near 2,000 (0.5 s), but the shortest step is a
+    # dip at 30,300 (0.1 s) on a plateau the coarse level saw at 0.55 s; one zoom, around the best
+    # coarse size only, stopped at 0.5 (a code review: Vera Rubin's 4,000-GPU async step, 1.2 %)
+    from ipd_cli.engine.rl.step import split_gpus
+
+    def balance(gen, train):
+        if abs(gen - 2000) < 300:
+            return 0.5
+        if abs(gen - 30_300) < 4000:
+            return 0.1 if abs(gen - 30_300) < 200 else 0.55 + abs(gen - 30_300) / 1e6
+        return 1.0
+
+    gen, _ = split_gpus(100_000, [1], balance, min_train=10)
+    assert abs(gen - 30_300) < 200
