@@ -659,10 +659,15 @@ def domain_atom(P: sr.Columns, x: dict) -> Any:
 def domain_tile(P: sr.Columns, x: dict) -> Any:
     """GPUs of one scale-up domain a plan's in-domain groups fill (the domain rounded down to whole
     copies of :func:`domain_atom`; 64 of an NVL72 rack's 72 for 16-GPU groups)."""
+
+    return _tile(x["domain"], domain_atom(P, x))
+
+
+def _tile(gpus: Any, atom: Any) -> Any:
+    """Whole copies of ``atom`` GPUs in ``gpus``."""
     import numpy as np
 
-    atom = domain_atom(P, x)
-    return np.floor(x["domain"] / atom) * atom
+    return np.floor(gpus / atom) * atom
 
 
 def usable_gpus(P: sr.Columns, x: dict, gpus: Any) -> Any:
@@ -673,8 +678,7 @@ def usable_gpus(P: sr.Columns, x: dict, gpus: Any) -> Any:
     if not x.get(WHOLE_SYSTEMS):
         return gpus
     dom, atom = x["domain"], domain_atom(P, x)
-    rest = np.mod(gpus, dom)
-    return np.floor(gpus / dom) * np.floor(dom / atom) * atom + np.floor(rest / atom) * atom
+    return np.floor(gpus / dom) * _tile(dom, atom) + _tile(np.mod(gpus, dom), atom)
 
 
 def systems_gpus(P: sr.Columns, x: dict, used: Any) -> Any:
@@ -686,7 +690,7 @@ def systems_gpus(P: sr.Columns, x: dict, used: Any) -> Any:
     if not x.get(WHOLE_SYSTEMS):
         return np.ceil(used / per) * per
     atom = domain_atom(P, x)
-    tile = np.floor(x["domain"] / atom) * atom
+    tile = _tile(x["domain"], atom)
     full = np.floor(used / np.maximum(tile, 1.0))
     rest = used - full * tile  # whole atoms (used and the tile are multiples of it)
     gpus = full * x["domain"] + np.ceil(rest / atom) * atom
