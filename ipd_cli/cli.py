@@ -198,24 +198,21 @@ def _emit(result: "BaseModel", fmt: str, output: Path | None = None, cat: Any = 
     _warn(result, cat)
 
 
-def price_terms(data: dict, cat: Any) -> list[str]:
+def price_terms(rows: list, cat: Any) -> list[str]:
     """Systems whose rental prices are contracts of different terms (H100's reserved rate is a
     1-year contract, Vera Rubin's a 3-year one, which is lower per hour): one line naming them
     (a user review). Nothing without a catalog or where the terms agree or are not stated."""
-    found = data.get("systems")
-    systems = found if isinstance(found, list) else [data]
-    if cat is None or len(systems) < 2:
+    from .render.views import pricing_bases
+
+    if cat is None:
         return []
     terms: dict[str, Any] = {}
-    for s in systems:
-        blocks = [s.get(b) for b in ("pretraining", "rl", "serving")] if isinstance(s, dict) else []
-        basis = next((b["pricing"] for b in blocks if isinstance(b, dict) and b.get("pricing")), "")
-        if not str(basis).startswith("rental:"):
-            continue
-        label = str(basis).partition(":")[2]
-        price = next((p for p in cat.system(s["hardware"]).prices if p.label == label), None)
-        if price is not None and price.term_years is not None:
-            terms[s["hardware"]] = price.term_years
+    for basis, names in pricing_bases(rows).items():
+        kind, _, label = basis.partition(":")
+        for name in names if kind == "rental" else []:
+            price = next((p for p in cat.system(name).prices if p.label == label), None)
+            if price is not None and price.term_years is not None:
+                terms[name] = price.term_years
     if len(set(terms.values())) < 2:
         return []
     named = ", ".join(f"{hw} {t:g}-year" for hw, t in terms.items())
@@ -226,22 +223,20 @@ def price_terms(data: dict, cat: Any) -> list[str]:
     ]
 
 
-def unread_overrides(data: dict, cat: Any = None) -> list[str]:
+def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
     """A `--set` of an owning-cost input (`economics.utilisation`, a system's `capex_usd`, ...)
     that the estimate never read: under rental prices nothing reads them, so it changed nothing,
     which a reader would not guess (a user review). Only those paths are checked: not every catalog
     read is listed under assumptions (a model's shape, a CPU's cores are read without a record), so
     "not listed" alone does not mean "not read" (a code review)."""
-    if not data.get("overrides"):
+    if not overrides:
         return []  # (and no engine import on the listing's fast path)
     from .catalog.overrides import canonical_path
     from .engine.pricing import owning_input
 
-    found = data.get("systems")
-    systems: list = found if isinstance(found, list) else [data]
-    read = {a.get("path") for s in systems if isinstance(s, dict) for a in s.get("assumptions") or []}
+    read = {a.get("path") for s in rows if isinstance(s, dict) for a in s.get("assumptions") or []}
     out = []
-    for item in data.get("overrides") or []:
+    for item in overrides:
         path = str(item).partition("=")[0].strip()
         if cat is not None:
             path = canonical_path(cat, path)
@@ -266,7 +261,8 @@ def _warn(result: "BaseModel", cat: Any = None) -> None:
     for name in names if cat is not None else []:
         system = cat.system(name)
         statuses[name] = (system.status, system.unstable)
-    for line in warnings(data, statuses) + unread_overrides(data, cat) + price_terms(data, cat):
+    lines = warnings(data, statuses) + unread_overrides(data.get("overrides") or [], rows, cat)
+    for line in lines + (price_terms(rows, cat) if len(rows) > 1 else []):
         sys.stderr.write(f"ipd: warning: {line}\n")
     for line in getattr(result, "notes", []):
         sys.stderr.write(f"ipd: note: {line}\n")

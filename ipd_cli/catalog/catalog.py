@@ -62,6 +62,10 @@ class Catalog:
             raise unknown(kind, name, list(table) + list(self.aliases.get(section, {})))
         return table[canonical]
 
+    def names(self, section: str) -> dict[str, str]:
+        """Every name and alias of an entry section, to its entry's name."""
+        return {n: n for n in getattr(self, section)} | self.aliases.get(section, {})
+
     def canonical(self, section: str, name: str) -> str:
         return self.aliases.get(section, {}).get(name, name)
 

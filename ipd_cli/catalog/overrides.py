@@ -79,20 +79,16 @@ def entry_name(names: dict[str, str], section: str, keys: list[str]) -> tuple[st
 
 
 def canonical_path(cat: Catalog, path: str) -> str:
-    """``path`` with its entry named canonically (an alias, `vera-rubin`, as `vera-rubin-nvl72`) and
-    a price's `.usd_per_gpu_hour` dropped (`prices.LABEL` is the path the engine reads); as given
-    where it names no entry."""
+    """``path`` with its entry named canonically (an alias, `vera-rubin`, as `vera-rubin-nvl72`);
+    as given where it names no entry."""
     keys = path.split(".")
-    if keys[0] in ENTRY_SECTIONS and len(keys) >= 3:
-        names = {n: n for n in getattr(cat, keys[0])} | cat.aliases.get(keys[0], {})
-        try:
-            name, rest = entry_name(names, keys[0], keys)
-        except InputError:
-            return path
-        if len(rest) == 3 and rest[0] == "prices" and rest[2] == "usd_per_gpu_hour":
-            rest = rest[:2]
-        return ".".join([keys[0], name, *rest])
-    return path
+    if keys[0] not in ENTRY_SECTIONS or len(keys) < 3:
+        return path
+    try:
+        name, rest = entry_name(cat.names(keys[0]), keys[0], keys)
+    except InputError:
+        return path
+    return ".".join([keys[0], name, *rest])
 
 
 def _fields(cls: Any) -> list[str]:

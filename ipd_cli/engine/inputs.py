@@ -38,12 +38,6 @@ class Resolved:
     estimate: bool = False
 
 
-def _names(cat: Catalog, section: str) -> dict[str, str]:
-    names = {n: n for n in getattr(cat, section)}
-    names.update(cat.aliases.get(section, {}))
-    return names
-
-
 def resolve(cat: Catalog, path: str) -> Resolved:
     """The catalog value at a ``--set`` path (raises KeyError for a path the catalog lacks),
     remembered on the catalog: an estimate reads the same paths many times."""
@@ -58,7 +52,7 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
     section = keys[0]
     node: Any
     if section in ENTRY_SECTIONS and len(keys) >= 3:
-        name, rest = entry_name(_names(cat, section), section, keys)
+        name, rest = entry_name(cat.names(section), section, keys)
         node = getattr(cat, section)[name]
         origin = cat.origin(section, name)
     elif section in MERGED_SECTIONS and len(keys) >= 2:

@@ -409,6 +409,8 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
     off = rc == 3
     sets = rc >= SET_BASE
     attn = full * t["layer_attention_s"]
+    # the activation offload the compute does not hide (the host link, not a collective)
+    offload = off * (t["offload_fwd_s"] + t["offload_bwd_s"])
     extra = {"gemm": 0.0, "memory": 0.0, "comm": 0.0}
     if any_true(sets):
         core = module_bits(rc)[MODULES.index("core_attn")]
@@ -429,9 +431,8 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
         + t["cp_comm_s"]
         + full * t["layer_comm_s"]
         + extra["comm"]
-        + off * (t["offload_fwd_s"] + t["offload_bwd_s"]),
-        # of which the activation offload the compute does not hide (the host link, not a collective)
-        "offload_s": off * (t["offload_fwd_s"] + t["offload_bwd_s"]),
+        + offload,
+        "offload_s": offload,  # of comm_s
         "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
         "a2a_gain_s": t["a2a_gain_s"] * (1.0 + full / 2.0),
         "act_bytes": act,

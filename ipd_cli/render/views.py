@@ -361,7 +361,7 @@ def _compare_notes(data: dict, systems: list[dict]) -> list[str]:
             "optimizer, so MFU is an output. Deadline mode takes the fewest whole systems that finish "
             "in time. `ipd train --plans N` lists the runners-up."
         )
-    bases = _pricing_bases(systems)
+    bases = pricing_bases(systems)
     if len(bases) == 1:
         notes.append(f"Pricing: {next(iter(bases))}.")
     elif bases:
@@ -409,7 +409,7 @@ def _precision_lines(hw: str, s: dict) -> list[str]:
 MIXED = "the systems are priced on different bases"
 
 
-def _pricing_bases(systems: list[dict]) -> dict[str, list[str]]:
+def pricing_bases(systems: list[dict]) -> dict[str, list[str]]:
     """Each price basis ('rental:reserved') and the systems priced on it: a system that lacks the
     preferred rental point takes the next one (A100 has no reserved price: on-demand)."""
     out: dict[str, list[str]] = {}
@@ -519,7 +519,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{fmt_num(point.get('interactivity_tokens_per_s'))} "
                 f"(concurrency {point.get('concurrency')})"
             )
-    bases = _pricing_bases(rows)
+    bases = pricing_bases(rows)
     if len(bases) > 1:
         out.append(
             f"{MIXED}, not like for like: {_by_basis(bases)}: each takes the first point of "

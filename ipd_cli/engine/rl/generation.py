@@ -143,9 +143,7 @@ def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> 
         return None
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
     replicas = active_replicas(gen_gpus // c.gpus[ok], in_flight, asynchronous)[:, None]
-    # synchronous: one wave holds every rollout (rounded up); async: never more in flight than the
-    # bound allows (rounded down)
-    per_replica = (np.floor if asynchronous else np.ceil)(in_flight / replicas[:, 0])
+    per_replica = wanted_per_replica(in_flight, replicas[:, 0], asynchronous)
     cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), per_replica))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
     ladder, steps = ladder[:rungs], steps[ok, :rungs]
@@ -216,6 +214,14 @@ def active_replicas(replicas: Any, in_flight: float, asynchronous: bool) -> Any:
     return np.minimum(replicas, max(1.0, math.floor(in_flight))) if asynchronous else replicas
 
 
+def wanted_per_replica(in_flight: float, replicas: Any, asynchronous: bool) -> Any:
+    """Sequences each replica is given: synchronous, one wave holds every rollout (rounded up);
+    async, never more in flight than the bound allows (rounded down). Numbers or arrays."""
+    import numpy as np
+
+    return (np.floor if asynchronous else np.ceil)(in_flight / replicas)
+
+
 def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, where: str) -> Generation:
     """Bulk decode by Little's law on ``gen_gpus // instance`` replicas; synchronous modes also
     drain the longest response at the tail concurrency, or wait for the longest trajectory."""
@@ -227,7 +233,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     # synchronous: one wave of the step's rollouts; async: in flight up to the staleness bound
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
     replicas = int(active_replicas(replicas, in_flight, asynchronous))
-    wanted = math.floor(in_flight / replicas) if asynchronous else math.ceil(in_flight / replicas)
+    wanted = int(wanted_per_replica(in_flight, replicas, asynchronous))
     b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
     b_tail = max(1, int(b * r.tail_fraction))
     v_bulk, v_tail = r.inst.decode_speed(b), r.inst.decode_speed(b_tail)

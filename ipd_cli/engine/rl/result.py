@@ -11,8 +11,6 @@ from ipd_cli.engine.results import Rl, RlPhases, RlRun, RlTrainer, RlTrainerMemo
 from .step import schedule
 
 if TYPE_CHECKING:
-    from ipd_cli.catalog.schema import RlWorkload
-
     from .estimate import Outcome, Setup
 
 
@@ -72,10 +70,10 @@ def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: flo
     )
 
 
-def _staleness(w: RlWorkload, out: Outcome) -> float:
-    """Policy versions a rollout is behind the policy it trains, on average: none in synchronous
-    schedules, exactly one in one-step-off, in flight / batch in async (Little's law)."""
-    mode = schedule(w.mode, w.staleness_bound)
+def _staleness(mode: str, out: Outcome) -> float:
+    """Policy versions a rollout is behind the policy it trains, on average (``mode``: the schedule
+    run): none in synchronous schedules, exactly one in one-step-off, in flight / batch in async
+    (Little's law)."""
     if mode == "async":
         return float(out.gen.mean_staleness_steps or 0.0)
     return 1.0 if mode == "one-step-off" else 0.0
@@ -88,6 +86,7 @@ def assemble(
     """Cost and energy of the step; rollouts per kWh count every generated rollout (kept or not);
     ``requested``: the workload's GPUs where ``grow_gpus_to_fit`` ran the step on more."""
     t, n = out.step.seconds, s.nums
+    mode = schedule(s.w.mode, s.w.staleness_bound)  # the schedule run (async at 0: disaggregated)
     phases = RlPhases(
         generation_s=out.gen.seconds,
         environment_s=out.env.exposed_s,
@@ -129,11 +128,9 @@ def assemble(
         cpu_cores_needed=out.env.cores_needed,
         cpu_cores_available=out.env.cores_available,
         env_bound=out.env.env_bound,
-        mean_staleness_steps=_staleness(s.w, out),
+        mean_staleness_steps=_staleness(mode, out),
         staleness_bound=s.w.staleness_bound if s.w.mode == "async" else None,
-        longest_trajectory_policy_versions=(
-            out.gen.critical_s / t if schedule(s.w.mode, s.w.staleness_bound) == "async" else None
-        ),
+        longest_trajectory_policy_versions=out.gen.critical_s / t if mode == "async" else None,
         latency_bound=out.gen.latency_bound,
         price_usd_per_gpu_hour=price,
         pricing=basis,
