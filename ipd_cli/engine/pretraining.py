@@ -177,7 +177,6 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
                     f"try `plan` {tpn.pins_text(moved)}"
                 )
             seconds = x["deadline_days"] * f.SECONDS_PER_DAY
-            y = {**y, tpn.WHOLE_SYSTEMS: 1.0}  # whole systems: groups that do not tile strand GPUs
             if "mfu_pin" in y:
                 found = _deadline_at_pinned_mfu(y, seconds, x["pins"], x["top"])
             else:
@@ -363,7 +362,6 @@ def plan_at(x: dict, found: tpn.Found, nominal: dict[str, float], n: int) -> dic
             pins = {"rc": plan["rc"], "zero": plan["zero"], "mb": plan["mb"]}
             rate = y["tokens"] / (x["deadline_days"] * f.SECONDS_PER_DAY * y["goodput"])
             out = tpn.solve_replicas(P, ts.micro_terms(P, y), y, rate, pins)
-            y = {**y, tpn.WHOLE_SYSTEMS: 1.0}
             gpus = tpn.systems_gpus(P, y, P["tp"] * P["cp"] * P["pp"] * P["dp"])
             out["dp"] = P["dp"]
         numbers = plan_run(y, plan, out, gpus)

@@ -415,6 +415,8 @@ def derive(x: dict) -> dict[str, Any]:
     """Rates and shapes from the raw inputs (plain numbers: one physics point)."""
     y = dict(x)
     y.update(shape(x))
+    if "deadline_days" in x:  # deadline mode prices whole systems: groups that do not tile strand GPUs
+        y[WHOLE_SYSTEMS] = 1.0
     y["low_rate"] = x["low_peak"] * x["low_max"] * x["train_share"] * x["low_recipe"]
     y["bf16_rate"] = x["bf16_peak"] * x["bf16_max"] * x["train_share"] * x["bf16_recipe"]
     y["hbm_rate"] = x["hbm_bw"] * x["hbm_eff"]
