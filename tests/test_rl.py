@@ -118,8 +118,10 @@ def test_async_keeps_the_staleness_bound(catalog):
     assert runs[0].step_seconds == sync.step_seconds and runs[0].mean_staleness_steps == 0
     assert runs[0].longest_trajectory_policy_versions is None
     rollouts = 16 * 32  # the workload's prompts x group size, all generated each step
-    # 4,096 in flight on 6 replicas: 682 each (4,092), not 683 (4,098: a mean staleness of 8.004)
-    eight = catalog.with_overrides(["workload.staleness_bound=8"])
+    # 4,096 in flight on 6 replicas: 682 each (4,092), not 683 (4,098: a mean staleness of 8.004);
+    # DEP16 pinned (18 GPUs paid each), whose generation is the soonest: the step's shortest is one
+    # 72-GPU replica, whose update is faster
+    eight = catalog.with_overrides(["workload.staleness_bound=8", "workload.generation_layout=dep16"])
     runs[8] = rl(eight, "gb200-nvl72", "rl-swe-agent", mode="async", gen_gpus=108, train_gpus=404).rl
     assert (runs[8].replicas, runs[8].concurrency) == (6, 682)
     for eta in (1, 2, 4, 8):
@@ -747,3 +749,53 @@ def test_the_split_search_zooms_in_around_more_than_the_best_coarse_size():
 
     gen, _ = split_gpus(100_000, [1], balance, min_train=10)
     assert abs(gen - 30_300) < 200
+
+
+@pytest.mark.parametrize(
+    ("hardware", "gen_gpus", "train_gpus"), [("gb200-nvl72", 80, 432), ("h100-sxm", 128, 384)]
+)
+def test_a_looser_staleness_bound_never_lengthens_an_async_step(catalog, hardware, gen_gpus, train_gpus):
+    # More rollouts in flight can only widen the choices (a run may keep fewer in flight). On 80 +
+    # 432 GB200 GPUs the soonest generation at a bound of 8 ran on ten 8-GPU replicas (68.2 s
+    # against 100.2 s on one 72-GPU replica at 4), but an async step hides its generation behind
+    # training and waits on the update, 6.0 s into ten small replicas against 2.5 s into one:
+    # 119.0 -> 122.5 s. The rollout replica is now chosen by the step, not the generation.
+    def step(eta):
+        cat = catalog.with_overrides([f"workload.staleness_bound={eta}"])
+        r = rl(cat, hardware, "rl-swe-agent", mode="async", gen_gpus=gen_gpus, train_gpus=train_gpus).rl
+        return r.step_seconds
+
+    steps = [step(eta) for eta in (1, 2, 4, 8, 16)]
+    assert all(later <= earlier * (1 + 1e-12) for earlier, later in zip(steps, steps[1:], strict=False))
+
+
+@pytest.mark.parametrize("mode", ["async", "one-step-off", "disaggregated"])
+def test_the_rollout_replica_is_the_one_with_the_shortest_step(catalog, mode):
+    # evaluate() skips the groups of configurations whose generation floor, or floor plus their own
+    # update, cannot beat the best step found; brute force over every group's soonest generation
+    # (its full step: generation, environment, update) finds no shorter step on any pool size.
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import _outcome, evaluate, setup
+    from ipd_cli.engine.rl.step import schedule
+    from ipd_cli.engine.rl.trainer import trainer
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    cat = catalog.with_overrides(["workload.staleness_bound=8"])
+    _, w, origin = resolve_workload(cat, "rl-swe-agent", {})
+    w = resolve_request(w, None, mode=mode)
+    s = setup(sv.serving_context(cat, "gb200-nvl72", w.model), w, "rental", origin)
+    sched = schedule(w.mode, w.staleness_bound)
+    groups = sorted(set(s.rollouts.candidates.sync_groups().tolist()))
+    picked_other = False
+    for gen_gpus in (72, 80, 108, 144, 216):
+        tr = trainer(s.rates, w, 432)
+        found = evaluate(s, gen_gpus, 432, quiet=True)
+        steps = []
+        for g in groups:
+            r, t = s.rollouts.in_group(s.nums, gen_gpus, sched == "async", g)
+            if t < float("inf"):
+                steps.append(_outcome(s, r, sched, gen_gpus, 432, tr, quiet=True).step.seconds)
+        assert found.step.seconds == pytest.approx(min(steps), rel=1e-12)
+        picked_other |= found.rollouts.choice != s.rollouts.on(s.nums, gen_gpus, sched == "async").choice
+    assert picked_other or mode != "async"  # async at 80 GPUs: not the soonest generation's replica

@@ -5,8 +5,9 @@ The closed form of the RL loop (NeMo RL, verl, slime, AReaL designs), in named p
 * :mod:`.workload`: the request and the workload's numbers (N = prompts x group kept samples,
   N / keep generated, lengths, tools, sandboxes).
 * :mod:`.generation`: rollouts on the serving deployment search's configurations
-  (``rollout_candidates``), for each generation pool the configuration and concurrency that
-  generate the step soonest: R = G_gen / g_inst replicas, each decoding b <= b_max sequences; bulk time by
+  (``rollout_candidates``), for each generation pool the configuration and concurrency with the
+  shortest step (the soonest generation of each group that takes the same update):
+  R = G_gen / g_inst replicas, each decoding b <= b_max sequences; bulk time by
   Little's law, plus the drain of the longest response at a tail concurrency in synchronous
   modes (or the longest trajectory's critical path); async keeps engines full and redoes a share
   of its work. The environment: sandboxes hold host cores for a whole trajectory; too few cores

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ipd_cli.catalog.catalog import Catalog
@@ -19,14 +20,16 @@ from .generation import (
     Generation,
     HostCpus,
     Rollouts,
+    active_replicas,
     environment,
     generation,
     host_cpus,
+    in_flight_batches,
     rollout_engine,
 )
 from .result import assemble
-from .step import Step, SyncPhase, fewest_split_gpus, grown_split, schedule, split_gpus, step
-from .sync import Links, SyncPlan, WeightSync, sync_links, weight_sync
+from .step import Step, SyncPhase, fewest_split_gpus, grown_split, schedule, split_gpus, step, timed
+from .sync import NO_SYNC, Links, SyncPlan, WeightSync, sync_links, weight_sync
 from .trainer import (
     Trainer,
     TrainerMemory,
@@ -278,31 +281,76 @@ class Outcome:
 
 
 def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> Outcome:
-    """One step on ``gen_gpus`` + ``train_gpus`` (the same GPUs when colocated)."""
-    colocated = s.w.mode == "colocated"
-    total = gen_gpus if colocated else gen_gpus + train_gpus
-    inp = s.inp.quiet() if quiet else s.inp
+    """One step on ``gen_gpus`` + ``train_gpus`` (the same GPUs when colocated), on the rollout
+    configuration and concurrency with the shortest step: the soonest generation of each group of
+    configurations that take the same weight update (:meth:`Rollouts.in_group`), so a faster
+    generation on replicas whose update is slower is not taken where the update costs the step
+    more (a looser staleness bound never lengthens a step). Groups whose generation alone (with
+    no environment and no update) cannot beat the best step found are not evaluated."""
     mode = schedule(s.w.mode, s.w.staleness_bound)
     asynchronous = mode == "async"
-    r = s.rollouts.on(s.nums, gen_gpus, asynchronous)
-    gen = generation(r, s.nums, gen_gpus, asynchronous, s.where)
-    env = environment(s.nums, s.host, gen, total, asynchronous)
+    first, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, None)
+    if math.isinf(gen_s):  # no replica fits: generation names the smallest
+        generation(first, s.nums, gen_gpus, asynchronous, s.where)
     tr = trainer(s.rates, s.w, train_gpus)
+    training = tr.logprob_s + tr.training_s
+    best = _outcome(s, first, mode, gen_gpus, train_gpus, tr, quiet=True)
+    for group, floor in s.rollouts.alternatives(s.nums, gen_gpus, asynchronous):
+        if timed(mode, floor, training, SyncPhase(NO_SYNC)).seconds >= best.step.seconds:
+            break  # nor any group after it (no update and no environment: a floor)
+        r = s.rollouts.member(group)
+        sync = _sync(s, r, gen_gpus, train_gpus, _replicas(s, r, gen_gpus, asynchronous), quiet=True)
+        if timed(mode, floor, training, sync).seconds >= best.step.seconds:
+            continue  # the group's own update: still no shorter
+        r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group)
+        if timed(mode, gen_s, training, sync).seconds < best.step.seconds:
+            out = _outcome(s, r, mode, gen_gpus, train_gpus, tr, quiet=True)
+            if out.step.seconds < best.step.seconds:
+                best = out
+    if quiet:
+        return best
+    out = _outcome(s, best.rollouts, mode, gen_gpus, train_gpus, tr, quiet=False)  # its inputs recorded
+    pinned = s.w.generation_layout
+    note = (
+        "the serving deployment search's configuration with the shortest step: the soonest generation "
+        "of the step's rollouts, unless another's weight update is enough faster"
+    )
+    if pinned is not None:
+        note += f", within the workload's generation_layout {pinned}"
+    s.inp.given("rollout replica", out.rollouts.inst.configuration, "", "deployment search", note=note)
+    return out
+
+
+def _replicas(s: Setup, r: Rollouts, gen_gpus: int, asynchronous: bool) -> int:
+    """Replicas of ``r``'s configuration that generate on ``gen_gpus`` (as :func:`generation`)."""
+    in_flight = s.nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
+    return int(active_replicas(gen_gpus // r.gpus, in_flight, asynchronous))
+
+
+def _sync(s: Setup, r: Rollouts, gen_gpus: int, train_gpus: int, replicas: int, quiet: bool) -> SyncPhase:
+    """The weight update into ``replicas`` of ``r``'s configuration (async: only the replicas that
+    generate take it; the others idle, see active_replicas), plus a colocated step's offload."""
+    colocated = s.w.mode == "colocated"
+    total = gen_gpus if colocated else gen_gpus + train_gpus
+    asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
     plan = sync_plan(
-        inp, s.arch, r.inst, transport=s.transport, wire=s.w.sync_precision,
-        training=s.w.training_precision, trainer_gpus=train_gpus,
-        # the replicas that generate take the update (async may leave some idle: active_replicas)
-        inference_gpus=gen.replicas * r.gpus if asynchronous else gen_gpus,
+        s.inp.quiet() if quiet else s.inp, s.arch, r.inst, transport=s.transport,
+        wire=s.w.sync_precision, training=s.w.training_precision, trainer_gpus=train_gpus,
+        inference_gpus=replicas * r.gpus if asynchronous else gen_gpus,
         colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.sharded_gpus), stack=s.stack,
     )  # fmt: skip
     offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0
-    sync = SyncPhase(weight_sync(inp, s.links, plan), offload, s.switch_s)
-    if not quiet:
-        pinned = s.w.generation_layout
-        note = "the serving deployment search's configuration that generates the step's rollouts soonest"
-        if pinned is not None:
-            note += f", within the workload's generation_layout {pinned}"
-        inp.given("rollout replica", r.inst.configuration, "", "deployment search", note=note)
+    return SyncPhase(weight_sync(s.inp.quiet() if quiet else s.inp, s.links, plan), offload, s.switch_s)
+
+
+def _outcome(
+    s: Setup, r: Rollouts, mode: str, gen_gpus: int, train_gpus: int, tr: Trainer, quiet: bool
+) -> Outcome:
+    total = gen_gpus if s.w.mode == "colocated" else gen_gpus + train_gpus
+    asynchronous = mode == "async"
+    gen = generation(r, s.nums, gen_gpus, asynchronous, s.where)
+    env = environment(s.nums, s.host, gen, total, asynchronous)
+    sync = _sync(s, r, gen_gpus, train_gpus, gen.replicas, quiet)
     return Outcome(r, gen, env, tr, sync, step(mode, gen, env, tr, sync))
 
 

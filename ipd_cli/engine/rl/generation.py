@@ -25,9 +25,10 @@ class Rollouts:
     async_waste: float
     staleness_bound: int
     concurrency: int | None = None  # sequences a replica runs at (None: as many as fit and are wanted)
-    chosen: dict[tuple[int, bool], tuple[int, int | None]] = field(
+    chosen: dict[tuple[int, bool, int | None], tuple[int, int | None, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    floors: dict[tuple[int, bool], dict[int, float]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def inst(self) -> sv.Deployment:
@@ -44,15 +45,39 @@ class Rollouts:
     def on(self, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> Rollouts:
         """The configuration and concurrency that generate the step's rollouts soonest on
         ``gen_gpus`` GPUs (:func:`fastest`; ties: fewer GPUs per replica, more sequences)."""
+        return self.in_group(nums, gen_gpus, asynchronous, None)[0]
+
+    def in_group(
+        self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, group: int | None
+    ) -> tuple[Rollouts, float]:
+        """:meth:`on` among the configurations of one group of ``sync_groups`` (None: all), and
+        its generation seconds (inf where no replica fits: generation() names the smallest)."""
         import numpy as np
 
-        key = (gen_gpus, asynchronous)
+        key = (gen_gpus, asynchronous, group)
         if key not in self.chosen:
-            found = fastest(self, nums, gen_gpus, asynchronous)
+            found, floors = fastest(self, nums, gen_gpus, asynchronous, group)
             # none fits: generation() names the smallest replica
-            self.chosen[key] = found if found is not None else (int(np.argmin(self.candidates.gpus)), None)
-        k, b = self.chosen[key]
-        return replace(self, choice=k, concurrency=b, chosen=self.chosen)
+            self.chosen[key] = found or (int(np.argmin(self.candidates.gpus)), None, math.inf)
+            if group is None:
+                self.floors[key[:2]] = floors
+        k, b, t = self.chosen[key]
+        return replace(self, choice=k, concurrency=b, chosen=self.chosen, floors=self.floors), t
+
+    def member(self, group: int) -> Rollouts:
+        """A configuration of ``group`` (``sync_groups``; all of one group take the same update)."""
+        import numpy as np
+
+        k = int(np.argmax(self.candidates.sync_groups() == group))
+        return replace(self, choice=k, concurrency=None, chosen=self.chosen, floors=self.floors)
+
+    def alternatives(self, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> list[tuple[int, float]]:
+        """The other groups of configurations that fit (``sync_groups``: each takes another weight
+        update than :meth:`on`'s), each with a floor under its generation seconds, lowest first."""
+        best = self.on(nums, gen_gpus, asynchronous).choice
+        own = int(self.candidates.sync_groups()[best])
+        floors = self.floors[(gen_gpus, asynchronous)]
+        return sorted(((g, t) for g, t in floors.items() if g != own), key=lambda gt: (gt[1], gt[0]))
 
 
 def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, pricing: str) -> Rollouts:
@@ -121,26 +146,32 @@ def queued_start_s(rollouts: Any, slots: Any, slot_s: Any) -> Any:
     return queued / rollouts * (queued + 1.0) / 2.0 * slot_s / slots
 
 
-def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> tuple[int, int] | None:
+def fastest(
+    r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, group: int | None = None
+) -> tuple[tuple[int, int, float] | None, dict[int, float]]:
     """The candidate configuration and the concurrency per replica (any whole number up to what
     its KV cache holds and the rollouts fill) that make :func:`generation` soonest on
-    ``gen_gpus`` GPUs; None where no replica fits. Fewer sequences per replica decode each
-    faster: a latency-bound step can gain more from that than it loses.
+    ``gen_gpus`` GPUs, with those seconds (None where no replica fits), among the candidates of
+    ``group`` of ``sync_groups`` (None: all); and for each group that fits, a floor under its
+    soonest seconds. Fewer sequences per replica decode each faster: a latency-bound step can
+    gain more from that than it loses.
 
     Exact, without evaluating every concurrency: the candidates' decode steps on a ladder of
     batches (:meth:`~ipd_cli.engine.serving.RolloutCandidates.table`) bound the seconds over
     each run of concurrencies between two rungs from below (the lower rung's steps, the run's
-    largest concurrency) and give achievable seconds at the rungs and at the cap from above (the
-    upper rungs' steps); only the runs whose lower bound reaches the best achievable seconds are
-    evaluated, every concurrency in them exactly. Ties: fewer GPUs per replica, then more
-    sequences, then the earlier candidate."""
+    largest concurrency; the groups' floors) and give achievable seconds at the rungs and at the
+    cap from above (the upper rungs' steps); only the runs whose lower bound reaches the best
+    achievable seconds are evaluated, every concurrency in them exactly. Ties: fewer GPUs per
+    replica, then more sequences, then the earlier candidate."""
     import numpy as np
 
     c = r.candidates
     ladder, steps = c.table()
-    ok = np.flatnonzero(gen_gpus // c.gpus >= 1)
+    fits = gen_gpus // c.gpus >= 1
+    groups = c.sync_groups()
+    ok = np.flatnonzero(fits if group is None else fits & (groups == group))
     if ok.size == 0:
-        return None
+        return None, {}
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
     replicas = active_replicas(gen_gpus // c.gpus[ok], in_flight, asynchronous)[:, None]
     per_replica = wanted_per_replica(in_flight, replicas[:, 0], asynchronous)
@@ -168,6 +199,11 @@ def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> 
     top = cap[:, None]
     top_steps = dict(step_s=steps[rows, above(top)], tail_step_s=steps[rows, above(tail(top))], b=top)
     at_cap = _seconds(r, nums, asynchronous, per | top_steps)
+    floors: dict[int, float] = {}
+    if group is None:  # each group's floor: its lowest lower bound
+        floor = np.full(int(groups.max()) + 1, np.inf)
+        np.minimum.at(floor, groups[ok], np.min(lower, axis=1, where=runs, initial=np.inf))
+        floors = {int(g): float(floor[g]) for g in np.flatnonzero(np.isfinite(floor))}
     bound = min(float(np.min(upper, where=runs, initial=np.inf)), float(at_cap.min()))
     # the runs that may hold the soonest (with a margin for rounding between bound and exact)
     i, j = np.nonzero(runs & (lower <= bound * (1 + 1e-9)))
@@ -181,7 +217,7 @@ def fastest(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> 
     )
     seconds = _seconds(r, nums, asynchronous, at)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
-    return int(ok[k[pick]]), int(b[pick])
+    return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
 
 
 @dataclass(frozen=True)

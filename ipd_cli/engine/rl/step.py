@@ -55,7 +55,12 @@ def step(mode: str, gen: Generation, env: Environment, tr: Trainer, sync: SyncPh
     generating across steps: in-flight updates skip the drain, but the engines pause for the
     whole update (NeMo RL, prime-rl, Miles, PipelineRL), while the trainer is busy only for
     the transfer it drives."""
-    rollout, training = gen.seconds + env.exposed_s, tr.logprob_s + tr.training_s
+    return timed(mode, gen.seconds + env.exposed_s, tr.logprob_s + tr.training_s, sync)
+
+
+def timed(mode: str, rollout: float, training: float, sync: SyncPhase) -> Step:
+    """:func:`step` of a rollout (generation and exposed environment) and a training of so many
+    seconds; non-decreasing in each, so floors under them give a floor under the step."""
     if mode in ("colocated", "disaggregated"):
         return Step(rollout + training + sync.seconds, sync.seconds)
     if mode == "one-step-off":

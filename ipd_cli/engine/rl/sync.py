@@ -101,6 +101,9 @@ class WeightSync:
         return self.fixed_s + self.transfer_s + self.load_s
 
 
+NO_SYNC = WeightSync("none", 0.0, 0.0, 0.0, {}, "none", 0.0, 0.0, 0.0)  # a floor: no update at all
+
+
 def sync_links(inp: Inputs, system: str, accelerator: str, gpus_per_system: int) -> Links:
     """The links of ``system`` as the schedule needs them, read through the catalog."""
     spath, apath = f"systems.{system}", f"accelerators.{accelerator}"

@@ -142,6 +142,21 @@ class RolloutCandidates:
             self._deployments[k] = _deployment(self.grid, int(self.li[k]))
         return self._deployments[k]
 
+    def sync_groups(self) -> Any:
+        """A group number per candidate: candidates of one group take the same weight update (the
+        same paid GPUs per replica and copies of the dense weights: what ``rl.sync_plan`` reads of
+        a replica), so RL's choice among them is the generation's alone."""
+        import numpy as np
+
+        have = self._tables.get("sync groups")
+        if have is None:
+            key = self.gpus * (1 + np.max(self.grid.x["d"])) + self.grid.x["d"][self.li]
+            order = np.argsort(key, kind="stable")
+            first = np.concatenate(([True], key[order][1:] != key[order][:-1]))
+            have = self._tables["sync groups"] = np.empty(key.size, int)
+            have[order] = np.cumsum(first) - 1
+        return have
+
     def densest(self) -> int:
         """The candidate with the most tokens/s per GPU at its KV limit."""
         import numpy as np
