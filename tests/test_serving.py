@@ -1481,3 +1481,38 @@ def test_a_pinned_search_prices_only_the_pinned_rows_with_the_whole_grids_number
     assert int(pruned.feasible.sum()) == int(whole.feasible.sum())
     assert choose(pruned, target)[1] == choose(whole, target)[1]
     assert np.array_equal(at[choose(pruned, target)[0]], choose(whole, target)[0])
+
+
+def test_pipeline_stages_never_speed_up_a_lone_sequence(catalog):
+    # a user review: at one sequence TP8 PP2 ran half a sequence a stage, touching half the experts
+    # (experts_touched_share 0.031 -> 0.016 -> 0.008 at PP 1, 2, 4) and reading less of them, so a
+    # pipeline over two nodes decoded one user faster than one node; MI300X at 200 tok/s/user then
+    # chose TP8 PP2 on 16 GPUs (7.2 tok/s/GPU) over TP8 on 8 (14.2). A sequence passes every stage
+    # for each token: at batch 1 every layout touches top-k of the experts, 8 of 256
+    base = dict(precision="fp8", input_tokens=1024, output_tokens=1024, concurrency=1, disaggregated=False)
+    runs = {
+        lay: serve(catalog, "h200", "deepseek-v3", layout=lay, speculative="off", **base)
+        for lay in ("tp8", "tp8pp2", "tp8pp4")
+    }
+    assert {lay: r.experts_touched_share for lay, r in runs.items()} == dict.fromkeys(runs, 8 / 256)
+    speeds = [runs[lay].tokens_per_s_per_user for lay in ("tp8", "tp8pp2", "tp8pp4")]
+    assert speeds[0] >= speeds[1] >= speeds[2]
+    best = serve(catalog, "mi300x", "deepseek-v3", tokens_per_user_s=200)
+    assert best.pp == 1 and best.instance_gpus == 8, best.configuration
+
+
+@pytest.mark.parametrize("disaggregated", [False, True])
+def test_a_requests_rate_counts_its_ttft_in_either_deployment(catalog, disaggregated):
+    # a user review: `ipd compare mi300x mi325x` read MI300X's disaggregated slot rate (40.05, 1 /
+    # TPOT: its prompt holds no decode slot) 1.19x better than MI325X's aggregated one (33.77, its
+    # own prefill inside the slot), with TTFTs of 6.65 and 2.21 s. request_tokens_per_s is output
+    # tokens / (TTFT + output tokens x TPOT) for both
+    p = serve(catalog, "h200", "llama-3.1-70b", precision="fp8", disaggregated=disaggregated)
+    by_hand = 1000 / (p.ttft_s + 1000 * p.tpot_ms / 1000)
+    assert p.request_tokens_per_s == pytest.approx(by_hand, rel=1e-12)
+    assert p.request_tokens_per_s < p.interactivity_tokens_per_s
+    if disaggregated:  # the slot rate leaves the prompt out
+        assert p.tokens_per_s_per_user == pytest.approx(p.interactivity_tokens_per_s, rel=1e-12)
+    r = run_cli("compare", "mi300x", "mi325x", "-f", "markdown")
+    assert r.code == 0, r.stderr
+    assert "| Tokens/s per request (TTFT + output) | tok/s |" in r.stdout

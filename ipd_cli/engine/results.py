@@ -272,6 +272,12 @@ class Serving(Result):
         "interactivity; the tokens/s per user target is checked against it (tokens_per_s_per_user "
         "is the rate over the whole slot: aggregated, the request's own prefill included)"
     )
+    request_tokens_per_s: float = Field(
+        description="one request's output tokens / (ttft_s + output tokens x TPOT): its rate from "
+        "arrival to last token, no queueing, the same for aggregated and disaggregated deployments "
+        "(tokens_per_s_per_user leaves a disaggregated request's prefill out: it holds no decode "
+        "slot then)",
+    )
     usd_per_million_output_tokens: float
     usd_per_million_total_tokens: float = Field(description="input + output tokens")
     tokens_per_s_per_mw: float = Field(description="output tokens/s per MW of all-in power (incl. PUE)")

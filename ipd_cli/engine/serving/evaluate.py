@@ -5,7 +5,8 @@ parallelism, EPLB and KV precision) and *rows* (a layout at one batch, aggregate
 disaggregated). The same plain formulas of :mod:`ipd_cli.engine.formulas` run on both.
 
 Per decode step of an instance holding ``B`` sequences (each pipeline stage works on a
-micro-batch ``m = B / pp`` and holds ``1/pp`` of the layers), on the busiest GPU:
+micro-batch ``m = B / pp``, at least one sequence, and holds ``1/pp`` of the layers), on the
+busiest GPU:
 
 * dense weights (attention, shared experts, embeddings): read ``W_dense / (pp t)``; GEMM FLOPs
   for the tokens of the busiest attention rank (``m / d`` times the attention-DP imbalance);
@@ -253,7 +254,10 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
 
     pp, s, t, e, d, k = lay["pp"], lay["s"], lay["t"], lay["e"], x["d"], lay["k"]
     width = 1.0 + k  # tokens each sequence runs through the target per step (verify)
-    m = batch / pp  # micro-batch per pipeline stage
+    # micro-batch per pipeline stage: B / pp, but never under one sequence: with fewer sequences
+    # than stages each one passes every stage for each token (a user review: 0.5 of a sequence a
+    # stage at batch 1 over TP8 PP2 halved the experts it touches and made PP look faster)
+    m = np.maximum(batch / pp, np.minimum(batch, 1.0))
     seqs = m / d * x["imb_dp"]  # sequences of the busiest attention rank
     kv_seq = x["kv_tok"] * x["copies"] / t * ph.context_mean  # one sequence's KV bytes, all layers
     touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)

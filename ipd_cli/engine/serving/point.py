@@ -139,6 +139,7 @@ def _rates(g: Grid, i: int) -> dict[str, Any]:
         prefill_instance_s=float(r["prefill_instance_s"][i]),
         tpot_ms=MS * float(r["tpot_s"][i]),
         interactivity_tokens_per_s=1.0 / float(r["tpot_s"][i]),
+        request_tokens_per_s=ph.osl / (float(r["ttft_s"][i]) + ph.osl * float(r["tpot_s"][i])),
         usd_per_million_output_tokens=f.usd_per_million_tokens(ph.price, per_gpu),
         usd_per_million_total_tokens=f.usd_per_million_tokens(ph.price, total),
         tokens_per_s_per_mw=f.tokens_per_s_per_mw(per_gpu, ph.kw_per_gpu, ph.pue),
