@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .catalog.catalog import Catalog
 from .catalog.loader import load_catalog
-from .catalog.workloads import refuse_workload_sets, resolve_workload, with_nested_workloads
+from .catalog.workloads import check_mfu_scope, refuse_workload_sets, resolve_workload, with_nested_workloads
 from .defaults import CLI, DEFAULT_RL_WORKLOAD, DEFAULT_SCENARIO  # noqa: F401 - part of the API
 from .engine.result_base import Listing
 from .errors import InfeasibleError, InputError
@@ -342,14 +342,11 @@ def _compare(
         cat.system(s)
     name, w, origin = resolve_workload(cat, workload)
     cat = with_nested_workloads(cat, w)
+    check_mfu_scope(mfu, w.kind, name)
     steps: list[list] = []
     results: list[SystemResult] = []
     for s in systems:
         if w.kind == "scenario":
-            if mfu is not None:
-                raise InputError(
-                    "`mfu` applies to pretrain workloads; a scenario's pre-training MFU comes from its plan"
-                )
             life = estimate_lifecycle(cat, s, w, pricing=pricing, origin=origin)
             results.append(life.system)
             steps.append(life.steps)

@@ -74,6 +74,8 @@ def suggestions(word: object, choices: Iterable[object]) -> list[str]:
             [n for n in names if n.lower().startswith(w)],
             [n for n in names if w in n.lower()],
             [n for n in names if _bare(n.lower()).startswith(bare)] if len(bare) >= 3 else [],
+            # every part in order, versions spelled apart: 'llama3-70b' finds 'llama-3.1-70b'
+            [n for n in names if _in_order(_parts(w), _parts(n.lower()))] if len(_parts(w)) >= 2 else [],
         ):
             if found:
                 return sorted(found, key=lambda n: (len(n), n))[:MAX_SUGGESTIONS]
@@ -111,6 +113,17 @@ def counted(n: float, noun: str = "GPUs") -> str:
 def count_text(n: float) -> str:
     """A count as a reader checks it against a limit: 100,000,001 (not 1e+08), or 1e+15 when huge."""
     return f"{n:,.0f}" if abs(n) < 1e12 else f"{n:.3g}"
+
+
+def _parts(name: str) -> list[str]:
+    """A name's runs of letters and of digits ('llama-3.1-70b': llama, 3, 1, 70, b)."""
+    return re.findall(r"[a-z]+|[0-9]+", name)
+
+
+def _in_order(parts: list[str], within: list[str]) -> bool:
+    """Whether ``parts`` appear in ``within`` in the same order (not necessarily together)."""
+    rest = iter(within)
+    return all(p in rest for p in parts)
 
 
 def _bare(name: str) -> str:

@@ -139,3 +139,58 @@ def test_a_sweep_axis_of_a_spec_is_checked_like_a_set(tmp_path):
     assert line.endswith(": is it in GB/s? the field is in TB/s per GPU")
     r = run_cli(*args, "--vary", "accelerators.h100-sxm.hbm_tb_per_s=3:4:0.5")
     assert r.code == 0 and warnings(r.stderr) == []
+
+
+@pytest.mark.parametrize(
+    ("item", "needle"),
+    [
+        # 120 is 1,000x the top of 0.06-0.12 USD/kWh; 120 USD/MWh is 0.12, the nearest the middle
+        (
+            "economics.electricity_usd_per_kwh=120",
+            "economics.electricity_usd_per_kwh = 120 is 1,000x the top of its sourced range (0.06 to "
+            "0.12): is it in USD/MWh? the field is in USD/kWh",
+        ),
+        (
+            "economics.cost_of_capital=8",
+            "= 8 is 57x the top of its sourced range (0.06 to 0.14): is it in percent",
+        ),
+        (
+            "economics.opex_fraction_of_capex_per_year=6",
+            "is it in percent? the field is in fraction of capex",
+        ),
+    ],
+)
+def test_an_economics_value_far_outside_its_sourced_range_warns(item, needle):
+    # a user review: `--set economics.electricity_usd_per_kwh=120 --pricing tco` took Rubin's owning
+    # cost from $5.04 to $503 a GPU-hour without a word, where a price slip warned
+    r = run_cli(
+        "compare",
+        "vera-rubin",
+        "--workload",
+        "pretrain-10t-moe",
+        "--pricing",
+        "tco",
+        "-f",
+        "json",
+        "--set",
+        item,
+    )
+    assert r.code == 0, r.stderr
+    [line] = warnings(r.stderr)
+    assert line.startswith("ipd: warning: --set economics.") and needle in line, line
+    r = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--pricing", "tco", "-f", "json",
+                "--set", "economics.electricity_usd_per_kwh=0.2")  # fmt: skip
+    assert warnings(r.stderr) == []  # above the range, within the band: a dear site, not a slip
+
+
+def test_an_economics_sweep_axis_far_outside_its_sourced_range_warns():
+    r = run_cli(
+        "sweep", "--vary", "hardware=h100", "--vary", "economics.electricity_usd_per_kwh=50,150",
+        "--pricing", "tco", "--workload", "pretrain-10t-moe", "--metrics", "pretraining.cost_usd",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    slips = [line for line in warnings(r.stderr) if "sourced range" in line]
+    assert [line.split(" is ")[0] for line in slips] == [
+        "ipd: warning: --vary economics.electricity_usd_per_kwh = 50",
+        "ipd: warning: --vary economics.electricity_usd_per_kwh = 150",
+    ]

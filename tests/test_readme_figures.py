@@ -71,3 +71,54 @@ def test_the_mfu_the_readme_quotes_is_the_printed_field(systems):
         f"and {gb['effective_mfu']:.1%})"
     ).replace("%", " %")
     assert phrase in text, phrase
+
+
+def _text() -> str:
+    return re.sub(r"\s+", " ", README)
+
+
+def test_what_ifs_the_readme_quotes_print_those_figures():
+    # a user review found four prose figures stale (39,960 GPUs where 43,056 printed; a split of
+    # 2,808 + 29,960 where 2,880 + 29,888; P10/P50/P90 and TTFTs a rounding off)
+    gpus = {}
+    for active in ("1e12", "2e12"):
+        r = run_cli_once(
+            "compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--set",
+            f"models.moe-10t.active_params={active}", "-f", "json",
+        )  # fmt: skip
+        assert r.code == 0, r.stderr
+        gpus[active] = r.json()["systems"][0]["pretraining"]["gpus"]
+    assert f"(1e12: {gpus['1e12']:,} Rubin GPUs for the month, 2e12: {gpus['2e12']:,})" in _text()
+    r = run_cli_once(
+        "rl", "--hardware", "gb200", "--workload", "rl-swe-agent-10t", "--model", "moe-10t",
+        "--gpus", "32768", "--split", "auto", "-f", "json",
+    )  # fmt: skip
+    rl = r.json()["rl"]
+    phrase = (
+        f"generation helps up to {rl['gen_gpus']:,} GPUs, the trainer's plan uses "
+        f"{rl['trainer']['gpus_used']:,} of {rl['train_gpus']:,})"
+    )
+    assert phrase in _text(), phrase
+    r = run_cli_once(
+        "sweep", "--vary", "hardware=vera-rubin", "--workload", "pretrain-10t-moe", "--samples", "200",
+        "--metrics", "pretraining.wall_days", "-f", "json",
+    )  # fmt: skip
+    row = r.json()[0]
+    days = " / ".join(f"{row[f'pretraining.wall_days.{p}']:.1f}" for p in ("p10", "p50", "p90"))
+    assert f"P10/P50/P90 of {days} days" in _text(), days
+
+
+def test_the_ttfts_the_readme_quotes_print_those_figures():
+    ttft = {}
+    for layout in ("tp8", "dep8", "tp8pp9"):
+        r = run_cli_once(
+            "serve", "--hardware", "gb200", "--model", "deepseek-v3", "--input-tokens", "32768",
+            "--aggregated", "--layout", layout, "-f", "json",
+        )  # fmt: skip
+        assert r.code == 0, r.stderr
+        ttft[layout] = r.json()["serving"]["ttft_s"]
+    phrase = (
+        f"a 32k-token DeepSeek-V3 prompt on GB200: {ttft['tp8']:.2f} s at TP8, {ttft['dep8']:.2f} s "
+        f"at DEP8, {ttft['tp8pp9']:.2f} s at TP8 PP9"
+    )
+    assert phrase in _text(), phrase

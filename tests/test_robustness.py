@@ -1393,3 +1393,14 @@ def test_a_site_power_budget_beyond_a_terawatt_is_refused():
     clean_error(r, 2, "--site-mw must be a power in MW in (0, 1e+06], got 1e+30")
     r = run_cli("compare", "vera-rubin", "--set", "workload.site_mw=2e6")
     clean_error(r, 2, "site_mw: Input should be less than or equal to 1000000")
+
+
+def test_flags_a_workload_would_not_read_are_refused_by_name():
+    # a user review: `--mfu` on an RL workload ran without it (exit 0, same step), `--site-mw` on a
+    # pretrain workload named a `--set` the user never gave, `--seed -1` passed without `--samples`
+    r = run_cli("compare", "vera-rubin", "--workload", "rl-swe-agent", "--mfu", "0.01")
+    clean_error(r, 2, "--mfu applies to pretrain workloads, not 'rl-swe-agent' (rl)")
+    r = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--site-mw", "100")
+    clean_error(r, 2, "--site-mw applies to scenarios", "'pretrain-10t-moe' is a pretrain workload")
+    r = run_cli("sweep", "--vary", "hardware=h100", "--vary", "economics.pue=1.1,1.2", "--seed", "-1")
+    clean_error(r, 2, "--seed must be a whole number >= 0, got -1")

@@ -586,3 +586,29 @@ def test_explain_gives_each_inputs_unit_source_and_path_as_fields():
     assert not head["metric"].startswith("input") and head["path"] is None
     r = run_cli("explain", "vera-rubin", "-f", "table", env={"COLUMNS": "250"})
     assert "│ path" not in r.stdout and "┃ path" not in r.stdout  # the table keeps its two text columns
+
+
+def test_a_name_in_another_case_finds_its_entry(catalog):
+    # a user review: `ipd hardware show H100` and `--model Llama-3.1-70B` were refused
+    assert catalog.canonical("systems", "H100") == "h100-sxm"
+    assert catalog.canonical("systems", "GB200-NVL72") == "gb200-nvl72"
+    assert catalog.canonical("models", "Llama-3.1-70B") == "llama-3.1-70b"
+    assert catalog.canonical("workloads", "RL-SWE-Agent") == "rl-swe-agent"
+    assert catalog.canonical("economics", "PUE") == "PUE"  # fields are not names: as given
+    r = run_cli("compare", "Vera-Rubin", "BLACKWELL", "--workload", "Pretrain-10T-MoE", "-f", "json")
+    assert r.code == 0, r.stderr
+    d = r.json()
+    assert [s["hardware"] for s in d["systems"]] == ["vera-rubin-nvl72", "gb200-nvl72"]
+    assert d["workload"]["name"] == "pretrain-10t-moe"
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("llama3-70b", "; did you mean 'llama-3.1-70b' or 'llama-3.3-70b'?"),  # versions spelled apart
+        ("llama2-70b", "; did you mean 'llama-2-70b'?"),
+    ],
+)
+def test_a_model_name_with_its_parts_in_order_is_suggested(catalog, typed, expected):
+    # a user review: 'llama3-70b' listed twelve names, none of them a Llama 3
+    assert did_you_mean(typed, [*catalog.models, *catalog.aliases.get("models", {})]) == expected

@@ -30,6 +30,9 @@ from .schema import (
 )
 from .validation import format_validation_error, validate_entry, validate_workload
 
+# sections whose names the command line gives: a name in another case finds its entry
+FOLDED = ("systems", "models", "workloads")
+
 
 @dataclass
 class Catalog:
@@ -57,7 +60,7 @@ class Catalog:
 
     def _get(self, kind: str, section: str, name: str) -> Any:
         table: dict[str, Any] = getattr(self, section)
-        canonical = self.aliases.get(section, {}).get(name, name)
+        canonical = self.canonical(section, name)
         if canonical not in table:
             raise unknown(kind, name, list(table) + list(self.aliases.get(section, {})))
         return table[canonical]
@@ -67,7 +70,13 @@ class Catalog:
         return {n: n for n in getattr(self, section)} | self.aliases.get(section, {})
 
     def canonical(self, section: str, name: str) -> str:
-        return self.aliases.get(section, {}).get(name, name)
+        """The entry ``name`` names: itself, an alias's entry, or the one entry whose name or alias
+        it spells in another case (`H100`, `GB200`: systems, models and workloads); else ``name``."""
+        found = self.aliases.get(section, {}).get(name, name)
+        if section not in FOLDED or not isinstance(name, str) or found in getattr(self, section):
+            return found
+        folded = {e for n, e in self.names(section).items() if str(n).lower() == name.lower()}
+        return folded.pop() if len(folded) == 1 else found
 
     def system(self, name: str) -> System:
         return self._get("hardware", "systems", name)

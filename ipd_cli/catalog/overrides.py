@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from ipd_cli.errors import InputError, did_you_mean
 
 from .layers import ENTRY_SECTIONS, MERGED_SECTIONS
-from .plausibility import override_warnings
-from .schema import Source
+from .plausibility import economics_warnings, override_warnings
+from .schema import Source, Sourced
 from .validation import WORKLOAD_KINDS, format_validation_error, validate_entry
 
 if TYPE_CHECKING:
@@ -243,6 +243,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     )
     origins[("sources", CLI_SOURCE)] = "command line"
     touched = {"sources"}  # the sections the overrides change (a --set source is added to sources)
+    slips: list[str] = []  # unit-slip warnings of economics values
     for o in parsed:
         keys = o.path.split(".")
         section = keys[0]
@@ -263,6 +264,10 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
             _assign(body, keys[1:], o.value, section, cls)
             origins[(section, keys[1])] = f"--set {o.text}"
             merged[section] = _validate_section(cls, body, section, o)
+            if section == "economics" and keys[2:] in ([], ["value"]):
+                value = getattr(merged[section], keys[1], None)
+                if isinstance(value, Sourced):
+                    slips.extend(economics_warnings(cat, keys[1], [float(value.value)]))
             continue
         if len(keys) < 3:
             raise InputError(f"`sets` {o.path}: expected {section}.NAME.FIELD=VALUE")
@@ -281,7 +286,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     # what the engine already read from the sections no override touches is the same in the copy
     # (the same entries, origins and aliases): ``ipd calibrate`` and sweeps make a copy per value
     new.resolved.update((p, r) for p, r in cat.resolved.items() if p.split(".", 1)[0] not in touched)
-    lines = [line for e in entries for line in override_warnings(cat, new, *e)]
+    lines = [*slips, *(line for e in entries for line in override_warnings(cat, new, *e))]
     if lines:
         new.warnings = list(dict.fromkeys([*cat.warnings, *(f"`sets` {line}" for line in lines)]))
     return new

@@ -49,6 +49,15 @@ ALTERNATIVES: dict[str, tuple[tuple[str, float], ...]] = {
 }
 
 
+# economics values (one each, no entries to span): checked against their own sourced range, with
+# the units a rate or a share is typed in by mistake
+ECONOMICS_UNITS: dict[str, tuple[tuple[str, float], ...]] = {
+    "USD/kWh": (("US cents/kWh", 1e-2), ("USD/MWh", 1e-3)),
+    "1/year": (("percent a year", 1e-2),),
+    "fraction": (("percent", 1e-2),),
+}
+
+
 def numbers(entry: BaseModel) -> Iterator[tuple[str, str, float, str | None]]:
     """(field key, path below the entry, value, unit) of each number of an entry; a price's key is
     ``prices.usd_per_gpu_hour`` (every label), its path ``prices.LABEL.usd_per_gpu_hour``."""
@@ -112,7 +121,7 @@ def _times(ratio: float) -> str:
     return count_text(ratio) if ratio >= 10 else f"{ratio:.2g}"
 
 
-def _fix(value: float, span: tuple[float, float], unit: str | None) -> str:
+def _fix(value: float, span: tuple[float, float], unit: str | None, alternatives: dict | None = None) -> str:
     """The likely fix: the unit that brings the value nearest the middle of the built-in span."""
     if unit is None:
         return ""
@@ -120,7 +129,7 @@ def _fix(value: float, span: tuple[float, float], unit: str | None) -> str:
     middle = math.sqrt(lo * hi) if lo > 0 else hi
     fits = [
         (abs(math.log(value * factor / middle)), name)
-        for name, factor in ALTERNATIVES.get(unit.split()[0], ())
+        for name, factor in (ALTERNATIVES if alternatives is None else alternatives).get(unit.split()[0], ())
         if value > 0 and lo / SANITY_FACTOR <= value * factor <= hi * SANITY_FACTOR
     ]
     if fits:
@@ -172,6 +181,10 @@ def axis_warnings(cat: Catalog, path: str, values: Any) -> list[str]:
     its smallest and largest value checked like a ``--set`` (``values``: numbers, or a range that
     indexes them in order)."""
     parts = path.split(".")
+    ends = {float(values[0]), float(values[len(values) - 1])} if len(values) else set()
+    ends = {min(map(float, values)), max(map(float, values))} if isinstance(values, list) else ends
+    if parts[0] == "economics" and len(parts) in (2, 3) and parts[2:] in ([], ["value"]):
+        return economics_warnings(cat, parts[1], sorted(ends), prefix="`vary` ")
     if len(parts) < 3 or parts[0] not in CHECKED_SECTIONS:
         return []
     section, name = parts[0], parts[1]
@@ -184,7 +197,29 @@ def axis_warnings(cat: Catalog, path: str, values: Any) -> list[str]:
         return []
     key, unit = keyed[only]
     span = builtin_spans(cat, section).get(key)
-    ends = {float(values[0]), float(values[len(values) - 1])} if len(values) else set()
-    ends = {min(map(float, values)), max(map(float, values))} if isinstance(values, list) else ends
     lines = [check(v, span, f"{section}.{name}.{only}", unit) for v in sorted(ends)]
     return [f"`vary` {line}" for line in lines if line is not None]
+
+
+def economics_warnings(cat: Catalog, field: str, values: list[float], prefix: str = "") -> list[str]:
+    """The warnings of values given for ``economics.FIELD`` (a ``--set`` or a sweep axis's ends):
+    one beyond SANITY_FACTOR x its sourced range in ``cat`` (the catalog before the change) is more
+    often a unit slip (120 for 0.12 USD/kWh, 8 for an 8 % rate) than a real site."""
+    from .schema import Economics
+
+    known = getattr(cat.economics, field, None)
+    if not isinstance(known, Sourced) or known.range is None:
+        return []
+    lo, hi = (float(v) for v in known.range)
+    unit = _symbol(field_unit(Economics, field))
+    out = []
+    for value in sorted(set(values)):
+        if value > hi * SANITY_FACTOR and hi > 0:
+            where = f"{_times(value / hi)}x the top of its sourced range"
+        elif 0 < value < lo / SANITY_FACTOR:
+            where = f"1/{_times(lo / value)} of the bottom of its sourced range"
+        else:
+            continue
+        fix = _fix(value, (lo, hi), unit, ECONOMICS_UNITS)
+        out.append(f"{prefix}economics.{field} = {value:g} is {where} ({lo:g} to {hi:g}){fix}")
+    return out

@@ -62,6 +62,9 @@ def resolve_workload(
     are applied, with ``--set workload.FIELD=VALUE``, before the workload is validated, so a file
     need not repeat what the command gives.
     """
+    named = cat.canonical("workloads", ref)  # an alias, or the name in another case
+    if ref not in cat.workloads and named in cat.workloads and not Path(ref).exists():
+        ref = named
     if ref in cat.workloads:
         name, body, origin = (
             ref,
@@ -85,6 +88,12 @@ def resolve_workload(
     workload_sets = [o for o in cat.overrides if o.path.startswith(overrides.WORKLOAD + ".")]
     own = [o for o in workload_sets if _nested_stage(body, o) is None]
     if own:
+        site = f"{overrides.WORKLOAD}.site_mw"
+        if body.get("kind") != "scenario" and any(o.path == site for o in own):  # compare's --site-mw
+            raise InputError(
+                f"`site_mw` applies to scenarios (serving traffic on a site's power); '{name}' is a "
+                f"{body.get('kind')} workload"
+            )
         _refuse_nested_fields(body, own)
         overrides.apply_workload(body, own)
         origin += " + --set"
@@ -181,3 +190,15 @@ def with_nested_workloads(cat: Catalog, scenario: Workload) -> Catalog:
         cat.model(workloads[ref].model)
         origins[("workloads", ref)] = origin
     return dataclasses.replace(cat, workloads=workloads, origins=origins)
+
+
+def check_mfu_scope(mfu: float | None, kind: str, name: str) -> None:
+    """A pinned ``mfu`` is a pre-training plan's: refused for any other workload (an RL or serving
+    workload would otherwise run with it silently unread)."""
+    if mfu is None or kind == "pretrain":
+        return
+    why = {
+        "scenario": "a scenario's pre-training MFU comes from its plan",
+        "rl": "an RL trainer's speed comes from its plan (`rl.trainer_efficiency`)",
+    }.get(kind, "this workload trains nothing")
+    raise InputError(f"`mfu` applies to pretrain workloads, not '{name}' ({kind}): {why}")

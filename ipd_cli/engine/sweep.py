@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.overrides import entry_name
+from ipd_cli.catalog.workloads import check_mfu_scope
 from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, did_you_mean
 
 from . import reprice
@@ -375,10 +376,7 @@ def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: 
         raise InputError(
             f"a sweep takes a scenario, a pretrain or an RL workload; '{name}' is {workload.kind}"
         )
-    if kw.get("mfu") is not None and workload.kind != "pretrain":
-        raise InputError(
-            "`mfu` applies to pretrain workloads; a scenario's pre-training MFU comes from its plan"
-        )
+    check_mfu_scope(kw.get("mfu"), workload.kind, name)
     if not kw.get("pricing", "rental").startswith("rental") and any(a.path == PRICE for a in axes):
         raise InputError(
             f"`vary` {PRICE} is a rental price; with `pricing` tco vary the owning costs instead "
@@ -393,13 +391,18 @@ def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: 
     return plan
 
 
+def check_seed(seed: int) -> None:
+    """A seed numpy takes (a whole number >= 0), checked with or without samples to draw."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"`seed` must be a whole number >= 0, got {seed!r}")  # numpy refuses others
+
+
 def check_samples(plan: SweepPlan, samples: int, seed: int) -> None:
     """Refuse (before any search) a sampled sweep that could not run: a bad count or seed, or one
     whose draws would hold more than MAX_SAMPLE_MEMORY bytes at once."""
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
         raise InputError(f"`samples` must be a whole number >= 1, got {samples!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"`seed` must be a whole number >= 0, got {seed!r}")  # numpy refuses others
+    check_seed(seed)
     points = len(plan.hardware) * plan.physics_points() if "pretraining" in KIND_BLOCKS[plan.kind] else 0
     per_draw = SAMPLE_BYTES + TABLE_BYTES * points
     need = samples * per_draw
@@ -987,6 +990,7 @@ def prepare(cat: Catalog, plan: SweepPlan, progress: Callable[[int, int], None] 
     """Check the plan, run every search it needs, and return the sweep, ready to stream."""
     if plan.samples is not None:
         check_samples(plan, plan.samples, plan.seed)
+    check_seed(plan.seed)
     tables, results = search(cat, plan, progress)
     return Sweep(plan, tables, results, cat, len(plan.hardware) * plan.rows)
 

@@ -22,6 +22,7 @@ from .generation import (
     Rollouts,
     active_replicas,
     environment,
+    exposed_floor,
     generation,
     host_cpus,
     in_flight_batches,
@@ -294,17 +295,18 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
         generation(first, s.nums, gen_gpus, asynchronous, s.where)
     tr = trainer(s.rates, s.w, train_gpus)
     training = tr.logprob_s + tr.training_s
+    env = exposed_floor(s.nums, s.host, asynchronous)  # what any generation exposes
     best = _outcome(s, first, mode, gen_gpus, train_gpus, tr, quiet=True)
     for group, floor in s.rollouts.alternatives(s.nums, gen_gpus, asynchronous):
-        if timed(mode, floor, training, SyncPhase(NO_SYNC)).seconds >= best.step.seconds:
-            break  # nor any group after it (no update and no environment: a floor)
+        if timed(mode, floor + env, training, SyncPhase(NO_SYNC)).seconds >= best.step.seconds:
+            break  # nor any group after it (no update: a floor)
         r = s.rollouts.member(group)
         sync = _sync(s, r, gen_gpus, train_gpus, _replicas(s, r, gen_gpus, asynchronous), quiet=True)
-        if timed(mode, floor, training, sync).seconds >= best.step.seconds:
+        if timed(mode, floor + env, training, sync).seconds >= best.step.seconds:
             continue  # the group's own update: still no shorter
         r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group)
-        if timed(mode, gen_s, training, sync).seconds < best.step.seconds:
-            out = _outcome(s, r, mode, gen_gpus, train_gpus, tr, quiet=True)
+        if timed(mode, gen_s + env, training, sync).seconds < best.step.seconds:
+            out = _outcome(s, r, mode, gen_gpus, train_gpus, tr, quiet=True, sync=sync)
             if out.step.seconds < best.step.seconds:
                 best = out
     if quiet:
@@ -344,13 +346,21 @@ def _sync(s: Setup, r: Rollouts, gen_gpus: int, train_gpus: int, replicas: int, 
 
 
 def _outcome(
-    s: Setup, r: Rollouts, mode: str, gen_gpus: int, train_gpus: int, tr: Trainer, quiet: bool
+    s: Setup,
+    r: Rollouts,
+    mode: str,
+    gen_gpus: int,
+    train_gpus: int,
+    tr: Trainer,
+    quiet: bool,
+    sync: SyncPhase | None = None,
 ) -> Outcome:
+    """The step on ``r`` (``sync``: its update where already computed)."""
     total = gen_gpus if s.w.mode == "colocated" else gen_gpus + train_gpus
     asynchronous = mode == "async"
     gen = generation(r, s.nums, gen_gpus, asynchronous, s.where)
     env = environment(s.nums, s.host, gen, total, asynchronous)
-    sync = _sync(s, r, gen_gpus, train_gpus, gen.replicas, quiet)
+    sync = sync or _sync(s, r, gen_gpus, train_gpus, gen.replicas, quiet)
     return Outcome(r, gen, env, tr, sync, step(mode, gen, env, tr, sync))
 
 

@@ -327,6 +327,12 @@ class Environment:
     env_bound: bool
 
 
+def exposed_floor(nums: RlNumbers, host: HostCpus, asynchronous: bool) -> float:
+    """The environment time a step exposes whatever generates: synchronous steps wait for the
+    sandbox start and the verification after the last rollout; async hides them."""
+    return 0.0 if asynchronous else nums.boot_s + nums.verify_s / host.core_speed
+
+
 def environment(
     nums: RlNumbers, host: HostCpus, gen: Generation, total_gpus: int, asynchronous: bool
 ) -> Environment:
@@ -340,7 +346,7 @@ def environment(
     )
     stall = max(0.0, env_bound_s - gen.seconds)
     return Environment(
-        exposed_s=stall + (0.0 if asynchronous else nums.boot_s + verify),
+        exposed_s=stall + exposed_floor(nums, host, asynchronous),
         cores_needed=nums.sandbox_cores * gen.live_sequences,
         cores_available=cores_avail,
         env_bound=stall > 0,
