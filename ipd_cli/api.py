@@ -215,6 +215,7 @@ def explain(
     result, steps = _compare(cat, systems, workload, pricing=pricing)
     items: list[dict] = []
     for system, lines in zip(result.systems, steps, strict=True):
+        dump = system.model_dump(mode="json")
         for st in lines:
             inputs = "; ".join(f"{k} = {v!r}" for k, v in st.inputs.items())  # full precision
             items.append(
@@ -225,6 +226,7 @@ def explain(
                     "formula": st.formula,
                     "inputs": inputs,
                     **NO_INPUT,
+                    "field": _output_field(dump, st.metric),
                 }
             )
         for block, why in system.infeasible.items():
@@ -236,6 +238,7 @@ def explain(
                     "formula": why.reason,
                     "inputs": why.hint or "",
                     **NO_INPUT,
+                    "field": f"infeasible.{block}",
                 }
             )
         for a in system.assumptions:
@@ -253,6 +256,7 @@ def explain(
                     "estimate": a.estimate,
                     "origin": a.origin,
                     "path": a.path,
+                    "field": None,
                 }
             )
     out = Listing(kind="explain", items=items)
@@ -262,6 +266,24 @@ def explain(
 
 # an explain line that is not an input: its structured input fields are empty
 NO_INPUT: dict[str, Any] = {"unit": None, "source": None, "estimate": None, "origin": None, "path": None}
+# explain lines of the lifecycle named for their term, and where compare's JSON holds them
+LIFECYCLE_FIELDS = {
+    "pretraining_usd": "intelligence_per_dollar.cost_breakdown_usd.pretraining",
+    "post_training_usd": "intelligence_per_dollar.cost_breakdown_usd.post_training",
+    "serving_usd": "intelligence_per_dollar.cost_breakdown_usd.serving",
+}
+
+
+def _output_field(dump: dict[str, Any], metric: str) -> str | None:
+    """The dotted path of compare's JSON (one system) that holds an explain line's number (what
+    `--metrics` and `--budget-metric` take); None for an intermediate the output does not keep."""
+    for path in (LIFECYCLE_FIELDS.get(metric), metric, f"intelligence_per_dollar.{metric}"):
+        node: Any = dump
+        for key in (path or "").split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if path and node is not None and not isinstance(node, dict | list):
+            return path
+    return None
 
 
 def _lent(note: str | None) -> str:

@@ -491,7 +491,16 @@ def serve(
         typer.Option(
             "--layout",
             help="Pin the layout: tp, tep or dep (MoE), optionally GPUs per stage and pipeline stages: "
-            "tp4, dep8, tep16, tp8pp4, pp4.",
+            "tp4, dep8, tep16, tp8pp4, pp4 (dep is pure DEP, attention TP 1, unless --attention-tp).",
+        ),
+    ] = None,
+    attention_tp: Annotated[
+        int | None,
+        typer.Option(
+            "--attention-tp",
+            help="Pin the GPUs per attention tensor-parallel group (MoE: 'DEP8 (attention TP2)' is "
+            "--layout dep8 --attention-tp 2; default: searched).",
+            min=1,
         ),
     ] = None,
     disaggregated: Annotated[
@@ -562,8 +571,8 @@ def serve(
     aggregated vs disaggregated prefill/decode. With --tokens-per-user-s it returns the cheapest
     configuration that meets the target; without, maximum throughput; with --requests-per-s or
     --tokens-per-day, the one that serves that traffic on the fewest GPUs. --instance-gpus, --layout,
-    --eplb/--no-eplb and --disaggregated/--aggregated pin parts of the space; --curve gives the
-    whole Pareto frontier.
+    --attention-tp, --eplb/--no-eplb and --disaggregated/--aggregated pin parts of the space;
+    --curve gives the whole Pareto frontier.
 
     Example: ipd serve --hardware vera-rubin --model kimi-k2 --precision fp4 --tokens-per-user-s 50
 
@@ -590,6 +599,7 @@ def serve(
         tokens_per_user_s=tokens_per_user_s,
         instance_gpus=instance_gpus,
         layout=layout,
+        attention_tp=attention_tp,
         disaggregated=disaggregated,
         eplb=eplb,
         instance=instance,

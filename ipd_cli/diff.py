@@ -101,7 +101,7 @@ def _kind(doc: Any) -> str:
     ):
         if key in doc:
             return command
-    return "an unknown output"
+    return "an unknown command's"
 
 
 def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:

@@ -495,7 +495,7 @@ def test_a_serve_instance_larger_than_any_layout_names_the_size():
     assert r.code == 1 and r.stdout == "" and r.stderr.count("\n") == 1
     assert "an instance of 100,000 GPUs is larger than the search's largest, 256 GPUs" in r.stderr
     assert "(32 scale-up domains of 8, serving.max_instance_domains)" in r.stderr
-    assert "smallest instance that fits" not in r.stderr
+    assert "smallest of the searched instance sizes" not in r.stderr
 
 
 def test_a_switch_in_an_error_is_the_flag_as_typed():

@@ -269,3 +269,24 @@ def test_explain_labels_the_goodput_by_its_result_field(explained):
     wall = next(i for i in r.json()["items"] if i["metric"] == "pretraining.wall_days")
     assert "scale_efficiency" in wall["formula"] and "scale_efficiency = 0.9" in wall["inputs"]
     assert not re.search(r"\bgoodput\b", wall["formula"])
+
+
+def test_each_explained_number_names_the_output_field_that_holds_it():
+    # a user review: explain's `pretraining_usd` and `lifecycle_cost_usd` are not paths of compare's
+    # JSON (`intelligence_per_dollar.cost_breakdown_usd.pretraining`, ...), so a number could not
+    # be traced to `--metrics` or `--budget-metric`; each line now names its `field`
+    explained = run_cli("explain", "vera-rubin", "-f", "json").json()["items"]
+    system = run_cli("compare", "vera-rubin", "-f", "json").json()["systems"][0]
+    lines = [i for i in explained if not i["metric"].startswith("input: ")]
+    fields = {i["metric"]: i["field"] for i in lines}
+    assert fields["pretraining_usd"] == "intelligence_per_dollar.cost_breakdown_usd.pretraining"
+    assert fields["solved_tasks_per_kusd"] == "intelligence_per_dollar.solved_tasks_per_kusd"
+    assert fields["serving.traffic_output_tokens_per_s"] is None  # an intermediate
+    for i in lines:
+        if i["field"] is None:
+            continue
+        node = system
+        for key in i["field"].split("."):
+            node = node[key]
+        assert node == pytest.approx(i["value"], rel=1e-12), i["metric"]
+    assert sum(i["field"] is not None for i in lines) >= 12

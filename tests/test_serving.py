@@ -680,7 +680,8 @@ def test_the_stage_sizes_a_refused_layout_offers_run_with_its_other_pins(catalog
 
 def test_an_infeasible_pin_names_the_nearest_feasible_configuration(catalog):
     with pytest.raises(
-        InfeasibleError, match=r"weights do not fit.*smallest instance that fits is 2 GPUs.*nearest"
+        InfeasibleError,
+        match=r"weights do not fit.*smallest of the searched instance sizes that fits is 2 GPUs.*nearest",
     ):
         serve(catalog, "h100-sxm", "llama-3.1-70b", precision="bf16", instance_gpus=1)
     with pytest.raises(InfeasibleError, match=r"`concurrency` 100000 does not fit"):
@@ -1516,3 +1517,41 @@ def test_a_requests_rate_counts_its_ttft_in_either_deployment(catalog, disaggreg
     r = run_cli("compare", "mi300x", "mi325x", "-f", "markdown")
     assert r.code == 0, r.stderr
     assert "| Tokens/s per request (TTFT + output) | tok/s |" in r.stdout
+
+
+def test_the_configuration_a_search_reports_can_be_pinned_from_the_command_line():
+    # a user review: H200 DeepSeek-V3 at 50 tok/s/user reported `layout` dep, `attention_tp` 2
+    # (995.4 tok/s/GPU), and `--layout dep` (pure DEP) gave 957.6: nothing pinned attention TP
+    args = (
+        "serve",
+        "--hardware",
+        "h200",
+        "--model",
+        "deepseek-v3",
+        "--tokens-per-user-s",
+        "50",
+        "-f",
+        "json",
+    )
+    found = run_cli(*args).json()["serving"]
+    pinned = run_cli(*args, "--layout", found["layout"], "--attention-tp", str(found["attention_tp"])).json()[
+        "serving"
+    ]
+    assert found["attention_tp"] > 1 and pinned["configuration"] == found["configuration"]
+    assert pinned["tokens_per_s_per_gpu"] == found["tokens_per_s_per_gpu"]
+
+
+def test_a_disaggregated_nearest_configuration_names_all_its_gpus():
+    # a user review: "13 decode x DEP256 ... on 256 GPUs" for a deployment of 4,416
+    r = run_cli("serve", "--hardware", "h100", "--model", "deepseek-v3", "--instance-gpus", "100000")
+    import re
+
+    assert r.code == 1
+    m = re.search(
+        r"is (\d+) prefill x DEP(\d+) .*\+ (\d+) decode x DEP(\d+) .*"
+        r"\((\d+) GPUs a decode instance, ([\d,]+) in all\)",
+        r.stderr,
+    )
+    assert m, r.stderr
+    n_pre, pre_gpus, n_dec, dec_gpus, instance, total = (int(v.replace(",", "")) for v in m.groups())
+    assert instance == dec_gpus and total == n_pre * pre_gpus + n_dec * dec_gpus  # 68 x 16 + 13 x 256

@@ -118,7 +118,9 @@ STAGE_WORDS = {"pretraining": "pre-training", "post_training": "RL post-training
 BLOCK_OF_STAGE = {"pretraining": "pretraining", "post_training": "rl", "serving": "serving"}
 # fields of a listing's items that JSON, CSV and YAML carry for scripts but a table leaves out
 # (explain: its inputs' unit, source, origin and --set path, already in its text columns)
-TABLE_HIDDEN: dict[str, tuple[str, ...]] = {"explain": ("unit", "source", "estimate", "origin", "path")}
+TABLE_HIDDEN: dict[str, tuple[str, ...]] = {
+    "explain": ("unit", "source", "estimate", "origin", "path", "field")
+}
 # listing columns a narrow terminal may drop, in this order (names, numbers and paths are never cut)
 OPTIONAL_COLUMNS: dict[str, list[str]] = {
     "hardware": [

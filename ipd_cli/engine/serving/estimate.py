@@ -297,7 +297,11 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
     nearest = ""
     if near is not None:
         gpus = int(g.lay["g"][li[near]])
-        nearest = f"; the nearest feasible configuration is {configuration(g, near)} on {counted(gpus)}"
+        deploy = float(g.rows["deployment_gpus"][near])  # a disaggregated one: both pools
+        where = f"on {counted(gpus)}"
+        if g.rows["disagg"][near]:
+            where = f"({counted(gpus)} a decode instance, {deploy:,.0f} in all)"
+        nearest = f"; the nearest feasible configuration is {configuration(g, near)} {where}"
     largest = max(instance_sizes(ph))
     if pins.instance_gpus is not None and pins.instance_gpus > largest and _layout_failure(first):
         # the layout rules refused every split of the pinned size: the size is the problem
@@ -359,7 +363,7 @@ def _smallest_text(g: Grid, pins: Pins) -> str:
     if pins.instance_gpus is None or not fits.any():
         return ""
     n = int(np.min(g.lay["g"][g.rows["layout"][fits]]))
-    return f"; the smallest instance that fits is {counted(n)}"
+    return f"; the smallest of the searched instance sizes that fits is {counted(n)}"
 
 
 def _does_not_fit(ctx: ServingContext, g: Grid) -> InfeasibleError:
