@@ -25,7 +25,7 @@ from .output import (
     format_for,
     stream_rows,
 )
-from .render import FORMATS, OutputContext
+from .render import EXTENSION_FORMATS, FORMATS, OutputContext
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -174,7 +174,12 @@ def _check_options(
     """Every option that needs no catalog, checked before anything is computed: a usage error is
     reported as such, never after (or instead of) the work."""
     check_target(output, force)
-    check_format(fmt, output, stream=stream, to_files=to_files)
+    chosen = check_format(fmt, output, stream=stream, to_files=to_files)
+    named = (
+        EXTENSION_FORMATS.get(output.suffix.lower()) if output is not None and str(output) != "-" else None
+    )
+    if named is not None and fmt != "auto" and named != chosen:  # a .json file of CSV text
+        sys.stderr.write(f"ipd: warning: {output} gets {chosen} (--format); its name says {named}\n")
     if pricing is not None:
         from .engine.pricing import check_pricing
 

@@ -532,6 +532,16 @@ def test_a_xlsx_file_name_refuses_another_format(tmp_path):
     assert book.read_bytes() == b"keep me"
 
 
+def test_a_text_format_unlike_the_file_name_is_written_with_a_warning(tmp_path):
+    # a user review: `-o r.json -f csv` wrote CSV into r.json without a word (a .xlsx is refused:
+    # a workbook is binary; text formats are written as asked, and said)
+    out = tmp_path / "r.json"
+    r = run_cli("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--gpus", "64", "--tokens", "1e11",
+                "-o", str(out), "-f", "csv")  # fmt: skip
+    assert r.code == 0 and out.read_text().startswith("hardware,")
+    assert f"ipd: warning: {out} gets csv (--format); its name says json" in r.stderr
+
+
 def test_the_budget_gate_checks_costs_only():
     # --max-usd is in dollars: a rate where more is better (tasks per $1k) passed or failed by accident
     r = run_cli(
