@@ -559,7 +559,9 @@ def serve(
     ] = None,
     curve: Annotated[
         bool,
-        typer.Option("--curve", help="The Pareto frontier of tokens/s per GPU against tokens/s per user."),
+        typer.Option(
+            "--curve", help="The Pareto frontier of tokens/s per GPU against tokens/s per user (1 / TPOT)."
+        ),
     ] = False,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
@@ -1065,7 +1067,8 @@ def plot_curve(
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Serving throughput-interactivity curves: output tokens/s per GPU against tokens/s per user.
+    """Serving throughput-interactivity curves: output tokens/s per GPU against tokens/s per user
+    after the first token (interactivity, 1 / TPOT).
 
     Example: ipd plot curve vera-rubin blackwell --model kimi-k2 --precision fp4 -o curves.png
     """
@@ -1076,7 +1079,9 @@ def plot_curve(
     from . import api
 
     cat = _load(catalog, sets)
-    fig = Figure(f"{model}: throughput vs interactivity", "tokens/s per user", "output tokens/s per GPU")
+    fig = Figure(
+        f"{model}: throughput vs interactivity", "tokens/s per user (1 / TPOT)", "output tokens/s per GPU"
+    )
     for name in systems:
         c = api.serve(
             cat,
@@ -1091,7 +1096,7 @@ def plot_curve(
         fig.series.append(
             Series(
                 c.hardware,
-                [p.tokens_per_s_per_user for p in c.serving],
+                [p.interactivity_tokens_per_s for p in c.serving],
                 [p.tokens_per_s_per_gpu for p in c.serving],
             )
         )

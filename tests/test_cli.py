@@ -238,7 +238,7 @@ def test_serve_done_check_and_curve():
         "json",
     )
     points = c.json()["serving"]
-    speeds = [p["tokens_per_s_per_user"] for p in points]
+    speeds = [p["interactivity_tokens_per_s"] for p in points]  # the frontier's axis: 1 / TPOT
     throughput = [p["tokens_per_s_per_gpu"] for p in points]
     assert speeds == sorted(speeds) and throughput == sorted(throughput, reverse=True)  # the frontier
     assert all(p["configuration"] for p in points)

@@ -568,7 +568,7 @@ def _assumptions(assumptions: list[dict]) -> Grid:
 
 CURVE_COLUMNS = [
     ("configuration", "configuration"),
-    ("tokens_per_s_per_user", "tok/s per user"),
+    ("interactivity_tokens_per_s", "tok/s per user (1/TPOT)"),
     ("tokens_per_s_per_gpu", "tok/s per GPU"),
     ("ttft_s", "TTFT s"),
     ("usd_per_million_output_tokens", "USD per M output"),

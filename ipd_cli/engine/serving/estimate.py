@@ -176,9 +176,12 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
 
 
 def frontier(g: Grid) -> list[int]:
-    """Indices of the Pareto frontier (tokens/s per user ascending)."""
+    """Indices of the Pareto frontier of tokens/s per GPU against interactivity (1 / TPOT, as
+    benchmarks plot it and a target reads it), interactivity ascending. (It ranked the rate in a
+    decode slot, which holds an aggregated request's own prefill and not a disaggregated one's,
+    so the two kinds of deployment were not ranked alike; a user review.)"""
     r = g.rows
-    return [int(i) for i in pareto_front(r["tokens_per_s_per_user"], r["tokens_per_s_per_gpu"], g.feasible)]
+    return [int(i) for i in pareto_front(1.0 / r["tpot_s"], r["tokens_per_s_per_gpu"], g.feasible)]
 
 
 # --- infeasible pins and requests --------------------------------------------------------------
@@ -660,8 +663,9 @@ def estimate_serving_curve(
     pricing: str = "rental",
     origin: str = CLI,
 ) -> ServeCurveResult:
-    """The Pareto frontier of output tokens/s per GPU against tokens/s per user over every
-    configuration of the deployment search (pins narrow it as in :func:`estimate_serving`)."""
+    """The Pareto frontier of output tokens/s per GPU against interactivity (tokens/s per user after
+    the first token, 1 / TPOT) over every configuration of the deployment search (pins narrow it
+    as in :func:`estimate_serving`)."""
     ctx = context(cat, hardware, model, origin)
     pins = pins_of(
         instance_gpus=instance_gpus,
