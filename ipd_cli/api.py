@@ -277,7 +277,8 @@ LIFECYCLE_FIELDS = {
 def _output_field(dump: dict[str, Any], metric: str) -> str | None:
     """The dotted path of compare's JSON (one system) that holds an explain line's number (what
     `--metrics` and `--budget-metric` take); None for an intermediate the output does not keep."""
-    for path in (LIFECYCLE_FIELDS.get(metric), metric, f"intelligence_per_dollar.{metric}"):
+    blocks = (f"{block}.{metric}" for block in ("intelligence_per_dollar", "pretraining", "rl", "serving"))
+    for path in (LIFECYCLE_FIELDS.get(metric), metric, *blocks):  # a price: the first block's
         node: Any = dump
         for key in (path or "").split("."):
             node = node.get(key) if isinstance(node, dict) else None

@@ -74,8 +74,11 @@ def suggestions(word: object, choices: Iterable[object]) -> list[str]:
             [n for n in names if n.lower().startswith(w)],
             [n for n in names if w in n.lower()],
             [n for n in names if _bare(n.lower()).startswith(bare)] if len(bare) >= 3 else [],
-            # every part in order, versions spelled apart: 'llama3-70b' finds 'llama-3.1-70b'
-            [n for n in names if _in_order(_parts(w), _parts(n.lower()))] if len(_parts(w)) >= 2 else [],
+            # every part in order, versions spelled apart: 'llama3-70b' finds 'llama-3.1-70b', the
+            # same generation (its first number) only: 'llama-1-70b' never finds 'llama-3.1-70b'
+            [n for n in names if _in_order(_parts(w), _parts(n.lower())) and _generation(w) == _generation(n)]
+            if len(_parts(w)) >= 2
+            else [],
         ):
             if found:
                 return sorted(found, key=lambda n: (len(n), n))[:MAX_SUGGESTIONS]
@@ -118,6 +121,11 @@ def count_text(n: float) -> str:
 def _parts(name: str) -> list[str]:
     """A name's runs of letters and of digits ('llama-3.1-70b': llama, 3, 1, 70, b)."""
     return re.findall(r"[a-z]+|[0-9]+", name)
+
+
+def _generation(name: str) -> str | None:
+    """A name's first number ('llama-3.1-70b': 3), which tells one generation from another."""
+    return next((p for p in _parts(name.lower()) if p.isdigit()), None)
 
 
 def _in_order(parts: list[str], within: list[str]) -> bool:

@@ -149,7 +149,11 @@ def test_too_few_host_cores_leave_gpus_waiting(catalog):
     starved = rl(cat, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
     assert starved.env_bound
     assert starved.phases.environment_s > ok.phases.environment_s
-    assert starved.cpu_cores_needed > starved.cpu_cores_available
+    # the rollout choice weighs the sandboxes: fewer sequences a replica (19, not the 71 the KV
+    # limit and the rollouts allow) decode each faster and hold a core less long; at 71 the live
+    # sandboxes wanted 63,616 cores of 18,432 and the step took 1,339.3 s, now 1,302.0 s
+    assert starved.concurrency < ok.concurrency
+    assert starved.cpu_cores_needed == 128 * starved.replicas * starved.concurrency
 
 
 def test_faster_host_cpu_shortens_verification(catalog):
@@ -752,7 +756,8 @@ def test_the_split_search_zooms_in_around_more_than_the_best_coarse_size():
 
 
 @pytest.mark.parametrize(
-    ("hardware", "gen_gpus", "train_gpus"), [("gb200-nvl72", 80, 432), ("h100-sxm", 128, 384)]
+    ("hardware", "gen_gpus", "train_gpus"),
+    [("gb200-nvl72", 80, 432), ("h100-sxm", 128, 384), ("mi300x", 8, 64), ("mi300x", 24, 64)],
 )
 def test_a_looser_staleness_bound_never_lengthens_an_async_step(catalog, hardware, gen_gpus, train_gpus):
     # More rollouts in flight can only widen the choices (a run may keep fewer in flight). On 80 +
@@ -799,3 +804,44 @@ def test_the_rollout_replica_is_the_one_with_the_shortest_step(catalog, mode):
         assert found.step.seconds == pytest.approx(min(steps), rel=1e-12)
         picked_other |= found.rollouts.choice != s.rollouts.on(s.nums, gen_gpus, sched == "async").choice
     assert picked_other or mode != "async"  # async at 80 GPUs: not the soonest generation's replica
+
+
+@pytest.mark.parametrize("gen_gpus", [8, 24])
+def test_the_rollout_choice_weighs_the_sandboxes_bound(catalog, gen_gpus):
+    # a code review: on MI300X (rl-swe-agent async, 64 training GPUs, bound 4) the soonest generation
+    # (DEP8 at 2,048 sequences, 1,110.7 s) decodes each sequence so slowly that the sandboxes, held
+    # for each trajectory, stall the step 169.7 s more (1,287.1 s) where 1,536 sequences give
+    # 1,158.6 s; a looser bound then lengthened the step. The choice now minimises max(generation,
+    # sandboxes' bound): brute force over every candidate and concurrency, by hand, gives it.
+    import numpy as np
+
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import setup
+    from ipd_cli.engine.rl.generation import sandbox_load
+
+    cat = catalog.with_overrides(["workload.staleness_bound=4"])
+    _, w, origin = resolve_workload(cat, "rl-swe-agent", {})
+    w = w.model_copy(update={"mode": "async"})
+    s = setup(sv.serving_context(cat, "mi300x", w.model), w, "rental", origin)
+    r, n, c = s.rollouts, s.nums, s.rollouts.candidates
+    host = s.host
+    a = n.generated * n.sandbox_cores / (host.cores_per_gpu * (gen_gpus + 64))
+    fixed = n.turns * n.tool_s + n.boot_s + n.verify_s / host.core_speed
+    assert sandbox_load(n, host, gen_gpus + 64) == pytest.approx((a, fixed), rel=1e-12) and a > 0
+    idx = np.flatnonzero(gen_gpus // c.gpus >= 1)
+    rep = np.minimum(gen_gpus // c.gpus[idx], 4 * n.generated)  # active replicas
+    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[idx]), np.floor(4 * n.generated / rep))).astype(
+        int
+    )
+    k = np.repeat(idx, cap)
+    b = np.concatenate([np.arange(1.0, m + 1) for m in cap])
+    rk = np.repeat(rep, cap)
+    v = c.speculative[k] / c.step_s(b, k)
+    bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (rk * b)
+    gen = (bulk + n.generated * c.prefill_s[k] / rk) * (1 + r.async_waste)
+    seconds = np.maximum(gen, a * (n.mean_response_tokens / v + fixed))
+    _, found = r.in_group(n, gen_gpus, True, None, (a, fixed))
+    assert found == pytest.approx(seconds.min(), rel=1e-12)
+    # the soonest generation is not the soonest rollout: its sandboxes stall it
+    assert seconds[np.argmin(gen)] > seconds.min() * 1.01

@@ -622,3 +622,9 @@ def test_a_name_in_another_case_finds_its_entry(catalog):
 def test_a_model_name_with_its_parts_in_order_is_suggested(catalog, typed, expected):
     # a user review: 'llama3-70b' listed twelve names, none of them a Llama 3
     assert did_you_mean(typed, [*catalog.models, *catalog.aliases.get("models", {})]) == expected
+
+
+def test_a_name_of_another_generation_is_not_suggested(catalog):
+    # a code review: 'llama-1-70b' (no such model) was offered 'llama-3.1-70b'
+    names = [*catalog.models, *catalog.aliases.get("models", {})]
+    assert "llama-3.1-70b" not in did_you_mean("llama-1-70b", names)

@@ -27,6 +27,7 @@ from .generation import (
     host_cpus,
     in_flight_batches,
     rollout_engine,
+    sandbox_load,
 )
 from .result import assemble
 from .step import Step, SyncPhase, fewest_split_gpus, grown_split, schedule, split_gpus, step, timed
@@ -283,28 +284,31 @@ class Outcome:
 
 def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> Outcome:
     """One step on ``gen_gpus`` + ``train_gpus`` (the same GPUs when colocated), on the rollout
-    configuration and concurrency with the shortest step: the soonest generation of each group of
-    configurations that take the same weight update (:meth:`Rollouts.in_group`), so a faster
+    configuration and concurrency with the shortest step: the soonest rollouts (generation, or the
+    sandboxes' bound where longer) of each group of configurations that take the same weight
+    update (:meth:`Rollouts.in_group`), so a faster
     generation on replicas whose update is slower is not taken where the update costs the step
     more (a looser staleness bound never lengthens a step). Groups whose generation alone (with
     no environment and no update) cannot beat the best step found are not evaluated."""
     mode = schedule(s.w.mode, s.w.staleness_bound)
     asynchronous = mode == "async"
-    first, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, None)
+    total = gen_gpus if s.w.mode == "colocated" else gen_gpus + train_gpus
+    load = sandbox_load(s.nums, s.host, total)  # the sandboxes' bound, part of each choice
+    first, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, None, load)
     if math.isinf(gen_s):  # no replica fits: generation names the smallest
         generation(first, s.nums, gen_gpus, asynchronous, s.where)
     tr = trainer(s.rates, s.w, train_gpus)
     training = tr.logprob_s + tr.training_s
-    env = exposed_floor(s.nums, s.host, asynchronous)  # what any generation exposes
+    env = exposed_floor(s.nums, s.host, asynchronous)  # what any rollout exposes besides
     best = _outcome(s, first, mode, gen_gpus, train_gpus, tr, quiet=True)
-    for group, floor in s.rollouts.alternatives(s.nums, gen_gpus, asynchronous):
+    for group, floor in s.rollouts.alternatives(s.nums, gen_gpus, asynchronous, load):
         if timed(mode, floor + env, training, SyncPhase(NO_SYNC)).seconds >= best.step.seconds:
             break  # nor any group after it (no update: a floor)
         r = s.rollouts.member(group)
         sync = _sync(s, r, gen_gpus, train_gpus, _replicas(s, r, gen_gpus, asynchronous), quiet=True)
         if timed(mode, floor + env, training, sync).seconds >= best.step.seconds:
             continue  # the group's own update: still no shorter
-        r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group)
+        r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group, load)
         if timed(mode, gen_s + env, training, sync).seconds < best.step.seconds:
             out = _outcome(s, r, mode, gen_gpus, train_gpus, tr, quiet=True, sync=sync)
             if out.step.seconds < best.step.seconds:

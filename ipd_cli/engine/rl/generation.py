@@ -13,6 +13,8 @@ from ipd_cli.errors import InfeasibleError, InputError
 
 from .workload import RlNumbers
 
+NO_LOAD = (0.0, 0.0)  # sandbox_load of trajectories without sandboxes: generation alone
+
 
 @dataclass(frozen=True)
 class Rollouts:
@@ -25,10 +27,12 @@ class Rollouts:
     async_waste: float
     staleness_bound: int
     concurrency: int | None = None  # sequences a replica runs at (None: as many as fit and are wanted)
-    chosen: dict[tuple[int, bool, int | None], tuple[int, int | None, float]] = field(
+    chosen: dict[tuple[int, bool, int | None, tuple[float, float]], tuple[int, int | None, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    floors: dict[tuple[int, bool], dict[int, float]] = field(default_factory=dict, compare=False, repr=False)
+    floors: dict[tuple[int, bool, tuple[float, float]], dict[int, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def inst(self) -> sv.Deployment:
@@ -42,25 +46,33 @@ class Rollouts:
     def max_batch(self) -> int:
         return max(1, int(self.candidates.max_batch[self.choice]))
 
-    def on(self, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> Rollouts:
+    def on(
+        self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, load: tuple[float, float] = NO_LOAD
+    ) -> Rollouts:
         """The configuration and concurrency that generate the step's rollouts soonest on
-        ``gen_gpus`` GPUs (:func:`fastest`; ties: fewer GPUs per replica, more sequences)."""
-        return self.in_group(nums, gen_gpus, asynchronous, None)[0]
+        ``gen_gpus`` GPUs, the sandboxes' bound included (``load``, :func:`sandbox_load`;
+        :func:`fastest`; ties: fewer GPUs per replica, more sequences)."""
+        return self.in_group(nums, gen_gpus, asynchronous, None, load)[0]
 
     def in_group(
-        self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, group: int | None
+        self,
+        nums: RlNumbers,
+        gen_gpus: int,
+        asynchronous: bool,
+        group: int | None,
+        load: tuple[float, float] = NO_LOAD,
     ) -> tuple[Rollouts, float]:
         """:meth:`on` among the configurations of one group of ``sync_groups`` (None: all), and
-        its generation seconds (inf where no replica fits: generation() names the smallest)."""
+        its seconds (:func:`fastest`; inf where no replica fits: generation() names the smallest)."""
         import numpy as np
 
-        key = (gen_gpus, asynchronous, group)
+        key = (gen_gpus, asynchronous, group, load)
         if key not in self.chosen:
-            found, floors = fastest(self, nums, gen_gpus, asynchronous, group)
+            found, floors = fastest(self, nums, gen_gpus, asynchronous, group, load)
             # none fits: generation() names the smallest replica
             self.chosen[key] = found or (int(np.argmin(self.candidates.gpus)), None, math.inf)
             if group is None:
-                self.floors[key[:2]] = floors
+                self.floors[(gen_gpus, asynchronous, load)] = floors
         k, b, t = self.chosen[key]
         return replace(self, choice=k, concurrency=b, chosen=self.chosen, floors=self.floors), t
 
@@ -71,12 +83,14 @@ class Rollouts:
         k = int(np.argmax(self.candidates.sync_groups() == group))
         return replace(self, choice=k, concurrency=None, chosen=self.chosen, floors=self.floors)
 
-    def alternatives(self, nums: RlNumbers, gen_gpus: int, asynchronous: bool) -> list[tuple[int, float]]:
+    def alternatives(
+        self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, load: tuple[float, float] = NO_LOAD
+    ) -> list[tuple[int, float]]:
         """The other groups of configurations that fit (``sync_groups``: each takes another weight
-        update than :meth:`on`'s), each with a floor under its generation seconds, lowest first."""
-        best = self.on(nums, gen_gpus, asynchronous).choice
+        update than :meth:`on`'s), each with a floor under its seconds, lowest first."""
+        best = self.on(nums, gen_gpus, asynchronous, load).choice
         own = int(self.candidates.sync_groups()[best])
-        floors = self.floors[(gen_gpus, asynchronous)]
+        floors = self.floors[(gen_gpus, asynchronous, load)]
         return sorted(((g, t) for g, t in floors.items() if g != own), key=lambda gt: (gt[1], gt[0]))
 
 
@@ -118,22 +132,41 @@ def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, prici
     )
 
 
-def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any]) -> Any:
-    """:func:`generation`'s seconds (arrays work) from the decode step at the concurrency
-    (``step_s``), the step at the tail concurrency (``tail_step_s``), the concurrency ``b`` the
-    bulk divides by, and the candidates' ``replicas``, ``prefill_s`` and ``speculative``. It
-    grows with either step and shrinks with ``b``, so bounds on them bound it."""
+def _seconds(
+    r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any], load: tuple[float, float]
+) -> Any:
+    """What :func:`generation` and :func:`environment` make of a configuration (arrays work): its
+    generation seconds from the decode step at the concurrency (``step_s``), the step at the tail
+    concurrency (``tail_step_s``), the concurrency ``b`` the bulk divides by, and the candidates'
+    ``replicas``, ``prefill_s`` and ``speculative``; or the sandboxes' bound where longer
+    (``load``, :func:`sandbox_load`: a slower decode holds each sandbox longer), which a step
+    waits for as environment time. It grows with either step and shrinks with ``b``, so bounds
+    on them bound it."""
+    import numpy as np
+
     v_bulk, v_tail = at["speculative"] / at["step_s"], at["speculative"] / at["tail_step_s"]
     prefill = nums.generated * at["prefill_s"] / at["replicas"]
     slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s
     bulk = nums.generated * slot_s / (at["replicas"] * at["b"]) + prefill
     if asynchronous:
-        return bulk * (1 + r.async_waste)
-    drained = bulk + (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
-    import numpy as np
+        seconds = bulk * (1 + r.async_waste)
+    else:
+        drained = bulk + (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
+        wait = queued_start_s(nums.generated, at["replicas"] * at["b"], slot_s)
+        longest = wait + nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s
+        seconds = np.maximum(drained, longest)
+    share, fixed = load
+    return np.maximum(seconds, share * (nums.mean_response_tokens / v_bulk + fixed)) if share > 0 else seconds
 
-    wait = queued_start_s(nums.generated, at["replicas"] * at["b"], slot_s)
-    return np.maximum(drained, wait + nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s)
+
+def sandbox_load(nums: RlNumbers, host: HostCpus, total_gpus: int) -> tuple[float, float]:
+    """(a, c): the sandboxes' bound on a step's rollouts is a x (mean response / decode speed + c)
+    seconds: every trajectory holds its cores for its decode, tool waits, start and verification,
+    on the host cores of ``total_gpus`` GPUs ((0, 0) where trajectories need no sandbox)."""
+    if nums.sandbox_cores <= 0:
+        return 0.0, 0.0
+    share = nums.generated * nums.sandbox_cores / (host.cores_per_gpu * total_gpus)
+    return share, nums.turns * nums.tool_s + nums.boot_s + nums.verify_s / host.core_speed
 
 
 def queued_start_s(rollouts: Any, slots: Any, slot_s: Any) -> Any:
@@ -147,11 +180,19 @@ def queued_start_s(rollouts: Any, slots: Any, slot_s: Any) -> Any:
 
 
 def fastest(
-    r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, group: int | None = None
+    r: Rollouts,
+    nums: RlNumbers,
+    gen_gpus: int,
+    asynchronous: bool,
+    group: int | None = None,
+    load: tuple[float, float] = NO_LOAD,
 ) -> tuple[tuple[int, int, float] | None, dict[int, float]]:
     """The candidate configuration and the concurrency per replica (any whole number up to what
     its KV cache holds and the rollouts fill) that make :func:`generation` soonest on
-    ``gen_gpus`` GPUs, with those seconds (None where no replica fits), among the candidates of
+    ``gen_gpus`` GPUs, or the sandboxes' bound where that is longer (``load``: a faster
+    generation at more sequences decodes each slower and holds its sandbox longer; a code review
+    found the soonest generation's stall lengthening an MI300X step 1,158.6 -> 1,287.1 s), with
+    those seconds (None where no replica fits), among the candidates of
     ``group`` of ``sync_groups`` (None: all); and for each group that fits, a floor under its
     soonest seconds. Fewer sequences per replica decode each faster: a latency-bound step can
     gain more from that than it loses.
@@ -194,11 +235,11 @@ def fastest(
     hi = np.minimum(np.append(ladder[1:] - 1, cap.max()), cap[:, None])
     runs = lo <= cap[:, None]
     lowest_tail, highest_tail = steps[:, below(tail(ladder))], steps[:, above(tail(ladder))]
-    lower = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=lowest_tail, b=hi))
-    upper = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=highest_tail, b=lo))
+    lower = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=lowest_tail, b=hi), load)
+    upper = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=highest_tail, b=lo), load)
     top = cap[:, None]
     top_steps = dict(step_s=steps[rows, above(top)], tail_step_s=steps[rows, above(tail(top))], b=top)
-    at_cap = _seconds(r, nums, asynchronous, per | top_steps)
+    at_cap = _seconds(r, nums, asynchronous, per | top_steps, load)
     floors: dict[int, float] = {}
     if group is None:  # each group's floor: its lowest lower bound
         floor = np.full(int(groups.max()) + 1, np.inf)
@@ -215,7 +256,7 @@ def fastest(
     at = {name: v[k, 0] for name, v in per.items()} | dict(
         step_s=both[: b.size], tail_step_s=both[b.size :], b=b
     )
-    seconds = _seconds(r, nums, asynchronous, at)
+    seconds = _seconds(r, nums, asynchronous, at, load)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
     return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
 
@@ -337,17 +378,12 @@ def environment(
     nums: RlNumbers, host: HostCpus, gen: Generation, total_gpus: int, asynchronous: bool
 ) -> Environment:
     """Sandboxes hold cores for a whole trajectory; too few cores stretch generation."""
-    verify = nums.verify_s / host.core_speed
-    cores_avail = host.cores_per_gpu * total_gpus
-    traj_s = nums.mean_response_tokens / gen.decode_tokens_per_s_per_user + nums.turns * nums.tool_s
-    traj_s += nums.boot_s + verify
-    env_bound_s = (
-        nums.generated * nums.sandbox_cores * traj_s / cores_avail if nums.sandbox_cores > 0 else 0.0
-    )
+    share, fixed = sandbox_load(nums, host, total_gpus)
+    env_bound_s = share * (nums.mean_response_tokens / gen.decode_tokens_per_s_per_user + fixed)
     stall = max(0.0, env_bound_s - gen.seconds)
     return Environment(
         exposed_s=stall + exposed_floor(nums, host, asynchronous),
         cores_needed=nums.sandbox_cores * gen.live_sequences,
-        cores_available=cores_avail,
+        cores_available=host.cores_per_gpu * total_gpus,
         env_bound=stall > 0,
     )
