@@ -845,3 +845,39 @@ def test_the_rollout_choice_weighs_the_sandboxes_bound(catalog, gen_gpus):
     assert found == pytest.approx(seconds.min(), rel=1e-12)
     # the soonest generation is not the soonest rollout: its sandboxes stall it
     assert seconds[np.argmin(gen)] > seconds.min() * 1.01
+
+
+def test_generation_gpus_no_replica_holds_are_warned():
+    # a user review: 100 generation GPUs of 72-GPU replicas left 28 idle without a word, while 16
+    # idle trainer GPUs were warned
+    r = run_cli(
+        "rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--mode", "disaggregated",
+        "--gen-gpus", "100", "--train-gpus", "80", "-f", "json",
+    )  # fmt: skip
+    rl_ = r.json()["rl"]
+    active = rl_["replicas"] * rl_["instance_gpus"]
+    assert 4 * (100 - active) >= active
+    assert (
+        f"RL generation runs {rl_['replicas']} replica(s) of {rl_['instance_gpus']} GPUs, {active} of its 100"
+        in r.stderr
+    )
+
+
+def test_a_trajectory_just_beyond_the_bound_is_printed_beyond_it():
+    # a user review: "spans 1.0 policy updates, beyond the staleness bound of 1" (1.028)
+    r = run_cli(
+        "rl",
+        "--hardware",
+        "h100",
+        "--workload",
+        "rl-math-reasoning",
+        "--mode",
+        "async",
+        "--gpus",
+        "256",
+        "-f",
+        "json",
+    )
+    versions = r.json()["rl"]["longest_trajectory_policy_versions"]
+    assert 1 < versions < 1.05
+    assert f"spans {versions:.2f} policy updates, beyond the staleness bound of 1" in r.stderr

@@ -429,7 +429,8 @@ def _by_basis(bases: dict[str, list[str]]) -> str:
 
 
 def _rl_lines(hw: str, rl: dict) -> list[str]:
-    """An RL step's warnings: a grown split, a long trajectory beyond the staleness bound, an idle trainer."""
+    """An RL step's warnings: a grown split, idle generation GPUs, a long trajectory beyond the
+    staleness bound, an idle trainer."""
     out: list[str] = []
     if rl.get("gpus_requested"):
         out.append(
@@ -445,10 +446,20 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             f"{rl['gen_gpus']:,} GPUs: the staleness bound lets no more rollouts be in flight; the "
             "rest are idle but paid (a smaller generation pool runs the same step for less)"
         )
+    if (
+        rl.get("mode") not in ("async", "colocated")
+        and 0 < active
+        and 4 * (rl["gen_gpus"] - active) >= active
+    ):
+        out.append(
+            f"{hw}: RL generation runs {rl['replicas']:,} replica(s) of {rl['instance_gpus']:,} GPUs, "
+            f"{active:,} of its {rl['gen_gpus']:,}; the rest hold no replica and are idle but paid"
+        )
     versions = rl.get("longest_trajectory_policy_versions")
     if versions is not None and versions > (rl.get("staleness_bound") or 0):
+        digits = next(n for n in range(1, 16) if round(versions, n) > rl["staleness_bound"])
         out.append(
-            f"{hw}: the longest RL trajectory spans {versions:.1f} policy updates, beyond the "
+            f"{hw}: the longest RL trajectory spans {versions:.{digits}f} policy updates, beyond the "
             f"staleness bound of {rl['staleness_bound']}: it runs on through in-flight weight "
             "updates as a mixed-version rollout (or is aborted); a longer step or a larger bound "
             "keeps it within"
