@@ -331,47 +331,46 @@ def test_more_hbm_never_lengthens_the_frontier_rl_step(hardware, accelerator):
     assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
 
 
-def test_more_hbm_never_lengthens_a_grown_rl_step():
+def test_more_hbm_never_makes_a_grown_rl_step_dearer():
     # 2,048 GB200 cannot hold the 10T SWE step's trainer (2,048) plus a rollout replica, so the run
     # grows (grow_gpus_to_fit). It grew to the trainer plus one replica of the densest candidate,
     # whose size moved with the HBM: 155 -> 155.5 GiB went 288 -> 216 generation GPUs, the step
-    # 2,035 -> 2,374 s and $5,349 -> $6,047 (likewise at 157.5 -> 158 and 160.5 -> 161 GiB). Now
-    # the pool is whichever one-replica size (of every candidate) makes the step shortest: more
-    # HBM only adds candidates, so neither the step nor its price rises across those jumps.
+    # 2,035 -> 2,374 s and $5,349 -> $6,047 (likewise at 157.5 -> 158 and 160.5 -> 161 GiB). Then
+    # the pool was whichever one-replica size made the step shortest; now the pool of whole
+    # replicas of any candidate with the least cost per step: more HBM only adds candidates, so
+    # the cost per step never rises across those jumps (the step may, where fewer GPUs pay off).
     runs = []
     for hbm in (155, 155.5, 157.5, 158, 160.5, 161):
         runs.append(rl(load(sets=[f"accelerators.gb200.hbm_gib={hbm}"]), "blackwell", "rl-swe-agent-10t").rl)
     for r in runs:
         assert r.gpus_requested == 2048 and r.gpus == r.gen_gpus + r.train_gpus
-        assert r.train_gpus == r.trainer_memory.min_train_gpus == 2048
-    steps, usd = [r.step_seconds for r in runs], [r.usd_per_step for r in runs]
-    assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
+        assert r.train_gpus == r.trainer_memory.min_train_gpus == 2048 >= r.gen_gpus
+    usd = [r.usd_per_step for r in runs]
     assert all(b <= a * (1 + 1e-12) for a, b in zip(usd, usd[1:], strict=False)), usd
-    # the candidates' replicas run from 72 to 864 GPUs; the largest pool (12 x 72) is the fastest
-    assert (runs[0].gen_gpus, runs[0].replicas, runs[0].instance_gpus) == (864, 12, 72)
-    assert runs[0].step_seconds < 2035  # the old rule's 288-GPU pool
+    assert runs[0].step_seconds < 2035  # the first rule's 288-GPU pool
 
 
-def test_a_grown_split_is_the_fastest_one_replica_pool():
-    from ipd_cli.engine.rl.step import grown_split
+def test_a_grown_split_is_the_pool_with_the_least_cost_per_step():
+    from ipd_cli.engine.rl.step import GROWN_REPLICAS, grown_split
 
-    # pools of one replica: 64 and 100 GPUs, and on 72-GPU systems the whole systems that hold
-    # them (72, 144); the trainer at its fewest (1,000). Seconds by hand: 72 and 144 tie at 5 s
-    # (the fewer GPUs win), 64 and 100 take longer.
-    times = {64: 9.0, 72: 5.0, 100: 6.0, 144: 5.0}
-    seen = []
-
+    # replicas of 64 and 100 GPUs, and on 72-GPU systems the whole systems that hold them (72,
+    # 144), in 1, 2, 3, 4, 6, 8, 12 ... of them up to the trainer's 1,000 GPUs; a step of 2,000 / g
+    # + 5 s. Cost per step (g + 1,000) x step by hand: 600 (6 x 100) 13,333; 576 (8 x 72, 4 x
+    # 144) 13,352; 512 (8 x 64) 13,406; 768 (12 x 64) 13,444: 600 wins
     def balance(gen, train):
-        seen.append((gen, train))
-        return times[gen]
+        assert train == 1000
+        return 2000 / gen + 5
 
-    assert grown_split([100, 64], 1000, balance, grain=72) == (72, 1000)
-    assert sorted(seen) == [(64, 1000), (72, 1000), (100, 1000), (144, 1000)]
-    assert grown_split([100, 64], 1000, balance) == (100, 1000)  # no systems: the replicas alone
+    assert GROWN_REPLICAS[:6] == (1, 2, 3, 4, 6, 8)
+    assert grown_split([100, 64], 1000, balance, grain=72) == (600, 1000)
+    cost = {g: (g + 1000) * balance(g, 1000) for g in (600, 576, 512, 768)}
+    assert min(cost, key=cost.get) == 600 and round(cost[600]) == 13333 and round(cost[576]) == 13352
+    # a step that does not shrink with more GPUs: one replica, the fewest GPUs
+    assert grown_split([100, 64], 1000, lambda g, t: 7.0) == (64, 1000)
 
 
 def test_a_grown_rl_run_says_what_it_runs_on():
-    # the warning's parts add up to the GPUs it names: 2,048 training + 864 generating = 2,912
+    # the warning's parts add up to the GPUs it names: 2,048 training + 1,152 generating = 3,200
     # (it said "2,336 GPUs ... training state (2,048) and one generation instance (144)", the run
     # 2 x 144)
     r = run_cli(
@@ -380,9 +379,9 @@ def test_a_grown_rl_run_says_what_it_runs_on():
     )  # fmt: skip
     assert r.code == 0, r.stderr
     assert (
-        "gb200-nvl72: RL post-training runs on 2,912 GPUs, not the workload's 2,048: 2,048 training "
-        "(the fewest that hold the training state) + 864 generating (12 x 72-GPU replicas: of the "
-        "pools the size of one rollout replica, the one with the shortest step)"
+        "gb200-nvl72: RL post-training runs on 3,200 GPUs, not the workload's 2,048: 2,048 training "
+        "(the fewest that hold the training state) + 1,152 generating (16 x 72-GPU replicas: of the "
+        "pools of whole rollout replicas up to the trainer's size, the one with the least cost per step)"
     ) in " ".join(r.stderr.split())
 
 

@@ -436,8 +436,8 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
         out.append(
             f"{hw}: RL post-training runs on {counted(rl['gpus'])}, not the workload's "
             f"{rl['gpus_requested']:,}: {rl['train_gpus']:,} training (the fewest that hold the "
-            f"training state) + {rl['gen_gpus']:,} generating ({_replicas(rl)}: of the pools the size "
-            "of one rollout replica, the one with the shortest step)"
+            f"training state) + {rl['gen_gpus']:,} generating ({_replicas(rl)}: of the pools of whole "
+            "rollout replicas up to the trainer's size, the one with the least cost per step)"
         )
     active = (rl.get("replicas") or 0) * (rl.get("instance_gpus") or 0)
     if rl.get("mode") == "async" and 0 < active < (rl.get("gen_gpus") or 0):

@@ -392,9 +392,9 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
         # grown where the request cannot hold the trainer and one replica of the densest candidate
         # (the one the split search starts from), not the smallest: a trainer beside one small
         # replica runs, but slowly (the 10T SWE step on 1,096 GB200 GPUs: 72 + 1,024 where growing
-        # to 864 + 1,024 steps faster and cheaper), so `grow_gpus_to_fit` grows it
+        # steps faster and cheaper), so `grow_gpus_to_fit` grows it
         if w.grow_gpus_to_fit and total < fewest_split_gpus(s.rollouts.gpus, mem.min_gpus):
-            # too few to split: the trainer's fewest GPUs plus one replica's pool, the fastest
+            # too few to split: the trainer's fewest GPUs plus the pool with the least cost per step
             gg, tg = grown_split(pools, mem.min_gpus, seconds, grain=s.system_gpus)
             if gg + tg > total:
                 requested = total
