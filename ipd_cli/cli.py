@@ -875,6 +875,16 @@ def sweep(
     from . import api
 
     cat = _load(catalog, sets)
+    from .catalog.plausibility import axis_warnings
+    from .engine.sweep import HARDWARE, parse_axes
+
+    try:  # a unit slip in a varied spec, as in --set: said before the searches (which may fail on it)
+        axes = [a for a in parse_axes(cat, vary) if a.path != HARDWARE]
+    except IpdError:
+        axes = []  # api.sweep reports it
+    for axis in axes:
+        for line in axis_warnings(cat, axis.path, axis.values):
+            sys.stderr.write(f"ipd: warning: {_cli_message(line, ['sweep'])}\n")
     chunks, total = api.sweep(
         cat,
         vary,
@@ -887,11 +897,6 @@ def sweep(
         progress=_progress("searched {done:,} of {total:,} systems x physics points"),
         max_rows=MAX_ROWS if chosen == "xlsx" else None,
     )
-    from .catalog.plausibility import axis_warnings
-
-    for axis in chunks.plan.numeric:  # a unit slip in a varied spec, as in --set
-        for line in axis_warnings(cat, axis.path, axis.values):
-            sys.stderr.write(f"ipd: warning: {_cli_message(line, ['sweep'])}\n")
     _warn_sweep(chunks.points, cat)
     show = _progress("swept {done:,} of {total:,} points")
     stream_rows(chunks, chosen, _ctx(), output, progress=show and (lambda done: show(done, total)))

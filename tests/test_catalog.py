@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from helpers import run_cli, write
 
 from ipd_cli import load
@@ -385,3 +388,51 @@ def test_the_stored_listing_path_imports_no_engine(fresh_cache):
     for _ in range(2):  # the first run fills the cache
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stderr.strip().splitlines()[-1] == "[]", r.stderr
+
+
+def test_a_user_table_keyed_by_name_adds_its_keys_and_keeps_the_others(tmp_path):
+    # a user review: a file adding b200 to training_share_by_accelerator dropped GB200's own 0.632
+    # (the 10T GB200 month 124,416 -> 110,592 GPUs, silently), and one placing GPUs in the
+    # blackwell serving family dropped the other families (refused, blaming a built-in stack)
+    builtin = load()
+    write(
+        tmp_path / "eff.yaml",
+        "efficiency:\n  training_share_by_accelerator:\n    b200: {value: 0.7, source: ipd-calibration}\n"
+        "serving:\n  families:\n    blackwell:\n      accelerators: [b200, gb200]\n"
+        "      default_stack: {value: trtllm, source: trtllm-perf-overview}\n",
+    )
+    cat = load_catalog([tmp_path])
+    shares = cat.efficiency.training_share_by_accelerator
+    assert shares["b200"].value == 0.7
+    assert {k: v for k, v in shares.items() if k != "b200"} == {
+        k: v for k, v in builtin.efficiency.training_share_by_accelerator.items() if k != "b200"
+    }
+    assert set(cat.serving.families) == set(builtin.serving.families)
+    assert cat.origins[("efficiency", "training_share_by_accelerator.b200")] == str(tmp_path / "eff.yaml")
+    assert cat.origins[("efficiency", "training_share_by_accelerator.gb200")] == "builtin:efficiency.yaml"
+    r = run_cli(
+        "explain", "gb200", "--workload", "pretrain-10t-moe", "--catalog", str(tmp_path), "-f", "json"
+    )
+    kept = next(i for i in r.json()["items"] if i["metric"] == "input: GEMM share kept in training")
+    assert kept["value"] == builtin.efficiency.training_share_by_accelerator["gb200"].value
+    assert kept["origin"] == "builtin:efficiency.yaml"
+
+
+def test_a_user_file_cannot_retitle_a_catalog_source(tmp_path):
+    # a user review: `sources: {N3: {title: My fake datasheet}}` re-cited GB200's built-in specs
+    write(tmp_path / "src.yaml", 'sources:\n  N3: {title: "My fake datasheet", date: 2026-11-01}\n')
+    r = run_cli("hardware", "show", "gb200", "--catalog", str(tmp_path), "-f", "json")
+    assert r.code == 2 and "sources.N3 is already defined in builtin:hardware.yaml" in r.stderr
+    scenario = tmp_path / "s.yaml"
+    body = read_yaml(Path(__file__).resolve().parents[1] / "configs" / "workloads" / "frontier-agentic.yaml")
+    body["sources"] = {"N1": {"title": "mine", "date": "2026-11-01"}}
+    write(scenario, yaml.safe_dump(body))
+    r = run_cli("compare", "gb200", "--workload", str(scenario), "-f", "json")
+    assert r.code == 2 and "sources.N1 is already a catalog source" in r.stderr
+
+
+@pytest.mark.parametrize("kv_heads", [128, 7])
+def test_kv_heads_must_divide_the_attention_heads(kv_heads):
+    # a user review: kv_heads 128 with 64 heads (serving 3,270 -> 1,192 tok/s/GPU) and 7 with 64 ran
+    r = run_cli("models", "show", "llama-3.1-70b", "--set", f"models.llama-3.1-70b.kv_heads={kv_heads}")
+    assert r.code == 2 and f"kv_heads {kv_heads} must divide attention_heads 64" in r.stderr

@@ -194,3 +194,27 @@ def test_an_economics_sweep_axis_far_outside_its_sourced_range_warns():
         "ipd: warning: --vary economics.electricity_usd_per_kwh = 50",
         "ipd: warning: --vary economics.electricity_usd_per_kwh = 150",
     ]
+
+
+def test_a_system_powered_below_its_gpus_tdp_warns():
+    # a user review: a 72-GPU rack of 1,100 W GPUs at 20 kW was accepted silently
+    r = run_cli(*SHOW[:2], "gb200", "-f", "json", "--set", "systems.gb200-nvl72.power_kw=20")
+    assert r.code == 0, r.stderr
+    tdp = load().accelerators["gb200"].tdp_w.value
+    floor = 72 * tdp / 1000  # 72 x 1,200 W = 86.4 kW
+    assert (
+        f"--set systems.gb200-nvl72.power_kw = 20 is below its accelerators' TDP alone (72 x {tdp:g} W = "
+        f"{floor:g} kW)"
+    ) in r.stderr
+    r = run_cli(*SHOW[:2], "gb200", "-f", "json", "--set", f"systems.gb200-nvl72.power_kw={floor * 1.4}")
+    assert "TDP alone" not in r.stderr
+
+
+def test_a_sweep_that_fails_still_names_the_slip_in_its_axis():
+    # a user review: a sweep that could not run at any point dropped the axis's unit-slip warning
+    r = run_cli(
+        "sweep", "--vary", "hardware=h100", "--vary", "accelerators.h100-sxm.hbm_gib=1,2",
+        "--workload", "pretrain-10t-moe", "--set", "workload.gpus=8", "--set", "workload.deadline_days=null",
+    )  # fmt: skip
+    assert r.code != 0
+    assert "--vary accelerators.h100-sxm.hbm_gib = 1 is 1/32 of the smallest built-in value" in r.stderr

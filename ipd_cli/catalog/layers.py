@@ -4,7 +4,8 @@ In a directory, every ``*.yaml`` file may hold the sections ``sources``, ``accel
 ``cpus``, ``systems``, ``models``, ``economics``, ``efficiency``, ``serving`` and ``rl``;
 each file under ``workloads/`` holds one workload, named after the file. Later layers
 override earlier ones by entry name; ``economics``, ``efficiency``, ``serving`` and ``rl``
-merge field by field. Two files of the same layer that define the same name are an error.
+merge field by field, and their tables keyed by name (:data:`KEYED`) key by key. Two files of
+the same layer that define the same name are an error.
 The result is a :class:`RawCatalog`: merged, not yet validated data with the file each
 entry came from.
 """
@@ -55,6 +56,17 @@ MERGED_SECTIONS: dict[str, type[BaseModel]] = {
 }
 
 
+# fields of the merged sections that are tables keyed by name (an accelerator, a family, a stack):
+# a later layer's table adds or replaces its keys and keeps the others (a user file that adds its
+# accelerator to training_share_by_accelerator dropped every built-in accelerator's share, and
+# one that placed it in a serving family dropped the other families: a user review); an empty
+# table (`speculative_methods: {}`) clears the earlier one
+KEYED: dict[str, tuple[str, ...]] = {
+    "efficiency": ("training_gemm_max_share_by_accelerator", "training_share_by_accelerator"),
+    "serving": ("families", "stacks", "speculative_methods"),
+}
+
+
 @dataclass
 class RawCatalog:
     """Merged, not yet validated catalog data with the file each entry came from."""
@@ -89,8 +101,22 @@ class _Layer:
             return
         if key in self.seen:
             raise InputError(f"{origin}: {section}.{name} is also defined in {self.seen[key]}; keep one")
+        if section == "sources" and key in self.raw.origins and self.raw.sections["sources"][name] != value:
+            # a source id already cited: redefined, every value citing it would read the new title
+            raise InputError(
+                f"{origin}: sources.{name} is already defined in {self.raw.origins[key]} (cited by its "
+                "values); give your source another id"
+            )
         self.seen[key] = origin
-        if key in self.raw.origins:  # an earlier directory's entry: replaced whole, not merged
+        earlier = self.raw.section(section).get(name)
+        keyed = name in KEYED.get(section, ()) and isinstance(earlier, dict) and isinstance(value, dict)
+        if keyed and value:  # an empty table ({}) clears it
+            for k in earlier:  # each earlier key keeps the file it came from
+                self.raw.origins.setdefault((section, f"{name}.{k}"), self.raw.origins[key])
+            for k in value:
+                self.raw.origins[(section, f"{name}.{k}")] = origin
+            value = {**earlier, **value}
+        elif key in self.raw.origins:  # an earlier directory's entry: replaced whole, not merged
             self.raw.replaced[key] = self.raw.origins[key]
         self.raw.section(section)[name] = value
         self.raw.origins[key] = origin

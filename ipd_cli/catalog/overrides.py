@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ipd_cli.errors import InputError, did_you_mean
 
 from .layers import ENTRY_SECTIONS, MERGED_SECTIONS
-from .plausibility import economics_warnings, override_warnings
+from .plausibility import economics_warnings, override_warnings, power_warnings
 from .schema import Source, Sourced
 from .validation import WORKLOAD_KINDS, format_validation_error, validate_entry
 
@@ -287,6 +287,13 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     # (the same entries, origins and aliases): ``ipd calibrate`` and sweeps make a copy per value
     new.resolved.update((p, r) for p, r in cat.resolved.items() if p.split(".", 1)[0] not in touched)
     lines = [*slips, *(line for e in entries for line in override_warnings(cat, new, *e))]
+    powered = {n for sec, n, _ in entries if sec == "systems"} | {
+        n
+        for n, sy in new.systems.items()
+        if any(sec == "accelerators" and e == sy.accelerator for sec, e, _ in entries)
+    }
+    if powered:
+        lines += power_warnings(new, powered)
     if lines:
         new.warnings = list(dict.fromkeys([*cat.warnings, *(f"`sets` {line}" for line in lines)]))
     return new

@@ -151,9 +151,31 @@ def entry_warnings(
     return out
 
 
+def power_warnings(cat: Catalog, only: set[str] | None = None) -> list[str]:
+    """A system whose power is below its accelerators' TDP alone (72 x 1,100 W in 20 kW: a user
+    review found it accepted, and power prices every owning cost): systems of a user file or a
+    ``--set``, or those of ``only``."""
+    out = []
+    for name, system in cat.systems.items():
+        origin = cat.origins.get(("systems", name), "")
+        acc_origin = cat.origins.get(("accelerators", system.accelerator), "")
+        mine = not _builtin(origin) or not _builtin(acc_origin)
+        if (only is not None and name not in only) or (only is None and not mine):
+            continue
+        tdp_w = float(cat.accelerators[system.accelerator].tdp_w.value)
+        floor_kw = system.accelerators * tdp_w / 1e3
+        if float(system.power_kw.value) < floor_kw:
+            out.append(
+                f"systems.{name}.power_kw = {float(system.power_kw.value):g} is below its accelerators' "
+                f"TDP alone ({system.accelerators} x {tdp_w:g} W = {floor_kw:g} kW): is it per GPU, or in "
+                "another unit?"
+            )
+    return out
+
+
 def user_file_warnings(cat: Catalog) -> list[str]:
     """The warnings of the entries user catalog files define (none for the built-in catalog)."""
-    out: list[str] = []
+    out: list[str] = list(power_warnings(cat))
     for section in CHECKED_SECTIONS:
         user = [(n, o) for (s, n), o in cat.origins.items() if s == section and not o.startswith(BUILTIN)]
         if not user:

@@ -308,6 +308,13 @@ class Model(Strict):
             raise ValueError("active_params cannot exceed total_params")
         if (self.kv_heads is None) == (self.kv_lora_rank is None):
             raise ValueError("give exactly one of kv_heads (GQA/MHA) or kv_lora_rank (MLA)")
+        if self.kv_heads is not None and self.attention_heads % self.kv_heads:
+            # each KV head serves a whole group of query heads (GQA; MHA: one each); a user review:
+            # kv_heads 128 with 64 heads tripled the KV cache, 7 with 64 ran silently
+            raise ValueError(
+                f"kv_heads {self.kv_heads} must divide attention_heads {self.attention_heads} (each KV "
+                "head serves a whole group of query heads)"
+            )
         if self.q_lora_rank is not None and self.kv_lora_rank is None:
             raise ValueError("q_lora_rank is an MLA size: give kv_lora_rank too")
         if self.qk_nope_head_dim is not None and self.kv_lora_rank is None:

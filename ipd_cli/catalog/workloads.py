@@ -77,6 +77,13 @@ def resolve_workload(
         origin = "<stdin>" if ref == "-" else ref
         body = read_workload_doc(Path(ref), text=text, label=origin)
         extra_sources = body.pop("sources", {}) or {}
+        for sid, src in extra_sources.items():  # a catalog source retitled would re-cite its values
+            known = cat.sources.get(str(sid))
+            if known is not None and isinstance(src, dict) and src.get("title") != known.title:
+                raise InputError(
+                    f"{origin}: sources.{sid} is already a catalog source ('{known.title}'); give "
+                    "yours another id"
+                )
         if fill_user_workload_sources(body):  # a what-if file without sources: its path is its origin
             extra_sources[USER_SOURCE] = user_source_entry()
         _check_file_sources(body, {**cat.sources, **extra_sources}, origin)
