@@ -212,12 +212,22 @@ def price_terms(rows: list, cat: Any) -> list[str]:
     if cat is None:
         return []
     terms: dict[str, Any] = {}
+    unstated: list[str] = []  # reserved prices of no stated term (a user catalog's, say)
     for basis, names in pricing_bases(rows).items():
         kind, _, label = basis.partition(":")
         for name in names if kind == "rental" else []:
             price = next((p for p in cat.system(name).prices if p.label == label), None)
             if price is not None and price.term_years is not None:
                 terms[name] = price.term_years
+            elif price is not None and label == "reserved":
+                unstated.append(name)
+    if unstated and terms:  # compared with contracts of a stated term: a reader cannot tell
+        return [
+            f"{', '.join(unstated)}: the reserved price names no contract term, beside "
+            + ", ".join(f"{hw} {t:g}-year" for hw, t in terms.items())
+            + "; a longer term is cheaper per hour: state it with --set "
+            "systems.NAME.prices.reserved.term_years=YEARS"
+        ]
     if len(set(terms.values())) < 2:
         return []
     named = ", ".join(f"{hw} {t:g}-year" for hw, t in terms.items())

@@ -290,3 +290,14 @@ def test_a_read_override_without_an_assumption_record_is_not_called_unread():
     key = "usd_per_million_output_tokens"
     assert r.json()["serving"][key] != base.json()["serving"][key]
     assert "not an input" not in r.stderr
+
+
+def test_a_reserved_price_of_no_stated_term_beside_a_stated_one_is_warned():
+    # a user review: a user catalog's reserved price without term_years was left out of the
+    # mixed-term check, so a 3-year GB200 rate beside it drew no warning
+    r = run_cli(
+        "compare", "gb200", "h100", "--workload", "pretrain-10t-moe", "-f", "json",
+        "--set", "systems.h100-sxm.prices.reserved.term_years=null",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    assert "h100-sxm: the reserved price names no contract term, beside gb200-nvl72 3-year" in r.stderr

@@ -138,7 +138,10 @@ def request_shape(
     if isl <= 0 or osl <= 0:
         raise InputError(f"input and output tokens must be > 0, got {isl} and {osl}")
     if isl + osl > ctx.model.max_context:
-        raise InputError(f"{ctx.mname} holds at most {ctx.model.max_context} tokens; got {isl} + {osl}")
+        raise InputError(
+            f"{ctx.mname} holds at most {ctx.model.max_context:,} tokens; a request of `input_tokens` "
+            f"{isl:,} + `output_tokens` {osl:,} does not fit: shorten it, or serve a longer-context model"
+        )
     src = ctx.origin if input_tokens is not None else ctx.vorigin
     ctx.trace.given("input tokens per request", isl, "tokens", src)
     src = ctx.origin if output_tokens is not None else ctx.vorigin
