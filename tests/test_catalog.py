@@ -436,3 +436,43 @@ def test_kv_heads_must_divide_the_attention_heads(kv_heads):
     # a user review: kv_heads 128 with 64 heads (serving 3,270 -> 1,192 tok/s/GPU) and 7 with 64 ran
     r = run_cli("models", "show", "llama-3.1-70b", "--set", f"models.llama-3.1-70b.kv_heads={kv_heads}")
     assert r.code == 2 and f"kv_heads {kv_heads} must divide attention_heads 64" in r.stderr
+
+
+def test_a_two_level_table_merges_each_level_and_every_key_names_its_file(tmp_path):
+    # a code review: b200's fp4 GEMM share alone dropped its measured bf16 (0.776) and fp8; a --set
+    # of a key under a user catalog named the user file; a spec method added by a user file made
+    # the built-in mtp's origin that file
+    builtin = load()
+    f = tmp_path / "e.yaml"
+    write(
+        f,
+        "efficiency:\n  training_gemm_max_share_by_accelerator:\n"
+        "    b200:\n      fp4: {value: 0.7, source: ipd-calibration}\n"
+        "  training_share_by_accelerator:\n    b200: {value: 0.7, source: ipd-calibration}\n"
+        "serving:\n  speculative_methods:\n    medusa:\n"
+        "      description: heads\n      draft: eagle\n      draft_layers: 1\n      source: eagle3-paper\n"
+        "      models: [llama-3.1-8b]\n      tokens_per_step: {1: {value: 1.5, source: eagle3-paper}}\n",
+    )
+    cat = load_catalog([tmp_path])
+    b200 = cat.efficiency.training_gemm_max_share_by_accelerator["b200"]
+    assert (
+        b200["fp4"].value == 0.7
+        and b200["bf16"] == builtin.efficiency.training_gemm_max_share_by_accelerator["b200"]["bf16"]
+    )
+    assert cat.origin_of("efficiency", "training_gemm_max_share_by_accelerator", "b200", "fp4") == str(f)
+    assert (
+        cat.origin_of("efficiency", "training_gemm_max_share_by_accelerator", "b200", "bf16")
+        == "builtin:efficiency.yaml"
+    )
+    assert cat.origin_of("serving", "speculative_methods", "mtp") == "builtin:serving-stacks.yaml"
+    assert cat.origin_of("serving", "speculative_methods", "medusa") == str(f)
+    r = run_cli(
+        "explain", "b200", "--workload", "pretrain-10t-moe", "-f", "json",
+        "--set", "efficiency.training_share_by_accelerator.b200=0.45", env={"IPD_CATALOG": str(tmp_path)},
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    kept = next(i for i in r.json()["items"] if i["metric"] == "input: GEMM share kept in training")
+    assert (kept["value"], kept["origin"]) == (
+        0.45,
+        "--set efficiency.training_share_by_accelerator.b200=0.45",
+    )

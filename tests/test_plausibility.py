@@ -203,7 +203,8 @@ def test_a_system_powered_below_its_gpus_tdp_warns():
     tdp = load().accelerators["gb200"].tdp_w.value
     floor = 72 * tdp / 1000  # 72 x 1,200 W = 86.4 kW
     assert (
-        f"--set systems.gb200-nvl72.power_kw = 20 is below its accelerators' TDP alone (72 x {tdp:g} W = "
+        "with --set systems.gb200-nvl72.power_kw=20: systems.gb200-nvl72.power_kw = 20 is below its "
+        f"accelerators' TDP alone (72 x {tdp:g} W = "
         f"{floor:g} kW)"
     ) in r.stderr
     r = run_cli(*SHOW[:2], "gb200", "-f", "json", "--set", f"systems.gb200-nvl72.power_kw={floor * 1.4}")
@@ -218,3 +219,17 @@ def test_a_sweep_that_fails_still_names_the_slip_in_its_axis():
     )  # fmt: skip
     assert r.code != 0
     assert "--vary accelerators.h100-sxm.hbm_gib = 1 is 1/32 of the smallest built-in value" in r.stderr
+
+
+def test_power_below_tdp_warns_from_an_accelerator_set_and_a_sweep_axis():
+    # a code review: a TDP --set named a power --set never given; a power axis did not warn
+    r = run_cli(*SHOW[:2], "gb200", "-f", "json", "--set", "accelerators.gb200.tdp_w=2000")
+    assert "with --set accelerators.gb200.tdp_w=2000: systems.gb200-nvl72.power_kw = " in r.stderr
+    s = run_cli(
+        "sweep", "--vary", "hardware=gb200", "--vary", "systems.gb200-nvl72.power_kw=10,30",
+        "--workload", "pretrain-10t-moe",
+    )  # fmt: skip
+    assert (
+        s.code == 0
+        and "at --vary systems.gb200-nvl72.power_kw=10: systems.gb200-nvl72.power_kw = 10" in s.stderr
+    )

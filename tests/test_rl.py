@@ -880,3 +880,11 @@ def test_a_trajectory_just_beyond_the_bound_is_printed_beyond_it():
     versions = r.json()["rl"]["longest_trajectory_policy_versions"]
     assert 1 < versions < 1.05
     assert f"spans {versions:.2f} policy updates, beyond the staleness bound of 1" in r.stderr
+
+
+def test_a_trajectory_a_rounding_past_the_bound_does_not_break_the_warning():
+    # a code review: 2.0000000000000004 against a bound of 2 raised StopIteration finding its digits
+    from ipd_cli.render.views import _rl_lines
+
+    [line] = _rl_lines("h", {"longest_trajectory_policy_versions": 2.0000000000000004, "staleness_bound": 2})
+    assert "spans 2.000000000000000 policy updates, beyond the staleness bound of 2" in line

@@ -109,6 +109,15 @@ class Catalog:
     def origin(self, section: str, name: str) -> str:
         return self.origins.get((section, self.canonical(section, name)), "<command line>")
 
+    def origin_of(self, section: str, *keys: str) -> str:
+        """The file a value of a merged section came from: the most specific key of a table merged
+        key by key (``origin_of("serving", "stacks", "sglang")``), else its field's."""
+        for n in range(len(keys), 1, -1):
+            found = self.origins.get((section, ".".join(keys[:n])))
+            if found is not None:
+                return found
+        return self.origin(section, keys[0])
+
     def with_overrides(self, sets: list[str] | list[Any]) -> Catalog:
         """A copy with ``PATH=VALUE`` overrides applied (see :mod:`ipd_cli.catalog.overrides`);
         only the entries they touch are validated again."""

@@ -61,9 +61,10 @@ MERGED_SECTIONS: dict[str, type[BaseModel]] = {
 # accelerator to training_share_by_accelerator dropped every built-in accelerator's share, and
 # one that placed it in a serving family dropped the other families: a user review); an empty
 # table (`speculative_methods: {}`) clears the earlier one
-KEYED: dict[str, tuple[str, ...]] = {
-    "efficiency": ("training_gemm_max_share_by_accelerator", "training_share_by_accelerator"),
-    "serving": ("families", "stacks", "speculative_methods"),
+# (the depth: accelerator -> precision tables merge two levels deep)
+KEYED: dict[str, dict[str, int]] = {
+    "efficiency": {"training_gemm_max_share_by_accelerator": 2, "training_share_by_accelerator": 1},
+    "serving": {"families": 1, "stacks": 1, "speculative_methods": 1},
 }
 
 
@@ -109,17 +110,34 @@ class _Layer:
             )
         self.seen[key] = origin
         earlier = self.raw.section(section).get(name)
-        keyed = name in KEYED.get(section, ()) and isinstance(earlier, dict) and isinstance(value, dict)
-        if keyed and value:  # an empty table ({}) clears it
-            for k in earlier:  # each earlier key keeps the file it came from
-                self.raw.origins.setdefault((section, f"{name}.{k}"), self.raw.origins[key])
-            for k in value:
-                self.raw.origins[(section, f"{name}.{k}")] = origin
-            value = {**earlier, **value}
+        depth = KEYED.get(section, {}).get(name, 0)
+        if depth and isinstance(earlier, dict) and isinstance(value, dict) and value:  # {} clears
+            value = self._merged(section, name, earlier, value, origin, depth, self.raw.origins[key])
         elif key in self.raw.origins:  # an earlier directory's entry: replaced whole, not merged
             self.raw.replaced[key] = self.raw.origins[key]
         self.raw.section(section)[name] = value
         self.raw.origins[key] = origin
+
+    def _merged(
+        self, section: str, path: str, earlier: dict, value: dict, origin: str, depth: int, was: str
+    ) -> dict:
+        """``earlier`` with ``value``'s keys, ``depth`` levels deep; each key keeps the file it came
+        from (``origins[(section, "path.key")]``)."""
+        out = dict(earlier)
+        for k in earlier:
+            was_k = self.raw.origins.setdefault((section, f"{path}.{k}"), was)
+            if depth > 1 and isinstance(earlier[k], dict):
+                for k2 in earlier[k]:
+                    self.raw.origins.setdefault((section, f"{path}.{k}.{k2}"), was_k)
+        for k, v in value.items():
+            if depth > 1 and isinstance(v, dict) and isinstance(earlier.get(k), dict):
+                out[k] = self._merged(section, f"{path}.{k}", earlier[k], v, origin, depth - 1, was)
+            else:
+                out[k] = v
+                for k2 in v if depth > 1 and isinstance(v, dict) else ():
+                    self.raw.origins[(section, f"{path}.{k}.{k2}")] = origin
+            self.raw.origins[(section, f"{path}.{k}")] = origin
+        return out
 
     def _same_source(self, name: str, value: Any, origin: str) -> None:
         """A source id two files of a layer define (each workload file citing it carries it): the

@@ -260,14 +260,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         if len(keys) < 2:
             raise InputError(f"`sets` {o.path}: name a field, e.g. {section}.{_fields(cls)[0]}=VALUE")
         if section in MERGED_SECTIONS:
-            body = _dump(merged[section])
-            _assign(body, keys[1:], o.value, section, cls)
-            origins[(section, keys[1])] = f"--set {o.text}"
-            merged[section] = _validate_section(cls, body, section, o)
-            if section == "economics" and keys[2:] in ([], ["value"]):
-                value = getattr(merged[section], keys[1], None)
-                if isinstance(value, Sourced):
-                    slips.extend(economics_warnings(cat, keys[1], [float(value.value)]))
+            merged[section] = _set_merged(cat, merged[section], cls, o, origins, slips)
             continue
         if len(keys) < 3:
             raise InputError(f"`sets` {o.path}: expected {section}.NAME.FIELD=VALUE")
@@ -286,17 +279,47 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     # what the engine already read from the sections no override touches is the same in the copy
     # (the same entries, origins and aliases): ``ipd calibrate`` and sweeps make a copy per value
     new.resolved.update((p, r) for p, r in cat.resolved.items() if p.split(".", 1)[0] not in touched)
-    lines = [*slips, *(line for e in entries for line in override_warnings(cat, new, *e))]
-    powered = {n for sec, n, _ in entries if sec == "systems"} | {
-        n
-        for n, sy in new.systems.items()
-        if any(sec == "accelerators" and e == sy.accelerator for sec, e, _ in entries)
-    }
-    if powered:
-        lines += power_warnings(new, powered)
+    lines = _warnings(cat, new, entries, slips, parsed)
     if lines:
-        new.warnings = list(dict.fromkeys([*cat.warnings, *(f"`sets` {line}" for line in lines)]))
+        new.warnings = list(dict.fromkeys([*cat.warnings, *lines]))
     return new
+
+
+def _set_merged(cat: Catalog, current: Any, cls: Any, o: Override, origins: dict, slips: list[str]) -> Any:
+    """A merged section with override ``o`` applied and validated; its origins (a key of a table
+    merged key by key has its own) and an economics value's unit-slip warning (into ``slips``)."""
+    keys = o.path.split(".")
+    section = keys[0]
+    body = _dump(current)
+    _assign(body, keys[1:], o.value, section, cls)
+    origins[(section, keys[1])] = f"--set {o.text}"
+    for n in range(3, min(len(keys), 4) + 1):
+        if (section, ".".join(keys[1:n])) in origins:
+            origins[(section, ".".join(keys[1:n]))] = f"--set {o.text}"
+    out = _validate_section(cls, body, section, o)
+    if section == "economics" and keys[2:] in ([], ["value"]):
+        value = getattr(out, keys[1], None)
+        if isinstance(value, Sourced):
+            slips.extend(economics_warnings(cat, keys[1], [float(value.value)]))
+    return out
+
+
+def _warnings(
+    cat: Catalog, new: Catalog, entries: list[tuple[str, str, list[str]]], slips: list[str], parsed: list
+) -> list[str]:
+    """The unit-slip warnings of the overrides (``slips``: the economics ones), and a system left
+    powered below its GPUs' TDP by a system's or an accelerator's ``--set``."""
+    lines = [
+        f"`sets` {line}"
+        for line in [*slips, *(ln for e in entries for ln in override_warnings(cat, new, *e))]
+    ]
+    touched = {n for sec, n, _ in entries if sec == "accelerators"}
+    powered = {n for sec, n, _ in entries if sec == "systems"}
+    powered |= {n for n, sy in new.systems.items() if sy.accelerator in touched}
+    if powered:  # named as the catalog holds it: the --set may be an accelerator's TDP
+        given = ", ".join(o.text for o in parsed)
+        lines += [f"with `sets` {given}: {line}" for line in power_warnings(new, powered)]
+    return lines
 
 
 def _library_label(label: str) -> str:

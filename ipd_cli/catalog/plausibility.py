@@ -151,6 +151,16 @@ def entry_warnings(
     return out
 
 
+def _power_line(name: str, power_kw: float, gpus: int, tdp_w: float) -> str | None:
+    floor_kw = gpus * tdp_w / 1e3
+    if power_kw >= floor_kw:
+        return None
+    return (
+        f"systems.{name}.power_kw = {power_kw:g} is below its accelerators' TDP alone ({gpus} x "
+        f"{tdp_w:g} W = {floor_kw:g} kW): is it per GPU, or in another unit?"
+    )
+
+
 def power_warnings(cat: Catalog, only: set[str] | None = None) -> list[str]:
     """A system whose power is below its accelerators' TDP alone (72 x 1,100 W in 20 kW: a user
     review found it accepted, and power prices every owning cost): systems of a user file or a
@@ -163,13 +173,9 @@ def power_warnings(cat: Catalog, only: set[str] | None = None) -> list[str]:
         if (only is not None and name not in only) or (only is None and not mine):
             continue
         tdp_w = float(cat.accelerators[system.accelerator].tdp_w.value)
-        floor_kw = system.accelerators * tdp_w / 1e3
-        if float(system.power_kw.value) < floor_kw:
-            out.append(
-                f"systems.{name}.power_kw = {float(system.power_kw.value):g} is below its accelerators' "
-                f"TDP alone ({system.accelerators} x {tdp_w:g} W = {floor_kw:g} kW): is it per GPU, or in "
-                "another unit?"
-            )
+        line = _power_line(name, float(system.power_kw.value), system.accelerators, tdp_w)
+        if line is not None:
+            out.append(line)
     return out
 
 
@@ -209,6 +215,7 @@ def axis_warnings(cat: Catalog, path: str, values: Any) -> list[str]:
         return economics_warnings(cat, parts[1], sorted(ends), prefix="`vary` ")
     if len(parts) < 3 or parts[0] not in CHECKED_SECTIONS:
         return []
+    power = _axis_power(cat, parts, sorted(ends))
     section, name = parts[0], parts[1]
     entry = getattr(cat, section).get(name)
     if entry is None:
@@ -220,7 +227,7 @@ def axis_warnings(cat: Catalog, path: str, values: Any) -> list[str]:
     key, unit = keyed[only]
     span = builtin_spans(cat, section).get(key)
     lines = [check(v, span, f"{section}.{name}.{only}", unit) for v in sorted(ends)]
-    return [f"`vary` {line}" for line in lines if line is not None]
+    return [f"`vary` {line}" for line in lines if line is not None] + power
 
 
 def economics_warnings(cat: Catalog, field: str, values: list[float], prefix: str = "") -> list[str]:
@@ -244,4 +251,22 @@ def economics_warnings(cat: Catalog, field: str, values: list[float], prefix: st
             continue
         fix = _fix(value, (lo, hi), unit, ECONOMICS_UNITS)
         out.append(f"{prefix}economics.{field} = {value:g} is {where} ({lo:g} to {hi:g}){fix}")
+    return out
+
+
+def _axis_power(cat: Catalog, parts: list[str], values: list[float]) -> list[str]:
+    """:func:`power_warnings` of a sweep axis over a system's power or an accelerator's TDP."""
+    field = parts[2] if len(parts) > 2 else ""
+    out: list[str] = []
+    for value in values:
+        for name, system in cat.systems.items():
+            acc = cat.accelerators[system.accelerator]
+            if parts[0] == "systems" and field == "power_kw" and cat.canonical("systems", parts[1]) == name:
+                line = _power_line(name, value, system.accelerators, float(acc.tdp_w.value))
+            elif parts[0] == "accelerators" and field == "tdp_w" and system.accelerator == parts[1]:
+                line = _power_line(name, float(system.power_kw.value), system.accelerators, value)
+            else:
+                continue
+            if line is not None:
+                out.append(f"at `vary` {'.'.join(parts[:3])}={value:g}: {line}")
     return out

@@ -57,9 +57,7 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
         origin = cat.origin(section, name)
     elif section in MERGED_SECTIONS and len(keys) >= 2:
         node, rest = getattr(cat, section), keys[1:]
-        # a key of a table merged key by key (layers.KEYED) has the file it came from
-        keyed = cat.origins.get((section, ".".join(keys[1:3]))) if len(keys) >= 3 else None
-        origin = keyed or cat.origin(section, keys[1])
+        origin = cat.origin_of(section, *keys[1:4])  # a key of a table merged key by key: its own
     else:
         raise KeyError(f"not a catalog input path: {path}")
     entry = node

@@ -457,7 +457,7 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
         )
     versions = rl.get("longest_trajectory_policy_versions")
     if versions is not None and versions > (rl.get("staleness_bound") or 0):
-        digits = next(n for n in range(1, 16) if round(versions, n) > rl["staleness_bound"])
+        digits = next((n for n in range(1, 16) if round(versions, n) > rl["staleness_bound"]), 15)
         out.append(
             f"{hw}: the longest RL trajectory spans {versions:.{digits}f} policy updates, beyond the "
             f"staleness bound of {rl['staleness_bound']}: it runs on through in-flight weight "

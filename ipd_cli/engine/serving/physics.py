@@ -370,7 +370,7 @@ def _speculation(ctx: ServingContext, precision: str, pin) -> dict:
                 f"`speculative` {pin}: {name} acceptance is measured up to {deepest} draft tokens per step"
             )
         depths = (pin,)
-    src = ctx.cat.origin("serving", "speculative_methods")
+    src = ctx.cat.origin_of("serving", "speculative_methods", name)
     listed = ctx.mname in m.models
     note = None if listed else f"no draft published for {ctx.mname}: the default method (an estimate)"
     ctx.trace.given("speculative decoding method", name, "", src, note=note, estimate=note is not None)
@@ -382,18 +382,18 @@ def _speculation(ctx: ServingContext, precision: str, pin) -> dict:
     return (
         off
         | {"spec_method": name, "spec_depths": depths, "spec_tokens": tuple(tokens)}
-        | _draft(ctx, m, precision)
+        | _draft(ctx, m, precision, name)
     )
 
 
-def _draft(ctx: ServingContext, m, precision: str) -> dict:
+def _draft(ctx: ServingContext, m, precision: str, name: str) -> dict:
     """Bytes and FLOPs one draft token costs: ``draft_layers`` layers and the output head. An MTP
     layer has the target's shape (its routed experts are streamed like the target's); an EAGLE
     layer is dense, the target's active parameters per layer."""
     arch, quiet = ctx.model, ctx.inp.quiet()  # read already (model terms): not recorded twice
     bpw = quiet.read(f"serving.bytes_per_weight.{precision}")
     active = quiet.read(f"models.{ctx.mname}.active_params")
-    src = ctx.cat.origin("serving", "speculative_methods")
+    src = ctx.cat.origin_of("serving", "speculative_methods", name)
     ctx.trace.given("draft layers per draft token", m.draft_layers, "layers", src)
     head = arch.vocab_size * arch.hidden_size
     dense_b, expert_b, _ = weight_split(arch, bpw)

@@ -54,7 +54,7 @@ def resolve(ctx: ServingContext, stack: str | None) -> Stack:
     """The stack to serve with (asked for, or the family's default) and its profile chain."""
     sv = ctx.cat.serving
     family = family_of(ctx)
-    src = ctx.cat.origin("serving", "stacks")
+    src = ctx.cat.origin_of("serving", "stacks", stack or "")
     if stack is None:
         if family is None:
             ctx.trace.given(
@@ -156,7 +156,7 @@ def _setting(ctx: ServingContext, stack: Stack, label: str, field: str, shown=la
     _, _, prof, lent = found
     choice = getattr(prof, field)
     note = "; ".join(n for n in (choice.note, lent) if n) or None
-    origin = ctx.cat.origin("serving", "stacks")
+    origin = ctx.cat.origin_of("serving", "stacks", stack.name)
     ctx.trace.given(
         label, shown(choice.value), "", origin, note=note, source=choice.source, estimate=lent is not None
     )
@@ -182,5 +182,5 @@ def two_batch_overlap(ctx: ServingContext, stack: Stack) -> bool:
     if value is not None:
         return bool(value)
     note = f"{stack.name} on {stack.family}: no source says it overlaps a prompt's all-to-all"
-    ctx.trace.given(label, "no", "", ctx.cat.origin("serving", "stacks"), note=note)
+    ctx.trace.given(label, "no", "", ctx.cat.origin_of("serving", "stacks", stack.name), note=note)
     return False
