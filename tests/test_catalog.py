@@ -476,3 +476,26 @@ def test_a_two_level_table_merges_each_level_and_every_key_names_its_file(tmp_pa
         0.45,
         "--set efficiency.training_share_by_accelerator.b200=0.45",
     )
+
+
+def test_a_set_of_one_key_leaves_the_other_keys_origins():
+    # a code review: --set ...training_share_by_accelerator.gb200 relabelled GB300's built-in 0.823,
+    # and a --set of SGLang's description relabelled TensorRT-LLM's values and the default stack
+    r = run_cli(
+        "explain", "gb300", "--workload", "pretrain-10t-moe", "-f", "json",
+        "--set", "efficiency.training_share_by_accelerator.gb200=0.45",
+    )  # fmt: skip
+    kept = next(i for i in r.json()["items"] if i["metric"] == "input: GEMM share kept in training")
+    assert kept["origin"] == "builtin:efficiency.yaml"
+    r = run_cli(
+        "explain", "b200", "--workload", "open-model-agent", "-f", "json",
+        "--set", "serving.stacks.sglang.description=x",
+    )  # fmt: skip
+    items = {i["metric"]: i for i in r.json()["items"]}
+    assert items["input: serving stack"]["origin"] == "builtin:serving-stacks.yaml"
+    assert items["input: per-step overhead per layer"]["origin"] == "builtin:serving-stacks.yaml"
+
+
+def test_an_empty_entry_of_a_two_level_table_clears_it(tmp_path):
+    write(tmp_path / "e.yaml", "efficiency:\n  training_gemm_max_share_by_accelerator: {b200: {}}\n")
+    assert load_catalog([tmp_path]).efficiency.training_gemm_max_share_by_accelerator["b200"] == {}

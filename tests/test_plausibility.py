@@ -233,3 +233,17 @@ def test_power_below_tdp_warns_from_an_accelerator_set_and_a_sweep_axis():
         s.code == 0
         and "at --vary systems.gb200-nvl72.power_kw=10: systems.gb200-nvl72.power_kw = 10" in s.stderr
     )
+
+
+def test_power_below_tdp_names_only_the_set_that_touches_it(tmp_path):
+    # a code review: a capex --set repeated a user file's power warning, and a TDP warning named
+    # an unrelated system's --set
+    r = run_cli(
+        *SHOW[:2], "h100", "-f", "json", "--set", "accelerators.h100-sxm.tdp_w=2000",
+        "--set", "systems.h200.power_kw=20", "--set", "systems.h100-sxm.capex_usd=300000",
+    )  # fmt: skip
+    [line] = [ln for ln in warnings(r.stderr) if "TDP alone" in ln]
+    assert line.startswith(
+        "ipd: warning: with --set accelerators.h100-sxm.tdp_w=2000: systems.h100-sxm.power_kw"
+    )
+    assert "systems.h200" not in line and "capex" not in line

@@ -130,7 +130,7 @@ class _Layer:
                 for k2 in earlier[k]:
                     self.raw.origins.setdefault((section, f"{path}.{k}.{k2}"), was_k)
         for k, v in value.items():
-            if depth > 1 and isinstance(v, dict) and isinstance(earlier.get(k), dict):
+            if depth > 1 and isinstance(v, dict) and v and isinstance(earlier.get(k), dict):  # {} clears
                 out[k] = self._merged(section, f"{path}.{k}", earlier[k], v, origin, depth - 1, was)
             else:
                 out[k] = v

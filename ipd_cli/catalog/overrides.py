@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipd_cli.errors import InputError, did_you_mean
 
-from .layers import ENTRY_SECTIONS, MERGED_SECTIONS
+from .layers import ENTRY_SECTIONS, KEYED, MERGED_SECTIONS
 from .plausibility import economics_warnings, override_warnings, power_warnings
 from .schema import Source, Sourced
 from .validation import WORKLOAD_KINDS, format_validation_error, validate_entry
@@ -235,6 +235,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     if not parsed:
         return cat
     entries: list[tuple[str, str, list[str]]] = []  # (section, name, fields) of each entry --set
+    given: list[str] = []  # and its text
     sections: dict[str, Any] = {name: dict(getattr(cat, name)) for name in ENTRY_SECTIONS}
     merged: dict[str, Any] = {name: getattr(cat, name) for name in MERGED_SECTIONS}
     origins = dict(cat.origins)
@@ -274,12 +275,13 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         where = _library_label(origins[(section, name)])  # the library's message names the parameter
         sections[section][name] = validate_entry(cls, body, f"{where}: {section}.{name}")
         entries.append((section, name, fields))
+        given.append(o.text)
     new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
     finish(new)
     # what the engine already read from the sections no override touches is the same in the copy
     # (the same entries, origins and aliases): ``ipd calibrate`` and sweeps make a copy per value
     new.resolved.update((p, r) for p, r in cat.resolved.items() if p.split(".", 1)[0] not in touched)
-    lines = _warnings(cat, new, entries, slips, parsed)
+    lines = _warnings(cat, new, entries, slips, given)
     if lines:
         new.warnings = list(dict.fromkeys([*cat.warnings, *lines]))
     return new
@@ -292,10 +294,17 @@ def _set_merged(cat: Catalog, current: Any, cls: Any, o: Override, origins: dict
     section = keys[0]
     body = _dump(current)
     _assign(body, keys[1:], o.value, section, cls)
-    origins[(section, keys[1])] = f"--set {o.text}"
-    for n in range(3, min(len(keys), 4) + 1):
-        if (section, ".".join(keys[1:n])) in origins:
+    depth = KEYED.get(section, {}).get(keys[1], 0)
+    if depth and len(keys) > 2:  # one key of a table merged key by key: the others keep their files
+        was = origins.get((section, keys[1]), "")
+        for k, v in (getattr(current, keys[1], None) or {}).items():
+            was_k = origins.setdefault((section, f"{keys[1]}.{k}"), was)
+            for k2 in v if depth > 1 and isinstance(v, dict) else ():
+                origins.setdefault((section, f"{keys[1]}.{k}.{k2}"), was_k)
+        for n in range(3, min(len(keys), 2 + depth) + 1):
             origins[(section, ".".join(keys[1:n]))] = f"--set {o.text}"
+    else:
+        origins[(section, keys[1])] = f"--set {o.text}"
     out = _validate_section(cls, body, section, o)
     if section == "economics" and keys[2:] in ([], ["value"]):
         value = getattr(out, keys[1], None)
@@ -305,7 +314,7 @@ def _set_merged(cat: Catalog, current: Any, cls: Any, o: Override, origins: dict
 
 
 def _warnings(
-    cat: Catalog, new: Catalog, entries: list[tuple[str, str, list[str]]], slips: list[str], parsed: list
+    cat: Catalog, new: Catalog, entries: list[tuple[str, str, list[str]]], slips: list[str], given: list[str]
 ) -> list[str]:
     """The unit-slip warnings of the overrides (``slips``: the economics ones), and a system left
     powered below its GPUs' TDP by a system's or an accelerator's ``--set``."""
@@ -313,12 +322,20 @@ def _warnings(
         f"`sets` {line}"
         for line in [*slips, *(ln for e in entries for ln in override_warnings(cat, new, *e))]
     ]
-    touched = {n for sec, n, _ in entries if sec == "accelerators"}
-    powered = {n for sec, n, _ in entries if sec == "systems"}
-    powered |= {n for n, sy in new.systems.items() if sy.accelerator in touched}
-    if powered:  # named as the catalog holds it: the --set may be an accelerator's TDP
-        given = ", ".join(o.text for o in parsed)
-        lines += [f"with `sets` {given}: {line}" for line in power_warnings(new, powered)]
+    # a system's power, GPU count or accelerator, or its accelerator's TDP, given: its power is
+    # checked again, naming the --set(s) that touch it (once: a user file's line is said already)
+    tdp = {n for sec, n, f in entries if sec == "accelerators" and f[:1] == ["tdp_w"]}
+    power = {"power_kw", "accelerators", "accelerator"}
+    for name, system in new.systems.items():
+        why = [
+            text
+            for text, (sec, n, f) in zip(given, entries, strict=True)
+            if (sec == "systems" and n == name and f[:1] and f[0] in power)
+            or (sec == "accelerators" and n == system.accelerator and n in tdp)
+        ]
+        for line in power_warnings(new, {name}) if why else []:
+            if line not in cat.warnings:
+                lines.append(f"with `sets` {', '.join(why)}: {line}")
     return lines
 
 

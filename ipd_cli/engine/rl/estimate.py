@@ -407,6 +407,8 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
                 raise InfeasibleError(f"{s.where}: {e}") from None
     if searched:  # the split search chose them, not the workload or the command line
         origin, note = "split search", "the generation / training split with the shortest step"
+        if requested is not None:  # grown: the trainer's fewest GPUs and the cheapest pool
+            note = "the trainer's fewest GPUs plus the generation pool with the least cost per step"
     s.inp.given("generation GPUs", gg, "GPUs", origin, note=note, path="workload.gen_gpus")
     s.inp.given("training GPUs", tg, "GPUs", origin, note=note, path="workload.train_gpus")
     return gg, tg, requested

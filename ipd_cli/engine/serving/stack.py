@@ -54,7 +54,12 @@ def resolve(ctx: ServingContext, stack: str | None) -> Stack:
     """The stack to serve with (asked for, or the family's default) and its profile chain."""
     sv = ctx.cat.serving
     family = family_of(ctx)
-    src = ctx.cat.origin_of("serving", "stacks", stack or "")
+    # a stack asked for: its entry's file; the family's default: the family's (the catalog's origin)
+    src = (
+        ctx.cat.origin_of("serving", "stacks", stack)
+        if stack
+        else ctx.cat.origin_of("serving", "families", family or "")
+    )
     if stack is None:
         if family is None:
             ctx.trace.given(
@@ -153,10 +158,10 @@ def _setting(ctx: ServingContext, stack: Stack, label: str, field: str, shown=la
     found = first_setting(stack, field)
     if found is None:
         return None
-    _, _, prof, lent = found
+    lender, _, prof, lent = found
     choice = getattr(prof, field)
     note = "; ".join(n for n in (choice.note, lent) if n) or None
-    origin = ctx.cat.origin_of("serving", "stacks", stack.name)
+    origin = ctx.cat.origin_of("serving", "stacks", lender)  # the stack whose profile sets it
     ctx.trace.given(
         label, shown(choice.value), "", origin, note=note, source=choice.source, estimate=lent is not None
     )
