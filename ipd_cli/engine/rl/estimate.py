@@ -286,10 +286,10 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     """One step on ``gen_gpus`` + ``train_gpus`` (the same GPUs when colocated), on the rollout
     configuration and concurrency with the shortest step: the soonest rollouts (generation, or the
     sandboxes' bound where longer) of each group of configurations that take the same weight
-    update (:meth:`Rollouts.in_group`), so a faster
-    generation on replicas whose update is slower is not taken where the update costs the step
-    more (a looser staleness bound never lengthens a step). Groups whose generation alone (with
-    no environment and no update) cannot beat the best step found are not evaluated."""
+    update (:meth:`Rollouts.in_group`), so a faster generation on replicas whose update is
+    slower is not taken where the update costs the step more (a looser staleness bound never
+    lengthens a step). Groups whose rollout floor, with the environment every step exposes and no
+    update (then with their own update), cannot beat the best step found are not evaluated."""
     mode = schedule(s.w.mode, s.w.staleness_bound)
     asynchronous = mode == "async"
     total = gen_gpus if s.w.mode == "colocated" else gen_gpus + train_gpus
