@@ -160,6 +160,11 @@ def _unicode_stdout() -> bool:
     return True
 
 
+def _folded(value: str | None) -> str | None:
+    """A precision or stack name in any case (`FP8`, `TRTLLM`), as system and model names are."""
+    return value.lower() if isinstance(value, str) else value
+
+
 def _check_options(
     fmt: str,
     output: Path | None = None,
@@ -404,7 +409,7 @@ def train(
         float | None, typer.Option("--days", help="Deadline in days: size the cluster to meet it.")
     ] = None,
     precision: Annotated[
-        str, typer.Option("--precision", help="bf16, fp8 or fp4 (dense peak used).")
+        str, typer.Option("--precision", help="bf16, fp8 or fp4 (dense peak used).", callback=_folded)
     ] = "bf16",
     mfu: Annotated[
         float | None, typer.Option("--mfu", help="Pin the MFU (0-1) instead of deriving it from the plan.")
@@ -479,9 +484,11 @@ def serve(
     output_tokens: Annotated[
         int | None, typer.Option("--output-tokens", help="Generated tokens per request (OSL).", min=1)
     ] = None,
-    precision: Annotated[str | None, typer.Option("--precision", help="Weights: bf16, fp8 or fp4.")] = None,
+    precision: Annotated[
+        str | None, typer.Option("--precision", help="Weights: bf16, fp8 or fp4.", callback=_folded)
+    ] = None,
     kv_precision: Annotated[
-        str | None, typer.Option("--kv-precision", help="KV cache: bf16, fp8 or fp4.")
+        str | None, typer.Option("--kv-precision", help="KV cache: bf16, fp8 or fp4.", callback=_folded)
     ] = None,
     concurrency: Annotated[
         int | None,
@@ -553,6 +560,7 @@ def serve(
             "--stack",
             help="Serving stack whose measured efficiencies to use: trtllm, vllm, sglang, atom (default: the "
             "best published stack on the system's accelerator family).",
+            callback=_folded,
         ),
     ] = None,
     requests_per_s: Annotated[
@@ -1074,7 +1082,9 @@ def _draw(fig, output: Path | None, force: bool) -> None:
 def plot_curve(
     systems: Annotated[list[str], typer.Argument(help="Systems to draw, one curve each.")],
     model: Annotated[str, typer.Option("--model", help="Model name or alias.")],
-    precision: Annotated[str | None, typer.Option("--precision", help="bf16, fp8 or fp4.")] = None,
+    precision: Annotated[
+        str | None, typer.Option("--precision", help="bf16, fp8 or fp4.", callback=_folded)
+    ] = None,
     input_tokens: Annotated[int | None, typer.Option("--input-tokens", min=1)] = None,
     output_tokens: Annotated[int | None, typer.Option("--output-tokens", min=1)] = None,
     output: OutputOpt = None,

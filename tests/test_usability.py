@@ -629,3 +629,13 @@ def test_a_name_of_another_generation_is_not_suggested(catalog):
     # a code review: 'llama-1-70b' (no such model) was offered 'llama-3.1-70b'
     names = [*catalog.models, *catalog.aliases.get("models", {})]
     assert "llama-3.1-70b" not in did_you_mean("llama-1-70b", names)
+
+
+def test_a_precision_or_stack_in_another_case_is_taken():
+    # a code review: `--hardware H100` was taken but `--precision FP8` refused, `--stack TRTLLM`
+    # given a did-you-mean
+    r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "--precision", "FP8",
+                "--stack", "TRTLLM", "-f", "json")  # fmt: skip
+    assert r.code == 0, r.stderr
+    s = r.json()["serving"]
+    assert (s["precision"], s["stack"]) == ("fp8", "trtllm")
