@@ -283,9 +283,12 @@ def check_budget_options(max_usd: float | None, metric: str | None) -> None:
             )
 
 
-def budget_values(result: BaseModel, metric: str) -> list[tuple[str, float]]:
+def budget_values(
+    result: BaseModel, metric: str, unchecked: list[str] | None = None
+) -> list[tuple[str, float]]:
     """(label, value) of a dotted metric (e.g. pretraining.cost_usd) for each system of a result;
-    a system whose block could not be computed (null) has nothing to check."""
+    a system whose block could not be computed (null) has nothing to check (its name goes to
+    ``unchecked``)."""
     data = result.model_dump(mode="json")
     rows = data["systems"] if "systems" in data else [data]
     out = []
@@ -294,6 +297,8 @@ def budget_values(result: BaseModel, metric: str) -> list[tuple[str, float]]:
         for key in metric.split("."):
             node = node.get(key) if isinstance(node, dict) else None
         if node is None and row.get("infeasible"):
+            if unchecked is not None:
+                unchecked.append(str(row.get("hardware", "")))
             continue
         if not isinstance(node, int | float):
             raise InputError(
@@ -308,7 +313,10 @@ def check_budget(result: BaseModel, max_usd: float | None, metric: str) -> None:
     if max_usd is None:
         return
     check_budget_options(max_usd, None)
-    over = [(label, v) for label, v in budget_values(result, metric) if v > max_usd]
+    unchecked: list[str] = []
+    over = [(label, v) for label, v in budget_values(result, metric, unchecked) if v > max_usd]
+    for hw in unchecked:  # a gate that checks nothing there should not read as passed
+        sys.stderr.write(f"ipd: warning: budget gate: {hw} not checked: its {metric} cannot be computed\n")
     if over:
         detail = ", ".join(f"{label} {_over(v, max_usd)}" for label, v in over)
         raise IpdError(

@@ -639,3 +639,16 @@ def test_a_precision_or_stack_in_another_case_is_taken():
     assert r.code == 0, r.stderr
     s = r.json()["serving"]
     assert (s["precision"], s["stack"]) == ("fp8", "trtllm")
+
+
+def test_a_budget_gate_says_which_systems_it_could_not_check():
+    # a user review: a system whose block cannot be computed passed the gate without a word
+    r = run_cli(
+        "compare", "h100", "blackwell", "--workload", "rl-swe-agent-10t",
+        "--set", "workload.grow_gpus_to_fit=false", "--max-usd", "1e9", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0
+    assert (
+        "ipd: warning: budget gate: h100-sxm not checked: its rl.usd_per_step cannot be computed" in r.stderr
+    )
+    assert "budget gate: gb200-nvl72" not in r.stderr
