@@ -226,16 +226,15 @@ def price_terms(rows: list, cat: Any) -> list[str]:
                 terms[name] = price.term_years
             elif price is not None and label == "reserved":
                 unstated.append(name)
+    named = ", ".join(f"{hw} {t:g}-year" for hw, t in terms.items())
     if unstated and terms:  # compared with contracts of a stated term: a reader cannot tell
         return [
-            f"{', '.join(unstated)}: the reserved price names no contract term, beside "
-            + ", ".join(f"{hw} {t:g}-year" for hw, t in terms.items())
-            + "; a longer term is cheaper per hour: state it with --set "
+            f"{', '.join(unstated)}: the reserved price names no contract term, beside {named}; a "
+            "longer term is cheaper per hour: state it with --set "
             "systems.NAME.prices.reserved.term_years=YEARS"
         ]
     if len(set(terms.values())) < 2:
         return []
-    named = ", ".join(f"{hw} {t:g}-year" for hw, t in terms.items())
     return [
         f"the rental prices are contracts of different terms ({named}): a longer term is cheaper per "
         "hour, so the cost ratio is not like for like; price them on one term with --set "

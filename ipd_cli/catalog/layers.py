@@ -68,6 +68,15 @@ KEYED: dict[str, dict[str, int]] = {
 }
 
 
+def keep_origins(origins: dict, section: str, path: str, table: Any, was: str, depth: int) -> None:
+    """Each key of ``table`` (a :data:`KEYED` table at ``path``; ``depth`` 2: each key of its keys
+    too) keeps the file it came from, ``was`` where none is recorded yet, before some are replaced."""
+    for k, v in (table or {}).items():
+        was_k = origins.setdefault((section, f"{path}.{k}"), was)
+        for k2 in v if depth > 1 and isinstance(v, dict) else ():
+            origins.setdefault((section, f"{path}.{k}.{k2}"), was_k)
+
+
 @dataclass
 class RawCatalog:
     """Merged, not yet validated catalog data with the file each entry came from."""
@@ -124,11 +133,7 @@ class _Layer:
         """``earlier`` with ``value``'s keys, ``depth`` levels deep; each key keeps the file it came
         from (``origins[(section, "path.key")]``)."""
         out = dict(earlier)
-        for k in earlier:
-            was_k = self.raw.origins.setdefault((section, f"{path}.{k}"), was)
-            if depth > 1 and isinstance(earlier[k], dict):
-                for k2 in earlier[k]:
-                    self.raw.origins.setdefault((section, f"{path}.{k}.{k2}"), was_k)
+        keep_origins(self.raw.origins, section, path, earlier, was, depth)
         for k, v in value.items():
             if depth > 1 and isinstance(v, dict) and v and isinstance(earlier.get(k), dict):  # {} clears
                 out[k] = self._merged(section, f"{path}.{k}", earlier[k], v, origin, depth - 1, was)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipd_cli.errors import InputError, did_you_mean
 
-from .layers import ENTRY_SECTIONS, KEYED, MERGED_SECTIONS
+from .layers import ENTRY_SECTIONS, KEYED, MERGED_SECTIONS, keep_origins
 from .plausibility import economics_warnings, override_warnings, power_warnings
 from .schema import Source, Sourced
 from .validation import WORKLOAD_KINDS, format_validation_error, validate_entry
@@ -297,10 +297,7 @@ def _set_merged(cat: Catalog, current: Any, cls: Any, o: Override, origins: dict
     depth = KEYED.get(section, {}).get(keys[1], 0)
     if depth and len(keys) > 2:  # one key of a table merged key by key: the others keep their files
         was = origins.get((section, keys[1]), "")
-        for k, v in (getattr(current, keys[1], None) or {}).items():
-            was_k = origins.setdefault((section, f"{keys[1]}.{k}"), was)
-            for k2 in v if depth > 1 and isinstance(v, dict) else ():
-                origins.setdefault((section, f"{keys[1]}.{k}.{k2}"), was_k)
+        keep_origins(origins, section, keys[1], getattr(current, keys[1], None), was, depth)
         for n in range(3, min(len(keys), 2 + depth) + 1):
             origins[(section, ".".join(keys[1:n]))] = f"--set {o.text}"
     else:

@@ -108,13 +108,19 @@ def check(value: float, span: tuple[float, float] | None, path: str, unit: str |
     if span is None or not math.isfinite(value):
         return None
     lo, hi = span
-    if value > hi * SANITY_FACTOR and hi > 0:
-        where = f"{_times(value / hi)}x the largest built-in value"
-    elif 0 < value < lo / SANITY_FACTOR:
-        where = f"1/{_times(lo / value)} of the smallest built-in value"
-    else:
+    where = _beyond(value, lo, hi, "the largest built-in value", "the smallest built-in value")
+    if where is None:
         return None
     return f"{path} = {value:g} is {where} (built-in span {lo:g} to {hi:g}){_fix(value, span, unit)}"
+
+
+def _beyond(value: float, lo: float, hi: float, top: str, bottom: str) -> str | None:
+    """How far ``value`` lies outside SANITY_FACTOR x [lo, hi] ('1,000x the top ...'), or None."""
+    if value > hi * SANITY_FACTOR and hi > 0:
+        return f"{_times(value / hi)}x {top}"
+    if 0 < value < lo / SANITY_FACTOR:
+        return f"1/{_times(lo / value)} of {bottom}"
+    return None
 
 
 def _times(ratio: float) -> str:
@@ -243,11 +249,8 @@ def economics_warnings(cat: Catalog, field: str, values: list[float], prefix: st
     unit = _symbol(field_unit(Economics, field))
     out = []
     for value in sorted(set(values)):
-        if value > hi * SANITY_FACTOR and hi > 0:
-            where = f"{_times(value / hi)}x the top of its sourced range"
-        elif 0 < value < lo / SANITY_FACTOR:
-            where = f"1/{_times(lo / value)} of the bottom of its sourced range"
-        else:
+        where = _beyond(value, lo, hi, "the top of its sourced range", "the bottom of its sourced range")
+        if where is None:
             continue
         fix = _fix(value, (lo, hi), unit, ECONOMICS_UNITS)
         out.append(f"{prefix}economics.{field} = {value:g} is {where} ({lo:g} to {hi:g}){fix}")
