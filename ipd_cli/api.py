@@ -468,28 +468,36 @@ def _rl_schedule(r: Any) -> str:
 
 def _rl_generation_step(r: Any) -> Any:
     """How the step's rollouts are generated: Little's law on the replicas' slots, and in
-    synchronous schedules the drain of the longest response or the longest trajectory."""
+    synchronous schedules the drain of the longest response or the longest trajectory (every term
+    a number of rl.generation, so the value can be recomputed from what explain shows)."""
     from .engine.lifecycle import Step
 
-    bulk = (
-        "rollouts x (mean_response_tokens / decode_tokens_per_s_per_user + turns x tool_latency_s) / "
-        "(replicas x concurrency) + rollouts x prefill time per replica"
-    )
+    g = r.generation
     if _rl_schedule(r) == "async":
         how = (
-            f"{bulk}, x (1 + rl.async_waste_fraction); concurrency up to staleness_bound x rollouts "
-            "/ replicas"
+            "(decode_and_tools_s + prefill_s) x (1 + async_waste_fraction); decode_and_tools_s = "
+            "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
+            "/ (replicas x concurrency), concurrency up to staleness_bound x rollouts / replicas; "
+            "prefill_s = rollouts x one prompt's prefill / replicas"
         )
+        terms = {"async_waste_fraction": g.async_waste_fraction}
     else:
         how = (
-            f"max({bulk} + the longest response's remaining tokens at tail_concurrency, the longest "
-            "trajectory: max_response_tokens at tail_concurrency + max_turns x tool_latency_s)"
+            "max(decode_and_tools_s + prefill_s + drain_s, longest_trajectory_s); decode_and_tools_s = "
+            "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
+            "/ (replicas x concurrency); prefill_s = rollouts x one prompt's prefill / replicas; "
+            "drain_s = (max - mean response tokens) / tail_decode_tokens_per_s_per_user; "
+            "longest_trajectory_s = its wait for a slot + max response tokens / "
+            "tail_decode_tokens_per_s_per_user + max turns x tool latency"
             + ("; here the longest trajectory" if r.latency_bound else "; here the bulk")
         )
+        terms = {"drain_s": g.drain_s, "longest_trajectory_s": g.longest_trajectory_s}
     return Step("rl.phases.generation_s", r.phases.generation_s, how,
-                {"replicas": r.replicas, "instance_gpus": r.instance_gpus, "concurrency": r.concurrency,
+                {"decode_and_tools_s": g.decode_and_tools_s, "prefill_s": g.prefill_s, **terms,
+                 "rollouts": g.rollouts, "replicas": r.replicas, "instance_gpus": r.instance_gpus,
+                 "concurrency": r.concurrency, "decode_tokens_per_s_per_user": r.decode_tokens_per_s_per_user,
                  "tail_concurrency": r.tail_concurrency,
-                 "decode_tokens_per_s_per_user": r.decode_tokens_per_s_per_user,
+                 "tail_decode_tokens_per_s_per_user": g.tail_decode_tokens_per_s_per_user,
                  "gen_gpus": r.gen_gpus})  # fmt: skip
 
 

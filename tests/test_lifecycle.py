@@ -311,7 +311,32 @@ def test_explain_gives_the_rl_step_of_its_schedule(catalog, mode):
     expr = re.sub(r" \(in series[^)]*\)$", "", step["formula"])
     assert eval(expr, {"max": max}, env) == pytest.approx(step["value"], rel=1e-12)
     assert ("max(" in expr) == (mode in ("one-step-off", "async"))
-    assert "rl.phases.generation_s" in items
+    # the generation time follows from the terms explain lists (an auditor's review: 302.6 s of
+    # decode and tool waits against 692.8 s reported, the prefills and the longest response's
+    # drain named but not given)
+    gen = items["rl.phases.generation_s"]
+    terms = {k: float(v) for k, v in (p.split(" = ") for p in gen["inputs"].split("; "))}
+    if mode == "async":
+        rebuilt = (terms["decode_and_tools_s"] + terms["prefill_s"]) * (1 + terms["async_waste_fraction"])
+    else:
+        bulk = terms["decode_and_tools_s"] + terms["prefill_s"] + terms["drain_s"]
+        rebuilt = max(bulk, terms["longest_trajectory_s"])
+        assert terms["drain_s"] > 0
+    assert rebuilt == pytest.approx(gen["value"], rel=1e-12)
+    assert terms["prefill_s"] > 0 and terms["decode_and_tools_s"] > 0
+    # and its slots' term from the workload's inputs listed beside it
+    w = {name: float(items[f"input: {name}"]["value"]) for name in (
+        "prompts per step", "group size", "keep fraction", "mean response tokens", "max response tokens",
+        "turns", "tool latency s")}  # fmt: skip
+    rollouts = w["prompts per step"] * w["group size"] / w["keep fraction"]
+    slot_s = w["mean response tokens"] / terms["decode_tokens_per_s_per_user"] + w["turns"] * w["tool latency s"]
+    assert terms["rollouts"] == rollouts
+    assert terms["decode_and_tools_s"] == pytest.approx(
+        rollouts * slot_s / (terms["replicas"] * terms["concurrency"]), rel=1e-12
+    )
+    if mode != "async":
+        extra = w["max response tokens"] - w["mean response tokens"]
+        assert terms["drain_s"] == pytest.approx(extra / terms["tail_decode_tokens_per_s_per_user"], rel=1e-12)
     for name in ("mode", "turns", "ppo epochs", "logprob passes"):
         assert f"input: {name}" in items, name
     assert ("input: staleness bound" in items) == (mode == "async")

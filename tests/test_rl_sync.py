@@ -229,7 +229,7 @@ def test_more_link_bandwidth_never_slows_an_update(inp):
 
 
 def _phases(gen_s: float, transfer_s: float, load_s: float) -> tuple:
-    gen = Generation(gen_s, 1, 1, 1, 1.0, 1.0, False, None, 0.0)
+    gen = Generation(gen_s, 1, 1, 1, 1.0, 1.0, False, None, 0.0, 1.0, gen_s, 0.0, 0.0, 0.0, 1.0)
     env = Environment(0.0, 0.0, 1.0, False)
     tr = Trainer(logprob_s=10.0, training_s=50.0)
     sync = WeightSync("rdma-p2p", 1.0, 1.0, 1.0, {}, "sender NIC", transfer_s, load_s, 0.0)

@@ -508,7 +508,8 @@ def _headline_steps(s: Scenario, i: IntelligencePerDollar) -> list[Step]:
         Step(
             "solved_tasks_per_mwh",
             i.solved_tasks_per_mwh,
-            "tasks_solved / (pretraining + RL + serving MWh)",
+            "tasks_solved / (pretraining_mwh + post_training_mwh + serving_mwh); pretraining_mwh is "
+            "the run's energy_mwh x H / amortisation_years / deployments, as pretraining_usd",
             {
                 "tasks_solved": solved,
                 "pretraining_mwh": e.pretraining,
@@ -530,12 +531,17 @@ def site_budget(s: Scenario, success: Success, served: ServingShare) -> tuple[di
     step = Step(
         "site_tasks_solved_per_day",
         per_day,
-        "floor(site_MW x 1000 / (kW/GPU x PUE)) x tokens/s/GPU x 86400 / tokens per task x p_task",
+        "site_gpus x tokens_per_s_per_gpu x 86400 / tokens_per_task x success_per_task; site_gpus = "
+        "floor(site_mw x 1000 / (kw_per_gpu x pue)); tokens_per_task = expected_attempts x "
+        "requests x output tokens (output tokens, as tokens_per_s_per_gpu counts them)",
         {
             "site_mw": s.site_mw,
             "kw_per_gpu": point.kw_per_gpu,
             "pue": served.pue,
+            "site_gpus": gpus,
             "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
+            "tokens_per_task": tokens_per_task,
+            "success_per_task": success.per_task,
         },
     )
     return {"site_mw": s.site_mw, "site_gpus": gpus, "site_tasks_solved_per_day": per_day}, [step]

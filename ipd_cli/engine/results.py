@@ -467,6 +467,32 @@ class RlPhases(Result):
     weight_sync_s: float
 
 
+class RlGeneration(Result):
+    """The terms of phases.generation_s (Little's law on the replicas' decode slots): synchronous
+    modes, max(decode_and_tools_s + prefill_s + drain_s, longest_trajectory_s); async,
+    (decode_and_tools_s + prefill_s) x (1 + async_waste_fraction)."""
+
+    rollouts: float = Field(description="trajectories generated a step (the prompts' samples over the keep fraction)")
+    decode_and_tools_s: float = Field(
+        description="rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool "
+        "latency) / (replicas x concurrency): each decode slot holds one trajectory for its decode "
+        "and tool waits"
+    )
+    prefill_s: float = Field(description="rollouts x one prompt's prefill time on a replica / replicas")
+    drain_s: float = Field(
+        description="synchronous: the longest response's tokens beyond the mean at "
+        "tail_decode_tokens_per_s_per_user (0 in async)"
+    )
+    longest_trajectory_s: float = Field(
+        description="the longest trajectory: its wait for a free slot (synchronous) + max response "
+        "tokens at tail_decode_tokens_per_s_per_user + max turns x tool latency"
+    )
+    tail_decode_tokens_per_s_per_user: float = Field(
+        description="decode speed per sequence at tail_concurrency (the last sequences of a step)"
+    )
+    async_waste_fraction: float = Field(description="async: the share of generation redone (0 otherwise)")
+
+
 class RlRun(Result):
     """A refresh cycle (steps_per_refresh steps) and a year of refreshes."""
 
@@ -552,6 +578,7 @@ class Rl(Result):
     gpu_hours_per_step: float
     samples_per_s: float
     phases: RlPhases
+    generation: RlGeneration
     hidden_by_overlap_s: float
     usd_per_1k_samples: float
     usd_per_million_generated_tokens: float

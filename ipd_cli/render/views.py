@@ -169,7 +169,7 @@ def fmt_num(v: Any) -> str:
     a = abs(v)
     if a >= 1e15 or a < 1e-3:
         return f"{v:.3g}"
-    if a >= 100:
+    if a >= 100 or float(v).is_integer():  # a count read as a float (32.0 GPUs) prints as 32
         return f"{v:,.0f}"
     if a >= 1:
         return f"{v:,.2f}"

@@ -272,6 +272,14 @@ class Generation:
     latency_bound: bool
     mean_staleness_steps: float | None
     critical_s: float  # the longest trajectory's own time: its response at the tail speed and tool waits
+    # the terms of ``seconds`` (explain): the slots' decode and tool waits, the prefills, the drain
+    # of the longest response (synchronous), the longest trajectory with its wait for a slot
+    rollouts: float
+    decode_and_tools_s: float
+    prefill_s: float
+    drain_s: float
+    longest_trajectory_s: float
+    tail_decode_tokens_per_s_per_user: float
 
 
 def in_flight_batches(staleness_bound: int, asynchronous: bool) -> int:
@@ -317,16 +325,19 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     prefill = nums.generated * r.inst.prefill_s / replicas  # prefills share the instance with decode
     # Little's law: each of the b slots holds one trajectory for its decode time plus tool waits
     slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s
-    bulk = nums.generated * slot_s / (replicas * b) + prefill
+    slots = nums.generated * slot_s / (replicas * b)
+    bulk = slots + prefill
     own = nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s  # the longest trajectory
     crit = own  # when it ends: synchronous schedules may start it late
     if not asynchronous:  # it may wait for a slot (an under-filled wave was free to the search)
         crit += float(queued_start_s(nums.generated, replicas * b, slot_s))
     live: float  # trajectories in flight
+    drain = 0.0
     if asynchronous:
         seconds, latency_bound, live = bulk * (1 + r.async_waste), False, replicas * b
     else:
-        drained = bulk + (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
+        drain = (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
+        drained = bulk + drain
         seconds, latency_bound, live = max(drained, crit), crit > drained, min(nums.generated, replicas * b)
     return Generation(
         seconds=seconds,
@@ -338,6 +349,12 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         latency_bound=latency_bound,
         mean_staleness_steps=replicas * b / nums.generated if asynchronous else None,
         critical_s=own,
+        rollouts=nums.generated,
+        decode_and_tools_s=slots,
+        prefill_s=prefill,
+        drain_s=drain,
+        longest_trajectory_s=crit,
+        tail_decode_tokens_per_s_per_user=v_tail,
     )
 
 

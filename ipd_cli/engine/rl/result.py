@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.pretraining import training_plan
-from ipd_cli.engine.results import Rl, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
+from ipd_cli.engine.results import Rl, RlGeneration, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
 
 from .step import schedule
 
@@ -111,6 +111,15 @@ def assemble(
         gpu_hours_per_step=gpu_hours,
         samples_per_s=n.samples / t,
         phases=phases,
+        generation=RlGeneration(
+            rollouts=out.gen.rollouts,
+            decode_and_tools_s=out.gen.decode_and_tools_s,
+            prefill_s=out.gen.prefill_s,
+            drain_s=out.gen.drain_s,
+            longest_trajectory_s=out.gen.longest_trajectory_s,
+            tail_decode_tokens_per_s_per_user=out.gen.tail_decode_tokens_per_s_per_user,
+            async_waste_fraction=out.rollouts.async_waste if mode == "async" else 0.0,
+        ),
         hidden_by_overlap_s=max(0.0, sum(phases.model_dump().values()) - t),  # rounding: never below 0
         usd_per_1k_samples=usd / n.samples * 1000,
         usd_per_million_generated_tokens=usd / (n.generated * n.mean_response_tokens / 1e6),
