@@ -329,14 +329,16 @@ def test_explain_gives_the_rl_step_of_its_schedule(catalog, mode):
         "prompts per step", "group size", "keep fraction", "mean response tokens", "max response tokens",
         "turns", "tool latency s")}  # fmt: skip
     rollouts = w["prompts per step"] * w["group size"] / w["keep fraction"]
-    slot_s = w["mean response tokens"] / terms["decode_tokens_per_s_per_user"] + w["turns"] * w["tool latency s"]
+    decode_s = w["mean response tokens"] / terms["decode_tokens_per_s_per_user"]
+    slot_s = decode_s + w["turns"] * w["tool latency s"]
     assert terms["rollouts"] == rollouts
     assert terms["decode_and_tools_s"] == pytest.approx(
         rollouts * slot_s / (terms["replicas"] * terms["concurrency"]), rel=1e-12
     )
     if mode != "async":
         extra = w["max response tokens"] - w["mean response tokens"]
-        assert terms["drain_s"] == pytest.approx(extra / terms["tail_decode_tokens_per_s_per_user"], rel=1e-12)
+        tail = terms["tail_decode_tokens_per_s_per_user"]
+        assert terms["drain_s"] == pytest.approx(extra / tail, rel=1e-12)
     for name in ("mode", "turns", "ppo epochs", "logprob passes"):
         assert f"input: {name}" in items, name
     assert ("input: staleness bound" in items) == (mode == "async")

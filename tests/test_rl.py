@@ -8,6 +8,7 @@ from helpers import run_cli
 from ipd_cli import load
 from ipd_cli.api import rl
 from ipd_cli.engine.pretraining import best_training_plan
+from ipd_cli.engine.rl.generation import wanted_per_replica
 from ipd_cli.errors import InfeasibleError, InputError
 
 
@@ -102,6 +103,27 @@ def test_async_beats_colocated_sync_with_a_long_tail(catalog):
     assert asynchronous.mean_staleness_steps is not None and sync.mean_staleness_steps == 0
 
 
+def _step_at_concurrency(cat, gen_gpus: int, train_gpus: int):
+    """Seconds of the rl-swe-agent async step on GB200 with the searched rollout configuration run
+    at a given concurrency per replica (the rest as evaluate() chooses)."""
+    from dataclasses import replace
+
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import _outcome, evaluate, setup
+
+    _, w, origin = resolve_workload(cat, "rl-swe-agent", {})
+    w = w.model_copy(update={"mode": "async"})
+    s = setup(sv.serving_context(cat, "gb200-nvl72", w.model), w, "rental", origin)
+    best = evaluate(s, gen_gpus, train_gpus, quiet=True)
+
+    def at(b: int) -> float:
+        r = replace(best.rollouts, concurrency=b)
+        return _outcome(s, r, "async", gen_gpus, train_gpus, best.trainer, True, sync=best.sync).step.seconds
+
+    return at
+
+
 def test_async_keeps_the_staleness_bound(catalog):
     # AReaL's rule: at most eta + 1 batches outstanding, the one training included, so at most eta
     # batches generate at once and the mean staleness is at most eta; eta = 0 cannot generate ahead
@@ -118,12 +140,18 @@ def test_async_keeps_the_staleness_bound(catalog):
     assert runs[0].step_seconds == sync.step_seconds and runs[0].mean_staleness_steps == 0
     assert runs[0].longest_trajectory_policy_versions is None
     rollouts = 16 * 32  # the workload's prompts x group size, all generated each step
-    # 4,096 in flight on 6 replicas: 682 each (4,092), not 683 (4,098: a mean staleness of 8.004);
-    # DEP16 pinned (18 GPUs paid each), whose generation is the soonest: the step's shortest is one
-    # 72-GPU replica, whose update is faster
+    # 4,096 in flight on 6 replicas: at most 682 each (4,092), not 683 (4,098: a mean staleness of
+    # 8.004); DEP16 pinned (18 GPUs paid each), whose generation is the soonest: the step's
+    # shortest is one 72-GPU replica, whose update is faster
     eight = catalog.with_overrides(["workload.staleness_bound=8", "workload.generation_layout=dep16"])
     runs[8] = rl(eight, "gb200-nvl72", "rl-swe-agent", mode="async", gen_gpus=108, train_gpus=404).rl
-    assert (runs[8].replicas, runs[8].concurrency) == (6, 682)
+    assert wanted_per_replica(8 * rollouts, 6, asynchronous=True) == 682
+    # the trainer sets this step: of the concurrencies up to 682 that give it, the fewest (a review:
+    # the most the bound allowed, staler rollouts for nothing); one fewer lengthens it
+    at = _step_at_concurrency(eight, 108, 404)
+    assert runs[8].replicas == 6 and runs[8].concurrency < 682
+    assert at(runs[8].concurrency) == pytest.approx(at(682), rel=1e-12) == runs[8].step_seconds
+    assert at(runs[8].concurrency - 1) > runs[8].step_seconds
     for eta in (1, 2, 4, 8):
         r = runs[eta]
         assert r.replicas * r.concurrency <= eta * rollouts
@@ -811,7 +839,8 @@ def test_the_rollout_choice_weighs_the_sandboxes_bound(catalog, gen_gpus):
     # (DEP8 at 2,048 sequences, 1,110.7 s) decodes each sequence so slowly that the sandboxes, held
     # for each trajectory, stall the step 169.7 s more (1,287.1 s) where 1,536 sequences give
     # 1,158.6 s; a looser bound then lengthened the step. The choice now minimises max(generation,
-    # sandboxes' bound): brute force over every candidate and concurrency, by hand, gives it.
+    # sandboxes' bound), with no more sequences in flight than the host cores hold a sandbox for:
+    # brute force over every candidate and concurrency, by hand, gives it.
     import numpy as np
 
     from ipd_cli.catalog.workloads import resolve_workload
@@ -827,12 +856,12 @@ def test_the_rollout_choice_weighs_the_sandboxes_bound(catalog, gen_gpus):
     host = s.host
     a = n.generated * n.sandbox_cores / (host.cores_per_gpu * (gen_gpus + 64))
     fixed = n.turns * n.tool_s + n.boot_s + n.verify_s / host.core_speed
-    assert sandbox_load(n, host, gen_gpus + 64) == pytest.approx((a, fixed), rel=1e-12) and a > 0
+    cores = host.cores_per_gpu * (gen_gpus + 64) / n.sandbox_cores  # sandboxes the host holds at once
+    assert sandbox_load(n, host, gen_gpus + 64) == pytest.approx((a, fixed, cores), rel=1e-12) and a > 0
     idx = np.flatnonzero(gen_gpus // c.gpus >= 1)
     rep = np.minimum(gen_gpus // c.gpus[idx], 4 * n.generated)  # active replicas
-    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[idx]), np.floor(4 * n.generated / rep))).astype(
-        int
-    )
+    cap = np.minimum(np.maximum(1, c.max_batch[idx]), np.floor(4 * n.generated / rep))
+    cap = np.maximum(1, np.minimum(cap, np.floor(cores / rep))).astype(int)  # one sandbox per sequence
     k = np.repeat(idx, cap)
     b = np.concatenate([np.arange(1.0, m + 1) for m in cap])
     rk = np.repeat(rep, cap)
@@ -840,10 +869,12 @@ def test_the_rollout_choice_weighs_the_sandboxes_bound(catalog, gen_gpus):
     bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (rk * b)
     gen = (bulk + n.generated * c.prefill_s[k] / rk) * (1 + r.async_waste)
     seconds = np.maximum(gen, a * (n.mean_response_tokens / v + fixed))
-    _, found = r.in_group(n, gen_gpus, True, None, (a, fixed))
+    _, found = r.in_group(n, gen_gpus, True, None, (a, fixed, cores))
     assert found == pytest.approx(seconds.min(), rel=1e-12)
-    # the soonest generation is not the soonest rollout: its sandboxes stall it
-    assert seconds[np.argmin(gen)] > seconds.min() * 1.01
+    # here the host cores bind: the concurrency the KV cache and the bound allow would run more
+    # trajectories than there are cores for their sandboxes (a review: 2,048 on 1,024 cores)
+    wanted = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[idx]), np.floor(4 * n.generated / rep)))
+    assert (wanted * rep > cores).any() and (cap * rep <= max(cores, rep.max())).all()
 
 
 def test_generation_gpus_no_replica_holds_are_warned():
@@ -888,3 +919,15 @@ def test_a_trajectory_a_rounding_past_the_bound_does_not_break_the_warning():
 
     [line] = _rl_lines("h", {"longest_trajectory_policy_versions": 2.0000000000000004, "staleness_bound": 2})
     assert "spans 2.000000000000000 policy updates, beyond the staleness bound of 2" in line
+
+
+@pytest.mark.parametrize(("hardware", "gpus", "eta"), [("mi300x", 128, 4), ("h100", 512, 16)])
+def test_no_more_trajectories_in_flight_than_host_cores_for_their_sandboxes(hardware, gpus, eta):
+    # an RL engineer's review: async at a loose bound ran 2,048 trajectories on MI300X's 1,024 host
+    # cores (8,192 on H100's 7,168), one sandbox core each, with env_bound false and no word
+    args = ("rl", "--hardware", hardware, "--workload", "rl-swe-agent", "--mode", "async")
+    r = run_cli(*args, "--gpus", str(gpus), "--set", f"workload.staleness_bound={eta}", "-f", "json")
+    assert r.code == 0, r.stderr
+    out = r.json()["rl"]
+    assert out["replicas"] * out["concurrency"] == out["cpu_cores_needed"]  # one core per sandbox
+    assert out["cpu_cores_needed"] <= out["cpu_cores_available"]

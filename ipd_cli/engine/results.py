@@ -472,7 +472,9 @@ class RlGeneration(Result):
     modes, max(decode_and_tools_s + prefill_s + drain_s, longest_trajectory_s); async,
     (decode_and_tools_s + prefill_s) x (1 + async_waste_fraction)."""
 
-    rollouts: float = Field(description="trajectories generated a step (the prompts' samples over the keep fraction)")
+    rollouts: float = Field(
+        description="trajectories generated a step (the prompts' samples over the keep fraction)"
+    )
     decode_and_tools_s: float = Field(
         description="rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool "
         "latency) / (replicas x concurrency): each decode slot holds one trajectory for its decode "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import Model, RlWorkload
@@ -23,6 +23,7 @@ from .generation import (
     active_replicas,
     environment,
     exposed_floor,
+    fewest_in_flight,
     generation,
     host_cpus,
     in_flight_batches,
@@ -313,6 +314,14 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
             out = _outcome(s, r, mode, gen_gpus, train_gpus, tr, quiet=True, sync=sync)
             if out.step.seconds < best.step.seconds:
                 best = out
+    slack = best.step.seconds - best.sync.seconds
+    if asynchronous and best.gen.seconds + best.env.exposed_s < slack * (1 - 1e-9):
+        # the trainer sets the step: the same step with the fewest trajectories in flight (the least
+        # staleness), not the most the bound allows
+        b = fewest_in_flight(best.rollouts, s.nums, gen_gpus, load, slack)
+        if b < (best.rollouts.concurrency or b):
+            r = replace(best.rollouts, concurrency=b)
+            best = _outcome(s, r, mode, gen_gpus, train_gpus, tr, quiet=True, sync=best.sync)
     if quiet:
         return best
     out = _outcome(s, best.rollouts, mode, gen_gpus, train_gpus, tr, quiet=False)  # its inputs recorded

@@ -13,7 +13,8 @@ from ipd_cli.errors import InfeasibleError, InputError
 
 from .workload import RlNumbers
 
-NO_LOAD = (0.0, 0.0)  # sandbox_load of trajectories without sandboxes: generation alone
+NO_LOAD = (0.0, 0.0, math.inf)  # sandbox_load of trajectories without sandboxes: generation alone
+Load = tuple[float, float, float]  # sandbox_load: share of the host cores, fixed seconds, in flight
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,10 @@ class Rollouts:
     async_waste: float
     staleness_bound: int
     concurrency: int | None = None  # sequences a replica runs at (None: as many as fit and are wanted)
-    chosen: dict[tuple[int, bool, int | None, tuple[float, float]], tuple[int, int | None, float]] = field(
+    chosen: dict[tuple[int, bool, int | None, Load], tuple[int, int | None, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    floors: dict[tuple[int, bool, tuple[float, float]], dict[int, float]] = field(
+    floors: dict[tuple[int, bool, Load], dict[int, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -46,9 +47,7 @@ class Rollouts:
     def max_batch(self) -> int:
         return max(1, int(self.candidates.max_batch[self.choice]))
 
-    def on(
-        self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, load: tuple[float, float] = NO_LOAD
-    ) -> Rollouts:
+    def on(self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, load: Load = NO_LOAD) -> Rollouts:
         """The configuration and concurrency that generate the step's rollouts soonest on
         ``gen_gpus`` GPUs, the sandboxes' bound included (``load``, :func:`sandbox_load`;
         :func:`fastest`; ties: fewer GPUs per replica, more sequences)."""
@@ -60,7 +59,7 @@ class Rollouts:
         gen_gpus: int,
         asynchronous: bool,
         group: int | None,
-        load: tuple[float, float] = NO_LOAD,
+        load: Load = NO_LOAD,
     ) -> tuple[Rollouts, float]:
         """:meth:`on` among the configurations of one group of ``sync_groups`` (None: all), and
         its seconds (:func:`fastest`; inf where no replica fits: generation() names the smallest)."""
@@ -84,7 +83,7 @@ class Rollouts:
         return replace(self, choice=k, concurrency=None, chosen=self.chosen, floors=self.floors)
 
     def alternatives(
-        self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, load: tuple[float, float] = NO_LOAD
+        self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, load: Load = NO_LOAD
     ) -> list[tuple[int, float]]:
         """The other groups of configurations that fit (``sync_groups``: each takes another weight
         update than :meth:`on`'s), each with a floor under its seconds, lowest first."""
@@ -132,9 +131,7 @@ def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, prici
     )
 
 
-def _seconds(
-    r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any], load: tuple[float, float]
-) -> Any:
+def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any], load: Load) -> Any:
     """What :func:`generation` and :func:`environment` make of a configuration (arrays work): its
     generation seconds from the decode step at the concurrency (``step_s``), the step at the tail
     concurrency (``tail_step_s``), the concurrency ``b`` the bulk divides by, and the candidates'
@@ -155,18 +152,21 @@ def _seconds(
         wait = queued_start_s(nums.generated, at["replicas"] * at["b"], slot_s)
         longest = wait + nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s
         seconds = np.maximum(drained, longest)
-    share, fixed = load
+    share, fixed, _ = load
     return np.maximum(seconds, share * (nums.mean_response_tokens / v_bulk + fixed)) if share > 0 else seconds
 
 
-def sandbox_load(nums: RlNumbers, host: HostCpus, total_gpus: int) -> tuple[float, float]:
-    """(a, c): the sandboxes' bound on a step's rollouts is a x (mean response / decode speed + c)
+def sandbox_load(nums: RlNumbers, host: HostCpus, total_gpus: int) -> Load:
+    """(a, c, m): the sandboxes' bound on a step's rollouts is a x (mean response / decode speed + c)
     seconds: every trajectory holds its cores for its decode, tool waits, start and verification,
-    on the host cores of ``total_gpus`` GPUs ((0, 0) where trajectories need no sandbox)."""
+    on the host cores of ``total_gpus`` GPUs; and at most m trajectories are in flight at once,
+    one sandbox each (NO_LOAD where trajectories need no sandbox)."""
     if nums.sandbox_cores <= 0:
-        return 0.0, 0.0
-    share = nums.generated * nums.sandbox_cores / (host.cores_per_gpu * total_gpus)
-    return share, nums.turns * nums.tool_s + nums.boot_s + nums.verify_s / host.core_speed
+        return NO_LOAD
+    cores = host.cores_per_gpu * total_gpus
+    share = nums.generated * nums.sandbox_cores / cores
+    fixed = nums.turns * nums.tool_s + nums.boot_s + nums.verify_s / host.core_speed
+    return share, fixed, cores / nums.sandbox_cores
 
 
 def queued_start_s(rollouts: Any, slots: Any, slot_s: Any) -> Any:
@@ -185,7 +185,7 @@ def fastest(
     gen_gpus: int,
     asynchronous: bool,
     group: int | None = None,
-    load: tuple[float, float] = NO_LOAD,
+    load: Load = NO_LOAD,
 ) -> tuple[tuple[int, int, float] | None, dict[int, float]]:
     """The candidate configuration and the concurrency per replica (any whole number up to what
     its KV cache holds and the rollouts fill) that make :func:`generation` soonest on
@@ -216,7 +216,11 @@ def fastest(
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
     replicas = active_replicas(gen_gpus // c.gpus[ok], in_flight, asynchronous)[:, None]
     per_replica = wanted_per_replica(in_flight, replicas[:, 0], asynchronous)
-    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), per_replica))
+    # at most the sandboxes the host cores hold in flight (rl-loop.md 7.6 (iii)): more sequences
+    # than cores would wait for a sandbox, not decode (a review: MI300X async at staleness 4 ran
+    # 2,048 trajectories on 1,024 cores)
+    cap = np.minimum(np.maximum(1, c.max_batch[ok]), per_replica)
+    cap = np.maximum(1, np.minimum(cap, np.floor(load[2] / replicas[:, 0])))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
     ladder, steps = ladder[:rungs], steps[ok, :rungs]
     rows = np.arange(ok.size)[:, None]
@@ -259,6 +263,25 @@ def fastest(
     seconds = _seconds(r, nums, asynchronous, at, load)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
     return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
+
+
+def fewest_in_flight(r: Rollouts, nums: RlNumbers, gen_gpus: int, load: Load, limit_s: float) -> int:
+    """Async: the fewest sequences per replica of ``r``'s configuration (at most its concurrency)
+    whose rollouts (generation, or the sandboxes' bound) take at most ``limit_s``: where the
+    trainer sets the step, more trajectories in flight only make rollouts staler (a review: H100 at
+    staleness bounds 3 to 16 ran the same 259.8 s step with 3 to 16 steps of mean staleness)."""
+    import numpy as np
+
+    c, k, top = r.candidates, r.choice, int(r.concurrency or 1)
+    in_flight = nums.generated * in_flight_batches(r.staleness_bound, True)
+    replicas = active_replicas(gen_gpus // int(c.gpus[k]), in_flight, True)
+    b = np.arange(1, top + 1, dtype=float)
+    tail = np.maximum(1, np.floor(b * r.tail_fraction))
+    ks = np.full(b.size, k)
+    at = dict(replicas=replicas, prefill_s=c.prefill_s[k], speculative=c.speculative[k], b=b,
+              step_s=c.step_s(b, ks), tail_step_s=c.step_s(tail, ks))  # fmt: skip
+    ok = np.flatnonzero(_seconds(r, nums, True, at, load) <= limit_s)
+    return int(b[ok[0]]) if ok.size else top
 
 
 @dataclass(frozen=True)
@@ -395,7 +418,7 @@ def environment(
     nums: RlNumbers, host: HostCpus, gen: Generation, total_gpus: int, asynchronous: bool
 ) -> Environment:
     """Sandboxes hold cores for a whole trajectory; too few cores stretch generation."""
-    share, fixed = sandbox_load(nums, host, total_gpus)
+    share, fixed, _ = sandbox_load(nums, host, total_gpus)
     env_bound_s = share * (nums.mean_response_tokens / gen.decode_tokens_per_s_per_user + fixed)
     stall = max(0.0, env_bound_s - gen.seconds)
     return Environment(
