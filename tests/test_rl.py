@@ -931,3 +931,45 @@ def test_no_more_trajectories_in_flight_than_host_cores_for_their_sandboxes(hard
     out = r.json()["rl"]
     assert out["replicas"] * out["concurrency"] == out["cpu_cores_needed"]  # one core per sandbox
     assert out["cpu_cores_needed"] <= out["cpu_cores_available"]
+
+
+def test_a_staleness_bound_set_outside_async_is_warned():
+    # an RL engineer's review: --set workload.staleness_bound=4 on a one-step-off step ran as if
+    # never given, without a word
+    r = run_cli(
+        "rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--mode", "one-step-off",
+        "--set", "workload.staleness_bound=4", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0 and r.json()["rl"]["staleness_bound"] is None
+    assert (
+        "--set workload.staleness_bound=4: the staleness bound applies to async RL only; the "
+        "one-step-off step ignores it (--set workload.mode=async)" in r.stderr
+    )
+    r = run_cli("compare", "gb200", "--set", "workload.post_training.staleness_bound=4", "-f", "json")
+    assert "ignores it (--set workload.post_training.mode=async)" in r.stderr
+    async_ = run_cli(
+        "rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--mode", "async",
+        "--set", "workload.staleness_bound=4", "-f", "json",
+    )  # fmt: skip
+    assert "applies to async RL only" not in async_.stderr
+
+
+@pytest.mark.parametrize(
+    ("mode", "gpus", "needle"),
+    [
+        # 28 of 64 colocated GPUs hold no 36-GPU replica: idle through the rollouts, said nowhere
+        (
+            "colocated",
+            ["--gpus", "64"],
+            "36 of its 64; the other 28 hold no replica and are idle while the rollouts run",
+        ),
+        # a 48-GPU async pool holds one 36-GPU replica: no second fits; the bound was blamed
+        ("async", ["--gpus", "144"], "36 of its 48; the other 12 hold no replica and are idle but paid"),
+    ],
+)
+def test_idle_generation_gpus_are_warned_with_their_reason(mode, gpus, needle):
+    r = run_cli(
+        "rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--mode", mode, *gpus, "-f", "json"
+    )
+    assert r.code == 0 and needle in r.stderr, r.stderr
+    assert "staleness bound lets no more" not in r.stderr

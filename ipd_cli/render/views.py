@@ -428,6 +428,36 @@ def _by_basis(bases: dict[str, list[str]]) -> str:
     return "; ".join(f"{basis} ({', '.join(names)})" for basis, names in bases.items())
 
 
+STALENESS_PATHS = ("workload.staleness_bound", "workload.post_training.staleness_bound")
+
+
+def _idle_generation_lines(hw: str, rl: dict) -> list[str]:
+    """Generation GPUs that hold no replica (a quarter or more of those that do), and in async
+    replicas the staleness bound leaves without rollouts: idle but paid (colocated: idle while
+    the rollouts run, training after). Each with its own reason (a review: a 48-GPU async pool of
+    one 36-GPU replica was said to be held back by the bound, where no second replica fits)."""
+    inst, gen, replicas = rl.get("instance_gpus") or 0, rl.get("gen_gpus") or 0, rl.get("replicas") or 0
+    if not (inst and replicas):
+        return []
+    held = gen // inst  # replicas the pool holds
+    active, stranded = replicas * inst, gen - held * inst
+    colocated = rl.get("mode") == "colocated"
+    idle = "idle while the rollouts run (they train after)" if colocated else "idle but paid"
+    out = []
+    if replicas < held:
+        out.append(
+            f"{hw}: RL generation runs {replicas:,} replica(s), {active:,} of its {gen:,} GPUs: the "
+            "staleness bound lets no more rollouts be in flight; the rest are idle but paid (a smaller "
+            "generation pool runs the same step for less)"
+        )
+    if stranded and 4 * stranded >= active:
+        out.append(
+            f"{hw}: RL generation runs {replicas:,} replica(s) of {inst:,} GPUs, {held * inst:,} of its "
+            f"{gen:,}; the other {stranded:,} hold no replica and are {idle}"
+        )
+    return out
+
+
 def _rl_lines(hw: str, rl: dict) -> list[str]:
     """An RL step's warnings: a grown split, idle generation GPUs, a long trajectory beyond the
     staleness bound, an idle trainer."""
@@ -439,22 +469,7 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             f"training state) + {rl['gen_gpus']:,} generating ({_replicas(rl)}: of the pools of whole "
             "rollout replicas up to the trainer's size, the one with the least cost per step)"
         )
-    active = (rl.get("replicas") or 0) * (rl.get("instance_gpus") or 0)
-    if rl.get("mode") == "async" and 0 < active < (rl.get("gen_gpus") or 0):
-        out.append(
-            f"{hw}: RL generation runs {rl['replicas']:,} replica(s), {active:,} of its "
-            f"{rl['gen_gpus']:,} GPUs: the staleness bound lets no more rollouts be in flight; the "
-            "rest are idle but paid (a smaller generation pool runs the same step for less)"
-        )
-    if (
-        rl.get("mode") not in ("async", "colocated")
-        and 0 < active
-        and 4 * (rl["gen_gpus"] - active) >= active
-    ):
-        out.append(
-            f"{hw}: RL generation runs {rl['replicas']:,} replica(s) of {rl['instance_gpus']:,} GPUs, "
-            f"{active:,} of its {rl['gen_gpus']:,}; the rest hold no replica and are idle but paid"
-        )
+    out += _idle_generation_lines(hw, rl)
     versions = rl.get("longest_trajectory_policy_versions")
     if versions is not None and versions > (rl.get("staleness_bound") or 0):
         digits = next((n for n in range(1, 16) if round(versions, n) > rl["staleness_bound"]), 15)
@@ -497,6 +512,13 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
         out += [_infeasible_line(hw, why, s) for why in stages.values()]
         rl = s.get("rl")
         out += _rl_lines(hw, rl) if isinstance(rl, dict) else []
+        if isinstance(rl, dict) and rl.get("mode") != "async":
+            out += [
+                f"{hw}: --set {o}: the staleness bound applies to async RL only; the {rl['mode']} step "
+                f"ignores it (--set {o.split('=', 1)[0].removesuffix('staleness_bound')}mode=async)"
+                for o in data.get("overrides") or []
+                if o.split("=", 1)[0] in STALENESS_PATHS
+            ]
         pre = s.get("pretraining")
         # only what the printed multiplier shows (1.0008 read "needs 1.00x the tokens")
         if isinstance(pre, dict) and round(pre.get("batch_token_multiplier") or 1.0, 2) > 1.0:
