@@ -372,7 +372,7 @@ def _compare(
         if w.kind == "scenario":
             life = estimate_lifecycle(cat, s, w, pricing=pricing, origin=origin)
             results.append(life.system)
-            steps.append(life.steps)
+            steps.append(_stage_steps(life.steps, life.system, _stage_deadline(cat, w)))
         else:
             one = _one_block(cat, s, name, w, mfu=mfu, pricing=pricing, origin=origin)
             results.append(one)
@@ -397,54 +397,88 @@ def _compare(
     return result, steps
 
 
+def _stage_deadline(cat: Catalog, w: Any) -> float | None:
+    """The deadline of a scenario's computed pre-training stage (None: a fixed GPU count or none)."""
+    if w.pretraining.workload is None:
+        return None
+    from .engine.lifecycle import stage_workload
+
+    return getattr(stage_workload(cat, w, "pretraining"), "deadline_days", None)
+
+
 def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
     """`ipd explain` lines of a pretrain or RL workload: its numbers from the chosen plan or split
     (the same identities the results obey; a test recomputes each from its inputs)."""
-    from .engine.lifecycle import Step, pretraining_cost_steps, rl_cost_steps
-
-    p, r = system.pretraining, system.rl
-    if p is not None:
-        how = (
-            f"the fewest whole systems whose fastest plan finishes in {deadline_days:g} days, each "
-            "scale-up domain holding whole copies of the plan's in-domain groups (the rest idle)"
-            if deadline_days
-            else "the workload's GPUs"
-        )
-        return [
-            Step("pretraining.step_time_s", p.step_time_s, f"one step of the fastest plan found: {p.plan}",
-                 {"plans_evaluated": p.plans_evaluated, "global_batch_tokens": p.global_batch_tokens}),
-            Step("pretraining.mfu", p.mfu,
-                 "flops_per_token x global_batch_tokens / (step_time_s x gpus_used x peak_tflops_per_gpu"
-                 " x 1e12)" + (" (pinned)" if p.mfu_pinned else ""),
-                 {"flops_per_token": p.flops_per_token, "global_batch_tokens": p.global_batch_tokens,
-                  "step_time_s": p.step_time_s, "gpus_used": p.gpus_used,
-                  "peak_tflops_per_gpu": p.peak_tflops_per_gpu}),
-            Step("pretraining.wall_days", p.wall_days,
-                 "tokens x step_time_s x batch_token_multiplier / global_batch_tokens / scale_efficiency"
-                 " / 86400",
-                 {"tokens": p.tokens, "step_time_s": p.step_time_s,
-                  "batch_token_multiplier": p.batch_token_multiplier,
-                  "global_batch_tokens": p.global_batch_tokens, "scale_efficiency": p.scale_efficiency}),
-            Step("pretraining.gpus", p.gpus, f"{how} (the plan uses gpus_used)",
-                 {"gpus_used": p.gpus_used, "systems": p.systems}),
-            Step("pretraining.gpu_hours", p.gpu_hours, "gpus x wall_days x 24",
-                 {"gpus": p.gpus, "wall_days": p.wall_days}),
-            *pretraining_cost_steps(p),
-        ]  # fmt: skip
-    if r is not None:
-        ph, ws = r.phases, r.weight_sync
-        return [
-            _rl_generation_step(r),
-            Step("rl.step_seconds", r.step_seconds, _RL_STEP[_rl_schedule(r)],
-                 {"generation_s": ph.generation_s, "environment_s": ph.environment_s,
-                  "logprob_s": ph.logprob_s, "training_s": ph.training_s,
-                  "weight_sync_s": ph.weight_sync_s, "sync_fixed_s": ws.fixed_s,
-                  "sync_transfer_s": ws.transfer_s}),
-            Step("rl.gpu_hours_per_step", r.gpu_hours_per_step, "gpus x step_seconds / 3600",
-                 {"gpus": r.gpus, "step_seconds": r.step_seconds}),
-            *rl_cost_steps(r),
-        ]  # fmt: skip
+    if system.pretraining is not None:
+        return _pretraining_steps(system.pretraining, deadline_days)
+    if system.rl is not None:
+        return _rl_steps(system.rl)
     return []
+
+
+def _stage_steps(life_steps: list, system: SystemResult, deadline_days: float | None) -> list:
+    """A scenario's explain lines with each computed stage's own lines (plan, MFU, wall days,
+    GPUs, GPU-hours; the RL step's phases) in place of its cost line, so the headline's biggest
+    inputs are derived where they are used (an auditor's review: the pre-training GPU-hours, 4.7x
+    apart, were a bare input there)."""
+    out: list = []
+    for st in life_steps:
+        if st.metric == "pretraining.cost_usd" and system.pretraining is not None:
+            out += _pretraining_steps(system.pretraining, deadline_days)
+        elif st.metric == "rl.usd_per_step" and system.rl is not None:
+            out += _rl_steps(system.rl)
+        else:
+            out.append(st)
+    return out
+
+
+def _pretraining_steps(p: Any, deadline_days: float | None) -> list:
+    from .engine.lifecycle import Step, pretraining_cost_steps
+
+    how = (
+        f"the fewest whole systems whose fastest plan finishes in {deadline_days:g} days, each "
+        "scale-up domain holding whole copies of the plan's in-domain groups (the rest idle)"
+        if deadline_days
+        else "the workload's GPUs"
+    )
+    return [
+        Step("pretraining.step_time_s", p.step_time_s, f"one step of the fastest plan found: {p.plan}",
+             {"plans_evaluated": p.plans_evaluated, "global_batch_tokens": p.global_batch_tokens}),
+        Step("pretraining.mfu", p.mfu,
+             "flops_per_token x global_batch_tokens / (step_time_s x gpus_used x peak_tflops_per_gpu"
+             " x 1e12)" + (" (pinned)" if p.mfu_pinned else ""),
+             {"flops_per_token": p.flops_per_token, "global_batch_tokens": p.global_batch_tokens,
+              "step_time_s": p.step_time_s, "gpus_used": p.gpus_used,
+              "peak_tflops_per_gpu": p.peak_tflops_per_gpu}),
+        Step("pretraining.wall_days", p.wall_days,
+             "tokens x step_time_s x batch_token_multiplier / global_batch_tokens / scale_efficiency"
+             " / 86400",
+             {"tokens": p.tokens, "step_time_s": p.step_time_s,
+              "batch_token_multiplier": p.batch_token_multiplier,
+              "global_batch_tokens": p.global_batch_tokens, "scale_efficiency": p.scale_efficiency}),
+        Step("pretraining.gpus", p.gpus, f"{how} (the plan uses gpus_used)",
+             {"gpus_used": p.gpus_used, "systems": p.systems}),
+        Step("pretraining.gpu_hours", p.gpu_hours, "gpus x wall_days x 24",
+             {"gpus": p.gpus, "wall_days": p.wall_days}),
+        *pretraining_cost_steps(p),
+    ]  # fmt: skip
+
+
+def _rl_steps(r: Any) -> list:
+    from .engine.lifecycle import Step, rl_cost_steps
+
+    ph, ws = r.phases, r.weight_sync
+    return [
+        _rl_generation_step(r),
+        Step("rl.step_seconds", r.step_seconds, _RL_STEP[_rl_schedule(r)],
+             {"generation_s": ph.generation_s, "environment_s": ph.environment_s,
+              "logprob_s": ph.logprob_s, "training_s": ph.training_s,
+              "weight_sync_s": ph.weight_sync_s, "sync_fixed_s": ws.fixed_s,
+              "sync_transfer_s": ws.transfer_s}),
+        Step("rl.gpu_hours_per_step", r.gpu_hours_per_step, "gpus x step_seconds / 3600",
+             {"gpus": r.gpus, "step_seconds": r.step_seconds}),
+        *rl_cost_steps(r),
+    ]  # fmt: skip
 
 
 # an RL step by the schedule it runs (engine/rl/step.py): phases in series; one-step-off overlaps

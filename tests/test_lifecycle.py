@@ -153,6 +153,23 @@ def test_explain_reproduces_the_headline():
     assert rows["usd_per_solved_task"]["value"] == pytest.approx(c["usd_per_solved_task"])
     assert "lifecycle_cost_usd / tasks_solved" in rows["usd_per_solved_task"]["formula"]
     assert any(m.startswith("input: ") for m in rows)
+    # the stages' own numbers are derived where the headline uses them (an auditor's review: the
+    # pre-training GPU-hours, 4.7x apart between the headline's systems, were a bare input): the
+    # GPU-hours from GPUs and wall days, the wall days from the plan's step, the RL step's phases
+    pre = run_cli("compare", "vera-rubin", "--format", "json").json()["systems"][0]
+    hours = rows["pretraining.gpu_hours"]
+    assert hours["value"] == pytest.approx(pre["pretraining"]["gpus"] * pre["pretraining"]["wall_days"] * 24)
+    assert hours["field"] == "pretraining.gpu_hours" and "in 30 days" in rows["pretraining.gpus"]["formula"]
+    for metric in ("pretraining.step_time_s", "pretraining.mfu", "pretraining.wall_days"):
+        assert rows[metric]["value"] == pytest.approx(pre["pretraining"][metric.split(".")[1]])
+    for metric in ("rl.phases.generation_s", "rl.step_seconds", "rl.gpu_hours_per_step", "rl.usd_per_step"):
+        assert rows[metric]["field"] == metric
+    order = list(rows)
+    assert (
+        order.index("pretraining.gpu_hours")
+        < order.index("pretraining.cost_usd")
+        < order.index("pretraining_usd")
+    )
 
 
 def test_site_power_budget_by_hand():
