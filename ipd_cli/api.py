@@ -227,6 +227,7 @@ def explain(
                     "inputs": inputs,
                     **NO_INPUT,
                     "field": _output_field(dump, st.metric),
+                    **NO_NOTE,
                 }
             )
         for block, why in system.infeasible.items():
@@ -239,6 +240,7 @@ def explain(
                     "inputs": why.hint or "",
                     **NO_INPUT,
                     "field": f"infeasible.{block}",
+                    **NO_NOTE,
                 }
             )
         for a in system.assumptions:
@@ -257,6 +259,8 @@ def explain(
                     "origin": a.origin,
                     "path": a.path,
                     "field": None,
+                    # the catalog's caveat (a lower bound, a derivation, a borrowed figure)
+                    "note": a.note,
                 }
             )
     out = Listing(kind="explain", items=items)
@@ -266,6 +270,7 @@ def explain(
 
 # an explain line that is not an input: its structured input fields are empty
 NO_INPUT: dict[str, Any] = {"unit": None, "source": None, "estimate": None, "origin": None, "path": None}
+NO_NOTE: dict[str, Any] = {"note": None}
 # explain lines of the lifecycle named for their term, and where compare's JSON holds them
 LIFECYCLE_FIELDS = {
     "pretraining_usd": "intelligence_per_dollar.cost_breakdown_usd.pretraining",

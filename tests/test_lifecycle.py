@@ -366,3 +366,14 @@ def test_a_deployment_shares_at_most_the_whole_pre_training_run():
     r = run_cli("compare", "vera-rubin", "--set", "workload.pretraining.deployments=0.25", "-f", "json")
     assert r.code == 2 and r.stdout == "" and "workload.pretraining.deployments" in r.stderr
     assert ">= 1" in r.stderr or "greater than or equal to 1" in r.stderr
+
+
+def test_explain_carries_each_inputs_catalog_note():
+    # an auditor's review: the catalog says Vera Rubin's $8.50 is a lower bound; explain dropped it
+    r = run_cli("explain", "vera-rubin", "-f", "json")
+    items = r.json()["items"]
+    price = next(i for i in items if i["metric"] == "input: rental price (reserved)")
+    assert price["value"] == 8.5 and "lower bound" in price["note"]
+    assert all("note" in i for i in items)
+    table = run_cli("explain", "vera-rubin", "-f", "table").stdout
+    assert "lower bound" not in table  # too long for a table column: JSON, CSV and YAML carry it
