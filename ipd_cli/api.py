@@ -226,6 +226,7 @@ def explain(
                     "formula": st.formula,
                     "inputs": inputs,
                     **NO_INPUT,
+                    "unit": _step_unit(st.metric),
                     "field": _output_field(dump, st.metric),
                     **NO_NOTE,
                 }
@@ -271,6 +272,27 @@ def explain(
 # an explain line that is not an input: its structured input fields are empty
 NO_INPUT: dict[str, Any] = {"unit": None, "source": None, "estimate": None, "origin": None, "path": None}
 NO_NOTE: dict[str, Any] = {"note": None}
+# the unit of an explained number, read from its name (units are in the names: `_usd`, `_s`, ...)
+STEP_UNITS = {
+    "price_usd_per_gpu_hour": "USD/GPU-h", "mfu": "fraction", "wall_days": "days", "gpus": "GPUs",
+    "gpus_for_traffic": "GPUs", "gpu_hours": "GPU-h", "gpu_hours_per_step": "GPU-h",
+    "step_seconds": "s", "expected_attempts": "attempts", "success_per_attempt": "fraction",
+    "success_per_task": "fraction", "traffic_output_tokens_per_s": "tokens/s", "tasks_solved": "tasks",
+    "usd_per_solved_task": "USD/task", "solved_tasks_per_kusd": "tasks/$1k",
+    "solved_tasks_per_mwh": "tasks/MWh", "site_tasks_solved_per_day": "tasks/day",
+}  # fmt: skip
+
+
+def _step_unit(metric: str) -> str | None:
+    """The unit of an explain line's number: a name in STEP_UNITS, else its suffix (USD, s)."""
+    last = metric.rsplit(".", 1)[-1]
+    if last in STEP_UNITS:
+        return STEP_UNITS[last]
+    if last.endswith("_usd") or last.startswith("usd_per_step"):
+        return "USD"
+    return "s" if last.endswith("_s") else None
+
+
 # explain lines of the lifecycle named for their term, and where compare's JSON holds them
 LIFECYCLE_FIELDS = {
     "pretraining_usd": "intelligence_per_dollar.cost_breakdown_usd.pretraining",

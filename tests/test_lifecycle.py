@@ -377,3 +377,14 @@ def test_explain_carries_each_inputs_catalog_note():
     assert all("note" in i for i in items)
     table = run_cli("explain", "vera-rubin", "-f", "table").stdout
     assert "lower bound" not in table  # too long for a table column: JSON, CSV and YAML carry it
+
+
+@pytest.mark.parametrize("workload", ["frontier-agentic", "pretrain-10t-moe", "rl-swe-agent"])
+def test_every_explained_number_has_its_unit(workload):
+    # an auditor's review: every headline line's unit was null
+    r = run_cli("explain", "vera-rubin", "--workload", workload, "--pricing", "tco", "-f", "json")
+    lines = [i for i in r.json()["items"] if not i["metric"].startswith("input: ")]
+    assert lines and all(i["unit"] for i in lines), [i["metric"] for i in lines if not i["unit"]]
+    units = {i["metric"]: i["unit"] for i in lines}
+    expected = {"pretraining.gpu_hours": "GPU-h", "rl.step_seconds": "s", "usd_per_solved_task": "USD/task"}
+    assert all(units[m] == u for m, u in expected.items() if m in units)
