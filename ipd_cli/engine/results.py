@@ -534,7 +534,11 @@ class RlTrainerMemory(Result):
     against host memory, where it waits while rollouts run."""
 
     training_state_bytes: float
-    bytes_per_gpu: float
+    bytes_per_gpu: float = Field(
+        description="the training state fully sharded over all train_gpus (the test that they hold "
+        "it); the chosen plan's own per-GPU memory, over the GPUs it uses, is "
+        "trainer.memory_bytes_per_gpu"
+    )
     usable_hbm_bytes_per_gpu: float
     min_train_gpus: int = Field(description="fewest trainer GPUs that hold the state")
     location_during_rollouts: str = Field(description="HBM (disaggregated) or host memory (colocated)")
@@ -584,7 +588,10 @@ class Rl(Result):
     hidden_by_overlap_s: float
     usd_per_1k_samples: float
     usd_per_million_generated_tokens: float
-    rollouts_per_kwh: float
+    rollouts_per_kwh: float = Field(
+        description="rollouts generated (kept or filtered out) per kWh of the step; per kept sample: "
+        "usd_per_1k_samples"
+    )
     gpus: int
     gpus_requested: int | None = Field(
         default=None,
@@ -597,7 +604,10 @@ class Rl(Result):
     replicas: int
     concurrency: int = Field(description="decode sequences per inference instance in the bulk phase")
     max_concurrency: int
-    tail_concurrency: int
+    tail_concurrency: int = Field(
+        description="sequences a replica decodes at the end of a synchronous step, while the longest "
+        "responses drain (async keeps its replicas full and does not use it)"
+    )
     decode_tokens_per_s_per_user: float
     cpu_cores_needed: float = Field(
         description="host cores the sandboxes hold at the peak: sequences live in generation x "
