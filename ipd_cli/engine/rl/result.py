@@ -111,13 +111,8 @@ def assemble(
         gpu_hours_per_step=gpu_hours,
         samples_per_s=n.samples / t,
         phases=phases,
-        generation=RlGeneration(
-            rollouts=out.gen.rollouts,
-            decode_and_tools_s=out.gen.decode_and_tools_s,
-            prefill_s=out.gen.prefill_s,
-            drain_s=out.gen.drain_s,
-            longest_trajectory_s=out.gen.longest_trajectory_s,
-            tail_decode_tokens_per_s_per_user=out.gen.tail_decode_tokens_per_s_per_user,
+        generation=RlGeneration(  # the Generation's terms of its seconds, by their names
+            **{k: getattr(out.gen, k) for k in RlGeneration.model_fields if k != "async_waste_fraction"},
             async_waste_fraction=out.rollouts.async_waste if mode == "async" else 0.0,
         ),
         hidden_by_overlap_s=max(0.0, sum(phases.model_dump().values()) - t),  # rounding: never below 0
