@@ -125,3 +125,22 @@ def test_the_ttfts_the_readme_quotes_print_those_figures():
         f"at DEP8, {ttft['tp8pp9']:.2f} s at TP8 PP9"
     )
     assert phrase in _text(), phrase
+
+
+def test_the_price_ranges_the_readme_quotes_move_the_headline_as_it_says(systems, catalog):
+    # a catalog review: both headline prices sit at the end of their ranges that favours Rubin
+    # (GB200's derived $4.05, the top of $3.30-4.05; Rubin's '> $8.5', a lower bound): the README
+    # says how far the first row moves at the other ends, and each range is the catalog's own
+    gb_price = catalog.system("gb200-nvl72").prices[0].usd_per_gpu_hour
+    vr_price = catalog.system("vera-rubin-nvl72").prices[0].usd_per_gpu_hour
+    assert (gb_price.range[0], vr_price.range[1]) == (3.30, 9.75) and vr_price.estimate and gb_price.estimate
+    r = run_cli_once(
+        "compare", "vera-rubin", "blackwell", "--set", "systems.gb200-nvl72.prices.reserved=3.30",
+        "--set", "systems.vera-rubin-nvl72.prices.reserved=9.75", "-f", "json",
+    )  # fmt: skip
+    vr, gb = (s["intelligence_per_dollar"]["solved_tasks_per_kusd"] for s in r.json()["systems"])
+    nominal = (
+        systems["vera-rubin-nvl72"]["intelligence_per_dollar"]["solved_tasks_per_kusd"]
+        / systems["gb200-nvl72"]["intelligence_per_dollar"]["solved_tasks_per_kusd"]
+    )
+    assert f"falls from {nominal:.2f}x to {vr / gb:.2f}x" in _text()
