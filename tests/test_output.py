@@ -301,3 +301,16 @@ def test_a_reserved_price_of_no_stated_term_beside_a_stated_one_is_warned():
     )  # fmt: skip
     assert r.code == 0, r.stderr
     assert "h100-sxm: the reserved price names no contract term, beside gb200-nvl72 3-year" in r.stderr
+
+
+def test_explain_prints_counted_inputs_as_counts_and_other_numbers_as_before():
+    # integral counts read as floats printed as 32.00 scale-up domains; a global rule then printed
+    # a price of 2 as `2` beside 1.76 (a code review): only counted units drop their decimals
+    from ipd_cli.render.views import _item_cell
+
+    assert _item_cell({"unit": "scale-up domains", "value": 32.0}, "value") == "32"
+    assert _item_cell({"unit": "GPUs", "value": 2.5}, "value") == "2.50"
+    assert _item_cell({"unit": "USD/GPU-h", "value": 2.0}, "value") == "2.00"
+    table = run_cli("explain", "vera-rubin", "-f", "table").stdout
+    turns = next(line for line in table.splitlines() if "input: turns " in line)
+    assert "│ 30 " in turns and "30.00" not in turns

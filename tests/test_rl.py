@@ -888,8 +888,8 @@ def test_generation_gpus_no_replica_holds_are_warned():
     active = rl_["replicas"] * rl_["instance_gpus"]
     assert 4 * (100 - active) >= active
     assert (
-        f"RL generation runs {rl_['replicas']} replica(s) of {rl_['instance_gpus']} GPUs, {active} of its 100"
-        in r.stderr
+        f"{100 - active} of the 100 RL generation GPUs hold no replica ({rl_['replicas']} of "
+        f"{rl_['instance_gpus']} GPUs fit)" in r.stderr
     )
 
 
@@ -961,10 +961,15 @@ def test_a_staleness_bound_set_outside_async_is_warned():
         (
             "colocated",
             ["--gpus", "64"],
-            "36 of its 64; the other 28 hold no replica and are idle while the rollouts run",
+            "28 of the 64 RL generation GPUs hold no replica (1 of 36 GPUs fit) and are idle while the "
+            "rollouts run",
         ),
         # a 48-GPU async pool holds one 36-GPU replica: no second fits; the bound was blamed
-        ("async", ["--gpus", "144"], "36 of its 48; the other 12 hold no replica and are idle but paid"),
+        (
+            "async",
+            ["--gpus", "144"],
+            "12 of the 48 RL generation GPUs hold no replica (1 of 36 GPUs fit) and are idle but paid",
+        ),
     ],
 )
 def test_idle_generation_gpus_are_warned_with_their_reason(mode, gpus, needle):
@@ -973,3 +978,13 @@ def test_idle_generation_gpus_are_warned_with_their_reason(mode, gpus, needle):
     )
     assert r.code == 0 and needle in r.stderr, r.stderr
     assert "staleness bound lets no more" not in r.stderr
+
+
+def test_a_synchronous_step_whose_cores_hold_every_rollout_is_not_capped():
+    # a code review: the host-core cap limited a synchronous step's slots (48 replicas x 11 = 528)
+    # though only its 512 rollouts are ever in flight, and 512 x 10.5 cores fit the 5,376 there
+    args = ("rl", "--hardware", "h100", "--workload", "rl-swe-agent", "--mode", "colocated", "--gpus", "384")
+    r = run_cli(*args, "--set", "workload.sandbox_cores=10.5", "-f", "json")
+    out = r.json()["rl"]
+    assert out["cpu_cores_available"] == 5376 and out["cpu_cores_needed"] == 512 * 10.5
+    assert (out["replicas"], out["concurrency"]) == (48, 11)  # 11 a replica: no second wave of 16

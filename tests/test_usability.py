@@ -328,7 +328,7 @@ def test_a_target_met_with_fewer_sequences_than_gpus_is_warned_about():
         assert point["instance_gpus"] > users
         sequences = "1 sequence" if users == 1 else f"{users} sequences"
         needle = (
-            f"serving meets {target} tokens/s per user only with {sequences} per "
+            f"serving meets {target}.00 tokens/s per user only with {sequences} per "
             f"{point['instance_gpus']}-GPU decode instance, fewer than one per GPU"
         )
         assert needle in r.stderr, r.stderr

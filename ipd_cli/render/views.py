@@ -170,7 +170,7 @@ def fmt_num(v: Any) -> str:
     a = abs(v)
     if a >= 1e15 or a < 1e-3:
         return f"{v:.3g}"
-    if a >= 100 or float(v).is_integer():  # a count read as a float (32.0 GPUs) prints as 32
+    if a >= 100:
         return f"{v:,.0f}"
     if a >= 1:
         return f"{v:,.2f}"
@@ -451,10 +451,10 @@ def _idle_generation_lines(hw: str, rl: dict) -> list[str]:
             "staleness bound lets no more rollouts be in flight; the rest are idle but paid (a smaller "
             "generation pool runs the same step for less)"
         )
-    if stranded and 4 * stranded >= active:
+    if stranded and 4 * stranded >= held * inst:
         out.append(
-            f"{hw}: RL generation runs {replicas:,} replica(s) of {inst:,} GPUs, {held * inst:,} of its "
-            f"{gen:,}; the other {stranded:,} hold no replica and are {idle}"
+            f"{hw}: {stranded:,} of the {gen:,} RL generation GPUs hold no replica ({held:,} of "
+            f"{inst:,} GPUs fit) and are {idle}"
         )
     return out
 
@@ -641,13 +641,27 @@ def _items(data: dict) -> View:
     optional = [columns.index(c) for c in OPTIONAL_COLUMNS.get(kind, []) if c in columns]
     grid = Grid(kind, columns, right=right, optional=optional)
     for item in items:
-        grid.rows.append([fmt_num(item.get(c)) for c in columns])
+        grid.rows.append([_item_cell(item, c) for c in columns])
     # narrow terminals: one small grid per item, every field kept
     grid.vertical = [
         Grid(f"{kind}: {row[0]}", ["Field", "Value"], [[c, v] for c, v in zip(columns, row, strict=True)])
         for row in grid.rows
     ]
     return View([grid])
+
+
+# units of things counted: an explain input of one read as a float (32.0 GPUs) prints as 32
+COUNT_UNITS = frozenset(
+    {"GPUs", "instances", "turns", "experts", "ranks", "scale-up domains", "cores", "tokens",
+     "sequences", "passes", "parameters", "prompts", "layers", "replicas", "tasks"}
+)  # fmt: skip
+
+
+def _item_cell(item: dict, column: str) -> str:
+    v = item.get(column)
+    if column == "value" and item.get("unit") in COUNT_UNITS and isinstance(v, float) and v.is_integer():
+        return fmt_num(int(v))
+    return fmt_num(v)
 
 
 def _is_number(v: Any) -> bool:
