@@ -103,7 +103,8 @@ class Pretraining(Result):
     energy_mwh: float
     mfu: float = Field(
         description="model FLOPs utilisation of the dense peak achieved by the plan on the GPUs it uses "
-        "(an output of the plan search, or the value pinned with `mfu`)"
+        "(gpus_used; tokens_per_s_per_gpu divides by all gpus) (an output of the plan search, or "
+        "the value pinned with `mfu`)"
     )
     mfu_pinned: bool = Field(default=False, description="mfu was given, not derived from the plan")
     effective_mfu: float = Field(
@@ -113,7 +114,11 @@ class Pretraining(Result):
     scale_efficiency: float = Field(description="training goodput: share of wall time in useful steps")
     moe_comm_exposed_fraction: float = Field(description="share of step time spent in exposed all-to-all")
     training_flops: float
-    flops_per_token: float
+    flops_per_token: float = Field(
+        description="model FLOPs per token, as NVIDIA's and Megatron's 'model TFLOP/s' count them: 6 x "
+        "active parameters plus the causal attention's score and value products (Llama 3.1 70B at "
+        "8K: 455.8e9, 6N alone 423.6e9); mfu and effective_mfu use it"
+    )
     peak_tflops_per_gpu: float
     min_gpus_for_memory: int = Field(
         description="a lower bound on the GPUs that hold the training state: weights, gradients and "
