@@ -244,14 +244,15 @@ def price_terms(rows: list, cat: Any) -> list[str]:
 
 def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
     """A `--set` of an owning-cost input (`economics.utilisation`, a system's `capex_usd`, ...)
-    that the estimate never read: under rental prices nothing reads them, so it changed nothing,
+    or of a rental price point (under tco, another label, a system not compared) that the
+    estimate never read: under rental prices nothing reads the former, so it changed nothing,
     which a reader would not guess (a user review). Only those paths are checked: not every catalog
     read is listed under assumptions (a model's shape, a CPU's cores are read without a record), so
     "not listed" alone does not mean "not read" (a code review)."""
     if not overrides:
         return []  # (and no engine import on the listing's fast path)
     from .catalog.overrides import canonical_path
-    from .engine.pricing import owning_input
+    from .engine.pricing import owning_input, rental_input
 
     read = {a.get("path") for s in rows if isinstance(s, dict) for a in s.get("assumptions") or []}
     out = []
@@ -263,6 +264,12 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
             out.append(
                 f"--set {path}: not an input of this estimate, so it changed nothing (an owning-cost "
                 "input: priced with --pricing tco)"
+            )
+        elif rental_input(path) and path not in read:  # another system's, another label, or tco
+            label = path.rsplit(".", 1)[1]
+            out.append(
+                f"--set {path}: not an input of this estimate, so it changed nothing (a rental price "
+                f"point: read by --pricing rental:{label} on {path.split('.')[1]})"
             )
     return out
 
@@ -915,6 +922,8 @@ def sweep(
         max_rows=MAX_ROWS if chosen == "xlsx" else None,
     )
     _warn_sweep(chunks.points, cat)
+    if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
+        sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")
     show = _progress("swept {done:,} of {total:,} points")
     stream_rows(chunks, chosen, _ctx(), output, progress=show and (lambda done: show(done, total)))
 

@@ -247,3 +247,48 @@ def test_power_below_tdp_names_only_the_set_that_touches_it(tmp_path):
         "ipd: warning: with --set accelerators.h100-sxm.tdp_w=2000: systems.h100-sxm.power_kw"
     )
     assert "systems.h200" not in line and "capex" not in line
+
+
+def test_a_rental_price_the_estimate_does_not_read_is_warned():
+    # a scripting review: `--pricing tco --set systems.vera-rubin.prices.reserved=3` gave the same
+    # answer without a word (the owning-cost case was warned)
+    tco = run_cli(
+        "compare",
+        "vera-rubin",
+        "--pricing",
+        "tco",
+        "--set",
+        "systems.vera-rubin.prices.reserved=3",
+        "-f",
+        "json",
+    )
+    assert tco.code == 0
+    assert (
+        "--set systems.vera-rubin-nvl72.prices.reserved: not an input of this estimate, so it changed "
+        "nothing (a rental price point: read by --pricing rental:reserved on vera-rubin-nvl72)" in tco.stderr
+    )
+    other = run_cli("compare", "vera-rubin", "--set", "systems.h100-sxm.prices.reserved=2", "-f", "json")
+    assert "--set systems.h100-sxm.prices.reserved: not an input" in other.stderr
+    read = run_cli("compare", "vera-rubin", "--set", "systems.vera-rubin.prices.reserved=9", "-f", "json")
+    assert "not an input" not in read.stderr  # read: priced at it
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ("--vary", "systems.vera-rubin.prices.reserved=8,9"),
+        ("--set", "systems.vera-rubin.prices.reserved=8"),
+        ("--vary", "systems.vera-rubin.capex_usd=7e6,8e6"),
+    ],
+)
+def test_a_sweep_refuses_a_price_input_beside_a_price_axis(extra):
+    # a scripting review: a rental-price axis of 8 and 9 beside a price_usd_per_gpu_hour axis gave
+    # identical rows, exit 0: the price axis replaces every system's price
+    r = run_cli(
+        "sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=4,5", *extra, "-f", "csv"
+    )
+    assert r.code == 2 and r.stdout == ""
+    assert (
+        "not read where --vary price_usd_per_gpu_hour gives every system's price; drop one of them"
+        in r.stderr
+    )

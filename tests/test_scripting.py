@@ -290,3 +290,17 @@ def test_each_explained_number_names_the_output_field_that_holds_it():
             node = node[key]
         assert node == pytest.approx(i["value"], rel=1e-12), i["metric"]
     assert sum(i["field"] is not None for i in lines) >= 12
+
+
+def test_a_shown_workload_is_a_workload_file_as_it_is(tmp_path):
+    # a scripting review: `ipd workloads show frontier-agentic -f yaml > mine.yaml`, the natural
+    # start of a what-if, was refused ("unknown workload kind 'workload'")
+    shown = run_cli("workloads", "show", "frontier-agentic", "-f", "yaml")
+    path = tmp_path / "mine.yaml"
+    path.write_text(shown.stdout, encoding="utf-8")
+    mine = run_cli("compare", "vera-rubin", "--scenario", str(path), "-f", "json")
+    assert mine.code == 0, mine.stderr
+    builtin = run_cli("compare", "vera-rubin", "-f", "json")
+    key = "intelligence_per_dollar"
+    assert mine.json()["systems"][0][key] == builtin.json()["systems"][0][key]
+    assert mine.json()["workload"]["origin"] == str(path)

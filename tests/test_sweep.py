@@ -664,3 +664,23 @@ def test_a_rental_price_axis_under_tco_is_a_usage_error():
         "sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=4,8", "--pricing", "tco"
     )
     assert r.code == 2 and r.stdout == "" and "--vary price_usd_per_gpu_hour is a rental price" in r.stderr
+
+
+def test_a_seed_without_samples_is_warned():
+    # a scripting review: `--seed 5` without `--samples` changed nothing, without a word
+    r = run_cli(
+        "sweep",
+        "--vary",
+        "hardware=vera-rubin",
+        "--vary",
+        "price_usd_per_gpu_hour=4,5",
+        "--seed",
+        "5",
+        "-f",
+        "csv",
+    )
+    assert r.code == 0 and "--seed without --samples: nothing is drawn" in r.stderr
+    quiet = run_cli(
+        "sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=4,5", "-f", "csv"
+    )
+    assert "--seed" not in quiet.stderr and quiet.stdout == r.stdout

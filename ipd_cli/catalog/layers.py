@@ -222,6 +222,10 @@ def read_workload_doc(path: Path | str, text: str | None = None, label: str | No
         raise InputError(f"{where}: empty file; expected a workload mapping (kind, model, ...)")
     if not isinstance(doc, dict):
         raise InputError(f"{where}: expected a workload mapping (kind, model, ...)")
+    if doc.get("kind") == "workload" and isinstance(doc.get("entry"), dict) and "schema_version" in doc:
+        # `ipd workloads show NAME -f yaml` output, the natural start of a what-if file (a user
+        # review): its entry is the workload, its sources the ones the entry cites
+        doc = {**doc["entry"], **({"sources": doc["sources"]} if doc.get("sources") else {})}
     if "sources" in doc and not isinstance(doc["sources"], dict):
         raise InputError(f"{where}: sources: expected a mapping of id -> source")
     for sid, src in (doc.get("sources") or {}).items():

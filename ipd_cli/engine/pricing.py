@@ -105,6 +105,13 @@ def owning_input(path: str) -> bool:
     )
 
 
+def rental_input(path: str) -> bool:
+    """Whether a catalog path is a system's rental price point (``systems.NAME.prices.LABEL``),
+    read only under rental pricing of that label."""
+    parts = path.split(".")
+    return len(parts) == 4 and parts[0] == "systems" and parts[2] == "prices"
+
+
 def _tco_terms(inp: Inputs, system: str, always_on: bool) -> dict[str, Any]:
     """The owning cost's inputs (read in this order: capex, capital, opex, utilisation, power,
     electricity), for :func:`usd_per_gpu_hour` and, with their names, ``ipd explain``."""

@@ -656,6 +656,23 @@ class SweepTrace(Trace):
 # --- checks before any row -----------------------------------------------------------------------
 
 
+def check_price_axis(cat: Catalog, plan: SweepPlan) -> None:
+    """A ``price_usd_per_gpu_hour`` axis replaces the price each system is priced at: a price input
+    varied or set beside it (a rental price point, capex, the owning cost's economics) would
+    change nothing, which a spreadsheet of its rows would not show (a user review: a
+    rental-price axis of 8 and 9 gave the same rows)."""
+    from .pricing import owning_input, rental_input
+
+    if not any(a.path == PRICE for a in plan.numeric):
+        return
+    priced = [f"`vary` {a.path}" for a in plan.numeric if rental_input(a.path) or owning_input(a.path)]
+    priced += [f"`sets` {o.path}" for o in cat.overrides if rental_input(o.path) or owning_input(o.path)]
+    if priced:
+        raise InputError(
+            f"{priced[0]}: not read where `vary` {PRICE} gives every system's price; drop one of them"
+        )
+
+
 def check_paths(plan: SweepPlan, results: list[Any]) -> None:
     """Every varied path must be an input the estimate reads for at least one system (a workload
     field is checked by :func:`check_values`)."""
@@ -788,6 +805,7 @@ def search(
         if progress:
             progress(done, total)
 
+    check_price_axis(cat, plan)
     nominal = {}
     for hw in plan.hardware:
         nominal[hw] = point(cat, plan, hw, [], draws)
