@@ -220,7 +220,7 @@ def fastest(
     # than cores would wait for a sandbox, not decode (a review: MI300X async at staleness 4 ran
     # 2,048 trajectories on 1,024 cores). A synchronous step has min(rollouts, slots) in flight:
     # where the cores hold every rollout, its slots are not capped (a code review)
-    cap = np.minimum(np.maximum(1, c.max_batch[ok]), per_replica)
+    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), per_replica))
     if asynchronous or nums.generated > load[2]:
         cap = np.maximum(1, np.minimum(cap, np.floor(load[2] / replicas[:, 0])))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
