@@ -44,8 +44,11 @@ def one_plan(x, gpus, text):
 def test_memory_per_gpu_of_a_known_plan_by_hand(catalog):
     x = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
     cols, out = one_plan(x, 64, PLAN_70B)
-    # state, ZeRO-1 over dp x cp = 2 replicas: (2 weight + 2 grad) bytes + 12 optimizer bytes / 2
-    params = x["total"] / (4 * 8)  # 70.6e9 over TP4 x PP8 = 2.206e9 per GPU
+    # state, ZeRO-1 over dp x cp = 2 replicas: (2 weight + 2 grad) bytes + 12 optimizer bytes / 2;
+    # the busiest stage holds its 10 of the 80 layers' share of the body and one embedding matrix
+    # (128,256 x 8,192: the first stage's input embedding or the last's untied LM head), over TP4
+    edge = 128256 * 8192
+    params = ((x["total"] - 2 * edge) * 10 / 80 + edge) / 4  # 2.444e9 per GPU (even: 2.206e9)
     state = params * (2 + 2) + params * 12 / 2
     assert ts.state_bytes({k: cols[k] for k in ("tp", "pp", "ep", "dp", "cp", "zero", "vp")}, x) == (
         pytest.approx(state)
@@ -145,11 +148,15 @@ def test_moe_memory_of_the_published_plan_by_hand(catalog):
     act = 12 * 4096 * ((46080 + 8192) * 2 + 57344 * 1)
     in_flight = 8 * (1 + 7 / 16)
     # state: BF16 weights and gradients; ZeRO-1 shards the 12 optimizer bytes over the dense
-    # weights' DP8 and the experts' data-parallel group, DP8 x TP1 / EP8 = 1
-    dense, expert = x["dense_params"] / 8, x["routed_params"] / (8 * 8)
+    # weights' DP8 and the experts' data-parallel group, DP8 x TP1 / EP8 = 1. The first stage
+    # holds its 12 of the 94 layers and the input embedding (151,936 x 4,096; the LM head, untied,
+    # is the last stage's)
+    edge = 151936 * 4096
+    dense = (x["dense_params"] - 2 * edge) * 12 / 94 + edge
+    expert = x["routed_params"] / 8 * 12 / 94
     state = (dense + expert) * (2 + 2) + 12 * (dense / 8 + expert / 1)
     assert out["memory_bytes"] == pytest.approx(state + act * in_flight)
-    assert out["memory_bytes"] == pytest.approx(155.9e9, rel=1e-3)  # 62.2 GB state, 93.8 activations
+    assert out["memory_bytes"] == pytest.approx(159.8e9, rel=1e-3)  # 66.0 GB state, 93.8 activations
     # it fits the 164.3 GB usable of a B200 without recompute, as the recipe runs it (recompute None)
     assert out["memory_bytes"] <= x["hbm_cap"]
     cols, _ = one_plan(x, 64, PLAN_QWEN3 + ",a2a_overlap=off,cuda_graphs=off,dispatcher=alltoall")
@@ -210,9 +217,12 @@ def test_dualpipe_bubble_and_hidden_all_to_all_by_hand(catalog):
 def test_dualpipe_memory_holds_two_stages_by_hand(catalog):
     x = inputs(catalog, "h800", "deepseek-v3", "fp8", seq=4096)
     cols, out = one_plan(x, 2048, PLAN_DSV3 + ",schedule=dualpipe")
-    # each GPU holds stage i and its mirror 15 - i: twice a 1F1B stage's parameters (Table 2: 2x)
-    dense = x["dense_params"] / 16 * 2
-    expert = x["routed_params"] / (64 * 16) * 2
+    # each GPU holds stage i and its mirror 15 - i: twice a 1F1B stage's parameters (Table 2: 2x):
+    # the busiest stage's ceil(61 / 16) = 4 layers twice, and the first GPU both the input
+    # embedding and the (untied) LM head, 129,280 x 7,168 each
+    edge = 129280 * 7168
+    dense = (x["dense_params"] - 2 * edge) * 2 * 4 / 61 + 2 * edge
+    expert = x["routed_params"] / 64 * 2 * 4 / 61
     # BF16 weights and gradients whole; ZeRO-1 shards the 12 optimizer bytes over both copies'
     # replicas: 2 x DP128 for the dense weights, 2 x (DP128 / EP64) for the experts
     state = (dense + expert) * (2 + 2) + 12 * (dense / 256 + expert / 4)

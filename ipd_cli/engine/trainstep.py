@@ -661,9 +661,19 @@ def stage_copies(P: Cols):
 
 
 def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
-    """(dense, expert) parameters one GPU holds before data-parallel sharding."""
-    n = stage_copies(P) / P["pp"]
-    return x["dense_params"] / P["tp"] * n, x["routed_params"] / P["ep"] * n
+    """(dense, expert) parameters one GPU of the busiest stage holds before data-parallel sharding:
+    its layers (:func:`stage_layers`, rounded up) and, on the first stage the input embedding and
+    on the last the LM head (a copy of the embedding when tied): one of them under 1F1B, both on
+    DualPipe's first rank (stage 0 and its mirror, the last), all on a single stage (a pre-training
+    engineer's review: spread evenly, DualPipe's first rank of Llama 70B on PP16 held 1.8e9
+    parameters more than charged)."""
+    edge = x["vocab"] * x["hidden"]  # one embedding matrix
+    embeddings = edge * ifelse(x["tied"], 1.0, 2.0)
+    copies = stage_copies(P)
+    share = copies * stage_layers(P, x) / x["layers"]
+    edges = ifelse(P["pp"] > 1.0, copies * edge, embeddings)
+    body = x["dense_params"] - embeddings
+    return (body * share + edges) / P["tp"], x["routed_params"] / P["ep"] * share
 
 
 def dp_groups(P: Cols) -> tuple[Any, Any]:
