@@ -1139,3 +1139,17 @@ def test_mi325x_trains_no_slower_than_mi300x(catalog):
         for hw in ("mi300x", "mi325x")
     }
     assert runs["mi325x"].wall_days <= runs["mi300x"].wall_days
+
+
+def test_a_dualpipe_pin_with_too_few_micro_batches_says_so():
+    # a pre-training engineer's review: 256 sequences over DP16 are 16 micro-batches, DualPipe needs
+    # an even count of at least 2 x pp = 32; the error read "degrees or global batch do not divide"
+    plan = "tp=1,pp=16,dp=16,cp=8,schedule=dualpipe,gbs=256"
+    args = ("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "15e12", "--gpus", "2048")
+    r = run_cli(*args, "--plan", plan, "-f", "json")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr == (
+        "ipd: error: --plan: schedule=dualpipe runs an even number of micro-batches per replica, at "
+        "least 2 x pp = 32: gbs=256 over dp=16 gives 16\n"
+    )
+    assert run_cli(*args, "--plan", plan.replace("gbs=256", "gbs=512"), "-f", "json").code == 0

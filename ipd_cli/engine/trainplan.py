@@ -97,6 +97,16 @@ def parse_plan(text: str | None) -> dict[str, int]:
         pins[col] = pin
     if pins.get("sched") == 1 and (pins.get("vp", 1) != 1 or pins.get("pp", 2) % 2):
         raise InputError("`plan`: schedule=dualpipe runs an even pp and no interleaving (vp=1)")
+    if pins.get("sched") == 1 and all(k in pins for k in ("gbs", "dp", "pp")):
+        # deepseek-ai/DualPipe runs an even count of at least 2 x pp micro-batches (a review: this
+        # read "degrees or global batch do not divide")
+        m = pins["gbs"] / (pins["dp"] * pins.get("mbs", 1))
+        if m < 2 * pins["pp"] or (m == int(m) and int(m) % 2):
+            raise InputError(
+                f"`plan`: schedule=dualpipe runs an even number of micro-batches per replica, at "
+                f"least 2 x pp = {2 * pins['pp']}: gbs={pins['gbs']} over dp={pins['dp']}"
+                f"{' x mbs=' + str(pins['mbs']) if 'mbs' in pins else ''} gives {m:g}"
+            )
     if pins.get("a2ao") == 1 and (
         pins.get("sched") == 1 or (pins.get("pp", 1) > 1 and pins.get("vp", 2) == 1)
     ):
