@@ -673,7 +673,10 @@ def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
     share = copies * stage_layers(P, x) / x["layers"]
     edges = ifelse(P["pp"] > 1.0, copies * edge, embeddings)
     body = x["dense_params"] - embeddings
-    return (body * share + edges) / P["tp"], x["routed_params"] / P["ep"] * share
+    # the routed experts live in the routed layers only (DeepSeek-V3: 58 of 61): a stage of them
+    routed = f.maximum(x["routed_layers"], 1.0)
+    expert_share = copies * f.minimum(stage_layers(P, x), routed) / routed
+    return (body * share + edges) / P["tp"], x["routed_params"] / P["ep"] * expert_share
 
 
 def dp_groups(P: Cols) -> tuple[Any, Any]:
