@@ -255,6 +255,14 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
     from .engine.pricing import owning_input, rental_input
 
     read = {a.get("path") for s in rows if isinstance(s, dict) for a in s.get("assumptions") or []}
+    # a compared system that ran no block (every one infeasible) read no price: it was not passed
+    # over for another (a code review)
+    idle = {
+        s.get("hardware")
+        for s in rows
+        if isinstance(s, dict)
+        and not any(isinstance(s.get(b), dict) for b in ("pretraining", "rl", "serving"))
+    }
     out = []
     for item in overrides:
         path = str(item).partition("=")[0].strip()
@@ -265,7 +273,8 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
                 f"--set {path}: not an input of this estimate, so it changed nothing (an owning-cost "
                 "input: priced with --pricing tco)"
             )
-        elif rental_input(path) and path not in read:  # another system's, another label, or tco
+        elif rental_input(path) and path not in read and path.split(".")[1] not in idle:
+            # another system's, another label, or tco
             label = path.rsplit(".", 1)[1]
             out.append(
                 f"--set {path}: not an input of this estimate, so it changed nothing (a rental price "

@@ -271,6 +271,9 @@ def test_a_rental_price_the_estimate_does_not_read_is_warned():
     assert "--set systems.h100-sxm.prices.reserved: not an input" in other.stderr
     read = run_cli("compare", "vera-rubin", "--set", "systems.vera-rubin.prices.reserved=9", "-f", "json")
     assert "not an input" not in read.stderr  # read: priced at it
+    # a system that runs no block reads no price: its price was not passed over (a code review)
+    idle = run_cli("compare", "v100", "h100", "--set", "systems.v100.prices.reserved=1", "-f", "json")
+    assert "not an input" not in idle.stderr
 
 
 @pytest.mark.parametrize(

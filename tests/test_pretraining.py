@@ -219,11 +219,11 @@ def test_dualpipe_memory_holds_two_stages_by_hand(catalog):
     cols, out = one_plan(x, 2048, PLAN_DSV3 + ",schedule=dualpipe")
     # each GPU holds stage i and its mirror 15 - i: twice a 1F1B stage's parameters (Table 2: 2x):
     # the busiest stage's ceil(61 / 16) = 4 layers twice, and the first GPU both the input
-    # embedding and the (untied) LM head, 129,280 x 7,168 each; the experts of 4 of the 58
-    # routed layers twice
+    # embedding and the (untied) LM head, 129,280 x 7,168 each; the routed experts spread over
+    # the stages as the layers are (the catalog holds no layer pattern)
     edge = 129280 * 7168
     dense = (x["dense_params"] - 2 * edge) * 2 * 4 / 61 + 2 * edge
-    expert = x["routed_params"] / 64 * 2 * 4 / 58
+    expert = x["routed_params"] / 64 * 2 * 4 / 61
     # BF16 weights and gradients whole; ZeRO-1 shards the 12 optimizer bytes over both copies'
     # replicas: 2 x DP128 for the dense weights, 2 x (DP128 / EP64) for the experts
     state = (dense + expert) * (2 + 2) + 12 * (dense / 256 + expert / 4)
