@@ -228,8 +228,8 @@ def fastest(
     rows = np.arange(ok.size)[:, None]
     per = dict(replicas=replicas, prefill_s=c.prefill_s[ok][:, None], speculative=c.speculative[ok][:, None])
 
-    def tail(b):  # the tail concurrency of concurrency b
-        return np.maximum(1, np.floor(b * r.tail_fraction))
+    def tail(b):
+        return _tail(r, b)
 
     def below(b):  # the highest rung at or below b, and the lowest at or above
         return np.searchsorted(ladder, b, "right") - 1
@@ -258,11 +258,7 @@ def fastest(
     first = np.repeat(np.cumsum(count) - count, count)
     k = np.repeat(i, count)
     b = np.repeat(lo[i, j], count) + (np.arange(count.sum()) - first)
-    both = c.step_s(np.concatenate([b, tail(b)]), np.concatenate([ok[k], ok[k]]))
-    at = {name: v[k, 0] for name, v in per.items()} | dict(
-        step_s=both[: b.size], tail_step_s=both[b.size :], b=b
-    )
-    seconds = _seconds(r, nums, asynchronous, at, load)
+    seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k, 0]), load)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
     return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
 
@@ -274,16 +270,31 @@ def fewest_in_flight(r: Rollouts, nums: RlNumbers, gen_gpus: int, load: Load, li
     staleness bounds 3 to 16 ran the same 259.8 s step with 3 to 16 steps of mean staleness)."""
     import numpy as np
 
-    c, k, top = r.candidates, r.choice, int(r.concurrency or 1)
+    top = int(r.concurrency or 1)
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, True)
-    replicas = active_replicas(gen_gpus // int(c.gpus[k]), in_flight, True)
+    replicas = active_replicas(gen_gpus // r.gpus, in_flight, True)
     b = np.arange(1, top + 1, dtype=float)
-    tail = np.maximum(1, np.floor(b * r.tail_fraction))
-    ks = np.full(b.size, k)
-    at = dict(replicas=replicas, prefill_s=c.prefill_s[k], speculative=c.speculative[k], b=b,
-              step_s=c.step_s(b, ks), tail_step_s=c.step_s(tail, ks))  # fmt: skip
+    at = _at(r, np.full(b.size, r.choice), b, replicas)
     ok = np.flatnonzero(_seconds(r, nums, True, at, load) <= limit_s)
     return int(b[ok[0]]) if ok.size else top
+
+
+def _tail(r: Rollouts, b: Any) -> Any:
+    """The tail concurrency of concurrency ``b`` (numbers or arrays)."""
+    import numpy as np
+
+    return np.maximum(1, np.floor(b * r.tail_fraction))
+
+
+def _at(r: Rollouts, cand: Any, b: Any, replicas: Any) -> dict[str, Any]:
+    """:func:`_seconds`' inputs for candidates ``cand`` (indices) at concurrencies ``b``, exactly:
+    the decode steps at ``b`` and at its tail concurrency."""
+    import numpy as np
+
+    c = r.candidates
+    both = c.step_s(np.concatenate([b, _tail(r, b)]), np.concatenate([cand, cand]))
+    return dict(replicas=replicas, prefill_s=c.prefill_s[cand], speculative=c.speculative[cand], b=b,
+                step_s=both[: b.size], tail_step_s=both[b.size :])  # fmt: skip
 
 
 @dataclass(frozen=True)
