@@ -399,7 +399,7 @@ def _compare(
         if w.kind == "scenario":
             life = estimate_lifecycle(cat, s, w, pricing=pricing, origin=origin)
             results.append(life.system)
-            steps.append(_stage_steps(life.steps, life.system, _stage_deadline(cat, w)))
+            steps.append(life.steps)
         else:
             one = _one_block(cat, s, name, w, mfu=mfu, pricing=pricing, origin=origin)
             results.append(one)
@@ -424,142 +424,12 @@ def _compare(
     return result, steps
 
 
-def _stage_deadline(cat: Catalog, w: Any) -> float | None:
-    """The deadline of a scenario's computed pre-training stage (None: a fixed GPU count or none)."""
-    if w.pretraining.workload is None:
-        return None
-    from .engine.lifecycle import stage_workload
-
-    return getattr(stage_workload(cat, w, "pretraining"), "deadline_days", None)
-
-
 def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
     """`ipd explain` lines of a pretrain or RL workload: its numbers from the chosen plan or split
     (the same identities the results obey; a test recomputes each from its inputs)."""
-    if system.pretraining is not None:
-        return _pretraining_steps(system.pretraining, deadline_days)
-    if system.rl is not None:
-        return _rl_steps(system.rl)
-    return []
+    from .engine.lifecycle import pretraining_steps, rl_steps
 
-
-def _stage_steps(life_steps: list, system: SystemResult, deadline_days: float | None) -> list:
-    """A scenario's explain lines with each computed stage's own lines (plan, MFU, wall days,
-    GPUs, GPU-hours; the RL step's phases) in place of its cost line, so the headline's biggest
-    inputs are derived where they are used (an auditor's review: the pre-training GPU-hours, 4.7x
-    apart, were a bare input there)."""
-    out: list = []
-    for st in life_steps:
-        if st.metric == "pretraining.cost_usd" and system.pretraining is not None:
-            out += _pretraining_steps(system.pretraining, deadline_days)
-        elif st.metric == "rl.usd_per_step" and system.rl is not None:
-            out += _rl_steps(system.rl)
-        else:
-            out.append(st)
-    return out
-
-
-def _pretraining_steps(p: Any, deadline_days: float | None) -> list:
-    from .engine.lifecycle import Step, pretraining_cost_steps
-
-    how = (
-        f"the fewest whole systems whose fastest plan finishes in {deadline_days:g} days, each "
-        "scale-up domain holding whole copies of the plan's in-domain groups (the rest idle)"
-        if deadline_days
-        else "the workload's GPUs"
-    )
-    return [
-        Step("pretraining.step_time_s", p.step_time_s, f"one step of the fastest plan found: {p.plan}",
-             {"plans_evaluated": p.plans_evaluated, "global_batch_tokens": p.global_batch_tokens}),
-        Step("pretraining.mfu", p.mfu,
-             "flops_per_token x global_batch_tokens / (step_time_s x gpus_used x peak_tflops_per_gpu"
-             " x 1e12)" + (" (pinned)" if p.mfu_pinned else ""),
-             {"flops_per_token": p.flops_per_token, "global_batch_tokens": p.global_batch_tokens,
-              "step_time_s": p.step_time_s, "gpus_used": p.gpus_used,
-              "peak_tflops_per_gpu": p.peak_tflops_per_gpu}),
-        Step("pretraining.wall_days", p.wall_days,
-             "tokens x step_time_s x batch_token_multiplier / global_batch_tokens / scale_efficiency"
-             " / 86400",
-             {"tokens": p.tokens, "step_time_s": p.step_time_s,
-              "batch_token_multiplier": p.batch_token_multiplier,
-              "global_batch_tokens": p.global_batch_tokens, "scale_efficiency": p.scale_efficiency}),
-        Step("pretraining.gpus", p.gpus, f"{how} (the plan uses gpus_used)",
-             {"gpus_used": p.gpus_used, "systems": p.systems}),
-        Step("pretraining.gpu_hours", p.gpu_hours, "gpus x wall_days x 24",
-             {"gpus": p.gpus, "wall_days": p.wall_days}),
-        *pretraining_cost_steps(p),
-    ]  # fmt: skip
-
-
-def _rl_steps(r: Any) -> list:
-    from .engine.lifecycle import Step, rl_cost_steps
-
-    ph, ws = r.phases, r.weight_sync
-    return [
-        _rl_generation_step(r),
-        Step("rl.step_seconds", r.step_seconds, _RL_STEP[_rl_schedule(r)],
-             {"generation_s": ph.generation_s, "environment_s": ph.environment_s,
-              "logprob_s": ph.logprob_s, "training_s": ph.training_s,
-              "weight_sync_s": ph.weight_sync_s, "sync_fixed_s": ws.fixed_s,
-              "sync_transfer_s": ws.transfer_s}),
-        Step("rl.gpu_hours_per_step", r.gpu_hours_per_step, "gpus x step_seconds / 3600",
-             {"gpus": r.gpus, "step_seconds": r.step_seconds}),
-        *rl_cost_steps(r),
-    ]  # fmt: skip
-
-
-# an RL step by the schedule it runs (engine/rl/step.py): phases in series; one-step-off overlaps
-# rollouts with training, then the update; async keeps generating, pausing the engines for the
-# update while the trainer drives only its barrier and transfer
-_RL_STEP = {
-    "colocated": "generation_s + environment_s + logprob_s + training_s + weight_sync_s (in series; "
-    "the update includes parking the training state and switching the GPUs)",
-    "disaggregated": "generation_s + environment_s + logprob_s + training_s + weight_sync_s (in series)",
-    "one-step-off": "max(generation_s + environment_s, logprob_s + training_s) + weight_sync_s",
-    "async": "max(generation_s + environment_s + weight_sync_s, logprob_s + training_s + sync_fixed_s"
-    " + sync_transfer_s)",
-}
-
-
-def _rl_schedule(r: Any) -> str:
-    from .engine.rl.step import schedule
-
-    return schedule(r.mode, r.staleness_bound or 0)
-
-
-def _rl_generation_step(r: Any) -> Any:
-    """How the step's rollouts are generated: Little's law on the replicas' slots, and in
-    synchronous schedules the drain of the longest response or the longest trajectory (every term
-    a number of rl.generation, so the value can be recomputed from what explain shows)."""
-    from .engine.lifecycle import Step
-
-    g = r.generation
-    if _rl_schedule(r) == "async":
-        how = (
-            "(decode_and_tools_s + prefill_s) x (1 + async_waste_fraction); decode_and_tools_s = "
-            "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
-            "/ (replicas x concurrency), concurrency up to staleness_bound x rollouts / replicas; "
-            "prefill_s = rollouts x one prompt's prefill / replicas"
-        )
-        terms = {"async_waste_fraction": g.async_waste_fraction}
-    else:
-        how = (
-            "max(decode_and_tools_s + prefill_s + drain_s, longest_trajectory_s); decode_and_tools_s = "
-            "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
-            "/ (replicas x concurrency); prefill_s = rollouts x one prompt's prefill / replicas; "
-            "drain_s = (max - mean response tokens) / tail_decode_tokens_per_s_per_user; "
-            "longest_trajectory_s = its wait for a slot + max response tokens / "
-            "tail_decode_tokens_per_s_per_user + max turns x tool latency"
-            + ("; here the longest trajectory" if r.latency_bound else "; here the bulk")
-        )
-        terms = {"drain_s": g.drain_s, "longest_trajectory_s": g.longest_trajectory_s}
-    return Step("rl.phases.generation_s", r.phases.generation_s, how,
-                {"decode_and_tools_s": g.decode_and_tools_s, "prefill_s": g.prefill_s, **terms,
-                 "rollouts": g.rollouts, "replicas": r.replicas, "instance_gpus": r.instance_gpus,
-                 "concurrency": r.concurrency, "decode_tokens_per_s_per_user": r.decode_tokens_per_s_per_user,
-                 "tail_concurrency": r.tail_concurrency,
-                 "tail_decode_tokens_per_s_per_user": g.tail_decode_tokens_per_s_per_user,
-                 "gen_gpus": r.gen_gpus})  # fmt: skip
+    return pretraining_steps(system.pretraining, deadline_days) or rl_steps(system.rl)
 
 
 def output_schema() -> dict[str, Any]:

@@ -408,19 +408,110 @@ def _cost_steps(metric: str, value: float, hours_name: str, hours: float, price:
     return [Step(metric, value, f"{hours_name} x price_usd_per_gpu_hour", inputs)]
 
 
-def pretraining_cost_steps(p: Pretraining | None) -> list[Step]:
-    """``pretraining.cost_usd`` from the block's GPU-hours and price (none without a block)."""
+def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> list[Step]:
+    """The explain lines of a pre-training block: its step, MFU, wall days, GPUs and GPU-hours, then
+    its cost (none without a block)."""
     if p is None:
         return []
-    return _cost_steps("pretraining.cost_usd", p.cost_usd, "gpu_hours", p.gpu_hours, p.price_usd_per_gpu_hour)
+    how = (
+        f"the fewest whole systems whose fastest plan finishes in {deadline_days:g} days, each "
+        "scale-up domain holding whole copies of the plan's in-domain groups (the rest idle)"
+        if deadline_days
+        else "the workload's GPUs"
+    )
+    return [
+        Step("pretraining.step_time_s", p.step_time_s, f"one step of the fastest plan found: {p.plan}",
+             {"plans_evaluated": p.plans_evaluated, "global_batch_tokens": p.global_batch_tokens}),
+        Step("pretraining.mfu", p.mfu,
+             "flops_per_token x global_batch_tokens / (step_time_s x gpus_used x peak_tflops_per_gpu"
+             " x 1e12)" + (" (pinned)" if p.mfu_pinned else ""),
+             {"flops_per_token": p.flops_per_token, "global_batch_tokens": p.global_batch_tokens,
+              "step_time_s": p.step_time_s, "gpus_used": p.gpus_used,
+              "peak_tflops_per_gpu": p.peak_tflops_per_gpu}),
+        Step("pretraining.wall_days", p.wall_days,
+             "tokens x step_time_s x batch_token_multiplier / global_batch_tokens / scale_efficiency"
+             " / 86400",
+             {"tokens": p.tokens, "step_time_s": p.step_time_s,
+              "batch_token_multiplier": p.batch_token_multiplier,
+              "global_batch_tokens": p.global_batch_tokens, "scale_efficiency": p.scale_efficiency}),
+        Step("pretraining.gpus", p.gpus, f"{how} (the plan uses gpus_used)",
+             {"gpus_used": p.gpus_used, "systems": p.systems}),
+        Step("pretraining.gpu_hours", p.gpu_hours, "gpus x wall_days x 24",
+             {"gpus": p.gpus, "wall_days": p.wall_days}),
+        *_cost_steps("pretraining.cost_usd", p.cost_usd, "gpu_hours", p.gpu_hours, p.price_usd_per_gpu_hour),
+    ]  # fmt: skip
 
 
-def rl_cost_steps(rl: Rl | None) -> list[Step]:
-    """``rl.usd_per_step`` from the block's GPU-hours per step and price (none without a block)."""
-    if rl is None:
+def rl_steps(r: Rl | None) -> list[Step]:
+    """The explain lines of an RL block: its generation terms, step, GPU-hours, then its cost (none
+    without a block)."""
+    if r is None:
         return []
-    hours, price = rl.gpu_hours_per_step, rl.price_usd_per_gpu_hour
-    return _cost_steps("rl.usd_per_step", rl.usd_per_step, "gpu_hours_per_step", hours, price)
+    ph, ws = r.phases, r.weight_sync
+    return [
+        _rl_generation_step(r),
+        Step("rl.step_seconds", r.step_seconds, _RL_STEP[_rl_schedule(r)],
+             {"generation_s": ph.generation_s, "environment_s": ph.environment_s,
+              "logprob_s": ph.logprob_s, "training_s": ph.training_s,
+              "weight_sync_s": ph.weight_sync_s, "sync_fixed_s": ws.fixed_s,
+              "sync_transfer_s": ws.transfer_s}),
+        Step("rl.gpu_hours_per_step", r.gpu_hours_per_step, "gpus x step_seconds / 3600",
+             {"gpus": r.gpus, "step_seconds": r.step_seconds}),
+        *_cost_steps("rl.usd_per_step", r.usd_per_step, "gpu_hours_per_step", r.gpu_hours_per_step,
+                     r.price_usd_per_gpu_hour),
+    ]  # fmt: skip
+
+
+# an RL step by the schedule it runs (engine/rl/step.py): phases in series; one-step-off overlaps
+# rollouts with training, then the update; async keeps generating, pausing the engines for the
+# update while the trainer drives only its barrier and transfer
+_RL_STEP = {
+    "colocated": "generation_s + environment_s + logprob_s + training_s + weight_sync_s (in series; "
+    "the update includes parking the training state and switching the GPUs)",
+    "disaggregated": "generation_s + environment_s + logprob_s + training_s + weight_sync_s (in series)",
+    "one-step-off": "max(generation_s + environment_s, logprob_s + training_s) + weight_sync_s",
+    "async": "max(generation_s + environment_s + weight_sync_s, logprob_s + training_s + sync_fixed_s"
+    " + sync_transfer_s)",
+}
+
+
+def _rl_schedule(r: Rl) -> str:
+    from .rl.step import schedule
+
+    return schedule(r.mode, r.staleness_bound or 0)
+
+
+def _rl_generation_step(r: Rl) -> Step:
+    """How the step's rollouts are generated: Little's law on the replicas' slots, and in
+    synchronous schedules the drain of the longest response or the longest trajectory (every term
+    a number of rl.generation, so the value can be recomputed from what explain shows)."""
+    g = r.generation
+    if _rl_schedule(r) == "async":
+        how = (
+            "(decode_and_tools_s + prefill_s) x (1 + async_waste_fraction); decode_and_tools_s = "
+            "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
+            "/ (replicas x concurrency), concurrency up to staleness_bound x rollouts / replicas; "
+            "prefill_s = rollouts x one prompt's prefill / replicas"
+        )
+        terms = {"async_waste_fraction": g.async_waste_fraction}
+    else:
+        how = (
+            "max(decode_and_tools_s + prefill_s + drain_s, longest_trajectory_s); decode_and_tools_s = "
+            "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
+            "/ (replicas x concurrency); prefill_s = rollouts x one prompt's prefill / replicas; "
+            "drain_s = (max - mean response tokens) / tail_decode_tokens_per_s_per_user; "
+            "longest_trajectory_s = its wait for a slot + max response tokens / "
+            "tail_decode_tokens_per_s_per_user + max turns x tool latency"
+            + ("; here the longest trajectory" if r.latency_bound else "; here the bulk")
+        )
+        terms = {"drain_s": g.drain_s, "longest_trajectory_s": g.longest_trajectory_s}
+    return Step("rl.phases.generation_s", r.phases.generation_s, how,
+                {"decode_and_tools_s": g.decode_and_tools_s, "prefill_s": g.prefill_s, **terms,
+                 "rollouts": g.rollouts, "replicas": r.replicas, "instance_gpus": r.instance_gpus,
+                 "concurrency": r.concurrency, "decode_tokens_per_s_per_user": r.decode_tokens_per_s_per_user,
+                 "tail_concurrency": r.tail_concurrency,
+                 "tail_decode_tokens_per_s_per_user": g.tail_decode_tokens_per_s_per_user,
+                 "gen_gpus": r.gen_gpus})  # fmt: skip
 
 
 def price_steps(cat: Catalog, hardware: str, pricing: str) -> list[Step]:
@@ -598,9 +689,9 @@ def estimate_lifecycle(
         ipd, head_steps = headline(s, pre, post, success, share)
         steps = [
             *price_steps(cat, hardware, pricing),
-            *pretraining_cost_steps(pre.block),
+            *pretraining_steps(pre.block, _stage_deadline(cat, s)),
             pre.step,
-            *rl_cost_steps(post.block),
+            *rl_steps(post.block),
             *post.steps,
             *success.steps,
             *share.steps,
@@ -619,6 +710,13 @@ def estimate_lifecycle(
         assumptions=_dedupe(assumptions or _partial_assumptions(pre, post, served)),
     )
     return Lifecycle(result, steps)
+
+
+def _stage_deadline(cat: Catalog, s: Scenario) -> float | None:
+    """The deadline of a scenario's computed pre-training stage (None: a fixed GPU count or none)."""
+    if s.pretraining.workload is None:
+        return None
+    return getattr(stage_workload(cat, s, "pretraining"), "deadline_days", None)
 
 
 def _serve_args(cat: Catalog, hardware: str, sv: Any) -> dict[str, Any]:
