@@ -273,13 +273,13 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
                 f"--set {path}: not an input of this estimate, so it changed nothing (an owning-cost "
                 "input: priced with --pricing tco)"
             )
-        elif rental_input(path) and path not in read and path.split(".")[1] not in idle:
-            # another system's, another label, or tco
-            label = path.rsplit(".", 1)[1]
-            out.append(
-                f"--set {path}: not an input of this estimate, so it changed nothing (a rental price "
-                f"point: read by --pricing rental:{label} on {path.split('.')[1]})"
-            )
+        elif rental_input(path) and path not in read:  # another system's, another label, or tco
+            _, system, _, label = path.split(".")
+            if system not in idle:
+                out.append(
+                    f"--set {path}: not an input of this estimate, so it changed nothing (a rental "
+                    f"price point: read by --pricing rental:{label} on {system})"
+                )
     return out
 
 

@@ -290,6 +290,7 @@ def shape(x: dict) -> dict[str, float]:
         "expert_ffn": expert_ffn,
         "routed_params": routed,
         "dense_params": x["total"] - routed,
+        "embedding_params": embeddings,  # the input embedding and, untied, the LM head
     }
 
 

@@ -668,11 +668,10 @@ def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
     engineer's review: spread evenly, DualPipe's first rank of Llama 70B on PP16 held 1.8e9
     parameters more than charged)."""
     edge = x["vocab"] * x["hidden"]  # one embedding matrix
-    embeddings = edge * ifelse(x["tied"], 1.0, 2.0)
     copies = stage_copies(P)
     share = copies * stage_layers(P, x) / x["layers"]
-    edges = ifelse(P["pp"] > 1.0, copies * edge, embeddings)
-    body = x["dense_params"] - embeddings
+    edges = ifelse(P["pp"] > 1.0, copies * edge, x["embedding_params"])
+    body = x["dense_params"] - x["embedding_params"]
     # the routed layers spread over the stages as the layers do: the catalog has no layer pattern
     # (DeepSeek-V3's 3 dense layers lead, so a stage of 4 of its 58 routed layers holds 5 % more
     # experts than charged; Nemotron's MoE layers interleave with Mamba and attention, so a share
