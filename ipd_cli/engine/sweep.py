@@ -665,8 +665,8 @@ def check_price_axis(cat: Catalog, plan: SweepPlan) -> None:
 
     if not any(a.path == PRICE for a in plan.numeric):
         return
-    priced = [f"`vary` {a.path}" for a in plan.numeric if rental_input(a.path) or owning_input(a.path)]
-    priced += [f"`sets` {o.path}" for o in cat.overrides if rental_input(o.path) or owning_input(o.path)]
+    given = [("`vary`", a.path) for a in plan.numeric] + [("`sets`", o.path) for o in cat.overrides]
+    priced = [f"{how} {path}" for how, path in given if rental_input(path) or owning_input(path)]
     if priced:
         raise InputError(
             f"{priced[0]}: not read where `vary` {PRICE} gives every system's price; drop one of them"
