@@ -34,6 +34,7 @@ class IpdError(Exception):
     """An error the user can fix; ``str(err)`` is the whole message."""
 
     exit_code: ExitCode = ExitCode.USAGE
+    reason: str | None = None  # a validator's own sentence, without the path (catalog.validation_error)
 
     def __init__(self, message: str, exit_code: ExitCode | None = None) -> None:
         super().__init__(one_line(str(message)))

@@ -176,9 +176,11 @@ def test_site_power_budget_by_hand():
     d = run_cli("compare", "vera-rubin", "--site-mw", "50", "-f", "json").json()
     s = d["systems"][0]
     i, sv = s["intelligence_per_dollar"], s["serving"]
-    # GPUs = floor(50,000 kW / (kW per GPU x PUE)); tasks/day = GPUs x tok/s/GPU x 86,400 / tokens x p
-    gpus = int(50_000 // (sv["kw_per_gpu"] * 1.3))
-    assert i["site_gpus"] == gpus
+    # whole racks: floor(50,000 kW / (72 x 3.1944 kW x PUE 1.3) = 299.0 kW) = 167 racks = 12,024
+    # GPUs (the GPUs alone: 12,040, 16 of a 168th rack); tasks/day = GPUs x tok/s/GPU x 86,400 /
+    # tokens x p
+    gpus = int(50_000 // (sv["kw_per_gpu"] * 72 * 1.3)) * 72
+    assert i["site_gpus"] == gpus == 12_024
     tokens_per_task = i["expected_attempts"] * 30 * 400
     assert i["site_tasks_solved_per_day"] == pytest.approx(
         gpus * sv["tokens_per_s_per_gpu"] * 86400 / tokens_per_task * i["success_per_task"]
@@ -388,3 +390,99 @@ def test_every_explained_number_has_its_unit(workload):
     units = {i["metric"]: i["unit"] for i in lines}
     expected = {"pretraining.gpu_hours": "GPU-h", "rl.step_seconds": "s", "usd_per_solved_task": "USD/task"}
     assert all(units[m] == u for m, u in expected.items() if m in units)
+
+
+def test_a_site_holds_whole_racks_and_a_deployment_beyond_it_is_warned():
+    # 0.1 MW holds no GB200 NVL72 rack (125 kW x PUE 1.3 = 162.5 kW): 0 GPUs, not the 44 that
+    # 100 kW / (1.736 kW x 1.3) gave; the scenario's own serving deployment needs far more, which
+    # the site does not cap: said on stderr (a scenario author's review)
+    r = run_cli("compare", "gb200", "--site-mw", "0.1", "-f", "json")
+    assert r.code == 0
+    i, sv = r.json()["systems"][0]["intelligence_per_dollar"], r.json()["systems"][0]["serving"]
+    assert i["site_gpus"] == 0 and i["site_tasks_solved_per_day"] == 0
+    assert f"serving deployment ({sv['gpus_for_traffic']:,} GPUs) does not fit the site's 0.1 MW" in r.stderr
+    roomy = run_cli("compare", "gb200", "--site-mw", "1000", "-f", "json")
+    assert "does not fit the site" not in roomy.stderr
+
+
+SCENARIO = """kind: scenario
+description: a planner's what-if
+model: llama-3.1-70b
+pretraining: {pre}
+post_training: {post}
+serving: {{tasks_per_day: 1.0e6, input_tokens_per_request: 1500, output_tokens_per_request: 300}}
+task_success: {{success_rate: {{value: 0.5}}}}
+source: user
+"""
+
+
+@pytest.mark.parametrize(
+    ("pre", "post", "error"),
+    [
+        # open weights have no cost to share: the fields that share one were read by nothing
+        (
+            "{open_weights: true, amortisation_years: 7, deployments: 3}",
+            "{workload: rl-math-reasoning, budget_usd_per_year: 5.0e5}",
+            "workload.pretraining: amortisation_years and deployments share a pre-training cost, and "
+            "open weights have none: remove them, or give workload or cost_usd instead of open_weights",
+        ),
+        # the budget buys the refreshes: a count of them beside it was dropped
+        (
+            "{cost_usd: 1.0e7}",
+            "{workload: rl-math-reasoning, refreshes_per_year: 12, budget_usd_per_year: 1.0e6}",
+            "workload.post_training: budget_usd_per_year sets the refreshes a year (what it buys); "
+            "remove refreshes_per_year or the budget",
+        ),
+        # a stage's workload of the wrong kind, or unknown: the file, then the field, then the fix
+        (
+            "{workload: rl-swe-agent}",
+            "{workload: rl-math-reasoning}",
+            ": pretraining.workload: 'rl-swe-agent' is an rl workload; give a pretrain one",
+        ),
+        (
+            "{cost_usd: 1.0e7}",
+            "{workload: rl-nope}",
+            ": post_training.workload: 'rl-nope'; choose one of: rl-math-reasoning, rl-swe-agent, "
+            "rl-swe-agent-10t",
+        ),
+    ],
+)
+def test_a_scenario_field_that_would_be_ignored_or_misplaced_is_a_one_line_error(tmp_path, pre, post, error):
+    path = write(tmp_path / "what-if.yaml", SCENARIO.format(pre=pre, post=post))
+    r = run_cli("compare", "h100", "--scenario", str(path), "-f", "json")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.startswith("ipd: error: ") and error in r.stderr and "Value error" not in r.stderr
+    assert f"{path}: " in r.stderr and f"{path}." not in r.stderr  # not glued to the field's path
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_user_file_may_cite_the_user_source_with_every_value_sourced(tmp_path):
+    # README: a what-if file's values are cited as 'user'; naming it as the workload's source was
+    # refused ("unknown source id 'user'") unless some value in the file had no source
+    text = SCENARIO.format(pre="{cost_usd: 1.0e7}", post="{workload: rl-math-reasoning}").replace(
+        "{value: 0.5}", "{value: 0.5, source: user}"
+    )
+    r = run_cli("compare", "h100", "--scenario", str(write(tmp_path / "cited.yaml", text)), "-f", "json")
+    assert r.code == 0, r.stderr
+
+
+def test_a_pretraining_cost_given_in_dollars_is_said_to_carry_no_energy(tmp_path):
+    # cost_usd adds dollars and no MWh: solved tasks per MWh then counts RL and serving alone
+    text = SCENARIO.format(pre="{cost_usd: 1.0e7}", post="{workload: rl-math-reasoning}")
+    r = run_cli("compare", "h100", "--scenario", str(write(tmp_path / "given.yaml", text)), "-f", "json")
+    assert r.code == 0, r.stderr
+    ipd = r.json()["systems"][0]["intelligence_per_dollar"]
+    assert ipd["cost_breakdown_usd"]["pretraining"] > 0 and ipd["energy_breakdown_mwh"]["pretraining"] == 0
+    assert "pre-training is given as a cost, which carries no energy" in r.stderr
+    assert "carries no energy" not in run_cli("compare", "h100", "-f", "json").stderr  # a computed run
+
+
+def test_a_set_rl_budget_replaces_the_scenarios_refreshes():
+    # frontier-agentic runs 12 refreshes a year; a --set budget runs what it buys instead (both in
+    # one file is an error, but a --set switches the schedule: the file's count is not read)
+    r = run_cli(
+        "compare", "blackwell", "--set", "workload.post_training.budget_usd_per_year=2e6", "-f", "json"
+    )
+    assert r.code == 0, r.stderr
+    cost = r.json()["systems"][0]["intelligence_per_dollar"]["cost_breakdown_usd"]["post_training"]
+    assert cost == pytest.approx(2e6)  # one year's budget, spent

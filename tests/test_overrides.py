@@ -47,7 +47,7 @@ def test_set_reaches_the_plan_search():
     ("item", "message"),
     [
         ("systems.vera-rubin.powr_kw=3", "did you mean 'power_kw'"),
-        ("economics.pue=abc", "economics.pue.value: Value error, must be a number, not text"),
+        ("economics.pue=abc", "economics.pue.value: must be a number, not text"),
         ("economics.pue=0.5", "pue must be >= 1"),
         ("workload.tokenz=1", "did you mean 'tokens'"),
         ("workload.tokens=-5", "tokens: Input should be greater than 0"),

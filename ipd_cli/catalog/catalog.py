@@ -28,7 +28,7 @@ from .schema import (
     System,
     Workload,
 )
-from .validation import format_validation_error, validate_entry, validate_workload
+from .validation import validate_entry, validate_workload, validation_error
 
 # sections whose names the command line gives: a name in another case finds its entry
 FOLDED = ("systems", "models", "workloads")
@@ -170,7 +170,7 @@ def build(raw: RawCatalog) -> Catalog:
             loc = e.errors()[0]["loc"]
             files = sorted({raw.origins[(section, k)] for k in body}) or ["catalog"]
             origin = raw.origins.get((section, str(loc[0])), files[0]) if loc else ", ".join(files)
-            raise InputError(format_validation_error(f"{origin}: {section}", e, cls)) from None
+            raise validation_error(f"{origin}: {section}", e, cls) from None
     workloads = {
         name: validate_workload(body, f"{raw.origins[('workloads', name)]}: workloads.{name}")
         for name, body in raw.section("workloads").items()
@@ -233,9 +233,11 @@ def check_scenario_refs(cat: Catalog, s: Any, where: str) -> None:
     for field_name, ref, kind in refs:
         if ref is None:
             continue
+        # a catalog entry's path goes on (workloads.NAME.pretraining.workload); a file's is its field
+        at = f"{where} {field_name}" if where.endswith(":") else f"{where}.{field_name}"
         if ref not in cat.workloads:
-            raise unknown(f"workload in {where}.{field_name}:", ref, list(cat.workloads))
+            fits = [n for n, w in cat.workloads.items() if w.kind == kind]  # the choices of this field
+            raise unknown(f"{kind} workload in {at}:", ref, fits)
         if cat.workloads[ref].kind != kind:
-            raise InputError(
-                f"{where}.{field_name}: '{ref}' is a {cat.workloads[ref].kind} workload; give a {kind} one"
-            )
+            got, want = (f"{'an' if k == 'rl' else 'a'} {k}" for k in (cat.workloads[ref].kind, kind))
+            raise InputError(f"{at}: '{ref}' is {got} workload; give {want} one")

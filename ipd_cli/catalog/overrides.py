@@ -28,7 +28,7 @@ from ipd_cli.errors import InputError, did_you_mean
 from .layers import ENTRY_SECTIONS, KEYED, MERGED_SECTIONS, keep_origins
 from .plausibility import economics_warnings, override_warnings, power_warnings
 from .schema import Source, Sourced
-from .validation import WORKLOAD_KINDS, format_validation_error, validate_entry
+from .validation import WORKLOAD_KINDS, validate_entry, validation_error
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -349,4 +349,4 @@ def _validate_section(cls: Any, body: dict, section: str, o: Override) -> Any:
     try:
         return cls.model_validate(body)
     except ValidationError as e:
-        raise InputError(format_validation_error(f"`sets` {o.text}: {section}", e, cls)) from None
+        raise validation_error(f"`sets` {o.text}: {section}", e, cls) from None

@@ -1259,15 +1259,21 @@ class RlEfficiency(Strict):
         return self
 
 
+# ScenarioPretraining's defaults, which open weights (nothing to share) leave as they are
+DEFAULTS = {"amortisation_years": 2.0, "deployments": 1.0}
+
+
 class ScenarioPretraining(Strict):
     """How pre-training enters the lifecycle: computed, given, or not paid (open weights)."""
 
     workload: str | None = Field(default=None, description="a pretrain workload computed on each system")
     open_weights: bool = False
     cost_usd: Num | None = Field(default=None, ge=0, description="a given pre-training cost instead")
-    amortisation_years: Num = Field(default=2.0, gt=0, description="years over which the model earns")
+    amortisation_years: Num = Field(
+        default=DEFAULTS["amortisation_years"], gt=0, description="years over which the model earns"
+    )
     deployments: Num = Field(
-        default=1.0,
+        default=DEFAULTS["deployments"],
         ge=1,
         description="deployments sharing the pre-training cost (this one among them: at least 1; a "
         "fraction below 1 charged more than the whole run, a user review)",
@@ -1278,6 +1284,14 @@ class ScenarioPretraining(Strict):
         given = [self.workload is not None, self.open_weights, self.cost_usd is not None]
         if sum(given) != 1:
             raise ValueError("give exactly one of workload, open_weights: true or cost_usd")
+        # open weights cost nothing to share: a field that shares it would be read by nothing (the
+        # defaults pass, as `ipd workloads show -f yaml` writes them)
+        shared = [k for k in ("amortisation_years", "deployments") if getattr(self, k) != DEFAULTS[k]]
+        if self.open_weights and shared:
+            raise ValueError(
+                f"{' and '.join(shared)} share a pre-training cost, and open weights have none: "
+                "remove them, or give workload or cost_usd instead of open_weights"
+            )
         return self
 
 
@@ -1288,6 +1302,17 @@ class ScenarioPostTraining(Strict):
     steps_per_refresh: Int | None = Field(default=None, gt=0)
     refreshes_per_year: Num | None = Field(default=None, gt=0)
     budget_usd_per_year: Num | None = Field(default=None, gt=0, description="spend this on RL instead")
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> ScenarioPostTraining:
+        # a budget buys the refreshes (of steps_per_refresh steps each): a count beside it was
+        # dropped without a word (a scenario author's review)
+        if self.budget_usd_per_year is not None and self.refreshes_per_year is not None:
+            raise ValueError(
+                "budget_usd_per_year sets the refreshes a year (what it buys); remove "
+                "refreshes_per_year or the budget"
+            )
+        return self
 
 
 class ScenarioServing(Strict):

@@ -32,6 +32,15 @@ WORKLOAD_KINDS: dict[str, type[PretrainWorkload | RlWorkload | Scenario]] = {
 }
 
 
+def validation_error(where: str, err: ValidationError, cls: type[BaseModel] | None = None) -> InputError:
+    """The one-line :class:`InputError` of :func:`format_validation_error`, with ``reason``: the
+    validator's own sentence where the first error is one (a sweep names the path itself)."""
+    error = InputError(format_validation_error(where, err, cls))
+    first = err.errors()[0]
+    error.reason = first["msg"].removeprefix("Value error, ") if first["type"] == "value_error" else None
+    return error
+
+
 def format_validation_error(where: str, err: ValidationError, cls: type[BaseModel] | None = None) -> str:
     """One line: file, dotted field path, what is wrong, the offending value.
 
@@ -42,7 +51,7 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = ".".join(str(p) for p in first["loc"])
     path = f"{where}.{loc}" if loc else where
-    msg = first["msg"]
+    msg = first["msg"].removeprefix("Value error, ")  # a validator's own sentence, as written
     hint = ""
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
@@ -98,7 +107,7 @@ def validate_entry(model_cls: type[BaseModel], value: Any, where: str) -> Any:
     try:
         return model_cls.model_validate(value)
     except ValidationError as e:
-        raise InputError(format_validation_error(where, e, model_cls)) from None
+        raise validation_error(where, e, model_cls) from None
 
 
 def validate_workload(body: dict[str, Any], where: str) -> Workload:

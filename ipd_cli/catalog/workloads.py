@@ -84,8 +84,10 @@ def resolve_workload(
                     f"{origin}: sources.{sid} is already a catalog source ('{known.title}'); give "
                     "yours another id"
                 )
-        if fill_user_workload_sources(body):  # a what-if file without sources: its path is its origin
-            extra_sources[USER_SOURCE] = user_source_entry()
+        # a what-if file without sources: its path is its origin; one may also cite 'user' itself
+        # (README), whether or not it leaves a value unsourced (a scenario author's review)
+        if fill_user_workload_sources(body) or _cites(body, USER_SOURCE):
+            extra_sources.setdefault(USER_SOURCE, user_source_entry())
         _check_file_sources(body, {**cat.sources, **extra_sources}, origin)
         name = "stdin" if ref == "-" else Path(ref).stem
     else:
@@ -102,11 +104,12 @@ def resolve_workload(
                 f"{body.get('kind')} workload"
             )
         _refuse_nested_fields(body, own)
+        body = _switch_rl_schedule(body, {o.path for o in own})
         overrides.apply_workload(body, own)
         origin += " + --set"
     workload = validate_workload(body, f"{origin}: workload")
     if workload.kind == "scenario":
-        check_scenario_refs(cat, workload, origin)
+        check_scenario_refs(cat, workload, f"{origin}:")
     if workload.source not in cat.sources and workload.source not in extra_sources:
         raise InputError(f"{origin}: source: unknown source id '{workload.source}'; add it under sources:")
     try:
@@ -114,6 +117,31 @@ def resolve_workload(
     except InputError as e:
         raise InputError(f"{origin}: workload.model: {e}") from None
     return name, workload, origin
+
+
+# a scenario's RL schedule is a yearly budget or a number of refreshes a year, not both: a --set of
+# one replaces the other the file gives (frontier-agentic runs 12 refreshes; --set
+# workload.post_training.budget_usd_per_year=2e8 runs what the budget buys instead)
+RL_SCHEDULES = ("budget_usd_per_year", "refreshes_per_year")
+
+
+def _switch_rl_schedule(body: dict, paths: set[str]) -> dict:
+    """``body`` without the RL schedule field that a --set of the other one replaces."""
+    stage = body.get("post_training")
+    if not isinstance(stage, dict):
+        return body
+    given = {k for k in RL_SCHEDULES if f"{overrides.WORKLOAD}.post_training.{k}" in paths}
+    if len(given) != 1:
+        return body
+    (other,) = set(RL_SCHEDULES) - given
+    return {**body, "post_training": {k: v for k, v in stage.items() if k != other}}
+
+
+def _cites(node: Any, sid: str) -> bool:
+    """Whether a parsed workload document names source ``sid`` anywhere."""
+    if isinstance(node, dict):
+        return node.get("source") == sid or any(_cites(v, sid) for v in node.values())
+    return isinstance(node, list) and any(_cites(v, sid) for v in node)
 
 
 def _check_file_sources(body: dict, sources: dict, origin: str) -> None:

@@ -602,9 +602,10 @@ def points_per_kusd(score_gain, usd):
     return score_gain * PERCENT / (usd / USD_PER_KUSD)
 
 
-def gpus_in_power_budget(site_mw, kw_per_gpu, pue):
-    """Whole GPUs a site power budget holds at the system's all-in power per GPU."""
-    return site_mw * KW_PER_MW // (kw_per_gpu * pue)
+def gpus_in_power_budget(site_mw, kw_per_gpu, pue, gpus_per_system):
+    """GPUs of the whole systems (nodes, racks) a site power budget holds at the system's all-in
+    power: a rack that does not fit powers none of its GPUs."""
+    return site_mw * KW_PER_MW // (kw_per_gpu * gpus_per_system * pue) * gpus_per_system
 
 
 def tasks_per_day(gpus, tokens_per_s_per_gpu, tokens_per_task, success_per_task):

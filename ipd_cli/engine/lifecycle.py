@@ -133,6 +133,7 @@ class ServingShare:
     tasks_attempted: float
     tokens_per_attempt: float
     pue: float
+    gpus_per_system: int  # a site budget holds whole systems
     assumptions: list[Assumption]
     steps: list[Step]
 
@@ -325,6 +326,7 @@ def serving_share(cat: Catalog, s: Scenario, served: Any, success: Success) -> S
         tasks,
         per_attempt,
         pue,
+        cat.system(served.hardware).accelerators,
         [*served.assumptions, *inp.trace.items],
         _serving_steps(sv, success, point, H, cost),
     )
@@ -616,19 +618,21 @@ def site_budget(s: Scenario, success: Success, served: ServingShare) -> tuple[di
     if s.site_mw is None:
         return {}, []
     point = served.block
-    gpus = int(f.gpus_in_power_budget(s.site_mw, point.kw_per_gpu, served.pue))
+    gpus = int(f.gpus_in_power_budget(s.site_mw, point.kw_per_gpu, served.pue, served.gpus_per_system))
     tokens_per_task = success.attempts * served.tokens_per_attempt
     per_day = f.tasks_per_day(gpus, point.tokens_per_s_per_gpu, tokens_per_task, success.per_task)
     step = Step(
         "site_tasks_solved_per_day",
         per_day,
         "site_gpus x tokens_per_s_per_gpu x 86400 / tokens_per_task x success_per_task; site_gpus = "
-        "floor(site_mw x 1000 / (kw_per_gpu x pue)); tokens_per_task = expected_attempts x "
+        "floor(site_mw x 1000 / (kw_per_gpu x gpus_per_system x pue)) x gpus_per_system (whole "
+        "systems); tokens_per_task = expected_attempts x "
         "requests x output tokens (output tokens, as tokens_per_s_per_gpu counts them)",
         {
             "site_mw": s.site_mw,
             "kw_per_gpu": point.kw_per_gpu,
             "pue": served.pue,
+            "gpus_per_system": served.gpus_per_system,
             "site_gpus": gpus,
             "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
             "tokens_per_task": tokens_per_task,

@@ -741,8 +741,8 @@ def _check_value(cat: Catalog, plan: SweepPlan, path: str, value: float) -> None
     try:
         with_physics(cat, plan.workload, [_override(path, value)])
     except InputError as e:
-        reason = str(e).split("Value error, ", 1)[-1] if "Value error, " in str(e) else str(e)
-        reason = re.sub(r"^`sets` \S+: ", "", reason)  # the value is named already
+        # the value and its path are named already: a validator's own sentence alone
+        reason = getattr(e, "reason", None) or re.sub(r"^`sets` \S+: ", "", str(e))
         raise InputError(f"`vary` {path}: the value {float(value):g} is refused: {reason}") from None
 
 
@@ -1151,7 +1151,8 @@ def _priced(sw: Sweep, hw: str, vals: dict, m: dict, draws: Draws | None, life: 
                 out |= f(m, price, kw, pue_)
         if life is not None:  # the scenario's serving is kept around the clock (serve_point)
             always_on = price if PRICE in vals else usd_per_gpu_hour(inp, hw, plan.pricing, always_on=True)[0]
-            out |= reprice.lifecycle(life, {**m, **out}, always_on, kw, pue_)
+            whole = {"_life.gpus_per_system": float(sw.cat.system(hw).accelerators)}  # a site's systems
+            out |= reprice.lifecycle(life, {**m, **out, **whole}, always_on, kw, pue_)
     return out
 
 

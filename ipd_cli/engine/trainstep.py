@@ -336,7 +336,7 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
         "layer_memory_s": Ls * mem,
         **acts,
         **(module_terms(P, x, Ls, module_redo_seconds(P, x, a, ep)) if x.get("module_sets", True) else {}),
-    } | offload_terms(fwd, bwd, acts["act_bytes"][0], x)
+    }
 
 
 def module_terms(P: Cols, x: dict, Ls, redo: dict) -> dict[str, Any]:
@@ -378,13 +378,22 @@ def module_set_terms(t: dict, rc) -> dict[str, Any]:
     return {**redo, "act": t["act_unit"] * kept}
 
 
-def offload_terms(fwd, bwd, kept, x: dict) -> dict[str, Any]:
-    """Activation offload (policy 3): each layer's activations go to host memory after its forward
-    and come back before its backward over the host link; what the compute cannot hide shows."""
-    transfer = kept / x["host_bw"]
+def offload_terms(P: Cols, m: dict, host, x: dict) -> dict[str, Any]:
+    """Activation offload (policy 3), for a plan that sends any activations to host memory
+    (``host`` > 0, :func:`offloaded_bytes`): each micro-batch's layers but the two kept on the GPU
+    go out after its forward and come back before its backward over the host link; what the
+    compute cannot hide shows. Conservative: the link time of all those layers is charged even
+    where only some must go (Megatron's cpu_offloading_num_layers), which stands in for the NIC
+    traffic a PCIe host link also carries (not modelled). A plan whose activations all fit sends
+    nothing and runs as keeping them does."""
+    transfer = (host > 0.0) * m["offload_bytes"] / x["host_bw"]
+    fwd = f.maximum(0.0, transfer - m["fwd_s"])
+    bwd = f.maximum(0.0, transfer - m["bwd_s"])
     return {
-        "offload_fwd_s": f.maximum(0.0, transfer - fwd),
-        "offload_bwd_s": f.maximum(0.0, transfer - bwd),
+        "fwd_s": m["fwd_s"] + fwd,
+        "bwd_s": m["bwd_s"] + bwd,
+        "comm_s": m["comm_s"] + fwd + bwd,
+        "offload_s": fwd + bwd,  # of comm_s: the host link, not a collective
     }
 
 
@@ -409,8 +418,6 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
     off = rc == 3
     sets = rc >= SET_BASE
     attn = full * t["layer_attention_s"]
-    # the activation offload the compute does not hide (the host link, not a collective)
-    offload = off * (t["offload_fwd_s"] + t["offload_bwd_s"])
     extra = {"gemm": 0.0, "memory": 0.0, "comm": 0.0}
     if any_true(sets):
         core = module_bits(rc)[MODULES.index("core_attn")]
@@ -419,24 +426,19 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
         redo = redo + extra["gemm"] + extra["memory"] + extra["comm"] + core * t["layer_attention_s"]
         act = ifelse(sets, extra["act"], act)
     return {
-        "fwd_s": t["fwd_s"] + off * t["offload_fwd_s"],
-        "bwd_s": t["bwd_s"] + redo + off * t["offload_bwd_s"],
+        "fwd_s": t["fwd_s"],
+        "bwd_s": t["bwd_s"] + redo,
         "stage_layers": t["stage_layers"],
         "wgrad_s": t["wgrad_s"],
         "gemm_s": t["gemm_s"] + full * t["layer_gemm_s"] + extra["gemm"],
         "attention_s": t["attention_s"] + attn,
         "memory_s": t["memory_s"] + ((rc == 1) | (rc == 2)) * t["layer_memory_s"] + extra["memory"],
-        "comm_s": t["tp_comm_s"]
-        + t["ep_comm_s"]
-        + t["cp_comm_s"]
-        + full * t["layer_comm_s"]
-        + extra["comm"]
-        + offload,
-        "offload_s": offload,  # of comm_s
+        "comm_s": t["tp_comm_s"] + t["ep_comm_s"] + t["cp_comm_s"] + full * t["layer_comm_s"] + extra["comm"],
         "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
         "a2a_gain_s": t["a2a_gain_s"] * (1.0 + full / 2.0),
         "act_bytes": act,
-        "offload_bytes": t["act_bytes"][0],
+        # what an offloading plan can send to host memory: all but the two layers it keeps
+        "offload_bytes": off * (t["act_bytes"][0] - t["act_bytes"][3]),
         "work_bytes": full * t["work_bytes"],
         "logits_bytes": t["logits_bytes"],
     }
@@ -646,7 +648,7 @@ def activation_bytes(P: Cols, x: dict, Ls) -> dict[str, Any]:
         T * (b16 * x["act_bytes"] + low * x["gemm_in_bytes"]) for b16, low in layer_activation_values(x)
     ]
     return {  # offload keeps two layers on the GPU: the one computing and the one in transfer
-        "act_bytes": (*(Ls * v for v in per_value), 2.0 * per_value[0]),
+        "act_bytes": (*(Ls * v for v in per_value), f.minimum(2.0, Ls) * per_value[0]),
         "work_bytes": per_value[0],
         "logits_bytes": tokens(P, x) * x["vocab"] / P["tp"] * x["logits_bytes"],
     }
@@ -732,10 +734,11 @@ def base_memory_bytes(P: Cols, m: dict, x: dict):
 
 
 def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
-    """Peak bytes per GPU and host bytes per GPU: :func:`base_memory_bytes` plus, for an offloading
-    plan, the in-flight activations it keeps in HBM; the host holds those HBM cannot keep. A plan
-    that offloads keeps what fits, so its peak is the HBM exactly (or its base, already above):
-    set, not summed, as base + (cap - base) can round one ulp above the cap and fail the fit."""
+    """Peak bytes per GPU and host bytes per GPU: :func:`base_memory_bytes` (an offloading plan's
+    two layers of each in-flight micro-batch) plus, for an offloading plan, the rest of the
+    in-flight activations it keeps in HBM; the host holds those HBM cannot keep. A plan that
+    offloads keeps what fits, so its peak is the HBM exactly (or its base, already above): set,
+    not summed, as base + (cap - base) can round one ulp above the cap and fail the fit."""
     base, cap = base_memory_bytes(P, m, x), x["hbm_cap"]
     host = offloaded_bytes(P, m, cap - base)
     kept_all = base + (P["rc"] == 3) * m["offload_bytes"] * in_flight(P)
@@ -798,6 +801,8 @@ def bubble_bound(P: Cols):
 def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     """Seconds per step, tokens per step and bytes per GPU of each plan (``m``: its micro-batch
     terms from :func:`micro_batch`). DualPipe's sends hide behind the paired chunk's compute."""
+    memory_bytes, host_bytes = memory_and_host_bytes(P, m, x)
+    m = {**m, **offload_terms(P, m, host_bytes, x)}  # an offloading plan's host transfer
     inside = in_domain(P, x)
     p2p = p2p_seconds(P, x, inside["pp"])
     p2p = ifelse(dualpipe(P), exposed(p2p, m["fwd_s"] + m["bwd_s"], x), p2p)
@@ -805,7 +810,6 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     bubble = bubble_seconds(P, m, mb_s)
     dp = dp_exposed_seconds(P, m, x)
     opt = optimizer_seconds(P, x)
-    memory_bytes, host_bytes = memory_and_host_bytes(P, m, x)
     return {
         "step_s": P["mb"] * mb_s + bubble + dp + opt,
         "p2p_s": P["mb"] * p2p,
@@ -816,6 +820,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
         "dp_exposed_s": dp,
         "optimizer_s": opt,
         "micro_batch_s": mb_s,
+        **{k: m[k] for k in ("fwd_s", "bwd_s", "comm_s", "offload_s")},
     }
 
 

@@ -84,6 +84,9 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("plan", "Parallelism plan", "", NA),
         ("precision", "Precision", "", NA),
         ("gpus", "GPUs", "GPUs", LO),
+        # paid GPUs the plan's groups leave idle show here (a vendor-claim review: GB200's 16-GPU
+        # groups use 64 of each NVL72's 72, so 124,416 GPUs are paid and 110,592 run)
+        ("gpus_used", "  running the plan", "GPUs", LO),
         ("systems", "Systems (nodes/racks)", "count", LO),
         ("wall_days", "Wall time", "days", LO),
         ("gpu_hours", "GPU-hours", "GPU-h", LO),
@@ -492,6 +495,38 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
     return out
 
 
+def _energy_lines(hw: str, s: dict) -> list[str]:
+    """A pre-training cost given as dollars (``cost_usd``) has no energy: say that solved tasks per
+    MWh leaves it out (a scenario author's review: 0 MWh of pre-training beside $5M, silently)."""
+    ipd = s.get("intelligence_per_dollar")
+    if not isinstance(ipd, dict):
+        return []
+    usd, mwh = ipd.get("cost_breakdown_usd") or {}, ipd.get("energy_breakdown_mwh") or {}
+    if (usd.get("pretraining") or 0) > 0 and mwh.get("pretraining") == 0:
+        return [
+            f"{hw}: pre-training is given as a cost, which carries no energy: solved tasks per MWh "
+            "counts RL and serving energy only (a pretraining workload prices both)"
+        ]
+    return []
+
+
+def _site_lines(hw: str, s: dict) -> list[str]:
+    """A site power budget smaller than the scenario's own serving deployment: the site figures
+    are what the site would serve, not a cap on the deployment (a scenario author's review: 0.1 MW
+    held no GB200 rack while the scenario's serving took 148 GPUs, and nothing said so)."""
+    ipd, point = s.get("intelligence_per_dollar"), s.get("serving")
+    if not isinstance(ipd, dict) or ipd.get("site_gpus") is None or not isinstance(point, dict):
+        return []
+    need, held = point.get("gpus_for_traffic") or 0, ipd["site_gpus"]
+    if need <= held:
+        return []
+    return [
+        f"{hw}: the scenario's serving deployment ({need:,} GPUs) does not fit the site's "
+        f"{ipd.get('site_mw'):g} MW ({held:,} GPUs in whole systems at the PUE): the site rows "
+        "say what the site would serve, not a cap; the lifecycle prices the whole deployment"
+    ]
+
+
 def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) -> list[str]:
     """One line each: a system that is not shipping, a stage that cannot run, a missed service target.
     ``statuses``: hardware -> (status, unstable), for results that do not carry the status."""
@@ -549,6 +584,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                     "tokens/s per GPU): next to nothing is batched, so a lower target or another system "
                     "serves it far cheaper"
                 )
+        out += _site_lines(hw, s) + _energy_lines(hw, s)
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
