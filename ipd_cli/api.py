@@ -280,6 +280,7 @@ STEP_UNITS = {
     "success_per_task": "fraction", "traffic_output_tokens_per_s": "tokens/s", "tasks_solved": "tasks",
     "usd_per_solved_task": "USD/task", "solved_tasks_per_kusd": "tasks/$1k",
     "solved_tasks_per_mwh": "tasks/MWh", "site_tasks_solved_per_day": "tasks/day",
+    "step_time_ms": "ms", "tokens_per_s_per_gpu": "tokens/s/GPU",
 }  # fmt: skip
 
 

@@ -355,6 +355,7 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
                 "output_tokens": sv.output_tokens_per_request,
             },
         ),
+        *decode_steps(point),
         _traffic_gpus_step(point, per_s),
         Step(
             "serving_usd",
@@ -365,6 +366,42 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
                 "gpus_for_traffic": float(point.gpus_for_traffic or 0),
                 "H": H,
                 "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
+            },
+        ),
+    ]
+
+
+def decode_steps(point: Serving) -> list[Step]:
+    """Where the serving point's tokens/s per GPU comes from: its decode step's parts, and Little's
+    law over the deployment (a vendor-claim review: the printed parts did not add up to the step)."""
+    return [
+        Step(
+            "serving.step_time_ms",
+            point.step_time_ms,
+            "kernel_time_ms + collective_time_ms + overhead_ms; kernel_time_ms: each kernel at the "
+            "slower of its memory and compute time (between the larger of memory_time_ms and "
+            "compute_time_ms and their sum)",
+            {
+                "kernel_time_ms": point.kernel_time_ms,
+                "memory_time_ms": point.memory_time_ms,
+                "compute_time_ms": point.compute_time_ms,
+                "collective_time_ms": point.collective_time_ms,
+                "overhead_ms": point.overhead_ms,
+            },
+        ),
+        Step(
+            "serving.tokens_per_s_per_gpu",
+            point.tokens_per_s_per_gpu,
+            "deployment_concurrency x tokens_per_s_per_user / deployment_gpus (Little's law); "
+            "tokens_per_s_per_user = 1000 / tpot_ms, tpot_ms = step_time_ms / speculative_speedup"
+            + ("" if point.disaggregated else " plus the other requests' prefills taking turns"),
+            {
+                "deployment_concurrency": point.deployment_concurrency,
+                "tokens_per_s_per_user": point.tokens_per_s_per_user,
+                "deployment_gpus": float(point.deployment_gpus),
+                "tpot_ms": point.tpot_ms,
+                "speculative_speedup": point.speculative_speedup,
+                "configuration": point.configuration,
             },
         ),
     ]

@@ -315,11 +315,21 @@ class Serving(Result):
     kv_bytes_per_token: float
     weight_gb_per_instance: float
     decode_bound: str = Field(description="'memory' or 'compute': the larger roofline term of a step")
-    step_time_ms: float = Field(description="one decode step, all sequences of the instance")
-    memory_time_ms: float
-    compute_time_ms: float
-    collective_time_ms: float
-    overhead_ms: float
+    step_time_ms: float = Field(
+        description="one decode step, all sequences of the instance: kernel_time_ms + "
+        "collective_time_ms + overhead_ms"
+    )
+    kernel_time_ms: float = Field(
+        description="the step's kernels, each at the slower of its memory and compute time: between "
+        "the larger of memory_time_ms and compute_time_ms and their sum"
+    )
+    memory_time_ms: float = Field(description="HBM traffic of the step's kernels at the decode HBM rate")
+    compute_time_ms: float = Field(description="math of the step's kernels at their achieved rates")
+    collective_time_ms: float = Field(description="exposed collectives and pipeline hand-offs")
+    overhead_ms: float = Field(
+        description="what the step takes beyond its kernels' work and collectives: the per-layer "
+        "kernel floor and the host's per-step and per-sequence work"
+    )
     experts_touched_share: float = Field(description="share of routed expert weights read per step")
     prefill_share: float = Field(
         description="aggregated: share of instance time spent in prefill; disaggregated: share of the "

@@ -196,6 +196,7 @@ def _step_time(g: Grid, i: int) -> dict[str, Any]:
     return dict(
         decode_bound="memory" if r["memory_s"][i] >= r["compute_s"][i] else "compute",
         step_time_ms=MS * float(r["step_s"][i]),
+        kernel_time_ms=MS * float(r["step_s"][i] - r["collective_s"][i] - r["overhead_s"][i]),
         memory_time_ms=MS * float(r["memory_s"][i]),
         compute_time_ms=MS * float(r["compute_s"][i]),
         collective_time_ms=MS * float(r["collective_s"][i]),
