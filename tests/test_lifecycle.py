@@ -392,6 +392,15 @@ def test_every_explained_number_has_its_unit(workload):
     assert all(units[m] == u for m, u in expected.items() if m in units)
 
 
+def test_a_site_of_exactly_n_systems_holds_n():
+    from ipd_cli.engine import formulas as f
+
+    # 10 DGX H100 at 10.2 kW x PUE 1.3 = 132.6 kW: the system's power rebuilt from 10.2 / 8 per GPU
+    # divides to 9.999999999999998 systems; the floor gave 9 (a code review)
+    assert f.gpus_in_power_budget(0.1326, 10.2 / 8, 1.3, 8) == 80
+    assert f.gpus_in_power_budget(0.1325, 10.2 / 8, 1.3, 8) == 72
+
+
 def test_a_site_holds_whole_racks_and_a_deployment_beyond_it_is_warned():
     # 0.1 MW holds no GB200 NVL72 rack (125 kW x PUE 1.3 = 162.5 kW): 0 GPUs, not the 44 that
     # 100 kW / (1.736 kW x 1.3) gave; the scenario's own serving deployment needs far more, which
@@ -486,3 +495,16 @@ def test_a_set_rl_budget_replaces_the_scenarios_refreshes():
     assert r.code == 0, r.stderr
     cost = r.json()["systems"][0]["intelligence_per_dollar"]["cost_breakdown_usd"]["post_training"]
     assert cost == pytest.approx(2e6)  # one year's budget, spent
+
+
+def test_owned_serving_that_fills_part_of_a_rack_is_warned():
+    # open-model-agent on GB200 serves on 20 GPUs (3 prefill x DEP4 + 1 decode x DEP8) of a 72-GPU
+    # rack: under tco the other 52 are not priced; bought for this alone, 72 / 20 = 3.60x
+    r = run_cli("compare", "gb200", "--scenario", "open-model-agent", "--pricing", "tco", "-f", "json")
+    assert r.code == 0, r.stderr
+    sv = r.json()["systems"][0]["serving"]
+    assert (sv["gpus_for_traffic"], sv["gpus_per_system"]) == (20, 72)
+    assert "serving deployment's 20 GPUs leave 52 of its last 72-GPU system unpriced" in r.stderr
+    assert "the systems cost 3.60x its serving cost" in r.stderr
+    rented = run_cli("compare", "gb200", "--scenario", "open-model-agent", "-f", "json")
+    assert "unpriced" not in rented.stderr  # a renter pays for the GPUs it rents

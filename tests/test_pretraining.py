@@ -687,26 +687,50 @@ def test_an_offloading_plan_fills_hbm_exactly_not_one_ulp_beyond(monkeypatch):
     # GPUs lost the 91-replica gpt-oss-120b plan); the peak is the cap itself
     base, total, cap = 56297632843.24672, 278942717408.20056, 86.4e9
     assert base + (total - (total - (cap - base))) > cap  # the sum it replaces
-    monkeypatch.setattr(ts, "base_memory_bytes", lambda P, m, x: base)
+    # the base with one micro-batch in flight (act_bytes: the two layers kept, here in the base)
+    monkeypatch.setattr(ts, "base_memory_bytes", lambda P, m, x: base + m["act_bytes"])
     P = {"rc": 3, "mb": 1, "pp": 1, "vp": 1}
-    memory, host = ts.memory_and_host_bytes(P, {"offload_bytes": total}, {"hbm_cap": cap})
+    m = {"offload_bytes": total, "act_bytes": 0.0}
+    memory, host = ts.memory_and_host_bytes(P, m, {"hbm_cap": cap})
     assert memory == cap and host == total - (cap - base)
-    P1 = {**P, "rc": 1}  # no offload: the base alone; room for all of it: base + in flight
-    assert ts.memory_and_host_bytes(P1, {"offload_bytes": total}, {"hbm_cap": cap}) == (base, 0.0)
-    assert ts.memory_and_host_bytes(P, {"offload_bytes": 1e9}, {"hbm_cap": cap}) == (base + 1e9, 0.0)
+    P1 = {**P, "rc": 1}  # no offload (nothing it could send): the base alone
+    assert ts.memory_and_host_bytes(P1, {**m, "offload_bytes": 0.0}, {"hbm_cap": cap}) == (base, 0.0)
+    # room for all of it: base + in flight, nothing sent
+    assert ts.memory_and_host_bytes(P, {**m, "offload_bytes": 1e9}, {"hbm_cap": cap}) == (base + 1e9, 0.0)
 
 
-def test_an_offloading_plan_whose_activations_all_fit_runs_as_keeping_them(catalog):
-    # Llama 3.1 8B on 64 H100 at TP1 PP4: 42.7 GB a GPU with every activation kept, far under 80 GB.
-    # An offloading plan then sends nothing, so it costs what keeping them does. Before, it charged
-    # the host transfer of every layer (step 13.8 -> 20.3 s, MFU 0.50 -> 0.34) and counted the two
-    # layers it keeps on the GPU twice in memory.
+@pytest.mark.parametrize(
+    "plan",
+    [
+        # 42.7 GB a GPU with every activation kept, far under 80 GB; before, the offloading plan
+        # charged the host transfer of every layer (step 20.5 -> 13.8 s) and counted the two layers
+        # it keeps twice (48.4 -> 42.7 GB)
+        "tp=1,pp=4,cp=2,dp=8",
+        # a plan whose last stage (two layers and the logits) sets the peak: the first stage's other
+        # layers went on top of it (18.7 GB against 16.8, a code review)
+        "tp=1,pp=8,cp=1,dp=8,mbs=1,gbs=16",
+    ],
+)
+def test_an_offloading_plan_whose_activations_all_fit_runs_as_keeping_them(catalog, plan):
+    # Llama 3.1 8B on 64 H100: an offloading plan whose activations all fit sends nothing, so it
+    # costs what keeping them does, in time and in memory
     run = dict(hardware="h100", model="llama-3.1-8b", tokens=1e12, gpus=64)
-    kept = train(catalog, plan="tp=1,pp=4,cp=2,dp=8,recompute=none", **run).pretraining
-    sent = train(catalog, plan="tp=1,pp=4,cp=2,dp=8,recompute=offload", **run).pretraining
-    assert sent.plan.endswith("activations offloaded to host, ZeRO-1")
+    kept = train(catalog, plan=f"{plan},recompute=none", **run).pretraining
+    sent = train(catalog, plan=f"{plan},recompute=offload", **run).pretraining
+    assert "activations offloaded to host" in sent.plan
     assert sent.step_time_s == kept.step_time_s and sent.memory_gb_per_gpu == kept.memory_gb_per_gpu
     assert sent.step_breakdown_s["activation_offload_s"] == 0.0
+
+
+def test_an_offloading_plan_that_sends_anything_pays_the_link_time_of_all_it_could_send():
+    # offload_bytes: every layer but the two kept (8 GB here); at 50 GB/s that is 0.16 s each way,
+    # of which the forward (0.1 s) hides 0.1 and the backward (0.2 s) all; nothing sent, nothing paid
+    P, x = {"rc": 3}, {"host_bw": 50e9}
+    m = {"offload_bytes": 8e9, "fwd_s": 0.1, "bwd_s": 0.2, "comm_s": 0.05}
+    paid = ts.offload_terms(P, m, 1.0, x)
+    assert paid["fwd_s"] == pytest.approx(0.16) and paid["bwd_s"] == 0.2
+    assert paid["offload_s"] == pytest.approx(0.06) and paid["comm_s"] == pytest.approx(0.11)
+    assert ts.offload_terms(P, m, 0.0, x)["offload_s"] == 0.0
 
 
 def test_one_more_h20_keeps_the_offloading_plan(catalog):

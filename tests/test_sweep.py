@@ -684,3 +684,15 @@ def test_a_seed_without_samples_is_warned():
         "sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=4,5", "-f", "csv"
     )
     assert "--seed" not in quiet.stderr and quiet.stdout == r.stdout
+
+
+def test_a_budget_axis_on_a_scenario_that_runs_refreshes_spends_each_budget():
+    # frontier-agentic runs 12 refreshes a year; a varied yearly budget replaces them as a --set
+    # does (a code review: the scenario check refused every value once budget and refreshes were
+    # exclusive in a file)
+    metric = "intelligence_per_dollar.cost_breakdown_usd.post_training"
+    budgets = "workload.post_training.budget_usd_per_year=1e6,2e6"
+    r = run_cli("sweep", "--vary", "hardware=blackwell", "--vary", budgets, "--metrics", metric, "-f", "csv")
+    assert r.code == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [float(row[metric]) for row in rows] == [1e6, 2e6]

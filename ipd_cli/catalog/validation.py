@@ -32,11 +32,17 @@ WORKLOAD_KINDS: dict[str, type[PretrainWorkload | RlWorkload | Scenario]] = {
 }
 
 
+def _first(errors: list) -> Any:
+    """The error a message names: an unknown key first (a misspelt key also makes its right
+    spelling 'missing'), else the first."""
+    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+
+
 def validation_error(where: str, err: ValidationError, cls: type[BaseModel] | None = None) -> InputError:
     """The one-line :class:`InputError` of :func:`format_validation_error`, with ``reason``: the
     validator's own sentence where the first error is one (a sweep names the path itself)."""
     error = InputError(format_validation_error(where, err, cls))
-    first = err.errors()[0]
+    first = _first(err.errors())
     error.reason = first["msg"].removeprefix("Value error, ") if first["type"] == "value_error" else None
     return error
 
@@ -48,7 +54,7 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
     'missing'), with a did-you-mean from the fields of the model it sits in.
     """
     errors = err.errors()
-    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    first = _first(errors)
     loc = ".".join(str(p) for p in first["loc"])
     path = f"{where}.{loc}" if loc else where
     msg = first["msg"].removeprefix("Value error, ")  # a validator's own sentence, as written

@@ -103,9 +103,7 @@ def resolve_workload(
                 f"`site_mw` applies to scenarios (serving traffic on a site's power); '{name}' is a "
                 f"{body.get('kind')} workload"
             )
-        _refuse_nested_fields(body, own)
-        body = _switch_rl_schedule(body, {o.path for o in own})
-        overrides.apply_workload(body, own)
+        body = apply_own_sets(body, own)
         origin += " + --set"
     workload = validate_workload(body, f"{origin}: workload")
     if workload.kind == "scenario":
@@ -123,6 +121,15 @@ def resolve_workload(
 # one replaces the other the file gives (frontier-agentic runs 12 refreshes; --set
 # workload.post_training.budget_usd_per_year=2e8 runs what the budget buys instead)
 RL_SCHEDULES = ("budget_usd_per_year", "refreshes_per_year")
+
+
+def apply_own_sets(body: dict, own: list) -> dict:
+    """``body`` with the workload's own ``--set`` fields applied (a scenario stage's fields refused
+    where they belong to the workload it runs; a set RL schedule replacing the file's other one)."""
+    _refuse_nested_fields(body, own)
+    body = _switch_rl_schedule(body, {o.path for o in own})
+    overrides.apply_workload(body, own)
+    return body
 
 
 def _switch_rl_schedule(body: dict, paths: set[str]) -> dict:

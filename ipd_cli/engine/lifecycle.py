@@ -326,7 +326,7 @@ def serving_share(cat: Catalog, s: Scenario, served: Any, success: Success) -> S
         tasks,
         per_attempt,
         pue,
-        cat.system(served.hardware).accelerators,
+        point.gpus_per_system,
         [*served.assumptions, *inp.trace.items],
         _serving_steps(sv, success, point, H, cost),
     )

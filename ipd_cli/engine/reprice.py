@@ -338,7 +338,7 @@ def _site_budget(m: Numbers, kw: Any, pue: Any, p: Any) -> Numbers:
     """A site power budget filled with serving GPUs, and the tasks they solve per day."""
     per_task, attempts = _attempts(m, p)
     site_mw = m["_life.site_mw"]
-    gpus = f.gpus_in_power_budget(site_mw, kw, pue, m["_life.gpus_per_system"])
+    gpus = f.gpus_in_power_budget(site_mw, kw, pue, m["serving.gpus_per_system"])
     per_task_tokens = attempts * _per_attempt(m)
     tasks_per_day = f.tasks_per_day(gpus, m["serving.tokens_per_s_per_gpu"], per_task_tokens, per_task)
     return {

@@ -343,6 +343,7 @@ class Serving(Result):
     price_usd_per_gpu_hour: float
     pricing: str = Field(description="'rental:<label>' or 'tco'")
     kw_per_gpu: float = Field(description="node or rack power divided by its accelerators")
+    gpus_per_system: int = Field(description="GPUs of one node or rack (a site or an owner holds whole ones)")
     gpus_for_traffic: int | None = Field(
         default=None,
         description="GPUs that serve the traffic: whole copies of an aggregated instance, or disaggregated "

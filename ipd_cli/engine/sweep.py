@@ -422,17 +422,15 @@ def with_physics(cat: Catalog, w: Any, sets: list[Any]) -> tuple[Catalog, Any]:
     ``workload.pretraining.*`` and ``workload.post_training.*`` reach the workloads it runs)."""
     if not sets:
         return cat, w
-    from ipd_cli.catalog.overrides import WORKLOAD, apply_workload
+    from ipd_cli.catalog.overrides import WORKLOAD
     from ipd_cli.catalog.validation import validate_workload
-    from ipd_cli.catalog.workloads import _nested_stage, _refuse_nested_fields, with_nested_workloads
+    from ipd_cli.catalog.workloads import _nested_stage, apply_own_sets, with_nested_workloads
 
     c = cat.with_overrides(sets)
     body = w.model_dump(exclude_none=True)
     own = [o for o in sets if o.path.startswith(WORKLOAD + ".") and _nested_stage(body, o) is None]
     if own:
-        _refuse_nested_fields(body, own)
-        apply_workload(body, own)
-        w = validate_workload(body, WORKLOAD)
+        w = validate_workload(apply_own_sets(body, own), WORKLOAD)
     return with_nested_workloads(c, w), w
 
 
@@ -1151,8 +1149,7 @@ def _priced(sw: Sweep, hw: str, vals: dict, m: dict, draws: Draws | None, life: 
                 out |= f(m, price, kw, pue_)
         if life is not None:  # the scenario's serving is kept around the clock (serve_point)
             always_on = price if PRICE in vals else usd_per_gpu_hour(inp, hw, plan.pricing, always_on=True)[0]
-            whole = {"_life.gpus_per_system": float(sw.cat.system(hw).accelerators)}  # a site's systems
-            out |= reprice.lifecycle(life, {**m, **out, **whole}, always_on, kw, pue_)
+            out |= reprice.lifecycle(life, {**m, **out}, always_on, kw, pue_)
     return out
 
 

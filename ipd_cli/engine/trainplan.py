@@ -843,9 +843,12 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             M, rc, state_k, terms_k, sh = macro, group[0], state, terms, shards
         mm = ts.with_recompute(terms_k, rc)
         acts = ts.base_memory_bytes({**M, "rc": rc, "zero": zs[0]}, mm, x) - state_k[zs[0]]
+        # an offloading plan's activations were it to keep them all, less those it can send
+        rest = ts.kept_memory_bytes({**M, "rc": rc, "zero": zs[0]}, mm, x) - state_k[zs[0]]
+        rest = rest - mm["offload_bytes"] * ts.in_flight({**M, "rc": rc})
         z_k, found_k = np.full(n * k, float(zs[-1])), np.zeros(n * k, dtype=bool)
         for z in reversed(zs):  # the last assignment is the least sharding that fits
-            host = ts.offloaded_bytes({**M, "rc": rc}, mm, x["hbm_cap"] - state_k[z] - acts)
+            host = ts.offloaded_bytes({**M, "rc": rc}, mm, x["hbm_cap"] - state_k[z] - rest)
             ok = (state_k[z] + acts <= x["hbm_cap"]) & (host <= x["host_cap"])
             if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
                 ok &= (z > 0) == sh

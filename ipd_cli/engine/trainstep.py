@@ -733,16 +733,21 @@ def base_memory_bytes(P: Cols, m: dict, x: dict):
     return state_bytes(P, x) + acts + m["work_bytes"]
 
 
+def kept_memory_bytes(P: Cols, m: dict, x: dict):
+    """Bytes per GPU of an offloading plan that kept every activation (:func:`base_memory_bytes`
+    with the layers it could send added to the two it keeps); the other policies' base."""
+    return base_memory_bytes(P, {**m, "act_bytes": m["act_bytes"] + m["offload_bytes"]}, x)
+
+
 def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
-    """Peak bytes per GPU and host bytes per GPU: :func:`base_memory_bytes` (an offloading plan's
-    two layers of each in-flight micro-batch) plus, for an offloading plan, the rest of the
-    in-flight activations it keeps in HBM; the host holds those HBM cannot keep. A plan that
-    offloads keeps what fits, so its peak is the HBM exactly (or its base, already above): set,
-    not summed, as base + (cap - base) can round one ulp above the cap and fail the fit."""
-    base, cap = base_memory_bytes(P, m, x), x["hbm_cap"]
-    host = offloaded_bytes(P, m, cap - base)
-    kept_all = base + (P["rc"] == 3) * m["offload_bytes"] * in_flight(P)
-    return ifelse(host > 0.0, ifelse(base > cap, base, cap), kept_all), host
+    """Peak bytes per GPU and host bytes per GPU. An offloading plan sends to the host what its
+    :func:`kept_memory_bytes` has beyond the HBM, at most every layer but the two it keeps
+    (:func:`offloaded_bytes`), so its peak is the HBM exactly (or its base, already above): set,
+    not summed, as base + (cap - base) can round one ulp above the cap and fail the fit. A plan
+    whose activations all fit keeps them: its memory is no recompute's."""
+    base, kept, cap = base_memory_bytes(P, m, x), kept_memory_bytes(P, m, x), x["hbm_cap"]
+    host = offloaded_bytes(P, m, cap - (kept - m["offload_bytes"] * in_flight(P)))
+    return ifelse(host > 0.0, ifelse(base > cap, base, cap), kept), host
 
 
 def dp_seconds(P: Cols, x: dict) -> tuple[Any, Any]:

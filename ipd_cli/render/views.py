@@ -505,9 +505,27 @@ def _energy_lines(hw: str, s: dict) -> list[str]:
     if (usd.get("pretraining") or 0) > 0 and mwh.get("pretraining") == 0:
         return [
             f"{hw}: pre-training is given as a cost, which carries no energy: solved tasks per MWh "
-            "counts RL and serving energy only (a pretraining workload prices both)"
+            "counts the other stages' energy only (a pretraining workload prices both)"
         ]
     return []
+
+
+def _owned_system_lines(hw: str, s: dict) -> list[str]:
+    """Owned (``tco``) serving whose deployment fills its last node or rack only in part: the rest
+    is not priced (README: GPUs are priced one by one); an owner buying for this service alone
+    pays for it too (a finance review: 20 GPUs of a GB200 NVL72 rack priced, 72 bought)."""
+    point = s.get("serving")
+    if not isinstance(point, dict) or point.get("pricing") != "tco":
+        return []
+    need, per = point.get("gpus_for_traffic") or 0, point.get("gpus_per_system") or 0
+    if not need or not per or need % per == 0:
+        return []
+    rest = per - need % per
+    return [
+        f"{hw}: owned (tco), the serving deployment's {need:,} GPUs leave {rest:,} of its last "
+        f"{per}-GPU system unpriced (they are taken to serve other work); bought for this service "
+        f"alone, the systems cost {(need + rest) / need:.2f}x its serving cost"
+    ]
 
 
 def _site_lines(hw: str, s: dict) -> list[str]:
@@ -584,7 +602,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                     "tokens/s per GPU): next to nothing is batched, so a lower target or another system "
                     "serves it far cheaper"
                 )
-        out += _site_lines(hw, s) + _energy_lines(hw, s)
+        out += _site_lines(hw, s) + _energy_lines(hw, s) + _owned_system_lines(hw, s)
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "

@@ -101,6 +101,7 @@ class Physics:
     price: float
     pricing: str
     kw_per_gpu: float
+    gpus_per_system: int  # GPUs of one node or rack (an owner buys whole ones)
     pue: float
     # a GPU-hour of GPUs kept for one service around the clock (a traffic's deployment): the rental
     # price, or under tco the owning cost over every hour (pricing.usd_per_gpu_hour always_on)
@@ -469,6 +470,7 @@ def read(
         price=price,
         pricing=basis,
         kw_per_gpu=kw_per_gpu(ctx.inp, ctx.name),
+        gpus_per_system=ctx.system.accelerators,
         pue=pue(ctx.inp),
         always_on_price=always_on,
     )

@@ -147,6 +147,7 @@ def _rates(g: Grid, i: int) -> dict[str, Any]:
         price_usd_per_gpu_hour=ph.price,
         pricing=ph.pricing,
         kw_per_gpu=ph.kw_per_gpu,
+        gpus_per_system=ph.gpus_per_system,
     )
 
 
