@@ -744,7 +744,9 @@ def compare(
     site_mw: Annotated[
         float | None,
         typer.Option(
-            "--site-mw", help="A site power budget: GPUs it holds and tasks/day they solve (scenarios)."
+            "--site-mw",
+            help="A site power budget (MW): the GPUs of whole systems it holds and the tasks/day they "
+            "solve serving (scenarios; not a cap on the deployment).",
         ),
     ] = None,
     catalog: CatalogOpt = None,

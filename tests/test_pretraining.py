@@ -687,8 +687,9 @@ def test_an_offloading_plan_fills_hbm_exactly_not_one_ulp_beyond(monkeypatch):
     # GPUs lost the 91-replica gpt-oss-120b plan); the peak is the cap itself
     base, total, cap = 56297632843.24672, 278942717408.20056, 86.4e9
     assert base + (total - (total - (cap - base))) > cap  # the sum it replaces
-    # the base with one micro-batch in flight (act_bytes: the two layers kept, here in the base)
-    monkeypatch.setattr(ts, "base_memory_bytes", lambda P, m, x: base + m["act_bytes"])
+    # the base as the state, one micro-batch in flight (act_bytes: the two layers kept, 0 here)
+    monkeypatch.setattr(ts, "state_bytes", lambda P, x: base)
+    monkeypatch.setattr(ts, "activation_peak_bytes", lambda P, m: m["act_bytes"])
     P = {"rc": 3, "mb": 1, "pp": 1, "vp": 1}
     m = {"offload_bytes": total, "act_bytes": 0.0}
     memory, host = ts.memory_and_host_bytes(P, m, {"hbm_cap": cap})

@@ -550,6 +550,7 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
             _GRIDS.pop(next(iter(_GRIDS)))
         _GRIDS[key] = _grid(axes, np.array(pairs, dtype=float).reshape(-1, 4), cap, "order" in pins)
     out = dict(_GRIDS[key])
+    out["Ls"] = ts.stage_layers(out, x)  # the model's layers per stage, computed once for every use
     if moe and "disp" not in pins:  # DeepEP where a token crosses domains (inside one it changes nothing)
         out["disp"] = (ts.ep_span(out) > x["domain"]).astype(float)
     return out
@@ -842,10 +843,9 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         else:
             M, rc, state_k, terms_k, sh = macro, group[0], state, terms, shards
         mm = ts.with_recompute(terms_k, rc)
-        acts = ts.base_memory_bytes({**M, "rc": rc, "zero": zs[0]}, mm, x) - state_k[zs[0]]
+        acts = ts.activation_peak_bytes(M, mm)
         # an offloading plan's activations were it to keep them all, less those it can send
-        rest = ts.kept_memory_bytes({**M, "rc": rc, "zero": zs[0]}, mm, x) - state_k[zs[0]]
-        rest = rest - mm["offload_bytes"] * ts.in_flight({**M, "rc": rc})
+        rest = ts.kept_activation_bytes(M, mm) - mm["offload_bytes"] * ts.in_flight(M)
         z_k, found_k = np.full(n * k, float(zs[-1])), np.zeros(n * k, dtype=bool)
         for z in reversed(zs):  # the last assignment is the least sharding that fits
             host = ts.offloaded_bytes({**M, "rc": rc}, mm, x["hbm_cap"] - state_k[z] - rest)

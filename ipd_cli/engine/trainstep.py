@@ -161,8 +161,10 @@ def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):
 
 
 def stage_layers(P: Cols, x: dict):
-    """Layers on the most loaded stage: vp chunks of ceil(L / (pp vp)) layers."""
-    return P["vp"] * f.ceil(x["layers"] / (P["pp"] * P["vp"]))
+    """Layers on the most loaded stage: vp chunks of ceil(L / (pp vp)) layers (a plan grid holds
+    them as its ``Ls`` column, :func:`~ipd_cli.engine.trainplan.micro_grid`)."""
+    held = P.get("Ls")
+    return P["vp"] * f.ceil(x["layers"] / (P["pp"] * P["vp"])) if held is None else held
 
 
 def tokens(P: Cols, x: dict):
@@ -696,17 +698,16 @@ def sharded(n, group, on):
 def state_bytes(P: Cols, x: dict):
     """Weights, gradients and optimizer state per GPU by sharding stage, plus FSDP's two gathered
     layers (the one computing and the one prefetched)."""
-    z = P["zero"]
+    z, held = P["zero"], params_per_gpu(P, x)
     total = 0.0
-    for n, group in zip(params_per_gpu(P, x), dp_groups(P), strict=True):
+    for n, group in zip(held, dp_groups(P), strict=True):
         total = (
             total
             + sharded(n, group, z >= 3) * x["weight_bytes"]
             + sharded(n, group, z >= 2) * x["grad_bytes"]
             + sharded(n, group, z >= 1) * x["optim_bytes"]
         )
-    dense, expert = params_per_gpu(P, x)
-    gathered = (z == 3) * 2.0 * (dense + expert) / stage_layers(P, x) * x["weight_bytes"]
+    gathered = (z == 3) * 2.0 * (held[0] + held[1]) / stage_layers(P, x) * x["weight_bytes"]
     return total + gathered
 
 
@@ -726,26 +727,28 @@ def offloaded_bytes(P: Cols, m: dict, free):
     return (P["rc"] == 3) * (total - kept)
 
 
-def base_memory_bytes(P: Cols, m: dict, x: dict):
-    """Bytes per GPU before an offloading plan keeps any layer's activations: state plus the larger
-    of the first stage's in-flight activations and the last stage's one micro-batch with its logits."""
+def activation_peak_bytes(P: Cols, m: dict):
+    """Activation bytes per GPU at the peak: the larger of the first stage's in-flight micro-batches
+    and the last stage's one micro-batch with its logits, plus full recompute's working set."""
     acts = f.maximum(m["act_bytes"] * in_flight(P), m["act_bytes"] + m["logits_bytes"])
-    return state_bytes(P, x) + acts + m["work_bytes"]
+    return acts + m["work_bytes"]
 
 
-def kept_memory_bytes(P: Cols, m: dict, x: dict):
-    """Bytes per GPU of an offloading plan that kept every activation (:func:`base_memory_bytes`
-    with the layers it could send added to the two it keeps); the other policies' base."""
-    return base_memory_bytes(P, {**m, "act_bytes": m["act_bytes"] + m["offload_bytes"]}, x)
+def kept_activation_bytes(P: Cols, m: dict):
+    """:func:`activation_peak_bytes` of an offloading plan that kept every activation (the layers
+    it could send added to the two it keeps); the other policies' own."""
+    return activation_peak_bytes(P, {**m, "act_bytes": m["act_bytes"] + m["offload_bytes"]})
 
 
 def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
-    """Peak bytes per GPU and host bytes per GPU. An offloading plan sends to the host what its
-    :func:`kept_memory_bytes` has beyond the HBM, at most every layer but the two it keeps
-    (:func:`offloaded_bytes`), so its peak is the HBM exactly (or its base, already above): set,
-    not summed, as base + (cap - base) can round one ulp above the cap and fail the fit. A plan
-    whose activations all fit keeps them: its memory is no recompute's."""
-    base, kept, cap = base_memory_bytes(P, m, x), kept_memory_bytes(P, m, x), x["hbm_cap"]
+    """Peak bytes per GPU and host bytes per GPU. An offloading plan sends to the host what it would
+    hold were it to keep every activation (:func:`kept_activation_bytes`) beyond the HBM, at most
+    every layer but the two it keeps (:func:`offloaded_bytes`), so its peak is the HBM exactly (or
+    its base, already above): set, not summed, as base + (cap - base) can round one ulp above the
+    cap and fail the fit. A plan whose activations all fit keeps them: its memory is no
+    recompute's."""
+    state, cap = state_bytes(P, x), x["hbm_cap"]
+    base, kept = state + activation_peak_bytes(P, m), state + kept_activation_bytes(P, m)
     host = offloaded_bytes(P, m, cap - (kept - m["offload_bytes"] * in_flight(P)))
     return ifelse(host > 0.0, ifelse(base > cap, base, cap), kept), host
 
