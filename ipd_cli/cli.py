@@ -1038,12 +1038,19 @@ def validate(
     if len(splits) > 1 or (splits and split):
         raise InputError("give one split: --split fitting|checking|all (or --set with the split)")
     _check_options(fmt, output, force)
+    if max_median_error is not None and not (math.isfinite(max_median_error) and max_median_error >= 0):
+        raise InputError(f"--max-median-error is a percentage >= 0, got {max_median_error}")
 
     cat = _load(catalog, overrides)
     result = val.validate(cat, split or (splits[0] if splits else "checking"), cases)
     _emit(result, fmt, output)
     median = result.summary[0]["median_abs_error_pct"]
-    if max_median_error is not None and median is not None and median > max_median_error:
+    if max_median_error is not None and median is None:  # a gate with nothing to gate: not a pass
+        raise IpdError(
+            "no case could be run, so --max-median-error has no median to check (see each case's status)",
+            ExitCode.RUNTIME,
+        )
+    if max_median_error is not None and median > max_median_error:
         raise IpdError(  # a valid request whose bound is not met: exit 1, as the README says
             f"median absolute error {median:.1f} % exceeds --max-median-error {max_median_error}",
             ExitCode.RUNTIME,
@@ -1199,6 +1206,9 @@ def plot_sweep(
 
     _check_plot_target(output, force)
     series = sweep_series(csv_file, x, y)
+    low = min((v for s in series for v in s.x), default=1.0)
+    if logx and low <= 0:
+        raise InputError(f"--logx needs every {x} above 0; {csv_file} has {low:g} (drop --logx)")
     _draw(Figure(f"{y} against {x}", x, y, series, logx=logx), output, force)
 
 

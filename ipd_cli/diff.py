@@ -75,7 +75,7 @@ def read_json(path: Path) -> Any:
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text; not ipd JSON output") from None
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_refuse_constant)
+        doc = json.loads(text, parse_float=_finite, parse_constant=_refuse_constant)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not ipd JSON output ({e}); make it with --format json") from None
     except ValueError as e:
@@ -85,6 +85,16 @@ def read_json(path: Path) -> Any:
         ) from None
     except RecursionError:
         raise InputError(f"{path}: nested too deeply; not an ipd output") from None
+    # an ipd output is a document with its schema_version, or a sweep's rows, each with its hardware
+    # (a fuzzing review: [1, 2], {} and {"a": 1} were compared as if they were)
+    document = isinstance(doc, dict) and "schema_version" in doc
+    rows = isinstance(doc, list) and bool(doc) and all(isinstance(r, dict) and "hardware" in r for r in doc)
+    if not (document or rows):
+        raise InputError(
+            f"{path}: not ipd JSON output (neither a document with a schema_version nor a sweep's rows); "
+            "make it with --format json"
+        )
+    return doc
 
 
 def _kind(doc: Any) -> str:

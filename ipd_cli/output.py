@@ -21,15 +21,17 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 
-def format_for(fmt: str, output: Path | None) -> str:
-    """--format wins; with `auto` and a file, the extension picks the format."""
+def format_for(fmt: str, output: Path | None, allowed: tuple[str, ...] | None = None) -> str:
+    """--format wins; with `auto` and a file, the extension picks the format (``allowed``: the
+    formats the command writes, whose extensions an unknown one is told)."""
     if fmt != "auto" or output is None or str(output) == "-":
         return fmt
     ext = output.suffix.lower()
     if ext not in EXTENSION_FORMATS:
+        exts = [e for e, f in EXTENSION_FORMATS.items() if allowed is None or f in allowed]
         raise InputError(
             f"{output}: cannot tell the format from '{ext or 'no extension'}'; add --format or use one of "
-            f"{', '.join(EXTENSION_FORMATS)}"
+            f"{', '.join(exts)}"
         )
     return EXTENSION_FORMATS[ext]
 
@@ -38,10 +40,10 @@ def check_format(fmt: str, output: Path | None, *, stream: bool = False, to_file
     """The format a command will write, refused before anything is computed when it is unknown,
     cannot go where it is sent (xlsx needs a file), or disagrees with the file's name (a .xlsx file
     holds xlsx, nothing else). ``to_files``: whether the command has -o at all."""
-    chosen = format_for(fmt, output)
     allowed: tuple[str, ...] = STREAM_FORMATS if stream else DOCUMENT_FORMATS
     if not to_files:
         allowed = tuple(f for f in allowed if f != "xlsx")
+    chosen = format_for(fmt, output, allowed)
     if chosen != "auto" and chosen not in allowed:
         what = " for a sweep" if stream else ""
         if fmt == "auto" and output is not None:  # the file's extension picked it

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 import statistics
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.layers import builtin_dir
@@ -68,8 +69,17 @@ WITHIN = 0.25  # the share of cases within 25 % is reported
 class Measured(BaseModel):
     model_config = ConfigDict(extra="forbid")
     metric: str
-    value: float = Field(gt=0)
+    # a measurement is a finite number at least the smallest normal float (inf, or a subnormal that
+    # makes predicted / measured overflow, ended as a runtime error, a fuzzing review)
+    value: float = Field(gt=0, allow_inf_nan=False)
     range: tuple[float, float] | None = Field(default=None, description="published spread of the measurement")
+
+    @field_validator("value")
+    @classmethod
+    def _normal(cls, v: float) -> float:
+        if v < sys.float_info.min:
+            raise ValueError(f"a measured value is at least {sys.float_info.min:.3g}")
+        return v
 
 
 class Case(BaseModel):

@@ -1404,3 +1404,98 @@ def test_flags_a_workload_would_not_read_are_refused_by_name():
     clean_error(r, 2, "--site-mw applies to scenarios", "'pretrain-10t-moe' is a pretrain workload")
     r = run_cli("sweep", "--vary", "hardware=h100", "--vary", "economics.pue=1.1,1.2", "--seed", "-1")
     clean_error(r, 2, "--seed must be a whole number >= 0, got -1")
+
+
+# --- a fuzzing review's inputs: each refused in one line before any work, or run in bounded time ---
+
+
+def test_a_sweep_whose_axes_multiply_beyond_the_row_bound_is_refused_before_any_row():
+    # each axis within the per-axis bound ((1.5 - 1.1) / 1e-7 + 1 = 4,000,001 values and
+    # (100 - 1) / 1e-5 + 1 = 9,900,001), their product ~4e13 rows: such a product streamed
+    # gigabytes before (a fuzzing review)
+    start = time.perf_counter()
+    r = run_cli(
+        "sweep", "--vary", "hardware=h100-sxm", "--vary", "economics.pue=1.1:1.5:0.0000001",
+        "--vary", "price_usd_per_gpu_hour=1:100:0.00001", "-f", "csv",
+    )  # fmt: skip
+    clean_error(r, 2, "would write 39,600,013,900,001 rows (1 system x 4,000,001 x 9,900,001 values)")
+    assert time.perf_counter() - start < 10
+
+
+def test_an_rl_workloads_own_gpu_count_is_bounded_like_the_option():
+    r = run_cli("rl", "--hardware", "h100-sxm", "--set", "workload.gpus=1e12", "-f", "json")
+    clean_error(r, 2, "`workload.gpus` 1e+12 is more than 100,000,000 GPUs")
+
+
+def test_divisors_by_trial_division_up_to_the_square_root():
+    from ipd_cli.engine.trainplan import divisors
+
+    assert divisors(1) == [1] and divisors(97) == [1, 97] and divisors(36) == [1, 2, 3, 4, 6, 9, 12, 18, 36]
+    assert divisors(1536) == [d for d in range(1, 1537) if 1536 % d == 0]
+    # an RL trainer's global batch of 1e8 prompts x 16 samples, 2^12 x 5^8: 13 x 9 divisors;
+    # counting to n took minutes
+    start = time.perf_counter()
+    assert len(divisors(1_600_000_000)) == 13 * 9
+    assert time.perf_counter() - start < 1
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--max-median-error", "-1"], "--max-median-error is a percentage >= 0, got -1.0"),
+        (["--max-median-error", "nan"], "--max-median-error is a percentage >= 0, got nan"),
+    ],
+)
+def test_validate_refuses_a_gate_it_cannot_apply_before_running(args, needle):
+    start = time.perf_counter()
+    clean_error(run_cli("validate", *args), 2, needle)
+    assert time.perf_counter() - start < 3  # before the cases run
+
+
+@pytest.mark.parametrize(("value", "needle"), [(".inf", "finite number"), ("1.0e-320", "at least 2.23e-308")])
+def test_a_case_measured_as_infinite_or_subnormal_is_an_input_error(tmp_path, value, needle):
+    case = {
+        "id": "x", "split": "checking", "kind": "pretrain", "description": "x", "source": "x",
+        "inputs": {"hardware": "h100-sxm", "model": "llama-3.1-8b", "tokens": 1e12, "gpus": 64},
+        "measured": {"metric": "tokens_per_s_per_gpu", "value": 1.0},
+    }  # fmt: skip
+    text = yaml.safe_dump({"cases": [case]}).replace("value: 1.0", f"value: {value}")
+    r = run_cli("validate", "--cases", str(write(tmp_path / "cases.yaml", text)), "--split", "all")
+    clean_error(r, 2, "cases.0.measured.value", needle)
+
+
+@pytest.mark.parametrize(
+    ("rows", "extra", "needle"),
+    [
+        ("h,1,inf\n", [], "line 2: column 'a' or 'b' is not a finite number (1, inf)"),
+        ("h,0,1\nh,2,3\n", ["--logx"], "--logx needs every a above 0"),
+    ],
+)
+def test_plot_refuses_values_it_cannot_place(tmp_path, rows, extra, needle):
+    path = write(tmp_path / "s.csv", "hardware,a,b\n" + rows)
+    clean_error(run_cli("plot", "sweep", str(path), "--x", "a", "--y", "b", *extra), 2, needle)
+
+
+def test_plot_places_values_whose_span_overflows(tmp_path):
+    # 1e308 - (-1e308) is inf: the scale took it and crashed on a NaN
+    path = write(tmp_path / "s.csv", "hardware,a,b\nh,1,1e308\nh,2,-1e308\nh,3,0\n")
+    r = run_cli("plot", "sweep", str(path), "--x", "a", "--y", "b")
+    assert r.code == 0, r.stderr
+    assert "b: -1e+308 .. 1e+308" in r.stdout
+
+
+def test_a_set_source_must_be_a_catalog_source():
+    r = run_cli("compare", "h100", "--set", "economics.pue.source=nonexistent", "-f", "json")
+    clean_error(r, 2, "--set economics.pue.source: unknown source id 'nonexistent'")
+
+
+def test_an_unknown_output_extension_lists_only_the_commands_formats(tmp_path):
+    r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-8b", "-o", str(tmp_path / "x.weird"))
+    message = clean_error(r, 2, "cannot tell the format from '.weird'")
+    assert ".jsonl" not in message  # serve writes no jsonl (a sweep does)
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "{}", '{"a": 1}', '"str"'])
+def test_diff_refuses_json_that_is_not_an_ipd_output(tmp_path, text):
+    path = write(tmp_path / "x.json", text)
+    clean_error(run_cli("diff", str(path), str(path)), 2, "not ipd JSON output")

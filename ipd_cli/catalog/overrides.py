@@ -249,6 +249,12 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         keys = o.path.split(".")
         section = keys[0]
         touched.add(section)
+        # a value's source cites the catalog's sources, as in a catalog file (a fuzzing review)
+        if keys[-1] == "source" and section != WORKLOAD and str(o.value) not in sections["sources"]:
+            ref = str(o.value)
+            raise InputError(
+                f"`sets` {o.path}: unknown source id '{ref}'{did_you_mean(ref, sections['sources'])}"
+            )
         if section == WORKLOAD:
             if len(keys) < 2:
                 raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")

@@ -63,7 +63,7 @@ HARDWARE = "hardware"
 PRICE = "price_usd_per_gpu_hour"
 CHUNK = 131_072  # rows per chunk of a plain sweep
 PERCENTILES = (10, 50, 90)
-MAX_POINTS = 50_000_000  # values of one axis (a range is not held in memory: value i is computed)
+MAX_POINTS = 50_000_000  # values of one axis, and rows of a sweep (a range is not held in memory)
 MAX_SEARCHES = 1_024  # estimates of one sweep: systems x distinct physics points (each about 0.1-1 s)
 SAMPLE_BYTES = 500  # held per draw while a chunk is evaluated (arrays of draws and their metrics)
 TABLE_BYTES = 160  # held per draw and physics point searched: the pre-training plan at each draw
@@ -383,6 +383,14 @@ def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: 
             "(e.g. economics.electricity_usd_per_kwh or systems.<name>.capex_usd), or sweep rental prices"
         )
     plan = SweepPlan(workload, name, origin, axes, **kw)
+    rows = len(plan.hardware) * plan.rows
+    if rows > MAX_POINTS:  # each axis within the bound, their product far beyond it (a fuzzing review)
+        sizes = " x ".join(f"{len(a.values):,}" for a in plan.numeric)
+        raise InputError(
+            f"the sweep would write {rows:,} rows ({len(plan.hardware)} system"
+            f"{'s' if len(plan.hardware) > 1 else ''} x {sizes} values), more "
+            f"than {MAX_POINTS:,}; narrow an axis or take a coarser step"
+        )
     points = plan.physics_points()
     if points > MAX_SEARCHES:  # more than any system may run, whatever it reads
         names = ", ".join(a.path for a in plan.physics)

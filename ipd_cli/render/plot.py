@@ -58,13 +58,19 @@ def sweep_series(csv_file: Path, x: str, y: str) -> list[Series]:
                 if len(row) > max(ix, iy) and "" in (row[ix], row[iy]):
                     continue  # an empty cell: the block cannot run at that point
                 try:
-                    s.x.append(float(row[ix]))
-                    s.y.append(float(row[iy]))
+                    xv, yv = float(row[ix]), float(row[iy])
                 except (ValueError, IndexError):
                     raise InputError(
                         f"{csv_file}: line {line}: no number in column '{x}' or '{y}'; --x and --y must "
                         "be numeric columns"
                     ) from None
+                if not (math.isfinite(xv) and math.isfinite(yv)):  # a plot has no place for them
+                    raise InputError(
+                        f"{csv_file}: line {line}: column '{x}' or '{y}' is not a finite number "
+                        f"({row[ix]}, {row[iy]}); plot columns whose values are finite"
+                    )
+                s.x.append(xv)
+                s.y.append(yv)
         except UnicodeDecodeError:
             raise InputError(f"{csv_file}: not UTF-8 text; give a CSV file written by ipd sweep") from None
         except csv.Error as e:
@@ -131,12 +137,14 @@ def to_text(fig: Figure, width: int = 72, height: int = 20) -> str:
     xs, ys = [fx(x) for x, _ in points], [y for _, y in points]
     x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
     grid = [[" "] * width for _ in range(height)]
+
+    def at(v: float, lo: float, hi: float, n: int) -> int:  # halves: hi - lo may overflow (1e308)
+        return 0 if hi == lo else round((v / 2 - lo / 2) / (hi / 2 - lo / 2) * (n - 1))
+
     for k, s in enumerate(fig.series):
         mark = chr(ord("a") + k % 26)
         for x, y in zip(s.x, s.y, strict=True):
-            col = 0 if x1 == x0 else round((fx(x) - x0) / (x1 - x0) * (width - 1))
-            row = 0 if y1 == y0 else round((y - y0) / (y1 - y0) * (height - 1))
-            grid[height - 1 - row][col] = mark
+            grid[height - 1 - at(y, y0, y1, height)][at(fx(x), x0, x1, width)] = mark
     lines.append(f"{fig.ylabel}: {y0:,.4g} .. {y1:,.4g}")
     lines += ["|" + "".join(r) for r in grid]
     lines.append("+" + "-" * width)

@@ -27,6 +27,9 @@ def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> Rl
     if split_given:
         updates.update(gen_gpus=given.get("gen_gpus"), train_gpus=given.get("train_gpus"))
     w = workload.model_copy(update=updates)
+    for name in ("gpus", "gen_gpus", "train_gpus"):  # the workload's own counts too (a fuzzing review)
+        if getattr(w, name) is not None and given.get(name) is None:
+            check_cluster(f"workload.{name}", getattr(w, name))
     check_mode(w.mode)
     w = _checked_transport(w, given.get("transport") is not None)
     if split == "auto" and w.mode == "colocated":
