@@ -1499,3 +1499,14 @@ def test_an_unknown_output_extension_lists_only_the_commands_formats(tmp_path):
 def test_diff_refuses_json_that_is_not_an_ipd_output(tmp_path, text):
     path = write(tmp_path / "x.json", text)
     clean_error(run_cli("diff", str(path), str(path)), 2, "not ipd JSON output")
+
+
+def test_a_set_of_a_path_the_sweep_varies_is_refused():
+    # the axis's values replaced the --set one without a word (a fuzzing review)
+    r = run_cli(
+        "sweep", "--vary", "hardware=h100", "--vary", "economics.pue=1.1,1.2", "--set", "economics.pue=1.5",
+        "-f", "csv",
+    )  # fmt: skip
+    clean_error(
+        r, 2, "--set economics.pue: the same path is a --vary axis, whose values replace it; drop one"
+    )

@@ -669,7 +669,15 @@ def check_price_axis(cat: Catalog, plan: SweepPlan) -> None:
     rental-price axis of 8 and 9 gave the same rows)."""
     from .pricing import owning_input, rental_input
 
-    if not any(a.path == PRICE for a in plan.numeric):
+    # an axis replaces a value `sets` gives the same path (the set was dropped silently: a
+    # fuzzing review)
+    varied = {a.path for a in plan.numeric}
+    for o in cat.overrides:
+        if o.path in varied:
+            raise InputError(
+                f"`sets` {o.path}: the same path is a `vary` axis, whose values replace it; drop one"
+            )
+    if PRICE not in varied:
         return
     given = [("`vary`", a.path) for a in plan.numeric] + [("`sets`", o.path) for o in cat.overrides]
     priced = [f"{how} {path}" for how, path in given if rental_input(path) or owning_input(path)]
