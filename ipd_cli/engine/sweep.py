@@ -669,11 +669,12 @@ def check_price_axis(cat: Catalog, plan: SweepPlan) -> None:
     rental-price axis of 8 and 9 gave the same rows)."""
     from .pricing import owning_input, rental_input
 
-    # an axis replaces a value `sets` gives the same path (the set was dropped silently: a
-    # fuzzing review)
+    # an axis replaces a catalog value `sets` gives the same path (the set was dropped silently: a
+    # fuzzing review); a workload field may need a value beside the axis for the workload to be
+    # whole (`gen_gpus` with the `train_gpus` an axis varies), so it is let be
     varied = {a.path for a in plan.numeric}
     for o in cat.overrides:
-        if o.path in varied:
+        if o.path in varied and not o.path.startswith("workload."):
             raise InputError(
                 f"`sets` {o.path}: the same path is a `vary` axis, whose values replace it; drop one"
             )
