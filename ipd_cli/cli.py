@@ -1039,16 +1039,16 @@ def validate(
         raise InputError("give one split: --split fitting|checking|all (or --set with the split)")
     _check_options(fmt, output, force)
     if max_median_error is not None and not (math.isfinite(max_median_error) and max_median_error >= 0):
-        raise InputError(f"--max-median-error is a percentage >= 0, got {max_median_error}")
+        raise InputError(f"--max-median-error is a finite percentage >= 0, got {max_median_error}")
 
     cat = _load(catalog, overrides)
     result = val.validate(cat, split or (splits[0] if splits else "checking"), cases)
     _emit(result, fmt, output)
     median = result.summary[0]["median_abs_error_pct"]
     if max_median_error is not None and median is None:  # a gate with nothing to gate: not a pass
+        why = "no case could be run" if result.items else "the split holds no case"
         raise IpdError(
-            "no case could be run, so --max-median-error has no median to check (see each case's status)",
-            ExitCode.RUNTIME,
+            f"{why}, so --max-median-error has no median to check (see each case's status)", ExitCode.RUNTIME
         )
     if max_median_error is not None and median > max_median_error:
         raise IpdError(  # a valid request whose bound is not met: exit 1, as the README says

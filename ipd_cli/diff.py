@@ -89,10 +89,16 @@ def read_json(path: Path) -> Any:
     # (a fuzzing review: [1, 2], {} and {"a": 1} were compared as if they were)
     document = isinstance(doc, dict) and "schema_version" in doc
     rows = isinstance(doc, list) and bool(doc) and all(isinstance(r, dict) and "hardware" in r for r in doc)
-    if not (document or rows):
+    # `ipd schema`: a JSON Schema per output, compared between versions (a code review)
+    schemas = (
+        isinstance(doc, dict)
+        and bool(doc)
+        and all(isinstance(v, dict) and "properties" in v for v in doc.values())
+    )
+    if not (document or rows or schemas):
         raise InputError(
-            f"{path}: not ipd JSON output (neither a document with a schema_version nor a sweep's rows); "
-            "make it with --format json"
+            f"{path}: not ipd JSON output (a document with a schema_version, a sweep's rows or `ipd "
+            "schema`); make it with --format json"
         )
     return doc
 

@@ -1422,9 +1422,17 @@ def test_a_sweep_whose_axes_multiply_beyond_the_row_bound_is_refused_before_any_
     assert time.perf_counter() - start < 10
 
 
-def test_an_rl_workloads_own_gpu_count_is_bounded_like_the_option():
-    r = run_cli("rl", "--hardware", "h100-sxm", "--set", "workload.gpus=1e12", "-f", "json")
-    clean_error(r, 2, "`workload.gpus` 1e+12 is more than 100,000,000 GPUs")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rl", "--hardware", "h100-sxm", "--set", "workload.gpus=1e12"],
+        # a scenario's RL stage: named as the workload's field, not a path the user did not write
+        ["compare", "h100", "--workload", "open-model-agent", "--set", "workload.post_training.gpus=1e12"],
+    ],
+)
+def test_an_rl_workloads_own_gpu_count_is_bounded_like_the_option(args):
+    r = run_cli(*args, "-f", "json")
+    clean_error(r, 2, "the RL workload's gpus 1e+12 is more than 100,000,000 GPUs")
 
 
 def test_divisors_by_trial_division_up_to_the_square_root():
@@ -1442,8 +1450,8 @@ def test_divisors_by_trial_division_up_to_the_square_root():
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--max-median-error", "-1"], "--max-median-error is a percentage >= 0, got -1.0"),
-        (["--max-median-error", "nan"], "--max-median-error is a percentage >= 0, got nan"),
+        (["--max-median-error", "-1"], "--max-median-error is a finite percentage >= 0, got -1.0"),
+        (["--max-median-error", "nan"], "--max-median-error is a finite percentage >= 0, got nan"),
     ],
 )
 def test_validate_refuses_a_gate_it_cannot_apply_before_running(args, needle):
@@ -1476,12 +1484,28 @@ def test_plot_refuses_values_it_cannot_place(tmp_path, rows, extra, needle):
     clean_error(run_cli("plot", "sweep", str(path), "--x", "a", "--y", "b", *extra), 2, needle)
 
 
-def test_plot_places_values_whose_span_overflows(tmp_path):
-    # 1e308 - (-1e308) is inf: the scale took it and crashed on a NaN
-    path = write(tmp_path / "s.csv", "hardware,a,b\nh,1,1e308\nh,2,-1e308\nh,3,0\n")
+@pytest.mark.parametrize(
+    ("ys", "label", "rows"),
+    [
+        # 1e308 - (-1e308) is inf: the scale took it and crashed on a NaN; the top, bottom and
+        # middle rows of the 20-row plot hold the three points
+        (("1e308", "-1e308", "0"), "b: -1e+308 .. 1e+308", (0, 19, 9)),
+        # a span of one subnormal: halving it gave 0 and a ZeroDivisionError (a code review)
+        (("0", "5e-324", "0"), "b: 0 .. 4.941e-324", (19, 0, 19)),
+    ],
+)
+def test_plot_places_values_whose_span_is_beyond_a_float(tmp_path, ys, label, rows):
+    path = write(
+        tmp_path / "s.csv",
+        "hardware,a,b\n" + "".join(f"h,{x},{y}\n" for x, y in zip((1, 2, 3), ys, strict=True)),
+    )
     r = run_cli("plot", "sweep", str(path), "--x", "a", "--y", "b")
     assert r.code == 0, r.stderr
-    assert "b: -1e+308 .. 1e+308" in r.stdout
+    lines = r.stdout.splitlines()
+    assert lines[1] == label
+    grid = lines[2:22]
+    # x 1, 2, 3 at columns 0, 35.5 -> 36, 71 of the 72-column plot (after its '|')
+    assert [grid[row][1 + col] for row, col in zip(rows, (0, 36, 71), strict=True)] == ["a", "a", "a"]
 
 
 def test_a_set_source_must_be_a_catalog_source():
@@ -1510,3 +1534,52 @@ def test_a_set_of_a_path_the_sweep_varies_is_refused():
     clean_error(
         r, 2, "--set economics.pue: the same path is a --vary axis, whose values replace it; drop one"
     )
+
+
+def test_a_set_through_a_systems_alias_beside_its_axis_is_refused():
+    # the axis names the system canonically, the --set by an alias: the set was dropped (a code review)
+    r = run_cli(
+        "sweep", "--vary", "hardware=h100", "--vary", "systems.h100-sxm.capex_usd=1e6,2e6",
+        "--set", "systems.h100.capex_usd=3e6", "--pricing", "tco", "--workload", "pretrain-10t-moe",
+        "--metrics", "pretraining.cost_usd", "-f", "csv",
+    )  # fmt: skip
+    clean_error(r, 2, "--set systems.h100.capex_usd: the same path is a --vary axis")
+
+
+def test_diff_takes_the_schema_output():
+    r = run_cli("schema")
+    assert r.code == 0
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = write(Path(d) / "s.json", r.stdout)
+        assert run_cli("diff", str(path), str(path), "-f", "json").code == 0
+
+
+def _case_file(tmp_path: Path, split: str, value: str) -> Path:
+    case = {
+        "id": "x", "split": split, "kind": "pretrain", "description": "x", "source": "N1",
+        "inputs": {"hardware": "h100-sxm", "model": "llama-3.1-8b", "tokens": 1e12, "gpus": 64},
+        "measured": {"metric": "tokens_per_s_per_gpu", "value": 1.0},
+    }  # fmt: skip
+    text = yaml.safe_dump({"cases": [case]}).replace("value: 1.0", f"value: {value}")
+    return write(tmp_path / "cases.yaml", text)
+
+
+@pytest.mark.parametrize(
+    ("split", "value", "why"),
+    [
+        # the split holds no case (a fitting-only file checked): nothing to gate is not a pass
+        ("fitting", "1.0", "the split holds no case"),
+        # a case measured at 1e-306 tokens/s: its error overflows a float, so it is not reached
+        ("checking", "1.0e-306", "no case could be run"),
+    ],
+)
+def test_a_median_error_gate_with_nothing_to_check_exits_1(tmp_path, split, value, why):
+    path = _case_file(tmp_path, split, value)
+    r = run_cli("validate", "--cases", str(path), "--max-median-error", "50", "-f", "json")
+    assert r.code == 1, r.stderr
+    assert f"{why}, so --max-median-error has no median to check" in r.stderr
+    if split == "checking":
+        (item,) = r.json()["items"]
+        assert item["status"].startswith("not reached: the error of") and item["error_pct"] is None

@@ -188,3 +188,16 @@ def test_one_more_gpu_keeps_the_plan_and_leaves_it_idle(catalog, hardware, model
     assert odd.gpus_used == even.gpus_used == gpus
     assert odd.step_time_s == even.step_time_s
     assert odd.wall_days <= even.wall_days
+
+
+def test_a_plan_grid_carries_its_layers_per_stage():
+    # the micro grid holds vp x ceil(L / (pp vp)) per row, computed once; stage_layers reads it
+    from ipd_cli.engine import trainplan as tpn
+    from ipd_cli.engine import trainstep as ts
+
+    x = {"seq": 8192, "layers": 80, "heads": 64, "experts": 1, "is_moe": 0.0, "domain": 8}
+    P = tpn.micro_grid(x, 512, {})
+    expected = P["vp"] * np.ceil(80 / (P["pp"] * P["vp"]))
+    assert np.array_equal(P["Ls"], expected) and len(P["Ls"]) > 100
+    assert np.array_equal(ts.stage_layers({**P, "Ls": P["Ls"] + 1.0}, x), P["Ls"] + 1.0)  # read, not redone
+    assert np.array_equal(ts.stage_layers({"pp": P["pp"], "vp": P["vp"]}, x), expected)  # without it

@@ -249,12 +249,6 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         keys = o.path.split(".")
         section = keys[0]
         touched.add(section)
-        # a value's source cites the catalog's sources, as in a catalog file (a fuzzing review)
-        if keys[-1] == "source" and section != WORKLOAD and str(o.value) not in sections["sources"]:
-            ref = str(o.value)
-            raise InputError(
-                f"`sets` {o.path}: unknown source id '{ref}'{did_you_mean(ref, sections['sources'])}"
-            )
         if section == WORKLOAD:
             if len(keys) < 2:
                 raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
@@ -268,6 +262,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
             raise InputError(f"`sets` {o.path}: name a field, e.g. {section}.{_fields(cls)[0]}=VALUE")
         if section in MERGED_SECTIONS:
             merged[section] = _set_merged(cat, merged[section], cls, o, origins, slips)
+            _check_source(o, sections["sources"])
             continue
         if len(keys) < 3:
             raise InputError(f"`sets` {o.path}: expected {section}.NAME.FIELD=VALUE")
@@ -276,6 +271,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         name, fields = entry_name(names, section, keys)
         body = _dump(sections[section][name])
         _assign(body, fields, o.value, f"{section}.{name}", cls)
+        _check_source(o, sections["sources"])
         before = origins.get((section, name), "")
         origins[(section, name)] = f"{before} + --set {o.text}".lstrip(" +")  # the data's label
         where = _library_label(origins[(section, name)])  # the library's message names the parameter
@@ -291,6 +287,14 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     if lines:
         new.warnings = list(dict.fromkeys([*cat.warnings, *lines]))
     return new
+
+
+def _check_source(o: Override, sources: dict) -> None:
+    """A ``PATH.source=ID`` cites one of the catalog's sources, as a catalog file must (a fuzzing
+    review); checked once the path is known to be a field."""
+    ref = str(o.value)
+    if o.path.split(".")[-1] == "source" and ref not in sources:
+        raise InputError(f"`sets` {o.path}: unknown source id '{ref}'{did_you_mean(ref, sources)}")
 
 
 def _set_merged(cat: Catalog, current: Any, cls: Any, o: Override, origins: dict, slips: list[str]) -> Any:

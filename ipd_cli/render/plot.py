@@ -138,8 +138,13 @@ def to_text(fig: Figure, width: int = 72, height: int = 20) -> str:
     x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
     grid = [[" "] * width for _ in range(height)]
 
-    def at(v: float, lo: float, hi: float, n: int) -> int:  # halves: hi - lo may overflow (1e308)
-        return 0 if hi == lo else round((v / 2 - lo / 2) / (hi / 2 - lo / 2) * (n - 1))
+    def at(v: float, lo: float, hi: float, n: int) -> int:
+        span = hi - lo
+        if span == 0:
+            return 0
+        if math.isfinite(span):
+            return round((v - lo) / span * (n - 1))
+        return round((v / 2 - lo / 2) / (hi / 2 - lo / 2) * (n - 1))  # halves: 1e308 - -1e308 overflows
 
     for k, s in enumerate(fig.series):
         mark = chr(ord("a") + k % 26)

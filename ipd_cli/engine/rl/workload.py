@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipd_cli.catalog.schema import RL_MODES, SYNC_TRANSPORTS, RlWorkload
-from ipd_cli.engine.pretraining import check_cluster
+from ipd_cli.engine.pretraining import MAX_GPUS, check_cluster
 from ipd_cli.engine.trace import Trace
-from ipd_cli.errors import InputError
+from ipd_cli.errors import InputError, count_text
 
 # transports that need separate trainer and rollout GPUs, and those that reload in place
 DISAGGREGATED_TRANSPORTS = ("nccl-broadcast", "nccl-reshard", "rdma-p2p", "checkpoint-engine")
@@ -28,8 +28,13 @@ def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> Rl
         updates.update(gen_gpus=given.get("gen_gpus"), train_gpus=given.get("train_gpus"))
     w = workload.model_copy(update=updates)
     for name in ("gpus", "gen_gpus", "train_gpus"):  # the workload's own counts too (a fuzzing review)
-        if getattr(w, name) is not None and given.get(name) is None:
-            check_cluster(f"workload.{name}", getattr(w, name))
+        value = getattr(w, name)
+        if value is not None and given.get(name) is None and value > MAX_GPUS:
+            # named as the workload's field: a file, a scenario's post_training or a --set gave it
+            raise InputError(
+                f"the RL workload's {name} {count_text(value)} is more than {MAX_GPUS:,} GPUs; give a "
+                "cluster that can exist"
+            )
     check_mode(w.mode)
     w = _checked_transport(w, given.get("transport") is not None)
     if split == "auto" and w.mode == "colocated":
