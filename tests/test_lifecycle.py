@@ -409,7 +409,13 @@ def test_a_site_holds_whole_racks_and_a_deployment_beyond_it_is_warned():
     assert r.code == 0
     i, sv = r.json()["systems"][0]["intelligence_per_dollar"], r.json()["systems"][0]["serving"]
     assert i["site_gpus"] == 0 and i["site_tasks_solved_per_day"] == 0
-    assert f"serving deployment ({sv['gpus_for_traffic']:,} GPUs) does not fit the site's 0.1 MW" in r.stderr
+    # its draw: GPUs x 1.7361 kW (125 kW / 72) x PUE 1.3
+    mw = sv["gpus_for_traffic"] * 125 / 72 * 1.3 / 1000
+    line = next(ln for ln in r.stderr.splitlines() if "does not fit the site" in ln)
+    assert f"serving deployment ({sv['gpus_for_traffic']:,} GPUs, " in line and "the site's 0.1 MW" in line
+    assert float(re.search(r"GPUs, ([\d.,]+) MW\)", line).group(1).replace(",", "")) == pytest.approx(
+        mw, rel=5e-3
+    )
     # the headline's 100 MW holds both deployments (24,048 and 44,280 GPUs against 9,360 and 27,792)
     roomy = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json")
     assert "does not fit the site" not in roomy.stderr

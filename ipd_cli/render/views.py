@@ -503,9 +503,9 @@ def _energy_lines(hw: str, s: dict) -> list[str]:
         return []
     usd, mwh = ipd.get("cost_breakdown_usd") or {}, ipd.get("energy_breakdown_mwh") or {}
     if (usd.get("pretraining") or 0) > 0 and mwh.get("pretraining") == 0:
-        return [
-            f"{hw}: pre-training is given as a cost, which carries no energy: solved tasks per MWh "
-            "counts the other stages' energy only (a pretraining workload prices both)"
+        return [  # the scenario's, not a system's: one line for every system (deduplicated)
+            "pre-training is given as a cost, which carries no energy: solved tasks per MWh counts "
+            "the other stages' energy only (a pretraining workload prices both)"
         ]
     return []
 
@@ -538,8 +538,11 @@ def _site_lines(hw: str, s: dict) -> list[str]:
     need, held = point.get("gpus_for_traffic") or 0, ipd["site_gpus"]
     if need <= held:
         return []
+    # the deployment's all-in draw: tokens/s per GPU over tokens/s per MW is MW per GPU (PUE in it)
+    per_mw = point.get("tokens_per_s_per_mw") or 0.0
+    draw = f", {fmt_num(need * point['tokens_per_s_per_gpu'] / per_mw)} MW" if per_mw else ""
     return [
-        f"{hw}: the scenario's serving deployment ({need:,} GPUs) does not fit the site's "
+        f"{hw}: the scenario's serving deployment ({need:,} GPUs{draw}) does not fit the site's "
         f"{ipd.get('site_mw'):g} MW ({held:,} GPUs in whole systems at the PUE): the site rows "
         "say what the site would serve, not a cap; the lifecycle prices the whole deployment"
     ]
@@ -579,8 +582,8 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
             batch, more = fmt_num(pre.get("global_batch_tokens")), pre["batch_token_multiplier"]
             out.append(
                 f"{hw}: pre-training runs a global batch of {batch} tokens, beyond the recipe's: it needs "
-                f"{more:.2f}x the tokens for the same loss (a pinned global batch, or so many GPUs that "
-                "no smaller batch fills them)"
+                f"{more:.2f}x the tokens for the same loss, counted in its time and cost (a pinned global "
+                "batch, or so many GPUs that no smaller batch fills them: a later deadline needs fewer)"
             )
         out += _precision_lines(hw, s)
         point = s.get("serving")
