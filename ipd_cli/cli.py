@@ -237,7 +237,8 @@ def price_terms(rows: list, cat: Any) -> list[str]:
         return []
     return [
         f"the rental prices are contracts of different terms ({named}): a longer term is cheaper per "
-        "hour, so the cost ratio is not like for like; price them on one term with --set "
+        "hour, so the cost ratio is not like for like; compare on one basis with --pricing "
+        "rental:on-demand or --pricing tco, or price them on one term with --set "
         "systems.NAME.prices.LABEL=USD and --set systems.NAME.prices.LABEL.term_years=YEARS"
     ]
 
