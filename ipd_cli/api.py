@@ -212,6 +212,14 @@ def explain(
     cat: Catalog, systems: list[str], workload: str = DEFAULT_SCENARIO, *, pricing: str = "rental"
 ) -> Listing:
     """Each headline number with its formula and inputs, then every input with its source."""
+    return explain_compared(cat, systems, workload, pricing=pricing)[0]
+
+
+def explain_compared(
+    cat: Catalog, systems: list[str], workload: str = DEFAULT_SCENARIO, *, pricing: str = "rental"
+) -> tuple[Listing, CompareResult]:
+    """:func:`explain` and the comparison it explains (whose warnings a reader of the explanation
+    should see as a reader of the comparison does)."""
     result, steps = _compare(cat, systems, workload, pricing=pricing)
     items: list[dict] = []
     for system, lines in zip(result.systems, steps, strict=True):
@@ -266,7 +274,7 @@ def explain(
             )
     out = Listing(kind="explain", items=items)
     out.notes.extend(result.notes)  # a scenario's stage notes, as compare prints them
-    return out
+    return out, result
 
 
 # an explain line that is not an input: its structured input fields are empty

@@ -284,9 +284,9 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
     return out
 
 
-def _warn(result: "BaseModel", cat: Any = None) -> None:
+def _warn(result: "BaseModel", cat: Any = None, notes: bool = True) -> None:
     """What a reader of a table could miss, once more on stderr: blocks that cannot run, a missed
-    service target, a roadmap system."""
+    service target, a roadmap system (and the result's notes, unless ``notes`` is off)."""
     from .render.views import warnings
 
     data = result.model_dump(mode="json")
@@ -300,7 +300,7 @@ def _warn(result: "BaseModel", cat: Any = None) -> None:
     lines = warnings(data, statuses) + unread_overrides(data.get("overrides") or [], rows, cat)
     for line in lines + (price_terms(rows, cat) if len(rows) > 1 else []):
         sys.stderr.write(f"ipd: warning: {line}\n")
-    for line in getattr(result, "notes", []):
+    for line in getattr(result, "notes", []) if notes else []:
         sys.stderr.write(f"ipd: note: {line}\n")
 
 
@@ -832,7 +832,10 @@ def explain(
     from . import api
 
     cat = _load(catalog, sets)
-    result = api.explain(cat, systems, workload, pricing=pricing)
+    result, compared = api.explain_compared(cat, systems, workload, pricing=pricing)
+    # the comparison's warnings, as `ipd compare` prints them (a warning audit: explain printed
+    # none of the fallbacks, rental terms or site lines behind the numbers it explains)
+    _warn(_with_flags(compared, "explain"), cat, notes=False)  # the notes: with the explanation
     items = [
         {
             **i,

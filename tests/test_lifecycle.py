@@ -515,3 +515,13 @@ def test_owned_serving_that_fills_part_of_a_rack_is_warned():
     assert "the systems cost 3.60x its serving cost" in r.stderr
     rented = run_cli("compare", "gb200", "--scenario", "open-model-agent", "-f", "json")
     assert "unpriced" not in rented.stderr  # a renter pays for the GPUs it rents
+
+
+def test_explain_prints_the_warnings_of_the_comparison_it_explains():
+    # explain printed none of compare's warnings (a warning audit): the same lines, in the same order
+    compared = run_cli("compare", "h100-sxm", "mi355x", "-f", "json")
+    explained = run_cli("explain", "h100-sxm", "mi355x", "-f", "json")
+    assert compared.code == explained.code == 0
+    warned = [ln for ln in compared.stderr.splitlines() if ln.startswith("ipd: warning:")]
+    assert any("different terms" in ln for ln in warned) and any("serves at fp8" in ln for ln in warned)
+    assert [ln for ln in explained.stderr.splitlines() if ln.startswith("ipd: warning:")] == warned
