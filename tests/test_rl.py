@@ -437,6 +437,8 @@ def test_idle_trainer_warning_at_a_quarter_more_gpus_than_used():
 
     used, err = trainer(80)
     assert used == 64 and "the RL trainer's plan uses 64 of its 80 GPUs; the rest are idle" in err
+    # and the cluster that would run it: 144 generating + 64 training (a warning audit: no figure)
+    assert "(as many as it uses, 208 GPUs in all with the 144 generating, would run" in err
     used, err = trainer(79)  # 15 idle: less than a quarter of 64
     assert used == 64 and "the rest are idle" not in err
 

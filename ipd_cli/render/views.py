@@ -488,9 +488,11 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
         used, given = trainer.get("gpus_used") or 0, rl.get("train_gpus") or 0
         # given a quarter or more GPUs than it uses (80 for 64): the split is worth a second look
         if used and 4 * (given - used) >= used:
+            gen = rl.get("gen_gpus") or 0
+            fewer = f", {gen + used:,} GPUs in all with the {gen:,} generating" if gen else ""
             out.append(
                 f"{hw}: the RL trainer's plan uses {used:,} of its {given:,} GPUs; the rest are idle "
-                "but paid (as many as it uses would run the same plan for less)"
+                f"but paid (as many as it uses{fewer}, would run the same plan for less)"
             )
     return out
 
