@@ -43,8 +43,13 @@ def validation_error(where: str, err: ValidationError, cls: type[BaseModel] | No
     validator's own sentence where the first error is one (a sweep names the path itself)."""
     error = InputError(format_validation_error(where, err, cls))
     first = _first(err.errors())
-    error.reason = first["msg"].removeprefix("Value error, ") if first["type"] == "value_error" else None
+    error.reason = _message(first) if first["type"] == "value_error" else None
     return error
+
+
+def _message(error: Any) -> str:
+    """An error's message: a validator's own sentence, as written (pydantic prefixes 'Value error, ')."""
+    return error["msg"].removeprefix("Value error, ")
 
 
 def format_validation_error(where: str, err: ValidationError, cls: type[BaseModel] | None = None) -> str:
@@ -57,7 +62,7 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
     first = _first(errors)
     loc = ".".join(str(p) for p in first["loc"])
     path = f"{where}.{loc}" if loc else where
-    msg = first["msg"].removeprefix("Value error, ")  # a validator's own sentence, as written
+    msg = _message(first)
     hint = ""
     if first["type"] == "extra_forbidden":
         msg = "unknown field"

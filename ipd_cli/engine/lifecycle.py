@@ -133,7 +133,6 @@ class ServingShare:
     tasks_attempted: float
     tokens_per_attempt: float
     pue: float
-    gpus_per_system: int  # a site budget holds whole systems
     assumptions: list[Assumption]
     steps: list[Step]
 
@@ -326,7 +325,6 @@ def serving_share(cat: Catalog, s: Scenario, served: Any, success: Success) -> S
         tasks,
         per_attempt,
         pue,
-        point.gpus_per_system,
         [*served.assumptions, *inp.trace.items],
         _serving_steps(sv, success, point, H, cost),
     )
@@ -655,7 +653,7 @@ def site_budget(s: Scenario, success: Success, served: ServingShare) -> tuple[di
     if s.site_mw is None:
         return {}, []
     point = served.block
-    gpus = int(f.gpus_in_power_budget(s.site_mw, point.kw_per_gpu, served.pue, served.gpus_per_system))
+    gpus = int(f.gpus_in_power_budget(s.site_mw, point.kw_per_gpu, served.pue, point.gpus_per_system))
     tokens_per_task = success.attempts * served.tokens_per_attempt
     per_day = f.tasks_per_day(gpus, point.tokens_per_s_per_gpu, tokens_per_task, success.per_task)
     step = Step(
@@ -669,7 +667,7 @@ def site_budget(s: Scenario, success: Success, served: ServingShare) -> tuple[di
             "site_mw": s.site_mw,
             "kw_per_gpu": point.kw_per_gpu,
             "pue": served.pue,
-            "gpus_per_system": served.gpus_per_system,
+            "gpus_per_system": point.gpus_per_system,
             "site_gpus": gpus,
             "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
             "tokens_per_task": tokens_per_task,

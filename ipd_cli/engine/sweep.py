@@ -662,23 +662,26 @@ class SweepTrace(Trace):
 # --- checks before any row -----------------------------------------------------------------------
 
 
-def check_price_axis(cat: Catalog, plan: SweepPlan) -> None:
-    """A `sets` value whose catalog path an axis varies, and a price input varied or set beside a
-    ``price_usd_per_gpu_hour`` axis (a rental price point, capex, the owning cost's economics),
-    would change nothing, which a spreadsheet of its rows would not show (a user review: a
-    rental-price axis of 8 and 9 gave the same rows): both refused."""
-    from .pricing import owning_input, rental_input
-
-    # an axis replaces a catalog value `sets` gives the same path (the set was dropped silently: a
-    # fuzzing review); a workload field may need a value beside the axis for the workload to be
-    # whole (`gen_gpus` with the `train_gpus` an axis varies), so it is let be
+def check_set_beside_axis(cat: Catalog, plan: SweepPlan) -> None:
+    """A `sets` value whose catalog path an axis varies is replaced by the axis's values: refused
+    (it was dropped silently: a fuzzing review). A workload field may need a value beside the axis
+    for the workload to be whole (`gen_gpus` with the `train_gpus` an axis varies): let be."""
     varied = {a.path for a in plan.numeric}  # canonical (an alias of a system is its name)
     for o in cat.overrides:
         if canonical_path(cat, o.path) in varied and not o.path.startswith("workload."):
             raise InputError(
                 f"`sets` {o.path}: the same path is a `vary` axis, whose values replace it; drop one"
             )
-    if PRICE not in varied:
+
+
+def check_price_axis(cat: Catalog, plan: SweepPlan) -> None:
+    """A ``price_usd_per_gpu_hour`` axis replaces the price each system is priced at: a price input
+    varied or set beside it (a rental price point, capex, the owning cost's economics) would
+    change nothing, which a spreadsheet of its rows would not show (a user review: a
+    rental-price axis of 8 and 9 gave the same rows)."""
+    from .pricing import owning_input, rental_input
+
+    if not any(a.path == PRICE for a in plan.numeric):
         return
     given = [("`vary`", a.path) for a in plan.numeric] + [("`sets`", o.path) for o in cat.overrides]
     priced = [f"{how} {path}" for how, path in given if rental_input(path) or owning_input(path)]
@@ -820,6 +823,7 @@ def search(
         if progress:
             progress(done, total)
 
+    check_set_beside_axis(cat, plan)
     check_price_axis(cat, plan)
     nominal = {}
     for hw in plan.hardware:

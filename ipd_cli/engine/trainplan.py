@@ -846,9 +846,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         else:
             M, rc, state_k, terms_k, sh = macro, group[0], state, terms, shards
         mm = ts.with_recompute(terms_k, rc)
-        acts = ts.activation_peak_bytes(M, mm)
-        # an offloading plan's activations were it to keep them all, less those it can send
-        rest = ts.kept_activation_bytes(M, mm) - mm["offload_bytes"] * ts.in_flight(M)
+        acts, rest = ts.activation_peak_bytes(M, mm), ts.unsendable_bytes(M, mm)
         z_k, found_k = np.full(n * k, float(zs[-1])), np.zeros(n * k, dtype=bool)
         for z in reversed(zs):  # the last assignment is the least sharding that fits
             host = ts.offloaded_bytes({**M, "rc": rc}, mm, x["hbm_cap"] - state_k[z] - rest)

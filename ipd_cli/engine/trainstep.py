@@ -740,6 +740,12 @@ def kept_activation_bytes(P: Cols, m: dict):
     return activation_peak_bytes(P, {**m, "act_bytes": m["act_bytes"] + m["offload_bytes"]})
 
 
+def unsendable_bytes(P: Cols, m: dict):
+    """An offloading plan's activation bytes per GPU that stay in HBM whatever it sends: those it
+    would keep were it to keep them all, less every layer it can send (the other policies': all)."""
+    return kept_activation_bytes(P, m) - m["offload_bytes"] * in_flight(P)
+
+
 def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
     """Peak bytes per GPU and host bytes per GPU. An offloading plan sends to the host what it would
     hold were it to keep every activation (:func:`kept_activation_bytes`) beyond the HBM, at most
@@ -749,7 +755,7 @@ def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
     recompute's."""
     state, cap = state_bytes(P, x), x["hbm_cap"]
     base, kept = state + activation_peak_bytes(P, m), state + kept_activation_bytes(P, m)
-    host = offloaded_bytes(P, m, cap - (kept - m["offload_bytes"] * in_flight(P)))
+    host = offloaded_bytes(P, m, cap - state - unsendable_bytes(P, m))
     return ifelse(host > 0.0, ifelse(base > cap, base, cap), kept), host
 
 

@@ -497,7 +497,7 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
     return out
 
 
-def _energy_lines(hw: str, s: dict) -> list[str]:
+def _energy_lines(s: dict) -> list[str]:
     """A pre-training cost given as dollars (``cost_usd``) has no energy: say that solved tasks per
     MWh leaves it out (a scenario author's review: 0 MWh of pre-training beside $5M, silently)."""
     ipd = s.get("intelligence_per_dollar")
@@ -607,7 +607,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                     "tokens/s per GPU): next to nothing is batched, so a lower target or another system "
                     "serves it far cheaper"
                 )
-        out += _site_lines(hw, s) + _energy_lines(hw, s) + _owned_system_lines(hw, s)
+        out += _site_lines(hw, s) + _energy_lines(s) + _owned_system_lines(hw, s)
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
