@@ -491,6 +491,28 @@ def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catal
     )
 
 
+def test_the_kept_decode_steps_are_the_computed_ones(catalog):
+    # RolloutCandidates.step_at keeps the (candidate, batch) steps RL's split search asks for again
+    # and again: asked in any order, repeated, mixed with new pairs, it gives exactly step_s's
+    # values (the same element-wise arithmetic), and a batch that is not whole is computed, not kept
+    import numpy as np
+
+    from dataclasses import replace
+
+    c = replace(_frontier_setup(catalog, "vera-rubin").rollouts.candidates, _tables={})  # none kept yet
+    k = np.array([3, 0, 3, c.gpus.size - 1, 0, 5])
+    b = np.array([7.0, 1.0, 7.0, 300.0, 64.0, 2.0])
+    assert np.array_equal(c.step_at(b, k), c.step_s(b, k))
+    kept = len(c._tables["steps at"][0])
+    assert kept == 5  # (3, 7) asked twice, kept once
+    k2, b2 = np.array([5, 1, 3]), np.array([2.0, 9.0, 7.0])  # two kept, one new
+    assert np.array_equal(c.step_at(b2, k2), c.step_s(b2, k2))
+    assert len(c._tables["steps at"][0]) == kept + 1
+    half = np.array([2.5])
+    assert np.array_equal(c.step_at(half, np.array([1])), c.step_s(half, np.array([1])))
+    assert len(c._tables["steps at"][0]) == kept + 1
+
+
 def test_decode_step_never_shortens_with_more_sequences(catalog):
     # The premise of fastest()'s bounds: at every rollout candidate a decode step is non-decreasing
     # in the batch (more KV, more activations, more experts touched, more host work per step);

@@ -224,8 +224,7 @@ def fastest(
     if asynchronous or nums.generated > load[2]:
         cap = np.maximum(1, np.minimum(cap, np.floor(load[2] / replicas[:, 0])))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
-    ladder, steps = ladder[:rungs], steps[ok, :rungs]
-    rows = np.arange(ok.size)[:, None]
+    ladder, table = ladder[:rungs], steps  # the table's rows are all candidates: table[ok[i]] is row i's
     per = dict(replicas=replicas, prefill_s=c.prefill_s[ok][:, None], speculative=c.speculative[ok][:, None])
 
     def tail(b):
@@ -237,27 +236,64 @@ def fastest(
     def above(b):
         return np.searchsorted(ladder, b, "left")
 
-    lo = np.broadcast_to(ladder, steps.shape)  # runs [lo, hi] of concurrencies, one per rung
-    hi = np.minimum(np.append(ladder[1:] - 1, cap.max()), cap[:, None])
-    runs = lo <= cap[:, None]
-    lowest_tail, highest_tail = steps[:, below(tail(ladder))], steps[:, above(tail(ladder))]
-    lower = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=lowest_tail, b=hi), load)
-    upper = _seconds(r, nums, asynchronous, per | dict(step_s=steps, tail_step_s=highest_tail, b=lo), load)
+    # runs [lo, hi] of concurrencies, one per rung: lo the rung, hi the next rung's less one (or the cap)
+    run_end = np.append(ladder[1:] - 1, cap.max())
     top = cap[:, None]
-    top_steps = dict(step_s=steps[rows, above(top)], tail_step_s=steps[rows, above(tail(top))], b=top)
+    top_steps = dict(
+        step_s=table[ok[:, None], above(top)], tail_step_s=table[ok[:, None], above(tail(top))], b=top
+    )
     at_cap = _seconds(r, nums, asynchronous, per | top_steps, load)
+    below_tail = below(tail(ladder))
+
+    def lower_of(sel):  # the lower bounds of rows ``sel`` over their runs, and which runs they have
+        steps = table[ok[sel], :rungs]
+        at_hi = dict(step_s=steps, tail_step_s=steps[:, below_tail], b=np.minimum(run_end, top[sel]))
+        return _seconds(
+            r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load
+        ), ladder <= top[sel]
+
+    # A row's seconds at any concurrency are at least its seconds at its smallest step (b = 1) and
+    # its cap (a longer step or fewer sequences only add): rows whose floor is past the best seconds
+    # at a cap, and (for the groups' floors) past their group's floor, need no bounds over runs.
+    # Rows with a step that is not finite keep them (their bounds may be NaN, as before).
+    first_step = table[ok, :1]
+    least = dict(step_s=first_step, tail_step_s=first_step, b=top)
+    row_floor = _seconds(r, nums, asynchronous, per | least, load)[:, 0]
+    wanted = ~(row_floor > float(at_cap.min()) * (1 + 1e-9)) | ~c.finite_steps()[ok]
+    gk = groups[ok]
     floors: dict[int, float] = {}
     if group is None:  # each group's floor: its lowest lower bound
+        # first the row of each group with the lowest row floor (its bounds set the group's floor
+        # so far), then the rows that could lower it
+        by_floor = np.lexsort((np.arange(ok.size), row_floor, gk))
+        probe = by_floor[np.concatenate(([True], gk[by_floor][1:] != gk[by_floor][:-1]))]
         floor = np.full(int(groups.max()) + 1, np.inf)
-        np.minimum.at(floor, groups[ok], np.min(lower, axis=1, where=runs, initial=np.inf))
+        low, runs = lower_of(probe)
+        np.minimum.at(floor, gk[probe], np.min(low, axis=1, where=runs, initial=np.inf))
+        wanted |= ~(row_floor >= floor[gk])
+        wanted[probe] = True
+    need = np.flatnonzero(wanted)
+    lower, runs = lower_of(need)
+    if group is None:
+        np.minimum.at(floor, gk[need], np.min(lower, axis=1, where=runs, initial=np.inf))
         floors = {int(g): float(floor[g]) for g in np.flatnonzero(np.isfinite(floor))}
-    bound = min(float(np.min(upper, where=runs, initial=np.inf)), float(at_cap.min()))
+    # achievable seconds at each row's most promising rung (its lowest lower bound): any achievable
+    # seconds bound the soonest from above, and these few cost a column, not the whole table
+    near = np.argmin(np.where(runs, lower, np.inf), axis=1)[:, None]
+    cand = ok[need][:, None]
+    at_rung = dict(
+        step_s=table[cand, near], tail_step_s=table[cand, above(tail(ladder))[near]], b=ladder[near]
+    )
+    upper = _seconds(r, nums, asynchronous, {k: v[need] for k, v in per.items()} | at_rung, load)
+    bound = min(float(upper.min()), float(at_cap.min()))
     # the runs that may hold the soonest (with a margin for rounding between bound and exact)
     i, j = np.nonzero(runs & (lower <= bound * (1 + 1e-9)))
-    count = (hi[i, j] - lo[i, j] + 1).astype(int)
+    i = need[i]
+    lo = ladder[j]
+    count = (np.minimum(run_end[j], cap[i]) - lo + 1).astype(int)
     first = np.repeat(np.cumsum(count) - count, count)
     k = np.repeat(i, count)
-    b = np.repeat(lo[i, j], count) + (np.arange(count.sum()) - first)
+    b = np.repeat(lo, count) + (np.arange(count.sum()) - first)
     seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k, 0]), load)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
     return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
@@ -292,7 +328,7 @@ def _at(r: Rollouts, cand: Any, b: Any, replicas: Any) -> dict[str, Any]:
     import numpy as np
 
     c = r.candidates
-    both = c.step_s(np.concatenate([b, _tail(r, b)]), np.concatenate([cand, cand]))
+    both = c.step_at(np.concatenate([b, _tail(r, b)]), np.concatenate([cand, cand]))
     return dict(replicas=replicas, prefill_s=c.prefill_s[cand], speculative=c.speculative[cand], b=b,
                 step_s=both[: b.size], tail_step_s=both[b.size :])  # fmt: skip
 

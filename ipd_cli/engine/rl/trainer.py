@@ -106,7 +106,9 @@ def plans_by_size(r: TrainerRates, cap: int | None = None) -> tpn.BySize:
     """The fastest plan on every trainer size up to ``cap`` (default: the request's largest),
     memoised in the process by every input."""
     cap = max(cap or 0, r.cap)
-    key = (_key(r.y), tuple(sorted(r.pins.items())), cap)
+    if "_key" not in r.y:  # the inputs are derived once and not changed after: keyed once
+        r.y["_key"] = _key(r.y)
+    key = (r.y["_key"], tuple(sorted(r.pins.items())), cap)
     if key not in _SIZES:
         import numpy as np
 
