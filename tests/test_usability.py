@@ -130,6 +130,25 @@ def test_a_comparison_no_system_can_run_exits_1_naming_the_stage():
     assert "h100-sxm: post_training (rl-swe-agent-10t)" in r.stderr
 
 
+def test_a_missed_pretraining_deadline_names_the_fields_to_change():
+    # before: "give more days, fewer tokens or a smaller model" everywhere, naming no option; A100
+    # cannot pre-train the 10T MoE in 30 days on any cluster
+    r = run_cli("compare", "a100", "vera-rubin", "-f", "json")
+    assert r.code == 0, r.stderr
+    hint = r.json()["systems"][0]["infeasible"]["pretraining"]["hint"]
+    assert hint == (
+        "give a later --set workload.pretraining.deadline_days=..., fewer --set "
+        "workload.pretraining.tokens=..., or a smaller --set workload.pretraining.model=..."
+    )
+    # and following it runs: 400 days on A100 (69,120 GPUs)
+    later = run_cli("compare", "a100", "--set", "workload.pretraining.deadline_days=400", "-f", "json")
+    assert later.code == 0 and later.json()["systems"][0]["pretraining"]["wall_days"] <= 400
+    alone = run_cli("compare", "a100", "--workload", "pretrain-10t-moe")
+    assert alone.code == 1 and "give a later --set workload.deadline_days=..., fewer" in alone.stderr
+    one = run_cli("train", "--hardware", "a100", "--model", "moe-10t", "--tokens", "1e14", "--days", "30")
+    assert one.code == 1 and "give a later --days, fewer --tokens, or a smaller --model" in one.stderr
+
+
 def test_hints_name_options_the_command_has():
     # before: `compare a100 h100-sxm` said "use --precision bf16", an option compare does not have
     r = run_cli("compare", "a100", "h100-sxm", *FIXED_RL_GPUS)

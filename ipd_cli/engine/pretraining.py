@@ -491,7 +491,7 @@ def _no_run(meta: dict, x: dict, why: str) -> str:
     return (
         f"{meta['model']} cannot train {x['tokens']:.3g} tokens in {x['deadline_days']:g} days on "
         f"{meta['hardware']}{pins} with up to {MAX_GPUS:,} GPUs; "
-        "give more days, fewer tokens or a smaller model"
+        "give a later `deadline_days`, fewer `tokens`, or a smaller `model`"
     )
 
 
