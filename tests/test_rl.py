@@ -495,9 +495,9 @@ def test_the_kept_decode_steps_are_the_computed_ones(catalog):
     # RolloutCandidates.step_at keeps the (candidate, batch) steps RL's split search asks for again
     # and again: asked in any order, repeated, mixed with new pairs, it gives exactly step_s's
     # values (the same element-wise arithmetic), and a batch that is not whole is computed, not kept
-    import numpy as np
-
     from dataclasses import replace
+
+    import numpy as np
 
     c = replace(_frontier_setup(catalog, "vera-rubin").rollouts.candidates, _tables={})  # none kept yet
     k = np.array([3, 0, 3, c.gpus.size - 1, 0, 5])

@@ -697,7 +697,10 @@ def test_a_deadline_no_cluster_meets_is_infeasible():
     p = r.json()["pretraining"]
     assert p["wall_days"] <= 1 and p["gpus"] > 0
     clean_error(
-        run_cli(*args, "--days", "0.001"), 1, "cannot train 1e+12 tokens in 0.001 days", "give a later --days, fewer --tokens, or a smaller --model"
+        run_cli(*args, "--days", "0.001"),
+        1,
+        "cannot train 1e+12 tokens in 0.001 days",
+        "give a later --days, fewer --tokens, or a smaller --model",
     )
 
 
