@@ -59,6 +59,19 @@ def test_rubin_dense_and_vendor_figures_are_apart(catalog):
     assert catalog.system("rubin-ultra").unstable and catalog.system("rubin-ultra").status == "roadmap"
 
 
+@pytest.mark.parametrize(
+    ("system", "c2c_gb_per_s"), [("gb200-nvl72", 900), ("gb300-nvl72", 900), ("vera-rubin", 1800)]
+)
+def test_an_nvlink_c2c_host_link_is_per_gpu_and_direction(catalog, system, c2c_gb_per_s):
+    # hardware.md Table 1 (NVIDIA's Vera Rubin blog): NVLink-C2C 900 GB/s per Grace, 1.8 TB/s per
+    # Vera, both directions summed as NVLink figures are quoted; one CPU per two GPUs. The field
+    # is declared per GPU and direction: a units review found the per-GPU bidirectional share
+    # (450, 900) there, which doubled the host link activation offload rides on
+    s = catalog.system(system)
+    assert s.accelerators / s.host_cpus == 2
+    assert s.host_link_gb_per_s.value == c2c_gb_per_s / 2 / (s.accelerators / s.host_cpus)
+
+
 def test_every_value_has_a_dated_source(catalog):
     for name, source in catalog.sources.items():
         assert source.date, name

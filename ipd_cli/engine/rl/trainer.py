@@ -18,7 +18,7 @@ hold it (``rl.offload_bytes_per_param`` per parameter, spread over the GPUs).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.schema import Model, RlWorkload
@@ -44,6 +44,9 @@ class TrainerRates:
     fixed_s: float
     cap: int  # the largest trainer the request can have (one search serves every size up to it)
     precision: str = "bf16"  # the training precision the accelerator runs (the workload's, or wider)
+    # every input of ``y`` as text, computed once (``y`` is not changed after it is derived): the
+    # key of the process's plan tables (:func:`plans_by_size`)
+    key: tuple = field(default=(), compare=False, repr=False)
 
 
 def trainer_rates(
@@ -81,8 +84,9 @@ def trainer_rates(
     except InputError as e:
         raise InputError(f"`training_plan` {w.training_plan!r}: {e}") from None
     pins = {"sched": 0, **published, "gbs": sequences}
+    y = tpn.derive({**x, "pins": pins})
     return TrainerRates(
-        y=tpn.derive({**x, "pins": pins}),
+        y=y,
         pins=pins,
         sequences=sequences,
         share=inp.read(
@@ -92,6 +96,7 @@ def trainer_rates(
         fixed_s=inp.read("rl.step_fixed_s", "RL trainer fixed time per step"),
         cap=max(1, int(cap)),
         precision=precision,
+        key=_key(y),
     )
 
 
@@ -106,9 +111,7 @@ def plans_by_size(r: TrainerRates, cap: int | None = None) -> tpn.BySize:
     """The fastest plan on every trainer size up to ``cap`` (default: the request's largest),
     memoised in the process by every input."""
     cap = max(cap or 0, r.cap)
-    if "_key" not in r.y:  # the inputs are derived once and not changed after: keyed once
-        r.y["_key"] = _key(r.y)
-    key = (r.y["_key"], tuple(sorted(r.pins.items())), cap)
+    key = (r.key or _key(r.y), tuple(sorted(r.pins.items())), cap)
     if key not in _SIZES:
         import numpy as np
 

@@ -118,10 +118,12 @@ class RolloutCandidates:
         """:meth:`step_s` of candidates ``k`` at whole batches ``batch`` (1-D arrays of one size),
         kept: RL's split search asks for the same few (candidate, batch) pairs on pool after pool
         (137k asked, 11k distinct, in a four-system RL comparison). Each value is computed once, by
-        the same element-wise arithmetic, so it is the value :meth:`step_s` gives."""
+        the same element-wise arithmetic, so it is the value :meth:`step_s` gives for arrays (a
+        0-d input may differ in the last bit: numpy's scalar and vector loops)."""
         import numpy as np
 
-        if np.any(batch != np.floor(batch)):  # not whole: computed, not kept
+        keyable = np.isfinite(batch) & (batch >= 0) & (batch < BATCH_KEYS) & (batch == np.floor(batch))
+        if not keyable.all():  # not whole, or out of the key's range: computed, not kept
             return self.step_s(batch, k)
         key = k.astype(np.int64) * BATCH_KEYS + batch.astype(np.int64)
         keys, values = self._tables.get("steps at", (np.empty(0, np.int64), np.empty(0)))
