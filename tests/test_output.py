@@ -314,3 +314,26 @@ def test_explain_prints_counted_inputs_as_counts_and_other_numbers_as_before():
     table = run_cli("explain", "vera-rubin", "-f", "table").stdout
     turns = next(line for line in table.splitlines() if "input: turns " in line)
     assert "│ 30 " in turns and "30.00" not in turns
+
+
+def test_each_stage_of_a_comparison_table_prints_its_own_price():
+    # a units review: under tco serving is priced at its own utilisation ($4.34 on Rubin against
+    # pre-training's $5.04), and the table printed only pre-training's: the serving cost could not
+    # be traced. Each stage's block now has its price, and $ per M output tokens follows from it
+    from ipd_cli.render.views import view
+
+    r = run_cli("compare", "vera-rubin", "--pricing", "tco", "-f", "json")
+    assert r.code == 0, r.stderr
+    data = r.json()
+    system = data["systems"][0]
+    rows = [row for grid in view(data).grids for row in grid.rows]
+    labels = [row[0] for row in rows]
+    prices = [float(row[2]) for row in rows if row[0] in ("Price", "  price")]
+    assert prices == [
+        round(system[block]["price_usd_per_gpu_hour"], 2) for block in ("pretraining", "rl", "serving")
+    ]
+    serving = system["serving"]
+    assert serving["price_usd_per_gpu_hour"] < system["pretraining"]["price_usd_per_gpu_hour"]
+    per_m = serving["price_usd_per_gpu_hour"] / 3600 / serving["tokens_per_s_per_gpu"] * 1e6
+    assert per_m == pytest.approx(serving["usd_per_million_output_tokens"], rel=1e-9)
+    assert "Output tokens/s per MW (incl. PUE)" in labels

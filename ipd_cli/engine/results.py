@@ -185,8 +185,15 @@ class IntelligencePerDollar(Result):
     solved_tasks_per_kusd: float
     solved_tasks_per_mwh: float
     lifecycle_cost_usd: float
-    cost_breakdown_usd: CostBreakdown
-    energy_breakdown_mwh: CostBreakdown
+    cost_breakdown_usd: CostBreakdown = Field(
+        description="each stage's share of lifecycle_cost_usd over the horizon: pre-training's is its "
+        "cost_usd amortised (x horizon_years / amortisation_years / deployments; 0 with open weights), not "
+        "pretraining.cost_usd; RL's the refreshes of the horizon; serving's the deployment around the clock"
+    )
+    energy_breakdown_mwh: CostBreakdown = Field(
+        description="the same split of the energy behind solved_tasks_per_mwh (pre-training amortised "
+        "like its cost)"
+    )
     horizon_years: float
     tasks_attempted: float
     tasks_solved: float

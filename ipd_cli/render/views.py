@@ -48,6 +48,9 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("weight_sync.bound", "    bound by", "", NA),
         ("hidden_by_overlap_s", "  hidden by overlap", "s", NA),
         ("usd_per_step", "Cost per step", "USD", LO),
+        # each stage's own price: under tco serving is priced at its utilisation, not pre-training's
+        # (a units review: the serving cost could not be traced to a printed price)
+        ("price_usd_per_gpu_hour", "  price", "USD/GPU-h", LO),
         ("gpu_hours_per_step", "GPU-hours per step", "GPU-h", LO),
         ("samples_per_s", "Samples per second", "samples/s", HI),
         ("usd_per_1k_samples", "Cost per 1k samples", "USD", LO),
@@ -74,7 +77,8 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("tpot_ms", "Time per output token", "ms", LO),
         ("usd_per_million_output_tokens", "Cost per M output tokens", "USD", LO),
         ("usd_per_million_output_tokens_at_traffic", "  at the traffic (its GPUs all day)", "USD", LO),
-        ("tokens_per_s_per_mw", "Output tokens/s per MW", "tok/s/MW", HI),
+        ("price_usd_per_gpu_hour", "  price", "USD/GPU-h", LO),
+        ("tokens_per_s_per_mw", "Output tokens/s per MW (incl. PUE)", "tok/s/MW", HI),
         ("instance_gpus", "Instance size", "GPUs", NA),
         ("deployment_gpus", "Deployment unit (prefill pool, stranded GPUs)", "GPUs", NA),
         ("gpus_for_traffic", "GPUs for the traffic", "GPUs", LO),
