@@ -200,10 +200,13 @@ def fastest(
     Exact, without evaluating every concurrency: the candidates' decode steps on a ladder of
     batches (:meth:`~ipd_cli.engine.serving.RolloutCandidates.table`) bound the seconds over
     each run of concurrencies between two rungs from below (the lower rung's steps, the run's
-    largest concurrency; the groups' floors) and give achievable seconds at the rungs and at the
-    cap from above (the upper rungs' steps); only the runs whose lower bound reaches the best
-    achievable seconds are evaluated, every concurrency in them exactly. Ties: fewer GPUs per
-    replica, then more sequences, then the earlier candidate."""
+    largest concurrency; the groups' floors) and give achievable seconds at a candidate's most
+    promising rung and at its cap from above (the upper rungs' steps); only the runs whose lower
+    bound reaches the best achievable seconds are evaluated, every concurrency in them exactly.
+    A candidate whose floor (its first rung's step at its cap) is past the best seconds at a cap,
+    and past its group's floor, is not bounded rung by rung. The premise: a decode step never
+    shortens with more sequences, so each ladder row is non-decreasing (tested). Ties: fewer GPUs
+    per replica, then more sequences, then the earlier candidate."""
     import numpy as np
 
     c = r.candidates
