@@ -867,7 +867,15 @@ def sweep(
     ] = DEFAULT_SCENARIO,
     samples: Annotated[
         int | None,
-        typer.Option("--samples", help="Draw N values from each catalog range; report P10/P50/P90.", min=1),
+        typer.Option(
+            "--samples",
+            help="Draw N values from each catalog range (triangular: low, catalog value, high; a "
+            "varied path is not drawn); report P10/P50/P90 (linear interpolation; at least 100 "
+            "draws for stable tails). The plan, deployment and RL split are searched at the "
+            "catalog's values and re-priced at each draw, not re-chosen, so the spread leans slow "
+            "and dear; RL and serving throughput are not drawn (their percentiles coincide).",
+            min=1,
+        ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed for --samples.")] = 0,
     metrics: Annotated[

@@ -535,3 +535,33 @@ def test_a_read_yaml_copy_is_the_parsed_document_and_independent_of_the_cache(tm
     second = read_yaml(tmp_path / "f.yaml", text)
     assert second["a"]["k"] == [1, 2] and second["b"]["k"] == [1, 2] and second["c"] == {"p", "q"}
     assert second["a"] is not second["b"]
+
+
+def _ranged(node, path):
+    """(dotted path, low, high) of every sourced value with a range under ``node`` (a dump)."""
+    if isinstance(node, dict):
+        if "value" in node and node.get("range"):
+            yield path, node["range"][0], node["range"][1]
+        for k, v in node.items():
+            if k not in ("value", "range"):
+                yield from _ranged(v, f"{path}.{k}")
+
+
+@pytest.mark.parametrize("section", ["efficiency", "rl", "serving", "economics"])
+def test_every_end_of_a_range_is_a_value_the_catalog_accepts(catalog, section):
+    # `ipd sweep --samples` draws each ranged input between its ends: every draw must be a value
+    # the catalog's own checks accept (a sampling review: training_bytes_per_param ran [12, 18]
+    # while weight + optimizer bytes are 14, so a sixth of the draws priced a refused state)
+    from ipd_cli.errors import InputError
+
+    dump = getattr(catalog, section).model_dump(mode="python")
+    ranged = list(_ranged(dump, section))
+    assert ranged
+    refused = []
+    for path, low, high in ranged:
+        for end in (low, high):
+            try:
+                catalog.with_overrides([f"{path}={end!r}"])
+            except InputError as e:
+                refused.append(f"{path}={end!r}: {e}")
+    assert not refused, refused

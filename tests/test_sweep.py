@@ -507,6 +507,19 @@ def test_samples_are_common_to_every_grid_point(catalog):
         assert b[f"pretraining.gpu_hours.p{p}"] == a[f"pretraining.gpu_hours.p{p}"]
 
 
+def test_a_varied_input_is_not_drawn_at_its_catalog_value_either(catalog):
+    # a sampling review: a varied path held its value at every point but the catalog's own, where
+    # it was still drawn over its range (1-200 us of GEMM overhead around 8): the row at 8 read a
+    # P50 of 38.4 days between 34.7 at 7.999 and 8.001. Every point now holds the value it names
+    axis = "efficiency.gemm_call_overhead_us=7.999,8,8.001"
+    chunks, _ = ipd_cli.sweep(catalog, ["hardware=vera-rubin", axis], "pretrain-10t-moe", samples=50)
+    below, at, above = _rows(chunks)
+    for p in (10, 50, 90):
+        key = f"pretraining.wall_days.p{p}"
+        assert below[key] <= at[key] <= above[key]
+        assert above[key] == pytest.approx(below[key], rel=1e-4)
+
+
 def test_samples_cover_serving_cost_but_not_its_physics():
     r = run_cli("sweep", "--vary", "hardware=blackwell", "--samples", "300", "-f", "json")
     assert r.code == 0, r.stderr
