@@ -788,6 +788,19 @@ def test_a_failed_sweep_leaves_no_partial_file(tmp_path):
     clean_error(r, 1, "row 1 (gb200-nvl72): pretraining.cost_usd is inf", output=out)
 
 
+def test_a_sampled_draw_that_overflows_names_the_draw_and_the_ranges(tmp_path):
+    # a sampling review: a range reaching 1e300 (PUE) stopped the sweep blaming the --vary values
+    # (there were none) and showed the sum of the non-finite draws; now the first such draw, as it is
+    out = tmp_path / "s.csv"
+    args = ("sweep", "--vary", "hardware=blackwell", "--workload", PRETRAIN, "--samples", "20")
+    r = run_cli(
+        *args, "--metrics", "pretraining.energy_mwh", "--set", "economics.pue.range=[1,1e300]", "-o", str(out)
+    )
+    clean_error(r, 1, "row 1 (gb200-nvl72): pretraining.energy_mwh is ", output=out)
+    assert "inf; at draw 1 of --samples: a range reaches values" in r.stderr
+    assert "ranges of the catalog and of --set" in r.stderr
+
+
 def test_output_files_get_the_usual_permissions(tmp_path):
     out = tmp_path / "out.json"
     umask = os.umask(0o022)
