@@ -636,6 +636,11 @@ class Draws:
         return self.cache[key]
 
 
+def plan_draws(plan: SweepPlan) -> Draws | None:
+    """The sweep's draws (None without ``samples``); the paths its axes vary are not drawn."""
+    return Draws(plan.samples, plan.seed, frozenset(a.path for a in plan.numeric)) if plan.samples else None
+
+
 class SweepTrace(Trace):
     """A trace that records nothing: a varied path gives its array of values, an input with a range
     its draws (with ``draws``), any other the catalog value."""
@@ -820,7 +825,7 @@ def search(
     tells the inputs each reads: :func:`check_paths`), then once per distinct tuple of the values
     of the physics paths that system reads. Returns the table of each system and, per system and
     physics point, its values (text) and result (at the catalog's costs)."""
-    draws = Draws(plan.samples, plan.seed, frozenset(a.path for a in plan.numeric)) if plan.samples else None
+    draws = plan_draws(plan)
     total = len(plan.hardware) * (1 + plan.physics_points())  # at most; told exactly below
     done = 0
 
@@ -1045,7 +1050,7 @@ def _rows(sw: Sweep) -> Iterator[Chunk]:
     limit = CHUNK
     if plan.samples:
         limit = max(1, min(SAMPLED_ROWS_PER_CHUNK, SAMPLED_VALUES_PER_CHUNK // plan.samples))
-    draws = Draws(plan.samples, plan.seed, frozenset(a.path for a in plan.numeric)) if plan.samples else None
+    draws = plan_draws(plan)
     life = None
     if plan.kind == "scenario":
         pre, post, success = reprice.lifecycle_shape(plan.workload)
