@@ -686,7 +686,12 @@ class ValidationResult(Result):
     kind: str = "validation"
     split: str
     items: list[dict]
-    summary: list[dict]
+    summary: list[dict] = Field(
+        description="per group of cases: cases, reached (cases the model can price), "
+        "median_abs_error_pct (percent), within_25_pct (the fraction, 0 to 1, of reached cases "
+        "within 25 % of their measurement: 0.787 is 78.7 %), worst_case and worst_error_pct "
+        "(signed percent), over_2x (cases off by more than a factor of 2)"
+    )
 
 
 def metric_paths(model: type[Result], prefix: str = "") -> list[str]:
