@@ -740,10 +740,12 @@ def kept_activation_bytes(P: Cols, m: dict):
     return activation_peak_bytes(P, {**m, "act_bytes": m["act_bytes"] + m["offload_bytes"]})
 
 
-def unsendable_bytes(P: Cols, m: dict):
+def unsendable_bytes(P: Cols, m: dict, kept: Any = None):
     """An offloading plan's activation bytes per GPU that stay in HBM whatever it sends: those it
-    would keep were it to keep them all, less every layer it can send (the other policies': all)."""
-    return kept_activation_bytes(P, m) - m["offload_bytes"] * in_flight(P)
+    would keep were it to keep them all (``kept``: :func:`kept_activation_bytes`, where computed
+    already), less every layer it can send (the other policies': all)."""
+    kept = kept_activation_bytes(P, m) if kept is None else kept
+    return kept - m["offload_bytes"] * in_flight(P)
 
 
 def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
@@ -753,9 +755,9 @@ def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
     its base, already above): set, not summed, as base + (cap - base) can round one ulp above the
     cap and fail the fit. A plan whose activations all fit keeps them: its memory is no
     recompute's."""
-    state, cap = state_bytes(P, x), x["hbm_cap"]
-    base, kept = state + activation_peak_bytes(P, m), state + kept_activation_bytes(P, m)
-    host = offloaded_bytes(P, m, cap - state - unsendable_bytes(P, m))
+    state, cap, kept_acts = state_bytes(P, x), x["hbm_cap"], kept_activation_bytes(P, m)
+    base, kept = state + activation_peak_bytes(P, m), state + kept_acts
+    host = offloaded_bytes(P, m, cap - state - unsendable_bytes(P, m, kept_acts))
     return ifelse(host > 0.0, ifelse(base > cap, base, cap), kept), host
 
 
