@@ -481,7 +481,8 @@ def sweep(
 ) -> tuple[Any, int]:
     """A sweep over a grid of inputs (``vary``: ``PATH=START:STOP:STEP`` or ``PATH=V1,V2``, with
     ``hardware=...``) and the number of rows it will yield. The first value is an iterator of
-    column chunks (dicts of column -> numpy array); its ``results`` are the estimates searched.
+    column chunks (dicts of column -> numpy array); its ``results`` are the estimates searched,
+    its ``notes`` warnings on the draws of ``samples``.
 
     ``metrics``: ``headline``, ``all`` or a comma list (``intelligence_per_dollar.solved_tasks_per_kusd,
     rl.usd_per_step``). Every check and every search runs here, before the first row:

@@ -873,7 +873,8 @@ def sweep(
             "varied path is not drawn); report P10/P50/P90 (linear interpolation; at least 100 "
             "draws for stable tails). The plan, deployment and RL split are searched at the "
             "catalog's values and re-priced at each draw, not re-chosen, so the spread leans slow "
-            "and dear; RL and serving throughput are not drawn (their percentiles coincide).",
+            "and dear (a warning counts the draws whose memory the plan no longer fits); RL and "
+            "serving throughput are not drawn (their percentiles coincide).",
             min=1,
         ),
     ] = None,
@@ -945,6 +946,8 @@ def sweep(
         max_rows=MAX_ROWS if chosen == "xlsx" else None,
     )
     _warn_sweep(chunks.points, cat)
+    for line in chunks.notes[:MAX_SWEEP_WARNINGS]:
+        sys.stderr.write(f"ipd: warning: {line}\n")
     if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
         sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")
     show = _progress("swept {done:,} of {total:,} points")

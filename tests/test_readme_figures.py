@@ -109,6 +109,11 @@ def test_what_ifs_the_readme_quotes_print_those_figures():
     row = next(csv.DictReader(io.StringIO(r.stdout)))
     days = " / ".join(f"{float(row[f'pretraining.wall_days.{p}']):.1f}" for p in ("p10", "p50", "p90"))
     assert f"P10/P50/P90 of {days} days" in _text(), days
+    # and the draws whose memory the plan no longer fits, as the run's warning counts them
+    missed = re.search(r"memory of (\d+) of the 200 draws \(up to ([\d.]+) GB", r.stderr)
+    assert missed, r.stderr
+    phrase = f"{missed[1]} of its 200 draws, by up to {missed[2]} GB per GPU"
+    assert phrase in _text(), phrase
 
 
 def test_the_ttfts_the_readme_quotes_print_those_figures():

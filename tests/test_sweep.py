@@ -520,6 +520,37 @@ def test_a_varied_input_is_not_drawn_at_its_catalog_value_either(catalog):
         assert above[key] == pytest.approx(below[key], rel=1e-4)
 
 
+def test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted(catalog):
+    # a sampling review: the plan chosen at the catalog's values was priced at every draw, 25 % of
+    # which held more bytes per GPU than the drawn usable HBM, without a word. The share and the
+    # worst excess, by hand from the draws: usable HBM = hbm_gib x 2^30 x the drawn usable fraction
+    n = 200
+    chunks, _ = ipd_cli.sweep(
+        catalog,
+        ["hardware=vera-rubin,blackwell"],
+        "pretrain-10t-moe",
+        samples=n,
+        metrics="pretraining.memory_gb_per_gpu",
+    )
+    memory_gb = chunks.tables["vera-rubin-nvl72"].values["pretraining.memory_gb_per_gpu"][0]
+    draws = sw.Draws(n, 0)  # the sweep's: the same seed draws the same values of a path
+    hbm = catalog.accelerator_of(catalog.system("vera-rubin")).hbm_gib
+    usable = catalog.efficiency.hbm_usable_fraction
+    gib = draws("accelerators.rubin.hbm_gib", hbm.range[0], hbm.value, hbm.range[1])
+    fraction = draws("efficiency.hbm_usable_fraction", usable.range[0], usable.value, usable.range[1])
+    cap_gb = gib * 2**30 * fraction / 1e9
+    over = memory_gb > cap_gb
+    assert 0.1 < over.mean() < 0.9 and len(memory_gb) == n
+    (note,) = chunks.notes  # GB200's plan fits every draw: no line for it
+    assert note.startswith("vera-rubin-nvl72: the pre-training plan chosen at the catalog's values")
+    worst = float(np.max(memory_gb - cap_gb))
+    assert f"{np.count_nonzero(over)} of the 200 draws (up to {worst:,.1f} GB per GPU" in note
+    plain, _ = ipd_cli.sweep(catalog, ["hardware=vera-rubin"], "pretrain-10t-moe")
+    assert plain.notes == []  # nothing drawn: the plan fits where it was chosen
+    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--workload", "pretrain-10t-moe", "--samples", "50")
+    assert r.code == 0 and "draws (up to" in r.stderr and "they price it as if it fit" in r.stderr
+
+
 def test_samples_cover_serving_cost_but_not_its_physics():
     r = run_cli("sweep", "--vary", "hardware=blackwell", "--samples", "300", "-f", "json")
     assert r.code == 0, r.stderr

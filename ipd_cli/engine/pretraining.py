@@ -345,7 +345,8 @@ def plan_at(x: dict, found: tpn.Found, nominal: dict[str, float], n: int) -> dic
     """The best plan of ``found`` (searched at other inputs, whose run is ``nominal``) evaluated
     where ``x`` holds arrays of ``n`` values (sampled inputs, sweep points): the plan is kept, its
     step and run are priced at each value; a deadline re-solves its data-parallel degree, hence
-    its GPUs, at each value."""
+    its GPUs, at each value. ``plan_fits_memory`` (1 or 0) and ``memory_over_gb_per_gpu`` say where
+    the plan no longer fits the GPU's (or the host's) memory: it is priced there all the same."""
     import numpy as np
 
     from . import trainstep as ts
@@ -365,6 +366,9 @@ def plan_at(x: dict, found: tpn.Found, nominal: dict[str, float], n: int) -> dic
             gpus = tpn.systems_gpus(P, y, P["tp"] * P["cp"] * P["pp"] * P["dp"])
             out["dp"] = P["dp"]
         numbers = plan_run(y, plan, out, gpus)
+        # the plan was chosen where it fits: at other values its memory may not (a sampling review)
+        numbers["plan_fits_memory"] = tpn.fits_memory(out, y).astype(float)
+        numbers["memory_over_gb_per_gpu"] = np.maximum(out["memory_bytes"] - y["hbm_cap"], 0.0) / f.GIGA
     for key in ("min_gpus_for_memory", "plans_evaluated"):
         numbers[key] = np.full(n, nominal[key])
     return numbers
