@@ -478,6 +478,7 @@ def sweep(
     pricing: str = "rental",
     progress: Any = None,
     max_rows: int | None = None,
+    ratios: bool = False,
 ) -> tuple[Any, int]:
     """A sweep over a grid of inputs (``vary``: ``PATH=START:STOP:STEP`` or ``PATH=V1,V2``, with
     ``hardware=...``) and the number of rows it will yield. The first value is an iterator of
@@ -485,8 +486,10 @@ def sweep(
     its ``notes`` warnings on the draws of ``samples``.
 
     ``metrics``: ``headline``, ``all`` or a comma list (``intelligence_per_dollar.solved_tasks_per_kusd,
-    rl.usd_per_step``). Every check and every search runs here, before the first row:
-    ``progress(done, total)`` is called after each search; ``max_rows`` refuses a larger grid.
+    rl.usd_per_step``). ``ratios``: each numeric metric's ratio to the first system's at the same
+    point too (``<metric>.ratio``; with ``samples``, the percentiles of the ratio draw by draw).
+    Every check and every search runs here, before the first row: ``progress(done, total)`` is
+    called after each search; ``max_rows`` refuses a larger grid.
     """
     from .engine import sweep as sw
     from .engine.pricing import check_pricing
@@ -495,7 +498,9 @@ def sweep(
     cat = with_nested_workloads(cat, w)
     check_pricing(pricing)
     axes = sw.parse_axes(cat, vary)
-    plan = sw.make_plan(cat, axes, w, name, origin, pricing=pricing, mfu=mfu, samples=samples, seed=seed)
+    plan = sw.make_plan(
+        cat, axes, w, name, origin, pricing=pricing, mfu=mfu, samples=samples, seed=seed, ratios=ratios
+    )
     plan.metrics = sw.select_metrics(w.kind, metrics)
     total = len(plan.hardware) * plan.rows
     if max_rows is not None and total > max_rows:

@@ -879,6 +879,15 @@ def sweep(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed for --samples.")] = 0,
+    ratios: Annotated[
+        bool,
+        typer.Option(
+            "--ratios",
+            help="Also give each numeric metric's ratio to the first system's at the same point "
+            "(METRIC.ratio); with --samples the ratio is taken draw by draw, so its P10/P50/P90 keep "
+            "what the systems share (not the ratio of their percentiles).",
+        ),
+    ] = False,
     metrics: Annotated[
         str,
         typer.Option(
@@ -944,6 +953,7 @@ def sweep(
         pricing=pricing,
         progress=_progress("searched {done:,} of {total:,} systems x physics points"),
         max_rows=MAX_ROWS if chosen == "xlsx" else None,
+        ratios=ratios,
     )
     _warn_sweep(chunks.points, cat)
     for line in chunks.notes[:MAX_SWEEP_WARNINGS]:

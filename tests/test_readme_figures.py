@@ -116,6 +116,25 @@ def test_what_ifs_the_readme_quotes_print_those_figures():
     assert phrase in _text(), phrase
 
 
+def test_the_sampled_ratios_the_readme_quotes_print_those_figures():
+    metric = "intelligence_per_dollar.solved_tasks_per_kusd"
+    r = run_cli_once(
+        "sweep", "--vary", "hardware=vera-rubin,blackwell", "--samples", "1000", "--ratios",
+        "--metrics", metric,
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    rubin, gb200 = csv.DictReader(io.StringIO(r.stdout))
+    ratio = " / ".join(f"{float(gb200[f'{metric}.ratio.p{p}']):.3f}" for p in (10, 50, 90))
+    own = " / ".join(
+        f"{float(gb200[f'{metric}.p{p}']) / float(rubin[f'{metric}.p{p}']):.3f}" for p in (10, 50, 90)
+    )
+    phrase = (
+        f"puts GB200 at {ratio} of Rubin's solved tasks per $1k, where dividing the two systems' "
+        f"own percentiles gives {own}"
+    )
+    assert phrase in _text(), phrase
+
+
 def test_the_ttfts_the_readme_quotes_print_those_figures():
     ttft = {}
     for layout in ("tp8", "dep8", "tp8pp9"):

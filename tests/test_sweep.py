@@ -551,6 +551,55 @@ def test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted(catalog)
     assert r.code == 0 and "draws (up to" in r.stderr and "they price it as if it fit" in r.stderr
 
 
+def test_ratios_divide_each_system_by_the_first_at_the_same_point(catalog, small):
+    # the ratio of the comparison's own numbers, at each price of a price axis (a cost axis: the
+    # ratio of GPU-hours stays, the ratio of cost follows the price, the same at both)
+    chunks, _ = ipd_cli.sweep(
+        catalog, ["hardware=vera-rubin,blackwell", "price_usd_per_gpu_hour=4,8"], small, ratios=True,
+        metrics="pretraining.gpu_hours,pretraining.cost_usd",
+    )  # fmt: skip
+    rows = _rows(chunks)
+    r = compare(catalog, ["vera-rubin", "blackwell"], small)
+    rubin, gb200 = (s.pretraining.gpu_hours for s in r.systems)
+    assert [row["pretraining.gpu_hours.ratio"] for row in rows] == [1, 1, *[pytest.approx(gb200 / rubin)] * 2]
+    assert [row["pretraining.cost_usd.ratio"] for row in rows[2:]] == [pytest.approx(gb200 / rubin)] * 2
+    assert list(rows[0]) == [
+        "hardware", "price_usd_per_gpu_hour", "pretraining.gpu_hours", "pretraining.gpu_hours.ratio",
+        "pretraining.cost_usd", "pretraining.cost_usd.ratio",
+    ]  # fmt: skip
+
+
+def test_sampled_ratios_are_the_percentiles_of_the_ratio_draw_by_draw(catalog):
+    # each draw of a shared input (an efficiency) moves both systems: the ratio's percentiles keep
+    # that, the ratio of the percentiles does not. By hand from the drawn wall times
+    n, metric = 300, "pretraining.wall_days"
+    chunks, _ = ipd_cli.sweep(
+        catalog, ["hardware=vera-rubin,blackwell"], "pretrain-10t-moe", samples=n, metrics=metric, ratios=True
+    )
+    rubin, gb200 = _rows(chunks)
+    days = {hw: chunks.tables[hw].values[metric][0] for hw in ("vera-rubin-nvl72", "gb200-nvl72")}
+    by_draw = days["gb200-nvl72"] / days["vera-rubin-nvl72"]
+    assert len(by_draw) == n and np.ptp(by_draw) > 0
+    for p in (10, 50, 90):
+        assert gb200[f"{metric}.ratio.p{p}"] == pytest.approx(np.percentile(by_draw, p), rel=1e-12)
+        assert rubin[f"{metric}.ratio.p{p}"] == 1
+    assert "serving.configuration.ratio" not in _output_names(["serving.configuration"])
+
+
+def _output_names(metrics: list[str]) -> list[str]:
+    plan = sw.SweepPlan(None, "x", "x", [], metrics=metrics, samples=10, ratios=True)
+    return sw._output_names(plan)
+
+
+def test_ratios_need_two_systems():
+    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--ratios")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.strip() == (
+        "ipd: error: --ratios divides each system's metrics by the first system's: give at least two "
+        "systems in --vary hardware"
+    )
+
+
 def test_samples_cover_serving_cost_but_not_its_physics():
     r = run_cli("sweep", "--vary", "hardware=blackwell", "--samples", "300", "-f", "json")
     assert r.code == 0, r.stderr

@@ -328,6 +328,7 @@ class SweepPlan:
     metrics: list[str] = field(default_factory=list)
     samples: int | None = None
     seed: int = 0
+    ratios: bool = False  # each metric's ratio to the first system's too
     # serving grids of the physics points, least recently used out: each row's traffic chooses
     # its deployment on its point's grid (lifecycle.ServingSizer)
     grids: Any = field(default_factory=lambda: grid_store(), compare=False, repr=False)
@@ -383,6 +384,11 @@ def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: 
             "(e.g. economics.electricity_usd_per_kwh or systems.<name>.capex_usd), or sweep rental prices"
         )
     plan = SweepPlan(workload, name, origin, axes, **kw)
+    if plan.ratios and len(plan.hardware) < 2:
+        raise InputError(
+            "`ratios` divides each system's metrics by the first system's: give at least two "
+            "systems in `vary` hardware"
+        )
     rows = len(plan.hardware) * plan.rows
     if rows > MAX_POINTS:  # each axis within the bound, their product far beyond it (a fuzzing review)
         sizes = " x ".join(f"{len(a.values):,}" for a in plan.numeric)
@@ -1050,11 +1056,13 @@ class Sweep:
 
 
 def _output_names(plan: SweepPlan) -> list[str]:
-    if not plan.samples:
-        return list(plan.metrics)
     out = []
     for m in plan.metrics:
-        out += [m] if m in TEXT_METRICS else [f"{m}.p{p}" for p in PERCENTILES]
+        if m in TEXT_METRICS:
+            out.append(m)
+            continue
+        for name in (m, f"{m}{RATIO}") if plan.ratios else (m,):
+            out += [f"{name}.p{p}" for p in PERCENTILES] if plan.samples else [name]
     return out
 
 
@@ -1081,10 +1089,14 @@ def _rows(sw: Sweep) -> Iterator[Chunk]:
             post = "budget"
         life = (pre, post, success)
     axis_values = [_as_array(a.values) for a in plan.numeric]
+    base = plan.hardware[0] if plan.ratios else None
     for h, hw in enumerate(plan.hardware):
         for box in boxes(shape, limit):
-            cols = _box(sw, hw, box, axis_values, draws, life, h * plan.rows)
-            yield Chunk(box.shape, cols)
+            own = _box_values(sw, hw, box, axis_values, draws, life, h * plan.rows)
+            against = None
+            if base is not None:  # the first system's values at the same points (and draws)
+                against = own if hw == base else _box_values(sw, base, box, axis_values, draws, life, 0)
+            yield Chunk(box.shape, _box_columns(plan, hw, own, against, draws is not None))
 
 
 def _as_array(values: Any) -> Any:
@@ -1093,10 +1105,11 @@ def _as_array(values: Any) -> Any:
     return values if isinstance(values, FloatRange) else np.asarray(values, dtype=float)
 
 
-def _box(
+def _box_values(
     sw: Sweep, hw: str, box: Box, axis_values: list, draws: Draws | None, life: Any, before: int
-) -> dict:
-    """The columns of one box: the varied inputs, then each metric (compact arrays)."""
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One system's values in one box: the varied inputs, and each metric (compact arrays, with the
+    draws last when sampled; NaN where the metric has no value)."""
     import numpy as np
 
     plan, table, sampled = sw.plan, sw.tables[hw], draws is not None
@@ -1106,11 +1119,10 @@ def _box(
         sizers = _sizers_cut(table, box, sampled)
         m["_life.serving"] = lambda traffic: _served(sizers, traffic)
     m |= _priced(sw, hw, vals, m, draws, life)
-    cols: dict[str, Any] = {HARDWARE: np.array(hw, dtype=object)}
-    cols |= {p: v[..., 0] if sampled else v for p, v in vals.items()}
+    out: dict[str, Any] = {}
     for name in plan.metrics:
         if name in TEXT_METRICS:
-            cols[name] = m[name][..., 0] if sampled else m[name]
+            out[name] = m[name][..., 0] if sampled else m[name]
             continue
         ok = defined[_defined_as(plan, name)]
         if DEFINED + name in m:  # the serving deployment of the row's traffic
@@ -1118,15 +1130,47 @@ def _box(
         ok = ok[..., None] if sampled else ok
         value = np.asarray(m[name], dtype=float)
         _check_finite(name, value, ok, box, hw, before)
-        value = np.where(ok, value, np.nan)  # no value: an empty cell
-        if not sampled:
-            cols[name] = value
-        elif value.shape[-1] == 1:  # not drawn
-            cols |= {f"{name}.p{p}": value[..., 0] for p in PERCENTILES}
-        else:
-            q = np.percentile(value, PERCENTILES, axis=-1)
-            cols |= {f"{name}.p{p}": q[i] for i, p in enumerate(PERCENTILES)}
+        out[name] = np.where(ok, value, np.nan)  # no value: an empty cell
+    return vals, out
+
+
+def _box_columns(
+    plan: SweepPlan, hw: str, own: tuple[dict, dict], against: tuple[dict, dict] | None, sampled: bool
+) -> dict[str, Any]:
+    """The columns of one box: the system, the varied inputs, then each metric (its percentiles
+    when sampled) and, with ``against`` (the first system's values), its ratio to the first
+    system's at the same point, draw by draw (common random numbers: the ratio's percentiles, not
+    the ratio of percentiles)."""
+    import numpy as np
+
+    vals, values = own
+    cols: dict[str, Any] = {HARDWARE: np.array(hw, dtype=object)}
+    cols |= {p: v[..., 0] if sampled else v for p, v in vals.items()}
+    for name in plan.metrics:
+        if name in TEXT_METRICS:
+            cols[name] = values[name]
+            continue
+        cols |= _summary(name, values[name], sampled)
+        if against is not None:
+            with np.errstate(all="ignore"):
+                ratio = values[name] / against[1][name]
+            cols |= _summary(f"{name}{RATIO}", np.where(np.isfinite(ratio), ratio, np.nan), sampled)
     return cols
+
+
+RATIO = ".ratio"  # the column suffix of a metric's ratio to the first system's
+
+
+def _summary(name: str, value: Any, sampled: bool) -> dict[str, Any]:
+    """A metric's column, or its percentile columns over the draws (the last axis)."""
+    import numpy as np
+
+    if not sampled:
+        return {name: value}
+    if value.shape[-1] == 1:  # not drawn
+        return {f"{name}.p{p}": value[..., 0] for p in PERCENTILES}
+    q = np.percentile(value, PERCENTILES, axis=-1)
+    return {f"{name}.p{p}": q[i] for i, p in enumerate(PERCENTILES)}
 
 
 SITE_METRICS = ("site_mw", "site_gpus", "site_tasks_solved_per_day")
