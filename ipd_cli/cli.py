@@ -872,9 +872,9 @@ def sweep(
             help="Draw N values from each catalog range (triangular: low, catalog value, high; a "
             "varied path is not drawn); report P10/P50/P90 (linear interpolation; at least 100 "
             "draws for stable tails). The plan, deployment and RL split are searched at the "
-            "catalog's values and re-priced at each draw, not re-chosen, so the spread leans slow "
-            "and dear (a warning counts the draws whose memory the plan no longer fits); RL and "
-            "serving throughput are not drawn (their percentiles coincide).",
+            "catalog's values of the drawn inputs and re-priced at each draw, not re-chosen, so the "
+            "spread leans slow and dear (a warning counts the draws whose memory the plan no longer "
+            "fits); RL and serving throughput are not drawn (their percentiles coincide).",
             min=1,
         ),
     ] = None,
@@ -884,8 +884,9 @@ def sweep(
         typer.Option(
             "--ratios",
             help="Also give each numeric metric's ratio to the first system's at the same point "
-            "(METRIC.ratio); with --samples the ratio is taken draw by draw, so its P10/P50/P90 keep "
-            "what the systems share (not the ratio of their percentiles).",
+            "(METRIC.ratio: this system's value / the first's, empty where the first's is 0 or "
+            "empty); with --samples the ratio is taken draw by draw, so its P10/P50/P90 keep what "
+            "the systems share (not the ratio of their percentiles). Needs two or more systems.",
         ),
     ] = False,
     metrics: Annotated[
@@ -955,9 +956,7 @@ def sweep(
         max_rows=MAX_ROWS if chosen == "xlsx" else None,
         ratios=ratios,
     )
-    _warn_sweep(chunks.points, cat)
-    for line in chunks.notes[:MAX_SWEEP_WARNINGS]:
-        sys.stderr.write(f"ipd: warning: {line}\n")
+    _warn_sweep(chunks.points, cat, chunks.notes)
     if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
         sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")
     show = _progress("swept {done:,} of {total:,} points")
@@ -967,15 +966,17 @@ def sweep(
 MAX_SWEEP_WARNINGS = 8
 
 
-def _warn_sweep(points: list[tuple[str, Any]], cat: Any) -> None:
+def _warn_sweep(points: list[tuple[str, Any]], cat: Any, notes: list[str]) -> None:
     """The warnings of `ipd compare` for the estimates a sweep searched (at which physics values,
-    when it varies them), each line once."""
+    when it varies them), the sweep's own (``notes``: draws, ratios) before those of each point
+    (a review: eight lines of a repeated point warning hid the draws' note), each line once."""
     from .render.views import warnings
 
     lines: list[str] = []
     for name in dict.fromkeys(r.hardware for _, r in points):  # a roadmap system, once
         system = cat.system(name)
         lines += warnings({"systems": [{"hardware": name}]}, {name: (system.status, system.unstable)})
+    lines += notes
     for where, r in points:
         found = warnings({"systems": [r.model_dump(mode="json")]}, {r.hardware: ("shipping", False)})
         head = f"{r.hardware}: "

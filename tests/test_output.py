@@ -337,3 +337,19 @@ def test_each_stage_of_a_comparison_table_prints_its_own_price():
     per_m = serving["price_usd_per_gpu_hour"] / 3600 / serving["tokens_per_s_per_gpu"] * 1e6
     assert per_m == pytest.approx(serving["usd_per_million_output_tokens"], rel=1e-9)
     assert "Output tokens/s per MW (incl. PUE)" in labels
+
+
+def test_numbers_below_a_tenth_keep_three_significant_figures():
+    # a review: a ratio of 0.00636 printed "0.006" (6 % off) and 0.00156 "0.002" (28 %) in tables
+    from ipd_cli.render.views import fmt_num
+
+    cases = {
+        0.00636: "0.00636",
+        0.00156: "0.00156",
+        0.05: "0.0500",
+        0.0845: "0.0845",
+        0.1: "0.100",
+        0.672: "0.672",
+    }
+    assert {v: fmt_num(v) for v in cases} == cases
+    assert fmt_num(0.0009) == "0.0009" and fmt_num(2.5) == "2.50" and fmt_num(1234.5) == "1,234"

@@ -15,6 +15,7 @@ from helpers import FIXED_RL_GPUS, run_cli, write
 import ipd_cli
 from ipd_cli import compare, load
 from ipd_cli.engine import sweep as sw
+from ipd_cli.errors import InputError
 from ipd_cli.output import stream_rows
 from ipd_cli.render import OutputContext
 from ipd_cli.render.stream import chunk_bytes
@@ -542,7 +543,9 @@ def test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted(catalog)
     over = memory_gb > cap_gb
     assert 0.1 < over.mean() < 0.9 and len(memory_gb) == n
     (note,) = chunks.notes  # GB200's plan fits every draw: no line for it
-    assert note.startswith("vera-rubin-nvl72: the pre-training plan chosen at the catalog's values")
+    assert note.startswith(
+        "vera-rubin-nvl72: the pre-training plan, chosen at the catalog's values of the drawn inputs,"
+    )
     worst = float(np.max(memory_gb - cap_gb))
     assert f"{np.count_nonzero(over)} of the 200 draws (up to {worst:,.1f} GB per GPU" in note
     plain, _ = ipd_cli.sweep(catalog, ["hardware=vera-rubin"], "pretrain-10t-moe")
@@ -591,13 +594,54 @@ def _output_names(metrics: list[str]) -> list[str]:
     return sw._output_names(plan)
 
 
-def test_ratios_need_two_systems():
-    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--ratios")
-    assert r.code == 2 and r.stdout == ""
-    assert r.stderr.strip() == (
-        "ipd: error: --ratios divides each system's metrics by the first system's: give at least two "
-        "systems in --vary hardware"
+def test_ratios_need_two_different_systems(catalog):
+    for systems in ("vera-rubin", "vera-rubin,rubin"):  # rubin names the same system
+        r = run_cli("sweep", "--vary", f"hardware={systems}", "--ratios")
+        assert r.code == 2 and r.stdout == ""
+        assert r.stderr.strip() == (
+            "ipd: error: --ratios divides each system's metrics by the first system's: give at least two "
+            "different systems in --vary hardware (the names of one system count once)"
+        )
+    with pytest.raises(InputError, match="`ratios` must be true or false, got 'no'"):
+        ipd_cli.sweep(catalog, ["hardware=vera-rubin,blackwell"], "pretrain-10t-moe", ratios="no")
+
+
+def test_a_first_system_without_a_metric_warns_that_its_ratios_are_empty():
+    # a review: v100 first, its pre-training, RL and serving cannot run: every ratio was empty
+    # without a word
+    metrics = "pretraining.gpus,serving.configuration,serving.tokens_per_s_per_gpu"
+    r = run_cli("sweep", "--vary", "hardware=v100,vera-rubin", "--ratios", "--metrics", metrics, "-f", "json")
+    assert r.code == 0, r.stderr
+    assert {row["pretraining.gpus.ratio"] for row in r.json()} == {None}
+    line = (
+        "ipd: warning: --ratios: the first system, v100-sxm2, has no pretraining.gpus, "
+        "serving.tokens_per_s_per_gpu: their ratios are empty (put a system that has them first)"
     )
+    assert line in r.stderr.splitlines()
+    assert "--ratios" not in run_cli("sweep", "--vary", "hardware=vera-rubin,v100", "--ratios").stderr
+
+
+def test_the_draws_memory_note_is_said_once_for_the_points_it_holds_at():
+    # a review: a serving axis repeated the same pre-training line at each of its values, and eight
+    # of them hid the others; the plan is the same at every serving input size
+    r = run_cli(
+        "sweep", "--vary", "hardware=vera-rubin,blackwell", "--vary",
+        "workload.serving.input_tokens_per_request=2000,3000,4000", "--samples", "100", "-f", "csv",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    lines = [line for line in r.stderr.splitlines() if "draws (up to" in line]
+    assert len(lines) == 1 and lines[0].startswith("ipd: warning: vera-rubin-nvl72 at every point: ")
+    # no metric asked for reads the plan: no line
+    r = run_cli(
+        "sweep",
+        "--vary",
+        "hardware=vera-rubin",
+        "--samples",
+        "100",
+        "--metrics",
+        "serving.tokens_per_s_per_gpu",
+    )
+    assert r.code == 0 and "draws (up to" not in r.stderr
 
 
 def test_samples_cover_serving_cost_but_not_its_physics():

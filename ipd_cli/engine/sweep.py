@@ -384,10 +384,12 @@ def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: 
             "(e.g. economics.electricity_usd_per_kwh or systems.<name>.capex_usd), or sweep rental prices"
         )
     plan = SweepPlan(workload, name, origin, axes, **kw)
+    if not isinstance(plan.ratios, bool):
+        raise InputError(f"`ratios` must be true or false, got {plan.ratios!r}")
     if plan.ratios and len(plan.hardware) < 2:
         raise InputError(
             "`ratios` divides each system's metrics by the first system's: give at least two "
-            "systems in `vary` hardware"
+            "different systems in `vary` hardware (the names of one system count once)"
         )
     rows = len(plan.hardware) * plan.rows
     if rows > MAX_POINTS:  # each axis within the bound, their product far beyond it (a fuzzing review)
@@ -418,7 +420,7 @@ def check_samples(plan: SweepPlan, samples: int, seed: int) -> None:
         raise InputError(f"`samples` must be a whole number >= 1, got {samples!r}")
     check_seed(seed)
     points = len(plan.hardware) * plan.physics_points() if "pretraining" in KIND_BLOCKS[plan.kind] else 0
-    per_draw = SAMPLE_BYTES + TABLE_BYTES * points
+    per_draw = SAMPLE_BYTES * (2 if plan.ratios else 1) + TABLE_BYTES * points  # ratios: the first's too
     need = samples * per_draw
     if need > MAX_SAMPLE_MEMORY:
         raise InputError(
@@ -830,8 +832,8 @@ def search(
     """Every estimate the sweep needs, before any row: at the catalog's values per system (which
     tells the inputs each reads: :func:`check_paths`), then once per distinct tuple of the values
     of the physics paths that system reads. Returns the table of each system, per system and
-    physics point its values (text) and result (at the catalog's costs), and the notes on its
-    draws (:func:`_memory_note`)."""
+    physics point its values (text) and result (at the catalog's costs), and warnings on its draws
+    and ratios (:func:`_memory_notes`, :func:`_ratio_notes`)."""
     draws = plan_draws(plan)
     total = len(plan.hardware) * (1 + plan.physics_points())  # at most; told exactly below
     done = 0
@@ -856,7 +858,9 @@ def search(
     if total > MAX_SEARCHES:
         what = "each system at the catalog's values and at each distinct tuple of the physics values it reads"
         _too_many(plan, total, what)
-    tables, results, notes = {}, [], []
+    tables: dict[str, Table] = {}
+    results: list[tuple[str, Any]] = []
+    drawn: list[tuple[str, str, dict[str, Any]]] = []
     for hw in plan.hardware:
         axes = split[hw]
         found: dict[tuple, Point] = {}
@@ -875,27 +879,67 @@ def search(
             where = ", ".join(f"{a.path}={v:g}" for a, v in zip(axes, values, strict=True))
             results.append((where, _lean(p.result, keep=i == 0)))
             if draws is not None:
-                notes += _memory_note(p.result.hardware, where, p.numbers)
+                drawn.append((p.result.hardware, where, p.numbers))
     _refuse_all_infeasible(plan, [r for _, r in results])
-    return tables, results, notes
+    return tables, results, _memory_notes(plan, drawn) + _ratio_notes(plan, tables)
 
 
-def _memory_note(hw: str, where: str, numbers: dict[str, Any]) -> list[str]:
-    """A line where the pre-training plan, chosen at the catalog's values, does not fit the memory
-    of some draws (their usable HBM, bytes per parameter ...): they price it all the same (a
-    sampling review: 27 % of 2,000 draws of the 10T month on Vera Rubin, by up to 18.8 GB)."""
+def _memory_notes(plan: SweepPlan, found: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+    """Lines where the pre-training plan, chosen at the catalog's values of the drawn inputs, does
+    not fit the memory of some draws (their usable HBM, bytes per parameter ...): they price it all
+    the same (a sampling review: 27 % of 2,000 draws of the 10T month on Vera Rubin, by up to 18.8
+    GB). ``found``: (system, point, numbers) per physics point; one line per system and distinct
+    count, naming the points it holds at; none where no metric asked for reads the plan."""
     import numpy as np
 
-    fits = numbers.get("pretraining.plan_fits_memory")
-    if fits is None or bool(np.all(fits)):
+    if not any(m.split(".")[0] in ("pretraining", "intelligence_per_dollar") for m in plan.metrics):
         return []
-    over = float(np.max(numbers["pretraining.memory_over_gb_per_gpu"]))
-    at = f" at {where}" if where else ""
-    size = f" (up to {over:,.1f} GB per GPU over the usable HBM)" if over > 0 else " (its host memory)"
+    groups: dict[tuple, list[str]] = {}
+    points: dict[str, int] = {}
+    for hw, where, numbers in found:
+        points[hw] = points.get(hw, 0) + 1
+        fits = numbers.get("pretraining.plan_fits_memory")
+        if fits is None or bool(np.all(fits)):
+            continue
+        over = float(np.max(numbers["pretraining.memory_over_gb_per_gpu"]))
+        key = (hw, int(np.size(fits) - np.count_nonzero(fits)), int(np.size(fits)), round(over, 1), over > 0)
+        groups.setdefault(key, []).append(where)
+    lines = []
+    for (hw, missed, n, over, hbm), wheres in groups.items():
+        if not wheres[0]:
+            at = ""
+        elif len(wheres) == points[hw] > 1:
+            at = " at every point"
+        else:
+            at = " at " + "; ".join(wheres[:3]) + (f" and {len(wheres) - 3} more" if len(wheres) > 3 else "")
+        size = "its host memory" if not hbm else f"up to {max(over, 0.1):,.1f} GB per GPU over the usable HBM"
+        lines.append(
+            f"{hw}{at}: the pre-training plan, chosen at the catalog's values of the drawn inputs, does "
+            f"not fit the memory of {missed:,} of the {n:,} draws ({size}); they price it as if it fit "
+            "(a plan that fits there is not searched)"
+        )
+    return lines
+
+
+def _ratio_notes(plan: SweepPlan, tables: dict[str, Table]) -> list[str]:
+    """A line when the first system has no value of a metric anywhere: every ratio of it is empty."""
+    import numpy as np
+
+    if not plan.ratios:
+        return []
+    base = plan.hardware[0]
+    defined = tables[base].defined
+    empty = [
+        m
+        for m in plan.metrics
+        if m not in TEXT_METRICS and not np.any(defined.get(_defined_as(plan, m), False))
+    ]
+    if not empty:
+        return []
+    named = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
     return [
-        f"{hw}{at}: the pre-training plan chosen at the catalog's values does not fit the memory of "
-        f"{int(np.size(fits) - np.count_nonzero(fits)):,} of the {np.size(fits):,} draws{size}; they price "
-        "it as if it fit (a plan that fits there is not searched)"
+        f"`ratios`: the first system, {base}, has no {named}: their ratios are empty (put a system "
+        "that has them first)"
     ]
 
 
@@ -1035,7 +1079,7 @@ class Sweep:
     points: list[tuple[str, Any]]
     cat: Catalog
     total: int
-    notes: list[str] = field(default_factory=list)  # warnings on the draws (:func:`_memory_note`)
+    notes: list[str] = field(default_factory=list)  # warnings on the draws and the ratios
     columns: list[str] = field(default_factory=list)
     _rows: Iterator[Chunk] | None = None
 

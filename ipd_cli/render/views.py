@@ -181,6 +181,8 @@ def fmt_num(v: Any) -> str:
         return f"{v:,.0f}"
     if a >= 1:
         return f"{v:,.2f}"
+    if a < 0.1:  # three significant figures (0.00636 read "0.006", 6 % off: a review of ratios)
+        return f"{v:#.3g}"
     return f"{v:.3f}"
 
 
