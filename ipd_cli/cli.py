@@ -1011,7 +1011,9 @@ def _progress(text: str):
 
 @app.command()
 def diff(
-    base: Annotated[Path, typer.Argument(help="Earlier JSON output of an ipd command.")],
+    base: Annotated[
+        Path, typer.Argument(help="Earlier JSON output of an ipd command (a sweep's: json or jsonl).")
+    ],
     new: Annotated[Path, typer.Argument(help="Later JSON output of the same command.")],
     all_rows: Annotated[bool, typer.Option("--all", help="Also list metrics that did not change.")] = False,
     fmt: FormatOpt = "auto",

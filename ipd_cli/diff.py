@@ -75,7 +75,7 @@ def read_json(path: Path) -> Any:
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text; not ipd JSON output") from None
     try:
-        doc = json.loads(text, parse_float=_finite, parse_constant=_refuse_constant)
+        doc = _rows_or_document(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not ipd JSON output ({e}); make it with --format json") from None
     except ValueError as e:
@@ -101,6 +101,21 @@ def read_json(path: Path) -> Any:
             "schema`); make it with --format json"
         )
     return doc
+
+
+def _rows_or_document(text: str) -> Any:
+    """One JSON document, or a sweep's JSON lines (``--format jsonl``: one object per line) as the
+    list of rows ``--format json`` writes."""
+    try:
+        return json.loads(text, parse_float=_finite, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as e:
+        if not e.msg.startswith("Extra data"):  # not several documents: not JSON lines either
+            raise
+        lines = [line for line in text.splitlines() if line.strip()]
+        rows = [json.loads(line, parse_float=_finite, parse_constant=_refuse_constant) for line in lines]
+        if not all(isinstance(r, dict) for r in rows):
+            raise
+        return rows
 
 
 def _kind(doc: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import run_cli
+from helpers import run_cli, write
 
 
 def test_output_file_by_extension_and_force(tmp_path):
@@ -140,6 +140,28 @@ def test_diff_of_two_sweeps_pairs_each_systems_rows_in_order(tmp_path):
         "[vera-rubin-nvl72#2].workload.serving.tasks_per_day",
         f"[vera-rubin-nvl72#2].{metric}",
     }
+
+
+def test_diff_reads_a_sweeps_json_lines_as_its_json_rows(tmp_path):
+    # `ipd diff` refused a sweep written with --format jsonl ("Extra data"), its streaming format
+    metric = "intelligence_per_dollar.solved_tasks_per_mwh"  # PUE moves the energy
+    out = {}
+    for fmt in ("json", "jsonl"):
+        for name, pue in (("a", "1.2"), ("b", "1.5")):
+            path = tmp_path / f"{name}.{fmt}"
+            r = run_cli(
+                "sweep", "--vary", "hardware=vera-rubin,blackwell", "--vary", "price_usd_per_gpu_hour=4,8",
+                "--set", f"economics.pue={pue}", "--metrics", metric, "-f", fmt, "-o", str(path),
+            )  # fmt: skip
+            assert r.code == 0, r.stderr
+        r = run_cli("diff", str(tmp_path / f"a.{fmt}"), str(tmp_path / f"b.{fmt}"), "-f", "json")
+        assert r.code == 0, r.stderr
+        out[fmt] = r.json()["items"]
+    assert out["jsonl"] == out["json"] and len(out["json"]) == 4  # each system's two rows
+    # lines that are not objects are not an ipd output
+    bad = write(tmp_path / "bad.jsonl", "[1]\n[2]\n")
+    r = run_cli("diff", str(bad), str(tmp_path / "b.jsonl"))
+    assert r.code == 2 and "not ipd JSON output" in r.stderr
 
 
 def test_diff_names_a_changed_price_basis_beside_the_numbers(tmp_path):
