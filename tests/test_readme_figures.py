@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import run_cli_once
+from helpers import run_cli, run_cli_once
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -118,10 +118,11 @@ def test_what_ifs_the_readme_quotes_print_those_figures():
 
 def test_the_sampled_ratios_the_readme_quotes_print_those_figures():
     metric = "intelligence_per_dollar.solved_tasks_per_kusd"
-    r = run_cli_once(
+    args = (
         "sweep", "--vary", "hardware=vera-rubin,blackwell", "--samples", "1000", "--ratios",
-        "--metrics", metric,
+        "--metrics", metric, "-f", "csv",
     )  # fmt: skip
+    r = run_cli_once(*args[:-2])  # as the README runs it (CSV when piped), shared with its test
     assert r.code == 0, r.stderr
     rubin, gb200 = csv.DictReader(io.StringIO(r.stdout))
     ratio = " / ".join(f"{float(gb200[f'{metric}.ratio.p{p}']):.3f}" for p in (10, 50, 90))
@@ -133,6 +134,16 @@ def test_the_sampled_ratios_the_readme_quotes_print_those_figures():
         f"own percentiles gives {own}"
     )
     assert phrase in _text(), phrase
+    # the prices pinned at their catalog values, Rubin's alone and then GB200's too
+    pins = ("--set", "systems.vera-rubin-nvl72.prices.reserved=8.5")
+    for more, words in (((), "pinned"), (("--set", "systems.gb200-nvl72.prices.reserved=4.05"), "too")):
+        r = run_cli(*args, *pins, *more)
+        assert r.code == 0, r.stderr
+        _, gb200 = csv.DictReader(io.StringIO(r.stdout))
+        ratio = " / ".join(f"{float(gb200[f'{metric}.ratio.p{p}']):.3f}" for p in (10, 50, 90))
+        assert re.search(
+            rf"{words} \(`--set[^`]*`[^)]*\)( the\s+ratio's percentiles are)? {ratio}", _text()
+        ), ratio
 
 
 def test_the_ttfts_the_readme_quotes_print_those_figures():
