@@ -1192,3 +1192,16 @@ def test_a_dualpipe_pin_with_too_few_micro_batches_says_so():
         "least 2 x pp = 32: gbs=256 over dp=16 gives 16\n"
     )
     assert run_cli(*args, "--plan", plan.replace("gbs=256", "gbs=512"), "-f", "json").code == 0
+
+
+def test_faster_attention_never_lengthens_a_step_that_overlaps_both_rings_and_all_to_alls(catalog):
+    # a dominance review: a context-parallel ring and the paired micro-batch's all-to-alls both hid
+    # behind the same attention seconds, so faster attention exposed both at once: 2 BF16 peaks
+    # (attention runs in BF16) lengthened this pinned 10T MoE step on 927,744 H100 2.4376 -> 2.4598 s
+    plan = "tp=8,pp=8,vp=16,cp=4,ep=384,recompute=none,zero=1,mbs=1,dp=3624"
+    steps = []
+    for tflops in (989, 1978):
+        c = catalog.with_overrides([f"accelerators.h100-sxm.bf16_dense_tflops={tflops}"])
+        r = train(c, "h100-sxm", "moe-10t", 1e14, gpus=927_744, precision="fp8", plan=plan)
+        steps.append(r.pretraining.step_time_s)
+    assert steps[1] < steps[0]

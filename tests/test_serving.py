@@ -497,6 +497,40 @@ def test_instances_that_do_not_tile_the_domain_pay_for_stranded_gpus(catalog):
 
 
 @pytest.mark.parametrize(
+    "gpus, stage_gpus, stages, paid",
+    [
+        (192, 64, 3, 216.0),  # one 64-GPU stage per 72-GPU rack: 3 x 72
+        (64, 16, 4, 72.0),  # four 16-GPU stages in one rack, 8 stranded: as a 64-GPU instance
+        (96, 32, 3, 108.0),  # two 32-GPU stages a rack: 36 each
+        (128, 8, 16, 128.0),  # 8-GPU stages tile the rack: the pipeline strands nothing
+        (32, 32, 1, 36.0),  # one stage: the instance rule
+    ],
+)
+def test_a_pipeline_of_stages_that_do_not_tile_the_domain_pays_for_what_they_strand(
+    gpus, stage_gpus, stages, paid
+):
+    assert f.pipeline_paid_gpus(gpus, stage_gpus, stages, 72) == paid
+
+
+def test_stages_smaller_than_a_domain_that_do_not_divide_it_are_offered(catalog):
+    # a dominance review: with a 72-GPU domain (an H100 what-if) a 64-GPU stage was refused, since
+    # it does not tile 72, and the 10T MoE served on 14x the GPUs it needed at 64 (0.14 tok/s per
+    # GPU at DEP288 batch 1); NVIDIA's MLPerf runs use 64 of each NVL72. Three stages, one a rack
+    c = catalog.with_overrides(["systems.h100-sxm.scale_up_domain=72"])
+    s = serve(
+        c, "h100-sxm", "moe-10t", precision="fp8", input_tokens=3000, output_tokens=400,
+        tokens_per_user_s=50, layout="tep64pp3", disaggregated=False,
+    )  # fmt: skip
+    assert (s.instance_gpus, s.deployment_gpus, s.stranded_gpus) == (192, 216, 24)
+    little(s)
+    best = serve(
+        c, "h100-sxm", "moe-10t", precision="fp8", input_tokens=3000, output_tokens=400,
+        tokens_per_user_s=50,
+    )  # fmt: skip
+    assert best.tokens_per_s_per_gpu > 1.0  # 0.143 before, 2.12 with a 64-GPU domain
+
+
+@pytest.mark.parametrize(
     "n_prefill, prefill_gpus, n_decode, decode_gpus, paid",
     [
         # two 32-GPU decode instances per 72-GPU rack leave 8 GPUs: one 8-GPU prefill instance

@@ -271,3 +271,37 @@ def test_a_higher_speed_target_never_serves_a_traffic_on_fewer_gpus(
             if a.interactivity_tokens_per_s >= high:  # and no fewer tokens/s per GPU (the tie-break)
                 assert b.gpus_for_traffic == a.gpus_for_traffic, (low, high)
                 assert b.tokens_per_s_per_gpu >= a.tokens_per_s_per_gpu * (1 - 1e-9), (low, high)
+
+
+def test_a_tie_in_the_last_bits_does_not_decide_the_fallback(catalog):
+    # a dominance review: with no configuration meeting 50 tokens/s per user, the fastest was taken
+    # by 1 / TPOT, in which an aggregated and a disaggregated MI300X layout were one ulp apart; more
+    # FP8 FLOP/s swapped them: 0.2885 -> 0.2663 tokens/s per GPU. Equal speeds go to tokens/s per GPU
+    out = []
+    for tflops in (3399.5, 3661.0):
+        c = catalog.with_overrides([f"accelerators.mi300x.fp8_dense_tflops={tflops}"])
+        s = estimate_serving(
+            c,
+            "mi300x",
+            "moe-10t",
+            precision="fp8",
+            input_tokens=3000,
+            output_tokens=400,
+            tokens_per_user_s=50,
+        ).serving
+        assert s.target_met is False
+        out.append(s.tokens_per_s_per_gpu)
+    assert out[1] >= out[0]
+
+
+def test_near_max_treats_values_a_rounding_apart_as_equal():
+    import numpy as np
+
+    from ipd_cli.engine.search import best_of, near_max
+
+    speed = np.array([26.141630649935127, 26.141630649935124, 20.0, np.nan])
+    per_gpu = np.array([0.2663, 0.2887, 0.5, 1.0])
+    ok = np.array([True, True, True, False])
+    assert list(near_max(speed, ok)[:3]) == [speed[0], speed[0], 20.0]
+    assert best_of(near_max(speed, ok), ok, per_gpu) == 1  # the tie goes to tokens/s per GPU
+    assert best_of(speed, ok, per_gpu) == 0  # as the last bits decided before

@@ -306,6 +306,16 @@ def paid_gpus(gpus, domain):
     return gpus + (inside - gpus) * (gpus < domain)
 
 
+def pipeline_paid_gpus(gpus, stage_gpus, stages, domain):
+    """GPUs a pipeline of ``stages`` stages of ``stage_gpus`` pays for: as one instance of ``gpus``
+    (:func:`paid_gpus`) where its stages tile the scale-up domains; a stage smaller than a domain
+    that does not divide it sits domain // stage_gpus to a domain and each pays its share of the
+    stranded rest (three 64-GPU stages on 72-GPU racks: 216)."""
+    odd = (stages > 1) * (stage_gpus < domain) * (domain % maximum(stage_gpus, 1) != 0)
+    whole = paid_gpus(gpus, domain)
+    return whole + (stages * paid_gpus(stage_gpus, domain) - whole) * odd
+
+
 def hole_fill(gpus, other_gpus, domain):
     """Instances of ``other_gpus`` GPUs that fit, per instance of ``gpus`` GPUs, in the GPUs those
     instances leave unused in their scale-up domains (two 32-GPU instances on a 72-GPU rack leave

@@ -158,6 +158,23 @@ def best_of(objective: Any, mask: Any, *tiebreaks: Any) -> int:
     return row
 
 
+NEAR = 1e-9  # relative: two values closer than this are the same (rounding, not a difference)
+
+
+def near_max(values: Any, mask: Any) -> Any:
+    """``values`` with those within :data:`NEAR` of the largest under ``mask`` set to it, so that a
+    tie broken by the last bits of a float goes to the next key (a dominance review: two serving
+    layouts one ulp apart in 1 / TPOT swapped on a spec change, 8 % more GPUs)."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    known = np.asarray(mask, dtype=bool) & ~np.isnan(v)
+    if not known.any():
+        return v
+    top = np.max(v[known])
+    return np.where(known & (v >= top - abs(top) * NEAR), top, v)
+
+
 def pareto_front(x: Any, y: Any, mask: Any = None) -> Any:
     """Indices of the rows not dominated in (x, y), both to be maximised, sorted by x ascending.
 

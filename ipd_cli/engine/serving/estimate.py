@@ -11,7 +11,7 @@ from ipd_cli.catalog.schema import PRECISIONS
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.pretraining import MAX_GPUS
 from ipd_cli.engine.results import ServeCurveResult, ServeResult, Serving
-from ipd_cli.engine.search import best_of, pareto_front
+from ipd_cli.engine.search import best_of, near_max, pareto_front
 from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError, InputError, counted
 
@@ -171,7 +171,7 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
     meets = ok & (speed >= target) if target is not None else ok
     met = None if target is None else bool(meets.any())  # None: no target to meet
     if not meets.any():
-        return best_of(speed, ok, tps, -gpus), met
+        return best_of(near_max(speed, ok), ok, tps, -gpus), met
     return best_of(tps, meets, speed, -gpus), met
 
 
@@ -237,7 +237,9 @@ def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
             what = {
                 "family": f"the `layout` family {value}",
                 "stage_gpus": f"{counted(value)} per pipeline stage (`layout`)",
-                "pipeline_stages": f"{value} {stages} (`layout`; stages tile the scale-up domains)",
+                "pipeline_stages": (
+                    f"{value} {stages} (`layout`; a stage tiles the scale-up domains or fits in one)"
+                ),
             }.get(key, f"`{key}` {value}")
             return InputError(
                 f"no {ctx.mname} configuration on {ctx.name} has {what} with the other pins; "

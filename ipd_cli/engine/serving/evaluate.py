@@ -76,7 +76,7 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         weights_gpu=weights,
         free_gpu=free,
         rank_max=rank_max,
-        paid=f.paid_gpus(g, ph.domain),
+        paid=f.pipeline_paid_gpus(g, s, pp, ph.domain),
         link=np.where(s > ph.domain, ph.link_out, ph.link_up),
         latency=np.where(s > ph.domain, ph.latency_out, ph.latency_up),
         pp_link=np.where(g > ph.domain, ph.link_out, ph.link_up),

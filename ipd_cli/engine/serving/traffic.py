@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipd_cli.engine import formulas as f
+from ipd_cli.engine.search import near_max
 
 from .evaluate import traffic_pools
 
@@ -97,7 +98,7 @@ def choose_for_traffic(g: Any, target: float | None, tokens_per_s: Any) -> Sized
         bound = _Bound(g, cand, pos)
     else:  # the fastest rows (speed moves with no traffic), then tokens/s per GPU, fewer GPUs
         cand = np.flatnonzero(ok)
-        s = speed[cand]
+        s = near_max(speed, ok)[cand]  # a tie in the last bits is a tie
         known = ~np.isnan(s)
         if known.any():
             cand = cand[known & (s == np.max(s[known]))]
