@@ -107,15 +107,21 @@ def _rows_or_document(text: str) -> Any:
     """One JSON document, or a sweep's JSON lines (``--format jsonl``: one object per line) as the
     list of rows ``--format json`` writes."""
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_refuse_constant)
+        doc = json.loads(text, parse_float=_finite, parse_constant=_refuse_constant)
     except json.JSONDecodeError as e:
         if not e.msg.startswith("Extra data"):  # not several documents: not JSON lines either
             raise
         lines = [line for line in text.splitlines() if line.strip()]
-        rows = [json.loads(line, parse_float=_finite, parse_constant=_refuse_constant) for line in lines]
+        try:
+            rows = [json.loads(line, parse_float=_finite, parse_constant=_refuse_constant) for line in lines]
+        except json.JSONDecodeError:
+            raise e from None  # not one document per line: the first error says where
         if not all(isinstance(r, dict) for r in rows):
             raise
         return rows
+    if isinstance(doc, dict) and "hardware" in doc and "schema_version" not in doc:
+        return [doc]  # a sweep's one row as JSON lines (every other output names its schema_version)
+    return doc
 
 
 def _kind(doc: Any) -> str:

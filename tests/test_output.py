@@ -158,6 +158,18 @@ def test_diff_reads_a_sweeps_json_lines_as_its_json_rows(tmp_path):
         assert r.code == 0, r.stderr
         out[fmt] = r.json()["items"]
     assert out["jsonl"] == out["json"] and len(out["json"]) == 4  # each system's two rows
+    # a one-row sweep's JSON lines are one object: still a sweep's rows
+    one = tmp_path / "one.jsonl"
+    args = ("sweep", "--vary", "hardware=vera-rubin", "--metrics", metric, "-f", "jsonl", "-o", str(one))
+    assert run_cli(*args).code == 0
+    r = run_cli("diff", str(one), str(one), "--all", "-f", "json")
+    assert r.code == 0 and f"[vera-rubin-nvl72].{metric}" in [row["metric"] for row in r.json()["items"]]
+    # two JSON documents in one file: the error says where the second begins
+    doc = tmp_path / "two.json"
+    run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "-o", str(doc))
+    write(doc, doc.read_text() * 2)
+    r = run_cli("diff", str(doc), str(doc))
+    assert r.code == 2 and "Extra data" in r.stderr
     # lines that are not objects are not an ipd output
     bad = write(tmp_path / "bad.jsonl", "[1]\n[2]\n")
     r = run_cli("diff", str(bad), str(tmp_path / "b.jsonl"))

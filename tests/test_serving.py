@@ -503,6 +503,7 @@ def test_instances_that_do_not_tile_the_domain_pay_for_stranded_gpus(catalog):
         (64, 16, 4, 72.0),  # four 16-GPU stages in one rack, 8 stranded: as a 64-GPU instance
         (96, 32, 3, 108.0),  # two 32-GPU stages a rack: 36 each
         (128, 8, 16, 128.0),  # 8-GPU stages tile the rack: the pipeline strands nothing
+        (48, 16, 3, 72.0),  # the whole pipeline in one rack: the instance rule (24 GPUs a hole)
         (32, 32, 1, 36.0),  # one stage: the instance rule
     ],
 )
@@ -528,6 +529,19 @@ def test_stages_smaller_than_a_domain_that_do_not_divide_it_are_offered(catalog)
         tokens_per_user_s=50,
     )  # fmt: skip
     assert best.tokens_per_s_per_gpu > 1.0  # 0.143 before, 2.12 with a 64-GPU domain
+
+
+@pytest.mark.parametrize("layout", ["tep16pp3", "tp16pp3"])
+def test_a_pipeline_inside_one_rack_strands_no_negative_gpus(catalog, layout):
+    # a code review: a 48-GPU pipeline of 16-GPU stages paid 3 x 18 = 54 GPUs as if its stages
+    # packed four to a rack with other instances' stages, while its hand-offs ran on the rack's
+    # links and the prefill pool filled its 24-GPU hole: 848 GPUs paid for 938 used, -90 stranded
+    s = serve(
+        catalog, "gb200-nvl72", "deepseek-v3", input_tokens=16384, output_tokens=256, layout=layout,
+        disaggregated=True,
+    )  # fmt: skip
+    assert s.stranded_gpus >= 0 and s.deployment_gpus >= s.instance_gpus
+    little(s)
 
 
 @pytest.mark.parametrize(

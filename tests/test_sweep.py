@@ -619,6 +619,16 @@ def test_a_first_system_without_a_metric_warns_that_its_ratios_are_empty():
     )
     assert line in r.stderr.splitlines()
     assert "--ratios" not in run_cli("sweep", "--vary", "hardware=vera-rubin,v100", "--ratios").stderr
+    # a metric no system has (the scenario gives no score) is empty anyway: not named
+    r = run_cli(
+        "sweep",
+        "--vary",
+        "hardware=vera-rubin,blackwell",
+        "--ratios",
+        "--metrics",
+        "intelligence_per_dollar.score",
+    )
+    assert r.code == 0 and "--ratios" not in r.stderr
 
 
 def test_the_draws_memory_note_is_said_once_for_the_points_it_holds_at():

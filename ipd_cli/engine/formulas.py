@@ -308,10 +308,12 @@ def paid_gpus(gpus, domain):
 
 def pipeline_paid_gpus(gpus, stage_gpus, stages, domain):
     """GPUs a pipeline of ``stages`` stages of ``stage_gpus`` pays for: as one instance of ``gpus``
-    (:func:`paid_gpus`) where its stages tile the scale-up domains; a stage smaller than a domain
-    that does not divide it sits domain // stage_gpus to a domain and each pays its share of the
+    (:func:`paid_gpus`) where its stages tile the scale-up domains or the whole pipeline fits in
+    one (its hand-offs on the scale-up link, the rest of the domain a hole the other pool may
+    fill: :func:`hole_fill`); a pipeline over several domains whose stages, smaller than a domain,
+    do not divide it sits domain // stage_gpus stages to a domain and each pays its share of the
     stranded rest (three 64-GPU stages on 72-GPU racks: 216)."""
-    odd = (stages > 1) * (stage_gpus < domain) * (domain % maximum(stage_gpus, 1) != 0)
+    odd = (stages > 1) * (gpus > domain) * (stage_gpus < domain) * (domain % maximum(stage_gpus, 1) != 0)
     whole = paid_gpus(gpus, domain)
     return whole + (stages * paid_gpus(stage_gpus, domain) - whole) * odd
 

@@ -922,17 +922,21 @@ def _memory_notes(plan: SweepPlan, found: list[tuple[str, str, dict[str, Any]]])
 
 
 def _ratio_notes(plan: SweepPlan, tables: dict[str, Table]) -> list[str]:
-    """A line when the first system has no value of a metric anywhere: every ratio of it is empty."""
+    """A line when the first system has no value of a metric anywhere that another system has: every
+    ratio of it is empty (a metric no system has is empty anyway)."""
     import numpy as np
 
     if not plan.ratios:
         return []
     base = plan.hardware[0]
-    defined = tables[base].defined
+
+    def has(hw: str, m: str) -> bool:
+        return bool(np.any(tables[hw].defined.get(_defined_as(plan, m), False)))
+
     empty = [
         m
         for m in plan.metrics
-        if m not in TEXT_METRICS and not np.any(defined.get(_defined_as(plan, m), False))
+        if m not in TEXT_METRICS and not has(base, m) and any(has(hw, m) for hw in plan.hardware[1:])
     ]
     if not empty:
         return []

@@ -238,7 +238,8 @@ def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
                 "family": f"the `layout` family {value}",
                 "stage_gpus": f"{counted(value)} per pipeline stage (`layout`)",
                 "pipeline_stages": (
-                    f"{value} {stages} (`layout`; a stage tiles the scale-up domains or fits in one)"
+                    f"{value} {stages} (`layout`; a stage tiles the scale-up domains or is a "
+                    "searched size that fits in one)"
                 ),
             }.get(key, f"`{key}` {value}")
             return InputError(

@@ -6,9 +6,9 @@ Space, per system, model, weight precision and request shape:
   (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``); an instance that does not
   tile its domain pays for the GPUs it strands;
 * pipeline stages ``pp`` (inside a domain or across domains; each stage a size that tiles the
-  domains, or one smaller than a domain, which strands and pays the rest of each domain it sits
-  in; a pinned stage count alone adds every such stage size times it, as a pinned size adds its
-  splits);
+  domains, or a searched size smaller than a domain, which strands and pays the rest of each
+  domain it sits in; a pinned stage count alone adds every such stage size times it, as a pinned
+  size adds its splits);
 * layout family per stage of ``s = g / pp`` GPUs: ``tp`` (attention and experts tensor
   parallel), ``tep`` (attention TP, experts EP over the same GPUs), ``dep`` (attention data
   parallel in groups of ``t`` GPUs, experts EP over all ``s``); MoE only for tep/dep;
@@ -210,7 +210,8 @@ def _layouts(ph: Physics, pins: Pins) -> dict[str, Any]:
     # domain holding domain // s stages and stranding the rest, paid (64-GPU stages on 72-GPU
     # racks, as NVIDIA's MLPerf runs use 64 of each NVL72): refused, an H100 whose domain a what-if
     # made 72 served a 10T MoE on 14x the GPUs it needed at 64 (a dominance review)
-    tiles = (ph.domain % s == 0) | (s % ph.domain == 0) | ((s < ph.domain) & np.isin(s, sizes))
+    searched = instance_sizes(ph)  # the catalog's, not a pin's: a pin does not make its size tile
+    tiles = (ph.domain % s == 0) | (s % ph.domain == 0) | ((s < ph.domain) & np.isin(s, searched))
     # a stage size the catalog does not list runs where a pin names it: `--layout` its stage GPUs,
     # `--instance-gpus` a split of its instance (stage GPUs x stages)
     named = (s == (pins.stage_gpus or 0)) | (g == (n or 0)) | ((pp == npp) & np.isin(s, staged))
