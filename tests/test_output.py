@@ -144,14 +144,15 @@ def test_diff_of_two_sweeps_pairs_each_systems_rows_in_order(tmp_path):
 
 def test_diff_reads_a_sweeps_json_lines_as_its_json_rows(tmp_path):
     # `ipd diff` refused a sweep written with --format jsonl ("Extra data"), its streaming format
-    metric = "intelligence_per_dollar.solved_tasks_per_mwh"  # PUE moves the energy
+    metric = "pretraining.energy_mwh"  # PUE moves the energy
     out = {}
     for fmt in ("json", "jsonl"):
         for name, pue in (("a", "1.2"), ("b", "1.5")):
             path = tmp_path / f"{name}.{fmt}"
             r = run_cli(
                 "sweep", "--vary", "hardware=vera-rubin,blackwell", "--vary", "price_usd_per_gpu_hour=4,8",
-                "--set", f"economics.pue={pue}", "--metrics", metric, "-f", fmt, "-o", str(path),
+                "--workload", "pretrain-10t-moe", "--set", f"economics.pue={pue}", "--metrics", metric,
+                "-f", fmt, "-o", str(path),
             )  # fmt: skip
             assert r.code == 0, r.stderr
         r = run_cli("diff", str(tmp_path / f"a.{fmt}"), str(tmp_path / f"b.{fmt}"), "-f", "json")
@@ -160,7 +161,8 @@ def test_diff_reads_a_sweeps_json_lines_as_its_json_rows(tmp_path):
     assert out["jsonl"] == out["json"] and len(out["json"]) == 4  # each system's two rows
     # a one-row sweep's JSON lines are one object: still a sweep's rows
     one = tmp_path / "one.jsonl"
-    args = ("sweep", "--vary", "hardware=vera-rubin", "--metrics", metric, "-f", "jsonl", "-o", str(one))
+    args = ("sweep", "--vary", "hardware=vera-rubin", "--workload", "pretrain-10t-moe", "--metrics", metric)
+    args += ("-f", "jsonl", "-o", str(one))
     assert run_cli(*args).code == 0
     r = run_cli("diff", str(one), str(one), "--all", "-f", "json")
     assert r.code == 0 and f"[vera-rubin-nvl72].{metric}" in [row["metric"] for row in r.json()["items"]]
