@@ -531,6 +531,20 @@ def test_stages_smaller_than_a_domain_that_do_not_divide_it_are_offered(catalog)
     assert best.tokens_per_s_per_gpu > 1.0  # 0.143 before, 2.12 with a 64-GPU domain
 
 
+def test_the_other_pool_fills_what_a_pipeline_of_stages_strands(catalog):
+    # a code review: three 64-GPU stages on 72-GPU racks strand 8 GPUs a rack, paid, where the
+    # prefill pool's instances may sit as in any hole (1,542 GPUs paid where 1,512 hold both
+    # pools). By hand: each decode instance pays 3 x 72 = 216 and leaves three 8-GPU holes
+    s = serve(catalog, "gb200-nvl72", "deepseek-v3", layout="tep64pp3", disaggregated=True)
+    assert f.pipeline_hole_fill(192, 64, 3, 8, 72) == 3.0 and f.pipeline_hole_fill(192, 64, 3, 16, 72) == 0
+    assert f.pipeline_hole_fill(48, 16, 3, 8, 72) == f.hole_fill(48, 8, 72) == 3.0  # one rack: one hole
+    prefill = s.prefill_instances * s.prefill_instance_gpus
+    assert s.deployment_gpus == s.decode_instances * 216  # the prefill pool in the holes, unpaid
+    assert s.prefill_instance_gpus <= 8 and prefill <= s.decode_instances * 3 * 8
+    assert s.stranded_gpus == s.decode_instances * 24 - prefill
+    little(s)
+
+
 @pytest.mark.parametrize("layout", ["tep16pp3", "tp16pp3"])
 def test_a_pipeline_inside_one_rack_strands_no_negative_gpus(catalog, layout):
     # a code review: a 48-GPU pipeline of 16-GPU stages paid 3 x 18 = 54 GPUs as if its stages

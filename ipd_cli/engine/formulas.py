@@ -318,6 +318,19 @@ def pipeline_paid_gpus(gpus, stage_gpus, stages, domain):
     return whole + (stages * paid_gpus(stage_gpus, domain) - whole) * odd
 
 
+def pipeline_hole_fill(gpus, stage_gpus, stages, other_gpus, domain):
+    """:func:`hole_fill` for a pipeline: where :func:`pipeline_paid_gpus` pays per stage (a pipeline
+    over several domains whose stages do not divide them), each of the stages / (domain //
+    stage_gpus) domains it takes leaves domain mod stage_gpus GPUs, where instances of
+    ``other_gpus`` fit (three 64-GPU stages on 72-GPU racks: three 8-GPU holes, one 8-GPU instance
+    each); elsewhere :func:`hole_fill` of the whole instance."""
+    per_domain = maximum(domain // maximum(stage_gpus, 1), 1)
+    odd = (stages > 1) * (gpus > domain) * (stage_gpus < domain) * (domain % maximum(stage_gpus, 1) != 0)
+    spread = (stages / per_domain) * ((domain - per_domain * stage_gpus) // maximum(other_gpus, 1))
+    whole = hole_fill(gpus, other_gpus, domain)
+    return whole + (spread - whole) * odd
+
+
 def hole_fill(gpus, other_gpus, domain):
     """Instances of ``other_gpus`` GPUs that fit, per instance of ``gpus`` GPUs, in the GPUs those
     instances leave unused in their scale-up domains (two 32-GPU instances on a 72-GPU rack leave

@@ -478,7 +478,7 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None, whole: bool = False
     # how each layout and its prefill instance pack into the domains, once per layout
     p_lay = np.maximum(pf_lay, 0)
     g = lay["g"]
-    per_decode = f.hole_fill(g, g[p_lay], ph.domain)
+    per_decode = f.pipeline_hole_fill(g, lay["s"], lay["pp"], g[p_lay], ph.domain)
     decode_per = f.hole_fill(g[p_lay], g, ph.domain)
     lr = li[live]
     p_r = p_lay[lr]
