@@ -313,9 +313,16 @@ def pipeline_paid_gpus(gpus, stage_gpus, stages, domain):
     fill: :func:`hole_fill`); a pipeline over several domains whose stages, smaller than a domain,
     do not divide it sits domain // stage_gpus stages to a domain and each pays its share of the
     stranded rest (three 64-GPU stages on 72-GPU racks: 216)."""
-    odd = (stages > 1) * (gpus > domain) * (stage_gpus < domain) * (domain % maximum(stage_gpus, 1) != 0)
     whole = paid_gpus(gpus, domain)
-    return whole + (stages * paid_gpus(stage_gpus, domain) - whole) * odd
+    return whole + (stages * paid_gpus(stage_gpus, domain) - whole) * stages_spread(
+        gpus, stage_gpus, stages, domain
+    )
+
+
+def stages_spread(gpus, stage_gpus, stages, domain):
+    """Whether a pipeline's stages sit domain // stage_gpus to a domain, each domain stranding the
+    rest: a pipeline over several domains whose stages, smaller than a domain, do not divide it."""
+    return (stages > 1) * (gpus > domain) * (stage_gpus < domain) * (domain % maximum(stage_gpus, 1) != 0)
 
 
 def pipeline_hole_fill(gpus, stage_gpus, stages, other_gpus, domain):
@@ -325,10 +332,9 @@ def pipeline_hole_fill(gpus, stage_gpus, stages, other_gpus, domain):
     ``other_gpus`` fit (three 64-GPU stages on 72-GPU racks: three 8-GPU holes, one 8-GPU instance
     each); elsewhere :func:`hole_fill` of the whole instance."""
     per_domain = maximum(domain // maximum(stage_gpus, 1), 1)
-    odd = (stages > 1) * (gpus > domain) * (stage_gpus < domain) * (domain % maximum(stage_gpus, 1) != 0)
     spread = (stages / per_domain) * ((domain - per_domain * stage_gpus) // maximum(other_gpus, 1))
     whole = hole_fill(gpus, other_gpus, domain)
-    return whole + (spread - whole) * odd
+    return whole + (spread - whole) * stages_spread(gpus, stage_gpus, stages, domain)
 
 
 def hole_fill(gpus, other_gpus, domain):

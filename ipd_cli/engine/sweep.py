@@ -1309,18 +1309,18 @@ def _check_finite(name: str, value: Any, ok: Any, box: Box, hw: str, before: int
     if not bad.any():
         return
     why = "an input of the sweep is out of range (check the `vary` values)"
+    draw = None
     if bad.ndim > len(box.shape):  # sampled: the row's first draw that is not finite, as it is
         value = np.broadcast_to(value, bad.shape)
         draw = np.argmax(bad, axis=-1)
         value = np.take_along_axis(value, draw[..., None], axis=-1)[..., 0]
         bad = bad.any(axis=-1)
-        i = int(np.flatnonzero(np.broadcast_to(bad, box.shape).reshape(-1))[0])
+    i = int(np.flatnonzero(np.broadcast_to(bad, box.shape).reshape(-1))[0])
+    if draw is not None:
         k = int(np.broadcast_to(draw, box.shape).reshape(-1)[i])
         why = (
             f"at draw {k + 1} of `samples`: a range reaches values the estimate cannot price (check the "
             "ranges of the catalog and of `sets`, and the `vary` values)"
         )
-    flat = np.broadcast_to(bad, box.shape).reshape(-1)
-    i = int(np.flatnonzero(flat)[0])
     shown = np.broadcast_to(value, box.shape).reshape(-1)[i]
     raise IpdError(f"row {before + box.start + i + 1} ({hw}): {name} is {shown}; {why}", ExitCode.RUNTIME)
