@@ -1129,11 +1129,29 @@ def test_a_model_that_cannot_fit_is_refused_with_the_nearest_option(catalog, tmp
         serve(small, "h100-sxm", "moe-10t", precision="fp8")
 
 
+@pytest.mark.parametrize(
+    ("hw", "model", "gpus", "layout"),
+    [
+        ("b200", "llama-3.3-70b", 12, "tp4pp3"),  # 4-GPU stages, two to an 8-GPU node
+        ("gb200-nvl72", "deepseek-v3", 192, "tep64pp3"),  # 64-GPU stages on 72-GPU racks
+    ],
+)
+def test_an_instance_size_beyond_a_domain_is_pinned_as_its_layout_is(catalog, hw, model, gpus, layout):
+    # `instance_gpus` refused any size beyond a domain that is not a multiple of it (12 on 8-GPU
+    # nodes, 192 on 72-GPU racks) while `layout` pinned the same instances (TP4 PP3, TEP64 PP3):
+    # the pinned size now takes every split of it, so it is at least as good as the layout's
+    sized = serve(catalog, hw, model, instance_gpus=gpus, disaggregated=False)
+    laid = serve(catalog, hw, model, layout=layout, disaggregated=False)
+    assert sized.instance_gpus == laid.instance_gpus == gpus
+    assert sized.tokens_per_s_per_gpu >= laid.tokens_per_s_per_gpu
+    little(sized)
+
+
 def test_bad_inputs(catalog):
     with pytest.raises(InputError, match="at most one of"):
         serve(catalog, "b200", "llama-3.3-70b", concurrency=4, tokens_per_user_s=10)
-    with pytest.raises(InputError, match="multiple of 8"):
-        serve(catalog, "b200", "llama-3.3-70b", instance_gpus=12)
+    with pytest.raises(InputError, match="`instance_gpus` 0: give at least 1 GPU"):
+        serve(catalog, "b200", "llama-3.3-70b", instance_gpus=0)
     with pytest.raises(InputError, match="holds at most"):
         estimate_serving(catalog, "b200", "llama-2-70b", input_tokens=4000, output_tokens=1000)
     with pytest.raises(InputError, match="unknown `instance`"):

@@ -120,13 +120,12 @@ def search(
 
 
 def _check_pins(ctx: ServingContext, pins: Pins) -> None:
-    domain = ctx.system.scale_up_domain
+    # any size of at least one GPU: the grid takes every split of a pinned size, as `layout` pins a
+    # stage size (192 GPUs on 72-GPU racks run as three 64-GPU stages, or as DEP192, which
+    # `layout` dep192 already took; sizes beyond a domain that are not a multiple of it were refused)
     gpus = pins.instance_gpus
-    if gpus is not None and (gpus < 1 or (gpus > domain and gpus % domain)):
-        raise InputError(
-            f"instance of {counted(gpus)}: give 1-{domain} GPUs (one scale-up domain) "
-            f"or a multiple of {domain} (whole domains over the scale-out network)"
-        )
+    if gpus is not None and gpus < 1:
+        raise InputError(f"`instance_gpus` {gpus}: give at least 1 GPU")
     if pins.family in ("tep", "dep") and not ctx.model.is_moe:
         raise InputError(
             f"{ctx.mname} is dense: its layouts are tensor parallel (`layout` tp), not {pins.family}"
