@@ -7,7 +7,8 @@ Three timings, each the median of ``runs`` (default 9) in one process after a wa
   (instance size x layout x EPLB x KV precision x batch per rank x aggregated/disaggregated),
   mask what cannot run, keep the Pareto frontier; configurations per second = its grid size /
   this time;
-* the whole ``estimate_serving_curve`` call (the frontier as result models, named);
+* the whole ``estimate_serving_curve`` call (the frontier's layouts evaluated again on the finer
+  batch ladder, the frontier as result models, named);
 * one ``estimate_serving`` at a 50 tokens/s/user target (the search plus the largest batch
   that meets the target for every layout).
 
@@ -57,7 +58,8 @@ def main() -> None:
     rate = len(g) / t_search
     searched = f"{len(g):,} configurations in {t_search * 1e3:.1f} ms"
     print(f"  search + frontier: {searched} = {rate:,.0f} configurations/s")
-    print(f"  frontier: {len(front)} points; estimate_serving_curve {t_curve * 1e3:.1f} ms")
+    refined = f"{len(curve.serving)} once refined between the ladder's rungs"
+    print(f"  frontier: {len(front)} points ({refined}); estimate_serving_curve {t_curve * 1e3:.1f} ms")
     print(f"  estimate_serving at 50 tok/s/user: {t_target * 1e3:.1f} ms -> {point.serving.configuration}")
 
 

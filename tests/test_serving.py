@@ -678,6 +678,18 @@ def test_target_picks_the_cheapest_configuration_that_meets_it(catalog):
     assert s.tpot_ms == pytest.approx(1000 / s.tokens_per_s_per_user)
 
 
+def test_the_curve_read_at_a_target_is_within_a_fine_rung_of_the_target_search(catalog):
+    # the curve's points were rungs of the batch ladder (about sqrt(2) apart) alone: read at 100
+    # tokens/s per user it gave 20 % less than `tokens_per_user_s` 100 on B300 (batch 32 of a
+    # layout whose largest batch meeting it is 45); its frontier's layouts now run again on the
+    # finer ladder (2^(1/8) apart, 9 %), so a layout on the frontier is read within one fine rung
+    curve = estimate_serving_curve(catalog, "b300", "deepseek-v3").serving
+    for target in (50, 75, 100, 150):
+        s = serve(catalog, "b300", "deepseek-v3", tokens_per_user_s=target)
+        read = max(p.tokens_per_s_per_gpu for p in curve if p.interactivity_tokens_per_s >= target)
+        assert s.tokens_per_s_per_gpu / 2 ** (1 / 8) <= read <= s.tokens_per_s_per_gpu, target
+
+
 def test_an_unreachable_target_reports_the_fastest_configuration(catalog):
     s = serve(catalog, "h100-sxm", "llama-3.1-405b", precision="fp8", tokens_per_user_s=5000)
     assert s.target_met is False and s.target_tokens_per_s_per_user == 5000

@@ -27,6 +27,7 @@ from .grid import (
     instance_sizes,
     parse_layout,
     pins_mask,
+    refine,
 )
 from .point import configuration, serving, traffic_fields, traffic_point
 from .traffic import Sized, choose_for_traffic
@@ -172,6 +173,22 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
     if not meets.any():
         return best_of(near_max(speed, ok), ok, tps, -gpus), met
     return best_of(tps, meets, speed, -gpus), met
+
+
+def _refined_frontier(g: Grid) -> list[tuple[Grid, int]]:
+    """The frontier of ``g``, its layouts evaluated again between the rungs of the batch ladder
+    (:func:`grid.refine`): (grid, row) pairs, interactivity ascending. The coarse frontier's points
+    stay where no finer batch beats them."""
+    import numpy as np
+
+    front = frontier(g)
+    fine = refine(g, front)
+    if fine is None:
+        return [(g, i) for i in front]
+    coarse, extra = np.asarray(front, dtype=int), np.flatnonzero(fine.feasible)
+    both = lambda k: np.concatenate([g.rows[k][coarse], fine.rows[k][extra]])  # noqa: E731
+    kept = pareto_front(1.0 / both("tpot_s"), both("tokens_per_s_per_gpu"))
+    return [(g, int(coarse[k])) if k < len(coarse) else (fine, int(extra[k - len(coarse)])) for k in kept]
 
 
 def frontier(g: Grid) -> list[int]:
@@ -680,11 +697,11 @@ def estimate_serving_curve(
     g = search(ctx, shape, pins, instance)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)
-    front = frontier(g)
-    top = max(front, key=lambda i: g.rows["tokens_per_s_per_gpu"][i])
-    _record(ctx, g, top, "the maximum-throughput end of the frontier")
-    points = [serving(g, i, "frontier") for i in front]
-    peak = next(p for p, i in zip(points, front, strict=True) if i == top)
+    front = _refined_frontier(g)
+    top = max(front, key=lambda gi: gi[0].rows["tokens_per_s_per_gpu"][gi[1]])
+    _record(ctx, top[0], top[1], "the maximum-throughput end of the frontier")
+    points = [serving(gi, i, "frontier") for gi, i in front]
+    peak = points[front.index(top)]
     return ServeCurveResult(
         hardware=ctx.name,
         description=ctx.system.description,

@@ -72,6 +72,10 @@ BATCH_LADDER = (
     3072,
     4096,
 )
+# the finer ladder a curve refines its frontier's layouts on: about 2^(1/8) apart (9 %), every
+# whole batch up to 13 (`estimate_serving_curve`; a curve of the coarse ladder alone read up to
+# 20 % below `--tokens-per-user-s` at a target between two rungs)
+FINE_LADDER = tuple(sorted({max(1, round(2 ** (k / 8))) for k in range(97)}))
 
 
 @dataclass(frozen=True)
@@ -228,7 +232,9 @@ def _layouts(ph: Physics, pins: Pins) -> dict[str, Any]:
     return out
 
 
-def _batches(ph: Physics, lay: dict, x: dict, pins: Pins, target: float | None):
+def _batches(
+    ph: Physics, lay: dict, x: dict, pins: Pins, target: float | None, rungs: tuple[int, ...] = BATCH_LADDER
+):
     """Per layout, the batch ladder (sequences per scheduler rank, times the ranks), the
     KV-capacity limit and, at a target speed per user, the largest batch that meets it
     (aggregated and disaggregated); a pinned concurrency replaces them all."""
@@ -237,7 +243,7 @@ def _batches(ph: Physics, lay: dict, x: dict, pins: Pins, target: float | None):
     d, cap = x["d"], np.maximum(x["rank_max"], 1.0)
     if pins.concurrency is not None:
         return np.full((len(d), 1), float(pins.concurrency))
-    ladder = np.array([b for b in BATCH_LADDER if b <= ph.max_batch_per_rank], dtype=float)
+    ladder = np.array([b for b in rungs if b <= ph.max_batch_per_rank], dtype=float)
     cols = [np.broadcast_to(ladder, (len(d), len(ladder))) * d[:, None], (cap * d)[:, None]]
     if target is not None:
         agg, dis = _batch_for_target(ph, lay, x, target)
@@ -444,7 +450,29 @@ def memoized(store: OrderedDict | None = None) -> Iterator[None]:
         _MEMO.reset(token)
 
 
-def _evaluate(ph: Physics, pins: Pins, target: float | None, whole: bool = False) -> Grid:
+def refine(g: Grid, rows: list[int]) -> Grid | None:
+    """The layouts of ``rows`` (a frontier of ``g``) again, at every batch of FINE_LADDER, in the
+    modes the pins allow: the configurations between two rungs of the coarse ladder where the
+    frontier runs (a few thousand rows). None where a concurrency is pinned (no ladder)."""
+    import numpy as np
+
+    if g.pins.concurrency is not None or not rows:
+        return None
+    subset = np.unique(g.rows["layout"][np.asarray(rows)])
+    with np.errstate(all="ignore"):
+        fine = _evaluate(g.ph, g.pins, None, subset=subset, rungs=FINE_LADDER)
+    fine.searched = len(g) + len(fine.rows["layout"])  # the coarse space and these rows
+    return fine
+
+
+def _evaluate(
+    ph: Physics,
+    pins: Pins,
+    target: float | None,
+    whole: bool = False,
+    subset: Any = None,
+    rungs: tuple[int, ...] = BATCH_LADDER,
+) -> Grid:
     import numpy as np
 
     lay = layouts(ph, pins)
@@ -459,8 +487,10 @@ def _evaluate(ph: Physics, pins: Pins, target: float | None, whole: bool = False
     )
     whole = whole or not keep.size
     keep = np.arange(n_all) if whole else keep
+    if subset is not None:  # :func:`refine`: these layouts only
+        keep = np.intersect1d(keep, subset)
     modes = (0, 1) if whole or pins.disaggregated is None else (int(pins.disaggregated),)
-    batches = _batches(ph, take(lay, keep), take(x, keep), pins, target)
+    batches = _batches(ph, take(lay, keep), take(x, keep), pins, target, rungs)
     n_lay, n_b = batches.shape
     li = np.repeat(keep, n_b)
     batch = batches.reshape(-1)
