@@ -430,7 +430,14 @@ def train(
     mfu: Annotated[
         float | None, typer.Option("--mfu", help="Pin the MFU (0-1) instead of deriving it from the plan.")
     ] = None,
-    seq_len: Annotated[int, typer.Option("--seq-len", help="Training sequence length (tokens).")] = 8192,
+    seq_len: Annotated[
+        int | None,
+        typer.Option(
+            "--seq-len",
+            help="Training sequence length (tokens; default: the model's pre-training recipe, "
+            "models.<m>.training_sequence_length, else efficiency.default_training_sequence_length).",
+        ),
+    ] = None,
     plan: Annotated[
         str | None,
         typer.Option(

@@ -159,7 +159,7 @@ def predict(cat: Catalog, case: Case) -> float:
             gpus=i.get("gpus"),
             deadline_days=i.get("days"),
             precision=i.get("precision", "bf16"),
-            sequence_length=int(i.get("seq_len", 8192)),
+            sequence_length=int(i["seq_len"]) if "seq_len" in i else None,
             plan=published_plan(i),
         )
         return float(p[metric])  # tokens_per_s_per_gpu: steady state, as benchmarks report it

@@ -1205,3 +1205,62 @@ def test_faster_attention_never_lengthens_a_step_that_overlaps_both_rings_and_al
         r = train(c, "h100-sxm", "moe-10t", 1e14, gpus=927_744, precision="fp8", plan=plan)
         steps.append(r.pretraining.step_time_s)
     assert steps[1] < steps[0]
+
+
+def _sequence_length_record(result) -> dict:
+    return next(a.model_dump() for a in result.assumptions if a.name == "sequence length")
+
+
+def test_the_sequence_length_defaults_to_the_model_recipe_then_the_catalog(catalog):
+    # the default of 8,192 was a constant in code, recorded as typed on the command line; it now
+    # comes from the model's recipe (DeepSeek-V3's report: 4K) or the catalog's default (Llama 3's
+    # 8,192, an estimate), each with its source
+    kw = dict(tokens=1e12, gpus=256, precision="fp8")
+    dsv3 = train(catalog, "h100-sxm", "deepseek-v3", **kw)
+    rec = _sequence_length_record(dsv3)
+    assert (rec["value"], rec["source"], rec["path"]) == (
+        4096,
+        "arxiv-deepseek-v3",
+        "models.deepseek-v3.training_sequence_length",
+    )
+    pinned = train(catalog, "h100-sxm", "deepseek-v3", sequence_length=4096, **kw)
+    assert dsv3.pretraining.wall_days == pinned.pretraining.wall_days
+    assert _sequence_length_record(pinned)["path"] == "workload.sequence_length"
+    ten = dict(tokens=1e13, gpus=4096, precision="fp8")
+    moe = train(catalog, "gb200-nvl72", "moe-10t", **ten)
+    rec = _sequence_length_record(moe)
+    assert (rec["value"], rec["path"], rec["estimate"]) == (
+        8192,
+        "efficiency.default_training_sequence_length",
+        True,
+    )
+    assert (
+        moe.pretraining.wall_days
+        == train(catalog, "gb200-nvl72", "moe-10t", sequence_length=8192, **ten).pretraining.wall_days
+    )
+    # the catalog's value is the answer's: changing it changes the run
+    shorter = catalog.with_overrides(["efficiency.default_training_sequence_length=4096"])
+    assert train(shorter, "gb200-nvl72", "moe-10t", **ten).pretraining.wall_days != moe.pretraining.wall_days
+
+
+def test_train_without_seq_len_does_not_record_the_command_line():
+    r = run_cli(
+        "train",
+        "--hardware",
+        "h100-sxm",
+        "--model",
+        "llama-3.1-8b",
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "64",
+        "-f",
+        "json",
+    )
+    assert r.code == 0, r.stderr
+    rec = next(a for a in r.json()["assumptions"] if a["name"] == "sequence length")
+    assert (
+        rec["origin"] == "builtin:models.yaml"
+        and rec["source"] == "hf-llama-3.1-405b"
+        and rec["value"] == 8192
+    )

@@ -297,6 +297,12 @@ class Model(Strict):
         default=None,
         description="global batch of the model's pre-training recipe (tokens per step)",
     )
+    training_sequence_length: Sourced | None = unit(
+        "tokens",
+        default=None,
+        description="sequence length of the model's pre-training recipe (default: "
+        "efficiency.default_training_sequence_length)",
+    )
     source: str
     estimate: bool = False
     aliases: list[str] = []
@@ -336,7 +342,7 @@ class Model(Strict):
             raise ValueError("attention_layers cannot exceed layers")
         if self.moe_layers is not None and self.moe_layers > self.layers:
             raise ValueError("moe_layers cannot exceed layers")
-        _positive_sourced(self, only=("training_global_batch_tokens",))
+        _positive_sourced(self, only=("training_global_batch_tokens", "training_sequence_length"))
         return self
 
     @property
@@ -460,6 +466,9 @@ class Efficiency(Strict):
         "fraction", description="share of a production run's wall time spent in useful steps"
     )
     training_bytes_per_param: Sourced = unit("bytes", description="weights + grads + optimizer state")
+    default_training_sequence_length: Sourced = unit(
+        "tokens", description="pre-training sequence length of a model whose recipe gives none"
+    )
     weight_bytes_per_param: Sourced = unit("bytes", description="working weights (BF16)")
     optimizer_bytes_per_param: Sourced = unit("bytes", description="FP32 master weights and Adam moments")
     optimizer_step_bytes_per_param: Sourced = unit(
@@ -531,7 +540,12 @@ class PretrainWorkload(Strict):
     deadline_days: Num | None = Field(default=None, gt=0)
     gpus: Int | None = Field(default=None, gt=0)
     precision: Precision = "bf16"
-    sequence_length: Int = Field(default=8192, gt=0)
+    sequence_length: Int | None = Field(
+        default=None,
+        gt=0,
+        description="tokens per sequence (default: the model's training_sequence_length, else "
+        "efficiency.default_training_sequence_length)",
+    )
     plan: str | None = Field(
         default=None, description="pins on the parallelism plan, e.g. 'tp=4,pp=8,recompute=selective'"
     )

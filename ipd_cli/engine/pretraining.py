@@ -58,7 +58,7 @@ def pretraining_inputs(
     deadline_days: float | None,
     precision: str,
     mfu: float | None,
-    sequence_length: int,
+    sequence_length: int | None,
     pricing: str,
     origin: str,
     trace: Trace,
@@ -74,9 +74,7 @@ def pretraining_inputs(
         **tpn.model_inputs(inp, cat, model),
         **tpn.hardware_inputs(inp, cat, hardware, used),
         **tpn.step_inputs(inp),
-        "seq": inp.given(
-            "sequence length", sequence_length, "tokens", origin, path="workload.sequence_length"
-        ),
+        "seq": sequence_length_of(inp, cat, model, sequence_length, origin),
         "tokens": inp.given("tokens", tokens, "tokens", origin, path="workload.tokens"),
         "pins": tpn.parse_plan(plan),
         "top": top,
@@ -374,8 +372,20 @@ def plan_at(x: dict, found: tpn.Found, nominal: dict[str, float], n: int) -> dic
     return numbers
 
 
+def sequence_length_of(inp: Inputs, cat: Catalog, model: str, given: int | None, origin: str) -> Any:
+    """The training sequence length: as given, else the model's recipe
+    (``models.<m>.training_sequence_length``), else the catalog's default, each recorded with its
+    source (the default of 8,192 was a constant in code, recorded as typed on the command line)."""
+    if given is not None:
+        return inp.given("sequence length", given, "tokens", origin, path="workload.sequence_length")
+    name = cat.canonical("models", model)
+    if cat.model(model).training_sequence_length is not None:
+        return inp.read(f"models.{name}.training_sequence_length", "sequence length")
+    return inp.read("efficiency.default_training_sequence_length", "sequence length")
+
+
 def _check_args(
-    tokens: float, gpus: int | None, deadline_days: float | None, seq: int, mfu: float | None
+    tokens: float, gpus: int | None, deadline_days: float | None, seq: int | None, mfu: float | None
 ) -> None:
     if (gpus is None) == (deadline_days is None):
         raise InputError("give exactly one of `gpus` or `deadline_days`")
@@ -405,7 +415,7 @@ def estimate_pretraining(
     deadline_days: float | None = None,
     precision: str = "bf16",
     mfu: float | None = None,
-    sequence_length: int = 8192,
+    sequence_length: int | None = None,
     pricing: str = "rental",
     origin: str = CLI,
     plan: str | None = None,
@@ -462,7 +472,7 @@ def pretraining_numbers(
     gpus: int | None = None,
     deadline_days: float | None = None,
     precision: str = "bf16",
-    sequence_length: int = 8192,
+    sequence_length: int | None = None,
     plan: str | None = None,
 ) -> dict[str, float]:
     """The numbers of :func:`estimate_pretraining` without the records (validation, calibration)."""
