@@ -201,16 +201,18 @@ def test_reshard_bulk_then_misc_path(inp):
 
 
 def test_fp8_scales_ride_the_misc_path(catalog):
-    # Qwen3-30B-A3B (48 layers, 128 experts): 48 x (9 + 1) + 2 = 482 misc tensors in BF16; in FP8
-    # every one of its 48 x (9 + 1 + 3 x 128) + 2 = 18,914 weight tensors adds a _scale_inv sibling
+    # Qwen3-30B-A3B (48 layers, 128 experts, QK-Norm): 48 x (q, k, v, o, q and k norms, 2 norms,
+    # router) + embedding, head, final norm = 435 misc tensors in BF16; in FP8 every one of its
+    # 48 x (8 + 1 + 3 x 128) + 3 = 18,867 weight tensors adds a _scale_inv sibling (482 and 18,914
+    # when a dense MLP sat beside the experts and the QK norms were not counted)
     from ipd_cli.engine.rl import estimate_weight_sync
 
     kw = dict(transport="nccl-reshard", trainer_gpus=16, inference_gpus=16, instance_gpus=2, instance_tp=2)
     bf16 = estimate_weight_sync(catalog, "h100-sxm", "qwen3-30b-a3b", **kw)
     fp8 = estimate_weight_sync(catalog, "h100-sxm", "qwen3-30b-a3b", wire="fp8", training="fp8", **kw)
     per_tensor = catalog.rl.sync_stacks["nemo-rl"].tensor_us.value * 1e-6
-    assert bf16.terms["misc path engine loader"] == pytest.approx(482 * per_tensor)
-    assert fp8.terms["misc path engine loader"] == pytest.approx((482 + 18_914) * per_tensor)
+    assert bf16.terms["misc path engine loader"] == pytest.approx(435 * per_tensor)
+    assert fp8.terms["misc path engine loader"] == pytest.approx((435 + 18_867) * per_tensor)
 
 
 def test_unknown_stack_is_an_input_error(inp):
@@ -349,3 +351,29 @@ def test_sync_links_read_a_system_fabric_before_the_accelerator_nic(catalog):
     # to the accelerator's one 200 Gb/s HDR NIC per GPU
     assert sync_links(Inputs(catalog), "a100-jean-zay", "a100-sxm", 8).nic == pytest.approx(50e9 / 8)
     assert sync_links(Inputs(catalog), "a100-sxm", "a100-sxm", 8).nic == pytest.approx(200e9 / 8)
+
+
+@pytest.mark.parametrize(
+    ("model", "tensors", "misc"),
+    [
+        # 32 x (q, k, v, o, 2 norms, gate, up, down) + embedding, head, final norm: the 291 entries
+        # of Llama 3.1 8B's checkpoint index
+        ("llama-3.1-8b", 32 * 9 + 3, 32 * 9 + 3),
+        # MLA (q_a, its norm, q_b, kv_a, its norm, kv_b, o) + 2 norms on 61 layers, 3 dense FFNs,
+        # 58 routers with 257 experts (1 shared) of 3 matrices; misc: all but 58 x 256 x 3
+        ("deepseek-v3", 61 * 9 + 3 * 3 + 58 * (1 + 257 * 3) + 3, 61 * 9 + 3 * 3 + 58 * (1 + 3) + 3),
+        # QK-Norm: 94 x (q, k, v, o, q and k norms, 2 norms) and 94 routers of 128 experts
+        ("qwen3-235b-a22b", 94 * 8 + 94 * (1 + 128 * 3) + 3, 94 * 8 + 94 + 3),
+        # experts of 2 matrices (no gate) on 48 of 108 layers, 512 routed and 1 shared
+        ("nemotron-3-ultra", 108 * 6 + 60 * 2 + 48 * (1 + 513 * 2) + 3, 108 * 6 + 60 * 2 + 48 * 3 + 3),
+    ],
+)
+def test_weight_tensors_count_the_architecture(catalog, model, tensors, misc):
+    # experts were counted on every layer at 3 matrices, a dense MLP beside them: Nemotron 3 Ultra
+    # 166,970 tensors, DeepSeek-V3 47,460
+    from ipd_cli.engine import formulas as f
+    from ipd_cli.engine.rl.estimate import weight_tensor_counts
+
+    n, experts = weight_tensor_counts(catalog.model(model))
+    assert n == tensors
+    assert f.misc_tensors(n, experts, False) == misc

@@ -292,6 +292,7 @@ class Model(Strict):
     )
     gated_ffn: bool = Field(default=True, description="SwiGLU-style FFN (3 matrices); false: GELU (2)")
     tied_embeddings: bool = Field(default=False, description="the LM head shares the input embedding")
+    qk_norm: bool = Field(default=False, description="a norm on each head's query and key (Qwen3's QK-Norm)")
     training_global_batch_tokens: Sourced | None = unit(
         "tokens",
         default=None,

@@ -495,24 +495,43 @@ def deployment_copies(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus):
 
 # --- Weight transfer -----------------------------------------------------------------------------
 
-# Weight tensors of a transformer checkpoint, one per projection: q, k, v, o and two norms per
-# layer, a gated MLP (gate, up, down) for the dense FFN or the shared expert, one router in an
-# MoE layer, 3 matrices per routed expert; plus the embedding and the output head.
-TENSORS_PER_LAYER_DENSE = 9
-TENSORS_PER_EXPERT = 3
+# Weight tensors of a transformer checkpoint, one per projection and norm (the architecture's
+# definitions, as Hugging Face checkpoints name them): attention q, k, v, o (GQA/MHA), or MLA's
+# q (q_a, its norm, q_b with a query latent), kv_a, its norm, kv_b and o, with a query and a key
+# norm where the model has them (Qwen3's QK-Norm); two norms per layer; an
+# FFN of 3 matrices (gate, up, down; 2 without the gate) per dense layer, per shared and per routed
+# expert of a layer with routed experts, and one router there; the embedding, the output head
+# (untied) and the final norm. DeepSeek-V3: 45,337 of the 45,395 its checkpoint index lists (the
+# routers' 58 bias vectors are not counted); it was 47,460 with experts and a dense MLP on every
+# layer, Nemotron 3 Ultra (2-matrix experts on 48 of 108 layers) 166,970 against about 50,000.
+NORMS_PER_LAYER = 2
 
 
-def weight_tensors(layers, routed_experts, moe):
-    """Tensors a weight update iterates over (a rollout engine loads each one)."""
-    per_layer = TENSORS_PER_LAYER_DENSE + (1 + TENSORS_PER_EXPERT * routed_experts if moe else 0)
-    return layers * per_layer + 2
+def attention_tensors(mla, query_latent, qk_norm):
+    """Weight tensors of one layer's attention (:data:`NORMS_PER_LAYER` apart)."""
+    return 4 + mla * (1 + 2 * query_latent) + 2 * qk_norm  # MLA: q or (q_a, norm, q_b), kv_a, norm, kv_b, o
 
 
-def misc_tensors(layers, weight_tensor_count, scaled):
+def weight_tensors(layers, routed_layers, experts, shared_experts, ffn_matrices, attention, tied):
+    """Tensors a weight update iterates over (a rollout engine loads each one): ``attention`` per
+    layer (:func:`attention_tensors`), ``ffn_matrices`` per FFN, ``routed_layers`` of the layers with
+    a router, ``experts`` routed and ``shared_experts`` shared FFNs (dense models: 0 routed layers)."""
+    dense_ffn = (layers - routed_layers) * ffn_matrices
+    routed = routed_layers * (1 + (experts + shared_experts) * ffn_matrices)
+    return layers * (attention + NORMS_PER_LAYER) + dense_ffn + routed + 3 - tied
+
+
+def routed_expert_tensors(routed_layers, experts, ffn_matrices):
+    """The routed experts' tensors (NeMo RL's nccl_reshard sends them on its bulk path)."""
+    return routed_layers * experts * ffn_matrices
+
+
+def misc_tensors(weight_tensor_count, expert_tensor_count, scaled):
     """Tensors NeMo RL's nccl_reshard sends on its misc path (packed broadcast, then load_weights):
-    every non-expert tensor of a layer (attention, norms, router, a shared MLP) and the embedding and
-    head, plus a scale sibling per weight tensor when the wire format carries block scales (FP8)."""
-    return layers * (TENSORS_PER_LAYER_DENSE + 1) + 2 + weight_tensor_count * scaled
+    every tensor but the routed experts' (attention, norms, routers, dense and shared FFNs, the
+    embedding and head), plus a scale sibling per weight tensor when the wire format carries block
+    scales (FP8)."""
+    return weight_tensor_count - expert_tensor_count + weight_tensor_count * scaled
 
 
 def cross_domain_share(trainer_gpus, inference_gpus, domain_gpus, node_gpus, colocated):

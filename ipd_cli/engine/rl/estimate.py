@@ -47,6 +47,18 @@ from .trainer import (
 from .workload import RlNumbers, resolve_request, workload_numbers
 
 
+def weight_tensor_counts(arch: Model) -> tuple[int, int]:
+    """The tensors of ``arch``'s checkpoint a weight update iterates over, and how many of them are
+    routed experts' (:func:`formulas.weight_tensors`)."""
+    matrices = 3 if arch.gated_ffn else 2
+    routed = arch.routed_layers if arch.is_moe else 0
+    attention = f.attention_tensors(arch.kv_lora_rank is not None, arch.q_lora_rank is not None, arch.qk_norm)
+    tensors = f.weight_tensors(
+        arch.layers, routed, arch.experts, arch.shared_experts, matrices, attention, arch.tied_embeddings
+    )
+    return int(tensors), int(f.routed_expert_tensors(routed, arch.experts, matrices))
+
+
 def sync_plan(
     inp: Inputs,
     arch: Model,
@@ -76,14 +88,14 @@ def sync_plan(
     instance_bytes = f.stored_weight_bytes(dense, expert, inst.dense_replicas)
     on_trainer = arch.total_params * (b_train + b_wire) / trainer_gpus if b_wire < b_train else 0.0
     on_receiver = instance_bytes / inst.gpus * (1 + b_inf / b_wire) if b_inf < b_wire else 0.0
-    tensors = f.weight_tensors(arch.layers, arch.experts, arch.is_moe)
+    tensors, experts = weight_tensor_counts(arch)
     bulk, misc_bytes, misc_tensors = None, 0.0, 0.0
     if transport == "nccl-reshard" and (arch.is_moe or bulk_share is not None):  # routed experts: bulk
         b_bf16 = inp.quiet().read("serving.bytes_per_weight.bf16")
         bulk, misc_bytes = expert, dense
         if bulk_share is not None:  # the share a measurement publishes for its model
             bulk, misc_bytes = bulk_share * (dense + expert), (1 - bulk_share) * (dense + expert)
-        misc_tensors = f.misc_tensors(arch.layers, tensors, scaled=b_wire < b_bf16)
+        misc_tensors = f.misc_tensors(tensors, experts, scaled=b_wire < b_bf16)
     return SyncPlan(
         transport=transport,
         model_bytes=arch.total_params * b_wire,
