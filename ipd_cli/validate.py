@@ -267,9 +267,11 @@ def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
         "model": i["model"],
         "prompts_per_step": int(i["prompts"]),
         "group_size": int(i.get("group_size", 1)),
-        "prompt_tokens": int(i.get("prompt_tokens", 200)),
+        # every length as the case publishes it: one it lacks leaves the case not reached (it took
+        # 200 prompt tokens and 3x the mean response as the longest, numbers from nowhere)
         "mean_response_tokens": float(i["mean_response_tokens"]),
-        "max_response_tokens": int(i.get("max_response_tokens", i["mean_response_tokens"] * 3)),
+        "prompt_tokens": int(i["prompt_tokens"]),
+        "max_response_tokens": int(i["max_response_tokens"]),
         "mode": i.get("mode", "colocated"),
         "source": "validation",
         "training_precision": i.get("precision", "bf16"),

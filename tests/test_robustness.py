@@ -1599,3 +1599,23 @@ def test_a_median_error_gate_with_nothing_to_check_exits_1(tmp_path, split, valu
     if split == "checking":
         (item,) = r.json()["items"]
         assert item["status"].startswith("not reached: the error of") and item["error_pct"] is None
+
+
+@pytest.mark.parametrize("missing", ["prompt_tokens", "max_response_tokens"])
+def test_an_rl_case_without_a_published_length_is_not_reached(tmp_path, missing):
+    # a user's RL-step case without its prompt or longest-response length ran with 200 prompt
+    # tokens and 3x the mean response, numbers from nowhere; now it is not reached, naming the input
+    inputs = {
+        "hardware": "h100-sxm", "model": "qwen3-30b-a3b", "gpus": 32, "prompts": 64, "group_size": 8,
+        "mean_response_tokens": 2000, "max_response_tokens": 4096, "prompt_tokens": 200,
+    }  # fmt: skip
+    del inputs[missing]
+    case = {
+        "id": "x", "split": "checking", "kind": "rl-step", "description": "x", "source": "N1",
+        "inputs": inputs, "measured": {"metric": "step_seconds", "value": 100.0},
+    }  # fmt: skip
+    path = write(tmp_path / "cases.yaml", yaml.safe_dump({"cases": [case]}))
+    r = run_cli("validate", "--cases", str(path), "-f", "json")
+    assert r.code == 0, r.stderr
+    (item,) = r.json()["items"]
+    assert item["status"] == f"not reached: input '{missing}' is not published" and item["predicted"] is None
