@@ -1211,36 +1211,30 @@ def _sequence_length_record(result) -> dict:
     return next(a.model_dump() for a in result.assumptions if a.name == "sequence length")
 
 
-def test_the_sequence_length_defaults_to_the_model_recipe_then_the_catalog(catalog):
+@pytest.mark.parametrize(
+    ("hw", "model", "kw", "record"),
+    [
+        # the model's recipe: DeepSeek-V3's report, 4K
+        ("h100-sxm", "deepseek-v3", dict(tokens=1e12, gpus=256, precision="fp8"),
+         (4096, "arxiv-deepseek-v3", False, "models.deepseek-v3.training_sequence_length")),
+        # none published (the 10T MoE): the catalog's default, Llama 3's 8,192, an estimate
+        ("gb200-nvl72", "moe-10t", dict(tokens=1e13, gpus=4096, precision="fp8"),
+         (8192, "hf-llama-3.1-405b", True, "efficiency.default_training_sequence_length")),
+    ],
+)  # fmt: skip
+def test_the_sequence_length_defaults_to_the_model_recipe_then_the_catalog(catalog, hw, model, kw, record):
     # the default of 8,192 was a constant in code, recorded as typed on the command line; it now
-    # comes from the model's recipe (DeepSeek-V3's report: 4K) or the catalog's default (Llama 3's
-    # 8,192, an estimate), each with its source
-    kw = dict(tokens=1e12, gpus=256, precision="fp8")
-    dsv3 = train(catalog, "h100-sxm", "deepseek-v3", **kw)
-    rec = _sequence_length_record(dsv3)
-    assert (rec["value"], rec["source"], rec["path"]) == (
-        4096,
-        "arxiv-deepseek-v3",
-        "models.deepseek-v3.training_sequence_length",
-    )
-    pinned = train(catalog, "h100-sxm", "deepseek-v3", sequence_length=4096, **kw)
-    assert dsv3.pretraining.wall_days == pinned.pretraining.wall_days
-    assert _sequence_length_record(pinned)["path"] == "workload.sequence_length"
-    ten = dict(tokens=1e13, gpus=4096, precision="fp8")
-    moe = train(catalog, "gb200-nvl72", "moe-10t", **ten)
-    rec = _sequence_length_record(moe)
-    assert (rec["value"], rec["path"], rec["estimate"]) == (
-        8192,
-        "efficiency.default_training_sequence_length",
-        True,
-    )
-    assert (
-        moe.pretraining.wall_days
-        == train(catalog, "gb200-nvl72", "moe-10t", sequence_length=8192, **ten).pretraining.wall_days
-    )
+    # comes from the model's recipe or the catalog's default, each with its source, and runs as
+    # the same length given
+    default = train(catalog, hw, model, **kw)
+    rec = _sequence_length_record(default)
+    assert (rec["value"], rec["source"], rec["estimate"], rec["path"]) == record
+    given = train(catalog, hw, model, sequence_length=record[0], **kw)
+    assert default.pretraining.wall_days == given.pretraining.wall_days
+    assert _sequence_length_record(given)["path"] == "workload.sequence_length"
     # the catalog's value is the answer's: changing it changes the run
-    shorter = catalog.with_overrides(["efficiency.default_training_sequence_length=4096"])
-    assert train(shorter, "gb200-nvl72", "moe-10t", **ten).pretraining.wall_days != moe.pretraining.wall_days
+    other = catalog.with_overrides([f"{record[3]}={record[0] // 2}"])
+    assert train(other, hw, model, **kw).pretraining.wall_days != default.pretraining.wall_days
 
 
 def test_train_without_seq_len_does_not_record_the_command_line():
