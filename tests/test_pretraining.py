@@ -1258,3 +1258,10 @@ def test_train_without_seq_len_does_not_record_the_command_line():
         and rec["source"] == "hf-llama-3.1-405b"
         and rec["value"] == 8192
     )
+
+
+def test_a_one_token_sequence_runs_without_context_parallelism(catalog):
+    # context parallelism gives each rank two chunks at least, and that rule also dropped cp 1 at a
+    # sequence of 1 token: no plan at all, and a message naming an empty `--plan` (a user review)
+    r = train(catalog, "h100-sxm", "llama-3.1-70b", 1e12, gpus=1024, sequence_length=1).pretraining
+    assert r.parallelism is not None and r.parallelism.cp == 1 and r.wall_days > 0

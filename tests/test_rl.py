@@ -80,9 +80,12 @@ def test_naive_broadcast_of_a_1t_model_takes_over_a_minute(catalog):
     assert r.weight_sync.bytes_per_receiver == pytest.approx(catalog.model("kimi-k2").total_params * 2)
     terms = r.weight_sync.terms_s
     assert terms["sender NIC"] > 41.6 and r.phases.weight_sync_s > 60
-    assert r.phases.weight_sync_s == pytest.approx(
-        0.25 + max(terms["gather on the senders"] + terms["per-tensor software"], terms["sender NIC"])
-    )
+    chain = terms["gather on the senders"] + terms["per-tensor software"]
+    assert r.phases.weight_sync_s == pytest.approx(0.25 + max(chain, terms["sender NIC"]))
+    # the chain (60.9 s) outlasts the wire (49.3 s): it is what bounds the update, not the largest
+    # single term (the sender NIC, which `bound` named while the chain set the time; a user review)
+    assert chain > terms["sender NIC"] == max(terms.values())
+    assert r.weight_sync.bound == "gather on the senders + per-tensor software"
 
 
 def test_colocated_sync_has_a_latency_floor(catalog):

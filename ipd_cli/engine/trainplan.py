@@ -536,7 +536,8 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     axes = {
         "tp": _allowed(pins, "tp", tps),
         # a pinned CP may pad the sequence to its chunks, but gives each rank two of them at least
-        "cp": [c for c in _axis(pins, "cp", cps) if 2 * c <= seq],
+        # (no CP, any sequence: one token's left no plan at all)
+        "cp": [c for c in _axis(pins, "cp", cps) if c == 1 or 2 * c <= seq],
         "ep": _allowed(pins, "ep", eps),
         "mbs": _axis(pins, "mbs", list(MICRO_BATCHES)),
         "order": _axis(pins, "order", [0, 1]),
@@ -1631,7 +1632,7 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
             first = [moved]
         else:
             why = cluster_rule(gpus, pins, label) or "degrees or global batch do not divide"
-        what = f"no plan with `plan` {pins_text(pins)} fits {where}: {why}"
+        what = f"no plan{' with `plan` ' + pins_text(pins) if pins else ''} fits {where}: {why}"
     else:
         least = float(np.min(s.out["memory_bytes"]))
         what = (

@@ -202,11 +202,24 @@ def view(data: dict) -> View:
         grids = []
         for b in blocks:
             grids.append(_single(f"{b} on {data['hardware']}", data[b]))
-            grids += [_single(f"{b}.{k}", v) for k, v in data[b].items() if isinstance(v, dict)]
-            grids += [_rows(f"{b}.{k}", v) for k, v in data[b].items() if _dict_list(v)]
+            grids += _nested(b, data[b])
         grids += [_assumptions(data["assumptions"])] if data.get("assumptions") else []
         return View(grids, [f"Warning: {w}." for w in warnings(data)])
     return View([_mapping(data.get("name", ""), data)])
+
+
+def _nested(name: str, block: dict[str, Any]) -> list[Grid]:
+    """A grid for each mapping inside ``block`` and the mappings inside those (the weight sync's
+    terms under `rl.weight_sync`, which the table left out while JSON and CSV carried them; a user
+    review), and a table for each list of mappings."""
+    grids: list[Grid] = []
+    for k, v in block.items():
+        if isinstance(v, dict):
+            grids.append(_single(f"{name}.{k}", v))
+            grids += _nested(f"{name}.{k}", v)
+        elif _dict_list(v):
+            grids.append(_rows(f"{name}.{k}", v))
+    return grids
 
 
 # --- compare: one column per system, ratios against the first ---------------------------------------

@@ -90,7 +90,7 @@ class WeightSync:
     bytes_per_sender: float
     bytes_per_receiver: float
     terms: dict[str, float]  # every bound and cost, in seconds (wire bounds at the link efficiency)
-    bound: str  # the term that sets the time
+    bound: str  # the term that sets the time (pipelined: the gather and software chain, when longer)
     transfer_s: float  # senders busy: gather, wire, quantisation (and whatever they wait on in turn)
     load_s: float  # receivers only: the engine loader not hidden behind the wire
     fixed_s: float  # fixed latency, plus a colocated timer's overhead
@@ -341,6 +341,10 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
     quantize = plan.quantize_bytes_per_gpu / links.hbm
     terms.update({"quantisation": quantize, "fixed latency": fixed})
     transfer, rest = _compose(t, schedule, plan.trainer_stages, gather, wire, misc, software, quantize)
+    bound = max(terms, key=terms.__getitem__)
+    pipelined = t not in ("colocated", "nccl-reshard") and schedule not in ("serial", "stage-lock")
+    if pipelined and rest > 0:  # each tensor's software follows its gather: that chain, not the wire
+        bound = " + ".join(n for n, v in (("gather on the senders", gather), (name, software)) if v)
     if misc:  # the misc path's broadcast reaches every receiving GPU too (it was timed, not counted)
         per_receiver += plan.misc_bytes
     return WeightSync(
@@ -349,7 +353,7 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
         bytes_per_sender=per_sender,
         bytes_per_receiver=per_receiver,
         terms=terms,
-        bound=max(terms, key=terms.__getitem__),
+        bound=bound,
         transfer_s=transfer,
         load_s=rest,
         fixed_s=fixed + overhead,
