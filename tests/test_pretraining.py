@@ -1265,3 +1265,19 @@ def test_a_one_token_sequence_runs_without_context_parallelism(catalog):
     # sequence of 1 token: no plan at all, and a message naming an empty `--plan` (a user review)
     r = train(catalog, "h100-sxm", "llama-3.1-70b", 1e12, gpus=1024, sequence_length=1).pretraining
     assert r.parallelism is not None and r.parallelism.cp == 1 and r.wall_days > 0
+
+
+def test_a_fixed_count_counts_the_systems_its_groups_span(catalog):
+    # DeepSeek-V3 on 864 GB200s (12 racks of 72): the plan runs 13 EP64 groups (TP4, 832 GPUs), one
+    # to a rack (64 of its 72), so it spans 13 racks; `systems` said 12 while the 60-day deadline
+    # took 13 racks (936 GPUs) and `--gpus 864` finished in 58.5 days (a user review)
+    r = train(catalog, "gb200-nvl72", "deepseek-v3", 14.8e12, gpus=864).pretraining
+    assert r.parallelism is not None and (r.parallelism.tp, r.parallelism.ep, r.gpus_used) == (4, 64, 832)
+    assert (r.systems, r.gpus_per_system) == (13, 72)  # 832 / 64 = 13 groups, one to a rack
+    deadline = train(catalog, "gb200-nvl72", "deepseek-v3", 14.8e12, deadline_days=60).pretraining
+    assert (deadline.gpus, deadline.systems) == (936, 13) and r.wall_days < 60
+    cli = run_cli(
+        "train", "--hardware", "gb200", "--model", "deepseek-v3", "--tokens", "14.8e12", "--gpus", "864",
+        "-f", "json",
+    )  # fmt: skip
+    assert cli.code == 0 and "span 13 systems (936 GPUs), not the 12 that 864 GPUs fill" in cli.stderr

@@ -259,6 +259,16 @@ def _like(value: Any, ref: Any) -> Any:
     return value
 
 
+def spanned_systems(y: dict, plan: dict[str, int], used: Any) -> Any:
+    """Systems the ``used`` GPUs of ``plan`` span, placed in whole copies of its in-domain groups
+    (:func:`trainplan.systems_gpus`): 832 GPUs of 64-GPU expert groups take 64 of each of 13 NVL72
+    racks, while 864 GPUs round up to 12 (a fixed GPU count counted 12; a user review)."""
+    import numpy as np
+
+    cols = {k: np.asarray(plan[k], dtype=float) for k in ("tp", "cp", "pp", "ep", "order")}
+    return tpn.systems_gpus(cols, {**y, tpn.WHOLE_SYSTEMS: True}, used) / y["per_system"]
+
+
 def plan_run(y: dict, plan: dict[str, int], o: dict[str, Any], gpus: Any) -> dict[str, Any]:
     """Step, wall time, GPU-hours and MFU of one plan (``o``: its step outputs; numbers or arrays)."""
     used = plan["tp"] * plan["cp"] * plan["pp"] * o.get("dp", plan["dp"])
@@ -269,7 +279,8 @@ def plan_run(y: dict, plan: dict[str, int], o: dict[str, Any], gpus: Any) -> dic
     wall = y["tokens"] * step * o["penalty"] / per_step / y["goodput"]
     return {
         "gpus": _like(gpus, wall),
-        "systems": _like(f.ceil(gpus / y["per_system"]), wall),
+        "systems": _like(f.maximum(f.ceil(gpus / y["per_system"]), spanned_systems(y, plan, used)), wall),
+        "gpus_per_system": _like(y["per_system"], wall),
         "wall_days": wall / f.SECONDS_PER_DAY,
         "gpu_hours": gpus * wall / f.SECONDS_PER_HOUR,
         "mfu": y["fpt"] * per_step / (step * used * y["low_peak"]),
@@ -568,7 +579,7 @@ def _summary(c: tpn.Choice, x: dict) -> PlanSummary:
     )
 
 
-INT_FIELDS = ("gpus", "systems", "min_gpus_for_memory", "gpus_used", "plans_evaluated")
+INT_FIELDS = ("gpus", "systems", "gpus_per_system", "min_gpus_for_memory", "gpus_used", "plans_evaluated")
 
 
 def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pretraining:

@@ -96,7 +96,12 @@ class Pretraining(Result):
     )
     tokens: float
     gpus: int
-    systems: int = Field(description="whole nodes or racks: gpus is rounded up to these")
+    systems: int = Field(
+        description="whole nodes or racks the run takes: gpus rounded up to them, or the domains the "
+        "plan's GPUs span in whole copies of its in-domain groups where more (832 GPUs of 64-GPU "
+        "groups: 13 NVL72 racks)"
+    )
+    gpus_per_system: int = Field(default=0, description="GPUs of one node or rack of the system")
     wall_days: float
     gpu_hours: float
     cost_usd: float

@@ -208,6 +208,19 @@ def view(data: dict) -> View:
     return View([_mapping(data.get("name", ""), data)])
 
 
+def _spanned_lines(hw: str, pre: dict[str, Any]) -> list[str]:
+    """A fixed GPU count whose plan spans more systems than the count fills (its in-domain groups
+    do not tile a system): the systems counted are the spanned ones."""
+    per, gpus, systems = pre.get("gpus_per_system") or 0, pre.get("gpus") or 0, pre.get("systems") or 0
+    if not per or systems <= -(-gpus // per):
+        return []
+    return [
+        f"{hw}: the plan's {pre.get('gpus_used', 0):,} GPUs take whole copies of its groups on each "
+        f"{per}-GPU system, so they span {systems:,} systems ({systems * per:,} GPUs), not the "
+        f"{-(-gpus // per):,} that {gpus:,} GPUs fill; the GPUs given are priced (--days sizes whole systems)"
+    ]
+
+
 def _nested(name: str, block: dict[str, Any]) -> list[Grid]:
     """A grid for each mapping inside ``block`` and the mappings inside those (the weight sync's
     terms under `rl.weight_sync`, which the table left out while JSON and CSV carried them; a user
@@ -606,6 +619,7 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                 f"{more:.2f}x the tokens for the same loss, counted in its time and cost (a pinned global "
                 "batch, or so many GPUs that no smaller batch fills them: a later deadline needs fewer)"
             )
+        out += _spanned_lines(hw, pre) if isinstance(pre, dict) else []
         out += _precision_lines(hw, s)
         point = s.get("serving")
         if isinstance(point, dict) and point.get("stack") == "reference":
