@@ -684,7 +684,11 @@ def rl(
     ] = None,
     split: Annotated[
         str | None,
-        typer.Option("--split", help="auto: the generation/training split with the shortest step."),
+        typer.Option(
+            "--split",
+            help="auto (the one value): the generation/training split of --gpus with the shortest step, "
+            "what --gpus alone does too; --gen-gpus and --train-gpus give a split instead.",
+        ),
     ] = None,
     transport: Annotated[
         str | None,

@@ -245,6 +245,11 @@ def test_explain_of_a_workload_gives_its_numbers_from_their_inputs(catalog, work
             assert eval(expr, {"max": max}, env) == pytest.approx(item["value"], rel=1e-9), item["metric"]
             checked += 1
     assert checked >= (4 if workload.startswith("pretrain") else 3)
+    if workload.startswith("pretrain"):  # the step is the sum of the terms it lists
+        step = next(i for i in items if i["metric"] == "pretraining.step_time_s")
+        env = dict(p.split(" = ") for p in step["inputs"].split("; "))
+        terms = [float(v) for k, v in env.items() if k.startswith("term: ")]
+        assert len(terms) > 3 and sum(terms) == pytest.approx(step["value"], rel=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -343,6 +348,20 @@ def test_explain_gives_the_rl_step_of_its_schedule(catalog, mode):
         assert terms["drain_s"] > 0
     assert rebuilt == pytest.approx(gen["value"], rel=1e-12)
     assert terms["prefill_s"] > 0 and terms["decode_and_tools_s"] > 0
+    # the trainer's phases and the update from their own terms (a user review: explain gave no
+    # formula for training_s, logprob_s or weight_sync_s)
+    got = {m: {k: float(v) for k, v in (p.split(" = ") for p in items[m]["inputs"].split("; "))}
+           for m in ("rl.phases.training_s", "rl.phases.logprob_s", "rl.phases.weight_sync_s")}  # fmt: skip
+    t, lp, ws = got["rl.phases.training_s"], got["rl.phases.logprob_s"], got["rl.phases.weight_sync_s"]
+    assert t["ppo_epochs"] >= 1 and lp["logprob_passes"] >= 1
+    assert t["ppo_epochs"] * t["training_pass_s"] + t["fixed_s"] == pytest.approx(
+        items["rl.phases.training_s"]["value"], rel=1e-12
+    )
+    assert lp["logprob_passes"] * lp["forward_pass_s"] == pytest.approx(items["rl.phases.logprob_s"]["value"])
+    parts = ws["fixed_s"] + ws["transfer_s"] + ws["load_s"] + ws["offload_s"]
+    assert parts == pytest.approx(items["rl.phases.weight_sync_s"]["value"], rel=1e-12)
+    assert any(k.startswith("term: ") for k in ws)
+
     # and its slots' term from the workload's inputs listed beside it
     w = {name: float(items[f"input: {name}"]["value"]) for name in (
         "prompts per step", "group size", "keep fraction", "mean response tokens", "max response tokens",

@@ -1281,3 +1281,12 @@ def test_a_fixed_count_counts_the_systems_its_groups_span(catalog):
         "-f", "json",
     )  # fmt: skip
     assert cli.code == 0 and "span 13 systems (936 GPUs), not the 12 that 864 GPUs fill" in cli.stderr
+
+
+@pytest.mark.parametrize(
+    ("item", "allowed"), [("tp=0", "a whole number >= 1"), ("zero=4", "0-3"), ("order=2", "0-1")]
+)
+def test_a_plan_item_out_of_range_names_the_range(catalog, item, allowed):
+    # it said only "out of range" (a user review)
+    with pytest.raises(InputError, match=rf"`plan` item '{item}': out of range \(give {allowed}\)"):
+        train(catalog, "h100-sxm", "llama-3.1-8b", 1e12, gpus=64, plan=item)

@@ -457,8 +457,10 @@ def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> lis
         else "the workload's GPUs"
     )
     return [
-        Step("pretraining.step_time_s", p.step_time_s, f"one step of the fastest plan found: {p.plan}",
-             {"plans_evaluated": p.plans_evaluated, "global_batch_tokens": p.global_batch_tokens}),
+        Step("pretraining.step_time_s", p.step_time_s,
+             f"one step of the fastest plan found: {p.plan}; the sum of its terms (step_breakdown_s)",
+             {"plans_evaluated": p.plans_evaluated, "global_batch_tokens": p.global_batch_tokens,
+              **{f"term: {k}": v for k, v in p.step_breakdown_s.items()}}),
         Step("pretraining.mfu", p.mfu,
              "flops_per_token x global_batch_tokens / (step_time_s x gpus_used x peak_tflops_per_gpu"
              " x 1e12)" + (" (pinned)" if p.mfu_pinned else ""),
@@ -487,6 +489,17 @@ def rl_steps(r: Rl | None) -> list[Step]:
     ph, ws = r.phases, r.weight_sync
     return [
         _rl_generation_step(r),
+        # the trainer's and the update's phases, each from the terms the result prints (a user
+        # review: explain gave the step's formula, not where training_s or weight_sync_s came from)
+        *_rl_trainer_steps(r),
+        Step("rl.phases.weight_sync_s", ph.weight_sync_s,
+             f"fixed_s + transfer_s + load_s + offload_s ({ws.transport}: transfer_s the senders' "
+             f"gather, wire and quantisation under the stack's schedule, load_s the per-tensor work "
+             f"not hidden behind it; bound: {ws.bound}); exposed_s = weight_sync_s - hidden_s",
+             {"fixed_s": ws.fixed_s, "transfer_s": ws.transfer_s, "load_s": ws.load_s,
+              "offload_s": ws.offload_s, "hidden_s": ws.hidden_s,
+              "bytes_per_receiver": ws.bytes_per_receiver,
+              **{f"term: {k}": v for k, v in ws.terms_s.items()}}),
         Step("rl.step_seconds", r.step_seconds, _RL_STEP[_rl_schedule(r)],
              {"generation_s": ph.generation_s, "environment_s": ph.environment_s,
               "logprob_s": ph.logprob_s, "training_s": ph.training_s,
@@ -496,6 +509,23 @@ def rl_steps(r: Rl | None) -> list[Step]:
              {"gpus": r.gpus, "step_seconds": r.step_seconds}),
         *_cost_steps("rl.usd_per_step", r.usd_per_step, "gpu_hours_per_step", r.gpu_hours_per_step,
                      r.price_usd_per_gpu_hour),
+    ]  # fmt: skip
+
+
+def _rl_trainer_steps(r: Rl) -> list[Step]:
+    """The log-prob and training phases from the trainer's passes (none without a trainer)."""
+    t, ph = r.trainer, r.phases
+    if t is None:
+        return []
+    epochs = round((ph.training_s - t.fixed_s) / t.training_pass_s) if t.training_pass_s else 0
+    passes = round(ph.logprob_s / t.forward_pass_s) if t.forward_pass_s else 0
+    on = f"{t.global_batch:,} samples of {t.sequence_tokens:,.0f} tokens on {t.plan}"
+    return [
+        Step("rl.phases.logprob_s", ph.logprob_s, f"logprob_passes x forward_pass_s (a forward over {on})",
+             {"logprob_passes": passes, "forward_pass_s": t.forward_pass_s}),
+        Step("rl.phases.training_s", ph.training_s,
+             f"ppo_epochs x training_pass_s + fixed_s (an optimizer step over {on}, MFU {t.mfu:.3f})",
+             {"ppo_epochs": epochs, "training_pass_s": t.training_pass_s, "fixed_s": t.fixed_s}),
     ]  # fmt: skip
 
 

@@ -545,7 +545,10 @@ class RlWeightSync(Result):
     bytes_moved: float = Field(description="bytes delivered to all rollout GPUs together")
     bytes_per_sender: float
     bytes_per_receiver: float
-    bound: str = Field(description="the term that sets the time (a link, the engine loader, a latency)")
+    bound: str = Field(
+        description="the term that sets the time (a link, the engine loader, a latency; with a pipelined "
+        "stack the gather and the per-tensor software behind it, where they outlast the wire)"
+    )
     transfer_s: float = Field(description="the wire (at the link efficiency) and quantisation: senders busy")
     load_s: float = Field(description="the rollout engine's loader, where the wire does not hide it")
     fixed_s: float

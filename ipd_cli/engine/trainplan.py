@@ -191,8 +191,10 @@ def _pin_value(col: str, value: str, item: str) -> int:
         n = int(value)
     except ValueError:
         raise InputError(f"`plan` item '{item}': expected a whole number") from None
-    if n < (0 if col in ("zero", "order") else 1) or (col == "zero" and n > 3) or (col == "order" and n > 1):
-        raise InputError(f"`plan` item '{item}': out of range")
+    low, high = (0, 3) if col == "zero" else (0, 1) if col == "order" else (1, None)
+    if n < low or (high is not None and n > high):
+        allowed = f"{low}-{high}" if high is not None else f"a whole number >= {low}"
+        raise InputError(f"`plan` item '{item}': out of range (give {allowed})")
     return n
 
 
