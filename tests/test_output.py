@@ -389,3 +389,13 @@ def test_numbers_below_a_tenth_keep_three_significant_figures():
     }
     assert {v: fmt_num(v) for v in cases} == cases
     assert fmt_num(0.0009) == "0.0009" and fmt_num(2.5) == "2.50" and fmt_num(1234.5) == "1,234"
+
+
+def test_a_single_result_table_leaves_out_fields_without_a_value():
+    # `ipd train` printed precision_requested and plans as empty rows, `ipd rl` staleness_bound
+    # outside async (a user review); JSON keeps them as null
+    args = ("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64")
+    table = run_cli(*args, "-f", "table", env={"COLUMNS": "150"})
+    data = run_cli(*args, "-f", "json").json()["pretraining"]
+    assert data["precision_requested"] is None and "precision_requested" not in table.stdout
+    assert "wall_days" in table.stdout

@@ -674,7 +674,10 @@ def _rows(title: str, items: list[dict]) -> Grid:
 def _single(title: str, body: dict) -> Grid:
     grid = Grid(title, ["Metric", "Value"], right={1})
     for key, value in body.items():
-        if not isinstance(value, dict | list):
+        # a field with no value here (None: precision_requested when none was refused, a staleness
+        # bound outside async) is left out of the table, as an empty row explained nothing (a user
+        # review); JSON, CSV and YAML keep it
+        if value is not None and not isinstance(value, dict | list):
             grid.rows.append([key, fmt_num(value)])
     return grid
 
