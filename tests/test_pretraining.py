@@ -1290,3 +1290,16 @@ def test_a_plan_item_out_of_range_names_the_range(catalog, item, allowed):
     # it said only "out of range" (a user review)
     with pytest.raises(InputError, match=rf"`plan` item '{item}': out of range \(give {allowed}\)"):
         train(catalog, "h100-sxm", "llama-3.1-8b", 1e12, gpus=64, plan=item)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "efficiency.default_training_sequence_length=3000.5",
+        "models.deepseek-v3.training_sequence_length=4095.5",
+    ],
+)
+def test_a_catalog_sequence_length_is_a_whole_number(catalog, item):
+    # a fractional length priced FLOPs at 3000.5 while the plan grid divided 3000 (a code review)
+    with pytest.raises(InputError, match="must be a whole number, got"):
+        catalog.with_overrides([item])

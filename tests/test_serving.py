@@ -706,6 +706,9 @@ def test_the_curve_is_a_pareto_frontier_and_names_each_point(catalog):
     users = [p.interactivity_tokens_per_s for p in c.serving]  # the axis benchmarks plot
     gpus = [p.tokens_per_s_per_gpu for p in c.serving]
     assert len(c.serving) > 5 and c.configurations_searched > 10_000
+    # one count for the result and its points: the search and the frontier's refined rows (the
+    # points refined and the coarse ones gave two different counts; a code review)
+    assert {p.configurations_searched for p in c.serving} == {c.configurations_searched}
     assert users == sorted(users) and gpus == sorted(gpus, reverse=True)
     assert all(p.configuration and p.operating_point == "frontier" for p in c.serving)
     for p in c.serving:

@@ -344,6 +344,8 @@ class Model(Strict):
         if self.moe_layers is not None and self.moe_layers > self.layers:
             raise ValueError("moe_layers cannot exceed layers")
         _positive_sourced(self, only=("training_global_batch_tokens", "training_sequence_length"))
+        if self.training_sequence_length is not None:
+            _whole("training_sequence_length", self.training_sequence_length)
         return self
 
     @property
@@ -500,6 +502,7 @@ class Efficiency(Strict):
     @model_validator(mode="after")
     def _fractions(self) -> Efficiency:
         _positive_sourced(self, skip=("moe_a2a_overlap", "tp_comm_overlap"))
+        _whole("default_training_sequence_length", self.default_training_sequence_length)
         for name in (
             "hbm_usable_fraction",
             "scale_up_link_efficiency",
@@ -558,6 +561,13 @@ class PretrainWorkload(Strict):
         if (self.deadline_days is None) == (self.gpus is None):
             raise ValueError("give exactly one of deadline_days or gpus")
         return self
+
+
+def _whole(name: str, v: Sourced) -> None:
+    """A count (tokens of a sequence) is a whole number: a fractional one priced FLOPs at it while
+    the plan grid divided its integer part (a code review)."""
+    if v.value != int(v.value):
+        raise ValueError(f"{name} must be a whole number, got {v.value}")
 
 
 def _positive_sourced(model: BaseModel, skip: tuple[str, ...] = (), only: tuple[str, ...] = ()) -> None:

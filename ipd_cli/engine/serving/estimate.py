@@ -175,20 +175,21 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
     return best_of(tps, meets, speed, -gpus), met
 
 
-def _refined_frontier(g: Grid) -> list[tuple[Grid, int]]:
+def _refined_frontier(g: Grid) -> tuple[list[tuple[Grid, int]], int]:
     """The frontier of ``g``, its layouts evaluated again between the rungs of the batch ladder
-    (:func:`grid.refine`): (grid, row) pairs, interactivity ascending. The coarse frontier's points
-    stay where no finer batch beats them."""
+    (:func:`grid.refine`): (grid, row) pairs, interactivity ascending, and the configurations
+    searched in all. The coarse frontier's points stay where no finer batch beats them."""
     import numpy as np
 
     front = frontier(g)
     fine = refine(g, front)
     if fine is None:
-        return [(g, i) for i in front]
+        return [(g, i) for i in front], len(g)
     coarse, extra = np.asarray(front, dtype=int), np.flatnonzero(fine.feasible)
     both = lambda k: np.concatenate([g.rows[k][coarse], fine.rows[k][extra]])  # noqa: E731
     kept = pareto_front(1.0 / both("tpot_s"), both("tokens_per_s_per_gpu"))
-    return [(g, int(coarse[k])) if k < len(coarse) else (fine, int(extra[k - len(coarse)])) for k in kept]
+    pairs = [(g, int(coarse[k])) if k < len(coarse) else (fine, int(extra[k - len(coarse)])) for k in kept]
+    return pairs, len(fine)
 
 
 def frontier(g: Grid) -> list[int]:
@@ -425,9 +426,12 @@ def _narrower_hint(ctx: ServingContext, g: Grid) -> str:
 # --- results -----------------------------------------------------------------------------------
 
 
-def _record(ctx: ServingContext, g: Grid, i: int, why: str, name: str | None = None) -> None:
+def _record(
+    ctx: ServingContext, g: Grid, i: int, why: str, name: str | None = None, searched: int | None = None
+) -> None:
     feasible = int(g.feasible.sum())
-    note = f"chosen by the deployment search among {len(g):,} configurations ({feasible:,} feasible): {why}"
+    among = f"{searched if searched is not None else len(g):,} configurations ({feasible:,} feasible)"
+    note = f"chosen by the deployment search among {among}: {why}"
     ctx.trace.given("serving configuration", name or configuration(g, i), "", SEARCH, note=note)
 
 
@@ -697,11 +701,15 @@ def estimate_serving_curve(
     g = search(ctx, shape, pins, instance)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)
-    front = _refined_frontier(g)
-    top = max(front, key=lambda gi: gi[0].rows["tokens_per_s_per_gpu"][gi[1]])
-    _record(ctx, top[0], top[1], "the maximum-throughput end of the frontier")
-    points = [serving(gi, i, "frontier") for gi, i in front]
-    peak = points[front.index(top)]
+    front, searched = _refined_frontier(g)
+    k = max(range(len(front)), key=lambda j: front[j][0].rows["tokens_per_s_per_gpu"][front[j][1]])
+    name = configuration(*front[k])
+    _record(ctx, g, front[k][1], "the maximum-throughput end of the frontier", name, searched)
+    # every point counts the whole search, the refined rows included
+    points = [
+        serving(gi, i, "frontier").model_copy(update={"configurations_searched": searched}) for gi, i in front
+    ]
+    peak = points[k]
     return ServeCurveResult(
         hardware=ctx.name,
         description=ctx.system.description,
@@ -709,7 +717,7 @@ def estimate_serving_curve(
         precision=g.ph.precision,
         instance_gpus=peak.instance_gpus,
         max_concurrency=peak.max_concurrency,
-        configurations_searched=len(g),
+        configurations_searched=searched,
         serving=points,
         assumptions=ctx.trace.items,
     )
