@@ -706,9 +706,7 @@ def estimate_serving_curve(
     name = configuration(*front[k])
     _record(ctx, g, front[k][1], "the maximum-throughput end of the frontier", name, searched)
     # every point counts the whole search, the refined rows included
-    points = [
-        serving(gi, i, "frontier").model_copy(update={"configurations_searched": searched}) for gi, i in front
-    ]
+    points = [serving(gi, i, "frontier", searched) for gi, i in front]
     peak = points[k]
     return ServeCurveResult(
         hardware=ctx.name,

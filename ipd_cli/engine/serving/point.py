@@ -112,16 +112,17 @@ def _speculation(ph, depth: int, accepted: float) -> str:
     return f"{ph.spec_method}: {depth} draft{'s' if depth > 1 else ''}, {accepted:.3g} tokens/step"
 
 
-def serving(g: Grid, i: int, operating_point: str, **extra: Any) -> Serving:
+def serving(g: Grid, i: int, operating_point: str, searched: int | None = None, **extra: Any) -> Serving:
     """The result for row ``i`` of grid ``g``: its speeds and costs, its configuration, where its
-    step time goes, and the deployment it needs."""
+    step time goes, and the deployment it needs (``searched``: the configurations of a search that
+    took more than this grid, such as a refined curve)."""
     return Serving(
         **_rates(g, i),
         **_configuration_fields(g, i),
         **_step_time(g, i),
         **_deployment(g, i),
         operating_point=operating_point,
-        configurations_searched=len(g),
+        configurations_searched=len(g) if searched is None else searched,
         **extra,
     )
 
