@@ -261,12 +261,12 @@ def _like(value: Any, ref: Any) -> Any:
 
 def spanned_systems(y: dict, plan: dict[str, int], used: Any) -> Any:
     """Systems the ``used`` GPUs of ``plan`` span, placed in whole copies of its in-domain groups
-    (:func:`trainplan.systems_gpus`): 832 GPUs of 64-GPU expert groups take 64 of each of 13 NVL72
+    (:func:`trainplan.spanned_gpus`): 832 GPUs of 64-GPU expert groups take 64 of each of 13 NVL72
     racks, while 864 GPUs round up to 12 (a fixed GPU count counted 12; a user review)."""
     import numpy as np
 
     cols = {k: np.asarray(plan[k], dtype=float) for k in ("tp", "cp", "pp", "ep", "order")}
-    return tpn.systems_gpus(cols, {**y, tpn.WHOLE_SYSTEMS: True}, used) / y["per_system"]
+    return tpn.spanned_gpus(cols, y, used) / y["per_system"]
 
 
 def plan_run(y: dict, plan: dict[str, int], o: dict[str, Any], gpus: Any) -> dict[str, Any]:

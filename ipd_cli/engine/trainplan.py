@@ -709,6 +709,16 @@ def systems_gpus(P: sr.Columns, x: dict, used: Any) -> Any:
     per = x["per_system"]
     if not x.get(WHOLE_SYSTEMS):
         return np.ceil(used / per) * per
+    return spanned_gpus(P, x, used)
+
+
+def spanned_gpus(P: sr.Columns, x: dict, used: Any) -> Any:
+    """The GPUs of the whole systems ``used`` GPUs span when placed in whole copies of the plan's
+    in-domain groups, each domain holding its tile (:func:`domain_tile`): 832 GPUs of 64-GPU
+    groups take 13 NVL72 racks."""
+    import numpy as np
+
+    per = x["per_system"]
     atom = domain_atom(P, x)
     tile = _tile(x["domain"], atom)
     full = np.floor(used / np.maximum(tile, 1.0))

@@ -212,12 +212,13 @@ def _spanned_lines(hw: str, pre: dict[str, Any]) -> list[str]:
     """A fixed GPU count whose plan spans more systems than the count fills (its in-domain groups
     do not tile a system): the systems counted are the spanned ones."""
     per, gpus, systems = pre.get("gpus_per_system") or 0, pre.get("gpus") or 0, pre.get("systems") or 0
-    if not per or systems <= -(-gpus // per):
+    filled = -(-gpus // per) if per else 0
+    if not per or systems <= filled:
         return []
     return [
         f"{hw}: the plan's {pre.get('gpus_used', 0):,} GPUs take whole copies of its groups on each "
         f"{per}-GPU system, so they span {systems:,} systems ({systems * per:,} GPUs), not the "
-        f"{-(-gpus // per):,} that {gpus:,} GPUs fill; the GPUs given are priced (--days sizes whole systems)"
+        f"{filled:,} that {gpus:,} GPUs fill; the GPUs given are priced (--days sizes whole systems)"
     ]
 
 

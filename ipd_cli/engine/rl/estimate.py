@@ -51,7 +51,7 @@ def weight_tensor_counts(arch: Model) -> tuple[int, int]:
     """The tensors of ``arch``'s checkpoint a weight update iterates over, and how many of them are
     routed experts' (:func:`formulas.weight_tensors`)."""
     matrices = 3 if arch.gated_ffn else 2
-    routed = arch.routed_layers if arch.is_moe else 0
+    routed = arch.routed_layers  # 0 for a dense model
     attention = f.attention_tensors(arch.kv_lora_rank is not None, arch.q_lora_rank is not None, arch.qk_norm)
     tensors = f.weight_tensors(
         arch.layers, routed, arch.experts, arch.shared_experts, matrices, attention, arch.tied_embeddings

@@ -292,18 +292,20 @@ def _compose(
     misc: float,
     software: float,
     quantize: float,
-) -> tuple[float, float]:
-    """(senders busy, receivers' work not hidden) under the transport and the stack's schedule."""
+) -> tuple[float, float, bool]:
+    """(senders busy, receivers' work not hidden, whether the gather and software chain outlasts
+    the wire) under the transport and the stack's schedule."""
     if t == "colocated":  # the same GPUs: gather, then the hand-off to the engine
-        return wire + quantize, software
+        return wire + quantize, software, False
     if t == "nccl-reshard":  # the bulk reshard, then the misc broadcast and its loads (design doc)
-        return max(wire, quantize) + misc, software
+        return max(wire, quantize) + misc, software, False
     if schedule == "serial" or (schedule == "stage-lock" and t != "nccl-broadcast"):
-        return gather + wire + quantize + software, 0.0  # senders wait for each bucket's loads
+        return gather + wire + quantize + software, 0.0, False  # senders wait for each bucket's loads
     if schedule == "stage-lock":  # stages take turns broadcasting (the engines load inside a turn)
-        return f.stage_turns_seconds(wire + software, gather, stages) + quantize, 0.0
+        return f.stage_turns_seconds(wire + software, gather, stages) + quantize, 0.0, False
     transfer = max(gather, wire, quantize)  # pipelined: the per-tensor work runs beside the wire
-    return transfer, max(gather + software, transfer) - transfer
+    rest = max(gather + software, transfer) - transfer
+    return transfer, rest, rest > 0
 
 
 def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
@@ -340,10 +342,11 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
         terms["update overhead (pause, flush, process groups)"] = overhead
     quantize = plan.quantize_bytes_per_gpu / links.hbm
     terms.update({"quantisation": quantize, "fixed latency": fixed})
-    transfer, rest = _compose(t, schedule, plan.trainer_stages, gather, wire, misc, software, quantize)
+    transfer, rest, chained = _compose(
+        t, schedule, plan.trainer_stages, gather, wire, misc, software, quantize
+    )
     bound = max(terms, key=terms.__getitem__)
-    pipelined = t not in ("colocated", "nccl-reshard") and schedule not in ("serial", "stage-lock")
-    if pipelined and rest > 0:  # each tensor's software follows its gather: that chain, not the wire
+    if chained:  # each tensor's software follows its gather: that chain sets the time, not the wire
         bound = " + ".join(n for n, v in (("gather on the senders", gather), (name, software)) if v)
     if misc:  # the misc path's broadcast reaches every receiving GPU too (it was timed, not counted)
         per_receiver += plan.misc_bytes
