@@ -452,7 +452,12 @@ def train(
         ),
     ] = None,
     plans: Annotated[
-        int, typer.Option("--plans", help="Also list the N best plans with step time, MFU and memory.", min=0)
+        int,
+        typer.Option(
+            "--plans",
+            help="Also list the N best plans with step time, MFU and memory (CSV: one row per plan).",
+            min=0,
+        ),
     ] = 0,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",

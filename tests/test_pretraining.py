@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 
 import numpy as np
@@ -482,14 +481,22 @@ def test_plans_lists_the_best_first_and_plan_pins_the_grid():
     assert len(p["plans"]) == 5 and p["plans"][0]["plan"] == p["plan"]
     assert [q["wall_days"] for q in p["plans"]] == sorted(q["wall_days"] for q in p["plans"])
     assert all(q["global_batch"] == q["parallelism"]["global_batch"] == 1536 for q in p["plans"])
-    # CSV: the plans are one JSON text in their cell (they were Python reprs joined by ';')
+    # CSV: one row per plan, ranked, each plan's figures in the columns a one-plan run uses (they
+    # were one JSON text in one cell, and before that Python reprs joined by ';')
     r = run_cli(
         "train", "--hardware", "hopper", "--model", "gpt-3-175b", "--tokens", "3e11", "--gpus", "1024",
         "--seq-len", "2048", "--plan", "gbs=1536", "--plans", "5", "-f", "csv",
     )  # fmt: skip
     assert r.code == 0, r.stderr
-    row = next(csv.DictReader(io.StringIO(r.stdout)))
-    assert json.loads(row["pretraining.plans"]) == p["plans"]
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [row["pretraining.rank"] for row in rows] == ["1", "2", "3", "4", "5"]
+    for row, plan in zip(rows, p["plans"], strict=True):
+        assert row["pretraining.plan"] == plan["plan"]
+        assert float(row["pretraining.step_time_s"]) == plan["step_time_s"]
+        assert int(row["pretraining.parallelism.dp"]) == plan["parallelism"]["dp"]
+        run = (row["hardware"], row["pretraining.gpus"], row["pretraining.model"])
+        assert run == ("h100-sxm", "1024", "gpt-3-175b")
+    assert "pretraining.plans" not in rows[0]
     assert all(q["parallelism"]["global_batch"] == 1536 for q in p["plans"])
     pinned = run_cli(
         "train", "--hardware", "hopper", "--model", "gpt-3-175b", "--tokens", "3e11", "--gpus", "1024",

@@ -77,7 +77,18 @@ def records(result: BaseModel) -> list[dict[str, Any]]:
         # a serving frontier: one row per point, its numbers in their own columns
         base = _without(data, "schema_version", "assumptions", "serving")
         return [_flat({**base, "serving": point}) for point in data["serving"]]
+    plans = (data.get("pretraining") or {}).get("plans")
+    if plans:
+        # `train --plans N`: one row per plan, ranked, under the run's names (the run's own figures
+        # are the first plan's); each plan's numbers in the same columns as a one-plan run's
+        base = _without(data, "schema_version", "assumptions", "pretraining")
+        run = {k: data["pretraining"][k] for k in PLAN_RUN_KEYS if k in data["pretraining"]}
+        return [_flat({**base, "pretraining": {**run, "rank": i, **plan}}) for i, plan in enumerate(plans, 1)]
     return [_flat(_without(data, "schema_version", "assumptions"))]
+
+
+# what identifies a `train --plans N` run on each of its CSV rows (the rest is the plan's)
+PLAN_RUN_KEYS = ("model", "precision", "tokens", "gpus", "systems", "pricing", "price_usd_per_gpu_hour")
 
 
 def _without(d: dict, *keys: str) -> dict:
@@ -92,7 +103,7 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
             # nested blocks keep their name as a prefix: the same dotted names as sweeps and diffs
             out.update(_flat(v, f"{key}."))
         elif isinstance(v, list) and any(isinstance(x, dict | list) for x in v):
-            # records (e.g. `train --plans N`): one JSON text, which a reader can parse back
+            # records inside a row: one JSON text, which a reader can parse back
             import json
 
             out[key] = json.dumps(v, separators=(",", ":"))
