@@ -361,12 +361,19 @@ def test_sync_links_read_a_system_fabric_before_the_accelerator_nic(catalog):
         # of Llama 3.1 8B's checkpoint index
         ("llama-3.1-8b", 32 * 9 + 3, 32 * 9 + 3),
         # MLA (q_a, its norm, q_b, kv_a, its norm, kv_b, o) + 2 norms on 61 layers, 3 dense FFNs,
-        # 58 routers with 257 experts (1 shared) of 3 matrices; misc: all but 58 x 256 x 3
-        ("deepseek-v3", 61 * 9 + 3 * 3 + 58 * (1 + 257 * 3) + 3, 61 * 9 + 3 * 3 + 58 * (1 + 3) + 3),
+        # 58 routers (weight and correction bias) with 257 experts (1 shared) of 3 matrices: the
+        # 45,395 entries of its checkpoint index without the MTP layer; misc: all but 58 x 256 x 3
+        ("deepseek-v3", 61 * 9 + 3 * 3 + 58 * (2 + 257 * 3) + 3, 61 * 9 + 3 * 3 + 58 * (2 + 3) + 3),
         # QK-Norm: 94 x (q, k, v, o, q and k norms, 2 norms) and 94 routers of 128 experts
         ("qwen3-235b-a22b", 94 * 8 + 94 * (1 + 128 * 3) + 3, 94 * 8 + 94 + 3),
         # experts of 2 matrices (no gate) on 48 of 108 layers, 512 routed and 1 shared
         ("nemotron-3-ultra", 108 * 6 + 60 * 2 + 48 * (1 + 513 * 2) + 3, 108 * 6 + 60 * 2 + 48 * 3 + 3),
+        # Qwen2.5: biases on q, k, v: 28 x (q, k, v, their biases, o, 2 norms, 3 FFN) + 3, the 339
+        # entries of Qwen2.5-7B's checkpoint index (255 before)
+        ("qwen2.5-math-7b", 28 * 12 + 3, 28 * 12 + 3),
+        # gpt-oss: q, k, v, o with biases, sinks, 2 norms, router weight and bias, and each layer's
+        # experts fused in gate_up_proj, down_proj and their biases: 36 x 17 + 3 (14,079 before)
+        ("gpt-oss-120b", 36 * 17 + 3, 36 * 13 + 3),
     ],
 )
 def test_weight_tensors_count_the_architecture(catalog, model, tensors, misc):

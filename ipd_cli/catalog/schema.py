@@ -293,6 +293,20 @@ class Model(Strict):
     gated_ffn: bool = Field(default=True, description="SwiGLU-style FFN (3 matrices); false: GELU (2)")
     tied_embeddings: bool = Field(default=False, description="the LM head shares the input embedding")
     qk_norm: bool = Field(default=False, description="a norm on each head's query and key (Qwen3's QK-Norm)")
+    attention_biases: Int = Field(
+        default=0,
+        ge=0,
+        le=4,
+        description="bias vectors on the attention projections (Qwen2.5: 3, gpt-oss: 4)",
+    )
+    attention_sinks: bool = Field(default=False, description="a learned sink logit per head (gpt-oss)")
+    router_bias: bool = Field(default=False, description="the MoE router has a bias tensor (gpt-oss)")
+    fused_expert_tensors: Int | None = Field(
+        default=None,
+        gt=0,
+        description="tensors that hold all of one layer's routed experts where the checkpoint fuses them "
+        "(gpt-oss: gate_up_proj, down_proj and their biases, 4); unset: one per expert and matrix",
+    )
     training_global_batch_tokens: Sourced | None = unit(
         "tokens",
         default=None,

@@ -507,23 +507,32 @@ def deployment_copies(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus):
 NORMS_PER_LAYER = 2
 
 
-def attention_tensors(mla, query_latent, qk_norm):
-    """Weight tensors of one layer's attention (:data:`NORMS_PER_LAYER` apart)."""
-    return 4 + mla * (1 + 2 * query_latent) + 2 * qk_norm  # MLA: q or (q_a, norm, q_b), kv_a, norm, kv_b, o
+def attention_tensors(mla, query_latent, qk_norm, biases=0, sinks=0):
+    """Weight tensors of one layer's attention (:data:`NORMS_PER_LAYER` apart): the projections,
+    ``biases`` bias vectors on them (Qwen2.5: q, k, v; gpt-oss: all four), a per-head sink tensor
+    where ``sinks`` (gpt-oss)."""
+    # MLA: q or (q_a, norm, q_b), kv_a, norm, kv_b, o
+    return 4 + mla * (1 + 2 * query_latent) + 2 * qk_norm + biases + sinks
 
 
-def weight_tensors(layers, routed_layers, experts, shared_experts, ffn_matrices, attention, tied):
+def weight_tensors(
+    layers, routed_layers, expert_tensors, shared_experts, ffn_matrices, attention, router, tied
+):
     """Tensors a weight update iterates over (a rollout engine loads each one): ``attention`` per
-    layer (:func:`attention_tensors`), ``ffn_matrices`` per FFN, ``routed_layers`` of the layers with
-    a router, ``experts`` routed and ``shared_experts`` shared FFNs (dense models: 0 routed layers)."""
+    layer (:func:`attention_tensors`), ``ffn_matrices`` per FFN, and on each of the ``routed_layers``
+    layers with a router (``router`` tensors: its weight, and a bias where it has one) the routed
+    experts' ``expert_tensors`` (:func:`routed_expert_tensors`, per layer) and ``shared_experts``
+    shared FFNs (dense models: 0 routed layers)."""
     dense_ffn = (layers - routed_layers) * ffn_matrices
-    routed = routed_layers * (1 + (experts + shared_experts) * ffn_matrices)
+    routed = routed_layers * (router + expert_tensors + shared_experts * ffn_matrices)
     return layers * (attention + NORMS_PER_LAYER) + dense_ffn + routed + 3 - tied
 
 
-def routed_expert_tensors(routed_layers, experts, ffn_matrices):
-    """The routed experts' tensors (NeMo RL's nccl_reshard sends them on its bulk path)."""
-    return routed_layers * experts * ffn_matrices
+def routed_expert_tensors(experts, ffn_matrices, fused=0):
+    """One layer's routed-expert tensors: a tensor per expert and matrix, or ``fused`` where the
+    checkpoint holds all of a layer's experts in a few tensors (gpt-oss: gate_up_proj, down_proj
+    and their biases, 4). NeMo RL's nccl_reshard sends them on its bulk path."""
+    return fused if fused else experts * ffn_matrices
 
 
 def misc_tensors(weight_tensor_count, expert_tensor_count, scaled):

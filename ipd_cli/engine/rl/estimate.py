@@ -52,11 +52,19 @@ def weight_tensor_counts(arch: Model) -> tuple[int, int]:
     routed experts' (:func:`formulas.weight_tensors`)."""
     matrices = 3 if arch.gated_ffn else 2
     routed = arch.routed_layers  # 0 for a dense model
-    attention = f.attention_tensors(arch.kv_lora_rank is not None, arch.q_lora_rank is not None, arch.qk_norm)
-    tensors = f.weight_tensors(
-        arch.layers, routed, arch.experts, arch.shared_experts, matrices, attention, arch.tied_embeddings
+    attention = f.attention_tensors(
+        arch.kv_lora_rank is not None,
+        arch.q_lora_rank is not None,
+        arch.qk_norm,
+        arch.attention_biases,
+        arch.attention_sinks,
     )
-    return int(tensors), int(f.routed_expert_tensors(routed, arch.experts, matrices))
+    experts = f.routed_expert_tensors(arch.experts, matrices, arch.fused_expert_tensors or 0)
+    router = 1 + arch.router_bias
+    tensors = f.weight_tensors(
+        arch.layers, routed, experts, arch.shared_experts, matrices, attention, router, arch.tied_embeddings
+    )
+    return int(tensors), int(routed * experts)
 
 
 def sync_plan(
