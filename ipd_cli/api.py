@@ -40,10 +40,39 @@ if TYPE_CHECKING:  # the estimate models are imported where an estimate runs (no
     )
 
 
+def check_arguments(fn: Any, values: dict[str, Any]) -> None:
+    """Arguments of the library that are numbers by ``fn``'s annotations (``int``, ``float``, or
+    either or None) are numbers, whole where the annotation is ``int``; a string, a bool or a
+    fraction of a count is refused naming the parameter (``gpus=64.7`` ran on 64 GPUs, ``'64'``
+    was a TypeError deep in the engine, a contract review). Values that are not finite are left
+    to the estimate's own range checks."""
+    import inspect
+    import math
+    import numbers
+
+    for p in inspect.signature(fn).parameters.values():
+        v = values.get(p.name)
+        kinds = set(str(p.annotation).replace(" ", "").split("|")) - {"None"}
+        if v is None or not kinds or not kinds <= {"int", "float"}:
+            continue
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise InputError(f"`{p.name}` must be a number, got {v!r}")
+        if kinds == {"int"} and math.isfinite(v) and not float(v).is_integer():
+            raise InputError(f"`{p.name}` must be a whole number, got {v!r}")
+
+
+def _names(param: str, value: Any) -> list[Any]:
+    """A list parameter: a lone string is refused (it would be read a letter at a time)."""
+    if isinstance(value, str):
+        raise InputError(f"`{param}` is a list; give [{value!r}], not {value!r}")
+    return list(value or [])
+
+
 def load(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
     """The built-in catalog plus ``IPD_CATALOG`` and ``extra_dirs`` (later ones win),
     with ``--set PATH=VALUE`` overrides applied (see :mod:`ipd_cli.catalog.overrides`)."""
-    return load_catalog(list(extra_dirs or []), list(sets or []))
+    dirs = [Path(d) for d in _names("extra_dirs", extra_dirs)]
+    return load_catalog(dirs, _names("sets", sets))
 
 
 def rl(
@@ -55,6 +84,7 @@ def rl(
     """One RL post-training step (and its refresh cycle) of an RL workload on ``hardware``."""
     from .engine.rl import estimate_rl
 
+    check_arguments(estimate_rl, kw)
     name, w, origin = resolve_workload(cat, workload, _rl_given(kw))
     if w.kind != "rl":
         raise InputError(
@@ -117,6 +147,7 @@ def serve(
     pick one point or pin a disaggregated deployment's pools."""
     from .engine.serving import estimate_serving, estimate_serving_curve
 
+    check_arguments(serve, locals())
     refuse_workload_sets(cat, "serve", ["input_tokens", "output_tokens", "concurrency", "tokens_per_user_s"])
     space: dict[str, Any] = {  # what both a point and the curve search over or pin
         "input_tokens": input_tokens,
@@ -183,6 +214,7 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
             f"train() got an unexpected keyword argument '{unknown[0]}'{hint} "
             f"(accepted: {', '.join(accepted)})"
         )
+    check_arguments(estimate_pretraining, {"tokens": tokens, **kw})
     given = ["tokens", "gpus", "deadline_days", "precision", "sequence_length", "plan"]
     refuse_workload_sets(cat, "train", given)
 
@@ -205,6 +237,7 @@ def compare(
     pricing: str = "rental",
 ) -> CompareResult:
     """Estimate a scenario (or a pretrain / RL workload) on each system; the first is the ratio baseline."""
+    check_arguments(compare, {"mfu": mfu})
     return _compare(cat, systems, workload, mfu=mfu, pricing=pricing)[0]
 
 
@@ -395,6 +428,7 @@ def _compare(
     from .engine.lifecycle import estimate_lifecycle
     from .engine.results import CompareResult, WorkloadInfo
 
+    systems = _names("systems", systems)
     if len(systems) < 1:
         raise InputError("give at least one system to compare")
     for s in systems:  # every name, before any estimate

@@ -5,6 +5,7 @@ Data goes to stdout, every message to stderr. User errors exit 2 (input) or 1
 """
 
 import functools
+import io
 import math
 import os
 import sys
@@ -30,7 +31,6 @@ from .render import EXTENSION_FORMATS, FORMATS, OutputContext
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from .engine.results import CompareResult
 
 app = typer.Typer(
     name="ipd",
@@ -312,7 +312,12 @@ def _finish(
     budget_metric: str,
     cat: Any = None,
 ) -> None:
-    """Render, write, then apply the opt-in budget gate (exit 3)."""
+    """Render, write, then apply the opt-in budget gate (exit 3). A metric this result does not
+    have is refused before anything is written (a pretrain workload has no `rl.usd_per_step`)."""
+    if max_usd is not None:
+        from .output import budget_values
+
+        budget_values(result, budget_metric, example=_default_budget_metric(result))
     _emit(result, fmt, output, cat)
     check_budget(result, max_usd, budget_metric)
 
@@ -804,8 +809,12 @@ DEFAULT_BUDGET_METRICS = {
 }
 
 
-def _default_budget_metric(result: "CompareResult") -> str:
-    return DEFAULT_BUDGET_METRICS.get(result.workload.kind, "pretraining.cost_usd")
+def _default_budget_metric(result: "BaseModel") -> str:
+    """The cost a budget gate checks by default: by the workload compared, else the result's block."""
+    workload = getattr(result, "workload", None)
+    if workload is not None:
+        return DEFAULT_BUDGET_METRICS.get(workload.kind, "pretraining.cost_usd")
+    return "rl.usd_per_step" if getattr(result, "rl", None) is not None else "pretraining.cost_usd"
 
 
 def _with_flags(result: Any, command: str) -> Any:
@@ -1450,8 +1459,42 @@ def _interrupted(e: Any) -> None:
     raise SystemExit(e.exit_code) from None
 
 
+class _ClosedStream(io.TextIOBase):
+    """A standard stream the shell closed (``>&-``, ``<&-``), which Python leaves as None: reading
+    or writing it is a one-line error, not an AttributeError on None."""
+
+    def __init__(self, name: str, exit_code: ExitCode) -> None:
+        self.stream_name, self.exit_code = name, exit_code
+
+    def isatty(self) -> bool:
+        return False
+
+    def _closed(self, *_: Any) -> Any:
+        raise IpdError(
+            f"standard {self.stream_name} is closed (the shell ran ipd without it)", self.exit_code
+        )
+
+    read = readline = write = _closed
+
+    def flush(self) -> None:  # at exit: nothing was written
+        pass
+
+
+def _closed_streams() -> None:
+    """Stand-ins for the standard streams the shell closed: stdin and stdout say so when used (a
+    `-` input is a usage error, output a runtime one; `-o FILE` still works), stderr goes to
+    /dev/null so the exit code stays the command's."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the process's life)
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream("output", ExitCode.RUNTIME)
+    if sys.stdin is None:
+        sys.stdin = _ClosedStream("input", ExitCode.USAGE)
+
+
 def _run(argv: list[str] | None) -> Any:
     debug = os.environ.get("IPD_DEBUG") == "1"
+    _closed_streams()
     errors = _click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
     try:

@@ -202,11 +202,20 @@ def write_stdout(text: str) -> None:
     pipe that cannot encode it (PYTHONIOENCODING=ascii), characters are escaped, not fatal."""
     with signals.deferred():
         try:
-            sys.stdout.write(text)
-        except UnicodeEncodeError:
-            encoding = getattr(sys.stdout, "encoding", None) or "ascii"
-            sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
-        sys.stdout.flush()
+            try:
+                sys.stdout.write(text)
+            except UnicodeEncodeError:
+                encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+                sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:  # `> /dev/full`: one line, and nothing left to fail again at exit
+            signals.discard_stdout()
+            raise IpdError(
+                f"could not write to standard output ({e.strerror or e}); give -o FILE elsewhere",
+                ExitCode.RUNTIME,
+            ) from None
 
 
 def _not_finite(node: Any, path: str = "") -> tuple[str, float] | None:
@@ -286,11 +295,11 @@ def check_budget_options(max_usd: float | None, metric: str | None) -> None:
 
 
 def budget_values(
-    result: BaseModel, metric: str, unchecked: list[str] | None = None
+    result: BaseModel, metric: str, unchecked: list[str] | None = None, example: str = "pretraining.cost_usd"
 ) -> list[tuple[str, float]]:
     """(label, value) of a dotted metric (e.g. pretraining.cost_usd) for each system of a result;
     a system whose block could not be computed (null) has nothing to check (its name goes to
-    ``unchecked``)."""
+    ``unchecked``). ``example``: the metric the refusal suggests (this result's default)."""
     data = result.model_dump(mode="json")
     rows = data["systems"] if "systems" in data else [data]
     out = []
@@ -303,8 +312,10 @@ def budget_values(
                 unchecked.append(str(row.get("hardware", "")))
             continue
         if not isinstance(node, int | float):
+            blocks = sorted(k for k, v in row.items() if v and isinstance(v, dict) and k != "infeasible")
             raise InputError(
-                f"--budget-metric {metric}: not a number in this output; e.g. pretraining.cost_usd"
+                f"--budget-metric {metric}: not a number in this output (its blocks: {', '.join(blocks)}); "
+                f"e.g. --budget-metric {example}"
             )
         out.append((str(row.get("hardware", "")), float(node)))
     return out

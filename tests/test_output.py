@@ -272,6 +272,26 @@ def test_budget_gate_message_keeps_the_digits_of_per_unit_values():
     assert "> 2.449 USD (a100-sxm 2.450)\n" in r.stderr  # the digits that tell it from the budget
 
 
+def test_a_budget_metric_the_workload_lacks_is_refused_before_anything_is_written(tmp_path):
+    # an RL workload has no pretraining block: the JSON (88 kB) was printed, or the -o file written
+    # and left, and only then exit 2, suggesting the metric just refused (a contract review)
+    args = ("compare", "a100", "--workload", "rl-swe-agent", "--max-usd", "5", "--budget-metric")
+    r = run_cli(*args, "pretraining.cost_usd", "-f", "json")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr == (
+        "ipd: error: --budget-metric pretraining.cost_usd: not a number in this output (its blocks: rl); "
+        "e.g. --budget-metric rl.usd_per_step\n"
+    )
+    out = tmp_path / "r.json"
+    r = run_cli(*args, "pretraining.cost_usd", "-o", str(out))
+    assert r.code == 2 and not out.exists() and "wrote" not in r.stderr
+    r = run_cli(*args, "rl.usd_per_step", "-f", "json")  # the block's metric: checked after the output
+    assert r.code == 3 and r.json()["systems"][0]["rl"]["usd_per_step"] > 5
+    train = ("train", "--hardware", "a100", "--model", "llama-3.1-8b", "--tokens", "1e9", "--gpus", "8")
+    r = run_cli(*train, "--max-usd", "1", "-f", "json")  # train's gate: pretraining.cost_usd
+    assert r.code == 3 and r.json()["pretraining"]["cost_usd"] > 1
+
+
 def test_budget_metric_without_max_usd_is_a_usage_error():
     r = run_cli("compare", "vera-rubin", "--budget-metric", "rl.usd_per_step")
     assert r.code == 2 and r.stdout == ""

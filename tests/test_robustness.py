@@ -1040,6 +1040,34 @@ def _popen(*args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "ipd_cli", *args], env=env, **kw)
 
 
+def test_closed_or_full_standard_streams_are_one_line_errors():
+    # `>&-` gave "internal error: AttributeError: 'NoneType' object has no attribute 'isatty'", `<&-`
+    # one on 'read', `> /dev/full` "internal error: OSError: [Errno 28]", and `2>&-` turned a usage
+    # error's exit 2 into 1 (a contract review)
+    r = _ipd("hardware", "list", "-f", "json", preexec_fn=lambda: os.close(1))
+    assert (r.returncode, r.stderr) == (
+        1,
+        "ipd: error: standard output is closed (the shell ran ipd without it)\n",
+    )
+    r = _ipd("compare", "h100", "--workload", "-", preexec_fn=lambda: os.close(0))
+    assert (r.returncode, r.stderr) == (
+        2,
+        "ipd: error: standard input is closed (the shell ran ipd without it)\n",
+    )
+    r = _ipd("hardware", "show", "blakwell", preexec_fn=lambda: os.close(2))
+    assert (r.returncode, r.stdout) == (2, "")
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            r = subprocess.run(
+                [sys.executable, "-m", "ipd_cli", "hardware", "list", "-f", "json"],
+                stdout=full, stderr=subprocess.PIPE, text=True, timeout=30,
+                env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])),
+            )  # fmt: skip
+        assert r.returncode == 1
+        assert r.stderr.startswith("ipd: error: could not write to standard output (No space left on device)")
+        assert r.stderr.count("\n") == 1
+
+
 def _wait_for(predicate, seconds: float = 60) -> None:
     end = time.monotonic() + seconds
     while not predicate():
@@ -1249,6 +1277,10 @@ def test_utilisation_above_one_is_refused_in_a_tco_sweep(tmp_path):
         (
             ("serve", "--hardware", "hopper", "--model", "llama-3.3-70b", "--tokens-per-day", "1e30"),
             "--tokens-per-day 1e+30 needs",
+        ),
+        (  # it blamed --requests-per-s, a flag not given (a contract review)
+            ("serve", "--hardware", "hopper", "--model", "llama-3.3-70b", "--tokens-per-day", "5e-324"),
+            "--tokens-per-day 5e-324 rounds to 0 requests/s; give a larger traffic",
         ),
         (
             ("rl", "--hardware", "hopper", "--gpus", "1000000000000000"),

@@ -101,6 +101,46 @@ def test_a_failed_write_spoils_the_recording():
 # --- 3. the library speaks of parameters, the CLI of flags -------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda c: ipd_cli.train(c, "h100", "llama-3.1-8b", 1e12, gpus="64"),
+            "`gpus` must be a number, got '64'",
+        ),
+        (
+            lambda c: ipd_cli.train(c, "h100", "llama-3.1-8b", 1e12, gpus=64.7),
+            "`gpus` must be a whole number, got 64.7",
+        ),
+        (
+            lambda c: ipd_cli.train(c, "h100", "llama-3.1-8b", 1e12, gpus=True),
+            "`gpus` must be a number, got True",
+        ),
+        (
+            lambda c: ipd_cli.train(c, "h100", "llama-3.1-8b", 1e12, gpus=64, plans=2.5),
+            "`plans` must be a whole",
+        ),
+        (
+            lambda c: ipd_cli.compare(c, ["h100"], "pretrain-10t-moe", mfu="0.5"),
+            "`mfu` must be a number, got '0.5'",
+        ),
+        (
+            lambda c: ipd_cli.serve(c, "h100", "llama-3.1-8b", concurrency=2.5),
+            "`concurrency` must be a whole number",
+        ),
+        (lambda c: ipd_cli.rl(c, "h100", gpus=128.5), "`gpus` must be a whole number, got 128.5"),
+        (lambda c: ipd_cli.compare(c, "h100"), "`systems` is a list; give ['h100'], not 'h100'"),
+        (lambda c: ipd_cli.load(sets="economics.pue=1.2"), "`sets` is a list; give ['economics.pue=1.2']"),
+    ],
+)
+def test_library_arguments_of_the_wrong_type_are_refused_naming_the_parameter(catalog, call, message):
+    # '64' was a TypeError deep in the engine, 64.7 ran on 64 GPUs, True on one, and a lone string
+    # was read a letter at a time ("unknown hardware 'h'") (a contract review)
+    with pytest.raises(InputError) as e:
+        call(catalog)
+    assert str(e.value).startswith(message)
+
+
 def test_library_errors_name_parameters_and_the_cli_flags(catalog):
     with pytest.raises(InputError, match=r"^`mfu` applies to pretrain workloads"):
         ipd_cli.compare(catalog, ["blackwell"], mfu=0.5)

@@ -27,6 +27,24 @@ def test_an_unknown_kind_is_one_line_naming_the_field():
     assert str(e.value) == "w.yaml: workload.kind: unknown workload kind 'rll'; did you mean 'rl'?"
 
 
+def test_a_file_without_kind_whose_fields_are_another_kinds_is_told_to_add_it():
+    # an RL workload with its `kind` line dropped was read as pretrain and refused for 14 unknown
+    # fields (`prompts_per_step: unknown field`), never naming `kind` (a contract review)
+    rl = {"description": "d", "model": "qwen3-235b-a22b", "prompts_per_step": 512, "group_size": 16}
+    with pytest.raises(InputError) as e:
+        validate_workload(rl, "w.yaml: workload")
+    assert str(e.value) == (
+        "w.yaml: workload.kind: missing (a file without it is read as kind: pretrain); its fields are "
+        "those of kind: rl: add `kind: rl`"
+    )
+    scenario = {"description": "d", "model": "kimi-k2", "horizon_years": 1, "serving": {}}
+    with pytest.raises(InputError, match="add `kind: scenario`"):
+        validate_workload(scenario, "w.yaml: workload")
+    # a pretrain workload may still leave it out
+    pretrain = {"description": "d", "model": "llama-3.1-8b", "tokens": 1e12, "gpus": 64, "source": "s"}
+    assert validate_workload(pretrain, "w").kind == "pretrain"
+
+
 def test_the_scenario_stage_table_follows_the_schema():
     # workloads.STAGES names the model of each scenario stage that runs a workload of its own
     for stage, cls in STAGES.items():

@@ -438,6 +438,21 @@ def test_a_what_if_workload_file_needs_no_sources(tmp_path):
     assert r.code == 2 and "unknown source id 'my-notes'" in r.stderr
 
 
+def test_a_what_if_pretrain_file_needs_no_kind_nor_description(tmp_path):
+    # "workload.description: Field required [+1 more error]" hid the error that mattered (a bad
+    # `gpus`), with no fix (a contract review): the file now describes itself
+    path = tmp_path / "bare.yaml"
+    path.write_text("model: llama-3.1-8b\ntokens: 1e12\ngpus: yes\n")
+    r = run_cli("compare", "hopper", "--workload", str(path))
+    assert r.code == 2
+    assert r.stderr.startswith(f"ipd: error: {path}: workload.gpus: must be a number, not true/false")
+    path.write_text("model: llama-3.1-8b\ntokens: 1e12\ngpus: 64\n")
+    r = run_cli("compare", "hopper", "--workload", str(path), "-f", "json")
+    assert r.code == 0, r.stderr
+    w = r.json()["workload"]
+    assert (w["kind"], w["description"]) == ("pretrain", f"what-if workload from {path}")
+
+
 def test_a_user_catalog_without_sources_is_flagged_user(tmp_path):
     from helpers import write
 

@@ -122,13 +122,34 @@ def validate_entry(model_cls: type[BaseModel], value: Any, where: str) -> Any:
 
 
 def validate_workload(body: dict[str, Any], where: str) -> Workload:
-    kind = body.get("kind", "pretrain")
+    kind = body.get("kind", DEFAULT_KIND)
+    if "kind" not in body:
+        _check_default_kind(body, where)
     cls = WORKLOAD_KINDS.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise InputError(
             f"{where}.kind: unknown workload kind '{kind}'{did_you_mean(str(kind), WORKLOAD_KINDS)}"
         )
     return validate_entry(cls, body, where)
+
+
+DEFAULT_KIND = "pretrain"  # a workload file without `kind` (the first kind there was)
+
+
+def _check_default_kind(body: dict[str, Any], where: str) -> None:
+    """A file without ``kind`` is a pretrain workload; one whose fields are another kind's (an RL
+    workload with its ``kind`` line dropped) is told to add it, rather than given a list of the
+    fields a pretrain workload lacks."""
+    fields = set(body)
+    if fields <= set(WORKLOAD_KINDS[DEFAULT_KIND].model_fields):
+        return
+    cover = {k: len(fields & set(cls.model_fields)) for k, cls in WORKLOAD_KINDS.items()}
+    best = max(cover, key=lambda k: (cover[k], k == DEFAULT_KIND))
+    if best != DEFAULT_KIND:
+        raise InputError(
+            f"{where}.kind: missing (a file without it is read as kind: {DEFAULT_KIND}); its fields are "
+            f"those of kind: {best}: add `kind: {best}`"
+        )
 
 
 def fill_user_sources(data: Any, cls: Any) -> bool:
@@ -166,6 +187,6 @@ def fill_annotated(value: Any, ann: Any) -> bool:
 
 def fill_user_workload_sources(body: dict[str, Any]) -> bool:
     """:func:`fill_user_sources` for a workload file, by its kind."""
-    kind = body.get("kind", "pretrain")
+    kind = body.get("kind", DEFAULT_KIND)
     cls = WORKLOAD_KINDS.get(kind) if isinstance(kind, str) else None
     return fill_user_sources(body, cls) if cls else False

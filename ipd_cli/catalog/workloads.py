@@ -73,22 +73,8 @@ def resolve_workload(
         )
         extra_sources: dict = {}
     elif ref == "-" or ref.endswith((".yaml", ".yml")) or Path(ref).exists():
-        text = read_stdin() if ref == "-" else None
         origin = "<stdin>" if ref == "-" else ref
-        body = read_workload_doc(Path(ref), text=text, label=origin)
-        extra_sources = body.pop("sources", {}) or {}
-        for sid, src in extra_sources.items():  # a catalog source retitled would re-cite its values
-            known = cat.sources.get(str(sid))
-            if known is not None and isinstance(src, dict) and src.get("title") != known.title:
-                raise InputError(
-                    f"{origin}: sources.{sid} is already a catalog source ('{known.title}'); give "
-                    "yours another id"
-                )
-        # a what-if file without sources: its path is its origin; one may also cite 'user' itself
-        # (README), whether or not it leaves a value unsourced (a scenario author's review)
-        if fill_user_workload_sources(body) or _cites(body, USER_SOURCE):
-            extra_sources.setdefault(USER_SOURCE, user_source_entry())
-        _check_file_sources(body, {**cat.sources, **extra_sources}, origin)
+        body, extra_sources = _user_file(cat, ref, origin)
         name = "stdin" if ref == "-" else Path(ref).stem
     else:
         return ref, cat.workload(ref), ""
@@ -115,6 +101,28 @@ def resolve_workload(
     except InputError as e:
         raise InputError(f"{origin}: workload.model: {e}") from None
     return name, workload, origin
+
+
+def _user_file(cat: Catalog, ref: str, origin: str) -> tuple[Any, dict]:
+    """A workload file (``-``: stdin) read: its body, with a description and the `user` source
+    filled where it gives none, and the sources it defines."""
+    body = read_workload_doc(Path(ref), text=read_stdin() if ref == "-" else None, label=origin)
+    extra_sources = body.pop("sources", {}) or {}
+    for sid, src in extra_sources.items():  # a catalog source retitled would re-cite its values
+        known = cat.sources.get(str(sid))
+        if known is not None and isinstance(src, dict) and src.get("title") != known.title:
+            raise InputError(
+                f"{origin}: sources.{sid} is already a catalog source ('{known.title}'); "
+                "give yours another id"
+            )
+    if isinstance(body, dict):  # nor a description: the file says what it is
+        body.setdefault("description", f"what-if workload from {origin}")
+    # a what-if file without sources: its path is its origin; one may also cite 'user' itself
+    # (README), whether or not it leaves a value unsourced (a scenario author's review)
+    if fill_user_workload_sources(body) or _cites(body, USER_SOURCE):
+        extra_sources.setdefault(USER_SOURCE, user_source_entry())
+    _check_file_sources(body, {**cat.sources, **extra_sources}, origin)
+    return body, extra_sources
 
 
 # a scenario's RL schedule is a yearly budget or a number of refreshes a year, not both: a --set of

@@ -443,6 +443,10 @@ def _requests_per_s(requests_per_s: float | None, per_day: float | None, output_
         if not (math.isfinite(per_day) and per_day > 0):
             raise InputError(f"`output_tokens_per_day` must be a finite number > 0, got {per_day}")
         requests_per_s = per_day / f.SECONDS_PER_DAY / output_tokens
+        if not requests_per_s > 0:  # 5e-324 tokens a day: a rate that rounds to nothing
+            raise InputError(
+                f"`output_tokens_per_day` {per_day!r} rounds to 0 requests/s; give a larger traffic"
+            )
     elif requests_per_s is None:
         return None
     if not (math.isfinite(requests_per_s) and requests_per_s > 0):
