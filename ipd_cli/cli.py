@@ -546,7 +546,8 @@ def serve(
         typer.Option(
             "--layout",
             help="Pin the layout: tp, tep or dep (MoE), optionally GPUs per stage and pipeline stages: "
-            "tp4, dep8, tep16, tp8pp4, pp4 (dep is pure DEP, attention TP 1, unless --attention-tp).",
+            "tp4, dep8, tep16, tp8pp4, pp4 (dep is pure DEP, attention TP 1, unless --attention-tp; "
+            "dep runs one stage).",
         ),
     ] = None,
     attention_tp: Annotated[

@@ -295,6 +295,23 @@ def test_explain_derives_the_serving_tokens_per_gpu_from_the_decode_step(explain
     assert float(x["tokens_per_s_per_user"]) == pytest.approx(1000 / float(x["tpot_ms"]), rel=1e-9)
 
 
+def test_explain_of_an_aggregated_serving_point_recomputes_its_speed_per_user():
+    # aggregated, the rate per user counts the request's own prefill: the formula printed
+    # 1000 / tpot_ms (52.1) beside tokens_per_s_per_user 46.9 (a serving review)
+    r = run_cli(
+        "explain", "b200", "--workload", "open-model-agent", "--set", "workload.serving.tasks_per_day=100",
+        "--set", "workload.serving.input_tokens_per_request=30000", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    item = next(i for i in r.json()["items"] if i["metric"] == "serving.tokens_per_s_per_gpu")
+    x = _inputs(item)
+    assert "output_tokens / (ttft_s + output_tokens x tpot_ms / 1000)" in item["formula"]
+    out = float(x["output_tokens"])
+    by_formula = out / (float(x["ttft_s"]) + out * float(x["tpot_ms"]) / 1000)
+    assert float(x["tokens_per_s_per_user"]) == pytest.approx(by_formula, rel=1e-9)
+    assert float(x["tokens_per_s_per_user"]) < 1000 / float(x["tpot_ms"])
+
+
 def test_explain_gives_the_gpu_hour_price_rental_or_owning_cost_by_its_formula(explained):
     first = explained[0]
     assert (first["metric"], first["value"]) == ("price_usd_per_gpu_hour", 4.05)

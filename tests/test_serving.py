@@ -1521,6 +1521,45 @@ def test_a_pinned_instance_size_names_each_split_with_its_own_rule(n):
     ) in r.stderr
 
 
+def test_the_nearest_feasible_configuration_of_a_refused_pin_meets_the_target():
+    # at 100 tokens/s per user, `--layout tp3` (64 heads) was offered TP4 at its maximum-throughput
+    # batch, far below the target (a serving review)
+    import re
+
+    args = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens-per-user-s", "100")
+    r = run_cli(*args, "--layout", "tp3")
+    assert r.code == 1 and "tensor parallelism must divide the 64 attention heads" in r.stderr
+    offered = re.search(r"configuration is (.+?) (?:\(\d+ GPUs? a decode|on \d)", r.stderr).group(1)
+    layout = re.search(r"decode x (TP\d+)", offered).group(1).lower()
+    point = run_cli(*args, "--layout", layout, "-f", "json").json()["serving"]
+    assert point["target_met"] and point["configuration"] == offered
+
+
+def test_speculative_decoding_accepts_no_more_tokens_than_a_request_outputs(catalog):
+    # a 1-token output was credited 1.68 accepted tokens a step (EAGLE-3, 1 draft): 27.8 tokens/s
+    # per user against 22.8 without drafting (a serving review)
+    import ipd_cli
+
+    one = ipd_cli.serve(catalog, "h100", "llama-3.1-8b", input_tokens=1000, output_tokens=1).serving
+    off = ipd_cli.serve(
+        catalog, "h100", "llama-3.1-8b", input_tokens=1000, output_tokens=1, speculative="off"
+    )
+    assert one.speculative_speedup == 1.0
+    assert one.tokens_per_s_per_user <= off.serving.tokens_per_s_per_user * (1 + 1e-9)
+
+
+def test_a_pipelined_dep_layout_is_refused_for_what_it_is(catalog):
+    # `dep8pp2` was refused as if DEP8 did not tile the 8-GPU nodes (TEP8 PP2 and TP8 PP2 run): the
+    # rule is that DEP is never pipelined (a serving review)
+    import ipd_cli
+
+    with pytest.raises(InputError) as e:
+        ipd_cli.serve(catalog, "b200", "deepseek-v3", layout="dep8pp2")
+    assert "2 pipeline stages (`layout`; DEP is never pipelined" in str(e.value)
+    assert str(e.value).endswith("choose one of `layout` dep8")
+    assert ipd_cli.serve(catalog, "b200", "deepseek-v3", layout="tep8pp2").serving.pp == 2
+
+
 def test_a_pipelined_prefill_layout_is_refused(catalog):
     # prefill instances run one stage: 'tp8pp2' ran the prefill pool as plain TP8 ('tp4pp4' as
     # TP4), the pipeline silently dropped

@@ -238,7 +238,10 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     kw = dict(workload_name=pt.workload, pricing=pricing, origin=origin)
     rr = rl_at_supported_precision(cat, hardware, rw, **kw)
     rl = rr.rl
+    # prompts x group (whole numbers), back from the rate without its rounding (614,399.9999999999);
+    # a rate that is not finite (extreme inputs) stays as it is, refused with the result
     per_step_samples = rl.samples_per_s * rl.step_seconds
+    per_step_samples = float(round(per_step_samples)) if math.isfinite(per_step_samples) else per_step_samples
     if pt.budget_usd_per_year is not None:
         steps_per_year = pt.budget_usd_per_year / rl.usd_per_step
         how = "budget_usd_per_year / usd_per_step"
@@ -391,14 +394,25 @@ def decode_steps(point: Serving) -> list[Step]:
             "serving.tokens_per_s_per_gpu",
             point.tokens_per_s_per_gpu,
             "deployment_concurrency x tokens_per_s_per_user / deployment_gpus (Little's law); "
-            "tokens_per_s_per_user = 1000 / tpot_ms, tpot_ms = step_time_ms / speculative_speedup"
-            + ("" if point.disaggregated else " plus the other requests' prefills taking turns"),
+            + (
+                "tokens_per_s_per_user = 1000 / tpot_ms, tpot_ms = step_time_ms / speculative_speedup "
+                "(disaggregated: the prompt runs on the prefill pool)"
+                if point.disaggregated
+                else "tokens_per_s_per_user = output_tokens / (ttft_s + output_tokens x tpot_ms / 1000) "
+                "(aggregated: the request's own prefill is its TTFT), tpot_ms = step_time_ms / "
+                "speculative_speedup plus the other requests' prefills taking turns"
+            ),
             {
                 "deployment_concurrency": point.deployment_concurrency,
                 "tokens_per_s_per_user": point.tokens_per_s_per_user,
                 "deployment_gpus": float(point.deployment_gpus),
                 "tpot_ms": point.tpot_ms,
                 "speculative_speedup": point.speculative_speedup,
+                **(
+                    {}
+                    if point.disaggregated
+                    else {"ttft_s": point.ttft_s, "output_tokens": point.output_tokens}
+                ),
                 "configuration": point.configuration,
             },
         ),

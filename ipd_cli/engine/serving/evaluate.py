@@ -72,7 +72,8 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         copies=copies,
         attn_rate=np.asarray(ph.attn_rate)[kv],
         prefill_attn_rate=np.asarray(ph.prefill_attn_rate)[kv],
-        accepted=np.asarray(ph.spec_tokens)[k],
+        # a step cannot accept more tokens than the request outputs (1-token outputs took 1.68)
+        accepted=np.minimum(np.asarray(ph.spec_tokens)[k], float(ph.osl)),
         weights_gpu=weights,
         free_gpu=free,
         rank_max=rank_max,
@@ -258,7 +259,9 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
     # than stages each one passes every stage for each token (a user review: 0.5 of a sequence a
     # stage at batch 1 over TP8 PP2 halved the experts it touches and made PP look faster)
     m = np.maximum(batch / pp, np.minimum(batch, 1.0))
-    seqs = m / d * x["imb_dp"]  # sequences of the busiest attention rank
+    # sequences of the busiest attention rank: a whole one at least (DEP8 at batch 3 costed its
+    # busiest rank 3 / 8 x 1.14 of a sequence's KV reads, a serving review)
+    seqs = np.maximum(m / d * x["imb_dp"], np.minimum(m, 1.0))
     kv_seq = x["kv_tok"] * x["copies"] / t * ph.context_mean  # one sequence's KV bytes, all layers
     touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
     moe_rate = ph.gemm_rate * ph.moe_share
