@@ -986,7 +986,9 @@ def sweep(
     if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
         sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")
     show = _progress("swept {done:,} of {total:,} points")
-    stream_rows(chunks, chosen, _ctx(), output, progress=show and (lambda done: show(done, total)))
+    rows = stream_rows(chunks, chosen, _ctx(), output, progress=show and (lambda done: show(done, total)))
+    if output is not None and str(output) != "-":  # as the other commands say what they wrote
+        sys.stderr.write(f"wrote {output} ({rows:,} rows)\n")
 
 
 MAX_SWEEP_WARNINGS = 8

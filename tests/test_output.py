@@ -119,6 +119,7 @@ def test_diff_of_two_sweeps_pairs_each_systems_rows_in_order(tmp_path):
             "sweep", "--vary", "hardware=vera-rubin", "--vary", axis, "--metrics", metric, "-o", str(path)
         )
         assert r.code == 0, r.stderr
+        assert f"wrote {path} (2 rows)\n" in r.stderr  # as every other command says (a review)
     r = run_cli("diff", str(a), str(b), "-f", "json")
     rows = {row["metric"]: row for row in r.json()["items"]}
     assert set(rows) == {

@@ -642,6 +642,9 @@ def test_unknown_names_have_suggestions():
     )
     r = run_cli("train", "--hardware", "hopper", "--model", "lama-3.1-8b", "--tokens", "1e12", "--gpus", "8")
     clean_error(r, 2, "unknown model 'lama-3.1-8b'", "did you mean 'llama-3.1-8b'?")
+    # a --set path's name holds dots too: it said "unknown model 'lama-3'" (a contract review)
+    r = run_cli("compare", "hopper", "--workload", PRETRAIN, "--set", "models.lama-3.1-8b.layers=32")
+    clean_error(r, 2, "--set models.lama-3.1-8b: unknown model 'lama-3.1-8b'; did you mean 'llama-3.1-8b'?")
     clean_error(
         run_cli("compare", "hopper", "--workload", "pretrain-10t-mo"),
         2,
@@ -917,6 +920,14 @@ def test_extreme_but_valid_catalog_values_end_cleanly_in_bounded_time(workload, 
         clean_error(r, r.code)
 
 
+def test_a_model_of_absurd_depth_is_refused_before_the_plan_search():
+    # layers=1e18 ran past a minute (the plan search's interleave options grow with the depth;
+    # 1e9 layers took 25 s): a model deeper than MAX_LAYERS is a typo (a contract review)
+    train = ("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64")
+    r = _within(HANG_CPU_S, lambda: run_cli(*train, "--set", "models.llama-3.1-8b.layers=1e18", "-f", "json"))
+    clean_error(r, 2, "models.llama-3.1-8b.layers: Input should be less than or equal to 100000")
+
+
 # --- issue 14: numbers that are not numbers, values outside their range, special files ---------
 
 
@@ -944,6 +955,13 @@ def test_yes_and_quoted_numbers_are_refused_in_workloads_and_set(tmp_path):
         ('economics.pue="1.2"', "must be a number, not text (remove the quotes)"),
         ("economics.pue=1e-320", "must be 0 or at least 2.225e-308 in size"),
         ("workload.tokens=yes", "tokens: must be a number"),
+    ]:
+        r = run_cli("compare", "vera-rubin", "--workload", PRETRAIN, "--set", item, "-f", "json")
+        clean_error(r, 2, needle)
+    # and true/false are true or false: `"false"` was read as false and 1 as true (a contract review)
+    for item, needle in [
+        ('models.qwen3-235b-a22b.qk_norm="false"', "qk_norm: must be true or false (remove the quotes)"),
+        ("models.qwen3-235b-a22b.qk_norm=1", "qk_norm: must be true or false (got 1)"),
     ]:
         r = run_cli("compare", "vera-rubin", "--workload", PRETRAIN, "--set", item, "-f", "json")
         clean_error(r, 2, needle)

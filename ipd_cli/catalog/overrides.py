@@ -23,7 +23,7 @@ import types
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ipd_cli.errors import InputError, did_you_mean
+from ipd_cli.errors import InputError, did_you_mean, suggestions
 
 from .layers import ENTRY_SECTIONS, KEYED, MERGED_SECTIONS, keep_origins
 from .plausibility import economics_warnings, override_warnings, power_warnings
@@ -73,8 +73,12 @@ def entry_name(names: dict[str, str], section: str, keys: list[str]) -> tuple[st
             return names[candidate], keys[end:]
     if keys[1] in names:
         return names[keys[1]], keys[2:]
+    # no entry: the name the user meant may hold dots too (`lama-3.1-8b`, not `lama-3`): the longest
+    # prefix with a close spelling, else all but the field
+    prefixes = [".".join(keys[1:end]) for end in range(len(keys) - 1, 1, -1)]
+    meant = next((p for p in prefixes if suggestions(p, names)), prefixes[0] if prefixes else keys[1])
     raise InputError(
-        f"`sets` {section}.{keys[1]}: unknown {section[:-1]} '{keys[1]}'{did_you_mean(keys[1], names)}"
+        f"`sets` {section}.{meant}: unknown {section[:-1]} '{meant}'{did_you_mean(meant, names)}"
     )
 
 

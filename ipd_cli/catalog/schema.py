@@ -23,6 +23,9 @@ PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
 
 
 MAX_SITE_MW = 1e6  # a site power budget above a terawatt is a typo, not a site
+# a model deeper than this is a typo, not a model (the deepest published are a few hundred layers);
+# the plan search's interleave options grow with the depth: 1e9 layers took 25 s, 1e18 ran on
+MAX_LAYERS = 100_000
 
 
 def _number(v: object) -> object:
@@ -49,6 +52,15 @@ def _number(v: object) -> object:
     return v
 
 
+def _boolean(v: object) -> object:
+    """true or false as written: not 1 or 0, nor the text "false" (pydantic's lax mode read
+    `open_weights: "false"` as false and `open_weights: 1` as true, a contract review)."""
+    if isinstance(v, bool):
+        return v
+    quoted = isinstance(v, str) and v.strip().lower() in ("true", "false", "yes", "no", "on", "off")
+    raise ValueError(f"must be true or false{' (remove the quotes)' if quoted else ''}")
+
+
 def _numeric(text: str) -> bool:
     try:
         float(text)
@@ -61,6 +73,7 @@ def _numeric(text: str) -> bool:
 # 80.0 for an integer 80 (a --vary value comes as a float).
 Num = Annotated[float, BeforeValidator(_number)]
 Int = Annotated[int, BeforeValidator(_number)]
+Bool = Annotated[bool, BeforeValidator(_boolean)]
 
 
 def unit(symbol: str, si: float = 1.0, **kw: Any) -> Any:
@@ -106,7 +119,7 @@ class Sourced(Strict):
 
     value: Num
     source: str = Field(description="id of an entry in a `sources:` block")
-    estimate: bool = False
+    estimate: Bool = False
     range: tuple[Num, Num] | None = Field(
         default=None, description="low and high values where sources disagree"
     )
@@ -209,7 +222,7 @@ class System(Strict):
     capex_usd: Sourced = unit("USD", description="purchase price of the node or rack")
     prices: list[Price] = Field(min_length=1)
     status: Status
-    unstable: bool = False
+    unstable: Bool = False
     host_link_gb_per_s: Sourced | None = unit(
         "GB/s per GPU",
         1e9,
@@ -256,7 +269,7 @@ class Model(Strict):
     description: str
     total_params: Num = unit("parameters", gt=0)
     active_params: Num = unit("parameters", gt=0, description="parameters each token passes through")
-    layers: Int = unit("layers", gt=0)
+    layers: Int = unit("layers", gt=0, le=MAX_LAYERS)
     hidden_size: Int = unit("values", gt=0)
     attention_heads: Int = unit("heads", gt=0)
     head_dim: Int = unit("values", gt=0)
@@ -290,17 +303,17 @@ class Model(Strict):
     moe_layers: Int | None = unit(
         "layers", default=None, ge=0, description="layers with routed experts (default: all of an MoE model)"
     )
-    gated_ffn: bool = Field(default=True, description="SwiGLU-style FFN (3 matrices); false: GELU (2)")
-    tied_embeddings: bool = Field(default=False, description="the LM head shares the input embedding")
-    qk_norm: bool = Field(default=False, description="a norm on each head's query and key (Qwen3's QK-Norm)")
+    gated_ffn: Bool = Field(default=True, description="SwiGLU-style FFN (3 matrices); false: GELU (2)")
+    tied_embeddings: Bool = Field(default=False, description="the LM head shares the input embedding")
+    qk_norm: Bool = Field(default=False, description="a norm on each head's query and key (Qwen3's QK-Norm)")
     attention_biases: Int = Field(
         default=0,
         ge=0,
         le=4,
         description="bias vectors on the attention projections (Qwen2.5: 3, gpt-oss: 4)",
     )
-    attention_sinks: bool = Field(default=False, description="a learned sink logit per head (gpt-oss)")
-    router_bias: bool = Field(default=False, description="the MoE router has a bias tensor (gpt-oss)")
+    attention_sinks: Bool = Field(default=False, description="a learned sink logit per head (gpt-oss)")
+    router_bias: Bool = Field(default=False, description="the MoE router has a bias tensor (gpt-oss)")
     fused_expert_tensors: Int | None = Field(
         default=None,
         gt=0,
@@ -319,7 +332,7 @@ class Model(Strict):
         "efficiency.default_training_sequence_length)",
     )
     source: str
-    estimate: bool = False
+    estimate: Bool = False
     aliases: list[str] = []
     note: str | None = None
 
@@ -637,9 +650,9 @@ class SourcedFlag(Strict):
     """A yes/no property of a stack, with the source that says so (``--set PATH.value=false``
     overrides it, as any sourced value)."""
 
-    value: bool
+    value: Bool
     source: str
-    estimate: bool = False
+    estimate: Bool = False
     note: str | None = None
 
 
@@ -1106,7 +1119,7 @@ class RlWorkload(Strict):
     gpus: Int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
     gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
     train_gpus: Int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")
-    grow_gpus_to_fit: bool = Field(
+    grow_gpus_to_fit: Bool = Field(
         default=False,
         description="when `gpus` cannot hold the training state plus one generation instance on a "
         "system, run on the fewest GPUs that can (the result says so in gpus_requested) instead of "
@@ -1306,7 +1319,7 @@ class ScenarioPretraining(Strict):
     """How pre-training enters the lifecycle: computed, given, or not paid (open weights)."""
 
     workload: str | None = Field(default=None, description="a pretrain workload computed on each system")
-    open_weights: bool = False
+    open_weights: Bool = False
     cost_usd: Num | None = Field(default=None, ge=0, description="a given pre-training cost instead")
     amortisation_years: Num = Field(
         default=DEFAULTS["amortisation_years"], gt=0, description="years over which the model earns"
@@ -1374,7 +1387,7 @@ class LearningCurve(Strict):
     midpoint_samples: Num = Field(gt=0)
     exponent: Num = Field(gt=0)
     source: str
-    estimate: bool = False
+    estimate: Bool = False
     note: str | None = None
 
     @model_validator(mode="after")

@@ -125,13 +125,14 @@ def check_moe_pins(pins: dict[str, int], is_moe: bool, model: str) -> None:
             (f"ep={pins.get('ep', 1)}", pins.get("ep", 1) > 1),
             ("dispatcher=deepep", pins.get("disp") == DISPATCHERS.index("deepep")),
             ("a2a_overlap=on", pins.get("a2ao") == 1),
+            ("cuda_graphs=off", pins.get("graph") == 0),  # on, like alltoall, is what a dense step runs
         )
         if on
     ]
     if moe:
         raise InputError(
             f"`plan` {', '.join(moe)}: {model} is dense (no routed experts); expert parallelism, the "
-            "dispatcher and the all-to-all overlap apply to MoE models"
+            "dispatcher, the all-to-all overlap and CUDA graphs over the routing apply to MoE models"
         )
 
 
