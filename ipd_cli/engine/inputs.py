@@ -36,6 +36,7 @@ class Resolved:
     origin: str
     source: str | None = None  # for plain numbers: the source of the entry they belong to
     estimate: bool = False
+    note: str | None = None  # for plain numbers of an estimated entry: where it says what is sourced
 
 
 def resolve(cat: Catalog, path: str) -> Resolved:
@@ -51,6 +52,7 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
     keys = path.split(".")
     section = keys[0]
     node: Any
+    name = ""
     if section in ENTRY_SECTIONS and len(keys) >= 3:
         name, rest = entry_name(cat.names(section), section, keys)
         node = getattr(cat, section)[name]
@@ -81,9 +83,15 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
         node = node.usd_per_gpu_hour
     if node is None:
         raise KeyError(f"{path}: not set in the catalog")
-    return Resolved(
-        node, unit, si, origin, getattr(entry, "source", None), bool(getattr(entry, "estimate", False))
+    estimate = bool(getattr(entry, "estimate", False))
+    # an estimated entry's plain numbers cite its source for what it publishes (the 10T MoE: its
+    # total), the rest are choices its note names (a hand-check review: the note was dropped)
+    note = (
+        f"{section}.{name} is an estimate: its note says which values its source gives"
+        if estimate and name
+        else None
     )
+    return Resolved(node, unit, si, origin, getattr(entry, "source", None), estimate, note)
 
 
 @dataclass
@@ -105,7 +113,7 @@ class Inputs:
         if isinstance(r.value, Sourced):
             return self.trace.take(name, r.value, r.unit, r.origin, r.si, path=path, borrowed=borrowed)
         value = self.trace.given(
-            name, r.value, r.unit, r.origin, path=path, source=r.source, estimate=r.estimate
+            name, r.value, r.unit, r.origin, path=path, source=r.source, estimate=r.estimate, note=r.note
         )
         return value * r.si if r.si != 1.0 else value
 

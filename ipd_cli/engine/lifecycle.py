@@ -581,11 +581,15 @@ def _rl_generation_step(r: Rl) -> Step:
             "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
             "/ (replicas x concurrency); prefill_s = rollouts x one prompt's prefill / replicas; "
             "drain_s = (max - mean response tokens) / tail_decode_tokens_per_s_per_user; "
-            "longest_trajectory_s = its wait for a slot + max response tokens / "
+            "longest_trajectory_s = queued_start_s (its wait for a slot) + max response tokens / "
             "tail_decode_tokens_per_s_per_user + max turns x tool latency"
             + ("; here the longest trajectory" if r.latency_bound else "; here the bulk")
         )
-        terms = {"drain_s": g.drain_s, "longest_trajectory_s": g.longest_trajectory_s}
+        terms = {
+            "drain_s": g.drain_s,
+            "longest_trajectory_s": g.longest_trajectory_s,
+            "queued_start_s": g.queued_start_s,
+        }
     return Step("rl.phases.generation_s", r.phases.generation_s, how,
                 {"decode_and_tools_s": g.decode_and_tools_s, "prefill_s": g.prefill_s, **terms,
                  "rollouts": g.rollouts, "replicas": r.replicas, "instance_gpus": r.instance_gpus,

@@ -521,6 +521,11 @@ class RlGeneration(Result):
         description="decode speed per sequence at tail_concurrency (the last sequences of a step)"
     )
     async_waste_fraction: float = Field(description="async: the share of generation redone (0 otherwise)")
+    queued_start_s: float = Field(
+        default=0.0,
+        description="synchronous: the longest trajectory's expected wait for a free slot, part of "
+        "longest_trajectory_s ((queued / rollouts) x (queued + 1) / 2 x slot time / slots; 0 in async)",
+    )
 
 
 class RlRun(Result):

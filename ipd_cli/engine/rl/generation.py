@@ -355,6 +355,7 @@ class Generation:
     drain_s: float
     longest_trajectory_s: float
     tail_decode_tokens_per_s_per_user: float
+    queued_start_s: float = 0.0  # synchronous: the longest trajectory's wait for a slot
 
 
 def in_flight_batches(staleness_bound: int, asynchronous: bool) -> int:
@@ -403,9 +404,10 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     slots = nums.generated * slot_s / (replicas * b)
     bulk = slots + prefill
     own = nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s  # the longest trajectory
-    crit = own  # when it ends: synchronous schedules may start it late
-    if not asynchronous:  # it may wait for a slot (an under-filled wave was free to the search)
-        crit += float(queued_start_s(nums.generated, replicas * b, slot_s))
+    # when it ends: synchronous schedules may start it late, waiting for a slot (an under-filled
+    # wave was free to the search)
+    wait = 0.0 if asynchronous else float(queued_start_s(nums.generated, replicas * b, slot_s))
+    crit = own + wait
     live: float  # trajectories in flight
     drain = 0.0
     if asynchronous:
@@ -430,6 +432,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         drain_s=drain,
         longest_trajectory_s=crit,
         tail_decode_tokens_per_s_per_user=v_tail,
+        queued_start_s=wait,
     )
 
 
