@@ -544,3 +544,28 @@ def test_explain_prints_the_warnings_of_the_comparison_it_explains():
     warned = [ln for ln in compared.stderr.splitlines() if ln.startswith("ipd: warning:")]
     assert any("different terms" in ln for ln in warned) and any("serves at fp8" in ln for ln in warned)
     assert [ln for ln in explained.stderr.splitlines() if ln.startswith("ipd: warning:")] == warned
+
+
+def test_a_scenario_pins_speculative_decoding_as_serve_does():
+    # the headline moves most with the estimated EAGLE-3 acceptance, yet compare could not turn
+    # drafting off (`workload.serving.speculative` was an unknown field; a hand-check review)
+    off = ("--set", "workload.serving.speculative=off")
+    r = run_cli("compare", "blackwell", *off, "-f", "json")
+    assert r.code == 0, r.stderr
+    point = r.json()["systems"][0]["serving"]
+    assert point["speculative_speedup"] == 1.0 and "EAGLE" not in point["configuration"]
+    # the serving block is the one `ipd serve --speculative off` gives at that shape and traffic
+    served = run_cli(
+        "serve", "--hardware", "blackwell", "--model", "moe-10t", "--precision", "fp4", "--speculative=off",
+        "--tokens-per-user-s", "50", "--input-tokens", "3000", "--output-tokens", "400",
+        "--requests-per-s", repr(point["traffic_requests_per_s"]), "-f", "json",
+    ).json()["serving"]  # fmt: skip
+    assert served["configuration"] == point["configuration"]
+    assert served["gpus_for_traffic"] == point["gpus_for_traffic"]
+    assert served["tokens_per_s_per_gpu"] == pytest.approx(point["tokens_per_s_per_gpu"], rel=1e-9)
+    # a sweep's rows price the same pinned deployment
+    rows = run_cli("sweep", "--vary", "hardware=blackwell", "--vary", "price_usd_per_gpu_hour=4.05", *off,
+                   "--metrics", "serving.tokens_per_s_per_gpu", "-f", "json").json()  # fmt: skip
+    assert rows[0]["serving.tokens_per_s_per_gpu"] == pytest.approx(point["tokens_per_s_per_gpu"], rel=1e-9)
+    r = run_cli("compare", "blackwell", "--set", "workload.serving.speculative=1.5")
+    assert r.code == 2 and "speculative: must be off, on or a draft depth" in r.stderr

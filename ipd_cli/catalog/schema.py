@@ -1376,6 +1376,25 @@ class ScenarioServing(Strict):
     output_tokens_per_request: Int = Field(gt=0)
     tokens_per_user_s: Num | None = Field(default=None, gt=0, description="interactivity target")
     precision: Precision | None = None
+    speculative: str | int | None = Field(
+        default=None,
+        description="speculative decoding, as `ipd serve --speculative`: off, on (a searched depth) "
+        "or a draft depth; unset: searched (off or any depth)",
+    )
+
+    @field_validator("speculative", mode="before")
+    @classmethod
+    def _switch(cls, v: object) -> object:
+        # YAML reads `speculative: off` as false; a depth is a whole number, not 1.5 or yes
+        if isinstance(v, bool):
+            return "on" if v else "off"
+        if isinstance(v, str) and v.strip().lower() in ("off", "on", "auto"):
+            return v.strip().lower()
+        if type(v) is int and v >= 0:
+            return v
+        if v is None:
+            return v
+        raise ValueError("must be off, on or a draft depth (a whole number >= 0)")
 
 
 class LearningCurve(Strict):

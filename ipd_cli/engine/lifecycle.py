@@ -813,6 +813,7 @@ def _serve_args(cat: Catalog, hardware: str, sv: Any) -> dict[str, Any]:
         output_tokens=sv.output_tokens_per_request,
         precision=serving_precision(cat, hardware, sv.precision),
         tokens_per_user_s=sv.tokens_per_user_s,
+        speculative=sv.speculative,
         instance="best",
     )
 
@@ -1037,6 +1038,7 @@ _STAGE_FIELDS: dict[str, dict[str, str]] = {
         "tokens_per_user_s": "tokens_per_user_s",
         "input_tokens": "input_tokens_per_request",
         "output_tokens": "output_tokens_per_request",
+        "speculative": "speculative",
     },
 }
 _HINT_STARTS = ("use ", "give ", "add ", "set ", "try ", "choose ", "pick ", "lower ", "raise ", "--", "`")

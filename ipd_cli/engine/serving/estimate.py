@@ -600,16 +600,17 @@ def traffic_sizer(
     output_tokens: int | None = None,
     precision: str | None = None,
     tokens_per_user_s: float | None = None,
+    speculative: str | int | None = None,
     instance: str = "best",
     pricing: str = "rental",
     origin: str = CLI,
 ) -> TrafficSizer:
-    """:func:`estimate_serving`'s deployment search (no pins, quietly), ready to size any number
-    of traffics at once: a sweep whose rows move a scenario's traffic."""
+    """:func:`estimate_serving`'s deployment search (no pins but ``speculative``, quietly), ready to
+    size any number of traffics at once: a sweep whose rows move a scenario's traffic."""
     _check_operating_point(None, tokens_per_user_s)
     ctx = context(cat, hardware, model, origin)
     ctx = replace(ctx, trace=ctx.trace.quiet())
-    shape = Shape(input_tokens, output_tokens, precision, pricing=pricing)
+    shape = Shape(input_tokens, output_tokens, precision, speculative=speculative, pricing=pricing)
     g = _searched(ctx, shape, pins_of(), instance, tokens_per_user_s)
     return TrafficSizer(g, tokens_per_user_s, None, ctx.name)
 
