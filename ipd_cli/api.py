@@ -40,38 +40,60 @@ if TYPE_CHECKING:  # the estimate models are imported where an estimate runs (no
     )
 
 
-def check_arguments(fn: Any, values: dict[str, Any]) -> None:
-    """Arguments of the library that are numbers by ``fn``'s annotations (``int``, ``float``, or
-    either or None) are numbers, whole where the annotation is ``int``; a string, a bool or a
-    fraction of a count is refused naming the parameter (``gpus=64.7`` ran on 64 GPUs, ``'64'``
-    was a TypeError deep in the engine, a contract review). Values that are not finite are left
-    to the estimate's own range checks."""
+def check_arguments(fn: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` checked against ``fn``'s annotations and returned with whole numbers as ints: a
+    number (``int``, ``float``) is a real number, a count (``int``) a whole one (``64.0`` and
+    ``1e3`` are taken as 64 and 1000), a switch (``bool``) True or False; a string, a bool for a
+    number or a fraction of a count is refused naming the parameter (``gpus=64.7`` ran on 64 GPUs,
+    ``'64'`` was a TypeError deep in the engine, ``disaggregated='false'`` a ValueError: a
+    contract review). A float that is not finite is left to the estimate's own range checks,
+    except for a count, which cannot be one."""
     import inspect
     import math
     import numbers
 
+    out = dict(values)
     for p in inspect.signature(fn).parameters.values():
         v = values.get(p.name)
         kinds = set(str(p.annotation).replace(" ", "").split("|")) - {"None"}
-        if v is None or not kinds or not kinds <= {"int", "float"}:
+        if v is None or not kinds:
+            continue
+        if kinds == {"bool"}:
+            if not isinstance(v, bool):
+                raise InputError(f"`{p.name}` must be True or False, got {v!r}")
+            continue
+        if not kinds <= {"int", "float"}:
             continue
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             raise InputError(f"`{p.name}` must be a number, got {v!r}")
-        if kinds == {"int"} and math.isfinite(v) and not float(v).is_integer():
+        try:
+            x = float(v)
+        except OverflowError:  # an int beyond any float (10**400)
+            raise InputError(f"`{p.name}` is out of range, got {v!r}") from None
+        if kinds != {"int"} or isinstance(v, numbers.Integral):
+            continue
+        if not (math.isfinite(x) and x.is_integer()):
             raise InputError(f"`{p.name}` must be a whole number, got {v!r}")
+        out[p.name] = int(x)
+    return out
 
 
-def _names(param: str, value: Any) -> list[Any]:
-    """A list parameter: a lone string is refused (it would be read a letter at a time)."""
-    if isinstance(value, str):
-        raise InputError(f"`{param}` is a list; give [{value!r}], not {value!r}")
-    return list(value or [])
+def _names(param: str, value: Any, kind: type = str) -> list[Any]:
+    """A list parameter: a lone string is refused (it would be read a letter at a time), and each
+    item must be a ``kind``."""
+    if isinstance(value, str | Path):
+        raise InputError(f"`{param}` is a list; give [{str(value)!r}], not {str(value)!r}")
+    items = list(value or [])
+    for item in items:
+        if not isinstance(item, kind):
+            raise InputError(f"`{param}` holds {kind.__name__}s, got {item!r}")
+    return items
 
 
 def load(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
     """The built-in catalog plus ``IPD_CATALOG`` and ``extra_dirs`` (later ones win),
     with ``--set PATH=VALUE`` overrides applied (see :mod:`ipd_cli.catalog.overrides`)."""
-    dirs = [Path(d) for d in _names("extra_dirs", extra_dirs)]
+    dirs = [Path(d) for d in _names("extra_dirs", extra_dirs, str | Path)]  # type: ignore[arg-type]
     return load_catalog(dirs, _names("sets", sets))
 
 
@@ -84,7 +106,7 @@ def rl(
     """One RL post-training step (and its refresh cycle) of an RL workload on ``hardware``."""
     from .engine.rl import estimate_rl
 
-    check_arguments(estimate_rl, kw)
+    kw = check_arguments(estimate_rl, kw)
     name, w, origin = resolve_workload(cat, workload, _rl_given(kw))
     if w.kind != "rl":
         raise InputError(
@@ -147,35 +169,19 @@ def serve(
     pick one point or pin a disaggregated deployment's pools."""
     from .engine.serving import estimate_serving, estimate_serving_curve
 
-    check_arguments(serve, locals())
+    a = check_arguments(serve, locals())
     refuse_workload_sets(cat, "serve", ["input_tokens", "output_tokens", "concurrency", "tokens_per_user_s"])
     space: dict[str, Any] = {  # what both a point and the curve search over or pin
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "precision": precision,
-        "kv_precision": kv_precision,
-        "instance_gpus": instance_gpus,
-        "attention_tp": attention_tp,
-        "layout": layout,
-        "disaggregated": disaggregated,
-        "eplb": eplb,
-        "instance": instance,
-        "speculative": speculative,
-        "stack": stack,
-        "pricing": pricing,
-        "origin": origin,
+        k: a[k]
+        for k in (
+            "input_tokens", "output_tokens", "precision", "kv_precision", "instance_gpus", "attention_tp",
+            "layout", "disaggregated", "eplb", "instance", "speculative", "stack", "pricing", "origin",
+        )
+    }  # fmt: skip
+    one_point = {
+        k: a[k] for k in ("concurrency", "tokens_per_user_s", "requests_per_s", "output_tokens_per_day")
     }
-    one_point: dict[str, Any] = {
-        "concurrency": concurrency,
-        "tokens_per_user_s": tokens_per_user_s,
-        "requests_per_s": requests_per_s,
-        "output_tokens_per_day": output_tokens_per_day,
-    }
-    pools: dict[str, Any] = {
-        "prefill_layout": prefill_layout,
-        "prefill_instances": prefill_instances,
-        "decode_instances": decode_instances,
-    }
+    pools = {k: a[k] for k in ("prefill_layout", "prefill_instances", "decode_instances")}
     if not curve:
         point = estimate_serving(cat, hardware, model, **space, **one_point, **pools)
         return point.model_copy(update={"overrides": _sets(cat)})
@@ -214,7 +220,8 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
             f"train() got an unexpected keyword argument '{unknown[0]}'{hint} "
             f"(accepted: {', '.join(accepted)})"
         )
-    check_arguments(estimate_pretraining, {"tokens": tokens, **kw})
+    kw = check_arguments(estimate_pretraining, kw)
+    check_arguments(estimate_pretraining, {"tokens": tokens})
     given = ["tokens", "gpus", "deadline_days", "precision", "sequence_length", "plan"]
     refuse_workload_sets(cat, "train", given)
 
@@ -528,6 +535,7 @@ def sweep(
     from .engine import sweep as sw
     from .engine.pricing import check_pricing
 
+    vary = _names("vary", vary)
     name, w, origin = resolve_workload(cat, workload)
     cat = with_nested_workloads(cat, w)
     check_pricing(pricing)

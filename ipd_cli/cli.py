@@ -4,6 +4,7 @@ Data goes to stdout, every message to stderr. User errors exit 2 (input) or 1
 (infeasible) with one line and no traceback; ``IPD_DEBUG=1`` shows it.
 """
 
+import errno
 import functools
 import io
 import math
@@ -25,6 +26,7 @@ from .output import (
     emit,
     format_for,
     stream_rows,
+    write_stdout,
 )
 from .render import EXTENSION_FORMATS, FORMATS, OutputContext
 
@@ -324,7 +326,7 @@ def _finish(
 
 def _version(value: bool) -> None:
     if value:
-        sys.stdout.write(f"ipd {__version__}\n")
+        write_stdout(f"ipd {__version__}\n")
         raise typer.Exit()
 
 
@@ -1154,7 +1156,7 @@ def _draw(fig, output: Path | None, force: bool) -> None:
     from .render.plot import to_png, to_text
 
     if output is None or str(output) == "-":
-        sys.stdout.write(to_text(fig))
+        write_stdout(to_text(fig))
         return
     to_png(fig, output)
     sys.stderr.write(f"wrote {output}\n")
@@ -1278,7 +1280,7 @@ def schema() -> None:
 
     from . import api
 
-    sys.stdout.write(json.dumps(api.output_schema(), indent=2) + "\n")
+    write_stdout(json.dumps(api.output_schema(), indent=2) + "\n")
 
 
 # Engine and API errors name parameters in backticks (`deadline_days`); the CLI shows the flag that
@@ -1525,6 +1527,12 @@ def _run(argv: list[str] | None) -> Any:
     except Exception as e:  # a bug, or an input no check caught: still one line, no traceback
         if debug:
             raise
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            # a full disk under a write no command wraps (`ipd --help > /dev/full`)
+            from .signals import discard_stdout
+
+            discard_stdout()
+            _fail(f"could not write ({e.strerror or e})", 1)
         detail = " ".join(str(e).split())[:300]
         _fail(f"internal error: {type(e).__name__}: {detail} (IPD_DEBUG=1 shows the traceback)", 1)
     if rv == ExitCode.INTERRUPTED:  # Typer turned a KeyboardInterrupt into its exit code

@@ -497,6 +497,9 @@ def test_plans_lists_the_best_first_and_plan_pins_the_grid():
         run = (row["hardware"], row["pretraining.gpus"], row["pretraining.model"])
         assert run == ("h100-sxm", "1024", "gpt-3-175b")
     assert "pretraining.plans" not in rows[0]
+    # the first row is the run itself: its cost and GPU-hours, which the other rows leave empty
+    assert float(rows[0]["pretraining.cost_usd"]) == p["cost_usd"] and rows[1]["pretraining.cost_usd"] == ""
+    assert float(rows[0]["pretraining.gpu_hours"]) == p["gpu_hours"]
     assert all(q["parallelism"]["global_batch"] == 1536 for q in p["plans"])
     pinned = run_cli(
         "train", "--hardware", "hopper", "--model", "gpt-3-175b", "--tokens", "3e11", "--gpus", "1024",

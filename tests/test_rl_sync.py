@@ -367,7 +367,8 @@ def test_sync_links_read_a_system_fabric_before_the_accelerator_nic(catalog):
         # QK-Norm: 94 x (q, k, v, o, q and k norms, 2 norms) and 94 routers of 128 experts
         ("qwen3-235b-a22b", 94 * 8 + 94 * (1 + 128 * 3) + 3, 94 * 8 + 94 + 3),
         # experts of 2 matrices (no gate) on 48 of 108 layers, 512 routed and 1 shared
-        ("nemotron-3-ultra", 108 * 6 + 60 * 2 + 48 * (1 + 513 * 2) + 3, 108 * 6 + 60 * 2 + 48 * 3 + 3),
+        # (each router a weight and an e_score_correction_bias, as DeepSeek-V3's)
+        ("nemotron-3-ultra", 108 * 6 + 60 * 2 + 48 * (2 + 513 * 2) + 3, 108 * 6 + 60 * 2 + 48 * 4 + 3),
         # Qwen2.5: biases on q, k, v: 28 x (q, k, v, their biases, o, 2 norms, 3 FFN) + 3, the 339
         # entries of Qwen2.5-7B's checkpoint index (255 before)
         ("qwen2.5-math-7b", 28 * 12 + 3, 28 * 12 + 3),

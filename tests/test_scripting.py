@@ -131,6 +131,17 @@ def test_a_failed_write_spoils_the_recording():
         (lambda c: ipd_cli.rl(c, "h100", gpus=128.5), "`gpus` must be a whole number, got 128.5"),
         (lambda c: ipd_cli.compare(c, "h100"), "`systems` is a list; give ['h100'], not 'h100'"),
         (lambda c: ipd_cli.load(sets="economics.pue=1.2"), "`sets` is a list; give ['economics.pue=1.2']"),
+        (lambda c: ipd_cli.load(sets=[1]), "`sets` holds strs, got 1"),
+        (lambda c: ipd_cli.sweep(c, "hardware=h100,b200"), "`vary` is a list; give ['hardware=h100,b200']"),
+        (
+            lambda c: ipd_cli.train(c, "h100", "llama-3.1-8b", 1e12, gpus=64, plans=float("inf")),
+            "`plans` must be a whole",
+        ),
+        (lambda c: ipd_cli.train(c, "h100", "llama-3.1-8b", 1e12, gpus=10**400), "`gpus` is out of range"),
+        (
+            lambda c: ipd_cli.serve(c, "h100", "llama-3.1-8b", disaggregated="false"),
+            "`disaggregated` must be True or False",
+        ),
     ],
 )
 def test_library_arguments_of_the_wrong_type_are_refused_naming_the_parameter(catalog, call, message):
@@ -139,6 +150,13 @@ def test_library_arguments_of_the_wrong_type_are_refused_naming_the_parameter(ca
     with pytest.raises(InputError) as e:
         call(catalog)
     assert str(e.value).startswith(message)
+
+
+def test_library_counts_given_as_whole_floats_are_taken_as_counts(catalog):
+    # `instance_gpus=8.0` and `gpus=2048.0` passed the check, then failed in the engine (TypeError);
+    # 1e3 is a natural way to write a thousand GPUs
+    assert ipd_cli.serve(catalog, "h100", "llama-3.1-8b", instance_gpus=8.0).serving.instance_gpus == 8
+    assert ipd_cli.train(catalog, "h100", "llama-3.1-8b", 1e12, gpus=1e3, plans=2.0).pretraining.gpus == 1000
 
 
 def test_library_errors_name_parameters_and_the_cli_flags(catalog):

@@ -40,6 +40,17 @@ def test_a_file_without_kind_whose_fields_are_another_kinds_is_told_to_add_it():
     scenario = {"description": "d", "model": "kimi-k2", "horizon_years": 1, "serving": {}}
     with pytest.raises(InputError, match="add `kind: scenario`"):
         validate_workload(scenario, "w.yaml: workload")
+    # a field only a pretrain workload has (`tokens`) makes it one: its other fields are the error
+    # (it was told to add `kind: rl` for `training_precision`, a code review)
+    mixed = {
+        "description": "d",
+        "model": "llama-3.1-8b",
+        "tokens": 1e12,
+        "gpus": 64,
+        "training_precision": "fp8",
+    }
+    with pytest.raises(InputError, match="training_precision: unknown field"):
+        validate_workload(mixed, "w.yaml: workload")
     # a pretrain workload may still leave it out
     pretrain = {"description": "d", "model": "llama-3.1-8b", "tokens": 1e12, "gpus": 64, "source": "s"}
     assert validate_workload(pretrain, "w").kind == "pretrain"

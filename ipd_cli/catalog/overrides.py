@@ -74,9 +74,9 @@ def entry_name(names: dict[str, str], section: str, keys: list[str]) -> tuple[st
     if keys[1] in names:
         return names[keys[1]], keys[2:]
     # no entry: the name the user meant may hold dots too (`lama-3.1-8b`, not `lama-3`): the longest
-    # prefix with a close spelling, else all but the field
+    # prefix with a close spelling, else the first key (`systems.qqq.capex_usd.value`: 'qqq')
     prefixes = [".".join(keys[1:end]) for end in range(len(keys) - 1, 1, -1)]
-    meant = next((p for p in prefixes if suggestions(p, names)), prefixes[0] if prefixes else keys[1])
+    meant = next((p for p in prefixes if suggestions(p, names)), keys[1])
     raise InputError(
         f"`sets` {section}.{meant}: unknown {section[:-1]} '{meant}'{did_you_mean(meant, names)}"
     )

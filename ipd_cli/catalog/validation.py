@@ -141,7 +141,9 @@ def _check_default_kind(body: dict[str, Any], where: str) -> None:
     workload with its ``kind`` line dropped) is told to add it, rather than given a list of the
     fields a pretrain workload lacks."""
     fields = set(body)
-    if fields <= set(WORKLOAD_KINDS[DEFAULT_KIND].model_fields):
+    own = set(WORKLOAD_KINDS[DEFAULT_KIND].model_fields)
+    others = set().union(*(cls.model_fields for k, cls in WORKLOAD_KINDS.items() if k != DEFAULT_KIND))
+    if fields <= own or fields & (own - others):  # a field only a pretrain workload has: it is one
         return
     cover = {k: len(fields & set(cls.model_fields)) for k, cls in WORKLOAD_KINDS.items()}
     best = max(cover, key=lambda k: (cover[k], k == DEFAULT_KIND))

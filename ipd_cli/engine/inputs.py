@@ -88,7 +88,7 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
     # total), the rest are choices its note names (a hand-check review: the note was dropped)
     note = (
         f"{section}.{name} is an estimate: its note says which values its source gives"
-        if estimate and name
+        if estimate and name and getattr(entry, "note", None)
         else None
     )
     return Resolved(node, unit, si, origin, getattr(entry, "source", None), estimate, note)

@@ -79,11 +79,16 @@ def records(result: BaseModel) -> list[dict[str, Any]]:
         return [_flat({**base, "serving": point}) for point in data["serving"]]
     plans = (data.get("pretraining") or {}).get("plans")
     if plans:
-        # `train --plans N`: one row per plan, ranked, under the run's names (the run's own figures
-        # are the first plan's); each plan's numbers in the same columns as a one-plan run's
+        # `train --plans N`: one row per plan, ranked, each plan's numbers in the columns a one-plan
+        # run uses; the first row is the run itself (its cost, GPU-hours, energy, breakdown: a code
+        # review, a script adding --plans lost them), the others carry the run's names
         base = _without(data, "schema_version", "assumptions", "pretraining")
-        run = {k: data["pretraining"][k] for k in PLAN_RUN_KEYS if k in data["pretraining"]}
-        return [_flat({**base, "pretraining": {**run, "rank": i, **plan}}) for i, plan in enumerate(plans, 1)]
+        whole = _without(data["pretraining"], "plans")
+        run = {k: whole[k] for k in PLAN_RUN_KEYS if k in whole}
+        return [
+            _flat({**base, "pretraining": {**(whole if i == 1 else run), "rank": i, **plan}})
+            for i, plan in enumerate(plans, 1)
+        ]
     return [_flat(_without(data, "schema_version", "assumptions"))]
 
 
