@@ -313,6 +313,17 @@ def test_explain_derives_the_serving_tokens_per_gpu_from_the_decode_step(explain
     assert float(x["tokens_per_s_per_user"]) == pytest.approx(1000 / float(x["tpot_ms"]), rel=1e-9)
 
 
+def test_explain_as_markdown_keeps_the_catalog_notes_a_table_leaves_out():
+    # the prices' lower-bound caveats showed in JSON only: markdown (a report) and the table hid the
+    # note column (a hand-check review); markdown lists them under the grids, the table still not
+    md = run_cli("explain", "blackwell", "vera-rubin", "-f", "markdown")
+    assert md.code == 0, md.stderr
+    notes = md.stdout.split("**Notes**", 1)[1]
+    assert "- input: rental price (reserved) (vera-rubin-nvl72): " in notes and "lower bound" in notes
+    table = run_cli("explain", "blackwell", "vera-rubin", "-f", "table", env={"COLUMNS": "200"})
+    assert "Notes" not in table.stdout and "lower bound" not in table.stdout
+
+
 def test_explain_of_an_aggregated_serving_point_recomputes_its_speed_per_user():
     # aggregated, the rate per user counts the request's own prefill: the formula printed
     # 1000 / tpot_ms (52.1) beside tokens_per_s_per_user 46.9 (a serving review)

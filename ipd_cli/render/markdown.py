@@ -23,4 +23,6 @@ def to_markdown(v: View) -> str:
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     out += [f"{n}\n" for n in v.notes]
+    if v.footnotes:
+        out += ["**Notes**\n", *(f"- {_cell(n)}" for n in v.footnotes), ""]
     return "\n".join(out).rstrip("\n") + "\n"

@@ -161,6 +161,10 @@ class Grid:
 class View:
     grids: list[Grid]
     notes: list[str] = field(default_factory=list)
+    # what a report (markdown) adds below its grids and a terminal table leaves out: explain's
+    # catalog notes, too long for a column (a hand-check review: the prices' lower-bound caveats
+    # showed in JSON only)
+    footnotes: list[str] = field(default_factory=list)
 
 
 def fmt_num(v: Any) -> str:
@@ -743,7 +747,12 @@ def _items(data: dict) -> View:
         Grid(f"{kind}: {row[0]}", ["Field", "Value"], [[c, v] for c, v in zip(columns, row, strict=True)])
         for row in grid.rows
     ]
-    return View([grid])
+    notes: dict[tuple, list[str]] = {}  # (metric, note) -> the systems it holds for
+    for item in items if "note" in hidden else []:
+        if item.get("note"):
+            notes.setdefault((item.get("metric"), item["note"]), []).append(str(item.get("hardware") or ""))
+    footnotes = [f"{m} ({', '.join(h for h in hw if h)}): {n}" for (m, n), hw in notes.items()]
+    return View([grid], footnotes=footnotes)
 
 
 # units of things counted: an explain input of one read as a float (32.0 GPUs) prints as 32
