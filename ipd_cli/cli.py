@@ -237,10 +237,18 @@ def price_terms(rows: list, cat: Any) -> list[str]:
         ]
     if len(set(terms.values())) < 2:
         return []
+    # a label every compared system prices on one term (on-demand: none stated); Vera Rubin has
+    # only its reserved price, so `rental:on-demand` was suggested and then refused (a data audit)
+    prices = [{p.label: p.term_years for p in cat.system(name).prices} for name in terms]
+    alike = [
+        f"--pricing rental:{label}"
+        for label in sorted(set.intersection(*(set(p) for p in prices)))
+        if len({p[label] for p in prices}) == 1
+    ]
     return [
         f"the rental prices are contracts of different terms ({named}): a longer term is cheaper per "
-        "hour, so the cost ratio is not like for like; compare on one basis with --pricing "
-        "rental:on-demand or --pricing tco, or price them on one term with --set "
+        f"hour, so the cost ratio is not like for like; compare on one basis with "
+        f"{' or '.join([*alike, '--pricing tco'])}, or price them on one term with --set "
         "systems.NAME.prices.LABEL=USD and --set systems.NAME.prices.LABEL.term_years=YEARS"
     ]
 

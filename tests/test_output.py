@@ -332,6 +332,13 @@ def test_systems_priced_on_contracts_of_different_terms_are_warned():
     assert r.code == 0
     line = next(ln for ln in r.stderr.splitlines() if "different terms" in ln)
     assert "vera-rubin-nvl72 3-year" in line and "h100-sxm 1-year" in line
+    # the advice names only bases every system has: Vera Rubin has no on-demand price, and
+    # `--pricing rental:on-demand` was suggested, then refused (a data audit)
+    assert "compare on one basis with --pricing tco," in line and "rental:on-demand" not in line
+    line = next(
+        ln for ln in run_cli("compare", "b200", "h100", "-f", "json").stderr.splitlines() if "terms" in ln
+    )
+    assert "--pricing rental:on-demand" in line
     same = run_cli("compare", "vera-rubin", "h100", "--set", "systems.h100-sxm.prices.reserved=2.0",
                    "--set", "systems.h100-sxm.prices.reserved.term_years=3", "-f", "json")  # fmt: skip
     assert same.code == 0 and "different terms" not in same.stderr and "not an input" not in same.stderr
