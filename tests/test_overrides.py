@@ -154,3 +154,15 @@ def test_a_sourced_choice_of_text_can_be_set(catalog):
     # gave every sourced value an estimate flag, which a sourced choice of text does not have
     cat = catalog.with_overrides(["rl.default_sync_stack=verl"])
     assert cat.rl.default_sync_stack.value == "verl" and cat.rl.default_sync_stack.source == "cli-set"
+
+
+def test_a_scenario_stage_path_on_a_plain_workload_names_the_direct_field():
+    # `workload.pretraining.tokens` on a pretrain workload suggested 'precision' (a contract review)
+    from helpers import run_cli
+
+    r = run_cli("compare", "h100", "--workload", "pretrain-10t-moe", "--set", "workload.pretraining.tokens=5")
+    assert r.code == 2
+    assert r.stderr == (
+        "ipd: error: --set workload.pretraining: 'pretraining' is a scenario's stage; this pretrain "
+        "workload's fields are set directly: workload.tokens\n"
+    )

@@ -401,7 +401,18 @@ def test_a_file_where_a_catalog_directory_is_expected(tmp_path):
     clean_error(run_cli(*TRAIN, "--catalog", str(f)), 2, "cat.yaml: is a file, not a directory")
     clean_error(run_cli(*TRAIN, "--catalog", str(tmp_path / "nope")), 2, "nope: catalog directory not found")
     r = run_cli(*TRAIN, env={"IPD_CATALOG": str(tmp_path / "nope")})
-    clean_error(r, 2, "nope: catalog directory not found")
+    # the variable is named: a user who forgot it set saw only a path (a contract review)
+    clean_error(r, 2, f"IPD_CATALOG={tmp_path / 'nope'}: catalog directory not found")
+
+
+def test_yaml_the_strict_loader_refuses_is_named_with_its_fix(tmp_path):
+    # a merge key and a second document read "could not determine a constructor for the tag
+    # 'tag:yaml.org,2002:merge'" and "but found another document"; a null, "not a NoneType"
+    merge = "base: &b\n  model: llama-3.1-8b\nkind: pretrain\n<<: *b\ntokens: 1e12\ngpus: 8\n"
+    with_workload(tmp_path, merge, "a merge key (<<:) is not taken; write the keys out")
+    with_workload(tmp_path, "kind: pretrain\n---\nkind: rl\n", "a second document (---) is not taken")
+    r = run_cli(*TRAIN, "--set", "economics.pue=~")
+    clean_error(r, 2, "economics.pue.value: must be a number, not null")
 
 
 def test_unreadable_file(tmp_path):

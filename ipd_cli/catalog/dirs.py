@@ -30,10 +30,17 @@ def catalog_dirs(extra: list[Path] | None = None) -> list[Path]:
     return dirs
 
 
+def _from_env(directory: Path) -> bool:
+    """Whether ``directory`` came from IPD_CATALOG (its error says so: a user who forgot the
+    variable saw only a path, a contract review)."""
+    return str(directory) in os.environ.get(ENV_CATALOG, "").split(os.pathsep)
+
+
 def layer_files(directory: Path) -> tuple[list[Path], list[Path]]:
     if not directory.is_dir():
         what = "is a file, not a directory" if directory.exists() else "catalog directory not found"
-        raise InputError(f"{directory}: {what}; give an existing directory")
+        where = f"{ENV_CATALOG}={directory}" if _from_env(directory) else str(directory)
+        raise InputError(f"{where}: {what}; give an existing directory")
 
     def yaml_in(d: Path) -> list[Path]:  # both spellings of the extension, as -o and --scenario take
         return sorted([*d.glob("*.yaml"), *d.glob("*.yml")])

@@ -216,6 +216,9 @@ def _set_leaf(node: dict, key: str | int, value: Any) -> None:
         node[key] = value
 
 
+STAGES = ("pretraining", "post_training", "serving")  # a scenario's stages (schema.Scenario)
+
+
 def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD) -> None:
     """Apply ``workload.FIELD=VALUE`` overrides to a raw workload mapping (``prefix``: the path
     that names it, ``workload.pretraining`` for a scenario's pretrain workload)."""
@@ -224,7 +227,14 @@ def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD
         keys = o.path.split(".")[skip:]
         if not keys:
             raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
-        _assign(body, keys, o.value, prefix, WORKLOAD_KINDS.get(body.get("kind", "pretrain")))
+        kind = body.get("kind", "pretrain")
+        if kind != "scenario" and keys[0] in STAGES and keys[0] not in body and len(keys) > 1:
+            # `workload.pretraining.tokens` on a pretrain workload suggested 'precision' (a review)
+            raise InputError(
+                f"`sets` {prefix}.{keys[0]}: '{keys[0]}' is a scenario's stage; this {kind} workload's "
+                f"fields are set directly: {prefix}.{'.'.join(keys[1:])}"
+            )
+        _assign(body, keys, o.value, prefix, WORKLOAD_KINDS.get(kind))
 
 
 def _dump(entry: Any) -> dict:

@@ -45,7 +45,7 @@ def _number(v: object) -> object:
             raise ValueError("must be a finite number")
         raise ValueError(f"must be a number, not text{' (remove the quotes)' if _numeric(v) else ''}")
     if not isinstance(v, int | float):
-        raise ValueError(f"must be a number, not a {type(v).__name__}")
+        raise ValueError(f"must be a number, not {'null' if v is None else 'a ' + type(v).__name__}")
     if isinstance(v, float) and not math.isfinite(v):  # `gt=0` lets .inf through: inf/NaN output
         raise ValueError("must be a finite number")
     if isinstance(v, float) and v != 0 and abs(v) < sys.float_info.min:

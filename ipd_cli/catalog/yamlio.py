@@ -173,7 +173,12 @@ def _parse(text: str, name: str) -> Any:
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise InputError(f"{name}: invalid YAML{where}: {e.problem or e.context}") from None
+        problem = str(e.problem or e.context)
+        if "tag:yaml.org,2002:merge" in problem:  # the strict loader takes no `<<:` merge keys
+            problem = "a merge key (<<:) is not taken; write the keys out"
+        elif "another document" in problem:
+            problem = "a second document (---) is not taken; give one mapping per file"
+        raise InputError(f"{name}: invalid YAML{where}: {problem}") from None
     except yaml.YAMLError as e:
         raise InputError(f"{name}: invalid YAML: {e}") from None
     except RecursionError:  # the pure-Python parser recurses per level; libyaml stops at 1000
