@@ -43,39 +43,52 @@ if TYPE_CHECKING:  # the estimate models are imported where an estimate runs (no
 def check_arguments(fn: Any, values: dict[str, Any]) -> dict[str, Any]:
     """``values`` checked against ``fn``'s annotations and returned with whole numbers as ints: a
     number (``int``, ``float``) is a real number, a count (``int``) a whole one (``64.0`` and
-    ``1e3`` are taken as 64 and 1000), a switch (``bool``) True or False; a string, a bool for a
+    ``1e3`` are taken as 64 and 1000), a switch (``bool``) True or False, text (``str``) text (a
+    ``Path`` taken as its text), None only where the annotation allows it; a string, a bool for a
     number or a fraction of a count is refused naming the parameter (``gpus=64.7`` ran on 64 GPUs,
     ``'64'`` was a TypeError deep in the engine, ``disaggregated='false'`` a ValueError: a
     contract review). A float that is not finite is left to the estimate's own range checks,
     except for a count, which cannot be one."""
     import inspect
-    import math
-    import numbers
 
     out = dict(values)
     for p in inspect.signature(fn).parameters.values():
-        v = values.get(p.name)
-        kinds = set(str(p.annotation).replace(" ", "").split("|")) - {"None"}
-        if v is None or not kinds:
-            continue
-        if kinds == {"bool"}:
-            if not isinstance(v, bool):
-                raise InputError(f"`{p.name}` must be True or False, got {v!r}")
-            continue
-        if not kinds <= {"int", "float"}:
-            continue
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise InputError(f"`{p.name}` must be a number, got {v!r}")
-        try:
-            x = float(v)
-        except OverflowError:  # an int beyond any float (10**400)
-            raise InputError(f"`{p.name}` is out of range, got {v!r}") from None
-        if kinds != {"int"} or isinstance(v, numbers.Integral):
-            continue
-        if not (math.isfinite(x) and x.is_integer()):
-            raise InputError(f"`{p.name}` must be a whole number, got {v!r}")
-        out[p.name] = int(x)
+        if p.name in values:
+            written = set(str(p.annotation).replace(" ", "").split("|"))
+            out[p.name] = _checked(p.name, values[p.name], written - {"None"}, "None" in written)
     return out
+
+
+def _checked(name: str, v: Any, kinds: set[str], optional: bool) -> Any:
+    """One argument of :func:`check_arguments`: ``kinds`` its annotation's types (None apart)."""
+    import math
+    import numbers
+
+    if v is None:
+        if kinds and not optional and kinds <= {"int", "float", "str", "bool"}:
+            raise InputError(f"`{name}` is required, got None")  # `tokens=None`, `pricing=None`
+        return v
+    if kinds == {"str"}:  # text: a path is taken as its text (a workload file), nothing else
+        if not isinstance(v, str | Path):
+            raise InputError(f"`{name}` must be text, got {v!r}")
+        return str(v)
+    if kinds == {"bool"}:
+        if not isinstance(v, bool):
+            raise InputError(f"`{name}` must be true or false, got {v!r}")
+        return v
+    if not kinds or not kinds <= {"int", "float"}:
+        return v
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise InputError(f"`{name}` must be a number, got {v!r}")
+    try:
+        x = float(v)
+    except OverflowError:  # an int beyond any float (10**400)
+        raise InputError(f"`{name}` is out of range, got {v!r}") from None
+    if kinds != {"int"} or isinstance(v, numbers.Integral):
+        return v
+    if not (math.isfinite(x) and x.is_integer()):
+        raise InputError(f"`{name}` must be a whole number, got {v!r}")
+    return int(x)
 
 
 def _names(param: str, value: Any, kind: type = str) -> list[Any]:
@@ -103,9 +116,14 @@ def rl(
     workload: str = DEFAULT_RL_WORKLOAD,
     **kw: Any,
 ) -> RlResult:
-    """One RL post-training step (and its refresh cycle) of an RL workload on ``hardware``."""
+    """One RL post-training step (and its refresh cycle) of an RL workload (a catalog name or a
+    YAML file) on ``hardware``. Keywords, each overriding the workload's: ``model``, ``mode``
+    (colocated, disaggregated, one-step-off, async), ``gpus`` (a total the search splits) or
+    ``gen_gpus`` and ``train_gpus``, ``split`` ('auto', or 'GEN:TRAIN'), ``transport`` (the weight
+    update's), ``pricing``. See :func:`ipd_cli.engine.rl.estimate_rl`."""
     from .engine.rl import estimate_rl
 
+    workload = check_arguments(rl, {"hardware": hardware, "workload": workload})["workload"]
     kw = check_arguments(estimate_rl, kw)
     name, w, origin = resolve_workload(cat, workload, _rl_given(kw))
     if w.kind != "rl":
@@ -155,6 +173,7 @@ def serve(
     prefill_layout: str | None = None,
     prefill_instances: int | None = None,
     decode_instances: int | None = None,
+    max_instance_gpus: int | None = None,
     instance: str = "best",
     speculative: str | int | None = None,
     stack: str | None = None,
@@ -182,8 +201,12 @@ def serve(
         k: a[k] for k in ("concurrency", "tokens_per_user_s", "requests_per_s", "output_tokens_per_day")
     }
     pools = {k: a[k] for k in ("prefill_layout", "prefill_instances", "decode_instances")}
+    if a["max_instance_gpus"] is not None and curve:  # the README listed it; serve() did not take it
+        raise InputError("`max_instance_gpus` bounds one point's search; `curve` takes `instance_gpus`")
     if not curve:
-        point = estimate_serving(cat, hardware, model, **space, **one_point, **pools)
+        point = estimate_serving(
+            cat, hardware, model, **space, **one_point, **pools, max_instance_gpus=a["max_instance_gpus"]
+        )
         return point.model_copy(update={"overrides": _sets(cat)})
     for name, value in one_point.items():
         if value is not None:
@@ -221,7 +244,7 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
             f"(accepted: {', '.join(accepted)})"
         )
     kw = check_arguments(estimate_pretraining, kw)
-    check_arguments(estimate_pretraining, {"tokens": tokens})
+    check_arguments(train, {"hardware": hardware, "model": model, "tokens": tokens})
     given = ["tokens", "gpus", "deadline_days", "precision", "sequence_length", "plan"]
     refuse_workload_sets(cat, "train", given)
 
@@ -244,15 +267,16 @@ def compare(
     pricing: str = "rental",
 ) -> CompareResult:
     """Estimate a scenario (or a pretrain / RL workload) on each system; the first is the ratio baseline."""
-    check_arguments(compare, {"mfu": mfu})
-    return _compare(cat, systems, workload, mfu=mfu, pricing=pricing)[0]
+    a = check_arguments(compare, {"workload": workload, "mfu": mfu, "pricing": pricing})
+    return _compare(cat, systems, a["workload"], mfu=mfu, pricing=pricing)[0]
 
 
 def explain(
     cat: Catalog, systems: list[str], workload: str = DEFAULT_SCENARIO, *, pricing: str = "rental"
 ) -> Listing:
     """Each headline number with its formula and inputs, then every input with its source."""
-    return explain_compared(cat, systems, workload, pricing=pricing)[0]
+    a = check_arguments(explain, {"workload": workload, "pricing": pricing})
+    return explain_compared(cat, systems, a["workload"], pricing=pricing)[0]
 
 
 def explain_compared(
@@ -536,6 +560,10 @@ def sweep(
     from .engine.pricing import check_pricing
 
     vary = _names("vary", vary)
+    if isinstance(metrics, list | tuple):  # a list of metric names is the comma list
+        metrics = ",".join(_names("metrics", metrics))
+    a = check_arguments(sweep, {k: v for k, v in locals().items() if k not in ("cat", "vary", "progress")})
+    workload, samples, seed, max_rows = a["workload"], a["samples"], a["seed"], a["max_rows"]
     name, w, origin = resolve_workload(cat, workload)
     cat = with_nested_workloads(cat, w)
     check_pricing(pricing)

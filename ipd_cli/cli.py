@@ -239,7 +239,10 @@ def price_terms(rows: list, cat: Any) -> list[str]:
         return []
     # a label every compared system prices on one term (on-demand: none stated); Vera Rubin has
     # only its reserved price, so `rental:on-demand` was suggested and then refused (a data audit)
-    prices = [{p.label: p.term_years for p in cat.system(name).prices} for name in terms]
+    rented = [
+        name for basis, names in pricing_bases(rows).items() if basis.startswith("rental") for name in names
+    ]
+    prices = [{p.label: p.term_years for p in cat.system(name).prices} for name in rented]
     alike = [
         f"--pricing rental:{label}"
         for label in sorted(set.intersection(*(set(p) for p in prices)))

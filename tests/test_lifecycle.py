@@ -568,4 +568,18 @@ def test_a_scenario_pins_speculative_decoding_as_serve_does():
                    "--metrics", "serving.tokens_per_s_per_gpu", "-f", "json").json()  # fmt: skip
     assert rows[0]["serving.tokens_per_s_per_gpu"] == pytest.approx(point["tokens_per_s_per_gpu"], rel=1e-9)
     r = run_cli("compare", "blackwell", "--set", "workload.serving.speculative=1.5")
-    assert r.code == 2 and "speculative: must be off, on or a draft depth" in r.stderr
+    assert r.code == 2 and "speculative: must be off, on, auto or a draft depth" in r.stderr
+
+
+def test_speculative_as_yaml_writes_it_and_a_sweep_varies_it():
+    # `off` (YAML's false) was refused for an RL workload with pydantic's literal text, and a sweep
+    # over draft depths refused 0 (the values come as floats; a code review)
+    r = run_cli(
+        "rl", "--hardware", "h100", "--workload", "rl-math-reasoning", "--set", "workload.speculative=off"
+    )
+    assert r.code == 0, r.stderr
+    rows = run_cli("sweep", "--vary", "hardware=blackwell", "--vary", "workload.serving.speculative=0,2",
+                   "--metrics", "serving.speculative_speedup", "-f", "json").json()  # fmt: skip
+    assert [row["serving.speculative_speedup"] for row in rows][0] == 1.0 and rows[1][
+        "serving.speculative_speedup"
+    ] > 1

@@ -339,6 +339,10 @@ def test_systems_priced_on_contracts_of_different_terms_are_warned():
         ln for ln in run_cli("compare", "b200", "h100", "-f", "json").stderr.splitlines() if "terms" in ln
     )
     assert "--pricing rental:on-demand" in line
+    # every rental-priced system counts, those of an unstated term too (H20 has tco-model only)
+    three = run_cli("compare", "h100", "b200", "h20", "-f", "json").stderr.splitlines()
+    line = next(ln for ln in three if "terms" in ln)
+    assert "--pricing rental:tco-model or --pricing tco," in line and "on-demand" not in line
     same = run_cli("compare", "vera-rubin", "h100", "--set", "systems.h100-sxm.prices.reserved=2.0",
                    "--set", "systems.h100-sxm.prices.reserved.term_years=3", "-f", "json")  # fmt: skip
     assert same.code == 0 and "different terms" not in same.stderr and "not an input" not in same.stderr

@@ -166,3 +166,16 @@ def test_a_scenario_stage_path_on_a_plain_workload_names_the_direct_field():
         "ipd: error: --set workload.pretraining: 'pretraining' is a scenario's stage; this pretrain "
         "workload's fields are set directly: workload.tokens\n"
     )
+
+
+def test_a_scenario_stage_path_of_another_stage_says_what_the_workload_is():
+    # it offered `workload.tasks_per_day`, a field no pretrain workload has (a code review)
+    from helpers import run_cli
+
+    r = run_cli(
+        "compare", "h100", "--workload", "pretrain-10t-moe", "--set", "workload.serving.tasks_per_day=5"
+    )
+    assert r.code == 2 and r.stderr == (
+        "ipd: error: --set workload.serving: 'serving' is a scenario's stage, and this is a pretrain "
+        "workload (a scenario file says `kind: scenario`)\n"
+    )

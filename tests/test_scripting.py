@@ -140,7 +140,20 @@ def test_a_failed_write_spoils_the_recording():
         (lambda c: ipd_cli.train(c, "h100", "llama-3.1-8b", 1e12, gpus=10**400), "`gpus` is out of range"),
         (
             lambda c: ipd_cli.serve(c, "h100", "llama-3.1-8b", disaggregated="false"),
-            "`disaggregated` must be True or False",
+            "`disaggregated` must be true or false",
+        ),
+        (lambda c: ipd_cli.serve(c, "b200", "llama-3.3-70b", layout=8), "`layout` must be text, got 8"),
+        (
+            lambda c: ipd_cli.train(c, "b200", "llama-3.1-70b", 1e12, gpus=8, plan=["tp=2"]),
+            "`plan` must be text",
+        ),
+        (lambda c: ipd_cli.train(c, "b200", "llama-3.1-70b", None, gpus=8), "`tokens` is required, got None"),
+        (lambda c: ipd_cli.compare(c, ["b200"], pricing=None), "`pricing` is required, got None"),
+        (lambda c: ipd_cli.rl(c, "b200", None), "`workload` is required, got None"),
+        (lambda c: ipd_cli.sweep(c, ["hardware=b200"], max_rows="5"), "`max_rows` must be a number"),
+        (
+            lambda c: ipd_cli.serve(c, "h100", "llama-3.1-70b", curve=True, max_instance_gpus=8),
+            "`max_instance_gpus` bounds",
         ),
     ],
 )
@@ -150,6 +163,20 @@ def test_library_arguments_of_the_wrong_type_are_refused_naming_the_parameter(ca
     with pytest.raises(InputError) as e:
         call(catalog)
     assert str(e.value).startswith(message)
+
+
+def test_library_takes_paths_metric_lists_and_its_documented_pins(catalog, tmp_path):
+    # an API review: a Path workload, a list of metrics and max_instance_gpus (in the README) failed
+    # with AttributeError / TypeError; list_workloads was not exported; the catalog's repr was 233 kB
+    path = tmp_path / "w.yaml"
+    path.write_text("model: llama-3.1-8b\ntokens: 1e12\ngpus: 8\n")
+    assert ipd_cli.compare(catalog, ["b200"], path).workload.name == "w"
+    _, rows = ipd_cli.sweep(catalog, ["hardware=b200"], path, metrics=["pretraining.cost_usd"])
+    assert rows == 1
+    point = ipd_cli.serve(catalog, "h100-sxm", "llama-3.1-70b", max_instance_gpus=2).serving
+    assert point.instance_gpus <= 2
+    assert "rl-swe-agent" in {i["name"] for i in ipd_cli.list_workloads(catalog).items}
+    assert repr(catalog).startswith("Catalog(") and len(repr(catalog)) < 200
 
 
 def test_library_counts_given_as_whole_floats_are_taken_as_counts(catalog):

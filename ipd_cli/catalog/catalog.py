@@ -58,6 +58,13 @@ class Catalog:
     # one, whose table starts empty as the field is not an __init__ argument)
     resolved: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        # the default dataclass repr printed every entry (233 kB in a notebook, an API review)
+        sizes = ", ".join(
+            f"{len(getattr(self, n))} {n}" for n in ("systems", "accelerators", "models", "workloads")
+        )
+        return f"Catalog({sizes}, {len(self.overrides)} overrides)"
+
     def _get(self, kind: str, section: str, name: str) -> Any:
         table: dict[str, Any] = getattr(self, section)
         canonical = self.canonical(section, name)

@@ -33,7 +33,7 @@ def catalog_dirs(extra: list[Path] | None = None) -> list[Path]:
 def _from_env(directory: Path) -> bool:
     """Whether ``directory`` came from IPD_CATALOG (its error says so: a user who forgot the
     variable saw only a path, a contract review)."""
-    return str(directory) in os.environ.get(ENV_CATALOG, "").split(os.pathsep)
+    return any(Path(p) == directory for p in os.environ.get(ENV_CATALOG, "").split(os.pathsep) if p)
 
 
 def layer_files(directory: Path) -> tuple[list[Path], list[Path]]:

@@ -228,13 +228,20 @@ def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD
         if not keys:
             raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
         kind = body.get("kind", "pretrain")
-        if kind != "scenario" and keys[0] in STAGES and keys[0] not in body and len(keys) > 1:
-            # `workload.pretraining.tokens` on a pretrain workload suggested 'precision' (a review)
-            raise InputError(
-                f"`sets` {prefix}.{keys[0]}: '{keys[0]}' is a scenario's stage; this {kind} workload's "
-                f"fields are set directly: {prefix}.{'.'.join(keys[1:])}"
-            )
+        if kind != "scenario" and keys[0] in STAGES and keys[0] not in body:
+            raise InputError(_stage_on_a_workload(prefix, keys, kind))
         _assign(body, keys, o.value, prefix, WORKLOAD_KINDS.get(kind))
+
+
+def _stage_on_a_workload(prefix: str, keys: list[str], kind: str) -> str:
+    """A scenario stage's path on a pretrain or RL workload (`workload.pretraining.tokens` suggested
+    'precision'): the direct path where the stage is this kind's and the field is one of its own,
+    else what the workload is (a code review: serving's fields are no pretrain workload's)."""
+    own = {"pretraining": "pretrain", "post_training": "rl"}.get(keys[0])
+    head = f"`sets` {prefix}.{keys[0]}: '{keys[0]}' is a scenario's stage"
+    if own == kind and len(keys) > 1 and keys[1] in WORKLOAD_KINDS[kind].model_fields:
+        return f"{head}; this {kind} workload's fields are set directly: {prefix}.{'.'.join(keys[1:])}"
+    return f"{head}, and this is a {kind} workload (a scenario file says `kind: scenario`)"
 
 
 def _dump(entry: Any) -> dict:

@@ -62,6 +62,27 @@ def _boolean(v: object) -> object:
     raise ValueError(f"must be true or false{' (remove the quotes)' if quoted else ''}")
 
 
+def speculative_switch(v: object) -> object:
+    """A speculative decoding setting as written (a scenario's serving, an RL workload's rollouts):
+    off, on, auto or a draft depth. YAML reads `speculative: off` as false and a sweep gives a depth
+    as a float (2.0): both are taken; 1.5, -1 or yes are not (a code review: `off` was refused with
+    pydantic's literal text, a sweep over depths refused 0)."""
+    if v is None:
+        return v
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, str) and v.strip().lower() in ("off", "on", "auto"):
+        return v.strip().lower()
+    depth = v.strip() if isinstance(v, str) else v
+    if isinstance(depth, str) and depth.isdigit():
+        depth = int(depth)
+    if isinstance(depth, float) and depth.is_integer():
+        depth = int(depth)
+    if type(depth) is int and depth >= 0:
+        return depth
+    raise ValueError("must be off, on, auto or a draft depth (a whole number >= 0)")
+
+
 def _numeric(text: str) -> bool:
     try:
         float(text)
@@ -1107,6 +1128,7 @@ class RlWorkload(Strict):
         description="speculative decoding of the rollouts: off, on (the draft depth searched), auto (the "
         "deployment search decides) or a draft depth",
     )
+    _switch = field_validator("speculative", mode="before")(classmethod(lambda cls, v: speculative_switch(v)))
     generation_layout: str | None = Field(
         default=None,
         description="serving layout of each rollout replica as a run published it (tp8, tep16, dep8, "
@@ -1379,23 +1401,11 @@ class ScenarioServing(Strict):
     precision: Precision | None = None
     speculative: str | int | None = Field(
         default=None,
-        description="speculative decoding, as `ipd serve --speculative`: off, on (a searched depth) "
-        "or a draft depth; unset: searched (off or any depth)",
+        description="speculative decoding, as `ipd serve --speculative`: off, on (a searched depth), "
+        "auto or a draft depth; unset: searched (off or any depth)",
     )
 
-    @field_validator("speculative", mode="before")
-    @classmethod
-    def _switch(cls, v: object) -> object:
-        # YAML reads `speculative: off` as false; a depth is a whole number, not 1.5 or yes
-        if isinstance(v, bool):
-            return "on" if v else "off"
-        if isinstance(v, str) and v.strip().lower() in ("off", "on", "auto"):
-            return v.strip().lower()
-        if type(v) is int and v >= 0:
-            return v
-        if v is None:
-            return v
-        raise ValueError("must be off, on or a draft depth (a whole number >= 0)")
+    _switch = field_validator("speculative", mode="before")(classmethod(lambda cls, v: speculative_switch(v)))
 
 
 class LearningCurve(Strict):

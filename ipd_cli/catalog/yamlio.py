@@ -177,7 +177,8 @@ def _parse(text: str, name: str) -> Any:
         if "tag:yaml.org,2002:merge" in problem:  # the strict loader takes no `<<:` merge keys
             problem = "a merge key (<<:) is not taken; write the keys out"
         elif "another document" in problem:
-            problem = "a second document (---) is not taken; give one mapping per file"
+            one = "give one value" if name.startswith("`sets`") else "give one mapping per file"
+            problem = f"a second document (---) is not taken; {one}"
         raise InputError(f"{name}: invalid YAML{where}: {problem}") from None
     except yaml.YAMLError as e:
         raise InputError(f"{name}: invalid YAML: {e}") from None
