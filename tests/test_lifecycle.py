@@ -567,6 +567,12 @@ def test_a_scenario_pins_speculative_decoding_as_serve_does():
     rows = run_cli("sweep", "--vary", "hardware=blackwell", "--vary", "price_usd_per_gpu_hour=4.05", *off,
                    "--metrics", "serving.tokens_per_s_per_gpu", "-f", "json").json()  # fmt: skip
     assert rows[0]["serving.tokens_per_s_per_gpu"] == pytest.approx(point["tokens_per_s_per_gpu"], rel=1e-9)
+    # the serving stage's own entry credits the --set (it was merged into the RL workload's entry
+    # of the same name and value, a code review)
+    origins = {
+        a["origin"] for a in r.json()["systems"][0]["assumptions"] if a["name"] == "speculative decoding"
+    }
+    assert any(o.endswith("frontier-agentic.yaml + --set") for o in origins), origins
     r = run_cli("compare", "blackwell", "--set", "workload.serving.speculative=1.5")
     assert r.code == 2 and "speculative: must be off, on, auto or a draft depth" in r.stderr
 

@@ -986,7 +986,7 @@ def _dedupe(items: list[Assumption]) -> list[Assumption]:
     seen: set[tuple] = set()
     out = []
     for a in items:
-        key = (a.name, a.path, str(a.value))
+        key = (a.name, a.path, str(a.value), a.origin)
         if key not in seen:
             seen.add(key)
             out.append(a)
