@@ -62,9 +62,10 @@ def _boolean(v: object) -> object:
     raise ValueError(f"must be true or false{' (remove the quotes)' if quoted else ''}")
 
 
-def speculative_switch(v: object) -> object:
-    """A speculative decoding setting as written (a scenario's serving, an RL workload's rollouts):
-    off, on, auto or a draft depth. YAML reads `speculative: off` as false and a sweep gives a depth
+def speculative_switch(v: object) -> str | int | None:
+    """A speculative decoding setting as written (a scenario's serving, an RL workload's rollouts,
+    `serve`'s pin through :func:`~ipd_cli.engine.serving.context.speculative_pin`): off, on, auto or
+    a draft depth. YAML reads `speculative: off` as false and a sweep gives a depth
     as a float (2.0): both are taken; 1.5, -1 or yes are not (a code review: `off` was refused with
     pydantic's literal text, a sweep over depths refused 0)."""
     if v is None:
@@ -96,6 +97,8 @@ def _numeric(text: str) -> bool:
 Num = Annotated[float, BeforeValidator(_number)]
 Int = Annotated[int, BeforeValidator(_number)]
 Bool = Annotated[bool, BeforeValidator(_boolean)]
+# a speculative decoding setting (a scenario's serving, an RL workload's rollouts)
+Speculative = Annotated[Literal["auto", "off", "on"] | int, BeforeValidator(speculative_switch)]
 
 
 def unit(symbol: str, si: float = 1.0, **kw: Any) -> Any:
@@ -1123,12 +1126,11 @@ class RlWorkload(Strict):
         description="the framework that drives the weight update (its software costs and what overlaps; "
         "default: the catalog's rl.default_sync_stack)",
     )
-    speculative: Literal["auto", "off", "on"] | Int = Field(
+    speculative: Speculative = Field(
         default="off",
         description="speculative decoding of the rollouts: off, on (the draft depth searched), auto (the "
         "deployment search decides) or a draft depth",
     )
-    _switch = field_validator("speculative", mode="before")(classmethod(lambda cls, v: speculative_switch(v)))
     generation_layout: str | None = Field(
         default=None,
         description="serving layout of each rollout replica as a run published it (tp8, tep16, dep8, "
@@ -1399,13 +1401,11 @@ class ScenarioServing(Strict):
     output_tokens_per_request: Int = Field(gt=0)
     tokens_per_user_s: Num | None = Field(default=None, gt=0, description="interactivity target")
     precision: Precision | None = None
-    speculative: str | int | None = Field(
+    speculative: Speculative | None = Field(
         default=None,
         description="speculative decoding, as `ipd serve --speculative`: off, on (a searched depth), "
         "auto or a draft depth; unset: searched (off or any depth)",
     )
-
-    _switch = field_validator("speculative", mode="before")(classmethod(lambda cls, v: speculative_switch(v)))
 
 
 class LearningCurve(Strict):

@@ -498,12 +498,13 @@ def deployment_copies(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus):
 # Weight tensors of a transformer checkpoint, one per projection and norm (the architecture's
 # definitions, as Hugging Face checkpoints name them): attention q, k, v, o (GQA/MHA), or MLA's
 # q (q_a, its norm, q_b with a query latent), kv_a, its norm, kv_b and o, with a query and a key
-# norm where the model has them (Qwen3's QK-Norm); two norms per layer; an
-# FFN of 3 matrices (gate, up, down; 2 without the gate) per dense layer, per shared and per routed
-# expert of a layer with routed experts, and one router there; the embedding, the output head
-# (untied) and the final norm. DeepSeek-V3: 45,337 of the 45,395 its checkpoint index lists (the
-# routers' 58 bias vectors are not counted); it was 47,460 with experts and a dense MLP on every
-# layer, Nemotron 3 Ultra (2-matrix experts on 48 of 108 layers) 166,970 against about 50,000.
+# norm where the model has them (Qwen3's QK-Norm), the projections' biases and sinks where it has
+# them (Qwen2.5, gpt-oss); two norms per layer; an FFN of 3 matrices (gate, up, down; 2 without the
+# gate) per dense layer, per shared and per routed expert of a layer with routed experts (or the
+# few tensors a checkpoint fuses them in, gpt-oss), and a router there with its bias where it has
+# one; the embedding, the output head (untied) and the final norm. DeepSeek-V3: the 45,395 its
+# checkpoint index lists; it was 47,460 with experts and a dense MLP on every layer, Nemotron 3
+# Ultra (2-matrix experts on 48 of 108 layers) 166,970 against about 50,000.
 NORMS_PER_LAYER = 2
 
 

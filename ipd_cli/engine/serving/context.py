@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.catalog.schema import PRECISIONS, Accelerator, Model, System
+from ipd_cli.catalog.schema import PRECISIONS, Accelerator, Model, System, speculative_switch
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.inputs import Inputs
 from ipd_cli.engine.trace import CLI, Trace
@@ -154,22 +154,16 @@ SPECULATIVE_CHOICES = ("auto", "off", "on")
 
 def speculative_pin(value) -> str | int | None:
     """The caller's speculative decoding pin: None or 'auto' (searched: off or any depth), 'off',
-    'on' (any depth >= 1), or a draft depth (a whole number; 0 is off)."""
-    if value is None or value == "auto":
-        return None
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in ("off", "on"):
-            return text
-        if text.isdigit():
-            value = int(text)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(
-            f"`speculative` is auto, off, on or a draft depth (a whole number >= 0), got {value!r}"
-        )
-    return "off" if value == 0 else value
+    'on' (any depth >= 1), or a draft depth (a whole number; 0 is off). Read as a workload's
+    setting is (:func:`~ipd_cli.catalog.schema.speculative_switch`), but a bool is no pin here."""
+    if not isinstance(value, bool):
+        try:
+            setting = speculative_switch(value)
+        except ValueError:
+            pass
+        else:
+            return None if setting in (None, "auto") else "off" if setting == 0 else setting
+    raise InputError(f"`speculative` is auto, off, on or a draft depth (a whole number >= 0), got {value!r}")
 
 
 # --- model memory ----------------------------------------------------------------------------------
