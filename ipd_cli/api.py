@@ -125,6 +125,8 @@ def rl(
 
     workload = check_arguments(rl, {"hardware": hardware, "workload": workload})["workload"]
     kw = check_arguments(estimate_rl, kw)
+    if kw.get("model") is not None:  # named as the argument, not as the workload file's field
+        cat.model(kw["model"])
     name, w, origin = resolve_workload(cat, workload, _rl_given(kw))
     if w.kind != "rl":
         raise InputError(

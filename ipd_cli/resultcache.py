@@ -148,12 +148,22 @@ def _header(run_key: str) -> bytes:
     return header(FORMAT, VERSION, run_key)
 
 
+def _said(fd: int | None) -> int | None:
+    """``fd``, after printing what opening the cache directory warned about (an untrusted
+    directory: the library keeps such lines for Catalog.warnings; here no catalog is loaded yet)."""
+    from ipd_cli.catalog.cache import drain_warnings
+
+    for line in drain_warnings():
+        sys.stderr.write(f"ipd: warning: {line}\n")
+    return fd
+
+
 def lookup(run_key: str) -> list[tuple[int, str]] | None:
     """The writes of the stored run of ``run_key`` ((1 or 2, text) in order), if its entry is
     trusted, intact and of this key; else None."""
     from ipd_cli.catalog.cache import checked_json, open_dir, read_entry
 
-    fd = open_dir(create=False)
+    fd = _said(open_dir(create=False))
     if fd is None:
         return None
     name = _entry_name(run_key)
@@ -231,7 +241,7 @@ class Recording:
         if len(data) > MAX_ENTRY_BYTES:
             return
 
-        fd = open_dir(create=True)
+        fd = _said(open_dir(create=True))
         if fd is None:
             return
         try:

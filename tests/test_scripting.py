@@ -222,6 +222,20 @@ def test_library_errors_name_parameters_and_the_cli_flags(catalog):
     assert r.code == 2 and "use --tokens, --gpus, --days, --precision, --seq-len, --plan" in r.stderr
 
 
+def test_library_values_out_of_range_name_the_argument_not_a_file(catalog):
+    # serve(input_tokens=0) said "input and output tokens must be > 0"; rl(model='nope') and
+    # `ipd rl --model nope` blamed the default workload file's `workload.model` field
+    above = "must be a whole number of tokens above 0"
+    with pytest.raises(InputError, match=rf"^`input_tokens` {above}, got 0$"):
+        ipd_cli.serve(catalog, "h100", "llama-3.1-70b", input_tokens=0)
+    with pytest.raises(InputError, match=rf"^`output_tokens` {above}, got -5$"):
+        ipd_cli.serve(catalog, "h100", "llama-3.1-70b", output_tokens=-5)
+    with pytest.raises(InputError, match=r"^unknown model 'nope'; choose one of: "):
+        ipd_cli.rl(catalog, "vera-rubin", model="nope")
+    r = run_cli("rl", "--hardware", "vera-rubin", "--model", "nope")
+    assert r.code == 2 and r.stderr.startswith("ipd: error: unknown model 'nope'; choose one of: ")
+
+
 def test_train_names_itself_and_its_keywords_for_an_unknown_one(catalog):
     with pytest.raises(TypeError) as e:
         ipd_cli.train(catalog, "blackwell", "llama-3.1-8b", 1e12, days=3)

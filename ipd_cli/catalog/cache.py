@@ -33,7 +33,6 @@ import hashlib
 import json
 import os
 import stat
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,12 +79,23 @@ def cache_dir() -> tuple[Path, bool] | None:
 
 
 _warned: set[str] = set()
+# warnings not yet handed to a caller: load_catalog puts them in Catalog.warnings (the library
+# prints nothing); the CLI's result store and stored listings, which open the cache before any
+# catalog is loaded, print them (drain_warnings)
+_pending: list[str] = []
 
 
 def _warn(message: str) -> None:
     if message not in _warned:  # once per process, though the cache is opened to read and to write
         _warned.add(message)
-        sys.stderr.write(f"ipd: warning: {message}\n")
+        _pending.append(message)
+
+
+def drain_warnings() -> list[str]:
+    """The cache warnings not handed out yet (each once per process), removed from the queue."""
+    out = _pending[:]
+    _pending.clear()
+    return out
 
 
 def open_dir(create: bool) -> int | None:
@@ -280,7 +290,7 @@ def stored_listing_and_warnings(kind: str) -> tuple[dict[str, Any], list[str]] |
         or not all(isinstance(w, str) for w in warnings)
     ):
         return None
-    return listing, warnings
+    return listing, [*drain_warnings(), *warnings]
 
 
 def _parts(dirs: list[Path], key: str) -> tuple[bytes, bytes] | None:

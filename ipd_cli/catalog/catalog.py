@@ -51,7 +51,8 @@ class Catalog:
     origins: dict[tuple[str, str], str]
     aliases: dict[str, dict[str, str]]
     overrides: list[Any] = field(default_factory=list)  # --set items, applied already except workload.*
-    # unit-slip warnings about user-supplied values (see :mod:`.plausibility`): the CLI prints them
+    # unit-slip warnings about user-supplied values (see :mod:`.plausibility`) and an untrusted
+    # cache directory (:mod:`.cache`): the CLI prints them, the library prints nothing
     warnings: list[str] = field(default_factory=list, compare=False)
     # what each --set path names, filled by the engine's reader as it reads (entries are frozen
     # and a catalog is never changed after it is built: overrides and dataclasses.replace make a new

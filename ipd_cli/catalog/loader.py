@@ -20,7 +20,8 @@ from .plausibility import user_file_warnings
 def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
     """The built-in catalog plus user directories (``IPD_CATALOG``, ``extra_dirs``), with
     ``sets`` (``PATH=VALUE`` strings) applied. User values far outside the built-in catalog's
-    span (a unit slip) leave a line in ``Catalog.warnings``.
+    span (a unit slip) leave a line in ``Catalog.warnings``, as does a cache directory not used
+    (others may write to it); nothing is printed.
 
     The validated catalog is cached (see :mod:`ipd_cli.catalog.cache`); overrides are applied to
     a copy of it, re-validating only the entries they touch.
@@ -38,6 +39,9 @@ def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = 
         # files still have the content the key was made of
         if key and cache.fingerprint(dirs) == key:
             cache.write(dirs, key, cat)
-    if len(dirs) > 1:  # a user directory: its values are checked against the built-in spans
-        cat = dataclasses.replace(cat, warnings=user_file_warnings(cat))
+    # a user directory's values are checked against the built-in spans; an untrusted cache
+    # directory is said too (the library prints nothing: the CLI prints Catalog.warnings)
+    notes = cache.drain_warnings() + (user_file_warnings(cat) if len(dirs) > 1 else [])
+    if notes:
+        cat = dataclasses.replace(cat, warnings=notes)
     return cat.with_overrides(sets) if sets else cat

@@ -135,8 +135,9 @@ def request_shape(
     sv = ctx.cat.serving
     isl = int(input_tokens if input_tokens is not None else sv.default_input_tokens)
     osl = int(output_tokens if output_tokens is not None else sv.default_output_tokens)
-    if isl <= 0 or osl <= 0:
-        raise InputError(f"input and output tokens must be > 0, got {isl} and {osl}")
+    for name, n in (("input_tokens", isl), ("output_tokens", osl)):
+        if n <= 0:
+            raise InputError(f"`{name}` must be a whole number of tokens above 0, got {n}")
     if isl + osl > ctx.model.max_context:
         raise InputError(
             f"{ctx.mname} holds at most {ctx.model.max_context:,} tokens; a request of `input_tokens` "
