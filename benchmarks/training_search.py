@@ -37,7 +37,7 @@ def gpt3_inputs(cat):
     x = {
         **tpn.model_inputs(inp, cat, "gpt-3-175b"),
         **tpn.hardware_inputs(inp, cat, "h100-sxm", "bf16"),
-        **tpn.step_inputs(inp),
+        **tpn.step_inputs(inp, "bf16"),
         "seq": 2048,
         "tokens": 3e11,
     }

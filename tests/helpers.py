@@ -114,7 +114,7 @@ def plan_inputs(cat, hardware, model, precision="bf16", seq=8192, tokens=1e12):
     x = {
         **tpn.model_inputs(inp, cat, model),
         **tpn.hardware_inputs(inp, cat, hardware, precision),
-        **tpn.step_inputs(inp),
+        **tpn.step_inputs(inp, precision),
         "seq": seq,
         "tokens": tokens,
     }

@@ -271,7 +271,7 @@ def test_collective_bytes_by_hand(catalog):
     lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
     assert ts.layer_tp_seconds(P, x) == pytest.approx(4 * (8192 * 8192 * 2 * 3 / 4 / up + lat))
     # pipeline sends of one micro-batch between nodes (PP outermost: NICs): activations forward and
-    # gradients back, 8,192 / TP4 tokens x 8,192 x 2 bytes each, plus 25 us each over the network
+    # gradients back, 8,192 / TP4 tokens x 8,192 x 2 bytes each, plus the scale-out latency each
     nic_lat = catalog.serving.collective_latency_us_scale_out.value * 1e-6
     p2p = 2 * (8192 / 4 * 8192 * 2 / (400e9 / 8 * 0.80) + nic_lat)
     assert ts.p2p_seconds(P, x, False) == pytest.approx(p2p)
@@ -281,6 +281,20 @@ def test_collective_bytes_by_hand(catalog):
     nic = 400e9 / 8 * 0.80
     assert ts.ring_seconds(full, 16, 8, x) == pytest.approx(max(full * 7 / 8 / up, full * 1 / 2 / 8 / nic))
     assert ts.ring_seconds(full, 8, 8, x) == pytest.approx(full * 7 / 8 / up)  # inside: a plain ring
+
+
+def test_a_bf16_run_dispatches_its_moe_tokens_in_bf16(catalog):
+    # a review: the all-to-all width, FP8 dispatch + BF16 combine averaged (DeepSeek-V3's FP8
+    # recipe, 1.5 bytes a value), was charged to BF16 runs too, which send 2 bytes both ways
+    bf16, fp8 = (inputs(catalog, "gb200-nvl72", "deepseek-v3", p, seq=4096) for p in ("bf16", "fp8"))
+    assert bf16["a2a_bytes"] == 2.0
+    assert fp8["a2a_bytes"] == (1 + 2) / 2
+    # EP64 inside the rack: a micro-batch's 4,096 tokens x 8 copies x 63/64 at the link's rate
+    P = {"tp": 1.0, "cp": 1.0, "mbs": 1.0, "order": 0.0, "pp": 8.0, "ep": 64.0, "vp": 1.0}
+    lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
+    for x, width in ((bf16, 2.0), (fp8, 1.5)):
+        copies = 4096 * 8 * 63 / 64 * 7168 * width
+        assert ts.a2a_seconds(P, x, True, 7168 * x["a2a_bytes"]) == pytest.approx(copies / x["up_bw"] + lat)
 
 
 def test_a_system_fabric_overrides_the_accelerator_nic(catalog):

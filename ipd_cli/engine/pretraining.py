@@ -73,7 +73,7 @@ def pretraining_inputs(
     x: dict[str, Any] = {
         **tpn.model_inputs(inp, cat, model),
         **tpn.hardware_inputs(inp, cat, hardware, used),
-        **tpn.step_inputs(inp),
+        **tpn.step_inputs(inp, used),
         "seq": sequence_length_of(inp, cat, model, sequence_length, origin),
         "tokens": inp.given("tokens", tokens, "tokens", origin, path="workload.tokens"),
         "pins": tpn.parse_plan(plan),

@@ -401,10 +401,11 @@ def _gemm_share(inp: Inputs, cat: Catalog, accelerator: str, precision: str) -> 
     )
 
 
-def step_inputs(inp: Inputs) -> dict[str, Any]:
-    """Bytes per parameter and value, overlaps, goodput and the default-batch rule."""
+def step_inputs(inp: Inputs, precision: str) -> dict[str, Any]:
+    """Bytes per parameter and value, overlaps, goodput and the default-batch rule (``precision``:
+    the run's GEMM precision, which sets the MoE all-to-all's width)."""
     e = "efficiency"
-    return {
+    x = {
         "weight_bytes": inp.read(f"{e}.weight_bytes_per_param", "weight bytes per parameter"),
         "state_bytes": inp.read(f"{e}.training_bytes_per_param", "training state per parameter"),
         "optim_bytes": inp.read(f"{e}.optimizer_bytes_per_param", "optimizer bytes per parameter"),
@@ -412,7 +413,6 @@ def step_inputs(inp: Inputs) -> dict[str, Any]:
         "act_bytes": inp.read(f"{e}.activation_bytes_per_value", "activation bytes per value"),
         "logits_bytes": inp.read(f"{e}.logits_bytes_per_value", "logit bytes per value"),
         "loss_passes": inp.read(f"{e}.loss_passes_per_logit", "loss passes per logit"),
-        "a2a_bytes": inp.read(f"{e}.moe_a2a_bytes_per_value", "all-to-all bytes per value"),
         "tp_overlap": inp.read(f"{e}.tp_comm_overlap", "tensor-parallel comm hidden"),
         "a2a_overlap": inp.read(f"{e}.moe_a2a_overlap", "all-to-all hidden behind compute"),
         "moe_eager_s": inp.read(f"{e}.moe_eager_layer_ms", "host-bound time of an MoE layer run eagerly"),
@@ -423,6 +423,15 @@ def step_inputs(inp: Inputs) -> dict[str, Any]:
         "batch_coef": inp.read(f"{e}.default_batch_coefficient", "default batch coefficient"),
         "batch_exp": inp.read(f"{e}.default_batch_exponent", "default batch exponent"),
     }
+    # a BF16 run dispatches and combines its tokens at the activations' width; the catalog's
+    # all-to-all width is the low-precision recipe's (FP8 dispatch, BF16 combine: a review found it
+    # charged to BF16 runs too, 25 % fewer bytes than they send)
+    x["a2a_bytes"] = (
+        x["act_bytes"]
+        if precision == "bf16"
+        else inp.read(f"{e}.moe_a2a_bytes_per_value", "all-to-all bytes per value")
+    )
+    return x
 
 
 def derive(x: dict) -> dict[str, Any]:

@@ -67,7 +67,7 @@ def trainer_rates(
     x = {
         **tpn.model_inputs(inp, cat, model),
         **tpn.hardware_inputs(inp, cat, system, precision),
-        **tpn.step_inputs(inp),
+        **tpn.step_inputs(inp, precision),
         "seq": float(max(1, round(nums.mean_length))),
         "tokens": sequences * nums.mean_length,
         # the plan is ranked by the trainer's whole time: its log-prob passes (forward only) run on
