@@ -17,6 +17,15 @@ def test_retry_arithmetic_by_hand():
     assert lc.success_after_retries(0.6, 3) == pytest.approx(0.936)
     assert lc.expected_attempts(0.6, 3) == pytest.approx(1.56)
     assert lc.expected_attempts(1.0, 5) == 1.0
+    # a tiny p: about m attempts, never more (1 - (1 - p)^m cancelled: 3e-16 gave 3.33 of at most
+    # 3, and 0.99^5000 = 1.5e-22 gave 0); m - m (m - 1) p / 2 to first order
+    for p in (3e-16, 0.99**3700, 0.99**5000):
+        assert lc.expected_attempts(p, 3) == pytest.approx(3 - 3 * p, rel=1e-12)
+        assert lc.success_after_retries(p, 3) == pytest.approx(3 * p, rel=1e-9)
+    import numpy as np
+
+    arr = lc.expected_attempts(np.array([0.6, 3e-16, 1.0]), 3)  # the sweep's arrays, the same way
+    assert arr == pytest.approx([1.56, 3.0, 1.0])
     # r^k: five tool calls at 0.95 each = 0.77378
     assert lc.workflow_success(0.95, 5) == pytest.approx(0.7737809375)
     # amortisation: 1 year of a 2-year life shared by 4 deployments = 1/8
@@ -589,3 +598,63 @@ def test_speculative_as_yaml_writes_it_and_a_sweep_varies_it():
     assert [row["serving.speculative_speedup"] for row in rows][0] == 1.0 and rows[1][
         "serving.speculative_speedup"
     ] > 1
+
+
+def test_an_rl_schedule_longer_than_a_year_is_warned():
+    # a review: 1,000 refreshes a year of 0.59 wall-days each (590 days a year) said nothing; the
+    # cost is linear in the steps, so it counts the side-by-side deployments such a year needs
+    args = ("compare", "vera-rubin", "--workload", "open-model-agent", "-f", "json")
+    r = run_cli(*args, "--set", "workload.post_training.refreshes_per_year=1000")
+    assert r.code == 0, r.stderr
+    run = r.json()["systems"][0]["rl"]["run"]
+    days = run["wall_days_per_refresh"] * 1000
+    assert days > 365
+    line = f"takes {days:,.0f} days a year: {days / 365:,.3g} such RL deployments run side by side"
+    assert line in r.stderr
+    assert "RL schedule" not in run_cli(*args, "--set", "workload.post_training.refreshes_per_year=12").stderr
+
+
+def test_a_horizon_longer_than_the_amortisation_says_it_pays_for_more_than_one_run(tmp_path):
+    # a review: cost_usd 1e8 amortised over 1 year on a 3-year horizon charged $300M, silently
+    body = """kind: scenario
+model: llama-3.1-8b
+horizon_years: 3
+pretraining: {cost_usd: 1.0e8, amortisation_years: 1}
+serving: {tasks_per_day: 1.0e3, requests_per_task: 3, input_tokens_per_request: 300,
+          output_tokens_per_request: 100, tokens_per_user_s: 20}
+task_success: {success_rate: {value: 0.6}, max_attempts: 3}
+"""
+    path = write(tmp_path / "s.yaml", body)
+    r = run_cli("compare", "h100", "--workload", str(path), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["systems"][0]["intelligence_per_dollar"]["cost_breakdown_usd"]["pretraining"] == 3e8
+    assert (
+        "ipd: note: the 3-year horizon outlasts the pre-training's 1-year amortisation: it pays for 3 runs"
+        in r.stderr
+    )
+    once = run_cli(
+        "compare", "h100", "--workload", str(path), "--set", "workload.pretraining.amortisation_years=3"
+    )
+    assert once.code == 0 and "outlasts" not in once.stderr
+
+
+def test_a_scenario_serving_value_out_of_range_names_the_file_and_field(tmp_path):
+    # a review: "speculative 7: eagle3 acceptance is measured up to 3 ..." and "kimi-k2 holds at
+    # most 131,072 tokens; a request of input_tokens ..." named neither the file nor the field
+    serving = (
+        "serving: {tasks_per_day: 1.0e3, requests_per_task: 3, input_tokens_per_request: %s, "
+        "output_tokens_per_request: 100, tokens_per_user_s: 20%s}\n"
+    )
+    head = "kind: scenario\nmodel: llama-3.1-8b\nhorizon_years: 1\npretraining: {open_weights: true}\n"
+    tail = "task_success: {success_rate: {value: 0.6}, max_attempts: 3}\n"
+    deep = write(tmp_path / "deep.yaml", head + serving % (300, ", speculative: 7") + tail)
+    r = run_cli("compare", "h100", "--workload", str(deep))
+    assert r.code == 2 and r.stderr.startswith(f"ipd: error: {deep}: workload.serving.speculative 7: ")
+    assert r.stderr.rstrip().endswith("draft tokens per step; give a depth of 1 to 3, on or off")
+    long = write(tmp_path / "long.yaml", head + serving % (2_000_000, "") + tail)
+    r = run_cli("compare", "h100", "--workload", str(long))
+    assert r.code == 2 and r.stderr.startswith(f"ipd: error: {long}: llama-3.1-8b holds at most ")
+    assert "a request of workload.serving.input_tokens_per_request 2,000,000 + " in r.stderr
+    # and an RL workload's lengths say both values
+    r = run_cli("rl", "--hardware", "h100", "--workload", "rl-swe-agent", "--set", "workload.max_turns=1")
+    assert r.code == 2 and "max_turns (1) must be >= turns (30)" in r.stderr

@@ -149,6 +149,9 @@ def test_each_physics_point_is_searched_once(catalog, small, monkeypatch):
                 "workload.site_mw=20",
             ],
         ),
+        # refreshes a year on a budget scenario replace its budget, as --set does (a review: the
+        # axis was dropped, every row the budget's $2M)
+        ("open-model-agent", "vera-rubin", "rental", ["workload.post_training.refreshes_per_year=6,12"]),
         # an RL workload alone: its run
         (
             "rl-swe-agent",

@@ -138,8 +138,8 @@ def test_a_missed_pretraining_deadline_names_the_fields_to_change():
     hint = r.json()["systems"][0]["infeasible"]["pretraining"]["hint"]
     assert hint == (
         "give a later --set workload.pretraining.deadline_days=..., fewer --set "
-        "workload.pretraining.tokens=..., or a smaller --set workload.pretraining.model=..."
-    )
+        "workload.pretraining.tokens=..., or a smaller --set workload.model=..."
+    )  # the scenario's model, which every stage runs (it named workload.pretraining.model, refused)
     # and following it runs: 400 days on A100 (69,120 GPUs)
     later = run_cli("compare", "a100", "--set", "workload.pretraining.deadline_days=400", "-f", "json")
     assert later.code == 0 and later.json()["systems"][0]["pretraining"]["wall_days"] <= 400

@@ -1158,9 +1158,12 @@ class RlWorkload(Strict):
     @model_validator(mode="after")
     def _lengths(self) -> RlWorkload:
         if self.max_response_tokens < self.mean_response_tokens:
-            raise ValueError("max_response_tokens must be >= mean_response_tokens")
+            raise ValueError(
+                f"max_response_tokens ({self.max_response_tokens:g}) must be >= mean_response_tokens "
+                f"({self.mean_response_tokens:g})"
+            )
         if self.max_turns < self.turns:
-            raise ValueError("max_turns must be >= turns")
+            raise ValueError(f"max_turns ({self.max_turns:g}) must be >= turns ({self.turns:g})")
         if (self.gen_gpus is None) != (self.train_gpus is None):
             raise ValueError("give both gen_gpus and train_gpus, or neither")
         if self.gpus is None and self.gen_gpus is None:

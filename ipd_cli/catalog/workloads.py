@@ -87,7 +87,7 @@ def resolve_workload(
         if body.get("kind") != "scenario" and any(o.path == site for o in own):  # compare's --site-mw
             raise InputError(
                 f"`site_mw` applies to scenarios (serving traffic on a site's power); '{name}' is a "
-                f"{body.get('kind')} workload"
+                f"{body.get('kind') or 'pretrain'} workload"
             )
         body = apply_own_sets(body, own)
         origin += " + --set"

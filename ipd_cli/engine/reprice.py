@@ -171,6 +171,7 @@ VOLUME = {
     "workload.refreshes_per_year": "rl.run.refreshes_per_year",
 }
 BUDGET = "workload.post_training.budget_usd_per_year"
+REFRESHES = "workload.post_training.refreshes_per_year"
 
 
 DEFINED = "_defined."  # a sweep row's own: whether a serving metric exists at the row's traffic

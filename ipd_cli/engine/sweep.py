@@ -1133,8 +1133,13 @@ def _rows(sw: Sweep) -> Iterator[Chunk]:
     life = None
     if plan.kind == "scenario":
         pre, post, success = reprice.lifecycle_shape(plan.workload)
-        if any(a.path == reprice.BUDGET for a in plan.numeric):  # a budget, given per row, wins
+        varied = {a.path for a in plan.numeric}
+        if reprice.BUDGET in varied:  # a budget, given per row, wins
             post = "budget"
+        elif reprice.REFRESHES in varied and post == "budget":
+            # refreshes given per row replace the file's budget, as `--set` does in compare (a
+            # review: the axis was dropped, each row the budget's cost)
+            post = "steps"
         life = (pre, post, success)
     axis_values = [_as_array(a.values) for a in plan.numeric]
     base = plan.hardware[0] if plan.ratios else None

@@ -511,6 +511,18 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             "rollout replicas up to the trainer's size, the one with the least cost per step)"
         )
     out += _idle_generation_lines(hw, rl)
+    from ipd_cli.engine.formulas import DAYS_PER_YEAR
+
+    run = rl.get("run")
+    if isinstance(run, dict) and isinstance(run.get("wall_days_per_refresh"), int | float):
+        days = run["wall_days_per_refresh"] * (run.get("refreshes_per_year") or 0)
+        if days > DAYS_PER_YEAR * (1 + 1e-9):  # a review: 1,000 refreshes of 0.59 days said nothing
+            out.append(
+                f"{hw}: the RL schedule ({run['refreshes_per_year']:,.4g} refreshes a year of "
+                f"{run['wall_days_per_refresh']:,.3g} days each) takes {days:,.0f} days a year: "
+                f"{days / DAYS_PER_YEAR:,.3g} such RL deployments run side by side (its cost counts "
+                "them all), or fewer refreshes fit one"
+            )
     versions = rl.get("longest_trajectory_policy_versions")
     if versions is not None and versions > (rl.get("staleness_bound") or 0):
         digits = next((n for n in range(1, 16) if round(versions, n) > rl["staleness_bound"]), 15)

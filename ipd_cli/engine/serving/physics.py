@@ -368,7 +368,8 @@ def _speculation(ctx: ServingContext, precision: str, pin) -> dict:
             raise InputError(f"`speculative` is off, on or a draft depth (a whole number), got {pin!r}")
         if pin > deepest:
             raise InputError(
-                f"`speculative` {pin}: {name} acceptance is measured up to {deepest} draft tokens per step"
+                f"`speculative` {pin}: {name} acceptance is measured up to {deepest} draft tokens per step; "
+                f"give a depth of 1 to {deepest}, on or off"
             )
         depths = (pin,)
     src = ctx.cat.origin_of("serving", "speculative_methods", name)
