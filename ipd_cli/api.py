@@ -133,7 +133,7 @@ def rl(
             f"workload '{name}' is a {w.kind} workload; give an RL workload (ipd workloads list)"
         )
     r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, **kw)
-    return r.model_copy(update={"overrides": _sets(cat)})
+    return r.model_copy(update={"overrides": _sets(cat), "assumptions": _cited(r.assumptions, cat)})
 
 
 def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
@@ -258,6 +258,24 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
 
 def _sets(cat: Catalog) -> list[str]:
     return [o.text for o in cat.overrides]
+
+
+def _cited(items: list[Any], cat: Catalog) -> list[Any]:
+    """The inputs with each one a ``sets`` workload path gave citing the ``cli-set`` source, as a
+    catalog value a ``sets`` item replaces does (README "Overrides"; a review found the source
+    empty)."""
+    from .catalog.overrides import CLI_SOURCE, WORKLOAD
+
+    paths = {o.path.removesuffix(".value") for o in cat.overrides if o.path.startswith(WORKLOAD + ".")}
+    if not paths:
+        return items
+    src = cat.sources.get(CLI_SOURCE)
+    cite = {
+        "source": CLI_SOURCE,
+        "source_title": getattr(src, "title", None),
+        "source_date": getattr(src, "date", None),
+    }
+    return [a.model_copy(update=cite) if a.path in paths and a.source != CLI_SOURCE else a for a in items]
 
 
 def compare(
@@ -481,6 +499,7 @@ def _compare(
             results.append(one)
             steps.append(_block_steps(one, getattr(w, "deadline_days", None)))
     _refuse_all_infeasible(name, w.kind, results)
+    results = [r.model_copy(update={"assumptions": _cited(r.assumptions, cat)}) for r in results]
     info = WorkloadInfo(
         name=name,
         kind=w.kind,

@@ -658,3 +658,62 @@ def test_a_scenario_serving_value_out_of_range_names_the_file_and_field(tmp_path
     # and an RL workload's lengths say both values
     r = run_cli("rl", "--hardware", "h100", "--workload", "rl-swe-agent", "--set", "workload.max_turns=1")
     assert r.code == 2 and "max_turns (1) must be >= turns (30)" in r.stderr
+
+
+def test_a_scenarios_own_inputs_are_listed_with_their_paths_and_set_ones_cite_cli_set():
+    # a review: the horizon, amortisation, RL budget, tasks a day, requests and attempts were in no
+    # assumption list (nor in explain), the serving inputs had no path, and a --set one cited nothing
+    r = run_cli("compare", "vera-rubin", "--workload", "open-model-agent", "-f", "json",
+                "--set", "workload.serving.input_tokens_per_request=5000")  # fmt: skip
+    assert r.code == 0, r.stderr
+    listed = {a["path"]: a for a in r.json()["systems"][0]["assumptions"] if a["path"]}
+    for path, value in [
+        ("workload.horizon_years", 1.0),
+        ("workload.post_training.budget_usd_per_year", 2.0e6),
+        ("workload.serving.tasks_per_day", 1.0e5),
+        ("workload.serving.requests_per_task", 30),
+        ("workload.serving.output_tokens_per_request", 400),
+        ("workload.serving.tokens_per_user_s", 50.0),
+        ("workload.task_success.max_attempts", 3),
+        ("workload.task_success.learning_curve.asymptote", 0.65),
+    ]:
+        assert listed[path]["value"] == value, path
+    assert listed["workload.task_success.learning_curve.r0"]["source"] == "scalerl-paper"
+    given = listed["workload.serving.input_tokens_per_request"]
+    assert (given["value"], given["source"]) == (5000, "cli-set")
+    assert listed["workload.serving.tasks_per_day"]["source"] is None  # the file's, not a --set
+    # an RL workload's --set input cites it too
+    rl = run_cli("rl", "--hardware", "vera-rubin", "--set", "workload.turns=10", "-f", "json")
+    turns = [a for a in rl.json()["assumptions"] if a["path"] == "workload.turns"]
+    assert [(a["value"], a["source"]) for a in turns] == [(10.0, "cli-set")]
+
+
+def test_a_scenario_file_with_a_stage_written_wrong_is_told_where_it_goes(tmp_path):
+    # a review: an RL workload's `gpus` under post_training was only "unknown field; choose one of
+    # budget_usd_per_year, ...", a missing pretraining stage "Field required", and a file named as
+    # the RL workload "unknown rl workload"
+    head = "kind: scenario\nmodel: llama-3.1-8b\n"
+    rest = (
+        "serving: {tasks_per_day: 1.0e3, input_tokens_per_request: 300, output_tokens_per_request: 100}\n"
+        "task_success: {success_rate: {value: 0.6}}\n"
+    )
+    pre = "pretraining: {open_weights: true}\n"
+    gpus = write(
+        tmp_path / "gpus.yaml", head + pre + "post_training: {workload: rl-swe-agent, gpus: 96}\n" + rest
+    )
+    r = run_cli("compare", "h100", "--workload", str(gpus))
+    assert r.code == 2 and r.stderr == (
+        f"ipd: error: {gpus}: workload.post_training.gpus: unknown field (got 96); gpus is a field of the RL "
+        "workload the stage runs: set it in that workload (a catalog directory, --catalog DIR), or with "
+        "--set workload.post_training.gpus=96\n"
+    )
+    bare = write(tmp_path / "bare.yaml", head + rest)
+    r = run_cli("compare", "h100", "--workload", str(bare))
+    assert r.code == 2 and r.stderr.startswith(
+        f"ipd: error: {bare}: workload.pretraining: missing: every scenario says how its model is "
+        "pre-trained: "
+    )
+    named = write(tmp_path / "named.yaml", head + pre + "post_training: {workload: myrl.yaml}\n" + rest)
+    r = run_cli("compare", "h100", "--workload", str(named))
+    assert r.code == 2 and "'myrl.yaml' is a file; a stage names a catalog workload" in r.stderr
+    assert "give its name, 'myrl'" in r.stderr

@@ -8,6 +8,7 @@ only the entries they touch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -244,6 +245,11 @@ def check_scenario_refs(cat: Catalog, s: Any, where: str) -> None:
         # a catalog entry's path goes on (workloads.NAME.pretraining.workload); a file's is its field
         at = f"{where} {field_name}" if where.endswith(":") else f"{where}.{field_name}"
         if ref not in cat.workloads:
+            if str(ref).endswith((".yaml", ".yml")):  # a file: a stage names catalog workloads only
+                raise InputError(
+                    f"{at}: '{ref}' is a file; a stage names a catalog workload: put the file in a "
+                    f"catalog directory's workloads/ (--catalog DIR) and give its name, '{Path(ref).stem}'"
+                )
             fits = [n for n, w in cat.workloads.items() if w.kind == kind]  # the choices of this field
             raise unknown(f"{kind} workload in {at}:", ref, fits)
         if cat.workloads[ref].kind != kind:

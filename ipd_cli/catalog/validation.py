@@ -68,6 +68,10 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
         msg = "unknown field"
         fields = _fields_at(cls, first["loc"][:-1]) if cls else []
         hint = did_you_mean(first["loc"][-1], fields) if fields else ""
+        if cls is Scenario and len(first["loc"]) == 2:
+            hint = _stage_field_hint(first["loc"], first.get("input")) or hint
+    elif first["type"] == "missing" and cls is Scenario and tuple(first["loc"]) in SCENARIO_STAGES:
+        msg = f"missing: {SCENARIO_STAGES[tuple(first['loc'])]}"
     value = first.get("input")
     expected = first.get("ctx", {}).get("class_name", "") if first["type"] == "model_type" else ""
     if expected.startswith("Sourced") and not isinstance(value, dict | list):  # success_rate: 0.7
@@ -76,6 +80,34 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
     more = len(errors) - 1
     tail = f" [+{more} more error{'s' if more > 1 else ''}]" if more else ""
     return f"{path}: {msg}{shown}{hint}{tail}"
+
+
+# what a scenario file missing one of its stages is told to write
+SCENARIO_STAGES = {
+    ("pretraining",): "every scenario says how its model is pre-trained: `pretraining: {open_weights: "
+    "true}` (not paid here), `{workload: NAME}` (a pretrain workload computed on each system) or "
+    "`{cost_usd: N}`",
+    ("serving",): "every scenario serves tasks: `serving: {tasks_per_day: N, input_tokens_per_request: N, "
+    "output_tokens_per_request: N}`",
+    ("task_success",): "every scenario counts tasks solved: `task_success: {success_rate: {value: P}}`, a "
+    "`learning_curve` or `step_reliability` with `steps_per_workflow`",
+}
+
+
+def _stage_field_hint(loc: Any, value: Any) -> str:
+    """For a scenario stage's unknown field that belongs to the workload the stage runs (an RL
+    workload's ``gpus`` under ``post_training``): where it goes instead."""
+    stage, name = str(loc[0]), str(loc[1])
+    kinds: dict[str, type[BaseModel]] = {"pretraining": PretrainWorkload, "post_training": RlWorkload}
+    kind = kinds.get(stage)
+    if kind is None or name not in kind.model_fields or name in ("kind", "model", "description", "source"):
+        return ""
+    what = "pretrain" if stage == "pretraining" else "RL"
+    shown = _short(value) if value is not None and not isinstance(value, dict | list) else "..."
+    return (
+        f"; `{name}` is a field of the {what} workload the stage runs: set it in that workload (a catalog "
+        f"directory, --catalog DIR), or with `sets` workload.{stage}.{name}={shown}"
+    )
 
 
 def _sourced_form(value: Any, class_name: str) -> str:

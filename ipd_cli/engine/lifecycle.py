@@ -799,7 +799,8 @@ def estimate_lifecycle(
             *share.steps,
             *head_steps,
         ]
-        assumptions = [*pre.assumptions, *post.assumptions, *share.assumptions]
+        assumptions = [*pre.assumptions, *post.assumptions, *serving_paths(share.assumptions, origin)]
+        assumptions = [*scenario_assumptions(cat, s, origin), *assumptions]
     result = SystemResult(
         hardware=cat.canonical("systems", hardware),
         description=system.description,
@@ -1012,6 +1013,69 @@ def serving_precision(cat: Catalog, hardware: str, wanted: str | None) -> str | 
     from .pretraining import supported_precision
 
     return supported_precision(cat.accelerator_of(cat.system(hardware)), wanted)
+
+
+def scenario_assumptions(cat: Catalog, s: Scenario, origin: str) -> list[Assumption]:
+    """The scenario's own numbers, each with its ``workload.*`` path and the file that gives it (a
+    review: the horizon, amortisation, RL schedule, traffic and retries were in no assumption list
+    and not in ``ipd explain``'s inputs); a success rate or learning curve cites its own source."""
+    from .trace import Trace
+
+    t = Trace(cat.sources)
+    p, pt, sv, ts = s.pretraining, s.post_training, s.serving, s.task_success
+
+    def add(name: str, value: Any, unit: str, path: str, source: str | None = None, estimate: bool = False):
+        if value is not None:
+            t.given(name, value, unit, origin, path=f"workload.{path}", source=source, estimate=estimate)
+
+    add("horizon", s.horizon_years, "years", "horizon_years")
+    if p.workload is not None or p.cost_usd is not None:
+        add("pre-training cost given", p.cost_usd, "USD", "pretraining.cost_usd")
+        add("pre-training amortisation", p.amortisation_years, "years", "pretraining.amortisation_years")
+        add("deployments sharing pre-training", p.deployments, "deployments", "pretraining.deployments")
+    if pt is not None:
+        add("RL budget a year", pt.budget_usd_per_year, "USD", "post_training.budget_usd_per_year")
+        add("RL steps per refresh", pt.steps_per_refresh, "steps", "post_training.steps_per_refresh")
+        add("RL refreshes a year", pt.refreshes_per_year, "refreshes", "post_training.refreshes_per_year")
+    add("tasks a day", sv.tasks_per_day, "tasks", "serving.tasks_per_day")
+    add("requests per task attempt", sv.requests_per_task, "requests", "serving.requests_per_task")
+    if ts.success_rate is not None:
+        r = ts.success_rate
+        add("success per attempt", r.value, "", "task_success.success_rate", r.source, r.estimate)
+    if ts.learning_curve is not None:
+        lc = ts.learning_curve
+        for name, value, unit, field_ in (
+            ("learning curve r0", lc.r0, "", "r0"),
+            ("learning curve asymptote", lc.asymptote, "", "asymptote"),
+            ("learning curve midpoint", lc.midpoint_samples, "samples", "midpoint_samples"),
+            ("learning curve exponent", lc.exponent, "", "exponent"),
+        ):
+            add(name, value, unit, f"task_success.learning_curve.{field_}", lc.source, lc.estimate)
+    add("step reliability", ts.step_reliability, "", "task_success.step_reliability")
+    add("steps per workflow", ts.steps_per_workflow, "steps", "task_success.steps_per_workflow")
+    add("attempts at most", ts.max_attempts, "attempts", "task_success.max_attempts")
+    return t.items
+
+
+# the scenario serving stage's inputs, as the serving estimate names them -> their scenario field
+_SERVING_INPUTS = {
+    "serving precision": "precision",
+    "input tokens per request": "input_tokens_per_request",
+    "output tokens per request": "output_tokens_per_request",
+    "target speed per user": "tokens_per_user_s",
+    "speculative decoding": "speculative",
+}
+
+
+def serving_paths(items: list[Assumption], origin: str) -> list[Assumption]:
+    """The scenario's serving inputs with their ``workload.serving.*`` path (the serving estimate
+    records them as its options, which have none)."""
+    return [
+        a.model_copy(update={"path": f"workload.serving.{_SERVING_INPUTS[a.name]}"})
+        if a.path is None and a.name in _SERVING_INPUTS and a.origin == origin
+        else a
+        for a in items
+    ]
 
 
 def _dedupe(items: list[Assumption]) -> list[Assumption]:
