@@ -103,15 +103,18 @@ def test_owned_serving_spreads_its_capital_over_every_hour(catalog):
 
 
 def test_a_scenario_traffic_beyond_any_cluster_names_the_scenario_input():
-    # a review: it blamed --tokens-per-day, a flag compare does not have
-    for args in (
-        ("compare", "blackwell", "--set", "workload.serving.tasks_per_day=1e12"),
-        ("sweep", "--vary", "hardware=blackwell", "--vary", "workload.serving.tasks_per_day=1e7,1e12"),
-    ):
+    # a review: it blamed --tokens-per-day, a flag compare does not have; a sweep's rows were told
+    # to --set the value their axis gives
+    for args, fix in (
+        (("compare", "blackwell", "--set", "workload.serving.tasks_per_day=1e12"), "give fewer tasks (--set "
+         "workload.serving.tasks_per_day=...)"),
+        (("sweep", "--vary", "hardware=blackwell", "--vary", "workload.serving.tasks_per_day=1e7,1e12"),
+         "give the sweep's axes a range whose rows a cluster can serve (fewer tasks_per_day, "),
+    ):  # fmt: skip
         r = run_cli(*args, "-f", "json")
         assert r.code == 2 and r.stdout == "", r.stderr
         assert "ipd: error: the scenario's serving traffic, " in r.stderr
-        assert "give fewer tasks (--set workload.serving.tasks_per_day=...)" in r.stderr
+        assert fix in r.stderr
         assert "--tokens-per-day" not in r.stderr
 
 
@@ -717,3 +720,17 @@ def test_a_scenario_file_with_a_stage_written_wrong_is_told_where_it_goes(tmp_pa
     r = run_cli("compare", "h100", "--workload", str(named))
     assert r.code == 2 and "'myrl.yaml' is a file; a stage names a catalog workload" in r.stderr
     assert "give its name, 'myrl'" in r.stderr
+
+
+def test_a_set_of_another_workload_kinds_field_says_so():
+    # a review: --set workload.horizon_years on an RL workload suggested 'observation_tokens'
+    r = run_cli("rl", "--hardware", "vera-rubin", "--set", "workload.horizon_years=2")
+    assert r.code == 2
+    assert (
+        r.stderr
+        == "ipd: error: --set workload.horizon_years: a field of scenario workloads; this is an rl workload\n"
+    )
+    r = run_cli("compare", "h100", "--workload", "pretrain-10t-moe", "--set", "workload.max_turns=2")
+    assert (
+        r.code == 2 and "workload.max_turns: a field of rl workloads; this is a pretrain workload" in r.stderr
+    )

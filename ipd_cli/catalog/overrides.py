@@ -230,7 +230,17 @@ def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD
         kind = body.get("kind", "pretrain")
         if kind != "scenario" and keys[0] in STAGES and keys[0] not in body:
             raise InputError(_stage_on_a_workload(prefix, keys, kind))
-        _assign(body, keys, o.value, prefix, WORKLOAD_KINDS.get(kind))
+        cls = WORKLOAD_KINDS.get(kind)
+        if cls is not None and keys[0] not in body and keys[0] not in cls.model_fields:
+            other = [k for k, c in WORKLOAD_KINDS.items() if k != kind and keys[0] in c.model_fields]
+            # another kind's field (a review: horizon_years on an RL workload: 'observation_tokens'?)
+            if other:
+                kinds = " and ".join(f"{k} workloads" for k in other)
+                article = "an" if kind == "rl" else "a"
+                raise InputError(
+                    f"`sets` {prefix}.{keys[0]}: a field of {kinds}; this is {article} {kind} workload"
+                )
+        _assign(body, keys, o.value, prefix, cls)
 
 
 def _stage_on_a_workload(prefix: str, keys: list[str], kind: str) -> str:

@@ -902,13 +902,19 @@ def stage_input_error(message: str, stage: str, origin: str) -> InputError:
     return InputError(f"{origin}: {text}" if origin and not text.startswith(origin) else text)
 
 
-def scenario_traffic_error(e: Any) -> InputError:
+def scenario_traffic_error(e: Any, swept: bool = False) -> InputError:
     """A scenario's traffic beyond any cluster, named by the scenario's inputs (a ``serve`` traffic
-    names ``output_tokens_per_day``, which a scenario has not)."""
+    names ``output_tokens_per_day``, which a scenario has not); ``swept``: a sweep row's traffic,
+    which the sweep's axes set (a review: it told a sweep to `--set` the value)."""
+    fix = (
+        "give the sweep's axes a range whose rows a cluster can serve (fewer tasks_per_day, "
+        "requests_per_task or output_tokens_per_request)"
+        if swept
+        else "give fewer tasks (`sets` workload.serving.tasks_per_day=...)"
+    )
     return InputError(
         f"the scenario's serving traffic, {e.value:g} output tokens a day (tasks_per_day x expected "
-        f"attempts x requests_per_task x output_tokens_per_request), needs {e.count}; give fewer tasks "
-        "(`sets` workload.serving.tasks_per_day=...)"
+        f"attempts x requests_per_task x output_tokens_per_request), needs {e.count}; {fix}"
     )
 
 
@@ -980,7 +986,7 @@ class ServingSizer:
         try:
             check_traffic_gpus(fields, "output_tokens_per_day", per_day, sizer.name)
         except TrafficBeyondClusters as e:
-            raise scenario_traffic_error(e) from None
+            raise scenario_traffic_error(e, swept=True) from None
         distinct, inv = np.unique(sized.rows, return_inverse=True)
         blocks = []
         widened = _serve_args(self.cat, self.hardware, self.sv)["precision"] != self.sv.precision
