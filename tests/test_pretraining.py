@@ -1330,3 +1330,19 @@ def test_a_catalog_sequence_length_is_a_whole_number(catalog, item):
     # a fractional length priced FLOPs at 3000.5 while the plan grid divided 3000 (a code review)
     with pytest.raises(InputError, match="must be a whole number, got"):
         catalog.with_overrides([item])
+
+
+def test_the_adam_step_reads_the_gradient_the_training_state_holds(catalog):
+    # a hand-check review: the step traffic read an FP32 gradient (30 bytes a parameter) beside a
+    # training state of BF16 gradients (16 = 2 weight + 2 gradient + 12 optimizer): it reads the
+    # master weight, momentum and variance and the gradient, and writes those three and the weight
+    e = catalog.efficiency
+    weight, optimizer = e.weight_bytes_per_param.value, e.optimizer_bytes_per_param.value
+    gradient = e.training_bytes_per_param.value - weight - optimizer
+    assert (weight, optimizer, gradient) == (2, 12, 2)
+    assert e.optimizer_step_bytes_per_param.value == optimizer + gradient + optimizer + weight == 28
+    # and one step over a GPU's parameters streams them at the memory-bound rate
+    x = inputs(catalog, "h100-sxm", "llama-3.1-8b")
+    P = {k: 1.0 for k in ("tp", "cp", "pp", "ep", "vp", "mbs", "dp")} | {"order": 0.0, "zero": 0.0}
+    n = sum(ts.params_per_gpu(P, x))
+    assert ts.optimizer_seconds(P, x) == pytest.approx(n * 28 / (3.35e12 * x["hbm_eff"]), rel=1e-12)

@@ -1691,3 +1691,30 @@ def test_a_disaggregated_nearest_configuration_names_all_its_gpus():
     assert m, r.stderr
     n_pre, pre_gpus, n_dec, dec_gpus, instance, total = (int(v.replace(",", "")) for v in m.groups())
     assert instance == dec_gpus and total == n_pre * pre_gpus + n_dec * dec_gpus  # 68 x 16 + 13 x 256
+
+
+def test_a_lone_prompts_dispatch_is_bound_by_its_own_rank_without_the_expert_imbalance():
+    # a hand-check review: a lone DEP16 DeepSeek-R1 prompt on GB200 charged its rank's sends d = 16
+    # times a rank's share times the expert imbalance (1.99), TTFT 58.2 ms where 39.1 ms: every copy
+    # leaves the prompt's rank (no imbalance there); the busiest receiver takes the imbalance times
+    # a rank's share, which binds only where d is below the imbalance
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ipd_cli.engine.serving.evaluate import _prefill_latency, _PrefillWork
+
+    ph = SimpleNamespace(layers=61, moe_layers=58, overhead_per_layer_s=0.0, floor_exponent=1.0,
+                         isl=1024, hidden=7168, collective_bytes=2)  # fmt: skip
+    share = 20e-6  # one rank's dispatch (or combine) when every rank sends its share, imbalance in
+    w = _PrefillWork(dense_attention_s=0.0, experts_s=0.0, all_reduce_bytes=0.0, a2a_s=share)
+    lat = 8e-6
+    x = {"n_ar": 0.0, "link": 1.0, "latency": lat, "n_a2a": 2.0, "pp_link": 1.0, "pp_latency": 0.0}
+
+    def ttft(t, imbalance):
+        lay = {"pp": np.array([1.0]), "s": np.array([16.0]), "t": np.array([t])}
+        return float(_prefill_latency(ph, lay, {**x, "imb_ep": np.array([imbalance])}, w)[0])
+
+    assert ttft(1.0, 2.0) == pytest.approx(58 * 2 * (16 / 2.0 * share + lat), rel=1e-12)  # DEP16: sender
+    assert ttft(1.0, 32.0) == pytest.approx(58 * 2 * (share + lat), rel=1e-12)  # d < imbalance: receiver
+    assert ttft(16.0, 2.0) == pytest.approx(58 * 2 * (share + lat), rel=1e-12)  # TEP16 (d = 1) as before
