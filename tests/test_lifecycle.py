@@ -635,10 +635,12 @@ task_success: {success_rate: {value: 0.6}, max_attempts: 3}
         "ipd: note: the 3-year horizon outlasts the pre-training's 1-year amortisation: it pays for 3 runs"
         in r.stderr
     )
-    once = run_cli(
-        "compare", "h100", "--workload", str(path), "--set", "workload.pretraining.amortisation_years=3"
-    )
-    assert once.code == 0 and "outlasts" not in once.stderr
+    amortised = ("compare", "h100", "--workload", str(path), "--set")
+    once = run_cli(*amortised, "workload.pretraining.amortisation_years=3")
+    assert once.code == 0 and "outlasts" not in once.stderr and "months" not in once.stderr
+    # 24 months typed as years is said back
+    months = run_cli(*amortised, "workload.pretraining.amortisation_years=24")
+    assert months.code == 0 and "amortisation_years is in years: 24 months would be 2)" in months.stderr
 
 
 def test_a_scenario_serving_value_out_of_range_names_the_file_and_field(tmp_path):

@@ -196,7 +196,18 @@ def stage_model_notes(cat: Catalog, s: Scenario) -> list[str]:
             f"{p.amortisation_years:g} year(s)), shared by {p.deployments:g} deployment(s); "
             "amortisation_years >= horizon_years pays for one"
         )
+    if (p.workload is not None or p.cost_usd is not None) and p.amortisation_years > MONTHS_LIKE_YEARS:
+        # a review: 24 (months, meant) was taken silently as 24 years
+        out.append(
+            f"pre-training is amortised over {p.amortisation_years:g} years (amortisation_years is in "
+            f"years: {p.amortisation_years:g} months would be {p.amortisation_years / 12:.3g})"
+        )
     return _other_model_notes(cat, s) + out
+
+
+# an amortisation longer than this many years is said back (a model paid off over decades is
+# more likely months typed as years)
+MONTHS_LIKE_YEARS = 10.0
 
 
 def _other_model_notes(cat: Catalog, s: Scenario) -> list[str]:
