@@ -1700,8 +1700,6 @@ def test_a_lone_prompts_dispatch_is_bound_by_its_own_rank_without_the_expert_imb
     # times a rank's share times the expert imbalance (1.99), TTFT 58.2 ms where 39.1 ms: every copy
     # leaves the prompt's rank (no imbalance there); the busiest receiver takes the imbalance times
     # a rank's share, which binds only where d is below the imbalance
-    from types import SimpleNamespace
-
     import numpy as np
 
     from ipd_cli.engine.serving.evaluate import _prefill_latency, _PrefillWork
@@ -1720,3 +1718,22 @@ def test_a_lone_prompts_dispatch_is_bound_by_its_own_rank_without_the_expert_imb
     assert ttft(1.0, 2.0) == pytest.approx(58 * 2 * (16 / 2.0 * share + lat), rel=1e-12)  # DEP16: sender
     assert ttft(1.0, 32.0) == pytest.approx(58 * 2 * (share + lat), rel=1e-12)  # d < imbalance: receiver
     assert ttft(16.0, 2.0) == pytest.approx(58 * 2 * (share + lat), rel=1e-12)  # TEP16 (d = 1) as before
+
+
+def test_a_disaggregated_first_token_waits_for_the_kv_cache_hand_off(catalog):
+    # a hand-check review: a disaggregated TTFT was the prefill alone; the decode instance needs the
+    # prompt's KV cache first. Llama 3.1 70B, a 1,024-token prompt with an FP8 KV cache: 2 x 80
+    # layers x 8 KV heads x 128 x 1 byte a token = 167.8 MB, all on the one TP1 prefill GPU. Beside
+    # a TP4 decode instance (5 GPUs, one 8-GPU node) it crosses NVLink; beside a TP8 one (9) the NIC
+    kw = dict(input_tokens=1024, output_tokens=1024, precision="fp8", kv_precision="fp8", concurrency=128,
+              disaggregated=True, speculative="off", prefill_layout="tp1")  # fmt: skip
+    near = estimate_serving(catalog, "h100-sxm", "llama-3.1-70b", layout="tp4", **kw).serving
+    far = estimate_serving(catalog, "h100-sxm", "llama-3.1-70b", layout="tp8", **kw).serving
+    kv = 1024 * 2 * 80 * 8 * 128 * 1
+    sv = catalog.serving
+    up = 900e9 / 2 * sv.scale_up_link_efficiency.value  # NVLink4, a direction
+    out = 400e9 / 8 * sv.scale_out_link_efficiency.value  # one 400 Gb/s NIC per GPU
+    lat_up = sv.collective_latency_us_scale_up.value * 1e-6
+    lat_out = sv.collective_latency_us_scale_out.value * 1e-6
+    assert far.ttft_s - near.ttft_s == pytest.approx(kv / out + lat_out - (kv / up + lat_up), rel=1e-9)
+    assert kv / out == pytest.approx(3.81e-3, rel=1e-3)  # the review's 3.8 ms over the NIC

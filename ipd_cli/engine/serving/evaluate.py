@@ -392,7 +392,7 @@ def disaggregated(
     return dict(
         tokens_per_s_per_user=f.speculative_tokens_per_s_per_user(x["accepted"], step_s),
         tpot_s=step_s / x["accepted"],
-        ttft_s=prefill["latency_s"],
+        ttft_s=prefill["latency_s"] + prefill["handoff_s"],  # and the KV cache's hand-off to decode
         prefill_instance_s=prefill["prefill_s"],
         **pool_columns(ph, x, rate, prefill, n_dec, n_pre),
     )
