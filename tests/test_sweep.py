@@ -274,12 +274,20 @@ def test_procurement_sweep_of_solved_tasks_per_kusd_against_price():
     for system in ("vera-rubin-nvl72", "gb200-nvl72"):
         mine = [r for r in rows if r["hardware"] == system]
         # every lifecycle cost is GPU-hours x the price, so tasks per $1k x price is one number
-        # per system: 1000 x tasks solved / lifecycle GPU-hours (%.10g in CSV: 10 digits)
+        # per system: 1000 x tasks solved / lifecycle GPU-hours
         products = [
             float(r["intelligence_per_dollar.solved_tasks_per_kusd"]) * float(r["price_usd_per_gpu_hour"])
             for r in mine
         ]
-        assert products == pytest.approx([products[0]] * 9, rel=1e-9)
+        assert products == pytest.approx([products[0]] * 9, rel=1e-12)
+    # the CSV cells are the JSON numbers, every digit (a scripting review: %.10g in CSV only)
+    r = run_cli("sweep", "--vary", "hardware=vera-rubin,blackwell", "--vary", "price_usd_per_gpu_hour=4:12:1",
+                "--metrics", "intelligence_per_dollar.solved_tasks_per_kusd", "-f", "json")  # fmt: skip
+    as_json = [row["intelligence_per_dollar.solved_tasks_per_kusd"] for row in json.loads(r.stdout)]
+    assert [float(row["intelligence_per_dollar.solved_tasks_per_kusd"]) for row in rows] == as_json
+    assert [row["intelligence_per_dollar.solved_tasks_per_kusd"] for row in rows] == [
+        repr(v) for v in as_json
+    ]
     rubin, gb200 = rows[0], rows[9]
     assert float(rubin["intelligence_per_dollar.solved_tasks_per_kusd"]) > float(
         gb200["intelligence_per_dollar.solved_tasks_per_kusd"]
