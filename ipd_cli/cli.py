@@ -1053,9 +1053,12 @@ def _progress(text: str):
 @app.command()
 def diff(
     base: Annotated[
-        Path, typer.Argument(help="Earlier JSON output of an ipd command (a sweep's: json or jsonl).")
+        Path,
+        typer.Argument(
+            help="Earlier JSON output of an ipd command (a sweep's: json or jsonl); - reads stdin."
+        ),
     ],
-    new: Annotated[Path, typer.Argument(help="Later JSON output of the same command.")],
+    new: Annotated[Path, typer.Argument(help="Later JSON output of the same command; - reads stdin.")],
     all_rows: Annotated[bool, typer.Option("--all", help="Also list metrics that did not change.")] = False,
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
@@ -1071,6 +1074,8 @@ def diff(
     from .diff import read_json
 
     _check_options(fmt, output, force)
+    if str(base) == str(new) == "-":
+        raise InputError("BASE and NEW are both - (stdin); give one of them as a file")
     _emit(diff_outputs(read_json(base), read_json(new), only_changed=not all_rows), fmt, output)
 
 

@@ -65,11 +65,16 @@ def _refuse_constant(name: str) -> float:
     raise ValueError(name)
 
 
-def read_json(path: Path) -> Any:
-    """An ipd JSON output: a regular file of at most MAX_JSON_BYTES, finite numbers only."""
-    from .files import read_bounded
+def read_json(path: Path | str) -> Any:
+    """An ipd JSON output: a regular file (``-``: standard input) of at most MAX_JSON_BYTES,
+    finite numbers only."""
+    from .files import read_bounded, read_stdin_bounded
 
-    data = read_bounded(path, MAX_JSON_BYTES, hint="give a JSON file")
+    if str(path) == "-":  # its messages name <stdin>
+        path = "<stdin>"
+        data = read_stdin_bounded(MAX_JSON_BYTES)
+    else:
+        data = read_bounded(path, MAX_JSON_BYTES, hint="give a JSON file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

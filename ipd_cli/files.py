@@ -32,6 +32,23 @@ def kind(mode: int) -> str:
     return "not a regular file"
 
 
+def read_stdin_bounded(limit: int) -> bytes:
+    """Standard input's bytes, at most ``limit`` of them (``-`` where a command offers it)."""
+    import sys
+
+    buffer = getattr(sys.stdin, "buffer", None)
+    if sys.stdin is None:
+        raise InputError("<stdin>: standard input is closed; give a file")
+    data = (
+        buffer.read(limit + 1)
+        if buffer is not None
+        else sys.stdin.read(limit + 1).encode("utf-8", "surrogateescape")
+    )
+    if len(data) > limit:
+        raise InputError(f"<stdin>: larger than {limit:,} bytes; refusing to read it")
+    return data
+
+
 def read_bounded(path: Path | str, limit: int, name: str | None = None, hint: str = "give a file") -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; anything else is an InputError.
 

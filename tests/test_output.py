@@ -108,6 +108,32 @@ def test_diff_two_outputs(tmp_path):
     assert "not ipd JSON" in run_cli("diff", str(a), str(tmp_path / "bad.json")).stderr
 
 
+def test_diff_reads_one_of_its_outputs_from_stdin(tmp_path, monkeypatch):
+    # a scripting review: "give a JSON file (or - for stdin)", then "-: no such file"
+    import io
+
+    a = tmp_path / "a.json"
+    run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "-o", str(a))
+    new = run_cli(
+        "compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--set", "economics.pue=1.56", "-f", "json"
+    )
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(new.stdout.encode()), encoding="utf-8"))
+    r = run_cli("diff", str(a), "-", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert {row["metric"] for row in r.json()["items"]} == {
+        "systems[vera-rubin-nvl72].pretraining.energy_mwh",
+        "overrides[0]",
+    }
+    both = run_cli("diff", "-", "-")
+    assert (
+        both.code == 2
+        and both.stderr == "ipd: error: BASE and NEW are both - (stdin); give one of them as a file\n"
+    )
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"{not json"), encoding="utf-8"))
+    bad = run_cli("diff", "-", str(a))
+    assert bad.code == 2 and bad.stderr.startswith("ipd: error: <stdin>: not ipd JSON output")
+
+
 def test_diff_of_two_sweeps_pairs_each_systems_rows_in_order(tmp_path):
     # a sweep's rows of one system shared one key, the later overwriting the earlier: two sweeps
     # whose first rows differed diffed as empty (a user review)
