@@ -342,7 +342,13 @@ def explain_compared(
                     "hardware": system.hardware,
                     "metric": f"input: {a.name}",
                     "value": a.value,
-                    "formula": f"{a.unit}; source {a.source or '-'}{' (estimate)' if a.estimate else ''}"
+                    # "unit; source ID", without the unit's "; " for a plain number (a scripting
+                    # review: "; source swe-bench-2026")
+                    "formula": "; ".join(
+                        p
+                        for p in (a.unit, f"source {a.source or '-'}{' (estimate)' if a.estimate else ''}")
+                        if p
+                    )
                     + _lent(a.note),
                     "inputs": f"{a.origin}{'; --set ' + a.path if a.path else ''}",
                     # the same, one field each, for scripts (the table shows the two text columns)

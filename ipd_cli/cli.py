@@ -932,8 +932,9 @@ def sweep(
         str,
         typer.Option(
             "--metrics",
-            help="headline, all, or comma-separated metric paths "
-            "(intelligence_per_dollar.solved_tasks_per_kusd, rl.usd_per_step, serving.configuration, ...).",
+            help="headline, all, or comma-separated metric paths: the results' numbers and "
+            "configuration names (intelligence_per_dollar.solved_tasks_per_kusd, rl.usd_per_step, "
+            "serving.configuration, ...; all lists them).",
         ),
     ] = "headline",
     mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,

@@ -3,6 +3,8 @@ parameter names in its errors, user files' source ids, and explain's derivations
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -459,3 +461,35 @@ def test_a_shown_workload_is_a_workload_file_as_it_is(tmp_path):
     key = "intelligence_per_dollar"
     assert mine.json()["systems"][0][key] == builtin.json()["systems"][0][key]
     assert mine.json()["workload"]["origin"] == str(path)
+
+
+def test_explain_names_an_inputs_unit_and_source_without_an_empty_part():
+    # a scripting review: a plain number's formula read "; source swe-bench-2026"
+    r = run_cli("explain", "vera-rubin", "-f", "json")
+    assert r.code == 0, r.stderr
+    inputs = [i for i in r.json()["items"] if i["metric"].startswith("input: ")]
+    assert not [i["formula"] for i in inputs if i["formula"].startswith(";")]
+    rate = next(i for i in inputs if i["metric"] == "input: success per attempt")
+    assert rate["formula"] == "source swe-bench-2026" and rate["unit"] == ""
+
+
+def test_a_comparisons_csv_rows_carry_the_overrides_that_made_them():
+    # a scripting review: train, serve and rl CSVs have an `overrides` column, compare's had none
+    r = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--set", "economics.pue=1.5",
+                "--set", "economics.electricity_usd_per_kwh=0.05", "-f", "csv")  # fmt: skip
+    assert r.code == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [row["overrides"] for row in rows] == ["economics.pue=1.5;economics.electricity_usd_per_kwh=0.05"]
+    plain = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "csv")
+    assert [row["overrides"] for row in csv.DictReader(io.StringIO(plain.stdout))] == [""]
+
+
+def test_a_sweep_metric_that_is_a_flag_or_a_record_says_so():
+    # a scripting review: `--metrics serving.disaggregated` was "unknown metric; did you mean
+    # 'serving.draft_depth'?", although the field is in compare's JSON
+    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--metrics", "serving.disaggregated", "-f", "csv")
+    assert r.code == 2 and r.stderr.startswith(
+        "ipd: error: --metrics: 'serving.disaggregated' is a field of the result, not a sweep metric"
+    )
+    typo = run_cli("sweep", "--vary", "hardware=vera-rubin", "--metrics", "serving.tokens_per_s_per_gp")
+    assert typo.code == 2 and "unknown metric 'serving.tokens_per_s_per_gp'; did you mean" in typo.stderr

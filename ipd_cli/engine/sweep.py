@@ -307,9 +307,33 @@ def select_metrics(kind: str, metrics: str) -> list[str]:
     if not wanted:
         raise InputError("`metrics`: give headline, all or a comma-separated list of metrics")
     for m in wanted:
+        if m not in known and _result_field(kind, m):  # a JSON field that is not a number
+            raise InputError(
+                f"`metrics`: '{m}' is a field of the result, not a sweep metric: a sweep gives the "
+                "numbers and the configuration names (`metrics` all lists them; compare's JSON has the rest)"
+            )
         if m not in known:
             raise InputError(f"`metrics`: unknown metric '{m}'{did_you_mean(m, known)}")
     return wanted
+
+
+def _result_field(kind: str, path: str) -> bool:
+    """Whether ``path`` names a field of this kind's result blocks (a flag, a text, a record)."""
+    import types
+    import typing
+
+    block, _, rest = path.partition(".")
+    if block not in KIND_BLOCKS[kind] or not rest:
+        return False
+    cls: Any = _block_class(block)
+    for part in rest.split("."):
+        fields = getattr(cls, "model_fields", None)
+        if not fields or part not in fields:
+            return False
+        ann = fields[part].annotation
+        args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
+        cls = next((a for a in args if hasattr(a, "model_fields")), args[0])
+    return True
 
 
 # --- the plan ----------------------------------------------------------------------------------

@@ -70,7 +70,10 @@ def records(result: BaseModel) -> list[dict[str, Any]]:
         rows = [
             {k: v for k, v in _without(s, "assumptions").items() if v is not None} for s in data["systems"]
         ]
-        return [_flat(row) for row in rows]
+        # the --set items on each row, as train, serve and rl write them (a scripting review: a
+        # spreadsheet of a comparison could not tell which overrides made it)
+        given = {"overrides": data["overrides"]} if "overrides" in data else {}
+        return [_flat({**row, **given}) for row in rows]
     if "items" in data:
         return [_flat(item) for item in data["items"]]
     if isinstance(data.get("serving"), list):
