@@ -853,4 +853,5 @@ def test_a_budget_axis_on_a_scenario_that_runs_refreshes_spends_each_budget():
     r = run_cli("sweep", "--vary", "hardware=blackwell", "--vary", budgets, "--metrics", metric, "-f", "csv")
     assert r.code == 0, r.stderr
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
-    assert [float(row[metric]) for row in rows] == [1e6, 2e6]
+    # (to the last bit but one: the budget buys budget / $ per step steps at $ per step each)
+    assert [float(row[metric]) for row in rows] == pytest.approx([1e6, 2e6], rel=1e-15)
