@@ -36,9 +36,9 @@ def read_stdin_bounded(limit: int) -> bytes:
     """Standard input's bytes, at most ``limit`` of them (``-`` where a command offers it)."""
     import sys
 
-    buffer = getattr(sys.stdin, "buffer", None)
     if sys.stdin is None:
         raise InputError("<stdin>: standard input is closed; give a file")
+    buffer = getattr(sys.stdin, "buffer", None)  # none under a text stream (tests, some shells)
     data = (
         buffer.read(limit + 1)
         if buffer is not None

@@ -693,7 +693,7 @@ def test_a_scenarios_own_inputs_are_listed_with_their_paths_and_set_ones_cite_cl
     assert [(a["value"], a["source"]) for a in turns] == [(10.0, "cli-set")]
 
 
-def test_a_scenario_file_with_a_stage_written_wrong_is_told_where_it_goes(tmp_path):
+def test_a_scenario_file_with_a_stage_written_wrong_is_told_where_it_goes(tmp_path, catalog):
     # a review: an RL workload's `gpus` under post_training was only "unknown field; choose one of
     # budget_usd_per_year, ...", a missing pretraining stage "Field required", and a file named as
     # the RL workload "unknown rl workload"
@@ -709,8 +709,8 @@ def test_a_scenario_file_with_a_stage_written_wrong_is_told_where_it_goes(tmp_pa
     r = run_cli("compare", "h100", "--workload", str(gpus))
     assert r.code == 2 and r.stderr == (
         f"ipd: error: {gpus}: workload.post_training.gpus: unknown field (got 96); gpus is a field of the RL "
-        "workload the stage runs: set it in that workload (a catalog directory, --catalog DIR), or with "
-        "--set workload.post_training.gpus=96\n"
+        "workload the stage runs: set it in that workload (a catalog directory given with --catalog), "
+        "or with --set workload.post_training.gpus=96\n"
     )
     bare = write(tmp_path / "bare.yaml", head + rest)
     r = run_cli("compare", "h100", "--workload", str(bare))
@@ -721,7 +721,12 @@ def test_a_scenario_file_with_a_stage_written_wrong_is_told_where_it_goes(tmp_pa
     named = write(tmp_path / "named.yaml", head + pre + "post_training: {workload: myrl.yaml}\n" + rest)
     r = run_cli("compare", "h100", "--workload", str(named))
     assert r.code == 2 and "'myrl.yaml' is a file; a stage names a catalog workload" in r.stderr
-    assert "give its name, 'myrl'" in r.stderr
+    assert "workloads/ (given with --catalog) and give its name, 'myrl'" in r.stderr
+    # the library names its parameter, not the flag
+    from ipd_cli.errors import InputError
+
+    with pytest.raises(InputError, match=r"workloads/ \(given with `extra_dirs`\) and give its name"):
+        compare(catalog, ["h100"], str(named))
 
 
 def test_a_set_of_another_workload_kinds_field_says_so():
@@ -736,3 +741,18 @@ def test_a_set_of_another_workload_kinds_field_says_so():
     assert (
         r.code == 2 and "workload.max_turns: a field of rl workloads; this is a pretrain workload" in r.stderr
     )
+
+
+def test_a_success_of_zero_is_a_one_line_error_naming_the_task_success(tmp_path):
+    # a code review: a learning curve from r0 0 without RL (or a success rate of 0) ended in
+    # "numbers out of range (ZeroDivisionError: float division by zero)"
+    body = (
+        "kind: scenario\nmodel: llama-3.1-8b\npretraining: {open_weights: true}\n"
+        "serving: {tasks_per_day: 1.0e3, input_tokens_per_request: 300, output_tokens_per_request: 100}\n"
+        "task_success: {learning_curve: {r0: 0, asymptote: 0.5, midpoint_samples: 1e5, exponent: 1}}\n"
+    )
+    path = write(tmp_path / "zero.yaml", body)
+    r = run_cli("compare", "h100", "--workload", str(path))
+    assert r.code == 1 and r.stdout == ""
+    assert r.stderr.startswith("ipd: error: no task is ever solved: success per attempt is 0 (task_success")
+    assert "ZeroDivisionError" not in r.stderr

@@ -294,7 +294,7 @@ def test_a_bf16_run_dispatches_its_moe_tokens_in_bf16(catalog):
     lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
     for x, width in ((bf16, 2.0), (fp8, 1.5)):
         copies = 4096 * 8 * 63 / 64 * 7168 * width
-        assert ts.a2a_seconds(P, x, True, 7168 * x["a2a_bytes"]) == pytest.approx(copies / x["up_bw"] + lat)
+        assert ts.a2a_seconds(P, x, True, 7168 * width) == pytest.approx(copies / x["up_bw"] + lat)
 
 
 def test_a_system_fabric_overrides_the_accelerator_nic(catalog):

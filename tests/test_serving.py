@@ -1716,7 +1716,8 @@ def test_a_lone_prompts_dispatch_is_bound_by_its_own_rank_without_the_expert_imb
         return float(_prefill_latency(ph, lay, {**x, "imb_ep": np.array([imbalance])}, w)[0])
 
     assert ttft(1.0, 2.0) == pytest.approx(58 * 2 * (16 / 2.0 * share + lat), rel=1e-12)  # DEP16: sender
-    assert ttft(1.0, 32.0) == pytest.approx(58 * 2 * (share + lat), rel=1e-12)  # d < imbalance: receiver
+    # TEP8 attention over 16 (d = 2) at an imbalance of 2.5: the busiest receiver binds
+    assert ttft(8.0, 2.5) == pytest.approx(58 * 2 * (share + lat), rel=1e-12)
     assert ttft(16.0, 2.0) == pytest.approx(58 * 2 * (share + lat), rel=1e-12)  # TEP16 (d = 1) as before
 
 
@@ -1737,3 +1738,12 @@ def test_a_disaggregated_first_token_waits_for_the_kv_cache_hand_off(catalog):
     lat_out = sv.collective_latency_us_scale_out.value * 1e-6
     assert far.ttft_s - near.ttft_s == pytest.approx(kv / out + lat_out - (kv / up + lat_up), rel=1e-9)
     assert kv / out == pytest.approx(3.81e-3, rel=1e-3)  # the review's 3.8 ms over the NIC
+    # the receiving side binds where the decode instance is the narrower (a code review: a TP4
+    # prefill feeding a TP1 decode was charged a quarter): Llama 3.1 8B, an 8k prompt, FP8 KV of
+    # 2 x 32 x 8 x 128 bytes a token = 537 MB; TP1 decode receives it all, TP2 half (its shard),
+    # each more than a TP4 sender's quarter; both beside the prefill in one node
+    kw |= dict(input_tokens=8192, prefill_layout="tp4", concurrency=16)
+    one = estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", layout="tp1", **kw).serving
+    two = estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", layout="tp2", **kw).serving
+    kv8 = 8192 * 2 * 32 * 8 * 128
+    assert one.ttft_s - two.ttft_s == pytest.approx(kv8 / up - kv8 / 2 / up, rel=1e-9)

@@ -855,3 +855,12 @@ def test_a_budget_axis_on_a_scenario_that_runs_refreshes_spends_each_budget():
     rows = list(csv.DictReader(io.StringIO(r.stdout)))
     # (to the last bit but one: the budget buys budget / $ per step steps at $ per step each)
     assert [float(row[metric]) for row in rows] == pytest.approx([1e6, 2e6], rel=1e-15)
+
+
+def test_varying_both_rl_schedules_is_refused_as_compare_refuses_both():
+    # a code review: the budget won and the refreshes axis was dropped without a word
+    axes = ["hardware=vera-rubin", "workload.post_training.refreshes_per_year=6,12",
+            "workload.post_training.budget_usd_per_year=1e6"]  # fmt: skip
+    r = run_cli("sweep", *(a for axis in axes for a in ("--vary", axis)), "--workload", "open-model-agent")
+    assert r.code == 2 and r.stdout == ""
+    assert "the budget sets the refreshes a year (what it buys); vary one of them" in r.stderr

@@ -248,7 +248,8 @@ def check_scenario_refs(cat: Catalog, s: Any, where: str) -> None:
             if str(ref).endswith((".yaml", ".yml")):  # a file: a stage names catalog workloads only
                 raise InputError(
                     f"{at}: '{ref}' is a file; a stage names a catalog workload: put the file in a "
-                    f"catalog directory's workloads/ (--catalog DIR) and give its name, '{Path(ref).stem}'"
+                    f"catalog directory's workloads/ (given with `extra_dirs`) and give its name, "
+                    f"'{Path(ref).stem}'"
                 )
             fits = [n for n, w in cat.workloads.items() if w.kind == kind]  # the choices of this field
             raise unknown(f"{kind} workload in {at}:", ref, fits)

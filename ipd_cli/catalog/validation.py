@@ -106,7 +106,7 @@ def _stage_field_hint(loc: Any, value: Any) -> str:
     shown = _short(value) if value is not None and not isinstance(value, dict | list) else "..."
     return (
         f"; `{name}` is a field of the {what} workload the stage runs: set it in that workload (a catalog "
-        f"directory, --catalog DIR), or with `sets` workload.{stage}.{name}={shown}"
+        f"directory given with `extra_dirs`), or with `sets` workload.{stage}.{name}={shown}"
     )
 
 

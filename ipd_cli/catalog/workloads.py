@@ -24,20 +24,11 @@ from .validation import USER_SOURCE, fill_user_workload_sources, user_source_ent
 
 def read_stdin() -> str:
     """Standard input as text, bounded like a file and decoded strictly (one-line errors)."""
-    import sys
+    from ipd_cli.files import read_stdin_bounded
 
     from .yamlio import MAX_FILE_BYTES
 
-    too_large = f"<stdin>: larger than {MAX_FILE_BYTES:,} bytes; refusing to read it"
-    buffer = getattr(sys.stdin, "buffer", None)
-    if buffer is None:  # a text stream without bytes underneath (tests, some shells)
-        text = sys.stdin.read(MAX_FILE_BYTES + 1)
-        if len(text) > MAX_FILE_BYTES:
-            raise InputError(too_large)
-        return text
-    data: bytes = buffer.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise InputError(too_large)
+    data = read_stdin_bounded(MAX_FILE_BYTES)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

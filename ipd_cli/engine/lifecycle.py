@@ -644,6 +644,13 @@ def headline(
 ) -> tuple[IntelligencePerDollar, list[Step]]:
     """Lifecycle cost, tasks solved, and the headline ratios (per $1k, per MWh), with the site budget."""
     solved = served.tasks_attempted * success.per_task
+    if not solved > 0:  # a success of 0: no cost per solved task exists (was a ZeroDivisionError)
+        raise IpdError(
+            f"no task is ever solved: success per attempt is {success.per_attempt:g} (task_success: a "
+            "success rate of 0, or a learning curve's r0 0 with no RL samples to raise it); give a "
+            "success above 0",
+            ExitCode.RUNTIME,
+        )
     total = pre.cost_usd + post.cost_usd + served.cost_usd
     energy = pre.energy_mwh + post.energy_mwh + served.energy_mwh
     site, site_steps = site_budget(s, success, served)

@@ -397,6 +397,11 @@ SWEEP_GRIDS = 4  # serving grids a sweep keeps (a large model's is tens of MB)
 def make_plan(cat: Catalog, axes: list[Axis], workload: Any, name: str, origin: str, **kw: Any) -> SweepPlan:
     if not any(a.path == HARDWARE for a in axes):
         raise InputError("give the systems to sweep, e.g. `vary` hardware=vera-rubin,blackwell")
+    if {reprice.BUDGET, reprice.REFRESHES} <= {a.path for a in axes}:  # as compare refuses both
+        raise InputError(
+            f"`vary` {reprice.BUDGET} and {reprice.REFRESHES}: the budget sets the refreshes a year "
+            "(what it buys); vary one of them"
+        )
     if workload.kind not in KIND_BLOCKS:
         raise InputError(
             f"a sweep takes a scenario, a pretrain or an RL workload; '{name}' is {workload.kind}"
