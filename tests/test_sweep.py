@@ -864,3 +864,13 @@ def test_varying_both_rl_schedules_is_refused_as_compare_refuses_both():
     r = run_cli("sweep", *(a for axis in axes for a in ("--vary", axis)), "--workload", "open-model-agent")
     assert r.code == 2 and r.stdout == ""
     assert "the budget sets the refreshes a year (what it buys); vary one of them" in r.stderr
+
+
+def test_the_search_counter_ends_at_the_searches_it_ran(catalog):
+    # an output review: a price axis re-prices without searching again, so the counter's first
+    # bound (4: each system at the catalog's values and at one physics point) was never reached
+    # and a terminal's line stayed at "searched 2 of 4" with no newline
+    calls = []
+    ipd_cli.sweep(catalog, ["hardware=vera-rubin,blackwell", "price_usd_per_gpu_hour=4,8"],
+                  progress=lambda done, total: calls.append((done, total)))  # fmt: skip
+    assert calls[-1] == (2, 2)

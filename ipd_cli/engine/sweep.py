@@ -884,6 +884,8 @@ def search(
     split = {hw: _physics_of(cat, plan, hw, nominal[hw].result) for hw in plan.hardware}
     todo = {hw: _distinct(cat, plan, axes) for hw, axes in split.items()}
     total = done + sum(len(t) for t in todo.values())
+    if progress and done >= total:  # nothing left to search: the counter ends here (a review: the
+        progress(done, total)  # terminal's line stayed at "searched 2 of 4" with no newline)
     if total > MAX_SEARCHES:
         what = "each system at the catalog's values and at each distinct tuple of the physics values it reads"
         _too_many(plan, total, what)
