@@ -93,7 +93,8 @@ SetOpt = Annotated[
     typer.Option(
         "--set",
         help="Override a catalog or workload field, PATH=VALUE (repeatable), e.g. economics.pue=1.2, "
-        "systems.h100-sxm.prices.reserved=2.1, models.moe-10t.active_params=1e12, "
+        "systems.h100-sxm.prices.reserved=2.1, models.moe-10t.active_params=1e12; commands with a "
+        "workload (compare, explain, sweep, rl) also take workload.* paths: "
         "workload.pretraining.tokens=2e14 (a scenario's pre-training run; workload.tokens for a pretrain "
         "workload).",
     ),
@@ -446,7 +447,8 @@ def train(
         str, typer.Option("--precision", help="bf16, fp8 or fp4 (dense peak used).", callback=_folded)
     ] = "bf16",
     mfu: Annotated[
-        float | None, typer.Option("--mfu", help="Pin the MFU (0-1) instead of deriving it from the plan.")
+        float | None,
+        typer.Option("--mfu", help="Pin the MFU, in (0, 1], instead of deriving it from the plan."),
     ] = None,
     seq_len: Annotated[
         int | None,
@@ -460,8 +462,9 @@ def train(
         str | None,
         typer.Option(
             "--plan",
-            help="Pin parts of the parallelism plan: tp, pp, vp, cp, ep, dp, mbs, gbs (global batch, "
-            "sequences), recompute=none|selective|full|offload or Megatron-Core modules joined by + "
+            help="Pin parts of the parallelism plan: tp, pp, vp (or interleave), cp, ep, dp, mbs (or "
+            "micro_batch), gbs (or global_batch: sequences), order=0|1 (1: pipeline stages inside the "
+            "scale-up domain), recompute=none|selective|full|offload or Megatron-Core modules joined by + "
             "(core_attn, layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts: "
             "recompute=mla_up_proj+mlp), zero=0-3 (3 = fsdp), "
             "schedule=1f1b|dualpipe, dispatcher=alltoall|deepep (MoE), a2a_overlap=on|off (MoE, 1F1B), "
@@ -547,7 +550,8 @@ def serve(
         typer.Option(
             "--tokens-per-user-s",
             help="Interactivity target, output tokens/s per user after the first token (1 / TPOT, as "
-            "benchmarks publish it): the cheapest configuration that meets it (most tokens/s per GPU).",
+            "benchmarks publish it): the cheapest configuration that meets it (most tokens/s per GPU); "
+            "where none does, the fastest per user, with a warning and serving.target_met false (exit 0).",
         ),
     ] = None,
     instance_gpus: Annotated[
@@ -597,8 +601,8 @@ def serve(
         str | None,
         typer.Option(
             "--speculative",
-            help="Speculative decoding: auto (default: the search tries none and each draft depth), off, on "
-            "(a draft, its depth searched) or a draft depth (1, 2, 3).",
+            help="Speculative decoding: auto (default: the search tries none and each draft depth), off "
+            "(or 0), on (a draft, its depth searched) or a draft depth (1, 2, 3).",
         ),
     ] = None,
     stack: Annotated[
@@ -719,7 +723,7 @@ def rl(
         typer.Option(
             "--transport",
             help="Weight sync: nccl-broadcast, nccl-reshard, rdma-p2p, checkpoint-engine or colocated "
-            "(default: the workload's, else colocated in colocated mode and rl.default_sync_transport).",
+            "(default: colocated in colocated mode, else the workload's, else rl.default_sync_transport).",
         ),
     ] = None,
     pricing: PricingOpt = "rental",
@@ -762,6 +766,18 @@ ScenarioOpt = Annotated[
         help="Scenario or workload name (ipd workloads list) or a YAML file ('-' reads stdin).",
     ),
 ]
+# `ipd plot cost` draws a scenario's lifecycle: a pretrain or RL workload has none (a help review)
+PlotScenarioOpt = Annotated[
+    str,
+    typer.Option(
+        "--scenario",
+        "--workload",
+        help="Scenario name (ipd workloads list, kind scenario) or a YAML scenario file ('-' reads stdin).",
+    ),
+]
+PlotOutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write the plot to FILE, a PNG (.png), atomically.")
+]
 
 
 @app.command()
@@ -769,7 +785,7 @@ def compare(
     systems: Annotated[list[str], typer.Argument(help="One or more systems; ratios are against the first.")],
     workload: ScenarioOpt = DEFAULT_SCENARIO,
     mfu: Annotated[
-        float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1), pretrain workloads.")
+        float | None, typer.Option("--mfu", help="Pin the MFU, in (0, 1], pretrain workloads only.")
     ] = None,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
@@ -892,8 +908,8 @@ def sweep(
         list[str],
         typer.Option(
             "--vary",
-            help="PATH=START:STOP:STEP or PATH=V1,V2 (repeatable); PATH is hardware, price_usd_per_gpu_hour "
-            "or any numeric --set path the estimate reads.",
+            help="PATH=START:STOP:STEP or PATH=V1,V2 (repeatable); PATH is hardware (required: the systems), "
+            "price_usd_per_gpu_hour or any numeric --set path the estimate reads.",
         ),
     ],
     workload: Annotated[
@@ -937,7 +953,9 @@ def sweep(
             "serving.configuration, ...; all lists them).",
         ),
     ] = "headline",
-    mfu: Annotated[float | None, typer.Option("--mfu", help="Override the catalog's MFU (0-1).")] = None,
+    mfu: Annotated[
+        float | None, typer.Option("--mfu", help="Pin the MFU, in (0, 1], pretrain workloads only.")
+    ] = None,
     pricing: PricingOpt = "rental",
     fmt: Annotated[
         str,
@@ -1186,9 +1204,13 @@ def plot_curve(
     precision: Annotated[
         str | None, typer.Option("--precision", help="bf16, fp8 or fp4.", callback=_folded)
     ] = None,
-    input_tokens: Annotated[int | None, typer.Option("--input-tokens", min=1)] = None,
-    output_tokens: Annotated[int | None, typer.Option("--output-tokens", min=1)] = None,
-    output: OutputOpt = None,
+    input_tokens: Annotated[
+        int | None, typer.Option("--input-tokens", help="Prompt tokens per request (ISL).", min=1)
+    ] = None,
+    output_tokens: Annotated[
+        int | None, typer.Option("--output-tokens", help="Generated tokens per request (OSL).", min=1)
+    ] = None,
+    output: PlotOutputOpt = None,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
@@ -1232,9 +1254,9 @@ def plot_curve(
 @plot_app.command("cost")
 def plot_cost(
     systems: Annotated[list[str], typer.Argument(help="Systems to draw, one bar each.")],
-    workload: ScenarioOpt = DEFAULT_SCENARIO,
+    workload: PlotScenarioOpt = DEFAULT_SCENARIO,
     pricing: PricingOpt = "rental",
-    output: OutputOpt = None,
+    output: PlotOutputOpt = None,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
@@ -1269,7 +1291,7 @@ def plot_sweep(
     x: Annotated[str, typer.Option("--x", help="The varied column on the x axis.")],
     y: Annotated[str, typer.Option("--y", help="The metric column on the y axis.")],
     logx: Annotated[bool, typer.Option("--logx", help="Logarithmic x axis.")] = False,
-    output: OutputOpt = None,
+    output: PlotOutputOpt = None,
     force: ForceOpt = False,
 ) -> None:
     """A sweep's metric against its varied parameter, one line per system.

@@ -48,7 +48,7 @@ def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> Rl
             "and `train_gpus` (or a disaggregated `mode`)"
         )
     if (w.gen_gpus is None) != (w.train_gpus is None):
-        raise InputError("give both `gen_gpus` and `train_gpus`, or `gpus` with `split` auto")
+        raise InputError("give both `gen_gpus` and `train_gpus`, or `gpus` (the split is then chosen)")
     if split not in (None, "auto"):
         raise InputError(f"`split` {split}: only 'auto' is supported; or give `gen_gpus` and `train_gpus`")
     return w
