@@ -88,6 +88,13 @@ CatalogOpt = Annotated[
         help="Extra catalog directory (repeatable); entries override built-in ones. Also IPD_CATALOG.",
     ),
 ]
+# a request's shape, for serve and plot curve
+InputTokensOpt = Annotated[
+    int | None, typer.Option("--input-tokens", help="Prompt tokens per request (ISL).", min=1)
+]
+OutputTokensOpt = Annotated[
+    int | None, typer.Option("--output-tokens", help="Generated tokens per request (OSL).", min=1)
+]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -527,12 +534,8 @@ def train(
 def serve(
     hardware: Annotated[str, typer.Option("--hardware", help="System name or alias (ipd hardware list).")],
     model: Annotated[str, typer.Option("--model", help="Model name or alias (ipd models list).")],
-    input_tokens: Annotated[
-        int | None, typer.Option("--input-tokens", help="Prompt tokens per request (ISL).", min=1)
-    ] = None,
-    output_tokens: Annotated[
-        int | None, typer.Option("--output-tokens", help="Generated tokens per request (OSL).", min=1)
-    ] = None,
+    input_tokens: InputTokensOpt = None,
+    output_tokens: OutputTokensOpt = None,
     precision: Annotated[
         str | None, typer.Option("--precision", help="Weights: bf16, fp8 or fp4.", callback=_folded)
     ] = None,
@@ -1204,12 +1207,8 @@ def plot_curve(
     precision: Annotated[
         str | None, typer.Option("--precision", help="bf16, fp8 or fp4.", callback=_folded)
     ] = None,
-    input_tokens: Annotated[
-        int | None, typer.Option("--input-tokens", help="Prompt tokens per request (ISL).", min=1)
-    ] = None,
-    output_tokens: Annotated[
-        int | None, typer.Option("--output-tokens", help="Generated tokens per request (OSL).", min=1)
-    ] = None,
+    input_tokens: InputTokensOpt = None,
+    output_tokens: OutputTokensOpt = None,
     output: PlotOutputOpt = None,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
