@@ -27,7 +27,7 @@ from ipd_cli.errors import InputError, did_you_mean, suggestions
 
 from .layers import ENTRY_SECTIONS, KEYED, MERGED_SECTIONS, keep_origins
 from .plausibility import economics_warnings, override_warnings, power_warnings
-from .schema import Source, Sourced
+from .schema import STAGE_WORKLOADS, Source, Sourced
 from .validation import WORKLOAD_KINDS, validate_entry, validation_error
 
 if TYPE_CHECKING:
@@ -247,7 +247,8 @@ def _stage_on_a_workload(prefix: str, keys: list[str], kind: str) -> str:
     """A scenario stage's path on a pretrain or RL workload (`workload.pretraining.tokens` suggested
     'precision'): the direct path where the stage is this kind's and the field is one of its own,
     else what the workload is (a code review: serving's fields are no pretrain workload's)."""
-    own = {"pretraining": "pretrain", "post_training": "rl"}.get(keys[0])
+    stage = STAGE_WORKLOADS.get(keys[0])
+    own = stage.model_fields["kind"].default if stage is not None else None
     head = f"`sets` {prefix}.{keys[0]}: '{keys[0]}' is a scenario's stage"
     if own == kind and len(keys) > 1 and keys[1] in WORKLOAD_KINDS[kind].model_fields:
         return f"{head}; this {kind} workload's fields are set directly: {prefix}.{'.'.join(keys[1:])}"

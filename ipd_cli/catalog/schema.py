@@ -1484,6 +1484,13 @@ class Scenario(Strict):
     note: str | None = None
 
 
+# a scenario's stages that run a workload of their own, and that workload's model
+STAGE_WORKLOADS: dict[str, type[PretrainWorkload | RlWorkload]] = {
+    "pretraining": PretrainWorkload,
+    "post_training": RlWorkload,
+}
+
+
 # The workload union, tagged by ``kind``: pydantic picks the model by the tag (no trying each model in
 # turn). A catalog or file workload without ``kind`` is a pre-training run: validation.validate_workload
 # fills that default and reports an unknown kind in one line before the union sees it.

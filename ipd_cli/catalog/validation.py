@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from ipd_cli.errors import InputError, did_you_mean
 
-from .schema import PretrainWorkload, RlWorkload, Scenario, Workload
+from .schema import STAGE_WORKLOADS, PretrainWorkload, RlWorkload, Scenario, Workload
 
 # the source of a value or entry a user file gives without one (its origin names the file)
 USER_SOURCE = "user"
@@ -66,7 +66,7 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
     hint = ""
     if first["type"] == "extra_forbidden":
         msg = "unknown field"
-        fields = _fields_at(cls, first["loc"][:-1]) if cls else []
+        fields = fields_at(cls, first["loc"][:-1]) if cls else []
         hint = did_you_mean(first["loc"][-1], fields) if fields else ""
         if cls is Scenario and len(first["loc"]) == 2:
             hint = _stage_field_hint(first["loc"], first.get("input")) or hint
@@ -98,11 +98,10 @@ def _stage_field_hint(loc: Any, value: Any) -> str:
     """For a scenario stage's unknown field that belongs to the workload the stage runs (an RL
     workload's ``gpus`` under ``post_training``): where it goes instead."""
     stage, name = str(loc[0]), str(loc[1])
-    kinds: dict[str, type[BaseModel]] = {"pretraining": PretrainWorkload, "post_training": RlWorkload}
-    kind = kinds.get(stage)
+    kind = STAGE_WORKLOADS.get(stage)
     if kind is None or name not in kind.model_fields or name in ("kind", "model", "description", "source"):
         return ""
-    what = "pretrain" if stage == "pretraining" else "RL"
+    what = "RL" if kind is RlWorkload else "pretrain"
     shown = _short(value) if value is not None and not isinstance(value, dict | list) else "..."
     return (
         f"; `{name}` is a field of the {what} workload the stage runs: set it in that workload (a catalog "
@@ -126,7 +125,7 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _fields_at(cls: Any, loc: tuple) -> list[str]:
+def fields_at(cls: Any, loc: tuple) -> list[str]:
     """Field names of the model found by following ``loc`` from ``cls`` (empty when unknown)."""
 
     tp: Any = cls

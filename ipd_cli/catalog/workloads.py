@@ -12,8 +12,7 @@ from . import overrides
 from .catalog import Catalog, check_scenario_refs, check_sources
 from .layers import read_workload_doc
 from .schema import (
-    PretrainWorkload,
-    RlWorkload,
+    STAGE_WORKLOADS,
     Scenario,
     ScenarioPostTraining,
     ScenarioPretraining,
@@ -164,11 +163,6 @@ def _check_file_sources(body: dict, sources: dict, origin: str) -> None:
         raise InputError(f"{e}{sep}{fix} '{USER_SOURCE}')") from None
 
 
-# a scenario's stages that run a workload of their own, and that workload's kind
-NESTED: dict[str, type[PretrainWorkload | RlWorkload]] = {
-    "pretraining": PretrainWorkload,
-    "post_training": RlWorkload,
-}
 # the scenario's own model of each such stage (``Scenario.pretraining``, ``Scenario.post_training``)
 STAGES: dict[str, type[ScenarioPretraining | ScenarioPostTraining]] = {
     "pretraining": ScenarioPretraining,
@@ -180,7 +174,7 @@ def _nested_stage(body: dict, o: overrides.Override) -> str | None:
     """The stage whose workload ``workload.<stage>.<field>`` reaches (a field the scenario's own
     stage does not have), or None for a field of the scenario itself."""
     keys = o.path.split(".")
-    if body.get("kind") != "scenario" or len(keys) < 3 or keys[1] not in NESTED:
+    if body.get("kind") != "scenario" or len(keys) < 3 or keys[1] not in STAGE_WORKLOADS:
         return None
     return None if keys[2] in STAGES[keys[1]].model_fields else keys[1]
 
@@ -193,7 +187,7 @@ def _refuse_nested_fields(body: dict, sets: list[overrides.Override]) -> None:
         key = o.path.split(".")[1]
         if key in Scenario.model_fields:
             continue
-        stages = [stage for stage, cls in NESTED.items() if key in cls.model_fields]
+        stages = [stage for stage, cls in STAGE_WORKLOADS.items() if key in cls.model_fields]
         if stages:
             paths = " or ".join(f"workload.{stage}.{key}" for stage in stages)
             raise InputError(f"`sets` {o.text}: a scenario has no {key} of its own; use {paths}")

@@ -188,7 +188,8 @@ def stage_model_notes(cat: Catalog, s: Scenario) -> list[str]:
     line when the horizon outlasts the pre-training's amortisation (it pays for more than one run)."""
     p, H = s.pretraining, s.horizon_years
     out = []
-    if (p.workload is not None or p.cost_usd is not None) and H > p.amortisation_years:
+    paid = not p.open_weights  # a computed or given cost (exactly one of the three: the schema)
+    if paid and H > p.amortisation_years:
         # a review: cost x H / amortisation charged 3 runs of a model "paid once", without a word
         out.append(
             f"the {H:g}-year horizon outlasts the pre-training's {p.amortisation_years:g}-year "
@@ -196,7 +197,7 @@ def stage_model_notes(cat: Catalog, s: Scenario) -> list[str]:
             f"{p.amortisation_years:g} year(s)), shared by {p.deployments:g} deployment(s); "
             "amortisation_years >= horizon_years pays for one"
         )
-    if (p.workload is not None or p.cost_usd is not None) and p.amortisation_years > MONTHS_LIKE_YEARS:
+    if paid and p.amortisation_years > MONTHS_LIKE_YEARS:
         # a review: 24 (months, meant) was taken silently as 24 years
         out.append(
             f"pre-training is amortised over {p.amortisation_years:g} years (amortisation_years is in "
@@ -1053,7 +1054,7 @@ def scenario_assumptions(cat: Catalog, s: Scenario, origin: str) -> list[Assumpt
             t.given(name, value, unit, origin, path=f"workload.{path}", source=source, estimate=estimate)
 
     add("horizon", s.horizon_years, "years", "horizon_years")
-    if p.workload is not None or p.cost_usd is not None:
+    if not p.open_weights:  # a cost to amortise
         add("pre-training cost given", p.cost_usd, "USD", "pretraining.cost_usd")
         add("pre-training amortisation", p.amortisation_years, "years", "pretraining.amortisation_years")
         add("deployments sharing pre-training", p.deployments, "deployments", "pretraining.deployments")

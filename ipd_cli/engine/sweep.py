@@ -319,21 +319,13 @@ def select_metrics(kind: str, metrics: str) -> list[str]:
 
 def _result_field(kind: str, path: str) -> bool:
     """Whether ``path`` names a field of this kind's result blocks (a flag, a text, a record)."""
-    import types
-    import typing
+    from ipd_cli.catalog.validation import fields_at
 
     block, _, rest = path.partition(".")
     if block not in KIND_BLOCKS[kind] or not rest:
         return False
-    cls: Any = _block_class(block)
-    for part in rest.split("."):
-        fields = getattr(cls, "model_fields", None)
-        if not fields or part not in fields:
-            return False
-        ann = fields[part].annotation
-        args = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
-        cls = next((a for a in args if hasattr(a, "model_fields")), args[0])
-    return True
+    *inner, name = rest.split(".")
+    return name in fields_at(_block_class(block), tuple(inner))
 
 
 # --- the plan ----------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import Space, product, take
 from ipd_cli.errors import InputError
 
-from .evaluate import DEP, TEP, TP, aggregated, disaggregated, layout_terms, step_terms
+from .evaluate import DEP, TEP, TP, aggregated, disaggregated, kv_handoff_seconds, layout_terms, step_terms
 from .physics import Physics
 
 FAMILIES = {"tp": TP, "tep": TEP, "dep": DEP}
@@ -448,26 +448,6 @@ def memoized(store: OrderedDict | None = None) -> Iterator[None]:
         yield
     finally:
         _MEMO.reset(token)
-
-
-def kv_handoff_seconds(ph: Any, lay: Any, x: Any, prefill: Any, decode: Any) -> Any:
-    """A disaggregated request's KV cache moved from its prefill instance (layouts ``prefill``)
-    to its decode instance (``decode``) before the first decode step: the prompt's KV bytes, each
-    GPU of the prefill instance sending its shard (its tensor ranks and stages in parallel; a DEP
-    prompt's on its one attention rank) and each GPU of the decode instance receiving what it
-    holds (its shard, or the whole of a KV cache every tensor rank keeps, as MLA's), the larger
-    binding, over the scale-up link where both instances fit in one domain, else over the NICs,
-    plus one transfer's latency (a hand-check review: TTFT was the prefill alone, 3 % short for
-    Llama 3.1 70B 1k prompts across H100 nodes; a code review: a TP1 decode fed by a TP4 prefill
-    receives all of it)."""
-    import numpy as np
-
-    sent = x["kv_tok"][prefill] / (lay["t"][prefill] * lay["pp"][prefill])
-    received = x["kv_tok"][decode] * x["copies"][decode] / (lay["t"][decode] * lay["pp"][decode])
-    held = ph.isl * np.maximum(sent, received)
-    inside = lay["g"][prefill] + lay["g"][decode] <= ph.domain
-    link = np.where(inside, ph.link_up, ph.link_out)
-    return held / link + np.where(inside, ph.latency_up, ph.latency_out)
 
 
 def refine(g: Grid, rows: list[int]) -> Grid | None:
