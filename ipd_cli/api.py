@@ -203,6 +203,8 @@ def serve(
         k: a[k] for k in ("concurrency", "tokens_per_user_s", "requests_per_s", "output_tokens_per_day")
     }
     pools = {k: a[k] for k in ("prefill_layout", "prefill_instances", "decode_instances")}
+    if a["instance"] == "smallest" and a["instance_gpus"] is not None:  # was silently the pinned size
+        raise InputError("`instance` smallest and `instance_gpus` both pin the instance's size; give one")
     if a["max_instance_gpus"] is not None and curve:  # the README listed it; serve() did not take it
         raise InputError("`max_instance_gpus` bounds one point's search; `curve` takes `instance_gpus`")
     if not curve:

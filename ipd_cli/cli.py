@@ -101,7 +101,7 @@ SetOpt = Annotated[
         "--set",
         help="Override a catalog or workload field, PATH=VALUE (repeatable), e.g. economics.pue=1.2, "
         "systems.h100-sxm.prices.reserved=2.1, models.moe-10t.active_params=1e12; commands with a "
-        "workload (compare, explain, sweep, rl) also take workload.* paths: "
+        "workload (compare, explain, sweep, rl, workloads show) also take workload.* paths: "
         "workload.pretraining.tokens=2e14 (a scenario's pre-training run; workload.tokens for a pretrain "
         "workload).",
     ),
@@ -429,9 +429,11 @@ def workloads_list(fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets
 def workloads_show(
     name: str, fmt: ListFormatOpt = "auto", catalog: CatalogOpt = None, sets: SetOpt = None
 ) -> None:
-    """Show one workload.
+    """Show one workload, with any --set workload.* applied (as compare, rl and sweep run it).
 
     Example: ipd workloads show pretrain-10t-moe
+
+    Example: ipd workloads show pretrain-10t-moe --set workload.tokens=2e14 --format yaml
     """
     _check_options(fmt, to_files=False)
     from . import api
@@ -1286,7 +1288,12 @@ def plot_cost(
 
 @plot_app.command("sweep")
 def plot_sweep(
-    csv_file: Annotated[Path, typer.Argument(help="CSV written by `ipd sweep --format csv`.")],
+    csv_file: Annotated[
+        Path,
+        typer.Argument(
+            help="A sweep's output file: CSV, JSON lines or JSON (`ipd sweep -f csv|jsonl|json`)."
+        ),
+    ],
     x: Annotated[str, typer.Option("--x", help="The varied column on the x axis.")],
     y: Annotated[str, typer.Option("--y", help="The metric column on the y axis.")],
     logx: Annotated[bool, typer.Option("--logx", help="Logarithmic x axis.")] = False,

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog.catalog import Catalog
+from .catalog.overrides import WORKLOAD
+from .catalog.workloads import refuse_workload_sets, resolve_workload
 from .engine.formulas import GIBI, GIGA
 from .engine.result_base import EntryView, Listing
 
 
 def list_hardware(cat: Catalog) -> Listing:
+    refuse_workload_sets(cat, "hardware list", [])
     items = []
     for name, s in cat.systems.items():
         acc = cat.accelerator_of(s)
@@ -55,6 +58,7 @@ def _sources_of(cat: Catalog, data: Any) -> dict[str, dict]:
 
 
 def show_hardware(cat: Catalog, name: str) -> EntryView:
+    refuse_workload_sets(cat, "hardware show", [])
     system = cat.system(name)
     canonical = cat.canonical("systems", name)
     entry = system.model_dump(mode="json", exclude_none=True)
@@ -70,6 +74,7 @@ def show_hardware(cat: Catalog, name: str) -> EntryView:
 
 
 def list_models(cat: Catalog) -> Listing:
+    refuse_workload_sets(cat, "models list", [])
     items = [
         {
             "name": n,
@@ -89,6 +94,7 @@ def list_models(cat: Catalog) -> Listing:
 
 
 def show_model(cat: Catalog, name: str) -> EntryView:
+    refuse_workload_sets(cat, "models show", [])
     m = cat.model(name)
     canonical = cat.canonical("models", name)
     entry = m.model_dump(mode="json", exclude_none=True)
@@ -102,6 +108,7 @@ def show_model(cat: Catalog, name: str) -> EntryView:
 
 
 def list_workloads(cat: Catalog) -> Listing:
+    refuse_workload_sets(cat, "workloads list", [])
     items = [
         {"name": n, "kind": w.kind, "model": w.model, "description": w.description}
         for n, w in cat.workloads.items()
@@ -110,7 +117,11 @@ def list_workloads(cat: Catalog) -> Listing:
 
 
 def show_workload(cat: Catalog, name: str) -> EntryView:
+    """The catalog's workload, with the ``sets`` workload.* overrides applied (as compare, rl and
+    sweep would run it; they were ignored here)."""
     w = cat.workload(name)
+    if any(o.path.startswith(WORKLOAD + ".") for o in cat.overrides):
+        w = resolve_workload(cat, name)[1]
     entry = w.model_dump(mode="json", exclude_none=True)
     return EntryView(
         kind="workload",

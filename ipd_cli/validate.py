@@ -30,6 +30,7 @@ from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.layers import builtin_dir
 from ipd_cli.catalog.schema import PROFILE_PRECISION_FRACTIONS
 from ipd_cli.catalog.validation import validate_entry
+from ipd_cli.catalog.workloads import refuse_workload_sets
 from ipd_cli.catalog.yamlio import read_yaml
 from ipd_cli.engine.results import Listing, Pretraining, Serving, ValidationResult
 from ipd_cli.errors import InputError, IpdError, did_you_mean
@@ -338,6 +339,7 @@ def validate(cat: Catalog, split: str = "checking", path: Path | None = None) ->
     """Every case of the split with its error, and the summary (overall and per kind)."""
     if split not in SPLITS:
         raise InputError(f"unknown split '{split}'; choose one of: {', '.join(SPLITS)}")
+    refuse_workload_sets(cat, "validate", [])  # each case gives its own inputs
     rows = run(cat, split, path).items
     return ValidationResult(split=split, items=rows, summary=summary(rows))
 
@@ -649,6 +651,7 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
     from, on top of ``cat``)."""
     from ipd_cli.engine.serving.grid import memoized
 
+    refuse_workload_sets(cat, "calibrate", [])  # each case gives its own inputs
     with memoized():  # a knob's trial values leave most cases' serving search unchanged
         return _calibrate(cat, path, sets)
 

@@ -95,3 +95,25 @@ def test_xlsx_output(tmp_path):
     assert ws.cell(row=2, column=1).value == "vera-rubin-nvl72"
     assert isinstance(ws.cell(row=2, column=header.index("pretraining.cost_usd") + 1).value, float)
     assert run_cli("compare", "vera-rubin", "--format", "xlsx").code == 2
+
+
+def test_a_sweep_written_as_json_lines_or_json_plots_as_its_csv(tmp_path):
+    # a JSON lines sweep was read as CSV: "no column 'x'; did you mean ' "x": 2'?" (a help audit)
+    args = ("--vary", "hardware=vera-rubin,blackwell", "--vary", "price_usd_per_gpu_hour=2:4:1")
+    plots = []
+    for fmt in ("csv", "jsonl", "json"):
+        out = tmp_path / f"s.{fmt}"
+        r = run_cli("sweep", *args, "--workload", "pretrain-10t-moe", "-f", fmt, "-o", str(out))
+        assert r.code == 0, r.stderr
+        r = run_cli("plot", "sweep", str(out), "--x", "price_usd_per_gpu_hour", "--y", "pretraining.cost_usd")
+        assert r.code == 0, r.stderr
+        plots.append(r.stdout)
+    assert plots[0] == plots[1] == plots[2] and "a = vera-rubin-nvl72" in plots[0]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"hardware": "h", "x": 1, "y": 2}\n{"x": 2,\n')
+    r = run_cli("plot", "sweep", str(bad), "--x", "x", "--y", "y")
+    assert r.code == 2 and "bad.jsonl: line 2: not a row of a sweep's JSON lines" in r.stderr
+    flags = tmp_path / "b.jsonl"
+    flags.write_text('{"hardware": "h", "x": 1, "y": true}\n')
+    r = run_cli("plot", "sweep", str(flags), "--x", "x", "--y", "y")
+    assert r.code == 2 and "line 1: no number in column 'x' or 'y'" in r.stderr

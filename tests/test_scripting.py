@@ -493,3 +493,48 @@ def test_a_sweep_metric_that_is_a_flag_or_a_record_says_so():
     )
     typo = run_cli("sweep", "--vary", "hardware=vera-rubin", "--metrics", "serving.tokens_per_s_per_gp")
     assert typo.code == 2 and "unknown metric 'serving.tokens_per_s_per_gp'; did you mean" in typo.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("hardware", "list"),
+        ("hardware", "show", "gb200-nvl72"),
+        ("models", "list"),
+        ("models", "show", "kimi-k2"),
+        ("workloads", "list"),
+        ("validate",),
+        ("calibrate",),
+    ],
+    ids=" ".join,
+)
+def test_a_workload_set_a_command_never_reads_is_refused(args):
+    # `ipd validate --set workload.gpus=5` exited 0 and changed nothing (a help audit)
+    r = run_cli(*args, "--set", "workload.gpus=5")
+    command = " ".join(args[:2]) if args[0] in ("hardware", "models", "workloads") else args[0]
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr == (
+        f"ipd: error: --set workload.gpus=5: {command} reads no workload, so it would change nothing; "
+        "drop it (workload.* sets apply to compare, rl, sweep, explain and workloads show)\n"
+    )
+
+
+def test_workloads_show_applies_the_workload_sets(catalog):
+    # they were accepted and ignored: the catalog's 100T tokens shown
+    r = run_cli("workloads", "show", "pretrain-10t-moe", "--set", "workload.tokens=5e13", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["entry"]["tokens"] == 5e13
+    assert ipd_cli.show_workload(catalog, "pretrain-10t-moe").entry["tokens"] == 1e14
+    r = run_cli("workloads", "show", "pretrain-10t-moe", "--set", "workload.tokenz=5e13")
+    assert r.code == 2 and "did you mean 'tokens'" in r.stderr
+
+
+def test_serve_refuses_two_pins_of_the_instance_size(catalog):
+    # `--instance smallest --instance-gpus 2` served the 2-GPU instance without a word (a help audit)
+    with pytest.raises(InputError, match=r"^`instance` smallest and `instance_gpus` both pin"):
+        ipd_cli.serve(catalog, "h100", "llama-3.1-8b", instance="smallest", instance_gpus=2)
+    r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-8b", "--instance", "smallest",
+                "--instance-gpus", "2")  # fmt: skip
+    assert r.code == 2 and r.stderr == (
+        "ipd: error: --instance smallest and --instance-gpus both pin the instance's size; give one\n"
+    )

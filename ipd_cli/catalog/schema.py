@@ -81,7 +81,10 @@ def speculative_switch(v: object) -> str | int | None:
         depth = int(depth)
     if type(depth) is int and depth >= 0:
         return depth
-    raise ValueError("must be off, on, auto or a draft depth (a whole number >= 0)")
+    raise ValueError(
+        "must be off, on, auto or a draft depth (0 is off; 1 and up, as far as the draft's acceptance "
+        "is measured)"
+    )
 
 
 def _numeric(text: str) -> bool:

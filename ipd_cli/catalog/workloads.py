@@ -36,9 +36,15 @@ def read_stdin() -> str:
 
 def refuse_workload_sets(cat: Catalog, command: str, params: list[str]) -> None:
     """Commands without a workload must not silently drop ``sets`` workload.* overrides; ``params``
-    name the parameters that give those values instead (the CLI shows them as its flags)."""
+    name the parameters that give those values instead (the CLI shows them as its flags; none:
+    the command reads no workload value at all)."""
     for o in cat.overrides:
         if o.path.startswith(overrides.WORKLOAD + ".") or o.path == overrides.WORKLOAD:
+            if not params:  # validate, calibrate, the listings: nothing to give it instead
+                raise InputError(
+                    f"`sets` {o.text}: {command} reads no workload, so it would change nothing; drop "
+                    "it (workload.* sets apply to compare, rl, sweep, explain and workloads show)"
+                )
             use = ", ".join(f"`{p}`" for p in params)
             raise InputError(f"`sets` {o.text}: {command} has no workload; use {use}")
 

@@ -1,14 +1,16 @@
 """Plots: PNG through the optional `plot` extra (matplotlib, imported lazily), or a text plot.
 
 A plot is a list of named series of (x, y) points (lines) or of named bar stacks. The CLI
-builds them from results (serving curves, lifecycle cost breakdowns) or from a sweep's CSV.
+builds them from results (serving curves, lifecycle cost breakdowns) or from a sweep's output file.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ipd_cli.errors import IpdError
 
@@ -34,48 +36,106 @@ MAX_CSV_BYTES = 100_000_000  # about a million rows of a headline sweep: more th
 
 
 def sweep_series(csv_file: Path, x: str, y: str) -> list[Series]:
-    """One series per hardware of column ``y`` against ``x`` from a sweep CSV, read as a stream
-    from a regular file of at most MAX_CSV_BYTES."""
-    import csv
+    """One series per hardware of column ``y`` against ``x`` from a sweep's CSV, JSON lines or
+    JSON (``ipd sweep -f csv|jsonl|json``: JSON lines were read as one CSV column), read as a
+    stream from a regular file of at most MAX_CSV_BYTES."""
     import io
 
-    from ipd_cli.errors import InputError, did_you_mean
+    from ipd_cli.errors import InputError
     from ipd_cli.files import open_bounded
 
-    series: dict[str, Series] = {}
     with open_bounded(csv_file, MAX_CSV_BYTES, hint="give a CSV file") as raw:
         try:
-            reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
-            columns = next(reader, [])
-            for col in (x, y):
-                if col not in columns:
-                    raise InputError(f"{csv_file}: no column '{col}'{did_you_mean(col, columns)}")
-            ix, iy = columns.index(x), columns.index(y)
-            ih = columns.index("hardware") if "hardware" in columns else None
-            for line, row in enumerate(reader, start=2):
-                hw = row[ih] if ih is not None and ih < len(row) else ""
-                s = series.setdefault(hw, Series(hw, [], []))
-                if len(row) > max(ix, iy) and "" in (row[ix], row[iy]):
-                    continue  # an empty cell: the block cannot run at that point
-                try:
-                    xv, yv = float(row[ix]), float(row[iy])
-                except (ValueError, IndexError):
-                    raise InputError(
-                        f"{csv_file}: line {line}: no number in column '{x}' or '{y}'; --x and --y must "
-                        "be numeric columns"
-                    ) from None
-                if not (math.isfinite(xv) and math.isfinite(yv)):  # a plot has no place for them
-                    raise InputError(
-                        f"{csv_file}: line {line}: column '{x}' or '{y}' is not a finite number "
-                        f"({row[ix]}, {row[iy]}); plot columns whose values are finite"
-                    )
-                s.x.append(xv)
-                s.y.append(yv)
+            text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            first = text.readline()
+            rows = _json_rows(csv_file, first, text) if first.lstrip()[:1] in ("{", "[") else None
+            return _series(csv_file, x, y, rows or _csv_rows(csv_file, first, text))
         except UnicodeDecodeError:
             raise InputError(f"{csv_file}: not UTF-8 text; give a CSV file written by ipd sweep") from None
-        except csv.Error as e:
-            raise InputError(f"{csv_file}: not a CSV file ({e})") from None
+
+
+def _csv_rows(csv_file: Path, first: str, text: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, {column: cell}) of a sweep CSV whose header line is ``first``."""
+    import csv
+    import itertools
+
+    from ipd_cli.errors import InputError
+
+    try:
+        reader = csv.reader(itertools.chain([first], text))
+        columns = next(reader, [])
+        yield 1, dict.fromkeys(columns)  # the header: which columns there are
+        for line, row in enumerate(reader, start=2):
+            yield line, dict(zip(columns, row, strict=False))
+    except csv.Error as e:
+        raise InputError(f"{csv_file}: not a CSV file ({e})") from None
+
+
+def _json_rows(csv_file: Path, first: str, text: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, row) of a sweep's JSON lines (one object a line) or JSON (the same lines between
+    ``[`` and ``]``, each ending in a comma); the header is the first row's keys."""
+    import itertools
+    import json
+
+    from ipd_cli.errors import InputError
+
+    header = False
+    for line, body in enumerate(itertools.chain([first], text), start=1):
+        body = body.strip().rstrip(",")
+        if body in ("", "[", "]"):
+            continue
+        try:
+            row = json.loads(body)
+        except json.JSONDecodeError:
+            row = None
+        if not isinstance(row, dict):
+            raise InputError(
+                f"{csv_file}: line {line}: not a row of a sweep's JSON lines; give what `ipd sweep` "
+                "wrote with -f csv, jsonl or json"
+            )
+        if not header:
+            header = True
+            yield 1, dict.fromkeys(row)
+        yield line, row
+
+
+def _series(csv_file: Path, x: str, y: str, rows: Iterator[tuple[int, dict[str, Any]]]) -> list[Series]:
+    """The series of :func:`sweep_series` from its rows, the first of which names the columns."""
+    from ipd_cli.errors import InputError, did_you_mean
+
+    _, head = next(rows, (1, {}))
+    columns = list(head)
+    for col in (x, y):
+        if col not in columns:
+            raise InputError(f"{csv_file}: no column '{col}'{did_you_mean(col, columns)}")
+    series: dict[str, Series] = {}
+    for line, row in rows:
+        hw = str(row.get("hardware") or "")
+        s = series.setdefault(hw, Series(hw, [], []))
+        if x in row and y in row and (row[x] in ("", None) or row[y] in ("", None)):
+            continue  # an empty cell: the block cannot run at that point
+        try:
+            xv, yv = _number(row[x]), _number(row[y])
+        except (ValueError, TypeError, KeyError):
+            raise InputError(
+                f"{csv_file}: line {line}: no number in column '{x}' or '{y}'; --x and --y must "
+                "be numeric columns"
+            ) from None
+        if not (math.isfinite(xv) and math.isfinite(yv)):  # a plot has no place for them
+            raise InputError(
+                f"{csv_file}: line {line}: column '{x}' or '{y}' is not a finite number "
+                f"({row[x]}, {row[y]}); plot columns whose values are finite"
+            )
+        s.x.append(xv)
+        s.y.append(yv)
     return list(series.values())
+
+
+def _number(v: Any) -> float:
+    """A cell as a number: CSV text, or a JSON number (not a JSON true/false)."""
+    if isinstance(v, bool):
+        raise ValueError(v)
+    return float(v)
 
 
 def to_png(fig: Figure, path: Path) -> None:

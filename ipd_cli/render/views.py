@@ -7,6 +7,8 @@ by later engines) are shown generically as metric/value rows.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,7 +169,9 @@ class View:
     footnotes: list[str] = field(default_factory=list)
 
 
-def fmt_num(v: Any) -> str:
+def fmt_num(v: Any, extra: int = 0) -> str:
+    """A value as a table shows it: counts in full, other numbers to a few significant figures
+    (``extra`` more decimals where fixed-point, see :func:`fmt_column`)."""
     if v is None:
         return ""
     if isinstance(v, list):
@@ -182,12 +186,26 @@ def fmt_num(v: Any) -> str:
     if a >= 1e15 or a < 1e-3:
         return f"{v:.3g}"
     if a >= 100:
-        return f"{v:,.0f}"
+        return f"{v:,.{extra}f}"
     if a >= 1:
-        return f"{v:,.2f}"
+        return f"{v:,.{2 + extra}f}"
     if a < 0.1:  # three significant figures (0.00636 read "0.006", 6 % off: a review of ratios)
-        return f"{v:#.3g}"
-    return f"{v:.3f}"
+        return f"{v:#.{3 + extra}g}"
+    return f"{v:.{3 + extra}f}"
+
+
+MAX_EXTRA_DECIMALS = 3  # beyond that, values a table cannot tell apart are shown alike
+
+
+def fmt_column(values: list[Any]) -> list[str]:
+    """A column of values, with as many more decimals as it takes (up to MAX_EXTRA_DECIMALS) for
+    different values to read differently: a frontier's 120.754 and 121.348 tokens/s per user both
+    read "121", as if one point were dominated; two listed plans read alike (an output review)."""
+    numbers = {v for v in values if isinstance(v, float) and not isinstance(v, bool)}
+    for extra in range(MAX_EXTRA_DECIMALS + 1):
+        if len({fmt_num(v, extra) for v in numbers}) == len(numbers) or extra == MAX_EXTRA_DECIMALS:
+            return [fmt_num(v, extra) for v in values]
+    raise AssertionError("unreachable")
 
 
 def view(data: dict) -> View:
@@ -683,8 +701,8 @@ def _rows(title: str, items: list[dict]) -> Grid:
     """A list of records (e.g. the runners-up plans): one row each, their plain fields as columns."""
     columns = [k for k, v in items[0].items() if not isinstance(v, dict | list)]
     grid = Grid(title, columns, right=set(range(1, len(columns))))
-    for item in items:
-        grid.rows.append([fmt_num(item.get(c)) for c in columns])
+    cells = [fmt_column([item.get(c) for item in items]) for c in columns]
+    grid.rows.extend(map(list, zip(*cells, strict=True)))
     return grid
 
 
@@ -724,13 +742,24 @@ CURVE_COLUMNS = [
 ]
 
 
+CURVE_AXES = ("interactivity_tokens_per_s", "tokens_per_s_per_gpu")
+
+
+def _fmt_all(values: list[Any]) -> list[str]:
+    return [fmt_num(v) for v in values]
+
+
 def _curve(data: dict) -> View:
     searched = data.get("configurations_searched") or 0
     title = f"{data['model']} on {data['hardware']} ({data['precision']}): Pareto frontier"
     columns = [label for _, label in CURVE_COLUMNS]
     grid = Grid(title, columns, right=set(range(1, len(CURVE_COLUMNS) - 1)))
-    for p in data["serving"]:
-        grid.rows.append([fmt_num(p.get(key)) for key, _ in CURVE_COLUMNS])
+    # the frontier's two axes read apart wherever they differ (a point must not look dominated)
+    cells = [
+        (fmt_column if key in CURVE_AXES else _fmt_all)([p.get(key) for p in data["serving"]])
+        for key, _ in CURVE_COLUMNS
+    ]
+    grid.rows.extend(map(list, zip(*cells, strict=True)))
     notes = [
         f"Throughput per GPU against speed per user: the configurations no other beats on both, among "
         f"{searched:,} searched (instance size, layout, batch per rank, aggregated or disaggregated). "
@@ -778,7 +807,22 @@ def _item_cell(item: dict, column: str) -> str:
     v = item.get(column)
     if column == "value" and item.get("unit") in COUNT_UNITS and isinstance(v, float) and v.is_integer():
         return fmt_num(int(v))
+    if column == "inputs" and isinstance(v, str):  # explain's "k = v; ..." (JSON keeps every digit)
+        return _FLOAT_TEXT.sub(_shorter, v)
     return fmt_num(v)
+
+
+_FLOAT_TEXT = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[+-]?\d+)?(?![\w.])")
+SHOWN_DIGITS = 6  # significant digits of an input a table shows (0.31672999999999996: 0.31673)
+
+
+def _shorter(m: re.Match[str]) -> str:
+    """A float written in full as at most SHOWN_DIGITS significant digits (whole from 1e5 up)."""
+    text = m.group(0)
+    x = float(text)
+    if len(text.replace("-", "").replace(".", "").lstrip("0")) <= SHOWN_DIGITS + 2 or not math.isfinite(x):
+        return text  # 55050240.0, 0.25: nothing to shorten
+    return f"{x:.0f}" if abs(x) >= 10**5 else f"{x:.{SHOWN_DIGITS}g}"
 
 
 def _is_number(v: Any) -> bool:

@@ -164,7 +164,10 @@ def speculative_pin(value) -> str | int | None:
             pass
         else:
             return None if setting in (None, "auto") else "off" if setting == 0 else setting
-    raise InputError(f"`speculative` is auto, off, on or a draft depth (a whole number >= 0), got {value!r}")
+    raise InputError(
+        "`speculative` is auto, off, on or a draft depth (0 is off; 1 and up, as far as the draft's "
+        f"acceptance is measured), got {value!r}"
+    )
 
 
 # --- model memory ----------------------------------------------------------------------------------
