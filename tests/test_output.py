@@ -449,6 +449,42 @@ def test_numbers_below_a_tenth_keep_three_significant_figures():
     assert fmt_num(0.0009) == "0.0009" and fmt_num(2.5) == "2.50" and fmt_num(1234.5) == "1,234"
 
 
+def test_a_column_shows_the_decimals_that_tell_its_values_apart():
+    # a --curve table read 121 / 250 and 121 / 236 for 120.754 and 121.348 tokens/s per user, as if
+    # one point were dominated; two listed plans read alike (1.0037 shown 1.00: an output review)
+    from ipd_cli.render.views import _curve, _rows, fmt_column
+
+    assert fmt_column([120.754, 121.348, 250.0]) == ["120.8", "121.3", "250.0"]
+    assert fmt_column([1.0, 1.0037, 7]) == ["1.000", "1.004", "7"]
+    assert fmt_column([120.75, 250.0, None]) == ["121", "250", ""]  # nothing to tell apart: as fmt_num
+    assert fmt_column([1.00001, 1.00002]) == ["1.00001", "1.00002"]  # at most three more decimals
+    assert fmt_column([1.000001, 1.000002]) == ["1.00000", "1.00000"]
+    point = {"configuration": "TP1", "tokens_per_s_per_gpu": 250.0, "ttft_s": 0.05512, "deployment_gpus": 1}
+    frontier = [
+        point | {"interactivity_tokens_per_s": 120.754, "usd_per_million_output_tokens": 0.3932},
+        point | {"interactivity_tokens_per_s": 121.348, "usd_per_million_output_tokens": 0.3934},
+    ]
+    rows = _curve({"model": "m", "hardware": "h", "precision": "fp8", "serving": frontier}).grids[0].rows
+    assert [r[1] for r in rows] == ["120.8", "121.3"]  # the axis: apart
+    assert [r[4] for r in rows] == ["0.393", "0.393"]  # not an axis: as fmt_num
+    plans = _rows("plans", [{"plan": "a", "multiplier": 1.0}, {"plan": "a", "multiplier": 1.0037}]).rows
+    assert plans == [["a", "1.000"], ["a", "1.004"]]
+
+
+def test_explain_tables_show_inputs_to_six_significant_digits():
+    # the markdown read `load_s = 0.31672999999999996` (an output review); JSON keeps every digit
+    from ipd_cli.render.views import _item_cell
+
+    item = {
+        "inputs": "fixed_s = 0.25; load_s = 0.31672999999999996; bytes = 449275362318.84143; "
+        "tokens = 55050240.0; tiny = 6.313131313131314e-05; gpus = 26928; term: NIC = 2.389223132363674"
+    }
+    assert _item_cell(item, "inputs") == (
+        "fixed_s = 0.25; load_s = 0.31673; bytes = 449275362319; tokens = 55050240.0; "
+        "tiny = 6.31313e-05; gpus = 26928; term: NIC = 2.38922"
+    )
+
+
 def test_a_single_result_table_leaves_out_fields_without_a_value():
     # `ipd train` printed precision_requested and plans as empty rows, `ipd rl` staleness_bound
     # outside async (a user review); JSON keeps them as null

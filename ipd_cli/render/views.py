@@ -820,8 +820,9 @@ def _shorter(m: re.Match[str]) -> str:
     """A float written in full as at most SHOWN_DIGITS significant digits (whole from 1e5 up)."""
     text = m.group(0)
     x = float(text)
-    if len(text.replace("-", "").replace(".", "").lstrip("0")) <= SHOWN_DIGITS + 2 or not math.isfinite(x):
-        return text  # 55050240.0, 0.25: nothing to shorten
+    digits = text.replace("-", "").replace(".", "").lstrip("0")
+    if len(digits) <= SHOWN_DIGITS + 2 or text.endswith(".0") or not math.isfinite(x):
+        return text  # 0.25, 55050240.0: nothing to shorten
     return f"{x:.0f}" if abs(x) >= 10**5 else f"{x:.{SHOWN_DIGITS}g}"
 
 
