@@ -154,7 +154,10 @@ def _ctx() -> OutputContext:
     is_tty = sys.stdout.isatty()
     color = is_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
     width = None
-    if is_tty:
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:  # as a terminal's: to a pipe too (a table 327 wide)
+        width = int(columns)
+    elif is_tty:
         import shutil
 
         width = shutil.get_terminal_size().columns

@@ -31,6 +31,7 @@ def _hermetic(monkeypatch, _cache_dir):
     # a user's IPD_CATALOG, IPD_DEBUG or catalog cache must not leak into tests
     monkeypatch.delenv("IPD_CATALOG", raising=False)
     monkeypatch.delenv("IPD_DEBUG", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)  # a table to a pipe is as wide as it needs
     monkeypatch.setenv("IPD_CACHE_DIR", str(_cache_dir))
 
 

@@ -493,3 +493,13 @@ def test_a_single_result_table_leaves_out_fields_without_a_value():
     data = run_cli(*args, "-f", "json").json()["pretraining"]
     assert data["precision_requested"] is None and "precision_requested" not in table.stdout
     assert "wall_days" in table.stdout
+
+
+def test_a_table_to_a_pipe_takes_the_width_columns_gives():
+    # COLUMNS was read only on a terminal: `COLUMNS=80 ipd hardware list -f table | less` drew rows
+    # as wide as the table needs (327 characters for a compare; an output review)
+    wide = run_cli("hardware", "list", "-f", "table").stdout.splitlines()
+    assert max(map(len, wide)) > 100
+    narrow = run_cli("hardware", "list", "-f", "table", env={"COLUMNS": "100"})
+    assert narrow.code == 0 and max(map(len, narrow.stdout.splitlines())) <= 100
+    assert "h100-sxm" in narrow.stdout
