@@ -6,7 +6,11 @@ from .views import View
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A table cell: pipes escaped, one line, and a sub-row's indent kept (rendered markdown drops
+    leading spaces, so a breakdown's parts read as rows of their own: an output review)."""
+    body = text.lstrip(" ")
+    indent = "&nbsp;" * (len(text) - len(body))
+    return indent + body.replace("|", "\\|").replace("\n", " ")
 
 
 def to_markdown(v: View) -> str:
