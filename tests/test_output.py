@@ -503,3 +503,12 @@ def test_a_table_to_a_pipe_takes_the_width_columns_gives():
     narrow = run_cli("hardware", "list", "-f", "table", env={"COLUMNS": "100"})
     assert narrow.code == 0 and max(map(len, narrow.stdout.splitlines())) <= 100
     assert "h100-sxm" in narrow.stdout
+
+
+def test_plain_ratios_read_like_directed_ones():
+    # an output review: 'Instance size ... 1x' beside '1.00x better', '1.5x' beside '1.50x'
+    from ipd_cli.render.views import HI, ratio_text
+
+    assert [ratio_text(v, 1.0, "") for v in (0.225, 1.5, 2.97, 123.4)] == ["0.225x", "1.50x", "2.97x", "123x"]
+    assert ratio_text(72, 72, "") == ratio_text(3.0, 3.0, HI) == "same"
+    assert ratio_text(1.5, 1.0, HI) == "1.50x better"

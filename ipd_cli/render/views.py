@@ -263,16 +263,16 @@ def _nested(name: str, block: dict[str, Any]) -> list[Grid]:
 
 def ratio_text(value: Any, base: Any, better: str) -> str:
     """A system against the baseline: '1.85x better' / '3.54x worse' where a direction is known,
-    else the plain ratio ('0.5x')."""
+    else the plain ratio ('0.500x', '2.97x'); 'same' for equal values."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not isinstance(base, int | float):
         return ""
     if not base or not value:
         return ""
     r = value / base
-    if not better:
-        return f"{r:.3g}x"
     if r == 1:
         return "same"
+    if not better:  # three significant figures, as the directed ratios ('1.50x', not '1.5x')
+        return f"{f'{r:#.3g}'.rstrip('.')}x"
     good = r > 1 if better == HI else r < 1
     factor = r if r > 1 else 1 / r
     shown = f"{factor:.2f}" if factor < 10 else f"{factor:.3g}"
