@@ -512,3 +512,18 @@ def test_plain_ratios_read_like_directed_ones():
     assert [ratio_text(v, 1.0, "") for v in (0.225, 1.5, 2.97, 123.4)] == ["0.225x", "1.50x", "2.97x", "123x"]
     assert ratio_text(72, 72, "") == ratio_text(3.0, 3.0, HI) == "same"
     assert ratio_text(1.5, 1.0, HI) == "1.50x better"
+
+
+def test_tables_say_yes_or_no_and_show_whole_counts_whole():
+    # an output review: serve / train / rl tables showed True/False (yes/no in compare) and
+    # `turns 30.00 turns` among the inputs
+    from ipd_cli.render.views import _assumptions, fmt_num
+
+    assert (fmt_num(True), fmt_num(False)) == ("yes", "no")
+    rows = _assumptions(
+        [
+            {"name": "turns", "value": 30.0, "unit": "turns", "source": None, "origin": "w.yaml"},
+            {"name": "HBM", "value": 80.0, "unit": "GiB per GPU", "source": "S1", "origin": "hw.yaml"},
+        ]
+    ).rows
+    assert [r[1] for r in rows] == ["30", "80.00"]

@@ -176,7 +176,9 @@ def fmt_num(v: Any, extra: int = 0) -> str:
         return ""
     if isinstance(v, list):
         return ", ".join(map(str, v))
-    if isinstance(v, bool) or not isinstance(v, int | float):
+    if isinstance(v, bool):  # as the compare table says it (tables showed True/False beside yes/no)
+        return "yes" if v else "no"
+    if not isinstance(v, int | float):
         return str(v)
     if isinstance(v, int) and abs(v) < 1e15:
         return f"{v:,}"
@@ -722,7 +724,7 @@ def _assumptions(assumptions: list[dict]) -> Grid:
     grid = Grid("Inputs and their sources", columns, right={1}, optional=[4])
     for a in assumptions:
         src = (a.get("source") or "") + (" (estimate)" if a.get("estimate") else "")
-        grid.rows.append([a["name"], fmt_num(a["value"]), a["unit"], src, a["origin"]])
+        grid.rows.append([a["name"], _item_cell(a, "value"), a["unit"], src, a["origin"]])
     grid.vertical = [
         Grid(f"Input: {row[0]}", ["Field", "Value"], [list(p) for p in zip(columns, row, strict=True)])
         for row in grid.rows
