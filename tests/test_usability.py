@@ -331,7 +331,7 @@ def test_a_missed_service_target_is_marked_in_the_table_and_on_stderr():
     assert "Warning: h100-sxm: serving misses the target of 1,000 tokens/s per user" in r.stdout
     assert "ipd: warning: h100-sxm: serving misses the target of 1,000 tokens/s per user" in r.stderr
     r = run_cli("compare", "vera-rubin", "--set", "workload.serving.tokens_per_user_s=1000", "-f", "markdown")
-    assert r.code == 0 and "|   meets the interactivity target |  | NO |" in r.stdout
+    assert r.code == 0 and "| &nbsp;&nbsp;meets the interactivity target |  | NO |" in r.stdout
     assert "ipd: warning: vera-rubin-nvl72: serving misses the target" in r.stderr
 
 
