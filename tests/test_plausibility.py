@@ -158,6 +158,13 @@ def test_a_sweep_axis_of_a_spec_is_checked_like_a_set(tmp_path):
             "economics.opex_fraction_of_capex_per_year=6",
             "is it in percent? the field is in fraction of capex",
         ),
+        # a pricing review: 60 (months) is 10x the top of 4-6 years, inside the band, and took
+        # Rubin's owning cost from $5.04 to $2.67 a GPU-hour silently; 36 and 48 could never warn
+        (
+            "economics.depreciation_years=36",
+            "= 36 is over 10 years, past the top of its sourced range (4 to 6): is it in months? the "
+            "field is in years",
+        ),
     ],
 )
 def test_an_economics_value_far_outside_its_sourced_range_warns(item, needle):
@@ -181,6 +188,9 @@ def test_an_economics_value_far_outside_its_sourced_range_warns(item, needle):
     r = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--pricing", "tco", "-f", "json",
                 "--set", "economics.electricity_usd_per_kwh=0.2")  # fmt: skip
     assert warnings(r.stderr) == []  # above the range, within the band: a dear site, not a slip
+    r = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--pricing", "tco", "-f", "json",
+                "--set", "economics.depreciation_years=8")  # fmt: skip
+    assert warnings(r.stderr) == []  # past the range, not like months
 
 
 def test_an_economics_sweep_axis_far_outside_its_sourced_range_warns():

@@ -55,7 +55,12 @@ ECONOMICS_UNITS: dict[str, tuple[tuple[str, float], ...]] = {
     "USD/kWh": (("US cents/kWh", 1e-2), ("USD/MWh", 1e-3)),
     "1/year": (("percent a year", 1e-2),),
     "fraction": (("percent", 1e-2),),
+    "years": (("months", 1 / 12),),
 }
+
+# a span in years past this is more likely months typed as years (60 for a 5-year depreciation;
+# 10 x the sourced range's top lets 60 through): said back, as a scenario's amortisation is
+MONTHS_LIKE_YEARS = 10.0
 
 
 def numbers(entry: BaseModel) -> Iterator[tuple[str, str, float, str | None]]:
@@ -250,6 +255,8 @@ def economics_warnings(cat: Catalog, field: str, values: list[float], prefix: st
     out = []
     for value in sorted(set(values)):
         where = _beyond(value, lo, hi, "the top of its sourced range", "the bottom of its sourced range")
+        if where is None and unit == "years" and value > MONTHS_LIKE_YEARS:
+            where = f"over {MONTHS_LIKE_YEARS:g} years, past the top of its sourced range"
         if where is None:
             continue
         fix = _fix(value, (lo, hi), unit, ECONOMICS_UNITS)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.catalog.plausibility import MONTHS_LIKE_YEARS
 from ipd_cli.catalog.schema import PretrainWorkload, RlWorkload, Scenario
 from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError
 
@@ -204,11 +205,6 @@ def stage_model_notes(cat: Catalog, s: Scenario) -> list[str]:
             f"years: {p.amortisation_years:g} months would be {p.amortisation_years / 12:.3g})"
         )
     return _other_model_notes(cat, s) + out
-
-
-# an amortisation longer than this many years is said back (a model paid off over decades is
-# more likely months typed as years)
-MONTHS_LIKE_YEARS = 10.0
 
 
 def _other_model_notes(cat: Catalog, s: Scenario) -> list[str]:
@@ -867,8 +863,8 @@ def serve_point(
     precision the system supports, sized for ``traffic`` output tokens per day as ``serve
     --tokens-per-day`` sizes it (the fewest GPUs: whole aggregated instances, or disaggregated pools
     sized for it; None: the deployment with the most tokens/s per GPU), priced as kept around the
-    clock (under ``tco``: capital over every hour, :func:`~ipd_cli.engine.pricing.usd_per_gpu_hour`
-    ``always_on``)."""
+    clock, as any serving estimate (under ``tco``: capital over every hour,
+    :func:`~ipd_cli.engine.pricing.usd_per_gpu_hour` ``always_on``)."""
     from .serving import estimate_serving
     from .serving.estimate import TrafficBeyondClusters
 
@@ -892,17 +888,6 @@ def serve_point(
     update: dict[str, Any] = {}
     if args["precision"] != sv.precision:
         update["precision_requested"] = sv.precision
-    if pricing == "tco":  # owned for this service around the clock: capital over every hour
-        # (the traffic's $ per million tokens is at that price already: point.traffic_fields)
-        from .pricing import usd_per_gpu_hour
-
-        price = usd_per_gpu_hour(Inputs(cat), cat.canonical("systems", hardware), pricing, always_on=True)[0]
-        point = result.serving
-        update |= {
-            "price_usd_per_gpu_hour": price,
-            "usd_per_million_output_tokens": f.usd_per_million_tokens(price, point.tokens_per_s_per_gpu),
-            "usd_per_million_total_tokens": f.usd_per_million_tokens(price, point.total_tokens_per_s_per_gpu),
-        }
     if not update:
         return result
     return result.model_copy(update={"serving": result.serving.model_copy(update=update)})

@@ -98,14 +98,11 @@ class Physics:
     max_batch_per_rank: int
     max_decode_instances: int
     # cost
-    price: float
+    price: float  # a GPU-hour kept for the service around the clock (tco: utilisation 1)
     pricing: str
     kw_per_gpu: float
     gpus_per_system: int  # GPUs of one node or rack (an owner buys whole ones)
     pue: float
-    # a GPU-hour of GPUs kept for one service around the clock (a traffic's deployment): the rental
-    # price, or under tco the owning cost over every hour (pricing.usd_per_gpu_hour always_on)
-    always_on_price: float = 0.0
 
     @property
     def context_mean(self) -> float:
@@ -431,8 +428,10 @@ def read(
     """Read every input once; ``ctx.trace`` records each with its source. ``speculative`` pins
     the draft depth (None: searched); ``stack`` names the serving stack (None: the family's
     default)."""
-    price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
-    always_on = price if basis != "tco" else usd_per_gpu_hour(ctx.inp.quiet(), ctx.name, pricing, True)[0]
+    # a serving GPU at full load, or kept for the traffic around the clock: under tco its capital
+    # spreads over every hour (utilisation 1), as a scenario's serving (a review: `serve --pricing
+    # tco` priced Rubin's full-load tokens 16 % above compare's and above its own traffic figure)
+    price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing, always_on=True)
     sv = ctx.cat.serving
     st = stacks.resolve(ctx, stack)
     floor = stacks.read(
@@ -473,5 +472,4 @@ def read(
         kw_per_gpu=kw_per_gpu(ctx.inp, ctx.name),
         gpus_per_system=ctx.system.accelerators,
         pue=pue(ctx.inp),
-        always_on_price=always_on,
     )

@@ -301,7 +301,7 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
             traffic_requests_per_s=rps,
             # the traffic's tokens on its GPUs, kept around the clock (the full-load $ is above)
             usd_per_million_output_tokens_at_traffic=f.usd_per_million_tokens_at_traffic(
-                ph.always_on_price, tokens, need
+                ph.price, tokens, need
             ),
         )
 
