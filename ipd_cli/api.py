@@ -524,6 +524,10 @@ def _compare(
         from .engine.lifecycle import stage_model_notes
 
         result.notes.extend(stage_model_notes(cat, w))
+    if w.kind in ("scenario", "pretrain"):
+        from .engine.pricing import contract_term_notes
+
+        result.notes.extend(contract_term_notes(cat, result.systems))
     return result, steps
 
 

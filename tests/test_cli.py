@@ -14,7 +14,15 @@ from ipd_cli import output_schema
 def test_compare_json_contract():
     r = run_cli("compare", "vera-rubin", "blackwell", "--format", "json")
     assert r.code == 0, r.stderr
-    assert r.stderr == ""
+    # one note, no warning: the reserved prices are 3-year contracts for a month's pre-training
+    # (26,928 x 3 x 8,760 h x $8.50 = $6.02B; 124,416 x 3 x 8,760 x $4.05 = $13.2B)
+    assert r.stderr == (
+        "ipd: note: pre-training is charged for the days it rents its GPUs at contract prices, as if "
+        "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 26,928 GPUs for 3 "
+        "year(s) at reserved $6.02B; gb200-nvl72's 124,416 GPUs for 3 year(s) at reserved $13.2B); tco "
+        "pricing prices owning them\n"
+    )
+    assert run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == ""
     d = r.json()
     assert d["schema_version"] == "1.0"
     assert d["workload"]["name"] == "frontier-agentic" and d["workload"]["kind"] == "scenario"

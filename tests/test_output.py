@@ -527,3 +527,18 @@ def test_tables_say_yes_or_no_and_show_whole_counts_whole():
         ]
     ).rows
     assert [r[1] for r in rows] == ["30", "80.00"]
+
+
+def test_a_pretraining_shorter_than_its_price_contract_is_noted(catalog):
+    # a pricing review: 26,928 Rubin GPUs rented for 30 days at the 3-year reserved $8.50 cost
+    # $163M, without a word that the contract for them runs $6.0B (26,928 x 3 x 8,760 h x $8.50)
+    from ipd_cli import compare, load
+
+    [note] = compare(catalog, ["vera-rubin"], "pretrain-10t-moe").notes
+    assert "(whole terms: vera-rubin-nvl72's 26,928 GPUs for 3 year(s) at reserved $6.02B)" in note
+    assert compare(catalog, ["vera-rubin"], "pretrain-10t-moe", pricing="tco").notes == []
+    # no term stated (A100's on-demand price), or a run as long as the term: nothing to say
+    small = load(sets=["workload.tokens=1e11"])
+    assert compare(small, ["a100"], "pretrain-10t-moe").notes == []
+    year = load(sets=["systems.vera-rubin.prices.reserved.term_years=0.05"])
+    assert compare(year, ["vera-rubin"], "pretrain-10t-moe").notes == []  # 18 days, a 30-day run

@@ -148,3 +148,31 @@ def price_formula(
         + ("; utilisation 1: GPUs kept for one service around the clock" if always_on else "")
     )
     return value, formula, _tco_terms(inp, system, always_on)
+
+
+def contract_term_notes(cat: Any, systems: list[Any]) -> list[str]:
+    """One line naming the systems whose pre-training rents its GPUs at a price point of a contract
+    term (``term_years``: a reserved rate) for a run shorter than the term: the estimate charges
+    the run's GPU-hours only, as if other work paid the contract's other hours (a pricing review:
+    Rubin's 26,928 GPUs for 30 days at the 3-year reserved $8.50 cost $163M; the contract for those
+    GPUs, $6.0B). ``systems``: the compared systems' results (``hardware``, ``pretraining``)."""
+    whole = []
+    for r in systems:
+        p = r.pretraining
+        if p is None or not p.pricing.startswith("rental:"):
+            continue
+        label = p.pricing.partition(":")[2]
+        point = next((q for q in cat.system(r.hardware).prices if q.label == label), None)
+        term = point.term_years if point is not None else None
+        if term is None or p.wall_days >= term * f.DAYS_PER_YEAR:
+            continue
+        usd = p.gpus * term * f.HOURS_PER_YEAR * p.price_usd_per_gpu_hour
+        money = f"${usd / 1e9:.3g}B" if usd >= 1e9 else f"${usd / 1e6:.3g}M"
+        whole.append(f"{r.hardware}'s {p.gpus:,} GPUs for {term:g} year(s) at {label} {money}")
+    if not whole:
+        return []
+    return [
+        "pre-training is charged for the days it rents its GPUs at contract prices, as if other work "
+        f"paid the contracts' other hours (whole terms: {'; '.join(whole)}); tco pricing prices "
+        "owning them"
+    ]
