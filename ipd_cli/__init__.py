@@ -32,9 +32,13 @@ if TYPE_CHECKING:
         sweep,
         train,
     )
+    from .errors import InfeasibleError, InputError, IpdError
 
 __all__ = [
     "__version__",
+    "InfeasibleError",
+    "InputError",
+    "IpdError",
     "compare",
     "explain",
     "list_hardware",
@@ -52,9 +56,22 @@ __all__ = [
 ]
 
 
+# what the API raises: IpdError, and its InputError (a bad argument or catalog value, naming the
+# parameter or file) and InfeasibleError (valid inputs nothing can run)
+ERRORS = ("InfeasibleError", "InputError", "IpdError")
+
+
 def __getattr__(name: str) -> Any:
+    if name in ERRORS:
+        from . import errors
+
+        return getattr(errors, name)
     if name in __all__:
         from . import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'ipd_cli' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:  # the lazily imported API, for dir() and a notebook's completion
+    return sorted({*globals(), *__all__})

@@ -64,6 +64,8 @@ def _checked(name: str, v: Any, kinds: set[str], optional: bool) -> Any:
     import math
     import numbers
 
+    if kinds == {"Catalog"} and not isinstance(v, Catalog):  # was AttributeError: no 'overrides'
+        raise InputError(f"`{name}` is a catalog, ipd_cli.load()'s, got {v!r}")
     if v is None:
         if kinds and not optional and kinds <= {"int", "float", "str", "bool"}:
             raise InputError(f"`{name}` is required, got None")  # `tokens=None`, `pricing=None`
@@ -99,7 +101,8 @@ def _names(param: str, value: Any, kind: type = str) -> list[Any]:
     items = list(value or [])
     for item in items:
         if not isinstance(item, kind):
-            raise InputError(f"`{param}` holds {kind.__name__}s, got {item!r}")
+            names = " or ".join(k.__name__ for k in getattr(kind, "__args__", (kind,)))
+            raise InputError(f"`{param}` holds {names} items, got {item!r}")
     return items
 
 
@@ -119,11 +122,14 @@ def rl(
     """One RL post-training step (and its refresh cycle) of an RL workload (a catalog name or a
     YAML file) on ``hardware``. Keywords, each overriding the workload's: ``model``, ``mode``
     (colocated, disaggregated, one-step-off, async), ``gpus`` (a total the search splits) or
-    ``gen_gpus`` and ``train_gpus``, ``split`` ('auto', or 'GEN:TRAIN'), ``transport`` (the weight
-    update's), ``pricing``. See :func:`ipd_cli.engine.rl.estimate_rl`."""
+    ``gen_gpus`` and ``train_gpus``, ``split`` ('auto': search the split of the workload's or the
+    given GPUs even where it names one), ``transport`` (the weight update's), ``pricing``. See
+    :func:`ipd_cli.engine.rl.estimate_rl`."""
     from .engine.rl import estimate_rl
 
-    workload = check_arguments(rl, {"hardware": hardware, "workload": workload})["workload"]
+    workload = check_arguments(rl, {"cat": cat, "hardware": hardware, "workload": workload})["workload"]
+    accepted = tuple(k for k in _keyword_parameters(estimate_rl) if k not in ("workload_name", "origin"))
+    _check_keywords("rl", kw, accepted)
     kw = check_arguments(estimate_rl, kw)
     if kw.get("model") is not None:  # named as the argument, not as the workload file's field
         cat.model(kw["model"])
@@ -239,16 +245,9 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
     from .engine.pretraining import estimate_pretraining
     from .engine.results import TrainResult
 
-    accepted = _keyword_parameters(estimate_pretraining)
-    unknown = [k for k in kw if k not in accepted]
-    if unknown:
-        hint = "; the deadline is `deadline_days`" if "days" in unknown else ""
-        raise TypeError(
-            f"train() got an unexpected keyword argument '{unknown[0]}'{hint} "
-            f"(accepted: {', '.join(accepted)})"
-        )
+    _check_keywords("train", kw, _keyword_parameters(estimate_pretraining))
     kw = check_arguments(estimate_pretraining, kw)
-    check_arguments(train, {"hardware": hardware, "model": model, "tokens": tokens})
+    check_arguments(train, {"cat": cat, "hardware": hardware, "model": model, "tokens": tokens})
     given = ["tokens", "gpus", "deadline_days", "precision", "sequence_length", "plan"]
     refuse_workload_sets(cat, "train", given)
 
@@ -256,6 +255,18 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
     return TrainResult(
         hardware=r.hardware, pretraining=r.pretraining, assumptions=r.assumptions, overrides=_sets(cat)
     )
+
+
+def _check_keywords(fn: str, kw: dict[str, Any], accepted: tuple[str, ...]) -> None:
+    """A keyword ``fn`` does not take, named with the ones it does (``rl(gpu=64)`` named the
+    engine function it was passed on to: a library review)."""
+    unknown = [k for k in kw if k not in accepted]
+    if unknown:
+        hint = "; the deadline is `deadline_days`" if "days" in unknown else ""
+        raise TypeError(
+            f"{fn}() got an unexpected keyword argument '{unknown[0]}'{hint} "
+            f"(accepted: {', '.join(accepted)})"
+        )
 
 
 def _sets(cat: Catalog) -> list[str]:
@@ -289,7 +300,7 @@ def compare(
     pricing: str = "rental",
 ) -> CompareResult:
     """Estimate a scenario (or a pretrain / RL workload) on each system; the first is the ratio baseline."""
-    a = check_arguments(compare, {"workload": workload, "mfu": mfu, "pricing": pricing})
+    a = check_arguments(compare, {"cat": cat, "workload": workload, "mfu": mfu, "pricing": pricing})
     return _compare(cat, systems, a["workload"], mfu=mfu, pricing=pricing)[0]
 
 
@@ -297,7 +308,7 @@ def explain(
     cat: Catalog, systems: list[str], workload: str = DEFAULT_SCENARIO, *, pricing: str = "rental"
 ) -> Listing:
     """Each headline number with its formula and inputs, then every input with its source."""
-    a = check_arguments(explain, {"workload": workload, "pricing": pricing})
+    a = check_arguments(explain, {"cat": cat, "workload": workload, "pricing": pricing})
     return explain_compared(cat, systems, a["workload"], pricing=pricing)[0]
 
 
@@ -595,8 +606,12 @@ def sweep(
     vary = _names("vary", vary)
     if isinstance(metrics, list | tuple):  # a list of metric names is the comma list
         metrics = ",".join(_names("metrics", metrics))
-    a = check_arguments(sweep, {k: v for k, v in locals().items() if k not in ("cat", "vary", "progress")})
+    a = check_arguments(sweep, {k: v for k, v in locals().items() if k not in ("vary", "progress")})
     workload, samples, seed, max_rows = a["workload"], a["samples"], a["seed"], a["max_rows"]
+    if max_rows is not None and max_rows < 1:  # was taken, then "at most -1" rows (a library review)
+        raise InputError(f"`max_rows` must be a whole number >= 1, got {max_rows!r}")
+    if progress is not None and not callable(progress):
+        raise InputError(f"`progress` is a function progress(done, total), got {progress!r}")
     name, w, origin = resolve_workload(cat, workload)
     cat = with_nested_workloads(cat, w)
     check_pricing(pricing)

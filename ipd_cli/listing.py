@@ -9,9 +9,21 @@ from .catalog.overrides import WORKLOAD
 from .catalog.workloads import refuse_workload_sets, resolve_workload
 from .engine.formulas import GIBI, GIGA
 from .engine.result_base import EntryView, Listing
+from .errors import InputError
+
+
+def _check(cat: Any, name: Any = "") -> None:
+    """The arguments of a listing (a library review: a list for a name was "unhashable type", None
+    for the catalog an AttributeError)."""
+    if not isinstance(cat, Catalog):
+        raise InputError(f"`cat` is a catalog, ipd_cli.load()'s, got {cat!r}")
+    if not isinstance(name, str):
+        raise InputError(f"`name` must be text, got {name!r}")
 
 
 def list_hardware(cat: Catalog) -> Listing:
+    """The catalog's systems with their key specs (``ipd hardware list``)."""
+    _check(cat)
     refuse_workload_sets(cat, "hardware list", [])
     items = []
     for name, s in cat.systems.items():
@@ -58,6 +70,8 @@ def _sources_of(cat: Catalog, data: Any) -> dict[str, dict]:
 
 
 def show_hardware(cat: Catalog, name: str) -> EntryView:
+    """One system (a name or alias), its accelerator and host CPU, every value with its source."""
+    _check(cat, name)
     refuse_workload_sets(cat, "hardware show", [])
     system = cat.system(name)
     canonical = cat.canonical("systems", name)
@@ -74,6 +88,8 @@ def show_hardware(cat: Catalog, name: str) -> EntryView:
 
 
 def list_models(cat: Catalog) -> Listing:
+    """The catalog's model architectures (``ipd models list``)."""
+    _check(cat)
     refuse_workload_sets(cat, "models list", [])
     items = [
         {
@@ -94,6 +110,8 @@ def list_models(cat: Catalog) -> Listing:
 
 
 def show_model(cat: Catalog, name: str) -> EntryView:
+    """One model architecture (a name or alias) and its sources."""
+    _check(cat, name)
     refuse_workload_sets(cat, "models show", [])
     m = cat.model(name)
     canonical = cat.canonical("models", name)
@@ -108,6 +126,8 @@ def show_model(cat: Catalog, name: str) -> EntryView:
 
 
 def list_workloads(cat: Catalog) -> Listing:
+    """The catalog's workloads (``ipd workloads list``)."""
+    _check(cat)
     refuse_workload_sets(cat, "workloads list", [])
     items = [
         {"name": n, "kind": w.kind, "model": w.model, "description": w.description}
@@ -119,6 +139,7 @@ def list_workloads(cat: Catalog) -> Listing:
 def show_workload(cat: Catalog, name: str) -> EntryView:
     """The catalog's workload, with the ``sets`` workload.* overrides applied (as compare, rl and
     sweep would run it; they were ignored here)."""
+    _check(cat, name)
     w = cat.workload(name)
     if any(o.path.startswith(WORKLOAD + ".") for o in cat.overrides):
         w = resolve_workload(cat, name)[1]

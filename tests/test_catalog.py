@@ -363,13 +363,16 @@ def test_hbm_capacity_is_read_in_binary_units():
 
 def test_a_process_decodes_an_unchanged_cache_entry_once(fresh_cache):
     # the decoded catalog is kept with the bytes it came from: the same entry gives the same
-    # (frozen) catalog back; an entry whose bytes differ is decoded again, and a broken one is a miss
+    # (frozen) entries back, in tables of the load's own; an entry whose bytes differ is decoded
+    # again, and a broken one is a miss
     from ipd_cli.catalog import cache
     from ipd_cli.catalog.dirs import catalog_dirs
 
     load_catalog()  # built from the files and stored
     first = load_catalog()  # decoded from the entry
-    assert load_catalog() is first
+    again = load_catalog()
+    assert again == first and again is not first and again.systems is not first.systems
+    assert all(again.systems[n] is s for n, s in first.systems.items())  # not decoded again
     entry = fresh_cache / cache.entry_name(catalog_dirs())
     text = entry.read_bytes()
     entry.write_bytes(text.replace(b'"hbm_gib":{"value":80.0', b'"hbm_gib":{"value":80.5', 1))

@@ -133,7 +133,18 @@ def test_a_failed_write_spoils_the_recording():
         (lambda c: ipd_cli.rl(c, "h100", gpus=128.5), "`gpus` must be a whole number, got 128.5"),
         (lambda c: ipd_cli.compare(c, "h100"), "`systems` is a list; give ['h100'], not 'h100'"),
         (lambda c: ipd_cli.load(sets="economics.pue=1.2"), "`sets` is a list; give ['economics.pue=1.2']"),
-        (lambda c: ipd_cli.load(sets=[1]), "`sets` holds strs, got 1"),
+        (lambda c: ipd_cli.load(sets=[1]), "`sets` holds str items, got 1"),
+        (lambda c: ipd_cli.load(extra_dirs=[5]), "`extra_dirs` holds str or Path items, got 5"),
+        # a library review: AttributeError, "unhashable type: 'list'", "at most -1" rows, int() calls
+        (lambda c: ipd_cli.serve(None, "h100", "llama-3.1-8b"), "`cat` is a catalog, ipd_cli.load()'s"),
+        (lambda c: ipd_cli.rl(None, "h100"), "`cat` is a catalog, ipd_cli.load()'s, got None"),
+        (lambda c: ipd_cli.list_hardware(None), "`cat` is a catalog, ipd_cli.load()'s, got None"),
+        (lambda c: ipd_cli.show_hardware(c, ["h100"]), "`name` must be text, got ['h100']"),
+        (
+            lambda c: ipd_cli.sweep(c, ["hardware=b200"], max_rows=-1),
+            "`max_rows` must be a whole number >= 1",
+        ),
+        (lambda c: ipd_cli.sweep(c, ["hardware=b200"], progress=5), "`progress` is a function"),
         (lambda c: ipd_cli.sweep(c, "hardware=h100,b200"), "`vary` is a list; give ['hardware=h100,b200']"),
         (
             lambda c: ipd_cli.train(c, "h100", "llama-3.1-8b", 1e12, gpus=64, plans=float("inf")),
@@ -538,3 +549,33 @@ def test_serve_refuses_two_pins_of_the_instance_size(catalog):
     assert r.code == 2 and r.stderr == (
         "ipd: error: --instance smallest and --instance-gpus both pin the instance's size; give one\n"
     )
+
+
+def test_each_load_has_a_catalog_of_its_own(monkeypatch, tmp_path):
+    # a library review: with the catalog cache, load() gave back one shared catalog, so a notebook's
+    # `cat.systems["mine"] = ...` reached every later load, and a `sets` load then failed on the
+    # aliases it duplicated
+    monkeypatch.setenv("IPD_CACHE_DIR", str(tmp_path))
+    ipd_cli.load()  # builds and stores the cache entry; the next loads decode it
+    first = ipd_cli.load()
+    first.systems["zz-mine"] = first.systems["b200"]
+    second = ipd_cli.load()
+    assert "zz-mine" not in second.systems and second.systems["b200"] is first.systems["b200"]
+    assert ipd_cli.load(sets=["economics.pue=1.2"]).economics.pue.value == 1.2
+
+
+def test_the_api_is_listed_and_its_errors_exported():
+    # a library review: dir(ipd_cli) had none of the API functions (imported on first use), the
+    # listings had no docstring, the exceptions had to be found in ipd_cli.errors, and a keyword
+    # typo in rl() named the engine function it was passed on to
+    from ipd_cli import errors
+
+    assert {"serve", "compare", "rl", "train", "sweep", "InputError"} <= set(dir(ipd_cli))
+    assert (ipd_cli.InputError, ipd_cli.InfeasibleError, ipd_cli.IpdError) == (
+        errors.InputError, errors.InfeasibleError, errors.IpdError
+    )  # fmt: skip
+    assert all(getattr(ipd_cli, n).__doc__ for n in ipd_cli.__all__ if n != "__version__")
+    with pytest.raises(
+        TypeError, match=r"^rl\(\) got an unexpected keyword argument 'gpu' \(accepted: model, mode"
+    ):
+        ipd_cli.rl(ipd_cli.load(), "h100", gpu=64)

@@ -237,7 +237,7 @@ def read(dirs: list[Path], key: str) -> Catalog | None:
     body = parts[1]
     seen = _DECODED.get(key)
     if seen is not None and seen[0] == body:
-        return seen[1]
+        return _own(seen[1])
     try:
         catalog = _decode(body)
     except Exception:  # invalid JSON, a value the schema refuses, a broken reference: a miss
@@ -245,14 +245,29 @@ def read(dirs: list[Path], key: str) -> Catalog | None:
     while len(_DECODED) >= _DECODED_MAX:
         del _DECODED[next(iter(_DECODED))]  # the oldest
     _DECODED[key] = (body, catalog)
-    return catalog
+    return _own(catalog)
+
+
+def _own(catalog: Catalog) -> Catalog:
+    """A catalog of its own for each load: its tables copied, the frozen entries shared (a library
+    review: `load().systems["x"] = ...` reached every later load in the process, until a `sets`
+    load failed on the alias it duplicated). Microseconds: the tables hold references."""
+    import dataclasses
+
+    tables = {
+        f.name: dict(v) if isinstance(v := getattr(catalog, f.name), dict) else v
+        for f in dataclasses.fields(catalog)
+        if f.init
+    }
+    tables["aliases"] = {k: dict(v) for k, v in catalog.aliases.items()}
+    tables["overrides"], tables["warnings"] = list(catalog.overrides), list(catalog.warnings)
+    return dataclasses.replace(catalog, **tables)
 
 
 # Entries this process decoded, by key, with the bytes they were decoded from: a process that
-# loads the catalog again (the API, tests) gets the same catalog back when the entry on disk is
-# still those bytes (it was read and checked as above; a changed entry is decoded again). A catalog
-# is never changed after it is built (its entries are frozen; overrides make a copy), so sharing
-# it is safe.
+# loads the catalog again (the API, tests) gets a copy of the same catalog back when the entry on
+# disk is still those bytes (it was read and checked as above; a changed entry is decoded again).
+# The entries are frozen and shared; each load has its own tables (:func:`_own`).
 _DECODED: dict[str, tuple[bytes, Catalog]] = {}
 _DECODED_MAX = 4
 
