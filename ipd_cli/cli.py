@@ -1281,12 +1281,17 @@ def plot_cost(
     if r.workload.kind != "scenario":
         raise InputError(f"'{workload}' is not a scenario; plot cost needs a lifecycle scenario")
     _warn(r, cat)
-    bars = {
-        s.hardware: s.intelligence_per_dollar.cost_breakdown_usd.model_dump()
-        for s in r.systems
-        if s.intelligence_per_dollar is not None  # a system that cannot run it: warned about above
+    from .render.views import COST_PARTS
+
+    ran = [s.intelligence_per_dollar for s in r.systems]
+    bars = {  # the parts named as the compare table names them (`pretraining` read as a whole run)
+        s.hardware: {COST_PARTS[k]: v for k, v in ipd.cost_breakdown_usd.model_dump().items()}
+        for s, ipd in zip(r.systems, ran, strict=True)
+        if ipd is not None  # a system that cannot run it: warned about above
     }
-    _draw(Figure(f"{r.workload.name}: lifecycle cost", "", "USD", bars=bars), output, force)
+    years = next((ipd.horizon_years for ipd in ran if ipd is not None), None)
+    over = f" over {years:g} year(s)" if years is not None else ""
+    _draw(Figure(f"{r.workload.name}: lifecycle cost{over}", "", "USD", bars=bars), output, force)
 
 
 @plot_app.command("sweep")

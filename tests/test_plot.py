@@ -117,3 +117,17 @@ def test_a_sweep_written_as_json_lines_or_json_plots_as_its_csv(tmp_path):
     flags.write_text('{"hardware": "h", "x": 1, "y": true}\n')
     r = run_cli("plot", "sweep", str(flags), "--x", "x", "--y", "y")
     assert r.code == 2 and "line 1: no number in column 'x' or 'y'" in r.stderr
+
+
+def test_the_cost_plot_names_its_parts_and_horizon_as_the_compare_table(monkeypatch):
+    # an output review: the stacks read `pretraining` (the amortised share, not a run) and the title
+    # named no horizon
+    from ipd_cli import cli
+
+    drawn = []
+    monkeypatch.setattr(cli, "_draw", lambda fig, output, force: drawn.append(fig))
+    r = run_cli("plot", "cost", "vera-rubin", "--set", "workload.horizon_years=2")
+    assert r.code == 0, r.stderr
+    [fig] = drawn
+    assert fig.title == "frontier-agentic: lifecycle cost over 2 year(s)"
+    assert list(fig.bars["vera-rubin-nvl72"]) == ["pre-training (amortised)", "RL post-training", "serving"]

@@ -18,15 +18,19 @@ from ipd_cli.errors import counted
 # better: "higher" or "lower" is better for the reader (the ratio columns then say "1.85x better"),
 # or "" where neither is (instance size, concurrency): a plain ratio.
 HI, LO, NA = "higher", "lower", ""
+# a lifecycle's cost parts (cost_breakdown_usd), as tables and plots name them
+COST_PARTS = {
+    "pretraining": "pre-training (amortised)",
+    "post_training": "RL post-training",
+    "serving": "serving",
+}
 BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
     "intelligence_per_dollar": [
         ("solved_tasks_per_kusd", "Solved tasks per $1k", "tasks/k$", HI),
         ("usd_per_solved_task", "Cost per solved task", "USD", LO),
         ("solved_tasks_per_mwh", "Solved tasks per MWh", "tasks/MWh", HI),
         ("lifecycle_cost_usd", "Lifecycle cost", "USD", LO),
-        ("cost_breakdown_usd.pretraining", "  pre-training (amortised)", "USD", LO),
-        ("cost_breakdown_usd.post_training", "  RL post-training", "USD", LO),
-        ("cost_breakdown_usd.serving", "  serving", "USD", LO),
+        *((f"cost_breakdown_usd.{k}", f"  {label}", "USD", LO) for k, label in COST_PARTS.items()),
         ("tasks_solved", "Tasks solved", "tasks", HI),
         ("success_per_task", "Success per task (with retries)", "fraction", HI),
         ("score", "Learning-curve score", "fraction", HI),
