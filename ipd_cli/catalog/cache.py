@@ -254,7 +254,7 @@ def _own(catalog: Catalog) -> Catalog:
     load failed on the alias it duplicated). Microseconds: the tables hold references."""
     import dataclasses
 
-    tables = {
+    tables: dict[str, Any] = {
         f.name: dict(v) if isinstance(v := getattr(catalog, f.name), dict) else v
         for f in dataclasses.fields(catalog)
         if f.init
