@@ -542,3 +542,13 @@ def test_a_pretraining_shorter_than_its_price_contract_is_noted(catalog):
     assert compare(small, ["a100"], "pretrain-10t-moe").notes == []
     year = load(sets=["systems.vera-rubin.prices.reserved.term_years=0.05"])
     assert compare(year, ["vera-rubin"], "pretrain-10t-moe").notes == []  # 18 days, a 30-day run
+
+
+def test_listed_plans_fit_a_narrow_terminal_one_grid_each():
+    # an output review: `train --plans 3` drew its plans 162 characters wide on 80 columns
+    args = ("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "1024")
+    r = run_cli(*args, "--plans", "3", "-f", "table", env={"COLUMNS": "80"})
+    assert r.code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert sum(line.startswith("pretraining.plans: ") for line in lines) == 3

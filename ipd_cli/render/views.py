@@ -709,6 +709,11 @@ def _rows(title: str, items: list[dict]) -> Grid:
     grid = Grid(title, columns, right=set(range(1, len(columns))))
     cells = [fmt_column([item.get(c) for item in items]) for c in columns]
     grid.rows.extend(map(list, zip(*cells, strict=True)))
+    # narrow terminals: one small grid per record (`train --plans 3` drew 162 columns on 80)
+    grid.vertical = [
+        Grid(f"{title}: {row[0]}", ["Field", "Value"], [[c, v] for c, v in zip(columns, row, strict=True)])
+        for row in grid.rows
+    ]
     return grid
 
 
