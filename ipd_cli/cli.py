@@ -1022,7 +1022,10 @@ def sweep(
         max_rows=MAX_ROWS if chosen == "xlsx" else None,
         ratios=ratios,
     )
-    _warn_sweep(chunks.points, cat, chunks.notes)
+    from .render.views import site_inputs_vary
+
+    drawn = samples is not None  # draws of the ranges of the PUE and each system's power
+    _warn_sweep(chunks.points, cat, chunks.notes, drawn or site_inputs_vary([a.path for a in axes]))
     if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
         sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")
     show = _progress("swept {done:,} of {total:,} points")
@@ -1034,10 +1037,11 @@ def sweep(
 MAX_SWEEP_WARNINGS = 8
 
 
-def _warn_sweep(points: list[tuple[str, Any]], cat: Any, notes: list[str]) -> None:
+def _warn_sweep(points: list[tuple[str, Any]], cat: Any, notes: list[str], site_varies: bool = False) -> None:
     """The warnings of `ipd compare` for the estimates a sweep searched (at which physics values,
     when it varies them), the sweep's own (``notes``: draws, ratios) before those of each point
-    (a review: eight lines of a repeated point warning hid the draws' note), each line once."""
+    (a review: eight lines of a repeated point warning hid the draws' note), each line once;
+    ``site_varies``: the rows vary the site's budget (views.site_inputs_vary)."""
     from .render.views import warnings
 
     lines: list[str] = []
@@ -1046,7 +1050,9 @@ def _warn_sweep(points: list[tuple[str, Any]], cat: Any, notes: list[str]) -> No
         lines += warnings({"systems": [{"hardware": name}]}, {name: (system.status, system.unstable)})
     lines += notes
     for where, r in points:
-        found = warnings({"systems": [r.model_dump(mode="json")]}, {r.hardware: ("shipping", False)})
+        found = warnings(
+            {"systems": [r.model_dump(mode="json")]}, {r.hardware: ("shipping", False)}, site_varies
+        )
         head = f"{r.hardware}: "
         lines += [
             f"{r.hardware} at {where}: {line.removeprefix(head)}" if where and line.startswith(head) else line

@@ -623,9 +623,38 @@ def _site_lines(hw: str, s: dict) -> list[str]:
     ]
 
 
-def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) -> list[str]:
+def site_inputs_vary(paths: list[str]) -> bool:
+    """Whether a sweep varies what its rows' site figures follow (the site's MW, the PUE, a system's
+    power; ``--samples`` draws the last two): the site line of the estimate it searched, at the
+    catalog's values, would judge another site than its rows' (an energy review: `--vary
+    workload.site_mw=10,38.8` warned about none of the rows the deployment does not fit, and about
+    a 100 MW site none of them had)."""
+    return any(
+        p in ("workload.site_mw", "economics.pue") or (p.startswith("systems.") and p.endswith(".power_kw"))
+        for p in paths
+    )
+
+
+def _varied_site_lines(hw: str, s: dict) -> list[str]:
+    """Where the rows vary the site: the deployment's GPUs, which a row's site must hold."""
+    ipd, point = s.get("intelligence_per_dollar"), s.get("serving")
+    if not isinstance(ipd, dict) or ipd.get("site_gpus") is None or not isinstance(point, dict):
+        return []
+    need = point.get("gpus_for_traffic") or 0
+    return [
+        f"{hw}: the scenario's serving deployment takes {need:,} GPUs: a row whose "
+        "intelligence_per_dollar.site_gpus is below that has a site it does not fit (the site rows "
+        "say what the site would serve, not a cap; the lifecycle prices the whole deployment)"
+    ]
+
+
+def warnings(
+    data: dict, statuses: dict[str, tuple[str, bool]] | None = None, site_varies: bool = False
+) -> list[str]:
     """One line each: a system that is not shipping, a stage that cannot run, a missed service target.
-    ``statuses``: hardware -> (status, unstable), for results that do not carry the status."""
+    ``statuses``: hardware -> (status, unstable), for results that do not carry the status;
+    ``site_varies``: a sweep's rows vary the site's budget (:func:`site_inputs_vary`), so the site
+    line says how to read each row instead of judging the estimate's own site."""
     rows = data["systems"] if isinstance(data.get("systems"), list) else [data] if "hardware" in data else []
     out = []
     names = [s.get("hardware", "") for s in rows]
@@ -681,7 +710,8 @@ def warnings(data: dict, statuses: dict[str, tuple[str, bool]] | None = None) ->
                     "tokens/s per GPU): next to nothing is batched, so a lower target or another system "
                     "serves it far cheaper"
                 )
-        out += _site_lines(hw, s) + _energy_lines(s) + _owned_system_lines(hw, s)
+        out += (_varied_site_lines if site_varies else _site_lines)(hw, s)
+        out += _energy_lines(s) + _owned_system_lines(hw, s)
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
