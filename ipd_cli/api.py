@@ -402,6 +402,8 @@ def _step_unit(metric: str) -> str | None:
         return STEP_UNITS[last]
     if last.endswith("_usd") or last.startswith("usd_per_step"):
         return "USD"
+    if last.endswith("_mwh") or last.startswith("energy_kwh"):  # the stages' energy
+        return "MWh" if last.endswith("_mwh") else "kWh"
     return "s" if last.endswith("_s") else None
 
 
@@ -410,6 +412,7 @@ LIFECYCLE_FIELDS = {
     "pretraining_usd": "intelligence_per_dollar.cost_breakdown_usd.pretraining",
     "post_training_usd": "intelligence_per_dollar.cost_breakdown_usd.post_training",
     "serving_usd": "intelligence_per_dollar.cost_breakdown_usd.serving",
+    "serving_mwh": "intelligence_per_dollar.energy_breakdown_mwh.serving",
 }
 
 
