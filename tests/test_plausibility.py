@@ -160,6 +160,12 @@ def test_a_sweep_axis_of_a_spec_is_checked_like_a_set(tmp_path):
         ),
         # a pricing review: 60 (months) is 10x the top of 4-6 years, inside the band, and took
         # Rubin's owning cost from $5.04 to $2.67 a GPU-hour silently; 36 and 48 could never warn
+        # an energy review: a PUE of 13 (for 1.3) is inside the 10x band over 1.1-1.58 and took
+        # every energy figure 10x silently; ten times a sourced value is a slipped decimal point
+        (
+            "economics.pue=13",
+            "= 13 is past the top of its sourced range (1.1 to 1.58): is it 1.3, a decimal point slipped?",
+        ),
         (
             "economics.depreciation_years=36",
             "= 36 is over 10 years, past the top of its sourced range (4 to 6): is it in months? the "
@@ -191,6 +197,9 @@ def test_an_economics_value_far_outside_its_sourced_range_warns(item, needle):
     r = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--pricing", "tco", "-f", "json",
                 "--set", "economics.depreciation_years=8")  # fmt: skip
     assert warnings(r.stderr) == []  # past the range, not like months
+    r = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "--pricing", "tco", "-f", "json",
+                "--set", "economics.pue=2.5")  # fmt: skip
+    assert warnings(r.stderr) == []  # a poor site, not a tenfold slip (0.25 is below the range)
 
 
 def test_an_economics_sweep_axis_far_outside_its_sourced_range_warns():

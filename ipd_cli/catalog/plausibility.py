@@ -58,6 +58,10 @@ ECONOMICS_UNITS: dict[str, tuple[tuple[str, float], ...]] = {
     "years": (("months", 1 / 12),),
 }
 
+# a value this many times one inside its sourced range, and above the range: more likely a
+# slipped decimal point (13 for a PUE of 1.3) than a real site
+DECIMAL_SLIP = 10.0
+
 # a span in years past this is more likely months typed as years (60 for a 5-year depreciation;
 # 10 x the sourced range's top lets 60 through): said back, as a scenario's amortisation is
 MONTHS_LIKE_YEARS = 10.0
@@ -257,9 +261,15 @@ def economics_warnings(cat: Catalog, field: str, values: list[float], prefix: st
         where = _beyond(value, lo, hi, "the top of its sourced range", "the bottom of its sourced range")
         if where is None and unit == "years" and value > MONTHS_LIKE_YEARS:
             where = f"over {MONTHS_LIKE_YEARS:g} years, past the top of its sourced range"
+        fix = None
+        if where is None and value > hi and lo <= value / DECIMAL_SLIP <= hi:
+            # inside the band, yet ten times a sourced value: a decimal point slipped (an energy
+            # review: `economics.pue=13` for 1.3 took every energy figure 10x without a word)
+            where = "past the top of its sourced range"
+            fix = f": is it {value / DECIMAL_SLIP:g}, a decimal point slipped?"
         if where is None:
             continue
-        fix = _fix(value, (lo, hi), unit, ECONOMICS_UNITS)
+        fix = fix or _fix(value, (lo, hi), unit, ECONOMICS_UNITS)
         out.append(f"{prefix}economics.{field} = {value:g} is {where} ({lo:g} to {hi:g}){fix}")
     return out
 
