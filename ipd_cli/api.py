@@ -519,7 +519,7 @@ def _compare(
         else:
             one = _one_block(cat, s, name, w, mfu=mfu, pricing=pricing, origin=origin)
             results.append(one)
-            steps.append(_block_steps(one, getattr(w, "deadline_days", None)))
+            steps.append(_block_steps(cat, one, getattr(w, "deadline_days", None)))
     _refuse_all_infeasible(name, w.kind, results)
     results = [r.model_copy(update={"assumptions": _cited(r.assumptions, cat)}) for r in results]
     info = WorkloadInfo(
@@ -545,12 +545,21 @@ def _compare(
     return result, steps
 
 
-def _block_steps(system: SystemResult, deadline_days: float | None) -> list:
+def _block_steps(cat: Catalog, system: SystemResult, deadline_days: float | None) -> list:
     """`ipd explain` lines of a pretrain or RL workload: its numbers from the chosen plan or split
-    (the same identities the results obey; a test recomputes each from its inputs)."""
-    from .engine.lifecycle import pretraining_steps, rl_steps
+    (the same identities the results obey; a test recomputes each from its inputs), then its energy."""
+    from .engine.inputs import Inputs
+    from .engine.lifecycle import pretraining_energy_steps, pretraining_steps, rl_energy_steps, rl_steps
+    from .engine.pricing import kw_per_gpu, pue
 
-    return pretraining_steps(system.pretraining, deadline_days) or rl_steps(system.rl)
+    inp = Inputs(cat).quiet()  # the values the estimate read (its assumptions list them)
+    kw, factor = kw_per_gpu(inp, system.hardware), pue(inp)
+    if system.pretraining is not None:
+        return [
+            *pretraining_steps(system.pretraining, deadline_days),
+            *pretraining_energy_steps(system.pretraining, factor),
+        ]
+    return [*rl_steps(system.rl), *rl_energy_steps(system.rl, kw, factor)]
 
 
 def output_schema() -> dict[str, Any]:

@@ -786,3 +786,18 @@ def test_explain_derives_each_stages_energy_from_its_gpu_hours():
     assert [rows[m]["unit"] for m in ("pretraining.energy_mwh", "rl.energy_kwh_per_step", "serving_mwh")] == [
         "MWh", "kWh", "MWh"
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("workload", "metric"), [("pretrain-10t-moe", "pretraining.energy_mwh"),
+                                                  ("rl-swe-agent", "rl.energy_kwh_per_step")])  # fmt: skip
+def test_explain_of_a_workload_alone_derives_its_energy(workload, metric):
+    rows = {
+        r["metric"]: r
+        for r in run_cli_once("explain", "vera-rubin", "--workload", workload, "-f", "json").json()["items"]
+    }
+    block = run_cli_once("compare", "vera-rubin", "--workload", workload, "-f", "json").json()["systems"][0]
+    inputs = {k: float(v) for k, v in (p.split(" = ") for p in rows[metric]["inputs"].split("; "))}
+    hours = inputs.get("gpu_hours", inputs.get("gpu_hours_per_step"))
+    per = 1000 if metric.endswith("_mwh") else 1  # MWh of kWh
+    assert rows[metric]["value"] == pytest.approx(hours * 230 / 72 * 1.3 / per)
+    assert rows[metric]["value"] == pytest.approx(block[metric.split(".")[0]][metric.split(".")[1]])

@@ -678,24 +678,34 @@ def headline(
     return ipd, [*_headline_steps(s, ipd), *_energy_steps(s, pre, post, served), *site_steps]
 
 
+def pretraining_energy_steps(p: Pretraining | None, pue: float) -> list[Step]:
+    """A pre-training run's energy from its GPU-hours (none without a run)."""
+    if p is None:
+        return []
+    inputs: dict[str, float | str] = {"gpu_hours": p.gpu_hours, "kw_per_gpu": p.kw_per_gpu, "pue": pue}
+    return [Step("pretraining.energy_mwh", p.energy_mwh, "gpu_hours x kw_per_gpu x pue / 1000", inputs)]
+
+
+def rl_energy_steps(r: Rl | None, kw_per_gpu: float, pue: float) -> list[Step]:
+    """An RL step's energy from its GPU-hours (none without a step)."""
+    if r is None:
+        return []
+    inputs: dict[str, float | str] = {
+        "gpu_hours_per_step": r.gpu_hours_per_step,
+        "kw_per_gpu": kw_per_gpu,
+        "pue": pue,
+    }
+    return [
+        Step("rl.energy_kwh_per_step", r.energy_kwh_per_step, "gpu_hours_per_step x kw_per_gpu x pue", inputs)
+    ]
+
+
 def _energy_steps(s: Scenario, pre: PretrainShare, post: PostTraining, served: ServingShare) -> list[Step]:
     """Each stage's energy from its GPU-hours at the system's power and the PUE (an energy review:
     explain derived the costs stage by stage, the energy only as solved_tasks_per_mwh's inputs).
     Every GPU paid for draws its system's full power, idle GPUs of whole systems included."""
     point, pue = served.block, served.pue
-    steps = []
-    if pre.block is not None:
-        p = pre.block
-        steps.append(
-            Step("pretraining.energy_mwh", p.energy_mwh, "gpu_hours x kw_per_gpu x pue / 1000",
-                 {"gpu_hours": p.gpu_hours, "kw_per_gpu": p.kw_per_gpu, "pue": pue})
-        )  # fmt: skip
-    if post.block is not None:
-        r = post.block
-        steps.append(
-            Step("rl.energy_kwh_per_step", r.energy_kwh_per_step, "gpu_hours_per_step x kw_per_gpu x pue",
-                 {"gpu_hours_per_step": r.gpu_hours_per_step, "kw_per_gpu": point.kw_per_gpu, "pue": pue})
-        )  # fmt: skip
+    steps = pretraining_energy_steps(pre.block, pue) + rl_energy_steps(post.block, point.kw_per_gpu, pue)
     steps.append(
         Step("serving_mwh", served.energy_mwh, "gpus_for_traffic x 8760 x H x kw_per_gpu x pue / 1000",
              {"gpus_for_traffic": point.gpus_for_traffic or 0, "H": s.horizon_years,
