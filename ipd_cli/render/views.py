@@ -207,11 +207,11 @@ def fmt_column(values: list[Any]) -> list[str]:
     """A column of values, with as many more decimals as it takes (up to MAX_EXTRA_DECIMALS) for
     different values to read differently: a frontier's 120.754 and 121.348 tokens/s per user both
     read "121", as if one point were dominated; two listed plans read alike (an output review)."""
-    numbers = {v for v in values if isinstance(v, float) and not isinstance(v, bool)}
-    for extra in range(MAX_EXTRA_DECIMALS + 1):
-        if len({fmt_num(v, extra) for v in numbers}) == len(numbers) or extra == MAX_EXTRA_DECIMALS:
-            return [fmt_num(v, extra) for v in values]
-    raise AssertionError("unreachable")
+    numbers = {v for v in values if isinstance(v, float)}
+    extra = 0
+    while extra < MAX_EXTRA_DECIMALS and len({fmt_num(v, extra) for v in numbers}) < len(numbers):
+        extra += 1
+    return [fmt_num(v, extra) for v in values]
 
 
 def view(data: dict) -> View:
