@@ -47,6 +47,9 @@ class TrainerRates:
     # every input of ``y`` as text, computed once (``y`` is not changed after it is derived): the
     # key of the process's plan tables (:func:`plans_by_size`)
     key: tuple = field(default=(), compare=False, repr=False)
+    # one log-prob pass of each plan already asked for (a pure function of the plan and ``y``): a
+    # split search's trainer sizes share a few plans (233 sizes, 11 plans on MI355X)
+    forward_s: dict[tuple, float] = field(default_factory=dict, compare=False, repr=False)
 
 
 def trainer_rates(
@@ -155,7 +158,7 @@ def trainer(r: TrainerRates, w: RlWorkload, train_gpus: int) -> Trainer:
     if i is None:
         raise InfeasibleError(f"no parallelism plan holds the training state on {counted(train_gpus)}")
     c = tpn.choice(table.s, i, train_gpus)
-    forward = tpn.plan_forward_seconds(c.plan, r.y) / r.share
+    forward = _forward_seconds(r, c.plan) / r.share
     step = c.out["step_s"] / r.share
     y = r.y
     mfu = y["fpt"] * c.out["tokens_per_step"] / (step * c.gpus_used * y["low_peak"])
@@ -167,6 +170,15 @@ def trainer(r: TrainerRates, w: RlWorkload, train_gpus: int) -> Trainer:
         step_s=step,
         mfu=mfu,
     )
+
+
+def _forward_seconds(r: TrainerRates, plan: dict[str, int]) -> float:
+    """:func:`~ipd_cli.engine.trainplan.plan_forward_seconds` of ``plan`` on ``r``'s inputs, kept."""
+    key = tuple(sorted(plan.items()))
+    seconds = r.forward_s.get(key)
+    if seconds is None:
+        seconds = r.forward_s[key] = tpn.plan_forward_seconds(plan, r.y)
+    return seconds
 
 
 @dataclass(frozen=True)
