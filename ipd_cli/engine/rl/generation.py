@@ -15,6 +15,45 @@ from .workload import RlNumbers
 
 NO_LOAD = (0.0, 0.0, math.inf)  # sandbox_load of trajectories without sandboxes: generation alone
 Load = tuple[float, float, float]  # sandbox_load: share of the host cores, fixed seconds, in flight
+ROW_KEYS = 2**40  # RunBounds keys a (candidate, replica count) pair as candidate x this + replicas
+
+
+@dataclass
+class RunBounds:
+    """:func:`fastest`'s lower bounds over each run of concurrencies of a candidate (a row over
+    the whole ladder of its table), kept by candidate and replica count for one schedule and
+    sandbox load: a row depends on nothing else (its cap follows from them), and the pools of a
+    split search share most rows (84-92 % of candidate and replica count pairs in one GB200,
+    Vera Rubin or MI355X search). Columns past a row's cap hold values no one reads."""
+
+    keys: Any  # sorted int64 keys of the rows kept
+    at: Any  # each key's row of ``rows``
+    rows: Any  # (capacity, rungs): the first ``size`` rows are kept ones
+    size: int = 0
+
+    def find(self, key: Any) -> tuple[Any, Any]:
+        """The row of each key (any row where it has none), and which keys have none."""
+        import numpy as np
+
+        if self.keys.size == 0:
+            return np.zeros(key.size, np.int64), np.ones(key.size, bool)
+        i = np.minimum(np.searchsorted(self.keys, key), self.keys.size - 1)
+        return self.at[i], self.keys[i] != key
+
+    def add(self, key: Any, rows: Any) -> None:
+        """Keep ``rows`` under ``key`` (keys it has none for, each once)."""
+        import numpy as np
+
+        end = self.size + key.size
+        if end > self.rows.shape[0]:  # grow by doubling: a row is copied O(1) times on average
+            grown = np.empty((max(end, 2 * self.rows.shape[0]), self.rows.shape[1]))
+            grown[: self.size] = self.rows[: self.size]
+            self.rows = grown
+        self.rows[self.size : end] = rows
+        keys = np.concatenate([self.keys, key])
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.at = keys[order], np.concatenate([self.at, np.arange(self.size, end)])[order]
+        self.size = end
 
 
 @dataclass(frozen=True)
@@ -34,6 +73,7 @@ class Rollouts:
     floors: dict[tuple[int, bool, Load], dict[int, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    bounds: dict[tuple[bool, Load], RunBounds | None] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def inst(self) -> sv.Deployment:
@@ -233,7 +273,7 @@ def fastest(
 
     c = r.candidates
     ladder, steps = c.table()
-    fits = gen_gpus // c.gpus >= 1
+    fits = c.gpus <= gen_gpus  # at least one replica (gen_gpus // gpus >= 1: gpus are whole, >= 1)
     groups = c.sync_groups()
     ok = np.flatnonzero(fits if group is None else fits & (groups == group))
     if ok.size == 0:
@@ -249,7 +289,7 @@ def fastest(
     if asynchronous or nums.generated > load[2]:
         cap = np.maximum(1, np.minimum(cap, np.floor(load[2] / replicas[:, 0])))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
-    ladder, table = ladder[:rungs], steps  # the table's rows are all candidates: table[ok[i]] is row i's
+    whole, ladder, table = ladder, ladder[:rungs], steps  # table[ok[i]] is row i's (rows: all candidates)
     per = dict(replicas=replicas, prefill_s=c.prefill_s[ok][:, None], speculative=c.speculative[ok][:, None])
 
     def tail(b):
@@ -270,12 +310,29 @@ def fastest(
     at_cap = _seconds(r, nums, asynchronous, per | top_steps, load)
     below_tail = below(tail(ladder))
 
+    def bounds_of(sel, cols, tails, ends):  # rows ``sel``'s lower bounds over runs ``cols``
+        steps = table[ok[sel], cols]
+        at_hi = dict(step_s=steps, tail_step_s=steps[:, tails], b=np.minimum(ends, top[sel]))
+        return _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
+
+    # Kept rows (RunBounds) are bounds over the whole ladder: the same numbers on this call's runs
+    # where every rung's tail concurrency is at or below it (so the same tail rung), as a tail
+    # share of at most 1 makes it (else none are kept); the last run ends at the row's cap either way
+    if (asynchronous, load) not in r.bounds:
+        r.bounds[(asynchronous, load)] = _no_bounds(whole.size) if np.all(tail(whole) <= whole) else None
+    kept = r.bounds[(asynchronous, load)]
+
     def lower_of(sel):  # the lower bounds of rows ``sel`` over their runs, and which runs they have
-        steps = table[ok[sel], :rungs]
-        at_hi = dict(step_s=steps, tail_step_s=steps[:, below_tail], b=np.minimum(run_end, top[sel]))
-        return _seconds(
-            r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load
-        ), ladder <= top[sel]
+        if kept is None:
+            return bounds_of(sel, slice(0, rungs), below_tail, run_end), ladder <= top[sel]
+        key = ok[sel].astype(np.int64) * ROW_KEYS + replicas[sel, 0].astype(np.int64)
+        at, missing = kept.find(key)
+        if missing.any():
+            tails = np.searchsorted(whole, tail(whole), "right") - 1  # below_tail, on the whole ladder
+            ends = np.append(whole[1:] - 1, np.inf)
+            kept.add(key[missing], bounds_of(sel[missing], slice(None), tails, ends))
+            at, _ = kept.find(key)
+        return kept.rows[at, :rungs], ladder <= top[sel]
 
     # A row's seconds at any concurrency are at least its seconds at its smallest step (b = 1) and
     # its cap (a longer step or fewer sequences only add): rows whose floor is past the best seconds
@@ -301,7 +358,8 @@ def fastest(
     lower, runs = lower_of(need)
     if group is None:
         np.minimum.at(floor, gk[need], np.min(lower, axis=1, where=runs, initial=np.inf))
-        floors = {int(g): float(floor[g]) for g in np.flatnonzero(np.isfinite(floor))}
+        found = np.flatnonzero(np.isfinite(floor))
+        floors = dict(zip(found.tolist(), floor[found].tolist(), strict=True))
     # achievable seconds at each row's most promising rung (its lowest lower bound): any achievable
     # seconds bound the soonest from above, and these few cost a column, not the whole table
     near = np.argmin(np.where(runs, lower, np.inf), axis=1)[:, None]
@@ -322,6 +380,12 @@ def fastest(
     seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k, 0]), load)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
     return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
+
+
+def _no_bounds(rungs: int) -> RunBounds:
+    import numpy as np
+
+    return RunBounds(np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, rungs)))
 
 
 def fewest_in_flight(r: Rollouts, nums: RlNumbers, gen_gpus: int, load: Load, limit_s: float) -> int:
