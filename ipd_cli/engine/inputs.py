@@ -140,3 +140,27 @@ class Inputs:
     def quiet(self) -> Inputs:
         """The same substitutions, recording nothing (for a value read again)."""
         return Inputs(self.cat, self.trace.quiet())
+
+    def kept(self) -> Inputs:
+        """:meth:`quiet`, keeping each value read: for a search that reads the same few paths
+        thousands of times (RL's weight update on every split tried). Not where values are sampled
+        (each read draws anew)."""
+        trace = self.trace.quiet()
+        return Inputs(self.cat, trace) if trace.sampler is not None else KeptInputs(self.cat, trace)
+
+
+@dataclass
+class KeptInputs(Inputs):
+    """:meth:`Inputs.kept`: a quiet reader whose value at a path, which records nothing and is the
+    same on every read (substitutions are fixed, nothing sampled), is read once."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def read(self, path: str, label: str | None = None, borrowed: str | None = None) -> Any:
+        value = self.values.get(path)
+        if value is None:
+            value = self.values[path] = super().read(path, label, borrowed)
+        return value
+
+    def quiet(self) -> Inputs:
+        return self  # already quiet

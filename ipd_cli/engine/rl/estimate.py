@@ -191,6 +191,7 @@ class Setup:
     offload_bytes: float
     switch_s: float
     system_gpus: int  # GPUs per system: the generation pool's grain in a searched split
+    kept: Inputs  # ``inp`` recording nothing and keeping what it reads (the steps a search tries)
 
 
 def _transport(inp: Inputs, w: RlWorkload, origin: str) -> str:
@@ -290,6 +291,7 @@ def setup(
         offload_bytes=offload,
         switch_s=switch,
         system_gpus=int(system.accelerators),
+        kept=inp.kept(),
     )
 
 
@@ -369,13 +371,13 @@ def _sync(s: Setup, r: Rollouts, gen_gpus: int, train_gpus: int, replicas: int, 
     total = gen_gpus if colocated else gen_gpus + train_gpus
     asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
     plan = sync_plan(
-        s.inp.quiet() if quiet else s.inp, s.arch, r.inst, transport=s.transport,
+        s.kept if quiet else s.inp, s.arch, r.inst, transport=s.transport,
         wire=s.w.sync_precision, training=s.w.training_precision, trainer_gpus=train_gpus,
         inference_gpus=replicas * r.gpus if asynchronous else gen_gpus,
         colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.sharded_gpus), stack=s.stack,
     )  # fmt: skip
     offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0
-    return SyncPhase(weight_sync(s.inp.quiet() if quiet else s.inp, s.links, plan), offload, s.switch_s)
+    return SyncPhase(weight_sync(s.kept if quiet else s.inp, s.links, plan), offload, s.switch_s)
 
 
 def _outcome(
