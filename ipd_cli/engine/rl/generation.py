@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,45 +16,73 @@ from .workload import RlNumbers
 
 NO_LOAD = (0.0, 0.0, math.inf)  # sandbox_load of trajectories without sandboxes: generation alone
 Load = tuple[float, float, float]  # sandbox_load: share of the host cores, fixed seconds, in flight
-ROW_KEYS = 2**40  # RunBounds keys a (candidate, replica count) pair as candidate x this + replicas
+ROW_KEYS = 2**40  # KeptRows keys a (candidate, replica count) pair as candidate x this + replicas
 
 
 @dataclass
-class RunBounds:
-    """:func:`fastest`'s lower bounds over each run of concurrencies of a candidate (a row over
-    the whole ladder of its table), kept by candidate and replica count for one schedule and
-    sandbox load: a row depends on nothing else (its cap follows from them), and the pools of a
-    split search share most rows (84-92 % of candidate and replica count pairs in one GB200,
-    Vera Rubin or MI355X search). Columns past a row's cap hold values no one reads."""
+class KeptRows:
+    """Rows of numbers kept by int64 key (a candidate and its replica count: :data:`ROW_KEYS`)."""
 
-    keys: Any  # sorted int64 keys of the rows kept
+    keys: Any  # sorted keys of the rows kept
     at: Any  # each key's row of ``rows``
-    rows: Any  # (capacity, rungs): the first ``size`` rows are kept ones
+    rows: Any  # (capacity, columns): the first ``size`` rows are kept ones
     size: int = 0
 
-    def find(self, key: Any) -> tuple[Any, Any]:
+    def get(self, key: Any, make: Callable[[Any], Any]) -> Any:
+        """The rows of ``key`` (distinct keys); ``make(i)`` gives those of ``key[i]`` it has none for."""
+        import numpy as np
+
+        at, missing = self._find(key)
+        if missing.any():
+            new = np.flatnonzero(missing)
+            at[new] = np.arange(self.size, self.size + new.size)  # where _add puts them
+            self._add(key[new], make(new))
+        return self.rows[at]
+
+    def _find(self, key: Any) -> tuple[Any, Any]:
         """The row of each key (any row where it has none), and which keys have none."""
         import numpy as np
 
         if self.keys.size == 0:
             return np.zeros(key.size, np.int64), np.ones(key.size, bool)
         i = np.minimum(np.searchsorted(self.keys, key), self.keys.size - 1)
-        return self.at[i], self.keys[i] != key
+        return self.at[i], self.keys[i] != key  # a new array of rows (get writes into it)
 
-    def add(self, key: Any, rows: Any) -> None:
-        """Keep ``rows`` under ``key`` (keys it has none for, each once)."""
+    def _add(self, key: Any, rows: Any) -> None:
+        """Keep ``rows`` (their first columns; the rest inf) under ``key`` (keys it has none for)."""
         import numpy as np
 
         end = self.size + key.size
         if end > self.rows.shape[0]:  # grow by doubling: a row is copied O(1) times on average
-            grown = np.empty((max(end, 2 * self.rows.shape[0]), self.rows.shape[1]))
+            grown = np.full((max(end, 2 * self.rows.shape[0]), self.rows.shape[1]), np.inf)
             grown[: self.size] = self.rows[: self.size]
             self.rows = grown
-        self.rows[self.size : end] = rows
-        keys = np.concatenate([self.keys, key])
-        order = np.argsort(keys, kind="stable")
-        self.keys, self.at = keys[order], np.concatenate([self.at, np.arange(self.size, end)])[order]
+        self.rows[self.size : end, : rows.shape[1]] = rows
+        order = np.argsort(key)
+        where = np.searchsorted(self.keys, key[order])  # merged into the sorted keys
+        self.keys = np.insert(self.keys, where, key[order])
+        self.at = np.insert(self.at, where, np.arange(self.size, end)[order])
         self.size = end
+
+
+def _kept_rows(columns: int) -> KeptRows:
+    import numpy as np
+
+    return KeptRows(np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, columns)))
+
+
+@dataclass(frozen=True)
+class RowBounds:
+    """What :func:`fastest` makes of a candidate's row before it compares rows, kept by candidate
+    and replica count for one schedule and sandbox load: a row's numbers depend on nothing else
+    (its cap follows from them), and the pools of a split search share most rows (84-92 % of
+    candidate and replica count pairs in one GB200, Vera Rubin or MI355X search). ``ends``: its
+    seconds at its cap and its floor; ``runs``: its lower bounds over each run of concurrencies,
+    one column per rung of its table's ladder, made on the rungs of the call that made it (through
+    its cap's; the columns past its cap, inf or not, are read by no one)."""
+
+    ends: KeptRows
+    runs: KeptRows
 
 
 @dataclass(frozen=True)
@@ -73,7 +102,7 @@ class Rollouts:
     floors: dict[tuple[int, bool, Load], dict[int, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    bounds: dict[tuple[bool, Load], RunBounds | None] = field(default_factory=dict, compare=False, repr=False)
+    bounds: dict[tuple[bool, Load], RowBounds | None] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def inst(self) -> sv.Deployment:
@@ -241,6 +270,20 @@ def queued_start_s(rollouts: Any, slots: Any, slot_s: Any) -> Any:
     return start
 
 
+def _row_bounds(r: Rollouts, asynchronous: bool, load: Load, rungs: int) -> RowBounds | None:
+    """The rows :func:`fastest` keeps for ``r`` on a schedule and load (``rungs``: its table's).
+    A row made by one call holds the numbers another takes, on the rungs through the row's cap
+    (below either call's last rung), where each concurrency's tail is at or below it (so are the
+    tail rungs, and a cap's tail rung), as a tail share of at most 1 makes it: else None, nothing
+    kept. The last run through a row's cap ends at its cap in either call."""
+    import numpy as np
+
+    if (asynchronous, load) not in r.bounds:
+        keep = bool(np.all(r.tail_fraction <= 1))
+        r.bounds[(asynchronous, load)] = RowBounds(_kept_rows(2), _kept_rows(rungs)) if keep else None
+    return r.bounds[(asynchronous, load)]
+
+
 def fastest(
     r: Rollouts,
     nums: RlNumbers,
@@ -289,7 +332,7 @@ def fastest(
     if asynchronous or nums.generated > load[2]:
         cap = np.maximum(1, np.minimum(cap, np.floor(load[2] / replicas[:, 0])))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
-    whole, ladder, table = ladder, ladder[:rungs], steps  # table[ok[i]] is row i's (rows: all candidates)
+    ladder, table = ladder[:rungs], steps  # the table's rows are all candidates: table[ok[i]] is row i's
     per = dict(replicas=replicas, prefill_s=c.prefill_s[ok][:, None], speculative=c.speculative[ok][:, None])
 
     def tail(b):
@@ -304,43 +347,38 @@ def fastest(
     # runs [lo, hi] of concurrencies, one per rung: lo the rung, hi the next rung's less one (or the cap)
     run_end = np.append(ladder[1:] - 1, cap.max())
     top = cap[:, None]
-    top_steps = dict(
-        step_s=table[ok[:, None], above(top)], tail_step_s=table[ok[:, None], above(tail(top))], b=top
-    )
-    at_cap = _seconds(r, nums, asynchronous, per | top_steps, load)
     below_tail = below(tail(ladder))
-
-    def bounds_of(sel, cols, tails, ends):  # rows ``sel``'s lower bounds over runs ``cols``
-        steps = table[ok[sel], cols]
-        at_hi = dict(step_s=steps, tail_step_s=steps[:, tails], b=np.minimum(ends, top[sel]))
-        return _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
-
-    # Kept rows (RunBounds) are bounds over the whole ladder: the same numbers on this call's runs
-    # where every rung's tail concurrency is at or below it (so the same tail rung), as a tail
-    # share of at most 1 makes it (else none are kept); the last run ends at the row's cap either way
-    if (asynchronous, load) not in r.bounds:
-        r.bounds[(asynchronous, load)] = _no_bounds(whole.size) if np.all(tail(whole) <= whole) else None
-    kept = r.bounds[(asynchronous, load)]
-
-    def lower_of(sel):  # the lower bounds of rows ``sel`` over their runs, and which runs they have
-        if kept is None:
-            return bounds_of(sel, slice(0, rungs), below_tail, run_end), ladder <= top[sel]
-        key = ok[sel].astype(np.int64) * ROW_KEYS + replicas[sel, 0].astype(np.int64)
-        at, missing = kept.find(key)
-        if missing.any():
-            tails = np.searchsorted(whole, tail(whole), "right") - 1  # below_tail, on the whole ladder
-            ends = np.append(whole[1:] - 1, np.inf)
-            kept.add(key[missing], bounds_of(sel[missing], slice(None), tails, ends))
-            at, _ = kept.find(key)
-        return kept.rows[at, :rungs], ladder <= top[sel]
 
     # A row's seconds at any concurrency are at least its seconds at its smallest step (b = 1) and
     # its cap (a longer step or fewer sequences only add): rows whose floor is past the best seconds
     # at a cap, and (for the groups' floors) past their group's floor, need no bounds over runs.
     # Rows with a step that is not finite keep them (their bounds may be NaN, as before).
-    first_step = table[ok, :1]
-    least = dict(step_s=first_step, tail_step_s=first_step, b=top)
-    row_floor = _seconds(r, nums, asynchronous, per | least, load)[:, 0]
+    def ends_of(sel):  # rows ``sel``'s seconds at their cap and their floor (columns)
+        at, t = {k: v[sel] for k, v in per.items()}, top[sel]
+        cand, first_step = ok[sel][:, None], table[ok[sel], :1]
+        at_top = dict(step_s=table[cand, above(t)], tail_step_s=table[cand, above(tail(t))], b=t)
+        least = dict(step_s=first_step, tail_step_s=first_step, b=t)
+        ends = (
+            _seconds(r, nums, asynchronous, at | at_top, load),
+            _seconds(r, nums, asynchronous, at | least, load),
+        )
+        return np.concatenate(ends, axis=1)
+
+    def bounds_of(sel):  # rows ``sel``'s lower bounds over their runs
+        steps = table[ok[sel], :rungs]
+        at_hi = dict(step_s=steps, tail_step_s=steps[:, below_tail], b=np.minimum(run_end, top[sel]))
+        return _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
+
+    kept = _row_bounds(r, asynchronous, load, table.shape[1])
+    key = ok.astype(np.int64) * ROW_KEYS + replicas[:, 0].astype(np.int64)
+
+    def lower_of(sel):  # the lower bounds of rows ``sel`` over their runs, and which runs they have
+        if kept is None:
+            return bounds_of(sel), ladder <= top[sel]
+        return kept.runs.get(key[sel], lambda new: bounds_of(sel[new]))[:, :rungs], ladder <= top[sel]
+
+    ends = ends_of(np.arange(ok.size)) if kept is None else kept.ends.get(key, ends_of)
+    at_cap, row_floor = ends[:, 0], ends[:, 1]
     wanted = ~(row_floor > float(at_cap.min()) * (1 + 1e-9)) | ~c.finite_steps()[ok]
     gk = groups[ok]
     floors: dict[int, float] = {}
@@ -380,12 +418,6 @@ def fastest(
     seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k, 0]), load)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
     return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
-
-
-def _no_bounds(rungs: int) -> RunBounds:
-    import numpy as np
-
-    return RunBounds(np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, rungs)))
 
 
 def fewest_in_flight(r: Rollouts, nums: RlNumbers, gen_gpus: int, load: Load, limit_s: float) -> int:
