@@ -394,22 +394,27 @@ def fastest(
         wanted[probe] = True
     need = np.flatnonzero(wanted)
     lower, runs = lower_of(need)
+    in_runs = np.where(runs, lower, np.inf)
+    lowest = in_runs.min(axis=1)  # each row's lowest lower bound (NaN where one is)
     if group is None:
-        np.minimum.at(floor, gk[need], np.min(lower, axis=1, where=runs, initial=np.inf))
+        np.minimum.at(floor, gk[need], lowest)
         found = np.flatnonzero(np.isfinite(floor))
         floors = dict(zip(found.tolist(), floor[found].tolist(), strict=True))
     # achievable seconds at each row's most promising rung (its lowest lower bound): any achievable
     # seconds bound the soonest from above, and these few cost a column, not the whole table
-    near = np.argmin(np.where(runs, lower, np.inf), axis=1)[:, None]
+    near = np.argmin(in_runs, axis=1)[:, None]
     cand = ok[need][:, None]
     at_rung = dict(
         step_s=table[cand, near], tail_step_s=table[cand, above(tail(ladder))[near]], b=ladder[near]
     )
     upper = _seconds(r, nums, asynchronous, {k: v[need] for k, v in per.items()} | at_rung, load)
     bound = min(float(upper.min()), float(at_cap.min()))
-    # the runs that may hold the soonest (with a margin for rounding between bound and exact)
-    i, j = np.nonzero(runs & (lower <= bound * (1 + 1e-9)))
-    i = need[i]
+    # the runs that may hold the soonest (with a margin for rounding between bound and exact), in
+    # the rows whose lowest bound does not rule them out (few)
+    within = bound * (1 + 1e-9)
+    rows = np.flatnonzero(~(lowest > within))
+    i, j = np.nonzero(runs[rows] & (lower[rows] <= within))
+    i = need[rows[i]]
     lo = ladder[j]
     count = (np.minimum(run_end[j], cap[i]) - lo + 1).astype(int)
     first = np.repeat(np.cumsum(count) - count, count)
