@@ -78,8 +78,8 @@ class RowBounds:
     (its cap follows from them), and the pools of a split search share most rows (84-92 % of
     candidate and replica count pairs in one GB200, Vera Rubin or MI355X search). ``ends``: its
     seconds at its cap and its floor; ``runs``: its lower bounds over each run of concurrencies,
-    one column per rung of its table's ladder, made on the rungs of the call that made it (through
-    its cap's; the columns past its cap, inf or not, are read by no one)."""
+    one column per rung of its table's ladder, inf on the rungs past its cap (made on the rungs of
+    the call that made it, which reach its cap's)."""
 
     ends: KeptRows
     runs: KeptRows
@@ -364,18 +364,19 @@ def fastest(
         )
         return np.concatenate(ends, axis=1)
 
-    def bounds_of(sel):  # rows ``sel``'s lower bounds over their runs
+    def bounds_of(sel):  # rows ``sel``'s lower bounds over their runs, inf on rungs past their caps
         steps = table[ok[sel], :rungs]
         at_hi = dict(step_s=steps, tail_step_s=steps[:, below_tail], b=np.minimum(run_end, top[sel]))
-        return _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
+        lower = _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
+        return np.where(ladder <= top[sel], lower, np.inf)
 
     kept = _row_bounds(r, asynchronous, load, table.shape[1])
     key = ok.astype(np.int64) * ROW_KEYS + replicas[:, 0].astype(np.int64)
 
-    def lower_of(sel):  # the lower bounds of rows ``sel`` over their runs, and which runs they have
+    def lower_of(sel):  # bounds_of, kept
         if kept is None:
-            return bounds_of(sel), ladder <= top[sel]
-        return kept.runs.get(key[sel], lambda new: bounds_of(sel[new]))[:, :rungs], ladder <= top[sel]
+            return bounds_of(sel)
+        return kept.runs.get(key[sel], lambda new: bounds_of(sel[new]))[:, :rungs]
 
     ends = ends_of(np.arange(ok.size)) if kept is None else kept.ends.get(key, ends_of)
     at_cap, row_floor = ends[:, 0], ends[:, 1]
@@ -388,21 +389,19 @@ def fastest(
         by_floor = np.lexsort((np.arange(ok.size), row_floor, gk))
         probe = by_floor[np.concatenate(([True], gk[by_floor][1:] != gk[by_floor][:-1]))]
         floor = np.full(int(groups.max()) + 1, np.inf)
-        low, runs = lower_of(probe)
-        np.minimum.at(floor, gk[probe], np.min(low, axis=1, where=runs, initial=np.inf))
+        np.minimum.at(floor, gk[probe], lower_of(probe).min(axis=1))
         wanted |= ~(row_floor >= floor[gk])
         wanted[probe] = True
     need = np.flatnonzero(wanted)
-    lower, runs = lower_of(need)
-    in_runs = np.where(runs, lower, np.inf)
-    lowest = in_runs.min(axis=1)  # each row's lowest lower bound (NaN where one is)
+    lower = lower_of(need)
+    lowest = lower.min(axis=1)  # each row's lowest lower bound (NaN where one is)
     if group is None:
         np.minimum.at(floor, gk[need], lowest)
         found = np.flatnonzero(np.isfinite(floor))
         floors = dict(zip(found.tolist(), floor[found].tolist(), strict=True))
     # achievable seconds at each row's most promising rung (its lowest lower bound): any achievable
     # seconds bound the soonest from above, and these few cost a column, not the whole table
-    near = np.argmin(in_runs, axis=1)[:, None]
+    near = np.argmin(lower, axis=1)[:, None]
     cand = ok[need][:, None]
     at_rung = dict(
         step_s=table[cand, near], tail_step_s=table[cand, above(tail(ladder))[near]], b=ladder[near]
@@ -413,7 +412,7 @@ def fastest(
     # the rows whose lowest bound does not rule them out (few)
     within = bound * (1 + 1e-9)
     rows = np.flatnonzero(~(lowest > within))
-    i, j = np.nonzero(runs[rows] & (lower[rows] <= within))
+    i, j = np.nonzero((ladder <= top[need[rows]]) & (lower[rows] <= within))
     i = need[rows[i]]
     lo = ladder[j]
     count = (np.minimum(run_end[j], cap[i]) - lo + 1).astype(int)
