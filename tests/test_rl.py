@@ -518,6 +518,31 @@ def test_the_kept_decode_steps_are_the_computed_ones(catalog):
     assert len(c._tables["steps at"][0]) == kept + 1
 
 
+@pytest.mark.parametrize("hardware", ["gb200", "h100"])
+def test_the_kept_row_bounds_change_no_choice(catalog, hardware, monkeypatch):
+    # fastest() keeps each candidate's bounds by its replica count across a split search's pools
+    # (generation.RowBounds): the split, every pool's configuration, concurrency and seconds and
+    # every group's floor are the same, to the bit, as with nothing kept
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl import generation
+    from ipd_cli.engine.rl.estimate import choose_split, setup
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    def searched(keep: bool):
+        _, w, origin = resolve_workload(catalog, "rl-swe-agent", {})
+        w = resolve_request(w, "auto")
+        s = setup(sv.serving_context(catalog, hardware, w.model), w, "rental", origin, "auto")
+        with monkeypatch.context() as m:
+            if not keep:
+                m.setattr(generation, "_row_bounds", lambda *_: None)
+            split = choose_split(s, "auto", origin)
+        assert any(s.rollouts.bounds.values()) == keep
+        return split, s.rollouts.chosen, s.rollouts.floors
+
+    assert searched(True) == searched(False)
+
+
 def test_decode_step_never_shortens_with_more_sequences(catalog):
     # The premise of fastest()'s bounds: at every rollout candidate a decode step is non-decreasing
     # in the batch (more KV, more activations, more experts touched, more host work per step);
