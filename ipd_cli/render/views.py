@@ -403,6 +403,28 @@ def _infeasible_line(hardware: str, why: dict, system: dict) -> str:
     return f"{hardware}: {stage}{workload} cannot run, so {names} empty: {own['reason']}.{hint}"
 
 
+def _training_draw_notes(systems: list[dict]) -> list[str]:
+    """Where a scenario names a site: the power pre-training draws while it runs (its energy over
+    its hours, PUE in it) against the site's, which its rows fill with serving alone (an energy
+    review: Rubin's 26,928 GPUs draw 111.8 MW, GB200's 124,416 GPUs 280.8 MW, beside a 100 MW site,
+    and nothing said so)."""
+    draws, site = [], None
+    for s in systems:
+        p, ipd = s.get("pretraining"), s.get("intelligence_per_dollar")
+        if not isinstance(p, dict) or not isinstance(ipd, dict) or ipd.get("site_mw") is None:
+            continue
+        hours = (p.get("wall_days") or 0.0) * 24.0
+        if hours > 0 and p.get("energy_mwh"):
+            site = ipd["site_mw"]
+            draws.append(f"{s['hardware']} {fmt_num(p['energy_mwh'] / hours)} MW")
+    if not draws:
+        return []
+    return [
+        f"Pre-training draws {', '.join(draws)} while it runs (PUE included); the {site:g} MW site's "
+        "rows count serving alone."
+    ]
+
+
 def _compare_notes(data: dict, systems: list[dict]) -> list[str]:
     blocks = _blocks(systems)
     notes = []
@@ -429,6 +451,7 @@ def _compare_notes(data: dict, systems: list[dict]) -> list[str]:
             "optimizer, so MFU is an output. Deadline mode takes the fewest whole systems that finish "
             "in time. `ipd train --plans N` lists the runners-up."
         )
+    notes += _training_draw_notes(systems)
     bases = pricing_bases(systems)
     if len(bases) == 1:
         notes.append(f"Pricing: {next(iter(bases))}.")
