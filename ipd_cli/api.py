@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .catalog.catalog import Catalog
+from .catalog.catalog import Catalog, require_catalog
 from .catalog.loader import load_catalog
 from .catalog.workloads import check_mfu_scope, refuse_workload_sets, resolve_workload, with_nested_workloads
 from .defaults import CLI, DEFAULT_RL_WORKLOAD, DEFAULT_SCENARIO  # noqa: F401 - part of the API
@@ -64,8 +64,8 @@ def _checked(name: str, v: Any, kinds: set[str], optional: bool) -> Any:
     import math
     import numbers
 
-    if kinds == {"Catalog"} and not isinstance(v, Catalog):  # was AttributeError: no 'overrides'
-        raise InputError(f"`{name}` is a catalog, ipd_cli.load()'s, got {v!r}")
+    if kinds == {"Catalog"}:
+        require_catalog(v, name)
     if v is None:
         if kinds and not optional and kinds <= {"int", "float", "str", "bool"}:
             raise InputError(f"`{name}` is required, got None")  # `tokens=None`, `pricing=None`
@@ -553,13 +553,10 @@ def _block_steps(cat: Catalog, system: SystemResult, deadline_days: float | None
     from .engine.pricing import kw_per_gpu, pue
 
     inp = Inputs(cat).quiet()  # the values the estimate read (its assumptions list them)
-    kw, factor = kw_per_gpu(inp, system.hardware), pue(inp)
     if system.pretraining is not None:
-        return [
-            *pretraining_steps(system.pretraining, deadline_days),
-            *pretraining_energy_steps(system.pretraining, factor),
-        ]
-    return [*rl_steps(system.rl), *rl_energy_steps(system.rl, kw, factor)]
+        p = system.pretraining
+        return [*pretraining_steps(p, deadline_days), *pretraining_energy_steps(p, pue(inp))]
+    return [*rl_steps(system.rl), *rl_energy_steps(system.rl, kw_per_gpu(inp, system.hardware), pue(inp))]
 
 
 def output_schema() -> dict[str, Any]:

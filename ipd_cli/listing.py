@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .catalog.catalog import Catalog
+from .catalog.catalog import Catalog, require_catalog
 from .catalog.overrides import WORKLOAD
 from .catalog.workloads import refuse_workload_sets, resolve_workload
 from .engine.formulas import GIBI, GIGA
@@ -12,19 +12,20 @@ from .engine.result_base import EntryView, Listing
 from .errors import InputError
 
 
-def _check(cat: Any, name: Any = "") -> None:
+def _check(cat: Any, command: str | None, name: Any = "") -> None:
     """The arguments of a listing (a library review: a list for a name was "unhashable type", None
-    for the catalog an AttributeError)."""
-    if not isinstance(cat, Catalog):
-        raise InputError(f"`cat` is a catalog, ipd_cli.load()'s, got {cat!r}")
+    for the catalog an AttributeError), and, for a ``command`` that reads no workload, no ``sets``
+    workload.* (None: `workloads show`, which applies them)."""
+    require_catalog(cat)
     if not isinstance(name, str):
         raise InputError(f"`name` must be text, got {name!r}")
+    if command is not None:
+        refuse_workload_sets(cat, command, [])
 
 
 def list_hardware(cat: Catalog) -> Listing:
     """The catalog's systems with their key specs (``ipd hardware list``)."""
-    _check(cat)
-    refuse_workload_sets(cat, "hardware list", [])
+    _check(cat, "hardware list")
     items = []
     for name, s in cat.systems.items():
         acc = cat.accelerator_of(s)
@@ -71,8 +72,7 @@ def _sources_of(cat: Catalog, data: Any) -> dict[str, dict]:
 
 def show_hardware(cat: Catalog, name: str) -> EntryView:
     """One system (a name or alias), its accelerator and host CPU, every value with its source."""
-    _check(cat, name)
-    refuse_workload_sets(cat, "hardware show", [])
+    _check(cat, "hardware show", name)
     system = cat.system(name)
     canonical = cat.canonical("systems", name)
     entry = system.model_dump(mode="json", exclude_none=True)
@@ -89,8 +89,7 @@ def show_hardware(cat: Catalog, name: str) -> EntryView:
 
 def list_models(cat: Catalog) -> Listing:
     """The catalog's model architectures (``ipd models list``)."""
-    _check(cat)
-    refuse_workload_sets(cat, "models list", [])
+    _check(cat, "models list")
     items = [
         {
             "name": n,
@@ -111,8 +110,7 @@ def list_models(cat: Catalog) -> Listing:
 
 def show_model(cat: Catalog, name: str) -> EntryView:
     """One model architecture (a name or alias) and its sources."""
-    _check(cat, name)
-    refuse_workload_sets(cat, "models show", [])
+    _check(cat, "models show", name)
     m = cat.model(name)
     canonical = cat.canonical("models", name)
     entry = m.model_dump(mode="json", exclude_none=True)
@@ -127,8 +125,7 @@ def show_model(cat: Catalog, name: str) -> EntryView:
 
 def list_workloads(cat: Catalog) -> Listing:
     """The catalog's workloads (``ipd workloads list``)."""
-    _check(cat)
-    refuse_workload_sets(cat, "workloads list", [])
+    _check(cat, "workloads list")
     items = [
         {"name": n, "kind": w.kind, "model": w.model, "description": w.description}
         for n, w in cat.workloads.items()
@@ -139,7 +136,7 @@ def list_workloads(cat: Catalog) -> Listing:
 def show_workload(cat: Catalog, name: str) -> EntryView:
     """The catalog's workload, with the ``sets`` workload.* overrides applied (as compare, rl and
     sweep would run it; they were ignored here)."""
-    _check(cat, name)
+    _check(cat, None, name)
     w = cat.workload(name)
     if any(o.path.startswith(WORKLOAD + ".") for o in cat.overrides):
         w = resolve_workload(cat, name)[1]

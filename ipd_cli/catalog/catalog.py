@@ -135,6 +135,13 @@ class Catalog:
         return apply_to_catalog(self, sets)
 
 
+def require_catalog(value: Any, param: str = "cat") -> None:
+    """A library argument that must be a catalog (a library review: None was an AttributeError
+    deep in a command)."""
+    if not isinstance(value, Catalog):
+        raise InputError(f"`{param}` is a catalog, ipd_cli.load()'s, got {value!r}")
+
+
 def check_sources(data: Any, sources: dict[str, Any], where: str) -> None:
     """Every ``source:`` in ``data`` names one of ``sources`` (``where``: the path so far)."""
     if isinstance(data, dict):

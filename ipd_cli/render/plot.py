@@ -48,8 +48,8 @@ def sweep_series(csv_file: Path, x: str, y: str) -> list[Series]:
         try:
             text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
             first = text.readline()
-            rows = _json_rows(csv_file, first, text) if first.lstrip()[:1] in ("{", "[") else None
-            return _series(csv_file, x, y, rows or _csv_rows(csv_file, first, text))
+            read = _json_rows if first.lstrip()[:1] in ("{", "[") else _csv_rows
+            return _series(csv_file, x, y, read(csv_file, first, text))
         except UnicodeDecodeError:
             raise InputError(f"{csv_file}: not UTF-8 text; give a CSV file written by ipd sweep") from None
 

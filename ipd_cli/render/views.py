@@ -626,14 +626,22 @@ def _owned_system_lines(hw: str, s: dict) -> list[str]:
     ]
 
 
-def _site_lines(hw: str, s: dict) -> list[str]:
+def _site_lines(hw: str, s: dict, varies: bool = False) -> list[str]:
     """A site power budget smaller than the scenario's own serving deployment: the site figures
     are what the site would serve, not a cap on the deployment (a scenario author's review: 0.1 MW
-    held no GB200 rack while the scenario's serving took 148 GPUs, and nothing said so)."""
+    held no GB200 rack while the scenario's serving took 148 GPUs, and nothing said so). Where a
+    sweep's rows vary the site (``varies``, :func:`site_inputs_vary`): the GPUs a row's site must
+    hold, whatever the estimate's own site."""
     ipd, point = s.get("intelligence_per_dollar"), s.get("serving")
     if not isinstance(ipd, dict) or ipd.get("site_gpus") is None or not isinstance(point, dict):
         return []
     need, held = point.get("gpus_for_traffic") or 0, ipd["site_gpus"]
+    if varies:
+        return [
+            f"{hw}: the scenario's serving deployment takes {need:,} GPUs: a row whose "
+            "intelligence_per_dollar.site_gpus is below that has a site it does not fit (the site rows "
+            "say what the site would serve, not a cap; the lifecycle prices the whole deployment)"
+        ]
     if need <= held:
         return []
     # the deployment's all-in draw: tokens/s per GPU over tokens/s per MW is MW per GPU (PUE in it)
@@ -656,19 +664,6 @@ def site_inputs_vary(paths: list[str]) -> bool:
         p in ("workload.site_mw", "economics.pue") or (p.startswith("systems.") and p.endswith(".power_kw"))
         for p in paths
     )
-
-
-def _varied_site_lines(hw: str, s: dict) -> list[str]:
-    """Where the rows vary the site: the deployment's GPUs, which a row's site must hold."""
-    ipd, point = s.get("intelligence_per_dollar"), s.get("serving")
-    if not isinstance(ipd, dict) or ipd.get("site_gpus") is None or not isinstance(point, dict):
-        return []
-    need = point.get("gpus_for_traffic") or 0
-    return [
-        f"{hw}: the scenario's serving deployment takes {need:,} GPUs: a row whose "
-        "intelligence_per_dollar.site_gpus is below that has a site it does not fit (the site rows "
-        "say what the site would serve, not a cap; the lifecycle prices the whole deployment)"
-    ]
 
 
 def warnings(
@@ -733,7 +728,7 @@ def warnings(
                     "tokens/s per GPU): next to nothing is batched, so a lower target or another system "
                     "serves it far cheaper"
                 )
-        out += (_varied_site_lines if site_varies else _site_lines)(hw, s)
+        out += _site_lines(hw, s, site_varies)
         out += _energy_lines(s) + _owned_system_lines(hw, s)
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
