@@ -288,12 +288,20 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
         if isinstance(s, dict)
         and not any(isinstance(s.get(b), dict) for b in ("pretraining", "rl", "serving"))
     }
+    from .catalog.schema import REFERENCE_ONLY
+
     out = []
     for item in overrides:
         path = str(item).partition("=")[0].strip()
         if cat is not None:
             path = canonical_path(cat, path)
-        if owning_input(path) and path not in read:
+        parts = path.split(".")
+        if len(parts) >= 3 and parts[0] == "accelerators" and parts[2] in REFERENCE_ONLY:
+            out.append(
+                f"--set {path}: read by no estimate, so it changed nothing (a reference figure: "
+                f"{REFERENCE_ONLY[parts[2]]})"
+            )
+        elif owning_input(path) and path not in read:
             out.append(
                 f"--set {path}: not an input of this estimate, so it changed nothing (an owning-cost "
                 "input: priced with --pricing tco)"

@@ -80,6 +80,39 @@ def test_every_value_has_a_dated_source(catalog):
             assert p.usd_per_gpu_hour.source in catalog.sources
 
 
+def _sourced_values(node, path=""):
+    """Every sourced value (``value`` with a ``source``) under ``node``, with its dotted path."""
+    from pydantic import BaseModel
+
+    if isinstance(node, BaseModel):
+        if "source" in type(node).model_fields and "value" in type(node).model_fields:
+            yield path, node
+            return
+        for name in type(node).model_fields:
+            yield from _sourced_values(getattr(node, name), f"{path}.{name}")
+    elif isinstance(node, dict):
+        for key, v in node.items():
+            yield from _sourced_values(v, f"{path}.{key}")
+    elif isinstance(node, list | tuple):
+        for i, v in enumerate(node):
+            yield from _sourced_values(v, f"{path}[{i}]")
+
+
+def test_every_fitted_value_is_flagged_as_an_estimate(catalog):
+    # values `ipd calibrate` fits are our own arithmetic, which the README says `estimate: true`
+    # marks: a magic-constant audit found 19 of 41 unflagged (the fp4 recipe share, the training
+    # shares, the RL sync efficiencies), so they reached comparisons as sourced facts
+    sections = ("accelerators", "systems", "models", "economics", "efficiency", "serving", "rl")
+    fitted = [
+        (f"{section}{path}", v)
+        for section in sections
+        for path, v in _sourced_values(getattr(catalog, section))
+        if v.source == "ipd-calibration"
+    ]
+    assert len(fitted) >= 41
+    assert [path for path, v in fitted if not v.estimate] == []
+
+
 def test_user_catalog_overrides_builtin_and_show_names_the_file(tmp_path):
     write(
         tmp_path / "mine.yaml",
@@ -387,6 +420,39 @@ def test_a_process_decodes_an_unchanged_cache_entry_once(fresh_cache):
     entry.write_bytes(text[:-50])
     assert cache.read(catalog_dirs(), key) is None
     assert load_catalog() == first  # rebuilt from the files
+
+
+def _fields_set_differences(a, b, path=""):
+    """Where two loads' entries differ in which fields their files set (a default is not set)."""
+    from pydantic import BaseModel
+
+    if isinstance(a, BaseModel):
+        out = [path] if a.model_fields_set != b.model_fields_set else []
+        for name in type(a).model_fields:
+            out += _fields_set_differences(getattr(a, name), getattr(b, name), f"{path}.{name}")
+        return out
+    if isinstance(a, dict):
+        return [d for k in a for d in _fields_set_differences(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list | tuple):
+        return [d for u, v in zip(a, b, strict=True) for d in _fields_set_differences(u, v, path)]
+    return []
+
+
+def test_the_cache_keeps_which_fields_a_file_left_out(fresh_cache, monkeypatch):
+    # a scenario number its file leaves out is listed as ipd's default (lifecycle.DEFAULTED): the
+    # cache stored every default as if the file gave it, so a load from the cache said otherwise
+    # (first difference: sources.ipd-estimate's url)
+    monkeypatch.setenv("IPD_CACHE_DIR", "off")
+    files = load_catalog()
+    monkeypatch.setenv("IPD_CACHE_DIR", str(fresh_cache))
+    load_catalog()  # built from the files and stored
+    cached = load_catalog()
+    assert cached == files
+    sections = ("sources", "accelerators", "cpus", "systems", "models", "workloads", "economics")
+    sections += ("efficiency", "serving", "rl")
+    differ = [d for s in sections for d in _fields_set_differences(getattr(files, s), getattr(cached, s), s)]
+    assert differ == []
+    assert "url" not in files.sources["ipd-estimate"].model_fields_set
 
 
 def test_the_stored_listing_path_imports_no_engine(fresh_cache):

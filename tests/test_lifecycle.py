@@ -801,3 +801,33 @@ def test_explain_of_a_workload_alone_derives_its_energy(workload, metric):
     per = 1000 if metric.endswith("_mwh") else 1  # MWh of kWh
     assert rows[metric]["value"] == pytest.approx(hours * 230 / 72 * 1.3 / per)
     assert rows[metric]["value"] == pytest.approx(block[metric.split(".")[0]][metric.split(".")[1]])
+
+
+def test_a_scenario_number_its_file_leaves_out_is_listed_as_ipds_default(catalog):
+    # a magic-constant audit: a scenario file without amortisation_years listed the schema's 2
+    # years under that file, and one without an RL schedule listed none (the RL workload's ran)
+    from ipd_cli.catalog.schema import Scenario
+
+    s = Scenario.model_validate({
+        "kind": "scenario", "description": "defaults", "model": "moe-10t", "source": "N1",
+        "pretraining": {"workload": "pretrain-10t-moe"},
+        "post_training": {"workload": "rl-swe-agent-10t"},
+        "serving": {"tasks_per_day": 1e7, "requests_per_task": 30, "input_tokens_per_request": 3000,
+                    "output_tokens_per_request": 400, "tokens_per_user_s": 50},
+        "task_success": {"success_rate": {"value": 0.59, "source": "N1"}},
+    })  # fmt: skip
+    listed = {a.path: a for a in lc.scenario_assumptions(catalog, s, "mine.yaml")}
+    left_out = ["horizon_years", "pretraining.amortisation_years", "pretraining.deployments"]
+    left_out += ["task_success.max_attempts"]
+    for path, value in zip(left_out, (1.0, 2.0, 1.0, 1), strict=True):
+        a = listed[f"workload.{path}"]
+        assert (a.value, a.origin, a.estimate) == (value, lc.DEFAULTED, True), path
+    for key, value in (("steps_per_refresh", 100), ("refreshes_per_year", 12)):
+        a = listed[f"workload.post_training.{key}"]  # rl-swe-agent-10t.yaml gives both
+        assert (a.value, a.origin, a.estimate) == (
+            value,
+            catalog.origin("workloads", "rl-swe-agent-10t"),
+            False,
+        ), key
+    given = listed["workload.serving.requests_per_task"]
+    assert (given.value, given.origin, given.estimate) == (30, "mine.yaml", False)

@@ -179,3 +179,21 @@ def test_a_scenario_stage_path_of_another_stage_says_what_the_workload_is():
         "ipd: error: --set workload.serving: 'serving' is a scenario's stage, and this is a pretrain "
         "workload (a scenario file says `kind: scenario`)\n"
     )
+
+
+def test_a_set_of_a_reference_figure_says_it_changed_nothing():
+    # a magic-constant audit: `--set accelerators.rubin.tdp_w=3000` changed no figure and said
+    # nothing (energy reads a system's power_kw; the physics reads dense peaks, not the sparse or
+    # the vendor's "effective" ones)
+    args = ("serve", "--hardware", "h100", "--model", "llama-3.1-8b", "-f", "json")
+    base = run_cli(*args)
+    for path, value in (("tdp_w", 800), ("fp8_sparse_tflops.value", 4000)):
+        r = run_cli(*args, "--set", f"accelerators.h100-sxm.{path}={value}")
+        assert r.code == 0, r.stderr
+        assert r.json()["serving"] == base.json()["serving"]
+        assert r.stderr.startswith(
+            f"ipd: warning: --set accelerators.h100-sxm.{path}: read by no estimate, so it changed nothing "
+            "(a reference figure: "
+        ), r.stderr
+    dense = run_cli(*args, "--set", "accelerators.h100-sxm.fp8_dense_tflops=1500")
+    assert "read by no estimate" not in dense.stderr

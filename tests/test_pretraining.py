@@ -1159,8 +1159,12 @@ def test_a_gemm_efficiency_borrowed_from_another_gpu_is_flagged_an_estimate(cata
     amd, h100 = flags("mi355x"), flags("h100-sxm")
     for name in ("largest-GEMM share of peak (bf16)", "GEMM share kept in training"):
         assert amd[name][0] and "not mi355x" in amd[name][1], name
-        assert not h100[name][0], name
-    assert flags("gb200-nvl72")["GEMM share kept in training"][0] is False  # its own fitted entry
+        assert "not h100" not in h100[name][1], name
+    assert not h100["largest-GEMM share of peak (bf16)"][0]  # measured on H100
+    # a fitted share is an estimate on the GPUs it was fitted on too (ipd calibrate's arithmetic),
+    # but only a borrowed one says whose it is
+    gb200 = flags("gb200-nvl72")["GEMM share kept in training"]
+    assert gb200[0] and h100["GEMM share kept in training"][0] and "not gb200" not in gb200[1]
 
 
 def test_activation_offload_is_its_own_term_of_the_step(catalog):

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 ENV = "IPD_CACHE_DIR"
 FORMAT = "ipd-catalog-cache"
-VERSION = 3
+VERSION = 4  # 4: fields a file leaves out are left out (their defaults are not stored as given)
 MAX_ENTRY_BYTES = 64_000_000  # the built-in catalog is ~130 kB; user files are at most 2 MB each
 # the code the stored listings come from (with this package's modules, part of the key)
 _LISTING_CODE = (
@@ -363,7 +363,8 @@ def _encode(catalog: Catalog) -> bytes:
         **{name: getattr(catalog, name) for name in _SECTIONS},
         origins=[(section, name, origin) for (section, name), origin in catalog.origins.items()],
     )
-    return entry.model_dump_json().encode()
+    # defaults stay unset, as a load from the files leaves them (an origin tells them apart)
+    return entry.model_dump_json(exclude_unset=True).encode()
 
 
 def _listings(catalog: Catalog) -> bytes:

@@ -167,6 +167,17 @@ class Sourced(Strict):
         return self
 
 
+# Accelerator fields kept for reference, which no estimate reads (a `--set` of one changes nothing,
+# and the CLI says so: cli.unread_overrides), with what is read instead
+REFERENCE_ONLY = {
+    "fp4_sparse_tflops": "the physics reads the dense peaks",
+    "fp8_sparse_tflops": "the physics reads the dense peaks",
+    "bf16_sparse_tflops": "the physics reads the dense peaks",
+    "fp4_vendor_effective_tflops": "the physics reads the dense peaks",
+    "tdp_w": "energy reads each system's power_kw, which tdp_w only checks for plausibility",
+}
+
+
 class Accelerator(Strict):
     vendor: str
     fp4_dense_tflops: Sourced | None = unit("TFLOP/s per GPU", 1e12, default=None)

@@ -1061,30 +1061,58 @@ def serving_precision(cat: Catalog, hardware: str, wanted: str | None) -> str | 
     return supported_precision(cat.accelerator_of(cat.system(hardware)), wanted)
 
 
+# the origin of a scenario number its file leaves out: the schema's default (ipd's choice)
+DEFAULTED = "ipd default (not in the scenario)"
+
+
 def scenario_assumptions(cat: Catalog, s: Scenario, origin: str) -> list[Assumption]:
     """The scenario's own numbers, each with its ``workload.*`` path and the file that gives it (a
     review: the horizon, amortisation, RL schedule, traffic and retries were in no assumption list
-    and not in ``ipd explain``'s inputs); a success rate or learning curve cites its own source."""
+    and not in ``ipd explain``'s inputs); a success rate or learning curve cites its own source.
+    A number the scenario leaves out is the schema's default (:data:`DEFAULTED`, an estimate: a
+    magic-constant audit found a user file without ``amortisation_years`` listing the default 2
+    years under that file), and an RL schedule it leaves out is its RL workload's."""
     from .trace import Trace
 
     t = Trace(cat.sources)
     p, pt, sv, ts = s.pretraining, s.post_training, s.serving, s.task_success
 
-    def add(name: str, value: Any, unit: str, path: str, source: str | None = None, estimate: bool = False):
-        if value is not None:
-            t.given(name, value, unit, origin, path=f"workload.{path}", source=source, estimate=estimate)
+    def add(
+        name: str,
+        value: Any,
+        unit: str,
+        path: str,
+        source: str | None = None,
+        estimate: bool = False,
+        of: Any = None,
+        where: str = origin,
+    ):
+        if value is None:
+            return
+        if of is not None and path.rsplit(".", 1)[-1] not in of.model_fields_set:
+            where, estimate = DEFAULTED, True
+        t.given(name, value, unit, where, path=f"workload.{path}", source=source, estimate=estimate)
 
-    add("horizon", s.horizon_years, "years", "horizon_years")
+    add("horizon", s.horizon_years, "years", "horizon_years", of=s)
     if not p.open_weights:  # a cost to amortise
         add("pre-training cost given", p.cost_usd, "USD", "pretraining.cost_usd")
-        add("pre-training amortisation", p.amortisation_years, "years", "pretraining.amortisation_years")
-        add("deployments sharing pre-training", p.deployments, "deployments", "pretraining.deployments")
+        years, shared = p.amortisation_years, p.deployments
+        add("pre-training amortisation", years, "years", "pretraining.amortisation_years", of=p)
+        add("deployments sharing pre-training", shared, "deployments", "pretraining.deployments", of=p)
     if pt is not None:
         add("RL budget a year", pt.budget_usd_per_year, "USD", "post_training.budget_usd_per_year")
-        add("RL steps per refresh", pt.steps_per_refresh, "steps", "post_training.steps_per_refresh")
-        add("RL refreshes a year", pt.refreshes_per_year, "refreshes", "post_training.refreshes_per_year")
+        rw = cat.rl_workload(pt.workload)
+        schedule = [("RL steps per refresh", "steps_per_refresh", "steps")]
+        if pt.budget_usd_per_year is None:  # a budget sets the refreshes it buys (a derived step)
+            schedule.append(("RL refreshes a year", "refreshes_per_year", "refreshes"))
+        for name, key, unit in schedule:
+            path = f"post_training.{key}"
+            if getattr(pt, key) is not None:
+                add(name, getattr(pt, key), unit, path)
+            else:  # the RL workload's, which the lifecycle runs (rl_workload)
+                add(name, getattr(rw, key), unit, path, of=rw, where=cat.origin("workloads", pt.workload))
     add("tasks a day", sv.tasks_per_day, "tasks", "serving.tasks_per_day")
-    add("requests per task attempt", sv.requests_per_task, "requests", "serving.requests_per_task")
+    add("requests per task attempt", sv.requests_per_task, "requests", "serving.requests_per_task", of=sv)
     if ts.success_rate is not None:
         r = ts.success_rate
         add("success per attempt", r.value, "", "task_success.success_rate", r.source, r.estimate)
@@ -1099,7 +1127,7 @@ def scenario_assumptions(cat: Catalog, s: Scenario, origin: str) -> list[Assumpt
             add(name, value, unit, f"task_success.learning_curve.{field_}", lc.source, lc.estimate)
     add("step reliability", ts.step_reliability, "", "task_success.step_reliability")
     add("steps per workflow", ts.steps_per_workflow, "steps", "task_success.steps_per_workflow")
-    add("attempts at most", ts.max_attempts, "attempts", "task_success.max_attempts")
+    add("attempts at most", ts.max_attempts, "attempts", "task_success.max_attempts", of=ts)
     return t.items
 
 
