@@ -537,14 +537,15 @@ def test_a_set_rl_budget_replaces_the_scenarios_refreshes():
 
 
 def test_owned_serving_that_fills_part_of_a_rack_is_warned():
-    # open-model-agent on GB200 serves on 20 GPUs (3 prefill x DEP4 + 1 decode x DEP8) of a 72-GPU
-    # rack: under tco the other 52 are not priced; bought for this alone, 72 / 20 = 3.60x
+    # open-model-agent on GB200 serves on 18 GPUs (3 prefill x DEP4 + 1 decode x DEP6) of a 72-GPU
+    # rack: under tco the other 54 are not priced; bought for this alone, 72 / 18 = 4.00x
     r = run_cli("compare", "gb200", "--scenario", "open-model-agent", "--pricing", "tco", "-f", "json")
     assert r.code == 0, r.stderr
     sv = r.json()["systems"][0]["serving"]
-    assert (sv["gpus_for_traffic"], sv["gpus_per_system"]) == (20, 72)
-    assert "serving deployment's 20 GPUs leave 52 of its last 72-GPU system unpriced" in r.stderr
-    assert "the systems cost 3.60x its serving cost" in r.stderr
+    assert (sv["gpus_for_traffic"], sv["gpus_per_system"]) == (18, 72)
+    assert sv["configuration"].startswith("3 prefill x DEP4 EPLB + 1 decode x DEP6 EPLB")
+    assert "serving deployment's 18 GPUs leave 54 of its last 72-GPU system unpriced" in r.stderr
+    assert "the systems cost 4.00x its serving cost" in r.stderr
     rented = run_cli("compare", "gb200", "--scenario", "open-model-agent", "-f", "json")
     assert "unpriced" not in rented.stderr  # a renter pays for the GPUs it rents
 

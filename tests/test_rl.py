@@ -1018,10 +1018,11 @@ def test_a_staleness_bound_set_outside_async_is_warned():
 
 
 def test_idle_generation_gpus_are_warned_with_their_reason():
-    # 28 of 64 colocated GPUs hold no 36-GPU replica: idle through the rollouts, said nowhere
+    # 28 of 64 colocated GPUs held no 36-GPU replica: idle through the rollouts, said nowhere. The
+    # rollouts now run on two 24-GPU replicas (the rack's divisors are searched): 16 idle
     args = ("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--mode", "colocated", "--gpus", "64")
     r = run_cli(*args, "-f", "json")
-    needle = "28 of the 64 RL generation GPUs hold no replica (1 of 36 GPUs fit) and are idle while the "
+    needle = "16 of the 64 RL generation GPUs hold no replica (2 of 24 GPUs fit) and are idle while the "
     needle += "rollouts run"
     assert r.code == 0 and needle in r.stderr, r.stderr
     # an async pool of 48 GPUs holding one 36-GPU replica: no second fits, and the staleness bound

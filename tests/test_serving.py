@@ -1001,18 +1001,22 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
     # request) serves 400 / 0.021527 = 18,581 tokens/s: 2 are needed; one DEP8 decode instance at
     # the batch that meets 100 outruns them (starved, it holds fewer sequences, faster still).
     # 2 x 4 + 8 = 16 GPUs serve 2 x 18,581 = 37,162 tokens/s: 2,322.6 per GPU, $8.50 / (2,322.6 x
-    # 3,600) x 1e6 = $1.017/M
+    # 3,600) x 1e6 = $1.017/M. Since the search also takes the rack's divisors (a cross-command
+    # review), one DEP6 decode instance does it on 2 x 4 + 6 = 14 GPUs: at the batch that meets 100
+    # it decodes fewer tokens/s than the two prefill instances feed (the decode-bound pool), still
+    # more than the traffic
     kw = dict(precision="fp8", input_tokens=3000, output_tokens=400, output_tokens_per_day=2.3e9)
     s = serve(catalog, "vera-rubin", "kimi-k2", tokens_per_user_s=100.0, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 100
-    assert (s.decode_instances, s.prefill_instances, s.prefill_instance_gpus, s.instance_gpus) == (1, 2, 4, 8)
+    assert (s.decode_instances, s.prefill_instances, s.prefill_instance_gpus, s.instance_gpus) == (1, 2, 4, 6)
     assert s.prefill_instance_s == pytest.approx(0.021527, rel=1e-4)
     served = 2 * 400 / s.prefill_instance_s
     assert served >= 2.3e9 / 86400 > served / 2
-    assert s.deployment_gpus == s.gpus_for_traffic == 16 and s.instances_for_traffic == 1
-    assert s.tokens_per_s_per_gpu == pytest.approx(served / 16, rel=1e-12)
-    assert s.tokens_per_s_per_gpu == pytest.approx(2322.6, abs=0.1)
-    assert s.usd_per_million_output_tokens == pytest.approx(1.0166, abs=1e-4)
+    assert s.deployment_gpus == s.gpus_for_traffic == 14 and s.instances_for_traffic == 1
+    decoded = s.tokens_per_s_per_gpu * 14  # the decode instance's rate: below what prefill feeds
+    assert 2.3e9 / 86400 <= decoded < served
+    assert decoded == pytest.approx(s.concurrency * s.tokens_per_s_per_user, rel=1e-9)
+    assert s.usd_per_million_output_tokens == pytest.approx(8.5 / (s.tokens_per_s_per_gpu * 3600) * 1e6)
     little(s)
     # the pinned deployment of the review (DEP8 EPLB, FP8 KV) sized for the traffic: the same 16
     # GPUs, not 20 (3 prefill instances for the pair with the most tokens/s per GPU)
@@ -1765,3 +1769,30 @@ def test_serving_under_tco_is_owned_around_the_clock_as_in_a_scenario(catalog):
     assert point.usd_per_million_output_tokens <= point.usd_per_million_output_tokens_at_traffic
     rental = serve(catalog, "h100", "llama-3.1-70b", **kw).serving
     assert rental.usd_per_million_output_tokens <= rental.usd_per_million_output_tokens_at_traffic
+
+
+@pytest.mark.fresh_grids  # evaluates the grid to see its prefill choices
+def test_every_prefill_instance_keeps_the_layout_rules(catalog, monkeypatch):
+    # the prefill pool's instance was chosen without the layout rules: once a 72-GPU rack's divisors
+    # joined the searched sizes, Kimi K2 (64 attention heads) on GB200 was served with TP3 prefill
+    # instances, a tensor parallelism its heads do not divide
+    from ipd_cli.engine.serving import grid
+
+    chosen = []
+    real = grid._prefill_choice
+
+    def spy(ph, lay, x, pins):
+        out = real(ph, lay, x, pins)
+        picked = out["index"][out["index"] >= 0]
+        chosen.append((ph.heads, ph.experts, lay["t"][picked], lay["e"][picked]))
+        return out
+
+    monkeypatch.setattr(grid, "_prefill_choice", spy)
+    s = estimate_serving(
+        catalog, "gb200-nvl72", "kimi-k2", input_tokens=3000, output_tokens=400, precision="fp4",
+        tokens_per_user_s=50, requests_per_s=34.7,
+    ).serving  # fmt: skip
+    assert chosen and all(len(t) for _, _, t, _ in chosen)
+    for heads, experts, t, e in chosen:
+        assert (heads % t == 0).all() and (e <= experts).all(), t
+    assert s.prefill_instances  # disaggregated: the pool the spy saw chosen

@@ -305,3 +305,29 @@ def test_near_max_treats_values_a_rounding_apart_as_equal():
     assert list(near_max(speed, ok)[:3]) == [speed[0], speed[0], 20.0]
     assert best_of(near_max(speed, ok), ok, per_gpu) == 1  # the tie goes to tokens/s per GPU
     assert best_of(speed, ok, per_gpu) == 0  # as the last bits decided before
+
+
+@pytest.mark.parametrize(
+    ("hw", "model", "precision", "shape", "rps", "target"),
+    [
+        ("vera-rubin", "moe-10t", "fp4", (3000, 400), 5479.5, 50.0),  # the frontier scenario's serving
+        ("gb200-nvl72", "deepseek-v3", "fp4", (1024, 1024), 1000.0, 50.0),
+        ("h100-sxm", "llama-3.1-70b", "fp8", (1024, 1024), 30.0, None),
+    ],
+)
+def test_a_layout_pin_never_serves_a_traffic_on_fewer_gpus_than_the_search(
+    catalog, hw, model, precision, shape, rps, target
+):
+    # a pin only narrows the space: a cross-command review found `--layout pp1` (which adds the
+    # rack's divisors) serving the frontier traffic on Vera Rubin on 8,568 GPUs against the
+    # search's 9,360 (24-GPU prefill instances, off the 1-2-4-...-64-72 ladder), GB200 26,748
+    # against 27,792, and the compare headline 8 % short
+    from ipd_cli.engine.serving.grid import memoized
+
+    kw = dict(precision=precision, tokens_per_user_s=target, requests_per_s=rps)
+    kw |= dict(input_tokens=shape[0], output_tokens=shape[1])
+    with memoized():
+        searched = estimate_serving(catalog, hw, model, **kw).serving
+        for layout in ("pp1", "dep" if "llama" not in model else "tp"):
+            pinned = estimate_serving(catalog, hw, model, layout=layout, **kw).serving
+            assert searched.gpus_for_traffic <= pinned.gpus_for_traffic, (layout, pinned.configuration)

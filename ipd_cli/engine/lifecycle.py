@@ -453,14 +453,18 @@ def _traffic_gpus_step(point: Serving, per_s: float) -> Step:
             "concurrency": point.concurrency,
             "tokens_per_s_per_user": point.tokens_per_s_per_user,
             "decode_instances": float(point.decode_instances),
+            "instance_gpus": point.instance_gpus,
             "prefill_instance_s": point.prefill_instance_s,
             "prefill_instances": float(point.prefill_instances),
+            "prefill_instance_gpus": point.prefill_instance_gpus or 0,
+            "stranded_gpus": point.stranded_gpus,
             "configuration": point.configuration,
         }
         how = (
-            "paid GPUs of decode_instances = ceil(traffic / (concurrency x tokens_per_s_per_user)) "
-            "decode and prefill_instances = ceil(traffic_requests_per_s x prefill_instance_s) prefill "
-            "instances: pools sized for the traffic, the fewest GPUs at the target"
+            "decode_instances x instance_gpus + prefill_instances x prefill_instance_gpus + "
+            "stranded_gpus, with decode_instances = ceil(traffic / (concurrency x "
+            "tokens_per_s_per_user)) and prefill_instances = ceil(traffic_requests_per_s x "
+            "prefill_instance_s): pools sized for the traffic, the fewest GPUs at the target"
         )
         return Step("serving.gpus_for_traffic", gpus, how, inputs)
     inputs |= {

@@ -576,7 +576,10 @@ class RlTrainerMemory(Result):
         "trainer.memory_bytes_per_gpu"
     )
     usable_hbm_bytes_per_gpu: float
-    min_train_gpus: int = Field(description="fewest trainer GPUs that hold the state")
+    min_train_gpus: int = Field(
+        description="fewest trainer GPUs on which a parallelism plan holds the state, its activations "
+        "included (at least the state over usable HBM; the plan's degrees and batch round it up)"
+    )
     location_during_rollouts: str = Field(description="HBM (disaggregated) or host memory (colocated)")
     host_bytes_per_gpu: float | None = None
     host_capacity_bytes_per_gpu: float | None = None

@@ -63,7 +63,11 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("usd_per_million_generated_tokens", "Cost per M generated tokens", "USD", LO),
         ("gpus", "GPUs (generation + training)", "GPUs", NA),
         ("gen_gpus", "  generation GPUs", "GPUs", NA),
-        ("trainer_memory.min_train_gpus", "  fewest training GPUs (memory)", "GPUs", NA),
+        ("train_gpus", "  training GPUs", "GPUs", NA),
+        # the smallest trainer a plan fits on (activations and the plan's degrees included), not the
+        # state over usable HBM: the row read "(memory)" beside pre-training's memory bound, 1,024
+        # against 629 Rubin GPUs for the same 160 TB (a cross-command review)
+        ("trainer_memory.min_train_gpus", "    fewest a trainer plan fits on", "GPUs", NA),
         ("cpu_cores_needed", "CPU cores needed", "cores", NA),
         ("cpu_cores_available", "  available", "cores", NA),
         ("run.usd_per_year", "RL cost per year", "USD", LO),
@@ -619,6 +623,8 @@ def _owned_system_lines(hw: str, s: dict) -> list[str]:
     if not need or not per or need % per == 0:
         return []
     rest = per - need % per
+    if (need + rest) / need < 1.005:  # under half a percent (it would read 1.00x): GB200's 26,748
+        return []  # GPUs leave 36 of their 372nd rack unpriced, 0.13 % of the systems
     return [
         f"{hw}: owned (tco), the serving deployment's {need:,} GPUs leave {rest:,} of its last "
         f"{per}-GPU system unpriced (they are taken to serve other work); bought for this service "

@@ -2,7 +2,8 @@
 
 Space, per system, model, weight precision and request shape:
 
-* instance GPUs ``g``: the catalog's sizes inside one scale-up domain, then whole domains
+* instance GPUs ``g``: the catalog's sizes inside one scale-up domain and the domain's divisors
+  (on a 72-GPU rack 3, 6, 9, 12, 18, 24 and 36 too, which tile it), then whole domains
   (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``); an instance that does not
   tile its domain pays for the GPUs it strands;
 * pipeline stages ``pp`` (inside a domain or across domains; each stage a size that tiles the
@@ -133,9 +134,13 @@ def _smooth(limit: int) -> list[int]:
 
 
 def instance_sizes(ph: Physics, extra: int | None = None) -> list[int]:
-    """The catalog's sizes inside one domain, the domain, whole domains on a geometric ladder, and a
-    size the caller pinned."""
-    inside = [g for g in ph.instance_sizes if g < ph.domain] + [ph.domain]
+    """The catalog's sizes inside one domain, the domain's divisors (they tile it: nothing stranded),
+    the domain, whole domains on a geometric ladder, and a size the caller pinned. Without the
+    divisors a 72-GPU rack was searched at 1-64 GPUs in powers of two and 72: the frontier
+    scenario's serving on Vera Rubin took 9,360 GPUs where `--layout dep` (which adds them) found
+    8,568 with 24-GPU prefill instances (a cross-command review)."""
+    divisors = {d for d in range(1, ph.domain) if ph.domain % d == 0}
+    inside = sorted({g for g in ph.instance_sizes if g < ph.domain} | divisors) + [ph.domain]
     sizes = inside + [k * ph.domain for k in _smooth(ph.max_domains) if k > 1]
     return sorted({*sizes, *([extra] if extra else [])})
 
@@ -316,6 +321,9 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     import numpy as np
 
     ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1) & (lay["k"] == 0)
+    # the layout rules hold for prefill instances too: Kimi K2's 64 heads were served by TP3 prefill
+    # instances once the rack's divisors joined the sizes (a TP the heads do not divide)
+    ok &= (ph.heads % lay["t"] == 0) & (lay["e"] <= ph.experts)
     want = parse_layout(pins.prefill_layout)
     if want.get("family"):
         ok &= lay["fam"] == FAMILIES[want["family"]]
