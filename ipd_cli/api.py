@@ -287,6 +287,7 @@ def _cited(items: list[Any], cat: Catalog) -> list[Any]:
         "source": CLI_SOURCE,
         "source_title": getattr(src, "title", None),
         "source_date": getattr(src, "date", None),
+        "source_url": getattr(src, "url", None),
     }
     return [a.model_copy(update=cite) if a.path in paths and a.source != CLI_SOURCE else a for a in items]
 

@@ -94,6 +94,15 @@ def test_xlsx_output(tmp_path):
     assert header[0] == "hardware" and "pretraining.cost_usd" in header
     assert ws.cell(row=2, column=1).value == "vera-rubin-nvl72"
     assert isinstance(ws.cell(row=2, column=header.index("pretraining.cost_usd") + 1).value, float)
+    # the sources sheet gives each cited source's URL, as the catalog does (a cross-command review:
+    # the url column was empty, the assumptions carrying only titles and dates)
+    from ipd_cli import load
+
+    cat = load()
+    rows = list(openpyxl.load_workbook(out)["sources"].iter_rows(values_only=True))
+    assert rows[0] == ("source", "title", "url", "date") and len(rows) > 10
+    assert [(sid, url) for sid, _, url, _ in rows[1:] if url != cat.sources[sid].url] == []
+    assert rows[1:] and sum(url is not None for _, _, url, _ in rows[1:]) > len(rows[1:]) / 2
     assert run_cli("compare", "vera-rubin", "--format", "xlsx").code == 2
 
 

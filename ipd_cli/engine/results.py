@@ -23,6 +23,7 @@ class Assumption(Result):
     source: str | None = None
     source_title: str | None = None
     source_date: str | None = None
+    source_url: str | None = None
     estimate: bool = False
     origin: str = Field(description="catalog file, workload file or 'command line'")
     note: str | None = None

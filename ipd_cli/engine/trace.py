@@ -54,9 +54,9 @@ class Trace:
             return
         self._seen.add(key)
         src = self.sources.get(source) if source else None
-        title, date = (src.title, src.date) if src else (None, None)
+        title, date, url = (src.title, src.date, src.url) if src else (None, None, None)
         # an input read by many estimates (calibrate, validate) is one immutable record
-        memo = (*key, type(value), unit, source, title, date, estimate)
+        memo = (*key, type(value), unit, source, title, date, url, estimate)
         a = _RECORDS.get(memo)
         if a is None:
             a = Assumption(
@@ -66,6 +66,7 @@ class Trace:
                 source=source,
                 source_title=title,
                 source_date=date,
+                source_url=url,
                 estimate=estimate,
                 origin=origin,
                 note=note,

@@ -91,6 +91,9 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("tokens_per_s_per_mw", "Output tokens/s per MW (incl. PUE)", "tok/s/MW", HI),
         ("instance_gpus", "Instance size", "GPUs", NA),
         ("deployment_gpus", "Deployment unit (prefill pool, stranded GPUs)", "GPUs", NA),
+        # Little's law from the table: tokens/s per GPU x these GPUs = this x tokens/s per user (a
+        # cross-command review could not check it: per instance, 1,525 x 50 / 72 is not 236)
+        ("deployment_concurrency", "  sequences in flight (Little's law)", "sequences", NA),
         ("gpus_for_traffic", "GPUs for the traffic", "GPUs", LO),
         ("concurrency", "Concurrency per instance", "sequences", NA),
     ],

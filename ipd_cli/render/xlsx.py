@@ -82,9 +82,9 @@ def _assumptions(data: dict) -> tuple[list[str], list[list[Any]], dict[str, dict
         for a in system.get("assumptions") or []:
             rows.append([system.get("hardware", ""), *(a.get(c) for c in ASSUMPTION_COLUMNS)])
             if a.get("source"):
-                sources.setdefault(
-                    a["source"], {"title": a.get("source_title"), "date": a.get("source_date")}
-                )
+                # the URL too (the sheet's url column was empty: a cross-command review)
+                cited = {k: a.get(f"source_{k}") for k in ("title", "url", "date")}
+                sources.setdefault(a["source"], cited)
     for sid, src in (data.get("sources") or {}).items():  # `hardware show` and friends
         sources.setdefault(sid, src)
     return ["hardware", *ASSUMPTION_COLUMNS], rows, sources
