@@ -543,6 +543,33 @@ def test_the_kept_row_bounds_change_no_choice(catalog, hardware, monkeypatch):
     assert searched(True) == searched(False)
 
 
+@pytest.mark.parametrize(("hardware", "mode"), [("mi355x", None), ("vera-rubin", "async")])
+def test_many_pools_at_once_make_each_pools_choice(catalog, hardware, mode):
+    # fastest_many() makes a split search's pools at once (Rollouts.ahead): each pool's
+    # configuration, concurrency and seconds and every group's floor are fastest()'s, to the bit,
+    # pools whose rows are shared or not, a sandbox load or not
+    from dataclasses import replace
+
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl import generation
+    from ipd_cli.engine.rl.estimate import setup
+    from ipd_cli.engine.rl.step import schedule
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    _, w, origin = resolve_workload(catalog, "rl-swe-agent", {})
+    w = resolve_request(w, "auto", mode=mode, gpus=2000)
+    s = setup(sv.serving_context(catalog, hardware, w.model), w, "rental", origin, "auto")
+    asynchronous = schedule(w.mode, w.staleness_bound) == "async"
+    load = generation.sandbox_load(s.nums, s.host, 2000)
+    sizes = list(range(int(s.rollouts.candidates.gpus.min()), 1900, 53))
+    one, many = (replace(s.rollouts, chosen={}, floors={}, bounds={}) for _ in range(2))
+    each = [generation.fastest(one, s.nums, g, asynchronous, None, load) for g in sizes]
+    at_once = generation.fastest_many(many, s.nums, sizes[:20], asynchronous, load)
+    at_once += generation.fastest_many(many, s.nums, sizes[20:], asynchronous, load)
+    assert repr(at_once) == repr(each)
+
+
 def test_decode_step_never_shortens_with_more_sequences(catalog):
     # The premise of fastest()'s bounds: at every rollout candidate a decode step is non-decreasing
     # in the batch (more KV, more activations, more experts touched, more host work per step);

@@ -399,6 +399,23 @@ def _outcome(
     return Outcome(r, gen, env, tr, sync, step(mode, gen, env, tr, sync))
 
 
+@dataclass(frozen=True)
+class _StepSeconds:
+    """A split search's balance: the step's seconds on ``gen`` + ``train`` GPUs (:func:`evaluate`);
+    :meth:`ahead` makes the soonest rollouts of many pools at once (:meth:`Rollouts.ahead`)."""
+
+    s: Setup
+
+    def __call__(self, gen: int, train: int) -> float:
+        return evaluate(self.s, gen, train, quiet=True).step.seconds
+
+    def ahead(self, total: int, gens: list[int]) -> None:
+        """Pools of ``gens`` GPUs beside trainers of the rest of ``total`` (as :func:`evaluate`)."""
+        s = self.s
+        asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
+        s.rollouts.ahead(s.nums, gens, asynchronous, sandbox_load(s.nums, s.host, total))
+
+
 def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, int | None]:
     """The GPUs of each role: colocated uses all for both; given sizes are checked; otherwise the
     fastest split among those whose trainer holds the training state. Third, the GPUs requested
@@ -416,9 +433,7 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
     else:
         total, searched = w.total_gpus(), True
 
-        def seconds(a: int, b: int) -> float:
-            return evaluate(s, a, b, quiet=True).step.seconds
-
+        seconds = _StepSeconds(s)
         pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
         # grown where the request cannot hold the trainer and one replica of the densest candidate
         # (the one the split search starts from), not the smallest: a trainer beside one small

@@ -144,6 +144,18 @@ class Rollouts:
         k, b, t = self.chosen[key]
         return replace(self, choice=k, concurrency=b, chosen=self.chosen, floors=self.floors), t
 
+    def ahead(self, nums: RlNumbers, sizes: list[int], asynchronous: bool, load: Load = NO_LOAD) -> None:
+        """Keep :meth:`in_group`'s answers (all groups) for pools of each of ``sizes`` GPUs, made
+        :data:`AHEAD_POOLS` pools at a time (:func:`fastest_many`); any it cannot make are made
+        pool by pool when asked."""
+        new = [g for g in dict.fromkeys(sizes) if (g, asynchronous, None, load) not in self.chosen]
+        for i in range(0, len(new), AHEAD_POOLS):
+            chunk = new[i : i + AHEAD_POOLS]
+            found = fastest_many(self, nums, chunk, asynchronous, load)
+            for g, (best, floors) in zip(chunk, found or [], strict=False):
+                self.chosen[(g, asynchronous, None, load)] = best
+                self.floors[(g, asynchronous, load)] = floors
+
     def member(self, group: int) -> Rollouts:
         """A configuration of ``group`` (``sync_groups``; all of one group take the same update)."""
         import numpy as np
@@ -422,6 +434,141 @@ def fastest(
     seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k, 0]), load)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
     return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
+
+
+AHEAD_POOLS = 64  # pools :func:`fastest_many` takes at once (its arrays grow with them)
+
+
+def _distinct(a: Any) -> tuple[Any, Any]:
+    """The distinct values of int array ``a``, sorted, and where each of ``a`` is among them."""
+    import numpy as np
+
+    order = np.argsort(a, kind="stable")
+    s = a[order]
+    first = np.ones(a.size, bool)
+    first[1:] = s[1:] != s[:-1]
+    inv = np.empty(a.size, np.intp)
+    inv[order] = np.cumsum(first) - 1
+    return s[first], inv
+
+
+def fastest_many(
+    r: Rollouts, nums: RlNumbers, sizes: list[int], asynchronous: bool, load: Load = NO_LOAD
+) -> list[tuple[tuple[int, int, float], dict[int, float]]] | None:
+    """:func:`fastest` among all groups on each of ``sizes`` generation GPUs, in one pass over the
+    pools (a split search knows its sizes up front; one call per pool was mostly numpy's fixed
+    cost per call): the same numbers, as each step is :func:`fastest`'s, element by element, on
+    the pools' rows side by side, and each reduction (a pool's least seconds at a cap, its groups'
+    floors, its bound, its pick) is taken over the pool's own rows. Rows are computed once per
+    (candidate, replica count) the pools share. The ladder runs to the rung the largest cap of
+    any pool needs: rungs past a pool's own are past each of its rows' caps, inf in its bounds,
+    and the run through a row's cap ends at its cap either way. None where :func:`fastest` keeps
+    no rows (:func:`_row_bounds`), or a pool holds no replica or has no run to evaluate: the caller
+    asks pool by pool."""
+    import numpy as np
+
+    c = r.candidates
+    ladder, table = c.table()
+    kept = _row_bounds(r, asynchronous, load, table.shape[1])
+    if kept is None or not sizes:
+        return None
+    groups = c.sync_groups()
+    pools = np.asarray(sizes, np.int64)
+    seg, ok = np.nonzero(c.gpus[None, :] <= pools[:, None])  # each pool's fitting candidates, in order
+    counts = np.bincount(seg, minlength=pools.size)
+    if not counts.all():
+        return None
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
+    replicas = active_replicas(pools[seg] // c.gpus[ok], in_flight, asynchronous)
+    per_replica = wanted_per_replica(in_flight, replicas, asynchronous)
+    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), per_replica))
+    if asynchronous or nums.generated > load[2]:
+        cap = np.maximum(1, np.minimum(cap, np.floor(load[2] / replicas)))
+    rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1
+    ladder = ladder[:rungs]
+    run_end = np.append(ladder[1:] - 1, cap.max())
+    below_tail = np.searchsorted(ladder, _tail(r, ladder), "right") - 1
+    tail_rung = np.searchsorted(ladder, _tail(r, ladder), "left")
+
+    # the rows the pools share, once: u, a row of each (candidate, replica count)
+    key = ok.astype(np.int64) * ROW_KEYS + replicas.astype(np.int64)
+    ukey, inv = _distinct(key)
+    u = np.empty(ukey.size, np.intp)
+    u[inv] = np.arange(key.size)  # a row of each key (their numbers are the same)
+    per = dict(replicas=replicas[u][:, None], prefill_s=c.prefill_s[ok[u]][:, None],
+               speculative=c.speculative[ok[u]][:, None])  # fmt: skip
+    top = cap[u][:, None]
+
+    def ends_of(sel):  # as fastest's, on distinct rows ``sel``
+        at, t = {k: v[sel] for k, v in per.items()}, top[sel]
+        cand, first_step = ok[u[sel]][:, None], table[ok[u[sel]], :1]
+        above_t = np.searchsorted(ladder, t, "left")
+        above_tail = np.searchsorted(ladder, _tail(r, t), "left")
+        at_top = dict(step_s=table[cand, above_t], tail_step_s=table[cand, above_tail], b=t)
+        least = dict(step_s=first_step, tail_step_s=first_step, b=t)
+        ends = (
+            _seconds(r, nums, asynchronous, at | at_top, load),
+            _seconds(r, nums, asynchronous, at | least, load),
+        )
+        return np.concatenate(ends, axis=1)
+
+    def bounds_of(sel):  # as fastest's, on distinct rows ``sel``
+        steps = table[ok[u[sel]], :rungs]
+        at_hi = dict(step_s=steps, tail_step_s=steps[:, below_tail], b=np.minimum(run_end, top[sel]))
+        lower = _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
+        return np.where(ladder <= top[sel], lower, np.inf)
+
+    def lower_of(rows):  # bounds of rows ``rows`` (of the pools'), each distinct row once, and where
+        d, back = _distinct(inv[rows])
+        return kept.runs.get(ukey[d], lambda new: bounds_of(d[new]))[:, :rungs], d, back
+
+    ends = kept.ends.get(ukey, ends_of)[inv]
+    at_cap, row_floor = ends[:, 0], ends[:, 1]
+    least_at_cap = np.minimum.reduceat(at_cap, starts)
+    wanted = ~(row_floor > least_at_cap[seg] * (1 + 1e-9)) | ~c.finite_steps()[ok]
+    gk = groups[ok]
+    by_floor = np.lexsort((np.arange(ok.size), row_floor, gk, seg))
+    new_group = np.ones(ok.size, bool)
+    new_group[1:] = (gk[by_floor][1:] != gk[by_floor][:-1]) | (seg[by_floor][1:] != seg[by_floor][:-1])
+    probe = by_floor[new_group]
+    floor = np.full((pools.size, int(groups.max()) + 1), np.inf)
+    rows_of, _, back = lower_of(probe)
+    np.minimum.at(floor, (seg[probe], gk[probe]), rows_of.min(axis=1)[back])
+    wanted |= ~(row_floor >= floor[seg, gk])
+    wanted[probe] = True
+    need = np.flatnonzero(wanted)
+    lower, d, back = lower_of(need)
+    lowest = lower.min(axis=1)[back]
+    np.minimum.at(floor, (seg[need], gk[need]), lowest)
+    near = np.argmin(lower, axis=1)[:, None]  # of the distinct rows
+    cand = ok[u[d]][:, None]
+    at_rung = dict(step_s=table[cand, near], tail_step_s=table[cand, tail_rung[near]], b=ladder[near])
+    upper = _seconds(r, nums, asynchronous, {k: v[d] for k, v in per.items()} | at_rung, load)[back, 0]
+    least_upper = np.minimum.reduceat(upper, np.searchsorted(need, starts))
+    bound = np.where(least_at_cap < least_upper, least_at_cap, least_upper)  # min(upper, at cap)
+    within = bound * (1 + 1e-9)
+    rows = np.flatnonzero(~(lowest > within[seg[need]]))
+    i, j = np.nonzero(
+        (ladder <= cap[need[rows]][:, None]) & (lower[back[rows]] <= within[seg[need[rows]]][:, None])
+    )
+    i = need[rows[i]]
+    lo = ladder[j]
+    count = (np.minimum(run_end[j], cap[i]) - lo + 1).astype(int)
+    first = np.repeat(np.cumsum(count) - count, count)
+    k = np.repeat(i, count)
+    b = np.repeat(lo, count) + (np.arange(count.sum()) - first)
+    seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k]), load)
+    order = np.lexsort((k, -b, c.gpus[ok[k]], seconds, seg[k]))
+    pick = order[np.concatenate(([True], seg[k[order]][1:] != seg[k[order]][:-1]))]
+    if pick.size != pools.size:
+        return None
+    at, grp = np.nonzero(np.isfinite(floor))
+    floors: list[dict[int, float]] = [{} for _ in sizes]
+    for p, g, t in zip(at.tolist(), grp.tolist(), floor[at, grp].tolist(), strict=True):
+        floors[p][g] = t
+    found = zip(ok[k[pick]].tolist(), b[pick].tolist(), seconds[pick].tolist(), strict=True)
+    return [((int(kk), int(bb), float(t)), f) for (kk, bb, t), f in zip(found, floors, strict=True)]
 
 
 def fewest_in_flight(r: Rollouts, nums: RlNumbers, gen_gpus: int, load: Load, limit_s: float) -> int:

@@ -115,11 +115,23 @@ def grown_split(
     return gen, train
 
 
-def _zoom(lo: int, hi: int, units: Sequence[int], step_s: Callable[[int], float]) -> int:
+def _none_ahead(sizes: list[int]) -> None:
+    return None
+
+
+def _zoom(
+    lo: int,
+    hi: int,
+    units: Sequence[int],
+    step_s: Callable[[int], float],
+    ahead: Callable[[list[int]], None] = _none_ahead,
+) -> int:
     """Coarse to fine: ZOOM_POINTS sizes stepping geometrically over [lo, hi], then again between
-    the best one's neighbours, until every size left between them can be tried; the best size."""
+    the best one's neighbours, until every size left between them can be tried; the best size
+    (``ahead``: told each level's sizes before they are tried)."""
     sizes, every = _split_candidates(lo, hi, units, ZOOM_POINTS)
     while True:
+        ahead(sizes)
         best = min(sizes, key=lambda g: (step_s(g), g))
         if every:
             return best
@@ -131,12 +143,21 @@ def _zoom(lo: int, hi: int, units: Sequence[int], step_s: Callable[[int], float]
         sizes, every = _split_candidates(lo, hi, units, points)
 
 
-def _descend(best: int, lo: int, hi: int, units: Sequence[int], step_s: Callable[[int], float]) -> int:
+def _descend(
+    best: int,
+    lo: int,
+    hi: int,
+    units: Sequence[int],
+    step_s: Callable[[int], float],
+    ahead: Callable[[list[int]], None] = _none_ahead,
+) -> int:
     """Down the sawtooth from ``best``: to the next or previous whole size of any unit in [lo, hi]
     while one is shorter (the teeth a coarse level stepped over, near the best)."""
     while True:
         near = {(best // u + 1) * u for u in units} | {(-(-best // u) - 1) * u for u in units}
-        moved = min([best, *(g for g in near if lo <= g <= hi)], key=lambda g: (step_s(g), g))
+        sizes = [best, *(g for g in near if lo <= g <= hi)]
+        ahead(sizes)
+        moved = min(sizes, key=lambda g: (step_s(g), g))
         if moved == best:
             return best
         best = moved
@@ -159,7 +180,10 @@ def split_gpus(
     shortest at 2,304 generation GPUs, far from its 1,152), then down the sawtooth from the best
     (:func:`_descend`). Not exhaustive there: the step is a sawtooth over the size (it drops where
     a pool holds one more replica of some candidate, then rises as the trainer shrinks), and a
-    tooth the levels step over can be missed (GB200 5,000 GPUs: 189.52 s where 188.10 s exists)."""
+    tooth the levels step over can be missed (GB200 5,000 GPUs: 189.52 s where 188.10 s exists).
+
+    Where ``balance`` has an ``ahead(total, gens)`` method, it is told the generation sizes about
+    to be tried (all of them, or a level's), before they are: it may make them at once."""
     train = max(1, min_train)
     lo, hi = min(pools), total - train
     units = [*pools, grain] if grain else list(pools)
@@ -170,16 +194,24 @@ def split_gpus(
             seen[g] = balance(g, total - g)
         return seen[g]
 
+    told = getattr(balance, "ahead", None)
+
+    def ahead(sizes: list[int]) -> None:
+        if told is not None:
+            told(total, [g for g in sizes if g not in seen])
+
     sizes, every = _split_candidates(lo, hi, units) if hi >= lo else ([], True)
     if every:
+        ahead(sizes)
         for g in sizes:
             step_s(g)
     else:  # zoom in around each of the coarse level's ZOOM_STARTS best sizes, then descend once
         coarse = _split_candidates(lo, hi, units, ZOOM_POINTS)[0]
+        ahead(coarse)
         for g in sorted(coarse, key=lambda g: (step_s(g), g))[:ZOOM_STARTS]:
             i = coarse.index(g)
-            _zoom(coarse[max(0, i - 1)], coarse[min(len(coarse) - 1, i + 1)], units, step_s)
-        _descend(min(seen, key=lambda g: (seen[g], g)), lo, hi, units, step_s)
+            _zoom(coarse[max(0, i - 1)], coarse[min(len(coarse) - 1, i + 1)], units, step_s, ahead)
+        _descend(min(seen, key=lambda g: (seen[g], g)), lo, hi, units, step_s, ahead)
     if not seen:
         need = fewest_split_gpus(min(pools), min_train)
         raise InfeasibleError(
