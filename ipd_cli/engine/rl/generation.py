@@ -168,8 +168,10 @@ class Rollouts:
     ) -> list[tuple[int, float]]:
         """The other groups of configurations that fit (``sync_groups``: each takes another weight
         update than :meth:`on`'s), each with a floor under its seconds, lowest first."""
-        best = self.on(nums, gen_gpus, asynchronous, load).choice
-        own = int(self.candidates.sync_groups()[best])
+        key = (gen_gpus, asynchronous, None, load)
+        if key not in self.chosen:
+            self.in_group(nums, gen_gpus, asynchronous, None, load)
+        own = int(self.candidates.sync_groups()[self.chosen[key][0]])  # :meth:`on`'s configuration's
         floors = self.floors[(gen_gpus, asynchronous, load)]
         return sorted(((g, t) for g, t in floors.items() if g != own), key=lambda gt: (gt[1], gt[0]))
 
@@ -528,9 +530,13 @@ def fastest_many(
     least_at_cap = np.minimum.reduceat(at_cap, starts)
     wanted = ~(row_floor > least_at_cap[seg] * (1 + 1e-9)) | ~c.finite_steps()[ok]
     gk = groups[ok]
-    by_floor = np.lexsort((np.arange(ok.size), row_floor, gk, seg))
+    # fastest's order by group, row floor and row, within each pool: two stable sorts, not lexsort's
+    # four (the pool and group as one key)
+    pool_group = seg * (int(groups.max()) + 1) + gk
+    by_floor = np.argsort(row_floor, kind="stable")
+    by_floor = by_floor[np.argsort(pool_group[by_floor], kind="stable")]
     new_group = np.ones(ok.size, bool)
-    new_group[1:] = (gk[by_floor][1:] != gk[by_floor][:-1]) | (seg[by_floor][1:] != seg[by_floor][:-1])
+    new_group[1:] = pool_group[by_floor][1:] != pool_group[by_floor][:-1]
     probe = by_floor[new_group]
     floor = np.full((pools.size, int(groups.max()) + 1), np.inf)
     rows_of, _, back = lower_of(probe)
