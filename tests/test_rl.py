@@ -547,7 +547,7 @@ def test_the_kept_row_bounds_change_no_choice(catalog, hardware, monkeypatch):
 def test_many_pools_at_once_make_each_pools_choice(catalog, hardware, mode):
     # fastest_many() makes a split search's pools at once (Rollouts.ahead): each pool's
     # configuration, concurrency and seconds and every group's floor are fastest()'s, to the bit,
-    # pools whose rows are shared or not, a sandbox load or not
+    # pools whose rows are shared or not, a sandbox load or not, among all groups or one
     from dataclasses import replace
 
     from ipd_cli.catalog.workloads import resolve_workload
@@ -567,6 +567,13 @@ def test_many_pools_at_once_make_each_pools_choice(catalog, hardware, mode):
     each = [generation.fastest(one, s.nums, g, asynchronous, None, load) for g in sizes]
     at_once = generation.fastest_many(many, s.nums, sizes[:20], asynchronous, load)
     at_once += generation.fastest_many(many, s.nums, sizes[20:], asynchronous, load)
+    assert repr(at_once) == repr(each)
+    # and among one group on each pool (Rollouts.ahead: each pool's next group), with no floors
+    among = [max(floors) for _, floors in each]
+    each = [
+        generation.fastest(one, s.nums, g, asynchronous, a, load) for g, a in zip(sizes, among, strict=True)
+    ]
+    at_once = generation.fastest_many(many, s.nums, sizes, asynchronous, load, among)
     assert repr(at_once) == repr(each)
 
 

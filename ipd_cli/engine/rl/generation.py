@@ -103,6 +103,9 @@ class Rollouts:
         default_factory=dict, compare=False, repr=False
     )
     bounds: dict[tuple[bool, Load], RowBounds | None] = field(default_factory=dict, compare=False, repr=False)
+    guessed: dict[tuple[int, bool, int | None, Load], tuple[int, int, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )  # :meth:`ahead`'s answers for a pool's alternative, until asked (then ``chosen``'s)
 
     @property
     def inst(self) -> sv.Deployment:
@@ -135,6 +138,8 @@ class Rollouts:
         import numpy as np
 
         key = (gen_gpus, asynchronous, group, load)
+        if key in self.guessed:
+            self.chosen[key] = self.guessed.pop(key)
         if key not in self.chosen:
             found, floors = fastest(self, nums, gen_gpus, asynchronous, group, load)
             # none fits: generation() names the smallest replica
@@ -145,16 +150,30 @@ class Rollouts:
         return replace(self, choice=k, concurrency=b, chosen=self.chosen, floors=self.floors), t
 
     def ahead(self, nums: RlNumbers, sizes: list[int], asynchronous: bool, load: Load = NO_LOAD) -> None:
-        """Keep :meth:`in_group`'s answers (all groups) for pools of each of ``sizes`` GPUs, made
-        :data:`AHEAD_POOLS` pools at a time (:func:`fastest_many`); any it cannot make are made
-        pool by pool when asked."""
+        """Keep :meth:`in_group`'s answers for pools of each of ``sizes`` GPUs, among all groups
+        and among each pool's first alternative (:meth:`alternatives`), made :data:`AHEAD_POOLS`
+        pools at a time (:func:`fastest_many`); any it cannot make are made pool by pool when
+        asked. The alternative is a guess, kept apart (``guessed``) until asked: a step may rule it
+        out by its floor and never ask (most asks are for it: 86 of 97 in a Vera Rubin search, 55
+        of 70 on GB200; its 232 pools at once cost less than those asks one by one)."""
         new = [g for g in dict.fromkeys(sizes) if (g, asynchronous, None, load) not in self.chosen]
         for i in range(0, len(new), AHEAD_POOLS):
             chunk = new[i : i + AHEAD_POOLS]
             found = fastest_many(self, nums, chunk, asynchronous, load)
-            for g, (best, floors) in zip(chunk, found or [], strict=False):
+            if found is None:
+                continue
+            for g, (best, floors) in zip(chunk, found, strict=True):
                 self.chosen[(g, asynchronous, None, load)] = best
                 self.floors[(g, asynchronous, load)] = floors
+            # each pool's first other group, the one a step tries first (estimate.evaluate)
+            other = [(g, alt[0][0]) for g in chunk if (alt := self.alternatives(nums, g, asynchronous, load))]
+            other = [(g, a) for g, a in other if (g, asynchronous, a, load) not in self.chosen]
+            if other:
+                pools, among = [g for g, _ in other], [a for _, a in other]
+                for (g, a), (best, _) in zip(
+                    other, fastest_many(self, nums, pools, asynchronous, load, among) or [], strict=False
+                ):
+                    self.guessed[(g, asynchronous, a, load)] = best
 
     def member(self, group: int) -> Rollouts:
         """A configuration of ``group`` (``sync_groups``; all of one group take the same update)."""
@@ -455,9 +474,15 @@ def _distinct(a: Any) -> tuple[Any, Any]:
 
 
 def fastest_many(
-    r: Rollouts, nums: RlNumbers, sizes: list[int], asynchronous: bool, load: Load = NO_LOAD
+    r: Rollouts,
+    nums: RlNumbers,
+    sizes: list[int],
+    asynchronous: bool,
+    load: Load = NO_LOAD,
+    among: list[int] | None = None,
 ) -> list[tuple[tuple[int, int, float], dict[int, float]]] | None:
-    """:func:`fastest` among all groups on each of ``sizes`` generation GPUs, in one pass over the
+    """:func:`fastest` among all groups (or among group ``among[i]`` of ``sync_groups`` on the
+    i-th pool, with no floors) on each of ``sizes`` generation GPUs, in one pass over the
     pools (a split search knows its sizes up front; one call per pool was mostly numpy's fixed
     cost per call): the same numbers, as each step is :func:`fastest`'s, element by element, on
     the pools' rows side by side, and each reduction (a pool's least seconds at a cap, its groups'
@@ -476,7 +501,10 @@ def fastest_many(
         return None
     groups = c.sync_groups()
     pools = np.asarray(sizes, np.int64)
-    seg, ok = np.nonzero(c.gpus[None, :] <= pools[:, None])  # each pool's fitting candidates, in order
+    fits = c.gpus[None, :] <= pools[:, None]
+    if among is not None:
+        fits &= groups[None, :] == np.asarray(among)[:, None]
+    seg, ok = np.nonzero(fits)  # each pool's fitting candidates, in order
     counts = np.bincount(seg, minlength=pools.size)
     if not counts.all():
         return None
@@ -530,23 +558,27 @@ def fastest_many(
     least_at_cap = np.minimum.reduceat(at_cap, starts)
     wanted = ~(row_floor > least_at_cap[seg] * (1 + 1e-9)) | ~c.finite_steps()[ok]
     gk = groups[ok]
-    # fastest's order by group, row floor and row, within each pool: two stable sorts, not lexsort's
-    # four (the pool and group as one key)
-    pool_group = seg * (int(groups.max()) + 1) + gk
-    by_floor = np.argsort(row_floor, kind="stable")
-    by_floor = by_floor[np.argsort(pool_group[by_floor], kind="stable")]
-    new_group = np.ones(ok.size, bool)
-    new_group[1:] = pool_group[by_floor][1:] != pool_group[by_floor][:-1]
-    probe = by_floor[new_group]
     floor = np.full((pools.size, int(groups.max()) + 1), np.inf)
-    rows_of, _, back = lower_of(probe)
-    np.minimum.at(floor, (seg[probe], gk[probe]), rows_of.min(axis=1)[back])
-    wanted |= ~(row_floor >= floor[seg, gk])
-    wanted[probe] = True
+    if among is None:  # each group's floor, as fastest's
+        # fastest's order by group, row floor and row, within each pool: two stable sorts, not
+        # lexsort's four (the pool and group as one key)
+        pool_group = seg * floor.shape[1] + gk
+        by_floor = np.argsort(row_floor, kind="stable")
+        by_floor = by_floor[np.argsort(pool_group[by_floor], kind="stable")]
+        new_group = np.ones(ok.size, bool)
+        new_group[1:] = pool_group[by_floor][1:] != pool_group[by_floor][:-1]
+        probe = by_floor[new_group]
+        rows_of, _, back = lower_of(probe)
+        np.minimum.at(floor, (seg[probe], gk[probe]), rows_of.min(axis=1)[back])
+        wanted |= ~(row_floor >= floor[seg, gk])
+        wanted[probe] = True
     need = np.flatnonzero(wanted)
+    if not np.bincount(seg[need], minlength=pools.size).all():
+        return None
     lower, d, back = lower_of(need)
     lowest = lower.min(axis=1)[back]
-    np.minimum.at(floor, (seg[need], gk[need]), lowest)
+    if among is None:
+        np.minimum.at(floor, (seg[need], gk[need]), lowest)
     near = np.argmin(lower, axis=1)[:, None]  # of the distinct rows
     cand = ok[u[d]][:, None]
     at_rung = dict(step_s=table[cand, near], tail_step_s=table[cand, tail_rung[near]], b=ladder[near])
