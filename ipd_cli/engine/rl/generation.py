@@ -446,15 +446,22 @@ def fastest(
     within = bound * (1 + 1e-9)
     rows = np.flatnonzero(~(lowest > within))
     i, j = np.nonzero((ladder <= top[need[rows]]) & (lower[rows] <= within))
-    i = need[rows[i]]
-    lo = ladder[j]
-    count = (np.minimum(run_end[j], cap[i]) - lo + 1).astype(int)
-    first = np.repeat(np.cumsum(count) - count, count)
-    k = np.repeat(i, count)
-    b = np.repeat(lo, count) + (np.arange(count.sum()) - first)
+    k, b = _every_concurrency(need[rows[i]], j, ladder, run_end, cap)
     seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k, 0]), load)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
     return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
+
+
+def _every_concurrency(i: Any, j: Any, ladder: Any, run_end: Any, cap: Any) -> tuple[Any, Any]:
+    """Rows ``i`` repeated once for each concurrency of the run that starts at rung ``j`` (to the
+    next rung's less one, or the row's cap), and those concurrencies: the exact evaluations of
+    :func:`fastest` and :func:`fastest_many`."""
+    import numpy as np
+
+    lo = ladder[j]
+    count = (np.minimum(run_end[j], cap[i]) - lo + 1).astype(int)
+    first = np.repeat(np.cumsum(count) - count, count)
+    return np.repeat(i, count), np.repeat(lo, count) + (np.arange(count.sum()) - first)
 
 
 AHEAD_POOLS = 64  # pools :func:`fastest_many` takes at once (its arrays grow with them)
@@ -590,12 +597,7 @@ def fastest_many(
     i, j = np.nonzero(
         (ladder <= cap[need[rows]][:, None]) & (lower[back[rows]] <= within[seg[need[rows]]][:, None])
     )
-    i = need[rows[i]]
-    lo = ladder[j]
-    count = (np.minimum(run_end[j], cap[i]) - lo + 1).astype(int)
-    first = np.repeat(np.cumsum(count) - count, count)
-    k = np.repeat(i, count)
-    b = np.repeat(lo, count) + (np.arange(count.sum()) - first)
+    k, b = _every_concurrency(need[rows[i]], j, ladder, run_end, cap)
     seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k]), load)
     order = np.lexsort((k, -b, c.gpus[ok[k]], seconds, seg[k]))
     pick = order[np.concatenate(([True], seg[k[order]][1:] != seg[k[order]][:-1]))]
