@@ -832,3 +832,24 @@ def test_a_scenario_number_its_file_leaves_out_is_listed_as_ipds_default(catalog
         ), key
     given = listed["workload.serving.requests_per_task"]
     assert (given.value, given.origin, given.estimate) == (30, "mine.yaml", False)
+
+
+def test_a_catalog_scenario_that_leaves_a_number_out_lists_the_default_too(tmp_path):
+    # a review of the change above: a scenario named from a --catalog directory was rebuilt from its
+    # whole dump (every default then counted as given), so its left-out horizon and attempts read as
+    # the file's own; a --set on the scenario (or on its RL stage) did the same
+    import yaml
+
+    from ipd_cli import load
+
+    body = load().workloads["open-model-agent"].model_dump(mode="json", exclude_none=True, exclude_unset=True)
+    del body["horizon_years"], body["task_success"]["max_attempts"]
+    write(tmp_path / "workloads" / "mine.yaml", yaml.safe_dump(body))
+    args = ("compare", "gb200", "--catalog", str(tmp_path), "--scenario", "mine", "-f", "json")
+    for extra in ((), ("--set", "workload.serving.tasks_per_day=2e5")):
+        r = run_cli(*args, *extra)
+        assert r.code == 0, r.stderr
+        listed = {a["path"]: a for a in r.json()["systems"][0]["assumptions"] if a["path"]}
+        for path in ("workload.horizon_years", "workload.task_success.max_attempts"):
+            assert (listed[path]["origin"], listed[path]["estimate"]) == (lc.DEFAULTED, True), (path, extra)
+        assert listed["workload.serving.requests_per_task"]["origin"].startswith(str(tmp_path))

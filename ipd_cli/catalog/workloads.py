@@ -64,7 +64,8 @@ def resolve_workload(
     if ref in cat.workloads:
         name, body, origin = (
             ref,
-            cat.workloads[ref].model_dump(exclude_none=True),
+            # the fields its file set (a default left out stays a default: scenario_assumptions)
+            cat.workloads[ref].model_dump(exclude_none=True, exclude_unset=True),
             cat.origin("workloads", ref),
         )
         extra_sources: dict = {}
@@ -224,7 +225,7 @@ def with_nested_workloads(cat: Catalog, scenario: Workload) -> Catalog:
         ref = getattr(scenario, stage).workload if getattr(scenario, stage) is not None else None
         if ref is None:
             raise InputError(f"`sets` {sets[0].text}: this scenario runs no {stage} workload")
-        entry = cat.workloads[ref].model_dump(exclude_none=True)
+        entry = cat.workloads[ref].model_dump(exclude_none=True, exclude_unset=True)
         overrides.apply_workload(entry, sets, f"{overrides.WORKLOAD}.{stage}")
         origin = f"{cat.origin('workloads', ref)} + --set"
         workloads[ref] = validate_workload(entry, f"{origin}: workload.{stage}")
