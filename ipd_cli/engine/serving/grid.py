@@ -313,6 +313,16 @@ class Grid:
         return evaluate(self.ph, self.pins, self.target, whole=True) if self.pruned else self
 
 
+def _tp_divides_heads(ph: Physics, lay: dict) -> Any:
+    """Layout rule: each layout's tensor parallelism divides the attention heads."""
+    return ph.heads % lay["t"] == 0
+
+
+def _ep_within_experts(ph: Physics, lay: dict) -> Any:
+    """Layout rule: no more expert ranks than experts."""
+    return lay["e"] <= ph.experts
+
+
 def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     """Per KV precision and EPLB, the prefill instance with the most requests/s per paid GPU (of
     the pinned prefill layout, if any). A deployment balances its experts in both pools or in
@@ -323,7 +333,7 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1) & (lay["k"] == 0)
     # the layout rules hold for prefill instances too: Kimi K2's 64 heads were served by TP3 prefill
     # instances once the rack's divisors joined the sizes (a TP the heads do not divide)
-    ok &= (ph.heads % lay["t"] == 0) & (lay["e"] <= ph.experts)
+    ok &= _tp_divides_heads(ph, lay) & _ep_within_experts(ph, lay)
     want = parse_layout(pins.prefill_layout)
     if want.get("family"):
         ok &= lay["fam"] == FAMILIES[want["family"]]
@@ -353,9 +363,9 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
     # layers was refused by the heads, which its 24-GPU stages break)
     space.require(f"more pipeline stages than the {ph.layers} layers", (lay["pp"] <= ph.layers)[li])
     space.require(
-        f"tensor parallelism must divide the {ph.heads} attention heads", (ph.heads % lay["t"])[li] == 0
+        f"tensor parallelism must divide the {ph.heads} attention heads", _tp_divides_heads(ph, lay)[li]
     )
-    space.require(f"expert parallelism above the {ph.experts} experts", (lay["e"] <= ph.experts)[li])
+    space.require(f"expert parallelism above the {ph.experts} experts", _ep_within_experts(ph, lay)[li])
     space.require("the weights do not fit in HBM", (x["free_gpu"] > 0)[li])
     space.require("the KV cache cannot hold one full request", (x["rank_max"] >= 1)[li])
     limit = (x["rank_max"] * x["d"])[li]
