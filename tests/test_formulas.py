@@ -126,3 +126,15 @@ def test_gpus_for_traffic_in_whole_copies_by_hand():
 
     got = f.gpus_for_traffic(10240.0, np.array([5307.0, 4342.0, 300.0]), np.array([34.0, 8.0, 2.0]))
     assert got.tolist() == [34.0, 8.0, 36.0]  # the last: ceil(10,240 / 600) = 18 copies of 2 GPUs
+
+
+def test_expert_parallelism_holds_whole_experts():
+    # a review: DEP72 on DeepSeek's 256 routed experts held 256 / 72 = 3.56 experts a GPU; the
+    # fullest GPU holds 4 (72 x 4 = 288 >= 256 > 72 x 3). With EPLB's one redundant slot a GPU,
+    # every GPU holds ceil(3.56 + 1) = 5 slots; TensorRT-LLM's EP32 reference: 8 + 1 = 9 (288 slots)
+    assert f.experts_held_per_gpu(256, 72) == 4
+    assert f.experts_held_per_gpu(256, 72, 1.0) == 5
+    assert f.experts_held_per_gpu(256, 32, 1.0) == 9
+    assert f.experts_held_per_gpu(256, 48) == 6  # InferenceX's SGLang DEP48: 288 slots, 6 a GPU
+    assert f.experts_held_per_gpu(384, 36) == 11  # Kimi K2 over half a rack: 10.67 -> 11
+    assert f.experts_held_per_gpu(256, 8) == 32  # a divisor: exactly experts / ep

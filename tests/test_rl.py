@@ -401,17 +401,18 @@ def test_a_grown_split_is_the_pool_with_the_least_cost_per_step():
 
 
 def test_a_grown_rl_run_says_what_it_runs_on():
-    # the warning's parts add up to the GPUs it names: 2,048 training + 1,008 generating = 3,056
+    # the warning's parts add up to the GPUs it names: 2,048 training + 972 generating = 3,020
     # (it said "2,336 GPUs ... training state (2,048) and one generation instance (144)", the run
-    # 2 x 144; 3,200 with 16 replicas until stages that do not divide the rack were offered)
+    # 2 x 144; 3,200 with 16 replicas until stages that do not divide the rack were offered; 3,056
+    # with 14 x 72 until expert parallelism placed whole experts)
     r = run_cli(
         "rl", "--hardware", "blackwell", "--workload", "rl-swe-agent-10t",
         "--set", "accelerators.gb200.hbm_gib=155", "-f", "json",
     )  # fmt: skip
     assert r.code == 0, r.stderr
     assert (
-        "gb200-nvl72: RL post-training runs on 3,056 GPUs, not the workload's 2,048: 2,048 training "
-        "(the fewest that hold the training state) + 1,008 generating (14 x 72-GPU replicas: of the "
+        "gb200-nvl72: RL post-training runs on 3,020 GPUs, not the workload's 2,048: 2,048 training "
+        "(the fewest that hold the training state) + 972 generating (6 x 162-GPU replicas: of the "
         "pools of whole rollout replicas up to the trainer's size, the one with the least cost per step)"
     ) in " ".join(r.stderr.split())
 

@@ -152,6 +152,14 @@ def routed_expert_params(total_params, active_params, expert_fraction):
     return (total_params - active_params) / (1.0 - expert_fraction)
 
 
+def experts_held_per_gpu(experts, ep, redundant_per_gpu=0.0):
+    """Routed experts (weight slots) the fullest GPU of an expert-parallel group of ``ep`` holds:
+    whole experts, so ceil(experts / ep) where ep does not divide them (DEP72 on 256 experts: 4
+    on the fullest GPU, not 3.56); with redundant slots (EPLB) every GPU holds the same whole
+    number of slots, at least ``experts / ep + redundant_per_gpu`` (the replicas fill the rest)."""
+    return ceil(experts / ep + redundant_per_gpu - 1e-9)
+
+
 def experts_touched_share(batch, expert_fraction):
     """Expected share of routed experts that at least one of ``batch`` tokens picks (top-k of E each)."""
     return 1.0 - (1.0 - expert_fraction) ** batch

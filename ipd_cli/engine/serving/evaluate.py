@@ -57,10 +57,10 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
     d, kv, eplb, k = s // t, lay["kv"], lay["eplb"], lay["k"]
     kv_tok = np.asarray(ph.kv_per_token)[kv]
     copies = f.kv_copies(t, ph.kv_heads)
-    slots = 1.0 + eplb * ph.eplb_slots * e / ph.experts
+    held, own = _expert_shares(ph, s, e, eplb)
     drafting = k > 0
-    draft = drafting * (ph.draft_dense_bytes / t + ph.draft_expert_bytes / s * slots)
-    weights = ph.dense_bytes / (pp * t) + ph.expert_bytes / (pp * s) * slots + draft
+    draft = drafting * (ph.draft_dense_bytes / t + ph.draft_expert_bytes * held)
+    weights = ph.dense_bytes / (pp * t) + ph.expert_bytes / pp * held + draft
     free = ph.hbm_bytes - weights
     # the last stage also holds the draft's layer(s) and their KV cache
     layer_share = 1.0 / pp + drafting * ph.draft_layers / ph.kv_layers
@@ -74,6 +74,7 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         prefill_attn_rate=np.asarray(ph.prefill_attn_rate)[kv],
         # a step cannot accept more tokens than the request outputs (1-token outputs took 1.68)
         accepted=np.minimum(np.asarray(ph.spec_tokens)[k], float(ph.osl)),
+        experts_own=own,
         weights_gpu=weights,
         free_gpu=free,
         rank_max=rank_max,
@@ -93,15 +94,45 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
     return out
 
 
+def _expert_shares(ph: Physics, s, e, eplb):
+    """Shares of the routed experts' weights on the fullest GPU of each layout: the slots it holds
+    (memory: whole experts, EPLB's redundant slots included) and its own experts (the weights a
+    step streams; a replica shares its expert's tokens). Tensor-parallel experts (e = 1) are
+    sharded over the stage's s GPUs; expert parallelism (e = s) places whole experts, so where e
+    does not divide them the fullest GPU holds ceil(experts / e) (a review: DEP72 on DeepSeek's
+    256 held 3.56 a GPU, the fullest holds 4)."""
+    import numpy as np
+
+    if not ph.moe:
+        return 1.0 / s, 1.0 / s
+    ep = np.maximum(e, 1)
+    held = f.experts_held_per_gpu(ph.experts, ep, eplb * ph.eplb_slots) / ph.experts
+    own = f.experts_held_per_gpu(ph.experts, ep) / ph.experts
+    return np.where(e > 1, held, 1.0 / s), np.where(e > 1, own, 1.0 / s)
+
+
 def _expert_imbalance(ph: Physics, e, eplb):
+    """Busiest GPU's expert load over the mean: the routing's statistical imbalance, scaled from
+    the reference to n GPUs of m experts each (:func:`formulas.max_over_mean`). Without EPLB,
+    where e does not divide the experts, some GPUs hold one more expert than the others and draw
+    that much more of the mean load (DEP48 on 256: 16 GPUs of 6 at 6 / 5.33, 32 of 5 at 5 / 5.33);
+    EPLB's balancer places its replicas to even the placement out."""
     import numpy as np
 
     if not ph.moe:
         return np.ones(len(e))
-    ref = np.where(eplb == 1, ph.expert_imbalance_eplb, ph.expert_imbalance)
-    per_gpu = ph.experts / np.maximum(e, 1)
-    imb = f.max_over_mean(ref, e, per_gpu, ph.expert_reference_ep, ph.expert_reference_per_gpu)
-    return np.where(e > 1, imb, 1.0)
+    ep = np.maximum(e, 1)
+    mean = ph.experts / ep
+    refs = (ph.expert_reference_ep, ph.expert_reference_per_gpu)
+    balanced = f.max_over_mean(ph.expert_imbalance_eplb, e, mean, *refs)
+    # without EPLB, experts - e x floor(experts / e) GPUs hold one expert more than the others:
+    # the busiest is the busiest of either group, each at its share of the mean load
+    fewer = np.floor(ph.experts / ep)
+    more = ph.experts - ep * fewer  # GPUs holding fewer + 1 (none where e divides the experts)
+    fuller = (fewer + 1) / mean * f.max_over_mean(ph.expert_imbalance, more, fewer + 1, *refs)
+    rest = fewer / mean * f.max_over_mean(ph.expert_imbalance, ep - more, np.maximum(fewer, 1), *refs)
+    uneven = np.where(more > 0, np.maximum(fuller, rest), rest)
+    return np.where(e > 1, np.where(eplb == 1, balanced, uneven), 1.0)
 
 
 def _dp_imbalance(ph: Physics, d):
@@ -232,7 +263,7 @@ def _target_work(
         dense_flops=tokens * ph.dense_flops_per_token / (pp * t),
         kv_bytes=seqs * kv_seq / pp,
         attn_flops=tokens * ph.attn_flops_per_token / (pp * t),
-        expert_bytes=ph.expert_bytes / (pp * s) * touched,
+        expert_bytes=ph.expert_bytes / pp * x["experts_own"] * touched,
         expert_flops=m * width * ph.expert_flops_per_token / (pp * s) * x["imb_ep"],
     )
 
@@ -241,12 +272,13 @@ def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq
     """One draft token through the draft layer(s) and the head, for the micro-batch's sequences
     (on the last stage)."""
     s, t, n = lay["s"], lay["t"], ph.draft_layers
+    touched = f.experts_touched_share(m, ph.top_k / ph.experts)
     return _Work(
         dense_bytes=ph.draft_dense_bytes / t,
         dense_flops=seqs * ph.draft_dense_flops_per_token / t,
         kv_bytes=seqs * kv_seq * n / ph.kv_layers,
         attn_flops=seqs * ph.attn_flops_per_token * n / ph.kv_layers / t,
-        expert_bytes=ph.draft_expert_bytes / s * f.experts_touched_share(m, ph.top_k / ph.experts),
+        expert_bytes=ph.draft_expert_bytes * x["experts_own"] * touched,
         expert_flops=m * ph.draft_expert_flops_per_token / s * x["imb_ep"],
     )
 
