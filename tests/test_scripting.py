@@ -318,6 +318,8 @@ def test_explain_derives_the_serving_deployment_and_the_costs(explained):
     decode = math.ceil(traffic["value"] / (float(x["concurrency"]) * float(x["tokens_per_s_per_user"])))
     prefill = math.ceil(float(x["traffic_requests_per_s"]) * float(x["prefill_instance_s"]))
     assert (float(x["decode_instances"]), float(x["prefill_instances"])) == (decode, prefill)
+    # counts print as counts (a cross-command review: `decode_instances = 29.0`)
+    assert (x["decode_instances"], x["prefill_instances"]) == (f"{decode}", f"{prefill}")
     sizes = (float(x["instance_gpus"]), float(x["prefill_instance_gpus"]), float(x["stranded_gpus"]))
     assert sizes == (72, 36, 0)
     assert gpus["value"] == decode * 72 + prefill * 36
@@ -507,6 +509,13 @@ def test_a_sweep_metric_that_is_a_flag_or_a_record_says_so():
     )
     typo = run_cli("sweep", "--vary", "hardware=vera-rubin", "--metrics", "serving.tokens_per_s_per_gp")
     assert typo.code == 2 and "unknown metric 'serving.tokens_per_s_per_gp'; did you mean" in typo.stderr
+    # a key inside such a record (a review: "unknown metric; did you mean 'pretraining.step_time_s'?")
+    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--workload", "pretrain-10t-moe",
+                "--metrics", "pretraining.step_breakdown_s.gemm_s")  # fmt: skip
+    assert r.code == 2 and r.stderr.startswith(
+        "ipd: error: --metrics: 'pretraining.step_breakdown_s.gemm_s' is inside "
+        "'pretraining.step_breakdown_s', a field of the result, not a sweep metric"
+    )
 
 
 @pytest.mark.parametrize(

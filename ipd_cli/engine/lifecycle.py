@@ -387,7 +387,7 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
             "gpus_for_traffic x 8760 x H x price_usd_per_gpu_hour (kept around the clock: a rental "
             "price, or the owning cost over every hour, utilisation 1)",
             {
-                "gpus_for_traffic": float(point.gpus_for_traffic or 0),
+                "gpus_for_traffic": point.gpus_for_traffic or 0,
                 "H": H,
                 "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
             },
@@ -428,7 +428,7 @@ def decode_steps(point: Serving) -> list[Step]:
             {
                 "deployment_concurrency": point.deployment_concurrency,
                 "tokens_per_s_per_user": point.tokens_per_s_per_user,
-                "deployment_gpus": float(point.deployment_gpus),
+                "deployment_gpus": point.deployment_gpus,
                 "tpot_ms": point.tpot_ms,
                 "speculative_speedup": point.speculative_speedup,
                 **(
@@ -452,10 +452,10 @@ def _traffic_gpus_step(point: Serving, per_s: float) -> Step:
             "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
             "concurrency": point.concurrency,
             "tokens_per_s_per_user": point.tokens_per_s_per_user,
-            "decode_instances": float(point.decode_instances),
+            "decode_instances": point.decode_instances,
             "instance_gpus": point.instance_gpus,
             "prefill_instance_s": point.prefill_instance_s,
-            "prefill_instances": float(point.prefill_instances),
+            "prefill_instances": point.prefill_instances,
             "prefill_instance_gpus": point.prefill_instance_gpus or 0,
             "stranded_gpus": point.stranded_gpus,
             "configuration": point.configuration,

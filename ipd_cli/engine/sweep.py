@@ -307,14 +307,27 @@ def select_metrics(kind: str, metrics: str) -> list[str]:
     if not wanted:
         raise InputError("`metrics`: give headline, all or a comma-separated list of metrics")
     for m in wanted:
-        if m not in known and _result_field(kind, m):  # a JSON field that is not a number
+        field = m not in known and _result_field_of(kind, m)  # a JSON field that is not a number
+        if field:
+            where = f"'{m}' is" if field == m else f"'{m}' is inside '{field}',"
             raise InputError(
-                f"`metrics`: '{m}' is a field of the result, not a sweep metric: a sweep gives the "
+                f"`metrics`: {where} a field of the result, not a sweep metric: a sweep gives the "
                 "numbers and the configuration names (`metrics` all lists them; compare's JSON has the rest)"
             )
         if m not in known:
             raise InputError(f"`metrics`: unknown metric '{m}'{did_you_mean(m, known)}")
     return wanted
+
+
+def _result_field_of(kind: str, path: str) -> str:
+    """The longest leading part of ``path`` that names a field of this kind's result blocks ('' if
+    none): ``pretraining.step_breakdown_s.gemm_s`` is inside ``pretraining.step_breakdown_s``, a
+    record of named seconds that a sweep does not give."""
+    parts = path.split(".")
+    for n in range(len(parts), 1, -1):
+        if _result_field(kind, ".".join(parts[:n])):
+            return ".".join(parts[:n])
+    return ""
 
 
 def _result_field(kind: str, path: str) -> bool:

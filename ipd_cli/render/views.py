@@ -61,7 +61,9 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("samples_per_s", "Samples per second", "samples/s", HI),
         ("usd_per_1k_samples", "Cost per 1k samples", "USD", LO),
         ("usd_per_million_generated_tokens", "Cost per M generated tokens", "USD", LO),
-        ("gpus", "GPUs (generation + training)", "GPUs", NA),
+        # colocated, both pools are every GPU: the sub-rows add up only for separate pools (a diff
+        # review read two rows equal to the total as a double count)
+        ("gpus", "GPUs (generation + training; colocated: shared)", "GPUs", NA),
         ("gen_gpus", "  generation GPUs", "GPUs", NA),
         ("train_gpus", "  training GPUs", "GPUs", NA),
         # the smallest trainer a plan fits on (activations and the plan's degrees included), not the
