@@ -197,3 +197,25 @@ def test_a_set_of_a_reference_figure_says_it_changed_nothing():
         ), r.stderr
     dense = run_cli(*args, "--set", "accelerators.h100-sxm.fp8_dense_tflops=1500")
     assert "read by no estimate" not in dense.stderr
+
+
+def test_a_set_relabels_only_the_field_it_sets(catalog):
+    # a cross-command review: origins were kept per entry, so after a --set of GB200's price every
+    # field of the system read "builtin:hardware.yaml + --set ...prices.reserved=3.3", its power
+    # too; names with dots (llama-3.1-70b) and aliases (gb200) name the entry as --set takes them
+    from ipd_cli.engine.inputs import resolve
+
+    cat = catalog.with_overrides(
+        ["systems.gb200.prices.reserved=3.3", "models.llama-3.1-70b.layers=81", "systems.gb200.power_kw=130"]
+    )
+    price = resolve(cat, "systems.gb200-nvl72.prices.reserved").origin
+    assert price == "builtin:hardware.yaml + --set systems.gb200.prices.reserved=3.3"
+    power = resolve(cat, "systems.gb200-nvl72.power_kw").origin
+    assert power == "builtin:hardware.yaml + --set systems.gb200.power_kw=130"
+    assert resolve(cat, "systems.gb200-nvl72.host_memory_gb").origin == "builtin:hardware.yaml"
+    layers = resolve(cat, "models.llama-3.1-70b.layers").origin
+    assert layers.endswith("+ --set models.llama-3.1-70b.layers=81")
+    assert resolve(cat, "models.llama-3.1-70b.hidden_size").origin == "builtin:models.yaml"
+    # a whole set above the field read, or a part of it, still names the --set
+    part = catalog.with_overrides(["systems.gb200.prices.reserved.usd_per_gpu_hour=3.2"])
+    assert "--set" in resolve(part, "systems.gb200-nvl72.prices.reserved").origin

@@ -22,6 +22,7 @@ from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.layers import ENTRY_SECTIONS, MERGED_SECTIONS
 from ipd_cli.catalog.overrides import entry_name
 from ipd_cli.catalog.schema import Price, Sourced, field_unit
+from ipd_cli.errors import IpdError
 
 from .trace import Trace
 
@@ -56,7 +57,7 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
     if section in ENTRY_SECTIONS and len(keys) >= 3:
         name, rest = entry_name(cat.names(section), section, keys)
         node = getattr(cat, section)[name]
-        origin = cat.origin(section, name)
+        origin = field_origin(cat.origin(section, name), rest, cat.names(section))
     elif section in MERGED_SECTIONS and len(keys) >= 2:
         node, rest = getattr(cat, section), keys[1:]
         origin = cat.origin_of(section, *keys[1:4])  # a key of a table merged key by key: its own
@@ -92,6 +93,30 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
         else None
     )
     return Resolved(node, unit, si, origin, getattr(entry, "source", None), estimate, note)
+
+
+SET = " + --set "
+
+
+def field_origin(origin: str, fields: list[str], names: dict[str, str]) -> str:
+    """An entry's origin as one of its fields reads it: the file, and of the ``--set`` overrides
+    the entry's origin lists, those on this field (or on a part of it, or a whole it is part of).
+    A cross-command review: after ``--set systems.gb200-nvl72.prices.reserved=3.3`` every field
+    of the system read "builtin:hardware.yaml + --set ...prices.reserved=3.3", its power too."""
+    base, *sets = (SET + origin[len(SET) - 3 :] if origin.startswith("--set ") else origin).split(SET)
+    if not sets:
+        return origin
+    kept = []
+    for text in sets:
+        keys = text.split("=", 1)[0].split(".")
+        try:
+            path = entry_name(names, keys[0], keys)[1]  # the fields after section.NAME (names hold dots)
+        except IpdError:
+            path = keys[2:]
+        n = min(len(path), len(fields))
+        if path[:n] == list(fields[:n]):
+            kept.append(text)
+    return SET.join([base, *kept]).lstrip(" +") or origin
 
 
 @dataclass
