@@ -66,7 +66,9 @@ def test_weight_sync_of_a_1t_model_over_400g_nics_takes_seconds(catalog):
     assert 1 < r.phases.weight_sync_s < 60
     assert ws.transport == "nccl-reshard" and ws.bound in ws.terms_s
     assert r.phases.weight_sync_s == pytest.approx(ws.fixed_s + ws.transfer_s + ws.load_s)
-    assert ws.bytes_moved == pytest.approx(ws.bytes_per_receiver * r.gen_gpus)
+    # every receiver's bytes; the fullest receiver's (expert parallelism that does not divide the
+    # routed experts leaves one GPU more of them) bind the time
+    assert ws.bytes_moved <= ws.bytes_per_receiver * r.gen_gpus * (1 + 1e-12)
     # disaggregated, in series: the whole update is on the critical path
     assert ws.exposed_s == pytest.approx(r.phases.weight_sync_s) and ws.hidden_s == pytest.approx(0)
 

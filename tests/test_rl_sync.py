@@ -199,6 +199,18 @@ def test_reshard_bulk_then_misc_path(inp):
     assert ws.terms["misc path broadcast"] == pytest.approx(4.0)
     assert ws.terms["misc path engine loader"] == pytest.approx(0.1)
     assert ws.seconds == pytest.approx(0.25 + 4.75 + 4.0 + 0.1)
+    # a review: the fullest receiver binds. Replicas whose expert parallelism leaves one GPU 1.125x
+    # the mean share of the routed experts (DEP72 on 384: 6 of them where the mean is 5.33) take
+    # 1.125 x 118.75 GB there: 5.34 s at 0.5; the bytes moved stay every receiver's
+    full = weight_sync(inp, NODE, dataclasses.replace(plan, bulk_fullest_share=1.125 / 16))
+    assert full.terms["receiver NIC"] == pytest.approx(1.125 * 4.75)
+    assert full.bytes_per_receiver == pytest.approx(1.125 * 118.75e9 + 0.1e12)
+    assert full.bytes_moved == pytest.approx(ws.bytes_moved)
+    # EPLB: every GPU of a replica holds 1.25 / 16 of the bulk (its replica slots updated too)
+    eplb = weight_sync(
+        inp, NODE, dataclasses.replace(plan, bulk_fullest_share=1.25 / 16, bulk_mean_share=1.25 / 16)
+    )
+    assert eplb.bytes_moved == pytest.approx(256 * (1.25 * 118.75e9 + 0.1e12))
 
 
 def test_fp8_scales_ride_the_misc_path(catalog):

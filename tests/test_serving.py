@@ -945,7 +945,8 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
 
 def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # the review's case: 10 requests/s of 1,024 output tokens (10,240 tokens/s) at 50 tokens/s per
-    # user took one copy of the 34-GPU disaggregated deployment with the most tokens/s per GPU; one
+    # user took one copy of the 34-GPU disaggregated deployment with the most tokens/s per GPU (124
+    # GPUs since EPLB's replica slots are streamed: 18 x TP2 prefill + 11 x DEP8 decode); one
     # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search finds
     # at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
@@ -956,7 +957,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 34
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 124
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -1298,7 +1299,7 @@ def test_two_batch_overlap_in_decode_hides_the_dispatch_and_keeps_the_step_monot
     assert 0.5 * serial.collective_time_ms < saved < serial.collective_time_ms
     # Little's law holds on the overlapped point; and more sequences never shorten the step (the
     # rollout search's bounds need it): the lesser of two non-decreasing times is non-decreasing
-    assert on.concurrency * on.tokens_per_s_per_user == pytest.approx(72 * 2762.7, rel=1e-3)
+    assert on.concurrency * on.tokens_per_s_per_user == pytest.approx(72 * 2704.5, rel=1e-3)
     steps = [step(catalog, 72 * b).step_time_ms for b in (8, 16, 32, 64, 128, 192, 256)]
     assert steps == sorted(steps)
 
@@ -1433,16 +1434,17 @@ def test_the_target_reads_interactivity_and_the_result_names_it(catalog):
 
 
 def test_a_prefill_bound_deployment_keeps_its_decode_batches_slightly_short(catalog):
-    # the README's JSON contract: DeepSeek-V3 on H100 is prefill-bound (13 decode instances of
-    # 16,928 sequences, 10 prefill instances a little short of them): Little's law gives 219,709
-    # sequences in flight, a little below 13 x 16,928 = 220,064; decode-bound, it is D x concurrency
-    s = serve(catalog, "h100-sxm", "deepseek-v3", input_tokens=1024, output_tokens=1024)  # `ipd serve`'s
+    # the README's JSON contract: DeepSeek-V3 on B200 is prefill-bound (10 decode instances of
+    # 13,256 sequences, 27 prefill instances a little short of them): Little's law gives 132,386
+    # sequences in flight, a little below 10 x 13,256 = 132,560; decode-bound (H100, since EPLB's
+    # replica slots are streamed: it was the prefill-bound example before), it is D x concurrency
+    s = serve(catalog, "b200", "deepseek-v3", input_tokens=1024, output_tokens=1024)  # `ipd serve`'s
     little(s)
     full = s.decode_instances * s.concurrency
     assert s.disaggregated and 0.99 * full < s.deployment_concurrency < full
-    b = serve(catalog, "b200", "deepseek-v3", input_tokens=1024, output_tokens=1024)
-    little(b)
-    assert b.deployment_concurrency == b.decode_instances * b.concurrency
+    h = serve(catalog, "h100-sxm", "deepseek-v3", input_tokens=1024, output_tokens=1024)
+    little(h)
+    assert h.deployment_concurrency == h.decode_instances * h.concurrency
 
 
 @pytest.mark.parametrize("n", [3, 5, 7])
@@ -1705,7 +1707,8 @@ def test_expert_parallelism_that_does_not_divide_the_experts_places_whole_expert
     # the fullest GPU holds and streams ceil(256 / 72) = 4 experts. Without EPLB 256 - 72 x 3 = 40
     # GPUs hold 4 and 32 hold 3: the busiest is the busier of the 40 at 4 / 3.56 of the mean load
     # times the routing imbalance of 40 GPUs of 4 experts, and the 32 at 3 / 3.56 times that of 32
-    # GPUs of 3. EPLB holds ceil(3.56 + 1) = 5 slots a GPU and its balancer evens the placement out
+    # GPUs of 3. EPLB holds ceil(3.56 + 1) = 5 slots a GPU, each read where a token picks it (a
+    # review: the step streamed the 4 own experts only), and its balancer evens the placement out
     import numpy as np
 
     from ipd_cli.engine.serving.evaluate import _expert_imbalance, _expert_shares
@@ -1716,9 +1719,9 @@ def test_expert_parallelism_that_does_not_divide_the_experts_places_whole_expert
     s = np.array([72, 72, 32, 32, 8])
     e = np.array([72, 72, 32, 32, 1])  # the last a TP8 layout: experts sharded over its 8 GPUs
     eplb = np.array([0, 1, 0, 1, 0])
-    held, own = _expert_shares(ph, s, e, eplb)
-    assert list(held * 256) == pytest.approx([4, 5, 8, 9, 32])
-    assert list(own * 256) == pytest.approx([4, 4, 8, 8, 32])
+    held, mean = _expert_shares(ph, s, e, eplb)
+    assert list(held * 256) == pytest.approx([4, 5, 8, 9, 32])  # held and streamed, replicas too
+    assert list(mean * 256) == pytest.approx([256 / 72, 5, 8, 9, 32])  # the instance's, per GPU
     ref = math.log(32) / 8
 
     def excess(i, n, per_gpu):
@@ -1734,6 +1737,42 @@ def test_expert_parallelism_that_does_not_divide_the_experts_places_whole_expert
         ],
         rel=1e-12,
     )
+
+
+def test_the_search_tries_the_sizes_that_divide_the_routed_experts(catalog):
+    # a review: DEP72 on the 10T MoE's 384 experts leaves the fullest GPU 6 of them, DEP48 holds 8
+    # on every GPU; 48 was not a searched size (the 1-2-4-...-64 ladder, the rack's divisors), so
+    # `--layout dep48` served the maximum throughput at 1,307 tokens/s per GPU against the
+    # search's 1,304. The sizes inside the domain that divide the experts are searched now (48 on
+    # a 72-GPU rack for 384 experts; 256 experts add none the ladder lacks)
+    from ipd_cli.engine.serving.grid import instance_sizes
+
+    def sizes(model):
+        ctx = serving_context(catalog, "vera-rubin-nvl72", model)
+        return instance_sizes(physics.read(ctx, "fp4", ["fp8"], 1024, 1024, None, "rental"))
+
+    assert 48 in sizes("moe-10t") and 48 not in sizes("deepseek-v3")
+    assert set(sizes("deepseek-v3")) <= set(sizes("moe-10t"))
+    kw = dict(precision="fp4")
+    searched = estimate_serving(catalog, "vera-rubin-nvl72", "moe-10t", **kw).serving
+    pinned = estimate_serving(catalog, "vera-rubin-nvl72", "moe-10t", layout="dep48", **kw).serving
+    assert searched.tokens_per_s_per_gpu >= pinned.tokens_per_s_per_gpu * (1 - 1e-12)
+
+
+def test_an_instances_weights_are_every_gpus_not_the_fullest_times_the_gpus(catalog):
+    # a review: weight_gb_per_instance was the fullest GPU's weights times the GPUs, counting
+    # experts nobody holds where expert parallelism does not divide them (DeepSeek-V3 DEP72 at
+    # FP8: 1,927.7 GB where the instance stores 72 dense copies and the 256 experts once, 1,845.9)
+    from ipd_cli.engine.serving.context import weight_split
+
+    kw = dict(precision="fp8", layout="dep72", disaggregated=True, speculative="off", decode_instances=1)
+    arch = serving_context(catalog, "gb200-nvl72", "deepseek-v3").model
+    dense, expert, _ = weight_split(arch, 1.0)  # FP8: a byte a weight
+    plain = estimate_serving(catalog, "gb200-nvl72", "deepseek-v3", eplb=False, **kw).serving
+    assert plain.weight_gb_per_instance == pytest.approx((72 * dense + expert) / 1e9, rel=1e-12)
+    # with EPLB every GPU holds ceil(256 / 72 + 1) = 5 slots: 360 of the experts' 256
+    eplb = estimate_serving(catalog, "gb200-nvl72", "deepseek-v3", eplb=True, **kw).serving
+    assert eplb.weight_gb_per_instance == pytest.approx((72 * dense + expert * 360 / 256) / 1e9, rel=1e-12)
 
 
 def test_a_lone_prompts_dispatch_is_bound_by_its_own_rank_without_the_expert_imbalance():

@@ -97,12 +97,15 @@ def sync_plan(
     on_trainer = arch.total_params * (b_train + b_wire) / trainer_gpus if b_wire < b_train else 0.0
     on_receiver = instance_bytes / inst.gpus * (1 + b_inf / b_wire) if b_inf < b_wire else 0.0
     tensors, experts = weight_tensor_counts(arch)
-    bulk, misc_bytes, misc_tensors = None, 0.0, 0.0
+    bulk, misc_bytes, misc_tensors, fullest, mean = None, 0.0, 0.0, None, None
     if transport == "nccl-reshard" and (arch.is_moe or bulk_share is not None):  # routed experts: bulk
         b_bf16 = inp.quiet().read("serving.bytes_per_weight.bf16")
         bulk, misc_bytes = expert, dense
+        # the routed experts' share the fullest and the mean GPU hold
+        fullest, mean = inst.experts_on_fullest_gpu, inst.experts_on_mean_gpu
         if bulk_share is not None:  # the share a measurement publishes for its model
             bulk, misc_bytes = bulk_share * (dense + expert), (1 - bulk_share) * (dense + expert)
+            fullest = mean = None
         misc_tensors = f.misc_tensors(tensors, experts, scaled=b_wire < b_bf16)
     return SyncPlan(
         transport=transport,
@@ -123,6 +126,8 @@ def sync_plan(
         gather_gpus=gather_gpus,
         overhead=overhead,
         bulk_bytes=bulk,
+        bulk_fullest_share=fullest,
+        bulk_mean_share=mean,
         misc_bytes=misc_bytes,
         misc_tensors=misc_tensors,
     )

@@ -61,6 +61,8 @@ class SyncPlan:
     gather_gpus: int | None = None  # GPUs a sender gathers its tensors from (default: the shard group)
     overhead: bool = True  # count what a colocated update timer holds beyond the transfer
     bulk_bytes: float | None = None  # nccl-reshard: one instance's bytes on the bulk path (default: all)
+    bulk_fullest_share: float | None = None  # of the bulk, the fullest receiver's (default: 1 / GPUs)
+    bulk_mean_share: float | None = None  # of the bulk, the mean receiver's (EPLB's replicas: above 1 / GPUs)
     misc_bytes: float = 0.0  # nccl-reshard: one copy of the weights on the misc path (not the bulk reshard)
     misc_tensors: float = 0.0  # nccl-reshard: tensors the misc path loads (FP8 scale siblings included)
 
@@ -127,7 +129,11 @@ def sync_links(inp: Inputs, system: str, accelerator: str, gpus_per_system: int)
 def _shard_bounds(plan: SyncPlan, links: Links, cross: float, senders: int) -> tuple[dict, float, float]:
     # nccl-reshard moves only its bulk (the routed experts, one copy per instance) shard to shard
     per_instance = plan.instance_bytes if plan.bulk_bytes is None else plan.bulk_bytes
-    recv = per_instance / plan.instance_gpus
+    # the fullest receiver binds: expert parallelism that does not divide the routed experts leaves
+    # one GPU ceil(experts / EP) of them, EPLB's replicas update too (a review: the mean, 9.6 s of
+    # GB200's 10T SWE update, where its DEP72 replica's fullest GPU takes 1.125x that)
+    share = plan.bulk_fullest_share if plan.bulk_bytes is not None else None
+    recv = per_instance * share if share is not None else per_instance / plan.instance_gpus
     send = plan.replicas * per_instance / senders
     r_nic, r_up = f.split_seconds(recv, cross, links.nic, links.scale_up)
     s_nic, s_up = f.split_seconds(send, cross, links.nic, links.scale_up)
@@ -348,11 +354,17 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
     bound = max(terms, key=terms.__getitem__)
     if chained:  # each tensor's software follows its gather: that chain sets the time, not the wire
         bound = " + ".join(n for n, v in (("gather on the senders", gather), (name, software)) if v)
+    # the bytes moved: every receiver's, the mean's times the receivers (the fullest binds the time)
+    mean = per_receiver
+    if BOUNDS[t] is _shard_bounds and plan.bulk_bytes is not None and plan.bulk_fullest_share is not None:
+        share = plan.bulk_mean_share
+        mean = plan.bulk_bytes * share if share is not None else plan.bulk_bytes / plan.instance_gpus
     if misc:  # the misc path's broadcast reaches every receiving GPU too (it was timed, not counted)
         per_receiver += plan.misc_bytes
+        mean += plan.misc_bytes
     return WeightSync(
         transport=t,
-        bytes_moved=per_receiver * plan.inference_gpus,
+        bytes_moved=mean * plan.inference_gpus,
         bytes_per_sender=per_sender,
         bytes_per_receiver=per_receiver,
         terms=terms,

@@ -57,10 +57,14 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
     d, kv, eplb, k = s // t, lay["kv"], lay["eplb"], lay["k"]
     kv_tok = np.asarray(ph.kv_per_token)[kv]
     copies = f.kv_copies(t, ph.kv_heads)
-    held, own = _expert_shares(ph, s, e, eplb)
+    held, mean = _expert_shares(ph, s, e, eplb)
     drafting = k > 0
-    draft = drafting * (ph.draft_dense_bytes / t + ph.draft_expert_bytes * held)
-    weights = ph.dense_bytes / (pp * t) + ph.expert_bytes / pp * held + draft
+
+    def weights_at(share):  # a GPU's weights holding ``share`` of the routed experts
+        draft = drafting * (ph.draft_dense_bytes / t + ph.draft_expert_bytes * share)
+        return ph.dense_bytes / (pp * t) + ph.expert_bytes / pp * share + draft
+
+    weights = weights_at(held)
     free = ph.hbm_bytes - weights
     # the last stage also holds the draft's layer(s) and their KV cache
     layer_share = 1.0 / pp + drafting * ph.draft_layers / ph.kv_layers
@@ -74,8 +78,10 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         prefill_attn_rate=np.asarray(ph.prefill_attn_rate)[kv],
         # a step cannot accept more tokens than the request outputs (1-token outputs took 1.68)
         accepted=np.minimum(np.asarray(ph.spec_tokens)[k], float(ph.osl)),
-        experts_own=own,
+        experts_held=held,
+        experts_mean=mean,
         weights_gpu=weights,
+        weights_instance=g * weights_at(mean),  # every GPU's, not g times the fullest's
         free_gpu=free,
         rank_max=rank_max,
         paid=f.pipeline_paid_gpus(g, s, pp, ph.domain),
@@ -95,20 +101,21 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
 
 
 def _expert_shares(ph: Physics, s, e, eplb):
-    """Shares of the routed experts' weights on the fullest GPU of each layout: the slots it holds
-    (memory: whole experts, EPLB's redundant slots included) and its own experts (the weights a
-    step streams; a replica shares its expert's tokens). Tensor-parallel experts (e = 1) are
-    sharded over the stage's s GPUs; expert parallelism (e = s) places whole experts, so where e
-    does not divide them the fullest GPU holds ceil(experts / e) (a review: DEP72 on DeepSeek's
-    256 held 3.56 a GPU, the fullest holds 4)."""
+    """Shares of the routed experts' weights a GPU of each layout holds: on the fullest GPU (its
+    memory, and what a step streams: each slot that gets a token is read, an EPLB replica too),
+    and on the mean GPU (the instance's weights). Tensor-parallel experts (e = 1) are sharded over
+    the stage's s GPUs; expert parallelism (e = s) places whole experts, so where e does not
+    divide them the fullest GPU holds ceil(experts / e) (a review: DEP72 on DeepSeek's 256 held
+    3.56 a GPU, the fullest holds 4), and with EPLB every GPU ceil(experts / e + redundant slots
+    a GPU) slots (a review: the step streamed the 4 own experts of a GPU holding 5 slots)."""
     import numpy as np
 
     if not ph.moe:
         return 1.0 / s, 1.0 / s
     ep = np.maximum(e, 1)
     held = f.experts_held_per_gpu(ph.experts, ep, eplb * ph.eplb_slots) / ph.experts
-    own = f.experts_held_per_gpu(ph.experts, ep) / ph.experts
-    return np.where(e > 1, held, 1.0 / s), np.where(e > 1, own, 1.0 / s)
+    mean = np.where(eplb == 1, held, 1.0 / ep)  # without EPLB the experts, spread; with, the slots
+    return np.where(e > 1, held, 1.0 / s), np.where(e > 1, mean, 1.0 / s)
 
 
 def _expert_imbalance(ph: Physics, e, eplb):
@@ -263,7 +270,7 @@ def _target_work(
         dense_flops=tokens * ph.dense_flops_per_token / (pp * t),
         kv_bytes=seqs * kv_seq / pp,
         attn_flops=tokens * ph.attn_flops_per_token / (pp * t),
-        expert_bytes=ph.expert_bytes / pp * x["experts_own"] * touched,
+        expert_bytes=ph.expert_bytes / pp * x["experts_held"] * touched,
         expert_flops=m * width * ph.expert_flops_per_token / (pp * s) * x["imb_ep"],
     )
 
@@ -278,7 +285,7 @@ def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq
         dense_flops=seqs * ph.draft_dense_flops_per_token / t,
         kv_bytes=seqs * kv_seq * n / ph.kv_layers,
         attn_flops=seqs * ph.attn_flops_per_token * n / ph.kv_layers / t,
-        expert_bytes=ph.draft_expert_bytes * x["experts_own"] * touched,
+        expert_bytes=ph.draft_expert_bytes * x["experts_held"] * touched,
         expert_flops=m * ph.draft_expert_flops_per_token / s * x["imb_ep"],
     )
 

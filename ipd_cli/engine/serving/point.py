@@ -170,7 +170,7 @@ def _configuration_fields(g: Grid, i: int) -> dict[str, Any]:
         output_tokens=ph.osl,
         max_concurrency=int(x["rank_max"][li] * x["d"][li]),
         kv_bytes_per_token=float(x["kv_tok"][li]),
-        weight_gb_per_instance=float(x["weights_gpu"][li]) * int(lay["g"][li]) / f.GIGA,
+        weight_gb_per_instance=float(x["weights_instance"][li]) / f.GIGA,
         speculative_speedup=accepted,
         stack=ph.stack,
         stack_family=ph.family,

@@ -61,6 +61,17 @@ class Deployment:
         return int(self.grid.x["d"][self.layout])
 
     @property
+    def experts_on_fullest_gpu(self) -> float:
+        """The share of the routed experts' weights the replica's fullest GPU holds (whole experts
+        where expert parallelism does not divide them, EPLB's replica slots included)."""
+        return float(self.grid.x["experts_held"][self.layout]) / int(self.grid.lay["pp"][self.layout])
+
+    @property
+    def experts_on_mean_gpu(self) -> float:
+        """The same on the mean GPU of the replica (with EPLB every GPU holds as many slots)."""
+        return float(self.grid.x["experts_mean"][self.layout]) / int(self.grid.lay["pp"][self.layout])
+
+    @property
     def instance_gpus(self) -> int:
         """GPUs the replica uses (``gpus`` adds the ones it strands in its scale-up domain)."""
         return int(self.grid.lay["g"][self.layout])
@@ -194,16 +205,20 @@ class RolloutCandidates:
 
     def sync_groups(self) -> Any:
         """A group number per candidate: candidates of one group take the same weight update (the
-        same paid GPUs per replica and copies of the dense weights: what ``rl.sync_plan`` reads of
-        a replica), so RL's choice among them is the generation's alone."""
+        same paid GPUs per replica, copies of the dense weights and shares of the routed experts on
+        the fullest and the mean GPU: what ``rl.sync_plan`` reads of a replica), so RL's choice among them is
+        the generation's alone."""
         import numpy as np
 
         have = self._tables.get("sync groups")
         if have is None:
-            key = self.gpus * (1 + np.max(self.grid.x["d"])) + self.grid.x["d"][self.li]
-            order = np.argsort(key, kind="stable")
-            first = np.concatenate(([True], key[order][1:] != key[order][:-1]))
-            have = self._tables["sync groups"] = np.empty(key.size, int)
+            d = self.grid.x["d"][self.li]
+            share = self.grid.x["experts_held"][self.li] / self.grid.lay["pp"][self.li]
+            mean = self.grid.x["experts_mean"][self.li] / self.grid.lay["pp"][self.li]
+            order = np.lexsort((mean, share, d, self.gpus))
+            keys = np.stack([self.gpus, d, share, mean])[:, order]
+            first = np.concatenate(([True], np.any(keys[:, 1:] != keys[:, :-1], axis=0)))
+            have = self._tables["sync groups"] = np.empty(order.size, int)
             have[order] = np.cumsum(first) - 1
         return have
 
