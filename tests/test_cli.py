@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from helpers import GOLDEN, golden, run_cli
+from helpers import GOLDEN, golden, run_cli, run_cli_once
 
 from ipd_cli import output_schema
 
@@ -201,7 +201,7 @@ def test_schema_command_prints_the_committed_schema():
 def test_compare_output_validates_against_its_schema():
     from ipd_cli.engine.results import CompareResult
 
-    d = run_cli("compare", "vera-rubin", "blackwell", "-f", "json").json()
+    d = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").json()
     assert CompareResult.model_validate(d).model_dump(mode="json") == d
 
 
@@ -350,7 +350,7 @@ def test_serve_stack_and_speculative_options():
 
 
 def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():
-    r = run_cli("explain", "vera-rubin", "-f", "json")
+    r = run_cli_once("explain", "vera-rubin", "-f", "json")
     assert r.code == 0, r.stderr
     rows = {i["metric"]: i for i in r.json()["items"] if i["hardware"] == "vera-rubin-nvl72"}
     floor = rows["input: per-step overhead per layer"]

@@ -158,10 +158,11 @@ def test_open_weights_pay_no_pretraining_and_rl_budget_buys_score(catalog):
 
 
 def test_explain_reproduces_the_headline():
-    r = run_cli("explain", "vera-rubin", "--format", "json")
+    r = run_cli_once("explain", "vera-rubin", "--format", "json")
     assert r.code == 0, r.stderr
     rows = {row["metric"]: row for row in r.json()["items"]}
-    c = run_cli("compare", "vera-rubin", "--format", "json").json()["systems"][0]["intelligence_per_dollar"]
+    compared = run_cli_once("compare", "vera-rubin", "--format", "json").json()
+    c = compared["systems"][0]["intelligence_per_dollar"]
     assert rows["usd_per_solved_task"]["value"] == pytest.approx(c["usd_per_solved_task"])
     assert "lifecycle_cost_usd / tasks_solved" in rows["usd_per_solved_task"]["formula"]
     assert any(m.startswith("input: ") for m in rows)
@@ -404,7 +405,7 @@ def test_a_deployment_shares_at_most_the_whole_pre_training_run():
 
 def test_explain_carries_each_inputs_catalog_note():
     # an auditor's review: the catalog says Vera Rubin's $8.50 is a lower bound; explain dropped it
-    r = run_cli("explain", "vera-rubin", "-f", "json")
+    r = run_cli_once("explain", "vera-rubin", "-f", "json")
     items = r.json()["items"]
     price = next(i for i in items if i["metric"] == "input: rental price (reserved)")
     assert price["value"] == 8.5 and "lower bound" in price["note"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import run_cli, write
+from helpers import run_cli, run_cli_once, write
 
 
 def test_output_file_by_extension_and_force(tmp_path):
@@ -43,7 +43,7 @@ def test_unknown_extension_is_a_usage_error(tmp_path):
 
 
 def test_budget_gate_exits_3_after_printing():
-    d = run_cli("compare", "vera-rubin", "blackwell", "-f", "json").json()
+    d = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").json()
     costs = [s["intelligence_per_dollar"]["lifecycle_cost_usd"] for s in d["systems"]]
     between = (min(costs) + max(costs)) / 2
     r = run_cli("compare", "vera-rubin", "blackwell", "-f", "json", "--max-usd", str(between))
@@ -372,7 +372,7 @@ def test_systems_priced_on_contracts_of_different_terms_are_warned():
     same = run_cli("compare", "vera-rubin", "h100", "--set", "systems.h100-sxm.prices.reserved=2.0",
                    "--set", "systems.h100-sxm.prices.reserved.term_years=3", "-f", "json")  # fmt: skip
     assert same.code == 0 and "different terms" not in same.stderr and "not an input" not in same.stderr
-    assert "different terms" not in run_cli("compare", "vera-rubin", "blackwell", "-f", "json").stderr
+    assert "different terms" not in run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").stderr
 
 
 def test_a_read_override_without_an_assumption_record_is_not_called_unread():

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_cli, write
+from helpers import run_cli, run_cli_once, write
 
 import ipd_cli
 from ipd_cli.engine import sweep as sw
@@ -448,7 +448,7 @@ def test_each_explained_number_names_the_output_field_that_holds_it():
     # a user review: explain's `pretraining_usd` and `lifecycle_cost_usd` are not paths of compare's
     # JSON (`intelligence_per_dollar.cost_breakdown_usd.pretraining`, ...), so a number could not
     # be traced to `--metrics` or `--budget-metric`; each line now names its `field`
-    explained = run_cli("explain", "vera-rubin", "-f", "json").json()["items"]
+    explained = run_cli_once("explain", "vera-rubin", "-f", "json").json()["items"]
     system = run_cli("compare", "vera-rubin", "-f", "json").json()["systems"][0]
     lines = [i for i in explained if not i["metric"].startswith("input: ")]
     fields = {i["metric"]: i["field"] for i in lines}
@@ -481,7 +481,7 @@ def test_a_shown_workload_is_a_workload_file_as_it_is(tmp_path):
 
 def test_explain_names_an_inputs_unit_and_source_without_an_empty_part():
     # a scripting review: a plain number's formula read "; source swe-bench-2026"
-    r = run_cli("explain", "vera-rubin", "-f", "json")
+    r = run_cli_once("explain", "vera-rubin", "-f", "json")
     assert r.code == 0, r.stderr
     inputs = [i for i in r.json()["items"] if i["metric"].startswith("input: ")]
     assert not [i["formula"] for i in inputs if i["formula"].startswith(";")]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from helpers import FIXED_RL_GPUS, run_cli
+from helpers import FIXED_RL_GPUS, run_cli, run_cli_once
 
 from ipd_cli.errors import did_you_mean
 
@@ -60,11 +60,12 @@ def test_compare_h100_b200_runs_on_the_aliases():
 
 def test_explain_prints_its_inputs_in_full_precision():
     # before: 6 significant digits ("lifecycle_cost_usd = 4.29912e+08"), so the steps did not reproduce
-    r = run_cli("explain", "vera-rubin", "--format", "json")
+    r = run_cli_once("explain", "vera-rubin", "--format", "json")
     assert r.code == 0, r.stderr
     rows = {row["metric"]: row for row in r.json()["items"]}
     inputs = dict(part.split(" = ") for part in rows["usd_per_solved_task"]["inputs"].split("; "))
-    c = run_cli("compare", "vera-rubin", "--format", "json").json()["systems"][0]["intelligence_per_dollar"]
+    compared = run_cli_once("compare", "vera-rubin", "--format", "json").json()
+    c = compared["systems"][0]["intelligence_per_dollar"]
     assert float(inputs["lifecycle_cost_usd"]) == c["lifecycle_cost_usd"]
     assert float(inputs["tasks_solved"]) == c["tasks_solved"]
     assert float(inputs["lifecycle_cost_usd"]) / float(inputs["tasks_solved"]) == c["usd_per_solved_task"]
@@ -618,7 +619,7 @@ def test_a_new_accelerator_without_a_serving_family_says_it_runs_the_reference(t
 
 def test_explain_gives_each_inputs_unit_source_and_path_as_fields():
     # a script had to split the 'formula' and 'inputs' text on ';' to find them
-    r = run_cli("explain", "vera-rubin", "-f", "json")
+    r = run_cli_once("explain", "vera-rubin", "-f", "json")
     assert r.code == 0
     layers = next(i for i in r.json()["items"] if i["metric"] == "input: layers")
     assert (layers["unit"], layers["origin"], layers["path"]) == (
