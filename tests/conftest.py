@@ -42,11 +42,81 @@ def catalog():
 
 # The deployment grids the session's tests evaluated, kept as `ipd calibrate` keeps them
 # (grid.memoized(): a grid is a pure function of its physics, pins and target, never changed after
-# evaluation; at most grid.MEMO_GRIDS, the least recently used go first). The README, the --help
-# examples and many tests price the same systems and models again (`compare vera-rubin blackwell`
-# alone a dozen times); each worker evaluates such a grid once. A test that checks what is
-# evaluated, or that two evaluations agree, is marked `fresh_grids` and runs without it.
-_GRIDS: OrderedDict = OrderedDict()
+# evaluation; the least recently used go first). The README, the --help examples and many tests
+# price the same systems and models again (`compare vera-rubin blackwell` alone a dozen times);
+# each worker evaluates such a grid once. A test that checks what is evaluated, or that two
+# evaluations agree, is marked `fresh_grids` and runs without it.
+# With grid.MEMO_GRIDS (16, what one command keeps) a worker evaluated about one grid in five
+# again after other tests had pushed it out; here the grids are kept up to SESSION_GRID_BYTES of
+# arrays (a grid takes 4 to 80 MB), the least recently used go first.
+SESSION_GRID_BYTES = 768 * 2**20
+
+
+def _nbytes(node, seen: set[int]) -> int:
+    """The bytes of the numpy arrays a grid holds (each array once)."""
+    if id(node) in seen:
+        return 0
+    seen.add(id(node))
+    if hasattr(node, "nbytes") and hasattr(node, "shape"):
+        return int(node.nbytes)
+    if isinstance(node, dict):
+        return sum(_nbytes(v, seen) for v in node.values())
+    if isinstance(node, list | tuple):
+        return sum(_nbytes(v, seen) for v in node)
+    return 0
+
+
+def _grid_bytes(g) -> int:
+    seen: set[int] = set()
+    parts = (g.lay, g.x, g.rows, g.space.cols, g.space.checks, g.pinned, g.prefill, g.pools)
+    return sum(_nbytes(p, seen) for p in parts)
+
+
+class _SessionGrids(OrderedDict):
+    """grid.GridStore kept by the bytes of its grids rather than by their number: ``limit`` is
+    read by grid.evaluate after each insertion, and only ever lets it drop the oldest grid, as
+    here. Its traffic sizers (each holds a grid, maybe one the store let go) are kept as a
+    GridStore keeps them, at most grid.MEMO_GRIDS."""
+
+    def __init__(self, budget: int) -> None:
+        super().__init__()
+        self.budget = budget
+        self.sizers: OrderedDict = _Sizers()
+        self._bytes: dict = {}
+
+    def __setitem__(self, key, grid) -> None:
+        super().__setitem__(key, grid)
+        self._bytes[key] = _grid_bytes(grid)
+        while len(self) > 1 and sum(self._bytes.values()) > self.budget:
+            self.popitem(last=False)
+
+    def popitem(self, last: bool = True):
+        key, grid = super().popitem(last=last)
+        self._bytes.pop(key, None)
+        return key, grid
+
+    @property
+    def limit(self) -> int:
+        return max(len(self), 1)
+
+
+class _Sizers(OrderedDict):
+    def __setitem__(self, key, sizer) -> None:
+        from ipd_cli.engine.serving.grid import MEMO_GRIDS
+
+        super().__setitem__(key, sizer)
+        while len(self) > MEMO_GRIDS:
+            self.popitem(last=False)
+
+
+_GRIDS: _SessionGrids | None = None
+
+
+def _session_grids() -> OrderedDict:
+    global _GRIDS
+    if _GRIDS is None:
+        _GRIDS = _SessionGrids(SESSION_GRID_BYTES)
+    return _GRIDS
 
 
 @pytest.fixture(autouse=True)
@@ -54,6 +124,6 @@ def _shared_grids(request):
     from ipd_cli.engine.serving import grid
 
     fresh = request.node.get_closest_marker("fresh_grids") is not None
-    token = grid._MEMO.set(None if fresh else _GRIDS)
+    token = grid._MEMO.set(None if fresh else _session_grids())
     yield
     grid._MEMO.reset(token)
