@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 from helpers import Run, run_cli
 from hypothesis import HealthCheck, given, settings
@@ -170,6 +171,7 @@ def catalog_doc() -> dict:
     }
 
 
+@pytest.mark.slow  # seconds: fifty catalogs, each loaded and run
 @bounded(50)
 @given(data=st.data())
 def test_fuzz_catalog_files(data):

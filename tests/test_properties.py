@@ -186,6 +186,7 @@ def test_tco_cost_is_linear_in_capex_and_electricity(data, k):
     assert cost(capex, kwh * k) - capex_only == pytest.approx(k * (base - capex_only), rel=1e-6)
 
 
+@pytest.mark.slow  # seconds: each example runs three or four plan searches
 @bounded(5)
 @given(data=st.data(), mfu=st.floats(0.05, 0.8))
 def test_doubling_tokens_doubles_gpu_hours_at_fixed_mfu_and_gpus(data, mfu):
@@ -204,6 +205,7 @@ def test_doubling_tokens_doubles_gpu_hours_at_fixed_mfu_and_gpus(data, mfu):
         assert getattr(two, field) == pytest.approx(2 * getattr(one, field), rel=REL), field
 
 
+@pytest.mark.slow  # seconds: each example runs three to five plan searches, up to a million GPUs
 @bounded(8)
 @given(data=st.data(), more=st.integers(1, 1_000_000))
 def test_more_gpus_never_lengthen_pretraining(data, more):
