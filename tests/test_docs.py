@@ -18,6 +18,7 @@ or N where a comment says "exit N" ("when"/"if" in the comment: 0 or N).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import re
 import shlex
@@ -91,9 +92,15 @@ def _is_placeholder(command: str) -> bool:
     return False
 
 
+@functools.cache
+def _click_app():
+    """The app's click command tree, built once (20 ms a build; the README has a hundred spans)."""
+    return typer.main.get_command(app)
+
+
 def _only_names(argv: list[str]) -> bool:
     """A bare command name ('ipd explain'): a mention, unless the command needs no argument."""
-    command = typer.main.get_command(app)
+    command = _click_app()
     for word in argv:
         sub = getattr(command, "commands", {}).get(word)
         if sub is None:
