@@ -103,7 +103,8 @@ def field_origin(origin: str, fields: list[str], names: dict[str, str]) -> str:
     the entry's origin lists, those on this field (or on a part of it, or a whole it is part of).
     A cross-command review: after ``--set systems.gb200-nvl72.prices.reserved=3.3`` every field
     of the system read "builtin:hardware.yaml + --set ...prices.reserved=3.3", its power too."""
-    base, *sets = (SET + origin[len(SET) - 3 :] if origin.startswith("--set ") else origin).split(SET)
+    lone = "--set "  # an entry whose origin is only overrides: no file before the first
+    base, *sets = (SET + origin[len(lone) :] if origin.startswith(lone) else origin).split(SET)
     if not sets:
         return origin
     kept = []

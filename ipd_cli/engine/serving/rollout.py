@@ -206,8 +206,8 @@ class RolloutCandidates:
     def sync_groups(self) -> Any:
         """A group number per candidate: candidates of one group take the same weight update (the
         same paid GPUs per replica, copies of the dense weights and shares of the routed experts on
-        the fullest and the mean GPU: what ``rl.sync_plan`` reads of a replica), so RL's choice among them is
-        the generation's alone."""
+        the fullest and the mean GPU: what ``rl.sync_plan`` reads of a replica), so RL's choice
+        among them is the generation's alone."""
         import numpy as np
 
         have = self._tables.get("sync groups")
