@@ -411,3 +411,26 @@ def test_the_rl_table_shows_the_weight_sync_terms():
     for term in ("sender NIC", "gather on the senders", "per-tensor software", "fixed latency"):
         assert term in section, term
     assert "gather on the senders + per-tensor software" in r.stdout  # the bound: the chain is longer
+
+
+def test_receivers_quantise_the_fullest_gpus_weights(catalog):
+    # a review: an FP8 replica fed BF16 weights changes precision on every receiving GPU, and the
+    # fullest one binds: its share of the dense copies and of the routed experts (DeepSeek-V3 on a
+    # GB200 DEP72 EPLB replica: 5 slots of the 256 experts' weights, not 256 / 72 = 3.56), not the
+    # instance's bytes over its paid GPUs; each weight is read in BF16 and written in FP8 (1 + 1 / 2
+    # of its BF16 bytes)
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import sync_plan
+    from ipd_cli.engine.serving.context import weight_split
+
+    ctx = sv.serving_context(catalog, "gb200-nvl72", "deepseek-v3")
+    inst = sv.serving_instance(ctx, precision="fp8", instance_gpus=72)
+    plan = sync_plan(
+        ctx.inp, ctx.model, inst, transport="nccl-reshard", wire="bf16", training="bf16",
+        trainer_gpus=64, inference_gpus=72, colocated=False,
+    )  # fmt: skip
+    dense, expert, _ = weight_split(ctx.model, 2.0)
+    held = inst.experts_on_fullest_gpu
+    assert (inst.configuration, held) == ("DEP72 EPLB", 5 / 256)
+    fullest = dense * inst.dense_replicas / inst.instance_gpus + expert * held
+    assert plan.quantize_bytes_per_gpu == pytest.approx(fullest * 1.5, rel=1e-12)

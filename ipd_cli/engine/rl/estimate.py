@@ -95,7 +95,10 @@ def sync_plan(
     dense, expert, _ = sv.weight_split(arch, b_wire)
     instance_bytes = f.stored_weight_bytes(dense, expert, inst.dense_replicas)
     on_trainer = arch.total_params * (b_train + b_wire) / trainer_gpus if b_wire < b_train else 0.0
-    on_receiver = instance_bytes / inst.gpus * (1 + b_inf / b_wire) if b_inf < b_wire else 0.0
+    # the fullest receiver's weights: its share of the dense copies and of the routed experts (a
+    # review: the instance's bytes over its paid GPUs, the stranded ones and uneven experts spread)
+    fullest_gpu = dense * inst.dense_replicas / inst.instance_gpus + expert * inst.experts_on_fullest_gpu
+    on_receiver = fullest_gpu * (1 + b_inf / b_wire) if b_inf < b_wire else 0.0
     tensors, experts = weight_tensor_counts(arch)
     bulk, misc_bytes, misc_tensors, fullest, mean = None, 0.0, 0.0, None, None
     if transport == "nccl-reshard" and (arch.is_moe or bulk_share is not None):  # routed experts: bulk
