@@ -346,13 +346,41 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     if want.get("stage_gpus"):
         ok &= lay["s"] == want["stage_gpus"]
     score = np.where(ok, 1.0 / (x["prefill_s"] * x["paid"]), -1.0)
+    holes = np.unique(_holes(ph, lay))
+    holes = holes[holes > 0]
     best = np.full((len(ph.kv_precisions), 2), -1)
+    fill = np.full((len(holes), len(ph.kv_precisions), 2), -1)
     for k in range(len(ph.kv_precisions)):  # one to three KV precisions
         for e in (0, 1):
             fits = (lay["kv"] == k) & ((lay["eplb"] == e) | (lay["e"] == 1))
             cand = np.where(fits, score, -2.0)
             best[k, e] = int(np.argmax(cand)) if cand.max() > 0 else -1
-    return {"index": best}
+            for j, h in enumerate(holes):  # the best of those that tile a decode instance's hole
+                tiling = np.where(h % lay["g"] == 0, cand, -2.0)
+                fill[j, k, e] = int(np.argmax(tiling)) if tiling.max() > 0 else -1
+    return {"index": best, "holes": holes, "fill": fill}
+
+
+def _holes(ph: Physics, lay: dict):
+    """GPUs a decode instance smaller than the domain leaves of each domain it sits in (a DEP64
+    instance on a 72-GPU rack: 8), where prefill instances can run."""
+    import numpy as np
+
+    return np.where(lay["g"] < ph.domain, ph.domain % np.maximum(lay["g"], 1), 0)
+
+
+def _hole_partners(ph: Physics, lay: dict, pf: dict):
+    """Per layout, the prefill instance that tiles its hole best (-1 where it has none, or where
+    that is the prefill instance it already pairs with)."""
+    import numpy as np
+
+    holes, fill = pf["holes"], pf["fill"]
+    hole = _holes(ph, lay)
+    if not len(holes):
+        return np.full(len(hole), -1)
+    j = np.clip(np.searchsorted(holes, hole), 0, len(holes) - 1)
+    other = np.where((hole > 0) & (holes[j] == hole), fill[j, lay["kv"], lay["eplb"]], -1)
+    return np.where(other == pf["index"][lay["kv"], lay["eplb"]], -1, other)
 
 
 # the first LAYOUT_RULES checks of _checks are the layout rules (the layers, the heads, the
@@ -530,25 +558,46 @@ def _evaluate(
     step = step_terms(ph, lay_r, x_r, b_r)
     agg = aggregated(ph, x_r, b_r, step["step_s"])
     # how each layout and its prefill instance pack into the domains, once per layout
-    p_lay = np.maximum(pf_lay, 0)
     g = lay["g"]
-    per_decode = f.pipeline_hole_fill(g, lay["s"], lay["pp"], g[p_lay], ph.domain)
-    decode_per = f.hole_fill(g[p_lay], g, ph.domain)
     lr = li[live]
-    p_r = p_lay[lr]
-    pf_rows = {
-        "prefill_s": x["prefill_s"][p_r],
-        "latency_s": x["prefill_latency_s"][p_r],
-        "handoff_s": kv_handoff_seconds(ph, lay, x, p_r, lr),
-        "paid": x["paid"][p_r],
-        "per_decode": per_decode[lr],
-        "decode_per": decode_per[lr],
-    }
+
+    def partner_rows(p_lay, rows):  # the prefill instance's columns for decode rows ``rows``
+        p_r = np.maximum(p_lay, 0)[rows]
+        return {
+            "prefill_s": x["prefill_s"][p_r],
+            "latency_s": x["prefill_latency_s"][p_r],
+            "handoff_s": kv_handoff_seconds(ph, lay, x, p_r, rows),
+            "paid": x["paid"][p_r],
+            "per_decode": f.pipeline_hole_fill(g[rows], lay["s"][rows], lay["pp"][rows], g[p_r], ph.domain),
+            "decode_per": f.hole_fill(g[p_r], g[rows], ph.domain),
+        }
+
+    pf_rows = partner_rows(pf_lay, lr)
     dis = agg
     if 1 in modes:
         dis = disaggregated(
             ph, x_r, b_r, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances
         )
+        # a decode instance smaller than its domain leaves a hole: the prefill instances that tile
+        # it may serve the pair better than the one with the most requests/s per paid GPU (a
+        # review: more HBM let a DEP6 prefill instance win the score and lowered GB200's best
+        # DeepSeek-V3 answer, DEP8 having filled DEP64's 8-GPU holes)
+        other = _hole_partners(ph, lay, pf) if not pins.prefill_layout else np.full(len(g), -1)
+        sub = np.flatnonzero(other[lr] >= 0)
+        if sub.size:
+            alt_rows = partner_rows(other, lr[sub])
+            alt = disaggregated(
+                ph, take(x_r, sub), b_r[sub], step["step_s"][sub], alt_rows,
+                pins.prefill_instances, pins.decode_instances,
+            )  # fmt: skip
+            better = alt["tokens_per_s_per_gpu"] > dis["tokens_per_s_per_gpu"][sub]
+            won, rows = sub[better], np.flatnonzero(better)
+            for key, col in alt.items():
+                dis[key][won] = col[rows]
+            for key, col in alt_rows.items():
+                pf_rows[key][won] = col[rows]
+            pidx[live[won]] = other[lr[won]]
+            pf_ok = pidx >= 0
 
     n = len(batch)
 
