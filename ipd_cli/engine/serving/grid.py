@@ -591,11 +591,11 @@ def _evaluate(
                 pins.prefill_instances, pins.decode_instances,
             )  # fmt: skip
             better = alt["tokens_per_s_per_gpu"] > dis["tokens_per_s_per_gpu"][sub]
-            won, rows = sub[better], np.flatnonzero(better)
+            won, at = sub[better], np.flatnonzero(better)
             for key, col in alt.items():
-                dis[key][won] = col[rows]
+                dis[key][won] = col[at]
             for key, col in alt_rows.items():
-                pf_rows[key][won] = col[rows]
+                pf_rows[key][won] = col[at]
             pidx[live[won]] = other[lr[won]]
             pf_ok = pidx >= 0
 
