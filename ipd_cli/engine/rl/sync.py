@@ -356,7 +356,7 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
         bound = " + ".join(n for n, v in (("gather on the senders", gather), (name, software)) if v)
     # the bytes moved: every receiver's, the mean's times the receivers (the fullest binds the time)
     mean = per_receiver
-    if BOUNDS[t] is _shard_bounds and plan.bulk_bytes is not None and plan.bulk_fullest_share is not None:
+    if BOUNDS[t] is _shard_bounds and plan.bulk_bytes is not None:
         share = plan.bulk_mean_share
         mean = plan.bulk_bytes * share if share is not None else plan.bulk_bytes / plan.instance_gpus
     if misc:  # the misc path's broadcast reaches every receiving GPU too (it was timed, not counted)

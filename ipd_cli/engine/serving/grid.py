@@ -350,13 +350,14 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     holes = holes[holes > 0]
     best = np.full((len(ph.kv_precisions), 2), -1)
     fill = np.full((len(holes), len(ph.kv_precisions), 2), -1)
+    tiles = [h % lay["g"] == 0 for h in holes]  # the layouts that tile each hole
     for k in range(len(ph.kv_precisions)):  # one to three KV precisions
         for e in (0, 1):
             fits = (lay["kv"] == k) & ((lay["eplb"] == e) | (lay["e"] == 1))
             cand = np.where(fits, score, -2.0)
             best[k, e] = int(np.argmax(cand)) if cand.max() > 0 else -1
-            for j, h in enumerate(holes):  # the best of those that tile a decode instance's hole
-                tiling = np.where(h % lay["g"] == 0, cand, -2.0)
+            for j, tiling_hole in enumerate(tiles):  # the best that tile a decode instance's hole
+                tiling = np.where(tiling_hole, cand, -2.0)
                 fill[j, k, e] = int(np.argmax(tiling)) if tiling.max() > 0 else -1
     return {"index": best, "holes": holes, "fill": fill}
 
@@ -562,14 +563,17 @@ def _evaluate(
     lr = li[live]
 
     def partner_rows(p_lay, rows):  # the prefill instance's columns for decode rows ``rows``
-        p_r = np.maximum(p_lay, 0)[rows]
+        p_all = np.maximum(p_lay, 0)
+        p_r = p_all[rows]
+        # how the pair packs into the domains, once per layout (rows repeat a layout per batch)
+        per_decode = f.pipeline_hole_fill(g, lay["s"], lay["pp"], g[p_all], ph.domain)
         return {
             "prefill_s": x["prefill_s"][p_r],
             "latency_s": x["prefill_latency_s"][p_r],
             "handoff_s": kv_handoff_seconds(ph, lay, x, p_r, rows),
             "paid": x["paid"][p_r],
-            "per_decode": f.pipeline_hole_fill(g[rows], lay["s"][rows], lay["pp"][rows], g[p_r], ph.domain),
-            "decode_per": f.hole_fill(g[p_r], g[rows], ph.domain),
+            "per_decode": per_decode[rows],
+            "decode_per": f.hole_fill(g[p_all], g, ph.domain)[rows],
         }
 
     pf_rows = partner_rows(pf_lay, lr)
