@@ -267,23 +267,44 @@ def _links(ctx: ServingContext, st: Stack) -> dict:
 
 
 def _capped_by_a_narrower_fit(ctx: ServingContext, st: Stack, precision: str, share):
-    """An unmeasured precision's routed experts run no faster, in FLOP/s, than the stack's measured
-    expert kernels at the nearest narrower precision: the same software's overheads (dispatch,
-    wide-EP scheduling) that a fit absorbs are there at every precision. Without the cap SGLang on
-    MI355X served MoE models faster at BF16 (the reference share 0.5) than at its fitted FP8 and
-    FP4. share(p) = min(reference(p), share(q) x peak(q) / peak(p))."""
+    """A precision's routed experts run no faster, in FLOP/s, than the stack's fitted expert
+    kernels at any narrower precision the accelerator runs: narrower weights can always run the
+    wider kernels, upcast as they load (mixed-input grouped GEMMs: vLLM's AITER W4A8 experts take
+    MXFP4 weights and FP8 activations on MI355X, `AiterW4A8ExpertsMonolithic`), so a wider fit
+    above a narrower one says the two fits disagree, not that the wider weights serve faster. An
+    unmeasured precision takes the reference, capped alike: without the cap SGLang on MI355X served
+    MoE models faster at BF16 (the reference share 0.5) than at its fitted FP8 and FP4. A measured
+    one is capped too since 2026-12-03: its FP8 fit (TP8 8k/1k sweeps) ran the experts at 472
+    TFLOP/s where its MXFP4 fit (a wide-EP point) ran them at 403, so MI355X served DeepSeek-V3,
+    Qwen3-235B and gpt-oss-120b slower at FP4 than at FP8 at maximum throughput (2,466 vs 2,550,
+    3,467 vs 3,701, 14,189 vs 15,677 tokens/s per GPU, 1k/1k), against InferenceX's same-layout
+    pair (TP8, FP4 ahead). The checking set chose the lower fit (README "How accurate is ipd").
+    share(p) = min(share(p), share(q) x rate(q) / rate(p)) over the narrower fitted q, rate = dense
+    peak x decode compute efficiency (x the stack's FP4 GEMM factor at FP4)."""
     from ipd_cli.catalog.schema import PRECISIONS
 
     narrower = PRECISIONS[: PRECISIONS.index(precision)]
-    fitted = [q for q in reversed(narrower) if stacks.first_setting(st, f"moe_compute_share.{q}") is not None]
-    if not fitted or ctx.acc.dense_tflops(fitted[0]) is None:
+    fitted = [
+        q
+        for q in narrower
+        if stacks.first_setting(st, f"moe_compute_share.{q}") is not None
+        and ctx.acc.dense_tflops(q) is not None
+    ]
+    if not fitted:
         return share
-    q = fitted[0]
-    label = f"routed-expert share of dense compute efficiency ({q}; caps {precision}'s expert FLOP/s)"
-    share_q = stacks.read(ctx, st, label, f"moe_compute_share.{q}", None)
-    peak_q = ctx.spec(f"{q} dense peak", f"{q}_dense_tflops")
-    peak_p = ctx.spec(f"{precision} dense peak", f"{precision}_dense_tflops")
-    return f.minimum(share, share_q * peak_q / peak_p)
+    fp4 = stacks.read(ctx, st, "FP4 GEMM efficiency factor (stack)", "fp4_compute_efficiency_factor", None)
+    fp4 = 1.0 if fp4 is None else fp4
+
+    def rate(p: str) -> float:
+        peak = ctx.spec(f"{p} dense peak", f"{p}_dense_tflops")
+        eff = ctx.take(f"decode compute efficiency ({p})", f"decode_compute_efficiency.{p}")
+        return peak * eff * (fp4 if p == "fp4" else 1.0)
+
+    for q in fitted:
+        label = f"routed-expert share of dense compute efficiency ({q}; caps {precision}'s expert FLOP/s)"
+        share_q = stacks.read(ctx, st, label, f"moe_compute_share.{q}", None)
+        share = f.minimum(share, share_q * rate(q) / rate(precision))
+    return share
 
 
 def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
@@ -303,8 +324,7 @@ def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
     # and take the reference for theirs (README "How accurate is ipd", AMD)
     at = f"moe_compute_share.{precision}"
     share = stacks.read(ctx, st, f"routed-expert share of dense compute efficiency ({precision})", at, at)
-    if stacks.first_setting(st, at) is None:
-        share = _capped_by_a_narrower_fit(ctx, st, precision, share)
+    share = _capped_by_a_narrower_fit(ctx, st, precision, share)
     prefill = stacks.read(
         ctx, st, "a prompt's routed-expert share of the prefill MFU", "prefill_moe_compute_share", None
     )
