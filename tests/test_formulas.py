@@ -74,6 +74,20 @@ def test_helpers_work_on_arrays():
     assert math.isclose(f.energy_mwh(1000, 2.0, 1.5), 3.0)
 
 
+def test_maximum_and_minimum_return_an_argument_exactly():
+    # the arithmetic form a + (b - a) * (b < a) gave minimum(0.7, 0.1) = 0.09999999999999998 and
+    # NaN for maximum(inf, 1.0) (inf + (1 - inf) * 0): the result must be one of the arguments
+    import numpy as np
+
+    assert f.minimum(0.7, 0.1) == 0.1 and f.maximum(0.1, 0.7) == 0.7
+    assert f.maximum(math.inf, 1.0) == math.inf and f.minimum(-math.inf, 1.0) == -math.inf
+    assert f.minimum(math.inf, 2) == 2 and f.maximum(3, 2.5) == 3
+    a = np.array([0.7, math.inf, 0.2])
+    assert list(f.minimum(a, 0.1)) == [0.1, 0.1, 0.1]
+    assert list(f.maximum(a, 0.3)) == [0.7, math.inf, 0.3]
+    assert list(f.maximum(1.0, np.array([math.inf, 0.5]))) == [math.inf, 1.0]
+
+
 def test_remote_ranks_per_token_by_hand():
     # DeepSeek's 256 experts, top-8: on one rank nothing leaves; with one expert per rank every
     # expert but a 1-in-256 local one is remote (8 x 255/256); on 2 ranks of 128 experts the other
