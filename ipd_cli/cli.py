@@ -1125,7 +1125,10 @@ def validate(
     split: Annotated[str | None, typer.Option("--split", help="fitting, checking (default) or all.")] = None,
     sets: Annotated[
         list[str] | None,
-        typer.Option("--set", help="The split (fitting|checking|all), or PATH=VALUE overrides (repeatable)."),
+        typer.Option(
+            "--set",
+            help="PATH=VALUE overrides (repeatable); a bare split name is read as --split (older form).",
+        ),
     ] = None,
     cases: Annotated[
         Path | None, typer.Option("--cases", help="A validation cases YAML (default: the shipped one).")
@@ -1142,16 +1145,16 @@ def validate(
     """Run the model on published measurements: case, predicted, measured, signed error %, and a
     summary (median absolute error, worst case, share within 25 %) overall and per kind.
 
-    Example: ipd validate --set checking
+    Example: ipd validate --split checking
 
-    Example: ipd validate --set all --format csv > validation.csv
+    Example: ipd validate --split all --format csv > validation.csv
     """
     from . import validate as val
 
     splits = [s for s in sets or [] if "=" not in s]
     overrides = [s for s in sets or [] if "=" in s]
     if len(splits) > 1 or (splits and split):
-        raise InputError("give one split: --split fitting|checking|all (or --set with the split)")
+        raise InputError("give one split: --split fitting|checking|all")
     _check_options(fmt, output, force)
     if max_median_error is not None and not (math.isfinite(max_median_error) and max_median_error >= 0):
         raise InputError(f"--max-median-error is a finite percentage >= 0, got {max_median_error}")

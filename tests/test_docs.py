@@ -32,7 +32,7 @@ from helpers import run_cli, run_cli_once
 from ipd_cli.cli import app
 
 # with pytest-xdist: on one worker with tests/test_validation.py, so the commands both run
-# (`ipd calibrate`, `ipd validate --set checking`) run once per session (run_cli_once is per process)
+# (`ipd calibrate`, `ipd validate --split checking`) run once per session (run_cli_once is per process)
 pytestmark = pytest.mark.xdist_group("validate-calibrate")
 
 README = Path(__file__).resolve().parent.parent / "README.md"

@@ -1340,7 +1340,8 @@ def test_bad_numbers_on_the_command_line_exit_2(args, needle):
 
 
 def test_a_validation_bound_not_met_exits_1():
-    r = run_cli("validate", "--split", "fitting", "--max-median-error", "1", "-f", "json")  # the small split
+    # the small split, named in the older form (a bare split name after --set) that still works
+    r = run_cli("validate", "--set", "fitting", "--max-median-error", "1", "-f", "json")
     assert r.code == 1 and "exceeds --max-median-error 1" in r.stderr, r.stderr
     assert json.loads(r.stdout)  # printed first, as the README says
 

@@ -13,7 +13,7 @@ from helpers import run_cli, run_cli_once
 
 from ipd_cli import validate as val
 
-# with pytest-xdist: on the worker that runs the README's commands, so `ipd validate --set checking`
+# with pytest-xdist: on the worker that runs the README's commands, so `ipd validate --split checking`
 # and `ipd calibrate` run once per session (helpers.run_cli_once is per process)
 pytestmark = pytest.mark.xdist_group("validate-calibrate")
 
@@ -48,13 +48,13 @@ PRETRAIN_BEYOND_1_5X = 4
 @pytest.fixture(scope="module")
 def checking_rows():
     # the rows of the README's command (one run per session, shared with the test below)
-    r = run_cli_once("validate", "--set", "checking")
+    r = run_cli_once("validate", "--split", "checking")
     assert r.code == 0, r.stderr
     return r.json()["items"]
 
 
 def test_checking_set_median_error_is_within_the_documented_bound():
-    r = run_cli_once("validate", "--set", "checking")  # as the README runs it: JSON when piped
+    r = run_cli_once("validate", "--split", "checking")  # as the README runs it: JSON when piped
     assert r.code == 0, r.stderr
     d = r.json()
     for row in d["items"]:
@@ -286,8 +286,10 @@ def test_error_sign_and_summary_by_hand():
 
 
 def test_bad_split_is_a_usage_error():
-    r = run_cli("validate", "--set", "everything")
+    r = run_cli("validate", "--split", "everything")
     assert r.code == 2 and "unknown split" in r.stderr
+    r = run_cli("validate", "--split", "all", "--set", "fitting")  # two splits
+    assert r.code == 2 and "give one split: --split fitting|checking|all" in r.stderr
 
 
 def test_a_case_pins_the_pipeline_schedule_its_run_used():
