@@ -44,3 +44,40 @@ def test_pareto_front_keeps_only_undominated_points():
     # (2, 8) is dominated by (2, 9); (1.5, 7) by (2, 9); (3, 3) by (3, 4)
     assert pareto_front(x, y).tolist() == [0, 2, 3, 5]
     assert pareto_front(x, y, np.array([True, True, False, True, True, True, True])).tolist() == [0, 1, 3, 5]
+
+
+def _front_by_definition(x, y, mask=None):
+    """Sort by x then y descending (stable), keep each row whose y beats every row before it."""
+    idx = np.arange(len(x)) if mask is None else np.flatnonzero(mask)
+    order = idx[np.lexsort((-y[idx], -x[idx]))]
+    ys = y[order]
+    keep = order[ys > np.concatenate(([-np.inf], np.maximum.accumulate(ys)[:-1]))]
+    return keep[np.argsort(x[keep], kind="stable")]
+
+
+def test_a_large_pareto_front_drops_only_what_the_definition_drops():
+    # above 2,048 rows a pre-pass drops the rows a row in a higher bin of x beats (a serving grid of
+    # 305,600 rows keeps ~125 to sort: 21.8 -> 4.1 ms); the front must be the definition's, ties,
+    # NaN and infinite x included. By construction first: 10 points on y = 100 - x^2 at x = 0..9,
+    # and 3,000 points each strictly below and left of one of them
+    rng = np.random.default_rng(7)
+    fx = np.arange(10.0)
+    fy = 100.0 - fx**2
+    owner = rng.integers(0, 10, 3000)
+    x = np.concatenate([fx, fx[owner] - rng.uniform(0.01, 1.0, 3000)])
+    y = np.concatenate([fy, fy[owner] - rng.uniform(0.01, 5.0, 3000)])
+    assert pareto_front(x, y).tolist() == list(range(10))
+    for trial in range(40):
+        n = int(rng.integers(2100, 20000))
+        x, y = rng.lognormal(0, 2, n), rng.lognormal(0, 2, n)
+        if trial % 3 == 0:
+            x, y = np.round(x, 1), np.round(y, 1)  # ties in x, in y and in both
+        if trial % 4 == 0:
+            k = rng.integers(0, n, 50)
+            x[k], y[k] = np.nan, np.nan
+        if trial % 5 == 0:
+            y[rng.integers(0, n, 20)] = np.nan
+        if trial % 7 == 0:
+            x[rng.integers(0, n, 5)] = np.inf
+        mask = rng.random(n) > 0.3 if trial % 2 else None
+        assert pareto_front(x, y, mask).tolist() == _front_by_definition(x, y, mask).tolist(), trial
