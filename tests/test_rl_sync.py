@@ -211,6 +211,12 @@ def test_reshard_bulk_then_misc_path(inp):
         inp, NODE, dataclasses.replace(plan, bulk_fullest_share=1.25 / 16, bulk_mean_share=1.25 / 16)
     )
     assert eplb.bytes_moved == pytest.approx(256 * (1.25 * 118.75e9 + 0.1e12))
+    # and the senders send every copy the replicas hold: 16 replicas x 1.9 TB x 1.25 / 256 senders
+    # = 148.4 GB each (118.75 GB without EPLB), 2.97 s at 50 GB/s, 5.94 s at 0.5 (the receivers'
+    # 1.25 x 4.75 = 5.94 s too)
+    assert ws.bytes_per_sender == pytest.approx(118.75e9)
+    assert eplb.bytes_per_sender == pytest.approx(16 * 1.9e12 * 1.25 / 256)
+    assert eplb.terms["sender NIC"] == pytest.approx(1.25 * 4.75)
 
 
 def test_fp8_scales_ride_the_misc_path(catalog):

@@ -134,7 +134,11 @@ def _shard_bounds(plan: SyncPlan, links: Links, cross: float, senders: int) -> t
     # GB200's 10T SWE update, where its DEP72 replica's fullest GPU takes 1.125x that)
     share = plan.bulk_fullest_share if plan.bulk_bytes is not None else None
     recv = per_instance * share if share is not None else per_instance / plan.instance_gpus
-    send = plan.replicas * per_instance / senders
+    # every copy an instance holds is sent: EPLB's replica slots too (the mean receiver's share
+    # times the instance's GPUs: 1 without replicas, 72 x 7 / 384 = 1.31 at DEP72 EPLB on 384)
+    mean = plan.bulk_mean_share if plan.bulk_bytes is not None else None
+    stored = per_instance * mean * plan.instance_gpus if mean is not None else per_instance
+    send = plan.replicas * stored / senders
     r_nic, r_up = f.split_seconds(recv, cross, links.nic, links.scale_up)
     s_nic, s_up = f.split_seconds(send, cross, links.nic, links.scale_up)
     bounds = {"receiver NIC": r_nic, "receiver scale-up": r_up, "sender NIC": s_nic, "sender scale-up": s_up}
