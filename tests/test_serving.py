@@ -1226,6 +1226,33 @@ def test_memoized_searches_reuse_the_grid_and_give_the_same_answer(catalog, monk
     assert len(calls) == before + searched  # outside the block nothing is kept
 
 
+@pytest.mark.fresh_grids  # counts evaluations
+def test_a_block_with_its_own_store_reads_and_keeps_the_grids_of_the_block_around_it(catalog, monkeypatch):
+    # a sweep keeps its grids in a store of its own; inside another block (a caller's, the test
+    # session's) it evaluated again the grids that block had
+    from collections import OrderedDict
+
+    from ipd_cli.engine.serving import grid
+
+    calls = []
+    real = grid._evaluate
+    monkeypatch.setattr(grid, "_evaluate", lambda *a: calls.append(a) or real(*a))
+    outer, inner = OrderedDict(), grid.GridStore(4)
+    faster = catalog.with_overrides(["accelerators.h100-sxm.hbm_tb_per_s=4"])
+    with grid.memoized(outer):
+        plain = estimate_serving(catalog, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
+        searched = len(calls)
+        with grid.memoized(inner):
+            again = estimate_serving(catalog, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
+            assert len(calls) == searched  # the block around it had the grids
+            estimate_serving(faster, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
+        assert len(calls) > searched and len(inner) == len(outer)  # each kept in both
+    evaluated = len(calls)
+    with grid.memoized(inner):  # the block's own store alone, later (a sweep sizing its rows)
+        estimate_serving(faster, "h100-sxm", "llama-3.1-70b", tokens_per_user_s=30)
+    assert len(calls) == evaluated and again == plain
+
+
 def test_two_batch_overlap_hides_a_prompts_dispatch_behind_the_other_half_batch(catalog):
     # DeepSeek-V3 FP8 prefill on 4 x 8 H100 as DEP32 (EPLB), 4,096-token prompts. SGLang on Hopper
     # runs two-batch overlap and borrows every efficiency from TensorRT-LLM, which does not: the

@@ -453,22 +453,27 @@ def evaluate(ph: Physics, pins: Pins, target: float | None = None, whole: bool =
     import numpy as np
 
     memo, key = _MEMO.get(), (ph, pins, target, whole)
-    if memo is not None:
-        try:
-            hit = memo.get(key)
-        except TypeError:  # array-valued physics (a sweep): not kept
-            memo = None
-        else:
-            if hit is not None:
-                memo.move_to_end(key)
-                return hit
-    with np.errstate(all="ignore"):
-        g = _evaluate(ph, pins, target, whole)
-    if memo is not None:
-        memo[key] = g
-        if len(memo) > getattr(memo, "limit", MEMO_GRIDS):
-            memo.popitem(last=False)  # the least recently used
-    return g
+    stores = [] if memo is None else [memo, *_OUTER.get()]
+    try:
+        hit = next((g for store in stores if (g := store.get(key)) is not None), None)
+    except TypeError:  # array-valued physics (a sweep): not kept
+        stores, hit = [], None
+    if hit is None:
+        with np.errstate(all="ignore"):
+            hit = _evaluate(ph, pins, target, whole)
+    for store in stores:  # the block's own store, and the enclosing blocks' (a sweep inside one)
+        _keep(store, key, hit)
+    return hit
+
+
+def _keep(store: OrderedDict, key: tuple, g: Grid) -> None:
+    """``g`` in ``store``, the most recently used, the least recently used out beyond its limit."""
+    if key in store:
+        store.move_to_end(key)
+        return
+    store[key] = g
+    if len(store) > getattr(store, "limit", MEMO_GRIDS):
+        store.popitem(last=False)
 
 
 class GridStore(OrderedDict):
@@ -482,8 +487,10 @@ class GridStore(OrderedDict):
         self.sizers: OrderedDict = OrderedDict()
 
 
-# Grids already evaluated, by (physics, pins, target), inside a `memoized()` block only
+# Grids already evaluated, by (physics, pins, target), inside a `memoized()` block only; and the
+# stores of the blocks around it that have stores of their own
 _MEMO: ContextVar[OrderedDict | None] = ContextVar("ipd_serving_grids", default=None)
+_OUTER: ContextVar[tuple[OrderedDict, ...]] = ContextVar("ipd_serving_outer_grids", default=())
 MEMO_GRIDS = 16  # a few MB each
 
 
@@ -493,13 +500,18 @@ def memoized(store: OrderedDict | None = None) -> Iterator[None]:
     pins and target (it is a pure function of them; grids are never changed after evaluation): for
     loops that repeat estimates whose serving inputs do not change, such as ``ipd calibrate``
     fitting a weight-sync knob. Outside, nothing is kept. ``store``: the grids to use and keep
-    (a caller that enters the block again later, such as a sweep sizing rows)."""
+    (a caller that enters the block again later, such as a sweep sizing rows); inside a block with
+    another store, a grid is looked up in both and kept in both."""
+    around = _MEMO.get()
     if store is None:
-        store = _MEMO.get() if _MEMO.get() is not None else OrderedDict()
-    token = _MEMO.set(store)
+        store = around if around is not None else OrderedDict()
+    outer = (around, *_OUTER.get()) if around is not None else _OUTER.get()
+    outer = tuple(s for s in outer if s is not store)  # a block's store is not around itself
+    token, outer_token = _MEMO.set(store), _OUTER.set(outer)
     try:
         yield
     finally:
+        _OUTER.reset(outer_token)
         _MEMO.reset(token)
 
 
