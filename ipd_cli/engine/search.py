@@ -181,7 +181,7 @@ PARETO_BINS = 256  # x bins of the pre-pass of :func:`pareto_front` (large input
 def _not_beaten_by_a_higher_bin(x: Any, y: Any, idx: Any) -> Any:
     """``idx`` less the finite rows that a finite row in a higher bin of x (so of strictly larger x)
     matches or beats in y: rows :func:`pareto_front` would drop anyway, and whose dropping changes
-    no other row's running maximum (a serving grid of 305,600 rows keeps a few thousand to sort)."""
+    no other row's running maximum (DeepSeek-R1's GB200 serving grid: ~125 of 305,600 rows left to sort)."""
     import numpy as np
 
     xs, ys = x[idx], y[idx]
