@@ -346,8 +346,8 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     if want.get("stage_gpus"):
         ok &= lay["s"] == want["stage_gpus"]
     score = np.where(ok, 1.0 / (x["prefill_s"] * x["paid"]), -1.0)
-    holes = np.unique(_holes(ph, lay))
-    holes = holes[holes > 0]
+    hole = _holes(ph, lay)
+    holes = np.unique(hole[hole > 0])
     best = np.full((len(ph.kv_precisions), 2), -1)
     fill = np.full((len(holes), len(ph.kv_precisions), 2), -1)
     tiles = [h % lay["g"] == 0 for h in holes]  # the layouts that tile each hole
@@ -359,7 +359,7 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
             for j, tiling_hole in enumerate(tiles):  # the best that tile a decode instance's hole
                 tiling = np.where(tiling_hole, cand, -2.0)
                 fill[j, k, e] = int(np.argmax(tiling)) if tiling.max() > 0 else -1
-    return {"index": best, "holes": holes, "fill": fill}
+    return {"index": best, "hole": hole, "holes": holes, "fill": fill}
 
 
 def _holes(ph: Physics, lay: dict):
@@ -370,13 +370,12 @@ def _holes(ph: Physics, lay: dict):
     return np.where(lay["g"] < ph.domain, ph.domain % np.maximum(lay["g"], 1), 0)
 
 
-def _hole_partners(ph: Physics, lay: dict, pf: dict):
+def _hole_partners(lay: dict, pf: dict):
     """Per layout, the prefill instance that tiles its hole best (-1 where it has none, or where
     that is the prefill instance it already pairs with)."""
     import numpy as np
 
-    holes, fill = pf["holes"], pf["fill"]
-    hole = _holes(ph, lay)
+    hole, holes, fill = pf["hole"], pf["holes"], pf["fill"]
     if not len(holes):
         return np.full(len(hole), -1)
     j = np.clip(np.searchsorted(holes, hole), 0, len(holes) - 1)
@@ -598,7 +597,7 @@ def _evaluate(
         # it may serve the pair better than the one with the most requests/s per paid GPU (a
         # review: more HBM let a DEP6 prefill instance win the score and lowered GB200's best
         # DeepSeek-V3 answer, DEP8 having filled DEP64's 8-GPU holes)
-        other = _hole_partners(ph, lay, pf) if not pins.prefill_layout else np.full(len(g), -1)
+        other = _hole_partners(lay, pf) if not pins.prefill_layout else np.full(len(g), -1)
         sub = np.flatnonzero(other[lr] >= 0)
         if sub.size:
             alt_rows = partner_rows(other, lr[sub])
