@@ -36,6 +36,14 @@ BATCHES_PER_OCTAVE = 8  # then this many per doubling
 BATCH_KEYS = 2**40  # RolloutCandidates.step_at keys a (candidate, whole batch) pair as k x this + batch
 
 
+def gpu_expert_shares(grid: Any, rows: Any) -> tuple[Any, Any]:
+    """Shares of the whole model's routed-expert weights on the fullest and on the mean GPU of the
+    layouts ``rows`` (a stage's shares, ``experts_held`` and ``experts_mean``, over its pp stages):
+    what a weight update delivers to a receiving GPU."""
+    pp = grid.lay["pp"][rows]
+    return grid.x["experts_held"][rows] / pp, grid.x["experts_mean"][rows] / pp
+
+
 @dataclass(frozen=True)
 class Deployment:
     """One aggregated serving replica chosen by the deployment search."""
@@ -64,12 +72,12 @@ class Deployment:
     def experts_on_fullest_gpu(self) -> float:
         """The share of the routed experts' weights the replica's fullest GPU holds (whole experts
         where expert parallelism does not divide them, EPLB's replica slots included)."""
-        return float(self.grid.x["experts_held"][self.layout]) / int(self.grid.lay["pp"][self.layout])
+        return float(gpu_expert_shares(self.grid, self.layout)[0])
 
     @property
     def experts_on_mean_gpu(self) -> float:
         """The same on the mean GPU of the replica (with EPLB every GPU holds as many slots)."""
-        return float(self.grid.x["experts_mean"][self.layout]) / int(self.grid.lay["pp"][self.layout])
+        return float(gpu_expert_shares(self.grid, self.layout)[1])
 
     @property
     def instance_gpus(self) -> int:
@@ -213,8 +221,7 @@ class RolloutCandidates:
         have = self._tables.get("sync groups")
         if have is None:
             d = self.grid.x["d"][self.li]
-            share = self.grid.x["experts_held"][self.li] / self.grid.lay["pp"][self.li]
-            mean = self.grid.x["experts_mean"][self.li] / self.grid.lay["pp"][self.li]
+            share, mean = gpu_expert_shares(self.grid, self.li)
             order = np.lexsort((mean, share, d, self.gpus))
             keys = np.stack([self.gpus, d, share, mean])[:, order]
             first = np.concatenate(([True], np.any(keys[:, 1:] != keys[:, :-1], axis=0)))
