@@ -126,14 +126,23 @@ def sync_links(inp: Inputs, system: str, accelerator: str, gpus_per_system: int)
     )
 
 
+def _bulk_on_gpu(plan: SyncPlan, share: float | None) -> float:
+    """Bytes of nccl-reshard's bulk (the routed experts, one copy per instance; all of an
+    instance's bytes where no bulk is named) on a receiving GPU that holds ``share`` of it (None:
+    an even split over the instance's GPUs)."""
+    if plan.bulk_bytes is None or share is None:
+        per_instance = plan.instance_bytes if plan.bulk_bytes is None else plan.bulk_bytes
+        return per_instance / plan.instance_gpus
+    return plan.bulk_bytes * share
+
+
 def _shard_bounds(plan: SyncPlan, links: Links, cross: float, senders: int) -> tuple[dict, float, float]:
     # nccl-reshard moves only its bulk (the routed experts, one copy per instance) shard to shard
     per_instance = plan.instance_bytes if plan.bulk_bytes is None else plan.bulk_bytes
     # the fullest receiver binds: expert parallelism that does not divide the routed experts leaves
     # one GPU ceil(experts / EP) of them, EPLB's replicas update too (a review: the mean, 9.6 s of
     # GB200's 10T SWE update, where its DEP72 replica's fullest GPU takes 1.125x that)
-    share = plan.bulk_fullest_share if plan.bulk_bytes is not None else None
-    recv = per_instance * share if share is not None else per_instance / plan.instance_gpus
+    recv = _bulk_on_gpu(plan, plan.bulk_fullest_share)
     # every copy an instance holds is sent: EPLB's replica slots too (the mean receiver's share
     # times the instance's GPUs: 1 without replicas, 72 x 7 / 384 = 1.31 at DEP72 EPLB on 384)
     mean = plan.bulk_mean_share if plan.bulk_bytes is not None else None
@@ -359,10 +368,7 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
     if chained:  # each tensor's software follows its gather: that chain sets the time, not the wire
         bound = " + ".join(n for n, v in (("gather on the senders", gather), (name, software)) if v)
     # the bytes moved: every receiver's, the mean's times the receivers (the fullest binds the time)
-    mean = per_receiver
-    if BOUNDS[t] is _shard_bounds and plan.bulk_bytes is not None:
-        share = plan.bulk_mean_share
-        mean = plan.bulk_bytes * share if share is not None else plan.bulk_bytes / plan.instance_gpus
+    mean = _bulk_on_gpu(plan, plan.bulk_mean_share) if BOUNDS[t] is _shard_bounds else per_receiver
     if misc:  # the misc path's broadcast reaches every receiving GPU too (it was timed, not counted)
         per_receiver += plan.misc_bytes
         mean += plan.misc_bytes
