@@ -146,14 +146,18 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
     }
 
 
+def _fp4_factor(ctx: ServingContext, st: Stack) -> float:
+    """The stack's extra GEMM efficiency factor for FP4 math (1 where it has none): the rates of
+    :func:`_kv_terms` (read there only where some math runs in FP4) and of the MoE share's cap."""
+    v = stacks.read(ctx, st, "FP4 GEMM efficiency factor (stack)", "fp4_compute_efficiency_factor", None)
+    return 1.0 if v is None else v
+
+
 def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]) -> dict:
     common = stacks.read(ctx, st, "GEMM efficiency factor (stack)", "compute_efficiency_factor", None)
     common = 1.0 if common is None else common
 
-    @functools.cache
-    def fp4_factor() -> float:  # read (and traced) once, and only where some math runs in FP4
-        v = stacks.read(ctx, st, "FP4 GEMM efficiency factor (stack)", "fp4_compute_efficiency_factor", None)
-        return 1.0 if v is None else v
+    fp4_factor = functools.cache(lambda: _fp4_factor(ctx, st))  # read (and traced) once, where FP4 runs
 
     def at(p: str) -> float:
         """The stack's GEMM efficiency factor for math at precision ``p``."""
@@ -292,10 +296,9 @@ def _capped_by_a_narrower_fit(ctx: ServingContext, st: Stack, precision: str, sh
     ]
     if not fitted:
         return share
-    fp4 = stacks.read(ctx, st, "FP4 GEMM efficiency factor (stack)", "fp4_compute_efficiency_factor", None)
-    fp4 = 1.0 if fp4 is None else fp4
+    fp4 = _fp4_factor(ctx, st)
 
-    def rate(p: str) -> float:
+    def rate(p: str) -> float:  # the stack's common GEMM factor cancels in the ratio
         peak = ctx.spec(f"{p} dense peak", f"{p}_dense_tflops")
         eff = ctx.take(f"decode compute efficiency ({p})", f"decode_compute_efficiency.{p}")
         return peak * eff * (fp4 if p == "fp4" else 1.0)
