@@ -1194,6 +1194,8 @@ def calibrate(
     collective latency, weight-sync link efficiencies, the RL trainer's share and fixed step time)
     is fitted in turn by a log-spaced grid
     search over its catalog range, minimising the squared log error of its fitting cases.
+    A fit's fit_note says where the trials are flat around it (values that price its cases
+    alike: a cap binds the knob there) or that its best is at an end of the range searched.
 
     Example: ipd calibrate
     """

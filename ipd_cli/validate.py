@@ -700,14 +700,19 @@ def _fit_knob(base: Catalog, knob: str, cases: list[Case]) -> dict[str, Any]:
     trial = [cases[i] for i in order]
     best = (before, current.value)
     grid = _grid(current)
+    # a trial that ties the best is priced in full (its bar is just above the best), so a range of
+    # values that price the cases alike can be told: the fit is then flat there, not a minimum
+    losses: dict[float, float] = {}
     for value in grid:
-        loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), trial, best[0] - 1e-12)
-        if loss < best[0] - 1e-12:
+        loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), trial, best[0] + TIE)
+        losses[_tried(value)] = loss
+        if loss < best[0] - TIE:
             best = (loss, value)
     if knob.startswith(JOINT):  # cheap to price: refine between the grid points around the best
         for value in _refined(grid, best[1]):
-            loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), trial, best[0] - 1e-12)
-            if loss < best[0] - 1e-12:
+            loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), trial, best[0] + TIE)
+            losses[_tried(value)] = loss
+            if loss < best[0] - TIE:
                 best = (loss, value)
     fitted = float(f"{best[1]:.3g}")
     return {
@@ -720,7 +725,38 @@ def _fit_knob(base: Catalog, knob: str, cases: list[Case]) -> dict[str, Any]:
         "case_ids": ", ".join(c.id for c in cases),
         "set": f"--set {knob}={fitted}",
         "status": "fitted",
+        "fit_note": _fit_note(losses, best, grid),
     }
+
+
+TIE = 1e-12  # mean squared log errors closer than this price the cases alike
+
+
+def _tried(value: float) -> float:
+    """The value a trial sets (``--set`` takes it to 4 significant figures)."""
+    return float(f"{value:.4g}")
+
+
+def _fit_note(losses: dict[float, float], best: tuple[float, float], grid: list[float]) -> str:
+    """What the trials (``losses`` by value set) say of the fit beyond its value: a flat stretch
+    around it (every value tried there prices the knob's cases alike: a cap binds it there, or no
+    case reaches the stretch), or a best at an end of the range searched (the best may lie beyond)."""
+    at = _tried(best[1])
+    tried = sorted({*losses, at})
+    alike = [abs(losses.get(v, best[0]) - best[0]) <= TIE for v in tried]
+    i = j = tried.index(at)
+    while i > 0 and alike[i - 1]:
+        i -= 1
+    while j < len(tried) - 1 and alike[j + 1]:
+        j += 1
+    lo, hi = f"{tried[i]:.3g}", f"{tried[j]:.3g}"
+    if lo != hi:  # (a stretch within the printed precision, such as 166.9 to 167, says nothing)
+        return f"flat: every value tried from {lo} to {hi} prices its cases alike"
+    if len(grid) > 1 and at == _tried(grid[0]):
+        return f"at the low end of the range searched ({grid[0]:.3g}): the best may lie below"
+    if len(grid) > 1 and at == _tried(grid[-1]):
+        return f"at the high end of the range searched ({grid[-1]:.3g}): the best may lie above"
+    return ""
 
 
 def _skipped(knob: str, current: float, cases: list[Case]) -> dict[str, Any]:
@@ -735,4 +771,5 @@ def _skipped(knob: str, current: float, cases: list[Case]) -> dict[str, Any]:
         "case_ids": ", ".join(c.id for c in cases),
         "set": "",
         "status": "skipped: no fitting case can be reached",
+        "fit_note": "",
     }

@@ -6,6 +6,7 @@ Run with -s to see every case's error. The bound below is the documented regress
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import pytest
@@ -232,10 +233,39 @@ def test_catalog_defaults_are_the_calibrated_values():
     assert len(fitted) >= 8
     for row in fitted:
         assert row["fitted"] == pytest.approx(row["current"], rel=0.05), row["parameter"]
+    # SGLang's FP8 MoE share on CDNA 4 is capped by its MXFP4 fit (the FP8 experts run no faster
+    # in FLOP/s than the FP4 fit's): every value above the cap prices its cases alike, and the
+    # listing says so instead of calling 0.134 a minimum
+    notes = {row["parameter"]: row["fit_note"] for row in rows}
+    flat = notes["serving.stacks.sglang.profiles.cdna4.moe_compute_share.fp8"]
+    assert flat.startswith("flat: every value tried from 0.134 to "), flat
+    assert notes["efficiency.tp_comm_overlap"] == ""  # a minimum inside its range
     # a knob whose fitting cases the model cannot reach is reported and left at its value
     skipped = {row["parameter"]: row for row in rows if row["status"] != "fitted"}
     for row in skipped.values():
         assert row["fitted"] is None and row["set"] == "" and "reached" in row["status"]
+
+
+def test_a_fit_says_where_its_trials_are_flat_or_its_best_is_at_the_range_end():
+    grid = [1.0, 2.0, 4.0, 8.0]
+    # values 2 to 8 price the cases alike (a cap binds above 2): flat, not a minimum at 2
+    losses = {1.0: 0.5, 2.0: 0.1, 4.0: 0.1, 8.0: 0.1}
+    flat = "flat: every value tried from {} to {} prices its cases alike"
+    assert val._fit_note(losses, (0.1, 2.0), grid) == flat.format(2, 8)
+    # the current value (3, not a grid point) ties its upper neighbour only: flat from 3 to 4
+    losses = {1.0: 0.5, 2.0: 0.3, 4.0: 0.1, 8.0: 0.2}
+    assert val._fit_note(losses, (0.1, 3.0), grid) == flat.format(3, 4)
+    # a unique minimum inside the range: nothing to say; at an end: the best may lie beyond it
+    losses = {1.0: 0.5, 2.0: 0.1, 4.0: 0.2, 8.0: 0.3}
+    assert val._fit_note(losses, (0.1, 2.0), grid) == ""
+    high = val._fit_note({**losses, 8.0: 0.05}, (0.05, 8.0), grid)
+    assert high.startswith("at the high end of the range searched (8)")
+    low = val._fit_note({**losses, 1.0: 0.05}, (0.05, 1.0), grid)
+    assert low.startswith("at the low end of the range searched (1)")
+    # a tie within the printed precision (a grid point 166.9 beside the current 167) says nothing
+    assert val._fit_note({166.9: 0.1, 300.0: 0.2}, (0.1, 167.0), [100.0, 166.9087, 300.0]) == ""
+    # trials that stopped early (inf: they could not beat the best) are not ties
+    assert val._fit_note({1.0: math.inf, 2.0: 0.1, 4.0: math.inf}, (0.1, 2.0), [1.0, 2.0, 4.0]) == ""
 
 
 def test_a_fitting_case_fits_the_per_precision_value_of_its_precision(catalog):
