@@ -283,6 +283,27 @@ def test_collective_bytes_by_hand(catalog):
     assert ts.ring_seconds(full, 8, 8, x) == pytest.approx(full * 7 / 8 / up)  # inside: a plain ring
 
 
+def test_the_sequence_parallel_backward_runs_six_tensor_collectives_a_dense_layer(catalog):
+    # Megatron-Core's sequence-parallel linears (LinearWithGradAccumulationAndAsyncCommunication):
+    # the forward all-gathers the inputs of QKV and FC1 and reduce-scatters the outputs of the
+    # projection and FC2 (4); the backward reduce-scatters QKV's and FC1's input gradients,
+    # all-gathers the projection's and FC2's output gradients, and all-gathers QKV's and FC1's
+    # inputs again for their weight gradients (the forward keeps only its shard): 6
+    x = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
+    cols, _ = one_plan(x, 64, PLAN_70B)  # TP4
+    P = {k: cols[k] for k in tpn.PLAN_COLS}
+    layer = ts.overlapped(ts.layer_tp_seconds(P, x), x["tp_overlap"], x)  # the forward's 4, exposed
+    t = ts.micro_terms(P, x)
+    Ls = t["stage_layers"]
+    assert t["tp_comm_s"] == pytest.approx((4 + 6) / 4 * Ls * layer)
+    # nothing else in the step moves with the TP collectives' cost: with it hidden at no tax
+    # (a dense model: no expert all-to-all, CP1: no ring) the forward sheds Ls x layer and the
+    # backward 1.5 x that
+    free = ts.micro_terms(P, {**x, "tp_overlap": 1.0, "overlap_tax": 0.0})
+    assert t["fwd_s"] - free["fwd_s"] == pytest.approx(Ls * layer)
+    assert t["bwd_s"] - free["bwd_s"] == pytest.approx(1.5 * Ls * layer)
+
+
 def test_a_bf16_run_dispatches_its_moe_tokens_in_bf16(catalog):
     # a review: the all-to-all width, FP8 dispatch + BF16 combine averaged (DeepSeek-V3's FP8
     # recipe, 1.5 bytes a value), was charged to BF16 runs too, which send 2 bytes both ways

@@ -253,6 +253,10 @@ def tp_op_seconds(P: Cols, x: dict):
     return per_op + (P["tp"] > 1) * x["lat_up"]
 
 
+# backward collectives per forward one under sequence parallelism: 6 / 4 a dense layer, 3 / 2 around attention
+SP_BWD_OPS = 1.5
+
+
 def layer_tp_seconds(P: Cols, x: dict):
     """Forward tensor-parallel all-gather + reduce-scatter of one layer (sequence parallel): two of
     each per dense layer, one of each around attention in an MoE layer (experts are not TP-split)."""
@@ -320,14 +324,18 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
     loss = loss_seconds(P, x)
     cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
     fwd = Ls * (g + a + mem + tp + ep + eager_seconds(P, x)) + cp_fwd + head + loss / 2.0
-    bwd = Ls * (2.0 * g + r * a + 2.0 * mem + tp + ep) + cp_bwd + 2.0 * head + loss / 2.0
+    # the sequence-parallel backward runs 1.5x the forward's collectives: each column-parallel
+    # linear all-gathers its input again for the weight gradient (the forward keeps only its shard)
+    # beside the reduce-scatter of its input gradient, each row-parallel one all-gathers its output
+    # gradient (Megatron-Core's LinearWithGradAccumulationAndAsyncCommunication.backward)
+    bwd = Ls * (2.0 * g + r * a + 2.0 * mem + SP_BWD_OPS * tp + ep) + cp_bwd + 2.0 * head + loss / 2.0
     acts = activation_bytes(P, x, Ls)
     return {
         "fwd_s": fwd,
         "bwd_s": bwd,
         "redo_s": (0.0 * fwd, Ls * mem, fwd - head - loss / 2.0, 0.0 * fwd),
         "stage_layers": Ls,
-        "tp_comm_s": 2.0 * Ls * tp,
+        "tp_comm_s": (1.0 + SP_BWD_OPS) * Ls * tp,
         "ep_comm_s": 2.0 * Ls * ep,
         # what the 1F1B overlap's pairing hides beyond a run without it: lost on a single micro-batch
         "a2a_gain_s": 2.0 * Ls * (alone - ep) * one_f,
