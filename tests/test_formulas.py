@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from ipd_cli.engine import formulas as f
@@ -120,9 +121,21 @@ def test_remote_domains_a_token_reaches_by_hand():
     # DeepSeek-V3: 8 routed experts over 4 nodes: each other node holds none of them with
     # probability (3/4)^8 = 0.1001, so a token crosses to 3 x 0.8999 = 2.6996 other nodes (not to
     # the ~7 other ranks of 31 that hold one, as a per-rank dispatch would send it)
-    assert f.remote_domains(4.0, 8) == pytest.approx(3 * (1 - 0.75**8), rel=1e-12)
-    assert f.remote_domains(4.0, 8) == pytest.approx(2.6996, rel=1e-4)
-    assert f.remote_domains(1.0, 8) == 0.0 and f.remote_domains(0.5, 8) == 0.0
+    assert f.remote_domains(32.0, 8.0, 8) == pytest.approx(3 * (1 - 0.75**8), rel=1e-12)
+    assert f.remote_domains(32.0, 8.0, 8) == pytest.approx(2.6996, rel=1e-4)
+    assert f.remote_domains(8.0, 8.0, 8) == 0.0 and f.remote_domains(4.0, 8.0, 8) == 0.0
+    # a group that does not fill whole domains: 128 GPUs over 72-GPU racks hold 72 + 56 of it; a
+    # token on the 72-GPU side misses the other rack with probability (1 - 56/128)^8, one on the
+    # 56-GPU side with (1 - 72/128)^8: 0.994 other racks on average, not the 0.777 of 128 / 72 =
+    # 1.78 even domains ((n - 1)(1 - (1 - 1/n)^8))
+    by_hand = (72 * (1 - (1 - 56 / 128) ** 8) + 56 * (1 - (1 - 72 / 128) ** 8)) / 128
+    assert f.remote_domains(128.0, 72.0, 8) == pytest.approx(by_hand, rel=1e-12)
+    assert 0.993 < by_hand < 0.994
+    # 384 GPUs: 5 whole racks and 24 GPUs; arrays element-wise
+    whole, rest = 1 - (1 - 72 / 384) ** 8, 1 - (1 - 24 / 384) ** 8
+    by_hand = (360 * (4 * whole + rest) + 24 * 5 * whole) / 384
+    got = f.remote_domains(np.array([384.0, 32.0]), 72.0, 8)
+    assert got[0] == pytest.approx(by_hand, rel=1e-12) and got[1] == 0.0
 
 
 def test_gpus_for_traffic_in_whole_copies_by_hand():

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from ipd_cli import compare, load, train
 from ipd_cli.catalog.schema import PRECISIONS
+from ipd_cli.engine import formulas as f
 from ipd_cli.engine.results import CompareResult, TrainResult
 from ipd_cli.errors import InfeasibleError, IpdError
 from ipd_cli.render import to_json
@@ -310,3 +311,21 @@ def test_higher_hbm_bandwidth_never_lowers_decode_throughput(data, low, gain, co
     if fast.configuration == slow.configuration:
         assert fast.tokens_per_s_per_user >= slow.tokens_per_s_per_user * (1 - REL)
         assert fast.tpot_ms <= slow.tpot_ms * (1 + REL)
+
+
+@bounded(300)
+@given(
+    span=st.integers(1, 1024),
+    domain=st.integers(1, 144),
+    grow=st.integers(1, 144),
+    k=st.integers(1, 22),
+)
+def test_a_bigger_domain_never_sends_a_token_to_more_domains(span, domain, grow, k):
+    # an expert group's tokens reach no more other domains when each domain holds more of the
+    # group (a larger scale-up domain never adds NIC traffic), and no fewer when the group spans
+    # more GPUs; never more than one domain per pick, nor more than the other domains there are
+    rd = f.remote_domains
+    assert rd(float(span), float(domain + grow), k) <= rd(float(span), float(domain), k) + REL
+    assert rd(float(span + grow), float(domain), k) >= rd(float(span), float(domain), k) - REL
+    others = -(-span // domain) - 1
+    assert 0.0 <= rd(float(span), float(domain), k) <= min(k, others) + REL

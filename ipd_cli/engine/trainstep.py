@@ -134,8 +134,8 @@ def deduplicated(P: Cols):
 
 def remote_domains(P: Cols, x: dict):
     """Other scale-up domains a token's k routed experts fall in, on average
-    (:func:`formulas.remote_domains` over the ep_span / domain domains its expert group spans)."""
-    return f.remote_domains(ep_span(P) / x["domain"], x["topk"])
+    (:func:`formulas.remote_domains` over the ep_span GPUs its expert group spans)."""
+    return f.remote_domains(ep_span(P), x["domain"], x["topk"])
 
 
 def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):

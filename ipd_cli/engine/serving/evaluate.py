@@ -221,7 +221,7 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     # an expert group over several scale-up domains: DeepEP's normal kernels send a token once to
     # each other domain holding one of its experts (over the NIC) and fan it out to the ranks there
     # over the scale-up link, which carries every rank's copy; the slower of the two binds
-    across = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, f.remote_domains(e / ph.domain, ph.top_k), h, ab)
+    across = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, f.remote_domains(e, ph.domain, ph.top_k), h, ab)
     a2a_s = np.where(
         e > ph.domain,
         np.maximum(across * x["imb_ep"] / ph.link_out, a2a / ph.link_up),
