@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.engine import formulas as f
-from ipd_cli.engine.search import Space, product, take
+from ipd_cli.engine.search import BLOCK, Space, product, take
 from ipd_cli.errors import InputError
 
 from .evaluate import DEP, TEP, TP, aggregated, disaggregated, kv_handoff_seconds, layout_terms, step_terms
@@ -554,45 +554,49 @@ def _evaluate(
     if subset is not None:  # :func:`refine`: these layouts only
         keep = np.intersect1d(keep, subset)
     modes = (0, 1) if whole or pins.disaggregated is None else (int(pins.disaggregated),)
-    batches = _batches(ph, take(lay, keep), take(x, keep), pins, target, rungs)
+    lay_k, x_k = take(lay, keep), take(x, keep)
+    batches = _batches(ph, lay_k, x_k, pins, target, rungs)
     n_lay, n_b = batches.shape
-    li = np.repeat(keep, n_b)
+    li = np.repeat(keep, n_b)  # row r is layout keep[r // n_b] at batches[r // n_b, r % n_b]
     batch = batches.reshape(-1)
     pf = _prefill_choice(ph, lay, x, pins)
     pf_lay = pf["index"][lay["kv"], lay["eplb"]]  # the prefill instance each layout pairs with
     pidx = pf_lay[li]
     pf_ok = pidx >= 0
     # rows that can run (weights and the batch fit): the rest fail those checks first, so their
-    # rates are not computed (NaN)
-    limit = (x["rank_max"] * x["d"])[li]
-    live = np.flatnonzero((x["free_gpu"][li] > 0) & (x["rank_max"][li] >= 1) & (batch <= limit + 1e-9))
-    lay_r, x_r, b_r = take(lay, li[live]), take(x, li[live]), batch[live]
-    step = step_terms(ph, lay_r, x_r, b_r)
-    agg = aggregated(ph, x_r, b_r, step["step_s"])
+    # rates are NaN
+    limit = (x_k["rank_max"] * x_k["d"])[:, None]
+    runs = ((x_k["free_gpu"] > 0) & (x_k["rank_max"] >= 1))[:, None] & (batches <= limit + 1e-9)
+    live = np.flatnonzero(runs)
+    n = len(batch)
+    rows = _decode_rows(ph, lay_k, x_k, batches, modes)
+    # disaggregated serving on the rows that can run (a search over pool sizes per row)
+    lr = li[live]
+    x_r = {k: x[k][lr] for k in ("accepted", "paid")}  # the decode columns disaggregated() reads
+    b_r, step_r = batch[live], rows["step_s"][:n][live]  # the step: the same in every mode's rows
     # how each layout and its prefill instance pack into the domains, once per layout
     g = lay["g"]
-    lr = li[live]
 
     def partner_rows(p_lay, rows):  # the prefill instance's columns for decode rows ``rows``
         p_all = np.maximum(p_lay, 0)
         p_r = p_all[rows]
-        # how the pair packs into the domains, once per layout (rows repeat a layout per batch)
+        # the pair's hand-off and how it packs into the domains, once per layout (rows repeat a
+        # layout per batch)
+        handoff = kv_handoff_seconds(ph, lay, x, p_all, np.arange(len(g)))
         per_decode = f.pipeline_hole_fill(g, lay["s"], lay["pp"], g[p_all], ph.domain)
         return {
             "prefill_s": x["prefill_s"][p_r],
             "latency_s": x["prefill_latency_s"][p_r],
-            "handoff_s": kv_handoff_seconds(ph, lay, x, p_r, rows),
+            "handoff_s": handoff[rows],
             "paid": x["paid"][p_r],
             "per_decode": per_decode[rows],
             "decode_per": f.hole_fill(g[p_all], g, ph.domain)[rows],
         }
 
     pf_rows = partner_rows(pf_lay, lr)
-    dis = agg
+    dis: dict[str, Any] = {}
     if 1 in modes:
-        dis = disaggregated(
-            ph, x_r, b_r, step["step_s"], pf_rows, pins.prefill_instances, pins.decode_instances
-        )
+        dis = disaggregated(ph, x_r, b_r, step_r, pf_rows, pins.prefill_instances, pins.decode_instances)
         # a decode instance smaller than its domain leaves a hole: the prefill instances that tile
         # it may serve the pair better than the one with the most requests/s per paid GPU (a
         # review: more HBM let a DEP6 prefill instance win the score and lowered GB200's best
@@ -602,7 +606,7 @@ def _evaluate(
         if sub.size:
             alt_rows = partner_rows(other, lr[sub])
             alt = disaggregated(
-                ph, take(x_r, sub), b_r[sub], step["step_s"][sub], alt_rows,
+                ph, take(x_r, sub), b_r[sub], step_r[sub], alt_rows,
                 pins.prefill_instances, pins.decode_instances,
             )  # fmt: skip
             better = alt["tokens_per_s_per_gpu"] > dis["tokens_per_s_per_gpu"][sub]
@@ -614,16 +618,15 @@ def _evaluate(
             pidx[live[won]] = other[lr[won]]
             pf_ok = pidx >= 0
 
-    n = len(batch)
-
-    def both(a, b):  # live rows' values, aggregated then disaggregated (the modes kept); NaN elsewhere
-        out = np.full(len(modes) * n, np.nan)
+    dead = np.flatnonzero(~runs.reshape(-1))
+    for key, col in rows.items():  # NaN on the rows that cannot run; disaggregated rows' own values
         for j, m in enumerate(modes):
-            out[live + j * n] = (a, b)[m]
-        return out
-
-    rows = {k: both(step[k], step[k]) for k in step}
-    rows |= {k: both(agg[k], dis[k]) for k in agg}
+            part = col[j * n : (j + 1) * n]
+            if m == 1 and key in dis:
+                part.fill(np.nan)
+                part[live] = dis[key]
+            else:
+                part[dead] = np.nan
     cat = lambda a, b: np.concatenate([(a, b)[m] for m in modes])  # noqa: E731
     rows |= {
         "layout": cat(li, li),
@@ -637,7 +640,7 @@ def _evaluate(
     pools: dict[str, Any] = {}
     # pinned pools stay as deployed
     if pins.prefill_instances is None and pins.decode_instances is None and 1 in modes:
-        rate = b_r * x_r["accepted"] / step["step_s"]
+        rate = b_r * x_r["accepted"] / step_r
         pools = {
             "rows": live + modes.index(1) * n,
             "rate": rate,
@@ -660,6 +663,36 @@ def _evaluate(
         pins=pins,
         target=target,
     )
+
+
+def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int, ...]) -> dict[str, Any]:
+    """The decode step (:func:`step_terms`) and aggregated serving of every row of the (layout x
+    batch) table, as row columns of every mode kept (``modes``, each ``batches.size`` rows): the
+    step in each mode's rows, aggregated serving in the aggregated rows (the disaggregated rows'
+    part left to fill). ``lay`` and ``x``: the layouts' columns, one row per row of ``batches``.
+
+    Each layout's columns stand as a column (layouts x 1) against its batches, so the terms that do
+    not depend on the batch are computed once per layout, not once per row; and the table is taken
+    in blocks of about ``BLOCK`` rows, so that the temporaries stay small (in cache, and in memory
+    the allocator reuses: fresh large arrays cost page faults)."""
+    import numpy as np
+
+    n_lay, n_b = batches.shape
+    n = n_lay * n_b
+    per_block = max(1, BLOCK // n_b)
+    out: dict[str, Any] = {}
+    for a in range(0, max(n_lay, 1), per_block):  # one block where there are no layouts
+        b = min(a + per_block, n_lay)
+        lay_b, x_b = ({k: v[a:b, None] for k, v in cols.items()} for cols in (lay, x))
+        step = step_terms(ph, lay_b, x_b, batches[a:b])
+        agg = aggregated(ph, x_b, batches[a:b], step["step_s"])
+        if not out:  # one block of memory for every column (numpy maps it in huge pages where it can)
+            out = dict(zip(step | agg, np.empty((len(step | agg), len(modes) * n)), strict=True))
+        for key, values in (step | agg).items():
+            for j, m in enumerate(modes):
+                if key in step or m == 0:
+                    out[key][j * n + a * n_b : j * n + b * n_b].reshape(b - a, n_b)[:] = values
+    return out
 
 
 def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:
