@@ -402,10 +402,8 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
     space.require(f"expert parallelism above the {ph.experts} experts", _ep_within_experts(ph, lay)[li])
     space.require("the weights do not fit in HBM", (x["free_gpu"] > 0)[li])
     space.require("the KV cache cannot hold one full request", (x["rank_max"] >= 1)[li])
-    limit = (x["rank_max"] * x["d"])[li]
-    space.require(
-        "the batch exceeds the KV capacity or the engine's batch cap per rank", r["batch"] <= limit + 1e-9
-    )
+    limit = (x["rank_max"] * x["d"] + 1e-9)[li]
+    space.require("the batch exceeds the KV capacity or the engine's batch cap per rank", r["batch"] <= limit)
     space.require("no prefill instance fits (disaggregated)", r["prefill_ok"])
     finite = np.isfinite(r["tokens_per_s_per_gpu"]) & np.isfinite(r["tokens_per_s_per_user"])
     finite &= (r["tokens_per_s_per_gpu"] > 0) & (r["tokens_per_s_per_user"] > 0) & np.isfinite(r["step_s"])
@@ -579,24 +577,24 @@ def _evaluate(
 
     def partner_rows(p_lay, rows):  # the prefill instance's columns for decode rows ``rows``
         p_all = np.maximum(p_lay, 0)
-        p_r = p_all[rows]
         # the pair's hand-off and how it packs into the domains, once per layout (rows repeat a
         # layout per batch)
         handoff = kv_handoff_seconds(ph, lay, x, p_all, np.arange(len(g)))
-        per_decode = f.pipeline_hole_fill(g, lay["s"], lay["pp"], g[p_all], ph.domain)
-        return {
-            "prefill_s": x["prefill_s"][p_r],
-            "latency_s": x["prefill_latency_s"][p_r],
-            "handoff_s": handoff[rows],
-            "paid": x["paid"][p_r],
-            "per_decode": per_decode[rows],
-            "decode_per": f.hole_fill(g[p_all], g, ph.domain)[rows],
+        per_layout = {
+            "prefill_s": x["prefill_s"][p_all],
+            "latency_s": x["prefill_latency_s"][p_all],
+            "handoff_s": handoff,
+            "paid": x["paid"][p_all],
+            "per_decode": f.pipeline_hole_fill(g, lay["s"], lay["pp"], g[p_all], ph.domain),
+            "decode_per": f.hole_fill(g[p_all], g, ph.domain),
         }
+        # gathered to the rows at once, into one block of memory
+        return dict(zip(per_layout, np.stack(list(per_layout.values()))[:, rows], strict=True))
 
     pf_rows = partner_rows(pf_lay, lr)
     dis: dict[str, Any] = {}
     if 1 in modes:
-        dis = disaggregated(ph, x_r, b_r, step_r, pf_rows, pins.prefill_instances, pins.decode_instances)
+        dis = _pooled(ph, pins, x_r, b_r, step_r, pf_rows)
         # a decode instance smaller than its domain leaves a hole: the prefill instances that tile
         # it may serve the pair better than the one with the most requests/s per paid GPU (a
         # review: more HBM let a DEP6 prefill instance win the score and lowered GB200's best
@@ -605,10 +603,7 @@ def _evaluate(
         sub = np.flatnonzero(other[lr] >= 0)
         if sub.size:
             alt_rows = partner_rows(other, lr[sub])
-            alt = disaggregated(
-                ph, take(x_r, sub), b_r[sub], step_r[sub], alt_rows,
-                pins.prefill_instances, pins.decode_instances,
-            )  # fmt: skip
+            alt = _pooled(ph, pins, take(x_r, sub), b_r[sub], step_r[sub], alt_rows)
             better = alt["tokens_per_s_per_gpu"] > dis["tokens_per_s_per_gpu"][sub]
             won, at = sub[better], np.flatnonzero(better)
             for key, col in alt.items():
@@ -627,16 +622,9 @@ def _evaluate(
                 part[live] = dis[key]
             else:
                 part[dead] = np.nan
-    cat = lambda a, b: np.concatenate([(a, b)[m] for m in modes])  # noqa: E731
-    rows |= {
-        "layout": cat(li, li),
-        "batch": cat(batch, batch),
-        "disagg": cat(np.zeros_like(li), np.ones_like(li)),
-        "prefill_layout": cat(np.full_like(li, -1), pidx),
-        "prefill_ok": cat(np.ones_like(pf_ok), pf_ok),
-    }
+    rows |= _own_columns(li, batch, pidx, pf_ok, modes)
     space = _checks(ph, lay, x, rows)
-    pinned = pins_mask(lay, rows, pins) & np.isin(lay["k"][rows["layout"]], ph.spec_depths)
+    pinned = pins_mask(lay, rows, pins) & np.isin(lay["k"], ph.spec_depths)[rows["layout"]]
     pools: dict[str, Any] = {}
     # pinned pools stay as deployed
     if pins.prefill_instances is None and pins.decode_instances is None and 1 in modes:
@@ -663,6 +651,48 @@ def _evaluate(
         pins=pins,
         target=target,
     )
+
+
+def _pooled(ph: Physics, pins: Pins, x: dict, batch: Any, step_s: Any, prefill: dict) -> dict[str, Any]:
+    """:func:`disaggregated` of rows (``x`` and ``prefill``: their columns), in blocks of ``BLOCK``
+    rows (small temporaries), its columns in one block of memory."""
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    for a in range(0, max(len(batch), 1), BLOCK):
+        part = slice(a, a + BLOCK)
+        cols = disaggregated(
+            ph, take(x, part), batch[part], step_s[part], take(prefill, part),
+            pins.prefill_instances, pins.decode_instances,
+        )  # fmt: skip
+        if not out:
+            out = dict(zip(cols, np.empty((len(cols), len(batch))), strict=True))
+        for key, col in cols.items():
+            out[key][part] = col
+    return out
+
+
+def _own_columns(li: Any, batch: Any, pidx: Any, pf_ok: Any, modes: tuple[int, ...]) -> dict[str, Any]:
+    """The rows' layout, batch, mode and prefill instance, aggregated then disaggregated (the modes
+    kept; ``li``, ``batch``, ``pidx`` and ``pf_ok``: per row of one mode); the integer ones in one
+    block of memory."""
+    import numpy as np
+
+    n = len(li)
+    names = ("layout", "disagg", "prefill_layout")
+    ints = dict(zip(names, np.empty((len(names), len(modes) * n), dtype=li.dtype), strict=True))
+    for j, m in enumerate(modes):
+        part = slice(j * n, (j + 1) * n)
+        ints["layout"][part] = li
+        ints["disagg"][part] = m
+        ints["prefill_layout"][part] = pidx if m == 1 else -1
+    return {
+        "layout": ints["layout"],
+        "batch": np.concatenate([batch] * len(modes)),
+        "disagg": ints["disagg"],
+        "prefill_layout": ints["prefill_layout"],
+        "prefill_ok": np.concatenate([pf_ok if m == 1 else np.ones_like(pf_ok) for m in modes]),
+    }
 
 
 def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int, ...]) -> dict[str, Any]:
