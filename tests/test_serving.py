@@ -1899,3 +1899,25 @@ def test_every_prefill_instance_keeps_the_layout_rules(catalog, monkeypatch):
     for heads, experts, t, e in chosen:
         assert (heads % t == 0).all() and (e <= experts).all(), t
     assert s.prefill_instances  # disaggregated: the pool the spy saw chosen
+
+
+@pytest.mark.parametrize("top", [1, 3, 16, 64])
+def test_fraction_index_counts_as_searchsorted(top):
+    """The pools' fraction table is read through its index (:func:`evaluate._count_below`): the
+    same index as ``np.searchsorted`` at every value up to the table's ratio, at the table's own
+    values and their neighbours, wherever its buckets hold one value or several."""
+    import numpy as np
+
+    from ipd_cli.engine.serving import evaluate as ev
+
+    v, _, _, below, most_in = ev._fraction_table(top, top * (ev.TABLE_RATIO + 2))
+    inside = v[v <= ev.TABLE_RATIO]
+    rng = np.random.default_rng(top)
+    edges = np.arange(ev.TABLE_RATIO * ev.INDEX_PER_UNIT + 1) / ev.INDEX_PER_UNIT
+    x = np.concatenate(
+        [inside, np.nextafter(inside, 0.0), np.nextafter(inside, np.inf), inside * (1 - 1e-12), edges]
+        + [rng.uniform(0.0, ev.TABLE_RATIO, 20_000), np.array([0.0, -1.0, 5e-324])]
+    )
+    x = x[x <= ev.TABLE_RATIO]
+    for side in ("left", "right"):
+        assert np.array_equal(ev._count_below(v, below, most_in, x, side), np.searchsorted(v, x, side=side))

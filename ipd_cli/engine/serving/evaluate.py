@@ -530,7 +530,8 @@ _FRACTIONS: dict[tuple[int, int], tuple] = {}
 
 
 def _fraction_table(top: int, most: int):
-    """Fractions P/D (D <= top, 1 <= P <= most) sorted by value, each with its smallest D."""
+    """Fractions P/D (D <= top, 1 <= P <= most) sorted by value, each with its smallest D, and an
+    index of them over [0, TABLE_RATIO] (:func:`_count_below`)."""
     import numpy as np
 
     key = (top, most)
@@ -540,8 +541,29 @@ def _fraction_table(top: int, most: int):
         order = np.lexsort((d, p / d))
         v, p, d = (p / d)[order], p[order], d[order]
         first = np.concatenate([[True], v[1:] != v[:-1]])  # the smallest D of equal values
-        _FRACTIONS[key] = (v[first], p[first].astype(float), d[first].astype(float))
+        v = v[first]
+        # per bucket [k, k + 1) / INDEX_PER_UNIT of the index: the values below it, and the most
+        # values any bucket holds (its upper edge too)
+        edges = np.arange(TABLE_RATIO * INDEX_PER_UNIT + 1) / INDEX_PER_UNIT
+        below = np.searchsorted(v, edges[:-1], side="left")
+        most_in = int(np.max(np.searchsorted(v, edges[1:], side="right") - below))
+        _FRACTIONS[key] = (v, p[first].astype(float), d[first].astype(float), below, most_in)
     return _FRACTIONS[key]
+
+
+def _count_below(v: Any, below: Any, most_in: int, x: Any, side: str) -> Any:
+    """``np.searchsorted(v, x, side)`` for ``x`` up to TABLE_RATIO (above it or NaN, some index of
+    ``v``), by the table's index: the values below the bucket of x, then those of its bucket
+    compared one by one (at most ``most_in``: one where D <= 16). Exact: a bucket is x times a power
+    of two, floored, and the comparisons are searchsorted's."""
+    import numpy as np
+
+    bucket = np.fmax(np.fmin(np.floor(x * INDEX_PER_UNIT), len(below) - 1), 0).astype(np.intp)
+    i, last = below[bucket], len(v) - 1
+    for _ in range(most_in):
+        at = v[np.minimum(i, last)]
+        i = i + (((at < x) if side == "left" else (at <= x)) & (i <= last))
+    return i
 
 
 def _fraction_neighbours(x, top: int, above: bool):
@@ -551,12 +573,12 @@ def _fraction_neighbours(x, top: int, above: bool):
     import numpy as np
 
     x = np.asarray(x, dtype=float)
-    v, p, d = _fraction_table(top, top * (TABLE_RATIO + 2))
+    v, p, d, below, most_in = _fraction_table(top, top * (TABLE_RATIO + 2))
     if above:
-        i = np.minimum(np.searchsorted(v, x, side="left"), len(v) - 1)  # first value >= x
+        i = np.minimum(_count_below(v, below, most_in, x, "left"), len(v) - 1)  # first value >= x
         p_out, d_out = p[i], d[i]
     else:
-        i = np.searchsorted(v, x, side="right") - 1  # last value <= x
+        i = _count_below(v, below, most_in, x, "right") - 1  # last value <= x
         ok = i >= 0
         p_out, d_out = np.where(ok, p[np.maximum(i, 0)], 0.0), np.where(ok, d[np.maximum(i, 0)], 1.0)
     big = np.flatnonzero(~(x <= TABLE_RATIO))  # beyond the table (or not a number): every D
@@ -571,6 +593,7 @@ def _fraction_neighbours(x, top: int, above: bool):
 
 
 TABLE_RATIO = 64  # prefill instances per decode instance the fraction table covers
+INDEX_PER_UNIT = 1024  # buckets per unit of the fraction table's index: a power of two (exact)
 
 
 def _pinned_pools(ph: Physics, ratio, prefill: Columns, rate, cost, n_prefill, n_decode):
