@@ -241,21 +241,47 @@ class _Work(NamedTuple):
     expert_bytes: Any
     expert_flops: Any
 
+    def times(self, ph: Physics, attn_rate: Any, moe_rate: Any) -> _Times:
+        """Each part's bytes at its bandwidth and FLOPs at its rate."""
+        return _Times(
+            self.dense_bytes / ph.hbm_rate,
+            self.dense_flops / ph.gemm_rate,
+            self.kv_bytes / ph.kv_rate,
+            self.attn_flops / attn_rate,
+            self.expert_bytes / ph.expert_rate,
+            self.expert_flops / moe_rate,
+        )
+
     def seconds(self, ph: Physics, attn_rate: Any, moe_rate: Any) -> Any:
-        """Each part on its roofline (the experts as grouped GEMMs), added."""
+        return self.times(ph, attn_rate, moe_rate).seconds()
+
+
+class _Times(NamedTuple):
+    """One pass's parts in seconds (arrays over rows): each part's bytes at its bandwidth
+    (``*_memory``) and its FLOPs at its rate (``*_compute``), worked out once for the pass's time
+    and its memory and compute times."""
+
+    dense_memory: Any
+    dense_compute: Any
+    kv_memory: Any
+    attn_compute: Any
+    expert_memory: Any
+    expert_compute: Any
+
+    def seconds(self) -> Any:
+        """Each part on its roofline (:func:`formulas.roofline_seconds`: the larger of the two;
+        the experts as grouped GEMMs, :func:`formulas.grouped_gemm_seconds`: the two added), added."""
         return (
-            f.roofline_seconds(self.dense_bytes, self.dense_flops, ph.hbm_rate, ph.gemm_rate)
-            + f.roofline_seconds(self.kv_bytes, self.attn_flops, ph.kv_rate, attn_rate)
-            + f.grouped_gemm_seconds(self.expert_bytes, self.expert_flops, ph.expert_rate, moe_rate)
+            f.maximum(self.dense_memory, self.dense_compute)
+            + f.maximum(self.kv_memory, self.attn_compute)
+            + (self.expert_memory + self.expert_compute)
         )
 
-    def memory_s(self, ph: Physics) -> Any:
-        return (
-            self.dense_bytes / ph.hbm_rate + self.kv_bytes / ph.kv_rate + self.expert_bytes / ph.expert_rate
-        )
+    def memory_s(self) -> Any:
+        return self.dense_memory + self.kv_memory + self.expert_memory
 
-    def compute_s(self, ph: Physics, attn_rate: Any, moe_rate: Any) -> Any:
-        return self.dense_flops / ph.gemm_rate + self.attn_flops / attn_rate + self.expert_flops / moe_rate
+    def compute_s(self) -> Any:
+        return self.dense_compute + self.attn_compute + self.expert_compute
 
 
 def _target_work(
@@ -307,33 +333,33 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
     # busiest rank 3 / 8 x 1.14 of a sequence's KV reads, a serving review)
     seqs = np.maximum(m / d * x["imb_dp"], np.minimum(m, 1.0))
     kv_seq = x["kv_tok"] * x["copies"] / t * ph.context_mean  # one sequence's KV bytes, all layers
-    touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
+    tokens = m * width  # a stage's tokens per step
+    touched = f.experts_touched_share(tokens, ph.top_k / ph.experts)
     moe_rate = ph.gemm_rate * ph.moe_share
-    target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched)
-    work = pp * target.seconds(ph, x["attn_rate"], moe_rate)
+    target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched).times(ph, x["attn_rate"], moe_rate)
+    work = pp * target.seconds()
     floor, p = ph.overhead_per_layer_s, ph.floor_exponent
     layers_s = _layers_seconds(ph, work)
     cb, h = ph.collective_bytes, ph.hidden
-    coll = ph.layers * _layer_collectives(ph, x, m * width, d, s, t, e, experts=False)
-    a2a = ph.moe_layers * _expert_collectives(ph, x, m * width, s, e)
+    coll = ph.layers * _layer_collectives(ph, x, tokens, d, s, t, e, experts=False)
+    a2a = ph.moe_layers * _expert_collectives(ph, x, tokens, s, e)
     tbo = np.zeros(np.shape(a2a), dtype=bool)
     if ph.two_batch_overlap:
         layers_s, a2a, tbo = _two_batch_step(ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a)
     coll = coll + a2a
-    hand_off = pp * (pp > 1) * (m * width * h * cb / x["pp_link"] + x["pp_latency"])
+    hand_off = pp * (pp > 1) * (tokens * h * cb / x["pp_link"] + x["pp_latency"])
     # the draft: k tokens one after another
     n = ph.draft_layers
-    draft = _draft_work(ph, lay, x, m, seqs, kv_seq)
-    d_work = draft.seconds(ph, x["attn_rate"], moe_rate)
+    draft = _draft_work(ph, lay, x, m, seqs, kv_seq).times(ph, x["attn_rate"], moe_rate)
+    d_work = draft.seconds()
     d_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=ph.draft_expert_bytes > 0)
     drafts = pp * k  # draft passes per step (each micro-batch's, one after another)
     draft_s = drafts * (n * f.floor_combined_seconds(floor, d_work / max(n, 1), p) + d_coll)
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
     step = layers_s + coll + hand_off + draft_s + fixed
-    memory = pp * target.memory_s(ph) + drafts * draft.memory_s(ph)
-    compute = pp * target.compute_s(ph, x["attn_rate"], moe_rate)
-    compute = compute + drafts * draft.compute_s(ph, x["attn_rate"], moe_rate)
+    memory = pp * target.memory_s() + drafts * draft.memory_s()
+    compute = pp * target.compute_s() + drafts * draft.compute_s()
     collectives = coll + hand_off + drafts * d_coll
     return dict(
         step_s=step,
