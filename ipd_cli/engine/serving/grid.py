@@ -393,16 +393,22 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
 
     space = Space({"row": r["layout"]})
     li = r["layout"]
+    layers, heads, experts, weights, kv = masks_at(
+        li,
+        lay["pp"] <= ph.layers,
+        _tp_divides_heads(ph, lay),
+        _ep_within_experts(ph, lay),
+        x["free_gpu"] > 0,
+        x["rank_max"] >= 1,
+    )
     # the layers first: a stage count beyond them fails with every stage size (`--layout pp100` on 80
     # layers was refused by the heads, which its 24-GPU stages break)
-    space.require(f"more pipeline stages than the {ph.layers} layers", (lay["pp"] <= ph.layers)[li])
-    space.require(
-        f"tensor parallelism must divide the {ph.heads} attention heads", _tp_divides_heads(ph, lay)[li]
-    )
-    space.require(f"expert parallelism above the {ph.experts} experts", _ep_within_experts(ph, lay)[li])
-    space.require("the weights do not fit in HBM", (x["free_gpu"] > 0)[li])
-    space.require("the KV cache cannot hold one full request", (x["rank_max"] >= 1)[li])
-    limit = (x["rank_max"] * x["d"] + 1e-9)[li]
+    space.require(f"more pipeline stages than the {ph.layers} layers", layers)
+    space.require(f"tensor parallelism must divide the {ph.heads} attention heads", heads)
+    space.require(f"expert parallelism above the {ph.experts} experts", experts)
+    space.require("the weights do not fit in HBM", weights)
+    space.require("the KV cache cannot hold one full request", kv)
+    limit = np.take(x["rank_max"] * x["d"] + 1e-9, li)
     space.require("the batch exceeds the KV capacity or the engine's batch cap per rank", r["batch"] <= limit)
     space.require("no prefill instance fits (disaggregated)", r["prefill_ok"])
     finite = np.isfinite(r["tokens_per_s_per_gpu"]) & np.isfinite(r["tokens_per_s_per_user"])
@@ -434,8 +440,21 @@ def layout_mask(lay: dict, pins: Pins):
     return ok
 
 
-def pins_mask(lay: dict, r: dict, pins: Pins):
-    ok = layout_mask(lay, pins)[r["layout"]]
+def masks_at(rows: Any, *masks: Any) -> list[Any]:
+    """Boolean layout columns (at most 8) at layouts ``rows``, gathered at once: each a bit of one
+    byte per layout."""
+    import numpy as np
+
+    bits = np.zeros(len(masks[0]), dtype=np.uint8)
+    for i, mask in enumerate(masks):
+        bits |= np.asarray(mask, dtype=np.uint8) << i
+    at = np.take(bits, rows)
+    return [(at & (1 << i)) != 0 for i in range(len(masks))]
+
+
+def pins_mask(lay: dict, r: dict, pins: Pins, allowed: Any = True):
+    """The rows the pins allow, of the layouts ``allowed`` too."""
+    (ok,) = masks_at(r["layout"], layout_mask(lay, pins) & allowed)
     if pins.disaggregated is not None:
         ok &= r["disagg"] == int(pins.disaggregated)
     return ok
@@ -624,7 +643,7 @@ def _evaluate(
                 part[dead] = np.nan
     rows |= _own_columns(li, batch, pidx, pf_ok, modes)
     space = _checks(ph, lay, x, rows)
-    pinned = pins_mask(lay, rows, pins) & np.isin(lay["k"], ph.spec_depths)[rows["layout"]]
+    pinned = pins_mask(lay, rows, pins, np.isin(lay["k"], ph.spec_depths))
     pools: dict[str, Any] = {}
     # pinned pools stay as deployed
     if pins.prefill_instances is None and pins.decode_instances is None and 1 in modes:
