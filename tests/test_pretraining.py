@@ -13,6 +13,7 @@ from helpers import run_cli, write
 
 from ipd_cli import compare, train
 from ipd_cli.catalog.loader import load_catalog
+from ipd_cli.engine import formulas as f
 from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine import trainstep as ts
 from ipd_cli.engine.pretraining import best_training_plan, min_training_gpus
@@ -1161,6 +1162,26 @@ def test_whole_systems_strand_what_a_plans_groups_do_not_tile():
     fixed = {"domain": 72.0, "per_system": 72.0}  # a job's GPUs (--gpus): nothing stranded
     assert tpn.usable_gpus(P, fixed, 4608.0) == 4608
     assert tpn.systems_gpus(P, fixed, np.array([110592.0] * 4)).tolist() == [110592] * 4
+    # the groups' members per domain are counted on the GPUs they occupy: the dense data-parallel
+    # group of TP8 CP2 (stride 8) has 64 / 8 = 8 members a rack, not 72 / 8 = 9
+    assert list(ts.placed_domain(P, x)) == [64, 72, 72, 64]
+    assert ts.dp_per_domain(P, x)[0][0] == 8.0
+
+
+def test_an_expert_group_spans_the_racks_its_groups_are_placed_on():
+    # GB200's headline plan: TP16 x CP2 groups (32 GPUs) fill 64 of each 72-GPU rack, so EP192
+    # spans 3 racks of 64: a token reaches 2 (1 - (2/3)^8) = 1.922 other racks (on all 72 GPUs
+    # of a rack it would span 72 + 72 + 48: 1.896)
+    x = {"domain": 72.0, "topk": 8.0}
+    P = {"tp": 16.0, "cp": 2.0, "pp": 64.0, "ep": 192.0, "order": 0.0}
+    assert float(ts.placed_domain(P, x)) == 64.0
+    assert float(ts.remote_domains(P, x)) == pytest.approx(2 * (1 - (2 / 3) ** 8), rel=1e-12)
+    # placed on all 72 (72 + 72 + 48) it would read lower: a whole rack's token reaches the other
+    # whole rack and the 48, the 48's token both whole racks
+    whole, rest = 1 - (1 - 72 / 192) ** 8, 1 - (1 - 48 / 192) ** 8
+    on_72 = (144 * (whole + rest) + 48 * 2 * whole) / 192
+    assert f.remote_domains(192.0, 72.0, 8) == pytest.approx(on_72, rel=1e-12)
+    assert on_72 == pytest.approx(1.896, abs=1e-3) and on_72 < float(ts.remote_domains(P, x))
 
 
 def test_the_headline_deadline_plan_keeps_its_groups_inside_racks(catalog):

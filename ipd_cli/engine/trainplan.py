@@ -670,20 +670,7 @@ def most_replicas(P: sr.Columns, gpus: float, x: dict | None = None) -> Any:
 WHOLE_SYSTEMS = "whole_systems"
 
 
-def domain_atom(P: sr.Columns, x: dict) -> Any:
-    """The least common multiple of a plan's group spans that fit in one scale-up domain (tensor,
-    tensor x context, expert, and a pipeline placed inside the domain): whole copies of it fill a
-    domain without one straddling two."""
-    import numpy as np
-
-    dom = int(x["domain"])
-    tp = P["tp"].astype(np.int64)
-    tc = (P["tp"] * P["cp"]).astype(np.int64)
-    span = ts.ep_span(P).astype(np.int64)
-    staged = (P["tp"] * P["cp"] * P["pp"]).astype(np.int64)
-    atom = np.where(tc <= dom, np.lcm(tp, tc), tp)
-    atom = np.where(span <= dom, np.lcm(atom, span), atom)
-    return np.where((P["order"] == 1) & (staged <= dom), np.lcm(atom, staged), atom).astype(float)
+domain_atom = ts.domain_atom  # (kept here beside the placement it sizes)
 
 
 def domain_tile(P: sr.Columns, x: dict) -> Any:

@@ -73,11 +73,41 @@ def ifelse(cond, a, b):
 # --- where each parallel group runs: inside the scale-up domain or over the NICs -------------------
 
 
+def domain_atom(P: Cols, x: dict) -> Any:
+    """The least common multiple of a plan's group spans that fit in one scale-up domain (tensor,
+    tensor x context, expert, and a pipeline placed inside the domain): whole copies of it fill a
+    domain without one straddling two."""
+    import numpy as np
+
+    dom = int(x["domain"])
+    tp = np.asarray(P["tp"]).astype(np.int64)
+    tc = np.asarray(P["tp"] * P["cp"]).astype(np.int64)
+    span = np.asarray(ep_span(P)).astype(np.int64)
+    staged = np.asarray(P["tp"] * P["cp"] * P["pp"]).astype(np.int64)
+    atom = np.where(tc <= dom, np.lcm(tp, tc), tp)
+    atom = np.where(span <= dom, np.lcm(atom, span), atom)
+    return np.where((np.asarray(P["order"]) == 1) & (staged <= dom), np.lcm(atom, staged), atom).astype(float)
+
+
+def placed_domain(P: Cols, x: dict) -> Any:
+    """GPUs of a scale-up domain a plan's groups occupy: whole copies of :func:`domain_atom` (64
+    of an NVL72 rack's 72 for 16- or 32-GPU groups), or the whole domain where not one copy fits.
+    Groups are placed in whole copies per domain, on a fixed GPU count as in deadline mode
+    (MLPerf's GB200 runs use 64 of each rack's 72), so the counts of a group's members per domain
+    (data-parallel rings, the domains an expert group spans) are taken on this, not on the
+    domain: 72 let EP192 with TP16 x CP2 groups span 2.67 racks where it spans 3 of 64."""
+    import numpy as np
+
+    atom = domain_atom(P, x)
+    tile = np.floor(x["domain"] / atom) * atom
+    return np.where(tile > 0, tile, x["domain"])
+
+
 def in_domain(P: Cols, x: dict) -> dict[str, Any]:
     """Per group, whether all its GPUs share one scale-up domain (rank order ``P['order']``):
     tensor, context and expert groups (the micro-batch's collectives), and when ``P`` has ``dp``
     the data-parallel and pipeline groups."""
-    dom = x["domain"]
+    dom = placed_domain(P, x)
     tc = P["tp"] * P["cp"]
     outer_pp = P["order"] == 0
     inside = {"tp": P["tp"] <= dom, "cp": tc <= dom, "ep": ep_span(P) <= dom}
@@ -115,8 +145,9 @@ def dp_per_domain(P: Cols, x: dict) -> tuple[Any, Any]:
     """Data-parallel ranks per scale-up domain, for the dense group (strided by tp, or by tp cp pp with
     pipeline-first placement; cp ranks join it) and the expert group (strided by ep)."""
     stride = ifelse(P["order"] == 0, P["tp"], P["tp"] * P["cp"] * P["pp"])
-    dense = f.maximum(1.0, x["domain"] / stride)
-    expert = f.maximum(1.0, x["domain"] / ifelse(P["order"] == 0, P["ep"], P["ep"] * P["pp"]))
+    dom = placed_domain(P, x)
+    dense = f.maximum(1.0, dom / stride)
+    expert = f.maximum(1.0, dom / ifelse(P["order"] == 0, P["ep"], P["ep"] * P["pp"]))
     return dense, expert
 
 
@@ -135,7 +166,7 @@ def deduplicated(P: Cols):
 def remote_domains(P: Cols, x: dict):
     """Other scale-up domains a token's k routed experts fall in, on average
     (:func:`formulas.remote_domains` over the ep_span GPUs its expert group spans)."""
-    return f.remote_domains(ep_span(P), x["domain"], x["topk"])
+    return f.remote_domains(ep_span(P), placed_domain(P, x), x["topk"])
 
 
 def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):
@@ -149,7 +180,7 @@ def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):
     e = P["ep"]
     one = tokens(P, x) / P["tp"] * per_token_bytes
     copies = one * x["topk"] * (e - 1.0) / e
-    off = f.maximum(0.0, 1.0 - x["domain"] / ep_span(P))
+    off = f.maximum(0.0, 1.0 - placed_domain(P, x) / ep_span(P))
     dedup = deduplicated(P)
     nic = ifelse(dedup, one * remote_domains(P, x), copies * off)
     link = ifelse(dedup, copies, copies * (1.0 - off))
