@@ -30,7 +30,10 @@ from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from .workload import RlNumbers
 
-CACHE_SIZE = 64
+# the plan tables the process keeps, by the bytes of their arrays (a table takes 0.1 to 30 MB; the
+# least recently used go first): a test session asks for about 150 distinct tables, 600 MB in all,
+# some again after dozens of others (64 tables by number let one in five be searched again)
+CACHE_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,8 @@ def trainer_rates(
     )
 
 
-_SIZES: dict[tuple, tpn.BySize] = {}
+_SIZES: dict[tuple, tpn.BySize] = {}  # least recently used first
+_BYTES: dict[tuple, int] = {}
 
 
 def _key(y: dict) -> tuple:
@@ -115,15 +119,34 @@ def plans_by_size(r: TrainerRates, cap: int | None = None) -> tpn.BySize:
     memoised in the process by every input."""
     cap = max(cap or 0, r.cap)
     key = (r.key or _key(r.y), tuple(sorted(r.pins.items())), cap)
-    if key not in _SIZES:
+    found = _SIZES.pop(key, None)
+    if found is None:
         import numpy as np
 
         with np.errstate(all="ignore"):
             found = tpn.search_sizes(r.y, cap, r.pins)
-        if len(_SIZES) >= CACHE_SIZE:
-            _SIZES.pop(next(iter(_SIZES)))
-        _SIZES[key] = found
-    return _SIZES[key]
+        _BYTES[key] = _nbytes(found, set())
+        while _SIZES and sum(_BYTES.values()) > CACHE_BYTES:
+            _BYTES.pop(oldest := next(iter(_SIZES)), None)
+            del _SIZES[oldest]
+    _SIZES[key] = found  # the most recently used last
+    return found
+
+
+def _nbytes(node: Any, seen: set[int]) -> int:
+    """The bytes of the numpy arrays a plan table holds (each array once)."""
+    if id(node) in seen:
+        return 0
+    seen.add(id(node))
+    if hasattr(node, "nbytes") and hasattr(node, "shape"):
+        return int(node.nbytes)
+    if isinstance(node, dict):
+        return sum(_nbytes(v, seen) for v in node.values())
+    if isinstance(node, list | tuple):
+        return sum(_nbytes(v, seen) for v in node)
+    if hasattr(node, "__dataclass_fields__"):
+        return sum(_nbytes(getattr(node, k), seen) for k in node.__dataclass_fields__)
+    return 0
 
 
 def min_trainer_gpus(r: TrainerRates) -> tuple[int | None, str]:
