@@ -34,7 +34,7 @@ from .trace import CLI, Trace
 
 MAX_GPUS = 100_000_000  # a sanity bound, far beyond any cluster: bigger answers mean a broken input
 COST_KEYS = ("price", "kw_per_gpu", "pue")
-CACHE_SIZE = 256
+CACHE_SIZE = 1024  # physics points whose run solve() keeps (the least recently used go first)
 MAX_SEARCHES = 64  # distinct physics points of a sweep searched one by one
 
 
@@ -153,6 +153,7 @@ def solve(x: dict) -> tuple[dict[str, float], tpn.Found | None, str]:
     every input (a sweep or a comparison asks again for the same point); nothing is kept on disk."""
     key = tuple(sorted((k, repr(v)) for k, v in _physics(x).items()))
     if key in _CACHE:
+        _CACHE[key] = _CACHE.pop(key)  # the most recently used last
         return _CACHE[key]
     import numpy as np
 
