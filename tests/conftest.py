@@ -127,3 +127,24 @@ def _shared_grids(request):
     token = grid._MEMO.set(None if fresh else _session_grids())
     yield
     grid._MEMO.reset(token)
+
+
+# The RL steps the session's tests estimated (engine.rl.estimate.MEMO, by the content of every
+# input): the sweep tests check each row against a single estimate the other tests ran too, and
+# the README's, --help's and the comparisons' commands price the same RL steps again. A test that
+# replaces a function of the engine (its own ``monkeypatch`` argument) or checks what is evaluated
+# (``fresh_grids``) estimates afresh.
+_RL_RESULTS: OrderedDict = OrderedDict()
+
+
+@pytest.fixture(autouse=True)
+def _shared_rl_results(request):
+    import inspect
+
+    from ipd_cli.engine.rl import estimate
+
+    own = inspect.signature(request.node.function).parameters if hasattr(request.node, "function") else {}
+    fresh = "monkeypatch" in own or request.node.get_closest_marker("fresh_grids") is not None
+    token = estimate.MEMO.set(None if fresh else _RL_RESULTS)
+    yield
+    estimate.MEMO.reset(token)

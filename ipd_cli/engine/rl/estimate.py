@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
+import pickle
+from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import Model, RlWorkload
@@ -484,7 +490,83 @@ def estimate_rl(
     pricing: str = "rental",
     origin: str = CLI,
 ) -> RlResult:
-    """One RL step of ``workload`` on ``hardware``; command-line values override the workload's."""
+    """One RL step of ``workload`` on ``hardware``; command-line values override the workload's.
+    Where :data:`MEMO` holds a store, a request it already answered is answered from it."""
+    kw: dict[str, Any] = dict(
+        workload_name=workload_name, model=model, mode=mode, gpus=gpus, gen_gpus=gen_gpus,
+        train_gpus=train_gpus, split=split, transport=transport, pricing=pricing, origin=origin,
+    )  # fmt: skip
+    store = MEMO.get()
+    if store is None:
+        return _estimate_rl(cat, hardware, workload, **kw)
+    key = content_key(cat, hardware, workload, kw)
+    hit = store.get(key)
+    if hit is None:
+        result = _estimate_rl(cat, hardware, workload, **kw)
+        store[key] = result.model_copy(deep=True)  # kept as computed, whatever the caller does
+        while len(store) > MEMO_RESULTS:
+            store.popitem(last=False)
+        return result
+    store.move_to_end(key)
+    return hit.model_copy(deep=True)  # the caller's own copy, as a fresh estimate is
+
+
+# Results of estimate_rl kept by the content of every input, where a caller sets a store (the
+# test session, whose tests ask for the same RL steps again: the sweep rows against single runs,
+# the README's, --help's and the comparisons' commands); a pure function of its inputs (catalog,
+# hardware, workload, keywords). None (the default): nothing kept, every call computes.
+MEMO: ContextVar[OrderedDict | None] = ContextVar("ipd_rl_results", default=None)
+MEMO_RESULTS = 512  # a result is tens of kB
+_DIGESTS: dict[int, tuple[Any, bytes]] = {}  # id -> (the frozen entry, kept alive; its digest)
+DIGESTS = 4096
+
+
+def content_key(cat: Catalog, hardware: str, workload: RlWorkload, kw: dict[str, Any]) -> bytes:
+    """A digest of every input of :func:`estimate_rl`: every table of the catalog (its entries,
+    origins, aliases, overrides and warnings; not ``resolved``, the reader's lookup cache), the
+    hardware, the workload and the keywords. Catalog entries are frozen models that loads and
+    overrides share (an override validates new ones): each is pickled once, by identity; the rest
+    is pickled whole (equal bytes: equal content; equal content pickled otherwise only misses)."""
+    parts = []
+    for table in dataclasses.fields(cat):
+        if table.name == "resolved":
+            continue
+        value = getattr(cat, table.name)
+        if isinstance(value, dict):
+            value = [(k, _entry_digest(v)) for k, v in value.items()]
+        parts.append((table.name, _entry_digest(value)))
+    data = pickle.dumps((parts, hardware, _entry_digest(workload), sorted(kw.items())), protocol=5)
+    return hashlib.sha256(data).digest()
+
+
+def _entry_digest(value: Any) -> Any:
+    """A frozen model's digest (computed once per object), or ``value`` itself."""
+    if not getattr(getattr(value, "model_config", None), "get", lambda _: False)("frozen"):
+        return value
+    kept = _DIGESTS.get(id(value))
+    if kept is None:
+        if len(_DIGESTS) >= DIGESTS:
+            _DIGESTS.clear()
+        kept = _DIGESTS[id(value)] = (value, hashlib.sha256(pickle.dumps(value, protocol=5)).digest())
+    return kept[1]
+
+
+def _estimate_rl(
+    cat: Catalog,
+    hardware: str,
+    workload: RlWorkload,
+    *,
+    workload_name: str,
+    model: str | None,
+    mode: str | None,
+    gpus: int | None,
+    gen_gpus: int | None,
+    train_gpus: int | None,
+    split: str | None,
+    transport: str | None,
+    pricing: str,
+    origin: str,
+) -> RlResult:
     w = resolve_request(
         workload, split, model=model, mode=mode, gpus=gpus, gen_gpus=gen_gpus, train_gpus=train_gpus,
         transport=transport,
