@@ -181,12 +181,20 @@ class KeptInputs(Inputs):
     same on every read (substitutions are fixed, nothing sampled), is read once."""
 
     values: dict[str, Any] = field(default_factory=dict)
+    present: dict[str, bool] = field(default_factory=dict)  # :meth:`has`'s answers, by path
+    memo: dict[Any, Any] = field(default_factory=dict)  # callers' values derived from reads alone
 
     def read(self, path: str, label: str | None = None, borrowed: str | None = None) -> Any:
         value = self.values.get(path)
         if value is None:
             value = self.values[path] = super().read(path, label, borrowed)
         return value
+
+    def has(self, path: str) -> bool:
+        found = self.present.get(path)
+        if found is None:
+            found = self.present[path] = super().has(path)
+        return found
 
     def quiet(self) -> Inputs:
         return self  # already quiet

@@ -15,7 +15,7 @@ from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import Model, RlWorkload
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine import serving as sv
-from ipd_cli.engine.inputs import Inputs
+from ipd_cli.engine.inputs import Inputs, KeptInputs
 from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from ipd_cli.engine.results import RlResult
 from ipd_cli.engine.trace import CLI
@@ -38,7 +38,16 @@ from .generation import (
 )
 from .result import assemble
 from .step import Step, SyncPhase, fewest_split_gpus, grown_split, schedule, split_gpus, step, timed
-from .sync import NO_SYNC, Links, SyncPlan, WeightSync, sync_links, weight_sync
+from .sync import (
+    NO_SYNC,
+    Links,
+    ReshardFloor,
+    SyncPlan,
+    WeightSync,
+    reshard_floor,
+    sync_links,
+    weight_sync,
+)
 from .trainer import (
     Trainer,
     TrainerMemory,
@@ -73,6 +82,131 @@ def weight_tensor_counts(arch: Model) -> tuple[int, int]:
     return int(tensors), int(routed * experts)
 
 
+@dataclass(frozen=True)
+class InstancePlan:
+    """What :func:`sync_plan` works out of a rollout instance, the model and the catalog alone
+    (the wire and training precisions, the transport): the same for every split and replica
+    count, so a split search works it out once per configuration (:func:`_sync`)."""
+
+    arch: Model
+    transport: str
+    b_wire: float  # bytes per weight on the wire
+    b_train: float  # bytes per weight at the training precision
+    model_bytes: float
+    instance_bytes: float
+    instance_gpus: int
+    tensors: int
+    on_receiver: float  # HBM bytes a receiver reads and writes to change precision (0: none)
+    bulk: float | None
+    misc_bytes: float
+    misc_tensors: float
+    fullest: float | None
+    mean: float | None
+
+    @property
+    def fullest_bulk_bytes(self) -> float:
+        """The bulk bytes on the fullest receiving GPU (``sync._bulk_on_gpu``, the same expression)."""
+        if self.bulk is None or self.fullest is None:
+            per_instance = self.instance_bytes if self.bulk is None else self.bulk
+            return per_instance / self.instance_gpus
+        return self.bulk * self.fullest
+
+    def quantize_bytes(self, trainer_gpus: int) -> float:
+        """HBM bytes per GPU to change precision (the trainer's or the receivers', the larger)."""
+        arch, b_wire, b_train = self.arch, self.b_wire, self.b_train
+        on_trainer = arch.total_params * (b_train + b_wire) / trainer_gpus if b_wire < b_train else 0.0
+        return max(on_trainer, self.on_receiver)
+
+    def plan(
+        self,
+        *,
+        trainer_gpus: int,
+        inference_gpus: int,
+        colocated: bool,
+        senders: int | None = None,
+        engine_load: bool | None = None,
+        shard_group_gpus: int | None = None,
+        stack: str = "nemo-rl",
+        trainer_stages: int = 1,
+        gather_gpus: int | None = None,
+        overhead: bool = True,
+    ) -> SyncPlan:
+        """The update into these instances from a trainer of ``trainer_gpus`` (:func:`sync_plan`)."""
+        return SyncPlan(
+            transport=self.transport,
+            model_bytes=self.model_bytes,
+            instance_bytes=self.instance_bytes,
+            tensors=self.tensors,
+            trainer_gpus=trainer_gpus,
+            inference_gpus=inference_gpus,
+            instance_gpus=self.instance_gpus,
+            colocated=colocated,
+            senders=senders,
+            engine_load=engine_load,
+            quantize_bytes_per_gpu=self.quantize_bytes(trainer_gpus),
+            shard_group_gpus=shard_group_gpus,
+            stack=stack,
+            train_bytes=self.arch.total_params * self.b_train,
+            trainer_stages=trainer_stages,
+            gather_gpus=gather_gpus,
+            overhead=overhead,
+            bulk_bytes=self.bulk,
+            bulk_fullest_share=self.fullest,
+            bulk_mean_share=self.mean,
+            misc_bytes=self.misc_bytes,
+            misc_tensors=self.misc_tensors,
+        )
+
+
+def instance_plan(
+    inp: Inputs,
+    arch: Model,
+    inst: sv.Deployment,
+    *,
+    transport: str,
+    wire: str,
+    training: str,
+    bulk_share: float | None = None,
+) -> InstancePlan:
+    """:func:`sync_plan`'s part that depends on neither the trainer nor the receivers' count."""
+    b_wire = inp.read(f"serving.bytes_per_weight.{wire}", f"wire bytes per weight ({wire})")
+    b_train = inp.quiet().read(f"serving.bytes_per_weight.{training}")
+    b_inf = inp.quiet().read(f"serving.bytes_per_weight.{inst.precision}")
+    dense, expert, _ = sv.weight_split(arch, b_wire)
+    instance_bytes = f.stored_weight_bytes(dense, expert, inst.dense_replicas)
+    # the fullest receiver's weights: its share of the dense copies and of the routed experts (a
+    # review: the instance's bytes over its paid GPUs, the stranded ones and uneven experts spread)
+    fullest_gpu = dense * inst.dense_replicas / inst.instance_gpus + expert * inst.experts_on_fullest_gpu
+    on_receiver = fullest_gpu * (1 + b_inf / b_wire) if b_inf < b_wire else 0.0
+    tensors, experts = weight_tensor_counts(arch)
+    bulk, misc_bytes, misc_tensors, fullest, mean = None, 0.0, 0.0, None, None
+    if transport == "nccl-reshard" and (arch.is_moe or bulk_share is not None):  # routed experts: bulk
+        b_bf16 = inp.quiet().read("serving.bytes_per_weight.bf16")
+        bulk, misc_bytes = expert, dense
+        # the routed experts' share the fullest and the mean GPU hold
+        fullest, mean = inst.experts_on_fullest_gpu, inst.experts_on_mean_gpu
+        if bulk_share is not None:  # the share a measurement publishes for its model
+            bulk, misc_bytes = bulk_share * (dense + expert), (1 - bulk_share) * (dense + expert)
+            fullest = mean = None
+        misc_tensors = f.misc_tensors(tensors, experts, scaled=b_wire < b_bf16)
+    return InstancePlan(
+        arch=arch,
+        transport=transport,
+        b_wire=b_wire,
+        b_train=b_train,
+        model_bytes=arch.total_params * b_wire,
+        instance_bytes=instance_bytes,
+        instance_gpus=inst.gpus,
+        tensors=tensors,
+        on_receiver=on_receiver,
+        bulk=bulk,
+        misc_bytes=misc_bytes,
+        misc_tensors=misc_tensors,
+        fullest=fullest,
+        mean=mean,
+    )
+
+
 def sync_plan(
     inp: Inputs,
     arch: Model,
@@ -95,51 +229,14 @@ def sync_plan(
 ) -> SyncPlan:
     """What an update moves into rollout instances like ``inst`` at the ``wire`` precision, and the
     quantisation it needs on the trainer (wire narrower than ``training``) or the receivers."""
-    b_wire = inp.read(f"serving.bytes_per_weight.{wire}", f"wire bytes per weight ({wire})")
-    b_train = inp.quiet().read(f"serving.bytes_per_weight.{training}")
-    b_inf = inp.quiet().read(f"serving.bytes_per_weight.{inst.precision}")
-    dense, expert, _ = sv.weight_split(arch, b_wire)
-    instance_bytes = f.stored_weight_bytes(dense, expert, inst.dense_replicas)
-    on_trainer = arch.total_params * (b_train + b_wire) / trainer_gpus if b_wire < b_train else 0.0
-    # the fullest receiver's weights: its share of the dense copies and of the routed experts (a
-    # review: the instance's bytes over its paid GPUs, the stranded ones and uneven experts spread)
-    fullest_gpu = dense * inst.dense_replicas / inst.instance_gpus + expert * inst.experts_on_fullest_gpu
-    on_receiver = fullest_gpu * (1 + b_inf / b_wire) if b_inf < b_wire else 0.0
-    tensors, experts = weight_tensor_counts(arch)
-    bulk, misc_bytes, misc_tensors, fullest, mean = None, 0.0, 0.0, None, None
-    if transport == "nccl-reshard" and (arch.is_moe or bulk_share is not None):  # routed experts: bulk
-        b_bf16 = inp.quiet().read("serving.bytes_per_weight.bf16")
-        bulk, misc_bytes = expert, dense
-        # the routed experts' share the fullest and the mean GPU hold
-        fullest, mean = inst.experts_on_fullest_gpu, inst.experts_on_mean_gpu
-        if bulk_share is not None:  # the share a measurement publishes for its model
-            bulk, misc_bytes = bulk_share * (dense + expert), (1 - bulk_share) * (dense + expert)
-            fullest = mean = None
-        misc_tensors = f.misc_tensors(tensors, experts, scaled=b_wire < b_bf16)
-    return SyncPlan(
-        transport=transport,
-        model_bytes=arch.total_params * b_wire,
-        instance_bytes=instance_bytes,
-        tensors=tensors,
-        trainer_gpus=trainer_gpus,
-        inference_gpus=inference_gpus,
-        instance_gpus=inst.gpus,
-        colocated=colocated,
-        senders=senders,
-        engine_load=engine_load,
-        quantize_bytes_per_gpu=max(on_trainer, on_receiver),
-        shard_group_gpus=shard_group_gpus,
-        stack=stack,
-        train_bytes=arch.total_params * b_train,
-        trainer_stages=trainer_stages,
-        gather_gpus=gather_gpus,
-        overhead=overhead,
-        bulk_bytes=bulk,
-        bulk_fullest_share=fullest,
-        bulk_mean_share=mean,
-        misc_bytes=misc_bytes,
-        misc_tensors=misc_tensors,
+    parts = instance_plan(
+        inp, arch, inst, transport=transport, wire=wire, training=training, bulk_share=bulk_share
     )
+    return parts.plan(
+        trainer_gpus=trainer_gpus, inference_gpus=inference_gpus, colocated=colocated, senders=senders,
+        engine_load=engine_load, shard_group_gpus=shard_group_gpus, stack=stack,
+        trainer_stages=trainer_stages, gather_gpus=gather_gpus, overhead=overhead,
+    )  # fmt: skip
 
 
 def estimate_weight_sync(
@@ -338,11 +435,20 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     training = tr.logprob_s + tr.training_s
     env = exposed_floor(s.nums, s.host, asynchronous)  # what any rollout exposes besides
     best = _outcome(s, first, mode, gen_gpus, train_gpus, tr, quiet=True)
+    no_update = SyncPhase(NO_SYNC)
+    replicas: dict[int, int] = {}  # _replicas by GPUs per replica (all it reads of a configuration)
+    floors: dict[tuple[int, float], ReshardFloor] = {}  # _sync_floor's, for this split
     for group, floor in s.rollouts.alternatives(s.nums, gen_gpus, asynchronous, load):
-        if timed(mode, floor + env, training, SyncPhase(NO_SYNC)).seconds >= best.step.seconds:
+        if timed(mode, floor + env, training, no_update).seconds >= best.step.seconds:
             break  # nor any group after it (no update: a floor)
         r = s.rollouts.member(group)
-        sync = _sync(s, r, gen_gpus, train_gpus, _replicas(s, r, gen_gpus, asynchronous), quiet=True)
+        n = replicas.get(r.gpus)
+        if n is None:
+            n = replicas[r.gpus] = _replicas(s, r, gen_gpus, asynchronous)
+        under = _sync_floor(s, r, gen_gpus, train_gpus, n, floors)
+        if under is not None and timed(mode, floor + env, training, under).seconds >= best.step.seconds:
+            continue  # a floor under the group's own update: no shorter, nor the update itself
+        sync = _sync(s, r, gen_gpus, train_gpus, n, quiet=True)
         if timed(mode, floor + env, training, sync).seconds >= best.step.seconds:
             continue  # the group's own update: still no shorter
         r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group, load)
@@ -384,14 +490,64 @@ def _sync(s: Setup, r: Rollouts, gen_gpus: int, train_gpus: int, replicas: int, 
     colocated = s.w.mode == "colocated"
     total = gen_gpus if colocated else gen_gpus + train_gpus
     asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
-    plan = sync_plan(
-        s.kept if quiet else s.inp, s.arch, r.inst, transport=s.transport,
-        wire=s.w.sync_precision, training=s.w.training_precision, trainer_gpus=train_gpus,
-        inference_gpus=replicas * r.gpus if asynchronous else gen_gpus,
+    inp = s.kept if quiet else s.inp
+    parts = _kept_instance_plan(s, r) if quiet else None
+    if parts is None:
+        parts = _instance_plan(s, inp, r)
+    plan = parts.plan(
+        trainer_gpus=train_gpus, inference_gpus=replicas * r.gpus if asynchronous else gen_gpus,
         colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.sharded_gpus), stack=s.stack,
     )  # fmt: skip
     offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0
     return SyncPhase(weight_sync(s.kept if quiet else s.inp, s.links, plan), offload, s.switch_s)
+
+
+def _kept_instance_plan(s: Setup, r: Rollouts) -> InstancePlan | None:
+    """:func:`_instance_plan` read once per configuration where reads record nothing and nothing
+    is sampled (``s.kept`` keeps its values), else None."""
+    inp = s.kept
+    if not isinstance(inp, KeptInputs):
+        return None
+    key = ("rl instance plan", r.choice)
+    parts = inp.memo.get(key)
+    if parts is None:
+        parts = inp.memo[key] = _instance_plan(s, inp, r)
+    return parts
+
+
+def _sync_floor(
+    s: Setup,
+    r: Rollouts,
+    gen_gpus: int,
+    train_gpus: int,
+    replicas: int,
+    floors: dict[tuple[int, float], ReshardFloor],
+) -> SyncPhase | None:
+    """A floor under :func:`_sync`'s quiet update of ``replicas`` of ``r``'s configuration (a
+    disaggregated step's nccl-reshard, where values are kept; else None: no floor, the update is
+    priced). ``floors``: the split's :class:`sync.ReshardFloor` by receiving GPUs and misc bytes."""
+    if s.transport != "nccl-reshard" or s.w.mode == "colocated":
+        return None
+    parts = _kept_instance_plan(s, r)
+    if parts is None:
+        return None
+    asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
+    receivers = replicas * r.gpus if asynchronous else gen_gpus
+    floor = floors.get((receivers, parts.misc_bytes))
+    if floor is None:
+        floor = floors[(receivers, parts.misc_bytes)] = reshard_floor(
+            s.kept, s.links, trainer_gpus=train_gpus, inference_gpus=receivers, misc_bytes=parts.misc_bytes
+        )
+    update = floor(parts.fullest_bulk_bytes, parts.quantize_bytes(train_gpus))
+    return SyncPhase(update, 0.0, s.switch_s)
+
+
+def _instance_plan(s: Setup, inp: Inputs, r: Rollouts) -> InstancePlan:
+    """:func:`instance_plan` of ``r``'s configuration under the workload's transport and precisions
+    (the same for every configuration of its sync group)."""
+    return instance_plan(
+        inp, s.arch, r.inst, transport=s.transport, wire=s.w.sync_precision, training=s.w.training_precision
+    )
 
 
 def _outcome(

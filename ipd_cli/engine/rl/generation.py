@@ -106,6 +106,7 @@ class Rollouts:
     guessed: dict[tuple[int, bool, int | None, Load], tuple[int, int, float]] = field(
         default_factory=dict, compare=False, repr=False
     )  # :meth:`ahead`'s answers for a pool's alternative, until asked (then ``chosen``'s)
+    members: dict[int, Rollouts] = field(default_factory=dict, compare=False, repr=False)  # :meth:`member`'s
 
     @property
     def inst(self) -> sv.Deployment:
@@ -177,10 +178,12 @@ class Rollouts:
 
     def member(self, group: int) -> Rollouts:
         """A configuration of ``group`` (``sync_groups``; all of one group take the same update)."""
-        import numpy as np
-
-        k = int(np.argmax(self.candidates.sync_groups() == group))
-        return replace(self, choice=k, concurrency=None, chosen=self.chosen, floors=self.floors)
+        have = self.members.get(group)
+        if have is None:  # the same on every ask: only choice and concurrency differ from ``self``
+            k = self.candidates.sync_group_members().get(group, 0)  # as argmax(sync_groups() == group)
+            have = replace(self, choice=k, concurrency=None, chosen=self.chosen, floors=self.floors)
+            self.members[group] = have
+        return have
 
     def alternatives(
         self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, load: Load = NO_LOAD

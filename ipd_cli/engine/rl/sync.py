@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ipd_cli.catalog.schema import SYNC_STACKS, SyncStack
 from ipd_cli.engine import formulas as f
-from ipd_cli.engine.inputs import Inputs
+from ipd_cli.engine.inputs import Inputs, KeptInputs
 from ipd_cli.errors import InputError
 
 SHARD = ("nccl-reshard", "rdma-p2p")
@@ -155,9 +155,16 @@ def _shard_bounds(plan: SyncPlan, links: Links, cross: float, senders: int) -> t
 
 
 def _broadcast_bounds(plan: SyncPlan, links: Links, cross: float, senders: int) -> tuple[dict, float, float]:
-    full = plan.model_bytes
+    return _broadcast_of(plan.model_bytes, plan.inference_gpus, links, cross, senders)
+
+
+def _broadcast_of(
+    full: float, inference_gpus: int, links: Links, cross: float, senders: int
+) -> tuple[dict, float, float]:
+    """:func:`_broadcast_bounds` of ``full`` bytes to ``inference_gpus`` receivers (the misc path
+    times its own bytes with it, without a plan of its own)."""
     out = links.nic if cross > 0 else links.scale_up
-    receivers_per_node = min(links.node, plan.inference_gpus)
+    receivers_per_node = min(links.node, inference_gpus)
     bounds = {
         "sender NIC" if cross > 0 else "sender scale-up": full / senders / out,
         "node NICs (one copy per node)": cross * full / (receivers_per_node * links.nic),
@@ -208,6 +215,11 @@ def _stack(inp: Inputs, stack: str) -> SyncStack:
 
 def _schedule(inp: Inputs, stack: str) -> str:
     """The stack's schedule: a design choice read with its source (like the default transport)."""
+    if isinstance(inp, KeptInputs):  # records nothing and its substitutions are fixed: once
+        key = ("weight-sync schedule", stack)
+        if key not in inp.memo:
+            inp.memo[key] = _schedule(Inputs(inp.cat, inp.trace), stack)
+        return inp.memo[key]
     choice = _stack(inp, stack).schedule
     return inp.trace.given(
         f"weight-sync schedule ({stack})", choice.value, "", inp.cat.origin("rl", "sync_stacks"),
@@ -216,6 +228,11 @@ def _schedule(inp: Inputs, stack: str) -> str:
 
 
 def _tensor_work(inp: Inputs, stack: str) -> str:
+    if isinstance(inp, KeptInputs):  # as _schedule: read once
+        key = ("per-tensor work", stack)
+        if key not in inp.memo:
+            inp.memo[key] = _tensor_work(Inputs(inp.cat, inp.trace), stack)
+        return inp.memo[key]
     choice = _stack(inp, stack).tensor_work
     return inp.trace.given(
         f"per-tensor work runs on ({stack})", choice.value, "", inp.cat.origin("rl", "sync_stacks"),
@@ -298,8 +315,7 @@ def _software(inp: Inputs, links: Links, plan: SyncPlan, replica: bool) -> tuple
 def _misc_broadcast(inp: Inputs, links: Links, plan: SyncPlan, cross: float) -> float:
     """nccl-reshard's misc path: after the bulk, a packed broadcast of the rest from one sender."""
     eff = inp.read("rl.sync_link_efficiency.nccl-broadcast", "misc path broadcast efficiency")
-    misc = SyncPlan(**{**plan.__dict__, "model_bytes": plan.misc_bytes})
-    return max(_broadcast_bounds(misc, links, cross, 1)[0].values()) / eff
+    return max(_broadcast_of(plan.misc_bytes, plan.inference_gpus, links, cross, 1)[0].values()) / eff
 
 
 def _compose(
@@ -325,6 +341,48 @@ def _compose(
     transfer = max(gather, wire, quantize)  # pipelined: the per-tensor work runs beside the wire
     rest = max(gather + software, transfer) - transfer
     return transfer, rest, rest > 0
+
+
+@dataclass(frozen=True)
+class ReshardFloor:
+    """A floor under :func:`weight_sync` of disaggregated nccl-reshard plans (no senders given)
+    from one trainer into ``inference_gpus`` receivers (:func:`reshard_floor`): the terms that do
+    not depend on the instance worked out once, for the many instances a search tries."""
+
+    links: Links
+    eff: float  # the reshard's link efficiency
+    fixed_s: float
+    cross: float  # the share of bytes over NICs
+    misc_s: float  # the misc path's broadcast
+
+    def __call__(self, fullest_bulk_bytes: float, quantize_bytes_per_gpu: float) -> WeightSync:
+        """The floor for instances whose fullest GPU takes ``fullest_bulk_bytes`` of the bulk
+        (:func:`_bulk_on_gpu` at its fullest share): the fixed latency and, as senders busy, the
+        receivers' wire bounds (two of the wire's four) or the quantisation, whichever is longer,
+        then the misc path's broadcast. Each is the same floating-point expression as in
+        :func:`weight_sync`, so each is at most its counterpart and so are the sums (rounding is
+        monotone): a search may skip an update where even this cannot shorten its step."""
+        links, eff = self.links, self.eff
+        r_nic, r_up = f.split_seconds(fullest_bulk_bytes, self.cross, links.nic, links.scale_up)
+        wire = max(r_nic / eff, r_up / eff)
+        quantize = quantize_bytes_per_gpu / links.hbm
+        transfer = max(wire, quantize) + self.misc_s
+        return WeightSync("nccl-reshard", 0.0, 0.0, 0.0, {}, "floor", transfer, 0.0, self.fixed_s)
+
+
+def reshard_floor(
+    inp: Inputs, links: Links, *, trainer_gpus: int, inference_gpus: int, misc_bytes: float
+) -> ReshardFloor:
+    """:class:`ReshardFloor` from ``trainer_gpus`` into ``inference_gpus`` receivers, the plans'
+    misc path carrying ``misc_bytes``."""
+    eff = inp.read("rl.sync_link_efficiency.nccl-reshard", "weight-sync link efficiency (nccl-reshard)")
+    fixed = inp.read("rl.sync_fixed_s", "weight-sync fixed latency")
+    cross = f.cross_domain_share(trainer_gpus, inference_gpus, links.domain, links.node, False)
+    misc = 0.0
+    if misc_bytes:
+        b_eff = inp.read("rl.sync_link_efficiency.nccl-broadcast", "misc path broadcast efficiency")
+        misc = max(_broadcast_of(misc_bytes, inference_gpus, links, cross, 1)[0].values()) / b_eff
+    return ReshardFloor(links, eff, fixed, cross, misc)
 
 
 def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:

@@ -229,6 +229,17 @@ class RolloutCandidates:
             have[order] = np.cumsum(first) - 1
         return have
 
+    def sync_group_members(self) -> dict[int, int]:
+        """Each group of :meth:`sync_groups` -> its first candidate (a table, not a scan per ask)."""
+        import numpy as np
+
+        have = self._tables.get("sync group members")
+        if have is None:
+            groups, first = np.unique(self.sync_groups(), return_index=True)
+            members = dict(zip(groups.tolist(), first.tolist(), strict=True))
+            have = self._tables["sync group members"] = members
+        return have
+
     def densest(self) -> int:
         """The candidate with the most tokens/s per GPU at its KV limit."""
         import numpy as np
