@@ -1150,7 +1150,6 @@ def test_whole_systems_strand_what_a_plans_groups_do_not_tile():
     # TP8 CP2: 16 -> 64 a rack; TP4 PP2 pipeline inside the rack: 8 -> 72; TP8 EP8: 8 -> 72;
     # TP4 CP2 EP64: lcm(8, 64) = 64 -> 64
     assert list(tpn.domain_atom(P, x)) == [16, 8, 8, 64]
-    assert list(tpn.domain_tile(P, x)) == [64, 72, 72, 64]
     assert list(tpn.usable_gpus(P, x, 1536 * 72.0)) == [98304, 110592, 110592, 98304]
     # 110,592 GPUs of 16-GPU groups take 1,728 racks; 26,112 of 8-GPU groups 363 (26,136 GPUs)
     assert tpn.systems_gpus(P, x, np.array([110592.0, 26112, 26112, 64]))[:3].tolist() == [

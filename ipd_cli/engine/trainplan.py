@@ -673,13 +673,6 @@ WHOLE_SYSTEMS = "whole_systems"
 domain_atom = ts.domain_atom  # (kept here beside the placement it sizes)
 
 
-def domain_tile(P: sr.Columns, x: dict) -> Any:
-    """GPUs of one scale-up domain a plan's in-domain groups fill (the domain rounded down to whole
-    copies of :func:`domain_atom`; 64 of an NVL72 rack's 72 for 16-GPU groups)."""
-
-    return _tile(x["domain"], domain_atom(P, x))
-
-
 def _tile(gpus: Any, atom: Any) -> Any:
     """Whole copies of ``atom`` GPUs in ``gpus``."""
     import numpy as np
@@ -689,7 +682,8 @@ def _tile(gpus: Any, atom: Any) -> Any:
 
 def usable_gpus(P: sr.Columns, x: dict, gpus: Any) -> Any:
     """The GPUs a plan can use: all of them, or on whole systems (deadline mode) each whole
-    domain's tile (:func:`domain_tile`) and whole copies of the atom in a partial domain."""
+    domain's tile (:func:`~ipd_cli.engine.trainstep.placed_domain`) and whole copies of the atom in
+    a partial domain."""
     import numpy as np
 
     if not x.get(WHOLE_SYSTEMS):
@@ -711,8 +705,8 @@ def systems_gpus(P: sr.Columns, x: dict, used: Any) -> Any:
 
 def spanned_gpus(P: sr.Columns, x: dict, used: Any) -> Any:
     """The GPUs of the whole systems ``used`` GPUs span when placed in whole copies of the plan's
-    in-domain groups, each domain holding its tile (:func:`domain_tile`): 832 GPUs of 64-GPU
-    groups take 13 NVL72 racks."""
+    in-domain groups, each domain holding its tile (:func:`~ipd_cli.engine.trainstep.placed_domain`):
+    832 GPUs of 64-GPU groups take 13 NVL72 racks."""
     import numpy as np
 
     per = x["per_system"]
