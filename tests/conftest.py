@@ -143,6 +143,8 @@ def _shared_rl_results(request):
 
     from ipd_cli.engine.rl import estimate
 
+    # only the test's own `monkeypatch` argument counts (the autouse _hermetic fixture takes one for
+    # every test): a fixture that patches an RL engine function needs its test marked fresh_grids
     own = inspect.signature(request.node.function).parameters if hasattr(request.node, "function") else {}
     fresh = "monkeypatch" in own or request.node.get_closest_marker("fresh_grids") is not None
     token = estimate.MEMO.set(None if fresh else _RL_RESULTS)

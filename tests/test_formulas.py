@@ -117,6 +117,23 @@ def test_two_batch_overlap_takes_the_longer_leg_or_runs_serially():
     assert f.two_batch_seconds(10.0, 0.0, 0.15, True) == 10.0
 
 
+def test_the_off_domain_share_of_a_tokens_picks_by_hand():
+    # plain all-to-all sends every copy bound off the token's domain over the NIC: 128 GPUs over
+    # 72-GPU racks (72 + 56): a token on the 72 side sends 56/128 of its picks off, on the 56 side
+    # 72/128: (72 x 56 + 56 x 72) / 128^2 = 1 - (72^2 + 56^2) / 128^2 = 0.492 (72 / 128 = 0.4375
+    # taken as even domains, 1 - 72/128, which the plain path charged before: it undercounts)
+    assert f.off_domain_share(128.0, 72.0) == pytest.approx((72 * 56 + 56 * 72) / 128**2, rel=1e-12)
+    assert f.off_domain_share(32.0, 8.0) == pytest.approx(0.75, rel=1e-12)  # whole domains: 1 - 1/4
+    assert f.off_domain_share(8.0, 72.0) == 0.0 and f.off_domain_share(72.0, 72.0) == 0.0
+    # a token never reaches more other domains than its picks land off its own one (union bound)
+    for span, dom in ((128.0, 72.0), (80.0, 72.0), (96.0, 64.0), (384.0, 72.0)):
+        assert f.remote_domains(span, dom, 8) <= 8 * f.off_domain_share(span, dom) + 1e-12
+    # a group inside one domain reaches no other, whatever the top-k (no NaN from a negative base
+    # raised to a fractional power, nor an overflow)
+    assert f.remote_domains(4.0, 8.0, 8.5) == 0.0
+    assert f.remote_domains(np.array([1.0]), 1e6, 64)[0] == 0.0
+
+
 def test_remote_domains_a_token_reaches_by_hand():
     # DeepSeek-V3: 8 routed experts over 4 nodes: each other node holds none of them with
     # probability (3/4)^8 = 0.1001, so a token crosses to 3 x 0.8999 = 2.6996 other nodes (not to

@@ -1083,3 +1083,45 @@ def test_a_synchronous_step_whose_cores_hold_every_rollout_is_not_capped():
     out = r.json()["rl"]
     assert out["cpu_cores_available"] == 5376 and out["cpu_cores_needed"] == 512 * 10.5
     assert (out["replicas"], out["concurrency"]) == (48, 11)  # 11 a replica: no second wave of 16
+
+
+def test_the_split_searchs_floor_under_a_reshard_update_is_never_above_the_update(monkeypatch):
+    # the RL split search skips pricing an nccl-reshard update where a floor (fixed latency, the
+    # receivers' wire bounds or the quantisation, the misc path) cannot shorten the step; the floor
+    # must be at most the update it stands for, in total and in the senders' busy time
+    from ipd_cli.engine.rl import estimate as e
+
+    seen = {"floors": 0}
+    floor_of = e._sync_floor
+
+    def checked(s, r, gen, train, replicas, floors):
+        floor = floor_of(s, r, gen, train, replicas, floors)
+        if floor is not None:
+            real = e._sync(s, r, gen, train, replicas, quiet=True)
+            assert floor.seconds <= real.seconds and floor.sync.seconds <= real.sync.seconds
+            assert floor.sender_busy_s <= real.sender_busy_s
+            seen["floors"] += 1
+        return floor
+
+    monkeypatch.setattr(e, "_sync_floor", checked)
+    cat = load()
+    rl(cat, "gb200-nvl72", "rl-swe-agent", mode="async")
+    rl(cat, "h100-sxm", "rl-swe-agent", mode="disaggregated")
+    assert seen["floors"] > 100  # the floors were taken
+
+
+def test_the_test_sessions_rl_memo_keys_every_input(catalog):
+    # the suite keeps estimate_rl's results by a digest of every input (engine.rl.estimate.MEMO):
+    # the same inputs give the same key, an override or a keyword another
+    from ipd_cli.engine.rl.estimate import content_key
+
+    w = catalog.workload("rl-swe-agent")
+    kw = {"mode": "async", "pricing": "rental"}
+    key = content_key(catalog, "gb200-nvl72", w, kw)
+    assert content_key(catalog, "gb200-nvl72", w, dict(kw)) == key
+    assert content_key(catalog, "gb300-nvl72", w, kw) != key
+    assert content_key(catalog, "gb200-nvl72", w, {**kw, "pricing": "tco"}) != key
+    for change in ("rl.sync_fixed_s=1.5", "economics.electricity_usd_per_kwh=0.2",
+                   "systems.gb200-nvl72.scale_up_domain=36"):  # fmt: skip
+        assert content_key(catalog.with_overrides([change]), "gb200-nvl72", w, kw) != key, change
+    assert content_key(catalog, "gb200-nvl72", w, kw) == key  # the catalog itself unchanged

@@ -429,16 +429,28 @@ def remote_domains(span_gpus, domain_gpus, experts_per_token):
     remainder's GPU the q whole ones; averaged over the span's GPUs. With no remainder this is
     (n - 1)(1 - (1 - 1/n)^k), n = span / domain (DeepSeek-V3: k 8 over 4 nodes, 2.70); 128 GPUs
     over 72-GPU racks (72 + 56) reach 0.994 other racks, where 128 / 72 = 1.78 even domains gave
-    0.777 (the nineteenth note's hand-check item (3))."""
+    0.777."""
     q = span_gpus // domain_gpus
     r = span_gpus - q * domain_gpus
 
     def reached(g):  # a domain holding g of the span's GPUs: the chance some pick lands in it
-        return 1.0 - (1.0 - g / span_gpus) ** experts_per_token
+        # (floored at 0: a whole domain larger than the span has q = 0 copies, so no weight, but
+        # its negative base would give NaN for a fractional k or an overflow)
+        return 1.0 - maximum(0.0, 1.0 - g / span_gpus) ** experts_per_token
 
     on_whole = (q - 1.0) * reached(domain_gpus) + reached(r)
     on_rest = q * reached(domain_gpus)
     return maximum(0.0, (q * domain_gpus * on_whole + r * on_rest) / span_gpus)
+
+
+def off_domain_share(span_gpus, domain_gpus):
+    """The share of a token's expert picks (uniform over ``span_gpus`` consecutive GPUs in domains
+    of ``domain_gpus``: q whole domains and a remainder of r) that land outside the token's own
+    domain, averaged over the span's GPUs: 1 - (q D^2 + r^2) / span^2 (1 - 1/q with no remainder;
+    0 inside one domain). Plain all-to-all sends that share of its copies over the NICs."""
+    q = span_gpus // domain_gpus
+    r = span_gpus - q * domain_gpus
+    return 1.0 - (q * domain_gpus * domain_gpus + r * r) / (span_gpus * span_gpus)
 
 
 def all_to_all_bytes_per_gpu_per_rank(tokens_per_gpu, remote_ranks, hidden_size, bytes_per_value):

@@ -553,9 +553,10 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
         "ep": _allowed(pins, "ep", eps),
         "mbs": _axis(pins, "mbs", list(MICRO_BATCHES)),
         "order": _axis(pins, "order", [0, 1]),
-        # node-deduplicated dispatch never sends more than plain all-to-all (remote_domains <= k
-        # (n - 1) / n copies), so the search takes it where the expert group crosses domains unless
-        # pinned (below): searching both would double the grid
+        # node-deduplicated dispatch sends a token once per other domain its experts reach, plain
+        # all-to-all once per copy bound off the domain (k x the off-domain share, at least as many
+        # for k = 8 and every span tried), so the search takes it where the expert group crosses
+        # domains unless pinned (below): searching both would double the grid
         "disp": _axis(pins, "disp", [0]),
         # CUDA graphs over the MoE layer's routing and preprocessing only save time: on unless pinned
         "graph": _axis(pins, "graph", [1]),

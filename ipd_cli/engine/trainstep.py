@@ -180,7 +180,7 @@ def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):
     e = P["ep"]
     one = tokens(P, x) / P["tp"] * per_token_bytes
     copies = one * x["topk"] * (e - 1.0) / e
-    off = f.maximum(0.0, 1.0 - placed_domain(P, x) / ep_span(P))
+    off = f.off_domain_share(ep_span(P), placed_domain(P, x))
     dedup = deduplicated(P)
     nic = ifelse(dedup, one * remote_domains(P, x), copies * off)
     link = ifelse(dedup, copies, copies * (1.0 - off))

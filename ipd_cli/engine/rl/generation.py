@@ -106,7 +106,9 @@ class Rollouts:
     guessed: dict[tuple[int, bool, int | None, Load], tuple[int, int, float]] = field(
         default_factory=dict, compare=False, repr=False
     )  # :meth:`ahead`'s answers for a pool's alternative, until asked (then ``chosen``'s)
-    members: dict[int, Rollouts] = field(default_factory=dict, compare=False, repr=False)  # :meth:`member`'s
+    # :meth:`member`'s, shared by every ``replace`` copy: right while copies differ only in
+    # ``choice`` and ``concurrency`` (which member resets); a copy with other candidates needs its own
+    members: dict[int, Rollouts] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def inst(self) -> sv.Deployment:
