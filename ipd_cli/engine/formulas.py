@@ -205,7 +205,12 @@ def attention_flops_per_position(attention_heads, head_dim, kv_lora_rank=0, rope
 
 def roofline_seconds(bytes_moved, flops, bytes_per_s, flops_per_s):
     """Time of a phase that must move ``bytes_moved`` and do ``flops``: the larger of the two."""
-    return maximum(bytes_moved / bytes_per_s, flops / flops_per_s)
+    return roofline_of(bytes_moved / bytes_per_s, flops / flops_per_s)
+
+
+def roofline_of(memory_s, compute_s):
+    """:func:`roofline_seconds` of a phase's memory and compute times."""
+    return maximum(memory_s, compute_s)
 
 
 def allreduce_bytes_per_gpu(tokens, hidden_size, layers, bytes_per_value, group):
@@ -492,7 +497,12 @@ def grouped_gemm_seconds(weight_bytes, flops, bytes_per_s, flops_per_s):
     """Routed-expert GEMMs: streaming the touched experts' weights and their math do not overlap at
     few tokens per expert (DeepGEMM: 61 % of bandwidth and 47 % of peak at 256 tokens per expert),
     so the two times add instead of taking the larger."""
-    return weight_bytes / bytes_per_s + flops / flops_per_s
+    return grouped_gemm_of(weight_bytes / bytes_per_s, flops / flops_per_s)
+
+
+def grouped_gemm_of(memory_s, compute_s):
+    """:func:`grouped_gemm_seconds` of the experts' streaming and math times."""
+    return memory_s + compute_s
 
 
 def floor_combined_seconds(floor_s, work_s, exponent):

@@ -44,6 +44,7 @@ from .sync import (
     ReshardFloor,
     SyncPlan,
     WeightSync,
+    bulk_on_gpu,
     reshard_floor,
     sync_links,
     weight_sync,
@@ -105,11 +106,8 @@ class InstancePlan:
 
     @property
     def fullest_bulk_bytes(self) -> float:
-        """The bulk bytes on the fullest receiving GPU (``sync._bulk_on_gpu``, the same expression)."""
-        if self.bulk is None or self.fullest is None:
-            per_instance = self.instance_bytes if self.bulk is None else self.bulk
-            return per_instance / self.instance_gpus
-        return self.bulk * self.fullest
+        """The bulk bytes on the fullest receiving GPU (:func:`sync.bulk_on_gpu`)."""
+        return bulk_on_gpu(self.bulk, self.instance_bytes, self.instance_gpus, self.fullest)
 
     def quantize_bytes(self, trainer_gpus: int) -> float:
         """HBM bytes per GPU to change precision (the trainer's or the receivers', the larger)."""

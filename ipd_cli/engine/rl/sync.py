@@ -26,6 +26,7 @@ one sender at a time while the other stages gather).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ipd_cli.catalog.schema import SYNC_STACKS, SyncStack
 from ipd_cli.engine import formulas as f
@@ -127,13 +128,20 @@ def sync_links(inp: Inputs, system: str, accelerator: str, gpus_per_system: int)
 
 
 def _bulk_on_gpu(plan: SyncPlan, share: float | None) -> float:
+    """:func:`bulk_on_gpu` of ``plan``'s instances."""
+    return bulk_on_gpu(plan.bulk_bytes, plan.instance_bytes, plan.instance_gpus, share)
+
+
+def bulk_on_gpu(
+    bulk_bytes: float | None, instance_bytes: float, instance_gpus: int, share: float | None
+) -> float:
     """Bytes of nccl-reshard's bulk (the routed experts, one copy per instance; all of an
     instance's bytes where no bulk is named) on a receiving GPU that holds ``share`` of it (None:
     an even split over the instance's GPUs)."""
-    if plan.bulk_bytes is None or share is None:
-        per_instance = plan.instance_bytes if plan.bulk_bytes is None else plan.bulk_bytes
-        return per_instance / plan.instance_gpus
-    return plan.bulk_bytes * share
+    if bulk_bytes is None or share is None:
+        per_instance = instance_bytes if bulk_bytes is None else bulk_bytes
+        return per_instance / instance_gpus
+    return bulk_bytes * share
 
 
 def _shard_bounds(plan: SyncPlan, links: Links, cross: float, senders: int) -> tuple[dict, float, float]:
@@ -213,13 +221,18 @@ def _stack(inp: Inputs, stack: str) -> SyncStack:
     raise InputError(f"unknown weight-sync stack '{stack}'; choose one of: {', '.join(SYNC_STACKS)}")
 
 
+def _once(inp: KeptInputs, key: tuple, read: Any, stack: str) -> str:
+    """``read`` of the stack's choice, once for ``inp`` (kept inputs record nothing and their
+    substitutions are fixed: the answer cannot change)."""
+    if key not in inp.memo:
+        inp.memo[key] = read(Inputs(inp.cat, inp.trace), stack)
+    return inp.memo[key]
+
+
 def _schedule(inp: Inputs, stack: str) -> str:
     """The stack's schedule: a design choice read with its source (like the default transport)."""
-    if isinstance(inp, KeptInputs):  # records nothing and its substitutions are fixed: once
-        key = ("weight-sync schedule", stack)
-        if key not in inp.memo:
-            inp.memo[key] = _schedule(Inputs(inp.cat, inp.trace), stack)
-        return inp.memo[key]
+    if isinstance(inp, KeptInputs):
+        return _once(inp, ("weight-sync schedule", stack), _schedule, stack)
     choice = _stack(inp, stack).schedule
     return inp.trace.given(
         f"weight-sync schedule ({stack})", choice.value, "", inp.cat.origin("rl", "sync_stacks"),
@@ -228,11 +241,8 @@ def _schedule(inp: Inputs, stack: str) -> str:
 
 
 def _tensor_work(inp: Inputs, stack: str) -> str:
-    if isinstance(inp, KeptInputs):  # as _schedule: read once
-        key = ("per-tensor work", stack)
-        if key not in inp.memo:
-            inp.memo[key] = _tensor_work(Inputs(inp.cat, inp.trace), stack)
-        return inp.memo[key]
+    if isinstance(inp, KeptInputs):
+        return _once(inp, ("per-tensor work", stack), _tensor_work, stack)
     choice = _stack(inp, stack).tensor_work
     return inp.trace.given(
         f"per-tensor work runs on ({stack})", choice.value, "", inp.cat.origin("rl", "sync_stacks"),

@@ -272,9 +272,9 @@ class _Times(NamedTuple):
         """Each part on its roofline (:func:`formulas.roofline_seconds`: the larger of the two;
         the experts as grouped GEMMs, :func:`formulas.grouped_gemm_seconds`: the two added), added."""
         return (
-            f.maximum(self.dense_memory, self.dense_compute)
-            + f.maximum(self.kv_memory, self.attn_compute)
-            + (self.expert_memory + self.expert_compute)
+            f.roofline_of(self.dense_memory, self.dense_compute)
+            + f.roofline_of(self.kv_memory, self.attn_compute)
+            + f.grouped_gemm_of(self.expert_memory, self.expert_compute)
         )
 
     def memory_s(self) -> Any:
