@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import math
-import pickle
 from collections import OrderedDict
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -680,7 +677,12 @@ def content_key(cat: Catalog, hardware: str, workload: RlWorkload, kw: dict[str,
     origins, aliases, overrides and warnings; not ``resolved``, the reader's lookup cache), the
     hardware, the workload and the keywords. Catalog entries are frozen models that loads and
     overrides share (an override validates new ones): each is pickled once, by identity; the rest
-    is pickled whole (equal bytes: equal content; equal content pickled otherwise only misses)."""
+    is pickled whole (equal bytes: equal content; equal content pickled otherwise only misses).
+    Only the test session keys results, so its imports wait for the first key."""
+    import dataclasses
+    import hashlib
+    import pickle
+
     parts = []
     for table in dataclasses.fields(cat):
         if table.name == "resolved":
@@ -699,6 +701,9 @@ def _entry_digest(value: Any) -> Any:
         return value
     kept = _DIGESTS.get(id(value))
     if kept is None:
+        import hashlib
+        import pickle
+
         if len(_DIGESTS) >= DIGESTS:
             _DIGESTS.clear()
         kept = _DIGESTS[id(value)] = (value, hashlib.sha256(pickle.dumps(value, protocol=5)).digest())
