@@ -18,6 +18,7 @@ log(measured / predicted) of its cases, with the knobs before it already set.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import sys
@@ -55,7 +56,7 @@ METRICS: dict[str, tuple[str, ...]] = {
     "weight-sync": ("weight_sync_s",),
 }
 INPUTS = frozenset(
-    """attention_tp bulk_share colocated concurrency cp cuda_graphs days decode_instances dp
+    """attention_tp bulk_share checkpoint_wide colocated concurrency cp cuda_graphs days decode_instances dp
     engine_load ep eplb fits fsdp gen_gpus gen_layout global_batch gpus group_size hardware
     inference_gpus input_tokens instance_gpus instance_tp kv_precision layout max_instance_gpus
     max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap moe_dispatcher
@@ -94,6 +95,11 @@ class Case(BaseModel):
     measured: Measured
     calibrate: bool = Field(
         default=True, description="a fitting case whose system the model knowingly misses fits nothing"
+    )
+    unreachable: str | None = Field(
+        default=None,
+        description="what the published run did that ipd does not model, so that ipd cannot run it "
+        "as published (the case is reported 'not reached'; tests check that it stays so)",
     )
     note: str | None = None
 
@@ -149,6 +155,8 @@ def predict(cat: Catalog, case: Case) -> float:
     rest."""
     i = dict(case.inputs)
     metric = case.measured.metric
+    if "checkpoint_wide" in i:
+        cat = _run_checkpoint(cat, i)
     if case.kind == "pretrain":
         from ipd_cli.engine.pretraining import pretraining_numbers
 
@@ -173,6 +181,19 @@ def predict(cat: Catalog, case: Case) -> float:
     if case.kind == "rl-step":
         return _rl_step(cat, i, metric)
     return _weight_sync(cat, i)
+
+
+def _run_checkpoint(cat: Catalog, i: dict) -> Catalog:
+    """The catalog with the checkpoint the run loaded, where it keeps other weights wider than the
+    model's ``checkpoint_wide`` entry says (``{value: [modules], precision: fp8}``: SGLang's GB200
+    runs with FP8 attention beside NVFP4 experts)."""
+    pin = i["checkpoint_wide"]
+    if not isinstance(pin, dict) or "value" not in pin or "precision" not in i:
+        raise InputError(
+            "case input `checkpoint_wide` is {value: [modules], precision: ...} beside `precision`"
+        )
+    at = f"models.{cat.canonical('models', i['model'])}.checkpoint_wide.{i['precision']}"
+    return cat.with_overrides([f"{at}.{k}={json.dumps(v)}" for k, v in pin.items()])
 
 
 SERVING_MODES = {"aggregated": False, "disaggregated": True}

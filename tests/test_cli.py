@@ -22,7 +22,13 @@ def test_compare_json_contract():
         "year(s) at reserved $6.02B; gb200-nvl72's 124,416 GPUs for 3 year(s) at reserved $13.2B); tco "
         "pricing prices owning them\n"
     )
-    assert run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == ""
+    # owned, a serving deployment that does not fill its last rack says what it leaves unpriced
+    # (Rubin's 8,520 GPUs are 118 racks and 24 GPUs; GB200's 29,376 fill 408)
+    assert run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == (
+        "ipd: warning: vera-rubin-nvl72: owned (tco), the serving deployment's 8,520 GPUs leave 48 of its "
+        "last 72-GPU system unpriced (they are taken to serve other work); bought for this service "
+        "alone, the systems cost 1.01x its serving cost\n"
+    )
     d = r.json()
     assert d["schema_version"] == "1.0"
     assert d["workload"]["name"] == "frontier-agentic" and d["workload"]["kind"] == "scenario"

@@ -946,7 +946,8 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
 def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # the review's case: 10 requests/s of 1,024 output tokens (10,240 tokens/s) at 50 tokens/s per
     # user took one copy of the 34-GPU disaggregated deployment with the most tokens/s per GPU (124
-    # GPUs since EPLB's replica slots are streamed: 18 x TP2 prefill + 11 x DEP8 decode); one
+    # GPUs since EPLB's replica slots are streamed: 18 x TP2 prefill + 11 x DEP8 decode; 68 since
+    # the NVFP4 checkpoint's BF16 attention projections: 5 x DEP4 prefill + 6 x DEP8 decode); one
     # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search finds
     # at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
@@ -957,7 +958,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 124
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 68
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -1326,7 +1327,8 @@ def test_two_batch_overlap_in_decode_hides_the_dispatch_and_keeps_the_step_monot
     assert 0.5 * serial.collective_time_ms < saved < serial.collective_time_ms
     # Little's law holds on the overlapped point; and more sequences never shorten the step (the
     # rollout search's bounds need it): the lesser of two non-decreasing times is non-decreasing
-    assert on.concurrency * on.tokens_per_s_per_user == pytest.approx(72 * 2704.5, rel=1e-3)
+    # (2,704.5 tokens/s per GPU before the FP8 release's LM head was read in BF16)
+    assert on.concurrency * on.tokens_per_s_per_user == pytest.approx(72 * 2685.0, rel=1e-3)
     steps = [step(catalog, 72 * b).step_time_ms for b in (8, 16, 32, 64, 128, 192, 256)]
     assert steps == sorted(steps)
 
@@ -1789,12 +1791,14 @@ def test_the_search_tries_the_sizes_that_divide_the_routed_experts(catalog):
 def test_an_instances_weights_are_every_gpus_not_the_fullest_times_the_gpus(catalog):
     # a review: weight_gb_per_instance was the fullest GPU's weights times the GPUs, counting
     # experts nobody holds where expert parallelism does not divide them (DeepSeek-V3 DEP72 at
-    # FP8: 1,927.7 GB where the instance stores 72 dense copies and the 256 experts once, 1,845.9)
+    # FP8: 1,927.7 GB where the instance stores 72 dense copies and the 256 experts once, 1,845.9;
+    # 1,912.7 since its FP8 release keeps the LM head, 129,280 x 7,168, in BF16: 72 x 0.93 GB more)
     from ipd_cli.engine.serving.context import weight_split
 
     kw = dict(precision="fp8", layout="dep72", disaggregated=True, speculative="off", decode_instances=1)
     arch = serving_context(catalog, "gb200-nvl72", "deepseek-v3").model
     dense, expert, _ = weight_split(arch, 1.0)  # FP8: a byte a weight
+    dense += 129_280 * 7168 * (2 - 1)  # the head's second byte
     plain = estimate_serving(catalog, "gb200-nvl72", "deepseek-v3", eplb=False, **kw).serving
     assert plain.weight_gb_per_instance == pytest.approx((72 * dense + expert) / 1e9, rel=1e-12)
     # with EPLB every GPU holds ceil(256 / 72 + 1) = 5 slots: 360 of the experts' 256
@@ -1921,3 +1925,89 @@ def test_fraction_index_counts_as_searchsorted(top):
     x = x[x <= ev.TABLE_RATIO]
     for side in ("left", "right"):
         assert np.array_equal(ev._count_below(v, below, most_in, x, side), np.searchsorted(v, x, side=side))
+
+
+# --- what a narrow checkpoint keeps wide (2026-12-03) ----------------------------------------------
+
+
+def _physics(cat, hardware, model, precision, speculative="off", kv="fp8"):
+    return physics.read(context(cat, hardware, model), precision, [kv], 1000, 1000, speculative, "rental")
+
+
+def _plain(cat, model, precision):
+    """The catalog with every weight of ``model``'s ``precision`` checkpoints (every vendor's) at
+    that precision."""
+    at = f"models.{model}.checkpoint_wide.{precision}"
+    vendors = cat.model(model).checkpoint_wide[precision].by_vendor
+    return cat.with_overrides([f"{at}.value=[]"] + [f"{at}.by_vendor.{v}.value=[]" for v in vendors])
+
+
+def test_nvfp4_deepseek_keeps_query_and_key_value_projections_and_head_in_bf16_by_hand(catalog):
+    # nvidia/DeepSeek-R1-0528-FP4-v2 quantizes the attention output projection (wo) but not q_a
+    # (7168 x 1536), q_b (1536 x 128 heads x 192), kv_a (7168 x (512 + 64)) and kv_b (512 x 128 x
+    # (128 + 128)): 69,664,768 a layer, 61 layers, and the LM head 129,280 x 7,168. Each weighs
+    # 2 bytes, not NVFP4's 0.5625, and computes at B200's BF16 rate, 2,250 TF x 0.74, not its FP4
+    # rate, 9,000 TF x 0.48 (the stack's common GEMM factor cancels): a BF16 FLOP costs 2.59 FP4 ones
+    per_layer = 7168 * 1536 + 1536 * 128 * 192 + 7168 * (512 + 64) + 512 * 128 * (128 + 128)
+    assert per_layer == 69_664_768
+    wide = 61 * per_layer + 129_280 * 7168
+    assert wide == 5_176_229_888
+    ph, plain = (
+        _physics(catalog, "b200", "deepseek-v3", "fp4"),
+        _physics(_plain(catalog, "deepseek-v3", "fp4"), "b200", "deepseek-v3", "fp4"),
+    )
+    assert ph.dense_bytes - plain.dense_bytes == pytest.approx(wide * (2 - 0.5625), rel=1e-12)  # 7.44 GB
+    factor = (9000e12 * 0.48) / (2250e12 * 0.74)
+    assert ph.dense_flops_per_token - plain.dense_flops_per_token == pytest.approx(
+        2 * wide * (factor - 1), rel=1e-9
+    )
+    assert ph.expert_bytes == plain.expert_bytes and ph.gemm_rate == plain.gemm_rate
+    # an MTP draft layer is part of the checkpoint: one more layer's projections and the head again
+    mtp, plain_mtp = (
+        _physics(catalog, "b200", "deepseek-v3", "fp4", 1),
+        _physics(_plain(catalog, "deepseek-v3", "fp4"), "b200", "deepseek-v3", "fp4", 1),
+    )
+    assert mtp.draft_dense_bytes - plain_mtp.draft_dense_bytes == pytest.approx(
+        (per_layer + 129_280 * 7168) * 1.4375, rel=1e-12
+    )
+
+
+def test_other_checkpoints_keep_what_their_sources_say(catalog):
+    # AMD's MXFP4 DeepSeek-R1 quantizes attention too, leaving the LM head in BF16 (by_vendor.amd)
+    head = 129_280 * 7168
+    amd, plain = (
+        _physics(catalog, "mi355x", "deepseek-v3", "fp4"),
+        _physics(_plain(catalog, "deepseek-v3", "fp4"), "mi355x", "deepseek-v3", "fp4"),
+    )
+    assert amd.dense_bytes - plain.dense_bytes == pytest.approx(head * (2 - 0.5625), rel=1e-12)
+    # DeepSeek's own FP8 release keeps its output head in BF16: one more byte a weight
+    fp8, plain8 = (
+        _physics(catalog, "h200", "deepseek-v3", "fp8"),
+        _physics(_plain(catalog, "deepseek-v3", "fp8"), "h200", "deepseek-v3", "fp8"),
+    )
+    assert fp8.dense_bytes - plain8.dense_bytes == pytest.approx(head * (2 - 1), rel=1e-12)
+    # gpt-oss ships only its experts in MXFP4: every attention projection (2,880 x (4,096 + 512 +
+    # 512) + 4,096 x 2,880 a layer, 36 layers) and the LM head (201,088 x 2,880) stay BF16
+    wide = 36 * (2880 * (4096 + 512 + 512) + 4096 * 2880) + 201_088 * 2880
+    oss, plain_oss = (
+        _physics(catalog, "b200", "gpt-oss-120b", "fp4"),
+        _physics(_plain(catalog, "gpt-oss-120b", "fp4"), "b200", "gpt-oss-120b", "fp4"),
+    )
+    assert oss.dense_bytes - plain_oss.dense_bytes == pytest.approx(wide * (2 - 0.5625), rel=1e-12)
+    # a model without an entry, and a BF16 deployment of one with an entry, hold every weight at its precision
+    bf16, plain16 = (
+        _physics(catalog, "b200", "deepseek-v3", "bf16", kv="bf16"),
+        _physics(_plain(catalog, "deepseek-v3", "fp8"), "b200", "deepseek-v3", "bf16", kv="bf16"),
+    )
+    assert bf16.dense_bytes == plain16.dense_bytes
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model"), [("b200", "deepseek-v3"), ("gb200-nvl72", "deepseek-v3"), ("b200", "gpt-oss-120b")]
+)
+def test_weights_kept_wide_never_serve_faster(catalog, hardware, model):
+    # more bytes and slower FLOPs in every step: the best deployment can only lose (it may change
+    # layout: a DEP instance with tensor-parallel attention shards the BF16 projections)
+    wide = estimate_serving(catalog, hardware, model, precision="fp4").serving
+    plain = estimate_serving(_plain(catalog, model, "fp4"), hardware, model, precision="fp4").serving
+    assert wide.tokens_per_s_per_gpu < plain.tokens_per_s_per_gpu

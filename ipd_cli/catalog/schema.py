@@ -304,6 +304,33 @@ class System(Strict):
         return self
 
 
+WideModule = Literal["attention", "attention_input", "lm_head"]
+
+
+class WideModules(Strict):
+    """Weights that a model's published checkpoint at a narrow precision keeps wider (``precision``,
+    BF16 unless said), with the source that says so: ``attention`` every attention projection of
+    every layer, ``attention_input`` all of them but the output projection, ``lm_head`` the output
+    head."""
+
+    value: list[WideModule]
+    precision: Literal["fp8", "bf16"] = "bf16"
+    source: str
+    estimate: Bool = False
+    note: str | None = None
+
+
+class CheckpointWide(WideModules):
+    """:class:`WideModules` of the checkpoint most deployments run, and of the checkpoints other
+    vendors publish for their accelerators (AMD's MXFP4 DeepSeek-R1 quantizes attention too)."""
+
+    by_vendor: dict[str, WideModules] = Field(
+        default_factory=dict,
+        description="per accelerator vendor (an accelerator's `vendor`): the checkpoint that vendor "
+        "publishes, where it keeps other weights wider",
+    )
+
+
 class Model(Strict):
     description: str
     total_params: Num = unit("parameters", gt=0)
@@ -358,6 +385,12 @@ class Model(Strict):
         gt=0,
         description="tensors that hold all of one layer's routed experts where the checkpoint fuses them "
         "(gpt-oss: gate_up_proj, down_proj and their biases, 4); unset: one per expert and matrix",
+    )
+    checkpoint_wide: dict[Literal["fp8", "fp4"], CheckpointWide] = Field(
+        default_factory=dict,
+        description="per narrow weight precision: what the model's published checkpoint at that "
+        "precision keeps wider, and at which precision (default: nothing, every weight at the "
+        "precision)",
     )
     training_global_batch_tokens: Sourced | None = unit(
         "tokens",

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.catalog.schema import Model
 from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from . import formulas as f
@@ -212,16 +213,7 @@ def model_inputs(inp: Inputs, cat: Catalog, model: str) -> dict[str, Any]:
         "vocab": inp.read(f"{m}.vocab_size", "vocabulary"),
         "active": inp.read(f"{m}.active_params", "active parameters"),
         "total": inp.read(f"{m}.total_params", "total parameters"),
-        "heads": arch.attention_heads,
-        "attn_dim": arch.attention_heads * arch.head_dim,  # the attention output (MLA: v heads)
-        # query, key and value widths per token: GQA keys and values per KV head; MLA up-projects
-        # a key per query head, its q/k heads the non-RoPE part + the RoPE part (192 against 128)
-        "q_width": arch.attention_heads * arch.qk_head_dim,
-        "k_width": (arch.kv_heads or arch.attention_heads) * arch.qk_head_dim,
-        "v_width": (arch.kv_heads or arch.attention_heads) * arch.head_dim,
-        "q_lora": float(arch.q_lora_rank or 0),  # MLA latents (0: not MLA, or queries from h)
-        "kv_lora": float(arch.kv_lora_rank or 0),
-        "rope": float(arch.qk_rope_head_dim or 0) * (arch.kv_lora_rank is not None),  # MLA's shared RoPE key
+        **attention_shape(arch),
         "attn_share": arch.kv_layers / arch.layers,
         "experts": float(arch.experts),
         "topk": float(arch.experts_per_token) * arch.is_moe,
@@ -237,6 +229,22 @@ def model_inputs(inp: Inputs, cat: Catalog, model: str) -> dict[str, Any]:
     if arch.training_global_batch_tokens is not None:
         x["recipe_batch"] = inp.read(f"{m}.training_global_batch_tokens", "recipe global batch")
     return x
+
+
+def attention_shape(arch: Model) -> dict[str, Any]:
+    """An attention layer's widths as :func:`mixer_params` reads them, beside ``hidden``."""
+    return {
+        "heads": arch.attention_heads,
+        "attn_dim": arch.attention_heads * arch.head_dim,  # the attention output (MLA: v heads)
+        # query, key and value widths per token: GQA keys and values per KV head; MLA up-projects
+        # a key per query head, its q/k heads the non-RoPE part + the RoPE part (192 against 128)
+        "q_width": arch.attention_heads * arch.qk_head_dim,
+        "k_width": (arch.kv_heads or arch.attention_heads) * arch.qk_head_dim,
+        "v_width": (arch.kv_heads or arch.attention_heads) * arch.head_dim,
+        "q_lora": float(arch.q_lora_rank or 0),  # MLA latents (0: not MLA, or queries from h)
+        "kv_lora": float(arch.kv_lora_rank or 0),
+        "rope": float(arch.qk_rope_head_dim or 0) * (arch.kv_lora_rank is not None),  # MLA's shared RoPE key
+    }
 
 
 def mixer_params(x: dict):

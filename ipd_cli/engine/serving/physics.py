@@ -8,10 +8,12 @@ the grid evaluation in :mod:`.evaluate` combines over whole columns of configura
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ipd_cli.engine import formulas as f
+from ipd_cli.engine import trainplan
 from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from ipd_cli.errors import InputError
 
@@ -146,6 +148,83 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
     }
 
 
+@dataclass(frozen=True)
+class _Wide:
+    """What the model's checkpoint at the weight precision keeps wider: parameters per layer and in
+    the head, and what each such parameter adds, in bytes and in FLOPs at the weights' GEMM rate
+    (``flop_factor`` - 1: a wide FLOP takes ``gemm_rate / wide rate`` of the precision's)."""
+
+    per_layer: float = 0.0
+    head: float = 0.0
+    extra_bytes: float = 0.0
+    flop_factor: float = 1.0
+
+    def bytes(self, layers: float) -> float:
+        return (layers * self.per_layer + self.head) * self.extra_bytes
+
+    def flops(self, layers: float) -> float:
+        return 2.0 * (layers * self.per_layer + self.head) * (self.flop_factor - 1.0)
+
+
+def _wide_entry(ctx: ServingContext, precision: str) -> tuple[Any, str] | None:
+    """The model's ``checkpoint_wide`` entry at ``precision`` for the accelerator's vendor, and
+    its catalog path, where it keeps something wider than ``precision``."""
+    if precision not in ("fp8", "fp4"):
+        return None
+    entry: Any = ctx.model.checkpoint_wide.get(precision)  # type: ignore[call-overload]
+    if entry is None:
+        return None
+    path = f"models.{ctx.mname}.checkpoint_wide.{precision}"
+    vendor = ctx.acc.vendor
+    if vendor in entry.by_vendor:
+        entry, path = entry.by_vendor[vendor], f"{path}.by_vendor.{vendor}"
+    if not entry.value or wider(entry.precision, precision) == precision:
+        return None
+    return entry, path
+
+
+def _kept_wide(ctx: ServingContext, precision: str, gemm_rate: float, wide_rate: float | None) -> _Wide:
+    """The parameters a published checkpoint at ``precision`` keeps wider
+    (``models.<model>.checkpoint_wide.<precision>``: NVFP4 DeepSeek-R1 its query and key-value
+    projections and LM head in BF16, gpt-oss all attention and the LM head), weighed at that
+    precision's bytes and computed at ``wide_rate`` (:func:`_kv_terms`' GEMM rate at that
+    precision, given where such an entry is). Under DEP every rank streams its whole attention each
+    step, so these bytes weigh where the experts are spread thin."""
+    arch = ctx.model
+    found = _wide_entry(ctx, precision)
+    if found is None or wide_rate is None:
+        return _Wide()
+    entry, path = found
+    shape = trainplan.attention_shape(arch) | {"hidden": arch.hidden_size}
+    per_layer = 0.0
+    if "attention" in entry.value or "attention_input" in entry.value:
+        per_layer = trainplan.mixer_params(shape)
+        if "attention" not in entry.value:  # all but the output projection
+            per_layer -= shape["attn_dim"] * arch.hidden_size
+    head = float(arch.vocab_size * arch.hidden_size) if "lm_head" in entry.value else 0.0
+    wide = entry.precision
+    params = arch.layers * per_layer + head
+    ctx.trace.given(  # the modules as --set takes them; the name says what they weigh
+        f"weights the {precision} checkpoint keeps in {wide} ({params / 1e9:.3g}B parameters)",
+        f"[{', '.join(entry.value)}]",
+        "",
+        ctx.morigin,
+        note=entry.note,
+        path=f"{path}.value",
+        source=entry.source,
+        estimate=entry.estimate,
+    )
+    bpw = ctx.inp.quiet().read(f"serving.bytes_per_weight.{precision}")  # read already (model terms)
+    wide_bpw = ctx.take(f"bytes per weight ({wide})", f"bytes_per_weight.{wide}")
+    return _Wide(per_layer, head, wide_bpw - bpw, gemm_rate / wide_rate)
+
+
+def _rates(ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]) -> tuple[dict, _Wide]:
+    """:func:`_kv_terms`' rates and :func:`_kept_wide`'s weights kept wider."""
+    rates, wide_rate = _kv_terms(ctx, st, precision, kv_precisions)
+    return rates, _kept_wide(ctx, precision, rates["gemm_rate"], wide_rate)
+
+
 def _fp4_factor(ctx: ServingContext, st: Stack) -> float:
     """The stack's extra GEMM efficiency factor for FP4 math (1 where it has none): the rates of
     :func:`_kv_terms` (read there only where some math runs in FP4) and of the MoE share's cap."""
@@ -153,7 +232,9 @@ def _fp4_factor(ctx: ServingContext, st: Stack) -> float:
     return 1.0 if v is None else v
 
 
-def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]) -> dict:
+def _kv_terms(
+    ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]
+) -> tuple[dict, float | None]:
     common = stacks.read(ctx, st, "GEMM efficiency factor (stack)", "compute_efficiency_factor", None)
     common = 1.0 if common is None else common
 
@@ -188,13 +269,22 @@ def _kv_terms(ctx: ServingContext, st: Stack, precision: str, kv_precisions: lis
             prefill_attn.append(
                 attn_peak * ctx.take(f"prefill MFU ({p}, attention)", f"prefill_mfu.{p}") * at(p)
             )
+    wide_rate = None  # the GEMM rate of the weights the checkpoint keeps wider (_kept_wide)
+    found = _wide_entry(ctx, precision)
+    if found is not None:
+        w = found[0].precision
+        wide_rate = (
+            ctx.spec(f"{w} dense peak (weights kept in {w})", f"{w}_dense_tflops")
+            * ctx.take(f"decode compute efficiency ({w})", f"decode_compute_efficiency.{w}")
+            * at(w)
+        )
     return {
         "kv_per_token": tuple(kv_tok),
         "attn_rate": tuple(attn),
         "prefill_attn_rate": tuple(prefill_attn),
         "gemm_rate": peak * eff * factor,
         "prefill_rate": peak * mfu * factor,
-    }
+    }, wide_rate
 
 
 def _memory(ctx: ServingContext) -> dict:
@@ -357,10 +447,10 @@ def spec_method(ctx: ServingContext) -> str | None:
     return sv.default_speculative_method.value
 
 
-def _speculation(ctx: ServingContext, precision: str, pin) -> dict:
+def _speculation(ctx: ServingContext, precision: str, pin, wide: Callable[[], _Wide]) -> dict:
     """Draft depths to search (``pin``: None searches off and every depth with a measured
     acceptance, 'off' none, 'on' every depth, a number that depth), their tokens per step, and
-    the draft's bytes and FLOPs per draft token."""
+    the draft's bytes and FLOPs per draft token (``wide``: what the checkpoint keeps wider)."""
     off = {
         "spec_method": None,
         "spec_depths": (0,),
@@ -404,14 +494,15 @@ def _speculation(ctx: ServingContext, precision: str, pin) -> dict:
     return (
         off
         | {"spec_method": name, "spec_depths": depths, "spec_tokens": tuple(tokens)}
-        | _draft(ctx, m, precision, name)
+        | _draft(ctx, m, precision, name, wide)
     )
 
 
-def _draft(ctx: ServingContext, m, precision: str, name: str) -> dict:
+def _draft(ctx: ServingContext, m, precision: str, name: str, kept_wide: Callable[[], _Wide]) -> dict:
     """Bytes and FLOPs one draft token costs: ``draft_layers`` layers and the output head. An MTP
-    layer has the target's shape (its routed experts are streamed like the target's); an EAGLE
-    layer is dense, the target's active parameters per layer."""
+    layer has the target's shape (its routed experts are streamed like the target's) and is part of
+    the target's checkpoint (what that keeps wider, it keeps there too); an EAGLE layer is dense,
+    the target's active parameters per layer, from a checkpoint of its own."""
     arch, quiet = ctx.model, ctx.inp.quiet()  # read already (model terms): not recorded twice
     bpw = quiet.read(f"serving.bytes_per_weight.{precision}")
     active = quiet.read(f"models.{ctx.mname}.active_params")
@@ -422,11 +513,13 @@ def _draft(ctx: ServingContext, m, precision: str, name: str) -> dict:
     n = m.draft_layers / arch.layers
     if m.draft == "mtp":
         routed_active = routed_active_params(arch)
+        wide = kept_wide()
         return {
             "draft_layers": m.draft_layers,
-            "draft_dense_bytes": dense_b * n + head * bpw,
+            "draft_dense_bytes": dense_b * n + head * bpw + wide.bytes(m.draft_layers),
             "draft_expert_bytes": expert_b * n,
-            "draft_dense_flops_per_token": 2.0 * ((active - routed_active) * n + head),
+            "draft_dense_flops_per_token": 2.0 * ((active - routed_active) * n + head)
+            + wide.flops(m.draft_layers),
             "draft_expert_flops_per_token": 2.0 * routed_active * n,
         }
     return {
@@ -460,6 +553,14 @@ def read(
     floor = stacks.read(
         ctx, st, "per-step overhead per layer", "step_overhead_us_per_layer", "step_overhead_us_per_layer"
     )
+    # read in the order the trace lists them: the draft, the model, the rates (the draft of an MTP
+    # layer reads the rates first, for what the checkpoint keeps wider)
+    rates = functools.cache(lambda: _rates(ctx, st, precision, kv_precisions))
+    spec = _speculation(ctx, precision, speculative, lambda: rates()[1])
+    model = _model_terms(ctx, precision, isl, osl)
+    gemm, wide = rates()
+    model["dense_bytes"] += wide.bytes(ctx.model.layers)
+    model["dense_flops_per_token"] += wide.flops(ctx.model.layers)
     return Physics(
         model=ctx.mname,
         system=ctx.name,
@@ -470,9 +571,9 @@ def read(
         stack=st.name,
         family=st.family,
         stack_borrowed_from=st.borrowed_from,
-        **_speculation(ctx, precision, speculative),
-        **_model_terms(ctx, precision, isl, osl),
-        **_kv_terms(ctx, st, precision, kv_precisions),
+        **spec,
+        **model,
+        **gemm,
         domain=ctx.system.scale_up_domain,
         **_memory(ctx),
         **_bandwidth(ctx, st, precision),
