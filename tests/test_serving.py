@@ -1129,7 +1129,8 @@ def test_b200_over_h100_comes_from_memory_not_flops(catalog, tmp_path):
 
 
 def test_fp4_beats_fp8_through_bytes_per_weight(catalog):
-    kw = dict(layout="tp1", disaggregated=False, concurrency=4)
+    # the target's weights alone (an EAGLE-3 draft is BF16 at either precision: draft_weights)
+    kw = dict(layout="tp1", disaggregated=False, concurrency=4, speculative="off")
     fp8 = serve(catalog, "b200", "llama-3.3-70b", precision="fp8", **kw)
     fp4 = serve(catalog, "b200", "llama-3.3-70b", precision="fp4", **kw)
     assert fp4.weight_gb_per_instance / fp8.weight_gb_per_instance == pytest.approx(0.5625)
@@ -2011,3 +2012,28 @@ def test_weights_kept_wide_never_serve_faster(catalog, hardware, model):
     wide = estimate_serving(catalog, hardware, model, precision="fp4").serving
     plain = estimate_serving(_plain(catalog, model, "fp4"), hardware, model, precision="fp4").serving
     assert wide.tokens_per_s_per_gpu < plain.tokens_per_s_per_gpu
+
+
+def test_an_eagle_draft_is_its_own_bf16_checkpoint_with_a_reduced_head_by_hand(catalog):
+    # EAGLE-3 heads ship in BF16 with a 32,000-token draft vocabulary (SpecForge's configs; the
+    # acceptance in the catalog was measured on such a head): Kimi K2 at NVFP4 on B200 drafts with
+    # one dense layer of its active parameters per layer (3.2e10 / 61) and a 32,000 x 7,168 head,
+    # 2 bytes a weight, at B200's BF16 GEMM rate (2,250 TF x 0.74) where its NVFP4 weights run at
+    # 9,000 TF x 0.48. Before: the target's precision (0.5625 B) and its 163,840-token head.
+    ph = _physics(catalog, "b200", "kimi-k2", "fp4", speculative=1)
+    assert ph.spec_method == "eagle3"
+    draft = 3.2e10 / 61 + 32_000 * 7168
+    assert ph.draft_dense_bytes == pytest.approx(draft * 2, rel=1e-12)  # 1.51 GB
+    factor = (9000e12 * 0.48) / (2250e12 * 0.74)
+    assert ph.draft_dense_flops_per_token == pytest.approx(2 * draft * factor, rel=1e-9)
+    assert ph.draft_expert_bytes == 0.0
+    # pinned to the target's precision and vocabulary, the draft is what it was
+    old = catalog.with_overrides(
+        [
+            "serving.speculative_methods.eagle3.draft_weights.precision=fp4",
+            "serving.speculative_methods.eagle3.draft_weights.head_vocab=163840",
+        ]  # fmt: skip
+    )
+    before = _physics(old, "b200", "kimi-k2", "fp4", speculative=1)
+    assert before.draft_dense_bytes == pytest.approx((3.2e10 / 61 + 163_840 * 7168) * 0.5625, rel=1e-12)
+    assert before.draft_dense_flops_per_token == pytest.approx(2 * (3.2e10 / 61 + 163_840 * 7168), rel=1e-12)

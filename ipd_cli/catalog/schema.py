@@ -850,6 +850,21 @@ class AcceleratorFamily(Strict):
     note: str | None = None
 
 
+class DraftWeights(Strict):
+    """A draft shipped as a checkpoint of its own: the precision its weights are published and
+    measured at, and the vocabulary its head predicts over."""
+
+    precision: Precision
+    head_vocab: Int | None = unit(
+        "tokens",
+        default=None,
+        gt=0,
+        description="tokens the draft's head predicts over (none: the target's vocabulary)",
+    )
+    source: str
+    note: str | None = None
+
+
 class SpeculativeMethod(Strict):
     """A draft for speculative decoding and its measured acceptance.
 
@@ -866,6 +881,11 @@ class SpeculativeMethod(Strict):
         "bonus token included (1 + accepted drafts)",
     )
     models: list[str] = Field(default=[], description="models this method serves (others: the default)")
+    draft_weights: DraftWeights | None = Field(
+        default=None,
+        description="an EAGLE draft's own checkpoint: its precision and head vocabulary (none: the "
+        "target's precision and vocabulary; an MTP layer is part of the target's checkpoint)",
+    )
     source: str
     note: str | None = None
 

@@ -61,7 +61,8 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
     drafting = k > 0
 
     def weights_at(share):  # a GPU's weights holding ``share`` of the routed experts
-        draft = drafting * (ph.draft_dense_bytes / t + ph.draft_expert_bytes * share)
+        # where, not a product: a layout without a draft holds none, even of an infinite one
+        draft = np.where(drafting, ph.draft_dense_bytes / t + ph.draft_expert_bytes * share, 0.0)
         return ph.dense_bytes / (pp * t) + ph.expert_bytes / pp * share + draft
 
     weights = weights_at(held)

@@ -183,16 +183,18 @@ def _wide_entry(ctx: ServingContext, precision: str) -> tuple[Any, str] | None:
     return entry, path
 
 
-def _kept_wide(ctx: ServingContext, precision: str, gemm_rate: float, wide_rate: float | None) -> _Wide:
+def _kept_wide(
+    ctx: ServingContext, precision: str, gemm_rate: float, rate_at: Callable[[str], float]
+) -> _Wide:
     """The parameters a published checkpoint at ``precision`` keeps wider
     (``models.<model>.checkpoint_wide.<precision>``: NVFP4 DeepSeek-R1 its query and key-value
     projections and LM head in BF16, gpt-oss all attention and the LM head), weighed at that
-    precision's bytes and computed at ``wide_rate`` (:func:`_kv_terms`' GEMM rate at that
-    precision, given where such an entry is). Under DEP every rank streams its whole attention each
-    step, so these bytes weigh where the experts are spread thin."""
+    precision's bytes and computed at its GEMM rate (``rate_at``: :func:`_kv_terms`'). Under DEP
+    every rank streams its whole attention each step, so these bytes weigh where the experts are
+    spread thin."""
     arch = ctx.model
     found = _wide_entry(ctx, precision)
-    if found is None or wide_rate is None:
+    if found is None:
         return _Wide()
     entry, path = found
     shape = trainplan.attention_shape(arch) | {"hidden": arch.hidden_size}
@@ -216,13 +218,16 @@ def _kept_wide(ctx: ServingContext, precision: str, gemm_rate: float, wide_rate:
     )
     bpw = ctx.inp.quiet().read(f"serving.bytes_per_weight.{precision}")  # read already (model terms)
     wide_bpw = ctx.take(f"bytes per weight ({wide})", f"bytes_per_weight.{wide}")
-    return _Wide(per_layer, head, wide_bpw - bpw, gemm_rate / wide_rate)
+    return _Wide(per_layer, head, wide_bpw - bpw, gemm_rate / rate_at(wide))
 
 
-def _rates(ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]) -> tuple[dict, _Wide]:
-    """:func:`_kv_terms`' rates and :func:`_kept_wide`'s weights kept wider."""
-    rates, wide_rate = _kv_terms(ctx, st, precision, kv_precisions)
-    return rates, _kept_wide(ctx, precision, rates["gemm_rate"], wide_rate)
+def _rates(
+    ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]
+) -> tuple[dict, _Wide, Callable[[str], float]]:
+    """:func:`_kv_terms`' rates, :func:`_kept_wide`'s weights kept wider, and the GEMM rate of
+    weights held at another precision."""
+    rates, rate_at = _kv_terms(ctx, st, precision, kv_precisions)
+    return rates, _kept_wide(ctx, precision, rates["gemm_rate"], rate_at), rate_at
 
 
 def _fp4_factor(ctx: ServingContext, st: Stack) -> float:
@@ -234,7 +239,7 @@ def _fp4_factor(ctx: ServingContext, st: Stack) -> float:
 
 def _kv_terms(
     ctx: ServingContext, st: Stack, precision: str, kv_precisions: list[str]
-) -> tuple[dict, float | None]:
+) -> tuple[dict, Callable[[str], float]]:
     common = stacks.read(ctx, st, "GEMM efficiency factor (stack)", "compute_efficiency_factor", None)
     common = 1.0 if common is None else common
 
@@ -269,22 +274,22 @@ def _kv_terms(
             prefill_attn.append(
                 attn_peak * ctx.take(f"prefill MFU ({p}, attention)", f"prefill_mfu.{p}") * at(p)
             )
-    wide_rate = None  # the GEMM rate of the weights the checkpoint keeps wider (_kept_wide)
-    found = _wide_entry(ctx, precision)
-    if found is not None:
-        w = found[0].precision
-        wide_rate = (
-            ctx.spec(f"{w} dense peak (weights kept in {w})", f"{w}_dense_tflops")
-            * ctx.take(f"decode compute efficiency ({w})", f"decode_compute_efficiency.{w}")
-            * at(w)
+
+    def rate_at(p: str) -> float:
+        """GEMM FLOP/s of weights held at ``p`` (what a checkpoint keeps wider, a draft's own)."""
+        return (
+            ctx.spec(f"{p} dense peak (weights at {p})", f"{p}_dense_tflops")
+            * ctx.take(f"decode compute efficiency ({p})", f"decode_compute_efficiency.{p}")
+            * at(p)
         )
+
     return {
         "kv_per_token": tuple(kv_tok),
         "attn_rate": tuple(attn),
         "prefill_attn_rate": tuple(prefill_attn),
         "gemm_rate": peak * eff * factor,
         "prefill_rate": peak * mfu * factor,
-    }, wide_rate
+    }, rate_at
 
 
 def _memory(ctx: ServingContext) -> dict:
@@ -447,10 +452,10 @@ def spec_method(ctx: ServingContext) -> str | None:
     return sv.default_speculative_method.value
 
 
-def _speculation(ctx: ServingContext, precision: str, pin, wide: Callable[[], _Wide]) -> dict:
+def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], tuple]) -> dict:
     """Draft depths to search (``pin``: None searches off and every depth with a measured
     acceptance, 'off' none, 'on' every depth, a number that depth), their tokens per step, and
-    the draft's bytes and FLOPs per draft token (``wide``: what the checkpoint keeps wider)."""
+    the draft's bytes and FLOPs per draft token (``rates``: :func:`_rates`, read where a draft needs them)."""
     off = {
         "spec_method": None,
         "spec_depths": (0,),
@@ -494,15 +499,18 @@ def _speculation(ctx: ServingContext, precision: str, pin, wide: Callable[[], _W
     return (
         off
         | {"spec_method": name, "spec_depths": depths, "spec_tokens": tuple(tokens)}
-        | _draft(ctx, m, precision, name, wide)
+        | _draft(ctx, m, precision, name, rates)
     )
 
 
-def _draft(ctx: ServingContext, m, precision: str, name: str, kept_wide: Callable[[], _Wide]) -> dict:
+def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[], tuple]) -> dict:
     """Bytes and FLOPs one draft token costs: ``draft_layers`` layers and the output head. An MTP
     layer has the target's shape (its routed experts are streamed like the target's) and is part of
     the target's checkpoint (what that keeps wider, it keeps there too); an EAGLE layer is dense,
-    the target's active parameters per layer, from a checkpoint of its own."""
+    the target's active parameters per layer, from a checkpoint of its own (``draft_weights``: its
+    precision, BF16 as EAGLE-3 heads are published and their acceptance measured, and its head's
+    reduced vocabulary), computed at that precision's GEMM rate. FLOPs are counted in the
+    weights' precision's: a wider one's scaled by the ratio of the two GEMM rates."""
     arch, quiet = ctx.model, ctx.inp.quiet()  # read already (model terms): not recorded twice
     bpw = quiet.read(f"serving.bytes_per_weight.{precision}")
     active = quiet.read(f"models.{ctx.mname}.active_params")
@@ -513,7 +521,7 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, kept_wide: Callabl
     n = m.draft_layers / arch.layers
     if m.draft == "mtp":
         routed_active = routed_active_params(arch)
-        wide = kept_wide()
+        wide = rates()[1]
         return {
             "draft_layers": m.draft_layers,
             "draft_dense_bytes": dense_b * n + head * bpw + wide.bytes(m.draft_layers),
@@ -522,11 +530,27 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, kept_wide: Callabl
             + wide.flops(m.draft_layers),
             "draft_expert_flops_per_token": 2.0 * routed_active * n,
         }
+    flop_factor = 1.0
+    dw = m.draft_weights
+    if dw is not None:
+        at = f"serving.speculative_methods.{name}.draft_weights"
+        if dw.head_vocab is not None:
+            ctx.trace.given(
+                "draft head vocabulary", dw.head_vocab, "tokens", src, dw.note, f"{at}.head_vocab", dw.source
+            )
+            head = dw.head_vocab * arch.hidden_size
+        ctx.trace.given(
+            "draft weights' precision", dw.precision, "", src, dw.note, f"{at}.precision", dw.source
+        )
+        if dw.precision != precision:
+            bpw = ctx.take(f"bytes per weight ({dw.precision})", f"bytes_per_weight.{dw.precision}")
+            gemm, _, rate_at = rates()
+            flop_factor = gemm["gemm_rate"] / rate_at(dw.precision)
     return {
         "draft_layers": m.draft_layers,
         "draft_dense_bytes": (active * n + head) * bpw,
         "draft_expert_bytes": 0.0,
-        "draft_dense_flops_per_token": 2.0 * (active * n + head),
+        "draft_dense_flops_per_token": 2.0 * (active * n + head) * flop_factor,
         "draft_expert_flops_per_token": 0.0,
     }
 
@@ -556,9 +580,9 @@ def read(
     # read in the order the trace lists them: the draft, the model, the rates (the draft of an MTP
     # layer reads the rates first, for what the checkpoint keeps wider)
     rates = functools.cache(lambda: _rates(ctx, st, precision, kv_precisions))
-    spec = _speculation(ctx, precision, speculative, lambda: rates()[1])
+    spec = _speculation(ctx, precision, speculative, rates)
     model = _model_terms(ctx, precision, isl, osl)
-    gemm, wide = rates()
+    gemm, wide, _ = rates()
     model["dense_bytes"] += wide.bytes(ctx.model.layers)
     model["dense_flops_per_token"] += wide.flops(ctx.model.layers)
     return Physics(
