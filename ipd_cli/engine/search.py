@@ -189,10 +189,16 @@ def _not_beaten_by_a_higher_bin(x: Any, y: Any, idx: Any) -> Any:
     if not finite.any():
         return idx
     lo, hi = xs[finite].min(), xs[finite].max()
-    if not hi > lo:
+    span = hi - lo
+    if not 0.0 < span < np.inf:
         return idx
-    edges = np.linspace(lo, hi, PARETO_BINS + 1)
-    b = np.clip(np.searchsorted(edges, xs, side="right") - 1, 0, PARETO_BINS - 1)
+    with np.errstate(over="ignore"):
+        scale = PARETO_BINS / span
+    if not scale < np.inf:  # a span of a few ulps: no bins
+        return idx
+    # bins by arithmetic, not a search among edges (ten times faster): any map of x to bins that
+    # never decreases with x serves, as a row in a higher bin then has a strictly larger x
+    b = np.where(finite, np.minimum((xs - lo) * scale, PARETO_BINS - 1), 0).astype(np.intp)
     top = np.full(PARETO_BINS + 1, -np.inf)
     np.maximum.at(top, b[finite], ys[finite])
     above = np.maximum.accumulate(top[::-1])[::-1][1:]  # best y in the bins strictly above each
