@@ -28,6 +28,7 @@ from .grid import (
     parse_layout,
     pins_mask,
     refine,
+    work_out_parts,
 )
 from .point import configuration, serving, traffic_fields, traffic_point
 from .traffic import Sized, choose_for_traffic
@@ -718,6 +719,8 @@ def estimate_serving_curve(
     name = configuration(*front[k])
     _record(ctx, g, front[k][1], "the maximum-throughput end of the frontier", name, searched)
     # every point counts the whole search, the refined rows included
+    for gi in {id(gi): gi for gi, _ in front}.values():  # each grid's points' step parts at once
+        work_out_parts(gi, [i for gj, i in front if gj is gi])
     points = [serving(gi, i, "frontier", searched) for gi, i in front]
     peak = points[k]
     return ServeCurveResult(

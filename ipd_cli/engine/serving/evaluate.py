@@ -317,8 +317,10 @@ def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq
     )
 
 
-def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
-    """One decode step (seconds) of each row's instance at ``batch`` sequences, with its parts.
+def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = True) -> Columns:
+    """One decode step (seconds) of each row's instance at ``batch`` sequences, with its parts
+    (``parts``; without them only ``step_s``: a search ranks on the step, and only the rows a
+    result reports need where it goes).
 
     ``lay`` and ``x`` are the layout columns and :func:`layout_terms` already taken at each row.
     """
@@ -359,6 +361,8 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> Columns:
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
     step = layers_s + coll + hand_off + draft_s + fixed
+    if not parts:
+        return {"step_s": step}
     memory = pp * target.memory_s() + drafts * draft.memory_s()
     compute = pp * target.compute_s() + drafts * draft.compute_s()
     collectives = coll + hand_off + drafts * d_coll

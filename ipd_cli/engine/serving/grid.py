@@ -276,7 +276,7 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
     lo, hi = np.ones(2 * n), np.maximum(x2["rank_max"] * x2["d"], 1.0)
     for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
         mid = np.floor((lo + hi + 1) / 2)
-        step = step_terms(ph, two, x2, mid)["step_s"]
+        step = step_terms(ph, two, x2, mid, parts=False)["step_s"]
         speed = 1.0 / f.aggregated_tpot_seconds(mid, ph.osl, waits * x2["prefill_s"], step, x2["accepted"])
         ok = speed >= target
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
@@ -388,7 +388,9 @@ def _hole_partners(lay: dict, pf: dict):
 LAYOUT_RULES = 3
 
 
-def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
+def _checks(ph: Physics, lay: dict, x: dict, r: dict, fits: Any) -> Space:
+    """The requirements, in the order a message names the first a row fails (``fits``: per row,
+    whether its batch fits its layout's KV capacity and batch cap)."""
     import numpy as np
 
     space = Space({"row": r["layout"]})
@@ -408,8 +410,7 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict) -> Space:
     space.require(f"expert parallelism above the {ph.experts} experts", experts)
     space.require("the weights do not fit in HBM", weights)
     space.require("the KV cache cannot hold one full request", kv)
-    limit = np.take(x["rank_max"] * x["d"] + 1e-9, li)
-    space.require("the batch exceeds the KV capacity or the engine's batch cap per rank", r["batch"] <= limit)
+    space.require("the batch exceeds the KV capacity or the engine's batch cap per rank", fits)
     space.require("no prefill instance fits (disaggregated)", r["prefill_ok"])
     finite = np.isfinite(r["tokens_per_s_per_gpu"]) & np.isfinite(r["tokens_per_s_per_user"])
     finite &= (r["tokens_per_s_per_gpu"] > 0) & (r["tokens_per_s_per_user"] > 0) & np.isfinite(r["step_s"])
@@ -583,7 +584,8 @@ def _evaluate(
     # rows that can run (weights and the batch fit): the rest fail those checks first, so their
     # rates are NaN
     limit = (x_k["rank_max"] * x_k["d"])[:, None]
-    runs = ((x_k["free_gpu"] > 0) & (x_k["rank_max"] >= 1))[:, None] & (batches <= limit + 1e-9)
+    fits = batches <= limit + 1e-9
+    runs = ((x_k["free_gpu"] > 0) & (x_k["rank_max"] >= 1))[:, None] & fits
     live = np.flatnonzero(runs)
     n = len(batch)
     rows = _decode_rows(ph, lay_k, x_k, batches, modes)
@@ -613,7 +615,9 @@ def _evaluate(
     pf_rows = partner_rows(pf_lay, lr)
     dis: dict[str, Any] = {}
     if 1 in modes:
-        dis = _pooled(ph, pins, x_r, b_r, step_r, pf_rows)
+        # straight into the disaggregated rows' columns (``live`` of them: the rest cannot run)
+        at = live + modes.index(1) * n
+        dis = _pooled(ph, pins, x_r, b_r, step_r, pf_rows, into=rows, at=at)
         # a decode instance smaller than its domain leaves a hole: the prefill instances that tile
         # it may serve the pair better than the one with the most requests/s per paid GPU (a
         # review: more HBM let a DEP6 prefill instance win the score and lowered GB200's best
@@ -623,26 +627,21 @@ def _evaluate(
         if sub.size:
             alt_rows = partner_rows(other, lr[sub])
             alt = _pooled(ph, pins, take(x_r, sub), b_r[sub], step_r[sub], alt_rows)
-            better = alt["tokens_per_s_per_gpu"] > dis["tokens_per_s_per_gpu"][sub]
-            won, at = sub[better], np.flatnonzero(better)
+            better = alt["tokens_per_s_per_gpu"] > dis["tokens_per_s_per_gpu"][at[sub]]
+            won, by = sub[better], np.flatnonzero(better)
             for key, col in alt.items():
-                dis[key][won] = col[at]
+                dis[key][at[won]] = col[by]
             for key, col in alt_rows.items():
-                pf_rows[key][won] = col[at]
+                pf_rows[key][won] = col[by]
             pidx[live[won]] = other[lr[won]]
             pf_ok = pidx >= 0
 
     dead = np.flatnonzero(~runs.reshape(-1))
-    for key, col in rows.items():  # NaN on the rows that cannot run; disaggregated rows' own values
-        for j, m in enumerate(modes):
-            part = col[j * n : (j + 1) * n]
-            if m == 1 and key in dis:
-                part.fill(np.nan)
-                part[live] = dis[key]
-            else:
-                part[dead] = np.nan
+    for col in rows.values():  # NaN on the rows that cannot run
+        for j in range(len(modes)):
+            col[j * n : (j + 1) * n][dead] = np.nan
     rows |= _own_columns(li, batch, pidx, pf_ok, modes)
-    space = _checks(ph, lay, x, rows)
+    space = _checks(ph, lay, x, rows, np.tile(fits.reshape(-1), len(modes)))
     pinned = pins_mask(lay, rows, pins, np.isin(lay["k"], ph.spec_depths))
     pools: dict[str, Any] = {}
     # pinned pools stay as deployed
@@ -672,12 +671,22 @@ def _evaluate(
     )
 
 
-def _pooled(ph: Physics, pins: Pins, x: dict, batch: Any, step_s: Any, prefill: dict) -> dict[str, Any]:
+def _pooled(
+    ph: Physics,
+    pins: Pins,
+    x: dict,
+    batch: Any,
+    step_s: Any,
+    prefill: dict,
+    into: dict | None = None,
+    at: Any = None,
+) -> dict[str, Any]:
     """:func:`disaggregated` of rows (``x`` and ``prefill``: their columns), in blocks of ``BLOCK``
-    rows (small temporaries), its columns in one block of memory."""
+    rows (small temporaries), written into the columns ``into`` at rows ``at`` (the grid's rows:
+    no copy of their own to scatter again), else into columns of their own in one block of memory."""
     import numpy as np
 
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {} if into is None else into
     for a in range(0, max(len(batch), 1), BLOCK):
         part = slice(a, a + BLOCK)
         cols = disaggregated(
@@ -687,7 +696,10 @@ def _pooled(ph: Physics, pins: Pins, x: dict, batch: Any, step_s: Any, prefill: 
         if not out:
             out = dict(zip(cols, np.empty((len(cols), len(batch))), strict=True))
         for key, col in cols.items():
-            out[key][part] = col
+            if at is None:
+                out[key][part] = col
+            else:
+                out[key][at[part]] = col
     return out
 
 
@@ -715,10 +727,11 @@ def _own_columns(li: Any, batch: Any, pidx: Any, pf_ok: Any, modes: tuple[int, .
 
 
 def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int, ...]) -> dict[str, Any]:
-    """The decode step (:func:`step_terms`) and aggregated serving of every row of the (layout x
-    batch) table, as row columns of every mode kept (``modes``, each ``batches.size`` rows): the
-    step in each mode's rows, aggregated serving in the aggregated rows (the disaggregated rows'
-    part left to fill). ``lay`` and ``x``: the layouts' columns, one row per row of ``batches``.
+    """The decode step (:func:`step_terms`, without its parts: :func:`step_parts` works them out
+    for the rows a result reports) and aggregated serving of every row of the (layout x batch)
+    table, as row columns of every mode kept (``modes``, each ``batches.size`` rows): the step in
+    each mode's rows, aggregated serving in the aggregated rows (the disaggregated rows' part left
+    to fill). ``lay`` and ``x``: the layouts' columns, one row per row of ``batches``.
 
     Each layout's columns stand as a column (layouts x 1) against its batches, so the terms that do
     not depend on the batch are computed once per layout, not once per row; and the table is taken
@@ -733,7 +746,7 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
     for a in range(0, max(n_lay, 1), per_block):  # one block where there are no layouts
         b = min(a + per_block, n_lay)
         lay_b, x_b = ({k: v[a:b, None] for k, v in cols.items()} for cols in (lay, x))
-        step = step_terms(ph, lay_b, x_b, batches[a:b])
+        step = step_terms(ph, lay_b, x_b, batches[a:b], parts=False)
         agg = aggregated(ph, x_b, batches[a:b], step["step_s"])
         if not out:  # one block of memory for every column (numpy maps it in huge pages where it can)
             out = dict(zip(step | agg, np.empty((len(step | agg), len(modes) * n)), strict=True))
@@ -742,6 +755,37 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
                 if key in step or m == 0:
                     out[key][j * n + a * n_b : j * n + b * n_b].reshape(b - a, n_b)[:] = values
     return out
+
+
+STEP_PARTS = "step parts"  # Grid.derived: row -> its step's parts (:func:`step_parts`)
+
+
+def step_parts(g: Grid, i: int) -> dict[str, float]:
+    """Row ``i``'s decode step and its parts (:func:`step_terms`: memory, compute, collectives,
+    overhead, the experts touched, two-batch overlap), worked out when a result reports the row
+    (:func:`work_out_parts`), kept with the grid."""
+    known = g.derived.setdefault(STEP_PARTS, {})
+    if int(i) not in known:
+        work_out_parts(g, [i])
+    return known[int(i)]
+
+
+def work_out_parts(g: Grid, rows: Any) -> None:
+    """:func:`step_parts` of ``rows`` at once (a curve's points), as the search would have worked
+    them out for every row (the same formulas on the rows' columns: the same numbers), NaN where a
+    row cannot run (the weights or its batch do not fit), as its step."""
+    import numpy as np
+
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    li = g.rows["layout"][rows]
+    lay, x = take(g.lay, li), take(g.x, li)
+    batch = g.rows["batch"][rows]
+    with np.errstate(all="ignore"):
+        out = step_terms(g.ph, lay, x, batch)
+    runs = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (batch <= x["rank_max"] * x["d"] + 1e-9)
+    known = g.derived.setdefault(STEP_PARTS, {})
+    for j, i in enumerate(rows.tolist()):
+        known[i] = {k: float(v[j]) if runs[j] else float("nan") for k, v in out.items()}
 
 
 def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine.results import Serving
 
 from .evaluate import DEP, TEP
-from .grid import Grid
+from .grid import Grid, step_parts
 
 MS = 1e3
 
@@ -59,7 +59,7 @@ def _configuration_parts(g: Grid, i: int) -> tuple[str, str]:
     r = g.rows
     li = int(r["layout"][i])
     batch = f"batch {_per_rank(g, i)}{draft_name(g, li)}"
-    decode = f", {TBO}" if r["tbo"][i] == 1 else ""
+    decode = f", {TBO}" if step_parts(g, i)["tbo"] == 1 else ""
     if not r["disagg"][i]:
         prompts = f" (prompts: {TBO})" if bool(g.x["prefill_tbo"][li]) else ""
         return f"{layout_name(g, li)} {batch}{decode}{prompts}", ""
@@ -91,16 +91,16 @@ def _parallelism(fam: int, t: int, s: int) -> str:
     return "tep" if fam == TEP else "tp"
 
 
-def _bottleneck(r: dict, i: int, ph, accepted: float) -> str:
+def _bottleneck(r: dict, i: int, step: dict[str, float], ph, accepted: float) -> str:
     decode = ph.osl * float(r["step_s"][i]) / accepted
     prefill = (
         0.0 if r["disagg"][i] else float(r["prefill_share"][i]) / (1 - float(r["prefill_share"][i])) * decode
     )
     parts = {
-        "memory": float(r["memory_s"][i]),
-        "compute": float(r["compute_s"][i]),
-        "collectives": float(r["collective_s"][i]),
-        "overhead": float(r["overhead_s"][i]),
+        "memory": step["memory_s"],
+        "compute": step["compute_s"],
+        "collectives": step["collective_s"],
+        "overhead": step["overhead_s"],
     }
     name = max(parts, key=parts.__getitem__)
     return "prefill" if prefill > decode else name
@@ -195,17 +195,18 @@ def _step_time(g: Grid, i: int) -> dict[str, Any]:
     """Where a decode step's time goes, and what bounds it."""
     ph, r = g.ph, g.rows
     li = int(r["layout"][i])
+    step = step_parts(g, i)
     return dict(
-        decode_bound="memory" if r["memory_s"][i] >= r["compute_s"][i] else "compute",
+        decode_bound="memory" if step["memory_s"] >= step["compute_s"] else "compute",
         step_time_ms=MS * float(r["step_s"][i]),
-        kernel_time_ms=MS * float(r["step_s"][i] - r["collective_s"][i] - r["overhead_s"][i]),
-        memory_time_ms=MS * float(r["memory_s"][i]),
-        compute_time_ms=MS * float(r["compute_s"][i]),
-        collective_time_ms=MS * float(r["collective_s"][i]),
-        overhead_ms=MS * float(r["overhead_s"][i]),
-        experts_touched_share=float(r["touched"][i]) if ph.moe else 1.0,
+        kernel_time_ms=MS * float(r["step_s"][i] - step["collective_s"] - step["overhead_s"]),
+        memory_time_ms=MS * step["memory_s"],
+        compute_time_ms=MS * step["compute_s"],
+        collective_time_ms=MS * step["collective_s"],
+        overhead_ms=MS * step["overhead_s"],
+        experts_touched_share=step["touched"] if ph.moe else 1.0,
         prefill_share=float(r["prefill_share"][i]),
-        bottleneck=_bottleneck(r, i, ph, float(g.x["accepted"][li])),
+        bottleneck=_bottleneck(r, i, step, ph, float(g.x["accepted"][li])),
     )
 
 
@@ -225,7 +226,7 @@ def _deployment(g: Grid, i: int) -> dict[str, Any]:
         prefill_instances=n_pre,
         prefill_instance_gpus=int(lay["g"][pre]) if dis else None,
         prefill_configuration=prefill_name(g, pre) if dis else None,
-        decode_two_batch_overlap=bool(r["tbo"][i] == 1),
+        decode_two_batch_overlap=step_parts(g, i)["tbo"] == 1,
         prefill_two_batch_overlap=bool(g.x["prefill_tbo"][pre if dis else int(r["layout"][i])]),
         deployment_gpus=_count(deploy),
         stranded_gpus=_count(deploy - used),
