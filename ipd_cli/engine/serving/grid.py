@@ -274,13 +274,23 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
     x2 = {k: np.concatenate([v, v]) for k, v in x.items()}
     waits = np.concatenate([np.ones(n), np.zeros(n)])  # 1: aggregated
     lo, hi = np.ones(2 * n), np.maximum(x2["rank_max"] * x2["d"], 1.0)
+    found = lo  # every row's answer; ``rows``: those still searched, ``lo`` and ``hi`` theirs
+    rows = np.arange(2 * n)
     for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
+        # a row whose range has closed (lo >= hi) keeps its lo: once most have, search the others
+        # only (DeepSeek-R1 on GB200: a quarter of the rows open after half of the steps)
+        still = np.flatnonzero(lo < hi)
+        if 2 * len(still) < len(rows):
+            found[rows] = lo
+            rows, lo, hi, waits = rows[still], lo[still], hi[still], waits[still]
+            two, x2 = take(two, still), take(x2, still)
         mid = np.floor((lo + hi + 1) / 2)
         step = step_terms(ph, two, x2, mid, parts=False)["step_s"]
         speed = 1.0 / f.aggregated_tpot_seconds(mid, ph.osl, waits * x2["prefill_s"], step, x2["accepted"])
         ok = speed >= target
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
-    return lo[:n], lo[n:]
+    found[rows] = lo
+    return found[:n], found[n:]
 
 
 @dataclass
@@ -542,7 +552,8 @@ def refine(g: Grid, rows: list[int]) -> Grid | None:
         return None
     subset = np.unique(g.rows["layout"][np.asarray(rows)])
     with np.errstate(all="ignore"):
-        fine = _evaluate(g.ph, g.pins, None, subset=subset, rungs=FINE_LADDER)
+        # the layouts' terms and prefill choices are the coarse grid's (the same physics and pins)
+        fine = _evaluate(g.ph, g.pins, None, subset=subset, rungs=FINE_LADDER, x=g.x, pf=g.prefill)
     fine.searched = len(g) + len(fine.rows["layout"])  # the coarse space and these rows
     return fine
 
@@ -554,11 +565,16 @@ def _evaluate(
     whole: bool = False,
     subset: Any = None,
     rungs: tuple[int, ...] = BATCH_LADDER,
+    x: dict[str, Any] | None = None,
+    pf: dict[str, Any] | None = None,
 ) -> Grid:
+    """The grid (``x`` and ``pf``: the layouts' terms and prefill choices, where a grid of the same
+    physics and pins has them)."""
     import numpy as np
 
     lay = layouts(ph, pins)
-    x = layout_terms(ph, lay)  # every layout: a disaggregated row's prefill instance is any of them
+    if x is None:  # every layout: a disaggregated row's prefill instance is any of them
+        x = layout_terms(ph, lay)
     n_all = len(lay["g"])
     # only the rows the pins allow are priced (a pinned search keeps a tenth of the space); a pin no
     # layout has prices them all, for the message that names what the space has
@@ -577,7 +593,7 @@ def _evaluate(
     n_lay, n_b = batches.shape
     li = np.repeat(keep, n_b)  # row r is layout keep[r // n_b] at batches[r // n_b, r % n_b]
     batch = batches.reshape(-1)
-    pf = _prefill_choice(ph, lay, x, pins)
+    pf = _prefill_choice(ph, lay, x, pins) if pf is None else pf
     pf_lay = pf["index"][lay["kv"], lay["eplb"]]  # the prefill instance each layout pairs with
     pidx = pf_lay[li]
     pf_ok = pidx >= 0
