@@ -270,8 +270,8 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
     import numpy as np
 
     n = len(x["d"])
-    two = {k: np.concatenate([v, v]) for k, v in lay.items()}
-    x2 = {k: np.concatenate([v, v]) for k, v in x.items()}
+    two = {k: np.concatenate([v, v]) for k, v in _as_floats(lay).items()}
+    x2 = {k: np.concatenate([v, v]) for k, v in _as_floats(x).items()}
     waits = np.concatenate([np.ones(n), np.zeros(n)])  # 1: aggregated
     lo, hi = np.ones(2 * n), np.maximum(x2["rank_max"] * x2["d"], 1.0)
     found = lo  # every row's answer; ``rows``: those still searched, ``lo`` and ``hi`` theirs
@@ -742,6 +742,15 @@ def _own_columns(li: Any, batch: Any, pidx: Any, pf_ok: Any, modes: tuple[int, .
     }
 
 
+def _as_floats(cols: dict[str, Any]) -> dict[str, Any]:
+    """``cols`` with the integer columns (GPUs, stages, ranks ...) as floats, the same numbers: the
+    step's formulas mix them with float columns, and numpy casting an integer operand inside each
+    such operation (repeated over the batches of a layout) cost more than the arithmetic."""
+    import numpy as np
+
+    return {k: v.astype(float) if v.dtype.kind in "iu" else v for k, v in cols.items()}
+
+
 def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int, ...]) -> dict[str, Any]:
     """The decode step (:func:`step_terms`, without its parts: :func:`step_parts` works them out
     for the rows a result reports) and aggregated serving of every row of the (layout x batch)
@@ -758,6 +767,7 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
     n_lay, n_b = batches.shape
     n = n_lay * n_b
     per_block = max(1, BLOCK // n_b)
+    lay, x = _as_floats(lay), _as_floats(x)
     out: dict[str, Any] = {}
     for a in range(0, max(n_lay, 1), per_block):  # one block where there are no layouts
         b = min(a + per_block, n_lay)
