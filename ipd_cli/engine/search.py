@@ -186,9 +186,13 @@ def _not_beaten_by_a_higher_bin(x: Any, y: Any, idx: Any) -> Any:
 
     xs, ys = x[idx], y[idx]
     finite = np.isfinite(xs) & np.isfinite(ys)
-    if not finite.any():
+    if finite.all():  # the usual case: no copies of the finite rows
+        xs_f, ys_f, finite = xs, ys, True
+    elif finite.any():
+        xs_f, ys_f = xs[finite], ys[finite]
+    else:
         return idx
-    lo, hi = xs[finite].min(), xs[finite].max()
+    lo, hi = xs_f.min(), xs_f.max()
     span = hi - lo
     if not 0.0 < span < np.inf:
         return idx
@@ -200,7 +204,7 @@ def _not_beaten_by_a_higher_bin(x: Any, y: Any, idx: Any) -> Any:
     # never decreases with x serves, as a row in a higher bin then has a strictly larger x
     b = np.where(finite, np.minimum((xs - lo) * scale, PARETO_BINS - 1), 0).astype(np.intp)
     top = np.full(PARETO_BINS + 1, -np.inf)
-    np.maximum.at(top, b[finite], ys[finite])
+    np.maximum.at(top, b if finite is True else b[finite], ys_f)
     above = np.maximum.accumulate(top[::-1])[::-1][1:]  # best y in the bins strictly above each
     beaten = finite & (ys <= above[b])
     return idx[~beaten]

@@ -455,8 +455,9 @@ def disaggregated(
     rate = batch * x["accepted"] / step_s  # output tokens/s of one decode instance
     ratio = f.prefill_instances_per_decode(rate / ph.osl, prefill["prefill_s"])
     cost = _deployment_cost(ph, prefill, x)
+    paid = None  # the pools' paid GPUs, where the choice already priced them
     if n_prefill is None and n_decode is None:
-        n_dec, n_pre = _pools(ph, ratio, cost)
+        n_dec, n_pre, paid = _pools(ph, ratio, cost)
     else:
         n_dec, n_pre = _pinned_pools(ph, ratio, prefill, rate, cost, n_prefill, n_decode)
     return dict(
@@ -464,7 +465,7 @@ def disaggregated(
         tpot_s=step_s / x["accepted"],
         ttft_s=prefill["latency_s"] + prefill["handoff_s"],  # and the KV cache's hand-off to decode
         prefill_instance_s=prefill["prefill_s"],
-        **pool_columns(ph, x, rate, prefill, n_dec, n_pre),
+        **pool_columns(ph, x, rate, prefill, n_dec, n_pre, paid),
     )
 
 
@@ -488,11 +489,11 @@ def kv_handoff_seconds(ph: Physics, lay: Columns, x: Columns, prefill: Any, deco
     return held / link + np.where(inside, ph.latency_up, ph.latency_out)
 
 
-def pool_columns(ph: Physics, x: Columns, rate, prefill: Columns, n_dec, n_pre) -> Columns:
+def pool_columns(ph: Physics, x: Columns, rate, prefill: Columns, n_dec, n_pre, paid=None) -> Columns:
     """What ``n_dec`` decode instances of ``rate`` output tokens/s each and ``n_pre`` prefill
-    instances (``prefill``: as in :func:`disaggregated`) serve, on how many paid GPUs: the slower
-    pool sets the rate."""
-    total = _deployment_cost(ph, prefill, x)(n_pre, n_dec)
+    instances (``prefill``: as in :func:`disaggregated`) serve, on how many paid GPUs (``paid``,
+    where the caller has them): the slower pool sets the rate."""
+    total = _deployment_cost(ph, prefill, x)(n_pre, n_dec) if paid is None else paid
     served = f.minimum(n_dec * rate, n_pre * ph.osl / prefill["prefill_s"])
     return dict(
         tokens_per_s_per_gpu=served / total,
@@ -548,13 +549,18 @@ def _pools(ph: Physics, ratio, cost):
     up_p, up_d = _fraction_neighbours(ratio * (1 - 1e-12), top, above=True)
     down_p, down_d = _fraction_neighbours(ratio, top, above=False)
     # per-GPU rates in units of r (decode-bound) and of q = r / ratio (prefill-bound)
-    by_decode = up_d / cost(up_p, up_d)
+    up_cost = cost(up_p, up_d)
+    by_decode = up_d / up_cost
     safe = np.maximum(down_p, 1.0)
-    by_prefill = np.where(
-        down_p > 0, down_p / np.maximum(ratio, 1e-300) / cost(safe, np.where(down_p > 0, down_d, 1.0)), 0.0
-    )
+    down_cost = cost(safe, np.where(down_p > 0, down_d, 1.0))
+    by_prefill = np.where(down_p > 0, down_p / np.maximum(ratio, 1e-300) / down_cost, 0.0)
     pick_down = by_prefill > by_decode
-    return np.where(pick_down, down_d, up_d), np.where(pick_down, down_p, up_p)
+    # the chosen pair's paid GPUs, as priced here: where down is picked, down_p >= 1 (else its rate
+    # is 0, never above by_decode), so ``safe`` and the decode count are the pair's own
+    paid = np.where(pick_down, down_cost, up_cost)
+    if (pick_down & ~(down_p >= 1.0)).any():  # never; were it so, priced again, not assumed
+        paid = None
+    return np.where(pick_down, down_d, up_d), np.where(pick_down, down_p, up_p), paid
 
 
 _FRACTIONS: dict[tuple[int, int], tuple] = {}
