@@ -1,0 +1,83 @@
+"""The serving search's shortcuts give the numbers the plain computation gives, to the bit (issue 11,
+speed): the step's parts worked out only for the rows a result reports, the target's bisection over
+the rows whose range is still open, the chosen pools' paid GPUs taken from the pricing that chose
+them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ipd_cli.engine import formulas as f
+from ipd_cli.engine.search import take
+from ipd_cli.engine.serving.context import context
+from ipd_cli.engine.serving.estimate import Shape, search
+from ipd_cli.engine.serving.evaluate import _deployment_cost, step_terms
+from ipd_cli.engine.serving.grid import Pins, _batch_for_target, step_parts, work_out_parts
+
+
+def _same(a, b) -> bool:
+    return np.float64(a).tobytes() == np.float64(b).tobytes()
+
+
+@pytest.mark.parametrize(
+    "hw, model, stack",
+    [
+        ("gb200-nvl72", "deepseek-r1", None),
+        ("gb200-nvl72", "deepseek-r1", "sglang"),
+        ("h100-sxm", "llama-3.1-70b", None),
+    ],
+)
+def test_a_rows_step_parts_are_those_of_every_row_at_once(catalog, hw, model, stack):
+    g = search(context(catalog, hw, model), Shape(stack=stack), Pins())
+    r = g.rows
+    li = r["layout"]
+    with np.errstate(all="ignore"):  # every row at once, as the search once kept them
+        whole = step_terms(g.ph, take(g.lay, li), take(g.x, li), r["batch"])
+    live = ~np.isnan(r["step_s"])
+    assert whole["step_s"][live].tobytes() == r["step_s"][live].tobytes()
+    if stack == "sglang":
+        assert (whole["tbo"][live] == 1).any()  # two-batch overlap is among the parts checked
+    rows = np.random.default_rng(0).choice(len(li), 400, replace=False)
+    work_out_parts(g, rows[:200])  # some at once, the rest one by one
+    for i in rows:
+        parts = step_parts(g, int(i))
+        for key, col in whole.items():
+            assert _same(parts[key], col[i] if live[i] else np.nan), (int(i), key)
+
+
+def _plain_bisection(ph, lay, x, target):
+    """:func:`grid._batch_for_target` as it was: every row through every step."""
+    n = len(x["d"])
+    two = {k: np.concatenate([v, v]) for k, v in lay.items()}
+    x2 = {k: np.concatenate([v, v]) for k, v in x.items()}
+    waits = np.concatenate([np.ones(n), np.zeros(n)])
+    lo, hi = np.ones(2 * n), np.maximum(x2["rank_max"] * x2["d"], 1.0)
+    for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
+        mid = np.floor((lo + hi + 1) / 2)
+        step = step_terms(ph, two, x2, mid)["step_s"]
+        speed = 1.0 / f.aggregated_tpot_seconds(mid, ph.osl, waits * x2["prefill_s"], step, x2["accepted"])
+        ok = speed >= target
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
+    return lo[:n], lo[n:]
+
+
+@pytest.mark.parametrize("hw, model", [("gb200-nvl72", "deepseek-r1"), ("h100-sxm", "llama-3.1-70b")])
+def test_the_bisection_over_open_rows_finds_the_plain_bisections_batches(catalog, hw, model):
+    g = search(context(catalog, hw, model), Shape(), Pins())
+    for target in (3.0, 50.0, 400.0, 1e6):
+        with np.errstate(all="ignore"):
+            got, want = (
+                _batch_for_target(g.ph, g.lay, g.x, target),
+                _plain_bisection(g.ph, g.lay, g.x, target),
+            )
+        for a, b in zip(got, want, strict=True):
+            assert a.tobytes() == b.tobytes(), target
+
+
+def test_the_chosen_pools_paid_gpus_are_their_price(catalog):
+    g = search(context(catalog, "gb200-nvl72", "deepseek-r1"), Shape(), Pins())
+    r, p = g.rows, g.pools
+    at = p["rows"]
+    cost = _deployment_cost(g.ph, p["prefill"], p["x"])(r["prefill_instances"][at], r["decode_instances"][at])
+    assert r["deployment_gpus"][at].tobytes() == cost.tobytes()
