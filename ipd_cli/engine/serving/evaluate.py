@@ -216,13 +216,17 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     experts = ph.expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
     cb, h = ph.collective_bytes, ph.hidden
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]
-    remote = f.remote_ranks_per_token(ph.experts, ph.top_k, e) if ph.moe else 0.0 * e
+    # the spread of a token's experts depends on the expert group's size alone: worked out once per
+    # size (a few dozen among thousands of layouts), the same numbers
+    sizes, of_size = np.unique(e, return_inverse=True)
+    remote = f.remote_ranks_per_token(ph.experts, ph.top_k, sizes)[of_size] if ph.moe else 0.0 * e
     ab = ph.a2a_bytes  # a dispatch and its combine, each at its own precision (the mean of the two)
     a2a = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, remote, h, ab) * x["imb_ep"]
     # an expert group over several scale-up domains: DeepEP's normal kernels send a token once to
     # each other domain holding one of its experts (over the NIC) and fan it out to the ranks there
     # over the scale-up link, which carries every rank's copy; the slower of the two binds
-    across = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, f.remote_domains(e, ph.domain, ph.top_k), h, ab)
+    domains = f.remote_domains(sizes, ph.domain, ph.top_k)[of_size]
+    across = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, domains, h, ab)
     a2a_s = np.where(
         e > ph.domain,
         np.maximum(across * x["imb_ep"] / ph.link_out, a2a / ph.link_up),
