@@ -81,3 +81,35 @@ def test_the_chosen_pools_paid_gpus_are_their_price(catalog):
     at = p["rows"]
     cost = _deployment_cost(g.ph, p["prefill"], p["x"])(r["prefill_instances"][at], r["decode_instances"][at])
     assert r["deployment_gpus"][at].tobytes() == cost.tobytes()
+
+
+def test_by_blocks_joins_as_concatenate_does():
+    from ipd_cli.engine import search as sr
+
+    rng = np.random.default_rng(3)
+    n = sr.BLOCK * 2 + 123
+    table = {"a": rng.random(n), "b": rng.integers(0, 9, n)}
+
+    def fn(t):
+        return {
+            "x": t["a"] * 2.0,
+            "pair": (t["b"] + 1, t["a"] > 0.5),
+            "two": np.stack([t["a"], t["a"]], axis=1),
+            "k": 7,
+        }
+
+    got, want = sr.by_blocks(fn, table), fn(table)
+    assert got.keys() == want.keys() and got["k"] == 7
+    for key in ("x", "two"):
+        assert got[key].dtype == want[key].dtype and got[key].tobytes() == want[key].tobytes()
+    for g, w in zip(got["pair"], want["pair"], strict=True):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+
+    # a later block of another dtype (the short last one): joined as np.concatenate would (promoted),
+    # not cast to the first block's
+    def mixed(t):
+        return t["b"] if len(t["b"]) == sr.BLOCK else t["b"] * 1.5
+
+    out, last = sr.by_blocks(mixed, table), 2 * sr.BLOCK
+    want = np.concatenate([table["b"][:last], table["b"][last:] * 1.5])
+    assert out.dtype == want.dtype == np.float64 and out.tobytes() == want.tobytes()

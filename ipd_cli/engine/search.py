@@ -48,7 +48,9 @@ def by_blocks(fn: Any, *tables: dict) -> Any:
     or of tuples of arrays), run on blocks of ``BLOCK`` rows and joined (an array, or a dict of
     arrays and tuples of arrays): the same numbers, with temporaries small enough to stay in cache
     and in memory the allocator reuses (a fresh process otherwise pays page faults for each large
-    temporary)."""
+    temporary). Each block's result is written into the joined arrays as it comes (allocated at the
+    first block's dtypes), so the blocks' own results reuse one block's memory; a block whose result
+    does not fit them (another dtype or shape) has the blocks joined as ``np.concatenate`` would."""
     import numpy as np
 
     n = size(tables[0])
@@ -60,16 +62,56 @@ def by_blocks(fn: Any, *tables: dict) -> Any:
             return tuple(cut(e, a) for e in v)
         return v[a : a + BLOCK] if np.ndim(v) else v
 
-    def join(values: list) -> Any:
-        first = values[0]
-        if isinstance(first, tuple):
-            return tuple(join([v[i] for v in values]) for i in range(len(first)))
-        return np.concatenate(values) if np.ndim(first) else first
+    def block(a: int) -> Any:
+        return fn(*({k: cut(v, a) for k, v in t.items()} for t in tables))
 
-    parts = [fn(*({k: cut(v, a) for k, v in t.items()} for t in tables)) for a in range(0, n, BLOCK)]
+    first = block(0)
+    out = _joined_like(first, n)
+    if _put(out, first, 0, n) and all(_put(out, block(a), a, n) for a in range(BLOCK, n, BLOCK)):
+        return out
+    parts = [block(a) for a in range(0, n, BLOCK)]
     if isinstance(parts[0], dict):
-        return {k: join([p[k] for p in parts]) for k in parts[0]}
-    return join(parts)
+        return {k: _join([p[k] for p in parts]) for k in parts[0]}
+    return _join(parts)
+
+
+def _joined_like(v: Any, n: int) -> Any:
+    """Empty arrays of ``n`` rows shaped as :func:`by_blocks` joins ``v`` (a block's result)."""
+    import numpy as np
+
+    if isinstance(v, dict):
+        return {k: _joined_like(e, n) for k, e in v.items()}
+    if isinstance(v, tuple):
+        return tuple(_joined_like(e, n) for e in v)
+    return np.empty((n, *np.shape(v)[1:]), dtype=np.asarray(v).dtype) if np.ndim(v) else v
+
+
+def _put(out: Any, v: Any, a: int, n: int) -> bool:
+    """Block ``a``'s result ``v`` written into ``out`` (:func:`_joined_like`); False where it does
+    not fit (another structure, dtype or shape: then joined as ``np.concatenate`` would)."""
+    import numpy as np
+
+    if isinstance(out, dict):
+        return isinstance(v, dict) and v.keys() == out.keys() and all(_put(out[k], v[k], a, n) for k in out)
+    if isinstance(out, tuple):
+        fits = isinstance(v, tuple) and len(v) == len(out)
+        return fits and all(_put(o, e, a, n) for o, e in zip(out, v, strict=True))
+    if not isinstance(out, np.ndarray):
+        return not np.ndim(v)  # a value the first block gave (kept, as joined)
+    rows = min(BLOCK, n - a)
+    if not isinstance(v, np.ndarray) or v.dtype != out.dtype or v.shape != (rows, *out.shape[1:]):
+        return False
+    out[a : a + rows] = v
+    return True
+
+
+def _join(values: list) -> Any:
+    import numpy as np
+
+    first = values[0]
+    if isinstance(first, tuple):
+        return tuple(_join([v[i] for v in values]) for i in range(len(first)))
+    return np.concatenate(values) if np.ndim(first) else first
 
 
 def size(cols: Columns) -> int:
