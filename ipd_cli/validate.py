@@ -192,7 +192,13 @@ def _run_checkpoint(cat: Catalog, i: dict) -> Catalog:
         raise InputError(
             "case input `checkpoint_wide` is {value: [modules], precision: ...} beside `precision`"
         )
+    arch = cat.model(i["model"])
     at = f"models.{cat.canonical('models', i['model'])}.checkpoint_wide.{i['precision']}"
+    if i["precision"] not in arch.checkpoint_wide:  # --set cannot add an entry (each is checked alone)
+        raise InputError(
+            f"case input `checkpoint_wide` changes the model's `checkpoint_wide.{i['precision']}` entry; "
+            f"{i['model']} has none: add one to the catalog (models.<model>.checkpoint_wide)"
+        )
     return cat.with_overrides([f"{at}.{k}={json.dumps(v)}" for k, v in pin.items()])
 
 

@@ -102,7 +102,7 @@ def _fields(cls: Any) -> list[str]:
 def _reported_as(cls: Any, name: str) -> str | None:
     """The input field a result reports under another name (``reported_as`` in its schema)."""
     for field, info in getattr(cls, "model_fields", {}).items():
-        extra = info.json_schema_extra
+        extra = getattr(info, "json_schema_extra", None)  # a table's keys carry no field info
         if isinstance(extra, dict) and extra.get("reported_as") == name:
             return field
     return None
