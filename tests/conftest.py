@@ -40,6 +40,104 @@ def catalog():
     return load()
 
 
+# The built-in catalog, loaded once per worker (the CLI and the library load it on every command:
+# ~15 ms each to hash the catalog files and read the cache entry, ~1,200 times a session). The
+# session's loads of the built-in catalog alone (no IPD_CATALOG, no --catalog, the session's cache
+# directory) get what a load that hits the cache gets: a copy of the decoded catalog with tables of
+# its own (cache._own), its frozen entries shared, its overrides applied to that copy. A test that
+# takes its own ``monkeypatch`` (it may patch the loader, the cache or the files) or is marked
+# ``fresh_grids`` loads afresh. IPD_TEST_CHECK_SHARED=1 checks after each test that neither this
+# catalog nor the session's ``catalog`` fixture was changed.
+_SHARED_CATALOG: list = []  # [(cache directory, catalog)]: at most one
+_LOAD_AFRESH = False
+_SHARED_LOADS = [0]
+
+
+def _shared_load_catalog(extra_dirs=None, sets=None):
+    import dataclasses
+
+    from ipd_cli.catalog import cache
+
+    real = _REAL_LOAD_CATALOG
+    cache_dir = os.environ.get("IPD_CACHE_DIR")
+    if _LOAD_AFRESH or extra_dirs or os.environ.get("IPD_CATALOG") or cache_dir != _SESSION_CACHE_DIR:
+        return real(extra_dirs, sets)
+    if not _SHARED_CATALOG:
+        first = real(None, sets)
+        from ipd_cli.catalog.dirs import catalog_dirs
+
+        dirs = catalog_dirs()
+        key = cache.fingerprint(dirs)
+        stored = cache.read(dirs, key) if key else None
+        if stored is not None and not stored.warnings and not cache._pending:
+            _SHARED_CATALOG.append((cache_dir, stored))
+        return first
+    _SHARED_LOADS[0] += 1
+    cat = cache._own(_SHARED_CATALOG[0][1])
+    notes = cache.drain_warnings()
+    if notes:
+        cat = dataclasses.replace(cat, warnings=notes)
+    return cat.with_overrides(sets) if sets else cat
+
+
+_REAL_LOAD_CATALOG = None
+_SESSION_CACHE_DIR: str | None = None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _share_builtin_catalog(_cache_dir):
+    global _REAL_LOAD_CATALOG, _SESSION_CACHE_DIR
+    from ipd_cli import api
+
+    _REAL_LOAD_CATALOG, _SESSION_CACHE_DIR = api.load_catalog, str(_cache_dir)
+    api.load_catalog = _shared_load_catalog
+    yield
+    api.load_catalog = _REAL_LOAD_CATALOG
+
+
+def _catalog_dump(cat) -> str:
+    import dataclasses
+    import json
+
+    def plain(v):
+        if hasattr(v, "model_dump"):
+            return v.model_dump(mode="json")
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        return v
+
+    fields = [f.name for f in dataclasses.fields(cat) if f.name != "resolved"]
+    return json.dumps({name: plain(getattr(cat, name)) for name in fields}, sort_keys=True, default=repr)
+
+
+@pytest.fixture(autouse=True)
+def _catalog_afresh(request, _share_builtin_catalog):
+    """A test with its own ``monkeypatch`` argument, or marked fresh_grids, loads the catalog afresh
+    (see _shared_load_catalog); with IPD_TEST_CHECK_SHARED=1, the shared catalogs are checked."""
+    global _LOAD_AFRESH
+    import inspect
+
+    own = inspect.signature(request.node.function).parameters if hasattr(request.node, "function") else {}
+    _LOAD_AFRESH = "monkeypatch" in own or request.node.get_closest_marker("fresh_grids") is not None
+    check = os.environ.get("IPD_TEST_CHECK_SHARED") == "1"
+    session_catalog = request.getfixturevalue("catalog") if check else None
+    before = (
+        [_catalog_dump(c) for c in (session_catalog, *(c for _, c in _SHARED_CATALOG))] if check else None
+    )
+    yield
+    _LOAD_AFRESH = False
+    if check:
+        after = [_catalog_dump(c) for c in (session_catalog, *(c for _, c in _SHARED_CATALOG))]
+        assert after[: len(before)] == before, "a test changed a catalog the session shares"
+
+
+def pytest_sessionfinish(session):
+    if os.environ.get("IPD_TEST_CHECK_SHARED") == "1":
+        print(f"\nshared built-in catalog loads: {_SHARED_LOADS[0]}")
+
+
 # The deployment grids the session's tests evaluated, kept as `ipd calibrate` keeps them
 # (grid.memoized(): a grid is a pure function of its physics, pins and target, never changed after
 # evaluation; the least recently used go first). The README, the --help examples and many tests
