@@ -61,8 +61,34 @@ def cache(tmp_path):
     return d
 
 
-def test_a_second_run_prints_the_stored_output(cache, tmp_path):
-    first = ipd(*SERVE, cache=cache, cwd=tmp_path)
+_SERVED: dict = {}
+
+
+@pytest.fixture
+def served(tmp_path, tmp_path_factory) -> tuple[subprocess.CompletedProcess, Path]:
+    """A first run of SERVE and the cache directory holding what it stored: the tests that start
+    from a stored SERVE share one first run per worker (a subprocess and a serving search). The
+    directory is one per worker (IPD_CACHE_DIR is part of an entry's key), emptied for each test
+    but for that entry, as the first run left it (the replays below check that it is the entry
+    they print)."""
+    if not _SERVED:
+        cache = tmp_path_factory.mktemp("served", numbered=True) / "cache"
+        cache.mkdir(mode=0o700)
+        first = ipd(*SERVE, cache=cache, cwd=tmp_path)
+        assert first.returncode == 0 and len(entries(cache)) == 1, first.stderr
+        [entry] = entries(cache)
+        _SERVED.update(run=first, cache=cache, name=entry.name, data=entry.read_bytes())
+    cache = _SERVED["cache"]
+    for path in cache.iterdir():
+        path.unlink()
+    entry = cache / _SERVED["name"]
+    entry.write_bytes(_SERVED["data"])
+    entry.chmod(0o600)
+    return _SERVED["run"], cache
+
+
+def test_a_second_run_prints_the_stored_output(served, tmp_path):
+    first, cache = served
     assert first.returncode == 0 and len(entries(cache)) == 1
     second = ipd(*SERVE, cache=cache, cwd=tmp_path)
     assert (second.returncode, second.stdout, second.stderr) == (0, first.stdout, first.stderr)
@@ -97,8 +123,9 @@ def price(run: subprocess.CompletedProcess) -> float:
     return json.loads(run.stdout)["serving"]["price_usd_per_gpu_hour"]
 
 
-def test_a_catalog_edit_or_another_argument_is_a_new_key(cache, tmp_path):
-    rental = price(ipd(*SERVE, cache=cache, cwd=tmp_path))
+def test_a_catalog_edit_or_another_argument_is_a_new_key(served, tmp_path):
+    first, cache = served
+    rental = price(first)
     tco = price(ipd(*SERVE, "--pricing", "tco", cache=cache, cwd=tmp_path))
     assert tco != rental
     user = tmp_path / "user"
@@ -237,8 +264,8 @@ def test_a_closed_stream_takes_the_full_path(monkeypatch):
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
-def test_a_full_disk_on_a_replay_is_one_line(cache, tmp_path):
-    assert ipd(*SERVE, cache=cache, cwd=tmp_path).returncode == 0
+def test_a_full_disk_on_a_replay_is_one_line(served, tmp_path):
+    cache = served[1]
     entry = stored_once(cache)
     env = {**os.environ, "IPD_CACHE_DIR": str(cache)}
     with open("/dev/full", "w") as full:
@@ -254,10 +281,10 @@ def test_a_full_disk_on_a_replay_is_one_line(cache, tmp_path):
     assert entry.stat().st_mtime_ns > 0  # replayed
 
 
-def test_a_reader_that_goes_away_gets_the_full_paths_exit(cache, tmp_path):
+def test_a_reader_that_goes_away_gets_the_full_paths_exit(served, tmp_path):
     # `ipd ... | head`: the stored output meets a closed pipe as the full path does (exit 0, no
     # message: a reader that stops reading is no error), not with a BrokenPipeError traceback
-    assert ipd(*SERVE, cache=cache, cwd=tmp_path).returncode == 0
+    cache = served[1]
     entry = stored_once(cache)
     p = started(*SERVE, cache=cache, cwd=tmp_path)
     p.stdout.close()  # before the child writes
