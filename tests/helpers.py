@@ -24,9 +24,13 @@ class Run:
         return json.loads(self.stdout)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> Run:
-    """Run `ipd ARGS` in-process through main(): real exit codes, stdout and stderr apart."""
-    out, err = io.StringIO(), io.StringIO()
+def run_cli(*args: str, env: dict[str, str] | None = None, encoding: str | None = None) -> Run:
+    """Run `ipd ARGS` in-process through main(): real exit codes, stdout and stderr apart.
+    ``encoding``: stdout is a text stream of that encoding (strict: a character it cannot encode
+    is an error), as under ``PYTHONIOENCODING``; else a str buffer, encoding nothing."""
+    err = io.StringIO()
+    raw = io.BytesIO() if encoding else None
+    out: io.TextIOBase = io.TextIOWrapper(raw, encoding=encoding) if raw else io.StringIO()
     old = {k: os.environ.get(k) for k in (env or {})}
     os.environ.update(env or {})
     code = 0
@@ -42,7 +46,10 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> Run:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    return Run(code, out.getvalue(), err.getvalue())
+    if raw is None:
+        return Run(code, out.getvalue(), err.getvalue())  # type: ignore[attr-defined]
+    out.flush()
+    return Run(code, raw.getvalue().decode(encoding or ""), err.getvalue())
 
 
 _ONCE: dict[tuple[str, ...], Run] = {}

@@ -1431,15 +1431,25 @@ def test_a_sampled_sweep_streams_over_a_huge_grid(monkeypatch):
 @pytest.mark.parametrize(
     ("env", "args"),
     [
-        ({"PYTHONIOENCODING": "ascii"}, ("compare", "vera-rubin", "blackwell")),
         ({"PYTHONIOENCODING": "ascii"}, ("hardware", "show", "vera-rubin")),  # em dashes, x, >=
         ({"PYTHONUTF8": "0", "LC_ALL": "C"}, ("hardware", "list")),
     ],
 )
 def test_tables_fall_back_to_ascii_when_stdout_cannot_encode_unicode(env, args):
+    # in a process: what the environment makes of stdout's encoding, and ipd reading it
     r = _ipd(*args, "-f", "table", env={"PYTHONIOENCODING": "", **env})
     assert r.returncode == 0, r.stderr
     assert r.stdout.isascii() and "+--" in r.stdout, r.stdout[:300]
+
+
+def test_a_comparison_table_falls_back_to_ascii_on_an_ascii_stdout():
+    # the comparison's own characters (ratios, arrows, dashes) on the stdout PYTHONIOENCODING=ascii
+    # makes (the process above shows the environment gives it): in-process, as it shares the
+    # session's deployment grids; a character it cannot encode is an error, not an escape
+    r = run_cli("compare", "vera-rubin", "blackwell", "-f", "table", encoding="ascii")
+    assert r.code == 0, r.stderr
+    assert r.stdout.isascii() and "+--" in r.stdout, r.stdout[:300]
+    assert run_cli("compare", "vera-rubin", "blackwell", "-f", "table").stdout != r.stdout  # not ASCII anyway
 
 
 CASE = (
