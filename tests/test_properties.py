@@ -15,7 +15,7 @@ import math
 
 import pytest
 from helpers import run_cli
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from ipd_cli import compare, load, train
@@ -207,11 +207,29 @@ def test_doubling_tokens_doubles_gpu_hours_at_fixed_mfu_and_gpus(data, mfu):
 
 
 @pytest.mark.slow  # seconds: each example runs three to five plan searches, up to a million GPUs
-@bounded(8)
-@given(data=st.data(), more=st.integers(1, 1_000_000))
-def test_more_gpus_never_lengthen_pretraining(data, more):
+@bounded(4)
+@given(args=train_args(), more=st.integers(1, 1_000_000))
+# the edges, besides the drawn examples: one GPU more than the memory floor; a million more with
+# the shortest deadline the strategy draws; a million more on an AMD system, an MoE model, fp8,
+# with the longest deadline
+@example(args=("h100-sxm", "llama-3.1-8b", 1e12, {"precision": "bf16", "pricing": "tco", "gpus": 8}), more=1)
+@example(
+    args=("h100-sxm", "llama-3.1-8b", 1e12, {"precision": "bf16", "pricing": "tco", "deadline_days": 0.5}),
+    more=1_000_000,
+)
+@example(
+    args=(
+        "mi355x",
+        "qwen3-30b-a3b",
+        1e15,
+        {"precision": "fp8", "pricing": "rental", "deadline_days": 3650.0},
+    ),
+    more=999_999,
+)
+def test_more_gpus_never_lengthen_pretraining(args, more):
     catalog = _catalog()
-    hw, model, tokens, kw = data.draw(train_args())
+    hw, model, tokens, kw = args
+    kw = dict(kw)  # an explicit example's dict is the same object on each run
     days, n = kw.pop("deadline_days", None), kw.pop("gpus", None)
     n = n or memory_floor(catalog, hw, model, tokens, kw)
     fewer = train(catalog, hw, model, tokens, gpus=n, **kw).pretraining
