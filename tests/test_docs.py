@@ -188,9 +188,18 @@ def test_the_readme_shows_runnable_commands():
     assert any(a[0] == "sweep" for a in argvs) and any(a[0] == "diff" for a in argvs)
 
 
-@pytest.mark.slow  # runs ipd calibrate and ipd validate
-def test_every_readme_command_exits_as_documented(tmp_path, monkeypatch):
+@pytest.fixture
+def in_tmp_path(tmp_path, monkeypatch):
+    """The test runs in its own empty directory (its examples write files there and read them back).
+    Through a fixture, not the test's own ``monkeypatch`` argument: a directory changes no estimate,
+    so the examples keep the session's shared results (conftest.py's RL results and catalog)."""
     monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.slow  # runs ipd calibrate and ipd validate
+def test_every_readme_command_exits_as_documented(in_tmp_path):
+    tmp_path = in_tmp_path
     # a command a --help example runs with the same exit codes, writing no file, is run there (the
     # help tests are parametrized, so pytest-xdist spreads them; here one worker would run
     # `ipd calibrate` while the other waited for it)
@@ -213,8 +222,8 @@ def test_every_readme_command_exits_as_documented(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("command", "examples"), help_examples(), ids=lambda v: v if isinstance(v, str) else ""
 )
-def test_every_help_example_exits_as_documented(command, examples, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_every_help_example_exits_as_documented(command, examples, in_tmp_path):
+    tmp_path = in_tmp_path
     assert examples, f"{command}: an Example: that is not an ipd command"
     failures = _run_all(examples, tmp_path)
     assert not failures, "\n".join(failures)
