@@ -134,8 +134,10 @@ def _catalog_afresh(request, _share_builtin_catalog):
 
 
 def pytest_sessionfinish(session):
-    if os.environ.get("IPD_TEST_CHECK_SHARED") == "1":
-        print(f"\nshared built-in catalog loads: {_SHARED_LOADS[0]}")
+    # serially only (-n 0): under pytest-xdist the controller, which prints, loads nothing
+    serial = not session.config.getoption("numprocesses", None)
+    if os.environ.get("IPD_TEST_CHECK_SHARED") == "1" and serial:
+        print(f"\nloads of the shared built-in catalog: {_SHARED_LOADS[0]}")
 
 
 # The deployment grids the session's tests evaluated, kept as `ipd calibrate` keeps them
