@@ -23,9 +23,9 @@ def test_compare_json_contract():
         "pricing prices owning them\n"
     )
     # owned, a serving deployment that does not fill its last rack says what it leaves unpriced
-    # (Rubin's 8,592 GPUs are 119 racks and 24 GPUs; GB200's 29,664 fill 412)
+    # (Rubin's 9,024 GPUs are 125 racks and 24 GPUs)
     assert run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == (
-        "ipd: warning: vera-rubin-nvl72: owned (tco), the serving deployment's 8,592 GPUs leave 48 of its "
+        "ipd: warning: vera-rubin-nvl72: owned (tco), the serving deployment's 9,024 GPUs leave 48 of its "
         "last 72-GPU system unpriced (they are taken to serve other work); bought for this service "
         "alone, the systems cost 1.01x its serving cost\n"
     )

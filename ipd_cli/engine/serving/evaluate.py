@@ -208,7 +208,9 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     # the dense GEMMs of a prompt run at the large-M GEMM efficiency decode reaches at batch; the
     # causal attention over the prompt at the prefill MFU of the attention's precision (the KV
     # cache's, or the stack's narrowest), the routed experts' grouped GEMMs at the weights'
-    dense = ph.dense_flops_per_token / (g * ph.gemm_rate)
+    # (the LM head on the prompt's last token only: the engines compute no other prompt logits)
+    head_skipped = ph.head_flops_per_token * (1.0 - 1.0 / ph.isl)
+    dense = (ph.dense_flops_per_token - head_skipped) / (g * ph.gemm_rate)
     attention = ph.prefill_attn_flops_per_token / (g * x["prefill_attn_rate"])
     # spread over EP ranks a prompt's experts run as grouped GEMMs of thousands of tokens each (the
     # stack's prefill share where it has one); tensor-parallel experts keep the MoE share

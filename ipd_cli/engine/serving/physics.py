@@ -58,6 +58,7 @@ class Physics:
     dense_bytes: float  # non-routed weights (attention, shared experts, embeddings)
     expert_bytes: float  # routed experts
     dense_flops_per_token: float  # 2 x non-routed active parameters
+    head_flops_per_token: float  # of those, the LM head's (a prompt runs it on its last token only)
     expert_flops_per_token: float  # 2 x routed active parameters
     kv_per_token: tuple[float, ...]  # per KV precision, all KV layers
     attn_flops_per_token: float  # decode attention at the mean live context, all KV layers
@@ -142,6 +143,7 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
         "dense_bytes": dense_b,
         "expert_bytes": expert_b,
         "dense_flops_per_token": 2.0 * dense_active,
+        "head_flops_per_token": 2.0 * arch.vocab_size * arch.hidden_size,
         "expert_flops_per_token": 2.0 * routed_active,
         "attn_flops_per_token": arch.kv_layers * per_position * (isl + osl / 2),
         "prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(arch.kv_layers, isl, qk_dim, v_dim),
@@ -585,6 +587,7 @@ def read(
     gemm, wide, _ = rates()
     model["dense_bytes"] += wide.bytes(ctx.model.layers)
     model["dense_flops_per_token"] += wide.flops(ctx.model.layers)
+    model["head_flops_per_token"] += wide.flops(0)  # the head's share of the wide FLOPs
     return Physics(
         model=ctx.mname,
         system=ctx.name,
