@@ -9,6 +9,7 @@ import helpers
 import pytest
 
 from ipd_cli import load
+from ipd_cli.engine.search import array_bytes
 
 
 @pytest.fixture(scope="session")
@@ -152,24 +153,10 @@ def pytest_sessionfinish(session):
 SESSION_GRID_BYTES = 768 * 2**20
 
 
-def _nbytes(node, seen: set[int]) -> int:
-    """The bytes of the numpy arrays a grid holds (each array once)."""
-    if id(node) in seen:
-        return 0
-    seen.add(id(node))
-    if hasattr(node, "nbytes") and hasattr(node, "shape"):
-        return int(node.nbytes)
-    if isinstance(node, dict):
-        return sum(_nbytes(v, seen) for v in node.values())
-    if isinstance(node, list | tuple):
-        return sum(_nbytes(v, seen) for v in node)
-    return 0
-
-
 def _grid_bytes(g) -> int:
     seen: set[int] = set()
     parts = (g.lay, g.x, g.rows, g.space.cols, g.space.checks, g.pinned, g.prefill, g.pools)
-    return sum(_nbytes(p, seen) for p in parts)
+    return sum(array_bytes(p, seen) for p in parts)
 
 
 class _SessionGrids(OrderedDict):

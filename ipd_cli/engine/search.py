@@ -24,6 +24,25 @@ from typing import Any
 Columns = dict[str, Any]  # name -> 1-D numpy array, all of one length
 
 
+def array_bytes(node: Any, seen: set[int] | None = None) -> int:
+    """The bytes of the numpy arrays ``node`` holds, in dicts, lists, tuples and dataclasses, each
+    array once (``seen``: the ids counted so far, shared across calls): what a cache of searched
+    tables or grids keeps."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return 0
+    seen.add(id(node))
+    if hasattr(node, "nbytes") and hasattr(node, "shape"):
+        return int(node.nbytes)
+    if isinstance(node, dict):
+        return sum(array_bytes(v, seen) for v in node.values())
+    if isinstance(node, list | tuple):
+        return sum(array_bytes(v, seen) for v in node)
+    if hasattr(node, "__dataclass_fields__"):
+        return sum(array_bytes(getattr(node, k), seen) for k in node.__dataclass_fields__)
+    return 0
+
+
 def product(**axes: Any) -> Columns:
     """The Cartesian product of 1-D value lists, as columns (the first axis varies slowest)."""
     import numpy as np

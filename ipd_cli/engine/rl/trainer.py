@@ -26,6 +26,7 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine.inputs import Inputs
 from ipd_cli.engine.pretraining import MAX_GPUS, supported_precision
+from ipd_cli.engine.search import array_bytes
 from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from .workload import RlNumbers
@@ -125,28 +126,12 @@ def plans_by_size(r: TrainerRates, cap: int | None = None) -> tpn.BySize:
 
         with np.errstate(all="ignore"):
             found = tpn.search_sizes(r.y, cap, r.pins)
-        _BYTES[key] = _nbytes(found, set())
+        _BYTES[key] = array_bytes(found)
         while _SIZES and sum(_BYTES.values()) > CACHE_BYTES:
             _BYTES.pop(oldest := next(iter(_SIZES)), None)
             del _SIZES[oldest]
     _SIZES[key] = found  # the most recently used last
     return found
-
-
-def _nbytes(node: Any, seen: set[int]) -> int:
-    """The bytes of the numpy arrays a plan table holds (each array once)."""
-    if id(node) in seen:
-        return 0
-    seen.add(id(node))
-    if hasattr(node, "nbytes") and hasattr(node, "shape"):
-        return int(node.nbytes)
-    if isinstance(node, dict):
-        return sum(_nbytes(v, seen) for v in node.values())
-    if isinstance(node, list | tuple):
-        return sum(_nbytes(v, seen) for v in node)
-    if hasattr(node, "__dataclass_fields__"):
-        return sum(_nbytes(getattr(node, k), seen) for k in node.__dataclass_fields__)
-    return 0
 
 
 def min_trainer_gpus(r: TrainerRates) -> tuple[int | None, str]:
