@@ -313,16 +313,17 @@ def test_explain_derives_the_serving_deployment_and_the_costs(explained):
     gpus = by["serving.gpus_for_traffic"]
     x = _inputs(gpus)
     assert float(x["traffic_output_tokens_per_s"]) == pytest.approx(traffic["value"], rel=1e-12)
-    # GB200: pools sized for the traffic, DEP72 decode instances of one NVL72 rack each and DEP36
-    # prefill instances of half a rack, which tile it (nothing stranded)
+    # GB200: pools sized for the traffic, DEP72 decode and prefill instances of one NVL72 rack each
+    # (nothing stranded; its prefill took DEP36, half a rack, until attention TP held MLA's
+    # down-projections whole on every rank)
     decode = math.ceil(traffic["value"] / (float(x["concurrency"]) * float(x["tokens_per_s_per_user"])))
     prefill = math.ceil(float(x["traffic_requests_per_s"]) * float(x["prefill_instance_s"]))
     assert (float(x["decode_instances"]), float(x["prefill_instances"])) == (decode, prefill)
     # counts print as counts (a cross-command review: `decode_instances = 29.0`)
     assert (x["decode_instances"], x["prefill_instances"]) == (f"{decode}", f"{prefill}")
     sizes = (float(x["instance_gpus"]), float(x["prefill_instance_gpus"]), float(x["stranded_gpus"]))
-    assert sizes == (72, 36, 0)
-    assert gpus["value"] == decode * 72 + prefill * 36
+    assert sizes == (72, 72, 0)
+    assert gpus["value"] == decode * 72 + prefill * 72
     assert "EAGLE-3" in x["configuration"]  # the deployment the tokens/s come from
     usd = by["serving_usd"]
     x = _inputs(usd)

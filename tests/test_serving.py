@@ -2029,6 +2029,39 @@ def test_other_checkpoints_keep_what_their_sources_say(catalog):
     assert bf16.dense_bytes == plain16.dense_bytes
 
 
+def test_attention_tp_holds_mla_down_projections_whole_by_hand(catalog):
+    # vLLM and SGLang build MLA's q_a and kv_a as ReplicatedLinear (TensorRT-LLM's fused_a has no
+    # tensor-parallel mode): every rank of an attention TP group holds them whole and runs them on
+    # all of its tokens; the up- and output projections split. DeepSeek-V3: 7,168 x (1,536 + 512 +
+    # 64) a layer, 61 layers, 923,467,776 parameters, in BF16 in NVIDIA's NVFP4 checkpoint (2 B),
+    # at NVFP4 in AMD's MXFP4 one (the physics reads NVFP4's 0.5625 B: item (5)), 1 B in FP8
+    params = 61 * 7168 * (1536 + 512 + 64)
+    assert params == 923_467_776
+    factor = (9000e12 * 0.48) / (2250e12 * 0.74)  # a BF16 FLOP in FP4 ones on B200 (above)
+    nv = _physics(catalog, "b200", "deepseek-v3", "fp4")
+    assert nv.replicated_bytes == pytest.approx(params * 2, rel=1e-12)  # 1.85 GB
+    assert nv.replicated_flops_per_token == pytest.approx(2 * params * factor, rel=1e-9)
+    amd = _physics(catalog, "mi355x", "deepseek-v3", "fp4")
+    assert amd.replicated_bytes == pytest.approx(params * 0.5625, rel=1e-12)
+    assert amd.replicated_flops_per_token == pytest.approx(2 * params, rel=1e-12)
+    fp8 = _physics(catalog, "h200", "deepseek-v3", "fp8")
+    assert fp8.replicated_bytes == pytest.approx(params, rel=1e-12)
+    # attention without a latent holds nothing whole
+    assert _physics(catalog, "b200", "qwen3-235b-a22b", "fp8").replicated_bytes == 0.0
+    # an MTP draft layer is one more MLA layer of the same checkpoint: its down-projections too
+    mtp = _physics(catalog, "b200", "deepseek-v3", "fp4", speculative=1)
+    assert mtp.spec_method == "mtp" and mtp.draft_layers == 1
+    assert mtp.draft_replicated_bytes == pytest.approx(params / 61 * 2, rel=1e-12)  # 30.3 MB
+    assert nv.draft_replicated_bytes == 0.0  # no draft
+    # a TEP8 instance: each of the 8 GPUs holds the split dense weights' eighth and the down-
+    # projections whole, 7 more copies than a split over 8 (the experts an eighth each)
+    tep = serve(catalog, "b200", "deepseek-v3", precision="fp8", kv_precision="fp8", layout="tep8",
+                eplb=False, disaggregated=False, concurrency=8, speculative="off")  # fmt: skip
+    fp8 = _physics(catalog, "b200", "deepseek-v3", "fp8")
+    whole = fp8.dense_bytes + fp8.expert_bytes + 7 * params
+    assert tep.weight_gb_per_instance == pytest.approx(whole / 1e9, rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("hardware", "model"), [("b200", "deepseek-v3"), ("gb200-nvl72", "deepseek-v3"), ("b200", "gpt-oss-120b")]
 )

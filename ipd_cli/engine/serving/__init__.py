@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from .context import ServingContext, kv_bytes_per_token, weight_split
+from .context import ServingContext, kv_bytes_per_token, mla_down_params, weight_split
 from .estimate import INSTANCE_CHOICES, estimate_serving, estimate_serving_curve
 from .rollout import (
     Deployment,
@@ -33,6 +33,7 @@ __all__ = [
     "estimate_serving",
     "estimate_serving_curve",
     "kv_bytes_per_token",
+    "mla_down_params",
     "rollout_candidates",
     "rollout_deployment",
     "serving_context",

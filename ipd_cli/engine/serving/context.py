@@ -190,6 +190,18 @@ def routed_active_params(arch: Model) -> float:
     return routed * k_over_e
 
 
+def mla_down_params(arch: Model) -> float:
+    """MLA's down-projections, all layers: the query latent's (q_a, hidden -> q_lora_rank; none
+    where queries come from the hidden state) and the key-value latent's with the shared RoPE key
+    (kv_a, hidden -> kv_lora_rank + rope dim). Every rank of an attention tensor-parallel group
+    holds them whole and runs them on all of its tokens (vLLM's and SGLang's ``ReplicatedLinear``,
+    TensorRT-LLM's ``fused_a``; the up- and output projections split). 0 without a latent."""
+    if arch.kv_lora_rank is None:
+        return 0.0
+    latents = (arch.q_lora_rank or 0) + arch.kv_lora_rank + (arch.qk_rope_head_dim or 0)
+    return float(arch.layers * arch.hidden_size * latents)
+
+
 def weight_split(arch: Model, bytes_per_weight: float) -> tuple[float, float, float]:
     """(dense bytes, routed-expert bytes, k/E); shared experts count as dense."""
     if not arch.is_moe:

@@ -8,8 +8,9 @@ Per decode step of an instance holding ``B`` sequences (each pipeline stage work
 micro-batch ``m = B / pp``, at least one sequence, and holds ``1/pp`` of the layers), on the
 busiest GPU:
 
-* dense weights (attention, shared experts, embeddings): read ``W_dense / (pp t)``; GEMM FLOPs
-  for the tokens of the busiest attention rank (``m / d`` times the attention-DP imbalance);
+* dense weights (attention, shared experts, embeddings): read ``W_dense / (pp t)``, but MLA's
+  down-projections whole on every rank (``W_rep / pp``: engines replicate them); GEMM FLOPs for
+  the tokens of the busiest attention rank (``m / d`` times the attention-DP imbalance);
 * attention: that rank's KV cache at the mean live context, split over its ``t`` GPUs (repeated
   where TP outnumbers the KV heads); math at the KV precision;
 * routed experts: the touched experts' weights ``W_experts / (pp s)`` and the busiest GPU's
@@ -39,6 +40,7 @@ user; disaggregated serving pays for a prefill pool sized so neither pool starve
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 from ipd_cli.engine import formulas as f
@@ -62,8 +64,10 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
 
     def weights_at(share):  # a GPU's weights holding ``share`` of the routed experts
         # where, not a product: a layout without a draft holds none, even of an infinite one
-        draft = np.where(drafting, ph.draft_dense_bytes / t + ph.draft_expert_bytes * share, 0.0)
-        return ph.dense_bytes / (pp * t) + ph.expert_bytes / pp * share + draft
+        draft = _per_rank(ph.draft_dense_bytes, ph.draft_replicated_bytes, t)
+        draft = np.where(drafting, draft + ph.draft_expert_bytes * share, 0.0)
+        dense = _per_rank(ph.dense_bytes, ph.replicated_bytes, t) / pp
+        return dense + ph.expert_bytes / pp * share + draft
 
     weights = weights_at(held)
     free = ph.hbm_bytes - weights
@@ -99,6 +103,21 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
     out["prefill_s"], out["prefill_tbo"] = _prefill_seconds(ph, lay, out, w)
     out["prefill_latency_s"] = f.maximum(_prefill_latency(ph, lay, out, w), out["prefill_s"])
     return out
+
+
+def _per_rank(total: float, whole: float, t):
+    """A rank's part of the dense bytes or FLOPs ``total`` (plain numbers) over attention tensor-
+    parallel groups of ``t`` (a column): a t-th of what splits, and ``whole`` of it in full (MLA's
+    down-projections, which engines replicate); ``total`` itself where t is 1. An infinite
+    ``total`` (a what-if weight size) stays infinite, not inf - inf; a what-if active count
+    smaller than the down-projections holds them all."""
+    import numpy as np
+
+    whole = min(whole, total)
+    split = total - whole if math.isfinite(total) else total
+    if np.ndim(t) == 0:  # one layout's (RL's rollout steps): a plain number, as the columns' rows
+        return split / t + whole if t > 1 else total
+    return np.where(t > 1, split / t + whole, total)
 
 
 def _expert_shares(ph: Physics, s, e, eplb):
@@ -210,7 +229,9 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     # cache's, or the stack's narrowest), the routed experts' grouped GEMMs at the weights'
     # (the LM head on the prompt's last token only: the engines compute no other prompt logits)
     head_skipped = ph.head_flops_per_token * (1.0 - 1.0 / ph.isl)
-    dense = (ph.dense_flops_per_token - head_skipped) / (g * ph.gemm_rate)
+    # (MLA's down-projections run whole on each of a TP group's t ranks: t times their FLOPs)
+    dense = t * _per_rank(ph.dense_flops_per_token - head_skipped, ph.replicated_flops_per_token, t)
+    dense = dense / (g * ph.gemm_rate)
     attention = ph.prefill_attn_flops_per_token / (g * x["prefill_attn_rate"])
     # spread over EP ranks a prompt's experts run as grouped GEMMs of thousands of tokens each (the
     # stack's prefill share where it has one); tensor-parallel experts keep the MoE share
@@ -299,8 +320,8 @@ def _target_work(
     pp, s, t = lay["pp"], lay["s"], lay["t"]
     tokens = seqs * width
     return _Work(
-        dense_bytes=ph.dense_bytes / (pp * t),
-        dense_flops=tokens * ph.dense_flops_per_token / (pp * t),
+        dense_bytes=_per_rank(ph.dense_bytes, ph.replicated_bytes, t) / pp,
+        dense_flops=tokens * _per_rank(ph.dense_flops_per_token, ph.replicated_flops_per_token, t) / pp,
         kv_bytes=seqs * kv_seq / pp,
         attn_flops=tokens * ph.attn_flops_per_token / (pp * t),
         expert_bytes=ph.expert_bytes / pp * x["experts_held"] * touched,
@@ -314,8 +335,8 @@ def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq
     s, t, n = lay["s"], lay["t"], ph.draft_layers
     touched = f.experts_touched_share(m, ph.top_k / ph.experts)
     return _Work(
-        dense_bytes=ph.draft_dense_bytes / t,
-        dense_flops=seqs * ph.draft_dense_flops_per_token / t,
+        dense_bytes=_per_rank(ph.draft_dense_bytes, ph.draft_replicated_bytes, t),
+        dense_flops=seqs * _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t),
         kv_bytes=seqs * kv_seq * n / ph.kv_layers,
         attn_flops=seqs * ph.attn_flops_per_token * n / ph.kv_layers / t,
         expert_bytes=ph.draft_expert_bytes * x["experts_held"] * touched,

@@ -18,7 +18,15 @@ from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
 from ipd_cli.errors import InputError
 
 from . import stack as stacks
-from .context import ServingContext, kv_bytes_per_token, routed_active_params, supported, weight_split, wider
+from .context import (
+    ServingContext,
+    kv_bytes_per_token,
+    mla_down_params,
+    routed_active_params,
+    supported,
+    weight_split,
+    wider,
+)
 from .stack import Stack
 
 
@@ -59,6 +67,12 @@ class Physics:
     expert_bytes: float  # routed experts
     dense_flops_per_token: float  # 2 x non-routed active parameters
     head_flops_per_token: float  # of those, the LM head's (a prompt runs it on its last token only)
+    # of dense_bytes and dense_flops_per_token, what every attention-TP rank holds and runs whole
+    # (MLA's down-projections: mla_down_params); of the draft's likewise (an MTP layer's)
+    replicated_bytes: float
+    replicated_flops_per_token: float
+    draft_replicated_bytes: float
+    draft_replicated_flops_per_token: float
     expert_flops_per_token: float  # 2 x routed active parameters
     kv_per_token: tuple[float, ...]  # per KV precision, all KV layers
     attn_flops_per_token: float  # decode attention at the mean live context, all KV layers
@@ -230,6 +244,40 @@ def _rates(
     weights held at another precision."""
     rates, rate_at = _kv_terms(ctx, st, precision, kv_precisions)
     return rates, _kept_wide(ctx, precision, rates["gemm_rate"], rate_at), rate_at
+
+
+def _replicated(ctx: ServingContext, precision: str, wide: _Wide, mtp_layers: int) -> dict:
+    """Bytes and FLOPs per token of :func:`mla_down_params` in the target (``replicated_*``) and in
+    ``mtp_layers`` MTP draft layers of its shape (``draft_replicated_*``), at the checkpoint's
+    precision where it keeps attention wide (the down-projections are among its projections)."""
+    params = mla_down_params(ctx.model)
+    if not params:
+        return dict.fromkeys(REPLICATED_FIELDS, 0.0)
+    ctx.trace.given(
+        "MLA down-projections each attention TP rank holds whole",
+        params,
+        "parameters",
+        ctx.morigin,
+        note="q_a and kv_a (with the RoPE key): vLLM's and SGLang's ReplicatedLinear, TensorRT-LLM's "
+        "fused_a; the up- and output projections split over the group",
+    )
+    bpw = ctx.inp.quiet().read(f"serving.bytes_per_weight.{precision}")  # read already (model terms)
+    extra, factor = (wide.extra_bytes, wide.flop_factor) if wide.per_layer else (0.0, 1.0)
+    per_layer = params / ctx.model.layers
+    layers = (ctx.model.layers, mtp_layers)
+    out = {}
+    for prefix, n in zip(("", "draft_"), layers, strict=True):
+        out[f"{prefix}replicated_bytes"] = n * per_layer * (bpw + extra)
+        out[f"{prefix}replicated_flops_per_token"] = 2.0 * n * per_layer * factor
+    return out
+
+
+REPLICATED_FIELDS = (
+    "replicated_bytes",
+    "replicated_flops_per_token",
+    "draft_replicated_bytes",
+    "draft_replicated_flops_per_token",
+)
 
 
 def _fp4_factor(ctx: ServingContext, st: Stack) -> float:
@@ -588,6 +636,9 @@ def read(
     model["dense_bytes"] += wide.bytes(ctx.model.layers)
     model["dense_flops_per_token"] += wide.flops(ctx.model.layers)
     model["head_flops_per_token"] += wide.flops(0)  # the head's share of the wide FLOPs
+    method = spec["spec_method"] and ctx.cat.serving.speculative_methods[spec["spec_method"]]
+    mtp_layers = spec["draft_layers"] if method and method.draft == "mtp" else 0
+    model |= _replicated(ctx, precision, wide, mtp_layers)
     return Physics(
         model=ctx.mname,
         system=ctx.name,

@@ -69,6 +69,16 @@ class Deployment:
         return int(self.grid.x["d"][self.layout])
 
     @property
+    def attention_tp(self) -> int:
+        """GPUs of each attention tensor-parallel group (each holds MLA's down-projections whole)."""
+        return int(self.grid.lay["t"][self.layout])
+
+    @property
+    def stages(self) -> int:
+        """Pipeline stages of the replica."""
+        return int(self.grid.lay["pp"][self.layout])
+
+    @property
     def experts_on_fullest_gpu(self) -> float:
         """The share of the routed experts' weights the replica's fullest GPU holds (whole experts
         where expert parallelism does not divide them, EPLB's replica slots included)."""
