@@ -31,6 +31,9 @@ ROUND = """
 sources:
   t: {title: round numbers for hand calculations, date: 2026}
 serving:
+  # every weight at its precision (what published checkpoints keep wider: test_a_model_without_an_
+  # entry_keeps_its_lm_head_in_bf16_by_hand)
+  checkpoint_wide_default: {fp8: {value: [], source: t}, fp4: {value: [], source: t}}
   kv_cache_free_fraction: {value: 0.9, source: t}
   workspace_gb_per_gpu: {value: 2, source: t}
   max_num_tokens: {value: 8192, source: t}
@@ -1158,7 +1161,10 @@ def test_fp4_beats_fp8_through_bytes_per_weight(catalog):
     kw = dict(layout="tp1", disaggregated=False, concurrency=4, speculative="off")
     fp8 = serve(catalog, "b200", "llama-3.3-70b", precision="fp8", **kw)
     fp4 = serve(catalog, "b200", "llama-3.3-70b", precision="fp4", **kw)
-    assert fp4.weight_gb_per_instance / fp8.weight_gb_per_instance == pytest.approx(0.5625)
+    # every weight 0.5625 bytes against 1, but the LM head (128,256 x 8,192) 2 bytes in both
+    head = 128_256 * 8192
+    ratio = ((7.06e10 - head) * 0.5625 + 2 * head) / ((7.06e10 - head) + 2 * head)
+    assert fp4.weight_gb_per_instance / fp8.weight_gb_per_instance == pytest.approx(ratio, rel=1e-12)
     assert fp4.memory_time_ms < 0.7 * fp8.memory_time_ms
     assert fp4.max_concurrency > fp8.max_concurrency  # smaller weights leave more room for KV
 
@@ -2060,6 +2066,49 @@ def test_attention_tp_holds_mla_down_projections_whole_by_hand(catalog):
     fp8 = _physics(catalog, "b200", "deepseek-v3", "fp8")
     whole = fp8.dense_bytes + fp8.expert_bytes + 7 * params
     assert tep.weight_gb_per_instance == pytest.approx(whole / 1e9, rel=1e-12)
+
+
+def test_a_model_without_an_entry_keeps_its_lm_head_in_bf16_by_hand(catalog):
+    # Model Optimizer's default leaves '*lm_head*' unquantized (NVIDIA's NVFP4 Llama 3.3 70B
+    # excludes only it; Qwen's FP8 Qwen3-235B keeps it and the routers): the catalog's default for
+    # a model with no checkpoint_wide entry of its own. Llama 3.1 70B's head is 128,256 x 8,192
+    # = 1,050,673,152 weights, 2 bytes each, not NVFP4's 0.5625, its GEMM at B200's BF16 rate
+    # (2,250 TF x 0.74) where NVFP4 runs at 9,000 TF x 0.48 (a BF16 FLOP costs 2.59 FP4 ones)
+    head = 128_256 * 8192
+    assert head == 1_050_673_152
+    none = catalog.with_overrides(["serving.checkpoint_wide_default.fp4.value=[]"])
+    ph, plain = (
+        _physics(catalog, "b200", "llama-3.1-70b", "fp4"),
+        _physics(none, "b200", "llama-3.1-70b", "fp4"),
+    )
+    assert ph.dense_bytes - plain.dense_bytes == pytest.approx(head * (2 - 0.5625), rel=1e-12)  # 1.51 GB
+    factor = (9000e12 * 0.48) / (2250e12 * 0.74)
+    assert ph.dense_flops_per_token - plain.dense_flops_per_token == pytest.approx(
+        2 * head * (factor - 1), rel=1e-9
+    )
+    assert ph.head_flops_per_token == pytest.approx(2 * head * factor, rel=1e-9)
+    # FP8 on H200: Qwen3-235B's 151,936 x 4,096 head one more byte a weight
+    q8, q8_plain = (
+        _physics(catalog, "h200", "qwen3-235b-a22b", "fp8"),
+        _physics(
+            catalog.with_overrides(["serving.checkpoint_wide_default.fp8.value=[]"]),
+            "h200",
+            "qwen3-235b-a22b",
+            "fp8",
+        ),
+    )
+    assert q8.dense_bytes - q8_plain.dense_bytes == pytest.approx(151_936 * 4096 * 1.0, rel=1e-12)
+    # a model's own entry replaces the default: DeepSeek-V3's NVFP4 keeps its attention inputs
+    # too, and an entry of [] keeps nothing wide whatever the default says
+    ds = _physics(catalog, "b200", "deepseek-v3", "fp4")
+    ds_default = _physics(none, "b200", "deepseek-v3", "fp4")
+    assert ds.dense_bytes == ds_default.dense_bytes
+    empty = catalog.with_overrides(["models.deepseek-v3.checkpoint_wide.fp4.value=[]"])
+    assert _physics(empty, "b200", "deepseek-v3", "fp4").dense_bytes < ds.dense_bytes - 7e9
+    # the default reads as an input with its source, where a model has no entry
+    r = estimate_serving(catalog, "b200", "llama-3.1-70b", precision="fp4")
+    kept = [a for a in r.assumptions if a.path == "serving.checkpoint_wide_default.fp4.value"]
+    assert len(kept) == 1 and kept[0].value == "[lm_head]" and kept[0].source == "hf-nvidia-llama33-70b-fp4"
 
 
 @pytest.mark.parametrize(

@@ -229,6 +229,8 @@ def test_a_wider_precision_never_serves_moe_faster_than_a_narrower_one(catalog, 
             "models.deepseek-v3.checkpoint_wide.fp4.by_vendor.amd.value=[]",
             "models.deepseek-v3.checkpoint_wide.fp8.value=[]",
             "models.gpt-oss-120b.checkpoint_wide.fp4.value=[]",
+            "serving.checkpoint_wide_default.fp8.value=[]",
+            "serving.checkpoint_wide_default.fp4.value=[]",
         ]
     )
     acc = catalog.accelerators[catalog.system(hw).accelerator]

@@ -925,6 +925,11 @@ class ServingEfficiency(Strict):
     attention_min_precision: Precision = Field(
         description="attention math runs at the KV precision, never narrower than this"
     )
+    checkpoint_wide_default: dict[Literal["fp8", "fp4"], WideModules] = Field(
+        default_factory=dict,
+        description="what a narrow checkpoint keeps wider for a model without an entry of its own "
+        "(models.<model>.checkpoint_wide.<precision> replaces it; an entry of [] keeps nothing)",
+    )
     default_input_tokens: Int = unit(
         "tokens", gt=0, description="prompt tokens per request when none are given"
     )

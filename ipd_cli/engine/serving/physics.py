@@ -182,21 +182,26 @@ class _Wide:
         return 2.0 * (layers * self.per_layer + self.head) * (self.flop_factor - 1.0)
 
 
-def _wide_entry(ctx: ServingContext, precision: str) -> tuple[Any, str] | None:
-    """The model's ``checkpoint_wide`` entry at ``precision`` for the accelerator's vendor, and
-    its catalog path, where it keeps something wider than ``precision``."""
+def _wide_entry(ctx: ServingContext, precision: str) -> tuple[Any, str, str] | None:
+    """The model's ``checkpoint_wide`` entry at ``precision`` for the accelerator's vendor (the
+    catalog's ``serving.checkpoint_wide_default`` where the model has none), its catalog path and
+    origin, where it keeps something wider than ``precision``."""
     if precision not in ("fp8", "fp4"):
         return None
     entry: Any = ctx.model.checkpoint_wide.get(precision)  # type: ignore[call-overload]
+    path, origin = f"models.{ctx.mname}.checkpoint_wide.{precision}", ctx.morigin
     if entry is None:
-        return None
-    path = f"models.{ctx.mname}.checkpoint_wide.{precision}"
+        entry = ctx.cat.serving.checkpoint_wide_default.get(precision)  # type: ignore[call-overload]
+        path = f"serving.checkpoint_wide_default.{precision}"
+        origin = ctx.cat.origin_of("serving", "checkpoint_wide_default")
+        if entry is None:
+            return None
     vendor = ctx.acc.vendor
-    if vendor in entry.by_vendor:
+    if vendor in getattr(entry, "by_vendor", {}):
         entry, path = entry.by_vendor[vendor], f"{path}.by_vendor.{vendor}"
     if not entry.value or wider(entry.precision, precision) == precision:
         return None
-    return entry, path
+    return entry, path, origin
 
 
 def _kept_wide(
@@ -212,7 +217,7 @@ def _kept_wide(
     found = _wide_entry(ctx, precision)
     if found is None:
         return _Wide()
-    entry, path = found
+    entry, path, origin = found
     shape = trainplan.attention_shape(arch) | {"hidden": arch.hidden_size}
     per_layer = 0.0
     if "attention" in entry.value or "attention_input" in entry.value:
@@ -226,7 +231,7 @@ def _kept_wide(
         f"weights the {precision} checkpoint keeps in {wide} ({params / 1e9:.3g}B parameters)",
         f"[{', '.join(entry.value)}]",
         "",
-        ctx.morigin,
+        origin,
         note=entry.note,
         path=f"{path}.value",
         source=entry.source,
