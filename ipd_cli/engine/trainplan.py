@@ -576,6 +576,7 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
         _GRIDS[key] = _grid(axes, np.array(pairs, dtype=float).reshape(-1, 4), cap, "order" in pins)
     out = dict(_GRIDS[key])
     out["Ls"] = ts.stage_layers(out, x)  # the model's layers per stage, computed once for every use
+    out["dom"] = ts.placed_domain(out, x)  # the GPUs of a domain its groups fill, likewise
     if moe and "disp" not in pins:  # DeepEP where a token crosses domains (inside one it changes nothing)
         out["disp"] = (ts.ep_span(out) > x["domain"]).astype(float)
     return out
@@ -730,7 +731,8 @@ def spanned_gpus(P: sr.Columns, x: dict, used: Any) -> Any:
 def _placement_matters(cols: sr.Columns, x: dict):
     """Pipeline-first placement only where it puts some group on another tier than the default."""
     inner = ts.in_domain(cols, x)
-    outer = ts.in_domain({**cols, "order": 0 * cols["order"]}, x)
+    # the default placement's own domain fill (the grid's ``dom`` column is the plan's placement)
+    outer = ts.in_domain({**{k: v for k, v in cols.items() if k != "dom"}, "order": 0 * cols["order"]}, x)
     differs = (inner["ep"] != outer["ep"]) | (inner["dp"] != outer["dp"]) | (inner["pp"] != outer["pp"])
     return (cols["order"] == 0) | differs
 

@@ -95,9 +95,14 @@ def placed_domain(P: Cols, x: dict) -> Any:
     Groups are placed in whole copies per domain, on a fixed GPU count as in deadline mode
     (MLPerf's GB200 runs use 64 of each rack's 72), so the counts of a group's members per domain
     (data-parallel rings, the domains an expert group spans) are taken on this, not on the
-    domain: 72 let EP192 with TP16 x CP2 groups span 2.67 racks where it spans 3 of 64."""
+    domain: 72 let EP192 with TP16 x CP2 groups span 2.67 racks where it spans 3 of 64. A plan grid
+    holds it as its ``dom`` column (:func:`~ipd_cli.engine.trainplan.micro_grid`: it depends on
+    the micro columns alone, and the least common multiples cost more than the rest of a step)."""
     import numpy as np
 
+    held = P.get("dom")
+    if held is not None:
+        return held
     atom = domain_atom(P, x)
     tile = np.floor(x["domain"] / atom) * atom
     return np.where(tile > 0, tile, x["domain"])
