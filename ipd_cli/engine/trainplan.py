@@ -1140,23 +1140,50 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
     import numpy as np
 
     grain = _replica_step(M)
+    refill = "mb" not in pins and "gbs" not in pins
     out = evaluate(M, terms, x, pins)
-    for _ in range(3):
-        M["dp"] = np.maximum(np.ceil(np.minimum(_replicas_needed(M, out, x, rate), 1e9) / grain), 1.0) * grain
-        if "mb" not in pins and "gbs" not in pins:
-            M["mb"] = _fill(M, x)
-        out = finish(M, ts.with_recompute(terms, M["rc"]), x)
+    mm = ts.with_recompute(terms, M["rc"])  # the recompute chosen: the rounds and steps keep it
+    for r in range(3):
+        dp = np.maximum(np.ceil(np.minimum(_replicas_needed(M, out, x, rate), 1e9) / grain), 1.0) * grain
+        mb = _fill({**M, "dp": dp}, x) if refill else M["mb"]
+        # a row whose dp and micro-batches did not move gives the step it gave (each row's step
+        # depends on that row alone): only the rows that moved are priced again
+        moved = None if r == 0 else np.flatnonzero((dp != M["dp"]) | (mb != M["mb"]))
+        M["dp"], M["mb"] = dp, mb
+        out = finish(M, mm, x) if moved is None else _refinished(out, M, mm, x, moved)
+    # steps down: a row that does not step down stays as it was, so its next trial is the one it
+    # failed (the same numbers): each step tries only the rows that stepped down the last
+    rows = np.arange(len(grain))
     for _ in range(STEPS_DOWN):  # at the recompute and sharding chosen, as the rounds
-        trial = {**M, "dp": np.maximum(M["dp"] - grain, grain)}
-        if "mb" not in pins and "gbs" not in pins:
+        g, dp = grain[rows], M["dp"][rows]
+        trial = {**sr.take(M, rows), "dp": np.maximum(dp - g, g)}
+        if refill:
             trial["mb"] = _fill(trial, x)
-        t_out = finish(trial, ts.with_recompute(terms, trial["rc"]), x)
-        down = (trial["dp"] < M["dp"]) & fits_memory(t_out, x)
+        t_out = finish(trial, index_terms(mm, rows), x)
+        down = (trial["dp"] < dp) & fits_memory(t_out, x)
         down &= _replicas_needed(trial, t_out, x, rate) <= trial["dp"] * (1 + 1e-9)
         if not np.any(down):
             break
-        M["dp"], M["mb"] = np.where(down, trial["dp"], M["dp"]), np.where(down, trial["mb"], M["mb"])
+        rows, at = rows[down], np.flatnonzero(down)
+        M["dp"], M["mb"] = M["dp"].copy(), M["mb"].copy()
+        M["dp"][rows], M["mb"][rows] = trial["dp"][at], trial["mb"][at]
     return evaluate(M, terms, x, pins)
+
+
+def _refinished(out: dict, M: sr.Columns, mm: dict, x: dict, rows: Any) -> dict[str, Any]:
+    """:func:`finish` of ``M`` where only the rows ``rows`` changed since ``out`` was: those rows
+    priced again and written over their old values."""
+    import numpy as np
+
+    if not len(rows):
+        return out
+    sub = finish(sr.take(M, rows), index_terms(mm, rows), x)
+    new = dict(out)
+    for k, v in sub.items():
+        if np.ndim(out[k]):
+            new[k] = np.array(out[k], copy=True)
+            new[k][rows] = v
+    return new
 
 
 STEPS_DOWN = 4  # replica grains solve_replicas tries below its fixed point
