@@ -847,6 +847,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     # same numbers row by row as a pass per policy, in fewer calls where the rows are few
     per = max(1, STACKED // max(n, 1))
     groups = [rcs[i : i + per] for i in range(0, len(rcs), per)]
+    priced = []  # each pass's first policy, policies, the stacked rows it priced and their step
     for first, group in zip(range(0, len(rcs), per), groups, strict=True):
         k = len(group)
         if k > 1:
@@ -875,6 +876,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         rc_rows = rc if whole or k == 1 else rc[rows]
         z_rows = z_k if whole else z_k[rows]
         out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, mm if whole else index_terms(mm, rows), x)
+        priced.append((first, k, rows, out))
         spt_k = np.full(n * k, np.inf)
         out["penalty"] = batch_penalty(out["tokens_per_step"], x)
         spt_k[rows] = _per_token(out["step_s"], out)
@@ -890,12 +892,13 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             fwd_of, won = np.where(better, fwd_k[at], fwd_of), won | better
             j_of = np.where(better, first + j, j_of)
     macro.update(rc=rc_of, zero=zero_of)
+    mm_of = ts.with_recompute(terms, rc_of)
     if len(groups) == 1 and won.all():  # each row's step is priced already, at its policy and stage
         pair = np.searchsorted(rows, j_of * n + np.arange(n))
         out = {c: v[pair] if np.ndim(v) else v for c, v in out.items() if c != "penalty"}
-        out = _finished(out, ts.with_recompute(terms, rc_of), x)
+        out = _finished(out, mm_of, x)
     else:
-        out = finish(macro, ts.with_recompute(terms, rc_of), x)
+        out = _priced_steps(priced, macro, mm_of, x, j_of, won)
     if weighted:
         rest = np.flatnonzero(~won)  # rows no policy fits: their forward under the default stage
         if len(rest):
@@ -907,6 +910,35 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
 
 
 STACKED = 8192  # rows :func:`evaluate` prices in one pass where it can (recompute policies, stages)
+
+
+def _priced_steps(priced: list, macro: sr.Columns, mm: dict, x: dict, j_of: Any, won: Any) -> dict[str, Any]:
+    """:func:`finish` of ``macro`` (its recompute and sharding chosen; ``mm``: the terms under
+    them) where :func:`evaluate`'s passes (``priced``) have the step of each row a policy won
+    (``won``, policy ``j_of``) already: those taken from their pass, the others' priced (a row's
+    step depends on that row alone: the numbers a step over every row gives). A pass that gave a
+    plain number, or another dtype, for an output: every row priced again."""
+    import numpy as np
+
+    n = len(won)
+    pieces = []  # (rows, a step, the positions of those rows in it)
+    for first, k, rows, out in priced:
+        at = np.flatnonzero(won & (j_of >= first) & (j_of < first + k))
+        if len(at):
+            pieces.append((at, out, np.searchsorted(rows, (j_of[at] - first) * n + at)))
+    rest = np.flatnonzero(~won)
+    if len(rest):
+        pieces.append((rest, ts.step(sr.take(macro, rest), index_terms(mm, rest), x), None))
+    keys = [c for c in pieces[0][1] if c != "penalty"] if pieces else []
+    kinds = {(c, np.ndim(p[1][c]), np.asarray(p[1][c]).dtype) for p in pieces for c in keys}
+    if not pieces or len(kinds) != len(keys) or any(d != 1 for _, d, _ in kinds):
+        return finish(macro, mm, x)
+    out = {}
+    for c in keys:
+        out[c] = np.empty(n, dtype=pieces[0][1][c].dtype)
+        for at, step, pair in pieces:
+            out[c][at] = step[c] if pair is None else step[c][pair]
+    return _finished(out, mm, x)
 
 
 def _states(macro: sr.Columns, x: dict, zs: tuple[int, ...]) -> dict[int, Any]:
