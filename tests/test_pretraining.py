@@ -735,7 +735,7 @@ def test_an_offloading_plan_fills_hbm_exactly_not_one_ulp_beyond(monkeypatch):
     assert base + (total - (total - (cap - base))) > cap  # the sum it replaces
     # the base as the state, one micro-batch in flight (act_bytes: the two layers kept, 0 here)
     monkeypatch.setattr(ts, "state_bytes", lambda P, x: base)
-    monkeypatch.setattr(ts, "activation_peak_bytes", lambda P, m: m["act_bytes"])
+    monkeypatch.setattr(ts, "activation_peak_bytes", lambda P, m, flight=None: m["act_bytes"])
     P = {"rc": 3, "mb": 1, "pp": 1, "vp": 1}
     m = {"offload_bytes": total, "act_bytes": 0.0}
     memory, host = ts.memory_and_host_bytes(P, m, {"hbm_cap": cap})

@@ -862,10 +862,11 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         else:
             M, rc, state_k, terms_k, sh = macro, group[0], state, terms, shards
         mm = ts.with_recompute(terms_k, rc)
-        acts, rest = ts.activation_peak_bytes(M, mm), ts.unsendable_bytes(M, mm)
+        flight = ts.in_flight(M)  # (micro-batches in flight: the same under every policy and stage)
+        acts, rest = ts.activation_peak_bytes(M, mm, flight), ts.unsendable_bytes(M, mm, flight=flight)
         z_k, found_k = np.full(n * k, float(zs[-1])), np.zeros(n * k, dtype=bool)
         for z in reversed(zs):  # the last assignment is the least sharding that fits
-            host = ts.offloaded_bytes({**M, "rc": rc}, mm, x["hbm_cap"] - state_k[z] - rest)
+            host = ts.offloaded_bytes({**M, "rc": rc}, mm, x["hbm_cap"] - state_k[z] - rest, flight)
             ok = (state_k[z] + acts <= x["hbm_cap"]) & (host <= x["host_cap"])
             if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
                 ok &= (z > 0) == sh

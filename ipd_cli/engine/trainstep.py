@@ -766,34 +766,37 @@ def in_flight(P: Cols):
     return first * ifelse(P["vp"] > 1, 1.0 + (P["pp"] - 1.0) / (P["vp"] * P["pp"]), 1.0) + dualpipe(P)
 
 
-def offloaded_bytes(P: Cols, m: dict, free):
+def offloaded_bytes(P: Cols, m: dict, free, flight: Any = None):
     """Activation bytes an offloading plan (policy 3) sends to host memory: those of the in-flight
     micro-batches that do not fit in the ``free`` HBM the plan leaves (offload only the layers that
-    must go, as Megatron's cpu_offloading_num_layers does); 0 for the other policies."""
-    total = m["offload_bytes"] * in_flight(P)
+    must go, as Megatron's cpu_offloading_num_layers does); 0 for the other policies. ``flight``:
+    :func:`in_flight` of ``P`` where the caller has it already (so too below)."""
+    total = m["offload_bytes"] * (in_flight(P) if flight is None else flight)
     kept = ifelse(free >= total, total, ifelse(free > 0.0, free, 0.0))  # where: HBM may be unbounded
     return (P["rc"] == 3) * (total - kept)
 
 
-def activation_peak_bytes(P: Cols, m: dict):
+def activation_peak_bytes(P: Cols, m: dict, flight: Any = None):
     """Activation bytes per GPU at the peak: the larger of the first stage's in-flight micro-batches
     and the last stage's one micro-batch with its logits, plus full recompute's working set."""
-    acts = f.maximum(m["act_bytes"] * in_flight(P), m["act_bytes"] + m["logits_bytes"])
+    flight = in_flight(P) if flight is None else flight
+    acts = f.maximum(m["act_bytes"] * flight, m["act_bytes"] + m["logits_bytes"])
     return acts + m["work_bytes"]
 
 
-def kept_activation_bytes(P: Cols, m: dict):
+def kept_activation_bytes(P: Cols, m: dict, flight: Any = None):
     """:func:`activation_peak_bytes` of an offloading plan that kept every activation (the layers
     it could send added to the two it keeps); the other policies' own."""
-    return activation_peak_bytes(P, {**m, "act_bytes": m["act_bytes"] + m["offload_bytes"]})
+    return activation_peak_bytes(P, {**m, "act_bytes": m["act_bytes"] + m["offload_bytes"]}, flight)
 
 
-def unsendable_bytes(P: Cols, m: dict, kept: Any = None):
+def unsendable_bytes(P: Cols, m: dict, kept: Any = None, flight: Any = None):
     """An offloading plan's activation bytes per GPU that stay in HBM whatever it sends: those it
     would keep were it to keep them all (``kept``: :func:`kept_activation_bytes`, where computed
     already), less every layer it can send (the other policies': all)."""
-    kept = kept_activation_bytes(P, m) if kept is None else kept
-    return kept - m["offload_bytes"] * in_flight(P)
+    flight = in_flight(P) if flight is None else flight
+    kept = kept_activation_bytes(P, m, flight) if kept is None else kept
+    return kept - m["offload_bytes"] * flight
 
 
 def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
@@ -803,9 +806,10 @@ def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
     its base, already above): set, not summed, as base + (cap - base) can round one ulp above the
     cap and fail the fit. A plan whose activations all fit keeps them: its memory is no
     recompute's."""
-    state, cap, kept_acts = state_bytes(P, x), x["hbm_cap"], kept_activation_bytes(P, m)
-    base, kept = state + activation_peak_bytes(P, m), state + kept_acts
-    host = offloaded_bytes(P, m, cap - state - unsendable_bytes(P, m, kept_acts))
+    flight = in_flight(P)
+    state, cap, kept_acts = state_bytes(P, x), x["hbm_cap"], kept_activation_bytes(P, m, flight)
+    base, kept = state + activation_peak_bytes(P, m, flight), state + kept_acts
+    host = offloaded_bytes(P, m, cap - state - unsendable_bytes(P, m, kept_acts, flight), flight)
     return ifelse(host > 0.0, ifelse(base > cap, base, cap), kept), host
 
 
