@@ -443,8 +443,9 @@ def remote_domains(span_gpus, domain_gpus, experts_per_token):
         # its negative base would give NaN for a fractional k or an overflow)
         return 1.0 - maximum(0.0, 1.0 - g / span_gpus) ** experts_per_token
 
-    on_whole = (q - 1.0) * reached(domain_gpus) + reached(r)
-    on_rest = q * reached(domain_gpus)
+    whole = reached(domain_gpus)  # (once: a power over every row)
+    on_whole = (q - 1.0) * whole + reached(r)
+    on_rest = q * whole
     return maximum(0.0, (q * domain_gpus * on_whole + r * on_rest) / span_gpus)
 
 
