@@ -947,8 +947,9 @@ def _states(macro: sr.Columns, x: dict, zs: tuple[int, ...]) -> dict[int, Any]:
     import numpy as np
 
     n = len(macro["dp"])
-    if n * len(zs) > STACKED:
-        return {z: ts.state_bytes({**macro, "zero": z}, x) for z in zs}
+    if n * len(zs) > STACKED:  # the parameters and groups are the same under every stage
+        held, groups = ts.params_per_gpu(macro, x), ts.dp_groups(macro)
+        return {z: ts.state_bytes({**macro, "zero": z}, x, held, groups) for z in zs}
     by_z = np.tile(np.arange(n), len(zs))
     state = ts.state_bytes({**{c: v[by_z] for c, v in macro.items()}, "zero": np.repeat(zs, n)}, x)
     return {z: state[j * n : (j + 1) * n] for j, z in enumerate(zs)}

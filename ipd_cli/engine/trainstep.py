@@ -743,12 +743,15 @@ def sharded(n, group, on):
     return n / ifelse(on, group, 1.0)
 
 
-def state_bytes(P: Cols, x: dict):
+def state_bytes(P: Cols, x: dict, held: Any = None, groups: Any = None):
     """Weights, gradients and optimizer state per GPU by sharding stage, plus FSDP's two gathered
-    layers (the one computing and the one prefetched)."""
-    z, held = P["zero"], params_per_gpu(P, x)
+    layers (the one computing and the one prefetched). ``held``, ``groups``: :func:`params_per_gpu`
+    and :func:`dp_groups` of ``P`` where the caller has them already (so too below)."""
+    z = P["zero"]
+    held = params_per_gpu(P, x) if held is None else held
+    groups = dp_groups(P) if groups is None else groups
     total = 0.0
-    for n, group in zip(held, dp_groups(P), strict=True):
+    for n, group in zip(held, groups, strict=True):
         total = (
             total
             + sharded(n, group, z >= 3) * x["weight_bytes"]
@@ -799,7 +802,7 @@ def unsendable_bytes(P: Cols, m: dict, kept: Any = None, flight: Any = None):
     return kept - m["offload_bytes"] * flight
 
 
-def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
+def memory_and_host_bytes(P: Cols, m: dict, x: dict, held: Any = None, groups: Any = None) -> tuple[Any, Any]:
     """Peak bytes per GPU and host bytes per GPU. An offloading plan sends to the host what it would
     hold were it to keep every activation (:func:`kept_activation_bytes`) beyond the HBM, at most
     every layer but the two it keeps (:func:`offloaded_bytes`), so its peak is the HBM exactly (or
@@ -807,27 +810,30 @@ def memory_and_host_bytes(P: Cols, m: dict, x: dict) -> tuple[Any, Any]:
     cap and fail the fit. A plan whose activations all fit keeps them: its memory is no
     recompute's."""
     flight = in_flight(P)
-    state, cap, kept_acts = state_bytes(P, x), x["hbm_cap"], kept_activation_bytes(P, m, flight)
+    state = state_bytes(P, x) if held is None else state_bytes(P, x, held, groups)
+    cap, kept_acts = x["hbm_cap"], kept_activation_bytes(P, m, flight)
     base, kept = state + activation_peak_bytes(P, m, flight), state + kept_acts
     host = offloaded_bytes(P, m, cap - state - unsendable_bytes(P, m, kept_acts, flight), flight)
     return ifelse(host > 0.0, ifelse(base > cap, base, cap), kept), host
 
 
-def dp_seconds(P: Cols, x: dict) -> tuple[Any, Any]:
+def dp_seconds(P: Cols, x: dict, held: Any = None, groups: Any = None) -> tuple[Any, Any]:
     """(reduce-scatter, all-gather) seconds of one step's gradients and weights over the data-
     parallel groups (hierarchical across domains: :func:`ring_seconds`)."""
+    held = params_per_gpu(P, x) if held is None else held
+    groups = dp_groups(P) if groups is None else groups
     sec = 0.0
-    for n, group, per in zip(params_per_gpu(P, x), dp_groups(P), dp_per_domain(P, x), strict=True):
+    for n, group, per in zip(held, groups, dp_per_domain(P, x), strict=True):
         sec = sec + ring_seconds(n * x["weight_bytes"], group, per, x)
     return sec, sec
 
 
-def dp_exposed_seconds(P: Cols, m: dict, x: dict):
+def dp_exposed_seconds(P: Cols, m: dict, x: dict, held: Any = None, groups: Any = None):
     """Data-parallel time the step cannot hide. ZeRO 0-1: one reduce-scatter behind the last
     micro-batch's backward and one all-gather behind the next forward; ZeRO-2 reduce-scatters every
     micro-batch; FSDP gathers weights for every forward and backward. The last layer's bucket is
     always exposed."""
-    rs, ag = dp_seconds(P, x)
+    rs, ag = dp_seconds(P, x, held, groups)
     fwd, bwd, Ls, z, mb = m["fwd_s"], m["bwd_s"], m["stage_layers"], P["zero"], P["mb"]
     hide_rs, hide_ag = exposed(rs, bwd, x) + rs / Ls, exposed(ag, fwd, x) + ag / Ls
     fsdp = mb * (exposed(ag, fwd, x) + exposed(ag + rs, bwd, x) + (2.0 * ag + rs) / Ls)
@@ -835,10 +841,12 @@ def dp_exposed_seconds(P: Cols, m: dict, x: dict):
     return ifelse(z == 3, fsdp, low)
 
 
-def optimizer_seconds(P: Cols, x: dict):
+def optimizer_seconds(P: Cols, x: dict, held: Any = None, groups: Any = None):
     """One Adam step over the parameters this GPU updates (sharded from ZeRO-1 on), at HBM bandwidth."""
+    held = params_per_gpu(P, x) if held is None else held
+    groups = dp_groups(P) if groups is None else groups
     n = 0.0
-    for k, group in zip(params_per_gpu(P, x), dp_groups(P), strict=True):
+    for k, group in zip(held, groups, strict=True):
         n = n + sharded(k, group, P["zero"] >= 1)
     return n * x["optim_step_bytes"] / x["hbm_rate"]
 
@@ -869,15 +877,16 @@ def bubble_bound(P: Cols):
 def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     """Seconds per step, tokens per step and bytes per GPU of each plan (``m``: its micro-batch
     terms from :func:`micro_batch`). DualPipe's sends hide behind the paired chunk's compute."""
-    memory_bytes, host_bytes = memory_and_host_bytes(P, m, x)
+    held, groups = params_per_gpu(P, x), dp_groups(P)  # (the same for memory, gradients and optimizer)
+    memory_bytes, host_bytes = memory_and_host_bytes(P, m, x, held, groups)
     m = {**m, **offload_terms(P, m, host_bytes, x)}  # an offloading plan's host transfer
     inside = in_domain(P, x)
     p2p = p2p_seconds(P, x, inside["pp"])
     p2p = ifelse(dualpipe(P), exposed(p2p, m["fwd_s"] + m["bwd_s"], x), p2p)
     mb_s = m["fwd_s"] + m["bwd_s"] + p2p + (P["mb"] == 1) * m.get("a2a_gain_s", 0.0)  # no pair for one
     bubble = bubble_seconds(P, m, mb_s)
-    dp = dp_exposed_seconds(P, m, x)
-    opt = optimizer_seconds(P, x)
+    dp = dp_exposed_seconds(P, m, x, held, groups)
+    opt = optimizer_seconds(P, x, held, groups)
     return {
         "step_s": P["mb"] * mb_s + bubble + dp + opt,
         "p2p_s": P["mb"] * p2p,
