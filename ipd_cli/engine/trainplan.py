@@ -1008,12 +1008,29 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     key = tuple(sorted(pins.items()))
     if key not in store or store[key][0] < cap:
         P = micro_grid(x, int(cap), pins)
-        store[key] = (cap, P, sr.by_blocks(lambda Pb: ts.micro_terms(Pb, x), P))
+        store[key] = (cap, P, sr.by_blocks(lambda Pb: grid_terms(Pb, x), P))
     big, P, m = store[key]
     if big == cap:
         return P, m
     rows = np.flatnonzero(within_cap(P, cap))
     return sr.take(P, rows), index_terms(m, rows)
+
+
+def grid_terms(P: sr.Columns, x: dict) -> dict[str, Any]:
+    """The micro terms a search reads over a whole grid (its bounds and memory tests:
+    :data:`~ipd_cli.engine.trainstep.BOUND_TERMS`; every term where a module-set policy can be
+    pinned, whose activation floor needs them); :func:`chunk_terms` gives the rest for the rows a
+    search evaluates."""
+    return ts.micro_terms(P, x, bounds_only=not x.get("module_sets", True))
+
+
+def chunk_terms(sub: sr.Columns, m: dict, idx: Any, rows: Any, x: dict) -> dict[str, Any]:
+    """Every micro term of the macro rows ``rows`` of the micro rows ``sub`` (rows ``idx`` of a
+    grid whose terms are ``m``: :func:`grid_terms`): taken from ``m`` where it has them all, else
+    computed on ``sub`` (a row's terms depend on that row alone: the same numbers)."""
+    if "redo_s" in m:
+        return index_terms(m, idx[rows])
+    return index_terms(ts.micro_terms(sub, x), rows)
 
 
 def within_cap(P: sr.Columns, cap: float) -> Any:
@@ -1101,7 +1118,7 @@ def search_fixed(
         idx = idx[~(lb[idx] > bar)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
         M = expand(sub, x, gpus, pins)
-        out = evaluate(M, index_terms(m, idx[M["row"]]), x, pins)
+        out = evaluate(M, chunk_terms(sub, m, idx, M["row"], x), x, pins)
         fits = fits_memory(out, x)
         parts.append((M, out, fits))
         found = np.concatenate([best_found, out["seconds_per_token"][fits]])
@@ -1310,7 +1327,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         sub = sr.take(P, idx)
         M = _deadline_rows(sub, rows.d_low[idx], x, pins)
         M = sr.take(M, schedulable(M))  # a pinned micro-batch count some schedules cannot run
-        out = solve_replicas(M, index_terms(m, idx[M["row"]]), x, rate, pins)
+        out = solve_replicas(M, chunk_terms(sub, m, idx, M["row"], x), x, rate, pins)
         gpus = systems_gpus(M, x, M["tp"] * M["cp"] * M["pp"] * M["dp"])
         wall = x["tokens"] * out["seconds_per_token"] / x["goodput"]
         ok = fits_memory(out, x) & (wall <= seconds * (1 + 1e-9)) & (gpus <= max_gpus)
@@ -1877,8 +1894,9 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     used, best = np.empty(0), np.empty(0)  # GPUs used, ascending, and the best plan on so many
     while len(pending):
         idx, pending = pending[:CHUNK], pending[CHUNK:]
-        M = expand(sr.take(P, idx), x, cap, pins)
-        out = evaluate(M, index_terms(m, idx[M["row"]]), x, pins)
+        sub = sr.take(P, idx)
+        M = expand(sub, x, cap, pins)
+        out = evaluate(M, chunk_terms(sub, m, idx, M["row"], x), x, pins)
         fits = fits_memory(out, x)
         parts.append((M, out, fits))
         used = np.concatenate([used, (M["tp"] * M["cp"] * M["pp"] * M["dp"])[fits]])
@@ -1970,7 +1988,7 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
     state = sr.by_blocks(lambda Pb: replicas_for_state(Pb, x, pins, x["hbm_cap"]), P)
     rows = np.flatnonzero(state <= deg.top)
     P, deg = sr.take(P, rows), deg.take(rows)
-    m = sr.by_blocks(lambda Pb: ts.micro_terms(Pb, x), P)
+    m = sr.by_blocks(lambda Pb: grid_terms(Pb, x), P)
     keep = memory_fit_rows(P, m, x, cap, pins)
     P, m, deg = sr.take(P, keep), index_terms(m, keep), deg.take(keep)
     deg.fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)

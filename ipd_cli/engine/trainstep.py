@@ -332,10 +332,12 @@ def eager_seconds(P: Cols, x: dict):
     return (P.get("graph", 1.0) == 0) * x["moe_share"] * x["is_moe"] * x["moe_eager_s"]
 
 
-def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
+def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     """Forward and backward seconds of one micro-batch on the most loaded stage with the exposed
     tensor/context/expert collectives, what each recompute policy adds to the backward, and the
-    activation bytes each keeps (every recompute policy at once: ``P`` needs no ``rc``)."""
+    activation bytes each keeps (every recompute policy at once: ``P`` needs no ``rc``).
+    ``bounds_only``: the forward and backward seconds and the activation bytes alone
+    (:data:`BOUND_TERMS`, what a search's bounds read over a whole grid), the same numbers."""
     inside = in_domain(P, x)
     Ls = stage_layers(P, x)
     g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
@@ -366,6 +368,8 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
     # gradient (Megatron-Core's LinearWithGradAccumulationAndAsyncCommunication.backward)
     bwd = Ls * (2.0 * g + r * a + 2.0 * mem + SP_BWD_OPS * tp + ep) + cp_bwd + 2.0 * head + loss / 2.0
     acts = activation_bytes(P, x, Ls)
+    if bounds_only:
+        return {"fwd_s": fwd, "bwd_s": bwd, **acts}
     return {
         "fwd_s": fwd,
         "bwd_s": bwd,
@@ -387,6 +391,10 @@ def micro_terms(P: Cols, x: dict) -> dict[str, Any]:
         **acts,
         **(module_terms(P, x, Ls, module_redo_seconds(P, x, a, ep)) if x.get("module_sets", True) else {}),
     }
+
+
+# the terms :func:`micro_terms` gives with ``bounds_only`` (``act_bytes``: one per policy)
+BOUND_TERMS = ("fwd_s", "bwd_s", "act_bytes", "work_bytes", "logits_bytes")
 
 
 def module_terms(P: Cols, x: dict, Ls, redo: dict) -> dict[str, Any]:
