@@ -1990,10 +1990,11 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
     P, deg = sr.take(P, rows), deg.take(rows)
     m = sr.by_blocks(lambda Pb: grid_terms(Pb, x), P)
     keep = memory_fit_rows(P, m, x, cap, pins)
-    P, m, deg = sr.take(P, keep), index_terms(m, keep), deg.take(keep)
+    # the replicas that hold each row's state, on every row (row by row: the rows kept read the
+    # numbers they would alone), so the rows are taken once
     deg.fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)
     deg.settle()
-    rows = np.flatnonzero(deg.least < np.inf)  # some degree is left
+    rows = keep[deg.least[keep] < np.inf]  # some degree is left
     return sr.take(P, rows), index_terms(m, rows), deg.take(rows)
 
 
