@@ -95,7 +95,9 @@ def main() -> None:
 
     def deadline():
         pt._CACHE.clear()
-        getattr(tpn, "_GRIDS", {}).clear()  # each run builds the micro grid, as a fresh process does
+        # each run builds the micro grid (and its placed domains), as a fresh process does
+        getattr(tpn, "_GRIDS", {}).clear()
+        getattr(tpn, "_PLACED", {}).clear()
         from ipd_cli import compare
 
         return compare(cat, ["vera-rubin", "blackwell"], "pretrain-10t-moe")
@@ -111,6 +113,7 @@ def main() -> None:
     def trainer_sizes(hardware):
         def run():
             getattr(tpn, "_GRIDS", {}).clear()
+            getattr(tpn, "_PLACED", {}).clear()
             x, _ = pt.pretraining_inputs(
                 cat, hardware, "moe-10t", 512 * 36000.0, gpus=2048, deadline_days=None, precision="bf16",
                 mfu=None, sequence_length=36000, pricing="rental", origin="benchmark",

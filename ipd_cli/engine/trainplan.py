@@ -576,13 +576,20 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
         _GRIDS[key] = _grid(axes, np.array(pairs, dtype=float).reshape(-1, 4), cap, "order" in pins)
     out = dict(_GRIDS[key])
     out["Ls"] = ts.stage_layers(out, x)  # the model's layers per stage, computed once for every use
-    out["dom"] = ts.placed_domain(out, x)  # the GPUs of a domain its groups fill, likewise
+    placed = (key, repr(x["domain"]))  # the GPUs of a domain its groups fill: once per domain size
+    if placed not in _PLACED:
+        if len(_PLACED) >= 8:
+            _PLACED.pop(next(iter(_PLACED)))
+        _PLACED[placed] = ts.placed_domain(out, x)
+        _PLACED[placed].flags.writeable = False
+    out["dom"] = _PLACED[placed]
     if moe and "disp" not in pins:  # DeepEP where a token crosses domains (inside one it changes nothing)
         out["disp"] = (ts.ep_span(out) > x["domain"]).astype(float)
     return out
 
 
 _GRIDS: dict[tuple, sr.Columns] = {}  # micro grids by their axes, read-only
+_PLACED: dict[tuple, Any] = {}  # their ``dom`` columns (ts.placed_domain) by grid and domain, read-only
 
 
 def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
