@@ -84,7 +84,7 @@ def domain_atom(P: Cols, x: dict) -> Any:
     tc = np.asarray(P["tp"] * P["cp"]).astype(np.int64)
     span = np.asarray(ep_span(P)).astype(np.int64)
     staged = np.asarray(P["tp"] * P["cp"] * P["pp"]).astype(np.int64)
-    atom = np.where(tc <= dom, np.lcm(tp, tc), tp)
+    atom = np.where(tc <= dom, tc, tp)  # (tc, a multiple of tp, is their least common multiple)
     atom = np.where(span <= dom, np.lcm(atom, span), atom)
     return np.where((np.asarray(P["order"]) == 1) & (staged <= dom), np.lcm(atom, staged), atom).astype(float)
 
