@@ -1199,14 +1199,16 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
 
     grain = _replica_step(M)
     refill = "mb" not in pins and "gbs" not in pins
+    # a row whose dp and micro-batches did not move gives the step it gave (each row's step
+    # depends on that row alone): only the rows that moved are priced again, where ``x`` holds
+    # plain numbers (a plan priced at sampled inputs has one row per input value: every row)
+    alone = not any(isinstance(v, np.ndarray) and v.ndim for v in x.values())
     out = evaluate(M, terms, x, pins)
     mm = ts.with_recompute(terms, M["rc"])  # the recompute chosen: the rounds and steps keep it
     for r in range(3):
         dp = np.maximum(np.ceil(np.minimum(_replicas_needed(M, out, x, rate), 1e9) / grain), 1.0) * grain
         mb = _fill({**M, "dp": dp}, x) if refill else M["mb"]
-        # a row whose dp and micro-batches did not move gives the step it gave (each row's step
-        # depends on that row alone): only the rows that moved are priced again
-        moved = None if r == 0 else np.flatnonzero((dp != M["dp"]) | (mb != M["mb"]))
+        moved = np.flatnonzero((dp != M["dp"]) | (mb != M["mb"])) if r and alone else None
         M["dp"], M["mb"] = dp, mb
         out = finish(M, mm, x) if moved is None else _refinished(out, M, mm, x, moved)
     # steps down: a row that does not step down stays as it was, so its next trial is the one it
@@ -1222,9 +1224,10 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
         down &= _replicas_needed(trial, t_out, x, rate) <= trial["dp"] * (1 + 1e-9)
         if not np.any(down):
             break
-        rows, at = rows[down], np.flatnonzero(down)
+        at = np.flatnonzero(down)
         M["dp"], M["mb"] = M["dp"].copy(), M["mb"].copy()
-        M["dp"][rows], M["mb"][rows] = trial["dp"][at], trial["mb"][at]
+        M["dp"][rows[at]], M["mb"][rows[at]] = trial["dp"][at], trial["mb"][at]
+        rows = rows[at] if alone else rows
     return evaluate(M, terms, x, pins)
 
 
