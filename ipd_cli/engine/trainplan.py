@@ -920,14 +920,25 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
 STACKED = 8192  # rows :func:`evaluate` prices in one pass where it can (recompute policies, stages)
 
 
+def plain_inputs(x: dict) -> bool:
+    """Whether ``x`` holds plain numbers, not arrays of one value per plan row (a plan priced at
+    sampled inputs): then a subset of the rows can be priced alone."""
+    import numpy as np
+
+    return not any(isinstance(v, np.ndarray) and v.ndim for v in x.values())
+
+
 def _priced_steps(priced: list, macro: sr.Columns, mm: dict, x: dict, j_of: Any, won: Any) -> dict[str, Any]:
     """:func:`finish` of ``macro`` (its recompute and sharding chosen; ``mm``: the terms under
     them) where :func:`evaluate`'s passes (``priced``) have the step of each row a policy won
     (``won``, policy ``j_of``) already: those taken from their pass, the others' priced (a row's
     step depends on that row alone: the numbers a step over every row gives). A pass that gave a
-    plain number, or another dtype, for an output: every row priced again."""
+    plain number, or another dtype, for an output, or inputs held as arrays (one value per row, a
+    plan priced at sampled inputs): every row priced again."""
     import numpy as np
 
+    if not plain_inputs(x):
+        return finish(macro, mm, x)
     n = len(won)
     pieces = []  # (rows, a step, the positions of those rows in it)
     for first, k, rows, out in priced:
@@ -1202,7 +1213,7 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
     # a row whose dp and micro-batches did not move gives the step it gave (each row's step
     # depends on that row alone): only the rows that moved are priced again, where ``x`` holds
     # plain numbers (a plan priced at sampled inputs has one row per input value: every row)
-    alone = not any(isinstance(v, np.ndarray) and v.ndim for v in x.values())
+    alone = plain_inputs(x)
     out = evaluate(M, terms, x, pins)
     mm = ts.with_recompute(terms, M["rc"])  # the recompute chosen: the rounds and steps keep it
     for r in range(3):
