@@ -1391,3 +1391,27 @@ def test_the_adam_step_reads_the_gradient_the_training_state_holds(catalog):
     P = {k: 1.0 for k in ("tp", "cp", "pp", "ep", "vp", "mbs", "dp")} | {"order": 0.0, "zero": 0.0}
     n = sum(ts.params_per_gpu(P, x))
     assert ts.optimizer_seconds(P, x) == pytest.approx(n * 28 / (3.35e12 * x["hbm_eff"]), rel=1e-12)
+
+
+def test_tensor_parallel_ranks_hold_mla_down_projections_whole_by_hand(catalog):
+    # Megatron-Core builds MLA's linear_q_down_proj and linear_kv_down_proj duplicated on every
+    # tensor-parallel rank (they run on the rank's sequence-parallel shard: their FLOPs split, their
+    # weights do not). DeepSeek-V3: 61 layers x 7,168 x (1,536 + 512 + 64) = 923,467,776 weights;
+    # on one stage at TP8 a GPU holds them whole beside an eighth of the rest: 7/8 of them more
+    # than an eighth of the TP1 rank's dense parameters
+    whole = 61 * 7168 * (1536 + 512 + 64)
+    assert whole == 923_467_776
+    x = inputs(catalog, "h100-sxm", "deepseek-v3")
+    P = {k: 1.0 for k in ("tp", "cp", "pp", "ep", "vp", "mbs", "dp")} | {"order": 0.0, "zero": 0.0}
+    one, _ = ts.params_per_gpu(P, x)
+    eight, _ = ts.params_per_gpu(P | {"tp": 8.0}, x)
+    assert eight == pytest.approx(one / 8 + whole * 7 / 8, rel=1e-12)
+    # over 4 pipeline stages (61 layers: 16 on the busiest) each holds its 16 layers' whole
+    staged, _ = ts.params_per_gpu(P | {"tp": 8.0, "pp": 4.0}, x)
+    staged_tp1, _ = ts.params_per_gpu(P | {"pp": 4.0}, x)
+    assert staged == pytest.approx(staged_tp1 / 8 + whole * 16 / 61 * 7 / 8, rel=1e-12)
+    # attention without a latent splits every dense weight
+    y = inputs(catalog, "h100-sxm", "llama-3.1-70b")
+    assert ts.params_per_gpu(P | {"tp": 8.0}, y)[0] == pytest.approx(
+        ts.params_per_gpu(P, y)[0] / 8, rel=1e-12
+    )

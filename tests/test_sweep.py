@@ -537,15 +537,24 @@ def test_a_varied_input_is_not_drawn_at_its_catalog_value_either(catalog):
         assert above[key] == pytest.approx(below[key], rel=1e-4)
 
 
-def test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted(catalog):
+def test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted(catalog, tmp_path):
     # a sampling review: the plan chosen at the catalog's values was priced at every draw, 25 % of
     # which held more bytes per GPU than the drawn usable HBM, without a word. The share and the
     # worst excess, by hand from the draws: usable HBM = hbm_gib x 2^30 x the drawn usable fraction
+    # (the 10T month with its activations kept in HBM, the plan the search chose until tensor-
+    # parallel ranks held MLA's down-projections whole: it now offloads them, and an offloading
+    # plan sends what a draw's HBM does not hold to the host)
     n = 200
+    workload = tmp_path / "pretrain.yaml"
+    write(
+        workload,
+        "kind: pretrain\ndescription: the 10T month, activations in HBM\nmodel: moe-10t\n"
+        "tokens: 1.0e14\ndeadline_days: 30\nprecision: fp4\nplan: recompute=none\n",
+    )
     chunks, _ = ipd_cli.sweep(
         catalog,
         ["hardware=vera-rubin,blackwell"],
-        "pretrain-10t-moe",
+        str(workload),
         samples=n,
         metrics="pretraining.memory_gb_per_gpu",
     )
@@ -566,8 +575,11 @@ def test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted(catalog)
     assert f"{np.count_nonzero(over)} of the 200 draws (up to {worst:,.1f} GB per GPU" in note
     plain, _ = ipd_cli.sweep(catalog, ["hardware=vera-rubin"], "pretrain-10t-moe")
     assert plain.notes == []  # nothing drawn: the plan fits where it was chosen
-    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--workload", "pretrain-10t-moe", "--samples", "50")
+    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--workload", str(workload), "--samples", "50")
     assert r.code == 0 and "draws (up to" in r.stderr and "they price it as if it fit" in r.stderr
+    # the search's own plan offloads its activations: no draw it does not fit
+    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--workload", "pretrain-10t-moe", "--samples", "50")
+    assert r.code == 0 and "draws (up to" not in r.stderr
 
 
 def test_ratios_divide_each_system_by_the_first_at_the_same_point(catalog, small):
@@ -649,10 +661,12 @@ def test_a_first_system_without_a_metric_warns_that_its_ratios_are_empty():
 
 def test_the_draws_memory_note_is_said_once_for_the_points_it_holds_at():
     # a review: a serving axis repeated the same pre-training line at each of its values, and eight
-    # of them hid the others; the plan is the same at every serving input size
+    # of them hid the others; the plan is the same at every serving input size (its activations
+    # pinned in HBM: test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted)
     r = run_cli(
         "sweep", "--vary", "hardware=vera-rubin", "--vary",
         "workload.serving.input_tokens_per_request=2000,3000", "--samples", "100", "-f", "csv",
+        "--set", "workload.pretraining.plan=recompute=none",
     )  # fmt: skip
     assert r.code == 0, r.stderr
     lines = [line for line in r.stderr.splitlines() if "draws (up to" in line]

@@ -732,11 +732,16 @@ def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
     share = copies * stage_layers(P, x) / x["layers"]
     edges = ifelse(P["pp"] > 1.0, copies * edge, x["embedding_params"])
     body = x["dense_params"] - x["embedding_params"]
+    # MLA's down-projections are duplicated on every tensor-parallel rank (Megatron-Core's
+    # linear_q_down_proj / linear_kv_down_proj, parallel_mode "duplicated"; they run on the rank's
+    # sequence-parallel shard, so their FLOPs still split): held whole, not a tp-th
+    whole = x["layers"] * x["hidden"] * (x["q_lora"] + x["kv_lora"] + x["rope"]) * share
     # the routed layers spread over the stages as the layers do: the catalog has no layer pattern
     # (DeepSeek-V3's 3 dense layers lead, so a stage of 4 of its 58 routed layers holds 5 % more
     # experts than charged; Nemotron's MoE layers interleave with Mamba and attention, so a share
     # of the routed layers alone would charge 2.3x too many: a code review)
-    return (body * share + edges) / P["tp"], x["routed_params"] / P["ep"] * share
+    dense = (body * share + edges) / P["tp"] + whole * (1.0 - 1.0 / P["tp"])
+    return dense, x["routed_params"] / P["ep"] * share
 
 
 def dp_groups(P: Cols) -> tuple[Any, Any]:
