@@ -194,11 +194,9 @@ def _run_checkpoint(cat: Catalog, i: dict) -> Catalog:
         )
     arch = cat.model(i["model"])
     at = f"models.{cat.canonical('models', i['model'])}.checkpoint_wide.{i['precision']}"
-    if i["precision"] not in arch.checkpoint_wide:  # --set cannot add an entry (each is checked alone)
-        raise InputError(
-            f"case input `checkpoint_wide` changes the model's `checkpoint_wide.{i['precision']}` entry; "
-            f"{i['model']} has none: add one to the catalog (models.<model>.checkpoint_wide)"
-        )
+    if i["precision"] not in arch.checkpoint_wide:  # --set cannot add an entry (each is checked alone):
+        # a model without one reads the catalog's default, which the case's run alone reads here
+        at = f"serving.checkpoint_wide_default.{i['precision']}"
     return cat.with_overrides([f"{at}.{k}={json.dumps(v)}" for k, v in pin.items()])
 
 

@@ -433,3 +433,20 @@ def test_a_case_may_measure_any_number_its_result_has():
     # the metric check refuses typos, not numbers predict reads (a serving TTFT, a training step)
     assert {"ttft_s", "tpot_ms", "tokens_per_s_per_gpu"} <= set(val.METRICS["serve"])
     assert {"step_time_s", "gpu_hours", "mfu"} <= set(val.METRICS["pretrain"])
+
+
+def test_a_case_pins_the_checkpoint_its_run_loaded_where_the_model_reads_the_default(catalog):
+    # a model with no checkpoint_wide entry reads serving.checkpoint_wide_default (its LM head in
+    # BF16); a case whose run loaded another checkpoint pins it there (a review: the case was refused
+    # with "add one to the catalog" once the default existed)
+    pinned = val._run_checkpoint(
+        catalog, {"model": "llama-3.1-70b", "precision": "fp4", "checkpoint_wide": {"value": []}}
+    )
+    assert pinned.serving.checkpoint_wide_default["fp4"].value == []
+    assert catalog.serving.checkpoint_wide_default["fp4"].value == ["lm_head"]
+    # a model with an entry of its own has it changed, the default left alone
+    ds = val._run_checkpoint(
+        catalog, {"model": "deepseek-v3", "precision": "fp4", "checkpoint_wide": {"value": ["lm_head"]}}
+    )
+    assert ds.model("deepseek-v3").checkpoint_wide["fp4"].value == ["lm_head"]
+    assert ds.serving.checkpoint_wide_default["fp4"].value == ["lm_head"]

@@ -195,7 +195,9 @@ def mla_down_params(arch: Model) -> float:
     where queries come from the hidden state) and the key-value latent's with the shared RoPE key
     (kv_a, hidden -> kv_lora_rank + rope dim). Every rank of an attention tensor-parallel group
     holds them whole and runs them on all of its tokens (vLLM's and SGLang's ``ReplicatedLinear``,
-    TensorRT-LLM's ``fused_a``; the up- and output projections split). 0 without a latent."""
+    TensorRT-LLM's ``fused_a``; the up- and output projections split). 0 without a latent. Every
+    layer is taken to be an MLA layer (no catalog model mixes MLA with other mixers; a hybrid's
+    would need the schema to say which layers attend)."""
     if arch.kv_lora_rank is None:
         return 0.0
     latents = (arch.q_lora_rank or 0) + arch.kv_lora_rank + (arch.qk_rope_head_dim or 0)
