@@ -1415,3 +1415,16 @@ def test_tensor_parallel_ranks_hold_mla_down_projections_whole_by_hand(catalog):
     assert ts.params_per_gpu(P | {"tp": 8.0}, y)[0] == pytest.approx(
         ts.params_per_gpu(P, y)[0] / 8, rel=1e-12
     )
+
+
+@pytest.mark.slow  # two deadline searches of the 10T model
+def test_a_later_deadline_never_takes_more_gpus_where_memory_binds(catalog):
+    # a property run (random requests, 1 in 120): the replicas a generous deadline's rate needs
+    # left rows over HBM, which were dropped instead of taking more replicas (ZeRO/FSDP shard the
+    # state over them), so 2,101 days took 1,488 GPUs where 1,401 took 1,344 (TP4 CP8 PP2 x 21
+    # replicas); both runs are far shorter than either deadline (129 days): the memory floor binds
+    kw = dict(precision="fp4", pricing="rental")
+    sooner = train(catalog, "h200", "moe-10t", 1.94079e12, deadline_days=1400.78, **kw).pretraining
+    later = train(catalog, "h200", "moe-10t", 1.94079e12, deadline_days=2101.17, **kw).pretraining
+    assert sooner.gpus == later.gpus == 1344
+    assert later.wall_days == pytest.approx(sooner.wall_days, rel=1e-12) and later.wall_days < 130

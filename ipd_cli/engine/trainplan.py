@@ -1239,7 +1239,51 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
         M["dp"], M["mb"] = M["dp"].copy(), M["mb"].copy()
         M["dp"][rows[at]], M["mb"][rows[at]] = trial["dp"][at], trial["mb"][at]
         rows = rows[at] if alone else rows
-    return evaluate(M, terms, x, pins)
+    out = evaluate(M, terms, x, pins)
+    return _stepped_up(M, out, terms, x, rate, pins, refill) if alone else out
+
+
+# the replicas solve_replicas tries for a row over HBM, as multiples of its rate's (rounded up to
+# its replica grain), smallest first: the first that fits and reaches the rate is kept
+STEPS_UP = (1.25, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0)
+
+
+def _stepped_up(
+    M: sr.Columns, out: dict, terms: dict, x: dict, rate: float, pins: dict, refill: bool
+) -> dict[str, Any]:
+    """:func:`solve_replicas`' rows that reach the rate but do not fit in HBM, with more replicas
+    (:data:`STEPS_UP`) where that fits and still reaches the rate: ZeRO and FSDP shard the state over
+    the replicas, and each replica holds fewer micro-batches of the batch. Found by a property run:
+    a generous deadline's rate needs few replicas, and the rows it left over HBM were dropped, so a
+    later deadline took more GPUs than an earlier one (H200, the 10T model on 1.9T tokens: 1,344
+    GPUs at 1,401 days, 1,488 at 2,101). ``M`` and ``out`` are updated for the rows that step up."""
+    import numpy as np
+
+    rows = np.flatnonzero(~fits_memory(out, x))
+    if not len(rows):
+        return out
+    grain, base = _replica_step(M)[rows], M["dp"][rows]
+    for factor in STEPS_UP:
+        if not len(rows):
+            break
+        trial = sr.take(M, rows)
+        trial["dp"] = np.maximum(np.ceil(base * factor / grain) * grain, base + grain)
+        if refill:
+            trial["mb"] = _fill(trial, x)
+        t_out = evaluate(trial, index_terms(terms, rows), x, pins)
+        ok = fits_memory(t_out, x) & (_replicas_needed(trial, t_out, x, rate) <= trial["dp"] * (1 + 1e-9))
+        if np.any(ok):
+            at = rows[ok]
+            for c in ("dp", "mb", "rc", "zero"):
+                M[c] = np.array(M[c], dtype=float, copy=True)
+                M[c][at] = trial[c][ok]
+            out = dict(out)
+            for c, v in t_out.items():
+                if c in out and np.ndim(out[c]) and np.ndim(v):
+                    out[c] = np.array(out[c], copy=True)
+                    out[c][at] = v[ok]
+        rows, grain, base = rows[~ok], grain[~ok], base[~ok]
+    return out
 
 
 def _refinished(out: dict, M: sr.Columns, mm: dict, x: dict, rows: Any) -> dict[str, Any]:
