@@ -1428,3 +1428,9 @@ def test_a_later_deadline_never_takes_more_gpus_where_memory_binds(catalog):
     later = train(catalog, "h200", "moe-10t", 1.94079e12, deadline_days=2101.17, **kw).pretraining
     assert sooner.gpus == later.gpus == 1344
     assert later.wall_days == pytest.approx(sooner.wall_days, rel=1e-12) and later.wall_days < 130
+    # and the replicas a row steps up to are the fewest that fit, not a multiple of the rate's: Llama
+    # 3.1 405B on MI300X took 48 GPUs at 2,063 days where 1,375 took 40 (TP2 CP2 PP2 x 5 replicas)
+    kw = dict(precision="bf16", pricing="tco")
+    sooner = train(catalog, "mi300x", "llama-3.1-405b", 1.44937e11, deadline_days=1375.45, **kw).pretraining
+    later = train(catalog, "mi300x", "llama-3.1-405b", 1.44937e11, deadline_days=2063.175, **kw).pretraining
+    assert sooner.gpus == later.gpus == 40

@@ -1243,31 +1243,40 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
     return _stepped_up(M, out, terms, x, rate, pins, refill) if alone else out
 
 
-# the replicas solve_replicas tries for a row over HBM, as multiples of its rate's (rounded up to
-# its replica grain), smallest first: the first that fits and reaches the rate is kept
-STEPS_UP = (1.25, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0)
+# the replicas solve_replicas tries for a row over HBM, smallest first (the first that fits and
+# reaches the rate is kept): one to eight replica grains more than the rate's, then 2 to 16 times
+# them (rounded up to the grain) where that is more
+STEPS_UP = (1, 2, 3, 4, 5, 6, 7, 8)
+STEPS_UP_TIMES = (2.0, 3.0, 4.0, 8.0, 16.0)
 
 
 def _stepped_up(
     M: sr.Columns, out: dict, terms: dict, x: dict, rate: float, pins: dict, refill: bool
 ) -> dict[str, Any]:
     """:func:`solve_replicas`' rows that reach the rate but do not fit in HBM, with more replicas
-    (:data:`STEPS_UP`) where that fits and still reaches the rate: ZeRO and FSDP shard the state over
-    the replicas, and each replica holds fewer micro-batches of the batch. Found by a property run:
-    a generous deadline's rate needs few replicas, and the rows it left over HBM were dropped, so a
-    later deadline took more GPUs than an earlier one (H200, the 10T model on 1.9T tokens: 1,344
-    GPUs at 1,401 days, 1,488 at 2,101). ``M`` and ``out`` are updated for the rows that step up."""
+    (:data:`STEPS_UP`, then :data:`STEPS_UP_TIMES`) where that fits and still reaches the rate:
+    ZeRO and FSDP shard the state over the replicas, and each replica holds fewer micro-batches.
+    Found by a property run: a generous deadline's rate needs few replicas, and the rows it left
+    over HBM were dropped, so a later deadline took more GPUs than an earlier one (H200, the 10T
+    model on 1.9T tokens: 1,344 GPUs at 1,401 days, 1,488 at 2,101; MI300X, Llama 3.1 405B on
+    145B tokens: 40 at 1,375 days, 48 at 2,063 while the steps were multiples of the rate's
+    replicas alone). ``M`` and ``out`` are updated for the rows that step up."""
     import numpy as np
 
     rows = np.flatnonzero(~fits_memory(out, x))
     if not len(rows):
         return out
     grain, base = _replica_step(M)[rows], M["dp"][rows]
-    for factor in STEPS_UP:
+    steps = [("more", k) for k in STEPS_UP] + [("times", t) for t in STEPS_UP_TIMES]
+    for how, k in steps:
         if not len(rows):
             break
+        if how == "more":
+            dp = base + k * grain
+        else:  # past the grains tried (a multiple no more than them tries the last again)
+            dp = np.maximum(np.ceil(base * k / grain) * grain, base + STEPS_UP[-1] * grain)
         trial = sr.take(M, rows)
-        trial["dp"] = np.maximum(np.ceil(base * factor / grain) * grain, base + grain)
+        trial["dp"] = dp
         if refill:
             trial["mb"] = _fill(trial, x)
         t_out = evaluate(trial, index_terms(terms, rows), x, pins)
