@@ -1264,51 +1264,48 @@ def _stepped_up(
     import numpy as np
 
     rows = np.flatnonzero(~fits_memory(out, x))
-    if not len(rows):
-        return out
     grain, base = _replica_step(M)[rows], M["dp"][rows]
-    steps = [("more", k) for k in STEPS_UP] + [("times", t) for t in STEPS_UP_TIMES]
-    for how, k in steps:
-        if not len(rows):
+    last = base + STEPS_UP[-1] * grain  # past the grains: multiples, where they are more
+    tries = [base + k * grain for k in STEPS_UP]
+    tries += [np.maximum(np.ceil(base * k / grain) * grain, last) for k in STEPS_UP_TIMES]
+    left = np.arange(len(rows))  # positions in ``rows`` of those still over HBM
+    for dp in tries:
+        if not len(left):
             break
-        if how == "more":
-            dp = base + k * grain
-        else:  # past the grains tried (a multiple no more than them tries the last again)
-            dp = np.maximum(np.ceil(base * k / grain) * grain, base + STEPS_UP[-1] * grain)
-        trial = sr.take(M, rows)
-        trial["dp"] = dp
+        at = rows[left]
+        trial = {**sr.take(M, at), "dp": dp[left]}
         if refill:
             trial["mb"] = _fill(trial, x)
-        t_out = evaluate(trial, index_terms(terms, rows), x, pins)
+        t_out = evaluate(trial, index_terms(terms, at), x, pins)
         ok = fits_memory(t_out, x) & (_replicas_needed(trial, t_out, x, rate) <= trial["dp"] * (1 + 1e-9))
         if np.any(ok):
-            at = rows[ok]
             for c in ("dp", "mb", "rc", "zero"):
                 M[c] = np.array(M[c], dtype=float, copy=True)
-                M[c][at] = trial[c][ok]
-            out = dict(out)
-            for c, v in t_out.items():
-                if c in out and np.ndim(out[c]) and np.ndim(v):
-                    out[c] = np.array(out[c], copy=True)
-                    out[c][at] = v[ok]
-        rows, grain, base = rows[~ok], grain[~ok], base[~ok]
+                M[c][at[ok]] = trial[c][ok]
+            out = _written(out, {c: v[ok] if np.ndim(v) else v for c, v in t_out.items()}, at[ok])
+        left = left[~ok]
     return out
 
 
-def _refinished(out: dict, M: sr.Columns, mm: dict, x: dict, rows: Any) -> dict[str, Any]:
-    """:func:`finish` of ``M`` where only the rows ``rows`` changed since ``out`` was: those rows
-    priced again and written over their old values."""
+def _written(out: dict, sub: dict, rows: Any) -> dict[str, Any]:
+    """``out`` with the rows ``rows`` of its columns replaced by ``sub``'s values (new arrays)."""
     import numpy as np
 
-    if not len(rows):
-        return out
-    sub = finish(sr.take(M, rows), index_terms(mm, rows), x)
     new = dict(out)
     for k, v in sub.items():
         if np.ndim(out[k]):
             new[k] = np.array(out[k], copy=True)
             new[k][rows] = v
     return new
+
+
+def _refinished(out: dict, M: sr.Columns, mm: dict, x: dict, rows: Any) -> dict[str, Any]:
+    """:func:`finish` of ``M`` where only the rows ``rows`` changed since ``out`` was: those rows
+    priced again and written over their old values."""
+
+    if not len(rows):
+        return out
+    return _written(out, finish(sr.take(M, rows), index_terms(mm, rows), x), rows)
 
 
 STEPS_DOWN = 4  # replica grains solve_replicas tries below its fixed point

@@ -251,13 +251,21 @@ def _rates(
     return rates, _kept_wide(ctx, precision, rates["gemm_rate"], rate_at), rate_at
 
 
-def _replicated(ctx: ServingContext, precision: str, wide: _Wide, mtp_layers: int) -> dict:
-    """Bytes and FLOPs per token of :func:`mla_down_params` in the target (``replicated_*``) and in
-    ``mtp_layers`` MTP draft layers of its shape (``draft_replicated_*``), at the checkpoint's
-    precision where it keeps attention wide (the down-projections are among its projections)."""
+def _held_whole(ctx: ServingContext, precision: str, wide: _Wide, layers: float) -> tuple[float, float]:
+    """Bytes and FLOPs per token of :func:`mla_down_params` in ``layers`` layers of the model's
+    shape, at the checkpoint's precision where it keeps attention wide (the down-projections are
+    among its projections)."""
+    params = layers * (mla_down_params(ctx.model) / ctx.model.layers)
+    bpw = ctx.inp.quiet().read(f"serving.bytes_per_weight.{precision}")  # read already (model terms)
+    extra, factor = (wide.extra_bytes, wide.flop_factor) if wide.per_layer else (0.0, 1.0)
+    return params * (bpw + extra), 2.0 * params * factor
+
+
+def _replicated(ctx: ServingContext, precision: str, wide: _Wide) -> dict:
+    """The target's ``replicated_*``: :func:`_held_whole` over all its layers (0 without MLA)."""
     params = mla_down_params(ctx.model)
     if not params:
-        return dict.fromkeys(REPLICATED_FIELDS, 0.0)
+        return {"replicated_bytes": 0.0, "replicated_flops_per_token": 0.0}
     ctx.trace.given(
         "MLA down-projections each attention TP rank holds whole",
         params,
@@ -266,23 +274,8 @@ def _replicated(ctx: ServingContext, precision: str, wide: _Wide, mtp_layers: in
         note="q_a and kv_a (with the RoPE key): vLLM's and SGLang's ReplicatedLinear, TensorRT-LLM's "
         "fused_a; the up- and output projections split over the group",
     )
-    bpw = ctx.inp.quiet().read(f"serving.bytes_per_weight.{precision}")  # read already (model terms)
-    extra, factor = (wide.extra_bytes, wide.flop_factor) if wide.per_layer else (0.0, 1.0)
-    per_layer = params / ctx.model.layers
-    layers = (ctx.model.layers, mtp_layers)
-    out = {}
-    for prefix, n in zip(("", "draft_"), layers, strict=True):
-        out[f"{prefix}replicated_bytes"] = n * per_layer * (bpw + extra)
-        out[f"{prefix}replicated_flops_per_token"] = 2.0 * n * per_layer * factor
-    return out
-
-
-REPLICATED_FIELDS = (
-    "replicated_bytes",
-    "replicated_flops_per_token",
-    "draft_replicated_bytes",
-    "draft_replicated_flops_per_token",
-)
+    held, flops = _held_whole(ctx, precision, wide, ctx.model.layers)
+    return {"replicated_bytes": held, "replicated_flops_per_token": flops}
 
 
 def _fp4_factor(ctx: ServingContext, st: Stack) -> float:
@@ -520,6 +513,8 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
         "draft_expert_bytes": 0.0,
         "draft_dense_flops_per_token": 0.0,
         "draft_expert_flops_per_token": 0.0,
+        "draft_replicated_bytes": 0.0,
+        "draft_replicated_flops_per_token": 0.0,
     }
     name = spec_method(ctx)
     if pin == SPEC_OFF or pin == 0:
@@ -577,6 +572,7 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
     if m.draft == "mtp":
         routed_active = routed_active_params(arch)
         wide = rates()[1]
+        held, held_flops = _held_whole(ctx, precision, wide, m.draft_layers)  # MLA's, as the target's
         return {
             "draft_layers": m.draft_layers,
             "draft_dense_bytes": dense_b * n + head * bpw + wide.bytes(m.draft_layers),
@@ -584,6 +580,8 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
             "draft_dense_flops_per_token": 2.0 * ((active - routed_active) * n + head)
             + wide.flops(m.draft_layers),
             "draft_expert_flops_per_token": 2.0 * routed_active * n,
+            "draft_replicated_bytes": held,
+            "draft_replicated_flops_per_token": held_flops,
         }
     flop_factor = 1.0
     dw = m.draft_weights
@@ -607,6 +605,8 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
         "draft_expert_bytes": 0.0,
         "draft_dense_flops_per_token": 2.0 * (active * n + head) * flop_factor,
         "draft_expert_flops_per_token": 0.0,
+        "draft_replicated_bytes": 0.0,
+        "draft_replicated_flops_per_token": 0.0,
     }
 
 
@@ -641,9 +641,7 @@ def read(
     model["dense_bytes"] += wide.bytes(ctx.model.layers)
     model["dense_flops_per_token"] += wide.flops(ctx.model.layers)
     model["head_flops_per_token"] += wide.flops(0)  # the head's share of the wide FLOPs
-    method = spec["spec_method"] and ctx.cat.serving.speculative_methods[spec["spec_method"]]
-    mtp_layers = spec["draft_layers"] if method and method.draft == "mtp" else 0
-    model |= _replicated(ctx, precision, wide, mtp_layers)
+    model |= _replicated(ctx, precision, wide)
     return Physics(
         model=ctx.mname,
         system=ctx.name,
