@@ -1393,14 +1393,16 @@ def test_the_adam_step_reads_the_gradient_the_training_state_holds(catalog):
     assert ts.optimizer_seconds(P, x) == pytest.approx(n * 28 / (3.35e12 * x["hbm_eff"]), rel=1e-12)
 
 
-def test_tensor_parallel_ranks_hold_mla_down_projections_whole_by_hand(catalog):
+def test_tensor_parallel_ranks_hold_mla_down_projections_and_routers_whole_by_hand(catalog):
     # Megatron-Core builds MLA's linear_q_down_proj and linear_kv_down_proj duplicated on every
     # tensor-parallel rank (they run on the rank's sequence-parallel shard: their FLOPs split, their
-    # weights do not). DeepSeek-V3: 61 layers x 7,168 x (1,536 + 512 + 64) = 923,467,776 weights;
-    # on one stage at TP8 a GPU holds them whole beside an eighth of the rest: 7/8 of them more
-    # than an eighth of the TP1 rank's dense parameters
-    whole = 61 * 7168 * (1536 + 512 + 64)
-    assert whole == 923_467_776
+    # weights do not), and its TopKRouter's weight (experts x hidden) is a plain parameter every
+    # rank holds. DeepSeek-V3: 61 layers x 7,168 x (1,536 + 512 + 64) = 923,467,776 weights and
+    # 58 routed layers x 256 x 7,168 = 106,430,464; on one stage at TP8 a GPU holds them whole
+    # beside an eighth of the rest: 7/8 of them more than an eighth of the TP1 rank's dense
+    # parameters (the routed layers spread over the stages as the layers do)
+    whole = 61 * 7168 * (1536 + 512 + 64) + 58 * 256 * 7168
+    assert whole == 1_029_898_240
     x = inputs(catalog, "h100-sxm", "deepseek-v3")
     P = {k: 1.0 for k in ("tp", "cp", "pp", "ep", "vp", "mbs", "dp")} | {"order": 0.0, "zero": 0.0}
     one, _ = ts.params_per_gpu(P, x)
@@ -1410,7 +1412,7 @@ def test_tensor_parallel_ranks_hold_mla_down_projections_whole_by_hand(catalog):
     staged, _ = ts.params_per_gpu(P | {"tp": 8.0, "pp": 4.0}, x)
     staged_tp1, _ = ts.params_per_gpu(P | {"pp": 4.0}, x)
     assert staged == pytest.approx(staged_tp1 / 8 + whole * 16 / 61 * 7 / 8, rel=1e-12)
-    # attention without a latent splits every dense weight
+    # a dense model with attention without a latent splits every dense weight
     y = inputs(catalog, "h100-sxm", "llama-3.1-70b")
     assert ts.params_per_gpu(P | {"tp": 8.0}, y)[0] == pytest.approx(
         ts.params_per_gpu(P, y)[0] / 8, rel=1e-12
@@ -1422,12 +1424,13 @@ def test_a_later_deadline_never_takes_more_gpus_where_memory_binds(catalog):
     # a property run (random requests, 1 in 120): the replicas a generous deadline's rate needs
     # left rows over HBM, which were dropped instead of taking more replicas (ZeRO/FSDP shard the
     # state over them), so 2,101 days took 1,488 GPUs where 1,401 took 1,344 (TP4 CP8 PP2 x 21
-    # replicas); both runs are far shorter than either deadline (129 days): the memory floor binds
+    # replicas); both runs are far shorter than either deadline (129 days; 130.2 since the routers
+    # are held whole on every tensor-parallel rank): the memory floor binds
     kw = dict(precision="fp4", pricing="rental")
     sooner = train(catalog, "h200", "moe-10t", 1.94079e12, deadline_days=1400.78, **kw).pretraining
     later = train(catalog, "h200", "moe-10t", 1.94079e12, deadline_days=2101.17, **kw).pretraining
     assert sooner.gpus == later.gpus == 1344
-    assert later.wall_days == pytest.approx(sooner.wall_days, rel=1e-12) and later.wall_days < 130
+    assert later.wall_days == pytest.approx(sooner.wall_days, rel=1e-12) and later.wall_days < 131
     # and the replicas a row steps up to are the fewest that fit, not a multiple of the rate's: Llama
     # 3.1 405B on MI300X took 48 GPUs at 2,063 days where 1,375 took 40 (TP2 CP2 PP2 x 5 replicas)
     kw = dict(precision="bf16", pricing="tco")

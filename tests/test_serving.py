@@ -1022,11 +1022,12 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
     # 20 GPUs at the batch that just meets 100), and 2 prefill + 1 decode only arose at a batch
     # the target-50 search happened to add. Pools are now sized for the traffic:
     # 2.3e9 / 86,400 = 26,620 output tokens/s. One prefill instance (DEP4 EPLB, 21.53 ms a
-    # request; 21.38 since a prompt runs the LM head on its last token only) serves 400 / 0.021527
-    # = 18,581 tokens/s (18,706): 2 are needed; one DEP8 decode instance at
-    # the batch that meets 100 outruns them (starved, it holds fewer sequences, faster still).
-    # 2 x 4 + 8 = 16 GPUs serve 2 x 18,706 = 37,413 tokens/s: 2,338.3 per GPU, $8.50 / (2,338.3 x
-    # 3,600) x 1e6 = $1.010/M. Since the search also takes the rack's divisors (a cross-command
+    # request; 21.38 since a prompt runs the LM head on its last token only; 21.45 since the MoE
+    # gates run in BF16) serves 400 / 0.021527 = 18,581 tokens/s (18,651): 2 are needed; one DEP8
+    # decode instance at the batch that meets 100 outruns them (starved, it holds fewer sequences,
+    # faster still). 2 x 4 + 8 = 16 GPUs serve 2 x 18,651 = 37,301 tokens/s: 2,331.3 per GPU,
+    # $8.50 / (2,331.3 x 3,600) x 1e6 = $1.013/M (2,338.3 before the gates ran in BF16). Since the
+    # search also takes the rack's divisors (a cross-command
     # review), one DEP6 decode instance does it on 2 x 4 + 6 = 14 GPUs: at the batch that meets 100
     # it decodes fewer tokens/s than the two prefill instances feed (the decode-bound pool), still
     # more than the traffic
@@ -1034,7 +1035,7 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
     s = serve(catalog, "vera-rubin", "kimi-k2", tokens_per_user_s=100.0, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 100
     assert (s.decode_instances, s.prefill_instances, s.prefill_instance_gpus, s.instance_gpus) == (1, 2, 4, 6)
-    assert s.prefill_instance_s == pytest.approx(0.021383, rel=1e-4)
+    assert s.prefill_instance_s == pytest.approx(0.021447, rel=1e-4)
     served = 2 * 400 / s.prefill_instance_s
     assert served >= 2.3e9 / 86400 > served / 2
     assert s.deployment_gpus == s.gpus_for_traffic == 14 and s.instances_for_traffic == 1
@@ -1056,7 +1057,7 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
         kv_precision="fp8",
         **kw,
     )
-    assert pinned.gpus_for_traffic == 16 and pinned.tokens_per_s_per_gpu == pytest.approx(2338.3, abs=0.1)
+    assert pinned.gpus_for_traffic == 16 and pinned.tokens_per_s_per_gpu == pytest.approx(2331.3, abs=0.1)
 
 
 def test_speculative_decoding_by_hand(spec_cat):
@@ -1825,13 +1826,14 @@ def test_an_instances_weights_are_every_gpus_not_the_fullest_times_the_gpus(cata
     # a review: weight_gb_per_instance was the fullest GPU's weights times the GPUs, counting
     # experts nobody holds where expert parallelism does not divide them (DeepSeek-V3 DEP72 at
     # FP8: 1,927.7 GB where the instance stores 72 dense copies and the 256 experts once, 1,845.9;
-    # 1,912.7 since its FP8 release keeps the LM head, 129,280 x 7,168, in BF16: 72 x 0.93 GB more)
+    # 1,912.7 since its FP8 release keeps the LM head, 129,280 x 7,168, in BF16: 72 x 0.93 GB more;
+    # 1,920.3 since it keeps the routers, 58 x 256 x 7,168, in BF16 too: 72 x 0.106 GB more)
     from ipd_cli.engine.serving.context import weight_split
 
     kw = dict(precision="fp8", layout="dep72", disaggregated=True, speculative="off", decode_instances=1)
     arch = serving_context(catalog, "gb200-nvl72", "deepseek-v3").model
     dense, expert, _ = weight_split(arch, 1.0)  # FP8: a byte a weight
-    dense += 129_280 * 7168 * (2 - 1)  # the head's second byte
+    dense += (129_280 * 7168 + 58 * 256 * 7168) * (2 - 1)  # the head's and the routers' second byte
     plain = estimate_serving(catalog, "gb200-nvl72", "deepseek-v3", eplb=False, **kw).serving
     assert plain.weight_gb_per_instance == pytest.approx((72 * dense + expert) / 1e9, rel=1e-12)
     # with EPLB every GPU holds ceil(256 / 72 + 1) = 5 slots: 360 of the experts' 256
@@ -1980,11 +1982,13 @@ def test_nvfp4_deepseek_keeps_query_and_key_value_projections_and_head_in_bf16_b
     # (7168 x 1536), q_b (1536 x 128 heads x 192), kv_a (7168 x (512 + 64)) and kv_b (512 x 128 x
     # (128 + 128)): 69,664,768 a layer, 61 layers, and the LM head 129,280 x 7,168. Each weighs
     # 2 bytes, not NVFP4's 0.5625, and computes at B200's BF16 rate, 2,250 TF x 0.74, not its FP4
-    # rate, 9,000 TF x 0.48 (the stack's common GEMM factor cancels): a BF16 FLOP costs 2.59 FP4 ones
+    # rate, 9,000 TF x 0.48 (the stack's common GEMM factor cancels): a BF16 FLOP costs 2.59 FP4 ones.
+    # The MoE gates stay BF16 too: 58 routed layers x 256 experts x 7,168 = 106,430,464
     per_layer = 7168 * 1536 + 1536 * 128 * 192 + 7168 * (512 + 64) + 512 * 128 * (128 + 128)
     assert per_layer == 69_664_768
-    wide = 61 * per_layer + 129_280 * 7168
-    assert wide == 5_176_229_888
+    routers = 58 * 256 * 7168
+    wide = 61 * per_layer + 129_280 * 7168 + routers
+    assert wide == 5_282_660_352
     ph, plain = (
         _physics(catalog, "b200", "deepseek-v3", "fp4"),
         _physics(_plain(catalog, "deepseek-v3", "fp4"), "b200", "deepseek-v3", "fp4"),
@@ -1995,33 +1999,36 @@ def test_nvfp4_deepseek_keeps_query_and_key_value_projections_and_head_in_bf16_b
         2 * wide * (factor - 1), rel=1e-9
     )
     assert ph.expert_bytes == plain.expert_bytes and ph.gemm_rate == plain.gemm_rate
-    # an MTP draft layer is part of the checkpoint: one more layer's projections and the head again
+    # an MTP draft layer is part of the checkpoint: one more layer's projections, a layer's share of
+    # the gates (58 of 61 layers route: a layer's experts are counted so too) and the head again
     mtp, plain_mtp = (
         _physics(catalog, "b200", "deepseek-v3", "fp4", 1),
         _physics(_plain(catalog, "deepseek-v3", "fp4"), "b200", "deepseek-v3", "fp4", 1),
     )
     assert mtp.draft_dense_bytes - plain_mtp.draft_dense_bytes == pytest.approx(
-        (per_layer + 129_280 * 7168) * 1.4375, rel=1e-12
+        (per_layer + routers / 61 + 129_280 * 7168) * 1.4375, rel=1e-12
     )
 
 
 def test_other_checkpoints_keep_what_their_sources_say(catalog):
-    # AMD's MXFP4 DeepSeek-R1 quantizes attention too, leaving the LM head in BF16 (by_vendor.amd)
-    head = 129_280 * 7168
+    # AMD's MXFP4 DeepSeek-R1 quantizes attention too, leaving the LM head in BF16 (by_vendor.amd),
+    # and the engines run the gates (58 x 256 x 7,168) unquantized
+    head, routers = 129_280 * 7168, 58 * 256 * 7168
     amd, plain = (
         _physics(catalog, "mi355x", "deepseek-v3", "fp4"),
         _physics(_plain(catalog, "deepseek-v3", "fp4"), "mi355x", "deepseek-v3", "fp4"),
     )
-    assert amd.dense_bytes - plain.dense_bytes == pytest.approx(head * (2 - 0.5625), rel=1e-12)
-    # DeepSeek's own FP8 release keeps its output head in BF16: one more byte a weight
+    assert amd.dense_bytes - plain.dense_bytes == pytest.approx((head + routers) * (2 - 0.5625), rel=1e-12)
+    # DeepSeek's own FP8 release keeps its output head and gates in BF16: one more byte a weight
     fp8, plain8 = (
         _physics(catalog, "h200", "deepseek-v3", "fp8"),
         _physics(_plain(catalog, "deepseek-v3", "fp8"), "h200", "deepseek-v3", "fp8"),
     )
-    assert fp8.dense_bytes - plain8.dense_bytes == pytest.approx(head * (2 - 1), rel=1e-12)
+    assert fp8.dense_bytes - plain8.dense_bytes == pytest.approx((head + routers) * (2 - 1), rel=1e-12)
     # gpt-oss ships only its experts in MXFP4: every attention projection (2,880 x (4,096 + 512 +
-    # 512) + 4,096 x 2,880 a layer, 36 layers) and the LM head (201,088 x 2,880) stay BF16
-    wide = 36 * (2880 * (4096 + 512 + 512) + 4096 * 2880) + 201_088 * 2880
+    # 512) + 4,096 x 2,880 a layer, 36 layers), the routers (128 experts x 2,880 a layer) and the LM
+    # head (201,088 x 2,880) stay BF16
+    wide = 36 * (2880 * (4096 + 512 + 512) + 4096 * 2880 + 128 * 2880) + 201_088 * 2880
     oss, plain_oss = (
         _physics(catalog, "b200", "gpt-oss-120b", "fp4"),
         _physics(_plain(catalog, "gpt-oss-120b", "fp4"), "b200", "gpt-oss-120b", "fp4"),
@@ -2035,36 +2042,47 @@ def test_other_checkpoints_keep_what_their_sources_say(catalog):
     assert bf16.dense_bytes == plain16.dense_bytes
 
 
-def test_attention_tp_holds_mla_down_projections_whole_by_hand(catalog):
+def test_attention_tp_holds_mla_down_projections_and_routers_whole_by_hand(catalog):
     # vLLM and SGLang build MLA's q_a and kv_a as ReplicatedLinear (TensorRT-LLM's fused_a has no
     # tensor-parallel mode): every rank of an attention TP group holds them whole and runs them on
     # all of its tokens; the up- and output projections split. DeepSeek-V3: 7,168 x (1,536 + 512 +
     # 64) a layer, 61 layers, 923,467,776 parameters, in BF16 in NVIDIA's NVFP4 checkpoint (2 B),
-    # at NVFP4 in AMD's MXFP4 one (the physics reads NVFP4's 0.5625 B: item (5)), 1 B in FP8
+    # at NVFP4 in AMD's MXFP4 one (the physics reads NVFP4's 0.5625 B: item (5)), 1 B in FP8. So
+    # are the MoE gates (vLLM's ReplicatedLinear with no quantization): 58 routed layers x 256
+    # experts x 7,168 = 106,430,464 parameters, in BF16 in every checkpoint
     params = 61 * 7168 * (1536 + 512 + 64)
     assert params == 923_467_776
+    routers = 58 * 256 * 7168
+    assert routers == 106_430_464
     factor = (9000e12 * 0.48) / (2250e12 * 0.74)  # a BF16 FLOP in FP4 ones on B200 (above)
     nv = _physics(catalog, "b200", "deepseek-v3", "fp4")
-    assert nv.replicated_bytes == pytest.approx(params * 2, rel=1e-12)  # 1.85 GB
-    assert nv.replicated_flops_per_token == pytest.approx(2 * params * factor, rel=1e-9)
+    assert nv.replicated_bytes == pytest.approx((params + routers) * 2, rel=1e-12)  # 2.06 GB
+    assert nv.replicated_flops_per_token == pytest.approx(2 * (params + routers) * factor, rel=1e-9)
     amd = _physics(catalog, "mi355x", "deepseek-v3", "fp4")
-    assert amd.replicated_bytes == pytest.approx(params * 0.5625, rel=1e-12)
-    assert amd.replicated_flops_per_token == pytest.approx(2 * params, rel=1e-12)
+    assert amd.replicated_bytes == pytest.approx(params * 0.5625 + routers * 2, rel=1e-12)
+    # the gates at the BF16 rate, in MXFP4 FLOPs as the head's (the head is BF16 there too)
+    amd_factor = amd.head_flops_per_token / (2 * 129_280 * 7168)
+    assert amd_factor > 1
+    assert amd.replicated_flops_per_token == pytest.approx(2 * params + 2 * routers * amd_factor, rel=1e-12)
     fp8 = _physics(catalog, "h200", "deepseek-v3", "fp8")
-    assert fp8.replicated_bytes == pytest.approx(params, rel=1e-12)
-    # attention without a latent holds nothing whole
-    assert _physics(catalog, "b200", "qwen3-235b-a22b", "fp8").replicated_bytes == 0.0
-    # an MTP draft layer is one more MLA layer of the same checkpoint: its down-projections too
+    assert fp8.replicated_bytes == pytest.approx(params + routers * 2, rel=1e-12)
+    # attention without a latent holds only the gates whole: Qwen3-235B's 94 x 128 x 4,096, BF16
+    assert _physics(catalog, "b200", "qwen3-235b-a22b", "fp8").replicated_bytes == 94 * 128 * 4096 * 2
+    # and a dense model without a latent nothing
+    assert _physics(catalog, "b200", "llama-3.1-70b", "fp8").replicated_bytes == 0.0
+    # an MTP draft layer is one more MLA layer of the same checkpoint: its down-projections too, and
+    # a layer's share of the gates (as a layer's experts are counted)
     mtp = _physics(catalog, "b200", "deepseek-v3", "fp4", speculative=1)
     assert mtp.spec_method == "mtp" and mtp.draft_layers == 1
-    assert mtp.draft_replicated_bytes == pytest.approx(params / 61 * 2, rel=1e-12)  # 30.3 MB
+    assert mtp.draft_replicated_bytes == pytest.approx((params + routers) / 61 * 2, rel=1e-12)  # 33.8 MB
     assert nv.draft_replicated_bytes == 0.0  # no draft
     # a TEP8 instance: each of the 8 GPUs holds the split dense weights' eighth and the down-
-    # projections whole, 7 more copies than a split over 8 (the experts an eighth each)
+    # projections and gates whole, 7 more copies than a split over 8 (the experts an eighth each)
     tep = serve(catalog, "b200", "deepseek-v3", precision="fp8", kv_precision="fp8", layout="tep8",
                 eplb=False, disaggregated=False, concurrency=8, speculative="off")  # fmt: skip
     fp8 = _physics(catalog, "b200", "deepseek-v3", "fp8")
-    whole = fp8.dense_bytes + fp8.expert_bytes + 7 * params
+    assert fp8.replicated_bytes == pytest.approx(params + routers * 2, rel=1e-12)
+    whole = fp8.dense_bytes + fp8.expert_bytes + 7 * (params + routers * 2)
     assert tep.weight_gb_per_instance == pytest.approx(whole / 1e9, rel=1e-12)
 
 
@@ -2087,7 +2105,8 @@ def test_a_model_without_an_entry_keeps_its_lm_head_in_bf16_by_hand(catalog):
         2 * head * (factor - 1), rel=1e-9
     )
     assert ph.head_flops_per_token == pytest.approx(2 * head * factor, rel=1e-9)
-    # FP8 on H200: Qwen3-235B's 151,936 x 4,096 head one more byte a weight
+    # FP8 on H200: Qwen3-235B's 151,936 x 4,096 head and its gates (94 layers x 128 experts x 4,096)
+    # one more byte a weight
     q8, q8_plain = (
         _physics(catalog, "h200", "qwen3-235b-a22b", "fp8"),
         _physics(
@@ -2097,7 +2116,8 @@ def test_a_model_without_an_entry_keeps_its_lm_head_in_bf16_by_hand(catalog):
             "fp8",
         ),
     )
-    assert q8.dense_bytes - q8_plain.dense_bytes == pytest.approx(151_936 * 4096 * 1.0, rel=1e-12)
+    kept_wide = (151_936 + 94 * 128) * 4096
+    assert q8.dense_bytes - q8_plain.dense_bytes == pytest.approx(kept_wide * 1.0, rel=1e-12)
     # a model's own entry replaces the default: DeepSeek-V3's NVFP4 keeps its attention inputs
     # too, and an entry of [] keeps nothing wide whatever the default says
     ds = _physics(catalog, "b200", "deepseek-v3", "fp4")
@@ -2108,7 +2128,8 @@ def test_a_model_without_an_entry_keeps_its_lm_head_in_bf16_by_hand(catalog):
     # the default reads as an input with its source, where a model has no entry
     r = estimate_serving(catalog, "b200", "llama-3.1-70b", precision="fp4")
     kept = [a for a in r.assumptions if a.path == "serving.checkpoint_wide_default.fp4.value"]
-    assert len(kept) == 1 and kept[0].value == "[lm_head]" and kept[0].source == "hf-nvidia-llama33-70b-fp4"
+    assert len(kept) == 1 and kept[0].value == "[lm_head, router]"
+    assert kept[0].source == "hf-nvidia-llama33-70b-fp4"
 
 
 @pytest.mark.parametrize(

@@ -304,14 +304,14 @@ class System(Strict):
         return self
 
 
-WideModule = Literal["attention", "attention_input", "lm_head"]
+WideModule = Literal["attention", "attention_input", "lm_head", "router"]
 
 
 class WideModules(Strict):
     """Weights that a model's published checkpoint at a narrow precision keeps wider (``precision``,
     BF16 unless said), with the source that says so: ``attention`` every attention projection of
     every layer, ``attention_input`` all of them but the output projection, ``lm_head`` the output
-    head."""
+    head, ``router`` every routed layer's MoE gate (none in a dense model)."""
 
     value: list[WideModule]
     precision: Literal["fp8", "bf16"] = "bf16"

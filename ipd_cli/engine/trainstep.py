@@ -734,8 +734,11 @@ def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
     body = x["dense_params"] - x["embedding_params"]
     # MLA's down-projections are duplicated on every tensor-parallel rank (Megatron-Core's
     # linear_q_down_proj / linear_kv_down_proj, parallel_mode "duplicated"; they run on the rank's
-    # sequence-parallel shard, so their FLOPs still split): held whole, not a tp-th
-    whole = x["layers"] * x["hidden"] * (x["q_lora"] + x["kv_lora"] + x["rope"]) * share
+    # sequence-parallel shard, so their FLOPs still split): held whole, not a tp-th; so is each
+    # routed layer's router (Megatron-Core's TopKRouter weight, experts x hidden, is a plain
+    # parameter every tensor-parallel rank holds, its gradient all-reduced as sequence-parallel's)
+    latents = x["q_lora"] + x["kv_lora"] + x["rope"]
+    whole = (x["layers"] * latents + x["routed_layers"] * x["experts"] * x["is_moe"]) * x["hidden"] * share
     # the routed layers spread over the stages as the layers do: the catalog has no layer pattern
     # (DeepSeek-V3's 3 dense layers lead, so a stage of 4 of its 58 routed layers holds 5 % more
     # experts than charged; Nemotron's MoE layers interleave with Mamba and attention, so a share

@@ -168,9 +168,10 @@ def instance_plan(
     b_train = inp.quiet().read(f"serving.bytes_per_weight.{training}")
     b_inf = inp.quiet().read(f"serving.bytes_per_weight.{inst.precision}")
     dense, expert, _ = sv.weight_split(arch, b_wire)
-    # every rank of an attention TP group holds MLA's down-projections whole: t - 1 more copies of
-    # them in each attention data-parallel rank's, and on each GPU 1 - 1/t more of them a stage
-    whole, t = sv.mla_down_params(arch) * b_wire, inst.attention_tp
+    # every rank of an attention TP group holds MLA's down-projections and the routers whole: t - 1
+    # more copies of them in each attention data-parallel rank's, and on each GPU 1 - 1/t more of
+    # them a stage
+    whole, t = sv.held_whole_params(arch) * b_wire, inst.attention_tp
     instance_bytes = f.stored_weight_bytes(dense, expert, inst.dense_replicas)
     instance_bytes += whole * inst.dense_replicas * (t - 1)
     # the fullest receiver's weights: its share of the dense copies and of the routed experts (a

@@ -12,7 +12,14 @@
 
 from __future__ import annotations
 
-from .context import ServingContext, kv_bytes_per_token, mla_down_params, weight_split
+from .context import (
+    ServingContext,
+    held_whole_params,
+    kv_bytes_per_token,
+    mla_down_params,
+    router_params,
+    weight_split,
+)
 from .estimate import INSTANCE_CHOICES, estimate_serving, estimate_serving_curve
 from .rollout import (
     Deployment,
@@ -32,10 +39,12 @@ __all__ = [
     "decode_speed",
     "estimate_serving",
     "estimate_serving_curve",
+    "held_whole_params",
     "kv_bytes_per_token",
     "mla_down_params",
     "rollout_candidates",
     "rollout_deployment",
+    "router_params",
     "serving_context",
     "serving_instance",
     "weight_split",

@@ -204,6 +204,21 @@ def mla_down_params(arch: Model) -> float:
     return float(arch.layers * arch.hidden_size * latents)
 
 
+def router_params(arch: Model) -> float:
+    """The MoE routers, all routed layers: each a gate of ``experts`` logits from the hidden state
+    (experts x hidden; a bias is negligible). Every rank of an attention tensor-parallel group holds
+    its layer's whole and runs it on all of its tokens (vLLM's and SGLang's gate is a
+    ``ReplicatedLinear``: the routing needs every expert's logit of every token), and checkpoints
+    keep it unquantized (``router`` in ``checkpoint_wide``). 0 for a dense model."""
+    return float(arch.routed_layers * arch.experts * arch.hidden_size) if arch.is_moe else 0.0
+
+
+def held_whole_params(arch: Model) -> float:
+    """Parameters every rank of an attention tensor-parallel group holds whole:
+    :func:`mla_down_params` and :func:`router_params`."""
+    return mla_down_params(arch) + router_params(arch)
+
+
 def weight_split(arch: Model, bytes_per_weight: float) -> tuple[float, float, float]:
     """(dense bytes, routed-expert bytes, k/E); shared experts count as dense."""
     if not arch.is_moe:

@@ -9,7 +9,8 @@ micro-batch ``m = B / pp``, at least one sequence, and holds ``1/pp`` of the lay
 busiest GPU:
 
 * dense weights (attention, shared experts, embeddings): read ``W_dense / (pp t)``, but MLA's
-  down-projections whole on every rank (``W_rep / pp``: engines replicate them); GEMM FLOPs for
+  down-projections and the MoE routers whole on every rank (``W_rep / pp``: engines replicate
+  them); GEMM FLOPs for
   the tokens of the busiest attention rank (``m / d`` times the attention-DP imbalance);
 * attention: that rank's KV cache at the mean live context, split over its ``t`` GPUs (repeated
   where TP outnumbers the KV heads); math at the KV precision;
@@ -108,9 +109,9 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
 def _per_rank(total: float, whole: float, t):
     """A rank's part of the dense bytes or FLOPs ``total`` (plain numbers) over attention tensor-
     parallel groups of ``t`` (a column): a t-th of what splits, and ``whole`` of it in full (MLA's
-    down-projections, which engines replicate); ``total`` itself where t is 1. An infinite
-    ``total`` (a what-if weight size) stays infinite, not inf - inf; a what-if active count
-    smaller than the down-projections holds them all."""
+    down-projections and the routers, which engines replicate); ``total`` itself where t is 1. An
+    infinite ``total`` (a what-if weight size) stays infinite, not inf - inf; a what-if active
+    count smaller than the parameters held whole holds them all."""
     import numpy as np
 
     whole = min(whole, total)
@@ -229,7 +230,8 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     # cache's, or the stack's narrowest), the routed experts' grouped GEMMs at the weights'
     # (the LM head on the prompt's last token only: the engines compute no other prompt logits)
     head_skipped = ph.head_flops_per_token * (1.0 - 1.0 / ph.isl)
-    # (MLA's down-projections run whole on each of a TP group's t ranks: t times their FLOPs)
+    # (MLA's down-projections and the routers run whole on each of a TP group's t ranks: t times
+    # their FLOPs)
     dense = t * _per_rank(ph.dense_flops_per_token - head_skipped, ph.replicated_flops_per_token, t)
     dense = dense / (g * ph.gemm_rate)
     attention = ph.prefill_attn_flops_per_token / (g * x["prefill_attn_rate"])

@@ -20,9 +20,11 @@ from ipd_cli.errors import InputError
 from . import stack as stacks
 from .context import (
     ServingContext,
+    held_whole_params,
     kv_bytes_per_token,
     mla_down_params,
     routed_active_params,
+    router_params,
     supported,
     weight_split,
     wider,
@@ -68,7 +70,8 @@ class Physics:
     dense_flops_per_token: float  # 2 x non-routed active parameters
     head_flops_per_token: float  # of those, the LM head's (a prompt runs it on its last token only)
     # of dense_bytes and dense_flops_per_token, what every attention-TP rank holds and runs whole
-    # (MLA's down-projections: mla_down_params); of the draft's likewise (an MTP layer's)
+    # (MLA's down-projections and the MoE routers: held_whole_params); of the draft's likewise (an
+    # MTP layer's)
     replicated_bytes: float
     replicated_flops_per_token: float
     draft_replicated_bytes: float
@@ -166,20 +169,23 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
 
 @dataclass(frozen=True)
 class _Wide:
-    """What the model's checkpoint at the weight precision keeps wider: parameters per layer and in
-    the head, and what each such parameter adds, in bytes and in FLOPs at the weights' GEMM rate
-    (``flop_factor`` - 1: a wide FLOP takes ``gemm_rate / wide rate`` of the precision's)."""
+    """What the model's checkpoint at the weight precision keeps wider: attention parameters per
+    layer, router parameters per layer (the routed layers' over all layers, as a layer's share of
+    the experts is counted), those in the head, and what each such parameter adds, in bytes and in
+    FLOPs at the weights' GEMM rate (``flop_factor`` - 1: a wide FLOP takes ``gemm_rate / wide
+    rate`` of the precision's)."""
 
     per_layer: float = 0.0
     head: float = 0.0
     extra_bytes: float = 0.0
     flop_factor: float = 1.0
+    router: float = 0.0
 
     def bytes(self, layers: float) -> float:
-        return (layers * self.per_layer + self.head) * self.extra_bytes
+        return (layers * (self.per_layer + self.router) + self.head) * self.extra_bytes
 
     def flops(self, layers: float) -> float:
-        return 2.0 * (layers * self.per_layer + self.head) * (self.flop_factor - 1.0)
+        return 2.0 * (layers * (self.per_layer + self.router) + self.head) * (self.flop_factor - 1.0)
 
 
 def _wide_entry(ctx: ServingContext, precision: str) -> tuple[Any, str, str] | None:
@@ -225,8 +231,9 @@ def _kept_wide(
         if "attention" not in entry.value:  # all but the output projection
             per_layer -= shape["attn_dim"] * arch.hidden_size
     head = float(arch.vocab_size * arch.hidden_size) if "lm_head" in entry.value else 0.0
+    router = router_params(arch) / arch.layers if "router" in entry.value else 0.0
     wide = entry.precision
-    params = arch.layers * per_layer + head
+    params = arch.layers * (per_layer + router) + head
     ctx.trace.given(  # the modules as --set takes them; the name says what they weigh
         f"weights the {precision} checkpoint keeps in {wide} ({params / 1e9:.3g}B parameters)",
         f"[{', '.join(entry.value)}]",
@@ -239,7 +246,7 @@ def _kept_wide(
     )
     bpw = ctx.inp.quiet().read(f"serving.bytes_per_weight.{precision}")  # read already (model terms)
     wide_bpw = ctx.take(f"bytes per weight ({wide})", f"bytes_per_weight.{wide}")
-    return _Wide(per_layer, head, wide_bpw - bpw, gemm_rate / rate_at(wide))
+    return _Wide(per_layer, head, wide_bpw - bpw, gemm_rate / rate_at(wide), router)
 
 
 def _rates(
@@ -252,27 +259,34 @@ def _rates(
 
 
 def _held_whole(ctx: ServingContext, precision: str, wide: _Wide, layers: float) -> tuple[float, float]:
-    """Bytes and FLOPs per token of :func:`mla_down_params` in ``layers`` layers of the model's
-    shape, at the checkpoint's precision where it keeps attention wide (the down-projections are
-    among its projections)."""
-    params = layers * (mla_down_params(ctx.model) / ctx.model.layers)
+    """Bytes and FLOPs per token of :func:`held_whole_params` in ``layers`` layers of the model's
+    shape (per layer as :class:`_Wide` counts them): the down-projections at the checkpoint's
+    precision where it keeps attention wide (they are among its projections), the routers where
+    it keeps them wide."""
+    arch = ctx.model
     bpw = ctx.inp.quiet().read(f"serving.bytes_per_weight.{precision}")  # read already (model terms)
-    extra, factor = (wide.extra_bytes, wide.flop_factor) if wide.per_layer else (0.0, 1.0)
-    return params * (bpw + extra), 2.0 * params * factor
+    held, flops = 0.0, 0.0
+    for params, kept in ((mla_down_params(arch), wide.per_layer), (router_params(arch), wide.router)):
+        params *= layers / arch.layers
+        extra, factor = (wide.extra_bytes, wide.flop_factor) if kept else (0.0, 1.0)
+        held, flops = held + params * (bpw + extra), flops + 2.0 * params * factor
+    return held, flops
 
 
 def _replicated(ctx: ServingContext, precision: str, wide: _Wide) -> dict:
-    """The target's ``replicated_*``: :func:`_held_whole` over all its layers (0 without MLA)."""
-    params = mla_down_params(ctx.model)
+    """The target's ``replicated_*``: :func:`_held_whole` over all its layers (0 without MLA or
+    routed experts)."""
+    params = held_whole_params(ctx.model)
     if not params:
         return {"replicated_bytes": 0.0, "replicated_flops_per_token": 0.0}
     ctx.trace.given(
-        "MLA down-projections each attention TP rank holds whole",
+        "parameters each attention TP rank holds whole",
         params,
         "parameters",
         ctx.morigin,
-        note="q_a and kv_a (with the RoPE key): vLLM's and SGLang's ReplicatedLinear, TensorRT-LLM's "
-        "fused_a; the up- and output projections split over the group",
+        note="MLA's down-projections q_a and kv_a with the RoPE key (vLLM's and SGLang's "
+        "ReplicatedLinear, TensorRT-LLM's fused_a; the up- and output projections split over the "
+        "group) and the MoE routers (a ReplicatedLinear gate: every expert's logit of every token)",
     )
     held, flops = _held_whole(ctx, precision, wide, ctx.model.layers)
     return {"replicated_bytes": held, "replicated_flops_per_token": flops}

@@ -70,7 +70,8 @@ class Deployment:
 
     @property
     def attention_tp(self) -> int:
-        """GPUs of each attention tensor-parallel group (each holds MLA's down-projections whole)."""
+        """GPUs of each attention tensor-parallel group (each holds MLA's down-projections and the
+        routers whole)."""
         return int(self.grid.lay["t"][self.layout])
 
     @property
