@@ -153,7 +153,7 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # 1k/1k at 4 users joined the list (-17 -> -43 %), a cliff at fixed interactivity: the run served
 # 3.6 users at 103.8 tokens/s each; the model's TP8 step gives 102.4 at 3 users (103.6 before, 1.3 %
 # faster), so only ~2 users meet the speed (6 -> 7). 2026-12-04: the MoE gates held whole on every
-# attention TP rank and kept in BF16 (as vLLM loads them): 12.87 -> 12.91 %, and H200 FP8 TP8 8k/1k
+# attention TP rank and kept in BF16 (as vLLM loads them): 12.87 -> 12.95 %, and H200 FP8 TP8 8k/1k
 # at 4 users joined the list (-23 -> -45 %), the same cliff: the run served 4 users at 66.99
 # tokens/s each; the model's TP8 step gives 66.92 at 3 users (67.13 before, 0.3 % faster), so only
 # 2 users meet the speed (7 -> 8).
