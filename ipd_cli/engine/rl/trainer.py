@@ -31,9 +31,11 @@ from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from .workload import RlNumbers
 
-# the plan tables the process keeps, by the bytes of their arrays (a table takes 0.1 to 30 MB; the
-# least recently used go first): a test session asks for about 150 distinct tables, 600 MB in all,
-# some again after dozens of others (64 tables by number let one in five be searched again)
+# the plan tables the process keeps, by the bytes of their arrays (the least recently used go
+# first): a test session asks for about 150 distinct tables, some again after dozens of others. A
+# search holds 0.1 to 30 MB (600 MB for those 150, so one in five was searched again); the table
+# kept holds only the plans its lookups can give (:meth:`~ipd_cli.engine.trainplan.BySize.compact`,
+# a few kB), so all of them stay
 CACHE_BYTES = 256 * 2**20
 
 
@@ -125,7 +127,7 @@ def plans_by_size(r: TrainerRates, cap: int | None = None) -> tpn.BySize:
         import numpy as np
 
         with np.errstate(all="ignore"):
-            found = tpn.search_sizes(r.y, cap, r.pins)
+            found = tpn.search_sizes(r.y, cap, r.pins).compact()
         _BYTES[key] = array_bytes(found)
         while _SIZES and sum(_BYTES.values()) > CACHE_BYTES:
             _BYTES.pop(oldest := next(iter(_SIZES)), None)
