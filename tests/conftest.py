@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections import OrderedDict
 
 import helpers
@@ -10,6 +11,21 @@ import pytest
 
 from ipd_cli import load
 from ipd_cli.engine.search import array_bytes
+
+
+def _leave_hypothesis_unrewritten() -> None:
+    """pytest rewrites the asserts of every module of a distribution that provides a pytest plugin,
+    hypothesis's ~80 modules among them; where no bytecode is written (PYTHONDONTWRITEBYTECODE=1)
+    each worker rewrites them again on every run: ~0.7 s of a worker's ~6 s collection. Their own
+    asserts need no introspection (the tests' asserts, conftest's and the test modules', are still
+    rewritten). Through the hook's private set: if pytest renames it, this does nothing."""
+    for finder in sys.meta_path:
+        marked = getattr(finder, "_must_rewrite", None)
+        if isinstance(marked, set) and "hypothesis" not in sys.modules:
+            marked.discard("hypothesis")
+
+
+_leave_hypothesis_unrewritten()
 
 
 @pytest.fixture(scope="session")
