@@ -219,8 +219,14 @@ def test_every_readme_command_exits_as_documented(in_tmp_path):
     assert not failures, "\n".join(failures)
 
 
+# the examples that take seconds: `ipd calibrate` runs the whole fit, `ipd validate` every case
+SLOW_HELP = {"calibrate", "validate"}
+
+
 @pytest.mark.parametrize(
-    ("command", "examples"), help_examples(), ids=lambda v: v if isinstance(v, str) else ""
+    ("command", "examples"),
+    [pytest.param(c, e, marks=pytest.mark.slow) if c in SLOW_HELP else (c, e) for c, e in help_examples()],
+    ids=lambda v: v if isinstance(v, str) else "",
 )
 def test_every_help_example_exits_as_documented(command, examples, in_tmp_path):
     tmp_path = in_tmp_path

@@ -13,6 +13,7 @@ import pytest
 IPD = Path(sys.executable).with_name("ipd")
 
 
+@pytest.mark.slow  # seconds: two processes, one of them the frontier comparison
 @pytest.mark.skipif(not IPD.exists(), reason="the ipd console script is not installed in this environment")
 def test_installed_ipd_runs_from_any_directory(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("IPD_CATALOG", "IPD_DEBUG", "PYTHONPATH")}

@@ -230,6 +230,7 @@ def test_a_system_powered_below_its_gpus_tdp_warns():
     assert "TDP alone" not in r.stderr
 
 
+@pytest.mark.slow  # seconds (2.4 s CPU here): a 10T pre-training sweep
 def test_a_sweep_that_fails_still_names_the_slip_in_its_axis():
     # a user review: a sweep that could not run at any point dropped the axis's unit-slip warning
     r = run_cli(

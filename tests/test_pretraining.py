@@ -1221,6 +1221,7 @@ def test_activation_offload_is_its_own_term_of_the_step(catalog):
         assert sum(p.step_breakdown_s.values()) == pytest.approx(p.step_time_s, rel=1e-12)
 
 
+@pytest.mark.slow  # seconds: five deadline plan searches, the 10T MoE among them
 def test_a_deadline_takes_no_more_gpus_than_a_later_deadlines_cluster_that_meets_it(catalog):
     # a user review: the 10T MoE on GB200 at 31 days paid 117,504 GPUs (104,448 used), at 33 days
     # 110,592 in 30.87 days, which meets 31 too; DeepSeek-V3 on B200 at 33 days 2,112 where 2,048

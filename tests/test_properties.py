@@ -126,6 +126,7 @@ def systems_from(catalog, first: str = "vera-rubin-nvl72") -> list[str]:
     return sorted(catalog.systems, key=lambda s: (s != first, s))
 
 
+@pytest.mark.slow  # seconds: every catalog workload compared on two systems
 def test_each_catalog_workload_gives_finite_non_negative_numbers_on_both_vendors():
     # every workload once, on a system that runs them all and one that rotates over the vendors
     # and generations, under both pricings (the random draws below favour the first workload)
@@ -138,6 +139,7 @@ def test_each_catalog_workload_gives_finite_non_negative_numbers_on_both_vendors
         assert_finite_non_negative(r)
 
 
+@pytest.mark.slow  # seconds: each example a comparison of up to three systems
 @bounded(6)
 @given(data=st.data())
 def test_every_catalog_workload_gives_finite_non_negative_numbers(data):
@@ -261,6 +263,7 @@ def test_identical_systems_compare_at_exactly_one(data):
     assert ratios <= {"same"}, ratios  # directed or not (a plain ratio read '1x' beside '1.00x better')
 
 
+@pytest.mark.slow  # seconds: each example three comparisons, their grids evaluated afresh
 @pytest.mark.fresh_grids  # both runs evaluate their grids
 @bounded(3)
 @given(data=st.data())

@@ -87,6 +87,7 @@ def served(tmp_path, tmp_path_factory) -> tuple[subprocess.CompletedProcess, Pat
     return _SERVED["run"], cache
 
 
+@pytest.mark.slow  # seconds: three processes besides the shared first run
 def test_a_second_run_prints_the_stored_output(served, tmp_path):
     first, cache = served
     assert first.returncode == 0 and len(entries(cache)) == 1
@@ -123,6 +124,7 @@ def price(run: subprocess.CompletedProcess) -> float:
     return json.loads(run.stdout)["serving"]["price_usd_per_gpu_hour"]
 
 
+@pytest.mark.slow  # seconds: four processes, each a serving search
 def test_a_catalog_edit_or_another_argument_is_a_new_key(served, tmp_path):
     first, cache = served
     rental = price(first)

@@ -865,6 +865,7 @@ def _within(seconds: float, fn):
         signal.signal(signal.SIGPROF, old)
 
 
+@pytest.mark.slow  # seconds: an RL step searched over ten million GPUs
 def test_rl_with_an_absurd_gpu_count_ends_in_bounded_time():
     args = (
         "compare",
