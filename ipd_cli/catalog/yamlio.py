@@ -30,7 +30,20 @@ def _strict_loader() -> type:
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class StrictLoader(base):  # type: ignore[misc, valid-type]
-        pass
+        if base is yaml.SafeLoader:  # without libyaml: PyYAML's composer recurses once per level,
+            # and its scanner re-checks every open level on each token (5,000 levels took 1.4 s to
+            # reach the RecursionError); stop composing a little past MAX_DEPTH, where
+            # _check_shape's exact count would refuse the document anyway (libyaml stops at 1,000)
+            _depth = 0
+
+            def compose_node(self, parent: Any, index: Any) -> Any:
+                self._depth += 1
+                try:
+                    if self._depth > MAX_DEPTH + 2:
+                        raise RecursionError  # read by _parse as "nested deeper than MAX_DEPTH"
+                    return super().compose_node(parent, index)
+                finally:
+                    self._depth -= 1
 
     def no_duplicates(loader: Any, node: Any, deep: bool = False) -> dict:
         seen: dict[Any, Any] = {}
