@@ -1438,3 +1438,21 @@ def test_a_later_deadline_never_takes_more_gpus_where_memory_binds(catalog):
     sooner = train(catalog, "mi300x", "llama-3.1-405b", 1.44937e11, deadline_days=1375.45, **kw).pretraining
     later = train(catalog, "mi300x", "llama-3.1-405b", 1.44937e11, deadline_days=2063.175, **kw).pretraining
     assert sooner.gpus == later.gpus == 40
+
+
+@pytest.mark.slow  # two deadline searches of the 10T model
+def test_a_row_stepped_up_past_the_grains_takes_the_fewest_replicas_that_fit(catalog, monkeypatch):
+    # the step-up tries one to eight replica grains more, then 2x-16x as many: where the fewest that
+    # fit lay between two multiples a plan took more GPUs than it needed. A bisection between the
+    # multiple that fits and the rung below finds the fewest to the grain: with the ladder cut to
+    # one grain and 16x, Vera Rubin's 10T month on 0.79T tokens in BF16 takes the 720 GPUs the
+    # grains find (TP4 PP2 DP90 EP24), where 16x alone took 792
+    from ipd_cli.engine import trainplan
+
+    kw = dict(deadline_days=2405.98, precision="bf16", pricing="rental")
+    with monkeypatch.context() as m:  # the cut ladder first: a process keeps searched plan grids
+        m.setattr(trainplan, "STEPS_UP", (1,))
+        m.setattr(trainplan, "STEPS_UP_TIMES", (16.0,))
+        cut = train(catalog, "vera-rubin", "moe-10t", 7.90511e11, **kw).pretraining
+    assert cut.gpus == 720 and cut.plan == "TP4 PP2 DP90 EP24, mbs 1, activations offloaded to host, FSDP"
+    assert train(catalog, "vera-rubin", "moe-10t", 7.90511e11, **kw).pretraining.gpus == 720

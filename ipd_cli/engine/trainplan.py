@@ -1253,14 +1253,16 @@ STEPS_UP_TIMES = (2.0, 3.0, 4.0, 8.0, 16.0)
 def _stepped_up(
     M: sr.Columns, out: dict, terms: dict, x: dict, rate: float, pins: dict, refill: bool
 ) -> dict[str, Any]:
-    """:func:`solve_replicas`' rows that reach the rate but do not fit in HBM, with more replicas
-    (:data:`STEPS_UP`, then :data:`STEPS_UP_TIMES`) where that fits and still reaches the rate:
-    ZeRO and FSDP shard the state over the replicas, and each replica holds fewer micro-batches.
-    Found by a property run: a generous deadline's rate needs few replicas, and the rows it left
-    over HBM were dropped, so a later deadline took more GPUs than an earlier one (H200, the 10T
-    model on 1.9T tokens: 1,344 GPUs at 1,401 days, 1,488 at 2,101; MI300X, Llama 3.1 405B on
-    145B tokens: 40 at 1,375 days, 48 at 2,063 while the steps were multiples of the rate's
-    replicas alone). ``M`` and ``out`` are updated for the rows that step up."""
+    """:func:`solve_replicas`' rows that reach the rate but do not fit in HBM, with the fewest
+    replicas that fit and still reach the rate: ZeRO and FSDP shard the state over the replicas,
+    and each replica holds fewer micro-batches, so the memory per GPU never grows with them. The
+    rungs (:data:`STEPS_UP` grains more, then :data:`STEPS_UP_TIMES` as many) find a count that
+    fits; where that is a multiple's, a bisection between it and the rung below finds the fewest,
+    to the replica grain. Found by a property run: a generous deadline's rate needs few replicas,
+    and the rows it left over HBM were dropped, so a later deadline took more GPUs than an earlier
+    one (H200, the 10T model on 1.9T tokens: 1,344 GPUs at 1,401 days, 1,488 at 2,101; MI300X,
+    Llama 3.1 405B on 145B tokens: 40 at 1,375 days, 48 at 2,063 while the steps were multiples of
+    the rate's replicas alone). ``M`` and ``out`` are updated for the rows that step up."""
     import numpy as np
 
     rows = np.flatnonzero(~fits_memory(out, x))
@@ -1268,22 +1270,42 @@ def _stepped_up(
     last = base + STEPS_UP[-1] * grain  # past the grains: multiples, where they are more
     tries = [base + k * grain for k in STEPS_UP]
     tries += [np.maximum(np.ceil(base * k / grain) * grain, last) for k in STEPS_UP_TIMES]
+
+    def tried(at: Any, dp: Any) -> tuple[dict, dict, Any]:
+        """Rows ``at`` at ``dp`` replicas: the plan, its step, and whether it fits and reaches the rate."""
+        trial = {**sr.take(M, at), "dp": dp}
+        if refill:
+            trial["mb"] = _fill(trial, x)
+        t_out = evaluate(trial, index_terms(terms, at), x, pins)
+        reaches = _replicas_needed(trial, t_out, x, rate) <= dp * (1 + 1e-9)
+        return trial, t_out, fits_memory(t_out, x) & reaches
+
+    lo = base.copy()  # per row: a count that does not fit (the rung below the one that does)
+    hi = np.full(len(rows), np.inf)  # the fewest found that fits
     left = np.arange(len(rows))  # positions in ``rows`` of those still over HBM
     for dp in tries:
         if not len(left):
             break
-        at = rows[left]
-        trial = {**sr.take(M, at), "dp": dp[left]}
-        if refill:
-            trial["mb"] = _fill(trial, x)
-        t_out = evaluate(trial, index_terms(terms, at), x, pins)
-        ok = fits_memory(t_out, x) & (_replicas_needed(trial, t_out, x, rate) <= trial["dp"] * (1 + 1e-9))
-        if np.any(ok):
-            for c in ("dp", "mb", "rc", "zero"):
-                M[c] = np.array(M[c], dtype=float, copy=True)
-                M[c][at[ok]] = trial[c][ok]
-            out = _written(out, {c: v[ok] if np.ndim(v) else v for c, v in t_out.items()}, at[ok])
+        _, _, ok = tried(rows[left], dp[left])
+        hi[left[ok]] = dp[left][ok]
+        lo[left[~ok]] = dp[left][~ok]
         left = left[~ok]
+    found = np.flatnonzero(np.isfinite(hi))
+    # between a multiple's rung and the rung below: bisect to the grain
+    gap = found[hi[found] - lo[found] > grain[found] * (1 + 1e-9)]
+    while len(gap):
+        g = grain[gap]
+        mid = lo[gap] + np.floor((hi[gap] - lo[gap]) / g / 2.0) * g
+        _, _, ok = tried(rows[gap], mid)
+        hi[gap[ok]], lo[gap[~ok]] = mid[ok], mid[~ok]
+        gap = gap[hi[gap] - lo[gap] > grain[gap] * (1 + 1e-9)]
+    if len(found):
+        at = rows[found]
+        trial, t_out, _ = tried(at, hi[found])
+        for c in ("dp", "mb", "rc", "zero"):
+            M[c] = np.array(M[c], dtype=float, copy=True)
+            M[c][at] = trial[c]
+        out = _written(out, t_out, at)
     return out
 
 
