@@ -4,6 +4,11 @@ The cases live in ``configs/validation/cases.yaml`` (shipped with the catalog), 
 its source, inputs, measured value and split: ``fitting`` cases may tune the efficiency
 defaults, ``checking`` cases never do, and report the model's error.
 
+A serving case at a measured interactivity (``tokens_per_user_s``: InferenceX's 1 / median TPOT)
+reads the chosen configuration's curve at exactly that speed, linear in 1 / TPOT between the
+largest whole batch that meets it and the next (:func:`_served`), as a published point is its
+users' mean.
+
 Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
 fitting cases that depend on it (training shares by accelerator and precision, overlaps:
 pre-training cases; serving per-layer step overhead: serving cases at 4 users or fewer; decode
@@ -173,7 +178,7 @@ def predict(cat: Catalog, case: Case) -> float:
         )
         return float(p[metric])  # tokens_per_s_per_gpu: steady state, as benchmarks report it
     if case.kind == "serve":
-        return getattr(_serve(cat, i), metric)
+        return _served(cat, i, metric)
     if case.kind == "prefill":
         return _prefill_rate(cat, i)
     if case.kind == "decode":
@@ -236,6 +241,21 @@ def _serve(cat: Catalog, i: dict) -> Any:
         speculative=i.get("speculative", "off"),
         stack=i.get("stack"),
     ).serving
+
+
+def _served(cat: Catalog, i: dict, metric: str) -> float:
+    """A serving case's metric; tokens/s per GPU at a measured speed per user read on the chosen
+    configuration's curve at exactly that speed, between its batch that meets it and the next
+    (:func:`~ipd_cli.engine.serving.estimate.speed_reading`): a published point is its users'
+    mean, and a whole batch read alone turns a 0.1 % difference in speed into a 2x one in
+    throughput (the H200 TP8 8k/1k four-user point read 17.5 at batch 2, 24.4 on the curve)."""
+    from ipd_cli.engine.serving.estimate import read_at_speed
+
+    with read_at_speed() as readings:
+        s = _serve(cat, i)
+    if metric == "tokens_per_s_per_gpu" and readings:
+        return readings[-1]
+    return float(getattr(s, metric))
 
 
 def _prefill_rate(cat: Catalog, i: dict) -> float:

@@ -21,7 +21,7 @@ from ipd_cli.engine.serving import (
     serving_instance,
 )
 from ipd_cli.engine.serving.context import context, kv_bytes_per_token
-from ipd_cli.engine.serving.estimate import Shape, choose, search
+from ipd_cli.engine.serving.estimate import Shape, choose, read_at_speed, search
 from ipd_cli.engine.serving.grid import Pins
 from ipd_cli.errors import InfeasibleError, InputError
 
@@ -711,6 +711,38 @@ def test_the_curve_read_at_a_target_is_within_a_fine_rung_of_the_target_search(c
         s = serve(catalog, "b300", "deepseek-v3", tokens_per_user_s=target)
         read = max(p.tokens_per_s_per_gpu for p in curve if p.interactivity_tokens_per_s >= target)
         assert s.tokens_per_s_per_gpu / 2 ** (1 / 8) <= read <= s.tokens_per_s_per_gpu, target
+
+
+def test_a_target_read_on_the_curve_lies_between_the_batch_that_meets_it_and_the_next(catalog):
+    # `ipd validate` reads a published point at a measured interactivity on the chosen
+    # configuration's curve (speed_reading): tokens/s per GPU linear in 1 / TPOT between the
+    # largest whole batch that meets the speed and the next, each worked out here from its own
+    # pinned estimate. InferenceX's H200 TP8 8k/1k run served 4 users at 66.99 tokens/s each; at
+    # whole batches the model met it with 2 (a cliff: 1 / TPOT at 3 users is 0.1 % short)
+    kw = dict(input_tokens=7373, output_tokens=922, precision="fp8", kv_precision="fp8", layout="tp8")
+    kw |= dict(disaggregated=False, speculative="off", stack="trtllm")
+    target = 66.99
+    with read_at_speed() as got:
+        s = serve(catalog, "h200", "deepseek-v3", tokens_per_user_s=target, **kw)
+    b = s.concurrency
+    lo, hi = (serve(catalog, "h200", "deepseek-v3", concurrency=c, **kw) for c in (b, b + 1))
+    assert lo.configuration == s.configuration and hi.configuration == f"TP8 batch {b + 1}"
+    fast, slow = lo.interactivity_tokens_per_s, hi.interactivity_tokens_per_s
+    assert fast >= target > slow
+    by_hand = lo.tokens_per_s_per_gpu + (fast - target) / (fast - slow) * (
+        hi.tokens_per_s_per_gpu - lo.tokens_per_s_per_gpu
+    )
+    assert got == [pytest.approx(by_hand, rel=1e-9)]
+    # the result itself stays at whole batches
+    assert s.tokens_per_s_per_gpu == pytest.approx(lo.tokens_per_s_per_gpu, rel=1e-12)
+    # no cliff: just above and just below the next batch's own speed the readings agree with it
+    for eps in (1e-9, -1e-9):
+        with read_at_speed() as near:
+            serve(catalog, "h200", "deepseek-v3", tokens_per_user_s=slow * (1 + eps), **kw)
+        assert near == [pytest.approx(hi.tokens_per_s_per_gpu, rel=1e-6)], eps
+    # outside the block nothing is read
+    serve(catalog, "h200", "deepseek-v3", tokens_per_user_s=target, **kw)
+    assert len(got) == 1
 
 
 def test_an_unreachable_target_reports_the_fastest_configuration(catalog):

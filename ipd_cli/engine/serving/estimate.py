@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,6 +26,7 @@ from .grid import (
     LAYOUT_RULES,
     Grid,
     Pins,
+    at_batch,
     evaluate,
     instance_sizes,
     parse_layout,
@@ -174,6 +178,42 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
     if not meets.any():
         return best_of(near_max(speed, ok), ok, tps, -gpus), met
     return best_of(tps, meets, speed, -gpus), met
+
+
+def speed_reading(g: Grid, i: int, target: float) -> float:
+    """Row ``i``'s configuration read on its curve at exactly ``target`` tokens/s per user (1 /
+    TPOT): its tokens/s per GPU, linear in interactivity between row ``i``'s batch, which meets
+    the target, and the next whole batch of the same configuration, which does not. A benchmark's
+    point at a measured interactivity is a mean over its users, whom no whole batch of a model
+    matches to the last per mille: read at the whole batch alone, a model 0.1 % slower than the
+    run halves a four-user point (:mod:`ipd_cli.validate` compares such points this way). Row
+    ``i``'s own figure where it misses the target or the next batch cannot run (the KV full)."""
+    r = g.rows
+    tps, speed = float(r["tokens_per_s_per_gpu"][i]), 1.0 / float(r["tpot_s"][i])
+    nxt = at_batch(g, i, int(r["batch"][i]) + 1) if speed >= target else None
+    if nxt is None:
+        return tps
+    h, j = nxt
+    tps_next, speed_next = float(h.rows["tokens_per_s_per_gpu"][j]), 1.0 / float(h.rows["tpot_s"][j])
+    if not speed_next < target:  # not the largest batch meeting the target: no curve to read between
+        return tps
+    return tps + (tps_next - tps) * (speed - target) / (speed - speed_next)
+
+
+# where a caller collects :func:`speed_reading`s (``read_at_speed``); None: nothing is read
+_READINGS: ContextVar[list[float] | None] = ContextVar("ipd_serving_speed_readings", default=None)
+
+
+@contextmanager
+def read_at_speed() -> Iterator[list[float]]:
+    """Inside the block, each :func:`estimate_serving` at a target speed per user (no traffic)
+    also reads its configuration at exactly that speed (:func:`speed_reading`) into the list."""
+    readings: list[float] = []
+    token = _READINGS.set(readings)
+    try:
+        yield readings
+    finally:
+        _READINGS.reset(token)
 
 
 def _refined_frontier(g: Grid) -> tuple[list[tuple[Grid, int]], int]:
@@ -584,6 +624,9 @@ def estimate_serving(
         value = output_tokens_per_day if daily else requests_per_s
         check_traffic_gpus(choice[1], "output_tokens_per_day" if daily else "requests_per_s", value, ctx.name)
     i, op, extra = _operating_point(ctx, g, concurrency, tokens_per_user_s, traffic, choice)
+    readings = _READINGS.get()
+    if readings is not None and tokens_per_user_s is not None and choice is None:
+        readings.append(speed_reading(g, i, tokens_per_user_s))
     point = serving(g, i, op, **extra)
     if choice is not None:
         point = traffic_point(point, choice[1])

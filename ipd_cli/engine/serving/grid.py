@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ipd_cli.engine import formulas as f
@@ -556,6 +556,20 @@ def refine(g: Grid, rows: list[int]) -> Grid | None:
         fine = _evaluate(g.ph, g.pins, None, subset=subset, rungs=FINE_LADDER, x=g.x, pf=g.prefill)
     fine.searched = len(g) + len(fine.rows["layout"])  # the coarse space and these rows
     return fine
+
+
+def at_batch(g: Grid, i: int, batch: int) -> tuple[Grid, int] | None:
+    """Row ``i``'s configuration (its layout, in its mode, the same pins) at another ``batch``
+    (sequences per instance): a grid of that one row and its index, None where the row cannot
+    run there (the batch beyond the KV capacity)."""
+    import numpy as np
+
+    li, mode = int(g.rows["layout"][i]), bool(g.rows["disagg"][i])
+    pins = replace(g.pins, concurrency=int(batch), disaggregated=mode)
+    with np.errstate(all="ignore"):
+        one = _evaluate(g.ph, pins, None, subset=np.array([li]), x=g.x, pf=g.prefill)
+    rows = np.flatnonzero(one.feasible & (one.rows["layout"] == li))
+    return (one, int(rows[0])) if rows.size else None
 
 
 def _evaluate(
