@@ -288,6 +288,40 @@ def test_a_fit_says_where_its_trials_are_flat_or_its_best_is_at_the_range_end():
     assert val._fit_note({1.0: math.inf, 2.0: 0.1, 4.0: math.inf}, (0.1, 2.0), [1.0, 2.0, 4.0]) == ""
 
 
+def test_a_knob_the_grid_moves_is_refined_between_the_best_points_neighbours(catalog, monkeypatch):
+    # TensorRT-LLM's Blackwell Ultra floor (71.0 us; 17 grid points over its 10-400 us range, 26 %
+    # apart) with its cases priced as (log(value / best))^2. With the best at 22 us the grid moves
+    # the knob to its point nearest 22, and the 8 refined trials between that point's neighbours
+    # land it closer; with the best at the current value no grid point beats it: it stays, and
+    # nothing beyond the grid is tried
+    knob = "serving.stacks.trtllm.profiles.blackwell-ultra.step_overhead_us_per_layer"
+    priced: list[float] = []
+    best = [22.0]
+
+    def loss(cat, cases, bar=math.inf):
+        value = val._current(cat, knob).value
+        priced.append(value)
+        return math.log(value / best[0]) ** 2
+
+    monkeypatch.setattr(val, "_error", lambda cat, case: loss(cat, [case]))
+    monkeypatch.setattr(val, "_loss", loss)
+    case = next(c for c in val.load_cases()[0] if c.split == "fitting" and c.kind == "serve")
+    current = val._current(catalog, knob)
+    assert current.value == 71.0 and current.range == (10.0, 400.0)
+    grid = val._grid(current)
+    nearest = min(grid, key=lambda g: abs(math.log(g / 22)))
+    refined = val._refined(grid, nearest)
+    assert len(grid) == 17 and round(nearest, 1) == 20.0 and len(refined) == 8
+    by_hand = min([nearest, *refined], key=lambda g: abs(math.log(g / 22)))
+    assert abs(math.log(by_hand / 22)) < abs(math.log(nearest / 22)) / 4  # the refinement gets closer
+    row = val._fit_knob(catalog, knob, [case])
+    assert row["fitted"] == float(f"{by_hand:.3g}") and len(priced) == 1 + 17 + 8
+    priced.clear()
+    best[0] = 71.0
+    row = val._fit_knob(catalog, knob, [case])
+    assert row["fitted"] == 71.0 and len(priced) == 1 + 17
+
+
 def test_a_fitting_case_fits_the_per_precision_value_of_its_precision(catalog):
     # a stack profile's MoE share is held per weight precision: the MI355X SGLang point (MXFP4) fits
     # the FP4 one, TensorRT-LLM's H200 DEP8 point the Hopper FP8 one
