@@ -6,8 +6,8 @@ defaults, ``checking`` cases never do, and report the model's error.
 
 A serving case at a measured interactivity (``tokens_per_user_s``: InferenceX's 1 / median TPOT)
 reads the chosen configuration's curve at exactly that speed, linear in 1 / TPOT between the
-largest whole batch that meets it and the next (:func:`_served`), as a published point is its
-users' mean.
+largest whole batch that meets it and the next (:func:`_served`): the time-mix of the two batches
+that runs at that speed.
 
 Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
 fitting cases that depend on it (training shares by accelerator and precision, overlaps:
@@ -247,9 +247,10 @@ def _serve(cat: Catalog, i: dict) -> Any:
 def _served(cat: Catalog, i: dict, metric: str) -> float:
     """A serving case's metric; tokens/s per GPU at a measured speed per user read on the chosen
     configuration's curve at exactly that speed, between its batch that meets it and the next
-    (:func:`~ipd_cli.engine.serving.estimate.speed_reading`): a published point is its users'
-    mean, and a whole batch read alone turns a 0.1 % difference in speed into a 2x one in
-    throughput (the H200 TP8 8k/1k four-user point read 17.5 at batch 2, 24.4 on the curve)."""
+    (:func:`~ipd_cli.engine.serving.estimate.speed_reading`): the time-mix of the two batches
+    that runs at that speed; a whole batch read alone turns a 0.1 % difference in speed into a
+    2x one in throughput (the H200 TP8 8k/1k four-user point read 17.5 at batch 2, 24.4 on the
+    curve)."""
     from ipd_cli.engine.serving.estimate import read_at_speed
 
     with read_at_speed() as readings:

@@ -1420,6 +1420,44 @@ def test_tensor_parallel_ranks_hold_mla_down_projections_and_routers_whole_by_ha
     )
 
 
+def test_the_gradients_of_what_every_tensor_parallel_rank_holds_whole_are_all_reduced_by_hand(catalog):
+    # Megatron-Core's finalize_model_grads all-reduces the gradients of the duplicated parameters
+    # (MLA's down-projections, the routers) over the tensor-parallel group once a step, after the
+    # backward: DeepSeek-V3's 1,029,898,240 of them, in BF16 (2 bytes, the data-parallel ring's
+    # width), on TP8 inside an H100 node (NVLink4 900 GB/s both ways, 450 per direction at the
+    # link efficiency 0.70): a reduce-scatter and an all-gather, 7/8 of the buffer each, plus one
+    # call's latency; on 4 stages the busiest holds 16 of the 61 layers' share; nothing at TP1
+    whole = 61 * 7168 * (1536 + 512 + 64) + 58 * 256 * 7168
+    x = inputs(catalog, "h100-sxm", "deepseek-v3")
+    up = 900e9 / 2 * 0.70
+    assert x["weight_bytes"] == 2 and x["up_bw"] == pytest.approx(up)
+    lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
+    P = {k: 1.0 for k in ("tp", "cp", "pp", "ep", "vp", "mbs", "dp")} | {"order": 0.0, "zero": 0.0}
+    assert ts.held_whole_params(P | {"tp": 8.0}, x) == pytest.approx(whole, rel=1e-12)
+    by_hand = 2 * whole * 2 * 7 / 8 / up + lat
+    assert ts.tp_grad_seconds(P | {"tp": 8.0}, x) == pytest.approx(by_hand, rel=1e-12)
+    staged = 2 * whole * 16 / 61 * 2 * 7 / 8 / up + lat
+    assert ts.tp_grad_seconds(P | {"tp": 8.0, "pp": 4.0}, x) == pytest.approx(staged, rel=1e-12)
+    # DualPipe: a rank holds stage i and its mirror, two stages' copies (16 + 16 of 61 layers)
+    dual = P | {"tp": 8.0, "pp": 4.0, "sched": 1.0}
+    assert ts.dualpipe(dual) and ts.held_whole_params(dual, x) == pytest.approx(whole * 32 / 61, rel=1e-12)
+    # TP16 over two 8-GPU nodes: hierarchical, NVLink carries 7/8 of the buffer, each NIC (400 Gb/s
+    # at 0.80) 1/8 of the half that crosses; the slower binds, and the call waits on the network
+    nic = 400e9 / 8 * 0.80
+    nic_lat = catalog.serving.collective_latency_us_scale_out.value * 1e-6
+    wide = 2 * max(whole * 2 * 7 / 8 / up, whole * 2 / 2 / 8 / nic) + nic_lat
+    assert ts.tp_grad_seconds(P | {"tp": 16.0}, x) == pytest.approx(wide, rel=1e-12)
+    assert ts.tp_grad_seconds(P, x) == 0.0
+    # a dense model without latents holds nothing whole (its norms' few weights left uncounted)
+    y = inputs(catalog, "h100-sxm", "llama-3.1-70b")
+    assert ts.held_whole_params(P | {"tp": 8.0}, y) == 0.0
+    # the step and its breakdown count it
+    r = train(catalog, "h100-sxm", "deepseek-v3", 1e12, gpus=1024, precision="fp8", sequence_length=4096,
+              plan="tp=8,pp=8,ep=64,schedule=1f1b").pretraining  # fmt: skip
+    sync = r.step_breakdown_s["tensor_parallel_grad_sync_s"]
+    assert sync > 0 and sum(r.step_breakdown_s.values()) == pytest.approx(r.step_time_s, rel=1e-12)
+
+
 @pytest.mark.slow  # two deadline searches of the 10T model
 def test_a_later_deadline_never_takes_more_gpus_where_memory_binds(catalog):
     # a property run (random requests, 1 in 120): the replicas a generous deadline's rate needs

@@ -745,6 +745,29 @@ def test_a_target_read_on_the_curve_lies_between_the_batch_that_meets_it_and_the
     assert len(got) == 1
 
 
+def test_a_reading_on_the_curve_falls_back_to_the_row_where_there_is_no_curve_to_read(catalog):
+    # speed_reading returns the row's own tokens/s per GPU where it misses the target, where the
+    # next batch cannot run (beyond the KV capacity: at_batch gives nothing), and where the next
+    # batch meets the target too (no curve between the two to read)
+    from ipd_cli.engine.serving.estimate import Shape, search, speed_reading
+    from ipd_cli.engine.serving.grid import Pins, at_batch
+
+    ctx = context(catalog, "h200", "deepseek-v3")
+    shape = Shape(7373, 922, "fp8", "fp8", "off", stack="trtllm")
+    g = search(ctx, shape, Pins(instance_gpus=8, disaggregated=False), "best", 66.99)
+    i, _ = choose(g, 66.99)
+    tps = float(g.rows["tokens_per_s_per_gpu"][i])
+    speed = 1.0 / float(g.rows["tpot_s"][i])
+    assert speed >= 66.99 and speed_reading(g, i, 66.99) > tps  # the curve, above the whole batch
+    assert speed_reading(g, i, speed * 1.01) == tps  # the row misses the target
+    slower = at_batch(g, i, int(g.rows["batch"][i]) + 1)
+    assert slower is not None
+    h, j = slower
+    assert speed_reading(g, i, 0.99 / float(h.rows["tpot_s"][j])) == tps  # the next batch meets it too
+    cap = int(g.x["rank_max"][int(g.rows["layout"][i])] * g.x["d"][int(g.rows["layout"][i])])
+    assert at_batch(g, i, cap) is not None and at_batch(g, i, cap + 1) is None  # beyond the KV
+
+
 def test_an_unreachable_target_reports_the_fastest_configuration(catalog):
     s = serve(catalog, "h100-sxm", "llama-3.1-405b", precision="fp8", tokens_per_user_s=5000)
     assert s.target_met is False and s.target_tokens_per_s_per_user == 5000

@@ -732,19 +732,42 @@ def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
     share = copies * stage_layers(P, x) / x["layers"]
     edges = ifelse(P["pp"] > 1.0, copies * edge, x["embedding_params"])
     body = x["dense_params"] - x["embedding_params"]
-    # MLA's down-projections are duplicated on every tensor-parallel rank (Megatron-Core's
-    # linear_q_down_proj / linear_kv_down_proj, parallel_mode "duplicated"; they run on the rank's
-    # sequence-parallel shard, so their FLOPs still split): held whole, not a tp-th; so is each
-    # routed layer's router (Megatron-Core's TopKRouter weight, experts x hidden, is a plain
-    # parameter every tensor-parallel rank holds, its gradient all-reduced as sequence-parallel's)
-    latents = x["q_lora"] + x["kv_lora"] + x["rope"]
-    whole = (x["layers"] * latents + x["routed_layers"] * x["experts"] * x["is_moe"]) * x["hidden"] * share
-    # the routed layers spread over the stages as the layers do: the catalog has no layer pattern
-    # (DeepSeek-V3's 3 dense layers lead, so a stage of 4 of its 58 routed layers holds 5 % more
-    # experts than charged; Nemotron's MoE layers interleave with Mamba and attention, so a share
-    # of the routed layers alone would charge 2.3x too many: a code review)
+    whole = held_whole_params(P, x, share)
     dense = (body * share + edges) / P["tp"] + whole * (1.0 - 1.0 / P["tp"])
     return dense, x["routed_params"] / P["ep"] * share
+
+
+def held_whole_params(P: Cols, x: dict, share: Any = None):
+    """Parameters of the busiest stage that every tensor-parallel rank holds whole. MLA's
+    down-projections are duplicated on every tensor-parallel rank (Megatron-Core's
+    linear_q_down_proj / linear_kv_down_proj, parallel_mode "duplicated"; they run on the rank's
+    sequence-parallel shard, so their FLOPs still split); so is each routed layer's router
+    (Megatron-Core's TopKRouter weight, experts x hidden, a plain parameter on every rank, its
+    gradient all-reduced as sequence-parallel's: :func:`tp_grad_seconds`). ``share``: the stage's
+    share of the layers (:func:`params_per_gpu`'s). The routed layers spread over the stages as the
+    layers do: the catalog has no layer pattern (DeepSeek-V3's 3 dense layers lead, so a stage of
+    4 of its 58 routed layers holds 5 % more experts than charged; Nemotron's MoE layers interleave
+    with Mamba and attention, so a share of the routed layers alone would charge 2.3x too many: a
+    code review)."""
+    share = stage_copies(P) * stage_layers(P, x) / x["layers"] if share is None else share
+    latents = x["q_lora"] + x["kv_lora"] + x["rope"]
+    return (x["layers"] * latents + x["routed_layers"] * x["experts"] * x["is_moe"]) * x["hidden"] * share
+
+
+def tp_grad_seconds(P: Cols, x: dict):
+    """The all-reduce, once a step, of the gradients of the parameters every tensor-parallel rank
+    holds whole (:func:`held_whole_params`) over the tensor-parallel group: Megatron-Core's
+    finalize_model_grads, after the last backward and before the optimizer step, flattens them into
+    one buffer and all-reduces it (_allreduce_non_tensor_model_parallel_grads: TE's duplicated
+    linears and the router carry the sequence-parallel flag): a reduce-scatter and an all-gather of
+    the stage's copies (hierarchical where the group leaves the domain: :func:`ring_seconds`) and
+    the call's latency, exposed. The gradients go at the width the data-parallel ring sends them
+    (``weight_bytes``: BF16 gradients, as ``--grad-reduce-in-bf16``; Megatron's default FP32 main
+    gradients would double the bytes of both). None at tp 1."""
+    n = held_whole_params(P, x) * x["weight_bytes"]
+    per = f.minimum(P["tp"], placed_domain(P, x))
+    inside = in_domain(P, x)["tp"]
+    return (P["tp"] > 1.0) * (2.0 * ring_seconds(n, P["tp"], per, x) + latency(inside, x))
 
 
 def dp_groups(P: Cols) -> tuple[Any, Any]:
@@ -903,14 +926,16 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     bubble = bubble_seconds(P, m, mb_s)
     dp = dp_exposed_seconds(P, m, x, held, groups)
     opt = optimizer_seconds(P, x, held, groups)
+    tp_grad = tp_grad_seconds(P, x)
     return {
-        "step_s": P["mb"] * mb_s + bubble + dp + opt,
+        "step_s": P["mb"] * mb_s + bubble + dp + tp_grad + opt,
         "p2p_s": P["mb"] * p2p,
         "tokens_per_step": P["dp"] * P["mb"] * P["mbs"] * x["seq"],
         "memory_bytes": memory_bytes,
         "host_bytes": host_bytes,
         "bubble_s": bubble,
         "dp_exposed_s": dp,
+        "tp_grad_s": tp_grad,
         "optimizer_s": opt,
         "micro_batch_s": mb_s,
         **{k: m[k] for k in ("fwd_s", "bwd_s", "comm_s", "offload_s")},

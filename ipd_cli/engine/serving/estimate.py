@@ -183,11 +183,14 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
 def speed_reading(g: Grid, i: int, target: float) -> float:
     """Row ``i``'s configuration read on its curve at exactly ``target`` tokens/s per user (1 /
     TPOT): its tokens/s per GPU, linear in interactivity between row ``i``'s batch, which meets
-    the target, and the next whole batch of the same configuration, which does not. A benchmark's
-    point at a measured interactivity is a mean over its users, whom no whole batch of a model
-    matches to the last per mille: read at the whole batch alone, a model 0.1 % slower than the
-    run halves a four-user point (:mod:`ipd_cli.validate` compares such points this way). Row
-    ``i``'s own figure where it misses the target or the next batch cannot run (the KV full)."""
+    the target, and the next whole batch of the same layout and mode, which does not (the
+    deployment search re-sizes a disaggregated row's pools there). A deployment that spends a share
+    of its time at each batch runs at a speed and a rate both linear in that share: the model's
+    reading of a benchmark's point at a measured interactivity (1 / median TPOT), which no whole
+    batch matches to the last per mille (read at the whole batch alone, a model 0.1 % slower than
+    the run halves a four-user point; :mod:`ipd_cli.validate` compares such points this way). Row
+    ``i``'s own figure where it misses the target, the next batch cannot run (the KV full) or
+    meets the target too."""
     r = g.rows
     tps, speed = float(r["tokens_per_s_per_gpu"][i]), 1.0 / float(r["tpot_s"][i])
     nxt = at_batch(g, i, int(r["batch"][i]) + 1) if speed >= target else None
