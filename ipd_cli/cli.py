@@ -1193,7 +1193,8 @@ def calibrate(
     layer, GEMM factors, decode HBM efficiency and MoE compute shares per stack, the scale-out
     collective latency, weight-sync link efficiencies, the RL trainer's share and fixed step time)
     is fitted in turn by a log-spaced grid
-    search over its catalog range, minimising the squared log error of its fitting cases.
+    search over its catalog range (a knob given with --set has none: half to twice its value),
+    minimising the squared log error of its fitting cases.
     A fit's fit_note says where the trials are flat around it (values that price its cases
     alike: a cap binds the knob there) or that its best is at an end of the range searched.
 

@@ -163,7 +163,9 @@ def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
         ph.experts,
         len(ph.kv_precisions),
         ph.spec_depths,
-        pins,
+        # the pins the enumeration reads (the others mask rows later): a grid of another
+        # concurrency, such as :func:`at_batch`'s, shares its layouts
+        (pins.instance_gpus, pins.stage_gpus, pins.pipeline_stages),
     )
     try:
         hit = _LAYOUTS.get(key)
