@@ -28,6 +28,61 @@ def _leave_hypothesis_unrewritten() -> None:
 _leave_hypothesis_unrewritten()
 
 
+# pytest-xdist hands each worker whole test files (``--dist loadfile`` in pyproject.toml): the
+# tests of a file share their catalogs, grids, RL steps and plan searches in one process (split
+# test by test, both workers computed many of them: one run each evaluated 1,902 serving grids, 1,006
+# pre-training plan searches and 511 RL steps, 1,653, 901 and 497 by file, 1,625, 888 and 478
+# in one process: ~10 s of ~200 s CPU by their serial cost per call). Files go out heaviest
+# first, so that the last ones to start are short and the workers finish together (xdist's own
+# order, by number of tests, left the property tests, 12 tests of ~19 s, to the end). The weights
+# are each file's CPU seconds, subprocesses included, measured on one run; a file not listed goes
+# first. They order the files only: every test runs either way.
+FILE_SECONDS = {
+    "test_rl.py": 28,
+    "test_docs.py": 25,
+    "test_robustness.py": 23,
+    "test_properties.py": 19,
+    "test_sweep.py": 15,
+    "test_serving_properties.py": 13,
+    "test_resultcache.py": 12,
+    "test_pretraining.py": 11,
+    "test_lifecycle.py": 11,
+    "test_serving.py": 8,
+    "test_output.py": 7,
+    "test_usability.py": 7,
+    "test_cli.py": 6,
+    "test_installed.py": 6,
+    "test_rl_sync.py": 5,
+    "test_fuzz.py": 4,
+    "test_catalog.py": 4,
+    "test_scripting.py": 4,
+    "test_plausibility.py": 4,
+    "test_plot.py": 3,
+    "test_search_pruning.py": 2,
+    "test_readme_figures.py": 2,
+    "test_serving_speed.py": 1,
+    "test_overrides.py": 1,
+    "test_security.py": 1,
+    "test_validation.py": 0.5,
+    "test_search.py": 0.1,
+    "test_formulas.py": 0,
+    "test_types.py": 0,
+}
+
+
+def pytest_configure(config):
+    # pytest-xdist would reorder the files by their number of tests (the order set below is kept)
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # serially, the files run in their own order
+    weight = {name: -seconds for name, seconds in FILE_SECONDS.items()}
+    items.sort(key=lambda item: weight.get(item.path.name, -float("inf")))  # stable: a file's own order
+
+
 @pytest.fixture(scope="session")
 def _cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("ipd-cache")
