@@ -21,8 +21,8 @@ from ipd_cli.engine.serving import (
     serving_instance,
 )
 from ipd_cli.engine.serving.context import context, kv_bytes_per_token
-from ipd_cli.engine.serving.estimate import Shape, choose, read_at_speed, search
-from ipd_cli.engine.serving.grid import Pins
+from ipd_cli.engine.serving.estimate import Shape, choose, read_at_speed, search, speed_reading
+from ipd_cli.engine.serving.grid import Pins, at_batch
 from ipd_cli.errors import InfeasibleError, InputError
 
 # Round numbers for the hand calculations, so the arithmetic below does not move when the
@@ -749,9 +749,6 @@ def test_a_reading_on_the_curve_falls_back_to_the_row_where_there_is_no_curve_to
     # speed_reading returns the row's own tokens/s per GPU where it misses the target, where the
     # next batch cannot run (beyond the KV capacity: at_batch gives nothing), and where the next
     # batch meets the target too (no curve between the two to read)
-    from ipd_cli.engine.serving.estimate import Shape, search, speed_reading
-    from ipd_cli.engine.serving.grid import Pins, at_batch
-
     ctx = context(catalog, "h200", "deepseek-v3")
     shape = Shape(7373, 922, "fp8", "fp8", "off", stack="trtllm")
     g = search(ctx, shape, Pins(instance_gpus=8, disaggregated=False), "best", 66.99)

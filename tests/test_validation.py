@@ -158,9 +158,9 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # tokens/s each; the model's TP8 step gives 66.92 at 3 users (67.13 before, 0.3 % faster), so only
 # 2 users meet the speed (7 -> 8). Then a case at a measured interactivity read the chosen
 # configuration's curve at that speed, linear in 1 / TPOT between the largest whole batch that
-# meets it and the next (a published point is its users' mean; a whole batch alone made those two
-# points cliffs): H200 -45 -> -23 %, MI355X -43 -> -25 % left the list (8 -> 7); median 12.95 ->
-# 12.94 %; MI355X FP8 TP8 8k/1k at 4 users, already listed, +41 -> +54 %.
+# meets it and the next (the time-mix of the two batches that runs at that speed; a whole batch
+# alone made those two points cliffs): H200 -45 -> -23 %, MI355X -43 -> -25 % left the list
+# (8 -> 7); median 12.95 -> 12.94 %; MI355X FP8 TP8 8k/1k at 4 users, already listed, +41 -> +54 %.
 SERVING_MEDIAN_BOUND_PCT = 13.5
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {

@@ -754,7 +754,7 @@ def held_whole_params(P: Cols, x: dict, share: Any = None):
     return (x["layers"] * latents + x["routed_layers"] * x["experts"] * x["is_moe"]) * x["hidden"] * share
 
 
-def tp_grad_seconds(P: Cols, x: dict):
+def tp_grad_seconds(P: Cols, x: dict, inside: Any = None):
     """The all-reduce, once a step, of the gradients of the parameters every tensor-parallel rank
     holds whole (:func:`held_whole_params`) over the tensor-parallel group: Megatron-Core's
     finalize_model_grads, after the last backward and before the optimizer step, flattens them into
@@ -763,10 +763,11 @@ def tp_grad_seconds(P: Cols, x: dict):
     the stage's copies (hierarchical where the group leaves the domain: :func:`ring_seconds`) and
     the call's latency, exposed. The gradients go at the width the data-parallel ring sends them
     (``weight_bytes``: BF16 gradients, as ``--grad-reduce-in-bf16``; Megatron's default FP32 main
-    gradients would double the bytes of both). None at tp 1."""
+    gradients would double the bytes of both). None at tp 1. ``inside``: whether each tensor-
+    parallel group shares one domain (:func:`in_domain`'s ``tp``), where the caller has it."""
     n = held_whole_params(P, x) * x["weight_bytes"]
     per = f.minimum(P["tp"], placed_domain(P, x))
-    inside = in_domain(P, x)["tp"]
+    inside = in_domain(P, x)["tp"] if inside is None else inside
     return (P["tp"] > 1.0) * (2.0 * ring_seconds(n, P["tp"], per, x) + latency(inside, x))
 
 
@@ -926,7 +927,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     bubble = bubble_seconds(P, m, mb_s)
     dp = dp_exposed_seconds(P, m, x, held, groups)
     opt = optimizer_seconds(P, x, held, groups)
-    tp_grad = tp_grad_seconds(P, x)
+    tp_grad = tp_grad_seconds(P, x, inside["tp"])
     return {
         "step_s": P["mb"] * mb_s + bubble + dp + tp_grad + opt,
         "p2p_s": P["mb"] * p2p,

@@ -570,7 +570,7 @@ def at_batch(g: Grid, i: int, batch: int) -> tuple[Grid, int] | None:
     pins = replace(g.pins, concurrency=int(batch), disaggregated=mode)
     with np.errstate(all="ignore"):
         one = _evaluate(g.ph, pins, None, subset=np.array([li]), x=g.x, pf=g.prefill)
-    rows = np.flatnonzero(one.feasible & (one.rows["layout"] == li))
+    rows = np.flatnonzero(one.feasible)  # the one layout, in the one mode, at the one batch
     return (one, int(rows[0])) if rows.size else None
 
 
