@@ -533,7 +533,9 @@ def test_a_two_level_table_merges_each_level_and_every_key_names_its_file(tmp_pa
         "  training_share_by_accelerator:\n    b200: {value: 0.7, source: ipd-calibration}\n"
         "serving:\n  speculative_methods:\n    medusa:\n"
         "      description: heads\n      draft: eagle\n      draft_layers: 1\n      source: eagle3-paper\n"
-        "      models: [llama-3.1-8b]\n      tokens_per_step: {1: {value: 1.5, source: eagle3-paper}}\n",
+        "      models: [llama-3.1-8b]\n      tokens_per_step: {1: {value: 1.5, source: eagle3-paper}}\n"
+        "      draft_shape_rule: {kv_heads_over_latent: {value: 8, source: eagle3-paper},\n"
+        "                         ffn_hidden_per_hidden: {value: 4, source: eagle3-paper}}\n",
     )
     cat = load_catalog([tmp_path])
     b200 = cat.efficiency.training_gemm_max_share_by_accelerator["b200"]
@@ -634,3 +636,33 @@ def test_every_end_of_a_range_is_a_value_the_catalog_accepts(catalog, section):
             except InputError as e:
                 refused.append(f"{path}={end!r}: {e}")
     assert not refused, refused
+
+
+def test_an_eagle_method_needs_the_draft_rule_and_its_shapes_name_catalog_models(tmp_path):
+    # an EAGLE draft's layer is its own shape: a method without the rule for unpublished drafts
+    # has nothing to size them with, and a shape for a model the catalog lacks is a typo
+    method = (
+        "serving:\n  speculative_methods:\n    medusa:\n"
+        "      description: heads\n      draft: eagle\n      source: eagle3-paper\n"
+        "      tokens_per_step: {1: {value: 1.5, source: eagle3-paper}}\n"
+    )
+    rule = (
+        "      draft_shape_rule: {kv_heads_over_latent: {value: 8, source: eagle3-paper},\n"
+        "                         ffn_hidden_per_hidden: {value: 4, source: eagle3-paper}}\n"
+    )
+    f = tmp_path / "e.yaml"
+    write(f, method)
+    r = run_cli("hardware", "list", env={"IPD_CATALOG": str(tmp_path)})
+    assert r.code == 2 and "draft_shape_rule: an EAGLE method needs the draft layer" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    shape = "{ffn_hidden_size: 14336, attention_heads: 32, kv_heads: 8, head_dim: 128, source: eagle3-paper}"
+    write(f, method + rule + f"      draft_shapes:\n        llama-3.1-8bb: {shape}\n")
+    r = run_cli("hardware", "list", env={"IPD_CATALOG": str(tmp_path)})
+    assert (
+        r.code == 2
+        and "unknown model in " in r.stderr
+        and "e.yaml: serving.speculative_methods.medusa.draft_shapes" in r.stderr
+    )
+    assert "'llama-3.1-8bb'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    write(f, method + rule + f"      draft_shapes:\n        llama-3.1-8b: {shape}\n")
+    assert run_cli("hardware", "list", env={"IPD_CATALOG": str(tmp_path)}).code == 0

@@ -86,6 +86,7 @@ SPEC = """
       draft: eagle
       source: t
       models: [llama-3.1-70b]
+      draft_shape_rule: {kv_heads_over_latent: {value: 8, source: t}, ffn_hidden_per_hidden: {value: 6, source: t}}
       tokens_per_step:
         1: {value: 1.8, source: t}
         2: {value: 2.4, source: t}
@@ -1116,22 +1117,25 @@ def test_speculative_decoding_by_hand(spec_cat):
     # The TP2 Llama 3.1 70B point above with an EAGLE-style draft at depth 1 (1.8 tokens per verify
     # step; round catalog, no floor per layer). Each step verifies 2 tokens per sequence (math,
     # attention math and collectives double; weights and the KV cache are read once) and drafts one
-    # token through one dense layer of the target's active size plus the output head.
+    # token through one EAGLE-3 layer plus the output head. No draft is published in the round
+    # catalog: the rule's layer, the target's 64 heads of 128, 8 KV heads and FFN 28,672, at hidden
+    # 8,192: 3 x 8192^2 (fusing) + 16,384 x (8,192 + 2 x 1,024) (q, k, v from 2 x hidden)
+    # + 8,192^2 (o) + 3 x 8,192 x 28,672 (MLP) = 1,140,850,688.
     kv = 2 * 80 * 8 * 128  # 163,840 bytes per token (FP8)
     hbm, gemm, attn = 3.35e12 * 0.5, 1979e12 * 0.5, 989e12 * 0.5
     dense = max(7.06e10 / 2 / hbm, 64 * 2 * 2 * 7.06e10 / 2 / gemm)  # max(21.075, 9.131) ms
     per_token = 80 * 4 * 64 * 128 * 1500  # attention FLOPs per token at the mean context 1,500
     attention = max(64 * kv / 2 * 1500 / hbm, 64 * 2 * per_token / 2 / attn)  # max(4.695, 1.017) ms
     collectives = 80 * 2 * (64 * 2 * 8192 * 2 / 225e9 + 10e-6)  # 128 tokens per all-reduce: 3.091 ms
-    # draft: (7.06e10 / 80 + 128,256 x 8,192) = 1.9332e9 weights at 1 B, split over TP2; its KV
-    # layer (1/80 of the cache) and attention; one layer's two all-reduces of 64 tokens
-    draft_w = 7.06e10 / 80 + 128256 * 8192
+    # draft: (1,140,850,688 + 128,256 x 8,192) = 2.1915e9 weights at 1 B, split over TP2; its KV
+    # (2 x 8 x 128 values a token: 1/80 of the cache) and attention; one layer's two all-reduces
+    draft_w = 1_140_850_688 + 128256 * 8192
     draft = (
-        max(draft_w / 2 / hbm, 64 * 2 * draft_w / 2 / gemm)  # 0.577 ms
+        max(draft_w / 2 / hbm, 64 * 2 * draft_w / 2 / gemm)  # 0.654 ms
         + max(64 * kv / 80 / 2 * 1500 / hbm, 64 * per_token / 80 / 2 / attn)  # 0.059 ms
         + 2 * (64 * 8192 * 2 / 225e9 + 10e-6)  # 0.029 ms
     )
-    step = dense + attention + collectives + draft + 2e-3  # + 2 ms per step: 31.526 ms
+    step = dense + attention + collectives + draft + 2e-3  # + 2 ms per step: 31.603 ms
     # the prompt's GEMMs at the FP8 rate (the head on its last token only), its attention at the
     # BF16 rate, over the two GPUs
     prefill = (
@@ -1140,16 +1144,16 @@ def test_speculative_decoding_by_hand(spec_cat):
         + 80 * 2 * 1000 * 8192 * 2 / 225e9
     )
     own = 80 * 2 * 10e-6  # a prompt alone pays each all-reduce's latency (no floor per layer here)
-    per_instance = 64 * 1000 / (64 * prefill + own + 1000 * step / 1.8)  # 1.8 tokens per step: 2,801 tok/s
+    per_instance = 64 * 1000 / (64 * prefill + own + 1000 * step / 1.8)  # 1.8 tokens per step: 2,796 tok/s
     kw = dict(precision="fp8", kv_precision="fp8", layout="tp2", disaggregated=False, concurrency=64)
     s = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative=1, **kw)
     assert s.configuration == "TP2 batch 64 + EAGLE-3 (1 draft)"
     assert s.speculative_method == "eagle3" and s.draft_depth == 1 and s.speculative_speedup == 1.8
     assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
-    assert s.step_time_ms == pytest.approx(31.526, rel=1e-4)
-    assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)  # 1,401 tok/s/GPU
-    assert s.tokens_per_s_per_user == pytest.approx(per_instance / 64, rel=1e-9)  # 43.8 tok/s
-    # the draft's layer and its KV cache (one more layer's) take memory: 256 sequences, not 265
+    assert s.step_time_ms == pytest.approx(31.603, rel=1e-4)
+    assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)  # 1,398 tok/s/GPU
+    assert s.tokens_per_s_per_user == pytest.approx(per_instance / 64, rel=1e-9)  # 43.7 tok/s
+    # the draft's layer and its KV cache (a 1/80 more) take memory: 256 sequences, not 265
     off = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative="off", **kw)
     assert off.draft_depth == 0 and off.speculative_method is None and off.max_concurrency == 265
     free = 80 * 2**30 - 2e9 - 8192 * 8192 * 4 - 7.06e10 / 2 - draft_w / 2
@@ -2197,18 +2201,25 @@ def test_weights_kept_wide_never_serve_faster(catalog, hardware, model):
 
 def test_an_eagle_draft_is_its_own_bf16_checkpoint_with_a_reduced_head_by_hand(catalog):
     # EAGLE-3 heads ship in BF16 with a 32,000-token draft vocabulary (SpecForge's configs; the
-    # acceptance in the catalog was measured on such a head): Kimi K2 at NVFP4 on B200 drafts with
-    # one dense layer of its active parameters per layer (3.2e10 / 61) and a 32,000 x 7,168 head,
-    # 2 bytes a weight, at B200's BF16 GEMM rate (2,250 TF x 0.74) where its NVFP4 weights run at
-    # 9,000 TF x 0.48. Before: the target's precision (0.5625 B) and its 163,840-token head.
+    # acceptance in the catalog was measured on such a head). Kimi K2's (SpecForge's
+    # kimi-k2-eagle3.json: hidden 7,168, FFN 18,432, 64 heads of 128, 64 KV heads) at NVFP4 on
+    # B200: the fusing projection 3 x 7168^2 = 154,140,672; q, k, v from 2 x 7,168:
+    # 14,336 x (8,192 + 2 x 8,192) = 352,321,536; o 8,192 x 7,168 = 58,720,256; the MLP
+    # 3 x 7,168 x 18,432 = 396,361,728: 961,544,192 (it had been sized as the target's active
+    # parameters per layer, 3.2e10 / 61 = 524.6M), and a 32,000 x 7,168 head, 2 bytes a weight,
+    # at B200's BF16 GEMM rate (2,250 TF x 0.74) where its NVFP4 weights run at 9,000 TF x 0.48.
     ph = _physics(catalog, "b200", "kimi-k2", "fp4", speculative=1)
     assert ph.spec_method == "eagle3"
-    draft = 3.2e10 / 61 + 32_000 * 7168
-    assert ph.draft_dense_bytes == pytest.approx(draft * 2, rel=1e-12)  # 1.51 GB
+    draft = 961_544_192 + 32_000 * 7168
+    assert ph.draft_dense_bytes == pytest.approx(draft * 2, rel=1e-12)  # 2.38 GB
     factor = (9000e12 * 0.48) / (2250e12 * 0.74)
     assert ph.draft_dense_flops_per_token == pytest.approx(2 * draft * factor, rel=1e-9)
     assert ph.draft_expert_bytes == 0.0
-    # pinned to the target's precision and vocabulary, the draft is what it was
+    # its own KV cache: 2 x 64 x 128 = 16,384 values a token against the target's 61 x (512 + 64)
+    # = 35,136 (+47 %), and its attention 4 x 64 x 128 FLOPs a cached position
+    assert ph.draft_kv_share == pytest.approx(16_384 / 35_136, rel=1e-12)
+    assert ph.draft_kv_heads == 64 and ph.draft_attn_per_position == 32_768
+    # pinned to the target's precision and vocabulary, the draft's weights are priced at those
     old = catalog.with_overrides(
         [
             "serving.speculative_methods.eagle3.draft_weights.precision=fp4",
@@ -2216,5 +2227,53 @@ def test_an_eagle_draft_is_its_own_bf16_checkpoint_with_a_reduced_head_by_hand(c
         ]  # fmt: skip
     )
     before = _physics(old, "b200", "kimi-k2", "fp4", speculative=1)
-    assert before.draft_dense_bytes == pytest.approx((3.2e10 / 61 + 163_840 * 7168) * 0.5625, rel=1e-12)
-    assert before.draft_dense_flops_per_token == pytest.approx(2 * (3.2e10 / 61 + 163_840 * 7168), rel=1e-12)
+    assert before.draft_dense_bytes == pytest.approx((961_544_192 + 163_840 * 7168) * 0.5625, rel=1e-12)
+    assert before.draft_dense_flops_per_token == pytest.approx(2 * (961_544_192 + 163_840 * 7168), rel=1e-12)
+
+
+def test_a_model_without_a_published_eagle_draft_gets_the_rules_layer_by_hand(catalog):
+    # the 10T MoE has no published draft: the target's 128 query heads of 128, 8 KV heads where the
+    # target has MLA (draft_shape_rule.kv_heads_over_latent: DeepSeek-V3's SpecForge draft), and,
+    # with no dense FFN, 6 x 16,384 = 98,304 (Qwen3-235B's and gpt-oss-120b's drafts):
+    # 3 x 16384^2 = 805,306,368; 32,768 x (16,384 + 2 x 1,024) = 603,979,776; 16,384^2 =
+    # 268,435,456; 3 x 16,384 x 98,304 = 4,831,838,208: 6,509,559,808, and a 32,000 x 16,384 head
+    ph = _physics(catalog, "vera-rubin-nvl72", "moe-10t", "fp4", speculative=1)
+    assert ph.spec_method == "eagle3"
+    assert ph.draft_dense_bytes == pytest.approx((6_509_559_808 + 32_000 * 16_384) * 2, rel=1e-12)
+    # its KV: 2 x 8 x 128 = 2,048 values a token against 128 x (512 + 64) = 73,728
+    assert ph.draft_kv_share == pytest.approx(2048 / 73_728, rel=1e-12) and ph.draft_kv_heads == 8
+    # a grouped-query target lends its own KV heads and dense FFN width: Llama 3.1 405B's 128 heads,
+    # 8 KV heads of 128 and FFN 53,248: 3 x 16384^2 + 32,768 x (16,384 + 2,048) + 16,384^2
+    # + 3 x 16,384 x 53,248 = 4,294,967,296 (2^32), KV 2,048 values against 126 x 2 x 8 x 128 = 258,048
+    ph = _physics(catalog, "b200", "llama-3.1-405b", "fp4", speculative=1)
+    assert ph.draft_dense_bytes == pytest.approx((4_294_967_296 + 32_000 * 16_384) * 2, rel=1e-12)
+    assert ph.draft_kv_share == pytest.approx(2048 / 258_048, rel=1e-12) and ph.draft_kv_heads == 8
+    # the rule's values are inputs with their sources, flagged estimates
+    r = estimate_serving(catalog, "vera-rubin-nvl72", "moe-10t", precision="fp4", speculative=1)
+    rule = {a.path: a for a in r.assumptions if a.path and ".draft_shape_rule." in a.path}
+    assert set(rule) == {
+        "serving.speculative_methods.eagle3.draft_shape_rule.kv_heads_over_latent",
+        "serving.speculative_methods.eagle3.draft_shape_rule.ffn_hidden_per_hidden",
+    }
+    assert all(a.estimate and a.source == "specforge-eagle3-configs" for a in rule.values())
+
+
+def test_an_eagle_drafts_kv_cache_is_its_own_heads_split_over_the_ranks_by_hand(catalog):
+    # Kimi K2 with its multi-head EAGLE-3 draft at TP8 on B200, 100k-token prompts: every rank holds
+    # the target's whole MLA latent (35,136 values a token, FP8: 1 byte) and 8 of the draft's 64
+    # heads (2 x 8 x 128 = 2,048 values): a sequence holds (35,136 + 2,048) x 101,000 bytes a rank,
+    # against 35,136 x 101,000 without the draft
+    import numpy as np
+
+    from ipd_cli.engine.serving import evaluate as ev
+    from ipd_cli.engine.serving import grid
+
+    ph = physics.read(context(catalog, "b200", "kimi-k2"), "fp4", ["fp8"], 100_000, 1_000, 1, "rental")
+    lay = grid.layouts(ph)
+    x = ev.layout_terms(ph, lay)
+    tp8 = (lay["g"] == 8) & (lay["s"] == 8) & (lay["t"] == 8) & (lay["pp"] == 1)
+    for k, values in ((1, 35_136 + 2_048), (0, 35_136)):
+        rows = np.flatnonzero(tp8 & (lay["k"] == k))
+        assert len(rows)
+        hand = np.floor(x["free_gpu"][rows] * ph.kv_fraction / (values * 101_000.0))
+        assert hand.min() >= 1 and np.array_equal(x["rank_max"][rows], hand)

@@ -233,6 +233,13 @@ def _check_references(cat: Catalog) -> None:
             raise unknown(f"accelerator in {where}.accelerator:", s.accelerator, list(cat.accelerators))
         if s.host_cpu not in cat.cpus:
             raise unknown(f"cpu in {where}.host_cpu:", s.host_cpu, list(cat.cpus))
+    for name, method in cat.serving.speculative_methods.items():
+        for model in method.draft_shapes:  # a model's own name, as the estimate looks it up
+            if model not in cat.models:
+                where = (
+                    f"{cat.origin_of('serving', 'speculative_methods', name)}: serving.speculative_methods"
+                )
+                raise unknown(f"model in {where}.{name}.draft_shapes:", model, list(cat.models))
     for name, w in cat.workloads.items():
         where = f"{cat.origins[('workloads', name)]}: workloads.{name}"
         if cat.canonical("models", w.model) not in cat.models:

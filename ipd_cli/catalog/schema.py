@@ -865,12 +865,40 @@ class DraftWeights(Strict):
     note: str | None = None
 
 
+class DraftShape(Strict):
+    """A published EAGLE-3 draft's decoder layer: one Llama layer at the target's hidden size,
+    whose query, key and value projections read the target's hidden state concatenated with the
+    token's embedding (2 x hidden), after a fusing projection of three target layers' states
+    (3 x hidden -> hidden)."""
+
+    ffn_hidden_size: Int = unit("values", gt=0, description="the draft layer's SwiGLU FFN width")
+    attention_heads: Int = unit("heads", gt=0)
+    kv_heads: Int = unit("heads", gt=0, description="the draft's own KV heads (its KV cache)")
+    head_dim: Int = unit("values", gt=0)
+    source: str
+    note: str | None = None
+
+
+class DraftShapeRule(Strict):
+    """The draft layer assumed for a model without a published EAGLE-3 draft (an estimate): the
+    target's query heads and head size, its KV heads where it has grouped-query attention, and
+    its dense FFN width where it has one."""
+
+    kv_heads_over_latent: Sourced = unit(
+        "heads", description="KV heads of a draft on a latent-attention (MLA) target"
+    )
+    ffn_hidden_per_hidden: Sourced = unit(
+        "ratio", description="FFN width over hidden size for a target without a dense FFN"
+    )
+
+
 class SpeculativeMethod(Strict):
     """A draft for speculative decoding and its measured acceptance.
 
     ``draft: mtp`` runs the model's own next-token layer (a layer of the target's shape, routed
-    experts included) per draft token; ``draft: eagle`` a dense layer of the target's width and
-    active size (EAGLE-3). Each draft token also runs the output head."""
+    experts included) per draft token; ``draft: eagle`` a dense decoder layer of its own shape
+    (EAGLE-3: ``draft_shapes`` where one is published, else ``draft_shape_rule``). Each draft
+    token also runs the output head."""
 
     description: str
     draft: Literal["mtp", "eagle"]
@@ -886,11 +914,28 @@ class SpeculativeMethod(Strict):
         description="an EAGLE draft's own checkpoint: its precision and head vocabulary (none: the "
         "target's precision and vocabulary; an MTP layer is part of the target's checkpoint)",
     )
+    draft_shapes: dict[str, DraftShape] = Field(
+        default={}, description="an EAGLE draft's published layer shape, per model"
+    )
+    draft_shape_rule: DraftShapeRule | None = Field(
+        default=None, description="an EAGLE draft's assumed shape for models without a published one"
+    )
     source: str
     note: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> SpeculativeMethod:
+        if self.draft == "mtp" and (self.draft_shapes or self.draft_shape_rule is not None):
+            raise ValueError(
+                "draft_shapes and draft_shape_rule describe an EAGLE draft; an MTP draft is a layer of "
+                "the target: remove them or set draft: eagle"
+            )
+        if self.draft == "eagle" and self.draft_shape_rule is None:
+            raise ValueError(
+                "draft_shape_rule: an EAGLE method needs the draft layer for models without a "
+                "published one, e.g. {kv_heads_over_latent: {value: 8, source: ...}, "
+                "ffn_hidden_per_hidden: {value: 6, source: ...}}"
+            )
         depths = sorted(self.tokens_per_step)
         if not depths or depths != list(range(1, len(depths) + 1)):
             raise ValueError("tokens_per_step needs depths 1, 2, ... without gaps")

@@ -72,14 +72,17 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
 
     weights = weights_at(held)
     free = ph.hbm_bytes - weights
-    # the last stage also holds the draft's layer(s) and their KV cache
-    layer_share = 1.0 / pp + drafting * ph.draft_layers / ph.kv_layers
+    # the last stage also holds the draft's layer(s) and their KV cache (its own KV heads: an
+    # EAGLE draft's copies under tensor parallelism are its own)
+    draft_copies = f.kv_copies(t, ph.draft_kv_heads)
+    layer_share = 1.0 / pp + drafting * ph.draft_kv_share * (draft_copies / copies)
     kv_seq = kv_tok * copies / t * layer_share * ph.context_peak
     rank_max = np.floor(np.clip(free * ph.kv_fraction / kv_seq, 0.0, float(ph.max_batch_per_rank)))
     out = dict(
         d=d,
         kv_tok=kv_tok,
         copies=copies,
+        draft_copies=draft_copies,
         attn_rate=np.asarray(ph.attn_rate)[kv],
         prefill_attn_rate=np.asarray(ph.prefill_attn_rate)[kv],
         # a step cannot accept more tokens than the request outputs (1-token outputs took 1.68)
@@ -334,13 +337,13 @@ def _target_work(
 def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq: Any) -> _Work:
     """One draft token through the draft layer(s) and the head, for the micro-batch's sequences
     (on the last stage)."""
-    s, t, n = lay["s"], lay["t"], ph.draft_layers
+    s, t = lay["s"], lay["t"]
     touched = f.experts_touched_share(m, ph.top_k / ph.experts)
     return _Work(
         dense_bytes=_per_rank(ph.draft_dense_bytes, ph.draft_replicated_bytes, t),
         dense_flops=seqs * _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t),
-        kv_bytes=seqs * kv_seq * n / ph.kv_layers,
-        attn_flops=seqs * ph.attn_flops_per_token * n / ph.kv_layers / t,
+        kv_bytes=seqs * kv_seq * ph.draft_kv_share * (x["draft_copies"] / x["copies"]),
+        attn_flops=seqs * ph.draft_attn_per_position * ph.context_mean / t,
         expert_bytes=ph.draft_expert_bytes * x["experts_held"] * touched,
         expert_flops=m * ph.draft_expert_flops_per_token / s * x["imb_ep"],
     )

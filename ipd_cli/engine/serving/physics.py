@@ -55,6 +55,9 @@ class Physics:
     draft_expert_bytes: float  # per draft token: routed experts of an MTP layer (0 for EAGLE)
     draft_dense_flops_per_token: float
     draft_expert_flops_per_token: float
+    draft_kv_share: float  # the draft's KV bytes per token over the target's (all layers)
+    draft_kv_heads: int  # the draft attention's KV heads (its copies under tensor parallelism)
+    draft_attn_per_position: float  # the draft's decode attention FLOPs per cached position
     # model
     moe: bool
     layers: int
@@ -142,9 +145,7 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
     dense_b, expert_b, _ = weight_split(arch, bpw)
     routed_active = routed_active_params(arch)
     dense_active = active - routed_active if arch.is_moe else total
-    per_position = f.attention_flops_per_position(
-        arch.attention_heads, arch.head_dim, arch.kv_lora_rank or 0, arch.qk_rope_head_dim or 0
-    )
+    per_position = _attn_per_position(arch)
     # a prompt's attention runs on up-projected heads (MLA too: only decode reads the latent)
     qk_dim, v_dim = arch.attention_heads * arch.qk_head_dim, arch.attention_heads * arch.head_dim
     return {
@@ -165,6 +166,13 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
         "attn_flops_per_token": arch.kv_layers * per_position * (isl + osl / 2),
         "prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(arch.kv_layers, isl, qk_dim, v_dim),
     }
+
+
+def _attn_per_position(arch) -> float:
+    """Decode attention FLOPs per cached position of one of the model's layers."""
+    return f.attention_flops_per_position(
+        arch.attention_heads, arch.head_dim, arch.kv_lora_rank or 0, arch.qk_rope_head_dim or 0
+    )
 
 
 @dataclass(frozen=True)
@@ -523,6 +531,9 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
         "spec_depths": (0,),
         "spec_tokens": (1.0,),
         "draft_layers": 0,
+        "draft_kv_share": 0.0,
+        "draft_kv_heads": 1,
+        "draft_attn_per_position": 0.0,
         "draft_dense_bytes": 0.0,
         "draft_expert_bytes": 0.0,
         "draft_dense_flops_per_token": 0.0,
@@ -553,7 +564,13 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
         depths = (pin,)
     src = ctx.cat.origin_of("serving", "speculative_methods", name)
     listed = ctx.mname in m.models
-    note = None if listed else f"no draft published for {ctx.mname}: the default method (an estimate)"
+    note = (
+        None
+        if listed
+        else f"no acceptance measured for {ctx.mname}'s published draft: the default method's (an estimate)"
+        if ctx.mname in m.draft_shapes
+        else f"no draft published for {ctx.mname}: the default method (an estimate)"
+    )
     ctx.trace.given("speculative decoding method", name, "", src, note=note, estimate=note is not None)
     tokens = [1.0]
     for k in range(1, deepest + 1):
@@ -568,27 +585,32 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
 
 
 def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[], tuple]) -> dict:
-    """Bytes and FLOPs one draft token costs: ``draft_layers`` layers and the output head. An MTP
-    layer has the target's shape (its routed experts are streamed like the target's) and is part of
-    the target's checkpoint (what that keeps wider, it keeps there too); an EAGLE layer is dense,
-    the target's active parameters per layer, from a checkpoint of its own (``draft_weights``: its
-    precision, BF16 as EAGLE-3 heads are published and their acceptance measured, and its head's
-    reduced vocabulary), computed at that precision's GEMM rate. FLOPs are counted in the
-    weights' precision's: a wider one's scaled by the ratio of the two GEMM rates."""
+    """Bytes, FLOPs and KV cache one draft token costs: ``draft_layers`` layers and the output
+    head. An MTP layer has the target's shape (its routed experts are streamed like the target's,
+    its KV cache is a target layer's) and is part of the target's checkpoint (what that keeps
+    wider, it keeps there too); an EAGLE layer is a dense decoder layer of its own shape
+    (:func:`_eagle_layer`: its parameters, its own KV heads), from a checkpoint of its own
+    (``draft_weights``: its precision, BF16 as EAGLE-3 heads are published and their acceptance
+    measured, and its head's reduced vocabulary), computed at that precision's GEMM rate. FLOPs
+    are counted in the weights' precision's: a wider one's scaled by the ratio of the two GEMM
+    rates."""
     arch, quiet = ctx.model, ctx.inp.quiet()  # read already (model terms): not recorded twice
     bpw = quiet.read(f"serving.bytes_per_weight.{precision}")
-    active = quiet.read(f"models.{ctx.mname}.active_params")
     src = ctx.cat.origin_of("serving", "speculative_methods", name)
     ctx.trace.given("draft layers per draft token", m.draft_layers, "layers", src)
     head = arch.vocab_size * arch.hidden_size
-    dense_b, expert_b, _ = weight_split(arch, bpw)
-    n = m.draft_layers / arch.layers
     if m.draft == "mtp":
+        active = quiet.read(f"models.{ctx.mname}.active_params")
+        dense_b, expert_b, _ = weight_split(arch, bpw)
+        n = m.draft_layers / arch.layers
         routed_active = routed_active_params(arch)
         wide = rates()[1]
         held, held_flops = _held_whole(ctx, precision, wide, m.draft_layers)  # MLA's, as the target's
         return {
             "draft_layers": m.draft_layers,
+            "draft_kv_share": m.draft_layers / arch.kv_layers,  # its layers' share of the target's
+            "draft_kv_heads": arch.kv_heads or 1,
+            "draft_attn_per_position": m.draft_layers * _attn_per_position(arch),
             "draft_dense_bytes": dense_b * n + head * bpw + wide.bytes(m.draft_layers),
             "draft_expert_bytes": expert_b * n,
             "draft_dense_flops_per_token": 2.0 * ((active - routed_active) * n + head)
@@ -597,6 +619,15 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
             "draft_replicated_bytes": held,
             "draft_replicated_flops_per_token": held_flops,
         }
+    body, kv_values, heads, kv_heads, head_dim = _eagle_layer(ctx, m, name)
+    target_kv_values = kv_bytes_per_token(arch, 1.0)
+    drafted = {
+        "draft_layers": m.draft_layers,
+        # the draft's own KV cache against the target's (all layers), and the draft's attention
+        "draft_kv_share": m.draft_layers * kv_values / target_kv_values,
+        "draft_kv_heads": kv_heads,
+        "draft_attn_per_position": m.draft_layers * f.attention_flops_per_position(heads, head_dim),
+    }
     flop_factor = 1.0
     dw = m.draft_weights
     if dw is not None:
@@ -613,15 +644,66 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
             bpw = ctx.take(f"bytes per weight ({dw.precision})", f"bytes_per_weight.{dw.precision}")
             gemm, _, rate_at = rates()
             flop_factor = gemm["gemm_rate"] / rate_at(dw.precision)
-    return {
-        "draft_layers": m.draft_layers,
-        "draft_dense_bytes": (active * n + head) * bpw,
+    params = body * m.draft_layers + head
+    return drafted | {
+        "draft_dense_bytes": params * bpw,
         "draft_expert_bytes": 0.0,
-        "draft_dense_flops_per_token": 2.0 * (active * n + head) * flop_factor,
+        "draft_dense_flops_per_token": 2.0 * params * flop_factor,
         "draft_expert_flops_per_token": 0.0,
         "draft_replicated_bytes": 0.0,
         "draft_replicated_flops_per_token": 0.0,
     }
+
+
+def _eagle_layer(ctx: ServingContext, m, name: str) -> tuple[float, float, int, int, int]:
+    """An EAGLE-3 draft layer: its parameters (the fusing projection, 3 h x h, counted with it),
+    its K/V values per token, query heads, KV heads and head size. The published shape where
+    ``draft_shapes`` holds one, else ``draft_shape_rule`` (an estimate): the target's query
+    heads and head size, its KV heads (``kv_heads_over_latent`` on an MLA target), its dense FFN
+    width (``ffn_hidden_per_hidden`` x hidden without one). Its q, k and v project 2 h (the
+    token's embedding beside the fused state: SpecForge's ``LlamaForCausalLMEagle3``); the
+    embedding itself is the target's, shared."""
+    arch, at = ctx.model, f"serving.speculative_methods.{name}"
+    src = ctx.cat.origin_of("serving", "speculative_methods", name)
+    shape = m.draft_shapes.get(ctx.mname)
+    if shape is not None:
+        path = f"{at}.draft_shapes.{ctx.mname}"
+
+        def given(label: str, field: str, unit: str) -> int:
+            value = getattr(shape, field)
+            return ctx.trace.given(label, value, unit, src, shape.note, f"{path}.{field}", shape.source)
+
+        ffn = given("draft FFN width", "ffn_hidden_size", "values")
+        heads = given("draft query heads", "attention_heads", "heads")
+        kv_heads = given("draft KV heads", "kv_heads", "heads")
+        head_dim = given("draft head size", "head_dim", "values")
+    else:
+        rule = f"{at}.draft_shape_rule"
+        note = (
+            f"no EAGLE-3 draft published for {ctx.mname}: the target's attention and FFN width (an estimate)"
+        )
+        heads, head_dim = arch.attention_heads, arch.head_dim
+        ctx.trace.given("draft query heads", heads, "heads", ctx.morigin, note=note, estimate=True)
+        ctx.trace.given("draft head size", head_dim, "values", ctx.morigin, note=note, estimate=True)
+        if arch.kv_lora_rank is not None:
+            kv_heads = int(ctx.inp.read(f"{rule}.kv_heads_over_latent", "draft KV heads (MLA target)"))
+        else:
+            kv_heads = ctx.trace.given(
+                "draft KV heads", arch.kv_heads, "heads", ctx.morigin, note=note, estimate=True
+            )
+        if arch.ffn_hidden_size is not None:
+            ffn = ctx.trace.given(
+                "draft FFN width", arch.ffn_hidden_size, "values", ctx.morigin, note=note, estimate=True
+            )
+        else:
+            ffn = (
+                ctx.inp.read(f"{rule}.ffn_hidden_per_hidden", "draft FFN width over hidden")
+                * arch.hidden_size
+            )
+    h = arch.hidden_size
+    q, kv = heads * head_dim, kv_heads * head_dim
+    body = 3.0 * h * h + 2.0 * h * (q + 2 * kv) + q * h + 3.0 * h * ffn
+    return body, 2.0 * kv, heads, kv_heads, head_dim
 
 
 def read(
