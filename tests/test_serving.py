@@ -86,7 +86,9 @@ SPEC = """
       draft: eagle
       source: t
       models: [llama-3.1-70b]
-      draft_shape_rule: {kv_heads_over_latent: {value: 8, source: t}, ffn_hidden_per_hidden: {value: 6, source: t}}
+      draft_shape_rule:
+        kv_heads_over_latent: {value: 8, source: t}
+        ffn_hidden_per_hidden: {value: 6, source: t}
       tokens_per_step:
         1: {value: 1.8, source: t}
         2: {value: 2.4, source: t}
@@ -1022,9 +1024,10 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # user took one copy of the 34-GPU disaggregated deployment with the most tokens/s per GPU (124
     # GPUs since EPLB's replica slots are streamed: 18 x TP2 prefill + 11 x DEP8 decode; 68 since
     # the NVFP4 checkpoint's BF16 attention projections: 5 x DEP4 prefill + 6 x DEP8 decode; 148
-    # since a prompt runs the LM head on its last token only: 11 x DEP4 + 13 x DEP8); one
-    # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search finds
-    # at most that
+    # since a prompt runs the LM head on its last token only: 11 x DEP4 + 13 x DEP8; 80 since the
+    # prefill instances of a decode pool that drafts run its MTP layer over the prompt: 6 x DEP4 +
+    # 7 x DEP8); one aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and
+    # the search finds at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
     peak = serve(catalog, "b200", "deepseek-v3", **kw)
     eight = serve(
@@ -1033,7 +1036,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 148
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 80
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -1088,7 +1091,20 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
     s = serve(catalog, "vera-rubin", "kimi-k2", tokens_per_user_s=100.0, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 100
     assert (s.decode_instances, s.prefill_instances, s.prefill_instance_gpus, s.instance_gpus) == (1, 2, 4, 6)
-    assert s.prefill_instance_s == pytest.approx(0.021447, rel=1e-4)
+    # the decode pool drafts (EAGLE-3), so its prefill instances run the draft over each prompt
+    # (since 2026-12-04): Kimi K2's published layer, 961,544,192 parameters, and its head on the
+    # last token only (32,000 x 7,168 / 3,000 a token), 2 FLOPs each at BF16 (the FP8 GEMM rate over
+    # BF16's: 4.14x), and its 64 heads' causal attention over the 3,000 tokens (3,000 x 2 x 8,192
+    # FLOPs a token at the prefill attention rate), shared by the instance's 4 GPUs: +0.495 ms
+    ph = _physics(catalog, "vera-rubin-nvl72", "kimi-k2", "fp8", speculative=1)
+    slower = ph.draft_dense_flops_per_token / (2 * (961_544_192 + 32_000 * 7168))
+    assert slower == pytest.approx(4.1385, rel=1e-4)
+    draft = 3000 * (
+        2 * slower * (961_544_192 + 32_000 * 7168 / 3000) / (4 * ph.gemm_rate)
+        + 3000 * 2 * 8192 / (4 * ph.prefill_attn_rate[0])
+    )
+    assert draft == pytest.approx(0.000495, rel=1e-3)
+    assert s.prefill_instance_s == pytest.approx(0.021447 + draft, rel=1e-4)
     served = 2 * 400 / s.prefill_instance_s
     assert served >= 2.3e9 / 86400 > served / 2
     assert s.deployment_gpus == s.gpus_for_traffic == 14 and s.instances_for_traffic == 1
@@ -1110,7 +1126,9 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
         kv_precision="fp8",
         **kw,
     )
-    assert pinned.gpus_for_traffic == 16 and pinned.tokens_per_s_per_gpu == pytest.approx(2331.3, abs=0.1)
+    # 2 x 400 / (0.021447 + the draft's 0.000495) over 16 GPUs: 2,278.8 tokens/s per GPU
+    assert pinned.gpus_for_traffic == 16
+    assert pinned.tokens_per_s_per_gpu == pytest.approx(800 / (0.021447 + draft) / 16, rel=1e-4)
 
 
 def test_speculative_decoding_by_hand(spec_cat):
@@ -1137,22 +1155,23 @@ def test_speculative_decoding_by_hand(spec_cat):
     )
     step = dense + attention + collectives + draft + 2e-3  # + 2 ms per step: 31.603 ms
     # the prompt's GEMMs at the FP8 rate (the head on its last token only), its attention at the
-    # BF16 rate, over the two GPUs
+    # BF16 rate, over the two GPUs; the draft runs over the prompt too (its head on the last token
+    # only: 1,000 x 2 x 1,140,850,688 + one head), its attention and its two all-reduces a layer
     prefill = (
-        (1000 * 2 * 7.06e10 - 999 * HEAD_70B) / gemm / 2
-        + 1000 * 2 * 80 * 1000 * 8192 / attn / 2
-        + 80 * 2 * 1000 * 8192 * 2 / 225e9
+        (1000 * 2 * 7.06e10 - 999 * HEAD_70B + 1000 * 2 * 1_140_850_688 + HEAD_70B) / gemm / 2
+        + 1000 * 2 * 81 * 1000 * 8192 / attn / 2
+        + 81 * 2 * 1000 * 8192 * 2 / 225e9
     )
-    own = 80 * 2 * 10e-6  # a prompt alone pays each all-reduce's latency (no floor per layer here)
-    per_instance = 64 * 1000 / (64 * prefill + own + 1000 * step / 1.8)  # 1.8 tokens per step: 2,796 tok/s
+    own = 81 * 2 * 10e-6  # a prompt alone pays each all-reduce's latency (no floor per layer here)
+    per_instance = 64 * 1000 / (64 * prefill + own + 1000 * step / 1.8)  # 1.8 tokens per step: 2,786 tok/s
     kw = dict(precision="fp8", kv_precision="fp8", layout="tp2", disaggregated=False, concurrency=64)
     s = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative=1, **kw)
     assert s.configuration == "TP2 batch 64 + EAGLE-3 (1 draft)"
     assert s.speculative_method == "eagle3" and s.draft_depth == 1 and s.speculative_speedup == 1.8
     assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
     assert s.step_time_ms == pytest.approx(31.603, rel=1e-4)
-    assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)  # 1,398 tok/s/GPU
-    assert s.tokens_per_s_per_user == pytest.approx(per_instance / 64, rel=1e-9)  # 43.7 tok/s
+    assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)  # 1,393 tok/s/GPU
+    assert s.tokens_per_s_per_user == pytest.approx(per_instance / 64, rel=1e-9)  # 43.5 tok/s
     # the draft's layer and its KV cache (a 1/80 more) take memory: 256 sequences, not 265
     off = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative="off", **kw)
     assert off.draft_depth == 0 and off.speculative_method is None and off.max_concurrency == 265
@@ -1909,7 +1928,9 @@ def test_a_lone_prompts_dispatch_is_bound_by_its_own_rank_without_the_expert_imb
     ph = SimpleNamespace(layers=61, moe_layers=58, overhead_per_layer_s=0.0, floor_exponent=1.0,
                          isl=1024, hidden=7168, collective_bytes=2)  # fmt: skip
     share = 20e-6  # one rank's dispatch (or combine) when every rank sends its share, imbalance in
-    w = _PrefillWork(dense_attention_s=0.0, experts_s=0.0, all_reduce_bytes=0.0, a2a_s=share)
+    w = _PrefillWork(
+        dense_attention_s=0.0, experts_s=0.0, all_reduce_bytes=0.0, a2a_s=share, layers=61, moe_layers=58
+    )
     lat = 8e-6
     x = {"n_ar": 0.0, "link": 1.0, "latency": lat, "n_a2a": 2.0, "pp_link": 1.0, "pp_latency": 0.0}
 
@@ -2277,3 +2298,56 @@ def test_an_eagle_drafts_kv_cache_is_its_own_heads_split_over_the_ranks_by_hand(
         assert len(rows)
         hand = np.floor(x["free_gpu"][rows] * ph.kv_fraction / (values * 101_000.0))
         assert hand.min() >= 1 and np.array_equal(x["rank_max"][rows], hand)
+
+
+def test_a_drafting_prompts_kv_hand_off_carries_the_drafts_cache_by_hand():
+    # Kimi K2 (MLA latent 35,136 bytes a token at FP8) with its EAGLE-3 draft (64 KV heads of 128:
+    # 16,384 bytes) from a TP8 prefill instance to a TP8 decode instance in one 72-GPU rack: each
+    # prefill GPU sends an eighth of both (4,392 + 2,048 bytes a token); each decode GPU receives the
+    # whole latent (every rank holds it) and its 8 of the draft's 64 heads (2,048): 37,184 bytes a
+    # token binds, 1,000 tokens over 900 GB/s, plus one transfer's 10 us
+    import numpy as np
+
+    from ipd_cli.engine.serving.evaluate import kv_handoff_seconds
+
+    ph = SimpleNamespace(
+        isl=1000, domain=72, link_up=900e9, link_out=50e9, latency_up=10e-6, latency_out=20e-6
+    )
+    lay = {"t": np.array([8, 8]), "pp": np.array([1, 1]), "g": np.array([8, 8])}
+    for drafting, received in ((1, 35_136 + 2_048), (0, 35_136)):
+        x = {
+            "kv_tok": np.array([35_136.0, 35_136.0]),
+            "copies": np.array([8.0, 8.0]),
+            "draft_kv_tok": np.array([16_384.0, 16_384.0]) * drafting,
+            "draft_copies": np.array([1.0, 1.0]),
+        }
+        got = kv_handoff_seconds(ph, lay, x, np.array([0]), np.array([1]))
+        assert got[0] == pytest.approx(1000 * received / 900e9 + 10e-6, rel=1e-12)
+
+
+def test_a_drafting_decode_pool_takes_prefill_instances_that_draft(catalog):
+    # a decode instance that drafts needs the draft's KV cache of each prompt: its prefill
+    # instances run the draft over the prompt and hold its weights (rows with a draft depth), where
+    # one that does not draft pairs with prefill instances without it (depth 0); the drafting prefill
+    # instance of a layout is no faster than its plain twin
+    import numpy as np
+
+    from ipd_cli.engine.serving import grid
+
+    ph = physics.read(
+        context(catalog, "vera-rubin-nvl72", "kimi-k2"), "fp8", ["fp8"], 3000, 400, None, "rental"
+    )
+    g = grid.evaluate(ph, Pins(disaggregated=True))
+    rows = np.flatnonzero(g.feasible & (g.rows["disagg"] == 1))
+    drafts = g.lay["k"][g.rows["layout"][rows]] > 0
+    partner = g.lay["k"][g.rows["prefill_layout"][rows]]
+    assert drafts.any() and (~drafts).any()
+    assert (partner[drafts] > 0).all() and (partner[~drafts] == 0).all()
+    lay, x = g.lay, g.x
+    for i in np.unique(g.rows["prefill_layout"][rows][drafts]):
+        twin = np.flatnonzero(
+            (lay["g"] == lay["g"][i]) & (lay["t"] == lay["t"][i]) & (lay["fam"] == lay["fam"][i])
+            & (lay["eplb"] == lay["eplb"][i]) & (lay["kv"] == lay["kv"][i])
+            & (lay["pp"] == 1) & (lay["k"] == 0)
+        )  # fmt: skip
+        assert x["prefill_s"][i] > x["prefill_s"][twin[0]]

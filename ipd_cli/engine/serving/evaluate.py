@@ -83,6 +83,7 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         kv_tok=kv_tok,
         copies=copies,
         draft_copies=draft_copies,
+        draft_kv_tok=kv_tok * (drafting * ph.draft_kv_share),  # the draft's bytes a token, all its layers
         attn_rate=np.asarray(ph.attn_rate)[kv],
         prefill_attn_rate=np.asarray(ph.prefill_attn_rate)[kv],
         # a step cannot accept more tokens than the request outputs (1-token outputs took 1.68)
@@ -177,12 +178,14 @@ class _PrefillWork(NamedTuple):
     """One prompt's prefill over a layout, as the instance's GPUs share it when prompts come in
     batches (every attention rank and pipeline stage busy with its own prompts): seconds of
     compute, bytes per GPU of one layer's all-reduce and seconds of one MoE layer's dispatch
-    and combine."""
+    and combine, and the layers and MoE layers the prompt passes (a draft's included)."""
 
     dense_attention_s: Any
     experts_s: Any
     all_reduce_bytes: Any
     a2a_s: Any
+    layers: Any
+    moe_layers: Any
 
 
 def _prefill_seconds(ph: Physics, lay: Columns, x: Columns, w: _PrefillWork):
@@ -191,9 +194,9 @@ def _prefill_seconds(ph: Physics, lay: Columns, x: Columns, w: _PrefillWork):
     pp = lay["pp"]
     compute = w.dense_attention_s + w.experts_s
     cb, h = ph.collective_bytes, ph.hidden
-    rest = ph.layers / pp * x["n_ar"] * w.all_reduce_bytes / x["link"]
+    rest = w.layers / pp * x["n_ar"] * w.all_reduce_bytes / x["link"]
     rest = rest + (pp > 1) * ph.isl * h * cb / x["pp_link"]
-    a2a_all = ph.moe_layers / pp * x["n_a2a"] * w.a2a_s
+    a2a_all = w.moe_layers / pp * x["n_a2a"] * w.a2a_s
     both = f.two_batch_seconds(compute, a2a_all, ph.overlap_sm_share, ph.two_batch_overlap)
     return rest + both, both < compute + a2a_all
 
@@ -209,16 +212,16 @@ def _prefill_latency(ph: Physics, lay: Columns, x: Columns, w: _PrefillWork):
     pp, s, t = lay["pp"], lay["s"], lay["t"]
     d = s / t
     compute = pp * (d * w.dense_attention_s + w.experts_s)
-    layers_s = ph.layers * f.floor_combined_seconds(
-        ph.overhead_per_layer_s, compute / ph.layers, ph.floor_exponent
+    layers_s = w.layers * f.floor_combined_seconds(
+        ph.overhead_per_layer_s, compute / w.layers, ph.floor_exponent
     )
-    ar = f.collective_seconds(ph.layers * x["n_ar"], d * w.all_reduce_bytes, x["link"], x["latency"])
+    ar = f.collective_seconds(w.layers * x["n_ar"], d * w.all_reduce_bytes, x["link"], x["latency"])
     # its tokens all sit on its attention rank, whose sends bind: d times a rank's share, without
     # the expert imbalance (every copy leaves that rank; the busiest receiver takes the imbalance
     # times a rank's share, which binds where d is smaller). A hand-check review: the imbalance was
     # charged to the sender, a lone DEP16 DeepSeek-R1 prompt on GB200 58.2 ms, not 39.1 ms
     lone = w.a2a_s * f.maximum(d / x["imb_ep"], 1.0)
-    a2a = ph.moe_layers * x["n_a2a"] * (lone + x["latency"])
+    a2a = w.moe_layers * x["n_a2a"] * (lone + x["latency"])
     hand_off = (pp - 1.0) * (ph.isl * ph.hidden * ph.collective_bytes / x["pp_link"] + x["pp_latency"])
     return layers_s + ar + a2a + hand_off
 
@@ -242,6 +245,21 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     # stack's prefill share where it has one); tensor-parallel experts keep the MoE share
     share = np.where(e > 1, ph.prefill_moe_share, ph.moe_share)
     experts = ph.expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
+    # a layout that drafts runs its draft over the prompt too (the draft's KV cache of the prompt;
+    # its head on the last token only): SGLang's draft extend, TensorRT-LLM's MTP context pass
+    drafting = lay["k"] > 0
+    d_skipped = ph.draft_head_flops_per_token * (1.0 - 1.0 / ph.isl)
+    d_dense = t * _per_rank(
+        ph.draft_dense_flops_per_token - d_skipped, ph.draft_replicated_flops_per_token, t
+    )
+    d_dense = d_dense / (g * ph.gemm_rate) + ph.draft_prefill_attn_flops_per_token / (
+        g * x["prefill_attn_rate"]
+    )
+    d_experts = ph.draft_expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
+    dense_attention = dense + attention + np.where(drafting, d_dense, 0.0)
+    experts = experts + np.where(drafting, d_experts, 0.0)
+    layers = ph.layers + drafting * ph.draft_layers
+    moe_layers = ph.moe_layers + drafting * ph.draft_layers * (ph.draft_expert_bytes > 0)
     cb, h = ph.collective_bytes, ph.hidden
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]
     # the spread of a token's experts depends on the expert group's size alone: worked out once per
@@ -260,7 +278,7 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
         np.maximum(across * x["imb_ep"] / ph.link_out, a2a / ph.link_up),
         a2a / x["link"],
     )
-    return _PrefillWork(ph.isl * (dense + attention), ph.isl * experts, ar, a2a_s)
+    return _PrefillWork(ph.isl * dense_attention, ph.isl * experts, ar, a2a_s, layers, moe_layers)
 
 
 class _Work(NamedTuple):
@@ -513,8 +531,11 @@ def kv_handoff_seconds(ph: Physics, lay: Columns, x: Columns, prefill: Any, deco
     receives all of it)."""
     import numpy as np
 
-    sent = x["kv_tok"][prefill] / (lay["t"][prefill] * lay["pp"][prefill])
-    received = x["kv_tok"][decode] * x["copies"][decode] / (lay["t"][decode] * lay["pp"][decode])
+    # the draft's KV cache too (on the last stage; its own heads: its own copies)
+    d_pre = x["draft_kv_tok"][prefill] / lay["t"][prefill]
+    d_dec = x["draft_kv_tok"][decode] * x["draft_copies"][decode] / lay["t"][decode]
+    sent = x["kv_tok"][prefill] / (lay["t"][prefill] * lay["pp"][prefill]) + d_pre
+    received = x["kv_tok"][decode] * x["copies"][decode] / (lay["t"][decode] * lay["pp"][decode]) + d_dec
     held = ph.isl * np.maximum(sent, received)
     inside = lay["g"][prefill] + lay["g"][decode] <= ph.domain
     link = np.where(inside, ph.link_up, ph.link_out)

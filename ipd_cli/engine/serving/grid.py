@@ -342,13 +342,21 @@ def _ep_within_experts(ph: Physics, lay: dict) -> Any:
 
 
 def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
-    """Per KV precision and EPLB, the prefill instance with the most requests/s per paid GPU (of
-    the pinned prefill layout, if any). A deployment balances its experts in both pools or in
-    neither (a prefill instance that spreads no experts goes with either), so an EPLB pin holds
-    for both pools."""
+    """Per KV precision, EPLB and drafting, the prefill instance with the most requests/s per paid
+    GPU (of the pinned prefill layout, if any). A deployment balances its experts in both pools or
+    in neither (a prefill instance that spreads no experts goes with either), so an EPLB pin holds
+    for both pools; a decode pool that drafts takes prefill instances that run the draft over the
+    prompt and hold its weights and KV cache (any depth: the prompt passes the draft once)."""
     import numpy as np
 
-    ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1) & (lay["k"] == 0)
+    depths = lay["k"][lay["k"] > 0]
+    first = depths.min() if depths.size else 0  # the drafting prefill instances' rows: one depth
+    ok = (
+        (x["free_gpu"] > 0)
+        & (x["rank_max"] >= 1)
+        & (lay["pp"] == 1)
+        & ((lay["k"] == 0) | (lay["k"] == first))
+    )
     # the layout rules hold for prefill instances too: Kimi K2's 64 heads were served by TP3 prefill
     # instances once the rack's divisors joined the sizes (a TP the heads do not divide)
     ok &= _tp_divides_heads(ph, lay) & _ep_within_experts(ph, lay)
@@ -360,17 +368,18 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     score = np.where(ok, 1.0 / (x["prefill_s"] * x["paid"]), -1.0)
     hole = _holes(ph, lay)
     holes = np.unique(hole[hole > 0])
-    best = np.full((len(ph.kv_precisions), 2), -1)
-    fill = np.full((len(holes), len(ph.kv_precisions), 2), -1)
+    best = np.full((len(ph.kv_precisions), 2, 2), -1)
+    fill = np.full((len(holes), len(ph.kv_precisions), 2, 2), -1)
     tiles = [h % lay["g"] == 0 for h in holes]  # the layouts that tile each hole
     for k in range(len(ph.kv_precisions)):  # one to three KV precisions
         for e in (0, 1):
-            fits = (lay["kv"] == k) & ((lay["eplb"] == e) | (lay["e"] == 1))
-            cand = np.where(fits, score, -2.0)
-            best[k, e] = int(np.argmax(cand)) if cand.max() > 0 else -1
-            for j, tiling_hole in enumerate(tiles):  # the best that tile a decode instance's hole
-                tiling = np.where(tiling_hole, cand, -2.0)
-                fill[j, k, e] = int(np.argmax(tiling)) if tiling.max() > 0 else -1
+            for drafts in (0, 1):
+                fits = (lay["kv"] == k) & ((lay["eplb"] == e) | (lay["e"] == 1)) & ((lay["k"] > 0) == drafts)
+                cand = np.where(fits, score, -2.0)
+                best[k, e, drafts] = int(np.argmax(cand)) if cand.max() > 0 else -1
+                for j, tiling_hole in enumerate(tiles):  # the best that tile a decode instance's hole
+                    tiling = np.where(tiling_hole, cand, -2.0)
+                    fill[j, k, e, drafts] = int(np.argmax(tiling)) if tiling.max() > 0 else -1
     return {"index": best, "hole": hole, "holes": holes, "fill": fill}
 
 
@@ -391,8 +400,9 @@ def _hole_partners(lay: dict, pf: dict):
     if not len(holes):
         return np.full(len(hole), -1)
     j = np.clip(np.searchsorted(holes, hole), 0, len(holes) - 1)
-    other = np.where((hole > 0) & (holes[j] == hole), fill[j, lay["kv"], lay["eplb"]], -1)
-    return np.where(other == pf["index"][lay["kv"], lay["eplb"]], -1, other)
+    drafts = (lay["k"] > 0).astype(int)
+    other = np.where((hole > 0) & (holes[j] == hole), fill[j, lay["kv"], lay["eplb"], drafts], -1)
+    return np.where(other == pf["index"][lay["kv"], lay["eplb"], drafts], -1, other)
 
 
 # the first LAYOUT_RULES checks of _checks are the layout rules (the layers, the heads, the
@@ -610,7 +620,8 @@ def _evaluate(
     li = np.repeat(keep, n_b)  # row r is layout keep[r // n_b] at batches[r // n_b, r % n_b]
     batch = batches.reshape(-1)
     pf = _prefill_choice(ph, lay, x, pins) if pf is None else pf
-    pf_lay = pf["index"][lay["kv"], lay["eplb"]]  # the prefill instance each layout pairs with
+    # the prefill instance each layout pairs with (one that drafts where the layout does)
+    pf_lay = pf["index"][lay["kv"], lay["eplb"], (lay["k"] > 0).astype(int)]
     pidx = pf_lay[li]
     pf_ok = pidx >= 0
     # rows that can run (weights and the batch fit): the rest fail those checks first, so their

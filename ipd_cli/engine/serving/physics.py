@@ -58,6 +58,8 @@ class Physics:
     draft_kv_share: float  # the draft's KV bytes per token over the target's (all layers)
     draft_kv_heads: int  # the draft attention's KV heads (its copies under tensor parallelism)
     draft_attn_per_position: float  # the draft's decode attention FLOPs per cached position
+    draft_head_flops_per_token: float  # of draft_dense_flops_per_token, its output head's
+    draft_prefill_attn_flops_per_token: float  # the draft's causal attention over the prompt
     # model
     moe: bool
     layers: int
@@ -522,7 +524,7 @@ def spec_method(ctx: ServingContext) -> str | None:
     return sv.default_speculative_method.value
 
 
-def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], tuple]) -> dict:
+def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], tuple], isl: int) -> dict:
     """Draft depths to search (``pin``: None searches off and every depth with a measured
     acceptance, 'off' none, 'on' every depth, a number that depth), their tokens per step, and
     the draft's bytes and FLOPs per draft token (``rates``: :func:`_rates`, read where a draft needs them)."""
@@ -534,6 +536,8 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
         "draft_kv_share": 0.0,
         "draft_kv_heads": 1,
         "draft_attn_per_position": 0.0,
+        "draft_head_flops_per_token": 0.0,
+        "draft_prefill_attn_flops_per_token": 0.0,
         "draft_dense_bytes": 0.0,
         "draft_expert_bytes": 0.0,
         "draft_dense_flops_per_token": 0.0,
@@ -580,11 +584,11 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
     return (
         off
         | {"spec_method": name, "spec_depths": depths, "spec_tokens": tuple(tokens)}
-        | _draft(ctx, m, precision, name, rates)
+        | _draft(ctx, m, precision, name, rates, isl)
     )
 
 
-def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[], tuple]) -> dict:
+def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[], tuple], isl: int) -> dict:
     """Bytes, FLOPs and KV cache one draft token costs: ``draft_layers`` layers and the output
     head. An MTP layer has the target's shape (its routed experts are streamed like the target's,
     its KV cache is a target layer's) and is part of the target's checkpoint (what that keeps
@@ -611,6 +615,13 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
             "draft_kv_share": m.draft_layers / arch.kv_layers,  # its layers' share of the target's
             "draft_kv_heads": arch.kv_heads or 1,
             "draft_attn_per_position": m.draft_layers * _attn_per_position(arch),
+            "draft_head_flops_per_token": 2.0 * head + wide.flops(0),
+            "draft_prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(
+                m.draft_layers,
+                isl,
+                arch.attention_heads * arch.qk_head_dim,
+                arch.attention_heads * arch.head_dim,
+            ),
             "draft_dense_bytes": dense_b * n + head * bpw + wide.bytes(m.draft_layers),
             "draft_expert_bytes": expert_b * n,
             "draft_dense_flops_per_token": 2.0 * ((active - routed_active) * n + head)
@@ -627,6 +638,9 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
         "draft_kv_share": m.draft_layers * kv_values / target_kv_values,
         "draft_kv_heads": kv_heads,
         "draft_attn_per_position": m.draft_layers * f.attention_flops_per_position(heads, head_dim),
+        "draft_prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(
+            m.draft_layers, isl, heads * head_dim, heads * head_dim
+        ),
     }
     flop_factor = 1.0
     dw = m.draft_weights
@@ -646,6 +660,7 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
             flop_factor = gemm["gemm_rate"] / rate_at(dw.precision)
     params = body * m.draft_layers + head
     return drafted | {
+        "draft_head_flops_per_token": 2.0 * head * flop_factor,
         "draft_dense_bytes": params * bpw,
         "draft_expert_bytes": 0.0,
         "draft_dense_flops_per_token": 2.0 * params * flop_factor,
@@ -731,7 +746,7 @@ def read(
     # read in the order the trace lists them: the draft, the model, the rates (the draft of an MTP
     # layer reads the rates first, for what the checkpoint keeps wider)
     rates = functools.cache(lambda: _rates(ctx, st, precision, kv_precisions))
-    spec = _speculation(ctx, precision, speculative, rates)
+    spec = _speculation(ctx, precision, speculative, rates, isl)
     model = _model_terms(ctx, precision, isl, osl)
     gemm, wide, _ = rates()
     model["dense_bytes"] += wide.bytes(ctx.model.layers)
