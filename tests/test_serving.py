@@ -2351,3 +2351,22 @@ def test_a_drafting_decode_pool_takes_prefill_instances_that_draft(catalog):
             & (lay["pp"] == 1) & (lay["k"] == 0)
         )  # fmt: skip
         assert x["prefill_s"][i] > x["prefill_s"][twin[0]]
+
+
+def test_a_model_that_does_not_fit_names_the_weights_its_lightest_layout_holds(catalog):
+    # the message read one copy of the weights, which could be less than the instance holds while
+    # the layouts' copies (attention replicated over DEP ranks, MLA's down-projections over TP
+    # ranks) did not fit: it names the lightest layout's weights at the largest size tried
+    import re
+
+    r = run_cli(
+        "serve", "--hardware", "h100", "--model", "deepseek-v3", "--precision", "fp8",
+        "--set", "serving.max_instance_domains=1",
+    )  # fmt: skip
+    assert r.code == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    m = re.search(r"needs ([\d,]+) GB of weights plus KV on h100-sxm \(on 8 GPUs, with the copies its ranks "
+                  r"hold whole\); the largest instance tried holds ([\d,]+) GB", r.stderr)  # fmt: skip
+    assert m, r.stderr
+    need, held = (int(v.replace(",", "")) for v in m.groups())
+    ph = _physics(catalog, "h100-sxm", "deepseek-v3", "fp8")
+    assert need >= round((ph.dense_bytes + ph.expert_bytes) / 1e9) and need > held  # printed to 1 GB

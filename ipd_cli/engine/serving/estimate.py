@@ -441,14 +441,21 @@ def _smallest_text(g: Grid, pins: Pins) -> str:
 
 
 def _does_not_fit(ctx: ServingContext, g: Grid) -> InfeasibleError:
+    import numpy as np
+
     ph = g.ph
     largest = max(instance_sizes(ph))
-    need = (ph.dense_bytes + ph.expert_bytes) / f.GIGA
+    # the weights its lightest layout of that size holds, the copies each rank keeps whole included
+    # (attention replicated over data-parallel ranks, MLA's down-projections over tensor-parallel
+    # ones): one copy of the weights could read less than the instance holds
+    at = (g.lay["g"] == largest) & (g.lay["k"] == 0)
+    lightest = float(np.min(g.x["weights_instance"][at])) if at.any() else ph.dense_bytes + ph.expert_bytes
+    need = max(lightest, ph.dense_bytes + ph.expert_bytes) / f.GIGA
     held = max(0.0, largest * ph.hbm_bytes / f.GIGA)  # the workspace can take all of a small HBM
     return InfeasibleError(
-        f"{ph.model} at {ph.precision} needs {need:,.0f} GB of weights plus KV on {ctx.name}; the largest "
-        f"instance tried ({largest} GPUs) holds {held:,.0f} GB usable after the runtime workspace and "
-        f"activations; {_narrower_hint(ctx, g)}"
+        f"{ph.model} at {ph.precision} needs {need:,.0f} GB of weights plus KV on {ctx.name} (on "
+        f"{largest} GPUs, with the copies its ranks hold whole); the largest instance tried holds "
+        f"{held:,.0f} GB usable after the runtime workspace and activations; {_narrower_hint(ctx, g)}"
     )
 
 
