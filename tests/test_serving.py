@@ -1092,18 +1092,16 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
     assert s.target_met and s.interactivity_tokens_per_s >= 100
     assert (s.decode_instances, s.prefill_instances, s.prefill_instance_gpus, s.instance_gpus) == (1, 2, 4, 6)
     # the decode pool drafts (EAGLE-3), so its prefill instances run the draft over each prompt
-    # (since 2026-12-04): Kimi K2's published layer, 961,544,192 parameters, and its head on the
-    # last token only (32,000 x 7,168 / 3,000 a token), 2 FLOPs each at BF16 (the FP8 GEMM rate over
-    # BF16's: 4.14x), and its 64 heads' causal attention over the 3,000 tokens (3,000 x 2 x 8,192
-    # FLOPs a token at the prefill attention rate), shared by the instance's 4 GPUs: +0.495 ms
-    ph = _physics(catalog, "vera-rubin-nvl72", "kimi-k2", "fp8", speculative=1)
-    slower = ph.draft_dense_flops_per_token / (2 * (961_544_192 + 32_000 * 7168))
-    assert slower == pytest.approx(4.1385, rel=1e-4)
-    draft = 3000 * (
-        2 * slower * (961_544_192 + 32_000 * 7168 / 3000) / (4 * ph.gemm_rate)
-        + 3000 * 2 * 8192 / (4 * ph.prefill_attn_rate[0])
-    )
-    assert draft == pytest.approx(0.000495, rel=1e-3)
+    # (since 2026-12-04): Kimi K2's published draft, 961,544,192 parameters (its fusing projection
+    # included), and its head on the last token only (32,000 x 7,168 / 3,000 a token), 2 FLOPs
+    # each at BF16 (Rubin's 4,000 TF x 0.74 against the FP8 weights' 17,500 TF x 0.70, both
+    # times the stack's 0.994: 4.14x slower), and its 64 heads' causal attention over the 3,000
+    # tokens (3,000 x 2 x 8,192 FLOPs a token, FP8 KV: 17,500 TF x the prefill MFU 0.45 x 0.994),
+    # shared by the DEP4 instance's 4 GPUs (attention data-parallel: no all-reduce): +0.495 ms
+    gemm, bf16 = 17_500e12 * 0.70 * 0.994, 4_000e12 * 0.74 * 0.994
+    attention = 17_500e12 * 0.45 * 0.994
+    draft = 3000 * (2 * (961_544_192 + 32_000 * 7168 / 3000) / (4 * bf16) + 3000 * 2 * 8192 / (4 * attention))
+    assert draft == pytest.approx(0.000495, rel=1e-3) and gemm / bf16 == pytest.approx(4.1385, rel=1e-4)
     assert s.prefill_instance_s == pytest.approx(0.021447 + draft, rel=1e-4)
     served = 2 * 400 / s.prefill_instance_s
     assert served >= 2.3e9 / 86400 > served / 2
@@ -1145,15 +1143,18 @@ def test_speculative_decoding_by_hand(spec_cat):
     per_token = 80 * 4 * 64 * 128 * 1500  # attention FLOPs per token at the mean context 1,500
     attention = max(64 * kv / 2 * 1500 / hbm, 64 * 2 * per_token / 2 / attn)  # max(4.695, 1.017) ms
     collectives = 80 * 2 * (64 * 2 * 8192 * 2 / 225e9 + 10e-6)  # 128 tokens per all-reduce: 3.091 ms
-    # draft: (1,140,850,688 + 128,256 x 8,192) = 2.1915e9 weights at 1 B, split over TP2; its KV
-    # (2 x 8 x 128 values a token: 1/80 of the cache) and attention; one layer's two all-reduces
-    draft_w = 1_140_850_688 + 128256 * 8192
+    # draft: the layer and the head, (1,140,850,688 - 201,326,592 + 128,256 x 8,192) = 1.9902e9
+    # weights at 1 B, split over TP2; its KV (2 x 8 x 128 values a token: 1/80 of the cache) and
+    # attention; one layer's two all-reduces; the fusing projection (3 x 8,192^2) once a step
+    fc = 3 * 8192**2
+    draft_w = 1_140_850_688 - fc + 128256 * 8192
     draft = (
-        max(draft_w / 2 / hbm, 64 * 2 * draft_w / 2 / gemm)  # 0.654 ms
+        max(draft_w / 2 / hbm, 64 * 2 * draft_w / 2 / gemm)  # 0.594 ms
         + max(64 * kv / 80 / 2 * 1500 / hbm, 64 * per_token / 80 / 2 / attn)  # 0.059 ms
         + 2 * (64 * 8192 * 2 / 225e9 + 10e-6)  # 0.029 ms
     )
-    step = dense + attention + collectives + draft + 2e-3  # + 2 ms per step: 31.603 ms
+    fusing = max(fc / 2 / hbm, 64 * 2 * fc / 2 / gemm)  # 0.060 ms
+    step = dense + attention + collectives + draft + fusing + 2e-3  # + 2 ms per step: 31.603 ms
     # the prompt's GEMMs at the FP8 rate (the head on its last token only), its attention at the
     # BF16 rate, over the two GPUs; the draft runs over the prompt too (its head on the last token
     # only: 1,000 x 2 x 1,140,850,688 + one head), its attention and its two all-reduces a layer
@@ -1175,7 +1176,7 @@ def test_speculative_decoding_by_hand(spec_cat):
     # the draft's layer and its KV cache (a 1/80 more) take memory: 256 sequences, not 265
     off = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative="off", **kw)
     assert off.draft_depth == 0 and off.speculative_method is None and off.max_concurrency == 265
-    free = 80 * 2**30 - 2e9 - 8192 * 8192 * 4 - 7.06e10 / 2 - draft_w / 2
+    free = 80 * 2**30 - 2e9 - 8192 * 8192 * 4 - 7.06e10 / 2 - (draft_w + fc) / 2
     assert s.max_concurrency == math.floor(0.9 * free / (kv / 2 * 2000 * (1 + 1 / 80))) == 256
     # Little's law counts accepted tokens
     little(s)
@@ -2229,12 +2230,16 @@ def test_an_eagle_draft_is_its_own_bf16_checkpoint_with_a_reduced_head_by_hand(c
     # 3 x 7,168 x 18,432 = 396,361,728: 961,544,192 (it had been sized as the target's active
     # parameters per layer, 3.2e10 / 61 = 524.6M), and a 32,000 x 7,168 head, 2 bytes a weight,
     # at B200's BF16 GEMM rate (2,250 TF x 0.74) where its NVFP4 weights run at 9,000 TF x 0.48.
+    # Each draft token runs the layer and the head; the fusing projection runs once a step (on the
+    # pass the target's states feed)
     ph = _physics(catalog, "b200", "kimi-k2", "fp4", speculative=1)
     assert ph.spec_method == "eagle3"
-    draft = 961_544_192 + 32_000 * 7168
-    assert ph.draft_dense_bytes == pytest.approx(draft * 2, rel=1e-12)  # 2.38 GB
+    draft = 961_544_192 - 154_140_672 + 32_000 * 7168
+    assert ph.draft_dense_bytes == pytest.approx(draft * 2, rel=1e-12)  # 2.07 GB
+    assert ph.draft_fc_bytes == pytest.approx(154_140_672 * 2, rel=1e-12)
     factor = (9000e12 * 0.48) / (2250e12 * 0.74)
     assert ph.draft_dense_flops_per_token == pytest.approx(2 * draft * factor, rel=1e-9)
+    assert ph.draft_fc_flops_per_token == pytest.approx(2 * 154_140_672 * factor, rel=1e-9)
     assert ph.draft_expert_bytes == 0.0
     # its own KV cache: 2 x 64 x 128 = 16,384 values a token against the target's 61 x (512 + 64)
     # = 35,136 (+47 %), and its attention 4 x 64 x 128 FLOPs a cached position
@@ -2248,8 +2253,8 @@ def test_an_eagle_draft_is_its_own_bf16_checkpoint_with_a_reduced_head_by_hand(c
         ]  # fmt: skip
     )
     before = _physics(old, "b200", "kimi-k2", "fp4", speculative=1)
-    assert before.draft_dense_bytes == pytest.approx((961_544_192 + 163_840 * 7168) * 0.5625, rel=1e-12)
-    assert before.draft_dense_flops_per_token == pytest.approx(2 * (961_544_192 + 163_840 * 7168), rel=1e-12)
+    assert before.draft_dense_bytes == pytest.approx((807_403_520 + 163_840 * 7168) * 0.5625, rel=1e-12)
+    assert before.draft_dense_flops_per_token == pytest.approx(2 * (807_403_520 + 163_840 * 7168), rel=1e-12)
 
 
 def test_a_model_without_a_published_eagle_draft_gets_the_rules_layer_by_hand(catalog):
@@ -2258,16 +2263,20 @@ def test_a_model_without_a_published_eagle_draft_gets_the_rules_layer_by_hand(ca
     # with no dense FFN, 6 x 16,384 = 98,304 (Qwen3-235B's and gpt-oss-120b's drafts):
     # 3 x 16384^2 = 805,306,368; 32,768 x (16,384 + 2 x 1,024) = 603,979,776; 16,384^2 =
     # 268,435,456; 3 x 16,384 x 98,304 = 4,831,838,208: 6,509,559,808, and a 32,000 x 16,384 head
+    # (the fusing projection, 805,306,368 of it, once a step)
     ph = _physics(catalog, "vera-rubin-nvl72", "moe-10t", "fp4", speculative=1)
     assert ph.spec_method == "eagle3"
-    assert ph.draft_dense_bytes == pytest.approx((6_509_559_808 + 32_000 * 16_384) * 2, rel=1e-12)
+    assert ph.draft_dense_bytes == pytest.approx((5_704_253_440 + 32_000 * 16_384) * 2, rel=1e-12)
+    assert ph.draft_fc_bytes == pytest.approx(805_306_368 * 2, rel=1e-12) and ph.draft_heads == 128
     # its KV: 2 x 8 x 128 = 2,048 values a token against 128 x (512 + 64) = 73,728
     assert ph.draft_kv_share == pytest.approx(2048 / 73_728, rel=1e-12) and ph.draft_kv_heads == 8
     # a grouped-query target lends its own KV heads and dense FFN width: Llama 3.1 405B's 128 heads,
     # 8 KV heads of 128 and FFN 53,248: 3 x 16384^2 + 32,768 x (16,384 + 2,048) + 16,384^2
     # + 3 x 16,384 x 53,248 = 4,294,967,296 (2^32), KV 2,048 values against 126 x 2 x 8 x 128 = 258,048
     ph = _physics(catalog, "b200", "llama-3.1-405b", "fp4", speculative=1)
-    assert ph.draft_dense_bytes == pytest.approx((4_294_967_296 + 32_000 * 16_384) * 2, rel=1e-12)
+    assert ph.draft_dense_bytes == pytest.approx(
+        (4_294_967_296 - 805_306_368 + 32_000 * 16_384) * 2, rel=1e-12
+    )
     assert ph.draft_kv_share == pytest.approx(2048 / 258_048, rel=1e-12) and ph.draft_kv_heads == 8
     # the rule's values are inputs with their sources, flagged estimates
     r = estimate_serving(catalog, "vera-rubin-nvl72", "moe-10t", precision="fp4", speculative=1)
@@ -2347,7 +2356,7 @@ def test_a_drafting_decode_pool_takes_prefill_instances_that_draft(catalog):
     for i in np.unique(g.rows["prefill_layout"][rows][drafts]):
         twin = np.flatnonzero(
             (lay["g"] == lay["g"][i]) & (lay["t"] == lay["t"][i]) & (lay["fam"] == lay["fam"][i])
-            & (lay["eplb"] == lay["eplb"][i]) & (lay["kv"] == lay["kv"][i])
+            & (lay["eplb"] == lay["eplb"][i]) & (lay["kv"] == lay["kv"][i]) & (lay["e"] == lay["e"][i])
             & (lay["pp"] == 1) & (lay["k"] == 0)
         )  # fmt: skip
         assert x["prefill_s"][i] > x["prefill_s"][twin[0]]

@@ -891,6 +891,17 @@ class DraftShapeRule(Strict):
         "ratio", description="FFN width over hidden size for a target without a dense FFN"
     )
 
+    @model_validator(mode="after")
+    def _whole_heads(self) -> DraftShapeRule:
+        v = self.kv_heads_over_latent
+        if v.value < 1 or v.value != int(v.value):
+            raise ValueError(f"kv_heads_over_latent: a whole number of heads, at least 1, got {v.value:g}")
+        if self.ffn_hidden_per_hidden.value <= 0:
+            raise ValueError(
+                f"ffn_hidden_per_hidden must be positive, got {self.ffn_hidden_per_hidden.value:g}"
+            )
+        return self
+
 
 class SpeculativeMethod(Strict):
     """A draft for speculative decoding and its measured acceptance.

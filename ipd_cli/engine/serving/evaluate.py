@@ -65,7 +65,7 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
 
     def weights_at(share):  # a GPU's weights holding ``share`` of the routed experts
         # where, not a product: a layout without a draft holds none, even of an infinite one
-        draft = _per_rank(ph.draft_dense_bytes, ph.draft_replicated_bytes, t)
+        draft = _per_rank(ph.draft_dense_bytes + ph.draft_fc_bytes, ph.draft_replicated_bytes, t)
         draft = np.where(drafting, draft + ph.draft_expert_bytes * share, 0.0)
         dense = _per_rank(ph.dense_bytes, ph.replicated_bytes, t) / pp
         return dense + ph.expert_bytes / pp * share + draft
@@ -249,9 +249,8 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     # its head on the last token only): SGLang's draft extend, TensorRT-LLM's MTP context pass
     drafting = lay["k"] > 0
     d_skipped = ph.draft_head_flops_per_token * (1.0 - 1.0 / ph.isl)
-    d_dense = t * _per_rank(
-        ph.draft_dense_flops_per_token - d_skipped, ph.draft_replicated_flops_per_token, t
-    )
+    d_flops = ph.draft_dense_flops_per_token + ph.draft_fc_flops_per_token - d_skipped
+    d_dense = t * _per_rank(d_flops, ph.draft_replicated_flops_per_token, t)
     d_dense = d_dense / (g * ph.gemm_rate) + ph.draft_prefill_attn_flops_per_token / (
         g * x["prefill_attn_rate"]
     )
@@ -407,21 +406,33 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = 
     d_work = draft.seconds()
     d_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=ph.draft_expert_bytes > 0)
     drafts = pp * k  # draft passes per step (each micro-batch's, one after another)
-    draft_s = drafts * (n * f.floor_combined_seconds(floor, d_work / max(n, 1), p) + d_coll)
+    # an EAGLE draft's fusing projection runs on the first pass of a step only (the one the
+    # target's states feed; later passes feed back the draft's own state): once per micro-batch
+    fc = _Work(
+        dense_bytes=_per_rank(ph.draft_fc_bytes, 0.0, t),
+        dense_flops=seqs * _per_rank(ph.draft_fc_flops_per_token, 0.0, t),
+        kv_bytes=0.0,
+        attn_flops=0.0,
+        expert_bytes=0.0,
+        expert_flops=0.0,
+    ).times(ph, x["attn_rate"], moe_rate)
+    fc_runs = pp * (k > 0)
+    fc_s = fc_runs * fc.seconds()
+    draft_s = drafts * (n * f.floor_combined_seconds(floor, d_work / max(n, 1), p) + d_coll) + fc_s
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
     step = layers_s + coll + hand_off + draft_s + fixed
     if not parts:
         return {"step_s": step}
-    memory = pp * target.memory_s() + drafts * draft.memory_s()
-    compute = pp * target.compute_s() + drafts * draft.compute_s()
+    memory = pp * target.memory_s() + drafts * draft.memory_s() + fc_runs * fc.memory_s()
+    compute = pp * target.compute_s() + drafts * draft.compute_s() + fc_runs * fc.compute_s()
     collectives = coll + hand_off + drafts * d_coll
     return dict(
         step_s=step,
         memory_s=memory,
         compute_s=compute,
         collective_s=collectives,
-        overhead_s=step - work - drafts * d_work - collectives,
+        overhead_s=step - work - drafts * d_work - fc_s - collectives,
         touched=touched,
         tbo=tbo * 1.0,  # the step runs two-batch overlap (1) or not (0)
     )

@@ -332,8 +332,9 @@ class Grid:
 
 
 def _tp_divides_heads(ph: Physics, lay: dict) -> Any:
-    """Layout rule: each layout's tensor parallelism divides the attention heads."""
-    return ph.heads % lay["t"] == 0
+    """Layout rule: each layout's tensor parallelism divides the attention heads, and a draft's
+    where the layout drafts (DeepSeek-V3's published EAGLE-3 draft has 56 heads to its 128)."""
+    return (ph.heads % lay["t"] == 0) & ((lay["k"] == 0) | (ph.draft_heads % lay["t"] == 0))
 
 
 def _ep_within_experts(ph: Physics, lay: dict) -> Any:
@@ -428,12 +429,15 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict, fits: Any) -> Space:
     # the layers first: a stage count beyond them fails with every stage size (`--layout pp100` on 80
     # layers was refused by the heads, which its 24-GPU stages break)
     space.require(f"more pipeline stages than the {ph.layers} layers", layers)
-    space.require(f"tensor parallelism must divide the {ph.heads} attention heads", heads)
+    draft = f" (and the draft's {ph.draft_heads})" if ph.draft_heads not in (0, ph.heads) else ""
+    space.require(f"tensor parallelism must divide the {ph.heads} attention heads{draft}", heads)
     space.require(f"expert parallelism above the {ph.experts} experts", experts)
     space.require("the weights do not fit in HBM", weights)
     space.require("the KV cache cannot hold one full request", kv)
     space.require("the batch exceeds the KV capacity or the engine's batch cap per rank", fits)
-    space.require("no prefill instance fits (disaggregated)", r["prefill_ok"])
+    space.require(
+        "no prefill instance fits (disaggregated; one that drafts where decode does)", r["prefill_ok"]
+    )
     finite = np.isfinite(r["tokens_per_s_per_gpu"]) & np.isfinite(r["tokens_per_s_per_user"])
     finite &= (r["tokens_per_s_per_gpu"] > 0) & (r["tokens_per_s_per_user"] > 0) & np.isfinite(r["step_s"])
     space.require("a rate is not finite (an input is out of range)", finite)

@@ -59,6 +59,10 @@ class Physics:
     draft_kv_heads: int  # the draft attention's KV heads (its copies under tensor parallelism)
     draft_attn_per_position: float  # the draft's decode attention FLOPs per cached position
     draft_head_flops_per_token: float  # of draft_dense_flops_per_token, its output head's
+    # an EAGLE draft's fusing projection (3h x h): once a step, on the pass the target's states feed
+    draft_fc_bytes: float
+    draft_fc_flops_per_token: float
+    draft_heads: int  # the draft's query heads (attention TP divides them too); 0 without a draft
     draft_prefill_attn_flops_per_token: float  # the draft's causal attention over the prompt
     # model
     moe: bool
@@ -538,6 +542,9 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
         "draft_attn_per_position": 0.0,
         "draft_head_flops_per_token": 0.0,
         "draft_prefill_attn_flops_per_token": 0.0,
+        "draft_fc_bytes": 0.0,
+        "draft_fc_flops_per_token": 0.0,
+        "draft_heads": 0,
         "draft_dense_bytes": 0.0,
         "draft_expert_bytes": 0.0,
         "draft_dense_flops_per_token": 0.0,
@@ -616,6 +623,9 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
             "draft_kv_heads": arch.kv_heads or 1,
             "draft_attn_per_position": m.draft_layers * _attn_per_position(arch),
             "draft_head_flops_per_token": 2.0 * head + wide.flops(0),
+            "draft_fc_bytes": 0.0,
+            "draft_fc_flops_per_token": 0.0,
+            "draft_heads": arch.attention_heads,
             "draft_prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(
                 m.draft_layers,
                 isl,
@@ -630,13 +640,14 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
             "draft_replicated_bytes": held,
             "draft_replicated_flops_per_token": held_flops,
         }
-    body, kv_values, heads, kv_heads, head_dim = _eagle_layer(ctx, m, name)
+    fc, body, kv_values, heads, kv_heads, head_dim = _eagle_layer(ctx, m, name)
     target_kv_values = kv_bytes_per_token(arch, 1.0)
     drafted = {
         "draft_layers": m.draft_layers,
         # the draft's own KV cache against the target's (all layers), and the draft's attention
         "draft_kv_share": m.draft_layers * kv_values / target_kv_values,
         "draft_kv_heads": kv_heads,
+        "draft_heads": heads,
         "draft_attn_per_position": m.draft_layers * f.attention_flops_per_position(heads, head_dim),
         "draft_prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(
             m.draft_layers, isl, heads * head_dim, heads * head_dim
@@ -658,9 +669,11 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
             bpw = ctx.take(f"bytes per weight ({dw.precision})", f"bytes_per_weight.{dw.precision}")
             gemm, _, rate_at = rates()
             flop_factor = gemm["gemm_rate"] / rate_at(dw.precision)
-    params = body * m.draft_layers + head
+    params = body + head  # per draft token; the fusing projection once a step
     return drafted | {
         "draft_head_flops_per_token": 2.0 * head * flop_factor,
+        "draft_fc_bytes": fc * bpw,
+        "draft_fc_flops_per_token": 2.0 * fc * flop_factor,
         "draft_dense_bytes": params * bpw,
         "draft_expert_bytes": 0.0,
         "draft_dense_flops_per_token": 2.0 * params * flop_factor,
@@ -670,14 +683,16 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
     }
 
 
-def _eagle_layer(ctx: ServingContext, m, name: str) -> tuple[float, float, int, int, int]:
-    """An EAGLE-3 draft layer: its parameters (the fusing projection, 3 h x h, counted with it),
-    its K/V values per token, query heads, KV heads and head size. The published shape where
+def _eagle_layer(ctx: ServingContext, m, name: str) -> tuple[float, float, float, int, int, int]:
+    """An EAGLE-3 draft: its fusing projection's parameters (3 h x h over three target layers'
+    states: SGLang runs it only on the pass those states feed, once a step), its layers'
+    parameters (the first one's q, k and v read 2 h, the token's embedding beside the fused
+    state; later layers read h), a layer's K/V values per token, its query heads, KV heads and
+    head size. The published shape where
     ``draft_shapes`` holds one, else ``draft_shape_rule`` (an estimate): the target's query
     heads and head size, its KV heads (``kv_heads_over_latent`` on an MLA target), its dense FFN
-    width (``ffn_hidden_per_hidden`` x hidden without one). Its q, k and v project 2 h (the
-    token's embedding beside the fused state: SpecForge's ``LlamaForCausalLMEagle3``); the
-    embedding itself is the target's, shared."""
+    width (``ffn_hidden_per_hidden`` x hidden without one). SpecForge's ``LlamaForCausalLMEagle3``;
+    the embedding itself is the target's, shared."""
     arch, at = ctx.model, f"serving.speculative_methods.{name}"
     src = ctx.cat.origin_of("serving", "speculative_methods", name)
     shape = m.draft_shapes.get(ctx.mname)
@@ -700,8 +715,8 @@ def _eagle_layer(ctx: ServingContext, m, name: str) -> tuple[float, float, int, 
         heads, head_dim = arch.attention_heads, arch.head_dim
         ctx.trace.given("draft query heads", heads, "heads", ctx.morigin, note=note, estimate=True)
         ctx.trace.given("draft head size", head_dim, "values", ctx.morigin, note=note, estimate=True)
-        if arch.kv_lora_rank is not None:
-            kv_heads = int(ctx.inp.read(f"{rule}.kv_heads_over_latent", "draft KV heads (MLA target)"))
+        if arch.kv_lora_rank is not None:  # a whole number (a sampled draw of its range rounds)
+            kv_heads = round(ctx.inp.read(f"{rule}.kv_heads_over_latent", "draft KV heads (MLA target)"))
         else:
             kv_heads = ctx.trace.given(
                 "draft KV heads", arch.kv_heads, "heads", ctx.morigin, note=note, estimate=True
@@ -717,8 +732,10 @@ def _eagle_layer(ctx: ServingContext, m, name: str) -> tuple[float, float, int, 
             )
     h = arch.hidden_size
     q, kv = heads * head_dim, kv_heads * head_dim
-    body = 3.0 * h * h + 2.0 * h * (q + 2 * kv) + q * h + 3.0 * h * ffn
-    return body, 2.0 * kv, heads, kv_heads, head_dim
+    layer = q * h + 3.0 * h * ffn  # the output projection and the SwiGLU MLP
+    first = layer + 2.0 * h * (q + 2 * kv)  # q, k and v over 2 h
+    later = layer + h * (q + 2 * kv)
+    return 3.0 * h * h, first + (m.draft_layers - 1) * later, 2.0 * kv, heads, kv_heads, head_dim
 
 
 def read(
