@@ -182,9 +182,10 @@ SERVING_WORST_RATIO_ANY = 3.0
 # batches (above) raised it 19.5 -> 20.5 %, a loosening with its reason: a whole batch read alone
 # rounds the model's throughput at the measured speed down, by up to a batch (a quarter at 4 users),
 # and so hid part of the over-prediction of the flat small-batch curves (MI355X TP8 1k/1k at 4 users
-# +6 -> +26 %); AMD 19.7 -> 20.2 %.
+# +6 -> +26 %); AMD 19.7 -> 20.2 %. Met again since drafting prefill instances run the draft over
+# the prompt (2026-12-04, later): DeepSeek's MTP cases, over-predicted, read lower: 20.5 -> 19.7 %.
 AMD_MEDIAN_BOUND_PCT = 25.0
-FIXED_INTERACTIVITY_MEDIAN_BOUND_PCT = 21.0
+FIXED_INTERACTIVITY_MEDIAN_BOUND_PCT = 20.0
 
 
 def test_serving_checking_set_meets_the_fidelity_bound(checking_rows):
