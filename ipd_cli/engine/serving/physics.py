@@ -684,15 +684,14 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
 
 
 def _eagle_layer(ctx: ServingContext, m, name: str) -> tuple[float, float, float, int, int, int]:
-    """An EAGLE-3 draft: its fusing projection's parameters (3 h x h over three target layers'
-    states: SGLang runs it only on the pass those states feed, once a step), its layers'
-    parameters (the first one's q, k and v read 2 h, the token's embedding beside the fused
-    state; later layers read h), a layer's K/V values per token, its query heads, KV heads and
-    head size. The published shape where
-    ``draft_shapes`` holds one, else ``draft_shape_rule`` (an estimate): the target's query
-    heads and head size, its KV heads (``kv_heads_over_latent`` on an MLA target), its dense FFN
-    width (``ffn_hidden_per_hidden`` x hidden without one). SpecForge's ``LlamaForCausalLMEagle3``;
-    the embedding itself is the target's, shared."""
+    """An EAGLE-3 draft (SpecForge's ``LlamaForCausalLMEagle3``): its fusing projection's
+    parameters (3 h x h over three target layers' states: SGLang runs it only on the pass those
+    states feed, once a step), its layers' parameters (the first one's q, k and v read 2 h, the
+    token's embedding beside the fused state; later layers read h), a layer's K/V values per
+    token, its query heads, KV heads and head size; the embedding is the target's, shared. The
+    published shape where ``draft_shapes`` holds one, else ``draft_shape_rule`` (an estimate):
+    the target's query heads and head size, its KV heads (``kv_heads_over_latent`` on an MLA
+    target), its dense FFN width (``ffn_hidden_per_hidden`` x hidden without one)."""
     arch, at = ctx.model, f"serving.speculative_methods.{name}"
     src = ctx.cat.origin_of("serving", "speculative_methods", name)
     shape = m.draft_shapes.get(ctx.mname)
