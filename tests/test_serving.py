@@ -2379,3 +2379,58 @@ def test_a_model_that_does_not_fit_names_the_weights_its_lightest_layout_holds(c
     need, held = (int(v.replace(",", "")) for v in m.groups())
     ph = _physics(catalog, "h100-sxm", "deepseek-v3", "fp8")
     assert need >= round((ph.dense_bytes + ph.expert_bytes) / 1e9) and need > held  # printed to 1 GB
+
+
+def test_an_eagle_drafts_fusing_projection_runs_once_a_step_per_micro_batch(catalog):
+    # SGLang runs an EAGLE-3 draft's fusing projection (3h x h) only on the pass the target's
+    # states feed: once a step whatever the depth, once per micro-batch (pp of them), never where
+    # the layout does not draft. Kimi K2's: 3 x 7,168^2 = 154,140,672 weights, 2 bytes each, read
+    # over B200's 7.7 TB/s x 0.809 (a sequence a step: memory-bound), split over the attention TP
+    import dataclasses
+
+    import numpy as np
+
+    from ipd_cli.engine.serving import evaluate as ev
+    from ipd_cli.engine.serving import grid
+
+    ph = physics.read(context(catalog, "b200", "kimi-k2"), "fp4", ["fp8"], 1000, 1000, None, "rental")
+    assert ph.hbm_rate == pytest.approx(7.7e12 * 0.809, rel=1e-12)
+    lay = grid.layouts(ph)
+    x = ev.layout_terms(ph, lay)
+    plain = dataclasses.replace(ph, draft_fc_bytes=0.0, draft_fc_flops_per_token=0.0)
+    one = np.ones(len(lay["g"]))
+    with np.errstate(all="ignore"):
+        added = (
+            ev.step_terms(ph, lay, x, one, parts=False)["step_s"]
+            - ev.step_terms(plain, lay, x, one, parts=False)["step_s"]
+        )
+    ok = np.isfinite(added)
+    hand = np.where(lay["k"] > 0, lay["pp"] * 154_140_672 * 2 / (lay["t"] * 7.7e12 * 0.809), 0.0)
+    assert {0, 1, 2, 3} <= set(lay["k"][ok]) and (lay["pp"][ok] > 1).any()
+    assert np.allclose(added[ok], hand[ok], rtol=1e-6, atol=1e-12)
+
+
+def test_a_pinned_drafts_heads_bound_the_tensor_parallelism_and_the_nearest_configuration_drafts():
+    # DeepSeek-V3's published EAGLE-3 draft has 56 heads: TEP16 splits the target's 128 but not
+    # those; a pinned depth is kept in the configuration offered instead
+    r = run_cli(
+        "serve", "--hardware", "gb200", "--model", "deepseek-v3", "--speculative", "3", "--layout", "tep16",
+        "--aggregated", "--set", "serving.speculative_methods.mtp.models=[llama-2-70b]",
+    )  # fmt: skip
+    assert r.code == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "tensor parallelism must divide the 128 attention heads (and the draft's 56)" in r.stderr
+    assert "+ EAGLE-3 (3 drafts)" in r.stderr.split("nearest feasible configuration is", 1)[1]
+
+
+def test_a_draft_rules_kv_heads_are_a_whole_number_and_more_layers_read_the_hidden_state(catalog):
+    r = run_cli(
+        "serve", "--hardware", "b200", "--model", "moe-10t",
+        "--set", "serving.speculative_methods.eagle3.draft_shape_rule.kv_heads_over_latent.value=8.5",
+    )  # fmt: skip
+    assert r.code == 2 and "kv_heads_over_latent: a whole number of heads, at least 1, got 8.5" in r.stderr
+    # a second Kimi K2 draft layer reads the hidden state alone: o 8,192 x 7,168 + MLP
+    # 3 x 7,168 x 18,432 + q, k, v 7,168 x (8,192 + 2 x 8,192) = 631,242,752 more a draft token
+    two = catalog.with_overrides(["serving.speculative_methods.eagle3.draft_layers=2"])
+    ph = _physics(two, "b200", "kimi-k2", "fp4", speculative=1)
+    assert ph.draft_dense_bytes == pytest.approx((807_403_520 + 631_242_752 + 32_000 * 7168) * 2, rel=1e-12)
+    assert ph.draft_kv_share == pytest.approx(2 * 16_384 / 35_136, rel=1e-12)

@@ -339,8 +339,10 @@ def test_a_missed_service_target_is_marked_in_the_table_and_on_stderr():
 def test_a_target_met_with_fewer_sequences_than_gpus_is_warned_about():
     # user reviews: Llama 3.1 405B (BF16) on A100 meets 50 tokens/s per user only on TP128 decode
     # instances over 16 nodes, one sequence each (0.39 tokens/s per GPU), and at 30 on TP32
-    # instances with 8 sequences: next to nothing batched, said nowhere (at 30: TP8 PP2 with 8, then
-    # 6 since the EAGLE-3 draft took its shape: 30 tokens/s per user sits at the edge of a step)
+    # instances with 8 sequences: next to nothing batched, said nowhere (at 30: 8 sequences on TP8
+    # PP2 or TP32 instances until 2026-12-04, 6 on TP8 PP2 since the EAGLE-3 draft took its
+    # published shape, ran over the prompt and paid its fusing projection once a step: 30 tokens/s
+    # per user sits at the edge of a step, where small changes move the batch)
     args = ("serve", "--hardware", "a100", "--model", "llama-3.1-405b", "-f", "json")
     for target, users in (("50", 1), ("30", 6)):
         r = run_cli(*args, "--tokens-per-user-s", target)

@@ -321,6 +321,11 @@ def _nearest(g: Grid, pins: Pins) -> int | None:
     import numpy as np
 
     fits = g.space.feasible
+    if 0 not in g.ph.spec_depths:  # speculation pinned on: a configuration that drafts, where one runs
+        # (the grid holds undrafted rows for the prefill instances; a review: a pinned depth whose
+        # draft the TP could not split was offered a configuration without it)
+        drafting = fits & np.isin(g.lay["k"][g.rows["layout"]], g.ph.spec_depths)
+        fits = drafting if drafting.any() else fits
     if not fits.any():
         return None
     kept = np.zeros(len(fits))

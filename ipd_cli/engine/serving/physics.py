@@ -715,7 +715,8 @@ def _eagle_layer(ctx: ServingContext, m, name: str) -> tuple[float, float, float
         ctx.trace.given("draft query heads", heads, "heads", ctx.morigin, note=note, estimate=True)
         ctx.trace.given("draft head size", head_dim, "values", ctx.morigin, note=note, estimate=True)
         if arch.kv_lora_rank is not None:  # a whole number (a sampled draw of its range rounds)
-            kv_heads = round(ctx.inp.read(f"{rule}.kv_heads_over_latent", "draft KV heads (MLA target)"))
+            read = ctx.inp.read(f"{rule}.kv_heads_over_latent", "draft KV heads (MLA target)")
+            kv_heads = max(1, round(read))
         else:
             kv_heads = ctx.trace.given(
                 "draft KV heads", arch.kv_heads, "heads", ctx.morigin, note=note, estimate=True
