@@ -407,25 +407,22 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = 
     d_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=ph.draft_expert_bytes > 0)
     drafts = pp * k  # draft passes per step (each micro-batch's, one after another)
     # an EAGLE draft's fusing projection runs on the first pass of a step only (the one the
-    # target's states feed; later passes feed back the draft's own state): once per micro-batch
-    fc = _Work(
-        dense_bytes=_per_rank(ph.draft_fc_bytes, 0.0, t),
-        dense_flops=seqs * _per_rank(ph.draft_fc_flops_per_token, 0.0, t),
-        kv_bytes=0.0,
-        attn_flops=0.0,
-        expert_bytes=0.0,
-        expert_flops=0.0,
-    ).times(ph, x["attn_rate"], moe_rate)
+    # target's states feed; later passes feed back the draft's own state): once per micro-batch,
+    # a dense GEMM on its roofline (none for an MTP layer or without a draft)
     fc_runs = pp * (k > 0)
-    fc_s = fc_runs * fc.seconds()
+    fc_mem = fc_comp = fc_s = 0.0
+    if ph.draft_fc_bytes:
+        fc_mem = _per_rank(ph.draft_fc_bytes, 0.0, t) / ph.hbm_rate
+        fc_comp = seqs * _per_rank(ph.draft_fc_flops_per_token, 0.0, t) / ph.gemm_rate
+        fc_s = fc_runs * f.roofline_of(fc_mem, fc_comp)
     draft_s = drafts * (n * f.floor_combined_seconds(floor, d_work / max(n, 1), p) + d_coll) + fc_s
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
     step = layers_s + coll + hand_off + draft_s + fixed
     if not parts:
         return {"step_s": step}
-    memory = pp * target.memory_s() + drafts * draft.memory_s() + fc_runs * fc.memory_s()
-    compute = pp * target.compute_s() + drafts * draft.compute_s() + fc_runs * fc.compute_s()
+    memory = pp * target.memory_s() + drafts * draft.memory_s() + fc_runs * fc_mem
+    compute = pp * target.compute_s() + drafts * draft.compute_s() + fc_runs * fc_comp
     collectives = coll + hand_off + drafts * d_coll
     return dict(
         step_s=step,

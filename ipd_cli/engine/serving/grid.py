@@ -331,6 +331,12 @@ class Grid:
         return evaluate(self.ph, self.pins, self.target, whole=True) if self.pruned else self
 
 
+def _drafts(lay: dict) -> Any:
+    """Per layout, 1 where it drafts (a draft depth above 0), else 0: the index of its prefill
+    choice (:func:`_prefill_choice`)."""
+    return (lay["k"] > 0).astype(int)
+
+
 def _tp_divides_heads(ph: Physics, lay: dict) -> Any:
     """Layout rule: each layout's tensor parallelism divides the attention heads, and a draft's
     where the layout drafts (DeepSeek-V3's published EAGLE-3 draft has 56 heads to its 128)."""
@@ -372,10 +378,11 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     best = np.full((len(ph.kv_precisions), 2, 2), -1)
     fill = np.full((len(holes), len(ph.kv_precisions), 2, 2), -1)
     tiles = [h % lay["g"] == 0 for h in holes]  # the layouts that tile each hole
+    drafting = _drafts(lay)
     for k in range(len(ph.kv_precisions)):  # one to three KV precisions
         for e in (0, 1):
             for drafts in (0, 1):
-                fits = (lay["kv"] == k) & ((lay["eplb"] == e) | (lay["e"] == 1)) & ((lay["k"] > 0) == drafts)
+                fits = (lay["kv"] == k) & ((lay["eplb"] == e) | (lay["e"] == 1)) & (drafting == drafts)
                 cand = np.where(fits, score, -2.0)
                 best[k, e, drafts] = int(np.argmax(cand)) if cand.max() > 0 else -1
                 for j, tiling_hole in enumerate(tiles):  # the best that tile a decode instance's hole
@@ -401,7 +408,7 @@ def _hole_partners(lay: dict, pf: dict):
     if not len(holes):
         return np.full(len(hole), -1)
     j = np.clip(np.searchsorted(holes, hole), 0, len(holes) - 1)
-    drafts = (lay["k"] > 0).astype(int)
+    drafts = _drafts(lay)
     other = np.where((hole > 0) & (holes[j] == hole), fill[j, lay["kv"], lay["eplb"], drafts], -1)
     return np.where(other == pf["index"][lay["kv"], lay["eplb"], drafts], -1, other)
 
@@ -625,7 +632,7 @@ def _evaluate(
     batch = batches.reshape(-1)
     pf = _prefill_choice(ph, lay, x, pins) if pf is None else pf
     # the prefill instance each layout pairs with (one that drafts where the layout does)
-    pf_lay = pf["index"][lay["kv"], lay["eplb"], (lay["k"] > 0).astype(int)]
+    pf_lay = pf["index"][lay["kv"], lay["eplb"], _drafts(lay)]
     pidx = pf_lay[li]
     pf_ok = pidx >= 0
     # rows that can run (weights and the batch fit): the rest fail those checks first, so their
