@@ -1026,8 +1026,9 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # the NVFP4 checkpoint's BF16 attention projections: 5 x DEP4 prefill + 6 x DEP8 decode; 148
     # since a prompt runs the LM head on its last token only: 11 x DEP4 + 13 x DEP8; 80 since the
     # prefill instances of a decode pool that drafts run its MTP layer over the prompt: 6 x DEP4 +
-    # 7 x DEP8); one aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and
-    # the search finds at most that
+    # 7 x DEP8; 148 since the draft's first pass of a step runs over the verify's tokens: 11 x
+    # DEP4 + 13 x DEP8); one aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per
+    # GPU), and the search finds at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
     peak = serve(catalog, "b200", "deepseek-v3", **kw)
     eight = serve(
@@ -1036,7 +1037,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 80
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 148
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -1145,16 +1146,18 @@ def test_speculative_decoding_by_hand(spec_cat):
     collectives = 80 * 2 * (64 * 2 * 8192 * 2 / 225e9 + 10e-6)  # 128 tokens per all-reduce: 3.091 ms
     # draft: the layer and the head, (1,140,850,688 - 201,326,592 + 128,256 x 8,192) = 1.9902e9
     # weights at 1 B, split over TP2; its KV (2 x 8 x 128 values a token: 1/80 of the cache) and
-    # attention; one layer's two all-reduces; the fusing projection (3 x 8,192^2) once a step
+    # attention; one layer's two all-reduces; the fusing projection (3 x 8,192^2) once a step. At
+    # depth 1 its one pass is the step's first: over the verify's 2 tokens a sequence (the
+    # engines' draft extend, padded to 1 + depth), so its math and all-reduces are 128 tokens'
     fc = 3 * 8192**2
     draft_w = 1_140_850_688 - fc + 128256 * 8192
     draft = (
-        max(draft_w / 2 / hbm, 64 * 2 * draft_w / 2 / gemm)  # 0.594 ms
-        + max(64 * kv / 80 / 2 * 1500 / hbm, 64 * per_token / 80 / 2 / attn)  # 0.059 ms
-        + 2 * (64 * 8192 * 2 / 225e9 + 10e-6)  # 0.029 ms
+        max(draft_w / 2 / hbm, 2 * 64 * 2 * draft_w / 2 / gemm)  # max(0.594, 0.257) ms
+        + max(64 * kv / 80 / 2 * 1500 / hbm, 2 * 64 * per_token / 80 / 2 / attn)  # 0.059 ms
+        + 2 * (2 * 64 * 8192 * 2 / 225e9 + 10e-6)  # 0.039 ms
     )
-    fusing = max(fc / 2 / hbm, 64 * 2 * fc / 2 / gemm)  # 0.060 ms
-    step = dense + attention + collectives + draft + fusing + 2e-3  # + 2 ms per step: 31.603 ms
+    fusing = max(fc / 2 / hbm, 2 * 64 * 2 * fc / 2 / gemm)  # max(0.060, 0.026) ms
+    step = dense + attention + collectives + draft + fusing + 2e-3  # + 2 ms per step: 31.612 ms
     # the prompt's GEMMs at the FP8 rate (the head on its last token only), its attention at the
     # BF16 rate, over the two GPUs; the draft runs over the prompt too (its head on the last token
     # only: 1,000 x 2 x 1,140,850,688 + one head), its attention and its two all-reduces a layer
@@ -1170,9 +1173,37 @@ def test_speculative_decoding_by_hand(spec_cat):
     assert s.configuration == "TP2 batch 64 + EAGLE-3 (1 draft)"
     assert s.speculative_method == "eagle3" and s.draft_depth == 1 and s.speculative_speedup == 1.8
     assert s.step_time_ms == pytest.approx(MS * step, rel=1e-9)
-    assert s.step_time_ms == pytest.approx(31.603, rel=1e-4)
+    assert s.step_time_ms == pytest.approx(31.612, rel=1e-4)
     assert s.tokens_per_s_per_gpu == pytest.approx(per_instance / 2, rel=1e-9)  # 1,393 tok/s/GPU
     assert s.tokens_per_s_per_user == pytest.approx(per_instance / 64, rel=1e-9)  # 43.5 tok/s
+
+    # depth 2: the target verifies 3 tokens a sequence; the draft's first pass runs over those 3
+    # (its math, all-reduces and the fusing projection: still memory-bound but for the
+    # all-reduces), its second over one: 21.075 + 4.695 + 3.837 + (0.594 + 0.059 + 0.048) +
+    # (0.594 + 0.059 + 0.029) + 0.060 + 2 = 33.05 ms
+    def all_reduces(layers, tokens):
+        return layers * 2 * (tokens * 8192 * 2 / 225e9 + 10e-6)
+
+    def draft_pass(tokens):
+        return (
+            max(draft_w / 2 / hbm, tokens * 64 * 2 * draft_w / 2 / gemm)
+            + max(64 * kv / 80 / 2 * 1500 / hbm, tokens * 64 * per_token / 80 / 2 / attn)
+            + all_reduces(1, tokens * 64)
+        )
+
+    two = (
+        max(7.06e10 / 2 / hbm, 3 * 64 * 2 * 7.06e10 / 2 / gemm)
+        + max(64 * kv / 2 * 1500 / hbm, 3 * 64 * 2 * per_token / 2 / attn)
+        + all_reduces(80, 3 * 64)
+        + draft_pass(3)
+        + draft_pass(1)
+        + max(fc / 2 / hbm, 3 * 64 * 2 * fc / 2 / gemm)
+        + 2e-3
+    )
+    s2 = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative=2, **kw)
+    assert s2.configuration == "TP2 batch 64 + EAGLE-3 (2 drafts)"
+    assert s2.step_time_ms == pytest.approx(MS * two, rel=1e-9)
+    assert s2.step_time_ms == pytest.approx(33.05, rel=1e-3)
     # the draft's layer and its KV cache (a 1/80 more) take memory: 256 sequences, not 265
     off = serve(spec_cat, "h100-sxm", "llama-3.1-70b", speculative="off", **kw)
     assert off.draft_depth == 0 and off.speculative_method is None and off.max_concurrency == 265

@@ -25,8 +25,11 @@ busiest GPU:
 * speculative decoding at draft depth k: the step verifies 1 + k tokens per sequence (dense,
   attention and expert math, expert selection and collectives scale with them; weights and the
   KV cache are read once), and drafts k tokens one after another, each through the draft's
-  layer(s) and the output head at the sequences' batch; a step accepts ``spec_tokens[k]``
-  tokens per sequence on average, so tokens/s per user = accepted tokens / step.
+  layer(s) and the output head at the sequences' batch: the first of them over the verify's
+  1 + k tokens a sequence (the engines' captured draft-extend pass, padded to that width, which
+  also feeds an EAGLE draft's fusing projection), the others over one; a step accepts
+  ``spec_tokens[k]`` tokens per sequence on average, so tokens/s per user = accepted tokens /
+  step.
 
 Prefill is compute-bound: its dense GEMMs (every token of the prompt at once, a large-M GEMM) at
 the GEMM efficiency decode reaches at batch, its causal attention at the prefill MFU of the
@@ -351,18 +354,20 @@ def _target_work(
     )
 
 
-def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq: Any) -> _Work:
-    """One draft token through the draft layer(s) and the head, for the micro-batch's sequences
-    (on the last stage)."""
+def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq: Any, width: Any) -> _Work:
+    """One draft pass through the draft layer(s) and the head over ``width`` tokens of each of
+    the micro-batch's sequences (on the last stage): the draft's weights and its KV cache are
+    read once, its math and expert selection scale with the tokens."""
     s, t = lay["s"], lay["t"]
-    touched = f.experts_touched_share(m, ph.top_k / ph.experts)
+    touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
+    dense_per_token = _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t)
     return _Work(
         dense_bytes=_per_rank(ph.draft_dense_bytes, ph.draft_replicated_bytes, t),
-        dense_flops=seqs * _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t),
+        dense_flops=seqs * width * dense_per_token,
         kv_bytes=seqs * kv_seq * ph.draft_kv_share * (x["draft_copies"] / x["copies"]),
-        attn_flops=seqs * ph.draft_attn_per_position * ph.context_mean / t,
+        attn_flops=seqs * width * ph.draft_attn_per_position * ph.context_mean / t,
         expert_bytes=ph.draft_expert_bytes * x["experts_held"] * touched,
-        expert_flops=m * ph.draft_expert_flops_per_token / s * x["imb_ep"],
+        expert_flops=m * width * ph.draft_expert_flops_per_token / s * x["imb_ep"],
     )
 
 
@@ -400,36 +405,46 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = 
         layers_s, a2a, tbo = _two_batch_step(ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a)
     coll = coll + a2a
     hand_off = pp * (pp > 1) * (tokens * h * cb / x["pp_link"] + x["pp_latency"])
-    # the draft: k tokens one after another
+    # the draft: k tokens one after another, each micro-batch's passes one after another. The
+    # first pass of a step runs over the verify's 1 + k tokens a sequence: the engines' draft
+    # extend after a verify is captured at that width and padded (SGLang's EAGLE draft-extend
+    # CUDA graph at speculative_num_steps + 1 tokens a request; TensorRT-LLM's MTP-Eagle and
+    # one-model EAGLE-3 workers take max_draft_len + 1); the later k - 1 run over one token
     n = ph.draft_layers
-    draft = _draft_work(ph, lay, x, m, seqs, kv_seq).times(ph, x["attn_rate"], moe_rate)
-    d_work = draft.seconds()
-    d_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=ph.draft_expert_bytes > 0)
-    drafts = pp * k  # draft passes per step (each micro-batch's, one after another)
-    # an EAGLE draft's fusing projection runs on the first pass of a step only (the one the
-    # target's states feed; later passes feed back the draft's own state): once per micro-batch,
-    # a dense GEMM on its roofline (none for an MTP layer or without a draft)
-    fc_runs = pp * (k > 0)
+    firsts, laters = pp * (k > 0), pp * np.maximum(k - 1, 0)
+    first = _draft_work(ph, lay, x, m, seqs, kv_seq, width).times(ph, x["attn_rate"], moe_rate)
+    later = _draft_work(ph, lay, x, m, seqs, kv_seq, 1.0).times(ph, x["attn_rate"], moe_rate)
+    first_work, later_work = first.seconds(), later.seconds()
+    experts = ph.draft_expert_bytes > 0
+    first_coll = n * _layer_collectives(ph, x, tokens, d, s, t, e, experts=experts)
+    later_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=experts)
+    # an EAGLE draft's fusing projection runs on the first pass only (the one the target's
+    # states feed; later passes feed back the draft's own state) over its tokens: once per
+    # micro-batch, a dense GEMM on its roofline (none for an MTP layer or without a draft)
     fc_mem = fc_comp = fc_s = 0.0
     if ph.draft_fc_bytes:
         fc_mem = _per_rank(ph.draft_fc_bytes, 0.0, t) / ph.hbm_rate
-        fc_comp = seqs * _per_rank(ph.draft_fc_flops_per_token, 0.0, t) / ph.gemm_rate
-        fc_s = fc_runs * f.roofline_of(fc_mem, fc_comp)
-    draft_s = drafts * (n * f.floor_combined_seconds(floor, d_work / max(n, 1), p) + d_coll) + fc_s
+        fc_comp = seqs * width * _per_rank(ph.draft_fc_flops_per_token, 0.0, t) / ph.gemm_rate
+        fc_s = firsts * f.roofline_of(fc_mem, fc_comp)
+
+    def passes(work, coll):  # a draft pass's layers, each at least its kernels' floor, and collectives
+        return n * f.floor_combined_seconds(floor, work / max(n, 1), p) + coll
+
+    draft_s = firsts * passes(first_work, first_coll) + laters * passes(later_work, later_coll) + fc_s
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
     step = layers_s + coll + hand_off + draft_s + fixed
     if not parts:
         return {"step_s": step}
-    memory = pp * target.memory_s() + drafts * draft.memory_s() + fc_runs * fc_mem
-    compute = pp * target.compute_s() + drafts * draft.compute_s() + fc_runs * fc_comp
-    collectives = coll + hand_off + drafts * d_coll
+    memory = pp * target.memory_s() + firsts * (first.memory_s() + fc_mem) + laters * later.memory_s()
+    compute = pp * target.compute_s() + firsts * (first.compute_s() + fc_comp) + laters * later.compute_s()
+    collectives = coll + hand_off + firsts * first_coll + laters * later_coll
     return dict(
         step_s=step,
         memory_s=memory,
         compute_s=compute,
         collective_s=collectives,
-        overhead_s=step - work - drafts * d_work - fc_s - collectives,
+        overhead_s=step - work - firsts * first_work - laters * later_work - fc_s - collectives,
         touched=touched,
         tbo=tbo * 1.0,  # the step runs two-batch overlap (1) or not (0)
     )
