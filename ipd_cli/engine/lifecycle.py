@@ -608,8 +608,8 @@ def _rl_generation_step(r: Rl) -> Step:
             "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
             "/ (replicas x concurrency); prefill_s = rollouts x one prompt's prefill / replicas; "
             "drain_s = (max - mean response tokens) / tail_decode_tokens_per_s_per_user; "
-            "longest_trajectory_s = queued_start_s (its wait for a slot) + max response tokens / "
-            "tail_decode_tokens_per_s_per_user + max turns x tool latency"
+            "longest_trajectory_s = queued_start_s (its wait for a slot) + mean response tokens / "
+            "decode_tokens_per_s_per_user + drain_s + max turns x tool latency"
             + ("; here the longest trajectory" if r.latency_bound else "; here the bulk")
         )
         terms = {

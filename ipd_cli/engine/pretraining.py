@@ -553,7 +553,8 @@ def step_breakdown(c: tpn.Choice, step_s: float | None = None) -> dict[str, floa
         "gemm_s": mb * o["gemm_s"],
         "attention_s": mb * o["attention_s"],
         "memory_bound_s": mb * o["memory_s"],
-        "exposed_comm_s": mb * (o["comm_s"] - o.get("offload_s", 0.0)),
+        # the expert all-to-alls of the chunks the 1F1B overlap cannot pair included
+        "exposed_comm_s": mb * (o["comm_s"] - o.get("offload_s", 0.0)) + o.get("a2a_alone_s", 0.0),
         "activation_offload_s": mb * o.get("offload_s", 0.0),  # the host link, not a collective
         "pipeline_p2p_s": o["p2p_s"],
         "pipeline_bubble_s": o["bubble_s"],

@@ -515,8 +515,10 @@ class RlGeneration(Result):
         "tail_decode_tokens_per_s_per_user (0 in async)"
     )
     longest_trajectory_s: float = Field(
-        description="the longest trajectory: its wait for a free slot (synchronous) + max response "
-        "tokens at tail_decode_tokens_per_s_per_user + max turns x tool latency"
+        description="the longest trajectory: its wait for a free slot (synchronous) + mean response "
+        "tokens at decode_tokens_per_s_per_user + the rest of the max response at "
+        "tail_decode_tokens_per_s_per_user (async: the whole max response at "
+        "decode_tokens_per_s_per_user: engines stay full) + max turns x tool latency"
     )
     tail_decode_tokens_per_s_per_user: float = Field(
         description="decode speed per sequence at tail_concurrency (the last sequences of a step)"
@@ -671,8 +673,9 @@ class Rl(Result):
     )
     longest_trajectory_policy_versions: float | None = Field(
         default=None,
-        description="async: policy updates during the longest trajectory (its response at the tail "
-        "speed plus its tool waits, over the step): beyond staleness_bound it runs on through "
+        description="async: policy updates during the longest trajectory (its response at the bulk's "
+        "speed, the engines staying full, plus its tool waits, over the step): beyond "
+        "staleness_bound it runs on through "
         "in-flight weight updates as a mixed-version rollout (its KV recomputed: "
         "rl.async_waste_fraction) or is aborted",
     )

@@ -377,7 +377,8 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
         "stage_layers": Ls,
         "tp_comm_s": (1.0 + SP_BWD_OPS) * Ls * tp,
         "ep_comm_s": 2.0 * Ls * ep,
-        # what the 1F1B overlap's pairing hides beyond a run without it: lost on a single micro-batch
+        # what the 1F1B overlap's pairing hides beyond a run without it: lost on the chunks that run
+        # alone (:func:`unpaired_share`)
         "a2a_gain_s": 2.0 * Ls * (alone - ep) * one_f,
         "cp_comm_s": cp_fwd + cp_bwd,
         "layer_comm_s": Ls * (tp + ep) + cp_fwd,
@@ -914,6 +915,21 @@ def bubble_bound(P: Cols):
     return ifelse(dualpipe(P), (P["pp"] / 2.0 - 1.0) * 2.0 / 3.0, (P["pp"] - 1.0) / P["vp"])
 
 
+def unpaired_share(P: Cols):
+    """The share of a step's micro-batch chunks that Megatron's combined 1F1B (the expert
+    all-to-all overlap, ``a2ao`` 1) runs without a chunk of another micro-batch to pair with, on
+    the first pipeline rank (the most warmup: the critical path). Without a pipeline the first
+    forward and the last backward run alone (``combined_1f1b_schedule_for_no_pipelining``): 1 / mb.
+    Interleaved, the warmup forwards and as many cooldown backwards run alone: 2 (pp - 1) +
+    (vp - 1) pp + 1 chunks of the mb x vp (Megatron's ``get_pp_rank_microbatches``: the interleaved
+    warmup, plus one more with ``overlap_moe_expert_parallel_comm``), all of them where the warmup
+    reaches them (mb = pp: nothing is paired). Without interleaving (no combined 1F1B) 1."""
+    mb, pp, vp = P["mb"], P["pp"], P["vp"]
+    chunks = mb * vp
+    warmup = f.minimum(2.0 * (pp - 1.0) + (vp - 1.0) * pp + 1.0, chunks)
+    return ifelse(pp == 1, 1.0 / mb, ifelse(vp > 1, warmup / chunks, 1.0))
+
+
 def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     """Seconds per step, tokens per step and bytes per GPU of each plan (``m``: its micro-batch
     terms from :func:`micro_batch`). DualPipe's sends hide behind the paired chunk's compute."""
@@ -923,7 +939,9 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     inside = in_domain(P, x)
     p2p = p2p_seconds(P, x, inside["pp"])
     p2p = ifelse(dualpipe(P), exposed(p2p, m["fwd_s"] + m["bwd_s"], x), p2p)
-    mb_s = m["fwd_s"] + m["bwd_s"] + p2p + (P["mb"] == 1) * m.get("a2a_gain_s", 0.0)  # no pair for one
+    # the 1F1B expert overlap's pairing hides nothing on the chunks that run alone
+    alone = unpaired_share(P) * m.get("a2a_gain_s", 0.0)
+    mb_s = m["fwd_s"] + m["bwd_s"] + p2p + alone
     bubble = bubble_seconds(P, m, mb_s)
     dp = dp_exposed_seconds(P, m, x, held, groups)
     opt = optimizer_seconds(P, x, held, groups)
@@ -931,6 +949,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     return {
         "step_s": P["mb"] * mb_s + bubble + dp + tp_grad + opt,
         "p2p_s": P["mb"] * p2p,
+        "a2a_alone_s": P["mb"] * alone,  # expert all-to-alls of the chunks no other chunk pairs with
         "tokens_per_step": P["dp"] * P["mb"] * P["mbs"] * x["seq"],
         "memory_bytes": memory_bytes,
         "host_bytes": host_bytes,
@@ -949,7 +968,8 @@ def forward_seconds(P: Cols, t: dict, x: dict):
     recompute or offload) with its forward pipeline sends, the pipeline fill and drain, and FSDP's
     weight gathers; no gradient traffic and no optimizer step."""
     inside = in_domain(P, x)
-    mb_s = t["fwd_s"] + p2p_seconds(P, x, inside["pp"]) / 2.0
+    # no backward to pair with: the 1F1B expert overlap's forward half hides nothing
+    mb_s = t["fwd_s"] + p2p_seconds(P, x, inside["pp"]) / 2.0 + t.get("a2a_gain_s", 0.0) / 2.0
     _, ag = dp_seconds(P, x)
     fsdp = (P["zero"] == 3) * P["mb"] * (exposed(ag, t["fwd_s"], x) + ag / t["stage_layers"])
     return (P["mb"] + (P["pp"] - 1.0) / P["vp"]) * mb_s + fsdp

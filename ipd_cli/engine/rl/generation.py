@@ -265,9 +265,13 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
         seconds *= 1 + r.async_waste
     else:
         v_tail = spec / at["tail_step_s"]
-        seconds += (nums.max_response_tokens - nums.mean_response_tokens) / v_tail  # drained
+        drain = (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
+        seconds += drain  # drained
+        # the longest trajectory: its wait for a slot, its first mean-length tokens at the bulk's
+        # speed (the engine is full around it), the rest at the tail's, as the drain, its tools
         longest = queued_start_s(nums.generated, slots, slot_s)
-        longest += np.divide(nums.max_response_tokens, v_tail, out=v_tail)
+        longest += decode_s
+        longest += drain
         longest += nums.max_turns * nums.tool_s
         np.maximum(seconds, longest, out=seconds)
     share, fixed, _ = load
@@ -717,7 +721,13 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s
     slots = nums.generated * slot_s / (replicas * b)
     bulk = slots + prefill
-    own = nums.max_response_tokens / v_tail + nums.max_turns * nums.tool_s  # the longest trajectory
+    # the longest trajectory: synchronous, its first mean-length tokens at the bulk's speed (the
+    # engine is full around it) and the rest at the tail's, as the drain; async engines stay full
+    if asynchronous:
+        own = nums.max_response_tokens / v_bulk + nums.max_turns * nums.tool_s
+    else:
+        rest = (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
+        own = nums.mean_response_tokens / v_bulk + rest + nums.max_turns * nums.tool_s
     # when it ends: synchronous schedules may start it late, waiting for a slot (an under-filled
     # wave was free to the search)
     wait = 0.0 if asynchronous else float(queued_start_s(nums.generated, replicas * b, slot_s))
