@@ -15,11 +15,11 @@ def test_compare_json_contract():
     r = run_cli("compare", "vera-rubin", "blackwell", "--format", "json")
     assert r.code == 0, r.stderr
     # one note, no warning: the reserved prices are 3-year contracts for a month's pre-training
-    # (30,744 x 3 x 8,760 h x $8.50 = $6.87B; 129,024 x 3 x 8,760 x $4.05 = $13.7B)
+    # (32,256 x 3 x 8,760 h x $8.50 = $7.21B; 138,240 x 3 x 8,760 x $4.05 = $14.7B)
     assert r.stderr == (
         "ipd: note: pre-training is charged for the days it rents its GPUs at contract prices, as if "
-        "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 30,744 GPUs for 3 "
-        "year(s) at reserved $6.87B; gb200-nvl72's 129,024 GPUs for 3 year(s) at reserved $13.7B); tco "
+        "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 32,256 GPUs for 3 "
+        "year(s) at reserved $7.21B; gb200-nvl72's 138,240 GPUs for 3 year(s) at reserved $14.7B); tco "
         "pricing prices owning them\n"
     )
     # owned, a serving deployment that does not fill its last rack says what it leaves unpriced,

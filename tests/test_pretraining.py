@@ -876,6 +876,15 @@ def test_one_f_one_b_expert_overlap_hides_the_all_to_all_as_dualpipe_does_by_han
         (1 - 23 / 128) * gain
     )
     assert ts.unpaired_share({"pp": 1.0, "vp": 1.0, "mb": 4.0}) == 0.25
+    # DualPipe's first rank pairs a forward with a backward chunk in its steps 4 (2 (mb/2 - pp + 1))
+    # and 5 (pp/2 - 1): PP32 on 68 micro-batches pairs 68 - 1.5 x 32 + 1 = 21, so 47 run alone (a
+    # review: DualPipe had hidden every chunk's all-to-all), PP8 on 8 none of them
+    assert ts.unpaired_share({"pp": 32.0, "vp": 1.0, "mb": 68.0, "sched": 1.0}) == pytest.approx(47 / 68)
+    assert ts.unpaired_share({"pp": 8.0, "vp": 1.0, "mb": 8.0, "sched": 1.0}) == 1.0
+    dual = {**P, "pp": 8.0, "vp": 1.0, "sched": 1.0}
+    d = ts.micro_terms(dual, x)
+    # its 8 layers a stage (61 over PP8) give back what the pairing hid, as 1F1B's overlap does
+    assert ts.stage_layers(dual, x) == 8 and d["a2a_gain_s"] == pytest.approx(gain)
 
 
 def test_an_eager_moe_layer_waits_for_the_host_by_hand(catalog):

@@ -357,7 +357,8 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     alone = overlapped(ep_raw, x["a2a_overlap"], x)
     # Megatron's overlap pairs micro-batches on top of what a run without it hides: the better of the two
     one_f = P.get("a2ao", 0.0) == 1
-    ep = ifelse(dualpipe(P), pair, ifelse(one_f, f.minimum(pair, alone), alone))
+    dual = dualpipe(P)
+    ep = ifelse(dual, pair, ifelse(one_f, f.minimum(pair, alone), alone))
     head = head_seconds(P, x)
     loss = loss_seconds(P, x)
     cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
@@ -379,7 +380,7 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
         "ep_comm_s": 2.0 * Ls * ep,
         # what the 1F1B overlap's pairing hides beyond a run without it: lost on the chunks that run
         # alone (:func:`unpaired_share`)
-        "a2a_gain_s": 2.0 * Ls * (alone - ep) * one_f,
+        "a2a_gain_s": 2.0 * Ls * (alone - ep) * (one_f | dual),
         "cp_comm_s": cp_fwd + cp_bwd,
         "layer_comm_s": Ls * (tp + ep) + cp_fwd,
         "gemm_s": Ls * 3.0 * g + 3.0 * head,
@@ -923,11 +924,15 @@ def unpaired_share(P: Cols):
     Interleaved, the warmup forwards and as many cooldown backwards run alone: 2 (pp - 1) +
     (vp - 1) pp + 1 chunks of the mb x vp (Megatron's ``get_pp_rank_microbatches``: the interleaved
     warmup, plus one more with ``overlap_moe_expert_parallel_comm``), all of them where the warmup
-    reaches them (mb = pp: nothing is paired). Without interleaving (no combined 1F1B) 1."""
+    reaches them (mb = pp: nothing is paired). DualPipe's first rank overlaps a forward chunk with
+    a backward one in its steps 4 (2 (mb/2 - pp + 1) pairs) and 5 (pp/2 - 1): 1.5 pp - 1 of its mb
+    chunks run alone each way (deepseek-ai/DualPipe ``DualPipe.step``). Without interleaving (no
+    combined 1F1B) 1."""
     mb, pp, vp = P["mb"], P["pp"], P["vp"]
     chunks = mb * vp
     warmup = f.minimum(2.0 * (pp - 1.0) + (vp - 1.0) * pp + 1.0, chunks)
-    return ifelse(pp == 1, 1.0 / mb, ifelse(vp > 1, warmup / chunks, 1.0))
+    dual = f.minimum(1.5 * pp - 1.0, mb) / mb
+    return ifelse(dualpipe(P), dual, ifelse(pp == 1, 1.0 / mb, ifelse(vp > 1, warmup / chunks, 1.0)))
 
 
 def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:

@@ -664,7 +664,9 @@ class Generation:
     live_sequences: float
     latency_bound: bool
     mean_staleness_steps: float | None
-    critical_s: float  # the longest trajectory's own time: its response at the tail speed and tool waits
+    # the longest trajectory's own time: its response (synchronous: the mean-length part at the
+    # bulk's speed, the rest at the tail's; async: all at the bulk's) and its tool waits
+    critical_s: float
     # the terms of ``seconds`` (explain): the slots' decode and tool waits, the prefills, the drain
     # of the longest response (synchronous), the longest trajectory with its wait for a slot
     rollouts: float
