@@ -1027,8 +1027,9 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # since a prompt runs the LM head on its last token only: 11 x DEP4 + 13 x DEP8; 80 since the
     # prefill instances of a decode pool that drafts run its MTP layer over the prompt: 6 x DEP4 +
     # 7 x DEP8; 148 since the draft's first pass of a step runs over the verify's tokens: 11 x
-    # DEP4 + 13 x DEP8); one aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per
-    # GPU), and the search finds at most that
+    # DEP4 + 13 x DEP8; 80 again since its head runs on one of them: 6 x DEP4 + 7 x DEP8); one
+    # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search
+    # finds at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
     peak = serve(catalog, "b200", "deepseek-v3", **kw)
     eight = serve(
@@ -1037,7 +1038,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 148
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 80
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -1148,11 +1149,12 @@ def test_speculative_decoding_by_hand(spec_cat):
     # weights at 1 B, split over TP2; its KV (2 x 8 x 128 values a token: 1/80 of the cache) and
     # attention; one layer's two all-reduces; the fusing projection (3 x 8,192^2) once a step. At
     # depth 1 its one pass is the step's first: over the verify's 2 tokens a sequence (the
-    # engines' draft extend, padded to 1 + depth), so its math and all-reduces are 128 tokens'
+    # engines' draft extend, padded to 1 + depth), so its math and all-reduces are 128 tokens',
+    # its head's one token a sequence'
     fc = 3 * 8192**2
     draft_w = 1_140_850_688 - fc + 128256 * 8192
     draft = (
-        max(draft_w / 2 / hbm, 2 * 64 * 2 * draft_w / 2 / gemm)  # max(0.594, 0.257) ms
+        max(draft_w / 2 / hbm, 64 * 2 * (2 * draft_w - 128256 * 8192) / 2 / gemm)  # max(0.594, 0.190) ms
         + max(64 * kv / 80 / 2 * 1500 / hbm, 2 * 64 * per_token / 80 / 2 / attn)  # 0.059 ms
         + 2 * (2 * 64 * 8192 * 2 / 225e9 + 10e-6)  # 0.039 ms
     )
@@ -1184,9 +1186,10 @@ def test_speculative_decoding_by_hand(spec_cat):
     def all_reduces(layers, tokens):
         return layers * 2 * (tokens * 8192 * 2 / 225e9 + 10e-6)
 
-    def draft_pass(tokens):
+    def draft_pass(tokens):  # the head (128,256 x 8,192) on one token of each sequence
+        head = 128256 * 8192
         return (
-            max(draft_w / 2 / hbm, tokens * 64 * 2 * draft_w / 2 / gemm)
+            max(draft_w / 2 / hbm, 64 * 2 * (tokens * (draft_w - head) + head) / 2 / gemm)
             + max(64 * kv / 80 / 2 * 1500 / hbm, tokens * 64 * per_token / 80 / 2 / attn)
             + all_reduces(1, tokens * 64)
         )

@@ -357,13 +357,16 @@ def _target_work(
 def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq: Any, width: Any) -> _Work:
     """One draft pass through the draft layer(s) and the head over ``width`` tokens of each of
     the micro-batch's sequences (on the last stage): the draft's weights and its KV cache are
-    read once, its math and expert selection scale with the tokens."""
+    read once, its math and expert selection scale with the tokens; its output head runs on the
+    last accepted token only (TensorRT-LLM's MTP worker and SGLang's draft extend gather that
+    position's hidden state before the logits)."""
     s, t = lay["s"], lay["t"]
     touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
-    dense_per_token = _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t)
+    skipped = ph.draft_head_flops_per_token * (1.0 - 1.0 / width) / t  # the head's, all tokens but one
+    dense = _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t) - skipped
     return _Work(
         dense_bytes=_per_rank(ph.draft_dense_bytes, ph.draft_replicated_bytes, t),
-        dense_flops=seqs * width * dense_per_token,
+        dense_flops=seqs * width * dense,
         kv_bytes=seqs * kv_seq * ph.draft_kv_share * (x["draft_copies"] / x["copies"]),
         attn_flops=seqs * width * ph.draft_attn_per_position * ph.context_mean / t,
         expert_bytes=ph.draft_expert_bytes * x["experts_held"] * touched,
