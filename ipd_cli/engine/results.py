@@ -646,9 +646,10 @@ class Rl(Result):
     replicas: int
     concurrency: int = Field(description="decode sequences per inference instance in the bulk phase")
     max_concurrency: int
-    tail_concurrency: int = Field(
+    tail_concurrency: float = Field(
         description="sequences a replica decodes at the end of a synchronous step, while the longest "
-        "responses drain (async keeps its replicas full and does not use it)"
+        "responses drain: concurrency x rl.tail_concurrency_fraction, at least 1, a mean, not "
+        "rounded (async keeps its replicas full and does not use it)"
     )
     decode_tokens_per_s_per_user: float
     cpu_cores_needed: float = Field(

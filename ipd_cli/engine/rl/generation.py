@@ -637,10 +637,13 @@ def fewest_in_flight(r: Rollouts, nums: RlNumbers, gen_gpus: int, load: Load, li
 
 
 def _tail(r: Rollouts, b: Any) -> Any:
-    """The tail concurrency of concurrency ``b`` (numbers or arrays)."""
+    """The tail concurrency of concurrency ``b`` (numbers or arrays): the drain's mean, a share of
+    it, at least one sequence; not rounded, so that the step does not rise and fall with ``b``
+    (rounding down made each multiple of 1 / share a step up, which the concurrency search rode:
+    31 sequences where 32 were one wave, an RL review)."""
     import numpy as np
 
-    return np.maximum(1, np.floor(b * r.tail_fraction))
+    return np.maximum(1.0, b * r.tail_fraction)
 
 
 def _at(r: Rollouts, cand: Any, b: Any, replicas: Any) -> dict[str, Any]:
@@ -659,7 +662,7 @@ class Generation:
     seconds: float
     replicas: int
     concurrency: int
-    tail_concurrency: int
+    tail_concurrency: float
     decode_tokens_per_s_per_user: float
     live_sequences: float
     latency_bound: bool
@@ -716,7 +719,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     replicas = int(active_replicas(replicas, in_flight, asynchronous))
     wanted = int(wanted_per_replica(in_flight, replicas, asynchronous))
     b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
-    b_tail = max(1, int(b * r.tail_fraction))
+    b_tail = float(_tail(r, b))
     v_bulk, v_tail = r.inst.decode_speed(b), r.inst.decode_speed(b_tail)
     prefill = nums.generated * r.inst.prefill_s / replicas  # prefills share the instance with decode
     # Little's law: each of the b slots holds one trajectory for its decode time plus tool waits
