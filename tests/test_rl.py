@@ -537,7 +537,8 @@ def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catal
 def test_the_kept_decode_steps_are_the_computed_ones(catalog):
     # RolloutCandidates.step_at keeps the (candidate, batch) steps RL's split search asks for again
     # and again: asked in any order, repeated, mixed with new pairs, it gives exactly step_s's
-    # values (the same element-wise arithmetic), and a batch that is not whole is computed, not kept
+    # values (the same element-wise arithmetic); a batch in 1,024ths (an RL tail concurrency, a
+    # batch x 1/8) is kept too, one that is not is computed, not kept
     from dataclasses import replace
 
     import numpy as np
@@ -553,7 +554,10 @@ def test_the_kept_decode_steps_are_the_computed_ones(catalog):
     assert len(c._tables["steps at"][0]) == kept + 1
     half = np.array([2.5])
     assert np.array_equal(c.step_at(half, np.array([1])), c.step_s(half, np.array([1])))
-    assert len(c._tables["steps at"][0]) == kept + 1
+    assert len(c._tables["steps at"][0]) == kept + 2
+    third = np.array([2.0 / 3.0])
+    assert np.array_equal(c.step_at(third, np.array([1])), c.step_s(third, np.array([1])))
+    assert len(c._tables["steps at"][0]) == kept + 2
 
 
 @pytest.mark.parametrize("hardware", ["gb200", "h100"])

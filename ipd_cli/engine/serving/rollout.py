@@ -33,7 +33,10 @@ from .point import layout_name
 # exact search of RL's rollout concurrency does depends on them, never its answer.
 EXACT_BATCHES = 32  # every batch up to this
 BATCHES_PER_OCTAVE = 8  # then this many per doubling
-BATCH_KEYS = 2**40  # RolloutCandidates.step_at keys a (candidate, whole batch) pair as k x this + batch
+# RolloutCandidates.step_at keys a (candidate, batch) pair as k x BATCH_KEYS + batch x BATCH_UNITS:
+# batches in 1,024ths (an RL tail concurrency is a batch x 1/8)
+BATCH_KEYS = 2**40
+BATCH_UNITS = 2**10
 
 
 def gpu_expert_shares(grid: Any, rows: Any) -> tuple[Any, Any]:
@@ -157,17 +160,19 @@ class RolloutCandidates:
         return _steps(self.grid, self.li if k is None else self.li[k], batch)
 
     def step_at(self, batch: Any, k: Any) -> Any:
-        """:meth:`step_s` of candidates ``k`` at whole batches ``batch`` (1-D arrays of one size),
-        kept: RL's split search asks for the same few (candidate, batch) pairs on pool after pool
-        (137k asked, 11k distinct, in a four-system RL comparison). Each value is computed once, by
-        the same element-wise arithmetic, so it is the value :meth:`step_s` gives for arrays (a
-        0-d input may differ in the last bit: numpy's scalar and vector loops)."""
+        """:meth:`step_s` of candidates ``k`` at batches ``batch`` (1-D arrays of one size; whole
+        numbers of 1,024ths, as whole batches and RL's tail concurrencies are), kept: RL's split
+        search asks for the same few (candidate, batch) pairs on pool after pool (137k asked, 11k
+        distinct, in a four-system RL comparison). Each value is computed once, by the same
+        element-wise arithmetic, so it is the value :meth:`step_s` gives for arrays (a 0-d input
+        may differ in the last bit: numpy's scalar and vector loops)."""
         import numpy as np
 
-        keyable = np.isfinite(batch) & (batch >= 0) & (batch < BATCH_KEYS) & (batch == np.floor(batch))
-        if not keyable.all():  # not whole, or out of the key's range: computed, not kept
+        units = batch * BATCH_UNITS  # exact: a power of two
+        keyable = np.isfinite(units) & (units >= 0) & (units < BATCH_KEYS) & (units == np.floor(units))
+        if not keyable.all():  # not in 1,024ths, or out of the key's range: computed, not kept
             return self.step_s(batch, k)
-        key = k.astype(np.int64) * BATCH_KEYS + batch.astype(np.int64)
+        key = k.astype(np.int64) * BATCH_KEYS + units.astype(np.int64)
         keys, values = self._tables.get("steps at", (np.empty(0, np.int64), np.empty(0)))
         at = np.minimum(np.searchsorted(keys, key), max(keys.size - 1, 0))
         hit = keys[at] == key if keys.size else np.zeros(key.size, bool)
@@ -176,7 +181,8 @@ class RolloutCandidates:
             new = key[~hit][order]
             first = np.concatenate(([True], new[1:] != new[:-1]))  # unique (np.unique imports numpy.ma)
             new_keys = new[first]
-            new_values = self.step_s((new_keys % BATCH_KEYS).astype(float), new_keys // BATCH_KEYS)
+            units = (new_keys % BATCH_KEYS).astype(float)
+            new_values = self.step_s(units / BATCH_UNITS, new_keys // BATCH_KEYS)
             keys, values = np.concatenate([keys, new_keys]), np.concatenate([values, new_values])
             merged = np.argsort(keys, kind="stable")
             keys, values = keys[merged], values[merged]
