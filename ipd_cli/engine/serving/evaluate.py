@@ -354,14 +354,19 @@ def _target_work(
     )
 
 
-def _draft_work(ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq: Any, width: Any) -> _Work:
+def _draft_work(
+    ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq: Any, width: Any, touched: Any = None
+) -> _Work:
     """One draft pass through the draft layer(s) and the head over ``width`` tokens of each of
     the micro-batch's sequences (on the last stage): the draft's weights and its KV cache are
     read once, its math and expert selection scale with the tokens; its output head runs on the
     last accepted token only (TensorRT-LLM's MTP worker and SGLang's draft extend gather that
     position's hidden state before the logits)."""
     s, t = lay["s"], lay["t"]
-    touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
+    if not ph.draft_expert_bytes:  # an EAGLE layer has no experts to touch
+        touched = 0.0
+    elif touched is None:  # (the target's at the same tokens where the caller has it)
+        touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
     skipped = ph.draft_head_flops_per_token * (1.0 - 1.0 / width) / t  # the head's, all tokens but one
     dense = _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t) - skipped
     return _Work(
@@ -415,7 +420,7 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = 
     # one-model EAGLE-3 workers take max_draft_len + 1); the later k - 1 run over one token
     n = ph.draft_layers
     firsts, laters = pp * (k > 0), pp * np.maximum(k - 1, 0)
-    first = _draft_work(ph, lay, x, m, seqs, kv_seq, width).times(ph, x["attn_rate"], moe_rate)
+    first = _draft_work(ph, lay, x, m, seqs, kv_seq, width, touched).times(ph, x["attn_rate"], moe_rate)
     later = _draft_work(ph, lay, x, m, seqs, kv_seq, 1.0).times(ph, x["attn_rate"], moe_rate)
     first_work, later_work = first.seconds(), later.seconds()
     experts = ph.draft_expert_bytes > 0
