@@ -1685,9 +1685,10 @@ def plan_of(s: Searched, i: int) -> dict[str, int]:
 
 def plan_of_cols(cols: dict[str, float]) -> dict[str, int]:
     """A plan's fields from one row's columns as plain numbers (the 1F1B expert overlap named only
-    where it has a micro-batch to pair with and an all-to-all to hide)."""
+    where its schedule pairs a chunk with another micro-batch's and there is an all-to-all to
+    hide: :func:`~ipd_cli.engine.trainstep.unpaired_share` below 1)."""
     p = {k: int(cols[k]) for k in PLAN_COLS}
-    p["a2ao"] = int(p["a2ao"] == 1 and p["mb"] >= 2 and p["ep"] > 1)
+    p["a2ao"] = int(p["a2ao"] == 1 and p["mb"] >= 2 and p["ep"] > 1 and float(ts.unpaired_share(p)) < 1.0)
     return p
 
 
