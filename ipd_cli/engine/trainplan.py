@@ -1688,7 +1688,7 @@ def plan_of_cols(cols: dict[str, float]) -> dict[str, int]:
     where its schedule pairs a chunk with another micro-batch's and there is an all-to-all to
     hide: :func:`~ipd_cli.engine.trainstep.unpaired_share` below 1)."""
     p = {k: int(cols[k]) for k in PLAN_COLS}
-    p["a2ao"] = int(p["a2ao"] == 1 and p["mb"] >= 2 and p["ep"] > 1 and float(ts.unpaired_share(p)) < 1.0)
+    p["a2ao"] = int(p["a2ao"] == 1 and p["ep"] > 1 and float(ts.unpaired_share(p)) < 1.0)  # one mb: 1
     return p
 
 

@@ -726,23 +726,23 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s
     slots = nums.generated * slot_s / (replicas * b)
     bulk = slots + prefill
+    # the longest response's tokens beyond the mean, at the tail's speed (synchronous: async
+    # engines stay full and drain nothing)
+    drain = 0.0 if asynchronous else (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
     # the longest trajectory: synchronous, its first mean-length tokens at the bulk's speed (the
-    # engine is full around it) and the rest at the tail's, as the drain; async engines stay full
+    # engine is full around it) and the rest as the drain; async, all of it at the bulk's speed
     if asynchronous:
         own = nums.max_response_tokens / v_bulk + nums.max_turns * nums.tool_s
     else:
-        rest = (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
-        own = nums.mean_response_tokens / v_bulk + rest + nums.max_turns * nums.tool_s
+        own = nums.mean_response_tokens / v_bulk + drain + nums.max_turns * nums.tool_s
     # when it ends: synchronous schedules may start it late, waiting for a slot (an under-filled
     # wave was free to the search)
     wait = 0.0 if asynchronous else float(queued_start_s(nums.generated, replicas * b, slot_s))
     crit = own + wait
     live: float  # trajectories in flight
-    drain = 0.0
     if asynchronous:
         seconds, latency_bound, live = bulk * (1 + r.async_waste), False, replicas * b
     else:
-        drain = (nums.max_response_tokens - nums.mean_response_tokens) / v_tail
         drained = bulk + drain
         seconds, latency_bound, live = max(drained, crit), crit > drained, min(nums.generated, replicas * b)
     return Generation(

@@ -251,8 +251,7 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     # a layout that drafts runs its draft over the prompt too (the draft's KV cache of the prompt;
     # its head on the last token only): SGLang's draft extend, TensorRT-LLM's MTP context pass
     drafting = lay["k"] > 0
-    d_skipped = ph.draft_head_flops_per_token * (1.0 - 1.0 / ph.isl)
-    d_flops = ph.draft_dense_flops_per_token + ph.draft_fc_flops_per_token - d_skipped
+    d_flops = ph.draft_dense_flops_per_token + ph.draft_fc_flops_per_token - _head_skipped(ph, ph.isl)
     d_dense = t * _per_rank(d_flops, ph.draft_replicated_flops_per_token, t)
     d_dense = d_dense / (g * ph.gemm_rate) + ph.draft_prefill_attn_flops_per_token / (
         g * x["prefill_attn_rate"]
@@ -281,6 +280,12 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
         a2a / x["link"],
     )
     return _PrefillWork(ph.isl * dense_attention, ph.isl * experts, ar, a2a_s, layers, moe_layers)
+
+
+def _head_skipped(ph: Physics, tokens: Any) -> Any:
+    """The draft head's FLOPs a token of a pass over ``tokens`` tokens a sequence does not run:
+    the head runs on one of them (the prompt's last, the last accepted), the share of the rest."""
+    return ph.draft_head_flops_per_token * (1.0 - 1.0 / tokens)
 
 
 class _Work(NamedTuple):
@@ -367,8 +372,8 @@ def _draft_work(
         touched = 0.0
     elif touched is None:  # (the target's at the same tokens where the caller has it)
         touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
-    skipped = ph.draft_head_flops_per_token * (1.0 - 1.0 / width) / t  # the head's, all tokens but one
-    dense = _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t) - skipped
+    dense = _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t)
+    dense = dense - _head_skipped(ph, width) / t
     return _Work(
         dense_bytes=_per_rank(ph.draft_dense_bytes, ph.draft_replicated_bytes, t),
         dense_flops=seqs * width * dense,
