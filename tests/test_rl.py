@@ -799,10 +799,11 @@ def test_conflicting_rl_options_are_usage_errors(args, message):
 
 
 def test_idle_trainer_gpus_are_a_warning():
-    # 32,768 GB200 for the 10T SWE step: generation helps up to 2,808 GPUs, the trainer's plan uses
-    # 16,384 of the 29,960 it is given; the rest are paid for nothing, and stderr says so
+    # 40,000 GB200 for the 10T SWE step: the fastest split gives generation 18,432 GPUs, the
+    # trainer's plan uses 16,384 of the 21,568 it is given; the rest are paid for nothing, and
+    # stderr says so (32,768 leave 40 idle now that idle trainer GPUs no longer speed the update)
     r = run_cli(
-        "rl", "--hardware", "gb200", "--workload", "rl-swe-agent-10t", "--gpus", "32768", "--split", "auto"
+        "rl", "--hardware", "gb200", "--workload", "rl-swe-agent-10t", "--gpus", "40000", "--split", "auto"
     )
     assert r.code == 0, r.stderr
     rl_ = r.json()["rl"]

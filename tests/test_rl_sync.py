@@ -219,6 +219,40 @@ def test_reshard_bulk_then_misc_path(inp):
     assert eplb.terms["sender NIC"] == pytest.approx(1.25 * 4.75)
 
 
+def test_gpus_an_instance_strands_and_a_trainer_leaves_idle_move_no_bytes(inp):
+    # a review: a DEP64 replica paid as a 72-GPU rack (8 GPUs stranded) holds one copy of the
+    # routed experts (1.9 TB) on its 64 GPUs, 29.69 GB each, and its 8 stranded GPUs none: the
+    # update split it over the 72 paid (26.39 GB) and sent 72 / 64 = 1.125 copies. Two replicas
+    # (144 GPUs paid, 128 holding) from 64 trainer GPUs: each sends 2 x 1.9 TB / 64 = 59.38 GB;
+    # the bytes moved are the 128 holders' 29.69 GB each
+    plan = SyncPlan(
+        "nccl-reshard", 2e12, 2e12, 50_000, trainer_gpus=64, inference_gpus=144, instance_gpus=72,
+        bulk_bytes=1.9e12, bulk_fullest_share=1 / 64, bulk_mean_share=1 / 64, holding_gpus=64,
+    )  # fmt: skip
+    ws = weight_sync(inp, NODE, plan)
+    assert ws.bytes_per_receiver == pytest.approx(1.9e12 / 64)
+    assert ws.bytes_per_sender == pytest.approx(2 * 1.9e12 / 64)
+    assert ws.bytes_moved == pytest.approx(128 * 1.9e12 / 64)
+    # an even split (no shares named) is over the holders too
+    even = weight_sync(inp, NODE, dataclasses.replace(plan, bulk_fullest_share=None, bulk_mean_share=None))
+    assert even.bytes_per_receiver == pytest.approx(1.9e12 / 64)
+
+
+def test_trainer_gpus_its_plan_leaves_idle_send_no_update():
+    # GB200's SWE trainer runs TP1 PP9 EP8 CP8 on 72 GPUs given 72 to 88: the GPUs its plan leaves
+    # idle hold no weights, so they neither send nor shorten the update (senders counted the GPUs
+    # given: 88 cut the sender NIC term by 72 / 88, a split search's free lunch)
+    def sync(train: int) -> dict:
+        args = ("--workload", "rl-swe-agent", "--gen-gpus", "432", "--train-gpus", f"{train}")
+        r = run_cli("rl", "--hardware", "gb200", *args, "-f", "json")
+        assert r.code == 0, r.stderr
+        return r.json()["rl"]
+
+    used, idle = sync(72), sync(88)
+    assert used["trainer"]["gpus_used"] == idle["trainer"]["gpus_used"] == 72
+    assert idle["weight_sync"] == used["weight_sync"]
+
+
 def test_fp8_scales_ride_the_misc_path(catalog):
     # Qwen3-30B-A3B (48 layers, 128 experts, QK-Norm): 48 x (q, k, v, o, q and k norms, 2 norms,
     # router) + embedding, head, final norm = 435 misc tensors in BF16; in FP8 every one of its

@@ -92,7 +92,7 @@ class InstancePlan:
     b_train: float  # bytes per weight at the training precision
     model_bytes: float
     instance_bytes: float
-    instance_gpus: int
+    instance_gpus: int  # paid per replica (the GPUs its layout strands included)
     tensors: int
     on_receiver: float  # HBM bytes a receiver reads and writes to change precision (0: none)
     bulk: float | None
@@ -100,11 +100,12 @@ class InstancePlan:
     misc_tensors: float
     fullest: float | None
     mean: float | None
+    holding_gpus: int  # of a replica's GPUs, those that hold weights (its layout's)
 
     @property
     def fullest_bulk_bytes(self) -> float:
         """The bulk bytes on the fullest receiving GPU (:func:`sync.bulk_on_gpu`)."""
-        return bulk_on_gpu(self.bulk, self.instance_bytes, self.instance_gpus, self.fullest)
+        return bulk_on_gpu(self.bulk, self.instance_bytes, self.holding_gpus, self.fullest)
 
     def quantize_bytes(self, trainer_gpus: int) -> float:
         """HBM bytes per GPU to change precision (the trainer's or the receivers', the larger)."""
@@ -150,6 +151,7 @@ class InstancePlan:
             bulk_mean_share=self.mean,
             misc_bytes=self.misc_bytes,
             misc_tensors=self.misc_tensors,
+            holding_gpus=self.holding_gpus,
         )
 
 
@@ -205,6 +207,7 @@ def instance_plan(
         misc_tensors=misc_tensors,
         fullest=fullest,
         mean=mean,
+        holding_gpus=inst.instance_gpus,
     )
 
 
@@ -278,6 +281,9 @@ def estimate_weight_sync(
         stack=stack or ctx.inp.cat.rl.default_sync_stack.value, trainer_stages=trainer_stages,
         gather_gpus=gather_gpus, overhead=overhead, bulk_share=bulk_share,
     )  # fmt: skip
+    # a published run's inference GPUs are those its instances run on: a layout that would strand
+    # GPUs of a scale-up domain under a search (TP32 in a 72-GPU rack pays 36) strands none of them
+    plan = replace(plan, instance_gpus=plan.holders)
     return weight_sync(
         ctx.inp, sync_links(ctx.inp, ctx.name, ctx.system.accelerator, ctx.system.accelerators), plan
     )
@@ -436,6 +442,7 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     training = tr.logprob_s + tr.training_s
     env = exposed_floor(s.nums, s.host, asynchronous)  # what any rollout exposes besides
     best = _outcome(s, first, mode, gen_gpus, train_gpus, tr, quiet=True)
+    holding = trainer_holding_gpus(tr, train_gpus)
     no_update = SyncPhase(NO_SYNC)
     replicas: dict[int, int] = {}  # _replicas by GPUs per replica (all it reads of a configuration)
     floors: dict[tuple[int, float], ReshardFloor] = {}  # _sync_floor's, for this split
@@ -446,10 +453,10 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
         n = replicas.get(r.gpus)
         if n is None:
             n = replicas[r.gpus] = _replicas(s, r, gen_gpus, asynchronous)
-        under = _sync_floor(s, r, gen_gpus, train_gpus, n, floors)
+        under = _sync_floor(s, r, gen_gpus, holding, n, floors)
         if under is not None and timed(mode, floor + env, training, under).seconds >= best.step.seconds:
             continue  # a floor under the group's own update: no shorter, nor the update itself
-        sync = _sync(s, r, gen_gpus, train_gpus, n, quiet=True)
+        sync = _sync(s, r, gen_gpus, holding, n, quiet=True)
         if timed(mode, floor + env, training, sync).seconds >= best.step.seconds:
             continue  # the group's own update: still no shorter
         r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group, load)
@@ -485,21 +492,29 @@ def _replicas(s: Setup, r: Rollouts, gen_gpus: int, asynchronous: bool) -> int:
     return int(active_replicas(gen_gpus // r.gpus, in_flight, asynchronous))
 
 
-def _sync(s: Setup, r: Rollouts, gen_gpus: int, train_gpus: int, replicas: int, quiet: bool) -> SyncPhase:
+def trainer_holding_gpus(tr: Trainer, train_gpus: int) -> int:
+    """The trainer GPUs that hold the model, those its plan uses: the ones it leaves idle neither
+    send an update nor quantise (a review: 16 idle of GB200's 80 sent a fifth of it, so a split
+    search could buy a faster update with trainer GPUs no plan used)."""
+    return tr.plan.gpus_used if tr.plan is not None else train_gpus
+
+
+def _sync(s: Setup, r: Rollouts, gen_gpus: int, holding: int, replicas: int, quiet: bool) -> SyncPhase:
     """The weight update into ``replicas`` of ``r``'s configuration (async: only the replicas that
-    generate take it; the others idle, see active_replicas), plus a colocated step's offload."""
+    generate take it; the others idle, see active_replicas) from the ``holding`` trainer GPUs
+    (:func:`trainer_holding_gpus`), plus a colocated step's offload."""
     colocated = s.w.mode == "colocated"
-    total = gen_gpus if colocated else gen_gpus + train_gpus
     asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
     inp = s.kept if quiet else s.inp
     parts = _kept_instance_plan(s, r) if quiet else None
     if parts is None:
         parts = _instance_plan(s, inp, r)
     plan = parts.plan(
-        trainer_gpus=train_gpus, inference_gpus=replicas * r.gpus if asynchronous else gen_gpus,
-        colocated=colocated, shard_group_gpus=min(train_gpus, s.memory.sharded_gpus), stack=s.stack,
+        trainer_gpus=holding, inference_gpus=replicas * r.gpus if asynchronous else gen_gpus,
+        colocated=colocated, shard_group_gpus=min(holding, s.memory.sharded_gpus), stack=s.stack,
     )  # fmt: skip
-    offload = f.offload_seconds(s.offload_bytes, total, s.links.host) if colocated else 0.0
+    # the training state goes out to host memory from the GPUs that hold it
+    offload = f.offload_seconds(s.offload_bytes, holding, s.links.host) if colocated else 0.0
     return SyncPhase(weight_sync(s.kept if quiet else s.inp, s.links, plan), offload, s.switch_s)
 
 
@@ -520,11 +535,12 @@ def _sync_floor(
     s: Setup,
     r: Rollouts,
     gen_gpus: int,
-    train_gpus: int,
+    holding: int,
     replicas: int,
     floors: dict[tuple[int, float], ReshardFloor],
 ) -> SyncPhase | None:
-    """A floor under :func:`_sync`'s quiet update of ``replicas`` of ``r``'s configuration (a
+    """A floor under :func:`_sync`'s quiet update of ``replicas`` of ``r``'s configuration from
+    ``holding`` trainer GPUs (a
     disaggregated step's nccl-reshard, where values are kept; else None: no floor, the update is
     priced). ``floors``: the split's :class:`sync.ReshardFloor` by receiving GPUs and misc bytes."""
     if s.transport != "nccl-reshard" or s.w.mode == "colocated":
@@ -537,9 +553,9 @@ def _sync_floor(
     floor = floors.get((receivers, parts.misc_bytes))
     if floor is None:
         floor = floors[(receivers, parts.misc_bytes)] = reshard_floor(
-            s.kept, s.links, trainer_gpus=train_gpus, inference_gpus=receivers, misc_bytes=parts.misc_bytes
+            s.kept, s.links, trainer_gpus=holding, inference_gpus=receivers, misc_bytes=parts.misc_bytes
         )
-    update = floor(parts.fullest_bulk_bytes, parts.quantize_bytes(train_gpus))
+    update = floor(parts.fullest_bulk_bytes, parts.quantize_bytes(holding))
     return SyncPhase(update, 0.0, s.switch_s)
 
 
@@ -566,7 +582,7 @@ def _outcome(
     asynchronous = mode == "async"
     gen = generation(r, s.nums, gen_gpus, asynchronous, s.where)
     env = environment(s.nums, s.host, gen, total, asynchronous)
-    sync = sync or _sync(s, r, gen_gpus, train_gpus, gen.replicas, quiet)
+    sync = sync or _sync(s, r, gen_gpus, trainer_holding_gpus(tr, train_gpus), gen.replicas, quiet)
     return Outcome(r, gen, env, tr, sync, step(mode, gen, env, tr, sync))
 
 

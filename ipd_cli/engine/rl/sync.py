@@ -66,10 +66,22 @@ class SyncPlan:
     bulk_mean_share: float | None = None  # of the bulk, the mean receiver's (EPLB's replicas: above 1 / GPUs)
     misc_bytes: float = 0.0  # nccl-reshard: one copy of the weights on the misc path (not the bulk reshard)
     misc_tensors: float = 0.0  # nccl-reshard: tensors the misc path loads (FP8 scale siblings included)
+    holding_gpus: int | None = None  # GPUs of an instance that hold weights (default: instance_gpus)
 
     @property
     def replicas(self) -> int:
         return max(1, self.inference_gpus // self.instance_gpus)
+
+    @property
+    def holders(self) -> int:
+        """GPUs of an instance that hold its weights: ``instance_gpus`` counts the ones a layout
+        strands in its scale-up domain too (a DEP64 replica paid as a 72-GPU rack), which take none."""
+        return self.holding_gpus or self.instance_gpus
+
+    @property
+    def receivers(self) -> int:
+        """GPUs the update delivers to: the holders of every replica (no more than are given)."""
+        return min(self.inference_gpus, self.replicas * self.holders)
 
 
 @dataclass(frozen=True)
@@ -129,7 +141,7 @@ def sync_links(inp: Inputs, system: str, accelerator: str, gpus_per_system: int)
 
 def _bulk_on_gpu(plan: SyncPlan, share: float | None) -> float:
     """:func:`bulk_on_gpu` of ``plan``'s instances."""
-    return bulk_on_gpu(plan.bulk_bytes, plan.instance_bytes, plan.instance_gpus, share)
+    return bulk_on_gpu(plan.bulk_bytes, plan.instance_bytes, plan.holders, share)
 
 
 def bulk_on_gpu(
@@ -137,7 +149,7 @@ def bulk_on_gpu(
 ) -> float:
     """Bytes of nccl-reshard's bulk (the routed experts, one copy per instance; all of an
     instance's bytes where no bulk is named) on a receiving GPU that holds ``share`` of it (None:
-    an even split over the instance's GPUs)."""
+    an even split over the instance's GPUs that hold weights, ``instance_gpus``)."""
     if bulk_bytes is None or share is None:
         per_instance = instance_bytes if bulk_bytes is None else bulk_bytes
         return per_instance / instance_gpus
@@ -152,9 +164,10 @@ def _shard_bounds(plan: SyncPlan, links: Links, cross: float, senders: int) -> t
     # GB200's 10T SWE update, where its DEP72 replica's fullest GPU takes 1.125x that)
     recv = _bulk_on_gpu(plan, plan.bulk_fullest_share)
     # every copy an instance holds is sent: EPLB's replica slots too (the mean receiver's share
-    # times the instance's GPUs: 1 without replicas, 72 x 7 / 384 = 1.31 at DEP72 EPLB on 384)
+    # times the instance's GPUs that hold weights: 1 without replicas, 72 x 7 / 384 = 1.31 at DEP72
+    # EPLB on 384; a stranded GPU holds none)
     mean = plan.bulk_mean_share if plan.bulk_bytes is not None else None
-    stored = per_instance * mean * plan.instance_gpus if mean is not None else per_instance
+    stored = per_instance * mean * plan.holders if mean is not None else per_instance
     send = plan.replicas * stored / senders
     r_nic, r_up = f.split_seconds(recv, cross, links.nic, links.scale_up)
     s_nic, s_up = f.split_seconds(send, cross, links.nic, links.scale_up)
@@ -306,8 +319,8 @@ def _software(inp: Inputs, links: Links, plan: SyncPlan, replica: bool) -> tuple
         return "IPC hand-off and engine load", f.ipc_seconds(plan.model_bytes, rate)
     if replica:
         per_tensor = inp.read(f"rl.sync_stacks.{stack}.replica_tensor_us", f"CPU replica load ({stack})")
-        distinct = f.distinct_targets(plan.instance_gpus, plan.trainer_gpus, plan.trainer_stages)
-        shard = plan.instance_bytes / plan.instance_gpus / plan.trainer_stages
+        distinct = f.distinct_targets(plan.holders, plan.trainer_gpus, plan.trainer_stages)
+        shard = plan.instance_bytes / plan.holders / plan.trainer_stages
         seconds = f.replica_seconds(
             distinct, plan.tensors / plan.trainer_stages, per_tensor, shard, links.host
         )
@@ -435,14 +448,15 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
     bound = max(terms, key=terms.__getitem__)
     if chained:  # each tensor's software follows its gather: that chain sets the time, not the wire
         bound = " + ".join(n for n, v in (("gather on the senders", gather), (name, software)) if v)
-    # the bytes moved: every receiver's, the mean's times the receivers (the fullest binds the time)
+    # the bytes moved: every receiver's, the mean's times the receivers (the fullest binds the time;
+    # a GPU an instance strands or no replica uses receives nothing)
     mean = _bulk_on_gpu(plan, plan.bulk_mean_share) if BOUNDS[t] is _shard_bounds else per_receiver
     if misc:  # the misc path's broadcast reaches every receiving GPU too (it was timed, not counted)
         per_receiver += plan.misc_bytes
         mean += plan.misc_bytes
     return WeightSync(
         transport=t,
-        bytes_moved=mean * plan.inference_gpus,
+        bytes_moved=mean * plan.receivers,
         bytes_per_sender=per_sender,
         bytes_per_receiver=per_receiver,
         terms=terms,
