@@ -169,6 +169,7 @@ def serve(
     curve: bool = False,
     input_tokens: int | None = None,
     output_tokens: int | None = None,
+    context_tokens: int | None = None,
     precision: str | None = None,
     kv_precision: str | None = None,
     concurrency: int | None = None,
@@ -201,7 +202,8 @@ def serve(
     space: dict[str, Any] = {  # what both a point and the curve search over or pin
         k: a[k]
         for k in (
-            "input_tokens", "output_tokens", "precision", "kv_precision", "instance_gpus", "attention_tp",
+            "input_tokens", "output_tokens", "context_tokens", "precision", "kv_precision", "instance_gpus",
+            "attention_tp",
             "layout", "disaggregated", "eplb", "instance", "speculative", "stack", "pricing", "origin",
         )
     }  # fmt: skip

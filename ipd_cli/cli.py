@@ -95,6 +95,16 @@ InputTokensOpt = Annotated[
 OutputTokensOpt = Annotated[
     int | None, typer.Option("--output-tokens", help="Generated tokens per request (OSL).", min=1)
 ]
+ContextTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--context-tokens",
+        help="Cached context tokens each request attends to beyond its prompt (earlier turns of a "
+        "conversation or agent task: held in its KV cache and read by its attention, not prefilled "
+        "again). Default 0.",
+        min=0,
+    ),
+]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -549,6 +559,7 @@ def serve(
     model: Annotated[str, typer.Option("--model", help="Model name or alias (ipd models list).")],
     input_tokens: InputTokensOpt = None,
     output_tokens: OutputTokensOpt = None,
+    context_tokens: ContextTokensOpt = None,
     precision: Annotated[
         str | None, typer.Option("--precision", help="Weights: bf16, fp8 or fp4.", callback=_folded)
     ] = None,
@@ -664,9 +675,13 @@ def serve(
     configuration that meets the target; without, maximum throughput; with --requests-per-s or
     --tokens-per-day, the one that serves that traffic on the fewest GPUs. --instance-gpus, --layout,
     --attention-tp, --eplb/--no-eplb and --disaggregated/--aggregated pin parts of the space;
-    --curve gives the whole Pareto frontier.
+    --curve gives the whole Pareto frontier. --context-tokens: the cached context (earlier turns)
+    each request attends to: an agent's 15th call of 3,000 new prompt and 400 output tokens carries
+    14 x 3,400 = 47,600.
 
     Example: ipd serve --hardware vera-rubin --model kimi-k2 --precision fp4 --tokens-per-user-s 50
+
+    Example: ipd serve --hardware gb200 --model deepseek-r1 --input-tokens 3000 --context-tokens 47600
 
     Example: ipd serve --hardware h100-sxm --model llama-3.1-70b --layout tp2 --aggregated
 
@@ -685,6 +700,7 @@ def serve(
         curve=curve,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        context_tokens=context_tokens,
         precision=precision,
         kv_precision=kv_precision,
         concurrency=concurrency,

@@ -14,9 +14,16 @@ from ipd_cli import output_schema
 def test_compare_json_contract():
     r = run_cli("compare", "vera-rubin", "blackwell", "--format", "json")
     assert r.code == 0, r.stderr
-    # one note, no warning: the reserved prices are 3-year contracts for a month's pre-training
-    # (32,256 x 3 x 8,760 h x $8.50 = $7.21B; 138,240 x 3 x 8,760 x $4.05 = $14.7B)
-    assert r.stderr == (
+    # one warning, one note. GB200's serving deployment (52,920 GPUs x 125 kW / 72 x PUE 1.3 = 119 MW)
+    # does not fit the scenario's 100 MW site (615 whole racks of 125 kW x 1.3 = 162.5 kW: 44,280
+    # GPUs); the reserved prices are 3-year contracts for a month's
+    # pre-training (32,256 x 3 x 8,760 h x $8.50 = $7.21B; 138,240 x 3 x 8,760 x $4.05 = $14.7B)
+    site = (
+        "ipd: warning: gb200-nvl72: the scenario's serving deployment (52,920 GPUs, 119 MW) does not fit "
+        "the site's 100 MW (44,280 GPUs in whole systems at the PUE): the site rows say what the site "
+        "would serve, not a cap; the lifecycle prices the whole deployment\n"
+    )
+    assert r.stderr == site + (
         "ipd: note: pre-training is charged for the days it rents its GPUs at contract prices, as if "
         "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 32,256 GPUs for 3 "
         "year(s) at reserved $7.21B; gb200-nvl72's 138,240 GPUs for 3 year(s) at reserved $14.7B); tco "
@@ -25,7 +32,7 @@ def test_compare_json_contract():
     # owned, a serving deployment that does not fill its last rack says what it leaves unpriced,
     # unless under half a percent: Rubin's 9,048 GPUs are 125 racks and 48 GPUs, leaving 24 (0.27 %;
     # its 9,024 left 48, 0.53 %, and said so; test_lifecycle's 18-GPU deployment says it)
-    assert run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == ""
+    assert run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == site
     d = r.json()
     assert d["schema_version"] == "1.0"
     assert d["workload"]["name"] == "frontier-agentic" and d["workload"]["kind"] == "scenario"

@@ -82,11 +82,13 @@ def test_owned_serving_spreads_its_capital_over_every_hour(catalog):
     # serve at the scenario's traffic prices the traffic's GPUs the same way (a review: $8.61/M
     # from serve, $7.42/M from compare, for the same 27,792 GPUs)
     from ipd_cli.api import serve
+    from ipd_cli.engine.lifecycle import carried_context_tokens
 
     sv = catalog.workload("frontier-agentic").serving
     alone = serve(
         catalog, "blackwell", "moe-10t", input_tokens=sv.input_tokens_per_request,
-        output_tokens=sv.output_tokens_per_request, precision=sv.precision,
+        output_tokens=sv.output_tokens_per_request, context_tokens=carried_context_tokens(sv),
+        precision=sv.precision,
         tokens_per_user_s=sv.tokens_per_user_s, requests_per_s=s.traffic_requests_per_s, pricing="tco",
     ).serving  # fmt: skip
     assert alone.gpus_for_traffic == s.gpus_for_traffic
@@ -449,9 +451,16 @@ def test_a_site_holds_whole_racks_and_a_deployment_beyond_it_is_warned():
     assert float(re.search(r"GPUs, ([\d.,]+) MW\)", line).group(1).replace(",", "")) == pytest.approx(
         mw, rel=5e-3
     )
-    # the headline's 100 MW holds both deployments (24,048 and 44,280 GPUs against 9,360 and 27,792)
+    # the headline's 100 MW holds Rubin's deployment (24,048 GPUs in whole racks), not GB200's
+    # (44,280 against the agents' carried contexts' 52,920)
     roomy = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json")
-    assert "does not fit the site" not in roomy.stderr
+    gpus = {s["hardware"]: s["serving"]["gpus_for_traffic"] for s in roomy.json()["systems"]}
+    sites = {s["hardware"]: s["intelligence_per_dollar"]["site_gpus"] for s in roomy.json()["systems"]}
+    assert (
+        gpus["vera-rubin-nvl72"] <= sites["vera-rubin-nvl72"] and gpus["gb200-nvl72"] > sites["gb200-nvl72"]
+    )
+    assert "vera-rubin-nvl72: the scenario's serving deployment" not in roomy.stderr
+    assert "gb200-nvl72: the scenario's serving deployment" in roomy.stderr
 
 
 SCENARIO = """kind: scenario
@@ -573,7 +582,7 @@ def test_a_scenario_pins_speculative_decoding_as_serve_does():
     served = run_cli(
         "serve", "--hardware", "blackwell", "--model", "moe-10t", "--precision", "fp4", "--speculative=off",
         "--tokens-per-user-s", "50", "--input-tokens", "3000", "--output-tokens", "400",
-        "--requests-per-s", repr(point["traffic_requests_per_s"]), "-f", "json",
+        "--context-tokens", "49300", "--requests-per-s", repr(point["traffic_requests_per_s"]), "-f", "json",
     ).json()["serving"]  # fmt: skip
     assert served["configuration"] == point["configuration"]
     assert served["gpus_for_traffic"] == point["gpus_for_traffic"]
@@ -858,3 +867,20 @@ def test_a_catalog_scenario_that_leaves_a_number_out_lists_the_default_too(tmp_p
         for path in ("workload.horizon_years", "workload.task_success.max_attempts"):
             assert (listed[path]["origin"], listed[path]["estimate"]) == (lc.DEFAULTED, True), (path, extra)
         assert listed["workload.serving.requests_per_task"]["origin"].startswith(str(tmp_path))
+
+
+def test_an_agent_tasks_calls_carry_its_context():
+    # a review: the agentic scenario's 30 calls of 3,000 new prompt and 400 output tokens each
+    # attended to their own 3,400 tokens only. Carried, call k attends to the k - 1 calls before it:
+    # (30 - 1) / 2 x 3,400 = 49,300 cached tokens on average, read from the scenario's own fields
+    r = run_cli_once("compare", "vera-rubin", "-f", "json")
+    items = {a["name"]: (a["value"], a["path"]) for a in r.json()["systems"][0]["assumptions"]}
+    assert items["cached context tokens per request"] == (49300, None)  # derived from the fields below
+    assert items["serving context"] == ("carried", "workload.serving.context")
+    fresh = run_cli("compare", "vera-rubin", "--set", "workload.serving.context=fresh", "-f", "json")
+    assert fresh.code == 0, fresh.stderr
+    names = [a["name"] for a in fresh.json()["systems"][0]["assumptions"]]
+    assert "cached context tokens per request" not in names
+    # fresh contexts (the old reading) need fewer serving GPUs for the same traffic
+    carried_gpus = r.json()["systems"][0]["serving"]["gpus_for_traffic"]
+    assert fresh.json()["systems"][0]["serving"]["gpus_for_traffic"] < carried_gpus

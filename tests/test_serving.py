@@ -222,10 +222,70 @@ def test_mla_kv_cache_and_attention_flops_by_hand(catalog):
     # query head); a prompt runs on the up-projected heads (q/k 128 + 64 = 192 wide, v 128)
     ctx = context(catalog, "b200", "deepseek-v3")
     assert kv_bytes_per_token(ctx.model, 1) == (512 + 64) * 61 == 35_136
-    terms = physics._model_terms(ctx, "fp8", 1000, 1000)
+    terms = physics._model_terms(ctx, "fp8", 1000, 1000, 0)
     per_position = 2 * 128 * (512 + 64) + 2 * 128 * 512
     assert terms["attn_flops_per_token"] == 61 * per_position * 1500
     assert terms["prefill_attn_flops_per_token"] == 61 * 1000 * (128 * 192 + 128 * 128)
+    # after 4,000 cached tokens (earlier turns) a decode step reads 4,000 + 1,000 + 500 positions,
+    # and each new prompt token attends to the 4,000 and half the prompt: a causal 2 x 4,000 + 1,000
+    cached = physics._model_terms(ctx, "fp8", 1000, 1000, 4000)
+    assert cached["attn_flops_per_token"] == 61 * per_position * 5500
+    assert cached["prefill_attn_flops_per_token"] == 61 * 9000 * (128 * 192 + 128 * 128)
+
+
+def test_a_cached_context_is_attended_to_held_and_handed_off_not_prefilled_by_hand(round_cat, catalog):
+    # an agent's call attends to its task's earlier turns (a review: the agentic scenario's 3,000
+    # new prompt tokens were the whole context). The TP2 configuration of
+    # test_prefill_gemms_run_at_the_gemm_efficiency_attention_at_the_prefill_mfu after 3,000 cached
+    # tokens: the prompt's GEMMs are the same 1,000 tokens; its causal attention spans 2 x 3,000
+    # more positions: 1,000 x 80 layers x 6,000 x 16,384 FLOPs over 2 GPUs at 989 TF x 0.25 =
+    # 15.9 ms more
+    cat = round_cat.with_overrides(["serving.prefill_mfu.bf16=0.25"])
+    kw = dict(precision="fp8", kv_precision="fp8", layout="tp2", disaggregated=False, concurrency=64)
+    fresh = serve(cat, "h100-sxm", "llama-3.1-70b", **kw)
+    cached = serve(cat, "h100-sxm", "llama-3.1-70b", **kw, context_tokens=3000)
+    extra = 1000 * 80 * 6000 * 16384 / (2 * 989e12 * 0.25)
+    assert cached.prefill_instance_s - fresh.prefill_instance_s == pytest.approx(extra, rel=1e-9)
+    assert extra == pytest.approx(15.9e-3, rel=1e-2)
+    # its KV cache holds the 3,000 too: 4,000 + 1,000 tokens a sequence where 2,000 were
+    kv_tok = 2 * 80 * 8 * 128  # FP8 KV, bytes a token over both GPUs
+    free = fresh.max_concurrency * kv_tok * 2000
+    assert cached.max_concurrency <= free / (kv_tok * 5000) < (fresh.max_concurrency + 1) * 2000 / 5000
+    # a disaggregated decode instance receives the whole context's KV cache (the earlier turns' too)
+    hand = dict(input_tokens=1024, output_tokens=1024, precision="fp8", kv_precision="fp8", concurrency=128,
+                disaggregated=True, speculative="off", prefill_layout="tp1")  # fmt: skip
+    near, far = (
+        estimate_serving(
+            catalog, "h100-sxm", "llama-3.1-70b", layout=lay, **hand, context_tokens=3072
+        ).serving
+        for lay in ("tp4", "tp8")
+    )
+    kv = (3072 + 1024) * 2 * 80 * 8 * 128
+    sv = catalog.serving
+    up = 900e9 / 2 * sv.scale_up_link_efficiency.value
+    out = 400e9 / 8 * sv.scale_out_link_efficiency.value
+    lat_up = sv.collective_latency_us_scale_up.value * 1e-6
+    lat_out = sv.collective_latency_us_scale_out.value * 1e-6
+    assert far.ttft_s - near.ttft_s == pytest.approx(kv / out + lat_out - (kv / up + lat_up), rel=1e-9)
+
+
+def test_more_cached_context_never_serves_more_tokens_per_gpu(catalog):
+    # a longer context only adds KV bytes, attention and hand-off: never more tokens/s per GPU
+    kw = dict(input_tokens=2000, output_tokens=500, precision="fp8", tokens_per_user_s=30.0)
+    speeds = [
+        estimate_serving(
+            catalog, "h100-sxm", "llama-3.1-8b", **kw, context_tokens=c
+        ).serving.tokens_per_s_per_gpu
+        for c in (0, 8000, 32000)
+    ]
+    assert speeds[0] >= speeds[1] >= speeds[2] and speeds[2] < speeds[0]
+
+
+def test_a_context_beyond_the_models_is_refused_naming_it(catalog):
+    with pytest.raises(InputError, match="`context_tokens` 130,000 \\+ `input_tokens` 2,000"):
+        estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", input_tokens=2000, context_tokens=130_000)
+    r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-8b", "--context-tokens", "130000")
+    assert r.code == 2 and r.stdout == "" and "--context-tokens 130,000 + --input-tokens" in r.stderr
 
 
 def test_interactivity_target_reads_tpot_not_the_own_ttft(round_cat):
@@ -2354,7 +2414,7 @@ def test_a_drafting_prompts_kv_hand_off_carries_the_drafts_cache_by_hand():
     from ipd_cli.engine.serving.evaluate import kv_handoff_seconds
 
     ph = SimpleNamespace(
-        isl=1000, domain=72, link_up=900e9, link_out=50e9, latency_up=10e-6, latency_out=20e-6
+        isl=1000, prefix=0, domain=72, link_up=900e9, link_out=50e9, latency_up=10e-6, latency_out=20e-6
     )
     lay = {"t": np.array([8, 8]), "pp": np.array([1, 1]), "g": np.array([8, 8])}
     for drafting, received in ((1, 35_136 + 2_048), (0, 35_136)):

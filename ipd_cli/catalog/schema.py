@@ -1530,6 +1530,12 @@ class ScenarioServing(Strict):
     requests_per_task: Int = Field(default=1, gt=0, description="model calls (turns) per task attempt")
     input_tokens_per_request: Int = Field(gt=0, description="new (not cached) prompt tokens per call")
     output_tokens_per_request: Int = Field(gt=0)
+    context: Literal["fresh", "carried"] = Field(
+        default="fresh",
+        description="fresh: each call starts a new context; carried: each call attends to its "
+        "task's earlier calls (their prompts and outputs, cached), (requests_per_task - 1) / 2 x "
+        "(input + output) tokens a call on average",
+    )
     tokens_per_user_s: Num | None = Field(default=None, gt=0, description="interactivity target")
     precision: Precision | None = None
     speculative: Speculative | None = Field(

@@ -250,6 +250,9 @@ COST_PREFIXES = ("economics.",)
 COST_SUFFIXES = (".power_kw", ".capex_usd")
 
 
+CALLS_PER_TASK = "workload.serving.requests_per_task"
+
+
 def is_cost_path(path: str) -> bool:
     """A path that changes what the work costs (price, owning cost, power, PUE, or a volume of the
     workload: :func:`is_volume_path`), never how fast it runs: varying it re-prices the chosen
@@ -376,7 +379,19 @@ class SweepPlan:
 
     @property
     def physics(self) -> list[Axis]:
-        return [a for a in self.numeric if not is_cost_path(a.path)]
+        """The axes a row's result is searched again for: every path but a cost's, and a
+        scenario's calls per task where its calls carry their context (they set how much of it
+        each call attends to: :func:`~ipd_cli.engine.lifecycle.carried_context_tokens`)."""
+        carried = self._carries_context()
+        return [a for a in self.numeric if not is_cost_path(a.path) or (carried and a.path == CALLS_PER_TASK)]
+
+    def _carries_context(self) -> bool:
+        """Whether a row may carry its calls' context: the scenario's serving does, or an axis
+        varies it."""
+        serving = getattr(self.workload, "serving", None)
+        if getattr(serving, "context", None) == "carried":
+            return True
+        return any(a.path == "workload.serving.context" for a in self.axes)
 
     @property
     def rows(self) -> int:

@@ -130,24 +130,40 @@ def precisions(ctx: ServingContext, precision: str | None, kv_precision: str | N
 
 
 def request_shape(
-    ctx: ServingContext, input_tokens: int | None, output_tokens: int | None
-) -> tuple[int, int]:
+    ctx: ServingContext,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    context_tokens: int | None = None,
+) -> tuple[int, int, int]:
+    """(new prompt tokens, output tokens, cached context tokens) of a request, checked against the
+    model's context."""
     sv = ctx.cat.serving
     isl = int(input_tokens if input_tokens is not None else sv.default_input_tokens)
     osl = int(output_tokens if output_tokens is not None else sv.default_output_tokens)
+    prefix = int(context_tokens or 0)
     for name, n in (("input_tokens", isl), ("output_tokens", osl)):
         if n <= 0:
             raise InputError(f"`{name}` must be a whole number of tokens above 0, got {n}")
-    if isl + osl > ctx.model.max_context:
+    if prefix < 0:
+        raise InputError(f"`context_tokens` must be a whole number of tokens, 0 or more, got {prefix}")
+    if prefix + isl + osl > ctx.model.max_context:
+        cached = f"`context_tokens` {prefix:,} + " if prefix else ""
         raise InputError(
-            f"{ctx.mname} holds at most {ctx.model.max_context:,} tokens; a request of `input_tokens` "
-            f"{isl:,} + `output_tokens` {osl:,} does not fit: shorten it, or serve a longer-context model"
+            f"{ctx.mname} holds at most {ctx.model.max_context:,} tokens; a request of {cached}"
+            f"`input_tokens` {isl:,} + `output_tokens` {osl:,} does not fit: shorten it, or serve a "
+            "longer-context model"
         )
     src = ctx.origin if input_tokens is not None else ctx.vorigin
     ctx.trace.given("input tokens per request", isl, "tokens", src)
     src = ctx.origin if output_tokens is not None else ctx.vorigin
     ctx.trace.given("output tokens per request", osl, "tokens", src)
-    return isl, osl
+    if prefix:
+        ctx.trace.given(
+            "cached context tokens per request", prefix, "tokens", ctx.origin,
+            note="earlier turns each request attends to: in its KV cache and its attention, not "
+            "prefilled again (a scenario's carried context: (calls - 1) / 2 x (input + output))",
+        )  # fmt: skip
+    return isl, osl, prefix
 
 
 SPECULATIVE_CHOICES = ("auto", "off", "on")

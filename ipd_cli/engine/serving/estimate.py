@@ -54,6 +54,7 @@ class Shape:
     speculative: str | int | None = None
     pricing: str = "rental"
     stack: str | None = None
+    context_tokens: int | None = None  # cached context each request attends to (None: 0)
 
 
 def pins_of(
@@ -115,9 +116,9 @@ def search(
     if instance not in INSTANCE_CHOICES:
         raise InputError(f"unknown `instance` '{instance}'; choose one of {', '.join(INSTANCE_CHOICES)}")
     weights, kvs = precisions(ctx, shape.precision, shape.kv_precision)
-    isl, osl = request_shape(ctx, shape.input_tokens, shape.output_tokens)
+    isl, osl, prefix = request_shape(ctx, shape.input_tokens, shape.output_tokens, shape.context_tokens)
     spec = speculative_pin(shape.speculative)
-    ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing, shape.stack)
+    ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing, shape.stack, prefix)
     _check_pins(ctx, pins)
     if instance == "smallest" and pins.instance_gpus is None:  # the smallest size any row fits on
         g = evaluate(ph, pins, target, whole=True)
@@ -473,12 +474,8 @@ def _narrower_hint(ctx: ServingContext, g: Grid) -> str:
         if ctx.acc.dense_tflops(p) is None:
             continue
         quiet = replace(ctx, trace=ctx.trace.quiet())
-        narrow = evaluate(
-            physics.read(
-                quiet, p, list(ph.kv_precisions), ph.isl, ph.osl, "off", "rental", ph.family and ph.stack
-            ),
-            Pins(),
-        )
+        args = (list(ph.kv_precisions), ph.isl, ph.osl, "off", "rental", ph.family and ph.stack, ph.prefix)
+        narrow = evaluate(physics.read(quiet, p, *args), Pins())
         fits = narrow.space.feasible
         if fits.any():
             least = int(np.min(narrow.lay["g"][narrow.rows["layout"][fits]]))
@@ -572,6 +569,7 @@ def estimate_serving(
     *,
     input_tokens: int | None = None,
     output_tokens: int | None = None,
+    context_tokens: int | None = None,
     precision: str | None = None,
     kv_precision: str | None = None,
     concurrency: int | None = None,
@@ -629,7 +627,9 @@ def estimate_serving(
         decode_instances=decode_instances,
         max_instance_gpus=max_instance_gpus,
     )
-    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack)
+    shape = Shape(
+        input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack, context_tokens
+    )
     g = _searched(ctx, shape, pins, instance, tokens_per_user_s)
     traffic = _requests_per_s(requests_per_s, output_tokens_per_day, g.ph.osl)
     choice = None
@@ -657,6 +657,7 @@ def traffic_sizer(
     *,
     input_tokens: int | None = None,
     output_tokens: int | None = None,
+    context_tokens: int | None = None,
     precision: str | None = None,
     tokens_per_user_s: float | None = None,
     speculative: str | int | None = None,
@@ -669,7 +670,10 @@ def traffic_sizer(
     _check_operating_point(None, tokens_per_user_s)
     ctx = context(cat, hardware, model, origin)
     ctx = replace(ctx, trace=ctx.trace.quiet())
-    shape = Shape(input_tokens, output_tokens, precision, speculative=speculative, pricing=pricing)
+    shape = Shape(
+        input_tokens, output_tokens, precision, speculative=speculative, pricing=pricing,
+        context_tokens=context_tokens,
+    )  # fmt: skip
     g = _searched(ctx, shape, pins_of(), instance, tokens_per_user_s)
     return TrafficSizer(g, tokens_per_user_s, None, ctx.name)
 
@@ -744,6 +748,7 @@ def estimate_serving_curve(
     *,
     input_tokens: int | None = None,
     output_tokens: int | None = None,
+    context_tokens: int | None = None,
     precision: str | None = None,
     kv_precision: str | None = None,
     instance_gpus: int | None = None,
@@ -768,7 +773,9 @@ def estimate_serving_curve(
         disaggregated=disaggregated,
         eplb=eplb,
     )
-    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack)
+    shape = Shape(
+        input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack, context_tokens
+    )
     g = search(ctx, shape, pins, instance)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)

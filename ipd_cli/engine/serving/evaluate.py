@@ -572,7 +572,9 @@ def kv_handoff_seconds(ph: Physics, lay: Columns, x: Columns, prefill: Any, deco
     d_dec = x["draft_kv_tok"][decode] * x["draft_copies"][decode] / lay["t"][decode]
     sent = x["kv_tok"][prefill] / (lay["t"][prefill] * lay["pp"][prefill]) + d_pre
     received = x["kv_tok"][decode] * x["copies"][decode] / (lay["t"][decode] * lay["pp"][decode]) + d_dec
-    held = ph.isl * np.maximum(sent, received)
+    # the whole context's: a cached prefix the prefill instance attended to goes with the prompt
+    # (the decode instance holds no earlier turn of its own; a design choice, README)
+    held = (ph.prefix + ph.isl) * np.maximum(sent, received)
     inside = lay["g"][prefill] + lay["g"][decode] <= ph.domain
     link = np.where(inside, ph.link_up, ph.link_out)
     return held / link + np.where(inside, ph.latency_up, ph.latency_out)

@@ -42,6 +42,7 @@ class Physics:
     kv_precisions: tuple[str, ...]
     isl: int
     osl: int
+    prefix: int  # cached context tokens a request attends to beyond its own (earlier turns)
     stack: str
     family: str | None
     stack_borrowed_from: str | None
@@ -135,14 +136,29 @@ class Physics:
 
     @property
     def context_mean(self) -> float:
-        return self.isl + self.osl / 2
+        """Tokens a decode step of the mean sequence attends to (its KV cache): the cached
+        context, the prompt and half the output."""
+        return self.prefix + self.isl + self.osl / 2
 
     @property
     def context_peak(self) -> int:
+        """Tokens a sequence's KV cache holds at its last step."""
+        return self.prefix + self.isl + self.osl
+
+    @property
+    def request_tokens(self) -> int:
+        """Tokens a request brings and takes (new prompt and output; its cached context not)."""
         return self.isl + self.osl
 
 
-def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dict:
+def prefill_attention_length(isl: int, prefix: int) -> int:
+    """The sequence length whose causal attention costs what a prompt of ``isl`` new tokens after
+    ``prefix`` cached ones does: each new token attends to the prefix and, on average, half the
+    prompt (prefix + isl / 2 positions: a causal ``2 prefix + isl``)."""
+    return isl + 2 * prefix
+
+
+def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int, prefix: int) -> dict:
     arch = ctx.model
     bpw = ctx.take(f"bytes per weight ({precision})", f"bytes_per_weight.{precision}")
     total = ctx.arch("total parameters", "total_params")
@@ -169,8 +185,10 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int) -> dic
         "dense_flops_per_token": 2.0 * dense_active,
         "head_flops_per_token": 2.0 * arch.vocab_size * arch.hidden_size,
         "expert_flops_per_token": 2.0 * routed_active,
-        "attn_flops_per_token": arch.kv_layers * per_position * (isl + osl / 2),
-        "prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(arch.kv_layers, isl, qk_dim, v_dim),
+        "attn_flops_per_token": arch.kv_layers * per_position * (prefix + isl + osl / 2),
+        "prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(
+            arch.kv_layers, prefill_attention_length(isl, prefix), qk_dim, v_dim
+        ),
     }
 
 
@@ -528,7 +546,7 @@ def spec_method(ctx: ServingContext) -> str | None:
     return sv.default_speculative_method.value
 
 
-def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], tuple], isl: int) -> dict:
+def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], tuple], attended: int) -> dict:
     """Draft depths to search (``pin``: None searches off and every depth with a measured
     acceptance, 'off' none, 'on' every depth, a number that depth), their tokens per step, and
     the draft's bytes and FLOPs per draft token (``rates``: :func:`_rates`, read where a draft needs them)."""
@@ -591,11 +609,13 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
     return (
         off
         | {"spec_method": name, "spec_depths": depths, "spec_tokens": tuple(tokens)}
-        | _draft(ctx, m, precision, name, rates, isl)
+        | _draft(ctx, m, precision, name, rates, attended)
     )
 
 
-def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[], tuple], isl: int) -> dict:
+def _draft(
+    ctx: ServingContext, m, precision: str, name: str, rates: Callable[[], tuple], attended: int
+) -> dict:
     """Bytes, FLOPs and KV cache one draft token costs: ``draft_layers`` layers and the output
     head. An MTP layer has the target's shape (its routed experts are streamed like the target's,
     its KV cache is a target layer's) and is part of the target's checkpoint (what that keeps
@@ -628,7 +648,7 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
             "draft_heads": arch.attention_heads,
             "draft_prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(
                 m.draft_layers,
-                isl,
+                attended,
                 arch.attention_heads * arch.qk_head_dim,
                 arch.attention_heads * arch.head_dim,
             ),
@@ -650,7 +670,7 @@ def _draft(ctx: ServingContext, m, precision: str, name: str, rates: Callable[[]
         "draft_heads": heads,
         "draft_attn_per_position": m.draft_layers * f.attention_flops_per_position(heads, head_dim),
         "draft_prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(
-            m.draft_layers, isl, heads * head_dim, heads * head_dim
+            m.draft_layers, attended, heads * head_dim, heads * head_dim
         ),
     }
     flop_factor = 1.0
@@ -747,10 +767,11 @@ def read(
     speculative,
     pricing: str,
     stack: str | None = None,
+    prefix: int = 0,
 ) -> Physics:
     """Read every input once; ``ctx.trace`` records each with its source. ``speculative`` pins
     the draft depth (None: searched); ``stack`` names the serving stack (None: the family's
-    default)."""
+    default); ``prefix``: cached context tokens each request attends to (earlier turns)."""
     # a serving GPU at full load, or kept for the traffic around the clock: under tco its capital
     # spreads over every hour (utilisation 1), as a scenario's serving (a review: `serve --pricing
     # tco` priced Rubin's full-load tokens 16 % above compare's and above its own traffic figure)
@@ -763,8 +784,8 @@ def read(
     # read in the order the trace lists them: the draft, the model, the rates (the draft of an MTP
     # layer reads the rates first, for what the checkpoint keeps wider)
     rates = functools.cache(lambda: _rates(ctx, st, precision, kv_precisions))
-    spec = _speculation(ctx, precision, speculative, rates, isl)
-    model = _model_terms(ctx, precision, isl, osl)
+    spec = _speculation(ctx, precision, speculative, rates, prefill_attention_length(isl, prefix))
+    model = _model_terms(ctx, precision, isl, osl, prefix)
     gemm, wide, _ = rates()
     model["dense_bytes"] += wide.bytes(ctx.model.layers)
     model["dense_flops_per_token"] += wide.flops(ctx.model.layers)
@@ -777,6 +798,7 @@ def read(
         kv_precisions=tuple(kv_precisions),
         isl=isl,
         osl=osl,
+        prefix=prefix,
         stack=st.name,
         family=st.family,
         stack_borrowed_from=st.borrowed_from,

@@ -132,7 +132,7 @@ def _rates(g: Grid, i: int) -> dict[str, Any]:
     ph, r = g.ph, g.rows
     per_gpu = float(r["tokens_per_s_per_gpu"][i])
     per_user = float(r["tokens_per_s_per_user"][i])
-    total = per_gpu * ph.context_peak / ph.osl
+    total = per_gpu * ph.request_tokens / ph.osl
     return dict(
         tokens_per_s_per_gpu=per_gpu,
         tokens_per_s_per_user=per_user,
@@ -273,7 +273,7 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
     n_dec, n_pre = cols["decode_instances"], cols["prefill_instances"]
     li, dis, pre = r["layout"][rows], r["disagg"][rows].astype(bool), r["prefill_layout"][rows]
     used = n_dec * lay["g"][li] + np.where(dis, n_pre * lay["g"][np.maximum(pre, 0)], 0)
-    total = per_gpu * ph.context_peak / ph.osl
+    total = per_gpu * ph.request_tokens / ph.osl
     counted = _counts(deploy)
     tokens = rps * ph.osl
     distinct, inv = np.unique(rows, return_inverse=True)  # each chosen row named once, around its pools
