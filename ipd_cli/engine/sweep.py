@@ -386,12 +386,9 @@ class SweepPlan:
         return [a for a in self.numeric if not is_cost_path(a.path) or (carried and a.path == CALLS_PER_TASK)]
 
     def _carries_context(self) -> bool:
-        """Whether a row may carry its calls' context: the scenario's serving does, or an axis
-        varies it."""
-        serving = getattr(self.workload, "serving", None)
-        if getattr(serving, "context", None) == "carried":
-            return True
-        return any(a.path == "workload.serving.context" for a in self.axes)
+        """Whether the rows' calls carry their context (the scenario's serving, with its sets: a
+        sweep varies numbers, not this choice)."""
+        return getattr(getattr(self.workload, "serving", None), "context", None) == "carried"
 
     @property
     def rows(self) -> int:
