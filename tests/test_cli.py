@@ -14,12 +14,12 @@ from ipd_cli import output_schema
 def test_compare_json_contract():
     r = run_cli("compare", "vera-rubin", "blackwell", "--format", "json")
     assert r.code == 0, r.stderr
-    # one warning, one note. GB200's serving deployment (52,920 GPUs x 125 kW / 72 x PUE 1.3 = 119 MW)
+    # one warning, one note. GB200's serving deployment (51,696 GPUs x 125 kW / 72 x PUE 1.3 = 117 MW)
     # does not fit the scenario's 100 MW site (615 whole racks of 125 kW x 1.3 = 162.5 kW: 44,280
     # GPUs); the reserved prices are 3-year contracts for a month's
     # pre-training (32,256 x 3 x 8,760 h x $8.50 = $7.21B; 138,240 x 3 x 8,760 x $4.05 = $14.7B)
     site = (
-        "ipd: warning: gb200-nvl72: the scenario's serving deployment (52,920 GPUs, 119 MW) does not fit "
+        "ipd: warning: gb200-nvl72: the scenario's serving deployment (51,696 GPUs, 117 MW) does not fit "
         "the site's 100 MW (44,280 GPUs in whole systems at the PUE): the site rows say what the site "
         "would serve, not a cap; the lifecycle prices the whole deployment\n"
     )

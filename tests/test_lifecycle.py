@@ -452,7 +452,7 @@ def test_a_site_holds_whole_racks_and_a_deployment_beyond_it_is_warned():
         mw, rel=5e-3
     )
     # the headline's 100 MW holds Rubin's deployment (24,048 GPUs in whole racks), not GB200's
-    # (44,280 against the agents' carried contexts' 52,920)
+    # (44,280 against the agents' carried contexts' 51,696)
     roomy = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json")
     gpus = {s["hardware"]: s["serving"]["gpus_for_traffic"] for s in roomy.json()["systems"]}
     sites = {s["hardware"]: s["intelligence_per_dollar"]["site_gpus"] for s in roomy.json()["systems"]}

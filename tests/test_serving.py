@@ -1087,7 +1087,8 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # since a prompt runs the LM head on its last token only: 11 x DEP4 + 13 x DEP8; 80 since the
     # prefill instances of a decode pool that drafts run its MTP layer over the prompt: 6 x DEP4 +
     # 7 x DEP8; 148 since the draft's first pass of a step runs over the verify's tokens: 11 x
-    # DEP4 + 13 x DEP8; 80 again since its head runs on one of them: 6 x DEP4 + 7 x DEP8); one
+    # DEP4 + 13 x DEP8; 80 again since its head runs on one of them: 6 x DEP4 + 7 x DEP8; 164 since
+    # TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4: 13 x DEP4 + 14 x DEP8); one
     # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search
     # finds at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
@@ -1098,7 +1099,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 80
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 164
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -1666,12 +1667,13 @@ def test_the_target_reads_interactivity_and_the_result_names_it(catalog):
 
 
 def test_a_prefill_bound_deployment_keeps_its_decode_batches_slightly_short(catalog):
-    # the README's JSON contract: Kimi K2 on B200 is prefill-bound (10 decode instances of 10,496
-    # sequences, 13 prefill instances a little short of them): Little's law gives 104,808 sequences
-    # in flight, a little below 10 x 10,496 = 104,960 (DeepSeek-V3 was the example until its
-    # prompts ran the LM head on their last token only: its prefill pool now keeps up); decode-bound
-    # (H100, since EPLB's replica slots are streamed), it is D x concurrency
-    s = serve(catalog, "b200", "kimi-k2", input_tokens=1024, output_tokens=1024)  # `ipd serve`'s
+    # the README's JSON contract: Kimi K2 on B300 is prefill-bound (11 decode instances of 20,136
+    # sequences, 16 prefill instances a little short of them): Little's law gives 221,079.4
+    # sequences in flight, a little below 11 x 20,136 = 221,496 (DeepSeek-V3 on B200 was the example
+    # until its prompts ran the LM head on their last token only, Kimi K2 on B200 until TensorRT-LLM
+    # dispatched NVFP4 at NVFP4: their prefill pools now keep up); decode-bound (H100, since EPLB's
+    # replica slots are streamed), it is D x concurrency
+    s = serve(catalog, "b300", "kimi-k2", input_tokens=1024, output_tokens=1024)  # `ipd serve`'s
     little(s)
     full = s.decode_instances * s.concurrency
     assert s.disaggregated and 0.99 * full < s.deployment_concurrency < full
@@ -2528,3 +2530,19 @@ def test_a_draft_rules_kv_heads_are_a_whole_number_and_more_layers_read_the_hidd
     ph = _physics(two, "b200", "kimi-k2", "fp4", speculative=1)
     assert ph.draft_dense_bytes == pytest.approx((807_403_520 + 631_242_752 + 32_000 * 7168) * 2, rel=1e-12)
     assert ph.draft_kv_share == pytest.approx(2 * 16_384 / 35_136, rel=1e-12)
+
+
+def test_tensorrt_llm_dispatches_an_nvfp4_models_experts_at_nvfp4(catalog):
+    # a serving review: TensorRT-LLM quantizes an NVFP4 model's activations before the expert
+    # all-to-all (use_postquant_alltoall, TRTLLM_MOE_POST_QUANT_ALLTOALLV defaults to 1), 4-bit
+    # values and an FP8 scale per 16: 0.5625 bytes a value; the combine stays BF16 (2 bytes). A
+    # dispatch and its combine average (0.5625 + 2) / 2 = 1.28125 bytes a value; an FP8 model's
+    # dispatch stays BF16 (2); SGLang's own FP8 dispatch (1.03) outranks the width it borrows
+    def a2a(hardware: str, precision: str, stack: str) -> float:
+        ctx = context(catalog, hardware, "deepseek-v3")
+        return physics.read(ctx, precision, ["fp8"], 1000, 1000, None, "rental", stack).a2a_bytes
+
+    assert a2a("b200", "fp4", "trtllm") == pytest.approx((0.5625 + 2) / 2)
+    assert a2a("vera-rubin", "fp4", "trtllm") == pytest.approx((0.5625 + 2) / 2)  # borrowed, as Rubin's
+    assert a2a("b200", "fp8", "trtllm") == pytest.approx(2.0)
+    assert a2a("b200", "fp4", "sglang") == pytest.approx((1.03 + 2) / 2)

@@ -904,14 +904,15 @@ def test_a_sweep_varying_the_site_says_how_to_read_each_rows_site():
     # GPUs, 125.3 racks, since the NVFP4 checkpoint keeps attention inputs in BF16; 9,048, 125.7
     # racks, since attention TP holds MLA's down-projections whole; 9,180, 127.5 racks, since it holds
     # the routers whole too; 9,324, 129.5 racks, since EAGLE-3 drafts take their published shapes and
-    # run over the prompt; 11,556, 160.5 racks, since an agent task's calls carry its context):
+    # run over the prompt; 11,556, 160.5 racks, since an agent task's calls carry its context;
+    # 11,088, 154 racks, since TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4):
     # 35.5 MW holds 118 racks (8,496 GPUs)
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--vary", "workload.site_mw=10,35.5,1000",
                 "--metrics", "intelligence_per_dollar.site_gpus", "-f", "csv")  # fmt: skip
     assert r.code == 0, r.stderr
     assert [row.split(",")[2] for row in r.stdout.split()[1:]] == ["2376", "8496", "240768"]
     assert (
-        "warning: vera-rubin-nvl72: the scenario's serving deployment takes 11,556 GPUs: a row " in r.stderr
+        "warning: vera-rubin-nvl72: the scenario's serving deployment takes 11,088 GPUs: a row " in r.stderr
     )
     assert "does not fit the site's" not in r.stderr
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=2,3",

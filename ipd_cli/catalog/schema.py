@@ -791,6 +791,13 @@ class StackProfile(Strict):
         description="bytes per activation value an expert dispatch sends (the combine sends "
         "collective_bytes_per_value; default: that too)",
     )
+    quantized_dispatch_bytes_per_value: dict[Precision, Sourced] | None = unit(
+        "bytes",
+        default=None,
+        description="bytes per activation value an expert dispatch sends where the weights are at that "
+        "precision and the stack quantizes the activations before the all-to-all (TensorRT-LLM's "
+        "post-quant all-to-all of NVFP4 models); other precisions: dispatch_bytes_per_value",
+    )
     two_batch_overlap: SourcedFlag | None = Field(
         default=None,
         description="a prompt's expert dispatch and combine overlap the other half-batch's compute "

@@ -435,7 +435,7 @@ def _bandwidth(ctx: ServingContext, st: Stack, precision: str) -> dict:
     return rates
 
 
-def _links(ctx: ServingContext, st: Stack) -> dict:
+def _links(ctx: ServingContext, st: Stack, precision: str) -> dict:
     up = ctx.spec("scale-up bandwidth (bidirectional)", "scale_up_gb_per_s_bidir") / 2
     out = ctx.inp.read(ctx.cat.scale_out_path(ctx.name), "scale-out bandwidth")
     eff = stacks.read(
@@ -448,9 +448,15 @@ def _links(ctx: ServingContext, st: Stack) -> dict:
         "latency_out": ctx.take("collective latency (scale-out)", "collective_latency_us_scale_out"),
     }
     combine = ctx.take("collective bytes per value", "collective_bytes_per_value")
-    dispatch = stacks.read(
-        ctx, st, "expert dispatch bytes per value", "dispatch_bytes_per_value", "collective_bytes_per_value"
-    )
+    # a stack that quantizes a model's activations before the all-to-all (TensorRT-LLM, NVFP4)
+    # dispatches at that width, unless the stack itself sets a dispatch width of its own
+    quantized = f"quantized_dispatch_bytes_per_value.{precision}"
+    if stacks.nearer(st, quantized, "dispatch_bytes_per_value"):
+        label = f"expert dispatch bytes per value ({precision} weights, quantized before the all-to-all)"
+        dispatch = stacks.read(ctx, st, label, quantized, None)
+    else:
+        label = "expert dispatch bytes per value"
+        dispatch = stacks.read(ctx, st, label, "dispatch_bytes_per_value", "collective_bytes_per_value")
     return links | {
         "collective_bytes": combine,
         "a2a_bytes": (dispatch + combine) / 2.0,  # a dispatch and its combine, each at its own width
@@ -808,7 +814,7 @@ def read(
         domain=ctx.system.scale_up_domain,
         **_memory(ctx),
         **_bandwidth(ctx, st, precision),
-        **_links(ctx, st),
+        **_links(ctx, st, precision),
         overhead_s=ctx.take("per-step overhead", "step_overhead_ms_scale_up"),
         overhead_per_layer_s=floor,
         floor_exponent=ctx.take("step floor exponent", "step_floor_exponent"),

@@ -108,6 +108,18 @@ def first_setting(stack: Stack, field: str) -> tuple[str, str, StackProfile, str
     return None
 
 
+def nearer(stack: Stack, field: str, other: str) -> bool:
+    """Whether the borrowing chain sets ``field`` in a profile no farther than the first that sets
+    ``other`` (a stack's own value of a general field outranks a borrowed specific one)."""
+    found, rival = first_setting(stack, field), first_setting(stack, other)
+    if found is None:
+        return False
+    if rival is None:
+        return True
+    profiles = [prof for _, _, prof in stack.chain]
+    return profiles.index(found[2]) <= profiles.index(rival[2])
+
+
 def read(
     ctx: ServingContext,
     stack: Stack,
