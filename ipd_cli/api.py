@@ -198,7 +198,9 @@ def serve(
     from .engine.serving import estimate_serving, estimate_serving_curve
 
     a = check_arguments(serve, locals())
-    refuse_workload_sets(cat, "serve", ["input_tokens", "output_tokens", "concurrency", "tokens_per_user_s"])
+    refuse_workload_sets(
+        cat, "serve", ["input_tokens", "output_tokens", "context_tokens", "concurrency", "tokens_per_user_s"]
+    )
     space: dict[str, Any] = {  # what both a point and the curve search over or pin
         k: a[k]
         for k in (

@@ -884,3 +884,20 @@ def test_an_agent_tasks_calls_carry_its_context():
     # fresh contexts (the old reading) need fewer serving GPUs for the same traffic
     carried_gpus = r.json()["systems"][0]["serving"]["gpus_for_traffic"]
     assert fresh.json()["systems"][0]["serving"]["gpus_for_traffic"] < carried_gpus
+
+
+def test_a_carried_context_whose_last_call_does_not_fit_is_refused():
+    # a review: 60 calls of 3,000 + 400 tokens ran on the mean call's 100,300 (59 / 2 x 3,400 +
+    # 3,400) though the last carries 60 x 3,400 = 204,000, past the 10T model's 131,072
+    r = run_cli("compare", "vera-rubin", "--set", "workload.serving.requests_per_task=60", "-f", "json")
+    assert r.code == 2 and r.stdout == ""
+    assert (
+        "the last of a task's 60 calls carries 204,000 tokens (60 x 3,400), past moe-10t's 131,072"
+        in r.stderr
+    )
+    assert "requests_per_task" in r.stderr and "Traceback" not in r.stderr
+    # 38 calls: the last 129,200 fits
+    assert (
+        run_cli("compare", "vera-rubin", "--set", "workload.serving.requests_per_task=38", "-f", "json").code
+        == 0
+    )

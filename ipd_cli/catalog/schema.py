@@ -386,6 +386,12 @@ class Model(Strict):
         description="tensors that hold all of one layer's routed experts where the checkpoint fuses them "
         "(gpt-oss: gate_up_proj, down_proj and their biases, 4); unset: one per expert and matrix",
     )
+    fp4_scale_format: Literal["nvfp4", "mxfp4"] = Field(
+        default="nvfp4",
+        description="the block scales of the model's FP4 checkpoint: nvfp4 (16 values, FP8 scales: "
+        "NVIDIA Model Optimizer's exports) or mxfp4 (32 values, E8M0 scales: gpt-oss); a stack's "
+        "quantized_dispatch_bytes_per_value.fp4 holds for nvfp4 checkpoints only",
+    )
     checkpoint_wide: dict[Literal["fp8", "fp4"], CheckpointWide] = Field(
         default_factory=dict,
         description="per narrow weight precision: what the model's published checkpoint at that "
@@ -796,7 +802,8 @@ class StackProfile(Strict):
         default=None,
         description="bytes per activation value an expert dispatch sends where the weights are at that "
         "precision and the stack quantizes the activations before the all-to-all (TensorRT-LLM's "
-        "post-quant all-to-all of NVFP4 models); other precisions: dispatch_bytes_per_value",
+        "post-quant all-to-all of NVFP4 models: fp4 holds for a model whose fp4_scale_format is "
+        "nvfp4); otherwise dispatch_bytes_per_value",
     )
     two_batch_overlap: SourcedFlag | None = Field(
         default=None,

@@ -877,21 +877,30 @@ def _stage_deadline(cat: Catalog, s: Scenario) -> float | None:
     return getattr(stage_workload(cat, s, "pretraining"), "deadline_days", None)
 
 
-def carried_context_tokens(sv: Any) -> int:
+def carried_context_tokens(sv: Any, max_context: int | None = None, model: str = "the model") -> int:
     """The cached context a scenario's call attends to on average: none where each call starts
     fresh; where a task carries its context, the prompts and outputs of the calls before it, (n -
-    1) / 2 x (input + output) over a task's n calls (rounded down; 30 calls of 3,000 + 400: 49,300)."""
+    1) / 2 x (input + output) over a task's n calls (rounded down; 30 calls of 3,000 + 400: 49,300).
+    ``max_context``: the model's, which a task's last call, n x (input + output), must fit (the
+    mean call's is what the estimate prices)."""
     if sv.context != "carried":
         return 0
-    return (sv.requests_per_task - 1) * (sv.input_tokens_per_request + sv.output_tokens_per_request) // 2
+    call = sv.input_tokens_per_request + sv.output_tokens_per_request
+    if max_context is not None and sv.requests_per_task * call > max_context:
+        raise InputError(
+            f"the last of a task's {sv.requests_per_task:,} calls carries {sv.requests_per_task * call:,} "
+            f"tokens ({sv.requests_per_task:,} x {call:,}), past {model}'s {max_context:,}: fewer "
+            "`workload.serving.requests_per_task`, shorter calls, or `workload.serving.context` fresh"
+        )
+    return (sv.requests_per_task - 1) * call // 2
 
 
-def _serve_args(cat: Catalog, hardware: str, sv: Any) -> dict[str, Any]:
+def _serve_args(cat: Catalog, hardware: str, model: str, sv: Any) -> dict[str, Any]:
     """What :func:`serve_point` asks the deployment search for a scenario's serving."""
     return dict(
         input_tokens=sv.input_tokens_per_request,
         output_tokens=sv.output_tokens_per_request,
-        context_tokens=carried_context_tokens(sv),
+        context_tokens=carried_context_tokens(sv, cat.model(model).max_context, model),
         precision=serving_precision(cat, hardware, sv.precision),
         tokens_per_user_s=sv.tokens_per_user_s,
         speculative=sv.speculative,
@@ -918,7 +927,7 @@ def serve_point(
     from .serving import estimate_serving
     from .serving.estimate import TrafficBeyondClusters
 
-    args = _serve_args(cat, hardware, sv)
+    args = _serve_args(cat, hardware, model, sv)
     try:
         result = estimate_serving(
             cat,
@@ -1010,7 +1019,8 @@ class ServingSizer:
             return sizers[self._key]
         with memoized(store):
             sizer = traffic_sizer(
-                self.cat, self.hardware, self.model, **_serve_args(self.cat, self.hardware, self.sv),
+                self.cat, self.hardware, self.model,
+                **_serve_args(self.cat, self.hardware, self.model, self.sv),
                 pricing=self.pricing, origin=self.origin or "command line",
             )  # fmt: skip
         sizers[self._key] = sizer
@@ -1043,7 +1053,7 @@ class ServingSizer:
             raise scenario_traffic_error(e, swept=True) from None
         distinct, inv = np.unique(sized.rows, return_inverse=True)
         blocks = []
-        widened = _serve_args(self.cat, self.hardware, self.sv)["precision"] != self.sv.precision
+        widened = _serve_args(self.cat, self.hardware, self.model, self.sv)["precision"] != self.sv.precision
         for i in distinct:  # one block per distinct chosen row; a traffic sets its own fields
             if int(i) not in self._blocks:
                 point = sizer.point(int(i), sized.met)
@@ -1223,7 +1233,6 @@ _STAGE_FIELDS: dict[str, dict[str, str]] = {
         "tokens_per_user_s": "tokens_per_user_s",
         "input_tokens": "input_tokens_per_request",
         "output_tokens": "output_tokens_per_request",
-        "context_tokens": "context",
         "speculative": "speculative",
     },
 }

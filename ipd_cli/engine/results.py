@@ -317,6 +317,11 @@ class Serving(Result):
     kv_precision: str
     input_tokens: int
     output_tokens: int
+    context_tokens: int = Field(
+        default=0,
+        description="cached context tokens each request attends to beyond its new prompt (earlier "
+        "turns: in its KV cache and attention, not prefilled again)",
+    )
     operating_point: str = Field(description="'concurrency', 'target', 'max-throughput' or 'frontier'")
     target_tokens_per_s_per_user: float | None = None
     target_met: bool | None = Field(

@@ -54,6 +54,7 @@ from .trainer import (
     min_trainer_gpus,
     no_trainer,
     trainer,
+    trainer_holding_gpus,
     trainer_memory,
     trainer_rates,
 )
@@ -490,13 +491,6 @@ def _replicas(s: Setup, r: Rollouts, gen_gpus: int, asynchronous: bool) -> int:
     """Replicas of ``r``'s configuration that generate on ``gen_gpus`` (as :func:`generation`)."""
     in_flight = s.nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
     return int(active_replicas(gen_gpus // r.gpus, in_flight, asynchronous))
-
-
-def trainer_holding_gpus(tr: Trainer, train_gpus: int) -> int:
-    """The trainer GPUs that hold the model, those its plan uses: the ones it leaves idle neither
-    send an update nor quantise (a review: 16 idle of GB200's 80 sent a fifth of it, so a split
-    search could buy a faster update with trainer GPUs no plan used)."""
-    return tr.plan.gpus_used if tr.plan is not None else train_gpus
 
 
 def _sync(s: Setup, r: Rollouts, gen_gpus: int, holding: int, replicas: int, quiet: bool) -> SyncPhase:

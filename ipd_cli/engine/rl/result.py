@@ -9,6 +9,7 @@ from ipd_cli.engine.pretraining import training_plan
 from ipd_cli.engine.results import Rl, RlGeneration, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
 
 from .step import schedule
+from .trainer import trainer_holding_gpus
 
 if TYPE_CHECKING:
     from .estimate import Outcome, Setup
@@ -32,7 +33,9 @@ def _weight_sync(out: Outcome) -> RlWeightSync:
     )
 
 
-def _trainer_memory(s: Setup, train_gpus: int) -> RlTrainerMemory:
+def _trainer_memory(s: Setup, train_gpus: int, holding: int) -> RlTrainerMemory:
+    """``train_gpus`` given, ``holding`` of them used by the plan (what a colocated step offloads
+    from: :func:`~ipd_cli.engine.rl.trainer.trainer_holding_gpus`)."""
     m = s.memory
     return RlTrainerMemory(
         training_state_bytes=m.state_bytes,
@@ -40,7 +43,7 @@ def _trainer_memory(s: Setup, train_gpus: int) -> RlTrainerMemory:
         usable_hbm_bytes_per_gpu=m.usable_hbm_per_gpu,
         min_train_gpus=m.min_gpus,
         location_during_rollouts="host memory" if s.w.mode == "colocated" else "HBM",
-        host_bytes_per_gpu=None if m.offload_bytes is None else m.offload_bytes / train_gpus,
+        host_bytes_per_gpu=None if m.offload_bytes is None else m.offload_bytes / holding,
         host_capacity_bytes_per_gpu=m.host_per_gpu,
     )
 
@@ -141,6 +144,6 @@ def assemble(
         run=_run(s, t, gpu_hours, usd, energy_kwh),
         energy_kwh_per_step=energy_kwh,
         weight_sync=_weight_sync(out),
-        trainer_memory=_trainer_memory(s, train_gpus),
+        trainer_memory=_trainer_memory(s, train_gpus, trainer_holding_gpus(out.trainer, train_gpus)),
         trainer=_trainer(s, out),
     )

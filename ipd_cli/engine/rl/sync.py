@@ -199,7 +199,7 @@ def _checkpoint_engine_bounds(
 ) -> tuple[dict, float, float]:
     if not plan.colocated:
         return _broadcast_bounds(plan, links, cross, senders)
-    full, gpus = plan.model_bytes, plan.inference_gpus
+    full, gpus = plan.model_bytes, plan.receivers  # the GPUs that hold weights load from host
     bounds = {
         "host link (pinned host memory)": full / gpus / links.host,
         "node NICs (one copy per node)": (full / (links.node * links.nic)) if gpus > links.domain else 0.0,

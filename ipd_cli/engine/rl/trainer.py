@@ -157,6 +157,13 @@ class Trainer:
     mfu: float = 0.0  # of the training pass on the GPUs the plan uses
 
 
+def trainer_holding_gpus(tr: Trainer, train_gpus: int) -> int:
+    """The trainer GPUs that hold the model, those its plan uses: the ones it leaves idle neither
+    send an update, quantise nor offload (a review: 16 idle of GB200's 80 sent a fifth of it, so a
+    split search could buy a faster update with trainer GPUs no plan used)."""
+    return tr.plan.gpus_used if tr.plan is not None else train_gpus
+
+
 def trainer(r: TrainerRates, w: RlWorkload, train_gpus: int) -> Trainer:
     """The step's log-prob passes and ``ppo_epochs`` training passes on the fastest plan that fits
     ``train_gpus`` GPUs, at the share of the plan's speed RL trainers reach (``rl.trainer_efficiency``:

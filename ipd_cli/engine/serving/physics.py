@@ -451,7 +451,9 @@ def _links(ctx: ServingContext, st: Stack, precision: str) -> dict:
     # a stack that quantizes a model's activations before the all-to-all (TensorRT-LLM, NVFP4)
     # dispatches at that width, unless the stack itself sets a dispatch width of its own
     quantized = f"quantized_dispatch_bytes_per_value.{precision}"
-    if stacks.nearer(st, quantized, "dispatch_bytes_per_value"):
+    # (TensorRT-LLM quantizes before the dispatch only an NVFP4 checkpoint's: `qm.has_nvfp4()`)
+    mx = precision == "fp4" and ctx.model.fp4_scale_format != "nvfp4"
+    if not mx and stacks.nearer(st, quantized, "dispatch_bytes_per_value"):
         label = f"expert dispatch bytes per value ({precision} weights, quantized before the all-to-all)"
         dispatch = stacks.read(ctx, st, label, quantized, None)
     else:

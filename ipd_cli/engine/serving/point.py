@@ -168,6 +168,7 @@ def _configuration_fields(g: Grid, i: int) -> dict[str, Any]:
         kv_precision=ph.kv_precisions[int(lay["kv"][li])],
         input_tokens=ph.isl,
         output_tokens=ph.osl,
+        context_tokens=ph.prefix,
         max_concurrency=int(x["rank_max"][li] * x["d"][li]),
         kv_bytes_per_token=float(x["kv_tok"][li]),
         weight_gb_per_instance=float(x["weights_instance"][li]) / f.GIGA,
