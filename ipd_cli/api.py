@@ -205,8 +205,8 @@ def serve(
         k: a[k]
         for k in (
             "input_tokens", "output_tokens", "context_tokens", "precision", "kv_precision", "instance_gpus",
-            "attention_tp",
-            "layout", "disaggregated", "eplb", "instance", "speculative", "stack", "pricing", "origin",
+            "attention_tp", "layout", "disaggregated", "eplb", "instance", "speculative", "stack", "pricing",
+            "origin",
         )
     }  # fmt: skip
     one_point = {

@@ -534,9 +534,9 @@ def _sync_floor(
     floors: dict[tuple[int, float], ReshardFloor],
 ) -> SyncPhase | None:
     """A floor under :func:`_sync`'s quiet update of ``replicas`` of ``r``'s configuration from
-    ``holding`` trainer GPUs (a
-    disaggregated step's nccl-reshard, where values are kept; else None: no floor, the update is
-    priced). ``floors``: the split's :class:`sync.ReshardFloor` by receiving GPUs and misc bytes."""
+    ``holding`` trainer GPUs (a disaggregated step's nccl-reshard, where values are kept; else None:
+    no floor, the update is priced). ``floors``: the split's :class:`sync.ReshardFloor` by
+    receiving GPUs and misc bytes."""
     if s.transport != "nccl-reshard" or s.w.mode == "colocated":
         return None
     parts = _kept_instance_plan(s, r)
