@@ -547,15 +547,16 @@ def test_a_set_rl_budget_replaces_the_scenarios_refreshes():
 
 
 def test_owned_serving_that_fills_part_of_a_rack_is_warned():
-    # open-model-agent on GB200 serves on 18 GPUs (3 prefill x DEP4 + 1 decode x DEP6) of a 72-GPU
-    # rack: under tco the other 54 are not priced; bought for this alone, 72 / 18 = 4.00x
+    # open-model-agent on GB200 serves on 36 GPUs (5 prefill x DEP4 + 1 decode x DEP16; 18 before
+    # its agent's calls carried their context) of a 72-GPU rack: under tco the other 36 are not
+    # priced; bought for this alone, 72 / 36 = 2.00x
     r = run_cli("compare", "gb200", "--scenario", "open-model-agent", "--pricing", "tco", "-f", "json")
     assert r.code == 0, r.stderr
     sv = r.json()["systems"][0]["serving"]
-    assert (sv["gpus_for_traffic"], sv["gpus_per_system"]) == (18, 72)
-    assert sv["configuration"].startswith("3 prefill x DEP4 EPLB + 1 decode x DEP6 EPLB")
-    assert "serving deployment's 18 GPUs leave 54 of its last 72-GPU system unpriced" in r.stderr
-    assert "the systems cost 4.00x its serving cost" in r.stderr
+    assert (sv["gpus_for_traffic"], sv["gpus_per_system"]) == (36, 72)
+    assert sv["configuration"].startswith("5 prefill x DEP4 EPLB + 1 decode x DEP16 EPLB")
+    assert "serving deployment's 36 GPUs leave 36 of its last 72-GPU system unpriced" in r.stderr
+    assert "the systems cost 2.00x its serving cost" in r.stderr
     rented = run_cli("compare", "gb200", "--scenario", "open-model-agent", "-f", "json")
     assert "unpriced" not in rented.stderr  # a renter pays for the GPUs it rents
 
@@ -680,8 +681,10 @@ def test_a_scenario_serving_value_out_of_range_names_the_file_and_field(tmp_path
 def test_a_scenarios_own_inputs_are_listed_with_their_paths_and_set_ones_cite_cli_set():
     # a review: the horizon, amortisation, RL budget, tasks a day, requests and attempts were in no
     # assumption list (nor in explain), the serving inputs had no path, and a --set one cited nothing
+    # (fresh contexts: 30 carried calls of 5,400 tokens would exceed Kimi K2's 131,072)
     r = run_cli("compare", "vera-rubin", "--workload", "open-model-agent", "-f", "json",
-                "--set", "workload.serving.input_tokens_per_request=5000")  # fmt: skip
+                "--set", "workload.serving.input_tokens_per_request=5000",
+                "--set", "workload.serving.context=fresh")  # fmt: skip
     assert r.code == 0, r.stderr
     listed = {a["path"]: a for a in r.json()["systems"][0]["assumptions"] if a["path"]}
     for path, value in [

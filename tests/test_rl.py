@@ -767,8 +767,10 @@ def test_the_review_split_runs_as_fast_as_the_pools_given(catalog):
     # the trainer's 1F1B expert overlap pays for the chunks it cannot pair and the longest
     # trajectory decodes its mean-length part at the full engine's speed, 36 + 92 then 626.0 s;
     # 619.0 s since the tail concurrency is not rounded)
-    auto = rl(catalog, "gb200", "rl-math-reasoning", mode="one-step-off", gpus=128, split="auto").rl
-    given = rl(catalog, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=32, train_gpus=96).rl
+    # (the review's workload: every generated group trained, before DAPO's dynamic sampling)
+    cat = catalog.with_overrides(["workload.keep_fraction=1"])
+    auto = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gpus=128, split="auto").rl
+    given = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=32, train_gpus=96).rl
     assert (auto.gen_gpus, auto.train_gpus) == (32, 96)
     assert auto.step_seconds == pytest.approx(given.step_seconds, rel=1e-12)
     assert round(auto.step_seconds, 1) == 619.0
@@ -883,7 +885,12 @@ def test_async_never_runs_more_replicas_than_its_bound_has_rollouts(catalog):
     # 2 rollouts a step at a bound of 1 on 144 two-GPU replicas: each replica ran one sequence,
     # 144 in flight, a mean staleness of 72 (a user review); now 2 replicas generate, the rest idle
     cat = catalog.with_overrides(
-        ["workload.prompts_per_step=1", "workload.group_size=2", "workload.staleness_bound=1"]
+        [
+            "workload.prompts_per_step=1",
+            "workload.group_size=2",
+            "workload.staleness_bound=1",
+            "workload.keep_fraction=1",
+        ]
     )
     r = rl(cat, "gb200-nvl72", "rl-math-reasoning", mode="async", gen_gpus=288, train_gpus=128).rl
     assert r.replicas * r.concurrency <= 2 and r.mean_staleness_steps <= 1
@@ -1051,7 +1058,18 @@ def test_a_trajectory_just_beyond_the_bound_is_printed_beyond_it():
     [line] = _rl_lines("h", {"longest_trajectory_policy_versions": 1.028, "staleness_bound": 1})
     assert "spans 1.03 policy updates, beyond the staleness bound of 1" in line
     # (312 GPUs until async engines, staying full, ran the longest trajectory at the bulk's speed)
-    args = ("rl", "--hardware", "h100", "--workload", "rl-math-reasoning", "--mode", "async")
+    # (every generated group trained, as before DAPO's dynamic sampling: 1/3 of them runs 0.73)
+    args = (
+        "rl",
+        "--hardware",
+        "h100",
+        "--workload",
+        "rl-math-reasoning",
+        "--mode",
+        "async",
+        "--set",
+        "workload.keep_fraction=1",
+    )
     r = run_cli(*args, "--gpus", "192", "-f", "json")
     versions = r.json()["rl"]["longest_trajectory_policy_versions"]
     assert 1.05 < versions < 1.15  # one digit shows it beyond: 1.1

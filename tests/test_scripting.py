@@ -389,7 +389,8 @@ def test_explain_of_an_aggregated_serving_point_recomputes_its_speed_per_user():
     # 1000 / tpot_ms (52.1) beside tokens_per_s_per_user 46.9 (a serving review)
     r = run_cli(
         "explain", "b200", "--workload", "open-model-agent", "--set", "workload.serving.tasks_per_day=100",
-        "--set", "workload.serving.input_tokens_per_request=30000", "-f", "json",
+        "--set", "workload.serving.input_tokens_per_request=30000", "--set", "workload.serving.context=fresh",
+        "-f", "json",
     )  # fmt: skip
     assert r.code == 0, r.stderr
     item = next(i for i in r.json()["items"] if i["metric"] == "serving.tokens_per_s_per_gpu")
