@@ -236,6 +236,12 @@ def test_gpus_an_instance_strands_and_a_trainer_leaves_idle_move_no_bytes(inp):
     # an even split (no shares named) is over the holders too
     even = weight_sync(inp, NODE, dataclasses.replace(plan, bulk_fullest_share=None, bulk_mean_share=None))
     assert even.bytes_per_receiver == pytest.approx(1.9e12 / 64)
+    # colocated checkpoint-engine: the 128 holders load the 2 TB model from pinned host memory,
+    # 15.6 GB each over its 55 GB/s host link (0.284 s; 144 paid would say 0.253 s)
+    ce = dataclasses.replace(plan, transport="checkpoint-engine", colocated=True, bulk_bytes=None)
+    host = weight_sync(inp, NODE, ce).terms["host link (pinned host memory)"]
+    eff = inp.read("rl.sync_link_efficiency.checkpoint-engine")
+    assert host == pytest.approx(2e12 / 128 / 55e9 / eff)
 
 
 def test_trainer_gpus_its_plan_leaves_idle_send_no_update():
