@@ -1053,7 +1053,7 @@ class ServingSizer:
             raise scenario_traffic_error(e, swept=True) from None
         distinct, inv = np.unique(sized.rows, return_inverse=True)
         blocks = []
-        widened = _serve_args(self.cat, self.hardware, self.model, self.sv)["precision"] != self.sv.precision
+        widened = serving_precision(self.cat, self.hardware, self.sv.precision) != self.sv.precision
         for i in distinct:  # one block per distinct chosen row; a traffic sets its own fields
             if int(i) not in self._blocks:
                 point = sizer.point(int(i), sized.met)

@@ -99,25 +99,30 @@ def first_setting(stack: Stack, field: str) -> tuple[str, str, StackProfile, str
     """The first profile of the stack's borrowing chain that sets ``field`` (``name.key``: that key
     of a per-precision table): its stack, family, profile and the borrowed note (None for the
     stack's own profile); None where no profile does."""
+    i = _depth(stack, field)
+    if i is None:
+        return None
+    st, fam, prof = stack.chain[i]
+    lent = f"{stack.name} on {stack.family}: borrowed from {st} on {fam}" if i > 0 else None
+    return st, fam, prof, lent
+
+
+def _depth(stack: Stack, field: str) -> int | None:
+    """The index in the borrowing chain of the first profile that sets ``field`` (``name.key``:
+    that key of a per-precision table), None where none does."""
     name, _, key = field.partition(".")
-    for i, (st, fam, prof) in enumerate(stack.chain):
+    for i, (_, _, prof) in enumerate(stack.chain):
         value = getattr(prof, name)
         if value is not None and (not key or key in value):
-            lent = f"{stack.name} on {stack.family}: borrowed from {st} on {fam}" if i > 0 else None
-            return st, fam, prof, lent
+            return i
     return None
 
 
 def nearer(stack: Stack, field: str, other: str) -> bool:
     """Whether the borrowing chain sets ``field`` in a profile no farther than the first that sets
     ``other`` (a stack's own value of a general field outranks a borrowed specific one)."""
-    found, rival = first_setting(stack, field), first_setting(stack, other)
-    if found is None:
-        return False
-    if rival is None:
-        return True
-    profiles = [prof for _, _, prof in stack.chain]
-    return profiles.index(found[2]) <= profiles.index(rival[2])
+    found, rival = _depth(stack, field), _depth(stack, other)
+    return found is not None and (rival is None or found <= rival)
 
 
 def read(
