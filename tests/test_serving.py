@@ -2551,3 +2551,40 @@ def test_tensorrt_llm_dispatches_an_nvfp4_models_experts_at_nvfp4(catalog):
     # an MXFP4 checkpoint (gpt-oss) is not NVFP4: TensorRT-LLM dispatches it unquantized
     ctx = context(catalog, "b200", "gpt-oss-120b")
     assert physics.read(ctx, "fp4", ["fp8"], 1000, 1000, None, "rental", "trtllm").a2a_bytes == 2.0
+
+
+@pytest.mark.parametrize("disaggregated", [True, False])
+def test_the_bottleneck_is_prefill_where_prompts_take_most_of_the_gpu_time(catalog, disaggregated):
+    # a review: the label ignored a disaggregated row's prefill pool (Rubin's headline deployment,
+    # 7,776 of its 11,088 GPUs prefilling, read "compute"). 8,000-token prompts and 200-token
+    # answers on H200: most GPU time is prefill in either deployment (aggregated: the instance's
+    # time; disaggregated: the pool's GPUs); 200-token prompts with 2,000-token answers: decode
+    long = serve(
+        catalog,
+        "h200",
+        "llama-3.1-70b",
+        precision="fp8",
+        disaggregated=disaggregated,
+        input_tokens=8000,
+        output_tokens=200,
+    )
+    short = serve(
+        catalog,
+        "h200",
+        "llama-3.1-70b",
+        precision="fp8",
+        disaggregated=disaggregated,
+        input_tokens=200,
+        output_tokens=2000,
+    )
+    assert long.prefill_share > 0.5 and long.bottleneck == "prefill"
+    if disaggregated:  # the pool's share of the GPUs
+        pool = long.prefill_instances * long.prefill_instance_gpus
+        assert long.prefill_share == pytest.approx(pool / long.deployment_gpus, rel=1e-12)
+    parts = {
+        "memory": short.memory_time_ms,
+        "compute": short.compute_time_ms,
+        "collectives": short.collective_time_ms,
+        "overhead": short.overhead_ms,
+    }
+    assert short.prefill_share < 0.5 and short.bottleneck == max(parts, key=parts.__getitem__)

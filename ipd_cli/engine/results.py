@@ -429,8 +429,9 @@ class Serving(Result):
     )
     bottleneck: str = Field(
         default="",
-        description="the largest share of a request's time: 'memory', 'compute', 'collectives', "
-        "'overhead' (decode step) or 'prefill'",
+        description="what takes most of the deployment's GPU time: 'prefill' where prefill_share is "
+        "over one half, otherwise the largest part of the decode step: 'memory', 'compute', "
+        "'collectives' or 'overhead'",
     )
     configurations_searched: int = Field(
         default=0, description="configurations the deployment search evaluated"

@@ -91,19 +91,18 @@ def _parallelism(fam: int, t: int, s: int) -> str:
     return "tep" if fam == TEP else "tp"
 
 
-def _bottleneck(r: dict, i: int, step: dict[str, float], ph, accepted: float) -> str:
-    decode = ph.osl * float(r["step_s"][i]) / accepted
-    prefill = (
-        0.0 if r["disagg"][i] else float(r["prefill_share"][i]) / (1 - float(r["prefill_share"][i])) * decode
-    )
+def _bottleneck(r: dict, i: int, step: dict[str, float]) -> str:
+    """What takes most of the deployment's GPU time: "prefill" where more than half of it goes to
+    prompts (aggregated: the instance's time in prefill; disaggregated: the prefill pool's share
+    of the GPUs, which the label had ignored: Rubin's headline deployment, 70 % prefill GPUs, read
+    "compute"), otherwise the largest part of the decode step."""
     parts = {
         "memory": step["memory_s"],
         "compute": step["compute_s"],
         "collectives": step["collective_s"],
         "overhead": step["overhead_s"],
     }
-    name = max(parts, key=parts.__getitem__)
-    return "prefill" if prefill > decode else name
+    return "prefill" if float(r["prefill_share"][i]) > 0.5 else max(parts, key=parts.__getitem__)
 
 
 def _speculation(ph, depth: int, accepted: float) -> str:
@@ -195,7 +194,6 @@ def _configuration_fields(g: Grid, i: int) -> dict[str, Any]:
 def _step_time(g: Grid, i: int) -> dict[str, Any]:
     """Where a decode step's time goes, and what bounds it."""
     ph, r = g.ph, g.rows
-    li = int(r["layout"][i])
     step = step_parts(g, i)
     return dict(
         decode_bound="memory" if step["memory_s"] >= step["compute_s"] else "compute",
@@ -207,7 +205,7 @@ def _step_time(g: Grid, i: int) -> dict[str, Any]:
         overhead_ms=MS * step["overhead_s"],
         experts_touched_share=step["touched"] if ph.moe else 1.0,
         prefill_share=float(r["prefill_share"][i]),
-        bottleneck=_bottleneck(r, i, step, ph, float(g.x["accepted"][li])),
+        bottleneck=_bottleneck(r, i, step),
     )
 
 
