@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from pathlib import Path
 
@@ -186,3 +187,59 @@ def test_the_price_ranges_the_readme_quotes_move_the_headline_as_it_says(systems
         / systems["gb200-nvl72"]["intelligence_per_dollar"]["solved_tasks_per_kusd"]
     )
     assert f"falls from {nominal:.2f}x to {vr / gb:.2f}x" in _text()
+
+
+def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(systems):
+    # a workload review (2026-12-04): the pre-training GPU ratio rests on recipe inputs (the NVFP4
+    # share of the linear layers, Rubin's BF16 rate under it, the recipe batch) and the headline on
+    # the RL spend. The GPU counts from pre-training runs; the solved tasks per $1k by hand from the
+    # nominal lifecycle (the scenario charges half a pre-training run a year and its RL per step)
+    text = _text()
+
+    def pretraining(*sets):
+        args = [a for s in sets for a in ("--set", s)]
+        r = run_cli_once(
+            "compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe", *args, "-f", "json"
+        )
+        assert r.code == 0, r.stderr
+        return {s["hardware"]: s["pretraining"] for s in r.json()["systems"]}
+
+    def per_kusd(name, pre_cost=None, steps=None):
+        s = systems[name]
+        ipd, rl = s["intelligence_per_dollar"], s["rl"]
+        cost = ipd["lifecycle_cost_usd"]
+        if pre_cost is not None:
+            cost += (pre_cost - s["pretraining"]["cost_usd"]) / 2
+        if steps is not None:
+            cost += (
+                rl["usd_per_step"]
+                * (steps - rl["run"]["steps_per_refresh"])
+                * rl["run"]["refreshes_per_year"]
+            )
+        return _sig(1000 * ipd["tasks_solved"] / cost)
+
+    vr, gb = "vera-rubin-nvl72", "gb200-nvl72"
+    share = pretraining("efficiency.low_precision_gemm_share.fp4=0.84")
+    phrase = (
+        f"at 0.84 Rubin needs {share[vr]['gpus']:,} GPUs and GB200 {share[gb]['gpus']:,} "
+        f"({share[gb]['gpus'] / share[vr]['gpus']:.2f}x; {per_kusd(vr, share[vr]['cost_usd'])} vs "
+        f"{per_kusd(gb, share[gb]['cost_usd'])} solved tasks per $1k"
+    )
+    assert phrase in text, phrase
+    bf16 = pretraining(
+        "efficiency.low_precision_gemm_share.fp4=0.84", "accelerators.rubin.bf16_dense_tflops=8750"
+    )
+    assert f"Rubin keeps its {bf16[vr]['gpus']:,} ({bf16[gb]['gpus'] / bf16[vr]['gpus']:.2f}x)" in text
+    assert bf16[vr]["gpus"] == systems[vr]["pretraining"]["gpus"]
+    batch = pretraining("models.moe-10t.training_global_batch_tokens=1.34e8")
+    phrase = (
+        f"{batch[vr]['gpus']:,} vs {batch[gb]['gpus']:,} GPUs, {batch[gb]['gpus'] / batch[vr]['gpus']:.2f}x; "
+        f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])},"
+    )
+    assert phrase in text, phrase
+    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (1145, 4000)}
+    assert re.search(rf"at 1,145 steps a refresh \([^)]*\) {at[1145]} \(", text), at[1145]
+    assert f"at 4,000 {at[4000]} (" in text, at[4000]
+    # GB200's RL at 10 % of its pre-training cost: 1,145 steps a refresh
+    gb_rl = systems[gb]["rl"]
+    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 1145

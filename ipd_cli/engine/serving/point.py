@@ -91,18 +91,15 @@ def _parallelism(fam: int, t: int, s: int) -> str:
     return "tep" if fam == TEP else "tp"
 
 
-def _bottleneck(r: dict, i: int, step: dict[str, float]) -> str:
+def bottleneck(
+    prefill_share: float, memory: float, compute: float, collectives: float, overhead: float
+) -> str:
     """What takes most of the deployment's GPU time: "prefill" where more than half of it goes to
     prompts (aggregated: the instance's time in prefill; disaggregated: the prefill pool's share
     of the GPUs, which the label had ignored: Rubin's headline deployment, 70 % prefill GPUs, read
     "compute"), otherwise the largest part of the decode step."""
-    parts = {
-        "memory": step["memory_s"],
-        "compute": step["compute_s"],
-        "collectives": step["collective_s"],
-        "overhead": step["overhead_s"],
-    }
-    return "prefill" if float(r["prefill_share"][i]) > 0.5 else max(parts, key=parts.__getitem__)
+    parts = {"memory": memory, "compute": compute, "collectives": collectives, "overhead": overhead}
+    return "prefill" if prefill_share > 0.5 else max(parts, key=parts.__getitem__)
 
 
 def _speculation(ph, depth: int, accepted: float) -> str:
@@ -205,7 +202,13 @@ def _step_time(g: Grid, i: int) -> dict[str, Any]:
         overhead_ms=MS * step["overhead_s"],
         experts_touched_share=step["touched"] if ph.moe else 1.0,
         prefill_share=float(r["prefill_share"][i]),
-        bottleneck=_bottleneck(r, i, step),
+        bottleneck=bottleneck(
+            float(r["prefill_share"][i]),
+            step["memory_s"],
+            step["compute_s"],
+            step["collective_s"],
+            step["overhead_s"],
+        ),
     )
 
 
@@ -320,4 +323,9 @@ def traffic_point(point: Serving, fields: dict[str, Any], k: int = 0) -> Serving
             update[name] = _count(float(v))
         else:
             update[name] = float(v)
+    if "prefill_share" in update:  # the traffic's pools: their share of the GPUs may differ
+        p = point
+        update["bottleneck"] = bottleneck(
+            update["prefill_share"], p.memory_time_ms, p.compute_time_ms, p.collective_time_ms, p.overhead_ms
+        )
     return point.model_copy(update=update)
