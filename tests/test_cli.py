@@ -14,25 +14,36 @@ from ipd_cli import output_schema
 def test_compare_json_contract():
     r = run_cli("compare", "vera-rubin", "blackwell", "--format", "json")
     assert r.code == 0, r.stderr
-    # one warning, one note. GB200's serving deployment (51,696 GPUs x 125 kW / 72 x PUE 1.3 = 117 MW)
+    # two warnings, one note. Rubin's plan (TP4 PP8 DP432, 40 micro-batches of 8,192-token
+    # sequences: 141,557,760 tokens) runs beyond the 10T model's recipe batch, the DeepSeek LLM
+    # rule's 0.292 x (3.1288e12 x 1e14)^0.3271 = 135.5M: (1 + 141.56 / 135.53) / 2 = 1.02x the
+    # tokens. GB200's serving deployment (51,696 GPUs x 125 kW / 72 x PUE 1.3 = 117 MW)
     # does not fit the scenario's 100 MW site (615 whole racks of 125 kW x 1.3 = 162.5 kW: 44,280
     # GPUs); the reserved prices are 3-year contracts for a month's
-    # pre-training (32,256 x 3 x 8,760 h x $8.50 = $7.21B; 138,240 x 3 x 8,760 x $4.05 = $14.7B)
+    # pre-training (27,648 x 3 x 8,760 h x $8.50 = $6.18B; 110,592 x 3 x 8,760 x $4.05 = $11.8B)
+    batch = (
+        "ipd: warning: vera-rubin-nvl72: pre-training runs a global batch of 141,557,760 tokens, beyond "
+        "the recipe's: it needs 1.02x the tokens for the same loss, counted in its time and cost (the "
+        "best plan's replicas x micro-batches, a pinned global batch, or so many GPUs that no smaller "
+        "batch fills them: a later deadline needs fewer)\n"
+    )
     site = (
         "ipd: warning: gb200-nvl72: the scenario's serving deployment (51,696 GPUs, 117 MW) does not fit "
         "the site's 100 MW (44,280 GPUs in whole systems at the PUE): the site rows say what the site "
         "would serve, not a cap; the lifecycle prices the whole deployment\n"
     )
-    assert r.stderr == site + (
+    assert r.stderr == batch + site + (
         "ipd: note: pre-training is charged for the days it rents its GPUs at contract prices, as if "
-        "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 32,256 GPUs for 3 "
-        "year(s) at reserved $7.21B; gb200-nvl72's 138,240 GPUs for 3 year(s) at reserved $14.7B); tco "
+        "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 27,648 GPUs for 3 "
+        "year(s) at reserved $6.18B; gb200-nvl72's 110,592 GPUs for 3 year(s) at reserved $11.8B); tco "
         "pricing prices owning them\n"
     )
     # owned, a serving deployment that does not fill its last rack says what it leaves unpriced,
     # unless under half a percent: Rubin's 9,048 GPUs are 125 racks and 48 GPUs, leaving 24 (0.27 %;
     # its 9,024 left 48, 0.53 %, and said so; test_lifecycle's 18-GPU deployment says it)
-    assert run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == site
+    assert (
+        run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == batch + site
+    )
     d = r.json()
     assert d["schema_version"] == "1.0"
     assert d["workload"]["name"] == "frontier-agentic" and d["workload"]["kind"] == "scenario"

@@ -1481,12 +1481,13 @@ def test_a_later_deadline_never_takes_more_gpus_where_memory_binds(catalog):
     # state over them), so 2,101 days took 1,488 GPUs where 1,401 took 1,344 (TP4 CP8 PP2 x 21
     # replicas); both runs are far shorter than either deadline (129 days; 130.2 since the routers
     # are held whole on every tensor-parallel rank; 131.4 since the 1F1B expert overlap pays for
-    # the chunks it cannot pair): the memory floor binds
+    # the chunks it cannot pair; 132.3 since the model's recipe batch is the rule's, 37M tokens at
+    # these 1.94T, not Kimi K2's 67M): the memory floor binds
     kw = dict(precision="fp4", pricing="rental")
     sooner = train(catalog, "h200", "moe-10t", 1.94079e12, deadline_days=1400.78, **kw).pretraining
     later = train(catalog, "h200", "moe-10t", 1.94079e12, deadline_days=2101.17, **kw).pretraining
     assert sooner.gpus == later.gpus == 1344
-    assert later.wall_days == pytest.approx(sooner.wall_days, rel=1e-12) and later.wall_days < 132
+    assert later.wall_days == pytest.approx(sooner.wall_days, rel=1e-12) and later.wall_days < 133
     # and the replicas a row steps up to are the fewest that fit, not a multiple of the rate's: Llama
     # 3.1 405B on MI300X took 48 GPUs at 2,063 days where 1,375 took 40 (TP2 CP2 PP2 x 5 replicas)
     kw = dict(precision="bf16", pricing="tco")
@@ -1511,3 +1512,16 @@ def test_a_row_stepped_up_past_the_grains_takes_the_fewest_replicas_that_fit(cat
         cut = train(catalog, "vera-rubin", "moe-10t", 7.90511e11, **kw).pretraining
     assert cut.gpus == 720 and cut.plan == "TP4 PP2 DP90 EP24, mbs 1, activations offloaded to host, FSDP"
     assert train(catalog, "vera-rubin", "moe-10t", 7.90511e11, **kw).pretraining.gpus == 720
+
+
+def test_the_10t_models_recipe_batch_is_the_rule_at_its_training_flops(catalog):
+    # a workload review (2026-12-04): the 10T MoE borrowed Kimi K2's 67M tokens, a run of ~3e24
+    # FLOPs; its recipe is not published, so the DeepSeek LLM rule applies, as for any model
+    # without one: 0.292 x C^0.3271 at C = flops_per_token x tokens (3.13e26: 135.5M tokens). The
+    # batch the plan runs pays (1 + B / B_recipe) / 2 in tokens beyond it, which gives B_recipe
+    assert catalog.model("moe-10t").training_global_batch_tokens is None
+    p = compare(catalog, ["vera-rubin"], "pretrain-10t-moe").systems[0].pretraining
+    rule = 0.292 * (p.flops_per_token * p.tokens) ** 0.3271
+    assert rule == pytest.approx(135.5e6, rel=1e-3)
+    assert p.global_batch_tokens > rule  # beyond it: the multiplier says by how much
+    assert p.global_batch_tokens / (2 * p.batch_token_multiplier - 1) == pytest.approx(rule, rel=1e-12)

@@ -229,17 +229,18 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
     bf16 = pretraining(
         "efficiency.low_precision_gemm_share.fp4=0.84", "accelerators.rubin.bf16_dense_tflops=8750"
     )
-    assert f"Rubin keeps its {bf16[vr]['gpus']:,} ({bf16[gb]['gpus'] / bf16[vr]['gpus']:.2f}x)" in text
-    assert bf16[vr]["gpus"] == systems[vr]["pretraining"]["gpus"]
-    batch = pretraining("models.moe-10t.training_global_batch_tokens=1.34e8")
+    assert f"Rubin needs {bf16[vr]['gpus']:,} ({bf16[gb]['gpus'] / bf16[vr]['gpus']:.2f}x)" in text
+    assert bf16[vr]["gpus"] < share[vr]["gpus"]
+    # Kimi K2's recipe batch, which the 10T model borrowed until it took the rule's (2026-12-04)
+    batch = pretraining("models.moe-10t.training_global_batch_tokens=6.7e7")
     phrase = (
         f"{batch[vr]['gpus']:,} vs {batch[gb]['gpus']:,} GPUs, {batch[gb]['gpus'] / batch[vr]['gpus']:.2f}x; "
-        f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])},"
+        f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])}, "
     )
     assert phrase in text, phrase
-    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (1145, 4000)}
-    assert re.search(rf"at 1,145 steps a refresh \([^)]*\) {at[1145]} \(", text), at[1145]
+    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (898, 4000)}
+    assert re.search(rf"at 898 steps a refresh \([^)]*\) {at[898]} \(", text), at[898]
     assert f"at 4,000 {at[4000]} (" in text, at[4000]
-    # GB200's RL at 10 % of its pre-training cost: 1,145 steps a refresh
+    # GB200's RL at 10 % of its pre-training cost: 898 steps a refresh
     gb_rl = systems[gb]["rl"]
-    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 1145
+    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 898

@@ -715,8 +715,9 @@ def warnings(
             batch, more = fmt_num(pre.get("global_batch_tokens")), pre["batch_token_multiplier"]
             out.append(
                 f"{hw}: pre-training runs a global batch of {batch} tokens, beyond the recipe's: it needs "
-                f"{more:.2f}x the tokens for the same loss, counted in its time and cost (a pinned global "
-                "batch, or so many GPUs that no smaller batch fills them: a later deadline needs fewer)"
+                f"{more:.2f}x the tokens for the same loss, counted in its time and cost (the best plan's "
+                "replicas x micro-batches, a pinned global batch, or so many GPUs that no smaller batch "
+                "fills them: a later deadline needs fewer)"
             )
         out += _spanned_lines(hw, pre) if isinstance(pre, dict) else []
         out += _precision_lines(hw, s)
