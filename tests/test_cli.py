@@ -23,9 +23,9 @@ def test_compare_json_contract():
     # pre-training (27,648 x 3 x 8,760 h x $8.50 = $6.18B; 110,592 x 3 x 8,760 x $4.05 = $11.8B)
     batch = (
         "ipd: warning: vera-rubin-nvl72: pre-training runs a global batch of 141,557,760 tokens, beyond "
-        "the recipe's: it needs 1.02x the tokens for the same loss, counted in its time and cost (the "
-        "best plan's replicas x micro-batches, a pinned global batch, or so many GPUs that no smaller "
-        "batch fills them: a later deadline needs fewer)\n"
+        "the recipe's 135,526,167: it needs 1.02x the tokens for the same loss, counted in its time "
+        "and cost (the best plan's replicas x micro-batches, a pinned global batch, or so many GPUs "
+        "that no smaller batch fills them: a later deadline needs fewer)\n"
     )
     site = (
         "ipd: warning: gb200-nvl72: the scenario's serving deployment (51,696 GPUs, 117 MW) does not fit "

@@ -229,7 +229,11 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
     bf16 = pretraining(
         "efficiency.low_precision_gemm_share.fp4=0.84", "accelerators.rubin.bf16_dense_tflops=8750"
     )
-    assert f"Rubin needs {bf16[vr]['gpus']:,} ({bf16[gb]['gpus'] / bf16[vr]['gpus']:.2f}x)" in text
+    phrase = (
+        f"Rubin needs {bf16[vr]['gpus']:,} against GB200's {bf16[gb]['gpus']:,} "
+        f"({bf16[gb]['gpus'] / bf16[vr]['gpus']:.2f}x)"
+    )
+    assert phrase in text, phrase
     assert bf16[vr]["gpus"] < share[vr]["gpus"]
     # Kimi K2's recipe batch, which the 10T model borrowed until it took the rule's (2026-12-04)
     batch = pretraining("models.moe-10t.training_global_batch_tokens=6.7e7")

@@ -145,7 +145,7 @@ def test_a_missed_pretraining_deadline_names_the_fields_to_change():
         "give a later --set workload.pretraining.deadline_days=..., fewer --set "
         "workload.pretraining.tokens=..., or a smaller --set workload.model=..."
     )  # the scenario's model, which every stage runs (it named workload.pretraining.model, refused)
-    # and following it runs: 400 days on A100 (69,120 GPUs)
+    # and following it runs: 400 days on A100 (74,752 GPUs)
     later = run_cli("compare", "a100", "--set", "workload.pretraining.deadline_days=400", "-f", "json")
     assert later.code == 0 and later.json()["systems"][0]["pretraining"]["wall_days"] <= 400
     alone = run_cli("compare", "a100", "--workload", "pretrain-10t-moe", "--set", "workload.deadline_days=25")

@@ -154,8 +154,8 @@ def contract_term_notes(cat: Any, systems: list[Any]) -> list[str]:
     """One line naming the systems whose pre-training rents its GPUs at a price point of a contract
     term (``term_years``: a reserved rate) for a run shorter than the term: the estimate charges
     the run's GPU-hours only, as if other work paid the contract's other hours (a pricing review:
-    Rubin's 10T month on 32,256 GPUs at the 3-year reserved $8.50 costs $189.7M; the contract for
-    those GPUs, $7.21B). RL steps are charged the same way and named in no note (README).
+    Rubin's 10T month on 27,648 GPUs at the 3-year reserved $8.50 costs $167.9M; the contract for
+    those GPUs, $6.18B). RL steps are charged the same way and named in no note (README).
     ``systems``: the compared systems' results (``hardware``, ``pretraining``)."""
     whole = []
     for r in systems:
