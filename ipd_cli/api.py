@@ -397,6 +397,7 @@ STEP_UNITS = {
     "usd_per_solved_task": "USD/task", "solved_tasks_per_kusd": "tasks/$1k",
     "solved_tasks_per_mwh": "tasks/MWh", "site_tasks_solved_per_day": "tasks/day",
     "step_time_ms": "ms", "tokens_per_s_per_gpu": "tokens/s/GPU",
+    "recipe_batch_tokens": "tokens", "batch_token_multiplier": "x",
 }  # fmt: skip
 
 

@@ -508,6 +508,14 @@ def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> lis
              {"flops_per_token": p.flops_per_token, "global_batch_tokens": p.global_batch_tokens,
               "step_time_s": p.step_time_s, "gpus_used": p.gpus_used,
               "peak_tflops_per_gpu": p.peak_tflops_per_gpu}),
+        Step("pretraining.recipe_batch_tokens", p.recipe_batch_tokens,
+             "the model's training_global_batch_tokens where its recipe publishes one, else "
+             "default_batch_coefficient x training_flops ^ default_batch_exponent (DeepSeek LLM's rule)",
+             {"training_flops": p.training_flops}),
+        Step("pretraining.batch_token_multiplier", p.batch_token_multiplier,
+             "max(1, (1 + global_batch_tokens / recipe_batch_tokens) / 2): the tokens a batch beyond "
+             "the recipe's needs for the same loss (McCandlish et al., the recipe batch as B_noise)",
+             {"global_batch_tokens": p.global_batch_tokens, "recipe_batch_tokens": p.recipe_batch_tokens}),
         Step("pretraining.wall_days", p.wall_days,
              "tokens x step_time_s x batch_token_multiplier / global_batch_tokens / scale_efficiency"
              " / 86400",

@@ -297,6 +297,7 @@ def plan_run(y: dict, plan: dict[str, int], o: dict[str, Any], gpus: Any) -> dic
         "tokens_per_s_per_gpu": per_step / (step * gpus),
         "gpus_used": _like(used, wall),
         "batch_token_multiplier": o["penalty"],
+        "recipe_batch_tokens": _like(y["recipe_batch"], wall),
     }
 
 

@@ -147,6 +147,12 @@ class Pretraining(Result):
     batch_token_multiplier: float = Field(
         default=1.0, description="tokens needed for the same loss at this global batch / at the recipe batch"
     )
+    recipe_batch_tokens: float = Field(
+        default=0.0,
+        description="the training recipe's global batch (tokens): the model's published one, else the "
+        "DeepSeek LLM rule at the run's FLOPs (efficiency.default_batch_coefficient x "
+        "training_flops^default_batch_exponent); a larger global batch pays batch_token_multiplier",
+    )
     step_breakdown_s: dict[str, float] = Field(
         default={},
         description="seconds per step by term (GEMMs, attention, memory-bound, exposed comm, ...); "

@@ -119,6 +119,8 @@ DRIVERS: dict[str, list[tuple[str, str, str, str]]] = {
         ("mfu", "MFU of the plan (or --mfu)", "fraction", HI),
         ("step_time_s", "Step time", "s", NA),
         ("global_batch_tokens", "Global batch", "tokens", NA),
+        ("recipe_batch_tokens", "Recipe batch", "tokens", NA),
+        ("batch_token_multiplier", "Tokens beyond the recipe batch", "x", LO),
         ("memory_gb_per_gpu", "Memory per GPU", "GB", NA),
         ("scale_efficiency", "Goodput (useful share of wall time)", "fraction", HI),
         ("moe_comm_exposed_fraction", "Exposed MoE all-to-all", "share of time", LO),
