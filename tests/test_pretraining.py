@@ -1525,3 +1525,7 @@ def test_the_10t_models_recipe_batch_is_the_rule_at_its_training_flops(catalog):
     assert rule == pytest.approx(135.5e6, rel=1e-3)
     assert p.global_batch_tokens > rule  # beyond it: the multiplier says by how much
     assert p.global_batch_tokens / (2 * p.batch_token_multiplier - 1) == pytest.approx(rule, rel=1e-12)
+    assert p.recipe_batch_tokens == pytest.approx(rule, rel=1e-12)  # the result names it
+    # a model whose recipe publishes one reads it: DeepSeek-V3's 15,360 sequences of 4,096
+    v3 = train(catalog, "h800", "deepseek-v3", 1e12, gpus=2048, precision="fp8").pretraining
+    assert v3.recipe_batch_tokens == 15360 * 4096
