@@ -2407,6 +2407,38 @@ def test_an_eagle_drafts_kv_cache_is_its_own_heads_split_over_the_ranks_by_hand(
         assert hand.min() >= 1 and np.array_equal(x["rank_max"][rows], hand)
 
 
+def test_the_busiest_attention_rank_holds_its_kv_cache_by_hand(catalog):
+    # a serving review: attention-DP imbalance was charged in time but not in memory, so at its
+    # largest batch the busiest rank of Rubin's headline decode instance needed 119 GB of KV cache
+    # against 100.6 GB free. DeepSeek-V3 on B200 at DEP8 (8 attention ranks of one GPU), FP8 KV
+    # (576 bytes a token, every layer), 1,000 new tokens after a cached 30,000 and 200 out: a
+    # sequence peaks at 31,200 tokens and holds 31,100 on average; the busiest rank holds the
+    # imbalance (1.14 at the reference's 8 ranks) times the mean, 35,454 > 31,200: that binds. With
+    # a fresh 1,000-token prompt (peak 1,200, mean 1,100 x 1.14 = 1,254) it binds too; with 8,000
+    # out (peak 9,000, mean 5,000 x 1.14 = 5,700) the peak binds, as before
+    import numpy as np
+
+    from ipd_cli.engine.serving import evaluate as ev
+    from ipd_cli.engine.serving import grid
+
+    ctx = context(catalog, "b200", "deepseek-v3")
+    for prefix, osl, busiest in ((30_000, 200, True), (0, 200, True), (0, 8_000, False)):
+        ph = physics.read(ctx, "fp8", ["fp8"], 1_000, osl, 0, "rental", prefix=prefix)
+        lay = grid.layouts(ph)
+        x = ev.layout_terms(ph, lay)
+        dep8 = np.flatnonzero(
+            (lay["g"] == 8) & (lay["s"] == 8) & (lay["t"] == 1) & (lay["e"] == 8) & (lay["pp"] == 1)
+            & (lay["k"] == 0) & (lay["eplb"] == 0)
+        )  # fmt: skip
+        assert len(dep8) and np.all(x["imb_dp"][dep8] == pytest.approx(1.14, rel=1e-12))
+        per_token = 576.0 * 61  # bytes a token a rank at FP8: the whole latent, 61 layers
+        peak, mean = prefix + 1_000 + osl, prefix + 1_000 + osl / 2
+        need = max(peak, 1.14 * mean) * per_token
+        assert (1.14 * mean > peak) == busiest
+        hand = np.floor(x["free_gpu"][dep8] * ph.kv_fraction / need)
+        assert hand.min() >= 1 and np.array_equal(x["rank_max"][dep8], hand), (prefix, osl)
+
+
 def test_a_drafting_prompts_kv_hand_off_carries_the_drafts_cache_by_hand():
     # Kimi K2 (MLA latent 35,136 bytes a token at FP8) with its EAGLE-3 draft (64 KV heads of 128:
     # 16,384 bytes) from a TP8 prefill instance to a TP8 decode instance in one 72-GPU rack: each

@@ -80,7 +80,15 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
     draft_copies = f.kv_copies(t, ph.draft_kv_heads)
     layer_share = 1.0 / pp + drafting * ph.draft_kv_share * (draft_copies / copies)
     kv_seq = kv_tok * copies / t * layer_share * ph.context_peak
-    rank_max = np.floor(np.clip(free * ph.kv_fraction / kv_seq, 0.0, float(ph.max_batch_per_rank)))
+    # a rank of attention data parallelism holds its own sequences' KV cache, and the busiest holds
+    # the attention-DP imbalance times the mean rank's live context: the instance admits the batch
+    # whose busiest rank fits, where that binds before every sequence's peak does (an agent's calls
+    # carry their task's context, so their mean is near their peak; a review: Rubin's headline
+    # instance at its largest batch needed 119 GB on its busiest rank against 100.6 GB free)
+    imb_dp = _dp_imbalance(ph, d)
+    kv_busiest = imb_dp * kv_tok * copies / t * layer_share * ph.context_mean
+    kv_need = np.maximum(kv_seq, kv_busiest)
+    rank_max = np.floor(np.clip(free * ph.kv_fraction / kv_need, 0.0, float(ph.max_batch_per_rank)))
     out = dict(
         d=d,
         kv_tok=kv_tok,
@@ -103,7 +111,7 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         pp_link=np.where(g > ph.domain, ph.link_out, ph.link_up),
         pp_latency=np.where(g > ph.domain, ph.latency_out, ph.latency_up),
         imb_ep=_expert_imbalance(ph, e, eplb),
-        imb_dp=_dp_imbalance(ph, d),
+        imb_dp=imb_dp,
         n_ar=np.where(t > 1, np.where(lay["fam"] == DEP, 1, 2), 0),
         n_a2a=np.where(lay["fam"] == DEP, 2, 0),
     )
