@@ -715,11 +715,9 @@ def warnings(
         # only what the printed multiplier shows (1.0008 read "needs 1.00x the tokens")
         if isinstance(pre, dict) and round(pre.get("batch_token_multiplier") or 1.0, 2) > 1.0:
             tokens, more = pre.get("global_batch_tokens"), pre["batch_token_multiplier"]
-            # the multiplier is (1 + B / B_recipe) / 2, so the recipe's batch is B / (2 m - 1)
-            recipe = fmt_num(tokens / (2 * more - 1)) if isinstance(tokens, int | float) else "?"
             out.append(
                 f"{hw}: pre-training runs a global batch of {fmt_num(tokens)} tokens, beyond the recipe's "
-                f"{recipe}: it needs "
+                f"{fmt_num(pre.get('recipe_batch_tokens'))}: it needs "
                 f"{more:.2f}x the tokens for the same loss, counted in its time and cost (the best plan's "
                 "replicas x micro-batches, a pinned global batch, or so many GPUs that no smaller batch "
                 "fills them: a later deadline needs fewer)"

@@ -79,15 +79,14 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
     # EAGLE draft's copies under tensor parallelism are its own)
     draft_copies = f.kv_copies(t, ph.draft_kv_heads)
     layer_share = 1.0 / pp + drafting * ph.draft_kv_share * (draft_copies / copies)
-    kv_seq = kv_tok * copies / t * layer_share * ph.context_peak
+    per_token = kv_tok * copies / t * layer_share  # a sequence's KV bytes a context token, a GPU
     # a rank of attention data parallelism holds its own sequences' KV cache, and the busiest holds
     # the attention-DP imbalance times the mean rank's live context: the instance admits the batch
     # whose busiest rank fits, where that binds before every sequence's peak does (an agent's calls
     # carry their task's context, so their mean is near their peak; a review: Rubin's headline
     # instance at its largest batch needed 119 GB on its busiest rank against 100.6 GB free)
     imb_dp = _dp_imbalance(ph, d)
-    kv_busiest = imb_dp * kv_tok * copies / t * layer_share * ph.context_mean
-    kv_need = np.maximum(kv_seq, kv_busiest)
+    kv_need = per_token * np.maximum(ph.context_peak, imb_dp * ph.context_mean)
     rank_max = np.floor(np.clip(free * ph.kv_fraction / kv_need, 0.0, float(ph.max_batch_per_rank)))
     out = dict(
         d=d,

@@ -324,8 +324,6 @@ def traffic_point(point: Serving, fields: dict[str, Any], k: int = 0) -> Serving
         else:
             update[name] = float(v)
     if "prefill_share" in update:  # the traffic's pools: their share of the GPUs may differ
-        p = point
-        update["bottleneck"] = bottleneck(
-            update["prefill_share"], p.memory_time_ms, p.compute_time_ms, p.collective_time_ms, p.overhead_ms
-        )
+        parts = (point.memory_time_ms, point.compute_time_ms, point.collective_time_ms, point.overhead_ms)
+        update["bottleneck"] = bottleneck(update["prefill_share"], *parts)
     return point.model_copy(update=update)
