@@ -43,9 +43,29 @@ def test_headline_table_matches_the_compare_output(systems):
         "serving 10T MoE": lambda s: _sig(s["serving"]["tokens_per_s_per_gpu"]),
         "$ per M output tokens": lambda s: _sig(s["serving"]["usd_per_million_output_tokens"]),
     }
+    # the last column as the compare table's ratio column prints it (a review found "4.67x" left
+    # standing after Rubin's serving moved from 198.0 to 197.7 tokens/s per GPU: 4.66x)
+    ratios = {
+        "solved agent tasks per $1k": lambda s: s["intelligence_per_dollar"]["solved_tasks_per_kusd"],
+        "GPUs to pre-train": lambda s: s["pretraining"]["gpus"],
+        "RL step": lambda s: s["rl"]["step_seconds"],
+        "serving 10T MoE": lambda s: s["serving"]["tokens_per_s_per_gpu"],
+        "$ per M output tokens": lambda s: s["serving"]["usd_per_million_output_tokens"],
+    }
     for label, cell in cells.items():
         row = _row(label)
         assert row[1:3] == [cell(gb), cell(vr)], (label, row)
+        assert row[3].startswith(_ratio(label, ratios[label](vr), ratios[label](gb))), (label, row)
+
+
+def _ratio(label: str, value: float, base: float) -> str:
+    """The table's ratio cell by hand: three significant figures of the larger over the smaller,
+    'better' where Rubin's value is the better one (more tasks and tokens, fewer GPUs, seconds and $)."""
+    higher_is_better = label in ("solved agent tasks per $1k", "serving 10T MoE")
+    r = value / base
+    good = r > 1 if higher_is_better else r < 1
+    shown = max(r, 1 / r)
+    return f"{f'{shown:#.3g}'.rstrip('.')}x {'better' if good else 'worse'}"
 
 
 def test_worked_example_matches_the_compare_output(systems):
@@ -248,3 +268,19 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
     # GB200's RL at 10 % of its pre-training cost: 898 steps a refresh
     gb_rl = systems[gb]["rl"]
     assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 898
+
+
+def test_the_serving_targets_the_readme_quotes_move_the_headline_as_it_says():
+    # a headline review (2026-12-04): the 50 tokens/s per user target sits where GB200's serving
+    # falls away, and the README named only the prices as what moves the first row
+    text = _text()
+    for target in (40, 45, 55, 60):
+        r = run_cli_once(
+            "compare", "vera-rubin", "blackwell", "--set", f"workload.serving.tokens_per_user_s={target}",
+            "-f", "json",
+        )  # fmt: skip
+        assert r.code == 0, r.stderr
+        vr, gb = (s["intelligence_per_dollar"]["solved_tasks_per_kusd"] for s in r.json()["systems"])
+        assert r.json()["systems"][0]["hardware"] == "vera-rubin-nvl72"
+        phrase = f"{_sig(vr)} against {_sig(gb)} ({_sig(vr / gb)}x)"
+        assert phrase in text, (target, phrase)

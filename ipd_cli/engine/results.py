@@ -207,7 +207,10 @@ class IntelligencePerDollar(Result):
         "like its cost)"
     )
     horizon_years: float
-    tasks_attempted: float
+    tasks_attempted: float = Field(
+        description="tasks taken on over the horizon, each tried until solved or out of retries (not the "
+        "attempts: those are tasks_attempted x expected_attempts, the calls the serving traffic carries)"
+    )
     tasks_solved: float
     success_per_attempt: float
     success_per_task: float = Field(description="after retries: 1 - (1 - p)^attempts")
