@@ -284,3 +284,67 @@ def test_the_serving_targets_the_readme_quotes_move_the_headline_as_it_says():
         assert r.json()["systems"][0]["hardware"] == "vera-rubin-nvl72"
         phrase = f"{_sig(vr)} against {_sig(gb)} ({_sig(vr / gb)}x)"
         assert phrase in text, (target, phrase)
+
+
+def test_the_rl_row_at_the_other_floor_and_the_fixed_time_are_what_the_readme_says(systems, catalog):
+    # an RL review (2026-12-04): the floors' software years move the RL row more than the serving
+    # row (the drain runs at a few sequences a replica), and the README quoted a fixed time per
+    # step two refits old
+    fixed = catalog.rl.step_fixed_s.value
+    assert f"(`rl.step_fixed_s`, fitted: {fixed:g} s)" in _text()
+    base = "serving.stacks.trtllm.profiles.{}.step_overhead_us_per_layer={}"
+    steps = {}
+    for family, us in (("blackwell", 71), ("blackwell-ultra", 100)):
+        r = run_cli_once("compare", "vera-rubin", "blackwell", "--set", base.format(family, us), "-f", "json")
+        assert r.code == 0, r.stderr
+        steps[family] = {s["hardware"]: s["rl"]["step_seconds"] for s in r.json()["systems"]}
+    gb71 = steps["blackwell"]["gb200-nvl72"]
+    vr100 = steps["blackwell-ultra"]["vera-rubin-nvl72"]
+    vr, gb = systems["vera-rubin-nvl72"]["rl"]["step_seconds"], systems["gb200-nvl72"]["rl"]["step_seconds"]
+    phrase = (
+        f"GB200's step is {gb71:,.0f} s ({gb71 / vr:.2f}x), with Rubin at GB200's 100 us Rubin's is "
+        f"{vr100:,.0f} s ({gb / vr100:.2f}x)"
+    )
+    assert phrase in _text(), phrase
+
+
+def _goodput(gpus: float, restart_s: float, stall_s: float, per_gpu_s: float) -> float:
+    """Kokolis et al.'s expected goodput (arXiv 2410.21680) at the Young/Daly checkpoint interval,
+    by hand: (1 - (restart + interval / 2) / MTTF) / (1 + stall / interval)."""
+    mttf = 1.0 / (per_gpu_s * gpus)
+    interval = math.sqrt(2.0 * stall_s * mttf)
+    return (1.0 - (restart_s + interval / 2.0) / mttf) / (1.0 + stall_s / interval)
+
+
+def _solve(f, lo: float, hi: float, increasing: bool) -> float:
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if (f(mid) > 0) == increasing:
+            hi = mid
+        else:
+            lo = mid
+    return (lo + hi) / 2.0
+
+
+def test_the_goodput_by_job_size_the_readme_works_out(systems):
+    # a reliability review (2026-12-04): the README works out, without the model, what a goodput by
+    # job size would do to the pre-training row at the two systems' GPU counts; by hand here
+    per_gpu_s = 466 / (54 * 86400 * 16384)  # Llama 3's interruptions per GPU-second
+    stall = 1.0
+    restart_llama = _solve(lambda r: 0.90 - _goodput(16384, r, stall, per_gpu_s), 0, 5000, True)
+    restart_br = _solve(lambda r: 0.97 - _goodput(9600, r, stall, per_gpu_s), 0, 5000, True)
+    vr, gb = systems["vera-rubin-nvl72"]["pretraining"]["gpus"], systems["gb200-nvl72"]["pretraining"]["gpus"]
+    need = gb * systems["gb200-nvl72"]["pretraining"]["scale_efficiency"]  # useful GPU-equivalents
+    peak = max(range(1000, 400_000, 100), key=lambda n: n * _goodput(n, restart_llama, stall, per_gpu_s))
+    assert peak * _goodput(peak, restart_llama, stall, per_gpu_s) < need  # no GB200 cluster meets it
+    grown = _solve(lambda n: n * _goodput(n, restart_br, stall, per_gpu_s) - need, gb, 400_000, True)
+    phrase = (
+        f"implies ({restart_llama / 60:.1f} min) Rubin's {vr:,}-GPU job keeps "
+        f"{_goodput(vr, restart_llama, stall, per_gpu_s):.3f} of its time and GB200's {gb:,}-GPU job "
+        f"{_goodput(gb, restart_llama, stall, per_gpu_s):.3f}, and no GB200 cluster meets the month (the "
+        f"useful work peaks at {peak:,} GPUs); at the {restart_br / 60:.1f} min that ByteRobust's 97 % on "
+        f"9,600 GPUs implies (arXiv 2509.16293) {_goodput(vr, restart_br, stall, per_gpu_s):.3f} and "
+        f"{_goodput(gb, restart_br, stall, per_gpu_s):.3f}, and at the same plan efficiency GB200 would "
+        f"need {round(grown):,} GPUs."
+    )
+    assert phrase in _text(), phrase
