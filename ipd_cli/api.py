@@ -364,7 +364,10 @@ def explain_compared(
                     # review: "; source swe-bench-2026")
                     "formula": "; ".join(
                         p
-                        for p in (a.unit, f"source {a.source or '-'}{' (estimate)' if a.estimate else ''}")
+                        for p in (
+                            a.unit,
+                            f"source {_dated(a.source, a.source_date)}{' (estimate)' if a.estimate else ''}",
+                        )
                         if p
                     )
                     + _lent(a.note),
@@ -372,6 +375,11 @@ def explain_compared(
                     # the same, one field each, for scripts (the table shows the two text columns)
                     "unit": a.unit,
                     "source": a.source,
+                    # the source's title, date and address, which the table gives as its date only (an
+                    # explain review: an ID alone sent a reader to the YAML to learn how old a figure is)
+                    "source_title": a.source_title,
+                    "source_date": a.source_date,
+                    "source_url": a.source_url,
                     "estimate": a.estimate,
                     "origin": a.origin,
                     "path": a.path,
@@ -386,7 +394,19 @@ def explain_compared(
 
 
 # an explain line that is not an input: its structured input fields are empty
-NO_INPUT: dict[str, Any] = {"unit": None, "source": None, "estimate": None, "origin": None, "path": None}
+NO_INPUT: dict[str, Any] = {
+    "unit": None, "source": None, "source_title": None, "source_date": None, "source_url": None,
+    "estimate": None, "origin": None, "path": None,
+}  # fmt: skip
+
+
+def _dated(source: str | None, date: str | None) -> str:
+    """An input's source ID with its date, as the explain table names it ('N1, 2026-01-05')."""
+    if source is None:
+        return "-"
+    return f"{source}, {date}" if date else source
+
+
 NO_NOTE: dict[str, Any] = {"note": None}
 # the unit of an explained number, read from its name (units are in the names: `_usd`, `_s`, ...)
 STEP_UNITS = {

@@ -488,7 +488,13 @@ def test_explain_names_an_inputs_unit_and_source_without_an_empty_part():
     inputs = [i for i in r.json()["items"] if i["metric"].startswith("input: ")]
     assert not [i["formula"] for i in inputs if i["formula"].startswith(";")]
     rate = next(i for i in inputs if i["metric"] == "input: success per attempt")
-    assert rate["formula"] == "source swe-bench-2026" and rate["unit"] == ""
+    # its source's date beside the ID (an explain review), and its estimate flag: a measured score
+    # of another model taken as the 10T model's
+    assert rate["formula"] == "source swe-bench-2026, 2026-03-04 (estimate)" and rate["unit"] == ""
+    assert (rate["source_date"], rate["source_url"]) == (
+        "2026-03-04",
+        "https://www.morphllm.com/swe-benchmark",
+    )
 
 
 def test_a_comparisons_csv_rows_carry_the_overrides_that_made_them():

@@ -600,7 +600,8 @@ class Efficiency(Strict):
         description="host-bound time of an MoE layer's forward without CUDA graphs over its routing",
     )
     default_batch_coefficient: Sourced = unit(
-        "tokens", description="recipe global batch when a model has none: coefficient x FLOPs^exponent"
+        "tokens/FLOP^exponent",  # the batch in tokens is coefficient x FLOPs^exponent (an explain review)
+        description="recipe global batch when a model has none: coefficient x FLOPs^exponent",
     )
     default_batch_exponent: Sourced = unit("exponent")
 

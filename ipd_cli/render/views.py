@@ -141,11 +141,14 @@ SECTION_LABELS = {
 STAGE_WORDS = {"pretraining": "pre-training", "post_training": "RL post-training", "serving": "serving"}
 BLOCK_OF_STAGE = {"pretraining": "pretraining", "post_training": "rl", "serving": "serving"}
 # fields of a listing's items that JSON, CSV and YAML carry for scripts but a table leaves out
-# (explain: its inputs' unit, source, origin and --set path, already in its text columns; the
-# catalog's note, too long for a table column)
+# (explain: its inputs' unit, source and its date, origin and --set path, already in its text
+# columns; the source's title and address and the catalog's note, too long for a table column)
 TABLE_HIDDEN: dict[str, tuple[str, ...]] = {
-    "explain": ("unit", "source", "estimate", "origin", "path", "field", "note")
-}
+    "explain": (
+        "unit", "source", "source_title", "source_date", "source_url", "estimate", "origin", "path",
+        "field", "note",
+    )
+}  # fmt: skip
 # listing columns a narrow terminal may drop, in this order (names, numbers and paths are never cut)
 OPTIONAL_COLUMNS: dict[str, list[str]] = {
     "hardware": [
