@@ -418,6 +418,7 @@ STEP_UNITS = {
     "solved_tasks_per_mwh": "tasks/MWh", "site_tasks_solved_per_day": "tasks/day",
     "step_time_ms": "ms", "tokens_per_s_per_gpu": "tokens/s/GPU",
     "recipe_batch_tokens": "tokens", "batch_token_multiplier": "x",
+    "usd_per_million_output_tokens": "USD/M tokens",
 }  # fmt: skip
 
 

@@ -694,3 +694,21 @@ def test_a_budget_gate_says_which_systems_it_could_not_check():
         "ipd: warning: budget gate: h100-sxm not checked: its rl.usd_per_step cannot be computed" in r.stderr
     )
     assert "budget gate: gb200-nvl72" not in r.stderr
+
+
+def test_explain_derives_the_dollars_per_million_tokens_and_the_environment_time(catalog):
+    # an explain review: the headline table's $ per M output tokens and the RL step's 74 s of
+    # environment had no formula row
+    r = run_cli_once("explain", "vera-rubin", "-f", "json")
+    assert r.code == 0, r.stderr
+    rows = {i["metric"]: i for i in r.json()["items"]}
+    usd = rows["serving.usd_per_million_output_tokens"]
+    price = catalog.system("vera-rubin-nvl72").prices[0].usd_per_gpu_hour.value
+    tok = rows["serving.tokens_per_s_per_gpu"]["value"]
+    assert usd["unit"] == "USD/M tokens" and usd["value"] == pytest.approx(price / (tok * 3600) * 1e6)
+    env = rows["rl.phases.environment_s"]
+    # one-step-off exposes the sandbox start and the unit tests after the last rollout: 1 s + 120 s
+    # on one Vera core (1.64x a Grace core); the host cores are far from binding
+    speed = catalog.cpus["vera"].relative_core_throughput.value
+    assert speed == 1.64 and env["value"] == pytest.approx(1.0 + 120.0 / speed)
+    assert "env_bound: false" in env["formula"] and env["unit"] == "s"

@@ -380,6 +380,16 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
             },
         ),
         *decode_steps(point),
+        Step(
+            "serving.usd_per_million_output_tokens",
+            point.usd_per_million_output_tokens,
+            "price_usd_per_gpu_hour / (tokens_per_s_per_gpu x 3600) x 1e6 (SemiAnalysis InferenceMAX's "
+            "identity; every GPU of the deployment at the point, prefill pool included)",
+            {
+                "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
+                "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
+            },
+        ),
         _traffic_gpus_step(point, per_s),
         Step(
             "serving_usd",
@@ -538,6 +548,7 @@ def rl_steps(r: Rl | None) -> list[Step]:
     ph, ws = r.phases, r.weight_sync
     return [
         _rl_generation_step(r),
+        _rl_environment_step(r),
         # the trainer's and the update's phases, each from the terms the result prints (a user
         # review: explain gave the step's formula, not where training_s or weight_sync_s came from)
         *_rl_trainer_steps(r),
@@ -559,6 +570,20 @@ def rl_steps(r: Rl | None) -> list[Step]:
         *_cost_steps("rl.usd_per_step", r.usd_per_step, "gpu_hours_per_step", r.gpu_hours_per_step,
                      r.price_usd_per_gpu_hour),
     ]  # fmt: skip
+
+
+def _rl_environment_step(r: Rl) -> Step:
+    """Where the step's environment time comes from (an explain review: 74 and 121 s of the
+    headline steps had no formula)."""
+    return Step(
+        "rl.phases.environment_s",
+        r.phases.environment_s,
+        "sandbox_boot_s + verify_s / host core speed after the last rollout (the async mode hides "
+        "both), plus the stall where the sandboxes' core-seconds exceed cpu_cores_available x the "
+        f"generation time (env_bound: {str(r.env_bound).lower()}); the workload's sandbox_boot_s and "
+        "verify_s and the host core speed are inputs below",
+        {"cpu_cores_needed": r.cpu_cores_needed, "cpu_cores_available": r.cpu_cores_available},
+    )  # fmt: skip
 
 
 def _rl_trainer_steps(r: Rl) -> list[Step]:
