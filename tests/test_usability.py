@@ -712,3 +712,20 @@ def test_explain_derives_the_dollars_per_million_tokens_and_the_environment_time
     speed = catalog.cpus["vera"].relative_core_throughput.value
     assert speed == 1.64 and env["value"] == pytest.approx(1.0 + 120.0 / speed)
     assert "env_bound: false" in env["formula"] and env["unit"] == "s"
+
+
+def test_explain_names_the_site_budget_and_the_host_cores_source():
+    # an explain review: the site rows' 100 MW had no input row (an override of it showed nowhere)
+    # and the host cores per GPU read "source -" where the CPU's entry cites one
+    r = run_cli("explain", "vera-rubin", "--set", "workload.site_mw=50", "-f", "json")
+    assert r.code == 0, r.stderr
+    rows = {i["metric"]: i for i in r.json()["items"]}
+    site = rows["input: site power budget"]
+    assert (site["value"], site["unit"], site["path"], site["source"]) == (
+        50,
+        "MW",
+        "workload.site_mw",
+        "cli-set",
+    )
+    cores = rows["input: host cores per GPU"]
+    assert cores["value"] == 36 * 88 / 72 and cores["source"] == "N1"  # 36 Vera CPUs of 88 cores a rack

@@ -1186,6 +1186,7 @@ def scenario_assumptions(cat: Catalog, s: Scenario, origin: str) -> list[Assumpt
     add("step reliability", ts.step_reliability, "", "task_success.step_reliability")
     add("steps per workflow", ts.steps_per_workflow, "steps", "task_success.steps_per_workflow")
     add("attempts at most", ts.max_attempts, "attempts", "task_success.max_attempts", of=ts)
+    add("site power budget", s.site_mw, "MW", "site_mw")  # the site rows' (an explain review)
     return t.items
 
 

@@ -777,7 +777,9 @@ def host_cpus(inp: Inputs, system_name: str) -> HostCpus:
     cpu = cat.cpus[system.host_cpu]
     cores = system.host_cpus * cpu.cores / system.accelerators
     note = f"{system.host_cpus} x {cpu.cores}-core {system.host_cpu} per {system.accelerators} GPUs"
-    inp.given("host cores per GPU", cores, "cores", cat.origin("systems", system_name), note=note)
+    inp.trace.given(  # the core count's source (an explain review: it read "source -")
+        "host cores per GPU", cores, "cores", cat.origin("systems", system_name), note=note, source=cpu.source
+    )
     speed = 1.0
     if cpu.relative_core_throughput is not None:
         speed = inp.read(f"cpus.{system.host_cpu}.relative_core_throughput", "host core speed (Grace = 1)")
