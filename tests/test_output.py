@@ -477,11 +477,12 @@ def test_explain_tables_show_inputs_to_six_significant_digits():
 
     item = {
         "inputs": "fixed_s = 0.25; load_s = 0.31672999999999996; bytes = 449275362318.84143; "
-        "tokens = 55050240.0; tiny = 6.313131313131314e-05; gpus = 26928; term: NIC = 2.389223132363674"
+        "tokens = 55050240.0; tiny = 6.313131313131314e-05; gpus = 26928; term: NIC = 2.389223132363674; "
+        "training_flops = 3.12884901888e+26"
     }
     assert _item_cell(item, "inputs") == (
         "fixed_s = 0.25; load_s = 0.31673; bytes = 449275362319; tokens = 55050240.0; "
-        "tiny = 6.31313e-05; gpus = 26928; term: NIC = 2.38922"
+        "tiny = 6.31313e-05; gpus = 26928; term: NIC = 2.38922; training_flops = 3.12885e+26"
     )
 
 

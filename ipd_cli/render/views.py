@@ -894,13 +894,15 @@ SHOWN_DIGITS = 6  # significant digits of an input a table shows (0.316729999999
 
 
 def _shorter(m: re.Match[str]) -> str:
-    """A float written in full as at most SHOWN_DIGITS significant digits (whole from 1e5 up)."""
+    """A float written in full as at most SHOWN_DIGITS significant digits (whole from 1e5 up to
+    1e15; beyond, where a float's whole digits are not its own, in exponent form: an explain review
+    read `training_flops = 312884901888000031474057216` for 3.12884901888e+26)."""
     text = m.group(0)
     x = float(text)
     digits = text.replace("-", "").replace(".", "").lstrip("0")
     if len(digits) <= SHOWN_DIGITS + 2 or text.endswith(".0") or not math.isfinite(x):
         return text  # 0.25, 55050240.0: nothing to shorten
-    return f"{x:.0f}" if abs(x) >= 10**5 else f"{x:.{SHOWN_DIGITS}g}"
+    return f"{x:.0f}" if 10**5 <= abs(x) < 10**15 else f"{x:.{SHOWN_DIGITS}g}"
 
 
 def _is_number(v: Any) -> bool:
