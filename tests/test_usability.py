@@ -706,6 +706,11 @@ def test_explain_derives_the_dollars_per_million_tokens_and_the_environment_time
     price = catalog.system("vera-rubin-nvl72").prices[0].usd_per_gpu_hour.value
     tok = rows["serving.tokens_per_s_per_gpu"]["value"]
     assert usd["unit"] == "USD/M tokens" and usd["value"] == pytest.approx(price / (tok * 3600) * 1e6)
+    # the prefill instance's seconds per request, which size the prefill pool (Rubin: 36-GPU
+    # instances, a 3,000-token prompt over a 49,300-token cached context)
+    pre = rows["serving.prefill_instance_s"]
+    assert pre["value"] > 0 and pre["unit"] == "s" and "a pool of" in pre["formula"]
+    assert "input_tokens = 3000; context_tokens = 49300; prefill_instance_gpus = 36" in pre["inputs"]
     env = rows["rl.phases.environment_s"]
     # one-step-off exposes the sandbox start and the unit tests after the last rollout: 1 s + 120 s
     # on one Vera core (1.64x a Grace core); the host cores are far from binding

@@ -380,6 +380,7 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
             },
         ),
         *decode_steps(point),
+        *_prefill_steps(point),
         Step(
             "serving.usd_per_million_output_tokens",
             point.usd_per_million_output_tokens,
@@ -402,6 +403,36 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
                 "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
             },
         ),
+    ]
+
+
+def _prefill_steps(point: Serving) -> list[Step]:
+    """What a request's prompt costs the instance that prefills it (an explain review: it sizes the
+    prefill pool, 7,776 of Rubin's 11,088 GPUs, and had no row)."""
+    if point.prefill_instance_s is None:
+        return []
+    where = point.prefill_configuration or point.configuration
+    return [
+        Step(
+            "serving.prefill_instance_s",
+            point.prefill_instance_s,
+            f"seconds of a {where} instance per request: the new prompt tokens' dense and attention "
+            "FLOPs (attending to the cached context too) at the prefill GEMM rate and its routed "
+            "experts' at the prefill MoE rate, plus its all-reduces and dispatches over the instance's "
+            "links (two-batch overlap where the stack runs it and it is shorter); "
+            + (
+                "a pool of traffic_requests_per_s x prefill_instance_s instances keeps up "
+                "(serving.gpus_for_traffic)"
+                if point.disaggregated
+                else "the prefills take turns with decode on the instance (tokens_per_s_per_gpu)"
+            ),
+            {
+                "input_tokens": point.input_tokens,
+                "context_tokens": point.context_tokens,
+                "prefill_instance_gpus": point.prefill_instance_gpus or point.instance_gpus,
+                "prefill_two_batch_overlap": int(bool(point.prefill_two_batch_overlap)),
+            },
+        )
     ]
 
 

@@ -26,7 +26,7 @@ COST_PARTS = {
 }
 BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
     "intelligence_per_dollar": [
-        ("solved_tasks_per_kusd", "Solved tasks per $1k", "tasks/k$", HI),
+        ("solved_tasks_per_kusd", "Solved tasks per $1k", "tasks/$1k", HI),
         ("usd_per_solved_task", "Cost per solved task", "USD", LO),
         ("solved_tasks_per_mwh", "Solved tasks per MWh", "tasks/MWh", HI),
         ("lifecycle_cost_usd", "Lifecycle cost", "USD", LO),
@@ -34,7 +34,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("tasks_solved", "Tasks solved", "tasks", HI),
         ("success_per_task", "Success per task (with retries)", "fraction", HI),
         ("score", "Learning-curve score", "fraction", HI),
-        ("score_points_per_kusd", "Score gain per $1k of RL", "points/k$", HI),
+        ("score_points_per_kusd", "Score gain per $1k of RL", "points/$1k", HI),
         ("rl_rollouts_per_kwh", "RL rollouts per kWh", "rollouts/kWh", HI),
         ("site_gpus", "GPUs in the site power budget", "GPUs", NA),
         ("site_tasks_solved_per_day", "Tasks solved per day by the site", "tasks/day", HI),
