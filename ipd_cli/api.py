@@ -367,6 +367,9 @@ def explain_compared(
                         for p in (
                             a.unit,
                             f"source {_dated(a.source, a.source_date)}{' (estimate)' if a.estimate else ''}",
+                            # the range --samples draws from (an explain review: the README said
+                            # explain gives the prices' ranges; only their notes' words did)
+                            f"range {a.range[0]:g} to {a.range[1]:g}" if a.range else "",
                         )
                         if p
                     )
@@ -380,6 +383,7 @@ def explain_compared(
                     "source_title": a.source_title,
                     "source_date": a.source_date,
                     "source_url": a.source_url,
+                    "range": a.range,
                     "estimate": a.estimate,
                     "origin": a.origin,
                     "path": a.path,
@@ -396,7 +400,7 @@ def explain_compared(
 # an explain line that is not an input: its structured input fields are empty
 NO_INPUT: dict[str, Any] = {
     "unit": None, "source": None, "source_title": None, "source_date": None, "source_url": None,
-    "estimate": None, "origin": None, "path": None,
+    "range": None, "estimate": None, "origin": None, "path": None,
 }  # fmt: skip
 
 

@@ -734,3 +734,18 @@ def test_explain_names_the_site_budget_and_the_host_cores_source():
     )
     cores = rows["input: host cores per GPU"]
     assert cores["value"] == 36 * 88 / 72 and cores["source"] == "N1"  # 36 Vera CPUs of 88 cores a rack
+
+
+def test_explain_and_the_assumptions_give_the_range_samples_draw_from(catalog):
+    # an explain review: the README said explain gives the prices' ranges; only their notes' words
+    # did. The range is the catalog's, which --samples draws from
+    price = catalog.system("vera-rubin-nvl72").prices[0].usd_per_gpu_hour
+    r = run_cli_once("explain", "vera-rubin", "-f", "json")
+    row = next(i for i in r.json()["items"] if i["metric"] == "input: rental price (reserved)")
+    assert row["range"] == list(price.range) == [8.5, 9.75]
+    assert row["formula"].endswith("(estimate); range 8.5 to 9.75")
+    fixed = next(i for i in r.json()["items"] if i["metric"] == "input: fp4 dense peak")
+    assert fixed["range"] is None and "range" not in fixed["formula"]  # one source, no spread
+    c = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json")
+    a = next(a for a in c.json()["systems"][0]["assumptions"] if a["name"] == "rental price (reserved)")
+    assert a["range"] == [8.5, 9.75]

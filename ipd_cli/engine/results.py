@@ -28,6 +28,9 @@ class Assumption(Result):
     origin: str = Field(description="catalog file, workload file or 'command line'")
     note: str | None = None
     path: str | None = Field(default=None, description="the --set PATH that overrides this input")
+    range: list[float] | None = Field(
+        default=None, description="the catalog's low and high for this value (what --samples draws from)"
+    )
 
 
 class TrainingPlan(Result):

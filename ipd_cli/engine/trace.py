@@ -48,6 +48,7 @@ class Trace:
         path: str | None,
         source: str | None,
         estimate: bool,
+        span: tuple[float, float] | None = None,
     ) -> None:
         key = (name, path, repr(value), note, origin)
         if key in self._seen:
@@ -56,7 +57,7 @@ class Trace:
         src = self.sources.get(source) if source else None
         title, date, url = (src.title, src.date, src.url) if src else (None, None, None)
         # an input read by many estimates (calibrate, validate) is one immutable record
-        memo = (*key, type(value), unit, source, title, date, url, estimate)
+        memo = (*key, type(value), unit, source, title, date, url, estimate, span)
         a = _RECORDS.get(memo)
         if a is None:
             a = Assumption(
@@ -71,6 +72,7 @@ class Trace:
                 origin=origin,
                 note=note,
                 path=path,
+                range=None if span is None else list(span),
             )
             if len(_RECORDS) < _RECORDS_MAX:
                 _RECORDS[memo] = a
@@ -97,7 +99,9 @@ class Trace:
             value = self.sampler(s.range[0], s.value, s.range[1])
         if self.record:
             note = s.note if borrowed is None else f"{borrowed}; {s.note}" if s.note else borrowed
-            self._add(name, s.value, unit, origin, note, path, s.source, s.estimate or borrowed is not None)
+            estimate = s.estimate or borrowed is not None
+            span = None if s.range is None else (s.range[0], s.range[1])
+            self._add(name, s.value, unit, origin, note, path, s.source, estimate, span)
         return value * scale
 
     def given(

@@ -145,8 +145,8 @@ BLOCK_OF_STAGE = {"pretraining": "pretraining", "post_training": "rl", "serving"
 # columns; the source's title and address and the catalog's note, too long for a table column)
 TABLE_HIDDEN: dict[str, tuple[str, ...]] = {
     "explain": (
-        "unit", "source", "source_title", "source_date", "source_url", "estimate", "origin", "path",
-        "field", "note",
+        "unit", "source", "source_title", "source_date", "source_url", "range", "estimate", "origin",
+        "path", "field", "note",
     )
 }  # fmt: skip
 # listing columns a narrow terminal may drop, in this order (names, numbers and paths are never cut)
