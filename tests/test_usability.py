@@ -717,6 +717,14 @@ def test_explain_derives_the_dollars_per_million_tokens_and_the_environment_time
     speed = catalog.cpus["vera"].relative_core_throughput.value
     assert speed == 1.64 and env["value"] == pytest.approx(1.0 + 120.0 / speed)
     assert "env_bound: false" in env["formula"] and env["unit"] == "s"
+    assert "sandbox_stall_s = 0.0;" in env["inputs"]
+    # too few host cores (5,000 a sandbox): the row's stall and the same floor make its value (a diff
+    # review: its inputs could not reproduce a stall)
+    r = run_cli("explain", "vera-rubin", "--set", "workload.post_training.sandbox_cores=5000", "-f", "json")
+    env = next(i for i in r.json()["items"] if i["metric"] == "rl.phases.environment_s")
+    stall = float(env["inputs"].split("sandbox_stall_s = ")[1].split(";")[0])
+    assert stall > 0 and "env_bound: true" in env["formula"]
+    assert env["value"] == pytest.approx(1.0 + 120.0 / speed + stall)
 
 
 def test_explain_names_the_site_budget_and_the_host_cores_source():

@@ -610,10 +610,11 @@ def _rl_environment_step(r: Rl) -> Step:
         "rl.phases.environment_s",
         r.phases.environment_s,
         "sandbox_boot_s + verify_s / host core speed after the last rollout (the async mode hides "
-        "both), plus the stall where the sandboxes' core-seconds exceed cpu_cores_available x the "
+        "both), plus sandbox_stall_s where the sandboxes' core-seconds exceed cpu_cores_available x the "
         f"generation time (env_bound: {str(r.env_bound).lower()}); the workload's sandbox_boot_s and "
         "verify_s and the host core speed are inputs below",
-        {"cpu_cores_needed": r.cpu_cores_needed, "cpu_cores_available": r.cpu_cores_available},
+        {"sandbox_stall_s": r.sandbox_stall_s, "cpu_cores_needed": r.cpu_cores_needed,
+         "cpu_cores_available": r.cpu_cores_available},
     )  # fmt: skip
 
 

@@ -681,6 +681,12 @@ class Rl(Result):
         "sandbox core-seconds (every generated trajectory's cores x its lifetime) exceed "
         "cpu_cores_available x the generation time, an average over the step, not the peak"
     )
+    sandbox_stall_s: float = Field(
+        default=0.0,
+        description="seconds of phases.environment_s that generation waits for host cores (the "
+        "sandboxes' core-seconds over cpu_cores_available, beyond the generation time; 0 unless "
+        "env_bound); the rest is the sandbox start and verification after the last rollout",
+    )
     mean_staleness_steps: float | None = Field(
         default=None,
         description="policy versions a rollout is behind the policy it trains, on average: 0 in "

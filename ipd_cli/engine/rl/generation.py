@@ -792,6 +792,7 @@ class Environment:
     cores_needed: float
     cores_available: float
     env_bound: bool
+    stall_s: float = 0.0  # the part of exposed_s generation waits for sandbox cores
 
 
 def exposed_floor(nums: RlNumbers, host: HostCpus, asynchronous: bool) -> float:
@@ -812,4 +813,5 @@ def environment(
         cores_needed=nums.sandbox_cores * gen.live_sequences,
         cores_available=host.cores_per_gpu * total_gpus,
         env_bound=stall > 0,
+        stall_s=stall,
     )

@@ -135,6 +135,7 @@ def assemble(
         cpu_cores_needed=out.env.cores_needed,
         cpu_cores_available=out.env.cores_available,
         env_bound=out.env.env_bound,
+        sandbox_stall_s=out.env.stall_s,
         mean_staleness_steps=_staleness(mode, out),
         staleness_bound=s.w.staleness_bound if s.w.mode == "async" else None,
         longest_trajectory_policy_versions=out.gen.critical_s / t if mode == "async" else None,
