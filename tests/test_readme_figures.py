@@ -378,3 +378,22 @@ def test_the_goodput_by_job_size_the_readme_works_out(systems):
     most = max(n * _daly(n, restart_daly, stall, per_gpu_s) for n in range(100_000, 260_000, 10_000))
     assert most == pytest.approx(63_000, rel=0.01) and most < need
     assert f"against the {need:,.0f} needed)" in _text()
+
+
+def test_the_fitted_values_the_readme_lists_are_the_catalogs(catalog):
+    # a README review (2026-12-04): the list of fitted floors and MoE shares still gave 80 us for
+    # Blackwell Ultra and 0.386 for Blackwell's FP4 share, two refits old
+    stacks = catalog.serving.stacks
+    trt, sgl = stacks["trtllm"].profiles, stacks["sglang"].profiles
+    floors = (
+        f"{trt['hopper'].step_overhead_us_per_layer.value:g} us (Hopper, TensorRT-LLM), "
+        f"{trt['blackwell'].step_overhead_us_per_layer.value:g} (Blackwell), "
+        f"{trt['blackwell-ultra'].step_overhead_us_per_layer.value:.1f} (Blackwell Ultra), "
+        f"{sgl['blackwell'].step_overhead_us_per_layer.value:g} (SGLang on Blackwell)"
+    )
+    assert floors in _text(), floors
+    shares = (
+        f"MoE share {trt['hopper'].moe_compute_share['fp8'].value:g} (Hopper, FP8), "
+        f"{trt['blackwell'].moe_compute_share['fp4'].value:g} (Blackwell, FP4)"
+    )
+    assert shares in _text(), shares
