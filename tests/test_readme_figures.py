@@ -359,8 +359,9 @@ def test_the_goodput_by_job_size_the_readme_works_out(systems):
     phrase = (
         f"implies ({restart_llama / 60:.1f} min) Rubin's {vr:,}-GPU job keeps "
         f"{_goodput(vr, restart_llama, stall, per_gpu_s):.3f} of its time and GB200's {gb:,}-GPU job "
-        f"{_goodput(gb, restart_llama, stall, per_gpu_s):.3f}, and no GB200 cluster meets the month (the "
-        f"useful work peaks at {peak:,} GPUs; at an MTTF of {1 / (per_gpu_s * gb) / 60:.0f} min"
+        f"{_goodput(gb, restart_llama, stall, per_gpu_s):.3f}, and no GB200 cluster meets the month (its "
+        f"useful work peaks at {peak * _goodput(peak, restart_llama, stall, per_gpu_s):,.0f} GPUs' worth, on "
+        f"{peak:,} GPUs, against the {need:,.0f} needed; at an MTTF of {1 / (per_gpu_s * gb) / 60:.0f} min"
     )
     assert phrase in _text(), phrase
     phrase = (
@@ -377,7 +378,10 @@ def test_the_goodput_by_job_size_the_readme_works_out(systems):
     assert round(_daly(gb, restart_daly, stall, per_gpu_s), 2) == 0.56
     most = max(n * _daly(n, restart_daly, stall, per_gpu_s) for n in range(100_000, 260_000, 10_000))
     assert most == pytest.approx(63_000, rel=0.01) and most < need
-    assert f"against the {need:,.0f} needed)" in _text()
+    assert (
+        f"{vr / 27648:.0%}"
+        and f"GB200's job is {gb / vr:.1f}x Rubin's (the GPUs the plans run on)" in _text()
+    )
 
 
 def test_the_fitted_values_the_readme_lists_are_the_catalogs(catalog):
