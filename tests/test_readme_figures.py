@@ -398,3 +398,46 @@ def test_the_fitted_values_the_readme_lists_are_the_catalogs(catalog):
         f"{trt['blackwell'].moe_compute_share['fp4'].value:g} (Blackwell, FP4)"
     )
     assert shares in _text(), shares
+
+
+def test_the_traffic_sizing_example_the_readme_gives_is_what_serve_prints():
+    # a README review (2026-12-04): the DeepSeek-V3 on B200 sizing example had gone stale (34-GPU
+    # best deployment, 22 and 202 GPUs, batch 1037) with nothing to say so
+    base = (
+        "serve", "--hardware", "b200", "--model", "deepseek-v3", "--precision", "fp4",
+        "--input-tokens", "1024", "--output-tokens", "1024",
+    )  # fmt: skip
+    runs = {}
+    for rate in (None, "1", "10", "100", "1000"):
+        args = (*base, "--tokens-per-user-s", "50") + (("--requests-per-s", rate) if rate else ())
+        r = run_cli_once(*args, "-f", "json")
+        assert r.code == 0, r.stderr
+        runs[rate] = r.json()["serving"]
+    best = runs[None]
+    assert runs["10"]["gpus_for_traffic"] == 4 and runs["10"]["configuration"].startswith("DEP4 ")
+    big = runs["1000"]["configuration"].split(" EPLB batch")[0].replace(" EPLB", "")
+    text = _text()
+    assert f"one copy of the {best['deployment_gpus']}-GPU" in text
+    assert f"100 requests/s on {runs['100']['gpus_for_traffic']} GPUs, 1,000 on `{big}`" in text
+    assert f"({runs['1000']['gpus_for_traffic']} GPUs; figures of 2026-12-04" in text
+    one = runs["1"]
+    assert f"4 GPUs, ${one['usd_per_million_output_tokens']:.2f} at full load, " in text
+    assert f"${one['usd_per_million_output_tokens_at_traffic']:.2f} at the traffic" in text
+    plain = run_cli_once(*base, "--requests-per-s", "1", "-f", "json").json()["serving"]
+    assert f"`{plain['configuration']}`: {plain['deployment_concurrency']:,}" in text
+    assert f"sequences at {plain['tokens_per_s_per_user']:.1f} tokens/s each" in text
+
+
+def test_the_pipeline_pin_example_the_readme_gives_is_what_serve_prints():
+    # a README review (2026-12-04): `pp5` on H100 was said to pick TP1 PP5; it picks TP2 PP5, and
+    # beats the `tp1pp5` pin, as the rule beside it says a `ppN` pin always does
+    base = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "-f", "json")
+    pp5 = run_cli_once(*base, "--layout", "pp5").json()["serving"]
+    tp1 = run_cli_once(*base, "--layout", "tp1pp5").json()["serving"]
+    assert pp5["tokens_per_s_per_gpu"] >= tp1["tokens_per_s_per_gpu"]
+    stage = pp5["configuration"].split("decode x ")[1].split(" batch")[0]
+    phrase = (
+        f"(`pp5` for Llama 3.1 70B on H100 is {stage}, {pp5['tokens_per_s_per_gpu']:,.0f} "
+        f"tokens/s per GPU against `tp1pp5`'s {tp1['tokens_per_s_per_gpu']:,.0f}"
+    )
+    assert phrase in _text(), phrase
