@@ -441,3 +441,24 @@ def test_the_pipeline_pin_example_the_readme_gives_is_what_serve_prints():
         f"tokens/s per GPU against `tp1pp5`'s {tp1['tokens_per_s_per_gpu']:,.0f}"
     )
     assert phrase in _text(), phrase
+
+
+def test_the_unit_slip_warning_the_readme_quotes_gives_the_catalogs_span():
+    # a README review (2026-12-04): the quoted warning's span ended at 1024 where the catalog's
+    # largest HBM is 992 GiB
+    r = run_cli("hardware", "show", "vera-rubin", "-f", "json", "--set", "accelerators.rubin.hbm_gib=0.432")
+    assert r.code == 0, r.stderr
+    span = r.stderr.split("(built-in span ")[1].split(")")[0]
+    assert f"is 1/74 of the smallest built-in value (built-in span {span}): is it in TB?" in _text()
+
+
+def test_the_layout_the_readme_gives_names_every_module():
+    # a README review (2026-12-04): the layout paragraph, `find ipd_cli -name '*.py'`, missed four
+    # modules (dirs, result_base, serving/traffic, resultcache)
+    root = Path(__file__).resolve().parents[1] / "ipd_cli"
+    start = README.index("Layout (`find ipd_cli -name '*.py'`)")
+    layout = README[start : README.index("`tests/`, `benchmarks/`", start)]
+    for path in root.rglob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        assert path.stem in layout, path.relative_to(root)
