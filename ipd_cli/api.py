@@ -27,6 +27,7 @@ from .listing import (  # noqa: F401 - part of the API
     show_model,
     show_workload,
 )
+from .render import EXPLAIN_INPUT_FIELDS
 
 if TYPE_CHECKING:  # the estimate models are imported where an estimate runs (not to list the catalog)
     from .engine.results import (
@@ -398,10 +399,7 @@ def explain_compared(
 
 
 # an explain line that is not an input: its structured input fields are empty
-NO_INPUT: dict[str, Any] = {
-    "unit": None, "source": None, "source_title": None, "source_date": None, "source_url": None,
-    "range": None, "estimate": None, "origin": None, "path": None,
-}  # fmt: skip
+NO_INPUT: dict[str, Any] = dict.fromkeys(EXPLAIN_INPUT_FIELDS)
 
 
 def _dated(source: str | None, date: str | None) -> str:

@@ -321,10 +321,11 @@ def _goodput(gpus: float, restart_s: float, stall_s: float, per_gpu_s: float) ->
     return (1.0 - (restart_s + interval / 2.0) / mttf) / (1.0 + stall_s / interval)
 
 
-def _solve(f, lo: float, hi: float, increasing: bool) -> float:
+def _solve(f, lo: float, hi: float) -> float:
+    """The root of an increasing ``f`` between ``lo`` and ``hi``, by bisection."""
     for _ in range(200):
         mid = (lo + hi) / 2.0
-        if (f(mid) > 0) == increasing:
+        if f(mid) > 0:
             hi = mid
         else:
             lo = mid
@@ -348,14 +349,14 @@ def test_the_goodput_by_job_size_the_readme_works_out(systems):
     # here (a diff review: the job is the GPUs the plan uses, not the whole racks paid for)
     per_gpu_s = 466 / (54 * 86400 * 16384)  # Llama 3's interruptions per GPU-second
     stall = 1.0
-    restart_llama = _solve(lambda r: 0.90 - _goodput(16384, r, stall, per_gpu_s), 0, 5000, True)
-    restart_br = _solve(lambda r: 0.97 - _goodput(9600, r, stall, per_gpu_s), 0, 5000, True)
+    restart_llama = _solve(lambda r: 0.90 - _goodput(16384, r, stall, per_gpu_s), 0, 5000)
+    restart_br = _solve(lambda r: 0.97 - _goodput(9600, r, stall, per_gpu_s), 0, 5000)
     vr = systems["vera-rubin-nvl72"]["pretraining"]["gpus_used"]
     gb = systems["gb200-nvl72"]["pretraining"]["gpus_used"]
     need = gb * systems["gb200-nvl72"]["pretraining"]["scale_efficiency"]  # useful GPU-equivalents
     peak = max(range(1000, 400_000, 100), key=lambda n: n * _goodput(n, restart_llama, stall, per_gpu_s))
     assert peak * _goodput(peak, restart_llama, stall, per_gpu_s) < need  # no GB200 cluster meets it
-    grown = _solve(lambda n: n * _goodput(n, restart_br, stall, per_gpu_s) - need, gb, 400_000, True)
+    grown = _solve(lambda n: n * _goodput(n, restart_br, stall, per_gpu_s) - need, gb, 400_000)
     phrase = (
         f"implies ({restart_llama / 60:.1f} min) Rubin's {vr:,}-GPU job keeps "
         f"{_goodput(vr, restart_llama, stall, per_gpu_s):.3f} of its time and GB200's {gb:,}-GPU job "
@@ -373,7 +374,7 @@ def test_the_goodput_by_job_size_the_readme_works_out(systems):
     assert phrase in _text(), phrase
     # Daly's form refit to 0.90 at 16,384 GPUs: about 0.84 and 0.56, and at most about 63,000
     # GPUs' worth of useful work (on a coarse grid of cluster sizes) against the need
-    restart_daly = _solve(lambda r: 0.90 - _daly(16384, r, stall, per_gpu_s), 0, 5000, True)
+    restart_daly = _solve(lambda r: 0.90 - _daly(16384, r, stall, per_gpu_s), 0, 5000)
     assert round(_daly(vr, restart_daly, stall, per_gpu_s), 2) == 0.84
     assert round(_daly(gb, restart_daly, stall, per_gpu_s), 2) == 0.56
     most = max(n * _daly(n, restart_daly, stall, per_gpu_s) for n in range(100_000, 260_000, 10_000))

@@ -100,8 +100,7 @@ class Trace:
         if self.record:
             note = s.note if borrowed is None else f"{borrowed}; {s.note}" if s.note else borrowed
             estimate = s.estimate or borrowed is not None
-            span = None if s.range is None else (s.range[0], s.range[1])
-            self._add(name, s.value, unit, origin, note, path, s.source, estimate, span)
+            self._add(name, s.value, unit, origin, note, path, s.source, estimate, s.range)
         return value * scale
 
     def given(

@@ -14,6 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from ipd_cli.errors import InputError
 
+# the structured fields an `ipd explain` input row carries beside its text columns (the same in
+# its text; empty on a row that is not an input, api.NO_INPUT; a table leaves them out)
+EXPLAIN_INPUT_FIELDS = (
+    "unit", "source", "source_title", "source_date", "source_url", "range", "estimate", "origin", "path",
+)  # fmt: skip
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.errors import counted
+from ipd_cli.render import EXPLAIN_INPUT_FIELDS
 
 # (key, label, unit, better) per block of a per-system result; "drivers" explain the headline rows.
 # better: "higher" or "lower" is better for the reader (the ratio columns then say "1.85x better"),
@@ -143,12 +144,7 @@ BLOCK_OF_STAGE = {"pretraining": "pretraining", "post_training": "rl", "serving"
 # fields of a listing's items that JSON, CSV and YAML carry for scripts but a table leaves out
 # (explain: its inputs' unit, source and its date, origin and --set path, already in its text
 # columns; the source's title and address and the catalog's note, too long for a table column)
-TABLE_HIDDEN: dict[str, tuple[str, ...]] = {
-    "explain": (
-        "unit", "source", "source_title", "source_date", "source_url", "range", "estimate", "origin",
-        "path", "field", "note",
-    )
-}  # fmt: skip
+TABLE_HIDDEN: dict[str, tuple[str, ...]] = {"explain": (*EXPLAIN_INPUT_FIELDS, "field", "note")}
 # listing columns a narrow terminal may drop, in this order (names, numbers and paths are never cut)
 OPTIONAL_COLUMNS: dict[str, list[str]] = {
     "hardware": [

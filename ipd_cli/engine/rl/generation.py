@@ -791,8 +791,11 @@ class Environment:
     exposed_s: float  # sandbox start, verification and CPU stalls not hidden by generation
     cores_needed: float
     cores_available: float
-    env_bound: bool
-    stall_s: float = 0.0  # the part of exposed_s generation waits for sandbox cores
+    stall_s: float  # the part of exposed_s generation waits for sandbox cores
+
+    @property
+    def env_bound(self) -> bool:
+        return self.stall_s > 0
 
 
 def exposed_floor(nums: RlNumbers, host: HostCpus, asynchronous: bool) -> float:
@@ -812,6 +815,5 @@ def environment(
         exposed_s=stall + exposed_floor(nums, host, asynchronous),
         cores_needed=nums.sandbox_cores * gen.live_sequences,
         cores_available=host.cores_per_gpu * total_gpus,
-        env_bound=stall > 0,
         stall_s=stall,
     )
