@@ -1143,6 +1143,25 @@ def test_a_pinned_mfu_step_breakdown_adds_up_to_its_step(catalog, mfu):
         assert {k: v / p.step_time_s for k, v in p.step_breakdown_s.items()} == pytest.approx(share)
 
 
+@pytest.mark.parametrize("recompute", ["none", "full", "moe"])
+def test_an_eager_plans_step_breakdown_adds_up_to_its_step(catalog, recompute):
+    # without CUDA graphs an MoE layer's forward waits for the host (moe_eager_layer_ms a routed
+    # layer); the step charged it and no term held it: Qwen3-235B on 64 GB200 summed to 30.0 of a
+    # 34.8 s step (an explain review of the step's terms). Full recompute re-runs the forward and
+    # its waits; recomputing the moe module alone counts its waits with the module's collectives
+    plan = f"cuda_graphs=off,recompute={recompute}"
+    p = train(catalog, "gb200", "qwen3-235b-a22b", 1e12, gpus=64, plan=plan).pretraining
+    assert sum(p.step_breakdown_s.values()) == pytest.approx(p.step_time_s, rel=1e-12)
+    x = inputs(catalog, "gb200", "qwen3-235b-a22b", p.precision)
+    stage = ts.stage_layers({"pp": float(p.parallelism.pp), "vp": float(p.parallelism.interleave)}, x)
+    eager = catalog.efficiency.moe_eager_layer_ms.value * 1e-3 * stage * x["moe_share"]  # a forward's
+    passes = 2 if recompute == "full" else 1
+    waits = p.parallelism.micro_batches * passes * eager
+    assert p.step_breakdown_s["host_bound_s"] == pytest.approx(waits, rel=1e-12)
+    graphs = train(catalog, "gb200", "qwen3-235b-a22b", 1e12, gpus=64, plan="cuda_graphs=on").pretraining
+    assert graphs.step_breakdown_s["host_bound_s"] == 0.0
+
+
 def test_a_pinned_context_parallel_degree_gives_each_rank_two_chunks():
     # cp=16384 on an 8,192-token sequence ran (186,150 days; a user review); the grid's own degrees
     # split the sequence into 2 x cp chunks

@@ -757,3 +757,52 @@ def test_explain_and_the_assumptions_give_the_range_samples_draw_from(catalog):
     c = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json")
     a = next(a for a in c.json()["systems"][0]["assumptions"] if a["name"] == "rental price (reserved)")
     assert a["range"] == [8.5, 9.75]
+
+
+def _explained_inputs(row: dict) -> dict[str, float]:
+    """An explain row's numeric inputs ('a = 1.0; b = 2' -> {a: 1.0, b: 2.0})."""
+    pairs = (p.split(" = ") for p in row["inputs"].split("; ") if " = " in p)
+    return {k: float(v) for k, v in pairs if not v.startswith("'")}
+
+
+def test_explain_gives_each_pretraining_step_term_and_the_efficiency_rows(catalog):
+    # an explain audit: the step's terms, flops_per_token, effective_mfu, pre-training tokens/s per
+    # GPU, RL rollouts per kWh and serving tokens/s per MW were numbers without a formula row
+    r = run_cli_once("explain", "vera-rubin", "-f", "json")
+    rows = {i["metric"]: i for i in r.json()["items"]}
+    pre = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").json()["systems"][0]["pretraining"]
+    for term, value in pre["step_breakdown_s"].items():
+        row = rows[f"pretraining.step_breakdown_s.{term}"]
+        assert row["value"] == pytest.approx(value, rel=1e-12) and row["unit"] == "s" and row["formula"]
+    # 1F1B's bubble: (pp - 1) / vp micro-batch times, each the per-micro-batch terms / micro_batches:
+    # TP4 PP8 (interleave 4), 40 micro-batches: 7 / 4 x (1.559 + 0.385 + 0.552 + 0.368 + 0.093) / 40
+    bubble = rows["pretraining.step_breakdown_s.pipeline_bubble_s"]
+    v = _explained_inputs(bubble)
+    assert (v["pp"], v["interleave"], v["micro_batches"]) == (8, 4, 40)
+    micro = sum(v[k] for k in ("gemm_s", "attention_s", "memory_bound_s", "exposed_comm_s",
+                               "activation_offload_s", "host_bound_s", "pipeline_p2p_s"))  # fmt: skip
+    assert bubble["value"] == pytest.approx(7 / 4 * micro / 40, rel=1e-12)
+    # model FLOPs per token from the catalog's shape of moe-10t: 6 x 500e9 active + 3 x 128 layers x
+    # 8,192 tokens x (128 heads x (128 + 64) query-key + 128 x 128 value) = 3.0e12 + 128.85e9
+    m = catalog.model("moe-10t")
+    attention = 3 * m.layers * 8192 * (m.attention_heads * (128 + 64) + m.attention_heads * 128)
+    assert attention == 128_849_018_880
+    fpt = rows["pretraining.flops_per_token"]
+    assert fpt["value"] == 6 * 500e9 + attention and fpt["unit"] == "FLOP/token"
+    assert _explained_inputs(fpt) == {"counted_active_params": 500e9, "attention_flops_per_token": attention}
+    tps = rows["pretraining.tokens_per_s_per_gpu"]
+    assert tps["value"] == pytest.approx(pre["global_batch_tokens"] / (pre["step_time_s"] * pre["gpus"]))
+    eff = rows["pretraining.effective_mfu"]
+    paid = pre["gpus"] * pre["wall_days"] * 86400 * pre["peak_tflops_per_gpu"] * 1e12
+    assert eff["value"] == pytest.approx(fpt["value"] * 1e14 / paid) and eff["unit"] == "fraction"
+    # 512 rollouts a step over the step's kWh; serving's tokens/s per GPU over its all-in kW
+    kwh = rows["rl.energy_kwh_per_step"]["value"]
+    assert rows["rl.rollouts_per_kwh"]["value"] == pytest.approx(512 / kwh)
+    mw = rows["serving.tokens_per_s_per_mw"]
+    tok, kw = rows["serving.tokens_per_s_per_gpu"]["value"], 230 / 72
+    assert mw["value"] == pytest.approx(tok * 1000 / (kw * 1.3)) and mw["unit"] == "tokens/s/MW"
+    # GB200's plan runs DualPipe: its bubble row says so
+    r = run_cli_once("explain", "blackwell", "-f", "json")
+    bubble = "pretraining.step_breakdown_s.pipeline_bubble_s"
+    dual = next(i for i in r.json()["items"] if i["metric"] == bubble)
+    assert "DualPipe" in dual["formula"] and _explained_inputs(dual)["pp"] == 128

@@ -543,6 +543,13 @@ def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> lis
              f"one step of the fastest plan found: {p.plan}; the sum of its terms (step_breakdown_s)",
              {"plans_evaluated": p.plans_evaluated, "global_batch_tokens": p.global_batch_tokens,
               **{f"term: {k}": v for k, v in p.step_breakdown_s.items()}}),
+        *_step_term_steps(p),
+        Step("pretraining.flops_per_token", p.flops_per_token,
+             "6 x counted_active_params + attention_flops_per_token (attention_flops_per_token: the "
+             "causal attention's score and value products, forward and backward, 3 x layers x "
+             "sequence length x (query-key width + value width) x the layers with attention)",
+             {"counted_active_params": p.counted_active_params,
+              "attention_flops_per_token": p.attention_flops_per_token}),
         Step("pretraining.mfu", p.mfu,
              "flops_per_token x global_batch_tokens / (step_time_s x gpus_used x peak_tflops_per_gpu"
              " x 1e12)" + (" (pinned)" if p.mfu_pinned else ""),
@@ -567,8 +574,82 @@ def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> lis
              {"gpus_used": p.gpus_used, "systems": p.systems}),
         Step("pretraining.gpu_hours", p.gpu_hours, "gpus x wall_days x 24",
              {"gpus": p.gpus, "wall_days": p.wall_days}),
+        Step("pretraining.tokens_per_s_per_gpu", p.tokens_per_s_per_gpu,
+             "global_batch_tokens / (step_time_s x gpus)" + (" (pinned)" if p.mfu_pinned else ""),
+             {"global_batch_tokens": p.global_batch_tokens, "step_time_s": p.step_time_s, "gpus": p.gpus}),
+        Step("pretraining.effective_mfu", p.effective_mfu,
+             "flops_per_token x tokens / (gpus x wall_days x 86400 x peak_tflops_per_gpu x 1e12): the "
+             "useful FLOPs over every GPU paid for the whole run (idle GPUs of whole systems, the "
+             "goodput and the batch's extra tokens included)" + (" (pinned)" if p.mfu_pinned else ""),
+             {"flops_per_token": p.flops_per_token, "tokens": p.tokens, "gpus": p.gpus,
+              "wall_days": p.wall_days, "peak_tflops_per_gpu": p.peak_tflops_per_gpu}),
         *_cost_steps("pretraining.cost_usd", p.cost_usd, "gpu_hours", p.gpu_hours, p.price_usd_per_gpu_hour),
     ]  # fmt: skip
+
+
+# what each term of a pre-training step holds (engine/trainstep.py), per micro-batch on the most
+# loaded pipeline stage x micro_batches unless said; forward + backward, recomputed passes included
+_STEP_TERMS = {
+    "gemm_s": "the linear layers' GEMMs, 3 passes (forward, input and weight gradients): FLOPs x "
+    "(low-precision GEMM share / its rate + the rest / BF16's rate), a rate = dense peak x "
+    "largest-GEMM share of peak x GEMM share kept in training x recipe share, + GEMM call overhead "
+    "per call; the LM head at BF16's rate, a 1/pp share of it on each stage",
+    "attention_s": "the causal attention's score and value products in BF16: FLOPs / (bf16 dense "
+    "peak x attention efficiency), the backward attention backward / forward times the forward",
+    "memory_bound_s": "norms, residuals, RoPE, activations, the router's permute and combine, the "
+    "casts to the GEMMs' precision, and a 1/pp share of the vocabulary's cross-entropy: bytes / "
+    "(HBM bandwidth x memory-bound HBM efficiency)",
+    "exposed_comm_s": "the tensor-parallel (sequence-parallel) all-gathers and reduce-scatters, the "
+    "context-parallel ring and the expert all-to-alls, less what hides behind compute (each hidden "
+    "part still taxes the compute it overlaps)",
+    "activation_offload_s": "activations sent to host memory and back over the host link where the "
+    "plan offloads them",
+    "host_bound_s": "an MoE layer's forward waiting for the host without CUDA graphs (host-bound time "
+    "of an MoE layer run eagerly x MoE layers on the stage)",
+    "pipeline_p2p_s": "activations forward and gradients back at each of the 2 x interleave chunk "
+    "boundaries of a stage: tokens x hidden x bytes / tp over the pipeline's link, plus its latency",
+    "data_parallel_exposed_s": "the gradient reduce-scatter and the weights' all-gather over the "
+    "data-parallel group (ZeRO stage), less what hides behind the last micro-batch's backward and "
+    "the first's forward",
+    "tensor_parallel_grad_sync_s": "the all-reduce of the gradients of the weights every "
+    "tensor-parallel rank holds whole",
+    "optimizer_s": "one Adam step over the parameters this GPU updates (sharded over the "
+    "data-parallel group from ZeRO-1 on): parameters x optimizer step traffic / (HBM bandwidth x "
+    "memory-bound HBM efficiency)",
+}
+_MICRO_TERMS = ("gemm_s", "attention_s", "memory_bound_s", "exposed_comm_s", "activation_offload_s",
+                "host_bound_s", "pipeline_p2p_s")  # fmt: skip
+_PER_MICRO_BATCH = "; over the micro_batches, on the most loaded stage"
+_ONCE_A_STEP = ("data_parallel_exposed_s", "tensor_parallel_grad_sync_s", "optimizer_s")
+
+
+def _step_term_steps(p: Pretraining) -> list[Step]:
+    """A row for each term of the step: what it holds, and the bubble from the others (an explain
+    audit: the step's terms were numbers without a formula). None without the plan's layout."""
+    par, terms = p.parallelism, p.step_breakdown_s
+    if par is None:
+        return []
+    mb: dict[str, float | str] = {"micro_batches": par.micro_batches}
+    steps = [
+        Step(f"pretraining.step_breakdown_s.{k}", v,
+             _STEP_TERMS[k] + ("" if k in _ONCE_A_STEP else _PER_MICRO_BATCH),
+             {} if k in _ONCE_A_STEP else mb)
+        for k, v in terms.items()
+        if k in _STEP_TERMS
+    ]  # fmt: skip
+    shape: dict[str, float | str] = {"pp": par.pp, "interleave": par.interleave, **mb}
+    bubble = "pretraining.step_breakdown_s.pipeline_bubble_s"
+    if par.pipeline_schedule == "dualpipe":
+        how = (
+            "(pp / 2 - 1) x (a forward-backward pair + a backward - 3 x its weight-gradient GEMMs), "
+            "DualPipe's bubble (the weight gradients fill it)"
+        )
+        return [*steps, Step(bubble, terms["pipeline_bubble_s"], how, shape)]
+    how = f"(pp - 1) / interleave x ({' + '.join(_MICRO_TERMS)}) / micro_batches: 1F1B's bubble"
+    return [
+        *steps,
+        Step(bubble, terms["pipeline_bubble_s"], how, {**shape, **{k: terms[k] for k in _MICRO_TERMS}}),
+    ]
 
 
 def rl_steps(r: Rl | None) -> list[Step]:
@@ -764,8 +845,17 @@ def rl_energy_steps(r: Rl | None, kw_per_gpu: float, pue: float) -> list[Step]:
         "kw_per_gpu": kw_per_gpu,
         "pue": pue,
     }
+    per_kwh: dict[str, float | str] = {
+        "rollouts": r.generation.rollouts,
+        "energy_kwh_per_step": r.energy_kwh_per_step,
+    }
     return [
-        Step("rl.energy_kwh_per_step", r.energy_kwh_per_step, "gpu_hours_per_step x kw_per_gpu x pue", inputs)
+        Step(
+            "rl.energy_kwh_per_step", r.energy_kwh_per_step, "gpu_hours_per_step x kw_per_gpu x pue", inputs
+        ),
+        Step(
+            "rl.rollouts_per_kwh", r.rollouts_per_kwh, "rollouts / energy_kwh_per_step (kept or not)", per_kwh
+        ),
     ]
 
 
@@ -779,6 +869,11 @@ def _energy_steps(s: Scenario, pre: PretrainShare, post: PostTraining, served: S
         Step("serving_mwh", served.energy_mwh, "gpus_for_traffic x 8760 x H x kw_per_gpu x pue / 1000",
              {"gpus_for_traffic": point.gpus_for_traffic or 0, "H": s.horizon_years,
               "kw_per_gpu": point.kw_per_gpu, "pue": pue})
+    )  # fmt: skip
+    steps.append(
+        Step("serving.tokens_per_s_per_mw", point.tokens_per_s_per_mw,
+             "tokens_per_s_per_gpu x 1000 / (kw_per_gpu x pue)",
+             {"tokens_per_s_per_gpu": point.tokens_per_s_per_gpu, "kw_per_gpu": point.kw_per_gpu, "pue": pue})
     )  # fmt: skip
     return steps
 

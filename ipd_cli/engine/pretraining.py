@@ -290,6 +290,8 @@ def plan_run(y: dict, plan: dict[str, int], o: dict[str, Any], gpus: Any) -> dic
         "moe_comm_exposed_fraction": plan["mb"] * o["ep_comm_s"] / o["step_s"],
         "training_flops": y["fpt"] * y["tokens"],
         "flops_per_token": _like(y["fpt"], wall),
+        "counted_active_params": _like(y["fpt_params"], wall),
+        "attention_flops_per_token": _like(y["fpt"] - 6.0 * y["fpt_params"], wall),
         "peak_tflops_per_gpu": _like(y["low_peak"] / f.TERA, wall),
         "step_time_s": step,
         "global_batch_tokens": _like(per_step, wall),
@@ -557,6 +559,9 @@ def step_breakdown(c: tpn.Choice, step_s: float | None = None) -> dict[str, floa
         # the expert all-to-alls of the chunks the 1F1B overlap cannot pair included
         "exposed_comm_s": mb * (o["comm_s"] - o.get("offload_s", 0.0)) + o.get("a2a_alone_s", 0.0),
         "activation_offload_s": mb * o.get("offload_s", 0.0),  # the host link, not a collective
+        # an eager MoE layer's host-bound launches (no CUDA graphs); the step charged them, the
+        # breakdown left them out (its terms summed to 30.0 of a 34.8 s step)
+        "host_bound_s": mb * o.get("eager_s", 0.0),
         "pipeline_p2p_s": o["p2p_s"],
         "pipeline_bubble_s": o["bubble_s"],
         "data_parallel_exposed_s": o["dp_exposed_s"],

@@ -128,6 +128,18 @@ class Pretraining(Result):
         "active parameters plus the causal attention's score and value products (Llama 3.1 70B at "
         "8K: 455.8e9, 6N alone 423.6e9); mfu and effective_mfu use it"
     )
+    counted_active_params: float = Field(
+        default=0.0,
+        description="the parameters the 6N of flops_per_token counts: the model's active_params, or the "
+        "parameters one token's GEMMs pass through where the model's shape holds more (an "
+        "active_params override does not shrink attention widths or experts)",
+    )
+    attention_flops_per_token: float = Field(
+        default=0.0,
+        description="of flops_per_token, the causal attention's score and value products, forward and "
+        "backward: 3 x layers x sequence length x (query-key width + value width) x the share of "
+        "layers with attention; flops_per_token = 6 x counted_active_params + this",
+    )
     peak_tflops_per_gpu: float
     min_gpus_for_memory: int = Field(
         description="a lower bound on the GPUs that hold the training state: weights, gradients and "

@@ -464,8 +464,9 @@ def derive(x: dict) -> dict[str, Any]:
     # the MFU's FLOPs: 6 x the active parameters, or the parameters the step's GEMMs run where the
     # shapes hold more than the count declares (attention widths and experts do not shrink with an
     # active_params override: the MFU then counts what the step runs)
+    y["fpt_params"] = f.maximum(x["active"], step_params(y))
     y["fpt"] = f.training_flops_per_token(
-        f.maximum(x["active"], step_params(y)),
+        y["fpt_params"],
         x["layers"],
         x["seq"],
         x["q_width"] * x["attn_share"],

@@ -362,7 +362,8 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     head = head_seconds(P, x)
     loss = loss_seconds(P, x)
     cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
-    fwd = Ls * (g + a + mem + tp + ep + eager_seconds(P, x)) + cp_fwd + head + loss / 2.0
+    eager = Ls * eager_seconds(P, x)
+    fwd = Ls * (g + a + mem + tp + ep) + eager + cp_fwd + head + loss / 2.0
     # the sequence-parallel backward runs 1.5x the forward's collectives: each column-parallel
     # linear all-gathers its input again for the weight gradient (the forward keeps only its shard)
     # beside the reduce-scatter of its input gradient, each row-parallel one all-gathers its output
@@ -390,6 +391,7 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
         "layer_gemm_s": Ls * g,
         "layer_attention_s": Ls * a,
         "layer_memory_s": Ls * mem,
+        "eager_s": eager,
         **acts,
         **(module_terms(P, x, Ls, module_redo_seconds(P, x, a, ep)) if x.get("module_sets", True) else {}),
     }
@@ -493,6 +495,9 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
         "gemm_s": t["gemm_s"] + full * t["layer_gemm_s"] + extra["gemm"],
         "attention_s": t["attention_s"] + attn,
         "memory_s": t["memory_s"] + ((rc == 1) | (rc == 2)) * t["layer_memory_s"] + extra["memory"],
+        # the host-bound launches of an eager MoE layer, again where full recompute re-runs the forward
+        # (recomputing the `moe` module alone counts them in its comm part: module_redo_seconds)
+        "eager_s": t["eager_s"] * (1.0 + full),
         "comm_s": t["tp_comm_s"] + t["ep_comm_s"] + t["cp_comm_s"] + full * t["layer_comm_s"] + extra["comm"],
         "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
         "a2a_gain_s": t["a2a_gain_s"] * (1.0 + full / 2.0),
