@@ -331,8 +331,16 @@ def test_the_longest_trajectory_decodes_at_the_bulks_speed_while_the_engine_is_f
     assert sync.longest_trajectory_s == pytest.approx(sync.queued_start_s + own, rel=1e-12)
     assert sync.drain_s == pytest.approx((n.max_response_tokens - n.mean_response_tokens) / vt, rel=1e-12)
     # the tail concurrency is the drain's mean, not rounded (rounded down, each multiple of 1/8 was
-    # a step up the concurrency search sat one below: 31 sequences where 32 were one wave)
-    assert sync.tail_concurrency == max(1.0, sync.concurrency * r.tail_fraction)
+    # a step up the concurrency search sat one below: 31 sequences where 32 were one wave): the
+    # long eighth of a replica's rollouts, ceil(512 / 14) = 37 / 8 = 4.625, not of its 28 slots
+    # (28 / 8 = 3.5 drained faster with fewer slots, which the search rode: an RL review)
+    assert sync.replicas == 14 and sync.concurrency == 28
+    assert sync.tail_concurrency == 37 / 8 == max(1.0, min(28, -(-512 // 14) * r.tail_fraction))
+    from dataclasses import replace
+
+    # fewer slots no longer drain faster: 24 or all 37 a replica, the same drain
+    waves = [generation(replace(r, concurrency=b), n, gg, False, "") for b in (24, 37)]
+    assert [g.concurrency for g in waves] == [24, 37] and waves[0].drain_s == waves[1].drain_s
     tail = r.candidates.step_s(np.array([sync.tail_concurrency]), np.array([r.choice]))[0]
     assert vt == pytest.approx(r.candidates.speculative[r.choice] / tail, rel=1e-12)
     asy = generation(r.on(n, gg, True), n, gg, True, "")
@@ -359,9 +367,12 @@ def test_rollout_choice_is_the_fastest_configuration_and_concurrency(catalog):
         if replicas < 1:
             continue
         inst = c.deployment(k)
-        cap = max(1, min(int(c.max_batch[k]), math.ceil(n.generated / replicas)))
+        per_replica = math.ceil(n.generated / replicas)
+        cap = max(1, min(int(c.max_batch[k]), per_replica))
         b = np.arange(1.0, cap + 1)  # every concurrency at once
-        bt = np.maximum(1.0, b * r.tail_fraction)  # the drain's mean concurrency, not rounded
+        # the drain's mean concurrency, not rounded: the long eighth of a replica's rollouts, as
+        # many as its b slots hold
+        bt = np.maximum(1.0, np.minimum(b, per_replica * r.tail_fraction))
         v, vt = inst.decode_speed(b), inst.decode_speed(bt)
         bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (replicas * b)
         bulk += n.generated * inst.prefill_s / replicas
@@ -509,7 +520,9 @@ def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catal
     b = np.concatenate([np.arange(1.0, m + 1) for m in cap])
     rep = gen_gpus // c.gpus[k]
     v = c.speculative[k] / c.step_s(b, k)
-    vt = c.speculative[k] / c.step_s(np.maximum(1.0, b * r.tail_fraction), k)  # not rounded
+    # the tail: the long eighth of a replica's rollouts, as many as its b slots hold, not rounded
+    wanted = np.repeat(per_replica, cap)
+    vt = c.speculative[k] / c.step_s(np.maximum(1.0, np.minimum(b, wanted * r.tail_fraction)), k)
     bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (rep * b)
     bulk = bulk + n.generated * c.prefill_s[k] / rep
     if asynchronous:
@@ -766,14 +779,15 @@ def test_the_review_split_runs_as_fast_as_the_pools_given(catalog):
     # since the trainer's fixed time per step was refit 27.4 -> 25.1 s; 32 + 96 at 618.9 s since
     # the trainer's 1F1B expert overlap pays for the chunks it cannot pair and the longest
     # trajectory decodes its mean-length part at the full engine's speed, 36 + 92 then 626.0 s;
-    # 619.0 s since the tail concurrency is not rounded)
+    # 619.0 s since the tail concurrency is not rounded; 623.3 s since it is the long eighth of a
+    # replica's rollouts, not of its slots)
     # (the review's workload: every generated group trained, before DAPO's dynamic sampling)
     cat = catalog.with_overrides(["workload.keep_fraction=1"])
     auto = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gpus=128, split="auto").rl
     given = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=32, train_gpus=96).rl
     assert (auto.gen_gpus, auto.train_gpus) == (32, 96)
     assert auto.step_seconds == pytest.approx(given.step_seconds, rel=1e-12)
-    assert round(auto.step_seconds, 1) == 619.0
+    assert round(auto.step_seconds, 1) == 623.3
 
 
 @pytest.mark.parametrize(
@@ -1142,15 +1156,16 @@ def test_a_synchronous_step_whose_cores_hold_every_rollout_is_not_capped():
     # a code review: the host-core cap limited a synchronous step's slots (48 replicas x 11 = 528)
     # though only its 512 rollouts are ever in flight, and 512 x 10.5 cores fit the 5,376 there
     # (the search took 11 a replica, one wave; since the longest trajectory decodes its mean-length
-    # part at the full engine's speed it took 9, and 8 since the tail concurrency is not rounded:
-    # 384 slots, the rest queued, the same with one core a sandbox, where no cap can bind)
+    # part at the full engine's speed it took 9, 8 since the tail concurrency is not rounded, and 9
+    # again since the tail is the long eighth of its 11 rollouts, not of its slots: 432 slots, the
+    # rest queued, the same with one core a sandbox, where no cap can bind)
     args = ("rl", "--hardware", "h100", "--workload", "rl-swe-agent", "--mode", "colocated", "--gpus", "384")
     r = run_cli(*args, "--set", "workload.sandbox_cores=10.5", "-f", "json")
     out = r.json()["rl"]
-    assert out["cpu_cores_available"] == 5376 and out["cpu_cores_needed"] == 48 * 8 * 10.5
-    assert (out["replicas"], out["concurrency"]) == (48, 8)
+    assert out["cpu_cores_available"] == 5376 and out["cpu_cores_needed"] == 48 * 9 * 10.5
+    assert (out["replicas"], out["concurrency"]) == (48, 9)
     free = run_cli(*args, "--set", "workload.sandbox_cores=1", "-f", "json").json()["rl"]
-    assert (free["replicas"], free["concurrency"], free["step_seconds"]) == (48, 8, out["step_seconds"])
+    assert (free["replicas"], free["concurrency"], free["step_seconds"]) == (48, 9, out["step_seconds"])
 
 
 def test_the_split_searchs_floor_under_a_reshard_update_is_never_above_the_update(monkeypatch):

@@ -377,8 +377,10 @@ def fastest(
     ladder, table = ladder[:rungs], steps  # the table's rows are all candidates: table[ok[i]] is row i's
     per = dict(replicas=replicas, prefill_s=c.prefill_s[ok][:, None], speculative=c.speculative[ok][:, None])
 
-    def tail(b):
-        return _tail(r, b)
+    share = per_replica[:, None] * r.tail_fraction  # each row's long responses (the drain's sequences)
+
+    def tail(b, rows):  # rows ``rows``' tail concurrencies at concurrencies ``b`` (a row each, or one)
+        return _tail(r, b, share[rows])
 
     def below(b):  # the highest rung at or below b, and the lowest at or above
         return np.searchsorted(ladder, b, "right") - 1
@@ -389,7 +391,8 @@ def fastest(
     # runs [lo, hi] of concurrencies, one per rung: lo the rung, hi the next rung's less one (or the cap)
     run_end = np.append(ladder[1:] - 1, cap.max())
     top = cap[:, None]
-    below_tail = below(tail(ladder))
+    every = np.arange(ok.size)
+    below_tail = below(tail(ladder[None, :], every))  # a row each
 
     # A row's seconds at any concurrency are at least its seconds at its smallest step (b = 1) and
     # its cap (a longer step or fewer sequences only add): rows whose floor is past the best seconds
@@ -398,7 +401,7 @@ def fastest(
     def ends_of(sel):  # rows ``sel``'s seconds at their cap and their floor (columns)
         at, t = {k: v[sel] for k, v in per.items()}, top[sel]
         cand, first_step = ok[sel][:, None], table[ok[sel], :1]
-        at_top = dict(step_s=table[cand, above(t)], tail_step_s=table[cand, above(tail(t))], b=t)
+        at_top = dict(step_s=table[cand, above(t)], tail_step_s=table[cand, above(tail(t, sel))], b=t)
         least = dict(step_s=first_step, tail_step_s=first_step, b=t)
         ends = (
             _seconds(r, nums, asynchronous, at | at_top, load),
@@ -408,7 +411,8 @@ def fastest(
 
     def bounds_of(sel):  # rows ``sel``'s lower bounds over their runs, inf on rungs past their caps
         steps = table[ok[sel], :rungs]
-        at_hi = dict(step_s=steps, tail_step_s=steps[:, below_tail], b=np.minimum(run_end, top[sel]))
+        tails = np.take_along_axis(steps, below_tail[sel], axis=1)
+        at_hi = dict(step_s=steps, tail_step_s=tails, b=np.minimum(run_end, top[sel]))
         lower = _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
         return np.where(ladder <= top[sel], lower, np.inf)
 
@@ -446,7 +450,7 @@ def fastest(
     near = np.argmin(lower, axis=1)[:, None]
     cand = ok[need][:, None]
     at_rung = dict(
-        step_s=table[cand, near], tail_step_s=table[cand, above(tail(ladder))[near]], b=ladder[near]
+        step_s=table[cand, near], tail_step_s=table[cand, above(tail(ladder[near], need))], b=ladder[near]
     )
     upper = _seconds(r, nums, asynchronous, {k: v[need] for k, v in per.items()} | at_rung, load)
     bound = min(float(upper.min()), float(at_cap.min()))
@@ -456,7 +460,7 @@ def fastest(
     rows = np.flatnonzero(~(lowest > within))
     i, j = np.nonzero((ladder <= top[need[rows]]) & (lower[rows] <= within))
     k, b = _every_concurrency(need[rows[i]], j, ladder, run_end, cap)
-    seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k, 0]), load)
+    seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k, 0], per_replica[k]), load)
     pick = np.lexsort((k, -b, c.gpus[ok[k]], seconds))[0]
     return (int(ok[k[pick]]), int(b[pick]), float(seconds[pick])), floors
 
@@ -534,8 +538,6 @@ def fastest_many(
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1
     ladder = ladder[:rungs]
     run_end = np.append(ladder[1:] - 1, cap.max())
-    below_tail = np.searchsorted(ladder, _tail(r, ladder), "right") - 1
-    tail_rung = np.searchsorted(ladder, _tail(r, ladder), "left")
 
     # the rows the pools share, once: u, a row of each (candidate, replica count)
     key = ok.astype(np.int64) * ROW_KEYS + replicas.astype(np.int64)
@@ -545,12 +547,13 @@ def fastest_many(
     per = dict(replicas=replicas[u][:, None], prefill_s=c.prefill_s[ok[u]][:, None],
                speculative=c.speculative[ok[u]][:, None])  # fmt: skip
     top = cap[u][:, None]
+    share = per_replica[u][:, None] * r.tail_fraction  # as fastest's, a distinct row each
 
     def ends_of(sel):  # as fastest's, on distinct rows ``sel``
         at, t = {k: v[sel] for k, v in per.items()}, top[sel]
         cand, first_step = ok[u[sel]][:, None], table[ok[u[sel]], :1]
         above_t = np.searchsorted(ladder, t, "left")
-        above_tail = np.searchsorted(ladder, _tail(r, t), "left")
+        above_tail = np.searchsorted(ladder, _tail(r, t, share[sel]), "left")
         at_top = dict(step_s=table[cand, above_t], tail_step_s=table[cand, above_tail], b=t)
         least = dict(step_s=first_step, tail_step_s=first_step, b=t)
         ends = (
@@ -561,7 +564,9 @@ def fastest_many(
 
     def bounds_of(sel):  # as fastest's, on distinct rows ``sel``
         steps = table[ok[u[sel]], :rungs]
-        at_hi = dict(step_s=steps, tail_step_s=steps[:, below_tail], b=np.minimum(run_end, top[sel]))
+        below_tail = np.searchsorted(ladder, _tail(r, ladder[None, :], share[sel]), "right") - 1
+        tails = np.take_along_axis(steps, below_tail, axis=1)
+        at_hi = dict(step_s=steps, tail_step_s=tails, b=np.minimum(run_end, top[sel]))
         lower = _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
         return np.where(ladder <= top[sel], lower, np.inf)
 
@@ -597,7 +602,8 @@ def fastest_many(
         np.minimum.at(floor, (seg[need], gk[need]), lowest)
     near = np.argmin(lower, axis=1)[:, None]  # of the distinct rows
     cand = ok[u[d]][:, None]
-    at_rung = dict(step_s=table[cand, near], tail_step_s=table[cand, tail_rung[near]], b=ladder[near])
+    tail_rung = np.searchsorted(ladder, _tail(r, ladder[near], share[d]), "left")
+    at_rung = dict(step_s=table[cand, near], tail_step_s=table[cand, tail_rung], b=ladder[near])
     upper = _seconds(r, nums, asynchronous, {k: v[d] for k, v in per.items()} | at_rung, load)[back, 0]
     least_upper = np.minimum.reduceat(upper, np.searchsorted(need, starts))
     bound = np.where(least_at_cap < least_upper, least_at_cap, least_upper)  # min(upper, at cap)
@@ -607,7 +613,7 @@ def fastest_many(
         (ladder <= cap[need[rows]][:, None]) & (lower[back[rows]] <= within[seg[need[rows]]][:, None])
     )
     k, b = _every_concurrency(need[rows[i]], j, ladder, run_end, cap)
-    seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k]), load)
+    seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k], per_replica[k]), load)
     order = np.lexsort((k, -b, c.gpus[ok[k]], seconds, seg[k]))
     pick = order[np.concatenate(([True], seg[k[order]][1:] != seg[k[order]][:-1]))]
     if pick.size != pools.size:
@@ -631,28 +637,35 @@ def fewest_in_flight(r: Rollouts, nums: RlNumbers, gen_gpus: int, load: Load, li
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, True)
     replicas = active_replicas(gen_gpus // r.gpus, in_flight, True)
     b = np.arange(1, top + 1, dtype=float)
-    at = _at(r, np.full(b.size, r.choice), b, replicas)
+    wanted = wanted_per_replica(in_flight, replicas, True)
+    at = _at(r, np.full(b.size, r.choice), b, replicas, np.full(b.size, wanted))
     ok = np.flatnonzero(_seconds(r, nums, True, at, load) <= limit_s)
     return int(b[ok[0]]) if ok.size else top
 
 
-def _tail(r: Rollouts, b: Any) -> Any:
-    """The tail concurrency of concurrency ``b`` (numbers or arrays): the drain's mean, a share of
-    it, at least one sequence; not rounded, so that the step does not rise and fall with ``b``
-    (rounding down made each multiple of 1 / share a step up, which the concurrency search rode:
-    31 sequences where 32 were one wave, an RL review)."""
+def _tail(r: Rollouts, b: Any, share: Any) -> Any:
+    """The tail concurrency of concurrency ``b`` (numbers or arrays): the drain's mean, the long
+    responses among a replica's rollouts (``share``: its rollouts x the tail share), as many as
+    its ``b`` slots hold, at least one sequence. Continuous batching refills a slot when a
+    response ends, so the long ones of every wave end together: a share of the rollouts, not of
+    the slots (b / 8 let fewer slots drain faster, and Rubin's 10T step took 24 a replica in two
+    waves of its 37 rollouts: an RL review). Not rounded, so that the step does not rise and fall
+    with ``b`` (rounding down made each multiple of 1 / share a step up, which the concurrency
+    search rode: 31 sequences where 32 were one wave, an RL review)."""
     import numpy as np
 
-    return np.maximum(1.0, b * r.tail_fraction)
+    return np.maximum(1.0, np.minimum(b, share))
 
 
-def _at(r: Rollouts, cand: Any, b: Any, replicas: Any) -> dict[str, Any]:
+def _at(r: Rollouts, cand: Any, b: Any, replicas: Any, wanted: Any) -> dict[str, Any]:
     """:func:`_seconds`' inputs for candidates ``cand`` (indices) at concurrencies ``b``, exactly:
-    the decode steps at ``b`` and at its tail concurrency."""
+    the decode steps at ``b`` and at its tail concurrency (``wanted``: the rollouts each replica
+    is given, :func:`wanted_per_replica`)."""
     import numpy as np
 
     c = r.candidates
-    both = c.step_at(np.concatenate([b, _tail(r, b)]), np.concatenate([cand, cand]))
+    tail = _tail(r, b, wanted * r.tail_fraction)
+    both = c.step_at(np.concatenate([b, tail]), np.concatenate([cand, cand]))
     return dict(replicas=replicas, prefill_s=c.prefill_s[cand], speculative=c.speculative[cand], b=b,
                 step_s=both[: b.size], tail_step_s=both[b.size :])  # fmt: skip
 
@@ -719,7 +732,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     replicas = int(active_replicas(replicas, in_flight, asynchronous))
     wanted = int(wanted_per_replica(in_flight, replicas, asynchronous))
     b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
-    b_tail = float(_tail(r, b))
+    b_tail = float(_tail(r, b, wanted * r.tail_fraction))
     v_bulk, v_tail = r.inst.decode_speed(b), r.inst.decode_speed(b_tail)
     prefill = nums.generated * r.inst.prefill_s / replicas  # prefills share the instance with decode
     # Little's law: each of the b slots holds one trajectory for its decode time plus tool waits
