@@ -1046,10 +1046,12 @@ def sweep(
         max_rows=MAX_ROWS if chosen == "xlsx" else None,
         ratios=ratios,
     )
-    from .render.views import site_inputs_vary
+    from .render.views import DEPLOYMENT_VARIES, deployment_inputs_vary, site_inputs_vary
 
     drawn = samples is not None  # draws of the ranges of the PUE and each system's power
-    _warn_sweep(chunks.points, cat, chunks.notes, drawn or site_inputs_vary([a.path for a in axes]))
+    paths = [a.path for a in axes]
+    varies = DEPLOYMENT_VARIES if deployment_inputs_vary(paths) else drawn or site_inputs_vary(paths)
+    _warn_sweep(chunks.points, cat, chunks.notes, varies)
     if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
         sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")
     show = _progress("swept {done:,} of {total:,} points")
@@ -1061,11 +1063,14 @@ def sweep(
 MAX_SWEEP_WARNINGS = 8
 
 
-def _warn_sweep(points: list[tuple[str, Any]], cat: Any, notes: list[str], site_varies: bool = False) -> None:
+def _warn_sweep(
+    points: list[tuple[str, Any]], cat: Any, notes: list[str], site_varies: bool | str = False
+) -> None:
     """The warnings of `ipd compare` for the estimates a sweep searched (at which physics values,
     when it varies them), the sweep's own (``notes``: draws, ratios) before those of each point
     (a review: eight lines of a repeated point warning hid the draws' note), each line once;
-    ``site_varies``: the rows vary the site's budget (views.site_inputs_vary)."""
+    ``site_varies``: the rows vary the site's budget (views.site_inputs_vary) or their deployment
+    (views.DEPLOYMENT_VARIES)."""
     from .render.views import warnings
 
     lines: list[str] = []

@@ -234,3 +234,24 @@ def test_an_unknown_key_of_a_keyed_table_is_an_input_error(item, choices):
     # the key might be reported as
     with pytest.raises(InputError, match=f"unknown field; {choices}"):
         load().with_overrides([item])
+
+
+def test_a_path_set_twice_takes_the_last_value_and_says_so():
+    # a new user's review: `--set economics.pue=1.2 --set economics.pue=1.4` ran at 1.4 without a
+    # word (a YAML file's repeated key is refused); the last applies, as in a shell, and a warning
+    # names both values. A workload path the same
+    r = run_cli("compare", "vera-rubin", "--set", "economics.pue=1.2", "--set", "economics.pue=1.4",
+                "--set", "workload.serving.tasks_per_day=1e6", "--set", "workload.serving.tasks_per_day=2e6",
+                "-f", "json")  # fmt: skip
+    assert r.code == 0, r.stderr
+    assert "ipd: warning: --set economics.pue is given 2 times (1.2, 1.4): the last, 1.4, applies" in r.stderr
+    assert (
+        "--set workload.serving.tasks_per_day is given 2 times (1e6, 2e6): the last, 2e6, applies" in r.stderr
+    )
+    s = r.json()["systems"][0]
+    assert s["intelligence_per_dollar"]["tasks_attempted"] == 2e6 * 365
+    once = run_cli("compare", "vera-rubin", "--set", "economics.pue=1.4", "-f", "json")
+    assert "given 2 times" not in once.stderr
+    assert s["serving"]["kw_per_gpu"] == once.json()["systems"][0]["serving"]["kw_per_gpu"]
+    mwh = s["intelligence_per_dollar"]["energy_breakdown_mwh"]["pretraining"]
+    assert mwh == once.json()["systems"][0]["intelligence_per_dollar"]["energy_breakdown_mwh"]["pretraining"]

@@ -463,3 +463,16 @@ def test_the_layout_the_readme_gives_names_every_module():
         if path.name == "__init__.py":
             continue
         assert path.stem in layout, path.relative_to(root)
+
+
+def test_a_fractional_deployment_the_readme_quotes_is_what_serve_prints():
+    # a new user's review: half a GPU in `deployment_gpus` puzzled; the README says why, with this
+    # example: 6 DEP3 prefill instances (72 / 3 = 24 to a rack: 3 GPUs paid each) and one DEP16
+    # decode instance (4 to a rack: 18 paid), packed into one rack's holes, 34.5 per deployment
+    args = ("--hardware", "gb300", "--model", "kimi-k2", "--precision", "fp4", "--tokens-per-user-s", "50",
+            "--input-tokens", "3000", "--output-tokens", "400", "--context-tokens", "49300",
+            "--requests-per-s", "52.807")  # fmt: skip
+    assert f"`ipd serve {' '.join(args)}`" in _text()
+    s = run_cli("serve", *args, "-f", "json").json()["serving"]
+    assert (s["deployment_gpus"], s["stranded_gpus"], s["gpus_for_traffic"]) == (34.5, 0.5, 35)
+    assert "34.5 GPUs a deployment, `stranded_gpus` 0.5" in _text() and "(35 there)" in _text()

@@ -918,3 +918,18 @@ def test_a_sweep_varying_the_site_says_how_to_read_each_rows_site():
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=2,3",
                 "--set", "workload.site_mw=10", "--metrics", "intelligence_per_dollar.site_gpus")  # fmt: skip
     assert r.code == 0 and "does not fit the site's 10 MW (2,376 GPUs" in r.stderr
+
+
+def test_a_traffic_axis_judges_each_rows_deployment_against_its_site():
+    # a new user's review: `--vary workload.serving.tasks_per_day=1e5` warned that the default 1e7
+    # tasks' 51,696 GB200 GPUs did not fit the 100 MW site, which the row's 648 did (a 1e8 row's
+    # 516,384 GPUs got no line of its own): the rows re-price the traffic, so the line speaks of
+    # each row's own deployment (the GPUs are compare's at each traffic, test_sweep's repricing tests)
+    axes = ("--vary", "hardware=blackwell", "--vary", "workload.serving.tasks_per_day=1e5,1e8")
+    r = run_cli("sweep", *axes, "--metrics", "serving.gpus_for_traffic,intelligence_per_dollar.site_gpus",
+                "-f", "csv")  # fmt: skip
+    assert r.code == 0, r.stderr
+    rows = [row.split(",") for row in r.stdout.split()[1:]]
+    assert [(int(a), int(b)) for *_, a, b in rows] == [(648, 44280), (516384, 44280)]
+    assert "(51,696 GPUs" not in r.stderr
+    assert "a row whose serving.gpus_for_traffic is above its intelligence_per_dollar.site_gpus" in r.stderr

@@ -315,10 +315,24 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     # what the engine already read from the sections no override touches is the same in the copy
     # (the same entries, origins and aliases): ``ipd calibrate`` and sweeps make a copy per value
     new.resolved.update((p, r) for p, r in cat.resolved.items() if p.split(".", 1)[0] not in touched)
-    lines = _warnings(cat, new, entries, slips, given)
+    lines = _warnings(cat, new, entries, slips, given) + _repeated(parsed)
     if lines:
         new.warnings = list(dict.fromkeys([*cat.warnings, *lines]))
     return new
+
+
+def _repeated(parsed: list[Override]) -> list[str]:
+    """A path given more than once: the last value applies, as it does in a shell's environment,
+    but say so (a new user's review: `--set economics.pue=1.2 --set economics.pue=1.4` ran at 1.4
+    without a word, where a YAML file's repeated key is refused)."""
+    values: dict[str, list[str]] = {}
+    for o in parsed:
+        values.setdefault(o.path, []).append(o.text.partition("=")[2])
+    return [
+        f"`sets` {path} is given {len(given)} times ({', '.join(given)}): the last, {given[-1]}, applies"
+        for path, given in values.items()
+        if len(given) > 1
+    ]
 
 
 def _check_source(o: Override, sources: dict) -> None:

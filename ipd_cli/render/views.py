@@ -638,16 +638,24 @@ def _owned_system_lines(hw: str, s: dict) -> list[str]:
     ]
 
 
-def _site_lines(hw: str, s: dict, varies: bool = False) -> list[str]:
+def _site_lines(hw: str, s: dict, varies: bool | str = False) -> list[str]:
     """A site power budget smaller than the scenario's own serving deployment: the site figures
     are what the site would serve, not a cap on the deployment (a scenario author's review: 0.1 MW
     held no GB200 rack while the scenario's serving took 148 GPUs, and nothing said so). Where a
     sweep's rows vary the site (``varies``, :func:`site_inputs_vary`): the GPUs a row's site must
-    hold, whatever the estimate's own site."""
+    hold, whatever the estimate's own site; where they vary the deployment (``varies`` "deployment",
+    :func:`deployment_inputs_vary`): each row's own GPUs against its site."""
     ipd, point = s.get("intelligence_per_dollar"), s.get("serving")
     if not isinstance(ipd, dict) or ipd.get("site_gpus") is None or not isinstance(point, dict):
         return []
     need, held = point.get("gpus_for_traffic") or 0, ipd["site_gpus"]
+    if varies == DEPLOYMENT_VARIES:
+        return [
+            f"{hw}: the rows size the serving deployment for their own traffic: a row whose "
+            "serving.gpus_for_traffic is above its intelligence_per_dollar.site_gpus has a site it does "
+            "not fit (the site rows say what the site would serve, not a cap; the lifecycle prices the "
+            "whole deployment)"
+        ]
     if varies:
         return [
             f"{hw}: the scenario's serving deployment takes {need:,} GPUs: a row whose "
@@ -666,6 +674,23 @@ def _site_lines(hw: str, s: dict, varies: bool = False) -> list[str]:
     ]
 
 
+DEPLOYMENT_VARIES = "deployment"
+# what a sweep re-prices that sizes the serving deployment again (engine/reprice.py VOLUME: the
+# traffic; a post-training budget buys a score, which moves the attempts a task takes)
+TRAFFIC_PATHS = (
+    "workload.serving.tasks_per_day",
+    "workload.serving.requests_per_task",
+    "workload.post_training.budget_usd_per_year",
+)
+
+
+def deployment_inputs_vary(paths: list[str]) -> bool:
+    """Whether a sweep's rows size the serving deployment for traffic of their own (a review: `--vary
+    workload.serving.tasks_per_day=1e5` warned that the 1e7 tasks' 51,696 GPUs did not fit the site,
+    which the row's 648 did, and a 1e8 row's 516,384 got no line)."""
+    return any(p in TRAFFIC_PATHS for p in paths)
+
+
 def site_inputs_vary(paths: list[str]) -> bool:
     """Whether a sweep varies what its rows' site figures follow (the site's MW, the PUE, a system's
     power; ``--samples`` draws the last two): the site line of the estimate it searched, at the
@@ -679,12 +704,13 @@ def site_inputs_vary(paths: list[str]) -> bool:
 
 
 def warnings(
-    data: dict, statuses: dict[str, tuple[str, bool]] | None = None, site_varies: bool = False
+    data: dict, statuses: dict[str, tuple[str, bool]] | None = None, site_varies: bool | str = False
 ) -> list[str]:
     """One line each: a system that is not shipping, a stage that cannot run, a missed service target.
     ``statuses``: hardware -> (status, unstable), for results that do not carry the status;
-    ``site_varies``: a sweep's rows vary the site's budget (:func:`site_inputs_vary`), so the site
-    line says how to read each row instead of judging the estimate's own site."""
+    ``site_varies``: a sweep's rows vary the site's budget (:func:`site_inputs_vary`), or their
+    deployment (``DEPLOYMENT_VARIES``, :func:`deployment_inputs_vary`), so the site line says how to
+    read each row instead of judging the estimate's own site."""
     rows = data["systems"] if isinstance(data.get("systems"), list) else [data] if "hardware" in data else []
     out = []
     names = [s.get("hardware", "") for s in rows]
