@@ -1147,19 +1147,31 @@ def test_a_pinned_mfu_step_breakdown_adds_up_to_its_step(catalog, mfu):
 def test_an_eager_plans_step_breakdown_adds_up_to_its_step(catalog, recompute):
     # without CUDA graphs an MoE layer's forward waits for the host (moe_eager_layer_ms a routed
     # layer); the step charged it and no term held it: Qwen3-235B on 64 GB200 summed to 30.0 of a
-    # 34.8 s step (an explain review of the step's terms). Full recompute re-runs the forward and
-    # its waits; recomputing the moe module alone counts its waits with the module's collectives
+    # 34.8 s step (an explain review of the step's terms). Recomputing the forward, or the moe
+    # module, runs its waits again; they are host time, not collectives (a diff review: the moe
+    # module's were filed under exposed_comm_s)
     plan = f"cuda_graphs=off,recompute={recompute}"
     p = train(catalog, "gb200", "qwen3-235b-a22b", 1e12, gpus=64, plan=plan).pretraining
     assert sum(p.step_breakdown_s.values()) == pytest.approx(p.step_time_s, rel=1e-12)
     x = inputs(catalog, "gb200", "qwen3-235b-a22b", p.precision)
     stage = ts.stage_layers({"pp": float(p.parallelism.pp), "vp": float(p.parallelism.interleave)}, x)
     eager = catalog.efficiency.moe_eager_layer_ms.value * 1e-3 * stage * x["moe_share"]  # a forward's
-    passes = 2 if recompute == "full" else 1
+    passes = 1 if recompute == "none" else 2
     waits = p.parallelism.micro_batches * passes * eager
     assert p.step_breakdown_s["host_bound_s"] == pytest.approx(waits, rel=1e-12)
-    graphs = train(catalog, "gb200", "qwen3-235b-a22b", 1e12, gpus=64, plan="cuda_graphs=on").pretraining
+    # the same plan with CUDA graphs: no waits, every other term the same
+    par = p.parallelism
+    same = (f"tp={par.tp},pp={par.pp},vp={par.interleave},cp={par.cp},ep={par.ep},dp={par.dp},"
+            f"mbs={par.micro_batch},gbs={par.global_batch},zero={par.zero_stage},recompute={recompute},"
+            f"dispatcher={par.moe_dispatcher},a2a_overlap={'on' if par.a2a_overlap else 'off'}")  # fmt: skip
+    graphs = train(
+        catalog, "gb200", "qwen3-235b-a22b", 1e12, gpus=64, plan=same + ",cuda_graphs=on"
+    ).pretraining
+    assert graphs.plan == p.plan.removesuffix(", no CUDA graphs")
     assert graphs.step_breakdown_s["host_bound_s"] == 0.0
+    for term, seconds in graphs.step_breakdown_s.items():
+        if term not in ("host_bound_s", "pipeline_bubble_s"):  # the bubble holds a micro-batch's time
+            assert p.step_breakdown_s[term] == pytest.approx(seconds, rel=1e-12), term
 
 
 def test_a_pinned_context_parallel_degree_gives_each_rank_two_chunks():

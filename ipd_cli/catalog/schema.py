@@ -1423,7 +1423,7 @@ class RlEfficiency(Strict):
         "s", description="per-step fixed overhead: optimiser, orchestration, logging"
     )
     tail_concurrency_fraction: Sourced = unit(
-        "fraction", description="decode concurrency in the drain / sync concurrency"
+        "fraction", description="sequences decoding in the drain / rollouts a replica is given"
     )
     async_waste_fraction: Sourced = unit(
         "fraction", description="generation redone in async mode (aborts, KV recompute)"

@@ -547,7 +547,7 @@ def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> lis
         Step("pretraining.flops_per_token", p.flops_per_token,
              "6 x counted_active_params + attention_flops_per_token (attention_flops_per_token: the "
              "causal attention's score and value products, forward and backward, 3 x layers x "
-             "sequence length x (query-key width + value width) x the layers with attention)",
+             "sequence length x (query-key width + value width) x the share of layers with attention)",
              {"counted_active_params": p.counted_active_params,
               "attention_flops_per_token": p.attention_flops_per_token}),
         Step("pretraining.mfu", p.mfu,
@@ -606,8 +606,9 @@ _STEP_TERMS = {
     "plan offloads them",
     "host_bound_s": "an MoE layer's forward waiting for the host without CUDA graphs (host-bound time "
     "of an MoE layer run eagerly x MoE layers on the stage)",
-    "pipeline_p2p_s": "activations forward and gradients back at each of the 2 x interleave chunk "
-    "boundaries of a stage: tokens x hidden x bytes / tp over the pipeline's link, plus its latency",
+    "pipeline_p2p_s": "activations forward and gradients back at each of a stage's interleave chunk "
+    "boundaries (2 x interleave sends): tokens x hidden x bytes / tp over the pipeline's link, plus "
+    "its latency; under DualPipe only what the paired chunks' compute does not hide",
     "data_parallel_exposed_s": "the gradient reduce-scatter and the weights' all-gather over the "
     "data-parallel group (ZeRO stage), less what hides behind the last micro-batch's backward and "
     "the first's forward",
@@ -630,9 +631,10 @@ def _step_term_steps(p: Pretraining) -> list[Step]:
     if par is None:
         return []
     mb: dict[str, float | str] = {"micro_batches": par.micro_batches}
+    pinned = " (pinned: the plan's terms scaled to the step the pinned MFU gives)" if p.mfu_pinned else ""
     steps = [
         Step(f"pretraining.step_breakdown_s.{k}", v,
-             _STEP_TERMS[k] + ("" if k in _ONCE_A_STEP else _PER_MICRO_BATCH),
+             _STEP_TERMS[k] + ("" if k in _ONCE_A_STEP else _PER_MICRO_BATCH) + pinned,
              {} if k in _ONCE_A_STEP else mb)
         for k, v in terms.items()
         if k in _STEP_TERMS
@@ -644,8 +646,8 @@ def _step_term_steps(p: Pretraining) -> list[Step]:
             "(pp / 2 - 1) x (a forward-backward pair + a backward - 3 x its weight-gradient GEMMs), "
             "DualPipe's bubble (the weight gradients fill it)"
         )
-        return [*steps, Step(bubble, terms["pipeline_bubble_s"], how, shape)]
-    how = f"(pp - 1) / interleave x ({' + '.join(_MICRO_TERMS)}) / micro_batches: 1F1B's bubble"
+        return [*steps, Step(bubble, terms["pipeline_bubble_s"], how + pinned, shape)]
+    how = f"(pp - 1) / interleave x ({' + '.join(_MICRO_TERMS)}) / micro_batches: 1F1B's bubble{pinned}"
     return [
         *steps,
         Step(bubble, terms["pipeline_bubble_s"], how, {**shape, **{k: terms[k] for k in _MICRO_TERMS}}),

@@ -678,8 +678,9 @@ class Rl(Result):
     max_concurrency: int
     tail_concurrency: float = Field(
         description="sequences a replica decodes at the end of a synchronous step, while the longest "
-        "responses drain: concurrency x rl.tail_concurrency_fraction, at least 1, a mean, not "
-        "rounded (async keeps its replicas full and does not use it)"
+        "responses drain: the rollouts a replica is given x rl.tail_concurrency_fraction (its long "
+        "responses), at most concurrency, at least 1, a mean, not rounded (async keeps its replicas "
+        "full and does not use it)"
     )
     decode_tokens_per_s_per_user: float
     cpu_cores_needed: float = Field(

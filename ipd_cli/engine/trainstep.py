@@ -480,12 +480,16 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
     off = rc == 3
     sets = rc >= SET_BASE
     attn = full * t["layer_attention_s"]
+    eager = t["eager_s"] * (1.0 + full)  # full recompute re-runs the forward, its host waits too
     extra = {"gemm": 0.0, "memory": 0.0, "comm": 0.0}
     if any_true(sets):
-        core = module_bits(rc)[MODULES.index("core_attn")]
+        bits = module_bits(rc)
+        core, moe = bits[MODULES.index("core_attn")], bits[MODULES.index("moe")]
         extra = module_set_terms(t, rc)
         attn = attn + core * t["layer_attention_s"]
+        eager = eager + moe * t["eager_s"]  # so does recomputing the moe module
         redo = redo + extra["gemm"] + extra["memory"] + extra["comm"] + core * t["layer_attention_s"]
+        redo = redo + moe * t["eager_s"]
         act = ifelse(sets, extra["act"], act)
     return {
         "fwd_s": t["fwd_s"],
@@ -495,9 +499,8 @@ def with_recompute(t: dict, rc) -> dict[str, Any]:
         "gemm_s": t["gemm_s"] + full * t["layer_gemm_s"] + extra["gemm"],
         "attention_s": t["attention_s"] + attn,
         "memory_s": t["memory_s"] + ((rc == 1) | (rc == 2)) * t["layer_memory_s"] + extra["memory"],
-        # the host-bound launches of an eager MoE layer, again where full recompute re-runs the forward
-        # (recomputing the `moe` module alone counts them in its comm part: module_redo_seconds)
-        "eager_s": t["eager_s"] * (1.0 + full),
+        # the host-bound launches of an eager MoE layer, again where recompute re-runs them
+        "eager_s": eager,
         "comm_s": t["tp_comm_s"] + t["ep_comm_s"] + t["cp_comm_s"] + full * t["layer_comm_s"] + extra["comm"],
         "ep_comm_s": t["ep_comm_s"] * (1.0 + full / 2.0),
         "a2a_gain_s": t["a2a_gain_s"] * (1.0 + full / 2.0),
@@ -698,7 +701,8 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
     if has["moe"]:  # router, permutes, activations and combine; the experts' inputs re-cast
         values = moe * (h + 5.0 * k * h + aw * fe * (k + s))
         casts = moe * ((k + s) * (h + fe) + (s > 0) * h)
-        redo["moe"] = (moe * (g["shared"] + g["routed"]), mem(values, casts), ep + eager_seconds(P, x))
+        # (its host-bound waits without CUDA graphs: with_recompute, under eager_s)
+        redo["moe"] = (moe * (g["shared"] + g["routed"]), mem(values, casts), ep)
     if has["shared_experts"]:
         redo["shared_experts"] = (moe * g["shared"], mem(moe * s * aw * fe, moe * (s * fe + h)), 0.0)
     return redo

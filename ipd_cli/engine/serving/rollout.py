@@ -34,7 +34,7 @@ from .point import layout_name
 EXACT_BATCHES = 32  # every batch up to this
 BATCHES_PER_OCTAVE = 8  # then this many per doubling
 # RolloutCandidates.step_at keys a (candidate, batch) pair as k x BATCH_KEYS + batch x BATCH_UNITS:
-# batches in 1,024ths (an RL tail concurrency is a batch x 1/8)
+# batches in 1,024ths (an RL tail concurrency is a replica's rollouts x 1/8)
 BATCH_KEYS = 2**40
 BATCH_UNITS = 2**10
 
