@@ -1717,3 +1717,18 @@ def test_an_rl_case_without_a_published_length_is_not_reached(tmp_path, missing)
     assert r.code == 0, r.stderr
     (item,) = r.json()["items"]
     assert item["status"] == f"not reached: input '{missing}' is not published" and item["predicted"] is None
+
+
+def test_the_library_raises_its_own_errors_at_huge_inputs_and_prints_nothing(capfd):
+    # a library review: 1e300 tokens overflowed a bisection count (OverflowError, where 1e200 gave
+    # InfeasibleError), and 1e20 requests a second cast a pool count to int64 with numpy's warning
+    # on stderr before the right InputError
+    import ipd_cli
+
+    cat = ipd_cli.load()
+    with pytest.raises(ipd_cli.InfeasibleError, match="cannot train 1e\\+300 tokens in 1 days"):
+        ipd_cli.train(cat, "h100", "llama-3.1-70b", 1e300, deadline_days=1)
+    with pytest.raises(ipd_cli.IpdError, match="`requests_per_s` 1e\\+20 needs"):
+        ipd_cli.serve(cat, "h100", "llama-3.1-70b", requests_per_s=1e20)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""

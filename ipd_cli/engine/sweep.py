@@ -774,7 +774,7 @@ def check_paths(plan: SweepPlan, results: list[Any]) -> None:
                 )
             raise InputError(
                 f"`vary` {axis.path}: not an input of this estimate{did_you_mean(axis.path, readable)}"
-                " (ipd compare ... --format json lists each input's path under assumptions)"
+                " (a comparison's result lists each input's path under its systems' assumptions)"
             )
 
 

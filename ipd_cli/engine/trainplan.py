@@ -1608,6 +1608,8 @@ def _bisections(width: float) -> int:
     """Bisections that narrow a bracket ``width`` wide (in log replicas) to 1e-3 (at most 24)."""
     import numpy as np
 
+    if not np.isfinite(width):  # a bracket past any float (1e300 tokens): bisect to the end
+        return 24
     return min(int(np.ceil(np.log2(max(width, 1e-3) / 1e-3))), 24)
 
 

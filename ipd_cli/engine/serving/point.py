@@ -284,7 +284,8 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
     if dis.any():
         tails = np.array([tail for _, tail in parts] + [None], dtype=object)[:-1][inv[dis]]
         whole = lambda v: v[dis].astype(np.int64).astype(str).astype(object)  # noqa: E731
-        names[dis] = whole(n_pre) + names[dis] + whole(n_dec) + tails
+        with np.errstate(invalid="ignore"):  # pools past any count (1e20 requests/s): refused later
+            names[dis] = whole(n_pre) + names[dis] + whole(n_dec) + tails
     with np.errstate(all="ignore"):
         return dict(
             tokens_per_s_per_gpu=per_gpu,
