@@ -277,55 +277,6 @@ def price_terms(rows: list, cat: Any) -> list[str]:
     ]
 
 
-def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
-    """A `--set` of an owning-cost input (`economics.utilisation`, a system's `capex_usd`, ...)
-    or of a rental price point (under tco, another label, a system not compared) that the
-    estimate never read: under rental prices nothing reads the former, so it changed nothing,
-    which a reader would not guess (a user review). Only those paths are checked: not every catalog
-    read is listed under assumptions (a model's shape, a CPU's cores are read without a record), so
-    "not listed" alone does not mean "not read" (a code review)."""
-    if not overrides:
-        return []  # (and no engine import on the listing's fast path)
-    from .catalog.overrides import canonical_path
-    from .engine.pricing import owning_input, rental_input
-
-    read = {a.get("path") for s in rows if isinstance(s, dict) for a in s.get("assumptions") or []}
-    # a compared system that ran no block (every one infeasible) read no price: it was not passed
-    # over for another (a code review)
-    idle = {
-        s.get("hardware")
-        for s in rows
-        if isinstance(s, dict)
-        and not any(isinstance(s.get(b), dict) for b in ("pretraining", "rl", "serving"))
-    }
-    from .catalog.schema import REFERENCE_ONLY
-
-    out = []
-    for item in overrides:
-        path = str(item).partition("=")[0].strip()
-        if cat is not None:
-            path = canonical_path(cat, path)
-        parts = path.split(".")
-        if len(parts) >= 3 and parts[0] == "accelerators" and parts[2] in REFERENCE_ONLY:
-            out.append(
-                f"--set {path}: read by no estimate, so it changed nothing (a reference figure: "
-                f"{REFERENCE_ONLY[parts[2]]})"
-            )
-        elif owning_input(path) and path not in read:
-            out.append(
-                f"--set {path}: not an input of this estimate, so it changed nothing (an owning-cost "
-                "input: priced with --pricing tco)"
-            )
-        elif rental_input(path) and path not in read:  # another system's, another label, or tco
-            _, system, _, label = path.split(".")
-            if system not in idle:
-                out.append(
-                    f"--set {path}: not an input of this estimate, so it changed nothing (a rental "
-                    f"price point: read by --pricing rental:{label} on {system})"
-                )
-    return out
-
-
 def _warn(result: "BaseModel", cat: Any = None, notes: bool = True) -> None:
     """What a reader of a table could miss, once more on stderr: blocks that cannot run, a missed
     service target, a roadmap system (and the result's notes, unless ``notes`` is off)."""
@@ -339,7 +290,7 @@ def _warn(result: "BaseModel", cat: Any = None, notes: bool = True) -> None:
     for name in names if cat is not None else []:
         system = cat.system(name)
         statuses[name] = (system.status, system.unstable)
-    lines = warnings(data, statuses) + unread_overrides(data.get("overrides") or [], rows, cat)
+    lines = warnings(data, statuses, cat=cat)
     for line in lines + (price_terms(rows, cat) if len(rows) > 1 else []):
         sys.stderr.write(f"ipd: warning: {line}\n")
     for line in getattr(result, "notes", []) if notes else []:

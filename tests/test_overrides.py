@@ -255,3 +255,24 @@ def test_a_path_set_twice_takes_the_last_value_and_says_so():
     assert s["serving"]["kw_per_gpu"] == once.json()["systems"][0]["serving"]["kw_per_gpu"]
     mwh = s["intelligence_per_dollar"]["energy_breakdown_mwh"]["pretraining"]
     assert mwh == once.json()["systems"][0]["intelligence_per_dollar"]["energy_breakdown_mwh"]["pretraining"]
+
+
+def test_a_library_user_gets_the_unread_set_warning_from_the_views():
+    # a library review: `load(sets=["economics.electricity_usd_per_kwh=0.5"])` then a rental compare
+    # changed nothing and said nothing; the CLI's line lives with the other warnings a library user
+    # gets from ipd_cli.render.views.warnings
+    from ipd_cli.render.views import warnings
+
+    cat = load(sets=["economics.electricity_usd_per_kwh=0.5"])
+    r = compare(cat, ["vera-rubin"])
+    assert (
+        r.systems[0].intelligence_per_dollar
+        == compare(load(), ["vera-rubin"]).systems[0].intelligence_per_dollar
+    )
+    lines = warnings(r.model_dump(mode="json"), cat=cat)
+    assert any(
+        ln.startswith("--set economics.electricity_usd_per_kwh: not an input of this estimate")
+        for ln in lines
+    )
+    tco = compare(cat, ["vera-rubin"], pricing="tco")
+    assert not any("electricity" in ln for ln in warnings(tco.model_dump(mode="json"), cat=cat))

@@ -168,7 +168,7 @@ class Sourced(Strict):
 
 
 # Accelerator fields kept for reference, which no estimate reads (a `--set` of one changes nothing,
-# and the CLI says so: cli.unread_overrides), with what is read instead
+# and the CLI says so: render.views.unread_overrides), with what is read instead
 REFERENCE_ONLY = {
     "fp4_sparse_tflops": "the physics reads the dense peaks",
     "fp8_sparse_tflops": "the physics reads the dense peaks",

@@ -704,13 +704,18 @@ def site_inputs_vary(paths: list[str]) -> bool:
 
 
 def warnings(
-    data: dict, statuses: dict[str, tuple[str, bool]] | None = None, site_varies: bool | str = False
+    data: dict,
+    statuses: dict[str, tuple[str, bool]] | None = None,
+    site_varies: bool | str = False,
+    cat: Any = None,
 ) -> list[str]:
     """One line each: a system that is not shipping, a stage that cannot run, a missed service target.
     ``statuses``: hardware -> (status, unstable), for results that do not carry the status;
     ``site_varies``: a sweep's rows vary the site's budget (:func:`site_inputs_vary`), or their
     deployment (``DEPLOYMENT_VARIES``, :func:`deployment_inputs_vary`), so the site line says how to
-    read each row instead of judging the estimate's own site."""
+    read each row instead of judging the estimate's own site. ``cat``: the catalog the result was
+    computed on, for the overrides it never read (:func:`unread_overrides`; without it their paths
+    are taken as given)."""
     rows = data["systems"] if isinstance(data.get("systems"), list) else [data] if "hardware" in data else []
     out = []
     names = [s.get("hardware", "") for s in rows]
@@ -784,6 +789,7 @@ def warnings(
             "economics.rental_label_preference it has; --pricing tco (or a rental:LABEL every system "
             "has) prices all on one"
         )
+    out += unread_overrides(data.get("overrides") or [], rows, cat)
     return list(dict.fromkeys(out))  # a system given twice warns once
 
 
@@ -954,3 +960,52 @@ def _walk(d: Any, prefix: str = ""):
             yield from _walk(v, f"{prefix}[{i}]")
     else:
         yield prefix, fmt_num(d)
+
+
+def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
+    """A `--set` of an owning-cost input (`economics.utilisation`, a system's `capex_usd`, ...)
+    or of a rental price point (under tco, another label, a system not compared) that the
+    estimate never read: under rental prices nothing reads the former, so it changed nothing,
+    which a reader would not guess (a user review). Only those paths are checked: not every catalog
+    read is listed under assumptions (a model's shape, a CPU's cores are read without a record), so
+    "not listed" alone does not mean "not read" (a code review)."""
+    if not overrides:
+        return []  # (and no engine import on the listing's fast path)
+    from ipd_cli.catalog.overrides import canonical_path
+    from ipd_cli.engine.pricing import owning_input, rental_input
+
+    read = {a.get("path") for s in rows if isinstance(s, dict) for a in s.get("assumptions") or []}
+    # a compared system that ran no block (every one infeasible) read no price: it was not passed
+    # over for another (a code review)
+    idle = {
+        s.get("hardware")
+        for s in rows
+        if isinstance(s, dict)
+        and not any(isinstance(s.get(b), dict) for b in ("pretraining", "rl", "serving"))
+    }
+    from ipd_cli.catalog.schema import REFERENCE_ONLY
+
+    out = []
+    for item in overrides:
+        path = str(item).partition("=")[0].strip()
+        if cat is not None:
+            path = canonical_path(cat, path)
+        parts = path.split(".")
+        if len(parts) >= 3 and parts[0] == "accelerators" and parts[2] in REFERENCE_ONLY:
+            out.append(
+                f"--set {path}: read by no estimate, so it changed nothing (a reference figure: "
+                f"{REFERENCE_ONLY[parts[2]]})"
+            )
+        elif owning_input(path) and path not in read:
+            out.append(
+                f"--set {path}: not an input of this estimate, so it changed nothing (an owning-cost "
+                "input: priced with --pricing tco)"
+            )
+        elif rental_input(path) and path not in read:  # another system's, another label, or tco
+            _, system, _, label = path.split(".")
+            if system not in idle:
+                out.append(
+                    f"--set {path}: not an input of this estimate, so it changed nothing (a rental "
+                    f"price point: read by --pricing rental:{label} on {system})"
+                )
+    return out
