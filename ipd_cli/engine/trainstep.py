@@ -440,7 +440,7 @@ def module_set_terms(t: dict, rc) -> dict[str, Any]:
     return {**redo, "act": t["act_unit"] * kept}
 
 
-def offload_terms(P: Cols, m: dict, host, x: dict) -> dict[str, Any]:
+def offload_terms(P: Cols, m: dict, host, x: dict, alone: Any = 0.0) -> dict[str, Any]:
     """Activation offload (policy 3), for a plan that sends any activations to host memory
     (``host`` > 0, :func:`offloaded_bytes`): each micro-batch's layers but the two kept on the GPU
     go out after its forward and come back before its backward over the host link; what the
@@ -449,8 +449,10 @@ def offload_terms(P: Cols, m: dict, host, x: dict) -> dict[str, Any]:
     traffic a PCIe host link also carries (not modelled). A plan whose activations all fit sends
     nothing and runs as keeping them does."""
     transfer = (host > 0.0) * m["offload_bytes"] / x["host_bw"]
-    fwd = f.maximum(0.0, transfer - m["fwd_s"])
-    bwd = f.maximum(0.0, transfer - m["bwd_s"])
+    # the window: the pass's time, and half the expert all-to-all its unpaired chunks expose
+    # (``alone``, :func:`step`): the host link copies while the GPU waits on the network too
+    fwd = f.maximum(0.0, transfer - m["fwd_s"] - f.maximum(alone, 0.0) / 2.0)
+    bwd = f.maximum(0.0, transfer - m["bwd_s"] - f.maximum(alone, 0.0) / 2.0)
     return {
         "fwd_s": m["fwd_s"] + fwd,
         "bwd_s": m["bwd_s"] + bwd,
@@ -949,15 +951,22 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     terms from :func:`micro_batch`). DualPipe's sends hide behind the paired chunk's compute."""
     held, groups = params_per_gpu(P, x), dp_groups(P)  # (the same for memory, gradients and optimizer)
     memory_bytes, host_bytes = memory_and_host_bytes(P, m, x, held, groups)
-    m = {**m, **offload_terms(P, m, host_bytes, x)}  # an offloading plan's host transfer
+    # the 1F1B expert overlap's pairing hides nothing on the chunks that run alone
+    alone = unpaired_share(P) * m.get("a2a_gain_s", 0.0)
+    m = {**m, **offload_terms(P, m, host_bytes, x, alone)}  # an offloading plan's host transfer
     inside = in_domain(P, x)
     p2p = p2p_seconds(P, x, inside["pp"])
     p2p = ifelse(dualpipe(P), exposed(p2p, m["fwd_s"] + m["bwd_s"], x), p2p)
-    # the 1F1B expert overlap's pairing hides nothing on the chunks that run alone
-    alone = unpaired_share(P) * m.get("a2a_gain_s", 0.0)
     mb_s = m["fwd_s"] + m["bwd_s"] + p2p + alone
     bubble = bubble_seconds(P, m, mb_s)
-    dp = dp_exposed_seconds(P, m, x, held, groups)
+    # the data-parallel collectives hide behind passes whose expert all-to-all the 1F1B pairing
+    # leaves exposed as well: ZeRO 0-1's behind the last backward and the first forward, chunks
+    # that run alone (warmup and cooldown), the others' behind any, the mean share of them
+    gain = f.maximum(m.get("a2a_gain_s", 0.0), 0.0) / 2.0
+    extra = ifelse(P["zero"] <= 1, gain, f.maximum(alone, 0.0) / 2.0)
+    dp = dp_exposed_seconds(
+        P, {**m, "fwd_s": m["fwd_s"] + extra, "bwd_s": m["bwd_s"] + extra}, x, held, groups
+    )
     opt = optimizer_seconds(P, x, held, groups)
     tp_grad = tp_grad_seconds(P, x, inside["tp"])
     return {
