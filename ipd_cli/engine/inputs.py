@@ -159,9 +159,11 @@ class Inputs:
         origin: str,
         note: str | None = None,
         path: str | None = None,
+        source: str | None = None,
     ) -> Any:
-        """A value from a workload file or the command line (``path``: its ``--set workload.*`` path)."""
-        return self.trace.given(label, value, unit, origin, note=note, path=path)
+        """A value from a workload file, the catalog's counts or the command line (``path``: its
+        ``--set workload.*`` path; ``source``: the catalog source it comes from, where one does)."""
+        return self.trace.given(label, value, unit, origin, note=note, path=path, source=source)
 
     def quiet(self) -> Inputs:
         """The same substitutions, recording nothing (for a value read again)."""

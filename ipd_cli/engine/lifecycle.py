@@ -611,7 +611,7 @@ _STEP_TERMS = {
     "its latency; under DualPipe only what the paired chunks' compute does not hide",
     "data_parallel_exposed_s": "the gradient reduce-scatter and the weights' all-gather over the "
     "data-parallel group (ZeRO stage), less what hides behind the last micro-batch's backward and "
-    "the first's forward",
+    "the first's forward (with the all-to-all those unpaired chunks expose)",
     "tensor_parallel_grad_sync_s": "the all-reduce of the gradients of the weights every "
     "tensor-parallel rank holds whole",
     "optimizer_s": "one Adam step over the parameters this GPU updates (sharded over the "

@@ -440,7 +440,7 @@ def module_set_terms(t: dict, rc) -> dict[str, Any]:
     return {**redo, "act": t["act_unit"] * kept}
 
 
-def offload_terms(P: Cols, m: dict, host, x: dict, alone: Any = 0.0) -> dict[str, Any]:
+def offload_terms(P: Cols, m: dict, host, x: dict, exposed_a2a: Any = 0.0) -> dict[str, Any]:
     """Activation offload (policy 3), for a plan that sends any activations to host memory
     (``host`` > 0, :func:`offloaded_bytes`): each micro-batch's layers but the two kept on the GPU
     go out after its forward and come back before its backward over the host link; what the
@@ -449,10 +449,10 @@ def offload_terms(P: Cols, m: dict, host, x: dict, alone: Any = 0.0) -> dict[str
     traffic a PCIe host link also carries (not modelled). A plan whose activations all fit sends
     nothing and runs as keeping them does."""
     transfer = (host > 0.0) * m["offload_bytes"] / x["host_bw"]
-    # the window: the pass's time, and half the expert all-to-all its unpaired chunks expose
-    # (``alone``, :func:`step`): the host link copies while the GPU waits on the network too
-    fwd = f.maximum(0.0, transfer - m["fwd_s"] - f.maximum(alone, 0.0) / 2.0)
-    bwd = f.maximum(0.0, transfer - m["bwd_s"] - f.maximum(alone, 0.0) / 2.0)
+    # the window: the pass's time, and the expert all-to-all its unpaired chunks expose in that
+    # pass (``exposed_a2a``, :func:`step`): the host link copies while the GPU waits on the network
+    fwd = f.maximum(0.0, transfer - m["fwd_s"] - exposed_a2a)
+    bwd = f.maximum(0.0, transfer - m["bwd_s"] - exposed_a2a)
     return {
         "fwd_s": m["fwd_s"] + fwd,
         "bwd_s": m["bwd_s"] + bwd,
@@ -953,7 +953,8 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     memory_bytes, host_bytes = memory_and_host_bytes(P, m, x, held, groups)
     # the 1F1B expert overlap's pairing hides nothing on the chunks that run alone
     alone = unpaired_share(P) * m.get("a2a_gain_s", 0.0)
-    m = {**m, **offload_terms(P, m, host_bytes, x, alone)}  # an offloading plan's host transfer
+    per_pass = f.maximum(alone, 0.0) / 2.0  # of it, a forward's or a backward's, on the mean chunk
+    m = {**m, **offload_terms(P, m, host_bytes, x, per_pass)}  # an offloading plan's host transfer
     inside = in_domain(P, x)
     p2p = p2p_seconds(P, x, inside["pp"])
     p2p = ifelse(dualpipe(P), exposed(p2p, m["fwd_s"] + m["bwd_s"], x), p2p)
@@ -963,7 +964,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     # leaves exposed as well: ZeRO 0-1's behind the last backward and the first forward, chunks
     # that run alone (warmup and cooldown), the others' behind any, the mean share of them
     gain = f.maximum(m.get("a2a_gain_s", 0.0), 0.0) / 2.0
-    extra = ifelse(P["zero"] <= 1, gain, f.maximum(alone, 0.0) / 2.0)
+    extra = ifelse(P["zero"] <= 1, gain, per_pass)
     dp = dp_exposed_seconds(
         P, {**m, "fwd_s": m["fwd_s"] + extra, "bwd_s": m["bwd_s"] + extra}, x, held, groups
     )

@@ -972,6 +972,7 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
     if not overrides:
         return []  # (and no engine import on the listing's fast path)
     from ipd_cli.catalog.overrides import canonical_path
+    from ipd_cli.catalog.schema import REFERENCE_ONLY
     from ipd_cli.engine.pricing import owning_input, rental_input
 
     read = {a.get("path") for s in rows if isinstance(s, dict) for a in s.get("assumptions") or []}
@@ -983,8 +984,6 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
         if isinstance(s, dict)
         and not any(isinstance(s.get(b), dict) for b in ("pretraining", "rl", "serving"))
     }
-    from ipd_cli.catalog.schema import REFERENCE_ONLY
-
     out = []
     for item in overrides:
         path = str(item).partition("=")[0].strip()

@@ -377,10 +377,10 @@ def fastest(
     ladder, table = ladder[:rungs], steps  # the table's rows are all candidates: table[ok[i]] is row i's
     per = dict(replicas=replicas, prefill_s=c.prefill_s[ok][:, None], speculative=c.speculative[ok][:, None])
 
-    share = per_replica[:, None] * r.tail_fraction  # each row's long responses (the drain's sequences)
+    given = per_replica[:, None]  # each row's rollouts, whose long ones the drain runs
 
     def tail(b, rows):  # rows ``rows``' tail concurrencies at concurrencies ``b`` (a row each, or one)
-        return _tail(r, b, share[rows])
+        return _tail(r, b, given[rows])
 
     def below(b):  # the highest rung at or below b, and the lowest at or above
         return np.searchsorted(ladder, b, "right") - 1
@@ -547,13 +547,13 @@ def fastest_many(
     per = dict(replicas=replicas[u][:, None], prefill_s=c.prefill_s[ok[u]][:, None],
                speculative=c.speculative[ok[u]][:, None])  # fmt: skip
     top = cap[u][:, None]
-    share = per_replica[u][:, None] * r.tail_fraction  # as fastest's, a distinct row each
+    given = per_replica[u][:, None]  # as fastest's, a distinct row each
 
     def ends_of(sel):  # as fastest's, on distinct rows ``sel``
         at, t = {k: v[sel] for k, v in per.items()}, top[sel]
         cand, first_step = ok[u[sel]][:, None], table[ok[u[sel]], :1]
         above_t = np.searchsorted(ladder, t, "left")
-        above_tail = np.searchsorted(ladder, _tail(r, t, share[sel]), "left")
+        above_tail = np.searchsorted(ladder, _tail(r, t, given[sel]), "left")
         at_top = dict(step_s=table[cand, above_t], tail_step_s=table[cand, above_tail], b=t)
         least = dict(step_s=first_step, tail_step_s=first_step, b=t)
         ends = (
@@ -564,7 +564,7 @@ def fastest_many(
 
     def bounds_of(sel):  # as fastest's, on distinct rows ``sel``
         steps = table[ok[u[sel]], :rungs]
-        below_tail = np.searchsorted(ladder, _tail(r, ladder[None, :], share[sel]), "right") - 1
+        below_tail = np.searchsorted(ladder, _tail(r, ladder[None, :], given[sel]), "right") - 1
         tails = np.take_along_axis(steps, below_tail, axis=1)
         at_hi = dict(step_s=steps, tail_step_s=tails, b=np.minimum(run_end, top[sel]))
         lower = _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
@@ -602,7 +602,7 @@ def fastest_many(
         np.minimum.at(floor, (seg[need], gk[need]), lowest)
     near = np.argmin(lower, axis=1)[:, None]  # of the distinct rows
     cand = ok[u[d]][:, None]
-    tail_rung = np.searchsorted(ladder, _tail(r, ladder[near], share[d]), "left")
+    tail_rung = np.searchsorted(ladder, _tail(r, ladder[near], given[d]), "left")
     at_rung = dict(step_s=table[cand, near], tail_step_s=table[cand, tail_rung], b=ladder[near])
     upper = _seconds(r, nums, asynchronous, {k: v[d] for k, v in per.items()} | at_rung, load)[back, 0]
     least_upper = np.minimum.reduceat(upper, np.searchsorted(need, starts))
@@ -643,10 +643,10 @@ def fewest_in_flight(r: Rollouts, nums: RlNumbers, gen_gpus: int, load: Load, li
     return int(b[ok[0]]) if ok.size else top
 
 
-def _tail(r: Rollouts, b: Any, share: Any) -> Any:
+def _tail(r: Rollouts, b: Any, wanted: Any) -> Any:
     """The tail concurrency of concurrency ``b`` (numbers or arrays): the drain's mean, the long
-    responses among a replica's rollouts (``share``: its rollouts x the tail share), as many as
-    its ``b`` slots hold, at least one sequence. Continuous batching refills a slot when a
+    responses among the ``wanted`` rollouts a replica is given (their tail share), as many as its
+    ``b`` slots hold, at least one sequence. Continuous batching refills a slot when a
     response ends, so the long ones of every wave end together: a share of the rollouts, not of
     the slots (b / 8 let fewer slots drain faster, and Rubin's 10T step took 24 a replica in two
     waves of its 37 rollouts: an RL review). Not rounded, so that the step does not rise and fall
@@ -654,7 +654,7 @@ def _tail(r: Rollouts, b: Any, share: Any) -> Any:
     search rode: 31 sequences where 32 were one wave, an RL review)."""
     import numpy as np
 
-    return np.maximum(1.0, np.minimum(b, share))
+    return np.maximum(1.0, np.minimum(b, wanted * r.tail_fraction))
 
 
 def _at(r: Rollouts, cand: Any, b: Any, replicas: Any, wanted: Any) -> dict[str, Any]:
@@ -664,7 +664,7 @@ def _at(r: Rollouts, cand: Any, b: Any, replicas: Any, wanted: Any) -> dict[str,
     import numpy as np
 
     c = r.candidates
-    tail = _tail(r, b, wanted * r.tail_fraction)
+    tail = _tail(r, b, wanted)
     both = c.step_at(np.concatenate([b, tail]), np.concatenate([cand, cand]))
     return dict(replicas=replicas, prefill_s=c.prefill_s[cand], speculative=c.speculative[cand], b=b,
                 step_s=both[: b.size], tail_step_s=both[b.size :])  # fmt: skip
@@ -732,7 +732,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     replicas = int(active_replicas(replicas, in_flight, asynchronous))
     wanted = int(wanted_per_replica(in_flight, replicas, asynchronous))
     b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
-    b_tail = float(_tail(r, b, wanted * r.tail_fraction))
+    b_tail = float(_tail(r, b, wanted))
     v_bulk, v_tail = r.inst.decode_speed(b), r.inst.decode_speed(b_tail)
     prefill = nums.generated * r.inst.prefill_s / replicas  # prefills share the instance with decode
     # Little's law: each of the b slots holds one trajectory for its decode time plus tool waits
@@ -790,7 +790,8 @@ def host_cpus(inp: Inputs, system_name: str) -> HostCpus:
     cpu = cat.cpus[system.host_cpu]
     cores = system.host_cpus * cpu.cores / system.accelerators
     note = f"{system.host_cpus} x {cpu.cores}-core {system.host_cpu} per {system.accelerators} GPUs"
-    inp.trace.given(  # the core count's source (an explain review: it read "source -")
+    # the core count's source (an explain review: it read "source -")
+    inp.given(
         "host cores per GPU", cores, "cores", cat.origin("systems", system_name), note=note, source=cpu.source
     )
     speed = 1.0
