@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from .catalog.catalog import Catalog, require_catalog
 from .catalog.loader import load_catalog
-from .catalog.workloads import check_mfu_scope, refuse_workload_sets, resolve_workload, with_nested_workloads
+from .catalog.workloads import (
+    check_mfu_scope,
+    refuse_workload_sets,
+    resolve_with_sources,
+    with_nested_workloads,
+)
 from .defaults import CLI, DEFAULT_RL_WORKLOAD, DEFAULT_SCENARIO  # noqa: F401 - part of the API
 from .engine.result_base import Listing
 from .errors import InfeasibleError, InputError
@@ -134,13 +139,14 @@ def rl(
     kw = check_arguments(estimate_rl, kw)
     if kw.get("model") is not None:  # named as the argument, not as the workload file's field
         cat.model(kw["model"])
-    name, w, origin = resolve_workload(cat, workload, _rl_given(kw))
+    cat, name, w, origin = resolve_with_sources(cat, workload, _rl_given(kw))
     if w.kind != "rl":
         raise InputError(
             f"workload '{name}' is a {w.kind} workload; give an RL workload (ipd workloads list)"
         )
     r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, **kw)
-    return r.model_copy(update={"overrides": _sets(cat), "assumptions": _cited(r.assumptions, cat)})
+    cited = _cited(r.assumptions, cat, w, origin)
+    return r.model_copy(update={"overrides": _sets(cat), "assumptions": cited})
 
 
 def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
@@ -278,23 +284,37 @@ def _sets(cat: Catalog) -> list[str]:
     return [o.text for o in cat.overrides]
 
 
-def _cited(items: list[Any], cat: Catalog) -> list[Any]:
+def _cited(items: list[Any], cat: Catalog, w: Any = None, origin: str = "") -> list[Any]:
     """The inputs with each one a ``sets`` workload path gave citing the ``cli-set`` source, as a
     catalog value a ``sets`` item replaces does (README "Overrides"; a review found the source
-    empty)."""
+    empty), and each one the workload ``w`` (from ``origin``) cites in its ``field_sources``
+    citing that source (the workload-level source was on no row: an explain audit)."""
     from .catalog.overrides import CLI_SOURCE, WORKLOAD
+    from .catalog.workloads import field_citations
 
     paths = {o.path.removesuffix(".value") for o in cat.overrides if o.path.startswith(WORKLOAD + ".")}
-    if not paths:
+    fields = field_citations(cat, w, origin) if w is not None else {}
+    if not paths and not fields:
         return items
-    src = cat.sources.get(CLI_SOURCE)
-    cite = {
-        "source": CLI_SOURCE,
-        "source_title": getattr(src, "title", None),
-        "source_date": getattr(src, "date", None),
-        "source_url": getattr(src, "url", None),
-    }
-    return [a.model_copy(update=cite) if a.path in paths and a.source != CLI_SOURCE else a for a in items]
+
+    def cite(sid: str) -> dict[str, Any]:
+        src = cat.sources.get(sid)
+        return {
+            "source": sid,
+            "source_title": getattr(src, "title", None),
+            "source_date": getattr(src, "date", None),
+            "source_url": getattr(src, "url", None),
+        }
+
+    out = []
+    for a in items:
+        if a.path in paths:
+            a = a if a.source == CLI_SOURCE else a.model_copy(update=cite(CLI_SOURCE))
+        elif a.path in fields and a.source is None and a.origin.startswith(fields[a.path][0]):
+            fs = fields[a.path][1]
+            a = a.model_copy(update={**cite(fs.source), "note": a.note or fs.note})
+        out.append(a)
+    return out
 
 
 def compare(
@@ -536,7 +556,7 @@ def _compare(
         raise InputError("give at least one system to compare")
     for s in systems:  # every name, before any estimate
         cat.system(s)
-    name, w, origin = resolve_workload(cat, workload)
+    cat, name, w, origin = resolve_with_sources(cat, workload)
     cat = with_nested_workloads(cat, w)
     check_mfu_scope(mfu, w.kind, name)
     steps: list[list] = []
@@ -551,7 +571,7 @@ def _compare(
             results.append(one)
             steps.append(_block_steps(cat, one, getattr(w, "deadline_days", None)))
     _refuse_all_infeasible(name, w.kind, results)
-    results = [r.model_copy(update={"assumptions": _cited(r.assumptions, cat)}) for r in results]
+    results = [r.model_copy(update={"assumptions": _cited(r.assumptions, cat, w, origin)}) for r in results]
     info = WorkloadInfo(
         name=name,
         kind=w.kind,
@@ -651,7 +671,7 @@ def sweep(
         raise InputError(f"`max_rows` must be a whole number >= 1, got {max_rows!r}")
     if progress is not None and not callable(progress):
         raise InputError(f"`progress` is a function progress(done, total), got {progress!r}")
-    name, w, origin = resolve_workload(cat, workload)
+    cat, name, w, origin = resolve_with_sources(cat, workload)
     cat = with_nested_workloads(cat, w)
     check_pricing(pricing)
     axes = sw.parse_axes(cat, vary)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from helpers import run_cli
 
@@ -276,3 +278,87 @@ def test_a_library_user_gets_the_unread_set_warning_from_the_views():
     )
     tco = compare(cat, ["vera-rubin"], pricing="tco")
     assert not any("electricity" in ln for ln in warnings(tco.model_dump(mode="json"), cat=cat))
+
+
+def _row(name, path, origin):
+    from ipd_cli.engine.results import Assumption
+
+    return Assumption(name=name, value=1, unit="", origin=origin, path=path)
+
+
+def test_a_workloads_field_sources_cite_their_rows(catalog):
+    # the workload-level source (N1) was on no row of explain (an explain audit): each workload
+    # names the numbers a source gives, and a scenario's rows of the workloads its stages run
+    # cite those workloads' sources (values read from configs/workloads/*.yaml)
+    from ipd_cli.api import _cited
+    from ipd_cli.catalog.workloads import resolve_workload
+
+    _, w, origin = resolve_workload(catalog, "frontier-agentic")
+    pre = catalog.origin("workloads", "pretrain-10t-moe")
+    rl = catalog.origin("workloads", "rl-swe-agent-10t")
+    rows = [
+        _row("tokens", "workload.pretraining.tokens", pre),
+        _row("deadline", "workload.pretraining.deadline_days", pre),
+        _row("target speed per user", "workload.serving.tokens_per_user_s", origin),
+        _row("prompts per step", "workload.post_training.prompts_per_step", rl),
+        _row("sandbox boot s", "workload.post_training.sandbox_boot_s", rl),
+        _row("tasks a day", "workload.serving.tasks_per_day", origin),  # a choice: no source
+        # a path a nested workload cites, on a row from another file: not cited
+        _row("prompts per step", "workload.post_training.prompts_per_step", "elsewhere.yaml"),
+    ]
+    got = [(a.source, a.note) for a in _cited(rows, catalog, w, origin)]
+    assert got == [
+        ("N1", "100 trillion tokens: NVIDIA's claim"),
+        ("N1", "a one-month window: NVIDIA's claim, taken as 30 days"),
+        ("N1", "the interactivity of NVIDIA's Vera Rubin claims"),
+        ("nemo-gym-swe", None),
+        ("podflare-bench", "E2B's create-to-first-exec p95, 811 ms, rounded up"),
+        (None, None),
+        (None, None),
+    ]
+    cited = _cited(rows, catalog, w, origin)[0]
+    assert cited.source_title == catalog.sources["N1"].title and cited.source_date == "2026-01-05"
+    # a --set value is the command line's, not the workload's source
+    cat = load(sets=["workload.pretraining.tokens=5e13"])
+    _, w, origin = resolve_workload(cat, "frontier-agentic")
+    assert _cited(rows[:2], cat, w, origin)[0].source == "cli-set"
+    assert _cited(rows[:2], cat, w, origin)[1].source == "N1"
+
+
+def test_a_workload_files_own_sources_reach_its_rows(tmp_path):
+    # a file's `sources:` entry had its id on the rows and no title; field_sources cite it
+    f = tmp_path / "plan.yaml"
+    f.write_text(
+        'sources:\n  my-budget: {title: "the team\'s 2027 plan", date: 2026-11}\n'
+        "kind: pretrain\nmodel: llama-3.1-8b\ntokens: 1.0e12\ngpus: 64\nsource: user\n"
+        "field_sources:\n  tokens: {source: my-budget, note: a trillion tokens}\n"
+    )
+    r = run_cli("compare", "h100", "--workload", str(f), "-f", "json")
+    assert r.code == 0, r.stderr
+    (row,) = [a for a in r.json()["systems"][0]["assumptions"] if a["path"] == "workload.tokens"]
+    assert (row["source"], row["source_title"], row["source_date"], row["note"]) == (
+        "my-budget",
+        "the team's 2027 plan",
+        "2026-11",
+        "a trillion tokens",
+    )
+
+
+@pytest.mark.parametrize(
+    "field_sources, sources, message",
+    [
+        ("{tokenz: {source: user}}", "", r"field_sources: 'tokenz' is not a field of this workload"),
+        ("{deadline_days: {source: user}}", "", r"'deadline_days' is not given by this workload"),
+        ("{tokens: {source: nope}}", "", r"field_sources.tokens.source: unknown source id 'nope'"),
+        ("{}", "sources: {mine: {title: t}}\n", r"sources.mine.date: Field required"),
+    ],
+)
+def test_bad_field_sources_are_one_line_input_errors(tmp_path, field_sources, sources, message):
+    f = tmp_path / "w.yaml"
+    f.write_text(
+        f"{sources}kind: pretrain\nmodel: llama-3.1-8b\ntokens: 1.0e12\ngpus: 64\nsource: user\n"
+        f"field_sources: {field_sources}\n"
+    )
+    r = run_cli("compare", "h100", "--workload", str(f), "-f", "json")
+    assert r.code == 2 and r.stdout == ""
+    assert re.search(message, r.stderr) and r.stderr.count("\n") == 1, r.stderr

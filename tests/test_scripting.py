@@ -272,13 +272,19 @@ def test_a_scenario_file_citing_an_unknown_source_is_refused(tmp_path):
 
 def test_a_workload_file_may_cite_its_own_sources_or_none(tmp_path):
     own = SCENARIO.replace("source: swe-bench-2026", "source: my-src").replace(
-        "sources:\n", 'sources:\n  my-src:\n    title: "my measurement"\n    date: 2026-01-01\n'
+        "\nsources:\n", '\nsources:\n  my-src:\n    title: "my measurement"\n    date: 2026-01-01\n'
     )
     bare = SCENARIO.replace("    source: swe-bench-2026\n", "")
+    titles = {}
     for name, text in (("own.yaml", own), ("bare.yaml", bare)):
         path = write(tmp_path / name, text)
         r = run_cli("explain", "blackwell", "--scenario", str(path), "-f", "json")
         assert r.code == 0, r.stderr
+        (row,) = [i for i in r.json()["items"] if i["path"] == "workload.task_success.success_rate"]
+        titles[name] = (row["source"], row["source_title"], row["source_date"])
+    # the file's own source with its title (the row had the id alone); none: the file's 'user'
+    assert titles["own.yaml"] == ("my-src", "my measurement", "2026-01-01")
+    assert titles["bare.yaml"][0] == "user" and "names no source" in titles["bare.yaml"][1]
 
 
 def test_an_unknown_model_in_a_workload_file_names_the_file_and_field(tmp_path):

@@ -167,6 +167,45 @@ class Sourced(Strict):
         return self
 
 
+class FieldSource(Strict):
+    """The source of one of a workload's own numbers (``field_sources``): ``ipd explain`` and the
+    assumption lists cite it on that number's row (the workload's ``source`` covers the workload
+    as a whole, and its note says which numbers are choices)."""
+
+    source: str = Field(description="id of an entry in a `sources:` block")
+    note: str | None = None
+
+
+FIELD_SOURCES_HELP = (
+    "the source of a workload number, by its field path ('tokens', 'serving.tokens_per_user_s'): "
+    "explain cites it on that number's row"
+)
+
+
+def check_field_sources(model: BaseModel) -> None:
+    """Each ``field_sources`` key is the dotted path of a number (or choice) the workload gives,
+    not of a block or of a value that cites its own source (``success_rate: {value, source}``)."""
+    for key in getattr(model, "field_sources", {}):
+        node: Any = model
+        for part in key.split("."):
+            fields = type(node).model_fields if isinstance(node, BaseModel) else {}
+            if part not in fields or part == "field_sources":
+                raise ValueError(
+                    f"field_sources: '{key}' is not a field of this workload; give a field path "
+                    "such as 'tokens' or 'serving.tokens_per_user_s'"
+                )
+            node = getattr(node, part)
+        if node is None:
+            raise ValueError(
+                f"field_sources: '{key}' is not given by this workload; give it, or drop its source"
+            )
+        if isinstance(node, BaseModel):
+            raise ValueError(
+                f"field_sources: '{key}' is a block or a value with its own source; cite the numbers "
+                "inside it (a {value, source} value cites its own)"
+            )
+
+
 # Accelerator fields kept for reference, which no estimate reads (a `--set` of one changes nothing,
 # and the CLI says so: render.views.unread_overrides), with what is read instead
 REFERENCE_ONLY = {
@@ -661,11 +700,13 @@ class PretrainWorkload(Strict):
     )
     source: str
     note: str | None = None
+    field_sources: dict[str, FieldSource] = Field(default_factory=dict, description=FIELD_SOURCES_HELP)
 
     @model_validator(mode="after")
     def _one_target(self) -> PretrainWorkload:
         if (self.deadline_days is None) == (self.gpus is None):
             raise ValueError("give exactly one of deadline_days or gpus")
+        check_field_sources(self)
         return self
 
 
@@ -1297,6 +1338,7 @@ class RlWorkload(Strict):
     refreshes_per_year: Num = Field(default=12, gt=0)
     source: str
     note: str | None = None
+    field_sources: dict[str, FieldSource] = Field(default_factory=dict, description=FIELD_SOURCES_HELP)
 
     @model_validator(mode="after")
     def _lengths(self) -> RlWorkload:
@@ -1311,6 +1353,7 @@ class RlWorkload(Strict):
             raise ValueError("give both gen_gpus and train_gpus, or neither")
         if self.gpus is None and self.gen_gpus is None:
             raise ValueError("give gpus (total) or gen_gpus and train_gpus")
+        check_field_sources(self)
         return self
 
     def given_split(self) -> tuple[int, int] | None:
@@ -1631,6 +1674,12 @@ class Scenario(Strict):
     )
     source: str
     note: str | None = None
+    field_sources: dict[str, FieldSource] = Field(default_factory=dict, description=FIELD_SOURCES_HELP)
+
+    @model_validator(mode="after")
+    def _field_sources(self) -> Scenario:
+        check_field_sources(self)
+        return self
 
 
 # a scenario's stages that run a workload of their own, and that workload's model

@@ -16,9 +16,16 @@ from .schema import (
     Scenario,
     ScenarioPostTraining,
     ScenarioPretraining,
+    Source,
     Workload,
 )
-from .validation import USER_SOURCE, fill_user_workload_sources, user_source_entry, validate_workload
+from .validation import (
+    USER_SOURCE,
+    fill_user_workload_sources,
+    user_source_entry,
+    validate_entry,
+    validate_workload,
+)
 
 
 def read_stdin() -> str:
@@ -52,7 +59,17 @@ def refuse_workload_sets(cat: Catalog, command: str, params: list[str]) -> None:
 def resolve_workload(
     cat: Catalog, ref: str, given: dict[str, Any] | None = None
 ) -> tuple[str, Workload, str]:
-    """A workload by catalog name, or from a YAML file path (``-``: stdin): (name, workload, origin).
+    """A workload by catalog name, or from a YAML file path (``-``: stdin): (name, workload, origin)
+    (:func:`resolve_with_sources` also gives the catalog with the file's own ``sources:``)."""
+    return resolve_with_sources(cat, ref, given)[1:]
+
+
+def resolve_with_sources(
+    cat: Catalog, ref: str, given: dict[str, Any] | None = None
+) -> tuple[Catalog, str, Workload, str]:
+    """(catalog, name, workload, origin): a workload by catalog name, or from a YAML file path
+    (``-``: stdin), and the catalog with the sources a file defines (so its values' rows carry
+    their titles: a file's own source had its id and nothing else on explain's rows).
 
     ``given``: fields the command line sets (``--gpus``, ``--model``); they override the file and
     are applied, with ``--set workload.FIELD=VALUE``, before the workload is validated, so a file
@@ -74,7 +91,7 @@ def resolve_workload(
         body, extra_sources = _user_file(cat, ref, origin)
         name = "stdin" if ref == "-" else Path(ref).stem
     else:
-        return ref, cat.workload(ref), ""
+        return cat, ref, cat.workload(ref), ""
     if given:
         body.update(given)
     workload_sets = [o for o in cat.overrides if o.path.startswith(overrides.WORKLOAD + ".")]
@@ -97,7 +114,14 @@ def resolve_workload(
         cat.model(workload.model)
     except InputError as e:
         raise InputError(f"{origin}: workload.model: {e}") from None
-    return name, workload, origin
+    defined = {
+        str(sid): validate_entry(Source, src, f"{origin}: sources.{sid}")
+        for sid, src in extra_sources.items()
+        if str(sid) not in cat.sources
+    }
+    if defined:
+        cat = dataclasses.replace(cat, sources={**cat.sources, **defined})
+    return cat, name, workload, origin
 
 
 def _user_file(cat: Catalog, ref: str, origin: str) -> tuple[Any, dict]:
@@ -232,6 +256,23 @@ def with_nested_workloads(cat: Catalog, scenario: Workload) -> Catalog:
         cat.model(workloads[ref].model)
         origins[("workloads", ref)] = origin
     return dataclasses.replace(cat, workloads=workloads, origins=origins)
+
+
+def field_citations(cat: Catalog, w: Workload, origin: str) -> dict[str, tuple[str, Any]]:
+    """The ``workload.*`` paths a workload's ``field_sources`` cite -> (the origin its rows carry,
+    the :class:`FieldSource`); a scenario's also reach the fields of the workloads its stages run
+    (``workload.pretraining.tokens`` from pretrain-10t-moe's ``tokens``), for rows of that file."""
+    out = {f"{overrides.WORKLOAD}.{k}": (origin, v) for k, v in w.field_sources.items()}
+    if w.kind == "scenario":
+        for stage in STAGE_WORKLOADS:
+            block = getattr(w, stage)
+            ref = getattr(block, "workload", None)
+            if ref is None or ref not in cat.workloads:
+                continue
+            where = cat.origin("workloads", ref)
+            for k, v in cat.workloads[ref].field_sources.items():
+                out.setdefault(f"{overrides.WORKLOAD}.{stage}.{k}", (where, v))
+    return out
 
 
 def check_mfu_scope(mfu: float | None, kind: str, name: str) -> None:
