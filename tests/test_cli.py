@@ -17,7 +17,7 @@ def test_compare_json_contract():
     # two warnings, one note. Rubin's plan (TP4 PP8 DP432, 40 micro-batches of 8,192-token
     # sequences: 141,557,760 tokens) runs beyond the 10T model's recipe batch, the DeepSeek LLM
     # rule's 0.292 x (3.1288e12 x 1e14)^0.3271 = 135.5M: (1 + 141.56 / 135.53) / 2 = 1.02x the
-    # tokens. GB200's serving deployment (51,696 GPUs x 125 kW / 72 x PUE 1.3 = 117 MW)
+    # tokens. GB200's serving deployment (52,344 GPUs x 125 kW / 72 x PUE 1.3 = 118 MW)
     # does not fit the scenario's 100 MW site (615 whole racks of 125 kW x 1.3 = 162.5 kW: 44,280
     # GPUs); the reserved prices are 3-year contracts for a month's
     # pre-training (27,648 x 3 x 8,760 h x $8.50 = $6.18B; 110,592 x 3 x 8,760 x $4.05 = $11.8B)
@@ -28,7 +28,7 @@ def test_compare_json_contract():
         "that no smaller batch fills them: a later deadline needs fewer)\n"
     )
     site = (
-        "ipd: warning: gb200-nvl72: the scenario's serving deployment (51,696 GPUs, 117 MW) does not fit "
+        "ipd: warning: gb200-nvl72: the scenario's serving deployment (52,344 GPUs, 118 MW) does not fit "
         "the site's 100 MW (44,280 GPUs in whole systems at the PUE): the site rows say what the site "
         "would serve, not a cap; the lifecycle prices the whole deployment\n"
     )

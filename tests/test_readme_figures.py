@@ -467,12 +467,13 @@ def test_the_layout_the_readme_gives_names_every_module():
 
 def test_a_fractional_deployment_the_readme_quotes_is_what_serve_prints():
     # a new user's review: half a GPU in `deployment_gpus` puzzled; the README says why, with this
-    # example: 6 DEP3 prefill instances (72 / 3 = 24 to a rack: 3 GPUs paid each) and one DEP16
-    # decode instance (4 to a rack: 18 paid), packed into one rack's holes, 34.5 per deployment
+    # example: 7 DEP3 prefill instances (72 / 3 = 24 to a rack: 3 GPUs paid each) and one DEP16
+    # decode instance (4 to a rack, 8 GPUs left, which DEP3 instances fill but for 2), 37.5 per
+    # deployment (EPLB pinned off: with it the search takes 5 DEP4 prefill instances, which tile)
     args = ("--hardware", "gb300", "--model", "kimi-k2", "--precision", "fp4", "--tokens-per-user-s", "50",
             "--input-tokens", "3000", "--output-tokens", "400", "--context-tokens", "49300",
-            "--requests-per-s", "52.807")  # fmt: skip
+            "--requests-per-s", "52.807", "--no-eplb")  # fmt: skip
     assert f"`ipd serve {' '.join(args)}`" in _text()
     s = run_cli("serve", *args, "-f", "json").json()["serving"]
-    assert (s["deployment_gpus"], s["stranded_gpus"], s["gpus_for_traffic"]) == (34.5, 0.5, 35)
-    assert "34.5 GPUs a deployment, `stranded_gpus` 0.5" in _text() and "(35 there)" in _text()
+    assert (s["deployment_gpus"], s["stranded_gpus"], s["gpus_for_traffic"]) == (37.5, 0.5, 38)
+    assert "37.5 GPUs a deployment, `stranded_gpus` 0.5" in _text() and "(38 there)" in _text()

@@ -231,6 +231,34 @@ def test_mla_kv_cache_and_attention_flops_by_hand(catalog):
     cached = physics._model_terms(ctx, "fp8", 1000, 1000, 4000)
     assert cached["attn_flops_per_token"] == 61 * per_position * 5500
     assert cached["prefill_attn_flops_per_token"] == 61 * 9000 * (128 * 192 + 128 * 128)
+    # the prompt's attention runs on full heads, so the 4,000 cached latents are up-projected first
+    # (kv_b: 512 -> 128 heads x (128 + 128), 2 FLOPs a weight) in each of the 61 layers, once for
+    # the prompt's 1,000 tokens: 4 x 2 x 61 x 512 x 32,768 = 8.19e9 FLOPs a prompt token
+    assert terms["prefill_context_flops_per_token"] == 0.0
+    assert cached["prefill_context_flops_per_token"] == 4 * 2 * 61 * 512 * 128 * 256 == 8_187_281_408
+    # a GQA model keeps full keys and values in its cache: nothing to up-project
+    llama = physics._model_terms(context(catalog, "b200", "llama-3.1-70b"), "fp8", 1000, 1000, 4000)
+    assert llama["prefill_context_flops_per_token"] == 0.0
+
+
+def test_an_mla_prompt_up_projects_its_cached_context_by_hand(catalog):
+    # DeepSeek-V3 at FP8 on one TP8 H200 instance, every weight at FP8 (_plain): 3,000 cached
+    # tokens add 3,000 x 2 x 61 x 512 x 32,768 = 6.14e15 FLOPs to the prompt's dense GEMMs, split
+    # over the 8 GPUs' heads, at the GEMM rate; the prompt's attention adds its own 2 x 3,000
+    # positions x 61 x (128 x 192 + 128 x 128) a token at the prefill attention rate
+    cat = _plain(catalog, "deepseek-v3", "fp8")
+    kw = dict(precision="fp8", kv_precision="fp8", layout="tp8", disaggregated=False,
+              concurrency=8, speculative="off", input_tokens=1000, output_tokens=200)  # fmt: skip
+    fresh = serve(cat, "h200", "deepseek-v3", **kw)
+    cached = serve(cat, "h200", "deepseek-v3", **kw, context_tokens=3000)
+    ph = physics.read(
+        context(cat, "h200", "deepseek-v3"), "fp8", ["fp8"], 1000, 200, "off", "rental", prefix=3000
+    )
+    assert ph.prefill_context_flops_per_token == 3 * 2 * 61 * 512 * 128 * 256
+    up = 3000 * 2 * 61 * 512 * 128 * 256 / (8 * ph.gemm_rate)
+    attn = 1000 * 61 * 6000 * (128 * 192 + 128 * 128) / (8 * ph.prefill_attn_rate[0])
+    assert cached.prefill_instance_s - fresh.prefill_instance_s == pytest.approx(up + attn, rel=1e-9)
+    assert up > 0.1 * attn  # not a rounding: what the cached positions' attention adds is ~3x
 
 
 def test_a_cached_context_is_attended_to_held_and_handed_off_not_prefilled_by_hand(round_cat, catalog):

@@ -905,14 +905,15 @@ def test_a_sweep_varying_the_site_says_how_to_read_each_rows_site():
     # racks, since attention TP holds MLA's down-projections whole; 9,180, 127.5 racks, since it holds
     # the routers whole too; 9,324, 129.5 racks, since EAGLE-3 drafts take their published shapes and
     # run over the prompt; 11,556, 160.5 racks, since an agent task's calls carry its context;
-    # 11,088, 154 racks, since TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4):
-    # 35.5 MW holds 118 racks (8,496 GPUs)
+    # 11,088, 154 racks, since TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4; 11,484,
+    # 159.5 racks, since a prompt up-projects its cached MLA latents): 35.5 MW holds 118 racks
+    # (8,496 GPUs)
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--vary", "workload.site_mw=10,35.5,1000",
                 "--metrics", "intelligence_per_dollar.site_gpus", "-f", "csv")  # fmt: skip
     assert r.code == 0, r.stderr
     assert [row.split(",")[2] for row in r.stdout.split()[1:]] == ["2376", "8496", "240768"]
     assert (
-        "warning: vera-rubin-nvl72: the scenario's serving deployment takes 11,088 GPUs: a row " in r.stderr
+        "warning: vera-rubin-nvl72: the scenario's serving deployment takes 11,484 GPUs: a row " in r.stderr
     )
     assert "does not fit the site's" not in r.stderr
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=2,3",
@@ -923,13 +924,14 @@ def test_a_sweep_varying_the_site_says_how_to_read_each_rows_site():
 def test_a_traffic_axis_judges_each_rows_deployment_against_its_site():
     # a new user's review: `--vary workload.serving.tasks_per_day=1e5` warned that the default 1e7
     # tasks' 51,696 GB200 GPUs did not fit the 100 MW site, which the row's 648 did (a 1e8 row's
-    # 516,384 GPUs got no line of its own): the rows re-price the traffic, so the line speaks of
-    # each row's own deployment (the GPUs are compare's at each traffic, test_sweep's repricing tests)
+    # 516,384 GPUs, 522,720 since a prompt up-projects its cached MLA latents, got no line of its
+    # own): the rows re-price the traffic, so the line speaks of each row's own deployment (the GPUs
+    # are compare's at each traffic, test_sweep's repricing tests)
     axes = ("--vary", "hardware=blackwell", "--vary", "workload.serving.tasks_per_day=1e5,1e8")
     r = run_cli("sweep", *axes, "--metrics", "serving.gpus_for_traffic,intelligence_per_dollar.site_gpus",
                 "-f", "csv")  # fmt: skip
     assert r.code == 0, r.stderr
     rows = [row.split(",") for row in r.stdout.split()[1:]]
-    assert [(int(a), int(b)) for *_, a, b in rows] == [(648, 44280), (516384, 44280)]
-    assert "(51,696 GPUs" not in r.stderr
+    assert [(int(a), int(b)) for *_, a, b in rows] == [(648, 44280), (522720, 44280)]
+    assert "(52,344 GPUs" not in r.stderr
     assert "a row whose serving.gpus_for_traffic is above its intelligence_per_dollar.site_gpus" in r.stderr

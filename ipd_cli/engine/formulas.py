@@ -58,6 +58,16 @@ def attention_flops_per_token_fwd(layers, seq_len, qk_dim, v_dim):
     return layers * seq_len * (qk_dim + v_dim)
 
 
+def mla_context_flops_per_token(layers, kv_lora_rank, heads, nope_dim, v_dim, prefix, prompt):
+    """FLOPs per prompt token of up-projecting an MLA prompt's cached context: each of the
+    ``prefix`` cached latents (``kv_lora_rank`` wide) goes through the key and value
+    up-projections (``heads x (nope_dim + v_dim)`` outputs, 2 FLOPs a weight) in every layer, once
+    a prompt, shared by its ``prompt`` tokens. The prompt's attention runs on full heads (the
+    compute-friendly form), so the cache's latents are expanded first (vLLM's chunked prefill:
+    ``cache_kv_c_chunk @ W_UK``, ``@ W_UV``); a decode step reads the latents directly."""
+    return 2.0 * layers * kv_lora_rank * heads * (nope_dim + v_dim) * prefix / prompt
+
+
 def training_flops_per_token(active_params, layers, seq_len, qk_dim, v_dim):
     """6N + 3x the forward attention term (forward + backward = 3 forward passes)."""
     return 6.0 * active_params + 3.0 * attention_flops_per_token_fwd(layers, seq_len, qk_dim, v_dim)

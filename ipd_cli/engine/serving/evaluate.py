@@ -248,7 +248,9 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     head_skipped = ph.head_flops_per_token * (1.0 - 1.0 / ph.isl)
     # (MLA's down-projections and the routers run whole on each of a TP group's t ranks: t times
     # their FLOPs)
-    dense = t * _per_rank(ph.dense_flops_per_token - head_skipped, ph.replicated_flops_per_token, t)
+    # (an MLA prompt with cached context first up-projects its latents: split over the heads)
+    work = ph.dense_flops_per_token - head_skipped + ph.prefill_context_flops_per_token
+    dense = t * _per_rank(work, ph.replicated_flops_per_token, t)
     dense = dense / (g * ph.gemm_rate)
     attention = ph.prefill_attn_flops_per_token / (g * x["prefill_attn_rate"])
     # spread over EP ranks a prompt's experts run as grouped GEMMs of thousands of tokens each (the

@@ -90,6 +90,8 @@ class Physics:
     kv_per_token: tuple[float, ...]  # per KV precision, all KV layers
     attn_flops_per_token: float  # decode attention at the mean live context, all KV layers
     prefill_attn_flops_per_token: float  # causal attention over the prompt, all KV layers
+    # per prompt token, MLA's up-projection of the cached context's latents (0 without a prefix)
+    prefill_context_flops_per_token: float
     # hardware
     domain: int
     hbm_bytes: float  # per GPU, after the workspace and activation reserve
@@ -189,7 +191,32 @@ def _model_terms(ctx: ServingContext, precision: str, isl: int, osl: int, prefix
         "prefill_attn_flops_per_token": f.attention_flops_per_token_fwd(
             arch.kv_layers, prefill_attention_length(isl, prefix), qk_dim, v_dim
         ),
+        "prefill_context_flops_per_token": f.mla_context_flops_per_token(
+            arch.kv_layers,
+            arch.kv_lora_rank or 0,
+            arch.attention_heads,
+            arch.qk_nope_head_dim or arch.head_dim,
+            arch.head_dim,
+            prefix,
+            isl,
+        ),
     }
+
+
+def _trace_context(ctx: ServingContext, flops: float, prefix: int) -> None:
+    """The explain row of MLA's up-projection of a prompt's cached context, where there is one."""
+    if flops:
+        ctx.trace.given(
+            "prompt: cached context up-projected (MLA)",
+            flops,
+            "FLOP/token",
+            ctx.morigin,
+            note=f"each prompt expands its {prefix:,} cached latents to full keys and values in every "
+            "layer before its attention (2 x kv_lora_rank x heads x (nope + value dims) a position "
+            "and layer, over the prompt's tokens), among its GEMMs; run at the wide precision's "
+            "rate where the checkpoint keeps attention wide",
+            source="vllm-mla-prefill",
+        )
 
 
 def _attn_per_position(arch) -> float:
@@ -798,6 +825,9 @@ def read(
     model["dense_bytes"] += wide.bytes(ctx.model.layers)
     model["dense_flops_per_token"] += wide.flops(ctx.model.layers)
     model["head_flops_per_token"] += wide.flops(0)  # the head's share of the wide FLOPs
+    _trace_context(ctx, model["prefill_context_flops_per_token"], prefix)
+    if wide.per_layer:  # the key-value up-projection is an attention projection kept wide
+        model["prefill_context_flops_per_token"] *= wide.flop_factor
     model |= _replicated(ctx, precision, wide)
     return Physics(
         model=ctx.mname,
