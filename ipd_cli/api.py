@@ -56,13 +56,27 @@ def check_arguments(fn: Any, values: dict[str, Any]) -> dict[str, Any]:
     contract review). A float that is not finite is left to the estimate's own range checks,
     except for a count, which cannot be one."""
     import inspect
+    import numbers
 
     out = dict(values)
     for p in inspect.signature(fn).parameters.values():
         if p.name in values:
             written = set(str(p.annotation).replace(" ", "").split("|"))
-            out[p.name] = _checked(p.name, values[p.name], written - {"None"}, "None" in written)
+            v = values[p.name]
+            if p.name in FOLDED and isinstance(v, str):
+                v = v.lower()
+            elif p.name in FOLDED and isinstance(v, numbers.Integral) and not isinstance(v, bool):
+                v = int(v)  # a numpy depth, as a numpy count is taken
+            out[p.name] = _checked(p.name, v, written - {"None"}, "None" in written)
     return out
+
+
+# choices read in any case, as the CLI reads them and as system and model names are (a library
+# review: `pricing="TCO"` and `precision="FP8"` were refused where `speculative="OFF"` was taken)
+FOLDED = frozenset(
+    {"precision", "kv_precision", "stack", "pricing", "mode", "split", "transport", "layout",
+     "prefill_layout", "instance", "speculative"}
+)  # fmt: skip
 
 
 def _checked(name: str, v: Any, kinds: set[str], optional: bool) -> Any:
@@ -327,7 +341,7 @@ def compare(
 ) -> CompareResult:
     """Estimate a scenario (or a pretrain / RL workload) on each system; the first is the ratio baseline."""
     a = check_arguments(compare, {"cat": cat, "workload": workload, "mfu": mfu, "pricing": pricing})
-    return _compare(cat, systems, a["workload"], mfu=mfu, pricing=pricing)[0]
+    return _compare(cat, systems, a["workload"], mfu=mfu, pricing=a["pricing"])[0]
 
 
 def explain(
@@ -335,7 +349,7 @@ def explain(
 ) -> Listing:
     """Each headline number with its formula and inputs, then every input with its source."""
     a = check_arguments(explain, {"cat": cat, "workload": workload, "pricing": pricing})
-    return explain_compared(cat, systems, a["workload"], pricing=pricing)[0]
+    return explain_compared(cat, systems, a["workload"], pricing=a["pricing"])[0]
 
 
 def explain_compared(
@@ -673,6 +687,7 @@ def sweep(
         raise InputError(f"`progress` is a function progress(done, total), got {progress!r}")
     cat, name, w, origin = resolve_with_sources(cat, workload)
     cat = with_nested_workloads(cat, w)
+    pricing = a["pricing"]
     check_pricing(pricing)
     axes = sw.parse_axes(cat, vary)
     plan = sw.make_plan(

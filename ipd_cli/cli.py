@@ -150,12 +150,21 @@ BudgetMetricOpt = Annotated[
         help="Dotted metric that --max-usd checks, per system (default: the cost); needs --max-usd.",
     ),
 ]
+
+
+def _folded(value: str | None) -> str | None:
+    """A choice in any case (`FP8`, `TRTLLM`, `TCO`, `ASYNC`), as system and model names are (a
+    library review: --precision FP8 was taken, --pricing TCO and --mode ASYNC refused)."""
+    return value.lower() if isinstance(value, str) else value
+
+
 PricingOpt = Annotated[
     str,
     typer.Option(
         "--pricing",
         help="rental (the first price point of economics.rental_label_preference a system has), "
         "rental:LABEL (on-demand, reserved, spot or tco-model) or tco (owning cost).",
+        callback=_folded,
     ),
 ]
 
@@ -181,11 +190,6 @@ def _unicode_stdout() -> bool:
     except (UnicodeEncodeError, LookupError):
         return False
     return True
-
-
-def _folded(value: str | None) -> str | None:
-    """A precision or stack name in any case (`FP8`, `TRTLLM`), as system and model names are."""
-    return value.lower() if isinstance(value, str) else value
 
 
 def _check_options(
@@ -543,6 +547,7 @@ def serve(
             help="Pin the layout: tp, tep or dep (MoE), optionally GPUs per stage and pipeline stages: "
             "tp4, dep8, tep16, tp8pp4, pp4 (dep is pure DEP, attention TP 1, unless --attention-tp; "
             "dep runs one stage).",
+            callback=_folded,
         ),
     ] = None,
     attention_tp: Annotated[
@@ -572,7 +577,9 @@ def serve(
     instance: Annotated[
         str,
         typer.Option(
-            "--instance", help="best (the deployment search) or smallest (pins the smallest size that fits)."
+            "--instance",
+            help="best (the deployment search) or smallest (pins the smallest size that fits).",
+            callback=_folded,
         ),
     ] = "best",
     speculative: Annotated[
@@ -581,6 +588,7 @@ def serve(
             "--speculative",
             help="Speculative decoding: auto (default: the search tries none and each draft depth), off "
             "(or 0), on (a draft, its depth searched) or a draft depth (1, 2, 3).",
+            callback=_folded,
         ),
     ] = None,
     stack: Annotated[
@@ -681,7 +689,9 @@ def rl(
     mode: Annotated[
         str | None,
         typer.Option(
-            "--mode", help="colocated, disaggregated, one-step-off or async (default: the workload's)."
+            "--mode",
+            help="colocated, disaggregated, one-step-off or async (default: the workload's).",
+            callback=_folded,
         ),
     ] = None,
     gpus: Annotated[
@@ -699,6 +709,7 @@ def rl(
             "--split",
             help="auto (the one value): the generation/training split of --gpus with the shortest step, "
             "what --gpus alone does too; --gen-gpus and --train-gpus give a split instead.",
+            callback=_folded,
         ),
     ] = None,
     transport: Annotated[
@@ -707,6 +718,7 @@ def rl(
             "--transport",
             help="Weight sync: nccl-broadcast, nccl-reshard, rdma-p2p, checkpoint-engine or colocated "
             "(default: colocated in colocated mode, else the workload's, else rl.default_sync_transport).",
+            callback=_folded,
         ),
     ] = None,
     pricing: PricingOpt = "rental",

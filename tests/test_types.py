@@ -71,3 +71,27 @@ def test_serve_curve_refuses_single_point_pins(catalog, pin):
     value = "tp8" if pin == "prefill_layout" else 2
     with pytest.raises(InputError, match=f"`{pin}`"):
         api.serve(catalog, "h100-sxm", "llama-3.1-70b", curve=True, **{pin: value})
+
+
+def test_choices_are_read_in_any_case_by_the_library_and_the_cli(catalog):
+    # a library review: `precision="FP8"` and `pricing="TCO"` were refused where hardware names and
+    # `speculative="OFF"` were taken, and a numpy depth where a numpy count was; the CLI took
+    # --precision FP8 but refused --pricing TCO, --mode ASYNC and --instance BEST
+    import numpy as np
+    from helpers import run_cli
+
+    kw = dict(input_tokens=1000, output_tokens=200, concurrency=8)
+    lower = api.serve(catalog, "h100", "llama-3.1-8b", pricing="tco", precision="fp8", speculative=0, **kw)
+    upper = api.serve(
+        catalog, "h100", "llama-3.1-8b", pricing="TCO", precision="FP8", speculative=np.int64(0), **kw
+    )
+    assert upper.model_dump() == lower.model_dump()
+    args = ["serve", "--hardware", "h100", "--model", "llama-3.1-8b", "--concurrency", "8", "-f", "json"]
+    a = run_cli(*args, "--pricing", "tco", "--instance", "best", "--layout", "tp1", "--speculative", "off")
+    b = run_cli(*args, "--pricing", "TCO", "--instance", "BEST", "--layout", "TP1", "--speculative", "OFF")
+    assert a.code == b.code == 0 and a.stdout == b.stdout, b.stderr
+    assert a.json()["serving"]["price_usd_per_gpu_hour"] > 0
+    r = run_cli(
+        "rl", "--hardware", "h100", "--workload", "rl-math-reasoning", "--mode", "ASYNC", "-f", "json"
+    )
+    assert r.code == 0 and r.json()["rl"]["mode"] == "async", r.stderr
