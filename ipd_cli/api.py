@@ -159,7 +159,8 @@ def rl(
             f"workload '{name}' is a {w.kind} workload; give an RL workload (ipd workloads list)"
         )
     r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, **kw)
-    cited = _cited(r.assumptions, cat, w, origin)
+    transport = frozenset({"workload.sync_transport"} if kw.get("transport") is not None else ())
+    cited = _cited(r.assumptions, cat, w, origin, given=transport)  # the others left the file's
     return r.model_copy(update={"overrides": _sets(cat), "assumptions": cited})
 
 
@@ -298,11 +299,14 @@ def _sets(cat: Catalog) -> list[str]:
     return [o.text for o in cat.overrides]
 
 
-def _cited(items: list[Any], cat: Catalog, w: Any = None, origin: str = "") -> list[Any]:
+def _cited(
+    items: list[Any], cat: Catalog, w: Any = None, origin: str = "", given: frozenset[str] = frozenset()
+) -> list[Any]:
     """The inputs with each one a ``sets`` workload path gave citing the ``cli-set`` source, as a
     catalog value a ``sets`` item replaces does (README "Overrides"; a review found the source
     empty), and each one the workload ``w`` (from ``origin``) cites in its ``field_sources``
-    citing that source (the workload-level source was on no row: an explain audit)."""
+    citing that source (the workload-level source was on no row: an explain audit), unless a
+    parameter gave it (``given``: its paths) or it is not the value the entry cites."""
     from .catalog.overrides import CLI_SOURCE, WORKLOAD
     from .catalog.workloads import field_citations
 
@@ -324,11 +328,22 @@ def _cited(items: list[Any], cat: Catalog, w: Any = None, origin: str = "") -> l
     for a in items:
         if a.path in paths:
             a = a if a.source == CLI_SOURCE else a.model_copy(update=cite(CLI_SOURCE))
-        elif a.path in fields and a.source is None and a.origin.startswith(fields[a.path][0]):
-            fs = fields[a.path][1]
-            a = a.model_copy(update={**cite(fs.source), "note": a.note or fs.note})
+        elif a.path in fields and a.path not in given and a.source is None:
+            where, fs = fields[a.path]
+            if a.origin.startswith(where) and _same(fs.value, a.value):
+                update = {**cite(fs.source), "note": a.note or fs.note, "estimate": a.estimate or fs.estimate}
+                a = a.model_copy(update=update)
         out.append(a)
     return out
+
+
+def _same(cited: Any, value: Any) -> bool:
+    """Whether a ``field_sources`` entry's value (None: any) is a row's value."""
+    if cited is None:
+        return True
+    if isinstance(cited, str) or isinstance(value, str):
+        return str(cited) == str(value)
+    return float(cited) == float(value)
 
 
 def compare(

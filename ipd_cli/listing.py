@@ -133,6 +133,18 @@ def list_workloads(cat: Catalog) -> Listing:
     return Listing(kind="workloads", items=items)
 
 
+def _value_cited(entry: dict) -> None:
+    """Each ``field_sources`` entry with the value it cites, so that a copy whose number is edited
+    no longer cites it (a review: a what-if file from ``show`` kept NVIDIA's source on its own 100
+    tokens/s)."""
+    for key, cite in (entry.get("field_sources") or {}).items():
+        node: Any = entry
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            cite.setdefault("value", node)
+
+
 def show_workload(cat: Catalog, name: str) -> EntryView:
     """The catalog's workload, with the ``sets`` workload.* overrides applied (as compare, rl and
     sweep would run it; they were ignored here)."""
@@ -141,6 +153,7 @@ def show_workload(cat: Catalog, name: str) -> EntryView:
     if any(o.path.startswith(WORKLOAD + ".") for o in cat.overrides):
         w = resolve_workload(cat, name)[1]
     entry = w.model_dump(mode="json", exclude_none=True)
+    _value_cited(entry)
     return EntryView(
         kind="workload",
         name=name,

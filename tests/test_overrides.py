@@ -312,12 +312,21 @@ def test_a_workloads_field_sources_cite_their_rows(catalog):
         ("N1", "a one-month window: NVIDIA's claim, taken as 30 days"),
         ("N1", "the interactivity of NVIDIA's Vera Rubin claims"),
         ("nemo-gym-swe", None),
-        ("podflare-bench", "E2B's create-to-first-exec p95, 811 ms, rounded up"),
+        (
+            "podflare-bench",
+            "E2B's create-to-first-exec p95 of a generic microVM, 811 ms, rounded up: "
+            "not a SWE repository image",
+        ),
         (None, None),
         (None, None),
     ]
-    cited = _cited(rows, catalog, w, origin)[0]
-    assert cited.source_title == catalog.sources["N1"].title and cited.source_date == "2026-01-05"
+    cited = _cited(rows, catalog, w, origin)
+    assert cited[0].source_title == catalog.sources["N1"].title and cited[0].source_date == "2026-01-05"
+    assert not cited[0].estimate and cited[4].estimate  # a generic microVM's start: an estimate
+    # a value a parameter gives (`ipd rl --transport`, `--mode`) is not the file's source's
+    assert (
+        _cited(rows, catalog, w, origin, given=frozenset({"workload.pretraining.tokens"}))[0].source is None
+    )
     # a --set value is the command line's, not the workload's source
     cat = load(sets=["workload.pretraining.tokens=5e13"])
     _, w, origin = resolve_workload(cat, "frontier-agentic")
@@ -344,10 +353,77 @@ def test_a_workload_files_own_sources_reach_its_rows(tmp_path):
     )
 
 
+def test_a_shown_workloads_citations_follow_its_values(tmp_path):
+    # a review: a what-if file written by `ipd workloads show` kept NVIDIA's source on the 100
+    # tokens/s its user wrote; each entry now carries the value it cites, and a set field none
+    import yaml
+
+    shown = run_cli("workloads", "show", "frontier-agentic", "-f", "yaml")
+    assert shown.code == 0, shown.stderr
+    doc = yaml.safe_load(shown.stdout)
+    entry = doc["entry"]
+    assert entry["field_sources"]["serving.tokens_per_user_s"]["value"] == 50
+    rows = {}
+    for name, speed in (("same.yaml", 50), ("edited.yaml", 100)):
+        entry["serving"]["tokens_per_user_s"] = speed
+        f = tmp_path / name
+        f.write_text(yaml.safe_dump({**entry, "sources": doc["sources"]}))
+        r = run_cli("compare", "blackwell", "--scenario", str(f), "-f", "json")
+        assert r.code == 0, r.stderr
+        (row,) = [
+            a
+            for a in r.json()["systems"][0]["assumptions"]
+            if a["path"] == "workload.serving.tokens_per_user_s"
+        ]
+        rows[name] = (row["value"], row["source"])
+    assert rows == {"same.yaml": (50, "N1"), "edited.yaml": (100, None)}
+    r = run_cli(
+        "workloads",
+        "show",
+        "frontier-agentic",
+        "--set",
+        "workload.serving.tokens_per_user_s=60",
+        "-f",
+        "yaml",
+    )
+    assert r.code == 0 and yaml.safe_load(r.stdout)["entry"]["field_sources"] == {}
+
+
+def test_a_field_a_parameter_gives_is_not_cited_nor_refused(tmp_path):
+    # a review: `ipd rl --gpus 512` on a file citing its gen_gpus was refused ("not given by this
+    # workload"), and `--mode async` on a file citing its mode kept the file's source
+    f = tmp_path / "rl.yaml"
+    f.write_text(
+        "kind: rl\nmodel: qwen3-235b-a22b\nprompts_per_step: 64\ngroup_size: 8\nprompt_tokens: 512\n"
+        "mean_response_tokens: 2000\nmax_response_tokens: 8192\nmode: colocated\ngen_gpus: 64\n"
+        "train_gpus: 64\nsource: user\nfield_sources: {gen_gpus: {source: user}, mode: {source: user}}\n"
+    )
+    base = ("rl", "--hardware", "h100", "--workload", str(f), "-f", "json")
+    r = run_cli(*base, "--gpus", "128")
+    assert r.code == 0, r.stderr
+    r = run_cli(*base, "--mode", "async")
+    assert r.code == 0, r.stderr
+    cites = {
+        a["path"]: a["source"]
+        for a in r.json()["assumptions"]
+        if a["path"] in ("workload.mode", "workload.gen_gpus")
+    }
+    assert cites == {"workload.mode": None, "workload.gen_gpus": "user"}
+
+
 @pytest.mark.parametrize(
     "field_sources, sources, message",
     [
-        ("{tokenz: {source: user}}", "", r"field_sources: 'tokenz' is not a field of this workload"),
+        (
+            "{tokenz: {source: user}}",
+            "",
+            r"field_sources: 'tokenz' is not a number or choice of this workload",
+        ),
+        (
+            "{source: {source: user}}",
+            "",
+            r"field_sources: 'source' is not a number or choice of this workload",
+        ),
         ("{deadline_days: {source: user}}", "", r"'deadline_days' is not given by this workload"),
         ("{tokens: {source: nope}}", "", r"field_sources.tokens.source: unknown source id 'nope'"),
         ("{}", "sources: {mine: {title: t}}\n", r"sources.mine.date: Field required"),

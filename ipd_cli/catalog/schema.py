@@ -173,13 +173,23 @@ class FieldSource(Strict):
     as a whole, and its note says which numbers are choices)."""
 
     source: str = Field(description="id of an entry in a `sources:` block")
+    estimate: Bool = False
     note: str | None = None
+    value: Num | str | None = Field(
+        default=None,
+        description="the value the source gives; where given, a row of another value is not cited "
+        "(`ipd workloads show` writes it: a number edited in a copy loses its citation)",
+    )
 
 
 FIELD_SOURCES_HELP = (
     "the source of a workload number, by its field path ('tokens', 'serving.tokens_per_user_s'): "
     "explain cites it on that number's row"
 )
+
+
+# a workload's fields that describe or cite it rather than give a number or choice
+UNCITED_FIELDS = frozenset({"field_sources", "source", "note", "description", "kind"})
 
 
 def check_field_sources(model: BaseModel) -> None:
@@ -189,10 +199,10 @@ def check_field_sources(model: BaseModel) -> None:
         node: Any = model
         for part in key.split("."):
             fields = type(node).model_fields if isinstance(node, BaseModel) else {}
-            if part not in fields or part == "field_sources":
+            if part not in fields or part in UNCITED_FIELDS:
                 raise ValueError(
-                    f"field_sources: '{key}' is not a field of this workload; give a field path "
-                    "such as 'tokens' or 'serving.tokens_per_user_s'"
+                    f"field_sources: '{key}' is not a number or choice of this workload; give its "
+                    "path (e.g. 'tokens', or 'serving.tokens_per_user_s' in a scenario)"
                 )
             node = getattr(node, part)
         if node is None:

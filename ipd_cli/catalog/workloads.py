@@ -94,6 +94,9 @@ def resolve_with_sources(
         return cat, ref, cat.workload(ref), ""
     if given:
         body.update(given)
+        cited = body.get("field_sources")
+        if isinstance(cited, dict):  # a value the command line gives is not the file's source's
+            body["field_sources"] = {k: v for k, v in cited.items() if k not in given}
     workload_sets = [o for o in cat.overrides if o.path.startswith(overrides.WORKLOAD + ".")]
     own = [o for o in workload_sets if _nested_stage(body, o) is None]
     if own:
@@ -103,7 +106,7 @@ def resolve_with_sources(
                 f"`site_mw` applies to scenarios (serving traffic on a site's power); '{name}' is a "
                 f"{body.get('kind') or 'pretrain'} workload"
             )
-        body = apply_own_sets(body, own)
+        body = _uncite(apply_own_sets(body, own), own, overrides.WORKLOAD)
         origin += " + --set"
     workload = validate_workload(body, f"{origin}: workload")
     if workload.kind == "scenario":
@@ -122,6 +125,17 @@ def resolve_with_sources(
     if defined:
         cat = dataclasses.replace(cat, sources={**cat.sources, **defined})
     return cat, name, workload, origin
+
+
+def _uncite(body: Any, sets: list, prefix: str) -> Any:
+    """``body`` without the ``field_sources`` entries of the fields ``sets`` (under ``prefix``)
+    give: their values are the command line's now (``ipd workloads show`` wrote NVIDIA's source
+    beside a set 100 tokens/s)."""
+    cited = body.get("field_sources") if isinstance(body, dict) else None
+    if not isinstance(cited, dict):
+        return body
+    paths = {o.path.removesuffix(".value").removeprefix(prefix + ".") for o in sets}
+    return {**body, "field_sources": {k: v for k, v in cited.items() if k not in paths}}
 
 
 def _user_file(cat: Catalog, ref: str, origin: str) -> tuple[Any, dict]:
@@ -251,6 +265,7 @@ def with_nested_workloads(cat: Catalog, scenario: Workload) -> Catalog:
             raise InputError(f"`sets` {sets[0].text}: this scenario runs no {stage} workload")
         entry = cat.workloads[ref].model_dump(exclude_none=True, exclude_unset=True)
         overrides.apply_workload(entry, sets, f"{overrides.WORKLOAD}.{stage}")
+        entry = _uncite(entry, sets, f"{overrides.WORKLOAD}.{stage}")
         origin = f"{cat.origin('workloads', ref)} + --set"
         workloads[ref] = validate_workload(entry, f"{origin}: workload.{stage}")
         cat.model(workloads[ref].model)
