@@ -259,6 +259,14 @@ def test_an_mla_prompt_up_projects_its_cached_context_by_hand(catalog):
     attn = 1000 * 61 * 6000 * (128 * 192 + 128 * 128) / (8 * ph.prefill_attn_rate[0])
     assert cached.prefill_instance_s - fresh.prefill_instance_s == pytest.approx(up + attn, rel=1e-9)
     assert up > 0.1 * attn  # not a rounding: what the cached positions' attention adds is ~3x
+    assert ph.draft_prefill_context_flops_per_token == 0.0  # no draft here
+    # DeepSeek's MTP draft layer is an MLA layer of the target's shape: its prompt pass expands the
+    # cache too, one layer's share (a review)
+    mtp = physics.read(
+        context(cat, "h200", "deepseek-v3"), "fp8", ["fp8"], 1000, 200, 1, "rental", prefix=3000
+    )
+    assert mtp.spec_method == "mtp" and mtp.draft_layers == 1
+    assert mtp.draft_prefill_context_flops_per_token == 3 * 2 * 1 * 512 * 128 * 256
 
 
 def test_a_cached_context_is_attended_to_held_and_handed_off_not_prefilled_by_hand(round_cat, catalog):

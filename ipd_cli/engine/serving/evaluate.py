@@ -261,6 +261,7 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     # its head on the last token only): SGLang's draft extend, TensorRT-LLM's MTP context pass
     drafting = lay["k"] > 0
     d_flops = ph.draft_dense_flops_per_token + ph.draft_fc_flops_per_token - _head_skipped(ph, ph.isl)
+    d_flops = d_flops + ph.draft_prefill_context_flops_per_token
     d_dense = t * _per_rank(d_flops, ph.draft_replicated_flops_per_token, t)
     d_dense = d_dense / (g * ph.gemm_rate) + ph.draft_prefill_attn_flops_per_token / (
         g * x["prefill_attn_rate"]

@@ -65,6 +65,7 @@ class Physics:
     draft_fc_flops_per_token: float
     draft_heads: int  # the draft's query heads (attention TP divides them too); 0 without a draft
     draft_prefill_attn_flops_per_token: float  # the draft's causal attention over the prompt
+    draft_prefill_context_flops_per_token: float  # an MTP layer's up-projection of the cached context
     # model
     moe: bool
     layers: int
@@ -828,6 +829,13 @@ def read(
     _trace_context(ctx, model["prefill_context_flops_per_token"], prefix)
     if wide.per_layer:  # the key-value up-projection is an attention projection kept wide
         model["prefill_context_flops_per_token"] *= wide.flop_factor
+    # an MTP draft layer is an MLA layer of the target's shape: its prompt pass expands the cache too
+    mtp = (
+        spec["spec_method"] is not None
+        and ctx.cat.serving.speculative_methods[spec["spec_method"]].draft == "mtp"
+    )
+    per_layer = model["prefill_context_flops_per_token"] / ctx.model.kv_layers
+    model["draft_prefill_context_flops_per_token"] = per_layer * spec["draft_layers"] if mtp else 0.0
     model |= _replicated(ctx, precision, wide)
     return Physics(
         model=ctx.mname,
