@@ -713,4 +713,13 @@ def sweep(
     if max_rows is not None and total > max_rows:
         raise InputError(f"the sweep has {total:,} rows; this output holds at most {max_rows:,}")
     run = sw.prepare(cat, plan, progress)
+    # the inputs sheet's rows cite the workload's field_sources, as compare's do (a diff review),
+    # but for the fields an axis varies (a row's value there is the axis's)
+    varied = frozenset(ax.path for ax in axes)
+    run.points = [
+        (where, r.model_copy(update={"assumptions": _cited(r.assumptions, cat, w, origin, varied)}))
+        if r.assumptions
+        else (where, r)
+        for where, r in run.points
+    ]
     return run, total

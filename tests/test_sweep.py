@@ -935,3 +935,18 @@ def test_a_traffic_axis_judges_each_rows_deployment_against_its_site():
     assert [(int(a), int(b)) for *_, a, b in rows] == [(648, 44280), (522720, 44280)]
     assert "(52,344 GPUs" not in r.stderr
     assert "a row whose serving.gpus_for_traffic is above its intelligence_per_dollar.site_gpus" in r.stderr
+
+
+def test_a_sweeps_inputs_cite_the_workloads_field_sources_but_an_axis():
+    # a diff review: compare and explain cited N1 on the 10T run's tokens, a sweep's inputs (the
+    # xlsx sheet) did not; a field an axis varies is the axis's value, not the file's source's
+    from ipd_cli import api
+
+    run, _ = api.sweep(
+        load(), ["hardware=vera-rubin", "workload.deadline_days=30,60"], workload="pretrain-10t-moe",
+        metrics="pretraining.gpus",
+    )  # fmt: skip
+    (where, first), *_ = run.points
+    cites = {a.path: a.source for a in first.assumptions if (a.path or "").startswith("workload.")}
+    assert where == "workload.deadline_days=30"
+    assert cites == {"workload.tokens": "N1", "workload.deadline_days": None}
