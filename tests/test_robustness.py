@@ -1732,3 +1732,101 @@ def test_the_library_raises_its_own_errors_at_huge_inputs_and_prints_nothing(cap
         ipd_cli.serve(cat, "h100", "llama-3.1-70b", requests_per_s=1e20)
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+# --- an input review of 2026-12-04 (thirty-second session): bounds, digits, transports, names -------
+
+SERVE_70B = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "-f", "json")
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        # a search bound grew the serving grids past memory (1e4 decode instances: 480 TiB asked)
+        ((*SERVE_70B, "--set", "serving.max_decode_instances=1e4"), ("max_decode_instances", "at most 128")),
+        # a pinned instance's splits took minutes; a domain's divisors were enumerated one by one
+        ((*SERVE_70B, "--instance-gpus", "100000000000"),
+         ("--instance-gpus 100,000,000,000", "100,000,000 GPUs")),
+        ((*SERVE_70B, "--set", "systems.h100-sxm.scale_up_domain=1e8"), ("at most 65,536 GPUs",)),
+        # a domain that does not tile the node priced 1,024 GPUs of a plan on 1,536
+        ((*SERVE_70B, "--set", "systems.h100-sxm.scale_up_domain=3"), ("must divide accelerators (8)",)),
+        # 1e15 rollouts a step ran for minutes
+        (("compare", "h100", "-f", "json", "--set", "workload.post_training.group_size=1e15"),
+         ("rollouts a step; at most 100,000,000",)),
+        # an integer of 5,000 digits was an internal error
+        (("hardware", "show", "h100", "--set", "economics.pue=" + "1" * 5000), ("more than 4,300 digits",)),
+        # a set transport the mode cannot use ran another one without a word (the flag is refused)
+        (("rl", "--hardware", "h100", "--workload", "rl-swe-agent", "-f", "json", "--set",
+          "workload.sync_transport=colocated"),
+         ("workload.sync_transport=colocated does not work in mode one-step-off",)),
+        # a sequence past the model's context and tokens for less than one sequence were priced
+        (("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "1024",
+          "--seq-len", "1000000"), ("--seq-len 1,000,000 is beyond llama-3.1-70b's context of 131,072",)),
+        (("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "0.5", "--gpus", "1024"),
+         ("--tokens 0.5 is less than one sequence of 8,192 tokens",)),
+        # a workload's plan pins named neither the file nor the field
+        (("compare", "h100", "--workload", "pretrain-10t-moe", "-f", "json", "--set", "workload.plan=tp=0"),
+         ("pretrain-10t-moe.yaml + --set: workload.plan: plan item 'tp=0'",)),
+    ],
+)  # fmt: skip
+def test_unbounded_and_silent_inputs_are_refused_at_once(args, needles):
+    clean_error(run_cli(*args), 2, *needles)
+
+
+def test_a_pinned_mfu_that_cannot_meet_the_deadline_is_named_in_the_hint():
+    # the hint named the deadline, the tokens and the model, not the pin that set the speed
+    r = run_cli("compare", "h100", "--workload", "pretrain-10t-moe", "--mfu", "0.001", "-f", "json")
+    message = clean_error(r, 1, "at --mfu 0.001", "give a higher --mfu, a later")
+    assert message.index("--mfu 0.001") < message.index("higher --mfu")
+
+
+def test_a_user_entry_that_differs_from_a_builtin_only_in_case_is_refused(tmp_path):
+    # `B200:` beside the built-in b200 was a second system that `compare B200 b200` compared
+    write(tmp_path / "x.yaml", "systems:\n  B200:\n    description: x\n")
+    r = run_cli("compare", "B200", "b200", "--catalog", str(tmp_path), "-f", "json")
+    clean_error(r, 2, "systems.B200 differs from systems.b200", "only in case", "name it b200")
+
+
+def test_a_catalog_directorys_hidden_files_are_not_read(tmp_path):
+    # an editor's lock file (.#a.yaml, a dangling link) failed every run with "no such file"
+    (tmp_path / ".#a.yaml").symlink_to(tmp_path / "gone")
+    r = run_cli("hardware", "list", "--catalog", str(tmp_path), "-f", "json")
+    assert r.code == 0, r.stderr
+
+
+def test_an_explicit_cache_directory_is_made_without_its_parents(tmp_path, monkeypatch):
+    # IPD_CACHE_DIR=/nonexist/x made /nonexist at the root; a relative value followed the cwd
+    monkeypatch.chdir(tmp_path)
+    for value in (str(tmp_path / "missing" / "cache"), "relative"):
+        r = run_cli("hardware", "list", "-f", "json", env={"IPD_CACHE_DIR": value})
+        assert r.code == 0 and r.stdout, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert "not using the cache IPD_CACHE_DIR=relative: give an absolute path" in r.stderr
+    made = tmp_path / "cache"
+    assert run_cli("hardware", "list", "-f", "json", env={"IPD_CACHE_DIR": str(made)}).code == 0
+    assert made.is_dir() and (made.stat().st_mode & 0o777) == 0o700
+
+
+def test_a_tiny_cost_of_capital_is_its_limit_not_a_division_by_zero():
+    # 1 - (1 + r)^-n is 0 in floating point for r = 1e-17: the owning cost divided by zero; the
+    # limit is 1/n (r -> 0), and 8 % over 5 years 0.08 / (1 - 1.08^-5) = 0.25046 (by hand)
+    from ipd_cli.engine import formulas as f
+
+    assert f.capital_recovery_factor(1e-17, 3) == pytest.approx(1 / 3, rel=1e-12)
+    assert f.capital_recovery_factor(0.08, 5) == pytest.approx(0.08 / (1 - 1.08**-5), rel=1e-14)
+    assert f.capital_recovery_factor(0.0, 4) == 0.25
+
+
+def test_a_training_plans_scale_up_domain_is_an_input_it_lists(tmp_path):
+    # a sweep over systems.h100-sxm.scale_up_domain was told it was "not an input of this
+    # estimate", though the plans read it (516,096 -> 413,696 GPUs at 16): the inputs list it now
+    f = write(
+        tmp_path / "w.yaml", "kind: pretrain\nmodel: llama-3.1-8b\ntokens: 1.0e12\ngpus: 64\nsource: user\n"
+    )
+    r = run_cli("compare", "h100", "--workload", str(f), "-f", "json")
+    assert r.code == 0, r.stderr
+    paths = {a["path"]: a["value"] for a in r.json()["systems"][0]["assumptions"]}
+    assert paths["systems.h100-sxm.scale_up_domain"] == 8 and paths["systems.h100-sxm.accelerators"] == 8
+    axes = ("--vary", "hardware=h100", "--vary", "systems.h100-sxm.scale_up_domain=8,16")
+    r = run_cli("sweep", "--workload", str(f), *axes, "--metrics", "pretraining.gpus", "-f", "csv")
+    assert r.code == 0 and "not an input" not in r.stderr, r.stderr

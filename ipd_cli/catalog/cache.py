@@ -98,6 +98,22 @@ def drain_warnings() -> list[str]:
     return out
 
 
+def _made(path: Path, explicit: bool) -> bool:
+    """Whether the cache directory exists or was made: an explicit one is made, not its parents
+    (an input review: IPD_CACHE_DIR=/nonexist/x made /nonexist at the root); the default one's
+    parents (~/.cache) are."""
+    try:
+        if explicit:
+            os.mkdir(path, mode=0o700)
+        else:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+    except FileExistsError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def open_dir(create: bool) -> int | None:
     """A descriptor of the cache directory, if it exists (or was made) and can be trusted."""
     if os.open not in os.supports_dir_fd or not hasattr(os, "geteuid"):
@@ -106,11 +122,11 @@ def open_dir(create: bool) -> int | None:
     if found is None:
         return None
     path, explicit = found
-    if create:
-        try:
-            os.makedirs(path, mode=0o700, exist_ok=True)
-        except OSError:
-            return None
+    if explicit and not path.is_absolute():  # it would follow the working directory
+        _warn(f"not using the cache {ENV}={path}: give an absolute path (or off)")
+        return None
+    if create and not _made(path, explicit):
+        return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:

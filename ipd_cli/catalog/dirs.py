@@ -43,6 +43,7 @@ def layer_files(directory: Path) -> tuple[list[Path], list[Path]]:
         raise InputError(f"{where}: {what}; give an existing directory")
 
     def yaml_in(d: Path) -> list[Path]:  # both spellings of the extension, as -o and --scenario take
-        return sorted([*d.glob("*.yaml"), *d.glob("*.yml")])
+        # not hidden files: an editor's lock or backup (.#prices.yaml, a dangling link) failed the run
+        return sorted(p for p in [*d.glob("*.yaml"), *d.glob("*.yml")] if not p.name.startswith("."))
 
     return yaml_in(directory), yaml_in(directory / "workloads")

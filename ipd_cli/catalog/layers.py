@@ -62,6 +62,10 @@ MERGED_SECTIONS: dict[str, type[BaseModel]] = {
 # one that placed it in a serving family dropped the other families: a user review); an empty
 # table (`speculative_methods: {}`) clears the earlier one
 # (the depth: accelerator -> precision tables merge two levels deep)
+# sections whose names are taken in any case (catalog.FOLDED): two entries differing only in case
+# are refused
+NAMED_SECTIONS = ("systems", "models", "workloads")
+
 KEYED: dict[str, dict[str, int]] = {
     "efficiency": {"training_gemm_max_share_by_accelerator": 2, "training_share_by_accelerator": 1},
     "serving": {"families": 1, "stacks": 1, "speculative_methods": 1},
@@ -118,6 +122,16 @@ class _Layer:
                 "values); give your source another id"
             )
         self.seen[key] = origin
+        if section in NAMED_SECTIONS and name not in self.raw.section(section):
+            # names are taken in any case: `B200:` beside the built-in b200 was a second system (an
+            # input review), which no lookup could tell apart
+            twin = next((n for n in self.raw.section(section) if n.lower() == name.lower()), None)
+            if twin is not None:
+                raise InputError(
+                    f"{origin}: {section}.{name} differs from {section}.{twin} of "
+                    f"{self.raw.origins[(section, twin)]} only in case; name it {twin} to replace that "
+                    "entry, or give it another name"
+                )
         earlier = self.raw.section(section).get(name)
         depth = KEYED.get(section, {}).get(name, 0)
         if depth and isinstance(earlier, dict) and isinstance(value, dict) and value:  # {} clears

@@ -348,6 +348,15 @@ class System(Strict):
             raise ValueError(f"prices: label {', '.join(twice)} given twice; keep one price per label")
         if self.scale_up_domain > self.accelerators and self.scale_up_domain % self.accelerators:
             raise ValueError("scale_up_domain must be a multiple of accelerators when it spans nodes")
+        if self.scale_up_domain < self.accelerators and self.accelerators % self.scale_up_domain:
+            # a node holds whole domains (an input review: 3 on an 8-GPU node priced 1,024 GPUs of
+            # a plan on 1,536)
+            raise ValueError(
+                f"scale_up_domain must divide accelerators ({self.accelerators}) when it lies within a node"
+            )
+        for name in ("accelerators", "scale_up_domain"):  # the search enumerates a domain's sizes
+            if getattr(self, name) > MAX_DOMAIN_GPUS:
+                raise ValueError(f"{name} is at most {MAX_DOMAIN_GPUS:,} GPUs, got {getattr(self, name):,}")
         if self.gpus_per_node is not None and self.accelerators % self.gpus_per_node:
             raise ValueError(f"gpus_per_node must divide accelerators ({self.accelerators})")
         return self
@@ -755,6 +764,17 @@ def _fraction(name: str, s: Sourced) -> None:
         raise ValueError(f"{name} must be a fraction in (0, 1], got {s.value}")
     if s.range is not None and not (0 < s.range[0] and s.range[1] <= 1):
         raise ValueError(f"{name}.range must lie in (0, 1] (sweeps draw from it), got {list(s.range)}")
+
+
+# the most GPUs a node, rack or scale-up domain holds (NVL576 is 576; a TPU pod 9,216): the serving
+# search enumerates a domain's divisors (an input review: 1e8 took 40 s, 1e15 never ended)
+MAX_DOMAIN_GPUS = 65536
+
+# the most rollouts an RL step may hold (published steps run thousands: DAPO 512 x 16)
+MAX_ROLLOUTS_PER_STEP = 100_000_000
+
+# the largest values of the serving search's bounds: its grids grow with each (x8 the catalog's)
+SEARCH_BOUND_CAPS = {"max_instance_domains": 256, "max_batch_per_rank": 65536, "max_decode_instances": 128}
 
 
 PROFILE_FRACTIONS = (
@@ -1208,6 +1228,10 @@ class ServingEfficiency(Strict):
             v = getattr(self, name).value
             if v < 1 or v != int(v):
                 raise ValueError(f"{name} must be a whole number >= 1, got {v}")
+        for name, cap in SEARCH_BOUND_CAPS.items():  # grids grow with them (an input review: 1e4
+            v = getattr(self, name).value  # decode instances asked for 480 TiB)
+            if v > cap:
+                raise ValueError(f"{name} bounds the deployment search: at most {cap:,}, got {v:g}")
         if self.step_floor_exponent.value < 1:
             raise ValueError(f"step_floor_exponent must be >= 1, got {self.step_floor_exponent.value}")
         self._check_stacks()
@@ -1359,6 +1383,12 @@ class RlWorkload(Strict):
             )
         if self.max_turns < self.turns:
             raise ValueError(f"max_turns ({self.max_turns:g}) must be >= turns ({self.turns:g})")
+        rollouts = self.prompts_per_step * self.group_size
+        if rollouts > MAX_ROLLOUTS_PER_STEP:  # 1e15 ran for minutes (an input review)
+            raise ValueError(
+                f"prompts_per_step x group_size is {rollouts:,} rollouts a step; at most "
+                f"{MAX_ROLLOUTS_PER_STEP:,} (published steps run thousands)"
+            )
         if (self.gen_gpus is None) != (self.train_gpus is None):
             raise ValueError("give both gen_gpus and train_gpus, or neither")
         if self.gpus is None and self.gen_gpus is None:

@@ -109,6 +109,7 @@ def resolve_with_sources(
         body = _uncite(apply_own_sets(body, own), own, overrides.WORKLOAD)
         origin += " + --set"
     workload = validate_workload(body, f"{origin}: workload")
+    check_plan(workload, f"{origin}: workload")
     if workload.kind == "scenario":
         check_scenario_refs(cat, workload, f"{origin}:")
     if workload.source not in cat.sources and workload.source not in extra_sources:
@@ -268,6 +269,7 @@ def with_nested_workloads(cat: Catalog, scenario: Workload) -> Catalog:
         entry = _uncite(entry, sets, f"{overrides.WORKLOAD}.{stage}")
         origin = f"{cat.origin('workloads', ref)} + --set"
         workloads[ref] = validate_workload(entry, f"{origin}: workload.{stage}")
+        check_plan(workloads[ref], f"{origin}: workload.{stage}")
         cat.model(workloads[ref].model)
         origins[("workloads", ref)] = origin
     return dataclasses.replace(cat, workloads=workloads, origins=origins)
@@ -288,6 +290,20 @@ def field_citations(cat: Catalog, w: Workload, origin: str) -> dict[str, tuple[s
             for k, v in cat.workloads[ref].field_sources.items():
                 out.setdefault(f"{overrides.WORKLOAD}.{stage}.{k}", (where, v))
     return out
+
+
+def check_plan(w: Workload, where: str) -> None:
+    """A pretrain workload's ``plan`` pins parse, or the error names the file and field (an input
+    review: `plan: tp=0` said only "plan item 'tp=0': out of range")."""
+    plan = getattr(w, "plan", None)
+    if plan is None:
+        return
+    from ipd_cli.engine.trainplan import parse_plan
+
+    try:
+        parse_plan(plan)
+    except InputError as e:
+        raise InputError(f"{where}.plan: {e}") from None
 
 
 def check_mfu_scope(mfu: float | None, kind: str, name: str) -> None:

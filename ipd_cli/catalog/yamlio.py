@@ -197,5 +197,9 @@ def _parse(text: str, name: str) -> Any:
         raise InputError(f"{name}: invalid YAML: {e}") from None
     except RecursionError:  # the pure-Python parser recurses per level; libyaml stops at 1000
         raise InputError(f"{name}: nested deeper than {MAX_DEPTH} levels; refusing it") from None
+    except ValueError as e:  # an integer of more digits than Python converts (an input review)
+        if "digits" not in str(e):
+            raise
+        raise InputError(f"{name}: a whole number of more than 4,300 digits; give a float (1e300)") from None
     _check_shape(doc, name)
     return doc

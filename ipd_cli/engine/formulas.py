@@ -132,7 +132,15 @@ def capital_recovery_factor(rate, years):
     """Annual payment per dollar of capex over ``years`` at ``rate`` (1/years when rate = 0)."""
     zero = rate == 0
     r = rate + zero * 1.0  # any non-zero stand-in; the zero case is replaced below
-    crf = r / (1.0 - (1.0 + r) ** (-years))
+    # 1 - (1 + r)^-years as -expm1(-years log1p(r)): exact for a tiny rate, where the plain form
+    # is 0 (an input review: a cost of capital of 1e-17 divided by zero)
+    if hasattr(r, "__array__") or hasattr(years, "__array__"):
+        import numpy as np
+
+        paid = -np.expm1(-years * np.log1p(r))
+    else:
+        paid = -math.expm1(-years * math.log1p(r))
+    crf = r / paid
     return crf + (1.0 / years - crf) * zero
 
 

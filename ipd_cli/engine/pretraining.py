@@ -399,6 +399,21 @@ def sequence_length_of(inp: Inputs, cat: Catalog, model: str, given: int | None,
     return inp.read("efficiency.default_training_sequence_length", "sequence length")
 
 
+def _check_lengths(cat: Catalog, model: str, seq: Any, tokens: Any) -> None:
+    """A sequence the model's context holds, and tokens for at least one of them (an input review:
+    a 1M-token sequence on a 131,072-token model and 0.5 tokens, less than a step, were priced)."""
+    if not isinstance(seq, int | float) or not isinstance(tokens, int | float):
+        return  # sampled draws: the nominal point was checked
+    context = cat.model(model).max_context
+    if context is not None and seq > context:
+        raise InputError(
+            f"`sequence_length` {seq:,.0f} is beyond {cat.canonical('models', model)}'s context of "
+            f"{context:,} tokens (models.*.max_context)"
+        )
+    if tokens < seq:
+        raise InputError(f"`tokens` {tokens:g} is less than one sequence of {seq:,.0f} tokens")
+
+
 def _check_args(
     tokens: float, gpus: int | None, deadline_days: float | None, seq: int | None, mfu: float | None
 ) -> None:
@@ -463,6 +478,7 @@ def estimate_pretraining(
         plan=plan,
         top=plans,
     )
+    _check_lengths(cat, model, x["seq"], x["tokens"])
     _, found, why = solve(x)
     if found is None:
         raise InfeasibleError(_no_run(meta, x, why))
@@ -517,10 +533,14 @@ def _no_run(meta: dict, x: dict, why: str) -> str:
     if why != "deadline":
         return f"{meta['model']} on {meta['hardware']}: {why}"
     pins = f" with `plan` {tpn.pins_text(x['pins'])}" if x["pins"] else ""
+    # a pinned MFU sets the speed: the hint names it first (an input review: --mfu 0.001 was told
+    # to move the deadline, the tokens or the model only)
+    mfu = f" at `mfu` {x['mfu_pin']:g}" if "mfu_pin" in x else ""
+    higher = "a higher `mfu`, " if "mfu_pin" in x else ""
     return (
         f"{meta['model']} cannot train {x['tokens']:.3g} tokens in {x['deadline_days']:g} days on "
-        f"{meta['hardware']}{pins} with up to {MAX_GPUS:,} GPUs; "
-        "give a later `deadline_days`, fewer `tokens`, or a smaller `model`"
+        f"{meta['hardware']}{pins}{mfu} with up to {MAX_GPUS:,} GPUs; "
+        f"give {higher}a later `deadline_days`, fewer `tokens`, or a smaller `model`"
     )
 
 

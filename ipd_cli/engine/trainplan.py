@@ -318,6 +318,7 @@ def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) ->
     """Peaks, GEMM curves, bandwidths and memory of the system's accelerator, and the efficiencies."""
     system = cat.system(hardware)
     acc = f"accelerators.{system.accelerator}"
+    spath = f"systems.{cat.canonical('systems', hardware)}"
     x = {
         "low_peak": inp.read(f"{acc}.{precision}_dense_tflops", f"{precision} dense peak"),
         "bf16_peak": inp.read(f"{acc}.bf16_dense_tflops", "bf16 dense peak"),
@@ -344,8 +345,9 @@ def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) ->
         "out_eff": inp.read("efficiency.scale_out_link_efficiency", "scale-out link efficiency"),
         "host_bw": _host_link(inp, cat, hardware),
         "host_memory": _host_memory(inp, cat, hardware),
-        "domain": float(system.scale_up_domain),
-        "per_system": float(system.accelerators),
+        # read, so that the inputs list them (a sweep over the domain was told it changed nothing)
+        "domain": float(inp.read(f"{spath}.scale_up_domain", "scale-up domain")),
+        "per_system": float(inp.read(f"{spath}.accelerators", "GPUs per system (node or rack)")),
     }
     x["cast_bytes"] = 0.0
     if precision != "bf16":

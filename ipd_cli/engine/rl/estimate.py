@@ -726,6 +726,10 @@ def _entry_digest(value: Any) -> Any:
     return kept[1]
 
 
+# the `sets` paths that give an RL workload's transport (its own, a scenario's RL stage's)
+TRANSPORT_SET_PATHS = frozenset({"workload.sync_transport", "workload.post_training.sync_transport"})
+
+
 def _estimate_rl(
     cat: Catalog,
     hardware: str,
@@ -742,9 +746,10 @@ def _estimate_rl(
     pricing: str,
     origin: str,
 ) -> RlResult:
+    set_paths = sorted({o.path.removesuffix(".value") for o in cat.overrides} & TRANSPORT_SET_PATHS)
     w = resolve_request(
-        workload, split, model=model, mode=mode, gpus=gpus, gen_gpus=gen_gpus, train_gpus=train_gpus,
-        transport=transport,
+        workload, split, transport_set=set_paths[0] if set_paths else None, model=model, mode=mode,
+        gpus=gpus, gen_gpus=gen_gpus, train_gpus=train_gpus, transport=transport,
     )  # fmt: skip
     ctx = sv.serving_context(cat, hardware, w.model, origin)
     s = setup(ctx, w, pricing, origin, split)

@@ -15,9 +15,13 @@ DISAGGREGATED_TRANSPORTS = ("nccl-broadcast", "nccl-reshard", "rdma-p2p", "check
 COLOCATED_TRANSPORTS = ("colocated", "checkpoint-engine")
 
 
-def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> RlWorkload:
+def resolve_request(
+    workload: RlWorkload, split: str | None, transport_set: str | None = None, **given: Any
+) -> RlWorkload:
     """The workload with the caller's values applied (``model``, ``mode``, ``gpus``, ``gen_gpus``,
-    ``train_gpus``, ``transport``), checked."""
+    ``train_gpus``, ``transport``), checked. ``transport_set``: the path of a ``sets`` item that
+    gave the workload's transport, which is then held to its mode as ``transport`` is (it was
+    dropped without a word where the mode could not use it: an input review)."""
     split_given = _check_counts(given, split)
     updates: dict[str, Any] = {k: given[k] for k in ("model", "mode") if given.get(k) is not None}
     if given.get("transport") is not None:
@@ -36,7 +40,12 @@ def resolve_request(workload: RlWorkload, split: str | None, **given: Any) -> Rl
                 "cluster that can exist"
             )
     check_mode(w.mode)
-    w = _checked_transport(w, given.get("transport") is not None)
+    named = (
+        "`transport` "
+        if given.get("transport") is not None or not transport_set
+        else f"`sets` {transport_set}="
+    )
+    w = _checked_transport(w, given.get("transport") is not None or bool(transport_set), named)
     if split == "auto" and w.mode == "colocated":
         raise InputError(
             "`split` auto chooses a disaggregated split; colocated mode runs generation and training "
@@ -76,7 +85,7 @@ def _check_counts(given: dict[str, Any], split: str | None) -> bool:
     return split_given
 
 
-def _checked_transport(w: RlWorkload, given: bool) -> RlWorkload:
+def _checked_transport(w: RlWorkload, given: bool, named: str = "`transport` ") -> RlWorkload:
     """The weight-sync transport, known and one the mode can use (a workload's transport for another
     mode is dropped; the caller's is refused)."""
     if w.sync_transport is not None and w.sync_transport not in SYNC_TRANSPORTS:
@@ -88,8 +97,7 @@ def _checked_transport(w: RlWorkload, given: bool) -> RlWorkload:
         w = w.model_copy(update={"sync_transport": None})  # the workload's transport is for another mode
     if w.sync_transport is not None and w.sync_transport not in allowed:
         raise InputError(
-            f"`transport` {w.sync_transport} does not work in mode {w.mode}; "
-            f"choose one of: {', '.join(allowed)}"
+            f"{named}{w.sync_transport} does not work in mode {w.mode}; choose one of: {', '.join(allowed)}"
         )
     return w
 

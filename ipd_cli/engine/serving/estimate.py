@@ -133,6 +133,8 @@ def _check_pins(ctx: ServingContext, pins: Pins) -> None:
     gpus = pins.instance_gpus
     if gpus is not None and gpus < 1:
         raise InputError(f"`instance_gpus` {gpus}: give at least 1 GPU")
+    if gpus is not None and gpus > MAX_GPUS:  # its splits took minutes (an input review: 1e11)
+        raise InputError(f"`instance_gpus` {gpus:,}: more than the {MAX_GPUS:,} GPUs any estimate takes")
     if pins.family in ("tep", "dep") and not ctx.model.is_moe:
         raise InputError(
             f"{ctx.mname} is dense: its layouts are tensor parallel (`layout` tp), not {pins.family}"
@@ -401,9 +403,9 @@ def _infeasible(ctx: ServingContext, g: Grid, pins: Pins) -> Exception:
             f"{counted(pins.instance_gpus)} runs it{' with the other pins' if len(pins.given()) > 1 else ''} "
             f"({'; '.join(f'{name}: {why}' for name, why in splits)}){nearest}"
         )
+    with_pins = f" with {_pin_text(pins)}" if _pin_text(pins) else ""  # none: "with :" (a review)
     return InfeasibleError(
-        f"{ph.model} at {ph.precision} on {ctx.name} with {_pin_text(pins)}: {reason}"
-        f"{_smallest_text(g, pins)}{nearest}"
+        f"{ph.model} at {ph.precision} on {ctx.name}{with_pins}: {reason}{_smallest_text(g, pins)}{nearest}"
     )
 
 
