@@ -1764,6 +1764,14 @@ SERVE_70B = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "-f", "j
           "--seq-len", "1000000"), ("--seq-len 1,000,000 is beyond llama-3.1-70b's context of 131,072",)),
         (("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "0.5", "--gpus", "1024"),
          ("--tokens 0.5 is less than one sequence of 8,192 tokens",)),
+        # each count in range, the two together not: 2e8 GPUs ran
+        (("rl", "--hardware", "h100", "--gen-gpus", "100000000", "--train-gpus", "100000000", "-f", "json"),
+         ("--gen-gpus + --train-gpus is 200,000,000 GPUs, more than 100,000,000",)),
+        # pydantic's names leaked: a union member's tag in the path, a model class in the message
+        (("hardware", "list", "--set", "serving.default_precision=fp16"),
+         ("serving.default_precision: Input should be 'fp4', 'fp8' or 'bf16' (got 'fp16')",)),
+        (("compare", "h100", "-f", "json", "--set", "workload.serving=null"),
+         ("workload.serving: expected a mapping of its fields",)),
         # a workload's plan pins named neither the file nor the field
         (("compare", "h100", "--workload", "pretrain-10t-moe", "-f", "json", "--set", "workload.plan=tp=0"),
          ("pretrain-10t-moe.yaml + --set: workload.plan: plan item 'tp=0'",)),

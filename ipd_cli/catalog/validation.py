@@ -52,6 +52,12 @@ def _message(error: Any) -> str:
     return error["msg"].removeprefix("Value error, ")
 
 
+def _union_tag(part: Any) -> bool:
+    """A location part pydantic adds for a union's member (``literal['fp4','fp8','bf16']``,
+    ``function-after[...]``, ``int``), not a field: an input review found them in messages."""
+    return isinstance(part, str) and ("[" in part or part in ("int", "float", "str", "bool", "none"))
+
+
 def format_validation_error(where: str, err: ValidationError, cls: type[BaseModel] | None = None) -> str:
     """One line: file, dotted field path, what is wrong, the offending value.
 
@@ -60,9 +66,11 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
     """
     errors = err.errors()
     first = _first(errors)
-    loc = ".".join(str(p) for p in first["loc"])
+    loc = ".".join(str(p) for p in first["loc"] if not _union_tag(p))
     path = f"{where}.{loc}" if loc else where
     msg = _message(first)
+    if first["type"] == "model_type":  # pydantic names the model class: say what is expected
+        msg = "expected a mapping of its fields"
     hint = ""
     if first["type"] == "extra_forbidden":
         msg = "unknown field"

@@ -78,6 +78,9 @@ def _check_counts(given: dict[str, Any], split: str | None) -> bool:
         if given.get(name) is not None:
             check_cluster(name, given[name])
     split_given = given.get("gen_gpus") is not None or given.get("train_gpus") is not None
+    total = (given.get("gen_gpus") or 0) + (given.get("train_gpus") or 0)
+    if total > MAX_GPUS:  # each was in range, the two together not (an input review: 2e8 ran)
+        raise InputError(f"`gen_gpus` + `train_gpus` is {total:,} GPUs, more than {MAX_GPUS:,}")
     if split_given and given.get("gpus") is not None:
         raise InputError("give `gpus` (the split is then chosen) or `gen_gpus` and `train_gpus`, not both")
     if split_given and split == "auto":
