@@ -1551,11 +1551,14 @@ def test_the_10t_models_recipe_batch_is_the_rule_at_its_training_flops(catalog):
     # without one: 0.292 x C^0.3271 at C = flops_per_token x tokens (3.13e26: 135.5M tokens). The
     # batch the plan runs pays (1 + B / B_recipe) / 2 in tokens beyond it, which gives B_recipe
     assert catalog.model("moe-10t").training_global_batch_tokens is None
-    p = compare(catalog, ["vera-rubin"], "pretrain-10t-moe").systems[0].pretraining
+    vr, p = (s.pretraining for s in compare(catalog, ["vera-rubin", "blackwell"], "pretrain-10t-moe").systems)
     rule = 0.292 * (p.flops_per_token * p.tokens) ** 0.3271
     assert rule == pytest.approx(135.5e6, rel=1e-3)
-    assert p.global_batch_tokens > rule  # beyond it: the multiplier says by how much
+    # GB200's plan runs past it (135,659,520 tokens): the multiplier says by how much; Rubin's
+    # (113,246,208) under it pays nothing
+    assert p.global_batch_tokens > rule
     assert p.global_batch_tokens / (2 * p.batch_token_multiplier - 1) == pytest.approx(rule, rel=1e-12)
+    assert vr.global_batch_tokens < rule and vr.batch_token_multiplier == 1.0
     assert p.recipe_batch_tokens == pytest.approx(rule, rel=1e-12)  # the result names it
     # a model whose recipe publishes one reads it: DeepSeek-V3's 15,360 sequences of 4,096
     v3 = train(catalog, "h800", "deepseek-v3", 1e12, gpus=2048, precision="fp8").pretraining

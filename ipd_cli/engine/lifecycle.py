@@ -599,7 +599,8 @@ _STEP_TERMS = {
     "memory_bound_s": "norms, residuals, RoPE, activations, the router's permute and combine, the "
     "casts to the GEMMs' precision, and a 1/pp share of the vocabulary's cross-entropy: bytes / "
     "(HBM bandwidth x memory-bound HBM efficiency)",
-    "exposed_comm_s": "the tensor-parallel (sequence-parallel) all-gathers and reduce-scatters, the "
+    "exposed_comm_s": "the tensor-parallel (sequence-parallel) all-gathers and reduce-scatters (around "
+    "attention, MLA gathering its latents; a dense layer's MLP; a routed layer's shared experts), the "
     "context-parallel ring and the expert all-to-alls, less what hides behind compute (each hidden "
     "part still taxes the compute it overlaps)",
     "activation_offload_s": "activations sent to host memory and back over the host link where the "

@@ -283,9 +283,11 @@ def layer_memory_seconds(P: Cols, x: dict):
     return T * values / x["hbm_rate"]
 
 
-def tp_op_seconds(P: Cols, x: dict):
-    """One sequence-parallel all-gather or reduce-scatter of a layer's hidden states, with its latency."""
-    per_op = ring_seconds(tokens(P, x) * x["hidden"] * x["act_bytes"], P["tp"], x["domain"], x)
+def tp_op_seconds(P: Cols, x: dict, width: Any = None):
+    """One sequence-parallel all-gather or reduce-scatter of a layer's hidden states (``width``
+    values a token: default the hidden size), with its latency."""
+    w = x["hidden"] if width is None else width
+    per_op = ring_seconds(tokens(P, x) * w * x["act_bytes"], P["tp"], x["domain"], x)
     return per_op + (P["tp"] > 1) * x["lat_up"]
 
 
@@ -293,10 +295,25 @@ def tp_op_seconds(P: Cols, x: dict):
 SP_BWD_OPS = 1.5
 
 
+def attention_gather_width(x: dict):
+    """Values a token that attention all-gathers under sequence parallelism: the hidden state, or
+    an MLA layer's latents where it has a query latent (Megatron-Core's MLASelfAttention runs the
+    down-projections on its sequence shard, replicated, and gathers their outputs, q_lora + kv_lora
+    + the RoPE key, for the column-parallel up-projections: 2,112 values for DeepSeek-V3, not
+    7,168; a pre-training hand-check)."""
+    mla = (x["kv_lora"] > 0) * (x["q_lora"] > 0)
+    return ifelse(mla, x["q_lora"] + x["kv_lora"] + x["rope"], x["hidden"])
+
+
 def layer_tp_seconds(P: Cols, x: dict):
-    """Forward tensor-parallel all-gather + reduce-scatter of one layer (sequence parallel): two of
-    each per dense layer, one of each around attention in an MoE layer (experts are not TP-split)."""
-    return (4.0 - 2.0 * x["moe_share"]) * tp_op_seconds(P, x)
+    """Forward tensor-parallel all-gathers + reduce-scatters of one layer (sequence parallel): one
+    of each around attention (the gather of :func:`attention_gather_width`), one of each around a
+    dense layer's MLP, and one of each around a routed layer's shared experts, which are
+    TP-split (Megatron-Core's SharedExpertMLP; the hand-check found them uncharged); the routed
+    experts are not TP-split."""
+    op, moe = tp_op_seconds(P, x), x["moe_share"]
+    shared = moe * (x["shared"] > 0)
+    return tp_op_seconds(P, x, attention_gather_width(x)) + op * (1.0 + 2.0 * (1.0 - moe) + 2.0 * shared)
 
 
 def layer_cp_seconds(P: Cols, x: dict, inside):
@@ -705,8 +722,9 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         casts = moe * ((k + s) * (h + fe) + (s > 0) * h)
         # (its host-bound waits without CUDA graphs: with_recompute, under eager_s)
         redo["moe"] = (moe * (g["shared"] + g["routed"]), mem(values, casts), ep)
-    if has["shared_experts"]:
-        redo["shared_experts"] = (moe * g["shared"], mem(moe * s * aw * fe, moe * (s * fe + h)), 0.0)
+    if has["shared_experts"]:  # with their tensor-parallel gather and scatter
+        tp = overlapped(2.0 * moe * tp_op_seconds(P, x), x["tp_overlap"], x)
+        redo["shared_experts"] = (moe * g["shared"], mem(moe * s * aw * fe, moe * (s * fe + h)), tp)
     return redo
 
 
