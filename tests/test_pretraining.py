@@ -284,6 +284,33 @@ def test_collective_bytes_by_hand(catalog):
     assert ts.ring_seconds(full, 8, 8, x) == pytest.approx(full * 7 / 8 / up)  # inside: a plain ring
 
 
+def test_mla_gathers_its_latents_and_shared_experts_gather_and_scatter_by_hand(catalog):
+    # Megatron-Core's MLA runs its down-projections on the sequence shard and gathers their
+    # outputs (q_lora + kv_lora + the RoPE key), not the hidden state; a routed layer's shared
+    # experts are tensor-parallel: one more gather and scatter (a pre-training hand-check found them
+    # uncharged). The 10T MoE at TP2 CP2: 4,096 tokens a rank, each op moving (2 - 1) / 2 of them
+    # over the scale-up link at 2 bytes a value, plus the fixed latency
+    m = catalog.model("moe-10t")
+    x = inputs(catalog, "vera-rubin", "moe-10t", "fp4")
+    width = m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim
+    assert ts.attention_gather_width(x) == width < m.hidden_size
+    P = {"tp": 2.0, "cp": 2.0, "mbs": 1.0, "order": 0.0, "pp": 4.0, "ep": 192.0, "vp": 8.0}
+    lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
+
+    def op(values):
+        return 8192 / 2 * values * 2 * (2 - 1) / 2 / x["up_bw"] + lat
+
+    assert x["moe_share"] == 1.0 and x["shared"] > 0  # every layer routed, with a shared expert
+    # attention's gather (latents) and scatter (hidden), the shared experts' gather and scatter
+    assert ts.layer_tp_seconds(P, x) == pytest.approx(op(width) + 3 * op(m.hidden_size), rel=1e-12)
+    # a dense GQA model is unchanged: two gathers and two scatters of the hidden state a layer
+    y = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
+    assert ts.attention_gather_width(y) == y["hidden"]
+    # MLA without a query latent gathers the hidden state (queries) and the key-value latent
+    lite = {**x, "q_lora": 0.0}
+    assert ts.attention_gather_width(lite) == m.hidden_size + m.kv_lora_rank + m.qk_rope_head_dim
+
+
 def test_the_sequence_parallel_backward_runs_six_tensor_collectives_a_dense_layer(catalog):
     # Megatron-Core's sequence-parallel linears (LinearWithGradAccumulationAndAsyncCommunication):
     # the forward all-gathers the inputs of QKV and FC1 and reduce-scatters the outputs of the

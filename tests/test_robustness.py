@@ -1761,7 +1761,7 @@ SERVE_70B = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "-f", "j
          ("workload.sync_transport=colocated does not work in mode one-step-off",)),
         # a sequence past the model's context and tokens for less than one sequence were priced
         (("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "1024",
-          "--seq-len", "1000000"), ("--seq-len 1,000,000 is beyond llama-3.1-70b's context of 131,072",)),
+          "--seq-len", "1000000"), ("sequence length of 1,000,000 tokens is beyond llama-3.1-70b's",)),
         (("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "0.5", "--gpus", "1024"),
          ("--tokens 0.5 is less than one sequence of 8,192 tokens",)),
         # each count in range, the two together not: 2e8 GPUs ran

@@ -126,6 +126,8 @@ def open_dir(create: bool) -> int | None:
         _warn(f"not using the cache {ENV}={path}: give an absolute path (or off)")
         return None
     if create and not _made(path, explicit):
+        if explicit and not path.parent.is_dir():  # was silent (a review): say why it is unused
+            _warn(f"not using the cache {ENV}={path}: its parent directory does not exist (or off)")
         return None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)

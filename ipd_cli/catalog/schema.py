@@ -773,7 +773,7 @@ MAX_DOMAIN_GPUS = 65536
 # the most rollouts an RL step may hold (published steps run thousands: DAPO 512 x 16)
 MAX_ROLLOUTS_PER_STEP = 100_000_000
 
-# the largest values of the serving search's bounds: its grids grow with each (x8 the catalog's)
+# the largest values of the serving search's bounds: its grids grow with each (8-16x the catalog's)
 SEARCH_BOUND_CAPS = {"max_instance_domains": 256, "max_batch_per_rank": 65536, "max_decode_instances": 128}
 
 

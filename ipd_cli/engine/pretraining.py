@@ -399,16 +399,18 @@ def sequence_length_of(inp: Inputs, cat: Catalog, model: str, given: int | None,
     return inp.read("efficiency.default_training_sequence_length", "sequence length")
 
 
-def _check_lengths(cat: Catalog, model: str, seq: Any, tokens: Any) -> None:
-    """A sequence the model's context holds, and tokens for at least one of them (an input review:
-    a 1M-token sequence on a 131,072-token model and 0.5 tokens, less than a step, were priced)."""
+def _check_lengths(cat: Catalog, model: str, seq: Any, tokens: Any, given: bool) -> None:
+    """A sequence length the caller gave (``given``) that the model's context holds, and tokens
+    for at least one sequence (an input review: a 1M-token sequence on a 131,072-token model and
+    0.5 tokens, less than a step, were priced). The model's recipe length or the catalog's default
+    is not held to the context (GPT-3's 2,048 at the catalog's 8,192: a review; README, Left)."""
     if not isinstance(seq, int | float) or not isinstance(tokens, int | float):
         return  # sampled draws: the nominal point was checked
     context = cat.model(model).max_context
-    if context is not None and seq > context:
+    if given and context is not None and seq > context:
         raise InputError(
-            f"`sequence_length` {seq:,.0f} is beyond {cat.canonical('models', model)}'s context of "
-            f"{context:,} tokens (models.*.max_context)"
+            f"a sequence length of {seq:,.0f} tokens is beyond {cat.canonical('models', model)}'s "
+            f"context of {context:,} tokens (models.*.max_context)"
         )
     if tokens < seq:
         raise InputError(f"`tokens` {tokens:g} is less than one sequence of {seq:,.0f} tokens")
@@ -478,7 +480,7 @@ def estimate_pretraining(
         plan=plan,
         top=plans,
     )
-    _check_lengths(cat, model, x["seq"], x["tokens"])
+    _check_lengths(cat, model, x["seq"], x["tokens"], given=sequence_length is not None)
     _, found, why = solve(x)
     if found is None:
         raise InfeasibleError(_no_run(meta, x, why))

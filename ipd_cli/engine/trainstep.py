@@ -300,9 +300,14 @@ def attention_gather_width(x: dict):
     an MLA layer's latents where it has a query latent (Megatron-Core's MLASelfAttention runs the
     down-projections on its sequence shard, replicated, and gathers their outputs, q_lora + kv_lora
     + the RoPE key, for the column-parallel up-projections: 2,112 values for DeepSeek-V3, not
-    7,168; a pre-training hand-check)."""
-    mla = (x["kv_lora"] > 0) * (x["q_lora"] > 0)
-    return ifelse(mla, x["q_lora"] + x["kv_lora"] + x["rope"], x["hidden"])
+    7,168; a pre-training hand-check). Its backward is taken as :data:`SP_BWD_OPS` times the
+    forward, as for a dense layer (the latents' column-parallel gathers run two backward ops each:
+    about 9 % more attention TP time on Rubin's plan, a review; not charged)."""
+    mla, latent = x["kv_lora"] > 0, x["q_lora"] > 0
+    # without a query latent the query projection reads the hidden state: it and the key-value
+    # latent are gathered (the kv down-projection is duplicated all the same: held_whole_params)
+    queries = ifelse(latent, x["q_lora"], x["hidden"])
+    return ifelse(mla, queries + x["kv_lora"] + x["rope"], x["hidden"])
 
 
 def layer_tp_seconds(P: Cols, x: dict):
@@ -721,7 +726,9 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         values = moe * (h + 5.0 * k * h + aw * fe * (k + s))
         casts = moe * ((k + s) * (h + fe) + (s > 0) * h)
         # (its host-bound waits without CUDA graphs: with_recompute, under eager_s)
-        redo["moe"] = (moe * (g["shared"] + g["routed"]), mem(values, casts), ep)
+        # (and the shared experts' tensor-parallel gather and scatter, which it subsumes: a review)
+        shared_tp = overlapped(2.0 * moe * (s > 0) * tp_op_seconds(P, x), x["tp_overlap"], x)
+        redo["moe"] = (moe * (g["shared"] + g["routed"]), mem(values, casts), ep + shared_tp)
     if has["shared_experts"]:  # with their tensor-parallel gather and scatter
         tp = overlapped(2.0 * moe * tp_op_seconds(P, x), x["tp_overlap"], x)
         redo["shared_experts"] = (moe * g["shared"], mem(moe * s * aw * fe, moe * (s * fe + h)), tp)
