@@ -1772,6 +1772,9 @@ SERVE_70B = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "-f", "j
          ("serving.default_precision: Input should be 'fp4', 'fp8' or 'bf16' (got 'fp16')",)),
         (("compare", "h100", "-f", "json", "--set", "workload.serving=null"),
          ("workload.serving: expected a mapping of its fields",)),
+        # a length the catalog's default gave was blamed on --input-tokens, never given
+        ((*SERVE_70B, "--set", "serving.default_input_tokens=1e12"),
+         ("a request of serving.default_input_tokens 1,000,000,000,000 + serving.default_output_tokens",)),
         # a workload's plan pins named neither the file nor the field
         (("compare", "h100", "--workload", "pretrain-10t-moe", "-f", "json", "--set", "workload.plan=tp=0"),
          ("pretrain-10t-moe.yaml + --set: workload.plan: plan item 'tp=0'",)),

@@ -323,7 +323,9 @@ def test_a_context_beyond_the_models_is_refused_naming_it(catalog):
     with pytest.raises(InputError, match="`context_tokens` 130,000 \\+ `input_tokens` 2,000"):
         estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", input_tokens=2000, context_tokens=130_000)
     r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-8b", "--context-tokens", "130000")
-    assert r.code == 2 and r.stdout == "" and "--context-tokens 130,000 + --input-tokens" in r.stderr
+    # the lengths it left to the catalog are named by their catalog paths (not as flags never given)
+    default = "--context-tokens 130,000 + serving.default_input_tokens 1,024 + serving.default_output_tokens"
+    assert r.code == 2 and r.stdout == "" and default in r.stderr
 
 
 def test_interactivity_target_reads_tpot_not_the_own_ttft(round_cat):

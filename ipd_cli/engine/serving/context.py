@@ -148,9 +148,13 @@ def request_shape(
         raise InputError(f"`context_tokens` must be a whole number of tokens, 0 or more, got {prefix}")
     if prefix + isl + osl > ctx.model.max_context:
         cached = f"`context_tokens` {prefix:,} + " if prefix else ""
+        # a length the catalog's default gave is named by its path, not as the parameter (an input
+        # review: `--set serving.default_input_tokens=1e12` blamed --input-tokens, never given)
+        i_name = "`input_tokens`" if input_tokens is not None else "serving.default_input_tokens"
+        o_name = "`output_tokens`" if output_tokens is not None else "serving.default_output_tokens"
         raise InputError(
             f"{ctx.mname} holds at most {ctx.model.max_context:,} tokens; a request of {cached}"
-            f"`input_tokens` {isl:,} + `output_tokens` {osl:,} does not fit: shorten it, or serve a "
+            f"{i_name} {isl:,} + {o_name} {osl:,} does not fit: shorten it, or serve a "
             "longer-context model"
         )
     src = ctx.origin if input_tokens is not None else ctx.vorigin
