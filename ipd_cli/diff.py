@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ipd_cli.engine.result_base import SCHEMA_VERSION
 from ipd_cli.engine.results import Listing
 from ipd_cli.errors import InputError
 
@@ -65,6 +66,19 @@ def _refuse_constant(name: str) -> float:
     raise ValueError(name)
 
 
+class _DuplicateKey(Exception):
+    """A key given twice in one JSON object (ipd never writes one; json.loads kept the last)."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def read_json(path: Path | str) -> Any:
     """An ipd JSON output: a regular file (``-``: standard input) of at most MAX_JSON_BYTES,
     finite numbers only."""
@@ -81,6 +95,8 @@ def read_json(path: Path | str) -> Any:
         raise InputError(f"{path}: not UTF-8 text; not ipd JSON output") from None
     try:
         doc = _rows_or_document(text)
+    except _DuplicateKey as e:  # an input review: taken, the last one kept
+        raise InputError(f"{path}: the key '{e}' appears twice in one object; not an ipd output") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not ipd JSON output ({e}); make it with --format json") from None
     except ValueError as e:
@@ -100,6 +116,13 @@ def read_json(path: Path | str) -> Any:
         and bool(doc)
         and all(isinstance(v, dict) and "properties" in v for v in doc.values())
     )
+    version = doc.get("schema_version") if document else None
+    if document and str(version).split(".")[0] != SCHEMA_VERSION.split(".")[0]:
+        # another major version is another contract (an input review: "9.9" was compared)
+        raise InputError(
+            f"{path}: schema_version {version!r} is not one this ipd reads ({SCHEMA_VERSION}); compare "
+            "outputs of the same major version"
+        )
     if not (document or rows or schemas):
         raise InputError(
             f"{path}: not ipd JSON output (a document with a schema_version, a sweep's rows or `ipd "
@@ -108,17 +131,34 @@ def read_json(path: Path | str) -> Any:
     return doc
 
 
+def _loads(text: str) -> Any:
+    """One JSON text: finite numbers, no constants, no key twice in an object."""
+    return json.loads(
+        text, parse_float=_finite, parse_constant=_refuse_constant, object_pairs_hook=_no_duplicate_keys
+    )
+
+
 def _rows_or_document(text: str) -> Any:
     """One JSON document, or a sweep's JSON lines (``--format jsonl``: one object per line) as the
     list of rows ``--format json`` writes."""
     try:
-        doc = json.loads(text, parse_float=_finite, parse_constant=_refuse_constant)
+        doc = json.loads(
+            text, parse_float=_finite, parse_constant=_refuse_constant, object_pairs_hook=_no_duplicate_keys
+        )
     except json.JSONDecodeError as e:
         if not e.msg.startswith("Extra data"):  # not several documents: not JSON lines either
             raise
         lines = [line for line in text.splitlines() if line.strip()]
         try:
-            rows = [json.loads(line, parse_float=_finite, parse_constant=_refuse_constant) for line in lines]
+            rows = [
+                json.loads(
+                    line,
+                    parse_float=_finite,
+                    parse_constant=_refuse_constant,
+                    object_pairs_hook=_no_duplicate_keys,
+                )
+                for line in lines
+            ]
         except json.JSONDecodeError:
             raise e from None  # not one document per line: the first error says where
         if not all(isinstance(r, dict) for r in rows):

@@ -1841,3 +1841,15 @@ def test_a_training_plans_scale_up_domain_is_an_input_it_lists(tmp_path):
     axes = ("--vary", "hardware=h100", "--vary", "systems.h100-sxm.scale_up_domain=8,16")
     r = run_cli("sweep", "--workload", str(f), *axes, "--metrics", "pretraining.gpus", "-f", "csv")
     assert r.code == 0 and "not an input" not in r.stderr, r.stderr
+
+
+def test_diff_refuses_another_major_schema_version_and_a_key_given_twice(tmp_path):
+    # an input review: schema_version "9.9" was compared as if this ipd wrote it, and a key given
+    # twice in one object was taken (json.loads keeps the last)
+    doc = {"schema_version": "1.0", "kind": "compare", "systems": []}
+    ok = write(tmp_path / "a.json", json.dumps(doc))
+    other = write(tmp_path / "b.json", json.dumps({**doc, "schema_version": "9.9"}))
+    twice = write(tmp_path / "c.json", '{"schema_version": "1.0", "kind": "compare", "kind": "x"}')
+    clean_error(run_cli("diff", str(ok), str(other)), 2, "schema_version '9.9' is not one this ipd reads")
+    clean_error(run_cli("diff", str(ok), str(twice)), 2, "the key 'kind' appears twice in one object")
+    assert run_cli("diff", str(ok), str(ok)).code == 0
