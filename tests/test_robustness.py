@@ -1853,3 +1853,13 @@ def test_diff_refuses_another_major_schema_version_and_a_key_given_twice(tmp_pat
     clean_error(run_cli("diff", str(ok), str(other)), 2, "schema_version '9.9' is not one this ipd reads")
     clean_error(run_cli("diff", str(ok), str(twice)), 2, "the key 'kind' appears twice in one object")
     assert run_cli("diff", str(ok), str(ok)).code == 0
+
+
+def test_a_plan_pin_takes_a_whole_number_in_any_notation():
+    # an input review: `--plan gbs=1e9` was "expected a whole number"; 1.5, inf and text still are not
+    from ipd_cli.engine.trainplan import parse_plan
+
+    assert parse_plan("gbs=1e9,tp=4.0") == {"gbs": 1_000_000_000, "tp": 4}
+    for bad in ("tp=1.5", "tp=inf", "tp=nan", "tp=1e400", "tp=four"):
+        with pytest.raises(InputError, match="expected a whole number"):
+            parse_plan(bad)

@@ -189,9 +189,10 @@ def _pin_value(col: str, value: str, item: str) -> int:
         return names.index(value)
     if col == "zero" and value == "fsdp":
         return 3
-    try:
-        n = int(value)
-    except ValueError:
+    try:  # 1e9 and 4.0 are whole numbers too (an input review: gbs=1e9 was "not a whole number")
+        x = float(value)
+        n = int(x) if x.is_integer() else int(value)
+    except (ValueError, OverflowError):
         raise InputError(f"`plan` item '{item}': expected a whole number") from None
     low, high = (0, 3) if col == "zero" else (0, 1) if col == "order" else (1, None)
     if n < low or (high is not None and n > high):
