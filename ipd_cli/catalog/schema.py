@@ -175,7 +175,7 @@ class FieldSource(Strict):
     source: str = Field(description="id of an entry in a `sources:` block")
     estimate: Bool = False
     note: str | None = None
-    value: Num | str | None = Field(
+    value: Num | Bool | str | None = Field(
         default=None,
         description="the value the source gives; where given, a row of another value is not cited "
         "(`ipd workloads show` writes it: a number edited in a copy loses its citation)",
