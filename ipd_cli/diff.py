@@ -142,23 +142,13 @@ def _rows_or_document(text: str) -> Any:
     """One JSON document, or a sweep's JSON lines (``--format jsonl``: one object per line) as the
     list of rows ``--format json`` writes."""
     try:
-        doc = json.loads(
-            text, parse_float=_finite, parse_constant=_refuse_constant, object_pairs_hook=_no_duplicate_keys
-        )
+        doc = _loads(text)
     except json.JSONDecodeError as e:
         if not e.msg.startswith("Extra data"):  # not several documents: not JSON lines either
             raise
         lines = [line for line in text.splitlines() if line.strip()]
         try:
-            rows = [
-                json.loads(
-                    line,
-                    parse_float=_finite,
-                    parse_constant=_refuse_constant,
-                    object_pairs_hook=_no_duplicate_keys,
-                )
-                for line in lines
-            ]
+            rows = [_loads(line) for line in lines]
         except json.JSONDecodeError:
             raise e from None  # not one document per line: the first error says where
         if not all(isinstance(r, dict) for r in rows):

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from ipd_cli.errors import InputError, did_you_mean, unknown
 
-from .layers import ENTRY_SECTIONS, MERGED_SECTIONS, RawCatalog
+from .layers import ENTRY_SECTIONS, FOLDED, MERGED_SECTIONS, RawCatalog
 from .schema import (
     Accelerator,
     Economics,
@@ -30,9 +30,6 @@ from .schema import (
     Workload,
 )
 from .validation import validate_entry, validate_workload, validation_error
-
-# sections whose names the command line gives: a name in another case finds its entry
-FOLDED = ("systems", "models", "workloads")
 
 
 @dataclass

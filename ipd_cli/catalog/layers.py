@@ -62,9 +62,9 @@ MERGED_SECTIONS: dict[str, type[BaseModel]] = {
 # one that placed it in a serving family dropped the other families: a user review); an empty
 # table (`speculative_methods: {}`) clears the earlier one
 # (the depth: accelerator -> precision tables merge two levels deep)
-# sections whose names are taken in any case (catalog.FOLDED): two entries differing only in case
-# are refused
-NAMED_SECTIONS = ("systems", "models", "workloads")
+# sections whose names the command line gives, taken in any case (Catalog.canonical finds an entry
+# by a name in another case, so two entries differing only in case are refused)
+FOLDED = ("systems", "models", "workloads")
 
 KEYED: dict[str, dict[str, int]] = {
     "efficiency": {"training_gemm_max_share_by_accelerator": 2, "training_share_by_accelerator": 1},
@@ -122,7 +122,7 @@ class _Layer:
                 "values); give your source another id"
             )
         self.seen[key] = origin
-        if section in NAMED_SECTIONS and name not in self.raw.section(section):
+        if section in FOLDED and name not in self.raw.section(section):
             # names are taken in any case: `B200:` beside the built-in b200 was a second system (an
             # input review), which no lookup could tell apart
             twin = next((n for n in self.raw.section(section) if n.lower() == name.lower()), None)

@@ -19,13 +19,7 @@ from .schema import (
     Source,
     Workload,
 )
-from .validation import (
-    USER_SOURCE,
-    fill_user_workload_sources,
-    user_source_entry,
-    validate_entry,
-    validate_workload,
-)
+from .validation import USER_SOURCE, fill_user_workload_sources, user_source_entry, validate_workload
 
 
 def read_stdin() -> str:
@@ -92,11 +86,8 @@ def resolve_with_sources(
         name = "stdin" if ref == "-" else Path(ref).stem
     else:
         return cat, ref, cat.workload(ref), ""
-    if given:
-        body.update(given)
-        cited = body.get("field_sources")
-        if isinstance(cited, dict):  # a value the command line gives is not the file's source's
-            body["field_sources"] = {k: v for k, v in cited.items() if k not in given}
+    if given:  # a value the command line gives is not the file's source's
+        body = _uncite({**body, **given}, set(given))
     workload_sets = [o for o in cat.overrides if o.path.startswith(overrides.WORKLOAD + ".")]
     own = [o for o in workload_sets if _nested_stage(body, o) is None]
     if own:
@@ -106,7 +97,7 @@ def resolve_with_sources(
                 f"`site_mw` applies to scenarios (serving traffic on a site's power); '{name}' is a "
                 f"{body.get('kind') or 'pretrain'} workload"
             )
-        body = _uncite(apply_own_sets(body, own), own, overrides.WORKLOAD)
+        body = _uncite(apply_own_sets(body, own), _set_fields(own, overrides.WORKLOAD))
         origin += " + --set"
     workload = validate_workload(body, f"{origin}: workload")
     check_plan(workload, f"{origin}: workload")
@@ -118,8 +109,9 @@ def resolve_with_sources(
         cat.model(workload.model)
     except InputError as e:
         raise InputError(f"{origin}: workload.model: {e}") from None
+    # validated when the file was read (layers.read_workload_doc)
     defined = {
-        str(sid): validate_entry(Source, src, f"{origin}: sources.{sid}")
+        str(sid): Source.model_validate(src)
         for sid, src in extra_sources.items()
         if str(sid) not in cat.sources
     }
@@ -128,15 +120,18 @@ def resolve_with_sources(
     return cat, name, workload, origin
 
 
-def _uncite(body: Any, sets: list, prefix: str) -> Any:
-    """``body`` without the ``field_sources`` entries of the fields ``sets`` (under ``prefix``)
-    give: their values are the command line's now (``ipd workloads show`` wrote NVIDIA's source
-    beside a set 100 tokens/s)."""
+def _uncite(body: Any, fields: set[str]) -> Any:
+    """``body`` without the ``field_sources`` entries of ``fields``: their values are the command
+    line's now (``ipd workloads show`` wrote NVIDIA's source beside a set 100 tokens/s)."""
     cited = body.get("field_sources") if isinstance(body, dict) else None
     if not isinstance(cited, dict):
         return body
-    paths = {o.path.removesuffix(".value").removeprefix(prefix + ".") for o in sets}
-    return {**body, "field_sources": {k: v for k, v in cited.items() if k not in paths}}
+    return {**body, "field_sources": {k: v for k, v in cited.items() if k not in fields}}
+
+
+def _set_fields(sets: list, prefix: str) -> set[str]:
+    """The field paths (under ``prefix``) that ``sets`` items give."""
+    return {o.path.removesuffix(".value").removeprefix(prefix + ".") for o in sets}
 
 
 def _user_file(cat: Catalog, ref: str, origin: str) -> tuple[Any, dict]:
@@ -266,7 +261,7 @@ def with_nested_workloads(cat: Catalog, scenario: Workload) -> Catalog:
             raise InputError(f"`sets` {sets[0].text}: this scenario runs no {stage} workload")
         entry = cat.workloads[ref].model_dump(exclude_none=True, exclude_unset=True)
         overrides.apply_workload(entry, sets, f"{overrides.WORKLOAD}.{stage}")
-        entry = _uncite(entry, sets, f"{overrides.WORKLOAD}.{stage}")
+        entry = _uncite(entry, _set_fields(sets, f"{overrides.WORKLOAD}.{stage}"))
         origin = f"{cat.origin('workloads', ref)} + --set"
         workloads[ref] = validate_workload(entry, f"{origin}: workload.{stage}")
         check_plan(workloads[ref], f"{origin}: workload.{stage}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import functools
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,9 @@ def _parse(text: str, name: str) -> Any:
     except ValueError as e:  # an integer of more digits than Python converts (an input review)
         if "digits" not in str(e):
             raise
-        raise InputError(f"{name}: a whole number of more than 4,300 digits; give a float (1e300)") from None
+        digits = sys.get_int_max_str_digits()
+        raise InputError(
+            f"{name}: a whole number of more than {digits:,} digits; give a float (1e300)"
+        ) from None
     _check_shape(doc, name)
     return doc

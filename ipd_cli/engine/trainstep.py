@@ -317,8 +317,14 @@ def layer_tp_seconds(P: Cols, x: dict):
     TP-split (Megatron-Core's SharedExpertMLP; the hand-check found them uncharged); the routed
     experts are not TP-split."""
     op, moe = tp_op_seconds(P, x), x["moe_share"]
-    shared = moe * (x["shared"] > 0)
-    return tp_op_seconds(P, x, attention_gather_width(x)) + op * (1.0 + 2.0 * (1.0 - moe) + 2.0 * shared)
+    attention = tp_op_seconds(P, x, attention_gather_width(x)) + op
+    return attention + 2.0 * (1.0 - moe) * op + shared_expert_tp_seconds(P, x)
+
+
+def shared_expert_tp_seconds(P: Cols, x: dict):
+    """A layer's share of the shared experts' tensor-parallel gather and scatter (routed layers
+    with shared experts: Megatron-Core's SharedExpertMLP is TP-split), before overlap."""
+    return 2.0 * x["moe_share"] * (x["shared"] > 0) * tp_op_seconds(P, x)
 
 
 def layer_cp_seconds(P: Cols, x: dict, inside):
@@ -707,6 +713,7 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         return T * (values * x["act_bytes"] + casts * x["cast_bytes"]) / x["hbm_rate"]
 
     g = gemm_parts(P, x)
+    shared_tp = overlapped(shared_expert_tp_seconds(P, x), x["tp_overlap"], x)
     redo: dict[str, tuple[Any, Any, Any]] = {m: (0.0, 0.0, 0.0) for m in MODULES}
     redo["core_attn"] = (0.0, a, 0.0)
     # two norms, each reading and writing the hidden state; the outputs re-cast for their GEMMs
@@ -727,11 +734,9 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         casts = moe * ((k + s) * (h + fe) + (s > 0) * h)
         # (its host-bound waits without CUDA graphs: with_recompute, under eager_s)
         # (and the shared experts' tensor-parallel gather and scatter, which it subsumes: a review)
-        shared_tp = overlapped(2.0 * moe * (s > 0) * tp_op_seconds(P, x), x["tp_overlap"], x)
         redo["moe"] = (moe * (g["shared"] + g["routed"]), mem(values, casts), ep + shared_tp)
     if has["shared_experts"]:  # with their tensor-parallel gather and scatter
-        tp = overlapped(2.0 * moe * tp_op_seconds(P, x), x["tp_overlap"], x)
-        redo["shared_experts"] = (moe * g["shared"], mem(moe * s * aw * fe, moe * (s * fe + h)), tp)
+        redo["shared_experts"] = (moe * g["shared"], mem(moe * s * aw * fe, moe * (s * fe + h)), shared_tp)
     return redo
 
 

@@ -40,12 +40,9 @@ def resolve_request(
                 "cluster that can exist"
             )
     check_mode(w.mode)
-    named = (
-        "`transport` "
-        if given.get("transport") is not None or not transport_set
-        else f"`sets` {transport_set}="
-    )
-    w = _checked_transport(w, given.get("transport") is not None or bool(transport_set), named)
+    caller = given.get("transport") is not None
+    named = f"`sets` {transport_set}=" if transport_set and not caller else "`transport` "
+    w = _checked_transport(w, caller or transport_set is not None, named)
     if split == "auto" and w.mode == "colocated":
         raise InputError(
             "`split` auto chooses a disaggregated split; colocated mode runs generation and training "
