@@ -285,30 +285,41 @@ def test_collective_bytes_by_hand(catalog):
 
 
 def test_mla_gathers_its_latents_and_shared_experts_gather_and_scatter_by_hand(catalog):
-    # Megatron-Core's MLA runs its down-projections on the sequence shard and gathers their
-    # outputs (q_lora + kv_lora + the RoPE key), not the hidden state; a routed layer's shared
-    # experts are tensor-parallel: one more gather and scatter (a pre-training hand-check found them
-    # uncharged). The 10T MoE at TP2 CP2: 4,096 tokens a rank, each op moving (2 - 1) / 2 of them
-    # over the scale-up link at 2 bytes a value, plus the fixed latency
+    # Megatron-Core's MLASelfAttention runs its down-projections on the sequence shard; its
+    # column-parallel up-projections gather their latents (q_lora, kv_lora) and the RoPE key is
+    # gathered alone; the row-parallel projection reduce-scatters the hidden state. A routed
+    # layer's shared experts are tensor-parallel: one more gather and scatter (a pre-training
+    # hand-check found them uncharged). The 10T MoE at TP2 CP2: 4,096 tokens a rank, each op moving
+    # (2 - 1) / 2 of them over the scale-up link at 2 bytes a value, plus the fixed latency
     m = catalog.model("moe-10t")
     x = inputs(catalog, "vera-rubin", "moe-10t", "fp4")
-    width = m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim
-    assert ts.attention_gather_width(x) == width < m.hidden_size
     P = {"tp": 2.0, "cp": 2.0, "mbs": 1.0, "order": 0.0, "pp": 4.0, "ep": 192.0, "vp": 8.0}
     lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
 
     def op(values):
         return 8192 / 2 * values * 2 * (2 - 1) / 2 / x["up_bw"] + lat
 
+    q, kv, rope, h = m.q_lora_rank, m.kv_lora_rank, m.qk_rope_head_dim, m.hidden_size
     assert x["moe_share"] == 1.0 and x["shared"] > 0  # every layer routed, with a shared expert
-    # attention's gather (latents) and scatter (hidden), the shared experts' gather and scatter
-    assert ts.layer_tp_seconds(P, x) == pytest.approx(op(width) + 3 * op(m.hidden_size), rel=1e-12)
-    # a dense GQA model is unchanged: two gathers and two scatters of the hidden state a layer
-    y = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
-    assert ts.attention_gather_width(y) == y["hidden"]
-    # MLA without a query latent gathers the hidden state (queries) and the key-value latent
+    # forward: three gathers and the projection's scatter; the shared experts' gather and scatter
+    fwd = op(q) + op(kv) + op(rope) + op(h) + 2 * op(h)
+    assert ts.layer_tp_seconds(P, x) == pytest.approx(fwd, rel=1e-12)
+    # backward: each latent twice (the input gradient's scatter, the input gathered again for the
+    # weight gradient), the RoPE key's scatter, the projection's output-gradient gather; the
+    # shared experts' three (FC1 two, FC2 one)
+    bwd = 2 * op(q) + 2 * op(kv) + op(rope) + op(h) + 3 * op(h)
+    assert ts.layer_tp_seconds(P, x, backward=True) == pytest.approx(bwd, rel=1e-12)
+    # recomputing the up-projections repeats their forward gathers
+    assert ts.mla_up_gather_seconds(P, x) == pytest.approx(op(q) + op(kv), rel=1e-12)
+    # MLA without a query latent: the query projection gathers the hidden state
     lite = {**x, "q_lora": 0.0}
-    assert ts.attention_gather_width(lite) == m.hidden_size + m.kv_lora_rank + m.qk_rope_head_dim
+    assert ts.layer_tp_seconds(P, lite) == pytest.approx(op(h) + op(kv) + op(rope) + 3 * op(h), rel=1e-12)
+    # a dense GQA model: the hidden state around attention and the MLP, 4 forward, 6 backward
+    y = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
+    D = {**P, "tp": 4.0, "cp": 1.0}
+    one = ts.tp_op_seconds(D, y)
+    assert ts.layer_tp_seconds(D, y) == pytest.approx(4 * one, rel=1e-12)
+    assert ts.layer_tp_seconds(D, y, backward=True) == pytest.approx(6 * one, rel=1e-12)
 
 
 def test_the_sequence_parallel_backward_runs_six_tensor_collectives_a_dense_layer(catalog):
@@ -1382,6 +1393,27 @@ def test_the_sequence_length_defaults_to_the_model_recipe_then_the_catalog(catal
     # the catalog's value is the answer's: changing it changes the run
     other = catalog.with_overrides([f"{record[3]}={record[0] // 2}"])
     assert train(other, hw, model, **kw).pretraining.wall_days != default.pretraining.wall_days
+
+
+def test_a_model_without_a_recipe_length_trains_at_most_its_context(tmp_path):
+    # a user model of 4,096 tokens' context and no recipe length ran at the catalog's default of
+    # 8,192 (a review): the default is capped at the context, recorded from max_context
+    from helpers import write
+
+    write(
+        tmp_path / "cat" / "mine.yaml",
+        "models:\n  my-4k:\n    description: a what-if dense 7B\n    total_params: 7.0e9\n"
+        "    active_params: 7.0e9\n    layers: 32\n    hidden_size: 4096\n    attention_heads: 32\n"
+        "    kv_heads: 32\n    head_dim: 128\n    vocab_size: 32000\n    max_context: 4096\n",
+    )
+    args = ("train", "--hardware", "h100-sxm", "--model", "my-4k", "--tokens", "1e11", "--gpus", "64")
+    r = run_cli(*args, "--catalog", str(tmp_path / "cat"), "-f", "json")
+    assert r.code == 0, r.stderr
+    rec = next(a for a in r.json()["assumptions"] if a["name"] == "sequence length")
+    assert (rec["value"], rec["path"]) == (4096, "models.my-4k.max_context")
+    # the same run as the length given
+    given = run_cli(*args, "--seq-len", "4096", "--catalog", str(tmp_path / "cat"), "-f", "json")
+    assert given.json()["pretraining"]["wall_days"] == r.json()["pretraining"]["wall_days"]
 
 
 def test_train_without_seq_len_does_not_record_the_command_line():

@@ -389,21 +389,25 @@ def plan_at(x: dict, found: tpn.Found, nominal: dict[str, float], n: int) -> dic
 
 def sequence_length_of(inp: Inputs, cat: Catalog, model: str, given: int | None, origin: str) -> Any:
     """The training sequence length: as given, else the model's recipe
-    (``models.<m>.training_sequence_length``), else the catalog's default, each recorded with its
-    source (the default of 8,192 was a constant in code, recorded as typed on the command line)."""
+    (``models.<m>.training_sequence_length``), else the catalog's default where the model's
+    context holds it, else the whole context (``models.<m>.max_context``: a model of 4,096 tokens
+    is not trained on 8,192-token sequences), each recorded with its source (the default of 8,192
+    was a constant in code, recorded as typed on the command line)."""
     if given is not None:
         return inp.given("sequence length", given, "tokens", origin, path="workload.sequence_length")
-    name = cat.canonical("models", model)
-    if cat.model(model).training_sequence_length is not None:
+    name, m = cat.canonical("models", model), cat.model(model)
+    if m.training_sequence_length is not None:
         return inp.read(f"models.{name}.training_sequence_length", "sequence length")
+    if m.max_context < cat.efficiency.default_training_sequence_length.value:
+        return inp.read(f"models.{name}.max_context", "sequence length")
     return inp.read("efficiency.default_training_sequence_length", "sequence length")
 
 
 def _check_lengths(cat: Catalog, model: str, seq: Any, tokens: Any, given: bool) -> None:
     """A sequence length the caller gave (``given``) that the model's context holds, and tokens
     for at least one sequence (an input review: a 1M-token sequence on a 131,072-token model and
-    0.5 tokens, less than a step, were priced). The model's recipe length or the catalog's default
-    is not held to the context (GPT-3's 2,048 at the catalog's 8,192: a review; README, Left)."""
+    0.5 tokens, less than a step, were priced). The model's recipe length is not held to the
+    context; the catalog's default is capped at it (:func:`sequence_length_of`)."""
     if not isinstance(seq, int | float) or not isinstance(tokens, int | float):
         return  # sampled draws: the nominal point was checked
     context = cat.model(model).max_context

@@ -291,34 +291,40 @@ def tp_op_seconds(P: Cols, x: dict, width: Any = None):
     return per_op + (P["tp"] > 1) * x["lat_up"]
 
 
-# backward collectives per forward one under sequence parallelism: 6 / 4 a dense layer, 3 / 2 around attention
-SP_BWD_OPS = 1.5
+def attention_tp_seconds(P: Cols, x: dict, backward: bool = False):
+    """Tensor-parallel all-gathers and reduce-scatters around one layer's attention (sequence
+    parallel), forward or backward. A dense layer gathers the hidden state for its column-parallel
+    QKV and reduce-scatters the row-parallel projection's output; the backward reduce-scatters
+    QKV's input gradient, gathers its input again for the weight gradient (the forward keeps only
+    its shard) and gathers the projection's output gradient: 2 forward, 3 backward
+    (Megatron-Core's LinearWithGradAccumulationAndAsyncCommunication). An MLA layer runs its
+    down-projections on its sequence shard, replicated, and its column-parallel up-projections
+    gather their latents (q_lora, kv_lora; without a query latent the query projection gathers the
+    hidden state) and the RoPE key is gathered alone (Megatron-Core's MLASelfAttention): 4 forward,
+    and in the backward two a latent (input gradient and weight gradient), one for the RoPE key and
+    one for the projection: 6, by their widths (2,112 values for DeepSeek-V3's forward gathers, not
+    7,168; pre-training hand-checks)."""
+    op, n = tp_op_seconds(P, x), 2.0 if backward else 1.0
+    mla = n * mla_up_gather_seconds(P, x) + tp_op_seconds(P, x, x["rope"])
+    return ifelse(x["kv_lora"] > 0, mla, n * op) + op
 
 
-def attention_gather_width(x: dict):
-    """Values a token that attention all-gathers under sequence parallelism: the hidden state, or
-    an MLA layer's latents where it has a query latent (Megatron-Core's MLASelfAttention runs the
-    down-projections on its sequence shard, replicated, and gathers their outputs, q_lora + kv_lora
-    + the RoPE key, for the column-parallel up-projections: 2,112 values for DeepSeek-V3, not
-    7,168; a pre-training hand-check). Its backward is taken as :data:`SP_BWD_OPS` times the
-    forward, as for a dense layer (the latents' column-parallel gathers run two backward ops each:
-    about 9 % more attention TP time on Rubin's plan, a review; not charged)."""
-    mla, latent = x["kv_lora"] > 0, x["q_lora"] > 0
-    # without a query latent the query projection reads the hidden state: it and the key-value
-    # latent are gathered (the kv down-projection is duplicated all the same: held_whole_params)
-    queries = ifelse(latent, x["q_lora"], x["hidden"])
-    return ifelse(mla, queries + x["kv_lora"] + x["rope"], x["hidden"])
+def mla_up_gather_seconds(P: Cols, x: dict):
+    """The all-gathers of an MLA layer's column-parallel up-projections' inputs, forward: the query
+    latent (or the hidden state without one) and the key-value latent."""
+    queries = ifelse(x["q_lora"] > 0, x["q_lora"], x["hidden"])
+    return tp_op_seconds(P, x, queries) + tp_op_seconds(P, x, x["kv_lora"])
 
 
-def layer_tp_seconds(P: Cols, x: dict):
-    """Forward tensor-parallel all-gathers + reduce-scatters of one layer (sequence parallel): one
-    of each around attention (the gather of :func:`attention_gather_width`), one of each around a
-    dense layer's MLP, and one of each around a routed layer's shared experts, which are
-    TP-split (Megatron-Core's SharedExpertMLP; the hand-check found them uncharged); the routed
-    experts are not TP-split."""
-    op, moe = tp_op_seconds(P, x), x["moe_share"]
-    attention = tp_op_seconds(P, x, attention_gather_width(x)) + op
-    return attention + 2.0 * (1.0 - moe) * op + shared_expert_tp_seconds(P, x)
+def layer_tp_seconds(P: Cols, x: dict, backward: bool = False):
+    """Tensor-parallel all-gathers + reduce-scatters of one layer (sequence parallel), forward or
+    backward: around attention (:func:`attention_tp_seconds`), around a dense layer's MLP and
+    around a routed layer's shared experts, which are TP-split (Megatron-Core's SharedExpertMLP;
+    a hand-check found them uncharged), one gather and one scatter forward and three backward
+    (a column-parallel FC1 as QKV, a row-parallel FC2 as the projection); the routed experts are
+    not TP-split."""
+    mlp = 2.0 * (1.0 - x["moe_share"]) * tp_op_seconds(P, x) + shared_expert_tp_seconds(P, x)
+    return attention_tp_seconds(P, x, backward) + (1.5 if backward else 1.0) * mlp
 
 
 def shared_expert_tp_seconds(P: Cols, x: dict):
@@ -370,6 +376,7 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     Ls = stage_layers(P, x)
     g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
     tp = overlapped(layer_tp_seconds(P, x), x["tp_overlap"], x)
+    tp_bwd = overlapped(layer_tp_seconds(P, x, backward=True), x["tp_overlap"], x)
     ep_raw = layer_ep_seconds(P, x, inside["ep"])
     r = x["attn_bwd_ratio"]
     # context parallelism's ring hides its KV transfers behind the attention of its own blocks
@@ -392,11 +399,8 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
     eager = Ls * eager_seconds(P, x)
     fwd = Ls * (g + a + mem + tp + ep) + eager + cp_fwd + head + loss / 2.0
-    # the sequence-parallel backward runs 1.5x the forward's collectives: each column-parallel
-    # linear all-gathers its input again for the weight gradient (the forward keeps only its shard)
-    # beside the reduce-scatter of its input gradient, each row-parallel one all-gathers its output
-    # gradient (Megatron-Core's LinearWithGradAccumulationAndAsyncCommunication.backward)
-    bwd = Ls * (2.0 * g + r * a + 2.0 * mem + SP_BWD_OPS * tp + ep) + cp_bwd + 2.0 * head + loss / 2.0
+    # the sequence-parallel backward's collectives: layer_tp_seconds
+    bwd = Ls * (2.0 * g + r * a + 2.0 * mem + tp_bwd + ep) + cp_bwd + 2.0 * head + loss / 2.0
     acts = activation_bytes(P, x, Ls)
     if bounds_only:
         return {"fwd_s": fwd, "bwd_s": bwd, **acts}
@@ -405,7 +409,7 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
         "bwd_s": bwd,
         "redo_s": (0.0 * fwd, Ls * mem, fwd - head - loss / 2.0, 0.0 * fwd),
         "stage_layers": Ls,
-        "tp_comm_s": (1.0 + SP_BWD_OPS) * Ls * tp,
+        "tp_comm_s": Ls * (tp + tp_bwd),
         "ep_comm_s": 2.0 * Ls * ep,
         # what the 1F1B overlap's pairing hides beyond a run without it: lost on the chunks that run
         # alone (:func:`unpaired_share`)
@@ -702,8 +706,8 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
     micro-batch, as (GEMM, memory-bound, communication) seconds (core_attn: the attention forward,
     ``a``). GEMMs at the plan's efficiency; memory-bound work as values read and written at HBM
     bandwidth, with the casts of low-precision GEMM inputs rebuilt; mlp repeats its tensor-parallel
-    gather and scatter, moe its all-to-all (``ep``: the layer's exposed forward dispatch and combine)
-    and host wait. A module the model lacks is 0."""
+    gather and scatter, mla_up_proj its up-projections' gathers, moe its all-to-all (``ep``: the
+    layer's exposed forward dispatch and combine) and host wait. A module the model lacks is 0."""
     T = tokens(P, x) / P["tp"]
     h, k, s, aw = x["hidden"], x["topk"], x["shared"], x["act_width"]
     fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
@@ -725,7 +729,9 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         flops = 2.0 * tokens(P, x) / P["tp"] * (x["q_lora"] * q + x["kv_lora"] * kv_up)
         up = gemm_seconds(flops, 1.0 + (x["q_lora"] > 0), x)
         latents = x["q_lora"] + x["kv_lora"]
-        redo["mla_up_proj"] = (up, mem(2.0 * (latents + q + x["k_width"]), latents), 0.0)
+        # the up-projections run forward again: their sequence-parallel gathers too
+        gathers = overlapped(mla_up_gather_seconds(P, x), x["tp_overlap"], x)
+        redo["mla_up_proj"] = (up, mem(2.0 * (latents + q + x["k_width"]), latents), gathers)
     if has["mlp"]:
         tp = overlapped(2.0 * (1.0 - moe) * tp_op_seconds(P, x), x["tp_overlap"], x)
         redo["mlp"] = ((1.0 - moe) * g["dense"], mem((1.0 - moe) * aw * ff, (1.0 - moe) * (h + ff)), tp)
