@@ -652,6 +652,12 @@ class Efficiency(Strict):
     moe_a2a_overlap: Sourced = unit(
         "fraction", description="share of expert all-to-all hidden behind compute"
     )
+    training_step_overhead_ms: Sourced = unit(
+        "ms",
+        1e-3,
+        description="fixed time a training step spends beyond its modelled terms (the optimizer's "
+        "launches, the gradient-norm sync, the first and last data-parallel buckets)",
+    )
     moe_eager_layer_ms: Sourced = unit(
         "ms",
         1e-3,

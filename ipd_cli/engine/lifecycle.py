@@ -618,11 +618,14 @@ _STEP_TERMS = {
     "optimizer_s": "one Adam step over the parameters this GPU updates (sharded over the "
     "data-parallel group from ZeRO-1 on): parameters x optimizer step traffic / (HBM bandwidth x "
     "memory-bound HBM efficiency)",
+    "step_overhead_s": "the fixed time a step spends beyond the terms above (the optimizer's "
+    "launches, the gradient-norm sync, the first and last data-parallel buckets): "
+    "efficiency.training_step_overhead_ms",
 }
 _MICRO_TERMS = ("gemm_s", "attention_s", "memory_bound_s", "exposed_comm_s", "activation_offload_s",
                 "host_bound_s", "pipeline_p2p_s")  # fmt: skip
 _PER_MICRO_BATCH = "; over the micro_batches, on the most loaded stage"
-_ONCE_A_STEP = ("data_parallel_exposed_s", "tensor_parallel_grad_sync_s", "optimizer_s")
+_ONCE_A_STEP = ("data_parallel_exposed_s", "tensor_parallel_grad_sync_s", "optimizer_s", "step_overhead_s")
 
 
 def _step_term_steps(p: Pretraining) -> list[Step]:

@@ -593,6 +593,7 @@ def step_breakdown(c: tpn.Choice, step_s: float | None = None) -> dict[str, floa
         "data_parallel_exposed_s": o["dp_exposed_s"],
         "tensor_parallel_grad_sync_s": o["tp_grad_s"],  # the gradients of what every TP rank holds whole
         "optimizer_s": o["optimizer_s"],
+        "step_overhead_s": o["fixed_s"],
     }
     return {k: float(v) * scale for k, v in terms.items()}
 

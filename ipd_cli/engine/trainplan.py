@@ -427,6 +427,7 @@ def step_inputs(inp: Inputs, precision: str) -> dict[str, Any]:
         "tp_overlap": inp.read(f"{e}.tp_comm_overlap", "tensor-parallel comm hidden"),
         "a2a_overlap": inp.read(f"{e}.moe_a2a_overlap", "all-to-all hidden behind compute"),
         "moe_eager_s": inp.read(f"{e}.moe_eager_layer_ms", "host-bound time of an MoE layer run eagerly"),
+        "step_fixed_s": inp.read(f"{e}.training_step_overhead_ms", "fixed time of a training step"),
         "overlap_tax": inp.read(f"{e}.overlap_tax", "compute lost to overlapped collectives"),
         "goodput": inp.read(f"{e}.training_goodput", "scale efficiency (training goodput)"),
         "lat_up": inp.read("serving.collective_latency_us_scale_up", "collective latency (scale-up)"),

@@ -1006,8 +1006,10 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
     )
     opt = optimizer_seconds(P, x, held, groups)
     tp_grad = tp_grad_seconds(P, x, inside["tp"])
+    # the fixed time of a step beyond its modelled terms (efficiency.training_step_overhead_ms)
+    fixed = x["step_fixed_s"]
     return {
-        "step_s": P["mb"] * mb_s + bubble + dp + tp_grad + opt,
+        "step_s": P["mb"] * mb_s + bubble + dp + tp_grad + opt + fixed,
         "p2p_s": P["mb"] * p2p,
         "a2a_alone_s": P["mb"] * alone,  # expert all-to-alls of the chunks no other chunk pairs with
         "tokens_per_step": P["dp"] * P["mb"] * P["mbs"] * x["seq"],
@@ -1017,6 +1019,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
         "dp_exposed_s": dp,
         "tp_grad_s": tp_grad,
         "optimizer_s": opt,
+        "fixed_s": fixed + 0.0 * opt,
         "micro_batch_s": mb_s,
         **{k: m[k] for k in ("fwd_s", "bwd_s", "comm_s", "offload_s")},
     }
