@@ -63,12 +63,20 @@ plot_app = typer.Typer(
 )
 app.add_typer(plot_app, name="plot")
 
+
+def _folded(value: str | None) -> str | None:
+    """A choice in any case (`FP8`, `TRTLLM`, `TCO`, `ASYNC`), as system and model names are (a
+    library review: --precision FP8 was taken, --pricing TCO and --mode ASYNC refused)."""
+    return value.lower() if isinstance(value, str) else value
+
+
 FormatOpt = Annotated[
     str,
     typer.Option(
         "--format",
         "-f",
         help=f"Output format: {', '.join(FORMATS)} (auto: table on a terminal, JSON when piped).",
+        callback=_folded,
     ),
 ]
 # catalog listings print to stdout only (no -o), so no xlsx
@@ -79,6 +87,7 @@ ListFormatOpt = Annotated[
         "-f",
         help=f"Output format: {', '.join(f for f in FORMATS if f != 'xlsx')} (auto: table on a "
         "terminal, JSON when piped).",
+        callback=_folded,
     ),
 ]
 CatalogOpt = Annotated[
@@ -150,12 +159,6 @@ BudgetMetricOpt = Annotated[
         help="Dotted metric that --max-usd checks, per system (default: the cost); needs --max-usd.",
     ),
 ]
-
-
-def _folded(value: str | None) -> str | None:
-    """A choice in any case (`FP8`, `TRTLLM`, `TCO`, `ASYNC`), as system and model names are (a
-    library review: --precision FP8 was taken, --pricing TCO and --mode ASYNC refused)."""
-    return value.lower() if isinstance(value, str) else value
 
 
 PricingOpt = Annotated[
@@ -959,6 +962,7 @@ def sweep(
             "-f",
             help="csv, jsonl, json, table, markdown or xlsx (auto: table on a terminal, csv when piped; "
             "the extension of -o FILE).",
+            callback=_folded,
         ),
     ] = "auto",
     output: OutputOpt = None,
@@ -1415,9 +1419,9 @@ def _listed_from_cache(args: list[str]) -> bool:
         return False
     rest, fmt = args[2:], "auto"
     if len(rest) == 2 and rest[0] in ("-f", "--format"):
-        fmt = rest[1]
+        fmt = rest[1].lower()  # -f JSON, as the full path's _folded reads it
     elif len(rest) == 1 and rest[0].startswith("--format="):
-        fmt = rest[0].removeprefix("--format=")
+        fmt = rest[0].removeprefix("--format=").lower()
     elif rest:
         return False
     if fmt not in FORMATS:  # its error, or what click makes of it, comes from the full path

@@ -84,6 +84,7 @@ def cacheable(args: list[str]) -> bool:
     if not args or args[0] not in COMMANDS:
         return False
     fmt = _format(args[1:])
+    fmt = fmt.lower() if fmt is not None else None  # -f JSON, as the CLI folds it
     if fmt is None or not (fmt in MACHINE_FORMATS or (fmt == "auto" and not sys.stdout.isatty())):
         return False
     for a in args[1:]:

@@ -281,6 +281,8 @@ def _no_typer_app(monkeypatch):
         ("-f", "markdown"),
         ("-f", "table"),
         ("-f", "auto"),
+        ("-f", "JSON"),  # a format in any case, as the full path folds it (the input review)
+        ("--format=Yaml",),
     ],
 )
 def test_a_list_from_the_cache_equals_the_full_path(fresh_cache, monkeypatch, what, needle, args):

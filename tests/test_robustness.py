@@ -1863,3 +1863,19 @@ def test_a_plan_pin_takes_a_whole_number_in_any_notation():
     for bad in ("tp=1.5", "tp=inf", "tp=nan", "tp=1e400", "tp=four"):
         with pytest.raises(InputError, match="expected a whole number"):
             parse_plan(bad)
+
+
+def test_a_format_is_read_in_any_case(tmp_path):
+    # -f XLSX was "unknown format 'XLSX'" where --pricing TCO and --precision FP8 were taken
+    # (the input review); the stored-listing path reads -f the same way (test_catalog)
+    r = run_cli(*TRAIN, "-f", "JSON")
+    assert r.code == 0 and r == run_cli(*TRAIN, "-f", "json")
+    assert r.json()["hardware"] == "h100-sxm" and r.json()["pretraining"]["gpus"] == 64
+    out = tmp_path / "t.xlsx"
+    r = run_cli(*TRAIN, "-f", "XLSX", "-o", str(out))
+    assert r.code == 0 and out.read_bytes()[:2] == b"PK", r.stderr  # a zip: the workbook
+    sweep = ("sweep", "--vary", "hardware=hopper", "--workload", PRETRAIN, "--metrics", "pretraining.gpus")
+    r = run_cli(*sweep, "-f", "CSV")
+    assert r.code == 0 and r.stdout.splitlines()[0] == "hardware,pretraining.gpus", r.stdout
+    r = run_cli("hardware", "show", "hopper", "-f", "Yaml")
+    assert r.code == 0 and yaml.safe_load(r.stdout)["name"] == "h100-sxm", r.stdout[:200]
