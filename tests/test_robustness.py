@@ -1768,8 +1768,10 @@ SERVE_70B = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "-f", "j
         (("rl", "--hardware", "h100", "--gen-gpus", "100000000", "--train-gpus", "100000000", "-f", "json"),
          ("--gen-gpus + --train-gpus is 200,000,000 GPUs, more than 100,000,000",)),
         # pydantic's names leaked: a union member's tag in the path, a model class in the message
+        # ... and a union of choices listed its first member's ('narrowest' was left out), with
+        # "[+1 more error]" for the second
         (("hardware", "list", "--set", "serving.default_precision=fp16"),
-         ("serving.default_precision: Input should be 'fp4', 'fp8' or 'bf16' (got 'fp16')",)),
+         ("serving.default_precision: Input should be 'fp4', 'fp8', 'bf16' or 'narrowest' (got 'fp16')",)),
         (("compare", "h100", "-f", "json", "--set", "workload.serving=null"),
          ("workload.serving: expected a mapping of its fields",)),
         # a length the catalog's default gave was blamed on --input-tokens, never given

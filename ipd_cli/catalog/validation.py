@@ -3,6 +3,7 @@ file, the dotted field, what is wrong and the value given."""
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any
@@ -52,6 +53,11 @@ def _message(error: Any) -> str:
     return error["msg"].removeprefix("Value error, ")
 
 
+def _dotted(error: Any) -> str:
+    """An error's field path, dotted, without pydantic's union tags."""
+    return ".".join(str(p) for p in error["loc"] if not _union_tag(p))
+
+
 def _union_tag(part: Any) -> bool:
     """A location part pydantic adds for a union's member (``literal['fp4','fp8','bf16']``,
     ``function-after[...]``, ``int``), not a field: an input review found them in messages."""
@@ -66,9 +72,15 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
     """
     errors = err.errors()
     first = _first(errors)
-    loc = ".".join(str(p) for p in first["loc"] if not _union_tag(p))
+    loc = _dotted(first)
     path = f"{where}.{loc}" if loc else where
     msg = _message(first)
+    if first["type"] == "literal_error":  # a union of literals: one error per member, one list here
+        same = [e for e in errors if e["type"] == "literal_error" and _dotted(e) == loc]
+        choices = [c for e in same for c in re.split(r", | or ", e.get("ctx", {}).get("expected", ""))]
+        if len(same) > 1 and all(choices):
+            msg = f"Input should be {', '.join(choices[:-1])} or {choices[-1]}"
+            errors = [e for e in errors if e not in same[1:]]
     if first["type"] == "model_type":  # pydantic names the model class: say what is expected
         msg = "expected a mapping of its fields"
     hint = ""
