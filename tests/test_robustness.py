@@ -976,6 +976,11 @@ def test_yes_and_quoted_numbers_are_refused_in_workloads_and_set(tmp_path):
         ('economics.pue="1.2"', "must be a number, not text (remove the quotes)"),
         ("economics.pue=1e-320", "must be 0 or at least 2.225e-308 in size"),
         ("workload.tokens=yes", "tokens: must be a number"),
+        # full-width digits were told to "remove the quotes" that were not there (the input review)
+        (
+            "economics.pue=\uff11\uff12",
+            "economics.pue.value: must be an ASCII number, not text: type its digits as 0-9",
+        ),
     ]:
         r = run_cli("compare", "vera-rubin", "--workload", PRETRAIN, "--set", item, "-f", "json")
         clean_error(r, 2, needle)

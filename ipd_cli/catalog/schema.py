@@ -43,6 +43,8 @@ def _number(v: object) -> object:
     if isinstance(v, str):
         if _numeric(v) and not math.isfinite(float(v)):
             raise ValueError("must be a finite number")
+        if _numeric(v) and not v.isascii():  # Python's float() reads full-width digits: YAML does not
+            raise ValueError("must be an ASCII number, not text: type its digits as 0-9")
         raise ValueError(f"must be a number, not text{' (remove the quotes)' if _numeric(v) else ''}")
     if not isinstance(v, int | float):
         raise ValueError(f"must be a number, not {'null' if v is None else 'a ' + type(v).__name__}")
