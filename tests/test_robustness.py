@@ -1886,3 +1886,29 @@ def test_a_format_is_read_in_any_case(tmp_path):
     assert r.code == 0 and r.stdout.splitlines()[0] == "hardware,pretraining.gpus", r.stdout
     r = run_cli("hardware", "show", "hopper", "-f", "Yaml")
     assert r.code == 0 and yaml.safe_load(r.stdout)["name"] == "h100-sxm", r.stdout[:200]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        # a scenario said "workload.horizon_years: unknown field" (the input review)
+        (("compare", "h100", "--set", "workload.kind=pretrain"),
+         "--set workload.kind=pretrain: a workload's kind cannot be set (this is a scenario, and each "
+         "kind has fields of its own); give a pretrain workload instead: one of the catalog's, or a "
+         "file with `kind: pretrain`"),
+        (("compare", "h100", "--workload", PRETRAIN, "--set", "workload.kind=rl"),
+         "(this is a pretrain workload, and each kind has fields of its own); give an rl workload"),
+        (("compare", "h100", "--set", "workload.pretraining.kind=rl"),
+         "--set workload.pretraining.kind=rl: a workload's kind cannot be set (this is a pretrain workload"),
+        (("workloads", "show", "rl-swe-agent", "--set", "workload.kind=serve"),
+         "--set workload.kind=serve: a workload's kind cannot be set (this is an rl workload); the kinds "
+         "are pretrain, rl, scenario"),
+    ],
+)  # fmt: skip
+def test_a_workloads_kind_cannot_be_set_to_another(args, needle):
+    clean_error(run_cli(*args, "-f", "json"), 2, needle)
+
+
+def test_a_workloads_own_kind_may_be_set():
+    r = run_cli("workloads", "show", PRETRAIN, "--set", "workload.kind=pretrain", "-f", "json")
+    assert r.code == 0 and r.json()["entry"]["kind"] == "pretrain", r.stderr

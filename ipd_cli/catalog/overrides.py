@@ -228,6 +228,8 @@ def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD
         if not keys:
             raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
         kind = body.get("kind", "pretrain")
+        if keys == ["kind"] and o.value != kind:  # horizon_years: unknown field, said a scenario
+            raise InputError(_kind_changed(prefix, kind, o.value))
         if kind != "scenario" and keys[0] in STAGES and keys[0] not in body:
             raise InputError(_stage_on_a_workload(prefix, keys, kind))
         cls = WORKLOAD_KINDS.get(kind)
@@ -241,6 +243,20 @@ def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD
                     f"`sets` {prefix}.{keys[0]}: a field of {kinds}; this is {article} {kind} workload"
                 )
         _assign(body, keys, o.value, prefix, cls)
+
+
+def _kind_changed(prefix: str, kind: str, value: Any) -> str:
+    """A set of a workload's ``kind`` to another: each kind has fields of its own, so a set cannot
+    turn one into another; the workload of that kind is chosen instead."""
+    what = "a scenario" if kind == "scenario" else f"{'an' if kind == 'rl' else 'a'} {kind} workload"
+    head = f"`sets` {prefix}.kind={value}: a workload's kind cannot be set (this is {what}"
+    if value not in WORKLOAD_KINDS:
+        return f"{head}); the kinds are {', '.join(WORKLOAD_KINDS)}"
+    other = "an rl workload" if value == "rl" else f"a {value}" + ("" if value == "scenario" else " workload")
+    return (
+        f"{head}, and each kind has fields of its own); give {other} instead: one of the catalog's, "
+        f"or a file with `kind: {value}`"
+    )
 
 
 def _stage_on_a_workload(prefix: str, keys: list[str], kind: str) -> str:
