@@ -1912,3 +1912,17 @@ def test_a_workloads_kind_cannot_be_set_to_another(args, needle):
 def test_a_workloads_own_kind_may_be_set():
     r = run_cli("workloads", "show", PRETRAIN, "--set", "workload.kind=pretrain", "-f", "json")
     assert r.code == 0 and r.json()["entry"]["kind"] == "pretrain", r.stderr
+
+
+@pytest.mark.parametrize(
+    ("item", "needle"),
+    [
+        # `systems=1` was told "name a field, e.g. systems.description=VALUE", a path that fails too
+        ("systems=1",
+         "--set systems: expected systems.NAME.FIELD=VALUE, e.g. systems.a100-sxm.description=VALUE"),
+        ("systems.vera-rubin=1", "e.g. systems.vera-rubin.description=VALUE"),
+        ("economics=1", "--set economics: name a field, e.g. economics.electricity_usd_per_kwh=VALUE"),
+    ],
+)  # fmt: skip
+def test_a_set_of_a_whole_section_is_shown_the_paths_shape(item, needle):
+    clean_error(run_cli("hardware", "list", "--set", item, "-f", "json"), 2, needle)

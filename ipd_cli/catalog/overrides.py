@@ -306,14 +306,16 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
             choices = [*classes, WORKLOAD]
             raise InputError(f"`sets` {o.path}: unknown section '{section}'{did_you_mean(section, choices)}")
         cls = classes[section]
-        if len(keys) < 2:
-            raise InputError(f"`sets` {o.path}: name a field, e.g. {section}.{_fields(cls)[0]}=VALUE")
         if section in MERGED_SECTIONS:
+            if len(keys) < 2:
+                raise InputError(f"`sets` {o.path}: name a field, e.g. {section}.{_fields(cls)[0]}=VALUE")
             merged[section] = _set_merged(cat, merged[section], cls, o, origins, slips)
             _check_source(o, sections["sources"])
             continue
-        if len(keys) < 3:
-            raise InputError(f"`sets` {o.path}: expected {section}.NAME.FIELD=VALUE")
+        if len(keys) < 3:  # `systems=1` was offered systems.description, a field of no section
+            name = keys[1] if len(keys) == 2 else next(iter(sections[section]), "NAME")
+            example = f"{section}.{name}.{_fields(cls)[0]}=VALUE"
+            raise InputError(f"`sets` {o.path}: expected {section}.NAME.FIELD=VALUE, e.g. {example}")
         names = {n: n for n in sections[section]}
         names.update(cat.aliases.get(section, {}))
         name, fields = entry_name(names, section, keys)
