@@ -233,8 +233,11 @@ def test_power_must_be_a_positive_finite_number(tmp_path, value):
 
 @pytest.mark.parametrize("value", [-2.35, 0, float("nan"), float("-inf")])
 def test_price_must_be_a_positive_finite_number(tmp_path, value):
-    msg = train_with(tmp_path, _system_with(["prices", 0, "usd_per_gpu_hour", "value"], value), 2, "prices.0")
+    # the entry by its label, the path --set takes (the input review: it said prices.0)
+    path = ["prices", 0, "usd_per_gpu_hour", "value"]
+    msg = train_with(tmp_path, _system_with(path, value), 2, "systems.h100-sxm.prices.reserved")
     assert "usd_per_gpu_hour" in msg and ("finite" in msg or "> 0" in msg), msg
+    assert "prices.0" not in msg, msg
 
 
 @pytest.mark.parametrize("value", [-1000, 0, float("inf")])

@@ -183,7 +183,7 @@ def build(raw: RawCatalog) -> Catalog:
             loc = e.errors()[0]["loc"]
             files = sorted({raw.origins[(section, k)] for k in body}) or ["catalog"]
             origin = raw.origins.get((section, str(loc[0])), files[0]) if loc else ", ".join(files)
-            raise validation_error(f"{origin}: {section}", e, cls) from None
+            raise validation_error(f"{origin}: {section}", e, cls, body) from None
     workloads = {
         name: validate_workload(body, f"{raw.origins[('workloads', name)]}: workloads.{name}")
         for name, body in raw.section("workloads").items()

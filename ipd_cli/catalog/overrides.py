@@ -423,4 +423,4 @@ def _validate_section(cls: Any, body: dict, section: str, o: Override) -> Any:
     try:
         return cls.model_validate(body)
     except ValidationError as e:
-        raise validation_error(f"`sets` {o.text}: {section}", e, cls) from None
+        raise validation_error(f"`sets` {o.text}: {section}", e, cls, body) from None

@@ -39,10 +39,12 @@ def _first(errors: list) -> Any:
     return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
 
 
-def validation_error(where: str, err: ValidationError, cls: type[BaseModel] | None = None) -> InputError:
+def validation_error(
+    where: str, err: ValidationError, cls: type[BaseModel] | None = None, data: Any = None
+) -> InputError:
     """The one-line :class:`InputError` of :func:`format_validation_error`, with ``reason``: the
     validator's own sentence where the first error is one (a sweep names the path itself)."""
-    error = InputError(format_validation_error(where, err, cls))
+    error = InputError(format_validation_error(where, err, cls, data))
     first = _first(err.errors())
     error.reason = _message(first) if first["type"] == "value_error" else None
     return error
@@ -53,9 +55,25 @@ def _message(error: Any) -> str:
     return error["msg"].removeprefix("Value error, ")
 
 
-def _dotted(error: Any) -> str:
-    """An error's field path, dotted, without pydantic's union tags."""
-    return ".".join(str(p) for p in error["loc"] if not _union_tag(p))
+def _dotted(error: Any, data: Any = None) -> str:
+    """An error's field path, dotted, without pydantic's union tags; an item of a list in ``data``
+    (what was validated) by its label or name where it has one (`prices.reserved`, the path --set
+    takes; the input review found `prices.0`)."""
+    parts: list[Any] = []
+    node = data
+    for p in error["loc"]:
+        if _union_tag(p):
+            continue
+        if isinstance(p, int) and isinstance(node, list) and 0 <= p < len(node):
+            node = node[p]
+            named = [
+                node[k] for k in ("label", "name") if isinstance(node, dict) and isinstance(node.get(k), str)
+            ]
+            parts.append(named[0] if named else p)
+        else:
+            parts.append(p)
+            node = node.get(p) if isinstance(node, dict) else None
+    return ".".join(str(p) for p in parts)
 
 
 def _union_tag(part: Any) -> bool:
@@ -64,7 +82,9 @@ def _union_tag(part: Any) -> bool:
     return isinstance(part, str) and ("[" in part or part in ("int", "float", "str", "bool", "none"))
 
 
-def format_validation_error(where: str, err: ValidationError, cls: type[BaseModel] | None = None) -> str:
+def format_validation_error(
+    where: str, err: ValidationError, cls: type[BaseModel] | None = None, data: Any = None
+) -> str:
     """One line: file, dotted field path, what is wrong, the offending value.
 
     An unknown key is reported first (a misspelt key also makes its right spelling
@@ -72,11 +92,11 @@ def format_validation_error(where: str, err: ValidationError, cls: type[BaseMode
     """
     errors = err.errors()
     first = _first(errors)
-    loc = _dotted(first)
+    loc = _dotted(first, data)
     path = f"{where}.{loc}" if loc else where
     msg = _message(first)
     if first["type"] == "literal_error":  # a union of literals: one error per member, one list here
-        same = [e for e in errors if e["type"] == "literal_error" and _dotted(e) == loc]
+        same = [e for e in errors if e["type"] == "literal_error" and _dotted(e, data) == loc]
         choices = [c for e in same for c in re.split(r", | or ", e.get("ctx", {}).get("expected", ""))]
         if len(same) > 1 and all(choices):
             msg = f"Input should be {', '.join(choices[:-1])} or {choices[-1]}"
@@ -169,7 +189,7 @@ def validate_entry(model_cls: type[BaseModel], value: Any, where: str) -> Any:
     try:
         return model_cls.model_validate(value)
     except ValidationError as e:
-        raise validation_error(where, e, model_cls) from None
+        raise validation_error(where, e, model_cls, value) from None
 
 
 def validate_workload(body: dict[str, Any], where: str) -> Workload:
