@@ -1119,7 +1119,8 @@ def validate(
         ),
     ] = None,
     cases: Annotated[
-        Path | None, typer.Option("--cases", help="A validation cases YAML (default: the shipped one).")
+        Path | None,
+        typer.Option("--cases", help="A validation cases YAML (default: the shipped one; '-' reads stdin)."),
     ] = None,
     max_median_error: Annotated[
         float | None,
@@ -1166,7 +1167,8 @@ def validate(
 @app.command()
 def calibrate(
     cases: Annotated[
-        Path | None, typer.Option("--cases", help="A validation cases YAML (default: the shipped one).")
+        Path | None,
+        typer.Option("--cases", help="A validation cases YAML (default: the shipped one; '-' reads stdin)."),
     ] = None,
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
@@ -1307,7 +1309,8 @@ def plot_sweep(
     csv_file: Annotated[
         Path,
         typer.Argument(
-            help="A sweep's output file: CSV, JSON lines or JSON (`ipd sweep -f csv|jsonl|json`)."
+            help="A sweep's output file: CSV, JSON lines or JSON (`ipd sweep -f csv|jsonl|json`); "
+            "'-' reads stdin."
         ),
     ],
     x: Annotated[str, typer.Option("--x", help="The varied column on the x axis.")],
@@ -1327,7 +1330,8 @@ def plot_sweep(
     series = sweep_series(csv_file, x, y)
     low = min((v for s in series for v in s.x), default=1.0)
     if logx and low <= 0:
-        raise InputError(f"--logx needs every {x} above 0; {csv_file} has {low:g} (drop --logx)")
+        where = "<stdin>" if str(csv_file) == "-" else csv_file
+        raise InputError(f"--logx needs every {x} above 0; {where} has {low:g} (drop --logx)")
     _draw(Figure(f"{y} against {x}", x, y, series, logx=logx), output, force)
 
 

@@ -37,7 +37,7 @@ from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.layers import builtin_dir
 from ipd_cli.catalog.schema import PROFILE_PRECISION_FRACTIONS
 from ipd_cli.catalog.validation import validate_entry
-from ipd_cli.catalog.workloads import refuse_workload_sets
+from ipd_cli.catalog.workloads import read_stdin, refuse_workload_sets
 from ipd_cli.catalog.yamlio import read_yaml
 from ipd_cli.engine.results import Listing, Pretraining, Serving, ValidationResult
 from ipd_cli.errors import InputError, IpdError, did_you_mean
@@ -111,13 +111,15 @@ class Case(BaseModel):
 
 
 def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
+    """The cases of a cases file (``-``: standard input; None: the shipped cases) and its sources."""
     path = path or builtin_dir() / "validation" / "cases.yaml"
-    doc = read_yaml(path)
+    name = _name(path)
+    doc = read_yaml(name, text=read_stdin()) if str(path) == "-" else read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
-        raise InputError(f"{path}: expected a mapping with a 'cases' list")
-    cases = [validate_entry(Case, c, f"{path}: cases.{i}") for i, c in enumerate(doc["cases"])]
+        raise InputError(f"{name}: expected a mapping with a 'cases' list")
+    cases = [validate_entry(Case, c, f"{name}: cases.{i}") for i, c in enumerate(doc["cases"])]
     for i, case in enumerate(cases):
-        where = f"{path}: cases.{i} ({case.id})"
+        where = f"{name}: cases.{i} ({case.id})"
         metric = case.measured.metric
         if metric not in METRICS[case.kind]:
             known = METRICS[case.kind]
@@ -131,12 +133,17 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
     return cases, doc.get("sources") or {}
 
 
+def _name(path: Path) -> str:
+    """A cases file as messages name it (``-``: standard input)."""
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
 def check_references(cat: Catalog, cases: list[Case], sources: dict[str, Any], path: Path) -> None:
     """Every case's hardware, model and source exist (a typo is refused, not 'not reached')."""
     shipped = builtin_dir() / "validation" / "cases.yaml"
     shipped_sources: dict[str, Any] | None = None  # read once, where a case needs them
     for case in cases:
-        where = f"{path}: case {case.id}"
+        where = f"{_name(path)}: case {case.id}"
         try:
             if "hardware" in case.inputs:
                 cat.system(str(case.inputs["hardware"]))

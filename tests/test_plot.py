@@ -140,3 +140,25 @@ def test_the_cost_plot_names_its_parts_and_horizon_as_the_compare_table(monkeypa
     [fig] = drawn
     assert fig.title == "frontier-agentic: lifecycle cost over 2 year(s)"
     assert list(fig.bars["vera-rubin-nvl72"]) == ["pre-training (amortised)", "RL post-training", "serving"]
+
+
+def _stdin(monkeypatch, text: str) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8"))
+
+
+def test_plot_sweep_reads_standard_input_with_a_dash(tmp_path, monkeypatch):
+    # `-` was "-: no such file" where --workload - and ipd diff - read stdin (the input review)
+    text = "hardware,x,y\na,1,2\na,2,4\nb,1,3\n"
+    csv_file = tmp_path / "s.csv"
+    csv_file.write_text(text)
+    from_file = run_cli("plot", "sweep", str(csv_file), "--x", "x", "--y", "y")
+    _stdin(monkeypatch, text)
+    r = run_cli("plot", "sweep", "-", "--x", "x", "--y", "y")
+    assert r.code == 0 and r.stdout == from_file.stdout, r.stderr
+    assert "y: 2 .. 4" in r.stdout and "a = a" in r.stdout and "b = b" in r.stdout
+    _stdin(monkeypatch, "hardware,x,y\na,1,2\n")
+    r = run_cli("plot", "sweep", "-", "--x", "x", "--y", "yy")
+    assert r.code == 2 and r.stderr == "ipd: error: <stdin>: no column 'yy'; did you mean 'y'?\n"

@@ -1929,3 +1929,26 @@ def test_a_workloads_own_kind_may_be_set():
 )  # fmt: skip
 def test_a_set_of_a_whole_section_is_shown_the_paths_shape(item, needle):
     clean_error(run_cli("hardware", "list", "--set", item, "-f", "json"), 2, needle)
+
+
+def _with_stdin(monkeypatch, text: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8"))
+
+
+def test_a_cases_file_is_read_from_standard_input_with_a_dash(tmp_path, monkeypatch):
+    # `--cases -` was "-: no such file" where --workload - reads stdin (the input review)
+    text = CASE.format(metric="gpu_hours", tokens="tokens", hw="h100-sxm", source="val-llama31-card")
+    from_file = run_cli("validate", "--cases", str(write(tmp_path / "c.yaml", text)), "-f", "json")
+    _with_stdin(monkeypatch, text)
+    r = run_cli("validate", "--cases", "-", "-f", "json")
+    assert r.code == 0 and r == from_file, r.stderr
+    assert [i["id"] for i in r.json()["items"]] == ["mine"] and r.json()["items"][0]["status"] == "ok"
+    _with_stdin(monkeypatch, text.replace("h100-sxm", "h100-sxn"))
+    clean_error(run_cli("validate", "--cases", "-"), 2, "<stdin>: case mine: unknown hardware 'h100-sxn'")
+    _with_stdin(monkeypatch, text.replace("gpu_hours", "gpu_hourz"))
+    clean_error(
+        run_cli("calibrate", "--cases", "-"), 2, "<stdin>: cases.0 (mine): measured.metric 'gpu_hourz'"
+    )
+    _with_stdin(monkeypatch, text)  # a checking case only: nothing to fit
+    r = run_cli("calibrate", "--cases", "-", "-f", "json")
+    assert r.code == 0 and r.json()["items"] == [], r.stderr

@@ -38,23 +38,30 @@ MAX_CSV_BYTES = 100_000_000  # about a million rows of a headline sweep: more th
 def sweep_series(csv_file: Path, x: str, y: str) -> list[Series]:
     """One series per hardware of column ``y`` against ``x`` from a sweep's CSV, JSON lines or
     JSON (``ipd sweep -f csv|jsonl|json``: JSON lines were read as one CSV column), read as a
-    stream from a regular file of at most MAX_CSV_BYTES."""
+    stream from a regular file of at most MAX_CSV_BYTES (``-``: standard input, as bounded)."""
     import io
 
     from ipd_cli.errors import InputError
-    from ipd_cli.files import open_bounded
+    from ipd_cli.files import open_bounded, read_stdin_bounded
 
-    with open_bounded(csv_file, MAX_CSV_BYTES, hint="give a CSV file") as raw:
+    stdin = str(csv_file) == "-"
+    name = "<stdin>" if stdin else str(csv_file)
+    source = (
+        io.BytesIO(read_stdin_bounded(MAX_CSV_BYTES))
+        if stdin
+        else open_bounded(csv_file, MAX_CSV_BYTES, hint="give a CSV file")
+    )
+    with source as raw:
         try:
             text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
             first = text.readline()
             read = _json_rows if first.lstrip()[:1] in ("{", "[") else _csv_rows
-            return _series(csv_file, x, y, read(csv_file, first, text))
+            return _series(name, x, y, read(name, first, text))
         except UnicodeDecodeError:
-            raise InputError(f"{csv_file}: not UTF-8 text; give a CSV file written by ipd sweep") from None
+            raise InputError(f"{name}: not UTF-8 text; give a CSV file written by ipd sweep") from None
 
 
-def _csv_rows(csv_file: Path, first: str, text: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+def _csv_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, {column: cell}) of a sweep CSV whose header line is ``first``."""
     import csv
     import itertools
@@ -71,7 +78,7 @@ def _csv_rows(csv_file: Path, first: str, text: Any) -> Iterator[tuple[int, dict
         raise InputError(f"{csv_file}: not a CSV file ({e})") from None
 
 
-def _json_rows(csv_file: Path, first: str, text: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, row) of a sweep's JSON lines (one object a line) or JSON (the same lines between
     ``[`` and ``]``, each ending in a comma); the header is the first row's keys."""
     import itertools
@@ -99,7 +106,7 @@ def _json_rows(csv_file: Path, first: str, text: Any) -> Iterator[tuple[int, dic
         yield line, row
 
 
-def _series(csv_file: Path, x: str, y: str, rows: Iterator[tuple[int, dict[str, Any]]]) -> list[Series]:
+def _series(csv_file: str, x: str, y: str, rows: Iterator[tuple[int, dict[str, Any]]]) -> list[Series]:
     """The series of :func:`sweep_series` from its rows, the first of which names the columns."""
     from ipd_cli.errors import InputError, did_you_mean
 
