@@ -162,3 +162,17 @@ def test_plot_sweep_reads_standard_input_with_a_dash(tmp_path, monkeypatch):
     _stdin(monkeypatch, "hardware,x,y\na,1,2\n")
     r = run_cli("plot", "sweep", "-", "--x", "x", "--y", "yy")
     assert r.code == 2 and r.stderr == "ipd: error: <stdin>: no column 'yy'; did you mean 'y'?\n"
+
+
+def test_a_sweep_of_no_rows_is_an_input_error(tmp_path, monkeypatch):
+    # a header alone drew "(no points)" and exited 0 (the input review)
+    csv_file = tmp_path / "s.csv"
+    csv_file.write_text("hardware,x,y\n")
+    r = run_cli("plot", "sweep", str(csv_file), "--x", "x", "--y", "y")
+    assert r.code == 2 and r.stdout == "", r.stdout
+    assert (
+        r.stderr
+        == f"ipd: error: {csv_file}: no rows, only the columns' names; give a sweep's output with its rows\n"
+    )
+    _stdin(monkeypatch, '[\n{"hardware": "a", "x": 1, "y": 2}\n]\n')  # one row of JSON: a plot
+    assert run_cli("plot", "sweep", "-", "--x", "x", "--y", "y").code == 0

@@ -135,6 +135,8 @@ def _series(csv_file: str, x: str, y: str, rows: Iterator[tuple[int, dict[str, A
             )
         s.x.append(xv)
         s.y.append(yv)
+    if not series:  # a header alone drew "(no points)" and exited 0 (the input review)
+        raise InputError(f"{csv_file}: no rows, only the columns' names; give a sweep's output with its rows")
     return list(series.values())
 
 
