@@ -117,6 +117,8 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
     doc = read_yaml(name, text=read_stdin()) if str(path) == "-" else read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
         raise InputError(f"{name}: expected a mapping with a 'cases' list")
+    if not doc["cases"]:  # `cases: []` ran nothing, and --max-median-error called it a runtime error
+        raise InputError(f"{name}: has no cases (its 'cases' list is empty); add a case")
     cases = [validate_entry(Case, c, f"{name}: cases.{i}") for i, c in enumerate(doc["cases"])]
     for i, case in enumerate(cases):
         where = f"{name}: cases.{i} ({case.id})"

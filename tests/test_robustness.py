@@ -1952,3 +1952,12 @@ def test_a_cases_file_is_read_from_standard_input_with_a_dash(tmp_path, monkeypa
     _with_stdin(monkeypatch, text)  # a checking case only: nothing to fit
     r = run_cli("calibrate", "--cases", "-", "-f", "json")
     assert r.code == 0 and r.json()["items"] == [], r.stderr
+
+
+@pytest.mark.parametrize("gate", [(), ("--max-median-error", "50")])
+def test_a_cases_file_with_no_cases_is_an_input_error(tmp_path, gate):
+    # `cases: []` exited 1 under --max-median-error ("the split holds no case"), 0 without
+    path = write(tmp_path / "none.yaml", "cases: []\n")
+    r = run_cli("validate", "--cases", str(path), *gate, "-f", "json")
+    clean_error(r, 2, f"{path}: has no cases (its 'cases' list is empty); add a case")
+    clean_error(run_cli("calibrate", "--cases", str(path), "-f", "json"), 2, f"{path}: has no cases")
