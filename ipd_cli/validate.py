@@ -175,17 +175,21 @@ def predict(cat: Catalog, case: Case) -> float:
     if case.kind == "pretrain":
         from ipd_cli.engine.pretraining import pretraining_numbers
 
-        p = pretraining_numbers(
-            cat,
-            i["hardware"],
-            i["model"],
-            float(i["tokens"]),
-            gpus=i.get("gpus"),
-            deadline_days=i.get("days"),
-            precision=i.get("precision", "bf16"),
-            sequence_length=int(i["seq_len"]) if "seq_len" in i else None,
-            plan=published_plan(i),
-        )
+        plan = published_plan(i)
+        try:
+            p = pretraining_numbers(
+                cat,
+                i["hardware"],
+                i["model"],
+                float(i["tokens"]),
+                gpus=i.get("gpus"),
+                deadline_days=i.get("days"),
+                precision=i.get("precision", "bf16"),
+                sequence_length=int(i["seq_len"]) if "seq_len" in i else None,
+                plan=plan,
+            )
+        except IpdError as e:
+            raise type(e)(_own_pins(str(e), plan, i), e.exit_code) from None
         return float(p[metric])  # tokens_per_s_per_gpu: steady state, as benchmarks report it
     if case.kind == "serve":
         return _served(cat, i, metric)
@@ -313,6 +317,24 @@ def published_plan(i: dict) -> str:
     if int(i.get("fsdp", 1)) > 1:
         pins.append("zero=3")
     return ",".join(pins)
+
+
+# the case inputs published_plan reads: what a case may give of its run's plan
+PLAN_CASE_INPUTS = (*PLAN_INPUTS, "pipeline_schedule", "moe_dispatcher", "moe_a2a_overlap", "cuda_graphs")
+PLAN_CASE_INPUTS += ("recompute", "fsdp")
+
+
+def _own_pins(message: str, plan: str, i: dict) -> str:
+    """An engine message that names the plan's pins with those the case gives, as it gives them:
+    :func:`published_plan` adds the recipe's defaults (schedule=1f1b, dispatcher=alltoall, ...),
+    which a case that does not fit was told it had pinned (the input review: a dense case was
+    told of its dispatcher)."""
+    from ipd_cli.engine.trainplan import parse_plan, pins_text
+
+    given = ", ".join(f"{k}={i[k]}" for k in PLAN_CASE_INPUTS if k in i)
+    return message.replace(
+        f" with `plan` {pins_text(parse_plan(plan))}", f" with the case's {given}" if given else ""
+    )
 
 
 def _rl_step(cat: Catalog, i: dict, metric: str) -> float:

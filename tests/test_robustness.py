@@ -1961,3 +1961,22 @@ def test_a_cases_file_with_no_cases_is_an_input_error(tmp_path, gate):
     r = run_cli("validate", "--cases", str(path), *gate, "-f", "json")
     clean_error(r, 2, f"{path}: has no cases (its 'cases' list is empty); add a case")
     clean_error(run_cli("calibrate", "--cases", str(path), "-f", "json"), 2, f"{path}: has no cases")
+
+
+@pytest.mark.parametrize(
+    ("pins", "named"),
+    [
+        # told "no plan with `plan` schedule=1f1b,dispatcher=alltoall,a2a_overlap=off,cuda_graphs=on":
+        # the harness's defaults, a dense model's dispatcher among them (the input review)
+        ("", "no plan fits on 8 GPUs"),
+        (", tp: 8", "no plan with the case's tp=8 fits on 8 GPUs"),
+    ],
+)
+def test_a_case_that_does_not_fit_names_only_the_pins_it_gave(tmp_path, pins, named):
+    text = CASE.format(metric="gpu_hours", tokens="tokens", hw="h100-sxm", source="val-llama31-card")
+    text = text.replace("llama-3.1-8b", "llama-3.1-405b").replace("gpus: 64", f"gpus: 8{pins}")
+    r = run_cli("validate", "--cases", str(write(tmp_path / "c.yaml", text)), "-f", "json")
+    assert r.code == 0, r.stderr
+    (item,) = r.json()["items"]
+    assert item["status"].startswith(f"not reached: llama-3.1-405b on h100-sxm: {named}: the smallest"), item
+    assert "schedule" not in item["status"] and "dispatcher" not in item["status"], item
