@@ -190,6 +190,8 @@ def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:
         if _number(old) and _number(cur):
             change = cur - old  # type: ignore[operator]
             pct = None if old == 0 else 100.0 * change / abs(old)  # type: ignore[arg-type]
+            if not math.isfinite(change):  # 1.7e308 to -1.7e308: beyond a float, as the percent
+                change = pct = None  # (an input review: the infinite change failed the output, exit 1)
         same = type(old) is type(cur) and old == cur  # True and 1.0 differ (a number became on/off)
         if only_changed and (change == 0 or (change is None and same)):
             continue

@@ -1370,6 +1370,19 @@ def test_diff_of_json_with_nan_or_infinity_names_the_file(tmp_path):
         clean_error(r, 2, f"{path}: holds a non-finite number ({bad})")
 
 
+def test_diff_of_values_whose_difference_overflows_lists_no_change(tmp_path):
+    # 1.7e308 against -1.7e308: the change is beyond a float; it failed the output check, exit 1
+    # (the input review); listed with a null change and percent, as a change from 0 has no percent
+    base = write(tmp_path / "base.json", json.dumps({"schema_version": "1.0", "a": 1.7e308, "b": 1.0}))
+    new = write(tmp_path / "new.json", json.dumps({"schema_version": "1.0", "a": -1.7e308, "b": 1.5}))
+    r = run_cli("diff", str(base), str(new), "-f", "json")
+    assert r.code == 0 and r.stderr == "", r.stderr
+    assert r.json()["items"] == [
+        {"metric": "a", "old": 1.7e308, "new": -1.7e308, "change": None, "percent": None},
+        {"metric": "b", "old": 1.0, "new": 1.5, "change": 0.5, "percent": 50.0},
+    ]
+
+
 # --- issue 14: bounded reads and memory --------------------------------------------------------
 
 
