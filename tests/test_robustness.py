@@ -1821,6 +1821,25 @@ def test_a_user_entry_that_differs_from_a_builtin_only_in_case_is_refused(tmp_pa
     clean_error(r, 2, "systems.B200 differs from systems.b200", "only in case", "name it b200")
 
 
+def test_a_name_spelt_like_an_alias_in_another_case_is_refused(tmp_path):
+    # an entry `RUBIN` beside the built-in alias `rubin` was taken: `compare RUBIN rubin` compared
+    # an H100 with Vera Rubin; likewise an alias `Hopper` beside h100-sxm's `hopper` (the input review)
+    system = builtin("systems", "h100-sxm") | {"aliases": []}
+    write(tmp_path / "a" / "x.yaml", yaml.safe_dump({"systems": {"RUBIN": system}}))
+    r = run_cli("compare", "RUBIN", "rubin", "--catalog", str(tmp_path / "a"), "-f", "json")
+    clean_error(
+        r,
+        2,
+        f"alias 'rubin' of systems.vera-rubin-nvl72 (builtin:hardware.yaml) differs from systems.RUBIN "
+        f"({tmp_path / 'a' / 'x.yaml'}) only in case, and names are read in any case; rename one",
+    )
+    write(tmp_path / "b" / "x.yaml", yaml.safe_dump({"systems": {"mine": system | {"aliases": ["Hopper"]}}}))
+    r = run_cli("hardware", "list", "--catalog", str(tmp_path / "b"), "-f", "json")
+    clean_error(r, 2, "alias 'Hopper' of systems.mine", "differs from 'hopper', an alias of systems.h100-sxm")
+    r = run_cli("hardware", "list", "--set", "systems.h100-sxm.aliases=[B200]", "-f", "json")
+    clean_error(r, 2, "alias 'B200' of systems.h100-sxm (builtin:hardware.yaml + --set", "from systems.b200")
+
+
 def test_a_catalog_directorys_hidden_files_are_not_read(tmp_path):
     # an editor's lock file (.#a.yaml, a dangling link) failed every run with "no such file"
     (tmp_path / ".#a.yaml").symlink_to(tmp_path / "gone")

@@ -208,18 +208,32 @@ def build(raw: RawCatalog) -> Catalog:
 
 def finish(catalog: Catalog) -> None:
     """Aliases and cross-references, after the entries are validated (also after overrides)."""
-    catalog.aliases = {"systems": _aliases(catalog.systems), "models": _aliases(catalog.models)}
+    catalog.aliases = {"systems": _aliases(catalog, "systems"), "models": _aliases(catalog, "models")}
     _check_references(catalog)
 
 
-def _aliases(entries: dict[str, Any]) -> dict[str, str]:
+def _aliases(catalog: Catalog, section: str) -> dict[str, str]:
+    entries: dict[str, Any] = getattr(catalog, section)
     out: dict[str, str] = {}
+    # names and aliases are read in any case (FOLDED): one spelt like another in another case is
+    # refused, as two entries are (layers); an entry `RUBIN` beside the alias `rubin` was taken
+    spelt = {name.lower(): name for name in entries}
     for name, entry in entries.items():
         for alias in entry.aliases:
             if alias in entries or alias in out:
                 owner = "an entry's name" if alias in entries else f"an alias of '{out[alias]}'"
                 raise InputError(f"alias '{alias}' of '{name}' is already {owner}; rename one")
+            twin = spelt.get(alias.lower())
+            if twin is not None and twin != alias:
+                owner = out.get(twin, twin)  # the entry whose name or alias ``twin`` is
+                other = f"{section}.{twin}" if twin in entries else f"'{twin}', an alias of {section}.{owner}"
+                raise InputError(
+                    f"alias '{alias}' of {section}.{name} ({catalog.origins[(section, name)]}) differs from "
+                    f"{other} ({catalog.origins[(section, owner)]}) only in case, and "
+                    "names are read in any case; rename one"
+                )
             out[alias] = name
+            spelt[alias.lower()] = alias
     return out
 
 
