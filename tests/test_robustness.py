@@ -2012,3 +2012,27 @@ def test_a_case_that_does_not_fit_names_only_the_pins_it_gave(tmp_path, pins, na
     (item,) = r.json()["items"]
     assert item["status"].startswith(f"not reached: llama-3.1-405b on h100-sxm: {named}: the smallest"), item
     assert "schedule" not in item["status"] and "dispatcher" not in item["status"], item
+
+
+def test_a_workload_files_own_mode_and_transport_must_agree(tmp_path):
+    # its transport was dropped without a word: the file's colocated step priced a colocated
+    # reload, not its nccl-reshard (the input review)
+    text = (Path(__file__).parent.parent / "configs" / "workloads" / "rl-swe-agent.yaml").read_text()
+    assert "\nmode: one-step-off\n" in text and "\nsync_transport: nccl-reshard\n" in text
+    path = write(tmp_path / "w.yaml", text.replace("\nmode: one-step-off\n", "\nmode: colocated\n"))
+    fix = "give a transport the mode can use (colocated, checkpoint-engine) or a disaggregated mode"
+    r = run_cli("rl", "--hardware", "h100", "--workload", str(path), "-f", "json")
+    clean_error(
+        r, 2, f"{path}: workload.sync_transport nccl-reshard does not work in workload.mode colocated; {fix}"
+    )
+    path = write(tmp_path / "d.yaml", text.replace("\nmode: one-step-off\n", "\n"))
+    r = run_cli("compare", "h100", "--workload", str(path), "-f", "json")
+    clean_error(
+        r,
+        2,
+        f"{path}: workload.sync_transport nccl-reshard does not work in workload.mode colocated "
+        "(the default)",
+    )
+    # a mode an option gives may still drop the file's transport, as designed
+    r = run_cli("rl", "--hardware", "h100", "--workload", "rl-swe-agent", "--mode", "colocated", "-f", "json")
+    assert r.code == 0 and r.json()["rl"]["weight_sync"]["transport"] == "colocated", r.stderr

@@ -58,7 +58,7 @@ from .trainer import (
     trainer_memory,
     trainer_rates,
 )
-from .workload import RlNumbers, resolve_request, workload_numbers
+from .workload import RlNumbers, check_own_transport, resolve_request, workload_numbers
 
 
 def weight_tensor_counts(arch: Model) -> tuple[int, int]:
@@ -726,8 +726,9 @@ def _entry_digest(value: Any) -> Any:
     return kept[1]
 
 
-# the `sets` paths that give an RL workload's transport (its own, a scenario's RL stage's)
+# the `sets` paths that give an RL workload's transport (its own, a scenario's RL stage's), and its mode
 TRANSPORT_SET_PATHS = frozenset({"workload.sync_transport", "workload.post_training.sync_transport"})
+MODE_SET_PATHS = frozenset({"workload.mode", "workload.post_training.mode"})
 
 
 def _estimate_rl(
@@ -746,7 +747,10 @@ def _estimate_rl(
     pricing: str,
     origin: str,
 ) -> RlResult:
-    set_paths = sorted({o.path.removesuffix(".value") for o in cat.overrides} & TRANSPORT_SET_PATHS)
+    paths = {o.path.removesuffix(".value") for o in cat.overrides}
+    set_paths = sorted(paths & TRANSPORT_SET_PATHS)
+    if mode is None and transport is None and not paths & (MODE_SET_PATHS | TRANSPORT_SET_PATHS):
+        check_own_transport(workload, origin)  # the file's own mode and transport
     w = resolve_request(
         workload, split, transport_set=set_paths[0] if set_paths else None, model=model, mode=mode,
         gpus=gpus, gen_gpus=gen_gpus, train_gpus=train_gpus, transport=transport,

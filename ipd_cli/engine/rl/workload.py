@@ -85,6 +85,22 @@ def _check_counts(given: dict[str, Any], split: str | None) -> bool:
     return split_given
 
 
+def check_own_transport(w: RlWorkload, origin: str) -> None:
+    """A workload whose own mode cannot use its own transport (both from its file) is refused,
+    naming both fields: the transport was dropped without a word (an input review). A mode the
+    caller gives (``mode``, a ``sets`` item, a sweep axis) may still drop it: :func:`resolve_request`."""
+    t = w.sync_transport
+    allowed = COLOCATED_TRANSPORTS if w.mode == "colocated" else DISAGGREGATED_TRANSPORTS
+    if t is None or t not in SYNC_TRANSPORTS or t in allowed:
+        return
+    default = "" if "mode" in w.model_fields_set else " (the default)"
+    modes = "a disaggregated mode" if w.mode == "colocated" else "mode colocated"
+    raise InputError(
+        f"{origin}: workload.sync_transport {t} does not work in workload.mode {w.mode}{default}; give "
+        f"a transport the mode can use ({', '.join(allowed)}) or {modes}"
+    )
+
+
 def _checked_transport(w: RlWorkload, given: bool, named: str = "`transport` ") -> RlWorkload:
     """The weight-sync transport, known and one the mode can use (a workload's transport for another
     mode is dropped; the caller's is refused)."""
