@@ -535,14 +535,6 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
     if case.kind == "pretrain":
         from ipd_cli.engine.trainplan import training_share_path
 
-        # a case that names what it fits fits that alone (its step's fixed time: the shares come
-        # from the other cases)
-        if (field := i.get("fits")) is not None:
-            if field not in PRETRAIN_FIELDS:
-                fields = ", ".join(PRETRAIN_FIELDS)
-                raise InputError(f"pre-training case {case.id}: `fits` is one of {fields}, got {field!r}")
-            return [f"efficiency.{field}"] if _calibrated(cat, f"efficiency.{field}") else []
-
         share = training_share_path(cat, cat.system(i["hardware"]).accelerator)
         fp4 = ["efficiency.training_gemm.fp4.recipe_share"] if i.get("precision") == "fp4" else []
         moe = ["efficiency.moe_a2a_overlap"] if _is_moe(cat, case) else []
@@ -562,7 +554,6 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
     return [k for k in _weight_sync_knobs(cat, i) if _calibrated(cat, k)]
 
 
-PRETRAIN_FIELDS = ("training_step_overhead_ms",)  # what a pre-training case may name in `fits`
 SERVING_FIELDS = (
     "step_overhead_us_per_layer",
     "collective_latency_us_scale_out",

@@ -1185,25 +1185,31 @@ def test_a_pinned_mfu_step_breakdown_adds_up_to_its_step(catalog, mfu):
 
 
 def test_a_step_pays_its_fixed_time_once(catalog):
-    # MLPerf Training v5.1's Llama 3.1 8B on 72 GB300: one micro-batch a step, 147.3 ms measured.
-    # The step's fixed time (efficiency.training_step_overhead_ms, fitted on that case) is added
-    # once a step, whatever the plan, and named in the breakdown; every other term is unchanged
+    # MLPerf Training v5.1's Llama 3.1 8B on 72 GB300, one micro-batch a step: its log gives a
+    # 147.3 ms step and 39.8 ms validation forwards. The step's fixed time
+    # (efficiency.training_step_overhead_ms) is what the step holds beyond three forwards (a
+    # backward taken as two) and the modelled data-parallel time and optimizer: 18.3 ms by hand
+    # from this plan's own terms. It is added once a step, whatever the plan, and named in the
+    # breakdown; every other term is unchanged
     plan = "tp=1,pp=1,cp=2,mbs=1,gbs=36"
     kw = dict(gpus=72, precision="fp8", sequence_length=8192, plan=plan)
     p = train(catalog, "gb300-nvl72", "llama-3.1-8b", 1.51e9, **kw).pretraining
     fixed = catalog.efficiency.training_step_overhead_ms.value * 1e-3
-    assert p.step_breakdown_s["step_overhead_s"] == pytest.approx(fixed, rel=1e-12)
-    assert sum(p.step_breakdown_s.values()) == pytest.approx(p.step_time_s, rel=1e-12)
+    b = p.step_breakdown_s
+    assert b["step_overhead_s"] == pytest.approx(fixed, rel=1e-12)
+    assert sum(b.values()) == pytest.approx(p.step_time_s, rel=1e-12)
+    logged = 0.1473 - 3 * 0.0398 - b["data_parallel_exposed_s"] - b["optimizer_s"]
+    assert logged == pytest.approx(fixed, abs=0.001)
     none = catalog.with_overrides(["efficiency.training_step_overhead_ms=1e-9"])
     q = train(none, "gb300-nvl72", "llama-3.1-8b", 1.51e9, **kw).pretraining
     assert q.plan == p.plan and p.step_time_s - q.step_time_s == pytest.approx(fixed - 1e-12, rel=1e-9)
-    # the fitted value makes the fitting case's step: 36 x 8,192 tokens / 72 GPUs / 27,807 tokens/s
-    assert p.step_time_s == pytest.approx(36 * 8192 / 72 / 27807.2, rel=0.01)
-    # and its 512-GPU sibling, a checking case (85.2 ms measured), within 25 %: +124 % without it
-    big = "tp=2,pp=1,cp=4,mbs=1,gbs=64"
-    r = train(catalog, "gb300-nvl72", "llama-3.1-8b", 1.81e9, gpus=512, precision="fp8",
-              sequence_length=8192, plan=big).pretraining  # fmt: skip
-    assert 0.0852 / 1.25 < r.step_time_s < 0.0852
+    # and the 512-GPU run's log (85.2 ms a step, 20.5 ms forwards) holds the same within 2 ms
+    big = train(catalog, "gb300-nvl72", "llama-3.1-8b", 1.81e9, gpus=512, precision="fp8",
+                sequence_length=8192, plan="tp=2,pp=1,cp=4,mbs=1,gbs=64").pretraining  # fmt: skip
+    bb = big.step_breakdown_s
+    assert 0.0852 - 3 * 0.0205 - bb["data_parallel_exposed_s"] - bb["optimizer_s"] == pytest.approx(
+        fixed, abs=0.002
+    )
 
 
 @pytest.mark.parametrize("recompute", ["none", "full", "moe"])
@@ -1638,16 +1644,12 @@ def test_the_10t_models_recipe_batch_is_the_rule_at_its_training_flops(catalog):
     vr, p = (s.pretraining for s in compare(catalog, ["vera-rubin", "blackwell"], "pretrain-10t-moe").systems)
     rule = 0.292 * (p.flops_per_token * p.tokens) ** 0.3271
     assert rule == pytest.approx(135.5e6, rel=1e-3)
-    # both plans run under it (Rubin 116,391,936 tokens, GB200 119,537,664): they pay nothing
-    for plan in (vr, p):
-        assert plan.global_batch_tokens < rule and plan.batch_token_multiplier == 1.0
-        assert plan.recipe_batch_tokens == pytest.approx(rule, rel=1e-12)  # the result names it
-    # GB200's plan of 110,592 GPUs until a step paid its fixed time (2026-12-05) ran past it, 16,560
-    # sequences (135,659,520 tokens): the multiplier says by how much
-    past = train(catalog, "gb200", "moe-10t", 1e14, gpus=110592, precision="fp4",
-                 plan="tp=8,pp=128,cp=4,ep=128,schedule=dualpipe,gbs=16560").pretraining  # fmt: skip
-    assert past.global_batch_tokens == 16560 * 8192 > rule
-    assert past.global_batch_tokens / (2 * past.batch_token_multiplier - 1) == pytest.approx(rule, rel=1e-12)
+    # GB200's plan runs past it (135,659,520 tokens): the multiplier says by how much; Rubin's
+    # (116,391,936) under it pays nothing
+    assert p.global_batch_tokens > rule
+    assert p.global_batch_tokens / (2 * p.batch_token_multiplier - 1) == pytest.approx(rule, rel=1e-12)
+    assert vr.global_batch_tokens < rule and vr.batch_token_multiplier == 1.0
+    assert p.recipe_batch_tokens == pytest.approx(rule, rel=1e-12)  # the result names it
     # a model whose recipe publishes one reads it: DeepSeek-V3's 15,360 sequences of 4,096
     v3 = train(catalog, "h800", "deepseek-v3", 1e12, gpus=2048, precision="fp8").pretraining
     assert v3.recipe_batch_tokens == 15360 * 4096

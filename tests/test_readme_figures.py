@@ -262,14 +262,14 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
         f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])}, "
     )
     assert phrase in text, phrase
-    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (962, 4000)}
-    assert re.search(rf"at 962 steps a refresh \([^)]*\) {at[962]} \(", text), at[962]
+    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (915, 4000)}
+    assert re.search(rf"at 915 steps a refresh \([^)]*\) {at[915]} \(", text), at[915]
     assert f"at 4,000 {at[4000]} (" in text, at[4000]
-    # GB200's RL at 10 % of its pre-training cost: 962 steps a refresh (886 until the shared
+    # GB200's RL at 10 % of its pre-training cost: 915 steps a refresh (886 until the shared
     # experts' tensor-parallel collectives were charged, 910 until a step paid its fixed time,
     # 2026-12-05)
     gb_rl = systems[gb]["rl"]
-    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 962
+    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 915
 
 
 def test_the_serving_targets_the_readme_quotes_move_the_headline_as_it_says():
@@ -374,11 +374,11 @@ def test_the_goodput_by_job_size_the_readme_works_out(systems):
         f"and at the same plan efficiency GB200's plans would need {round(grown):,} GPUs."
     )
     assert phrase in _text(), phrase
-    # Daly's form refit to 0.90 at 16,384 GPUs: about 0.84 and 0.50, and at most about 63,000
+    # Daly's form refit to 0.90 at 16,384 GPUs: about 0.84 and 0.56, and at most about 63,000
     # GPUs' worth of useful work (on a coarse grid of cluster sizes) against the need
     restart_daly = _solve(lambda r: 0.90 - _daly(16384, r, stall, per_gpu_s), 0, 5000)
     assert round(_daly(vr, restart_daly, stall, per_gpu_s), 2) == 0.84
-    assert round(_daly(gb, restart_daly, stall, per_gpu_s), 2) == 0.50
+    assert round(_daly(gb, restart_daly, stall, per_gpu_s), 2) == 0.56
     most = max(n * _daly(n, restart_daly, stall, per_gpu_s) for n in range(100_000, 260_000, 10_000))
     assert most == pytest.approx(63_000, rel=0.01) and most < need
     assert f"GB200's job is {gb / vr:.1f}x Rubin's (the GPUs the plans run on)" in _text()

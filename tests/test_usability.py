@@ -802,13 +802,13 @@ def test_explain_gives_each_pretraining_step_term_and_the_efficiency_rows(catalo
     mw = rows["serving.tokens_per_s_per_mw"]
     tok, kw = rows["serving.tokens_per_s_per_gpu"]["value"], 230 / 72
     assert mw["value"] == pytest.approx(tok * 1000 / (kw * 1.3)) and mw["unit"] == "tokens/s/MW"
-    # a plan that runs DualPipe (GB200's headline plan did until 2026-12-05; pinned here): its
-    # bubble row says so
+    # a plan that runs DualPipe (GB200's headline plan does; pinned here, as a plan without it may
+    # meet the month): its bubble row says so
     pin = ("--workload", "pretrain-10t-moe", "--set", "workload.plan=schedule=dualpipe")
     r = run_cli_once("explain", "blackwell", *pin, "-f", "json")
     bubble = "pretraining.step_breakdown_s.pipeline_bubble_s"
     dual = next(i for i in r.json()["items"] if i["metric"] == bubble)
-    assert "DualPipe" in dual["formula"] and _explained_inputs(dual)["pp"] == 64
+    assert "DualPipe" in dual["formula"] and _explained_inputs(dual)["pp"] == 128
     # the step's fixed time has its own row, with the catalog path it reads
     fixed = next(
         i for i in r.json()["items"] if i["metric"] == "pretraining.step_breakdown_s.step_overhead_s"

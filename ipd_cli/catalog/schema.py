@@ -658,7 +658,7 @@ class Efficiency(Strict):
         "ms",
         1e-3,
         description="fixed time a training step spends beyond its modelled terms (the optimizer's "
-        "launches, the gradient-norm sync, the first and last data-parallel buckets)",
+        "launches outside the CUDA graph, the gradient-norm sync, callbacks and logging)",
     )
     moe_eager_layer_ms: Sourced = unit(
         "ms",

@@ -619,8 +619,8 @@ _STEP_TERMS = {
     "data-parallel group from ZeRO-1 on): parameters x optimizer step traffic / (HBM bandwidth x "
     "memory-bound HBM efficiency)",
     "step_overhead_s": "the fixed time a step spends beyond the terms above (the optimizer's "
-    "launches, the gradient-norm sync, the first and last data-parallel buckets): "
-    "efficiency.training_step_overhead_ms",
+    "launches outside the CUDA graph, the gradient-norm sync, callbacks and logging): "
+    "efficiency.training_step_overhead_ms, once a step",
 }
 _MICRO_TERMS = ("gemm_s", "attention_s", "memory_bound_s", "exposed_comm_s", "activation_offload_s",
                 "host_bound_s", "pipeline_p2p_s")  # fmt: skip

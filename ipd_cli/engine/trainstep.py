@@ -726,8 +726,11 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         redo["moe_act"] = (0.0, mem(moe * k * aw * fe, moe * k * fe), 0.0)
     if has["mla_up_proj"]:  # the latent norms, the query and key-value up-projections and RoPE
         q, kv_up = x["q_width"], x["k_width"] - x["heads"] * x["rope"] + x["v_width"]
-        flops = 2.0 * tokens(P, x) / P["tp"] * (x["q_lora"] * q + x["kv_lora"] * kv_up)
-        up = gemm_seconds(flops, 1.0 + (x["q_lora"] > 0), x)
+        # without a query latent the query projection reads the hidden state, inside the same
+        # checkpoint (Megatron-Core's qkv_up_proj_and_rope_apply): it runs again too (a review)
+        queries = ifelse(x["q_lora"] > 0, x["q_lora"], x["hidden"])
+        flops = 2.0 * tokens(P, x) / P["tp"] * (queries * q + x["kv_lora"] * kv_up)
+        up = gemm_seconds(flops, 2.0, x)
         latents = x["q_lora"] + x["kv_lora"]
         # the up-projections run forward again: their sequence-parallel gathers too
         gathers = overlapped(mla_up_gather_seconds(P, x), x["tp_overlap"], x)

@@ -176,7 +176,8 @@ def trainer(r: TrainerRates, w: RlWorkload, train_gpus: int) -> Trainer:
         raise InfeasibleError(f"no parallelism plan holds the training state on {counted(train_gpus)}")
     c = tpn.choice(table.s, i, train_gpus)
     forward = _forward_seconds(r, c.plan) / r.share
-    step = c.out["step_s"] / r.share
+    # the step's fixed time is the framework's, not the plan's speed: not scaled by the share
+    step = (c.out["step_s"] - c.out["fixed_s"]) / r.share + c.out["fixed_s"]
     y = r.y
     mfu = y["fpt"] * c.out["tokens_per_step"] / (step * c.gpus_used * y["low_peak"])
     return Trainer(
