@@ -66,6 +66,19 @@ def _refuse_constant(name: str) -> float:
     raise ValueError(name)
 
 
+class _BeyondFloat(ValueError):
+    """A JSON integer too large for a float (ipd writes none; its difference failed, exit 1)."""
+
+
+def _whole(text: str) -> int:
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:
+        raise _BeyondFloat(f"an integer of {len(text.lstrip('-'))} digits") from None
+    return value
+
+
 class _DuplicateKey(Exception):
     """A key given twice in one JSON object (ipd never writes one; json.loads kept the last)."""
 
@@ -99,6 +112,8 @@ def read_json(path: Path | str) -> Any:
         raise InputError(f"{path}: the key '{e}' appears twice in one object; not an ipd output") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not ipd JSON output ({e}); make it with --format json") from None
+    except _BeyondFloat as e:  # a review: "numbers out of range", exit 1
+        raise InputError(f"{path}: holds {e}, beyond a float; not an ipd output") from None
     except ValueError as e:
         raise InputError(
             f"{path}: holds a non-finite number ({e}); ipd never writes NaN or Infinity, so this "
@@ -134,7 +149,11 @@ def read_json(path: Path | str) -> Any:
 def _loads(text: str) -> Any:
     """One JSON text: finite numbers, no constants, no key twice in an object."""
     return json.loads(
-        text, parse_float=_finite, parse_constant=_refuse_constant, object_pairs_hook=_no_duplicate_keys
+        text,
+        parse_float=_finite,
+        parse_int=_whole,
+        parse_constant=_refuse_constant,
+        object_pairs_hook=_no_duplicate_keys,
     )
 
 

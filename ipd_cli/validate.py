@@ -432,6 +432,12 @@ def run(cat: Catalog, split: str = "checking", path: Path | None = None) -> List
 def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
     cases, sources = load_cases(path)
     check_references(cat, cases, sources, path or builtin_dir() / "validation" / "cases.yaml")
+    if split != "all" and not any(case.split == split for case in cases):  # exited 0, or 1 gated
+        other = "checking" if split == "fitting" else "fitting"
+        raise InputError(
+            f"{_name(path or builtin_dir() / 'validation' / 'cases.yaml')}: has no {split} cases; "
+            f"give `split` {other} or all"
+        )
     rows = []
     for case in cases:
         if split != "all" and case.split != split:
@@ -752,6 +758,9 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
 
 def _calibrate(cat: Catalog, path: Path | None, sets: list[str] | None) -> Listing:
     cases, _ = load_cases(path)
+    if not any(case.split == "fitting" for case in cases):  # nothing to fit: an empty listing, exit 0
+        name = _name(path or builtin_dir() / "validation" / "cases.yaml")
+        raise InputError(f"{name}: has no fitting cases, so nothing to calibrate; add a fitting case")
     base = cat.with_overrides(sets) if sets else cat
     groups: dict[str, list[Case]] = {}
     for case in cases:

@@ -240,6 +240,24 @@ def test_price_must_be_a_positive_finite_number(tmp_path, value):
     assert "prices.0" not in msg, msg
 
 
+def test_a_price_item_is_named_by_its_label_only_where_that_tells_it_apart(tmp_path):
+    # a review of the label naming: two items labelled 'bogus' were named prices.bogus.label, their
+    # choices listed twice and the second error hidden; a label that is itself wrong names nothing
+    from pydantic import ValidationError
+
+    from ipd_cli.catalog.schema import System
+    from ipd_cli.catalog.validation import format_validation_error
+
+    system = builtin("systems", "h100-sxm")
+    price = system["prices"][0]
+    body = {**system, "prices": [{**price, "label": "bogus"}, {**price, "label": "bogus"}]}
+    with pytest.raises(ValidationError) as e:
+        System.model_validate(body)
+    msg = format_validation_error("s.yaml: systems.h100-sxm", e.value, System, body)
+    assert msg.startswith("s.yaml: systems.h100-sxm.prices.0.label: Input should be 'on-demand', "), msg
+    assert msg.count("'spot'") == 1 and msg.endswith("[+1 more error]"), msg
+
+
 @pytest.mark.parametrize("value", [-1000, 0, float("inf")])
 def test_specs_must_be_positive_finite_numbers(tmp_path, value):
     acc = builtin("accelerators", "h100-sxm")
@@ -1381,6 +1399,11 @@ def test_diff_of_values_whose_difference_overflows_lists_no_change(tmp_path):
         {"metric": "a", "old": 1.7e308, "new": -1.7e308, "change": None, "percent": None},
         {"metric": "b", "old": 1.0, "new": 1.5, "change": 0.5, "percent": 50.0},
     ]
+    # an integer beyond a float (401 digits) is no ipd output: "numbers out of range", exit 1, before
+    huge = write(tmp_path / "huge.json", '{"schema_version": "1.0", "a": 1' + "0" * 400 + "}")
+    clean_error(
+        run_cli("diff", str(huge), str(new)), 2, f"{huge}: holds an integer of 401 digits, beyond a float"
+    )
 
 
 # --- issue 14: bounded reads and memory --------------------------------------------------------
@@ -1701,23 +1724,20 @@ def _case_file(tmp_path: Path, split: str, value: str) -> Path:
     return write(tmp_path / "cases.yaml", text)
 
 
-@pytest.mark.parametrize(
-    ("split", "value", "why"),
-    [
-        # the split holds no case (a fitting-only file checked): nothing to gate is not a pass
-        ("fitting", "1.0", "the split holds no case"),
-        # a case measured at 1e-306 tokens/s: its error overflows a float, so it is not reached
-        ("checking", "1.0e-306", "no case could be run"),
-    ],
-)
-def test_a_median_error_gate_with_nothing_to_check_exits_1(tmp_path, split, value, why):
-    path = _case_file(tmp_path, split, value)
+def test_a_median_error_gate_with_nothing_to_check_exits_1(tmp_path):
+    # a case measured at 1e-306 tokens/s: its error overflows a float, so it is not reached
+    path = _case_file(tmp_path, "checking", "1.0e-306")
     r = run_cli("validate", "--cases", str(path), "--max-median-error", "50", "-f", "json")
     assert r.code == 1, r.stderr
-    assert f"{why}, so --max-median-error has no median to check" in r.stderr
-    if split == "checking":
-        (item,) = r.json()["items"]
-        assert item["status"].startswith("not reached: the error of") and item["error_pct"] is None
+    assert "no case could be run, so --max-median-error has no median to check" in r.stderr
+    (item,) = r.json()["items"]
+    assert item["status"].startswith("not reached: the error of") and item["error_pct"] is None
+    # a split that holds no case (a fitting-only file checked): nothing to gate is not a pass; it was
+    # exit 1 ("the split holds no case"), an input error since a review (exit 0 without the gate)
+    path = _case_file(tmp_path, "fitting", "1.0")
+    for gate in ((), ("--max-median-error", "50")):
+        r = run_cli("validate", "--cases", str(path), *gate, "-f", "json")
+        clean_error(r, 2, f"{path}: has no checking cases; give --split fitting or all")
 
 
 @pytest.mark.parametrize("missing", ["prompt_tokens", "max_response_tokens"])
@@ -1838,6 +1858,13 @@ def test_a_name_spelt_like_an_alias_in_another_case_is_refused(tmp_path):
     clean_error(r, 2, "alias 'Hopper' of systems.mine", "differs from 'hopper', an alias of systems.h100-sxm")
     r = run_cli("hardware", "list", "--set", "systems.h100-sxm.aliases=[B200]", "-f", "json")
     clean_error(r, 2, "alias 'B200' of systems.h100-sxm (builtin:hardware.yaml + --set", "from systems.b200")
+    # the library names its parameter, not the flag (a review of the fix)
+    from ipd_cli import load
+
+    with pytest.raises(
+        InputError, match=r"\(builtin:hardware.yaml \+ `sets` systems.h100-sxm.aliases=\[B200\]\)"
+    ):
+        load(sets=["systems.h100-sxm.aliases=[B200]"])
 
 
 def test_a_catalog_directorys_hidden_files_are_not_read(tmp_path):
@@ -1938,14 +1965,19 @@ def test_a_format_is_read_in_any_case(tmp_path):
         (("workloads", "show", "rl-swe-agent", "--set", "workload.kind=serve"),
          "--set workload.kind=serve: a workload's kind cannot be set (this is an rl workload); the kinds "
          "are pretrain, rl, scenario"),
+        # a list was a TypeError (unhashable), exit 1 (a review of the fix)
+        (("compare", "h100", "--set", "workload.kind=[1]"),
+         "--set workload.kind=[1]: a workload's kind cannot be set (this is a scenario); the kinds are"),
+        (("compare", "h100", "--set", "workload.kind=RL"), "give an rl workload instead"),
     ],
 )  # fmt: skip
 def test_a_workloads_kind_cannot_be_set_to_another(args, needle):
     clean_error(run_cli(*args, "-f", "json"), 2, needle)
 
 
-def test_a_workloads_own_kind_may_be_set():
-    r = run_cli("workloads", "show", PRETRAIN, "--set", "workload.kind=pretrain", "-f", "json")
+@pytest.mark.parametrize("value", ["pretrain", "Pretrain"])  # in any case, as choices are
+def test_a_workloads_own_kind_may_be_set(value):
+    r = run_cli("workloads", "show", PRETRAIN, "--set", f"workload.kind={value}", "-f", "json")
     assert r.code == 0 and r.json()["entry"]["kind"] == "pretrain", r.stderr
 
 
@@ -1956,6 +1988,8 @@ def test_a_workloads_own_kind_may_be_set():
         ("systems=1",
          "--set systems: expected systems.NAME.FIELD=VALUE, e.g. systems.a100-sxm.description=VALUE"),
         ("systems.vera-rubin=1", "e.g. systems.vera-rubin.description=VALUE"),
+        # a name the catalog lacks is not offered back (a review: systems.nope.description)
+        ("systems.nope=1", "--set systems.nope: expected systems.NAME.FIELD=VALUE, e.g. systems.a100-sxm."),
         ("economics=1", "--set economics: name a field, e.g. economics.electricity_usd_per_kwh=VALUE"),
     ],
 )  # fmt: skip
@@ -1981,9 +2015,15 @@ def test_a_cases_file_is_read_from_standard_input_with_a_dash(tmp_path, monkeypa
     clean_error(
         run_cli("calibrate", "--cases", "-"), 2, "<stdin>: cases.0 (mine): measured.metric 'gpu_hourz'"
     )
-    _with_stdin(monkeypatch, text)  # a checking case only: nothing to fit
-    r = run_cli("calibrate", "--cases", "-", "-f", "json")
-    assert r.code == 0 and r.json()["items"] == [], r.stderr
+    _with_stdin(monkeypatch, text)  # a checking case only: nothing to fit (an empty listing, exit 0,
+    # before an input review), and no fitting case to validate
+    clean_error(run_cli("calibrate", "--cases", "-", "-f", "json"), 2, "<stdin>: has no fitting cases")
+    _with_stdin(monkeypatch, text)
+    clean_error(
+        run_cli("validate", "--cases", "-", "--split", "fitting"),
+        2,
+        "<stdin>: has no fitting cases; give --split checking or all",
+    )
 
 
 @pytest.mark.parametrize("gate", [(), ("--max-median-error", "50")])
@@ -2036,3 +2076,9 @@ def test_a_workload_files_own_mode_and_transport_must_agree(tmp_path):
     # a mode an option gives may still drop the file's transport, as designed
     r = run_cli("rl", "--hardware", "h100", "--workload", "rl-swe-agent", "--mode", "colocated", "-f", "json")
     assert r.code == 0 and r.json()["rl"]["weight_sync"]["transport"] == "colocated", r.stderr
+    # the library names `sets` where other fields were set (a review: it said --set)
+    from ipd_cli import load, rl
+
+    cat = load(sets=["workload.prompts_per_step=32"])
+    with pytest.raises(InputError, match=r"w.yaml \+ `sets`: workload.sync_transport nccl-reshard"):
+        rl(cat, "h100", tmp_path / "w.yaml")

@@ -225,12 +225,14 @@ def _aliases(catalog: Catalog, section: str) -> dict[str, str]:
                 raise InputError(f"alias '{alias}' of '{name}' is already {owner}; rename one")
             twin = spelt.get(alias.lower())
             if twin is not None and twin != alias:
+                from ipd_cli.catalog.overrides import _library_label  # the library names `sets`
+
                 owner = out.get(twin, twin)  # the entry whose name or alias ``twin`` is
                 other = f"{section}.{twin}" if twin in entries else f"'{twin}', an alias of {section}.{owner}"
+                here, there = (_library_label(catalog.origins[(section, n)]) for n in (name, owner))
                 raise InputError(
-                    f"alias '{alias}' of {section}.{name} ({catalog.origins[(section, name)]}) differs from "
-                    f"{other} ({catalog.origins[(section, owner)]}) only in case, and "
-                    "names are read in any case; rename one"
+                    f"alias '{alias}' of {section}.{name} ({here}) differs from {other} ({there}) only "
+                    "in case, and names are read in any case; rename one"
                 )
             out[alias] = name
             spelt[alias.lower()] = alias

@@ -228,7 +228,9 @@ def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD
         if not keys:
             raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
         kind = body.get("kind", "pretrain")
-        if keys == ["kind"] and o.value != kind:  # horizon_years: unknown field, said a scenario
+        if keys == ["kind"]:  # horizon_years: unknown field, said a scenario
+            if isinstance(o.value, str) and o.value.lower() == kind:
+                continue  # its own kind, in any case (choices are read in any case)
             raise InputError(_kind_changed(prefix, kind, o.value))
         if kind != "scenario" and keys[0] in STAGES and keys[0] not in body:
             raise InputError(_stage_on_a_workload(prefix, keys, kind))
@@ -250,8 +252,9 @@ def _kind_changed(prefix: str, kind: str, value: Any) -> str:
     turn one into another; the workload of that kind is chosen instead."""
     what = "a scenario" if kind == "scenario" else f"{'an' if kind == 'rl' else 'a'} {kind} workload"
     head = f"`sets` {prefix}.kind={value}: a workload's kind cannot be set (this is {what}"
-    if value not in WORKLOAD_KINDS:
+    if not isinstance(value, str) or value.lower() not in WORKLOAD_KINDS:  # [1] was a TypeError
         return f"{head}); the kinds are {', '.join(WORKLOAD_KINDS)}"
+    value = value.lower()
     other = "an rl workload" if value == "rl" else f"a {value}" + ("" if value == "scenario" else " workload")
     return (
         f"{head}, and each kind has fields of its own); give {other} instead: one of the catalog's, "
@@ -313,7 +316,10 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
             _check_source(o, sections["sources"])
             continue
         if len(keys) < 3:  # `systems=1` was offered systems.description, a field of no section
-            name = keys[1] if len(keys) == 2 else next(iter(sections[section]), "NAME")
+            known = len(keys) == 2 and (
+                keys[1] in sections[section] or keys[1] in cat.aliases.get(section, {})
+            )
+            name = keys[1] if known else next(iter(sections[section]), "NAME")  # not `systems.nope.`
             example = f"{section}.{name}.{_fields(cls)[0]}=VALUE"
             raise InputError(f"`sets` {o.path}: expected {section}.NAME.FIELD=VALUE, e.g. {example}")
         names = {n: n for n in sections[section]}

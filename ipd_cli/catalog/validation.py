@@ -61,19 +61,34 @@ def _dotted(error: Any, data: Any = None) -> str:
     takes; the input review found `prices.0`)."""
     parts: list[Any] = []
     node = data
-    for p in error["loc"]:
-        if _union_tag(p):
-            continue
+    loc = _raw_loc(error)
+    for i, p in enumerate(loc):
         if isinstance(p, int) and isinstance(node, list) and 0 <= p < len(node):
-            node = node[p]
-            named = [
-                node[k] for k in ("label", "name") if isinstance(node, dict) and isinstance(node.get(k), str)
-            ]
-            parts.append(named[0] if named else p)
+            items, node = node, node[p]
+            parts.append(_item_name(items, p, loc[i + 1] if i + 1 < len(loc) else None))
         else:
             parts.append(p)
             node = node.get(p) if isinstance(node, dict) else None
     return ".".join(str(p) for p in parts)
+
+
+def _raw_loc(error: Any) -> tuple:
+    """An error's location without pydantic's union tags."""
+    return tuple(p for p in error["loc"] if not _union_tag(p))
+
+
+def _item_name(items: list, i: int, field: Any) -> Any:
+    """A list item's name in a path: its label or name where that is one word, the item's alone in
+    the list, and not the field in error (a review: two items labelled alike, or a bad label, named
+    the item by what was wrong); else its index."""
+    node = items[i]
+    for key in ("label", "name"):
+        value = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(value, str) or not value or "." in value or key == field:
+            continue
+        if sum(isinstance(o, dict) and o.get(key) == value for o in items) == 1:
+            return value
+    return i
 
 
 def _union_tag(part: Any) -> bool:
@@ -96,8 +111,9 @@ def format_validation_error(
     path = f"{where}.{loc}" if loc else where
     msg = _message(first)
     if first["type"] == "literal_error":  # a union of literals: one error per member, one list here
-        same = [e for e in errors if e["type"] == "literal_error" and _dotted(e, data) == loc]
-        choices = [c for e in same for c in re.split(r", | or ", e.get("ctx", {}).get("expected", ""))]
+        same = [e for e in errors if e["type"] == "literal_error" and _raw_loc(e) == _raw_loc(first)]
+        split = (re.split(r", | or ", e.get("ctx", {}).get("expected", "")) for e in same)
+        choices = list(dict.fromkeys(c for part in split for c in part))
         if len(same) > 1 and all(choices):
             msg = f"Input should be {', '.join(choices[:-1])} or {choices[-1]}"
             errors = [e for e in errors if e not in same[1:]]

@@ -95,8 +95,9 @@ def check_own_transport(w: RlWorkload, origin: str) -> None:
         return
     default = "" if "mode" in w.model_fields_set else " (the default)"
     modes = "a disaggregated mode" if w.mode == "colocated" else "mode colocated"
+    where = origin.replace(" + --set", " + `sets`")  # the library names the parameter (a review)
     raise InputError(
-        f"{origin}: workload.sync_transport {t} does not work in workload.mode {w.mode}{default}; give "
+        f"{where}: workload.sync_transport {t} does not work in workload.mode {w.mode}{default}; give "
         f"a transport the mode can use ({', '.join(allowed)}) or {modes}"
     )
 
