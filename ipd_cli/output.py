@@ -51,7 +51,8 @@ def check_format(fmt: str, output: Path | None, *, stream: bool = False, to_file
                 f"{output}: {chosen} is not a format{what}; name a file ending in one of "
                 f"{', '.join(e for e, f in EXTENSION_FORMATS.items() if f in allowed)}, or give --format"
             )
-        raise InputError(f"unknown format '{fmt}'{what}; choose one of: auto, {', '.join(allowed)}")
+        why = " (this command prints to stdout, with no -o: no xlsx)" if chosen == "xlsx" else ""  # a review
+        raise InputError(f"unknown format '{fmt}'{what}{why}; choose one of: auto, {', '.join(allowed)}")
     xlsx_file = output is not None and str(output) != "-" and output.suffix.lower() == ".xlsx"
     if chosen == "xlsx" and not xlsx_file:
         raise InputError("xlsx is a binary format: give -o FILE.xlsx")

@@ -132,6 +132,11 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
         for key in case.inputs:
             if key not in INPUTS:
                 raise InputError(f"{where}: unknown input '{key}'{did_you_mean(key, INPUTS)}")
+        # `fits` checked when read, not only where calibrate reads a fitting case's (a review)
+        fits = case.inputs.get("fits")
+        if fits is not None and (case.kind != "serve" or fits not in SERVING_FIELDS):
+            knobs = ", ".join(SERVING_FIELDS) if case.kind == "serve" else f"none for a {case.kind} case"
+            raise InputError(f"{where}: input 'fits' {fits!r} is not a knob a case can name ({knobs})")
     return cases, doc.get("sources") or {}
 
 

@@ -320,6 +320,8 @@ def test_hardware_list_takes_the_full_path_for_arguments_it_does_not_name(fresh_
     r = run_cli("hardware", "list", "-f", "xlsx")
     assert r == run_cli("hardware", "list", "-f", "xlsx", env={"IPD_CACHE_DIR": "off"})
     assert r.code == 2 and r.stderr.startswith("ipd: error: unknown format 'xlsx'")
+    # and why (a review: a listing prints to stdout, with no -o for a workbook)
+    assert "(this command prints to stdout, with no -o: no xlsx)" in r.stderr
 
 
 def test_a_bad_catalog_file_fails_on_hardware_list_after_the_cache_served_it(

@@ -1724,6 +1724,15 @@ def _case_file(tmp_path: Path, split: str, value: str) -> Path:
     return write(tmp_path / "cases.yaml", text)
 
 
+def test_a_cases_fits_is_checked_when_the_file_is_read(tmp_path):
+    # only calibrate read `fits`, on fitting cases: a typo in a checking case, or a pre-training
+    # case naming one, passed `ipd validate` without a word (a review)
+    path = _case_file(tmp_path, "checking", "1.0")
+    path.write_text(path.read_text().replace("gpus: 64", "gpus: 64\n    fits: training_share"))
+    msg = "input 'fits' 'training_share' is not a knob a case can name (none for a pretrain case)"
+    clean_error(run_cli("validate", "--cases", str(path)), 2, f"{path}: cases.0 (x): {msg}")
+
+
 def test_a_median_error_gate_with_nothing_to_check_exits_1(tmp_path):
     # a case measured at 1e-306 tokens/s: its error overflows a float, so it is not reached
     path = _case_file(tmp_path, "checking", "1.0e-306")

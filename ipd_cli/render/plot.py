@@ -110,8 +110,10 @@ def _series(csv_file: str, x: str, y: str, rows: Iterator[tuple[int, dict[str, A
     """The series of :func:`sweep_series` from its rows, the first of which names the columns."""
     from ipd_cli.errors import InputError, did_you_mean
 
-    _, head = next(rows, (1, {}))
-    columns = list(head)
+    first = next(rows, None)
+    if first is None or not first[1]:  # an empty file was "no column 'x'" (a review)
+        raise InputError(f"{csv_file}: no rows and no columns; give a sweep's output with its rows")
+    columns = list(first[1])
     for col in (x, y):
         if col not in columns:
             raise InputError(f"{csv_file}: no column '{col}'{did_you_mean(col, columns)}")
