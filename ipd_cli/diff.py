@@ -71,11 +71,12 @@ class _BeyondFloat(ValueError):
 
 
 def _whole(text: str) -> int:
-    value = int(text)
+    beyond = _BeyondFloat(f"an integer of {len(text.lstrip('-'))} digits")
     try:
+        value = int(text)  # past Python's 4,300-digit limit a ValueError (a review)
         float(value)
-    except OverflowError:
-        raise _BeyondFloat(f"an integer of {len(text.lstrip('-'))} digits") from None
+    except (OverflowError, ValueError):
+        raise beyond from None
     return value
 
 

@@ -1404,6 +1404,9 @@ def test_diff_of_values_whose_difference_overflows_lists_no_change(tmp_path):
     clean_error(
         run_cli("diff", str(huge), str(new)), 2, f"{huge}: holds an integer of 401 digits, beyond a float"
     )
+    # past Python's 4,300-digit limit it was "a non-finite number" (a review)
+    huge.write_text('{"schema_version": "1.0", "a": 1' + "0" * 5000 + "}")
+    clean_error(run_cli("diff", str(huge), str(new)), 2, f"{huge}: holds an integer of 5001 digits")
 
 
 # --- issue 14: bounded reads and memory --------------------------------------------------------
@@ -1984,6 +1987,16 @@ def test_a_workloads_kind_cannot_be_set_to_another(args, needle):
     clean_error(run_cli(*args, "-f", "json"), 2, needle)
 
 
+@pytest.mark.parametrize("kind", ["[1]", "RL"])
+def test_a_workload_files_own_bad_kind_is_refused_with_sets_given(tmp_path, kind):
+    # a file's kind of [1] with any --set workload.X was an internal error (unhashable), exit 1; a
+    # file's `RL` with --set workload.kind=rl was told "this is a RL workload" (a review)
+    path = write(tmp_path / "w.yaml", f"kind: {kind}\nmodel: llama-3.1-8b\n")
+    for item in ("workload.mode=colocated", "workload.kind=rl"):
+        r = run_cli("rl", "--hardware", "h100", "--workload", str(path), "--set", item, "-f", "json")
+        clean_error(r, 2, f"{path}: workload.kind: unknown workload kind")
+
+
 @pytest.mark.parametrize("value", ["pretrain", "Pretrain"])  # in any case, as choices are
 def test_a_workloads_own_kind_may_be_set(value):
     r = run_cli("workloads", "show", PRETRAIN, "--set", f"workload.kind={value}", "-f", "json")
@@ -1997,8 +2010,10 @@ def test_a_workloads_own_kind_may_be_set(value):
         ("systems=1",
          "--set systems: expected systems.NAME.FIELD=VALUE, e.g. systems.a100-sxm.description=VALUE"),
         ("systems.vera-rubin=1", "e.g. systems.vera-rubin.description=VALUE"),
-        # a name the catalog lacks is not offered back (a review: systems.nope.description)
+        # a name the catalog lacks is not offered back (a review: systems.nope.description); a name
+        # in another case is one it has
         ("systems.nope=1", "--set systems.nope: expected systems.NAME.FIELD=VALUE, e.g. systems.a100-sxm."),
+        ("systems.GB300-NVL72=1", "e.g. systems.GB300-NVL72.description=VALUE"),
         ("economics=1", "--set economics: name a field, e.g. economics.electricity_usd_per_kwh=VALUE"),
     ],
 )  # fmt: skip

@@ -228,6 +228,10 @@ def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD
         if not keys:
             raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
         kind = body.get("kind", "pretrain")
+        if not isinstance(kind, str) or kind not in WORKLOAD_KINDS:  # the file's own: [1] crashed
+            raise InputError(  # (a review), `RL` read as a kind of its own
+                f"workload.kind {kind!r}: unknown workload kind; choose one of: {', '.join(WORKLOAD_KINDS)}"
+            )
         if keys == ["kind"]:  # horizon_years: unknown field, said a scenario
             if isinstance(o.value, str) and o.value.lower() == kind:
                 continue  # its own kind, in any case (choices are read in any case)
@@ -316,10 +320,10 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
             _check_source(o, sections["sources"])
             continue
         if len(keys) < 3:  # `systems=1` was offered systems.description, a field of no section
-            known = len(keys) == 2 and (
-                keys[1] in sections[section] or keys[1] in cat.aliases.get(section, {})
-            )
-            name = keys[1] if known else next(iter(sections[section]), "NAME")  # not `systems.nope.`
+            named = keys[1] if len(keys) == 2 else ""
+            spelt = {n.lower() for n in (*sections[section], *cat.aliases.get(section, {}))}
+            known = named.lower() in spelt  # names are read in any case
+            name = named if known else next(iter(sections[section]), "NAME")  # not `systems.nope.`
             example = f"{section}.{name}.{_fields(cls)[0]}=VALUE"
             raise InputError(f"`sets` {o.path}: expected {section}.NAME.FIELD=VALUE, e.g. {example}")
         names = {n: n for n in sections[section]}

@@ -78,7 +78,7 @@ def _raw_loc(error: Any) -> tuple:
 
 
 def _item_name(items: list, i: int, field: Any) -> Any:
-    """A list item's name in a path: its label or name where that is one word, the item's alone in
+    """A list item's name in a path: its label or name where that has no dot, is the item's alone in
     the list, and not the field in error (a review: two items labelled alike, or a bad label, named
     the item by what was wrong); else its index."""
     node = items[i]

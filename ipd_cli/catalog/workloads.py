@@ -91,6 +91,9 @@ def resolve_with_sources(
     workload_sets = [o for o in cat.overrides if o.path.startswith(overrides.WORKLOAD + ".")]
     own = [o for o in workload_sets if _nested_stage(body, o) is None]
     if own:
+        kind = body.get("kind", "pretrain")
+        if not isinstance(kind, str) or kind not in overrides.WORKLOAD_KINDS:  # the file's own kind,
+            validate_workload(body, f"{origin}: workload")  # refused naming the file (a review: [1])
         site = f"{overrides.WORKLOAD}.site_mw"
         if body.get("kind") != "scenario" and any(o.path == site for o in own):  # compare's --site-mw
             raise InputError(

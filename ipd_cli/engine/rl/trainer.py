@@ -168,8 +168,9 @@ def trainer(r: TrainerRates, w: RlWorkload, train_gpus: int) -> Trainer:
     """The step's log-prob passes and ``ppo_epochs`` training passes on the fastest plan that fits
     ``train_gpus`` GPUs, at the share of the plan's speed RL trainers reach (``rl.trainer_efficiency``:
     variable-length trajectories packed into micro-batches, several optimizer steps per rollout
-    batch, the framework's work per micro-batch), plus the fixed time per step (``rl.step_fixed_s``);
-    InfeasibleError when no plan fits."""
+    batch, the framework's work per micro-batch; an optimizer step's own fixed time,
+    ``efficiency.training_step_overhead_ms``, is not scaled by it), plus the fixed time per step
+    (``rl.step_fixed_s``); InfeasibleError when no plan fits."""
     table = plans_by_size(r, train_gpus)
     i = table.best(train_gpus)
     if i is None:
