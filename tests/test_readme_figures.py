@@ -481,3 +481,28 @@ def test_a_fractional_deployment_the_readme_quotes_is_what_serve_prints():
     s = run_cli("serve", *args, "-f", "json").json()["serving"]
     assert (s["deployment_gpus"], s["stranded_gpus"], s["gpus_for_traffic"]) == (37.5, 0.5, 38)
     assert "37.5 GPUs a deployment, `stranded_gpus` 0.5" in _text() and "(38 there)" in _text()
+
+
+def test_the_step_fixed_times_rack_thresholds_are_what_the_readme_says(systems):
+    # a physics review (2026-12-05): the 10T month's GPU counts are rack thresholds, and a fitted
+    # 31.2 ms fixed step time crossed GB200's only through its surplus; the README gives where each
+    # system's count moves (15 ms: Rubin's 27,648, 4.00x; 19.5 ms: GB200's 116,784, 4.11x)
+    def gpus(ms: str) -> dict[str, dict]:
+        r = run_cli_once(
+            "compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe",
+            "--set", f"efficiency.training_step_overhead_ms={ms}", "-f", "json",
+        )  # fmt: skip
+        assert r.code == 0, r.stderr
+        return {s["hardware"]: s["pretraining"] for s in r.json()["systems"]}
+
+    low, high = gpus("15"), gpus("19.5")
+    vr, gb = "vera-rubin-nvl72", "gb200-nvl72"
+    nominal = {k: systems[k]["pretraining"]["gpus"] for k in (vr, gb)}
+    assert low[gb]["gpus"] == nominal[gb] and high[vr]["gpus"] == nominal[vr]
+    plan = high[gb]["plan"].split(" DP")[0]
+    ratio = {k: v[gb]["gpus"] / v[vr]["gpus"] for k, v in (("low", low), ("high", high))}
+    phrase = (
+        f"at 15 ms or less Rubin keeps {low[vr]['gpus']:,} GPUs ({ratio['low']:.2f}x), from about\n"
+        f"19.5 ms GB200 needs {high[gb]['gpus']:,} ({plan}, {ratio['high']:.2f}x)"
+    )
+    assert phrase in (Path(__file__).parent.parent / "README.md").read_text(), phrase
