@@ -1974,6 +1974,10 @@ def test_a_format_is_read_in_any_case(tmp_path):
          "(this is a pretrain workload, and each kind has fields of its own); give an rl workload"),
         (("compare", "h100", "--set", "workload.pretraining.kind=rl"),
          "--set workload.pretraining.kind=rl: a workload's kind cannot be set (this is a pretrain workload"),
+        # a stage runs its stage's kind: it was told "give a scenario instead" (a review)
+        (("compare", "h100", "--set", "workload.post_training.kind=scenario"),
+         "(this is an rl workload, the kind its stage runs); name another with --set "
+         "workload.post_training.workload=NAME"),
         (("workloads", "show", "rl-swe-agent", "--set", "workload.kind=serve"),
          "--set workload.kind=serve: a workload's kind cannot be set (this is an rl workload); the kinds "
          "are pretrain, rl, scenario"),

@@ -259,6 +259,9 @@ def _kind_changed(prefix: str, kind: str, value: Any) -> str:
     if not isinstance(value, str) or value.lower() not in WORKLOAD_KINDS:  # [1] was a TypeError
         return f"{head}); the kinds are {', '.join(WORKLOAD_KINDS)}"
     value = value.lower()
+    if prefix != WORKLOAD:  # a scenario stage runs a workload of its stage's kind (a review: it was
+        stage = prefix.split(".")[1]  # told "give a scenario instead")
+        return f"{head}, the kind its stage runs); name another with `sets` {WORKLOAD}.{stage}.workload=NAME"
     other = "an rl workload" if value == "rl" else f"a {value}" + ("" if value == "scenario" else " workload")
     return (
         f"{head}, and each kind has fields of its own); give {other} instead: one of the catalog's, "
