@@ -1331,8 +1331,9 @@ def plot_sweep(
     series = sweep_series(csv_file, x, y)
     low = min((v for s in series for v in s.x), default=1.0)
     if logx and low <= 0:
-        where = "<stdin>" if str(csv_file) == "-" else csv_file
-        raise InputError(f"--logx needs every {x} above 0; {where} has {low:g} (drop --logx)")
+        from ipd_cli.files import shown_name
+
+        raise InputError(f"--logx needs every {x} above 0; {shown_name(csv_file)} has {low:g} (drop --logx)")
     _draw(Figure(f"{y} against {x}", x, y, series, logx=logx), output, force)
 
 

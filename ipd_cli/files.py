@@ -17,6 +17,11 @@ from typing import Any
 from ipd_cli.errors import InputError
 
 
+def shown_name(path: Path | str) -> str:
+    """A file as messages name it (``-``: standard input, ``<stdin>``)."""
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
 def kind(mode: int) -> str:
     """What a file is, in words, for messages."""
     if stat.S_ISFIFO(mode):

@@ -54,7 +54,7 @@ _PLAIN_ATTRIBUTES = frozenset(
 
 
 def _format(args: list[str]) -> str | None:
-    """The output format the arguments ask for ("auto" when none), or None when they are not a
+    """The output format the arguments ask for, in lower case ("auto" when none), or None when they are not a
     cacheable run (a file output, help, two formats, an option without its value)."""
     formats = []
     i = 0
@@ -77,14 +77,13 @@ def _format(args: list[str]) -> str | None:
         i += 1
     if len(formats) > 1:
         return None
-    return formats[0] if formats else "auto"
+    return formats[0].lower() if formats else "auto"  # -f JSON, as the CLI folds it
 
 
 def cacheable(args: list[str]) -> bool:
     if not args or args[0] not in COMMANDS:
         return False
     fmt = _format(args[1:])
-    fmt = fmt.lower() if fmt is not None else None  # -f JSON, as the CLI folds it
     if fmt is None or not (fmt in MACHINE_FORMATS or (fmt == "auto" and not sys.stdout.isatty())):
         return False
     for a in args[1:]:

@@ -41,6 +41,7 @@ from ipd_cli.catalog.workloads import read_stdin, refuse_workload_sets
 from ipd_cli.catalog.yamlio import read_yaml
 from ipd_cli.engine.results import Listing, Pretraining, Serving, ValidationResult
 from ipd_cli.errors import InputError, IpdError, did_you_mean
+from ipd_cli.files import shown_name
 
 Kind = Literal["pretrain", "serve", "prefill", "decode", "rl-step", "weight-sync"]
 SPEED_METRICS = {"tokens_per_s_per_gpu", "tokens_per_s_per_user", "mfu"}
@@ -110,10 +111,15 @@ class Case(BaseModel):
     note: str | None = None
 
 
+def cases_path(path: Path | None = None) -> Path:
+    """The cases file given, else the shipped one."""
+    return path or builtin_dir() / "validation" / "cases.yaml"
+
+
 def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
     """The cases of a cases file (``-``: standard input; None: the shipped cases) and its sources."""
-    path = path or builtin_dir() / "validation" / "cases.yaml"
-    name = _name(path)
+    path = cases_path(path)
+    name = shown_name(path)
     doc = read_yaml(name, text=read_stdin()) if str(path) == "-" else read_yaml(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
         raise InputError(f"{name}: expected a mapping with a 'cases' list")
@@ -140,17 +146,12 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
     return cases, doc.get("sources") or {}
 
 
-def _name(path: Path) -> str:
-    """A cases file as messages name it (``-``: standard input)."""
-    return "<stdin>" if str(path) == "-" else str(path)
-
-
 def check_references(cat: Catalog, cases: list[Case], sources: dict[str, Any], path: Path) -> None:
     """Every case's hardware, model and source exist (a typo is refused, not 'not reached')."""
-    shipped = builtin_dir() / "validation" / "cases.yaml"
+    shipped = cases_path()
     shipped_sources: dict[str, Any] | None = None  # read once, where a case needs them
     for case in cases:
-        where = f"{_name(path)}: case {case.id}"
+        where = f"{shown_name(path)}: case {case.id}"
         try:
             if "hardware" in case.inputs:
                 cat.system(str(case.inputs["hardware"]))
@@ -436,13 +437,10 @@ def run(cat: Catalog, split: str = "checking", path: Path | None = None) -> List
 
 def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
     cases, sources = load_cases(path)
-    check_references(cat, cases, sources, path or builtin_dir() / "validation" / "cases.yaml")
+    check_references(cat, cases, sources, cases_path(path))
     if split != "all" and not any(case.split == split for case in cases):  # exited 0, or 1 gated
         other = "checking" if split == "fitting" else "fitting"
-        raise InputError(
-            f"{_name(path or builtin_dir() / 'validation' / 'cases.yaml')}: has no {split} cases; "
-            f"give `split` {other} or all"
-        )
+        raise InputError(f"{shown_name(cases_path(path))}: has no {split} cases; give `split` {other} or all")
     rows = []
     for case in cases:
         if split != "all" and case.split != split:
@@ -764,7 +762,7 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
 def _calibrate(cat: Catalog, path: Path | None, sets: list[str] | None) -> Listing:
     cases, _ = load_cases(path)
     if not any(case.split == "fitting" for case in cases):  # nothing to fit: an empty listing, exit 0
-        name = _name(path or builtin_dir() / "validation" / "cases.yaml")
+        name = shown_name(cases_path(path))
         raise InputError(f"{name}: has no fitting cases, so nothing to calibrate; add a fitting case")
     base = cat.with_overrides(sets) if sets else cat
     groups: dict[str, list[Case]] = {}

@@ -225,11 +225,11 @@ def _aliases(catalog: Catalog, section: str) -> dict[str, str]:
                 raise InputError(f"alias '{alias}' of '{name}' is already {owner}; rename one")
             twin = spelt.get(alias.lower())
             if twin is not None and twin != alias:
-                from ipd_cli.catalog.overrides import _library_label  # the library names `sets`
+                from ipd_cli.catalog.overrides import library_label  # the library names `sets`
 
                 owner = out.get(twin, twin)  # the entry whose name or alias ``twin`` is
                 other = f"{section}.{twin}" if twin in entries else f"'{twin}', an alias of {section}.{owner}"
-                here, there = (_library_label(catalog.origins[(section, n)]) for n in (name, owner))
+                here, there = (library_label(catalog.origins[(section, n)]) for n in (name, owner))
                 raise InputError(
                     f"alias '{alias}' of {section}.{name} ({here}) differs from {other} ({there}) only "
                     "in case, and names are read in any case; rename one"

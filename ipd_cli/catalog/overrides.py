@@ -228,10 +228,6 @@ def apply_workload(body: dict, overrides: list[Override], prefix: str = WORKLOAD
         if not keys:
             raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
         kind = body.get("kind", "pretrain")
-        if not isinstance(kind, str) or kind not in WORKLOAD_KINDS:  # the file's own: [1] crashed
-            raise InputError(  # (a review), `RL` read as a kind of its own
-                f"workload.kind {kind!r}: unknown workload kind; choose one of: {', '.join(WORKLOAD_KINDS)}"
-            )
         if keys == ["kind"]:  # horizon_years: unknown field, said a scenario
             if isinstance(o.value, str) and o.value.lower() == kind:
                 continue  # its own kind, in any case (choices are read in any case)
@@ -337,7 +333,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         _check_source(o, sections["sources"])
         before = origins.get((section, name), "")
         origins[(section, name)] = f"{before} + --set {o.text}".lstrip(" +")  # the data's label
-        where = _library_label(origins[(section, name)])  # the library's message names the parameter
+        where = library_label(origins[(section, name)])  # the library's message names the parameter
         sections[section][name] = validate_entry(cls, body, f"{where}: {section}.{name}")
         entries.append((section, name, fields))
         given.append(o.text)
@@ -423,11 +419,14 @@ def _warnings(
     return lines
 
 
-def _library_label(label: str) -> str:
+def library_label(label: str) -> str:
     """An entry's origin label as the library's messages say it: each ``--set X`` as ```sets` X``
     (the CLI's translation turns ```sets``` back into --set)."""
     parts = label.split(" + ")
-    return " + ".join(f"`sets` {p.removeprefix('--set ')}" if p.startswith("--set ") else p for p in parts)
+    return " + ".join(
+        "`sets`" if p == "--set" else f"`sets` {p.removeprefix('--set ')}" if p.startswith("--set ") else p
+        for p in parts
+    )
 
 
 def _validate_section(cls: Any, body: dict, section: str, o: Override) -> Any:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ipd_cli.errors import InputError
+from ipd_cli.files import shown_name
 
 from . import overrides
 from .catalog import Catalog, check_scenario_refs, check_sources
@@ -81,7 +82,7 @@ def resolve_with_sources(
         )
         extra_sources: dict = {}
     elif ref == "-" or ref.endswith((".yaml", ".yml")) or Path(ref).exists():
-        origin = "<stdin>" if ref == "-" else ref
+        origin = shown_name(ref)
         body, extra_sources = _user_file(cat, ref, origin)
         name = "stdin" if ref == "-" else Path(ref).stem
     else:

@@ -42,10 +42,10 @@ def sweep_series(csv_file: Path, x: str, y: str) -> list[Series]:
     import io
 
     from ipd_cli.errors import InputError
-    from ipd_cli.files import open_bounded, read_stdin_bounded
+    from ipd_cli.files import open_bounded, read_stdin_bounded, shown_name
 
     stdin = str(csv_file) == "-"
-    name = "<stdin>" if stdin else str(csv_file)
+    name = shown_name(csv_file)
     source = (
         io.BytesIO(read_stdin_bounded(MAX_CSV_BYTES))
         if stdin

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ipd_cli.catalog.overrides import library_label
 from ipd_cli.catalog.schema import RL_MODES, SYNC_TRANSPORTS, RlWorkload
 from ipd_cli.engine.pretraining import MAX_GPUS, check_cluster
 from ipd_cli.engine.trace import Trace
@@ -95,10 +96,9 @@ def check_own_transport(w: RlWorkload, origin: str) -> None:
         return
     default = "" if "mode" in w.model_fields_set else " (the default)"
     modes = "a disaggregated mode" if w.mode == "colocated" else "mode colocated"
-    where = origin.replace(" + --set", " + `sets`")  # the library names the parameter (a review)
-    raise InputError(
-        f"{where}: workload.sync_transport {t} does not work in workload.mode {w.mode}{default}; give "
-        f"a transport the mode can use ({', '.join(allowed)}) or {modes}"
+    raise InputError(  # the library names the parameter, `sets`, not the flag (a review)
+        f"{library_label(origin)}: workload.sync_transport {t} does not work in workload.mode "
+        f"{w.mode}{default}; give a transport the mode can use ({', '.join(allowed)}) or {modes}"
     )
 
 
