@@ -64,7 +64,7 @@ METRICS: dict[str, tuple[str, ...]] = {
 }
 INPUTS = frozenset(
     """attention_tp bulk_share checkpoint_wide colocated concurrency cp cuda_graphs days decode_instances dp
-    engine_load ep eplb fits fsdp gen_gpus gen_layout global_batch gpus group_size hardware
+    engine_load ep eplb fits fp8_recipe fsdp gen_gpus gen_layout global_batch gpus group_size hardware
     inference_gpus input_tokens instance_gpus instance_tp kv_precision layout max_instance_gpus
     max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap moe_dispatcher
     output_tokens pipeline_schedule pp precision precision_train precision_wire prefill_instances
@@ -320,6 +320,8 @@ def published_plan(i: dict) -> str:
     pins.append(f"cuda_graphs={i.get('cuda_graphs', 'on')}")
     if "recompute" in i:
         pins.append(f"recompute={str(i['recompute']).removesuffix('-op')}")
+    if "fp8_recipe" in i:  # the FP8 run's scaling recipe (none given: tensorwise, the search's)
+        pins.append(f"fp8_recipe={i['fp8_recipe']}")
     if int(i.get("fsdp", 1)) > 1:
         pins.append("zero=3")
     return ",".join(pins)
@@ -327,7 +329,7 @@ def published_plan(i: dict) -> str:
 
 # the case inputs published_plan reads: what a case may give of its run's plan
 PLAN_CASE_INPUTS = (*PLAN_INPUTS, "pipeline_schedule", "moe_dispatcher", "moe_a2a_overlap", "cuda_graphs")
-PLAN_CASE_INPUTS += ("recompute", "fsdp")
+PLAN_CASE_INPUTS += ("recompute", "fsdp", "fp8_recipe")
 
 
 def _own_pins(message: str, plan: str, i: dict) -> str:

@@ -1644,12 +1644,24 @@ def test_the_10t_models_recipe_batch_is_the_rule_at_its_training_flops(catalog):
     vr, p = (s.pretraining for s in compare(catalog, ["vera-rubin", "blackwell"], "pretrain-10t-moe").systems)
     rule = 0.292 * (p.flops_per_token * p.tokens) ** 0.3271
     assert rule == pytest.approx(135.5e6, rel=1e-3)
-    # GB200's plan runs past it (135,659,520 tokens): the multiplier says by how much; Rubin's
-    # (116,391,936) under it pays nothing
-    assert p.global_batch_tokens > rule
-    assert p.global_batch_tokens / (2 * p.batch_token_multiplier - 1) == pytest.approx(rule, rel=1e-12)
-    assert vr.global_batch_tokens < rule and vr.batch_token_multiplier == 1.0
-    assert p.recipe_batch_tokens == pytest.approx(rule, rel=1e-12)  # the result names it
+    # both headline plans run under it (Rubin 116,391,936 tokens; GB200 119,537,664 since its
+    # month takes 116,784 GPUs, 2026-12-05) and pay nothing; the result names the recipe batch
+    for s in (vr, p):
+        assert s.global_batch_tokens < rule and s.batch_token_multiplier == 1.0
+        assert s.recipe_batch_tokens == pytest.approx(rule, rel=1e-12)
+    # a plan pinned past it (20,480 sequences of 8,192: 167,772,160 tokens) pays (1 + B / B_r) / 2
+    past = train(
+        catalog,
+        "gb200",
+        "moe-10t",
+        1e14,
+        gpus=32768,
+        precision="fp4",
+        plan="tp=4,pp=4,cp=2,dp=1024,gbs=20480",
+    )
+    b = past.pretraining.global_batch_tokens
+    assert b == 20480 * 8192
+    assert past.pretraining.batch_token_multiplier == pytest.approx((1 + b / rule) / 2, rel=1e-12)
     # a model whose recipe publishes one reads it: DeepSeek-V3's 15,360 sequences of 4,096
     v3 = train(catalog, "h800", "deepseek-v3", 1e12, gpus=2048, precision="fp8").pretraining
     assert v3.recipe_batch_tokens == 15360 * 4096
@@ -1679,4 +1691,71 @@ def test_an_expert_overlap_that_pairs_nothing_costs_what_no_overlap_does(catalog
     assert steps[0].step_time_s == pytest.approx(steps[1].step_time_s, rel=1e-12)
     assert steps[0].step_breakdown_s["activation_offload_s"] == pytest.approx(
         steps[1].step_breakdown_s["activation_offload_s"], rel=1e-9
+    )
+
+
+def _llama8b_gb300(catalog, plan: str, precision: str = "fp8"):
+    # Megatron-Bridge 25.11's Llama 3.1 8B layout on 8 GB300 (the FP8-CS / FP8-MX pair)
+    return train(
+        catalog,
+        "gb300",
+        "llama-3.1-8b",
+        1e12,
+        gpus=8,
+        precision=precision,
+        plan=f"tp=1,pp=1,mbs=2,gbs=128{plan}",
+    ).pretraining
+
+
+def test_an_fp8_recipe_pin_prices_the_fp8_gemms_at_its_share(catalog):
+    # an FP8 run's recipe multiplies its FP8 GEMM rate by efficiency.training_fp8_recipe_share
+    # (tensorwise 1.0, the reference): MXFP8 at 0.93 runs as a tensorwise run whose FP8 recipe
+    # share (training_gemm.fp8.recipe_share, 1.0) is 0.93, to the last bit
+    cs = _llama8b_gb300(catalog, "")
+    mx = _llama8b_gb300(catalog, ",fp8_recipe=mxfp8")
+    assert (cs.fp8_recipe, mx.fp8_recipe) == ("tensorwise", "mxfp8")
+    assert catalog.efficiency.training_fp8_recipe_share["mxfp8"].value == 0.93
+    as_share = catalog.with_overrides(["efficiency.training_gemm.fp8.recipe_share=0.93"])
+    same = _llama8b_gb300(as_share, "")
+    assert mx.tokens_per_s_per_gpu == same.tokens_per_s_per_gpu
+    assert mx.step_breakdown_s == same.step_breakdown_s
+    # only the GEMMs slow down: the other terms of the step are the tensorwise run's
+    assert mx.step_breakdown_s["gemm_s"] > cs.step_breakdown_s["gemm_s"]
+    for term in ("attention_s", "memory_bound_s", "optimizer_s", "step_overhead_s"):
+        assert mx.step_breakdown_s[term] == cs.step_breakdown_s[term]
+    # delayed scaling feeds the same per-tensor GEMM (1.0), and a share of 1.0 makes MXFP8 tensorwise
+    delayed = _llama8b_gb300(catalog, ",fp8_recipe=delayed")
+    assert delayed.tokens_per_s_per_gpu == cs.tokens_per_s_per_gpu and delayed.fp8_recipe == "delayed"
+    one = catalog.with_overrides(["efficiency.training_fp8_recipe_share.mxfp8=1.0"])
+    assert _llama8b_gb300(one, ",fp8_recipe=mxfp8").tokens_per_s_per_gpu == cs.tokens_per_s_per_gpu
+    # the input is listed with its source, as an estimate
+    [rec] = [a for a in train(
+        catalog, "gb300", "llama-3.1-8b", 1e12, gpus=8, precision="fp8", plan="fp8_recipe=mxfp8"
+    ).assumptions if a.path == "efficiency.training_fp8_recipe_share.mxfp8"]  # fmt: skip
+    assert rec.value == 0.93 and rec.source == "mbridge-fp8-recipe-pairs" and rec.estimate
+
+
+def test_an_fp8_recipe_names_itself_only_on_fp8_runs(catalog):
+    # other precisions have one recipe each: the field is null, and a pinned FP8 recipe is refused
+    assert _llama8b_gb300(catalog, "", precision="bf16").fp8_recipe is None
+    assert _llama8b_gb300(catalog, "", precision="fp4").fp8_recipe is None
+    with pytest.raises(InputError, match=r"`plan` fp8_recipe=mxfp8: the run trains at fp4; an FP8 recipe"):
+        _llama8b_gb300(catalog, ",fp8_recipe=mxfp8", precision="fp4")
+    with pytest.raises(InputError, match=r"fp8_recipe is one of tensorwise, delayed, mxfp8, blockwise"):
+        _llama8b_gb300(catalog, ",fp8_recipe=mx")
+    # a run asked at fp8 on a GPU without FP8 runs BF16: the recipe has nothing to price
+    a100 = train(catalog, "a100", "llama-3.1-8b", 1e12, gpus=8, precision="fp8", plan="fp8_recipe=mxfp8")
+    assert a100.pretraining.precision == "bf16" and a100.pretraining.fp8_recipe is None
+
+
+def test_the_fp8_recipe_pin_through_the_cli():
+    args = ("train", "--hardware", "gb300", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8")
+    r = run_cli(*args, "--precision", "fp8", "--plan", "fp8_recipe=blockwise", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["pretraining"]["fp8_recipe"] == "blockwise"
+    bad = run_cli(*args, "--precision", "bf16", "--plan", "fp8_recipe=mxfp8")
+    assert bad.code == 2 and bad.stdout == ""
+    assert bad.stderr.startswith(
+        "ipd: error: --plan fp8_recipe=mxfp8: the run trains at bf16; an FP8 recipe applies to "
+        "--precision fp8"
     )

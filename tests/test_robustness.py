@@ -325,6 +325,18 @@ def test_a_table_replaced_by_a_user_file_must_be_whole(tmp_path):
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", "training_gemm needs an entry for fp8, bf16")
     text = "rl:\n  trainer_efficiency:\n    dense: {value: 0.5, source: llama3-paper}\n"
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", "trainer_efficiency needs an entry for moe")
+    # the FP8 recipes likewise (a plan may pin any of them), and a name that is no recipe is refused
+    text = "efficiency:\n  training_fp8_recipe_share:\n    mxfp8: {value: 0.9, source: ipd-estimate}\n"
+    need = "training_fp8_recipe_share needs an entry for tensorwise, delayed, blockwise"
+    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
+    whole = "".join(
+        f"    {r}: {{value: 1.0, source: ipd-estimate}}\n"
+        for r in ("tensorwise", "delayed", "mxfp8", "blockwise")
+    )
+    text = (
+        "efficiency:\n  training_fp8_recipe_share:\n" + whole + "    mx: {value: 0.9, source: ipd-estimate}\n"
+    )
+    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", "training_fp8_recipe_share.mx: not a recipe")
 
 
 # --- duplicates, encodings, empty files, wrong kinds of path ---------------------------------------

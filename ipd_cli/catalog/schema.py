@@ -18,6 +18,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 PRECISIONS = ("fp4", "fp8", "bf16")
 Precision = Literal["fp4", "fp8", "bf16"]
+# FP8 training recipes, as Megatron-Core's --fp8-recipe names them: one scale per tensor from its
+# current amax (tensorwise, the default) or from an amax history (delayed), one per 32-value block
+# with E8M0 scales (mxfp8, Blackwell's microscaling) or per 128-value tile (blockwise, DeepSeek-V3's)
+FP8_RECIPES = ("tensorwise", "delayed", "mxfp8", "blockwise")
 Status = Literal["shipping", "announced", "roadmap"]
 PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
 
@@ -594,6 +598,11 @@ class Efficiency(Strict):
         default={},
         description="measured best-shape GEMM share per accelerator; replaces the precision's max_share",
     )
+    training_fp8_recipe_share: dict[str, Sourced] = unit(
+        "fraction of the FP8 GEMM rate",
+        description="share of the per-tensor (tensorwise) FP8 GEMM rate an FP8 recipe's GEMMs keep, "
+        "by recipe (tensorwise, delayed, mxfp8, blockwise); a plan's fp8_recipe pin chooses one",
+    )
     training_share: Sourced = unit(
         "fraction of max_share",
         description="share of the best-shape GEMM rate a training step's GEMMs sustain (collectives sharing "
@@ -693,6 +702,13 @@ class Efficiency(Strict):
                 raise ValueError(f"{name}.range must lie in [0, 1), got {list(v.range)}")
         _every_key("training_gemm", self.training_gemm, PRECISIONS)  # a user file replaces the whole table
         _every_key("low_precision_gemm_share", self.low_precision_gemm_share, PRECISIONS)
+        _every_key("training_fp8_recipe_share", self.training_fp8_recipe_share, FP8_RECIPES)
+        for r, s in self.training_fp8_recipe_share.items():
+            if r not in FP8_RECIPES:
+                raise ValueError(
+                    f"training_fp8_recipe_share.{r}: not a recipe; one of {', '.join(FP8_RECIPES)}"
+                )
+            _fraction(f"training_fp8_recipe_share.{r}", s)
         for p, s in self.low_precision_gemm_share.items():
             _fraction(f"low_precision_gemm_share.{p}", s)
         for acc, table in self.training_gemm_max_share_by_accelerator.items():

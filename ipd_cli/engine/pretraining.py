@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.catalog.schema import PRECISIONS, Accelerator
+from ipd_cli.catalog.schema import FP8_RECIPES, PRECISIONS, Accelerator
 from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, count_text
 
 from . import formulas as f
@@ -70,13 +70,15 @@ def pretraining_inputs(
     system = cat.system(hardware)
     name = cat.canonical("systems", hardware)
     used = _precision_used(cat, trace, name, precision)
+    pins = tpn.parse_plan(plan)
+    tpn.check_recipe_pin(pins, precision)
     x: dict[str, Any] = {
         **tpn.model_inputs(inp, cat, model),
-        **tpn.hardware_inputs(inp, cat, hardware, used),
+        **tpn.hardware_inputs(inp, cat, hardware, used, pins),
         **tpn.step_inputs(inp, used),
         "seq": sequence_length_of(inp, cat, model, sequence_length, origin),
         "tokens": inp.given("tokens", tokens, "tokens", origin, path="workload.tokens"),
-        "pins": tpn.parse_plan(plan),
+        "pins": pins,
         "top": top,
     }
     tpn.check_moe_pins(x["pins"], bool(x["is_moe"]), cat.canonical("models", model))
@@ -631,6 +633,7 @@ def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pr
         model=meta["model"],
         precision=meta["precision"],
         precision_requested=meta.get("precision_requested"),
+        fp8_recipe=FP8_RECIPES[x["pins"].get("f8r", 0)] if meta["precision"] == "fp8" else None,
         tokens=tokens,
         pricing=meta["pricing"],
         mfu_pinned="mfu_pin" in x,
@@ -701,6 +704,7 @@ def best_training_plan(
         pricing="rental",
         origin=CLI,
         trace=trace,
+        plan=plan,  # its pins as the search's (the FP8 recipe among them)
     )
     y = tpn.derive({**x, "pins": pins})
     found = tpn.search_sizes(y, gpus, pins)

@@ -98,6 +98,11 @@ class Pretraining(Result):
         description="the precision asked for, where the system has no dense figure for it and runs "
         "the next wider one (precision) instead; null otherwise",
     )
+    fp8_recipe: str | None = Field(
+        default=None,
+        description="an FP8 run's scaling recipe (tensorwise, delayed, mxfp8 or blockwise: the plan's "
+        "fp8_recipe pin, else tensorwise); null at other precisions",
+    )
     tokens: float
     gpus: int
     systems: int = Field(

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.catalog.schema import Model
+from ipd_cli.catalog.schema import FP8_RECIPES, Model
 from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from . import formulas as f
@@ -63,6 +63,7 @@ PIN_KEYS = {
     "dispatcher": "disp",
     "a2a_overlap": "a2ao",
     "cuda_graphs": "graph",
+    "fp8_recipe": "f8r",  # not searched: a run's numerics, tensorwise unless pinned
 }
 MIN_CP_CHUNK = 1024  # context parallelism below this many tokens per GPU is not enumerated
 MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16)
@@ -77,6 +78,7 @@ NAMED = {
     "disp": ("dispatcher", DISPATCHERS),
     "a2ao": ("a2a_overlap", SWITCH),
     "graph": ("cuda_graphs", SWITCH),
+    "f8r": ("fp8_recipe", FP8_RECIPES),
 }
 
 
@@ -164,6 +166,16 @@ def parse_recompute(value: str, item: str) -> int:
             + f"; unknown or repeated: {', '.join(repr(n) for n in unknown)}"
         )
     return ts.SET_BASE + sum(2**i for i, m in enumerate(ts.MODULES) if m in names)
+
+
+def check_recipe_pin(pins: dict[str, int], precision: str, field: str = "precision") -> None:
+    """An FP8 recipe pinned on a run at another precision (``field``: the parameter that sets it) is
+    refused: it would change nothing."""
+    if "f8r" in pins and precision != "fp8":
+        raise InputError(
+            f"`plan` fp8_recipe={FP8_RECIPES[pins['f8r']]}: the run trains at {precision}; an FP8 recipe "
+            f"applies to `{field}` fp8"
+        )
 
 
 def check_recompute_pins(pins: dict[str, int], x: dict, model: str) -> None:
@@ -315,8 +327,11 @@ def step_params(y: dict) -> Any:
     return y["vocab"] * y["hidden"] + L * y["p_mix"] + (L - routed) * y["p_ffn"] + experts
 
 
-def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) -> dict[str, Any]:
-    """Peaks, GEMM curves, bandwidths and memory of the system's accelerator, and the efficiencies."""
+def hardware_inputs(
+    inp: Inputs, cat: Catalog, hardware: str, precision: str, pins: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """Peaks, GEMM curves, bandwidths and memory of the system's accelerator, and the efficiencies
+    (an FP8 run's GEMMs at its recipe's share: ``pins``' fp8_recipe, else tensorwise)."""
     system = cat.system(hardware)
     acc = f"accelerators.{system.accelerator}"
     spath = f"systems.{cat.canonical('systems', hardware)}"
@@ -350,6 +365,12 @@ def hardware_inputs(inp: Inputs, cat: Catalog, hardware: str, precision: str) ->
         "domain": float(inp.read(f"{spath}.scale_up_domain", "scale-up domain")),
         "per_system": float(inp.read(f"{spath}.accelerators", "GPUs per system (node or rack)")),
     }
+    x["fp8_recipe_share"] = 1.0  # the recipe of an FP8 run (other precisions have one recipe each)
+    if precision == "fp8":
+        recipe = FP8_RECIPES[(pins or {}).get("f8r", 0)]
+        x["fp8_recipe_share"] = inp.read(
+            f"efficiency.training_fp8_recipe_share.{recipe}", f"FP8 GEMM share kept by the {recipe} recipe"
+        )
     x["cast_bytes"] = 0.0
     if precision != "bf16":
         x["cast_bytes"] = inp.read(f"serving.bytes_per_weight.{precision}", f"{precision} bytes per value")
@@ -452,7 +473,7 @@ def derive(x: dict) -> dict[str, Any]:
     y.update(shape(x))
     if "deadline_days" in x:  # deadline mode prices whole systems: groups that do not tile strand GPUs
         y[WHOLE_SYSTEMS] = 1.0
-    y["low_rate"] = x["low_peak"] * x["low_max"] * x["train_share"] * x["low_recipe"]
+    y["low_rate"] = x["low_peak"] * x["low_max"] * x["train_share"] * x["low_recipe"] * x["fp8_recipe_share"]
     y["bf16_rate"] = x["bf16_peak"] * x["bf16_max"] * x["train_share"] * x["bf16_recipe"]
     y["hbm_rate"] = x["hbm_bw"] * x["hbm_eff"]
     y["up_bw"] = x["up_bidir"] / 2.0 * x["up_eff"]

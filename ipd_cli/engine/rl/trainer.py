@@ -73,9 +73,14 @@ def trainer_rates(
     cat = inp.cat
     precision = supported_precision(cat.accelerators[accelerator], w.training_precision)
     sequences = max(1, round(nums.samples))
+    try:
+        published = tpn.parse_plan(w.training_plan)
+        tpn.check_recipe_pin(published, w.training_precision, "training_precision")
+    except InputError as e:
+        raise InputError(f"`training_plan` {w.training_plan!r}: {e}") from None
     x = {
         **tpn.model_inputs(inp, cat, model),
-        **tpn.hardware_inputs(inp, cat, system, precision),
+        **tpn.hardware_inputs(inp, cat, system, precision, published),
         **tpn.step_inputs(inp, precision),
         "seq": float(max(1, round(nums.mean_length))),
         "tokens": sequences * nums.mean_length,
@@ -87,7 +92,6 @@ def trainer_rates(
     # a published plan (the workload's training_plan) pins its degrees, the global batch stays the
     # step's sequences
     try:
-        published = tpn.parse_plan(w.training_plan)
         tpn.check_moe_pins(published, bool(x["is_moe"]), model)
         tpn.check_recompute_pins(published, x, model)
     except InputError as e:
