@@ -143,6 +143,13 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
         if fits is not None and (case.kind != "serve" or fits not in SERVING_FIELDS):
             knobs = ", ".join(SERVING_FIELDS) if case.kind == "serve" else f"none for a {case.kind} case"
             raise InputError(f"{where}: input 'fits' {fits!r} is not a knob a case can name ({knobs})")
+        # a pre-training case's plan pin: another kind would ignore it (an RL case gives its
+        # trainer's recipe in train_plan, as fp8_recipe=...)
+        if "fp8_recipe" in case.inputs and case.kind != "pretrain":
+            raise InputError(
+                f"{where}: input 'fp8_recipe' is a pre-training case's; a {case.kind} case ignores it"
+                + (" (give it in train_plan: fp8_recipe=...)" if case.kind == "rl-step" else "")
+            )
     return cases, doc.get("sources") or {}
 
 

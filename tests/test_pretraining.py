@@ -1759,3 +1759,43 @@ def test_the_fp8_recipe_pin_through_the_cli():
         "ipd: error: --plan fp8_recipe=mxfp8: the run trains at bf16; an FP8 recipe applies to "
         "--precision fp8"
     )
+
+
+def test_mxfp8_needs_microscaling_tensor_cores(catalog):
+    # a review: MXFP8 was priced on Hopper and MI300X, which have no MX tensor cores (they come with
+    # FP4: Blackwell, CDNA 4); per-tensor and blockwise recipes run there (DeepSeek-V3's H800 run)
+    for gpu in ("h100", "mi300x"):
+        with pytest.raises(
+            InputError, match=r"fp8_recipe=mxfp8: \S+ has no microscaling \(MX\) tensor cores"
+        ):
+            train(catalog, gpu, "llama-3.1-8b", 1e12, gpus=64, precision="fp8", plan="fp8_recipe=mxfp8")
+    for recipe in ("tensorwise", "blockwise"):
+        r = train(
+            catalog, "h100", "llama-3.1-8b", 1e12, gpus=64, precision="fp8", plan=f"fp8_recipe={recipe}"
+        )
+        assert r.pretraining.fp8_recipe == recipe
+    assert _llama8b_gb300(catalog, ",fp8_recipe=mxfp8").fp8_recipe == "mxfp8"  # Blackwell Ultra has them
+
+
+def test_the_fp8_recipe_reaches_every_listed_plan_and_the_rl_trainers_search(catalog):
+    # `--plans` CSV rows each carry the run's recipe (a review: rows 2..N left it empty), and the
+    # trainer plan an RL step takes is priced at it (best_training_plan passes the pin through)
+    args = ("train", "--hardware", "gb300", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8")
+    r = run_cli(*args, "--precision", "fp8", "--plan", "fp8_recipe=mxfp8", "--plans", "3", "-f", "csv")
+    assert r.code == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) == 3 and {row["pretraining.fp8_recipe"] for row in rows} == {"mxfp8"}
+    step = 256 * 4096
+    cs = best_training_plan(catalog, "gb300", "llama-3.1-8b", 64, step, 4096, "fp8")
+    mx = best_training_plan(catalog, "gb300", "llama-3.1-8b", 64, step, 4096, "fp8", plan="fp8_recipe=mxfp8")
+    assert mx["step_s"] > cs["step_s"]
+
+
+def test_an_fp8_recipe_is_not_named_as_a_layout_that_failed(catalog):
+    # a review: "no plan with `plan` fp8_recipe=mxfp8 fits on 16 GPUs" read as if the recipe
+    # constrained the layout; the recipe prices GEMMs and is neither named nor dropped there
+    with pytest.raises(InfeasibleError) as e:
+        train(catalog, "h100", "llama-3.1-405b", 1e12, gpus=16, precision="fp8", plan="fp8_recipe=delayed")
+    assert "fp8_recipe" not in str(e.value) and str(e.value).startswith(
+        "llama-3.1-405b on h100-sxm: no plan fits"
+    )

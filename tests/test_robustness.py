@@ -2122,3 +2122,22 @@ def test_a_workload_files_own_mode_and_transport_must_agree(tmp_path):
     cat = load(sets=["workload.prompts_per_step=32"])
     with pytest.raises(InputError, match=r"w.yaml \+ `sets`: workload.sync_transport nccl-reshard"):
         rl(cat, "h100", tmp_path / "w.yaml")
+
+
+def test_a_validation_case_gives_an_fp8_recipe_only_where_it_is_read(tmp_path):
+    # a pre-training case's plan pin; an RL or serving case ignored it silently (a review)
+    rl = (
+        "cases:\n  - id: mine\n    split: checking\n    kind: rl-step\n    description: d\n"
+        "    source: val-llama31-card\n"
+        "    inputs: {hardware: h100-sxm, model: llama-3.1-8b, prompts: 64, mean_response_tokens: 1000,"
+        " prompt_tokens: 200, max_response_tokens: 4000, gpus: 64, precision: fp8, fp8_recipe: delayed}\n"
+        "    measured: {metric: step_seconds, value: 100}\n"
+    )
+    path = tmp_path / "cases.yaml"
+    path.write_text(rl)
+    need = "input 'fp8_recipe' is a pre-training case's; a rl-step case ignores it (give it in train_plan"
+    clean_error(run_cli("validate", "--cases", str(path)), 2, need)
+    pre = CASE.format(metric="gpu_hours", tokens="tokens", hw="h100-sxm", source="val-llama31-card")
+    path.write_text(pre.replace("gpus: 64}", "gpus: 64, precision: fp8, fp8_recipe: delayed}"))
+    r = run_cli("validate", "--cases", str(path), "-f", "json")
+    assert r.code == 0 and r.json()["items"][0]["status"] == "ok"

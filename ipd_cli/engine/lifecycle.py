@@ -592,8 +592,9 @@ def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> lis
 _STEP_TERMS = {
     "gemm_s": "the linear layers' GEMMs, 3 passes (forward, input and weight gradients): FLOPs x "
     "(low-precision GEMM share / its rate + the rest / BF16's rate), a rate = dense peak x "
-    "largest-GEMM share of peak x GEMM share kept in training x recipe share, + GEMM call overhead "
-    "per call; the LM head at BF16's rate, a 1/pp share of it on each stage",
+    "largest-GEMM share of peak x GEMM share kept in training x recipe share (x the FP8 recipe's "
+    "share on an FP8 run), + GEMM call overhead per call; the LM head at BF16's rate, a 1/pp share "
+    "of it on each stage",
     "attention_s": "the causal attention's score and value products in BF16: FLOPs / (bf16 dense "
     "peak x attention efficiency), the backward attention backward / forward times the forward",
     "memory_bound_s": "norms, residuals, RoPE, activations, the router's permute and combine, the "

@@ -71,7 +71,9 @@ def pretraining_inputs(
     name = cat.canonical("systems", hardware)
     used = _precision_used(cat, trace, name, precision)
     pins = tpn.parse_plan(plan)
-    tpn.check_recipe_pin(pins, precision)
+    # a GPU without FP8 runs BF16 (noted): the recipe has nothing to price there, MXFP8 included
+    gpu = (system.accelerator, cat.accelerator_of(system)) if used == "fp8" else None
+    tpn.check_recipe_pin(pins, precision, gpu=gpu)
     x: dict[str, Any] = {
         **tpn.model_inputs(inp, cat, model),
         **tpn.hardware_inputs(inp, cat, hardware, used, pins),

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.catalog.schema import FP8_RECIPES, Model
+from ipd_cli.catalog.schema import FP8_RECIPES, Accelerator, Model
 from ipd_cli.errors import InfeasibleError, InputError, counted
 
 from . import formulas as f
@@ -168,13 +168,26 @@ def parse_recompute(value: str, item: str) -> int:
     return ts.SET_BASE + sum(2**i for i, m in enumerate(ts.MODULES) if m in names)
 
 
-def check_recipe_pin(pins: dict[str, int], precision: str, field: str = "precision") -> None:
+def check_recipe_pin(
+    pins: dict[str, int], precision: str, field: str = "precision", gpu: tuple[str, Accelerator] | None = None
+) -> None:
     """An FP8 recipe pinned on a run at another precision (``field``: the parameter that sets it) is
-    refused: it would change nothing."""
-    if "f8r" in pins and precision != "fp8":
+    refused: it would change nothing; so is MXFP8 on an ``accelerator`` without microscaling tensor
+    cores (``gpu``: its catalog name and entry). The MX formats (OCP MX: MXFP8, MXFP6, MXFP4)
+    arrive with FP4 in the same generation (Blackwell, CDNA 4), so a GPU without a dense FP4 figure
+    has none (TransformerEngine runs MXFP8 on Blackwell only: te-fp8-recipes)."""
+    if "f8r" not in pins:
+        return
+    recipe = FP8_RECIPES[pins["f8r"]]
+    if precision != "fp8":
         raise InputError(
-            f"`plan` fp8_recipe={FP8_RECIPES[pins['f8r']]}: the run trains at {precision}; an FP8 recipe "
-            f"applies to `{field}` fp8"
+            f"`plan` fp8_recipe={recipe}: the run trains at {precision}; an FP8 recipe applies to "
+            f"`{field}` fp8"
+        )
+    if recipe == "mxfp8" and gpu is not None and gpu[1].dense_tflops("fp4") is None:
+        raise InputError(
+            f"`plan` fp8_recipe=mxfp8: {gpu[0]} has no microscaling (MX) tensor cores (they come "
+            "with FP4: Blackwell, CDNA 4); pin tensorwise, delayed or blockwise"
         )
 
 
@@ -1839,6 +1852,9 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
 
     where = f"on {counted(gpus, label)}"
     first: list[dict] = []
+    # the FP8 recipe prices the GEMMs (in x), it constrains no layout: named neither as a pin a plan
+    # failed nor as one to drop
+    pins = {k: v for k, v in pins.items() if k != "f8r"}
     if len(s) == 0:
         broken = pin_rule(x, pins)
         if broken is not None:

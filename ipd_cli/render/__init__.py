@@ -102,7 +102,9 @@ def records(result: BaseModel) -> list[dict[str, Any]]:
 
 
 # what identifies a `train --plans N` run on each of its CSV rows (the rest is the plan's)
-PLAN_RUN_KEYS = ("model", "precision", "tokens", "gpus", "systems", "pricing", "price_usd_per_gpu_hour")
+PLAN_RUN_KEYS = (
+    "model", "precision", "fp8_recipe", "tokens", "gpus", "systems", "pricing", "price_usd_per_gpu_hour"
+)  # fmt: skip
 
 
 def _without(d: dict, *keys: str) -> dict:
