@@ -24,6 +24,7 @@ from .output import (
     check_format,
     check_target,
     emit,
+    folded_format,
     format_for,
     stream_rows,
     write_stdout,
@@ -76,7 +77,7 @@ FormatOpt = Annotated[
         "--format",
         "-f",
         help=f"Output format: {', '.join(FORMATS)} (auto: table on a terminal, JSON when piped).",
-        callback=_folded,
+        callback=folded_format,
     ),
 ]
 # catalog listings print to stdout only (no -o), so no xlsx
@@ -87,7 +88,7 @@ ListFormatOpt = Annotated[
         "-f",
         help=f"Output format: {', '.join(f for f in FORMATS if f != 'xlsx')} (auto: table on a "
         "terminal, JSON when piped).",
-        callback=_folded,
+        callback=folded_format,
     ),
 ]
 CatalogOpt = Annotated[
@@ -962,7 +963,7 @@ def sweep(
             "-f",
             help="csv, jsonl, json, table, markdown or xlsx (auto: table on a terminal, csv when piped; "
             "the extension of -o FILE).",
-            callback=_folded,
+            callback=folded_format,
         ),
     ] = "auto",
     output: OutputOpt = None,
@@ -1425,9 +1426,9 @@ def _listed_from_cache(args: list[str]) -> bool:
         return False
     rest, fmt = args[2:], "auto"
     if len(rest) == 2 and rest[0] in ("-f", "--format"):
-        fmt = rest[1].lower()  # -f JSON, as the full path's _folded reads it
+        fmt = folded_format(rest[1])  # -f JSON, as the full path's callback reads it
     elif len(rest) == 1 and rest[0].startswith("--format="):
-        fmt = rest[0].removeprefix("--format=").lower()
+        fmt = folded_format(rest[0].removeprefix("--format="))
     elif rest:
         return False
     if fmt not in FORMATS:  # its error, or what click makes of it, comes from the full path

@@ -21,6 +21,20 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 
+class Folded(str):
+    """A -f value in lower case, as the commands read it, that keeps how it was typed for the
+    message that refuses it (-f XLSX was refused as 'xlsx')."""
+
+    typed: str
+
+
+def folded_format(value: str) -> str:
+    """-f/--format in any case (the option's callback and the stored-listing path)."""
+    folded = Folded(value.lower())
+    folded.typed = value
+    return folded
+
+
 def format_for(fmt: str, output: Path | None, allowed: tuple[str, ...] | None = None) -> str:
     """--format wins; with `auto` and a file, the extension picks the format (``allowed``: the
     formats the command writes, whose extensions an unknown one is told)."""
@@ -51,8 +65,14 @@ def check_format(fmt: str, output: Path | None, *, stream: bool = False, to_file
                 f"{output}: {chosen} is not a format{what}; name a file ending in one of "
                 f"{', '.join(e for e, f in EXTENSION_FORMATS.items() if f in allowed)}, or give --format"
             )
-        why = " (this command prints to stdout, with no -o: no xlsx)" if chosen == "xlsx" else ""  # a review
-        raise InputError(f"unknown format '{fmt}'{what}{why}; choose one of: auto, {', '.join(allowed)}")
+        typed = getattr(fmt, "typed", fmt)
+        choose = f"choose one of: auto, {', '.join(allowed)}"
+        if chosen == "xlsx":  # it was "unknown format 'xlsx'" (the input review's leftovers)
+            raise InputError(
+                f"--format {typed}: xlsx is a binary format, and this command prints to stdout only "
+                f"(it has no -o); {choose}"
+            )
+        raise InputError(f"unknown format '{typed}'{what}; {choose}")
     xlsx_file = output is not None and str(output) != "-" and output.suffix.lower() == ".xlsx"
     if chosen == "xlsx" and not xlsx_file:
         raise InputError("xlsx is a binary format: give -o FILE.xlsx")

@@ -317,11 +317,28 @@ def test_hardware_list_takes_the_full_path_for_arguments_it_does_not_name(fresh_
     r = run_cli("hardware", "list", env={"IPD_CATALOG": str(tmp_path / "nope")})
     assert r.code == 2 and "catalog directory not found" in r.stderr and len(r.stderr.splitlines()) == 1
     # a format the command refuses: the same check, the same line, from the cache or without it
-    r = run_cli("hardware", "list", "-f", "xlsx")
-    assert r == run_cli("hardware", "list", "-f", "xlsx", env={"IPD_CACHE_DIR": "off"})
-    assert r.code == 2 and r.stderr.startswith("ipd: error: unknown format 'xlsx'")
-    # and why (a review: a listing prints to stdout, with no -o for a workbook)
-    assert "(this command prints to stdout, with no -o: no xlsx)" in r.stderr
+    r = run_cli("hardware", "list", "-f", "XLSX")
+    assert r == run_cli("hardware", "list", "-f", "XLSX", env={"IPD_CACHE_DIR": "off"})
+    # why, with the value as typed: it said "unknown format 'xlsx'" (the input review's leftovers)
+    listing = "choose one of: auto, table, json, csv, yaml, markdown\n"
+    assert (
+        r.code == 2
+        and r.stdout == ""
+        and r.stderr
+        == (
+            "ipd: error: --format XLSX: xlsx is a binary format, and this command prints to stdout only "
+            f"(it has no -o); {listing}"
+        )
+    )
+    for args in (
+        ["models", "list", "--format=Xlsx"],
+        ["workloads", "show", "pretrain-10t-moe", "-f", "xlsX"],
+    ):
+        r = run_cli(*args)
+        assert r.code == 2 and r.stderr.startswith(f"ipd: error: --format {args[-1].split('=')[-1]}: xlsx is")
+    r = run_cli("hardware", "list", "-f", "XLS")
+    assert r == run_cli("hardware", "list", "-f", "XLS", env={"IPD_CACHE_DIR": "off"})
+    assert r.code == 2 and r.stderr == f"ipd: error: unknown format 'XLS'; {listing}"
 
 
 def test_a_bad_catalog_file_fails_on_hardware_list_after_the_cache_served_it(
