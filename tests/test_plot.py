@@ -177,7 +177,7 @@ def test_a_sweep_of_no_rows_is_an_input_error(tmp_path, monkeypatch):
     _stdin(monkeypatch, '[\n{"hardware": "a", "x": 1, "y": 2}\n]\n')  # one row of JSON: a plot
     assert run_cli("plot", "sweep", "-", "--x", "x", "--y", "y").code == 0
     # an empty file or JSON array has no columns either: it said "no column 'x'" (a review)
-    for text in ("", "[\n]\n"):
+    for text in ("", "[\n]\n", "[]\n", " [ ] "):  # "[]" on one line was "line 1: not a row"
         csv_file.write_text(text)
         r = run_cli("plot", "sweep", str(csv_file), "--x", "x", "--y", "y")
         assert (
