@@ -1151,7 +1151,10 @@ def validate(
 
     cat = _load(catalog, overrides)
     result = val.validate(cat, split or (splits[0] if splits else "checking"), cases)
-    _emit(result, fmt, output)
+    # a case not reached has the engine's message as its status, in the CLI's words as explain's
+    # formulas are (it showed the library's `eplb` True, `concurrency` 1)
+    items = [{**i, "status": _cli_message(i["status"], ["validate"])} for i in result.items]
+    _emit(result.model_copy(update={"items": items}), fmt, output)
     median = result.summary[0]["median_abs_error_pct"]
     if max_median_error is not None and median is None:  # a gate with nothing to gate: not a pass
         # (a split with no case is an input error: validate raises it)

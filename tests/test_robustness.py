@@ -2094,6 +2094,34 @@ def test_a_case_that_does_not_fit_names_only_the_pins_it_gave(tmp_path, pins, na
     assert "schedule" not in item["status"] and "dispatcher" not in item["status"], item
 
 
+def test_a_case_not_reached_has_its_status_in_the_clis_words(tmp_path):
+    # the status copied the engine's message, backticks and all ("with `eplb` True, `concurrency` 1")
+    # where every other message of the CLI shows its words (the input review's leftovers)
+    case = {
+        "id": "x", "split": "checking", "kind": "prefill", "description": "x",
+        "source": "val-lmsys-gb200-part2",
+        "inputs": {"hardware": "gb200-nvl72", "model": "deepseek-v3", "precision": "fp4",
+                   "kv_precision": "fp8", "input_tokens": 2000, "prefill_layout": "dep2", "eplb": True,
+                   "stack": "sglang"},
+        "measured": {"metric": "input_tokens_per_s_per_gpu", "value": 26156},
+    }  # fmt: skip
+    path = write(tmp_path / "cases.yaml", yaml.safe_dump({"cases": [case]}))
+    r = run_cli("validate", "--cases", str(path), "-f", "json")
+    assert r.code == 0, r.stderr
+    (item,) = r.json()["items"]
+    said = "deepseek-v3 at fp4 on gb200-nvl72 with {}eplb{} True, {}disaggregated{} True, {}concurrency{} 1, "
+    said += "{}prefill_layout{} dep2: tensor parallelism must divide the 128 attention heads"
+    assert item["status"].startswith("not reached: " + said.format(*[""] * 8)), item
+    assert "`" not in item["status"] and item["predicted"] is None
+    # the CSV and the table say the same; the library keeps its own words
+    assert r.json()["items"][0]["status"] in run_cli("validate", "--cases", str(path), "-f", "csv").stdout
+    import ipd_cli
+    from ipd_cli.validate import validate
+
+    (lib,) = validate(ipd_cli.load(), "checking", path).items
+    assert lib["status"].startswith("not reached: " + said.format(*["`"] * 8)), lib
+
+
 def test_a_workload_files_own_mode_and_transport_must_agree(tmp_path):
     # its transport was dropped without a word: the file's colocated step priced a colocated
     # reload, not its nccl-reshard (the input review)
