@@ -565,6 +565,10 @@ def test_deep_nesting_with_the_pure_python_parser(monkeypatch):
                 yamlio.read_yaml("deep.yaml", text="[" * depth + "]" * depth)
         with pytest.raises(InputError, match="duplicate key 'a' \\(first at line 1\\)"):
             yamlio.read_yaml("dup.yaml", text="a: 1\na: 2\n")
+        with pytest.raises(
+            InputError, match="hex.yaml: line 2: 0x10 is a hexadecimal number to YAML \\(16\\)"
+        ):
+            yamlio.read_yaml("hex.yaml", text="a: 1\nb: 0x10\n")
     finally:
         yamlio._strict_loader.cache_clear()
 
@@ -1043,6 +1047,34 @@ def test_exponents_without_a_dot_are_numbers(tmp_path):
         "1e",
         "e5",
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [  # YAML 1.1 (PyYAML) read the first, third and fifth as 16, 15 and 90 without a word
+        ("0x10", "0x10 is a hexadecimal number to YAML (16)"),
+        ("0b11", "0b11 is a binary number to YAML 1.1 (3)"),
+        ("017", "017 is an octal number to YAML 1.1 (15)"),
+        ("0o17", "0o17 is an octal number to YAML 1.2 (15)"),
+        ("1:30", "1:30 is a base-60 number to YAML 1.1 (90)"),
+        ("-1:30.5", "-1:30.5 is a base-60 number to YAML 1.1 (-90.5)"),
+    ],
+)
+def test_a_number_not_written_in_decimal_is_refused(tmp_path, value, said):
+    said += "; write numbers in decimal, or quote it if it is text"
+    pue = f"economics:\n  pue: {{value: {value}, source: uptime-2024}}\n"  # a catalog file
+    assert train_with(tmp_path, {"x.yaml": pue}, 2).endswith(f"mycat/x.yaml: line 2: {said}")
+    lines = workload_text().splitlines()
+    at = lines.index("deadline_days: 30")
+    text = "\n".join([*lines[:at], f"deadline_days: {value}", *lines[at + 1 :]]) + "\n"
+    assert with_workload(tmp_path, text) == f"{tmp_path / 'w.yaml'}: line {at + 1}: {said}"
+    case = CASE.format(metric="gpu_hours", tokens="tokens", hw="h100-sxm", source="val-llama31-card")
+    path = write(tmp_path / "c.yaml", case.replace("gpus: 64", f"gpus: {value}"))
+    assert clean_error(run_cli("validate", "--cases", str(path)), 2) == f"{path}: line 7: {said}"
+    r = run_cli("compare", "hopper", "--workload", PRETRAIN, "--set", f"economics.pue={value}")
+    assert clean_error(r, 2) == f"--set economics.pue: {said}"
+    # quoted, it is text, which a number field refuses as it refuses any text
+    assert yamlio.read_yaml("x", text=f"['{value}', 30]") == [value, 30]
 
 
 def test_duplicate_price_labels_are_refused(tmp_path):

@@ -18,6 +18,51 @@ MAX_NODES = MAX_FILE_BYTES  # aliases may not expand a document beyond what 2 MB
 
 
 _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+# YAML 1.1 (PyYAML) reads 0x10 as 16, 0b11 as 3, 017 as 15 (octal) and 1:30 as 90 (base 60);
+# YAML 1.2 reads 0o17 as 15. A spec written so is a typo far more often than a choice, and 017 or
+# 1:30 would be taken silently; such a plain scalar is refused, naming it (quoted, it is text)
+_NOT_DECIMAL = re.compile(
+    r"^[-+]?(?:0b[0-1_]+|0o[0-7_]+|0[0-7_]+|0x[0-9a-fA-F_]+"
+    r"|[1-9][0-9_]*(?::[0-5]?[0-9])+|[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*)$"
+)
+_NOT_DECIMAL_TAG = "tag:ipd,2026:not-decimal"
+
+
+class _NotDecimal(Exception):
+    """A plain scalar that YAML reads as a number not written in decimal (:data:`_NOT_DECIMAL`)."""
+
+    def __init__(self, text: str, line: int) -> None:
+        super().__init__(text)
+        self.text, self.line = text, line
+
+
+def _not_decimal(text: str) -> str:
+    """What a :data:`_NOT_DECIMAL` scalar spells, and the fix."""
+    digits = text.replace("_", "").lstrip("+-")
+    sign = -1 if text.startswith("-") else 1
+    bases = {
+        "0x": (16, "a hexadecimal number to YAML"),
+        "0b": (2, "a binary number to YAML 1.1"),
+        "0o": (8, "an octal number to YAML 1.2"),
+    }
+    what, radix = "an octal number to YAML 1.1", 8  # 017
+    if ":" in digits:
+        what, radix = "a base-60 number to YAML 1.1", 60
+    elif digits[:2] in bases:
+        radix, what = bases[digits[:2]]
+        digits = digits[2:]
+    try:
+        if radix == 60:
+            *whole, last = digits.split(":")
+            value: float = sum(int(p) * 60 ** (len(whole) - k) for k, p in enumerate(whole))
+            value += float(last) if "." in last else int(last)
+        else:
+            value = int(digits, radix)
+        spelled = f" ({sign * value})" if len(text) <= 20 else ""  # not thousands of digits
+    except ValueError:  # 0x_: no digits
+        spelled = ""
+    shown = text if len(text) <= 40 else f"{text[:37]}..."
+    return f"{shown} is {what}{spelled}; write numbers in decimal, or quote it if it is text"
 
 
 @functools.cache
@@ -67,6 +112,13 @@ def _strict_loader() -> type:
     # YAML 1.1 (PyYAML) reads 1e14 and 1.0e14 as strings; read them as the numbers they spell, as
     # YAML 1.2 does, so that number fields can refuse strings
     StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
+    for first in "-+0123456789":  # before YAML 1.1's int and float, which would take them
+        StrictLoader.yaml_implicit_resolvers[first].insert(0, (_NOT_DECIMAL_TAG, _NOT_DECIMAL))
+
+    def not_decimal(loader: Any, node: Any) -> Any:
+        raise _NotDecimal(node.value, node.start_mark.line + 1)
+
+    StrictLoader.add_constructor(_NOT_DECIMAL_TAG, not_decimal)
     return StrictLoader
 
 
@@ -196,6 +248,9 @@ def _parse(text: str, name: str) -> Any:
         raise InputError(f"{name}: invalid YAML{where}: {problem}") from None
     except yaml.YAMLError as e:
         raise InputError(f"{name}: invalid YAML: {e}") from None
+    except _NotDecimal as e:  # 0x10, 017, 1:30 (the input review's leftovers: 0x10 read as 16)
+        where = "" if name.startswith("`sets`") else f" line {e.line}:"
+        raise InputError(f"{name}:{where} {_not_decimal(e.text)}") from None
     except RecursionError:  # the pure-Python parser recurses per level; libyaml stops at 1000
         raise InputError(f"{name}: nested deeper than {MAX_DEPTH} levels; refusing it") from None
     except ValueError as e:  # an integer of more digits than Python converts (an input review)
