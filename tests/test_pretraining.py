@@ -212,9 +212,10 @@ def test_dualpipe_bubble_and_hidden_all_to_all_by_hand(catalog):
     assert one["ep_comm_s"] == pytest.approx(
         2 * 4 * raw * (1 - x["a2a_overlap"] + x["a2a_overlap"] * x["overlap_tax"])
     )
-    # (DualPipe's gain, 0.72x the 1F1B step: < 0.7x before the search sent a token once per node,
-    # which left more all-to-all for DualPipe to hide)
-    assert out["step_s"] < 0.75 * one["step_s"]
+    # (DualPipe's gain, 0.754x the 1F1B step: < 0.7x before the search sent a token once per node,
+    # which left more all-to-all for DualPipe to hide; 0.72x before the all-to-all overlap's refit
+    # 0.353 -> 0.423, 2026-12-05, 1F1B hiding more of its own)
+    assert out["step_s"] < 0.76 * one["step_s"]
 
 
 def test_dualpipe_memory_holds_two_stages_by_hand(catalog):
