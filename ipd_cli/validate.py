@@ -140,9 +140,8 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
                 raise InputError(f"{where}: unknown input '{key}'{did_you_mean(key, INPUTS)}")
         # `fits` checked when read, not only where calibrate reads a fitting case's (a review)
         fits = case.inputs.get("fits")
-        named = {"serve": SERVING_FIELDS, "pretrain": PRETRAIN_FIELDS}.get(case.kind, ())
-        if fits is not None and fits not in named:
-            knobs = ", ".join(named) or f"none for a {case.kind} case"
+        if fits is not None and (case.kind != "serve" or fits not in SERVING_FIELDS):
+            knobs = ", ".join(SERVING_FIELDS) if case.kind == "serve" else f"none for a {case.kind} case"
             raise InputError(f"{where}: input 'fits' {fits!r} is not a knob a case can name ({knobs})")
         # a pre-training case's plan pin: another kind would ignore it (an RL case gives its
         # trainer's recipe in train_plan, as fp8_recipe=...)
@@ -561,10 +560,7 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
             ["efficiency.moe_eager_layer_ms"] if _is_moe(cat, case) and i.get("cuda_graphs") == "off" else []
         )
         tp = ["efficiency.tp_comm_overlap"] if int(i.get("tp", 1)) > 1 else []
-        knobs = [share, *fp4, *moe, *tp]
-        if "fits" in i:  # the one it names (a release whose MoE kernels outran its GPU's other fits)
-            return [k for k in knobs if pretrain_field(k) == i["fits"]]
-        return knobs
+        return [share, *fp4, *moe, *tp]
     if case.kind == "serve":
         return _serving_knobs(cat, case)
     if case.kind == "rl-step":
@@ -574,23 +570,6 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
     if case.kind == "decode":
         return []  # decode cases check; none fits a knob
     return [k for k in _weight_sync_knobs(cat, i) if _calibrated(cat, k)]
-
-
-# the knobs a pre-training fitting case may name (`fits`: it then fits that one alone): the
-# accelerator's GEMM share kept in training, the NVFP4 recipe share and the overlaps
-PRETRAIN_FIELDS = (
-    "training_share",
-    "recipe_share",
-    "moe_a2a_overlap",
-    "moe_eager_layer_ms",
-    "tp_comm_overlap",
-)
-
-
-def pretrain_field(knob: str) -> str:
-    """A pre-training knob's name as `fits` gives it (an accelerator's own share is its
-    training_share)."""
-    return "training_share" if knob.startswith("efficiency.training_share") else knob.rsplit(".", 1)[1]
 
 
 SERVING_FIELDS = (

@@ -14,16 +14,16 @@ from ipd_cli import output_schema
 def test_compare_json_contract():
     r = run_cli("compare", "vera-rubin", "blackwell", "--format", "json")
     assert r.code == 0, r.stderr
-    # one warning, one note. Rubin's plan (TP2 PP4 DP1776, 8 micro-batches of 8,192-token
-    # sequences: 116,391,936 tokens) and GB200's (TP4 PP16 DP912, 16 micro-batches: 119,537,664)
-    # run under the 10T model's recipe batch, the DeepSeek LLM rule's 0.292 x (3.1288e12 x
+    # one warning, one note. Rubin's plan (TP4 PP8 DP456, 32 micro-batches of 8,192-token
+    # sequences: 119,537,664 tokens) and GB200's (TP8 PP64 DualPipe DP52, 318 micro-batches:
+    # 135,462,912 tokens) run under the 10T model's recipe batch, the DeepSeek LLM rule's 0.292 x (3.1288e12 x
     # 1e14)^0.3271 = 135.5M: no batch warning (until 2026-12-05 Rubin's TP4 PP8 DP432 plan ran
     # 141,557,760 tokens, 1.02x, and was warned of; GB200's DualPipe plan of then 1.0005x, under
     # the 1.01x a warning takes).
     # GB200's serving deployment (52,344 GPUs x 125 kW / 72 x PUE 1.3 = 118 MW)
     # does not fit the scenario's 100 MW site (615 whole racks of 125 kW x 1.3 = 162.5 kW: 44,280
     # GPUs); the reserved prices are 3-year contracts for a month's
-    # pre-training (28,440 x 3 x 8,760 h x $8.50 = $6.35B; 116,784 x 3 x 8,760 x $4.05 = $12.4B)
+    # pre-training (29,232 x 3 x 8,760 h x $8.50 = $6.53B; 119,808 x 3 x 8,760 x $4.05 = $12.8B)
     batch = ""
     site = (
         "ipd: warning: gb200-nvl72: the scenario's serving deployment (52,344 GPUs, 118 MW) does not fit "
@@ -32,8 +32,8 @@ def test_compare_json_contract():
     )
     assert r.stderr == batch + site + (
         "ipd: note: pre-training is charged for the days it rents its GPUs at contract prices, as if "
-        "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 28,440 GPUs for 3 "
-        "year(s) at reserved $6.35B; gb200-nvl72's 116,784 GPUs for 3 year(s) at reserved $12.4B); tco "
+        "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 29,232 GPUs for 3 "
+        "year(s) at reserved $6.53B; gb200-nvl72's 119,808 GPUs for 3 year(s) at reserved $12.8B); tco "
         "pricing prices owning them\n"
     )
     # owned, a serving deployment that does not fill its last rack says what it leaves unpriced,

@@ -185,3 +185,13 @@ def test_a_sweep_of_no_rows_is_an_input_error(tmp_path, monkeypatch):
             and r.stderr
             == f"ipd: error: {csv_file}: no rows and no columns; give a sweep's output with its rows\n"
         )
+
+
+def test_a_stray_empty_array_among_json_lines_is_not_a_row(tmp_path):
+    # a review: `[]` was skipped on any line, so a row, [], a row plotted without a word; only a
+    # whole file of [] is "no rows"
+    path = tmp_path / "mid.jsonl"
+    path.write_text('{"hardware": "a", "x": 1, "y": 2}\n[]\n{"hardware": "a", "x": 2, "y": 3}\n')
+    r = run_cli("plot", "sweep", str(path), "--x", "x", "--y", "y")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.startswith(f"ipd: error: {path}: line 2: not a row of a sweep's JSON lines")

@@ -212,10 +212,9 @@ def test_dualpipe_bubble_and_hidden_all_to_all_by_hand(catalog):
     assert one["ep_comm_s"] == pytest.approx(
         2 * 4 * raw * (1 - x["a2a_overlap"] + x["a2a_overlap"] * x["overlap_tax"])
     )
-    # (DualPipe's gain, 0.754x the 1F1B step: < 0.7x before the search sent a token once per node,
-    # which left more all-to-all for DualPipe to hide; 0.72x before the all-to-all overlap's refit
-    # 0.353 -> 0.423, 2026-12-05, 1F1B hiding more of its own)
-    assert out["step_s"] < 0.76 * one["step_s"]
+    # (DualPipe's gain, 0.72x the 1F1B step: < 0.7x before the search sent a token once per node,
+    # which left more all-to-all for DualPipe to hide)
+    assert out["step_s"] < 0.75 * one["step_s"]
 
 
 def test_dualpipe_memory_holds_two_stages_by_hand(catalog):
@@ -1632,7 +1631,10 @@ def test_a_row_stepped_up_past_the_grains_takes_the_fewest_replicas_that_fit(cat
         m.setattr(trainplan, "STEPS_UP", (1,))
         m.setattr(trainplan, "STEPS_UP_TIMES", (16.0,))
         cut = train(catalog, "vera-rubin", "moe-10t", 7.90511e11, **kw).pretraining
-    assert cut.gpus == 720 and cut.plan == "TP4 PP2 DP90 EP24, mbs 1, activations offloaded to host, FSDP"
+    # (TP4 PP2 DP90 EP24, mbs 1, offloading, until the FP8 recipes' refit of 2026-12-05 moved the
+    # generic training share 0.673 -> 0.684 and the all-to-all overlap to its floor)
+    plan = "TP4 PP2 (interleave 8) DP45 EP24 (a2a overlap) CP2, mbs 3, full recompute, FSDP"
+    assert cut.gpus == 720 and cut.plan == plan
     assert train(catalog, "vera-rubin", "moe-10t", 7.90511e11, **kw).pretraining.gpus == 720
 
 

@@ -262,14 +262,14 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
         f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])}, "
     )
     assert phrase in text, phrase
-    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (956, 4000)}
-    assert re.search(rf"at 956 steps a refresh \([^)]*\) {at[956]} \(", text), at[956]
+    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (980, 4000)}
+    assert re.search(rf"at 980 steps a refresh \([^)]*\) {at[980]} \(", text), at[980]
     assert f"at 4,000 {at[4000]} (" in text, at[4000]
-    # GB200's RL at 10 % of its pre-training cost: 956 steps a refresh (886 until the shared
+    # GB200's RL at 10 % of its pre-training cost: 980 steps a refresh (886 until the shared
     # experts' tensor-parallel collectives were charged, 910 until a step paid its fixed time,
-    # 915 until the FP8 recipes' refit took GB200's month to 116,784 GPUs, 2026-12-05)
+    # 915 until the FP8 recipes' refit took GB200's month to 119,808 GPUs, 2026-12-05)
     gb_rl = systems[gb]["rl"]
-    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 956
+    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 980
 
 
 def test_the_serving_targets_the_readme_quotes_move_the_headline_as_it_says():
@@ -374,12 +374,12 @@ def test_the_goodput_by_job_size_the_readme_works_out(systems):
         f"and at the same plan efficiency GB200's plans would need {round(grown):,} GPUs."
     )
     assert phrase in _text(), phrase
-    # Daly's form refit to 0.90 at 16,384 GPUs: about 0.84 and 0.50 (0.56 on GB200's 98,304 GPUs
-    # of its plan before the FP8 recipes' refit), and at most about 63,000 GPUs' worth of useful
-    # work (on a coarse grid of cluster sizes) against the need
+    # Daly's form refit to 0.90 at 16,384 GPUs: about 0.83 and 0.53 (0.84 and 0.56 on the 28,416
+    # and 98,304 GPUs of the plans before the FP8 recipes' refit), and at most about 63,000 GPUs'
+    # worth of useful work (on a coarse grid of cluster sizes) against the need
     restart_daly = _solve(lambda r: 0.90 - _daly(16384, r, stall, per_gpu_s), 0, 5000)
-    assert round(_daly(vr, restart_daly, stall, per_gpu_s), 2) == 0.84
-    assert round(_daly(gb, restart_daly, stall, per_gpu_s), 2) == 0.50
+    assert round(_daly(vr, restart_daly, stall, per_gpu_s), 2) == 0.83
+    assert round(_daly(gb, restart_daly, stall, per_gpu_s), 2) == 0.53
     most = max(n * _daly(n, restart_daly, stall, per_gpu_s) for n in range(100_000, 260_000, 10_000))
     assert most == pytest.approx(63_000, rel=0.01) and most < need
     assert f"GB200's job is {gb / vr:.1f}x Rubin's (the GPUs the plans run on)" in _text()
@@ -487,8 +487,8 @@ def test_a_fractional_deployment_the_readme_quotes_is_what_serve_prints():
 def test_the_step_fixed_times_rack_thresholds_are_what_the_readme_says(systems):
     # a physics review (2026-12-05): the 10T month's GPU counts are rack thresholds, and a fitted
     # 31.2 ms fixed step time crossed GB200's only through its surplus; the README gives where each
-    # system's count moves around the catalog's 18 ms (since the FP8 recipes' refit, 2026-12-05:
-    # GB200's between 5 and 6 ms; Rubin's not below 60 ms)
+    # system's count moves (since the FP8 recipes' refit, 2026-12-05: neither below the catalog's
+    # 18 ms, Rubin's by 38 ms, GB200's by 55)
     def gpus(ms: str) -> dict[str, dict]:
         r = run_cli_once(
             "compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe",
@@ -497,15 +497,14 @@ def test_the_step_fixed_times_rack_thresholds_are_what_the_readme_says(systems):
         assert r.code == 0, r.stderr
         return {s["hardware"]: s["pretraining"] for s in r.json()["systems"]}
 
-    five, six, sixty = gpus("5"), gpus("6"), gpus("60")
+    none, rubin, gb200 = gpus("0.01"), gpus("38"), gpus("55")
     vr, gb = "vera-rubin-nvl72", "gb200-nvl72"
     nominal = {k: systems[k]["pretraining"]["gpus"] for k in (vr, gb)}
-    assert six[gb]["gpus"] == nominal[gb] and five[gb]["gpus"] < nominal[gb]
-    assert five[vr]["gpus"] == sixty[vr]["gpus"] == nominal[vr]
-    plan = five[gb]["plan"].split(" DP")[0]
+    assert none[vr]["gpus"] == nominal[vr] and none[gb]["gpus"] == nominal[gb]
+    assert rubin[vr]["gpus"] > nominal[vr] and rubin[gb]["gpus"] == nominal[gb] < gb200[gb]["gpus"]
     phrase = (
-        f"at 5 ms or less GB200 keeps {five[gb]['gpus']:,} GPUs ({plan}, "
-        f"{five[gb]['gpus'] / five[vr]['gpus']:.2f}x), and Rubin's\n"
-        f"{nominal[vr]:,} hold to 60 ms"
+        f"with no fixed time at all both keep them; by 38 ms Rubin needs {rubin[vr]['gpus']:,} GPUs\n"
+        f"({rubin[vr]['plan'].split(' DP')[0]}), by 55 ms GB200 {gb200[gb]['gpus']:,} "
+        f"({gb200[gb]['plan'].split(' DP')[0]})"
     )
     assert phrase in (Path(__file__).parent.parent / "README.md").read_text(), phrase

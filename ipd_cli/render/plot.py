@@ -95,8 +95,8 @@ def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict
             row = json.loads(body)
         except json.JSONDecodeError:
             row = None
-        if row == []:  # an empty JSON array on one line: no rows (it was "not a row")
-            continue
+        if row == [] and line == 1:  # the whole file an empty JSON array: no rows (it was "not a
+            continue  # row"); a stray [] among rows is not one (a review)
         if not isinstance(row, dict):
             raise InputError(
                 f"{csv_file}: line {line}: not a row of a sweep's JSON lines; give what `ipd sweep` "
