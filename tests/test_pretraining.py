@@ -1749,6 +1749,8 @@ def test_an_fp8_recipe_names_itself_only_on_fp8_runs(catalog):
     # a run asked at fp8 on a GPU without FP8 runs BF16: the recipe has nothing to price
     a100 = train(catalog, "a100", "llama-3.1-8b", 1e12, gpus=8, precision="fp8", plan="fp8_recipe=mxfp8")
     assert a100.pretraining.precision == "bf16" and a100.pretraining.fp8_recipe is None
+    [note] = [a.note for a in a100.assumptions if a.name == "precision"]
+    assert note == "a100-sxm has no dense fp8 figure; used bf16; the plan's fp8_recipe pin does not apply"
 
 
 def test_the_fp8_recipe_pin_through_the_cli():

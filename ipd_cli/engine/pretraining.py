@@ -69,8 +69,8 @@ def pretraining_inputs(
     inp = Inputs(cat, trace)
     system = cat.system(hardware)
     name = cat.canonical("systems", hardware)
-    used = _precision_used(cat, trace, name, precision)
     pins = tpn.parse_plan(plan)
+    used = _precision_used(cat, trace, name, precision, recipe_pinned="f8r" in pins)
     # a GPU without FP8 runs BF16 (noted): the recipe has nothing to price there, MXFP8 included
     gpu = (system.accelerator, cat.accelerator_of(system)) if used == "fp8" else None
     tpn.check_recipe_pin(pins, precision, gpu=gpu)
@@ -100,17 +100,21 @@ def pretraining_inputs(
     return x, meta
 
 
-def _precision_used(cat: Catalog, trace: Trace, name: str, precision: str) -> str:
+def _precision_used(
+    cat: Catalog, trace: Trace, name: str, precision: str, recipe_pinned: bool = False
+) -> str:
     """The precision the system can run (the asked one or the next wider with a dense figure),
-    recorded with a note when it is not the one asked for."""
+    recorded with a note when it is not the one asked for (and, where the plan pins an FP8 recipe
+    the run then cannot use, that the pin does not apply: a review)."""
     used = supported_precision(cat.accelerator_of(cat.system(name)), precision)
     if used != precision:
+        dropped = "; the plan's fp8_recipe pin does not apply" if recipe_pinned and used != "fp8" else ""
         trace.given(
             "precision",
             used,
             "",
             cat.origin("systems", name),
-            note=f"{name} has no dense {precision} figure; used {used}",
+            note=f"{name} has no dense {precision} figure; used {used}{dropped}",
         )
     return used
 
