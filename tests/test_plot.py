@@ -195,3 +195,20 @@ def test_a_stray_empty_array_among_json_lines_is_not_a_row(tmp_path):
     r = run_cli("plot", "sweep", str(path), "--x", "x", "--y", "y")
     assert r.code == 2 and r.stdout == ""
     assert r.stderr.startswith(f"ipd: error: {path}: line 2: not a row of a sweep's JSON lines")
+
+
+def test_a_sweep_as_one_json_array_on_a_line_plots(tmp_path):
+    # the helper's note: `ipd sweep -f json | jq -c .` writes the array on one line, which was
+    # refused as "not a row"; its rows plot as the multi-line array's do
+    rows = '{"hardware": "a", "x": 1, "y": 2}, {"hardware": "a", "x": 2, "y": 3}'
+    one, many = tmp_path / "one.json", tmp_path / "many.json"
+    one.write_text(f"[{rows}]\n")
+    many.write_text("[\n" + rows.replace("}, {", "},\n{") + "\n]\n")
+    from ipd_cli.render.plot import sweep_series
+
+    assert sweep_series(one, "x", "y") == sweep_series(many, "x", "y")
+    [series] = sweep_series(one, "x", "y")
+    assert (series.name, series.x, series.y) == ("a", [1.0, 2.0], [2.0, 3.0])
+    one.write_text('[{"hardware": "a", "x": 1, "y": 2}, 3]\n')  # not every element a row
+    r = run_cli("plot", "sweep", str(one), "--x", "x", "--y", "y")
+    assert r.code == 2 and "line 1: not a row of a sweep's JSON lines" in r.stderr

@@ -95,8 +95,15 @@ def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict
             row = json.loads(body)
         except json.JSONDecodeError:
             row = None
-        if row == [] and line == 1:  # the whole file an empty JSON array: no rows (it was "not a
-            continue  # row"); a stray [] among rows is not one (a review)
+        if line == 1 and isinstance(row, list) and all(isinstance(r, dict) for r in row):
+            # the whole sweep as one JSON array on its first line (`jq -c` of `-f json`; `[]`: no
+            # rows); a stray [] among rows is not one (a review)
+            for r in row:
+                if not header:
+                    header = True
+                    yield 1, dict.fromkeys(r)
+                yield line, r
+            continue
         if not isinstance(row, dict):
             raise InputError(
                 f"{csv_file}: line {line}: not a row of a sweep's JSON lines; give what `ipd sweep` "
