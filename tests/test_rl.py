@@ -305,11 +305,14 @@ def test_a_published_training_plan_pins_the_trainers_degrees():
     fp8 = [*base, "--set", "workload.training_precision=fp8", "-f", "json"]
     mx = run_cli(*fp8, "--set", "workload.training_plan=fp8_recipe=mxfp8")
     assert mx.code == 2 and "h100-sxm has no microscaling (MX) tensor cores" in mx.stderr
-    cs = run_cli(*fp8).json()["rl"]["trainer"]["training_pass_s"]
+    cs = run_cli(*fp8).json()["rl"]["trainer"]
     block = ["--set", "workload.training_plan=fp8_recipe=blockwise"]
     share = ["--set", "efficiency.training_fp8_recipe_share.blockwise=0.9"]
-    assert run_cli(*fp8, *block).json()["rl"]["trainer"]["training_pass_s"] == cs
-    assert run_cli(*fp8, *block, *share).json()["rl"]["trainer"]["training_pass_s"] > cs
+    assert run_cli(*fp8, *block).json()["rl"]["trainer"]["training_pass_s"] == cs["training_pass_s"]
+    slow = run_cli(*fp8, *block, *share).json()["rl"]["trainer"]
+    assert slow["training_pass_s"] > cs["training_pass_s"]
+    # the trainer names its recipe (tensorwise unless pinned; null at BF16)
+    assert (cs["fp8_recipe"], slow["fp8_recipe"], free["fp8_recipe"]) == ("tensorwise", "blockwise", None)
     # a pipeline deeper than the model's 94 layers: no trainer of any size runs it, and the error
     # names the pin (it had been dropped, the search running PP1)
     deep = run_cli(*base, "--set", "workload.training_plan=pp=1000")

@@ -637,6 +637,11 @@ class RlTrainer(Result):
     mfu: float = Field(description="model FLOPs of the training pass / (GPUs it uses x dense peak)")
     memory_bytes_per_gpu: float
     gpus_used: int
+    fp8_recipe: str | None = Field(
+        default=None,
+        description="an FP8 trainer's scaling recipe (the training_plan's fp8_recipe pin, else "
+        "tensorwise); null at other precisions",
+    )
 
 
 class Rl(Result):
