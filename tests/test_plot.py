@@ -209,6 +209,9 @@ def test_a_sweep_as_one_json_array_on_a_line_plots(tmp_path):
     assert sweep_series(one, "x", "y") == sweep_series(many, "x", "y")
     [series] = sweep_series(one, "x", "y")
     assert (series.name, series.x, series.y) == ("a", [1.0, 2.0], [2.0, 3.0])
+    one.write_text(f"[{rows}]\n" + '{"hardware": "b", "x": 1, "y": 2}\n')  # more after it: not merged
+    r = run_cli("plot", "sweep", str(one), "--x", "x", "--y", "y")
+    assert r.code == 2 and f"{one}: line 2: more after the JSON array of line 1; give one sweep" in r.stderr
     one.write_text('[{"hardware": "a", "x": 1, "y": 2}, 3]\n')  # not every element a row
     r = run_cli("plot", "sweep", str(one), "--x", "x", "--y", "y")
     assert r.code == 2 and "line 1: not a row of a sweep's JSON lines" in r.stderr

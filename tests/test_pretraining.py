@@ -1783,8 +1783,8 @@ def test_mxfp8_needs_microscaling_tensor_cores(catalog):
 
 
 def test_the_fp8_recipe_reaches_every_listed_plan_and_the_rl_trainers_search(catalog):
-    # `--plans` CSV rows each carry the run's recipe (a review: rows 2..N left it empty), and the
-    # trainer plan an RL step takes is priced at it (best_training_plan passes the pin through)
+    # `--plans` CSV rows each carry the run's recipe (a review: rows 2..N left it empty), and
+    # best_training_plan (a trainer's plan for one step, a library entry) passes the pin through
     args = ("train", "--hardware", "gb300", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "8")
     r = run_cli(*args, "--precision", "fp8", "--plan", "fp8_recipe=mxfp8", "--plans", "3", "-f", "csv")
     assert r.code == 0, r.stderr
@@ -1804,3 +1804,12 @@ def test_an_fp8_recipe_is_not_named_as_a_layout_that_failed(catalog):
     assert "fp8_recipe" not in str(e.value) and str(e.value).startswith(
         "llama-3.1-405b on h100-sxm: no plan fits"
     )
+
+
+def test_an_fp4_run_that_falls_back_to_fp8_takes_an_fp8_recipe(catalog):
+    # a review: H100 runs an fp4 request at fp8 (no FP4 figure), and a pinned FP8 recipe was
+    # refused there as "the run trains at fp4"; it applies to the precision the run trains at
+    r = train(catalog, "h100", "llama-3.1-8b", 1e12, gpus=64, precision="fp4", plan="fp8_recipe=blockwise")
+    assert (r.pretraining.precision, r.pretraining.fp8_recipe) == ("fp8", "blockwise")
+    with pytest.raises(InputError, match="the run trains at bf16; an FP8 recipe applies to `precision` fp8"):
+        train(catalog, "h100", "llama-3.1-8b", 1e12, gpus=64, precision="bf16", plan="fp8_recipe=blockwise")

@@ -32,7 +32,7 @@ WEIGHT_SYNC_OVER_2X_MAX = 0
 # Qwen3-30B-A3B rows on GB200 and GB300 became checking cases: that release runs the same GPUs and
 # layout 45-56 % faster than 26.04.01's where its dense rows moved 1-2 % (a recipe change: below),
 # and as fits they set those accelerators' training shares and, alone, the
-# all-to-all overlap (0.423 with them, 0.001 without). Refit with them as fits, the median read
+# all-to-all overlap (0.384 as full fits, 0.001 without). Refit with them as fits, the median read
 # 8.2 % (GB300's share 0.927); without, 6.1 %, fitting 9.7 -> 7.2 %; then the four 26.06 Qwen3
 # GB rows were pinned to their release's expert all-to-all overlap (Megatron-Bridge PR #4249:
 # -20/-21/-17/-14 % -> -3/-5/+4/+1 %), 5.1 %. It was 7.7 % when the bound

@@ -71,9 +71,7 @@ def pretraining_inputs(
     name = cat.canonical("systems", hardware)
     pins = tpn.parse_plan(plan)
     used = _precision_used(cat, trace, name, precision, recipe_pinned="f8r" in pins)
-    # a GPU without FP8 runs BF16 (noted): the recipe has nothing to price there, MXFP8 included
-    gpu = (system.accelerator, cat.accelerator_of(system)) if used == "fp8" else None
-    tpn.check_recipe_pin(pins, precision, gpu=gpu)
+    tpn.check_recipe_pin(pins, used, precision, gpu=(system.accelerator, cat.accelerator_of(system)))
     x: dict[str, Any] = {
         **tpn.model_inputs(inp, cat, model),
         **tpn.hardware_inputs(inp, cat, hardware, used, pins),

@@ -169,16 +169,24 @@ def parse_recompute(value: str, item: str) -> int:
 
 
 def check_recipe_pin(
-    pins: dict[str, int], precision: str, field: str = "precision", gpu: tuple[str, Accelerator] | None = None
+    pins: dict[str, int],
+    precision: str,
+    requested: str,
+    field: str = "precision",
+    gpu: tuple[str, Accelerator] | None = None,
 ) -> None:
-    """An FP8 recipe pinned on a run at another precision (``field``: the parameter that sets it) is
-    refused: it would change nothing; so is MXFP8 on an ``accelerator`` without microscaling tensor
-    cores (``gpu``: its catalog name and entry). The MX formats (OCP MX: MXFP8, MXFP6, MXFP4)
-    arrive with FP4 in the same generation (Blackwell, CDNA 4), so a GPU without a dense FP4 figure
-    has none (TransformerEngine runs MXFP8 on Blackwell only: te-fp8-recipes)."""
+    """An FP8 recipe pinned on a run that trains at another ``precision`` is refused (it would
+    change nothing), unless fp8 was ``requested`` and the GPU runs BF16 instead (noted, not
+    refused; ``field``: the parameter that asks); an FP4 run that falls back to FP8 takes it. So is
+    MXFP8 on a GPU without microscaling tensor cores (``gpu``: its catalog name and entry). The MX
+    formats (OCP MX: MXFP8, MXFP6, MXFP4) arrive with FP4 in the same generation (Blackwell, CDNA
+    4), so a GPU without a dense FP4 figure has none (TransformerEngine runs MXFP8 on Blackwell
+    only: te-fp8-recipes)."""
     if "f8r" not in pins:
         return
     recipe = FP8_RECIPES[pins["f8r"]]
+    if precision != "fp8" and requested == "fp8":
+        return
     if precision != "fp8":
         raise InputError(
             f"`plan` fp8_recipe={recipe}: the run trains at {precision}; an FP8 recipe applies to "

@@ -87,9 +87,14 @@ def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict
     from ipd_cli.errors import InputError
 
     header = False
+    whole = False  # the sweep was one JSON array on line 1: nothing may follow it
     for line, body in enumerate(itertools.chain([first], text), start=1):
         body = body.strip().rstrip(",")
-        if body in ("", "[", "]"):
+        if body == "":
+            continue
+        if whole:  # rows after the array were merged into it (a review)
+            raise InputError(f"{csv_file}: line {line}: more after the JSON array of line 1; give one sweep")
+        if body in ("[", "]"):
             continue
         try:
             row = json.loads(body)
@@ -103,6 +108,7 @@ def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict
                     header = True
                     yield 1, dict.fromkeys(r)
                 yield line, r
+            whole = True
             continue
         if not isinstance(row, dict):
             raise InputError(

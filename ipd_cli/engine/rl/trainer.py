@@ -75,8 +75,8 @@ def trainer_rates(
     sequences = max(1, round(nums.samples))
     try:
         published = tpn.parse_plan(w.training_plan)
-        gpu = (accelerator, cat.accelerators[accelerator]) if precision == "fp8" else None
-        tpn.check_recipe_pin(published, w.training_precision, "training_precision", gpu)
+        gpu = (accelerator, cat.accelerators[accelerator])
+        tpn.check_recipe_pin(published, precision, w.training_precision, "training_precision", gpu)
     except InputError as e:
         raise InputError(f"`training_plan` {w.training_plan!r}: {e}") from None
     x = {
