@@ -215,3 +215,21 @@ def test_a_sweep_as_one_json_array_on_a_line_plots(tmp_path):
     one.write_text('[{"hardware": "a", "x": 1, "y": 2}, 3]\n')  # not every element a row
     r = run_cli("plot", "sweep", str(one), "--x", "x", "--y", "y")
     assert r.code == 2 and "line 1: not a row of a sweep's JSON lines" in r.stderr
+
+
+def test_a_one_line_json_array_is_read_a_row_at_a_time(tmp_path):
+    # a review: parsed whole, 95 MB of one-line array took 2.5 GB; decoded row by row, its errors
+    # name the element, and an array that does not close says so
+    row = '{"hardware": "a", "x": 1, "y": 2}'
+    path = tmp_path / "s.json"
+    for text, said in (
+        (f"[{row}, {row}, 7]", "line 1: not a row of a sweep's JSON lines (element 3 of its array)"),
+        (f"[{row}, {row}", "line 1: the JSON array does not close (no ']' after element 2)"),
+        (f"[{row}] {row}", "line 1: not a row of a sweep's JSON lines (element 2 of its array)"),
+        (f"[{row}, nul]", "line 1: not a row of a sweep's JSON lines (element 2 of its array)"),
+    ):
+        path.write_text(text + "\n")
+        r = run_cli("plot", "sweep", str(path), "--x", "x", "--y", "y")
+        assert r.code == 2 and r.stderr.startswith(f"ipd: error: {path}: {said}"), r.stderr
+    path.write_text(f"[ {row} ,{row} ]\n")  # spaces around the separators
+    assert run_cli("plot", "sweep", str(path), "--x", "x", "--y", "y").code == 0

@@ -96,20 +96,21 @@ def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict
             raise InputError(f"{csv_file}: line {line}: more after the JSON array of line 1; give one sweep")
         if body in ("[", "]"):
             continue
-        try:
-            row = json.loads(body)
-        except json.JSONDecodeError:
-            row = None
-        if line == 1 and isinstance(row, list) and all(isinstance(r, dict) for r in row):
+        if line == 1 and body.startswith("["):
             # the whole sweep as one JSON array on its first line (`jq -c` of `-f json`; `[]`: no
-            # rows); a stray [] among rows is not one (a review)
-            for r in row:
+            # rows), decoded a row at a time (a review: parsed whole, 95 MB of it took 2.5 GB); a
+            # stray [] among rows is not one
+            for r in _array_rows(csv_file, body):
                 if not header:
                     header = True
                     yield 1, dict.fromkeys(r)
                 yield line, r
             whole = True
             continue
+        try:
+            row = json.loads(body)
+        except json.JSONDecodeError:
+            row = None
         if not isinstance(row, dict):
             raise InputError(
                 f"{csv_file}: line {line}: not a row of a sweep's JSON lines; give what `ipd sweep` "
@@ -119,6 +120,49 @@ def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict
             header = True
             yield 1, dict.fromkeys(row)
         yield line, row
+
+
+def _array_rows(csv_file: str, body: str) -> Iterator[dict[str, Any]]:
+    """The rows of a JSON array written on one line (``body``, from its ``[``), one at a time."""
+    import json
+
+    from ipd_cli.errors import InputError
+
+    decoder, end = json.JSONDecoder(), len(body)
+
+    def skip(i: int) -> int:
+        while i < end and body[i] in " \t\r\n":
+            i += 1
+        return i
+
+    def refused(k: int) -> InputError:
+        return InputError(
+            f"{csv_file}: line 1: not a row of a sweep's JSON lines (element {k} of its array); give "
+            "what `ipd sweep` wrote with -f csv, jsonl or json"
+        )
+
+    i, k = skip(1), 1
+    if i < end and body[i] == "]":
+        i = end if skip(i + 1) == end else -1
+    while 0 <= i < end:
+        try:
+            row, i = decoder.raw_decode(body, i)
+        except json.JSONDecodeError:
+            raise refused(k) from None
+        if not isinstance(row, dict):
+            raise refused(k)
+        yield row
+        i = skip(i)
+        if i < end and body[i] == ",":
+            i, k = skip(i + 1), k + 1
+        elif i < end and body[i] == "]" and skip(i + 1) == end:
+            return
+        elif i >= end:
+            raise InputError(f"{csv_file}: line 1: the JSON array does not close (no ']' after element {k})")
+        else:
+            raise refused(k + 1)
+    if i != end:
+        raise refused(k)
 
 
 def _series(csv_file: str, x: str, y: str, rows: Iterator[tuple[int, dict[str, Any]]]) -> list[Series]:
