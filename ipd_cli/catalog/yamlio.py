@@ -51,19 +51,16 @@ def _not_decimal(text: str) -> str:
     elif digits[:2] in bases:
         radix, what = bases[digits[:2]]
         digits = digits[2:]
-    if len(text) > 20:  # not thousands of digits (a review: 20,000 base-60 parts took 5 s)
-        shown = f"{text[:37]}..." if len(text) > 40 else text
-        return f"{shown} is {what}; write numbers in decimal, or quote it if it is text"
-    try:
-        if radix == 60:
+    spelled = ""
+    try:  # the value, of a short scalar (a review: 20,000 base-60 parts took 5 s)
+        if len(text) <= 20 and radix == 60:
             *whole, last = digits.split(":")
             value: float = sum(int(p) * 60 ** (len(whole) - k) for k, p in enumerate(whole))
-            value += float(last) if "." in last else int(last)
-        else:
-            value = int(digits, radix)
-        spelled = f" ({sign * value})"
+            spelled = f" ({sign * (value + (float(last) if '.' in last else int(last)))})"
+        elif len(text) <= 20:
+            spelled = f" ({sign * int(digits, radix)})"
     except ValueError:  # 0x_: no digits
-        spelled = ""
+        pass
     shown = text if len(text) <= 40 else f"{text[:37]}..."
     return f"{shown} is {what}{spelled}; write numbers in decimal, or quote it if it is text"
 

@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.catalog.schema import FP8_RECIPES, PRECISIONS, Accelerator
+from ipd_cli.catalog.schema import PRECISIONS, Accelerator
 from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, count_text
 
 from . import formulas as f
@@ -71,7 +71,7 @@ def pretraining_inputs(
     name = cat.canonical("systems", hardware)
     pins = tpn.parse_plan(plan)
     used = _precision_used(cat, trace, name, precision, recipe_pinned="f8r" in pins)
-    tpn.check_recipe_pin(pins, used, precision, gpu=(system.accelerator, cat.accelerator_of(system)))
+    tpn.check_recipe_pin(pins, used, precision, (system.accelerator, cat.accelerator_of(system)))
     x: dict[str, Any] = {
         **tpn.model_inputs(inp, cat, model),
         **tpn.hardware_inputs(inp, cat, hardware, used, pins),
@@ -637,7 +637,7 @@ def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pr
         model=meta["model"],
         precision=meta["precision"],
         precision_requested=meta.get("precision_requested"),
-        fp8_recipe=FP8_RECIPES[x["pins"].get("f8r", 0)] if meta["precision"] == "fp8" else None,
+        fp8_recipe=tpn.fp8_recipe(x["pins"], meta["precision"]),
         tokens=tokens,
         pricing=meta["pricing"],
         mfu_pinned="mfu_pin" in x,

@@ -168,12 +168,18 @@ def parse_recompute(value: str, item: str) -> int:
     return ts.SET_BASE + sum(2**i for i, m in enumerate(ts.MODULES) if m in names)
 
 
+def fp8_recipe(pins: dict[str, int], precision: str) -> str | None:
+    """The FP8 recipe of a run at ``precision`` (the plan's fp8_recipe pin, else tensorwise); None
+    off fp8, where each precision has one recipe."""
+    return FP8_RECIPES[pins.get("f8r", 0)] if precision == "fp8" else None
+
+
 def check_recipe_pin(
     pins: dict[str, int],
     precision: str,
     requested: str,
+    gpu: tuple[str, Accelerator],
     field: str = "precision",
-    gpu: tuple[str, Accelerator] | None = None,
 ) -> None:
     """An FP8 recipe pinned on a run that trains at another ``precision`` is refused (it would
     change nothing), unless fp8 was ``requested`` and the GPU runs BF16 instead (noted, not
@@ -192,7 +198,7 @@ def check_recipe_pin(
             f"`plan` fp8_recipe={recipe}: the run trains at {precision}; an FP8 recipe applies to "
             f"`{field}` fp8"
         )
-    if recipe == "mxfp8" and gpu is not None and gpu[1].dense_tflops("fp4") is None:
+    if recipe == "mxfp8" and gpu[1].dense_tflops("fp4") is None:
         raise InputError(
             f"`plan` fp8_recipe=mxfp8: {gpu[0]} has no microscaling (MX) tensor cores (they come "
             "with FP4: Blackwell, CDNA 4); pin tensorwise, delayed or blockwise"
@@ -387,8 +393,8 @@ def hardware_inputs(
         "per_system": float(inp.read(f"{spath}.accelerators", "GPUs per system (node or rack)")),
     }
     x["fp8_recipe_share"] = 1.0  # the recipe of an FP8 run (other precisions have one recipe each)
-    if precision == "fp8":
-        recipe = FP8_RECIPES[(pins or {}).get("f8r", 0)]
+    recipe = fp8_recipe(pins or {}, precision)
+    if recipe is not None:
         x["fp8_recipe_share"] = inp.read(
             f"efficiency.training_fp8_recipe_share.{recipe}", f"FP8 GEMM share kept by the {recipe} recipe"
         )

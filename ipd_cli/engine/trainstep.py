@@ -323,8 +323,14 @@ def layer_tp_seconds(P: Cols, x: dict, backward: bool = False):
     a hand-check found them uncharged), one gather and one scatter forward and three backward
     (a column-parallel FC1 as QKV, a row-parallel FC2 as the projection); the routed experts are
     not TP-split."""
-    mlp = 2.0 * (1.0 - x["moe_share"]) * tp_op_seconds(P, x) + shared_expert_tp_seconds(P, x)
+    mlp = dense_mlp_tp_seconds(P, x) + shared_expert_tp_seconds(P, x)
     return attention_tp_seconds(P, x, backward) + (1.5 if backward else 1.0) * mlp
+
+
+def dense_mlp_tp_seconds(P: Cols, x: dict):
+    """A layer's share of a dense MLP's tensor-parallel gather and scatter (the layers without
+    routed experts), forward, before overlap."""
+    return 2.0 * (1.0 - x["moe_share"]) * tp_op_seconds(P, x)
 
 
 def shared_expert_tp_seconds(P: Cols, x: dict):
@@ -736,7 +742,7 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         gathers = overlapped(mla_up_gather_seconds(P, x), x["tp_overlap"], x)
         redo["mla_up_proj"] = (up, mem(2.0 * (latents + q + x["k_width"]), latents), gathers)
     if has["mlp"]:
-        tp = overlapped(2.0 * (1.0 - moe) * tp_op_seconds(P, x), x["tp_overlap"], x)
+        tp = overlapped(dense_mlp_tp_seconds(P, x), x["tp_overlap"], x)
         redo["mlp"] = ((1.0 - moe) * g["dense"], mem((1.0 - moe) * aw * ff, (1.0 - moe) * (h + ff)), tp)
     if has["moe"]:  # router, permutes, activations and combine; the experts' inputs re-cast
         values = moe * (h + 5.0 * k * h + aw * fe * (k + s))
@@ -1022,7 +1028,7 @@ def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
         "dp_exposed_s": dp,
         "tp_grad_s": tp_grad,
         "optimizer_s": opt,
-        "fixed_s": fixed + 0.0 * opt,
+        "fixed_s": fixed + 0.0 * opt,  # a column of the grid's shape, as the other terms
         "micro_batch_s": mb_s,
         **{k: m[k] for k in ("fwd_s", "bwd_s", "comm_s", "offload_s")},
     }

@@ -80,13 +80,23 @@ def _csv_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict[
 
 def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, row) of a sweep's JSON lines (one object a line) or JSON (the same lines between
-    ``[`` and ``]``, each ending in a comma); the header is the first row's keys."""
+    ``[`` and ``]``, each ending in a comma, or the whole array on one line); the header is the
+    first row's keys."""
+    header = False
+    for line, row in _json_objects(csv_file, first, text):
+        if not header:
+            header = True
+            yield 1, dict.fromkeys(row)
+        yield line, row
+
+
+def _json_objects(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, row) of each row of :func:`_json_rows`."""
     import itertools
     import json
 
     from ipd_cli.errors import InputError
 
-    header = False
     whole = False  # the sweep was one JSON array on line 1: nothing may follow it
     for line, body in enumerate(itertools.chain([first], text), start=1):
         body = body.strip().rstrip(",")
@@ -100,11 +110,7 @@ def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict
             # the whole sweep as one JSON array on its first line (`jq -c` of `-f json`; `[]`: no
             # rows), decoded a row at a time (a review: parsed whole, 95 MB of it took 2.5 GB); a
             # stray [] among rows is not one
-            for r in _array_rows(csv_file, body):
-                if not header:
-                    header = True
-                    yield 1, dict.fromkeys(r)
-                yield line, r
+            yield from ((1, row) for row in _array_rows(csv_file, body))
             whole = True
             continue
         try:
@@ -116,9 +122,6 @@ def _json_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict
                 f"{csv_file}: line {line}: not a row of a sweep's JSON lines; give what `ipd sweep` "
                 "wrote with -f csv, jsonl or json"
             )
-        if not header:
-            header = True
-            yield 1, dict.fromkeys(row)
         yield line, row
 
 
@@ -142,9 +145,11 @@ def _array_rows(csv_file: str, body: str) -> Iterator[dict[str, Any]]:
         )
 
     i, k = skip(1), 1
-    if i < end and body[i] == "]":
-        i = end if skip(i + 1) == end else -1
-    while 0 <= i < end:
+    if body[i : i + 1] == "]":  # [] : no rows
+        if skip(i + 1) != end:
+            raise refused(1)
+        return
+    while True:
         try:
             row, i = decoder.raw_decode(body, i)
         except json.JSONDecodeError:
@@ -153,16 +158,13 @@ def _array_rows(csv_file: str, body: str) -> Iterator[dict[str, Any]]:
             raise refused(k)
         yield row
         i = skip(i)
-        if i < end and body[i] == ",":
-            i, k = skip(i + 1), k + 1
-        elif i < end and body[i] == "]" and skip(i + 1) == end:
-            return
-        elif i >= end:
+        if i >= end:
             raise InputError(f"{csv_file}: line 1: the JSON array does not close (no ']' after element {k})")
-        else:
+        if body[i] == "]" and skip(i + 1) == end:
+            return
+        if body[i] != ",":
             raise refused(k + 1)
-    if i != end:
-        raise refused(k)
+        i, k = skip(i + 1), k + 1
 
 
 def _series(csv_file: str, x: str, y: str, rows: Iterator[tuple[int, dict[str, Any]]]) -> list[Series]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ipd_cli.catalog.schema import FP8_RECIPES
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.pretraining import training_plan
 from ipd_cli.engine.results import Rl, RlGeneration, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
+from ipd_cli.engine.trainplan import fp8_recipe
 
 from .step import schedule
 from .trainer import trainer_holding_gpus
@@ -65,7 +65,7 @@ def _trainer(s: Setup, out: Outcome) -> RlTrainer | None:
         mfu=tr.mfu,
         memory_bytes_per_gpu=c.out["memory_bytes"],
         gpus_used=c.gpus_used,
-        fp8_recipe=FP8_RECIPES[s.rates.pins.get("f8r", 0)] if s.rates.precision == "fp8" else None,
+        fp8_recipe=fp8_recipe(s.rates.pins, s.rates.precision),
     )
 
 

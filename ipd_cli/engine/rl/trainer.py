@@ -76,7 +76,7 @@ def trainer_rates(
     try:
         published = tpn.parse_plan(w.training_plan)
         gpu = (accelerator, cat.accelerators[accelerator])
-        tpn.check_recipe_pin(published, precision, w.training_precision, "training_precision", gpu)
+        tpn.check_recipe_pin(published, precision, w.training_precision, gpu, "training_precision")
     except InputError as e:
         raise InputError(f"`training_plan` {w.training_plan!r}: {e}") from None
     x = {
