@@ -262,14 +262,15 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
         f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])}, "
     )
     assert phrase in text, phrase
-    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (980, 4000)}
-    assert re.search(rf"at 980 steps a refresh \([^)]*\) {at[980]} \(", text), at[980]
+    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (981, 4000)}
+    assert re.search(rf"at 981 steps a refresh \([^)]*\) {at[981]} \(", text), at[981]
     assert f"at 4,000 {at[4000]} (" in text, at[4000]
-    # GB200's RL at 10 % of its pre-training cost: 980 steps a refresh (886 until the shared
+    # GB200's RL at 10 % of its pre-training cost: 981 steps a refresh (886 until the shared
     # experts' tensor-parallel collectives were charged, 910 until a step paid its fixed time,
-    # 915 until the FP8 recipes' refit took GB200's month to 119,808 GPUs, 2026-12-05)
+    # 915 until the FP8 recipes' refit took GB200's month to 119,808 GPUs, 980 until the fixed
+    # time went 18 -> 20.4 ms, 2026-12-05)
     gb_rl = systems[gb]["rl"]
-    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 980
+    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 981
 
 
 def test_the_serving_targets_the_readme_quotes_move_the_headline_as_it_says():

@@ -287,11 +287,12 @@ def test_catalog_defaults_are_the_calibrated_values():
     # the tensor-parallel overlap's fit is flat near its value: inside its range (0.936 until a
     # step paid its fixed time) or at its top (0.95, since: its nine fitting cases each take 18 ms
     # more and the overlap, fitted before the shares, takes it up), its cases' RMS log error moving
-    # by under 0.5 % either way
+    # by under 1 % either way (0.3 % until the FP8 weight gathers went at 1 B a parameter, 0.6 %
+    # since: 0.0504 at 0.936, 0.0501 at its fit 0.906)
     tp = next(row for row in rows if row["parameter"] == "efficiency.tp_comm_overlap")
     note = notes["efficiency.tp_comm_overlap"]
     assert note == "" or note.startswith("at the high end of the range searched (0.95)"), note
-    assert tp["rms_log_error_after"] == pytest.approx(tp["rms_log_error_before"], rel=0.005)
+    assert tp["rms_log_error_after"] == pytest.approx(tp["rms_log_error_before"], rel=0.01)
     # a knob whose fitting cases the model cannot reach is reported and left at its value
     skipped = {row["parameter"]: row for row in rows if row["status"] != "fitted"}
     for row in skipped.values():

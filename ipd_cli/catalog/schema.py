@@ -603,6 +603,12 @@ class Efficiency(Strict):
         description="share of the per-tensor (tensorwise) FP8 GEMM rate an FP8 recipe's GEMMs keep, "
         "by recipe (tensorwise, delayed, mxfp8, blockwise); a plan's fp8_recipe pin chooses one",
     )
+    training_fp8_param_gather_bytes: dict[str, Sourced] = unit(
+        "bytes",
+        description="bytes a parameter the data-parallel all-gather of an FP8 run's weights sends, by recipe "
+        "(per-tensor recipes gather the FP8 copy, Megatron's fp8_param_gather; MXFP8 and blockwise "
+        "gather BF16); other precisions gather at weight_bytes_per_param",
+    )
     training_share: Sourced = unit(
         "fraction of max_share",
         description="share of the best-shape GEMM rate a training step's GEMMs sustain (collectives sharing "
@@ -702,13 +708,14 @@ class Efficiency(Strict):
                 raise ValueError(f"{name}.range must lie in [0, 1), got {list(v.range)}")
         _every_key("training_gemm", self.training_gemm, PRECISIONS)  # a user file replaces the whole table
         _every_key("low_precision_gemm_share", self.low_precision_gemm_share, PRECISIONS)
-        _every_key("training_fp8_recipe_share", self.training_fp8_recipe_share, FP8_RECIPES)
-        for r, s in self.training_fp8_recipe_share.items():
-            if r not in FP8_RECIPES:
-                raise ValueError(
-                    f"training_fp8_recipe_share.{r}: not a recipe; one of {', '.join(FP8_RECIPES)}"
-                )
+        for r, s in _recipe_table("training_fp8_recipe_share", self.training_fp8_recipe_share):
             _fraction(f"training_fp8_recipe_share.{r}", s)
+        for r, s in _recipe_table("training_fp8_param_gather_bytes", self.training_fp8_param_gather_bytes):
+            if not 0 < s.value <= self.weight_bytes_per_param.value:
+                raise ValueError(
+                    f"training_fp8_param_gather_bytes.{r} must be in (0, weight_bytes_per_param], "
+                    f"got {s.value}"
+                )
         for p, s in self.low_precision_gemm_share.items():
             _fraction(f"low_precision_gemm_share.{p}", s)
         for acc, table in self.training_gemm_max_share_by_accelerator.items():
@@ -776,6 +783,15 @@ def _every_key(name: str, table: dict, keys: tuple[str, ...]) -> None:
     missing = [k for k in keys if k not in table]
     if missing:
         raise ValueError(f"{name} needs an entry for {', '.join(missing)} (give the whole table)")
+
+
+def _recipe_table(name: str, table: dict[str, Sourced]) -> list[tuple[str, Sourced]]:
+    """A by-FP8-recipe table's entries, every recipe present and no other key."""
+    _every_key(name, table, FP8_RECIPES)
+    for r in table:
+        if r not in FP8_RECIPES:
+            raise ValueError(f"{name}.{r}: not a recipe; one of {', '.join(FP8_RECIPES)}")
+    return list(table.items())
 
 
 def _range_at_least(name: str, s: Sourced, low: float) -> None:

@@ -393,10 +393,15 @@ def hardware_inputs(
         "per_system": float(inp.read(f"{spath}.accelerators", "GPUs per system (node or rack)")),
     }
     x["fp8_recipe_share"] = 1.0  # the recipe of an FP8 run (other precisions have one recipe each)
+    x["fp8_gather_bytes"] = 0.0  # none: the weights' all-gather sends weight_bytes (derive)
     recipe = fp8_recipe(pins or {}, precision)
     if recipe is not None:
         x["fp8_recipe_share"] = inp.read(
             f"efficiency.training_fp8_recipe_share.{recipe}", f"FP8 GEMM share kept by the {recipe} recipe"
+        )
+        x["fp8_gather_bytes"] = inp.read(
+            f"efficiency.training_fp8_param_gather_bytes.{recipe}",
+            f"weight all-gather bytes per parameter ({recipe} recipe)",
         )
     x["cast_bytes"] = 0.0
     if precision != "bf16":
@@ -508,6 +513,8 @@ def derive(x: dict) -> dict[str, Any]:
     y["hbm_cap"] = x["hbm"] * x["usable"]
     y["host_cap"] = x["host_memory"] * x["usable"]
     y["grad_bytes"] = x["state_bytes"] - x["weight_bytes"] - x["optim_bytes"]
+    # the data-parallel weight all-gather's width: an FP8 recipe's (hardware_inputs), else the weights'
+    y["gather_bytes"] = ts.ifelse(x["fp8_gather_bytes"] > 0, x["fp8_gather_bytes"], x["weight_bytes"])
     low = x["cast_bytes"] > 0
     y["cast_bytes"] = x["cast_bytes"] + low * x["act_bytes"]  # read BF16, write low
     phi = x["low_share"] * low  # GEMM inputs saved for the backward in the GEMM's format
@@ -1585,8 +1592,8 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
         return 0.0 * must
     per_d, per_x = ts.dp_per_domain({**P, "dp": np.ones_like(P["tp"])}, x)
     many = np.full_like(P["tp"], 1e9)
-    ag = ts.ring_seconds(dense * x["weight_bytes"], many, per_d, x)
-    ag = ag + ts.ring_seconds(expert * x["weight_bytes"], many, per_x, x)
+    ag = ts.ring_seconds(dense * x["gather_bytes"], many, per_d, x)
+    ag = ag + ts.ring_seconds(expert * x["gather_bytes"], many, per_x, x)
     exposed = np.maximum(0.0, ag - m["fwd_s"]) + np.maximum(0.0, 2.0 * ag - m["bwd_s"])
     return np.where(must, exposed, 0.0)
 

@@ -917,13 +917,16 @@ def memory_and_host_bytes(P: Cols, m: dict, x: dict, held: Any = None, groups: A
 
 def dp_seconds(P: Cols, x: dict, held: Any = None, groups: Any = None) -> tuple[Any, Any]:
     """(reduce-scatter, all-gather) seconds of one step's gradients and weights over the data-
-    parallel groups (hierarchical across domains: :func:`ring_seconds`)."""
+    parallel groups (hierarchical across domains: :func:`ring_seconds`): the gradients at
+    ``weight_bytes`` a parameter, the weights at ``gather_bytes`` (1 B where an FP8 recipe gathers
+    its FP8 copy: efficiency.training_fp8_param_gather_bytes)."""
     held = params_per_gpu(P, x) if held is None else held
     groups = dp_groups(P) if groups is None else groups
-    sec = 0.0
+    rs = ag = 0.0
     for n, group, per in zip(held, groups, dp_per_domain(P, x), strict=True):
-        sec = sec + ring_seconds(n * x["weight_bytes"], group, per, x)
-    return sec, sec
+        rs = rs + ring_seconds(n * x["weight_bytes"], group, per, x)
+        ag = ag + ring_seconds(n * x["gather_bytes"], group, per, x)
+    return rs, ag
 
 
 def dp_exposed_seconds(P: Cols, m: dict, x: dict, held: Any = None, groups: Any = None):
