@@ -322,6 +322,40 @@ def test_an_fp8_runs_weight_all_gather_goes_at_its_recipes_width_by_hand(catalog
     assert rs_b == pytest.approx(rs) and ag_b == pytest.approx(rs)
 
 
+def test_current_scalings_amax_all_reduces_by_hand(catalog):
+    # TransformerEngine's current scaling (tensorwise) quantizes a sequence-parallel GEMM input on
+    # its shard before the gather, so the tensor-parallel ranks all-reduce its amax first: the
+    # column-parallel inputs forward, the row-parallel output gradients backward, each one
+    # scale-up collective latency (8 us), exposed. Llama 3.1 8B (dense): QKV and FC1 forward, the
+    # projection and FC2 backward; DeepSeek-V3 (MLA, 3 dense layers of 61, shared experts): two
+    # latents, FC1 or the shared experts' FC1 forward (3), two backward; Qwen3-30B-A3B (every layer
+    # routed, no shared experts): QKV alone each way. None at TP1, none for the other recipes
+    lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
+    P = {k: np.array([v]) for k, v in {"tp": 2.0, "cp": 1.0, "mbs": 1.0, "pp": 1.0, "ep": 1.0}.items()}
+    tp1 = {**P, "tp": np.array([1.0])}
+    for model, fwd, bwd in (("llama-3.1-8b", 2, 2), ("deepseek-v3", 3, 2), ("qwen3-30b-a3b", 1, 1)):
+        x = inputs(catalog, "gb300", model, "fp8")
+        assert ts.amax_seconds(P, x)[0] == pytest.approx(fwd * lat), model
+        assert ts.amax_seconds(P, x, backward=True)[0] == pytest.approx(bwd * lat), model
+        assert ts.amax_seconds(tp1, x)[0] == 0.0
+    assert inputs(catalog, "gb300", "llama-3.1-8b", "fp8")["amax_syncs"] == 1  # tensorwise, the default
+    for precision in ("bf16", "fp4"):
+        assert ts.amax_seconds(P, inputs(catalog, "gb300", "llama-3.1-8b", precision))[0] == 0.0
+    # through a run: MLPerf's Llama 3.1 8B plan on 512 GB300 (TP2, one micro-batch a step, 32
+    # layers) pays 32 x 4 x 8 us = 1.02 ms more a step than with the reductions off; blockwise none
+    kw = dict(gpus=512, precision="fp8", sequence_length=8192)
+    plan = "tp=2,pp=1,cp=4,mbs=1,gbs=64"
+    on = train(catalog, "gb300", "llama-3.1-8b", 1.81e9, plan=plan, **kw).pretraining
+    none = catalog.with_overrides(["efficiency.training_fp8_amax_reductions.tensorwise=0"])
+    off = train(none, "gb300", "llama-3.1-8b", 1.81e9, plan=plan, **kw).pretraining
+    grew = on.step_breakdown_s["exposed_comm_s"] - off.step_breakdown_s["exposed_comm_s"]
+    assert grew == pytest.approx(32 * 4 * lat, rel=1e-9)
+    block = train(catalog, "gb300", "llama-3.1-8b", 1.81e9, plan=plan + ",fp8_recipe=blockwise", **kw)
+    assert block.pretraining.step_breakdown_s["exposed_comm_s"] == pytest.approx(
+        off.step_breakdown_s["exposed_comm_s"], rel=1e-12
+    )
+
+
 def test_mla_gathers_its_latents_and_shared_experts_gather_and_scatter_by_hand(catalog):
     # Megatron-Core's MLASelfAttention runs its down-projections on the sequence shard; its
     # column-parallel up-projections gather their latents (q_lora, kv_lora) and the RoPE key is
@@ -365,8 +399,10 @@ def test_the_sequence_parallel_backward_runs_six_tensor_collectives_a_dense_laye
     # the forward all-gathers the inputs of QKV and FC1 and reduce-scatters the outputs of the
     # projection and FC2 (4); the backward reduce-scatters QKV's and FC1's input gradients,
     # all-gathers the projection's and FC2's output gradients, and all-gathers QKV's and FC1's
-    # inputs again for their weight gradients (the forward keeps only its shard): 6
-    x = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
+    # inputs again for their weight gradients (the forward keeps only its shard): 6. Current
+    # scaling's amax all-reduces, exposed beside them, are set apart here (their own test:
+    # test_current_scalings_amax_all_reduces_by_hand), and with them 2 x 8 us a layer each way
+    x = {**inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8"), "amax_syncs": 0.0}
     cols, _ = one_plan(x, 64, PLAN_70B)  # TP4
     P = {k: cols[k] for k in tpn.PLAN_COLS}
     layer = ts.overlapped(ts.layer_tp_seconds(P, x), x["tp_overlap"], x)  # the forward's 4, exposed
@@ -379,6 +415,9 @@ def test_the_sequence_parallel_backward_runs_six_tensor_collectives_a_dense_laye
     free = ts.micro_terms(P, {**x, "tp_overlap": 1.0, "overlap_tax": 0.0})
     assert t["fwd_s"] - free["fwd_s"] == pytest.approx(Ls * layer)
     assert t["bwd_s"] - free["bwd_s"] == pytest.approx(1.5 * Ls * layer)
+    amax = ts.micro_terms(P, {**x, "amax_syncs": 1.0})
+    lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
+    assert amax["tp_comm_s"] - t["tp_comm_s"] == pytest.approx(Ls * 4 * lat)
 
 
 def test_a_bf16_run_dispatches_its_moe_tokens_in_bf16(catalog):

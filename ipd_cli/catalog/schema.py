@@ -609,6 +609,12 @@ class Efficiency(Strict):
         "(per-tensor recipes gather the FP8 copy, Megatron's fp8_param_gather; MXFP8 and blockwise "
         "gather BF16); other precisions gather at weight_bytes_per_param",
     )
+    training_fp8_amax_reductions: dict[str, Sourced] = unit(
+        "all-reduces per GEMM input",
+        description="amax all-reduces over the tensor-parallel group per sequence-parallel GEMM input an FP8 "
+        "recipe quantizes before gathering, by recipe (current scaling, tensorwise: one; delayed scaling "
+        "reduces its amax history once a step, the block-scaled recipes scale locally: none)",
+    )
     training_share: Sourced = unit(
         "fraction of max_share",
         description="share of the best-shape GEMM rate a training step's GEMMs sustain (collectives sharing "
@@ -708,14 +714,7 @@ class Efficiency(Strict):
                 raise ValueError(f"{name}.range must lie in [0, 1), got {list(v.range)}")
         _every_key("training_gemm", self.training_gemm, PRECISIONS)  # a user file replaces the whole table
         _every_key("low_precision_gemm_share", self.low_precision_gemm_share, PRECISIONS)
-        for r, s in _recipe_table("training_fp8_recipe_share", self.training_fp8_recipe_share):
-            _fraction(f"training_fp8_recipe_share.{r}", s)
-        for r, s in _recipe_table("training_fp8_param_gather_bytes", self.training_fp8_param_gather_bytes):
-            if not 0 < s.value <= self.weight_bytes_per_param.value:
-                raise ValueError(
-                    f"training_fp8_param_gather_bytes.{r} must be in (0, weight_bytes_per_param], "
-                    f"got {s.value}"
-                )
+        _check_recipe_tables(self)
         for p, s in self.low_precision_gemm_share.items():
             _fraction(f"low_precision_gemm_share.{p}", s)
         for acc, table in self.training_gemm_max_share_by_accelerator.items():
@@ -783,6 +782,20 @@ def _every_key(name: str, table: dict, keys: tuple[str, ...]) -> None:
     missing = [k for k in keys if k not in table]
     if missing:
         raise ValueError(f"{name} needs an entry for {', '.join(missing)} (give the whole table)")
+
+
+def _check_recipe_tables(e: Efficiency) -> None:
+    """The by-FP8-recipe tables: whole, and each value in its range."""
+    for r, s in _recipe_table("training_fp8_recipe_share", e.training_fp8_recipe_share):
+        _fraction(f"training_fp8_recipe_share.{r}", s)
+    for r, s in _recipe_table("training_fp8_param_gather_bytes", e.training_fp8_param_gather_bytes):
+        if not 0 < s.value <= e.weight_bytes_per_param.value:
+            raise ValueError(
+                f"training_fp8_param_gather_bytes.{r} must be in (0, weight_bytes_per_param], got {s.value}"
+            )
+    for r, s in _recipe_table("training_fp8_amax_reductions", e.training_fp8_amax_reductions):
+        if s.value not in (0, 1):
+            raise ValueError(f"training_fp8_amax_reductions.{r} must be 0 or 1, got {s.value}")
 
 
 def _recipe_table(name: str, table: dict[str, Sourced]) -> list[tuple[str, Sourced]]:

@@ -327,6 +327,20 @@ def layer_tp_seconds(P: Cols, x: dict, backward: bool = False):
     return attention_tp_seconds(P, x, backward) + (1.5 if backward else 1.0) * mlp
 
 
+def amax_seconds(P: Cols, x: dict, backward: bool = False):
+    """FP8 current scaling's amax all-reduces of one layer over its tensor-parallel group (sequence
+    parallel: a GEMM input quantized on its sequence shard before the gather needs one scale on
+    every rank; TransformerEngine's Float8CurrentScalingQuantizer, an fp32 scalar waited on before
+    the cast, so not overlapped): forward on the inputs of the column-parallel layers (QKV, an MLA
+    layer's two latent up-projections; FC1 of a dense MLP or of a routed layer's shared experts),
+    backward on the output gradients of the row-parallel ones (the projection, FC2).
+    ``amax_syncs``: all-reduces per such GEMM input, by recipe
+    (efficiency.training_fp8_amax_reductions: 1 for tensorwise, 0 for the others and off FP8)."""
+    mlp = (1.0 - x["moe_share"]) + x["moe_share"] * (x["shared"] > 0)
+    attention = 1.0 if backward else ifelse(x["kv_lora"] > 0, 2.0, 1.0)
+    return (P["tp"] > 1.0) * x["amax_syncs"] * (attention + mlp) * x["lat_up"]
+
+
 def dense_mlp_tp_seconds(P: Cols, x: dict):
     """A layer's share of a dense MLP's tensor-parallel gather and scatter (the layers without
     routed experts), forward, before overlap."""
@@ -381,8 +395,8 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     inside = in_domain(P, x)
     Ls = stage_layers(P, x)
     g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
-    tp = overlapped(layer_tp_seconds(P, x), x["tp_overlap"], x)
-    tp_bwd = overlapped(layer_tp_seconds(P, x, backward=True), x["tp_overlap"], x)
+    tp = overlapped(layer_tp_seconds(P, x), x["tp_overlap"], x) + amax_seconds(P, x)
+    tp_bwd = overlapped(layer_tp_seconds(P, x, backward=True), x["tp_overlap"], x) + amax_seconds(P, x, True)
     ep_raw = layer_ep_seconds(P, x, inside["ep"])
     r = x["attn_bwd_ratio"]
     # context parallelism's ring hides its KV transfers behind the attention of its own blocks
