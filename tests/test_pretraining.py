@@ -320,6 +320,15 @@ def test_an_fp8_runs_weight_all_gather_goes_at_its_recipes_width_by_hand(catalog
     assert ag == pytest.approx(one_byte) and rs == pytest.approx(2 * one_byte)
     rs_b, ag_b = ts.dp_seconds(P, blockwise)
     assert rs_b == pytest.approx(rs) and ag_b == pytest.approx(rs)
+    # an RL trainer's forward-only pass (log-probabilities) pays FSDP's weight gathers alone, at
+    # the recipe's width: mb x (what the forward does not hide + the last layer's bucket)
+    for zero, mb in ((3.0, 4.0), (1.0, 4.0)):
+        F = {**P, "zero": np.array([zero]), "mb": np.array([mb])}
+        for x, gathered in ((tensorwise, ag), (blockwise, ag_b)):
+            t = ts.micro_terms(F, x)
+            none = ts.forward_seconds(F, t, {**x, "gather_bytes": 0.0})
+            fsdp = mb * (ts.exposed(gathered, t["fwd_s"], x) + gathered / t["stage_layers"])
+            assert ts.forward_seconds(F, t, x) - none == pytest.approx((zero == 3) * fsdp, rel=1e-9)
 
 
 def test_current_scalings_amax_all_reduces_by_hand(catalog):

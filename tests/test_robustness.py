@@ -337,12 +337,12 @@ def test_a_table_replaced_by_a_user_file_must_be_whole(tmp_path):
         "efficiency:\n  training_fp8_recipe_share:\n" + whole + "    mx: {value: 0.9, source: ipd-estimate}\n"
     )
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", "training_fp8_recipe_share.mx: not a recipe")
-    # the recipes' weight all-gather widths too, each within (0, the weights' own bytes]
+    # the recipes' weight all-gather widths too, each above 0 (capped at the weights' own bytes)
     text = "efficiency:\n  training_fp8_param_gather_bytes:\n    mxfp8: {value: 2, source: ipd-estimate}\n"
     need = "training_fp8_param_gather_bytes needs an entry for tensorwise, delayed, blockwise"
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
-    text = "efficiency:\n  training_fp8_param_gather_bytes:\n" + whole.replace("1.0", "4")
-    need = "training_fp8_param_gather_bytes.tensorwise must be in (0, weight_bytes_per_param], got 4"
+    text = "efficiency:\n  training_fp8_param_gather_bytes:\n" + whole.replace("1.0", "0")
+    need = "training_fp8_param_gather_bytes.tensorwise must be > 0, got 0"
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
     # and the amax all-reduces per quantized input: one or none
     text = "efficiency:\n  training_fp8_amax_reductions:\n" + whole.replace("1.0", "2")

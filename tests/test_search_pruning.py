@@ -41,6 +41,37 @@ def test_the_pruned_fixed_search_finds_the_exhaustive_best(catalog, hardware, mo
     assert found.best.out["step_s"] == float(whole.out["step_s"][b])
 
 
+@pytest.mark.parametrize("recipe", [0, 3])  # tensorwise (1-B weight gathers), blockwise (2 B)
+def test_the_plan_bound_is_below_every_evaluated_plan(catalog, recipe):
+    # a review (2026-12-05): the FSDP part of a micro row's bound priced its gathers on the most
+    # replicas (the longest ring), which put the bound above 1,694 of Llama 3.1 405B's FP8 plans on
+    # 128 H100 (blockwise; 1-B gathers hid it until then): a bound above a plan could prune the
+    # best. It now rings over the fewest replicas that hold the state (dp x cp: TP2 PP8 CP8 DP1
+    # FSDP shards over 8)
+    from ipd_cli.engine.inputs import Inputs
+
+    inp = Inputs(catalog)
+    x = tpn.derive(
+        {
+            **tpn.model_inputs(inp, catalog, "llama-3.1-405b"),
+            **tpn.hardware_inputs(inp, catalog, "h100-sxm", "fp8", {"f8r": recipe}),
+            **tpn.step_inputs(inp, "fp8"),
+            "seq": 8192,
+            "tokens": 1e12,
+        }
+    )
+    pins = {"f8r": recipe, "zero": 3}
+    P, m = tpn._fitting_micro(x, 128, pins)
+    bound = tpn.lower_bound_seconds_per_token(P, m, x, 128, pins)
+    assert np.count_nonzero(tpn.fsdp_lower_bound(P, m, x, pins)) > 0  # the FSDP term bites here
+    whole = tpn.search_fixed(x, 128, pins, exhaustive=True)
+    rows = whole.cols["row"].astype(int)
+    per_plan = bound[np.argsort(bound, kind="stable")][rows]
+    ok = np.isfinite(whole.seconds_per_token)
+    assert ok.sum() > 1000
+    assert np.all(whole.seconds_per_token[ok] >= per_plan[ok] * (1 - 1e-9))
+
+
 def _whole_grid(monkeypatch):
     """Deadline searches that compute every row's need up front, as before the lazy order."""
     init = tpn._NeedOrder.__init__

@@ -603,7 +603,8 @@ _STEP_TERMS = {
     "exposed_comm_s": "the tensor-parallel (sequence-parallel) all-gathers and reduce-scatters (around "
     "attention, MLA gathering its latents; a dense layer's MLP; a routed layer's shared experts), the "
     "context-parallel ring and the expert all-to-alls, less what hides behind compute (each hidden "
-    "part still taxes the compute it overlaps)",
+    "part still taxes the compute it overlaps), and FP8 current scaling's amax all-reduces over the "
+    "tensor-parallel group (efficiency.training_fp8_amax_reductions), exposed",
     "activation_offload_s": "activations sent to host memory and back over the host link where the "
     "plan offloads them",
     "host_bound_s": "an MoE layer's forward waiting for the host without CUDA graphs (host-bound time "
@@ -612,7 +613,8 @@ _STEP_TERMS = {
     "boundaries (2 x interleave sends): tokens x hidden x bytes / tp over the pipeline's link, plus "
     "its latency; under DualPipe only what the paired chunks' compute does not hide",
     "data_parallel_exposed_s": "the gradient reduce-scatter and the weights' all-gather over the "
-    "data-parallel group (ZeRO stage), less what hides behind the last micro-batch's backward and "
+    "data-parallel group (ZeRO stage; an FP8 run gathers at its recipe's width, "
+    "efficiency.training_fp8_param_gather_bytes), less what hides behind the last micro-batch's backward and "
     "the first's forward (with the all-to-all those unpaired chunks expose)",
     "tensor_parallel_grad_sync_s": "the all-reduce of the gradients of the weights every "
     "tensor-parallel rank holds whole",

@@ -518,8 +518,10 @@ def derive(x: dict) -> dict[str, Any]:
     y["hbm_cap"] = x["hbm"] * x["usable"]
     y["host_cap"] = x["host_memory"] * x["usable"]
     y["grad_bytes"] = x["state_bytes"] - x["weight_bytes"] - x["optim_bytes"]
-    # the data-parallel weight all-gather's width: an FP8 recipe's (hardware_inputs), else the weights'
-    y["gather_bytes"] = ts.ifelse(x["fp8_gather_bytes"] > 0, x["fp8_gather_bytes"], x["weight_bytes"])
+    # the data-parallel weight all-gather's width: an FP8 recipe's (hardware_inputs), else the weights';
+    # never more than the weights hold (`--set efficiency.weight_bytes_per_param=1`: FP8 weights)
+    fp8_gather = f.minimum(x["fp8_gather_bytes"], x["weight_bytes"])
+    y["gather_bytes"] = ts.ifelse(x["fp8_gather_bytes"] > 0, fp8_gather, x["weight_bytes"])
     low = x["cast_bytes"] > 0
     y["cast_bytes"] = x["cast_bytes"] + low * x["act_bytes"]  # read BF16, write low
     phi = x["low_share"] * low  # GEMM inputs saved for the backward in the GEMM's format
@@ -1587,7 +1589,12 @@ class _NeedOrder:
 
 def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
     """Exposed FSDP gathers per micro-batch for rows whose weights alone do not fit unsharded (they
-    must run FSDP): the gathers on the most replicas, beyond what the forward and backward hide."""
+    must run FSDP): the weights' gathers (forward and backward) and the gradients' reduce-scatter
+    (backward) beyond what the forward and backward hide, on the fewest replicas that hold the
+    state (the shards' group is dp x cp: one replica shards over its context-parallel ranks), whose
+    rings are the shortest a plan of the row can run
+    (a ring's time grows with its group; until a review, 2026-12-05, they were priced on the most
+    replicas, the longest, and the bound sat above real plans' times)."""
     import numpy as np
 
     dense, expert = ts.params_per_gpu(P, x)
@@ -1595,11 +1602,15 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
     must = (dense + expert) * x["weight_bytes"] + acts + m["logits_bytes"] > x["hbm_cap"]
     if pins.get("zero", 3) != 3:
         return 0.0 * must
+    fewest = replicas_for_memory(P, m, x, pins)
+    fewest = np.where(np.isfinite(fewest), np.maximum(fewest, 1.0), 1.0)
+    g_dense, g_expert = ts.dp_groups({**P, "dp": fewest})
     per_d, per_x = ts.dp_per_domain({**P, "dp": np.ones_like(P["tp"])}, x)
-    many = np.full_like(P["tp"], 1e9)
-    ag = ts.ring_seconds(dense * x["gather_bytes"], many, per_d, x)
-    ag = ag + ts.ring_seconds(expert * x["gather_bytes"], many, per_x, x)
-    exposed = np.maximum(0.0, ag - m["fwd_s"]) + np.maximum(0.0, 2.0 * ag - m["bwd_s"])
+    ag, rs = (
+        ts.ring_seconds(dense * x[b], g_dense, per_d, x) + ts.ring_seconds(expert * x[b], g_expert, per_x, x)
+        for b in ("gather_bytes", "weight_bytes")
+    )
+    exposed = np.maximum(0.0, ag - m["fwd_s"]) + np.maximum(0.0, ag + rs - m["bwd_s"])
     return np.where(must, exposed, 0.0)
 
 
