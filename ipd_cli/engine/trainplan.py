@@ -1606,10 +1606,8 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
     fewest = np.where(np.isfinite(fewest), np.maximum(fewest, 1.0), 1.0)
     g_dense, g_expert = ts.dp_groups({**P, "dp": fewest})
     per_d, per_x = ts.dp_per_domain({**P, "dp": np.ones_like(P["tp"])}, x)
-    ag, rs = (
-        ts.ring_seconds(dense * x[b], g_dense, per_d, x) + ts.ring_seconds(expert * x[b], g_expert, per_x, x)
-        for b in ("gather_bytes", "weight_bytes")
-    )
+    per_byte = ts.ring_seconds(dense, g_dense, per_d, x) + ts.ring_seconds(expert, g_expert, per_x, x)
+    ag, rs = per_byte * x["gather_bytes"], per_byte * x["weight_bytes"]
     exposed = np.maximum(0.0, ag - m["fwd_s"]) + np.maximum(0.0, ag + rs - m["bwd_s"])
     return np.where(must, exposed, 0.0)
 

@@ -936,11 +936,10 @@ def dp_seconds(P: Cols, x: dict, held: Any = None, groups: Any = None) -> tuple[
     its FP8 copy: efficiency.training_fp8_param_gather_bytes)."""
     held = params_per_gpu(P, x) if held is None else held
     groups = dp_groups(P) if groups is None else groups
-    rs = ag = 0.0
+    per_byte = 0.0  # a ring's time is linear in its bytes: one ring a byte a parameter, scaled
     for n, group, per in zip(held, groups, dp_per_domain(P, x), strict=True):
-        rs = rs + ring_seconds(n * x["weight_bytes"], group, per, x)
-        ag = ag + ring_seconds(n * x["gather_bytes"], group, per, x)
-    return rs, ag
+        per_byte = per_byte + ring_seconds(n, group, per, x)
+    return per_byte * x["weight_bytes"], per_byte * x["gather_bytes"]
 
 
 def dp_exposed_seconds(P: Cols, m: dict, x: dict, held: Any = None, groups: Any = None):
