@@ -365,6 +365,45 @@ def test_current_scalings_amax_all_reduces_by_hand(catalog):
     )
 
 
+def test_a_recipes_cached_weight_copy_is_in_memory_by_hand(catalog):
+    # TransformerEngine keeps a recipe's quantized weights beside BF16 parameters across
+    # micro-batches (efficiency.training_weight_cache_bytes): NVFP4 a rowwise and a transposed copy,
+    # 2 x (0.5 + 1 / 16) = 1.125 B a parameter; FP8 blockwise 2 x 1 B; none at BF16 and where the
+    # parameters are the FP8 tensors (tensorwise, delayed, MXFP8). Llama 3.1 70B at PLAN_70B on 64
+    # H100-class weights (the memory test above): ZeRO-1 holds the 2.444e9 parameters whole
+    cache = catalog.efficiency.training_weight_cache_bytes
+    assert (cache["fp4"].value, cache["blockwise"].value, cache["bf16"].value) == (1.125, 2.0, 0)
+    assert cache["tensorwise"].value == cache["delayed"].value == cache["mxfp8"].value == 0
+    edge = 128256 * 8192
+    for hardware, precision, pins, extra in (
+        ("b200", "fp4", {}, 1.125),
+        ("b200", "fp8", {"f8r": 3}, 2.0),
+        ("b200", "fp8", {"f8r": 0}, 0.0),
+        ("b200", "bf16", {}, 0.0),
+    ):
+        from ipd_cli.engine.inputs import Inputs
+
+        inp = Inputs(catalog)
+        x = tpn.derive(
+            {
+                **tpn.model_inputs(inp, catalog, "llama-3.1-70b"),
+                **tpn.hardware_inputs(inp, catalog, hardware, precision, pins),
+                **tpn.step_inputs(inp, precision),
+                "seq": 8192,
+                "tokens": 1e12,
+            }
+        )
+        cols, _ = one_plan(x, 64, PLAN_70B)
+        P = {k: cols[k] for k in ("tp", "pp", "ep", "dp", "cp", "zero", "vp")}
+        params = ((x["total"] - 2 * edge) * 10 / 80 + edge) / 4
+        state = params * (2 + extra + 2) + params * 12 / 2
+        assert ts.state_bytes(P, x) == pytest.approx(state), (precision, pins)
+        # FSDP keeps its shards without the copy and its two gathered layers with it
+        layers = 2 * params / ts.stage_layers(P, x)
+        fsdp = params * (2 + 2 + 12) / 2 + layers * (2 + extra)
+        assert ts.state_bytes({**P, "zero": 3.0}, x) == pytest.approx(fsdp), (precision, pins)
+
+
 def test_mla_gathers_its_latents_and_shared_experts_gather_and_scatter_by_hand(catalog):
     # Megatron-Core's MLASelfAttention runs its down-projections on the sequence shard; its
     # column-parallel up-projections gather their latents (q_lora, kv_lora) and the RoPE key is
@@ -1759,15 +1798,16 @@ def test_an_expert_overlap_that_pairs_nothing_costs_what_no_overlap_does(catalog
     # chunks, 4 micro-batches: 131 warmup chunks of 128); such a plan ran its all-to-alls alone,
     # as without the overlap, but the windows that hide its activation offload and its
     # data-parallel collectives left them out: 3.006 s against 2.853 s (found with the LM-head
-    # work). Both now read the same step
-    pins = "tp=2,pp=4,vp=32,ep=128,cp=1,mbs=1,order=0,recompute=offload,zero=1,dispatcher=deepep"
+    # work). Both now read the same step. TP4 on 48,384 GPUs (4 micro-batches) since memory counts
+    # NVFP4's cached weight copy: TP2's offloading plan on 24,192 no longer fits
+    pins = "tp=4,pp=4,vp=32,ep=128,cp=1,mbs=1,order=0,recompute=offload,zero=1,dispatcher=deepep"
     steps = [
         train(
             catalog,
             "vera-rubin",
             "moe-10t",
             1e14,
-            gpus=24192,
+            gpus=48384,
             precision="fp4",
             plan=f"{pins},a2a_overlap={o}",
         ).pretraining

@@ -136,7 +136,7 @@ def test_what_ifs_the_readme_quotes_print_those_figures():
     assert "draws (up to" not in r.stderr, r.stderr
     r = run_cli(
         "sweep", "--vary", "hardware=vera-rubin", "--workload", "pretrain-10t-moe", "--samples", "200",
-        "--metrics", "pretraining.wall_days", "--set", "workload.plan=tp=2,pp=2,recompute=none",
+        "--metrics", "pretraining.wall_days", "--set", "workload.plan=tp=4,pp=2,recompute=none",
     )  # fmt: skip
     missed = re.search(r"memory of (\d+) of the 200 draws \(up to ([\d.]+) GB", r.stderr)
     assert missed, r.stderr

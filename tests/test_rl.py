@@ -299,8 +299,9 @@ def test_a_published_training_plan_pins_the_trainers_degrees():
     # an FP8 recipe pinned on a BF16 trainer is refused, naming the field that sets the precision;
     # MXFP8 on H100 too (no microscaling tensor cores); at fp8 the trainer's GEMMs run at the pinned
     # recipe's share (blockwise's set to 0.9 here: slower than tensorwise's 1.0). Blockwise gathers
-    # its weights in BF16 (efficiency.training_fp8_param_gather_bytes: 2 B, tensorwise 1 B): slower
-    # by that alone; at 1 B and the same GEMM share the two trainers are the same
+    # its weights in BF16 (efficiency.training_fp8_param_gather_bytes: 2 B, tensorwise 1 B) and keeps
+    # a cached FP8 copy beside its BF16 weights (efficiency.training_weight_cache_bytes: 2 B, none for
+    # tensorwise's FP8 parameters): slower by those alone; without them the two trainers are the same
     bad = run_cli(*base, "--set", "workload.training_plan=fp8_recipe=mxfp8")
     need = "the run trains at bf16; an FP8 recipe applies to training_precision fp8"
     assert bad.code == 2 and need in bad.stderr
@@ -312,7 +313,10 @@ def test_a_published_training_plan_pins_the_trainers_degrees():
     share = ["--set", "efficiency.training_fp8_recipe_share.blockwise=0.9"]
     wide = run_cli(*fp8, *block).json()["rl"]["trainer"]["training_pass_s"]
     assert wide > cs["training_pass_s"]
-    narrow = ["--set", "efficiency.training_fp8_param_gather_bytes.blockwise=1"]
+    narrow = [
+        "--set", "efficiency.training_fp8_param_gather_bytes.blockwise=1",
+        "--set", "efficiency.training_weight_cache_bytes.blockwise=0",
+    ]  # fmt: skip
     assert run_cli(*fp8, *block, *narrow).json()["rl"]["trainer"]["training_pass_s"] == cs["training_pass_s"]
     slow = run_cli(*fp8, *block, *share).json()["rl"]["trainer"]
     assert slow["training_pass_s"] > cs["training_pass_s"]

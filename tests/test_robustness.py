@@ -344,6 +344,10 @@ def test_a_table_replaced_by_a_user_file_must_be_whole(tmp_path):
     text = "efficiency:\n  training_fp8_param_gather_bytes:\n" + whole.replace("1.0", "0")
     need = "training_fp8_param_gather_bytes.tensorwise must be > 0, got 0"
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
+    # the cached weight copies: bf16, fp4 and every FP8 recipe
+    text = "efficiency:\n  training_weight_cache_bytes:\n" + whole
+    need = "training_weight_cache_bytes needs an entry for bf16, fp4"
+    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
     # and the amax all-reduces per quantized input: one or none
     text = "efficiency:\n  training_fp8_amax_reductions:\n" + whole.replace("1.0", "2")
     need = "training_fp8_amax_reductions.tensorwise must be 0 or 1, got 2"

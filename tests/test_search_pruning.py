@@ -41,26 +41,32 @@ def test_the_pruned_fixed_search_finds_the_exhaustive_best(catalog, hardware, mo
     assert found.best.out["step_s"] == float(whole.out["step_s"][b])
 
 
-@pytest.mark.parametrize("recipe", [0, 3])  # tensorwise (1-B weight gathers), blockwise (2 B)
-def test_the_plan_bound_is_below_every_evaluated_plan(catalog, recipe):
+@pytest.mark.parametrize(
+    ("precision", "recipe"),
+    [("fp8", 0), ("fp8", 3), ("fp4", None)],  # tensorwise (1-B gathers), blockwise (2 B), NVFP4 (cached copy)
+)
+def test_the_plan_bound_is_below_every_evaluated_plan(catalog, precision, recipe):
     # a review (2026-12-05): the FSDP part of a micro row's bound priced its gathers on the most
     # replicas (the longest ring), which put the bound above 1,694 of Llama 3.1 405B's FP8 plans on
     # 128 H100 (blockwise; 1-B gathers hid it until then): a bound above a plan could prune the
     # best. It now rings over the fewest replicas that hold the state (dp x cp: TP2 PP8 CP8 DP1
-    # FSDP shards over 8)
+    # FSDP shards over 8); the weights a plan keeps whole carry the recipe's cached copy (NVFP4 on
+    # B200), FSDP's shards do not
     from ipd_cli.engine.inputs import Inputs
 
     inp = Inputs(catalog)
+    recipe_pin = {} if recipe is None else {"f8r": recipe}
+    hardware = "h100-sxm" if precision == "fp8" else "b200"
     x = tpn.derive(
         {
             **tpn.model_inputs(inp, catalog, "llama-3.1-405b"),
-            **tpn.hardware_inputs(inp, catalog, "h100-sxm", "fp8", {"f8r": recipe}),
-            **tpn.step_inputs(inp, "fp8"),
+            **tpn.hardware_inputs(inp, catalog, hardware, precision, recipe_pin),
+            **tpn.step_inputs(inp, precision),
             "seq": 8192,
             "tokens": 1e12,
         }
     )
-    pins = {"f8r": recipe, "zero": 3}
+    pins = {**recipe_pin, "zero": 3}
     P, m = tpn._fitting_micro(x, 128, pins)
     bound = tpn.lower_bound_seconds_per_token(P, m, x, 128, pins)
     assert np.count_nonzero(tpn.fsdp_lower_bound(P, m, x, pins)) > 0  # the FSDP term bites here

@@ -544,13 +544,14 @@ def test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted(catalog,
     # (the 10T month with its activations kept in HBM, the plan the search chose until tensor-
     # parallel ranks held MLA's down-projections whole: it now offloads them, and an offloading
     # plan sends what a draw's HBM does not hold to the host; TP2 PP2 since the plan the search
-    # takes with them kept, once the 1F1B overlap paid for its unpaired chunks, holds 137 GB)
+    # takes with them kept, once the 1F1B overlap paid for its unpaired chunks, holds 137 GB; TP4
+    # PP2 since memory counts NVFP4's cached weight copy: TP2 PP2's plan then holds 224 GB)
     n = 200
     workload = tmp_path / "pretrain.yaml"
     write(
         workload,
         "kind: pretrain\ndescription: the 10T month, activations in HBM\nmodel: moe-10t\n"
-        "tokens: 1.0e14\ndeadline_days: 30\nprecision: fp4\nplan: tp=2,pp=2,recompute=none\n",
+        "tokens: 1.0e14\ndeadline_days: 30\nprecision: fp4\nplan: tp=4,pp=2,recompute=none\n",
     )
     chunks, _ = ipd_cli.sweep(
         catalog,
@@ -667,7 +668,7 @@ def test_the_draws_memory_note_is_said_once_for_the_points_it_holds_at():
     r = run_cli(
         "sweep", "--vary", "hardware=vera-rubin", "--vary",
         "workload.serving.input_tokens_per_request=2000,3000", "--samples", "100", "-f", "csv",
-        "--set", "workload.pretraining.plan=tp=2,pp=2,recompute=none",
+        "--set", "workload.pretraining.plan=tp=4,pp=2,recompute=none",
     )  # fmt: skip
     assert r.code == 0, r.stderr
     lines = [line for line in r.stderr.splitlines() if "draws (up to" in line]

@@ -22,6 +22,7 @@ Precision = Literal["fp4", "fp8", "bf16"]
 # current amax (tensorwise, the default) or from an amax history (delayed), one per 32-value block
 # with E8M0 scales (mxfp8, Blackwell's microscaling) or per 128-value tile (blockwise, DeepSeek-V3's)
 FP8_RECIPES = ("tensorwise", "delayed", "mxfp8", "blockwise")
+WEIGHT_RECIPES = ("bf16", "fp4", *FP8_RECIPES)  # one recipe each for bf16 and fp4 (NVFP4)
 Status = Literal["shipping", "announced", "roadmap"]
 PriceLabel = Literal["on-demand", "reserved", "spot", "tco-model"]
 
@@ -615,6 +616,12 @@ class Efficiency(Strict):
         "recipe quantizes before gathering, by recipe (current scaling, tensorwise: one; delayed scaling "
         "reduces its amax history once a step, the block-scaled recipes scale locally: none)",
     )
+    training_weight_cache_bytes: dict[str, Sourced] = unit(
+        "bytes",
+        description="bytes a parameter of the quantized weight copy a low-precision recipe keeps beside its "
+        "parameters across micro-batches (TransformerEngine's weight workspace), by recipe: bf16 and fp4 "
+        "(NVFP4), and the FP8 recipes by name; none where the parameter is itself the quantized tensor",
+    )
     training_share: Sourced = unit(
         "fraction of max_share",
         description="share of the best-shape GEMM rate a training step's GEMMs sustain (collectives sharing "
@@ -791,17 +798,22 @@ def _check_recipe_tables(e: Efficiency) -> None:
     for r, s in _recipe_table("training_fp8_param_gather_bytes", e.training_fp8_param_gather_bytes):
         if not s.value > 0:  # above the weights' own bytes it is capped at them (trainplan.derive)
             raise ValueError(f"training_fp8_param_gather_bytes.{r} must be > 0, got {s.value}")
+    for r, s in _recipe_table("training_weight_cache_bytes", e.training_weight_cache_bytes, WEIGHT_RECIPES):
+        if not s.value >= 0:
+            raise ValueError(f"training_weight_cache_bytes.{r} must be >= 0, got {s.value}")
     for r, s in _recipe_table("training_fp8_amax_reductions", e.training_fp8_amax_reductions):
         if s.value not in (0, 1):
             raise ValueError(f"training_fp8_amax_reductions.{r} must be 0 or 1, got {s.value}")
 
 
-def _recipe_table(name: str, table: dict[str, Sourced]) -> list[tuple[str, Sourced]]:
-    """A by-FP8-recipe table's entries, every recipe present and no other key."""
-    _every_key(name, table, FP8_RECIPES)
+def _recipe_table(
+    name: str, table: dict[str, Sourced], recipes: tuple[str, ...] = FP8_RECIPES
+) -> list[tuple[str, Sourced]]:
+    """A by-recipe table's entries, every recipe present and no other key."""
+    _every_key(name, table, recipes)
     for r in table:
-        if r not in FP8_RECIPES:
-            raise ValueError(f"{name}.{r}: not a recipe; one of {', '.join(FP8_RECIPES)}")
+        if r not in recipes:
+            raise ValueError(f"{name}.{r}: not a recipe; one of {', '.join(recipes)}")
     return list(table.items())
 
 

@@ -396,6 +396,10 @@ def hardware_inputs(
     x["fp8_gather_bytes"] = 0.0  # none: the weights' all-gather sends weight_bytes (derive)
     x["amax_syncs"] = 0.0  # tensor-parallel amax all-reduces per quantized GEMM input (trainstep)
     recipe = fp8_recipe(pins or {}, precision)
+    x["weight_cache_bytes"] = inp.read(
+        f"efficiency.training_weight_cache_bytes.{recipe or precision}",
+        f"quantized weight copy bytes per parameter ({recipe or precision})",
+    )
     if recipe is not None:
         x["fp8_recipe_share"] = inp.read(
             f"efficiency.training_fp8_recipe_share.{recipe}", f"FP8 GEMM share kept by the {recipe} recipe"
@@ -518,6 +522,8 @@ def derive(x: dict) -> dict[str, Any]:
     y["hbm_cap"] = x["hbm"] * x["usable"]
     y["host_cap"] = x["host_memory"] * x["usable"]
     y["grad_bytes"] = x["state_bytes"] - x["weight_bytes"] - x["optim_bytes"]
+    # the weights a GPU keeps whole: the parameters and the recipe's cached quantized copy
+    y["weight_mem_bytes"] = x["weight_bytes"] + x["weight_cache_bytes"]
     # the data-parallel weight all-gather's width: an FP8 recipe's (hardware_inputs), else the weights';
     # never more than the weights hold (`--set efficiency.weight_bytes_per_param=1`: FP8 weights)
     fp8_gather = f.minimum(x["fp8_gather_bytes"], x["weight_bytes"])
@@ -1450,9 +1456,9 @@ def replicas_for_state(P: sr.Columns, x: dict, pins: dict, free: Any) -> Any:
     g_dense, g_expert = ts.dp_groups({**P, "dp": np.ones_like(P["tp"])})  # the groups at one replica
     total = dense + expert
     at_one = dense / g_dense + expert / g_expert  # parameters a GPU keeps of what shards, at one replica
-    gathered = 2.0 * total / ts.stage_layers(P, x) * x["weight_bytes"]  # FSDP's two layers in flight
-    w, g, o = x["weight_bytes"], x["grad_bytes"], x["optim_bytes"]
-    per_stage = {0: (w + g + o, 0.0), 1: (w + g, o), 2: (w, g + o), 3: (0.0, w + g + o)}
+    gathered = 2.0 * total / ts.stage_layers(P, x) * x["weight_mem_bytes"]  # FSDP's two layers in flight
+    w, g, o, wm = x["weight_bytes"], x["grad_bytes"], x["optim_bytes"], x["weight_mem_bytes"]
+    per_stage = {0: (wm + g + o, 0.0), 1: (wm + g, o), 2: (wm, g + o), 3: (0.0, w + g + o)}
     need = np.full(len(total), np.inf)
     for z in options(pins, "zero", (0, 1, 2, 3)):
         kept, sharded = per_stage[z]
@@ -1599,7 +1605,7 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
 
     dense, expert = ts.params_per_gpu(P, x)
     acts = np.min([ts.activation_floor(m, rc) for rc in POLICIES], axis=0)
-    must = (dense + expert) * x["weight_bytes"] + acts + m["logits_bytes"] > x["hbm_cap"]
+    must = (dense + expert) * x["weight_mem_bytes"] + acts + m["logits_bytes"] > x["hbm_cap"]
     if pins.get("zero", 3) != 3:
         return 0.0 * must
     fewest = replicas_for_memory(P, m, x, pins)

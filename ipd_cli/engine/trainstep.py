@@ -857,8 +857,11 @@ def sharded(n, group, on):
 
 def state_bytes(P: Cols, x: dict, held: Any = None, groups: Any = None):
     """Weights, gradients and optimizer state per GPU by sharding stage, plus FSDP's two gathered
-    layers (the one computing and the one prefetched). ``held``, ``groups``: :func:`params_per_gpu`
-    and :func:`dp_groups` of ``P`` where the caller has them already (so too below)."""
+    layers (the one computing and the one prefetched). Weights kept whole carry the recipe's cached
+    quantized copy beside them (``weight_mem_bytes``: TransformerEngine keeps it across
+    micro-batches); FSDP's shards do not, its gathered layers do. ``held``, ``groups``:
+    :func:`params_per_gpu` and :func:`dp_groups` of ``P`` where the caller has them already (so
+    too below)."""
     z = P["zero"]
     held = params_per_gpu(P, x) if held is None else held
     groups = dp_groups(P) if groups is None else groups
@@ -866,11 +869,11 @@ def state_bytes(P: Cols, x: dict, held: Any = None, groups: Any = None):
     for n, group in zip(held, groups, strict=True):
         total = (
             total
-            + sharded(n, group, z >= 3) * x["weight_bytes"]
+            + n * ifelse(z >= 3, x["weight_bytes"] / group, x["weight_mem_bytes"])
             + sharded(n, group, z >= 2) * x["grad_bytes"]
             + sharded(n, group, z >= 1) * x["optim_bytes"]
         )
-    gathered = (z == 3) * 2.0 * (held[0] + held[1]) / stage_layers(P, x) * x["weight_bytes"]
+    gathered = (z == 3) * 2.0 * (held[0] + held[1]) / stage_layers(P, x) * x["weight_mem_bytes"]
     return total + gathered
 
 
