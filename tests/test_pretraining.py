@@ -311,6 +311,20 @@ def test_an_fp8_runs_weight_all_gather_goes_at_its_recipes_width_by_hand(catalog
     tensorwise, delayed, mxfp8, blockwise = (at(i) for i in range(4))
     assert [x["gather_bytes"] for x in (tensorwise, delayed, mxfp8, blockwise)] == [1, 1, 2, 2]
     assert at(0, "bf16")["gather_bytes"] == at(0, "fp4")["gather_bytes"] == 2  # BF16 and NVFP4: BF16
+    # a gather never sends more than the weights hold (FP8 weights: weight_bytes_per_param 1; it was
+    # refused as a catalog error, though a BF16 run at 1 B had run)
+    one = catalog.with_overrides(["efficiency.weight_bytes_per_param=1"])
+    inp1 = Inputs(one)
+    narrow = tpn.derive(
+        {
+            **tpn.model_inputs(inp1, one, "llama-3.1-70b"),
+            **tpn.hardware_inputs(inp1, one, "gb300", "fp8", {"f8r": 3}),
+            **tpn.step_inputs(inp1, "fp8"),
+            "seq": 8192,
+            "tokens": 1e12,
+        }
+    )
+    assert narrow["gather_bytes"] == 1
     held = sum(ts.params_per_gpu(P, tensorwise))
     dense_per_domain = 72 / 8  # the DP ranks of one domain, strided by TP8 (order 0)
     assert ts.dp_per_domain(P, tensorwise)[0] == pytest.approx(dense_per_domain)

@@ -44,6 +44,7 @@ SCHEDULES = ("1f1b", "dualpipe")  # the pipeline schedules, by their ``sched`` c
 DISPATCHERS = ("alltoall", "deepep")  # MoE token dispatch, by its ``disp`` column value
 SWITCH = ("off", "on")  # the 1F1B expert overlap (``a2ao``) and CUDA graphs (``graph``), by column value
 POLICIES = (0, 1, 2, 3)
+ZERO_STAGES = (0, 1, 2, 3)  # ZeRO-0 (plain data parallel) to FSDP
 PIN_KEYS = {
     "tp": "tp",
     "cp": "cp",
@@ -915,7 +916,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
 
     n = len(macro["dp"])
     shards = macro["dp"] * macro["cp"] > 1
-    zs = options(pins, "zero", (0, 1, 2, 3))
+    zs = options(pins, "zero", ZERO_STAGES)
     rcs = options(pins, "rc", POLICIES)
     state = _states(macro, x, zs)
     best = np.full(n, np.inf)
@@ -1078,14 +1079,18 @@ def _finished(out: dict, mm: dict, x: dict) -> dict[str, Any]:
 
 def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
     """Bytes per GPU no plan built on a micro row goes below: one micro-batch's activations and
-    logits, and the state sharded as far as the row allows (FSDP over the most replicas)."""
+    logits, and the state on the most replicas under the sharding stage that holds least there
+    (FSDP's two gathered layers, with a recipe's cached weight copy, can outweigh what ZeRO 0-2
+    keep on a stage of few layers: a review found this bound above real plans while it took FSDP
+    for the least, 2026-12-05)."""
     import numpy as np
 
     most = np.floor(cap / (P["tp"] * P["cp"] * P["pp"]))
     if "dp" in pins:
         most = np.minimum(most, pins["dp"])
-    zero = np.full_like(most, float(pins.get("zero", 3)))
-    state = ts.state_bytes({**P, "dp": np.maximum(most, 1.0), "zero": zero}, x)
+    at = {**P, "dp": np.maximum(most, 1.0)}
+    zs = options(pins, "zero", ZERO_STAGES)
+    state = np.min([ts.state_bytes({**at, "zero": np.full_like(most, float(z))}, x) for z in zs], axis=0)
     acts = [ts.activation_floor(m, rc) for rc in options(pins, "rc", POLICIES)]
     return state + np.min(acts, axis=0) + m["logits_bytes"]
 
@@ -1460,7 +1465,7 @@ def replicas_for_state(P: sr.Columns, x: dict, pins: dict, free: Any) -> Any:
     w, g, o, wm = x["weight_bytes"], x["grad_bytes"], x["optim_bytes"], x["weight_mem_bytes"]
     per_stage = {0: (wm + g + o, 0.0), 1: (wm + g, o), 2: (wm, g + o), 3: (0.0, w + g + o)}
     need = np.full(len(total), np.inf)
-    for z in options(pins, "zero", (0, 1, 2, 3)):
+    for z in options(pins, "zero", ZERO_STAGES):
         kept, sharded = per_stage[z]
         fixed = kept * total + (z == 3) * gathered
         shardable = sharded * at_one
