@@ -362,6 +362,16 @@ def test_current_scalings_amax_all_reduces_by_hand(catalog):
         assert ts.amax_seconds(P, x, backward=True)[0] == pytest.approx(bwd * lat), model
         assert ts.amax_seconds(tp1, x)[0] == 0.0
     assert inputs(catalog, "gb300", "llama-3.1-8b", "fp8")["amax_syncs"] == 1  # tensorwise, the default
+    # a recomputed module repeats its forward amax all-reduces: a dense MLP's FC1 (one), MLA's two
+    # latents, the shared experts' FC1 (DeepSeek-V3: 58 of 61 layers routed)
+    for model, module, count in (
+        ("llama-3.1-8b", "mlp", 1.0),
+        ("deepseek-v3", "mla_up_proj", 2.0),
+        ("deepseek-v3", "shared_experts", 58 / 61),
+    ):
+        x = inputs(catalog, "gb300", model, "fp8")
+        on, off = (ts.module_redo_seconds(P, {**x, "amax_syncs": n}, 0.0, 0.0)[module][2] for n in (1.0, 0.0))
+        assert (on - off)[0] == pytest.approx(count * lat), (model, module)
     for precision in ("bf16", "fp4"):
         assert ts.amax_seconds(P, inputs(catalog, "gb300", "llama-3.1-8b", precision))[0] == 0.0
     # through a run: MLPerf's Llama 3.1 8B plan on 512 GB300 (TP2, one micro-batch a step, 32

@@ -338,7 +338,12 @@ def amax_seconds(P: Cols, x: dict, backward: bool = False):
     (efficiency.training_fp8_amax_reductions: 1 for tensorwise, 0 for the others and off FP8)."""
     mlp = (1.0 - x["moe_share"]) + x["moe_share"] * (x["shared"] > 0)
     attention = 1.0 if backward else ifelse(x["kv_lora"] > 0, 2.0, 1.0)
-    return (P["tp"] > 1.0) * x["amax_syncs"] * (attention + mlp) * x["lat_up"]
+    return (attention + mlp) * amax_one(P, x)
+
+
+def amax_one(P: Cols, x: dict):
+    """One amax all-reduce of :func:`amax_seconds` (none at tp 1 or off current scaling)."""
+    return (P["tp"] > 1.0) * x["amax_syncs"] * x["lat_up"]
 
 
 def dense_mlp_tp_seconds(P: Cols, x: dict):
@@ -737,7 +742,9 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         return T * (values * x["act_bytes"] + casts * x["cast_bytes"]) / x["hbm_rate"]
 
     g = gemm_parts(P, x)
-    shared_tp = overlapped(shared_expert_tp_seconds(P, x), x["tp_overlap"], x)
+    # the shared experts' gather and scatter, and FC1's amax all-reduce under current scaling
+    shared_amax = moe * (s > 0) * amax_one(P, x)
+    shared_tp = overlapped(shared_expert_tp_seconds(P, x), x["tp_overlap"], x) + shared_amax
     redo: dict[str, tuple[Any, Any, Any]] = {m: (0.0, 0.0, 0.0) for m in MODULES}
     redo["core_attn"] = (0.0, a, 0.0)
     # two norms, each reading and writing the hidden state; the outputs re-cast for their GEMMs
@@ -753,10 +760,11 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         up = gemm_seconds(flops, 2.0, x)
         latents = x["q_lora"] + x["kv_lora"]
         # the up-projections run forward again: their sequence-parallel gathers too
-        gathers = overlapped(mla_up_gather_seconds(P, x), x["tp_overlap"], x)
+        # (and current scaling's amax all-reduces of the two latents: amax_seconds)
+        gathers = overlapped(mla_up_gather_seconds(P, x), x["tp_overlap"], x) + 2.0 * amax_one(P, x)
         redo["mla_up_proj"] = (up, mem(2.0 * (latents + q + x["k_width"]), latents), gathers)
     if has["mlp"]:
-        tp = overlapped(dense_mlp_tp_seconds(P, x), x["tp_overlap"], x)
+        tp = overlapped(dense_mlp_tp_seconds(P, x), x["tp_overlap"], x) + (1.0 - moe) * amax_one(P, x)
         redo["mlp"] = ((1.0 - moe) * g["dense"], mem((1.0 - moe) * aw * ff, (1.0 - moe) * (h + ff)), tp)
     if has["moe"]:  # router, permutes, activations and combine; the experts' inputs re-cast
         values = moe * (h + 5.0 * k * h + aw * fe * (k + s))
