@@ -792,7 +792,8 @@ def _every_key(name: str, table: dict, keys: tuple[str, ...]) -> None:
 
 
 def _check_recipe_tables(e: Efficiency) -> None:
-    """The by-FP8-recipe tables: whole, and each value in its range."""
+    """The by-recipe tables (the FP8 recipes'; the weight cache's, bf16 and fp4 too): whole, and each
+    value in its range."""
     for r, s in _recipe_table("training_fp8_recipe_share", e.training_fp8_recipe_share):
         _fraction(f"training_fp8_recipe_share.{r}", s)
     for r, s in _recipe_table("training_fp8_param_gather_bytes", e.training_fp8_param_gather_bytes):

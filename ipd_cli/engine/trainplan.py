@@ -1603,9 +1603,9 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
     must run FSDP): the weights' gathers (forward and backward) and the gradients' reduce-scatter
     (backward) beyond what the forward and backward hide, on the fewest replicas that hold the
     state (the shards' group is dp x cp: one replica shards over its context-parallel ranks), whose
-    rings are the shortest a plan of the row can run
-    (a ring's time grows with its group; until a review, 2026-12-05, they were priced on the most
-    replicas, the longest, and the bound sat above real plans' times)."""
+    rings are the shortest a plan of the row can run (a ring's time grows with its group; until a
+    review, 2026-12-05, they were priced on the most replicas, the longest, and the bound sat above
+    real plans' times)."""
     import numpy as np
 
     dense, expert = ts.params_per_gpu(P, x)
