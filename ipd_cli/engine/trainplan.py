@@ -1088,9 +1088,8 @@ def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
     most = np.floor(cap / (P["tp"] * P["cp"] * P["pp"]))
     if "dp" in pins:
         most = np.minimum(most, pins["dp"])
-    at = {**P, "dp": np.maximum(most, 1.0)}
-    zs = options(pins, "zero", ZERO_STAGES)
-    state = np.min([ts.state_bytes({**at, "zero": np.full_like(most, float(z))}, x) for z in zs], axis=0)
+    states = _states({**P, "dp": np.maximum(most, 1.0)}, x, options(pins, "zero", ZERO_STAGES))
+    state = np.min(list(states.values()), axis=0)
     acts = [ts.activation_floor(m, rc) for rc in options(pins, "rc", POLICIES)]
     return state + np.min(acts, axis=0) + m["logits_bytes"]
 
@@ -1615,10 +1614,7 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
         return 0.0 * must
     fewest = replicas_for_memory(P, m, x, pins)
     fewest = np.where(np.isfinite(fewest), np.maximum(fewest, 1.0), 1.0)
-    g_dense, g_expert = ts.dp_groups({**P, "dp": fewest})
-    per_d, per_x = ts.dp_per_domain({**P, "dp": np.ones_like(P["tp"])}, x)
-    per_byte = ts.ring_seconds(dense, g_dense, per_d, x) + ts.ring_seconds(expert, g_expert, per_x, x)
-    ag, rs = per_byte * x["gather_bytes"], per_byte * x["weight_bytes"]
+    rs, ag = ts.dp_seconds({**P, "dp": fewest}, x, (dense, expert))  # placement does not read dp
     exposed = np.maximum(0.0, ag - m["fwd_s"]) + np.maximum(0.0, ag + rs - m["bwd_s"])
     return np.where(must, exposed, 0.0)
 

@@ -18,6 +18,8 @@ hold it (``rl.offload_bytes_per_param`` per parameter, spread over the GPUs).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +60,15 @@ class TrainerRates:
     forward_s: dict[tuple, float] = field(default_factory=dict, compare=False, repr=False)
 
 
+@contextmanager
+def _in_training_plan(w: RlWorkload) -> Iterator[None]:
+    """An input error of the workload's training_plan, named as its field and value."""
+    try:
+        yield
+    except InputError as e:
+        raise InputError(f"`training_plan` {w.training_plan!r}: {e}") from None
+
+
 def trainer_rates(
     inp: Inputs,
     system: str,
@@ -73,12 +84,10 @@ def trainer_rates(
     cat = inp.cat
     precision = supported_precision(cat.accelerators[accelerator], w.training_precision)
     sequences = max(1, round(nums.samples))
-    try:
+    with _in_training_plan(w):
         published = tpn.parse_plan(w.training_plan)
         gpu = (accelerator, cat.accelerators[accelerator])
         tpn.check_recipe_pin(published, precision, w.training_precision, gpu, "training_precision")
-    except InputError as e:
-        raise InputError(f"`training_plan` {w.training_plan!r}: {e}") from None
     x = {
         **tpn.model_inputs(inp, cat, model),
         **tpn.hardware_inputs(inp, cat, system, precision, published),
@@ -92,11 +101,9 @@ def trainer_rates(
     # RL trainers (NeMo RL and verl on Megatron-Core or FSDP) run 1F1B pipelines, not DualPipe;
     # a published plan (the workload's training_plan) pins its degrees, the global batch stays the
     # step's sequences
-    try:
+    with _in_training_plan(w):
         tpn.check_moe_pins(published, bool(x["is_moe"]), model)
         tpn.check_recompute_pins(published, x, model)
-    except InputError as e:
-        raise InputError(f"`training_plan` {w.training_plan!r}: {e}") from None
     pins = {"sched": 0, **published, "gbs": sequences}
     y = tpn.derive({**x, "pins": pins})
     return TrainerRates(
