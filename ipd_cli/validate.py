@@ -69,8 +69,8 @@ INPUTS = frozenset(
     max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap moe_dispatcher
     output_tokens pipeline_schedule pp precision precision_train precision_wire prefill_instances
     prefill_layout prompt_tokens prompts recompute scope senders seq_len sequence_parallel serving
-    speculative stack staleness_bound tokens tokens_per_user_s tp train_gpus train_plan trainer_ep
-    trainer_gpus trainer_pp transport vp""".split()
+    speculative stack staleness_bound tokens tokens_per_user_s tp tp_comm_overlap train_gpus train_plan
+    trainer_ep trainer_gpus trainer_pp transport vp""".split()
 )
 WITHIN = 0.25  # the share of cases within 25 % is reported
 
@@ -329,6 +329,8 @@ def published_plan(i: dict) -> str:
         pins.append(f"recompute={str(i['recompute']).removesuffix('-op')}")
     if "fp8_recipe" in i:  # the FP8 run's scaling recipe (none given: tensorwise, the search's)
         pins.append(f"fp8_recipe={i['fp8_recipe']}")
+    if "tp_comm_overlap" in i:  # off: the run's stack had no userbuffers (none given: the recipe's)
+        pins.append(f"tp_comm_overlap={i['tp_comm_overlap']}")
     if int(i.get("fsdp", 1)) > 1:
         pins.append("zero=3")
     return ",".join(pins)
@@ -336,7 +338,7 @@ def published_plan(i: dict) -> str:
 
 # the case inputs published_plan reads: what a case may give of its run's plan
 PLAN_CASE_INPUTS = (*PLAN_INPUTS, "pipeline_schedule", "moe_dispatcher", "moe_a2a_overlap", "cuda_graphs")
-PLAN_CASE_INPUTS += ("recompute", "fsdp", "fp8_recipe")
+PLAN_CASE_INPUTS += ("recompute", "fsdp", "fp8_recipe", "tp_comm_overlap")
 
 
 def _own_pins(message: str, plan: str, i: dict) -> str:
@@ -545,6 +547,19 @@ def _is_moe(cat: Catalog, case: Case) -> bool:
     return cat.model(case.inputs["model"]).is_moe
 
 
+def _userbuffers(cat: Catalog, i: dict) -> bool:
+    """Whether a pre-training case's run overlaps its TP collectives with userbuffers: not pinned
+    off, and its recipe's quantizers have them at the precision the engine runs it at."""
+    if i.get("tp_comm_overlap") == "off":
+        return False
+    from ipd_cli.engine.pretraining import supported_precision
+    from ipd_cli.engine.trainplan import FP8_RECIPES
+
+    precision = supported_precision(cat.accelerator_of(cat.system(i["hardware"])), i.get("precision", "bf16"))
+    recipe = i.get("fp8_recipe", FP8_RECIPES[0]) if precision == "fp8" else precision
+    return cat.efficiency.training_tp_userbuffers[recipe].value == 1
+
+
 def knobs_of(cat: Catalog, case: Case) -> list[str]:
     """The efficiencies a fitting case calibrates."""
     i = case.inputs
@@ -559,7 +574,9 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
         moe += (
             ["efficiency.moe_eager_layer_ms"] if _is_moe(cat, case) and i.get("cuda_graphs") == "off" else []
         )
-        tp = ["efficiency.tp_comm_overlap"] if int(i.get("tp", 1)) > 1 else []
+        # tp_comm_overlap prices userbuffers, which a run without them (its recipe's quantizers have
+        # none: NVFP4, blockwise; its stack had none: tp_comm_overlap off) does not read
+        tp = ["efficiency.tp_comm_overlap"] if int(i.get("tp", 1)) > 1 and _userbuffers(cat, i) else []
         return [share, *fp4, *moe, *tp]
     if case.kind == "serve":
         return _serving_knobs(cat, case)

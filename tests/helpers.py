@@ -112,15 +112,16 @@ def golden(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8"), f"{name} drifted; IPD_REGEN_GOLDEN=1 after review"
 
 
-def plan_inputs(cat, hardware, model, precision="bf16", seq=8192, tokens=1e12):
-    """The plan search's inputs (``trainplan``'s x) for a model on a system, read from ``cat``."""
+def plan_inputs(cat, hardware, model, precision="bf16", seq=8192, tokens=1e12, pins=None):
+    """The plan search's inputs (``trainplan``'s x) for a model on a system, read from ``cat``
+    (``pins``: the run's own, e.g. ``{"f8r": 2}`` for MXFP8, ``{"tpo": 0}`` without userbuffers)."""
     from ipd_cli.engine import trainplan as tpn
     from ipd_cli.engine.inputs import Inputs
 
     inp = Inputs(cat)
     x = {
         **tpn.model_inputs(inp, cat, model),
-        **tpn.hardware_inputs(inp, cat, hardware, precision),
+        **tpn.hardware_inputs(inp, cat, hardware, precision, pins),
         **tpn.step_inputs(inp, precision),
         "seq": seq,
         "tokens": tokens,

@@ -560,12 +560,12 @@ def test_listed_plans_fit_a_narrow_terminal_one_grid_each():
 
 def test_the_compare_table_says_what_pre_training_draws_beside_the_site():
     # an energy review: Rubin's 29,232 GPUs draw 29,232 x 230 kW / 72 x PUE 1.3 = 121.4 MW while
-    # they pre-train, GB200's 119,808 x 125 / 72 x 1.3 = 270.4 MW, beside the scenario's 100 MW
+    # they pre-train, GB200's 122,904 x 125 / 72 x 1.3 = 277.4 MW, beside the scenario's 100 MW
     # site, whose rows count serving alone, and nothing said so
     md = run_cli("compare", "vera-rubin", "blackwell", "-f", "markdown")
     assert md.code == 0, md.stderr
     assert (
-        "Pre-training draws vera-rubin-nvl72 121 MW, gb200-nvl72 270 MW while it runs (PUE included); "
+        "Pre-training draws vera-rubin-nvl72 121 MW, gb200-nvl72 277 MW while it runs (PUE included); "
         "the 100 MW site's rows count serving alone." in md.stdout
     )
     alone = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "markdown")

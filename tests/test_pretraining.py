@@ -269,11 +269,13 @@ def test_collective_bytes_by_hand(catalog):
     up = 900e9 / 2 * 0.70  # NVLink4 900 GB/s both directions, per direction, at the link efficiency
     assert x["up_bw"] == pytest.approx(up)
     # TP4 inside the node: each all-gather or reduce-scatter moves (t - 1) / t of the micro-batch's
-    # hidden states (8,192 tokens x 8,192 values x 2 bytes) plus its fixed latency (8 us inside a
-    # domain); a dense layer does 4 forward
+    # hidden states (8,192 tokens x 8,192 values) plus its fixed latency (8 us inside a domain); a
+    # dense layer does 4 forward: QKV and FC1 gather their inputs quantized (per-tensor FP8: 1 byte
+    # a value), the projection and FC2 reduce-scatter their outputs in BF16 (2 bytes)
     P = {"tp": 4.0, "cp": 1.0, "mbs": 1.0, "order": 0.0, "pp": 8.0, "ep": 1.0, "vp": 1.0}
     lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
-    assert ts.layer_tp_seconds(P, x) == pytest.approx(4 * (8192 * 8192 * 2 * 3 / 4 / up + lat))
+    fwd = sum(2 * (8192 * 8192 * b * 3 / 4 / up + lat) for b in (1, 2))
+    assert ts.layer_tp_seconds(P, x) == pytest.approx(fwd)
     # pipeline sends of one micro-batch between nodes (PP outermost: NICs): activations forward and
     # gradients back, 8,192 / TP4 tokens x 8,192 x 2 bytes each, plus the scale-out latency each
     nic_lat = catalog.serving.collective_latency_us_scale_out.value * 1e-6
@@ -383,10 +385,14 @@ def test_current_scalings_amax_all_reduces_by_hand(catalog):
     off = train(none, "gb300", "llama-3.1-8b", 1.81e9, plan=plan, **kw).pretraining
     grew = on.step_breakdown_s["exposed_comm_s"] - off.step_breakdown_s["exposed_comm_s"]
     assert grew == pytest.approx(32 * 4 * lat, rel=1e-9)
-    block = train(catalog, "gb300", "llama-3.1-8b", 1.81e9, plan=plan + ",fp8_recipe=blockwise", **kw)
-    assert block.pretraining.step_breakdown_s["exposed_comm_s"] == pytest.approx(
-        off.step_breakdown_s["exposed_comm_s"], rel=1e-12
-    )
+    # (blockwise's collectives differ from tensorwise's: its own step with one reduction a cast
+    # pays the 1.02 ms its catalog entry, 0, leaves out)
+    blockwise = dict(plan=plan + ",fp8_recipe=blockwise", **kw)
+    block = train(catalog, "gb300", "llama-3.1-8b", 1.81e9, **blockwise).pretraining
+    one = catalog.with_overrides(["efficiency.training_fp8_amax_reductions.blockwise=1"])
+    block_on = train(one, "gb300", "llama-3.1-8b", 1.81e9, **blockwise).pretraining
+    grew = block_on.step_breakdown_s["exposed_comm_s"] - block.step_breakdown_s["exposed_comm_s"]
+    assert grew == pytest.approx(32 * 4 * lat, rel=1e-9)
 
 
 def test_a_recipes_cached_weight_copy_is_in_memory_by_hand(catalog):
@@ -440,30 +446,123 @@ def test_mla_gathers_its_latents_and_shared_experts_gather_and_scatter_by_hand(c
     P = {"tp": 2.0, "cp": 2.0, "mbs": 1.0, "order": 0.0, "pp": 4.0, "ep": 192.0, "vp": 8.0}
     lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
 
-    def op(values):
-        return 8192 / 2 * values * 2 * (2 - 1) / 2 / x["up_bw"] + lat
+    def op(values, b=2.0):  # b bytes a value: BF16 2; NVFP4 0.5 and an E4M3 scale per 16 values
+        return 8192 / 2 * values * b * (2 - 1) / 2 / x["up_bw"] + lat
 
+    g, two = 0.5 + 1 / 16, 2 * (0.5 + 1 / 16)  # an NVFP4 gather; a row- and a column-wise copy
     q, kv, rope, h = m.q_lora_rank, m.kv_lora_rank, m.qk_rope_head_dim, m.hidden_size
     assert x["moe_share"] == 1.0 and x["shared"] > 0  # every layer routed, with a shared expert
-    # forward: three gathers and the projection's scatter; the shared experts' gather and scatter
-    fwd = op(q) + op(kv) + op(rope) + op(h) + 2 * op(h)
+    # forward: the two latents gathered quantized, the RoPE key in BF16, the projection's BF16
+    # scatter; the shared experts' quantized gather and BF16 scatter
+    fwd = op(q, g) + op(kv, g) + op(rope) + op(h) + op(h, g) + op(h)
     assert ts.layer_tp_seconds(P, x) == pytest.approx(fwd, rel=1e-12)
-    # backward: each latent twice (the input gradient's scatter, the input gathered again for the
-    # weight gradient), the RoPE key's scatter, the projection's output-gradient gather; the
-    # shared experts' three (FC1 two, FC2 one)
-    bwd = 2 * op(q) + 2 * op(kv) + op(rope) + op(h) + 3 * op(h)
+    # backward: each latent twice (the input gradient's BF16 scatter, the input gathered again,
+    # quantized, for the weight gradient), the RoPE key's scatter, the projection's output-gradient
+    # gather (both copies: no userbuffers at NVFP4); the shared experts' three (FC1 two, FC2 one)
+    bwd = op(q) + op(q, g) + op(kv) + op(kv, g) + op(rope) + op(h, two) + op(h) + op(h, g) + op(h, two)
     assert ts.layer_tp_seconds(P, x, backward=True) == pytest.approx(bwd, rel=1e-12)
     # recomputing the up-projections repeats their forward gathers
-    assert ts.mla_up_gather_seconds(P, x) == pytest.approx(op(q) + op(kv), rel=1e-12)
+    assert ts.mla_up_gather_seconds(P, x) == pytest.approx(op(q, g) + op(kv, g), rel=1e-12)
     # MLA without a query latent: the query projection gathers the hidden state
     lite = {**x, "q_lora": 0.0}
-    assert ts.layer_tp_seconds(P, lite) == pytest.approx(op(h) + op(kv) + op(rope) + 3 * op(h), rel=1e-12)
-    # a dense GQA model: the hidden state around attention and the MLP, 4 forward, 6 backward
+    assert ts.layer_tp_seconds(P, lite) == pytest.approx(fwd - op(q, g) + op(h, g), rel=1e-12)
+    # a dense GQA model at per-tensor FP8 (1 byte a gathered value), with userbuffers: 4 forward,
+    # 6 backward, of which the output gradients' gathers send the row-wise copy alone
     y = inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8")
     D = {**P, "tp": 4.0, "cp": 1.0}
-    one = ts.tp_op_seconds(D, y)
-    assert ts.layer_tp_seconds(D, y) == pytest.approx(4 * one, rel=1e-12)
-    assert ts.layer_tp_seconds(D, y, backward=True) == pytest.approx(6 * one, rel=1e-12)
+
+    def one(b):
+        return ts.tp_op_seconds(D, y, None, b)
+
+    assert ts.layer_tp_seconds(D, y) == pytest.approx(2 * one(1) + 2 * one(2), rel=1e-12)
+    assert ts.layer_tp_seconds(D, y, backward=True) == pytest.approx(4 * one(1) + 2 * one(2), rel=1e-12)
+
+
+def test_without_userbuffers_the_backward_hides_its_column_parallel_collectives_behind_their_gemms(catalog):
+    # TransformerEngine's userbuffers take no NVFP4 or blockwise quantizer (Megatron-Bridge's NVFP4
+    # configs and MLPerf v5.1's GB200 FP4 ones set tp_comm_overlap off): on the NCCL path the
+    # forward's gathers and scatters show in full; in the backward a column-parallel layer's input
+    # gradient is reduce-scattered asynchronously behind its weight-gradient GEMM and its input is
+    # gathered again behind its input-gradient GEMM, each as long as the forward GEMM, while the
+    # row-parallel output gradients' gathers run before their GEMMs and show. Llama 3.1 70B at NVFP4
+    # on GB200, TP4, 8,192 tokens a micro-batch
+    x = inputs(catalog, "gb200", "llama-3.1-70b", "fp4")
+    assert x["tp_ub"] == 0 and inputs(catalog, "gb200", "llama-3.1-70b", "fp8")["tp_ub"] == 1
+    P = {"tp": 4.0, "cp": 1.0, "mbs": 1.0, "order": 0.0, "pp": 8.0, "ep": 1.0, "vp": 1.0}
+    lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
+    h, T, tax = 8192, 8192, catalog.efficiency.overlap_tax.value
+
+    def op(b):
+        return T * h * b * 3 / 4 / x["up_bw"] + lat
+
+    g = 0.5625
+    assert ts.layer_tp_exposed(P, x) == pytest.approx(2 * op(g) + 2 * op(2), rel=1e-12)  # no overlap
+
+    def gemm(params):  # a forward GEMM at the NVFP4 rate (every linear layer: low_share 1) and its call
+        return 2 * T * params / 4 / x["low_rate"] + x["call_s"]
+
+    def shown(comm, window):
+        return max(0.0, comm - window) + min(comm, window) * tax
+
+    qkv = gemm(x["p_mix"] - 8192 * h)  # the mixer less the output projection
+    fc1 = gemm(2 * h * 28672)  # gate and up of the gated FFN
+    bwd = 2 * op(2 * g) + sum(shown(op(2), w) + shown(op(g), w) for w in (qkv, fc1))
+    assert ts.layer_tp_exposed(P, x, backward=True) == pytest.approx(bwd, rel=1e-12)
+    # the windows hide some of it: less than all shows, more than the output gradients alone
+    assert 2 * op(2 * g) < bwd < ts.layer_tp_seconds(P, x, backward=True)
+    # DualPipe runs the weight-gradient GEMMs apart (its bubble's W): the scatters have no window
+    dual = {**P, "sched": 1.0}
+    alone = 2 * op(2 * g) + sum(op(2) + shown(op(g), w) for w in (qkv, fc1))
+    assert ts.layer_tp_exposed(dual, x, backward=True) == pytest.approx(alone, rel=1e-12)
+    # at per-tensor FP8 userbuffers hide tp_comm_overlap of every collective, forward and backward
+    y = inputs(catalog, "gb200", "llama-3.1-70b", "fp8")
+    share = catalog.efficiency.tp_comm_overlap.value
+    for backward in (False, True):
+        raw = ts.layer_tp_seconds(P, y, backward)
+        assert ts.layer_tp_exposed(P, y, backward) == pytest.approx(
+            raw * (1 - share + share * tax), rel=1e-12
+        )
+    # MXFP8 with userbuffers: they gather an output gradient's row-wise copy (1.03125 B a value),
+    # and the column-wise copy its weight-gradient GEMM reads, which cannot be made from the
+    # row-wise one, goes over NCCL behind the layer's input-gradient GEMM (the projection's, FC2's)
+    z = inputs(catalog, "gb200", "llama-3.1-70b", "fp8", pins={"f8r": 2})
+    assert (z["tp_ub"], z["sp_gather_bytes"], z["sp_grad_gather_bytes"]) == (1, 1.03125, 2.0625)
+    mx = 1.03125
+    raw = 4 * op(mx) + 2 * op(2) + 2 * op(mx)  # re-gathers, output gradients; scatters; column copies
+    assert ts.layer_tp_seconds(P, z, backward=True) == pytest.approx(raw, rel=1e-12)
+    rate = 2 * T / 4 / z["low_rate"]
+    proj, fc2 = rate * 8192 * h + z["call_s"], rate * h * 28672 + z["call_s"]
+    ub = (4 * op(mx) + 2 * op(2)) * (1 - share + share * tax) + shown(op(mx), proj) + shown(op(mx), fc2)
+    assert ts.layer_tp_exposed(P, z, backward=True) == pytest.approx(ub, rel=1e-12)
+
+
+def test_a_plan_pins_the_tensor_parallel_overlap_off_and_validation_cases_without_userbuffers_do(catalog):
+    # `--plan tp_comm_overlap=off`: a run whose stack has no userbuffers (Megatron-LM of 2022, whose
+    # validation cases pin it) takes the NCCL path whatever its recipe allows; `on` where the recipe
+    # has none is refused, naming the catalog entry
+    kw = dict(gpus=64, precision="bf16", sequence_length=2048)
+    plan = "tp=8,pp=8,vp=3,mbs=1,gbs=64"
+    on = train(catalog, "a100-sxm", "gpt-3-175b", 1e12, plan=plan, **kw).pretraining
+    off = train(catalog, "a100-sxm", "gpt-3-175b", 1e12, plan=plan + ",tp_comm_overlap=off", **kw).pretraining
+    assert on.plan == off.plan and off.step_time_s > on.step_time_s
+    x = inputs(catalog, "a100-sxm", "gpt-3-175b", "bf16", pins={"tpo": 0})
+    assert x["tp_ub"] == 0 and inputs(catalog, "a100-sxm", "gpt-3-175b", "bf16")["tp_ub"] == 1
+    r = run_cli(
+        "train", "--hardware", "gb200", "--model", "llama-3.1-70b", "--tokens", "1e12", "--gpus", "64",
+        "--precision", "fp4", "--plan", "tp=4,tp_comm_overlap=on",
+    )  # fmt: skip
+    assert r.code == 2 and "training_tp_userbuffers.fp4 = 0" in r.stderr and "Traceback" not in r.stderr
+    # the calibration's tensor-parallel knob is fitted only by runs with userbuffers
+    from ipd_cli import validate as val
+
+    cases = {c.id: c for c in val.load_cases()[0]}
+    korthikanti = cases["korthikanti-gpt-3-175b-a100-64-full"]
+    assert korthikanti.inputs["tp_comm_overlap"] == "off"
+    assert "efficiency.tp_comm_overlap" not in val.knobs_of(catalog, korthikanti)
+    assert "efficiency.tp_comm_overlap" in val.knobs_of(catalog, cases["mbridge-llama3-70b-h100-fp8-64"])
+    assert "efficiency.tp_comm_overlap" not in val.knobs_of(
+        catalog, cases["mbridge-260401-llama-3.1-70b-gb200-nvfp4-64"]
+    )
 
 
 def test_the_sequence_parallel_backward_runs_six_tensor_collectives_a_dense_layer(catalog):
@@ -474,10 +573,13 @@ def test_the_sequence_parallel_backward_runs_six_tensor_collectives_a_dense_laye
     # inputs again for their weight gradients (the forward keeps only its shard): 6. Current
     # scaling's amax all-reduces, exposed beside them, are set apart here (their own test:
     # test_current_scalings_amax_all_reduces_by_hand), and with them 2 x 8 us a layer each way
+    # (every collective at BF16's width here, so that each costs the same: the widths have their
+    # own test, test_mla_gathers_its_latents_and_shared_experts_gather_and_scatter_by_hand)
     x = {**inputs(catalog, "h100-sxm", "llama-3.1-70b", "fp8"), "amax_syncs": 0.0}
+    x.update(sp_gather_bytes=2.0, sp_grad_gather_bytes=2.0)
     cols, _ = one_plan(x, 64, PLAN_70B)  # TP4
     P = {k: cols[k] for k in tpn.PLAN_COLS}
-    layer = ts.overlapped(ts.layer_tp_seconds(P, x), x["tp_overlap"], x)  # the forward's 4, exposed
+    layer = ts.layer_tp_exposed(P, x)  # the forward's 4, exposed
     t = ts.micro_terms(P, x)
     Ls = t["stage_layers"]
     assert t["tp_comm_s"] == pytest.approx((4 + 6) / 4 * Ls * layer)

@@ -775,15 +775,16 @@ def test_explain_gives_each_pretraining_step_term_and_the_efficiency_rows(catalo
         row = rows[f"pretraining.step_breakdown_s.{term}"]
         assert row["value"] == pytest.approx(value, rel=1e-12) and row["unit"] == "s" and row["formula"]
     # 1F1B's bubble: (pp - 1) / vp micro-batch times, each the per-micro-batch terms / micro_batches:
-    # TP4 PP8 (interleave 8), 32 micro-batches: 7 / 8 x (the per-micro-batch terms) / 32 (TP4 PP8
+    # TP1 PP4 (interleave 16), 8 micro-batches: 3 / 16 x (the per-micro-batch terms) / 8 (TP4 PP8
     # (interleave 4) and 40 until the shared experts' TP collectives, 2026-12-05; TP2 PP4
-    # (interleave 8), 8, until the FP8 recipes' refit, the same day)
+    # (interleave 8), 8, until the FP8 recipes' refit, the same day; TP4 PP8 (interleave 8), 32,
+    # until NVFP4 runs lost userbuffers' TP overlap, the same day)
     bubble = rows["pretraining.step_breakdown_s.pipeline_bubble_s"]
     v = _explained_inputs(bubble)
-    assert (v["pp"], v["interleave"], v["micro_batches"]) == (8, 8, 32)
+    assert (v["pp"], v["interleave"], v["micro_batches"]) == (4, 16, 8)
     micro = sum(v[k] for k in ("gemm_s", "attention_s", "memory_bound_s", "exposed_comm_s",
                                "activation_offload_s", "host_bound_s", "pipeline_p2p_s"))  # fmt: skip
-    assert bubble["value"] == pytest.approx(7 / 8 * micro / 32, rel=1e-12)
+    assert bubble["value"] == pytest.approx(3 / 16 * micro / 8, rel=1e-12)
     # model FLOPs per token from the catalog's shape of moe-10t: 6 x 500e9 active + 3 x 128 layers x
     # 8,192 tokens x (128 heads x (128 + 64) query-key + 128 x 128 value) = 3.0e12 + 128.85e9
     m = catalog.model("moe-10t")
@@ -804,12 +805,13 @@ def test_explain_gives_each_pretraining_step_term_and_the_efficiency_rows(catalo
     tok, kw = rows["serving.tokens_per_s_per_gpu"]["value"], 230 / 72
     assert mw["value"] == pytest.approx(tok * 1000 / (kw * 1.3)) and mw["unit"] == "tokens/s/MW"
     # a plan that runs DualPipe (GB200's headline plan did until 2026-12-05; pinned here, as a plan
-    # without it may meet the month): its bubble row says so, with the plan's even pp (64 today)
+    # without it may meet the month): its bubble row says so, with the plan's even pp (128 today; 64
+    # until NVFP4 runs lost userbuffers' TP overlap, 2026-12-05)
     pin = ("--workload", "pretrain-10t-moe", "--set", "workload.plan=schedule=dualpipe")
     r = run_cli_once("explain", "blackwell", *pin, "-f", "json")
     bubble = "pretraining.step_breakdown_s.pipeline_bubble_s"
     dual = next(i for i in r.json()["items"] if i["metric"] == bubble)
-    assert "DualPipe" in dual["formula"] and _explained_inputs(dual)["pp"] == 64
+    assert "DualPipe" in dual["formula"] and _explained_inputs(dual)["pp"] == 128
     # the step's fixed time has its own row, with the catalog path it reads
     fixed = next(
         i for i in r.json()["items"] if i["metric"] == "pretraining.step_breakdown_s.step_overhead_s"

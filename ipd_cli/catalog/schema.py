@@ -622,6 +622,23 @@ class Efficiency(Strict):
         "parameters across micro-batches (TransformerEngine's weight workspace), by recipe: bf16 and fp4 "
         "(NVFP4), and the FP8 recipes by name; none where the parameter is itself the quantized tensor",
     )
+    training_tp_userbuffers: dict[str, Sourced] = unit(
+        "flag",
+        description="1 where a recipe's quantizers support TransformerEngine's userbuffers tensor-parallel "
+        "overlap (tp_comm_overlap then hides that share of the sequence-parallel collectives), 0 where "
+        "they do not (the NCCL path: the forward's collectives exposed, the backward's column-parallel "
+        "scatter and re-gather behind their GEMMs), by recipe: bf16, fp4 (NVFP4) and the FP8 recipes",
+    )
+    training_sp_gather_bytes: dict[str, Sourced] = unit(
+        "bytes",
+        description="bytes a value of the sequence-parallel all-gather of a column-parallel layer's input "
+        "(forward, and again for its weight gradient), quantized on its shard first, by recipe",
+    )
+    training_sp_grad_gather_bytes: dict[str, Sourced] = unit(
+        "bytes",
+        description="bytes a value of the sequence-parallel all-gather of a row-parallel layer's output "
+        "gradient in the backward (quantized, with the copies its two GEMMs read), by recipe",
+    )
     training_share: Sourced = unit(
         "fraction of max_share",
         description="share of the best-shape GEMM rate a training step's GEMMs sustain (collectives sharing "
@@ -802,6 +819,13 @@ def _check_recipe_tables(e: Efficiency) -> None:
     for r, s in _recipe_table("training_weight_cache_bytes", e.training_weight_cache_bytes, WEIGHT_RECIPES):
         if not s.value >= 0:
             raise ValueError(f"training_weight_cache_bytes.{r} must be >= 0, got {s.value}")
+    for r, s in _recipe_table("training_tp_userbuffers", e.training_tp_userbuffers, WEIGHT_RECIPES):
+        if s.value not in (0, 1):
+            raise ValueError(f"training_tp_userbuffers.{r} must be 0 or 1, got {s.value}")
+    for name in ("training_sp_gather_bytes", "training_sp_grad_gather_bytes"):
+        for r, s in _recipe_table(name, getattr(e, name), WEIGHT_RECIPES):
+            if not s.value > 0:
+                raise ValueError(f"{name}.{r} must be > 0, got {s.value}")
     for r, s in _recipe_table("training_fp8_amax_reductions", e.training_fp8_amax_reductions):
         if s.value not in (0, 1):
             raise ValueError(f"training_fp8_amax_reductions.{r} must be 0 or 1, got {s.value}")

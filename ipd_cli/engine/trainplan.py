@@ -65,6 +65,9 @@ PIN_KEYS = {
     "a2a_overlap": "a2ao",
     "cuda_graphs": "graph",
     "fp8_recipe": "f8r",  # not searched: a run's numerics, tensorwise unless pinned
+    # not searched: userbuffers where the recipe has them (efficiency.training_tp_userbuffers) unless
+    # pinned off (TransformerEngine's NCCL path, or a stack without userbuffers: Megatron-LM 2022)
+    "tp_comm_overlap": "tpo",
 }
 MIN_CP_CHUNK = 1024  # context parallelism below this many tokens per GPU is not enumerated
 MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16)
@@ -80,7 +83,9 @@ NAMED = {
     "a2ao": ("a2a_overlap", SWITCH),
     "graph": ("cuda_graphs", SWITCH),
     "f8r": ("fp8_recipe", FP8_RECIPES),
+    "tpo": ("tp_comm_overlap", SWITCH),
 }
+RUN_PINS = ("f8r", "tpo")  # pins that price the step (in x) and constrain no layout
 
 
 def parse_plan(text: str | None) -> dict[str, int]:
@@ -400,6 +405,28 @@ def hardware_inputs(
     x["weight_cache_bytes"] = inp.read(
         f"efficiency.training_weight_cache_bytes.{recipe or precision}",
         f"quantized weight copy bytes per parameter ({recipe or precision})",
+    )
+    # the sequence-parallel gathers' widths and whether userbuffers overlap them (trainstep): where
+    # the recipe's quantizers have them, unless the plan pins tp_comm_overlap=off
+    x["tp_ub"] = 0.0
+    if (pins or {}).get("tpo", 1) == 1:
+        x["tp_ub"] = inp.read(
+            f"efficiency.training_tp_userbuffers.{recipe or precision}",
+            f"tensor-parallel userbuffers overlap ({recipe or precision} recipe)",
+        )
+        if "tpo" in (pins or {}) and x["tp_ub"] != 1:
+            raise InputError(
+                f"`plan` tp_comm_overlap=on: the {recipe or precision} recipe's quantizers have no "
+                f"userbuffers overlap (efficiency.training_tp_userbuffers.{recipe or precision} = "
+                f"{x['tp_ub']:g}); drop the pin or give tp_comm_overlap=off"
+            )
+    x["sp_gather_bytes"] = inp.read(
+        f"efficiency.training_sp_gather_bytes.{recipe or precision}",
+        f"sequence-parallel input gather bytes per value ({recipe or precision} recipe)",
+    )
+    x["sp_grad_gather_bytes"] = inp.read(
+        f"efficiency.training_sp_grad_gather_bytes.{recipe or precision}",
+        f"sequence-parallel output-gradient gather bytes per value ({recipe or precision} recipe)",
     )
     if recipe is not None:
         x["fp8_recipe_share"] = inp.read(
@@ -1894,9 +1921,9 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
 
     where = f"on {counted(gpus, label)}"
     first: list[dict] = []
-    # the FP8 recipe prices the GEMMs (in x), it constrains no layout: named neither as a pin a plan
-    # failed nor as one to drop
-    pins = {k: v for k, v in pins.items() if k != "f8r"}
+    # the FP8 recipe and the TP overlap price the step (in x), they constrain no layout: named
+    # neither as a pin a plan failed nor as one to drop
+    pins = {k: v for k, v in pins.items() if k not in RUN_PINS}
     if len(s) == 0:
         broken = pin_rule(x, pins)
         if broken is not None:

@@ -283,48 +283,133 @@ def layer_memory_seconds(P: Cols, x: dict):
     return T * values / x["hbm_rate"]
 
 
-def tp_op_seconds(P: Cols, x: dict, width: Any = None):
+def tp_op_seconds(P: Cols, x: dict, width: Any = None, value_bytes: Any = None):
     """One sequence-parallel all-gather or reduce-scatter of a layer's hidden states (``width``
-    values a token: default the hidden size), with its latency."""
+    values a token: default the hidden size; ``value_bytes`` a value: default the activations'),
+    with its latency."""
     w = x["hidden"] if width is None else width
-    per_op = ring_seconds(tokens(P, x) * w * x["act_bytes"], P["tp"], x["domain"], x)
+    b = x["act_bytes"] if value_bytes is None else value_bytes
+    per_op = ring_seconds(tokens(P, x) * w * b, P["tp"], x["domain"], x)
     return per_op + (P["tp"] > 1) * x["lat_up"]
 
 
-def attention_tp_seconds(P: Cols, x: dict, backward: bool = False):
-    """Tensor-parallel all-gathers and reduce-scatters around one layer's attention (sequence
-    parallel), forward or backward. A dense layer gathers the hidden state for its column-parallel
-    QKV and reduce-scatters the row-parallel projection's output; the backward reduce-scatters
-    QKV's input gradient, gathers its input again for the weight gradient (the forward keeps only
-    its shard) and gathers the projection's output gradient: 2 forward, 3 backward
-    (Megatron-Core's LinearWithGradAccumulationAndAsyncCommunication). An MLA layer runs its
-    down-projections on its sequence shard, replicated, and its column-parallel up-projections
-    gather their latents (q_lora, kv_lora; without a query latent the query projection gathers the
-    hidden state) and the RoPE key is gathered alone (Megatron-Core's MLASelfAttention): 4 forward,
-    and in the backward two a latent (input gradient and weight gradient), one for the RoPE key and
-    one for the projection: 6, by their widths (2,112 values for DeepSeek-V3's forward gathers, not
-    7,168; pre-training hand-checks)."""
-    op, n = tp_op_seconds(P, x), 2.0 if backward else 1.0
-    mla = n * mla_up_gather_seconds(P, x) + tp_op_seconds(P, x, x["rope"])
-    return ifelse(x["kv_lora"] > 0, mla, n * op) + op
+def gather_seconds(P: Cols, x: dict, width: Any = None):
+    """The all-gather of a column-parallel layer's input (forward, and again for its weight
+    gradient), quantized on its sequence shard first: ``sp_gather_bytes`` a value, by recipe
+    (efficiency.training_sp_gather_bytes; TransformerEngine's gather_along_first_dim with the
+    layer's input quantizer)."""
+    return tp_op_seconds(P, x, width, x["sp_gather_bytes"])
 
 
 def mla_up_gather_seconds(P: Cols, x: dict):
     """The all-gathers of an MLA layer's column-parallel up-projections' inputs, forward: the query
     latent (or the hidden state without one) and the key-value latent."""
     queries = ifelse(x["q_lora"] > 0, x["q_lora"], x["hidden"])
-    return tp_op_seconds(P, x, queries) + tp_op_seconds(P, x, x["kv_lora"])
+    return gather_seconds(P, x, queries) + gather_seconds(P, x, x["kv_lora"])
+
+
+def mla_up_gemm_seconds(P: Cols, x: dict):
+    """Forward GEMM time of an MLA layer's up-projections (the query's from its latent, or from the
+    hidden state without one, and the key-value latent's to the keys' non-RoPE part and the values)."""
+    q, kv_up = x["q_width"], x["k_width"] - x["heads"] * x["rope"] + x["v_width"]
+    queries = ifelse(x["q_lora"] > 0, x["q_lora"], x["hidden"])
+    return gemm_seconds(2.0 * tokens(P, x) / P["tp"] * (queries * q + x["kv_lora"] * kv_up), 2.0, x)
+
+
+def tp_layer_parts(P: Cols, x: dict) -> dict[str, Any]:
+    """One average layer's tensor-parallel collectives (sequence parallel), before overlap, by how
+    they can hide (Megatron-Core's TE linears; Megatron-Core's MLASelfAttention; a routed layer's
+    shared experts are TP-split, SharedExpertMLP, its routed experts not).
+
+    ``fwd``: the forward's: a column-parallel layer (QKV, FC1; an MLA layer's up-projections, whose
+    down-projections run replicated on the sequence shard) gathers its input, quantized
+    (:func:`gather_seconds`); a row-parallel one (the projection, FC2) reduce-scatters its output
+    in BF16; MLA gathers its RoPE key alone, in BF16. ``bwd_fixed``: the backward's that nothing
+    hides on TransformerEngine's NCCL path: the row-parallel layers' output-gradient gathers, with
+    the row- and the column-wise copy its two GEMMs read (``sp_grad_gather_bytes`` a value:
+    efficiency.training_sp_grad_gather_bytes), and the RoPE key's scatter; ``bwd_fixed_ub`` the
+    same with userbuffers, which gather the row-wise copy alone (``sp_gather_bytes``), and
+    ``rows``: (weight, gather, window) of each row-parallel layer's column-wise copy a recipe cannot
+    derive from the row-wise one (MXFP8: TransformerEngine gathers it over NCCL behind the layer's
+    input-gradient GEMM; none where the two widths agree). ``pairs``: (weight, scatter, gather,
+    window) of each column-parallel layer's backward: its input gradient's BF16 reduce-scatter runs
+    asynchronously behind its weight-gradient GEMM, and the re-gather of its input (the forward
+    keeps only its shard) behind its input-gradient GEMM, each GEMM as long as the forward one
+    (``window``); weighted by the layers that have it (attention every layer, a dense layer's MLP,
+    a routed layer's shared experts). A dense GQA layer: 4 forward, 6 backward."""
+    T, t, h, moe = tokens(P, x), P["tp"], x["hidden"], x["moe_share"]
+    ag, rs = gather_seconds(P, x), tp_op_seconds(P, x)
+    grad, grad_ub = (tp_op_seconds(P, x, None, x[k]) for k in ("sp_grad_gather_bytes", "sp_gather_bytes"))
+    extra = x["sp_grad_gather_bytes"] - x["sp_gather_bytes"]
+    column = (extra > 0) * tp_op_seconds(P, x, None, extra)  # the column-wise copy userbuffers leave
+    rope = tp_op_seconds(P, x, x["rope"])
+    mla = x["kv_lora"] > 0
+    queries = ifelse(x["q_lora"] > 0, x["q_lora"], h)
+    up_rs = tp_op_seconds(P, x, queries) + tp_op_seconds(P, x, x["kv_lora"])
+    qkv = gemm_seconds(2.0 * T * f.maximum(x["p_mix"] - x["attn_dim"] * h, 0.0) / t, 1.0, x)
+    fc1 = (x["act_width"] - 1.0) / x["act_width"]  # FC1's share of a (gated) FFN's weights
+    dense, shared = 1.0 - moe, moe * (x["shared"] > 0)
+    fc2 = 1.0 / x["act_width"]  # FC2's share of an FFN's weights
+    attention = (
+        1.0,
+        ifelse(mla, up_rs, rs),
+        ifelse(mla, mla_up_gather_seconds(P, x), ag),
+        ifelse(mla, mla_up_gemm_seconds(P, x), qkv),
+    )
+    return {
+        "fwd": ifelse(mla, mla_up_gather_seconds(P, x) + rope, ag) + rs + (dense + shared) * (ag + rs),
+        "bwd_fixed": (1.0 + dense + shared) * grad + mla * rope,
+        "bwd_fixed_ub": (1.0 + dense + shared) * grad_ub + mla * rope,
+        "pairs": (
+            attention,
+            (dense, rs, ag, gemm_seconds(2.0 * T * fc1 * x["p_ffn"] / t, 1.0, x)),
+            (shared, rs, ag, gemm_seconds(2.0 * T * fc1 * x["p_shared"] / t, 1.0, x)),
+        ),
+        "rows": (
+            (1.0, column, gemm_seconds(2.0 * T * x["attn_dim"] * h / t, 1.0, x)),
+            (dense, column, gemm_seconds(2.0 * T * fc2 * x["p_ffn"] / t, 1.0, x)),
+            (shared, column, gemm_seconds(2.0 * T * fc2 * x["p_shared"] / t, 1.0, x)),
+        ),
+    }
 
 
 def layer_tp_seconds(P: Cols, x: dict, backward: bool = False):
     """Tensor-parallel all-gathers + reduce-scatters of one layer (sequence parallel), forward or
-    backward: around attention (:func:`attention_tp_seconds`), around a dense layer's MLP and
-    around a routed layer's shared experts, which are TP-split (Megatron-Core's SharedExpertMLP;
-    a hand-check found them uncharged), one gather and one scatter forward and three backward
-    (a column-parallel FC1 as QKV, a row-parallel FC2 as the projection); the routed experts are
-    not TP-split."""
-    mlp = dense_mlp_tp_seconds(P, x) + shared_expert_tp_seconds(P, x)
-    return attention_tp_seconds(P, x, backward) + (1.5 if backward else 1.0) * mlp
+    backward, before overlap (:func:`tp_layer_parts`; the backward's on the recipe's path)."""
+    p = tp_layer_parts(P, x)
+    if not backward:
+        return p["fwd"]
+    ub = p["bwd_fixed_ub"] + sum(w * c for w, c, _ in p["rows"])
+    return ifelse(x["tp_ub"] > 0, ub, p["bwd_fixed"]) + _paired(p)
+
+
+def _paired(p: dict[str, Any]):
+    """The column-parallel layers' backward scatters and re-gathers of :func:`tp_layer_parts`."""
+    return sum(w * (rs + ag) for w, rs, ag, _ in p["pairs"])
+
+
+def tp_forward(comm, x: dict):
+    """Forward tensor-parallel collectives, exposed: with userbuffers (``tp_ub`` 1: the recipe's
+    quantizers support them, efficiency.training_tp_userbuffers) ``tp_overlap`` of them hides
+    behind the GEMMs (efficiency.tp_comm_overlap); on TransformerEngine's NCCL path none does."""
+    return overlapped(comm, x["tp_ub"] * x["tp_overlap"], x)
+
+
+def layer_tp_exposed(P: Cols, x: dict, backward: bool = False):
+    """One layer's exposed tensor-parallel time, forward or backward: with userbuffers
+    ``tp_overlap`` of every collective hides (and the column-wise copies they cannot gather hide
+    behind their layers' input-gradient GEMMs); on the NCCL path the forward's all show, and of the
+    backward's the column-parallel layers' scatter and re-gather hide behind their two GEMMs
+    (:func:`exposed`), the rest shows (:func:`tp_layer_parts`). DualPipe runs the weight-gradient
+    GEMMs apart (its bubble's W), so a scatter has none to hide behind and shows."""
+    if not backward:
+        return tp_forward(layer_tp_seconds(P, x), x)
+    p = tp_layer_parts(P, x)
+    ub = overlapped(p["bwd_fixed_ub"] + _paired(p), x["tp_overlap"], x)
+    ub = ub + sum(w * exposed(c, win, x) for w, c, win in p["rows"])
+    alone = 1.0 - dualpipe(P)  # a scatter's window: none when the weight gradients run apart
+    hidden = sum(w * (exposed(rs, alone * win, x) + exposed(ag, win, x)) for w, rs, ag, win in p["pairs"])
+    return ifelse(x["tp_ub"] > 0, ub, p["bwd_fixed"] + hidden)
 
 
 def amax_seconds(P: Cols, x: dict, backward: bool = False):
@@ -348,14 +433,15 @@ def amax_one(P: Cols, x: dict):
 
 def dense_mlp_tp_seconds(P: Cols, x: dict):
     """A layer's share of a dense MLP's tensor-parallel gather and scatter (the layers without
-    routed experts), forward, before overlap."""
-    return 2.0 * (1.0 - x["moe_share"]) * tp_op_seconds(P, x)
+    routed experts), forward, before overlap: FC1's input gathered, quantized; FC2's output
+    reduce-scattered."""
+    return (1.0 - x["moe_share"]) * (gather_seconds(P, x) + tp_op_seconds(P, x))
 
 
 def shared_expert_tp_seconds(P: Cols, x: dict):
     """A layer's share of the shared experts' tensor-parallel gather and scatter (routed layers
-    with shared experts: Megatron-Core's SharedExpertMLP is TP-split), before overlap."""
-    return 2.0 * x["moe_share"] * (x["shared"] > 0) * tp_op_seconds(P, x)
+    with shared experts: Megatron-Core's SharedExpertMLP is TP-split), forward, before overlap."""
+    return x["moe_share"] * (x["shared"] > 0) * (gather_seconds(P, x) + tp_op_seconds(P, x))
 
 
 def layer_cp_seconds(P: Cols, x: dict, inside):
@@ -400,8 +486,8 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     inside = in_domain(P, x)
     Ls = stage_layers(P, x)
     g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
-    tp = overlapped(layer_tp_seconds(P, x), x["tp_overlap"], x) + amax_seconds(P, x)
-    tp_bwd = overlapped(layer_tp_seconds(P, x, backward=True), x["tp_overlap"], x) + amax_seconds(P, x, True)
+    tp = layer_tp_exposed(P, x) + amax_seconds(P, x)
+    tp_bwd = layer_tp_exposed(P, x, backward=True) + amax_seconds(P, x, True)
     ep_raw = layer_ep_seconds(P, x, inside["ep"])
     r = x["attn_bwd_ratio"]
     # context parallelism's ring hides its KV transfers behind the attention of its own blocks
@@ -424,7 +510,7 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
     eager = Ls * eager_seconds(P, x)
     fwd = Ls * (g + a + mem + tp + ep) + eager + cp_fwd + head + loss / 2.0
-    # the sequence-parallel backward's collectives: layer_tp_seconds
+    # the sequence-parallel backward's collectives: layer_tp_exposed
     bwd = Ls * (2.0 * g + r * a + 2.0 * mem + tp_bwd + ep) + cp_bwd + 2.0 * head + loss / 2.0
     acts = activation_bytes(P, x, Ls)
     if bounds_only:
@@ -744,7 +830,7 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
     g = gemm_parts(P, x)
     # the shared experts' gather and scatter, and FC1's amax all-reduce under current scaling
     shared_amax = moe * (s > 0) * amax_one(P, x)
-    shared_tp = overlapped(shared_expert_tp_seconds(P, x), x["tp_overlap"], x) + shared_amax
+    shared_tp = tp_forward(shared_expert_tp_seconds(P, x), x) + shared_amax
     redo: dict[str, tuple[Any, Any, Any]] = {m: (0.0, 0.0, 0.0) for m in MODULES}
     redo["core_attn"] = (0.0, a, 0.0)
     # two norms, each reading and writing the hidden state; the outputs re-cast for their GEMMs
@@ -752,19 +838,16 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
     if has["moe_act"]:
         redo["moe_act"] = (0.0, mem(moe * k * aw * fe, moe * k * fe), 0.0)
     if has["mla_up_proj"]:  # the latent norms, the query and key-value up-projections and RoPE
-        q, kv_up = x["q_width"], x["k_width"] - x["heads"] * x["rope"] + x["v_width"]
         # without a query latent the query projection reads the hidden state, inside the same
         # checkpoint (Megatron-Core's qkv_up_proj_and_rope_apply): it runs again too (a review)
-        queries = ifelse(x["q_lora"] > 0, x["q_lora"], x["hidden"])
-        flops = 2.0 * tokens(P, x) / P["tp"] * (queries * q + x["kv_lora"] * kv_up)
-        up = gemm_seconds(flops, 2.0, x)
+        q, up = x["q_width"], mla_up_gemm_seconds(P, x)
         latents = x["q_lora"] + x["kv_lora"]
         # the up-projections run forward again: their sequence-parallel gathers too
         # (and current scaling's amax all-reduces of the two latents: amax_seconds)
-        gathers = overlapped(mla_up_gather_seconds(P, x), x["tp_overlap"], x) + 2.0 * amax_one(P, x)
+        gathers = tp_forward(mla_up_gather_seconds(P, x), x) + 2.0 * amax_one(P, x)
         redo["mla_up_proj"] = (up, mem(2.0 * (latents + q + x["k_width"]), latents), gathers)
     if has["mlp"]:
-        tp = overlapped(dense_mlp_tp_seconds(P, x), x["tp_overlap"], x) + (1.0 - moe) * amax_one(P, x)
+        tp = tp_forward(dense_mlp_tp_seconds(P, x), x) + (1.0 - moe) * amax_one(P, x)
         redo["mlp"] = ((1.0 - moe) * g["dense"], mem((1.0 - moe) * aw * ff, (1.0 - moe) * (h + ff)), tp)
     if has["moe"]:  # router, permutes, activations and combine; the experts' inputs re-cast
         values = moe * (h + 5.0 * k * h + aw * fe * (k + s))
