@@ -354,7 +354,7 @@ def test_current_scalings_amax_all_reduces_by_hand(catalog):
     # scale-up collective latency (8 us), exposed. Llama 3.1 8B (dense): QKV and FC1 forward, the
     # projection and FC2 backward; DeepSeek-V3 (MLA, 3 dense layers of 61, shared experts): two
     # latents, FC1 or the shared experts' FC1 forward (3), two backward; Qwen3-30B-A3B (every layer
-    # routed, no shared experts): QKV alone each way. None at TP1, none for the other recipes
+    # routed, no shared experts): QKV alone each way. None at TP1, none for the other FP8 recipes
     lat = catalog.serving.collective_latency_us_scale_up.value * 1e-6
     P = {k: np.array([v]) for k, v in {"tp": 2.0, "cp": 1.0, "mbs": 1.0, "pp": 1.0, "ep": 1.0}.items()}
     tp1 = {**P, "tp": np.array([1.0])}
@@ -374,14 +374,19 @@ def test_current_scalings_amax_all_reduces_by_hand(catalog):
         x = inputs(catalog, "gb300", model, "fp8")
         on, off = (ts.module_redo_seconds(P, {**x, "amax_syncs": n}, 0.0, 0.0)[module][2] for n in (1.0, 0.0))
         assert (on - off)[0] == pytest.approx(count * lat), (model, module)
-    for precision in ("bf16", "fp4"):
-        assert ts.amax_seconds(P, inputs(catalog, "gb300", "llama-3.1-8b", precision))[0] == 0.0
+    # none at BF16; NVFP4 reduces its per-tensor scale's amax as current scaling does
+    # (TransformerEngine's _customize_quantizers_nvfp4): the same four a dense layer
+    assert ts.amax_seconds(P, inputs(catalog, "gb300", "llama-3.1-8b", "bf16"))[0] == 0.0
+    nvfp4 = inputs(catalog, "gb300", "llama-3.1-8b", "fp4")
+    assert ts.amax_seconds(P, nvfp4)[0] + ts.amax_seconds(P, nvfp4, backward=True)[0] == pytest.approx(
+        4 * lat
+    )
     # through a run: MLPerf's Llama 3.1 8B plan on 512 GB300 (TP2, one micro-batch a step, 32
     # layers) pays 32 x 4 x 8 us = 1.02 ms more a step than with the reductions off; blockwise none
     kw = dict(gpus=512, precision="fp8", sequence_length=8192)
     plan = "tp=2,pp=1,cp=4,mbs=1,gbs=64"
     on = train(catalog, "gb300", "llama-3.1-8b", 1.81e9, plan=plan, **kw).pretraining
-    none = catalog.with_overrides(["efficiency.training_fp8_amax_reductions.tensorwise=0"])
+    none = catalog.with_overrides(["efficiency.training_amax_reductions.tensorwise=0"])
     off = train(none, "gb300", "llama-3.1-8b", 1.81e9, plan=plan, **kw).pretraining
     grew = on.step_breakdown_s["exposed_comm_s"] - off.step_breakdown_s["exposed_comm_s"]
     assert grew == pytest.approx(32 * 4 * lat, rel=1e-9)
@@ -389,7 +394,7 @@ def test_current_scalings_amax_all_reduces_by_hand(catalog):
     # pays the 1.02 ms its catalog entry, 0, leaves out)
     blockwise = dict(plan=plan + ",fp8_recipe=blockwise", **kw)
     block = train(catalog, "gb300", "llama-3.1-8b", 1.81e9, **blockwise).pretraining
-    one = catalog.with_overrides(["efficiency.training_fp8_amax_reductions.blockwise=1"])
+    one = catalog.with_overrides(["efficiency.training_amax_reductions.blockwise=1"])
     block_on = train(one, "gb300", "llama-3.1-8b", 1.81e9, **blockwise).pretraining
     grew = block_on.step_breakdown_s["exposed_comm_s"] - block.step_breakdown_s["exposed_comm_s"]
     assert grew == pytest.approx(32 * 4 * lat, rel=1e-9)

@@ -267,16 +267,17 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
         f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])}, "
     )
     assert phrase in text, phrase
-    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (1005, 4000)}
-    assert re.search(rf"at 1,005 steps a refresh \([^)]*\) {at[1005]} \(", text), at[1005]
+    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (1007, 4000)}
+    assert re.search(rf"at 1,007 steps a refresh \([^)]*\) {at[1007]} \(", text), at[1007]
     assert f"at 4,000 {at[4000]} (" in text, at[4000]
-    # GB200's RL at 10 % of its pre-training cost: 1,005 steps a refresh (886 until the shared
+    # GB200's RL at 10 % of its pre-training cost: 1,007 steps a refresh (886 until the shared
     # experts' tensor-parallel collectives were charged, 910 until a step paid its fixed time,
     # 915 until the FP8 recipes' refit took GB200's month to 119,808 GPUs, 980 until the fixed
     # time went 18 -> 20.4 ms, 981 until NVFP4 runs took the NCCL path for their tensor-parallel
-    # collectives and GB200's month went to 122,904 GPUs, 2026-12-05)
+    # collectives and GB200's month went to 122,904 GPUs, 2026-12-05; 1,005 until NVFP4 paid its amax
+    # all-reduces the same day)
     gb_rl = systems[gb]["rl"]
-    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 1005
+    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 1007
 
 
 def test_the_serving_targets_the_readme_quotes_move_the_headline_as_it_says():
@@ -496,9 +497,9 @@ def test_the_step_fixed_times_rack_thresholds_are_what_the_readme_says(systems):
     # a physics review (2026-12-05): the 10T month's GPU counts are rack thresholds, and a fitted
     # 31.2 ms fixed step time crossed GB200's only through its surplus; the README gives where each
     # system's count moves (since NVFP4 runs took the NCCL path for their tensor-parallel
-    # collectives, 2026-12-05: Rubin's by 54 ms, GB200's by 55, and GB200's below 7 ms as well; from
-    # the FP8 recipes' refit the same day until then, neither below the catalog's 18 ms, Rubin's by
-    # 38 ms, GB200's by 55)
+    # collectives and paid their amax all-reduces, 2026-12-05: GB200's by 50 ms, Rubin's by 54, and
+    # GB200's below 5 ms as well; from the FP8 recipes' refit the same day until then, neither below
+    # the catalog's 18 ms, Rubin's by 38 ms, GB200's by 55)
     def gpus(ms: str) -> dict[str, dict]:
         r = run_cli_once(
             "compare", "vera-rubin", "blackwell", "--workload", "pretrain-10t-moe",
@@ -507,16 +508,16 @@ def test_the_step_fixed_times_rack_thresholds_are_what_the_readme_says(systems):
         assert r.code == 0, r.stderr
         return {s["hardware"]: s["pretraining"] for s in r.json()["systems"]}
 
-    none, rubin, gb200 = gpus("0.01"), gpus("54"), gpus("55")
+    none, gb200, rubin = gpus("0.01"), gpus("50"), gpus("54")
     vr, gb = "vera-rubin-nvl72", "gb200-nvl72"
     nominal = {k: systems[k]["pretraining"]["gpus"] for k in (vr, gb)}
     assert none[vr]["gpus"] == nominal[vr] and none[gb]["gpus"] < nominal[gb]
-    assert rubin[vr]["gpus"] > nominal[vr] and rubin[gb]["gpus"] == nominal[gb] < gb200[gb]["gpus"]
+    assert gb200[gb]["gpus"] > nominal[gb] and gb200[vr]["gpus"] == nominal[vr] < rubin[vr]["gpus"]
     phrase = (
         f"with no fixed time at all Rubin keeps its count and GB200 needs {none[gb]['gpus']:,} GPUs\n"
-        "(under 7 ms, a scan found); "
-        f"by 54 ms Rubin needs {rubin[vr]['gpus']:,} GPUs\n"
-        f"({rubin[vr]['plan'].split(' DP')[0]}), by 55 ms GB200 {gb200[gb]['gpus']:,} "
-        f"({gb200[gb]['plan'].split(' DP')[0]})"
+        "(under 5 ms, a scan found); "
+        f"by 50 ms GB200 needs {gb200[gb]['gpus']:,} GPUs\n"
+        f"({gb200[gb]['plan'].split(' DP')[0]}), by 54 ms Rubin {rubin[vr]['gpus']:,} "
+        f"({rubin[vr]['plan'].split(' DP')[0]})"
     )
     assert phrase in (Path(__file__).parent.parent / "README.md").read_text(), phrase

@@ -349,11 +349,11 @@ def test_a_table_replaced_by_a_user_file_must_be_whole(tmp_path):
     need = "training_weight_cache_bytes needs an entry for bf16, fp4"
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
     # and the amax all-reduces per quantized input: one or none
-    text = "efficiency:\n  training_fp8_amax_reductions:\n" + whole.replace("1.0", "2")
-    need = "training_fp8_amax_reductions.tensorwise must be 0 or 1, got 2"
-    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
     # the sequence-parallel collectives: userbuffers 0 or 1, gather widths above 0, every recipe
     every = "".join(f"    {r}: {{value: 1.0, source: ipd-estimate}}\n" for r in ("bf16", "fp4")) + whole
+    text = "efficiency:\n  training_amax_reductions:\n" + every.replace("1.0", "2")
+    need = "training_amax_reductions.bf16 must be 0 or 1, got 2"
+    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
     text = "efficiency:\n  training_tp_userbuffers:\n" + whole
     need = "training_tp_userbuffers needs an entry for bf16, fp4"
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)

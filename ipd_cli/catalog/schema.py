@@ -610,11 +610,12 @@ class Efficiency(Strict):
         "(per-tensor recipes gather the FP8 copy, Megatron's fp8_param_gather; MXFP8 and blockwise "
         "gather BF16), at most weight_bytes_per_param; other precisions gather at weight_bytes_per_param",
     )
-    training_fp8_amax_reductions: dict[str, Sourced] = unit(
+    training_amax_reductions: dict[str, Sourced] = unit(
         "all-reduces per GEMM input",
-        description="amax all-reduces over the tensor-parallel group per sequence-parallel GEMM input an FP8 "
-        "recipe quantizes before gathering, by recipe (current scaling, tensorwise: one; delayed scaling "
-        "reduces its amax history once a step, the block-scaled recipes scale locally: none)",
+        description="amax all-reduces over the tensor-parallel group per sequence-parallel GEMM input a "
+        "recipe quantizes before gathering, by recipe: bf16, fp4 (NVFP4: one, for its per-tensor scale) "
+        "and the FP8 recipes (current scaling, tensorwise: one; delayed scaling reduces its amax history "
+        "once a step, the block-scaled recipes scale locally: none)",
     )
     training_weight_cache_bytes: dict[str, Sourced] = unit(
         "bytes",
@@ -826,9 +827,9 @@ def _check_recipe_tables(e: Efficiency) -> None:
         for r, s in _recipe_table(name, getattr(e, name), WEIGHT_RECIPES):
             if not s.value > 0:
                 raise ValueError(f"{name}.{r} must be > 0, got {s.value}")
-    for r, s in _recipe_table("training_fp8_amax_reductions", e.training_fp8_amax_reductions):
+    for r, s in _recipe_table("training_amax_reductions", e.training_amax_reductions, WEIGHT_RECIPES):
         if s.value not in (0, 1):
-            raise ValueError(f"training_fp8_amax_reductions.{r} must be 0 or 1, got {s.value}")
+            raise ValueError(f"training_amax_reductions.{r} must be 0 or 1, got {s.value}")
 
 
 def _recipe_table(

@@ -606,8 +606,9 @@ _STEP_TERMS = {
     "training_sp_grad_gather_bytes; userbuffers hide efficiency.tp_comm_overlap of them where the "
     "recipe has them, efficiency.training_tp_userbuffers, else the backward's column-parallel ones hide "
     "behind their GEMMs), the context-parallel ring and the expert all-to-alls, less what hides behind "
-    "compute (each hidden part still taxes the compute it overlaps), and FP8 current scaling's amax "
-    "all-reduces over the tensor-parallel group (efficiency.training_fp8_amax_reductions), exposed",
+    "compute (each hidden part still taxes the compute it overlaps), and FP8 current scaling's and "
+    "NVFP4's amax all-reduces over the tensor-parallel group (efficiency.training_amax_reductions), "
+    "exposed",
     "activation_offload_s": "activations sent to host memory and back over the host link where the "
     "plan offloads them",
     "host_bound_s": "an MoE layer's forward waiting for the host without CUDA graphs (host-bound time "

@@ -400,7 +400,6 @@ def hardware_inputs(
     }
     x["fp8_recipe_share"] = 1.0  # the recipe of an FP8 run (other precisions have one recipe each)
     x["fp8_gather_bytes"] = 0.0  # none: the weights' all-gather sends weight_bytes (derive)
-    x["amax_syncs"] = 0.0  # tensor-parallel amax all-reduces per quantized GEMM input (trainstep)
     recipe = fp8_recipe(pins or {}, precision)
     x["weight_cache_bytes"] = inp.read(
         f"efficiency.training_weight_cache_bytes.{recipe or precision}",
@@ -428,6 +427,10 @@ def hardware_inputs(
         f"efficiency.training_sp_grad_gather_bytes.{recipe or precision}",
         f"sequence-parallel output-gradient gather bytes per value ({recipe or precision} recipe)",
     )
+    x["amax_syncs"] = inp.read(
+        f"efficiency.training_amax_reductions.{recipe or precision}",
+        f"tensor-parallel amax all-reduces per quantized GEMM input ({recipe or precision} recipe)",
+    )
     if recipe is not None:
         x["fp8_recipe_share"] = inp.read(
             f"efficiency.training_fp8_recipe_share.{recipe}", f"FP8 GEMM share kept by the {recipe} recipe"
@@ -435,10 +438,6 @@ def hardware_inputs(
         x["fp8_gather_bytes"] = inp.read(
             f"efficiency.training_fp8_param_gather_bytes.{recipe}",
             f"weight all-gather bytes per parameter ({recipe} recipe)",
-        )
-        x["amax_syncs"] = inp.read(
-            f"efficiency.training_fp8_amax_reductions.{recipe}",
-            f"tensor-parallel amax all-reduces per quantized GEMM input ({recipe} recipe)",
         )
     x["cast_bytes"] = 0.0
     if precision != "bf16":

@@ -413,21 +413,22 @@ def layer_tp_exposed(P: Cols, x: dict, backward: bool = False):
 
 
 def amax_seconds(P: Cols, x: dict, backward: bool = False):
-    """FP8 current scaling's amax all-reduces of one layer over its tensor-parallel group (sequence
-    parallel: a GEMM input quantized on its sequence shard before the gather needs one scale on
-    every rank; TransformerEngine's Float8CurrentScalingQuantizer, an fp32 scalar waited on before
-    the cast, so not overlapped): forward on the inputs of the column-parallel layers (QKV, an MLA
-    layer's two latent up-projections; FC1 of a dense MLP or of a routed layer's shared experts),
+    """The amax all-reduces of one layer over its tensor-parallel group under FP8 current scaling and
+    NVFP4 (sequence parallel: a GEMM input quantized on its sequence shard before the gather needs
+    one scale on every rank; TransformerEngine's Float8CurrentScalingQuantizer and NVFP4Quantizer,
+    an fp32 scalar waited on before the cast, so not overlapped): forward on the inputs of the
+    column-parallel layers (QKV, an MLA layer's two latent up-projections; FC1 of a dense MLP or of
+    a routed layer's shared experts),
     backward on the output gradients of the row-parallel ones (the projection, FC2).
     ``amax_syncs``: all-reduces per such GEMM input, by recipe
-    (efficiency.training_fp8_amax_reductions: 1 for tensorwise, 0 for the others and off FP8)."""
+    (efficiency.training_amax_reductions: 1 for tensorwise and NVFP4, 0 for the others)."""
     mlp = (1.0 - x["moe_share"]) + x["moe_share"] * (x["shared"] > 0)
     attention = 1.0 if backward else ifelse(x["kv_lora"] > 0, 2.0, 1.0)
     return (attention + mlp) * amax_one(P, x)
 
 
 def amax_one(P: Cols, x: dict):
-    """One amax all-reduce of :func:`amax_seconds` (none at tp 1 or off current scaling)."""
+    """One amax all-reduce of :func:`amax_seconds` (none at tp 1 or for a recipe without them)."""
     return (P["tp"] > 1.0) * x["amax_syncs"] * x["lat_up"]
 
 
