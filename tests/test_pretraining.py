@@ -740,6 +740,29 @@ def test_more_hbm_flops_bandwidth_links_or_gpus_never_slow_the_best_plan(catalog
         assert r.wall_days <= base.wall_days * (1 + 1e-12), gpus
 
 
+def test_more_flops_bandwidth_or_links_never_slow_an_nvfp4_plan_on_the_nccl_path(catalog):
+    # NVFP4 has no userbuffers: its backward TP collectives hide behind GEMM windows, which faster
+    # GEMMs shrink (each second of window lost shows at most 2 x (1 - tax) seconds of collective
+    # where it saves 3 of GEMM: a review's reading); the best plan never gets slower for it
+    base = train(catalog, "gb200", "llama-3.1-70b", 1e12, gpus=64, precision="fp4").pretraining
+    assert base.parallelism is not None
+    for path, value in [
+        ("accelerators.gb200.fp4_dense_tflops", 10000 * 2),
+        ("accelerators.gb200.bf16_dense_tflops", 2500 * 2),
+        ("accelerators.gb200.hbm_tb_per_s", 8.0 * 1.5),
+        ("accelerators.gb200.scale_up_gb_per_s_bidir", 1800 * 2),
+    ]:
+        more = catalog.with_overrides([f"{path}={value}"])
+        r = train(more, "gb200", "llama-3.1-70b", 1e12, gpus=64, precision="fp4").pretraining
+        assert r.wall_days <= base.wall_days * (1 + 1e-12), path
+    # and on the pinned TP4 plan, where the windows matter most, faster FP4 GEMMs alone
+    plan = "tp=4,pp=4,mbs=1"
+    pinned = train(catalog, "gb200", "llama-3.1-70b", 1e12, gpus=64, precision="fp4", plan=plan)
+    faster = catalog.with_overrides(["accelerators.gb200.fp4_dense_tflops=40000"])
+    quick = train(faster, "gb200", "llama-3.1-70b", 1e12, gpus=64, precision="fp4", plan=plan)
+    assert quick.pretraining.step_time_s <= pinned.pretraining.step_time_s
+
+
 def test_deadline_mode_meets_the_deadline_with_whole_systems(catalog):
     r = train(catalog, "gb200-nvl72", "llama-3.1-70b", 15e12, deadline_days=20, precision="fp8")
     p = r.pretraining
