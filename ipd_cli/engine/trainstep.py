@@ -418,8 +418,8 @@ def amax_seconds(P: Cols, x: dict, backward: bool = False):
     one scale on every rank; TransformerEngine's Float8CurrentScalingQuantizer and NVFP4Quantizer,
     an fp32 scalar waited on before the cast, so not overlapped): forward on the inputs of the
     column-parallel layers (QKV, an MLA layer's two latent up-projections; FC1 of a dense MLP or of
-    a routed layer's shared experts),
-    backward on the output gradients of the row-parallel ones (the projection, FC2).
+    a routed layer's shared experts), backward on the output gradients of the row-parallel ones
+    (the projection, FC2).
     ``amax_syncs``: all-reduces per such GEMM input, by recipe
     (efficiency.training_amax_reductions: 1 for tensorwise and NVFP4, 0 for the others)."""
     mlp = (1.0 - x["moe_share"]) + x["moe_share"] * (x["shared"] > 0)
