@@ -147,16 +147,18 @@ def test_moe_memory_of_the_published_plan_by_hand(catalog):
     # holds PP (1 + (PP - 1) / (PP VP)) = 11.5 micro-batches in flight; 4,096 tokens each
     act = 12 * 4096 * ((46080 + 8192) * 2 + 57344 * 1)
     in_flight = 8 * (1 + 7 / 16)
-    # state: BF16 weights and gradients; ZeRO-1 shards the 12 optimizer bytes over the dense
+    # state: the FP8 weights (tensorwise: 1 B, a B200 keeping no transpose beside a per-tensor FP8
+    # tensor; 2 B until 2026-12-05, thirty-sixth session) and BF16 gradients; ZeRO-1 shards the 12
+    # optimizer bytes over the dense
     # weights' DP8 and the experts' data-parallel group, DP8 x TP1 / EP8 = 1. The first stage
     # holds its 12 of the 94 layers and the input embedding (151,936 x 4,096; the LM head, untied,
     # is the last stage's)
     edge = 151936 * 4096
     dense = (x["dense_params"] - 2 * edge) * 12 / 94 + edge
     expert = x["routed_params"] / 8 * 12 / 94
-    state = (dense + expert) * (2 + 2) + 12 * (dense / 8 + expert / 1)
+    state = (dense + expert) * (1 + 2) + 12 * (dense / 8 + expert / 1)
     assert out["memory_bytes"] == pytest.approx(state + act * in_flight)
-    assert out["memory_bytes"] == pytest.approx(159.8e9, rel=1e-3)  # 66.0 GB state, 93.8 activations
+    assert out["memory_bytes"] == pytest.approx(154.7e9, rel=1e-3)  # 60.9 GB state, 93.8 activations
     # it fits the 164.3 GB usable of a B200 without recompute, as the recipe runs it (recompute None)
     assert out["memory_bytes"] <= x["hbm_cap"]
     cols, _ = one_plan(x, 64, PLAN_QWEN3 + ",a2a_overlap=off,cuda_graphs=off,dispatcher=alltoall")
@@ -404,17 +406,26 @@ def test_a_recipes_cached_weight_copy_is_in_memory_by_hand(catalog):
     # TransformerEngine keeps a recipe's quantized weights beside BF16 parameters across
     # micro-batches (efficiency.training_weight_cache_bytes): NVFP4 a rowwise and a transposed copy,
     # 2 x (0.5 + 1 / 16) = 1.125 B a parameter; FP8 blockwise 2 x 1 B; none at BF16 and where the
-    # parameters are the FP8 tensors (tensorwise, delayed, MXFP8). Llama 3.1 70B at PLAN_70B on 64
-    # H100-class weights (the memory test above): ZeRO-1 holds the 2.444e9 parameters whole
+    # parameters are the FP8 tensors (tensorwise, delayed, MXFP8), which take 2 B with the
+    # transpose a TN-only GPU (H100) keeps beside a per-tensor FP8 tensor, 1 B without it on a GPU
+    # whose FP8 GEMMs take any layout (B200: TransformerEngine's nvte_is_non_tn_fp8_gemm_supported;
+    # efficiency.training_fp8_weight_transpose_bytes), MXFP8's two copies 2 B anywhere. Llama 3.1 70B
+    # at PLAN_70B on 64 H100-class weights (the memory test above): ZeRO-1 holds the 2.444e9
+    # parameters whole
     cache = catalog.efficiency.training_weight_cache_bytes
     assert (cache["fp4"].value, cache["blockwise"].value, cache["bf16"].value) == (1.125, 2.0, 0)
     assert cache["tensorwise"].value == cache["delayed"].value == cache["mxfp8"].value == 0
+    assert catalog.accelerators["b200"].fp8_gemm_any_layout.value == 1
+    assert catalog.accelerators["h100-sxm"].fp8_gemm_any_layout is None
     edge = 128256 * 8192
-    for hardware, precision, pins, extra in (
-        ("b200", "fp4", {}, 1.125),
-        ("b200", "fp8", {"f8r": 3}, 2.0),
-        ("b200", "fp8", {"f8r": 0}, 0.0),
-        ("b200", "bf16", {}, 0.0),
+    for hardware, precision, pins, weight in (
+        ("b200", "fp4", {}, 2 + 1.125),
+        ("b200", "fp8", {"f8r": 3}, 2 + 2.0),
+        ("b200", "fp8", {"f8r": 0}, 1.0),
+        ("b200", "fp8", {"f8r": 1}, 1.0),
+        ("b200", "fp8", {"f8r": 2}, 2.0),
+        ("h100-sxm", "fp8", {"f8r": 0}, 2.0),
+        ("b200", "bf16", {}, 2.0),
     ):
         from ipd_cli.engine.inputs import Inputs
 
@@ -431,12 +442,26 @@ def test_a_recipes_cached_weight_copy_is_in_memory_by_hand(catalog):
         cols, _ = one_plan(x, 64, PLAN_70B)
         P = {k: cols[k] for k in ("tp", "pp", "ep", "dp", "cp", "zero", "vp")}
         params = ((x["total"] - 2 * edge) * 10 / 80 + edge) / 4
-        state = params * (2 + extra + 2) + params * 12 / 2
-        assert ts.state_bytes(P, x) == pytest.approx(state), (precision, pins)
+        state = params * (weight + 2) + params * 12 / 2
+        assert ts.state_bytes(P, x) == pytest.approx(state), (hardware, precision, pins)
         # FSDP keeps its shards without the copy and its two gathered layers with it
         layers = 2 * params / ts.stage_layers(P, x)
-        fsdp = params * (2 + 2 + 12) / 2 + layers * (2 + extra)
-        assert ts.state_bytes({**P, "zero": 3.0}, x) == pytest.approx(fsdp), (precision, pins)
+        fsdp = params * (2 + 2 + 12) / 2 + layers * weight
+        assert ts.state_bytes({**P, "zero": 3.0}, x) == pytest.approx(fsdp), (hardware, precision, pins)
+    # a what-if of FP8 weights (weight_bytes_per_param 1) leaves a B200's per-tensor weights at 1 B,
+    # not 0: the transpose it does without was never charged
+    one = catalog.with_overrides(["efficiency.weight_bytes_per_param=1"])
+    inp = Inputs(one)
+    x = tpn.derive(
+        {
+            **tpn.model_inputs(inp, one, "llama-3.1-70b"),
+            **tpn.hardware_inputs(inp, one, "b200", "fp8", {"f8r": 0}),
+            **tpn.step_inputs(inp, "fp8"),
+            "seq": 8192,
+            "tokens": 1e12,
+        }
+    )
+    assert x["weight_mem_bytes"] == 1.0
 
 
 def test_mla_gathers_its_latents_and_shared_experts_gather_and_scatter_by_hand(catalog):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -260,11 +261,21 @@ class Accelerator(Strict):
         "Gbit/s per GPU", 1e9 / 8, description="scale-out NIC bandwidth per GPU (SI: bytes/s)"
     )
     tdp_w: Sourced = unit("W")
+    fp8_gemm_any_layout: Sourced | None = unit(
+        "flag",
+        default=None,
+        description="1 where the GPU's FP8 GEMMs take their operands in any layout, so a per-tensor FP8 "
+        "tensor keeps no transpose beside its data (TransformerEngine's nvte_is_non_tn_fp8_gemm_supported: "
+        "compute capability 10.x-11.x or 13+); absent or 0: TN only, as Hopper",
+    )
     note: str | None = None
 
     @model_validator(mode="after")
     def _positive(self) -> Accelerator:
-        _positive_sourced(self)
+        _positive_sourced(self, skip=("fp8_gemm_any_layout",))
+        flag = self.fp8_gemm_any_layout
+        if flag is not None and flag.value not in (0, 1):
+            raise ValueError(f"fp8_gemm_any_layout must be 0 or 1, got {flag.value}")
         return self
 
     def dense_tflops(self, precision: str) -> Sourced | None:
@@ -610,6 +621,12 @@ class Efficiency(Strict):
         "(per-tensor recipes gather the FP8 copy, Megatron's fp8_param_gather; MXFP8 and blockwise "
         "gather BF16), at most weight_bytes_per_param; other precisions gather at weight_bytes_per_param",
     )
+    training_fp8_weight_transpose_bytes: dict[str, Sourced] = unit(
+        "bytes",
+        description="bytes a parameter of the FP8 transpose an FP8 recipe's parameters keep beside their "
+        "data on a GPU whose FP8 GEMMs are TN only (part of weight_bytes_per_param), by FP8 recipe; a GPU "
+        "with fp8_gemm_any_layout keeps none",
+    )
     training_amax_reductions: dict[str, Sourced] = unit(
         "all-reduces per GEMM input",
         description="amax all-reduces over the tensor-parallel group per sequence-parallel GEMM input a "
@@ -809,27 +826,29 @@ def _every_key(name: str, table: dict, keys: tuple[str, ...]) -> None:
         raise ValueError(f"{name} needs an entry for {', '.join(missing)} (give the whole table)")
 
 
+# the by-recipe tables besides the recipe share: (name, the recipes it keys, the rule's words, the rule)
+RECIPE_TABLE_RULES: tuple[tuple[str, tuple[str, ...], str, Callable[[float], bool]], ...] = (
+    # a gather above the weights' own bytes is capped at them (trainplan.derive)
+    ("training_fp8_param_gather_bytes", FP8_RECIPES, "> 0", lambda v: v > 0),
+    ("training_weight_cache_bytes", WEIGHT_RECIPES, ">= 0", lambda v: v >= 0),
+    ("training_tp_userbuffers", WEIGHT_RECIPES, "0 or 1", lambda v: v in (0, 1)),
+    ("training_sp_gather_bytes", WEIGHT_RECIPES, "> 0", lambda v: v > 0),
+    ("training_sp_grad_gather_bytes", WEIGHT_RECIPES, "> 0", lambda v: v > 0),
+    # what is left of the weights is never under an FP8 value's bytes (trainplan.derive)
+    ("training_fp8_weight_transpose_bytes", FP8_RECIPES, ">= 0", lambda v: v >= 0),
+    ("training_amax_reductions", WEIGHT_RECIPES, "0 or 1", lambda v: v in (0, 1)),
+)
+
+
 def _check_recipe_tables(e: Efficiency) -> None:
-    """The by-recipe tables (the FP8 recipes'; the weight cache's, bf16 and fp4 too): whole, and each
-    value in its range."""
+    """The by-recipe tables (the FP8 recipes'; the weight cache's and others, bf16 and fp4 too):
+    whole, and each value in its range."""
     for r, s in _recipe_table("training_fp8_recipe_share", e.training_fp8_recipe_share):
         _fraction(f"training_fp8_recipe_share.{r}", s)
-    for r, s in _recipe_table("training_fp8_param_gather_bytes", e.training_fp8_param_gather_bytes):
-        if not s.value > 0:  # above the weights' own bytes it is capped at them (trainplan.derive)
-            raise ValueError(f"training_fp8_param_gather_bytes.{r} must be > 0, got {s.value}")
-    for r, s in _recipe_table("training_weight_cache_bytes", e.training_weight_cache_bytes, WEIGHT_RECIPES):
-        if not s.value >= 0:
-            raise ValueError(f"training_weight_cache_bytes.{r} must be >= 0, got {s.value}")
-    for r, s in _recipe_table("training_tp_userbuffers", e.training_tp_userbuffers, WEIGHT_RECIPES):
-        if s.value not in (0, 1):
-            raise ValueError(f"training_tp_userbuffers.{r} must be 0 or 1, got {s.value}")
-    for name in ("training_sp_gather_bytes", "training_sp_grad_gather_bytes"):
-        for r, s in _recipe_table(name, getattr(e, name), WEIGHT_RECIPES):
-            if not s.value > 0:
-                raise ValueError(f"{name}.{r} must be > 0, got {s.value}")
-    for r, s in _recipe_table("training_amax_reductions", e.training_amax_reductions, WEIGHT_RECIPES):
-        if s.value not in (0, 1):
-            raise ValueError(f"training_amax_reductions.{r} must be 0 or 1, got {s.value}")
+    for name, recipes, words, rule in RECIPE_TABLE_RULES:
+        for r, s in _recipe_table(name, getattr(e, name), recipes):
+            if not rule(s.value):
+                raise ValueError(f"{name}.{r} must be {words}, got {s.value}")
 
 
 def _recipe_table(

@@ -400,6 +400,7 @@ def hardware_inputs(
     }
     x["fp8_recipe_share"] = 1.0  # the recipe of an FP8 run (other precisions have one recipe each)
     x["fp8_gather_bytes"] = 0.0  # none: the weights' all-gather sends weight_bytes (derive)
+    x["fp8_transpose_bytes"] = 0.0  # the FP8 transpose a parameter keeps that a GPU does without
     recipe = fp8_recipe(pins or {}, precision)
     x["weight_cache_bytes"] = inp.read(
         f"efficiency.training_weight_cache_bytes.{recipe or precision}",
@@ -439,6 +440,13 @@ def hardware_inputs(
             f"efficiency.training_fp8_param_gather_bytes.{recipe}",
             f"weight all-gather bytes per parameter ({recipe} recipe)",
         )
+        # a GPU whose FP8 GEMMs take any layout keeps no transpose beside a per-tensor FP8 weight
+        any_layout = f"{acc}.fp8_gemm_any_layout"
+        if inp.has(any_layout) and inp.read(any_layout, "FP8 GEMMs in any operand layout") == 1:
+            x["fp8_transpose_bytes"] = inp.read(
+                f"efficiency.training_fp8_weight_transpose_bytes.{recipe}",
+                f"FP8 weight transpose bytes per parameter ({recipe} recipe)",
+            )
     x["cast_bytes"] = 0.0
     if precision != "bf16":
         x["cast_bytes"] = inp.read(f"serving.bytes_per_weight.{precision}", f"{precision} bytes per value")
@@ -550,7 +558,11 @@ def derive(x: dict) -> dict[str, Any]:
     y["host_cap"] = x["host_memory"] * x["usable"]
     y["grad_bytes"] = x["state_bytes"] - x["weight_bytes"] - x["optim_bytes"]
     # the weights a GPU keeps whole: the parameters and the recipe's cached quantized copy
-    y["weight_mem_bytes"] = x["weight_bytes"] + x["weight_cache_bytes"]
+    # (a GPU whose FP8 GEMMs take any layout keeps a per-tensor FP8 weight's data without its
+    # transpose: an FP8 value's bytes at the least, whatever weight_bytes_per_param a what-if sets)
+    fp8_value = f.minimum(x["weight_bytes"], x["cast_bytes"])
+    weights = f.maximum(x["weight_bytes"] - x["fp8_transpose_bytes"], fp8_value)
+    y["weight_mem_bytes"] = weights + x["weight_cache_bytes"]
     # the data-parallel weight all-gather's width: an FP8 recipe's (hardware_inputs), else the weights';
     # never more than the weights hold (`--set efficiency.weight_bytes_per_param=1`: FP8 weights)
     fp8_gather = f.minimum(x["fp8_gather_bytes"], x["weight_bytes"])
