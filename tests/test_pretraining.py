@@ -788,6 +788,17 @@ def test_more_flops_bandwidth_or_links_never_slow_an_nvfp4_plan_on_the_nccl_path
     assert quick.pretraining.step_time_s <= pinned.pretraining.step_time_s
 
 
+def test_the_memory_floor_stays_under_a_plan_that_keeps_fp8_weights_without_their_transpose(catalog):
+    # a review: on a GPU whose FP8 GEMMs take any layout a per-tensor FP8 run keeps its weights whole
+    # at 1 B, and the smallest-cluster bound still counted them at 2 B: Megatron 22B at FP8 ran on 2
+    # GB200s (TP1 PP2, offloading) where the bound said 3, DeepSeek-V3 on 64 B200s where it said 66
+    for hardware, model, gpus in (("gb200", "megatron-22b", 2), ("b200", "deepseek-v3", 64)):
+        p = train(
+            catalog, hardware, model, 1e12, gpus=gpus, precision="fp8", sequence_length=2048
+        ).pretraining
+        assert p.min_gpus_for_memory <= p.gpus_used == gpus, model
+
+
 def test_deadline_mode_meets_the_deadline_with_whole_systems(catalog):
     r = train(catalog, "gb200-nvl72", "llama-3.1-70b", 15e12, deadline_days=20, precision="fp8")
     p = r.pretraining

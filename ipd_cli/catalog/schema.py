@@ -275,7 +275,7 @@ class Accelerator(Strict):
         _positive_sourced(self, skip=("fp8_gemm_any_layout",))
         flag = self.fp8_gemm_any_layout
         if flag is not None and flag.value not in (0, 1):
-            raise ValueError(f"fp8_gemm_any_layout must be 0 or 1, got {flag.value}")
+            raise ValueError(f"fp8_gemm_any_layout must be 0 or 1, got {flag.value:g}")
         return self
 
     def dense_tflops(self, precision: str) -> Sourced | None:

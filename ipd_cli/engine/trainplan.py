@@ -1921,8 +1921,12 @@ def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int
 
 def min_gpus_for_memory(x: dict) -> int:
     """The smallest cluster that can hold the training state: weights, gradients and optimizer state
-    sharded over every GPU (FSDP) plus one sequence's full-recompute checkpoints (a lower bound)."""
-    state = x["total"] * x["state_bytes"] + x["seq"] * x["hidden"] * x["layers"] * x["act_bytes"]
+    sharded over every GPU (FSDP) plus one sequence's full-recompute checkpoints (a lower bound: the
+    weights at the fewer of their bytes kept whole, ``weight_mem_bytes``, and sharded, where a GPU
+    whose FP8 GEMMs take any layout keeps per-tensor FP8 weights whole at 1 B, a review)."""
+    spared = max(0.0, x["weight_bytes"] - x["weight_mem_bytes"])
+    per_param = x["state_bytes"] - spared
+    state = x["total"] * per_param + x["seq"] * x["hidden"] * x["layers"] * x["act_bytes"]
     return max(1, math.ceil(state / x["hbm_cap"]))
 
 
