@@ -296,21 +296,11 @@ def test_an_fp8_runs_weight_all_gather_goes_at_its_recipes_width_by_hand(catalog
     # parameter); MXFP8 gathers BF16 and blockwise does not gather FP8 (2 B); the gradients are
     # reduce-scattered at 2 B whatever the recipe. Llama 3.1 70B at TP8 PP1 on 64 GB300, DP8 of
     # one rank a node-strided domain: the ring moves (8 - 1) / 8 of the GPU's 70.6B / 8 parameters
-    from ipd_cli.engine.inputs import Inputs
-
     P = {"tp": 8.0, "cp": 1.0, "mbs": 1.0, "order": 0.0, "pp": 1.0, "ep": 1.0, "vp": 1.0, "dp": 8.0}
     P = {k: np.array([v]) for k, v in P.items()}
 
     def at(recipe: int, precision: str = "fp8") -> dict:
-        inp = Inputs(catalog)
-        x = {
-            **tpn.model_inputs(inp, catalog, "llama-3.1-70b"),
-            **tpn.hardware_inputs(inp, catalog, "gb300", precision, {"f8r": recipe}),
-            **tpn.step_inputs(inp, precision),
-            "seq": 8192,
-            "tokens": 1e12,
-        }
-        return tpn.derive(x)
+        return inputs(catalog, "gb300", "llama-3.1-70b", precision, pins={"f8r": recipe})
 
     tensorwise, delayed, mxfp8, blockwise = (at(i) for i in range(4))
     assert [x["gather_bytes"] for x in (tensorwise, delayed, mxfp8, blockwise)] == [1, 1, 2, 2]
@@ -318,17 +308,7 @@ def test_an_fp8_runs_weight_all_gather_goes_at_its_recipes_width_by_hand(catalog
     # a gather never sends more than the weights hold (FP8 weights: weight_bytes_per_param 1; it was
     # refused as a catalog error, though a BF16 run at 1 B had run)
     one = catalog.with_overrides(["efficiency.weight_bytes_per_param=1"])
-    inp1 = Inputs(one)
-    narrow = tpn.derive(
-        {
-            **tpn.model_inputs(inp1, one, "llama-3.1-70b"),
-            **tpn.hardware_inputs(inp1, one, "gb300", "fp8", {"f8r": 3}),
-            **tpn.step_inputs(inp1, "fp8"),
-            "seq": 8192,
-            "tokens": 1e12,
-        }
-    )
-    assert narrow["gather_bytes"] == 1
+    assert inputs(one, "gb300", "llama-3.1-70b", "fp8", pins={"f8r": 3})["gather_bytes"] == 1
     held = sum(ts.params_per_gpu(P, tensorwise))
     dense_per_domain = 72 / 8  # the DP ranks of one domain, strided by TP8 (order 0)
     assert ts.dp_per_domain(P, tensorwise)[0] == pytest.approx(dense_per_domain)
@@ -427,18 +407,7 @@ def test_a_recipes_cached_weight_copy_is_in_memory_by_hand(catalog):
         ("h100-sxm", "fp8", {"f8r": 0}, 2.0),
         ("b200", "bf16", {}, 2.0),
     ):
-        from ipd_cli.engine.inputs import Inputs
-
-        inp = Inputs(catalog)
-        x = tpn.derive(
-            {
-                **tpn.model_inputs(inp, catalog, "llama-3.1-70b"),
-                **tpn.hardware_inputs(inp, catalog, hardware, precision, pins),
-                **tpn.step_inputs(inp, precision),
-                "seq": 8192,
-                "tokens": 1e12,
-            }
-        )
+        x = inputs(catalog, hardware, "llama-3.1-70b", precision, pins=pins)
         cols, _ = one_plan(x, 64, PLAN_70B)
         P = {k: cols[k] for k in ("tp", "pp", "ep", "dp", "cp", "zero", "vp")}
         params = ((x["total"] - 2 * edge) * 10 / 80 + edge) / 4
@@ -451,17 +420,7 @@ def test_a_recipes_cached_weight_copy_is_in_memory_by_hand(catalog):
     # a what-if of FP8 weights (weight_bytes_per_param 1) leaves a B200's per-tensor weights at 1 B,
     # not 0: the transpose it does without was never charged
     one = catalog.with_overrides(["efficiency.weight_bytes_per_param=1"])
-    inp = Inputs(one)
-    x = tpn.derive(
-        {
-            **tpn.model_inputs(inp, one, "llama-3.1-70b"),
-            **tpn.hardware_inputs(inp, one, "b200", "fp8", {"f8r": 0}),
-            **tpn.step_inputs(inp, "fp8"),
-            "seq": 8192,
-            "tokens": 1e12,
-        }
-    )
-    assert x["weight_mem_bytes"] == 1.0
+    assert inputs(one, "b200", "llama-3.1-70b", "fp8", pins={"f8r": 0})["weight_mem_bytes"] == 1.0
 
 
 def test_mla_gathers_its_latents_and_shared_experts_gather_and_scatter_by_hand(catalog):
