@@ -23,7 +23,7 @@ def test_compare_json_contract():
     # GB200's serving deployment (52,344 GPUs x 125 kW / 72 x PUE 1.3 = 118 MW)
     # does not fit the scenario's 100 MW site (615 whole racks of 125 kW x 1.3 = 162.5 kW: 44,280
     # GPUs); the reserved prices are 3-year contracts for a month's
-    # pre-training (29,232 x 3 x 8,760 h x $8.50 = $6.53B; 122,904 x 3 x 8,760 x $4.05 = $13.1B)
+    # pre-training (29,952 x 3 x 8,760 h x $8.50 = $6.69B; 122,904 x 3 x 8,760 x $4.05 = $13.1B)
     batch = ""
     site = (
         "ipd: warning: gb200-nvl72: the scenario's serving deployment (52,344 GPUs, 118 MW) does not fit "
@@ -32,8 +32,8 @@ def test_compare_json_contract():
     )
     assert r.stderr == batch + site + (
         "ipd: note: pre-training is charged for the days it rents its GPUs at contract prices, as if "
-        "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 29,232 GPUs for 3 "
-        "year(s) at reserved $6.53B; gb200-nvl72's 122,904 GPUs for 3 year(s) at reserved $13.1B); tco "
+        "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 29,952 GPUs for 3 "
+        "year(s) at reserved $6.69B; gb200-nvl72's 122,904 GPUs for 3 year(s) at reserved $13.1B); tco "
         "pricing prices owning them\n"
     )
     # owned, a serving deployment that does not fill its last rack says what it leaves unpriced,

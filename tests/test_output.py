@@ -535,11 +535,12 @@ def test_a_pretraining_shorter_than_its_price_contract_is_noted(catalog):
     # $165M, without a word that the contract for them runs $6.2B (27,648 x 3 x 8,760 h x $8.50;
     # 32,256 GPUs and $7.21B while the 10T recipe batch was Kimi K2's, 27,648 and $6.18B again
     # until a step paid its fixed time, 28,440 and $6.35B until the FP4 recipe share's refit
-    # 0.627 -> 0.574, 29,232 and $6.53B now)
+    # 0.627 -> 0.574, 29,232 and $6.53B until a cast paid its HBM traffic by recipe, 2026-12-05,
+    # thirty-sixth session: 29,952 and $6.69B now)
     from ipd_cli import compare, load
 
     [note] = compare(catalog, ["vera-rubin"], "pretrain-10t-moe").notes
-    assert "(whole terms: vera-rubin-nvl72's 29,232 GPUs for 3 year(s) at reserved $6.53B)" in note
+    assert "(whole terms: vera-rubin-nvl72's 29,952 GPUs for 3 year(s) at reserved $6.69B)" in note
     assert compare(catalog, ["vera-rubin"], "pretrain-10t-moe", pricing="tco").notes == []
     # no term stated (A100's on-demand price), or a run as long as the term: nothing to say
     small = load(sets=["workload.tokens=1e11"])
@@ -559,13 +560,13 @@ def test_listed_plans_fit_a_narrow_terminal_one_grid_each():
 
 
 def test_the_compare_table_says_what_pre_training_draws_beside_the_site():
-    # an energy review: Rubin's 29,232 GPUs draw 29,232 x 230 kW / 72 x PUE 1.3 = 121.4 MW while
+    # an energy review: Rubin's 29,952 GPUs draw 29,952 x 230 kW / 72 x PUE 1.3 = 124.4 MW while
     # they pre-train, GB200's 122,904 x 125 / 72 x 1.3 = 277.4 MW, beside the scenario's 100 MW
     # site, whose rows count serving alone, and nothing said so
     md = run_cli("compare", "vera-rubin", "blackwell", "-f", "markdown")
     assert md.code == 0, md.stderr
     assert (
-        "Pre-training draws vera-rubin-nvl72 121 MW, gb200-nvl72 277 MW while it runs (PUE included); "
+        "Pre-training draws vera-rubin-nvl72 124 MW, gb200-nvl72 277 MW while it runs (PUE included); "
         "the 100 MW site's rows count serving alone." in md.stdout
     )
     alone = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "markdown")

@@ -364,8 +364,8 @@ def test_a_table_replaced_by_a_user_file_must_be_whole(tmp_path):
         text = f"efficiency:\n  {name}:\n" + every.replace("1.0", "0")
         train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", f"{name}.bf16 must be > 0, got 0")
     # the FP8 weights' transpose: none or more, by FP8 recipe
-    text = "efficiency:\n  training_fp8_weight_transpose_bytes:\n" + whole.replace("1.0", "-1")
-    need = "training_fp8_weight_transpose_bytes.tensorwise must be >= 0, got -1"
+    text = "efficiency:\n  training_fp8_transpose_bytes:\n" + whole.replace("1.0", "-1")
+    need = "training_fp8_transpose_bytes.tensorwise must be >= 0, got -1"
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
     # and a GPU's FP8 GEMM layouts are a flag
     r = run_cli(*TRAIN, "--set", "accelerators.h100-sxm.fp8_gemm_any_layout=2")

@@ -621,7 +621,14 @@ class Efficiency(Strict):
         "(per-tensor recipes gather the FP8 copy, Megatron's fp8_param_gather; MXFP8 and blockwise "
         "gather BF16), at most weight_bytes_per_param; other precisions gather at weight_bytes_per_param",
     )
-    training_fp8_weight_transpose_bytes: dict[str, Sourced] = unit(
+    training_cast_bytes: dict[str, Sourced] = unit(
+        "bytes",
+        description="HBM bytes a value's cast to the GEMM precision moves, by recipe (bf16 none, fp4, the "
+        "FP8 recipes): an amax pass where the recipe needs one, the BF16 read and the writes of the "
+        "usages a GEMM input needs (row-wise, and column-wise for the weight gradient) on a GPU whose "
+        "FP8 GEMMs take any layout; a TN-only GPU adds the per-tensor recipes' transpose",
+    )
+    training_fp8_transpose_bytes: dict[str, Sourced] = unit(
         "bytes",
         description="bytes a parameter of the FP8 transpose an FP8 recipe's parameters keep beside their "
         "data on a GPU whose FP8 GEMMs are TN only (part of weight_bytes_per_param), by FP8 recipe; a GPU "
@@ -835,7 +842,8 @@ RECIPE_TABLE_RULES: tuple[tuple[str, tuple[str, ...], str, Callable[[float], boo
     ("training_sp_gather_bytes", WEIGHT_RECIPES, "> 0", lambda v: v > 0),
     ("training_sp_grad_gather_bytes", WEIGHT_RECIPES, "> 0", lambda v: v > 0),
     # what is left of the weights is never under an FP8 value's bytes (trainplan.derive)
-    ("training_fp8_weight_transpose_bytes", FP8_RECIPES, ">= 0", lambda v: v >= 0),
+    ("training_fp8_transpose_bytes", FP8_RECIPES, ">= 0", lambda v: v >= 0),
+    ("training_cast_bytes", WEIGHT_RECIPES, ">= 0", lambda v: v >= 0),
     ("training_amax_reductions", WEIGHT_RECIPES, "0 or 1", lambda v: v in (0, 1)),
 )
 

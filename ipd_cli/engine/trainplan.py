@@ -400,7 +400,8 @@ def hardware_inputs(
     }
     x["fp8_recipe_share"] = 1.0  # the recipe of an FP8 run (other precisions have one recipe each)
     x["fp8_gather_bytes"] = 0.0  # none: the weights' all-gather sends weight_bytes (derive)
-    x["fp8_transpose_bytes"] = 0.0  # the FP8 transpose a parameter keeps that a GPU does without
+    x["fp8_transpose_bytes"] = 0.0  # the FP8 transpose a per-tensor FP8 tensor keeps on a TN-only GPU
+    x["fp8_any_layout"] = 0.0  # whether the GPU's FP8 GEMMs take any layout (then: no transpose)
     recipe = fp8_recipe(pins or {}, precision)
     x["weight_cache_bytes"] = inp.read(
         f"efficiency.training_weight_cache_bytes.{recipe or precision}",
@@ -440,16 +441,23 @@ def hardware_inputs(
             f"efficiency.training_fp8_param_gather_bytes.{recipe}",
             f"weight all-gather bytes per parameter ({recipe} recipe)",
         )
-        # a GPU whose FP8 GEMMs take any layout keeps no transpose beside a per-tensor FP8 weight
+        # a per-tensor FP8 tensor keeps a transpose beside it on a GPU whose FP8 GEMMs are TN only
+        x["fp8_transpose_bytes"] = inp.read(
+            f"efficiency.training_fp8_transpose_bytes.{recipe}",
+            f"FP8 transpose bytes per value on a TN-only GPU ({recipe} recipe)",
+        )
         any_layout = f"{acc}.fp8_gemm_any_layout"
-        if inp.has(any_layout) and inp.read(any_layout, "FP8 GEMMs in any operand layout") == 1:
-            x["fp8_transpose_bytes"] = inp.read(
-                f"efficiency.training_fp8_weight_transpose_bytes.{recipe}",
-                f"FP8 weight transpose bytes per parameter ({recipe} recipe)",
-            )
+        if inp.has(any_layout):
+            x["fp8_any_layout"] = inp.read(any_layout, "FP8 GEMMs in any operand layout")
     x["cast_bytes"] = 0.0
     if precision != "bf16":
         x["cast_bytes"] = inp.read(f"serving.bytes_per_weight.{precision}", f"{precision} bytes per value")
+    # the HBM bytes a value's cast to the GEMM precision moves (an amax pass, the read, both usages'
+    # writes), a TN-only GPU's transpose added in derive
+    x["cast_traffic"] = inp.read(
+        f"efficiency.training_cast_bytes.{recipe or precision}",
+        f"cast traffic bytes per value ({recipe or precision} recipe)",
+    )
     return x
 
 
@@ -561,14 +569,16 @@ def derive(x: dict) -> dict[str, Any]:
     # (a GPU whose FP8 GEMMs take any layout keeps a per-tensor FP8 weight's data without its
     # transpose: an FP8 value's bytes at the least, whatever weight_bytes_per_param a what-if sets)
     fp8_value = f.minimum(x["weight_bytes"], x["cast_bytes"])
-    weights = f.maximum(x["weight_bytes"] - x["fp8_transpose_bytes"], fp8_value)
+    weights = f.maximum(x["weight_bytes"] - x["fp8_transpose_bytes"] * x["fp8_any_layout"], fp8_value)
     y["weight_mem_bytes"] = weights + x["weight_cache_bytes"]
     # the data-parallel weight all-gather's width: an FP8 recipe's (hardware_inputs), else the weights';
     # never more than the weights hold (`--set efficiency.weight_bytes_per_param=1`: FP8 weights)
     fp8_gather = f.minimum(x["fp8_gather_bytes"], x["weight_bytes"])
     y["gather_bytes"] = ts.ifelse(x["fp8_gather_bytes"] > 0, fp8_gather, x["weight_bytes"])
     low = x["cast_bytes"] > 0
-    y["cast_bytes"] = x["cast_bytes"] + low * x["act_bytes"]  # read BF16, write low
+    # a cast's HBM traffic a value (efficiency.training_cast_bytes), with the transpose a TN-only GPU
+    # writes beside a per-tensor FP8 tensor
+    y["cast_bytes"] = low * (x["cast_traffic"] + x["fp8_transpose_bytes"] * (1.0 - x["fp8_any_layout"]))
     phi = x["low_share"] * low  # GEMM inputs saved for the backward in the GEMM's format
     y["low_saved"] = phi
     y["gemm_in_bytes"] = phi * x["cast_bytes"] + (1.0 - phi) * x["act_bytes"]
