@@ -514,7 +514,7 @@ def test_the_step_fixed_times_rack_thresholds_are_what_the_readme_says(systems):
     assert none[vr]["gpus"] == low[vr]["gpus"] < nominal[vr] and none[gb]["gpus"] == nominal[gb]
     assert gb200[gb]["gpus"] > nominal[gb] and gb200[vr]["gpus"] == nominal[vr]
     phrase = (
-        f"with 14 ms or less (none at all included) Rubin needs {low[vr]['gpus']:,} GPUs\n"
+        f"with 14 ms or less (down to next to none) Rubin needs {low[vr]['gpus']:,} GPUs\n"
         f"({low[vr]['plan'].split(' DP')[0]}) and GB200 keeps its count; by 36 ms GB200 needs "
         f"{gb200[gb]['gpus']:,} GPUs\n({gb200[gb]['plan'].split(' DP')[0]})"
     )

@@ -66,7 +66,9 @@ WEIGHT_SYNC_OVER_2X_MAX = 0
 # not move the GEMM call overhead off 1 us); the issue's median target (10 %) is met, its "none
 # beyond 1.5x" is not
 PRETRAIN_MEDIAN_BOUND_PCT = 5.5
-PRETRAIN_BEYOND_1_5X = 4
+# 3 since the casts paid their HBM traffic by recipe (25.09's Qwen3-235B MXFP8 on 64 GB200 +54 ->
+# +49 %, 2026-12-05, thirty-sixth session); 4 before
+PRETRAIN_BEYOND_1_5X = 3
 
 
 @pytest.fixture(scope="module")
