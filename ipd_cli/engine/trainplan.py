@@ -407,31 +407,31 @@ def hardware_inputs(
         f"efficiency.training_weight_cache_bytes.{recipe or precision}",
         f"quantized weight copy bytes per parameter ({recipe or precision})",
     )
+    key = recipe or precision
+
+    def per_recipe(table: str, label: str) -> Any:
+        """This run's entry of a by-recipe efficiency table (bf16, fp4 or the FP8 recipe)."""
+        return inp.read(f"efficiency.{table}.{key}", f"{label} ({key} recipe)")
+
     # the sequence-parallel gathers' widths and whether userbuffers overlap them (trainstep): where
     # the recipe's quantizers have them, unless the plan pins tp_comm_overlap=off
     x["tp_ub"] = 0.0
     if (pins or {}).get("tpo", 1) == 1:
-        x["tp_ub"] = inp.read(
-            f"efficiency.training_tp_userbuffers.{recipe or precision}",
-            f"tensor-parallel userbuffers overlap ({recipe or precision} recipe)",
-        )
+        x["tp_ub"] = per_recipe("training_tp_userbuffers", "tensor-parallel userbuffers overlap")
         if "tpo" in (pins or {}) and x["tp_ub"] != 1:
             raise InputError(
-                f"`plan` tp_comm_overlap=on: the {recipe or precision} recipe's quantizers have no "
-                f"userbuffers overlap (efficiency.training_tp_userbuffers.{recipe or precision} = "
-                f"{x['tp_ub']:g}); drop the pin or give tp_comm_overlap=off"
+                f"`plan` tp_comm_overlap=on: the {key} recipe's quantizers have no userbuffers overlap "
+                f"(efficiency.training_tp_userbuffers.{key} = {x['tp_ub']:g}); drop the pin or give "
+                "tp_comm_overlap=off"
             )
-    x["sp_gather_bytes"] = inp.read(
-        f"efficiency.training_sp_gather_bytes.{recipe or precision}",
-        f"sequence-parallel input gather bytes per value ({recipe or precision} recipe)",
+    x["sp_gather_bytes"] = per_recipe(
+        "training_sp_gather_bytes", "sequence-parallel input gather bytes per value"
     )
-    x["sp_grad_gather_bytes"] = inp.read(
-        f"efficiency.training_sp_grad_gather_bytes.{recipe or precision}",
-        f"sequence-parallel output-gradient gather bytes per value ({recipe or precision} recipe)",
+    x["sp_grad_gather_bytes"] = per_recipe(
+        "training_sp_grad_gather_bytes", "sequence-parallel output-gradient gather bytes per value"
     )
-    x["amax_syncs"] = inp.read(
-        f"efficiency.training_amax_reductions.{recipe or precision}",
-        f"tensor-parallel amax all-reduces per quantized GEMM input ({recipe or precision} recipe)",
+    x["amax_syncs"] = per_recipe(
+        "training_amax_reductions", "tensor-parallel amax all-reduces per quantized GEMM input"
     )
     if recipe is not None:
         x["fp8_recipe_share"] = inp.read(
@@ -454,10 +454,7 @@ def hardware_inputs(
         x["cast_bytes"] = inp.read(f"serving.bytes_per_weight.{precision}", f"{precision} bytes per value")
     # the HBM bytes a value's cast to the GEMM precision moves (an amax pass, the read, both usages'
     # writes), a TN-only GPU's transpose added in derive
-    x["cast_traffic"] = inp.read(
-        f"efficiency.training_cast_bytes.{recipe or precision}",
-        f"cast traffic bytes per value ({recipe or precision} recipe)",
-    )
+    x["cast_traffic"] = per_recipe("training_cast_bytes", "cast traffic bytes per value")
     return x
 
 
