@@ -548,15 +548,17 @@ def _is_moe(cat: Catalog, case: Case) -> bool:
 
 
 def _userbuffers(cat: Catalog, i: dict) -> bool:
-    """Whether a pre-training case's run overlaps its TP collectives with userbuffers: not pinned
-    off, and its recipe's quantizers have them at the precision the engine runs it at."""
-    if i.get("tp_comm_overlap") == "off":
-        return False
+    """Whether a pre-training case's run overlaps its TP collectives with userbuffers: its published
+    plan does not pin them off, and its recipe's quantizers have them at the precision the engine
+    runs it at (the recipe as trainplan.fp8_recipe reads the plan)."""
     from ipd_cli.engine.pretraining import supported_precision
-    from ipd_cli.engine.trainplan import FP8_RECIPES
+    from ipd_cli.engine.trainplan import fp8_recipe, parse_plan
 
+    pins = parse_plan(published_plan(i))
+    if pins.get("tpo", 1) == 0:
+        return False
     precision = supported_precision(cat.accelerator_of(cat.system(i["hardware"])), i.get("precision", "bf16"))
-    recipe = i.get("fp8_recipe", FP8_RECIPES[0]) if precision == "fp8" else precision
+    recipe = fp8_recipe(pins, precision) or precision
     return cat.efficiency.training_tp_userbuffers[recipe].value == 1
 
 

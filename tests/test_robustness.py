@@ -337,36 +337,52 @@ def test_a_table_replaced_by_a_user_file_must_be_whole(tmp_path):
         "efficiency:\n  training_fp8_recipe_share:\n" + whole + "    mx: {value: 0.9, source: ipd-estimate}\n"
     )
     train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", "training_fp8_recipe_share.mx: not a recipe")
-    # the recipes' weight all-gather widths too, each above 0 (capped at the weights' own bytes)
-    text = "efficiency:\n  training_fp8_param_gather_bytes:\n    mxfp8: {value: 2, source: ipd-estimate}\n"
-    need = "training_fp8_param_gather_bytes needs an entry for tensorwise, delayed, blockwise"
-    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
-    text = "efficiency:\n  training_fp8_param_gather_bytes:\n" + whole.replace("1.0", "0")
-    need = "training_fp8_param_gather_bytes.tensorwise must be > 0, got 0"
-    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
-    # the cached weight copies: bf16, fp4 and every FP8 recipe
-    text = "efficiency:\n  training_weight_cache_bytes:\n" + whole
-    need = "training_weight_cache_bytes needs an entry for bf16, fp4"
-    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
-    # and the amax all-reduces per quantized input: one or none
-    # the sequence-parallel collectives: userbuffers 0 or 1, gather widths above 0, every recipe
+    # the other by-recipe tables, each whole (the FP8 recipes, or bf16, fp4 and them) and in range:
+    # the weights' all-gather widths above 0 (capped at the weights' own bytes); the cached weight
+    # copies; the amax all-reduces per quantized input, one or none; the sequence-parallel
+    # collectives (userbuffers 0 or 1, gather widths above 0); the FP8 weights' transpose, none or more
     every = "".join(f"    {r}: {{value: 1.0, source: ipd-estimate}}\n" for r in ("bf16", "fp4")) + whole
-    text = "efficiency:\n  training_amax_reductions:\n" + every.replace("1.0", "2")
-    need = "training_amax_reductions.bf16 must be 0 or 1, got 2"
-    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
-    text = "efficiency:\n  training_tp_userbuffers:\n" + whole
-    need = "training_tp_userbuffers needs an entry for bf16, fp4"
-    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
-    text = "efficiency:\n  training_tp_userbuffers:\n" + every.replace("1.0", "0.5")
-    need = "training_tp_userbuffers.bf16 must be 0 or 1, got 0.5"
-    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
-    for name in ("training_sp_gather_bytes", "training_sp_grad_gather_bytes"):
-        text = f"efficiency:\n  {name}:\n" + every.replace("1.0", "0")
-        train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", f"{name}.bf16 must be > 0, got 0")
-    # the FP8 weights' transpose: none or more, by FP8 recipe
-    text = "efficiency:\n  training_fp8_transpose_bytes:\n" + whole.replace("1.0", "-1")
-    need = "training_fp8_transpose_bytes.tensorwise must be >= 0, got -1"
-    train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
+    for table, body, need in (
+        (
+            "training_fp8_param_gather_bytes",
+            "    mxfp8: {value: 2, source: ipd-estimate}\n",
+            "training_fp8_param_gather_bytes needs an entry for tensorwise, delayed, blockwise",
+        ),
+        (
+            "training_fp8_param_gather_bytes",
+            whole.replace("1.0", "0"),
+            "training_fp8_param_gather_bytes.tensorwise must be > 0, got 0",
+        ),
+        ("training_weight_cache_bytes", whole, "training_weight_cache_bytes needs an entry for bf16, fp4"),
+        (
+            "training_amax_reductions",
+            every.replace("1.0", "2"),
+            "training_amax_reductions.bf16 must be 0 or 1, got 2",
+        ),
+        ("training_tp_userbuffers", whole, "training_tp_userbuffers needs an entry for bf16, fp4"),
+        (
+            "training_tp_userbuffers",
+            every.replace("1.0", "0.5"),
+            "training_tp_userbuffers.bf16 must be 0 or 1, got 0.5",
+        ),
+        (
+            "training_sp_gather_bytes",
+            every.replace("1.0", "0"),
+            "training_sp_gather_bytes.bf16 must be > 0, got 0",
+        ),
+        (
+            "training_sp_grad_gather_bytes",
+            every.replace("1.0", "0"),
+            "training_sp_grad_gather_bytes.bf16 must be > 0, got 0",
+        ),
+        (
+            "training_fp8_transpose_bytes",
+            whole.replace("1.0", "-1"),
+            "training_fp8_transpose_bytes.tensorwise must be >= 0, got -1",
+        ),
+    ):
+        text = f"efficiency:\n  {table}:\n" + body
+        train_with(tmp_path, {"x.yaml": text}, 2, "mycat/x.yaml", need)
     # and a GPU's FP8 GEMM layouts are a flag
     r = run_cli(*TRAIN, "--set", "accelerators.h100-sxm.fp8_gemm_any_layout=2")
     clean_error(r, 2, "fp8_gemm_any_layout must be 0 or 1, got 2")

@@ -52,20 +52,9 @@ def test_the_plan_bound_is_below_every_evaluated_plan(catalog, precision, recipe
     # best. It now rings over the fewest replicas that hold the state (dp x cp: TP2 PP8 CP8 DP1
     # FSDP shards over 8); the weights a plan keeps whole carry the recipe's cached copy (NVFP4 on
     # B200), FSDP's shards do not
-    from ipd_cli.engine.inputs import Inputs
-
-    inp = Inputs(catalog)
     recipe_pin = {} if recipe is None else {"f8r": recipe}
     hardware = "h100-sxm" if precision == "fp8" else "b200"
-    x = tpn.derive(
-        {
-            **tpn.model_inputs(inp, catalog, "llama-3.1-405b"),
-            **tpn.hardware_inputs(inp, catalog, hardware, precision, recipe_pin),
-            **tpn.step_inputs(inp, precision),
-            "seq": 8192,
-            "tokens": 1e12,
-        }
-    )
+    x = inputs(catalog, hardware, "llama-3.1-405b", precision, pins=recipe_pin)
     pins = {**recipe_pin, "zero": 3}
     P, m = tpn._fitting_micro(x, 128, pins)
     bound = tpn.lower_bound_seconds_per_token(P, m, x, 128, pins)
@@ -84,18 +73,7 @@ def test_the_memory_filter_keeps_every_plan_that_fits(catalog, monkeypatch):
     # 3.125 B a parameter) outweigh what ZeRO-1 keeps on a stage of one layer: DeepSeek-V3 at NVFP4
     # on 128 B200 pinned to TP1 PP61 lost TP1 PP61 DP2 mbs 3, full recompute, ZeRO-1 (162 GB of
     # 164) and ran a 1.3 % slower plan. The bound is now the least state over the sharding stages
-    from ipd_cli.engine.inputs import Inputs
-
-    inp = Inputs(catalog)
-    x = tpn.derive(
-        {
-            **tpn.model_inputs(inp, catalog, "deepseek-v3"),
-            **tpn.hardware_inputs(inp, catalog, "b200", "fp4", {}),
-            **tpn.step_inputs(inp, "fp4"),
-            "seq": 8192,
-            "tokens": 1e12,
-        }
-    )
+    x = inputs(catalog, "b200", "deepseek-v3", "fp4")
     pins = {"tp": 1, "pp": 61}
     found = tpn.find_fixed(x, 128, dict(pins)).best
     everything = lambda P, m, x, cap, pins: np.arange(len(P["tp"]))  # noqa: E731

@@ -402,7 +402,8 @@ def hardware_inputs(
     x["fp8_gather_bytes"] = 0.0  # none: the weights' all-gather sends weight_bytes (derive)
     x["fp8_transpose_bytes"] = 0.0  # the FP8 transpose a per-tensor FP8 tensor keeps on a TN-only GPU
     x["fp8_any_layout"] = 0.0  # whether the GPU's FP8 GEMMs take any layout (then: no transpose)
-    recipe = fp8_recipe(pins or {}, precision)
+    pins = pins or {}
+    recipe = fp8_recipe(pins, precision)
     x["weight_cache_bytes"] = inp.read(
         f"efficiency.training_weight_cache_bytes.{recipe or precision}",
         f"quantized weight copy bytes per parameter ({recipe or precision})",
@@ -416,9 +417,9 @@ def hardware_inputs(
     # the sequence-parallel gathers' widths and whether userbuffers overlap them (trainstep): where
     # the recipe's quantizers have them, unless the plan pins tp_comm_overlap=off
     x["tp_ub"] = 0.0
-    if (pins or {}).get("tpo", 1) == 1:
+    if pins.get("tpo", 1) == 1:
         x["tp_ub"] = per_recipe("training_tp_userbuffers", "tensor-parallel userbuffers overlap")
-        if "tpo" in (pins or {}) and x["tp_ub"] != 1:
+        if "tpo" in pins and x["tp_ub"] != 1:
             raise InputError(
                 f"`plan` tp_comm_overlap=on: the {key} recipe's quantizers have no userbuffers overlap "
                 f"(efficiency.training_tp_userbuffers.{key} = {x['tp_ub']:g}); drop the pin or give "
@@ -437,14 +438,12 @@ def hardware_inputs(
         x["fp8_recipe_share"] = inp.read(
             f"efficiency.training_fp8_recipe_share.{recipe}", f"FP8 GEMM share kept by the {recipe} recipe"
         )
-        x["fp8_gather_bytes"] = inp.read(
-            f"efficiency.training_fp8_param_gather_bytes.{recipe}",
-            f"weight all-gather bytes per parameter ({recipe} recipe)",
+        x["fp8_gather_bytes"] = per_recipe(
+            "training_fp8_param_gather_bytes", "weight all-gather bytes per parameter"
         )
         # a per-tensor FP8 tensor keeps a transpose beside it on a GPU whose FP8 GEMMs are TN only
-        x["fp8_transpose_bytes"] = inp.read(
-            f"efficiency.training_fp8_transpose_bytes.{recipe}",
-            f"FP8 transpose bytes per value on a TN-only GPU ({recipe} recipe)",
+        x["fp8_transpose_bytes"] = per_recipe(
+            "training_fp8_transpose_bytes", "FP8 transpose bytes per value on a TN-only GPU"
         )
         any_layout = f"{acc}.fp8_gemm_any_layout"
         if inp.has(any_layout):

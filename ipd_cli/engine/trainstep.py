@@ -345,6 +345,7 @@ def tp_layer_parts(P: Cols, x: dict) -> dict[str, Any]:
     rope = tp_op_seconds(P, x, x["rope"])
     mla = x["kv_lora"] > 0
     queries = ifelse(x["q_lora"] > 0, x["q_lora"], h)
+    up_ag = mla_up_gather_seconds(P, x)
     up_rs = tp_op_seconds(P, x, queries) + tp_op_seconds(P, x, x["kv_lora"])
     qkv = gemm_seconds(2.0 * T * f.maximum(x["p_mix"] - x["attn_dim"] * h, 0.0) / t, 1.0, x)
     fc1 = (x["act_width"] - 1.0) / x["act_width"]  # FC1's share of a (gated) FFN's weights
@@ -353,11 +354,11 @@ def tp_layer_parts(P: Cols, x: dict) -> dict[str, Any]:
     attention = (
         1.0,
         ifelse(mla, up_rs, rs),
-        ifelse(mla, mla_up_gather_seconds(P, x), ag),
+        ifelse(mla, up_ag, ag),
         ifelse(mla, mla_up_gemm_seconds(P, x), qkv),
     )
     return {
-        "fwd": ifelse(mla, mla_up_gather_seconds(P, x) + rope, ag) + rs + (dense + shared) * (ag + rs),
+        "fwd": ifelse(mla, up_ag + rope, ag) + rs + (dense + shared) * (ag + rs),
         "bwd_fixed": (1.0 + dense + shared) * grad + mla * rope,
         "bwd_fixed_ub": (1.0 + dense + shared) * grad_ub + mla * rope,
         "pairs": (
@@ -373,10 +374,11 @@ def tp_layer_parts(P: Cols, x: dict) -> dict[str, Any]:
     }
 
 
-def layer_tp_seconds(P: Cols, x: dict, backward: bool = False):
+def layer_tp_seconds(P: Cols, x: dict, backward: bool = False, parts: Any = None):
     """Tensor-parallel all-gathers + reduce-scatters of one layer (sequence parallel), forward or
-    backward, before overlap (:func:`tp_layer_parts`; the backward's on the recipe's path)."""
-    p = tp_layer_parts(P, x)
+    backward, before overlap (:func:`tp_layer_parts`, or ``parts`` where the caller has them; the
+    backward's on the recipe's path)."""
+    p = tp_layer_parts(P, x) if parts is None else parts
     if not backward:
         return p["fwd"]
     ub = p["bwd_fixed_ub"] + sum(w * c for w, c, _ in p["rows"])
@@ -395,16 +397,17 @@ def tp_forward(comm, x: dict):
     return overlapped(comm, x["tp_ub"] * x["tp_overlap"], x)
 
 
-def layer_tp_exposed(P: Cols, x: dict, backward: bool = False):
+def layer_tp_exposed(P: Cols, x: dict, backward: bool = False, parts: Any = None):
     """One layer's exposed tensor-parallel time, forward or backward: with userbuffers
     ``tp_overlap`` of every collective hides (and the column-wise copies they cannot gather hide
     behind their layers' input-gradient GEMMs); on the NCCL path the forward's all show, and of the
     backward's the column-parallel layers' scatter and re-gather hide behind their two GEMMs
     (:func:`exposed`), the rest shows (:func:`tp_layer_parts`). DualPipe runs the weight-gradient
-    GEMMs apart (its bubble's W), so a scatter has none to hide behind and shows."""
+    GEMMs apart (its bubble's W), so a scatter has none to hide behind and shows. ``parts``:
+    :func:`tp_layer_parts` where the caller has them."""
+    p = tp_layer_parts(P, x) if parts is None else parts
     if not backward:
-        return tp_forward(layer_tp_seconds(P, x), x)
-    p = tp_layer_parts(P, x)
+        return tp_forward(p["fwd"], x)
     ub = overlapped(p["bwd_fixed_ub"] + _paired(p), x["tp_overlap"], x)
     ub = ub + sum(w * exposed(c, win, x) for w, c, win in p["rows"])
     alone = 1.0 - dualpipe(P)  # a scatter's window: none when the weight gradients run apart
@@ -487,8 +490,9 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     inside = in_domain(P, x)
     Ls = stage_layers(P, x)
     g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
-    tp = layer_tp_exposed(P, x) + amax_seconds(P, x)
-    tp_bwd = layer_tp_exposed(P, x, backward=True) + amax_seconds(P, x, True)
+    parts = tp_layer_parts(P, x)  # once for both directions
+    tp = layer_tp_exposed(P, x, parts=parts) + amax_seconds(P, x)
+    tp_bwd = layer_tp_exposed(P, x, backward=True, parts=parts) + amax_seconds(P, x, True)
     ep_raw = layer_ep_seconds(P, x, inside["ep"])
     r = x["attn_bwd_ratio"]
     # context parallelism's ring hides its KV transfers behind the attention of its own blocks
