@@ -1507,10 +1507,11 @@ def replicas_for_state(P: sr.Columns, x: dict, pins: dict, free: Any) -> Any:
     gathered = 2.0 * total / ts.stage_layers(P, x) * x["weight_mem_bytes"]  # FSDP's two layers in flight
     w, g, o, wm = x["weight_bytes"], x["grad_bytes"], x["optim_bytes"], x["weight_mem_bytes"]
     per_stage = {0: (wm + g + o, 0.0), 1: (wm + g, o), 2: (wm, g + o), 3: (0.0, w + g + o)}
+    plain = ts.plain_params(P, x) * (w - wm)  # kept whole at weight_bytes (ts.state_bytes)
     need = np.full(len(total), np.inf)
     for z in options(pins, "zero", ZERO_STAGES):
         kept, sharded = per_stage[z]
-        fixed = kept * total + (z == 3) * gathered
+        fixed = kept * total + (z == 3) * gathered + (z < 3) * plain
         shardable = sharded * at_one
         room = free - fixed
         d = np.where(shardable > 0, shardable / np.where(room > 0, room, 1.0), 1.0)
@@ -1653,7 +1654,10 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
 
     dense, expert = ts.params_per_gpu(P, x)
     acts = np.min([ts.activation_floor(m, rc) for rc in POLICIES], axis=0)
-    must = (dense + expert) * x["weight_mem_bytes"] + acts + m["logits_bytes"] > x["hbm_cap"]
+    weights = (dense + expert) * x["weight_mem_bytes"] + ts.plain_params(P, x) * (
+        x["weight_bytes"] - x["weight_mem_bytes"]
+    )
+    must = weights + acts + m["logits_bytes"] > x["hbm_cap"]
     if pins.get("zero", 3) != 3:
         return 0.0 * must
     fewest = replicas_for_memory(P, m, x, pins)

@@ -895,14 +895,31 @@ def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
     DualPipe's first rank (stage 0 and its mirror, the last), all on a single stage (a pre-training
     engineer's review: spread evenly, DualPipe's first rank of Llama 70B on PP16 held 1.8e9
     parameters more than charged)."""
-    edge = x["vocab"] * x["hidden"]  # one embedding matrix
-    copies = stage_copies(P)
-    share = copies * stage_layers(P, x) / x["layers"]
-    edges = ifelse(P["pp"] > 1.0, copies * edge, x["embedding_params"])
+    share = stage_copies(P) * stage_layers(P, x) / x["layers"]
     body = x["dense_params"] - x["embedding_params"]
     whole = held_whole_params(P, x, share)
-    dense = (body * share + edges) / P["tp"] + whole * (1.0 - 1.0 / P["tp"])
+    dense = (body * share + _edge_params(P, x)) / P["tp"] + whole * (1.0 - 1.0 / P["tp"])
     return dense, x["routed_params"] / P["ep"] * share
+
+
+def _edge_params(P: Cols, x: dict):
+    """The busiest stage's embedding matrices (before tensor parallelism): the first stage's input
+    embedding or the last's LM head, both on DualPipe's first rank, all on a single stage."""
+    return ifelse(P["pp"] > 1.0, stage_copies(P) * x["vocab"] * x["hidden"], x["embedding_params"])
+
+
+def plain_params(P: Cols, x: dict):
+    """Parameters one GPU of the busiest stage holds (of :func:`params_per_gpu`'s) that no recipe
+    quantizes: the input embedding and the LM head (Megatron-Core's LanguageModelEmbedding and the
+    GPT model's output layer are Megatron's own vocabulary-parallel modules, not
+    TransformerEngine's: / tp) and the routers (TopKRouter's weight, a plain parameter every
+    tensor-parallel rank holds whole). They keep ``weight_bytes`` a parameter whatever the FP8 or
+    FP4 recipe: no quantized copy beside them (``weight_cache_bytes``) and never FP8 primary
+    weights (until a review, 2026-12-05, they took ``weight_mem_bytes``: NVFP4's 3.125 B, 1 B at
+    per-tensor FP8 on a GPU whose FP8 GEMMs take any layout)."""
+    share = stage_copies(P) * stage_layers(P, x) / x["layers"]
+    routers = x["routed_layers"] * x["experts"] * x["is_moe"] * x["hidden"] * share
+    return _edge_params(P, x) / P["tp"] + routers
 
 
 def held_whole_params(P: Cols, x: dict, share: Any = None):
@@ -955,13 +972,15 @@ def state_bytes(P: Cols, x: dict, held: Any = None, groups: Any = None):
     """Weights, gradients and optimizer state per GPU by sharding stage, plus FSDP's two gathered
     layers (the one computing and the one prefetched). Weights kept whole carry the recipe's cached
     quantized copy beside them (``weight_mem_bytes``: TransformerEngine keeps it across
-    micro-batches); FSDP's shards do not, its gathered layers do. ``held``, ``groups``:
+    micro-batches), but those no recipe quantizes (:func:`plain_params`) ``weight_bytes``; FSDP's
+    shards do not, its gathered layers do. ``held``, ``groups``:
     :func:`params_per_gpu` and :func:`dp_groups` of ``P`` where the caller has them already (so
     too below)."""
     z = P["zero"]
     held = params_per_gpu(P, x) if held is None else held
     groups = dp_groups(P) if groups is None else groups
-    total = 0.0
+    # the parameters no recipe quantizes keep weight_bytes where weights are kept whole
+    total = ifelse(z >= 3, 0.0, plain_params(P, x) * (x["weight_bytes"] - x["weight_mem_bytes"]))
     for n, group in zip(held, groups, strict=True):
         total = (
             total
