@@ -1086,14 +1086,30 @@ def test_an_offloading_plan_whose_activations_all_fit_runs_as_keeping_them(catal
 
 
 def test_an_offloading_plan_that_sends_anything_pays_the_link_time_of_all_it_could_send():
-    # offload_bytes: every layer but the two kept (8 GB here); at 50 GB/s that is 0.16 s each way,
-    # of which the forward (0.1 s) hides 0.1 and the backward (0.2 s) all; nothing sent, nothing paid
-    P, x = {"rc": 3}, {"host_bw": 50e9}
+    # over a PCIe host link (host_shared: it carries the NIC's traffic too) offload_bytes, every
+    # layer but the two kept (8 GB here), goes whatever must: at 50 GB/s 0.16 s each way, of
+    # which the forward (0.1 s) hides 0.1 and the backward (0.2 s) all; nothing sent, nothing paid
+    P, x = {"rc": 3, "mb": 8.0, "pp": 1.0, "vp": 1.0}, {"host_bw": 50e9, "host_shared": 1.0}
     m = {"offload_bytes": 8e9, "fwd_s": 0.1, "bwd_s": 0.2, "comm_s": 0.05}
     paid = ts.offload_terms(P, m, 1.0, x)
     assert paid["fwd_s"] == pytest.approx(0.16) and paid["bwd_s"] == 0.2
     assert paid["offload_s"] == pytest.approx(0.06) and paid["comm_s"] == pytest.approx(0.11)
     assert ts.offload_terms(P, m, 0.0, x)["offload_s"] == 0.0
+
+
+def test_an_offloading_plan_over_nvlink_c2c_sends_only_what_must_go(catalog):
+    # over NVLink-C2C (no NIC traffic on the link) a micro-batch sends its share of the host bytes:
+    # PP2 holds 2 micro-batches in flight, so 10 GB on the host is 5 GB each, 0.1 s each way at
+    # 50 GB/s (not 8 GB's 0.16 s): the forward (0.08 s) hides 0.08, the backward (0.2 s) all;
+    # never more than offload_bytes (30 GB on the host is 8 GB each, not 15)
+    P, x = {"rc": 3, "mb": 8.0, "pp": 2.0, "vp": 1.0}, {"host_bw": 50e9, "host_shared": 0.0}
+    assert ts.in_flight(P) == 2
+    m = {"offload_bytes": 8e9, "fwd_s": 0.08, "bwd_s": 0.2, "comm_s": 0.0}
+    assert ts.offload_terms(P, m, 10e9, x)["offload_s"] == pytest.approx(0.1 - 0.08)
+    assert ts.offload_terms(P, m, 30e9, x)["offload_s"] == pytest.approx(0.16 - 0.08)
+    # the system decides: a Grace host (host_link_gb_per_s given) is not shared, an HGX one is
+    assert inputs(catalog, "gb300-nvl72", "llama-3.1-70b")["host_shared"] == 0.0
+    assert inputs(catalog, "h100-sxm", "llama-3.1-70b")["host_shared"] == 1.0
 
 
 def test_one_more_h20_keeps_the_offloading_plan(catalog):
@@ -1758,15 +1774,19 @@ def test_a_one_token_sequence_runs_without_context_parallelism(catalog):
 def test_a_fixed_count_counts_the_systems_its_groups_span(catalog):
     # DeepSeek-V3 on 864 GB200s (12 racks of 72): the plan runs 13 EP64 groups (TP4, 832 GPUs), one
     # to a rack (64 of its 72), so it spans 13 racks; `systems` said 12 while the 60-day deadline
-    # took 13 racks (936 GPUs) and `--gpus 864` finished in 58.5 days (a user review)
-    r = train(catalog, "gb200-nvl72", "deepseek-v3", 14.8e12, gpus=864).pretraining
+    # took 13 racks (936 GPUs) and `--gpus 864` finished in 58.5 days (a user review). Pinned to
+    # TP4 EP64 since an offloading plan on NVLink-C2C sends only the layers that must go
+    # (2026-12-05): the search's own plan is TP2 EP32 on all 864, whose 64-GPU groups span 14
+    r = train(catalog, "gb200-nvl72", "deepseek-v3", 14.8e12, gpus=864, plan="tp=4,ep=64").pretraining
     assert r.parallelism is not None and (r.parallelism.tp, r.parallelism.ep, r.gpus_used) == (4, 64, 832)
     assert (r.systems, r.gpus_per_system) == (13, 72)  # 832 / 64 = 13 groups, one to a rack
-    deadline = train(catalog, "gb200-nvl72", "deepseek-v3", 14.8e12, deadline_days=60).pretraining
+    deadline = train(
+        catalog, "gb200-nvl72", "deepseek-v3", 14.8e12, deadline_days=60, plan="tp=4,ep=64"
+    ).pretraining
     assert (deadline.gpus, deadline.systems) == (936, 13) and r.wall_days < 60
     cli = run_cli(
         "train", "--hardware", "gb200", "--model", "deepseek-v3", "--tokens", "14.8e12", "--gpus", "864",
-        "-f", "json",
+        "--plan", "tp=4,ep=64", "-f", "json",
     )  # fmt: skip
     assert cli.code == 0 and "span 13 systems (936 GPUs), not the 12 that 864 GPUs fill" in cli.stderr
 

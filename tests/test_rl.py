@@ -515,20 +515,21 @@ def test_idle_trainer_warning_at_a_quarter_more_gpus_than_used():
     # the CHANGELOG's "a trainer given a quarter or more GPUs than its plan uses": 80 given for a
     # plan of 64 was that (16 = 64 / 4) and printed nothing (the code warned below 75 % used).
     # (The plan was 72 GPUs from GB200's host-link fix until BF16 all-to-all was charged 2 bytes a
-    # value: 64 again; 72 since the 1F1B expert overlap pays for the chunks it cannot pair: 90
-    # given for 72 is a quarter more.)
+    # value: 64 again; 72 since the 1F1B expert overlap pays for the chunks it cannot pair; 64
+    # again, TP2 CP4 EP64 FSDP, since an offloading plan on NVLink-C2C sends only the layers that
+    # must go: 80 given for 64 is a quarter more.)
     def trainer(train: int) -> tuple[int, str]:
         args = ("--gen-gpus", "144", "--train-gpus", f"{train}", "-f", "json")
         r = run_cli("rl", "--hardware", "gb200", *args)
         assert r.code == 0, r.stderr
         return r.json()["rl"]["trainer"]["gpus_used"], r.stderr
 
-    used, err = trainer(90)
-    assert used == 72 and "the RL trainer's plan uses 72 of its 90 GPUs; the rest are idle" in err
-    # and the cluster that would run it: 144 generating + 72 training (a warning audit: no figure)
-    assert "(as many as it uses, 216 GPUs in all with the 144 generating, would run" in err
-    used, err = trainer(89)  # 17 idle: less than a quarter of 72
-    assert used == 72 and "the rest are idle" not in err
+    used, err = trainer(80)
+    assert used == 64 and "the RL trainer's plan uses 64 of its 80 GPUs; the rest are idle" in err
+    # and the cluster that would run it: 144 generating + 64 training (a warning audit: no figure)
+    assert "(as many as it uses, 208 GPUs in all with the 144 generating, would run" in err
+    used, err = trainer(79)  # 15 idle: less than a quarter of 64
+    assert used == 64 and "the rest are idle" not in err
 
 
 @pytest.mark.parametrize(("gen_gpus", "asynchronous"), [(72, True), (144, False), (504, False)])
@@ -816,14 +817,15 @@ def test_the_review_split_runs_as_fast_as_the_pools_given(catalog):
     # the trainer's 1F1B expert overlap pays for the chunks it cannot pair and the longest
     # trajectory decodes its mean-length part at the full engine's speed, 36 + 92 then 626.0 s;
     # 619.0 s since the tail concurrency is not rounded; 623.3 s since it is the long eighth of a
-    # replica's rollouts, not of its slots)
+    # replica's rollouts, not of its slots; 36 + 92 at 620.4 s since an offloading trainer on
+    # NVLink-C2C sends only the layers that must go: TP1 DP64 EP64 offloading on 92)
     # (the review's workload: every generated group trained, before DAPO's dynamic sampling)
     cat = catalog.with_overrides(["workload.keep_fraction=1"])
     auto = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gpus=128, split="auto").rl
-    given = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=32, train_gpus=96).rl
-    assert (auto.gen_gpus, auto.train_gpus) == (32, 96)
+    given = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=36, train_gpus=92).rl
+    assert (auto.gen_gpus, auto.train_gpus) == (36, 92)
     assert auto.step_seconds == pytest.approx(given.step_seconds, rel=1e-12)
-    assert round(auto.step_seconds, 1) == 623.3
+    assert round(auto.step_seconds, 1) == 620.4
 
 
 @pytest.mark.parametrize(

@@ -342,6 +342,13 @@ class System(Strict):
         description="scale-out bandwidth per GPU of this system's fabric, where it differs from the "
         "accelerator's reference node (SI: bytes/s); default: the accelerator's",
     )
+    host_link_dedicated: Sourced | None = unit(
+        "flag",
+        default=None,
+        description="1 where the host link carries host copies alone (NVLink-C2C), so an activation "
+        "offload sends only the layers that must go; absent or 0: a PCIe link the GPU shares with its "
+        "NIC's traffic, charged every layer it could send (a stand-in for that traffic)",
+    )
     host_memory_gb: Sourced | None = unit(
         "GB per system",
         1e9,
@@ -359,7 +366,10 @@ class System(Strict):
 
     @model_validator(mode="after")
     def _positive(self) -> System:
-        _positive_sourced(self)
+        _positive_sourced(self, skip=("host_link_dedicated",))
+        flag = self.host_link_dedicated
+        if flag is not None and flag.value not in (0, 1):
+            raise ValueError(f"host_link_dedicated must be 0 or 1, got {flag.value:g}")
         labels = [p.label for p in self.prices]
         twice = sorted({label for label in labels if labels.count(label) > 1})
         if twice:

@@ -393,6 +393,7 @@ def hardware_inputs(
         "out": inp.read(cat.scale_out_path(hardware), "scale-out bandwidth"),
         "out_eff": inp.read("efficiency.scale_out_link_efficiency", "scale-out link efficiency"),
         "host_bw": _host_link(inp, cat, hardware),
+        "host_shared": 1.0 - _host_link_dedicated(inp, cat, hardware),
         "host_memory": _host_memory(inp, cat, hardware),
         # read, so that the inputs list them (a sweep over the domain was told it changed nothing)
         "domain": float(inp.read(f"{spath}.scale_up_domain", "scale-up domain")),
@@ -489,6 +490,14 @@ def _host_link(inp: Inputs, cat: Catalog, hardware: str) -> Any:
     if inp.has(path):
         return inp.read(path, "host link (activation offload)")
     return inp.read("rl.default_host_link_gb_per_s", "host link (activation offload)")
+
+
+def _host_link_dedicated(inp: Inputs, cat: Catalog, hardware: str) -> Any:
+    """1 where the host link carries host copies alone (NVLink-C2C: Grace, Vera); 0 where the
+    system does not say so: the GPU's PCIe link, which an HGX node's GPU shares with its NIC
+    through one switch."""
+    path = f"systems.{cat.canonical('systems', hardware)}.host_link_dedicated"
+    return inp.read(path, "host link carries host copies alone") if inp.has(path) else 0.0
 
 
 def _host_memory(inp: Inputs, cat: Catalog, hardware: str) -> Any:
