@@ -1107,7 +1107,7 @@ def test_an_offloading_plan_over_nvlink_c2c_sends_only_what_must_go(catalog):
     m = {"offload_bytes": 8e9, "fwd_s": 0.08, "bwd_s": 0.2, "comm_s": 0.0}
     assert ts.offload_terms(P, m, 10e9, x)["offload_s"] == pytest.approx(0.1 - 0.08)
     assert ts.offload_terms(P, m, 30e9, x)["offload_s"] == pytest.approx(0.16 - 0.08)
-    # the system decides: a Grace host (host_link_gb_per_s given) is not shared, an HGX one is
+    # the system decides: a Grace host (host_link_dedicated: 1) is not shared, an HGX one is
     assert inputs(catalog, "gb300-nvl72", "llama-3.1-70b")["host_shared"] == 0.0
     assert inputs(catalog, "h100-sxm", "llama-3.1-70b")["host_shared"] == 1.0
 
@@ -1777,6 +1777,7 @@ def test_a_fixed_count_counts_the_systems_its_groups_span(catalog):
     # took 13 racks (936 GPUs) and `--gpus 864` finished in 58.5 days (a user review). Pinned to
     # TP4 EP64 since an offloading plan on NVLink-C2C sends only the layers that must go
     # (2026-12-05): the search's own plan is TP2 EP32 on all 864, whose 64-GPU groups span 14
+    # systems (1,008 GPUs)
     r = train(catalog, "gb200-nvl72", "deepseek-v3", 14.8e12, gpus=864, plan="tp=4,ep=64").pretraining
     assert r.parallelism is not None and (r.parallelism.tp, r.parallelism.ep, r.gpus_used) == (4, 64, 832)
     assert (r.systems, r.gpus_per_system) == (13, 72)  # 832 / 64 = 13 groups, one to a rack

@@ -189,10 +189,10 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # 2026-12-05 (thirty-seventh session): four newer InferenceX B200 TensorRT-LLM points (1.2.0rc6, with
 # piecewise CUDA graphs) joined as checking cases, TEP8 with MTP at 32, 64 and 128 users and DEP8 at
 # 128: +117, +66, +55 and +32 % at the measured interactivity (the model's speed per user at the
-# published users +20 to +25 %, as at TEP8 MTP on 1.1.0rc2, 16 users, +21 %; without MTP at 16 and
-# 32 users within 1 %): the TEP over-prediction is not the old release's alone. A loosening with its
-# reason, new data: median 13.3 -> 13.5 %, bound 13.5 -> 13.6; three more beyond 1.5x (7 -> 10);
-# fixed interactivity 20.7 -> 21.2 %, bound 21 -> 21.5.
+# published users +20 to +25 %, as InferenceX's 1.1.0rc2 TEP8 MTP point at 16 users, not a case,
+# +21 %; without MTP at 16 and 32 users within 1 %): the TEP over-prediction is not the old
+# release's alone. A loosening with its reason, new data: median 13.3 -> 13.5 %, bound 13.5 ->
+# 13.6; three more beyond 1.5x (7 -> 10); fixed interactivity 20.7 -> 21.2 %, bound 21 -> 21.5.
 SERVING_MEDIAN_BOUND_PCT = 13.6
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
