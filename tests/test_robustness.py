@@ -386,6 +386,9 @@ def test_a_table_replaced_by_a_user_file_must_be_whole(tmp_path):
     # and a GPU's FP8 GEMM layouts are a flag
     r = run_cli(*TRAIN, "--set", "accelerators.h100-sxm.fp8_gemm_any_layout=2")
     clean_error(r, 2, "fp8_gemm_any_layout must be 0 or 1, got 2")
+    # and so is a system's dedicated host link (NVLink-C2C or not)
+    r = run_cli(*TRAIN, "--set", "systems.gb200-nvl72.host_link_dedicated=0.5")
+    clean_error(r, 2, "host_link_dedicated must be 0 or 1, got 0.5")
 
 
 # --- duplicates, encodings, empty files, wrong kinds of path ---------------------------------------
