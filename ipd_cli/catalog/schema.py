@@ -272,10 +272,7 @@ class Accelerator(Strict):
 
     @model_validator(mode="after")
     def _positive(self) -> Accelerator:
-        _positive_sourced(self, skip=("fp8_gemm_any_layout",))
-        flag = self.fp8_gemm_any_layout
-        if flag is not None and flag.value not in (0, 1):
-            raise ValueError(f"fp8_gemm_any_layout must be 0 or 1, got {flag.value:g}")
+        _positive_sourced_and_flags(self, flags=("fp8_gemm_any_layout",))
         return self
 
     def dense_tflops(self, precision: str) -> Sourced | None:
@@ -366,10 +363,7 @@ class System(Strict):
 
     @model_validator(mode="after")
     def _positive(self) -> System:
-        _positive_sourced(self, skip=("host_link_dedicated",))
-        flag = self.host_link_dedicated
-        if flag is not None and flag.value not in (0, 1):
-            raise ValueError(f"host_link_dedicated must be 0 or 1, got {flag.value:g}")
+        _positive_sourced_and_flags(self, flags=("host_link_dedicated",))
         labels = [p.label for p in self.prices]
         twice = sorted({label for label in labels if labels.count(label) > 1})
         if twice:
@@ -835,6 +829,15 @@ def _positive_sourced(model: BaseModel, skip: tuple[str, ...] = (), only: tuple[
             raise ValueError(f"{name} must be > 0, got {v.value}")
         if isinstance(v, Sourced) and v.range is not None and v.range[0] <= 0:
             raise ValueError(f"{name}.range must be > 0 (sweeps draw from it), got {list(v.range)}")
+
+
+def _positive_sourced_and_flags(model: BaseModel, flags: tuple[str, ...]) -> None:
+    """:func:`_positive_sourced`, and each of ``flags`` (sourced 0/1 values) 0 or 1 where given."""
+    _positive_sourced(model, skip=flags)
+    for name in flags:
+        flag = getattr(model, name)
+        if flag is not None and flag.value not in (0, 1):
+            raise ValueError(f"{name} must be 0 or 1, got {flag.value:g}")
 
 
 def _every_key(name: str, table: dict, keys: tuple[str, ...]) -> None:

@@ -1516,7 +1516,7 @@ def replicas_for_state(P: sr.Columns, x: dict, pins: dict, free: Any) -> Any:
     gathered = 2.0 * total / ts.stage_layers(P, x) * x["weight_mem_bytes"]  # FSDP's two layers in flight
     w, g, o, wm = x["weight_bytes"], x["grad_bytes"], x["optim_bytes"], x["weight_mem_bytes"]
     per_stage = {0: (wm + g + o, 0.0), 1: (wm + g, o), 2: (wm, g + o), 3: (0.0, w + g + o)}
-    plain = ts.plain_params(P, x) * (w - wm)  # kept whole at weight_bytes (ts.state_bytes)
+    plain = ts.plain_weight_bytes(P, x)  # kept whole at weight_bytes (ts.state_bytes)
     need = np.full(len(total), np.inf)
     for z in options(pins, "zero", ZERO_STAGES):
         kept, sharded = per_stage[z]
@@ -1663,9 +1663,7 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
 
     dense, expert = ts.params_per_gpu(P, x)
     acts = np.min([ts.activation_floor(m, rc) for rc in POLICIES], axis=0)
-    weights = (dense + expert) * x["weight_mem_bytes"] + ts.plain_params(P, x) * (
-        x["weight_bytes"] - x["weight_mem_bytes"]
-    )
+    weights = (dense + expert) * x["weight_mem_bytes"] + ts.plain_weight_bytes(P, x)
     must = weights + acts + m["logits_bytes"] > x["hbm_cap"]
     if pins.get("zero", 3) != 3:
         return 0.0 * must

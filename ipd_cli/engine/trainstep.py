@@ -304,16 +304,20 @@ def gather_seconds(P: Cols, x: dict, width: Any = None):
 def mla_up_gather_seconds(P: Cols, x: dict):
     """The all-gathers of an MLA layer's column-parallel up-projections' inputs, forward: the query
     latent (or the hidden state without one) and the key-value latent."""
-    queries = ifelse(x["q_lora"] > 0, x["q_lora"], x["hidden"])
-    return gather_seconds(P, x, queries) + gather_seconds(P, x, x["kv_lora"])
+    return gather_seconds(P, x, mla_queries(x)) + gather_seconds(P, x, x["kv_lora"])
+
+
+def mla_queries(x: dict):
+    """The width an MLA layer's query up-projection reads: its query latent, or the hidden state
+    without one."""
+    return ifelse(x["q_lora"] > 0, x["q_lora"], x["hidden"])
 
 
 def mla_up_gemm_seconds(P: Cols, x: dict):
     """Forward GEMM time of an MLA layer's up-projections (the query's from its latent, or from the
     hidden state without one, and the key-value latent's to the keys' non-RoPE part and the values)."""
     q, kv_up = x["q_width"], x["k_width"] - x["heads"] * x["rope"] + x["v_width"]
-    queries = ifelse(x["q_lora"] > 0, x["q_lora"], x["hidden"])
-    return gemm_seconds(2.0 * tokens(P, x) / P["tp"] * (queries * q + x["kv_lora"] * kv_up), 2.0, x)
+    return gemm_seconds(2.0 * tokens(P, x) / P["tp"] * (mla_queries(x) * q + x["kv_lora"] * kv_up), 2.0, x)
 
 
 def tp_layer_parts(P: Cols, x: dict) -> dict[str, Any]:
@@ -344,9 +348,8 @@ def tp_layer_parts(P: Cols, x: dict) -> dict[str, Any]:
     column = (extra > 0) * tp_op_seconds(P, x, None, extra)  # the column-wise copy userbuffers leave
     rope = tp_op_seconds(P, x, x["rope"])
     mla = x["kv_lora"] > 0
-    queries = ifelse(x["q_lora"] > 0, x["q_lora"], h)
     up_ag = mla_up_gather_seconds(P, x)
-    up_rs = tp_op_seconds(P, x, queries) + tp_op_seconds(P, x, x["kv_lora"])
+    up_rs = tp_op_seconds(P, x, mla_queries(x)) + tp_op_seconds(P, x, x["kv_lora"])
     qkv = gemm_seconds(2.0 * T * f.maximum(x["p_mix"] - x["attn_dim"] * h, 0.0) / t, 1.0, x)
     fc1 = (x["act_width"] - 1.0) / x["act_width"]  # FC1's share of a (gated) FFN's weights
     dense, shared = 1.0 - moe, moe * (x["shared"] > 0)
@@ -900,7 +903,7 @@ def params_per_gpu(P: Cols, x: dict) -> tuple[Any, Any]:
     DualPipe's first rank (stage 0 and its mirror, the last), all on a single stage (a pre-training
     engineer's review: spread evenly, DualPipe's first rank of Llama 70B on PP16 held 1.8e9
     parameters more than charged)."""
-    share = stage_copies(P) * stage_layers(P, x) / x["layers"]
+    share = stage_share(P, x)
     body = x["dense_params"] - x["embedding_params"]
     whole = held_whole_params(P, x, share)
     dense = (body * share + _edge_params(P, x)) / P["tp"] + whole * (1.0 - 1.0 / P["tp"])
@@ -922,9 +925,20 @@ def plain_params(P: Cols, x: dict):
     FP4 recipe: no quantized copy beside them (``weight_cache_bytes``) and never FP8 primary
     weights (until a review, 2026-12-05, they took ``weight_mem_bytes``: NVFP4's 3.125 B, 1 B at
     per-tensor FP8 on a GPU whose FP8 GEMMs take any layout)."""
-    share = stage_copies(P) * stage_layers(P, x) / x["layers"]
-    routers = x["routed_layers"] * x["experts"] * x["is_moe"] * x["hidden"] * share
+    routers = x["routed_layers"] * x["experts"] * x["is_moe"] * x["hidden"] * stage_share(P, x)
     return _edge_params(P, x) / P["tp"] + routers
+
+
+def plain_weight_bytes(P: Cols, x: dict):
+    """What :func:`plain_params` change in the weights a GPU keeps whole: ``weight_bytes`` a
+    parameter, not ``weight_mem_bytes`` (negative where the recipe's width is the larger)."""
+    return plain_params(P, x) * (x["weight_bytes"] - x["weight_mem_bytes"])
+
+
+def stage_share(P: Cols, x: dict):
+    """The busiest stage's share of the model's layers (its layers, rounded up, on each of the
+    pipeline stages a GPU holds)."""
+    return stage_copies(P) * stage_layers(P, x) / x["layers"]
 
 
 def held_whole_params(P: Cols, x: dict, share: Any = None):
@@ -939,7 +953,7 @@ def held_whole_params(P: Cols, x: dict, share: Any = None):
     4 of its 58 routed layers holds 5 % more experts than charged; Nemotron's MoE layers interleave
     with Mamba and attention, so a share of the routed layers alone would charge 2.3x too many: a
     code review)."""
-    share = stage_copies(P) * stage_layers(P, x) / x["layers"] if share is None else share
+    share = stage_share(P, x) if share is None else share
     latents = x["q_lora"] + x["kv_lora"] + x["rope"]
     return (x["layers"] * latents + x["routed_layers"] * x["experts"] * x["is_moe"]) * x["hidden"] * share
 
@@ -985,7 +999,7 @@ def state_bytes(P: Cols, x: dict, held: Any = None, groups: Any = None):
     held = params_per_gpu(P, x) if held is None else held
     groups = dp_groups(P) if groups is None else groups
     # the parameters no recipe quantizes keep weight_bytes where weights are kept whole
-    total = ifelse(z >= 3, 0.0, plain_params(P, x) * (x["weight_bytes"] - x["weight_mem_bytes"]))
+    total = ifelse(z >= 3, 0.0, plain_weight_bytes(P, x))
     for n, group in zip(held, groups, strict=True):
         total = (
             total
