@@ -69,7 +69,8 @@ INPUTS = frozenset(
     max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap moe_dispatcher
     output_tokens pipeline_schedule pp precision precision_train precision_wire prefill_instances
     prefill_layout prompt_tokens prompts recompute scope senders seq_len sequence_parallel serving
-    speculative stack staleness_bound tokens tokens_per_user_s tp tp_comm_overlap train_gpus train_plan
+    speculative stack staleness_bound tokens tokens_per_step tokens_per_user_s tp tp_comm_overlap train_gpus
+    train_plan
     trainer_ep trainer_gpus trainer_pp transport vp""".split()
 )
 WITHIN = 0.25  # the share of cases within 25 % is reported
@@ -143,6 +144,10 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
         if fits is not None and (case.kind != "serve" or fits not in SERVING_FIELDS):
             knobs = ", ".join(SERVING_FIELDS) if case.kind == "serve" else f"none for a {case.kind} case"
             raise InputError(f"{where}: input 'fits' {fits!r} is not a knob a case can name ({knobs})")
+        if "tokens_per_step" in case.inputs and case.kind != "serve":
+            raise InputError(
+                f"{where}: input 'tokens_per_step' is a serving case's; a {case.kind} case ignores it"
+            )
         # a pre-training case's plan pin: another kind would ignore it (an RL case gives its
         # trainer's recipe in train_plan, as fp8_recipe=...)
         if "fp8_recipe" in case.inputs and case.kind != "pretrain":
@@ -185,6 +190,8 @@ def predict(cat: Catalog, case: Case) -> float:
     metric = case.measured.metric
     if "checkpoint_wide" in i:
         cat = _run_checkpoint(cat, i)
+    if "tokens_per_step" in i:
+        cat = _run_acceptance(cat, i)
     if case.kind == "pretrain":
         from ipd_cli.engine.pretraining import pretraining_numbers
 
@@ -230,6 +237,26 @@ def _run_checkpoint(cat: Catalog, i: dict) -> Catalog:
         # a model without one reads the catalog's default, which the case's run alone reads here
         at = f"serving.checkpoint_wide_default.{i['precision']}"
     return cat.with_overrides([f"{at}.{k}={json.dumps(v)}" for k, v in pin.items()])
+
+
+def _run_acceptance(cat: Catalog, i: dict) -> Catalog:
+    """The catalog with the draft acceptance the run's prompts gave (``tokens_per_step``:
+    {draft depth: tokens a step}), where its source measured it on the prompts the run used: a
+    draft's acceptance is the prompts' as much as the model's (TensorRT-LLM's DeepSeek-R1 MTP-3
+    accepts 2.82 tokens a step on NVIDIA's real 1k/2k dataset, about 2.50 on InferenceX's random
+    prompts in the chat template), so the catalog's one value per depth is the default."""
+    pin = i["tokens_per_step"]
+    if not isinstance(pin, dict) or not pin:
+        raise InputError("case input `tokens_per_step` is {draft depth: tokens a step}, e.g. {3: 2.5}")
+    mname = cat.canonical("models", i["model"])
+    sv = cat.serving
+    method = next((n for n, m in sv.speculative_methods.items() if mname in m.models), None)
+    if method is None and sv.default_speculative_method is not None:
+        method = sv.default_speculative_method.value
+    if method is None:
+        raise InputError(f"case input `tokens_per_step`: no speculative decoding method for {mname}")
+    at = f"serving.speculative_methods.{method}.tokens_per_step"
+    return cat.with_overrides([f"{at}.{depth}={json.dumps(v)}" for depth, v in pin.items()])
 
 
 SERVING_MODES = {"aggregated": False, "disaggregated": True}

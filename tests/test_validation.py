@@ -13,6 +13,7 @@ import pytest
 from helpers import run_cli, run_cli_once
 
 from ipd_cli import validate as val
+from ipd_cli.errors import InputError
 
 # with pytest-xdist: on the worker that runs the README's commands, so `ipd validate --split checking`
 # and `ipd calibrate` run once per session (helpers.run_cli_once is per process)
@@ -193,12 +194,17 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # +21 %; without MTP at 16 and 32 users within 1 %): the TEP over-prediction is not the old
 # release's alone. A loosening with its reason, new data: median 13.3 -> 13.5 %, bound 13.5 ->
 # 13.6; three more beyond 1.5x (7 -> 10); fixed interactivity 20.7 -> 21.2 %, bound 21 -> 21.5.
-SERVING_MEDIAN_BOUND_PCT = 13.6
+# 2026-12-05 (thirty-eighth session): a case pins the draft acceptance its source measured on its
+# own prompts (input tokens_per_step): InferenceX's TEP MTP points 2.50 tokens a step at depth 3
+# (its random prompts in the chat template, InferenceX PR #649), TensorRT-LLM's min-latency points
+# 2.82 (blog 1's real dataset) where the catalog gives 2.69: TEP8 MTP at 64 and 128 users left the
+# list (+66 / +55 -> +44 / +40 %; 10 -> 8); median 13.52 -> 13.43 %, bound 13.6 -> 13.5; fixed
+# interactivity 21.2 -> 21.0 %, bound 21.5 -> 21.1; the Blackwell floor's fitting case -3.9 ->
+# +0.7 % (its fit stays 100 us).
+SERVING_MEDIAN_BOUND_PCT = 13.5
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
     "ix-dsr1-b200-tep8-mtp-1k1k-c32",
-    "ix-dsr1-b200-tep8-mtp-1k1k-c64",
-    "ix-dsr1-b200-tep8-mtp-1k1k-c128",
     "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
     "ix-dsr1-b200-tep4-mtp-1k1k-c32",
     "ix-dsr1-b200-tep4-mtp-1k1k-c64",
@@ -227,7 +233,7 @@ SERVING_WORST_RATIO_ANY = 3.0
 # -26.1 %, B300 disaggregated 8k/1k -20.6 -> -23.2 %): what makes the small DEP fits fast relative
 # to them is left to find.
 AMD_MEDIAN_BOUND_PCT = 25.0
-FIXED_INTERACTIVITY_MEDIAN_BOUND_PCT = 21.5
+FIXED_INTERACTIVITY_MEDIAN_BOUND_PCT = 21.1
 
 
 def test_serving_checking_set_meets_the_fidelity_bound(checking_rows):
@@ -570,6 +576,39 @@ def test_a_case_pins_the_checkpoint_its_run_loaded_where_the_model_reads_the_def
     )
     assert ds.model("deepseek-v3").checkpoint_wide["fp4"].value == ["lm_head"]
     assert ds.serving.checkpoint_wide_default["fp4"].value == ["lm_head", "router"]
+
+
+def test_a_case_pins_the_acceptance_its_prompts_gave(catalog):
+    # tokens_per_step: the draft acceptance the case's source measured on its own prompts, set on
+    # the model's method (DeepSeek-V3: mtp) for that case alone
+    pinned = val._run_acceptance(catalog, {"model": "deepseek-r1", "tokens_per_step": {3: 2.5}})
+    assert pinned.serving.speculative_methods["mtp"].tokens_per_step[3].value == 2.5
+    assert catalog.serving.speculative_methods["mtp"].tokens_per_step[3].value == 2.69
+    assert pinned.serving.speculative_methods["mtp"].tokens_per_step[2].value == 2.43  # not given
+    # at one user a step's time does not depend on how many of its tokens are accepted (no other
+    # user's prompt shares it), so the time per output token scales with the acceptance: 2.69 /
+    # 2.82 (the catalog's SGLang figure against TensorRT-LLM's blog 1, the case's source's setup)
+    case = next(c for c in val.load_cases()[0] if c.id == "trtllm-dsr1-b200-min-latency")
+    assert case.inputs["tokens_per_step"] == {1: 1.92, 2: 2.58, 3: 2.82}
+    i = case.inputs
+    tpot = val._serve(val._run_acceptance(catalog, i), i).tpot_ms
+    assert tpot / val._serve(catalog, i).tpot_ms == pytest.approx(2.69 / 2.82, rel=1e-9)
+    with pytest.raises(InputError, match=r"\{draft depth: tokens a step\}"):
+        val._run_acceptance(catalog, {"model": "deepseek-v3", "tokens_per_step": 2.5})
+    with pytest.raises(InputError, match="tokens_per_step"):
+        val._run_acceptance(catalog, {"model": "deepseek-v3", "tokens_per_step": {3: 4.5}})
+
+
+def test_a_non_serving_case_may_not_pin_an_acceptance(tmp_path):
+    path = tmp_path / "cases.yaml"
+    path.write_text(
+        "cases:\n- {id: x, split: checking, kind: pretrain, description: d, source: val-trtllm-blog1-mtp,\n"
+        "   inputs: {hardware: h100-sxm, model: llama-3.1-8b, tokens: 1.0e9, tokens_per_step: {3: 2.5}},\n"
+        "   measured: {metric: mfu, value: 0.4}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError, match="'tokens_per_step' is a serving case's; a pretrain case ignores it"):
+        val.load_cases(path)
 
 
 def test_the_mxfp8_share_reproduces_the_same_layout_recipe_pairs(catalog):
