@@ -144,10 +144,8 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
         if fits is not None and (case.kind != "serve" or fits not in SERVING_FIELDS):
             knobs = ", ".join(SERVING_FIELDS) if case.kind == "serve" else f"none for a {case.kind} case"
             raise InputError(f"{where}: input 'fits' {fits!r} is not a knob a case can name ({knobs})")
-        if "tokens_per_step" in case.inputs and case.kind != "serve":
-            raise InputError(
-                f"{where}: input 'tokens_per_step' is a serving case's; a {case.kind} case ignores it"
-            )
+        if "tokens_per_step" in case.inputs:
+            _check_acceptance(where, case)
         # a pre-training case's plan pin: another kind would ignore it (an RL case gives its
         # trainer's recipe in train_plan, as fp8_recipe=...)
         if "fp8_recipe" in case.inputs and case.kind != "pretrain":
@@ -239,6 +237,22 @@ def _run_checkpoint(cat: Catalog, i: dict) -> Catalog:
     return cat.with_overrides([f"{at}.{k}={json.dumps(v)}" for k, v in pin.items()])
 
 
+def _check_acceptance(where: str, case: Case) -> None:
+    """A case's ``tokens_per_step``: a serving case's {draft depth: tokens a step} (the catalog
+    checks each value against its depth when the case runs)."""
+    pin = case.inputs["tokens_per_step"]
+    if case.kind != "serve":
+        raise InputError(
+            f"{where}: input 'tokens_per_step' is a serving case's; a {case.kind} case ignores it"
+        )
+    depth = lambda k: isinstance(k, int) and not isinstance(k, bool) and k >= 1  # noqa: E731
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+    if not isinstance(pin, dict) or not pin or not all(depth(k) and number(v) for k, v in pin.items()):
+        raise InputError(
+            f"{where}: input 'tokens_per_step' {pin!r} is {{draft depth: tokens a step}}, e.g. {{3: 2.5}}"
+        )
+
+
 def _run_acceptance(cat: Catalog, i: dict) -> Catalog:
     """The catalog with the draft acceptance the run's prompts gave (``tokens_per_step``:
     {draft depth: tokens a step}), where its source measured it on the prompts the run used: a
@@ -256,7 +270,11 @@ def _run_acceptance(cat: Catalog, i: dict) -> Catalog:
     if method is None:
         raise InputError(f"case input `tokens_per_step`: no speculative decoding method for {mname}")
     at = f"serving.speculative_methods.{method}.tokens_per_step"
-    return cat.with_overrides([f"{at}.{depth}={json.dumps(v)}" for depth, v in pin.items()])
+    try:
+        return cat.with_overrides([f"{at}.{depth}={json.dumps(v)}" for depth, v in pin.items()])
+    except InputError as e:  # the override's words name the flag; the case gave an input
+        said = str(e).removeprefix("--set ").partition(": ")[2] or str(e)
+        raise InputError(f"case input `tokens_per_step` {pin}: {said}") from None
 
 
 SERVING_MODES = {"aggregated": False, "disaggregated": True}

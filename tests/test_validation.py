@@ -595,7 +595,7 @@ def test_a_case_pins_the_acceptance_its_prompts_gave(catalog):
     assert tpot / val._serve(catalog, i).tpot_ms == pytest.approx(2.69 / 2.82, rel=1e-9)
     with pytest.raises(InputError, match=r"\{draft depth: tokens a step\}"):
         val._run_acceptance(catalog, {"model": "deepseek-v3", "tokens_per_step": 2.5})
-    with pytest.raises(InputError, match="tokens_per_step"):
+    with pytest.raises(InputError, match=r"case input `tokens_per_step` \{3: 4.5\}: .* must lie between"):
         val._run_acceptance(catalog, {"model": "deepseek-v3", "tokens_per_step": {3: 4.5}})
 
 
@@ -609,6 +609,16 @@ def test_a_non_serving_case_may_not_pin_an_acceptance(tmp_path):
     )
     with pytest.raises(InputError, match="'tokens_per_step' is a serving case's; a pretrain case ignores it"):
         val.load_cases(path)
+    # a serving case's is {draft depth: tokens a step}, refused when read (exit 2), not at its run
+    for bad in ("2.5", "{0: 1.5}", "{3: abc}", "{}"):
+        path.write_text(
+            "cases:\n- {id: y, split: checking, kind: serve, description: d, source: val-trtllm-blog1-mtp,\n"
+            f"   inputs: {{hardware: b200, model: deepseek-v3, speculative: 3, tokens_per_step: {bad}}},\n"
+            "   measured: {metric: tokens_per_s_per_user, value: 274.7}}\n",
+            encoding="utf-8",
+        )
+        with pytest.raises(InputError, match=r"cases.0 \(y\): input 'tokens_per_step' .* is \{draft depth"):
+            val.load_cases(path)
 
 
 def test_the_mxfp8_share_reproduces_the_same_layout_recipe_pairs(catalog):
