@@ -63,15 +63,14 @@ METRICS: dict[str, tuple[str, ...]] = {
     "weight-sync": ("weight_sync_s",),
 }
 INPUTS = frozenset(
-    """attention_tp bulk_share checkpoint_wide colocated concurrency cp cuda_graphs days decode_instances dp
-    engine_load ep eplb fits fp8_recipe fsdp gen_gpus gen_layout global_batch gpus group_size hardware
-    inference_gpus input_tokens instance_gpus instance_tp kv_precision layout max_instance_gpus
-    max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap moe_dispatcher
-    output_tokens pipeline_schedule pp precision precision_train precision_wire prefill_instances
-    prefill_layout prompt_tokens prompts recompute scope senders seq_len sequence_parallel serving
-    speculative stack staleness_bound tokens tokens_per_step tokens_per_user_s tp tp_comm_overlap train_gpus
-    train_plan
-    trainer_ep trainer_gpus trainer_pp transport vp""".split()
+    """attention_tp bulk_share checkpoint_wide colocated concurrency cp cuda_graphs days decode_instances
+    dp engine_load ep eplb fits fp8_recipe fsdp gen_gpus gen_layout gen_stack global_batch gpus
+    group_size hardware inference_gpus input_tokens instance_gpus instance_tp kv_precision layout
+    max_instance_gpus max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap
+    moe_dispatcher output_tokens pipeline_schedule pp precision precision_train precision_wire
+    prefill_instances prefill_layout prompt_tokens prompts recompute scope senders seq_len
+    sequence_parallel serving speculative stack staleness_bound tokens tokens_per_step tokens_per_user_s
+    tp tp_comm_overlap train_gpus train_plan trainer_ep trainer_gpus trainer_pp transport vp""".split()
 )
 WITHIN = 0.25  # the share of cases within 25 % is reported
 
@@ -428,6 +427,8 @@ def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
         body["sync_stack"] = i["stack"]
     if "gen_layout" in i:  # the rollout engine's layout as the run deployed it (vLLM TP8: tp8)
         body["generation_layout"] = i["gen_layout"]
+    if "gen_stack" in i:  # the rollout engine the run deployed (NeMo RL: vLLM)
+        body["generation_stack"] = i["gen_stack"]
     if "train_plan" in i:  # the trainer's published degrees (Megatron TP2 CP2 EP16 PP8)
         body["training_plan"] = i["train_plan"]
     if "gen_gpus" in i:

@@ -501,7 +501,7 @@ def test_a_user_table_keyed_by_name_adds_its_keys_and_keeps_the_others(tmp_path)
     write(
         tmp_path / "eff.yaml",
         "efficiency:\n  training_share_by_accelerator:\n    b200: {value: 0.7, source: ipd-calibration}\n"
-        "serving:\n  families:\n    blackwell:\n      accelerators: [b200, gb200]\n"
+        "serving:\n  families:\n    blackwell:\n      accelerators: [b200]\n"
         "      default_stack: {value: trtllm, source: trtllm-perf-overview}\n",
     )
     cat = load_catalog([tmp_path])

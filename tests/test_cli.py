@@ -20,13 +20,14 @@ def test_compare_json_contract():
     # 1e14)^0.3271 = 135.5M: no batch warning (until 2026-12-05 Rubin's TP4 PP8 DP432 plan ran
     # 141,557,760 tokens, 1.02x, and was warned of; GB200's DualPipe plan of then 1.0005x, under
     # the 1.01x a warning takes).
-    # GB200's serving deployment (52,344 GPUs x 125 kW / 72 x PUE 1.3 = 118 MW)
-    # does not fit the scenario's 100 MW site (615 whole racks of 125 kW x 1.3 = 162.5 kW: 44,280
-    # GPUs); the reserved prices are 3-year contracts for a month's
+    # GB200's serving deployment (44,424 GPUs x 125 kW / 72 x PUE 1.3 = 100.26 MW, shown to a
+    # decimal where three figures would read the site's 100; 52,344 GPUs and 118 MW before GB200
+    # took its own 2026 TensorRT-LLM floor) does not fit the scenario's 100 MW site (615 whole racks
+    # of 125 kW x 1.3 = 162.5 kW: 44,280 GPUs); the reserved prices are 3-year contracts for a month's
     # pre-training (29,952 x 3 x 8,760 h x $8.50 = $6.69B; 122,904 x 3 x 8,760 x $4.05 = $13.1B)
     batch = ""
     site = (
-        "ipd: warning: gb200-nvl72: the scenario's serving deployment (52,344 GPUs, 118 MW) does not fit "
+        "ipd: warning: gb200-nvl72: the scenario's serving deployment (44,424 GPUs, 100.3 MW) does not fit "
         "the site's 100 MW (44,280 GPUs in whole systems at the PUE): the site rows say what the site "
         "would serve, not a cap; the lifecycle prices the whole deployment\n"
     )

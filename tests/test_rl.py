@@ -818,14 +818,16 @@ def test_the_review_split_runs_as_fast_as_the_pools_given(catalog):
     # trajectory decodes its mean-length part at the full engine's speed, 36 + 92 then 626.0 s;
     # 619.0 s since the tail concurrency is not rounded; 623.3 s since it is the long eighth of a
     # replica's rollouts, not of its slots; 36 + 92 at 620.4 s since an offloading trainer on
-    # NVLink-C2C sends only the layers that must go: TP1 DP64 EP64 offloading on 92)
+    # NVLink-C2C sends only the layers that must go: TP1 DP64 EP64 offloading on 92; 32 + 96 at
+    # 571.7 s since GB200's TensorRT-LLM floor is its own 2026 sweep's, 73.8 us a layer, where
+    # 36 + 92 still reads 620.4 s)
     # (the review's workload: every generated group trained, before DAPO's dynamic sampling)
     cat = catalog.with_overrides(["workload.keep_fraction=1"])
     auto = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gpus=128, split="auto").rl
-    given = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=36, train_gpus=92).rl
-    assert (auto.gen_gpus, auto.train_gpus) == (36, 92)
+    given = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=32, train_gpus=96).rl
+    assert (auto.gen_gpus, auto.train_gpus) == (32, 96)
     assert auto.step_seconds == pytest.approx(given.step_seconds, rel=1e-12)
-    assert round(auto.step_seconds, 1) == 620.4
+    assert round(auto.step_seconds, 1) == 571.7
 
 
 @pytest.mark.parametrize(
@@ -1246,3 +1248,23 @@ def test_the_test_sessions_rl_memo_keys_every_input(catalog):
                    "systems.gb200-nvl72.scale_up_domain=36"):  # fmt: skip
         assert content_key(catalog.with_overrides([change]), "gb200-nvl72", w, kw) != key, change
     assert content_key(catalog, "gb200-nvl72", w, kw) == key  # the catalog itself unchanged
+
+
+def test_an_rl_workload_names_the_serving_stack_its_rollouts_run(catalog):
+    # NeMo RL generates with vLLM: `generation_stack` sets the rollouts' serving stack (default: the
+    # family's, TensorRT-LLM). On GB200 vLLM reads vLLM's Blackwell values (the floor of 100 us a
+    # layer, TensorRT-LLM's B200 fit) where TensorRT-LLM reads its own 2026 GB200 fit (73.8 us), so
+    # the same step's rollouts take longer under vLLM
+    kw = dict(mode="one-step-off", gen_gpus=64, train_gpus=64)
+    trt = rl(catalog, "gb200", "rl-math-reasoning", **kw)
+    vllm = rl(catalog.with_overrides(["workload.generation_stack=vllm"]), "gb200", "rl-math-reasoning", **kw)
+
+    def floor(r):
+        return next(a for a in r.assumptions if a.name == "per-step overhead per layer")
+
+    assert floor(trt).path == "serving.stacks.trtllm.profiles.grace-blackwell.step_overhead_us_per_layer"
+    assert floor(vllm).path == "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer"
+    assert "vllm on grace-blackwell: borrowed from trtllm on blackwell" in floor(vllm).note
+    assert vllm.rl.phases.generation_s > trt.rl.phases.generation_s
+    r = run_cli("rl", "--hardware", "gb200", "--set", "workload.generation_stack=vlm")
+    assert r.code == 2 and "generation_stack 'vlm'; did you mean 'vllm'" in r.stderr, r.stderr

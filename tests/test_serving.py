@@ -10,6 +10,7 @@ import pytest
 import yaml
 from helpers import run_cli, write
 
+from ipd_cli import validate as val
 from ipd_cli.catalog.loader import load_catalog
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.serving import (
@@ -2658,3 +2659,35 @@ def test_the_bottleneck_is_prefill_where_prompts_take_most_of_the_gpu_time(catal
         "overhead": short.overhead_ms,
     }
     assert short.prefill_share < 0.5 and short.bottleneck == max(parts, key=parts.__getitem__)
+
+
+def test_gb200_reads_the_floor_of_its_own_2026_sweep_and_b200_keeps_its_own(catalog):
+    # GB200 NVL72 serves in a family of its own (grace-blackwell): TensorRT-LLM's floor per layer
+    # is fitted on InferenceX's 2026 GB200 TEP8 sweep (73.8 us), B200's on a 2025 batch-1 point
+    # (100 us); every other efficiency GB200 borrows from Blackwell, flagged as borrowed
+    def floor(hw, stack=None):
+        r = estimate_serving(catalog, hw, "deepseek-v3", precision="fp4", concurrency=8, stack=stack)
+        return next(a for a in r.assumptions if a.name == "per-step overhead per layer")
+
+    gb, b2 = floor("gb200"), floor("b200")
+    assert gb.path == "serving.stacks.trtllm.profiles.grace-blackwell.step_overhead_us_per_layer"
+    assert gb.value == 73.8 and not gb.note.startswith("trtllm on grace-blackwell: borrowed")
+    assert (
+        b2.path == "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer" and b2.value == 100
+    )
+    r = estimate_serving(catalog, "gb200", "deepseek-v3", precision="fp4", concurrency=8)
+    hbm = next(a for a in r.assumptions if a.name == "decode HBM efficiency")
+    assert hbm.path == "serving.stacks.trtllm.profiles.blackwell.decode_hbm_efficiency" and hbm.estimate
+    assert "borrowed from trtllm on blackwell" in hbm.note
+    # vLLM on GB200 has no measurement of its own: vLLM's Blackwell values (TensorRT-LLM's B200
+    # ones), not TensorRT-LLM's 2026 GB200 fit; SGLang's GB200 fit is its own, B200's SGLang borrows it
+    assert floor("gb200", "vllm").value == 100
+    for hw in ("gb200", "b200"):
+        a = floor(hw, "sglang")
+        assert a.path == "serving.stacks.sglang.profiles.grace-blackwell.step_overhead_us_per_layer", hw
+    # the four points of that sweep fit it (ipd calibrate's knob for each)
+    cases = [c for c in val.load_cases()[0] if c.id.startswith("ix-dsr1-gb200-trt-disagg-1k1k-c")]
+    fits = {c.id: val._serving_knobs(catalog, c) for c in cases if c.split == "fitting"}
+    assert len(fits) == 4 and set(map(tuple, fits.values())) == {
+        ("serving.stacks.trtllm.profiles.grace-blackwell.step_overhead_us_per_layer",)
+    }

@@ -1483,6 +1483,11 @@ class RlWorkload(Strict):
         description="serving layout of each rollout replica as a run published it (tp8, tep16, dep8, "
         "tp8pp2; default: searched, the fastest for the step)",
     )
+    generation_stack: str | None = Field(
+        default=None,
+        description="serving stack the rollout engines run (serving.stacks: trtllm, vllm, sglang; "
+        "default: the system's family default, the best published there)",
+    )
     training_plan: str | None = Field(
         default=None,
         description="the trainer's parallelism as a run published it, in `ipd train --plan` form "

@@ -666,7 +666,13 @@ def _site_lines(hw: str, s: dict, varies: bool | str = False) -> list[str]:
         return []
     # the deployment's all-in draw: tokens/s per GPU over tokens/s per MW is MW per GPU (PUE in it)
     per_mw = point.get("tokens_per_s_per_mw") or 0.0
-    draw = f", {fmt_num(need * point['tokens_per_s_per_gpu'] / per_mw)} MW" if per_mw else ""
+    draw = ""
+    if per_mw:
+        mw = need * point["tokens_per_s_per_gpu"] / per_mw
+        shown = fmt_num(mw)
+        if float(shown.replace(",", "")) <= (ipd.get("site_mw") or 0.0):  # 100.3 MW read "100 MW"
+            shown = f"{mw:,.1f}"
+        draw = f", {shown} MW"
     return [
         f"{hw}: the scenario's serving deployment ({need:,} GPUs{draw}) does not fit the site's "
         f"{ipd.get('site_mw'):g} MW ({held:,} GPUs in whole systems at the PUE): the site rows "

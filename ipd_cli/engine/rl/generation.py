@@ -223,8 +223,11 @@ def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, prici
             speculative=w.speculative,
             pricing=pricing,
             layout=w.generation_layout,
+            stack=w.generation_stack,
         )
     except InputError as e:
+        if w.generation_stack is not None and "`stack`" in str(e):  # the serving search's word for it
+            raise InputError(str(e).replace("`stack`", "`generation_stack`")) from None
         if w.generation_layout is None:
             raise
         raise InputError(f"`generation_layout` {w.generation_layout!r}: {e}") from None

@@ -279,12 +279,14 @@ def rollout_candidates(
     speculative: str | int | None = "off",
     pricing: str = "rental",
     layout: str | None = None,
+    stack: str | None = None,
 ) -> RolloutCandidates:
     """Every aggregated configuration of the deployment search, at its KV limit, for generation
-    (``layout``: only that serving layout, as a run deployed it)."""
+    (``layout``: only that serving layout, as a run deployed it; ``stack``: the serving stack the
+    engines run, None: the family's default)."""
     import numpy as np
 
-    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing)
+    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack)
     g = _search(ctx, shape, layout)
     rows = _layout_rows(g)
     if rows.size == 0:
