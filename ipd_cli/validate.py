@@ -261,11 +261,10 @@ def _run_acceptance(cat: Catalog, i: dict) -> Catalog:
     pin = i["tokens_per_step"]
     if not isinstance(pin, dict) or not pin:
         raise InputError("case input `tokens_per_step` is {draft depth: tokens a step}, e.g. {3: 2.5}")
+    from ipd_cli.engine.serving.physics import draft_method
+
     mname = cat.canonical("models", i["model"])
-    sv = cat.serving
-    method = next((n for n, m in sv.speculative_methods.items() if mname in m.models), None)
-    if method is None and sv.default_speculative_method is not None:
-        method = sv.default_speculative_method.value
+    method = draft_method(cat, mname)
     if method is None:
         raise InputError(f"case input `tokens_per_step`: no speculative decoding method for {mname}")
     at = f"serving.speculative_methods.{method}.tokens_per_step"

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine import trainplan
 from ipd_cli.engine.pricing import kw_per_gpu, pue, usd_per_gpu_hour
@@ -575,8 +576,14 @@ SPEC_ON = "on"
 
 def spec_method(ctx: ServingContext) -> str | None:
     """The draft for this model: a method that lists it, else the catalog's default."""
-    sv = ctx.cat.serving
-    named = next((n for n, m in sv.speculative_methods.items() if ctx.mname in m.models), None)
+    return draft_method(ctx.cat, ctx.mname)
+
+
+def draft_method(cat: Catalog, model: str) -> str | None:
+    """The speculative method of ``model`` (its canonical name): one that lists it, else the
+    catalog's default (None: neither)."""
+    sv = cat.serving
+    named = next((n for n, m in sv.speculative_methods.items() if model in m.models), None)
     if named is not None or sv.default_speculative_method is None:
         return named
     return sv.default_speculative_method.value
