@@ -2691,3 +2691,25 @@ def test_gb200_reads_the_floor_of_its_own_2026_sweep_and_b200_keeps_its_own(cata
     assert len(fits) == 4 and set(map(tuple, fits.values())) == {
         ("serving.stacks.trtllm.profiles.grace-blackwell.step_overhead_us_per_layer",)
     }
+
+
+def test_a_disaggregated_decode_pool_takes_its_own_floor_where_the_stack_measured_one(catalog):
+    # `disaggregated_step_overhead_us_per_layer`: the floor of a disaggregated deployment's decode
+    # pool (decode-only iterations); an aggregated instance keeps `step_overhead_us_per_layer`. At
+    # the additive floor (exponent 1) and DeepSeek-V3's 61 layers without a draft, a decode step at
+    # 50 us instead of GB200's 73.8 is 61 x 23.8 us = 1.4518 ms shorter
+    at = "serving.stacks.{}.profiles.grace-blackwell.disaggregated_step_overhead_us_per_layer=50"
+    kw = dict(precision="fp4", layout="tep8", concurrency=8, speculative="off", eplb=False)
+
+    def step(cat, disaggregated, stack=None):
+        r = estimate_serving(cat, "gb200", "deepseek-v3", disaggregated=disaggregated, stack=stack, **kw)
+        return r.serving.step_time_ms
+
+    pooled = catalog.with_overrides([at.format("trtllm")])
+    assert step(pooled, False) == step(catalog, False)  # aggregated: unchanged
+    assert step(catalog, True) - step(pooled, True) == pytest.approx(61 * 23.8e-3, rel=1e-9)
+    # SGLang on GB200 sets its own floor nearer in its chain than TensorRT-LLM's pool floor, which
+    # it borrows through: its pools keep its own
+    assert step(pooled, True, "sglang") == step(catalog, True, "sglang")
+    with pytest.raises(InputError, match="disaggregated_step_overhead_us_per_layer must be >= 0"):
+        catalog.with_overrides([at.format("trtllm").replace("=50", "=-1")])

@@ -992,6 +992,13 @@ class StackProfile(Strict):
     step_overhead_us_per_layer: Sourced | None = unit(
         "us", 1e-6, default=None, description="per decode step and layer: the floor a layer's kernels take"
     )
+    disaggregated_step_overhead_us_per_layer: Sourced | None = unit(
+        "us",
+        1e-6,
+        default=None,
+        description="the floor per decode step and layer in a disaggregated deployment's decode pool "
+        "(decode-only iterations; default: step_overhead_us_per_layer, as an aggregated instance's)",
+    )
     dispatch_bytes_per_value: Sourced | None = unit(
         "bytes",
         default=None,
@@ -1034,9 +1041,10 @@ class StackProfile(Strict):
             v = getattr(self, name)
             if v is not None and v.value <= 0:
                 raise ValueError(f"{name} must be > 0, got {v.value}")
-        v = self.step_overhead_us_per_layer
-        if v is not None and v.value < 0:
-            raise ValueError(f"step_overhead_us_per_layer must be >= 0, got {v.value}")
+        for name in ("step_overhead_us_per_layer", "disaggregated_step_overhead_us_per_layer"):
+            v = getattr(self, name)
+            if v is not None and v.value < 0:
+                raise ValueError(f"{name} must be >= 0, got {v.value}")
         return self
 
 

@@ -394,10 +394,14 @@ def _draft_work(
     )
 
 
-def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = True) -> Columns:
+def step_terms(
+    ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = True, floor: Any = None
+) -> Columns:
     """One decode step (seconds) of each row's instance at ``batch`` sequences, with its parts
     (``parts``; without them only ``step_s``: a search ranks on the step, and only the rows a
-    result reports need where it goes).
+    result reports need where it goes). ``floor``: the floor per layer of each row's kernels
+    (None: an aggregated instance's, ``ph.overhead_per_layer_s``; a disaggregated decode pool's is
+    ``ph.disagg_overhead_per_layer_s``, :func:`row_floor`).
 
     ``lay`` and ``x`` are the layout columns and :func:`layout_terms` already taken at each row.
     """
@@ -418,14 +422,15 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = 
     moe_rate = ph.gemm_rate * ph.moe_share
     target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched).times(ph, x["attn_rate"], moe_rate)
     work = pp * target.seconds()
-    floor, p = ph.overhead_per_layer_s, ph.floor_exponent
-    layers_s = _layers_seconds(ph, work)
+    floor = ph.overhead_per_layer_s if floor is None else floor
+    p = ph.floor_exponent
+    layers_s = _layers_seconds(ph, work, floor)
     cb, h = ph.collective_bytes, ph.hidden
     coll = ph.layers * _layer_collectives(ph, x, tokens, d, s, t, e, experts=False)
     a2a = ph.moe_layers * _expert_collectives(ph, x, tokens, s, e)
     tbo = np.zeros(np.shape(a2a), dtype=bool)
     if ph.two_batch_overlap:
-        layers_s, a2a, tbo = _two_batch_step(ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a)
+        layers_s, a2a, tbo = _two_batch_step(ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a, floor)
     coll = coll + a2a
     hand_off = pp * (pp > 1) * (tokens * h * cb / x["pp_link"] + x["pp_latency"])
     # the draft: k tokens one after another, each micro-batch's passes one after another. The
@@ -473,12 +478,22 @@ def step_terms(ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = 
     )
 
 
-def _layers_seconds(ph: Physics, work):
+def _layers_seconds(ph: Physics, work, floor):
     """A pass's layers: each the floor its kernels take combined with its share of ``work``."""
-    return ph.layers * f.floor_combined_seconds(ph.overhead_per_layer_s, work / ph.layers, ph.floor_exponent)
+    return ph.layers * f.floor_combined_seconds(floor, work / ph.layers, ph.floor_exponent)
 
 
-def _two_batch_step(ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, moe_rate, layers_s, a2a):
+def row_floor(ph: Physics, disagg: Any) -> Any:
+    """The floor per layer of rows whose mode is ``disagg`` (1: a disaggregated decode pool, 0: an
+    aggregated instance), as :func:`step_terms` takes it."""
+    import numpy as np
+
+    if ph.disagg_overhead_per_layer_s == ph.overhead_per_layer_s:
+        return ph.overhead_per_layer_s
+    return np.where(disagg > 0, ph.disagg_overhead_per_layer_s, ph.overhead_per_layer_s)
+
+
+def _two_batch_step(ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, moe_rate, layers_s, a2a, floor):
     """The layers' time and the exposed all-to-alls of a decode step run as two half-batches (the
     stack's two-batch overlap), where that is shorter than ``layers_s + a2a`` run serially: each
     half streams the touched experts again and pays its kernels' floor and collective latencies,
@@ -490,7 +505,7 @@ def _two_batch_step(ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, moe
     touched = f.experts_touched_share(m * width / 2, ph.top_k / ph.experts)
     seqs = m / 2 / x["d"] * x["imb_dp"]
     half = _target_work(ph, lay, x, m / 2, seqs, width, kv_seq, touched)
-    halves = 2.0 * _layers_seconds(ph, pp * half.seconds(ph, x["attn_rate"], moe_rate))
+    halves = 2.0 * _layers_seconds(ph, pp * half.seconds(ph, x["attn_rate"], moe_rate), floor)
     a2a_halves = 2.0 * ph.moe_layers * _expert_collectives(ph, x, m * width / 2, s, e)
     overlapped = f.two_batch_seconds(halves, a2a_halves, ph.overlap_sm_share, True)
     computing = np.minimum(halves / (1.0 - ph.overlap_sm_share), overlapped)

@@ -40,7 +40,17 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import BLOCK, Space, product, take
 from ipd_cli.errors import InputError
 
-from .evaluate import DEP, TEP, TP, aggregated, disaggregated, kv_handoff_seconds, layout_terms, step_terms
+from .evaluate import (
+    DEP,
+    TEP,
+    TP,
+    aggregated,
+    disaggregated,
+    kv_handoff_seconds,
+    layout_terms,
+    row_floor,
+    step_terms,
+)
 from .physics import Physics
 
 FAMILIES = {"tp": TP, "tep": TEP, "dep": DEP}
@@ -287,7 +297,7 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
             rows, lo, hi, waits = rows[still], lo[still], hi[still], waits[still]
             two, x2 = take(two, still), take(x2, still)
         mid = np.floor((lo + hi + 1) / 2)
-        step = step_terms(ph, two, x2, mid, parts=False)["step_s"]
+        step = step_terms(ph, two, x2, mid, parts=False, floor=row_floor(ph, 1.0 - waits))["step_s"]
         speed = 1.0 / f.aggregated_tpot_seconds(mid, ph.osl, waits * x2["prefill_s"], step, x2["accepted"])
         ok = speed >= target
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
@@ -811,12 +821,18 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
         lay_b, x_b = ({k: v[a:b, None] for k, v in cols.items()} for cols in (lay, x))
         step = step_terms(ph, lay_b, x_b, batches[a:b], parts=False)
         agg = aggregated(ph, x_b, batches[a:b], step["step_s"])
+        # a disaggregated decode pool's step at its own floor where the stack measured one
+        split = ph.disagg_overhead_per_layer_s != ph.overhead_per_layer_s and 1 in modes
+        pool = step
+        if split:
+            pool = step_terms(ph, lay_b, x_b, batches[a:b], parts=False, floor=row_floor(ph, 1))
         if not out:  # one block of memory for every column (numpy maps it in huge pages where it can)
             out = dict(zip(step | agg, np.empty((len(step | agg), len(modes) * n)), strict=True))
         for key, values in (step | agg).items():
             for j, m in enumerate(modes):
                 if key in step or m == 0:
-                    out[key][j * n + a * n_b : j * n + b * n_b].reshape(b - a, n_b)[:] = values
+                    at = out[key][j * n + a * n_b : j * n + b * n_b].reshape(b - a, n_b)
+                    at[:] = pool[key] if key in step and m == 1 else values
     return out
 
 
@@ -844,7 +860,7 @@ def work_out_parts(g: Grid, rows: Any) -> None:
     lay, x = take(g.lay, li), take(g.x, li)
     batch = g.rows["batch"][rows]
     with np.errstate(all="ignore"):
-        out = step_terms(g.ph, lay, x, batch)
+        out = step_terms(g.ph, lay, x, batch, floor=row_floor(g.ph, g.rows["disagg"][rows]))
     runs = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (batch <= x["rank_max"] * x["d"] + 1e-9)
     known = g.derived.setdefault(STEP_PARTS, {})
     for j, i in enumerate(rows.tolist()):

@@ -117,6 +117,7 @@ class Physics:
     a2a_bytes: float  # mean bytes per value of an expert dispatch and its combine
     overhead_s: float
     overhead_per_layer_s: float
+    disagg_overhead_per_layer_s: float  # a disaggregated deployment's decode pool's
     floor_exponent: float
     overhead_per_sequence_s: float
     expert_imbalance: float
@@ -824,6 +825,12 @@ def read(
     floor = stacks.read(
         ctx, st, "per-step overhead per layer", "step_overhead_us_per_layer", "step_overhead_us_per_layer"
     )
+    # a disaggregated decode pool's floor where the profile (or one no farther along its chain than
+    # the aggregated floor's) measured one: decode-only iterations, always captured; else the same
+    dfloor = floor
+    if stacks.nearer(st, "disaggregated_step_overhead_us_per_layer", "step_overhead_us_per_layer"):
+        label = "per-step overhead per layer (disaggregated decode pool)"
+        dfloor = stacks.read(ctx, st, label, "disaggregated_step_overhead_us_per_layer", None)
     # read in the order the trace lists them: the draft, the model, the rates (the draft of an MTP
     # layer reads the rates first, for what the checkpoint keeps wider)
     rates = functools.cache(lambda: _rates(ctx, st, precision, kv_precisions))
@@ -864,6 +871,7 @@ def read(
         **_links(ctx, st, precision),
         overhead_s=ctx.take("per-step overhead", "step_overhead_ms_scale_up"),
         overhead_per_layer_s=floor,
+        disagg_overhead_per_layer_s=dfloor,
         floor_exponent=ctx.take("step floor exponent", "step_floor_exponent"),
         overhead_per_sequence_s=ctx.take("per-step overhead per sequence", "step_overhead_us_per_sequence"),
         **_moe(ctx, st, precision),
