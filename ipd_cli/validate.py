@@ -638,6 +638,7 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
 
 SERVING_FIELDS = (
     "step_overhead_us_per_layer",
+    "disaggregated_step_overhead_us_per_layer",
     "collective_latency_us_scale_out",
     "decode_hbm_efficiency",
     "compute_efficiency_factor",

@@ -373,13 +373,19 @@ def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():
     r = run_cli_once("explain", "vera-rubin", "-f", "json")
     assert r.code == 0, r.stderr
     rows = {i["metric"]: i for i in r.json()["items"] if i["hardware"] == "vera-rubin-nvl72"}
-    floor = rows["input: per-step overhead per layer"]
+    # a decode pool's floor from Blackwell Ultra, an aggregated instance's (RL rollouts) from B200
+    pool = rows["input: per-step overhead per layer (disaggregated decode pool)"]
     assert (
         "(estimate); range 10 to 400; borrowed: trtllm on rubin: borrowed from trtllm on blackwell-ultra"
-        in (floor["formula"])
+        in (pool["formula"])
     )
+    assert pool["inputs"].endswith(
+        "--set serving.stacks.trtllm.profiles.blackwell-ultra.disaggregated_step_overhead_us_per_layer"
+    )
+    floor = rows["input: per-step overhead per layer"]
+    assert "borrowed: trtllm on rubin: borrowed from trtllm on blackwell" in floor["formula"]
     assert floor["inputs"].endswith(
-        "--set serving.stacks.trtllm.profiles.blackwell-ultra.step_overhead_us_per_layer"
+        "--set serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer"
     )
     assert rows["input: serving stack"]["value"] == "trtllm"
 

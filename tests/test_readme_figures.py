@@ -267,18 +267,19 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
         f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])}, "
     )
     assert phrase in text, phrase
-    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (1109, 4000)}
-    assert re.search(rf"at 1,109 steps a refresh \([^)]*\) {at[1109]} \(", text), at[1109]
+    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (1012, 4000)}
+    assert re.search(rf"at 1,012 steps a refresh \([^)]*\) {at[1012]} \(", text), at[1012]
     assert f"at 4,000 {at[4000]} (" in text, at[4000]
-    # GB200's RL at 10 % of its pre-training cost: 1,109 steps a refresh (1,012 until GB200 took
-    # its own 2026 TensorRT-LLM serving floor, which its rollouts read, 2026-12-05; 886 until the shared
+    # GB200's RL at 10 % of its pre-training cost: 1,012 steps a refresh (1,109 while its rollouts
+    # read its decode pools' 2026 floor, 2026-12-05, until rollouts took an aggregated engine's;
+    # 886 until the shared
     # experts' tensor-parallel collectives were charged, 910 until a step paid its fixed time,
     # 915 until the FP8 recipes' refit took GB200's month to 119,808 GPUs, 980 until the fixed
     # time went 18 -> 20.4 ms, 981 until NVFP4 runs took the NCCL path for their tensor-parallel
     # collectives and GB200's month went to 122,904 GPUs, 2026-12-05; 1,005 until NVFP4 paid its amax
     # all-reduces the same day, 1,007 until a cast paid its HBM traffic by recipe, the same day)
     gb_rl = systems[gb]["rl"]
-    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 1109
+    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (gb_rl["usd_per_step"] * 12)) == 1012
 
 
 def test_the_serving_targets_the_readme_quotes_move_the_headline_as_it_says():
@@ -308,20 +309,19 @@ def test_the_rl_row_at_the_other_floor_and_the_fixed_time_are_what_the_readme_sa
     fixed = catalog.rl.step_fixed_s.value
     assert f"(`rl.step_fixed_s`, fitted: {fixed:g} s)" in _text()
     assert f"fixed step time ({fixed:g} s) absorb" in _text()  # the validation section's (a diff review)
-    # since 2026-12-05 (thirty-eighth session) GB200 reads its own 2026 floor (73.8 us, its own
-    # family, grace-blackwell): the what-ifs put each system at B200's 2025 100 us
+    # since 2026-12-05 (thirty-eighth session) rollouts, aggregated engines, read an aggregated
+    # instance's floor (B200's 2025 100 us on both systems): the what-if puts both at their decode
+    # pools' 2026 floors (GB200 73.8, Blackwell Ultra 71.0) in one run
     base = "serving.stacks.trtllm.profiles.{}.step_overhead_us_per_layer={}"
-    steps = {}
-    for family, us in (("grace-blackwell", 100), ("blackwell-ultra", 100)):
-        r = run_cli_once("compare", "vera-rubin", "blackwell", "--set", base.format(family, us), "-f", "json")
-        assert r.code == 0, r.stderr
-        steps[family] = {s["hardware"]: s["rl"]["step_seconds"] for s in r.json()["systems"]}
-    gb100 = steps["grace-blackwell"]["gb200-nvl72"]
-    vr100 = steps["blackwell-ultra"]["vera-rubin-nvl72"]
+    sets = ("--set", base.format("grace-blackwell", 73.8), "--set", base.format("blackwell-ultra", 71))
+    r = run_cli_once("compare", "vera-rubin", "blackwell", *sets, "-f", "json")
+    assert r.code == 0, r.stderr
+    pools = {s["hardware"]: s["rl"]["step_seconds"] for s in r.json()["systems"]}
+    gb_p, vr_p = pools["gb200-nvl72"], pools["vera-rubin-nvl72"]
     vr, gb = systems["vera-rubin-nvl72"]["rl"]["step_seconds"], systems["gb200-nvl72"]["rl"]["step_seconds"]
     phrase = (
-        f"at B200's 100 us GB200's step is {gb100:,.0f} s ({gb100 / vr:.2f}x), with Rubin at 100 us "
-        f"Rubin's is {vr100:,.0f} s ({gb / vr100:.2f}x against GB200's own)"
+        f"GB200's step is {gb_p:,.0f} s and Rubin's {vr_p:,.0f} s ({gb_p / vr_p:.2f}x), against "
+        f"{gb:,.0f} and {vr:,.0f} s ({gb / vr:.2f}x)"
     )
     assert phrase in _text(), phrase
 
@@ -406,9 +406,11 @@ def test_the_fitted_values_the_readme_lists_are_the_catalogs(catalog):
     trt, sgl = stacks["trtllm"].profiles, stacks["sglang"].profiles
     floors = (
         f"{trt['hopper'].step_overhead_us_per_layer.value:g} us (Hopper, TensorRT-LLM), "
-        f"{trt['blackwell'].step_overhead_us_per_layer.value:g} (Blackwell), "
-        f"{trt['grace-blackwell'].step_overhead_us_per_layer.value:.1f} (Grace Blackwell), "
-        f"{trt['blackwell-ultra'].step_overhead_us_per_layer.value:.1f} (Blackwell Ultra), "
+        f"{trt['blackwell'].step_overhead_us_per_layer.value:g} (Blackwell, aggregated; "
+        f"{trt['blackwell'].disaggregated_step_overhead_us_per_layer.value:.1f} a decode pool's), "
+        f"{trt['grace-blackwell'].disaggregated_step_overhead_us_per_layer.value:.1f} (Grace Blackwell's "
+        f"decode pools), {trt['blackwell-ultra'].disaggregated_step_overhead_us_per_layer.value:.1f} "
+        "(Blackwell Ultra's decode pools), "
         f"{sgl['grace-blackwell'].step_overhead_us_per_layer.value:g} (SGLang on Grace Blackwell"
     )
     assert floors in _text(), floors

@@ -369,9 +369,11 @@ def test_the_longest_trajectory_decodes_at_the_bulks_speed_while_the_engine_is_f
     # the tail concurrency is the drain's mean, not rounded (rounded down, each multiple of 1/8 was
     # a step up the concurrency search sat one below: 31 sequences where 32 were one wave): the
     # long eighth of a replica's rollouts, ceil(512 / 14) = 37 / 8 = 4.625, not of its 28 slots
-    # (28 / 8 = 3.5 drained faster with fewer slots, which the search rode: an RL review)
-    assert sync.replicas == 14 and sync.concurrency == 28
-    assert sync.tail_concurrency == 37 / 8 == max(1.0, min(28, -(-512 // 14) * r.tail_fraction))
+    # (28 / 8 = 3.5 drained faster with fewer slots, which the search rode: an RL review); 29 slots
+    # since rollouts (aggregated engines) take an aggregated instance's floor, B200's 100 us, not
+    # the 71.0 of GB300's decode pools
+    assert sync.replicas == 14 and sync.concurrency == 29
+    assert sync.tail_concurrency == 37 / 8 == max(1.0, min(29, -(-512 // 14) * r.tail_fraction))
     from dataclasses import replace
 
     # fewer slots no longer drain faster: 24 or all 37 a replica, the same drain
@@ -819,15 +821,15 @@ def test_the_review_split_runs_as_fast_as_the_pools_given(catalog):
     # 619.0 s since the tail concurrency is not rounded; 623.3 s since it is the long eighth of a
     # replica's rollouts, not of its slots; 36 + 92 at 620.4 s since an offloading trainer on
     # NVLink-C2C sends only the layers that must go: TP1 DP64 EP64 offloading on 92; 32 + 96 at
-    # 571.7 s since GB200's TensorRT-LLM floor is its own 2026 sweep's, 73.8 us a layer, where
-    # 36 + 92 still reads 620.4 s)
+    # 571.7 s while GB200's rollouts read its 2026 decode pools' floor, 73.8 us a layer, and 36 +
+    # 92 at 620.4 s again since rollouts, aggregated engines, read an aggregated instance's, 100)
     # (the review's workload: every generated group trained, before DAPO's dynamic sampling)
     cat = catalog.with_overrides(["workload.keep_fraction=1"])
     auto = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gpus=128, split="auto").rl
-    given = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=32, train_gpus=96).rl
-    assert (auto.gen_gpus, auto.train_gpus) == (32, 96)
+    given = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=36, train_gpus=92).rl
+    assert (auto.gen_gpus, auto.train_gpus) == (36, 92)
     assert auto.step_seconds == pytest.approx(given.step_seconds, rel=1e-12)
-    assert round(auto.step_seconds, 1) == 571.7
+    assert round(auto.step_seconds, 1) == 620.4
 
 
 @pytest.mark.parametrize(
@@ -1251,20 +1253,21 @@ def test_the_test_sessions_rl_memo_keys_every_input(catalog):
 
 
 def test_an_rl_workload_names_the_serving_stack_its_rollouts_run(catalog):
-    # NeMo RL generates with vLLM: `generation_stack` sets the rollouts' serving stack (default: the
-    # family's, TensorRT-LLM). On GB200 vLLM reads vLLM's Blackwell values (the floor of 100 us a
-    # layer, TensorRT-LLM's B200 fit) where TensorRT-LLM reads its own 2026 GB200 fit (73.8 us), so
-    # the same step's rollouts take longer under vLLM
+    # `generation_stack` sets the rollouts' serving stack (default: the family's, TensorRT-LLM).
+    # Rollout engines are aggregated (prompts and decode in one engine), so they read an aggregated
+    # instance's floor: TensorRT-LLM's on GB200 is B200's (100 us a layer, borrowed; its decode
+    # pools' 2026 fit is read too, for the search's disaggregated rows, and not used), SGLang's its
+    # own GB200 fit (79.6): SGLang's rollouts generate sooner
     kw = dict(mode="one-step-off", gen_gpus=64, train_gpus=64)
     trt = rl(catalog, "gb200", "rl-math-reasoning", **kw)
-    vllm = rl(catalog.with_overrides(["workload.generation_stack=vllm"]), "gb200", "rl-math-reasoning", **kw)
+    sgl = rl(catalog.with_overrides(["workload.generation_stack=sglang"]), "gb200", "rl-math-reasoning", **kw)
 
     def floor(r):
         return next(a for a in r.assumptions if a.name == "per-step overhead per layer")
 
-    assert floor(trt).path == "serving.stacks.trtllm.profiles.grace-blackwell.step_overhead_us_per_layer"
-    assert floor(vllm).path == "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer"
-    assert "vllm on grace-blackwell: borrowed from trtllm on blackwell" in floor(vllm).note
-    assert vllm.rl.phases.generation_s > trt.rl.phases.generation_s
+    assert floor(trt).path == "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer"
+    assert floor(sgl).path == "serving.stacks.sglang.profiles.grace-blackwell.step_overhead_us_per_layer"
+    assert (floor(trt).value, floor(sgl).value) == (100, 79.6)
+    assert sgl.rl.phases.generation_s < trt.rl.phases.generation_s
     r = run_cli("rl", "--hardware", "gb200", "--set", "workload.generation_stack=vlm")
     assert r.code == 2 and "generation_stack 'vlm'; did you mean 'vllm'" in r.stderr, r.stderr

@@ -588,9 +588,18 @@ def test_roadmap_rubin_inherits_blackwell_ultra_explicitly(catalog):
     s = r.serving
     assert s.stack == "trtllm" and s.stack_family == "rubin"
     assert s.stack_borrowed_from == "trtllm on blackwell-ultra"
+    # a decode pool's floor is Blackwell Ultra's (GB300's 2026 decode-only sweep); an aggregated
+    # instance's, which no Blackwell Ultra point fits, B200's, through Blackwell Ultra's profile
+    pool = next(
+        a for a in r.assumptions if a.name == "per-step overhead per layer (disaggregated decode pool)"
+    )
+    assert pool.estimate and "borrowed from trtllm on blackwell-ultra" in pool.note
+    assert (
+        pool.path == "serving.stacks.trtllm.profiles.blackwell-ultra.disaggregated_step_overhead_us_per_layer"
+    )
     floor = next(a for a in r.assumptions if a.name == "per-step overhead per layer")
-    assert floor.estimate and "borrowed from trtllm on blackwell-ultra" in floor.note
-    assert floor.path == "serving.stacks.trtllm.profiles.blackwell-ultra.step_overhead_us_per_layer"
+    assert floor.estimate and "borrowed from trtllm on blackwell" in floor.note
+    assert floor.path == "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer"
 
 
 def test_disaggregated_pools_are_sized_to_the_decode_rate(round_cat):
@@ -1129,7 +1138,8 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # prefill instances of a decode pool that drafts run its MTP layer over the prompt: 6 x DEP4 +
     # 7 x DEP8; 148 since the draft's first pass of a step runs over the verify's tokens: 11 x
     # DEP4 + 13 x DEP8; 80 again since its head runs on one of them: 6 x DEP4 + 7 x DEP8; 164 since
-    # TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4: 13 x DEP4 + 14 x DEP8); one
+    # TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4: 13 x DEP4 + 14 x DEP8; 196 since
+    # B200's decode pools take their own 2026 floor, 61.6 us a layer); one
     # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search
     # finds at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
@@ -1140,7 +1150,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 164
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 196
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -2661,35 +2671,49 @@ def test_the_bottleneck_is_prefill_where_prompts_take_most_of_the_gpu_time(catal
     assert short.prefill_share < 0.5 and short.bottleneck == max(parts, key=parts.__getitem__)
 
 
-def test_gb200_reads_the_floor_of_its_own_2026_sweep_and_b200_keeps_its_own(catalog):
-    # GB200 NVL72 serves in a family of its own (grace-blackwell): TensorRT-LLM's floor per layer
-    # is fitted on InferenceX's 2026 GB200 TEP8 sweep (73.8 us), B200's on a 2025 batch-1 point
-    # (100 us); every other efficiency GB200 borrows from Blackwell, flagged as borrowed
-    def floor(hw, stack=None):
+def test_gb200_and_b200_decode_pools_read_their_2026_sweeps_and_aggregated_instances_b200s_2025_fit(catalog):
+    # TensorRT-LLM's floor per layer by serving mode: a disaggregated decode pool's is fitted on
+    # InferenceX's 2026 decode-only sweeps (GB200 73.8 us in its own family, grace-blackwell; HGX
+    # B200 61.6), an aggregated instance's on B200's 2025 batch-1 point (100 us), which GB200
+    # borrows; every other efficiency GB200 borrows from Blackwell, flagged as borrowed
+    def floors(hw, stack=None):
         r = estimate_serving(catalog, hw, "deepseek-v3", precision="fp4", concurrency=8, stack=stack)
-        return next(a for a in r.assumptions if a.name == "per-step overhead per layer")
+        a = {x.name: x for x in r.assumptions}
+        pool = a.get("per-step overhead per layer (disaggregated decode pool)")
+        return a["per-step overhead per layer"], pool
 
-    gb, b2 = floor("gb200"), floor("b200")
-    assert gb.path == "serving.stacks.trtllm.profiles.grace-blackwell.step_overhead_us_per_layer"
-    assert gb.value == 73.8 and not gb.note.startswith("trtllm on grace-blackwell: borrowed")
-    assert (
-        b2.path == "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer" and b2.value == 100
+    trt = "serving.stacks.trtllm.profiles.{}.{}"
+    agg, pool = floors("gb200")
+    assert (agg.path, agg.value) == (trt.format("blackwell", "step_overhead_us_per_layer"), 100)
+    assert (pool.path, pool.value) == (
+        trt.format("grace-blackwell", "disaggregated_step_overhead_us_per_layer"),
+        73.8,
     )
+    assert "borrowed from trtllm on blackwell" in agg.note
+    agg, pool = floors("b200")
+    assert (agg.value, pool.value) == (100, 61.6) and not agg.note.startswith("trtllm on blackwell:")
     r = estimate_serving(catalog, "gb200", "deepseek-v3", precision="fp4", concurrency=8)
     hbm = next(a for a in r.assumptions if a.name == "decode HBM efficiency")
     assert hbm.path == "serving.stacks.trtllm.profiles.blackwell.decode_hbm_efficiency" and hbm.estimate
     assert "borrowed from trtllm on blackwell" in hbm.note
     # vLLM on GB200 has no measurement of its own: vLLM's Blackwell values (TensorRT-LLM's B200
-    # ones), not TensorRT-LLM's 2026 GB200 fit; SGLang's GB200 fit is its own, B200's SGLang borrows it
-    assert floor("gb200", "vllm").value == 100
+    # ones); SGLang's GB200 fit (a decode pool's, which SGLang's aggregated points on B200 read
+    # too: its decode batches run captured in either mode) is its own in both modes
+    assert [a.value for a in floors("gb200", "vllm")] == [100, 61.6]
     for hw in ("gb200", "b200"):
-        a = floor(hw, "sglang")
-        assert a.path == "serving.stacks.sglang.profiles.grace-blackwell.step_overhead_us_per_layer", hw
-    # the four points of that sweep fit it (ipd calibrate's knob for each)
-    cases = [c for c in val.load_cases()[0] if c.id.startswith("ix-dsr1-gb200-trt-disagg-1k1k-c")]
-    fits = {c.id: val._serving_knobs(catalog, c) for c in cases if c.split == "fitting"}
-    assert len(fits) == 4 and set(map(tuple, fits.values())) == {
-        ("serving.stacks.trtllm.profiles.grace-blackwell.step_overhead_us_per_layer",)
+        agg, pool = floors(hw, "sglang")
+        assert agg.path == "serving.stacks.sglang.profiles.grace-blackwell.step_overhead_us_per_layer", hw
+        assert pool is None, hw  # the same floor: no second value read
+    # the four points of GB200's sweep and the three of B200's fit the pools' floors
+    cases = [
+        c
+        for c in val.load_cases()[0]
+        if c.id.startswith(("ix-dsr1-gb200-trt-disagg-1k1k-c", "ix-dsr1-b200-trt-disagg-1k1k-c"))
+    ]
+    fits = {c.id: tuple(val._serving_knobs(catalog, c)) for c in cases if c.split == "fitting"}
+    assert len(fits) == 7 and set(fits.values()) == {
+        (trt.format("grace-blackwell", "disaggregated_step_overhead_us_per_layer"),),
+        (trt.format("blackwell", "disaggregated_step_overhead_us_per_layer"),),
     }
 
 
@@ -2708,6 +2732,10 @@ def test_a_disaggregated_decode_pool_takes_its_own_floor_where_the_stack_measure
     pooled = catalog.with_overrides([at.format("trtllm")])
     assert step(pooled, False) == step(catalog, False)  # aggregated: unchanged
     assert step(catalog, True) - step(pooled, True) == pytest.approx(61 * 23.8e-3, rel=1e-9)
+    # and the pool serves at that step (a review of the first version: the rows' rates read the
+    # aggregated step): one token a step per user without a draft
+    r = estimate_serving(pooled, "gb200", "deepseek-v3", disaggregated=True, **kw).serving
+    assert r.tokens_per_s_per_user == pytest.approx(1000 / r.step_time_ms, rel=1e-9)
     # SGLang on GB200 sets its own floor nearer in its chain than TensorRT-LLM's pool floor, which
     # it borrows through: its pools keep its own
     assert step(pooled, True, "sglang") == step(catalog, True, "sglang")

@@ -656,7 +656,9 @@ def _evaluate(
     # disaggregated serving on the rows that can run (a search over pool sizes per row)
     lr = li[live]
     x_r = {k: x[k][lr] for k in ("accepted", "paid")}  # the decode columns disaggregated() reads
-    b_r, step_r = batch[live], rows["step_s"][:n][live]  # the step: the same in every mode's rows
+    # the disaggregated rows' step (a decode pool's floor where the stack measured one)
+    pool_at = modes.index(1) * n if 1 in modes else 0
+    b_r, step_r = batch[live], rows["step_s"][pool_at : pool_at + n][live]
     # how each layout and its prefill instance pack into the domains, once per layout
     g = lay["g"]
 
