@@ -818,13 +818,13 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
     per_block = max(1, BLOCK // n_b)
     lay, x = _as_floats(lay), _as_floats(x)
     out: dict[str, Any] = {}
+    # a disaggregated decode pool's step at its own floor where the stack measured one
+    split = ph.disagg_overhead_per_layer_s != ph.overhead_per_layer_s and 1 in modes
     for a in range(0, max(n_lay, 1), per_block):  # one block where there are no layouts
         b = min(a + per_block, n_lay)
         lay_b, x_b = ({k: v[a:b, None] for k, v in cols.items()} for cols in (lay, x))
         step = step_terms(ph, lay_b, x_b, batches[a:b], parts=False)
         agg = aggregated(ph, x_b, batches[a:b], step["step_s"])
-        # a disaggregated decode pool's step at its own floor where the stack measured one
-        split = ph.disagg_overhead_per_layer_s != ph.overhead_per_layer_s and 1 in modes
         pool = step
         if split:
             pool = step_terms(ph, lay_b, x_b, batches[a:b], parts=False, floor=row_floor(ph, 1))
