@@ -2696,10 +2696,10 @@ def test_gb200_and_b200_decode_pools_read_their_2026_sweeps_and_aggregated_insta
     hbm = next(a for a in r.assumptions if a.name == "decode HBM efficiency")
     assert hbm.path == "serving.stacks.trtllm.profiles.blackwell.decode_hbm_efficiency" and hbm.estimate
     assert "borrowed from trtllm on blackwell" in hbm.note
-    # vLLM on GB200 has no measurement of its own: vLLM's Blackwell values (TensorRT-LLM's B200
-    # ones); SGLang's GB200 fit (a decode pool's, which SGLang's aggregated points on B200 read
-    # too: its decode batches run captured in either mode) is its own in both modes
-    assert [a.value for a in floors("gb200", "vllm")] == [100, 61.6]
+    # vLLM on GB200 has no measurement of its own: TensorRT-LLM's GB200 values; SGLang's GB200 fit
+    # (a decode pool's, which SGLang's aggregated points on B200 read too: its decode batches run
+    # captured in either mode) is its own in both modes
+    assert [a.value for a in floors("gb200", "vllm")] == [100, 73.8]
     for hw in ("gb200", "b200"):
         agg, pool = floors(hw, "sglang")
         assert agg.path == "serving.stacks.sglang.profiles.grace-blackwell.step_overhead_us_per_layer", hw
