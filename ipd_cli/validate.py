@@ -244,12 +244,22 @@ def _check_acceptance(where: str, case: Case) -> None:
         raise InputError(
             f"{where}: input 'tokens_per_step' is a serving case's; a {case.kind} case ignores it"
         )
-    depth = lambda k: isinstance(k, int) and not isinstance(k, bool) and k >= 1  # noqa: E731
-    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
-    if not isinstance(pin, dict) or not pin or not all(depth(k) and number(v) for k, v in pin.items()):
+    if not _acceptance_shape(pin):
         raise InputError(
             f"{where}: input 'tokens_per_step' {pin!r} is {{draft depth: tokens a step}}, e.g. {{3: 2.5}}"
         )
+
+
+def _acceptance_shape(pin: Any) -> bool:
+    """Whether ``pin`` is {draft depth (a whole number from 1): tokens a step (a number)}."""
+
+    def number(v: Any) -> bool:
+        return isinstance(v, int | float) and not isinstance(v, bool)
+
+    def depth(k: Any) -> bool:
+        return isinstance(k, int) and not isinstance(k, bool) and k >= 1
+
+    return isinstance(pin, dict) and bool(pin) and all(depth(k) and number(v) for k, v in pin.items())
 
 
 def _run_acceptance(cat: Catalog, i: dict) -> Catalog:
@@ -259,7 +269,7 @@ def _run_acceptance(cat: Catalog, i: dict) -> Catalog:
     accepts 2.82 tokens a step on NVIDIA's real 1k/2k dataset, about 2.50 on InferenceX's random
     prompts in the chat template), so the catalog's one value per depth is the default."""
     pin = i["tokens_per_step"]
-    if not isinstance(pin, dict) or not pin:
+    if not _acceptance_shape(pin):
         raise InputError("case input `tokens_per_step` is {draft depth: tokens a step}, e.g. {3: 2.5}")
     from ipd_cli.engine.serving.physics import draft_method
 
