@@ -663,9 +663,11 @@ def _serving_knobs(cat: Catalog, case: Case) -> list[str]:
     """The serving efficiency a fitting case calibrates: the one its inputs name (``fits``), else
     the floor per layer for a few users, the MoE share of the GEMM efficiency for an MoE model and
     the decode HBM efficiency for a dense one; read from the case's stack on its accelerator
-    family, and only where that profile holds the value itself (not borrowed) as a fitted one."""
+    family, and only where that profile holds the value itself (not borrowed) as a fitted one. A
+    case that names its knob (``fits``) fits it where its stack's own borrowing chain holds it (the
+    GB200 and GB300 decode-pool sweeps fit Blackwell's one decode-pool floor, which they read)."""
     i = case.inputs
-    field = i.get("fits")
+    named = field = i.get("fits")
     if field is None:
         if (i.get("concurrency") or 99) <= 4:  # a few users: the floor per layer sets the speed
             field = "step_overhead_us_per_layer"
@@ -685,8 +687,19 @@ def _serving_knobs(cat: Catalog, case: Case) -> list[str]:
     if family is None or stack not in sv.stacks or family not in sv.stacks[stack].profiles:
         knob = f"serving.{field}{at}"
         return [knob] if _calibrated(cat, knob) else []
+    if named is not None:
+        family = _holder(cat, stack, family, f"{field}{at}")
     knob = f"serving.stacks.{stack}.profiles.{family}.{field}{at}"
     return [knob] if _calibrated(cat, knob) else []
+
+
+def _holder(cat: Catalog, stack: str, family: str, field: str) -> str:
+    """The family of the first profile of ``stack``'s own chain on ``family`` that sets ``field``
+    (``name.key``), the case's family where none does or another stack's profile does."""
+    from ipd_cli.engine.serving.stack import chain_of, first_setting
+
+    found = first_setting(chain_of(cat, stack, family), field)
+    return found[1] if found is not None and found[0] == stack else family
 
 
 def _serving_precision(cat: Catalog, i: dict) -> str:

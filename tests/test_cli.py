@@ -20,29 +20,24 @@ def test_compare_json_contract():
     # 1e14)^0.3271 = 135.5M: no batch warning (until 2026-12-05 Rubin's TP4 PP8 DP432 plan ran
     # 141,557,760 tokens, 1.02x, and was warned of; GB200's DualPipe plan of then 1.0005x, under
     # the 1.01x a warning takes).
-    # GB200's serving deployment (44,424 GPUs x 125 kW / 72 x PUE 1.3 = 100.26 MW, shown to a
-    # decimal where three figures would read the site's 100; 52,344 GPUs and 118 MW before GB200
-    # took its own 2026 TensorRT-LLM floor) does not fit the scenario's 100 MW site (615 whole racks
-    # of 125 kW x 1.3 = 162.5 kW: 44,280 GPUs); the reserved prices are 3-year contracts for a month's
-    # pre-training (29,952 x 3 x 8,760 h x $8.50 = $6.69B; 122,904 x 3 x 8,760 x $4.05 = $13.1B)
+    # GB200's serving deployment (43,272 GPUs x 125 kW / 72 x PUE 1.3 = 97.7 MW) fits the scenario's
+    # 100 MW site (615 whole racks of 125 kW x 1.3 = 162.5 kW: 44,280 GPUs): no site warning (it
+    # needed 44,424 GPUs, 100.3 MW, while each Blackwell system's decode pools had a floor of their
+    # own, and 52,344, 118 MW, before GB200 took a 2026 TensorRT-LLM floor; the warning's own test:
+    # tests/test_lifecycle.py); the reserved prices are 3-year contracts for a month's pre-training
+    # (29,952 x 3 x 8,760 h x $8.50 = $6.69B; 122,904 x 3 x 8,760 x $4.05 = $13.1B)
     batch = ""
-    site = (
-        "ipd: warning: gb200-nvl72: the scenario's serving deployment (44,424 GPUs, 100.3 MW) does not fit "
-        "the site's 100 MW (44,280 GPUs in whole systems at the PUE): the site rows say what the site "
-        "would serve, not a cap; the lifecycle prices the whole deployment\n"
-    )
-    assert r.stderr == batch + site + (
+    assert r.stderr == batch + (
         "ipd: note: pre-training is charged for the days it rents its GPUs at contract prices, as if "
         "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 29,952 GPUs for 3 "
         "year(s) at reserved $6.69B; gb200-nvl72's 122,904 GPUs for 3 year(s) at reserved $13.1B); tco "
         "pricing prices owning them\n"
     )
     # owned, a serving deployment that does not fill its last rack says what it leaves unpriced,
-    # unless under half a percent: Rubin's 9,048 GPUs are 125 racks and 48 GPUs, leaving 24 (0.27 %;
-    # its 9,024 left 48, 0.53 %, and said so; test_lifecycle's 18-GPU deployment says it)
-    assert (
-        run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == batch + site
-    )
+    # unless under half a percent: Rubin's 11,484 GPUs are 159 racks and 36 GPUs, leaving 36 (0.31 %;
+    # its 9,024 of 2026-12-03 left 48, 0.53 %, and said so; test_lifecycle's 18-GPU deployment says
+    # it), GB200's 43,272 fill 601 racks
+    assert run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == batch
     d = r.json()
     assert d["schema_version"] == "1.0"
     assert d["workload"]["name"] == "frontier-agentic" and d["workload"]["kind"] == "scenario"
@@ -373,14 +368,15 @@ def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():
     r = run_cli_once("explain", "vera-rubin", "-f", "json")
     assert r.code == 0, r.stderr
     rows = {i["metric"]: i for i in r.json()["items"] if i["hardware"] == "vera-rubin-nvl72"}
-    # a decode pool's floor from Blackwell Ultra, an aggregated instance's (RL rollouts) from B200
+    # a decode pool's floor and an aggregated instance's (RL rollouts) from B200's profile, through
+    # Blackwell Ultra's
     pool = rows["input: per-step overhead per layer (disaggregated decode pool)"]
     assert (
-        "(estimate); range 10 to 400; borrowed: trtllm on rubin: borrowed from trtllm on blackwell-ultra"
+        "(estimate); range 10 to 400; borrowed: trtllm on rubin: borrowed from trtllm on blackwell"
         in (pool["formula"])
     )
     assert pool["inputs"].endswith(
-        "--set serving.stacks.trtllm.profiles.blackwell-ultra.disaggregated_step_overhead_us_per_layer"
+        "--set serving.stacks.trtllm.profiles.blackwell.disaggregated_step_overhead_us_per_layer"
     )
     floor = rows["input: per-step overhead per layer"]
     assert "borrowed: trtllm on rubin: borrowed from trtllm on blackwell" in floor["formula"]

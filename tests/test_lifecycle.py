@@ -10,6 +10,7 @@ from helpers import run_cli, run_cli_once, write
 
 from ipd_cli import compare
 from ipd_cli.engine import lifecycle as lc
+from ipd_cli.render import views
 
 
 def test_retry_arithmetic_by_hand():
@@ -451,16 +452,31 @@ def test_a_site_holds_whole_racks_and_a_deployment_beyond_it_is_warned():
     assert float(re.search(r"GPUs, ([\d.,]+) MW\)", line).group(1).replace(",", "")) == pytest.approx(
         mw, rel=5e-3
     )
-    # the headline's 100 MW holds Rubin's deployment (24,048 GPUs in whole racks), not GB200's
-    # (44,280 against the agents' carried contexts' 51,696)
+    # the headline's 100 MW holds both deployments (Rubin's 24,048 GPUs in whole racks, GB200's
+    # 44,280), and nothing is said; a site a rack short of GB200's (615 racks of 162.5 kW at 100 MW,
+    # its deployment 601 racks' worth): said, with the draw
     roomy = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json")
     gpus = {s["hardware"]: s["serving"]["gpus_for_traffic"] for s in roomy.json()["systems"]}
     sites = {s["hardware"]: s["intelligence_per_dollar"]["site_gpus"] for s in roomy.json()["systems"]}
-    assert (
-        gpus["vera-rubin-nvl72"] <= sites["vera-rubin-nvl72"] and gpus["gb200-nvl72"] > sites["gb200-nvl72"]
+    assert all(gpus[hw] <= sites[hw] for hw in gpus)
+    assert "the scenario's serving deployment" not in roomy.stderr
+    racks = -(-gpus["gb200-nvl72"] // 72)
+    tight = run_cli("compare", "blackwell", "--site-mw", f"{(racks - 0.5) * 0.1625:.4f}", "-f", "json")
+    assert tight.code == 0 and "gb200-nvl72: the scenario's serving deployment" in tight.stderr
+
+
+def test_the_site_warning_shows_a_draw_to_a_decimal_where_three_figures_read_the_sites():
+    # 44,424 GPUs of 125 kW / 72 at PUE 1.3 draw 100.26 MW, which three figures would print as the
+    # site's own 100: shown as 100.3 (the headline's GB200 deployment of 2026-12-05, a review)
+    mw_per_gpu = 0.125 / 72 * 1.3
+    point = {"gpus_for_traffic": 44_424, "tokens_per_s_per_gpu": 1.0, "tokens_per_s_per_mw": 1 / mw_per_gpu}
+    ipd = {"site_gpus": 44_280, "site_mw": 100.0}
+    (line,) = views._site_lines("gb200-nvl72", {"intelligence_per_dollar": ipd, "serving": point})
+    assert "(44,424 GPUs, 100.3 MW) does not fit the site's 100 MW (44,280 GPUs" in line
+    (line,) = views._site_lines(
+        "gb200-nvl72", {"intelligence_per_dollar": {**ipd, "site_mw": 90.0}, "serving": point}
     )
-    assert "vera-rubin-nvl72: the scenario's serving deployment" not in roomy.stderr
-    assert "gb200-nvl72: the scenario's serving deployment" in roomy.stderr
+    assert "(44,424 GPUs, 100 MW) does not fit the site's 90 MW" in line
 
 
 SCENARIO = """kind: scenario

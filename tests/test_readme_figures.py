@@ -311,9 +311,13 @@ def test_the_rl_row_at_the_other_floor_and_the_fixed_time_are_what_the_readme_sa
     assert f"fixed step time ({fixed:g} s) absorb" in _text()  # the validation section's (a diff review)
     # since 2026-12-05 (thirty-eighth session) rollouts, aggregated engines, read an aggregated
     # instance's floor (B200's 2025 100 us on both systems): the what-if puts both at their decode
-    # pools' 2026 floors (GB200 73.8, Blackwell Ultra 71.0) in one run
-    base = "serving.stacks.trtllm.profiles.{}.step_overhead_us_per_layer={}"
-    sets = ("--set", base.format("grace-blackwell", 73.8), "--set", base.format("blackwell-ultra", 71))
+    # pools' 2026 floor (one value for the Blackwell systems since the thirty-ninth) in one run
+    pool = catalog.serving.stacks["trtllm"].profiles["blackwell"].disaggregated_step_overhead_us_per_layer
+    sets = ("--set", f"serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer={pool.value:g}")
+    assert (
+        f"(`--set\nserving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer={pool.value:g}`)"
+        in README
+    )
     r = run_cli_once("compare", "vera-rubin", "blackwell", *sets, "-f", "json")
     assert r.code == 0, r.stderr
     pools = {s["hardware"]: s["rl"]["step_seconds"] for s in r.json()["systems"]}
@@ -407,13 +411,15 @@ def test_the_fitted_values_the_readme_lists_are_the_catalogs(catalog):
     floors = (
         f"{trt['hopper'].step_overhead_us_per_layer.value:g} us (Hopper, TensorRT-LLM), "
         f"{trt['blackwell'].step_overhead_us_per_layer.value:g} (Blackwell, aggregated; "
-        f"{trt['blackwell'].disaggregated_step_overhead_us_per_layer.value:.1f} a decode pool's), "
-        f"{trt['grace-blackwell'].disaggregated_step_overhead_us_per_layer.value:.1f} (Grace Blackwell's "
-        f"decode pools), {trt['blackwell-ultra'].disaggregated_step_overhead_us_per_layer.value:.1f} "
-        "(Blackwell Ultra's decode pools), "
-        f"{sgl['grace-blackwell'].step_overhead_us_per_layer.value:g} (SGLang on Grace Blackwell"
+        f"{trt['blackwell'].disaggregated_step_overhead_us_per_layer.value:.1f} a decode pool's, "
+        "one value for\n  B200, GB200, Blackwell Ultra and Rubin"
     )
-    assert floors in _text(), floors
+    assert floors in README, floors
+    # one decode-pool floor for the Blackwell systems and Rubin: the others borrow Blackwell's
+    for family in ("grace-blackwell", "blackwell-ultra", "rubin"):
+        assert trt[family].disaggregated_step_overhead_us_per_layer is None, family
+    sglang = sgl["grace-blackwell"].step_overhead_us_per_layer.value
+    assert f"{sglang:g} (SGLang on Grace Blackwell" in _text()
     shares = (
         f"MoE share {trt['hopper'].moe_compute_share['fp8'].value:g} (Hopper, FP8), "
         f"{trt['blackwell'].moe_compute_share['fp4'].value:g} (Blackwell, FP4)"

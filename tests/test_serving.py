@@ -588,15 +588,13 @@ def test_roadmap_rubin_inherits_blackwell_ultra_explicitly(catalog):
     s = r.serving
     assert s.stack == "trtllm" and s.stack_family == "rubin"
     assert s.stack_borrowed_from == "trtllm on blackwell-ultra"
-    # a decode pool's floor is Blackwell Ultra's (GB300's 2026 decode-only sweep); an aggregated
-    # instance's, which no Blackwell Ultra point fits, B200's, through Blackwell Ultra's profile
+    # a decode pool's floor is the Blackwell systems' one (their 2026 decode-only sweeps) and an
+    # aggregated instance's B200's, both held by Blackwell's profile, through Blackwell Ultra's
     pool = next(
         a for a in r.assumptions if a.name == "per-step overhead per layer (disaggregated decode pool)"
     )
-    assert pool.estimate and "borrowed from trtllm on blackwell-ultra" in pool.note
-    assert (
-        pool.path == "serving.stacks.trtllm.profiles.blackwell-ultra.disaggregated_step_overhead_us_per_layer"
-    )
+    assert pool.estimate and "trtllm on rubin: borrowed from trtllm on blackwell;" in pool.note
+    assert pool.path == "serving.stacks.trtllm.profiles.blackwell.disaggregated_step_overhead_us_per_layer"
     floor = next(a for a in r.assumptions if a.name == "per-step overhead per layer")
     assert floor.estimate and "borrowed from trtllm on blackwell" in floor.note
     assert floor.path == "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer"
@@ -1139,7 +1137,8 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # 7 x DEP8; 148 since the draft's first pass of a step runs over the verify's tokens: 11 x
     # DEP4 + 13 x DEP8; 80 again since its head runs on one of them: 6 x DEP4 + 7 x DEP8; 164 since
     # TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4: 13 x DEP4 + 14 x DEP8; 196 since
-    # B200's decode pools take their own 2026 floor, 61.6 us a layer); one
+    # B200's decode pools take their own 2026 floor, 61.6 us a layer; 12 since the Blackwell systems'
+    # decode pools share one floor, 68.3: 1 x DEP4 + 1 x DEP8); one
     # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search
     # finds at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
@@ -1150,7 +1149,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 196
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 12
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -1718,13 +1717,14 @@ def test_the_target_reads_interactivity_and_the_result_names_it(catalog):
 
 
 def test_a_prefill_bound_deployment_keeps_its_decode_batches_slightly_short(catalog):
-    # the README's JSON contract: Kimi K2 on B300 is prefill-bound (11 decode instances of 20,136
-    # sequences, 16 prefill instances a little short of them): Little's law gives 221,079.4
-    # sequences in flight, a little below 11 x 20,136 = 221,496 (DeepSeek-V3 on B200 was the example
+    # the README's JSON contract: DeepSeek-V3 on B300 is prefill-bound (6 decode instances of 22,168
+    # sequences, 17 prefill instances a little short of them): Little's law gives 132,959.1
+    # sequences in flight, a little below 6 x 22,168 = 133,008 (DeepSeek-V3 on B200 was the example
     # until its prompts ran the LM head on their last token only, Kimi K2 on B200 until TensorRT-LLM
-    # dispatched NVFP4 at NVFP4: their prefill pools now keep up); decode-bound (H100, since EPLB's
-    # replica slots are streamed), it is D x concurrency
-    s = serve(catalog, "b300", "kimi-k2", input_tokens=1024, output_tokens=1024)  # `ipd serve`'s
+    # dispatched NVFP4 at NVFP4, Kimi K2 on B300 until the Blackwell systems' decode pools took one
+    # floor: their prefill pools now keep up); decode-bound (H100, since EPLB's replica slots are
+    # streamed), it is D x concurrency
+    s = serve(catalog, "b300", "deepseek-v3", input_tokens=1024, output_tokens=1024)  # `ipd serve`'s
     little(s)
     full = s.decode_instances * s.concurrency
     assert s.disaggregated and 0.99 * full < s.deployment_concurrency < full
@@ -2671,11 +2671,14 @@ def test_the_bottleneck_is_prefill_where_prompts_take_most_of_the_gpu_time(catal
     assert short.prefill_share < 0.5 and short.bottleneck == max(parts, key=parts.__getitem__)
 
 
-def test_gb200_and_b200_decode_pools_read_their_2026_sweeps_and_aggregated_instances_b200s_2025_fit(catalog):
-    # TensorRT-LLM's floor per layer by serving mode: a disaggregated decode pool's is fitted on
-    # InferenceX's 2026 decode-only sweeps (GB200 73.8 us in its own family, grace-blackwell; HGX
-    # B200 61.6), an aggregated instance's on B200's 2025 batch-1 point (100 us), which GB200
-    # borrows; every other efficiency GB200 borrows from Blackwell, flagged as borrowed
+def test_the_blackwell_systems_decode_pools_read_one_2026_floor_and_aggregated_instances_b200s_2025_fit(
+    catalog,
+):
+    # TensorRT-LLM's floor per layer by serving mode: a disaggregated decode pool's is one value
+    # fitted on InferenceX's 2026 decode-only sweeps of B200, GB200 and GB300 together (fitted per
+    # system until 2026-12-05, which served GB200 and B300 worse than B200 at high speeds per user),
+    # an aggregated instance's on B200's 2025 batch-1 point (100 us); GB200 borrows both and every
+    # other efficiency from Blackwell, flagged as borrowed
     def floors(hw, stack=None):
         r = estimate_serving(catalog, hw, "deepseek-v3", precision="fp4", concurrency=8, stack=stack)
         a = {x.name: x for x in r.assumptions}
@@ -2683,15 +2686,16 @@ def test_gb200_and_b200_decode_pools_read_their_2026_sweeps_and_aggregated_insta
         return a["per-step overhead per layer"], pool
 
     trt = "serving.stacks.trtllm.profiles.{}.{}"
-    agg, pool = floors("gb200")
-    assert (agg.path, agg.value) == (trt.format("blackwell", "step_overhead_us_per_layer"), 100)
-    assert (pool.path, pool.value) == (
-        trt.format("grace-blackwell", "disaggregated_step_overhead_us_per_layer"),
-        73.8,
-    )
-    assert "borrowed from trtllm on blackwell" in agg.note
+    one = trt.format("blackwell", "disaggregated_step_overhead_us_per_layer")
+    fitted = catalog.serving.stacks["trtllm"].profiles["blackwell"].disaggregated_step_overhead_us_per_layer
+    assert fitted.source == "ipd-calibration" and 61.6 < fitted.value < 73.8  # between the per-system fits
+    for hw in ("gb200", "b300", "gb300", "vera-rubin"):
+        agg, pool = floors(hw)
+        assert (agg.path, agg.value) == (trt.format("blackwell", "step_overhead_us_per_layer"), 100), hw
+        assert (pool.path, pool.value) == (one, fitted.value), hw
+        assert "borrowed from trtllm on blackwell" in agg.note and pool.note.endswith(fitted.note), hw
     agg, pool = floors("b200")
-    assert (agg.value, pool.value) == (100, 61.6) and not agg.note.startswith("trtllm on blackwell:")
+    assert (agg.value, pool.value) == (100, fitted.value) and not agg.note.startswith("trtllm on blackwell:")
     r = estimate_serving(catalog, "gb200", "deepseek-v3", precision="fp4", concurrency=8)
     hbm = next(a for a in r.assumptions if a.name == "decode HBM efficiency")
     assert hbm.path == "serving.stacks.trtllm.profiles.blackwell.decode_hbm_efficiency" and hbm.estimate
@@ -2699,29 +2703,39 @@ def test_gb200_and_b200_decode_pools_read_their_2026_sweeps_and_aggregated_insta
     # vLLM on GB200 has no measurement of its own: TensorRT-LLM's GB200 values; SGLang's GB200 fit
     # (a decode pool's, which SGLang's aggregated points on B200 read too: its decode batches run
     # captured in either mode) is its own in both modes
-    assert [a.value for a in floors("gb200", "vllm")] == [100, 73.8]
+    assert [a.value for a in floors("gb200", "vllm")] == [100, fitted.value]
     for hw in ("gb200", "b200"):
         agg, pool = floors(hw, "sglang")
         assert agg.path == "serving.stacks.sglang.profiles.grace-blackwell.step_overhead_us_per_layer", hw
         assert pool is None, hw  # the same floor: no second value read
-    # the four points of GB200's sweep and the three of B200's fit the pools' floors
+    # the four points of GB200's sweep, the four of GB300's and the three of B200's name the pools'
+    # floor (`fits`) and fit the one value their chain reads, Blackwell's
     cases = [
         c
         for c in val.load_cases()[0]
-        if c.id.startswith(("ix-dsr1-gb200-trt-disagg-1k1k-c", "ix-dsr1-b200-trt-disagg-1k1k-c"))
+        if c.id.startswith(
+            (
+                "ix-dsr1-gb200-trt-disagg-1k1k-c",
+                "ix-dsr1-gb300-trt-disagg-1k1k-c",
+                "ix-dsr1-b200-trt-disagg-1k1k-c",
+            )
+        )
     ]
     fits = {c.id: tuple(val._serving_knobs(catalog, c)) for c in cases if c.split == "fitting"}
-    assert len(fits) == 7 and set(fits.values()) == {
-        (trt.format("grace-blackwell", "disaggregated_step_overhead_us_per_layer"),),
-        (trt.format("blackwell", "disaggregated_step_overhead_us_per_layer"),),
-    }
+    assert len(fits) == 11 and set(fits.values()) == {(one,)}
+    # a case without `fits` fits only its own profile's value: GB200's aggregated floor is borrowed
+    gb200 = next(c for c in cases if c.id.startswith("ix-dsr1-gb200") and c.split == "fitting")
+    inputs = {k: v for k, v in gb200.inputs.items() if k != "fits"}
+    plain = gb200.model_copy(update={"inputs": {**inputs, "concurrency": 4}})
+    assert val._serving_knobs(catalog, plain) == []
 
 
 def test_a_disaggregated_decode_pool_takes_its_own_floor_where_the_stack_measured_one(catalog):
     # `disaggregated_step_overhead_us_per_layer`: the floor of a disaggregated deployment's decode
     # pool (decode-only iterations); an aggregated instance keeps `step_overhead_us_per_layer`. At
     # the additive floor (exponent 1) and DeepSeek-V3's 61 layers without a draft, a decode step at
-    # 50 us instead of GB200's 73.8 is 61 x 23.8 us = 1.4518 ms shorter
+    # 50 us instead of the 68.3 GB200 borrows from Blackwell is 61 x 18.3 us = 1.1163 ms shorter (a
+    # `--set` on GB200's own profile pins GB200's alone)
     at = "serving.stacks.{}.profiles.grace-blackwell.disaggregated_step_overhead_us_per_layer=50"
     kw = dict(precision="fp4", layout="tep8", concurrency=8, speculative="off", eplb=False)
 
@@ -2731,7 +2745,9 @@ def test_a_disaggregated_decode_pool_takes_its_own_floor_where_the_stack_measure
 
     pooled = catalog.with_overrides([at.format("trtllm")])
     assert step(pooled, False) == step(catalog, False)  # aggregated: unchanged
-    assert step(catalog, True) - step(pooled, True) == pytest.approx(61 * 23.8e-3, rel=1e-9)
+    floor = catalog.serving.stacks["trtllm"].profiles["blackwell"].disaggregated_step_overhead_us_per_layer
+    assert floor.value == 68.3
+    assert step(catalog, True) - step(pooled, True) == pytest.approx(61 * (floor.value - 50) * 1e-3, rel=1e-9)
     # and the pool serves at that step (a review of the first version: the rows' rates read the
     # aggregated step): one token a step per user without a draft
     r = estimate_serving(pooled, "gb200", "deepseek-v3", disaggregated=True, **kw).serving

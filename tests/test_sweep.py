@@ -928,13 +928,14 @@ def test_a_traffic_axis_judges_each_rows_deployment_against_its_site():
     # 516,384 GPUs, 522,720 since a prompt up-projects its cached MLA latents, got no line of its
     # own): the rows re-price the traffic, so the line speaks of each row's own deployment (the GPUs
     # are compare's at each traffic, test_sweep's repricing tests). 504 and 443,808 since GB200's
-    # TensorRT-LLM floor is its own 2026 sweep's (73.8 us a layer, not B200's 2025 100)
+    # TensorRT-LLM floor is its own 2026 sweep's (73.8 us a layer, not B200's 2025 100); 432,000
+    # since the Blackwell systems' decode pools share one 2026 floor (68.3)
     axes = ("--vary", "hardware=blackwell", "--vary", "workload.serving.tasks_per_day=1e5,1e8")
     r = run_cli("sweep", *axes, "--metrics", "serving.gpus_for_traffic,intelligence_per_dollar.site_gpus",
                 "-f", "csv")  # fmt: skip
     assert r.code == 0, r.stderr
     rows = [row.split(",") for row in r.stdout.split()[1:]]
-    assert [(int(a), int(b)) for *_, a, b in rows] == [(504, 44280), (443808, 44280)]
+    assert [(int(a), int(b)) for *_, a, b in rows] == [(504, 44280), (432000, 44280)]
     assert "(52,344 GPUs" not in r.stderr
     assert "a row whose serving.gpus_for_traffic is above its intelligence_per_dollar.site_gpus" in r.stderr
 

@@ -371,7 +371,7 @@ def test_a_knob_the_grid_moves_is_refined_between_the_best_points_neighbours(cat
     # the knob to its point nearest 22, and the 8 refined trials between that point's neighbours
     # land it closer; with the best at the current value no grid point beats it: it stays, and
     # nothing beyond the grid is tried
-    knob = "serving.stacks.trtllm.profiles.blackwell-ultra.disaggregated_step_overhead_us_per_layer"
+    knob = "serving.stacks.trtllm.profiles.blackwell.disaggregated_step_overhead_us_per_layer"
     priced: list[float] = []
     best = [22.0]
 

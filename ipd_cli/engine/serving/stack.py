@@ -88,6 +88,13 @@ def resolve(ctx: ServingContext, stack: str | None) -> Stack:
         where = f"{ctx.system.accelerator} ({family} family)" if family else ctx.system.accelerator
         choose = f"; stacks that run there: {', '.join(runs)}" if runs else ""
         raise InputError(f"`stack` {stack} has no measurement or profile for {where}{choose}")
+    return chain_of(ctx.cat, stack, family)
+
+
+def chain_of(cat: Catalog, stack: str, family: str) -> Stack:
+    """``stack``'s profile chain on ``family`` (which it must have a profile for): its own profile,
+    then the ones it borrows from."""
+    sv = cat.serving
     chain = [(stack, family, sv.stacks[stack].profiles[family])]
     while chain[-1][2].borrow is not None:
         st, fam = borrowed_profile(chain[-1][0], chain[-1][2].borrow)
