@@ -1143,6 +1143,17 @@ def test_megatron_bridges_gb300_llama_70b_recipe_fits_by_offloading_part_of_the_
     gib = cat.accelerators["gb300"].hbm_gib.value  # 279 GiB = 299.6 GB
     cap = gib * 2**30 / 1e9 * cat.efficiency.hbm_usable_fraction.value
     assert p["memory_gb_per_gpu"] == pytest.approx(cap)  # HBM filled to what is usable, the rest offloaded
+    # the rest is reported (a new user's review: an offloading plan's memory read the cap and nothing
+    # said how much went to the host): some, within the host memory a GPU gets (the rack's Grace
+    # memory over its 72 GPUs)
+    host = cat.systems["gb300-nvl72"].host_memory_gb.value / cat.systems["gb300-nvl72"].accelerators
+    assert 0 < p["host_offload_gb_per_gpu"] <= host
+    kept = run_cli(
+        "train", "--hardware", "gb300-nvl72", "--model", "llama-3.1-70b", "--tokens", "1e12",
+        "--gpus", "64", "--precision", "fp8", "--plan", "tp=1,pp=1,cp=1,dp=64,zero=3,mbs=1,gbs=256",
+        "-f", "json",
+    )  # fmt: skip
+    assert kept.code == 0 and kept.json()["pretraining"]["host_offload_gb_per_gpu"] == 0.0  # keeps them all
 
 
 # DeepSeek-V3 on 256 B200 as Megatron-Bridge's 26.04 MXFP8 preset runs it (PP8 VP2 EP32, GBS 4096,

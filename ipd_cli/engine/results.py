@@ -69,6 +69,12 @@ class TrainingPlan(Result):
     gpus_used: int = Field(description="tp x cp x pp x dp; the rest of the cluster idles")
 
 
+HOST_OFFLOAD = (
+    "activations per GPU an offloading plan keeps in host memory at the peak (the layers that do not fit in "
+    "HBM; 0 for the other recompute policies)"
+)
+
+
 class PlanSummary(Result):
     """One plan of `ipd train --plans N`."""
 
@@ -78,6 +84,7 @@ class PlanSummary(Result):
     step_time_s: float
     mfu: float
     memory_gb_per_gpu: float
+    host_offload_gb_per_gpu: float = Field(default=0.0, description=HOST_OFFLOAD)
     tokens_per_s_per_gpu: float
     batch_token_multiplier: float = Field(
         default=1.0,
@@ -159,7 +166,12 @@ class Pretraining(Result):
     parallelism: TrainingPlan | None = None
     step_time_s: float = 0.0
     global_batch_tokens: float = 0.0
-    memory_gb_per_gpu: float = Field(default=0.0, description="peak HBM per GPU of the plan")
+    memory_gb_per_gpu: float = Field(
+        default=0.0,
+        description="peak HBM per GPU of the plan (an offloading plan's is the usable HBM: it sends what "
+        "does not fit, host_offload_gb_per_gpu)",
+    )
+    host_offload_gb_per_gpu: float = Field(default=0.0, description=HOST_OFFLOAD)
     tokens_per_s_per_gpu: float = Field(
         default=0.0, description="steady-state training tokens/s per GPU paid"
     )

@@ -123,6 +123,7 @@ DRIVERS: dict[str, list[tuple[str, str, str, str]]] = {
         ("recipe_batch_tokens", "Recipe batch", "tokens", NA),
         ("batch_token_multiplier", "Tokens beyond the recipe batch", "x", LO),
         ("memory_gb_per_gpu", "Memory per GPU", "GB", NA),
+        ("host_offload_gb_per_gpu", "  activations offloaded to host", "GB/GPU", NA),
         ("scale_efficiency", "Goodput (useful share of wall time)", "fraction", HI),
         ("moe_comm_exposed_fraction", "Exposed MoE all-to-all", "share of time", LO),
         ("effective_mfu", "Effective MFU", "fraction", HI),
