@@ -21,20 +21,31 @@ SKIP = {"assumptions", "schema_version"}
 Leaf = float | str | bool
 
 
+def _item_key(v: Any) -> str | None:
+    """What names a list item: its hardware, name, validation case id, summary group or calibrated
+    parameter, and the metric of a row that has no case id (`ipd explain`'s rows: a system's
+    metric; a review found two explain outputs 251 and 241 rows long paired by place, a tokens-per-
+    step row against a bytes-per-weight row); None: its place names it."""
+    if not isinstance(v, dict):
+        return None
+    parts = [v[k] for k in ("hardware", "name", "id", "group", "parameter") if isinstance(v.get(k), str)]
+    if parts and "id" not in v and isinstance(v.get("metric"), str):
+        parts.append(v["metric"])
+    return ":".join(parts) or None
+
+
 def _leaves(node: Any, prefix: str = "") -> dict[str, Leaf]:
     """Number, text and on/off leaves by dotted path (numbers as floats; nulls left out); list
-    items are keyed by their name or hardware, not position, and items sharing one (a sweep's rows
-    of a system, a system compared with itself) by their place among those: the first as
-    ``[h100-sxm]``, the next ``[h100-sxm#2]`` (so one row still pairs with the first of several)."""
+    items are keyed by what names them (:func:`_item_key`), not position, and items sharing one (a
+    sweep's rows of a system, a system compared with itself) by their place among those: the first
+    as ``[h100-sxm]``, the next ``[h100-sxm#2]`` (so one row still pairs with the first of several)."""
     out: dict[str, Leaf] = {}
     if isinstance(node, dict):
         for k, v in node.items():
             if k not in SKIP:
                 out.update(_leaves(v, f"{prefix}.{k}" if prefix else k))
     elif isinstance(node, list):
-        keys = [
-            v.get("hardware") or v.get("name") or v.get("id") if isinstance(v, dict) else None for v in node
-        ]
+        keys = [_item_key(v) for v in node]
         seen: dict[Any, int] = {}
         for i, (v, key) in enumerate(zip(node, keys, strict=True)):
             if key:  # a sweep's rows of one system: the first by its name, the later by their place

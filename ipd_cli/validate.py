@@ -851,20 +851,23 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
     applies them (``sets``: overrides the fit starts from, on top of ``cat``)."""
     from ipd_cli.engine.serving.grid import memoized
 
-    refuse_workload_sets(cat, "calibrate", [])  # each case gives its own inputs
+    base = cat.with_overrides(sets) if sets else cat
+    refuse_workload_sets(base, "calibrate", [])  # each case gives its own inputs
     with memoized():  # a knob's trial values leave most cases' serving search unchanged
-        return _calibrate(cat, path, sets)
+        return _calibrate(cat, base, path)
 
 
-def _calibrate(cat: Catalog, path: Path | None, sets: list[str] | None) -> Listing:
+def _calibrate(cat: Catalog, base: Catalog, path: Path | None) -> Listing:
     cases, _ = load_cases(path)
     if not any(case.split == "fitting" for case in cases):  # nothing to fit: an empty listing, exit 0
         name = shown_name(cases_path(path))
         raise InputError(f"{name}: has no fitting cases, so nothing to calibrate; add a fitting case")
-    base = cat.with_overrides(sets) if sets else cat
     groups: dict[str, list[Case]] = {}
     for case in cases:
-        for knob in knobs_of(base, case) if case.split == "fitting" else []:
+        # the knobs are the catalog's fitted values, a --set one among them: read where the catalog
+        # cites the fit (a `--set` cites the command line, and a set serving knob dropped out of the
+        # fit without a word, a scripting review); its grid is over half to twice the value set
+        for knob in knobs_of(cat, case) if case.split == "fitting" else []:
             groups.setdefault(knob, []).append(case)
     rows = []
     for knob in sorted(groups, key=lambda k: (_rank(k), k)):

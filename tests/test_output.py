@@ -571,3 +571,37 @@ def test_the_compare_table_says_what_pre_training_draws_beside_the_site():
     )
     alone = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "markdown")
     assert alone.code == 0 and "Pre-training draws" not in alone.stdout  # no site: nothing to say
+
+
+def test_diff_pairs_explain_rows_by_system_and_metric_and_validation_groups_by_name(tmp_path):
+    # a scripting review: two `ipd explain` outputs 251 and 241 rows long were paired by place (a
+    # tokens-per-step row against a bytes-per-weight row, -66.5 %), and two validation outputs'
+    # summaries by index (the same cases in another order: 8 false changes)
+    def explain(*rows):
+        items = [{"hardware": "h100-sxm", "metric": m, "value": v, "formula": "f"} for m, v in rows]
+        return {"schema_version": "1.0", "kind": "explain", "items": items}
+
+    a = write(tmp_path / "a.json", json.dumps(explain(("depth 1", 1.68), ("bytes per weight", 0.5625))))
+    b = write(tmp_path / "b.json", json.dumps(explain(("bytes per weight", 0.5625))))
+    rows = {row["metric"]: row for row in run_cli("diff", str(a), str(b), "-f", "json").json()["items"]}
+    assert set(rows) == {
+        "items[h100-sxm:depth 1].value",
+        "items[h100-sxm:depth 1].formula",
+        "items[h100-sxm:depth 1].hardware",
+        "items[h100-sxm:depth 1].metric",
+    }
+    assert rows["items[h100-sxm:depth 1].value"]["new"] is None  # removed, not paired with another row
+
+    def validation(*groups):
+        summary = [{"group": g, "cases": n, "median_abs_error_pct": e} for g, n, e in groups]
+        return {
+            "schema_version": "1.0",
+            "kind": "validation",
+            "split": "checking",
+            "items": [],
+            "summary": summary,
+        }
+
+    c = write(tmp_path / "c.json", json.dumps(validation(("all", 2, 10.0), ("serve", 1, 5.0))))
+    d = write(tmp_path / "d.json", json.dumps(validation(("serve", 1, 5.0), ("all", 2, 10.0))))
+    assert run_cli("diff", str(c), str(d), "-f", "json").json()["items"] == []  # the same groups

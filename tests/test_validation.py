@@ -653,3 +653,28 @@ def test_the_mxfp8_share_reproduces_the_same_layout_recipe_pairs(catalog):
         measured = cs.measured.value / mx.measured.value
         predicted = val.predict(catalog, cs) / val.predict(catalog, mx)
         assert 1.03 < predicted < 1.05 and abs(predicted - measured) < 0.025, (gpu, predicted, measured)
+
+
+def test_calibrate_fits_a_serving_knob_given_with_set_over_half_to_twice_its_value(tmp_path):
+    # a scripting review: `ipd calibrate --set <serving knob>=V` returned no rows (the set value
+    # cites the command line, and only values citing the fit were knobs). The knob is the catalog's
+    # fitted value, its grid half to twice the value set: 0.4-1.6, capped at 0.95 for a fraction.
+    # One memory-bound dense case measured at 4,374 tokens/s per GPU (the offline Llama 2 70B H200
+    # point) would need a decode HBM efficiency below the grid: its best lies at the grid's bottom
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        "sources:\n  mine: {title: my notes, date: 2026-12-01}\ncases:\n"
+        "  - {id: mine, split: fitting, kind: serve, description: d, source: mine,\n"
+        "     inputs: {hardware: h200, model: llama-2-70b, precision: fp8, kv_precision: fp8,\n"
+        "              input_tokens: 221, output_tokens: 292, layout: tp1, mode: offline-max-throughput},\n"
+        "     measured: {metric: tokens_per_s_per_gpu, value: 4374}}\n"
+    )
+    knob = "serving.stacks.trtllm.profiles.hopper.decode_hbm_efficiency"
+    r = run_cli("calibrate", "--cases", str(cases), "--set", f"{knob}=0.8", "-f", "json")
+    assert r.code == 0, r.stderr
+    (row,) = r.json()["items"]
+    assert (row["parameter"], row["current"], row["cases"]) == (knob, 0.8, 1)
+    assert 0.4 <= row["fitted"] < 0.8 and row["rms_log_error_after"] < row["rms_log_error_before"]
+    # without the set: the same knob from the catalog's value, over its catalog range
+    (plain,) = run_cli("calibrate", "--cases", str(cases), "-f", "json").json()["items"]
+    assert plain["parameter"] == knob and plain["current"] == 0.95
