@@ -953,3 +953,29 @@ def test_a_sweeps_inputs_cite_the_workloads_field_sources_but_an_axis():
     cites = {a.path: a.source for a in first.assumptions if (a.path or "").startswith("workload.")}
     assert where == "workload.deadline_days=30"
     assert cites == {"workload.tokens": "N1", "workload.deadline_days": None}
+
+
+def test_an_axis_one_system_does_not_read_is_named_for_that_system():
+    # a scripting review: GB200 reads its own training share (by accelerator), so an
+    # `efficiency.training_share` axis gave it the same 122,904 GPUs on every row, without a word;
+    # Rubin, which reads the general share, moves
+    args = ("sweep", "--vary", "hardware=vera-rubin,blackwell", "--vary", "efficiency.training_share=0.6,0.7")
+    r = run_cli(*args, "--workload", "pretrain-10t-moe", "--metrics", "pretraining.gpus", "-f", "csv")
+    assert r.code == 0, r.stderr
+    gpus = {}
+    for row in r.stdout.split()[1:]:
+        hw, _, n = row.split(",")
+        gpus.setdefault(hw, set()).add(int(n))
+    assert len(gpus["gb200-nvl72"]) == 1 and len(gpus["vera-rubin-nvl72"]) == 2
+    assert (
+        "ipd: warning: gb200-nvl72: does not read --vary efficiency.training_share (another value stands in "
+        "for it: its assumptions say which), so its rows do not move with it\n"
+    ) in r.stderr
+    assert "vera-rubin-nvl72: does not read" not in r.stderr
+    # another system's own path is no such case: Rubin's power is GB200's to ignore
+    power = "systems.vera-rubin-nvl72.power_kw=190,230"
+    r = run_cli(
+        "sweep", "--vary", "hardware=vera-rubin,blackwell", "--vary", power,
+        "--workload", "pretrain-10t-moe", "--metrics", "pretraining.energy_mwh", "-f", "csv",
+    )  # fmt: skip
+    assert r.code == 0 and "does not read" not in r.stderr, r.stderr

@@ -897,6 +897,7 @@ def search(
         nominal[hw] = point(cat, plan, hw, [], draws)
         tick()
     check_paths(plan, [p.result for p in nominal.values()])
+    unread = _unread_axis_notes(cat, plan, {hw: p.result for hw, p in nominal.items()})
     check_values(cat, plan)
     split = {hw: _physics_of(cat, plan, hw, nominal[hw].result) for hw in plan.hardware}
     todo = {hw: _distinct(cat, plan, axes) for hw, axes in split.items()}
@@ -929,7 +930,38 @@ def search(
             if draws is not None:
                 drawn.append((p.result.hardware, where, p.numbers))
     _refuse_all_infeasible(plan, [r for _, r in results])
-    return tables, results, _memory_notes(plan, drawn) + _ratio_notes(plan, tables)
+    return tables, results, unread + _memory_notes(plan, drawn) + _ratio_notes(plan, tables)
+
+
+def _unread_axis_notes(cat: Catalog, plan: SweepPlan, results: dict[str, Any]) -> list[str]:
+    """An axis some systems read and another does not, though it is no other system's or
+    accelerator's path: that system's rows do not move with it (a scripting review: GB200 reads its
+    own `efficiency.training_share_by_accelerator.gb200`, so an `efficiency.training_share` axis
+    gave it 122,904 GPUs on every row, without a word)."""
+    out = []
+    for axis in plan.numeric:
+        if axis.path == PRICE or axis.path.startswith("workload."):
+            continue
+        reads = {hw: axis.path in {a.path for a in r.assumptions} for hw, r in results.items()}
+        if not any(reads.values()):
+            continue
+        for hw, read in reads.items():
+            r = results[hw]
+            if read or r.infeasible or _others_path(cat, hw, axis.path):
+                continue
+            out.append(
+                f"{r.hardware}: does not read `vary` {axis.path} (another value stands in for it: its "
+                "assumptions say which), so its rows do not move with it"
+            )
+    return out
+
+
+def _others_path(cat: Catalog, hw: str, path: str) -> bool:
+    """Whether ``path`` is another system's or another accelerator's."""
+    system = cat.system(hw)
+    mine = {"systems": cat.canonical("systems", hw), "accelerators": system.accelerator}
+    section, _, rest = path.partition(".")
+    return section in mine and not rest.startswith(mine[section] + ".")
 
 
 def _memory_notes(plan: SweepPlan, found: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
@@ -1000,17 +1032,12 @@ def _physics_of(cat: Catalog, plan: SweepPlan, hw: str, result: Any) -> list[Axi
     values and every workload field; while a block cannot run there, any path but another
     system's or accelerator's (a path that block reads might make it run)."""
     reads = {a.path for a in result.assumptions if a.path}
-    system = cat.system(hw)
-    mine = {"systems": cat.canonical("systems", hw), "accelerators": system.accelerator}
-
-    def other(path: str) -> bool:
-        section, _, rest = path.partition(".")
-        return section in mine and not rest.startswith(mine[section] + ".")
-
     return [
         a
         for a in plan.physics
-        if a.path in reads or a.path.startswith("workload.") or (result.infeasible and not other(a.path))
+        if a.path in reads
+        or a.path.startswith("workload.")
+        or (result.infeasible and not _others_path(cat, hw, a.path))
     ]
 
 
