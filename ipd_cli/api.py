@@ -598,7 +598,7 @@ def _compare(
         else:
             one = _one_block(cat, s, name, w, mfu=mfu, pricing=pricing, origin=origin)
             results.append(one)
-            steps.append(_block_steps(cat, one, getattr(w, "deadline_days", None)))
+            steps.append(_block_steps(cat, one, getattr(w, "deadline_days", None), pricing))
     _refuse_all_infeasible(name, w.kind, results)
     results = [r.model_copy(update={"assumptions": _cited(r.assumptions, cat, w, origin)}) for r in results]
     info = WorkloadInfo(
@@ -624,18 +624,27 @@ def _compare(
     return result, steps
 
 
-def _block_steps(cat: Catalog, system: SystemResult, deadline_days: float | None) -> list:
-    """`ipd explain` lines of a pretrain or RL workload: its numbers from the chosen plan or split
-    (the same identities the results obey; a test recomputes each from its inputs), then its energy."""
+def _block_steps(cat: Catalog, system: SystemResult, deadline_days: float | None, pricing: str) -> list:
+    """`ipd explain` lines of a pretrain or RL workload: the GPU-hour price its costs start from
+    (the rental point, or the owning cost's formula: a scripting review found no line deriving a
+    workload's tco price, which its cost lines cite), its numbers from the chosen plan or split (the
+    same identities the results obey; a test recomputes each from its inputs), then its energy."""
     from .engine.inputs import Inputs
-    from .engine.lifecycle import pretraining_energy_steps, pretraining_steps, rl_energy_steps, rl_steps
-    from .engine.pricing import kw_per_gpu, pue
+    from .engine.lifecycle import Step, pretraining_energy_steps, pretraining_steps, rl_energy_steps, rl_steps
+    from .engine.pricing import kw_per_gpu, price_formula, pue
 
     inp = Inputs(cat).quiet()  # the values the estimate read (its assumptions list them)
+    price = Step(
+        "price_usd_per_gpu_hour", *price_formula(inp, cat.canonical("systems", system.hardware), pricing)
+    )
     if system.pretraining is not None:
         p = system.pretraining
-        return [*pretraining_steps(p, deadline_days), *pretraining_energy_steps(p, pue(inp))]
-    return [*rl_steps(system.rl), *rl_energy_steps(system.rl, kw_per_gpu(inp, system.hardware), pue(inp))]
+        return [price, *pretraining_steps(p, deadline_days), *pretraining_energy_steps(p, pue(inp))]
+    return [
+        price,
+        *rl_steps(system.rl),
+        *rl_energy_steps(system.rl, kw_per_gpu(inp, system.hardware), pue(inp)),
+    ]
 
 
 def output_schema() -> dict[str, Any]:
