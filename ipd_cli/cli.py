@@ -1156,6 +1156,13 @@ def validate(
     # formulas are (it showed the library's `eplb` True, `concurrency` 1)
     items = [{**i, "status": _cli_message(i["status"], ["validate"])} for i in result.items]
     _emit(result.model_copy(update={"items": items}), fmt, output)
+    from .output import format_for
+    from .render import resolve_format
+
+    if resolve_format(format_for(fmt, output), _ctx()) == "csv":  # one row per case: no summary (a review)
+        sys.stderr.write(
+            "ipd: note: the CSV holds the cases; their summary by group: --format json or table\n"
+        )
     median = result.summary[0]["median_abs_error_pct"]
     if max_median_error is not None and median is None:  # a gate with nothing to gate: not a pass
         # (a split with no case is an input error: validate raises it)

@@ -678,3 +678,19 @@ def test_calibrate_fits_a_serving_knob_given_with_set_over_half_to_twice_its_val
     # without the set: the same knob from the catalog's value, over its catalog range
     (plain,) = run_cli("calibrate", "--cases", str(cases), "-f", "json").json()["items"]
     assert plain["parameter"] == knob and plain["current"] == 0.95
+
+
+def test_a_validation_csv_says_its_summary_is_elsewhere(tmp_path):
+    # a scripting review: `ipd validate -f csv` dropped the summary without a word (one row per case)
+    path = tmp_path / "cases.yaml"
+    path.write_text(
+        "sources:\n  mine: {title: my notes, date: 2026-12-01}\ncases:\n"
+        "  - {id: mine, split: checking, kind: pretrain, description: d, source: mine,\n"
+        "     inputs: {hardware: h100-sxm, model: llama-2-7b, tokens: 2.0e+12, gpus: 512, precision: bf16},\n"
+        "     measured: {metric: gpu_hours, value: 184320}}\n"
+    )
+    note = "ipd: note: the CSV holds the cases; their summary by group: --format json or table\n"
+    for how in (("-f", "csv"), ("-o", str(tmp_path / "v.csv"))):
+        r = run_cli("validate", "--cases", str(path), *how)
+        assert r.code == 0 and note in r.stderr, how
+    assert note not in run_cli("validate", "--cases", str(path), "-f", "json").stderr
