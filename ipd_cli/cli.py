@@ -1020,7 +1020,7 @@ def sweep(
     drawn = samples is not None  # draws of the ranges of the PUE and each system's power
     paths = [a.path for a in axes]
     varies = DEPLOYMENT_VARIES if deployment_inputs_vary(paths) else drawn or site_inputs_vary(paths)
-    _warn_sweep(chunks.points, cat, chunks.notes, varies)
+    _warn_sweep(chunks.points, cat, chunks.notes, varies, axes if varies is True else None, drawn)
     if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
         sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")
     show = _progress("swept {done:,} of {total:,} points")
@@ -1033,14 +1033,20 @@ MAX_SWEEP_WARNINGS = 8
 
 
 def _warn_sweep(
-    points: list[tuple[str, Any]], cat: Any, notes: list[str], site_varies: bool | str = False
+    points: list[tuple[str, Any]],
+    cat: Any,
+    notes: list[str],
+    site_varies: bool | str = False,
+    axes: list[Any] | None = None,
+    drawn: bool = False,
 ) -> None:
     """The warnings of `ipd compare` for the estimates a sweep searched (at which physics values,
     when it varies them), the sweep's own (``notes``: draws, ratios) before those of each point
     (a review: eight lines of a repeated point warning hid the draws' note), each line once;
     ``site_varies``: the rows vary the site's budget (views.site_inputs_vary) or their deployment
-    (views.DEPLOYMENT_VARIES)."""
-    from .render.views import warnings
+    (views.DEPLOYMENT_VARIES); ``axes`` (where the site varies): the line is said only for a system
+    whose deployment the smallest of the rows' sites would not hold (views.fewest_site_gpus)."""
+    from .render.views import fewest_site_gpus, warnings
 
     lines: list[str] = []
     for name in dict.fromkeys(r.hardware for _, r in points):  # a roadmap system, once
@@ -1048,8 +1054,16 @@ def _warn_sweep(
         lines += warnings({"systems": [{"hardware": name}]}, {name: (system.status, system.unstable)})
     lines += notes
     for where, r in points:
+        ipd = r.intelligence_per_dollar if hasattr(r, "intelligence_per_dollar") else None
+        site = getattr(ipd, "site_mw", None)
+        fewest = None
+        if axes is not None and site is not None:
+            fewest = {r.hardware: fewest_site_gpus(cat, r.hardware, site, axes, drawn)}
         found = warnings(
-            {"systems": [r.model_dump(mode="json")]}, {r.hardware: ("shipping", False)}, site_varies
+            {"systems": [r.model_dump(mode="json")]},
+            {r.hardware: ("shipping", False)},
+            site_varies,
+            fewest_site=fewest,
         )
         head = f"{r.hardware}: "
         lines += [

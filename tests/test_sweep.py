@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import FIXED_RL_GPUS, run_cli, write
+from helpers import FIXED_RL_GPUS, run_cli, run_cli_once, write
 
 import ipd_cli
 from ipd_cli import compare, load
@@ -979,3 +979,27 @@ def test_an_axis_one_system_does_not_read_is_named_for_that_system():
         "--workload", "pretrain-10t-moe", "--metrics", "pretraining.energy_mwh", "-f", "csv",
     )  # fmt: skip
     assert r.code == 0 and "does not read" not in r.stderr, r.stderr
+
+
+def test_a_sweep_of_the_site_inputs_warns_only_where_its_smallest_site_misses_the_deployment():
+    # a scripting review: every frontier sweep of the PUE warned that "a row whose site_gpus is below"
+    # the deployment misses its site, where no row did. GB200's serving GPUs (43,272) against the
+    # 100 MW site: 162.5 kW racks at PUE 1.3 hold 615 racks (44,280 GPUs, every row fits); at PUE
+    # 1.5, 100,000 / (125 x 1.5) = 533 racks, 38,376 GPUs: that row does not; Rubin's 11,484 fit all
+    metric = ("--metrics", "intelligence_per_dollar.solved_tasks_per_kusd", "-f", "csv")
+    line = "the scenario's serving deployment takes"
+    quiet = run_cli(
+        "sweep", "--vary", "hardware=vera-rubin,blackwell", "--vary", "economics.pue=1.1,1.3", *metric
+    )
+    assert quiet.code == 0 and line not in quiet.stderr, quiet.stderr
+    need = next(
+        s["serving"]["gpus_for_traffic"]
+        for s in run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").json()["systems"]
+        if s["hardware"] == "gb200-nvl72"
+    )
+    assert 533 * 72 < need <= 615 * 72  # between the two sites, by hand
+    r = run_cli(
+        "sweep", "--vary", "hardware=vera-rubin,blackwell", "--vary", "economics.pue=1.1,1.5", *metric
+    )
+    assert r.code == 0 and f"gb200-nvl72: {line} {need:,} GPUs" in r.stderr
+    assert f"vera-rubin-nvl72: {line}" not in r.stderr

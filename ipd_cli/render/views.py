@@ -639,7 +639,30 @@ def _owned_system_lines(hw: str, s: dict) -> list[str]:
     ]
 
 
-def _site_lines(hw: str, s: dict, varies: bool | str = False) -> list[str]:
+def fewest_site_gpus(cat: Any, hw: str, site_mw: float, axes: list[Any], drawn: bool) -> float:
+    """The GPUs the smallest site of a sweep's rows holds for ``hw``: its site's MW at the axis's
+    smallest, the PUE and the system's power at the largest an axis gives them, or a draw
+    (``drawn``: their catalog ranges' tops), whole systems. A deployment within it fits every row
+    (a scripting review: every frontier sweep of the PUE warned of a site none of its rows missed)."""
+    from ipd_cli.engine.formulas import gpus_in_power_budget
+
+    system = cat.system(hw)
+    name = cat.canonical("systems", hw)
+    values = {a.path: [float(a.values[i]) for i in range(len(a.values))] for a in axes}
+
+    def top(path: str, sourced: Any) -> float:
+        given = values.get(path)
+        if given:
+            return max(given)
+        return sourced.range[1] if drawn and sourced.range else sourced.value
+
+    pue = top("economics.pue", cat.economics.pue)
+    kw = top(f"systems.{name}.power_kw", system.power_kw)
+    smallest = min(values.get("workload.site_mw") or [site_mw])
+    return gpus_in_power_budget(smallest, kw / system.accelerators, pue, system.accelerators)
+
+
+def _site_lines(hw: str, s: dict, varies: bool | str = False, fewest: float | None = None) -> list[str]:
     """A site power budget smaller than the scenario's own serving deployment: the site figures
     are what the site would serve, not a cap on the deployment (a scenario author's review: 0.1 MW
     held no GB200 rack while the scenario's serving took 148 GPUs, and nothing said so). Where a
@@ -658,6 +681,8 @@ def _site_lines(hw: str, s: dict, varies: bool | str = False) -> list[str]:
             "whole deployment)"
         ]
     if varies:
+        if fewest is not None and need <= fewest:  # every row's site holds it
+            return []
         return [
             f"{hw}: the scenario's serving deployment takes {need:,} GPUs: a row whose "
             "intelligence_per_dollar.site_gpus is below that has a site it does not fit (the site rows "
@@ -715,6 +740,7 @@ def warnings(
     statuses: dict[str, tuple[str, bool]] | None = None,
     site_varies: bool | str = False,
     cat: Any = None,
+    fewest_site: dict[str, float] | None = None,
 ) -> list[str]:
     """One line each: a system that is not shipping, a stage that cannot run, a missed service target.
     ``statuses``: hardware -> (status, unstable), for results that do not carry the status;
@@ -722,7 +748,8 @@ def warnings(
     deployment (``DEPLOYMENT_VARIES``, :func:`deployment_inputs_vary`), so the site line says how to
     read each row instead of judging the estimate's own site. ``cat``: the catalog the result was
     computed on, for the overrides it never read (:func:`unread_overrides`; without it their paths
-    are taken as given)."""
+    are taken as given). ``fewest_site``: hardware -> the GPUs the smallest site of a sweep's rows
+    holds (:func:`fewest_site_gpus`), below which a varied site line is said at all."""
     rows = data["systems"] if isinstance(data.get("systems"), list) else [data] if "hardware" in data else []
     out = []
     names = [s.get("hardware", "") for s in rows]
@@ -780,7 +807,7 @@ def warnings(
                     "tokens/s per GPU): next to nothing is batched, so a lower target or another system "
                     "serves it far cheaper"
                 )
-        out += _site_lines(hw, s, site_varies)
+        out += _site_lines(hw, s, site_varies, (fewest_site or {}).get(hw))
         out += _energy_lines(s) + _owned_system_lines(hw, s)
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
