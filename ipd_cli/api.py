@@ -658,6 +658,7 @@ def output_schema() -> dict[str, Any]:
         TrainResult,
         ValidationResult,
     )
+    from .engine.rows import ROWS
 
     return {
         "compare": CompareResult.model_json_schema(),
@@ -666,8 +667,10 @@ def output_schema() -> dict[str, Any]:
         "serve_curve": ServeCurveResult.model_json_schema(),
         "rl": RlResult.model_json_schema(),
         "validate": ValidationResult.model_json_schema(),
-        # hardware|models|workloads list, explain, calibrate and diff: a listing of their `kind`
+        # hardware|models|workloads list, explain, calibrate and diff: a listing of their `kind`,
+        # whose rows each `listing_rows` entry describes (by the listing's `kind`)
         "listing": Listing.model_json_schema(),
+        "listing_rows": {kind: row.model_json_schema() for kind, row in ROWS.items()},
         "show": EntryView.model_json_schema(),  # hardware|models|workloads show
     }
 

@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from helpers import GOLDEN, golden, run_cli, run_cli_once
+from helpers import GOLDEN, golden, run_cli, run_cli_once, write
 
 from ipd_cli import output_schema
 
@@ -218,6 +218,42 @@ def test_compare_output_validates_against_its_schema():
 
     d = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").json()
     assert CompareResult.model_validate(d).model_dump(mode="json") == d
+
+
+def test_every_listings_rows_validate_against_their_row_schema(tmp_path):
+    # a scripting review: `ipd schema` typed the rows of explain, calibrate, diff and the catalog
+    # listings as free objects, so no test could tell when one drifted; each kind has a row model
+    from ipd_cli.engine.rows import ROWS
+
+    cases = write(
+        tmp_path / "cases.yaml",
+        "sources:\n  mine: {title: my notes, date: 2026-12-01}\ncases:\n"
+        "  - {id: mine, split: fitting, kind: serve, description: d, source: mine,\n"
+        "     inputs: {hardware: h200, model: llama-2-70b, precision: fp8, kv_precision: fp8,\n"
+        "              input_tokens: 221, output_tokens: 292, layout: tp1, mode: offline-max-throughput},\n"
+        "     measured: {metric: tokens_per_s_per_gpu, value: 4374}}\n",
+    )
+    explained = run_cli_once("explain", "vera-rubin", "-f", "json")
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(explained.stdout)
+    b.write_text(run_cli("explain", "vera-rubin", "--set", "economics.pue=1.4", "-f", "json").stdout)
+    runs = [
+        run_cli("hardware", "list", "-f", "json"),
+        run_cli("models", "list", "-f", "json"),
+        run_cli("workloads", "list", "-f", "json"),
+        explained,
+        run_cli("calibrate", "--cases", str(cases), "-f", "json"),
+        run_cli("diff", str(a), str(b), "--all", "-f", "json"),
+    ]
+    kinds = set()
+    for r in runs:
+        assert r.code == 0, r.stderr
+        d = r.json()
+        kinds.add(d["kind"])
+        assert d["items"], d["kind"]
+        for row in d["items"]:
+            assert ROWS[d["kind"]].model_validate(row).model_dump(mode="json") == row, d["kind"]
+    assert kinds == set(ROWS)
 
 
 def test_serve_done_check_and_curve():
