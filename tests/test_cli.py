@@ -422,6 +422,19 @@ def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():
     assert rows["input: serving stack"]["value"] == "trtllm"
 
 
+def test_a_layout_and_an_instance_size_that_disagree_are_a_usage_error_naming_both():
+    # a user review: `--layout tp8pp4 --instance-gpus 16` was told only that no configuration had 4
+    # pipeline stages; 8 x 4 = 32 GPUs is not 16, and tp8pp2 is the layout of 16
+    base = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b")
+    r = run_cli(*base, "--layout", "tp8pp4", "--instance-gpus", "16")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr == (
+        "ipd: error: --layout tp8pp4 runs on 32 GPUs (4 stages of 8), not --instance-gpus 16: drop one; "
+        "tp8pp2 runs on 16\n"
+    )
+    assert run_cli(*base, "--layout", "tp8pp2", "--instance-gpus", "16", "-f", "json").code == 0
+
+
 def test_an_infeasible_pin_exits_1_naming_the_nearest_configuration():
     r = run_cli(*SERVE[:-2], "--precision", "bf16", "--instance-gpus", "1", "--layout", "tp1")
     assert r.code == 1 and "the nearest feasible configuration is" in r.stderr

@@ -143,6 +143,15 @@ def _check_pins(ctx: ServingContext, pins: Pins) -> None:
         value = getattr(pins, name)
         if value is not None and value < 1:
             raise InputError(f"`{'layout' if name != 'attention_tp' else name}` needs whole numbers >= 1")
+    stage, stages = pins.stage_gpus, pins.pipeline_stages
+    if gpus is not None and stage and stages and stage * stages != gpus:  # both pin the size
+        # (a user review: `tp8pp4` with 16 GPUs was told only that no configuration had 4 stages)
+        family = pins.family or "tp"
+        fits = f"; {family}{stage}pp{gpus // stage} runs on {gpus:,}" if gpus % stage == 0 else ""
+        raise InputError(
+            f"`layout` {family}{stage}pp{stages} runs on {stage * stages:,} GPUs ({stages} stages of "
+            f"{stage}), not `instance_gpus` {gpus:,}: drop one{fits}"
+        )
 
 
 def _smallest(ctx: ServingContext, g: Grid) -> int:
