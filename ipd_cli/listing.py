@@ -150,9 +150,14 @@ def show_workload(cat: Catalog, name: str) -> EntryView:
     sweep would run it; they were ignored here)."""
     _check(cat, None, name)
     w = cat.workload(name)
-    if any(o.path.startswith(WORKLOAD + ".") for o in cat.overrides):
+    sets = [o.text for o in cat.overrides if o.path.startswith(WORKLOAD + ".")]
+    if sets:
         w = resolve_workload(cat, name)[1]
     entry = w.model_dump(mode="json", exclude_none=True)
+    if sets and isinstance(entry.get("description"), str):  # its words may name what a set changed
+        # (a scripting review: "on 100T tokens" stood beside tokens 2e14, and went on into a file
+        # written from it)
+        entry["description"] += f" (as shown: {', '.join(sets)})"
     _value_cited(entry)
     return EntryView(
         kind="workload",

@@ -563,6 +563,11 @@ def test_workloads_show_applies_the_workload_sets(catalog):
     r = run_cli("workloads", "show", "pretrain-10t-moe", "--set", "workload.tokens=5e13", "-f", "json")
     assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["entry"]["tokens"] == 5e13
+    # its description ("on 100T tokens") says what the set changed (a scripting review: it stood
+    # beside 5e13 as if nothing had, and went into files written from it)
+    assert json.loads(r.stdout)["entry"]["description"].endswith(" (as shown: workload.tokens=5e13)")
+    plain = run_cli("workloads", "show", "pretrain-10t-moe", "-f", "json").json()["entry"]["description"]
+    assert "as shown" not in plain
     assert ipd_cli.show_workload(catalog, "pretrain-10t-moe").entry["tokens"] == 1e14
     r = run_cli("workloads", "show", "pretrain-10t-moe", "--set", "workload.tokenz=5e13")
     assert r.code == 2 and "did you mean 'tokens'" in r.stderr
