@@ -670,7 +670,11 @@ def output_schema() -> dict[str, Any]:
         # hardware|models|workloads list, explain, calibrate and diff: a listing of their `kind`,
         # whose rows each `listing_rows` entry describes (by the listing's `kind`)
         "listing": Listing.model_json_schema(),
-        "listing_rows": {kind: row.model_json_schema() for kind, row in ROWS.items()},
+        "listing_rows": {  # one object schema (as every other entry): each kind's row by its name
+            "title": "ListingRows",
+            "type": "object",
+            "properties": {kind: row.model_json_schema() for kind, row in ROWS.items()},
+        },
         "show": EntryView.model_json_schema(),  # hardware|models|workloads show
     }
 

@@ -1053,17 +1053,16 @@ def _warn_sweep(
         system = cat.system(name)
         lines += warnings({"systems": [{"hardware": name}]}, {name: (system.status, system.unstable)})
     lines += notes
+    fewest: dict[str, float] = {}  # per system, once (the axes' ends and the site are the same)
     for where, r in points:
-        ipd = r.intelligence_per_dollar if hasattr(r, "intelligence_per_dollar") else None
-        site = getattr(ipd, "site_mw", None)
-        fewest = None
-        if axes is not None and site is not None:
-            fewest = {r.hardware: fewest_site_gpus(cat, r.hardware, site, axes, drawn)}
+        site = getattr(getattr(r, "intelligence_per_dollar", None), "site_mw", None)
+        if axes is not None and site is not None and r.hardware not in fewest:
+            fewest[r.hardware] = fewest_site_gpus(cat, r.hardware, site, axes, drawn)
         found = warnings(
             {"systems": [r.model_dump(mode="json")]},
             {r.hardware: ("shipping", False)},
             site_varies,
-            fewest_site=fewest,
+            fewest_site=fewest or None,
         )
         head = f"{r.hardware}: "
         lines += [

@@ -138,17 +138,11 @@ def read_json(path: Path | str) -> Any:
     document = isinstance(doc, dict) and "schema_version" in doc
     rows = isinstance(doc, list) and bool(doc) and all(isinstance(r, dict) and "hardware" in r for r in doc)
 
-    # `ipd schema`: a JSON Schema per output (and per listing row kind: `listing_rows`), compared
-    # between versions (a code review)
-    def schema(v: Any) -> bool:
-        return isinstance(v, dict) and "properties" in v
-
+    # `ipd schema`: a JSON Schema per output, compared between versions (a code review)
     schemas = (
         isinstance(doc, dict)
         and bool(doc)
-        and all(
-            schema(v) or (isinstance(v, dict) and v and all(map(schema, v.values()))) for v in doc.values()
-        )
+        and all(isinstance(v, dict) and "properties" in v for v in doc.values())
     )
     version = doc.get("schema_version") if document else None
     if document and str(version).split(".")[0] != SCHEMA_VERSION.split(".")[0]:

@@ -52,6 +52,11 @@ def list_hardware(cat: Catalog) -> Listing:
     return Listing(kind="hardware", items=items)
 
 
+def _catalog_sets(cat: Catalog) -> list[str]:
+    """The catalog --set values an entry is shown with (a workload's are its own)."""
+    return [o.text for o in cat.overrides if not o.path.startswith(WORKLOAD + ".")]
+
+
 def _sources_of(cat: Catalog, data: Any) -> dict[str, dict]:
     found: dict[str, dict] = {}
 
@@ -84,6 +89,7 @@ def show_hardware(cat: Catalog, name: str) -> EntryView:
         origin=cat.origin("systems", canonical),
         entry=entry,
         sources=_sources_of(cat, entry),
+        sets=_catalog_sets(cat),
     )
 
 
@@ -120,6 +126,7 @@ def show_model(cat: Catalog, name: str) -> EntryView:
         origin=cat.origin("models", canonical),
         entry=entry,
         sources=_sources_of(cat, entry),
+        sets=_catalog_sets(cat),
     )
 
 
@@ -154,10 +161,6 @@ def show_workload(cat: Catalog, name: str) -> EntryView:
     if sets:
         w = resolve_workload(cat, name)[1]
     entry = w.model_dump(mode="json", exclude_none=True)
-    if sets and isinstance(entry.get("description"), str):  # its words may name what a set changed
-        # (a scripting review: "on 100T tokens" stood beside tokens 2e14, and went on into a file
-        # written from it)
-        entry["description"] += f" (as shown: {', '.join(sets)})"
     _value_cited(entry)
     return EntryView(
         kind="workload",
@@ -165,4 +168,5 @@ def show_workload(cat: Catalog, name: str) -> EntryView:
         origin=cat.origin("workloads", name),
         entry=entry,
         sources=_sources_of(cat, entry),
+        sets=sets,
     )

@@ -28,6 +28,7 @@ import json
 import math
 import statistics
 import sys
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.layers import builtin_dir
+from ipd_cli.catalog.overrides import CLI_SOURCE
 from ipd_cli.catalog.schema import PROFILE_PRECISION_FRACTIONS
 from ipd_cli.catalog.validation import validate_entry
 from ipd_cli.catalog.workloads import read_stdin, refuse_workload_sets
@@ -754,8 +756,16 @@ def _has(cat: Catalog, path: str) -> bool:
 
 
 def _calibrated(cat: Catalog, path: str) -> bool:
-    """Only values the catalog cites as fitted (ipd-calibration) are knobs; sourced ones stay."""
-    return _has(cat, path) and _current(cat, path).source == "ipd-calibration"
+    """Only values the catalog cites as fitted (ipd-calibration) are knobs; sourced ones stay.
+    While :func:`_calibrate` works out a set catalog's knobs, a value set on the command line is
+    one too where the shipped catalog fits it (checked there)."""
+    if _shipped_fit(cat, path):
+        return True
+    return _SET_FITS.get() and _has(cat, path) and _current(cat, path).source == CLI_SOURCE
+
+
+# a set value counts as a knob while the knobs of a `calibrate --set` are worked out
+_SET_FITS: ContextVar[bool] = ContextVar("set_fits", default=False)
 
 
 # fitted in this order: serving knobs before the RL knobs whose cases also generate tokens (the
@@ -863,12 +873,18 @@ def _calibrate(cat: Catalog, base: Catalog, path: Path | None) -> Listing:
         name = shown_name(cases_path(path))
         raise InputError(f"{name}: has no fitting cases, so nothing to calibrate; add a fitting case")
     groups: dict[str, list[Case]] = {}
-    for case in cases:
-        # the knobs are the catalog's fitted values, a --set one among them: read where the catalog
-        # cites the fit (a `--set` cites the command line, and a set serving knob dropped out of the
-        # fit without a word, a scripting review); its grid is over half to twice the value set
-        for knob in knobs_of(cat, case) if case.split == "fitting" else []:
-            groups.setdefault(knob, []).append(case)
+    token = _SET_FITS.set(True)
+    try:
+        for case in cases:
+            # the knobs a case reads on the catalog it runs on (the sets applied), a set one among
+            # them where the shipped catalog fits it (a set value cites the command line: a set
+            # serving knob dropped out of the fit without a word, a scripting review; a value a set
+            # creates, such as GB200's own decode-pool floor, is no knob); its grid: half to twice
+            for knob in knobs_of(base, case) if case.split == "fitting" else []:
+                if _current(base, knob).source != CLI_SOURCE or _shipped_fit(cat, knob):
+                    groups.setdefault(knob, []).append(case)
+    finally:
+        _SET_FITS.reset(token)
     rows = []
     for knob in sorted(groups, key=lambda k: (_rank(k), k)):
         row = _fit_knob(base, knob, groups[knob])
@@ -876,6 +892,11 @@ def _calibrate(cat: Catalog, base: Catalog, path: Path | None) -> Listing:
         if row["status"] == "fitted":  # the knobs after it are fitted with it set
             base = base.with_overrides([f"{knob}={row['fitted']}"])
     return Listing(kind="calibration", items=rows)
+
+
+def _shipped_fit(cat: Catalog, path: str) -> bool:
+    """Whether ``cat`` holds ``path`` as a fitted value (one citing ipd-calibration)."""
+    return _has(cat, path) and _current(cat, path).source == "ipd-calibration"
 
 
 def _fit_knob(base: Catalog, knob: str, cases: list[Case]) -> dict[str, Any]:

@@ -254,6 +254,11 @@ def test_every_listings_rows_validate_against_their_row_schema(tmp_path):
         for row in d["items"]:
             assert ROWS[d["kind"]].model_validate(row).model_dump(mode="json") == row, d["kind"]
     assert kinds == set(ROWS)
+    # a knob none of whose cases the model reaches is reported with no fit (a code review)
+    from ipd_cli import validate as val
+
+    skipped = val._skipped("efficiency.training_share", 0.684, [])
+    assert ROWS["calibration"].model_validate(skipped).model_dump(mode="json") == skipped
 
 
 def test_serve_done_check_and_curve():
@@ -433,6 +438,14 @@ def test_a_layout_and_an_instance_size_that_disagree_are_a_usage_error_naming_bo
         "tp8pp2 runs on 16\n"
     )
     assert run_cli(*base, "--layout", "tp8pp2", "--instance-gpus", "16", "-f", "json").code == 0
+    # a one-stage layout echoed as typed; DEP is never pipelined: its layout of 16 is dep16 (a code
+    # review: it suggested dep8pp2, which is then refused)
+    moe = ("serve", "--hardware", "h100", "--model", "deepseek-v3", "--instance-gpus", "16")
+    r = run_cli(*moe, "--layout", "dep8")
+    assert r.code == 2 and r.stderr == (
+        "ipd: error: --layout dep8 runs on 8 GPUs (one stage), not --instance-gpus 16: drop one; "
+        "dep16 runs on 16\n"
+    )
 
 
 def test_an_infeasible_pin_exits_1_naming_the_nearest_configuration():

@@ -973,6 +973,15 @@ def test_an_axis_one_system_does_not_read_is_named_for_that_system():
     ) in r.stderr
     assert "vera-rubin-nvl72: does not read" not in r.stderr
     # another system's own path is no such case: Rubin's power is GB200's to ignore
+    # nor is another family's serving profile that this system's profile does not borrow from (a
+    # code review: H100 was said not to read an axis of Blackwell's TensorRT-LLM profile)
+    from ipd_cli.engine.sweep import _others_path
+
+    profile = "serving.stacks.trtllm.profiles.blackwell.decode_hbm_efficiency"
+    cat = load()
+    assert _others_path(cat, "h100-sxm", profile) and not _others_path(cat, "gb200-nvl72", profile)
+    assert not _others_path(cat, "b200", profile) and not _others_path(cat, "vera-rubin", profile)
+    assert _others_path(cat, "b200", "serving.stacks.trtllm.profiles.hopper.decode_hbm_efficiency")
     power = "systems.vera-rubin-nvl72.power_kw=190,230"
     r = run_cli(
         "sweep", "--vary", "hardware=vera-rubin,blackwell", "--vary", power,

@@ -694,3 +694,22 @@ def test_a_validation_csv_says_its_summary_is_elsewhere(tmp_path):
         r = run_cli("validate", "--cases", str(path), *how)
         assert r.code == 0 and note in r.stderr, how
     assert note not in run_cli("validate", "--cases", str(path), "-f", "json").stderr
+
+
+def test_a_knob_a_set_creates_is_not_calibrated_in_place_of_the_one_it_hides(tmp_path):
+    # a code review: with GB200's own decode-pool floor set (a value the shipped catalog does not
+    # hold: GB200 borrows Blackwell's), its decode case was fitted to Blackwell's knob, which the case
+    # no longer reads (a flat fit). The case reads the set value, not a fitted one: nothing to fit
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        "sources:\n  mine: {title: my notes, date: 2026-12-01}\ncases:\n"
+        "  - {id: gb200, split: fitting, kind: serve, description: d, source: mine,\n"
+        "     inputs: {hardware: gb200-nvl72, model: deepseek-v3, precision: fp4, input_tokens: 922,\n"
+        "              output_tokens: 922, layout: tep8, serving: disaggregated, prefill_layout: dep4,\n"
+        "              prefill_instances: 1, decode_instances: 4, concurrency: 3, stack: trtllm,\n"
+        "              fits: disaggregated_step_overhead_us_per_layer, eplb: false},\n"
+        "     measured: {metric: tokens_per_s_per_gpu, value: 44.98}}\n"
+    )
+    own = "serving.stacks.trtllm.profiles.grace-blackwell.disaggregated_step_overhead_us_per_layer=90"
+    r = run_cli("calibrate", "--cases", str(cases), "--set", own, "-f", "json")
+    assert r.code == 0 and r.json()["items"] == [] and "nothing was calibrated" in r.stderr

@@ -37,3 +37,7 @@ class EntryView(Result):
     origin: str
     entry: dict
     sources: dict[str, dict]
+    # the --set values the entry shows applied (workload.* ones for a workload): its description's
+    # words may name a value a set changed (a scripting review); not `overrides`, which an
+    # estimate's output lists and its unread-input warnings check against what it read
+    sets: list[str] = []

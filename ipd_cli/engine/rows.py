@@ -83,7 +83,7 @@ class CalibrationRow(Result):
 
     parameter: str = Field(description="the catalog path fitted")
     current: float
-    fitted: float
+    fitted: float | None = Field(description="null where no fitting case of the knob can be reached")
     cases: int
     rms_log_error_before: float | None
     rms_log_error_after: float | None

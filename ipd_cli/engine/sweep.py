@@ -957,11 +957,23 @@ def _unread_axis_notes(cat: Catalog, plan: SweepPlan, results: dict[str, Any]) -
 
 
 def _others_path(cat: Catalog, hw: str, path: str) -> bool:
-    """Whether ``path`` is another system's or another accelerator's."""
+    """Whether ``path`` is another system's, another accelerator's, or a serving stack profile of
+    another accelerator family, none of whose values this system's profile borrows (a code review:
+    an axis of Blackwell's TensorRT-LLM profile was said to be unread by H100)."""
     system = cat.system(hw)
     mine = {"systems": cat.canonical("systems", hw), "accelerators": system.accelerator}
     section, _, rest = path.partition(".")
-    return section in mine and not rest.startswith(mine[section] + ".")
+    if section in mine:
+        return not rest.startswith(mine[section] + ".")
+    parts = path.split(".")
+    if len(parts) > 4 and parts[:2] == ["serving", "stacks"] and parts[3] == "profiles":
+        from .serving.stack import accelerator_family, chain_of
+
+        stack, family = parts[2], accelerator_family(cat, system.accelerator)
+        if stack not in cat.serving.stacks or family not in cat.serving.stacks[stack].profiles:
+            return True
+        return all(fam != parts[4] or st != stack for st, fam, _ in chain_of(cat, stack, family).chain)
+    return False
 
 
 def _memory_notes(plan: SweepPlan, found: list[tuple[str, str, dict[str, Any]]]) -> list[str]:

@@ -647,18 +647,22 @@ def fewest_site_gpus(cat: Any, hw: str, site_mw: float, axes: list[Any], drawn: 
     from ipd_cli.engine.formulas import gpus_in_power_budget
 
     system = cat.system(hw)
-    name = cat.canonical("systems", hw)
-    values = {a.path: [float(a.values[i]) for i in range(len(a.values))] for a in axes}
+    power, site = f"systems.{cat.canonical('systems', hw)}.power_kw", "workload.site_mw"
+    # the ends of the axes read here only (a range's first and last: it is monotone; a code review:
+    # every axis was expanded, a 10M-value price axis included)
+    ends = {
+        a.path: (float(a.values[0]), float(a.values[len(a.values) - 1]))
+        for a in axes
+        if a.path in ("economics.pue", power, site) and len(a.values)
+    }
 
     def top(path: str, sourced: Any) -> float:
-        given = values.get(path)
-        if given:
-            return max(given)
+        if path in ends:
+            return max(ends[path])
         return sourced.range[1] if drawn and sourced.range else sourced.value
 
-    pue = top("economics.pue", cat.economics.pue)
-    kw = top(f"systems.{name}.power_kw", system.power_kw)
-    smallest = min(values.get("workload.site_mw") or [site_mw])
+    pue, kw = top("economics.pue", cat.economics.pue), top(power, system.power_kw)
+    smallest = min(ends[site]) if site in ends else site_mw
     return gpus_in_power_budget(smallest, kw / system.accelerators, pue, system.accelerators)
 
 

@@ -92,6 +92,7 @@ def pins_of(
             "stage; give a family and GPUs (tp8, tep8, dep8)"
         )
     parsed = parse_layout(layout)
+    _check_layout_size(layout, parsed, instance_gpus)
     if parsed.get("family") == "dep" and attention_tp is None:
         attention_tp = 1  # 'dep8' is pure DEP; attention TP groups inside DEP are pinned with attention_tp
     return Pins(
@@ -126,6 +127,25 @@ def search(
     return evaluate(ph, pins, target)
 
 
+def _check_layout_size(layout: str | None, parsed: dict[str, Any], gpus: int | None) -> None:
+    """A layout that names its GPUs per stage and stages (``tp8``: 8 GPUs, one stage; ``tp8pp4``:
+    32) runs on their product; an instance size that differs is a contradiction (a user review:
+    ``tp8pp4`` with 16 GPUs was told only that no configuration had 4 pipeline stages)."""
+    stage, stages = parsed.get("stage_gpus"), parsed.get("pipeline_stages")
+    if gpus is None or not stage or not stages or stage * stages == gpus or gpus < 1 or stage < 1:
+        return
+    family = parsed.get("family") or "tp"
+    if family == "dep":  # attention data parallel is never pipelined: one stage of the whole size
+        fits = f"; dep{gpus} runs on {gpus:,}"
+    else:
+        fits = f"; {family}{stage}pp{gpus // stage} runs on {gpus:,}" if gpus % stage == 0 else ""
+    what = f"{stages} stages of {stage}" if stages > 1 else "one stage"
+    raise InputError(
+        f"`layout` {str(layout).strip()} runs on {stage * stages:,} GPUs ({what}), not `instance_gpus` "
+        f"{gpus:,}: drop one{fits}"
+    )
+
+
 def _check_pins(ctx: ServingContext, pins: Pins) -> None:
     # any size of at least one GPU: the grid takes every split of a pinned size, as `layout` pins a
     # stage size (192 GPUs on 72-GPU racks run as three 64-GPU stages, or as DEP192, which
@@ -143,15 +163,6 @@ def _check_pins(ctx: ServingContext, pins: Pins) -> None:
         value = getattr(pins, name)
         if value is not None and value < 1:
             raise InputError(f"`{'layout' if name != 'attention_tp' else name}` needs whole numbers >= 1")
-    stage, stages = pins.stage_gpus, pins.pipeline_stages
-    if gpus is not None and stage and stages and stage * stages != gpus:  # both pin the size
-        # (a user review: `tp8pp4` with 16 GPUs was told only that no configuration had 4 stages)
-        family = pins.family or "tp"
-        fits = f"; {family}{stage}pp{gpus // stage} runs on {gpus:,}" if gpus % stage == 0 else ""
-        raise InputError(
-            f"`layout` {family}{stage}pp{stages} runs on {stage * stages:,} GPUs ({stages} stages of "
-            f"{stage}), not `instance_gpus` {gpus:,}: drop one{fits}"
-        )
 
 
 def _smallest(ctx: ServingContext, g: Grid) -> int:
