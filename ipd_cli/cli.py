@@ -1280,16 +1280,26 @@ def plot_curve(
     fig = Figure(
         f"{model}: throughput vs interactivity", "tokens/s per user (1 / TPOT)", "output tokens/s per GPU"
     )
+    from .errors import InfeasibleError
+
+    refused: InfeasibleError | None = None
     for name in systems:
-        c = api.serve(
-            cat,
-            name,
-            model,
-            curve=True,
-            precision=precision,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-        )
+        try:
+            c = api.serve(
+                cat,
+                name,
+                model,
+                curve=True,
+                precision=precision,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+            )
+        except InfeasibleError as e:  # the others are drawn; none: exit 1 (a review: one system that
+            if len(systems) == 1:  # could not serve the model dropped every curve)
+                raise
+            refused = e
+            sys.stderr.write(f"ipd: warning: {_cli_message(str(e), ['plot'])}; not drawn\n")
+            continue
         assert isinstance(c, ServeCurveResult)  # curve=True
         fig.series.append(
             Series(
@@ -1298,6 +1308,8 @@ def plot_curve(
                 [p.tokens_per_s_per_gpu for p in c.serving],
             )
         )
+    if not fig.series and refused is not None:
+        raise InfeasibleError(f"no system given can serve {model}: nothing to draw")
     _draw(fig, output, force)
 
 
@@ -1335,6 +1347,11 @@ def plot_cost(
         for s, ipd in zip(r.systems, ran, strict=True)
         if ipd is not None  # a system that cannot run it: warned about above
     }
+    for s, ipd in zip(r.systems, ran, strict=True):
+        if ipd is None:  # it kept its column in compare; here it has no bar (a review: dropped silently)
+            sys.stderr.write(
+                f"ipd: warning: {s.hardware}: no lifecycle cost (a stage cannot run), so no bar\n"
+            )
     years = next((ipd.horizon_years for ipd in ran if ipd is not None), None)
     over = f" over {years:g} year(s)" if years is not None else ""
     _draw(Figure(f"{r.workload.name}: lifecycle cost{over}", "", "USD", bars=bars), output, force)

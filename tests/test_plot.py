@@ -233,3 +233,17 @@ def test_a_one_line_json_array_is_read_a_row_at_a_time(tmp_path):
         assert r.code == 2 and r.stderr.startswith(f"ipd: error: {path}: {said}"), r.stderr
     path.write_text(f"[ {row} ,{row} ]\n")  # spaces around the separators
     assert run_cli("plot", "sweep", str(path), "--x", "x", "--y", "y").code == 0
+
+
+def test_a_system_that_cannot_serve_or_run_is_left_out_of_a_plot_with_a_word():
+    # a review: `plot curve vera-rubin v100 --model moe-10t` exited 1 and drew nothing, though Rubin
+    # serves the model; `plot cost vera-rubin a100` drew one bar without saying why the other is gone
+    # (text plots: no matplotlib needed)
+    r = run_cli("plot", "curve", "vera-rubin", "v100", "--model", "moe-10t")
+    assert r.code == 0 and "a = vera-rubin-nvl72" in r.stdout and "v100-sxm2" not in r.stdout
+    assert r.stderr.startswith("ipd: warning: moe-10t at bf16 needs ") and r.stderr.endswith("; not drawn\n")
+    alone = run_cli("plot", "curve", "v100", "--model", "moe-10t")
+    assert alone.code == 1 and alone.stderr.startswith("ipd: error: moe-10t at bf16 needs ")
+    cost = run_cli("plot", "cost", "vera-rubin", "a100")
+    assert cost.code == 0
+    assert "ipd: warning: a100-sxm: no lifecycle cost (a stage cannot run), so no bar\n" in cost.stderr

@@ -494,7 +494,7 @@ def test_a_grown_rl_run_says_what_it_runs_on():
     )  # fmt: skip
     assert r.code == 0, r.stderr
     assert (
-        "gb200-nvl72: RL post-training runs on 3,020 GPUs, not the workload's 2,048: 2,048 training "
+        "gb200-nvl72: RL post-training runs on 3,020 GPUs, not the 2,048 asked for: 2,048 training "
         "(the fewest that hold the training state) + 972 generating (3 x 324-GPU replicas: of the "
         "pools of whole rollout replicas up to the trainer's size, the one with the least cost per step)"
     ) in " ".join(r.stderr.split())

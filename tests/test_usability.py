@@ -112,7 +112,7 @@ def test_rl_gpus_grow_to_what_the_system_needs_and_say_so():
     assert hopper["train_gpus"] == hopper["trainer_memory"]["min_train_gpus"]
     assert hopper["gpus"] == hopper["gen_gpus"] + hopper["train_gpus"]
     assert blackwell["gpus"] == 2048 and blackwell["gpus_requested"] is None  # GB200 holds it in 2,048
-    line = f"h100-sxm: RL post-training runs on {hopper['gpus']:,} GPUs, not the workload's 2,048"
+    line = f"h100-sxm: RL post-training runs on {hopper['gpus']:,} GPUs, not the 2,048 asked for"
     assert f"ipd: warning: {line}" in r.stderr
 
 

@@ -563,8 +563,10 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
     out: list[str] = []
     if rl.get("gpus_requested"):
         out.append(
-            f"{hw}: RL post-training runs on {counted(rl['gpus'])}, not the workload's "
-            f"{rl['gpus_requested']:,}: {rl['train_gpus']:,} training (the fewest that hold the "
+            # "asked for": the workload's GPUs or a given total (a review: `--gpus 64` read as the
+            # workload's 64)
+            f"{hw}: RL post-training runs on {counted(rl['gpus'])}, not the "
+            f"{rl['gpus_requested']:,} asked for: {rl['train_gpus']:,} training (the fewest that hold the "
             f"training state) + {rl['gen_gpus']:,} generating ({_replicas(rl)}: of the pools of whole "
             "rollout replicas up to the trainer's size, the one with the least cost per step)"
         )
