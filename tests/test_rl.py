@@ -1178,7 +1178,9 @@ def test_idle_generation_gpus_are_warned_with_their_reason():
     # rollouts now run on two 24-GPU replicas (the rack's divisors are searched): 16 idle
     args = ("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--mode", "colocated", "--gpus", "64")
     r = run_cli(*args, "-f", "json")
-    needle = "16 of the 64 RL generation GPUs hold no replica (2 of 24 GPUs fit) and are idle while the "
+    needle = (
+        "16 of the 64 RL generation GPUs hold no replica (2 replicas of 24 GPUs fit) and are idle while the "
+    )
     needle += "rollouts run"
     assert r.code == 0 and needle in r.stderr, r.stderr
     # an async pool of 48 GPUs holding one 36-GPU replica: no second fits, and the staleness bound
@@ -1188,7 +1190,7 @@ def test_idle_generation_gpus_are_warned_with_their_reason():
 
     lines = _idle_generation_lines("h", {"mode": "async", "gen_gpus": 48, "instance_gpus": 36, "replicas": 1})
     assert lines == [
-        "h: 12 of the 48 RL generation GPUs hold no replica (1 of 36 GPUs fit) and are idle but paid"
+        "h: 12 of the 48 RL generation GPUs hold no replica (1 replica of 36 GPUs fits) and are idle but paid"
     ]
     lines = _idle_generation_lines("h", {"mode": "async", "gen_gpus": 84, "instance_gpus": 8, "replicas": 1})
     assert len(lines) == 1 and "the staleness bound lets no more rollouts be in flight" in lines[0]

@@ -551,8 +551,10 @@ def _idle_generation_lines(hw: str, rl: dict) -> list[str]:
         )
     if stranded and 4 * stranded >= held * inst:
         out.append(
-            f"{hw}: {stranded:,} of the {gen:,} RL generation GPUs hold no replica ({held:,} of "
-            f"{inst:,} GPUs fit) and are {idle}"
+            # "1 replica of 72 GPUs fits" (a review: "(1 of 72 GPUs fit)" read as a GPU count)
+            f"{hw}: {stranded:,} of the {gen:,} RL generation GPUs hold no replica ({held:,} "
+            f"{'replica' if held == 1 else 'replicas'} of {inst:,} GPUs {'fits' if held == 1 else 'fit'}) "
+            f"and are {idle}"
         )
     return out
 
