@@ -1100,9 +1100,10 @@ def test_generation_gpus_no_replica_holds_are_warned():
     rl_ = r.json()["rl"]
     active = rl_["replicas"] * rl_["instance_gpus"]
     assert 4 * (100 - active) >= active
+    assert rl_["replicas"] == 1  # one 72-GPU replica in 100 GPUs
     assert (
-        f"{100 - active} of the 100 RL generation GPUs hold no replica ({rl_['replicas']} of "
-        f"{rl_['instance_gpus']} GPUs fit)" in r.stderr
+        f"{100 - active} of the 100 RL generation GPUs hold no replica (1 replica of "
+        f"{rl_['instance_gpus']} GPUs fits)" in r.stderr
     )
 
 
