@@ -630,13 +630,17 @@ def _block_steps(cat: Catalog, system: SystemResult, deadline_days: float | None
     workload's tco price, which its cost lines cite), its numbers from the chosen plan or split (the
     same identities the results obey; a test recomputes each from its inputs), then its energy."""
     from .engine.inputs import Inputs
-    from .engine.lifecycle import Step, pretraining_energy_steps, pretraining_steps, rl_energy_steps, rl_steps
-    from .engine.pricing import kw_per_gpu, price_formula, pue
+    from .engine.lifecycle import (
+        pretraining_energy_steps,
+        pretraining_steps,
+        price_steps,
+        rl_energy_steps,
+        rl_steps,
+    )
+    from .engine.pricing import kw_per_gpu, pue
 
     inp = Inputs(cat).quiet()  # the values the estimate read (its assumptions list them)
-    price = Step(
-        "price_usd_per_gpu_hour", *price_formula(inp, cat.canonical("systems", system.hardware), pricing)
-    )
+    price = price_steps(cat, system.hardware, pricing)[0]  # a scenario's first line (its second: serving's)
     if system.pretraining is not None:
         p = system.pretraining
         return [price, *pretraining_steps(p, deadline_days), *pretraining_energy_steps(p, pue(inp))]

@@ -137,7 +137,6 @@ def read_json(path: Path | str) -> Any:
     # (a fuzzing review: [1, 2], {} and {"a": 1} were compared as if they were)
     document = isinstance(doc, dict) and "schema_version" in doc
     rows = isinstance(doc, list) and bool(doc) and all(isinstance(r, dict) and "hardware" in r for r in doc)
-
     # `ipd schema`: a JSON Schema per output, compared between versions (a code review)
     schemas = (
         isinstance(doc, dict)

@@ -52,9 +52,9 @@ def list_hardware(cat: Catalog) -> Listing:
     return Listing(kind="hardware", items=items)
 
 
-def _catalog_sets(cat: Catalog) -> list[str]:
-    """The catalog --set values an entry is shown with (a workload's are its own)."""
-    return [o.text for o in cat.overrides if not o.path.startswith(WORKLOAD + ".")]
+def _sets_shown(cat: Catalog, workload: bool = False) -> list[str]:
+    """The --set values an entry is shown with: a workload's workload.* ones, the catalog's others."""
+    return [o.text for o in cat.overrides if o.path.startswith(WORKLOAD + ".") == workload]
 
 
 def _sources_of(cat: Catalog, data: Any) -> dict[str, dict]:
@@ -89,7 +89,7 @@ def show_hardware(cat: Catalog, name: str) -> EntryView:
         origin=cat.origin("systems", canonical),
         entry=entry,
         sources=_sources_of(cat, entry),
-        sets=_catalog_sets(cat),
+        sets=_sets_shown(cat),
     )
 
 
@@ -126,7 +126,7 @@ def show_model(cat: Catalog, name: str) -> EntryView:
         origin=cat.origin("models", canonical),
         entry=entry,
         sources=_sources_of(cat, entry),
-        sets=_catalog_sets(cat),
+        sets=_sets_shown(cat),
     )
 
 
@@ -157,7 +157,7 @@ def show_workload(cat: Catalog, name: str) -> EntryView:
     sweep would run it; they were ignored here)."""
     _check(cat, None, name)
     w = cat.workload(name)
-    sets = [o.text for o in cat.overrides if o.path.startswith(WORKLOAD + ".")]
+    sets = _sets_shown(cat, workload=True)
     if sets:
         w = resolve_workload(cat, name)[1]
     entry = w.model_dump(mode="json", exclude_none=True)

@@ -28,7 +28,6 @@ import json
 import math
 import statistics
 import sys
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -756,16 +755,10 @@ def _has(cat: Catalog, path: str) -> bool:
 
 
 def _calibrated(cat: Catalog, path: str) -> bool:
-    """Only values the catalog cites as fitted (ipd-calibration) are knobs; sourced ones stay.
-    While :func:`_calibrate` works out a set catalog's knobs, a value set on the command line is
-    one too where the shipped catalog fits it (checked there)."""
-    if _shipped_fit(cat, path):
-        return True
-    return _SET_FITS.get() and _has(cat, path) and _current(cat, path).source == CLI_SOURCE
-
-
-# a set value counts as a knob while the knobs of a `calibrate --set` are worked out
-_SET_FITS: ContextVar[bool] = ContextVar("set_fits", default=False)
+    """Only values the catalog cites as fitted (ipd-calibration) are knobs; sourced ones stay. A
+    value set on the command line is a candidate too: :func:`_calibrate` keeps it where the
+    shipped catalog fits it."""
+    return _has(cat, path) and _current(cat, path).source in ("ipd-calibration", CLI_SOURCE)
 
 
 # fitted in this order: serving knobs before the RL knobs whose cases also generate tokens (the
@@ -873,18 +866,14 @@ def _calibrate(cat: Catalog, base: Catalog, path: Path | None) -> Listing:
         name = shown_name(cases_path(path))
         raise InputError(f"{name}: has no fitting cases, so nothing to calibrate; add a fitting case")
     groups: dict[str, list[Case]] = {}
-    token = _SET_FITS.set(True)
-    try:
-        for case in cases:
-            # the knobs a case reads on the catalog it runs on (the sets applied), a set one among
-            # them where the shipped catalog fits it (a set value cites the command line: a set
-            # serving knob dropped out of the fit without a word, a scripting review; a value a set
-            # creates, such as GB200's own decode-pool floor, is no knob); its grid: half to twice
-            for knob in knobs_of(base, case) if case.split == "fitting" else []:
-                if _current(base, knob).source != CLI_SOURCE or _shipped_fit(cat, knob):
-                    groups.setdefault(knob, []).append(case)
-    finally:
-        _SET_FITS.reset(token)
+    for case in cases:
+        # the knobs a case reads on the catalog it runs on (the sets applied), a set one among them
+        # where the shipped catalog fits it (a set value cites the command line: a set serving knob
+        # dropped out of the fit without a word, a scripting review; a value a set creates, such as
+        # GB200's own decode-pool floor, is no knob); its grid: half to twice the value set
+        for knob in knobs_of(base, case) if case.split == "fitting" else []:
+            if _current(base, knob).source != CLI_SOURCE or _shipped_fit(cat, knob):
+                groups.setdefault(knob, []).append(case)
     rows = []
     for knob in sorted(groups, key=lambda k: (_rank(k), k)):
         row = _fit_knob(base, knob, groups[knob])
