@@ -808,6 +808,34 @@ def test_vary_paths_with_dotted_model_names():
     assert r.code == 2 and "--vary models.llama-3.1-8b.active_params: not an input" in r.stderr
 
 
+def test_a_spec_axis_is_an_input_where_the_workload_does_not_fit_at_the_catalogs_value(tmp_path):
+    # a fresh-eyes review: "how much HBM makes it fit?" was refused as "not an input of this
+    # estimate", because the run at the catalog's 80 GiB, infeasible, read no inputs. The 405B's
+    # training state needs 96 H100s at 80 GiB (the error says so), so 64 do not hold it; at 160 GiB
+    # the row is the single estimate at that value
+    work = write(tmp_path / "w.yaml", "model: llama-3.1-405b\ntokens: 1.0e12\ngpus: 64\nprecision: fp8\n")
+    hbm = "accelerators.h100-sxm.hbm_gib"
+    r = run_cli(
+        "sweep", "--workload", str(work), "--vary", "hardware=h100", "--vary", f"{hbm}=80,160",
+        "--metrics", "pretraining.wall_days", "-f", "csv",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [row[hbm] for row in rows] == ["80", "160"]
+    assert rows[0]["pretraining.wall_days"] == ""  # cannot run: empty, with a warning
+    assert "cannot run" in r.stderr and "needs at least 96 GPUs" in r.stderr
+    single = run_cli("compare", "h100", "--workload", str(work), "--set", f"{hbm}=160", "-f", "json")
+    assert single.code == 0, single.stderr
+    days = single.json()["systems"][0]["pretraining"]["wall_days"]
+    assert float(rows[1]["pretraining.wall_days"]) == pytest.approx(days, rel=1e-12)
+    # another system's path is still refused where no system reads it
+    other = run_cli(
+        "sweep", "--workload", str(work), "--vary", "hardware=h100",
+        "--vary", "accelerators.b200.hbm_gib=180,200", "-f", "csv",
+    )  # fmt: skip
+    assert other.code == 2 and "not an input of this estimate" in other.stderr
+
+
 def test_scenario_serving_cost_is_linear_in_price():
     r = run_cli(
         "sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=2,4", "-f", "json"

@@ -757,14 +757,17 @@ def check_price_axis(cat: Catalog, plan: SweepPlan) -> None:
         )
 
 
-def check_paths(plan: SweepPlan, results: list[Any]) -> None:
+def check_paths(cat: Catalog, plan: SweepPlan, results: dict[str, Any]) -> None:
     """Every varied path must be an input the estimate reads for at least one system (a workload
-    field is checked by :func:`check_values`)."""
+    field is checked by :func:`check_values`); while a system's block cannot run at the catalog's
+    values, any path but another system's or accelerator's may be one (as :func:`_physics_of`: a
+    fresh-eyes review, "how much HBM makes it fit?" was refused as "not an input")."""
     readable: set[str] = {PRICE}
-    for r in results:
+    for r in results.values():
         readable |= {a.path for a in r.assumptions if a.path}
     for axis in plan.numeric:
-        if axis.path not in readable and not axis.path.startswith("workload."):
+        unknown = {hw for hw, r in results.items() if r.infeasible and not _others_path(cat, hw, axis.path)}
+        if axis.path not in readable and not axis.path.startswith("workload.") and not unknown:
             from .pricing import owning_input
 
             if owning_input(axis.path) and plan.pricing.startswith("rental"):  # the price basis
@@ -896,7 +899,7 @@ def search(
     for hw in plan.hardware:
         nominal[hw] = point(cat, plan, hw, [], draws)
         tick()
-    check_paths(plan, [p.result for p in nominal.values()])
+    check_paths(cat, plan, {hw: p.result for hw, p in nominal.items()})
     unread = _unread_axis_notes(cat, plan, {hw: p.result for hw, p in nominal.items()})
     check_values(cat, plan)
     split = {hw: _physics_of(cat, plan, hw, nominal[hw].result) for hw in plan.hardware}
