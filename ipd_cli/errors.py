@@ -119,6 +119,13 @@ def count_text(n: float) -> str:
     return f"{n:,.0f}" if abs(n) < 1e12 else f"{n:.3g}"
 
 
+def gb_text(n_bytes: float) -> str:
+    """Bytes as GB the way a reader compares them: '73.0', or '1.06e+291' when absurd (a what-if
+    model of 1e300 parameters printed 300 digits)."""
+    gb = n_bytes / 1e9
+    return f"{gb:,.1f}" if abs(gb) < 1e12 else f"{gb:.3g}"
+
+
 def _parts(name: str) -> list[str]:
     """A name's runs of letters and of digits ('llama-3.1-70b': llama, 3, 1, 70, b)."""
     return re.findall(r"[a-z]+|[0-9]+", name)

@@ -521,6 +521,36 @@ def test_a_user_table_keyed_by_name_adds_its_keys_and_keeps_the_others(tmp_path)
     assert kept["origin"] == "builtin:efficiency.yaml"
 
 
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        (
+            "efficiency:\n  training_share_by_accelerator:\n"
+            "    b2OO: {value: 0.5, source: ipd-calibration}\n",
+            "efficiency.training_share_by_accelerator: 'b2OO'",
+        ),
+        (
+            "efficiency:\n  training_gemm_max_share_by_accelerator:\n"
+            "    b2OO: {fp8: {value: 0.5, source: ipd-calibration}}\n",
+            "efficiency.training_gemm_max_share_by_accelerator: 'b2OO'",
+        ),
+        (
+            "serving:\n  families:\n    hopper:\n      accelerators: [h100-sxm, h200, h800, h20, x999]\n"
+            "      default_stack: {value: trtllm, source: trtllm-perf-overview}\n",
+            "serving.families.hopper.accelerators: 'x999'",
+        ),
+    ],
+)
+def test_a_table_key_that_names_no_accelerator_is_refused(tmp_path, body, where):
+    # a fresh-eyes review: `x2OO` for `x200` in a user's training_share_by_accelerator was accepted
+    # and never read (the answer 30 % off, without a word), as was a family listing no accelerator
+    path = write(tmp_path / "eff.yaml", body)
+    r = run_cli("hardware", "list", "--catalog", str(tmp_path), "-f", "csv")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.startswith(f"ipd: error: unknown accelerator in {path}: {where}; choose one of: a100-sxm")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
 def test_a_user_file_cannot_retitle_a_catalog_source(tmp_path):
     # a user review: `sources: {N3: {title: My fake datasheet}}` re-cited GB200's built-in specs
     write(tmp_path / "src.yaml", 'sources:\n  N3: {title: "My fake datasheet", date: 2026-11-01}\n')
@@ -687,3 +717,19 @@ def test_an_eagle_method_needs_the_draft_rule_and_its_shapes_name_catalog_models
     assert "'llama-3.1-8bb'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     write(f, method + rule + f"      draft_shapes:\n        llama-3.1-8b: {shape}\n")
     assert run_cli("hardware", "list", env={"IPD_CATALOG": str(tmp_path)}).code == 0
+
+
+def test_a_user_system_without_capex_is_told_what_capex_is_for(tmp_path):
+    # a fresh-eyes review: an analyst with a rental quote alone got a bare "Field required"
+    body = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "hardware.yaml").read_text())
+    system = body["systems"]["h100-sxm"]
+    system.pop("capex_usd")
+    system["aliases"] = []
+    path = write(tmp_path / "hw.yaml", yaml.safe_dump({"systems": {"my-node": system}}))
+    r = run_cli("serve", "--hardware", "my-node", "--model", "llama-3.1-8b", "--catalog", str(tmp_path))
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr == (
+        f"ipd: error: {path}: systems.my-node.capex_usd: Field required (the system's purchase price, "
+        "which owning costs read, --pricing tco; rental prices do not: with no quote, give your best "
+        "figure marked `estimate: true`)\n"
+    )

@@ -274,6 +274,21 @@ def test_power_below_tdp_names_only_the_set_that_touches_it(tmp_path):
     assert "systems.h200" not in line and "capex" not in line
 
 
+def test_a_user_files_system_below_its_gpus_tdp_names_the_file(tmp_path):
+    # a fresh-eyes review: a user file's unit-slip warnings named the file, its power warning did not
+    body = copy.deepcopy(layers.load_raw([]).sections["systems"]["h100-sxm"])
+    body["power_kw"] = {"value": 1.3}  # 8 x 700 W alone is 5.6 kW
+    body["aliases"] = []
+    path = write(tmp_path / "hw.yaml", yaml.safe_dump({"systems": {"my-node": body}}))
+    r = run_cli("hardware", "show", "my-node", "--catalog", str(tmp_path), "-f", "json")
+    assert r.code == 0, r.stderr
+    tdp = load().accelerators["h100-sxm"].tdp_w.value
+    assert warnings(r.stderr) == [
+        f"ipd: warning: {path}: systems.my-node.power_kw = 1.3 is below its accelerators' TDP alone "
+        f"(8 x {tdp:g} W = {8 * tdp / 1000:g} kW): is it per GPU, or in another unit?"
+    ]
+
+
 def test_a_rental_price_the_estimate_does_not_read_is_warned():
     # a scripting review: `--pricing tco --set systems.vera-rubin.prices.reserved=3` gave the same
     # answer without a word (the owning-cost case was warned)

@@ -221,8 +221,15 @@ def _aliases(catalog: Catalog, section: str) -> dict[str, str]:
     for name, entry in entries.items():
         for alias in entry.aliases:
             if alias in entries or alias in out:
-                owner = "an entry's name" if alias in entries else f"an alias of '{out[alias]}'"
-                raise InputError(f"alias '{alias}' of '{name}' is already {owner}; rename one")
+                from ipd_cli.catalog.overrides import library_label  # the library names `sets`
+
+                other = alias if alias in entries else out[alias]
+                here, there = (library_label(catalog.origins[(section, n)]) for n in (name, other))
+                owner = "the name of" if alias in entries else "an alias of"
+                raise InputError(
+                    f"alias '{alias}' of {section}.{name} ({here}) is already {owner} {section}.{other} "
+                    f"({there}); rename one"
+                )
             twin = spelt.get(alias.lower())
             if twin is not None and twin != alias:
                 from ipd_cli.catalog.overrides import library_label  # the library names `sets`
@@ -246,6 +253,7 @@ def _check_references(cat: Catalog) -> None:
             raise unknown(f"accelerator in {where}.accelerator:", s.accelerator, list(cat.accelerators))
         if s.host_cpu not in cat.cpus:
             raise unknown(f"cpu in {where}.host_cpu:", s.host_cpu, list(cat.cpus))
+    _check_accelerator_keys(cat)
     for name, method in cat.serving.speculative_methods.items():
         for model in method.draft_shapes:  # a model's own name, as the estimate looks it up
             if model not in cat.models:
@@ -259,6 +267,22 @@ def _check_references(cat: Catalog) -> None:
             raise unknown(f"model in {where}.model:", w.model, list(cat.models))
         if w.kind == "scenario":
             check_scenario_refs(cat, w, where)
+
+
+def _check_accelerator_keys(cat: Catalog) -> None:
+    """Tables keyed by accelerator, and the serving families' lists: a key that names no
+    accelerator is a typo whose value nothing reads (a fresh-eyes review: `x2OO` for `x200` left the
+    user's training share unread, 30 % on the answer, without a word)."""
+    for table in ("training_share_by_accelerator", "training_gemm_max_share_by_accelerator"):
+        for acc in getattr(cat.efficiency, table):
+            if acc not in cat.accelerators:
+                where = f"{cat.origin_of('efficiency', table, acc)}: efficiency.{table}"
+                raise unknown(f"accelerator in {where}:", acc, list(cat.accelerators))
+    for fam, f in cat.serving.families.items():
+        for acc in f.accelerators:
+            if acc not in cat.accelerators:
+                where = f"{cat.origin_of('serving', 'families', fam)}: serving.families.{fam}.accelerators"
+                raise unknown(f"accelerator in {where}:", acc, list(cat.accelerators))
 
 
 def check_scenario_refs(cat: Catalog, s: Any, where: str) -> None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ipd_cli.errors import InputError, did_you_mean, suggestions
 
-from .layers import ENTRY_SECTIONS, KEYED, MERGED_SECTIONS, keep_origins
+from .layers import ENTRY_SECTIONS, FOLDED, KEYED, MERGED_SECTIONS, keep_origins
 from .plausibility import economics_warnings, override_warnings, power_warnings
 from .schema import STAGE_WORKLOADS, Source, Sourced
 from .validation import WORKLOAD_KINDS, validate_entry, validation_error
@@ -65,14 +65,21 @@ def entry_name(names: dict[str, str], section: str, keys: list[str]) -> tuple[st
     """The canonical entry a path names and the field keys after it.
 
     ``names`` maps every name and alias of the section to its canonical name. Names may hold
-    dots (llama-3.1-8b): the longest name that leaves at least one field wins.
+    dots (llama-3.1-8b): the longest name that leaves at least one field wins. Systems', models'
+    and workloads' are read in any case, as on the command line (`systems.H100.power_kw`).
     """
+    # two names differing only in case are refused (catalog._aliases), so the fold is one entry
+    folded = {str(n).lower(): e for n, e in names.items()} if section in FOLDED else {}
+
+    def entry(candidate: str) -> str | None:
+        return names.get(candidate) or folded.get(candidate.lower())
+
     for end in range(len(keys) - 1, 1, -1):
-        candidate = ".".join(keys[1:end])
-        if candidate in names:
-            return names[candidate], keys[end:]
-    if keys[1] in names:
-        return names[keys[1]], keys[2:]
+        found = entry(".".join(keys[1:end]))
+        if found is not None:
+            return found, keys[end:]
+    if (found := entry(keys[1])) is not None:
+        return found, keys[2:]
     # no entry: the name the user meant may hold dots too (`lama-3.1-8b`, not `lama-3`): the longest
     # prefix with a close spelling, else the first key (`systems.qqq.capex_usd.value`: 'qqq')
     prefixes = [".".join(keys[1:end]) for end in range(len(keys) - 1, 1, -1)]
@@ -299,6 +306,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     origins[("sources", CLI_SOURCE)] = "command line"
     touched = {"sources"}  # the sections the overrides change (a --set source is added to sources)
     slips: list[str] = []  # unit-slip warnings of economics values
+    bodies: dict[tuple[str, str], dict] = {}  # each entry --set, as data, with its sets applied
     for o in parsed:
         keys = o.path.split(".")
         section = keys[0]
@@ -328,38 +336,68 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         names = {n: n for n in sections[section]}
         names.update(cat.aliases.get(section, {}))
         name, fields = entry_name(names, section, keys)
-        body = _dump(sections[section][name])
+        body = bodies.get((section, name))
+        if body is None:
+            body = bodies[(section, name)] = _dump(sections[section][name])
         _assign(body, fields, o.value, f"{section}.{name}", cls)
         _check_source(o, sections["sources"])
         before = origins.get((section, name), "")
         origins[(section, name)] = f"{before} + --set {o.text}".lstrip(" +")  # the data's label
-        where = library_label(origins[(section, name)])  # the library's message names the parameter
-        sections[section][name] = validate_entry(cls, body, f"{where}: {section}.{name}")
         entries.append((section, name, fields))
         given.append(o.text)
+    # each entry validated once, with all its sets: fields that must agree (a dense model's active
+    # and total parameters) can be changed together
+    for (section, name), body in bodies.items():
+        where = library_label(origins[(section, name)])  # the library's message names the parameter
+        sections[section][name] = validate_entry(ENTRY_SECTIONS[section], body, f"{where}: {section}.{name}")
     new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
     finish(new)
     # what the engine already read from the sections no override touches is the same in the copy
     # (the same entries, origins and aliases): ``ipd calibrate`` and sweeps make a copy per value
     new.resolved.update((p, r) for p, r in cat.resolved.items() if p.split(".", 1)[0] not in touched)
-    lines = _warnings(cat, new, entries, slips, given) + _repeated(parsed)
+    lines = _warnings(cat, new, entries, slips, given) + _repeated(cat, parsed)
     if lines:
         new.warnings = list(dict.fromkeys([*cat.warnings, *lines]))
     return new
 
 
-def _repeated(parsed: list[Override]) -> list[str]:
-    """A path given more than once: the last value applies, as it does in a shell's environment,
-    but say so (a new user's review: `--set economics.pue=1.2 --set economics.pue=1.4` ran at 1.4
-    without a word, where a YAML file's repeated key is refused)."""
-    values: dict[str, list[str]] = {}
+def _repeated(cat: Catalog, parsed: list[Override]) -> list[str]:
+    """A value given more than once: the last applies, as it does in a shell's environment, but
+    say so (a new user's review: `--set economics.pue=1.2 --set economics.pue=1.4` ran at 1.4
+    without a word, where a YAML file's repeated key is refused); also where the paths are two
+    spellings of one value (a fresh-eyes review: an alias and the entry's name, `X` and `X.value`,
+    a price's label and its `usd_per_gpu_hour`), naming both."""
+    given: dict[str, list[Override]] = {}
     for o in parsed:
-        values.setdefault(o.path, []).append(o.text.partition("=")[2])
-    return [
-        f"`sets` {path} is given {len(given)} times ({', '.join(given)}): the last, {given[-1]}, applies"
-        for path, given in values.items()
-        if len(given) > 1
-    ]
+        given.setdefault(_value_key(cat, o.path), []).append(o)
+    out = []
+    for sets in given.values():
+        if len(sets) < 2:
+            continue
+        last = sets[-1].text.partition("=")[2]
+        if len({o.path for o in sets}) == 1:
+            values = ", ".join(o.text.partition("=")[2] for o in sets)
+            out.append(
+                f"`sets` {sets[0].path} is given {len(sets)} times ({values}): the last, {last}, applies"
+            )
+        else:
+            texts = ", ".join(o.text for o in sets)
+            out.append(
+                f"`sets`: one value given {len(sets)} times, spelt differently ({texts}): "
+                f"the last, {last}, applies"
+            )
+    return out
+
+
+def _value_key(cat: Catalog, path: str) -> str:
+    """The value ``path`` sets, however spelt: its entry named canonically, without a trailing
+    ``.value`` (a sourced number's) or a price's ``.usd_per_gpu_hour`` (``prices.LABEL=V`` sets it)."""
+    keys = canonical_path(cat, path).split(".")
+    if keys[-1] == "value" and len(keys) > 2:
+        keys = keys[:-1]
+    if keys[-1] == "usd_per_gpu_hour" and len(keys) > 3 and keys[0] == "systems" and keys[-3] == "prices":
+        keys = keys[:-1]
+    return ".".join(keys)
 
 
 def _check_source(o: Override, sources: dict) -> None:

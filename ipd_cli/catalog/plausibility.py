@@ -189,8 +189,10 @@ def power_warnings(cat: Catalog, only: set[str] | None = None) -> list[str]:
             continue
         tdp_w = float(cat.accelerators[system.accelerator].tdp_w.value)
         line = _power_line(name, float(system.power_kw.value), system.accelerators, tdp_w)
-        if line is not None:
-            out.append(line)
+        if line is not None:  # a user file's names that file, as a unit slip's does (a fresh-eyes review)
+            out.append(
+                line if only is not None else f"{origin if not _builtin(origin) else acc_origin}: {line}"
+            )
     return out
 
 

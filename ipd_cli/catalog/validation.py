@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from ipd_cli.errors import InputError, did_you_mean
 
-from .schema import STAGE_WORKLOADS, PretrainWorkload, RlWorkload, Scenario, Workload
+from .schema import STAGE_WORKLOADS, PretrainWorkload, RlWorkload, Scenario, System, Workload
 
 # the source of a value or entry a user file gives without one (its origin names the file)
 USER_SOURCE = "user"
@@ -128,6 +128,12 @@ def format_validation_error(
             hint = _stage_field_hint(first["loc"], first.get("input")) or hint
     elif first["type"] == "missing" and cls is Scenario and tuple(first["loc"]) in SCENARIO_STAGES:
         msg = f"missing: {SCENARIO_STAGES[tuple(first['loc'])]}"
+    elif first["type"] == "missing" and cls is System and tuple(first["loc"]) == ("capex_usd",):
+        # a fresh-eyes review: an analyst with a rental quote alone was told "Field required"
+        msg += (
+            " (the system's purchase price, which owning costs read, `pricing` tco; rental prices do "
+            "not: with no quote, give your best figure marked `estimate: true`)"
+        )
     value = first.get("input")
     expected = first.get("ctx", {}).get("class_name", "") if first["type"] == "model_type" else ""
     if expected.startswith("Sourced") and not isinstance(value, dict | list):  # success_rate: 0.7

@@ -32,7 +32,7 @@ from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.schema import FP8_RECIPES, Accelerator, Model
-from ipd_cli.errors import InfeasibleError, InputError, counted
+from ipd_cli.errors import InfeasibleError, InputError, counted, gb_text
 
 from . import formulas as f
 from . import search as sr
@@ -1968,7 +1968,7 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
         least = float(np.min(s.out["memory_bytes"]))
         what = (
             f"no plan{' with `plan` ' + pins_text(pins) if pins else ''} fits {where}: the smallest "
-            f"needs {least / 1e9:,.1f} GB per GPU, {x['hbm_cap'] / 1e9:,.1f} GB usable"
+            f"needs {gb_text(least)} GB per GPU, {gb_text(x['hbm_cap'])} GB usable"
         )
     near = nearest_plan(x, gpus, pins, first)
     if near is not None:
