@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import FIXED_RL_GPUS, run_cli, run_cli_once
 
+from ipd_cli.catalog.loader import load_catalog
 from ipd_cli.errors import did_you_mean
 
 
@@ -326,6 +327,10 @@ def test_a_roadmap_system_is_marked_in_the_table_and_on_stderr():
     assert "| Status |  | roadmap | shipping |" in r.stdout
     assert "ipd: warning: rubin-ultra is a roadmap system flagged unstable" in r.stderr
     assert "ipd: warning" not in r.stdout
+    # "an announced system", not "a announced" (a fresh-eyes review: a user system's status)
+    r = run_cli("serve", "--hardware", "vera-rubin", "--model", "llama-3.1-8b", "--set",
+                "systems.vera-rubin.status=announced", "-f", "json")  # fmt: skip
+    assert "ipd: warning: vera-rubin-nvl72 is an announced system: its specs and prices are plans" in r.stderr
 
 
 def test_a_missed_service_target_is_marked_in_the_table_and_on_stderr():
@@ -622,6 +627,17 @@ def test_a_new_accelerator_without_a_serving_family_says_it_runs_the_reference(t
     assert r.code == 0, r.stderr
     assert r.json()["serving"]["stack"] == "reference"
     assert "copy-nvl72: no serving stack is measured on its accelerator" in r.stderr
+    # and it names the fix (a fresh-eyes review): listed in GB200's family, the copy reads its profile
+    assert "list the accelerator in `serving.families.FAMILY.accelerators`" in r.stderr
+    cat = load_catalog([tmp_path])
+    family = cat.serving.families["grace-blackwell"]
+    placed = (
+        f"serving.families.grace-blackwell.accelerators=[{', '.join([*family.accelerators, 'gb200-copy'])}]"
+    )
+    r = run_cli("serve", "--hardware", "copy-nvl72", "--model", "llama-3.1-70b", "--catalog", str(tmp_path),
+                "--set", placed, "-f", "json")  # fmt: skip
+    assert r.code == 0, r.stderr
+    assert r.json()["serving"]["stack"] == "trtllm" and "no serving stack is measured" not in r.stderr
 
 
 def test_explain_gives_each_inputs_unit_source_and_path_as_fields():

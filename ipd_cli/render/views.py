@@ -771,7 +771,10 @@ def warnings(
         status, unstable = (statuses or {}).get(hw) or (s.get("status"), False)
         if status and status != "shipping":
             flag = " flagged unstable" if unstable else ""
-            out.append(f"{hw} is a {status} system{flag}: its specs and prices are plans, not measurements")
+            article = "an" if status[0] in "aeiou" else "a"  # "an announced system" (a fresh-eyes review)
+            out.append(
+                f"{hw} is {article} {status} system{flag}: its specs and prices are plans, not measurements"
+            )
         stages = {w["stage"]: w for w in (s.get("infeasible") or {}).values()}
         out += [_infeasible_line(hw, why, s) for why in stages.values()]
         rl = s.get("rl")
@@ -800,7 +803,9 @@ def warnings(
         if isinstance(point, dict) and point.get("stack") == "reference":
             out.append(
                 f"{hw}: no serving stack is measured on its accelerator (a catalog `serving.families` "
-                "entry names its family): the reference serving efficiencies apply"
+                "entry names its family): the reference serving efficiencies apply, estimates that no "
+                "stack's measurements fit and that can move the answer far from a measured family's; "
+                "list the accelerator in `serving.families.FAMILY.accelerators` to read that family's"
             )
         if isinstance(point, dict) and point.get("target_met"):
             # met, but by running fewer sequences than GPUs on a decode instance: next to nothing is
