@@ -387,6 +387,29 @@ def test_a_tampered_or_unstored_listing_is_a_miss(fresh_cache, monkeypatch):
     assert cache.stored_listing("hardware") is None
 
 
+def test_a_user_catalogs_cache_key_holds_the_date_its_unsourced_values_cite(tmp_path, monkeypatch):
+    # a fresh-eyes review: a user file's value with no source cites `user` dated today, and a cached
+    # catalog kept the day it was written; the built-in catalog's key does not move with the date
+    import datetime as dt
+
+    from ipd_cli.catalog import cache
+    from ipd_cli.catalog.dirs import catalog_dirs
+
+    write(tmp_path / "econ.yaml", "economics:\n  pue: {value: 1.2}\n")
+    user, builtin = catalog_dirs([tmp_path]), catalog_dirs()
+    assert len(user) == len(builtin) + 1
+    keys = (cache.fingerprint(user), cache.fingerprint(builtin))
+
+    class Later(dt.date):
+        @classmethod
+        def today(cls):
+            return cls(2099, 1, 1)
+
+    monkeypatch.setattr(dt, "date", Later)
+    assert cache.fingerprint(user) != keys[0]
+    assert cache.fingerprint(builtin) == keys[1]
+
+
 def test_the_cache_key_covers_the_code_the_listing_comes_from(fresh_cache, tmp_path, monkeypatch):
     from ipd_cli.catalog import cache
     from ipd_cli.catalog.dirs import catalog_dirs
@@ -732,4 +755,60 @@ def test_a_user_system_without_capex_is_told_what_capex_is_for(tmp_path):
         f"ipd: error: {path}: systems.my-node.capex_usd: Field required (the system's purchase price, "
         "which owning costs read, --pricing tco; rental prices do not: with no quote, give your best "
         "figure marked `estimate: true`)\n"
+    )
+
+
+def test_a_catalog_directory_that_holds_no_catalog_file_is_warned(tmp_path):
+    # a fresh-eyes review: a file in mycat/hardware/ (not read) or named hw.YAML was skipped without
+    # a word, and the run said only "unknown hardware"
+    d = tmp_path / "mycat"
+    write(d / "hardware" / "hw.yaml", "economics:\n  pue: {value: 1.2}\n")
+    write(d / "hw.YAML", "economics:\n  pue: {value: 1.2}\n")
+    r = run_cli("hardware", "list", "--catalog", str(d), "-f", "csv")
+    assert r.code == 0 and r.stdout
+    assert r.stderr == (
+        f"ipd: warning: {d}: no *.yaml or *.yml file in it or in its workloads/ (other subdirectories "
+        "are not read, the extension is lower case): nothing of the catalog comes from it\n"
+    )
+    write(d / "workloads" / "w.yaml", "model: llama-3.1-8b\ntokens: 1.0e12\ngpus: 64\n")
+    assert "nothing of the catalog" not in run_cli("hardware", "list", "--catalog", str(d)).stderr
+
+
+def test_a_new_family_whose_stack_has_no_profile_for_it_is_told_the_fix(tmp_path):
+    # a fresh-eyes review: "'trtllm' has no profile for mine", with nothing to do about it
+    body = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "hardware.yaml").read_text())
+    accelerator = body["accelerators"]["h100-sxm"]
+    write(
+        tmp_path / "fam.yaml",
+        yaml.safe_dump({"accelerators": {"my-gpu": accelerator}})
+        + "serving:\n  families:\n    mine: {accelerators: [my-gpu], default_stack: {value: trtllm}}\n",
+    )
+    r = run_cli("hardware", "list", "--catalog", str(tmp_path), "-f", "csv")
+    assert r.code == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert (
+        "families.mine.default_stack: 'trtllm' has no profile for mine; list its accelerators in an "
+        "existing family instead, or give the stack a profile for it (`profiles: {mine: {borrow: "
+        "FAMILY}}` in a copy of the whole `stacks.trtllm` entry)"
+    ) in r.stderr
+
+
+def test_workloads_show_of_a_file_says_it_takes_names(tmp_path):
+    # a fresh-eyes review: `ipd workloads show sc1.yaml` said only "unknown workload 'sc1.yaml'"
+    path = write(tmp_path / "sc1.yaml", "model: llama-3.1-8b\ntokens: 1.0e12\ngpus: 64\n")
+    r = run_cli("workloads", "show", str(path))
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr == (
+        f"ipd: error: unknown workload '{path}': a listing shows catalog workloads by name; compare, rl "
+        "and sweep take a workload file as their workload, and a file in a catalog directory's "
+        "workloads/ (--catalog) is listed by its name, 'sc1'\n"
+    )
+
+
+def test_a_tab_that_indents_a_catalog_file_is_named(tmp_path):
+    # a fresh-eyes review: PyYAML's "found character that cannot start any token" alone
+    path = write(tmp_path / "x.yaml", "economics:\n\tpue: {value: 1.2}\n")
+    r = run_cli("hardware", "list", "--catalog", str(tmp_path), "-f", "csv")
+    assert r.code == 2 and r.stderr == (
+        f"ipd: error: {path}: invalid YAML (line 2, column 1): found character that cannot start any "
+        "token; a tab: YAML indents with spaces\n"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import FIXED_RL_GPUS, run_cli, run_cli_once
 
+from ipd_cli import load
 from ipd_cli.catalog.loader import load_catalog
 from ipd_cli.errors import did_you_mean
 
@@ -834,3 +835,15 @@ def test_explain_gives_each_pretraining_step_term_and_the_efficiency_rows(catalo
     )
     assert fixed["value"] == pytest.approx(catalog.efficiency.training_step_overhead_ms.value * 1e-3)
     assert "efficiency.training_step_overhead_ms" in fixed["formula"]
+
+
+def test_a_rental_preference_no_price_matches_names_where_it_was_set():
+    # a fresh-eyes review: a --set preference the system has no price for blamed the system's file
+    r = run_cli("serve", "--hardware", "h200", "--model", "llama-3.1-8b", "--set",
+                "economics.rental_label_preference=[spot]")  # fmt: skip
+    labels = ", ".join(sorted(p.label for p in load().system("h200").prices))
+    assert r.code == 2 and r.stderr == (
+        "ipd: error: builtin:hardware.yaml: systems.h200.prices has none of the labels ['spot'] "
+        "(economics.rental_label_preference, --set economics.rental_label_preference=[spot]); add one, "
+        f"choose one it has ({labels}) or use --pricing tco\n"
+    )

@@ -172,6 +172,11 @@ def fingerprint(dirs: list[Path]) -> str | None:
     from .yamlio import MAX_FILE_BYTES
 
     h = hashlib.sha256(f"{FORMAT} {VERSION} {__version__}\n".encode())
+    if len(dirs) > 1:  # a user file's value with no source cites `user`, dated today: a cached
+        # catalog kept the day it was written (a fresh-eyes review), so user catalogs key on the date
+        import datetime as dt
+
+        h.update(f"date\0{dt.date.today().isoformat()}\0".encode())
     try:
         for module in [*sorted(Path(__file__).parent.glob("*.py")), *_LISTING_CODE]:  # a code change
             h.update(module.name.encode() + b"\0" + module.read_bytes() + b"\0")

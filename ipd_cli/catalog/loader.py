@@ -27,8 +27,8 @@ def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = 
     a copy of it, re-validating only the entries they touch.
     """
     dirs = catalog_dirs(extra_dirs)
-    for d in dirs:
-        layer_files(d)  # a missing directory is an error even when a cache exists
+    # a missing directory is an error even when a cache exists
+    empty = [d for d in dirs if not any(layer_files(d))]
     # None: no cache, or a file the YAML reader will name below
     key = cache.fingerprint(dirs) if cache.cache_dir() is not None else None
     cat = cache.read(dirs, key) if key else None
@@ -42,6 +42,13 @@ def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = 
     # a user directory's values are checked against the built-in spans; an untrusted cache
     # directory is said too (the library prints nothing: the CLI prints Catalog.warnings)
     notes = cache.drain_warnings() + (user_file_warnings(cat) if len(dirs) > 1 else [])
+    # a directory read that holds no catalog file: a fresh-eyes review's `mycat/hardware/hw.yaml`
+    # and `hw.YAML` were skipped without a word, and the run then said only "unknown hardware"
+    notes += [
+        f"{d}: no *.yaml or *.yml file in it or in its workloads/ (other subdirectories are not read, "
+        "the extension is lower case): nothing of the catalog comes from it"
+        for d in empty
+    ]
     if notes:
         cat = dataclasses.replace(cat, warnings=notes)
     return cat.with_overrides(sets) if sets else cat

@@ -1406,8 +1406,11 @@ class ServingEfficiency(Strict):
                 owner[acc] = fam
             stack = self.stacks.get(f.default_stack.value)
             if stack is None or fam not in stack.profiles:
-                raise ValueError(
-                    f"families.{fam}.default_stack: '{f.default_stack.value}' has no profile for {fam}"
+                raise ValueError(  # with the fix (a fresh-eyes review: a new family had none)
+                    f"families.{fam}.default_stack: '{f.default_stack.value}' has no profile for {fam}; "
+                    "list its accelerators in an existing family instead, or give the stack a profile "
+                    f"for it (`profiles: {{{fam}: {{borrow: FAMILY}}}}` in a copy of the whole "
+                    f"`stacks.{f.default_stack.value}` entry)"
                 )
         for name, st in self.stacks.items():
             for fam, prof in st.profiles.items():

@@ -231,6 +231,13 @@ _PARSED_MAX = 64
 _PARSED_TEXT_MAX = 1_000_000  # the validation cases (about 460 kB) included
 
 
+def _char_at(text: str, mark: Any) -> str:
+    """The character at a YAML error's mark ('' past the end)."""
+    lines = text.splitlines()
+    line = lines[mark.line] if 0 <= mark.line < len(lines) else ""
+    return line[mark.column] if 0 <= mark.column < len(line) else ""
+
+
 def _parse(text: str, name: str) -> Any:
     import yaml
 
@@ -245,6 +252,8 @@ def _parse(text: str, name: str) -> Any:
         elif "another document" in problem:
             one = "give one value" if name.startswith("`sets`") else "give one mapping per file"
             problem = f"a second document (---) is not taken; {one}"
+        elif "'\\t'" in problem or (mark is not None and _char_at(text, mark) == "\t"):
+            problem += "; a tab: YAML indents with spaces"  # PyYAML's words alone (a fresh-eyes review)
         raise InputError(f"{name}: invalid YAML{where}: {problem}") from None
     except yaml.YAMLError as e:
         raise InputError(f"{name}: invalid YAML: {e}") from None
