@@ -692,6 +692,16 @@ class Rl(Result):
         description="the workload's GPUs when they were too few to run on this system and "
         "grow_gpus_to_fit raised them to `gpus` (else null)",
     )
+    cheaper_grown_gpus: int | None = Field(
+        default=None,
+        description="where grow_gpus_to_fit may grow the workload and its GPUs ran as asked: the GPUs "
+        "of the larger run a request too small to split grows to (the trainer's fewest plus the "
+        "generation pool with the least cost per step), where that costs less a step than this run "
+        "(else null); the request binds, so ask for these to get it",
+    )
+    cheaper_grown_usd_per_step: float | None = Field(
+        default=None, description="that larger run's cost per step (else null)"
+    )
     gen_gpus: int
     train_gpus: int
     instance_gpus: int

@@ -572,6 +572,13 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             f"training state) + {rl['gen_gpus']:,} generating ({_replicas(rl)}: of the pools of whole "
             "rollout replicas up to the trainer's size, the one with the least cost per step)"
         )
+    if rl.get("cheaper_grown_gpus"):  # the request binds; say which larger one costs less a step
+        out.append(
+            f"{hw}: RL post-training runs on the {counted(rl['gpus'])} asked for, at "
+            f"${rl['usd_per_step']:,.0f} a step; {rl['cheaper_grown_gpus']:,} GPUs (the trainer's fewest "
+            "plus the generation pool a smaller request grows to) would cost "
+            f"${rl['cheaper_grown_usd_per_step']:,.0f}: ask for them to get that step"
+        )
     out += _idle_generation_lines(hw, rl)
     from ipd_cli.engine.formulas import DAYS_PER_YEAR
 

@@ -597,13 +597,17 @@ class _StepSeconds:
         s.rollouts.ahead(s.nums, gens, asynchronous, sandbox_load(s.nums, s.host, total))
 
 
-def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, int | None]:
+def choose_split(
+    s: Setup, split: str | None, origin: str
+) -> tuple[int, int, int | None, tuple[int, float] | None]:
     """The GPUs of each role: colocated uses all for both; given sizes are checked; otherwise the
     fastest split among those whose trainer holds the training state. Third, the GPUs requested
-    where ``grow_gpus_to_fit`` ran on more (else None: given pools are the run, not a resize)."""
+    where ``grow_gpus_to_fit`` ran on more (else None: given pools are the run, not a resize);
+    fourth, where it could grow and the GPUs asked for ran as asked, the larger run a smaller
+    request would grow to, with its GPU-seconds a step, where that costs less a step (else None)."""
     w, mem = s.w, s.memory
     given = w.given_split()
-    requested, searched, note = None, False, None
+    requested, searched, note, larger = None, False, None, None
     if w.mode == "colocated":
         total = w.total_gpus()
         check_trainer_memory(mem, total, "gpus", s.where, s.rates.y["seq"])
@@ -632,13 +636,34 @@ def choose_split(s: Setup, split: str | None, origin: str) -> tuple[int, int, in
                 gg, tg = split_gpus(total, pools, seconds, mem.min_gpus, grain=s.system_gpus)
             except InfeasibleError as e:
                 raise InfeasibleError(f"{s.where}: {e}") from None
+            if w.grow_gpus_to_fit:
+                larger = _cheaper_grown(s, seconds, pools, total, gg, tg)
     if searched:  # the split search chose them, not the workload or the command line
         origin, note = "split search", "the generation / training split with the shortest step"
         if requested is not None:  # grown: the trainer's fewest GPUs and the cheapest pool
             note = "the trainer's fewest GPUs plus the generation pool with the least cost per step"
     s.inp.given("generation GPUs", gg, "GPUs", origin, note=note, path="workload.gen_gpus")
     s.inp.given("training GPUs", tg, "GPUs", origin, note=note, path="workload.train_gpus")
-    return gg, tg, requested
+    return gg, tg, requested, larger
+
+
+def _cheaper_grown(
+    s: Setup, seconds: _StepSeconds, pools: list[int], total: int, gen: int, train: int
+) -> tuple[int, float] | None:
+    """The run a request too small to split grows to (:func:`grown_split`), where it holds more GPUs
+    than ``total`` and costs less a step than ``gen`` + ``train`` (= ``total``) do: its GPUs and
+    GPU-seconds a step, else None. A physics audit: B300's 10T SWE step on ``gpus`` 1,151 grew to
+    1,536 GPUs at 1,599 s, on 1,152 ran as asked at 2,770 s and 30 % more a step, as the rule says
+    (the request binds where it can run), but nothing said which larger request gives the cheaper
+    step. Only where such a run can exceed the request (a grown pool is at most the trainer's size)."""
+    units = [*pools, s.system_gpus] if s.system_gpus else pools
+    if total >= s.memory.min_gpus + max(s.memory.min_gpus, *units):
+        return None
+    gg, tg = grown_split(pools, s.memory.min_gpus, seconds, grain=s.system_gpus)
+    grown = (gg + tg) * seconds(gg, tg)
+    if gg + tg > total and grown < total * seconds(gen, train) * (1 - 1e-9):
+        return gg + tg, grown
+    return None
 
 
 def estimate_rl(
@@ -757,10 +782,11 @@ def _estimate_rl(
     )  # fmt: skip
     ctx = sv.serving_context(cat, hardware, w.model, origin)
     s = setup(ctx, w, pricing, origin, split)
-    gg, tg, requested = choose_split(s, split, origin)
+    gg, tg, requested, larger = choose_split(s, split, origin)
     out = evaluate(s, gg, tg)
     price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
     rl = assemble(
-        s, out, gg, tg, workload_name, price, basis, kw_per_gpu(ctx.inp, ctx.name), pue(ctx.inp), requested
-    )
+        s, out, gg, tg, workload_name, price, basis, kw_per_gpu(ctx.inp, ctx.name), pue(ctx.inp), requested,
+        larger,
+    )  # fmt: skip
     return RlResult(hardware=ctx.name, rl=rl, assumptions=ctx.trace.items)

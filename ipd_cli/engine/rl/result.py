@@ -86,10 +86,11 @@ def _staleness(mode: str, out: Outcome) -> float:
 
 def assemble(
     s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, workload: str, price: float, basis: str,
-    kw: float, p_ue: float, requested: int | None = None,
+    kw: float, p_ue: float, requested: int | None = None, larger: tuple[int, float] | None = None,
 ) -> Rl:  # fmt: skip
     """Cost and energy of the step; rollouts per kWh count every generated rollout (kept or not);
-    ``requested``: the workload's GPUs where ``grow_gpus_to_fit`` ran the step on more."""
+    ``requested``: the workload's GPUs where ``grow_gpus_to_fit`` ran the step on more; ``larger``:
+    the GPUs and GPU-seconds a step of a larger run that costs less a step (``_cheaper_grown``)."""
     t, n = out.step.seconds, s.nums
     mode = schedule(s.w.mode, s.w.staleness_bound)  # the schedule run (async at 0: disaggregated)
     phases = RlPhases(
@@ -126,6 +127,8 @@ def assemble(
         rollouts_per_kwh=n.generated / energy_kwh,
         gpus=billed,
         gpus_requested=requested,
+        cheaper_grown_gpus=larger[0] if larger else None,
+        cheaper_grown_usd_per_step=larger[1] / f.SECONDS_PER_HOUR * price if larger else None,
         gen_gpus=gen_gpus,
         train_gpus=train_gpus,
         instance_gpus=out.rollouts.gpus,
