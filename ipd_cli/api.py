@@ -467,7 +467,7 @@ STEP_UNITS = {
     "success_per_task": "fraction", "traffic_output_tokens_per_s": "tokens/s", "tasks_solved": "tasks",
     "usd_per_solved_task": "USD/task", "solved_tasks_per_kusd": "tasks/$1k",
     "solved_tasks_per_mwh": "tasks/MWh", "site_tasks_solved_per_day": "tasks/day",
-    "step_time_ms": "ms", "tokens_per_s_per_gpu": "tokens/s/GPU",
+    "step_time_ms": "ms", "tpot_ms": "ms", "tokens_per_s_per_gpu": "tokens/s/GPU",
     "recipe_batch_tokens": "tokens", "batch_token_multiplier": "x",
     "usd_per_million_output_tokens": "USD/M tokens", "effective_mfu": "fraction",
     "flops_per_token": "FLOP/token", "tokens_per_s_per_mw": "tokens/s/MW", "rollouts_per_kwh": "rollouts/kWh",

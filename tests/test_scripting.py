@@ -351,6 +351,8 @@ def test_explain_derives_the_serving_deployment_and_the_costs(explained):
         "serving.traffic_output_tokens_per_s",
         "serving.step_time_ms",
         "serving.tokens_per_s_per_gpu",
+        "serving.tpot_ms",
+        "serving.ttft_s",
         "serving.prefill_instance_s",
         "serving.usd_per_million_output_tokens",
         "serving.gpus_for_traffic",

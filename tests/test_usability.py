@@ -847,3 +847,33 @@ def test_a_rental_preference_no_price_matches_names_where_it_was_set():
         "(economics.rental_label_preference, --set economics.rental_label_preference=[spot]); add one, "
         f"choose one it has ({labels}) or use --pricing tco\n"
     )
+
+
+def test_explain_gives_time_per_output_token_and_to_first_token():
+    # a claim audit: the comparison table printed TPOT and TTFT and `ipd explain` had no row for
+    # them; TPOT comes out of the printed decode step, in both serving modes
+    from ipd_cli.engine.lifecycle import _latency_steps
+    from ipd_cli.engine.serving.estimate import estimate_serving
+
+    items = {i["metric"]: i for i in run_cli_once("explain", "vera-rubin", "-f", "json").json()["items"]}
+    tpot, ttft = items["serving.tpot_ms"], items["serving.ttft_s"]
+    step = items["serving.step_time_ms"]["value"]
+    assert (tpot["unit"], ttft["unit"], tpot["field"], ttft["field"]) == (
+        "ms",
+        "s",
+        "serving.tpot_ms",
+        "serving.ttft_s",
+    )
+    assert tpot["inputs"] == f"step_time_ms = {step!r}; speculative_speedup = 2.13"
+    assert tpot["value"] == pytest.approx(step / 2.13, rel=1e-12)
+    assert "lone prompt" in ttft["formula"] and "KV cache's hand-off" in ttft["formula"]
+    # aggregated: the other requests' prefills take turns with decode
+    point = estimate_serving(
+        load(), "h100", "llama-3.1-70b", disaggregated=False, tokens_per_user_s=30.0
+    ).serving
+    assert not point.disaggregated
+    row = _latency_steps(point)[0]
+    b, p, n = point.concurrency, point.prefill_instance_s, point.output_tokens
+    want = ((b - 1) * p * 1000 + n * point.step_time_ms / point.speculative_speedup) / n
+    assert row.metric == "serving.tpot_ms" and row.value == pytest.approx(want, rel=1e-9)
+    assert row.value == pytest.approx(point.tpot_ms, rel=1e-9)
