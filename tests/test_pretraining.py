@@ -920,6 +920,19 @@ def test_one_gpu_is_singular():
     assert r.code == 1 and "no plan fits on 1 GPU:" in r.stderr and "1 GPUs" not in r.stderr
 
 
+def test_plans_under_a_deadline_are_the_ones_that_meet_it(catalog):
+    # a fresh-eyes audit: 405B on GB200 with --days 90 listed runners-up of 90.02 to 91.09 days,
+    # unmarked: the plans on the chosen cluster that meet the deadline are listed, the chosen first
+    r = train(catalog, hardware="gb200", model="llama-3.1-405b", tokens=1.5e13, deadline_days=90, plans=8)
+    p = r.pretraining
+    assert p.wall_days <= 90 and p.plans and p.plans[0].plan == p.plan
+    assert all(q.wall_days <= 90 * (1 + 1e-9) for q in p.plans)
+    assert len(p.plans) < 8  # the others on that cluster miss it
+    fixed = train(catalog, hardware="gb200", model="llama-3.1-405b", tokens=1.5e13, gpus=p.gpus, plans=8)
+    assert len(fixed.pretraining.plans) == 8  # on the same GPUs without a deadline: all listed
+    assert any(q.wall_days > 90 for q in fixed.pretraining.plans)
+
+
 def test_plans_show_what_they_rank_by():
     # two rows had one name (they differ in global batch alone) and the second more tokens/s per
     # GPU: it ranks lower because its batch, beyond the recipe's, needs more tokens for the same loss
