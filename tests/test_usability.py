@@ -877,3 +877,28 @@ def test_explain_gives_time_per_output_token_and_to_first_token():
     want = ((b - 1) * p * 1000 + n * point.step_time_ms / point.speculative_speedup) / n
     assert row.metric == "serving.tpot_ms" and row.value == pytest.approx(want, rel=1e-9)
     assert row.value == pytest.approx(point.tpot_ms, rel=1e-9)
+
+
+def test_explain_calls_a_given_success_rate_measured_only_where_it_is_not_an_estimate():
+    # a claim audit: the frontier scenario's success per attempt (a leaderboard's top score taken
+    # for a what-if model, flagged an estimate) was explained as "measured"
+    def formula(*sets: str) -> str:
+        r = run_cli("explain", "vera-rubin", *sets, "-f", "json")
+        return next(i["formula"] for i in r.json()["items"] if i["metric"] == "success_per_attempt")
+
+    assert formula() == "given, an estimate (swe-bench-2026)"
+    assert (
+        formula("--set", "workload.task_success.success_rate.estimate=false") == "measured (swe-bench-2026)"
+    )
+
+
+def test_a_count_of_unlike_systems_has_no_ratio():
+    # a claim audit: H200's 8-GPU nodes read "168x worse" than Rubin's 72-GPU racks on the systems
+    # row; systems of as many GPUs keep their ratio (the GPUs row carries the comparison)
+    r = run_cli("compare", "vera-rubin", "h200", "gb200", "--workload", "pretrain-10t-moe", "-f", "markdown")
+    assert r.code == 0, r.stderr
+    rows = {line.split("|")[1].strip(): line for line in r.stdout.splitlines() if line.startswith("| ")}
+    cells = [c.strip() for c in rows["Systems (nodes/racks)"].split("|")[1:-1]]
+    assert cells[-2:] == ["", "4.10x worse"]
+    gpus = [c.strip() for c in rows["GPUs"].split("|")[1:-1]]
+    assert gpus[-2].endswith("x worse") and gpus[-1] == "4.10x worse"

@@ -300,7 +300,10 @@ def task_success(s: Scenario, rl_samples: float, post_training_usd: float) -> Su
     score = points = None
     if ts.success_rate is not None:
         p = ts.success_rate.value
-        first = Step("success_per_attempt", p, f"measured ({ts.success_rate.source})")
+        # the scenario's given rate: "measured" only where it is not flagged an estimate (a claim
+        # audit: the frontier scenario's, a leaderboard's top score taken for a what-if model)
+        how = "given, an estimate" if ts.success_rate.estimate else "measured"
+        first = Step("success_per_attempt", p, f"{how} ({ts.success_rate.source})")
     elif ts.learning_curve is not None:
         lc = ts.learning_curve
         p = score = f.learning_curve(rl_samples, lc.r0, lc.asymptote, lc.midpoint_samples, lc.exponent)

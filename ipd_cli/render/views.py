@@ -358,8 +358,21 @@ def _block_rows(systems: list[dict], block: str, rows: list[tuple[str, str, str,
         missing = [block in s.get("infeasible", {}) for s in systems]
         cells = ["-" if gone else _cell(v) for v, gone in zip(values, missing, strict=True)]
         ratios = [ratio_text(v, values[0], better) for v in values[1:]]
+        if key in PER_UNIT:  # counts of unlike units (8-GPU nodes against 72-GPU racks: "168x worse")
+            size = [_per(s.get(block), PER_UNIT[key], key) for s in systems]
+            ratios = [r if size[i] == size[0] else "" for i, r in enumerate(ratios, start=1)]
         out.append(_Row(label, unit, cells, ratios))
     return out
+
+
+# rows that count systems: a ratio only between systems of as many GPUs (a claim audit)
+PER_UNIT = {"systems": "gpus"}
+
+
+def _per(block: Any, whole: str, key: str) -> Any:
+    """``whole`` per ``key`` of a block (GPUs per system), None where either is missing."""
+    a, b = _get(block, whole), _get(block, key)
+    return a / b if isinstance(a, int | float) and isinstance(b, int | float) and b else None
 
 
 def _wide(title: str, names: list[str], rows: list[_Row]) -> Grid:
