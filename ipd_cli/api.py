@@ -148,7 +148,8 @@ def rl(
     from .engine.rl import estimate_rl
 
     workload = check_arguments(rl, {"cat": cat, "hardware": hardware, "workload": workload})["workload"]
-    accepted = tuple(k for k in _keyword_parameters(estimate_rl) if k not in ("workload_name", "origin"))
+    internal = ("workload_name", "origin", "advise_larger")
+    accepted = tuple(k for k in _keyword_parameters(estimate_rl) if k not in internal)
     _check_keywords("rl", kw, accepted)
     kw = check_arguments(estimate_rl, kw)
     if kw.get("model") is not None:  # named as the argument, not as the workload file's field
@@ -158,7 +159,7 @@ def rl(
         raise InputError(
             f"workload '{name}' is a {w.kind} workload; give an RL workload (ipd workloads list)"
         )
-    r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, **kw)
+    r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, advise_larger=True, **kw)
     transport = frozenset({"workload.sync_transport"} if kw.get("transport") is not None else ())
     cited = _cited(r.assumptions, cat, w, origin, given=transport)  # the others left the file's
     return r.model_copy(update={"overrides": _sets(cat), "assumptions": cited})

@@ -466,7 +466,7 @@ def train(
         int,
         typer.Option(
             "--plans",
-            help="Also list the N best plans with step time, MFU and memory (CSV: one row per plan); "
+            help="Also list up to N best plans with step time, MFU and memory (CSV: one row per plan); "
             "with --days, those on the chosen cluster that meet the deadline.",
             min=0,
         ),

@@ -770,6 +770,11 @@ def test_a_catalog_directory_that_holds_no_catalog_file_is_warned(tmp_path):
         f"ipd: warning: {d}: no *.yaml or *.yml file in it or in its workloads/ (other subdirectories "
         "are not read, the extension is lower case): nothing of the catalog comes from it\n"
     )
+    # from IPD_CATALOG, and from the listings' cache too (a code review: a warm cache printed the
+    # stored listing without it)
+    for _ in range(2):
+        r = run_cli("hardware", "list", "-f", "csv", env={"IPD_CATALOG": str(d)})
+        assert r.code == 0 and r.stderr.startswith(f"ipd: warning: {d}: no *.yaml or *.yml file")
     write(d / "workloads" / "w.yaml", "model: llama-3.1-8b\ntokens: 1.0e12\ngpus: 64\n")
     assert "nothing of the catalog" not in run_cli("hardware", "list", "--catalog", str(d)).stderr
 

@@ -193,8 +193,9 @@ def test_a_set_of_a_reference_figure_says_it_changed_nothing():
         r = run_cli(*args, "--set", f"accelerators.h100-sxm.{path}={value}")
         assert r.code == 0, r.stderr
         assert r.json()["serving"] == base.json()["serving"]
-        assert r.stderr.startswith(
-            f"ipd: warning: --set accelerators.h100-sxm.{path}: read by no estimate, so it changed nothing "
+        assert r.stderr.startswith(  # the value's path, however spelt (`X.value` as `X`)
+            f"ipd: warning: --set accelerators.h100-sxm.{path.removesuffix('.value')}: read by no estimate, "
+            "so it changed nothing "
             "(a reference figure: "
         ), r.stderr
     dense = run_cli(*args, "--set", "accelerators.h100-sxm.fp8_dense_tflops=1500")
@@ -483,12 +484,18 @@ def test_a_dense_models_active_and_total_parameters_change_together():
     with pytest.raises(InputError, match=r"active_params 3\.5e\+10 must equal total_params 7\.06e\+10"):
         base.with_overrides([f"{m}.active_params=3.5e10"])
     with pytest.raises(InputError, match=r"a dense model \(experts 1\) runs every parameter"):
-        base.with_overrides([f"{m}.total_params=3e11"])
+        base.with_overrides([f"{m}.total_params=3e11", f"{m}.active_params=7.06e10"])
     both = base.with_overrides([f"{m}.total_params=8e10", f"{m}.active_params=8e10"])
     assert (both.model("llama-3.1-70b").total_params, both.model("llama-3.1-70b").active_params) == (
         8e10,
         8e10,
     )
+    # the total alone carries the active count (so a dense model's size can be a sweep axis; a code
+    # review: it could not, the axes are crossed); an MoE's total alone does not
+    alone = base.with_overrides([f"{m}.total_params=8e10"]).model("llama-3.1-70b")
+    assert (alone.total_params, alone.active_params) == (8e10, 8e10)
+    moe = base.with_overrides(["models.moe-10t.total_params=1.1e13"]).model("moe-10t")
+    assert moe.active_params == base.model("moe-10t").active_params
     # training's FLOPs per token follow: 6 x active (+ attention, unchanged), so 6 x 0.94e10 more
     kw = dict(hardware="h100", model="llama-3.1-70b", tokens=1e12, gpus=256)
     before, after = train(base, **kw), train(both, **kw)

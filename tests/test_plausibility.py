@@ -287,6 +287,25 @@ def test_a_user_files_system_below_its_gpus_tdp_names_the_file(tmp_path):
         f"ipd: warning: {path}: systems.my-node.power_kw = 1.3 is below its accelerators' TDP alone "
         f"(8 x {tdp:g} W = {8 * tdp / 1000:g} kW): is it per GPU, or in another unit?"
     ]
+    # once with a --set that touches the system and leaves the line as it was (a code review: the
+    # file's name made the "said already" check miss, and the line came twice)
+    again = run_cli(
+        "hardware", "show", "my-node", "--catalog", str(tmp_path), "--set", "systems.my-node.power_kw=1.3"
+    )
+    assert [w for w in warnings(again.stderr) if "TDP alone" in w] == warnings(r.stderr)
+
+
+@pytest.mark.parametrize(
+    ("item", "said"),
+    [
+        ("economics.utilisation.value=0.5", "--set economics.utilisation: not an input"),
+        ("systems.h100.capex_usd.value=1e5", "--set systems.h100-sxm.capex_usd: not an input"),
+    ],
+)
+def test_an_unread_set_is_said_under_any_spelling_of_its_value(item, said):
+    # a code review: `X.value` of an owning cost under rental prices changed nothing without a word
+    r = run_cli("serve", "--hardware", "h100", "--model", "llama-3.1-8b", "--set", item, "-f", "json")
+    assert r.code == 0 and said in r.stderr
 
 
 def test_a_rental_price_the_estimate_does_not_read_is_warned():

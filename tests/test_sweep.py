@@ -828,12 +828,31 @@ def test_a_spec_axis_is_an_input_where_the_workload_does_not_fit_at_the_catalogs
     assert single.code == 0, single.stderr
     days = single.json()["systems"][0]["pretraining"]["wall_days"]
     assert float(rows[1]["pretraining.wall_days"]) == pytest.approx(days, rel=1e-12)
-    # another system's path is still refused where no system reads it
-    other = run_cli(
+    # another system's path, or another model's, is still refused where no system reads it, and an
+    # owning cost under rental prices (a code review)
+    for axis in ("accelerators.b200.hbm_gib=180,200", "models.llama-3.1-8b.layers=30,32"):
+        other = run_cli(
+            "sweep", "--workload", str(work), "--vary", "hardware=h100", "--vary", axis, "-f", "csv"
+        )
+        assert other.code == 2 and "not an input of this estimate" in other.stderr, axis
+    owning = run_cli(
         "sweep", "--workload", str(work), "--vary", "hardware=h100",
-        "--vary", "accelerators.b200.hbm_gib=180,200", "-f", "csv",
+        "--vary", "economics.utilisation=0.5,0.6",
     )  # fmt: skip
-    assert other.code == 2 and "not an input of this estimate" in other.stderr
+    assert owning.code == 2 and "an owning-cost input, not read under rental prices" in owning.stderr
+    # taken, then read by no point: said (H100's TDP prices nothing and H100 never runs)
+    tdp = run_cli(
+        "sweep", "--workload", str(work), "--vary", "hardware=h100,b200",
+        "--vary", "accelerators.h100-sxm.tdp_w=700,800", "--metrics", "pretraining.wall_days", "-f", "csv",
+    )  # fmt: skip
+    assert (
+        tdp.code == 0
+        and (
+            "--vary accelerators.h100-sxm.tdp_w: no point of the sweep read it (taken as an input of a "
+            "system that cannot run at the catalog's values), so the rows do not move with it"
+        )
+        in tdp.stderr
+    )
 
 
 def test_scenario_serving_cost_is_linear_in_price():

@@ -390,7 +390,7 @@ def _encode(catalog: Catalog) -> bytes:
     return entry.model_dump_json(exclude_unset=True).encode()
 
 
-def _listings(catalog: Catalog) -> bytes:
+def _listings(catalog: Catalog, dirs: list[Path]) -> bytes:
     """The listings line: the SHA-256 of the JSON, a space, the JSON of each listing's result."""
     from ipd_cli.listing import list_hardware, list_models, list_workloads
 
@@ -400,16 +400,18 @@ def _listings(catalog: Catalog) -> bytes:
         data = listing.model_dump(mode="json")
         if data == listing.model_dump(mode="python"):  # else (a NaN, an object) not stored: a miss
             listings[kind] = data
+    from .dirs import empty_dir_warnings
     from .plausibility import user_file_warnings
 
-    text = json.dumps({**listings, "warnings": user_file_warnings(catalog)}).encode()
+    warnings = user_file_warnings(catalog) + empty_dir_warnings(dirs) if len(dirs) > 1 else []
+    text = json.dumps({**listings, "warnings": warnings}).encode()
     return checksummed(text) + b"\n"
 
 
 def write(dirs: list[Path], key: str, catalog: Catalog) -> None:
     """Store ``catalog`` under ``key``; any failure only means no cache (and no file left)."""
     try:
-        data = _header(key) + _listings(catalog) + _encode(catalog)
+        data = _header(key) + _listings(catalog, dirs) + _encode(catalog)
     except Exception:
         return
     if len(data) > MAX_ENTRY_BYTES:

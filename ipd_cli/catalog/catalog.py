@@ -273,16 +273,22 @@ def _check_accelerator_keys(cat: Catalog) -> None:
     """Tables keyed by accelerator, and the serving families' lists: a key that names no
     accelerator is a typo whose value nothing reads (a fresh-eyes review: `x2OO` for `x200` left the
     user's training share unread, 30 % on the answer, without a word)."""
+    from ipd_cli.catalog.overrides import library_label  # the library names `sets`
+
     for table in ("training_share_by_accelerator", "training_gemm_max_share_by_accelerator"):
         for acc in getattr(cat.efficiency, table):
             if acc not in cat.accelerators:
-                where = f"{cat.origin_of('efficiency', table, acc)}: efficiency.{table}"
+                where = f"{library_label(cat.origin_of('efficiency', table, acc))}: efficiency.{table}"
                 raise unknown(f"accelerator in {where}:", acc, list(cat.accelerators))
     for fam, f in cat.serving.families.items():
         for acc in f.accelerators:
             if acc not in cat.accelerators:
-                where = f"{cat.origin_of('serving', 'families', fam)}: serving.families.{fam}.accelerators"
-                raise unknown(f"accelerator in {where}:", acc, list(cat.accelerators))
+                origin = library_label(cat.origin_of("serving", "families", fam))
+                raise unknown(
+                    f"accelerator in {origin}: serving.families.{fam}.accelerators:",
+                    acc,
+                    list(cat.accelerators),
+                )
 
 
 def check_scenario_refs(cat: Catalog, s: Any, where: str) -> None:

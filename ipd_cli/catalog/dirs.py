@@ -47,3 +47,17 @@ def layer_files(directory: Path) -> tuple[list[Path], list[Path]]:
         return sorted(p for p in [*d.glob("*.yaml"), *d.glob("*.yml")] if not p.name.startswith("."))
 
     return yaml_in(directory), yaml_in(directory / "workloads")
+
+
+def empty_dir_warnings(dirs: list[Path]) -> list[str]:
+    """A line for each directory read that holds no catalog file: a fresh-eyes review's
+    `mycat/hardware/hw.yaml` and `hw.YAML` were skipped without a word, and the run then said only
+    "unknown hardware" (the listings' cache stores these lines with its others)."""
+    out = []
+    for d in dirs:
+        if not any(layer_files(d)):
+            out.append(  # the path alone: --catalog and IPD_CATALOG share the stored listing
+                f"{d}: no *.yaml or *.yml file in it or in its workloads/ (other subdirectories are "
+                "not read, the extension is lower case): nothing of the catalog comes from it"
+            )
+    return out

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import cache
 from .catalog import Catalog, build
-from .dirs import catalog_dirs, layer_files
+from .dirs import catalog_dirs, empty_dir_warnings, layer_files
 from .layers import load_raw
 from .plausibility import user_file_warnings
 
@@ -27,8 +27,8 @@ def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = 
     a copy of it, re-validating only the entries they touch.
     """
     dirs = catalog_dirs(extra_dirs)
-    # a missing directory is an error even when a cache exists
-    empty = [d for d in dirs if not any(layer_files(d))]
+    for d in dirs:
+        layer_files(d)  # a missing directory is an error even when a cache exists
     # None: no cache, or a file the YAML reader will name below
     key = cache.fingerprint(dirs) if cache.cache_dir() is not None else None
     cat = cache.read(dirs, key) if key else None
@@ -41,14 +41,9 @@ def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = 
             cache.write(dirs, key, cat)
     # a user directory's values are checked against the built-in spans; an untrusted cache
     # directory is said too (the library prints nothing: the CLI prints Catalog.warnings)
-    notes = cache.drain_warnings() + (user_file_warnings(cat) if len(dirs) > 1 else [])
-    # a directory read that holds no catalog file: a fresh-eyes review's `mycat/hardware/hw.yaml`
-    # and `hw.YAML` were skipped without a word, and the run then said only "unknown hardware"
-    notes += [
-        f"{d}: no *.yaml or *.yml file in it or in its workloads/ (other subdirectories are not read, "
-        "the extension is lower case): nothing of the catalog comes from it"
-        for d in empty
-    ]
+    notes = cache.drain_warnings() + (
+        user_file_warnings(cat) + empty_dir_warnings(dirs) if len(dirs) > 1 else []
+    )
     if notes:
         cat = dataclasses.replace(cat, warnings=notes)
     return cat.with_overrides(sets) if sets else cat

@@ -345,11 +345,7 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         origins[(section, name)] = f"{before} + --set {o.text}".lstrip(" +")  # the data's label
         entries.append((section, name, fields))
         given.append(o.text)
-    # each entry validated once, with all its sets: fields that must agree (a dense model's active
-    # and total parameters) can be changed together
-    for (section, name), body in bodies.items():
-        where = library_label(origins[(section, name)])  # the library's message names the parameter
-        sections[section][name] = validate_entry(ENTRY_SECTIONS[section], body, f"{where}: {section}.{name}")
+    _validate_entries(sections, bodies, entries, origins)
     new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
     finish(new)
     # what the engine already read from the sections no override touches is the same in the copy
@@ -361,6 +357,22 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     return new
 
 
+def _validate_entries(
+    sections: dict[str, Any], bodies: dict[tuple[str, str], dict], entries: list, origins: dict
+) -> None:
+    """Each entry ``--set`` validated once, with all its sets, into ``sections``: fields that must
+    agree (a dense model's active and total parameters) can be changed together; a dense model's
+    total changed alone carries its active count with it (every parameter runs for every token),
+    so its size can be a sweep axis."""
+    for (section, name), body in bodies.items():
+        given = {f[0] for sec, n, f in entries if (sec, n) == (section, name) and f}
+        if section == "models" and body.get("experts", 1) == 1 and "total_params" in given:
+            if "active_params" not in given:
+                body["active_params"] = body["total_params"]
+        where = library_label(origins[(section, name)])  # the library's message names the parameter
+        sections[section][name] = validate_entry(ENTRY_SECTIONS[section], body, f"{where}: {section}.{name}")
+
+
 def _repeated(cat: Catalog, parsed: list[Override]) -> list[str]:
     """A value given more than once: the last applies, as it does in a shell's environment, but
     say so (a new user's review: `--set economics.pue=1.2 --set economics.pue=1.4` ran at 1.4
@@ -369,7 +381,7 @@ def _repeated(cat: Catalog, parsed: list[Override]) -> list[str]:
     a price's label and its `usd_per_gpu_hour`), naming both."""
     given: dict[str, list[Override]] = {}
     for o in parsed:
-        given.setdefault(_value_key(cat, o.path), []).append(o)
+        given.setdefault(value_key(cat, o.path), []).append(o)
     out = []
     for sets in given.values():
         if len(sets) < 2:
@@ -389,7 +401,7 @@ def _repeated(cat: Catalog, parsed: list[Override]) -> list[str]:
     return out
 
 
-def _value_key(cat: Catalog, path: str) -> str:
+def value_key(cat: Catalog, path: str) -> str:
     """The value ``path`` sets, however spelt: its entry named canonically, without a trailing
     ``.value`` (a sourced number's) or a price's ``.usd_per_gpu_hour`` (``prices.LABEL=V`` sets it)."""
     keys = canonical_path(cat, path).split(".")
@@ -452,7 +464,7 @@ def _warnings(
             or (sec == "accelerators" and n == system.accelerator and n in tdp)
         ]
         for line in power_warnings(new, {name}) if why else []:
-            if line not in cat.warnings:
+            if not any(w == line or w.endswith(f": {line}") for w in cat.warnings):  # a file's: "FILE: line"
                 lines.append(f"with `sets` {', '.join(why)}: {line}")
     return lines
 

@@ -70,12 +70,14 @@ def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str, always_on: bool = F
                 f"{cat.origin('systems', system)}: systems.{system}.prices has no '{wanted}' price "
                 f"(it has {', '.join(sorted(labels))}); choose one of those in `pricing` or use tco"
             )
+        from ipd_cli.catalog.overrides import library_label  # the library names `sets`
+
         # the preference's file too (a fresh-eyes review: a --set preference blamed the system's file)
+        preferred = library_label(cat.origin_of("economics", "rental_label_preference"))
         raise InputError(
             f"{cat.origin('systems', system)}: systems.{system}.prices has none of the labels "
-            f"{cat.economics.rental_label_preference} (economics.rental_label_preference, "
-            f"{cat.origin_of('economics', 'rental_label_preference')}); add one, choose one it has "
-            f"({', '.join(sorted(labels))}) or use `pricing` tco"
+            f"{cat.economics.rental_label_preference} (economics.rental_label_preference, {preferred}); "
+            f"add one, choose one it has ({', '.join(sorted(labels))}) or use `pricing` tco"
         )
     t = _tco_terms(inp, system, always_on)
     value = f.tco_usd_per_gpu_hour(

@@ -697,7 +697,8 @@ class Rl(Result):
         description="where grow_gpus_to_fit may grow the workload and its GPUs ran as asked: the GPUs "
         "of the larger run a request too small to split grows to (the trainer's fewest plus the "
         "generation pool with the least cost per step), where that costs less a step than this run "
-        "(else null); the request binds, so ask for these to get it",
+        "(else null; `ipd rl` only, a comparison does not price it); the request binds, so ask for "
+        "these to get it",
     )
     cheaper_grown_usd_per_step: float | None = Field(
         default=None, description="that larger run's cost per step (else null)"

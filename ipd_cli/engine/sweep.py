@@ -766,15 +766,16 @@ def check_paths(cat: Catalog, plan: SweepPlan, results: dict[str, Any]) -> None:
     for r in results.values():
         readable |= {a.path for a in r.assumptions if a.path}
     for axis in plan.numeric:
-        unknown = {hw for hw, r in results.items() if r.infeasible and not _others_path(cat, hw, axis.path)}
-        if axis.path not in readable and not axis.path.startswith("workload.") and not unknown:
-            from .pricing import owning_input
+        if axis.path in readable or axis.path.startswith("workload."):
+            continue
+        from .pricing import owning_input
 
-            if owning_input(axis.path) and plan.pricing.startswith("rental"):  # the price basis
-                raise InputError(
-                    f"`vary` {axis.path}: an owning-cost input, not read under rental prices; "
-                    "vary it with `pricing` tco"
-                )
+        if owning_input(axis.path) and plan.pricing.startswith("rental"):  # the price basis
+            raise InputError(
+                f"`vary` {axis.path}: an owning-cost input, not read under rental prices; "
+                "vary it with `pricing` tco"
+            )
+        if not any(r.infeasible and _may_read(cat, plan, hw, axis.path) for hw, r in results.items()):
             raise InputError(
                 f"`vary` {axis.path}: not an input of this estimate{did_you_mean(axis.path, readable)}"
                 " (a comparison's result lists each input's path under its systems' assumptions)"
@@ -913,6 +914,7 @@ def search(
     tables: dict[str, Table] = {}
     results: list[tuple[str, Any]] = []
     drawn: list[tuple[str, str, dict[str, Any]]] = []
+    read: set[str] = set()  # the paths some point read
     for hw in plan.hardware:
         axes = split[hw]
         found: dict[tuple, Point] = {}
@@ -928,11 +930,13 @@ def search(
         points = [found[t] for t in itertools.product(*(a.values for a in axes))]
         tables[hw] = _table(plan, points, [a in axes for a in plan.numeric])
         for i, (values, p) in enumerate(found.items()):
+            read |= {a.path for a in p.result.assumptions if a.path}
             where = ", ".join(f"{a.path}={v:g}" for a, v in zip(axes, values, strict=True))
             results.append((where, _lean(p.result, keep=i == 0)))
             if draws is not None:
                 drawn.append((p.result.hardware, where, p.numbers))
     _refuse_all_infeasible(plan, [r for _, r in results])
+    unread += _never_read_notes(plan, read)
     return tables, results, unread + _memory_notes(plan, drawn) + _ratio_notes(plan, tables)
 
 
@@ -957,6 +961,27 @@ def _unread_axis_notes(cat: Catalog, plan: SweepPlan, results: dict[str, Any]) -
                 "assumptions say which), so its rows do not move with it"
             )
     return out
+
+
+def _may_read(cat: Catalog, plan: SweepPlan, hw: str, path: str) -> bool:
+    """Whether system ``hw``, which cannot run at the catalog's values (so reads nothing there),
+    might read ``path`` at another: not another system's, accelerator's or family's path, nor
+    another model's (a code review: `models.llama-3.1-8b.layers` on a 405B sweep was taken)."""
+    if _others_path(cat, hw, path):
+        return False
+    section, _, rest = path.partition(".")
+    return section != "models" or rest.startswith(cat.canonical("models", plan.workload.model) + ".")
+
+
+def _never_read_notes(plan: SweepPlan, read: set[str]) -> list[str]:
+    """An axis no point of the sweep read (taken because a system could not run at the catalog's
+    values, :func:`check_paths`): its rows do not move with it, said rather than left to be seen."""
+    return [
+        f"`vary` {a.path}: no point of the sweep read it (taken as an input of a system that cannot "
+        "run at the catalog's values), so the rows do not move with it"
+        for a in plan.numeric
+        if a.path != PRICE and not a.path.startswith("workload.") and a.path not in read
+    ]
 
 
 def _others_path(cat: Catalog, hw: str, path: str) -> bool:

@@ -1038,7 +1038,7 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
     "not listed" alone does not mean "not read" (a code review)."""
     if not overrides:
         return []  # (and no engine import on the listing's fast path)
-    from ipd_cli.catalog.overrides import canonical_path
+    from ipd_cli.catalog.overrides import value_key
     from ipd_cli.catalog.schema import REFERENCE_ONLY
     from ipd_cli.engine.pricing import owning_input, rental_input
 
@@ -1054,8 +1054,8 @@ def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
     out = []
     for item in overrides:
         path = str(item).partition("=")[0].strip()
-        if cat is not None:
-            path = canonical_path(cat, path)
+        if cat is not None:  # one spelling of a value: `X.value` as `X`, a price's field as its label
+            path = value_key(cat, path)
         parts = path.split(".")
         if len(parts) >= 3 and parts[0] == "accelerators" and parts[2] in REFERENCE_ONLY:
             out.append(

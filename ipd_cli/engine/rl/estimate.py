@@ -598,7 +598,7 @@ class _StepSeconds:
 
 
 def choose_split(
-    s: Setup, split: str | None, origin: str
+    s: Setup, split: str | None, origin: str, advise_larger: bool = False
 ) -> tuple[int, int, int | None, tuple[int, float] | None]:
     """The GPUs of each role: colocated uses all for both; given sizes are checked; otherwise the
     fastest split among those whose trainer holds the training state. Third, the GPUs requested
@@ -636,7 +636,7 @@ def choose_split(
                 gg, tg = split_gpus(total, pools, seconds, mem.min_gpus, grain=s.system_gpus)
             except InfeasibleError as e:
                 raise InfeasibleError(f"{s.where}: {e}") from None
-            if w.grow_gpus_to_fit:
+            if w.grow_gpus_to_fit and advise_larger:
                 larger = _cheaper_grown(s, seconds, pools, total, gg, tg)
     if searched:  # the split search chose them, not the workload or the command line
         origin, note = "split search", "the generation / training split with the shortest step"
@@ -655,8 +655,10 @@ def _cheaper_grown(
     GPU-seconds a step, else None. A physics audit: B300's 10T SWE step on ``gpus`` 1,151 grew to
     1,536 GPUs at 1,599 s, on 1,152 ran as asked at 2,770 s and 30 % more a step, as the rule says
     (the request binds where it can run), but nothing said which larger request gives the cheaper
-    step. Only where such a run can exceed the request (a grown pool is at most the trainer's size)."""
-    units = [*pools, s.system_gpus] if s.system_gpus else pools
+    step. Only where such a run can exceed the request (a grown pool holds at most the trainer's
+    GPUs or one unit: :func:`grown_split`'s replica sizes and the whole systems that hold them)."""
+    grain = s.system_gpus
+    units = {*pools, *(-(-g // grain) * grain for g in pools)} if grain else set(pools)
     if total >= s.memory.min_gpus + max(s.memory.min_gpus, *units):
         return None
     gg, tg = grown_split(pools, s.memory.min_gpus, seconds, grain=s.system_gpus)
@@ -681,12 +683,17 @@ def estimate_rl(
     transport: str | None = None,
     pricing: str = "rental",
     origin: str = CLI,
+    advise_larger: bool = False,
 ) -> RlResult:
     """One RL step of ``workload`` on ``hardware``; command-line values override the workload's.
-    Where :data:`MEMO` holds a store, a request it already answered is answered from it."""
+    Where :data:`MEMO` holds a store, a request it already answered is answered from it.
+    ``advise_larger``: where the GPUs asked for run as asked and the workload may grow, price the
+    larger run a smaller request grows to (``rl.cheaper_grown_gpus``; ``ipd rl`` asks for it, a
+    comparison or sweep does not: it costs a search of its own, ~3x an estimate's)."""
     kw: dict[str, Any] = dict(
         workload_name=workload_name, model=model, mode=mode, gpus=gpus, gen_gpus=gen_gpus,
         train_gpus=train_gpus, split=split, transport=transport, pricing=pricing, origin=origin,
+        advise_larger=advise_larger,
     )  # fmt: skip
     store = MEMO.get()
     if store is None:
@@ -771,6 +778,7 @@ def _estimate_rl(
     transport: str | None,
     pricing: str,
     origin: str,
+    advise_larger: bool,
 ) -> RlResult:
     paths = {o.path.removesuffix(".value") for o in cat.overrides}
     set_paths = sorted(paths & TRANSPORT_SET_PATHS)
@@ -782,7 +790,7 @@ def _estimate_rl(
     )  # fmt: skip
     ctx = sv.serving_context(cat, hardware, w.model, origin)
     s = setup(ctx, w, pricing, origin, split)
-    gg, tg, requested, larger = choose_split(s, split, origin)
+    gg, tg, requested, larger = choose_split(s, split, origin, advise_larger)
     out = evaluate(s, gg, tg)
     price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
     rl = assemble(

@@ -16,7 +16,7 @@ from ipd_cli.engine.pretraining import MAX_GPUS
 from ipd_cli.engine.results import ServeCurveResult, ServeResult, Serving
 from ipd_cli.engine.search import best_of, near_max, pareto_front
 from ipd_cli.engine.trace import CLI
-from ipd_cli.errors import InfeasibleError, InputError, counted
+from ipd_cli.errors import InfeasibleError, InputError, count_text, counted
 
 from . import physics
 from .context import ServingContext, context, precisions, request_shape, speculative_pin
@@ -481,9 +481,9 @@ def _does_not_fit(ctx: ServingContext, g: Grid) -> InfeasibleError:
     need = max(lightest, ph.dense_bytes + ph.expert_bytes) / f.GIGA
     held = max(0.0, largest * ph.hbm_bytes / f.GIGA)  # the workspace can take all of a small HBM
     return InfeasibleError(
-        f"{ph.model} at {ph.precision} needs {need:,.0f} GB of weights plus KV on {ctx.name} (on "
+        f"{ph.model} at {ph.precision} needs {count_text(need)} GB of weights plus KV on {ctx.name} (on "
         f"{largest} GPUs, with the copies its ranks hold whole); the largest instance tried holds "
-        f"{held:,.0f} GB usable after the runtime workspace and activations; {_narrower_hint(ctx, g)}"
+        f"{count_text(held)} GB usable after the runtime workspace and activations; {_narrower_hint(ctx, g)}"
     )
 
 
