@@ -213,33 +213,35 @@ def finish(catalog: Catalog) -> None:
 
 
 def _aliases(catalog: Catalog, section: str) -> dict[str, str]:
+    from ipd_cli.catalog.overrides import library_label  # the library names `sets`
+
     entries: dict[str, Any] = getattr(catalog, section)
     out: dict[str, str] = {}
     # names and aliases are read in any case (FOLDED): one spelt like another in another case is
     # refused, as two entries are (layers); an entry `RUBIN` beside the alias `rubin` was taken
     spelt = {name.lower(): name for name in entries}
+
+    def clash(alias: str, name: str, owner: str, what: str, tail: str = "") -> InputError:
+        """Alias ``alias`` of entry ``name`` against entry ``owner``'s ``what``, each with its file."""
+        here, there = (library_label(catalog.origins[(section, n)]) for n in (name, owner))
+        return InputError(f"alias '{alias}' of {section}.{name} ({here}) {what} ({there}){tail}; rename one")
+
     for name, entry in entries.items():
         for alias in entry.aliases:
             if alias in entries or alias in out:
-                from ipd_cli.catalog.overrides import library_label  # the library names `sets`
-
                 other = alias if alias in entries else out[alias]
-                here, there = (library_label(catalog.origins[(section, n)]) for n in (name, other))
                 owner = "the name of" if alias in entries else "an alias of"
-                raise InputError(
-                    f"alias '{alias}' of {section}.{name} ({here}) is already {owner} {section}.{other} "
-                    f"({there}); rename one"
-                )
+                raise clash(alias, name, other, f"is already {owner} {section}.{other}")
             twin = spelt.get(alias.lower())
             if twin is not None and twin != alias:
-                from ipd_cli.catalog.overrides import library_label  # the library names `sets`
-
                 owner = out.get(twin, twin)  # the entry whose name or alias ``twin`` is
                 other = f"{section}.{twin}" if twin in entries else f"'{twin}', an alias of {section}.{owner}"
-                here, there = (library_label(catalog.origins[(section, n)]) for n in (name, owner))
-                raise InputError(
-                    f"alias '{alias}' of {section}.{name} ({here}) differs from {other} ({there}) only "
-                    "in case, and names are read in any case; rename one"
+                raise clash(
+                    alias,
+                    name,
+                    owner,
+                    f"differs from {other}",
+                    " only in case, and names are read in any case",
                 )
             out[alias] = name
             spelt[alias.lower()] = alias
