@@ -2162,3 +2162,23 @@ def test_an_fp4_run_that_falls_back_to_fp8_takes_an_fp8_recipe(catalog):
     assert (r.pretraining.precision, r.pretraining.fp8_recipe) == ("fp8", "blockwise")
     with pytest.raises(InputError, match="the run trains at bf16; an FP8 recipe applies to `precision` fp8"):
         train(catalog, "h100", "llama-3.1-8b", 1e12, gpus=64, precision="bf16", plan="fp8_recipe=blockwise")
+
+
+def test_a_state_no_cluster_holds_is_found_in_a_few_searches(catalog, monkeypatch):
+    # a review: the 10T MoE with 0.9 GB usable per H100 grew its cluster 1.25x at a time up to 1e8
+    # GPUs (~29 plan searches, 23 s) before "no cluster holds it"; a few steps above the memory
+    # floor, the largest cluster is asked once. A state that fits is found as before
+    from ipd_cli.engine import trainplan as tp
+
+    calls = []
+    search = tp.search_fixed
+    monkeypatch.setattr(tp, "search_fixed", lambda x, n, *a, **k: calls.append(n) or search(x, n, *a, **k))
+    tiny = inputs(catalog.with_overrides(["accelerators.h100-sxm.hbm_gib=0.05"]), "h100", "llama-3.1-8b")
+    assert tp.smallest_cluster(tiny, 8) is None
+    # the floor, each step that fails, then the largest cluster once
+    assert len(calls) == tp.SMALLEST_CLUSTER_STEPS + 1 and calls[-1] == tp.MAX_CLUSTER
+    calls.clear()
+    need = tp.smallest_cluster(inputs(catalog, "h100", "llama-3.1-405b"), 8)
+    assert need is not None and tp.MAX_CLUSTER not in calls
+    assert bool(search(inputs(catalog, "h100", "llama-3.1-405b"), need, {}).space.feasible.any())
+    assert not search(inputs(catalog, "h100", "llama-3.1-405b"), need - 1, {}).space.feasible.any()
