@@ -835,6 +835,7 @@ def test_a_spec_axis_is_an_input_where_the_workload_does_not_fit_at_the_catalogs
             "sweep", "--workload", str(work), "--vary", "hardware=h100", "--vary", axis, "-f", "csv"
         )
         assert other.code == 2 and "not an input of this estimate" in other.stderr, axis
+        assert "h100-sxm cannot run at the catalog's values: its own paths may be varied" in other.stderr
     owning = run_cli(
         "sweep", "--workload", str(work), "--vary", "hardware=h100",
         "--vary", "economics.utilisation=0.5,0.6",

@@ -776,9 +776,17 @@ def check_paths(cat: Catalog, plan: SweepPlan, results: dict[str, Any]) -> None:
                 "vary it with `pricing` tco"
             )
         if not any(r.infeasible and _may_read(cat, plan, hw, axis.path) for hw, r in results.items()):
+            stuck = [r.hardware for r in results.values() if r.infeasible]
+            # a system that cannot run read nothing: its own paths are inputs too (a README review:
+            # the choices offered were the price alone)
+            also = (
+                f"; {', '.join(stuck)} cannot run at the catalog's values: its own paths may be varied"
+                if stuck
+                else ""
+            )
             raise InputError(
                 f"`vary` {axis.path}: not an input of this estimate{did_you_mean(axis.path, readable)}"
-                " (a comparison's result lists each input's path under its systems' assumptions)"
+                f" (a comparison's result lists each input's path under its systems' assumptions{also})"
             )
 
 
