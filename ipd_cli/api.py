@@ -118,6 +118,9 @@ def _names(param: str, value: Any, kind: type = str) -> list[Any]:
     item must be a ``kind``."""
     if isinstance(value, str | Path):
         raise InputError(f"`{param}` is a list; give [{str(value)!r}], not {str(value)!r}")
+    if value is not None and not isinstance(value, list | tuple | set | frozenset):
+        # a library review: compare(cat, 5) raised "'int' object is not iterable", naming nothing
+        raise InputError(f"`{param}` is a list, got {value!r}")
     items = list(value or [])
     for item in items:
         if not isinstance(item, kind):
@@ -128,7 +131,7 @@ def _names(param: str, value: Any, kind: type = str) -> list[Any]:
 
 def load(extra_dirs: list[Path] | None = None, sets: list[str] | None = None) -> Catalog:
     """The built-in catalog plus ``IPD_CATALOG`` and ``extra_dirs`` (later ones win),
-    with ``--set PATH=VALUE`` overrides applied (see :mod:`ipd_cli.catalog.overrides`)."""
+    with ``sets``, ``PATH=VALUE`` overrides, applied (see :mod:`ipd_cli.catalog.overrides`)."""
     dirs = [Path(d) for d in _names("extra_dirs", extra_dirs, str | Path)]  # type: ignore[arg-type]
     return load_catalog(dirs, _names("sets", sets))
 

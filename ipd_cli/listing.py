@@ -34,7 +34,7 @@ def list_hardware(cat: Catalog) -> Listing:
         items.append(
             {
                 "name": name,
-                "aliases": s.aliases,
+                "aliases": list(s.aliases),  # a copy: the entry is shared by every load (a library review)
                 "description": s.description,
                 "status": s.status,
                 "gpus": s.accelerators,
@@ -99,7 +99,7 @@ def list_models(cat: Catalog) -> Listing:
     items = [
         {
             "name": n,
-            "aliases": m.aliases,
+            "aliases": list(m.aliases),  # a copy: the entry is shared by every load
             "total_params": m.total_params,
             "active_params": m.active_params,
             "layers": m.layers,

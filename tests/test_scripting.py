@@ -134,6 +134,12 @@ def test_a_failed_write_spoils_the_recording():
         (lambda c: ipd_cli.compare(c, "h100"), "`systems` is a list; give ['h100'], not 'h100'"),
         (lambda c: ipd_cli.load(sets="economics.pue=1.2"), "`sets` is a list; give ['economics.pue=1.2']"),
         (lambda c: ipd_cli.load(sets=[1]), "`sets` holds str items, got 1"),
+        # a library review: "'int' object is not iterable"; a lone string to with_overrides read a
+        # letter at a time; an int item an AttributeError
+        (lambda c: ipd_cli.compare(c, 5), "`systems` is a list, got 5"),
+        (lambda c: ipd_cli.load(sets=5), "`sets` is a list, got 5"),
+        (lambda c: c.with_overrides("economics.pue=1.2"), "`sets` is a list of PATH=VALUE strings"),
+        (lambda c: c.with_overrides([3]), "`sets` holds PATH=VALUE strings, got 3"),
         (lambda c: ipd_cli.load(extra_dirs=[5]), "`extra_dirs` holds str or Path items, got 5"),
         # a library review: AttributeError, "unhashable type: 'list'", "at most -1" rows, int() calls
         (lambda c: ipd_cli.serve(None, "h100", "llama-3.1-8b"), "`cat` is a catalog, ipd_cli.load()'s"),
@@ -616,3 +622,16 @@ def test_the_api_is_listed_and_its_errors_exported():
         TypeError, match=r"^rl\(\) got an unexpected keyword argument 'gpu' \(accepted: model, mode"
     ):
         ipd_cli.rl(ipd_cli.load(), "h100", gpu=64)
+
+
+def test_a_listing_row_edited_by_the_caller_leaves_the_catalog_alone():
+    # a library review: list_hardware's rows held each entry's own aliases list, shared by every
+    # load through the cache, so appending to a row's aliases added an alias to later catalogs
+    rows = ipd_cli.list_hardware(ipd_cli.load()).items
+    h100 = next(r for r in rows if r["name"] == "h100-sxm")
+    h100["aliases"].append("my-gpu")
+    models = ipd_cli.list_models(ipd_cli.load()).items
+    models[0]["aliases"].append("my-model")
+    fresh = ipd_cli.load()
+    assert "my-gpu" not in fresh.systems["h100-sxm"].aliases
+    assert "my-model" not in fresh.models[models[0]["name"]].aliases

@@ -129,6 +129,13 @@ class Catalog:
         only the entries they touch are validated again."""
         from .overrides import apply_to_catalog
 
+        if isinstance(sets, str) or not isinstance(sets, list | tuple):
+            # a library review: a lone string was read a letter at a time ("`sets` 'e': expected ...")
+            raise InputError(f"`sets` is a list of PATH=VALUE strings, got {sets!r}")
+        odd = next((o for o in sets if not isinstance(o, str) and not hasattr(o, "path")), None)
+        if odd is not None:
+            raise InputError(f"`sets` holds PATH=VALUE strings, got {odd!r}")
+
         return apply_to_catalog(self, sets)
 
 
