@@ -525,7 +525,13 @@ def serve(
         str | None, typer.Option("--precision", help="Weights: bf16, fp8 or fp4.", callback=_folded)
     ] = None,
     kv_precision: Annotated[
-        str | None, typer.Option("--kv-precision", help="KV cache: bf16, fp8 or fp4.", callback=_folded)
+        str | None,
+        typer.Option(
+            "--kv-precision",
+            help="KV cache: bf16, fp8 or fp4 (the search tries the catalog's serving.kv_precisions, "
+            "fp8 and bf16: published points run FP8 KV; fp4 only when given here).",
+            callback=_folded,
+        ),
     ] = None,
     concurrency: Annotated[
         int | None,
@@ -552,7 +558,7 @@ def serve(
             "--layout",
             help="Pin the layout: tp, tep or dep (MoE), optionally GPUs per stage and pipeline stages: "
             "tp4, dep8, tep16, tp8pp4, pp4 (dep is pure DEP, attention TP 1, unless --attention-tp; "
-            "dep runs one stage).",
+            "dep runs one stage; a size without ppN runs one stage, so a reported TP1 PP2 is tp1pp2).",
             callback=_folded,
         ),
     ] = None,

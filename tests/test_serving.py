@@ -2757,3 +2757,28 @@ def test_a_disaggregated_decode_pool_takes_its_own_floor_where_the_stack_measure
     assert step(pooled, True, "sglang") == step(catalog, True, "sglang")
     with pytest.raises(InputError, match="disaggregated_step_overhead_us_per_layer must be >= 0"):
         catalog.with_overrides([at.format("trtllm").replace("=50", "=-1")])
+
+
+def test_an_fp4_kv_cache_runs_only_where_pinned():
+    # a serve-pins review: `--kv-precision fp4` beat the search by 3-14 % with no word: the search
+    # tries the catalog's serving.kv_precisions (FP8 and BF16, what the published points run), and
+    # the README and --help now say fp4 KV runs only when pinned; the pinned answer names it
+    cat = load_catalog()
+    assert "fp4" not in cat.serving.kv_precisions
+    searched = estimate_serving(cat, "b200", "llama-3.1-70b").serving
+    pinned = estimate_serving(cat, "b200", "llama-3.1-70b", kv_precision="fp4").serving
+    assert searched.kv_precision != "fp4" and pinned.kv_precision == "fp4"
+    assert pinned.tokens_per_s_per_gpu > searched.tokens_per_s_per_gpu
+
+
+def test_a_pipelined_configuration_the_search_reports_pins_back_to_itself():
+    # a serve-pins review: TP1 PP2 reported as layout 'tp', tp 1, pp 2; `--layout tp` with
+    # attention TP 1 ran a single stage at -62 %: the pin is the layout with its stages, tp1pp2
+    cat = load_catalog()
+    found = estimate_serving(cat, "h100-sxm", "llama-3.1-70b").serving
+    assert found.pp > 1 and found.layout == "tp"
+    pinned = estimate_serving(cat, "h100-sxm", "llama-3.1-70b", layout=f"tp{found.tp}pp{found.pp}").serving
+    assert (pinned.configuration, pinned.tokens_per_s_per_gpu) == (
+        found.configuration,
+        found.tokens_per_s_per_gpu,
+    )
