@@ -742,19 +742,29 @@ def test_an_eagle_method_needs_the_draft_rule_and_its_shapes_name_catalog_models
     assert run_cli("hardware", "list", env={"IPD_CATALOG": str(tmp_path)}).code == 0
 
 
+def _input_error(r, text: str) -> None:
+    """``r`` failed on its input: exit 2, nothing on stdout, the one line ``ipd: error: TEXT``."""
+    assert (r.code, r.stdout, r.stderr) == (2, "", f"ipd: error: {text}\n")
+
+
+def _builtin_hardware() -> dict:
+    """The built-in hardware file as raw YAML data, to copy an entry from."""
+    return yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "hardware.yaml").read_text())
+
+
 def test_a_user_system_without_capex_is_told_what_capex_is_for(tmp_path):
     # a fresh-eyes review: an analyst with a rental quote alone got a bare "Field required"
-    body = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "hardware.yaml").read_text())
+    body = _builtin_hardware()
     system = body["systems"]["h100-sxm"]
     system.pop("capex_usd")
     system["aliases"] = []
     path = write(tmp_path / "hw.yaml", yaml.safe_dump({"systems": {"my-node": system}}))
     r = run_cli("serve", "--hardware", "my-node", "--model", "llama-3.1-8b", "--catalog", str(tmp_path))
-    assert r.code == 2 and r.stdout == ""
-    assert r.stderr == (
-        f"ipd: error: {path}: systems.my-node.capex_usd: Field required (the system's purchase price, "
-        "which owning costs read, --pricing tco; rental prices do not: with no quote, give your best "
-        "figure marked `estimate: true`)\n"
+    _input_error(
+        r,
+        f"{path}: systems.my-node.capex_usd: Field required (the system's purchase price, which owning "
+        "costs read, --pricing tco; rental prices do not: with no quote, give your best figure marked "
+        "`estimate: true`)",
     )
 
 
@@ -781,7 +791,7 @@ def test_a_catalog_directory_that_holds_no_catalog_file_is_warned(tmp_path):
 
 def test_a_new_family_whose_stack_has_no_profile_for_it_is_told_the_fix(tmp_path):
     # a fresh-eyes review: "'trtllm' has no profile for mine", with nothing to do about it
-    body = yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "hardware.yaml").read_text())
+    body = _builtin_hardware()
     accelerator = body["accelerators"]["h100-sxm"]
     write(
         tmp_path / "fam.yaml",
@@ -800,12 +810,11 @@ def test_a_new_family_whose_stack_has_no_profile_for_it_is_told_the_fix(tmp_path
 def test_workloads_show_of_a_file_says_it_takes_names(tmp_path):
     # a fresh-eyes review: `ipd workloads show sc1.yaml` said only "unknown workload 'sc1.yaml'"
     path = write(tmp_path / "sc1.yaml", "model: llama-3.1-8b\ntokens: 1.0e12\ngpus: 64\n")
-    r = run_cli("workloads", "show", str(path))
-    assert r.code == 2 and r.stdout == ""
-    assert r.stderr == (
-        f"ipd: error: unknown workload '{path}': a listing shows catalog workloads by name; compare, rl "
-        "and sweep take a workload file as their workload, and a file in a catalog directory's "
-        "workloads/ (--catalog) is listed by its name, 'sc1'\n"
+    _input_error(
+        run_cli("workloads", "show", str(path)),
+        f"unknown workload '{path}': a listing shows catalog workloads by name; compare, rl and sweep "
+        "take a workload file as their workload, and a file in a catalog directory's workloads/ "
+        "(--catalog) is listed by its name, 'sc1'",
     )
 
 
