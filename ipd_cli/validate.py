@@ -160,8 +160,12 @@ def check_references(cat: Catalog, cases: list[Case], sources: dict[str, Any], p
     """Every case's hardware, model and source exist (a typo is refused, not 'not reached')."""
     shipped = cases_path()
     shipped_sources: dict[str, Any] | None = None  # read once, where a case needs them
+    seen: set[str] = set()
     for case in cases:
         where = f"{shown_name(path)}: case {case.id}"
+        if case.id in seen:  # counted twice in the summary and the fit (a fresh-eyes review)
+            raise InputError(f"{where} is given twice; give each case an id of its own")
+        seen.add(case.id)
         try:
             if "hardware" in case.inputs:
                 cat.system(str(case.inputs["hardware"]))
@@ -524,6 +528,8 @@ def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
                 status += f" (expected: {case.unreachable})"
         except KeyError as e:
             pred, err, status = None, None, f"not reached: input {e} is not published"
+        except (TypeError, ValueError) as e:
+            raise wrong_kind(path, case, e) from None
         rows.append(
             {
                 "id": case.id,
@@ -813,12 +819,29 @@ def _refined(grid: list[float], at: float, points: int = 8) -> list[float]:
     return [below * (above / below) ** (k / (points + 1)) for k in range(1, points + 1)]
 
 
-def _error(cat: Catalog, case: Case) -> float | None:
+def _error(cat: Catalog, case: Case, path: Path | None = None) -> float | None:
     """The case's squared log error (None: the model does not reach it)."""
     try:
         return math.log(speed_ratio(case, predict(cat, case))) ** 2
     except (IpdError, KeyError):
         return None
+    except (TypeError, ValueError) as e:
+        raise wrong_kind(path, case, e) from None
+
+
+def wrong_kind(path: Path | None, case: Case, e: Exception) -> InputError:
+    """An input of the wrong type (`eplb: nope`, `tokens: two`, an RL `mode: colocate`): the case
+    file's error, named, not an internal one (a fresh-eyes review: exit 1, "internal error")."""
+    errors = getattr(e, "errors", None)
+    if callable(errors):  # pydantic's: its first error, on one line
+        first = errors()[0]
+        why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    else:
+        why = str(e)
+    where = f"{shown_name(cases_path(path))}: case {case.id}"
+    return InputError(
+        f"{where}: an input has a value of the wrong kind ({why}); see the shipped cases' inputs"
+    )
 
 
 def _loss(cat: Catalog, cases: list[Case], bar: float = math.inf) -> float:
@@ -861,7 +884,10 @@ def calibrate(cat: Catalog, path: Path | None = None, sets: list[str] | None = N
 
 
 def _calibrate(cat: Catalog, base: Catalog, path: Path | None) -> Listing:
-    cases, _ = load_cases(path)
+    cases, sources = load_cases(path)
+    # the hardware, models and sources the cases name, as validate checks them (a fresh-eyes review:
+    # a misspelt system silently left its case out of the fit, "cases 2, fitted")
+    check_references(cat, cases, sources, cases_path(path))
     if not any(case.split == "fitting" for case in cases):  # nothing to fit: an empty listing, exit 0
         name = shown_name(cases_path(path))
         raise InputError(f"{name}: has no fitting cases, so nothing to calibrate; add a fitting case")
@@ -876,7 +902,7 @@ def _calibrate(cat: Catalog, base: Catalog, path: Path | None) -> Listing:
                 groups.setdefault(knob, []).append(case)
     rows = []
     for knob in sorted(groups, key=lambda k: (_rank(k), k)):
-        row = _fit_knob(base, knob, groups[knob])
+        row = _fit_knob(base, knob, groups[knob], path)
         rows.append(row)
         if row["status"] == "fitted":  # the knobs after it are fitted with it set
             base = base.with_overrides([f"{knob}={row['fitted']}"])
@@ -888,10 +914,10 @@ def _shipped_fit(cat: Catalog, path: str) -> bool:
     return _has(cat, path) and _current(cat, path).source == "ipd-calibration"
 
 
-def _fit_knob(base: Catalog, knob: str, cases: list[Case]) -> dict[str, Any]:
+def _fit_knob(base: Catalog, knob: str, cases: list[Case], path: Path | None = None) -> dict[str, Any]:
     """One knob's grid search on ``base``, the catalog with the knobs before it already fitted."""
     current = _current(base, knob)
-    errs = [_error(base, case) for case in cases]
+    errs = [_error(base, case, path) for case in cases]  # the first run: a wrong input names its file
     reached = [e for e in errs if e is not None]
     if not reached:  # every fitting case of this knob is out of the model's reach
         return _skipped(knob, current.value, cases)
