@@ -522,6 +522,9 @@ def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
             status = "ok"
             if not math.isfinite(err):  # a measurement far below the prediction (1e-306 tokens/s)
                 raise IpdError(f"the error of {pred:.4g} against {case.measured.value:.4g} is beyond a float")
+        except InputError as e:  # the case's own inputs (`precision: bf17`, `layout: banana`): the
+            # file's error, as a misspelt system is (a fresh-eyes review: "not reached", exit 0)
+            raise InputError(f"{shown_name(cases_path(path))}: case {case.id}: {e}") from None
         except IpdError as e:
             pred, err, status = None, None, f"not reached: {e}"
             if case.unreachable:  # what the run did that ipd does not model, as the case says
@@ -819,10 +822,15 @@ def _refined(grid: list[float], at: float, points: int = 8) -> list[float]:
     return [below * (above / below) ** (k / (points + 1)) for k in range(1, points + 1)]
 
 
-def _error(cat: Catalog, case: Case, path: Path | None = None) -> float | None:
-    """The case's squared log error (None: the model does not reach it)."""
+def _error(cat: Catalog, case: Case, path: Path | None = None, first: bool = False) -> float | None:
+    """The case's squared log error (None: the model does not reach it). ``first``: the run at the
+    catalog's own values, where an input error is the case file's (a trial value's is not)."""
     try:
         return math.log(speed_ratio(case, predict(cat, case))) ** 2
+    except InputError as e:
+        if first:
+            raise InputError(f"{shown_name(cases_path(path))}: case {case.id}: {e}") from None
+        return None
     except (IpdError, KeyError):
         return None
     except (TypeError, ValueError) as e:
@@ -917,7 +925,7 @@ def _shipped_fit(cat: Catalog, path: str) -> bool:
 def _fit_knob(base: Catalog, knob: str, cases: list[Case], path: Path | None = None) -> dict[str, Any]:
     """One knob's grid search on ``base``, the catalog with the knobs before it already fitted."""
     current = _current(base, knob)
-    errs = [_error(base, case, path) for case in cases]  # the first run: a wrong input names its file
+    errs = [_error(base, case, path, first=True) for case in cases]  # a wrong input names its file
     reached = [e for e in errs if e is not None]
     if not reached:  # every fitting case of this knob is out of the model's reach
         return _skipped(knob, current.value, cases)

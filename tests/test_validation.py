@@ -380,7 +380,7 @@ def test_a_knob_the_grid_moves_is_refined_between_the_best_points_neighbours(cat
         priced.append(value)
         return math.log(value / best[0]) ** 2
 
-    monkeypatch.setattr(val, "_error", lambda cat, case, path=None: loss(cat, [case]))
+    monkeypatch.setattr(val, "_error", lambda cat, case, path=None, first=False: loss(cat, [case]))
     monkeypatch.setattr(val, "_loss", loss)
     case = next(c for c in val.load_cases()[0] if c.split == "fitting" and c.kind == "serve")
     current = val._current(catalog, knob)
@@ -770,3 +770,19 @@ def test_a_case_input_of_the_wrong_kind_is_the_files_error(tmp_path, value):
         assert r.code == 2 and r.stdout == "", (command, r.stderr)
         assert r.stderr.startswith(f"ipd: error: {path}: case mine: an input has a value of the wrong kind")
         assert "internal error" not in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_a_case_input_the_engine_refuses_is_the_files_error(tmp_path):
+    # a fresh-eyes review: `precision: bf17` in a user's case read "not reached" (exit 0), where a
+    # misspelt system is refused: the engine's input error, with the file and the case
+    path = write(
+        tmp_path / "c.yaml",
+        "sources:\n  mine: {title: my notes, date: 2026-12-01}\ncases:\n"
+        "  - {id: mine, split: fitting, kind: pretrain, description: d, source: mine,\n"
+        "     inputs: {hardware: h100-sxm, model: llama-2-7b, tokens: 2.0e+12, gpus: 512, precision: bf17},\n"
+        "     measured: {metric: gpu_hours, value: 184320}}\n",
+    )
+    for args in (("validate", "--split", "all"), ("calibrate",)):
+        r = run_cli(*args, "--cases", str(path), "-f", "json")
+        assert r.code == 2 and r.stdout == "", (args, r.stderr)
+        assert r.stderr.startswith(f"ipd: error: {path}: case mine: ") and "bf17" in r.stderr
