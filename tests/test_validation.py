@@ -326,6 +326,13 @@ def test_catalog_defaults_are_the_calibrated_values():
     # in FLOP/s than the FP4 fit's): every value above the cap prices its cases alike, and the
     # listing says so instead of calling 0.134 a minimum
     notes = {row["parameter"]: row["fit_note"] for row in rows}
+    # a fitted knob counts the cases its fit used; one the model does not reach is named in the note
+    # (a fresh-eyes review: rl.step_fixed_s counted 7 and fitted on 6)
+    for row in fitted:
+        assert row["cases"] == len(row["case_ids"].split(", ")), row["parameter"]
+    fixed = next(row for row in rows if row["parameter"] == "rl.step_fixed_s")
+    assert "verl-qwen25-math-7b-h20-32-colocated" not in fixed["case_ids"]
+    assert fixed["fit_note"].endswith("not reached, so not fitted on: verl-qwen25-math-7b-h20-32-colocated")
     flat = notes["serving.stacks.sglang.profiles.cdna4.moe_compute_share.fp8"]
     assert flat.startswith("flat: every value tried from 0.134 to "), flat
     # the tensor-parallel overlap's fit is flat near its value: inside its range (0.936 until a
