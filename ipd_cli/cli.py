@@ -1179,10 +1179,10 @@ def validate(
     from .output import format_for
     from .render import resolve_format
 
-    shown = format_for(
-        fmt, output
-    )  # xlsx is a file's only (resolve_format refused it: exit 2 after the file)
-    if shown != "xlsx" and resolve_format(shown, _ctx()) == "csv":  # one row per case: no summary (a review)
+    # one row per case: no summary (a review); xlsx is a file's only format (resolve_format refused
+    # it, exit 2 after the file was written)
+    shown = format_for(fmt, output)
+    if shown != "xlsx" and resolve_format(shown, _ctx()) == "csv":
         sys.stderr.write(
             "ipd: note: the CSV holds the cases; their summary by group: --format json or table\n"
         )

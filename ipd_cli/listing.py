@@ -157,11 +157,13 @@ def show_workload(cat: Catalog, name: str) -> EntryView:
     sweep would run it; they were ignored here)."""
     _check(cat, None, name)
     if name.endswith((".yaml", ".yml")) and cat.canonical("workloads", name) not in cat.workloads:
+        from pathlib import Path
+
         # a fresh-eyes review: a what-if file got "unknown workload 'sc1.yaml'" and no why
         raise InputError(
             f"unknown workload '{name}': a listing shows catalog workloads by name; compare, rl and "
             "sweep take a workload file as their workload, and a file in a catalog directory's "
-            f"workloads/ (`extra_dirs`) is listed by its name, '{name.rsplit('/', 1)[-1].rsplit('.', 1)[0]}'"
+            f"workloads/ (`extra_dirs`) is listed by its name, '{Path(name).stem}'"
         )
     w = cat.workload(name)
     sets = _sets_shown(cat, workload=True)

@@ -524,7 +524,7 @@ def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
                 raise IpdError(f"the error of {pred:.4g} against {case.measured.value:.4g} is beyond a float")
         except InputError as e:  # the case's own inputs (`precision: bf17`, `layout: banana`): the
             # file's error, as a misspelt system is (a fresh-eyes review: "not reached", exit 0)
-            raise InputError(f"{shown_name(cases_path(path))}: case {case.id}: {e}") from None
+            raise case_error(path, case, str(e)) from None
         except IpdError as e:
             pred, err, status = None, None, f"not reached: {e}"
             if case.unreachable:  # what the run did that ipd does not model, as the case says
@@ -829,7 +829,7 @@ def _error(cat: Catalog, case: Case, path: Path | None = None, first: bool = Fal
         return math.log(speed_ratio(case, predict(cat, case))) ** 2
     except InputError as e:
         if first:
-            raise InputError(f"{shown_name(cases_path(path))}: case {case.id}: {e}") from None
+            raise case_error(path, case, str(e)) from None
         return None
     except (IpdError, KeyError):
         return None
@@ -846,10 +846,14 @@ def wrong_kind(path: Path | None, case: Case, e: Exception) -> InputError:
         why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
     else:
         why = str(e)
-    where = f"{shown_name(cases_path(path))}: case {case.id}"
-    return InputError(
-        f"{where}: an input has a value of the wrong kind ({why}); see the shipped cases' inputs"
+    return case_error(
+        path, case, f"an input has a value of the wrong kind ({why}); see the shipped cases' inputs"
     )
+
+
+def case_error(path: Path | None, case: Case, text: str) -> InputError:
+    """An error of one case of the cases file ``path`` (None: the shipped one), named by both."""
+    return InputError(f"{shown_name(cases_path(path))}: case {case.id}: {text}")
 
 
 def _loss(cat: Catalog, cases: list[Case], bar: float = math.inf) -> float:
@@ -960,17 +964,18 @@ def _fit_knob(base: Catalog, knob: str, cases: list[Case], path: Path | None = N
     fitted = _printed(best[1])
     # the cases the fit used: one the model does not reach is left out, and said (a fresh-eyes
     # review: rl.step_fixed_s counted 7 cases where it fitted 6)
-    missed = [c.id for c, e in zip(cases, errs, strict=True) if e is None]
+    used = [c.id for c, e in zip(cases, errs, strict=True) if e is not None]
+    missed = [c.id for c in cases if c.id not in used]
     left_out = f"not reached, so not fitted on: {', '.join(missed)}" if missed else ""
     note = "; ".join(p for p in (_fit_note(losses, best, grid), left_out) if p)
     return {
         "parameter": knob,
         "current": current.value,
         "fitted": fitted,
-        "cases": len(reached),
+        "cases": len(used),
         "rms_log_error_before": _rms(before),
         "rms_log_error_after": _rms(best[0]),
-        "case_ids": ", ".join(c.id for c, e in zip(cases, errs, strict=True) if e is not None),
+        "case_ids": ", ".join(used),
         "set": f"--set {knob}={fitted}",
         "status": "fitted",
         "fit_note": note,

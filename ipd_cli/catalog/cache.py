@@ -400,11 +400,9 @@ def _listings(catalog: Catalog, dirs: list[Path]) -> bytes:
         data = listing.model_dump(mode="json")
         if data == listing.model_dump(mode="python"):  # else (a NaN, an object) not stored: a miss
             listings[kind] = data
-    from .dirs import empty_dir_warnings
-    from .plausibility import user_file_warnings
+    from .loader import user_warnings
 
-    warnings = user_file_warnings(catalog) + empty_dir_warnings(dirs) if len(dirs) > 1 else []
-    text = json.dumps({**listings, "warnings": warnings}).encode()
+    text = json.dumps({**listings, "warnings": user_warnings(catalog, dirs)}).encode()
     return checksummed(text) + b"\n"
 
 

@@ -41,9 +41,13 @@ def load_catalog(extra_dirs: list[Path] | None = None, sets: list[str] | None = 
             cache.write(dirs, key, cat)
     # a user directory's values are checked against the built-in spans; an untrusted cache
     # directory is said too (the library prints nothing: the CLI prints Catalog.warnings)
-    notes = cache.drain_warnings() + (
-        user_file_warnings(cat) + empty_dir_warnings(dirs) if len(dirs) > 1 else []
-    )
+    notes = cache.drain_warnings() + user_warnings(cat, dirs)
     if notes:
         cat = dataclasses.replace(cat, warnings=notes)
     return cat.with_overrides(sets) if sets else cat
+
+
+def user_warnings(cat: Catalog, dirs: list[Path]) -> list[str]:
+    """The lines a catalog's user directories give (none for the built-in catalog alone): their
+    files' values far outside the built-in spans, and a directory that holds no catalog file."""
+    return user_file_warnings(cat) + empty_dir_warnings(dirs) if len(dirs) > 1 else []

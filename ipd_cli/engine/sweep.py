@@ -1077,15 +1077,15 @@ def _ratio_notes(plan: SweepPlan, tables: dict[str, Table]) -> list[str]:
 
 def _physics_of(cat: Catalog, plan: SweepPlan, hw: str, result: Any) -> list[Axis]:
     """The physics axes that change this system's estimate: the paths it reads at the catalog's
-    values and every workload field; while a block cannot run there, any path but another
-    system's or accelerator's (a path that block reads might make it run)."""
+    values and every workload field; while a block cannot run there, any it may read
+    (:func:`_may_read`, as :func:`check_paths` takes: a path that block reads might make it run)."""
     reads = {a.path for a in result.assumptions if a.path}
     return [
         a
         for a in plan.physics
         if a.path in reads
         or a.path.startswith("workload.")
-        or (result.infeasible and not _others_path(cat, hw, a.path))
+        or (result.infeasible and _may_read(cat, plan, hw, a.path))
     ]
 
 

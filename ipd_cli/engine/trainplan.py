@@ -1528,6 +1528,16 @@ def replicas_for_state(P: sr.Columns, x: dict, pins: dict, free: Any) -> Any:
     return need
 
 
+def wall_seconds(x: dict, seconds_per_token: Any) -> Any:
+    """The run's wall time at ``seconds_per_token`` (its tokens over the goodput)."""
+    return x["tokens"] * seconds_per_token / x["goodput"]
+
+
+def meets(wall_s: Any, seconds: float) -> Any:
+    """Whether a wall time meets a deadline of ``seconds`` (to the last bits of a float)."""
+    return wall_s <= seconds * (1 + 1e-9)
+
+
 def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Searched:
     """Plans with the replicas that meet the deadline, by branch and bound on a lower bound of the
     GPUs each micro row needs (for the rate, and for memory); ``out['gpus']`` holds each plan's GPUs
@@ -1553,8 +1563,8 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         M = sr.take(M, schedulable(M))  # a pinned micro-batch count some schedules cannot run
         out = solve_replicas(M, chunk_terms(sub, m, idx, M["row"], x), x, rate, pins)
         gpus = systems_gpus(M, x, M["tp"] * M["cp"] * M["pp"] * M["dp"])
-        wall = x["tokens"] * out["seconds_per_token"] / x["goodput"]
-        ok = fits_memory(out, x) & (wall <= seconds * (1 + 1e-9)) & (gpus <= max_gpus)
+        wall = wall_seconds(x, out["seconds_per_token"])
+        ok = fits_memory(out, x) & meets(wall, seconds) & (gpus <= max_gpus)
         parts.append((M, {**out, "gpus": gpus, "wall_s": wall}, ok))
         if np.any(ok):
             bar = min(bar, float(gpus[ok].min()))
@@ -1912,8 +1922,8 @@ def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int
         s = search_fixed(x, int(max_gpus), pins, exhaustive=True)
         used = s.cols["tp"] * s.cols["cp"] * s.cols["pp"] * s.cols["dp"]
         s.out["gpus"] = systems_gpus(s.cols, x, used)
-        s.out["wall_s"] = x["tokens"] * s.seconds_per_token / x["goodput"]
-        s.space.require("meets the deadline", s.out["wall_s"] <= seconds * (1 + 1e-9))
+        s.out["wall_s"] = wall_seconds(x, s.seconds_per_token)
+        s.space.require("meets the deadline", meets(s.out["wall_s"], seconds))
     else:
         s = search_deadline(x, seconds, pins, max_gpus)
     ok = s.space.feasible
@@ -1935,12 +1945,8 @@ def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int
         best = choice(s, i, gpus)
     # the runners-up that meet the deadline too (a fresh-eyes audit: `--plans` listed plans of 90.02
     # to 91.09 days for a 90-day deadline, unmarked)
-    meets = [
-        j
-        for j in top_rows(f, top)
-        if x["tokens"] * f.seconds_per_token[j] / x["goodput"] <= seconds * (1 + 1e-9)
-    ]
-    return Found(best, [choice(f, j, gpus) for j in meets], len(f) + len(s))
+    kept = [j for j in top_rows(f, top) if meets(wall_seconds(x, f.seconds_per_token[j]), seconds)]
+    return Found(best, [choice(f, j, gpus) for j in kept], len(f) + len(s))
 
 
 def min_gpus_for_memory(x: dict) -> int:
