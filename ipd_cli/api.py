@@ -475,6 +475,8 @@ STEP_UNITS = {
     "recipe_batch_tokens": "tokens", "batch_token_multiplier": "x",
     "usd_per_million_output_tokens": "USD/M tokens", "effective_mfu": "fraction",
     "flops_per_token": "FLOP/token", "tokens_per_s_per_mw": "tokens/s/MW", "rollouts_per_kwh": "rollouts/kWh",
+    "global_batch_tokens": "tokens", "systems": "systems", "memory_gb_per_gpu": "GB",
+    "moe_comm_exposed_fraction": "fraction",
 }  # fmt: skip
 
 

@@ -2196,3 +2196,38 @@ def test_amd_trains_at_its_own_measured_gemm_share(catalog, hw, measured):
     assert share.value == pytest.approx(measured / 1300, abs=5e-4) and share.source == "ml-engineering-mamf"
     h100 = train(catalog, "h100-sxm", "llama-3.1-8b", 1e12, gpus=64).pretraining
     assert r.pretraining.mfu < h100.mfu
+
+
+def test_memory_per_gpu_is_weights_gradients_optimizer_state_and_activations(catalog):
+    # Llama 3.1 70B (70.6e9 parameters) at TP8 DP9, ZeRO-1, on 72 H100: a GPU holds 70.6e9 / 8 =
+    # 8.825e9 parameters, at BF16 2 B of weights and 2 B of gradients each (17.65 GB apiece) and
+    # 12 B of Adam state (FP32 master, m, v: 16 B of efficiency.training_bytes_per_param in all)
+    # sharded over the 9 replicas: 8.825e9 x 12 / 9 = 11.767 GB; the activations are the rest
+    p = train(catalog, "h100", "llama-3.1-70b", 2e12, gpus=72, plan="tp=8,pp=1,cp=1,zero=1").pretraining
+    parts = p.memory_breakdown_gb_per_gpu
+    assert p.plan.startswith("TP8 PP1 DP9") and "ZeRO-1" in p.plan
+    assert parts["weights"] == pytest.approx(17.65, rel=1e-12)
+    assert parts["gradients"] == pytest.approx(17.65, rel=1e-12)
+    assert parts["optimizer_state"] == pytest.approx(8.825 * 12 / 9, rel=1e-12)
+    assert parts["activations"] > 0
+    assert sum(parts.values()) == pytest.approx(p.memory_gb_per_gpu, rel=1e-12)
+    # FSDP shards all three over the replicas (2 + 2 + 12 B over 9), its weights plus two gathered
+    # layers of 80 at BF16: 8.825e9 x 2 x 2 / 80
+    z3 = train(catalog, "h100", "llama-3.1-70b", 2e12, gpus=72, plan="tp=8,pp=1,cp=1,zero=3").pretraining
+    fsdp = z3.memory_breakdown_gb_per_gpu
+    assert fsdp["weights"] == pytest.approx(8.825 * 2 / 9 + 8.825 * 2 * 2 / 80, rel=1e-9)
+    assert fsdp["gradients"] == pytest.approx(8.825 * 2 / 9, rel=1e-9)
+    assert fsdp["optimizer_state"] == pytest.approx(8.825 * 12 / 9, rel=1e-9)
+
+
+@pytest.mark.parametrize("plan", ["tp=1,cp=1,pp=1", "tp=1,cp=1,pp=4,vp=2"])
+def test_the_exposed_all_to_all_share_counts_the_chunks_no_overlap_pairs(catalog, plan):
+    # at TP1 CP1 in BF16 (no tensor or context collectives, no amax reductions) a MoE step's
+    # exposed communication is its expert all-to-all alone, so the share times the step is it; the
+    # share left out the chunks the 1F1B overlap cannot pair (Qwen3-235B on 144 GB200, PP4 VP2 with
+    # the overlap: 0.335 of 0.626 s; GB200's 10T headline plan, which pairs none, 1.9 % for 12.5 %)
+    p = train(catalog, "gb200", "qwen3-235b-a22b", 1e12, gpus=144, plan=plan).pretraining
+    assert p.parallelism.ep > 1 and p.parallelism.a2a_overlap
+    exposed = p.step_breakdown_s["exposed_comm_s"]
+    assert exposed > 0
+    assert p.moe_comm_exposed_fraction * p.step_time_s == pytest.approx(exposed, rel=1e-12)

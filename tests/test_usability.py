@@ -902,3 +902,27 @@ def test_a_count_of_unlike_systems_has_no_ratio():
     assert cells[-2:] == ["", "4.10x worse"]
     gpus = [c.strip() for c in rows["GPUs"].split("|")[1:-1]]
     assert gpus[-2].endswith("x worse") and gpus[-1] == "4.10x worse"
+
+
+def test_explain_gives_the_plans_batch_systems_memory_and_all_to_all_rows():
+    # a fresh-eyes review: the compare table printed these with no explain row; each row's value
+    # is compare's, its formula rebuilt from the inputs it lists
+    r = run_cli_once("explain", "vera-rubin", "-f", "json")
+    rows = {i["metric"]: i for i in r.json()["items"]}
+    pre = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").json()["systems"][0]["pretraining"]
+    batch = _explained_inputs(rows["pretraining.global_batch_tokens"])
+    assert (
+        rows["pretraining.global_batch_tokens"]["value"]
+        == pre["global_batch_tokens"]
+        == (batch["dp"] * batch["micro_batches"] * batch["micro_batch"] * batch["sequence_length"])
+    )
+    assert rows["pretraining.systems"]["value"] == pre["systems"] == pre["gpus"] / 72  # whole racks
+    memory = rows["pretraining.memory_gb_per_gpu"]
+    parts = _explained_inputs(memory)
+    assert memory["unit"] == "GB" and memory["value"] == pre["memory_gb_per_gpu"]
+    assert {k: parts[k] for k in pre["memory_breakdown_gb_per_gpu"]} == pre["memory_breakdown_gb_per_gpu"]
+    assert sum(pre["memory_breakdown_gb_per_gpu"].values()) == pytest.approx(memory["value"], rel=1e-12)
+    assert "host_offload_gb_per_gpu" in memory["formula"]  # Rubin's plan offloads activations
+    a2a = rows["pretraining.moe_comm_exposed_fraction"]
+    assert a2a["value"] == pre["moe_comm_exposed_fraction"] and a2a["unit"] == "fraction"
+    assert a2a["value"] * pre["step_time_s"] <= _explained_inputs(a2a)["exposed_comm_s"]

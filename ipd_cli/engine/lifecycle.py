@@ -601,6 +601,7 @@ def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> lis
              {"plans_evaluated": p.plans_evaluated, "global_batch_tokens": p.global_batch_tokens,
               **{f"term: {k}": v for k, v in p.step_breakdown_s.items()}}),
         *_step_term_steps(p),
+        *_plan_steps(p),
         Step("pretraining.flops_per_token", p.flops_per_token,
              "6 x counted_active_params + attention_flops_per_token (attention_flops_per_token: the "
              "causal attention's score and value products, forward and backward, 3 x layers x "
@@ -642,6 +643,50 @@ def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> lis
               "wall_days": p.wall_days, "peak_tflops_per_gpu": p.peak_tflops_per_gpu}),
         *_cost_steps("pretraining.cost_usd", p.cost_usd, "gpu_hours", p.gpu_hours, p.price_usd_per_gpu_hour),
     ]  # fmt: skip
+
+
+def _plan_steps(p: Pretraining) -> list[Step]:
+    """The rows of the plan's batch, systems, memory per GPU and exposed expert all-to-all (an
+    explain audit: the compare table printed them with no formula). None without the plan."""
+    par = p.parallelism
+    if par is None:
+        return []
+    steps = [
+        Step("pretraining.global_batch_tokens", p.global_batch_tokens,
+             "dp x micro_batches x micro_batch x sequence_length",
+             {"dp": par.dp, "micro_batches": par.micro_batches, "micro_batch": par.micro_batch,
+              "sequence_length": p.global_batch_tokens / par.global_batch}),
+        Step("pretraining.systems", p.systems,
+             "gpus / gpus_per_system rounded up, or the scale-up domains the plan's gpus_used span in "
+             "whole copies of its in-domain groups where more",
+             {"gpus": p.gpus, "gpus_per_system": p.gpus_per_system, "gpus_used": p.gpus_used}),
+    ]  # fmt: skip
+    parts = p.memory_breakdown_gb_per_gpu
+    if parts:
+        how = (
+            "weights + gradients + optimizer_state + activations: the parameters a GPU holds (its "
+            "tp, pp and ep shares) at efficiency.training_bytes_per_param's parts, the optimizer state "
+            "sharded over the data-parallel group from ZeRO-1, the gradients from ZeRO-2, the weights "
+            "under FSDP (zero_stage 3, with two gathered layers); activations: the in-flight "
+            "micro-batches' checkpoints under the recompute policy, the last stage's logits and the "
+            "recompute working set"
+        )
+        if p.host_offload_gb_per_gpu > 0:
+            how += (
+                "; an offloading plan keeps what the usable HBM leaves, host_offload_gb_per_gpu goes to "
+                "host memory"
+            )
+        steps.append(Step("pretraining.memory_gb_per_gpu", p.memory_gb_per_gpu, how,
+                          {**parts, "zero_stage": par.zero_stage, "recompute": par.recompute}))  # fmt: skip
+    if par.ep > 1:
+        steps.append(Step(
+            "pretraining.moe_comm_exposed_fraction", p.moe_comm_exposed_fraction,
+            "the expert all-to-all's exposed seconds a step (dispatch and combine, forward and backward, "
+            "on the most loaded stage, less what hides behind compute; the chunks the 1F1B overlap "
+            "cannot pair included) / step_time_s: a part of step_breakdown_s.exposed_comm_s",
+            {"step_time_s": p.step_time_s, "exposed_comm_s": p.step_breakdown_s.get("exposed_comm_s", 0.0)},
+        ))  # fmt: skip
+    return steps
 
 
 # what each term of a pre-training step holds (engine/trainstep.py), per micro-batch on the most

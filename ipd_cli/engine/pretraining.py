@@ -293,7 +293,10 @@ def plan_run(y: dict, plan: dict[str, int], o: dict[str, Any], gpus: Any) -> dic
         "mfu": y["fpt"] * per_step / (step * used * y["low_peak"]),
         "effective_mfu": y["fpt"] * y["tokens"] / (gpus * wall * y["low_peak"]),
         "scale_efficiency": _like(y["goodput"], wall),
-        "moe_comm_exposed_fraction": plan["mb"] * o["ep_comm_s"] / o["step_s"],
+        # the chunks the 1F1B overlap does not pair expose theirs too (step_breakdown's exposed_comm_s
+        # counts them; this share left them out: GB200's 10T plan, which pairs none, said 1.9 % of
+        # its step where 12.5 % is)
+        "moe_comm_exposed_fraction": (plan["mb"] * o["ep_comm_s"] + o.get("a2a_alone_s", 0.0)) / o["step_s"],
         "training_flops": y["fpt"] * y["tokens"],
         "flops_per_token": _like(y["fpt"], wall),
         "counted_active_params": _like(y["fpt_params"], wall),
@@ -605,6 +608,23 @@ def step_breakdown(c: tpn.Choice, step_s: float | None = None) -> dict[str, floa
     return {k: float(v) * scale for k, v in terms.items()}
 
 
+def memory_breakdown(c: tpn.Choice, x: dict) -> dict[str, float]:
+    """GB per GPU of the plan's peak memory by part: weights (FSDP: its shard and two gathered
+    layers), gradients and optimizer state, each by the plan's sharding stage
+    (:func:`~ipd_cli.engine.trainstep.state_parts`), and the activations the rest of the peak holds
+    (in-flight micro-batches' checkpoints under the recompute policy, the last stage's logits, the
+    recompute working set; an offloading plan's: what is left of the HBM). They add up to
+    memory_gb_per_gpu."""
+    from . import trainstep as ts
+
+    y = tpn.derive(x)
+    P = {k: float(v) for k, v in c.plan.items()}
+    weights, grads, optim = (float(v) for v in ts.state_parts(P, y))
+    acts = c.out["memory_bytes"] - weights - grads - optim
+    parts = {"weights": weights, "gradients": grads, "optimizer_state": optim, "activations": acts}
+    return {k: v / f.GIGA for k, v in parts.items()}
+
+
 def _summary(c: tpn.Choice, x: dict) -> PlanSummary:
     y = tpn.derive(x)
     run = plan_run(y, c.plan, c.out, c.gpus)
@@ -646,6 +666,7 @@ def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pr
         plan=found.best.name,
         parallelism=training_plan(found.best.plan),
         step_breakdown_s=step_breakdown(found.best, numbers["step_time_s"] if "mfu_pin" in x else None),
+        memory_breakdown_gb_per_gpu=memory_breakdown(found.best, x),
         plans=[_summary(c, x) for c in found.top] if x["top"] else None,
         **numbers,
     )

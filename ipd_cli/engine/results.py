@@ -133,7 +133,11 @@ class Pretraining(Result):
         "the batch penalty included"
     )
     scale_efficiency: float = Field(description="training goodput: share of wall time in useful steps")
-    moe_comm_exposed_fraction: float = Field(description="share of step time spent in exposed all-to-all")
+    moe_comm_exposed_fraction: float = Field(
+        description="share of step time spent in exposed expert all-to-all (dispatch and combine, "
+        "forward and backward, on the most loaded stage; the chunks the 1F1B overlap cannot pair "
+        "included); part of step_breakdown_s.exposed_comm_s"
+    )
     training_flops: float
     flops_per_token: float = Field(
         description="model FLOPs per token, as NVIDIA's and Megatron's 'model TFLOP/s' count them: 6 x "
@@ -189,6 +193,12 @@ class Pretraining(Result):
         default={},
         description="seconds per step by term (GEMMs, attention, memory-bound, exposed comm, ...); "
         "they add up to step_time_s (with mfu pinned: the plan's terms in proportion)",
+    )
+    memory_breakdown_gb_per_gpu: dict[str, float] = Field(
+        default={},
+        description="memory_gb_per_gpu by part: weights, gradients and optimizer_state (each by the "
+        "plan's ZeRO stage; FSDP's weights include its two gathered layers) and activations (the "
+        "rest: in-flight micro-batches under the recompute policy, logits, recompute working set)",
     )
     plans_evaluated: int = 0
     plans: list[PlanSummary] | None = Field(

@@ -989,26 +989,31 @@ def sharded(n, group, on):
 
 def state_bytes(P: Cols, x: dict, held: Any = None, groups: Any = None):
     """Weights, gradients and optimizer state per GPU by sharding stage, plus FSDP's two gathered
-    layers (the one computing and the one prefetched). Weights kept whole carry the recipe's cached
-    quantized copy beside them (``weight_mem_bytes``: TransformerEngine keeps it across
-    micro-batches), but those no recipe quantizes (:func:`plain_params`) ``weight_bytes``; FSDP's
-    shards do not, its gathered layers do. ``held``, ``groups``:
-    :func:`params_per_gpu` and :func:`dp_groups` of ``P`` where the caller has them already (so
-    too below)."""
+    layers (the one computing and the one prefetched): the sum of :func:`state_parts`. ``held``,
+    ``groups``: :func:`params_per_gpu` and :func:`dp_groups` of ``P`` where the caller has them
+    already (so too below)."""
+    weights, grads, optim = state_parts(P, x, held, groups)
+    return weights + grads + optim
+
+
+def state_parts(P: Cols, x: dict, held: Any = None, groups: Any = None) -> tuple[Any, Any, Any]:
+    """(weights, gradients, optimizer state) bytes per GPU by sharding stage. Weights kept whole
+    carry the recipe's cached quantized copy beside them (``weight_mem_bytes``: TransformerEngine
+    keeps it across micro-batches), but those no recipe quantizes (:func:`plain_params`)
+    ``weight_bytes``; FSDP's shards do not, its two gathered layers (the one computing and the one
+    prefetched) do, counted with the weights."""
     z = P["zero"]
     held = params_per_gpu(P, x) if held is None else held
     groups = dp_groups(P) if groups is None else groups
     # the parameters no recipe quantizes keep weight_bytes where weights are kept whole
-    total = ifelse(z >= 3, 0.0, plain_weight_bytes(P, x))
+    weights = ifelse(z >= 3, 0.0, plain_weight_bytes(P, x))
+    grads = optim = 0.0
     for n, group in zip(held, groups, strict=True):
-        total = (
-            total
-            + n * ifelse(z >= 3, x["weight_bytes"] / group, x["weight_mem_bytes"])
-            + sharded(n, group, z >= 2) * x["grad_bytes"]
-            + sharded(n, group, z >= 1) * x["optim_bytes"]
-        )
+        weights = weights + n * ifelse(z >= 3, x["weight_bytes"] / group, x["weight_mem_bytes"])
+        grads = grads + sharded(n, group, z >= 2) * x["grad_bytes"]
+        optim = optim + sharded(n, group, z >= 1) * x["optim_bytes"]
     gathered = (z == 3) * 2.0 * (held[0] + held[1]) / stage_layers(P, x) * x["weight_mem_bytes"]
-    return total + gathered
+    return weights + gathered, grads, optim
 
 
 def in_flight(P: Cols):
