@@ -57,6 +57,13 @@ def test_rubin_dense_and_vendor_figures_are_apart(catalog):
     assert rubin.fp4_dense_tflops.value == 35_000
     assert rubin.fp4_vendor_effective_tflops.value == 50_000
     assert catalog.system("rubin-ultra").unstable and catalog.system("rubin-ultra").status == "roadmap"
+    # nor may a dense range reach a vendor "effective" figure: Rubin Ultra's dense FP4 range topped
+    # out at 100 PF, the GTC-2025 plan's TE figure (100 PF x 35/50 = 70 PF dense; a catalog audit)
+    both = [a for a in catalog.accelerators.values() if a.fp4_dense_tflops and a.fp4_vendor_effective_tflops]
+    assert len(both) >= 2
+    for a in both:
+        dense, effective = a.fp4_dense_tflops, a.fp4_vendor_effective_tflops.value
+        assert max((dense.value, *(dense.range or ()))) < effective
 
 
 @pytest.mark.parametrize(
@@ -826,3 +833,14 @@ def test_a_tab_that_indents_a_catalog_file_is_named(tmp_path):
         f"ipd: error: {path}: invalid YAML (line 2, column 1): found character that cannot start any "
         "token; a tab: YAML indents with spaces\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("system", "dimms", "dimm_gib"),
+    [("h100", 32, 64), ("h200", 32, 64), ("b200", 32, 64), ("mi300x", 24, 64)],
+)
+def test_host_memory_reads_its_dimms_in_binary_units(catalog, system, dimms, dimm_gib):
+    # a catalog audit: MI300X's 24 x 64 GB DIMMs were read as 1.5 TiB = 1,650 GB, the HGX nodes' 32
+    # x 64 GB as a decimal 2,000 GB (2 TiB = 2,199 GB): one unit for the same DIMMs
+    gb = dimms * dimm_gib * 2**30 / 1e9
+    assert catalog.system(system).host_memory_gb.value == pytest.approx(gb, abs=1.0)
