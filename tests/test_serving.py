@@ -2782,3 +2782,26 @@ def test_a_pipelined_configuration_the_search_reports_pins_back_to_itself():
         found.configuration,
         found.tokens_per_s_per_gpu,
     )
+
+
+def test_a_family_member_computes_at_its_measured_gemm_share_against_the_fastest():
+    # MI300X (750 W) sustains 668 of its 1,307 BF16 TFLOP/s, MI325X (1,000 W) 785 of the same peak
+    # (MAMF, efficiency.training_gemm_max_share_by_accelerator: 0.511 and 0.601), while the CDNA 3
+    # family's one GEMM factor priced them alike; MLPerf's Llama 2 70B runs measure MI325X
+    # 1.24-1.30x MI300X. On one pinned point the compute time scales by the shares' ratio exactly,
+    # the memory time not at all
+    base = ("serve", "--hardware", "mi300x", "--model", "llama-3.1-70b", "--precision", "fp8", "--layout",
+            "tp8", "--concurrency", "64", "--aggregated", "--speculative", "off", "-f", "json")  # fmt: skip
+    share = "efficiency.training_gemm_max_share_by_accelerator.mi300x.bf16"
+    own, top = (run_cli(*base, "--set", f"{share}={v}").json()["serving"] for v in (0.511, 0.601))
+    assert own["configuration"] == top["configuration"] == "TP8 batch 64"
+    assert own["compute_time_ms"] == pytest.approx(top["compute_time_ms"] * 0.601 / 0.511, rel=1e-9)
+    assert own["memory_time_ms"] == top["memory_time_ms"]
+    r = run_cli(*base)
+    names = {a["name"]: a["value"] for a in r.json()["assumptions"]}
+    assert names["best-shape GEMM share of peak (bf16, MAMF)"] == 0.511
+    assert names["the cdna3 family's best GEMM share of peak (bf16, mi325x)"] == 0.601
+    # the fastest member, and a family whose members share one measurement (Blackwell), read none
+    for hw in ("mi325x", "b200"):
+        r = run_cli("serve", "--hardware", hw, "--model", "llama-3.1-70b", "-f", "json")
+        assert not any("GEMM share of peak" in a["name"] for a in r.json()["assumptions"]), hw
