@@ -605,3 +605,15 @@ def test_diff_pairs_explain_rows_by_system_and_metric_and_validation_groups_by_n
     c = write(tmp_path / "c.json", json.dumps(validation(("all", 2, 10.0), ("serve", 1, 5.0))))
     d = write(tmp_path / "d.json", json.dumps(validation(("serve", 1, 5.0), ("all", 2, 10.0))))
     assert run_cli("diff", str(c), str(d), "-f", "json").json()["items"] == []  # the same groups
+
+
+def test_a_sub_dollar_rl_step_is_not_printed_as_zero_dollars():
+    # a code review: the cheaper-grown line printed `$0` for a small model's sub-dollar step
+    from ipd_cli.render.views import _rl_lines
+
+    rl = {"gpus": 16, "usd_per_step": 0.4512, "cheaper_grown_gpus": 24, "cheaper_grown_usd_per_step": 0.3871}
+    line = next(ln for ln in _rl_lines("h100", rl) if "would cost" in ln)
+    assert "at $0.451 a step" in line and "would cost $0.387:" in line
+    rl.update(usd_per_step=3549.4, cheaper_grown_usd_per_step=3084.2)
+    line = next(ln for ln in _rl_lines("b300", rl) if "would cost" in ln)
+    assert "at $3,549 a step" in line and "would cost $3,084:" in line

@@ -588,9 +588,9 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
     if rl.get("cheaper_grown_gpus"):  # the request binds; say which larger one costs less a step
         out.append(
             f"{hw}: RL post-training runs on the {counted(rl['gpus'])} asked for, at "
-            f"${rl['usd_per_step']:,.0f} a step; {rl['cheaper_grown_gpus']:,} GPUs (the trainer's fewest "
+            f"${fmt_num(rl['usd_per_step'])} a step; {rl['cheaper_grown_gpus']:,} GPUs (the trainer's fewest "
             "plus the generation pool a smaller request grows to) would cost "
-            f"${rl['cheaper_grown_usd_per_step']:,.0f}: ask for them to get that step"
+            f"${fmt_num(rl['cheaper_grown_usd_per_step'])}: ask for them to get that step"
         )
     out += _idle_generation_lines(hw, rl)
     from ipd_cli.engine.formulas import DAYS_PER_YEAR
