@@ -482,3 +482,28 @@ def test_receivers_quantise_the_fullest_gpus_weights(catalog):
     assert (inst.configuration, held) == ("DEP72 EPLB", 5 / 256)
     fullest = dense * inst.dense_replicas / inst.instance_gpus + expert * held
     assert plan.quantize_bytes_per_gpu == pytest.approx(fullest * 1.5, rel=1e-12)
+
+
+def test_an_updates_composition_rebuilds_its_transfer_and_load_from_its_terms():
+    # an explain review: the weight-sync row listed its terms but not how they add up. nccl-reshard
+    # (GB200, rl-swe-agent): the longest of the four link bounds or the quantisation, then the misc
+    # path's broadcast; its engine loader after. checkpoint-engine (pipelined): the longest of the
+    # link bounds and the quantisation, the per-tensor software beside it, its excess after
+    links = ("receiver NIC", "receiver scale-up", "sender NIC", "sender scale-up")
+    ws = run_cli("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "-f", "json").json()["rl"][
+        "weight_sync"
+    ]
+    t = ws["terms_s"]
+    assert ws["composition"].startswith("transfer_s = max(wire, quantisation) + misc path broadcast")
+    wire = max(t[k] for k in links)
+    assert ws["transfer_s"] == max(wire, t["quantisation"]) + t["misc path broadcast"]
+    assert ws["load_s"] == t["misc path engine loader"]
+    ws = run_cli(
+        "rl", "--hardware", "gb200", "--workload", "rl-math-reasoning", "--transport", "checkpoint-engine",
+        "-f", "json",
+    ).json()["rl"]["weight_sync"]  # fmt: skip
+    t = ws["terms_s"]
+    assert ws["composition"].startswith("transfer_s = max(gather, wire, quantisation)")
+    wire = max(v for k, v in t.items() if k not in ("per-tensor software", "quantisation", "fixed latency"))
+    assert ws["transfer_s"] == max(wire, t["quantisation"])
+    assert ws["load_s"] == pytest.approx(max(t["per-tensor software"], ws["transfer_s"]) - ws["transfer_s"])

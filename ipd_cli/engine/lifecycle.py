@@ -782,7 +782,8 @@ def rl_steps(r: Rl | None) -> list[Step]:
         Step("rl.phases.weight_sync_s", ph.weight_sync_s,
              f"fixed_s + transfer_s + load_s + offload_s ({ws.transport}: transfer_s the senders' "
              f"gather, wire and quantisation under the stack's schedule, load_s the per-tensor work "
-             f"not hidden behind it; bound: {ws.bound}); exposed_s = weight_sync_s - hidden_s",
+             f"not hidden behind it: {ws.composition or 'see terms'}; bound: {ws.bound}); "
+             "exposed_s = weight_sync_s - hidden_s",
              {"fixed_s": ws.fixed_s, "transfer_s": ws.transfer_s, "load_s": ws.load_s,
               "offload_s": ws.offload_s, "hidden_s": ws.hidden_s,
               "bytes_per_receiver": ws.bytes_per_receiver,

@@ -623,6 +623,11 @@ class RlWeightSync(Result):
     exposed_s: float = Field(description="seconds of the update on the step's critical path")
     hidden_s: float = Field(description="seconds of the update overlapped with generation or training")
     terms_s: dict[str, float] = Field(description="every bound and cost of the update, in seconds")
+    composition: str = Field(
+        default="",
+        description="how transfer_s and load_s are built from terms_s under the transport and the sync "
+        "stack's schedule (wire: the longest link bound; software: the engine's per-tensor work)",
+    )
 
 
 class RlTrainerMemory(Result):

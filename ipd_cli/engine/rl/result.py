@@ -31,6 +31,7 @@ def _weight_sync(out: Outcome) -> RlWeightSync:
         exposed_s=out.step.sync_exposed_s,
         hidden_s=max(0.0, out.sync.seconds - out.step.sync_exposed_s),
         terms_s=sync.terms,
+        composition=sync.composition,
     )
 
 

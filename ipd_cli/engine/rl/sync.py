@@ -110,6 +110,7 @@ class WeightSync:
     load_s: float  # receivers only: the engine loader not hidden behind the wire
     fixed_s: float  # fixed latency, plus a colocated timer's overhead
     stack: str = "nemo-rl"
+    composition: str = ""  # how transfer_s and load_s are built from the terms (:func:`_compose`)
 
     @property
     def seconds(self) -> float:
@@ -352,7 +353,7 @@ def _compose(
     quantize: float,
 ) -> tuple[float, float, bool]:
     """(senders busy, receivers' work not hidden, whether the gather and software chain outlasts
-    the wire) under the transport and the stack's schedule."""
+    the wire) under the transport and the stack's schedule (:func:`composition` says which)."""
     if t == "colocated":  # the same GPUs: gather, then the hand-off to the engine
         return wire + quantize, software, False
     if t == "nccl-reshard":  # the bulk reshard, then the misc broadcast and its loads (design doc)
@@ -364,6 +365,30 @@ def _compose(
     transfer = max(gather, wire, quantize)  # pipelined: the per-tensor work runs beside the wire
     rest = max(gather + software, transfer) - transfer
     return transfer, rest, rest > 0
+
+
+def composition(t: str, schedule: str) -> str:
+    """How :func:`_compose` builds transfer_s and load_s from the update's terms (wire: the longest
+    link bound; software: the engine's per-tensor work), for `ipd explain` (an explain review: the
+    row named its terms, not how they add up)."""
+    if t == "colocated":
+        return "transfer_s = wire + quantisation; load_s = software (the engine's load after the hand-off)"
+    if t == "nccl-reshard":
+        return "transfer_s = max(wire, quantisation) + misc path broadcast; load_s = software"
+    if schedule == "serial" or (schedule == "stage-lock" and t != "nccl-broadcast"):
+        return (
+            "transfer_s = gather + wire + quantisation + software (each bucket waits for its loads); "
+            "load_s = 0"
+        )
+    if schedule == "stage-lock":
+        return (
+            "transfer_s = the pipeline stages' turns at (wire + software) each, behind their gathers, "
+            "+ quantisation; load_s = 0"
+        )
+    return (
+        "transfer_s = max(gather, wire, quantisation); "
+        "load_s = max(gather + software, transfer_s) - transfer_s"
+    )
 
 
 @dataclass(frozen=True)
@@ -465,4 +490,5 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
         load_s=rest,
         fixed_s=fixed + overhead,
         stack=stack,
+        composition=composition(t, schedule),
     )
