@@ -926,3 +926,18 @@ def test_explain_gives_the_plans_batch_systems_memory_and_all_to_all_rows():
     a2a = rows["pretraining.moe_comm_exposed_fraction"]
     assert a2a["value"] == pre["moe_comm_exposed_fraction"] and a2a["unit"] == "fraction"
     assert a2a["value"] * pre["step_time_s"] <= _explained_inputs(a2a)["exposed_comm_s"]
+
+
+def test_explain_says_the_split_gpus_are_set_together():
+    # an explain review: `--set workload.gen_gpus=1008`, the path the row printed, is refused alone
+    rows = {i["metric"]: i for i in run_cli_once("explain", "gb200", "--workload", "rl-swe-agent", "-f",
+                                                 "json").json()["items"]}  # fmt: skip
+    gen, train = rows["input: generation GPUs"], rows["input: training GPUs"]
+    assert gen["path"] == "workload.gen_gpus" and "set with train_gpus" in gen["note"]
+    assert train["path"] == "workload.train_gpus" and "set with gen_gpus" in train["note"]
+    alone = run_cli("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--set",
+                    f"workload.gen_gpus={int(gen['value'])}")  # fmt: skip
+    g, t = int(gen["value"]), int(train["value"])
+    sets = ("--set", f"workload.gen_gpus={g}", "--set", f"workload.train_gpus={t}")
+    both = run_cli("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "-f", "json", *sets)
+    assert alone.code == 2 and both.code == 0

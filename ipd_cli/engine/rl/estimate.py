@@ -642,9 +642,17 @@ def choose_split(
         origin, note = "split search", "the generation / training split with the shortest step"
         if requested is not None:  # grown: the trainer's fewest GPUs and the cheapest pool
             note = "the trainer's fewest GPUs plus the generation pool with the least cost per step"
-    s.inp.given("generation GPUs", gg, "GPUs", origin, note=note, path="workload.gen_gpus")
-    s.inp.given("training GPUs", tg, "GPUs", origin, note=note, path="workload.train_gpus")
+    # the two paths are set together or not at all (an explain review: each row's path, set alone,
+    # was refused)
+    both = "set with train_gpus: the two are given together or not at all"
+    s.inp.given("generation GPUs", gg, "GPUs", origin, note=_joined(note, both), path="workload.gen_gpus")
+    both = "set with gen_gpus: the two are given together or not at all"
+    s.inp.given("training GPUs", tg, "GPUs", origin, note=_joined(note, both), path="workload.train_gpus")
     return gg, tg, requested, larger
+
+
+def _joined(note: str | None, more: str) -> str:
+    return more if not note else f"{note}; {more}"
 
 
 def _cheaper_grown(
