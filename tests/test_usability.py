@@ -941,3 +941,19 @@ def test_explain_says_the_split_gpus_are_set_together():
     sets = ("--set", f"workload.gen_gpus={g}", "--set", f"workload.train_gpus={t}")
     both = run_cli("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "-f", "json", *sets)
     assert alone.code == 2 and both.code == 0
+
+
+def test_explain_gives_the_rollouts_serving_inputs_their_workload_paths():
+    # an explain review: the RL rollouts' serving precision, speculative decoding and sync stack
+    # printed no path, though the workload's fields set them
+    rows = {i["metric"]: i for i in run_cli_once("explain", "gb200", "--workload", "rl-swe-agent", "-f",
+                                                 "json").json()["items"]}  # fmt: skip
+    base = run_cli("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "-f", "json").json()["rl"]
+    for name, path in (("serving precision", "workload.inference_precision"),
+                       ("speculative decoding", "workload.speculative"),
+                       ("weight-sync stack", "workload.sync_stack")):  # fmt: skip
+        row = rows[f"input: {name}"]
+        assert row["path"] == path, name
+        r = run_cli("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "-f", "json", "--set",
+                    f"{path}={row['value']}")  # fmt: skip
+        assert r.code == 0 and r.json()["rl"]["step_seconds"] == base["step_seconds"], name

@@ -805,4 +805,22 @@ def _estimate_rl(
         s, out, gg, tg, workload_name, price, basis, kw_per_gpu(ctx.inp, ctx.name), pue(ctx.inp), requested,
         larger,
     )  # fmt: skip
-    return RlResult(hardware=ctx.name, rl=rl, assumptions=ctx.trace.items)
+    return RlResult(hardware=ctx.name, rl=rl, assumptions=_workload_paths(ctx.trace.items))
+
+
+# the rollouts' serving inputs an RL workload's fields set, by the names the serving estimate and
+# the sync give them without a path (an explain review: their rows printed no path while
+# `--set workload.inference_precision=fp8` and the others work)
+_RL_INPUTS = {
+    "serving precision": "workload.inference_precision",
+    "speculative decoding": "workload.speculative",
+    "weight-sync stack": "workload.sync_stack",
+}
+
+
+def _workload_paths(items: list) -> list:
+    """``items`` with the RL workload's path on the inputs of :data:`_RL_INPUTS` that have none."""
+    return [
+        a.model_copy(update={"path": _RL_INPUTS[a.name]}) if a.path is None and a.name in _RL_INPUTS else a
+        for a in items
+    ]
