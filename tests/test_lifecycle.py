@@ -373,7 +373,8 @@ def test_explain_gives_the_rl_step_of_its_schedule(catalog, mode):
     gen = items["rl.phases.generation_s"]
     terms = {k: float(v) for k, v in (p.split(" = ") for p in gen["inputs"].split("; "))}
     if mode == "async":
-        rebuilt = (terms["decode_and_tools_s"] + terms["prefill_s"]) * (1 + terms["async_waste_fraction"])
+        bulk = terms["decode_and_tools_s"] + terms["prefill_s"]
+        rebuilt = max(bulk, terms["staleness_window_s"]) * (1 + terms["async_waste_fraction"])
     else:
         bulk = terms["decode_and_tools_s"] + terms["prefill_s"] + terms["drain_s"]
         rebuilt = max(bulk, terms["longest_trajectory_s"])

@@ -159,10 +159,19 @@ def test_async_keeps_the_staleness_bound(catalog):
     assert runs[8].replicas == 6 and runs[8].concurrency < 682
     assert at(runs[8].concurrency) == pytest.approx(at(682), rel=1e-12) == runs[8].step_seconds
     assert at(runs[8].concurrency - 1) > runs[8].step_seconds
+    # every trajectory in flight counts against the bound, those in their sandbox's start (1 s) and
+    # verification (120 s on Grace cores) after their GPU slot too (an RL review: the bound counted
+    # GPU slots alone, so the verification changed nothing): by Little's law the mean staleness is
+    # (on the GPUs + rate x 121 s) / rollouts, and the step at least (slot + 121 s) / eta
+    after = 1.0 + 120.0
     for eta in (1, 2, 4, 8):
         r = runs[eta]
         assert r.replicas * r.concurrency <= eta * rollouts
-        assert r.mean_staleness_steps == pytest.approx(r.replicas * r.concurrency / rollouts)
+        held = r.phases.generation_s / (1 + r.generation.async_waste_fraction)  # before the waste
+        slot = r.generation.decode_and_tools_s * r.replicas * r.concurrency / rollouts  # one slot's time
+        assert held >= (slot + after) / eta * (1 - 1e-12)
+        on_gpus = r.replicas * r.concurrency if held > (slot + after) / eta else rollouts * slot / held
+        assert r.mean_staleness_steps == pytest.approx((on_gpus + rollouts * after / held) / rollouts)
         assert r.staleness_bound == eta and r.longest_trajectory_policy_versions > 0
     assert runs[1].step_seconds < sync.step_seconds
     one_off = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="one-step-off", **split).rl
@@ -383,7 +392,11 @@ def test_the_longest_trajectory_decodes_at_the_bulks_speed_while_the_engine_is_f
     assert vt == pytest.approx(r.candidates.speculative[r.choice] / tail, rel=1e-12)
     asy = generation(r.on(n, gg, True), n, gg, True, "")
     v = asy.decode_tokens_per_s_per_user
-    assert asy.critical_s == pytest.approx(n.max_response_tokens / v + tools, rel=1e-12)
+    # async: the longest trajectory is in flight until its verification ends (sandbox start and test
+    # run after its last token: the staleness it spans)
+    after = n.boot_s + n.verify_s / s.host.core_speed  # Vera's cores: 1.64x a Grace core
+    assert s.host.core_speed == catalog.cpus["vera"].relative_core_throughput.value
+    assert asy.critical_s == pytest.approx(n.max_response_tokens / v + tools + after, rel=1e-12)
 
 
 def test_rollout_choice_is_the_fastest_configuration_and_concurrency(catalog):
@@ -1172,8 +1185,11 @@ def test_no_more_trajectories_in_flight_than_host_cores_for_their_sandboxes(hard
     r = run_cli(*args, "--gpus", str(gpus), "--set", f"workload.staleness_bound={eta}", "-f", "json")
     assert r.code == 0, r.stderr
     out = r.json()["rl"]
-    assert out["replicas"] * out["concurrency"] == out["cpu_cores_needed"]  # one core per sandbox
-    assert out["cpu_cores_needed"] <= out["cpu_cores_available"]
+    # one core per sandbox, those of the trajectories verifying after their GPU slot too (the mean
+    # staleness counts every trajectory in flight: cores = rollouts x staleness)
+    assert out["replicas"] * out["concurrency"] <= out["cpu_cores_needed"] <= out["cpu_cores_available"]
+    generated = 16 * 32  # the workload's prompts x group size
+    assert out["cpu_cores_needed"] == pytest.approx(generated * out["mean_staleness_steps"], rel=1e-12)
 
 
 def test_a_staleness_bound_set_outside_async_is_warned():

@@ -858,12 +858,14 @@ def _rl_generation_step(r: Rl) -> Step:
     g = r.generation
     if _rl_schedule(r) == "async":
         how = (
-            "(decode_and_tools_s + prefill_s) x (1 + async_waste_fraction); decode_and_tools_s = "
-            "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
-            "/ (replicas x concurrency), concurrency up to staleness_bound x rollouts / replicas; "
-            "prefill_s = rollouts x one prompt's prefill / replicas"
+            "max(decode_and_tools_s + prefill_s, staleness_window_s) x (1 + async_waste_fraction); "
+            "decode_and_tools_s = rollouts x (mean response tokens / decode_tokens_per_s_per_user + "
+            "turns x tool latency) / (replicas x concurrency), concurrency up to staleness_bound x "
+            "rollouts / replicas; prefill_s = rollouts x one prompt's prefill / replicas; "
+            "staleness_window_s = (one slot's decode and tool waits + the sandbox's start and "
+            "verification) / staleness_bound: every trajectory in flight counts against the bound"
         )
-        terms = {"async_waste_fraction": g.async_waste_fraction}
+        terms = {"async_waste_fraction": g.async_waste_fraction, "staleness_window_s": g.staleness_window_s}
     else:
         how = (
             "max(decode_and_tools_s + prefill_s + drain_s, longest_trajectory_s); decode_and_tools_s = "

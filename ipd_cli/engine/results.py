@@ -556,7 +556,7 @@ class RlPhases(Result):
 class RlGeneration(Result):
     """The terms of phases.generation_s (Little's law on the replicas' decode slots): synchronous
     modes, max(decode_and_tools_s + prefill_s + drain_s, longest_trajectory_s); async,
-    (decode_and_tools_s + prefill_s) x (1 + async_waste_fraction)."""
+    max(decode_and_tools_s + prefill_s, staleness_window_s) x (1 + async_waste_fraction)."""
 
     rollouts: float = Field(
         description="trajectories generated a step (the prompts' samples over the keep fraction)"
@@ -581,6 +581,12 @@ class RlGeneration(Result):
         description="decode speed per sequence at tail_concurrency (the last sequences of a step)"
     )
     async_waste_fraction: float = Field(description="async: the share of generation redone (0 otherwise)")
+    staleness_window_s: float = Field(
+        default=0.0,
+        description="async: the step the staleness bound allows at most, (one slot's decode and tool "
+        "waits + the sandbox's start and verification after it) / staleness_bound: by Little's law at "
+        "most bound x rollouts are in flight, verifying ones included (0 otherwise)",
+    )
     queued_start_s: float = Field(
         default=0.0,
         description="synchronous: the longest trajectory's expected wait for a free slot, part of "
@@ -752,7 +758,8 @@ class Rl(Result):
         default=None,
         description="policy versions a rollout is behind the policy it trains, on average: 0 in "
         "colocated and disaggregated steps (and async with staleness_bound 0, which runs as "
-        "disaggregated), 1 in one-step-off, rollouts in generation / rollouts per step in async",
+        "disaggregated), 1 in one-step-off, rollouts in flight (generating, then in their sandbox's "
+        "start and verification) / rollouts per step in async (Little's law)",
     )
     staleness_bound: int | None = Field(
         default=None, description="async: the most policy versions a rollout may be behind on average"
@@ -760,7 +767,8 @@ class Rl(Result):
     longest_trajectory_policy_versions: float | None = Field(
         default=None,
         description="async: policy updates during the longest trajectory (its response at the bulk's "
-        "speed, the engines staying full, plus its tool waits, over the step): beyond "
+        "speed, the engines staying full, plus its tool waits and its sandbox's start and "
+        "verification, over the step): beyond "
         "staleness_bound it runs on through "
         "in-flight weight updates as a mixed-version rollout (its KV recomputed: "
         "rl.async_waste_fraction) or is aborted",

@@ -387,6 +387,7 @@ def setup(
     memory = trainer_memory(inp, ctx.name, system.accelerator, ctx.model, colocated, need, plan)
     if need is None:
         raise no_trainer(where, memory, rates.y["seq"], w.training_plan)
+    host = host_cpus(inp, ctx.name)
     offload, switch = 0.0, 0.0
     if colocated:
         offload = (
@@ -400,8 +401,8 @@ def setup(
         transport=_transport(inp, w, origin),
         stack=_stack(inp, w, origin),
         nums=nums,
-        rollouts=rollout_engine(ctx, w, nums, pricing),
-        host=host_cpus(inp, ctx.name),
+        rollouts=rollout_engine(ctx, w, nums, pricing, after_s=exposed_floor(nums, host, False)),
+        host=host,
         rates=rates,
         links=sync_links(inp, ctx.name, system.accelerator, system.accelerators),
         memory=memory,

@@ -96,6 +96,10 @@ class Rollouts:
     async_waste: float
     staleness_bound: int
     concurrency: int | None = None  # sequences a replica runs at (None: as many as fit and are wanted)
+    # seconds a trajectory stays in flight after its GPU slot, before the trainer can take it: its
+    # sandbox's start and verification (:func:`exposed_floor` of a synchronous step), which async
+    # counts against the staleness bound (:func:`_seconds`)
+    after_s: float = 0.0
     chosen: dict[tuple[int, bool, int | None, Load], tuple[int, int | None, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -200,7 +204,9 @@ class Rollouts:
         return sorted(((g, t) for g, t in floors.items() if g != own), key=lambda gt: (gt[1], gt[0]))
 
 
-def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, pricing: str) -> Rollouts:
+def rollout_engine(
+    ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, pricing: str, after_s: float = 0.0
+) -> Rollouts:
     """The serving deployment search's configurations for the step's rollouts, starting from the
     one with the most tokens/s per GPU at its KV limit (its size sets the split search's grain);
     :meth:`Rollouts.on` picks, for each generation pool, the one that generates the step soonest."""
@@ -238,6 +244,7 @@ def rollout_engine(ctx: sv.ServingContext, w: RlWorkload, nums: RlNumbers, prici
         tail_fraction=inp.read("rl.tail_concurrency_fraction", "tail concurrency share"),
         async_waste=inp.read("rl.async_waste_fraction", "async waste"),
         staleness_bound=w.staleness_bound,
+        after_s=after_s,
     )
 
 
@@ -265,6 +272,8 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
     seconds /= slots
     seconds += nums.generated * at["prefill_s"] / at["replicas"]  # the bulk, prefills included
     if asynchronous:
+        if r.after_s > 0:  # the staleness window: every trajectory in flight, verifying ones too
+            np.maximum(seconds, window_seconds(r, slot_s), out=seconds)
         seconds *= 1 + r.async_waste
     else:
         v_tail = spec / at["tail_step_s"]
@@ -283,6 +292,16 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
         decode_s *= share
         np.maximum(seconds, decode_s, out=seconds)
     return seconds
+
+
+def window_seconds(r: Rollouts, slot_s: Any) -> Any:
+    """Async: the step the staleness bound allows at most once a trajectory's whole time in flight
+    counts, its GPU slot (``slot_s``: decode and tool waits) and the sandbox's start and
+    verification after it (``r.after_s``): by Little's law at most bound x N trajectories are in
+    flight, so N take (slot_s + after_s) / bound a step (rl-loop.md 7.6 (i)). An RL review: the
+    bound counted GPU slots alone, so a 10-minute test run changed nothing and GB200's SWE step at
+    bound 1 read a mean staleness of 1.0 where 1.56 trajectories' worth were in flight."""
+    return (slot_s + r.after_s) / max(1, r.staleness_bound)
 
 
 def sandbox_load(nums: RlNumbers, host: HostCpus, total_gpus: int) -> Load:
@@ -695,6 +714,7 @@ class Generation:
     longest_trajectory_s: float
     tail_decode_tokens_per_s_per_user: float
     queued_start_s: float = 0.0  # synchronous: the longest trajectory's wait for a slot
+    staleness_window_s: float = 0.0  # async: (slot + after_s) / bound, the step's floor (window_seconds)
 
 
 def in_flight_batches(staleness_bound: int, asynchronous: bool) -> int:
@@ -755,9 +775,14 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     # wave was free to the search)
     wait = 0.0 if asynchronous else float(queued_start_s(nums.generated, replicas * b, slot_s))
     crit = own + wait
-    live: float  # trajectories in flight
+    live: float  # trajectories in flight: on the GPUs, then (async) in their sandboxes' verification
+    staleness, window = None, 0.0
     if asynchronous:
-        seconds, latency_bound, live = bulk * (1 + r.async_waste), False, replicas * b
+        window = float(window_seconds(r, slot_s / 1.0)) if r.after_s > 0 else 0.0
+        held = max(bulk, window)  # the step before the waste
+        on_gpus = replicas * b if bulk >= window else nums.generated * slot_s / held
+        live = on_gpus + nums.generated * r.after_s / held  # Little's law: rate x time in flight
+        seconds, latency_bound, staleness = held * (1 + r.async_waste), False, live / nums.generated
     else:
         drained = bulk + drain
         seconds, latency_bound, live = max(drained, crit), crit > drained, min(nums.generated, replicas * b)
@@ -769,8 +794,8 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         decode_tokens_per_s_per_user=v_bulk,
         live_sequences=live,
         latency_bound=latency_bound,
-        mean_staleness_steps=replicas * b / nums.generated if asynchronous else None,
-        critical_s=own,
+        mean_staleness_steps=staleness,
+        critical_s=own + (r.after_s if asynchronous else 0.0),  # async: until the trainer can take it
         rollouts=nums.generated,
         decode_and_tools_s=slots,
         prefill_s=prefill,
@@ -778,6 +803,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         longest_trajectory_s=crit,
         tail_decode_tokens_per_s_per_user=v_tail,
         queued_start_s=wait,
+        staleness_window_s=window if asynchronous else 0.0,
     )
 
 
