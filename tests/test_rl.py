@@ -1324,3 +1324,20 @@ def test_generation_gpus_that_hold_no_replica_take_no_weight_update(mode):
     more = rl(cat, "gb200", "rl-swe-agent", mode=mode, gen_gpus=140, train_gpus=80).rl
     assert one.replicas == more.replicas == 1 and one.instance_gpus == more.instance_gpus == 72
     assert more.phases.weight_sync_s == one.phases.weight_sync_s
+
+
+def test_sandboxes_the_host_cores_cap_are_flagged_and_warned():
+    # an RL review: Qwen3-30B-A3B SWE RL on 16 H100 (2 nodes x 112 cores = 224 sandboxes of one core
+    # for 512 trajectories) ran its replicas at the cores' 56 sequences, and the longer generation
+    # showed with env_bound false, the cores needed equal to those available and no word
+    args = ("rl", "--hardware", "h100", "--workload", "rl-swe-agent", "--model", "qwen3-30b-a3b",
+            "--mode", "colocated", "--gpus", "16", "-f", "json")  # fmt: skip
+    capped = run_cli(*args)
+    out = capped.json()["rl"]
+    assert out["cpu_cores_available"] == 224 and out["sandbox_cores_bind"]
+    assert out["replicas"] * out["concurrency"] <= 224 < 512
+    assert "the host's 224 cores cap the trajectories in flight" in capped.stderr
+    ample = run_cli(*args, "--set", "cpus.xeon-8480c.cores=1000", "--set", "cpus.xeon-8480c.threads=2000")
+    free = ample.json()["rl"]
+    assert not free["sandbox_cores_bind"] and "cores cap" not in ample.stderr
+    assert free["step_seconds"] < out["step_seconds"]  # the CPUs cost the capped step time

@@ -754,6 +754,13 @@ class Rl(Result):
         "sandboxes' core-seconds over cpu_cores_available, beyond the generation time; 0 unless "
         "env_bound); the rest is the sandbox start and verification after the last rollout",
     )
+    sandbox_cores_bind: bool = Field(
+        default=False,
+        description="true when the host's cores, one sandbox per trajectory in flight, cap the "
+        "sequences a replica runs below what its KV cache and the rollouts would give it: the "
+        "generation then runs at that concurrency and its longer phases.generation_s is the CPUs' "
+        "doing (warned; more host cores, or fewer a sandbox, shorten it)",
+    )
     mean_staleness_steps: float | None = Field(
         default=None,
         description="policy versions a rollout is behind the policy it trains, on average: 0 in "

@@ -592,6 +592,13 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             "plus the generation pool a smaller request grows to) would cost "
             f"${fmt_num(rl['cheaper_grown_usd_per_step'])}: ask for them to get that step"
         )
+    if rl.get("sandbox_cores_bind"):
+        out.append(
+            f"{hw}: the host's {fmt_num(rl['cpu_cores_available'])} cores cap the trajectories in flight "
+            f"(one sandbox each): each replica runs {rl['concurrency']:,} sequences, fewer than its KV "
+            "cache and the rollouts allow, and phases.generation_s is longer for it (more host cores, "
+            "or fewer cores a sandbox, would shorten the step)"
+        )
     out += _idle_generation_lines(hw, rl)
     from ipd_cli.engine.formulas import DAYS_PER_YEAR
 

@@ -9,6 +9,7 @@ from ipd_cli.engine.pretraining import training_plan
 from ipd_cli.engine.results import Rl, RlGeneration, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
 from ipd_cli.engine.trainplan import fp8_recipe
 
+from .generation import in_flight_batches, wanted_per_replica
 from .step import schedule
 from .trainer import trainer_holding_gpus
 
@@ -74,6 +75,24 @@ def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: flo
     return RlRun(
         **f.rl_run(s.w.steps_per_refresh, s.w.refreshes_per_year, seconds, gpu_hours, usd, energy_kwh)
     )
+
+
+def _cores_bind(s: Setup, out: Outcome, asynchronous: bool) -> bool:
+    """Whether the host's cores, one sandbox per trajectory in flight, cap the sequences each
+    replica runs below what its KV cache and the rollouts (the staleness bound) would give it, at
+    the concurrency run (an RL review: the capped sequences showed as a longer generation, with
+    env_bound false and the cores needed equal to those available, so nothing pointed at the CPUs)."""
+    n = s.nums
+    if n.sandbox_cores <= 0:
+        return False
+    held = out.env.cores_available / n.sandbox_cores  # sandboxes the host holds at once
+    if not asynchronous and n.generated <= held:  # a synchronous step's slots are not capped then
+        return False
+    replicas = out.gen.replicas
+    in_flight = n.generated * in_flight_batches(out.rollouts.staleness_bound, asynchronous)
+    wanted = min(out.rollouts.max_batch, float(wanted_per_replica(in_flight, replicas, asynchronous)))
+    cap = max(1.0, held // replicas)
+    return cap < wanted and out.gen.concurrency >= cap
 
 
 def _staleness(mode: str, out: Outcome) -> float:
@@ -142,6 +161,7 @@ def assemble(
         cpu_cores_available=out.env.cores_available,
         env_bound=out.env.env_bound,
         sandbox_stall_s=out.env.stall_s,
+        sandbox_cores_bind=_cores_bind(s, out, mode == "async"),
         mean_staleness_steps=_staleness(mode, out),
         staleness_bound=s.w.staleness_bound if s.w.mode == "async" else None,
         longest_trajectory_policy_versions=out.gen.critical_s / t if mode == "async" else None,
