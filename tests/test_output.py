@@ -185,7 +185,12 @@ def test_diff_reads_a_sweeps_json_lines_as_its_json_rows(tmp_path):
         r = run_cli("diff", str(tmp_path / f"a.{fmt}"), str(tmp_path / f"b.{fmt}"), "-f", "json")
         assert r.code == 0, r.stderr
         out[fmt] = r.json()["items"]
-    assert out["jsonl"] == out["json"] and len(out["json"]) == 4  # each system's two rows
+    # each system's two rows, the metric and the `--set` items the rows name (an output review: a
+    # sweep's rows did not say which overrides made them, so a diff could not show them)
+    assert out["jsonl"] == out["json"] and len(out["json"]) == 8
+    sets = [row for row in out["json"] if row["metric"].endswith("].overrides")]
+    assert len(sets) == 4
+    assert {(r["old"], r["new"]) for r in sets} == {("economics.pue=1.2", "economics.pue=1.5")}
     # a one-row sweep's JSON lines are one object: still a sweep's rows
     one = tmp_path / "one.jsonl"
     args = ("sweep", "--vary", "hardware=vera-rubin", "--workload", "pretrain-10t-moe", "--metrics", metric)
@@ -617,3 +622,17 @@ def test_a_sub_dollar_rl_step_is_not_printed_as_zero_dollars():
     rl.update(usd_per_step=3549.4, cheaper_grown_usd_per_step=3084.2)
     line = next(ln for ln in _rl_lines("b300", rl) if "would cost" in ln)
     assert "at $3,549 a step" in line and "would cost $3,084:" in line
+
+
+def test_a_diff_with_no_differences_keeps_its_columns_and_says_so(tmp_path):
+    # an output review: `ipd diff` of two equal files printed a CSV of one newline (no header), a
+    # markdown table with no columns and a blank table
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps({"schema_version": "1.0", "kind": "models", "items": [{"name": "a", "x": 1}]}))
+    csv_out = run_cli("diff", str(base), str(base), "-f", "csv")
+    assert csv_out.code == 0 and csv_out.stdout == "metric,old,new,change,percent\n"
+    md = run_cli("diff", str(base), str(base), "-f", "markdown").stdout
+    assert "| metric | old | new | change | percent |\n|---|---|---|---|---|\n" in md
+    assert md.rstrip().endswith("no differences")
+    assert "no differences" in run_cli("diff", str(base), str(base), "-f", "table").stdout
+    assert run_cli("diff", str(base), str(base), "-f", "json").json()["items"] == []

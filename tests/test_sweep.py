@@ -1060,3 +1060,17 @@ def test_a_sweep_of_the_site_inputs_warns_only_where_its_smallest_site_misses_th
     )
     assert r.code == 0 and f"gb200-nvl72: {line} {need:,} GPUs" in r.stderr
     assert f"vera-rubin-nvl72: {line}" not in r.stderr
+
+
+def test_a_sweep_names_the_set_items_its_rows_ran_with():
+    # an output review: compare's CSV rows carry an `overrides` column with the --set items, a
+    # sweep's none, so two sweeps with other --set values could not be told apart
+    sets = ("--set", "economics.pue=1.5", "--set", "economics.electricity_usd_per_kwh=0.1")
+    args = ("sweep", "--vary", "hardware=vera-rubin,blackwell", *sets)
+    rows = list(csv.DictReader(io.StringIO(run_cli(*args, "-f", "csv").stdout)))
+    compare = list(csv.DictReader(io.StringIO(run_cli("compare", "gb200", *sets, "-f", "csv").stdout)))
+    assert len(rows) == 2 and {r["overrides"] for r in rows} == {compare[0]["overrides"]}
+    assert compare[0]["overrides"] == "economics.pue=1.5;economics.electricity_usd_per_kwh=0.1"
+    assert run_cli(*args, "-f", "json").json()[0]["overrides"] == compare[0]["overrides"]
+    plain = run_cli("sweep", "--vary", "hardware=vera-rubin", "-f", "csv").stdout
+    assert "overrides" not in plain.splitlines()[0]  # none given: no column

@@ -1247,6 +1247,8 @@ def prepare(cat: Catalog, plan: SweepPlan, progress: Callable[[int, int], None] 
 
 
 def _rows(sw: Sweep) -> Iterator[Chunk]:
+    import numpy as np
+
     plan = sw.plan
     shape = tuple(len(a.values) for a in plan.numeric)
     limit = CHUNK
@@ -1266,13 +1268,22 @@ def _rows(sw: Sweep) -> Iterator[Chunk]:
         life = (pre, post, success)
     axis_values = [_as_array(a.values) for a in plan.numeric]
     base = plan.hardware[0] if plan.ratios else None
+    # the `sets` items the rows ran with, as compare's CSV gives them (`;`-joined), where there are
+    # any (an output review: two sweeps with other --set values could not be told apart)
+    sets = ";".join(o.text for o in sw.cat.overrides)
     for h, hw in enumerate(plan.hardware):
         for box in boxes(shape, limit):
             own = _box_values(sw, hw, box, axis_values, draws, life, h * plan.rows)
             against = None
             if base is not None:  # the first system's values at the same points (and draws)
                 against = own if hw == base else _box_values(sw, base, box, axis_values, draws, life, 0)
-            yield Chunk(box.shape, _box_columns(plan, hw, own, against, draws is not None))
+            cols = _box_columns(plan, hw, own, against, draws is not None)
+            if sets:
+                cols[OVERRIDES] = np.array(sets, dtype=object)
+            yield Chunk(box.shape, cols)
+
+
+OVERRIDES = "overrides"  # the column of the rows' `sets` items, where there are any
 
 
 def _as_array(values: Any) -> Any:
