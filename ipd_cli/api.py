@@ -282,9 +282,15 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
     refuse_workload_sets(cat, "train", given)
 
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
-    return TrainResult(
+    result = TrainResult(
         hardware=r.hardware, pretraining=r.pretraining, assumptions=r.assumptions, overrides=_sets(cat)
     )
+    from .engine.pricing import contract_term_notes
+
+    # the contract a reserved rate's run is part of, as compare says it (an output review: the same
+    # run's cost came with the note from compare and without it from train)
+    result.notes.extend(contract_term_notes(cat, [result]))
+    return result
 
 
 def _check_keywords(fn: str, kw: dict[str, Any], accepted: tuple[str, ...]) -> None:

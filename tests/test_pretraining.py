@@ -2234,3 +2234,14 @@ def test_the_exposed_all_to_all_share_counts_the_chunks_no_overlap_pairs(catalog
     exposed = p.step_breakdown_s["exposed_comm_s"]
     assert exposed > 0
     assert p.moe_comm_exposed_fraction * p.step_time_s == pytest.approx(exposed, rel=1e-12)
+
+
+def test_train_names_the_contract_a_reserved_rate_belongs_to_as_compare_does():
+    # an output review: GPT-3 175B on 1,024 H100 for 8.4 days at the 1-year reserved rate costs
+    # $484,807 in both commands; compare named the $21.1M contract (1,024 x 8,760 h x $2.35), train not
+    args = ("train", "--hardware", "hopper", "--model", "gpt-3-175b", "--tokens", "3e11", "--gpus", "1024")
+    r = run_cli(*args, "-f", "json")
+    assert r.code == 0 and r.json()["pretraining"]["wall_days"] < 365
+    assert "whole terms: h100-sxm's 1,024 GPUs for 1 year(s) at reserved $21.1M" in r.stderr
+    assert 1024 * 8760 * 2.35 == pytest.approx(21.08e6, rel=1e-3)
+    assert "whole terms" not in run_cli(*args, "--pricing", "tco", "-f", "json").stderr

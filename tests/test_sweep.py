@@ -1074,3 +1074,17 @@ def test_a_sweep_names_the_set_items_its_rows_ran_with():
     assert run_cli(*args, "-f", "json").json()[0]["overrides"] == compare[0]["overrides"]
     plain = run_cli("sweep", "--vary", "hardware=vera-rubin", "-f", "csv").stdout
     assert "overrides" not in plain.splitlines()[0]  # none given: no column
+
+
+def test_a_sweep_table_prints_whole_numbers_whole():
+    # an output review: a sweep's table printed "72.00" GPUs per system and "TP 1.00", where every
+    # other table prints 72 and 1 (the sweep's CSV and JSON print them whole)
+    metrics = "pretraining.gpus_per_system,pretraining.parallelism.tp,pretraining.wall_days"
+    args = ("sweep", "--vary", "hardware=vera-rubin,blackwell", "--metrics", metrics)
+    rows = run_cli(*args, "-f", "json").json()
+    md = run_cli(*args, "-f", "markdown").stdout
+    for row in rows:
+        line = next(ln for ln in md.splitlines() if ln.startswith(f"| {row['hardware']} "))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[1:3] == [str(row["pretraining.gpus_per_system"]), str(row["pretraining.parallelism.tp"])]
+        assert cells[3] == f"{row['pretraining.wall_days']:.2f}"  # not whole: as before

@@ -216,4 +216,13 @@ def small_table(chunks: list[dict], fmt: str, ctx: OutputContext) -> str:
     from ipd_cli.engine.results import Listing
 
     items = [row for c in chunks for row in chunk_rows(c)]
+    # a column of whole numbers prints as the other tables print counts, 72 not 72.00 (an output
+    # review: "TP 1.00", "draft depth 2.00"; the sweep's CSV and JSON print them whole already)
+    for key in {k for row in items for k in row}:
+        values = [row.get(key) for row in items]
+        numbers = [v for v in values if isinstance(v, float)]
+        if numbers and all(v.is_integer() and abs(v) < 1e15 for v in numbers):
+            for row in items:
+                if isinstance(row.get(key), float):
+                    row[key] = int(row[key])
     return render(Listing(kind="sweep", items=items), fmt, ctx)
