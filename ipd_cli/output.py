@@ -304,9 +304,9 @@ def check_budget_options(max_usd: float | None, metric: str | None) -> None:
 
         known = metric_paths(SystemResult)
         costs = [k for k in known if "usd" in k and "per_kusd" not in k]
-        if metric not in known:
+        if metric not in known:  # a suggestion among the costs it can check (a review: a count)
             raise InputError(
-                f"--budget-metric {metric}: not a metric of the result{did_you_mean(metric, known)}"
+                f"--budget-metric {metric}: not a metric of the result{did_you_mean(metric, costs)}"
             )
         if metric not in costs:  # --max-usd is in dollars: a rate or a count would pass or fail by accident
             raise InputError(

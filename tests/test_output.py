@@ -636,3 +636,13 @@ def test_a_diff_with_no_differences_keeps_its_columns_and_says_so(tmp_path):
     assert md.rstrip().endswith("no differences")
     assert "no differences" in run_cli("diff", str(base), str(base), "-f", "table").stdout
     assert run_cli("diff", str(base), str(base), "-f", "json").json()["items"] == []
+
+
+def test_a_budget_metric_not_in_the_result_is_offered_costs_only():
+    # a sampled-sweep review: --budget-metric serving.configuration suggested
+    # serving.configurations_searched, a count, where --max-usd checks dollars
+    r = run_cli("compare", "gb200", "--max-usd", "1", "--budget-metric", "serving.configuration")
+    assert r.code == 2 and r.stdout == "" and "not a metric of the result" in r.stderr
+    assert "configurations_searched" not in r.stderr and "pretraining.cost_usd" in r.stderr
+    typo = run_cli("compare", "gb200", "--max-usd", "1", "--budget-metric", "pretraining.cost_us")
+    assert "did you mean 'pretraining.cost_usd'?" in typo.stderr

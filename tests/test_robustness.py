@@ -1559,6 +1559,9 @@ def test_huge_sample_counts_are_refused_with_their_size():
     # catalog's values) = 660 bytes; 1e8 draws x 660 = 66 GB; 1e9 / 660 = 1,515,151 draws at most
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--samples", "100000000", "-f", "csv")
     clean_error(r, 2, "--samples 100,000,000 would hold about 66.0 GB at once", "give at most 1,515,151")
+    # past 100 GB, whole gigabytes: "66,000 GB", not "66,000.0 GB" (a sampled-sweep review)
+    r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--samples", "100000000000")
+    clean_error(r, 2, "--samples 100,000,000,000 would hold about 66,000 GB at once")
 
 
 def test_a_range_at_the_axis_cap_is_not_held_in_memory():

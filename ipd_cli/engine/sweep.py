@@ -470,7 +470,8 @@ def check_samples(plan: SweepPlan, samples: int, seed: int) -> None:
     need = samples * per_draw
     if need > MAX_SAMPLE_MEMORY:
         raise InputError(
-            f"`samples` {samples:,} would hold about {need / 1e9:,.1f} GB at once ({per_draw:,} bytes per "
+            f"`samples` {samples:,} would hold about {need / 1e9:,.{0 if need >= 1e11 else 1}f} GB at once "
+            f"({per_draw:,} bytes per "
             f"draw with {points:,} physics points searched); give at most {MAX_SAMPLE_MEMORY // per_draw:,}"
         )
 
