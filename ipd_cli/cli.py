@@ -1027,7 +1027,12 @@ def sweep(
     drawn = samples is not None  # draws of the ranges of the PUE and each system's power
     paths = [a.path for a in axes]
     varies = DEPLOYMENT_VARIES if deployment_inputs_vary(paths) else drawn or site_inputs_vary(paths)
-    _warn_sweep(chunks.points, cat, chunks.notes, varies, axes if varies is True else None, drawn)
+    draws = None
+    if samples is not None:  # the draws the rows took (the same seed and paths: common random numbers)
+        from .engine.sweep import Draws
+
+        draws = Draws(samples, seed, frozenset(a.path for a in axes))
+    _warn_sweep(chunks.points, cat, chunks.notes, varies, axes if varies is True else None, draws)
     if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
         sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")
     show = _progress("swept {done:,} of {total:,} points")
@@ -1045,7 +1050,7 @@ def _warn_sweep(
     notes: list[str],
     site_varies: bool | str = False,
     axes: list[Any] | None = None,
-    drawn: bool = False,
+    draws: Any = None,
 ) -> None:
     """The warnings of `ipd compare` for the estimates a sweep searched (at which physics values,
     when it varies them), the sweep's own (``notes``: draws, ratios) before those of each point
@@ -1064,7 +1069,7 @@ def _warn_sweep(
     for where, r in points:
         site = getattr(getattr(r, "intelligence_per_dollar", None), "site_mw", None)
         if axes is not None and site is not None and r.hardware not in fewest:
-            fewest[r.hardware] = fewest_site_gpus(cat, r.hardware, site, axes, drawn)
+            fewest[r.hardware] = fewest_site_gpus(cat, r.hardware, site, axes, draws)
         found = warnings(
             {"systems": [r.model_dump(mode="json")]},
             {r.hardware: ("shipping", False)},

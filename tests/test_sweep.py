@@ -1088,3 +1088,26 @@ def test_a_sweep_table_prints_whole_numbers_whole():
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[1:3] == [str(row["pretraining.gpus_per_system"]), str(row["pretraining.parallelism.tp"])]
         assert cells[3] == f"{row['pretraining.wall_days']:.2f}"  # not whole: as before
+
+
+@pytest.mark.parametrize("seed", ["0", "7"])
+def test_a_sampled_sweeps_site_line_reads_its_own_draws(seed):
+    # a sampled-sweep review: the site line sized the smallest site at the ranges' tops (PUE 1.58,
+    # 132 kW a GB200 rack), so one draw whose site holds the 43,272-GPU deployment was warned of
+    args = (
+        "sweep",
+        "--vary",
+        "hardware=blackwell",
+        "--metrics",
+        "intelligence_per_dollar.site_gpus",
+        "-f",
+        "csv",
+    )
+    one = run_cli(*args, "--samples", "1", "--seed", seed)
+    row = next(csv.DictReader(io.StringIO(one.stdout)))
+    need = run_cli("compare", "blackwell", "-f", "json").json()["systems"][0]["serving"]["gpus_for_traffic"]
+    assert float(row["intelligence_per_dollar.site_gpus.p10"]) >= need  # the one draw holds it
+    assert "has a site it does not fit" not in one.stderr
+    many = run_cli(*args, "--samples", "200", "--seed", seed)
+    low = float(next(csv.DictReader(io.StringIO(many.stdout)))["intelligence_per_dollar.site_gpus.p10"])
+    assert low < need and "has a site it does not fit" in many.stderr  # some draws miss it

@@ -670,11 +670,15 @@ def _owned_system_lines(hw: str, s: dict) -> list[str]:
     ]
 
 
-def fewest_site_gpus(cat: Any, hw: str, site_mw: float, axes: list[Any], drawn: bool) -> float:
+def fewest_site_gpus(cat: Any, hw: str, site_mw: float, axes: list[Any], draws: Any = None) -> float:
     """The GPUs the smallest site of a sweep's rows holds for ``hw``: its site's MW at the axis's
-    smallest, the PUE and the system's power at the largest an axis gives them, or a draw
-    (``drawn``: their catalog ranges' tops), whole systems. A deployment within it fits every row
-    (a scripting review: every frontier sweep of the PUE warned of a site none of its rows missed)."""
+    smallest, the PUE and the system's power at the largest an axis gives them, or the largest
+    of the sweep's draws of them (``draws``: its :class:`~ipd_cli.engine.sweep.Draws`, the same
+    values its rows drew; a sampled-sweep review: the ranges' tops warned where every draw fit),
+    whole systems. A deployment within it fits every row (a scripting review: every frontier
+    sweep of the PUE warned of a site none of its rows missed)."""
+    import numpy as np
+
     from ipd_cli.engine.formulas import gpus_in_power_budget
 
     system = cat.system(hw)
@@ -690,7 +694,9 @@ def fewest_site_gpus(cat: Any, hw: str, site_mw: float, axes: list[Any], drawn: 
     def top(path: str, sourced: Any) -> float:
         if path in ends:
             return max(ends[path])
-        return sourced.range[1] if drawn and sourced.range else sourced.value
+        if draws is not None and sourced.range:
+            return float(np.max(draws(path, sourced.range[0], sourced.value, sourced.range[1])))
+        return sourced.value
 
     pue, kw = top("economics.pue", cat.economics.pue), top(power, system.power_kw)
     smallest = min(ends[site]) if site in ends else site_mw
