@@ -54,8 +54,23 @@ def product(**axes: Any) -> Columns:
     return {name: g.reshape(-1) for name, g in zip(axes, grids, strict=True)}
 
 
+def distinct(values: Any) -> Any:
+    """``np.unique(values)`` (sorted, each value once) by hand: numpy 2's ``np.unique`` without
+    ``return_index``/``return_inverse``/``return_counts`` asks ``np.ma.is_masked`` and so imports
+    numpy.ma (~7 ms) in a process that needs nothing else of it. The same sort, the same values."""
+    import numpy as np
+
+    a = np.sort(np.asarray(values).ravel())
+    return a[np.concatenate(([True], a[1:] != a[:-1]))] if len(a) else a
+
+
 def take(cols: Columns, rows: Any) -> Columns:
-    """The rows ``rows`` (a boolean mask or an index array) of every column."""
+    """The rows ``rows`` (a boolean mask or an index array) of every column. A mask is turned into
+    row numbers once: indexing each column with the mask would count its rows again per column."""
+    if getattr(getattr(rows, "dtype", None), "kind", "") == "b" and getattr(rows, "ndim", 0) == 1:
+        import numpy as np
+
+        rows = np.flatnonzero(rows)
     return {k: v[rows] for k, v in cols.items()}
 
 

@@ -722,25 +722,26 @@ _PLACED: dict[tuple, Any] = {}  # their ``dom`` columns (ts.placed_domain) by gr
 def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
     import numpy as np
 
+    def axis(name: str) -> Any:  # the axes as floats before the product: no second copy of the grid
+        return np.asarray(axes[name], dtype=float)
+
     cols = sr.product(
-        tp=axes["tp"],
-        cp=axes["cp"],
+        tp=axis("tp"),
+        cp=axis("cp"),
         pv=np.arange(len(pairs)),
-        ep=axes["ep"],
-        mbs=axes["mbs"],
-        order=axes["order"],
-        disp=axes["disp"],
-        graph=axes["graph"],
+        ep=axis("ep"),
+        mbs=axis("mbs"),
+        order=axis("order"),
+        disp=axis("disp"),
+        graph=axis("graph"),
     )
-    cols = {k: v.astype(float) for k, v in cols.items()}
-    pv = cols["pv"].astype(int)
+    pv = cols.pop("pv")
     cols["pp"], cols["vp"], cols["sched"], cols["a2ao"] = (
         pairs[pv, 0],
         pairs[pv, 1],
         pairs[pv, 2],
         pairs[pv, 3],
     )
-    del cols["pv"]
     cols["a2ao"] = np.where(cols["ep"] > 1, cols["a2ao"], 0.0)  # no expert all-to-all to overlap without EP
     keep = cols["tp"] * cols["cp"] * cols["pp"] <= cap
     keep &= (cols["order"] == 0) | (cols["pp"] > 1) | order_pinned
@@ -2166,6 +2167,12 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     rows = np.arange(len(base))
     lb_min, gpus_min = bound(deg.top, rows), base * deg.least  # the best bound, and the fewest GPUs
     pending = rows[np.argsort(lb, kind="stable")]
+    # [row, degree]: the bound (inf where the degree is not usable), built once on the rows the
+    # first round keeps; the GPUs used, tp cp pp d, are looked up per distinct tp cp pp (a handful)
+    # and degree, not per row and degree, each round
+    lb_of: Any = None
+    base_at: Any = None
+    bases: Any = None
     parts: list = []
     used, best = np.empty(0), np.empty(0)  # GPUs used, ascending, and the best plan on so many
     while len(pending):
@@ -2182,14 +2189,16 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         if len(used) and len(pending):  # first against the best on the fewest GPUs, then per degree
             k = np.searchsorted(used, gpus_min[pending], side="right") - 1
             pending = pending[lb_min[pending] < np.where(k >= 0, best[np.maximum(k, 0)], np.inf)]
-            usable = deg.usable(pending)
-            lb_d = np.where(usable, bound(deg.ds, pending[:, None]), np.inf)
-            k = (
-                np.searchsorted(used, np.where(usable, base[pending, None] * deg.ds, np.inf), side="right")
-                - 1
-            )
-            bar = np.where(k >= 0, best[np.maximum(k, 0)], np.inf)
-            pending = pending[np.any(lb_d < bar, axis=1)]
+            if lb_of is None:
+                lb_of = np.full((len(base), len(deg.ds)), np.inf)
+                lb_of[pending] = np.where(deg.usable(pending), bound(deg.ds, pending[:, None]), np.inf)
+                bases, at = np.unique(base[pending], return_inverse=True)
+                base_at = np.zeros(len(base), dtype=np.intp)
+                base_at[pending] = at.reshape(-1)
+            k = np.searchsorted(used, bases[:, None] * deg.ds, side="right") - 1  # (an unusable degree's
+            # bar is never read: its bound is inf)
+            bar = np.where(k >= 0, best[np.maximum(k, 0)], np.inf)[base_at[pending]]
+            pending = pending[np.any(lb_of[pending] < bar, axis=1)]
     return by_size(_joined(parts))
 
 

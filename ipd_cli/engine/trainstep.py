@@ -484,6 +484,65 @@ def eager_seconds(P: Cols, x: dict):
     return (P.get("graph", 1.0) == 0) * x["moe_share"] * x["is_moe"] * x["moe_eager_s"]
 
 
+TP_KEYS = ("tp", "cp", "mbs", "sched")  # the columns a layer's exposed TP seconds read (x aside)
+
+
+def _tp_exposed_both(P: Cols, x: dict) -> tuple[Any, Any]:
+    """One layer's exposed tensor-parallel seconds, forward and backward, with the amax reductions
+    (:func:`tp_layer_parts` once for both directions). They read only :data:`TP_KEYS` of a row, so
+    over a grid (a few hundred distinct combinations in 10^5 rows) each distinct combination is
+    priced once and spread to its rows: the same numbers, a row's value depending on that row alone."""
+    at = _distinct_rows(P, x, TP_KEYS)
+    Q = P if at is None else at[0]
+    parts = tp_layer_parts(Q, x)
+    tp = layer_tp_exposed(Q, x, parts=parts) + amax_seconds(Q, x)
+    tp_bwd = layer_tp_exposed(Q, x, backward=True, parts=parts) + amax_seconds(Q, x, True)
+    if at is None:
+        return tp, tp_bwd
+    import numpy as np
+
+    inv = at[1]
+    return tp[inv] if np.ndim(tp) else tp, tp_bwd[inv] if np.ndim(tp_bwd) else tp_bwd
+
+
+def _distinct_rows(P: Cols, x: dict, keys: tuple[str, ...]) -> tuple[Cols, Any] | None:
+    """(the distinct combinations of ``P``'s columns ``keys``, as columns; each row's index into
+    them), or None where that does not pay or does not hold: few rows, inputs held as arrays (one
+    value per row), or a column that is not a small non-negative whole number (codes are built
+    without sorting: a mixed-radix number per row, marked in a table of every possible code)."""
+    import numpy as np
+
+    cols = [P[k] for k in keys if k in P]
+    n = np.size(cols[0]) if cols else 0
+    if n < 1024 or any(np.ndim(c) != 1 or np.size(c) != n for c in cols):
+        return None
+    if any(isinstance(v, np.ndarray) and v.ndim for v in x.values()):
+        return None
+    ints, radix = [], []
+    for c in cols:
+        i = c.astype(np.int64)
+        lo, hi = (int(i.min()), int(i.max())) if n else (0, 0)
+        if lo < 0 or hi > 4096 or not np.array_equal(i, c):
+            return None
+        ints.append(i)
+        radix.append(hi + 1)
+    space = int(np.prod(radix, dtype=np.float64))
+    if space > 4 * n:
+        return None
+    code = np.zeros(n, dtype=np.int64)
+    for i, r in zip(ints, radix, strict=True):
+        code = code * r + i
+    seen = np.zeros(space, dtype=bool)
+    seen[code] = True
+    codes = np.flatnonzero(seen)
+    inv = (np.cumsum(seen) - 1)[code]
+    out, rest = {}, codes
+    for k, r in zip(reversed([k for k in keys if k in P]), reversed(radix), strict=True):
+        out[k] = (rest % r).astype(P[k].dtype)
+        rest = rest // r
+    return {k: out[k] for k in keys if k in P}, inv
+
+
 def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     """Forward and backward seconds of one micro-batch on the most loaded stage with the exposed
     tensor/context/expert collectives, what each recompute policy adds to the backward, and the
@@ -493,9 +552,7 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     inside = in_domain(P, x)
     Ls = stage_layers(P, x)
     g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
-    parts = tp_layer_parts(P, x)  # once for both directions
-    tp = layer_tp_exposed(P, x, parts=parts) + amax_seconds(P, x)
-    tp_bwd = layer_tp_exposed(P, x, backward=True, parts=parts) + amax_seconds(P, x, True)
+    tp, tp_bwd = _tp_exposed_both(P, x)
     ep_raw = layer_ep_seconds(P, x, inside["ep"])
     r = x["attn_bwd_ratio"]
     # context parallelism's ring hides its KV transfers behind the attention of its own blocks

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ipd_cli.engine import formulas as f
-from ipd_cli.engine.search import BLOCK, Space, product, take
+from ipd_cli.engine.search import BLOCK, Space, distinct, product, take
 from ipd_cli.errors import InputError
 
 from .evaluate import (
@@ -215,7 +215,7 @@ def _layouts(ph: Physics, pins: Pins) -> dict[str, Any]:
         # those beyond the layers too, so that a refusal names the rule
         stages |= {p for p in range(1, n + 1) if n % p == 0}
     cols = product(
-        g=np.union1d(sizes, extra).astype(int),
+        g=distinct(np.concatenate((sizes, extra), axis=None)).astype(int),  # np.union1d
         pp=np.array(sorted(stages)),
         tcode=np.arange(-1, ph.heads.bit_length()),
         fam=np.array([TP, TEP, DEP] if ph.moe else [TP]),
@@ -384,7 +384,7 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
         ok &= lay["s"] == want["stage_gpus"]
     score = np.where(ok, 1.0 / (x["prefill_s"] * x["paid"]), -1.0)
     hole = _holes(ph, lay)
-    holes = np.unique(hole[hole > 0])
+    holes = distinct(hole[hole > 0])
     best = np.full((len(ph.kv_precisions), 2, 2), -1)
     fill = np.full((len(holes), len(ph.kv_precisions), 2, 2), -1)
     tiles = [h % lay["g"] == 0 for h in holes]  # the layouts that tile each hole

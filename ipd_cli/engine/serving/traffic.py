@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipd_cli.engine import formulas as f
-from ipd_cli.engine.search import near_max
+from ipd_cli.engine.search import distinct, near_max
 
 from .evaluate import traffic_pools
 
@@ -160,7 +160,7 @@ class _Bound:
                 np.argsort(self.least, kind="stable")[: self.PROBE],
             ]
         )
-        self.probe = np.unique(np.concatenate([self.fixed, self.sized[probe]]))
+        self.probe = distinct(np.concatenate([self.fixed, self.sized[probe]]))
 
     def candidates(self, tokens: Any) -> Any:
         import numpy as np
