@@ -163,15 +163,19 @@ def test_async_keeps_the_staleness_bound(catalog):
     # verification (120 s on Grace cores) after their GPU slot too (an RL review: the bound counted
     # GPU slots alone, so the verification changed nothing): by Little's law the mean staleness is
     # (on the GPUs + rate x 121 s) / rollouts, and the step at least (slot + 121 s) / eta
+    # a slot holds its trajectory through its replica's prefills too (prefill_s a step, P): at a
+    # step T the slots hold N slot / (T - P), the sandboxes N 121 / T; the sum within eta N
     after = 1.0 + 120.0
     for eta in (1, 2, 4, 8):
         r = runs[eta]
         assert r.replicas * r.concurrency <= eta * rollouts
-        held = r.phases.generation_s / (1 + r.generation.async_waste_fraction)  # before the waste
+        step = r.phases.generation_s / (1 + r.generation.async_waste_fraction)  # before the waste
         slot = r.generation.decode_and_tools_s * r.replicas * r.concurrency / rollouts  # one slot's time
-        assert held >= (slot + after) / eta * (1 - 1e-12)
-        on_gpus = r.replicas * r.concurrency if held > (slot + after) / eta else rollouts * slot / held
-        assert r.mean_staleness_steps == pytest.approx((on_gpus + rollouts * after / held) / rollouts)
+        p = r.generation.prefill_s
+        in_flight = rollouts * slot / (step - p) + rollouts * after / step
+        assert in_flight <= eta * rollouts * (1 + 1e-9)  # the bound holds, verifying ones counted
+        assert r.mean_staleness_steps == pytest.approx(in_flight / rollouts, rel=1e-9)
+        assert r.mean_staleness_steps <= eta * (1 + 1e-9)
         assert r.staleness_bound == eta and r.longest_trajectory_policy_versions > 0
     assert runs[1].step_seconds < sync.step_seconds
     one_off = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="one-step-off", **split).rl
@@ -600,8 +604,10 @@ def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catal
     vt = c.speculative[k] / c.step_s(np.maximum(1.0, np.minimum(b, wanted * r.tail_fraction)), k)
     bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (rep * b)
     bulk = bulk + n.generated * c.prefill_s[k] / rep
-    if asynchronous:
-        seconds = bulk * (1 + r.async_waste)
+    if asynchronous:  # at least the staleness window: every trajectory in flight, verifying ones too
+        slot = n.mean_response_tokens / v + n.turns * n.tool_s
+        window = (slot + r.after_s) / r.staleness_bound + n.generated * c.prefill_s[k] / rep
+        seconds = np.maximum(bulk, window) * (1 + r.async_waste)
     else:
         drained = bulk + (n.max_response_tokens - n.mean_response_tokens) / vt
         queued = np.maximum(0, n.generated - rep * b)  # the longest may wait for a slot
@@ -1115,8 +1121,14 @@ def test_the_rollout_choice_weighs_the_sandboxes_bound(catalog, gen_gpus):
     b = np.concatenate([np.arange(1.0, m + 1) for m in cap])
     rk = np.repeat(rep, cap)
     v = c.speculative[k] / c.step_s(b, k)
-    bulk = n.generated * (n.mean_response_tokens / v + n.turns * n.tool_s) / (rk * b)
-    gen = (bulk + n.generated * c.prefill_s[k] / rk) * (1 + r.async_waste)
+    slot = n.mean_response_tokens / v + n.turns * n.tool_s
+    bulk = n.generated * slot / (rk * b)
+    prefill = n.generated * c.prefill_s[k] / rk
+    # the window: every trajectory in flight, in its sandbox's start and verification too, within
+    # the bound's 4 N or the sandboxes the host holds, whichever is fewer (Little's law)
+    after = n.boot_s + n.verify_s / host.core_speed
+    window = n.generated * (slot + after) / min(4 * n.generated, cores) + prefill
+    gen = np.maximum(bulk + prefill, window) * (1 + r.async_waste)
     seconds = np.maximum(gen, a * (n.mean_response_tokens / v + fixed))
     _, found = r.in_group(n, gen_gpus, True, None, (a, fixed, cores))
     assert found == pytest.approx(seconds.min(), rel=1e-12)
@@ -1341,3 +1353,16 @@ def test_sandboxes_the_host_cores_cap_are_flagged_and_warned():
     free = ample.json()["rl"]
     assert not free["sandbox_cores_bind"] and "cores cap" not in ample.stderr
     assert free["step_seconds"] < out["step_seconds"]  # the CPUs cost the capped step time
+
+
+def test_async_sandboxes_in_verification_stay_within_the_host_cores():
+    # a code review: async at 48 cores a CPU (192 on 16 H100) gave the GPU slots every core, so with
+    # the trajectories verifying it needed 201.3 of 192 cores, unflagged; the window now holds the
+    # trajectories in flight, verifying ones included, to the sandboxes the host holds
+    r = run_cli("rl", "--hardware", "h100", "--workload", "rl-swe-agent", "--model", "qwen3-30b-a3b",
+                "--mode", "async", "--gpus", "16", "--set", "cpus.xeon-8480c.cores=48", "--set",
+                "cpus.xeon-8480c.threads=96", "-f", "json")  # fmt: skip
+    out = r.json()["rl"]
+    assert out["cpu_cores_available"] == 192
+    assert out["cpu_cores_needed"] <= 192 * (1 + 1e-9) and out["sandbox_cores_bind"]
+    assert "the host's 192 cores cap the trajectories in flight" in r.stderr

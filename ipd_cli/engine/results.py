@@ -583,9 +583,11 @@ class RlGeneration(Result):
     async_waste_fraction: float = Field(description="async: the share of generation redone (0 otherwise)")
     staleness_window_s: float = Field(
         default=0.0,
-        description="async: the step the staleness bound allows at most, (one slot's decode and tool "
-        "waits + the sandbox's start and verification after it) / staleness_bound: by Little's law at "
-        "most bound x rollouts are in flight, verifying ones included (0 otherwise)",
+        description="async: the least step at which the trajectories in flight (generating, through "
+        "their replica's prefills, then in their sandbox's start and verification) stay within "
+        "staleness_bound x rollouts, or the sandboxes the host's cores hold where fewer: rollouts x "
+        "(one slot's decode and tool waits + start + verification) / that limit + prefill_s "
+        "(Little's law; 0 otherwise)",
     )
     queued_start_s: float = Field(
         default=0.0,
@@ -738,9 +740,9 @@ class Rl(Result):
     )
     decode_tokens_per_s_per_user: float
     cpu_cores_needed: float = Field(
-        description="host cores the sandboxes hold at the peak: sequences live in generation x "
-        "sandbox cores each (a peak above cpu_cores_available queues sandboxes; env_bound says "
-        "whether that stretches the step)"
+        description="host cores the sandboxes hold at the peak: sequences live in generation (async: "
+        "and those in their sandbox's start and verification after it) x sandbox cores each (a peak "
+        "above cpu_cores_available queues sandboxes; env_bound says whether that stretches the step)"
     )
     cpu_cores_available: float = Field(description="host cores per GPU x the step's GPUs")
     env_bound: bool = Field(

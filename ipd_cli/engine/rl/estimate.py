@@ -575,7 +575,7 @@ def _outcome(
     """The step on ``r`` (``sync``: its update where already computed)."""
     total = gen_gpus if s.w.mode == "colocated" else gen_gpus + train_gpus
     asynchronous = mode == "async"
-    gen = generation(r, s.nums, gen_gpus, asynchronous, s.where)
+    gen = generation(r, s.nums, gen_gpus, asynchronous, s.where, sandbox_load(s.nums, s.host, total))
     env = environment(s.nums, s.host, gen, total, asynchronous)
     sync = sync or _sync(s, r, gen_gpus, trainer_holding_gpus(tr, train_gpus), gen.replicas, quiet)
     return Outcome(r, gen, env, tr, sync, step(mode, gen, env, tr, sync))

@@ -270,10 +270,11 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
     slots = at["replicas"] * at["b"]
     seconds = nums.generated * slot_s
     seconds /= slots
-    seconds += nums.generated * at["prefill_s"] / at["replicas"]  # the bulk, prefills included
+    prefill = nums.generated * at["prefill_s"] / at["replicas"]
+    seconds += prefill  # the bulk, prefills included
     if asynchronous:
         if r.after_s > 0:  # the staleness window: every trajectory in flight, verifying ones too
-            np.maximum(seconds, window_seconds(r, slot_s), out=seconds)
+            np.maximum(seconds, window_seconds(r, nums, slot_s, prefill, load), out=seconds)
         seconds *= 1 + r.async_waste
     else:
         v_tail = spec / at["tail_step_s"]
@@ -294,14 +295,23 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
     return seconds
 
 
-def window_seconds(r: Rollouts, slot_s: Any) -> Any:
-    """Async: the step the staleness bound allows at most once a trajectory's whole time in flight
-    counts, its GPU slot (``slot_s``: decode and tool waits) and the sandbox's start and
-    verification after it (``r.after_s``): by Little's law at most bound x N trajectories are in
-    flight, so N take (slot_s + after_s) / bound a step (rl-loop.md 7.6 (i)). An RL review: the
-    bound counted GPU slots alone, so a 10-minute test run changed nothing and GB200's SWE step at
-    bound 1 read a mean staleness of 1.0 where 1.56 trajectories' worth were in flight."""
-    return (slot_s + r.after_s) / max(1, r.staleness_bound)
+def in_flight_limit(r: Rollouts, nums: RlNumbers, load: Load) -> float:
+    """Async: the most trajectories in flight at once: the staleness bound's bound x N, or the
+    sandboxes the host's cores hold (one each, ``load``: :func:`sandbox_load`) where fewer."""
+    return min(nums.generated * max(1, r.staleness_bound), load[2])
+
+
+def window_seconds(r: Rollouts, nums: RlNumbers, slot_s: Any, prefill_s: Any, load: Load) -> Any:
+    """Async: the least step at which every trajectory in flight, those in their sandbox's start
+    and verification after their GPU slot (``r.after_s``) included, stays within
+    :func:`in_flight_limit` (L). A slot holds its trajectory for its decode and tool waits
+    (``slot_s``) and through its replica's prefills (``prefill_s``, the step's P): at a step T the
+    slots hold N slot_s / (T - P) and the sandboxes N after_s / T (Little's law), at most L when
+    T >= N (slot_s + after_s) / L + P (rl-loop.md 7.6 (i) and (iii)). Two reviews: the bound
+    counted GPU slots alone, so a 10-minute test run changed nothing (GB200's SWE step at bound 1
+    read a mean staleness of 1.0 where 1.56 were in flight); then the window left out the
+    prefills, and the staleness read 2.2 at bound 2 (2.3 with a minute's verification)."""
+    return nums.generated * (slot_s + r.after_s) / in_flight_limit(r, nums, load) + prefill_s
 
 
 def sandbox_load(nums: RlNumbers, host: HostCpus, total_gpus: int) -> Load:
@@ -703,7 +713,8 @@ class Generation:
     latency_bound: bool
     mean_staleness_steps: float | None
     # the longest trajectory's own time: its response (synchronous: the mean-length part at the
-    # bulk's speed, the rest at the tail's; async: all at the bulk's) and its tool waits
+    # bulk's speed, the rest at the tail's; async: all at the bulk's) and its tool waits; async,
+    # also its sandbox's start and verification (it is in flight until the trainer can take it)
     critical_s: float
     # the terms of ``seconds`` (explain): the slots' decode and tool waits, the prefills, the drain
     # of the longest response (synchronous), the longest trajectory with its wait for a slot
@@ -714,7 +725,8 @@ class Generation:
     longest_trajectory_s: float
     tail_decode_tokens_per_s_per_user: float
     queued_start_s: float = 0.0  # synchronous: the longest trajectory's wait for a slot
-    staleness_window_s: float = 0.0  # async: (slot + after_s) / bound, the step's floor (window_seconds)
+    staleness_window_s: float = 0.0  # async: the least step the bound allows (window_seconds)
+    cores_bind: bool = False  # async: the host's sandboxes, fewer than the bound's, set that window
 
 
 def in_flight_batches(staleness_bound: int, asynchronous: bool) -> int:
@@ -742,7 +754,9 @@ def wanted_per_replica(in_flight: float, replicas: Any, asynchronous: bool) -> A
     return (np.floor if asynchronous else np.ceil)(in_flight / replicas)
 
 
-def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, where: str) -> Generation:
+def generation(
+    r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, where: str, load: Load = NO_LOAD
+) -> Generation:
     """Bulk decode by Little's law on ``gen_gpus // instance`` replicas; synchronous modes also
     drain the longest response at the tail concurrency, or wait for the longest trajectory."""
     replicas = gen_gpus // r.gpus
@@ -776,13 +790,15 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
     wait = 0.0 if asynchronous else float(queued_start_s(nums.generated, replicas * b, slot_s))
     crit = own + wait
     live: float  # trajectories in flight: on the GPUs, then (async) in their sandboxes' verification
-    staleness, window = None, 0.0
+    staleness, window, cores_bind = None, 0.0, False
     if asynchronous:
-        window = float(window_seconds(r, slot_s / 1.0)) if r.after_s > 0 else 0.0
-        held = max(bulk, window)  # the step before the waste
-        on_gpus = replicas * b if bulk >= window else nums.generated * slot_s / held
-        live = on_gpus + nums.generated * r.after_s / held  # Little's law: rate x time in flight
-        seconds, latency_bound, staleness = held * (1 + r.async_waste), False, live / nums.generated
+        window = float(window_seconds(r, nums, slot_s, prefill, load)) if r.after_s > 0 else 0.0
+        step_s = max(bulk, window)  # the step before the waste
+        # Little's law: the slots hold N slot_s / (T - P), every slot where the bulk sets T
+        on_gpus = replicas * b if bulk >= window else nums.generated * slot_s / (step_s - prefill)
+        live = on_gpus + nums.generated * r.after_s / step_s
+        seconds, latency_bound, staleness = step_s * (1 + r.async_waste), False, live / nums.generated
+        cores_bind = window > bulk and load[2] < nums.generated * max(1, r.staleness_bound)
     else:
         drained = bulk + drain
         seconds, latency_bound, live = max(drained, crit), crit > drained, min(nums.generated, replicas * b)
@@ -804,6 +820,7 @@ def generation(r: Rollouts, nums: RlNumbers, gen_gpus: int, asynchronous: bool, 
         tail_decode_tokens_per_s_per_user=v_tail,
         queued_start_s=wait,
         staleness_window_s=window if asynchronous else 0.0,
+        cores_bind=cores_bind,
     )
 
 

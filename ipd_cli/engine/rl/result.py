@@ -80,11 +80,15 @@ def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: flo
 def _cores_bind(s: Setup, out: Outcome, asynchronous: bool) -> bool:
     """Whether the host's cores, one sandbox per trajectory in flight, cap the sequences each
     replica runs below what its KV cache and the rollouts (the staleness bound) would give it, at
-    the concurrency run (an RL review: the capped sequences showed as a longer generation, with
-    env_bound false and the cores needed equal to those available, so nothing pointed at the CPUs)."""
+    the concurrency run, or (async) set the step's window where they hold fewer sandboxes than the
+    bound allows in flight, verifying ones included (an RL review: the capped sequences showed as
+    a longer generation, with env_bound false and the cores needed equal to those available, so
+    nothing pointed at the CPUs)."""
     n = s.nums
     if n.sandbox_cores <= 0:
         return False
+    if out.gen.cores_bind:  # async: the host's sandboxes, fewer than the bound's, set the window
+        return True
     held = out.env.cores_available / n.sandbox_cores  # sandboxes the host holds at once
     if not asynchronous and n.generated <= held:  # a synchronous step's slots are not capped then
         return False
