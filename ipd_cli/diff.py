@@ -207,6 +207,9 @@ def _kind(doc: Any) -> str:
     return "an unknown command's"
 
 
+DIFF_COLUMNS = ("metric", "old", "new", "change", "percent")  # a diff row's fields, in order
+
+
 def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:
     if _kind(base) != _kind(new):  # every metric would read as removed and added
         raise InputError(
@@ -226,13 +229,6 @@ def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:
         same = type(old) is type(cur) and old == cur  # True and 1.0 differ (a number became on/off)
         if only_changed and (change == 0 or (change is None and same)):
             continue
-        rows.append(
-            {
-                "metric": key,
-                "old": old,
-                "new": cur,
-                "change": change,
-                "percent": None if pct is None or not math.isfinite(pct) else pct,
-            }
-        )
+        pct = None if pct is None or not math.isfinite(pct) else pct
+        rows.append(dict(zip(DIFF_COLUMNS, (key, old, cur, change, pct), strict=True)))
     return Listing(kind="diff", items=rows)

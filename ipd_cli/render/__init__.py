@@ -137,10 +137,10 @@ def to_csv(result: BaseModel) -> str:
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
-    if not rows:  # a listing with no items still has its header (views.EMPTY_COLUMNS)
-        from .views import EMPTY_COLUMNS
+    if not rows:  # a listing with no items still has its header (views.empty_columns)
+        from .views import empty_columns
 
-        columns = list(EMPTY_COLUMNS.get(getattr(result, "kind", ""), []))
+        columns = empty_columns(getattr(result, "kind", ""))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()

@@ -955,16 +955,24 @@ def _curve(data: dict) -> View:
 
 # the columns of a listing whose items are none, and what its table then says (an output review:
 # `ipd diff` of two equal files printed a CSV with no header and a markdown table with no columns)
-EMPTY_COLUMNS = {"diff": ["metric", "old", "new", "change", "percent"]}
 EMPTY_NOTE = {"diff": "no differences"}
+
+
+def empty_columns(kind: str) -> list[str]:
+    """The columns of a listing of ``kind`` with no items (none where its kind has no fixed ones)."""
+    if kind == "diff":
+        from ipd_cli.diff import DIFF_COLUMNS
+
+        return list(DIFF_COLUMNS)
+    return []
 
 
 def _items(data: dict) -> View:
     items = data["items"]
     kind = data.get("kind", "")
     hidden = TABLE_HIDDEN.get(kind, ())
-    if not items and kind in EMPTY_COLUMNS:
-        return View([Grid(kind, EMPTY_COLUMNS[kind])], notes=[EMPTY_NOTE[kind]])
+    if not items and kind in EMPTY_NOTE:
+        return View([Grid(kind, empty_columns(kind))], notes=[EMPTY_NOTE[kind]])
     columns = [c for c in dict.fromkeys(c for item in items for c in item) if c not in hidden]
     numeric = {
         c for c in columns if all(_is_number(item.get(c)) for item in items if item.get(c) is not None)

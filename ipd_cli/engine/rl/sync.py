@@ -351,44 +351,32 @@ def _compose(
     misc: float,
     software: float,
     quantize: float,
-) -> tuple[float, float, bool]:
+) -> tuple[float, float, bool, str]:
     """(senders busy, receivers' work not hidden, whether the gather and software chain outlasts
-    the wire) under the transport and the stack's schedule (:func:`composition` says which)."""
+    the wire, how those two are built from the terms) under the transport and the stack's
+    schedule (wire: the longest link bound; software: the engine's per-tensor work). The last is
+    for `ipd explain` (an explain review: the row named its terms, not how they add up)."""
     if t == "colocated":  # the same GPUs: gather, then the hand-off to the engine
-        return wire + quantize, software, False
+        how = "transfer_s = wire + quantisation; load_s = software (the engine's load after the hand-off)"
+        return wire + quantize, software, False, how
     if t == "nccl-reshard":  # the bulk reshard, then the misc broadcast and its loads (design doc)
-        return max(wire, quantize) + misc, software, False
+        how = "transfer_s = max(wire, quantisation) + misc path broadcast; load_s = software"
+        return max(wire, quantize) + misc, software, False, how
     if schedule == "serial" or (schedule == "stage-lock" and t != "nccl-broadcast"):
-        return gather + wire + quantize + software, 0.0, False  # senders wait for each bucket's loads
+        how = "transfer_s = gather + wire + quantisation + software (each bucket waits for its loads)"
+        how += "; load_s = 0"
+        return gather + wire + quantize + software, 0.0, False, how  # senders wait for each bucket's loads
     if schedule == "stage-lock":  # stages take turns broadcasting (the engines load inside a turn)
-        return f.stage_turns_seconds(wire + software, gather, stages) + quantize, 0.0, False
-    transfer = max(gather, wire, quantize)  # pipelined: the per-tensor work runs beside the wire
-    rest = max(gather + software, transfer) - transfer
-    return transfer, rest, rest > 0
-
-
-def composition(t: str, schedule: str) -> str:
-    """How :func:`_compose` builds transfer_s and load_s from the update's terms (wire: the longest
-    link bound; software: the engine's per-tensor work), for `ipd explain` (an explain review: the
-    row named its terms, not how they add up)."""
-    if t == "colocated":
-        return "transfer_s = wire + quantisation; load_s = software (the engine's load after the hand-off)"
-    if t == "nccl-reshard":
-        return "transfer_s = max(wire, quantisation) + misc path broadcast; load_s = software"
-    if schedule == "serial" or (schedule == "stage-lock" and t != "nccl-broadcast"):
-        return (
-            "transfer_s = gather + wire + quantisation + software (each bucket waits for its loads); "
-            "load_s = 0"
-        )
-    if schedule == "stage-lock":
-        return (
+        how = (
             "transfer_s = the pipeline stages' turns at (wire + software) each, behind their gathers, "
             "+ quantisation; load_s = 0"
         )
-    return (
-        "transfer_s = max(gather, wire, quantisation); "
-        "load_s = max(gather + software, transfer_s) - transfer_s"
-    )
+        return f.stage_turns_seconds(wire + software, gather, stages) + quantize, 0.0, False, how
+    transfer = max(gather, wire, quantize)  # pipelined: the per-tensor work runs beside the wire
+    rest = max(gather + software, transfer) - transfer
+    how = "transfer_s = max(gather, wire, quantisation); load_s = max(gather + software, transfer_s)"
+    how += " - transfer_s"
+    return transfer, rest, rest > 0, how
 
 
 @dataclass(frozen=True)
@@ -467,7 +455,7 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
         terms["update overhead (pause, flush, process groups)"] = overhead
     quantize = plan.quantize_bytes_per_gpu / links.hbm
     terms.update({"quantisation": quantize, "fixed latency": fixed})
-    transfer, rest, chained = _compose(
+    transfer, rest, chained, how = _compose(
         t, schedule, plan.trainer_stages, gather, wire, misc, software, quantize
     )
     bound = max(terms, key=terms.__getitem__)
@@ -490,5 +478,5 @@ def weight_sync(inp: Inputs, links: Links, plan: SyncPlan) -> WeightSync:
         load_s=rest,
         fixed_s=fixed + overhead,
         stack=stack,
-        composition=composition(t, schedule),
+        composition=how,
     )
