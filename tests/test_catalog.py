@@ -844,3 +844,19 @@ def test_host_memory_reads_its_dimms_in_binary_units(catalog, system, dimms, dim
     # x 64 GB as a decimal 2,000 GB (2 TiB = 2,199 GB): one unit for the same DIMMs
     gb = dimms * dimm_gib * 2**30 / 1e9
     assert catalog.system(system).host_memory_gb.value == pytest.approx(gb, abs=1.0)
+
+
+def test_every_built_in_system_cites_a_source_for_its_shape(catalog):
+    # a catalog audit: the GPUs of a rack, its scale-up domain and its host CPUs were bare counts,
+    # and explain printed "source -" for the 72-GPU domain on the headline path
+    from ipd_cli.api import explain
+
+    main = [n for n, s in catalog.systems.items() if catalog.origin("systems", n) == "builtin:hardware.yaml"]
+    assert len(main) >= 11
+    assert all(catalog.system(n).source in catalog.sources for n in main), [
+        n for n in main if catalog.system(n).source not in catalog.sources
+    ]
+    rows = {(i["hardware"], i["metric"]): i for i in explain(catalog, ["vera-rubin", "blackwell"]).items}
+    for hw, src in (("vera-rubin-nvl72", "N1"), ("gb200-nvl72", "N3")):
+        for name in ("input: scale-up domain", "input: GPUs per system (node or rack)"):
+            assert rows[(hw, name)]["value"] == 72 and rows[(hw, name)]["source"] == src, (hw, name)

@@ -316,6 +316,11 @@ class Price(Strict):
 
 class System(Strict):
     description: str
+    source: str | None = Field(
+        default=None,
+        description="id of the source of the system's shape: its accelerators, scale-up domain, GPUs "
+        "per node and host CPUs (plain counts, cited with it)",
+    )
     accelerator: str
     accelerators: Int = unit("GPUs", gt=0, description="accelerators in one node or rack")
     scale_up_domain: Int = unit("GPUs", gt=0, description="GPUs in one scale-up (NVLink/IF) domain")
