@@ -381,6 +381,10 @@ def test_explain_gives_the_rl_step_of_its_schedule(catalog, mode):
         assert terms["drain_s"] > 0
     assert rebuilt == pytest.approx(gen["value"], rel=1e-12)
     assert terms["prefill_s"] > 0 and terms["decode_and_tools_s"] > 0
+    # the prompts' prefills from one prompt's (an RL review: no input gave it)
+    assert terms["prefill_s"] == pytest.approx(
+        terms["rollouts"] * terms["prompt_prefill_s"] / terms["replicas"], rel=1e-12
+    )
     # the trainer's phases and the update from their own terms (a user review: explain gave no
     # formula for training_s, logprob_s or weight_sync_s)
     got = {m: {k: float(v) for k, v in (p.split(" = ") for p in items[m]["inputs"].split("; "))}

@@ -861,7 +861,7 @@ def _rl_generation_step(r: Rl) -> Step:
             "max(decode_and_tools_s + prefill_s, staleness_window_s) x (1 + async_waste_fraction); "
             "decode_and_tools_s = rollouts x (mean response tokens / decode_tokens_per_s_per_user + "
             "turns x tool latency) / (replicas x concurrency), concurrency up to staleness_bound x "
-            "rollouts / replicas; prefill_s = rollouts x one prompt's prefill / replicas; "
+            "rollouts / replicas; prefill_s = rollouts x prompt_prefill_s / replicas; "
             "staleness_window_s = (one slot's decode and tool waits + the sandbox's start and "
             "verification) / staleness_bound: every trajectory in flight counts against the bound"
         )
@@ -870,7 +870,7 @@ def _rl_generation_step(r: Rl) -> Step:
         how = (
             "max(decode_and_tools_s + prefill_s + drain_s, longest_trajectory_s); decode_and_tools_s = "
             "rollouts x (mean response tokens / decode_tokens_per_s_per_user + turns x tool latency) "
-            "/ (replicas x concurrency); prefill_s = rollouts x one prompt's prefill / replicas; "
+            "/ (replicas x concurrency); prefill_s = rollouts x prompt_prefill_s / replicas; "
             "drain_s = (max - mean response tokens) / tail_decode_tokens_per_s_per_user; "
             "longest_trajectory_s = queued_start_s (its wait for a slot) + mean response tokens / "
             "decode_tokens_per_s_per_user + drain_s + max turns x tool latency"
@@ -882,7 +882,8 @@ def _rl_generation_step(r: Rl) -> Step:
             "queued_start_s": g.queued_start_s,
         }
     return Step("rl.phases.generation_s", r.phases.generation_s, how,
-                {"decode_and_tools_s": g.decode_and_tools_s, "prefill_s": g.prefill_s, **terms,
+                {"decode_and_tools_s": g.decode_and_tools_s, "prefill_s": g.prefill_s,
+                 "prompt_prefill_s": g.prompt_prefill_s, **terms,
                  "rollouts": g.rollouts, "replicas": r.replicas, "instance_gpus": r.instance_gpus,
                  "concurrency": r.concurrency, "decode_tokens_per_s_per_user": r.decode_tokens_per_s_per_user,
                  "tail_concurrency": r.tail_concurrency,

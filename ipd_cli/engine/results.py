@@ -566,7 +566,14 @@ class RlGeneration(Result):
         "latency) / (replicas x concurrency): each decode slot holds one trajectory for its decode "
         "and tool waits"
     )
-    prefill_s: float = Field(description="rollouts x one prompt's prefill time on a replica / replicas")
+    prefill_s: float = Field(
+        description="rollouts x prompt_prefill_s / replicas: the prompts' prefills, which the replica's "
+        "decode slots wait through"
+    )
+    prompt_prefill_s: float = Field(
+        default=0.0,
+        description="one prompt's prefill on a replica (its context: prompt and tool observations)",
+    )
     drain_s: float = Field(
         description="synchronous: the longest response's tokens beyond the mean at "
         "tail_decode_tokens_per_s_per_user (0 in async)"

@@ -726,6 +726,7 @@ class Generation:
     tail_decode_tokens_per_s_per_user: float
     queued_start_s: float = 0.0  # synchronous: the longest trajectory's wait for a slot
     staleness_window_s: float = 0.0  # async: the least step the bound allows (window_seconds)
+    prompt_prefill_s: float = 0.0  # one prompt's prefill on a replica (prefill_s's per-prompt term)
     cores_bind: bool = False  # async: the host's sandboxes, fewer than the bound's, set that window
 
 
@@ -820,6 +821,7 @@ def generation(
         tail_decode_tokens_per_s_per_user=v_tail,
         queued_start_s=wait,
         staleness_window_s=window if asynchronous else 0.0,
+        prompt_prefill_s=float(r.inst.prefill_s),
         cores_bind=cores_bind,
     )
 
