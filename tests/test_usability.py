@@ -911,6 +911,8 @@ def test_explain_gives_the_plans_batch_systems_memory_and_all_to_all_rows():
     rows = {i["metric"]: i for i in r.json()["items"]}
     pre = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").json()["systems"][0]["pretraining"]
     batch = _explained_inputs(rows["pretraining.global_batch_tokens"])
+    # moe-10t has no recipe length of its own: efficiency.default_training_sequence_length, 8,192
+    assert batch["sequence_length"] == 8192 and (batch["dp"], batch["micro_batches"]) == (1872, 8)
     assert (
         rows["pretraining.global_batch_tokens"]["value"]
         == pre["global_batch_tokens"]
