@@ -1504,6 +1504,14 @@ class RlWorkload(Strict):
     sync_precision: Precision = "bf16"
     mode: RlMode = "colocated"
     staleness_bound: Int = Field(default=1, ge=0, description="async: max policy versions behind")
+    partial_rollouts: Bool = Field(
+        default=True,
+        description="async: a trajectory runs on through in-flight weight updates as a mixed-version "
+        "rollout (AReaL's interruptible rollouts, NeMo RL's in-flight updates), so the longest may "
+        "span more policy versions than staleness_bound; false: every trajectory, from its start "
+        "to the trainer, spans at most staleness_bound updates (the step is at least the longest "
+        "trajectory's time in flight / staleness_bound)",
+    )
     sync_transport: SyncTransport | None = Field(
         default=None,
         description="how weights reach the rollout engines (default: colocated in colocated mode, "

@@ -100,6 +100,9 @@ class Rollouts:
     # sandbox's start and verification (:func:`exposed_floor` of a synchronous step), which async
     # counts against the staleness bound (:func:`_seconds`)
     after_s: float = 0.0
+    # async: whether trajectories run on through in-flight updates (the workload's
+    # partial_rollouts); False holds the longest within the staleness bound (:func:`_seconds`)
+    partial: bool = True
     chosen: dict[tuple[int, bool, int | None, Load], tuple[int, int | None, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -245,6 +248,7 @@ def rollout_engine(
         async_waste=inp.read("rl.async_waste_fraction", "async waste"),
         staleness_bound=w.staleness_bound,
         after_s=after_s,
+        partial=w.partial_rollouts,
     )
 
 
@@ -275,6 +279,11 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
     if asynchronous:
         if r.after_s > 0:  # the staleness window: every trajectory in flight, verifying ones too
             np.maximum(seconds, window_seconds(r, nums, slot_s, prefill, load), out=seconds)
+        if not r.partial:  # the longest trajectory within the bound: its response at the bulk's speed
+            longest = nums.max_response_tokens * at["step_s"] / spec
+            longest += nums.max_turns * nums.tool_s + r.after_s
+            longest /= max(1, r.staleness_bound)
+            np.maximum(seconds, longest, out=seconds)
         seconds *= 1 + r.async_waste
     else:
         v_tail = spec / at["tail_step_s"]
@@ -794,6 +803,8 @@ def generation(
     staleness, window, cores_bind = None, 0.0, False
     if asynchronous:
         window = float(window_seconds(r, nums, slot_s, prefill, load)) if r.after_s > 0 else 0.0
+        if not r.partial:  # every trajectory within the bound, the longest included
+            window = max(window, (own + r.after_s) / max(1, r.staleness_bound))
         step_s = max(bulk, window)  # the step before the waste
         # Little's law: the slots hold N slot_s / (T - P), every slot where the bulk sets T
         on_gpus = replicas * b if bulk >= window else nums.generated * slot_s / (step_s - prefill)

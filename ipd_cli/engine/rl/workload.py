@@ -153,6 +153,7 @@ def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
     given("mode", "")
     if w.mode == "async":
         given("staleness_bound", "policy versions")
+        given("partial_rollouts", "")
     given("ppo_epochs", "training passes per step")
     given("logprob_passes", "forward passes per step")
     keep = given("keep_fraction", "fraction")
