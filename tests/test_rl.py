@@ -400,7 +400,10 @@ def test_the_longest_trajectory_decodes_at_the_bulks_speed_while_the_engine_is_f
     # run after its last token: the staleness it spans)
     after = n.boot_s + n.verify_s / s.host.core_speed  # Vera's cores: 1.64x a Grace core
     assert s.host.core_speed == catalog.cpus["vera"].relative_core_throughput.value
-    assert asy.critical_s == pytest.approx(n.max_response_tokens / v + tools + after, rel=1e-12)
+    # and its slot waits through the replica's prefills (P of a step T): (own) x T / (T - P)
+    t = asy.seconds / (1 + r.async_waste)
+    own = (n.max_response_tokens / v + tools) * t / (t - asy.prefill_s)
+    assert asy.critical_s == pytest.approx(own + after, rel=1e-12)
 
 
 def test_rollout_choice_is_the_fastest_configuration_and_concurrency(catalog):

@@ -1079,27 +1079,25 @@ class ServingStack(Strict):
     note: str | None = None
 
 
-def _check_reference(fam: str, f: AcceleratorFamily) -> None:
-    """A family's GEMM reference is one of its members."""
-    if f.gemm_reference is not None and f.gemm_reference not in f.accelerators:
-        raise ValueError(
-            f"families.{fam}.gemm_reference: '{f.gemm_reference}' is not one of its accelerators "
-            f"({', '.join(f.accelerators)}); name one of them or drop it"
-        )
-
-
 class AcceleratorFamily(Strict):
     """Accelerators that share serving kernels and software (a GPU generation)."""
 
     accelerators: list[str] = Field(min_length=1)
     default_stack: NamedChoice = Field(description="the best published stack on this family")
-    gemm_reference: str | None = Field(
+    gemm_share_of_fit: Sourced | None = unit(
+        "fraction",
         default=None,
-        description="the member whose measured best-shape GEMM share (efficiency."
-        "training_gemm_max_share_by_accelerator) the family's fitted GEMM factors stand for: the "
-        "other members compute at their own share over its (none: every member alike)",
+        description="the best-shape BF16 GEMM share (efficiency.training_gemm_max_share_by_accelerator) "
+        "the family's fitted GEMM factors stand for, its fitting member's at the fit: every member "
+        "with a share of its own computes at that share over this one (none: every member alike)",
     )
     note: str | None = None
+
+    @model_validator(mode="after")
+    def _share(self) -> AcceleratorFamily:
+        if self.gemm_share_of_fit is not None:
+            _fraction("gemm_share_of_fit", self.gemm_share_of_fit)
+        return self
 
 
 class DraftWeights(Strict):
@@ -1424,7 +1422,6 @@ class ServingEfficiency(Strict):
                 if acc in owner:
                     raise ValueError(f"families: {acc} is in both {owner[acc]} and {fam}")
                 owner[acc] = fam
-            _check_reference(fam, f)
             stack = self.stacks.get(f.default_stack.value)
             if stack is None or fam not in stack.profiles:
                 raise ValueError(  # with the fix (a fresh-eyes review: a new family had none)

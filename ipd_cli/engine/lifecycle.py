@@ -862,8 +862,11 @@ def _rl_generation_step(r: Rl) -> Step:
             "decode_and_tools_s = rollouts x (mean response tokens / decode_tokens_per_s_per_user + "
             "turns x tool latency) / (replicas x concurrency), concurrency up to staleness_bound x "
             "rollouts / replicas; prefill_s = rollouts x prompt_prefill_s / replicas; "
-            "staleness_window_s = (one slot's decode and tool waits + the sandbox's start and "
-            "verification) / staleness_bound: every trajectory in flight counts against the bound"
+            "staleness_window_s = rollouts x (one slot's decode and tool waits + the sandbox's start "
+            "and verification) / L + prefill_s, L = staleness_bound x rollouts or the host's sandboxes "
+            "where fewer (every trajectory in flight counts against the bound; with partial_rollouts "
+            "false at least (the longest trajectory + start + verification) / staleness_bound + "
+            "prefill_s)"
         )
         terms = {"async_waste_fraction": g.async_waste_fraction, "staleness_window_s": g.staleness_window_s}
     else:

@@ -595,9 +595,10 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
     if rl.get("sandbox_cores_bind"):
         out.append(
             f"{hw}: the host's {fmt_num(rl['cpu_cores_available'])} cores cap the trajectories in flight "
-            f"(one sandbox each): each replica runs {rl['concurrency']:,} sequences, fewer than its KV "
-            "cache and the rollouts allow, and phases.generation_s is longer for it (more host cores, "
-            "or fewer cores a sandbox, would shorten the step)"
+            f"(one sandbox each, verifying ones included): each replica runs {rl['concurrency']:,} "
+            "sequences, fewer than its KV cache and the rollouts allow, or the step waits for "
+            "sandboxes, and phases.generation_s is longer for it (more host cores, or fewer cores a "
+            "sandbox, would shorten the step)"
         )
     out += _idle_generation_lines(hw, rl)
     from ipd_cli.engine.formulas import DAYS_PER_YEAR
@@ -619,7 +620,7 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             f"{hw}: the longest RL trajectory spans {versions:.{digits}f} policy updates, beyond the "
             f"staleness bound of {rl['staleness_bound']}: it runs on through in-flight weight "
             "updates as a mixed-version rollout (or is aborted); a longer step or a larger bound "
-            "keeps it within"
+            "keeps it within (workload.partial_rollouts=false holds every trajectory within it)"
         )
     trainer = rl.get("trainer") if rl.get("mode") != "colocated" else None
     if isinstance(trainer, dict):

@@ -283,6 +283,7 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
             longest = nums.max_response_tokens * at["step_s"] / spec
             longest += nums.max_turns * nums.tool_s + r.after_s
             longest /= max(1, r.staleness_bound)
+            longest += prefill  # its slot waits through the replica's prefills too (see window_seconds)
             np.maximum(seconds, longest, out=seconds)
         seconds *= 1 + r.async_waste
     else:
@@ -736,7 +737,6 @@ class Generation:
     queued_start_s: float = 0.0  # synchronous: the longest trajectory's wait for a slot
     staleness_window_s: float = 0.0  # async: the least step the bound allows (window_seconds)
     prompt_prefill_s: float = 0.0  # one prompt's prefill on a replica (prefill_s's per-prompt term)
-    cores_bind: bool = False  # async: the host's sandboxes, fewer than the bound's, set that window
 
 
 def in_flight_batches(staleness_bound: int, asynchronous: bool) -> int:
@@ -800,17 +800,18 @@ def generation(
     wait = 0.0 if asynchronous else float(queued_start_s(nums.generated, replicas * b, slot_s))
     crit = own + wait
     live: float  # trajectories in flight: on the GPUs, then (async) in their sandboxes' verification
-    staleness, window, cores_bind = None, 0.0, False
+    staleness, window = None, 0.0
     if asynchronous:
         window = float(window_seconds(r, nums, slot_s, prefill, load)) if r.after_s > 0 else 0.0
         if not r.partial:  # every trajectory within the bound, the longest included
-            window = max(window, (own + r.after_s) / max(1, r.staleness_bound))
+            window = max(window, (own + r.after_s) / max(1, r.staleness_bound) + prefill)
         step_s = max(bulk, window)  # the step before the waste
         # Little's law: the slots hold N slot_s / (T - P), every slot where the bulk sets T
         on_gpus = replicas * b if bulk >= window else nums.generated * slot_s / (step_s - prefill)
         live = on_gpus + nums.generated * r.after_s / step_s
         seconds, latency_bound, staleness = step_s * (1 + r.async_waste), False, live / nums.generated
-        cores_bind = window > bulk and load[2] < nums.generated * max(1, r.staleness_bound)
+        # the longest trajectory's time in flight: its slot through the prefills, then the sandbox
+        own = own * step_s / (step_s - prefill) if step_s > prefill else own
     else:
         drained = bulk + drain
         seconds, latency_bound, live = max(drained, crit), crit > drained, min(nums.generated, replicas * b)
@@ -833,7 +834,6 @@ def generation(
         queued_start_s=wait,
         staleness_window_s=window if asynchronous else 0.0,
         prompt_prefill_s=float(r.inst.prefill_s),
-        cores_bind=cores_bind,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from ipd_cli.engine import formulas as f
@@ -9,7 +10,7 @@ from ipd_cli.engine.pretraining import training_plan
 from ipd_cli.engine.results import Rl, RlGeneration, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
 from ipd_cli.engine.trainplan import fp8_recipe
 
-from .generation import in_flight_batches, wanted_per_replica
+from .generation import in_flight_batches, sandbox_load, wanted_per_replica
 from .step import schedule
 from .trainer import trainer_holding_gpus
 
@@ -77,20 +78,27 @@ def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: flo
     )
 
 
-def _cores_bind(s: Setup, out: Outcome, asynchronous: bool) -> bool:
-    """Whether the host's cores, one sandbox per trajectory in flight, cap the sequences each
-    replica runs below what its KV cache and the rollouts (the staleness bound) would give it, at
-    the concurrency run, or (async) set the step's window where they hold fewer sandboxes than the
-    bound allows in flight, verifying ones included (an RL review: the capped sequences showed as
-    a longer generation, with env_bound false and the cores needed equal to those available, so
-    nothing pointed at the CPUs)."""
+def _cores_bind(s: Setup, out: Outcome, gen_gpus: int, total_gpus: int, asynchronous: bool) -> bool:
+    """Whether the host's cores, one sandbox per trajectory in flight, cost the step time: a
+    synchronous step's concurrency capped below what its KV cache and the rollouts would give
+    each replica; async, the soonest generation on these GPUs with as many sandboxes as it wants
+    shorter than with the host's (which count the verifying trajectories too; a code review: a
+    flag from the chosen point alone missed a step the cores had slowed 22 % and flagged one a
+    whole-trajectory floor set). An RL review: the capped sequences showed as a longer generation,
+    with env_bound false and the cores needed equal to those available, so nothing pointed at the
+    CPUs."""
     n = s.nums
     if n.sandbox_cores <= 0:
         return False
-    if out.gen.cores_bind:  # async: the host's sandboxes, fewer than the bound's, set the window
-        return True
+    if asynchronous:
+        share, fixed, held = sandbox_load(n, s.host, total_gpus)
+        if held >= n.generated * max(1, out.rollouts.staleness_bound):  # never fewer than the bound's
+            return False
+        _, capped = s.rollouts.in_group(n, gen_gpus, True, None, (share, fixed, held))
+        _, free = s.rollouts.in_group(n, gen_gpus, True, None, (share, fixed, math.inf))
+        return free < capped * (1 - 1e-9)
     held = out.env.cores_available / n.sandbox_cores  # sandboxes the host holds at once
-    if not asynchronous and n.generated <= held:  # a synchronous step's slots are not capped then
+    if n.generated <= held:  # a synchronous step's slots are not capped then
         return False
     replicas = out.gen.replicas
     in_flight = n.generated * in_flight_batches(out.rollouts.staleness_bound, asynchronous)
@@ -165,7 +173,7 @@ def assemble(
         cpu_cores_available=out.env.cores_available,
         env_bound=out.env.env_bound,
         sandbox_stall_s=out.env.stall_s,
-        sandbox_cores_bind=_cores_bind(s, out, mode == "async"),
+        sandbox_cores_bind=_cores_bind(s, out, gen_gpus, billed, mode == "async"),
         mean_staleness_steps=_staleness(mode, out),
         staleness_bound=s.w.staleness_bound if s.w.mode == "async" else None,
         longest_trajectory_policy_versions=out.gen.critical_s / t if mode == "async" else None,

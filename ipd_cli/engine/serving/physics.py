@@ -362,27 +362,32 @@ def _fp4_factor(ctx: ServingContext, st: Stack) -> float:
 
 
 def member_gemm_ratio(ctx: ServingContext, st: Stack) -> Any:
-    """A family member's GEMM rate against the member its fitted factors stand for
-    (``serving.families.<family>.gemm_reference``): its measured best-shape BF16 GEMM share
-    (efficiency.training_gemm_max_share_by_accelerator, MAMF) over the reference's, 1 for the
-    reference itself, a family that names none or a member without a share of its own. A
-    family's fitted GEMM factor is one value for members whose silicon sustains different shares
-    of the same peak: MI300X at 750 W reaches 668 of its 1,307 TFLOP/s, MI325X at 1,000 W 785 of
-    the same 1,307, while the CDNA 3 fit priced both alike and MLPerf's Llama 2 70B runs measure
-    MI325X 1.24-1.30x MI300X (predicted 1.01-1.03x: a fresh-eyes review). The BF16 share scales
-    every precision's math and attention: it is the one measured (the FP8 shares are derived from
-    it), and the sustained clock it reflects is the whole chip's."""
+    """A family member's GEMM rate against the one its fitted factors stand for: its measured
+    best-shape BF16 GEMM share (efficiency.training_gemm_max_share_by_accelerator, MAMF) over the
+    share the family's factors were fitted at (``serving.families.<family>.gemm_share_of_fit``);
+    1 for a family that gives none or a member without a share of its own. A family's fitted
+    GEMM factor is one value for members whose silicon sustains different shares of the same
+    peak: MI300X at 750 W reaches 668 of its 1,307 TFLOP/s, MI325X at 1,000 W 785 of the same
+    1,307, while the CDNA 3 fit priced both alike and MLPerf's Llama 2 70B runs measure MI325X
+    1.24-1.30x MI300X (predicted 1.01-1.03x: a fresh-eyes review). A fixed share of the fit, not
+    another member's: a --set of one member's share moves that member alone (a code review). The
+    BF16 share scales every precision's math and attention: it is the one measured (the FP8
+    shares are derived from it), and the sustained clock it reflects is the whole chip's."""
     if st.family is None:
         return 1.0
-    ref = ctx.cat.serving.families[st.family].gemm_reference
-    table = ctx.cat.efficiency.training_gemm_max_share_by_accelerator
+    fit = ctx.cat.serving.families[st.family].gemm_share_of_fit
     acc = ctx.system.accelerator
-    if ref is None or ref == acc or "bf16" not in table.get(acc, {}) or "bf16" not in table.get(ref, {}):
+    if fit is None or "bf16" not in ctx.cat.efficiency.training_gemm_max_share_by_accelerator.get(acc, {}):
         return 1.0
-    path = "efficiency.training_gemm_max_share_by_accelerator.{}.bf16"
-    own = ctx.inp.read(path.format(acc), "best-shape GEMM share of peak (bf16, MAMF)")
-    label = f"the {st.family} family's reference GEMM share of peak (bf16, {ref})"
-    return own / ctx.inp.read(path.format(ref), label)
+    own = ctx.inp.read(
+        f"efficiency.training_gemm_max_share_by_accelerator.{acc}.bf16",
+        "best-shape GEMM share of peak (bf16, MAMF)",
+    )
+    at = ctx.inp.read(
+        f"serving.families.{st.family}.gemm_share_of_fit",
+        f"GEMM share the {st.family} factors were fitted at (bf16)",
+    )
+    return own / at
 
 
 def _kv_terms(
