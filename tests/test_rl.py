@@ -1391,3 +1391,26 @@ def test_whole_trajectories_keep_the_longest_within_the_staleness_bound():
     colocated = run_cli("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--mode", "colocated",
                         "-f", "json").json()["rl"]  # fmt: skip
     assert 1.5 <= colocated["step_seconds"] / w["step_seconds"] <= 5.5  # the measured band
+
+
+def test_async_cores_flag_asks_whether_more_sandboxes_would_shorten_the_step():
+    # a second code review: from the chosen point alone the flag missed MI300X's 10T step, which
+    # one core per EPYC slows 926.8 -> 1,130.1 s (the search had balanced the bulk against the
+    # cores' window), and flagged GB200's whole-trajectory floor, the same 861.9 s on 1 or 72 cores
+    def cpu(name: str, cores: int) -> tuple[str, ...]:
+        return ("--set", f"cpus.{name}.cores={cores}", "--set", f"cpus.{name}.threads={2 * cores}")
+
+    mi = ("rl", "--hardware", "mi300x", "--workload", "rl-swe-agent-10t", "--mode", "async",
+          "--set", "workload.staleness_bound=4", "-f", "json")  # fmt: skip
+    ample = run_cli(*mi).json()["rl"]
+    starved = run_cli(*mi, *cpu("epyc-9374f", 1))
+    s = starved.json()["rl"]
+    assert s["step_seconds"] > ample["step_seconds"]
+    assert s["sandbox_cores_bind"] and not ample["sandbox_cores_bind"]
+    assert "cores cap the trajectories in flight" in starved.stderr
+    gb = ("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--mode", "async", "--set",
+          "workload.partial_rollouts=false", "-f", "json")  # fmt: skip
+    plenty = run_cli(*gb).json()["rl"]
+    one = run_cli(*gb, *cpu("grace", 1))
+    assert one.json()["rl"]["step_seconds"] == plenty["step_seconds"]  # the floor sets it, not the cores
+    assert not one.json()["rl"]["sandbox_cores_bind"] and "cores cap" not in one.stderr

@@ -765,10 +765,11 @@ class Rl(Result):
     )
     sandbox_cores_bind: bool = Field(
         default=False,
-        description="true when the host's cores, one sandbox per trajectory in flight, cap the "
-        "sequences a replica runs below what its KV cache and the rollouts would give it: the "
-        "generation then runs at that concurrency and its longer phases.generation_s is the CPUs' "
-        "doing (warned; more host cores, or fewer a sandbox, shorten it)",
+        description="true when the host's cores, one sandbox per trajectory in flight (async: the "
+        "verifying ones too), cost the step time: a synchronous step's sequences a replica runs "
+        "capped below what its KV cache and the rollouts would give it; async, a generation with "
+        "as many sandboxes as it wants sooner than with the host's. phases.generation_s is longer "
+        "for it (warned; more host cores, or fewer a sandbox, shorten it)",
     )
     mean_staleness_steps: float | None = Field(
         default=None,
