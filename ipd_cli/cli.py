@@ -1027,11 +1027,10 @@ def sweep(
     drawn = samples is not None  # draws of the ranges of the PUE and each system's power
     paths = [a.path for a in axes]
     varies = DEPLOYMENT_VARIES if deployment_inputs_vary(paths) else drawn or site_inputs_vary(paths)
-    draws = None
-    if samples is not None:  # the draws the rows took (the same seed and paths: common random numbers)
-        from .engine.sweep import Draws
+    from .engine.sweep import plan_draws
 
-        draws = Draws(samples, seed, frozenset(a.path for a in axes))
+    # the draws the rows took (the same seed and paths: common random numbers); None unsampled
+    draws = plan_draws(chunks.plan)
     _warn_sweep(chunks.points, cat, chunks.notes, varies, axes if varies is True else None, draws)
     if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
         sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")

@@ -645,15 +645,12 @@ def choose_split(
             note = "the trainer's fewest GPUs plus the generation pool with the least cost per step"
     # the two paths are set together or not at all (an explain review: each row's path, set alone,
     # was refused)
-    both = "set with train_gpus: the two are given together or not at all"
-    s.inp.given("generation GPUs", gg, "GPUs", origin, note=_joined(note, both), path="workload.gen_gpus")
-    both = "set with gen_gpus: the two are given together or not at all"
-    s.inp.given("training GPUs", tg, "GPUs", origin, note=_joined(note, both), path="workload.train_gpus")
+    for label, value, field, other in (("generation GPUs", gg, "gen_gpus", "train_gpus"),
+                                       ("training GPUs", tg, "train_gpus", "gen_gpus")):  # fmt: skip
+        both = f"set with {other}: the two are given together or not at all"
+        s.inp.given(label, value, "GPUs", origin, note=f"{note}; {both}" if note else both,
+                    path=f"workload.{field}")  # fmt: skip
     return gg, tg, requested, larger
-
-
-def _joined(note: str | None, more: str) -> str:
-    return more if not note else f"{note}; {more}"
 
 
 def _cheaper_grown(

@@ -10,6 +10,7 @@ from typing import Any
 from ipd_cli.catalog.schema import RlWorkload
 from ipd_cli.engine import serving as sv
 from ipd_cli.engine.inputs import Inputs
+from ipd_cli.engine.search import distinct
 from ipd_cli.errors import InfeasibleError, InputError
 
 from .workload import RlNumbers
@@ -280,11 +281,8 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
         if r.after_s > 0:  # the staleness window: every trajectory in flight, verifying ones too
             np.maximum(seconds, window_seconds(r, nums, slot_s, prefill, load), out=seconds)
         if not r.partial:  # the longest trajectory within the bound: its response at the bulk's speed
-            longest = nums.max_response_tokens * at["step_s"] / spec
-            longest += nums.max_turns * nums.tool_s + r.after_s
-            longest /= max(1, r.staleness_bound)
-            longest += prefill  # its slot waits through the replica's prefills too (see window_seconds)
-            np.maximum(seconds, longest, out=seconds)
+            own = nums.max_response_tokens * at["step_s"] / spec + nums.max_turns * nums.tool_s
+            np.maximum(seconds, whole_trajectory_seconds(r, own, prefill), out=seconds)
         seconds *= 1 + r.async_waste
     else:
         v_tail = spec / at["tail_step_s"]
@@ -322,6 +320,25 @@ def window_seconds(r: Rollouts, nums: RlNumbers, slot_s: Any, prefill_s: Any, lo
     read a mean staleness of 1.0 where 1.56 were in flight); then the window left out the
     prefills, and the staleness read 2.2 at bound 2 (2.3 with a minute's verification)."""
     return nums.generated * (slot_s + r.after_s) / in_flight_limit(r, nums, load) + prefill_s
+
+
+def whole_trajectory_seconds(r: Rollouts, own_s: Any, prefill_s: Any) -> Any:
+    """Async with ``partial_rollouts`` false: the least step at which the longest trajectory (its
+    response and tool waits, ``own_s``, then its sandbox's start and verification) spans at most
+    the staleness bound's updates, its slot waiting through the replica's prefills (``prefill_s``,
+    as :func:`window_seconds`)."""
+    return (own_s + r.after_s) / max(1, r.staleness_bound) + prefill_s
+
+
+def sandbox_cap(nums: RlNumbers, load: Load, replicas: Any, asynchronous: bool) -> Any:
+    """Sequences per replica the host's sandboxes allow, one each (``load``: :func:`sandbox_load`),
+    at least 1; inf where they cap nothing: a synchronous step whose cores hold every rollout (its
+    slots then hold min(rollouts, slots) trajectories)."""
+    import numpy as np
+
+    if not (asynchronous or nums.generated > load[2]):
+        return math.inf
+    return np.maximum(1, np.floor(load[2] / replicas))
 
 
 def sandbox_load(nums: RlNumbers, host: HostCpus, total_gpus: int) -> Load:
@@ -413,8 +430,7 @@ def fastest(
     # 2,048 trajectories on 1,024 cores). A synchronous step has min(rollouts, slots) in flight:
     # where the cores hold every rollout, its slots are not capped (a code review)
     cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), per_replica))
-    if asynchronous or nums.generated > load[2]:
-        cap = np.maximum(1, np.minimum(cap, np.floor(load[2] / replicas[:, 0])))
+    cap = np.maximum(1, np.minimum(cap, sandbox_cap(nums, load, replicas[:, 0], asynchronous)))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1  # up to the first at or above every cap
     ladder, table = ladder[:rungs], steps  # the table's rows are all candidates: table[ok[i]] is row i's
     per = dict(replicas=replicas, prefill_s=c.prefill_s[ok][:, None], speculative=c.speculative[ok][:, None])
@@ -522,19 +538,6 @@ def _every_concurrency(i: Any, j: Any, ladder: Any, run_end: Any, cap: Any) -> t
 AHEAD_POOLS = 64  # pools :func:`fastest_many` takes at once (its arrays grow with them)
 
 
-def _distinct(a: Any) -> tuple[Any, Any]:
-    """The distinct values of int array ``a``, sorted, and where each of ``a`` is among them."""
-    import numpy as np
-
-    order = np.argsort(a, kind="stable")
-    s = a[order]
-    first = np.ones(a.size, bool)
-    first[1:] = s[1:] != s[:-1]
-    inv = np.empty(a.size, np.intp)
-    inv[order] = np.cumsum(first) - 1
-    return s[first], inv
-
-
 def fastest_many(
     r: Rollouts,
     nums: RlNumbers,
@@ -575,15 +578,14 @@ def fastest_many(
     replicas = active_replicas(pools[seg] // c.gpus[ok], in_flight, asynchronous)
     per_replica = wanted_per_replica(in_flight, replicas, asynchronous)
     cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), per_replica))
-    if asynchronous or nums.generated > load[2]:
-        cap = np.maximum(1, np.minimum(cap, np.floor(load[2] / replicas)))
+    cap = np.maximum(1, np.minimum(cap, sandbox_cap(nums, load, replicas, asynchronous)))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1
     ladder = ladder[:rungs]
     run_end = np.append(ladder[1:] - 1, cap.max())
 
     # the rows the pools share, once: u, a row of each (candidate, replica count)
     key = ok.astype(np.int64) * ROW_KEYS + replicas.astype(np.int64)
-    ukey, inv = _distinct(key)
+    ukey, inv = distinct(key, inverse=True)
     u = np.empty(ukey.size, np.intp)
     u[inv] = np.arange(key.size)  # a row of each key (their numbers are the same)
     per = dict(replicas=replicas[u][:, None], prefill_s=c.prefill_s[ok[u]][:, None],
@@ -613,7 +615,7 @@ def fastest_many(
         return np.where(ladder <= top[sel], lower, np.inf)
 
     def lower_of(rows):  # bounds of rows ``rows`` (of the pools'), each distinct row once, and where
-        d, back = _distinct(inv[rows])
+        d, back = distinct(inv[rows], inverse=True)
         return kept.runs.get(ukey[d], lambda new: bounds_of(d[new]))[:, :rungs], d, back
 
     ends = kept.ends.get(ukey, ends_of)[inv]
@@ -804,7 +806,7 @@ def generation(
     if asynchronous:
         window = float(window_seconds(r, nums, slot_s, prefill, load)) if r.after_s > 0 else 0.0
         if not r.partial:  # every trajectory within the bound, the longest included
-            window = max(window, (own + r.after_s) / max(1, r.staleness_bound) + prefill)
+            window = max(window, whole_trajectory_seconds(r, own, prefill))
         step_s = max(bulk, window)  # the step before the waste
         # Little's law: the slots hold N slot_s / (T - P), every slot where the bulk sets T
         on_gpus = replicas * b if bulk >= window else nums.generated * slot_s / (step_s - prefill)

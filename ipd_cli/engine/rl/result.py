@@ -10,7 +10,7 @@ from ipd_cli.engine.pretraining import training_plan
 from ipd_cli.engine.results import Rl, RlGeneration, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
 from ipd_cli.engine.trainplan import fp8_recipe
 
-from .generation import in_flight_batches, sandbox_load, wanted_per_replica
+from .generation import in_flight_batches, sandbox_cap, sandbox_load, wanted_per_replica
 from .step import schedule
 from .trainer import trainer_holding_gpus
 
@@ -90,20 +90,18 @@ def _cores_bind(s: Setup, out: Outcome, gen_gpus: int, total_gpus: int, asynchro
     n = s.nums
     if n.sandbox_cores <= 0:
         return False
+    load = sandbox_load(n, s.host, total_gpus)
     if asynchronous:
-        share, fixed, held = sandbox_load(n, s.host, total_gpus)
+        share, fixed, held = load
         if held >= n.generated * max(1, out.rollouts.staleness_bound):  # never fewer than the bound's
             return False
-        _, capped = s.rollouts.in_group(n, gen_gpus, True, None, (share, fixed, held))
+        _, capped = s.rollouts.in_group(n, gen_gpus, True, None, load)
         _, free = s.rollouts.in_group(n, gen_gpus, True, None, (share, fixed, math.inf))
         return free < capped * (1 - 1e-9)
-    held = out.env.cores_available / n.sandbox_cores  # sandboxes the host holds at once
-    if n.generated <= held:  # a synchronous step's slots are not capped then
-        return False
     replicas = out.gen.replicas
     in_flight = n.generated * in_flight_batches(out.rollouts.staleness_bound, asynchronous)
     wanted = min(out.rollouts.max_batch, float(wanted_per_replica(in_flight, replicas, asynchronous)))
-    cap = max(1.0, held // replicas)
+    cap = float(sandbox_cap(n, load, replicas, asynchronous))  # inf where the cores hold every rollout
     return cap < wanted and out.gen.concurrency >= cap
 
 
