@@ -47,8 +47,10 @@ def test_headline_is_cost_over_tasks_solved(catalog):
     assert i.lifecycle_cost_usd == pytest.approx(b.pretraining + b.post_training + b.serving)
     # pre-training: 1 year of a 2-year amortisation, one deployment -> half of the run's cost
     assert b.pretraining == pytest.approx(r.pretraining.cost_usd / 2)
-    # RL: 100 steps x 12 refreshes x $/step
-    assert b.post_training == pytest.approx(r.rl.usd_per_step * 1200)
+    # RL: 100 steps x 12 refreshes x $/step over the goodput (0.9, as pre-training; one-step-off's
+    # phi is 1)
+    assert (r.rl.run.goodput, r.rl.run.staleness_steps_factor) == (0.9, 1.0)
+    assert b.post_training == pytest.approx(r.rl.usd_per_step * 1200 / 0.9)
     # serving: the deployment for 1e7 tasks/day x attempts x 30 calls x 400 tokens, rented around
     # the clock: its GPUs x 8,760 h x $/GPU-h (busy GPU-hours priced at $/M output tokens before)
     per_s = 1e7 * i.expected_attempts * 30 * 400 / 86400
@@ -578,8 +580,15 @@ def test_a_set_rl_budget_replaces_the_scenarios_refreshes():
         "compare", "blackwell", "--set", "workload.post_training.budget_usd_per_year=2e6", "-f", "json"
     )
     assert r.code == 0, r.stderr
-    cost = r.json()["systems"][0]["intelligence_per_dollar"]["cost_breakdown_usd"]["post_training"]
+    system = r.json()["systems"][0]
+    cost = system["intelligence_per_dollar"]["cost_breakdown_usd"]["post_training"]
     assert cost == pytest.approx(2e6)  # one year's budget, spent
+    # on steps that each cost phi / goodput of the steady step (one-step-off: 1 / 0.9): $2M buys
+    # 2e6 x 0.9 / usd_per_step scheduled steps
+    rl_ = system["rl"]
+    bought = rl_["run"]["steps_per_refresh"] * rl_["run"]["refreshes_per_year"]
+    assert bought == pytest.approx(2e6 * 0.9 / rl_["usd_per_step"])
+    assert rl_["run"]["usd_per_year"] == pytest.approx(2e6)
 
 
 def test_owned_serving_that_fills_part_of_a_rack_is_warned():

@@ -189,6 +189,38 @@ def test_a_trajectory_beyond_the_staleness_bound_is_warned():
     assert "spans" in r.stderr and "beyond the staleness bound of 1" in r.stderr
 
 
+def test_a_run_pays_each_step_phi_over_goodput_times():
+    # rl-loop.md 7.7: S_async = S_sync x phi(eta), the run inflated by 1 / goodput for restarts. The
+    # math workload on 64 H100 one-step-off: 1,000 steps a refresh, 4 refreshes a year, phi set to 1.1
+    sets = ["workload.model=llama-3.1-8b", "workload.gpus=64", "rl.staleness_steps_factor=1.1"]
+    r = rl(load(sets=[*sets, "workload.mode=one-step-off"]), "hopper", "rl-math-reasoning").rl
+    run = r.run
+    assert (run.goodput, run.staleness_steps_factor, run.staleness_bound_measured) == (0.9, 1.1, 4)
+    assert (run.steps_per_refresh, run.refreshes_per_year) == (1000, 4)
+    assert run.usd_per_refresh == pytest.approx(1000 * r.usd_per_step * 1.1 / 0.9)
+    assert run.gpu_hours_per_year == pytest.approx(4000 * r.gpu_hours_per_step * 1.1 / 0.9)
+    assert run.wall_days_per_refresh == pytest.approx(1000 * r.step_seconds * 1.1 / 0.9 / 86400)
+    assert run.energy_mwh_per_year == pytest.approx(4000 * r.energy_kwh_per_step * 1.1 / 0.9 / 1000)
+    # a synchronous schedule is on-policy: phi is not read (1), the goodput still is
+    colocated = rl(load(sets=[*sets, "workload.mode=colocated"]), "hopper", "rl-math-reasoning")
+    run = colocated.rl.run
+    assert (run.goodput, run.staleness_steps_factor, run.staleness_bound_measured) == (0.9, 1.0, None)
+    assert run.usd_per_refresh == pytest.approx(1000 * colocated.rl.usd_per_step / 0.9)
+
+
+def test_an_async_bound_beyond_the_measured_one_is_warned():
+    # AReaL measured decoupled PPO at staleness 1, 2 and 4 (rl.staleness_bound_measured 4)
+    args = ("rl", "--hardware", "hopper", "--workload", "rl-math-reasoning", "--model", "llama-3.1-8b")
+    args += ("--mode", "async", "--gpus", "64")
+    at = {b: run_cli(*args, "--set", f"workload.staleness_bound={b}", "-f", "json") for b in (4, 5)}
+    assert all(r.code == 0 for r in at.values()), at[5].stderr
+    assert "beyond the largest bound" not in at[4].stderr
+    assert (
+        "the RL staleness bound of 5 is beyond the largest bound the steps an off-policy run needs were "
+        "measured at (4, rl.staleness_bound_measured): rl.run counts 1.00 steps per synchronous step"
+    ) in " ".join(at[5].stderr.split())
+
+
 def test_too_few_host_cores_leave_gpus_waiting(catalog):
     ok = rl(catalog, "gb200-nvl72", "rl-swe-agent", mode="colocated", gpus=512).rl
     assert not ok.env_bound

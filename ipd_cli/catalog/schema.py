@@ -1691,6 +1691,12 @@ class RlEfficiency(Strict):
     async_waste_fraction: Sourced = unit(
         "fraction", description="generation redone in async mode (aborts, KV recompute)"
     )
+    staleness_steps_factor: Sourced = unit(
+        "ratio", description="phi(eta): optimiser steps an off-policy run needs per synchronous step"
+    )
+    staleness_bound_measured: Sourced = unit(
+        "policy versions", description="the largest staleness bound staleness_steps_factor was measured at"
+    )
     sync_link_efficiency: dict[SyncTransport, Sourced] = unit(
         "fraction", description="achieved share of the binding path's line rate, per weight-sync transport"
     )
@@ -1737,6 +1743,10 @@ class RlEfficiency(Strict):
             _fraction(f"trainer_efficiency.{family}", v)
         if not 0 <= self.async_waste_fraction.value < 1:
             raise ValueError("async_waste_fraction must be in [0, 1)")
+        if self.staleness_steps_factor.value <= 0:
+            raise ValueError("staleness_steps_factor must be > 0")
+        if self.staleness_bound_measured.value < 0:
+            raise ValueError("staleness_bound_measured must be >= 0")
         for name in ("step_fixed_s", "sync_fixed_s", "engine_switch_s", "offload_bytes_per_param"):
             if getattr(self, name).value < 0:
                 raise ValueError(f"{name} must be >= 0")

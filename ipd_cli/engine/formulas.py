@@ -484,20 +484,35 @@ def all_to_all_bytes_per_gpu_per_rank(tokens_per_gpu, remote_ranks, hidden_size,
     return tokens_per_gpu * remote_ranks * hidden_size * bytes_per_value
 
 
-def rl_run(steps_per_refresh, refreshes_per_year, step_s, gpu_hours, usd, energy_kwh):
+def rl_run(
+    steps_per_refresh, refreshes_per_year, step_s, gpu_hours, usd, energy_kwh, goodput, staleness_factor
+):
     """An RL run (the fields of ``rl.run``) from one step's seconds, GPU-hours, cost and energy: a
-    refresh cycle of ``steps_per_refresh`` steps and ``refreshes_per_year`` of them a year."""
+    refresh cycle of ``steps_per_refresh`` steps of a synchronous run (the schedule's unit) and
+    ``refreshes_per_year`` of them a year. An off-policy run takes ``staleness_factor`` (phi) steps
+    for each, and a whole run loses the share 1 - ``goodput`` of its time to failures and restarts,
+    as a pre-training run does: each scheduled step costs phi / goodput steps
+    (:func:`run_steps_per_step`)."""
     per_year = steps_per_refresh * refreshes_per_year
+    k = run_steps_per_step(goodput, staleness_factor)
     return {
         "steps_per_refresh": steps_per_refresh,
         "refreshes_per_year": refreshes_per_year,
-        "wall_days_per_refresh": steps_per_refresh * step_s / SECONDS_PER_DAY,
-        "gpu_hours_per_refresh": steps_per_refresh * gpu_hours,
-        "usd_per_refresh": steps_per_refresh * usd,
-        "gpu_hours_per_year": per_year * gpu_hours,
-        "usd_per_year": per_year * usd,
-        "energy_mwh_per_year": per_year * energy_kwh / 1000,
+        "goodput": goodput,
+        "staleness_steps_factor": staleness_factor,
+        "wall_days_per_refresh": steps_per_refresh * k * step_s / SECONDS_PER_DAY,
+        "gpu_hours_per_refresh": steps_per_refresh * k * gpu_hours,
+        "usd_per_refresh": steps_per_refresh * k * usd,
+        "gpu_hours_per_year": per_year * k * gpu_hours,
+        "usd_per_year": per_year * k * usd,
+        "energy_mwh_per_year": per_year * k * energy_kwh / 1000,
     }
+
+
+def run_steps_per_step(goodput, staleness_factor):
+    """Steps a run pays for each step of its schedule: phi (an off-policy run's extra optimiser
+    steps) over the goodput (the share of a run's time in useful steps)."""
+    return staleness_factor / goodput
 
 
 def two_batch_seconds(compute_s, all_to_all_s, comm_sm_share, overlap):

@@ -265,9 +265,11 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     # a rate that is not finite (extreme inputs) stays as it is, refused with the result
     per_step_samples = rl.samples_per_s * rl.step_seconds
     per_step_samples = float(round(per_step_samples)) if math.isfinite(per_step_samples) else per_step_samples
+    run = rl.run
+    k = f.run_steps_per_step(run.goodput, run.staleness_steps_factor)  # a scheduled step pays k steps
     if pt.budget_usd_per_year is not None:
-        steps_per_year = pt.budget_usd_per_year / rl.usd_per_step
-        how = "budget_usd_per_year / usd_per_step"
+        steps_per_year = pt.budget_usd_per_year / (rl.usd_per_step * k)
+        how = "budget_usd_per_year / (usd_per_step x staleness_steps_factor / goodput)"
     else:
         steps_per_year = (pt.steps_per_refresh or rw.steps_per_refresh) * (
             pt.refreshes_per_year or rw.refreshes_per_year
@@ -275,19 +277,26 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
         how = "steps_per_refresh x refreshes_per_year"
     if pt.budget_usd_per_year is not None:  # the run the budget buys, in the RL block too
         steps = rl.run.steps_per_refresh
-        run = f.rl_run(
+        bought = f.rl_run(
             steps, steps_per_year / steps, rl.step_seconds, rl.gpu_hours_per_step, rl.usd_per_step,
-            rl.energy_kwh_per_step,
+            rl.energy_kwh_per_step, run.goodput, run.staleness_steps_factor,
         )  # fmt: skip
-        rl = rl.model_copy(update={"run": RlRun(**run)})
-    cost = rl.usd_per_step * steps_per_year * H
-    # every generated rollout, kept or not, costs energy
-    energy = rl.energy_kwh_per_step * steps_per_year * H / f.KWH_PER_MWH
+        bought["staleness_bound_measured"] = run.staleness_bound_measured
+        rl = rl.model_copy(update={"run": RlRun(**bought)})
+    cost = rl.usd_per_step * k * steps_per_year * H
+    # every generated rollout, kept or not, costs energy, and so do the steps the goodput loses
+    energy = rl.energy_kwh_per_step * k * steps_per_year * H / f.KWH_PER_MWH
     step = Step(
         "post_training_usd",
         cost,
-        f"usd_per_step x steps_per_year ({how}) x H",
-        {"usd_per_step": rl.usd_per_step, "steps_per_year": steps_per_year, "H": H},
+        f"usd_per_step x staleness_steps_factor / goodput x steps_per_year ({how}) x H",
+        {
+            "usd_per_step": rl.usd_per_step,
+            "staleness_steps_factor": run.staleness_steps_factor,
+            "goodput": run.goodput,
+            "steps_per_year": steps_per_year,
+            "H": H,
+        },
     )
     assumptions = nested_paths(rr.assumptions, "post_training")
     return PostTraining(rl, cost, energy, per_step_samples * steps_per_year * H, assumptions, [step])

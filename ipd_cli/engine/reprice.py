@@ -63,7 +63,8 @@ def serving(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
     }
 
 
-SCHEDULE = ("steps_per_refresh", "refreshes_per_year")  # rl.run's inputs, not re-priced
+# rl.run's inputs, not re-priced (the goodput and phi are physics: a --set of either is a physics axis)
+SCHEDULE = ("steps_per_refresh", "refreshes_per_year", "goodput", "staleness_steps_factor")
 
 
 def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
@@ -73,8 +74,9 @@ def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
     hours = m["rl.gpu_hours_per_step"]
     usd, kwh = hours * price, hours * kw * pue
     run = f.rl_run(
-        m["rl.run.steps_per_refresh"], m["rl.run.refreshes_per_year"], m["rl.step_seconds"], hours, usd, kwh
-    )
+        m["rl.run.steps_per_refresh"], m["rl.run.refreshes_per_year"], m["rl.step_seconds"], hours, usd, kwh,
+        m["rl.run.goodput"], m["rl.run.staleness_steps_factor"],
+    )  # fmt: skip
     return {
         "rl.usd_per_step": usd,
         "rl.energy_kwh_per_step": kwh,
@@ -240,25 +242,27 @@ def _budget_run(m: Numbers) -> Numbers:
     """rl.run of a yearly RL budget: the steps it buys at the re-priced cost per step
     (:func:`~ipd_cli.engine.lifecycle.post_training`)."""
     steps = m["rl.run.steps_per_refresh"]
-    refreshes = m["_life.rl_budget"] / m["rl.usd_per_step"] / steps
+    goodput, phi = m["rl.run.goodput"], m["rl.run.staleness_steps_factor"]
+    refreshes = m["_life.rl_budget"] / (m["rl.usd_per_step"] * f.run_steps_per_step(goodput, phi)) / steps
     run = f.rl_run(
         steps, refreshes, m["rl.step_seconds"], m["rl.gpu_hours_per_step"], m["rl.usd_per_step"],
-        m["rl.energy_kwh_per_step"],
+        m["rl.energy_kwh_per_step"], goodput, phi,
     )  # fmt: skip
-    return {f"rl.run.{k}": v for k, v in run.items() if k != "steps_per_refresh"}
+    return {f"rl.run.{k}": v for k, v in run.items() if k not in SCHEDULE or k == "refreshes_per_year"}
 
 
 def _post_training(post_kind: str, m: Numbers, H: Any, zero: Any) -> tuple[Any, Any, Any]:
     """(USD, MWh, RL samples) of post-training over the horizon: a budget or a number of steps."""
     if post_kind == "none":
         return zero, zero, zero
-    usd_per_step = m["rl.usd_per_step"]
+    k = f.run_steps_per_step(m["rl.run.goodput"], m["rl.run.staleness_steps_factor"])
+    usd_per_step = m["rl.usd_per_step"] * k  # a scheduled step's cost in a whole run
     if post_kind == "budget":
         steps_per_year = m["_life.rl_budget"] / usd_per_step
     else:
         steps_per_year = m["rl.run.steps_per_refresh"] * m["rl.run.refreshes_per_year"]
     post_usd = usd_per_step * steps_per_year * H
-    post_mwh = m["rl.energy_kwh_per_step"] * steps_per_year * H / f.KWH_PER_MWH
+    post_mwh = m["rl.energy_kwh_per_step"] * k * steps_per_year * H / f.KWH_PER_MWH
     return post_usd, post_mwh, m["_rl.samples_per_step"] * steps_per_year * H
 
 

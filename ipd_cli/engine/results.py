@@ -604,10 +604,24 @@ class RlGeneration(Result):
 
 
 class RlRun(Result):
-    """A refresh cycle (steps_per_refresh steps) and a year of refreshes."""
+    """A refresh cycle (steps_per_refresh steps of a synchronous run) and a year of refreshes, each
+    step paid staleness_steps_factor / goodput times."""
 
-    steps_per_refresh: int
+    steps_per_refresh: int = Field(description="optimiser steps of a synchronous run a refresh takes")
     refreshes_per_year: float
+    goodput: float = Field(
+        description="share of a run's wall time in useful steps (efficiency.training_goodput, as "
+        "pre-training: failures, restarts); the refresh and the year take 1 / goodput more"
+    )
+    staleness_steps_factor: float = Field(
+        description="phi: steps an off-policy run (one-step-off, async) takes per synchronous step "
+        "(rl.staleness_steps_factor; 1 when synchronous)"
+    )
+    staleness_bound_measured: int | None = Field(
+        default=None,
+        description="off-policy: the largest staleness bound staleness_steps_factor was measured at "
+        "(rl.staleness_bound_measured); an async bound beyond it is warned",
+    )
     wall_days_per_refresh: float
     gpu_hours_per_refresh: float
     usd_per_refresh: float

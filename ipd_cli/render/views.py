@@ -622,6 +622,15 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             "updates as a mixed-version rollout (or is aborted); a longer step or a larger bound "
             "keeps it within (workload.partial_rollouts=false holds every trajectory within it)"
         )
+    measured = run.get("staleness_bound_measured") if isinstance(run, dict) else None
+    bound = rl.get("staleness_bound") or 0
+    if isinstance(run, dict) and measured is not None and rl.get("mode") == "async" and bound > measured:
+        out.append(
+            f"{hw}: the RL staleness bound of {bound} is beyond the largest bound the steps an "
+            f"off-policy run needs were measured at ({measured}, rl.staleness_bound_measured): "
+            f"rl.run counts {fmt_num(run['staleness_steps_factor'])} steps per synchronous step "
+            "(rl.staleness_steps_factor), which may understate the steps it needs"
+        )
     trainer = rl.get("trainer") if rl.get("mode") != "colocated" else None
     if isinstance(trainer, dict):
         used, given = trainer.get("gpus_used") or 0, rl.get("train_gpus") or 0

@@ -291,6 +291,28 @@ def estimate_weight_sync(
 
 
 @dataclass(frozen=True)
+class RunTerms:
+    """A whole run's terms beyond its steps: the goodput (failures, restarts) and, off-policy, the
+    staleness factor phi and the largest bound it was measured at."""
+
+    goodput: float
+    staleness_factor: float
+    bound_measured: int | None
+
+
+def run_terms(inp: Inputs, w: RlWorkload) -> RunTerms:
+    """As a pre-training run, an RL run loses ``efficiency.training_goodput``'s complement of its
+    time; an off-policy schedule (one-step-off, async with a bound) takes phi steps per
+    synchronous one (rl-loop.md 7.7: S_async = S_sync x phi(eta))."""
+    goodput = inp.read("efficiency.training_goodput", "scale efficiency (training goodput)")
+    if schedule(w.mode, w.staleness_bound) not in ("one-step-off", "async"):
+        return RunTerms(goodput, 1.0, None)
+    factor = inp.read("rl.staleness_steps_factor", "steps per synchronous step off-policy (phi)")
+    measured = inp.read("rl.staleness_bound_measured", "staleness bound phi was measured at")
+    return RunTerms(goodput, factor, int(measured))
+
+
+@dataclass(frozen=True)
 class Setup:
     """Everything a step needs that does not depend on the split."""
 
@@ -310,6 +332,7 @@ class Setup:
     offload_bytes: float
     switch_s: float
     system_gpus: int  # GPUs per system: the generation pool's grain in a searched split
+    run: RunTerms  # what a whole run pays beyond its steps
     kept: Inputs  # ``inp`` recording nothing and keeping what it reads (the steps a search tries)
 
 
@@ -411,6 +434,7 @@ def setup(
         offload_bytes=offload,
         switch_s=switch,
         system_gpus=int(system.accelerators),
+        run=run_terms(inp, w),
         kept=inp.kept(),
     )
 

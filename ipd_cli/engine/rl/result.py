@@ -73,9 +73,14 @@ def _trainer(s: Setup, out: Outcome) -> RlTrainer | None:
 
 
 def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: float) -> RlRun:
+    r = s.run
     return RlRun(
-        **f.rl_run(s.w.steps_per_refresh, s.w.refreshes_per_year, seconds, gpu_hours, usd, energy_kwh)
-    )
+        **f.rl_run(
+            s.w.steps_per_refresh, s.w.refreshes_per_year, seconds, gpu_hours, usd, energy_kwh,
+            r.goodput, r.staleness_factor,
+        ),
+        staleness_bound_measured=r.bound_measured,
+    )  # fmt: skip
 
 
 def _cores_bind(s: Setup, out: Outcome, gen_gpus: int, total_gpus: int, asynchronous: bool) -> bool:
