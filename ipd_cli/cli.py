@@ -1253,6 +1253,10 @@ def _check_plot_target(output: Path | None, force: bool) -> None:
     check_target(output, force)
     if output is not None and str(output) != "-" and output.suffix.lower() != ".png":
         raise InputError(f"{output}: plots are written as PNG; use a .png file name")
+    if output is not None and str(output) != "-":
+        from .render.plot import check_installed
+
+        check_installed()
 
 
 def _draw(fig, output: Path | None, force: bool) -> None:

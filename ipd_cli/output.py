@@ -78,6 +78,10 @@ def check_format(fmt: str, output: Path | None, *, stream: bool = False, to_file
         raise InputError("xlsx is a binary format: give -o FILE.xlsx")
     if xlsx_file and chosen != "xlsx":
         raise InputError(f"{output}: a .xlsx file holds an xlsx workbook, not {chosen}; use --format xlsx")
+    if chosen == "xlsx":
+        from ipd_cli.render.xlsx import check_installed
+
+        check_installed()
     return chosen
 
 
@@ -535,6 +539,8 @@ def _stream_xlsx(chunks, output: Path | None, progress=None) -> int:
                 progress(rows)
     except (KeyboardInterrupt, Interrupted) as e:
         stop = e
+        if not book.whole:  # a second signal cut a row: nothing valid to keep
+            raise
     with signals.deferred():
         data = book.finish(getattr(chunks, "results", None) or [])
     write_bytes(output, data)

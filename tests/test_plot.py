@@ -106,6 +106,63 @@ def test_xlsx_output(tmp_path):
     assert run_cli("compare", "vera-rubin", "--format", "xlsx").code == 2
 
 
+def test_xlsx_keeps_text_as_text(tmp_path):
+    # a catalog or workload string that starts with "=" was stored as a live formula (a note
+    # "=HYPERLINK(...)" became a link in a planner's workbook), and one with a control character
+    # failed the whole workbook with an internal error where JSON and CSV wrote it (a review)
+    openpyxl = pytest.importorskip("openpyxl")
+    import numpy as np
+
+    from ipd_cli.render.xlsx import SweepBook
+
+    out = tmp_path / "r.xlsx"
+    text = "=HYPERLINK(A1) bell\\a"  # YAML's escape of the bell character
+    r = run_cli(
+        "compare", "gb200", "--workload", "pretrain-10t-moe", "--set",
+        f'systems.gb200-nvl72.description="{text}"', "-o", str(out),
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    ws = openpyxl.load_workbook(out)["results"]
+    header = [c.value for c in ws[1]]
+    cell = ws.cell(row=2, column=header.index("description") + 1)
+    assert (cell.data_type, cell.value) == ("s", "=HYPERLINK(A1) bell\\x07")
+    # a sweep's workbook, written row by row
+    book = SweepBook()
+    book.add({"hardware": np.array(["=1+1", "a\x07b"], dtype=object), "x": np.array([1.5, 2.5])})
+    (tmp_path / "s.xlsx").write_bytes(book.finish([]))
+    rows = list(openpyxl.load_workbook(tmp_path / "s.xlsx")["results"].iter_rows(min_row=2))
+    assert [(c.data_type, c.value) for c, _ in rows] == [("s", "=1+1"), ("s", "a\\x07b")]
+
+
+def test_a_missing_extra_is_refused_before_anything_is_computed(tmp_path, monkeypatch):
+    # without openpyxl a sweep ran its estimates (11 s for 12) before saying so, and a PNG plot
+    # computed its systems first (a review): the options are checked first (README)
+    import importlib.util
+
+    import ipd_cli.engine.sweep
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("openpyxl", "matplotlib") else real(name, *a),
+    )
+    monkeypatch.setattr(ipd_cli.engine.sweep, "plan_draws", lambda *a, **k: pytest.fail("computed"))
+    for args, extra in [
+        (
+            ("sweep", "--vary", "hardware=vera-rubin", "-o", str(tmp_path / "s.xlsx")),
+            "xlsx output needs openpyxl",
+        ),
+        (("compare", "vera-rubin", "-o", str(tmp_path / "c.xlsx")), "xlsx output needs openpyxl"),
+        (("plot", "cost", "vera-rubin", "-o", str(tmp_path / "c.png")), "PNG plots need matplotlib"),
+    ]:
+        r = run_cli(*args)
+        assert (r.code, r.stdout) == (2, ""), r.stderr
+        assert r.stderr.startswith(f"ipd: error: {extra}: pip install 'intelligence-per-dollar[")
+        assert "note:" not in r.stderr  # nothing ran
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_sweep_written_as_json_lines_or_json_plots_as_its_csv(tmp_path):
     # a JSON lines sweep was read as CSV: "no column 'x'; did you mean ' "x": 2'?" (a help audit)
     args = ("--vary", "hardware=vera-rubin,blackwell", "--vary", "price_usd_per_gpu_hour=2:4:1")

@@ -210,6 +210,20 @@ def _number(v: Any) -> float:
     return float(v)
 
 
+MISSING = (
+    "PNG plots need matplotlib: pip install 'intelligence-per-dollar[plot]' "
+    "(from a checkout: pip install '.[plot]'), or leave out -o for a text plot"
+)
+
+
+def check_installed() -> None:
+    """Refuse a PNG before anything is computed where matplotlib is not installed."""
+    from importlib.util import find_spec
+
+    if find_spec("matplotlib") is None:
+        raise IpdError(MISSING)
+
+
 def to_png(fig: Figure, path: Path) -> None:
     """Write a PNG (needs matplotlib: ``pip install '.[plot]'`` from a checkout)."""
     try:
@@ -218,10 +232,7 @@ def to_png(fig: Figure, path: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise IpdError(
-            "PNG plots need matplotlib: pip install 'intelligence-per-dollar[plot]' "
-            "(from a checkout: pip install '.[plot]'), or leave out -o for a text plot"
-        ) from None
+        raise IpdError(MISSING) from None
     f, ax = plt.subplots(figsize=(8, 5), dpi=120)
     if fig.bars:
         parts = sorted({p for stack in fig.bars.values() for p in stack})

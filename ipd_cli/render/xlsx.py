@@ -50,16 +50,47 @@ def cell_format(value: float, fmt: str) -> str:
     return own if decimals(own) > decimals(fmt) else fmt
 
 
+def _clean(value: Any) -> Any:
+    """A string as a worksheet takes it: control characters (which openpyxl refuses: a note with
+    one failed the whole workbook, a review) written as their escapes, ``\\x07``."""
+    if not isinstance(value, str):
+        return value
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    return ILLEGAL_CHARACTERS_RE.sub(lambda m: m.group().encode("unicode_escape").decode(), value)
+
+
+def _text_cell(ws: Any, value: str) -> Any:
+    """A write-only sheet's string: plain, or a text cell where openpyxl would store a formula
+    (a string that starts with "="; a catalog note "=HYPERLINK(...)" became a live link, a review)."""
+    value = _clean(value)
+    if not value.startswith("="):
+        return value
+    from openpyxl.cell import WriteOnlyCell
+
+    cell = WriteOnlyCell(ws, value)
+    cell.data_type = "s"
+    return cell
+
+
+def _append_text(ws: Any, row: list[Any]) -> None:
+    """A row of a sheet in memory, its strings text (see :func:`_text_cell`)."""
+    ws.append([_clean(v) for v in row])
+    for cell in ws[ws.max_row]:
+        if cell.data_type == "f":
+            cell.data_type = "s"
+
+
 def _sheet(wb: Any, title: str, columns: list[str], rows: list[list[Any]], first: bool = False) -> None:
     from openpyxl.styles import Font
 
     ws = wb.active if first else wb.create_sheet()
     ws.title = title
-    ws.append(columns)
+    _append_text(ws, columns)
     for cell in ws[1]:
         cell.font = Font(bold=True)
     for row in rows:
-        ws.append(row)
+        _append_text(ws, row)
     ws.freeze_panes = "B2"  # the header row and the first column stay in view
     for i, col in enumerate(columns, start=1):
         values = [row[i - 1] for row in rows]
@@ -114,14 +145,26 @@ def workbook(result: BaseModel) -> Any:
 MAX_ROWS = 1_048_575  # an Excel sheet's rows, less the header
 
 
+MISSING = (
+    "xlsx output needs openpyxl: pip install 'intelligence-per-dollar[xlsx]' "
+    "(from a checkout: pip install '.[xlsx]'), or use --format csv"
+)
+
+
+def check_installed() -> None:
+    """Refuse xlsx before anything is computed where openpyxl is not installed (a review: a
+    sweep ran its estimates for 11 s, then said so)."""
+    from importlib.util import find_spec
+
+    if find_spec("openpyxl") is None:
+        raise IpdError(MISSING)
+
+
 def _openpyxl() -> Any:
     try:
         import openpyxl
     except ImportError:
-        raise IpdError(
-            "xlsx output needs openpyxl: pip install 'intelligence-per-dollar[xlsx]' "
-            "(from a checkout: pip install '.[xlsx]'), or use --format csv"
-        ) from None
+        raise IpdError(MISSING) from None
     return openpyxl
 
 
@@ -137,6 +180,7 @@ class SweepBook:
         self.ws = self.wb.create_sheet("results")
         self.columns: list[str] = []
         self.formats: list[str | None] = []
+        self.whole = True  # the sheet ends at a row boundary (a signal is deferred to the row's end)
 
     def add(self, cols: dict) -> None:
         import numpy as np
@@ -160,13 +204,28 @@ class SweepBook:
             for value, fmt in zip(row, formats, strict=True):
                 if isinstance(value, float) and value != value:
                     value = None  # NaN: the block cannot run at this point
+                if isinstance(value, str):
+                    cells.append(_text_cell(ws, value))
+                    continue
                 if fmt is None or not isinstance(value, int | float):
                     cells.append(value)
                     continue
                 cell = WriteOnlyCell(ws, value)
                 cell.number_format = cell_format(value, fmt)
                 cells.append(cell)
-            ws.append(cells)
+            self._append(cells)
+
+    def _append(self, cells: list[Any]) -> None:
+        """One row, whole: a first signal waits for its end (raised there); a second one cuts it
+        (``whole`` stays False: the workbook is not kept). openpyxl writes a write-only sheet
+        through a generator that a signal raised inside leaves with its XML cut mid-row (a
+        review: 8 of 9 interrupted sweeps left a workbook Excel could not open)."""
+        from ipd_cli import signals
+
+        self.whole = False
+        with signals.deferred():
+            self.ws.append(cells)
+            self.whole = True
 
     def _header(self, names: list[str], sample: list[dict]) -> None:
         from openpyxl.cell import WriteOnlyCell
@@ -186,7 +245,7 @@ class SweepBook:
             cell = WriteOnlyCell(self.ws, name)
             cell.font = Font(bold=True)
             header.append(cell)
-        self.ws.append(header)
+        self._append(header)
 
     def finish(self, results: list[Any]) -> bytes:
         """The workbook's bytes, with the inputs of ``results`` (SystemResult models)."""
@@ -218,4 +277,4 @@ class SweepBook:
             header.append(cell)
         ws.append(header)
         for row in rows:
-            ws.append(row)
+            ws.append([_text_cell(ws, v) if isinstance(v, str) else v for v in row])
