@@ -860,3 +860,21 @@ def test_every_built_in_system_cites_a_source_for_its_shape(catalog):
     for hw, src in (("vera-rubin-nvl72", "N1"), ("gb200-nvl72", "N3")):
         for name in ("input: scale-up domain", "input: GPUs per system (node or rack)"):
             assert rows[(hw, name)]["value"] == 72 and rows[(hw, name)]["source"] == src, (hw, name)
+
+
+def test_a_system_count_cites_its_own_source_while_it_keeps_that_value(catalog):
+    # a provenance review: GB200's 4 GPUs a tray came from another source than the rack's shape
+    from ipd_cli.engine.inputs import resolve
+
+    r = resolve(catalog, "systems.gb200-nvl72.gpus_per_node")
+    assert (r.value, r.source) == (4, "DPS1")
+    assert resolve(catalog, "systems.gb200-nvl72.accelerators").source == "N3"
+    edited = catalog.with_overrides(["systems.gb200-nvl72.gpus_per_node=8"])
+    assert resolve(edited, "systems.gb200-nvl72.gpus_per_node").source == "N3"
+    from pydantic import ValidationError
+
+    from ipd_cli.catalog.schema import System
+
+    body = catalog.system("gb200-nvl72").model_dump(exclude_defaults=True)
+    with pytest.raises(ValidationError, match="'power_kw' is not a plain count"):
+        System.model_validate({**body, "field_sources": {"power_kw": {"source": "N3"}}})

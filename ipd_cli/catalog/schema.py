@@ -314,6 +314,9 @@ class Price(Strict):
         return self
 
 
+SYSTEM_COUNTS = ("accelerators", "scale_up_domain", "host_cpus", "gpus_per_node")
+
+
 class System(Strict):
     description: str
     source: str | None = Field(
@@ -365,10 +368,26 @@ class System(Strict):
     )
     aliases: list[str] = []
     note: str | None = None
+    field_sources: dict[str, FieldSource] = Field(
+        default_factory=dict,
+        description="the source of one of the system's plain counts (accelerators, scale_up_domain, "
+        "host_cpus, gpus_per_node) where it is not the system's `source`: explain cites it on that "
+        "count's row; with `value`, only while the count is that value",
+    )
 
     @model_validator(mode="after")
     def _positive(self) -> System:
         _positive_sourced_and_flags(self, flags=("host_link_dedicated",))
+        odd = sorted(k for k in self.field_sources if k not in SYSTEM_COUNTS)
+        if odd:
+            raise ValueError(
+                f"field_sources: '{odd[0]}' is not a plain count of this system; cite "
+                f"{', '.join(SYSTEM_COUNTS)} here (a {{value, source}} field cites its own)"
+            )
+        if "gpus_per_node" in self.field_sources and self.gpus_per_node is None:
+            raise ValueError(
+                "field_sources: 'gpus_per_node' is not given by this system; give it, or drop its source"
+            )
         labels = [p.label for p in self.prices]
         twice = sorted({label for label in labels if labels.count(label) > 1})
         if twice:

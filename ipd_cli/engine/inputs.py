@@ -92,7 +92,13 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
         if estimate and name and getattr(entry, "note", None)
         else None
     )
-    return Resolved(node, unit, si, origin, getattr(entry, "source", None), estimate, note)
+    source = getattr(entry, "source", None)
+    # a system's plain count may cite its own source (System.field_sources), while it keeps the
+    # value that source gives
+    cited = getattr(entry, "field_sources", {}).get(".".join(rest)) if section == "systems" else None
+    if cited is not None and (cited.value is None or cited.value == node):
+        return Resolved(node, unit, si, origin, cited.source, estimate or cited.estimate, cited.note or note)
+    return Resolved(node, unit, si, origin, source, estimate, note)
 
 
 SET = " + --set "
