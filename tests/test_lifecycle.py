@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 from helpers import run_cli, run_cli_once, write
 
 from ipd_cli import compare
@@ -591,6 +593,33 @@ def test_a_set_rl_budget_replaces_the_scenarios_refreshes():
     assert rl_["run"]["usd_per_year"] == pytest.approx(2e6)
 
 
+def test_a_budget_that_buys_less_than_a_step_and_a_serving_without_target_are_said(tmp_path):
+    # a procurement review: $100 bought 0.145 of a Rubin step silently; a scenario without
+    # tokens_per_user_s served at 9.5 tokens/s per user without a word
+    r = run_cli(
+        "compare", "vera-rubin", "--scenario", "open-model-agent",
+        "--set", "workload.post_training.budget_usd_per_year=100", "-f", "json",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    rl_ = r.json()["systems"][0]["rl"]
+    per_step = rl_["usd_per_step"] / 0.9  # one-step-off: phi 1, over the goodput
+    assert rl_["run"]["refreshes_per_year"] * rl_["run"]["steps_per_refresh"] == pytest.approx(100 / per_step)
+    line = f"the RL budget buys {100 / per_step:.3g} of one ${per_step:,.0f} step a year"
+    assert line in r.stderr and f"${per_step:,.0f} a year buys one" in r.stderr
+    assert "buys" not in run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").stderr
+    scenario = tmp_path / "s.yaml"
+    built_in = Path(__file__).resolve().parents[1] / "configs" / "workloads" / "open-model-agent.yaml"
+    body = yaml.safe_load(built_in.read_text())
+    del body["serving"]["tokens_per_user_s"]
+    body["field_sources"].pop("serving.tokens_per_user_s")
+    scenario.write_text(yaml.safe_dump(body))
+    r = run_cli("compare", "vera-rubin", "--scenario", str(scenario), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert (
+        "ipd: note: the scenario's serving gives no tokens_per_user_s: each system serves at its" in r.stderr
+    )
+
+
 def test_owned_serving_that_fills_part_of_a_rack_is_warned():
     # open-model-agent on GB200 serves on 36 GPUs (5 prefill x DEP4 + 1 decode x DEP16; 18 before
     # its agent's calls carried their context) of a 72-GPU rack: under tco the other 36 are not
@@ -604,6 +633,12 @@ def test_owned_serving_that_fills_part_of_a_rack_is_warned():
     assert "the systems cost 2.00x its serving cost" in r.stderr
     rented = run_cli("compare", "gb200", "--scenario", "open-model-agent", "-f", "json")
     assert "unpriced" not in rented.stderr  # a renter pays for the GPUs it rents
+    # but a rack-scale system may be rented only whole (a procurement review: priced by the rack,
+    # open-model-agent's ranking flips): 72 / 36 = 2.00x
+    assert (
+        "gb200-nvl72: rented by the GPU, the serving deployment's 36 GPUs fill 36 of the 72 GPUs of "
+        "its last system; where the system is rented only whole, the systems cost 2.00x its serving cost"
+    ) in rented.stderr
 
 
 def test_explain_prints_the_warnings_of_the_comparison_it_explains():

@@ -204,6 +204,15 @@ def stage_model_notes(cat: Catalog, s: Scenario) -> list[str]:
             f"pre-training is amortised over {p.amortisation_years:g} years (amortisation_years is in "
             f"years: {p.amortisation_years:g} months would be {p.amortisation_years / 12:.3g})"
         )
+    if s.serving.tokens_per_user_s is None:
+        # a procurement review: a scenario without a target served Rubin at 9.5 tokens/s per user
+        # and moved the ratio 1.55x -> 1.31x, without a word
+        out.append(
+            "the scenario's serving gives no tokens_per_user_s: each system serves at its deployment's "
+            "maximum throughput, at whatever speed per user that gives (serving.tokens_per_s_per_user), "
+            "so the systems are not compared at one speed; set serving.tokens_per_user_s to compare "
+            "them at one"
+        )
     return _other_model_notes(cat, s) + out
 
 

@@ -634,7 +634,7 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
         if days > DAYS_PER_YEAR * (1 + 1e-9):  # a review: 1,000 refreshes of 0.59 days said nothing
             out.append(
                 f"{hw}: the RL schedule ({run['refreshes_per_year']:,.4g} refreshes a year of "
-                f"{run['wall_days_per_refresh']:,.3g} days each) takes {days:,.0f} days a year: "
+                f"{run['wall_days_per_refresh']:,.3g} days each) takes {fmt_num(days)} days a year: "
                 f"{days / DAYS_PER_YEAR:,.3g} such RL deployments run side by side (its cost counts "
                 "them all), or fewer refreshes fit one"
             )
@@ -646,6 +646,17 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             f"staleness bound of {rl['staleness_bound']}: it runs on through in-flight weight "
             "updates as a mixed-version rollout (or is aborted); a longer step or a larger bound "
             "keeps it within (workload.partial_rollouts=false holds every trajectory within it)"
+        )
+    bought = run["steps_per_refresh"] * run["refreshes_per_year"] if isinstance(run, dict) else 0
+    if isinstance(run, dict) and 0 < bought < 1:
+        # a procurement review: $100 bought 0.145 of a step (74 of its 512 rollouts), silently
+        per_step = rl["usd_per_step"] * run["staleness_steps_factor"] / run["goodput"]
+        samples = rl["samples_per_s"] * rl["step_seconds"]
+        out.append(
+            f"{hw}: the RL budget buys {bought:.3g} of one ${fmt_num(per_step)} step a year (its "
+            f"goodput and staleness factor included; a step is {fmt_num(samples)} samples, then one "
+            "update): the lifecycle counts that fraction of a step's samples and cost, which no run "
+            f"can spend; ${fmt_num(per_step)} a year buys one"
         )
     measured = run.get("staleness_bound_measured") if isinstance(run, dict) else None
     bound = rl.get("staleness_bound") or 0
@@ -686,11 +697,12 @@ def _energy_lines(s: dict) -> list[str]:
 
 
 def _owned_system_lines(hw: str, s: dict) -> list[str]:
-    """Owned (``tco``) serving whose deployment fills its last node or rack only in part: the rest
-    is not priced (README: GPUs are priced one by one); an owner buying for this service alone
-    pays for it too (a finance review: 20 GPUs of a GB200 NVL72 rack priced, 72 bought)."""
+    """Serving whose deployment fills its last node or rack only in part: owned (``tco``), the rest
+    is not priced (README: GPUs are priced one by one), and an owner buying for this service alone
+    pays for it too (a finance review: 20 GPUs of a GB200 NVL72 rack priced, 72 bought); rented,
+    it is priced by the GPU, and a system rented only whole costs the rest too."""
     point = s.get("serving")
-    if not isinstance(point, dict) or point.get("pricing") != "tco":
+    if not isinstance(point, dict):
         return []
     need, per = point.get("gpus_for_traffic") or 0, point.get("gpus_per_system") or 0
     if not need or not per or need % per == 0:
@@ -698,6 +710,15 @@ def _owned_system_lines(hw: str, s: dict) -> list[str]:
     rest = per - need % per
     if (need + rest) / need < 1.005:  # under half a percent (it would read 1.00x): GB200's 26,748
         return []  # GPUs leave 36 of their 372nd rack unpriced, 0.13 % of the systems
+    if point.get("pricing") != "tco":
+        # a procurement review: Rubin's 15-GPU deployment of open-model-agent was priced GPU by
+        # GPU under rental, silently, where a rack-scale system may be rented only whole (whole
+        # racks, GB200 led 1.63x instead of trailing)
+        return [
+            f"{hw}: rented by the GPU, the serving deployment's {need:,} GPUs fill {per - rest:,} of "
+            f"the {per} GPUs of its last system; where the system is rented only whole, the systems "
+            f"cost {(need + rest) / need:.2f}x its serving cost"
+        ]
     return [
         f"{hw}: owned (tco), the serving deployment's {need:,} GPUs leave {rest:,} of its last "
         f"{per}-GPU system unpriced (they are taken to serve other work); bought for this service "
