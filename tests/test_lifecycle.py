@@ -42,6 +42,24 @@ def test_learning_curve_shape():
     assert lc.learning_curve(3e9, 0.4, 0.65, 3e5, 1.0) == pytest.approx(0.65, abs=1e-4)
 
 
+@pytest.mark.parametrize("ratio", [1e-3, 0.1, 1.0, 10.0, 1e3])
+def test_the_horizons_mean_score_is_the_curves_integral(ratio):
+    # samples accrue evenly to x over the horizon: the tasks see the mean of the curve at x u, u in
+    # [0, 1]; at exponent 1, by hand: r0 + (A - r0) (1 - c ln(1 + 1 / c)), c = x_mid / x
+    from ipd_cli.engine.formulas import learning_curve_mean
+
+    x, c = 3e5 * ratio, 1 / ratio
+    exact = 0.4 + 0.25 * (1 - c * math.log(1 + 1 / c))
+    assert learning_curve_mean(x, 0.4, 0.65, 3e5, 1.0) == pytest.approx(exact, rel=1e-9)
+    assert learning_curve_mean(x, 0.4, 0.65, 3e5, 1.0) < lc.learning_curve(x, 0.4, 0.65, 3e5, 1.0)
+    # arrays of the samples and of the curve's parameters, as a sweep gives them
+    import numpy as np
+
+    got = learning_curve_mean(np.array([x, x]), np.array([0.4, 0.3]), 0.65, 3e5, np.array([1.0, 1.0]))
+    assert got == pytest.approx([exact, 0.3 + 0.35 * (1 - c * math.log(1 + 1 / c))], rel=1e-9)
+    assert learning_curve_mean(0.0, 0.4, 0.65, 3e5, 1.0) == 0.4
+
+
 def test_headline_is_cost_over_tasks_solved(catalog):
     r = compare(catalog, ["vera-rubin"]).systems[0]
     i = r.intelligence_per_dollar
@@ -159,6 +177,16 @@ def test_open_weights_pay_no_pretraining_and_rl_budget_buys_score(catalog):
         assert i.cost_breakdown_usd.pretraining == 0 and s.pretraining is None
         assert i.cost_breakdown_usd.post_training == pytest.approx(2e6)  # the yearly budget, spent
         assert 0.40 < i.score < 0.65
+        # the tasks of the year see the curve's mean as its samples accrue, not the score its last
+        # day reaches (a procurement review): exponent 1, by hand, c = x_mid / samples
+        c = 3e5 / i.rl_samples
+        assert i.success_per_attempt == pytest.approx(0.4 + 0.25 * (1 - c * math.log(1 + 1 / c)), rel=1e-9)
+        assert i.success_per_task == pytest.approx(1 - (1 - i.success_per_attempt) ** 3)
+    rubin = r.systems[0].intelligence_per_dollar
+    quoted = f"Rubin {rubin.success_per_attempt:.3f} and {rubin.score:.3f} at "
+    quoted += f"{rubin.rl_samples / 1e6:.2f}M samples"
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert quoted in readme, quoted
     # the system with the cheaper RL sample reaches the higher score on the same budget
     cheaper = min(r.systems, key=lambda s: s.rl.usd_per_1k_samples)
     assert cheaper.intelligence_per_dollar.score == max(s.intelligence_per_dollar.score for s in r.systems)

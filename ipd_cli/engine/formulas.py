@@ -10,6 +10,7 @@ Units are SI unless the name says otherwise: seconds, bytes, FLOP, W.
 
 from __future__ import annotations
 
+import functools
 import math
 
 SECONDS_PER_HOUR = 3600.0
@@ -730,6 +731,36 @@ def learning_curve(x, r0, asymptote, midpoint, exponent):
     positive = x > 0
     x = x + (1.0 - x) * (1 - positive)  # x <= 0 gives r0 (x is then 1, and the gain is dropped)
     return r0 + (asymptote - r0) / (1.0 + (midpoint / x) ** exponent) * positive
+
+
+def learning_curve_mean(x, r0, asymptote, midpoint, exponent):
+    """The learning curve's score averaged over a horizon whose RL samples accrue evenly to ``x``:
+    the mean of :func:`learning_curve` at x u, u from 0 to 1 (what the tasks served over the
+    horizon see: r0 on its first day, the curve at x on its last; a procurement review: the
+    score at x was credited to every task from the first day). Gauss-Legendre over u = v^4, which
+    puts the nodes where the curve rises at few samples; within 1e-9 of the closed form at
+    exponent 1, r0 + (A - r0) (1 - c ln(1 + 1 / c)), c = midpoint / x, from x / midpoint 1e-3 to
+    1e3 (tests). Arrays broadcast (a sweep's points)."""
+    import numpy as np
+
+    v, w = _legendre_unit()
+    # a sweep's arrays (of x or of the curve's parameters) gain the nodes' axis
+    r0, asymptote, midpoint, exponent = (
+        np.asarray(a, dtype=float)[..., None] if np.ndim(a) else a
+        for a in (r0, asymptote, midpoint, exponent)
+    )
+    score = learning_curve(np.asarray(x, dtype=float)[..., None] * v**4, r0, asymptote, midpoint, exponent)
+    mean = ((score - r0) * 4 * v**3 * w).sum(axis=-1) + (r0[..., 0] if np.ndim(r0) else r0)
+    return mean if np.ndim(mean) else float(mean)
+
+
+@functools.lru_cache(maxsize=1)
+def _legendre_unit():
+    """Gauss-Legendre nodes and weights on [0, 1] (64 of them)."""
+    import numpy as np
+
+    t, w = np.polynomial.legendre.leggauss(64)
+    return (t + 1) / 2, w / 2
 
 
 def amortised_share(horizon_years, amortisation_years, deployments):

@@ -324,7 +324,9 @@ def task_success(s: Scenario, rl_samples: float, post_training_usd: float) -> Su
         first = Step("success_per_attempt", p, f"{how} ({ts.success_rate.source})")
     elif ts.learning_curve is not None:
         lc = ts.learning_curve
-        p = score = f.learning_curve(rl_samples, lc.r0, lc.asymptote, lc.midpoint_samples, lc.exponent)
+        args = (lc.r0, lc.asymptote, lc.midpoint_samples, lc.exponent)
+        score = f.learning_curve(rl_samples, *args)  # reached at the horizon's end
+        p = f.learning_curve_mean(rl_samples, *args)  # what the horizon's tasks see, on average
         if post_training_usd > 0:
             points = f.points_per_kusd(score - lc.r0, post_training_usd)
         curve = {
@@ -334,7 +336,10 @@ def task_success(s: Scenario, rl_samples: float, post_training_usd: float) -> Su
             "x_mid": lc.midpoint_samples,
             "B": lc.exponent,
         }
-        how = "r0 + (A - r0) / (1 + (x_mid / x)^B), x = RL samples over the horizon"
+        how = (
+            "the mean over u from 0 to 1 of r0 + (A - r0) / (1 + (x_mid / (x u))^B), x = RL samples "
+            "over the horizon, accruing evenly (the score at x, reached on its last day, is `score`)"
+        )
         first = Step("success_per_attempt", p, how, curve)
     else:
         r, k = ts.reliability_and_steps()

@@ -275,12 +275,13 @@ def _success_per_attempt(
     if success_kind != "curve":
         return {}, m["_life.p"] + zero
     r0 = m["_life.r0"]
-    score = f.learning_curve(samples, r0, m["_life.A"], m["_life.x_mid"], m["_life.B"])
+    args = (r0, m["_life.A"], m["_life.x_mid"], m["_life.B"])
+    score = f.learning_curve(samples, *args)
     points = f.points_per_kusd(score - r0, post_usd)
     return {
         "intelligence_per_dollar.score": score,
         "intelligence_per_dollar.score_points_per_kusd": np.where(post_usd > 0, points, np.nan),
-    }, score
+    }, f.learning_curve_mean(samples, *args)  # the horizon's mean (lifecycle.task_success)
 
 
 def _attempts(m: Numbers, p: Any) -> tuple[Any, Any]:

@@ -258,7 +258,11 @@ class IntelligencePerDollar(Result):
     success_per_task: float = Field(description="after retries: 1 - (1 - p)^attempts")
     expected_attempts: float
     rl_samples: float
-    score: float | None = Field(default=None, description="learning-curve score reached (fraction)")
+    score: float | None = Field(
+        default=None,
+        description="learning-curve score reached at the horizon's end (fraction); success_per_attempt "
+        "is the curve's mean over the horizon, its samples accruing evenly",
+    )
     score_points_per_kusd: float | None = Field(default=None, description="percentage points per k$ of RL")
     rl_rollouts_per_kwh: float | None = None
     serving_target_met: bool | None = None
