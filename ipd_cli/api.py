@@ -491,7 +491,7 @@ def _step_unit(metric: str) -> str | None:
     last = metric.rsplit(".", 1)[-1]
     if last in STEP_UNITS:
         return STEP_UNITS[last]
-    if last.endswith("_usd") or last.startswith("usd_per_step"):
+    if last.endswith("_usd") or last.startswith(("usd_per_step", "usd_per_year")):
         return "USD"
     if last.endswith("_mwh") or last.startswith("energy_kwh"):  # the stages' energy
         return "MWh" if last.endswith("_mwh") else "kWh"
@@ -504,6 +504,7 @@ LIFECYCLE_FIELDS = {
     "post_training_usd": "intelligence_per_dollar.cost_breakdown_usd.post_training",
     "serving_usd": "intelligence_per_dollar.cost_breakdown_usd.serving",
     "serving_mwh": "intelligence_per_dollar.energy_breakdown_mwh.serving",
+    "post_training_mwh": "intelligence_per_dollar.energy_breakdown_mwh.post_training",
 }
 
 

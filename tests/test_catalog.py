@@ -878,3 +878,14 @@ def test_a_system_count_cites_its_own_source_while_it_keeps_that_value(catalog):
     body = catalog.system("gb200-nvl72").model_dump(exclude_defaults=True)
     with pytest.raises(ValidationError, match="'power_kw' is not a plain count"):
         System.model_validate({**body, "field_sources": {"power_kw": {"source": "N3"}}})
+
+
+def test_every_built_in_count_source_cites_the_value_the_count_has(catalog):
+    # a code review: a cited value that disagrees with the count drops the citation silently (as it
+    # must after a --set); the built-in catalog's entries all hold their count's value
+    cited = [
+        (name, key, entry.value, getattr(system, key))
+        for name, system in catalog.systems.items()
+        for key, entry in system.field_sources.items()
+    ]
+    assert cited and [c for c in cited if c[2] != c[3]] == []

@@ -208,6 +208,16 @@ def test_a_run_pays_each_step_phi_over_goodput_times():
     assert run.usd_per_refresh == pytest.approx(1000 * colocated.rl.usd_per_step / 0.9)
 
 
+def test_the_run_terms_refuse_what_no_run_can_be():
+    # a code review: phi 0.5 halved the run's cost without a word, and a measured bound of 4.9 read 4
+    for value, message in [
+        ("rl.staleness_steps_factor=0.5", "staleness_steps_factor must be >= 1"),
+        ("rl.staleness_bound_measured=4.9", "staleness_bound_measured must be a whole number >= 0, got 4.9"),
+    ]:
+        r = run_cli("rl", "--hardware", "gb200", "--set", value, "-f", "json")
+        assert (r.code, r.stdout) == (2, "") and message in r.stderr, r.stderr
+
+
 def test_an_async_bound_beyond_the_measured_one_is_warned():
     # AReaL measured decoupled PPO at staleness 1, 2 and 4 (rl.staleness_bound_measured 4)
     args = ("rl", "--hardware", "hopper", "--workload", "rl-math-reasoning", "--model", "llama-3.1-8b")

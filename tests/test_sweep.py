@@ -139,6 +139,8 @@ def test_each_physics_point_is_searched_once(catalog, small, monkeypatch):
                 "workload.pretraining.deployments=2",
                 "workload.site_mw=40",
                 "economics.pue=1.3",
+                # each step paid phi / goodput times (a code review: every case ran at phi 1)
+                "rl.staleness_steps_factor=1.1",
             ],
         ),
         # a yearly budget on a learning curve (more budget, more samples, a higher score), and a
@@ -151,6 +153,8 @@ def test_each_physics_point_is_searched_once(catalog, small, monkeypatch):
                 "workload.post_training.budget_usd_per_year=5e5,8e6",
                 "workload.horizon_years=2",
                 "workload.site_mw=20",
+                "rl.staleness_steps_factor=1.05",
+                "efficiency.training_goodput=0.8",
             ],
         ),
         # refreshes a year on a budget scenario replace its budget, as --set does (a review: the

@@ -1762,10 +1762,15 @@ class RlEfficiency(Strict):
             _fraction(f"trainer_efficiency.{family}", v)
         if not 0 <= self.async_waste_fraction.value < 1:
             raise ValueError("async_waste_fraction must be in [0, 1)")
-        if self.staleness_steps_factor.value <= 0:
-            raise ValueError("staleness_steps_factor must be > 0")
-        if self.staleness_bound_measured.value < 0:
-            raise ValueError("staleness_bound_measured must be >= 0")
+        if self.staleness_steps_factor.value < 1:
+            # a code review: 0.5 halved the RL run's cost without a word
+            raise ValueError(
+                "staleness_steps_factor must be >= 1 (the steps an off-policy run takes per synchronous "
+                f"step; AReaL measured 1.0 up to staleness 4), got {self.staleness_steps_factor.value}"
+            )
+        bound = self.staleness_bound_measured.value
+        if bound < 0 or bound != int(bound):
+            raise ValueError(f"staleness_bound_measured must be a whole number >= 0, got {bound}")
         for name in ("step_fixed_s", "sync_fixed_s", "engine_switch_s", "offload_bytes_per_param"):
             if getattr(self, name).value < 0:
                 raise ValueError(f"{name} must be >= 0")

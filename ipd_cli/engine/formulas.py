@@ -510,6 +510,19 @@ def rl_run(
     }
 
 
+def rl_steps_bought(budget_usd, usd_per_step, goodput, staleness_factor):
+    """Scheduled RL steps a budget buys, each paid phi / goodput steps (a yearly average; fewer
+    than one is warned)."""
+    return budget_usd / (usd_per_step * run_steps_per_step(goodput, staleness_factor))
+
+
+def post_training_cost(usd_per_step, kwh_per_step, steps_per_year, horizon_years, goodput, staleness_factor):
+    """(USD, MWh) of an RL schedule over a horizon: every scheduled step paid phi / goodput times,
+    its energy too (a lost step draws power; every generated rollout, kept or not, counts)."""
+    steps = steps_per_year * horizon_years * run_steps_per_step(goodput, staleness_factor)
+    return usd_per_step * steps, kwh_per_step * steps / KWH_PER_MWH
+
+
 def run_steps_per_step(goodput, staleness_factor):
     """Steps a run pays for each step of its schedule: phi (an off-policy run's extra optimiser
     steps) over the goodput (the share of a run's time in useful steps)."""

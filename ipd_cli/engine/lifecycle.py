@@ -275,9 +275,9 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     per_step_samples = rl.samples_per_s * rl.step_seconds
     per_step_samples = float(round(per_step_samples)) if math.isfinite(per_step_samples) else per_step_samples
     run = rl.run
-    k = f.run_steps_per_step(run.goodput, run.staleness_steps_factor)  # a scheduled step pays k steps
+    terms = (run.goodput, run.staleness_steps_factor)  # a scheduled step pays phi / goodput steps
     if pt.budget_usd_per_year is not None:
-        steps_per_year = pt.budget_usd_per_year / (rl.usd_per_step * k)
+        steps_per_year = f.rl_steps_bought(pt.budget_usd_per_year, rl.usd_per_step, *terms)
         how = "budget_usd_per_year / (usd_per_step x staleness_steps_factor / goodput)"
     else:
         steps_per_year = (pt.steps_per_refresh or rw.steps_per_refresh) * (
@@ -292,9 +292,7 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
         )  # fmt: skip
         bought["staleness_bound_measured"] = run.staleness_bound_measured
         rl = rl.model_copy(update={"run": RlRun(**bought)})
-    cost = rl.usd_per_step * k * steps_per_year * H
-    # every generated rollout, kept or not, costs energy, and so do the steps the goodput loses
-    energy = rl.energy_kwh_per_step * k * steps_per_year * H / f.KWH_PER_MWH
+    cost, energy = f.post_training_cost(rl.usd_per_step, rl.energy_kwh_per_step, steps_per_year, H, *terms)
     step = Step(
         "post_training_usd",
         cost,
@@ -820,6 +818,12 @@ def rl_steps(r: Rl | None) -> list[Step]:
              {"gpus": r.gpus, "step_seconds": r.step_seconds}),
         *_cost_steps("rl.usd_per_step", r.usd_per_step, "gpu_hours_per_step", r.gpu_hours_per_step,
                      r.price_usd_per_gpu_hour),
+        # the run pays each step phi / goodput times (a code review: no row used either)
+        Step("rl.run.usd_per_year", r.run.usd_per_year,
+             "usd_per_step x steps_per_refresh x refreshes_per_year x staleness_steps_factor / goodput",
+             {"usd_per_step": r.usd_per_step, "steps_per_refresh": r.run.steps_per_refresh,
+              "refreshes_per_year": r.run.refreshes_per_year,
+              "staleness_steps_factor": r.run.staleness_steps_factor, "goodput": r.run.goodput}),
     ]  # fmt: skip
 
 
@@ -1010,6 +1014,15 @@ def _energy_steps(s: Scenario, pre: PretrainShare, post: PostTraining, served: S
     Every GPU paid for draws its system's full power, idle GPUs of whole systems included."""
     point, pue = served.block, served.pue
     steps = pretraining_energy_steps(pre.block, pue) + rl_energy_steps(post.block, point.kw_per_gpu, pue)
+    if post.block is not None:
+        run = post.block.run
+        steps.append(
+            Step("post_training_mwh", post.energy_mwh,
+                 "energy_kwh_per_step x staleness_steps_factor / goodput x steps_per_year x H / 1000",
+                 {"energy_kwh_per_step": post.block.energy_kwh_per_step,
+                  "staleness_steps_factor": run.staleness_steps_factor, "goodput": run.goodput,
+                  "steps_per_year": run.steps_per_refresh * run.refreshes_per_year, "H": s.horizon_years})
+        )  # fmt: skip
     steps.append(
         Step("serving_mwh", served.energy_mwh, "gpus_for_traffic x 8760 x H x kw_per_gpu x pue / 1000",
              {"gpus_for_traffic": point.gpus_for_traffic or 0, "H": s.horizon_years,

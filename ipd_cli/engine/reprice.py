@@ -243,7 +243,7 @@ def _budget_run(m: Numbers) -> Numbers:
     (:func:`~ipd_cli.engine.lifecycle.post_training`)."""
     steps = m["rl.run.steps_per_refresh"]
     goodput, phi = m["rl.run.goodput"], m["rl.run.staleness_steps_factor"]
-    refreshes = m["_life.rl_budget"] / (m["rl.usd_per_step"] * f.run_steps_per_step(goodput, phi)) / steps
+    refreshes = f.rl_steps_bought(m["_life.rl_budget"], m["rl.usd_per_step"], goodput, phi) / steps
     run = f.rl_run(
         steps, refreshes, m["rl.step_seconds"], m["rl.gpu_hours_per_step"], m["rl.usd_per_step"],
         m["rl.energy_kwh_per_step"], goodput, phi,
@@ -255,14 +255,14 @@ def _post_training(post_kind: str, m: Numbers, H: Any, zero: Any) -> tuple[Any, 
     """(USD, MWh, RL samples) of post-training over the horizon: a budget or a number of steps."""
     if post_kind == "none":
         return zero, zero, zero
-    k = f.run_steps_per_step(m["rl.run.goodput"], m["rl.run.staleness_steps_factor"])
-    usd_per_step = m["rl.usd_per_step"] * k  # a scheduled step's cost in a whole run
+    terms = (m["rl.run.goodput"], m["rl.run.staleness_steps_factor"])
     if post_kind == "budget":
-        steps_per_year = m["_life.rl_budget"] / usd_per_step
+        steps_per_year = f.rl_steps_bought(m["_life.rl_budget"], m["rl.usd_per_step"], *terms)
     else:
         steps_per_year = m["rl.run.steps_per_refresh"] * m["rl.run.refreshes_per_year"]
-    post_usd = usd_per_step * steps_per_year * H
-    post_mwh = m["rl.energy_kwh_per_step"] * k * steps_per_year * H / f.KWH_PER_MWH
+    post_usd, post_mwh = f.post_training_cost(
+        m["rl.usd_per_step"], m["rl.energy_kwh_per_step"], steps_per_year, H, *terms
+    )
     return post_usd, post_mwh, m["_rl.samples_per_step"] * steps_per_year * H
 
 

@@ -264,7 +264,11 @@ class IntelligencePerDollar(Result):
         "is the curve's mean over the horizon, its samples accruing evenly",
     )
     score_points_per_kusd: float | None = Field(default=None, description="percentage points per k$ of RL")
-    rl_rollouts_per_kwh: float | None = None
+    rl_rollouts_per_kwh: float | None = Field(
+        default=None,
+        description="RL rollouts generated per kWh of a steady step (rl.rollouts_per_kwh); a whole run "
+        "also pays the steps its goodput loses, which post_training_mwh counts",
+    )
     serving_target_met: bool | None = None
     site_mw: float | None = None
     site_gpus: int | None = None
@@ -841,6 +845,43 @@ class ValidationResult(Result):
         "within 25 % of their measurement: 0.787 is 78.7 %), worst_case and worst_error_pct "
         "(signed percent), over_2x (cases off by more than a factor of 2)"
     )
+
+
+# the intelligence_per_dollar fields the serving point prices (the rest: pre-training, RL, the
+# tasks and their success, the site's GPUs)
+SERVING_PRICED = frozenset(
+    {
+        "solved_tasks_per_kusd",
+        "usd_per_solved_task",
+        "solved_tasks_per_mwh",
+        "lifecycle_cost_usd",
+        "cost_breakdown_usd.serving",
+        "site_tasks_solved_per_day",
+    }
+)
+# a serving point's speed and whether it met the target: what a missed target is measured by
+SERVING_SPEED = frozenset(
+    {
+        "tokens_per_s_per_user",
+        "request_tokens_per_s",
+        "interactivity_tokens_per_s",
+        "ttft_s",
+        "tpot_ms",
+        "target_met",
+    }
+)
+
+
+def priced_at_serving_point(path: str) -> bool:
+    """Whether a result's ``path`` (``serving.tokens_per_s_per_gpu``) is priced at the serving
+    point, so that a system that misses the interactivity target, priced at its own slower speed,
+    is not like for like with one that meets it (a procurement review: GB200 at 172 tokens/s per
+    user, its best 137, read "1.62x better" than Rubin, which met it). Not its speed, which says
+    by how much the target was missed, nor a price."""
+    block, _, key = path.partition(".")
+    if block == "serving":
+        return key not in SERVING_SPEED and not key.startswith("price_")
+    return block == "intelligence_per_dollar" and key in SERVING_PRICED
 
 
 def metric_paths(model: type[Result], prefix: str = "") -> list[str]:

@@ -52,6 +52,7 @@ from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, did_
 
 from . import reprice
 from .formulas import SECONDS_PER_DAY
+from .results import priced_at_serving_point
 from .trace import Trace
 
 if TYPE_CHECKING:  # types only: the result models load lazily
@@ -574,7 +575,25 @@ def point(cat: Catalog, plan: SweepPlan, hw: str, sets: list[Any], draws: Any = 
         sizer = _sizer(c, plan, w, hw, result)
     if draws is not None and result.pretraining is not None:
         numbers |= _pretraining_draws(c, plan, w, hw, draws)
+    if draws is not None and result.rl is not None:
+        numbers |= _rl_run_draws(c, result.rl, draws)
     return Point(numbers, result, sizer)
+
+
+def _rl_run_draws(cat: Catalog, rl: Any, draws: Any) -> dict[str, Any]:
+    """An RL run's goodput and (off-policy) staleness factor at every draw, the same draws the
+    pre-training run takes of the goodput (a code review: a draw held RL's at 0.9 while
+    pre-training's moved, and never drew phi): re-pricing multiplies the run by them."""
+    out: dict[str, Any] = {}
+    terms = [("rl.run.goodput", "efficiency.training_goodput", cat.efficiency.training_goodput)]
+    if rl.run.staleness_bound_measured is not None:  # off-policy: phi read
+        terms.append(
+            ("rl.run.staleness_steps_factor", "rl.staleness_steps_factor", cat.rl.staleness_steps_factor)
+        )
+    for name, path, value in terms:
+        if value.range is not None:
+            out[name] = draws(path, value.range[0], value.value, value.range[1])
+    return out
 
 
 def _sizer(cat: Catalog, plan: SweepPlan, w: Any, hw: str, result: Any) -> Any:
@@ -1319,7 +1338,14 @@ def _box_values(
         value = np.asarray(m[name], dtype=float)
         _check_finite(name, value, ok, box, hw, before)
         out[name] = np.where(ok, value, np.nan)  # no value: an empty cell
+    met = m.get("serving.target_met")
+    if met is not None and plan.ratios:  # where the serving point misses its target (ratios)
+        met = np.asarray(met[..., 0] if sampled else met, dtype=object)
+        out[MISSED] = np.vectorize(lambda v: v is False, otypes=[bool])(met) if met.size else met
     return vals, out
+
+
+MISSED = "_serving.target_missed"  # a box's points whose serving misses the target (not a metric)
 
 
 def _box_columns(
@@ -1342,7 +1368,13 @@ def _box_columns(
         if against is not None:
             with np.errstate(all="ignore"):
                 ratio = values[name] / against[1][name]
-            cols |= _summary(f"{name}{RATIO}", np.where(np.isfinite(ratio), ratio, np.nan), sampled)
+            ok = np.isfinite(ratio)
+            if priced_at_serving_point(name) and (MISSED in values or MISSED in against[1]):
+                # either system priced at a speed below the target: not like for like, as compare's
+                # ratio column says
+                unlike = values.get(MISSED, False) | against[1].get(MISSED, False)
+                ok = ok & ~(unlike[..., None] if sampled else unlike)
+            cols |= _summary(f"{name}{RATIO}", np.where(ok, ratio, np.nan), sampled)
     return cols
 
 

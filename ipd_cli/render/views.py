@@ -349,19 +349,6 @@ def _section_row(block: str, systems: list[dict], marks: dict[tuple[int, str], s
     return _Row(SECTION_LABELS.get(block, block), "", cells, [""] * (len(systems) - 1), True)
 
 
-# rows priced at the serving point (a block, or a block's rows): a system that misses the
-# interactivity target is priced at its own slower speed there, not like for like
-AT_THE_TARGET = {
-    "serving": None,  # every row
-    "intelligence_per_dollar": {
-        "solved_tasks_per_kusd",
-        "usd_per_solved_task",
-        "solved_tasks_per_mwh",
-        "lifecycle_cost_usd",
-        "cost_breakdown_usd.serving",
-        "site_tasks_solved_per_day",
-    },
-}
 MISSED = "n/a: misses target"
 
 
@@ -369,16 +356,17 @@ def _block_rows(systems: list[dict], block: str, rows: list[tuple[str, str, str,
     out = []
     # a review: GB200 at 172 tokens/s per user (its best 137) read "1.62x better" than Rubin,
     # which met the target, priced at the slower speed it could serve
+    from ipd_cli.engine.results import priced_at_serving_point
+
     missed = [(s.get("serving") or {}).get("target_met") is False for s in systems]
-    unlike = [block in AT_THE_TARGET and (missed[0] or m) for m in missed[1:]]
-    keys = AT_THE_TARGET.get(block)
+    unlike = [missed[0] or m for m in missed[1:]]
     for key, label, unit, better in rows:
         values = [_get(s.get(block), key) for s in systems]
         if all(v is None for v in values):
             continue
         missing = [block in s.get("infeasible", {}) for s in systems]
         cells = ["-" if gone else _cell(v) for v, gone in zip(values, missing, strict=True)]
-        at_target = (keys is None or key in keys) and not key.startswith("price_")
+        at_target = priced_at_serving_point(f"{block}.{key}")
         ratios = [
             MISSED if off and at_target and r else r
             for r, off in zip((ratio_text(v, values[0], better) for v in values[1:]), unlike, strict=True)
@@ -916,9 +904,13 @@ def warnings(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
                 f"tokens/s per user (1 / TPOT); its best is "
                 f"{fmt_num(point.get('interactivity_tokens_per_s'))} "
-                f"(concurrency {point.get('concurrency')}), at which its serving and headline are "
-                f"priced: not like for like with a system that meets it (the table's ratios say "
-                f"'{MISSED}')"
+                f"(concurrency {point.get('concurrency')})"
+                + (
+                    ", at which its serving and headline are priced: not like for like with a system "
+                    f"that meets it (compare's ratio columns say '{MISSED}', a sweep's ratios are empty)"
+                    if isinstance(s.get("intelligence_per_dollar"), dict)
+                    else ""
+                )
             )
     bases = pricing_bases(rows)
     if len(bases) > 1:
