@@ -749,10 +749,8 @@ def sweep(
     # the inputs sheet's rows cite the workload's field_sources, as compare's do (a diff review),
     # but for the fields an axis varies (a row's value there is the axis's)
     varied = frozenset(ax.path for ax in axes)
-    run.points = [
-        (where, r.model_copy(update={"assumptions": _cited(r.assumptions, cat, w, origin, varied)}))
-        if r.assumptions
-        else (where, r)
-        for where, r in run.points
+    run.inputs = [
+        r.model_copy(update={"assumptions": _cited(r.assumptions, cat, w, origin, varied)})
+        for r in run.inputs
     ]
     return run, total

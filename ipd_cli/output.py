@@ -542,7 +542,9 @@ def _stream_xlsx(chunks, output: Path | None, progress=None) -> int:
         if not book.whole:  # a second signal cut a row: nothing valid to keep
             raise
     with signals.deferred():
-        data = book.finish(getattr(chunks, "results", None) or [])
+        plan = getattr(chunks, "plan", None)  # a sweep's: the inputs its axes vary are marked
+        axes = {a.path: list(a.values) for a in plan.numeric} if plan is not None else {}
+        data = book.finish(getattr(chunks, "inputs", None) or [], axes)
     write_bytes(output, data)
     if stop is not None:
         raise stop

@@ -738,6 +738,85 @@ def test_xlsx_sweep_has_a_frozen_header_number_formats_and_its_inputs(tmp_path, 
     assert r.code == 2 and "give -o FILE.xlsx" in r.stderr
 
 
+def _inputs_sheet(path) -> dict[str, dict]:
+    """The xlsx inputs sheet's rows by (system, path)."""
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.load_workbook(path)
+    assert wb.sheetnames == ["results", "assumptions", "sources"]
+    rows = list(wb["assumptions"].iter_rows(values_only=True))
+    return {(r[0], r[7]): dict(zip(rows[0], r, strict=True)) for r in rows[1:]}
+
+
+def test_xlsx_inputs_an_axis_varies_say_so_not_the_catalogs_value(tmp_path, small):
+    # a review of the secondary outputs: a sweep's inputs sheet listed a varied PUE at the
+    # catalog's 1.3 citing its source while the rows ran at 1.1 and 1.5, a price axis the catalog's
+    # price, and an HBM axis its first value as a `--set` (the first grid point's inputs)
+    pytest.importorskip("openpyxl")
+    out = tmp_path / "s.xlsx"
+    hbm = "accelerators.h100-sxm.hbm_gib"
+    r = run_cli(
+        "sweep", "--vary", "hardware=hopper", "--vary", f"{hbm}=100,120", "--vary", "economics.pue=1.1,1.5",
+        "--workload", small, "--metrics", "pretraining.cost_usd", "-o", str(out),
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    rows = _inputs_sheet(out)
+    pue = rows["h100-sxm", "economics.pue"]
+    assert pue["value"] == "varied: 1.1, 1.5 (the results sheet's economics.pue column)"
+    assert (pue["source"], pue["origin"]) == (None, "--vary")
+    assert pue["note"] == "each row reads its own value (the catalog's: 1.3)"
+    assert rows["h100-sxm", hbm]["value"] == f"varied: 100, 120 (the results sheet's {hbm} column)"
+    assert rows["h100-sxm", hbm]["note"] == "each row reads its own value (the catalog's: 80)"
+    assert not any(row["source"] == "cli-set" for row in rows.values())
+    # an input no axis varies keeps its catalog value and source
+    price = rows["h100-sxm", "systems.h100-sxm.prices.reserved"]
+    assert (price["value"], price["source"]) == (2.35, "P9")
+    # a price axis replaces each system's rental price
+    out = tmp_path / "p.xlsx"
+    r = run_cli(
+        "sweep", "--vary", "hardware=hopper", "--vary", "price_usd_per_gpu_hour=2:3:0.5", "--workload", small,
+        "--metrics", "pretraining.cost_usd", "-o", str(out),
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    price = _inputs_sheet(out)["h100-sxm", "systems.h100-sxm.prices.reserved"]
+    assert price["value"] == "varied: 2, 2.5, 3 (the results sheet's price_usd_per_gpu_hour column)"
+    assert price["note"] == "each row reads its own value (the catalog's: 2.35)" and price["source"] is None
+
+
+def test_a_long_axis_is_shown_by_its_ends_and_count():
+    from ipd_cli.render.xlsx import axis_values
+
+    assert axis_values(sw.parse_spec("economics.pue", "1.1:1.5:0.1")) == "1.1, 1.2, 1.3, 1.4, 1.5"
+    assert axis_values(sw.parse_spec("price_usd_per_gpu_hour", "4:12:0.5")) == "4, 4.5, 5, ..., 12: 17 values"
+    assert axis_values([3.0, 1.0, 2.0, 8.0, 5.0, 6.0, 7.0]) == "3, 1, 2, ..., 7: 7 values"
+
+
+def test_xlsx_inputs_sheets_are_kept_where_the_first_point_or_the_catalogs_cannot_run(tmp_path, small):
+    # a review: where the first grid point could not run (1 GiB: the 8B's state needs 192 GPUs,
+    # not 64) the workbook had no inputs or sources sheet; they list the run at the catalog's values
+    pytest.importorskip("openpyxl")
+    hbm = "accelerators.h100-sxm.hbm_gib"
+    out = tmp_path / "s.xlsx"
+    r = run_cli(
+        "sweep", "--vary", "hardware=hopper", "--vary", f"{hbm}=1,80", "--workload", small,
+        "--metrics", "pretraining.cost_usd", "-o", str(out),
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    rows = _inputs_sheet(out)
+    assert rows["h100-sxm", hbm]["value"] == f"varied: 1, 80 (the results sheet's {hbm} column)"
+    assert rows["h100-sxm", "economics.pue"]["value"] == 1.3
+    # where the catalog's values cannot run (the 405B on 64 H100s at 80 GiB needs 96), the first
+    # point that ran (160 GiB) is listed: the axis's row has no value of its own to give
+    work = write(tmp_path / "w.yaml", "model: llama-3.1-405b\ntokens: 1.0e12\ngpus: 64\nprecision: fp8\n")
+    r = run_cli(
+        "sweep", "--workload", str(work), "--vary", "hardware=h100", "--vary", f"{hbm}=80,160",
+        "--metrics", "pretraining.wall_days", "-o", str(out), "--force",
+    )  # fmt: skip
+    assert r.code == 0, r.stderr
+    rows = _inputs_sheet(out)
+    assert rows["h100-sxm", hbm]["value"] == f"varied: 80, 160 (the results sheet's {hbm} column)"
+    assert rows["h100-sxm", hbm]["note"] == "each row reads its own value"
+
+
 def test_a_small_cost_in_a_column_of_large_ones_keeps_its_digits_in_xlsx(tmp_path):
     # the column's format came from the first system's rows (H100, $0.229k-$ tasks -> "#,##0"), so
     # Vera Rubin's $0.229 per task showed as 0 (a user review)
@@ -1003,9 +1082,9 @@ def test_a_sweeps_inputs_cite_the_workloads_field_sources_but_an_axis():
         load(), ["hardware=vera-rubin", "workload.deadline_days=30,60"], workload="pretrain-10t-moe",
         metrics="pretraining.gpus",
     )  # fmt: skip
-    (where, first), *_ = run.points
+    first, *_ = run.inputs  # the run at the catalog's values (the sheet marks the axis's row)
+    assert all(not r.assumptions for _, r in run.points)
     cites = {a.path: a.source for a in first.assumptions if (a.path or "").startswith("workload.")}
-    assert where == "workload.deadline_days=30"
     assert cites == {"workload.tokens": "N1", "workload.deadline_days": None}
 
 

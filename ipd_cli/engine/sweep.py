@@ -41,7 +41,7 @@ import functools
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -906,12 +906,13 @@ def _table(plan: SweepPlan, points: list[Point], split: list[bool]) -> Table:
 
 def search(
     cat: Catalog, plan: SweepPlan, progress: Callable[[int, int], None] | None = None
-) -> tuple[dict[str, Table], list[tuple[str, Any]], list[str]]:
+) -> tuple[dict[str, Table], list[tuple[str, Any]], list[Any], list[str]]:
     """Every estimate the sweep needs, before any row: at the catalog's values per system (which
     tells the inputs each reads: :func:`check_paths`), then once per distinct tuple of the values
     of the physics paths that system reads. Returns the table of each system, per system and
-    physics point its values (text) and result (at the catalog's costs), and warnings on its draws
-    and ratios (:func:`_memory_notes`, :func:`_ratio_notes`)."""
+    physics point its values (text) and result (at the catalog's costs, without its inputs), per
+    system the result whose inputs the xlsx sheet lists (:func:`_inputs_of`), and warnings on its
+    draws and ratios (:func:`_memory_notes`, :func:`_ratio_notes`)."""
     draws = plan_draws(plan)
     total = len(plan.hardware) * (1 + plan.physics_points())  # at most; told exactly below
     done = 0
@@ -941,6 +942,7 @@ def search(
         _too_many(plan, total, what)
     tables: dict[str, Table] = {}
     results: list[tuple[str, Any]] = []
+    inputs: list[Any] = []
     drawn: list[tuple[str, str, dict[str, Any]]] = []
     read: set[str] = set()  # the paths some point read
     for hw in plan.hardware:
@@ -957,15 +959,28 @@ def search(
                 found[values] = nominal[hw]  # the catalog's own values: searched already
         points = [found[t] for t in itertools.product(*(a.values for a in axes))]
         tables[hw] = _table(plan, points, [a in axes for a in plan.numeric])
-        for i, (values, p) in enumerate(found.items()):
+        for values, p in found.items():
             read |= {a.path for a in p.result.assumptions if a.path}
             where = ", ".join(f"{a.path}={v:g}" for a, v in zip(axes, values, strict=True))
-            results.append((where, _lean(p.result, keep=i == 0)))
+            results.append((where, _lean(p.result)))
             if draws is not None:
                 drawn.append((p.result.hardware, where, p.numbers))
+        inputs += _inputs_of(nominal[hw], found.values())
     _refuse_all_infeasible(plan, [r for _, r in results])
     unread += _never_read_notes(plan, read)
-    return tables, results, unread + _memory_notes(plan, drawn) + _ratio_notes(plan, tables)
+    return tables, results, inputs, unread + _memory_notes(plan, drawn) + _ratio_notes(plan, tables)
+
+
+def _inputs_of(nominal: Point, found: Iterable[Point]) -> list[Any]:
+    """The result whose inputs a system's rows in the xlsx sheet are: its run at the catalog's
+    values (a review: the first grid point's were listed, so a varied PUE read the catalog's 1.3 and
+    a varied HBM its first value as a `--set`), or where that read none (cannot run there) the first
+    point that did (a review: the sheets were missing where the first point could not run); none
+    where no point ran. The sheet marks the inputs an axis varies (``render.xlsx.SweepBook``)."""
+    for p in (nominal, *found):
+        if p.result.assumptions:
+            return [p.result]
+    return []
 
 
 def _unread_axis_notes(cat: Catalog, plan: SweepPlan, results: dict[str, Any]) -> list[str]:
@@ -1144,9 +1159,9 @@ def _catalog_tuple(cat: Catalog, plan: SweepPlan, physics: list[Axis]) -> tuple 
     return tuple(out)
 
 
-def _lean(result: Any, keep: bool) -> Any:
-    """A result without its inputs (kept for the first point of each system: the xlsx sheet)."""
-    return result if keep else result.model_copy(update={"assumptions": []})
+def _lean(result: Any) -> Any:
+    """A result without its inputs (a system's own are kept once: :func:`_inputs_of`)."""
+    return result.model_copy(update={"assumptions": []})
 
 
 def _refuse_all_infeasible(plan: SweepPlan, results: list[Any]) -> None:
@@ -1219,23 +1234,21 @@ class Chunk(dict):
 class Sweep:
     """A prepared sweep: iterate it for chunks of rows. ``points``: per system and physics point
     searched, its values (text, empty without physics axes) and result at the catalog's costs
-    (inputs kept for the first point of each system), for warnings and the xlsx inputs sheet."""
+    (without its inputs), for warnings; ``inputs``: per system that ran somewhere, the result whose
+    inputs the xlsx sheet lists (at the catalog's values where it runs there: :func:`_inputs_of`)."""
 
     plan: SweepPlan
     tables: dict[str, Table]
     points: list[tuple[str, Any]]
     cat: Catalog
     total: int
+    inputs: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # warnings on the draws and the ratios
     columns: list[str] = field(default_factory=list)
     _rows: Iterator[Chunk] | None = None
 
     def __post_init__(self) -> None:
         self.columns = [HARDWARE, *(a.path for a in self.plan.numeric), *_output_names(self.plan)]
-
-    @property
-    def results(self) -> list[Any]:
-        return [r for _, r in self.points]
 
     def __iter__(self) -> Sweep:
         return self
@@ -1262,8 +1275,8 @@ def prepare(cat: Catalog, plan: SweepPlan, progress: Callable[[int, int], None] 
     if plan.samples is not None:
         check_samples(plan, plan.samples, plan.seed)
     check_seed(plan.seed)
-    tables, results, notes = search(cat, plan, progress)
-    return Sweep(plan, tables, results, cat, len(plan.hardware) * plan.rows, notes)
+    tables, results, inputs, notes = search(cat, plan, progress)
+    return Sweep(plan, tables, results, cat, len(plan.hardware) * plan.rows, inputs, notes)
 
 
 def _rows(sw: Sweep) -> Iterator[Chunk]:

@@ -2,8 +2,9 @@
 
 Sheet ``results``: the same flat rows as CSV (raw numbers, units in the column names), the header
 row and first column frozen, numbers formatted for reading. Sheet ``assumptions``: every input of
-every system with its unit, source, catalog file and ``--set`` path. Sheet ``sources``: each
-source id with its title, URL and date.
+every system with its unit, source, catalog file and ``--set`` path (a sweep's: one an axis
+varies says so, :func:`varied_input`). Sheet ``sources``: each source id with its title, URL and
+date.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ipd_cli.catalog.overrides import CLI_SOURCE
 from ipd_cli.errors import IpdError
 
 ASSUMPTION_COLUMNS = (
@@ -168,12 +170,55 @@ def _openpyxl() -> Any:
     return openpyxl
 
 
+PRICE_AXIS = "price_usd_per_gpu_hour"  # engine.sweep.PRICE: replaces each system's rental price
+SHOWN_VALUES = 6  # an axis of more values is shown by its first ones and its last
+
+
+def axis_values(values: Any) -> str:
+    """An axis's values as the inputs sheet says them: all of them, or its first and last few
+    and how many."""
+    n = len(values)
+    shown = [values[i] for i in range(n)] if n <= SHOWN_VALUES else [values[0], values[1], values[2]]
+    text = ", ".join(f"{v:g}" for v in shown)
+    return text if n <= SHOWN_VALUES else f"{text}, ..., {values[n - 1]:g}: {n:,} values"
+
+
+def varied_input(a: dict, axes: dict[str, Any]) -> dict:
+    """An inputs sheet's row (an assumption, as JSON) as a sweep takes it: one an axis varies (its
+    path, or a system's rental price under a ``price_usd_per_gpu_hour`` axis) says so, with the
+    axis's values and the results sheet's column that has each row's, citing no source (a review:
+    a varied PUE was listed at the catalog's 1.3, citing its source, while the rows ran at 1.1 and
+    1.5); the value it replaces is in its note."""
+    from ipd_cli.engine.pricing import rental_input
+
+    path = a.get("path") or ""
+    column = path if path in axes else PRICE_AXIS if PRICE_AXIS in axes and rental_input(path) else None
+    if column is None:
+        return a
+    replaced = a.get("value")
+    shown = f"{replaced:g}" if isinstance(replaced, int | float) else str(replaced)
+    # a grid point's value (the first point that ran, not the catalog's: SweepBook) is not said
+    was = "" if a.get("source") == CLI_SOURCE else f" (the catalog's: {shown})"
+    cited = {f"source_{k}": None for k in ("title", "url", "date")}
+    return {
+        **a,
+        **cited,
+        "value": f"varied: {axis_values(axes[column])} (the results sheet's {column} column)",
+        "source": None,
+        "estimate": None,
+        "origin": "--vary",
+        "note": f"each row reads its own value{was}",
+    }
+
+
 class SweepBook:
     """A sweep as a workbook, row by row (openpyxl's write-only mode: rows are written as they come,
     not held as cells). Sheet ``results``: the rows of the CSV (raw numbers, units in the column
     names), the header row and first column frozen, each column's number format chosen from its
     first chunk; an empty cell where a block cannot run. Sheets ``assumptions`` and ``sources``:
-    every input of each system searched (at the catalog's values), as in other workbooks."""
+    every input of each system searched (at the catalog's values, or where it cannot run there at
+    the first point that ran), as in other workbooks, but an input an axis varies, which says
+    ``varied:`` and its values (:func:`varied_input`)."""
 
     def __init__(self) -> None:
         self.wb = _openpyxl().Workbook(write_only=True)
@@ -247,11 +292,14 @@ class SweepBook:
             header.append(cell)
         self._append(header)
 
-    def finish(self, results: list[Any]) -> bytes:
-        """The workbook's bytes, with the inputs of ``results`` (SystemResult models)."""
+    def finish(self, results: list[Any], axes: dict[str, Any] | None = None) -> bytes:
+        """The workbook's bytes, with the inputs of ``results`` (SystemResult models), each one an
+        axis of ``axes`` (a path: its values) varies marked as varied (:func:`varied_input`)."""
         import io
 
         data = {"systems": [r.model_dump(mode="json") for r in results if r.assumptions]}
+        for system in data["systems"]:
+            system["assumptions"] = [varied_input(a, axes or {}) for a in system["assumptions"]]
         cols, inputs, sources = _assumptions(data)
         if inputs:
             self._sheet("assumptions", cols, inputs)
