@@ -887,6 +887,8 @@ def explain(
 ) -> None:
     """Explain the headline numbers of `ipd compare`: each formula with its input values, then
     every input with its unit, source id, catalog file and the --set path that overrides it.
+    Where a stage cannot run on a system, the stages that did are explained and a "cannot be
+    computed" row names the one that could not.
 
     Example: ipd explain vera-rubin blackwell --format markdown > explain.md
     """

@@ -220,6 +220,81 @@ def test_explain_reproduces_the_headline():
     )
 
 
+def _recomputed(items: list[dict]) -> int:
+    """How many of explain's rows recompute their value from the inputs beside them (each must)."""
+    checked = 0
+    for item in items:
+        pairs = (p.split(" = ") for p in item["inputs"].split("; ") if " = " in p)
+        env = {k: float(v) for k, v in pairs if not v.startswith("'")}
+        expr = item["formula"].replace(" x ", " * ")
+        names = set(re.findall(r"\b[a-z_][a-z0-9_]*\b", expr))
+        if re.fullmatch(r"[\w\s.*/+(),-]+", expr) and names <= set(env):
+            assert eval(expr, {}, env) == pytest.approx(item["value"], rel=1e-9), item["metric"]
+            checked += 1
+    return checked
+
+
+def test_explain_gives_the_stages_that_ran_where_another_cannot(catalog):
+    # a review of the secondary outputs: A100 cannot pre-train the 10T MoE in 30 days, and explain
+    # gave it only "cannot be computed" rows while compare gives its RL and serving blocks
+    from ipd_cli.api import explain_compared
+
+    listing, result = explain_compared(catalog, ["vera-rubin", "a100"])  # an alias (a KeyError once)
+    a100 = result.systems[1]
+    assert a100.pretraining is None and a100.rl is not None and a100.serving is not None
+    rows = {i["metric"]: i for i in listing.items if i["hardware"] == "a100-sxm"}
+    rubin = {i["metric"] for i in listing.items if i["hardware"] == "vera-rubin-nvl72"}
+    # each RL and serving line Rubin has, A100 has, at the value of its own block
+    for metric in (m for m in rubin if m.startswith(("rl.", "serving."))):
+        assert metric in rows, metric
+        field = rows[metric]["field"]
+        if field is not None:
+            block, *keys = field.split(".")
+            node = getattr(a100, block).model_dump()
+            for k in keys:
+                node = node[k]
+            assert rows[metric]["value"] == pytest.approx(node, rel=1e-12), metric
+    # and they hold by hand: $/M tokens = A100's on-demand $2.45 / (tok/s/GPU x 3600) x 1e6
+    usd = rows["serving.usd_per_million_output_tokens"]
+    assert usd["value"] == pytest.approx(2.45 / (a100.serving.tokens_per_s_per_gpu * 3600) * 1e6, rel=1e-12)
+    assert rows["price_usd_per_gpu_hour"]["value"] == 2.45
+    computed = [i for m, i in rows.items() if not m.startswith("input:") and i["value"] is not None]
+    # usd_per_step, energy_kwh_per_step, rollouts_per_kwh, usd_per_million_output_tokens, tokens_per_s_per_mw
+    assert _recomputed(computed) >= 5
+    # no pre-training line, nor the lifecycle's shares and headline, which need every stage; the
+    # rows that say which could not run stay
+    assert not [m for m in rows if m.startswith("pretraining.")]
+    for share in (
+        "pretraining_usd",
+        "post_training_usd",
+        "serving_usd",
+        "serving_mwh",
+        "usd_per_solved_task",
+    ):
+        assert share in rubin and share not in rows, share
+    assert rows["pretraining: cannot be computed (pretraining)"]["field"] == "infeasible.pretraining"
+    assert "intelligence_per_dollar: cannot be computed (pretraining)" in rows
+
+
+def test_explain_of_a_serving_point_without_traffic_gives_its_own_lines(catalog):
+    # RL that cannot run where success follows its learning curve (8 training GPUs cannot hold Kimi
+    # K2): no traffic, so serving is the point alone, without the traffic's lines
+    from ipd_cli.catalog.workloads import resolve_workload, with_nested_workloads
+
+    cat = catalog.with_overrides(["workload.post_training.gen_gpus=8", "workload.post_training.train_gpus=8"])
+    _, w, _ = resolve_workload(cat, "open-model-agent")
+    life = lc.estimate_lifecycle(with_nested_workloads(cat, w), "h800", w)
+    assert set(life.system.infeasible) == {"rl", "intelligence_per_dollar"}
+    steps = {st.metric: st for st in life.steps}
+    assert not [m for m in steps if m.startswith("rl.")]
+    assert "serving.traffic_output_tokens_per_s" not in steps and "serving.gpus_for_traffic" not in steps
+    point = life.system.serving
+    mw = steps["serving.tokens_per_s_per_mw"]
+    assert mw.value == pytest.approx(point.tokens_per_s_per_gpu * 1000 / (point.kw_per_gpu * 1.3), rel=1e-12)
+    usd = steps["serving.usd_per_million_output_tokens"]
+    assert usd.value == pytest.approx(2.0 / (point.tokens_per_s_per_gpu * 3600) * 1e6, rel=1e-12)
+
+
 def test_site_power_budget_by_hand():
     d = run_cli("compare", "vera-rubin", "--site-mw", "50", "-f", "json").json()
     s = d["systems"][0]

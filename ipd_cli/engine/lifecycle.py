@@ -403,6 +403,26 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
                 "output_tokens": sv.output_tokens_per_request,
             },
         ),
+        *serving_point_steps(point),
+        _traffic_gpus_step(point, per_s),
+        Step(
+            "serving_usd",
+            cost,
+            "gpus_for_traffic x 8760 x H x price_usd_per_gpu_hour (kept around the clock: a rental "
+            "price, or the owning cost over every hour, utilisation 1)",
+            {
+                "gpus_for_traffic": point.gpus_for_traffic or 0,
+                "H": H,
+                "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
+            },
+        ),
+    ]
+
+
+def serving_point_steps(point: Serving) -> list[Step]:
+    """A serving point's own lines (its step, speed, latency, prefill and price per token), which
+    need no traffic."""
+    return [
         *decode_steps(point),
         *_latency_steps(point),
         *_prefill_steps(point),
@@ -414,18 +434,6 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
             {
                 "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
                 "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
-            },
-        ),
-        _traffic_gpus_step(point, per_s),
-        Step(
-            "serving_usd",
-            cost,
-            "gpus_for_traffic x 8760 x H x price_usd_per_gpu_hour (kept around the clock: a rental "
-            "price, or the owning cost over every hour, utilisation 1)",
-            {
-                "gpus_for_traffic": point.gpus_for_traffic or 0,
-                "H": H,
-                "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
             },
         ),
     ]
@@ -1028,12 +1036,19 @@ def _energy_steps(s: Scenario, pre: PretrainShare, post: PostTraining, served: S
              {"gpus_for_traffic": point.gpus_for_traffic or 0, "H": s.horizon_years,
               "kw_per_gpu": point.kw_per_gpu, "pue": pue})
     )  # fmt: skip
-    steps.append(
-        Step("serving.tokens_per_s_per_mw", point.tokens_per_s_per_mw,
-             "tokens_per_s_per_gpu x 1000 / (kw_per_gpu x pue)",
-             {"tokens_per_s_per_gpu": point.tokens_per_s_per_gpu, "kw_per_gpu": point.kw_per_gpu, "pue": pue})
-    )  # fmt: skip
+    steps.append(serving_energy_step(point, pue))
     return steps
+
+
+def serving_energy_step(point: Serving, pue: float) -> Step:
+    """A serving point's tokens per MW, from its speed, its system's power and the PUE."""
+    inputs: dict[str, float | str] = {
+        "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
+        "kw_per_gpu": point.kw_per_gpu,
+        "pue": pue,
+    }
+    how = "tokens_per_s_per_gpu x 1000 / (kw_per_gpu x pue)"
+    return Step("serving.tokens_per_s_per_mw", point.tokens_per_s_per_mw, how, inputs)
 
 
 def _headline_steps(s: Scenario, i: IntelligencePerDollar) -> list[Step]:
@@ -1158,6 +1173,7 @@ def estimate_lifecycle(
                 "reason": f"needs the {STAGE_LABELS[cause.stage]} block, which cannot run: {cause.reason}"
             }
         )
+        steps = _stage_steps(cat, hardware, s, pricing, pre, post, success, served)
     else:
         assert success is not None
         share = serving_share(cat, s, served, success)
@@ -1186,6 +1202,41 @@ def estimate_lifecycle(
         assumptions=_dedupe(assumptions or _partial_assumptions(pre, post, served)),
     )
     return Lifecycle(result, steps)
+
+
+def _stage_steps(
+    cat: Catalog,
+    hardware: str,
+    s: Scenario,
+    pricing: str,
+    pre: PretrainShare | None,
+    post: PostTraining | None,
+    success: Success | None,
+    served: Any,
+) -> list[Step]:
+    """The explain lines of the stages that ran where another cannot (a review: A100, whose
+    pre-training cannot run, had no line for the RL and serving blocks compare gives): the price,
+    then each block's own lines and energy, as where every stage runs. The lifecycle's shares
+    (``pretraining_usd``, ``serving_mwh``, ...) and the headline need every stage and are left out;
+    the ``infeasible`` rows say which stage could not run."""
+    from .pricing import kw_per_gpu, pue
+
+    inp = Inputs(cat).quiet()  # the values the estimate read (its assumptions list them)
+    steps = price_steps(cat, hardware, pricing)
+    if pre is not None:
+        steps += [*pretraining_steps(pre.block, _stage_deadline(cat, s)), pre.step]
+        steps += pretraining_energy_steps(pre.block, pue(inp))
+    if post is not None:
+        steps += [*rl_steps(post.block), *post.steps]
+        steps += rl_energy_steps(post.block, kw_per_gpu(inp, cat.canonical("systems", hardware)), pue(inp))
+    if served is not None:
+        if success is not None:  # the deployment sized for the traffic
+            steps += serving_share(cat, s, served, success).steps
+        else:  # no traffic without the attempts a task takes: the point alone
+            steps += serving_point_steps(served.serving)
+        steps.append(serving_energy_step(served.serving, pue(inp)))
+    ran = {block for block, stage in (("pretraining", pre), ("rl", post), ("serving", served)) if stage}
+    return [st for st in steps if st.metric.split(".")[0] in ran or st.metric == "price_usd_per_gpu_hour"]
 
 
 def _stage_deadline(cat: Catalog, s: Scenario) -> float | None:
