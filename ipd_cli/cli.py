@@ -1286,7 +1286,9 @@ def plot_curve(
     sets: SetOpt = None,
 ) -> None:
     """Serving throughput-interactivity curves: output tokens/s per GPU against tokens/s per user
-    after the first token (interactivity, 1 / TPOT).
+    after the first token (interactivity, 1 / TPOT). Each curve names its precision (without
+    --precision, each system's at the catalog's serving.default_precision); a note on stderr says
+    when they differ.
 
     Example: ipd plot curve vera-rubin blackwell --model kimi-k2 --precision fp4 -o curves.png
     """
@@ -1303,6 +1305,7 @@ def plot_curve(
     from .errors import InfeasibleError
 
     refused: InfeasibleError | None = None
+    drawn: list[ServeCurveResult] = []
     for name in systems:
         try:
             c = api.serve(
@@ -1321,15 +1324,27 @@ def plot_curve(
             sys.stderr.write(f"ipd: warning: {_cli_message(str(e), ['plot'])}; not drawn\n")
             continue
         assert isinstance(c, ServeCurveResult)  # curve=True
-        fig.series.append(
-            Series(
-                c.hardware,
+        drawn.append(c)
+        fig.series.append(  # each curve names its precision (a review: Rubin at fp4 against A100
+            Series(  # at bf16 read as one comparison)
+                f"{c.hardware} ({c.precision})",
                 [p.interactivity_tokens_per_s for p in c.serving],
                 [p.tokens_per_s_per_gpu for p in c.serving],
             )
         )
     if not fig.series and refused is not None:
         raise InfeasibleError(f"no system given can serve {model}: nothing to draw")
+    if len({c.precision for c in drawn}) > 1:  # only without --precision: the catalog's policy
+        from .catalog.schema import PRECISIONS
+
+        each = ", ".join(f"{c.hardware} at {c.precision}" for c in drawn)
+        accs = [cat.accelerator_of(cat.system(c.hardware)) for c in drawn]
+        common = next((p for p in PRECISIONS if all(a.dense_tflops(p) for a in accs)), None)
+        how = f"; --precision {common} draws them all at one" if common else ""
+        sys.stderr.write(
+            f"ipd: note: the curves are at different precisions ({each}: serving.default_precision "
+            f"'{cat.serving.default_precision}'), not like for like{how}\n"
+        )
     _draw(fig, output, force)
 
 

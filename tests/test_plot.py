@@ -304,3 +304,28 @@ def test_a_system_that_cannot_serve_or_run_is_left_out_of_a_plot_with_a_word():
     cost = run_cli("plot", "cost", "vera-rubin", "a100")
     assert cost.code == 0
     assert "ipd: warning: a100-sxm: no lifecycle cost (a stage cannot run), so no bar\n" in cost.stderr
+
+
+def test_curves_name_their_precision_and_differing_ones_are_noted(monkeypatch):
+    # a review: Rubin at fp4 and A100 at bf16 (it has no fp4) were drawn side by side unnamed
+    r = run_cli("plot", "curve", "vera-rubin", "a100", "--model", "llama-3.3-70b")
+    assert r.code == 0, r.stderr
+    assert r.stdout.endswith("  a = vera-rubin-nvl72 (fp4)\n  b = a100-sxm (bf16)\n")
+    assert r.stderr == (
+        "ipd: note: the curves are at different precisions (vera-rubin-nvl72 at fp4, a100-sxm at bf16: "
+        "serving.default_precision 'narrowest'), not like for like; --precision bf16 draws them all at one\n"
+    )
+    same = run_cli("plot", "curve", "vera-rubin", "a100", "--model", "llama-3.3-70b", "--precision", "bf16")
+    assert same.code == 0 and same.stderr == ""
+    assert same.stdout.endswith("  a = vera-rubin-nvl72 (bf16)\n  b = a100-sxm (bf16)\n")
+    # the PNG's legend: the same names
+    import ipd_cli.render.plot
+    from ipd_cli import cli
+
+    monkeypatch.setattr(ipd_cli.render.plot, "check_installed", lambda: None)
+
+    figs = []
+    monkeypatch.setattr(cli, "_draw", lambda fig, output, force: figs.append(fig))
+    r = run_cli("plot", "curve", "vera-rubin", "hopper", "--model", "llama-3.3-70b", "-o", "c.png")
+    assert r.code == 0 and [s.name for s in figs[0].series] == ["vera-rubin-nvl72 (fp4)", "h100-sxm (fp8)"]
+    assert "vera-rubin-nvl72 at fp4, h100-sxm at fp8" in r.stderr and "--precision fp8 draws" in r.stderr
