@@ -1401,27 +1401,51 @@ def plot_sweep(
             "'-' reads stdin."
         ),
     ],
-    x: Annotated[str, typer.Option("--x", help="The varied column on the x axis.")],
+    x: Annotated[str, typer.Option("--x", help="The column on the x axis: a varied input (or a metric).")],
     y: Annotated[str, typer.Option("--y", help="The metric column on the y axis.")],
     logx: Annotated[bool, typer.Option("--logx", help="Logarithmic x axis.")] = False,
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--where",
+            help="COLUMN=VALUE: plot only the rows whose COLUMN holds VALUE (repeatable), e.g. "
+            "--where economics.pue=1.1.",
+        ),
+    ] = None,
     output: PlotOutputOpt = None,
     force: ForceOpt = False,
 ) -> None:
-    """A sweep's metric against its varied parameter, one line per system.
+    """A sweep's metric against its varied parameter: one line per system and per value of each
+    other varied input (labelled with them; an input left at one value is named in the title).
+    Where --x is a metric, each line traces the last varied input.
 
     Example: ipd sweep --vary hardware=vera-rubin,blackwell --vary price_usd_per_gpu_hour=2:8:1 -o s.csv;
     ipd plot sweep s.csv --x price_usd_per_gpu_hour --y serving.usd_per_million_output_tokens
     """
-    from .render.plot import Figure, sweep_series
+    from .render.plot import Figure, sweep_lines
 
     _check_plot_target(output, force)
-    series = sweep_series(csv_file, x, y)
+    drawn = sweep_lines(csv_file, x, y, where)
+    series = drawn.series
     low = min((v for s in series for v in s.x), default=1.0)
     if logx and low <= 0:
         from ipd_cli.files import shown_name
 
         raise InputError(f"--logx needs every {x} above 0; {shown_name(csv_file)} has {low:g} (drop --logx)")
-    _draw(Figure(f"{y} against {x}", x, y, series, logx=logx), output, force)
+    text = output is None or str(output) == "-"
+    most = 26 if text else 10  # the text plot's letters, matplotlib's colours
+    if len(series) > most:
+        by = ", ".join(["hardware", *drawn.by])
+        column = drawn.by[-1] if drawn.by else "hardware"
+        sys.stderr.write(
+            f"ipd: warning: {len(series)} lines (one per {by}): the "
+            f"{'letters repeat after 26' if text else 'colours repeat after 10'}; keep one value of a "
+            f"column with --where, e.g. --where {column}={series[0].name.rsplit('=', 1)[-1]}\n"
+        )
+    title = f"{y} against {x}"
+    if drawn.fixed:
+        title += f" ({', '.join(drawn.fixed)})"
+    _draw(Figure(title, x, y, series, logx=logx), output, force)
 
 
 @app.command()

@@ -306,6 +306,179 @@ def test_a_system_that_cannot_serve_or_run_is_left_out_of_a_plot_with_a_word():
     assert "ipd: warning: a100-sxm: no lifecycle cost (a stage cannot run), so no bar\n" in cost.stderr
 
 
+# a sweep's CSV as `ipd sweep` writes it: the system, the varied inputs, then the metrics
+TWO_AXES = (
+    "hardware,price_usd_per_gpu_hour,economics.pue,intelligence_per_dollar.solved_tasks_per_kusd,overrides\n"
+    "r,8,1.1,10,o\nr,8,1.5,11,o\nr,4,1.1,20,o\nr,4,1.5,21,o\n"
+    "g,8,1.1,30,o\ng,8,1.5,31,o\ng,4,1.1,40,o\ng,4,1.5,41,o\n"
+)
+TPK = "intelligence_per_dollar.solved_tasks_per_kusd"
+
+
+def test_a_second_varied_input_draws_a_line_per_value(tmp_path, monkeypatch):
+    # a review: a sweep that also varied economics.pue joined each system's rows into one sawtooth
+    # line (4, 4, 8, 8 on x); now one line per system and PUE, labelled, joined in x order
+    from ipd_cli import cli
+    from ipd_cli.render.plot import sweep_lines
+
+    path = tmp_path / "s.csv"
+    path.write_text(TWO_AXES)
+    drawn = sweep_lines(path, "price_usd_per_gpu_hour", TPK)
+    assert (drawn.by, drawn.fixed, drawn.traced) == (["economics.pue"], [], None)
+    assert [(s.name, s.x, s.y) for s in drawn.series] == [
+        ("r, economics.pue=1.1", [4.0, 8.0], [20.0, 10.0]),
+        ("r, economics.pue=1.5", [4.0, 8.0], [21.0, 11.0]),
+        ("g, economics.pue=1.1", [4.0, 8.0], [40.0, 30.0]),
+        ("g, economics.pue=1.5", [4.0, 8.0], [41.0, 31.0]),
+    ]
+    r = run_cli("plot", "sweep", str(path), "--x", "price_usd_per_gpu_hour", "--y", TPK)
+    assert r.code == 0 and r.stderr == "", r.stderr
+    assert r.stdout.endswith(
+        "  a = r, economics.pue=1.1\n  b = r, economics.pue=1.5\n"
+        "  c = g, economics.pue=1.1\n  d = g, economics.pue=1.5\n"
+    )
+    # percentile and ratio columns are metrics too; a single-value input goes to the title
+    sampled = tmp_path / "p.csv"
+    sampled.write_text(
+        f"hardware,a,b,{TPK}.p50,{TPK}.ratio.p10\nr,1,7,5,1\nr,2,7,6,1\ng,1,7,3,0.6\ng,2,7,4,0.7\n"
+    )
+    drawn = sweep_lines(sampled, "a", f"{TPK}.p50")
+    assert (drawn.by, drawn.fixed) == ([], ["b=7"])
+    assert [(s.name, s.x, s.y) for s in drawn.series] == [
+        ("r", [1.0, 2.0], [5.0, 6.0]),
+        ("g", [1.0, 2.0], [3.0, 4.0]),
+    ]
+    r = run_cli("plot", "sweep", str(sampled), "--x", "a", "--y", f"{TPK}.p50")
+    assert r.stdout.startswith(f"{TPK}.p50 against a (b=7)\n")
+    # the PNG draws the same figure (its series are what the legend names)
+    import ipd_cli.render.plot
+
+    monkeypatch.setattr(ipd_cli.render.plot, "check_installed", lambda: None)
+    figs = []
+    monkeypatch.setattr(cli, "_draw", lambda fig, output, force: figs.append(fig))
+    r = run_cli(
+        "plot",
+        "sweep",
+        str(path),
+        "--x",
+        "price_usd_per_gpu_hour",
+        "--y",
+        TPK,
+        "-o",
+        str(tmp_path / "s.png"),
+    )
+    assert r.code == 0, r.stderr
+    assert [s.name for s in figs[0].series] == [
+        s.name for s in sweep_lines(path, "price_usd_per_gpu_hour", TPK).series
+    ]
+
+
+def test_a_real_two_axis_sweep_plots_a_line_per_system_and_value(tmp_path):
+    # the review's case, end to end: ipd sweep's own CSV, and its JSON lines alike
+    args = ("--vary", "hardware=vera-rubin,blackwell", "--vary", "price_usd_per_gpu_hour=4:8:2")
+    args += (
+        "--vary",
+        "economics.pue=1.1,1.5",
+        "--workload",
+        "pretrain-10t-moe",
+        "--metrics",
+        "pretraining.cost_usd",
+    )
+    plots = []
+    for fmt in ("csv", "jsonl"):
+        out = tmp_path / f"s.{fmt}"
+        assert run_cli("sweep", *args, "-f", fmt, "-o", str(out)).code == 0
+        r = run_cli("plot", "sweep", str(out), "--x", "price_usd_per_gpu_hour", "--y", "pretraining.cost_usd")
+        assert r.code == 0, r.stderr
+        plots.append(r.stdout)
+    assert plots[0] == plots[1]
+    assert plots[0].endswith(
+        "  a = vera-rubin-nvl72, economics.pue=1.1\n  b = vera-rubin-nvl72, economics.pue=1.5\n"
+        "  c = gb200-nvl72, economics.pue=1.1\n  d = gb200-nvl72, economics.pue=1.5\n"
+    )
+    if importlib_has("matplotlib"):
+        png = tmp_path / "s.png"
+        r = run_cli("plot", "sweep", str(tmp_path / "s.csv"), "--x", "price_usd_per_gpu_hour", "--y",
+                    "pretraining.cost_usd", "-o", str(png))  # fmt: skip
+        assert r.code == 0 and png.read_bytes()[:8] == PNG_MAGIC
+
+
+def importlib_has(name: str) -> bool:
+    from importlib.util import find_spec
+
+    return find_spec(name) is not None
+
+
+def test_where_keeps_the_rows_of_one_value(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text(TWO_AXES)
+    r = run_cli(
+        "plot",
+        "sweep",
+        str(path),
+        "--x",
+        "price_usd_per_gpu_hour",
+        "--y",
+        TPK,
+        "--where",
+        "economics.pue=1.50",
+    )
+    assert r.code == 0, r.stderr
+    assert r.stdout.startswith(f"{TPK} against price_usd_per_gpu_hour (economics.pue=1.5)\n{TPK}: 11 .. 41\n")
+    assert r.stdout.endswith("  a = r\n  b = g\n")
+    for where, said in (
+        ("economics.pue=1.2", f"{path}: no row has economics.pue=1.2; its values: 1.1, 1.5"),
+        ("pue=1.1", f"{path}: no column 'pue'; did you mean 'economics.pue'?"),
+        ("economics.pue", "--where 'economics.pue': give COLUMN=VALUE, e.g. --where economics.pue=1.1"),
+    ):
+        r = run_cli("plot", "sweep", str(path), "--x", "price_usd_per_gpu_hour", "--y", TPK, "--where", where)
+        assert (r.code, r.stdout, r.stderr) == (2, "", f"ipd: error: {said}\n")
+    r = run_cli("plot", "sweep", str(path), "--x", "price_usd_per_gpu_hour", "--y", TPK,
+                "--where", "economics.pue=1.1", "--where", "hardware=x")  # fmt: skip
+    assert r.stderr == f"ipd: error: {path}: no row has hardware=x; its values: g, r\n"
+
+
+def test_a_metric_on_x_traces_the_last_varied_input(tmp_path):
+    # x a metric (cost against tasks per $1k, say): each line follows the last varied input in the
+    # rows' order, one per system and value of the others
+    from ipd_cli.render.plot import sweep_lines
+
+    path = tmp_path / "s.csv"
+    path.write_text(TWO_AXES)
+    drawn = sweep_lines(path, TPK, TPK)
+    assert (drawn.by, drawn.traced) == (["price_usd_per_gpu_hour"], "economics.pue")
+    assert [(s.name, s.x) for s in drawn.series] == [
+        ("r, price_usd_per_gpu_hour=8", [10.0, 11.0]),
+        ("r, price_usd_per_gpu_hour=4", [20.0, 21.0]),
+        ("g, price_usd_per_gpu_hour=8", [30.0, 31.0]),
+        ("g, price_usd_per_gpu_hour=4", [40.0, 41.0]),
+    ]
+
+
+def test_more_lines_than_letters_is_warned(tmp_path, monkeypatch):
+    rows = "".join(f"h,{x},{v},{x * v}\n" for v in range(27) for x in (1, 2))
+    path = tmp_path / "s.csv"
+    path.write_text(f"hardware,x,v,{TPK}\n{rows}")
+    r = run_cli("plot", "sweep", str(path), "--x", "x", "--y", TPK)
+    assert r.code == 0 and "  a = h, v=26\n" in r.stdout
+    assert r.stderr == (
+        "ipd: warning: 27 lines (one per hardware, v): the letters repeat after 26; keep one value of "
+        "a column with --where, e.g. --where v=0\n"
+    )
+    # a PNG: more than matplotlib's 10 colours; 11 systems alone, told apart by nothing else
+    import ipd_cli.render.plot
+    from ipd_cli import cli
+
+    monkeypatch.setattr(ipd_cli.render.plot, "check_installed", lambda: None)
+    monkeypatch.setattr(cli, "_draw", lambda fig, output, force: None)
+    path.write_text(f"hardware,x,{TPK}\n" + "".join(f"h{k},1,{k}\n" for k in range(11)))
+    r = run_cli("plot", "sweep", str(path), "--x", "x", "--y", TPK, "-o", str(tmp_path / "s.png"))
+    assert r.code == 0 and r.stderr == (
+        "ipd: warning: 11 lines (one per hardware): the colours repeat after 10; keep one value of "
+        "a column with --where, e.g. --where hardware=h0\n"
+    )
+
+
 def test_curves_name_their_precision_and_differing_ones_are_noted(monkeypatch):
     # a review: Rubin at fp4 and A100 at bf16 (it has no fp4) were drawn side by side unnamed
     r = run_cli("plot", "curve", "vera-rubin", "a100", "--model", "llama-3.3-70b")

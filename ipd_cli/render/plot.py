@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,29 +37,11 @@ MAX_CSV_BYTES = 100_000_000  # about a million rows of a headline sweep: more th
 
 
 def sweep_series(csv_file: Path, x: str, y: str) -> list[Series]:
-    """One series per hardware of column ``y`` against ``x`` from a sweep's CSV, JSON lines or
-    JSON (``ipd sweep -f csv|jsonl|json``: JSON lines were read as one CSV column), read as a
-    stream from a regular file of at most MAX_CSV_BYTES (``-``: standard input, as bounded)."""
-    import io
-
-    from ipd_cli.errors import InputError
-    from ipd_cli.files import open_bounded, read_stdin_bounded, shown_name
-
-    stdin = str(csv_file) == "-"
-    name = shown_name(csv_file)
-    source = (
-        io.BytesIO(read_stdin_bounded(MAX_CSV_BYTES))
-        if stdin
-        else open_bounded(csv_file, MAX_CSV_BYTES, hint="give a CSV file")
-    )
-    with source as raw:
-        try:
-            text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
-            first = text.readline()
-            read = _json_rows if first.lstrip()[:1] in ("{", "[") else _csv_rows
-            return _series(name, x, y, read(name, first, text))
-        except UnicodeDecodeError:
-            raise InputError(f"{name}: not UTF-8 text; give a CSV file written by ipd sweep") from None
+    """The lines of column ``y`` against ``x`` from a sweep's CSV, JSON lines or JSON (``ipd sweep
+    -f csv|jsonl|json``: JSON lines were read as one CSV column), one per system and per value of
+    each other varied input, read as a stream from a regular file of at most MAX_CSV_BYTES (``-``:
+    standard input, as bounded)."""
+    return sweep_lines(csv_file, x, y).series
 
 
 def _csv_rows(csv_file: str, first: str, text: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -167,40 +150,200 @@ def _array_rows(csv_file: str, body: str) -> Iterator[dict[str, Any]]:
         i, k = skip(i + 1), k + 1
 
 
-def _series(csv_file: str, x: str, y: str, rows: Iterator[tuple[int, dict[str, Any]]]) -> list[Series]:
-    """The series of :func:`sweep_series` from its rows, the first of which names the columns."""
+@dataclass
+class SweepLines:
+    """What :func:`sweep_lines` drew from a sweep: its lines, the varied inputs that tell them
+    apart (besides the system), those that kept one value (``column=value``, for the title), and
+    the varied input each line traces where ``x`` is a metric (None where ``x`` is varied)."""
+
+    series: list[Series]
+    by: list[str]
+    fixed: list[str]
+    traced: str | None
+
+
+def sweep_lines(csv_file: Path, x: str, y: str, where: list[str] | None = None) -> SweepLines:
+    """:func:`sweep_series` with what tells its lines apart, keeping only the rows whose columns
+    hold the ``where`` items' values (``COLUMN=VALUE``)."""
+    import io
+
+    from ipd_cli.errors import InputError
+    from ipd_cli.files import open_bounded, read_stdin_bounded, shown_name
+
+    stdin = str(csv_file) == "-"
+    name = shown_name(csv_file)
+    pins = _pins(where or [])
+    source = (
+        io.BytesIO(read_stdin_bounded(MAX_CSV_BYTES))
+        if stdin
+        else open_bounded(csv_file, MAX_CSV_BYTES, hint="give a CSV file")
+    )
+    with source as raw:
+        try:
+            text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            first = text.readline()
+            read = _json_rows if first.lstrip()[:1] in ("{", "[") else _csv_rows
+            return _lines(name, x, y, read(name, first, text), pins)
+        except UnicodeDecodeError:
+            raise InputError(f"{name}: not UTF-8 text; give a CSV file written by ipd sweep") from None
+
+
+def _pins(where: list[str]) -> dict[str, str]:
+    """``--where COLUMN=VALUE`` items: column -> the value, as a label shows it."""
+    from ipd_cli.errors import InputError
+
+    pins: dict[str, str] = {}
+    for item in where:
+        column, eq, value = item.partition("=")
+        if not eq or not column.strip() or not value.strip():
+            raise InputError(f"--where '{item}': give COLUMN=VALUE, e.g. --where economics.pue=1.1")
+        pins[column.strip()] = _shown(value.strip())
+    return pins
+
+
+def _is_metric(column: str) -> bool:
+    """Whether a sweep writes ``column`` after its varied inputs: a metric (its ``.ratio``, its
+    ``.p10``/``.p50``/``.p90`` over draws) or the ``overrides`` column."""
+    from ipd_cli.engine.sweep import OVERRIDES, PERCENTILES, RATIO
+
+    for p in PERCENTILES:
+        column = column.removesuffix(f".p{p}")
+    return column == OVERRIDES or column.removesuffix(RATIO) in _metrics()
+
+
+@cache
+def _metrics() -> frozenset[str]:
+    from ipd_cli.engine.sweep import metric_names
+
+    return frozenset(metric_names("scenario"))
+
+
+def _inputs(columns: list[str]) -> list[str]:
+    """A sweep's varied inputs besides the system: the columns between ``hardware`` and the first
+    metric (a sweep writes the system, its varied inputs, then its metrics); every column but the
+    system's where none is a metric (a file not written by ipd sweep)."""
+    from ipd_cli.engine.sweep import HARDWARE
+
+    after = columns[columns.index(HARDWARE) + 1 :] if HARDWARE in columns else columns
+    end = next((i for i, c in enumerate(after) if _is_metric(c)), len(after))
+    return after[:end]
+
+
+def _lines(
+    csv_file: str,
+    x: str,
+    y: str,
+    rows: Iterator[tuple[int, dict[str, Any]]],
+    pins: dict[str, str] | None = None,
+) -> SweepLines:
+    """The lines of a sweep: one per system and per value of each other varied input, each in the
+    order of ``x`` where ``x`` is varied; where ``x`` is a metric, each traces the last varied input
+    in the rows' order (a sweep of two varied inputs was one sawtooth line per system: a review)."""
     from ipd_cli.errors import InputError, did_you_mean
 
     first = next(rows, None)
     if first is None or not first[1]:  # an empty file was "no column 'x'" (a review)
         raise InputError(f"{csv_file}: no rows and no columns; give a sweep's output with its rows")
     columns = list(first[1])
-    for col in (x, y):
+    pins = pins or {}
+    for col in (x, y, *pins):
         if col not in columns:
             raise InputError(f"{csv_file}: no column '{col}'{did_you_mean(col, columns)}")
-    series: dict[str, Series] = {}
+    inputs = _inputs(columns)
+    others = [c for c in inputs if c not in (x, y)]
+    traced = None
+    if x not in inputs and others:  # x is a metric: each line follows the last varied input
+        traced = others.pop()
+    points: dict[tuple[str, ...], tuple[list[float], list[float]]] = {}
+    seen: dict[str, set[str]] = {c: set() for c in pins}
+    rows_read = 0
     for line, row in rows:
-        hw = str(row.get("hardware") or "")
-        s = series.setdefault(hw, Series(hw, [], []))
-        if x in row and y in row and (row[x] in ("", None) or row[y] in ("", None)):
-            continue  # an empty cell: the block cannot run at that point
-        try:
-            xv, yv = _number(row[x]), _number(row[y])
-        except (ValueError, TypeError, KeyError):
-            raise InputError(
-                f"{csv_file}: line {line}: no number in column '{x}' or '{y}'; --x and --y must "
-                "be numeric columns"
-            ) from None
-        if not (math.isfinite(xv) and math.isfinite(yv)):  # a plot has no place for them
-            raise InputError(
-                f"{csv_file}: line {line}: column '{x}' or '{y}' is not a finite number "
-                f"({row[x]}, {row[y]}); plot columns whose values are finite"
-            )
-        s.x.append(xv)
-        s.y.append(yv)
-    if not series:  # a header alone drew "(no points)" and exited 0 (the input review)
+        rows_read += 1
+        if pins and not _kept(row, pins, seen):
+            continue
+        key = (str(row.get("hardware") or ""), *(_shown(row.get(c)) for c in others))
+        xs, ys = points.setdefault(key, ([], []))
+        point = _point(csv_file, line, row, x, y)
+        if point is not None:
+            xs.append(point[0])
+            ys.append(point[1])
+    if not rows_read:  # a header alone drew "(no points)" and exited 0 (the input review)
         raise InputError(f"{csv_file}: no rows, only the columns' names; give a sweep's output with its rows")
-    return list(series.values())
+    if not points:  # the --where items pick no row
+        raise _no_row(csv_file, pins, seen)
+    # an input that kept one value (a --where, or a single-value --vary) goes to the title; the
+    # labels name those that tell lines apart
+    varies = [k for k in range(len(others)) if len({key[k + 1] for key in points}) > 1]
+    fixed = [f"{c}={next(iter(points))[k + 1]}" for k, c in enumerate(others) if k not in varies]
+    series = []
+    for key, (xs, ys) in points.items():
+        if traced is None:  # joined in the order of x, not of the rows (--vary X=8,4,6)
+            order = sorted(range(len(xs)), key=xs.__getitem__)
+            xs, ys = [xs[i] for i in order], [ys[i] for i in order]
+        name = ", ".join([key[0]] * bool(key[0]) + [f"{others[k]}={key[k + 1]}" for k in varies])
+        series.append(Series(name, xs, ys))
+    return SweepLines(series, [others[k] for k in varies], fixed, traced)
+
+
+def _kept(row: dict[str, Any], pins: dict[str, str], seen: dict[str, set[str]]) -> bool:
+    """Whether a row holds every --where value (each value it holds added to ``seen``)."""
+    cells = {c: _shown(row.get(c)) for c in pins}
+    for c, v in cells.items():
+        seen[c].add(v)
+    return all(cells[c] == v for c, v in pins.items())
+
+
+def _point(csv_file: str, line: int, row: dict[str, Any], x: str, y: str) -> tuple[float, float] | None:
+    """A row's (x, y), None where a cell is empty (the block cannot run at that point)."""
+    from ipd_cli.errors import InputError
+
+    if x in row and y in row and (row[x] in ("", None) or row[y] in ("", None)):
+        return None
+    try:
+        xv, yv = _number(row[x]), _number(row[y])
+    except (ValueError, TypeError, KeyError):
+        raise InputError(
+            f"{csv_file}: line {line}: no number in column '{x}' or '{y}'; --x and --y must "
+            "be numeric columns"
+        ) from None
+    if not (math.isfinite(xv) and math.isfinite(yv)):  # a plot has no place for them
+        raise InputError(
+            f"{csv_file}: line {line}: column '{x}' or '{y}' is not a finite number "
+            f"({row[x]}, {row[y]}); plot columns whose values are finite"
+        )
+    return xv, yv
+
+
+def _no_row(csv_file: str, pins: dict[str, str], seen: dict[str, set[str]]) -> Exception:
+    """The error of --where items that pick no row: the first value no row holds, and the values
+    its column holds."""
+    from ipd_cli.errors import InputError
+
+    missing = [(c, v) for c, v in pins.items() if v not in seen[c]]
+    if not missing:
+        given = " ".join(f"--where {c}={v}" for c, v in pins.items())
+        return InputError(f"{csv_file}: no row has every value of {given}")
+    c, v = missing[0]
+    held = ", ".join(sorted(seen[c], key=_order)[:8]) + (", ..." if len(seen[c]) > 8 else "")
+    return InputError(f"{csv_file}: no row has {c}={v}; its values: {held}")
+
+
+def _shown(v: Any) -> str:
+    """A cell as a label shows it: a number in its shortest form (CSV's "4" and JSON's 4.0 alike),
+    else its text."""
+    try:
+        f = _number(v)
+    except (ValueError, TypeError):
+        return "" if v is None else str(v)
+    short = f"{f:g}"
+    return short if float(short) == f else repr(f)
+
+
+def _order(v: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(v), "")
+    except ValueError:
+        return (1, 0.0, v)
 
 
 def _number(v: Any) -> float:
