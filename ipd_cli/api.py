@@ -482,7 +482,8 @@ STEP_UNITS = {
     "usd_per_million_output_tokens": "USD/M tokens", "effective_mfu": "fraction",
     "flops_per_token": "FLOP/token", "tokens_per_s_per_mw": "tokens/s/MW", "rollouts_per_kwh": "rollouts/kWh",
     "global_batch_tokens": "tokens", "systems": "systems", "memory_gb_per_gpu": "GB",
-    "moe_comm_exposed_fraction": "fraction",
+    "moe_comm_exposed_fraction": "fraction", "tokens_per_s_per_user": "tokens/s",
+    "samples_per_s": "samples/s", "usd_per_1k_samples": "USD",
 }  # fmt: skip
 
 

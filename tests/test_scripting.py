@@ -356,6 +356,7 @@ def test_explain_derives_the_serving_deployment_and_the_costs(explained):
     steps = [
         "serving.traffic_output_tokens_per_s",
         "serving.step_time_ms",
+        "serving.tokens_per_s_per_user",
         "serving.tokens_per_s_per_gpu",
         "serving.tpot_ms",
         "serving.ttft_s",

@@ -540,6 +540,18 @@ def decode_steps(point: Serving) -> list[Step]:
                 "overhead_ms": point.overhead_ms,
             },
         ),
+        # its own row (a review of the outputs: explain named it only inside the next one)
+        Step(
+            "serving.tokens_per_s_per_user",
+            point.tokens_per_s_per_user,
+            "1000 / tpot_ms (disaggregated: the prompt runs on the prefill pool)"
+            if point.disaggregated
+            else "output_tokens / (ttft_s + output_tokens x tpot_ms / 1000) (aggregated: the request's "
+            "own prefill is its TTFT)",
+            {"tpot_ms": point.tpot_ms}
+            if point.disaggregated
+            else {"output_tokens": point.output_tokens, "ttft_s": point.ttft_s, "tpot_ms": point.tpot_ms},
+        ),
         Step(
             "serving.tokens_per_s_per_gpu",
             point.tokens_per_s_per_gpu,
@@ -826,6 +838,11 @@ def rl_steps(r: Rl | None) -> list[Step]:
              {"gpus": r.gpus, "step_seconds": r.step_seconds}),
         *_cost_steps("rl.usd_per_step", r.usd_per_step, "gpu_hours_per_step", r.gpu_hours_per_step,
                      r.price_usd_per_gpu_hour),
+        # the samples' rows (a review of the outputs: compare printed both, explain neither)
+        Step("rl.samples_per_s", r.samples_per_s, "samples / step_seconds (prompts x group_size a step)",
+             {"samples": r.samples_per_s * r.step_seconds, "step_seconds": r.step_seconds}),
+        Step("rl.usd_per_1k_samples", r.usd_per_1k_samples, "usd_per_step / samples x 1000",
+             {"usd_per_step": r.usd_per_step, "samples": r.samples_per_s * r.step_seconds}),
         # the run pays each step phi / goodput times (a code review: no row used either)
         Step("rl.run.usd_per_year", r.run.usd_per_year,
              "usd_per_step x steps_per_refresh x refreshes_per_year x staleness_steps_factor / goodput",
