@@ -729,6 +729,14 @@ def test_a_budget_that_buys_less_than_a_step_and_a_serving_without_target_are_sa
     )
 
 
+def test_no_rl_by_set_says_how_to_run_a_scenario_without_it():
+    # a procurement review: refreshes or steps of 0 were refused without saying how to leave RL out
+    for field in ("refreshes_per_year", "steps_per_refresh"):
+        r = run_cli("compare", "vera-rubin", "--set", f"workload.post_training.{field}=0", "-f", "json")
+        assert (r.code, r.stdout) == (2, ""), r.stderr
+        assert "a scenario without RL post-training leaves out its post_training block" in r.stderr
+
+
 def test_owned_serving_that_fills_part_of_a_rack_is_warned():
     # open-model-agent on GB200 serves on 36 GPUs (5 prefill x DEP4 + 1 decode x DEP16; 18 before
     # its agent's calls carried their context) of a 72-GPU rack: under tco the other 36 are not

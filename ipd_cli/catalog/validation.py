@@ -128,6 +128,17 @@ def format_validation_error(
             hint = _stage_field_hint(first["loc"], first.get("input")) or hint
     elif first["type"] == "missing" and cls is Scenario and tuple(first["loc"]) in SCENARIO_STAGES:
         msg = f"missing: {SCENARIO_STAGES[tuple(first['loc'])]}"
+    elif (
+        cls is Scenario
+        and first["type"] == "greater_than"
+        and tuple(first["loc"])[:1] == ("post_training",)
+        and first.get("input") == 0
+    ):
+        # a procurement review: no --set turned RL off, and the error did not say how
+        hint = (
+            "; a scenario without RL post-training leaves out its `post_training` block (`ipd workloads "
+            "show NAME -f yaml > mine.yaml`, delete the block, then `--scenario mine.yaml`)"
+        )
     elif first["type"] == "missing" and cls is System and tuple(first["loc"]) == ("capex_usd",):
         # a fresh-eyes review: an analyst with a rental quote alone was told "Field required"
         msg += (
