@@ -315,6 +315,11 @@ TWO_AXES = (
 TPK = "intelligence_per_dollar.solved_tasks_per_kusd"
 
 
+def _plot_prices(path, *more):
+    """`ipd plot sweep PATH` of solved tasks per $1k against the GPU-hour price (and ``more``)."""
+    return run_cli("plot", "sweep", str(path), "--x", "price_usd_per_gpu_hour", "--y", TPK, *more)
+
+
 def test_a_second_varied_input_draws_a_line_per_value(tmp_path, monkeypatch):
     # a review: a sweep that also varied economics.pue joined each system's rows into one sawtooth
     # line (4, 4, 8, 8 on x); now one line per system and PUE, labelled, joined in x order
@@ -331,7 +336,7 @@ def test_a_second_varied_input_draws_a_line_per_value(tmp_path, monkeypatch):
         ("g, economics.pue=1.1", [4.0, 8.0], [40.0, 30.0]),
         ("g, economics.pue=1.5", [4.0, 8.0], [41.0, 31.0]),
     ]
-    r = run_cli("plot", "sweep", str(path), "--x", "price_usd_per_gpu_hour", "--y", TPK)
+    r = _plot_prices(path)
     assert r.code == 0 and r.stderr == "", r.stderr
     assert r.stdout.endswith(
         "  a = r, economics.pue=1.1\n  b = r, economics.pue=1.5\n"
@@ -356,17 +361,7 @@ def test_a_second_varied_input_draws_a_line_per_value(tmp_path, monkeypatch):
     monkeypatch.setattr(ipd_cli.render.plot, "check_installed", lambda: None)
     figs = []
     monkeypatch.setattr(cli, "_draw", lambda fig, output, force: figs.append(fig))
-    r = run_cli(
-        "plot",
-        "sweep",
-        str(path),
-        "--x",
-        "price_usd_per_gpu_hour",
-        "--y",
-        TPK,
-        "-o",
-        str(tmp_path / "s.png"),
-    )
+    r = _plot_prices(path, "-o", str(tmp_path / "s.png"))
     assert r.code == 0, r.stderr
     assert [s.name for s in figs[0].series] == [
         s.name for s in sweep_lines(path, "price_usd_per_gpu_hour", TPK).series
@@ -412,17 +407,7 @@ def importlib_has(name: str) -> bool:
 def test_where_keeps_the_rows_of_one_value(tmp_path):
     path = tmp_path / "s.csv"
     path.write_text(TWO_AXES)
-    r = run_cli(
-        "plot",
-        "sweep",
-        str(path),
-        "--x",
-        "price_usd_per_gpu_hour",
-        "--y",
-        TPK,
-        "--where",
-        "economics.pue=1.50",
-    )
+    r = _plot_prices(path, "--where", "economics.pue=1.50")
     assert r.code == 0, r.stderr
     assert r.stdout.startswith(f"{TPK} against price_usd_per_gpu_hour (economics.pue=1.5)\n{TPK}: 11 .. 41\n")
     assert r.stdout.endswith("  a = r\n  b = g\n")
@@ -431,10 +416,9 @@ def test_where_keeps_the_rows_of_one_value(tmp_path):
         ("pue=1.1", f"{path}: no column 'pue'; did you mean 'economics.pue'?"),
         ("economics.pue", "--where 'economics.pue': give COLUMN=VALUE, e.g. --where economics.pue=1.1"),
     ):
-        r = run_cli("plot", "sweep", str(path), "--x", "price_usd_per_gpu_hour", "--y", TPK, "--where", where)
+        r = _plot_prices(path, "--where", where)
         assert (r.code, r.stdout, r.stderr) == (2, "", f"ipd: error: {said}\n")
-    r = run_cli("plot", "sweep", str(path), "--x", "price_usd_per_gpu_hour", "--y", TPK,
-                "--where", "economics.pue=1.1", "--where", "hardware=x")  # fmt: skip
+    r = _plot_prices(path, "--where", "economics.pue=1.1", "--where", "hardware=x")
     assert r.stderr == f"ipd: error: {path}: no row has hardware=x; its values: g, r\n"
 
 
