@@ -58,6 +58,11 @@ def test_the_horizons_mean_score_is_the_curves_integral(ratio):
     got = learning_curve_mean(np.array([x, x]), np.array([0.4, 0.3]), 0.65, 3e5, np.array([1.0, 1.0]))
     assert got == pytest.approx([exact, 0.3 + 0.35 * (1 - c * math.log(1 + 1 / c))], rel=1e-9)
     assert learning_curve_mean(0.0, 0.4, 0.65, 3e5, 1.0) == 0.4
+    # another exponent takes the quadrature: at 2, by hand, r0 + (A - r0) (1 - c atan(1 / c))
+    at_two = 0.4 + 0.25 * (1 - c * math.atan(1 / c))
+    assert learning_curve_mean(x, 0.4, 0.65, 3e5, 2.0) == pytest.approx(at_two, rel=1e-9)
+    mixed = learning_curve_mean(np.array([x, x]), 0.4, 0.65, 3e5, np.array([1.0, 2.0]))
+    assert mixed == pytest.approx([exact, at_two], rel=1e-9)
 
 
 def test_headline_is_cost_over_tasks_solved(catalog):
@@ -713,9 +718,18 @@ def test_a_budget_that_buys_less_than_a_step_and_a_serving_without_target_are_sa
     rl_ = r.json()["systems"][0]["rl"]
     per_step = rl_["usd_per_step"] / 0.9  # one-step-off: phi 1, over the goodput
     assert rl_["run"]["refreshes_per_year"] * rl_["run"]["steps_per_refresh"] == pytest.approx(100 / per_step)
-    line = f"the RL budget buys {100 / per_step:.3g} of one ${per_step:,.0f} step a year"
-    assert line in r.stderr and f"${per_step:,.0f} a year buys one" in r.stderr
-    assert "buys" not in run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").stderr
+    line = (
+        f"the RL post-training runs {100 / per_step:.3g} of one ${per_step:,.0f} step over the 1-year horizon"
+    )
+    assert line in r.stderr and f"${per_step:,.0f} buys one" in r.stderr
+    assert "buys one" not in run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").stderr
+    # over the horizon, not a year: half a step a year over two years is one step (a code review)
+    r = run_cli(
+        "compare", "vera-rubin", "--scenario", "open-model-agent", "-f", "json",
+        "--set", f"workload.post_training.budget_usd_per_year={per_step / 2}",
+        "--set", "workload.horizon_years=2",
+    )  # fmt: skip
+    assert r.code == 0 and "buys one" not in r.stderr, r.stderr
     scenario = tmp_path / "s.yaml"
     built_in = Path(__file__).resolve().parents[1] / "configs" / "workloads" / "open-model-agent.yaml"
     body = yaml.safe_load(built_in.read_text())
@@ -756,6 +770,12 @@ def test_owned_serving_that_fills_part_of_a_rack_is_warned():
         "gb200-nvl72: rented by the GPU, the serving deployment's 36 GPUs fill 36 of the 72 GPUs of "
         "its last system; where the system is rented only whole, the systems cost 2.00x its serving cost"
     ) in rented.stderr
+    # an 8-GPU node is rented by the GPU: no such line (a code review: one H100 read "8.00x")
+    served = ["--model", "llama-3.1-8b", "--tokens-per-day", "1e6", "-f", "json"]
+    assert "rented by the GPU" not in run_cli("serve", "--hardware", "h100", *served).stderr
+    assert (
+        "deployment's 1 GPU fills 1 of the 72 GPUs" in run_cli("serve", "--hardware", "gb200", *served).stderr
+    )
 
 
 def test_explain_prints_the_warnings_of_the_comparison_it_explains():

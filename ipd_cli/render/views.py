@@ -635,17 +635,6 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             "updates as a mixed-version rollout (or is aborted); a longer step or a larger bound "
             "keeps it within (workload.partial_rollouts=false holds every trajectory within it)"
         )
-    bought = run["steps_per_refresh"] * run["refreshes_per_year"] if isinstance(run, dict) else 0
-    if isinstance(run, dict) and 0 < bought < 1:
-        # a procurement review: $100 bought 0.145 of a step (74 of its 512 rollouts), silently
-        per_step = rl["usd_per_step"] * run["staleness_steps_factor"] / run["goodput"]
-        samples = rl["samples_per_s"] * rl["step_seconds"]
-        out.append(
-            f"{hw}: the RL budget buys {bought:.3g} of one ${fmt_num(per_step)} step a year (its "
-            f"goodput and staleness factor included; a step is {fmt_num(samples)} samples, then one "
-            "update): the lifecycle counts that fraction of a step's samples and cost, which no run "
-            f"can spend; ${fmt_num(per_step)} a year buys one"
-        )
     measured = run.get("staleness_bound_measured") if isinstance(run, dict) else None
     bound = rl.get("staleness_bound") or 0
     if isinstance(run, dict) and measured is not None and rl.get("mode") == "async" and bound > measured:
@@ -684,11 +673,33 @@ def _energy_lines(s: dict) -> list[str]:
     return []
 
 
-def _owned_system_lines(hw: str, s: dict) -> list[str]:
+def _rl_budget_lines(hw: str, s: dict) -> list[str]:
+    """A lifecycle whose RL schedule runs less than one step over its horizon (a procurement
+    review: $100 a year bought 0.145 of a step, 74 of its 512 rollouts, silently; a code review:
+    over the horizon, not a year, and not for an RL estimate alone, which has no horizon)."""
+    rl, ipd = s.get("rl"), s.get("intelligence_per_dollar")
+    if not isinstance(rl, dict) or not isinstance(ipd, dict) or not isinstance(rl.get("run"), dict):
+        return []
+    run, years = rl["run"], ipd.get("horizon_years") or 0
+    steps = run["steps_per_refresh"] * run["refreshes_per_year"] * years
+    if not 0 < steps < 1 - 1e-9:  # a whole step, rounded: bought (budget / cost x cost)
+        return []
+    per_step = rl["usd_per_step"] * run["staleness_steps_factor"] / run["goodput"]
+    samples = rl["samples_per_s"] * rl["step_seconds"]
+    return [
+        f"{hw}: the RL post-training runs {steps:.3g} of one ${fmt_num(per_step)} step over the "
+        f"{years:g}-year horizon (its goodput and staleness factor included; a step is "
+        f"{fmt_num(round(samples))} samples, then one update): the lifecycle counts that fraction of a "
+        f"step's samples and cost, which no run can spend; ${fmt_num(per_step)} buys one"
+    ]
+
+
+def _owned_system_lines(hw: str, s: dict, cat: Any = None) -> list[str]:
     """Serving whose deployment fills its last node or rack only in part: owned (``tco``), the rest
     is not priced (README: GPUs are priced one by one), and an owner buying for this service alone
     pays for it too (a finance review: 20 GPUs of a GB200 NVL72 rack priced, 72 bought); rented,
-    it is priced by the GPU, and a system rented only whole costs the rest too."""
+    a rack of several nodes (``cat``'s system: an 8-GPU node is rented by the GPU, a review: an
+    H100 GPU read "8.00x") is priced by the GPU, and where it is rented only whole, the rest too."""
     point = s.get("serving")
     if not isinstance(point, dict):
         return []
@@ -699,11 +710,16 @@ def _owned_system_lines(hw: str, s: dict) -> list[str]:
     if (need + rest) / need < 1.005:  # under half a percent (it would read 1.00x): GB200's 26,748
         return []  # GPUs leave 36 of their 372nd rack unpriced, 0.13 % of the systems
     if point.get("pricing") != "tco":
+        system = cat.system(hw) if cat is not None else None
+        nodes = system is not None and (system.gpus_per_node or system.accelerators) < system.accelerators
+        if not nodes:
+            return []
         # a procurement review: Rubin's 15-GPU deployment of open-model-agent was priced GPU by
         # GPU under rental, silently, where a rack-scale system may be rented only whole (whole
         # racks, GB200 led 1.63x instead of trailing)
         return [
-            f"{hw}: rented by the GPU, the serving deployment's {need:,} GPUs fill {per - rest:,} of "
+            f"{hw}: rented by the GPU, the serving deployment's {counted(need)} "
+            f"fill{'s' if need == 1 else ''} {per - rest:,} of "
             f"the {per} GPUs of its last system; where the system is rented only whole, the systems "
             f"cost {(need + rest) / need:.2f}x its serving cost"
         ]
@@ -898,7 +914,7 @@ def warnings(
                     "serves it far cheaper"
                 )
         out += _site_lines(hw, s, site_varies, (fewest_site or {}).get(hw))
-        out += _energy_lines(s) + _owned_system_lines(hw, s)
+        out += _energy_lines(s) + _owned_system_lines(hw, s, cat) + _rl_budget_lines(hw, s)
         if isinstance(point, dict) and point.get("target_met") is False:
             out.append(
                 f"{hw}: serving misses the target of {fmt_num(point.get('target_tokens_per_s_per_user'))} "
