@@ -1196,3 +1196,24 @@ def test_a_sampled_sweeps_site_line_reads_its_own_draws(seed):
     many = run_cli(*args, "--samples", "200", "--seed", seed)
     low = float(next(csv.DictReader(io.StringIO(many.stdout)))["intelligence_per_dollar.site_gpus.p10"])
     assert low < need and "has a site it does not fit" in many.stderr  # some draws miss it
+
+
+def test_a_sampled_rl_run_draws_its_goodput_and_staleness_factor():
+    # a code review: a draw held RL's goodput at 0.9 while pre-training's moved, and never drew phi;
+    # both are drawn from their catalog ranges (0.85-0.95, 1.0-1.1), the run's cost with them
+    sets = ["workload.model=llama-3.1-8b", "workload.gpus=64", "workload.mode=one-step-off"]
+    chunks, _ = ipd_cli.sweep(
+        load(sets=sets), ["hardware=hopper"], "rl-math-reasoning", samples=200, seed=0,
+        metrics="rl.run.goodput,rl.run.staleness_steps_factor,rl.run.usd_per_year,rl.usd_per_step",
+    )  # fmt: skip
+    (row,) = _rows(chunks)
+    assert 0.85 < row["rl.run.goodput.p10"] < 0.9 < row["rl.run.goodput.p90"] < 0.95
+    assert 1.0 < row["rl.run.staleness_steps_factor.p10"] < row["rl.run.staleness_steps_factor.p90"] < 1.1
+    # the steady step is not drawn here (its throughput is the catalog's): the year moves by the run
+    # terms alone, 4,000 steps x usd_per_step x phi / goodput at each draw
+    assert row["rl.usd_per_step.p10"] == row["rl.usd_per_step.p90"]
+    assert (
+        row["rl.run.usd_per_year.p10"]
+        < 4000 * row["rl.usd_per_step.p50"] / 0.9
+        < row["rl.run.usd_per_year.p90"]
+    )

@@ -856,6 +856,7 @@ SERVING_PRICED = frozenset(
         "solved_tasks_per_mwh",
         "lifecycle_cost_usd",
         "cost_breakdown_usd.serving",
+        "energy_breakdown_mwh.serving",
         "site_tasks_solved_per_day",
     }
 )
