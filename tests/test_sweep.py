@@ -827,6 +827,8 @@ def test_a_small_cost_in_a_column_of_large_ones_keeps_its_digits_in_xlsx(tmp_pat
     assert cell_format(150.5, "#,##0") == "#,##0" and cell_format(3.0, "#,##0") == "#,##0"
     assert cell_format(0.004, "#,##0.00") == "0.0000" and cell_format(-0.2, "#,##0") == "0.0000"
     assert cell_format(5.5, "0.0000") == "0.0000"  # never fewer digits than its column's
+    # below 0.001 four decimals hide it (8e-06 read 0.0000): scientific, 8.00E-06
+    assert cell_format(8e-06, "0.0000") == "0.00E+00" and cell_format(-2.5e-4, "#,##0") == "0.00E+00"
     out = tmp_path / "s.xlsx"
     metric = "intelligence_per_dollar.usd_per_solved_task"
     r = run_cli("sweep", "--vary", "hardware=h100,vera-rubin", "--vary", "price_usd_per_gpu_hour=8.5",

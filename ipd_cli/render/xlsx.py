@@ -47,6 +47,8 @@ def cell_format(value: float, fmt: str) -> str:
     showed as 0: a user review)."""
     if float(value).is_integer():
         return fmt
+    if abs(value) < 1e-3:  # 8e-06 read 0.0000 (a review of the xlsx outputs): its own digits
+        return "0.00E+00"
     own = number_format([value]) or fmt
     decimals = lambda f: len(f.partition(".")[2])  # noqa: E731 - digits after the point
     return own if decimals(own) > decimals(fmt) else fmt
