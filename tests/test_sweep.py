@@ -715,13 +715,18 @@ def test_jsonl_lines_are_json():
     assert json.loads(lines[0])["economics.pue"] == pytest.approx(1.1)
 
 
+def _price_axis_sweep(workload, out, metrics):
+    """Hopper at $2, $2.5 and $3 a GPU-hour, written to ``out``."""
+    return run_cli(
+        "sweep", "--vary", "hardware=hopper", "--vary", "price_usd_per_gpu_hour=2:3:0.5",
+        "--workload", workload, "--metrics", metrics, "-o", str(out),
+    )  # fmt: skip
+
+
 def test_xlsx_sweep_has_a_frozen_header_number_formats_and_its_inputs(tmp_path, small):
     openpyxl = pytest.importorskip("openpyxl")
     out = tmp_path / "s.xlsx"
-    r = run_cli(
-        "sweep", "--vary", "hardware=hopper", "--vary", "price_usd_per_gpu_hour=2:3:0.5", "--workload", small,
-        "--metrics", "pretraining.cost_usd,pretraining.plan", "-o", str(out),
-    )  # fmt: skip
+    r = _price_axis_sweep(small, out, "pretraining.cost_usd,pretraining.plan")
     assert r.code == 0, r.stderr
     wb = openpyxl.load_workbook(out)
     assert wb.sheetnames == ["results", "assumptions", "sources"]
@@ -772,10 +777,7 @@ def test_xlsx_inputs_an_axis_varies_say_so_not_the_catalogs_value(tmp_path, smal
     assert (price["value"], price["source"]) == (2.35, "P9")
     # a price axis replaces each system's rental price
     out = tmp_path / "p.xlsx"
-    r = run_cli(
-        "sweep", "--vary", "hardware=hopper", "--vary", "price_usd_per_gpu_hour=2:3:0.5", "--workload", small,
-        "--metrics", "pretraining.cost_usd", "-o", str(out),
-    )  # fmt: skip
+    r = _price_axis_sweep(small, out, "pretraining.cost_usd")
     assert r.code == 0, r.stderr
     price = _inputs_sheet(out)["h100-sxm", "systems.h100-sxm.prices.reserved"]
     assert price["value"] == "varied: 2, 2.5, 3 (the results sheet's price_usd_per_gpu_hour column)"
