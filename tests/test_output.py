@@ -636,6 +636,12 @@ def test_a_diff_with_no_differences_keeps_its_columns_and_says_so(tmp_path):
     assert md.rstrip().endswith("no differences")
     assert "no differences" in run_cli("diff", str(base), str(base), "-f", "table").stdout
     assert run_cli("diff", str(base), str(base), "-f", "json").json()["items"] == []
+    # and its workbook, which had no header row (a review of the xlsx outputs)
+    openpyxl = pytest.importorskip("openpyxl")
+    book = tmp_path / "d.xlsx"
+    assert run_cli("diff", str(base), str(base), "-o", str(book)).code == 0
+    rows = list(openpyxl.load_workbook(book)["results"].iter_rows(values_only=True))
+    assert rows == [("metric", "old", "new", "change", "percent")]
 
 
 def test_a_budget_metric_not_in_the_result_is_offered_costs_only():

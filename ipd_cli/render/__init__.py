@@ -130,17 +130,24 @@ def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def record_columns(result: BaseModel, rows: list[dict[str, Any]]) -> list[str]:
+    """The columns of ``records(result)``, in first-seen order; a listing with no items still has
+    its header (views.empty_columns: an empty diff's CSV had one, its workbook none, a review)."""
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    if not rows:
+        from .views import empty_columns
+
+        columns = empty_columns(getattr(result, "kind", ""))
+    return columns
+
+
 def to_csv(result: BaseModel) -> str:
     import csv
 
     rows = records(result)
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns]
-    if not rows:  # a listing with no items still has its header (views.empty_columns)
-        from .views import empty_columns
-
-        columns = empty_columns(getattr(result, "kind", ""))
+    columns = record_columns(result, rows)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     writer.writeheader()

@@ -128,12 +128,10 @@ def _assumptions(data: dict) -> tuple[list[str], list[list[Any]], dict[str, dict
 def workbook(result: BaseModel) -> Any:
     """An openpyxl Workbook: results, assumptions and sources."""
     Workbook = _openpyxl().Workbook
-    from ipd_cli.render import records
+    from ipd_cli.render import record_columns, records
 
     rows = records(result)
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns]
+    columns = record_columns(result, rows)
     wb = Workbook()
     _sheet(wb, "results", columns, [[row.get(c) for c in columns] for row in rows], first=True)
     data = result.model_dump(mode="json")
