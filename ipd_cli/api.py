@@ -483,7 +483,7 @@ STEP_UNITS = {
     "flops_per_token": "FLOP/token", "tokens_per_s_per_mw": "tokens/s/MW", "rollouts_per_kwh": "rollouts/kWh",
     "global_batch_tokens": "tokens", "systems": "systems", "memory_gb_per_gpu": "GB",
     "moe_comm_exposed_fraction": "fraction", "tokens_per_s_per_user": "tokens/s",
-    "samples_per_s": "samples/s", "usd_per_1k_samples": "USD",
+    "samples_per_s": "samples/s", "usd_per_1k_samples": "USD", "request_tokens_per_s": "tokens/s",
 }  # fmt: skip
 
 

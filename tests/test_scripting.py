@@ -357,6 +357,7 @@ def test_explain_derives_the_serving_deployment_and_the_costs(explained):
         "serving.traffic_output_tokens_per_s",
         "serving.step_time_ms",
         "serving.tokens_per_s_per_user",
+        "serving.request_tokens_per_s",
         "serving.tokens_per_s_per_gpu",
         "serving.tpot_ms",
         "serving.ttft_s",
@@ -388,6 +389,12 @@ def test_explain_derives_the_serving_tokens_per_gpu_from_the_decode_step(explain
     # tokens each speculative step gives
     assert float(x["tpot_ms"]) == pytest.approx(step["value"] / float(x["speculative_speedup"]), rel=1e-9)
     assert float(x["tokens_per_s_per_user"]) == pytest.approx(1000 / float(x["tpot_ms"]), rel=1e-9)
+    # the speed rows beside it, from the times the rows print (a review: no row named them)
+    user, x = by["serving.tokens_per_s_per_user"], _inputs(by["serving.tokens_per_s_per_user"])
+    assert user["value"] == pytest.approx(1000 / float(x["tpot_ms"]), rel=1e-9) and user["unit"] == "tokens/s"
+    req, x = by["serving.request_tokens_per_s"], _inputs(by["serving.request_tokens_per_s"])
+    out, ttft, tpot = (float(x[k]) for k in ("output_tokens", "ttft_s", "tpot_ms"))
+    assert req["value"] == pytest.approx(out / (ttft + out * tpot / 1000), rel=1e-9)
 
 
 def test_explain_as_markdown_keeps_the_catalog_notes_a_table_leaves_out():

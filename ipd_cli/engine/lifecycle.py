@@ -553,6 +553,13 @@ def decode_steps(point: Serving) -> list[Step]:
             else {"output_tokens": point.output_tokens, "ttft_s": point.ttft_s, "tpot_ms": point.tpot_ms},
         ),
         Step(
+            "serving.request_tokens_per_s",
+            point.request_tokens_per_s,
+            "output_tokens / (ttft_s + output_tokens x tpot_ms / 1000): one request from arrival to its "
+            "last token, no queueing",
+            {"output_tokens": point.output_tokens, "ttft_s": point.ttft_s, "tpot_ms": point.tpot_ms},
+        ),
+        Step(
             "serving.tokens_per_s_per_gpu",
             point.tokens_per_s_per_gpu,
             "deployment_concurrency x tokens_per_s_per_user / deployment_gpus (Little's law); "
