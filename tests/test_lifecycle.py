@@ -394,6 +394,9 @@ def test_explain_of_a_workload_gives_its_numbers_from_their_inputs(catalog, work
                 price["value"] == pytest.approx(by_hand, rel=1e-4) and "capex_usd_per_gpu" in price["formula"]
             )
     assert "price_usd_per_gpu_hour" in cost["inputs"]
+    if workload.startswith("rl"):  # a step's samples, whole (511.99999999999994, a code review)
+        rate = next(i for i in items if i["metric"] == "rl.samples_per_s")
+        assert "samples = 512.0;" in rate["inputs"]  # 16 prompts x 32 rollouts
     if workload.startswith("pretrain"):  # the step is the sum of the terms it lists
         step = next(i for i in items if i["metric"] == "pretraining.step_time_s")
         env = dict(p.split(" = ") for p in step["inputs"].split("; "))

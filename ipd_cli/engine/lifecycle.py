@@ -272,8 +272,7 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     rl = rr.rl
     # prompts x group (whole numbers), back from the rate without its rounding (614,399.9999999999);
     # a rate that is not finite (extreme inputs) stays as it is, refused with the result
-    per_step_samples = rl.samples_per_s * rl.step_seconds
-    per_step_samples = float(round(per_step_samples)) if math.isfinite(per_step_samples) else per_step_samples
+    per_step_samples = _step_samples(rl)
     run = rl.run
     terms = (run.goodput, run.staleness_steps_factor)  # a scheduled step pays phi / goodput steps
     if pt.budget_usd_per_year is not None:
@@ -847,9 +846,9 @@ def rl_steps(r: Rl | None) -> list[Step]:
                      r.price_usd_per_gpu_hour),
         # the samples' rows (a review of the outputs: compare printed both, explain neither)
         Step("rl.samples_per_s", r.samples_per_s, "samples / step_seconds (prompts x group_size a step)",
-             {"samples": r.samples_per_s * r.step_seconds, "step_seconds": r.step_seconds}),
+             {"samples": _step_samples(r), "step_seconds": r.step_seconds}),
         Step("rl.usd_per_1k_samples", r.usd_per_1k_samples, "usd_per_step / samples x 1000",
-             {"usd_per_step": r.usd_per_step, "samples": r.samples_per_s * r.step_seconds}),
+             {"usd_per_step": r.usd_per_step, "samples": _step_samples(r)}),
         # the run pays each step phi / goodput times (a code review: no row used either)
         Step("rl.run.usd_per_year", r.run.usd_per_year,
              "usd_per_step x steps_per_refresh x refreshes_per_year x staleness_steps_factor / goodput",
@@ -857,6 +856,13 @@ def rl_steps(r: Rl | None) -> list[Step]:
               "refreshes_per_year": r.run.refreshes_per_year,
               "staleness_steps_factor": r.run.staleness_steps_factor, "goodput": r.run.goodput}),
     ]  # fmt: skip
+
+
+def _step_samples(r: Rl) -> float:
+    """An RL step's samples (prompts x group, whole), back from its rate without the rounding
+    (511.99999999999994 in explain's inputs, a code review), as post_training counts them."""
+    samples = r.samples_per_s * r.step_seconds
+    return float(round(samples)) if math.isfinite(samples) else samples
 
 
 def _rl_environment_step(r: Rl) -> Step:
