@@ -543,7 +543,7 @@ def _stream_xlsx(chunks, output: Path | None, progress=None) -> int:
             raise
     with signals.deferred():
         plan = getattr(chunks, "plan", None)  # a sweep's: the inputs its axes vary are marked
-        axes = {a.path: list(a.values) for a in plan.numeric} if plan is not None else {}
+        axes = {a.path: a.values for a in plan.numeric} if plan is not None else {}
         data = book.finish(getattr(chunks, "inputs", None) or [], axes)
     write_bytes(output, data)
     if stop is not None:

@@ -1252,19 +1252,20 @@ def _stage_steps(
     from .pricing import kw_per_gpu, pue
 
     inp = Inputs(cat).quiet()  # the values the estimate read (its assumptions list them)
+    power = pue(inp)
     steps = price_steps(cat, hardware, pricing)
     if pre is not None:
-        steps += [*pretraining_steps(pre.block, _stage_deadline(cat, s)), pre.step]
-        steps += pretraining_energy_steps(pre.block, pue(inp))
+        steps += pretraining_steps(pre.block, _stage_deadline(cat, s))
+        steps += pretraining_energy_steps(pre.block, power)
     if post is not None:
-        steps += [*rl_steps(post.block), *post.steps]
-        steps += rl_energy_steps(post.block, kw_per_gpu(inp, cat.canonical("systems", hardware)), pue(inp))
+        steps += rl_steps(post.block)
+        steps += rl_energy_steps(post.block, kw_per_gpu(inp, cat.canonical("systems", hardware)), power)
     if served is not None:
         if success is not None:  # the deployment sized for the traffic
             steps += serving_share(cat, s, served, success).steps
         else:  # no traffic without the attempts a task takes: the point alone
             steps += serving_point_steps(served.serving)
-        steps.append(serving_energy_step(served.serving, pue(inp)))
+        steps.append(serving_energy_step(served.serving, power))
     ran = {block for block, stage in (("pretraining", pre), ("rl", post), ("serving", served)) if stage}
     return [st for st in steps if st.metric.split(".")[0] in ran or st.metric == "price_usd_per_gpu_hour"]
 

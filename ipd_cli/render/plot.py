@@ -361,10 +361,9 @@ MISSING = (
 
 def check_installed() -> None:
     """Refuse a PNG before anything is computed where matplotlib is not installed."""
-    from importlib.util import find_spec
+    from ipd_cli.errors import require_extra
 
-    if find_spec("matplotlib") is None:
-        raise IpdError(MISSING)
+    require_extra("matplotlib", MISSING)
 
 
 def to_png(fig: Figure, path: Path) -> None:

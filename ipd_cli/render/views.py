@@ -684,7 +684,9 @@ def _rl_budget_lines(hw: str, s: dict) -> list[str]:
     steps = run["steps_per_refresh"] * run["refreshes_per_year"] * years
     if not 0 < steps < 1 - 1e-9:  # a whole step, rounded: bought (budget / cost x cost)
         return []
-    per_step = rl["usd_per_step"] * run["staleness_steps_factor"] / run["goodput"]
+    from ipd_cli.engine.formulas import run_steps_per_step
+
+    per_step = rl["usd_per_step"] * run_steps_per_step(run["goodput"], run["staleness_steps_factor"])
     samples = rl["samples_per_s"] * rl["step_seconds"]
     return [
         f"{hw}: the RL post-training runs {steps:.3g} of one ${fmt_num(per_step)} step over the "

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ipd_cli.catalog.overrides import CLI_SOURCE
-from ipd_cli.errors import IpdError
+from ipd_cli.errors import IpdError, require_extra
 
 ASSUMPTION_COLUMNS = (
     "name",
@@ -154,12 +154,8 @@ MISSING = (
 
 
 def check_installed() -> None:
-    """Refuse xlsx before anything is computed where openpyxl is not installed (a review: a
-    sweep ran its estimates for 11 s, then said so)."""
-    from importlib.util import find_spec
-
-    if find_spec("openpyxl") is None:
-        raise IpdError(MISSING)
+    """Refuse xlsx before anything is computed where openpyxl is not installed."""
+    require_extra("openpyxl", MISSING)
 
 
 def _openpyxl() -> Any:
@@ -170,7 +166,6 @@ def _openpyxl() -> Any:
     return openpyxl
 
 
-PRICE_AXIS = "price_usd_per_gpu_hour"  # engine.sweep.PRICE: replaces each system's rental price
 SHOWN_VALUES = 6  # an axis of more values is shown by its first ones and its last
 
 
@@ -190,9 +185,10 @@ def varied_input(a: dict, axes: dict[str, Any]) -> dict:
     a varied PUE was listed at the catalog's 1.3, citing its source, while the rows ran at 1.1 and
     1.5); the value it replaces is in its note."""
     from ipd_cli.engine.pricing import rental_input
+    from ipd_cli.engine.sweep import PRICE  # the axis that replaces each system's rental price
 
     path = a.get("path") or ""
-    column = path if path in axes else PRICE_AXIS if PRICE_AXIS in axes and rental_input(path) else None
+    column = path if path in axes else PRICE if PRICE in axes and rental_input(path) else None
     if column is None:
         return a
     replaced = a.get("value")
