@@ -484,6 +484,9 @@ STEP_UNITS = {
     "global_batch_tokens": "tokens", "systems": "systems", "memory_gb_per_gpu": "GB",
     "moe_comm_exposed_fraction": "fraction", "tokens_per_s_per_user": "tokens/s",
     "samples_per_s": "samples/s", "usd_per_1k_samples": "USD", "request_tokens_per_s": "tokens/s",
+    "interactivity_tokens_per_s": "tokens/s", "total_tokens_per_s_per_gpu": "tokens/s/GPU",
+    "usd_per_million_total_tokens": "USD/M tokens",
+    "usd_per_million_output_tokens_at_traffic": "USD/M tokens",
 }  # fmt: skip
 
 

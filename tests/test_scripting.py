@@ -357,13 +357,17 @@ def test_explain_derives_the_serving_deployment_and_the_costs(explained):
         "serving.traffic_output_tokens_per_s",
         "serving.step_time_ms",
         "serving.tokens_per_s_per_user",
+        "serving.interactivity_tokens_per_s",
         "serving.request_tokens_per_s",
         "serving.tokens_per_s_per_gpu",
         "serving.tpot_ms",
         "serving.ttft_s",
         "serving.prefill_instance_s",
         "serving.usd_per_million_output_tokens",
+        "serving.total_tokens_per_s_per_gpu",
+        "serving.usd_per_million_total_tokens",
         "serving.gpus_for_traffic",
+        "serving.usd_per_million_output_tokens_at_traffic",
         "serving_usd",
     ]
     first = names.index(steps[0])
@@ -395,6 +399,28 @@ def test_explain_derives_the_serving_tokens_per_gpu_from_the_decode_step(explain
     req, x = by["serving.request_tokens_per_s"], _inputs(by["serving.request_tokens_per_s"])
     out, ttft, tpot = (float(x[k]) for k in ("output_tokens", "ttft_s", "tpot_ms"))
     assert req["value"] == pytest.approx(out / (ttft + out * tpot / 1000), rel=1e-9)
+
+
+def test_explain_derives_the_serving_blocks_other_speeds_and_prices(explained):
+    # JSON carried them with no row (a review of the outputs); each rebuilt from the inputs it prints
+    by = {i["metric"]: i for i in explained}
+    row, x = (item := by["serving.interactivity_tokens_per_s"]), _inputs(item)
+    assert row["value"] == pytest.approx(1000 / float(x["tpot_ms"]), rel=1e-9) and row["unit"] == "tokens/s"
+    # frontier-agentic: 3,000 new tokens and 400 out a request
+    row, x = (item := by["serving.total_tokens_per_s_per_gpu"]), _inputs(item)
+    assert (x["input_tokens"], x["output_tokens"]) == ("3000", "400")
+    assert row["value"] == pytest.approx(float(x["tokens_per_s_per_gpu"]) * 3400 / 400, rel=1e-9)
+    total = row["value"]
+    row, x = (item := by["serving.usd_per_million_total_tokens"]), _inputs(item)
+    assert float(x["total_tokens_per_s_per_gpu"]) == pytest.approx(total, rel=1e-9)
+    assert row["value"] == pytest.approx(float(x["price_usd_per_gpu_hour"]) / (total * 3600) * 1e6, rel=1e-9)
+    row, x = (item := by["serving.usd_per_million_output_tokens_at_traffic"]), _inputs(item)
+    gpus = by["serving.gpus_for_traffic"]["value"]
+    per_s = by["serving.traffic_output_tokens_per_s"]["value"]
+    pair = (float(x["gpus_for_traffic"]), float(x["traffic_output_tokens_per_s"]))
+    assert pair == pytest.approx((gpus, per_s))
+    usd = float(x["price_usd_per_gpu_hour"]) * gpus / (per_s * 3600) * 1e6
+    assert row["value"] == pytest.approx(usd, rel=1e-9) and row["unit"] == "USD/M tokens"
 
 
 def test_explain_as_markdown_keeps_the_catalog_notes_a_table_leaves_out():

@@ -405,6 +405,17 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
         *serving_point_steps(point),
         _traffic_gpus_step(point, per_s),
         Step(
+            "serving.usd_per_million_output_tokens_at_traffic",
+            point.usd_per_million_output_tokens_at_traffic or 0.0,
+            "price_usd_per_gpu_hour x gpus_for_traffic / (traffic_output_tokens_per_s x 3600) x 1e6 "
+            "(the traffic's tokens on the GPUs kept for it around the clock)",
+            {
+                "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
+                "gpus_for_traffic": point.gpus_for_traffic or 0,
+                "traffic_output_tokens_per_s": per_s,
+            },
+        ),
+        Step(
             "serving_usd",
             cost,
             "gpus_for_traffic x 8760 x H x price_usd_per_gpu_hour (kept around the clock: a rental "
@@ -433,6 +444,26 @@ def serving_point_steps(point: Serving) -> list[Step]:
             {
                 "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
                 "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
+            },
+        ),
+        Step(
+            "serving.total_tokens_per_s_per_gpu",
+            point.total_tokens_per_s_per_gpu,
+            "tokens_per_s_per_gpu x (input_tokens + output_tokens) / output_tokens (a request's new "
+            "prompt and its output; its cached context not)",
+            {
+                "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
+                "input_tokens": point.input_tokens,
+                "output_tokens": point.output_tokens,
+            },
+        ),
+        Step(
+            "serving.usd_per_million_total_tokens",
+            point.usd_per_million_total_tokens,
+            "price_usd_per_gpu_hour / (total_tokens_per_s_per_gpu x 3600) x 1e6",
+            {
+                "price_usd_per_gpu_hour": point.price_usd_per_gpu_hour,
+                "total_tokens_per_s_per_gpu": point.total_tokens_per_s_per_gpu,
             },
         ),
     ]
@@ -550,6 +581,14 @@ def decode_steps(point: Serving) -> list[Step]:
             {"tpot_ms": point.tpot_ms}
             if point.disaggregated
             else {"output_tokens": point.output_tokens, "ttft_s": point.ttft_s, "tpot_ms": point.tpot_ms},
+        ),
+        # the serving block's other speeds and prices, each its own row (a review of the outputs:
+        # JSON carried them with no row)
+        Step(
+            "serving.interactivity_tokens_per_s",
+            point.interactivity_tokens_per_s,
+            "1000 / tpot_ms (the decode rate a user sees between tokens, the target's measure)",
+            {"tpot_ms": point.tpot_ms},
         ),
         Step(
             "serving.request_tokens_per_s",
