@@ -540,7 +540,11 @@ def _stream_xlsx(chunks, output: Path | None, progress=None) -> int:
     except (KeyboardInterrupt, Interrupted) as e:
         stop = e
         if not book.whole:  # a second signal cut a row: nothing valid to keep
+            book.discard()
             raise
+    except BaseException:
+        book.discard()
+        raise
     with signals.deferred():
         plan = getattr(chunks, "plan", None)  # a sweep's: the inputs its axes vary are marked
         axes = {a.path: a.values for a in plan.numeric} if plan is not None else {}

@@ -268,6 +268,15 @@ class SweepBook:
             self.ws.append(cells)
             self.whole = True
 
+    def discard(self) -> None:
+        """Drop a workbook that will not be written (a second signal cut a row, or an error): its
+        sheet's writer is closed now, while its temporary file is open; left to the garbage
+        collector it closed on a closed file ('Exception ignored in ... WriteOnlyWorksheet')."""
+        import contextlib
+
+        with contextlib.suppress(Exception):  # a sheet cut mid-row may fail to close: dropped anyway
+            self.ws.close()
+
     def _header(self, names: list[str], sample: list[dict]) -> None:
         from openpyxl.cell import WriteOnlyCell
         from openpyxl.styles import Font
