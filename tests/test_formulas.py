@@ -182,3 +182,17 @@ def test_expert_parallelism_holds_whole_experts():
     assert f.experts_held_per_gpu(256, 48) == 6  # InferenceX's SGLang DEP48: 288 slots, 6 a GPU
     assert f.experts_held_per_gpu(384, 36) == 11  # Kimi K2 over half a rack: 10.67 -> 11
     assert f.experts_held_per_gpu(256, 8) == 32  # a divisor: exactly experts / ep
+
+
+def test_tensor_parallelism_splits_heads_kv_heads_and_the_ffn():
+    # Megatron-Core: heads % tp, num_query_groups % tp (megatron-core 0.16+, vLLM and TensorRT-LLM
+    # also take a multiple of the KV heads, each rank holding a copy of one), ffn % tp
+    from ipd_cli.engine.formulas import tensor_parallel_splits as splits
+
+    assert not splits(5, 40, 8, 16384)  # Llama 4 Maverick: 40 heads split, 8 KV heads do not
+    assert splits(4, 40, 8, 16384) and splits(8, 40, 8, 16384)
+    assert splits(8, 64, 4, 0) and splits(16, 64, 8, 0)  # KV heads replicated: 8 = 2 x 4
+    assert not splits(6, 64, 4, 0)  # 64 heads do not split over 6
+    assert not splits(7, 28, 4, 18944) and splits(4, 28, 4, 18944)  # Qwen2.5-Math-7B
+    assert splits(6, 96, 96, 49152) and not splits(5, 96, 96, 49152)  # GPT-3 175B: MHA
+    assert not splits(3, 48, 48, 1000)  # an FFN of 1,000 does not split over 3

@@ -896,6 +896,14 @@ def test_an_unmet_pin_names_the_rule_it_breaks():
     heads = train_plan("h100", "llama-3.1-70b", 1024, "tp=3")
     assert "tensor parallelism divides the 64 attention heads, tp=3 does not" in heads.stderr
     assert "nearest feasible plan: TP2 " in heads.stderr  # the largest divisor below 3
+    # Megatron-Core's other rules: the KV heads split or are replicated, the FFN splits (TP5 on
+    # Llama 4 Maverick's 40 heads, 8 KV heads and 16,384-wide FFN was chosen; a capacity planner's
+    # review). Qwen2.5-Math-7B: 28 heads and 4 KV heads, so TP7 splits the heads but 7 neither
+    # divides 4 nor is a multiple of it; the degrees left below 8 are 1, 2 and 4 (18,944 / 4)
+    kv = train_plan("h100", "qwen2.5-math-7b", 64, "tp=7")
+    assert kv.code == 1
+    assert "tensor parallelism divides the 4 KV heads or is a multiple of them, tp=7 is neither" in kv.stderr
+    assert "nearest feasible plan: TP4 " in kv.stderr
     experts = train_plan("h100", "deepseek-v3", 1024, "ep=7")
     assert "expert parallelism divides the 256 routed experts, ep=7 does not" in experts.stderr
     deep = train_plan("h100", "llama-3.1-70b", 1024, "pp=100")

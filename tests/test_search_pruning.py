@@ -249,7 +249,8 @@ def test_a_plan_grid_carries_its_layers_per_stage():
     from ipd_cli.engine import trainplan as tpn
     from ipd_cli.engine import trainstep as ts
 
-    x = {"seq": 8192, "layers": 80, "heads": 64, "experts": 1, "is_moe": 0.0, "domain": 8}
+    x = {"seq": 8192, "layers": 80, "heads": 64, "kv_heads": 8, "ffn_given": 28672, "experts": 1}
+    x |= {"is_moe": 0.0, "domain": 8}
     P = tpn.micro_grid(x, 512, {})
     expected = P["vp"] * np.ceil(80 / (P["pp"] * P["vp"]))
     assert np.array_equal(P["Ls"], expected) and len(P["Ls"]) > 100

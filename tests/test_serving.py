@@ -1757,7 +1757,8 @@ def test_a_pinned_instance_size_no_layout_runs_names_each_split():
     assert r.code == 1 and r.stdout == ""
     assert (
         "with --instance-gpus 37: no layout of 37 GPUs runs it (TP37: tensor parallelism must divide "
-        "the 32 attention heads; TP1 PP37: more pipeline stages than the 32 layers); the nearest "
+        "the 32 attention heads and the 8 KV heads (or be a multiple of them); "
+        "TP1 PP37: more pipeline stages than the 32 layers); the nearest "
         "feasible configuration is"
     ) in r.stderr
 
@@ -2823,3 +2824,21 @@ def test_a_familys_gemm_share_of_fit_is_a_fraction():
                 "serving.families.cdna3.gemm_share_of_fit=1.5")  # fmt: skip
     assert r.code == 2 and r.stdout == ""
     assert "serving.families.cdna3: gemm_share_of_fit must be a fraction in (0, 1], got 1.5" in r.stderr
+
+
+def test_a_layouts_tensor_parallelism_splits_the_kv_heads_or_replicates_them():
+    # TP5 served Llama 4 Maverick (40 heads, 8 KV heads), which vLLM and TensorRT-LLM refuse: a rank
+    # holds a whole KV head, or a copy of one where the ranks are a multiple of the KV heads (a
+    # capacity planner's review)
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ipd_cli.engine.serving.grid import _tp_divides_heads
+
+    t = np.array([1, 2, 4, 5, 8, 10, 20, 40])
+    lay = {"t": t, "k": np.zeros_like(t)}
+    gqa = SimpleNamespace(heads=40, kv_heads=8, draft_heads=0)
+    assert t[_tp_divides_heads(gqa, lay)].tolist() == [1, 2, 4, 8, 40]  # 40 = 5 copies of 8
+    mla = SimpleNamespace(heads=40, kv_heads=1, draft_heads=0)  # one latent: the heads alone
+    assert t[_tp_divides_heads(mla, lay)].tolist() == t.tolist()

@@ -170,6 +170,15 @@ def kv_bytes_per_token_mla(attention_layers, kv_lora_rank, rope_dim, kv_bytes):
     return attention_layers * (kv_lora_rank + rope_dim) * kv_bytes
 
 
+def tensor_parallel_splits(tp, heads, kv_heads, ffn=0):
+    """Whether tensor parallelism over ``tp`` GPUs splits a layer evenly, as Megatron-Core and the
+    serving engines require: the attention heads, the KV heads or a multiple of them (more ranks
+    than KV heads each hold a copy of one, as megatron-core 0.16+, vLLM and TensorRT-LLM do; MLA:
+    pass the query heads, or 1 for its one latent) and the FFN width (0: none to split). Numbers
+    or arrays."""
+    return (heads % tp == 0) & ((kv_heads % tp == 0) | (tp % kv_heads == 0)) & (ffn % tp == 0)
+
+
 def kv_copies(attention_tp, kv_heads):
     """Copies of each token's KV cache: tensor parallelism over more GPUs than KV heads repeats
     heads (MLA has one shared latent: pass kv_heads = 1)."""

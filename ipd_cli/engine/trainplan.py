@@ -281,6 +281,8 @@ def attention_shape(arch: Model) -> dict[str, Any]:
     """An attention layer's widths as :func:`mixer_params` reads them, beside ``hidden``."""
     return {
         "heads": arch.attention_heads,
+        # the KV heads a TP rank splits (MLA: one key and value per query head after the latent)
+        "kv_heads": arch.kv_heads or arch.attention_heads,
         "attn_dim": arch.attention_heads * arch.head_dim,  # the attention output (MLA: v heads)
         # query, key and value widths per token: GQA keys and values per KV head; MLA up-projects
         # a key per query head, its q/k heads the non-RoPE part + the RoPE part (192 against 128)
@@ -668,12 +670,20 @@ def context_degrees(seq: int) -> list[int]:
     ]
 
 
+def tensor_degrees(x: dict) -> list[int]:
+    """The tensor-parallel degrees that split the model's layers evenly (Megatron-Core's rules,
+    :func:`formulas.tensor_parallel_splits`): TP5 on Llama 4 Maverick's 40 heads left its 8 KV
+    heads and 16,384-wide FFN unsplittable (a capacity planner's review)."""
+    heads, kv, ffn = int(x["heads"]), int(x["kv_heads"]), int(x["ffn_given"] or 0)
+    return [t for t in divisors(heads) if f.tensor_parallel_splits(t, heads, kv, ffn)]
+
+
 def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
     """Every (tp, cp, pp, vp, sched, ep, mbs, order) a plan on at most ``cap`` GPUs can take."""
     import numpy as np
 
     seq, layers = int(x["seq"]), int(x["layers"])
-    tps = [t for t in divisors(int(x["heads"])) if t <= min(MAX_TP, cap, x["domain"])]
+    tps = [t for t in tensor_degrees(x) if t <= min(MAX_TP, cap, x["domain"])]
     cps = context_degrees(seq)
     eps = [e for e in divisors(int(x["experts"])) if e <= cap] if x["is_moe"] else [1]
     moe = bool(x["is_moe"])
@@ -2021,7 +2031,7 @@ def smallest_cluster(x: dict, gpus: int) -> int | None:
 
 def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
     """The rule of the grid a pinned degree breaks on any cluster (tensor parallelism inside one
-    scale-up domain, at most MAX_TP and dividing the attention heads; expert parallelism dividing
+    scale-up domain, at most MAX_TP, splitting the heads, KV heads and FFN evenly; expert parallelism dividing
     the routed experts; context parallelism at most half the sequence; no more pipeline stages than
     layers, no more model chunks pp x vp than
     ``max_chunks``), and the pins with that degree moved
@@ -2030,8 +2040,9 @@ def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
     heads, domain, layers = int(x["heads"]), int(x["domain"]), int(x["layers"])
     tp = pins.get("tp")
     if tp is not None:
-        allowed = [t for t in divisors(heads) if t <= min(MAX_TP, domain)]
+        allowed = [t for t in tensor_degrees(x) if t <= min(MAX_TP, domain)]
         if tp not in allowed:
+            kv, ffn = int(x["kv_heads"]), int(x["ffn_given"] or 0)
             if tp > domain:
                 why = (
                     f"tensor parallelism stays inside one scale-up domain ({domain:,} GPUs here), "
@@ -2039,8 +2050,15 @@ def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
                 )
             elif tp > MAX_TP:
                 why = f"tensor parallelism goes up to tp={MAX_TP}"
-            else:
+            elif heads % tp:
                 why = f"tensor parallelism divides the {heads} attention heads, tp={tp} does not"
+            elif kv % tp and tp % kv:
+                why = (
+                    f"tensor parallelism divides the {kv} KV heads or is a multiple of them, "
+                    f"tp={tp} is neither"
+                )
+            else:
+                why = f"tensor parallelism divides the FFN width {ffn:,}, tp={tp} does not"
             return why, {**pins, "tp": max(t for t in allowed if t <= tp)}
     ep = pins.get("ep")
     if ep is not None and x["is_moe"] and int(x["experts"]) % ep:

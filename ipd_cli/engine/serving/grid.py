@@ -348,9 +348,12 @@ def _drafts(lay: dict) -> Any:
 
 
 def _tp_divides_heads(ph: Physics, lay: dict) -> Any:
-    """Layout rule: each layout's tensor parallelism divides the attention heads, and a draft's
-    where the layout drafts (DeepSeek-V3's published EAGLE-3 draft has 56 heads to its 128)."""
-    return (ph.heads % lay["t"] == 0) & ((lay["k"] == 0) | (ph.draft_heads % lay["t"] == 0))
+    """Layout rule: each layout's tensor parallelism divides the attention heads and the KV heads
+    or is a multiple of them (:func:`formulas.tensor_parallel_splits`: vLLM's and TensorRT-LLM's
+    rule; TP5 served Llama 4 Maverick's 8 KV heads, a capacity planner's review), and a draft's
+    heads where the layout drafts (DeepSeek-V3's published EAGLE-3 draft has 56 heads to its 128)."""
+    t = lay["t"]
+    return f.tensor_parallel_splits(t, ph.heads, ph.kv_heads) & ((lay["k"] == 0) | (ph.draft_heads % t == 0))
 
 
 def _ep_within_experts(ph: Physics, lay: dict) -> Any:
@@ -447,7 +450,8 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict, fits: Any) -> Space:
     # layers was refused by the heads, which its 24-GPU stages break)
     space.require(f"more pipeline stages than the {ph.layers} layers", layers)
     draft = f" (and the draft's {ph.draft_heads})" if ph.draft_heads not in (0, ph.heads) else ""
-    space.require(f"tensor parallelism must divide the {ph.heads} attention heads{draft}", heads)
+    kv_heads = f" and the {ph.kv_heads} KV heads (or be a multiple of them)" if ph.kv_heads > 1 else ""
+    space.require(f"tensor parallelism must divide the {ph.heads} attention heads{kv_heads}{draft}", heads)
     space.require(f"expert parallelism above the {ph.experts} experts", experts)
     space.require("the weights do not fit in HBM", weights)
     space.require("the KV cache cannot hold one full request", kv)
