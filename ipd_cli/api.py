@@ -635,9 +635,10 @@ def _compare(
 
         result.notes.extend(stage_model_notes(cat, w))
     if w.kind in ("scenario", "pretrain"):
-        from .engine.pricing import contract_term_notes
+        from .engine.pricing import contract_term_notes, rl_busy_notes
 
         result.notes.extend(contract_term_notes(cat, result.systems))
+        result.notes.extend(rl_busy_notes(result.systems))
     return result, steps
 
 

@@ -618,6 +618,16 @@ def test_the_site_warning_shows_a_draw_to_a_decimal_where_three_figures_read_the
         "gb200-nvl72", {"intelligence_per_dollar": {**ipd, "site_mw": 90.0}, "serving": point}
     )
     assert "(44,424 GPUs, 100 MW) does not fit the site's 90 MW" in line
+    # 14 GPUs draw 14 x 1.736 kW x 1.3 = 31.6 kW, inside 0.1 MW; one 72-GPU rack draws 162.5 kW:
+    # the whole systems do not fit, not the draw ("(14 GPUs, 0.1 MW) does not fit the site's 0.1
+    # MW", a capacity planner's review)
+    small = {"gpus_for_traffic": 14, "tokens_per_s_per_gpu": 1.0, "tokens_per_s_per_mw": 1 / mw_per_gpu}
+    small["gpus_per_system"] = 72
+    (line,) = views._site_lines(
+        "gb200-nvl72", {"intelligence_per_dollar": {"site_gpus": 0, "site_mw": 0.1}, "serving": small}
+    )
+    assert "(14 GPUs, 0.0316 MW) fits the site's 0.1 MW by its draw but not in whole systems" in line
+    assert "a 72-GPU system draws 0.163 MW at the PUE, and the site holds 0 GPUs in whole ones" in line
 
 
 SCENARIO = """kind: scenario
@@ -1134,3 +1144,31 @@ def test_a_carried_context_whose_last_call_does_not_fit_is_refused():
         run_cli("compare", "vera-rubin", "--set", "workload.serving.requests_per_task=38", "-f", "json").code
         == 0
     )
+
+
+def test_a_scenarios_rl_context_error_names_the_stages_path():
+    # it named `--set workload.max_response_tokens`, which the same command then refused: a
+    # scenario's RL fields are under workload.post_training (a capacity planner's review). 4,000
+    # prompt + 24,000 tool output + 32,768 response tokens = 60,768, over a 16,384-token context
+    r = run_cli("compare", "vera-rubin", "--set", "models.moe-10t.max_context=16384")
+    assert r.code == 2 and r.stdout == ""
+    assert "longest trajectory is 60,768" in r.stderr
+    assert "(--set workload.post_training.max_response_tokens=N)" in r.stderr
+
+
+def test_rl_charged_for_its_busy_hours_says_so():
+    # a scenario's RL pays the GPU-hours its steps run: 2,048 GPUs some days a year, the pool's
+    # other hours paid by other work, as pre-training's contract days are; said as pre-training's is
+    # (a capacity planner's review: nothing said it)
+    r = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json")
+    line = next(ln for ln in r.stderr.splitlines() if "RL post-training is charged" in ln)
+    for s in r.json()["systems"]:
+        rl = s["rl"]
+        days = rl["run"]["gpu_hours_per_year"] / rl["gpus"] / 24
+        kept = rl["gpus"] * 8760 * rl["price_usd_per_gpu_hour"]
+        said = f"{s['hardware']}'s 2,048 GPUs {days:.3g} days a year ({days / 365:.1%}), "
+        said += f"${kept / 1e6:.3g}M a year"
+        assert said in line
+    assert "$152M a year kept for RL all year" in line  # 2,048 x 8,760 h x $8.50
+    tco = run_cli_once("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json")
+    assert "RL post-training is charged" not in tco.stderr  # owning prices every hour already

@@ -268,7 +268,10 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     rw = rl_workload(cat, s)
     origin = cat.origin("workloads", pt.workload)
     kw = dict(workload_name=pt.workload, pricing=pricing, origin=origin)
-    rr = rl_at_supported_precision(cat, hardware, rw, **kw)
+    try:
+        rr = rl_at_supported_precision(cat, hardware, rw, **kw)
+    except InputError as e:  # a fix an RL workload names (`sets` workload.X), as the stage's field
+        raise InputError(str(e).replace("`sets` workload.", "`sets` workload.post_training.")) from None
     rl = rr.rl
     # prompts x group (whole numbers), back from the rate without its rounding (614,399.9999999999);
     # a rate that is not finite (extreme inputs) stays as it is, refused with the result

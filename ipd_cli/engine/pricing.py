@@ -160,7 +160,7 @@ def contract_term_notes(cat: Any, systems: list[Any]) -> list[str]:
     term (``term_years``: a reserved rate) for a run shorter than the term: the estimate charges
     the run's GPU-hours only, as if other work paid the contract's other hours (a pricing review:
     Rubin's 10T month on 27,648 GPUs at the 3-year reserved $8.50 costs $167.9M; the contract for
-    those GPUs, $6.18B). RL steps are charged the same way and named in no note (README).
+    those GPUs, $6.18B). RL steps are charged the same way: :func:`rl_busy_notes` says it.
     ``systems``: the compared systems' results (``hardware``, ``pretraining``)."""
     whole = []
     for r in systems:
@@ -181,4 +181,31 @@ def contract_term_notes(cat: Any, systems: list[Any]) -> list[str]:
         "pre-training is charged for the days it rents its GPUs at contract prices, as if other work "
         f"paid the contracts' other hours (whole terms: {'; '.join(whole)}); tco pricing prices "
         "owning them"
+    ]
+
+
+def rl_busy_notes(systems: list[Any]) -> list[str]:
+    """One line naming the systems whose scenario's RL, at a rental price, is charged for the hours
+    its steps run in a year, below the year: the GPUs of its pool otherwise serve other work, as
+    pre-training's contract days do (a capacity planner's review: 15.4 days a year on 512 Rubin
+    GPUs were charged $1.61M a year where a pool kept for RL costs $38.1M, and nothing said so).
+    ``systems``: the compared systems' results (``hardware``, ``rl`` with its ``run``)."""
+    busy = []
+    for r in systems:
+        rl = getattr(r, "rl", None)
+        if rl is None or rl.run is None or not rl.pricing.startswith("rental:") or rl.gpus <= 0:
+            continue
+        days = rl.run.gpu_hours_per_year / rl.gpus * f.SECONDS_PER_HOUR / f.SECONDS_PER_DAY
+        if days >= f.DAYS_PER_YEAR:
+            continue
+        kept = rl.gpus * f.HOURS_PER_YEAR * rl.price_usd_per_gpu_hour
+        busy.append(
+            f"{r.hardware}'s {rl.gpus:,} GPUs {days:.3g} days a year ({days / f.DAYS_PER_YEAR:.1%}), "
+            f"${kept / 1e6:.3g}M a year kept for RL all year"
+        )
+    if not busy:
+        return []
+    return [
+        "RL post-training is charged for the hours its steps run, as if other work paid its pool's "
+        f"other hours: {'; '.join(busy)}"
     ]

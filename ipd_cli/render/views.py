@@ -795,11 +795,22 @@ def _site_lines(hw: str, s: dict, varies: bool | str = False, fewest: float | No
         return []
     # the deployment's all-in draw: tokens/s per GPU over tokens/s per MW is MW per GPU (PUE in it)
     per_mw = point.get("tokens_per_s_per_mw") or 0.0
-    draw = ""
+    draw, site_mw = "", ipd.get("site_mw") or 0.0
     if per_mw:
-        mw = need * point["tokens_per_s_per_gpu"] / per_mw
+        mw_per_gpu = point["tokens_per_s_per_gpu"] / per_mw
+        mw = need * mw_per_gpu
+        per_system = point.get("gpus_per_system") or 0
+        if mw <= site_mw and per_system:  # the GPUs' draw fits: whole systems do not (a review:
+            # "(14 GPUs, 0.1 MW) does not fit the site's 0.1 MW" where one 72-GPU rack takes 0.3)
+            return [
+                f"{hw}: the scenario's serving deployment ({need:,} GPUs, {round(mw, 9):.3g} MW) fits the "
+                f"site's {site_mw:g} MW by its draw but not in whole systems: a {per_system:,}-GPU "
+                f"system draws {round(per_system * mw_per_gpu, 9):.3g} MW at the PUE, and the site holds "
+                f"{held:,} GPUs in whole ones: the site rows say what the site would serve, not a "
+                "cap; the lifecycle prices the whole deployment"
+            ]
         shown = fmt_num(mw)
-        if float(shown.replace(",", "")) <= (ipd.get("site_mw") or 0.0):  # 100.3 MW read "100 MW"
+        if float(shown.replace(",", "")) <= site_mw:  # 100.3 MW read "100 MW"
             shown = f"{mw:,.1f}"
         draw = f", {shown} MW"
     return [

@@ -154,6 +154,9 @@ def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
     if w.mode == "async":
         given("staleness_bound", "policy versions")
         given("partial_rollouts", "")
+    if w.gpus is not None:  # the pool the split search divides (a review: the RL cost rests on it,
+        # and no row named it or its path)
+        trace.given("GPUs (generation and training)", w.gpus, "GPUs", origin, path="workload.gpus")
     given("ppo_epochs", "training passes per step")
     given("logprob_passes", "forward passes per step")
     keep = given("keep_fraction", "fraction")
