@@ -457,7 +457,9 @@ def train(
             "(core_attn, layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts: "
             "recompute=mla_up_proj+mlp), zero=0-3 (3 = fsdp), "
             "schedule=1f1b|dualpipe, dispatcher=alltoall|deepep (MoE), a2a_overlap=on|off (MoE, 1F1B), "
-            "cuda_graphs=on|off (MoE), fp8_recipe=tensorwise|delayed|mxfp8|blockwise (precision fp8; "
+            "cuda_graphs=on|off (MoE), routing=dropless|token-drop (MoE; not searched: dropless unless "
+            "pinned; token-drop pads each expert to its capacity and drops the rest, which changes the "
+            "model's quality), fp8_recipe=tensorwise|delayed|mxfp8|blockwise (precision fp8; "
             "not searched: tensorwise unless pinned), tp_comm_overlap=on|off (userbuffers, where the "
             "recipe has them; off: the NCCL path); e.g. tp=4,pp=8,recompute=selective.",
         ),

@@ -68,7 +68,7 @@ INPUTS = frozenset(
     dp engine_load ep eplb fits fp8_recipe fsdp gen_gpus gen_layout gen_stack global_batch gpus
     group_size hardware inference_gpus input_tokens instance_gpus instance_tp kv_precision layout
     max_instance_gpus max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap
-    moe_dispatcher output_tokens pipeline_schedule pp precision precision_train precision_wire
+    moe_dispatcher moe_routing output_tokens pipeline_schedule pp precision precision_train precision_wire
     prefill_instances prefill_layout prompt_tokens prompts recompute scope senders seq_len
     sequence_parallel serving speculative stack staleness_bound tokens tokens_per_step tokens_per_user_s
     tp tp_comm_overlap train_gpus train_plan trainer_ep trainer_gpus trainer_pp transport vp""".split()
@@ -383,6 +383,8 @@ def published_plan(i: dict) -> str:
     pins.append(f"dispatcher={i.get('moe_dispatcher', 'alltoall')}")
     pins.append(f"a2a_overlap={i.get('moe_a2a_overlap', 'off')}")
     pins.append(f"cuda_graphs={i.get('cuda_graphs', 'on')}")
+    if "moe_routing" in i:  # token-drop: the run padded its experts to capacity (none given: dropless)
+        pins.append(f"routing={i['moe_routing']}")
     if "recompute" in i:
         pins.append(f"recompute={str(i['recompute']).removesuffix('-op')}")
     if "fp8_recipe" in i:  # the FP8 run's scaling recipe (none given: tensorwise, the search's)
@@ -396,6 +398,7 @@ def published_plan(i: dict) -> str:
 
 # the case inputs published_plan reads: what a case may give of its run's plan
 PLAN_CASE_INPUTS = (*PLAN_INPUTS, "pipeline_schedule", "moe_dispatcher", "moe_a2a_overlap", "cuda_graphs")
+PLAN_CASE_INPUTS += ("moe_routing",)
 PLAN_CASE_INPUTS += ("recompute", "fsdp", "fp8_recipe", "tp_comm_overlap")
 
 
@@ -635,6 +638,11 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
     if case.kind == "pretrain":
         from ipd_cli.engine.trainplan import training_share_path
 
+        if i.get("moe_routing") == "token-drop":
+            # a token-drop run fits what its path costs beyond the dropless physics, alone: the
+            # shares, overlaps and host wait are dropless runs' (a run of another release's path
+            # pulled them toward its own cost)
+            return ["efficiency.moe_token_drop_share"]
         share = training_share_path(cat, cat.system(i["hardware"]).accelerator)
         fp4 = ["efficiency.training_gemm.fp4.recipe_share"] if i.get("precision") == "fp4" else []
         moe = ["efficiency.moe_a2a_overlap"] if _is_moe(cat, case) else []

@@ -772,6 +772,14 @@ class Efficiency(Strict):
         1e-3,
         description="host-bound time of an MoE layer's forward without CUDA graphs over its routing",
     )
+    moe_capacity_factor: Sourced = unit(
+        "ratio",
+        description="expert capacity over the balanced share in a padded token-drop run (routing=token-drop)",
+    )
+    moe_token_drop_share: Sourced = unit(
+        "fraction",
+        description="share of the routed expert GEMM rate a padded token-drop run keeps (Megatron 25.09's)",
+    )
     default_batch_coefficient: Sourced = unit(
         "tokens/FLOP^exponent",  # the batch in tokens is coefficient x FLOPs^exponent (an explain review)
         description="recipe global batch when a model has none: coefficient x FLOPs^exponent",
@@ -790,6 +798,7 @@ class Efficiency(Strict):
             "elementwise_hbm_efficiency",
             "training_goodput",
             "overlap_tax",
+            "moe_token_drop_share",
         ):
             _fraction(name, getattr(self, name))
         for name in ("moe_a2a_overlap", "tp_comm_overlap"):

@@ -629,7 +629,7 @@ def _summary(c: tpn.Choice, x: dict) -> PlanSummary:
     y = tpn.derive(x)
     run = plan_run(y, c.plan, c.out, c.gpus)
     return PlanSummary(
-        plan=c.name,
+        plan=c.name + tpn.routing_text(x["pins"]),
         parallelism=(par := training_plan(c.plan)),
         global_batch=par.global_batch,
         step_time_s=run["step_time_s"],
@@ -663,7 +663,7 @@ def _result(meta: dict, tokens: float, y: dict, found: tpn.Found, x: dict) -> Pr
         tokens=tokens,
         pricing=meta["pricing"],
         mfu_pinned="mfu_pin" in x,
-        plan=found.best.name,
+        plan=found.best.name + tpn.routing_text(x["pins"]),
         parallelism=training_plan(found.best.plan),
         step_breakdown_s=step_breakdown(found.best, numbers["step_time_s"] if "mfu_pin" in x else None),
         memory_breakdown_gb_per_gpu=memory_breakdown(found.best, x),

@@ -42,6 +42,11 @@ from .inputs import Inputs
 RECOMPUTE = ("none", "selective", "full", "offload")  # policies 0-3; from ts.SET_BASE on: module sets
 SCHEDULES = ("1f1b", "dualpipe")  # the pipeline schedules, by their ``sched`` column value
 DISPATCHERS = ("alltoall", "deepep")  # MoE token dispatch, by its ``disp`` column value
+# MoE token routing (not searched: a run's numerics, dropless unless pinned): every token reaches its
+# k experts, or padded token drop at a capacity factor (Megatron-Core's moe_expert_capacity_factor
+# with moe_pad_expert_input_to_capacity: each expert computes exactly its capacity, dropping the
+# tokens beyond it and padding the rest; it changes what the model learns)
+ROUTINGS = ("dropless", "token-drop")
 SWITCH = ("off", "on")  # the 1F1B expert overlap (``a2ao``) and CUDA graphs (``graph``), by column value
 POLICIES = (0, 1, 2, 3)
 ZERO_STAGES = (0, 1, 2, 3)  # ZeRO-0 (plain data parallel) to FSDP
@@ -64,6 +69,7 @@ PIN_KEYS = {
     "dispatcher": "disp",
     "a2a_overlap": "a2ao",
     "cuda_graphs": "graph",
+    "routing": "drop",  # not searched: a run's numerics, dropless unless pinned
     "fp8_recipe": "f8r",  # not searched: a run's numerics, tensorwise unless pinned
     # not searched: userbuffers where the recipe has them (efficiency.training_tp_userbuffers) unless
     # pinned off (TransformerEngine's NCCL path, or a stack without userbuffers: Megatron-LM 2022)
@@ -82,10 +88,11 @@ NAMED = {
     "disp": ("dispatcher", DISPATCHERS),
     "a2ao": ("a2a_overlap", SWITCH),
     "graph": ("cuda_graphs", SWITCH),
+    "drop": ("routing", ROUTINGS),
     "f8r": ("fp8_recipe", FP8_RECIPES),
     "tpo": ("tp_comm_overlap", SWITCH),
 }
-RUN_PINS = ("f8r", "tpo")  # pins that price the step (in x) and constrain no layout
+RUN_PINS = ("drop", "f8r", "tpo")  # pins that price the step (in x) and constrain no layout
 
 
 def parse_plan(text: str | None) -> dict[str, int]:
@@ -116,6 +123,9 @@ def parse_plan(text: str | None) -> dict[str, int]:
                 f"least 2 x pp = {2 * pins['pp']}: gbs={pins['gbs']} over dp={pins['dp']}"
                 f"{' x mbs=' + str(pins['mbs']) if 'mbs' in pins else ''} gives {m:g}"
             )
+    if pins.get("drop") == 1 and pins.get("disp") == DISPATCHERS.index("deepep"):
+        # NeMo's MegatronTokenDropCallback asserts the alltoall dispatcher (nemo-token-drop)
+        raise InputError("`plan`: routing=token-drop runs the alltoall dispatcher (padded to capacity)")
     if pins.get("a2ao") == 1 and (
         pins.get("sched") == 1 or (pins.get("pp", 1) > 1 and pins.get("vp", 2) == 1)
     ):
@@ -135,13 +145,15 @@ def check_moe_pins(pins: dict[str, int], is_moe: bool, model: str) -> None:
             ("dispatcher=deepep", pins.get("disp") == DISPATCHERS.index("deepep")),
             ("a2a_overlap=on", pins.get("a2ao") == 1),
             ("cuda_graphs=off", pins.get("graph") == 0),  # on, like alltoall, is what a dense step runs
+            ("routing=token-drop", pins.get("drop") == 1),
         )
         if on
     ]
     if moe:
         raise InputError(
             f"`plan` {', '.join(moe)}: {model} is dense (no routed experts); expert parallelism, the "
-            "dispatcher, the all-to-all overlap and CUDA graphs over the routing apply to MoE models"
+            "dispatcher, the all-to-all overlap, CUDA graphs over the routing and token drop apply to MoE "
+            "models"
         )
 
 
@@ -451,6 +463,7 @@ def hardware_inputs(
         any_layout = f"{acc}.fp8_gemm_any_layout"
         if inp.has(any_layout):
             x["fp8_any_layout"] = inp.read(any_layout, "FP8 GEMMs in any operand layout")
+    x.update(routing_inputs(inp, pins))
     x["cast_bytes"] = 0.0
     if precision != "bf16":
         x["cast_bytes"] = inp.read(f"serving.bytes_per_weight.{precision}", f"{precision} bytes per value")
@@ -458,6 +471,20 @@ def hardware_inputs(
     # writes), a TN-only GPU's transpose added in derive
     x["cast_traffic"] = per_recipe("training_cast_bytes", "cast traffic bytes per value")
     return x
+
+
+def routing_inputs(inp: Inputs, pins: dict[str, int]) -> dict[str, Any]:
+    """The routed experts' work per balanced token (``capacity``: each expert computes and receives
+    its capacity, capacity factor x its balanced share, padded) and the share of their GEMM rate the
+    path keeps (``drop_share``): 1 and 1 for dropless routing, whose benchmarks force-balance the
+    experts; a token-drop run (plan routing=token-drop) reads both from the catalog."""
+    if pins.get("drop", 0) == 0:
+        return {"capacity": 1.0, "drop_share": 1.0}
+    e = "efficiency"
+    return {
+        "capacity": inp.read(f"{e}.moe_capacity_factor", "expert capacity factor (padded token drop)"),
+        "drop_share": inp.read(f"{e}.moe_token_drop_share", "expert GEMM rate share on the token-drop path"),
+    }
 
 
 def training_share_path(cat: Catalog, accelerator: str) -> str:
@@ -720,7 +747,8 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
         _PLACED[placed] = ts.placed_domain(out, x)
         _PLACED[placed].flags.writeable = False
     out["dom"] = _PLACED[placed]
-    if moe and "disp" not in pins:  # DeepEP where a token crosses domains (inside one it changes nothing)
+    # DeepEP where a token crosses domains (inside one it changes nothing); token drop pads on alltoall
+    if moe and "disp" not in pins and pins.get("drop", 0) == 0:
         out["disp"] = (ts.ep_span(out) > x["domain"]).astype(float)
     return out
 
@@ -1870,6 +1898,12 @@ def plan_name(p: dict[str, int]) -> str:
     text = f"{' '.join(parts)}, mbs {p['mbs']}, {memory}{ZERO_NAMES[p['zero']]}"
     text += ", pipeline inside the scale-up domain" if p["order"] == 1 else ""
     return text + (", no CUDA graphs" if p.get("graph", 1) == 0 and p["ep"] > 1 else "")
+
+
+def routing_text(pins: dict) -> str:
+    """What a plan's name adds for its MoE routing: nothing for dropless routing (the default), else
+    ``, padded token drop`` (the routing is a run pin, not a plan column)."""
+    return ", padded token drop" if pins.get("drop", 0) == 1 else ""
 
 
 def pins_text(pins: dict) -> str:

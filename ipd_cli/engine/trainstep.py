@@ -184,7 +184,7 @@ def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):
     the domain before it crosses). The slower of NIC and scale-up link binds."""
     e = P["ep"]
     one = tokens(P, x) / P["tp"] * per_token_bytes
-    copies = one * x["topk"] * (e - 1.0) / e
+    copies = one * routed_copies(x) * (e - 1.0) / e  # padded token drop sends each expert its capacity
     off = f.off_domain_share(ep_span(P), placed_domain(P, x))
     dedup = deduplicated(P)
     nic = ifelse(dedup, one * remote_domains(P, x), copies * off)
@@ -216,16 +216,26 @@ def gemm_seconds(flops, calls, x: dict, low: bool = True):
     return flops * (phi / x["low_rate"] + (1.0 - phi) / x["bf16_rate"]) + calls * x["call_s"]
 
 
+def routed_copies(x: dict):
+    """Expert copies of a token each MoE layer computes, moves and keeps: its k routed experts, times
+    the capacity factor where a token-drop run pads every expert to its capacity (``capacity``: 1
+    for dropless routing, whose benchmarks force-balance the experts; :func:`~ipd_cli.engine.
+    trainplan.routing_inputs`)."""
+    return x["topk"] * x["capacity"]
+
+
 def gemm_parts(P: Cols, x: dict) -> dict[str, Any]:
     """Forward GEMM time of one micro-batch through each kind of linear layer: the mixer, a dense
     FFN, the shared experts and the routed experts of one MoE layer (not yet weighted by share)."""
     T, t = tokens(P, x), P["tp"]
     local_experts = x["experts"] / P["ep"]
+    routed = 2.0 * T / t * routed_copies(x) * x["p_expert"]
     return {
         "mix": gemm_seconds(2.0 * T * x["p_mix"] / t, 2.0, x),
         "dense": gemm_seconds(2.0 * T * x["p_ffn"] / t, 2.0, x),
         "shared": gemm_seconds(2.0 * T * x["p_shared"] / t, 2.0 * (x["p_shared"] > 0), x),
-        "routed": gemm_seconds(2.0 * T / t * x["topk"] * x["p_expert"], 2.0 * local_experts * x["is_moe"], x),
+        # at the share of the GEMM rate the routing path keeps (drop_share: 1 for dropless routing)
+        "routed": gemm_seconds(routed / x["drop_share"], 2.0 * local_experts * x["is_moe"], x),
     }
 
 
@@ -262,7 +272,8 @@ def layer_elementwise_values(x: dict):
     h = x["hidden"]
     mixer = 5.0 * h + 2.0 * (x["q_width"] + x["k_width"])
     dense = 5.0 * h + x["act_width"] * x["ffn"]
-    moe = 6.0 * h + 5.0 * x["topk"] * h + x["act_width"] * x["expert_ffn"] * (x["topk"] + x["shared"])
+    k = routed_copies(x)
+    moe = 6.0 * h + 5.0 * k * h + x["act_width"] * x["expert_ffn"] * (k + x["shared"])
     return mixer + (1.0 - x["moe_share"]) * dense + x["moe_share"] * moe
 
 
@@ -272,7 +283,7 @@ def layer_cast_values(x: dict):
     h = x["hidden"]
     mixer = h + x["attn_dim"] + x["q_lora"] + x["kv_lora"]
     dense = h + x["ffn"]
-    moe = x["topk"] * (h + x["expert_ffn"]) + x["shared"] * (h + x["expert_ffn"]) + (x["shared"] > 0) * h
+    moe = (routed_copies(x) + x["shared"]) * (h + x["expert_ffn"]) + (x["shared"] > 0) * h
     return mixer + (1.0 - x["moe_share"]) * dense + x["moe_share"] * moe
 
 
@@ -760,7 +771,7 @@ def layer_activation_groups(x: dict) -> dict[str, tuple[Any, Any]]:
     at their own widths (q/k heads with the RoPE part: 192, v 128); its output projection saves
     the attention output it shares with the fused attention, not a quantised copy (low-precision
     recipes call ``set_save_original_input`` on it), so MLA keeps that output once, in BF16."""
-    h, k, s, aw, A = x["hidden"], x["topk"], x["shared"], x["act_width"], x["attn_dim"]
+    h, k, s, aw, A = x["hidden"], routed_copies(x), x["shared"], x["act_width"], x["attn_dim"]
     fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
     mla = float(x["kv_lora"] > 0)
     return {
@@ -890,7 +901,7 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
     gather and scatter, mla_up_proj its up-projections' gathers, moe its all-to-all (``ep``: the
     layer's exposed forward dispatch and combine) and host wait. A module the model lacks is 0."""
     T = tokens(P, x) / P["tp"]
-    h, k, s, aw = x["hidden"], x["topk"], x["shared"], x["act_width"]
+    h, k, s, aw = x["hidden"], routed_copies(x), x["shared"], x["act_width"]
     fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
     has = module_applies(x)
 
