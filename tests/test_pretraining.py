@@ -1298,6 +1298,52 @@ def test_dispatcher_overlap_and_graphs_are_plan_dimensions(catalog):
     )
 
 
+def test_token_drop_pads_the_routed_experts_by_hand(catalog):
+    # Qwen3-30B-A3B (128 experts, top 8; an expert's parameters from the catalog's routed total,
+    # 4.72M, about its 3 x 2,048 x 768 gated widths) on 8 B200, one 4,096-token micro-batch, TP1 EP8
+    free = inputs(catalog, "b200", "qwen3-30b-a3b", "fp8", seq=4096)
+    drop = inputs(catalog, "b200", "qwen3-30b-a3b", "fp8", seq=4096, pins={"drop": 1})
+    share = catalog.efficiency.moe_token_drop_share.value
+    assert (free["capacity"], free["drop_share"]) == (1.0, 1.0)  # dropless: every token's 8 copies
+    assert (drop["capacity"], drop["drop_share"]) == (1.0, share)  # NeMo's capacity factor 1.0
+    assert free["p_expert"] == pytest.approx(3 * 2048 * 768, rel=1e-3)
+    P = {"tp": 1.0, "cp": 1.0, "mbs": 1.0, "ep": 8.0, "order": 0.0, "pp": 1.0}
+    # the routed GEMMs: 2 x 4,096 tokens x 8 copies x p_expert (65,536 x 4.72M = 309.5 GFLOP), 16
+    # local experts x 2 calls; at capacity 1.0 padding computes exactly the balanced copies, and the
+    # path runs them at its share of the rate
+    flops, calls = 65_536 * free["p_expert"], 32
+    assert flops == pytest.approx(309.5e9, rel=1e-3)
+    assert ts.gemm_parts(P, free)["routed"] == pytest.approx(ts.gemm_seconds(flops, calls, free), rel=1e-12)
+    assert ts.gemm_parts(P, drop)["routed"] == pytest.approx(
+        ts.gemm_seconds(flops / share, calls, drop), rel=1e-12
+    )
+    # capacity 1.25: each expert computes and receives 1.25 x its balanced share, padded (10 copies)
+    wide = {**drop, "capacity": 1.25}
+    assert ts.gemm_parts(P, wide)["routed"] == pytest.approx(
+        ts.gemm_seconds(1.25 * flops / share, calls, wide), rel=1e-12
+    )
+    # its all-to-all: 4,096 tokens x 10 copies x 7/8 bound off the rank x 2,048 B (1 B a value),
+    # inside one B200 node, against 8 copies dropless
+    lat = free["lat_up"]
+    a2a = ts.a2a_seconds(P, wide, True, 2048.0) - lat
+    assert a2a == pytest.approx(4096 * 10 * 7 / 8 * 2048 / wide["up_bw"], rel=1e-12)
+    assert a2a / (ts.a2a_seconds(P, free, True, 2048.0) - lat) == pytest.approx(1.25, rel=1e-12)
+
+
+def test_the_routing_pin_prices_a_run_and_names_it():
+    # not searched: dropless unless pinned; token drop names itself in the plan, on alltoall only
+    plan = "tp=1,pp=1,ep=8,dp=8,mbs=1,gbs=512,dispatcher=alltoall,precision=fp8"
+    runs = [train_plan("b200", "qwen3-30b-a3b", 8, plan.replace(",precision=fp8", p), "--precision", "fp8")
+            for p in ("", ",routing=token-drop")]  # fmt: skip
+    assert all(r.code == 0 for r in runs), runs[0].stderr
+    free, drop = (r.json()["pretraining"] for r in runs)
+    assert drop["plan"] == free["plan"] + ", padded token drop"
+    assert drop["tokens_per_s_per_gpu"] < free["tokens_per_s_per_gpu"]
+    with pytest.raises(InputError, match="routing=token-drop runs the alltoall dispatcher"):
+        tpn.parse_plan("routing=token-drop,dispatcher=deepep")
+    assert tpn.pins_text(tpn.parse_plan("routing=token-drop")) == "routing=token-drop"
+
+
 def test_each_input_is_listed_once(catalog):
     # a BF16 run reads the BF16 peak as its precision's and as the attention's: one row, not two
     r = train(catalog, "hopper", "llama-3.1-8b", 1e12, gpus=64, precision="bf16")
@@ -1317,6 +1363,7 @@ def test_each_input_is_listed_once(catalog):
         # it ran, changing nothing, while the help marks cuda_graphs MoE-only (a contract review);
         # `on`, what a dense step runs, is accepted as `dispatcher=alltoall` is
         ("cuda_graphs=off", "cuda_graphs=off: llama-3.1-70b is dense"),
+        ("routing=token-drop", "routing=token-drop: llama-3.1-70b is dense"),
     ],
 )
 def test_plan_pins_that_cannot_mean_anything_are_usage_errors(plan, needle):
