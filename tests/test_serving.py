@@ -1978,14 +1978,18 @@ def test_a_disaggregated_nearest_configuration_names_all_its_gpus():
     import re
 
     assert r.code == 1
+    # since decode stages span at most TensorRT-LLM's two published Hopper nodes, the nearest is a
+    # pipeline of them (5 x DEP16 + 6 x TEP8 PP32: 5 x 16 + 6 x 256 = 1,616)
     m = re.search(
-        r"is (\d+) prefill x DEP(\d+) .*\+ (\d+) decode x DEP(\d+) .*"
+        r"is (\d+) prefill x DEP(\d+) .*\+ (\d+) decode x [A-Z]+?(\d+)(?: PP(\d+))? .*"
         r"\((\d+) GPUs a decode instance, ([\d,]+) in all\)",
         r.stderr,
     )
     assert m, r.stderr
-    n_pre, pre_gpus, n_dec, dec_gpus, instance, total = (int(v.replace(",", "")) for v in m.groups())
-    assert instance == dec_gpus and total == n_pre * pre_gpus + n_dec * dec_gpus  # 68 x 16 + 13 x 256
+    numbers = (int((v or "1").replace(",", "")) for v in m.groups())
+    n_pre, pre_gpus, n_dec, stage, stages, instance, total = numbers
+    dec_gpus = stage * stages
+    assert instance == dec_gpus and total == n_pre * pre_gpus + n_dec * dec_gpus
 
 
 def test_expert_parallelism_that_does_not_divide_the_experts_places_whole_experts():

@@ -946,6 +946,7 @@ MAX_ROLLOUTS_PER_STEP = 100_000_000
 
 # the largest values of the serving search's bounds: its grids grow with each (8-16x the catalog's)
 SEARCH_BOUND_CAPS = {"max_instance_domains": 256, "max_batch_per_rank": 65536, "max_decode_instances": 128}
+SEARCH_BOUND_CAPS["max_decode_stage_domains"] = SEARCH_BOUND_CAPS["max_instance_domains"]
 
 
 PROFILE_FRACTIONS = (
@@ -1055,6 +1056,13 @@ class StackProfile(Strict):
         "post-quant all-to-all of NVFP4 models: fp4 holds for a model whose fp4_scale_format is "
         "nvfp4); otherwise dispatch_bytes_per_value",
     )
+    max_decode_stage_domains: Sourced | None = unit(
+        "scale-up domains",
+        default=None,
+        description="scale-up domains one pipeline stage of a searched decode instance (its tensor- or "
+        "expert-parallel group) may span: the widest decode the stack has published on the family "
+        "(default: the reference serving.max_decode_stage_domains)",
+    )
     two_batch_overlap: SourcedFlag | None = Field(
         default=None,
         description="a prompt's expert dispatch and combine overlap the other half-batch's compute "
@@ -1087,7 +1095,19 @@ class StackProfile(Strict):
             v = getattr(self, name)
             if v is not None and v.value < 0:
                 raise ValueError(f"{name} must be >= 0, got {v.value}")
+        if self.max_decode_stage_domains is not None:
+            _search_bound("max_decode_stage_domains", self.max_decode_stage_domains.value)
         return self
+
+
+def _search_bound(name: str, v: float) -> None:
+    """A bound on the deployment search: a whole number from 1 to its cap (grids grow with them:
+    an input review's 1e4 decode instances asked for 480 TiB)."""
+    if v < 1 or v != int(v):
+        raise ValueError(f"{name} must be a whole number >= 1, got {v}")
+    cap = SEARCH_BOUND_CAPS[name]
+    if v > cap:
+        raise ValueError(f"{name} bounds the deployment search: at most {cap:,}, got {v:g}")
 
 
 def borrowed_profile(stack: str, ref: str) -> tuple[str, str]:
@@ -1356,6 +1376,11 @@ class ServingEfficiency(Strict):
     max_instance_domains: Sourced = unit(
         "scale-up domains", description="largest instance tried, in scale-up domains"
     )
+    max_decode_stage_domains: Sourced = unit(
+        "scale-up domains",
+        description="scale-up domains one pipeline stage of a searched decode instance may span, where "
+        "the serving stack's profile has no value of its own (serving-stacks.yaml)",
+    )
     max_batch_per_rank: Sourced = unit(
         "sequences",
         description="engine cap on concurrent sequences per scheduler (attention data-parallel) rank",
@@ -1410,9 +1435,6 @@ class ServingEfficiency(Strict):
         if any(g <= 0 for g in self.instance_gpus) or self.instance_gpus != sorted(set(self.instance_gpus)):
             raise ValueError("instance_gpus must be positive, distinct and ascending")
         for name in (
-            "max_instance_domains",
-            "max_batch_per_rank",
-            "max_decode_instances",
             "expert_imbalance_reference_ep",
             "expert_imbalance_reference_experts_per_gpu",
             "attention_dp_imbalance_reference_ranks",
@@ -1420,10 +1442,8 @@ class ServingEfficiency(Strict):
             v = getattr(self, name).value
             if v < 1 or v != int(v):
                 raise ValueError(f"{name} must be a whole number >= 1, got {v}")
-        for name, cap in SEARCH_BOUND_CAPS.items():  # grids grow with them (an input review: 1e4
-            v = getattr(self, name).value  # decode instances asked for 480 TiB)
-            if v > cap:
-                raise ValueError(f"{name} bounds the deployment search: at most {cap:,}, got {v:g}")
+        for name in SEARCH_BOUND_CAPS:
+            _search_bound(name, getattr(self, name).value)
         if self.step_floor_exponent.value < 1:
             raise ValueError(f"step_floor_exponent must be >= 1, got {self.step_floor_exponent.value}")
         self._check_stacks()

@@ -451,7 +451,7 @@ def _split_failures(g: Grid, first: Any) -> list[tuple[str, str]]:
 
 def _layout_failure(first: Any) -> bool:
     """Every pinned row (``first``: their first failures) fails one of the layout rules (the
-    first ``LAYOUT_RULES`` checks of the grid: the layers, the heads, the experts) before any
+    first ``LAYOUT_RULES`` checks of the grid: the layers, the heads, the experts, the reach) before any
     memory or batch check."""
     import numpy as np
 

@@ -5,7 +5,9 @@ Space, per system, model, weight precision and request shape:
 * instance GPUs ``g``: the catalog's sizes inside one scale-up domain and the domain's divisors
   (on a 72-GPU rack 3, 6, 9, 12, 18, 24 and 36 too, which tile it), then whole domains
   (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``); an instance that does not
-  tile its domain pays for the GPUs it strands;
+  tile its domain pays for the GPUs it strands; a decode instance's stage (its TP or EP group)
+  spans at most the stack's ``max_decode_stage_domains`` domains (the widest it has published on
+  the family; a pinned size reaches beyond), the prefill instances only the instance bound;
 * pipeline stages ``pp`` (inside a domain or across domains; each stage a size that tiles the
   domains, or a searched size smaller than a domain, which strands and pays the rest of each
   domain it sits in; a pinned stage count alone adds every such stage size times it, as a pinned
@@ -347,6 +349,16 @@ def _drafts(lay: dict) -> Any:
     return (lay["k"] > 0).astype(int)
 
 
+def _within_reach(ph: Physics, lay: dict, pins: Pins) -> Any:
+    """Layout rule for the decode (and aggregated) instances: each pipeline stage, its tensor- or
+    expert-parallel group, spans at most the stack's ``max_decode_stage_domains`` scale-up domains
+    (the widest decode it has published on the family: DEP16 over two H100 nodes for TensorRT-LLM,
+    a rack for Blackwell). A size the caller pins (stage or instance GPUs) reaches beyond it.
+    Prefill instances are not bounded by it (they are chosen among every layout)."""
+    pinned = (lay["s"] == (pins.stage_gpus or 0)) | (lay["g"] == (pins.instance_gpus or 0))
+    return (lay["s"] <= ph.max_stage_domains * ph.domain) | pinned
+
+
 def _tp_divides_heads(ph: Physics, lay: dict) -> Any:
     """Layout rule: each layout's tensor parallelism divides the attention heads and the KV heads
     or is a multiple of them (:func:`formulas.tensor_parallel_splits`: vLLM's and TensorRT-LLM's
@@ -427,22 +439,25 @@ def _hole_partners(lay: dict, pf: dict):
 
 
 # the first LAYOUT_RULES checks of _checks are the layout rules (the layers, the heads, the
-# experts), before any memory or batch check: a row whose first failure is below it has no layout
-LAYOUT_RULES = 3
+# experts, the stage's reach), before any memory or batch check: a row whose first failure is below
+# it has no layout
+LAYOUT_RULES = 4
 
 
-def _checks(ph: Physics, lay: dict, x: dict, r: dict, fits: Any) -> Space:
+def _checks(ph: Physics, lay: dict, x: dict, r: dict, fits: Any, reach: Any) -> Space:
     """The requirements, in the order a message names the first a row fails (``fits``: per row,
-    whether its batch fits its layout's KV capacity and batch cap)."""
+    whether its batch fits its layout's KV capacity and batch cap; ``reach``: per layout,
+    :func:`_within_reach`)."""
     import numpy as np
 
     space = Space({"row": r["layout"]})
     li = r["layout"]
-    layers, heads, experts, weights, kv = masks_at(
+    layers, heads, experts, reached, weights, kv = masks_at(
         li,
         lay["pp"] <= ph.layers,
         _tp_divides_heads(ph, lay),
         _ep_within_experts(ph, lay),
+        reach,
         x["free_gpu"] > 0,
         x["rank_max"] >= 1,
     )
@@ -453,6 +468,12 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict, fits: Any) -> Space:
     kv_heads = f" and the {ph.kv_heads} KV heads (or be a multiple of them)" if ph.kv_heads > 1 else ""
     space.require(f"tensor parallelism must divide the {ph.heads} attention heads{kv_heads}{draft}", heads)
     space.require(f"expert parallelism above the {ph.experts} experts", experts)
+    stack = f"{ph.stack} on {ph.family}" if ph.family else "the reference"
+    space.require(
+        f"a decode stage spans more than {ph.max_stage_domains} scale-up domains of {ph.domain} GPUs, "
+        f"the widest {stack} has published (max_decode_stage_domains)",
+        reached,
+    )
     space.require("the weights do not fit in HBM", weights)
     space.require("the KV cache cannot hold one full request", kv)
     space.require("the batch exceeds the KV capacity or the engine's batch cap per rank", fits)
@@ -629,10 +650,11 @@ def _evaluate(
     n_all = len(lay["g"])
     # only the rows the pins allow are priced (a pinned search keeps a tenth of the space); a pin no
     # layout has prices them all, for the message that names what the space has
+    reach = _within_reach(ph, lay, pins)
     keep = (
         np.arange(n_all)
         if whole
-        else np.flatnonzero(layout_mask(lay, pins) & np.isin(lay["k"], ph.spec_depths))
+        else np.flatnonzero(layout_mask(lay, pins) & np.isin(lay["k"], ph.spec_depths) & reach)
     )
     whole = whole or not keep.size
     keep = np.arange(n_all) if whole else keep
@@ -712,7 +734,7 @@ def _evaluate(
         for j in range(len(modes)):
             col[j * n : (j + 1) * n][dead] = np.nan
     rows |= _own_columns(li, batch, pidx, pf_ok, modes)
-    space = _checks(ph, lay, x, rows, np.tile(fits.reshape(-1), len(modes)))
+    space = _checks(ph, lay, x, rows, np.tile(fits.reshape(-1), len(modes)), reach)
     pinned = pins_mask(lay, rows, pins, np.isin(lay["k"], ph.spec_depths))
     pools: dict[str, Any] = {}
     # pinned pools stay as deployed

@@ -130,6 +130,7 @@ class Physics:
     # search bounds
     instance_sizes: tuple[int, ...]
     max_domains: int
+    max_stage_domains: int  # scale-up domains a searched decode stage may span (the stack's)
     max_batch_per_rank: int
     max_decode_instances: int
     # cost
@@ -910,6 +911,15 @@ def read(
         ),
         instance_sizes=tuple(sv.instance_gpus),
         max_domains=int(ctx.take("largest instance (scale-up domains)", "max_instance_domains")),
+        max_stage_domains=int(
+            stacks.read(
+                ctx,
+                st,
+                "widest decode stage (scale-up domains)",
+                "max_decode_stage_domains",
+                "max_decode_stage_domains",
+            )
+        ),
         max_batch_per_rank=int(ctx.take("engine batch cap per rank", "max_batch_per_rank")),
         max_decode_instances=int(ctx.take("decode instances per pool tried", "max_decode_instances")),
         price=price,
