@@ -2846,3 +2846,73 @@ def test_a_layouts_tensor_parallelism_splits_the_kv_heads_or_replicates_them():
     assert t[_tp_divides_heads(gqa, lay)].tolist() == [1, 2, 4, 8, 40]  # 40 = 5 copies of 8
     mla = SimpleNamespace(heads=40, kv_heads=1, draft_heads=0)  # one latent: the heads alone
     assert t[_tp_divides_heads(mla, lay)].tolist() == t.tolist()
+
+
+def test_a_decode_stage_spans_at_most_the_scale_up_domains_its_stack_has_published(catalog):
+    # F2 of a serving audit (2026-12-05): the frontier past ~30 tokens/s per user was made of
+    # decode EP over up to 32 nodes (DEP256 on H200), which no case checks. A searched decode stage
+    # now spans at most max_decode_stage_domains of its stack's profile: TensorRT-LLM on Hopper 2
+    # (InferenceX's H100 recipes decode tp 16 / ep 16 over two nodes), 2 x 8 = 16 GPUs a stage;
+    # SGLang on Hopper 9 (its 96-H100 deployment decodes EP72 over 9 nodes), 9 x 8 = 72
+    import numpy as np
+
+    from ipd_cli.engine.serving import grid
+
+    for stack, domains in (("trtllm", 2), ("sglang", 9)):
+        ctx = context(catalog, "h200", "deepseek-v3")
+        ph = physics.read(ctx, "fp8", ["fp8"], 1000, 1000, "off", "rental", stack=stack)
+        assert (ph.max_stage_domains, ph.domain) == (domains, 8)
+        g = grid.evaluate(ph, Pins())
+        stages = g.lay["s"][g.rows["layout"][g.feasible]]
+        assert stages.max() == domains * 8
+        # the whole space holds the wider stages, refused by the rule that names the stack's bound
+        whole = g.whole()
+        wide = whole.lay["s"][whole.rows["layout"]] > domains * 8
+        first = whole.space.first_failure()[wide]
+        assert wide.any() and np.all(first >= 0)
+        reasons = {whole.space.checks[i][0] for i in np.unique(first)}
+        bound = f"more than {domains} scale-up domains of 8 GPUs, the widest {stack} on hopper has published"
+        assert any(bound in r for r in reasons), reasons
+
+
+def test_h200_deepseek_r1_at_80_tokens_per_user_decodes_on_one_node_and_the_catalog_bound_moves_it():
+    # `ipd serve --hardware h200 --model deepseek-r1 --tokens-per-user-s 80` chose 3 decode x DEP256
+    # over 32 nodes (800 GPUs, 199.5 tokens/s per GPU); within TensorRT-LLM's two Hopper nodes the
+    # best is TP8 decode on one node (16 GPUs and TP16/DEP16 were searched too), and --set of the
+    # stack's bound back to 32 domains gives the DEP256 answer again
+    import json
+
+    args = ("serve", "--hardware", "h200", "--model", "deepseek-r1", "--tokens-per-user-s", "80")
+    args += ("-f", "json")
+
+    def answer(*extra: str):
+        r = run_cli(*args, *extra)
+        assert r.code == 0, r.stderr
+        out = json.loads(r.stdout)
+        reads = out["assumptions"]
+        return out["serving"], next(i for i in reads if i["name"] == "widest decode stage (scale-up domains)")
+
+    s, bound = answer()
+    assert bound["value"] == 2 and bound["source"] == "inferencex-nvidia-master"
+    assert s["configuration"] == "1 prefill x TP8 + 16 decode x TP8 batch 19 + MTP (3 drafts)"
+    assert s["instance_gpus"] == 8 and s["tokens_per_s_per_user"] >= 80
+    wide, bound = answer("--set", "serving.stacks.trtllm.profiles.hopper.max_decode_stage_domains=32")
+    assert bound["value"] == 32 and bound["source"] == "cli-set"
+    assert wide["instance_gpus"] == 256 and "decode x DEP256" in wide["configuration"]
+    assert wide["tokens_per_s_per_gpu"] > s["tokens_per_s_per_gpu"]
+
+
+def test_a_pinned_size_reaches_beyond_the_stacks_published_decode(catalog):
+    # the bound narrows the search; a size the caller pins runs as pinned (DEP32: four H200 nodes)
+    s = serve(catalog, "h200", "deepseek-r1", instance_gpus=32, layout="dep", disaggregated=True)
+    decode = s.configuration.split(" + ")[1]
+    assert s.instance_gpus == 32 and decode.startswith(f"{s.decode_instances} decode x DEP32")
+
+
+@pytest.mark.parametrize(("value", "message"), [("0", "must be"), ("1.5", "whole number >= 1"),
+                                                 ("257", "at most 256")])  # fmt: skip
+def test_a_decode_stage_bound_is_a_whole_number_of_domains_within_the_search_cap(catalog, value, message):
+    for path in ("serving", "serving.stacks.trtllm.profiles.hopper"):
+        path += ".max_decode_stage_domains"
+        with pytest.raises(InputError, match=message):
+            catalog.with_overrides([f"{path}={value}"])
