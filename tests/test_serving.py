@@ -2916,3 +2916,15 @@ def test_a_decode_stage_bound_is_a_whole_number_of_domains_within_the_search_cap
         path += ".max_decode_stage_domains"
         with pytest.raises(InputError, match=message):
             catalog.with_overrides([f"{path}={value}"])
+
+
+def test_a_search_whose_every_layout_breaks_the_stage_bound_names_it():
+    # pure DEP is one stage: on one H100 node DeepSeek-V3's FP8 weights do not fit, and DEP16 and
+    # wider span more than one node, the bound set here
+    r = run_cli(
+        "serve", "--hardware", "h100", "--model", "deepseek-v3", "--precision", "fp8", "--layout", "dep",
+        "--set", "serving.stacks.trtllm.profiles.hopper.max_decode_stage_domains=1",
+    )  # fmt: skip
+    assert r.code == 1
+    rule = "a decode stage spans more than 1 scale-up domain of 8 GPUs, the widest trtllm on hopper"
+    assert rule in r.stderr, r.stderr

@@ -470,7 +470,8 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict, fits: Any, reach: Any) -> 
     space.require(f"expert parallelism above the {ph.experts} experts", experts)
     stack = f"{ph.stack} on {ph.family}" if ph.family else "the reference"
     space.require(
-        f"a decode stage spans more than {ph.max_stage_domains} scale-up domains of {ph.domain} GPUs, "
+        f"a decode stage spans more than {ph.max_stage_domains} scale-up "
+        f"domain{'' if ph.max_stage_domains == 1 else 's'} of {ph.domain} GPUs, "
         f"the widest {stack} has published (max_decode_stage_domains)",
         reached,
     )
