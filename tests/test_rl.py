@@ -566,20 +566,22 @@ def test_a_request_run_as_asked_names_the_larger_run_that_costs_less_a_step():
     # a physics audit: B300's 10T SWE step on `gpus` 1,151 (too few to split: grown to the trainer's
     # 1,024 + 8 x 64) ran 1,599 s, on 1,152 (1,024 + one 128-GPU replica: runs as asked, as the
     # README says) 2,770 s at 30 % more a step, and nothing named the larger request that gives the
-    # cheaper step. The grown run's cost is the 1,151 run's; a request of its size names nothing
+    # cheaper step. The grown run's cost is the 1,151 run's; a request of its size names nothing.
+    # Since a decode stage spans at most the stack's published domains (one 8-GPU B300 node) the
+    # 128-GPU replica is gone: 1,216 (1,024 + 192) runs as asked, 1,215 grows
     cat = load()
-    grown = rl(cat, "b300", "rl-swe-agent-10t", gpus=1151).rl
-    asked = rl(cat, "b300", "rl-swe-agent-10t", gpus=1152).rl
-    assert grown.gpus_requested == 1151 and grown.gpus > 1152 and grown.cheaper_grown_gpus is None
-    assert asked.gpus == 1152 and asked.gpus_requested is None
+    grown = rl(cat, "b300", "rl-swe-agent-10t", gpus=1215).rl
+    asked = rl(cat, "b300", "rl-swe-agent-10t", gpus=1216).rl
+    assert grown.gpus_requested == 1215 and grown.gpus > 1216 and grown.cheaper_grown_gpus is None
+    assert asked.gpus == 1216 and asked.gpus_requested is None
     assert asked.cheaper_grown_gpus == grown.gpus
     assert asked.cheaper_grown_usd_per_step == pytest.approx(grown.usd_per_step, rel=1e-12)
     assert asked.cheaper_grown_usd_per_step < asked.usd_per_step
     same = rl(cat, "b300", "rl-swe-agent-10t", gpus=grown.gpus).rl
     assert same.cheaper_grown_gpus is None and same.usd_per_step == pytest.approx(grown.usd_per_step)
-    r = run_cli("rl", "--hardware", "b300", "--workload", "rl-swe-agent-10t", "--gpus", "1152", "-f", "json")
+    r = run_cli("rl", "--hardware", "b300", "--workload", "rl-swe-agent-10t", "--gpus", "1216", "-f", "json")
     assert (
-        f"b300: RL post-training runs on the 1,152 GPUs asked for, at ${asked.usd_per_step:,.0f} a step; "
+        f"b300: RL post-training runs on the 1,216 GPUs asked for, at ${asked.usd_per_step:,.0f} a step; "
         f"{grown.gpus:,} GPUs (the trainer's fewest plus the generation pool a smaller request grows to) "
         f"would cost ${grown.usd_per_step:,.0f}: ask for them to get that step"
     ) in r.stderr
