@@ -356,3 +356,35 @@ def test_a_sweep_refuses_a_price_input_beside_a_price_axis(extra):
         "not read where --vary price_usd_per_gpu_hour gives every system's price; drop one of them"
         in r.stderr
     )
+
+
+def test_an_expert_width_its_parameter_counts_do_not_give_is_warned(tmp_path):
+    # a capacity planner's review: moe_ffn_hidden_size 64 to 65,536 left serving unchanged and
+    # unsaid (the counts set the weights, the width only the GEMMs' shape). DeepSeek-V3: 671B total,
+    # 37B active, 8 of 256 experts on 58 routed layers, hidden 7,168, SwiGLU: (671e9 - 37e9) /
+    # (1 - 8/256) / (58 x 256) / (3 x 7,168) = 2,050, its published 2,048 (no warning); 30 routed
+    # layers give 3,963, so 2,048 is 0.517x of it
+    routed = (671e9 - 37e9) / (1 - 8 / 256)
+    assert routed / (58 * 256) / (3 * 7168) == pytest.approx(2050, abs=1)
+    quiet = run_cli("models", "show", "deepseek-v3", "--set", "models.deepseek-v3.moe_ffn_hidden_size=2500")
+    assert quiet.code == 0 and "moe_ffn_hidden_size" not in quiet.stderr  # 1.22x: inside the band
+    r = run_cli("models", "show", "deepseek-v3", "--set", "models.deepseek-v3.moe_layers=30")
+    assert r.code == 0
+    [line] = [ln for ln in warnings(r.stderr) if "moe_ffn_hidden_size" in ln]
+    implied = routed / (30 * 256) / (3 * 7168)
+    assert line.startswith(
+        "ipd: warning: with --set models.deepseek-v3.moe_layers=30: models.deepseek-v3.moe_ffn_hidden_size "
+        f"= 2,048 is {2048 / implied:.3g}x the width its parameter counts give a routed expert "
+        f"({implied:,.0f}:"
+    )
+    # a user file's model: named by its file
+    body = copy.deepcopy(layers.load_raw([]).sections["models"]["deepseek-v3"])
+    body["moe_ffn_hidden_size"] = 65536
+    body["aliases"] = []
+    path = write(tmp_path / "models.yaml", yaml.safe_dump({"models": {"my-moe": body}}))
+    mine = run_cli("models", "show", "my-moe", "--catalog", str(tmp_path))
+    assert mine.code == 0, mine.stderr
+    assert any(
+        w.startswith(f"ipd: warning: {path}: models.my-moe.moe_ffn_hidden_size = 65,536 is 32x")
+        for w in warnings(mine.stderr)
+    )

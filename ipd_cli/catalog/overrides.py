@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ipd_cli.errors import InputError, did_you_mean, suggestions
 
 from .layers import ENTRY_SECTIONS, FOLDED, KEYED, MERGED_SECTIONS, keep_origins
-from .plausibility import economics_warnings, override_warnings, power_warnings
+from .plausibility import SHAPE_FIELDS, economics_warnings, override_warnings, power_warnings, shape_warnings
 from .schema import STAGE_WORKLOADS, Source, Sourced
 from .validation import WORKLOAD_KINDS, validate_entry, validation_error
 
@@ -465,6 +465,16 @@ def _warnings(
         ]
         for line in power_warnings(new, {name}) if why else []:
             if not any(w == line or w.endswith(f": {line}") for w in cat.warnings):  # a file's: "FILE: line"
+                lines.append(f"with `sets` {', '.join(why)}: {line}")
+    # a model's expert width against its counts, where a --set touches either
+    for name in new.models:
+        why = [
+            text
+            for text, (sec, n, f) in zip(given, entries, strict=True)
+            if sec == "models" and n == name and f[:1] and f[0] in SHAPE_FIELDS
+        ]
+        for line in shape_warnings(new, {name}) if why else []:
+            if not any(w == line or w.endswith(f": {line}") for w in cat.warnings):
                 lines.append(f"with `sets` {', '.join(why)}: {line}")
     return lines
 

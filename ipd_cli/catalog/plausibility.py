@@ -196,9 +196,54 @@ def power_warnings(cat: Catalog, only: set[str] | None = None) -> list[str]:
     return out
 
 
+# A consistency band, not a world figure: every built-in MoE model's expert width lies within 1 %
+# of the one its parameter counts give; a width 1.5x off says the counts and the shapes describe
+# different models (a capacity planner's review: moe_ffn_hidden_size 64 to 65,536 changed nothing)
+SHAPE_FACTOR = 1.5
+# the fields an expert's width is derived from (a --set of any of them checks it again)
+SHAPE_FIELDS = frozenset(
+    {"moe_ffn_hidden_size", "total_params", "active_params", "experts", "experts_per_token",
+     "moe_layers", "layers", "hidden_size", "gated_ffn"}
+)  # fmt: skip
+
+
+def _shape_line(name: str, m: Any) -> str | None:
+    """A routed expert's FFN width far from the one the model's parameter counts give it: the
+    counts set the weights (their bytes, their traffic, the FLOPs), the width only the shape of the
+    expert GEMMs, so a width that disagrees is otherwise silent."""
+    given = m.moe_ffn_hidden_size
+    if not m.is_moe or given is None or m.experts_per_token >= m.experts:
+        return None
+    total, active = float(m.total_params), float(m.active_params)
+    routed = (total - active) / (1.0 - m.experts_per_token / m.experts)
+    implied = routed / (m.routed_layers * m.experts) / ((3 if m.gated_ffn else 2) * m.hidden_size)
+    if implied <= 0 or 1 / SHAPE_FACTOR <= given / implied <= SHAPE_FACTOR:
+        return None
+    return (
+        f"models.{name}.moe_ffn_hidden_size = {given:,} is {given / implied:.3g}x the width its "
+        f"parameter counts give a routed expert ({implied:,.0f}: (total_params - active_params) / "
+        "(1 - experts_per_token / experts) over its routed layers, experts, FFN matrices and "
+        "hidden_size): the counts set the weights, their traffic and FLOPs, the width only the "
+        "expert GEMMs' shape"
+    )
+
+
+def shape_warnings(cat: Catalog, only: set[str] | None = None) -> list[str]:
+    """:func:`_shape_line` of the models of a user file or a ``--set`` (those of ``only``)."""
+    out = []
+    for name, m in cat.models.items():
+        origin = cat.origins.get(("models", name), "")
+        if (only is not None and name not in only) or (only is None and _builtin(origin)):
+            continue
+        line = _shape_line(name, m)
+        if line is not None:
+            out.append(line if only is not None else f"{origin}: {line}")
+    return out
+
+
 def user_file_warnings(cat: Catalog) -> list[str]:
     """The warnings of the entries user catalog files define (none for the built-in catalog)."""
-    out: list[str] = list(power_warnings(cat))
+    out: list[str] = [*power_warnings(cat), *shape_warnings(cat)]
     for section in CHECKED_SECTIONS:
         user = [(n, o) for (s, n), o in cat.origins.items() if s == section and not o.startswith(BUILTIN)]
         if not user:
