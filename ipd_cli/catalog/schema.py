@@ -1598,6 +1598,29 @@ class RlWorkload(Strict):
     )
     steps_per_refresh: Int = Field(default=100, gt=0)
     refreshes_per_year: Num = Field(default=12, gt=0)
+    eval_interval_steps: Int | None = Field(
+        default=None,
+        gt=0,
+        description="optimiser steps between evaluations of the policy (none: the run evaluates nothing); "
+        "each evaluation generates eval_tasks x eval_attempts trajectories of the step's shape on the "
+        "rollout GPUs, synchronously, while the run's other GPUs wait",
+    )
+    eval_tasks: Int = Field(
+        default=0, ge=0, description="tasks in the evaluation set (SWE-bench Verified: 500)"
+    )
+    eval_attempts: Int = Field(default=1, ge=1, description="attempts per evaluation task (pass@k's k)")
+    checkpoint_interval_steps: Int | None = Field(
+        default=None,
+        gt=0,
+        description="optimiser steps between checkpoints of the training state (weights and optimizer "
+        "state; none: the run writes none)",
+    )
+    checkpoint_async: Bool = Field(
+        default=False,
+        description="checkpoints written in the background (Megatron-LM's async save): the step waits "
+        "only for the copy to host memory, and for a write still running when the next checkpoint "
+        "is due; false: the run waits for the whole write",
+    )
     source: str
     note: str | None = None
     field_sources: dict[str, FieldSource] = Field(default_factory=dict, description=FIELD_SOURCES_HELP)
@@ -1770,6 +1793,12 @@ class RlEfficiency(Strict):
     default_host_link_gb_per_s: Sourced = unit(
         "GB/s per GPU", 1e9, description="CPU-GPU bandwidth per GPU when a system has none"
     )
+    storage_write_gb_per_s_per_gpu: Sourced = unit(
+        "GB/s per GPU",
+        1e9,
+        description="a GPU's share of the shared storage's aggregate write bandwidth: a checkpoint of "
+        "the training state is written at this times the trainer GPUs that hold it",
+    )
 
     @model_validator(mode="after")
     def _ranges(self) -> RlEfficiency:
@@ -1805,6 +1834,8 @@ class RlEfficiency(Strict):
                 raise ValueError(f"{name} must be >= 0")
         if self.default_host_link_gb_per_s.value <= 0:
             raise ValueError("default_host_link_gb_per_s must be > 0")
+        if self.storage_write_gb_per_s_per_gpu.value <= 0:
+            raise ValueError("storage_write_gb_per_s_per_gpu must be > 0")
         return self
 
 

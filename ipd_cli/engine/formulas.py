@@ -495,21 +495,31 @@ def all_to_all_bytes_per_gpu_per_rank(tokens_per_gpu, remote_ranks, hidden_size,
 
 
 def rl_run(
-    steps_per_refresh, refreshes_per_year, step_s, gpu_hours, usd, energy_kwh, goodput, staleness_factor
+    steps_per_refresh,
+    refreshes_per_year,
+    step_s,
+    gpu_hours,
+    usd,
+    energy_kwh,
+    goodput,
+    staleness_factor,
+    periodic_s_per_step=0.0,
 ):
     """An RL run (the fields of ``rl.run``) from one step's seconds, GPU-hours, cost and energy: a
     refresh cycle of ``steps_per_refresh`` steps of a synchronous run (the schedule's unit) and
     ``refreshes_per_year`` of them a year. An off-policy run takes ``staleness_factor`` (phi) steps
-    for each, and a whole run loses the share 1 - ``goodput`` of its time to failures and restarts,
-    as a pre-training run does: each scheduled step costs phi / goodput steps
-    (:func:`run_steps_per_step`)."""
+    for each, each step carries ``periodic_s_per_step`` more seconds of the run's GPUs (its share of
+    the periodic evaluations and checkpoints), and a whole run loses the share 1 - ``goodput`` of
+    its time to failures and restarts, as a pre-training run does: each scheduled step costs
+    :func:`run_step_cost_factor` steps."""
     per_year = steps_per_refresh * refreshes_per_year
-    k = run_steps_per_step(goodput, staleness_factor)
+    k = run_step_cost_factor(goodput, staleness_factor, step_s, periodic_s_per_step)
     return {
         "steps_per_refresh": steps_per_refresh,
         "refreshes_per_year": refreshes_per_year,
         "goodput": goodput,
         "staleness_steps_factor": staleness_factor,
+        "periodic_s_per_step": periodic_s_per_step,
         "wall_days_per_refresh": steps_per_refresh * k * step_s / SECONDS_PER_DAY,
         "gpu_hours_per_refresh": steps_per_refresh * k * gpu_hours,
         "usd_per_refresh": steps_per_refresh * k * usd,
@@ -519,16 +529,29 @@ def rl_run(
     }
 
 
-def rl_steps_bought(budget_usd, usd_per_step, goodput, staleness_factor):
-    """Scheduled RL steps a budget buys, each paid phi / goodput steps (a yearly average; fewer
-    than one is warned)."""
-    return budget_usd / (usd_per_step * run_steps_per_step(goodput, staleness_factor))
+def rl_steps_bought(budget_usd, usd_per_step, goodput, staleness_factor, step_s, periodic_s_per_step):
+    """Scheduled RL steps a budget buys, each paid :func:`run_step_cost_factor` steps (a yearly
+    average; fewer than one is warned)."""
+    return budget_usd / (
+        usd_per_step * run_step_cost_factor(goodput, staleness_factor, step_s, periodic_s_per_step)
+    )
 
 
-def post_training_cost(usd_per_step, kwh_per_step, steps_per_year, horizon_years, goodput, staleness_factor):
-    """(USD, MWh) of an RL schedule over a horizon: every scheduled step paid phi / goodput times,
-    its energy too (a lost step draws power; every generated rollout, kept or not, counts)."""
-    steps = steps_per_year * horizon_years * run_steps_per_step(goodput, staleness_factor)
+def post_training_cost(
+    usd_per_step,
+    kwh_per_step,
+    steps_per_year,
+    horizon_years,
+    goodput,
+    staleness_factor,
+    step_s,
+    periodic_s_per_step,
+):
+    """(USD, MWh) of an RL schedule over a horizon: every scheduled step paid
+    :func:`run_step_cost_factor` times, its energy too (a lost step draws power, and so do the GPUs
+    during an evaluation or a checkpoint; every generated rollout, kept or not, counts)."""
+    k = run_step_cost_factor(goodput, staleness_factor, step_s, periodic_s_per_step)
+    steps = steps_per_year * horizon_years * k
     return usd_per_step * steps, kwh_per_step * steps / KWH_PER_MWH
 
 
@@ -536,6 +559,41 @@ def run_steps_per_step(goodput, staleness_factor):
     """Steps a run pays for each step of its schedule: phi (an off-policy run's extra optimiser
     steps) over the goodput (the share of a run's time in useful steps)."""
     return staleness_factor / goodput
+
+
+def run_step_cost_factor(goodput, staleness_factor, step_s, periodic_s_per_step):
+    """Steps' worth of the run's GPU time a scheduled step costs: :func:`run_steps_per_step`, each
+    step lengthened by its share of the periodic evaluations and checkpoints
+    (``periodic_s_per_step`` over the step's ``step_s``; 0 adds nothing, exactly)."""
+    return run_steps_per_step(goodput, staleness_factor) * (1 + periodic_s_per_step / step_s)
+
+
+def per_interval(seconds, interval_steps):
+    """A periodic cost's seconds per optimiser step: ``seconds`` every ``interval_steps`` steps
+    (None: never, 0)."""
+    return 0.0 if interval_steps is None else seconds / interval_steps
+
+
+def checkpoint_write_seconds(state_bytes, writer_gpus, write_bytes_per_s_per_gpu):
+    """A checkpoint written to shared storage: the training state's bytes over the aggregate
+    write bandwidth of the GPUs that hold it (each GPU's share of the storage's)."""
+    return state_bytes / (writer_gpus * write_bytes_per_s_per_gpu)
+
+
+def checkpoint_staging_seconds(state_bytes, writer_gpus, host_bytes_per_s):
+    """An asynchronous checkpoint's copy of the state to host memory, each GPU its share over its
+    own host link (Megatron-LM's async save stages the tensors before the background write)."""
+    return state_bytes / writer_gpus / host_bytes_per_s
+
+
+def checkpoint_exposed_seconds(write_s, staging_s, interval_steps, step_s, asynchronous):
+    """The seconds a checkpoint stops the run: blocking, the whole write; asynchronous (Megatron-LM's
+    async save), the copy of the state to host memory (``staging_s``) and the part of the
+    background write still running when the next checkpoint is due, ``interval_steps`` steps of
+    ``step_s`` later."""
+    if not asynchronous:
+        return write_s
+    return staging_s + maximum(0.0, write_s - interval_steps * step_s)
 
 
 def two_batch_seconds(compute_s, all_to_all_s, comm_sm_share, overlap):

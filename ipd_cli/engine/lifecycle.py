@@ -277,10 +277,15 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     # a rate that is not finite (extreme inputs) stays as it is, refused with the result
     per_step_samples = _step_samples(rl)
     run = rl.run
-    terms = (run.goodput, run.staleness_steps_factor)  # a scheduled step pays phi / goodput steps
+    # a scheduled step pays phi / goodput steps, each lengthened by its share of the periodic
+    # evaluations and checkpoints
+    terms = (run.goodput, run.staleness_steps_factor, rl.step_seconds, run.periodic_s_per_step)
     if pt.budget_usd_per_year is not None:
         steps_per_year = f.rl_steps_bought(pt.budget_usd_per_year, rl.usd_per_step, *terms)
-        how = "budget_usd_per_year / (usd_per_step x staleness_steps_factor / goodput)"
+        how = (
+            "budget_usd_per_year / (usd_per_step x staleness_steps_factor / goodput x (1 + "
+            "periodic_s_per_step / step_seconds))"
+        )
     else:
         steps_per_year = (pt.steps_per_refresh or rw.steps_per_refresh) * (
             pt.refreshes_per_year or rw.refreshes_per_year
@@ -290,19 +295,21 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
         steps = rl.run.steps_per_refresh
         bought = f.rl_run(
             steps, steps_per_year / steps, rl.step_seconds, rl.gpu_hours_per_step, rl.usd_per_step,
-            rl.energy_kwh_per_step, run.goodput, run.staleness_steps_factor,
+            rl.energy_kwh_per_step, run.goodput, run.staleness_steps_factor, run.periodic_s_per_step,
         )  # fmt: skip
-        bought["staleness_bound_measured"] = run.staleness_bound_measured
-        rl = rl.model_copy(update={"run": RlRun(**bought)})
+        rl = rl.model_copy(update={"run": RlRun(**(run.model_dump() | bought))})
     cost, energy = f.post_training_cost(rl.usd_per_step, rl.energy_kwh_per_step, steps_per_year, H, *terms)
     step = Step(
         "post_training_usd",
         cost,
-        f"usd_per_step x staleness_steps_factor / goodput x steps_per_year ({how}) x H",
+        "usd_per_step x staleness_steps_factor / goodput x (1 + periodic_s_per_step / step_seconds) x "
+        f"steps_per_year ({how}) x H",
         {
             "usd_per_step": rl.usd_per_step,
             "staleness_steps_factor": run.staleness_steps_factor,
             "goodput": run.goodput,
+            "periodic_s_per_step": run.periodic_s_per_step,
+            "step_seconds": rl.step_seconds,
             "steps_per_year": steps_per_year,
             "H": H,
         },
@@ -891,13 +898,63 @@ def rl_steps(r: Rl | None) -> list[Step]:
              {"samples": _step_samples(r), "step_seconds": r.step_seconds}),
         Step("rl.usd_per_1k_samples", r.usd_per_1k_samples, "usd_per_step / samples x 1000",
              {"usd_per_step": r.usd_per_step, "samples": _step_samples(r)}),
-        # the run pays each step phi / goodput times (a code review: no row used either)
+        *_rl_periodic_steps(r),
+        # the run pays each step phi / goodput times (a code review: no row used either), each step
+        # lengthened by its share of the evaluations and checkpoints
         Step("rl.run.usd_per_year", r.run.usd_per_year,
-             "usd_per_step x steps_per_refresh x refreshes_per_year x staleness_steps_factor / goodput",
+             "usd_per_step x steps_per_refresh x refreshes_per_year x staleness_steps_factor / goodput x "
+             "(1 + periodic_s_per_step / step_seconds)",
              {"usd_per_step": r.usd_per_step, "steps_per_refresh": r.run.steps_per_refresh,
               "refreshes_per_year": r.run.refreshes_per_year,
-              "staleness_steps_factor": r.run.staleness_steps_factor, "goodput": r.run.goodput}),
+              "staleness_steps_factor": r.run.staleness_steps_factor, "goodput": r.run.goodput,
+              "periodic_s_per_step": r.run.periodic_s_per_step, "step_seconds": r.step_seconds}),
     ]  # fmt: skip
+
+
+# what a checkpoint stops the run for, by whether it is written in the background
+_EXPOSED = {
+    True: "checkpoint_staging_s + max(0, checkpoint_write_s - checkpoint_interval_steps x step_seconds) "
+    "(asynchronous: the copy to host memory, then the write in the background)",
+    False: "checkpoint_write_s (blocking: the run waits for the whole write)",
+}
+
+
+def _rl_periodic_steps(r: Rl) -> list[Step]:
+    """Where the run's evaluations and checkpoints come from (none where the workload has neither)."""
+    run = r.run
+    steps = []
+    if run.eval_interval_steps is not None:
+        steps.append(Step(
+            "rl.run.eval_s", run.eval_s,
+            "generation + environment of eval_trajectories (eval_tasks x eval_attempts) of the step's "
+            "shape on the step's rollout replicas, as one synchronous batch (the step's generation "
+            "physics); the run's other GPUs wait",
+            {"eval_trajectories": run.eval_trajectories, "gen_gpus": r.gen_gpus,
+             "rollout replica GPUs": r.instance_gpus},
+        ))  # fmt: skip
+    if run.checkpoint_interval_steps is not None:
+        writers = r.trainer.gpus_used if r.trainer is not None else r.train_gpus
+        steps += [
+            Step("rl.run.checkpoint_write_s", run.checkpoint_write_s,
+                 "checkpoint_bytes / (trainer GPUs holding the state x storage_write_gb_per_s_per_gpu); "
+                 "checkpoint_bytes = (weight_bytes_per_param + optimizer_bytes_per_param) x parameters",
+                 {"checkpoint_bytes": run.checkpoint_bytes, "trainer GPUs holding the state": writers}),
+            Step("rl.run.checkpoint_exposed_s", run.checkpoint_exposed_s, _EXPOSED[run.checkpoint_async],
+                 {"checkpoint_write_s": run.checkpoint_write_s,
+                  "checkpoint_staging_s": run.checkpoint_staging_s,
+                  "checkpoint_interval_steps": run.checkpoint_interval_steps,
+                  "step_seconds": r.step_seconds}),
+        ]  # fmt: skip
+    if steps:
+        steps.append(Step(
+            "rl.run.periodic_s_per_step", run.periodic_s_per_step,
+            "eval_s / eval_interval_steps + checkpoint_exposed_s / checkpoint_interval_steps (a term "
+            "without its interval: 0)",
+            {"eval_s": run.eval_s, "eval_interval_steps": run.eval_interval_steps or 0,
+             "checkpoint_exposed_s": run.checkpoint_exposed_s,
+             "checkpoint_interval_steps": run.checkpoint_interval_steps or 0},
+        ))  # fmt: skip
+    return steps
 
 
 def _step_samples(r: Rl) -> float:
@@ -1098,9 +1155,11 @@ def _energy_steps(s: Scenario, pre: PretrainShare, post: PostTraining, served: S
         run = post.block.run
         steps.append(
             Step("post_training_mwh", post.energy_mwh,
-                 "energy_kwh_per_step x staleness_steps_factor / goodput x steps_per_year x H / 1000",
+                 "energy_kwh_per_step x staleness_steps_factor / goodput x (1 + periodic_s_per_step / "
+                 "step_seconds) x steps_per_year x H / 1000",
                  {"energy_kwh_per_step": post.block.energy_kwh_per_step,
                   "staleness_steps_factor": run.staleness_steps_factor, "goodput": run.goodput,
+                  "periodic_s_per_step": run.periodic_s_per_step, "step_seconds": post.block.step_seconds,
                   "steps_per_year": run.steps_per_refresh * run.refreshes_per_year, "H": s.horizon_years})
         )  # fmt: skip
     steps.append(

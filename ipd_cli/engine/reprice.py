@@ -63,8 +63,15 @@ def serving(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
     }
 
 
-# rl.run's inputs, not re-priced (the goodput and phi are physics: a --set of either is a physics axis)
-SCHEDULE = ("steps_per_refresh", "refreshes_per_year", "goodput", "staleness_steps_factor")
+# rl.run's inputs, not re-priced (the goodput, phi and the periodic work are physics: a --set of any
+# is a physics axis; --samples draws replace the goodput, phi and the checkpoint's terms)
+SCHEDULE = (
+    "steps_per_refresh",
+    "refreshes_per_year",
+    "goodput",
+    "staleness_steps_factor",
+    "periodic_s_per_step",
+)
 
 
 def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
@@ -75,7 +82,7 @@ def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
     usd, kwh = hours * price, hours * kw * pue
     run = f.rl_run(
         m["rl.run.steps_per_refresh"], m["rl.run.refreshes_per_year"], m["rl.step_seconds"], hours, usd, kwh,
-        m["rl.run.goodput"], m["rl.run.staleness_steps_factor"],
+        m["rl.run.goodput"], m["rl.run.staleness_steps_factor"], m["rl.run.periodic_s_per_step"],
     )  # fmt: skip
     return {
         "rl.usd_per_step": usd,
@@ -242,20 +249,29 @@ def _budget_run(m: Numbers) -> Numbers:
     """rl.run of a yearly RL budget: the steps it buys at the re-priced cost per step
     (:func:`~ipd_cli.engine.lifecycle.post_training`)."""
     steps = m["rl.run.steps_per_refresh"]
-    goodput, phi = m["rl.run.goodput"], m["rl.run.staleness_steps_factor"]
-    refreshes = f.rl_steps_bought(m["_life.rl_budget"], m["rl.usd_per_step"], goodput, phi) / steps
+    terms = _run_terms(m)
+    refreshes = f.rl_steps_bought(m["_life.rl_budget"], m["rl.usd_per_step"], *terms) / steps
     run = f.rl_run(
         steps, refreshes, m["rl.step_seconds"], m["rl.gpu_hours_per_step"], m["rl.usd_per_step"],
-        m["rl.energy_kwh_per_step"], goodput, phi,
+        m["rl.energy_kwh_per_step"], terms[0], terms[1], terms[3],
     )  # fmt: skip
     return {f"rl.run.{k}": v for k, v in run.items() if k not in SCHEDULE or k == "refreshes_per_year"}
+
+
+def _run_terms(m: Numbers) -> tuple[Any, Any, Any, Any]:
+    """What a scheduled step pays beyond itself: the goodput, phi, the step's seconds and its share of
+    the periodic evaluations and checkpoints (:func:`~ipd_cli.engine.formulas.run_step_cost_factor`)."""
+    return (
+        m["rl.run.goodput"], m["rl.run.staleness_steps_factor"], m["rl.step_seconds"],
+        m["rl.run.periodic_s_per_step"],
+    )  # fmt: skip
 
 
 def _post_training(post_kind: str, m: Numbers, H: Any, zero: Any) -> tuple[Any, Any, Any]:
     """(USD, MWh, RL samples) of post-training over the horizon: a budget or a number of steps."""
     if post_kind == "none":
         return zero, zero, zero
-    terms = (m["rl.run.goodput"], m["rl.run.staleness_steps_factor"])
+    terms = _run_terms(m)
     if post_kind == "budget":
         steps_per_year = f.rl_steps_bought(m["_life.rl_budget"], m["rl.usd_per_step"], *terms)
     else:

@@ -613,7 +613,8 @@ class RlGeneration(Result):
 
 class RlRun(Result):
     """A refresh cycle (steps_per_refresh steps of a synchronous run) and a year of refreshes, each
-    step paid staleness_steps_factor / goodput times."""
+    step paid staleness_steps_factor / goodput times, lengthened by its share of the periodic
+    evaluations and checkpoints (periodic_s_per_step)."""
 
     steps_per_refresh: int = Field(description="optimiser steps of a synchronous run a refresh takes")
     refreshes_per_year: float
@@ -629,6 +630,49 @@ class RlRun(Result):
         default=None,
         description="off-policy: the largest staleness bound staleness_steps_factor was measured at "
         "(rl.staleness_bound_measured); an async bound beyond it is warned",
+    )
+    eval_interval_steps: int | None = Field(
+        default=None,
+        description="optimiser steps between evaluations (workload.eval_interval_steps; none: none)",
+    )
+    eval_trajectories: float = Field(
+        default=0.0, description="trajectories one evaluation generates: eval_tasks x eval_attempts"
+    )
+    eval_s: float = Field(
+        default=0.0,
+        description="one evaluation's wall seconds: its trajectories generated on the step's rollout "
+        "replicas (the step's generation physics, synchronously) and their sandboxes' start and "
+        "verification after the last; the run's other GPUs wait",
+    )
+    checkpoint_interval_steps: int | None = Field(
+        default=None,
+        description="optimiser steps between checkpoints (workload.checkpoint_interval_steps; none: none)",
+    )
+    checkpoint_async: bool = Field(default=False, description="checkpoints written in the background")
+    checkpoint_bytes: float = Field(
+        default=0.0,
+        description="a checkpoint's bytes: the training state without gradients (efficiency."
+        "weight_bytes_per_param + optimizer_bytes_per_param, x the model's parameters)",
+    )
+    checkpoint_write_s: float = Field(
+        default=0.0,
+        description="checkpoint_bytes / (the trainer GPUs that hold the state x "
+        "rl.storage_write_gb_per_s_per_gpu)",
+    )
+    checkpoint_staging_s: float = Field(
+        default=0.0,
+        description="asynchronous: the copy of each GPU's share of the state to host memory over its "
+        "host link, which the run waits for (0 when blocking)",
+    )
+    checkpoint_exposed_s: float = Field(
+        default=0.0,
+        description="seconds a checkpoint stops the run: the whole write when blocking; asynchronous, "
+        "the staging and any write still running when the next checkpoint is due",
+    )
+    periodic_s_per_step: float = Field(
+        default=0.0,
+        description="seconds of the run's GPUs each optimiser step carries for the periodic work: "
+        "eval_s / eval_interval_steps + checkpoint_exposed_s / checkpoint_interval_steps",
     )
     wall_days_per_refresh: float
     gpu_hours_per_refresh: float

@@ -50,6 +50,7 @@ from ipd_cli.catalog.overrides import entry_name
 from ipd_cli.catalog.workloads import check_mfu_scope
 from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, did_you_mean
 
+from . import formulas as f
 from . import reprice
 from .formulas import SECONDS_PER_DAY
 from .results import priced_at_serving_point
@@ -593,7 +594,34 @@ def _rl_run_draws(cat: Catalog, rl: Any, draws: Any) -> dict[str, Any]:
     for name, path, value in terms:
         if value.range is not None:
             out[name] = draws(path, value.range[0], value.value, value.range[1])
+    out |= _checkpoint_draws(cat, rl, draws)
     return out
+
+
+def _checkpoint_draws(cat: Catalog, rl: Any, draws: Any) -> dict[str, Any]:
+    """A run's checkpoint at every draw of the storage's write bandwidth: the write takes the
+    catalog's bandwidth over the drawn one times as long, and what it exposes, hence each step's
+    periodic seconds, follow (the evaluation's seconds are the rollouts' physics: not drawn)."""
+    run, value = rl.run, cat.rl.storage_write_gb_per_s_per_gpu
+    if run.checkpoint_interval_steps is None or value.range is None:
+        return {}
+    drawn = draws("rl.storage_write_gb_per_s_per_gpu", value.range[0], value.value, value.range[1])
+    write_s = run.checkpoint_write_s * value.value / drawn
+    exposed = f.checkpoint_exposed_seconds(
+        write_s,
+        run.checkpoint_staging_s,
+        run.checkpoint_interval_steps,
+        rl.step_seconds,
+        run.checkpoint_async,
+    )
+    periodic = f.per_interval(run.eval_s, run.eval_interval_steps) + f.per_interval(
+        exposed, run.checkpoint_interval_steps
+    )
+    return {
+        "rl.run.checkpoint_write_s": write_s,
+        "rl.run.checkpoint_exposed_s": exposed,
+        "rl.run.periodic_s_per_step": periodic,
+    }
 
 
 def _sizer(cat: Catalog, plan: SweepPlan, w: Any, hw: str, result: Any) -> Any:

@@ -684,13 +684,16 @@ def _rl_budget_lines(hw: str, s: dict) -> list[str]:
     steps = run["steps_per_refresh"] * run["refreshes_per_year"] * years
     if not 0 < steps < 1 - 1e-9:  # a whole step, rounded: bought (budget / cost x cost)
         return []
-    from ipd_cli.engine.formulas import run_steps_per_step
+    from ipd_cli.engine.formulas import run_step_cost_factor
 
-    per_step = rl["usd_per_step"] * run_steps_per_step(run["goodput"], run["staleness_steps_factor"])
+    per_step = rl["usd_per_step"] * run_step_cost_factor(
+        run["goodput"], run["staleness_steps_factor"], rl["step_seconds"], run.get("periodic_s_per_step", 0.0)
+    )
     samples = rl["samples_per_s"] * rl["step_seconds"]
     return [
         f"{hw}: the RL post-training runs {steps:.3g} of one ${fmt_num(per_step)} step over the "
-        f"{years:g}-year horizon (its goodput and staleness factor included; a step is "
+        f"{years:g}-year horizon (its goodput, staleness factor, evaluations and checkpoints included; a "
+        "step is "
         f"{fmt_num(round(samples))} samples, then one update): the lifecycle counts that fraction of a "
         f"step's samples and cost, which no run can spend; ${fmt_num(per_step)} buys one"
     ]

@@ -33,6 +33,7 @@ from .generation import (
     rollout_engine,
     sandbox_load,
 )
+from .periodic import periodic_terms
 from .result import assemble
 from .step import Step, SyncPhase, fewest_split_gpus, grown_split, schedule, split_gpus, step, timed
 from .sync import (
@@ -822,10 +823,11 @@ def _estimate_rl(
     s = setup(ctx, w, pricing, origin, split)
     gg, tg, requested, larger = choose_split(s, split, origin, advise_larger)
     out = evaluate(s, gg, tg)
+    periodic = periodic_terms(s, out, gg, tg, origin)
     price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
     rl = assemble(
         s, out, gg, tg, workload_name, price, basis, kw_per_gpu(ctx.inp, ctx.name), pue(ctx.inp), requested,
-        larger,
+        larger, periodic,
     )  # fmt: skip
     return RlResult(hardware=ctx.name, rl=rl, assumptions=_workload_paths(ctx.trace.items))
 

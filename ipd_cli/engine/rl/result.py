@@ -11,6 +11,7 @@ from ipd_cli.engine.results import Rl, RlGeneration, RlPhases, RlRun, RlTrainer,
 from ipd_cli.engine.trainplan import fp8_recipe
 
 from .generation import in_flight_batches, sandbox_cap, sandbox_load, wanted_per_replica
+from .periodic import NO_PERIODIC, Periodic
 from .step import schedule
 from .trainer import trainer_holding_gpus
 
@@ -72,14 +73,17 @@ def _trainer(s: Setup, out: Outcome) -> RlTrainer | None:
     )
 
 
-def _run(s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: float) -> RlRun:
+def _run(
+    s: Setup, seconds: float, gpu_hours: float, usd: float, energy_kwh: float, periodic: Periodic
+) -> RlRun:
     r = s.run
     return RlRun(
         **f.rl_run(
             s.w.steps_per_refresh, s.w.refreshes_per_year, seconds, gpu_hours, usd, energy_kwh,
-            r.goodput, r.staleness_factor,
+            r.goodput, r.staleness_factor, periodic.per_step_s,
         ),
         staleness_bound_measured=r.bound_measured,
+        **periodic.fields(),
     )  # fmt: skip
 
 
@@ -122,6 +126,7 @@ def _staleness(mode: str, out: Outcome) -> float:
 def assemble(
     s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, workload: str, price: float, basis: str,
     kw: float, p_ue: float, requested: int | None = None, larger: tuple[int, float] | None = None,
+    periodic: Periodic = NO_PERIODIC,
 ) -> Rl:  # fmt: skip
     """Cost and energy of the step; rollouts per kWh count every generated rollout (kept or not);
     ``requested``: the workload's GPUs where ``grow_gpus_to_fit`` ran the step on more; ``larger``:
@@ -183,7 +188,7 @@ def assemble(
         latency_bound=out.gen.latency_bound,
         price_usd_per_gpu_hour=price,
         pricing=basis,
-        run=_run(s, t, gpu_hours, usd, energy_kwh),
+        run=_run(s, t, gpu_hours, usd, energy_kwh, periodic),
         energy_kwh_per_step=energy_kwh,
         weight_sync=_weight_sync(out),
         trainer_memory=_trainer_memory(s, train_gpus, trainer_holding_gpus(out.trainer, train_gpus)),

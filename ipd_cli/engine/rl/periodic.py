@@ -1,0 +1,101 @@
+"""A run's periodic work beyond its steps: evaluations of the policy and checkpoints of the
+training state, each every so many optimiser steps, charged to every step as its share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from ipd_cli.engine import formulas as f
+
+from .generation import environment, generation, sandbox_load
+from .trainer import trainer_holding_gpus
+
+if TYPE_CHECKING:
+    from .estimate import Outcome, Setup
+
+
+@dataclass(frozen=True)
+class Periodic:
+    """One evaluation's and one checkpoint's seconds, and how often each comes (None: never)."""
+
+    eval_interval: int | None = None
+    eval_trajectories: float = 0.0
+    eval_s: float = 0.0
+    checkpoint_interval: int | None = None
+    checkpoint_async: bool = False
+    checkpoint_bytes: float = 0.0
+    write_s: float = 0.0
+    staging_s: float = 0.0
+    exposed_s: float = 0.0
+
+    @property
+    def per_step_s(self) -> float:
+        """Seconds of the run's GPUs each optimiser step carries for them."""
+        return f.per_interval(self.eval_s, self.eval_interval) + f.per_interval(
+            self.exposed_s, self.checkpoint_interval
+        )
+
+    def fields(self) -> dict:
+        """The fields of ``rl.run`` they give (``periodic_s_per_step`` comes with the run)."""
+        return {
+            "eval_interval_steps": self.eval_interval,
+            "eval_trajectories": self.eval_trajectories,
+            "eval_s": self.eval_s,
+            "checkpoint_interval_steps": self.checkpoint_interval,
+            "checkpoint_async": self.checkpoint_async,
+            "checkpoint_bytes": self.checkpoint_bytes,
+            "checkpoint_write_s": self.write_s,
+            "checkpoint_staging_s": self.staging_s,
+            "checkpoint_exposed_s": self.exposed_s,
+        }
+
+
+NO_PERIODIC = Periodic()
+
+
+def periodic_terms(s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, origin: str) -> Periodic:
+    """The workload's evaluations and checkpoints on the step ``out`` (absent: none, nothing read)."""
+    w, inp = s.w, s.inp
+    p = NO_PERIODIC
+    if w.eval_interval_steps is not None:
+        interval = inp.given("eval interval", w.eval_interval_steps, "steps", origin,
+                             path="workload.eval_interval_steps")  # fmt: skip
+        tasks = inp.given("eval tasks", w.eval_tasks, "tasks", origin, path="workload.eval_tasks")
+        attempts = inp.given("eval attempts", w.eval_attempts, "attempts per task", origin,
+                             path="workload.eval_attempts")  # fmt: skip
+        n = float(tasks * attempts)
+        eval_s = _eval_seconds(s, out, gen_gpus, train_gpus, n)
+        p = replace(p, eval_interval=int(interval), eval_trajectories=n, eval_s=eval_s)
+    if w.checkpoint_interval_steps is not None:
+        interval = inp.given("checkpoint interval", w.checkpoint_interval_steps, "steps", origin,
+                             path="workload.checkpoint_interval_steps")  # fmt: skip
+        asynchronous = bool(inp.given("checkpoint async", w.checkpoint_async, "", origin,
+                                      path="workload.checkpoint_async"))  # fmt: skip
+        per_param = inp.read("efficiency.weight_bytes_per_param", "checkpoint: weight bytes per parameter")
+        per_param += inp.read(
+            "efficiency.optimizer_bytes_per_param", "checkpoint: optimizer bytes per parameter"
+        )
+        state = per_param * s.arch.total_params  # the training state without its gradients
+        writers = trainer_holding_gpus(out.trainer, train_gpus)
+        bw = inp.read("rl.storage_write_gb_per_s_per_gpu", "storage write bandwidth per GPU")
+        write_s = f.checkpoint_write_seconds(state, writers, bw)
+        staging_s = f.checkpoint_staging_seconds(state, writers, s.links.host) if asynchronous else 0.0
+        exposed = f.checkpoint_exposed_seconds(write_s, staging_s, interval, out.step.seconds, asynchronous)
+        p = replace(p, checkpoint_interval=int(interval), checkpoint_async=asynchronous,
+                    checkpoint_bytes=state, write_s=write_s, staging_s=staging_s,
+                    exposed_s=float(exposed))  # fmt: skip
+    return p
+
+
+def _eval_seconds(s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, trajectories: float) -> float:
+    """One evaluation: ``trajectories`` of the step's shape generated at once on the step's rollout
+    replicas (its configuration, each replica as full as they want: a synchronous batch), then
+    their sandboxes' start and verification, as a synchronous step's generation and environment."""
+    if trajectories <= 0:
+        return 0.0
+    nums = replace(s.nums, samples=trajectories, generated=trajectories)
+    total = gen_gpus if s.w.mode == "colocated" else gen_gpus + train_gpus
+    load = sandbox_load(nums, s.host, total)
+    gen = generation(replace(out.rollouts, concurrency=None), nums, gen_gpus, False, s.where, load)
+    return gen.seconds + environment(nums, s.host, gen, total, False).exposed_s
