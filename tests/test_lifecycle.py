@@ -73,9 +73,21 @@ def test_headline_is_cost_over_tasks_solved(catalog):
     # pre-training: 1 year of a 2-year amortisation, one deployment -> half of the run's cost
     assert b.pretraining == pytest.approx(r.pretraining.cost_usd / 2)
     # RL: 100 steps x 12 refreshes x $/step over the goodput (0.9, as pre-training; one-step-off's
-    # phi is 1)
-    assert (r.rl.run.goodput, r.rl.run.staleness_steps_factor) == (0.9, 1.0)
-    assert b.post_training == pytest.approx(r.rl.usd_per_step * 1200 / 0.9)
+    # phi is 1), each step lengthened by its share of an evaluation and a checkpoint every 10 steps
+    run = r.rl.run
+    assert (run.goodput, run.staleness_steps_factor) == (0.9, 1.0)
+    assert (run.eval_interval_steps, run.checkpoint_interval_steps, run.checkpoint_async) == (10, 10, False)
+    # the checkpoint by hand: (2 B weights + 12 B optimizer) x 1e13 parameters written by the
+    # trainer's 1,024 GPUs at 0.244 GB/s each (DGX SuperPOD's best tier, 250 GB/s per 1,024 GPUs):
+    # 1.4e14 / 2.4986e11 = 560.3 s, all of it exposed (blocking)
+    assert r.rl.trainer.gpus_used == 1024
+    assert run.checkpoint_write_s == pytest.approx(14 * 1e13 / (1024 * 0.244e9)) == run.checkpoint_exposed_s
+    assert run.checkpoint_write_s == pytest.approx(560.32, abs=0.01)
+    # the evaluation: 500 SWE-bench Verified tasks x 1 attempt, generated as one batch like a step's
+    assert run.eval_trajectories == 500 and 0 < run.eval_s
+    assert run.periodic_s_per_step == pytest.approx(run.eval_s / 10 + run.checkpoint_exposed_s / 10)
+    periodic = 1 + run.periodic_s_per_step / r.rl.step_seconds
+    assert b.post_training == pytest.approx(r.rl.usd_per_step * 1200 / 0.9 * periodic)
     # serving: the deployment for 1e7 tasks/day x attempts x 30 calls x 400 tokens, rented around
     # the clock: its GPUs x 8,760 h x $/GPU-h (busy GPU-hours priced at $/M output tokens before)
     per_s = 1e7 * i.expected_attempts * 30 * 400 / 86400
@@ -712,11 +724,14 @@ def test_a_set_rl_budget_replaces_the_scenarios_refreshes():
     system = r.json()["systems"][0]
     cost = system["intelligence_per_dollar"]["cost_breakdown_usd"]["post_training"]
     assert cost == pytest.approx(2e6)  # one year's budget, spent
-    # on steps that each cost phi / goodput of the steady step (one-step-off: 1 / 0.9): $2M buys
-    # 2e6 x 0.9 / usd_per_step scheduled steps
+    # on steps that each cost phi / goodput of the steady step (one-step-off: 1 / 0.9), lengthened by
+    # their share of the evaluations and checkpoints: $2M buys 2e6 x 0.9 / (usd_per_step x (1 +
+    # periodic_s_per_step / step_seconds)) scheduled steps
     rl_ = system["rl"]
     bought = rl_["run"]["steps_per_refresh"] * rl_["run"]["refreshes_per_year"]
-    assert bought == pytest.approx(2e6 * 0.9 / rl_["usd_per_step"])
+    periodic = 1 + rl_["run"]["periodic_s_per_step"] / rl_["step_seconds"]
+    assert rl_["run"]["periodic_s_per_step"] > 0
+    assert bought == pytest.approx(2e6 * 0.9 / (rl_["usd_per_step"] * periodic))
     assert rl_["run"]["usd_per_year"] == pytest.approx(2e6)
 
 
@@ -729,7 +744,8 @@ def test_a_budget_that_buys_less_than_a_step_and_a_serving_without_target_are_sa
     )  # fmt: skip
     assert r.code == 0, r.stderr
     rl_ = r.json()["systems"][0]["rl"]
-    per_step = rl_["usd_per_step"] / 0.9  # one-step-off: phi 1, over the goodput
+    # one-step-off: phi 1, over the goodput, each step with its share of the evaluations and checkpoints
+    per_step = rl_["usd_per_step"] / 0.9 * (1 + rl_["run"]["periodic_s_per_step"] / rl_["step_seconds"])
     assert rl_["run"]["refreshes_per_year"] * rl_["run"]["steps_per_refresh"] == pytest.approx(100 / per_step)
     line = (
         f"the RL post-training runs {100 / per_step:.3g} of one ${per_step:,.0f} step over the 1-year horizon"
@@ -778,10 +794,11 @@ def test_owned_serving_that_fills_part_of_a_rack_is_warned():
     rented = run_cli("compare", "gb200", "--scenario", "open-model-agent", "-f", "json")
     assert "unpriced" not in rented.stderr  # a renter pays for the GPUs it rents
     # but a rack-scale system may be rented only whole (a procurement review: priced by the rack,
-    # open-model-agent's ranking flips): 72 / 36 = 2.00x
+    # open-model-agent's ranking flips): rented, the $2M buys fewer RL samples (its evaluations and
+    # checkpoints paid), so more attempts a task and 40 GPUs: 72 / 40 = 1.80x
     assert (
-        "gb200-nvl72: rented by the GPU, the serving deployment's 36 GPUs fill 36 of the 72 GPUs of "
-        "its last system; where the system is rented only whole, the systems cost 2.00x its serving cost"
+        "gb200-nvl72: rented by the GPU, the serving deployment's 40 GPUs fill 40 of the 72 GPUs of "
+        "its last system; where the system is rented only whole, the systems cost 1.80x its serving cost"
     ) in rented.stderr
     # an 8-GPU node is rented by the GPU: no such line (a code review: one H100 read "8.00x")
     served = ["--model", "llama-3.1-8b", "--tokens-per-day", "1e6", "-f", "json"]

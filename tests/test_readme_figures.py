@@ -77,13 +77,15 @@ def test_worked_example_matches_the_compare_output(systems):
     rl = systems["vera-rubin-nvl72"]["rl"]
     steps = rl["run"]["steps_per_refresh"] * rl["run"]["refreshes_per_year"]
     per_year = rl["run"]["usd_per_year"] / 1e6
-    # a whole run pays 1 / goodput steps per scheduled one (one-step-off: phi 1)
+    # a whole run pays 1 / goodput steps per scheduled one (one-step-off: phi 1), each lengthened by
+    # its share of an evaluation and a checkpoint every 10 steps
     assert rl["run"]["staleness_steps_factor"] == 1
     goodput = rl["run"]["goodput"]
-    assert per_year == pytest.approx(rl["usd_per_step"] * steps / goodput / 1e6, rel=1e-12)
+    periodic = 1 + rl["run"]["periodic_s_per_step"] / rl["step_seconds"]
+    assert per_year == pytest.approx(rl["usd_per_step"] * steps / goodput * periodic / 1e6, rel=1e-12)
     rl_cost = (
         f"RL costs ${rl['usd_per_step']:,.0f} per step x {steps:,.0f} steps / {goodput} goodput "
-        f"= ${per_year:.2f}M"
+        f"x {periodic:.3f} = ${per_year:.2f}M"
     )
     nominal = f"`solved_tasks_per_kusd` on Vera Rubin is {ipd['solved_tasks_per_kusd']:,.0f} nominal"
     text = re.sub(r"\s+", " ", README)
@@ -242,13 +244,14 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
         cost = ipd["lifecycle_cost_usd"]
         if pre_cost is not None:
             cost += (pre_cost - s["pretraining"]["cost_usd"]) / 2
-        if steps is not None:  # each step paid phi / goodput times (rl.run)
+        if steps is not None:  # each step paid phi / goodput times, with its periodic share (rl.run)
             cost += (
                 rl["usd_per_step"]
                 * (steps - rl["run"]["steps_per_refresh"])
                 * rl["run"]["refreshes_per_year"]
                 * rl["run"]["staleness_steps_factor"]
                 / rl["run"]["goodput"]
+                * (1 + rl["run"]["periodic_s_per_step"] / rl["step_seconds"])
             )
         return _sig(1000 * ipd["tasks_solved"] / cost)
 
@@ -276,13 +279,14 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
         f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])}, "
     )
     assert phrase in text, phrase
-    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (911, 4000)}
-    assert re.search(rf"at 911 steps a refresh \([^)]*\) {at[911]} \(", text), at[911]
+    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (798, 4000)}
+    assert re.search(rf"at 798 steps a refresh \([^)]*\) {at[798]} \(", text), at[798]
     assert f"at 4,000 {at[4000]} (" in text, at[4000]
-    # GB200's RL at 10 % of its pre-training cost: 911 steps a refresh, each paid 1 / 0.9 times
-    # (1,012 until a run paid its goodput, 2026-12-05, forty-second session; 1,109 while its rollouts
-    # read its decode pools' 2026 floor, 2026-12-05, until rollouts took an aggregated engine's;
-    # 886 until the shared
+    # GB200's RL at 10 % of its pre-training cost: 798 steps a refresh, each paid 1 / 0.9 times and
+    # 1.142 times for its share of the evaluations and checkpoints (911 until a run paid them,
+    # 2026-12-05, forty-third session; 1,012 until a run paid its goodput, 2026-12-05, forty-second
+    # session; 1,109 while its rollouts read its decode pools' 2026 floor, 2026-12-05, until
+    # rollouts took an aggregated engine's; 886 until the shared
     # experts' tensor-parallel collectives were charged, 910 until a step paid its fixed time,
     # 915 until the FP8 recipes' refit took GB200's month to 119,808 GPUs, 980 until the fixed
     # time went 18 -> 20.4 ms, 981 until NVFP4 runs took the NCCL path for their tensor-parallel
@@ -290,7 +294,8 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
     # all-reduces the same day, 1,007 until a cast paid its HBM traffic by recipe, the same day)
     gb_rl = systems[gb]["rl"]
     per_step = gb_rl["usd_per_step"] * gb_rl["run"]["staleness_steps_factor"] / gb_rl["run"]["goodput"]
-    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (per_step * 12)) == 911
+    per_step *= 1 + gb_rl["run"]["periodic_s_per_step"] / gb_rl["step_seconds"]
+    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (per_step * 12)) == 798
 
 
 def test_the_serving_targets_the_readme_quotes_move_the_headline_as_it_says():

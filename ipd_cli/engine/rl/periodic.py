@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ipd_cli.engine import formulas as f
 
 from .generation import environment, generation, sandbox_load
+from .step import schedule
 from .trainer import trainer_holding_gpus
 
 if TYPE_CHECKING:
@@ -90,12 +91,16 @@ def periodic_terms(s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, origi
 
 def _eval_seconds(s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, trajectories: float) -> float:
     """One evaluation: ``trajectories`` of the step's shape generated at once on the step's rollout
-    replicas (its configuration, each replica as full as they want: a synchronous batch), then
-    their sandboxes' start and verification, as a synchronous step's generation and environment."""
+    replicas (a synchronous batch), then their sandboxes' start and verification, as a synchronous
+    step's generation and environment. The replicas run at the step's concurrency where the step is
+    a synchronous batch too (the search's fastest for it), else as full as the batch wants (an async
+    step's concurrency holds its staleness down, which an evaluation need not)."""
     if trajectories <= 0:
         return 0.0
     nums = replace(s.nums, samples=trajectories, generated=trajectories)
     total = gen_gpus if s.w.mode == "colocated" else gen_gpus + train_gpus
     load = sandbox_load(nums, s.host, total)
-    gen = generation(replace(out.rollouts, concurrency=None), nums, gen_gpus, False, s.where, load)
+    asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
+    rollouts = replace(out.rollouts, concurrency=None) if asynchronous else out.rollouts
+    gen = generation(rollouts, nums, gen_gpus, False, s.where, load)
     return gen.seconds + environment(nums, s.host, gen, total, False).exposed_s
