@@ -235,6 +235,11 @@ def test_explain_reproduces_the_headline():
         assert rows[metric]["value"] == pytest.approx(pre["pretraining"][metric.split(".")[1]])
     for metric in ("rl.phases.generation_s", "rl.step_seconds", "rl.gpu_hours_per_step", "rl.usd_per_step"):
         assert rows[metric]["field"] == metric
+    # the run's evaluations and checkpoints, each row recomputed from the inputs beside it, and the
+    # storage bandwidth's input with its source
+    periodic = ("checkpoint_write_s", "checkpoint_exposed_s", "periodic_s_per_step", "usd_per_year")
+    assert _recomputed([rows[f"rl.run.{m}"] for m in periodic]) == 4 and rows["rl.run.eval_s"]["value"] > 0
+    assert rows["input: storage write bandwidth per GPU"]["source"] == "dgx-superpod-ra-h100"
     order = list(rows)
     assert (
         order.index("pretraining.gpu_hours")

@@ -360,3 +360,32 @@ test_every_catalog_workload_gives_finite_non_negative_numbers = pytest.mark.slow
 test_the_same_inputs_give_byte_identical_json_that_round_trips = pytest.mark.slow(
     test_the_same_inputs_give_byte_identical_json_that_round_trips
 )
+
+
+@bounded(60)
+@given(
+    eval_s=st.floats(0, 1e5),
+    write_s=st.floats(0, 1e5),
+    staging_s=st.floats(0, 1e3),
+    step_s=st.floats(1, 1e5),
+    interval=st.integers(1, 1000),
+    longer=st.integers(0, 1000),
+    checkpoint=st.one_of(st.none(), st.integers(1, 1000)),
+    asynchronous=st.booleans(),
+)
+def test_a_longer_eval_interval_never_raises_the_run_cost(
+    eval_s, write_s, staging_s, step_s, interval, longer, checkpoint, asynchronous
+):
+    # an evaluation every N steps is paid N times less often: a longer interval (or none) never
+    # costs a run more, whatever its checkpoints do; no periodic work leaves the run's cost as it was
+    exposed = f.checkpoint_exposed_seconds(write_s, staging_s, checkpoint or 1, step_s, asynchronous)
+    assert (exposed == write_s) if not asynchronous else (staging_s <= exposed <= staging_s + write_s)
+
+    def usd_per_year(every):
+        periodic = f.per_interval(eval_s, every) + f.per_interval(exposed, checkpoint)
+        return f.rl_run(100, 12, step_s, 64 * step_s / 3600, 1.0, 1.0, 0.9, 1.1, periodic)["usd_per_year"]
+
+    assert usd_per_year(interval + longer) <= usd_per_year(interval) * (1 + REL)
+    assert usd_per_year(None) <= usd_per_year(interval + longer) * (1 + REL)
+    if checkpoint is None:  # nothing periodic: exactly the run without the term
+        assert f.rl_run(100, 12, step_s, 1.0, 1.0, 1.0, 0.9, 1.1, 0.0)["usd_per_year"] == 1200 * (1.1 / 0.9)

@@ -218,6 +218,58 @@ def test_the_run_terms_refuse_what_no_run_can_be():
         assert (r.code, r.stdout) == (2, "") and message in r.stderr, r.stderr
 
 
+def test_a_run_pays_its_evaluations_and_checkpoints(catalog):
+    # the math workload on 64 H100, colocated (a synchronous step), every generated rollout kept:
+    # an evaluation of as many trajectories as a step generates (512 tasks x 16 attempts) is the
+    # step's own generation and environment, the same batch on the same replicas; a blocking
+    # checkpoint every 5 steps by hand from the catalog: (2 B weights + 12 B Adam state) x
+    # 8.03e9 parameters over the trainer's GPUs x 0.244 GB/s each
+    sets = ["workload.model=llama-3.1-8b", "workload.gpus=64", "workload.mode=colocated",
+            "workload.keep_fraction=1", "workload.eval_interval_steps=10", "workload.eval_tasks=512",
+            "workload.eval_attempts=16", "workload.checkpoint_interval_steps=5"]  # fmt: skip
+    r = rl(load(sets=sets), "hopper", "rl-math-reasoning").rl
+    run = r.run
+    assert run.eval_trajectories == 512 * 16 == r.samples_per_s * r.step_seconds
+    assert run.eval_s == pytest.approx(r.phases.generation_s + r.phases.environment_s, rel=1e-9)
+    params = catalog.models["llama-3.1-8b"].total_params
+    assert params == 8.03e9 and catalog.rl.storage_write_gb_per_s_per_gpu.value == 0.244
+    writers = r.trainer.gpus_used
+    assert run.checkpoint_bytes == (2 + 12) * 8.03e9
+    assert run.checkpoint_write_s == pytest.approx(14 * 8.03e9 / (writers * 0.244e9), rel=1e-12)
+    assert (run.checkpoint_exposed_s, run.checkpoint_staging_s) == (run.checkpoint_write_s, 0.0)
+    assert run.periodic_s_per_step == pytest.approx(run.eval_s / 10 + run.checkpoint_write_s / 5)
+    # each scheduled step: 1 / goodput x (1 + periodic / step) steps' worth of the run's GPUs
+    periodic = 1 + run.periodic_s_per_step / r.step_seconds
+    assert run.usd_per_refresh == pytest.approx(1000 * r.usd_per_step / 0.9 * periodic, rel=1e-12)
+    assert run.wall_days_per_refresh == pytest.approx(1000 * r.step_seconds / 0.9 * periodic / 86400)
+
+
+def test_an_async_checkpoint_exposes_its_staging_and_bad_periodic_inputs_are_refused():
+    # Megatron-LM's async save: the step waits for the copy to host memory (H100: PCIe, 55 GB/s
+    # per GPU, rl.default_host_link_gb_per_s), the 7.2 s write runs behind 5 steps of 712 s
+    args = ("rl", "--hardware", "hopper", "--workload", "rl-math-reasoning", "--model", "llama-3.1-8b")
+    args += ("--mode", "colocated", "--gpus", "64", "-f", "json")
+    sets = ("--set", "workload.checkpoint_interval_steps=5", "--set", "workload.checkpoint_async=true")
+    r = run_cli(*args, *sets)
+    assert r.code == 0, r.stderr
+    out = r.json()["rl"]
+    run, writers = out["run"], out["trainer"]["gpus_used"]
+    assert run["checkpoint_async"] is True and run["eval_s"] == 0 and run["eval_interval_steps"] is None
+    assert run["checkpoint_staging_s"] == pytest.approx(14 * 8.03e9 / writers / 55e9, rel=1e-12)
+    assert run["checkpoint_write_s"] < 5 * out["step_seconds"]  # hidden behind the steps
+    assert run["checkpoint_exposed_s"] == run["checkpoint_staging_s"] == 5 * run["periodic_s_per_step"]
+    # a bad value is one line naming the field, exit 2
+    for bad, words in (
+        ("workload.eval_interval_steps=0", "workload.eval_interval_steps: Input should be greater than 0"),
+        ("workload.checkpoint_async=maybe", "workload.checkpoint_async: must be true or false"),
+        ("rl.storage_write_gb_per_s_per_gpu=0", "storage_write_gb_per_s_per_gpu must be > 0"),
+    ):
+        r = run_cli(*args, "--set", bad)
+        assert (r.code, r.stdout) == (2, "") and len(r.stderr.splitlines()) == 1 and words in r.stderr, (
+            r.stderr
+        )
+
+
 def test_an_async_bound_beyond_the_measured_one_is_warned():
     # AReaL measured decoupled PPO at staleness 1, 2 and 4 (rl.staleness_bound_measured 4)
     args = ("rl", "--hardware", "hopper", "--workload", "rl-math-reasoning", "--model", "llama-3.1-8b")

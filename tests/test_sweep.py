@@ -1204,15 +1204,24 @@ def test_a_sampled_sweeps_site_line_reads_its_own_draws(seed):
 
 def test_a_sampled_rl_run_draws_its_goodput_and_staleness_factor():
     # a code review: a draw held RL's goodput at 0.9 while pre-training's moved, and never drew phi;
-    # both are drawn from their catalog ranges (0.85-0.95, 1.0-1.1), the run's cost with them
-    sets = ["workload.model=llama-3.1-8b", "workload.gpus=64", "workload.mode=one-step-off"]
+    # both are drawn from their catalog ranges (0.85-0.95, 1.0-1.1), the run's cost with them; so is
+    # the storage's write bandwidth where the run checkpoints (0.029-2.5 GB/s per GPU)
+    sets = ["workload.model=llama-3.1-8b", "workload.gpus=64", "workload.mode=one-step-off",
+            "workload.checkpoint_interval_steps=5"]  # fmt: skip
+    checkpoint = "rl.run.checkpoint_write_s,rl.run.checkpoint_exposed_s,rl.run.periodic_s_per_step"
     chunks, _ = ipd_cli.sweep(
         load(sets=sets), ["hardware=hopper"], "rl-math-reasoning", samples=200, seed=0,
-        metrics="rl.run.goodput,rl.run.staleness_steps_factor,rl.run.usd_per_year,rl.usd_per_step",
+        metrics=f"rl.run.goodput,rl.run.staleness_steps_factor,rl.run.usd_per_year,rl.usd_per_step,{checkpoint}",
     )  # fmt: skip
     (row,) = _rows(chunks)
     assert 0.85 < row["rl.run.goodput.p10"] < 0.9 < row["rl.run.goodput.p90"] < 0.95
     assert 1.0 < row["rl.run.staleness_steps_factor.p10"] < row["rl.run.staleness_steps_factor.p90"] < 1.1
+    # blocking, no evaluation: every draw exposes its whole write, a fifth of it a step
+    assert row["rl.run.checkpoint_write_s.p10"] < row["rl.run.checkpoint_write_s.p90"]
+    for p in ("p10", "p50", "p90"):
+        write = row[f"rl.run.checkpoint_write_s.{p}"]
+        assert row[f"rl.run.checkpoint_exposed_s.{p}"] == write
+        assert row[f"rl.run.periodic_s_per_step.{p}"] == pytest.approx(write / 5, rel=1e-12)
     # the steady step is not drawn here (its throughput is the catalog's): the year moves by the run
     # terms alone, 4,000 steps x usd_per_step x phi / goodput at each draw
     assert row["rl.usd_per_step.p10"] == row["rl.usd_per_step.p90"]

@@ -911,18 +911,21 @@ def rl_steps(r: Rl | None) -> list[Step]:
     ]  # fmt: skip
 
 
-# what a checkpoint stops the run for, by whether it is written in the background
+# what a checkpoint stops the run for, by whether it is written in the background (blocking: the
+# whole write; asynchronous: the copy to host memory, then any write still running when the next
+# checkpoint is due)
 _EXPOSED = {
-    True: "checkpoint_staging_s + max(0, checkpoint_write_s - checkpoint_interval_steps x step_seconds) "
-    "(asynchronous: the copy to host memory, then the write in the background)",
-    False: "checkpoint_write_s (blocking: the run waits for the whole write)",
+    True: "checkpoint_staging_s + max(0, checkpoint_write_s - checkpoint_interval_steps x step_seconds)",
+    False: "checkpoint_write_s",
 }
 
 
 def _rl_periodic_steps(r: Rl) -> list[Step]:
-    """Where the run's evaluations and checkpoints come from (none where the workload has neither)."""
+    """Where the run's evaluations and checkpoints come from (none where the workload has neither);
+    the formulas recompute from the inputs beside them."""
     run = r.run
-    steps = []
+    steps, terms = [], []
+    inputs: dict[str, float | str] = {}
     if run.eval_interval_steps is not None:
         steps.append(Step(
             "rl.run.eval_s", run.eval_s,
@@ -932,28 +935,32 @@ def _rl_periodic_steps(r: Rl) -> list[Step]:
             {"eval_trajectories": run.eval_trajectories, "gen_gpus": r.gen_gpus,
              "rollout replica GPUs": r.instance_gpus},
         ))  # fmt: skip
+        terms.append("eval_s / eval_interval_steps")
+        inputs |= {"eval_s": run.eval_s, "eval_interval_steps": run.eval_interval_steps}
     if run.checkpoint_interval_steps is not None:
         writers = r.trainer.gpus_used if r.trainer is not None else r.train_gpus
+        # the catalog's bandwidth, as the write used it (its input row gives its source)
+        per_gpu = (
+            run.checkpoint_bytes / (writers * run.checkpoint_write_s) / 1e9 if run.checkpoint_write_s else 0.0
+        )
         steps += [
             Step("rl.run.checkpoint_write_s", run.checkpoint_write_s,
-                 "checkpoint_bytes / (trainer GPUs holding the state x storage_write_gb_per_s_per_gpu); "
-                 "checkpoint_bytes = (weight_bytes_per_param + optimizer_bytes_per_param) x parameters",
-                 {"checkpoint_bytes": run.checkpoint_bytes, "trainer GPUs holding the state": writers}),
+                 "checkpoint_bytes / (writer_gpus x storage_write_gb_per_s_per_gpu x 1e9)",
+                 {"checkpoint_bytes": run.checkpoint_bytes, "writer_gpus": writers,
+                  "storage_write_gb_per_s_per_gpu": per_gpu}),
             Step("rl.run.checkpoint_exposed_s", run.checkpoint_exposed_s, _EXPOSED[run.checkpoint_async],
                  {"checkpoint_write_s": run.checkpoint_write_s,
                   "checkpoint_staging_s": run.checkpoint_staging_s,
                   "checkpoint_interval_steps": run.checkpoint_interval_steps,
                   "step_seconds": r.step_seconds}),
         ]  # fmt: skip
+        terms.append("checkpoint_exposed_s / checkpoint_interval_steps")
+        inputs |= {
+            "checkpoint_exposed_s": run.checkpoint_exposed_s,
+            "checkpoint_interval_steps": run.checkpoint_interval_steps,
+        }
     if steps:
-        steps.append(Step(
-            "rl.run.periodic_s_per_step", run.periodic_s_per_step,
-            "eval_s / eval_interval_steps + checkpoint_exposed_s / checkpoint_interval_steps (a term "
-            "without its interval: 0)",
-            {"eval_s": run.eval_s, "eval_interval_steps": run.eval_interval_steps or 0,
-             "checkpoint_exposed_s": run.checkpoint_exposed_s,
-             "checkpoint_interval_steps": run.checkpoint_interval_steps or 0},
-        ))  # fmt: skip
+        steps.append(Step("rl.run.periodic_s_per_step", run.periodic_s_per_step, " + ".join(terms), inputs))
     return steps
 
 
