@@ -372,12 +372,14 @@ def test_rl_energy_counts_every_generated_rollout(catalog):
 def test_lifecycle_rl_energy_does_not_shrink_with_the_keep_fraction(catalog):
     # the lifecycle once divided kept samples by rollouts per kWh: with keep 0.5 it reported half
     # the RL energy. Post-training MWh = energy per step x 1,200 steps a year / 1,000, over the 0.9
-    # goodput a whole run keeps (efficiency.training_goodput; the 10T RL runs one-step-off: phi 1).
+    # goodput a whole run keeps (efficiency.training_goodput; the 10T RL runs one-step-off: phi 1),
+    # each step with its share of the evaluations and checkpoints (their GPUs draw power too).
     w = catalog.workloads["rl-swe-agent-10t"].model_copy(update={"keep_fraction": 0.5})
     half = dataclasses.replace(catalog, workloads={**catalog.workloads, "rl-swe-agent-10t": w})
     s = compare(half, ["vera-rubin"]).systems[0]
     energy = s.intelligence_per_dollar.energy_breakdown_mwh.post_training
-    assert energy == pytest.approx(s.rl.energy_kwh_per_step * 1200 / 1000 / 0.9)
+    periodic = 1 + s.rl.run.periodic_s_per_step / s.rl.step_seconds
+    assert energy == pytest.approx(s.rl.energy_kwh_per_step * 1200 / 1000 / 0.9 * periodic)
 
 
 def test_rl_cli_names_the_transport_and_refuses_an_infeasible_trainer():

@@ -332,10 +332,18 @@ def test_an_rl_workload_sweeps_its_rl_metrics(catalog):
     assert set(k.split(".")[0] for k in a) == {"hardware", "price_usd_per_gpu_hour", "rl"}
     assert a["rl.step_seconds"] == b["rl.step_seconds"]  # the split search ran once
     assert a["rl.usd_per_step"] == a["rl.gpu_hours_per_step"] * 2
-    # a whole run pays phi / goodput steps per scheduled one: one-step-off's phi 1 over 0.9
+    # a whole run pays phi / goodput steps per scheduled one: one-step-off's phi 1 over 0.9, each
+    # lengthened by its share of the evaluations and checkpoints (physics: the same at both prices)
     assert (b["rl.run.goodput"], b["rl.run.staleness_steps_factor"]) == (0.9, 1.0)
+    assert a["rl.run.periodic_s_per_step"] == b["rl.run.periodic_s_per_step"] > 0
+    periodic = 1 + b["rl.run.periodic_s_per_step"] / b["rl.step_seconds"]
     assert b["rl.run.usd_per_year"] == pytest.approx(
-        b["rl.usd_per_step"] * a["rl.run.steps_per_refresh"] * a["rl.run.refreshes_per_year"] / 0.9, rel=1e-12
+        b["rl.usd_per_step"]
+        * a["rl.run.steps_per_refresh"]
+        * a["rl.run.refreshes_per_year"]
+        / 0.9
+        * periodic,
+        rel=1e-12,
     )
     r = run_cli("sweep", "--vary", "hardware=hopper", "--workload", "rl-swe-agent", "--mfu", "0.4")
     assert r.code == 2 and "--mfu applies to pretrain workloads" in r.stderr

@@ -71,8 +71,10 @@ def periodic_terms(s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, origi
     if w.checkpoint_interval_steps is not None:
         interval = inp.given("checkpoint interval", w.checkpoint_interval_steps, "steps", origin,
                              path="workload.checkpoint_interval_steps")  # fmt: skip
-        asynchronous = bool(inp.given("checkpoint async", w.checkpoint_async, "", origin,
-                                      path="workload.checkpoint_async"))  # fmt: skip
+        # recorded as written (true or false: what a --set of its path takes), not as a number
+        asynchronous = w.checkpoint_async
+        inp.given("checkpoint async", "true" if asynchronous else "false", "", origin,
+                  path="workload.checkpoint_async")  # fmt: skip
         per_param = inp.read("efficiency.weight_bytes_per_param", "checkpoint: weight bytes per parameter")
         per_param += inp.read(
             "efficiency.optimizer_bytes_per_param", "checkpoint: optimizer bytes per parameter"
