@@ -941,7 +941,7 @@ def _rl_periodic_steps(r: Rl) -> list[Step]:
         writers = r.trainer.gpus_used if r.trainer is not None else r.train_gpus
         # the catalog's bandwidth, as the write used it (its input row gives its source)
         per_gpu = (
-            run.checkpoint_bytes / (writers * run.checkpoint_write_s) / 1e9 if run.checkpoint_write_s else 0.0
+            run.checkpoint_bytes / (writers * run.checkpoint_write_s) / f.GIGA if run.checkpoint_write_s else 0.0
         )
         steps += [
             Step("rl.run.checkpoint_write_s", run.checkpoint_write_s,
