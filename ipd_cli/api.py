@@ -487,7 +487,7 @@ STEP_UNITS = {
     "interactivity_tokens_per_s": "tokens/s", "total_tokens_per_s_per_gpu": "tokens/s/GPU",
     "usd_per_million_total_tokens": "USD/M tokens",
     "usd_per_million_output_tokens_at_traffic": "USD/M tokens",
-    "periodic_s_per_step": "s/step",
+    "periodic_s_per_step": "s/step", "checkpoint_write_gb_per_s": "GB/s",
 }  # fmt: skip
 
 

@@ -279,11 +279,11 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
         f"{per_kusd(vr, batch[vr]['cost_usd'])} vs {per_kusd(gb, batch[gb]['cost_usd'])}, "
     )
     assert phrase in text, phrase
-    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (798, 4000)}
-    assert re.search(rf"at 798 steps a refresh \([^)]*\) {at[798]} \(", text), at[798]
+    at = {n: f"{per_kusd(vr, steps=n)} vs {per_kusd(gb, steps=n)}" for n in (813, 4000)}
+    assert re.search(rf"at 813 steps a refresh \([^)]*\) {at[813]} \(", text), at[813]
     assert f"at 4,000 {at[4000]} (" in text, at[4000]
-    # GB200's RL at 10 % of its pre-training cost: 798 steps a refresh, each paid 1 / 0.9 times and
-    # 1.142 times for its share of the evaluations and checkpoints (911 until a run paid them,
+    # GB200's RL at 10 % of its pre-training cost: 813 steps a refresh, each paid 1 / 0.9 times and
+    # 1.120 times for its share of the evaluations and checkpoints (911 until a run paid them,
     # 2026-12-05, forty-third session; 1,012 until a run paid its goodput, 2026-12-05, forty-second
     # session; 1,109 while its rollouts read its decode pools' 2026 floor, 2026-12-05, until
     # rollouts took an aggregated engine's; 886 until the shared
@@ -295,7 +295,7 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
     gb_rl = systems[gb]["rl"]
     per_step = gb_rl["usd_per_step"] * gb_rl["run"]["staleness_steps_factor"] / gb_rl["run"]["goodput"]
     per_step *= 1 + gb_rl["run"]["periodic_s_per_step"] / gb_rl["step_seconds"]
-    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (per_step * 12)) == 798
+    assert math.ceil(0.1 * systems[gb]["pretraining"]["cost_usd"] / (per_step * 12)) == 813
 
 
 def test_the_serving_targets_the_readme_quotes_move_the_headline_as_it_says():

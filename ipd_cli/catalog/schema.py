@@ -1796,8 +1796,14 @@ class RlEfficiency(Strict):
     storage_write_gb_per_s_per_gpu: Sourced = unit(
         "GB/s per GPU",
         1e9,
-        description="a GPU's share of the shared storage's aggregate write bandwidth: a checkpoint of "
-        "the training state is written at this times the trainer GPUs that hold it",
+        description="a GPU's share of the shared storage's aggregate write bandwidth: a run's "
+        "checkpoint is written at no more than this times the run's GPUs",
+    )
+    storage_node_write_gb_per_s_per_gpu: Sourced = unit(
+        "GB/s per GPU",
+        1e9,
+        description="a node's write bandwidth to the shared storage per GPU: the GPUs that hold the "
+        "training state write their checkpoint at no more than this each",
     )
 
     @model_validator(mode="after")
@@ -1834,8 +1840,9 @@ class RlEfficiency(Strict):
                 raise ValueError(f"{name} must be >= 0")
         if self.default_host_link_gb_per_s.value <= 0:
             raise ValueError("default_host_link_gb_per_s must be > 0")
-        if self.storage_write_gb_per_s_per_gpu.value <= 0:
-            raise ValueError("storage_write_gb_per_s_per_gpu must be > 0")
+        for name in ("storage_write_gb_per_s_per_gpu", "storage_node_write_gb_per_s_per_gpu"):
+            if getattr(self, name).value <= 0:
+                raise ValueError(f"{name} must be > 0")
         return self
 
 

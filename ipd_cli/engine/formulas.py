@@ -574,10 +574,16 @@ def per_interval(seconds, interval_steps):
     return 0.0 if interval_steps is None else seconds / interval_steps
 
 
-def checkpoint_write_seconds(state_bytes, writer_gpus, write_bytes_per_s_per_gpu):
-    """A checkpoint written to shared storage: the training state's bytes over the aggregate
-    write bandwidth of the GPUs that hold it (each GPU's share of the storage's)."""
-    return state_bytes / (writer_gpus * write_bytes_per_s_per_gpu)
+def checkpoint_write_bytes_per_s(run_gpus, writer_gpus, share_bytes_per_s_per_gpu, node_bytes_per_s_per_gpu):
+    """The rate a checkpoint reaches shared storage: the storage's aggregate write bandwidth for the
+    run's GPUs (each GPU's share of a storage sized with the cluster), unless the GPUs that hold the
+    state cannot write that fast over their own nodes' links."""
+    return minimum(run_gpus * share_bytes_per_s_per_gpu, writer_gpus * node_bytes_per_s_per_gpu)
+
+
+def checkpoint_write_seconds(state_bytes, write_bytes_per_s):
+    """A checkpoint written to shared storage: the training state's bytes at its write rate."""
+    return state_bytes / write_bytes_per_s
 
 
 def checkpoint_staging_seconds(state_bytes, writer_gpus, host_bytes_per_s):

@@ -939,15 +939,16 @@ def _rl_periodic_steps(r: Rl) -> list[Step]:
         inputs |= {"eval_s": run.eval_s, "eval_interval_steps": run.eval_interval_steps}
     if run.checkpoint_interval_steps is not None:
         writers = r.trainer.gpus_used if r.trainer is not None else r.train_gpus
-        # the catalog's bandwidth, as the write used it (its input row gives its source)
-        per_gpu = (
-            run.checkpoint_bytes / (writers * run.checkpoint_write_s) / f.GIGA if run.checkpoint_write_s else 0.0
-        )
         steps += [
+            Step("rl.run.checkpoint_write_gb_per_s", run.checkpoint_write_gb_per_s,
+                 "min(run_gpus x storage_write_gb_per_s_per_gpu, writer_gpus x "
+                 "storage_node_write_gb_per_s_per_gpu): the storage's share for the run's GPUs, unless "
+                 "the GPUs holding the state write slower over their nodes' links",
+                 {"run_gpus": r.gpus, "writer_gpus": writers}),
             Step("rl.run.checkpoint_write_s", run.checkpoint_write_s,
-                 "checkpoint_bytes / (writer_gpus x storage_write_gb_per_s_per_gpu x 1e9)",
-                 {"checkpoint_bytes": run.checkpoint_bytes, "writer_gpus": writers,
-                  "storage_write_gb_per_s_per_gpu": per_gpu}),
+                 "checkpoint_bytes / (checkpoint_write_gb_per_s x 1e9)",
+                 {"checkpoint_bytes": run.checkpoint_bytes,
+                  "checkpoint_write_gb_per_s": run.checkpoint_write_gb_per_s}),
             Step("rl.run.checkpoint_exposed_s", run.checkpoint_exposed_s, _EXPOSED[run.checkpoint_async],
                  {"checkpoint_write_s": run.checkpoint_write_s,
                   "checkpoint_staging_s": run.checkpoint_staging_s,

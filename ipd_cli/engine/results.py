@@ -654,11 +654,13 @@ class RlRun(Result):
         description="a checkpoint's bytes: the training state without gradients (efficiency."
         "weight_bytes_per_param + optimizer_bytes_per_param, x the model's parameters)",
     )
-    checkpoint_write_s: float = Field(
+    checkpoint_write_gb_per_s: float = Field(
         default=0.0,
-        description="checkpoint_bytes / (the trainer GPUs that hold the state x "
-        "rl.storage_write_gb_per_s_per_gpu)",
+        description="the rate a checkpoint reaches shared storage: min(the run's GPUs x "
+        "rl.storage_write_gb_per_s_per_gpu, the GPUs that hold the state x "
+        "rl.storage_node_write_gb_per_s_per_gpu)",
     )
+    checkpoint_write_s: float = Field(default=0.0, description="checkpoint_bytes / checkpoint_write_gb_per_s")
     checkpoint_staging_s: float = Field(
         default=0.0,
         description="asynchronous: the copy of each GPU's share of the state to host memory over its "

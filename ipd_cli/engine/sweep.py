@@ -599,14 +599,20 @@ def _rl_run_draws(cat: Catalog, rl: Any, draws: Any) -> dict[str, Any]:
 
 
 def _checkpoint_draws(cat: Catalog, rl: Any, draws: Any) -> dict[str, Any]:
-    """A run's checkpoint at every draw of the storage's write bandwidth: the write takes the
-    catalog's bandwidth over the drawn one times as long, and what it exposes, hence each step's
-    periodic seconds, follow (the evaluation's seconds are the rollouts' physics: not drawn)."""
-    run, value = rl.run, cat.rl.storage_write_gb_per_s_per_gpu
-    if run.checkpoint_interval_steps is None or value.range is None:
+    """A run's checkpoint at every draw of the storage's write bandwidths (the share a GPU of the
+    run has, a node's own): the write rate and time, what the write exposes and each step's
+    periodic seconds follow (the evaluation's seconds are the rollouts' physics: not drawn)."""
+    run = rl.run
+    if run.checkpoint_interval_steps is None:
         return {}
-    drawn = draws("rl.storage_write_gb_per_s_per_gpu", value.range[0], value.value, value.range[1])
-    write_s = run.checkpoint_write_s * value.value / drawn
+    bandwidths = []
+    for name in ("storage_write_gb_per_s_per_gpu", "storage_node_write_gb_per_s_per_gpu"):
+        value = getattr(cat.rl, name)
+        lo, hi = value.range if value.range is not None else (value.value, value.value)
+        bandwidths.append(draws(f"rl.{name}", lo, value.value, hi) * f.GIGA)
+    writers = rl.trainer.gpus_used if rl.trainer is not None else rl.train_gpus
+    rate = f.checkpoint_write_bytes_per_s(rl.gpus, writers, *bandwidths)
+    write_s = f.checkpoint_write_seconds(run.checkpoint_bytes, rate)
     exposed = f.checkpoint_exposed_seconds(
         write_s,
         run.checkpoint_staging_s,
@@ -618,6 +624,7 @@ def _checkpoint_draws(cat: Catalog, rl: Any, draws: Any) -> dict[str, Any]:
         exposed, run.checkpoint_interval_steps
     )
     return {
+        "rl.run.checkpoint_write_gb_per_s": rate / f.GIGA,
         "rl.run.checkpoint_write_s": write_s,
         "rl.run.checkpoint_exposed_s": exposed,
         "rl.run.periodic_s_per_step": periodic,

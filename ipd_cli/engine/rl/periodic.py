@@ -26,6 +26,7 @@ class Periodic:
     checkpoint_interval: int | None = None
     checkpoint_async: bool = False
     checkpoint_bytes: float = 0.0
+    write_bytes_per_s: float = 0.0
     write_s: float = 0.0
     staging_s: float = 0.0
     exposed_s: float = 0.0
@@ -46,6 +47,7 @@ class Periodic:
             "checkpoint_interval_steps": self.checkpoint_interval,
             "checkpoint_async": self.checkpoint_async,
             "checkpoint_bytes": self.checkpoint_bytes,
+            "checkpoint_write_gb_per_s": self.write_bytes_per_s / f.GIGA,
             "checkpoint_write_s": self.write_s,
             "checkpoint_staging_s": self.staging_s,
             "checkpoint_exposed_s": self.exposed_s,
@@ -81,13 +83,16 @@ def periodic_terms(s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, origi
         )
         state = per_param * s.arch.total_params  # the training state without its gradients
         writers = trainer_holding_gpus(out.trainer, train_gpus)
-        bw = inp.read("rl.storage_write_gb_per_s_per_gpu", "storage write bandwidth per GPU")
-        write_s = f.checkpoint_write_seconds(state, writers, bw)
+        run_gpus = gen_gpus if w.mode == "colocated" else gen_gpus + train_gpus
+        share = inp.read("rl.storage_write_gb_per_s_per_gpu", "storage write bandwidth per GPU")
+        node = inp.read("rl.storage_node_write_gb_per_s_per_gpu", "storage write bandwidth per GPU of a node")
+        rate = float(f.checkpoint_write_bytes_per_s(run_gpus, writers, share, node))
+        write_s = f.checkpoint_write_seconds(state, rate)
         staging_s = f.checkpoint_staging_seconds(state, writers, s.links.host) if asynchronous else 0.0
         exposed = f.checkpoint_exposed_seconds(write_s, staging_s, interval, out.step.seconds, asynchronous)
         p = replace(p, checkpoint_interval=int(interval), checkpoint_async=asynchronous,
-                    checkpoint_bytes=state, write_s=write_s, staging_s=staging_s,
-                    exposed_s=float(exposed))  # fmt: skip
+                    checkpoint_bytes=state, write_bytes_per_s=rate, write_s=write_s,
+                    staging_s=staging_s, exposed_s=float(exposed))  # fmt: skip
     return p
 
 
