@@ -35,8 +35,8 @@ def test_compare_json_contract():
         # RL likewise: its GPU-hours a year over 2,048 GPUs, and the pool kept all year
         # (2,048 x 8,760 h x $8.50 = $152M; x $4.05 = $72.7M)
         "ipd: note: RL post-training is charged for the hours its steps run, as if other work paid its "
-        "pool's other hours: vera-rubin-nvl72's 2,048 GPUs 14.8 days a year (4.1%), $152M a year kept "
-        "for RL all year; gb200-nvl72's 2,048 GPUs 19.7 days a year (5.4%), $72.7M a year kept for RL "
+        "pool's other hours: vera-rubin-nvl72's 2,048 GPUs 16.7 days a year (4.6%), $152M a year kept "
+        "for RL all year; gb200-nvl72's 2,048 GPUs 22 days a year (6.0%), $72.7M a year kept for RL "
         "all year\n"
     )
     # owned, a serving deployment that does not fill its last rack says what it leaves unpriced,
