@@ -1180,6 +1180,18 @@ def test_a_scenarios_rl_context_error_names_the_stages_path():
     assert "(--set workload.post_training.max_response_tokens=N)" in r.stderr
 
 
+def test_a_scenarios_rl_transport_error_names_the_stage_path_once():
+    # the RL stage's own --set path is named as given: the context error's rewrite of workload.X
+    # into workload.post_training.X read `workload.post_training.post_training.sync_transport`
+    # here, a path the command refuses (colocated sync on the one-step-off frontier RL stage)
+    r = run_cli("compare", "vera-rubin", "--set", "workload.post_training.sync_transport=colocated")
+    assert r.code == 2 and r.stdout == ""
+    assert "--set workload.post_training.sync_transport=colocated does not work in mode one-step-off" in (
+        r.stderr
+    )
+    assert "post_training.post_training" not in r.stderr
+
+
 def test_rl_charged_for_its_busy_hours_says_so():
     # a scenario's RL pays the GPU-hours its steps run: 2,048 GPUs some days a year, the pool's
     # other hours paid by other work, as pre-training's contract days are; said as pre-training's is

@@ -260,6 +260,21 @@ def rl_at_supported_precision(cat: Catalog, hardware: str, rw: RlWorkload, **kw:
     return rr.model_copy(update={"rl": rr.rl.model_copy(update={"generation_precision_requested": asked})})
 
 
+# a `sets` path an RL workload's message names: workload.X (its own field), or a path the message
+# already gives in the scenario's form (workload.post_training.sync_transport, where the --set was
+# given so: it read workload.post_training.post_training.sync_transport)
+_RL_SET_PATH = re.compile(r"`sets` workload\.([a-z_]+)")
+
+
+def _rl_stage_path(m: re.Match) -> str:
+    """``sets`` workload.X as the scenario's RL stage field (workload.post_training.X); a path
+    already under a stage, or the scenario's model, stays as it is."""
+    name = m.group(1)
+    if name in _STAGE_FIELDS or name == "model" or name not in RlWorkload.model_fields:
+        return m.group(0)
+    return f"`sets` workload.post_training.{name}"
+
+
 def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> PostTraining:
     """$ per RL step x steps per year (refreshes, or what the yearly budget buys) x H."""
     pt, H = s.post_training, s.horizon_years
@@ -271,7 +286,7 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     try:
         rr = rl_at_supported_precision(cat, hardware, rw, **kw)
     except InputError as e:  # a fix an RL workload names (`sets` workload.X), as the stage's field
-        raise InputError(str(e).replace("`sets` workload.", "`sets` workload.post_training.")) from None
+        raise InputError(_RL_SET_PATH.sub(_rl_stage_path, str(e))) from None
     rl = rr.rl
     # prompts x group (whole numbers), back from the rate without its rounding (614,399.9999999999);
     # a rate that is not finite (extreme inputs) stays as it is, refused with the result
