@@ -165,7 +165,13 @@ def rl(
     r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, advise_larger=True, **kw)
     transport = frozenset({"workload.sync_transport"} if kw.get("transport") is not None else ())
     cited = _cited(r.assumptions, cat, w, origin, given=transport)  # the others left the file's
-    return r.model_copy(update={"overrides": _sets(cat), "assumptions": cited})
+    result = r.model_copy(update={"overrides": _sets(cat), "assumptions": cited})
+    from .engine.pricing import rl_busy_notes
+
+    # its run charged for the hours its steps run, as compare says it of a scenario's (a review:
+    # `ipd rl` priced the same year's run with no note)
+    result.notes.extend(rl_busy_notes([result]))
+    return result
 
 
 def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
@@ -636,9 +642,12 @@ def _compare(
 
         result.notes.extend(stage_model_notes(cat, w))
     if w.kind in ("scenario", "pretrain"):
-        from .engine.pricing import contract_term_notes, rl_busy_notes
+        from .engine.pricing import contract_term_notes
 
         result.notes.extend(contract_term_notes(cat, result.systems))
+    if w.kind in ("scenario", "rl"):  # an RL workload compared alone runs the same year of steps
+        from .engine.pricing import rl_busy_notes
+
         result.notes.extend(rl_busy_notes(result.systems))
     return result, steps
 

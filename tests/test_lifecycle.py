@@ -1180,6 +1180,18 @@ def test_a_scenarios_rl_context_error_names_the_stages_path():
     assert "(--set workload.post_training.max_response_tokens=N)" in r.stderr
 
 
+def test_an_rl_workload_alone_says_its_busy_hours_too():
+    # `ipd rl` and a comparison of the RL workload price the year of steps a scenario's RL stage
+    # does (100 steps x 12 refreshes), and said nothing: 2,048 Rubin GPUs 14.8 days a year, the
+    # pool kept all year 2,048 x 8,760 h x $8.50 = $152M
+    said = "vera-rubin-nvl72's 2,048 GPUs 14.8 days a year (4.1%), $152M a year kept for RL all year"
+    rl = ("rl", "--hardware", "vera-rubin", "--workload", "rl-swe-agent-10t", "-f", "json")
+    for args in (rl, ("compare", "vera-rubin", "--workload", "rl-swe-agent-10t", "-f", "json")):
+        r = run_cli_once(*args)
+        assert r.code == 0 and said in r.stderr, r.stderr
+    assert "RL post-training is charged" not in run_cli_once(*rl, "--pricing", "tco").stderr
+
+
 def test_a_scenarios_rl_transport_error_names_the_stage_path_once():
     # the RL stage's own --set path is named as given: the context error's rewrite of workload.X
     # into workload.post_training.X read `workload.post_training.post_training.sync_transport`
