@@ -2928,3 +2928,17 @@ def test_a_search_whose_every_layout_breaks_the_stage_bound_names_it():
     assert r.code == 1
     rule = "a decode stage spans more than 1 scale-up domain of 8 GPUs, the widest trtllm on hopper"
     assert rule in r.stderr, r.stderr
+
+
+def test_a_borrowed_stage_bound_names_the_stack_that_published_it():
+    # SGLang on Blackwell sets no bound: it takes TensorRT-LLM's one domain (B200 recipes decode
+    # inside a node), and the rule said "the widest sglang on blackwell has published". Kimi K2's
+    # BF16 weights (about 2 TB) fill no 8-GPU B200 node, so every DEP layout breaks it
+    args = ("--hardware", "b200", "--model", "kimi-k2", "--precision", "bf16", "--stack", "sglang")
+    r = run_cli("serve", *args, "--layout", "dep")
+    assert r.code == 1
+    rule = (
+        "a decode stage spans more than 1 scale-up domain of 8 GPUs, the widest trtllm on blackwell "
+        "has published, which sglang on blackwell borrows (max_decode_stage_domains)"
+    )
+    assert rule in r.stderr, r.stderr

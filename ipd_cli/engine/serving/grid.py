@@ -468,11 +468,17 @@ def _checks(ph: Physics, lay: dict, x: dict, r: dict, fits: Any, reach: Any) -> 
     kv_heads = f" and the {ph.kv_heads} KV heads (or be a multiple of them)" if ph.kv_heads > 1 else ""
     space.require(f"tensor parallelism must divide the {ph.heads} attention heads{kv_heads}{draft}", heads)
     space.require(f"expert parallelism above the {ph.experts} experts", experts)
-    stack = f"{ph.stack} on {ph.family}" if ph.family else "the reference"
+    # the profile that sets the bound: a borrowed one named as such (SGLang on Blackwell takes
+    # TensorRT-LLM's, which SGLang has not published)
+    own = f"{ph.stack} on {ph.family}" if ph.family else None
+    of = ph.max_stage_domains_of
+    widest = f"the widest {of} has published" if of != "the reference" else "the reference bound"
+    if own is not None and of != own:
+        widest += f", which {own} borrows"
     space.require(
         f"a decode stage spans more than {ph.max_stage_domains} scale-up "
         f"domain{'' if ph.max_stage_domains == 1 else 's'} of {ph.domain} GPUs, "
-        f"the widest {stack} has published (max_decode_stage_domains)",
+        f"{widest} (max_decode_stage_domains)",
         reached,
     )
     space.require("the weights do not fit in HBM", weights)

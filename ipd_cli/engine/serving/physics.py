@@ -131,6 +131,7 @@ class Physics:
     instance_sizes: tuple[int, ...]
     max_domains: int
     max_stage_domains: int  # scale-up domains a searched decode stage may span (the stack's)
+    max_stage_domains_of: str  # whose published decode sets it: 'trtllm on blackwell', 'the reference'
     max_batch_per_rank: int
     max_decode_instances: int
     # cost
@@ -920,6 +921,7 @@ def read(
                 "max_decode_stage_domains",
             )
         ),
+        max_stage_domains_of=_setting_of(st, "max_decode_stage_domains"),
         max_batch_per_rank=int(ctx.take("engine batch cap per rank", "max_batch_per_rank")),
         max_decode_instances=int(ctx.take("decode instances per pool tried", "max_decode_instances")),
         price=price,
@@ -928,3 +930,10 @@ def read(
         gpus_per_system=ctx.system.accelerators,
         pue=pue(ctx.inp),
     )
+
+
+def _setting_of(st: Stack, field: str) -> str:
+    """Whose profile sets ``field`` for the stack: '<stack> on <family>' of the first profile of
+    its borrowing chain that sets it (SGLang on Blackwell: TensorRT-LLM's), else 'the reference'."""
+    found = stacks.first_setting(st, field)
+    return "the reference" if found is None else f"{found[0]} on {found[1]}"
