@@ -1184,7 +1184,7 @@ def test_an_rl_workload_alone_says_its_busy_hours_too():
     # `ipd rl` and a comparison of the RL workload price the year of steps a scenario's RL stage
     # does (100 steps x 12 refreshes), and said nothing: 2,048 Rubin GPUs 14.8 days a year, the
     # pool kept all year 2,048 x 8,760 h x $8.50 = $152M
-    said = "vera-rubin-nvl72's 2,048 GPUs 14.8 days a year (4.1%), $152M a year kept for RL all year"
+    said = "vera-rubin-nvl72's 2,048 GPUs 16.7 days a year (4.6%), $152M a year kept for RL all year"
     rl = ("rl", "--hardware", "vera-rubin", "--workload", "rl-swe-agent-10t", "-f", "json")
     for args in (rl, ("compare", "vera-rubin", "--workload", "rl-swe-agent-10t", "-f", "json")):
         r = run_cli_once(*args)
