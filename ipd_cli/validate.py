@@ -9,6 +9,19 @@ reads the chosen configuration's curve at exactly that speed, linear in 1 / TPOT
 largest whole batch that meets it and the next (:func:`_served`): the time-mix of the two batches
 that runs at that speed.
 
+A serving case pinned to a concurrency may also give the run's published 1 / TPOT
+(``also_measured``, metric ``tokens_per_s_per_user``): ``ipd validate`` reports it beside the case's
+metric (the model's 1 / TPOT on the same run and its error, :func:`_per_user_columns`), and
+calibration does not fit on it: a knob is fitted on each case's own metric only. The two errors
+differ by more than noise: the model's Little's law counts decode slots only, while a benchmark's
+clients also spend time outside them (the time to first token, queueing, the ramp), so a run's
+throughput at its client concurrency falls short of concurrency x 1 / TPOT (InferenceX's GB200
+TEP8 run at 12 users: 12 x 145.26 / (44.98 x 36) = 1.077), and a decode floor fitted on that
+throughput reads the step slower than the published 1 / TPOT. (Fitting the floors on 1 / TPOT
+beside the throughput was tried, 2026-12-05, and not taken: the floors had also been carrying
+what the model misses on MTP drafts and H200 disaggregated pools, and nine serving checking cases
+got 5-9 points worse.)
+
 Calibration procedure (reproducible, no optimiser library): each efficiency knob has the
 fitting cases that depend on it (training shares by accelerator and precision, overlaps:
 pre-training cases; serving per-layer step overhead: serving cases at 4 users or fewer; decode
@@ -101,6 +114,12 @@ class Case(BaseModel):
     source: str
     inputs: dict[str, Any]
     measured: Measured
+    also_measured: Measured | None = Field(
+        default=None,
+        description="a serving case pinned to a concurrency: the run's published 1 / TPOT (metric "
+        "tokens_per_s_per_user), reported beside `measured` by `ipd validate`; calibration does not fit "
+        "on it (a knob is fitted on the case's own metric)",
+    )
     calibrate: bool = Field(
         default=True, description="a fitting case whose system the model knowingly misses fits nothing"
     )
@@ -136,6 +155,8 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
                 f"{where}: measured.metric '{metric}' is not one a {case.kind} case predicts"
                 f"{did_you_mean(metric, known)}"
             )
+        if case.also_measured is not None:
+            _check_also_measured(where, case)
         for key in case.inputs:
             if key not in INPUTS:
                 raise InputError(f"{where}: unknown input '{key}'{did_you_mean(key, INPUTS)}")
@@ -154,6 +175,22 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
                 + (" (give it in train_plan: fp8_recipe=...)" if case.kind == "rl-step" else "")
             )
     return cases, doc.get("sources") or {}
+
+
+PER_USER = "tokens_per_s_per_user"  # the metric a case's also_measured gives: 1 / TPOT
+
+
+def _check_also_measured(where: str, case: Case) -> None:
+    """A case's ``also_measured``: the published 1 / TPOT of a serving case pinned to a concurrency
+    whose own metric is another (a case at a measured interactivity runs at that speed already)."""
+    also = case.also_measured
+    assert also is not None
+    pinned = case.kind == "serve" and case.inputs.get("concurrency") is not None
+    if also.metric != PER_USER or not pinned or case.measured.metric == PER_USER:
+        raise InputError(
+            f"{where}: also_measured is the published {PER_USER} (1 / TPOT) of a serving case pinned to "
+            f"a `concurrency` that measures another metric; got {also.metric!r}"
+        )
 
 
 def check_references(cat: Catalog, cases: list[Case], sources: dict[str, Any], path: Path) -> None:
@@ -188,6 +225,12 @@ def predict(cat: Catalog, case: Case) -> float:
     """The model's value for the case's metric, from its inputs. Serving cases pass the pins they
     publish (layout, instance size, pools, concurrency) and let the deployment search choose the
     rest."""
+    return predictions(cat, case)[0]
+
+
+def predictions(cat: Catalog, case: Case) -> tuple[float, float | None]:
+    """The model's value for the case's metric and, where the case gives ``also_measured``, its
+    tokens/s per user (1 / TPOT) on the same run (None otherwise)."""
     i = dict(case.inputs)
     metric = case.measured.metric
     if "checkpoint_wide" in i:
@@ -212,16 +255,17 @@ def predict(cat: Catalog, case: Case) -> float:
             )
         except IpdError as e:
             raise type(e)(_own_pins(str(e), plan, i), e.exit_code) from None
-        return float(p[metric])  # tokens_per_s_per_gpu: steady state, as benchmarks report it
+        return float(p[metric]), None  # tokens_per_s_per_gpu: steady state, as benchmarks report it
     if case.kind == "serve":
-        return _served(cat, i, metric)
+        value, s = _served_run(cat, i, metric)
+        return value, float(s.tokens_per_s_per_user) if case.also_measured is not None else None
     if case.kind == "prefill":
-        return _prefill_rate(cat, i)
+        return _prefill_rate(cat, i), None
     if case.kind == "decode":
-        return _decode_rate(cat, i)
+        return _decode_rate(cat, i), None
     if case.kind == "rl-step":
-        return _rl_step(cat, i, metric)
-    return _weight_sync(cat, i)
+        return _rl_step(cat, i, metric), None
+    return _weight_sync(cat, i), None
 
 
 def _run_checkpoint(cat: Catalog, i: dict) -> Catalog:
@@ -335,13 +379,18 @@ def _served(cat: Catalog, i: dict, metric: str) -> float:
     that runs at that speed; a whole batch read alone turns a 0.1 % difference in speed into a
     2x one in throughput (the H200 TP8 8k/1k four-user point read 17.5 at batch 2, 24.4 on the
     curve)."""
+    return _served_run(cat, i, metric)[0]
+
+
+def _served_run(cat: Catalog, i: dict, metric: str) -> tuple[float, Any]:
+    """:func:`_served`'s value and the serving result it read it on."""
     from ipd_cli.engine.serving.estimate import read_at_speed
 
     with read_at_speed() as readings:
         s = _serve(cat, i)
     if metric == "tokens_per_s_per_gpu" and readings:
-        return readings[-1]
-    return float(getattr(s, metric))
+        return readings[-1], s
+    return float(getattr(s, metric)), s
 
 
 def _prefill_rate(cat: Catalog, i: dict) -> float:
@@ -519,8 +568,9 @@ def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
     for case in cases:
         if split != "all" and case.split != split:
             continue
+        per_user: float | None = None
         try:
-            pred = predict(cat, case)
+            pred, per_user = predictions(cat, case)
             err = 100.0 * (pred - case.measured.value) / case.measured.value
             status = "ok"
             if not math.isfinite(err):  # a measurement far below the prediction (1e-306 tokens/s)
@@ -548,9 +598,21 @@ def _run(cat: Catalog, split: str, path: Path | None) -> Listing:
                 "status": status,
                 "source": case.source,
                 **_serving_tags(cat, case),
+                **_per_user_columns(case, per_user),
             }
         )
     return Listing(kind="validation", items=rows)
+
+
+def _per_user_columns(case: Case, predicted: float | None) -> dict[str, Any]:
+    """Serving cases: the published 1 / TPOT a case pinned to a concurrency gives
+    (``also_measured``), the model's on the same run, and its signed error in percent (None where
+    the case gives none or is not reached)."""
+    if case.kind != "serve":
+        return {}
+    measured = case.also_measured.value if case.also_measured is not None else None
+    err = None if measured is None or predicted is None else 100.0 * (predicted - measured) / measured
+    return {"measured_per_user": measured, "predicted_per_user": predicted, "per_user_error_pct": err}
 
 
 def fixed_interactivity(case: Case) -> bool:
@@ -576,9 +638,13 @@ def _serving_tags(cat: Catalog, case: Case) -> dict[str, Any]:
     return {"vendor": vendor, "fixed_interactivity": fixed_interactivity(case)}
 
 
+PER_USER_GROUP = "serve: 1/TPOT at a pinned concurrency"
+
+
 def summary(rows: list[dict]) -> list[dict]:
     """Median absolute error, worst case and share within 25 %, overall, per kind, and for serving
-    per accelerator vendor and for the cases that fix the interactivity."""
+    per accelerator vendor, for the cases that fix the interactivity and, on their per-user errors,
+    for the published 1 / TPOT of the cases pinned to a concurrency (:data:`PER_USER_GROUP`)."""
     out = []
     groups: dict[str, list[dict]] = {"all": rows}
     for r in rows:
@@ -589,6 +655,12 @@ def summary(rows: list[dict]) -> list[dict]:
     for r in rows:
         if r.get("fixed_interactivity"):
             groups.setdefault(f"{r['kind']}: fixed interactivity", []).append(r)
+    # the published 1 / TPOT of the cases pinned to a concurrency that give it: its own errors
+    per_user = [
+        {**r, "error_pct": r["per_user_error_pct"]} for r in rows if r.get("measured_per_user") is not None
+    ]
+    if per_user:
+        groups[PER_USER_GROUP] = per_user
     for name, rs in groups.items():
         errs = [abs(r["error_pct"]) for r in rs if r["error_pct"] is not None]
         worst = max(

@@ -92,6 +92,11 @@ def test_checking_set_median_error_is_within_the_documented_bound():
     assert overall["group"] == "all"
     assert {row["split"] for row in d["items"]} == {"checking"}
     assert overall["median_abs_error_pct"] <= CHECKING_MEDIAN_BOUND_PCT
+    # the published 1 / TPOT of the pinned cases that give it: its own group, every one reached
+    per_user = next(g for g in d["summary"] if g["group"] == val.PER_USER_GROUP)
+    gives = [r for r in d["items"] if r.get("measured_per_user") is not None]
+    assert per_user["cases"] == per_user["reached"] == len(gives) > 0
+    assert all(r["per_user_error_pct"] is not None for r in gives)
     pretrain = next(g for g in d["summary"] if g["group"] == "pretrain")
     assert pretrain["reached"] == pretrain["cases"]
     assert pretrain["median_abs_error_pct"] <= PRETRAIN_MEDIAN_BOUND_PCT
@@ -808,3 +813,68 @@ def test_a_case_input_the_engine_refuses_is_the_files_error(tmp_path):
         r = run_cli(*args, "--cases", str(path), "-f", "json")
         assert r.code == 2 and r.stdout == "", (args, r.stderr)
         assert r.stderr.startswith(f"ipd: error: {path}: case mine: ") and "bf17" in r.stderr
+
+
+# 2026-12-05: a concurrency-pinned serving case also gives the run's published 1 / TPOT
+# (`also_measured`); `ipd validate` reports the model's beside it, and calibration does not fit on it
+def test_a_pinned_case_reports_its_published_per_user_speed_by_hand(catalog):
+    cases = {c.id: c for c in val.load_cases()[0]}
+    case = cases["ix-dsr1-gb200-trt-disagg-1k1k-c12"]
+    assert case.also_measured is not None
+    assert (case.also_measured.metric, case.also_measured.value) == ("tokens_per_s_per_user", 145.26)
+    # the run falls short of Little's law with 1 / TPOT (its note: 12 users, 145.26 tokens/s each,
+    # 44.98 output tokens/s per GPU of its 36): 12 x 145.26 / (44.98 x 36) = 1743.12 / 1619.28 = 1.0765
+    assert 12 * 145.26 / (case.measured.value * 36) == pytest.approx(1.0765, abs=1e-4)
+    predicted, per_user = val.predictions(catalog, case)
+    assert per_user is not None and val.predict(catalog, case) == predicted
+    # the model's Little's law counts decode slots only: 3 sequences on each of 4 decode TEP8
+    # instances at its 1 / TPOT, over 36 GPUs (4 x 8 decode + 4 prefill)
+    assert predicted == pytest.approx(3 * 4 * per_user / 36, rel=1e-9)
+    # calibration scores the case's own metric only: the squared log error of its throughput
+    assert val._error(catalog, case) == pytest.approx(math.log(predicted / 44.98) ** 2)
+    # the prefill-starved 192-user points (192 x 93.76 / (363.11 x 32) = 1.55) give 1 / TPOT too,
+    # and still fit the decode-pool floor on their throughput, as before it was given
+    c192 = cases["ix-dsr1-gb200-trt-disagg-1k1k-c192"]
+    assert c192.also_measured is not None and c192.calibrate
+    assert (
+        val.knobs_of(catalog, c192)
+        == val.knobs_of(catalog, case)
+        == ["serving.stacks.trtllm.profiles.blackwell.disaggregated_step_overhead_us_per_layer"]
+    )
+    # the validation row: the published figure, the model's, and the signed error in percent
+    cols = val._per_user_columns(case, 130.734)  # 130.734 / 145.26 - 1 = -0.1000
+    assert cols["measured_per_user"] == 145.26 and cols["predicted_per_user"] == 130.734
+    assert cols["per_user_error_pct"] == pytest.approx(-10.0, abs=1e-3)
+    # a serving case that gives none: empty columns; another kind: none
+    none = val._per_user_columns(case.model_copy(update={"also_measured": None}), None)
+    assert none == {"measured_per_user": None, "predicted_per_user": None, "per_user_error_pct": None}
+    assert val._per_user_columns(next(c for c in cases.values() if c.kind == "pretrain"), None) == {}
+    # the summary's own group, beside the throughput's: median of |-10|, |+4| and |-30| is 10
+    rows = [
+        {"id": i, "kind": "serve", "error_pct": 1.0, "measured_per_user": 1.0, "per_user_error_pct": e}
+        for i, e in (("a", -10.0), ("b", 4.0), ("c", -30.0))
+    ]
+    groups = {g["group"]: g for g in val.summary(rows)}
+    group = groups[val.PER_USER_GROUP]
+    assert group["cases"] == 3 and group["median_abs_error_pct"] == 10.0 and group["worst_case"] == "c"
+    assert groups["serve"]["median_abs_error_pct"] == 1.0
+
+
+def test_also_measured_is_a_pinned_serving_cases_per_user_speed(tmp_path):
+    path = tmp_path / "cases.yaml"
+    head = "cases:\n- {id: x, split: checking, kind: serve, description: d, source: sv-inferencex-fixture,\n"
+    bad = {
+        "no concurrency": "inputs: {hardware: b200, model: deepseek-v3, tokens_per_user_s: 50},\n"
+        "   measured: {metric: tokens_per_s_per_gpu, value: 100},\n"
+        "   also_measured: {metric: tokens_per_s_per_user, value: 50}",
+        "another metric": "inputs: {hardware: b200, model: deepseek-v3, concurrency: 4},\n"
+        "   measured: {metric: tokens_per_s_per_gpu, value: 100},\n"
+        "   also_measured: {metric: tpot_ms, value: 20}",
+        "its own metric": "inputs: {hardware: b200, model: deepseek-v3, concurrency: 4},\n"
+        "   measured: {metric: tokens_per_s_per_user, value: 50},\n"
+        "   also_measured: {metric: tokens_per_s_per_user, value: 50}",
+    }
+    for body in bad.values():
+        path.write_text(head + "   " + body + "}\n", encoding="utf-8")
+        with pytest.raises(InputError, match=r"cases.0 \(x\): also_measured is the published"):
+            val.load_cases(path)
