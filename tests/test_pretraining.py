@@ -1342,6 +1342,15 @@ def test_the_routing_pin_prices_a_run_and_names_it():
     with pytest.raises(InputError, match="routing=token-drop runs the alltoall dispatcher"):
         tpn.parse_plan("routing=token-drop,dispatcher=deepep")
     assert tpn.pins_text(tpn.parse_plan("routing=token-drop")) == "routing=token-drop"
+    # the nearest feasible plan of a pin no cluster runs, and an RL trainer's plan, route as pinned
+    # (a code review: both names lacked it)
+    near = train_plan("b200", "qwen3-30b-a3b", 8, "tp=16,routing=token-drop", "--precision", "fp8")
+    assert near.code == 1 and near.stderr.rstrip().endswith(", padded token drop")
+    rl = run_cli(
+        "rl", "--hardware", "b200", "--model", "qwen3-30b-a3b", "--workload", "rl-math-reasoning",
+        "--set", "workload.training_plan=routing=token-drop", "-f", "json",
+    )  # fmt: skip
+    assert rl.code == 0 and rl.json()["rl"]["trainer"]["plan"].endswith(", padded token drop")
 
 
 def test_each_input_is_listed_once(catalog):

@@ -2011,6 +2011,7 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
 
     where = f"on {counted(gpus, label)}"
     first: list[dict] = []
+    routing = routing_text(pins)  # the nearest plan routes as the run does (a code review)
     # the FP8 recipe and the TP overlap price the step (in x), they constrain no layout: named
     # neither as a pin a plan failed nor as one to drop
     pins = {k: v for k, v in pins.items() if k not in RUN_PINS}
@@ -2030,7 +2031,7 @@ def no_plan_message(x: dict, s: Searched, gpus: int, pins: dict, label: str) -> 
         )
     near = nearest_plan(x, gpus, pins, first)
     if near is not None:
-        return f"{what}; nearest feasible plan: {near}"
+        return f"{what}; nearest feasible plan: {near}{routing}"
     need = smallest_cluster(x, gpus)
     if need is None:
         return f"{what}; no cluster holds it: give a smaller model or more memory per GPU"

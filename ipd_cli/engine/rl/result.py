@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.pretraining import training_plan
 from ipd_cli.engine.results import Rl, RlGeneration, RlPhases, RlRun, RlTrainer, RlTrainerMemory, RlWeightSync
-from ipd_cli.engine.trainplan import fp8_recipe
+from ipd_cli.engine.trainplan import fp8_recipe, routing_text
 
 from .generation import in_flight_batches, sandbox_cap, sandbox_load, wanted_per_replica
 from .periodic import NO_PERIODIC, Periodic
@@ -59,7 +59,7 @@ def _trainer(s: Setup, out: Outcome) -> RlTrainer | None:
     if c is None:
         return None
     return RlTrainer(
-        plan=c.name,
+        plan=c.name + routing_text(s.rates.pins),
         parallelism=training_plan(c.plan),
         sequence_tokens=s.rates.y["seq"],
         global_batch=s.rates.sequences,
