@@ -185,11 +185,12 @@ def contract_term_notes(cat: Any, systems: list[Any]) -> list[str]:
 
 
 def rl_busy_notes(systems: list[Any]) -> list[str]:
-    """One line naming the systems whose scenario's RL, at a rental price, is charged for the hours
-    its steps run in a year, below the year: the GPUs of its pool otherwise serve other work, as
-    pre-training's contract days do (a capacity planner's review: 15.4 days a year on 512 Rubin
-    GPUs were charged $1.61M a year where a pool kept for RL costs $38.1M, and nothing said so).
-    ``systems``: the compared systems' results (``hardware``, ``rl`` with its ``run``)."""
+    """One line naming the systems whose RL run (a scenario's, or an RL workload's year of
+    refreshes), at a rental price, is charged for the hours its steps run in a year, below the
+    year: the GPUs of its pool otherwise serve other work, as pre-training's contract days do (a
+    capacity planner's review: 15.4 days a year on 512 Rubin GPUs were charged $1.61M a year where
+    a pool kept for RL costs $38.1M, and nothing said so). ``systems``: the results (``hardware``,
+    ``rl`` with its ``run``)."""
     busy = []
     for r in systems:
         rl = getattr(r, "rl", None)
