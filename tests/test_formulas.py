@@ -196,3 +196,29 @@ def test_tensor_parallelism_splits_heads_kv_heads_and_the_ffn():
     assert not splits(7, 28, 4, 18944) and splits(4, 28, 4, 18944)  # Qwen2.5-Math-7B
     assert splits(6, 96, 96, 49152) and not splits(5, 96, 96, 49152)  # GPT-3 175B: MHA
     assert not splits(3, 48, 48, 1000)  # an FFN of 1,000 does not split over 3
+
+
+def test_the_md_c_wait_is_m_d_1_for_one_server_and_never_longer_with_more_servers():
+    # the prefill pool's queue (serving.prefill_queue_s): exact for one server (Pollaczek-Khinchine),
+    # nothing to wait for with nothing arriving, no steady state at or past capacity, and at the
+    # same traffic an instance more never lengthens the wait
+    import numpy as np
+
+    from ipd_cli.engine.serving.queueing import erlang_b, mdc_wait_s
+
+    rho = np.array([0.01, 0.5, 0.9, 0.999])
+    assert mdc_wait_s(rho / 2.0, 2.0, 1) == pytest.approx(rho * 2.0 / (2 * (1 - rho)), rel=1e-12)
+    assert mdc_wait_s(0.0, 0.04, 227) == 0.0
+    assert mdc_wait_s(1e-9, 0.04, [1, 2, 227]) == pytest.approx(0.0, abs=1e-9)
+    assert np.isinf(mdc_wait_s([3.0, 4.0], 1.0, 3)).all()
+    # Erlang B summed from the top agrees with its recursion, past thousands of servers
+    for c, a in [(3, 2.96), (50, 20.0), (2887, 2886.4), (5, 0.01)]:
+        b = 1.0
+        for k in range(1, c + 1):
+            b = a * b / (k + a * b)
+        assert erlang_b(c, a) == pytest.approx(b, rel=1e-12)
+    loads = np.array([0.3, 0.97, 2.5, 9.99, 40.0, 226.5, 1500.2])
+    servers = np.floor(loads)[:, None] + 1 + np.arange(60)[None, :]
+    wait = mdc_wait_s(loads[:, None] / 0.04, 0.04, servers)  # loads a: requests/s x 0.04 s
+    assert (np.diff(wait, axis=1) <= 1e-15).all()
+    assert (wait[:, 0] > 0).all() and (wait >= 0).all() and np.isfinite(wait).all()

@@ -275,7 +275,10 @@ def test_explain_gives_the_stages_that_ran_where_another_cannot(catalog):
     rows = {i["metric"]: i for i in listing.items if i["hardware"] == "a100-sxm"}
     rubin = {i["metric"] for i in listing.items if i["hardware"] == "vera-rubin-nvl72"}
     # each RL and serving line Rubin has, A100 has, at the value of its own block
-    for metric in (m for m in rubin if m.startswith(("rl.", "serving."))):
+    # but the prefill pool's wait at the traffic: A100 serves aggregated, with no prefill pool
+    assert a100.serving.disaggregated is False and a100.serving.prefill_queue_s is None
+    pool = {"serving.prefill_queue_s", "serving.ttft_at_traffic_s"}
+    for metric in (m for m in rubin - pool if m.startswith(("rl.", "serving."))):
         assert metric in rows, metric
         field = rows[metric]["field"]
         if field is not None:
@@ -1220,3 +1223,24 @@ def test_rl_charged_for_its_busy_hours_says_so():
     assert "$152M a year kept for RL all year" in line  # 2,048 x 8,760 h x $8.50
     tco = run_cli_once("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json")
     assert "RL post-training is charged" not in tco.stderr  # owning prices every hour already
+
+
+def test_the_prefill_pools_wait_at_the_traffic_is_its_md_c_queues_by_hand(catalog):
+    # a capacity planner's audit: frontier-agentic's prefill pools run at 99.8 % and the TTFT
+    # printed had no queue. By hand from the JSON's own numbers: Erlang B by its recursion, Erlang
+    # C, the M/M/c wait, halved with Cosmetatos's correction for a deterministic prompt
+    sv = compare(catalog, ["vera-rubin"]).systems[0].serving
+    assert sv.disaggregated and sv.instances_for_traffic == 1
+    lam, s, c = sv.traffic_requests_per_s, sv.prefill_instance_s, sv.prefill_instances
+    a = lam * s
+    rho = a / c
+    assert 0.99 < rho < 1  # sized at its rate: ceil(requests/s x prefill_instance_s) instances
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    erlang_c = b / (1 - rho * (1 - b))
+    mmc = erlang_c * s / (c - a)
+    wait = 0.5 * mmc * (1 + (1 - rho) * (c - 1) * (math.sqrt(4 + 5 * c) - 2) / (16 * rho * c))
+    assert sv.prefill_queue_s == pytest.approx(wait, rel=1e-9)
+    assert 0.01 < sv.prefill_queue_s < sv.ttft_s  # 41 ms on a 0.62 s TTFT (2026-12-05)
+    assert sv.ttft_at_traffic_s == pytest.approx(sv.ttft_s + sv.prefill_queue_s, rel=1e-12)

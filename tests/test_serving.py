@@ -1096,6 +1096,7 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
     from ipd_cli.engine.lifecycle import _serve_args
     from ipd_cli.engine.serving.estimate import traffic_sizer
     from ipd_cli.engine.serving.point import serving, traffic_point
+    from ipd_cli.engine.serving.queueing import mdc_wait_s
 
     s = catalog.workload(workload)
     sizer = traffic_sizer(catalog, hardware, s.model, **_serve_args(catalog, hardware, s.model, s.serving))
@@ -1111,6 +1112,11 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
         old = serving(grid, i, "target", target_tokens_per_s_per_user=target, target_met=sized.met)
         per_gpu, deploy = old.tokens_per_s_per_gpu, old.deployment_gpus
         need = f.gpus_for_traffic(tokens, per_gpu, deploy)
+        copies = int(f.deployment_copies(tokens, per_gpu, deploy))
+        wait = None  # the prefill pool's queue, one traffic alone (aggregated: none)
+        if old.disaggregated:
+            wait = float(mdc_wait_s(value / copies, old.prefill_instance_s, old.prefill_instances))
+            wait = wait if math.isfinite(wait) else None
         old = old.model_copy(
             update={
                 "gpus_for_traffic": int(need),
@@ -1119,6 +1125,8 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
                 "usd_per_million_output_tokens_at_traffic": f.usd_per_million_tokens(
                     old.price_usd_per_gpu_hour, tokens / need
                 ),
+                "prefill_queue_s": wait,
+                "ttft_at_traffic_s": None if wait is None else old.ttft_s + wait,
             }
         )
         new = traffic_point(sizer.point(int(sized.rows[k]), sized.met), fields, k)
@@ -2942,3 +2950,26 @@ def test_a_borrowed_stage_bound_names_the_stack_that_published_it():
         "has published, which sglang on blackwell borrows (max_decode_stage_domains)"
     )
     assert rule in r.stderr, r.stderr
+
+
+def test_a_prefill_pool_at_its_rate_has_no_steady_wait_and_an_aggregated_one_none(catalog):
+    # serving.prefill_queue_s: a pool sized for a traffic waits (M/D/c), more the nearer its rate;
+    # at exactly its rate (requests/s x prefill_instance_s a whole number of instances: the sizing
+    # allows it) the wait has no bound, which a number cannot carry: null, as without a traffic
+    def at(rps, **pins):
+        return estimate_serving(catalog, "vera-rubin", "deepseek-v3", requests_per_s=rps, **pins).serving
+
+    sv = at(100.0, disaggregated=True)
+    assert sv.prefill_queue_s > 0 and sv.ttft_at_traffic_s == sv.ttft_s + sv.prefill_queue_s
+    full = sv
+    for _ in range(3):  # a traffic may choose another prefill instance: size again at its rate
+        rps = full.prefill_instances / full.prefill_instance_s
+        full = at(rps, disaggregated=True)
+        if rps * full.prefill_instance_s == full.prefill_instances:
+            break
+    assert rps * full.prefill_instance_s == full.prefill_instances  # rho = 1 (2026-12-05: 195.9/s)
+    assert full.prefill_queue_s is None and full.ttft_at_traffic_s is None
+    agg = at(1.0, disaggregated=False)
+    assert agg.prefill_queue_s is None and agg.ttft_at_traffic_s is None
+    plain = estimate_serving(catalog, "vera-rubin", "deepseek-v3", disaggregated=True).serving
+    assert plain.prefill_queue_s is None  # no traffic

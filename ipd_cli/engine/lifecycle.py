@@ -461,6 +461,7 @@ def serving_point_steps(point: Serving) -> list[Step]:
         *decode_steps(point),
         *_latency_steps(point),
         *_prefill_steps(point),
+        *_prefill_queue_steps(point),
         Step(
             "serving.usd_per_million_output_tokens",
             point.usd_per_million_output_tokens,
@@ -524,6 +525,38 @@ def _prefill_steps(point: Serving) -> list[Step]:
     ]
 
 
+def _prefill_queue_steps(point: Serving) -> list[Step]:
+    """At a traffic, a disaggregated request's wait for a prefill instance and the TTFT with it (a
+    capacity planner's audit: pools sized at 92-99 % utilisation printed a TTFT with no queueing)."""
+    if point.prefill_queue_s is None or point.ttft_at_traffic_s is None:
+        return []
+    copies = point.instances_for_traffic or 1
+    return [
+        Step(
+            "serving.prefill_queue_s",
+            point.prefill_queue_s,
+            "M/D/c mean wait, Poisson arrivals at lambda = traffic_requests_per_s / "
+            "instances_for_traffic, service S = prefill_instance_s, c = prefill_instances, a = "
+            "lambda x S, rho = a / c: 1/2 x C(c, a) x S / (c - a) x (1 + (1 - rho) (c - 1) "
+            "(sqrt(4 + 5c) - 2) / (16 rho c)) (Cosmetatos 1976; C(c, a) Erlang C; exact for c = 1: "
+            "rho S / (2 (1 - rho)))"
+            + (f"; each of the {copies} copies its own pools, a share of the requests" if copies > 1 else ""),
+            {
+                "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
+                "instances_for_traffic": copies,
+                "prefill_instance_s": point.prefill_instance_s,
+                "prefill_instances": point.prefill_instances,
+            },
+        ),
+        Step(
+            "serving.ttft_at_traffic_s",
+            point.ttft_at_traffic_s,
+            "ttft_s + prefill_queue_s (the mean time to first token at the traffic)",
+            {"ttft_s": point.ttft_s, "prefill_queue_s": point.prefill_queue_s},
+        ),
+    ]
+
+
 def _latency_steps(point: Serving) -> list[Step]:
     """Time per output token from the decode step, and time to first token (a claim audit: the
     table printed both and `ipd explain` had no row for them)."""
@@ -537,7 +570,8 @@ def _latency_steps(point: Serving) -> list[Step]:
             {"step_time_ms": point.step_time_ms, "speculative_speedup": spec},
         )
         ttft = (
-            "a lone prompt on a prefill instance, no queueing: its layers (each at least the floor its "
+            "a lone prompt on a prefill instance, no queueing (at a traffic the pool's wait is "
+            "serving.prefill_queue_s): its layers (each at least the floor its "
             "kernels need), its all-reduces and dispatches from its one attention rank, the hand-offs "
             "between its stages, then its KV cache's hand-off to the decode instance"
         )
@@ -1560,6 +1594,7 @@ class ServingSizer:
         import numpy as np
 
         from .serving.estimate import TrafficBeyondClusters, check_traffic_gpus
+        from .serving.point import UNMODELLED
         from .sweep import serving_numbers
 
         per_day = np.asarray(per_day, dtype=float)
@@ -1590,7 +1625,8 @@ class ServingSizer:
             key = name.split(".", 1)[1]
             if key in fields:
                 value = np.asarray(fields[key])
-                out[name], out[("defined", name)] = value, np.ones(len(value), dtype=bool)
+                defined = ~np.isnan(value) if key in UNMODELLED else np.ones(len(value), dtype=bool)
+                out[name], out[("defined", name)] = value, defined  # NaN: an aggregated row's None
                 continue
             column = np.array([b.get(name) for b in blocks] + [None], dtype=object)[:-1]
             out[("defined", name)] = np.array([v is not None for v in column], dtype=bool)[inv]

@@ -435,6 +435,20 @@ class Serving(Result):
         description="$ per million output tokens at the traffic: gpus_for_traffic at their price over the "
         "traffic's tokens (usd_per_million_output_tokens is at the deployment's full load)",
     )
+    prefill_queue_s: float | None = Field(
+        default=None,
+        description="at a traffic, a disaggregated deployment's mean wait for a prefill instance: "
+        "Poisson arrivals at traffic_requests_per_s, each prompt prefill_instance_s of one of its "
+        "prefill_instances (an M/D/c queue, Cosmetatos's approximation from Erlang C). None without "
+        "a traffic, at or past the pool's capacity (rho >= 1: no steady state, the wait grows "
+        "without bound), and for an aggregated deployment (its prompts take turns with decode inside "
+        "each instance; a request waits for a sequence slot, which is not modelled)",
+    )
+    ttft_at_traffic_s: float | None = Field(
+        default=None,
+        description="ttft_s + prefill_queue_s: the mean time to first token at the traffic (ttft_s "
+        "stays the lone prompt's, the input of tokens_per_s_per_user and request_tokens_per_s)",
+    )
     configuration: str = Field(
         default="",
         description="the deployment, named: 'DEP8 batch 256' (batch per scheduler rank), 'TP8 PP4 batch "

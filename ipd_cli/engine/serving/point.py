@@ -9,6 +9,7 @@ from ipd_cli.engine.results import Serving
 
 from .evaluate import DEP, TEP
 from .grid import Grid, step_parts
+from .queueing import mdc_wait_s
 
 MS = 1e3
 
@@ -258,7 +259,12 @@ TRAFFIC_FIELDS = (
     "instances_for_traffic",
     "traffic_requests_per_s",
     "usd_per_million_output_tokens_at_traffic",
+    "prefill_queue_s",
+    "ttft_at_traffic_s",
 )
+# of them, those an aggregated row (or a pool at its capacity) has not (NaN in :func:`traffic_fields`'
+# arrays, None in its block)
+UNMODELLED = ("prefill_queue_s", "ttft_at_traffic_s")
 WHOLE = ("decode_instances", "prefill_instances", "gpus_for_traffic", "instances_for_traffic")
 
 
@@ -301,13 +307,34 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
             deployment_concurrency=_counts(per_gpu * deploy / r["tokens_per_s_per_user"][rows]),
             configuration=names,
             gpus_for_traffic=(need := f.gpus_for_traffic(tokens, per_gpu, counted)),
-            instances_for_traffic=f.deployment_copies(tokens, per_gpu, counted),
+            instances_for_traffic=(copies := f.deployment_copies(tokens, per_gpu, counted)),
             traffic_requests_per_s=rps,
             # the traffic's tokens on its GPUs, kept around the clock (the full-load $ is above)
             usd_per_million_output_tokens_at_traffic=f.usd_per_million_tokens_at_traffic(
                 ph.price, tokens, need
             ),
+            prefill_queue_s=(wait := prefill_queue_s(g, rows, cols, rps, copies)),
+            ttft_at_traffic_s=r["ttft_s"][rows] + wait,
         )
+
+
+def prefill_queue_s(g: Grid, rows: Any, cols: dict[str, Any], rps: Any, copies: Any) -> Any:
+    """The mean wait of a request for a prefill instance at ``rps`` requests/s (arrays, one per
+    traffic): each of ``copies`` deployments takes an equal share of the requests on its own
+    prefill pool, an M/D/c queue (:func:`queueing.mdc_wait_s`: Poisson arrivals, each prompt
+    ``prefill_instance_s`` of an instance, c its prefill instances). NaN at rho >= 1 (no steady
+    state) and for an aggregated row:
+    its prompts have no pool of their own but take turns with decode inside each instance (their
+    cost is in its TPOT), and what a request waits for there is a free sequence slot, a queue for
+    the decode slots this model does not size (nor a disaggregated decode pool's)."""
+    import numpy as np
+
+    dis = g.rows["disagg"][rows].astype(bool)
+    with np.errstate(all="ignore"):
+        wait = mdc_wait_s(rps / copies, g.rows["prefill_instance_s"][rows], cols["prefill_instances"])
+    # NaN too at or past the pool's capacity (rho >= 1, a pool sized at exactly its rate): no steady
+    # state, a wait without bound, which a number (and JSON) cannot carry
+    return np.where(dis & np.isfinite(wait), wait, np.nan)
 
 
 def traffic_point(point: Serving, fields: dict[str, Any], k: int = 0) -> Serving:
@@ -318,6 +345,8 @@ def traffic_point(point: Serving, fields: dict[str, Any], k: int = 0) -> Serving
         v = values[k]
         if name == "configuration":
             update[name] = str(v)
+        elif name in UNMODELLED and v != v:  # NaN: an aggregated row's
+            update[name] = None
         elif name in WHOLE:
             update[name] = int(v)
         elif name in ("deployment_gpus", "stranded_gpus", "deployment_concurrency"):
