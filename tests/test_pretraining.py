@@ -904,6 +904,13 @@ def test_an_unmet_pin_names_the_rule_it_breaks():
     assert kv.code == 1
     assert "tensor parallelism divides the 4 KV heads or is a multiple of them, tp=7 is neither" in kv.stderr
     assert "nearest feasible plan: TP4 " in kv.stderr
+    # the routed experts split over TP too (expert TP = TP, Megatron's default): an expert FFN of
+    # 2,052 (DeepSeek-V3's 2,048 + 4) does not split over 8 (a code review)
+    wide = train_plan(
+        "h100", "deepseek-v3", 256, "tp=8", "--set", "models.deepseek-v3.moe_ffn_hidden_size=2052"
+    )
+    assert wide.code == 1
+    assert "tensor parallelism divides the expert FFN width 2,052, tp=8 does not" in wide.stderr
     experts = train_plan("h100", "deepseek-v3", 1024, "ep=7")
     assert "expert parallelism divides the 256 routed experts, ep=7 does not" in experts.stderr
     deep = train_plan("h100", "llama-3.1-70b", 1024, "pp=100")

@@ -702,7 +702,8 @@ def tensor_degrees(x: dict) -> list[int]:
     :func:`formulas.tensor_parallel_splits`): TP5 on Llama 4 Maverick's 40 heads left its 8 KV
     heads and 16,384-wide FFN unsplittable (a capacity planner's review)."""
     heads, kv, ffn = int(x["heads"]), int(x["kv_heads"]), int(x["ffn_given"] or 0)
-    return [t for t in divisors(heads) if f.tensor_parallel_splits(t, heads, kv, ffn)]
+    expert = int(x.get("expert_ffn_given") or 0)  # the routed experts split over TP too (ETP = TP)
+    return [t for t in divisors(heads) if f.tensor_parallel_splits(t, heads, kv, ffn) and expert % t == 0]
 
 
 def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
@@ -2078,6 +2079,7 @@ def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
         allowed = [t for t in tensor_degrees(x) if t <= min(MAX_TP, domain)]
         if tp not in allowed:
             kv, ffn = int(x["kv_heads"]), int(x["ffn_given"] or 0)
+            expert = int(x.get("expert_ffn_given") or 0)
             if tp > domain:
                 why = (
                     f"tensor parallelism stays inside one scale-up domain ({domain:,} GPUs here), "
@@ -2092,8 +2094,10 @@ def pin_rule(x: dict, pins: dict) -> tuple[str, dict] | None:
                     f"tensor parallelism divides the {kv} KV heads or is a multiple of them, "
                     f"tp={tp} is neither"
                 )
-            else:
+            elif ffn % tp:
                 why = f"tensor parallelism divides the FFN width {ffn:,}, tp={tp} does not"
+            else:
+                why = f"tensor parallelism divides the expert FFN width {expert:,}, tp={tp} does not"
             return why, {**pins, "tp": max(t for t in allowed if t <= tp)}
     ep = pins.get("ep")
     if ep is not None and x["is_moe"] and int(x["experts"]) % ep:
