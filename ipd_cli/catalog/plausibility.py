@@ -214,8 +214,11 @@ def _shape_line(name: str, m: Any) -> str | None:
     given = m.moe_ffn_hidden_size
     if not m.is_moe or given is None or m.experts_per_token >= m.experts:
         return None
-    total, active = float(m.total_params), float(m.active_params)
-    routed = (total - active) / (1.0 - m.experts_per_token / m.experts)
+    from ipd_cli.engine.formulas import routed_expert_params
+
+    routed = routed_expert_params(
+        float(m.total_params), float(m.active_params), m.experts_per_token / m.experts
+    )
     implied = routed / (m.routed_layers * m.experts) / ((3 if m.gated_ffn else 2) * m.hidden_size)
     if implied <= 0 or 1 / SHAPE_FACTOR <= given / implied <= SHAPE_FACTOR:
         return None

@@ -574,6 +574,14 @@ def per_interval(seconds, interval_steps):
     return 0.0 if interval_steps is None else seconds / interval_steps
 
 
+def periodic_s_per_step(eval_s, eval_interval_steps, checkpoint_exposed_s, checkpoint_interval_steps):
+    """Seconds of the run's GPUs each optimiser step carries for the periodic work: its share of
+    an evaluation and of what a checkpoint exposes (:func:`per_interval` of each)."""
+    return per_interval(eval_s, eval_interval_steps) + per_interval(
+        checkpoint_exposed_s, checkpoint_interval_steps
+    )
+
+
 def checkpoint_write_bytes_per_s(run_gpus, writer_gpus, share_bytes_per_s_per_gpu, node_bytes_per_s_per_gpu):
     """The rate a checkpoint reaches shared storage: the storage's aggregate write bandwidth for the
     run's GPUs (each GPU's share of a storage sized with the cluster), unless the GPUs that hold the

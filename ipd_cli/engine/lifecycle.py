@@ -275,6 +275,21 @@ def _rl_stage_path(m: re.Match) -> str:
     return f"`sets` workload.post_training.{name}"
 
 
+# steps' worth a scheduled RL step costs (formulas.run_step_cost_factor), as explain writes it
+RUN_STEP_COST = "staleness_steps_factor / goodput x (1 + periodic_s_per_step / step_seconds)"
+
+
+def _run_cost_inputs(rl: Rl) -> dict[str, float | str]:
+    """The inputs of :data:`RUN_STEP_COST` for an RL block."""
+    run = rl.run
+    return {
+        "staleness_steps_factor": run.staleness_steps_factor,
+        "goodput": run.goodput,
+        "periodic_s_per_step": run.periodic_s_per_step,
+        "step_seconds": rl.step_seconds,
+    }
+
+
 def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> PostTraining:
     """$ per RL step x steps per year (refreshes, or what the yearly budget buys) x H."""
     pt, H = s.post_training, s.horizon_years
@@ -297,10 +312,7 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     terms = (run.goodput, run.staleness_steps_factor, rl.step_seconds, run.periodic_s_per_step)
     if pt.budget_usd_per_year is not None:
         steps_per_year = f.rl_steps_bought(pt.budget_usd_per_year, rl.usd_per_step, *terms)
-        how = (
-            "budget_usd_per_year / (usd_per_step x staleness_steps_factor / goodput x (1 + "
-            "periodic_s_per_step / step_seconds))"
-        )
+        how = f"budget_usd_per_year / (usd_per_step x {RUN_STEP_COST})"
     else:
         steps_per_year = (pt.steps_per_refresh or rw.steps_per_refresh) * (
             pt.refreshes_per_year or rw.refreshes_per_year
@@ -317,17 +329,8 @@ def post_training(cat: Catalog, hardware: str, s: Scenario, pricing: str) -> Pos
     step = Step(
         "post_training_usd",
         cost,
-        "usd_per_step x staleness_steps_factor / goodput x (1 + periodic_s_per_step / step_seconds) x "
-        f"steps_per_year ({how}) x H",
-        {
-            "usd_per_step": rl.usd_per_step,
-            "staleness_steps_factor": run.staleness_steps_factor,
-            "goodput": run.goodput,
-            "periodic_s_per_step": run.periodic_s_per_step,
-            "step_seconds": rl.step_seconds,
-            "steps_per_year": steps_per_year,
-            "H": H,
-        },
+        f"usd_per_step x {RUN_STEP_COST} x steps_per_year ({how}) x H",
+        {"usd_per_step": rl.usd_per_step, **_run_cost_inputs(rl), "steps_per_year": steps_per_year, "H": H},
     )
     assumptions = nested_paths(rr.assumptions, "post_training")
     return PostTraining(rl, cost, energy, per_step_samples * steps_per_year * H, assumptions, [step])
@@ -951,12 +954,9 @@ def rl_steps(r: Rl | None) -> list[Step]:
         # the run pays each step phi / goodput times (a code review: no row used either), each step
         # lengthened by its share of the evaluations and checkpoints
         Step("rl.run.usd_per_year", r.run.usd_per_year,
-             "usd_per_step x steps_per_refresh x refreshes_per_year x staleness_steps_factor / goodput x "
-             "(1 + periodic_s_per_step / step_seconds)",
+             f"usd_per_step x steps_per_refresh x refreshes_per_year x {RUN_STEP_COST}",
              {"usd_per_step": r.usd_per_step, "steps_per_refresh": r.run.steps_per_refresh,
-              "refreshes_per_year": r.run.refreshes_per_year,
-              "staleness_steps_factor": r.run.staleness_steps_factor, "goodput": r.run.goodput,
-              "periodic_s_per_step": r.run.periodic_s_per_step, "step_seconds": r.step_seconds}),
+              "refreshes_per_year": r.run.refreshes_per_year, **_run_cost_inputs(r)}),
     ]  # fmt: skip
 
 
@@ -987,13 +987,12 @@ def _rl_periodic_steps(r: Rl) -> list[Step]:
         terms.append("eval_s / eval_interval_steps")
         inputs |= {"eval_s": run.eval_s, "eval_interval_steps": run.eval_interval_steps}
     if run.checkpoint_interval_steps is not None:
-        writers = r.trainer.gpus_used if r.trainer is not None else r.train_gpus
         steps += [
             Step("rl.run.checkpoint_write_gb_per_s", run.checkpoint_write_gb_per_s,
                  "min(run_gpus x storage_write_gb_per_s_per_gpu, writer_gpus x "
                  "storage_node_write_gb_per_s_per_gpu): the storage's share for the run's GPUs, unless "
                  "the GPUs holding the state write slower over their nodes' links",
-                 {"run_gpus": r.gpus, "writer_gpus": writers}),
+                 {"run_gpus": r.gpus, "writer_gpus": r.holding_gpus}),
             Step("rl.run.checkpoint_write_s", run.checkpoint_write_s,
                  "checkpoint_bytes / (checkpoint_write_gb_per_s x 1e9)",
                  {"checkpoint_bytes": run.checkpoint_bytes,
@@ -1212,11 +1211,8 @@ def _energy_steps(s: Scenario, pre: PretrainShare, post: PostTraining, served: S
         run = post.block.run
         steps.append(
             Step("post_training_mwh", post.energy_mwh,
-                 "energy_kwh_per_step x staleness_steps_factor / goodput x (1 + periodic_s_per_step / "
-                 "step_seconds) x steps_per_year x H / 1000",
-                 {"energy_kwh_per_step": post.block.energy_kwh_per_step,
-                  "staleness_steps_factor": run.staleness_steps_factor, "goodput": run.goodput,
-                  "periodic_s_per_step": run.periodic_s_per_step, "step_seconds": post.block.step_seconds,
+                 f"energy_kwh_per_step x {RUN_STEP_COST} x steps_per_year x H / 1000",
+                 {"energy_kwh_per_step": post.block.energy_kwh_per_step, **_run_cost_inputs(post.block),
                   "steps_per_year": run.steps_per_refresh * run.refreshes_per_year, "H": s.horizon_years})
         )  # fmt: skip
     steps.append(

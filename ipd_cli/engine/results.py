@@ -883,6 +883,13 @@ class Rl(Result):
     trainer_memory: RlTrainerMemory
     trainer: RlTrainer | None = None
 
+    @property
+    def holding_gpus(self) -> int:
+        """The trainer GPUs that hold the model and write its checkpoint: those its plan uses, else
+        every training GPU (as :func:`~ipd_cli.engine.rl.trainer.trainer_holding_gpus` counts them
+        on the engine's trainer)."""
+        return self.trainer.gpus_used if self.trainer is not None else self.train_gpus
+
 
 class RlResult(Result):
     schema_version: str = SCHEMA_VERSION

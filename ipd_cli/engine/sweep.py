@@ -610,8 +610,7 @@ def _checkpoint_draws(cat: Catalog, rl: Any, draws: Any) -> dict[str, Any]:
         value = getattr(cat.rl, name)
         lo, hi = value.range if value.range is not None else (value.value, value.value)
         bandwidths.append(draws(f"rl.{name}", lo, value.value, hi) * f.GIGA)
-    writers = rl.trainer.gpus_used if rl.trainer is not None else rl.train_gpus
-    rate = f.checkpoint_write_bytes_per_s(rl.gpus, writers, *bandwidths)
+    rate = f.checkpoint_write_bytes_per_s(rl.gpus, rl.holding_gpus, *bandwidths)
     write_s = f.checkpoint_write_seconds(run.checkpoint_bytes, rate)
     exposed = f.checkpoint_exposed_seconds(
         write_s,
@@ -620,8 +619,8 @@ def _checkpoint_draws(cat: Catalog, rl: Any, draws: Any) -> dict[str, Any]:
         rl.step_seconds,
         run.checkpoint_async,
     )
-    periodic = f.per_interval(run.eval_s, run.eval_interval_steps) + f.per_interval(
-        exposed, run.checkpoint_interval_steps
+    periodic = f.periodic_s_per_step(
+        run.eval_s, run.eval_interval_steps, exposed, run.checkpoint_interval_steps
     )
     return {
         "rl.run.checkpoint_write_gb_per_s": rate / f.GIGA,

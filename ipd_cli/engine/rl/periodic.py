@@ -34,8 +34,8 @@ class Periodic:
     @property
     def per_step_s(self) -> float:
         """Seconds of the run's GPUs each optimiser step carries for them."""
-        return f.per_interval(self.eval_s, self.eval_interval) + f.per_interval(
-            self.exposed_s, self.checkpoint_interval
+        return f.periodic_s_per_step(
+            self.eval_s, self.eval_interval, self.exposed_s, self.checkpoint_interval
         )
 
     def fields(self) -> dict:
