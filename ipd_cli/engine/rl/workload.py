@@ -155,8 +155,16 @@ def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
         given("staleness_bound", "policy versions")
         given("partial_rollouts", "")
     if w.gpus is not None:  # the pool the split search divides (a review: the RL cost rests on it,
-        # and no row named it or its path)
-        trace.given("GPUs (generation and training)", w.gpus, "GPUs", origin, path="workload.gpus")
+        # and no row named it or its path; a code review read it as the pool a grown trainer runs)
+        trace.given(
+            "GPUs asked for (generation and training)",
+            w.gpus,
+            "GPUs",
+            origin,
+            path="workload.gpus",
+            note="the pool the split search divides; a trainer that cannot hold the training state "
+            "grows it to the fewest that can (the RL GPU rows and a warning say so)",
+        )
     given("ppo_epochs", "training passes per step")
     given("logprob_passes", "forward passes per step")
     keep = given("keep_fraction", "fraction")
