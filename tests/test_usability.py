@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from helpers import FIXED_RL_GPUS, run_cli, run_cli_once
 
 from ipd_cli import load
@@ -523,6 +524,22 @@ def test_a_user_catalog_without_sources_is_flagged_user(tmp_path):
     )
     pue = next(a for a in r.json()["systems"][0]["assumptions"] if a["path"] == "economics.pue")
     assert pue["value"] == 1.1 and pue["source"] == "user" and pue["origin"].endswith("mine.yaml")
+
+
+def test_a_user_catalog_may_cite_the_user_source_itself(tmp_path):
+    # a procurement review: `ipd workloads show -f yaml` writes `source: user` for a user file's
+    # workload, and that copy dropped into a --catalog directory (or a section value citing 'user')
+    # was refused: "unknown source id 'user'; did you mean 'te-userbuffers-quantizers'?"
+    from helpers import write
+
+    write(tmp_path / "cat" / "prices.yaml", "economics:\n  pue: {value: 1.1, source: user}\n")
+    shown = run_cli("workloads", "show", "pretrain-10t-moe", "-f", "yaml").stdout
+    body = yaml.safe_load(shown)["entry"]
+    write(tmp_path / "cat" / "workloads" / "mine.yaml", yaml.safe_dump({**body, "source": "user"}))
+    r = run_cli("compare", "hopper", "--workload", "mine", "--catalog", str(tmp_path / "cat"), "-f", "json")
+    assert r.code == 0, r.stderr
+    rows = {a["path"]: a for a in r.json()["systems"][0]["assumptions"]}
+    assert rows["economics.pue"]["value"] == 1.1 and rows["economics.pue"]["source"] == "user"
 
 
 def test_the_builtin_catalog_must_still_cite_sources(tmp_path):

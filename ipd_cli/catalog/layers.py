@@ -34,6 +34,7 @@ from .schema import (
 )
 from .validation import (
     USER_SOURCE,
+    cites_source,
     fill_annotated,
     fill_user_workload_sources,
     user_source_entry,
@@ -180,7 +181,7 @@ class _Layer:
 
     def fill(self, value: Any, ann: Any, label: str) -> None:
         if not self.builtin:
-            self.filled(fill_annotated(value, ann), label)
+            self.filled(fill_annotated(value, ann) or cites_source(value, USER_SOURCE), label)
 
 
 def _add_layer(raw: RawCatalog, directory: Path, builtin: bool = False) -> None:
@@ -194,7 +195,9 @@ def _add_layer(raw: RawCatalog, directory: Path, builtin: bool = False) -> None:
         for sid, src in body.pop("sources", {}).items():
             layer.put("sources", str(sid), src, label)
         if not builtin:
-            layer.filled(fill_user_workload_sources(body), label)
+            # one that cites 'user' itself, as a what-if file may (`ipd workloads show -f yaml`
+            # writes `source: user` for a user file's entries: a procurement review's copy of one)
+            layer.filled(fill_user_workload_sources(body) or cites_source(body, USER_SOURCE), label)
         layer.put("workloads", path.stem, body, label)
     if layer.unsourced:
         layer.put("sources", USER_SOURCE, user_source_entry(), ", ".join(layer.unsourced))

@@ -258,6 +258,13 @@ def _check_default_kind(body: dict[str, Any], where: str) -> None:
         )
 
 
+def cites_source(node: Any, sid: str) -> bool:
+    """Whether a parsed file (or a part of one) names source ``sid`` anywhere."""
+    if isinstance(node, dict):
+        return node.get("source") == sid or any(cites_source(v, sid) for v in node.values())
+    return isinstance(node, list) and any(cites_source(v, sid) for v in node)
+
+
 def fill_user_sources(data: Any, cls: Any) -> bool:
     """Give every entry of a user file that has no ``source`` (a workload, a model, a
     ``{value: ...}``) the source ``user``: a what-if file written in a hurry is accepted, and its

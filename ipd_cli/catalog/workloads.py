@@ -20,7 +20,13 @@ from .schema import (
     Source,
     Workload,
 )
-from .validation import USER_SOURCE, fill_user_workload_sources, user_source_entry, validate_workload
+from .validation import (
+    USER_SOURCE,
+    cites_source,
+    fill_user_workload_sources,
+    user_source_entry,
+    validate_workload,
+)
 
 
 def read_stdin() -> str:
@@ -154,7 +160,7 @@ def _user_file(cat: Catalog, ref: str, origin: str) -> tuple[Any, dict]:
         body.setdefault("description", f"what-if workload from {origin}")
     # a what-if file without sources: its path is its origin; one may also cite 'user' itself
     # (README), whether or not it leaves a value unsourced (a scenario author's review)
-    if fill_user_workload_sources(body) or _cites(body, USER_SOURCE):
+    if fill_user_workload_sources(body) or cites_source(body, USER_SOURCE):
         extra_sources.setdefault(USER_SOURCE, user_source_entry())
     _check_file_sources(body, {**cat.sources, **extra_sources}, origin)
     return body, extra_sources
@@ -185,13 +191,6 @@ def _switch_rl_schedule(body: dict, paths: set[str]) -> dict:
         return body
     (other,) = set(RL_SCHEDULES) - given
     return {**body, "post_training": {k: v for k, v in stage.items() if k != other}}
-
-
-def _cites(node: Any, sid: str) -> bool:
-    """Whether a parsed workload document names source ``sid`` anywhere."""
-    if isinstance(node, dict):
-        return node.get("source") == sid or any(_cites(v, sid) for v in node.values())
-    return isinstance(node, list) and any(_cites(v, sid) for v in node)
 
 
 def _check_file_sources(body: dict, sources: dict, origin: str) -> None:
