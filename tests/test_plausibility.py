@@ -276,6 +276,26 @@ def test_power_below_tdp_names_only_the_set_that_touches_it(tmp_path):
     assert "systems.h200" not in line and "capex" not in line
 
 
+def test_a_gpus_price_typed_into_a_systems_capex_is_warned():
+    # a procurement review: a per-GPU price in the per-rack field ($110,000 for Rubin's 72-GPU rack,
+    # $1,528 a GPU) read $0.40 a GPU-hour with no word; the span of whole systems let it through.
+    # The built-in per-GPU span: A100's $149,000 / 8 = $18,625 to Rubin Ultra's $23.5M / 144
+    cat = load()
+    per_gpu = {n: s.capex_usd.value / s.accelerators for n, s in cat.systems.items()}
+    lo, hi = min(per_gpu.values()), max(per_gpu.values())
+    assert (lo, round(hi)) == (18_625, 163_194)
+    r = run_cli("compare", "vera-rubin", "--set", "systems.vera-rubin.capex_usd=110000", "-f", "json")
+    assert r.code == 0, r.stderr
+    assert (
+        "ipd: warning: --set systems.vera-rubin-nvl72.capex_usd = 110000 is $1,528 a GPU, 1/12 of the "
+        "smallest built-in (built-in span $18,625 to $163,194 a GPU): is it a GPU's price? the field is "
+        "the whole system's (72 GPUs)"
+    ) in warnings(r.stderr)
+    # a real rack price (10x lower bound: $1,863 a GPU) says nothing
+    quiet = run_cli("compare", "vera-rubin", "--set", "systems.vera-rubin.capex_usd=7e6", "-f", "json")
+    assert not [w for w in warnings(quiet.stderr) if "a GPU's price" in w]
+
+
 def test_a_user_files_system_below_its_gpus_tdp_names_the_file(tmp_path):
     # a fresh-eyes review: a user file's unit-slip warnings named the file, its power warning did not
     body = copy.deepcopy(layers.load_raw([]).sections["systems"]["h100-sxm"])

@@ -105,7 +105,30 @@ def builtin_spans(cat: Catalog, section: str) -> dict[str, tuple[float, float]]:
         for key, _, value, _ in numbers(entry):
             lo, hi = spans.get(key, (value, value))
             spans[key] = (min(lo, value), max(hi, value))
+        per_gpu = _capex_per_gpu(entry)
+        if per_gpu is not None:
+            lo, hi = spans.get(PER_GPU_CAPEX, (per_gpu, per_gpu))
+            spans[PER_GPU_CAPEX] = (min(lo, per_gpu), max(hi, per_gpu))
     return spans
+
+
+# a system's capex spread over its GPUs: its span among the built-in systems catches a per-GPU
+# price typed into the per-system field, which the span of whole systems (8-GPU nodes to 144-die
+# racks) lets through (a procurement review: Rubin's rack at $110,000 read $0.40 a GPU-hour)
+PER_GPU_CAPEX = "capex_usd per GPU"
+
+
+def _capex_gpus(entry: BaseModel) -> tuple[float, int] | None:
+    """(capex_usd, GPUs) of a system entry; None for other entries."""
+    capex, gpus = getattr(entry, "capex_usd", None), getattr(entry, "accelerators", None)
+    if not isinstance(capex, Sourced) or not isinstance(gpus, int) or gpus <= 0:
+        return None
+    return float(capex.value), gpus
+
+
+def _capex_per_gpu(entry: BaseModel) -> float | None:
+    found = _capex_gpus(entry)
+    return None if found is None else found[0] / found[1]
 
 
 def _builtin(origin: str) -> bool:
@@ -163,6 +186,18 @@ def entry_warnings(
         line = check(value, spans.get(key), f"{where}.{path}", unit)
         if line is not None:
             out.append(line)
+    found, span = _capex_gpus(entry), spans.get(PER_GPU_CAPEX)
+    if found is not None and span is not None and (only is None or only == "capex_usd"):
+        capex, gpus = found
+        per_gpu = capex / gpus
+        below = _beyond(per_gpu, *span, "the largest built-in", "the smallest built-in")
+        said = any(line.startswith(f"{where}.capex_usd = ") for line in out)  # a unit slip first
+        if below is not None and per_gpu < span[0] and not said:
+            out.append(
+                f"{where}.capex_usd = {capex:g} is ${per_gpu:,.0f} a GPU, {below} (built-in "
+                f"span ${span[0]:,.0f} to ${span[1]:,.0f} a GPU): is it a GPU's price? the field is "
+                f"the whole system's ({gpus} GPUs)"
+            )
     return out
 
 
