@@ -170,7 +170,7 @@ def rl(
 
     # its run charged for the hours its steps run, as compare says it of a scenario's (a review:
     # `ipd rl` priced the same year's run with no note)
-    result.notes.extend(rl_busy_notes([result]))
+    result.notes.extend(rl_busy_notes([result], cat))
     return result
 
 
@@ -648,7 +648,7 @@ def _compare(
     if w.kind in ("scenario", "rl"):  # an RL workload compared alone runs the same year of steps
         from .engine.pricing import rl_busy_notes
 
-        result.notes.extend(rl_busy_notes(result.systems))
+        result.notes.extend(rl_busy_notes(result.systems, cat))
     return result, steps
 
 

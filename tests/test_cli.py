@@ -31,7 +31,7 @@ def test_compare_json_contract():
         "ipd: note: pre-training is charged for the days it rents its GPUs at contract prices, as if "
         "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 29,952 GPUs for 3 "
         "year(s) at reserved $6.69B; gb200-nvl72's 122,904 GPUs for 3 year(s) at reserved $13.1B); tco "
-        "pricing prices owning them\n"
+        "pricing charges owned GPUs for those days alone too\n"
         # RL likewise: its GPU-hours a year over 2,048 GPUs, and the pool kept all year
         # (2,048 x 8,760 h x $8.50 = $152M; x $4.05 = $72.7M)
         "ipd: note: RL post-training is charged for the hours its steps run, as if other work paid its "
@@ -43,7 +43,22 @@ def test_compare_json_contract():
     # unless under half a percent: Rubin's 11,484 GPUs are 159 racks and 36 GPUs, leaving 36 (0.31 %;
     # its 9,024 of 2026-12-03 left 48, 0.53 %, and said so; test_lifecycle's 18-GPU deployment says
     # it), GB200's 43,272 fill 601 racks
-    assert run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr == batch
+    # under tco the same assumption (other work keeps the owned GPUs busy at utilisation 0.85) is
+    # said with what buying the GPUs costs (a procurement review: nothing was said): Rubin's 29,952
+    # GPUs are 416 racks x $7.8M = $3.24B, GB200's 122,904 are 1,707 racks x $3.75M = $6.4B; each
+    # RL pool of 2,048 GPUs 29 racks (28.4 rounded up): $226M and $109M
+    owned = run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json")
+    assert owned.stderr == batch + (
+        "ipd: note: pre-training is charged the owning cost of the hours it runs, as if other work kept "
+        "the GPUs busy the rest of their life at economics.utilisation 0.85 (bought for the run alone: "
+        "vera-rubin-nvl72's 29,952 GPUs (416 systems, $3.24B to buy) for 29.3 days of their 5-year "
+        "life; gb200-nvl72's 122,904 GPUs (1,707 systems, $6.4B to buy) for 29.9 days of their 5-year "
+        "life)\n"
+        "ipd: note: RL post-training is charged the owning cost of the hours its steps run, as if other "
+        "work kept its pool busy the rest of the time at economics.utilisation 0.85: vera-rubin-nvl72's "
+        "2,048 GPUs (29 systems, $226M to buy) 16.7 days a year (4.6%); gb200-nvl72's 2,048 GPUs (29 "
+        "systems, $109M to buy) 22 days a year (6.0%)\n"
+    )
     d = r.json()
     assert d["schema_version"] == "1.0"
     assert d["workload"]["name"] == "frontier-agentic" and d["workload"]["kind"] == "scenario"

@@ -517,6 +517,9 @@ def test_plain_ratios_read_like_directed_ones():
 
     assert [ratio_text(v, 1.0, "") for v in (0.225, 1.5, 2.97, 123.4)] == ["0.225x", "1.50x", "2.97x", "123x"]
     assert ratio_text(72, 72, "") == ratio_text(3.0, 3.0, HI) == "same"
+    # a procurement review: the same $2M budget summed in two orders read "1.00x better"
+    assert ratio_text(2000000.0000000002, 1999999.9999999998, HI) == "same"
+    assert ratio_text(1.001, 1.0, HI) == "1.00x better"  # a real difference keeps its direction
     assert ratio_text(1.5, 1.0, HI) == "1.50x better"
 
 
@@ -546,7 +549,15 @@ def test_a_pretraining_shorter_than_its_price_contract_is_noted(catalog):
 
     [note] = compare(catalog, ["vera-rubin"], "pretrain-10t-moe").notes
     assert "(whole terms: vera-rubin-nvl72's 29,952 GPUs for 3 year(s) at reserved $6.69B)" in note
-    assert compare(catalog, ["vera-rubin"], "pretrain-10t-moe", pricing="tco").notes == []
+    # owned: other work keeps the GPUs busy (utilisation 0.85) and the note says what buying them
+    # costs, 416 racks x $7.8M (a procurement review: nothing was said under tco)
+    [owned] = compare(catalog, ["vera-rubin"], "pretrain-10t-moe", pricing="tco").notes
+    assert (
+        "utilisation 0.85 (bought for the run alone: vera-rubin-nvl72's 29,952 GPUs (416 systems, $3.24B"
+        in owned
+    )
+    life = load(sets=["economics.depreciation_years=0.05"])  # 18 days, a 30-day run: nothing to say
+    assert compare(life, ["vera-rubin"], "pretrain-10t-moe", pricing="tco").notes == []
     # no term stated (A100's on-demand price), or a run as long as the term: nothing to say
     small = load(sets=["workload.tokens=1e11"])
     assert compare(small, ["a100"], "pretrain-10t-moe").notes == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ipd_cli.errors import InputError
@@ -160,12 +161,26 @@ def contract_term_notes(cat: Any, systems: list[Any]) -> list[str]:
     term (``term_years``: a reserved rate) for a run shorter than the term: the estimate charges
     the run's GPU-hours only, as if other work paid the contract's other hours (a pricing review:
     Rubin's 10T month on 27,648 GPUs at the 3-year reserved $8.50 costs $167.9M; the contract for
-    those GPUs, $6.18B). RL steps are charged the same way: :func:`rl_busy_notes` says it.
-    ``systems``: the compared systems' results (``hardware``, ``pretraining``)."""
-    whole = []
+    those GPUs, $6.18B). Owned (``tco``), the run is charged the owning cost of its hours at
+    ``economics.utilisation``, as if other work kept the GPUs busy the rest of their life: a second
+    line says what buying them costs (a procurement review: the note vanished under tco, where the
+    same assumption holds, and the rental one said tco "prices owning them"). RL steps are charged
+    the same way: :func:`rl_busy_notes` says it. ``systems``: the compared systems' results
+    (``hardware``, ``pretraining``)."""
+    whole, owned = [], []
     for r in systems:
         p = r.pretraining
-        if p is None or not p.pricing.startswith("rental:"):
+        if p is None:
+            continue
+        if p.pricing == "tco":
+            life = cat.economics.depreciation_years.value
+            if p.wall_days < life * f.DAYS_PER_YEAR:
+                owned.append(
+                    f"{r.hardware}'s {_fleet(cat, r.hardware, p.gpus)} for {p.wall_days:.3g} days of "
+                    f"their {life:g}-year life"
+                )
+            continue
+        if not p.pricing.startswith("rental:"):
             continue
         label = p.pricing.partition(":")[2]
         point = next((q for q in cat.system(r.hardware).prices if q.label == label), None)
@@ -173,40 +188,75 @@ def contract_term_notes(cat: Any, systems: list[Any]) -> list[str]:
         if term is None or p.wall_days >= term * f.DAYS_PER_YEAR:
             continue
         usd = p.gpus * term * f.HOURS_PER_YEAR * p.price_usd_per_gpu_hour
-        money = f"${usd / 1e9:.3g}B" if usd >= 1e9 else f"${usd / 1e6:.3g}M"
-        whole.append(f"{r.hardware}'s {p.gpus:,} GPUs for {term:g} year(s) at {label} {money}")
-    if not whole:
-        return []
-    return [
-        "pre-training is charged for the days it rents its GPUs at contract prices, as if other work "
-        f"paid the contracts' other hours (whole terms: {'; '.join(whole)}); tco pricing prices "
-        "owning them"
-    ]
+        whole.append(f"{r.hardware}'s {p.gpus:,} GPUs for {term:g} year(s) at {label} {_money(usd)}")
+    out = []
+    if whole:
+        out.append(
+            "pre-training is charged for the days it rents its GPUs at contract prices, as if other work "
+            f"paid the contracts' other hours (whole terms: {'; '.join(whole)}); tco pricing charges "
+            "owned GPUs for those days alone too"
+        )
+    if owned:
+        out.append(
+            "pre-training is charged the owning cost of the hours it runs, as if other work kept the "
+            f"GPUs busy the rest of their life at economics.utilisation {_utilisation(cat):g} "
+            f"(bought for the run alone: {'; '.join(owned)})"
+        )
+    return out
 
 
-def rl_busy_notes(systems: list[Any]) -> list[str]:
+def _money(usd: float) -> str:
+    return f"${usd / 1e9:.3g}B" if usd >= 1e9 else f"${usd / 1e6:.3g}M"
+
+
+def _utilisation(cat: Any) -> float:
+    return float(cat.economics.utilisation.value)
+
+
+def _fleet(cat: Any, hardware: str, gpus: float) -> str:
+    """'1,472 GPUs (184 systems, $54.5M to buy)': whole systems at the catalog's capex."""
+    system = cat.system(hardware)
+    racks = math.ceil(gpus / system.accelerators)
+    return f"{gpus:,} GPUs ({racks:,} systems, {_money(racks * system.capex_usd.value)} to buy)"
+
+
+def rl_busy_notes(systems: list[Any], cat: Any = None) -> list[str]:
     """One line naming the systems whose RL run (a scenario's, or an RL workload's year of
-    refreshes), at a rental price, is charged for the hours its steps run in a year, below the
-    year: the GPUs of its pool otherwise serve other work, as pre-training's contract days do (a
-    capacity planner's review: 15.4 days a year on 512 Rubin GPUs were charged $1.61M a year where
-    a pool kept for RL costs $38.1M, and nothing said so). ``systems``: the results (``hardware``,
-    ``rl`` with its ``run``)."""
-    busy = []
+    refreshes) is charged for the hours its steps run in a year, below the year: the GPUs of its
+    pool otherwise serve other work, as pre-training's contract days do (a capacity planner's
+    review: 15.4 days a year on 512 Rubin GPUs were charged $1.61M a year where a pool kept for RL
+    costs $38.1M, and nothing said so). At a rental price it says what the pool kept all year
+    costs; owned (``tco``, with ``cat`` given), what buying it costs (a procurement review: nothing
+    was said under tco). ``systems``: the results (``hardware``, ``rl`` with its ``run``)."""
+    busy, owned = [], []
     for r in systems:
         rl = getattr(r, "rl", None)
-        if rl is None or rl.run is None or not rl.pricing.startswith("rental:") or rl.gpus <= 0:
+        if rl is None or rl.run is None or rl.gpus <= 0:
+            continue
+        rental = rl.pricing.startswith("rental:")
+        if not rental and (rl.pricing != "tco" or cat is None):
             continue
         days = rl.run.gpu_hours_per_year / rl.gpus * f.SECONDS_PER_HOUR / f.SECONDS_PER_DAY
         if days >= f.DAYS_PER_YEAR:
             continue
-        kept = rl.gpus * f.HOURS_PER_YEAR * rl.price_usd_per_gpu_hour
-        busy.append(
-            f"{r.hardware}'s {rl.gpus:,} GPUs {days:.3g} days a year ({days / f.DAYS_PER_YEAR:.1%}), "
-            f"${kept / 1e6:.3g}M a year kept for RL all year"
+        when = f"{days:.3g} days a year ({days / f.DAYS_PER_YEAR:.1%})"
+        if rental:
+            kept = rl.gpus * f.HOURS_PER_YEAR * rl.price_usd_per_gpu_hour
+            busy.append(
+                f"{r.hardware}'s {rl.gpus:,} GPUs {when}, ${kept / 1e6:.3g}M a year kept for RL all year"
+            )
+        else:
+            owned.append(f"{r.hardware}'s {_fleet(cat, r.hardware, rl.gpus)} {when}")
+    out = []
+    if busy:
+        out.append(
+            "RL post-training is charged for the hours its steps run, as if other work paid its pool's "
+            f"other hours: {'; '.join(busy)}"
         )
-    if not busy:
-        return []
-    return [
-        "RL post-training is charged for the hours its steps run, as if other work paid its pool's "
-        f"other hours: {'; '.join(busy)}"
-    ]
+    if owned:
+        out.append(
+            "RL post-training is charged the owning cost of the hours its steps run, as if other work "
+            f"kept its pool busy the rest of the time at economics.utilisation {_utilisation(cat):g}: "
+            f"{'; '.join(owned)}"
+        )
+    return out

@@ -287,7 +287,7 @@ def ratio_text(value: Any, base: Any, better: str) -> str:
     if not base or not value:
         return ""
     r = value / base
-    if r == 1:
+    if abs(r - 1) <= 1e-9:  # float noise: two $2M budgets summed in different orders read "1.00x better"
         return "same"
     if not better:  # three significant figures, as the directed ratios ('1.50x', not '1.5x')
         return f"{f'{r:#.3g}'.rstrip('.')}x"
