@@ -222,3 +222,14 @@ def test_the_md_c_wait_is_m_d_1_for_one_server_and_never_longer_with_more_server
     wait = mdc_wait_s(loads[:, None] / 0.04, 0.04, servers)  # loads a: requests/s x 0.04 s
     assert (np.diff(wait, axis=1) <= 1e-15).all()
     assert (wait[:, 0] > 0).all() and (wait >= 0).all() and np.isfinite(wait).all()
+
+
+def test_a_host_loop_overlapped_with_the_gpu_takes_the_larger_else_adds():
+    # TensorRT-LLM's overlap scheduler prepares step n+1 while the GPU runs step n: the step is the
+    # larger of the GPU's 20 ms and the host's; a stack that runs its loop between steps adds it
+    import numpy as np
+
+    gpu, host = np.array([20e-3, 20e-3, 20e-3]), np.array([5e-3, 20e-3, 35e-3])
+    assert f.host_bound_step_seconds(gpu, host, True) == pytest.approx([20e-3, 20e-3, 35e-3], rel=1e-15)
+    assert f.host_bound_step_seconds(gpu, host, False) == pytest.approx([25e-3, 40e-3, 55e-3], rel=1e-15)
+    assert f.host_bound_step_seconds(0.02, 0.0, True) == 0.02

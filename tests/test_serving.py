@@ -518,6 +518,58 @@ def test_nvidia_profile_borrows_what_it_lacks_and_says_so(stack_cat):
         serve(stack_cat, "mi300x", "llama-3.1-70b", stack="sglng")
 
 
+def test_a_stacks_host_loop_hides_under_the_gpu_or_adds_by_hand(stack_cat, tmp_path):
+    # the MI300X TP1 point of test_amd_stack_profile_by_hand (64 sequences, one scheduler rank, a GPU
+    # step of 50.721 ms) with s1 on CDNA 3 pricing its host loop per sequence: overlapped, 500 us a
+    # sequence (32 ms) hides under the GPU's step and 1,000 us (64 ms) sets it; not overlapped, the
+    # 32 ms add to it
+    from ipd_cli.engine.lifecycle import decode_steps
+
+    kv = dict(input_tokens=1000, output_tokens=1000, precision="fp8", kv_precision="fp8", layout="tp1",
+              disaggregated=False, concurrency=64)  # fmt: skip
+    gpu = 50.721e-3
+    prefill, ttft = 0.2168, 0.2168 + 80 * 100e-6
+
+    def served(us, overlaps):
+        host = f"          host_us_per_sequence: {{value: {us}, source: t}}\n"
+        if overlaps is not None:
+            host += f"          host_overlaps_gpu: {{value: {str(overlaps).lower()}, source: t}}\n"
+        floor = "          step_overhead_us_per_layer: {value: 100, source: t}\n"
+        stacks = STACKS.replace(floor, floor + host)
+        d = tmp_path / f"host-{us}-{overlaps}"
+        write(d / "round.yaml", ROUND.replace("  families: {}\n  stacks: {}\n", stacks))
+        return estimate_serving(load_catalog([d]), "mi300x", "llama-3.1-70b", **kv)
+
+    base = estimate_serving(stack_cat, "mi300x", "llama-3.1-70b", **kv).serving
+    assert base.step_time_ms == pytest.approx(MS * gpu, rel=1e-4) and base.host_time_ms == 0.0
+    (row,) = (s for s in decode_steps(base) if s.metric == "serving.step_time_ms")
+    assert "host_time_ms" not in row.inputs and "host" not in row.formula  # explain names it where priced
+    hidden = served(500, True).serving
+    assert hidden.host_time_ms == pytest.approx(32.0, rel=1e-12)
+    assert hidden.step_time_ms == pytest.approx(base.step_time_ms, rel=1e-12)
+    assert hidden.tokens_per_s_per_gpu == pytest.approx(base.tokens_per_s_per_gpu, rel=1e-12)
+    r = served(1000, True)
+    bound = r.serving
+    assert bound.step_time_ms == pytest.approx(64.0, rel=1e-12) == bound.host_time_ms
+    # what the host adds beyond the GPU's step is overhead: 10 ms of floors and per-step overhead
+    # plus 64 - 50.721
+    assert bound.overhead_ms == pytest.approx(10.0 + 64.0 - MS * gpu, rel=1e-4)
+    per_instance = 64 * 1000 / (64 * prefill + (ttft - prefill) + 1000 * 64e-3)  # 888.7 tok/s
+    assert bound.tokens_per_s_per_gpu == pytest.approx(per_instance, rel=1e-4)
+    added = served(500, False).serving
+    assert added.step_time_ms == pytest.approx(base.step_time_ms + 32.0, rel=1e-12)
+    # no source says it overlaps: it adds
+    assert served(500, None).serving.step_time_ms == pytest.approx(added.step_time_ms, rel=1e-12)
+    names = {a.name: a for a in r.assumptions}
+    path = names["host time per sequence and step"].path
+    assert path == "serving.stacks.s1.profiles.cdna3.host_us_per_sequence"
+    assert names["host loop overlaps the GPU's step"].value == "yes"
+    (row,) = (s for s in decode_steps(bound) if s.metric == "serving.step_time_ms")
+    assert row.inputs["host_time_ms"] == pytest.approx(64.0, rel=1e-12) and "host_time_ms" in row.formula
+    for s in (hidden, bound, added):
+        little(s)
+
+
 def test_a_stack_whose_attention_runs_in_fp8_says_so_by_hand(stack_cat, tmp_path):
     # the TP2 H100 point above, s1 on Hopper now running its attention math at FP8 (the KV cache
     # is FP8): per GPU, 64 sequences x 80 layers x 4 x 64 heads x 128 x 1,500 positions / 2 =

@@ -198,7 +198,10 @@ def test_a_gpu_with_more_of_every_spec_serves_moe_at_least_as_fast(catalog, olde
                 assert fast.tokens_per_s_per_gpu >= slow.tokens_per_s_per_gpu * (1 - 1e-9), (model, p, target)
 
 
-@pytest.mark.parametrize(("hw", "model"), [("vera-rubin", "kimi-k2"), ("h100-sxm", "gpt-oss-120b")])
+FRONTIERS = [("vera-rubin", "kimi-k2"), ("h100-sxm", "gpt-oss-120b"), ("gb200-nvl72", "gpt-oss-120b")]
+
+
+@pytest.mark.parametrize(("hw", "model"), FRONTIERS)
 def test_littles_law_holds_on_every_frontier_point(catalog, hw, model):
     for p in estimate_serving_curve(catalog, hw, model, **SHAPE).serving:
         assert p.tokens_per_s_per_gpu * p.deployment_gpus == pytest.approx(
@@ -220,6 +223,28 @@ def test_a_decode_step_is_its_kernels_collectives_and_overhead_on_every_frontier
             assert (
                 max(p.memory_time_ms, p.compute_time_ms) * (1 - 1e-9) <= p.kernel_time_ms <= both * (1 + 1e-9)
             )
+
+
+def test_no_decode_step_is_shorter_than_its_host_loop_and_the_host_caps_a_ranks_speed(catalog):
+    # TensorRT-LLM's host loop runs over each scheduler rank's sequences while the GPU runs (the
+    # overlap scheduler): a step is never shorter than it, so a rank never emits more than
+    # speculative_speedup / host_us_per_sequence tokens a second. gpt-oss-120b on GB200 is host-bound
+    # without a draft at its maximum-throughput end (29 us a sequence: ~34,500 tokens/s a rank); with
+    # one, the search finds steps the GPU bounds
+    per_seq_s = catalog.serving.stacks["trtllm"].profiles["blackwell"].host_us_per_sequence.value * 1e-6
+    points = [
+        p
+        for spec in ("off", None)
+        for p in estimate_serving_curve(
+            catalog, "gb200-nvl72", "gpt-oss-120b", speculative=spec, **SHAPE
+        ).serving
+    ]
+    assert any(p.host_time_ms >= p.step_time_ms * (1 - 1e-9) for p in points)  # some point is host-bound
+    for p in points:
+        assert p.step_time_ms >= p.host_time_ms * (1 - 1e-12)
+        ranks = p.decode_instances * p.attention_dp
+        decode_tokens_per_s = p.tokens_per_s_per_user * p.deployment_concurrency
+        assert decode_tokens_per_s <= ranks * p.speculative_speedup / per_seq_s * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("change", ["scale_out", "flops"])

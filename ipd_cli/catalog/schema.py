@@ -1068,6 +1068,19 @@ class StackProfile(Strict):
         description="a prompt's expert dispatch and combine overlap the other half-batch's compute "
         "(data-parallel attention with expert parallelism; default: no)",
     )
+    host_us_per_sequence: Sourced | None = unit(
+        "us",
+        1e-6,
+        default=None,
+        description="host (CPU) time of the engine's loop per decode step and sequence of a scheduler "
+        "rank: scheduling, input preparation, sampler bookkeeping, responses (default: none priced)",
+    )
+    host_overlaps_gpu: SourcedFlag | None = Field(
+        default=None,
+        description="the host's loop for one step runs while the GPU runs another (an overlap or "
+        "async scheduler): a step takes the larger of the GPU's time and the host's; otherwise "
+        "they add (default: no)",
+    )
     attention_min_precision: NamedChoice | None = Field(
         default=None,
         description="attention math runs at the KV precision, never narrower than this (fp4, fp8 or bf16; "
@@ -1091,7 +1104,8 @@ class StackProfile(Strict):
             v = getattr(self, name)
             if v is not None and v.value <= 0:
                 raise ValueError(f"{name} must be > 0, got {v.value}")
-        for name in ("step_overhead_us_per_layer", "disaggregated_step_overhead_us_per_layer"):
+        floors = ("step_overhead_us_per_layer", "disaggregated_step_overhead_us_per_layer")
+        for name in (*floors, "host_us_per_sequence"):
             v = getattr(self, name)
             if v is not None and v.value < 0:
                 raise ValueError(f"{name} must be >= 0, got {v.value}")

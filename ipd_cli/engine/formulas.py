@@ -269,6 +269,12 @@ def step_overhead_seconds(fixed_s, per_sequence_s, batch):
     return fixed_s + per_sequence_s * batch
 
 
+def host_bound_step_seconds(gpu_s, host_s, overlapped):
+    """A decode step with the engine's host loop: where the stack overlaps it with the GPU (the next
+    step is prepared while this one runs) the larger of the two, else their sum."""
+    return maximum(gpu_s, host_s) if overlapped else gpu_s + host_s
+
+
 def decode_step_seconds(weight_s, attention_s, collective_s, overhead_s):
     """One decode step: weight GEMMs and attention run as separate kernels, so their rooflines add;
     then the tensor/expert-parallel collectives and the fixed per-step overhead."""

@@ -407,6 +407,12 @@ class Serving(Result):
         description="what the step takes beyond its kernels' work and collectives: the per-layer "
         "kernel floor and the host's per-step and per-sequence work"
     )
+    host_time_ms: float = Field(
+        default=0.0,
+        description="the engine's host (CPU) loop per decode step over one scheduler rank's sequences "
+        "(the stack's host_us_per_sequence; 0 where it prices none): a stack that overlaps it with "
+        "the GPU takes the larger of the two per step, another adds them; what it adds is in overhead_ms",
+    )
     experts_touched_share: float = Field(description="share of routed expert weights read per step")
     prefill_share: float = Field(
         description="aggregated: share of instance time spent in prefill; disaggregated: share of the "

@@ -21,7 +21,9 @@ busiest GPU:
   each its bytes over the link plus a fixed latency; pipeline hand-offs between stages;
 * each layer takes at least the floor its kernels need: layer time = (floor^p + work^p)^(1/p)
   over the layer's rooflines (p = 1 adds the floor at every batch); a fixed per-step overhead
-  and a part per sequence of the scheduler rank and token it verifies;
+  and a part per sequence of the scheduler rank and token it verifies; the host's own loop per
+  sequence of a scheduler rank (the stack's ``host_us_per_sequence``, where priced) runs while the
+  GPU runs another step where the stack overlaps them (the step is the larger), else it adds;
 * speculative decoding at draft depth k: the step verifies 1 + k tokens per sequence (dense,
   attention and expert math, expert selection and collectives scale with them; weights and the
   KV cache are read once), and drafts k tokens one after another, each through the draft's
@@ -462,6 +464,11 @@ def step_terms(
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
     step = layers_s + coll + hand_off + draft_s + fixed
+    # the engine's own loop on the CPU for each sequence of a scheduler rank: hidden under the GPU's
+    # step where the stack overlaps them, else added
+    host = ph.host_per_sequence_s * np.ceil(batch / d)
+    if ph.host_per_sequence_s:
+        step = f.host_bound_step_seconds(step, host, ph.host_overlaps)
     if not parts:
         return {"step_s": step}
     memory = pp * target.memory_s() + firsts * (first.memory_s() + fc_mem) + laters * later.memory_s()
@@ -475,6 +482,7 @@ def step_terms(
         overhead_s=step - work - firsts * first_work - laters * later_work - fc_s - collectives,
         touched=touched,
         tbo=tbo * 1.0,  # the step runs two-batch overlap (1) or not (0)
+        host_s=host * np.ones(np.shape(step)),
     )
 
 

@@ -120,6 +120,8 @@ class Physics:
     disagg_overhead_per_layer_s: float  # a disaggregated deployment's decode pool's
     floor_exponent: float
     overhead_per_sequence_s: float
+    host_per_sequence_s: float  # the host's loop per step and sequence of a scheduler rank (0: none)
+    host_overlaps: bool  # the host's loop runs while the GPU runs another step: the larger counts
     expert_imbalance: float
     expert_imbalance_eplb: float
     expert_reference_ep: float
@@ -864,6 +866,7 @@ def read(
         dfloor = stacks.read(ctx, st, label, "disaggregated_step_overhead_us_per_layer", None)
     # read in the order the trace lists them: the draft, the model, the rates (the draft of an MTP
     # layer reads the rates first, for what the checkpoint keeps wider)
+    host, host_overlaps = stacks.host_per_sequence(ctx, st)
     rates = functools.cache(lambda: _rates(ctx, st, precision, kv_precisions))
     spec = _speculation(ctx, precision, speculative, rates, prefill_attention_length(isl, prefix))
     model = _model_terms(ctx, precision, isl, osl, prefix)
@@ -905,6 +908,8 @@ def read(
         disagg_overhead_per_layer_s=dfloor,
         floor_exponent=ctx.take("step floor exponent", "step_floor_exponent"),
         overhead_per_sequence_s=ctx.take("per-step overhead per sequence", "step_overhead_us_per_sequence"),
+        host_per_sequence_s=host,
+        host_overlaps=host_overlaps,
         **_moe(ctx, st, precision),
         dp_imbalance=ctx.take("attention data-parallel imbalance", "attention_dp_imbalance"),
         dp_reference_ranks=ctx.take(

@@ -201,6 +201,7 @@ def _step_time(g: Grid, i: int) -> dict[str, Any]:
         compute_time_ms=MS * step["compute_s"],
         collective_time_ms=MS * step["collective_s"],
         overhead_ms=MS * step["overhead_s"],
+        host_time_ms=MS * step["host_s"],
         experts_touched_share=step["touched"] if ph.moe else 1.0,
         prefill_share=float(r["prefill_share"][i]),
         bottleneck=bottleneck(

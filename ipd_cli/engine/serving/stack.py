@@ -213,3 +213,18 @@ def two_batch_overlap(ctx: ServingContext, stack: Stack) -> bool:
     note = f"{stack.name} on {stack.family}: no source says it overlaps a prompt's all-to-all"
     ctx.trace.given(label, "no", "", ctx.cat.origin_of("serving", "stacks", stack.name), note=note)
     return False
+
+
+def host_per_sequence(ctx: ServingContext, stack: Stack) -> tuple[float, bool]:
+    """The host's time per decode step and sequence of a scheduler rank (seconds; 0 where no profile
+    of the chain prices it) and whether the stack runs it while the GPU runs another step (its
+    profile or the one it borrows from; default no), traced where priced."""
+    host = read(ctx, stack, "host time per sequence and step", "host_us_per_sequence", None)
+    if not host:
+        return 0.0, False
+    label = "host loop overlaps the GPU's step"
+    value = _setting(ctx, stack, label, "host_overlaps_gpu", lambda v: "yes" if v else "no")
+    if value is None:
+        note = f"{stack.name} on {stack.family}: no source says its host loop overlaps the GPU"
+        ctx.trace.given(label, "no", "", ctx.cat.origin_of("serving", "stacks", stack.name), note=note)
+    return float(host), bool(value)
