@@ -37,6 +37,7 @@ log(measured / predicted) of its cases, with the knobs before it already set.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import statistics
@@ -49,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.layers import builtin_dir
 from ipd_cli.catalog.overrides import CLI_SOURCE
-from ipd_cli.catalog.schema import PROFILE_PRECISION_FRACTIONS
+from ipd_cli.catalog.schema import PROFILE_PRECISION_FRACTIONS, check_acceptance_table
 from ipd_cli.catalog.validation import validate_entry
 from ipd_cli.catalog.workloads import read_stdin, refuse_workload_sets
 from ipd_cli.catalog.yamlio import read_yaml
@@ -82,7 +83,7 @@ INPUTS = frozenset(
     group_size hardware inference_gpus input_tokens instance_gpus instance_tp kv_precision layout
     max_instance_gpus max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap
     moe_dispatcher moe_routing output_tokens pipeline_schedule pp precision precision_train precision_wire
-    prefill_instances prefill_layout prompt_tokens prompts recompute scope senders seq_len
+    prefill_instances prefill_layout prompt_set prompt_tokens prompts recompute scope senders seq_len
     sequence_parallel serving speculative stack staleness_bound tokens tokens_per_step tokens_per_user_s
     tp tp_comm_overlap train_gpus train_plan trainer_ep trainer_gpus trainer_pp transport vp""".split()
 )
@@ -165,7 +166,7 @@ def load_cases(path: Path | None = None) -> tuple[list[Case], dict[str, Any]]:
         if fits is not None and (case.kind != "serve" or fits not in SERVING_FIELDS):
             knobs = ", ".join(SERVING_FIELDS) if case.kind == "serve" else f"none for a {case.kind} case"
             raise InputError(f"{where}: input 'fits' {fits!r} is not a knob a case can name ({knobs})")
-        if "tokens_per_step" in case.inputs:
+        if "tokens_per_step" in case.inputs or "prompt_set" in case.inputs:
             _check_acceptance(where, case)
         # a pre-training case's plan pin: another kind would ignore it (an RL case gives its
         # trainer's recipe in train_plan, as fp8_recipe=...)
@@ -235,7 +236,7 @@ def predictions(cat: Catalog, case: Case) -> tuple[float, float | None]:
     metric = case.measured.metric
     if "checkpoint_wide" in i:
         cat = _run_checkpoint(cat, i)
-    if "tokens_per_step" in i:
+    if "tokens_per_step" in i or "prompt_set" in i:
         cat = _run_acceptance(cat, i)
     if case.kind == "pretrain":
         from ipd_cli.engine.pretraining import pretraining_numbers
@@ -286,13 +287,25 @@ def _run_checkpoint(cat: Catalog, i: dict) -> Catalog:
 
 
 def _check_acceptance(where: str, case: Case) -> None:
-    """A case's ``tokens_per_step``: a serving case's {draft depth: tokens a step} (the catalog
-    checks each value against its depth when the case runs)."""
-    pin = case.inputs["tokens_per_step"]
+    """A case's ``tokens_per_step`` (a serving case's {draft depth: tokens a step}; the catalog
+    checks each value against its depth when the case runs) or ``prompt_set`` (the name of the
+    benchmark prompts whose acceptance the catalog holds), one of them."""
+    name = "prompt_set" if "prompt_set" in case.inputs else "tokens_per_step"
     if case.kind != "serve":
-        raise InputError(
-            f"{where}: input 'tokens_per_step' is a serving case's; a {case.kind} case ignores it"
-        )
+        raise InputError(f"{where}: input '{name}' is a serving case's; a {case.kind} case ignores it")
+    if name == "prompt_set":
+        if "tokens_per_step" in case.inputs:
+            raise InputError(
+                f"{where}: inputs 'prompt_set' and 'tokens_per_step' both set the draft's acceptance; "
+                "give one (tokens_per_step: what the case's own source measured)"
+            )
+        if not isinstance(case.inputs["prompt_set"], str):
+            raise InputError(
+                f"{where}: input 'prompt_set' {case.inputs['prompt_set']!r} names the benchmark's prompts, "
+                "e.g. inferencex-random-chat"
+            )
+        return
+    pin = case.inputs["tokens_per_step"]
     if not _acceptance_shape(pin):
         raise InputError(
             f"{where}: input 'tokens_per_step' {pin!r} is {{draft depth: tokens a step}}, e.g. {{3: 2.5}}"
@@ -316,14 +329,17 @@ def _run_acceptance(cat: Catalog, i: dict) -> Catalog:
     {draft depth: tokens a step}), where its source measured it on the prompts the run used: a
     draft's acceptance is the prompts' as much as the model's (TensorRT-LLM's DeepSeek-R1 MTP-3
     accepts 2.82 tokens a step on NVIDIA's real 1k/2k dataset, about 2.50 on InferenceX's random
-    prompts in the chat template), so the catalog's one value per depth is the default."""
-    pin = i["tokens_per_step"]
-    if not _acceptance_shape(pin):
-        raise InputError("case input `tokens_per_step` is {draft depth: tokens a step}, e.g. {3: 2.5}")
+    prompts in the chat template), so the catalog's one value per depth is the default; or
+    (``prompt_set``) the acceptance the catalog holds for the benchmark prompts the case names."""
     from ipd_cli.engine.serving.physics import draft_method
 
     mname = cat.canonical("models", i["model"])
     method = draft_method(cat, mname)
+    if "prompt_set" in i:
+        return _run_prompt_set(cat, i["prompt_set"], method, mname)
+    pin = i["tokens_per_step"]
+    if not _acceptance_shape(pin):
+        raise InputError("case input `tokens_per_step` is {draft depth: tokens a step}, e.g. {3: 2.5}")
     if method is None:
         raise InputError(f"case input `tokens_per_step`: no speculative decoding method for {mname}")
     at = f"serving.speculative_methods.{method}.tokens_per_step"
@@ -332,6 +348,31 @@ def _run_acceptance(cat: Catalog, i: dict) -> Catalog:
     except InputError as e:  # the override's words name the flag; the case gave an input
         said = str(e).removeprefix("--set ").partition(": ")[2] or str(e)
         raise InputError(f"case input `tokens_per_step` {pin}: {said}") from None
+
+
+def _run_prompt_set(cat: Catalog, name: Any, method: str | None, mname: str) -> Catalog:
+    """The catalog whose draft accepts as it was measured on the benchmark prompts ``name``
+    (``serving.speculative_methods.<method>.prompt_sets``): those depths' values, sources kept,
+    the method's default (real text) at the others."""
+    sets = cat.serving.speculative_methods[method].prompt_sets if method is not None else {}
+    if name not in sets:
+        known = ", ".join(sets) or "none"
+        draft = f"{method}'s" if method is not None else f"{mname} has no draft, so no"
+        raise InputError(
+            f"case input `prompt_set` {name!r}: not among {draft} measured prompt sets ({known})"
+            f"{did_you_mean(str(name), list(sets))}"
+        )
+    assert method is not None
+    m = cat.serving.speculative_methods[method]
+    tokens = {**m.tokens_per_step, **sets[name].tokens_per_step}
+    try:  # theirs where measured, the method's elsewhere: still one table that rises with the depth
+        check_acceptance_table(
+            f"serving.speculative_methods.{method}.tokens_per_step", {k: v.value for k, v in tokens.items()}
+        )
+    except ValueError as e:
+        raise InputError(f"case input `prompt_set` {name!r}: {e}") from None
+    methods = {**cat.serving.speculative_methods, method: m.model_copy(update={"tokens_per_step": tokens})}
+    return dataclasses.replace(cat, serving=cat.serving.model_copy(update={"speculative_methods": methods}))
 
 
 SERVING_MODES = {"aggregated": False, "disaggregated": True}

@@ -645,6 +645,100 @@ def test_a_case_pins_the_acceptance_its_prompts_gave(catalog):
         val._run_acceptance(catalog, {"model": "deepseek-v3", "tokens_per_step": {3: 4.5}})
 
 
+def test_a_case_names_the_prompts_its_benchmark_ran(catalog):
+    # prompt_set: the catalog's acceptance on the named benchmark prompts where measured there
+    # (InferenceX's random prompts in the chat template: ~2.50 at 3 drafts, its PR #649, source
+    # kept), the method's default (real text) at the other depths; the catalog itself unchanged
+    chat = val._run_acceptance(catalog, {"model": "deepseek-r1", "prompt_set": "inferencex-random-chat"})
+    table = chat.serving.speculative_methods["mtp"].tokens_per_step
+    assert {k: v.value for k, v in table.items()} == {1: 1.87, 2: 2.43, 3: 2.50}
+    assert (table[3].source, table[1].source) == ("inferencex-pr649", "deepseek-v3-mtp")
+    assert catalog.serving.speculative_methods["mtp"].tokens_per_step[3].value == 2.69
+    raw = val._run_acceptance(catalog, {"model": "deepseek-r1", "prompt_set": "inferencex-random-raw"})
+    assert raw.serving.speculative_methods["mtp"].tokens_per_step[3].value == 3.55  # no template: more
+    # at one user the step's time does not depend on the acceptance, so the time per output token
+    # scales by it (2.69 / 2.50) and 1 / TPOT is tokens a step over the step's time
+    case = next(c for c in val.load_cases()[0] if c.id == "trtllm-dsr1-b200-min-latency")
+    i = {k: v for k, v in case.inputs.items() if k != "tokens_per_step"} | {
+        "prompt_set": "inferencex-random-chat"
+    }
+    on, off = val._serve(val._run_acceptance(catalog, i), i), val._serve(catalog, i)
+    assert on.tpot_ms / off.tpot_ms == pytest.approx(2.69 / 2.50, rel=1e-9)
+    assert (on.draft_depth, on.speculative_speedup, on.speculation) == (
+        3,
+        2.5,
+        "mtp: 3 drafts, 2.5 tokens/step",
+    )
+    assert on.interactivity_tokens_per_s == pytest.approx(2.5 / (on.step_time_ms / 1000), rel=1e-9)
+    # one draft: nothing measured on these prompts, the default's 1.87 stands
+    one = i | {"speculative": 1}
+    assert val._serve(val._run_acceptance(catalog, one), one).speculative_speedup == 1.87
+    with pytest.raises(
+        InputError, match=r"`prompt_set` 'sharegpt': not among mtp's .* \(inferencex-random-chat, "
+    ):
+        val._run_acceptance(catalog, {"model": "deepseek-v3", "prompt_set": "sharegpt"})
+    with pytest.raises(InputError, match=r"not among eagle3's measured prompt sets \(none\)"):
+        val._run_acceptance(catalog, {"model": "llama-3.1-8b", "prompt_set": "inferencex-random-chat"})
+    # theirs beside a --set of the method's table that no longer rises with the depth: refused
+    high = catalog.with_overrides(["serving.speculative_methods.mtp.tokens_per_step.2=2.6"])
+    with pytest.raises(
+        InputError, match=r"`prompt_set` 'inferencex-random-chat': .*tokens_per_step.3 must lie between"
+    ):
+        val._run_acceptance(high, {"model": "deepseek-v3", "prompt_set": "inferencex-random-chat"})
+
+
+def test_every_shipped_prompt_set_rises_with_the_depth(catalog):
+    # the table a case on a prompt set runs (its depths, the method's elsewhere): each depth
+    # between the one before and 1 + depth, for every method and set the catalog ships
+    for name, m in catalog.serving.speculative_methods.items():
+        for label, prompts in m.prompt_sets.items():
+            assert prompts.tokens_per_step and set(prompts.tokens_per_step) <= set(m.tokens_per_step)
+            table = {**m.tokens_per_step, **prompts.tokens_per_step}
+            last = 1.0
+            for k in sorted(table):
+                assert last <= table[k].value <= k + 1, (name, label, k)
+                last = table[k].value
+
+
+def test_a_prompt_set_gives_the_depths_its_method_measures():
+    from ipd_cli.catalog.schema import SpeculativeMethod
+
+    base = {
+        "description": "d",
+        "draft": "mtp",
+        "source": "s",
+        "tokens_per_step": {1: {"value": 1.8, "source": "s"}, 2: {"value": 2.3, "source": "s"}},
+    }
+    ok = SpeculativeMethod(
+        **base, prompt_sets={"p": {"description": "d", "tokens_per_step": {2: {"value": 2.1, "source": "s"}}}}
+    )
+    assert ok.prompt_sets["p"].tokens_per_step[2].value == 2.1
+    for bad, said in (
+        ({3: 2.5}, r"gives depths the method measures \(1, 2\), got \[3\]"),
+        ({2: 3.5}, "must lie between"),
+    ):
+        sets = {
+            "p": {
+                "description": "d",
+                "tokens_per_step": {k: {"value": v, "source": "s"} for k, v in bad.items()},
+            }
+        }
+        with pytest.raises(ValueError, match=said):
+            SpeculativeMethod(**base, prompt_sets=sets)
+
+
+def test_every_inferencex_case_with_mtp_names_its_prompts():
+    # a case whose InferenceX run pins MTP names the prompts it ran (the acceptance is theirs);
+    # the one left out ran before InferenceX required the chat template of MTP runs (2026-02-03)
+    # and its benchmark command is not read: raw or in the template is not known
+    unknown = {"ix-dsr1-b300-trt-disagg-8k1k-mtp-c52"}
+    cases = val.load_cases()[0]
+    pinned = [c for c in cases if c.id.startswith("ix-") and isinstance(c.inputs.get("speculative"), int)]
+    assert len(pinned) == 18
+    assert {c.id for c in pinned if "prompt_set" not in c.inputs} == unknown
+    assert {c.inputs.get("prompt_set") for c in pinned if c.id not in unknown} == {"inferencex-random-chat"}
+
+
 def test_a_non_serving_case_may_not_pin_an_acceptance(tmp_path):
     path = tmp_path / "cases.yaml"
     path.write_text(
@@ -665,6 +759,31 @@ def test_a_non_serving_case_may_not_pin_an_acceptance(tmp_path):
         )
         with pytest.raises(InputError, match=r"cases.0 \(y\): input 'tokens_per_step' .* is \{draft depth"):
             val.load_cases(path)
+    # a prompt set is named once, beside no table of the case's own, and by a serving case
+    for inputs, said in (
+        (
+            "speculative: 3, prompt_set: inferencex-random-chat, tokens_per_step: {3: 2.5}",
+            "both set the draft's acceptance",
+        ),
+        ("speculative: 3, prompt_set: 3", "input 'prompt_set' 3 names the benchmark's prompts"),
+    ):
+        path.write_text(
+            "cases:\n- {id: z, split: checking, kind: serve, description: d, source: val-trtllm-blog1-mtp,\n"
+            f"   inputs: {{hardware: b200, model: deepseek-v3, {inputs}}},\n"
+            "   measured: {metric: tokens_per_s_per_user, value: 274.7}}\n",
+            encoding="utf-8",
+        )
+        with pytest.raises(InputError, match=rf"cases.0 \(z\): .*{said}"):
+            val.load_cases(path)
+    path.write_text(
+        "cases:\n- {id: x, split: checking, kind: pretrain, description: d, source: val-trtllm-blog1-mtp,\n"
+        "   inputs: {hardware: h100-sxm, model: llama-3.1-8b, tokens: 1.0e9,\n"
+        "            prompt_set: inferencex-random-chat},\n"
+        "   measured: {metric: mfu, value: 0.4}}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError, match="'prompt_set' is a serving case's; a pretrain case ignores it"):
+        val.load_cases(path)
 
 
 def test_the_mxfp8_share_reproduces_the_same_layout_recipe_pairs(catalog):

@@ -1215,6 +1215,20 @@ class DraftShapeRule(Strict):
         return self
 
 
+class PromptSet(Strict):
+    """A draft's acceptance measured on one benchmark's prompts, where it differs from the
+    method's default (a draft accepts as much by the prompts as by the model: InferenceX's random
+    prompts accept as MT-Bench does in the chat template, more without it). Only the depths
+    measured on those prompts; the others keep the method's."""
+
+    description: str
+    tokens_per_step: dict[int, Sourced] = unit(
+        "tokens/step",
+        description="per draft depth measured on these prompts: mean tokens a verify step accepts",
+    )
+    note: str | None = None
+
+
 class SpeculativeMethod(Strict):
     """A draft for speculative decoding and its measured acceptance.
 
@@ -1243,6 +1257,11 @@ class SpeculativeMethod(Strict):
     draft_shape_rule: DraftShapeRule | None = Field(
         default=None, description="an EAGLE draft's assumed shape for models without a published one"
     )
+    prompt_sets: dict[str, PromptSet] = Field(
+        default={},
+        description="acceptance measured on a named benchmark's prompts (a validation case's "
+        "`prompts` input), per depth measured there; the default `tokens_per_step` is real text's",
+    )
     source: str
     note: str | None = None
 
@@ -1262,16 +1281,33 @@ class SpeculativeMethod(Strict):
         depths = sorted(self.tokens_per_step)
         if not depths or depths != list(range(1, len(depths) + 1)):
             raise ValueError("tokens_per_step needs depths 1, 2, ... without gaps")
-        last = 1.0
-        for k in depths:
-            v = self.tokens_per_step[k].value
-            if not last <= v <= k + 1:
+        check_acceptance_table("tokens_per_step", {k: v.value for k, v in self.tokens_per_step.items()})
+        for name, prompts in self.prompt_sets.items():
+            at = f"prompt_sets.{name}.tokens_per_step"
+            extra = sorted(set(prompts.tokens_per_step) - set(depths))
+            if not prompts.tokens_per_step or extra:
                 raise ValueError(
-                    f"tokens_per_step.{k} must lie between the depth before ({last:g}) and {k + 1} "
-                    f"(every draft accepted), got {v:g}"
+                    f"{at} gives depths the method measures ({', '.join(map(str, depths))}), got "
+                    f"{sorted(prompts.tokens_per_step) if not extra else extra}"
                 )
-            last = v
+            # the table a case on these prompts runs (theirs where measured, the method's elsewhere)
+            # is checked where it is built: a --set of the method's own table must not refuse it
+            check_acceptance_table(at, {k: v.value for k, v in prompts.tokens_per_step.items()})
         return self
+
+
+def check_acceptance_table(at: str, table: dict[int, float]) -> None:
+    """Tokens a step per draft depth: each between the depth before's (1 without a draft) and
+    1 + depth (every draft accepted)."""
+    last = 1.0
+    for k in sorted(table):
+        v = table[k]
+        if not last <= v <= k + 1:
+            raise ValueError(
+                f"{at}.{k} must lie between the depth before ({last:g}) and {k + 1} "
+                f"(every draft accepted), got {v:g}"
+            )
+        last = v
 
 
 class ServingEfficiency(Strict):
