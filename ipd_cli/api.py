@@ -649,6 +649,9 @@ def _compare(
         from .engine.pricing import rl_busy_notes
 
         result.notes.extend(rl_busy_notes(result.systems, cat))
+    from .engine.pricing import one_sided_range_notes
+
+    result.notes.extend(one_sided_range_notes(result.systems))
     return result, steps
 
 

@@ -10,6 +10,13 @@ from helpers import GOLDEN, golden, run_cli, run_cli_once, write
 
 from ipd_cli import output_schema
 
+# the note counting the inputs a sampled sweep draws away from their values (pricing.one_sided_range_notes;
+# by hand in test_output); tco reads no rental price, so one input fewer
+RANGES = (
+    "ipd: note: inputs valued outside the middle half of their ranges, which a sampled sweep draws (its "
+    "median can then sit off this estimate, even outside its P10-P90): "
+)
+
 
 def test_compare_json_contract():
     r = run_cli("compare", "vera-rubin", "blackwell", "--format", "json")
@@ -37,7 +44,8 @@ def test_compare_json_contract():
         "ipd: note: RL post-training is charged for the hours its steps run, as if other work paid its "
         "pool's other hours: vera-rubin-nvl72's 2,048 GPUs 16.7 days a year (4.6%), $152M a year kept "
         "for RL all year; gb200-nvl72's 2,048 GPUs 22 days a year (6.0%), $72.7M a year kept for RL "
-        "all year\n"
+        "all year\n" + RANGES + "vera-rubin-nvl72 31, its rental price $8.5 at the bottom of $8.5-9.75 "
+        "among them; gb200-nvl72 27, its rental price $4.05 at the top of $3.3-4.05 among them\n"
     )
     # owned, a serving deployment that does not fill its last rack says what it leaves unpriced,
     # unless under half a percent: Rubin's 11,484 GPUs are 159 racks and 36 GPUs, leaving 36 (0.31 %;
@@ -57,7 +65,7 @@ def test_compare_json_contract():
         "ipd: note: RL post-training is charged the owning cost of the hours its steps run, as if other "
         "work kept its pool busy the rest of the time at economics.utilisation 0.85: vera-rubin-nvl72's "
         "2,048 GPUs (29 systems, $226M to buy) 16.7 days a year (4.6%); gb200-nvl72's 2,048 GPUs (29 "
-        "systems, $109M to buy) 22 days a year (6.0%)\n"
+        "systems, $109M to buy) 22 days a year (6.0%)\n" + RANGES + "vera-rubin-nvl72 30; gb200-nvl72 26\n"
     )
     d = r.json()
     assert d["schema_version"] == "1.0"

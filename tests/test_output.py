@@ -547,22 +547,26 @@ def test_a_pretraining_shorter_than_its_price_contract_is_noted(catalog):
     # thirty-sixth session: 29,952 and $6.69B now)
     from ipd_cli import compare, load
 
-    [note] = compare(catalog, ["vera-rubin"], "pretrain-10t-moe").notes
+    note = compare(catalog, ["vera-rubin"], "pretrain-10t-moe").notes[0]
     assert "(whole terms: vera-rubin-nvl72's 29,952 GPUs for 3 year(s) at reserved $6.69B)" in note
     # owned: other work keeps the GPUs busy (utilisation 0.85) and the note says what buying them
     # costs, 416 racks x $7.8M (a procurement review: nothing was said under tco)
-    [owned] = compare(catalog, ["vera-rubin"], "pretrain-10t-moe", pricing="tco").notes
+    owned = compare(catalog, ["vera-rubin"], "pretrain-10t-moe", pricing="tco").notes[0]
     assert (
         "utilisation 0.85 (bought for the run alone: vera-rubin-nvl72's 29,952 GPUs (416 systems, $3.24B"
         in owned
     )
     life = load(sets=["economics.depreciation_years=0.05"])  # 18 days, a 30-day run: nothing to say
-    assert compare(life, ["vera-rubin"], "pretrain-10t-moe", pricing="tco").notes == []
+    assert not any(
+        "bought for" in n for n in compare(life, ["vera-rubin"], "pretrain-10t-moe", pricing="tco").notes
+    )
     # no term stated (A100's on-demand price), or a run as long as the term: nothing to say
     small = load(sets=["workload.tokens=1e11"])
-    assert compare(small, ["a100"], "pretrain-10t-moe").notes == []
+    assert not any("whole terms" in n for n in compare(small, ["a100"], "pretrain-10t-moe").notes)
     year = load(sets=["systems.vera-rubin.prices.reserved.term_years=0.05"])
-    assert compare(year, ["vera-rubin"], "pretrain-10t-moe").notes == []  # 18 days, a 30-day run
+    assert not any(
+        "whole terms" in n for n in compare(year, ["vera-rubin"], "pretrain-10t-moe").notes
+    )  # 18 d
 
 
 def test_listed_plans_fit_a_narrow_terminal_one_grid_each():
@@ -663,3 +667,46 @@ def test_a_budget_metric_not_in_the_result_is_offered_costs_only():
     assert "configurations_searched" not in r.stderr and "pretraining.cost_usd" in r.stderr
     typo = run_cli("compare", "gb200", "--max-usd", "1", "--budget-metric", "pretraining.cost_us")
     assert "did you mean 'pretraining.cost_usd'?" in typo.stderr
+
+
+def test_idle_gpus_of_a_count_that_is_no_whole_system_and_a_run_past_a_year_are_warned():
+    # a procurement review: 100 H200 GPUs (12.5 8-GPU nodes) ran a plan on 96, the other 4 priced,
+    # for 4.5 years, and nothing was said
+    args = ("train", "--hardware", "h200", "--model", "deepseek-v3", "--tokens", "1.48e13", "-f", "json")
+    r = run_cli(*args, "--gpus", "100")
+    assert r.code == 0, r.stderr
+    pre = r.json()["pretraining"]
+    used, days = pre["gpus_used"], pre["wall_days"]
+    assert used % 8 == 0 and used < 100 and days > 365
+    assert (
+        f"ipd: warning: h200: 100 GPUs are 12.5 8-GPU systems; the plan runs on {used} and the other "
+        f"{100 - used} are idle but priced"
+    ) in r.stderr
+    assert f"pre-training takes {days:,.0f} days ({days / 365:.3g} years) on 100 GPUs" in r.stderr
+    # whole systems, and a run inside the year: neither line
+    quiet = run_cli(*args[:-2], "--gpus", "2048", "-f", "json").stderr
+    assert "idle but priced" not in quiet and "years) on" not in quiet
+
+
+def test_inputs_at_one_side_of_their_ranges_are_counted_for_a_sampled_sweep():
+    # a procurement review: Rubin's nominal solved tasks per $1k sat above its own P90 (a sampled
+    # sweep draws triangular(low, value, high)) and compare said nothing. Outside the middle half:
+    # $8.50 in 8.5-9.75 (its bottom), 8 us in 1-200 (under 1 + 199 / 4 = 50.75); 5 in 0-10 is not
+    from types import SimpleNamespace as NS
+
+    from ipd_cli.engine.pricing import one_sided_range_notes
+    from ipd_cli.engine.results import Assumption
+
+    def row(path, value, span):
+        return Assumption(name=path, value=value, unit="", origin="test", path=path, range=span)
+
+    rows = [
+        row("systems.vera-rubin-nvl72.prices.reserved", 8.5, [8.5, 9.75]),
+        row("efficiency.gemm_call_overhead_us", 8.0, [1.0, 200.0]),
+        row("efficiency.gemm_call_overhead_us", 8.0, [1.0, 200.0]),  # listed twice: one input
+        row("economics.pue", 5.0, [0.0, 10.0]),
+        row("accelerators.rubin.hbm_gib", 279.0, None),
+    ]
+    [note] = one_sided_range_notes([NS(hardware="vera-rubin-nvl72", assumptions=rows)])
+    assert note.endswith(": vera-rubin-nvl72 2, its rental price $8.5 at the bottom of $8.5-9.75 among them")
+    assert one_sided_range_notes([NS(hardware="x", assumptions=rows[3:])]) == []

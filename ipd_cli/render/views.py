@@ -262,6 +262,28 @@ def _spanned_lines(hw: str, pre: dict[str, Any]) -> list[str]:
     ]
 
 
+def _idle_and_long_lines(hw: str, pre: dict[str, Any]) -> list[str]:
+    """A fixed GPU count that is no whole number of systems, whose plan leaves GPUs idle but priced,
+    and a run longer than a year (a procurement review: 100 H200 GPUs, 12.5 nodes, ran 96 for
+    1,631 days without a word)."""
+    out = []
+    per, gpus, used = pre.get("gpus_per_system") or 0, pre.get("gpus") or 0, pre.get("gpus_used") or 0
+    if per and gpus % per and 0 < used < gpus:
+        out.append(
+            f"{hw}: {gpus:,} GPUs are {gpus / per:.3g} {per}-GPU systems; the plan runs on {used:,} and "
+            f"the other {gpus - used:,} are idle but priced"
+        )
+    from ipd_cli.engine.formulas import DAYS_PER_YEAR
+
+    days = pre.get("wall_days") or 0
+    if days > DAYS_PER_YEAR:
+        out.append(
+            f"{hw}: pre-training takes {days:,.0f} days ({days / DAYS_PER_YEAR:.3g} years) on "
+            f"{gpus:,} GPUs: more GPUs, or a deadline that sizes them (--days), shortens it"
+        )
+    return out
+
+
 def _nested(name: str, block: dict[str, Any]) -> list[Grid]:
     """A grid for each mapping inside ``block`` and the mappings inside those (the weight sync's
     terms under `rl.weight_sync`, which the table left out while JSON and CSV carried them; a user
@@ -907,7 +929,7 @@ def warnings(
                 "replicas x micro-batches, a pinned global batch, or so many GPUs that no smaller batch "
                 "fills them: a later deadline needs fewer)"
             )
-        out += _spanned_lines(hw, pre) if isinstance(pre, dict) else []
+        out += _spanned_lines(hw, pre) + _idle_and_long_lines(hw, pre) if isinstance(pre, dict) else []
         out += _precision_lines(hw, s)
         point = s.get("serving")
         if isinstance(point, dict) and point.get("stack") == "reference":
