@@ -2317,3 +2317,26 @@ def test_train_names_the_contract_a_reserved_rate_belongs_to_as_compare_does():
     assert "whole terms: h100-sxm's 1,024 GPUs for 1 year(s) at reserved $21.1M" in r.stderr
     assert 1024 * 8760 * 2.35 == pytest.approx(21.08e6, rel=1e-3)
     assert "whole terms" not in run_cli(*args, "--pricing", "tco", "-f", "json").stderr
+
+
+def test_small_shape_step_charges_each_collective_latency_by_hand(catalog):
+    # MLPerf Training v5.1's Llama 3.1 8B on 512 GB300 (TP2 with sequence parallel, CP4, one
+    # 2,048-token micro-batch a GPU): the fixed time of a scale-up collective (lat_up) is charged
+    # once per collective, at the share of it the plan leaves exposed. Per layer, forward: 4
+    # sequence-parallel gathers and scatters (QKV, projection, FC1, FC2), of which userbuffers hide
+    # tp_comm_overlap at the overlap tax; 2 amax all-reduces of current scaling (QKV's and FC1's
+    # inputs), waited on; 3 CP ring steps, hidden behind the attention at the tax. Backward: 6
+    # gathers and scatters, 2 amax all-reduces, 6 ring transfers (keys and values, and their
+    # gradients back). 32 layers.
+    x = inputs(catalog, "gb300-nvl72", "llama-3.1-8b", "fp8")
+    P = {"tp": 2.0, "cp": 4.0, "pp": 1.0, "vp": 1.0, "ep": 1.0, "mbs": 1.0, "order": 0.0}
+    assert (x["tp_ub"], x["amax_syncs"]) == (1.0, 1.0)  # tensorwise FP8: userbuffers, amax syncs
+    ring, attention = ts.layer_cp_seconds(P, x, True), ts.attention_seconds(P, x)
+    assert ring < attention  # the ring's transfers hide behind the attention, at the tax
+    shown = 1.0 - x["tp_overlap"] + x["tp_overlap"] * x["overlap_tax"]
+    per_layer_fwd = 4 * shown + 2 + 3 * x["overlap_tax"]
+    per_layer_bwd = 6 * shown + 2 + 6 * x["overlap_tax"]
+    d = 1e-7  # a small rise in the latency keeps the ring hidden
+    base, more = ts.micro_terms(P, x), ts.micro_terms(P, {**x, "lat_up": x["lat_up"] + d})
+    assert (more["fwd_s"] - base["fwd_s"]) / d == pytest.approx(32 * per_layer_fwd, rel=1e-6)
+    assert (more["bwd_s"] - base["bwd_s"]) / d == pytest.approx(32 * per_layer_bwd, rel=1e-6)
