@@ -166,11 +166,11 @@ def rl(
     transport = frozenset({"workload.sync_transport"} if kw.get("transport") is not None else ())
     cited = _cited(r.assumptions, cat, w, origin, given=transport)  # the others left the file's
     result = r.model_copy(update={"overrides": _sets(cat), "assumptions": cited})
-    from .engine.pricing import rl_busy_notes
+    from .engine.pricing import rl_busy_notes, rl_pool_notes
 
     # its run charged for the hours its steps run, as compare says it of a scenario's (a review:
     # `ipd rl` priced the same year's run with no note)
-    result.notes.extend(rl_busy_notes([result], cat))
+    result.notes.extend(rl_pool_notes([result]) + rl_busy_notes([result], cat))
     return result
 
 
@@ -646,9 +646,9 @@ def _compare(
 
         result.notes.extend(contract_term_notes(cat, result.systems))
     if w.kind in ("scenario", "rl"):  # an RL workload compared alone runs the same year of steps
-        from .engine.pricing import rl_busy_notes
+        from .engine.pricing import rl_busy_notes, rl_pool_notes
 
-        result.notes.extend(rl_busy_notes(result.systems, cat))
+        result.notes.extend(rl_pool_notes(result.systems) + rl_busy_notes(result.systems, cat))
     from .engine.pricing import one_sided_range_notes
 
     result.notes.extend(one_sided_range_notes(result.systems))

@@ -709,7 +709,14 @@ def rl(
         ),
     ] = None,
     gpus: Annotated[
-        int | None, typer.Option("--gpus", help="Total GPUs (split automatically when needed).")
+        int | None,
+        typer.Option(
+            "--gpus",
+            help="Total GPUs, a pin: the step runs on all of them, split for the shortest step. "
+            "Without it the workload's gpus is a cap: the step runs on the pool within it (a trainer "
+            "and whole rollout replicas) with the least cost per step whose schedule fits the year "
+            "(--set workload.pin_gpus=true runs on all of them).",
+        ),
     ] = None,
     gen_gpus: Annotated[
         int | None, typer.Option("--gen-gpus", help="Generation GPUs (disaggregated modes).")
@@ -721,8 +728,9 @@ def rl(
         str | None,
         typer.Option(
             "--split",
-            help="auto (the one value): the generation/training split of --gpus with the shortest step, "
-            "what --gpus alone does too; --gen-gpus and --train-gpus give a split instead.",
+            help="auto (the one value): the generation/training split of --gpus (or of all of the "
+            "workload's gpus, a pin) with the shortest step, what --gpus alone does too; --gen-gpus and "
+            "--train-gpus give a split instead.",
             callback=_folded,
         ),
     ] = None,

@@ -540,8 +540,8 @@ def _rl_step(cat: Catalog, i: dict, metric: str) -> float:
         body["training_plan"] = i["train_plan"]
     if "gen_gpus" in i:
         body.update(gen_gpus=int(i["gen_gpus"]), train_gpus=int(i["train_gpus"]))
-    else:
-        body["gpus"] = int(i["gpus"])
+    else:  # the cluster the case measured: a pin, not a cap for the pool search
+        body.update(gpus=int(i["gpus"]), pin_gpus=True)
     w = RlWorkload.model_validate(body)
     r = estimate_rl(cat, i["hardware"], w).rl
     return r.step_seconds if metric == "step_seconds" else r.gpu_hours_per_step

@@ -550,13 +550,17 @@ def test_more_hbm_never_lengthens_the_frontier_rl_step(hardware, accelerator):
     # More HBM per GPU only adds KV capacity (more sequences a replica may hold, more layouts that
     # fit); an operator can always run the configuration and concurrency it ran before, so the
     # step (split searched) must never get longer. Read in GiB (+7 %), Rubin's step once went
-    # 855 -> 895 s when the replica was chosen by tokens/s per GPU at its KV limit.
+    # 855 -> 895 s when the replica was chosen by tokens/s per GPU at its KV limit. On the pinned
+    # pool (the workload's 2,048, split searched); under the cap the pool search weighs cost, so
+    # there the run's cost per scheduled step must never rise instead.
     base = load().accelerators[accelerator].hbm_gib.value
-    steps = []
+    steps, costs = [], []
     for factor in (0.9, 1.0, 1.07, 1.3, 2.0):
         cat = load(sets=[f"accelerators.{accelerator}.hbm_gib={base * factor}"])
-        steps.append(rl(cat, hardware, "rl-swe-agent-10t").rl.step_seconds)
+        steps.append(rl(cat, hardware, "rl-swe-agent-10t", gpus=2048).rl.step_seconds)
+        costs.append(rl(cat, hardware, "rl-swe-agent-10t").rl.run.usd_per_refresh)
     assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(costs, costs[1:], strict=False)), costs
 
 
 def test_more_hbm_never_makes_a_grown_rl_step_dearer():
@@ -850,7 +854,7 @@ def test_more_hbm_bandwidth_never_lengthens_the_frontier_rl_step(hardware, accel
     steps = []
     for factor in factors:
         cat = load(sets=[f"accelerators.{accelerator}.hbm_tb_per_s={base * factor}"])
-        steps.append(rl(cat, hardware, "rl-swe-agent-10t").rl.step_seconds)
+        steps.append(rl(cat, hardware, "rl-swe-agent-10t", gpus=2048).rl.step_seconds)  # pinned
     assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:], strict=False)), steps
 
 
@@ -1052,11 +1056,15 @@ def test_the_longest_trajectory_must_fit_the_context():
 
 
 def test_a_searched_split_is_credited_to_the_search(catalog):
-    searched = rl(catalog, "gb200-nvl72", "rl-swe-agent").assumptions
+    searched = rl(catalog, "gb200-nvl72", "rl-swe-agent", gpus=512).assumptions
+    capped = rl(catalog, "gb200-nvl72", "rl-swe-agent").assumptions  # the workload's gpus: a cap
     given = rl(catalog, "gb200-nvl72", "rl-swe-agent", gen_gpus=432, train_gpus=80).assumptions
     origin = {a.name: a.origin for a in searched}
     assert origin["generation GPUs"] == origin["training GPUs"] == "split search"
-    assert {a.name: a.origin for a in given}["generation GPUs"] != "split search"
+    rows = {a.name: a for a in capped}
+    assert rows["generation GPUs"].origin == rows["training GPUs"].origin == "pool search"
+    assert "least cost per step" in rows["training GPUs"].note and "512" in rows["training GPUs"].note
+    assert {a.name: a.origin for a in given}["generation GPUs"] not in ("split search", "pool search")
 
 
 def test_the_longest_trajectory_may_wait_for_a_slot(catalog):
@@ -1498,7 +1506,7 @@ def test_async_cores_flag_asks_whether_more_sandboxes_would_shorten_the_step():
         return ("--set", f"cpus.{name}.cores={cores}", "--set", f"cpus.{name}.threads={2 * cores}")
 
     mi = ("rl", "--hardware", "mi300x", "--workload", "rl-swe-agent-10t", "--mode", "async",
-          "--set", "workload.staleness_bound=4", "-f", "json")  # fmt: skip
+          "--set", "workload.staleness_bound=4", "--gpus", "2048", "-f", "json")  # fmt: skip
     ample = run_cli(*mi).json()["rl"]
     starved = run_cli(*mi, *cpu("epyc-9374f", 1))
     s = starved.json()["rl"]
@@ -1506,7 +1514,7 @@ def test_async_cores_flag_asks_whether_more_sandboxes_would_shorten_the_step():
     assert s["sandbox_cores_bind"] and not ample["sandbox_cores_bind"]
     assert "cores cap the trajectories in flight" in starved.stderr
     gb = ("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "--mode", "async", "--set",
-          "workload.partial_rollouts=false", "-f", "json")  # fmt: skip
+          "workload.partial_rollouts=false", "--gpus", "512", "-f", "json")  # fmt: skip
     plenty = run_cli(*gb).json()["rl"]
     one = run_cli(*gb, *cpu("grace", 1))
     assert one.json()["rl"]["step_seconds"] == plenty["step_seconds"]  # the floor sets it, not the cores

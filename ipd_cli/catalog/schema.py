@@ -1637,7 +1637,18 @@ class RlWorkload(Strict):
         description="the trainer's parallelism as a run published it, in `ipd train --plan` form "
         "(tp=2,cp=2,ep=16,pp=8); the rest of the plan is searched (default: all of it)",
     )
-    gpus: Int | None = Field(default=None, gt=0, description="total GPUs; disaggregated modes split them")
+    gpus: Int | None = Field(
+        default=None,
+        gt=0,
+        description="total GPUs; disaggregated modes split them. A cap (the cluster available): a "
+        "searched split runs on the pool within it with the least cost per step whose schedule fits "
+        "the year; pin_gpus (or `ipd rl --gpus`) runs on all of them",
+    )
+    pin_gpus: Bool = Field(
+        default=False,
+        description="run a searched split on all of `gpus` (the split with the shortest step), not "
+        "the cheapest pool within them: a measured cluster, a deployment already bought",
+    )
     gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
     train_gpus: Int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")
     grow_gpus_to_fit: Bool = Field(

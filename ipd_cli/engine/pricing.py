@@ -220,6 +220,29 @@ def _fleet(cat: Any, hardware: str, gpus: float) -> str:
     return f"{gpus:,} GPUs ({racks:,} systems, {_money(racks * system.capex_usd.value)} to buy)"
 
 
+def rl_pool_notes(systems: list[Any]) -> list[str]:
+    """A line for each system whose RL pool search (the workload's ``gpus`` a cap, not pinned) chose
+    fewer GPUs than the cap: its pool, its step's cost and what all of the cap would cost (a
+    capacity planner's audit: 512 GPUs on every system, 448 of them buying Rubin a 9 % shorter step
+    at 7.3x the cost, and nothing said which count was taken or why)."""
+    out = []
+    for r in systems:
+        rl = getattr(r, "rl", None)
+        cap = getattr(rl, "gpus_cap", None)
+        if rl is None or not cap or rl.gpus >= cap or rl.gpus_cap_usd_per_step is None:
+            continue
+        fits = " whose schedule fits the year" if rl.pool_fits_schedule else ""
+        out.append(
+            f"{r.hardware}: RL post-training runs on {rl.gpus:,} GPUs ({rl.train_gpus:,} training + "
+            f"{rl.gen_gpus:,} generating) of the {cap:,} workload.gpus allows: the pool with the least "
+            f"cost per step{fits}, ${rl.usd_per_step:,.4g} a step of {rl.step_seconds:,.4g} s; all "
+            f"{cap:,} would cost ${rl.gpus_cap_usd_per_step:,.4g} a step of "
+            f"{rl.gpus_cap_step_seconds:,.4g} s (workload.pin_gpus=true, or `ipd rl --gpus`, runs on "
+            "all of them)"
+        )
+    return out
+
+
 def rl_busy_notes(systems: list[Any], cat: Any = None) -> list[str]:
     """One line naming the systems whose RL run (a scenario's, or an RL workload's year of
     refreshes) is charged for the hours its steps run in a year, below the year: the GPUs of its

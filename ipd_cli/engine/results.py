@@ -821,6 +821,23 @@ class Rl(Result):
     cheaper_grown_usd_per_step: float | None = Field(
         default=None, description="that larger run's cost per step (else null)"
     )
+    gpus_cap: int | None = Field(
+        default=None,
+        description="where the pool search chose `gpus` (a searched split of the workload's gpus, not "
+        "pinned): the workload's gpus, the cap it chose within (the trainer and whole rollout "
+        "replicas with the least cost per step whose schedule fits the year); else null",
+    )
+    gpus_cap_step_seconds: float | None = Field(
+        default=None, description="the step on all of gpus_cap, split for the shortest step (else null)"
+    )
+    gpus_cap_usd_per_step: float | None = Field(
+        default=None, description="that step's cost on all of gpus_cap (else null)"
+    )
+    pool_fits_schedule: bool | None = Field(
+        default=None,
+        description="whether the chosen pool's schedule fits the year (false: no pool within the cap "
+        "fits, the fastest on all of it is taken); null where no pool search ran",
+    )
     gen_gpus: int
     train_gpus: int
     instance_gpus: int

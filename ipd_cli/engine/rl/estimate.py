@@ -19,6 +19,7 @@ from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError, InputError
 
 from .generation import (
+    NO_LOAD,
     Environment,
     Generation,
     HostCpus,
@@ -35,7 +36,18 @@ from .generation import (
 )
 from .periodic import periodic_terms
 from .result import assemble
-from .step import Step, SyncPhase, fewest_split_gpus, grown_split, schedule, split_gpus, step, timed
+from .step import (
+    Step,
+    SyncPhase,
+    _split_candidates,
+    fewest_split_gpus,
+    grown_split,
+    schedule,
+    split_gpus,
+    step,
+    step_floor,
+    timed,
+)
 from .sync import (
     NO_SYNC,
     Links,
@@ -58,6 +70,7 @@ from .trainer import (
     trainer_holding_gpus,
     trainer_memory,
     trainer_rates,
+    trainer_sizes,
 )
 from .workload import RlNumbers, check_own_transport, resolve_request, workload_numbers
 
@@ -623,17 +636,106 @@ class _StepSeconds:
         s.rollouts.ahead(s.nums, gens, asynchronous, sandbox_load(s.nums, s.host, total))
 
 
+@dataclass(frozen=True)
+class PoolChoice:
+    """The pool search's answer under a cap (:func:`cheapest_pool`): the pool, and the fastest
+    split of the whole cap it was weighed against (its step with the periodic share, seconds)."""
+
+    gen_gpus: int
+    train_gpus: int
+    cap: int
+    cap_gen_gpus: int
+    cap_train_gpus: int
+    cap_step_s: float  # the cap's fastest step (its phases alone)
+    fits: bool  # the chosen pool's schedule fits its year (False: none fits, the fastest is taken)
+    tried: int  # (generation, trainer) pools evaluated (the rest were ruled out by their floors)
+
+
+def _run_step_s(s: Setup, out: Outcome, gen: int, train: int) -> float:
+    """A step's seconds with its share of the periodic evaluations and checkpoints (read quietly):
+    what each scheduled step holds the run's GPUs, before phi / goodput."""
+    return out.step.seconds + periodic_terms(s, out, gen, train, "", quiet=True).per_step_s
+
+
+def schedule_step_s(s: Setup) -> float:
+    """The most seconds a step (with its periodic share) may take for the run's schedule to fit a
+    year: wall days per refresh x refreshes per year <= 365 (:func:`formulas.rl_run`)."""
+    steps = s.w.steps_per_refresh * s.w.refreshes_per_year
+    steps *= f.run_steps_per_step(s.run.goodput, s.run.staleness_factor)
+    return f.DAYS_PER_YEAR * f.SECONDS_PER_DAY / steps
+
+
+def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) -> PoolChoice:
+    """The RL deployment's size: of the pools of ``cap`` GPUs at most, a trainer of one of the plan
+    search's sizes (:func:`trainer_sizes`, from the fewest GPUs that hold the training state) beside
+    whole rollout replicas (or whole systems holding one: the split search's generation sizes), the
+    one with the least cost per scheduled step, (generation + trainer GPUs) x (step + its periodic
+    share) (the price and phi / goodput are the same for every pool; the samples per step fixed, so
+    also the least per sample; ties: fewer GPUs), among those whose schedule fits the year
+    (:func:`schedule_step_s`). ``gen`` + ``train``: the cap's fastest split (:func:`split_gpus`),
+    taken where no pool's schedule fits (it is the fastest; a smaller pool is not faster).
+
+    The grid of pools is weighed at once (numpy): each pool's floor, its soonest rollouts with no
+    sandbox bound beside its trainer with no update (:func:`step.step_floor`), x its GPUs; pools are
+    evaluated in the order of that floor until it reaches the cheapest found, which it cannot beat."""
+    import numpy as np
+
+    mode = schedule(s.w.mode, s.w.staleness_bound)
+    asynchronous = mode == "async"
+    allowed = schedule_step_s(s)
+    fast = evaluate(s, gen, train, quiet=True)
+    fast_run_s = _run_step_s(s, fast, gen, train)
+    capped = PoolChoice(gen, train, cap, gen, train, fast.step.seconds, True, 1)
+    if fast_run_s > allowed:  # no pool fits the year: the fastest on the whole cap
+        return replace(capped, fits=False)
+    best = ((gen + train) * fast_run_s, gen + train, gen, train)
+    lo_gen = min(pools)
+    trains = trainer_sizes(s.rates, max(1, s.memory.min_gpus), cap - lo_gen)
+    if not trains:
+        return capped
+    units = [*pools, s.system_gpus] if s.system_gpus else list(pools)
+    gens = _split_candidates(lo_gen, cap - trains[0], units)[0]
+    s.rollouts.ahead(s.nums, gens, asynchronous, NO_LOAD)  # the soonest rollouts of every size at once
+    env = exposed_floor(s.nums, s.host, asynchronous)
+    rollout = np.array([s.rollouts.in_group(s.nums, g, asynchronous, None, NO_LOAD)[1] for g in gens]) + env
+    training = np.array([(tr := trainer(s.rates, s.w, t)).logprob_s + tr.training_s for t in trains])
+    g_grid, t_grid = np.meshgrid(np.array(gens), np.array(trains), indexing="ij")
+    floor = step_floor(mode, rollout[:, None], training[None, :])
+    gpus = g_grid + t_grid
+    with np.errstate(invalid="ignore"):
+        bound = gpus * floor
+        ok = (gpus <= cap) & (floor <= allowed) & np.isfinite(bound)
+    candidates = np.flatnonzero(ok.ravel())
+    order = candidates[np.argsort(bound.ravel()[candidates], kind="stable")]
+    tried = 1
+    for k in order:
+        if bound.flat[k] >= best[0]:
+            break  # nor any pool after it
+        g, t = int(g_grid.flat[k]), int(t_grid.flat[k])
+        if (g, t) == (gen, train):
+            continue
+        out = evaluate(s, g, t, quiet=True)
+        tried += 1
+        run_s = _run_step_s(s, out, g, t)
+        if run_s <= allowed and ((g + t) * run_s, g + t) < best[:2]:
+            best = ((g + t) * run_s, g + t, g, t)
+    return replace(capped, gen_gpus=best[2], train_gpus=best[3], tried=tried)
+
+
 def choose_split(
     s: Setup, split: str | None, origin: str, advise_larger: bool = False
-) -> tuple[int, int, int | None, tuple[int, float] | None]:
+) -> tuple[int, int, int | None, tuple[int, float] | None, PoolChoice | None]:
     """The GPUs of each role: colocated uses all for both; given sizes are checked; otherwise the
-    fastest split among those whose trainer holds the training state. Third, the GPUs requested
-    where ``grow_gpus_to_fit`` ran on more (else None: given pools are the run, not a resize);
-    fourth, where it could grow and the GPUs asked for ran as asked, the larger run a smaller
-    request would grow to, with its GPU-seconds a step, where that costs less a step (else None)."""
+    fastest split among those whose trainer holds the training state, of all of a pinned pool
+    (``pin_gpus``, a given total or ``split`` auto), else of the cheapest pool within the
+    workload's ``gpus`` (:func:`cheapest_pool`). Third, the GPUs requested where
+    ``grow_gpus_to_fit`` ran on more (else None: given pools are the run, not a resize); fourth,
+    where it could grow and the GPUs asked for ran as asked, the larger run a smaller request would
+    grow to, with its GPU-seconds a step, where that costs less a step (else None); fifth, the pool
+    search's answer where it ran (else None)."""
     w, mem = s.w, s.memory
     given = w.given_split()
-    requested, searched, note, larger = None, False, None, None
+    requested, searched, note, larger, pool = None, False, None, None, None
     if w.mode == "colocated":
         total = w.total_gpus()
         check_trainer_memory(mem, total, "gpus", s.where, s.rates.y["seq"])
@@ -662,12 +764,27 @@ def choose_split(
                 gg, tg = split_gpus(total, pools, seconds, mem.min_gpus, grain=s.system_gpus)
             except InfeasibleError as e:
                 raise InfeasibleError(f"{s.where}: {e}") from None
+            if not w.pin_gpus:  # `gpus` caps the pool: the cheapest within it and the schedule
+                pool = cheapest_pool(s, pools, total, gg, tg)
+                gg, tg = pool.gen_gpus, pool.train_gpus
             if w.grow_gpus_to_fit and advise_larger:
                 larger = _cheaper_grown(s, seconds, pools, total, gg, tg)
     if searched:  # the split search chose them, not the workload or the command line
         origin, note = "split search", "the generation / training split with the shortest step"
         if requested is not None:  # grown: the trainer's fewest GPUs and the cheapest pool
             note = "the trainer's fewest GPUs plus the generation pool with the least cost per step"
+        elif pool is not None and pool.fits:
+            origin = "pool search"
+            note = (
+                f"of the pools of at most workload.gpus ({pool.cap:,}: a cap, workload.pin_gpus=true "
+                "runs on all of it), the trainer and whole rollout replicas with the least cost per "
+                "step whose schedule fits the year"
+            )
+        elif pool is not None:
+            note += (
+                f" on all {pool.cap:,} GPUs of workload.gpus: no smaller pool's schedule fits the "
+                "year, so the fastest"
+            )
     # the two paths are set together or not at all (an explain review: each row's path, set alone,
     # was refused)
     for label, value, field, other in (("generation GPUs", gg, "gen_gpus", "train_gpus"),
@@ -675,14 +792,15 @@ def choose_split(
         both = f"set with {other}: the two are given together or not at all"
         s.inp.given(label, value, "GPUs", origin, note=f"{note}; {both}" if note else both,
                     path=f"workload.{field}")  # fmt: skip
-    return gg, tg, requested, larger
+    return gg, tg, requested, larger, pool
 
 
 def _cheaper_grown(
     s: Setup, seconds: _StepSeconds, pools: list[int], total: int, gen: int, train: int
 ) -> tuple[int, float] | None:
     """The run a request too small to split grows to (:func:`grown_split`), where it holds more GPUs
-    than ``total`` and costs less a step than ``gen`` + ``train`` (= ``total``) do: its GPUs and
+    than ``total`` and costs less a step than ``gen`` + ``train`` (``total``, or the pool search's
+    pool within it) do: its GPUs and
     GPU-seconds a step, else None. A physics audit: B300's 10T SWE step on ``gpus`` 1,151 grew to
     1,536 GPUs at 1,599 s, on 1,152 ran as asked at 2,770 s and 30 % more a step, as the rule says
     (the request binds where it can run), but nothing said which larger request gives the cheaper
@@ -694,7 +812,7 @@ def _cheaper_grown(
         return None
     gg, tg = grown_split(pools, s.memory.min_gpus, seconds, grain=s.system_gpus)
     grown = (gg + tg) * seconds(gg, tg)
-    if gg + tg > total and grown < total * seconds(gen, train) * (1 - 1e-9):
+    if gg + tg > total and grown < (gen + train) * seconds(gen, train) * (1 - 1e-9):
         return gg + tg, grown
     return None
 
@@ -821,13 +939,13 @@ def _estimate_rl(
     )  # fmt: skip
     ctx = sv.serving_context(cat, hardware, w.model, origin)
     s = setup(ctx, w, pricing, origin, split)
-    gg, tg, requested, larger = choose_split(s, split, origin, advise_larger)
+    gg, tg, requested, larger, pool = choose_split(s, split, origin, advise_larger)
     out = evaluate(s, gg, tg)
     periodic = periodic_terms(s, out, gg, tg, origin)
     price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing)
     rl = assemble(
         s, out, gg, tg, workload_name, price, basis, kw_per_gpu(ctx.inp, ctx.name), pue(ctx.inp), requested,
-        larger, periodic,
+        larger, periodic, pool,
     )  # fmt: skip
     return RlResult(hardware=ctx.name, rl=rl, assumptions=_workload_paths(ctx.trace.items))
 

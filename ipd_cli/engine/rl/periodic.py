@@ -57,9 +57,12 @@ class Periodic:
 NO_PERIODIC = Periodic()
 
 
-def periodic_terms(s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, origin: str) -> Periodic:
-    """The workload's evaluations and checkpoints on the step ``out`` (absent: none, nothing read)."""
-    w, inp = s.w, s.inp
+def periodic_terms(
+    s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, origin: str, quiet: bool = False
+) -> Periodic:
+    """The workload's evaluations and checkpoints on the step ``out`` (absent: none, nothing read;
+    ``quiet``: recording nothing, as a search that tries many pools reads them)."""
+    w, inp = s.w, (s.kept if quiet else s.inp)
     p = NO_PERIODIC
     if w.eval_interval_steps is not None:
         interval = inp.given("eval interval", w.eval_interval_steps, "steps", origin,

@@ -16,7 +16,7 @@ from .step import schedule
 from .trainer import trainer_holding_gpus
 
 if TYPE_CHECKING:
-    from .estimate import Outcome, Setup
+    from .estimate import Outcome, PoolChoice, Setup
 
 
 def _weight_sync(out: Outcome) -> RlWeightSync:
@@ -126,11 +126,12 @@ def _staleness(mode: str, out: Outcome) -> float:
 def assemble(
     s: Setup, out: Outcome, gen_gpus: int, train_gpus: int, workload: str, price: float, basis: str,
     kw: float, p_ue: float, requested: int | None = None, larger: tuple[int, float] | None = None,
-    periodic: Periodic = NO_PERIODIC,
+    periodic: Periodic = NO_PERIODIC, pool: PoolChoice | None = None,
 ) -> Rl:  # fmt: skip
     """Cost and energy of the step; rollouts per kWh count every generated rollout (kept or not);
     ``requested``: the workload's GPUs where ``grow_gpus_to_fit`` ran the step on more; ``larger``:
-    the GPUs and GPU-seconds a step of a larger run that costs less a step (``_cheaper_grown``)."""
+    the GPUs and GPU-seconds a step of a larger run that costs less a step (``_cheaper_grown``);
+    ``pool``: the pool search's answer under the workload's cap (None: a pinned or given pool)."""
     t, n = out.step.seconds, s.nums
     mode = schedule(s.w.mode, s.w.staleness_bound)  # the schedule run (async at 0: disaggregated)
     phases = RlPhases(
@@ -169,6 +170,10 @@ def assemble(
         gpus_requested=requested,
         cheaper_grown_gpus=larger[0] if larger else None,
         cheaper_grown_usd_per_step=larger[1] / f.SECONDS_PER_HOUR * price if larger else None,
+        gpus_cap=pool.cap if pool else None,
+        gpus_cap_step_seconds=pool.cap_step_s if pool else None,
+        gpus_cap_usd_per_step=(pool.cap * pool.cap_step_s / f.SECONDS_PER_HOUR * price if pool else None),
+        pool_fits_schedule=pool.fits if pool else None,
         gen_gpus=gen_gpus,
         train_gpus=train_gpus,
         instance_gpus=out.rollouts.gpus,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ipd_cli.errors import InfeasibleError, counted
 
@@ -67,6 +68,17 @@ def timed(mode: str, rollout: float, training: float, sync: SyncPhase) -> Step:
         return Step(max(rollout, training) + sync.seconds, sync.seconds)
     t = max(rollout + sync.seconds, training + sync.sender_busy_s)
     return Step(t, min(sync.seconds, max(0.0, t - max(rollout, training))))  # clamped: rounding
+
+
+def step_floor(mode: str, rollout: Any, training: Any) -> Any:
+    """:func:`timed`'s step with no update, over arrays of rollout and training seconds (numbers
+    too): a floor under any step whose rollout and training take at least these (an update only
+    adds: :func:`timed` is non-decreasing in each term)."""
+    import numpy as np
+
+    if mode in ("colocated", "disaggregated"):
+        return np.add(rollout, training)
+    return np.maximum(rollout, training)
 
 
 def _split_candidates(

@@ -159,6 +159,20 @@ def min_trainer_gpus(r: TrainerRates) -> tuple[int | None, str]:
     return need, "" if row is None else tpn.plan_name(tpn.plan_of(table.s, row))
 
 
+def trainer_sizes(r: TrainerRates, lo: int, hi: int) -> list[int]:
+    """The trainer sizes from ``lo`` (the fewest GPUs that hold the training state) to ``hi`` at
+    which the plan search's fastest plan changes: its units. A size between two of them runs the
+    smaller one's plan and leaves the rest idle, so a pool search need try no other."""
+    import numpy as np
+
+    if hi < lo:
+        return []
+    table = plans_by_size(r, hi)
+    used, rows = np.asarray(table.used), np.asarray(table.rows)
+    starts = used[np.flatnonzero(np.append(True, rows[1:] != rows[:-1]))]
+    return sorted({lo, *(int(u) for u in starts if lo < u <= hi)})
+
+
 @dataclass(frozen=True)
 class Trainer:
     logprob_s: float

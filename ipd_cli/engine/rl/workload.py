@@ -27,8 +27,10 @@ def resolve_request(
     updates: dict[str, Any] = {k: given[k] for k in ("model", "mode") if given.get(k) is not None}
     if given.get("transport") is not None:
         updates["sync_transport"] = given["transport"]
-    if given.get("gpus") is not None:
-        updates.update(gpus=given["gpus"], gen_gpus=None, train_gpus=None)
+    if given.get("gpus") is not None:  # the caller's total is a pin, the workload's a cap
+        updates.update(gpus=given["gpus"], gen_gpus=None, train_gpus=None, pin_gpus=True)
+    if split == "auto":  # the split of the whole total, as before the pool search
+        updates["pin_gpus"] = True
     if split_given:
         updates.update(gen_gpus=given.get("gen_gpus"), train_gpus=given.get("train_gpus"))
     w = workload.model_copy(update=updates)
@@ -162,8 +164,15 @@ def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
             "GPUs",
             origin,
             path="workload.gpus",
-            note="the pool the split search divides; a trainer that cannot hold the training state "
-            "grows it to the fewest that can (the RL GPU rows and a warning say so)",
+            note=(
+                "pinned: the pool the split search divides"
+                if w.pin_gpus or w.mode == "colocated"
+                else "a cap (the cluster available): a searched split runs on the pool within it with "
+                "the least cost per step whose schedule fits the year (workload.pin_gpus=true: on all "
+                "of it)"
+            )
+            + "; a trainer that cannot hold the training state grows it to the fewest that can (the "
+            "RL GPU rows and a warning say so)",
         )
     given("ppo_epochs", "training passes per step")
     given("logprob_passes", "forward passes per step")

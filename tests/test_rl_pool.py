@@ -1,0 +1,139 @@
+"""The RL pool search: the workload's `gpus` a cap, the pool within it with the least cost per
+scheduled step whose schedule fits the year; a given total or `pin_gpus` a pin."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import run_cli
+
+from ipd_cli import load
+from ipd_cli.api import rl
+from ipd_cli.engine import formulas as f
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load()
+
+
+def _run_usd_per_step(r) -> float:
+    """The run's cost per scheduled step: usd_per_step x phi / goodput x (1 + periodic / step)."""
+    run = r.run
+    return r.usd_per_step * f.run_step_cost_factor(
+        run.goodput, run.staleness_steps_factor, r.step_seconds, run.periodic_s_per_step
+    )
+
+
+def test_the_cap_and_the_chosen_pool_by_hand(catalog):
+    # Rubin, the 550B SWE step under the workload's 512: the chosen pool and all 512 (the old
+    # answer, pinned), each priced GPUs x step seconds x $8.50 / 3,600 by hand
+    capped = rl(catalog, "vera-rubin", "rl-swe-agent").rl
+    pinned = rl(catalog, "vera-rubin", "rl-swe-agent", gpus=512).rl
+    price = capped.price_usd_per_gpu_hour
+    assert price == pinned.price_usd_per_gpu_hour == 8.5
+    assert capped.gpus_cap == 512 and pinned.gpus_cap is None
+    assert capped.gpus == capped.gen_gpus + capped.train_gpus < 512
+    assert capped.usd_per_step == pytest.approx(capped.gpus * capped.step_seconds * 8.5 / 3600, rel=1e-12)
+    # the cap the search weighed it against is the pinned run: 512 x its step x the price
+    assert capped.gpus_cap_step_seconds == pytest.approx(pinned.step_seconds, rel=1e-12)
+    assert capped.gpus_cap_usd_per_step == pytest.approx(512 * pinned.step_seconds * 8.5 / 3600, rel=1e-12)
+    assert capped.gpus_cap_usd_per_step == pytest.approx(pinned.usd_per_step, rel=1e-12)
+    # the latency-bound step: a few GPUs buy nearly the same step (890 s on 57 against 733 s on
+    # 512), at about a seventh of the cost
+    assert capped.step_seconds < 1.3 * pinned.step_seconds
+    assert capped.usd_per_step < pinned.usd_per_step / 5
+    # the chosen pool, given as a split, is the same step
+    given = rl(catalog, "vera-rubin", "rl-swe-agent", gen_gpus=capped.gen_gpus, train_gpus=capped.train_gpus)
+    assert given.rl.step_seconds == pytest.approx(capped.step_seconds, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("hardware", "workload", "cap"),
+    [("vera-rubin", "rl-swe-agent", 512), ("gb200-nvl72", "rl-swe-agent", 256), ("h100", "rl-swe-agent", 512),
+     ("vera-rubin", "rl-swe-agent-10t", 2048)],
+)  # fmt: skip
+def test_the_chosen_pool_never_costs_more_than_the_whole_cap(catalog, hardware, workload, cap):
+    cat = load(sets=[f"workload.gpus={cap}"])
+    capped = rl(cat, hardware, workload).rl
+    pinned = rl(catalog, hardware, workload, gpus=cap).rl
+    assert capped.gpus <= cap
+    assert _run_usd_per_step(capped) <= _run_usd_per_step(pinned) * (1 + 1e-12)
+    # and the sample costs no more (the samples per step are fixed)
+    assert capped.run.usd_per_refresh <= pinned.run.usd_per_refresh * (1 + 1e-12)
+    days = capped.run.wall_days_per_refresh * capped.run.refreshes_per_year
+    assert capped.pool_fits_schedule and days <= f.DAYS_PER_YEAR * (1 + 1e-12)
+
+
+def test_a_tight_schedule_takes_a_larger_pool_and_none_fitting_the_fastest(catalog):
+    # 57 GPUs take 1.33 days a refresh, 512 about 1.1: 300 refreshes fit 365 days only on a larger
+    # pool than the cheapest; 1,000 fit on none, so the fastest, all 512, as pinned
+    loose = rl(catalog, "vera-rubin", "rl-swe-agent").rl
+    pinned = rl(catalog, "vera-rubin", "rl-swe-agent", gpus=512).rl
+    assert loose.run.wall_days_per_refresh * 300 > f.DAYS_PER_YEAR
+    assert pinned.run.wall_days_per_refresh * 300 < f.DAYS_PER_YEAR
+    tight = rl(load(sets=["workload.refreshes_per_year=300"]), "vera-rubin", "rl-swe-agent").rl
+    assert loose.gpus < tight.gpus <= 512 and tight.pool_fits_schedule
+    assert tight.run.wall_days_per_refresh * 300 <= f.DAYS_PER_YEAR * (1 + 1e-12)
+    assert _run_usd_per_step(loose) <= _run_usd_per_step(tight) <= _run_usd_per_step(pinned) * (1 + 1e-12)
+    none = rl(load(sets=["workload.refreshes_per_year=1000"]), "vera-rubin", "rl-swe-agent").rl
+    assert none.pool_fits_schedule is False and none.gpus == 512
+    assert (none.gen_gpus, none.train_gpus, none.step_seconds) == (
+        pinned.gen_gpus, pinned.train_gpus, pinned.step_seconds,
+    )  # fmt: skip
+
+
+def test_a_pin_keeps_the_whole_pool(catalog):
+    # --gpus, pin_gpus and --split auto run on all of the total, split for the shortest step, as
+    # before the pool search (the 550B step on Rubin: 432 generating + 80 training, 733.5 s)
+    given = rl(catalog, "vera-rubin", "rl-swe-agent", gpus=512).rl
+    pinned = rl(load(sets=["workload.pin_gpus=true"]), "vera-rubin", "rl-swe-agent").rl
+    auto = rl(catalog, "vera-rubin", "rl-swe-agent", split="auto").rl
+    for r in (given, pinned, auto):
+        assert (r.gpus, r.gen_gpus, r.train_gpus) == (512, 432, 80) and r.gpus_cap is None
+        assert r.step_seconds == pytest.approx(733.4927, rel=1e-6)
+
+
+def test_the_pool_is_named_on_stderr_and_in_explain():
+    res = run_cli("rl", "--hardware", "vera-rubin", "-f", "json")
+    data = res.json()["rl"]
+    assert data["gpus_cap"] == 512 and data["gpus"] < 512
+    assert f"RL post-training runs on {data['gpus']} GPUs" in res.stderr
+    assert "of the 512 workload.gpus allows: the pool with the least cost per step" in res.stderr
+    assert "ipd: note:" in res.stderr
+    pinned = run_cli("rl", "--hardware", "vera-rubin", "--gpus", "512", "-f", "json")
+    assert "workload.gpus allows" not in pinned.stderr
+    explained = run_cli("explain", "vera-rubin", "--workload", "rl-swe-agent", "-f", "json").json()
+    rows = {a["metric"]: a for a in explained["items"]}
+    assert rows["input: training GPUs"]["origin"] == rows["input: generation GPUs"]["origin"] == "pool search"
+    assert rows["input: training GPUs"]["value"] == data["train_gpus"]
+    assert "least cost per step whose schedule fits the year" in rows["input: training GPUs"]["note"]
+    assert "a cap" in rows["input: GPUs asked for (generation and training)"]["note"]
+
+
+def test_the_step_floor_is_timed_without_an_update():
+    import numpy as np
+
+    from ipd_cli.engine.rl.step import SyncPhase, step_floor, timed
+    from ipd_cli.engine.rl.sync import NO_SYNC
+
+    rollout, training = np.array([10.0, 3.0, 7.0]), np.array([4.0, 8.0, 7.0])
+    for mode in ("colocated", "disaggregated", "one-step-off", "async"):
+        want = [timed(mode, r, t, SyncPhase(NO_SYNC)).seconds for r, t in zip(rollout, training, strict=True)]
+        assert list(step_floor(mode, rollout, training)) == want
+    assert list(step_floor("one-step-off", rollout, training)) == [10.0, 8.0, 7.0]  # by hand
+    assert list(step_floor("disaggregated", rollout, training)) == [14.0, 11.0, 14.0]
+
+
+def test_trainer_sizes_start_at_the_fewest_and_each_trains_faster(catalog):
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import setup
+    from ipd_cli.engine.rl.trainer import trainer, trainer_sizes
+
+    w = catalog.rl_workload("rl-swe-agent")
+    s = setup(sv.serving_context(load(), "vera-rubin", w.model), w, "rental", "test")
+    sizes = trainer_sizes(s.rates, s.memory.min_gpus, 512)
+    assert sizes[0] == s.memory.min_gpus and sizes == sorted(set(sizes)) and sizes[-1] <= 512
+    times = [(tr := trainer(s.rates, w, n)).logprob_s + tr.training_s for n in sizes]
+    # each size is where a faster plan starts (the fastest plan on n GPUs runs on any more)
+    assert all(b < a for a, b in zip(times, times[1:], strict=False)), times
+    assert trainer_sizes(s.rates, 64, 63) == []
