@@ -39,11 +39,21 @@ def test_compare_json_contract():
         "other work paid the contracts' other hours (whole terms: vera-rubin-nvl72's 29,952 GPUs for 3 "
         "year(s) at reserved $6.69B; gb200-nvl72's 122,904 GPUs for 3 year(s) at reserved $13.1B); tco "
         "pricing charges owned GPUs for those days alone too\n"
-        # RL likewise: its GPU-hours a year over 2,048 GPUs, and the pool kept all year
-        # (2,048 x 8,760 h x $8.50 = $152M; x $4.05 = $72.7M)
+        # the RL pool search's pools, within the workload's 2,048 GPUs: 2,048 x 960.9 s x $8.50 /
+        # 3,600 = $4,647 a step on all of them, 1,168 x 1,196.9 s x $8.50 / 3,600 = $3,301 on the pool
+        "ipd: note: vera-rubin-nvl72: RL post-training runs on 1,168 GPUs (1,024 training + 144 "
+        "generating) of the 2,048 its RL workload's gpus allow: the pool with the least cost per step "
+        "whose schedule fits the year, $3,301 a step of 1,197 s; all 2,048 would cost $4,647 a step of "
+        "960.9 s (the workload's pin_gpus: true, or `ipd rl --gpus`, runs on all of them)\n"
+        "ipd: note: gb200-nvl72: RL post-training runs on 1,600 GPUs (1,024 training + 576 "
+        "generating) of the 2,048 its RL workload's gpus allow: the pool with the least cost per step "
+        "whose schedule fits the year, $2,539 a step of 1,410 s; all 2,048 would cost $2,937 a step of "
+        "1,275 s (the workload's pin_gpus: true, or `ipd rl --gpus`, runs on all of them)\n"
+        # RL likewise: its GPU-hours a year over its pool, and the pool kept all year
+        # (1,168 x 8,760 h x $8.50 = $87.0M; 1,600 x $4.05 = $56.8M)
         "ipd: note: RL post-training is charged for the hours its steps run, as if other work paid its "
-        "pool's other hours: vera-rubin-nvl72's 2,048 GPUs 16.7 days a year (4.6%), $152M a year kept "
-        "for RL all year; gb200-nvl72's 2,048 GPUs 22 days a year (6.0%), $72.7M a year kept for RL "
+        "pool's other hours: vera-rubin-nvl72's 1,168 GPUs 21.1 days a year (5.8%), $87M a year kept "
+        "for RL all year; gb200-nvl72's 1,600 GPUs 24.5 days a year (6.7%), $56.8M a year kept for RL "
         "all year\n" + RANGES + "vera-rubin-nvl72 31, its rental price $8.5 at the bottom of $8.5-9.75 "
         "among them; gb200-nvl72 27, its rental price $4.05 at the top of $3.3-4.05 among them\n"
     )
@@ -53,20 +63,29 @@ def test_compare_json_contract():
     # it), GB200's 43,272 fill 601 racks
     # under tco the same assumption (other work keeps the owned GPUs busy at utilisation 0.85) is
     # said with what buying the GPUs costs (a procurement review: nothing was said): Rubin's 29,952
-    # GPUs are 416 racks x $7.8M = $3.24B, GB200's 122,904 are 1,707 racks x $3.75M = $6.4B; each
-    # RL pool of 2,048 GPUs 29 racks (28.4 rounded up): $226M and $109M
-    owned = run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json")
-    assert owned.stderr == batch + (
+    # GPUs are 416 racks x $7.8M = $3.24B, GB200's 122,904 are 1,707 racks x $3.75M = $6.4B; the
+    # RL pools of 1,168 and 1,600 GPUs 17 and 23 racks (16.2 and 22.2 rounded up): $133M, $86.2M;
+    # the RL pools' notes still say which pool each system runs, at its owning cost
+    owned = run_cli("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json").stderr
+    lines = owned.splitlines()
+    assert lines[0] == (
         "ipd: note: pre-training is charged the owning cost of the hours it runs, as if other work kept "
         "the GPUs busy the rest of their life at economics.utilisation 0.85 (bought for the run alone: "
         "vera-rubin-nvl72's 29,952 GPUs (416 systems, $3.24B to buy) for 29.3 days of their 5-year "
         "life; gb200-nvl72's 122,904 GPUs (1,707 systems, $6.4B to buy) for 29.9 days of their 5-year "
-        "life)\n"
+        "life)"
+    )
+    assert [ln.split(": RL post-training runs on ")[0] for ln in lines[1:3]] == [
+        "ipd: note: vera-rubin-nvl72",
+        "ipd: note: gb200-nvl72",
+    ]
+    assert lines[3:] == [
         "ipd: note: RL post-training is charged the owning cost of the hours its steps run, as if other "
         "work kept its pool busy the rest of the time at economics.utilisation 0.85: vera-rubin-nvl72's "
-        "2,048 GPUs (29 systems, $226M to buy) 16.7 days a year (4.6%); gb200-nvl72's 2,048 GPUs (29 "
-        "systems, $109M to buy) 22 days a year (6.0%)\n" + RANGES + "vera-rubin-nvl72 30; gb200-nvl72 26\n"
-    )
+        "1,168 GPUs (17 systems, $133M to buy) 21.1 days a year (5.8%); gb200-nvl72's 1,600 GPUs (23 "
+        "systems, $86.2M to buy) 24.5 days a year (6.7%)",
+        RANGES + "vera-rubin-nvl72 30; gb200-nvl72 26",
+    ]
     d = r.json()
     assert d["schema_version"] == "1.0"
     assert d["workload"]["name"] == "frontier-agentic" and d["workload"]["kind"] == "scenario"

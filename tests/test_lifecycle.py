@@ -78,13 +78,14 @@ def test_headline_is_cost_over_tasks_solved(catalog):
     assert (run.goodput, run.staleness_steps_factor) == (0.9, 1.0)
     assert (run.eval_interval_steps, run.checkpoint_interval_steps, run.checkpoint_async) == (10, 10, False)
     # the checkpoint by hand: (2 B weights + 12 B optimizer) x 1e13 parameters at the storage's
-    # 0.244 GB/s for each of the run's 2,048 GPUs (DGX SuperPOD's best tier, 250 GB/s per 1,024
-    # GPUs), which the trainer's 1,024 writers could exceed (2.5 GB/s each, 20 GB/s a node):
-    # 1.4e14 / 4.997e11 = 280.2 s, all of it exposed (blocking)
-    assert (r.rl.gpus, r.rl.trainer.gpus_used) == (2048, 1024)
-    assert run.checkpoint_write_gb_per_s == pytest.approx(min(2048 * 0.244, 1024 * 2.5))
-    assert run.checkpoint_write_s == pytest.approx(14 * 1e13 / (2048 * 0.244e9)) == run.checkpoint_exposed_s
-    assert run.checkpoint_write_s == pytest.approx(280.16, abs=0.01)
+    # 0.244 GB/s for each of the run's 1,168 GPUs (the pool search's, within the workload's 2,048;
+    # DGX SuperPOD's best tier, 250 GB/s per 1,024 GPUs), which the trainer's 1,024 writers could
+    # exceed (2.5 GB/s each, 20 GB/s a node): 1.4e14 / 2.850e11 = 491.2 s, all of it exposed
+    # (blocking; 280.2 s on all 2,048 GPUs)
+    assert (r.rl.gpus, r.rl.trainer.gpus_used, r.rl.gpus_cap) == (1168, 1024, 2048)
+    assert run.checkpoint_write_gb_per_s == pytest.approx(min(1168 * 0.244, 1024 * 2.5))
+    assert run.checkpoint_write_s == pytest.approx(14 * 1e13 / (1168 * 0.244e9)) == run.checkpoint_exposed_s
+    assert run.checkpoint_write_s == pytest.approx(491.24, abs=0.01)
     # the evaluation: 500 SWE-bench Verified tasks x 1 attempt, generated as one batch like a step's
     assert run.eval_trajectories == 500 and 0 < run.eval_s
     assert run.periodic_s_per_step == pytest.approx(run.eval_s / 10 + run.checkpoint_exposed_s / 10)
@@ -805,10 +806,11 @@ def test_owned_serving_that_fills_part_of_a_rack_is_warned():
     assert "unpriced" not in rented.stderr  # a renter pays for the GPUs it rents
     # but a rack-scale system may be rented only whole (a procurement review: priced by the rack,
     # open-model-agent's ranking flips): rented, the $2M buys fewer RL samples (its evaluations and
-    # checkpoints paid), so more attempts a task and 40 GPUs: 72 / 40 = 1.80x
+    # checkpoints paid; 40 GPUs, 1.80x, until the RL pool search bought them at the cheapest pool's
+    # cost, 2026-12-05), the same 36 GPUs: 72 / 36 = 2.00x
     assert (
-        "gb200-nvl72: rented by the GPU, the serving deployment's 40 GPUs fill 40 of the 72 GPUs of "
-        "its last system; where the system is rented only whole, the systems cost 1.80x its serving cost"
+        "gb200-nvl72: rented by the GPU, the serving deployment's 36 GPUs fill 36 of the 72 GPUs of "
+        "its last system; where the system is rented only whole, the systems cost 2.00x its serving cost"
     ) in rented.stderr
     # an 8-GPU node is rented by the GPU: no such line (a code review: one H100 read "8.00x")
     served = ["--model", "llama-3.1-8b", "--tokens-per-day", "1e6", "-f", "json"]
@@ -1185,9 +1187,9 @@ def test_a_scenarios_rl_context_error_names_the_stages_path():
 
 def test_an_rl_workload_alone_says_its_busy_hours_too():
     # `ipd rl` and a comparison of the RL workload price the year of steps a scenario's RL stage
-    # does (100 steps x 12 refreshes), and said nothing: 2,048 Rubin GPUs 14.8 days a year, the
-    # pool kept all year 2,048 x 8,760 h x $8.50 = $152M
-    said = "vera-rubin-nvl72's 2,048 GPUs 16.7 days a year (4.6%), $152M a year kept for RL all year"
+    # does (100 steps x 12 refreshes), and said nothing: the pool search's 1,168 Rubin GPUs (of the
+    # workload's 2,048) 21.1 days a year, the pool kept all year 1,168 x 8,760 h x $8.50 = $87M
+    said = "vera-rubin-nvl72's 1,168 GPUs 21.1 days a year (5.8%), $87M a year kept for RL all year"
     rl = ("rl", "--hardware", "vera-rubin", "--workload", "rl-swe-agent-10t", "-f", "json")
     for args in (rl, ("compare", "vera-rubin", "--workload", "rl-swe-agent-10t", "-f", "json")):
         r = run_cli_once(*args)
@@ -1220,10 +1222,10 @@ def test_rl_charged_for_its_busy_hours_says_so():
         rl = s["rl"]
         days = rl["run"]["gpu_hours_per_year"] / rl["gpus"] / 24
         kept = rl["gpus"] * 8760 * rl["price_usd_per_gpu_hour"]
-        said = f"{s['hardware']}'s 2,048 GPUs {days:.3g} days a year ({days / 365:.1%}), "
+        said = f"{s['hardware']}'s {rl['gpus']:,} GPUs {days:.3g} days a year ({days / 365:.1%}), "
         said += f"${kept / 1e6:.3g}M a year"
         assert said in line
-    assert "$152M a year kept for RL all year" in line  # 2,048 x 8,760 h x $8.50
+    assert "$87M a year kept for RL all year" in line  # the pool search's 1,168 x 8,760 h x $8.50
     tco = run_cli_once("compare", "vera-rubin", "blackwell", "--pricing", "tco", "-f", "json")
     # owned, the owning cost's utilisation (0.85) makes the same assumption, said with what the
     # pool costs to buy (a procurement review: "owning prices every hour already" was not so)

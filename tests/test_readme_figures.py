@@ -290,7 +290,8 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
         )  # fmt: skip
         assert r.code == 0, r.stderr
         rows = {s["hardware"]: s for s in r.json()["systems"]}
-        printed = " vs ".join(_sig(rows[h]["intelligence_per_dollar"]["solved_tasks_per_kusd"]) for h in (vr, gb))
+        kusd = [rows[h]["intelligence_per_dollar"]["solved_tasks_per_kusd"] for h in (vr, gb)]
+        printed = " vs ".join(_sig(x) for x in kusd)
         fits = {rows[h]["rl"]["pool_fits_schedule"] for h in (vr, gb)}
         if n == 938:
             assert printed == at[938] and fits == {True}, (printed, at[938])
@@ -301,7 +302,8 @@ def test_the_recipe_and_rl_spend_what_ifs_the_readme_quotes_print_those_figures(
     assert f"at 4,000 {at[4000]} (" in text, at[4000]
     # GB200's RL at 10 % of its pre-training cost: 938 steps a refresh, each paid 1 / 0.9 times and
     # 1.124 times for its share of the evaluations and checkpoints (813 on all 2,048 GPUs, until the
-    # pool search took the cheapest pool within them, 2026-12-05, forty-fourth session; 911 until a run paid them,
+    # pool search took the cheapest pool within them, 2026-12-05, forty-fourth session; 911 until a
+    # run paid them,
     # 2026-12-05, forty-third session; 1,012 until a run paid its goodput, 2026-12-05, forty-second
     # session; 1,109 while its rollouts read its decode pools' 2026 floor, 2026-12-05, until
     # rollouts took an aggregated engine's; 886 until the shared

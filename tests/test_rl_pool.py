@@ -98,10 +98,10 @@ def test_the_pool_is_named_on_stderr_and_in_explain():
     data = res.json()["rl"]
     assert data["gpus_cap"] == 512 and data["gpus"] < 512
     assert f"RL post-training runs on {data['gpus']} GPUs" in res.stderr
-    assert "of the 512 workload.gpus allows: the pool with the least cost per step" in res.stderr
+    assert "of the 512 its RL workload's gpus allow: the pool with the least cost per step" in res.stderr
     assert "ipd: note:" in res.stderr
     pinned = run_cli("rl", "--hardware", "vera-rubin", "--gpus", "512", "-f", "json")
-    assert "workload.gpus allows" not in pinned.stderr
+    assert "gpus allow" not in pinned.stderr
     explained = run_cli("explain", "vera-rubin", "--workload", "rl-swe-agent", "-f", "json").json()
     rows = {a["metric"]: a for a in explained["items"]}
     assert rows["input: training GPUs"]["origin"] == rows["input: generation GPUs"]["origin"] == "pool search"
@@ -137,3 +137,43 @@ def test_trainer_sizes_start_at_the_fewest_and_each_trains_faster(catalog):
     # each size is where a faster plan starts (the fastest plan on n GPUs runs on any more)
     assert all(b < a for a, b in zip(times, times[1:], strict=False)), times
     assert trainer_sizes(s.rates, 64, 63) == []
+
+
+@pytest.mark.parametrize(("hardware", "cap"), [("vera-rubin", 96), ("gb200-nvl72", 128)])
+def test_the_floor_prunes_no_cheaper_pool(hardware, cap):
+    # every pool of the grid (trainer sizes x generation sizes within the cap), evaluated: the
+    # search, which evaluates only those its floor cannot rule out, finds the cheapest of them
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import (
+        _run_step_s,
+        _StepSeconds,
+        cheapest_pool,
+        evaluate,
+        schedule_step_s,
+        setup,
+    )
+    from ipd_cli.engine.rl.step import _split_candidates, split_gpus
+    from ipd_cli.engine.rl.trainer import trainer_sizes
+
+    cat = load(sets=[f"workload.gpus={cap}"])
+    _, w, origin = resolve_workload(cat, "rl-swe-agent", {})
+    s = setup(sv.serving_context(cat, hardware, w.model), w, "rental", origin)
+    pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
+    gen, train = split_gpus(cap, pools, _StepSeconds(s), s.memory.min_gpus, grain=s.system_gpus)
+    chosen = cheapest_pool(s, pools, cap, gen, train)
+    allowed = schedule_step_s(s)
+    best = None
+    trains = trainer_sizes(s.rates, s.memory.min_gpus, cap - min(pools))
+    gens = _split_candidates(min(pools), cap - trains[0], [*pools, s.system_gpus])[0]
+    for t in trains:
+        for g in gens:
+            if g + t > cap:
+                continue
+            run_s = _run_step_s(s, evaluate(s, g, t, quiet=True), g, t)
+            if run_s <= allowed and (best is None or ((g + t) * run_s, g + t) < best[:2]):
+                best = ((g + t) * run_s, g + t, g, t)
+    out = evaluate(s, chosen.gen_gpus, chosen.train_gpus, quiet=True)
+    cost = (chosen.gen_gpus + chosen.train_gpus) * _run_step_s(s, out, chosen.gen_gpus, chosen.train_gpus)
+    assert best is not None and cost <= best[0] * (1 + 1e-12), (chosen, best)
+    assert chosen.tried < len(trains) * len(gens)  # the floor ruled some out

@@ -114,7 +114,9 @@ def test_rl_gpus_grow_to_what_the_system_needs_and_say_so():
     assert hopper["gen_gpus"] % hopper["instance_gpus"] == 0 and hopper["gen_gpus"] <= hopper["train_gpus"]
     assert hopper["train_gpus"] == hopper["trainer_memory"]["min_train_gpus"]
     assert hopper["gpus"] == hopper["gen_gpus"] + hopper["train_gpus"]
-    assert blackwell["gpus"] == 2048 and blackwell["gpus_requested"] is None  # GB200 holds it in 2,048
+    # GB200 holds it within 2,048: the pool search's pool, no larger than the workload's cap
+    assert blackwell["gpus_requested"] is None and blackwell["gpus_cap"] == 2048
+    assert blackwell["gpus"] <= 2048 and hopper["gpus_cap"] is None  # grown: not a pool search
     line = f"h100-sxm: RL post-training runs on {hopper['gpus']:,} GPUs, not the 2,048 asked for"
     assert f"ipd: warning: {line}" in r.stderr
 

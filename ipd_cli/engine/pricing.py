@@ -234,11 +234,11 @@ def rl_pool_notes(systems: list[Any]) -> list[str]:
         fits = " whose schedule fits the year" if rl.pool_fits_schedule else ""
         out.append(
             f"{r.hardware}: RL post-training runs on {rl.gpus:,} GPUs ({rl.train_gpus:,} training + "
-            f"{rl.gen_gpus:,} generating) of the {cap:,} workload.gpus allows: the pool with the least "
-            f"cost per step{fits}, ${rl.usd_per_step:,.4g} a step of {rl.step_seconds:,.4g} s; all "
+            f"{rl.gen_gpus:,} generating) of the {cap:,} its RL workload's gpus allow: the pool with "
+            f"the least cost per step{fits}, ${rl.usd_per_step:,.4g} a step of {rl.step_seconds:,.4g} s; all "
             f"{cap:,} would cost ${rl.gpus_cap_usd_per_step:,.4g} a step of "
-            f"{rl.gpus_cap_step_seconds:,.4g} s (workload.pin_gpus=true, or `ipd rl --gpus`, runs on "
-            "all of them)"
+            f"{rl.gpus_cap_step_seconds:,.4g} s (the workload's pin_gpus: true, or `ipd rl --gpus`, runs "
+            "on all of them)"
         )
     return out
 

@@ -84,8 +84,11 @@ def rl(m: Numbers, price: Any, kw: Any, pue: Any) -> Numbers:
         m["rl.run.steps_per_refresh"], m["rl.run.refreshes_per_year"], m["rl.step_seconds"], hours, usd, kwh,
         m["rl.run.goodput"], m["rl.run.staleness_steps_factor"], m["rl.run.periodic_s_per_step"],
     )  # fmt: skip
+    cap = m.get("rl.gpus_cap")  # the pool search's cap (None: a pinned pool), its fastest step
+    cap_usd = None if cap is None else cap * m["rl.gpus_cap_step_seconds"] / f.SECONDS_PER_HOUR * price
     return {
         "rl.usd_per_step": usd,
+        "rl.gpus_cap_usd_per_step": cap_usd,
         "rl.energy_kwh_per_step": kwh,
         "rl.usd_per_1k_samples": usd / m["_rl.samples_per_step"] * 1000,
         "rl.usd_per_million_generated_tokens": usd / m["_rl.generated_mtokens"],

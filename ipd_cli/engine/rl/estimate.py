@@ -776,14 +776,14 @@ def choose_split(
         elif pool is not None and pool.fits:
             origin = "pool search"
             note = (
-                f"of the pools of at most workload.gpus ({pool.cap:,}: a cap, workload.pin_gpus=true "
-                "runs on all of it), the trainer and whole rollout replicas with the least cost per "
-                "step whose schedule fits the year"
+                f"of the pools of at most the RL workload's gpus ({pool.cap:,}: a cap, its pin_gpus: "
+                "true runs on all of it), the trainer and whole rollout replicas with the least cost "
+                "per step whose schedule fits the year"
             )
         elif pool is not None:
             note += (
-                f" on all {pool.cap:,} GPUs of workload.gpus: no smaller pool's schedule fits the "
-                "year, so the fastest"
+                f" on all {pool.cap:,} GPUs of the RL workload's gpus: no smaller pool's schedule fits "
+                "the year, so the fastest"
             )
     # the two paths are set together or not at all (an explain review: each row's path, set alone,
     # was refused)
