@@ -1195,9 +1195,10 @@ def test_an_rl_workload_alone_says_its_busy_hours_too():
         r = run_cli_once(*args)
         assert r.code == 0 and said in r.stderr, r.stderr
     # owned, the same hours at the owning cost, other work keeping the pool busy at utilisation
-    # 0.85 (a procurement review: nothing was said): 2,048 GPUs are 29 racks x $7.8M = $226M
+    # 0.85 (a procurement review: nothing was said): 1,168 GPUs are 17 racks (16.2 rounded up) x
+    # $7.8M = $133M
     owned = run_cli_once(*rl, "--pricing", "tco").stderr
-    assert "vera-rubin-nvl72's 2,048 GPUs (29 systems, $226M to buy) 16.7 days a year (4.6%)" in owned
+    assert "vera-rubin-nvl72's 1,168 GPUs (17 systems, $133M to buy) 21.1 days a year (5.8%)" in owned
 
 
 def test_a_scenarios_rl_transport_error_names_the_stage_path_once():
