@@ -233,3 +233,31 @@ def test_a_host_loop_overlapped_with_the_gpu_takes_the_larger_else_adds():
     assert f.host_bound_step_seconds(gpu, host, True) == pytest.approx([20e-3, 20e-3, 35e-3], rel=1e-15)
     assert f.host_bound_step_seconds(gpu, host, False) == pytest.approx([25e-3, 40e-3, 55e-3], rel=1e-15)
     assert f.host_bound_step_seconds(0.02, 0.0, True) == 0.02
+
+
+def test_the_fewest_prefill_instances_for_a_wait_meet_it_one_fewer_does_not_and_a_looser_one_needs_no_more():
+    # serving.ttft_target_s sizes the prefill pool: the fewest c whose M/D/c wait is within the
+    # budget (target - a lone prompt's TTFT). At that c the wait is finite and within it; at c - 1
+    # it is not (or the pool is at or past its rate); a looser budget never takes more instances
+    import numpy as np
+
+    from ipd_cli.engine.serving.queueing import mdc_servers_for_wait, mdc_wait_s
+
+    rng = np.random.default_rng(7)
+    lam = 10 ** rng.uniform(-2, 4, 4000)
+    s = 10 ** rng.uniform(-3, 0, 4000)
+    budgets = 10 ** rng.uniform(-5, 1, 4000)
+    c = mdc_servers_for_wait(lam, s, budgets)
+    wait = mdc_wait_s(lam, s, c)
+    assert np.isfinite(wait).all() and (wait <= budgets).all() and (c > lam * s).all()
+    fewer = c - 1
+    stable = fewer > lam * s
+    assert (mdc_wait_s(lam[stable], s[stable], fewer[stable]) > budgets[stable]).all()
+    for looser in (1.5, 10.0, np.inf):
+        assert (mdc_servers_for_wait(lam, s, budgets * looser) <= c).all()
+    # by hand: M/D/1 at rho 0.5, S = 1 s waits 0.5 s (rho S / (2 (1 - rho))); 2 servers at the same
+    # load wait less: a budget of 0.5 s takes one server, 0.49 s two
+    assert mdc_servers_for_wait(0.5, 1.0, [0.5, 0.49]).tolist() == [1.0, 2.0]
+    # nothing arriving: one server; a target the prompt alone misses (a negative budget): none
+    assert mdc_servers_for_wait(0.0, 0.04, 0.1) == 1.0
+    assert np.isnan(mdc_servers_for_wait([1.0, 1.0], 0.04, [-0.1, np.nan])).all()

@@ -1110,10 +1110,11 @@ def test_the_cost_at_a_traffic_is_its_gpus_around_the_clock():
     assert r.json()["serving"]["usd_per_million_output_tokens_at_traffic"] is None
 
 
-def _sized_one_at_a_time(g, target, tokens):
+def _sized_one_at_a_time(g, target, tokens, ttft_target_s=None):
     """The choice at one traffic as it was made before every traffic was sized at once: every
-    feasible disaggregated row's pools sized for it (a grid copy), then the fewest GPUs among the
-    rows meeting the target (ties: tokens/s per GPU, speed, fewer deployment GPUs, the first)."""
+    feasible disaggregated row's pools sized for it (a grid copy; prefill pools for the TTFT
+    target), then the fewest GPUs among the rows meeting the target whose lone prompt is within
+    the TTFT target (ties: tokens/s per GPU, speed, fewer deployment GPUs, the first)."""
     from dataclasses import replace
 
     import numpy as np
@@ -1125,12 +1126,13 @@ def _sized_one_at_a_time(g, target, tokens):
     keep = g.feasible[p["rows"]]
     sub = lambda cols: {k: v[keep] for k, v in cols.items()}  # noqa: E731
     with np.errstate(all="ignore"):
-        cols = traffic_pools(g.ph, sub(p["x"]), p["rate"][keep], sub(p["prefill"]), tokens)
+        cols = traffic_pools(g.ph, sub(p["x"]), p["rate"][keep], sub(p["prefill"]), tokens, ttft_target_s)
     for key, value in cols.items():
         rows[key] = rows[key].copy()
         rows[key][p["rows"][keep]] = value
     tps, gpus, speed = rows["tokens_per_s_per_gpu"], rows["deployment_gpus"], 1.0 / rows["tpot_s"]
-    ok = np.flatnonzero(g.feasible & (speed >= target))
+    within = g.feasible if ttft_target_s is None else g.feasible & (rows["ttft_s"] < ttft_target_s)
+    ok = np.flatnonzero(within & (speed >= target))
     need = f.gpus_for_traffic(tokens, tps[ok], gpus[ok])
     i = int(ok[best_of(-need, np.ones(len(ok), dtype=bool), tps[ok], speed[ok], -gpus[ok])])
     return i, replace(g, rows=rows, derived={})
@@ -1158,7 +1160,7 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
     chosen = set()
     for k, value in enumerate(rps):
         tokens = value * g.ph.osl
-        i, grid = _sized_one_at_a_time(g, target, tokens)
+        i, grid = _sized_one_at_a_time(g, target, tokens, sizer.ttft_target_s)
         assert sized.rows[k] == i, value
         chosen.add((i, bool(grid.rows["disagg"][i])))
         old = serving(grid, i, "target", target_tokens_per_s_per_user=target, target_met=sized.met)
@@ -1179,6 +1181,11 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
                 ),
                 "prefill_queue_s": wait,
                 "ttft_at_traffic_s": None if wait is None else old.ttft_s + wait,
+                "prefill_utilisation": None
+                if wait is None
+                else value / copies * old.prefill_instance_s / old.prefill_instances,
+                "ttft_target_s": 2.0,  # the scenarios' (MLPerf's server TTFT)
+                "ttft_target_met": True,
             }
         )
         new = traffic_point(sizer.point(int(sized.rows[k]), sized.met), fields, k)
@@ -3010,23 +3017,27 @@ def test_a_borrowed_stage_bound_names_the_stack_that_published_it():
     assert rule in r.stderr, r.stderr
 
 
-def test_a_prefill_pool_at_its_rate_has_no_steady_wait_and_an_aggregated_one_none(catalog):
-    # serving.prefill_queue_s: a pool sized for a traffic waits (M/D/c), more the nearer its rate;
-    # at exactly its rate (requests/s x prefill_instance_s a whole number of instances: the sizing
-    # allows it) the wait has no bound, which a number cannot carry: null, as without a traffic
+def test_a_prefill_pool_at_its_rate_gets_one_more_instance_and_an_aggregated_one_no_wait(catalog):
+    from ipd_cli.engine.serving.evaluate import prefill_pool_for_ttft
+
+    # serving.prefill_queue_s: a pool sized for a traffic waits (M/D/c), more the nearer its rate.
+    # It was sized at ceil(requests/s x prefill_instance_s), so at a whole number of instances
+    # (DeepSeek-V3 on Rubin at 195.9/s, 2026-12-05) rho was 1 and the wait unbounded (null); sized
+    # for the TTFT target, the pool is the least past its rate that meets it: rho < 1, a finite wait
     def at(rps, **pins):
         return estimate_serving(catalog, "vera-rubin", "deepseek-v3", requests_per_s=rps, **pins).serving
 
     sv = at(100.0, disaggregated=True)
     assert sv.prefill_queue_s > 0 and sv.ttft_at_traffic_s == sv.ttft_s + sv.prefill_queue_s
-    full = sv
-    for _ in range(3):  # a traffic may choose another prefill instance: size again at its rate
-        rps = full.prefill_instances / full.prefill_instance_s
-        full = at(rps, disaggregated=True)
-        if rps * full.prefill_instance_s == full.prefill_instances:
-            break
-    assert rps * full.prefill_instance_s == full.prefill_instances  # rho = 1 (2026-12-05: 195.9/s)
-    assert full.prefill_queue_s is None and full.ttft_at_traffic_s is None
+    assert sv.ttft_target_s == 2.0 and sv.ttft_target_met  # the catalog's (MLPerf's server TTFT)
+    # a pool of exactly its rate's work, 200/s x 10 ms = 2 instances, by the formula: one more
+    assert prefill_pool_for_ttft(200.0, 0.01, 0.02, 2.0) == 3.0
+    assert f.whole_count(200.0 * 0.01) == 2.0  # as it was sized: rho = 1
+    # the traffic's own deployment, its pool at its rate's work: a finite wait within the target
+    rps = sv.prefill_instances / sv.prefill_instance_s
+    full = at(rps, disaggregated=True)
+    assert full.prefill_utilisation < 1 and 0 < full.prefill_queue_s < math.inf
+    assert 0 < full.prefill_queue_s < math.inf and full.ttft_at_traffic_s <= full.ttft_target_s
     agg = at(1.0, disaggregated=False)
     assert agg.prefill_queue_s is None and agg.ttft_at_traffic_s is None
     plain = estimate_serving(catalog, "vera-rubin", "deepseek-v3", disaggregated=True).serving

@@ -10,6 +10,7 @@ law holds on every point of a frontier. A few good examples, not a sweep: the su
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 
@@ -427,3 +428,44 @@ def test_a_layout_pin_never_serves_a_traffic_on_fewer_gpus_than_the_search(
         for layout in ("pp1", "dep" if "llama" not in model else "tp"):
             pinned = estimate_serving(catalog, hw, model, layout=layout, **kw).serving
             assert searched.gpus_for_traffic <= pinned.gpus_for_traffic, (layout, pinned.configuration)
+
+
+@pytest.mark.parametrize("rps", [3.0, 195.923, 2000.0])
+def test_at_a_traffic_the_ttft_is_within_its_target_and_a_looser_target_takes_no_more_gpus(catalog, rps):
+    # serving.ttft_target_s: the prefill pool is the fewest instances whose M/D/c wait + the lone
+    # prompt's TTFT is within the target; the wait is finite there (rho < 1), and a looser target
+    # never takes more GPUs for the traffic (the rows within a tight target are within a loose
+    # one, each row's pool no larger)
+    gpus = []
+    for target in (0.03, 0.05, 0.2, 2.0, 60.0):
+        sv = estimate_serving(
+            catalog, "vera-rubin", "deepseek-v3", requests_per_s=rps, ttft_target_s=target
+        ).serving
+        assert sv.ttft_target_s == target
+        if sv.ttft_target_met and sv.disaggregated:
+            assert sv.prefill_utilisation < 1 and sv.prefill_queue_s is not None
+            assert sv.ttft_at_traffic_s <= target
+        gpus.append(sv.gpus_for_traffic)
+    assert gpus == sorted(gpus, reverse=True), gpus
+
+
+def test_a_ttft_target_no_prompt_meets_is_flagged_and_its_pool_least_stable(catalog):
+    # as a missed speed target: no lone prompt within it -> ttft_target_met false, the fewest GPUs
+    # with the prefill pool at floor(a) + 1 (rho < 1), and a warning in the CLI
+    from typer.testing import CliRunner
+
+    from ipd_cli.cli import app
+
+    sv = estimate_serving(
+        catalog, "vera-rubin", "deepseek-v3", requests_per_s=500.0, ttft_target_s=1e-4, disaggregated=True
+    ).serving
+    assert sv.ttft_target_met is False and sv.ttft_s > 1e-4
+    a = sv.traffic_requests_per_s / sv.instances_for_traffic * sv.prefill_instance_s
+    assert sv.prefill_instances == math.floor(a) + 1 and sv.prefill_utilisation < 1
+    r = CliRunner().invoke(
+        app,
+        ["serve", "--hardware", "vera-rubin", "--model", "deepseek-v3", "--requests-per-s", "500",
+         "--set", "serving.ttft_target_s=0.0001", "-f", "json"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert "misses the time-to-first-token target of 0.0001 s (serving.ttft_target_s)" in r.stderr

@@ -1439,6 +1439,11 @@ class ServingEfficiency(Strict):
         "instances",
         description="decode instances per prefill pool tried when sizing disaggregated xPyD pools",
     )
+    ttft_target_s: Sourced = unit(
+        "s",
+        description="at a traffic, the mean time to first token (queue wait + prefill + KV hand-off) a "
+        "disaggregated deployment's prefill pool is sized for, where the workload sets none",
+    )
     step_floor_exponent: Sourced = unit(
         "exponent",
         description="how a layer's floor and its work combine: time = (floor^p + work^p)^(1/p); "
@@ -1977,6 +1982,12 @@ class ScenarioServing(Strict):
         "(input + output) tokens a call on average",
     )
     tokens_per_user_s: Num | None = Field(default=None, gt=0, description="interactivity target")
+    ttft_target_s: Num | None = Field(
+        default=None,
+        gt=0,
+        description="the mean time to first token at the scenario's traffic (queue wait + prefill) "
+        "the prefill pool is sized for; unset: the catalog's serving.ttft_target_s",
+    )
     precision: Precision | None = None
     speculative: Speculative | None = Field(
         default=None,

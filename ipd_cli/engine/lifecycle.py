@@ -557,7 +557,42 @@ def _prefill_queue_steps(point: Serving) -> list[Step]:
             "ttft_s + prefill_queue_s (the mean time to first token at the traffic)",
             {"ttft_s": point.ttft_s, "prefill_queue_s": point.prefill_queue_s},
         ),
+        *_prefill_pool_steps(point, copies),
     ]
+
+
+def _prefill_pool_steps(point: Serving, copies: int) -> list[Step]:
+    """The prefill pool's utilisation at the traffic, and the target its size was chosen for."""
+    if point.prefill_utilisation is None:
+        return []
+    rho = Step(
+        "serving.prefill_utilisation",
+        point.prefill_utilisation,
+        "traffic_requests_per_s / instances_for_traffic x prefill_instance_s / prefill_instances",
+        {
+            "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
+            "instances_for_traffic": copies,
+            "prefill_instance_s": point.prefill_instance_s,
+            "prefill_instances": point.prefill_instances,
+        },
+    )
+    if point.ttft_target_s is None:
+        return [rho]
+    how = (
+        "the fewest prefill_instances c with ttft_s + the M/D/c wait (serving.prefill_queue_s's "
+        "formula at c) <= ttft_target_s (the wait falls as c grows)"
+        if point.ttft_target_met
+        else "no configuration's ttft_s is below ttft_target_s: the least stable pool, "
+        "floor(traffic_requests_per_s x prefill_instance_s) + 1 (rho < 1)"
+    )
+    target = Step(
+        "serving.ttft_target_s",
+        point.ttft_target_s,
+        "the mean time to first token at the traffic the prefill pool is sized for; prefill_instances: "
+        + how,
+        {"ttft_target_s": point.ttft_target_s},
+    )
+    return [rho, target]
 
 
 def _latency_steps(point: Serving) -> list[Step]:
@@ -1468,6 +1503,7 @@ def _serve_args(cat: Catalog, hardware: str, model: str, sv: Any) -> dict[str, A
         tokens_per_user_s=sv.tokens_per_user_s,
         speculative=sv.speculative,
         instance="best",
+        ttft_target_s=sv.ttft_target_s,
     )
 
 
@@ -1729,6 +1765,7 @@ _SERVING_INPUTS = {
     "output tokens per request": "output_tokens_per_request",
     "target speed per user": "tokens_per_user_s",
     "speculative decoding": "speculative",
+    "TTFT target at a traffic": "ttft_target_s",
 }
 
 
@@ -1797,6 +1834,7 @@ _STAGE_FIELDS: dict[str, dict[str, str]] = {
     "serving": {
         "precision": "precision",
         "tokens_per_user_s": "tokens_per_user_s",
+        "ttft_target_s": "ttft_target_s",
         "input_tokens": "input_tokens_per_request",
         "output_tokens": "output_tokens_per_request",
         "speculative": "speculative",

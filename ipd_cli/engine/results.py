@@ -455,6 +455,24 @@ class Serving(Result):
         description="ttft_s + prefill_queue_s: the mean time to first token at the traffic (ttft_s "
         "stays the lone prompt's, the input of tokens_per_s_per_user and request_tokens_per_s)",
     )
+    prefill_utilisation: float | None = Field(
+        default=None,
+        description="at a traffic, a disaggregated deployment's prefill pool utilisation rho = "
+        "traffic_requests_per_s / instances_for_traffic x prefill_instance_s / prefill_instances "
+        "(None where prefill_queue_s is)",
+    )
+    ttft_target_s: float | None = Field(
+        default=None,
+        description="at a traffic, the mean time to first token the prefill pool is sized for "
+        "(serving.ttft_target_s in the catalog, a scenario's serving.ttft_target_s): the fewest "
+        "prefill instances whose ttft_at_traffic_s is within it",
+    )
+    ttft_target_met: bool | None = Field(
+        default=None,
+        description="whether some configuration's lone prompt (ttft_s) is within ttft_target_s (false: "
+        "none is; the deployment is then the fewest GPUs with its prefill pool at the least stable "
+        "count, rho < 1). None without a traffic",
+    )
     configuration: str = Field(
         default="",
         description="the deployment, named: 'DEP8 batch 256' (batch per scheduler rank), 'TP8 PP4 batch "

@@ -88,6 +88,9 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("target_met", "  meets the interactivity target", "", NA),
         ("ttft_s", "Time to first token (a lone prompt)", "s", LO),
         ("ttft_at_traffic_s", "  at the traffic (prefill queue included)", "s", LO),
+        ("ttft_target_s", "  target at the traffic (prefill pool sized for it)", "s", NA),
+        ("ttft_target_met", "  some configuration's lone prompt within it", "", NA),
+        ("prefill_utilisation", "  prefill pool utilisation at the traffic", "", NA),
         ("tpot_ms", "Time per output token", "ms", LO),
         ("usd_per_million_output_tokens", "Cost per M output tokens", "USD", LO),
         ("usd_per_million_output_tokens_at_traffic", "  at the traffic (its GPUs all day)", "USD", LO),
@@ -966,6 +969,14 @@ def warnings(
                     if isinstance(s.get("intelligence_per_dollar"), dict)
                     else ""
                 )
+            )
+        if isinstance(point, dict) and point.get("ttft_target_met") is False:
+            out.append(
+                f"{hw}: serving misses the time-to-first-token target of "
+                f"{fmt_num(point.get('ttft_target_s'))} s (serving.ttft_target_s): no configuration's "
+                f"lone prompt is within it (the chosen one's takes {fmt_num(point.get('ttft_s'))} s), "
+                "so its prefill pool is the least stable one (rho < 1), not sized for the target; "
+                "raise the target or serve on another system"
             )
     bases = pricing_bases(rows)
     if len(bases) > 1:

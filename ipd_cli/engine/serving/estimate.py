@@ -570,18 +570,25 @@ class TrafficSizer:
     target: float | None
     concurrency: int | None = None
     name: str = ""  # the system's, for messages
+    ttft_target_s: float | None = None  # the mean time to first token the prefill pools are sized for
+    ttft_met: bool | None = None  # whether some row's lone prompt is within it (set by :meth:`size`)
 
     def size(self, requests_per_s: Any) -> tuple[Sized, dict[str, Any]]:
         import numpy as np
 
         rps = np.asarray(requests_per_s, dtype=float).reshape(-1)
-        sized = choose_for_traffic(self.g, self.target, rps * self.g.ph.osl)
+        sized = choose_for_traffic(self.g, self.target, rps * self.g.ph.osl, self.ttft_target_s)
+        self.ttft_met = sized.ttft_met
         return sized, traffic_fields(self.g, sized.rows, sized.cols, rps)
 
     def point(self, i: int, met: bool | None) -> Serving:
         """Row ``i``'s block at the operating point (before a traffic sets its fields)."""
         op, extra = _operating_mode(self.concurrency, self.target, met)
-        return serving(self.g, i, op, **extra)
+        return serving(self.g, i, op, **extra, **self.ttft_fields())
+
+    def ttft_fields(self) -> dict[str, Any]:
+        """The block's ``ttft_target_s`` and ``ttft_target_met`` (the latter once sized)."""
+        return dict(ttft_target_s=self.ttft_target_s, ttft_target_met=self.ttft_met)
 
 
 def estimate_serving(
@@ -610,6 +617,7 @@ def estimate_serving(
     stack: str | None = None,
     requests_per_s: float | None = None,
     output_tokens_per_day: float | None = None,
+    ttft_target_s: float | None = None,
     pricing: str = "rental",
     origin: str = CLI,
 ) -> ServeResult:
@@ -630,7 +638,10 @@ def estimate_serving(
     traffic level (``requests_per_s`` or ``output_tokens_per_day``) takes, among the same
     configurations, the one that serves it on the fewest GPUs: whole copies of an aggregated
     instance, disaggregated pools sized for the traffic (``gpus_for_traffic``,
-    ``instances_for_traffic``; ties: the most tokens/s per GPU).
+    ``instances_for_traffic``; ties: the most tokens/s per GPU), among the configurations whose
+    lone prompt is within ``ttft_target_s`` (None: the catalog's ``serving.ttft_target_s``), with
+    prefill pools of the fewest instances that hold the mean time to first token at the traffic
+    (prefill queue included) within it (``ttft_target_met`` false where no lone prompt is).
     ``speculative`` pins speculative decoding ("off", "on" or a draft depth; None or "auto": the
     search tries none and every depth with a measured acceptance); ``stack`` names the serving
     stack (None: the best published stack of the accelerator's family).
@@ -656,7 +667,8 @@ def estimate_serving(
     traffic = _requests_per_s(requests_per_s, output_tokens_per_day, g.ph.osl)
     choice = None
     if traffic is not None:
-        choice = TrafficSizer(g, tokens_per_user_s, concurrency, ctx.name).size([traffic])
+        sizer = TrafficSizer(g, tokens_per_user_s, concurrency, ctx.name, ttft_target(ctx, ttft_target_s))
+        choice = sizer.size([traffic])
         daily = output_tokens_per_day is not None
         value = output_tokens_per_day if daily else requests_per_s
         check_traffic_gpus(choice[1], "output_tokens_per_day" if daily else "requests_per_s", value, ctx.name)
@@ -666,7 +678,7 @@ def estimate_serving(
         readings.append(speed_reading(g, i, tokens_per_user_s))
     point = serving(g, i, op, **extra)
     if choice is not None:
-        point = traffic_point(point, choice[1])
+        point = traffic_point(point, choice[1]).model_copy(update=sizer.ttft_fields())
     return ServeResult(
         hardware=ctx.name, description=ctx.system.description, serving=point, assumptions=ctx.trace.items
     )
@@ -684,6 +696,7 @@ def traffic_sizer(
     tokens_per_user_s: float | None = None,
     speculative: str | int | None = None,
     instance: str = "best",
+    ttft_target_s: float | None = None,
     pricing: str = "rental",
     origin: str = CLI,
 ) -> TrafficSizer:
@@ -697,7 +710,18 @@ def traffic_sizer(
         context_tokens=context_tokens,
     )  # fmt: skip
     g = _searched(ctx, shape, pins_of(), instance, tokens_per_user_s)
-    return TrafficSizer(g, tokens_per_user_s, None, ctx.name)
+    return TrafficSizer(g, tokens_per_user_s, None, ctx.name, ttft_target(ctx, ttft_target_s))
+
+
+def ttft_target(ctx: ServingContext, given: float | None) -> float:
+    """The mean time to first token a traffic's prefill pool is sized for: ``given`` (a
+    workload's), else the catalog's ``serving.ttft_target_s``; traced either way."""
+    if given is None:
+        return float(ctx.take("TTFT target at a traffic", "ttft_target_s"))
+    if not (math.isfinite(given) and given > 0):
+        raise InputError(f"`ttft_target_s` must be a finite number > 0 (seconds), got {given}")
+    ctx.trace.given("TTFT target at a traffic", given, "s", ctx.origin)
+    return float(given)
 
 
 def _searched(ctx: ServingContext, shape: Shape, pins: Pins, instance: str, target: float | None) -> Grid:

@@ -630,19 +630,46 @@ def pool_columns(ph: Physics, x: Columns, rate, prefill: Columns, n_dec, n_pre, 
     )
 
 
-def traffic_pools(ph: Physics, x: Columns, rate, prefill: Columns, tokens_per_s: float) -> Columns:
+def traffic_pools(
+    ph: Physics, x: Columns, rate, prefill: Columns, tokens_per_s: float, ttft_target_s: float | None = None
+) -> Columns:
     """:func:`pool_columns` of the pools a traffic of ``tokens_per_s`` output tokens/s needs: the
     fewest decode instances that keep up with it, ceil(traffic / rate), and the fewest prefill
-    instances, ceil(traffic / prefill rate), as one deployment behind one router. Paid GPUs grow
+    instances that keep the time to first token at the traffic within ``ttft_target_s``
+    (:func:`prefill_pool_for_ttft`), as one deployment behind one router. Paid GPUs grow
     with either pool and are additive over copies, so this is never more GPUs than whole copies of
-    any xPyD unit that serves the traffic (the unit with the most tokens/s per GPU included), and
-    never more for a faster decode instance (a larger batch): a speed target that leaves a larger
-    batch never makes the traffic take more GPUs."""
+    any xPyD unit that serves the traffic at the target, and never more for a faster decode
+    instance (a larger batch): a speed target that leaves a larger batch never makes the traffic
+    take more GPUs. Without a target, the fewest prefill instances that keep up,
+    ceil(traffic / prefill rate) (a pool at rho up to 1, whose wait has no bound)."""
     import numpy as np
 
     n_dec = np.maximum(f.whole_count(tokens_per_s / rate), 1.0)
-    n_pre = np.maximum(f.whole_count(tokens_per_s * prefill["prefill_s"] / ph.osl), 1.0)
+    requests = tokens_per_s / ph.osl
+    if ttft_target_s is None:
+        n_pre = np.maximum(f.whole_count(requests * prefill["prefill_s"]), 1.0)
+    else:
+        lone = prefill["latency_s"] + prefill["handoff_s"]
+        n_pre = prefill_pool_for_ttft(requests, prefill["prefill_s"], lone, ttft_target_s)
     return pool_columns(ph, x, rate, prefill, n_dec, n_pre)
+
+
+def prefill_pool_for_ttft(requests_per_s, prefill_s, ttft_s, ttft_target_s):
+    """Prefill instances of ``prefill_s`` seconds a request that hold the mean time to first token
+    at ``requests_per_s`` (Poisson) within ``ttft_target_s``: the fewest c with ``ttft_s`` (a lone
+    prompt's, hand-off included) + the pool's M/D/c wait (:func:`queueing.mdc_wait_s`) <= the
+    target (:func:`queueing.mdc_servers_for_wait`), arrays. Where the lone prompt alone reaches
+    the target no pool meets it: the least stable pool (rho < 1), floor(requests x prefill_s) + 1,
+    which the choice flags (:func:`traffic.choose_for_traffic`)."""
+    import numpy as np
+
+    from .queueing import mdc_servers_for_wait
+
+    budget = ttft_target_s - ttft_s
+    with np.errstate(invalid="ignore"):
+        fits = mdc_servers_for_wait(requests_per_s, prefill_s, np.where(budget > 0, budget, np.nan))
+        least = np.floor(requests_per_s * prefill_s) + 1
+    return np.where(budget > 0, fits, least)
 
 
 def _deployment_cost(ph: Physics, prefill: Columns, x: Columns):

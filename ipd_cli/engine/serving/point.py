@@ -262,10 +262,11 @@ TRAFFIC_FIELDS = (
     "usd_per_million_output_tokens_at_traffic",
     "prefill_queue_s",
     "ttft_at_traffic_s",
+    "prefill_utilisation",
 )
 # of them, those an aggregated row (or a pool at its capacity) has not (NaN in :func:`traffic_fields`'
 # arrays, None in its block)
-UNMODELLED = ("prefill_queue_s", "ttft_at_traffic_s")
+UNMODELLED = ("prefill_queue_s", "ttft_at_traffic_s", "prefill_utilisation")
 WHOLE = ("decode_instances", "prefill_instances", "gpus_for_traffic", "instances_for_traffic")
 
 
@@ -316,6 +317,9 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
             ),
             prefill_queue_s=(wait := prefill_queue_s(g, rows, cols, rps, copies)),
             ttft_at_traffic_s=r["ttft_s"][rows] + wait,
+            prefill_utilisation=np.where(
+                np.isnan(wait), np.nan, rps / copies * r["prefill_instance_s"][rows] / n_pre
+            ),
         )
 
 

@@ -85,3 +85,54 @@ def mdc_wait_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
     wait = np.where(stable & (as_ > 0), wait, 0.0)
     wait = np.where(ok & ~stable, np.inf, wait)
     return np.where(ok, wait, np.nan)
+
+
+# extra servers tried beyond the least stable pool, doubled each round: 2^60 is past any pool
+GALLOP_ROUNDS = 60
+
+
+def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> Any:
+    """The fewest servers whose :func:`mdc_wait_s` is at most ``wait_s`` (seconds), on arrays
+    (broadcast): the least stable pool, floor(a) + 1 with a = lambda x S (rho < 1), or more. The
+    wait falls as servers are added (Erlang C does; the correction only shrinks with c), so the
+    smallest count is found by doubling the servers added until the wait fits, then halving the
+    gap: about 2 log2 of the servers added, every element at once. NaN where ``wait_s`` is not a
+    number >= 0 (a target the service alone misses) or an input is not a number; the least stable
+    pool (at least 1) where nothing arrives."""
+    import numpy as np
+
+    lam, s, w = np.broadcast_arrays(
+        np.asarray(arrivals_per_s, dtype=float),
+        np.asarray(service_s, dtype=float),
+        np.asarray(wait_s, dtype=float),
+    )
+    shape = lam.shape
+    lam, s, w = lam.reshape(-1), s.reshape(-1), w.reshape(-1)
+    a = lam * s
+    ok = np.isfinite(a) & (a >= 0) & np.isfinite(s) & (w >= 0)  # NaN w fails too
+    low = np.where(ok, np.floor(np.where(ok, a, 0.0)) + 1, np.nan)  # the least stable pool
+    fits = lambda c, i: mdc_wait_s(lam[i], s[i], c) <= w[i]  # noqa: E731
+    bad = np.zeros(len(a), dtype=bool)
+    live = np.flatnonzero(ok)
+    live = live[~fits(low[live], live)]
+    # low fails: double the servers added until they fit (high), the last failing count below
+    high, step = low.copy(), np.ones(len(a))
+    for _ in range(GALLOP_ROUNDS):
+        if not len(live):
+            break
+        high[live] = low[live] + step[live]
+        done = fits(high[live], live)
+        low[live[~done]] = high[live[~done]]
+        step[live[~done]] *= 2
+        live = live[~done]
+    bad[live] = True  # never fits within 2^60 servers more: no count (a wait_s of 0 with arrivals)
+    # between low (fails) and high (fits), where low failed
+    live = np.flatnonzero(ok & ~bad & (high > low))
+    while len(live):
+        mid = np.floor((low[live] + high[live]) / 2)
+        done = fits(mid, live)
+        high[live[done]] = mid[done]
+        low[live[~done]] = mid[~done]
+        live = live[high[live] - low[live] > 1]
+    out = np.where(ok & ~bad, high, np.nan)
+    return out.reshape(shape)

@@ -45,6 +45,8 @@ class Sized:
     rows: Any
     met: bool | None
     cols: dict[str, Any]
+    # whether some row's time to first token at the traffic met ``ttft_target_s`` (None: no target)
+    ttft_met: bool | None = None
 
 
 def _best_columns(mask: Any, keys: list[Any]) -> Any:
@@ -80,13 +82,24 @@ def _pool_index(g: Any) -> Any:
     return pos
 
 
-def choose_for_traffic(g: Any, target: float | None, tokens_per_s: Any) -> Sized:
+def choose_for_traffic(
+    g: Any, target: float | None, tokens_per_s: Any, ttft_target_s: float | None = None
+) -> Sized:
     """The row :func:`estimate.choose` takes for each of ``tokens_per_s`` (output tokens/s, an
-    array), every value at once; with each chosen row's columns at its traffic."""
+    array), every value at once; with each chosen row's columns at its traffic. With a
+    ``ttft_target_s``, the rows whose lone prompt (``ttft_s``) is within it, their prefill pools
+    sized to keep the time to first token at the traffic within it
+    (:func:`evaluate.prefill_pool_for_ttft`); where no row's is, every row (pools at their least
+    stable count) and ``ttft_met`` False, as a missed speed target takes the rows that miss it."""
     import numpy as np
 
     tokens = np.asarray(tokens_per_s, dtype=float).reshape(-1)
     r, ok = g.rows, g.feasible
+    ttft_met = None
+    if ttft_target_s is not None:
+        within = ok & (r["ttft_s"] < ttft_target_s)
+        ttft_met = bool(within.any())
+        ok = within if ttft_met else ok
     tps, usr, gpus = r["tokens_per_s_per_gpu"], r["tokens_per_s_per_user"], r["deployment_gpus"]
     speed = 1.0 / r["tpot_s"] if target is not None else usr
     meets = ok & (speed >= target) if target is not None else ok
@@ -95,7 +108,7 @@ def choose_for_traffic(g: Any, target: float | None, tokens_per_s: Any) -> Sized
     bound = None
     if meets.any():
         cand = _candidates(np.flatnonzero(meets), pos, tps, speed, gpus)
-        bound = _Bound(g, cand, pos)
+        bound = _Bound(g, cand, pos, ttft_target_s)
     else:  # the fastest rows (speed moves with no traffic), then tokens/s per GPU, fewer GPUs
         cand = np.flatnonzero(ok)
         s = near_max(speed, ok)[cand]  # a tie in the last bits is a tie
@@ -112,7 +125,7 @@ def choose_for_traffic(g: Any, target: float | None, tokens_per_s: Any) -> Sized
         start += width
         t = tokens[at]
         keep = cand if bound is None else bound.candidates(t)
-        block = _columns(g, keep, pos, t)
+        block = _columns(g, keep, pos, t, ttft_target_s)
         bt, bg = block["tokens_per_s_per_gpu"], block["deployment_gpus"]
         if bound is not None:
             with np.errstate(all="ignore"):
@@ -124,7 +137,7 @@ def choose_for_traffic(g: Any, target: float | None, tokens_per_s: Any) -> Sized
         rows[at] = keep[best]
         for k in cols:
             cols[k][at] = block[k][best, np.arange(len(t))]
-    return Sized(rows, met, cols)
+    return Sized(rows, met, cols, ttft_met)
 
 
 class _Bound:
@@ -138,10 +151,10 @@ class _Bound:
 
     PROBE = 16  # sized rows probed, by each bound
 
-    def __init__(self, g: Any, cand: Any, pos: Any) -> None:
+    def __init__(self, g: Any, cand: Any, pos: Any, ttft_target_s: float | None = None) -> None:
         import numpy as np
 
-        self.g, self.pos, self.cand = g, pos, cand
+        self.g, self.pos, self.cand, self.ttft = g, pos, cand, ttft_target_s
         sized = pos[cand] >= 0
         self.fixed, self.sized = cand[~sized], cand[sized]
         if not len(self.sized):
@@ -167,7 +180,7 @@ class _Bound:
 
         if len(self.sized) <= 4 * self.PROBE:
             return self.cand
-        block = _columns(self.g, self.probe, self.pos, tokens)
+        block = _columns(self.g, self.probe, self.pos, tokens, self.ttft)
         with np.errstate(all="ignore"):
             need = f.gpus_for_traffic(
                 tokens[None, :], block["tokens_per_s_per_gpu"], block["deployment_gpus"]
@@ -193,9 +206,9 @@ def _candidates(rows: Any, pos: Any, tps: Any, speed: Any, gpus: Any) -> Any:
     return np.sort(np.concatenate([fixed, rows[pos[rows] >= 0]]))
 
 
-def _columns(g: Any, cand: Any, pos: Any, tokens: Any) -> dict[str, Any]:
+def _columns(g: Any, cand: Any, pos: Any, tokens: Any, ttft_target_s: float | None = None) -> dict[str, Any]:
     """The :data:`POOL_COLUMNS` of rows ``cand`` at each of ``tokens`` (rows x values): the grid's
-    own, or the pools sized for the traffic (:func:`evaluate.traffic_pools`)."""
+    own, or the pools sized for the traffic (:func:`evaluate.traffic_pools`, at ``ttft_target_s``)."""
     import numpy as np
 
     r = g.rows
@@ -212,7 +225,7 @@ def _columns(g: Any, cand: Any, pos: Any, tokens: Any) -> dict[str, Any]:
         x = {k: v[i][:, None] for k, v in p["x"].items()}
         pre = {k: v[i][:, None] for k, v in p["prefill"].items()}
         with np.errstate(all="ignore"):
-            cols = traffic_pools(g.ph, x, p["rate"][i][:, None], pre, tokens[None, :])
+            cols = traffic_pools(g.ph, x, p["rate"][i][:, None], pre, tokens[None, :], ttft_target_s)
         for k in POOL_COLUMNS:
             full = np.array(out[k])
             full[sized] = cols[k]
