@@ -278,7 +278,8 @@ def test_explain_gives_the_stages_that_ran_where_another_cannot(catalog):
     # each RL and serving line Rubin has, A100 has, at the value of its own block
     # but the prefill pool's wait at the traffic: A100 serves aggregated, with no prefill pool
     assert a100.serving.disaggregated is False and a100.serving.prefill_queue_s is None
-    pool = {"serving.prefill_queue_s", "serving.ttft_at_traffic_s"}
+    pool = {"serving.prefill_queue_s", "serving.ttft_at_traffic_s", "serving.prefill_utilisation"}
+    pool |= {"serving.ttft_target_s"}  # the prefill pool's size: explained with its utilisation
     for metric in (m for m in rubin - pool if m.startswith(("rl.", "serving."))):
         assert metric in rows, metric
         field = rows[metric]["field"]

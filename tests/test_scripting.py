@@ -365,6 +365,8 @@ def test_explain_derives_the_serving_deployment_and_the_costs(explained):
         "serving.prefill_instance_s",
         "serving.prefill_queue_s",
         "serving.ttft_at_traffic_s",
+        "serving.prefill_utilisation",
+        "serving.ttft_target_s",
         "serving.usd_per_million_output_tokens",
         "serving.total_tokens_per_s_per_gpu",
         "serving.usd_per_million_total_tokens",

@@ -89,6 +89,12 @@ def mdc_wait_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
 
 # extra servers tried beyond the least stable pool, doubled each round: 2^60 is past any pool
 GALLOP_ROUNDS = 60
+# offered loads (instances of work) past which the count is searched on the wait's bound (Erlang C
+# taken as 1: a few instances more at most) instead of Erlang's sum, which takes about sqrt(a)
+# steps; a million instances is past any cluster. Past 2^52 a unit step is below a double's
+# resolution: the count is the load's, floor(a) + 1 (as ceil(a) was), refused downstream
+EXACT_LOAD = 1e6
+RESOLVED_LOAD = 2.0**52
 
 
 def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> Any:
@@ -111,9 +117,17 @@ def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> An
     a = lam * s
     ok = np.isfinite(a) & (a >= 0) & np.isfinite(s) & (w >= 0)  # NaN w fails too
     low = np.where(ok, np.floor(np.where(ok, a, 0.0)) + 1, np.nan)  # the least stable pool
-    fits = lambda c, i: mdc_wait_s(lam[i], s[i], c) <= w[i]  # noqa: E731
+
+    def fits(c: Any, i: Any) -> Any:
+        # Erlang C is at most 1: where the wait with C = 1 fits, so does the wait (no Erlang sum: a
+        # pool of many instances at a target of seconds is most rows)
+        out = wait_bound_s(lam[i], s[i], c) <= w[i]
+        exact = np.flatnonzero(~out & (a[i] <= EXACT_LOAD))
+        out[exact] = mdc_wait_s(lam[i][exact], s[i][exact], c[exact]) <= w[i][exact]
+        return out
+
     bad = np.zeros(len(a), dtype=bool)
-    live = np.flatnonzero(ok)
+    live = np.flatnonzero(ok & (a < RESOLVED_LOAD))
     live = live[~fits(low[live], live)]
     # low fails: double the servers added until they fit (high), the last failing count below
     high, step = low.copy(), np.ones(len(a))
@@ -130,9 +144,24 @@ def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> An
     live = np.flatnonzero(ok & ~bad & (high > low))
     while len(live):
         mid = np.floor((low[live] + high[live]) / 2)
+        moves = (mid != low[live]) & (mid != high[live])  # below 2^52 always
         done = fits(mid, live)
         high[live[done]] = mid[done]
         low[live[~done]] = mid[~done]
-        live = live[high[live] - low[live] > 1]
+        live = live[moves & (high[live] - low[live] > 1)]
     out = np.where(ok & ~bad, high, np.nan)
     return out.reshape(shape)
+
+
+def wait_bound_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
+    """:func:`mdc_wait_s` with Erlang's delay probability taken as 1, its largest: an upper bound
+    on the wait, without the Erlang sum (arrays; servers past the load a = lambda x S)."""
+    import numpy as np
+
+    lam, s, c = (np.asarray(v, dtype=float) for v in (arrivals_per_s, service_s, servers))
+    a = lam * s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = a / c
+        correction = 1 + (1 - rho) * (c - 1) * (np.sqrt(4 + 5 * c) - 2) / (16 * rho * c)
+        bound = 0.5 * s / (c - a) * correction
+    return np.where(a > 0, bound, 0.0)
