@@ -780,6 +780,7 @@ def knobs_of(cat: Catalog, case: Case) -> list[str]:
 SERVING_FIELDS = (
     "step_overhead_us_per_layer",
     "disaggregated_step_overhead_us_per_layer",
+    "draft_pass_overhead_layers",
     "collective_latency_us_scale_out",
     "decode_hbm_efficiency",
     "compute_efficiency_factor",
@@ -787,7 +788,8 @@ SERVING_FIELDS = (
     "moe_compute_share",
     "prefill_moe_compute_share",
 )
-SHARED_FIELDS = ("collective_latency_us_scale_out",)  # one value for every stack and family
+# one value for every stack and family (the draft pass's overhead is counted in its stack's floors)
+SHARED_FIELDS = ("draft_pass_overhead_layers", "collective_latency_us_scale_out")
 
 
 def _serving_knobs(cat: Catalog, case: Case) -> list[str]:

@@ -454,6 +454,8 @@ def test_the_fitted_values_the_readme_lists_are_the_catalogs(catalog):
     # one decode-pool floor for the Blackwell systems and Rubin: the others borrow Blackwell's
     for family in ("grace-blackwell", "blackwell-ultra", "rubin"):
         assert trt[family].disaggregated_step_overhead_us_per_layer is None, family
+    draft = catalog.serving.draft_pass_overhead_layers.value
+    assert f"a speculative draft pass {draft:g} floors around its layer(s)" in _text()
     sglang = sgl["grace-blackwell"].step_overhead_us_per_layer.value
     assert f"{sglang:g} (SGLang on Grace Blackwell" in _text()
     shares = (

@@ -347,8 +347,9 @@ def test_a_missed_service_target_is_marked_in_the_table_and_on_stderr():
     assert "headline" not in r.stderr  # a serving estimate has none
     # priced at its own slower speed, a missed target is not like for like (a procurement review:
     # GB200 at 172 tokens/s per user, its best 137, read "1.62x better" than Rubin, which met it);
-    # what the serving point does not price keeps its ratio, its speed included
-    target = "workload.serving.tokens_per_user_s=172"
+    # what the serving point does not price keeps its ratio, its speed included. 160 since a draft
+    # pass pays the kernels around its layer: Rubin's best is 165 tokens/s per user, GB200's 132
+    target = "workload.serving.tokens_per_user_s=160"
     r = run_cli("compare", "vera-rubin", "blackwell", "--set", target, "-f", "markdown")
     assert r.code == 0 and "| &nbsp;&nbsp;meets the interactivity target |  | yes | NO |" in r.stdout
     assert "ipd: warning: gb200-nvl72: serving misses the target" in r.stderr
@@ -358,7 +359,7 @@ def test_a_missed_service_target_is_marked_in_the_table_and_on_stderr():
         assert rows[f"| {row}"].endswith("| n/a: misses target |"), row
     for row, ratio in [
         ("&nbsp;&nbsp;pre-training (amortised)", "1.99x worse"),  # 178.3M / 89.5M
-        ("Interactivity (1 / TPOT)", "1.26x worse"),  # 172.3 / 137.2
+        ("Interactivity (1 / TPOT)", "1.25x worse"),  # 165 / 132
         ("&nbsp;&nbsp;price", "2.10x better"),  # $8.50 / $4.05
     ]:
         assert rows[f"| {row}"].endswith(f"| {ratio} |"), row
@@ -386,9 +387,10 @@ def test_a_target_met_with_fewer_sequences_than_gpus_is_warned_about():
     # per user sits at the edge of a step, where small changes move the batch)
     # Since a decode stage spans at most its stack's published domains (TensorRT-LLM's two Hopper
     # nodes, which Ampere borrows: 16 GPUs) 50 is out of reach (33.9 at best, on TP16 instances of
-    # one sequence), which 33 takes
+    # one sequence), which 33 takes. At 30: 3 sequences on TP16 since a draft pass pays the kernels
+    # around its layer (serving.draft_pass_overhead_layers)
     args = ("serve", "--hardware", "a100", "--model", "llama-3.1-405b", "-f", "json")
-    for target, users in (("33", 1), ("30", 6)):
+    for target, users in (("33", 1), ("30", 3)):
         r = run_cli(*args, "--tokens-per-user-s", target)
         point = r.json()["serving"]
         assert r.code == 0 and point["target_met"] and point["concurrency"] == users

@@ -1402,6 +1402,12 @@ class ServingEfficiency(Strict):
     step_overhead_us_per_sequence: Sourced = unit(
         "us", 1e-6, description="per decode step and sequence: scheduling, sampling, KV-block bookkeeping"
     )
+    draft_pass_overhead_layers: Sourced = unit(
+        "layers' floors",
+        description="per speculative draft pass, beyond its layer(s): the kernels that embed its input, "
+        "gather and sample its token and ready the next pass, as many layers' floors "
+        "(step_overhead_us_per_layer of the stack)",
+    )
     collective_latency_us_scale_up: Sourced = unit(
         "us", 1e-6, description="fixed latency of one collective (all-reduce, dispatch, combine) in a domain"
     )
@@ -1471,6 +1477,7 @@ class ServingEfficiency(Strict):
         )
         zero_ok += ("eplb_slots_per_gpu",)
         zero_ok += ("collective_latency_us_scale_up", "collective_latency_us_scale_out")
+        zero_ok += ("draft_pass_overhead_layers",)
         _positive_sourced(self, skip=zero_ok)
         for name in zero_ok:
             if getattr(self, name).value < 0:

@@ -29,7 +29,9 @@ busiest GPU:
   KV cache are read once), and drafts k tokens one after another, each through the draft's
   layer(s) and the output head at the sequences' batch: the first of them over the verify's
   1 + k tokens a sequence (the engines' captured draft-extend pass, padded to that width, which
-  also feeds an EAGLE draft's fusing projection), the others over one; a step accepts
+  also feeds an EAGLE draft's fusing projection), the others over one; each pass also pays the
+  kernels around its layer(s) (embedding, the head's gather, sampling, the next pass's inputs)
+  as ``draft_pass_overhead_layers`` layers' floors; a step accepts
   ``spec_tokens[k]`` tokens per sequence on average, so tokens/s per user = accepted tokens /
   step.
 
@@ -457,8 +459,13 @@ def step_terms(
         fc_comp = seqs * width * _per_rank(ph.draft_fc_flops_per_token, 0.0, t) / ph.gemm_rate
         fc_s = firsts * f.roofline_of(fc_mem, fc_comp)
 
+    # each pass also runs the kernels around its layers (its input's embedding and norms, the
+    # head's gather and the sampling, the next pass's inputs and attention metadata): as many
+    # layers' floors as the catalog's draft_pass_overhead_layers, with no work of their own
+    around = ph.draft_pass_overhead_layers * floor
+
     def passes(work, coll):  # a draft pass's layers, each at least its kernels' floor, and collectives
-        return n * f.floor_combined_seconds(floor, work / max(n, 1), p) + coll
+        return n * f.floor_combined_seconds(floor, work / max(n, 1), p) + around + coll
 
     draft_s = firsts * passes(first_work, first_coll) + laters * passes(later_work, later_coll) + fc_s
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies

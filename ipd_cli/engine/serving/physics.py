@@ -53,6 +53,9 @@ class Physics:
     spec_depths: tuple[int, ...]
     spec_tokens: tuple[float, ...]
     draft_layers: int
+    # per draft pass, beyond its layer(s): its input's embedding, the head's gather, the sampling
+    # and the next pass's metadata, as many layers' floors (0 without a draft)
+    draft_pass_overhead_layers: float
     draft_dense_bytes: float  # per draft token: non-routed weights of the draft layer(s) and the head
     draft_expert_bytes: float  # per draft token: routed experts of an MTP layer (0 for EAGLE)
     draft_dense_flops_per_token: float
@@ -632,6 +635,7 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
         "spec_depths": (0,),
         "spec_tokens": (1.0,),
         "draft_layers": 0,
+        "draft_pass_overhead_layers": 0.0,
         "draft_kv_share": 0.0,
         "draft_kv_heads": 1,
         "draft_attn_per_position": 0.0,
@@ -683,11 +687,10 @@ def _speculation(ctx: ServingContext, precision: str, pin, rates: Callable[[], t
         label = f"{name}: tokens per step at draft depth {k}"
         path = f"serving.speculative_methods.{name}.tokens_per_step.{k}"
         tokens.append(ctx.inp.read(path, label, borrowed=note))
-    return (
-        off
-        | {"spec_method": name, "spec_depths": depths, "spec_tokens": tuple(tokens)}
-        | _draft(ctx, m, precision, name, rates, attended)
-    )
+    draft = _draft(ctx, m, precision, name, rates, attended)
+    label = "each draft pass: the kernels around its layers"
+    draft["draft_pass_overhead_layers"] = ctx.take(label, "draft_pass_overhead_layers")
+    return off | {"spec_method": name, "spec_depths": depths, "spec_tokens": tuple(tokens)} | draft
 
 
 def _draft(
