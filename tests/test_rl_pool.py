@@ -153,7 +153,7 @@ def test_the_floor_prunes_no_cheaper_pool(hardware, cap):
         schedule_step_s,
         setup,
     )
-    from ipd_cli.engine.rl.step import _split_candidates, split_gpus
+    from ipd_cli.engine.rl.step import pool_candidates, split_gpus
     from ipd_cli.engine.rl.trainer import trainer_sizes
 
     cat = load(sets=[f"workload.gpus={cap}"])
@@ -165,7 +165,7 @@ def test_the_floor_prunes_no_cheaper_pool(hardware, cap):
     allowed = schedule_step_s(s)
     best = None
     trains = trainer_sizes(s.rates, s.memory.min_gpus, cap - min(pools))
-    gens = _split_candidates(min(pools), cap - trains[0], [*pools, s.system_gpus])[0]
+    gens = pool_candidates(min(pools), cap - trains[0], [*pools, s.system_gpus])
     for t in trains:
         for g in gens:
             if g + t > cap:
@@ -177,3 +177,31 @@ def test_the_floor_prunes_no_cheaper_pool(hardware, cap):
     cost = (chosen.gen_gpus + chosen.train_gpus) * _run_step_s(s, out, chosen.gen_gpus, chosen.train_gpus)
     assert best is not None and cost <= best[0] * (1 + 1e-12), (chosen, best)
     assert chosen.tried < len(trains) * len(gens)  # the floor ruled some out
+
+
+def test_pool_candidates_are_one_grid_the_cap_only_ends():
+    from ipd_cli.engine.rl.step import MAX_SPLITS, POOL_SIZE_RATIO, pool_candidates
+
+    units = [128, 144, 192, 8]
+    small, large = pool_candidates(128, 4000, units), pool_candidates(128, 8000, units)
+    assert small == [g for g in large if g <= 4000]  # a larger cap tries every size a smaller one does
+    assert all(any(g % u == 0 for u in units) for g in large) and large == sorted(set(large))
+    # every multiple of 8 from 128 up to the MAX_SPLITS-th, then steps of the ratio at most
+    assert large[:MAX_SPLITS] == list(range(128, 128 + 8 * MAX_SPLITS, 8))
+    tail = large[MAX_SPLITS - 1 :]
+    assert all(b <= a * POOL_SIZE_RATIO + 8 for a, b in zip(tail, tail[1:], strict=False))
+    # few sizes: every one, as the split search's exact grid
+    assert pool_candidates(128, 600, [128, 144]) == [128, 144, 256, 288, 384, 432, 512, 576]
+    assert pool_candidates(128, 100, units) == []
+
+
+def test_a_larger_cap_never_takes_a_costlier_pool():
+    # H100's 10T SWE step: under caps of 6,000 and 12,000 the cheapest pool is 1,152 generating +
+    # 4,096 training; under 8,192 the cap-dependent grid stepped over 1,152 and took 1,008 + 4,096,
+    # $7,686.5 a step against $7,682.1 (a code review)
+    small, large = (
+        rl(load(sets=[f"workload.gpus={cap}"]), "h100", "rl-swe-agent-10t").rl for cap in (6000, 8192)
+    )
+    assert small.pool_fits_schedule and large.pool_fits_schedule
+    assert _run_usd_per_step(large) <= _run_usd_per_step(small) * (1 + 1e-12)
+    assert (large.gen_gpus, large.train_gpus) == (small.gen_gpus, small.train_gpus) == (1152, 4096)

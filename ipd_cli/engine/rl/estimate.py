@@ -39,9 +39,9 @@ from .result import assemble
 from .step import (
     Step,
     SyncPhase,
-    _split_candidates,
     fewest_split_gpus,
     grown_split,
+    pool_candidates,
     schedule,
     split_gpus,
     step,
@@ -668,12 +668,13 @@ def schedule_step_s(s: Setup) -> float:
 def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) -> PoolChoice:
     """The RL deployment's size: of the pools of ``cap`` GPUs at most, a trainer of one of the plan
     search's sizes (:func:`trainer_sizes`, from the fewest GPUs that hold the training state) beside
-    whole rollout replicas (or whole systems holding one: the split search's generation sizes), the
-    one with the least cost per scheduled step, (generation + trainer GPUs) x (step + its periodic
-    share) (the price and phi / goodput are the same for every pool; the samples per step fixed, so
-    also the least per sample; ties: fewer GPUs), among those whose schedule fits the year
-    (:func:`schedule_step_s`). ``gen`` + ``train``: the cap's fastest split (:func:`split_gpus`),
-    taken where no pool's schedule fits (it is the fastest; a smaller pool is not faster).
+    whole rollout replicas (or whole systems holding one: :func:`step.pool_candidates`, a grid the
+    cap only ends), the one with the least cost per scheduled step, (generation + trainer GPUs) x
+    (step + its periodic share) (the price and phi / goodput are the same for every pool; the
+    samples per step fixed, so also the least per sample; ties: fewer GPUs), among those whose
+    schedule fits the year (:func:`schedule_step_s`). ``gen`` + ``train``: the cap's fastest split
+    (:func:`split_gpus`), taken where no pool's schedule fits (it is the fastest; a smaller pool is
+    not faster).
 
     The grid of pools is weighed at once (numpy): each pool's floor, its soonest rollouts with no
     sandbox bound beside its trainer with no update (:func:`step.step_floor`), x its GPUs; pools are
@@ -694,7 +695,7 @@ def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) ->
     if not trains:
         return capped
     units = [*pools, s.system_gpus] if s.system_gpus else list(pools)
-    gens = _split_candidates(lo_gen, cap - trains[0], units)[0]
+    gens = pool_candidates(lo_gen, cap - trains[0], units)
     s.rollouts.ahead(s.nums, gens, asynchronous, NO_LOAD)  # the soonest rollouts of every size at once
     env = exposed_floor(s.nums, s.host, asynchronous)
     rollout = np.array([s.rollouts.in_group(s.nums, g, asynchronous, None, NO_LOAD)[1] for g in gens]) + env

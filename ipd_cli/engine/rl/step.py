@@ -99,6 +99,35 @@ def _split_candidates(
     return sorted(g for g in sizes if lo <= g <= hi), False
 
 
+# a pool search's generation sizes past its first MAX_SPLITS: one at or above each step of this ratio
+POOL_SIZE_RATIO = 1 + 1 / 128
+
+
+def pool_candidates(lo: int, hi: int, units: Sequence[int], points: int = MAX_SPLITS) -> list[int]:
+    """Generation sizes from ``lo`` to ``hi`` GPUs in whole ``units`` for a pool search: every
+    whole size up to the ``points``-th, then the first whole size at or above each step of
+    POOL_SIZE_RATIO from there. One grid whatever ``hi`` (it only stops there), so a larger cap
+    tries every size a smaller one does and its cheapest pool never costs more (a code review:
+    :func:`_split_candidates`' steps, spread over [lo, hi], moved with the cap, and H100's 10T SWE
+    step took 5,104 GPUs at $7,687 a step under a cap of 8,192 where 6,000 and 12,000 found 5,248 at
+    $7,682)."""
+    units = sorted(set(units))
+    if hi < lo:
+        return []
+    near = sorted({k * u for u in units for k in range(-(-lo // u), -(-lo // u) + points)})
+    sizes = [g for g in near[:points] if g <= hi]
+    if not sizes:
+        return []
+    step = float(near[points - 1])  # the points-th whole size from lo (near holds points a unit)
+    while True:
+        step *= POOL_SIZE_RATIO
+        size = min(-(-math.ceil(step) // u) * u for u in units)
+        if size > hi:
+            return sizes
+        if size > sizes[-1]:
+            sizes.append(size)
+
+
 def fewest_split_gpus(instance_gpus: int, min_train: int) -> int:
     """The fewest GPUs a disaggregated step can run on: one generation instance and a trainer
     that holds the training state."""
