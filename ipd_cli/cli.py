@@ -247,6 +247,8 @@ def price_terms(rows: list, cat: Any) -> list[str]:
 
     if cat is None:
         return []
+    rental = any(basis.startswith("rental") for basis in pricing_bases(rows))
+    relabelled = _relabelled_terms(cat) if rental else []  # tco reads no term
     terms: dict[str, Any] = {}
     unstated: list[str] = []  # reserved prices of no stated term (a user catalog's, say)
     for basis, names in pricing_bases(rows).items():
@@ -265,7 +267,7 @@ def price_terms(rows: list, cat: Any) -> list[str]:
             "systems.NAME.prices.reserved.term_years=YEARS"
         ]
     if len(set(terms.values())) < 2:
-        return []
+        return relabelled
     # a label every compared system prices on one term (on-demand: none stated); Vera Rubin has
     # only its reserved price, so `rental:on-demand` was suggested and then refused (a data audit)
     rented = [
@@ -277,12 +279,34 @@ def price_terms(rows: list, cat: Any) -> list[str]:
         for label in sorted(set.intersection(*(set(p) for p in prices)))
         if len({p[label] for p in prices}) == 1
     ]
-    return [
+    return relabelled + [
         f"the rental prices are contracts of different terms ({named}): a longer term is cheaper per "
         f"hour, so the cost ratio is not like for like; compare on one basis with "
         f"{' or '.join([*alike, '--pricing tco'])}, or price them on one term with --set "
         "systems.NAME.prices.LABEL=USD and --set systems.NAME.prices.LABEL.term_years=YEARS"
     ]
+
+
+def _relabelled_terms(cat: Any) -> list[str]:
+    """A --set of a price point's ``term_years`` without its price: the rate is relabelled, not
+    repriced (a procurement review: h200's 1-year $2.41 set to a 3-year term silenced the
+    mixed-terms warning and stayed $2.41)."""
+    paths = [o.path for o in getattr(cat, "overrides", ())]
+    out = []
+    for path in paths:
+        parts = path.split(".")
+        if len(parts) != 5 or parts[0] != "systems" or parts[2] != "prices" or parts[4] != "term_years":
+            continue
+        point = ".".join(parts[:4])
+        if any(q in (point, f"{point}.usd_per_gpu_hour", f"{point}.usd_per_gpu_hour.value") for q in paths):
+            continue
+        price = next((p for p in cat.system(parts[1]).prices if p.label == parts[3]), None)
+        shown = f"${price.usd_per_gpu_hour.value:g}" if price is not None else "its price"
+        out.append(
+            f"--set {path} restates the term of {parts[1]}'s {parts[3]} {shown} without repricing it (a "
+            f"longer term is cheaper per hour): give that term's price too, --set {point}=USD"
+        )
+    return out
 
 
 def _warn(result: "BaseModel", cat: Any = None, notes: bool = True) -> None:

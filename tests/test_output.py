@@ -710,3 +710,18 @@ def test_inputs_at_one_side_of_their_ranges_are_counted_for_a_sampled_sweep():
     [note] = one_sided_range_notes([NS(hardware="vera-rubin-nvl72", assumptions=rows)])
     assert note.endswith(": vera-rubin-nvl72 2, its rental price $8.5 at the bottom of $8.5-9.75 among them")
     assert one_sided_range_notes([NS(hardware="x", assumptions=rows[3:])]) == []
+
+
+def test_a_terms_set_without_its_price_is_said_to_relabel_not_reprice():
+    # a procurement review: --set systems.h200.prices.reserved.term_years=3 silenced the mixed-terms
+    # warning and left H200's 1-year $2.41 as it was, now read as a 3-year rate
+    args = ("compare", "vera-rubin", "h200", "--set", "systems.h200.prices.reserved.term_years=3")
+    said = (
+        "ipd: warning: --set systems.h200.prices.reserved.term_years restates the term of h200's "
+        "reserved $2.41 without repricing it (a longer term is cheaper per hour): give that term's "
+        "price too, --set systems.h200.prices.reserved=USD"
+    )
+    assert said in run_cli(*args, "-f", "json").stderr
+    # with its price, or owned (tco reads no term): nothing to say
+    assert "restates" not in run_cli(*args, "--set", "systems.h200.prices.reserved=2.0", "-f", "json").stderr
+    assert "restates" not in run_cli(*args, "--pricing", "tco", "-f", "json").stderr
