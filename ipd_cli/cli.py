@@ -243,6 +243,7 @@ def price_terms(rows: list, cat: Any) -> list[str]:
     """Systems whose rental prices are contracts of different terms (H100's reserved rate is a
     1-year contract, Vera Rubin's a 3-year one, which is lower per hour): one line naming them
     (a user review). Nothing without a catalog or where the terms agree or are not stated."""
+    from .engine.pricing import price_point
     from .render.views import pricing_bases
 
     if cat is None:
@@ -254,7 +255,7 @@ def price_terms(rows: list, cat: Any) -> list[str]:
     for basis, names in pricing_bases(rows).items():
         kind, _, label = basis.partition(":")
         for name in names if kind == "rental" else []:
-            price = next((p for p in cat.system(name).prices if p.label == label), None)
+            price = price_point(cat, name, label)
             if price is not None and price.term_years is not None:
                 terms[name] = price.term_years
             elif price is not None and label == "reserved":
@@ -291,16 +292,18 @@ def _relabelled_terms(cat: Any) -> list[str]:
     """A --set of a price point's ``term_years`` without its price: the rate is relabelled, not
     repriced (a procurement review: h200's 1-year $2.41 set to a 3-year term silenced the
     mixed-terms warning and stayed $2.41)."""
-    paths = [o.path for o in getattr(cat, "overrides", ())]
+    from .engine.pricing import price_point, rental_input
+
+    paths = [o.path for o in cat.overrides]
     out = []
     for path in paths:
-        parts = path.split(".")
-        if len(parts) != 5 or parts[0] != "systems" or parts[2] != "prices" or parts[4] != "term_years":
+        point, _, field = path.rpartition(".")
+        if field != "term_years" or not rental_input(point):
             continue
-        point = ".".join(parts[:4])
         if any(q in (point, f"{point}.usd_per_gpu_hour", f"{point}.usd_per_gpu_hour.value") for q in paths):
             continue
-        price = next((p for p in cat.system(parts[1]).prices if p.label == parts[3]), None)
+        parts = point.split(".")
+        price = price_point(cat, parts[1], parts[3])
         shown = f"${price.usd_per_gpu_hour.value:g}" if price is not None else "its price"
         out.append(
             f"--set {path} restates the term of {parts[1]}'s {parts[3]} {shown} without repricing it (a "

@@ -105,8 +105,9 @@ def builtin_spans(cat: Catalog, section: str) -> dict[str, tuple[float, float]]:
         for key, _, value, _ in numbers(entry):
             lo, hi = spans.get(key, (value, value))
             spans[key] = (min(lo, value), max(hi, value))
-        per_gpu = _capex_per_gpu(entry)
-        if per_gpu is not None:
+        found = _capex_gpus(entry)
+        if found is not None:
+            per_gpu = found[0] / found[1]
             lo, hi = spans.get(PER_GPU_CAPEX, (per_gpu, per_gpu))
             spans[PER_GPU_CAPEX] = (min(lo, per_gpu), max(hi, per_gpu))
     return spans
@@ -124,11 +125,6 @@ def _capex_gpus(entry: BaseModel) -> tuple[float, int] | None:
     if not isinstance(capex, Sourced) or not isinstance(gpus, int) or gpus <= 0:
         return None
     return float(capex.value), gpus
-
-
-def _capex_per_gpu(entry: BaseModel) -> float | None:
-    found = _capex_gpus(entry)
-    return None if found is None else found[0] / found[1]
 
 
 def _builtin(origin: str) -> bool:

@@ -111,6 +111,11 @@ def owning_input(path: str) -> bool:
     )
 
 
+def price_point(cat: Any, system: str, label: str) -> Any:
+    """System ``system``'s rental price point labelled ``label`` (None where it has none)."""
+    return next((p for p in cat.system(system).prices if p.label == label), None)
+
+
 def rental_input(path: str) -> bool:
     """Whether a catalog path is a system's rental price point (``systems.NAME.prices.LABEL``),
     read only under rental pricing of that label."""
@@ -183,7 +188,7 @@ def contract_term_notes(cat: Any, systems: list[Any]) -> list[str]:
         if not p.pricing.startswith("rental:"):
             continue
         label = p.pricing.partition(":")[2]
-        point = next((q for q in cat.system(r.hardware).prices if q.label == label), None)
+        point = price_point(cat, r.hardware, label)
         term = point.term_years if point is not None else None
         if term is None or p.wall_days >= term * f.DAYS_PER_YEAR:
             continue

@@ -95,8 +95,13 @@ def _split_candidates(
             return every, True
     ratio = (hi / lo) ** (1 / (points - 1))
     steps = {math.ceil(lo * ratio**i) for i in range(points)}
-    sizes = {min(-(-t // u) * u for u in units) for t in steps} | {max(hi // u * u for u in units)}
+    sizes = {_first_whole(t, units) for t in steps} | {max(hi // u * u for u in units)}
     return sorted(g for g in sizes if lo <= g <= hi), False
+
+
+def _first_whole(gpus: int, units: Sequence[int]) -> int:
+    """The first size at or above ``gpus`` that is a whole number of one of ``units``."""
+    return min(-(-gpus // u) * u for u in units)
 
 
 # a pool search's generation sizes past its first MAX_SPLITS: one at or above each step of this ratio
@@ -121,7 +126,7 @@ def pool_candidates(lo: int, hi: int, units: Sequence[int], points: int = MAX_SP
     step = float(near[points - 1])  # the points-th whole size from lo (near holds points a unit)
     while True:
         step *= POOL_SIZE_RATIO
-        size = min(-(-math.ceil(step) // u) * u for u in units)
+        size = _first_whole(math.ceil(step), units)
         if size > hi:
             return sizes
         if size > sizes[-1]:

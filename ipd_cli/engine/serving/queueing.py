@@ -78,10 +78,8 @@ def mdc_wait_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
     stable = ok & (a < c)
     cs, as_ = np.where(stable, c, 1.0), np.where(stable, a, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = as_ / cs
         mmc = erlang_c(cs, as_) * s / (cs - as_)
-        correction = 1 + (1 - rho) * (cs - 1) * (np.sqrt(4 + 5 * cs) - 2) / (16 * rho * cs)
-        wait = np.where(mmc > 0, 0.5 * mmc * correction, 0.0)  # B below the doubles: no wait
+        wait = np.where(mmc > 0, 0.5 * mmc * _cosmetatos(as_ / cs, cs), 0.0)  # B below the doubles: none
     wait = np.where(stable & (as_ > 0), wait, 0.0)
     wait = np.where(ok & ~stable, np.inf, wait)
     return np.where(ok, wait, np.nan)
@@ -161,7 +159,14 @@ def wait_bound_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
     lam, s, c = (np.asarray(v, dtype=float) for v in (arrivals_per_s, service_s, servers))
     a = lam * s
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = a / c
-        correction = 1 + (1 - rho) * (c - 1) * (np.sqrt(4 + 5 * c) - 2) / (16 * rho * c)
-        bound = 0.5 * s / (c - a) * correction
+        bound = 0.5 * s / (c - a) * _cosmetatos(a / c, c)
     return np.where(a > 0, bound, 0.0)
+
+
+def _cosmetatos(rho: Any, servers: Any) -> Any:
+    """Cosmetatos's correction of half the M/M/c wait for a deterministic service (the module's
+    formula): 1 + (1 - rho) (c - 1) (sqrt(4 + 5c) - 2) / (16 rho c), 1 for one server."""
+    import numpy as np
+
+    c = servers
+    return 1 + (1 - rho) * (c - 1) * (np.sqrt(4 + 5 * c) - 2) / (16 * rho * c)
