@@ -1795,6 +1795,32 @@ def test_a_prompts_expert_parallel_experts_take_the_stacks_prefill_moe_share(cat
     assert ttft(0.25, "tp8") == ttft(1.0, "tp8")  # MoE-TP prompts do not read it
 
 
+def test_mi355x_sglang_prompts_over_expert_parallel_ranks_take_cdna4s_own_prefill_share(catalog):
+    # An AMD audit (finding 3): CDNA 4 had no prefill MoE share, so MoRI's DEP prefill pools ran a
+    # prompt's experts at the MXFP4 decode share, and the one fitting case that set that share is
+    # prefill-bound. CDNA 4's SGLang profile now holds its own (fitted on that case): a DEP8 prompt
+    # reads it, not the decode share, and its experts' time scales as 1 / share (at 1/4, 1/2 and 1
+    # of the shipped value the differences go 2X, X); a TP8 prompt keeps the decode share, as on
+    # NVIDIA. DeepSeek-V3 MXFP4, 4,096-token prompts, the overlap off
+    kw = dict(input_tokens=4096, output_tokens=100, precision="fp4", concurrency=1, disaggregated=True,
+              eplb=False, speculative="off", stack="sglang")  # fmt: skip
+    profile = "serving.stacks.sglang.profiles.cdna4"
+    shipped = catalog.serving.stacks["sglang"].profiles["cdna4"].prefill_moe_compute_share
+    assert shipped.source == "ipd-calibration" and shipped.value == 0.0874
+
+    def prefill(sets, layout):
+        cat = catalog.with_overrides([*sets, f"{profile}.two_batch_overlap=false"])
+        s = estimate_serving(cat, "mi355x", "deepseek-v3", prefill_layout=layout, **kw).serving
+        return s.prefill_instance_s
+
+    share = [f"{profile}.prefill_moe_compute_share={shipped.value * f}" for f in (0.25, 0.5, 1.0)]
+    t1, t2, t4 = (prefill([s], "dep8") for s in share)
+    assert t1 - t2 == pytest.approx(2 * (t2 - t4), rel=1e-9) and t2 - t4 > 0
+    decode = [f"{profile}.moe_compute_share.fp4=0.2"]
+    assert prefill(decode, "dep8") == prefill([], "dep8")  # the decode share no longer prices it
+    assert prefill(share[:1], "tp8") == prefill([], "tp8") != prefill(decode, "tp8")
+
+
 def test_a_lone_prompt_gains_nothing_from_pipeline_stages_or_attention_ranks(catalog):
     # A user review: one 32k-token DeepSeek-V3 prompt on GB200 reached its first token in 0.49 s
     # at TP8, 0.38 s at DEP8 and 0.056 s at TP8 PP9: the batched share of the instance (every

@@ -458,11 +458,12 @@ def test_a_token_drop_case_fits_the_token_drop_share_alone(catalog):
 
 
 def test_a_fitting_case_fits_the_per_precision_value_of_its_precision(catalog):
-    # a stack profile's MoE share is held per weight precision: the MI355X SGLang point (MXFP4) fits
-    # the FP4 one, TensorRT-LLM's H200 DEP8 point the Hopper FP8 one
+    # a stack profile's MoE share is held per weight precision: TensorRT-LLM's H200 DEP8 point fits
+    # the Hopper FP8 one. The MI355X SGLang wide-EP point (MXFP4), which fitted the FP4 one until
+    # 2026-12-05, fits CDNA 4's prefill share (its prefill pool binds): a share with no precision
     cases = {c.id: c for c in val.load_cases()[0]}
     assert val.knobs_of(catalog, cases["ix-dsr1-1k1k-mi355x-max"]) == [
-        "serving.stacks.sglang.profiles.cdna4.moe_compute_share.fp4"
+        "serving.stacks.sglang.profiles.cdna4.prefill_moe_compute_share"
     ]
     assert val.knobs_of(catalog, cases["trtllm-dsr1-h200-dep8-fp8"]) == [
         "serving.stacks.trtllm.profiles.hopper.moe_compute_share.fp8"
