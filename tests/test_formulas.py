@@ -224,6 +224,43 @@ def test_the_md_c_wait_is_m_d_1_for_one_server_and_never_longer_with_more_server
     assert (wait[:, 0] > 0).all() and (wait >= 0).all() and np.isfinite(wait).all()
 
 
+def test_harmonic_numbers_match_their_sums():
+    import numpy as np
+
+    sums = [0.0] + [sum(1.0 / k for k in range(1, n + 1)) for n in range(1, 300)]
+    assert f.harmonic_number(0) == 0.0 and f.harmonic_number(1) == pytest.approx(1.0, abs=0.003)
+    got = f.harmonic_number(np.arange(300.0))
+    assert got[2:] == pytest.approx(sums[2:], abs=1e-4) and got[0] == 0.0
+    assert f.harmonic_number(7) == pytest.approx(363 / 140, abs=1e-4)  # 1 + 1/2 + ... + 1/7
+
+
+def test_an_attention_dp_balance_holds_a_prompt_by_hand():
+    # DEP8, 32 users decoding 922 tokens at 1.87 a step: 32 x 1.87 / 922 = 0.0649 prompts a step.
+    # Every other rank having one takes 8 x H(7) = 20.74 arrivals, 319.6 steps: the 60-step timeout
+    # closes the window first, with 0.0649 x 60 = 3.894 others in it: (60 + 3.894 x 30) / 4.894
+    lam = 32 * 1.87 / 922
+    assert f.attention_dp_context_wait_steps(8, lam, 60) == pytest.approx(
+        (60 + lam * 60 * 30) / (1 + lam * 60), rel=1e-12
+    )
+    assert f.attention_dp_context_wait_steps(8, lam, 60) == pytest.approx(36.13, abs=0.01)
+    # two ranks, one prompt a step: the other rank has one after 2 x H(1) = 2 steps, with 2 others
+    # in the window, which wait 1 step on average: (2 + 2 x 1) / 3
+    assert f.attention_dp_context_wait_steps(2, 1.0, 60) == pytest.approx(4 / 3, rel=2e-3)
+    # one rank never waits, nor does a stack without the balance (timeout 0)
+    assert f.attention_dp_context_wait_steps(1, lam, 60) == 0.0
+    assert f.attention_dp_context_wait_steps(8, lam, 0) == 0.0
+
+
+def test_an_attention_dp_balance_wait_stays_within_its_timeout_and_shrinks_with_traffic():
+    import numpy as np
+
+    lam = np.geomspace(1e-4, 1e3, 200)
+    for ranks in (2, 4, 8, 16, 72, 256):
+        w = f.attention_dp_context_wait_steps(ranks, lam, 60)
+        assert ((w > 0) & (w <= 60)).all()
+        assert (np.diff(w) <= 1e-12).all()  # more prompts a step fill the window sooner
+
+
 def test_a_host_loop_overlapped_with_the_gpu_takes_the_larger_else_adds():
     # TensorRT-LLM's overlap scheduler prepares step n+1 while the GPU runs step n: the step is the
     # larger of the GPU's 20 ms and the host's; a stack that runs its loop between steps adds it

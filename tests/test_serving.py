@@ -3114,3 +3114,45 @@ def test_a_prefill_pool_at_its_rate_gets_one_more_instance_and_an_aggregated_one
     assert agg.prefill_queue_s is None and agg.ttft_at_traffic_s is None
     plain = estimate_serving(catalog, "vera-rubin", "deepseek-v3", disaggregated=True).serving
     assert plain.prefill_queue_s is None  # no traffic
+
+
+def test_an_attention_dp_balance_holds_an_aggregated_instances_prompts_by_hand(catalog):
+    # DeepSeek-R1 NVFP4 on 8 B200, DEP8 aggregated with 1 MTP draft at 32 users (InferenceX's
+    # ix-dsr1-b200-dep8-mtp-1k1k-c32 point, published TTFT 0.831 s): TensorRT-LLM's attention-DP
+    # balance holds each new prompt until the other ranks have one or 60 steps pass. Requests finish
+    # at 32 x 1.87 / 922 a step, so the wait is formulas.attention_dp_context_wait_steps(8, ., 60)
+    # = 36.13 steps of the step's own length; the time per output token does not move. Without the
+    # balance (a --set of 0) and on TEP8 (one attention rank), no wait; vLLM runs no such balance
+    from ipd_cli import load
+
+    kw = dict(input_tokens=922, output_tokens=922, precision="fp4", instance_gpus=8, eplb=False,
+              stack="trtllm", concurrency=32)  # fmt: skip
+    path = "serving.stacks.trtllm.profiles.blackwell.attention_dp_context_timeout_steps"
+    off = load(sets=[f"{path}=0"])
+    held, free = (
+        estimate_serving(c, "b200", "deepseek-v3", layout="dep8", disaggregated=False, speculative=1, **kw)
+        for c in (catalog, off)
+    )
+    h, g = held.serving, free.serving
+    steps = f.attention_dp_context_wait_steps(8, 32 * 1.87 / 922, 60)
+    assert steps == pytest.approx(36.13, abs=0.01)
+    assert h.ttft_s - g.ttft_s == pytest.approx(steps * h.step_time_ms / MS, rel=1e-9)
+    assert 0.6 < h.ttft_s < 0.85  # published median 0.831 s; the prompt alone 0.03 s
+    assert h.tpot_ms == pytest.approx(g.tpot_ms, rel=1e-12) and h.step_time_ms == g.step_time_ms
+    # Little's law over the longer stay: each request holds its place the wait longer
+    stay_h = h.ttft_s + 922 * h.tpot_ms / MS
+    stay_g = g.ttft_s + 922 * g.tpot_ms / MS
+    assert h.tokens_per_s_per_gpu / g.tokens_per_s_per_gpu == pytest.approx(stay_g / stay_h, rel=1e-3)
+    little(h)
+    names = {a.name: a for a in held.assumptions}
+    wait = names["attention-DP balance: a prompt's longest wait (steps)"]
+    assert wait.value == 60 and wait.source == "inferencex-trt-adp-balance"
+    tep, tep_off = (
+        estimate_serving(c, "b200", "deepseek-v3", layout="tep8", disaggregated=False, speculative=1, **kw)
+        for c in (catalog, off)
+    )
+    assert tep.serving.ttft_s == tep_off.serving.ttft_s
+    vllm = estimate_serving(catalog, "b200", "deepseek-v3", layout="dep8", disaggregated=False, speculative=1,
+                            **(kw | {"stack": "vllm"}))  # fmt: skip
+    vllm_names = {a.name: a for a in vllm.assumptions}
+    assert vllm_names["attention-DP balance: a prompt's longest wait (steps)"].value == 0

@@ -1081,6 +1081,14 @@ class StackProfile(Strict):
         "async scheduler): a step takes the larger of the GPU's time and the host's; otherwise "
         "they add (default: no)",
     )
+    attention_dp_context_timeout_steps: Sourced | None = unit(
+        "steps",
+        default=None,
+        description="an attention-DP balance that holds a rank's new prompt until every rank has one "
+        "to run in the same iteration waits at most this many decode steps (TensorRT-LLM's "
+        "attention_dp_config timeout_iters with enable_balance): an aggregated instance's prompts "
+        "wait for it before their first token (default: no balance, no wait)",
+    )
     attention_min_precision: NamedChoice | None = Field(
         default=None,
         description="attention math runs at the KV precision, never narrower than this (fp4, fp8 or bf16; "
@@ -1105,7 +1113,7 @@ class StackProfile(Strict):
             if v is not None and v.value <= 0:
                 raise ValueError(f"{name} must be > 0, got {v.value}")
         floors = ("step_overhead_us_per_layer", "disaggregated_step_overhead_us_per_layer")
-        for name in (*floors, "host_us_per_sequence"):
+        for name in (*floors, "host_us_per_sequence", "attention_dp_context_timeout_steps"):
             v = getattr(self, name)
             if v is not None and v.value < 0:
                 raise ValueError(f"{name} must be >= 0, got {v.value}")

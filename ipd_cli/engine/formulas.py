@@ -355,6 +355,34 @@ def max_over_mean(reference, units, per_unit, reference_units, reference_per_uni
     return 1.0 + (reference - 1.0) * scale**0.5
 
 
+def harmonic_number(n):
+    """H(n) = 1 + 1/2 + ... + 1/n for n >= 0 (0 at n = 0), for floats and arrays: the asymptotic
+    series ln n + gamma + 1/(2n) - 1/(12 n^2) + 1/(120 n^4), within 0.003 of the sum at n = 1 and
+    1e-4 from n = 2 on."""
+    euler_gamma = 0.5772156649015329  # a mathematical constant, not a measurement
+    m = maximum(n, 1.0)
+    series = log(m) + euler_gamma + 1.0 / (2.0 * m) - 1.0 / (12.0 * m**2) + 1.0 / (120.0 * m**4)
+    return series * (n >= 1)
+
+
+def attention_dp_context_wait_steps(ranks, arrivals_per_step, timeout_steps):
+    """Mean decode steps a new request's prompt waits under an attention-DP balance that holds a
+    rank's prompt until every other rank has one to run in the same iteration, or ``timeout_steps``
+    have passed (TensorRT-LLM's ``attention_dp_config``: enable_balance, timeout_iters).
+
+    A window opens when a prompt arrives while the other ranks decode. It closes when each of the
+    other ``ranks - 1`` ranks has a prompt too: with arrivals landing on ranks evenly at random
+    (a request freed a slot there), that takes ranks x H(ranks - 1) arrivals on average (the
+    coupon collector), so ranks x H(ranks - 1) / arrivals_per_step steps; or at the timeout. The
+    prompt that opened the window waits all of it; the arrivals_per_step x window others that
+    arrive in it, half of it on average. One rank never waits.
+    """
+    cover_steps = ranks * harmonic_number(ranks - 1.0) / maximum(arrivals_per_step, 1e-300)
+    window = minimum(timeout_steps, cover_steps)
+    others = arrivals_per_step * window
+    return (window + others * window / 2.0) / (1.0 + others) * (ranks > 1)
+
+
 def paid_gpus(gpus, domain):
     """GPUs an instance pays for: instances that do not tile the scale-up domain strand the rest
     of it (16-GPU instances on a 72-GPU rack: 4 fit, 72 / 4 = 18 GPUs paid each)."""

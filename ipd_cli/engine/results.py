@@ -331,7 +331,9 @@ class Serving(Result):
     ttft_s: float = Field(
         description="time to first token: one request's prefill alone, no queueing (its prompt's "
         "attention and dense layers on one attention rank, the pipeline stages one after another, "
-        "every layer's kernel floor and collective latency)"
+        "every layer's kernel floor and collective latency); aggregated under a stack's attention-DP "
+        "balance (TensorRT-LLM's), plus the mean steps it holds a new prompt until the other ranks "
+        "have one (formulas.attention_dp_context_wait_steps)"
     )
     prefill_instance_s: float = Field(
         default=0.0,

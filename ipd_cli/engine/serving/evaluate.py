@@ -548,7 +548,12 @@ def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
     token (TPOT) counts the other requests' prefills, not the request's own (its TTFT)."""
     decode = ph.osl * step_s / x["accepted"]
     prefill = batch * x["prefill_s"]
-    own = x["prefill_latency_s"] - x["prefill_s"]  # the request's own prompt waits longer than its share
+    # the stack's attention-DP balance holds a new prompt until the other ranks have one too (or
+    # its timeout): steps of the instance's own, as requests complete (batch x accepted / osl a step)
+    arrivals = batch * x["accepted"] / ph.osl
+    wait = step_s * f.attention_dp_context_wait_steps(x["d"], arrivals, ph.adp_timeout_steps)
+    # the request's own prompt waits longer than its share
+    own = x["prefill_latency_s"] - x["prefill_s"] + wait
     per_instance = f.instance_output_tokens_per_s(batch, ph.osl, x["prefill_s"], step_s, x["accepted"], own)
     return dict(
         tokens_per_s_per_gpu=per_instance / x["paid"],
@@ -557,7 +562,7 @@ def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
         deployment_gpus=x["paid"],
         decode_instances=batch * 0 + 1,
         prefill_instances=batch * 0,
-        ttft_s=x["prefill_latency_s"] + batch * 0,
+        ttft_s=x["prefill_latency_s"] + wait + batch * 0,
         prefill_instance_s=x["prefill_s"] + batch * 0,
         prefill_share=prefill / (prefill + decode),
     )

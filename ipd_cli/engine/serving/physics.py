@@ -125,6 +125,7 @@ class Physics:
     overhead_per_sequence_s: float
     host_per_sequence_s: float  # the host's loop per step and sequence of a scheduler rank (0: none)
     host_overlaps: bool  # the host's loop runs while the GPU runs another step: the larger counts
+    adp_timeout_steps: float  # an attention-DP balance holds a new prompt at most this long (0: none)
     expert_imbalance: float
     expert_imbalance_eplb: float
     expert_reference_ep: float
@@ -913,6 +914,7 @@ def read(
         overhead_per_sequence_s=ctx.take("per-step overhead per sequence", "step_overhead_us_per_sequence"),
         host_per_sequence_s=host,
         host_overlaps=host_overlaps,
+        adp_timeout_steps=stacks.attention_dp_context_timeout_steps(ctx, st),
         **_moe(ctx, st, precision),
         dp_imbalance=ctx.take("attention data-parallel imbalance", "attention_dp_imbalance"),
         dp_reference_ranks=ctx.take(

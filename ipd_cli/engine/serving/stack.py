@@ -228,3 +228,11 @@ def host_per_sequence(ctx: ServingContext, stack: Stack) -> tuple[float, bool]:
         note = f"{stack.name} on {stack.family}: no source says its host loop overlaps the GPU"
         ctx.trace.given(label, "no", "", ctx.cat.origin_of("serving", "stacks", stack.name), note=note)
     return float(host), bool(value)
+
+
+def attention_dp_context_timeout_steps(ctx: ServingContext, stack: Stack) -> float:
+    """The most decode steps the stack's attention-DP balance holds a new prompt for (its profile or
+    the one it borrows from; 0 where no profile of the chain runs one), traced where priced."""
+    label = "attention-DP balance: a prompt's longest wait (steps)"
+    steps = read(ctx, stack, label, "attention_dp_context_timeout_steps", None)
+    return float(steps or 0.0)
