@@ -239,16 +239,22 @@ def test_an_attention_dp_balance_holds_a_prompt_by_hand():
     # Every other rank having one takes 8 x H(7) = 20.74 arrivals, 319.6 steps: the 60-step timeout
     # closes the window first, with 0.0649 x 60 = 3.894 others in it: (60 + 3.894 x 30) / 4.894
     lam = 32 * 1.87 / 922
-    assert f.attention_dp_context_wait_steps(8, lam, 60) == pytest.approx(
+    assert f.attention_dp_context_wait_steps(8, 4, lam, 60) == pytest.approx(
         (60 + lam * 60 * 30) / (1 + lam * 60), rel=1e-12
     )
-    assert f.attention_dp_context_wait_steps(8, lam, 60) == pytest.approx(36.13, abs=0.01)
+    assert f.attention_dp_context_wait_steps(8, 4, lam, 60) == pytest.approx(36.13, abs=0.01)
     # two ranks, one prompt a step: the other rank has one after 2 x H(1) = 2 steps, with 2 others
     # in the window, which wait 1 step on average: (2 + 2 x 1) / 3
-    assert f.attention_dp_context_wait_steps(2, 1.0, 60) == pytest.approx(4 / 3, rel=2e-3)
+    assert f.attention_dp_context_wait_steps(2, 4, 1.0, 60) == pytest.approx(4 / 3, rel=2e-3)
     # one rank never waits, nor does a stack without the balance (timeout 0)
-    assert f.attention_dp_context_wait_steps(1, lam, 60) == 0.0
-    assert f.attention_dp_context_wait_steps(8, lam, 0) == 0.0
+    assert f.attention_dp_context_wait_steps(1, 4, lam, 60) == 0.0
+    assert f.attention_dp_context_wait_steps(8, 4, lam, 0) == 0.0
+    # a prompt landing on a rank left with nothing to decode is released at once (TensorRT-LLM's
+    # balance holds prompts only while every rank decodes): one sequence a rank never waits
+    assert f.attention_dp_context_wait_steps(8, 1, lam, 60) == 0.0
+    assert f.attention_dp_context_wait_steps(8, 2, lam, 60) == f.attention_dp_context_wait_steps(
+        8, 4, lam, 60
+    )
 
 
 def test_an_attention_dp_balance_wait_stays_within_its_timeout_and_shrinks_with_traffic():
@@ -256,7 +262,7 @@ def test_an_attention_dp_balance_wait_stays_within_its_timeout_and_shrinks_with_
 
     lam = np.geomspace(1e-4, 1e3, 200)
     for ranks in (2, 4, 8, 16, 72, 256):
-        w = f.attention_dp_context_wait_steps(ranks, lam, 60)
+        w = f.attention_dp_context_wait_steps(ranks, 2, lam, 60)
         assert ((w > 0) & (w <= 60)).all()
         assert (np.diff(w) <= 1e-12).all()  # more prompts a step fill the window sooner
 

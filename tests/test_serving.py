@@ -3120,7 +3120,7 @@ def test_an_attention_dp_balance_holds_an_aggregated_instances_prompts_by_hand(c
     # DeepSeek-R1 NVFP4 on 8 B200, DEP8 aggregated with 1 MTP draft at 32 users (InferenceX's
     # ix-dsr1-b200-dep8-mtp-1k1k-c32 point, published TTFT 0.831 s): TensorRT-LLM's attention-DP
     # balance holds each new prompt until the other ranks have one or 60 steps pass. Requests finish
-    # at 32 x 1.87 / 922 a step, so the wait is formulas.attention_dp_context_wait_steps(8, ., 60)
+    # at 32 x 1.87 / 922 a step, so the wait is formulas.attention_dp_context_wait_steps(8, 4, ., 60)
     # = 36.13 steps of the step's own length; the time per output token does not move. Without the
     # balance (a --set of 0) and on TEP8 (one attention rank), no wait; vLLM runs no such balance
     from ipd_cli import load
@@ -3134,7 +3134,7 @@ def test_an_attention_dp_balance_holds_an_aggregated_instances_prompts_by_hand(c
         for c in (catalog, off)
     )
     h, g = held.serving, free.serving
-    steps = f.attention_dp_context_wait_steps(8, 32 * 1.87 / 922, 60)
+    steps = f.attention_dp_context_wait_steps(8, 4, 32 * 1.87 / 922, 60)
     assert steps == pytest.approx(36.13, abs=0.01)
     assert h.ttft_s - g.ttft_s == pytest.approx(steps * h.step_time_ms / MS, rel=1e-9)
     assert 0.6 < h.ttft_s < 0.85  # published median 0.831 s; the prompt alone 0.03 s

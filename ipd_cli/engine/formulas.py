@@ -365,10 +365,15 @@ def harmonic_number(n):
     return series * (n >= 1)
 
 
-def attention_dp_context_wait_steps(ranks, arrivals_per_step, timeout_steps):
+def attention_dp_context_wait_steps(ranks, sequences_per_rank, arrivals_per_step, timeout_steps):
     """Mean decode steps a new request's prompt waits under an attention-DP balance that holds a
     rank's prompt until every other rank has one to run in the same iteration, or ``timeout_steps``
     have passed (TensorRT-LLM's ``attention_dp_config``: enable_balance, timeout_iters).
+
+    The balance holds prompts only while every rank has a sequence decoding (TensorRT-LLM's
+    ``_balance_adp_requests`` releases them at once otherwise): a prompt lands on the rank whose
+    request just finished, which keeps ``sequences_per_rank - 1`` decoding, so below 2 sequences a
+    rank nothing waits.
 
     A window opens when a prompt arrives while the other ranks decode. It closes when each of the
     other ``ranks - 1`` ranks has a prompt too: with arrivals landing on ranks evenly at random
@@ -380,7 +385,7 @@ def attention_dp_context_wait_steps(ranks, arrivals_per_step, timeout_steps):
     cover_steps = ranks * harmonic_number(ranks - 1.0) / maximum(arrivals_per_step, 1e-300)
     window = minimum(timeout_steps, cover_steps)
     others = arrivals_per_step * window
-    return (window + others * window / 2.0) / (1.0 + others) * (ranks > 1)
+    return (window + others * window / 2.0) / (1.0 + others) * (ranks > 1) * (sequences_per_rank >= 2)
 
 
 def paid_gpus(gpus, domain):

@@ -551,7 +551,7 @@ def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
     # the stack's attention-DP balance holds a new prompt until the other ranks have one too (or
     # its timeout): steps of the instance's own, as requests complete (batch x accepted / osl a step)
     arrivals = batch * x["accepted"] / ph.osl
-    wait = step_s * f.attention_dp_context_wait_steps(x["d"], arrivals, ph.adp_timeout_steps)
+    wait = step_s * f.attention_dp_context_wait_steps(x["d"], batch / x["d"], arrivals, ph.adp_timeout_steps)
     # the request's own prompt waits longer than its share
     own = x["prefill_latency_s"] - x["prefill_s"] + wait
     per_instance = f.instance_output_tokens_per_s(batch, ph.osl, x["prefill_s"], step_s, x["accepted"], own)
