@@ -304,3 +304,19 @@ def test_the_fewest_prefill_instances_for_a_wait_meet_it_one_fewer_does_not_and_
     # nothing arriving: one server; a target the prompt alone misses (a negative budget): none
     assert mdc_servers_for_wait(0.0, 0.04, 0.1) == 1.0
     assert np.isnan(mdc_servers_for_wait([1.0, 1.0], 0.04, [-0.1, np.nan])).all()
+
+
+def test_attention_head_share_by_hand():
+    # r = 0.654 at half of 128: d0 = 128 (1 - 0.654) / (2 (0.654 - 0.5)) = 44.288 / 0.308 = 143.792
+    d0 = 128 * 0.346 / 0.308
+    assert f.attention_head_share(64, 128, 0.654) == pytest.approx(0.654)  # the measured point itself
+    # head dim 96 (Megatron 22B): 96 / (96 + d0) x (128 + d0) / 128 = 0.40033 x 2.12338 = 0.85006
+    assert f.attention_head_share(96, 128, 0.654) == pytest.approx(96 / (96 + d0) * (128 + d0) / 128)
+    assert f.attention_head_share(96, 128, 0.654) == pytest.approx(0.8501, abs=1e-4)
+    # the reference and wider heads (MLA's 192-wide query-key heads) keep the reference's efficiency
+    assert f.attention_head_share(128, 128, 0.654) == pytest.approx(1.0)
+    assert f.attention_head_share(192, 128, 0.654) == 1.0
+    # no softmax cost (r = 1): every head dim at the reference's rate; arrays element-wise
+    assert f.attention_head_share(64, 128, 1.0) == pytest.approx(1.0)
+    got = f.attention_head_share(np.array([64.0, 128.0, 256.0]), 128, 0.654)
+    assert got == pytest.approx([0.654, 1.0, 1.0])

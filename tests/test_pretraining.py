@@ -2340,3 +2340,17 @@ def test_small_shape_step_charges_each_collective_latency_by_hand(catalog):
     base, more = ts.micro_terms(P, x), ts.micro_terms(P, {**x, "lat_up": x["lat_up"] + d})
     assert (more["fwd_s"] - base["fwd_s"]) / d == pytest.approx(32 * per_layer_fwd, rel=1e-6)
     assert (more["bwd_s"] - base["bwd_s"]) / d == pytest.approx(32 * per_layer_bwd, rel=1e-6)
+
+
+def test_narrow_attention_heads_run_at_their_measured_share_by_hand(catalog):
+    # gpt-oss-120b's 64-wide heads run its fused attention at the catalog's half-head share of the
+    # 128-wide reference's efficiency (FlashAttention-4 on B200: 904 against 1,381 TFLOP/s, 0.654):
+    # its forward attention takes 1 / 0.654 the time it took at the reference efficiency; Llama's
+    # 128-wide heads keep the reference's
+    P = {"tp": 1.0, "cp": 1.0, "pp": 1.0, "vp": 1.0, "ep": 8.0, "dp": 64.0, "mbs": 4.0, "order": 0.0}
+    x = inputs(catalog, "b200", "gpt-oss-120b", "bf16", seq=4096)
+    assert x["attn_eff"] == pytest.approx(0.50 * 0.654)
+    # 4 x 4,096 tokens x 4,096 keys x (4,096 + 4,096) query-key and value widths x 18 of 36 layers
+    flops = 4 * 4096 * 4096 * (4096 + 4096) * 0.5
+    assert ts.attention_seconds(P, x) == pytest.approx(flops / (2250e12 * 0.50 * 0.654))
+    assert inputs(catalog, "b200", "llama-3.1-70b", "bf16", seq=4096)["attn_eff"] == pytest.approx(0.50)

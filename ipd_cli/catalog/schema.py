@@ -723,6 +723,14 @@ class Efficiency(Strict):
         "fraction of BF16 dense peak",
         description="fused (flash) attention, forward and backward; runs in BF16",
     )
+    attention_reference_head_dim: Sourced = unit(
+        "values", description="head dimension of the kernels attention_efficiency was measured on"
+    )
+    attention_half_head_share: Sourced = unit(
+        "fraction",
+        description="fused attention's efficiency at half the reference head dim over the reference's "
+        "(a score's fixed softmax cost against matmul work that grows with the head dim)",
+    )
     attention_backward_flops_ratio: Sourced = unit(
         "ratio", description="attention backward FLOPs / forward FLOPs (the backward recomputes the scores)"
     )
@@ -801,6 +809,12 @@ class Efficiency(Strict):
             "moe_token_drop_share",
         ):
             _fraction(name, getattr(self, name))
+        half = self.attention_half_head_share
+        if not 0.5 < half.value <= 1 or (half.range is not None and not 0.5 < half.range[0]):
+            raise ValueError(
+                "attention_half_head_share must be in (0.5, 1] (at 0.5 the softmax alone would set the "
+                f"time: no head dim would reach the reference), got {half.value}"
+            )
         for name in ("moe_a2a_overlap", "tp_comm_overlap"):
             v = getattr(self, name)
             if not 0 <= v.value < 1:

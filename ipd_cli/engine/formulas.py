@@ -69,6 +69,20 @@ def mla_context_flops_per_token(layers, kv_lora_rank, heads, nope_dim, v_dim, pr
     return 2.0 * layers * kv_lora_rank * heads * (nope_dim + v_dim) * prefix / prompt
 
 
+def attention_head_share(head_dim, reference_dim, half_share):
+    """Fused attention's efficiency at ``head_dim`` over its efficiency at ``reference_dim``.
+
+    A score costs matmul work that grows with the head dim (4 x head_dim FLOPs forward) and a
+    softmax exponential that does not, so its time is c x d + s and the FLOP rate d / (d + d0)
+    with d0 = s / c. ``half_share``, the measured ratio at half the reference (in (0.5, 1]), fixes
+    d0 = reference (1 - r) / (2 (r - 0.5)); a wider head than the reference is not credited (the
+    share stops at 1).
+    """
+    d0 = reference_dim * (1.0 - half_share) / (2.0 * (half_share - 0.5))
+    share = head_dim / (head_dim + d0) * (reference_dim + d0) / reference_dim
+    return minimum(share, 1.0)
+
+
 def training_flops_per_token(active_params, layers, seq_len, qk_dim, v_dim):
     """6N + 3x the forward attention term (forward + backward = 3 forward passes)."""
     return 6.0 * active_params + 3.0 * attention_flops_per_token_fwd(layers, seq_len, qk_dim, v_dim)

@@ -299,6 +299,7 @@ def attention_shape(arch: Model) -> dict[str, Any]:
         # query, key and value widths per token: GQA keys and values per KV head; MLA up-projects
         # a key per query head, its q/k heads the non-RoPE part + the RoPE part (192 against 128)
         "q_width": arch.attention_heads * arch.qk_head_dim,
+        "qk_head_dim": float(arch.qk_head_dim),  # a score's matmul depth (attention_head_share)
         "k_width": (arch.kv_heads or arch.attention_heads) * arch.qk_head_dim,
         "v_width": (arch.kv_heads or arch.attention_heads) * arch.head_dim,
         "q_lora": float(arch.q_lora_rank or 0),  # MLA latents (0: not MLA, or queries from h)
@@ -395,6 +396,10 @@ def hardware_inputs(
         "call_s": inp.read("efficiency.gemm_call_overhead_us", "GEMM call overhead"),
         "low_share": inp.read(f"efficiency.low_precision_gemm_share.{precision}", "low-precision GEMM share"),
         "attn_eff": inp.read("efficiency.attention_efficiency", "attention efficiency"),
+        "attn_ref_dim": inp.read("efficiency.attention_reference_head_dim", "attention reference head dim"),
+        "attn_half_share": inp.read(
+            "efficiency.attention_half_head_share", "attention efficiency at half the reference head dim"
+        ),
         "attn_bwd_ratio": inp.read(
             "efficiency.attention_backward_flops_ratio", "attention backward / forward"
         ),
@@ -594,6 +599,10 @@ def derive(x: dict) -> dict[str, Any]:
     y["low_rate"] = x["low_peak"] * x["low_max"] * x["train_share"] * x["low_recipe"] * x["fp8_recipe_share"]
     y["bf16_rate"] = x["bf16_peak"] * x["bf16_max"] * x["train_share"] * x["bf16_recipe"]
     y["hbm_rate"] = x["hbm_bw"] * x["hbm_eff"]
+    # fused attention at the model's head dim: a narrow head keeps less of the reference's rate
+    y["attn_eff"] = x["attn_eff"] * f.attention_head_share(
+        x["qk_head_dim"], x["attn_ref_dim"], x["attn_half_share"]
+    )
     y["up_bw"] = x["up_bidir"] / 2.0 * x["up_eff"]
     y["out_bw"] = x["out"] * x["out_eff"]
     y["hbm_cap"] = x["hbm"] * x["usable"]
