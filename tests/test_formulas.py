@@ -320,3 +320,15 @@ def test_attention_head_share_by_hand():
     assert f.attention_head_share(64, 128, 1.0) == pytest.approx(1.0)
     got = f.attention_head_share(np.array([64.0, 128.0, 256.0]), 128, 0.654)
     assert got == pytest.approx([0.654, 1.0, 1.0])
+
+
+def test_band_attention_flops_by_hand():
+    # gpt-oss's 128-token window over 4,096 tokens: the first 128 queries see 1..128 keys, the rest
+    # 128: (128 x 129 / 2 + 3,968 x 128) / 4,096 = 126.016 keys a query (NVIDIA's gpt-oss FLOP count,
+    # Megatron-Bridge flop_utils, counts the same nonzeros); x 2 FLOPs x (4,096 + 4,096) widths
+    keys = (128 * 129 / 2 + 3968 * 128) / 4096
+    assert f.band_attention_flops_per_token_fwd(1, 4096, 128, 4096, 4096) == pytest.approx(2 * keys * 8192)
+    # a window covering the sequence is causal attention: (seq + 1) / 2 keys a query
+    assert f.band_attention_flops_per_token_fwd(1, 100, 128, 64, 64) == pytest.approx(2 * 50.5 * 128)
+    # no sliding-window layers: nothing
+    assert f.band_attention_flops_per_token_fwd(0.0, 4096, 128, 4096, 4096) == 0.0

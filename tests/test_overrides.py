@@ -507,3 +507,11 @@ def test_a_dense_models_active_and_total_parameters_change_together():
                 "--gpus", "256", "--set", f"{m}.active_params=3.5e10", "-f", "json")  # fmt: skip
     assert r.code == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
     assert "change both, or give experts > 1" in r.stderr
+
+
+def test_a_sliding_window_needs_layers_beyond_the_full_attention_ones():
+    # gpt-oss-120b: 18 full-attention layers and 18 with the 128-token window; a window on a model
+    # whose every layer keeps full attention names no layer, and says how to fix it
+    with pytest.raises(InputError, match=r"sliding_window names the window of the layers beyond"):
+        load(sets=["models.gpt-oss-120b.attention_layers=36"])
+    assert load(sets=["models.gpt-oss-120b.sliding_window=256"]).model("gpt-oss-120b").sliding_window == 256

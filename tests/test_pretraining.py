@@ -2350,7 +2350,15 @@ def test_narrow_attention_heads_run_at_their_measured_share_by_hand(catalog):
     P = {"tp": 1.0, "cp": 1.0, "pp": 1.0, "vp": 1.0, "ep": 8.0, "dp": 64.0, "mbs": 4.0, "order": 0.0}
     x = inputs(catalog, "b200", "gpt-oss-120b", "bf16", seq=4096)
     assert x["attn_eff"] == pytest.approx(0.50 * 0.654)
-    # 4 x 4,096 tokens x 4,096 keys x (4,096 + 4,096) query-key and value widths x 18 of 36 layers
+    # the 18 causal layers of 36: 4 x 4,096 tokens x 4,096 keys (half of them masked) x 2 FLOPs x
+    # (4,096 + 4,096) query-key and value widths; the 18 sliding-window layers: each query's own
+    # 128 - 128 x 127 / 8,192 = 126.016 keys on average, at the banded kernels' 0.056 of peak
     flops = 4 * 4096 * 4096 * (4096 + 4096) * 0.5
-    assert ts.attention_seconds(P, x) == pytest.approx(flops / (2250e12 * 0.50 * 0.654))
+    band = 4 * 4096 * 2 * (128 - 128 * 127 / 8192) * (4096 + 4096) * 0.5
+    want = flops / (2250e12 * 0.50 * 0.654) + band / (2250e12 * 0.056)
+    assert ts.attention_seconds(P, x) == pytest.approx(want)
+    # the MFU counts the band's FLOPs with the causal layers' (forward + backward: 3x)
+    full = 36 * 0.5 * 4096 * (4096 + 4096)
+    band_fpt = 36 * 0.5 * 2 * (128 - 128 * 127 / 8192) * (4096 + 4096)
+    assert x["fpt"] == pytest.approx(6 * x["fpt_params"] + 3 * (full + band_fpt))
     assert inputs(catalog, "b200", "llama-3.1-70b", "bf16", seq=4096)["attn_eff"] == pytest.approx(0.50)

@@ -462,6 +462,13 @@ class Model(Strict):
     attention_layers: Int | None = Field(
         default=None, gt=0, description="layers that keep a KV cache growing with context (default: all)"
     )
+    sliding_window: Int | None = unit(
+        "tokens",
+        default=None,
+        gt=0,
+        description="keys each query of a sliding-window attention layer attends to, those layers being "
+        "the ones beyond attention_layers (none: they hold no attention, as a hybrid's Mamba layers)",
+    )
     vocab_size: Int = unit("tokens", gt=0)
     max_context: Int = unit("tokens", gt=0)
     ffn_hidden_size: Int | None = unit(
@@ -557,14 +564,23 @@ class Model(Strict):
                     "total_params - active_params over 1 - experts_per_token / experts); raise "
                     "active_params or lower total_params or experts_per_token"
                 )
-        if self.attention_layers is not None and self.attention_layers > self.layers:
-            raise ValueError("attention_layers cannot exceed layers")
-        if self.moe_layers is not None and self.moe_layers > self.layers:
-            raise ValueError("moe_layers cannot exceed layers")
+        self._layer_counts()
         _positive_sourced(self, only=("training_global_batch_tokens", "training_sequence_length"))
         if self.training_sequence_length is not None:
             _whole("training_sequence_length", self.training_sequence_length)
         return self
+
+    def _layer_counts(self) -> None:
+        """The layer counts a model names each fit in its layers (and a window has layers to use it)."""
+        if self.attention_layers is not None and self.attention_layers > self.layers:
+            raise ValueError("attention_layers cannot exceed layers")
+        if self.sliding_window is not None and self.kv_layers >= self.layers:
+            raise ValueError(
+                "sliding_window names the window of the layers beyond attention_layers; give "
+                "attention_layers below layers (the full-attention layers) or drop sliding_window"
+            )
+        if self.moe_layers is not None and self.moe_layers > self.layers:
+            raise ValueError("moe_layers cannot exceed layers")
 
     @property
     def is_moe(self) -> bool:
@@ -731,6 +747,10 @@ class Efficiency(Strict):
         description="fused attention's efficiency at half the reference head dim over the reference's "
         "(a score's fixed softmax cost against matmul work that grows with the head dim)",
     )
+    attention_sliding_window_efficiency: Sourced = unit(
+        "fraction of BF16 dense peak",
+        description="fused sliding-window attention on its band's FLOPs (a short key loop per query tile)",
+    )
     attention_backward_flops_ratio: Sourced = unit(
         "ratio", description="attention backward FLOPs / forward FLOPs (the backward recomputes the scores)"
     )
@@ -803,6 +823,7 @@ class Efficiency(Strict):
             "scale_up_link_efficiency",
             "scale_out_link_efficiency",
             "attention_efficiency",
+            "attention_sliding_window_efficiency",
             "elementwise_hbm_efficiency",
             "training_goodput",
             "overlap_tax",

@@ -83,6 +83,16 @@ def attention_head_share(head_dim, reference_dim, half_share):
     return minimum(share, 1.0)
 
 
+def band_attention_flops_per_token_fwd(layers, seq_len, window, qk_dim, v_dim):
+    """Forward attention FLOPs per token of ``layers`` sliding-window layers: each query attends to
+    the last ``window`` keys (itself among them), so on average over a sequence of ``seq_len`` to
+    w - w (w - 1) / (2 seq) keys, w = min(window, seq) (a window covering the sequence is causal:
+    (seq + 1) / 2), at 2 FLOPs a key and value width each (QK^T and AV)."""
+    w = minimum(window, seq_len)
+    keys = w - w * (w - 1.0) / (2.0 * seq_len)
+    return layers * 2.0 * keys * (qk_dim + v_dim)
+
+
 def training_flops_per_token(active_params, layers, seq_len, qk_dim, v_dim):
     """6N + 3x the forward attention term (forward + backward = 3 forward passes)."""
     return 6.0 * active_params + 3.0 * attention_flops_per_token_fwd(layers, seq_len, qk_dim, v_dim)

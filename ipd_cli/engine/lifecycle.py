@@ -797,7 +797,9 @@ def pretraining_steps(p: Pretraining | None, deadline_days: float | None) -> lis
         Step("pretraining.flops_per_token", p.flops_per_token,
              "6 x counted_active_params + attention_flops_per_token (attention_flops_per_token: the "
              "causal attention's score and value products, forward and backward, 3 x layers x "
-             "sequence length x (query-key width + value width) x the share of layers with attention)",
+             "sequence length x (query-key width + value width) x the share of layers with attention, "
+             "and a sliding-window layer's band: 2 x the keys a query sees in its window instead of the "
+             "sequence length)",
              {"counted_active_params": p.counted_active_params,
               "attention_flops_per_token": p.attention_flops_per_token}),
         Step("pretraining.mfu", p.mfu,

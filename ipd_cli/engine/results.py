@@ -154,7 +154,8 @@ class Pretraining(Result):
         default=0.0,
         description="of flops_per_token, the causal attention's score and value products, forward and "
         "backward: 3 x layers x sequence length x (query-key width + value width) x the share of "
-        "layers with attention; flops_per_token = 6 x counted_active_params + this",
+        "layers with attention, and the sliding-window layers' band (2 x the keys a query sees in its "
+        "window instead of the sequence length); flops_per_token = 6 x counted_active_params + this",
     )
     peak_tflops_per_gpu: float
     min_gpus_for_memory: int = Field(

@@ -273,6 +273,9 @@ def model_inputs(inp: Inputs, cat: Catalog, model: str) -> dict[str, Any]:
         "total": inp.read(f"{m}.total_params", "total parameters"),
         **attention_shape(arch),
         "attn_share": arch.kv_layers / arch.layers,
+        # sliding-window layers (the rest of the layers where the model names a window) and their window
+        "band_share": (arch.layers - arch.kv_layers) / arch.layers * (arch.sliding_window is not None),
+        "window": float(arch.sliding_window or 0),
         "experts": float(arch.experts),
         "topk": float(arch.experts_per_token) * arch.is_moe,
         "shared": float(arch.shared_experts) * arch.is_moe,
@@ -399,6 +402,9 @@ def hardware_inputs(
         "attn_ref_dim": inp.read("efficiency.attention_reference_head_dim", "attention reference head dim"),
         "attn_half_share": inp.read(
             "efficiency.attention_half_head_share", "attention efficiency at half the reference head dim"
+        ),
+        "band_eff": inp.read(
+            "efficiency.attention_sliding_window_efficiency", "sliding-window attention efficiency"
         ),
         "attn_bwd_ratio": inp.read(
             "efficiency.attention_backward_flops_ratio", "attention backward / forward"
@@ -635,6 +641,8 @@ def derive(x: dict) -> dict[str, Any]:
         x["seq"],
         x["q_width"] * x["attn_share"],
         x["attn_dim"] * x["attn_share"],
+    ) + 3.0 * f.band_attention_flops_per_token_fwd(
+        x["layers"] * x["band_share"], x["seq"], x["window"], x["q_width"], x["attn_dim"]
     )
     # the micro terms of module-set recompute policies, where one can be asked for: the search does
     # not enumerate them, so only a pin brings them in (no pins given: one plan, compute them)

@@ -259,10 +259,18 @@ def loss_seconds(P: Cols, x: dict):
 
 
 def attention_seconds(P: Cols, x: dict):
-    """Forward fused causal attention of one average layer and micro-batch, in BF16."""
+    """Forward fused attention of one average layer and micro-batch, in BF16: the causal layers' and
+    the sliding-window layers' (their band, at its own efficiency)."""
     T = tokens(P, x)
     flops = T * x["seq"] * (x["q_width"] + x["attn_dim"]) / P["tp"] * x["attn_share"]  # QK^T + AV, causal
-    return flops / (x["bf16_peak"] * x["attn_eff"])
+    band = (
+        T
+        * f.band_attention_flops_per_token_fwd(
+            x["band_share"], x["seq"], x["window"], x["q_width"], x["attn_dim"]
+        )
+        / P["tp"]
+    )
+    return flops / (x["bf16_peak"] * x["attn_eff"]) + band / (x["bf16_peak"] * x["band_eff"])
 
 
 def layer_elementwise_values(x: dict):
