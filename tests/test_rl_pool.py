@@ -205,3 +205,76 @@ def test_a_larger_cap_never_takes_a_costlier_pool():
     assert small.pool_fits_schedule and large.pool_fits_schedule
     assert _run_usd_per_step(large) <= _run_usd_per_step(small) * (1 + 1e-12)
     assert (large.gen_gpus, large.train_gpus) == (small.gen_gpus, small.train_gpus) == (1152, 4096)
+
+
+def _setup(hardware: str, workload: str, sets: tuple[str, ...] = ()):
+    """A fresh pool-search setup (its own rollout engine and caches)."""
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import setup
+
+    cat = load(sets=list(sets))
+    _, w, origin = resolve_workload(cat, workload, {})
+    return setup(sv.serving_context(cat, hardware, w.model), w, "rental", origin)
+
+
+@pytest.mark.parametrize(
+    ("hardware", "workload", "sets"),
+    [("vera-rubin", "rl-swe-agent", ()), ("gb200-nvl72", "rl-swe-agent", ("workload.mode=async",)),
+     ("h100", "rl-swe-agent-10t", ("workload.mode=one-step-off", "workload.gpus=8192")),
+     ("mi355x", "rl-swe-agent", ())],
+)  # fmt: skip
+def test_the_pool_floors_at_once_are_each_pools_own(hardware, workload, sets):
+    # the pool search's floors as arrays (Rollouts.soonest over every generation size, one
+    # trainer_seconds over every trainer size) equal, bit for bit, the scalar answers one pool at a
+    # time (in_group on an engine of its own, whose caches soonest did not fill; trainer)
+    import numpy as np
+
+    from ipd_cli.engine.rl.generation import NO_LOAD
+    from ipd_cli.engine.rl.step import pool_candidates, schedule
+    from ipd_cli.engine.rl.trainer import trainer, trainer_seconds, trainer_sizes
+
+    s, scalar = _setup(hardware, workload, sets), _setup(hardware, workload, sets)
+    asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
+    pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
+    gens = pool_candidates(min(pools), 20_000, [*pools, s.system_gpus])
+    # the grid's first sizes and a spread of the rest, plus one too small for any replica (inf)
+    sizes = [min(pools) - 1, *gens[:40], *gens[40::25]]
+    fast = s.rollouts.soonest(s.nums, sizes, asynchronous, NO_LOAD)
+    one = [scalar.rollouts.in_group(scalar.nums, g, asynchronous, None, NO_LOAD)[1] for g in sizes]
+    assert fast.tolist() == one and np.isinf(fast[0]) and np.isfinite(fast[1:]).all()
+    # every trainer size of the search, a size between two of them, the cap itself, and one past
+    # the request's largest trainer (its trainer reads a table of its own)
+    trains = trainer_sizes(s.rates, s.memory.min_gpus, s.rates.cap)
+    sizes = [*trains, trains[0] + 1, s.rates.cap, s.rates.cap + 8]
+    fast = trainer_seconds(s.rates, s.w, sizes)
+    one = [(tr := trainer(scalar.rates, scalar.w, t)).logprob_s + tr.training_s for t in sizes]
+    assert fast.tolist() == one
+    assert fast[len(trains)] == fast[0]  # a size between two runs the smaller one's plan
+
+
+def test_the_trainer_floors_by_hand_and_every_plan_of_a_table(catalog):
+    # trainer_seconds by its formula, written out for one size from the plan table's row:
+    # logprob_passes x forward / share + ppo_epochs x ((step - fixed) / share + fixed) + the
+    # step's fixed time; and the one evaluation of every distinct plan's log-prob pass equals
+    # the scalar one's (plan_forward_seconds) on each row of a MoE trainer's table
+    from ipd_cli.engine import trainplan as tpn
+    from ipd_cli.engine.rl.trainer import _forward_seconds_of_rows, plans_by_size, trainer_seconds
+    from ipd_cli.errors import InfeasibleError
+
+    s = _setup("vera-rubin", "rl-swe-agent-10t", ("workload.gpus=16384",))
+    r, w = s.rates, s.w
+    table = plans_by_size(r)
+    n = s.memory.min_gpus
+    i = table.best(n)
+    out = {k: float(v[i]) for k, v in table.s.out.items() if not isinstance(v, tuple)}
+    forward = tpn.plan_forward_seconds(tpn.plan_of(table.s, i), r.y) / r.share
+    step = (out["step_s"] - out["fixed_s"]) / r.share + out["fixed_s"]
+    want = w.logprob_passes * forward + (w.ppo_epochs * step + r.fixed_s)
+    assert trainer_seconds(r, w, [n]).tolist() == [want]
+    assert s.arch.is_moe and len(set(table.rows.tolist())) == 5  # 1,024 to 16,384 GPUs
+    rows = sorted(set(table.rows.tolist()))
+    one = [tpn.plan_forward_seconds(tpn.plan_of(table.s, k), r.y) for k in rows]
+    assert _forward_seconds_of_rows(r, table.s, rows).tolist() == one
+    with pytest.raises(InfeasibleError, match=f"on {n - 1:,} GPUs"):
+        trainer_seconds(r, w, [n, n - 1])

@@ -70,6 +70,7 @@ from .trainer import (
     trainer_holding_gpus,
     trainer_memory,
     trainer_rates,
+    trainer_seconds,
     trainer_sizes,
 )
 from .workload import RlNumbers, check_own_transport, resolve_request, workload_numbers
@@ -699,10 +700,11 @@ def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) ->
     # the widest unit is cheaper (an absurd cap, 10M GPUs, evaluated ~1,150 sizes, 2.2 s, for none)
     in_flight = math.ceil(s.nums.generated * in_flight_batches(s.w.staleness_bound, asynchronous))
     gens = pool_candidates(lo_gen, min(cap - trains[0], max(units) * in_flight), units)
-    s.rollouts.ahead(s.nums, gens, asynchronous, NO_LOAD)  # the soonest rollouts of every size at once
+    # every size's soonest rollouts and every trainer size's seconds, each one array (no engine
+    # copy or Trainer made per size)
     env = exposed_floor(s.nums, s.host, asynchronous)
-    rollout = np.array([s.rollouts.in_group(s.nums, g, asynchronous, None, NO_LOAD)[1] for g in gens]) + env
-    training = np.array([(tr := trainer(s.rates, s.w, t)).logprob_s + tr.training_s for t in trains])
+    rollout = s.rollouts.soonest(s.nums, gens, asynchronous, NO_LOAD) + env
+    training = trainer_seconds(s.rates, s.w, trains)
     g_grid, t_grid = np.meshgrid(np.array(gens), np.array(trains), indexing="ij")
     floor = step_floor(mode, rollout[:, None], training[None, :])
     gpus = g_grid + t_grid

@@ -160,13 +160,16 @@ class Rollouts:
         k, b, t = self.chosen[key]
         return replace(self, choice=k, concurrency=b, chosen=self.chosen, floors=self.floors), t
 
-    def ahead(self, nums: RlNumbers, sizes: list[int], asynchronous: bool, load: Load = NO_LOAD) -> None:
+    def ahead(
+        self, nums: RlNumbers, sizes: list[int], asynchronous: bool, load: Load = NO_LOAD, guess: bool = True
+    ) -> None:
         """Keep :meth:`in_group`'s answers for pools of each of ``sizes`` GPUs, among all groups
         and among each pool's first alternative (:meth:`alternatives`), made :data:`AHEAD_POOLS`
         pools at a time (:func:`fastest_many`); any it cannot make are made pool by pool when
         asked. The alternative is a guess, kept apart (``guessed``) until asked: a step may rule it
         out by its floor and never ask (most asks are for it: 86 of 97 in a Vera Rubin search, 55
-        of 70 on GB200; its 232 pools at once cost less than those asks one by one)."""
+        of 70 on GB200; its 232 pools at once cost less than those asks one by one). ``guess``
+        False: among all groups alone (:meth:`soonest`, whose caller asks for nothing else)."""
         new = [g for g in dict.fromkeys(sizes) if (g, asynchronous, None, load) not in self.chosen]
         for i in range(0, len(new), AHEAD_POOLS):
             chunk = new[i : i + AHEAD_POOLS]
@@ -176,6 +179,8 @@ class Rollouts:
             for g, (best, floors) in zip(chunk, found, strict=True):
                 self.chosen[(g, asynchronous, None, load)] = best
                 self.floors[(g, asynchronous, load)] = floors
+            if not guess:
+                continue
             # each pool's first other group, the one a step tries first (estimate.evaluate)
             other = [(g, alt[0][0]) for g in chunk if (alt := self.alternatives(nums, g, asynchronous, load))]
             other = [(g, a) for g, a in other if (g, asynchronous, a, load) not in self.chosen]
@@ -185,6 +190,23 @@ class Rollouts:
                     other, fastest_many(self, nums, pools, asynchronous, load, among) or [], strict=False
                 ):
                     self.guessed[(g, asynchronous, a, load)] = best
+
+    def soonest(self, nums: RlNumbers, sizes: list[int], asynchronous: bool, load: Load = NO_LOAD) -> Any:
+        """:meth:`in_group`'s seconds among all groups on pools of each of ``sizes`` GPUs, as one
+        array (inf where no replica fits), with no :class:`Rollouts` made per pool: the pools made
+        at once (:meth:`ahead`, without its guesses of each pool's alternative group, which only a
+        step asks for), any :func:`fastest_many` cannot make pool by pool, then the answers kept
+        read out (a pool search's rollout floors: ~450 sizes, where one :meth:`in_group` each built
+        a copy of the engine to read one number)."""
+        import numpy as np
+
+        self.ahead(nums, sizes, asynchronous, load, guess=False)
+        keys = [(g, asynchronous, None, load) for g in sizes]
+        for key in keys:
+            if key not in self.chosen:  # a pool fastest_many could not make
+                self.in_group(nums, key[0], asynchronous, None, load)
+        chosen = self.chosen
+        return np.fromiter((chosen[key][2] for key in keys), float, count=len(keys))
 
     def member(self, group: int) -> Rollouts:
         """A configuration of ``group`` (``sync_groups``; all of one group take the same update)."""

@@ -217,6 +217,57 @@ def trainer(r: TrainerRates, w: RlWorkload, train_gpus: int) -> Trainer:
     )
 
 
+def trainer_seconds(r: TrainerRates, w: RlWorkload, sizes: Any) -> Any:
+    """:func:`trainer`'s ``logprob_s + training_s`` on each of ``sizes`` GPUs, as one array: the
+    same formulas over the rows :meth:`~ipd_cli.engine.trainplan.BySize.best` gives (one
+    ``searchsorted``), each distinct plan's log-prob pass evaluated once, over all of them at once
+    (:func:`_forward_seconds_of_rows`), where a :func:`trainer` each built a :class:`Trainer` and
+    its plan's dict (a pool search's trainer floors). Sizes past the request's largest trainer
+    (``r.cap``), whose :func:`trainer` reads a table of its own, are each its :func:`trainer`'s.
+    InfeasibleError as :func:`trainer`'s where a size holds no plan."""
+    import numpy as np
+
+    sizes = np.asarray(sizes, np.int64).reshape(-1)
+    seconds = np.empty(sizes.size)
+    past = sizes > r.cap
+    for i in np.flatnonzero(past):  # none in a pool search: its sizes are within the cap
+        tr = trainer(r, w, int(sizes[i]))
+        seconds[i] = tr.logprob_s + tr.training_s
+    within = np.flatnonzero(~past)
+    if within.size == 0:
+        return seconds
+    table = plans_by_size(r)  # the one :func:`trainer` reads for each of them
+    k = np.searchsorted(table.used, sizes[within], side="right") - 1
+    if k.min() < 0:
+        raise InfeasibleError(
+            f"no parallelism plan holds the training state on {counted(int(sizes[within][np.argmin(k)]))}"
+        )
+    rows, at = np.unique(np.asarray(table.rows)[k], return_inverse=True)
+    at = at.reshape(-1)
+    out = table.s.out
+    forward = _forward_seconds_of_rows(r, table.s, rows)[at] / r.share
+    step = ((out["step_s"][rows] - out["fixed_s"][rows]) / r.share + out["fixed_s"][rows])[at]
+    seconds[within] = w.logprob_passes * forward + (w.ppo_epochs * step + r.fixed_s)
+    return seconds
+
+
+def _forward_seconds_of_rows(r: TrainerRates, s: tpn.Searched, rows: Any) -> Any:
+    """:func:`_forward_seconds` of the plans of ``s``'s ``rows`` in one evaluation over their
+    columns: :func:`~ipd_cli.engine.trainplan.plan_of`'s fields (its ``a2ao`` rule over arrays)
+    into :func:`~ipd_cli.engine.trainplan.plan_forward_seconds`' formula, the same numbers (each
+    operation the scalar one, element by element)."""
+    import numpy as np
+
+    from ipd_cli.engine import trainstep as ts
+
+    if len(rows) == 0:
+        return np.empty(0)
+    P = {k: np.trunc(np.asarray(s.cols[k][rows], float)) for k in tpn.PLAN_COLS}  # plan_of's int()
+    P["a2ao"] = ((P["a2ao"] == 1) & (P["ep"] > 1) & (ts.unpaired_share(P) < 1.0)).astype(float)
+    forward = ts.forward_seconds(P, ts.micro_terms(P, r.y), r.y)
+    return np.broadcast_to(np.asarray(forward, float), (len(rows),))
+
+
 def _forward_seconds(r: TrainerRates, plan: dict[str, int]) -> float:
     """:func:`~ipd_cli.engine.trainplan.plan_forward_seconds` of ``plan`` on ``r``'s inputs, kept."""
     key = tuple(sorted(plan.items()))
