@@ -278,3 +278,96 @@ def test_the_trainer_floors_by_hand_and_every_plan_of_a_table(catalog):
     assert _forward_seconds_of_rows(r, table.s, rows).tolist() == one
     with pytest.raises(InfeasibleError, match=f"on {n - 1:,} GPUs"):
         trainer_seconds(r, w, [n, n - 1])
+
+
+_SETUPS = [
+    ("vera-rubin", "rl-swe-agent", ()),
+    ("gb200-nvl72", "rl-swe-agent", ("workload.mode=async",)),
+    ("h100", "rl-swe-agent-10t", ("workload.mode=one-step-off", "workload.gpus=8192")),
+    ("mi355x", "rl-swe-agent", ("workload.gpus=2048",)),
+]
+
+
+@pytest.mark.parametrize(("hardware", "workload", "sets"), _SETUPS)
+def test_the_rollout_floors_are_under_each_sizes_soonest(hardware, workload, sets):
+    # rollout_floors, the one cheap pass that stands in for a size's soonest rollouts until the
+    # search reaches it, is never above them (else the search could pass over a pool), and inf
+    # exactly where no replica fits
+    import numpy as np
+
+    from ipd_cli.engine.rl.generation import NO_LOAD, rollout_floors
+    from ipd_cli.engine.rl.step import pool_candidates, schedule
+
+    s = _setup(hardware, workload, sets)
+    asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
+    pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
+    sizes = [min(pools) - 1, *pool_candidates(min(pools), 3000, [*pools, s.system_gpus])]
+    floors = rollout_floors(s.rollouts, s.nums, sizes, asynchronous, NO_LOAD)
+    soonest = s.rollouts.soonest(s.nums, sizes, asynchronous, NO_LOAD)
+    assert np.isinf(floors[0]) and np.isinf(soonest[0])
+    assert (floors[1:] <= soonest[1:]).all() and (floors[1:] > 0).all()
+    assert np.median(soonest[1:] / floors[1:]) < 1.2  # a floor near them, not 0
+
+
+@pytest.mark.parametrize(("hardware", "workload", "sets"), _SETUPS)
+def test_the_search_takes_the_pools_in_the_order_of_every_sizes_soonest(
+    monkeypatch, hardware, workload, sets
+):
+    # cheapest_pool makes a size's soonest rollouts only when it reaches one of its pools; it
+    # evaluates the same pools in the same order, and answers the same, as the search that made
+    # the soonest of every size first and sorted every pool by its floor (written out here)
+    import numpy as np
+
+    from ipd_cli.engine.rl import estimate as est
+    from ipd_cli.engine.rl.generation import NO_LOAD, exposed_floor, in_flight_batches
+    from ipd_cli.engine.rl.step import pool_candidates, schedule, split_gpus, step_floor
+    from ipd_cli.engine.rl.trainer import trainer, trainer_sizes
+
+    seen: list[tuple[int, int]] = []
+    evaluate = est.evaluate
+
+    def recorded(s, g, t, quiet=False):
+        seen.append((g, t))
+        return evaluate(s, g, t, quiet=quiet)
+
+    monkeypatch.setattr(est, "evaluate", recorded)
+    s, eager = _setup(hardware, workload, sets), _setup(hardware, workload, sets)
+    cap = s.w.total_gpus()
+    pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
+    gen, train = split_gpus(cap, pools, est._StepSeconds(s), s.memory.min_gpus, grain=s.system_gpus)
+    seen.clear()
+    chosen = est.cheapest_pool(s, pools, cap, gen, train)
+    assert seen[0] == (gen, train)  # the whole cap's fastest split, first
+    lazy = seen[1:]
+
+    # the eager search: every size's soonest, every trainer, all pools sorted by their floor
+    s = eager
+    mode = schedule(s.w.mode, s.w.staleness_bound)
+    asynchronous = mode == "async"
+    allowed = est.schedule_step_s(s)
+    fast = est.evaluate(s, gen, train, quiet=True)
+    best = ((gen + train) * est._run_step_s(s, fast, gen, train), gen + train, gen, train)
+    trains = trainer_sizes(s.rates, s.memory.min_gpus, cap - min(pools))
+    units = [*pools, s.system_gpus]
+    in_flight = int(np.ceil(s.nums.generated * in_flight_batches(s.w.staleness_bound, asynchronous)))
+    gens = pool_candidates(min(pools), min(cap - trains[0], max(units) * in_flight), units)
+    env = exposed_floor(s.nums, s.host, asynchronous)
+    rollout = np.array([s.rollouts.in_group(s.nums, g, asynchronous, None, NO_LOAD)[1] for g in gens]) + env
+    training = np.array([(tr := trainer(s.rates, s.w, t)).logprob_s + tr.training_s for t in trains])
+    g_grid, t_grid = np.meshgrid(np.array(gens), np.array(trains), indexing="ij")
+    floor = step_floor(mode, rollout[:, None], training[None, :])
+    gpus = g_grid + t_grid
+    bound = gpus * floor
+    candidates = np.flatnonzero(((gpus <= cap) & (floor <= allowed) & np.isfinite(bound)).ravel())
+    seen.clear()
+    for k in candidates[np.argsort(bound.ravel()[candidates], kind="stable")]:
+        if bound.flat[k] >= best[0]:
+            break
+        g, t = int(g_grid.flat[k]), int(t_grid.flat[k])
+        if (g, t) == (gen, train):
+            continue
+        run_s = est._run_step_s(s, est.evaluate(s, g, t, quiet=True), g, t)
+        if run_s <= allowed and ((g + t) * run_s, g + t) < best[:2]:
+            best = ((g + t) * run_s, g + t, g, t)
+    assert lazy == seen and len(seen) >= 5
+    assert (chosen.gen_gpus, chosen.train_gpus, chosen.tried) == (best[2], best[3], len(seen) + 1)

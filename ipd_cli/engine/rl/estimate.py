@@ -19,6 +19,7 @@ from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError, InputError
 
 from .generation import (
+    AHEAD_POOLS,
     NO_LOAD,
     Environment,
     Generation,
@@ -32,6 +33,7 @@ from .generation import (
     host_cpus,
     in_flight_batches,
     rollout_engine,
+    rollout_floors,
     sandbox_load,
 )
 from .periodic import periodic_terms
@@ -679,7 +681,11 @@ def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) ->
 
     The grid of pools is weighed at once (numpy): each pool's floor, its soonest rollouts with no
     sandbox bound beside its trainer with no update (:func:`step.step_floor`), x its GPUs; pools are
-    evaluated in the order of that floor until it reaches the cheapest found, which it cannot beat."""
+    evaluated in the order of that floor until it reaches the cheapest found, which it cannot beat.
+    A size's soonest rollouts are made only once the search reaches one of its pools (before, a
+    floor under them stands in: :func:`generation.rollout_floors`), so the sizes whose pools all
+    cost more than the cheapest found are never made (the soonest rollouts of all ~300 sizes were
+    most of a search's time)."""
     import numpy as np
 
     mode = schedule(s.w.mode, s.w.staleness_bound)
@@ -700,23 +706,41 @@ def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) ->
     # the widest unit is cheaper (an absurd cap, 10M GPUs, evaluated ~1,150 sizes, 2.2 s, for none)
     in_flight = math.ceil(s.nums.generated * in_flight_batches(s.w.staleness_bound, asynchronous))
     gens = pool_candidates(lo_gen, min(cap - trains[0], max(units) * in_flight), units)
-    # every size's soonest rollouts and every trainer size's seconds, each one array (no engine
-    # copy or Trainer made per size)
     env = exposed_floor(s.nums, s.host, asynchronous)
-    rollout = s.rollouts.soonest(s.nums, gens, asynchronous, NO_LOAD) + env
-    training = trainer_seconds(s.rates, s.w, trains)
+    training = trainer_seconds(s.rates, s.w, trains)  # every trainer size's seconds, one array
     g_grid, t_grid = np.meshgrid(np.array(gens), np.array(trains), indexing="ij")
-    floor = step_floor(mode, rollout[:, None], training[None, :])
     gpus = g_grid + t_grid
-    with np.errstate(invalid="ignore"):
-        bound = gpus * floor
-        ok = (gpus <= cap) & (floor <= allowed) & np.isfinite(bound)
-    candidates = np.flatnonzero(ok.ravel())
-    order = candidates[np.argsort(bound.ravel()[candidates], kind="stable")]
+    # each generation size's rollouts: a floor under its soonest (one cheap pass over every size)
+    # until the search reaches one of its pools, then its soonest, made with the next sizes it
+    # would reach (Rollouts.soonest); a floor under a floor, so the pools are taken in the same
+    # order, (floor, then grid position), as the soonest of every size would take them
+    rollout = rollout_floors(s.rollouts, s.nums, gens, asynchronous, NO_LOAD) + env
+    made = np.zeros(len(gens), bool)
+    left = gpus <= cap  # pools not yet taken
+
+    def weighed() -> Any:  # each pool left's floor x its GPUs (inf: none, or past the schedule)
+        floor = step_floor(mode, rollout[:, None], training[None, :])
+        with np.errstate(invalid="ignore"):
+            bound = gpus * floor
+            return np.where(left & (floor <= allowed) & np.isfinite(bound), bound, np.inf)
+
+    bound = weighed()
     tried = 1
-    for k in order:
-        if bound.flat[k] >= best[0]:
-            break  # nor any pool after it
+    while True:
+        k = int(np.argmin(bound))  # the first of the least
+        if not bound.flat[k] < best[0]:
+            break  # nor any pool after it (inf: none left)
+        i = k // len(trains)
+        if not made[i]:  # its size's soonest, with the next unmade sizes by their least pool's floor
+            nearest = bound.min(axis=1)
+            batch = np.flatnonzero(~made & (nearest < best[0]))
+            batch = batch[np.argsort(nearest[batch], kind="stable")][:AHEAD_POOLS]
+            rollout[batch] = s.rollouts.soonest(s.nums, [gens[j] for j in batch], asynchronous, NO_LOAD) + env
+            made[batch] = True
+            bound = weighed()
+            continue
+        left.flat[k] = False
+        bound.flat[k] = np.inf
         g, t = int(g_grid.flat[k]), int(t_grid.flat[k])
         if (g, t) == (gen, train):
             continue
