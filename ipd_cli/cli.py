@@ -1639,6 +1639,30 @@ def _click_exceptions() -> Any:
     return exceptions
 
 
+# A word a user may take for a command, and where ipd does what it names: `ipd tco` was "No such
+# command 'tco'" alone, though owning cost is an option of every estimate (a capacity planner's
+# review, 2026-12-05).
+_NOT_COMMANDS = {
+    "tco": "Owning cost is an option, --pricing tco, of compare, explain, sweep, train, serve and rl"
+    " (ipd compare vera-rubin blackwell --pricing tco)",
+    "lifecycle": "A lifecycle scenario is run by ipd compare HW... [--scenario NAME|FILE], its formulas"
+    " by ipd explain",
+    "budget": "A budget is an option, --max-usd USD (and --budget-metric), of compare, train and rl",
+    "samples": "Uncertainty is ipd sweep --samples N (P10/P50/P90 over the catalog's ranges)",
+}
+_NOT_COMMANDS["scenario"] = _NOT_COMMANDS["lifecycle"]
+_NOT_COMMANDS["uncertainty"] = _NOT_COMMANDS["samples"]
+
+
+def _command_hint(message: str, args: list[str]) -> str:
+    """' Owning cost is ...' where an unknown command is a word that ipd does with an option."""
+    if not message.startswith("No such command"):
+        return ""
+    word = next((a for a in args if not a.startswith("-")), "")
+    hint = _NOT_COMMANDS.get(word.lower())
+    return f" {hint}." if hint else ""
+
+
 def _given_value(e: Exception, args: list[str]) -> str:
     """' (got 'x')' for a bad option value: click's message names the option, not what was typed."""
     opts = getattr(getattr(e, "param", None), "opts", None) or []
@@ -1724,7 +1748,7 @@ def _run(argv: list[str] | None) -> Any:
         raise SystemExit(int(ExitCode.USAGE)) from None
     except errors.UsageError as e:
         where = e.ctx.command_path if e.ctx is not None else "ipd"
-        got = _given_value(e, args)
+        got = _given_value(e, args) + _command_hint(e.format_message(), args)
         _fail(f"{e.format_message()}{got} (see '{where} --help')", int(ExitCode.USAGE))
     except IpdError as e:
         if debug:

@@ -55,6 +55,32 @@ def test_a_different_machine_is_never_suggested(catalog, typed):
     assert r.code == 2 and "did you mean" not in r.stderr and "choose one of" in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("word", "points_to"),
+    [
+        ("tco", "--pricing tco"),
+        ("TCO", "--pricing tco"),
+        ("lifecycle", "ipd compare HW"),
+        ("scenario", "--scenario"),
+        ("budget", "--max-usd"),
+        ("samples", "ipd sweep --samples"),
+    ],
+)
+def test_a_word_ipd_does_with_an_option_is_pointed_to_it(word, points_to):
+    # a capacity planner's review: `ipd tco` said "No such command 'tco'" and nothing else, though
+    # owning cost is --pricing tco on every estimate
+    r = run_cli(word, "vera-rubin")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and f"No such command '{word}'." in r.stderr
+    assert points_to in r.stderr
+
+
+def test_an_unknown_command_without_a_hint_keeps_its_message():
+    said = "ipd: error: No such command 'servee'. Did you mean 'serve'? (see 'ipd --help')\n"
+    assert run_cli("servee").stderr == said
+    assert run_cli("cost").stderr == "ipd: error: No such command 'cost'. (see 'ipd --help')\n"
+
+
 def test_compare_h100_b200_runs_on_the_aliases():
     r = run_cli("compare", "h100", "b200", "--workload", "pretrain-10t-moe", "-f", "json")
     assert r.code == 0, r.stderr
