@@ -27,8 +27,12 @@ def list_hardware(cat: Catalog) -> Listing:
     """The catalog's systems with their key specs (``ipd hardware list``)."""
     _check(cat, "hardware list")
     items = []
+    preference = cat.economics.rental_label_preference
     for name, s in cat.systems.items():
         acc = cat.accelerator_of(s)
+        # the price `--pricing rental` charges (the first label of the preference it has): a buyer's
+        # first look at the systems named none (a capacity planner's review)
+        price = next((p for label in preference for p in s.prices if p.label == label), None)
         fp4 = acc.fp4_dense_tflops.value if acc.fp4_dense_tflops else None
         fp8 = acc.fp8_dense_tflops.value if acc.fp8_dense_tflops else None
         items.append(
@@ -47,6 +51,10 @@ def list_hardware(cat: Catalog) -> Listing:
                 "hbm_gb": round(acc.hbm_gib.value * GIBI / GIGA, 1),
                 "hbm_tb_per_s": acc.hbm_tb_per_s.value,
                 "power_kw": s.power_kw.value,
+                "price_usd_per_gpu_hour": price.usd_per_gpu_hour.value if price else None,
+                "pricing": f"rental:{price.label}" if price else None,
+                "price_term_years": price.term_years if price else None,
+                "capex_usd": s.capex_usd.value,
             }
         )
     return Listing(kind="hardware", items=items)

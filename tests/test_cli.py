@@ -190,6 +190,39 @@ def test_yaml_format_and_listing_commands():
     assert r.code == 0 and r.stdout.startswith("name,")
 
 
+def test_hardware_list_names_each_systems_price_and_capex():
+    # a capacity planner's review: the systems' first listing named no price; the values are
+    # configs/hardware.yaml's and hardware-legacy.yaml's (GB200 NVL72 reserved $4.05 for 3 years,
+    # capex $3.75M; A100 has no reserved price, so `rental` charges its on-demand $2.45; H20 has
+    # only a tco-model point, $0.90, which economics.rental_label_preference takes third)
+    rows = {r["name"]: r for r in run_cli("hardware", "list", "-f", "json").json()["items"]}
+    gb200 = rows["gb200-nvl72"]
+    assert (gb200["price_usd_per_gpu_hour"], gb200["pricing"], gb200["price_term_years"]) == (
+        4.05,
+        "rental:reserved",
+        3,
+    )
+    assert gb200["capex_usd"] == 3_750_000
+    a100 = rows["a100-sxm"]
+    assert (a100["price_usd_per_gpu_hour"], a100["pricing"], a100["price_term_years"]) == (
+        2.45,
+        "rental:on-demand",
+        None,
+    )
+    assert (rows["h20"]["price_usd_per_gpu_hour"], rows["h20"]["pricing"]) == (0.9, "rental:tco-model")
+    # the price the estimates charge, a --set included
+    r = run_cli("hardware", "list", "-f", "csv", "--set", "systems.gb200-nvl72.prices.reserved=3.3")
+    row = next(r for r in csv.DictReader(io.StringIO(r.stdout)) if r["name"] == "gb200-nvl72")
+    assert float(row["price_usd_per_gpu_hour"]) == 3.3
+    args = ["--model", "llama-3.1-8b", "--tokens", "1e9", "--gpus", "72", "-f", "json"]
+    for system, row in (("gb200-nvl72", gb200), ("a100-sxm", a100)):
+        trained = run_cli("train", "--hardware", system, *args).json()["pretraining"]
+        assert (trained["price_usd_per_gpu_hour"], trained["pricing"]) == (
+            row["price_usd_per_gpu_hour"],
+            row["pricing"],
+        )
+
+
 def test_unknown_names_exit_2_with_suggestion():
     r = run_cli("compare", "vera-rubin", "blakwell")
     assert r.code == 2

@@ -30,6 +30,15 @@ class HardwareRow(Result):
     hbm_gb: float = Field(description="hbm_gib in decimal GB")
     hbm_tb_per_s: float
     power_kw: float = Field(description="the system's all-in power")
+    price_usd_per_gpu_hour: float | None = Field(
+        description="the GPU-hour price --pricing rental charges: the first label of "
+        "economics.rental_label_preference the system has (none: it has none of them)"
+    )
+    pricing: str | None = Field(description="that price's basis, rental:LABEL, as the estimates print it")
+    price_term_years: float | None = Field(
+        description="that price's contract term in years (none: on demand or not stated)"
+    )
+    capex_usd: float = Field(description="the system's purchase price, what --pricing tco reads")
 
 
 class ModelRow(Result):

@@ -154,6 +154,9 @@ TABLE_HIDDEN: dict[str, tuple[str, ...]] = {"explain": (*EXPLAIN_INPUT_FIELDS, "
 OPTIONAL_COLUMNS: dict[str, list[str]] = {
     "hardware": [
         "description",
+        "capex_usd",
+        "price_term_years",
+        "pricing",
         "scale_up_domain",
         "bf16_dense_tflops",
         "fp8_dense_tflops",
