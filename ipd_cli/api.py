@@ -171,6 +171,11 @@ def rl(
     # its run charged for the hours its steps run, as compare says it of a scenario's (a review:
     # `ipd rl` priced the same year's run with no note)
     result.notes.extend(rl_pool_notes([result]) + rl_busy_notes([result], cat))
+    from .engine.pricing import one_sided_range_notes
+
+    # a sampled sweep of the workload draws them as compare's note says (a capacity planner's
+    # review: `ipd rl` and `ipd train` said nothing where `compare --workload` did)
+    result.notes.extend(one_sided_range_notes([result]))
     return result
 
 
@@ -296,6 +301,9 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
     # the contract a reserved rate's run is part of, as compare says it (an output review: the same
     # run's cost came with the note from compare and without it from train)
     result.notes.extend(contract_term_notes(cat, [result]))
+    from .engine.pricing import one_sided_range_notes
+
+    result.notes.extend(one_sided_range_notes([result]))  # as compare's and rl's
     return result
 
 

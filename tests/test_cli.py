@@ -223,6 +223,24 @@ def test_hardware_list_names_each_systems_price_and_capex():
         )
 
 
+def test_train_and_rl_note_the_ranges_as_compare_does_for_the_same_run():
+    # a capacity planner's review: the note that a sampled sweep's median sits off the estimate came
+    # with `compare --workload` and not with `train` or `rl` of the same run
+    def notes(r):
+        assert r.code == 0, r.stderr
+        return [line for line in r.stderr.splitlines() if line.startswith("ipd: note:")]
+
+    trained = run_cli(
+        "train", "--hardware", "vera-rubin", "--model", "moe-10t", "--tokens", "1e14", "--days", "30",
+        "--precision", "fp4", "-f", "json",
+    )  # fmt: skip
+    compared = run_cli("compare", "vera-rubin", "--workload", "pretrain-10t-moe", "-f", "json")
+    assert notes(trained) == notes(compared) and any(n.startswith(RANGES) for n in notes(trained))
+    rl = run_cli("rl", "--hardware", "gb200", "--workload", "rl-swe-agent", "-f", "json")
+    compared = run_cli("compare", "gb200", "--workload", "rl-swe-agent", "-f", "json")
+    assert notes(rl) == notes(compared) and notes(rl)[-1].startswith(RANGES + "gb200-nvl72 ")
+
+
 def test_unknown_names_exit_2_with_suggestion():
     r = run_cli("compare", "vera-rubin", "blakwell")
     assert r.code == 2

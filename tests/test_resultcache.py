@@ -116,8 +116,9 @@ def test_warnings_are_replayed_in_order(cache, tmp_path):
     second = ipd(*args, cache=cache, cwd=tmp_path)
     assert (second.stdout, second.stderr) == (first.stdout, first.stderr)
     writes = json.loads(entries(cache)[0].read_bytes().partition(b"\n")[2].partition(b" ")[2])
-    # the data, then the warning and the reserved contract's note, as the run wrote them
-    assert [n for n, _ in writes] == [1, 2, 2]
+    # the data, then the warning, the reserved contract's note and the ranges' note, as the run
+    # wrote them
+    assert [n for n, _ in writes] == [1, 2, 2, 2]
 
 
 def price(run: subprocess.CompletedProcess) -> float:
