@@ -582,7 +582,8 @@ def test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted(catalog,
     cap_gb = gib * 2**30 * fraction / 1e9
     over = memory_gb > cap_gb
     assert 0.1 < over.mean() < 0.9 and len(memory_gb) == n
-    (note,) = chunks.notes  # GB200's plan fits every draw: no line for it
+    # GB200's plan fits every draw: no line for it (the deadline's lines are another test's)
+    (note,) = [n for n in chunks.notes if "does not fit the memory" in n]
     assert note.startswith(
         "vera-rubin-nvl72: the pre-training plan, chosen at the catalog's values of the drawn inputs,"
     )
@@ -595,6 +596,44 @@ def test_draws_whose_memory_the_sampled_plan_no_longer_fits_are_counted(catalog,
     # the search's own plan offloads its activations: no draw it does not fit
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--workload", "pretrain-10t-moe", "--samples", "50")
     assert r.code == 0 and "draws (up to" not in r.stderr
+
+
+def test_a_sampled_sweep_says_when_the_cluster_a_deadline_sized_misses_it(catalog):
+    # a capacity planner's review: Vera Rubin's 29,952 GPUs meet the 10T month at the catalog's
+    # values (29.3 days) and the draws' median is 39 days; the sweep printed the percentiles without
+    # saying that the cluster it sized misses its deadline. The count and median by hand from the
+    # draws the sweep priced, against pretrain-10t-moe's deadline_days: 30
+    n = 200
+    chunks, _ = ipd_cli.sweep(
+        catalog, ["hardware=vera-rubin"], "pretrain-10t-moe", samples=n, metrics="pretraining.wall_days"
+    )
+    days = chunks.tables["vera-rubin-nvl72"].values["pretraining.wall_days"][0]
+    late = int(np.count_nonzero(days > 30))
+    assert len(days) == n and late > n / 2
+    (note,) = [n for n in chunks.notes if "deadline" in n]
+    assert note == (
+        "vera-rubin-nvl72: the pre-training cluster sized at the catalog's values for the 30-day "
+        f"deadline (29,952 GPUs) finishes past it in {late} of the 200 draws (median "
+        f"{float(np.median(days)):,.1f} days): the draws keep that cluster; a run that must meet the "
+        "deadline needs more GPUs (ipd train --gpus N)"
+    )
+    # a line where half the draws or more are late, none below; none without a deadline or draws
+    from types import SimpleNamespace as NS
+
+    plan = NS(metrics=["pretraining.wall_days"])
+    half = {"pretraining.deadline_days": 30.0, "pretraining.gpus": np.full(4, 72.0)}
+    found = [("x", "", half | {"pretraining.wall_days": np.array([29.0, 29.5, 30.7, 31.0])})]
+    assert sw._deadline_notes(plan, found) == [
+        "x: the pre-training cluster sized at the catalog's values for the 30-day deadline (72 GPUs) "
+        "finishes past it in 2 of the 4 draws (median 30.1 days): the draws keep that cluster; a run "
+        "that must meet the deadline needs more GPUs (ipd train --gpus N)"
+    ]
+    found = [("x", "", half | {"pretraining.wall_days": np.array([29.0, 29.5, 30.0, 31.0])})]
+    assert sw._deadline_notes(plan, found) == []  # 30.0 is on time: 1 of 4 late
+    # the sweep does not print the wall time: no line (an error after it broke one-line errors)
+    assert sw._deadline_notes(NS(metrics=["pretraining.energy_mwh"]), found) == []
+    plain, _ = ipd_cli.sweep(catalog, ["hardware=vera-rubin"], "pretrain-10t-moe")
+    assert not any("deadline" in n for n in plain.notes)
 
 
 def test_ratios_divide_each_system_by_the_first_at_the_same_point(catalog, small):
