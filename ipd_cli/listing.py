@@ -27,12 +27,14 @@ def list_hardware(cat: Catalog) -> Listing:
     """The catalog's systems with their key specs (``ipd hardware list``)."""
     _check(cat, "hardware list")
     items = []
-    preference = cat.economics.rental_label_preference
+    from .engine.pricing import preferred_rental_label, price_point
+
     for name, s in cat.systems.items():
         acc = cat.accelerator_of(s)
-        # the price `--pricing rental` charges (the first label of the preference it has): a buyer's
-        # first look at the systems named none (a capacity planner's review)
-        price = next((p for label in preference for p in s.prices if p.label == label), None)
+        # the price `--pricing rental` charges: a buyer's first look at the systems named none (a
+        # capacity planner's review)
+        label = preferred_rental_label(cat, name)
+        price = price_point(cat, name, label) if label else None
         fp4 = acc.fp4_dense_tflops.value if acc.fp4_dense_tflops else None
         fp8 = acc.fp8_dense_tflops.value if acc.fp8_dense_tflops else None
         items.append(

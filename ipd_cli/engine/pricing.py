@@ -62,10 +62,10 @@ def usd_per_gpu_hour(inp: Inputs, system: str, pricing: str, always_on: bool = F
     if pricing.startswith("rental"):
         labels = {p.label for p in s.prices}
         wanted = pricing.partition(":")[2]
-        for label in [wanted] if wanted else cat.economics.rental_label_preference:
-            if label in labels:
-                value = inp.read(f"systems.{system}.prices.{label}", f"rental price ({label})")
-                return value, f"rental:{label}"
+        label = (wanted if wanted in labels else None) if wanted else preferred_rental_label(cat, system)
+        if label is not None:
+            value = inp.read(f"systems.{system}.prices.{label}", f"rental price ({label})")
+            return value, f"rental:{label}"
         if wanted:
             raise InputError(
                 f"{cat.origin('systems', system)}: systems.{system}.prices has no '{wanted}' price "
@@ -109,6 +109,13 @@ def owning_input(path: str) -> bool:
     return path in {f"economics.{k}" for k in OWNING_ECONOMICS} or (
         path.startswith("systems.") and path.endswith(".capex_usd")
     )
+
+
+def preferred_rental_label(cat: Any, system: str) -> str | None:
+    """The label `rental` pricing charges on ``system``: the first of
+    economics.rental_label_preference it has a price for (None: none)."""
+    labels = {p.label for p in cat.system(system).prices}
+    return next((label for label in cat.economics.rental_label_preference if label in labels), None)
 
 
 def price_point(cat: Any, system: str, label: str) -> Any:

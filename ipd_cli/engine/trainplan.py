@@ -1893,8 +1893,15 @@ def plan_of_cols(cols: dict[str, float]) -> dict[str, int]:
     where its schedule pairs a chunk with another micro-batch's and there is an all-to-all to
     hide: :func:`~ipd_cli.engine.trainstep.unpaired_share` below 1)."""
     p = {k: int(cols[k]) for k in PLAN_COLS}
-    p["a2ao"] = int(p["a2ao"] == 1 and p["ep"] > 1 and float(ts.unpaired_share(p)) < 1.0)  # one mb: 1
+    p["a2ao"] = int(a2a_overlap_named(p))  # one mb: 1
     return p
+
+
+def a2a_overlap_named(p: Any) -> Any:
+    """Whether a plan's 1F1B expert overlap is named (numbers or arrays of plans): asked for, with an
+    all-to-all to hide (EP > 1) and a schedule that pairs a chunk with another micro-batch's
+    (:func:`~ipd_cli.engine.trainstep.unpaired_share` below 1)."""
+    return (p["a2ao"] == 1) & (p["ep"] > 1) & (ts.unpaired_share(p) < 1.0)
 
 
 def plan_name(p: dict[str, int]) -> str:

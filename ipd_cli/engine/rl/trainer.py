@@ -253,7 +253,8 @@ def trainer_seconds(r: TrainerRates, w: RlWorkload, sizes: Any) -> Any:
 
 def _forward_seconds_of_rows(r: TrainerRates, s: tpn.Searched, rows: Any) -> Any:
     """:func:`_forward_seconds` of the plans of ``s``'s ``rows`` in one evaluation over their
-    columns: :func:`~ipd_cli.engine.trainplan.plan_of`'s fields (its ``a2ao`` rule over arrays)
+    columns: :func:`~ipd_cli.engine.trainplan.plan_of`'s fields (its ``a2ao`` rule,
+    :func:`~ipd_cli.engine.trainplan.a2a_overlap_named`, over arrays)
     into :func:`~ipd_cli.engine.trainplan.plan_forward_seconds`' formula, the same numbers (each
     operation the scalar one, element by element)."""
     import numpy as np
@@ -263,7 +264,7 @@ def _forward_seconds_of_rows(r: TrainerRates, s: tpn.Searched, rows: Any) -> Any
     if len(rows) == 0:
         return np.empty(0)
     P = {k: np.trunc(np.asarray(s.cols[k][rows], float)) for k in tpn.PLAN_COLS}  # plan_of's int()
-    P["a2ao"] = ((P["a2ao"] == 1) & (P["ep"] > 1) & (ts.unpaired_share(P) < 1.0)).astype(float)
+    P["a2ao"] = np.asarray(tpn.a2a_overlap_named(P), float)
     forward = ts.forward_seconds(P, ts.micro_terms(P, r.y), r.y)
     return np.broadcast_to(np.asarray(forward, float), (len(rows),))
 
