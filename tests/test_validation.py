@@ -226,18 +226,19 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # (aggregated) left the list again (+56 -> +42 %; 11 -> 10); median 13.45 -> 13.35 %. Since a draft
 # pass pays the kernels around its layer (serving.draft_pass_overhead_layers, 2026-12-05, forty-fourth
 # session) B200 TEP4 MTP at 32 users (+69 -> +49 %) and InferenceX's H100 8k/1k best point (+52 ->
-# +48 %) left the list (10 -> 8); median 12.82 -> 12.78 %.
+# +48 %) left the list (10 -> 8); median 12.82 -> 12.78 %. Since the catalog holds the acceptance
+# InferenceX's own TensorRT-LLM records measured on its prompts (2026-12-06, forty-sixth session:
+# 1.79 / 2.46 tokens a step at 1 / 3 drafts on 1k/1k, 1.82 / 2.61 on 8k/1k, from mean ITL over mean
+# TPOT at stream_interval 10) B200 DEP8 MTP at 32 and 64 users (+94 / +67 -> +47 / +32 %) and TEP8
+# MTP at 32 (+52 -> +43 %) left the list (8 -> 5); median 12.76 % unchanged.
 SERVING_MEDIAN_BOUND_PCT = 13.6
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
-    "ix-dsr1-b200-tep8-mtp-1k1k-c32",
     "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
     "ix-dsr1-b200-tep4-mtp-1k1k-c64",
     "ix-dsr1-b200-tep8-1k1k-c128",
     "ix-dsr1-gb200-trt-disagg-8k1k-c256-nomtp",
     "ix-dsr1-mi355x-fp8-tp8-8k1k-c4",
-    "ix-dsr1-b200-dep8-mtp-1k1k-c32",
-    "ix-dsr1-b200-dep8-mtp-1k1k-c64",
 }
 SERVING_WORST_RATIO_ANY = 3.0
 # Issue 18: AMD serving checking cases within 25 % median, none off by 2x (met: 20.2 %, 26 cases);
@@ -263,8 +264,11 @@ AMD_MEDIAN_BOUND_PCT = 25.0
 # blog 1's B200 depth table, 2026-12-05): 21.0 -> 21.8 %. Nine of the eleven cases that move improve
 # (B200 TEP8 MTP at 32 users +77 -> +52 %, TEP4 at 32 +69 -> +49 %, DEP8 at 32 +127 -> +107 %), all
 # above the median; two below it get worse and cross it (TEP4 at 16 users -7 -> -19 %, GB200's 8k/1k
-# decode sweep at 666 users -19 -> -23 %).
-FIXED_INTERACTIVITY_MEDIAN_BOUND_PCT = 21.9
+# decode sweep at 666 users -19 -> -23 %). Loosened 21.9 -> 22.0 % when the catalog took the
+# acceptance InferenceX's records measured on its prompts (2026-12-06): 21.84 -> 21.91 %, TEP4 MTP
+# at 16 users (TensorRT-LLM 1.1.0rc2, under-predicted already) crossing the median (-19 -> -23 %)
+# while the three cases that left the 1.5x list sit above it.
+FIXED_INTERACTIVITY_MEDIAN_BOUND_PCT = 22.0
 
 
 def test_serving_checking_set_meets_the_fidelity_bound(checking_rows):
@@ -678,32 +682,43 @@ def test_a_case_pins_the_acceptance_its_prompts_gave(catalog):
 
 def test_a_case_names_the_prompts_its_benchmark_ran(catalog):
     # prompt_set: the catalog's acceptance on the named benchmark prompts where measured there
-    # (InferenceX's random prompts in the chat template: ~2.50 at 3 drafts, its PR #649, source
-    # kept), the method's default (real text) at the other depths; the catalog itself unchanged
+    # (InferenceX's 1k/1k random prompts in the chat template: 1.79 at 1 draft and 2.46 at 3, read
+    # from its TensorRT-LLM records, source kept), the method's default (real text) at depth 2,
+    # which InferenceX does not run; the catalog itself unchanged
     chat = val._run_acceptance(catalog, {"model": "deepseek-r1", "prompt_set": "inferencex-random-chat"})
     table = chat.serving.speculative_methods["mtp"].tokens_per_step
-    assert {k: v.value for k, v in table.items()} == {1: 1.87, 2: 2.43, 3: 2.50}
-    assert (table[3].source, table[1].source) == ("inferencex-pr649", "deepseek-v3-mtp")
+    assert {k: v.value for k, v in table.items()} == {1: 1.79, 2: 2.43, 3: 2.46}
+    assert (table[3].source, table[2].source) == ("inferencex-stream-acceptance", "deepseek-v3-mtp")
     assert catalog.serving.speculative_methods["mtp"].tokens_per_step[3].value == 2.69
+    longer = val._run_acceptance(
+        catalog, {"model": "deepseek-r1", "prompt_set": "inferencex-random-chat-8k1k"}
+    )
+    assert {k: v.value for k, v in longer.serving.speculative_methods["mtp"].tokens_per_step.items()} == {
+        1: 1.82,
+        2: 2.43,
+        3: 2.61,
+    }
     raw = val._run_acceptance(catalog, {"model": "deepseek-r1", "prompt_set": "inferencex-random-raw"})
     assert raw.serving.speculative_methods["mtp"].tokens_per_step[3].value == 3.55  # no template: more
     # at one user the step's time does not depend on the acceptance, so the time per output token
-    # scales by it (2.69 / 2.50) and 1 / TPOT is tokens a step over the step's time
+    # scales by it (2.69 / 2.46) and 1 / TPOT is tokens a step over the step's time
     case = next(c for c in val.load_cases()[0] if c.id == "trtllm-dsr1-b200-min-latency")
     i = {k: v for k, v in case.inputs.items() if k != "tokens_per_step"} | {
         "prompt_set": "inferencex-random-chat"
     }
     on, off = val._serve(val._run_acceptance(catalog, i), i), val._serve(catalog, i)
-    assert on.tpot_ms / off.tpot_ms == pytest.approx(2.69 / 2.50, rel=1e-9)
+    assert on.tpot_ms / off.tpot_ms == pytest.approx(2.69 / 2.46, rel=1e-9)
     assert (on.draft_depth, on.speculative_speedup, on.speculation) == (
         3,
-        2.5,
-        "mtp: 3 drafts, 2.5 tokens/step",
+        2.46,
+        "mtp: 3 drafts, 2.46 tokens/step",
     )
-    assert on.interactivity_tokens_per_s == pytest.approx(2.5 / (on.step_time_ms / 1000), rel=1e-9)
-    # one draft: nothing measured on these prompts, the default's 1.87 stands
+    assert on.interactivity_tokens_per_s == pytest.approx(2.46 / (on.step_time_ms / 1000), rel=1e-9)
+    # one draft: measured on these prompts too (1.79), below real text's 1.87
     one = i | {"speculative": 1}
-    assert val._serve(val._run_acceptance(catalog, one), one).speculative_speedup == 1.87
+    assert val._serve(val._run_acceptance(catalog, one), one).speculative_speedup == 1.79
+    two = i | {"speculative": 2}  # not run on them: the default's 2.43 stands
+    assert val._serve(val._run_acceptance(catalog, two), two).speculative_speedup == 2.43
     with pytest.raises(
         InputError, match=r"`prompt_set` 'sharegpt': not among mtp's .* \(inferencex-random-chat, "
     ):
@@ -767,7 +782,72 @@ def test_every_inferencex_case_with_mtp_names_its_prompts():
     pinned = [c for c in cases if c.id.startswith("ix-") and isinstance(c.inputs.get("speculative"), int)]
     assert len(pinned) == 18
     assert {c.id for c in pinned if "prompt_set" not in c.inputs} == unknown
-    assert {c.inputs.get("prompt_set") for c in pinned if c.id not in unknown} == {"inferencex-random-chat"}
+    # each names the set of its prompts' length: 8k/1k prompts accept more (InferenceX's records)
+    for c in pinned:
+        if c.id not in unknown:
+            long = c.inputs["input_tokens"] > 4096
+            assert c.inputs["prompt_set"] == "inferencex-random-chat" + ("-8k1k" if long else ""), c.id
+    assert sum(c.inputs.get("prompt_set") == "inferencex-random-chat-8k1k" for c in pinned) == 3
+
+
+# InferenceX's records (sv-inferencex-fixture at 3a600f1d): (mean ITL s, mean TPOT s) of TensorRT-LLM
+# DeepSeek-R1 runs on B200 with the scripts' stream_interval 10 (serving-stacks
+# inferencex-stream-acceptance); none of the MTP records is a validation case
+_NO_MTP_1K = [(0.121927, 0.0122603), (0.145023, 0.0145804), (0.161735, 0.0162597), (0.268632, 0.0269925)]
+_NO_MTP_8K = [(0.288342, 0.0289599), (0.415898, 0.0417639)]
+_MTP3_1K = [
+    (0.127190, 0.00510682),
+    (0.168583, 0.00695130),
+    (0.106008, 0.00433912),
+    (0.364047, 0.0150104),
+    (0.184804, 0.00762394),
+    (0.192593, 0.00782786),
+    (0.227739, 0.00964205),
+    (0.286271, 0.0119094),
+    (0.352070, 0.0148069),
+]
+_MTP1_1K = [
+    (0.284436, 0.0159621),
+    (0.326928, 0.0184060),
+    (0.334165, 0.0189044),
+    (0.373185, 0.0210499),
+    (0.372103, 0.0210332),
+]
+_MTP3_8K = [
+    (0.139329, 0.00538705),
+    (0.196051, 0.00756687),
+    (0.290755, 0.0115071),
+    (0.113551, 0.00430690),
+    (0.207967, 0.00762425),
+    (0.269066, 0.0104748),
+    (0.374670, 0.0148245),
+    (0.545218, 0.0217617),
+]
+_MTP1_8K = [(0.273984, 0.0151373), (0.274291, 0.0153696), (0.361884, 0.0200349), (0.537800, 0.0296733)]
+
+
+def test_the_inferencex_prompt_sets_hold_what_its_records_measured(catalog):
+    # a chunk holds stream_interval (10) steps' tokens, so mean ITL / mean TPOT = 10 x tokens a step
+    # less an end effect of half a chunk a request: 1 / ratio = 1 / (10 x tokens) + end. The runs
+    # without MTP (a step is one token) read 9.95 and set `end`; by hand, TEP8 1k/1k at 128 users
+    # 0.268632 / 0.0269925 = 9.952
+    def tokens_a_step(records, plain):
+        end = statistics.median(t / i for i, t in plain) - 1 / 10
+        return statistics.median(1 / (t / i - end) / 10 for i, t in records)
+
+    sets = catalog.serving.speculative_methods["mtp"].prompt_sets
+    for name, plain, by_depth in (
+        ("inferencex-random-chat", _NO_MTP_1K, {1: _MTP1_1K, 3: _MTP3_1K}),
+        ("inferencex-random-chat-8k1k", _NO_MTP_8K, {1: _MTP1_8K, 3: _MTP3_8K}),
+    ):
+        for depth, records in by_depth.items():
+            measured = tokens_a_step(records, plain)
+            held = sets[name].tokens_per_step[depth]
+            assert held.source == "inferencex-stream-acceptance"
+            assert round(measured, 2) == held.value, (name, depth, measured)
+    # the cases' own records read the same: DEP8 MTP-1 at 32 users, TEP8 MTP-3 at 32 users
+    assert tokens_a_step([(0.200803, 0.0113435)], _NO_MTP_1K) == pytest.approx(1.79, abs=0.01)
+    assert tokens_a_step([(0.213835, 0.00892912)], _NO_MTP_1K) == pytest.approx(2.43, abs=0.01)
 
 
 def test_a_non_serving_case_may_not_pin_an_acceptance(tmp_path):
