@@ -305,12 +305,16 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     )
     origins[("sources", CLI_SOURCE)] = "command line"
     touched = {"sources"}  # the sections the overrides change (a --set source is added to sources)
+    set_fields: set[tuple[str, str]] = set()  # and the fields of merged sections they change
     slips: list[str] = []  # unit-slip warnings of economics values
     bodies: dict[tuple[str, str], dict] = {}  # each entry --set, as data, with its sets applied
     for o in parsed:
         keys = o.path.split(".")
         section = keys[0]
-        touched.add(section)
+        if section in MERGED_SECTIONS and len(keys) >= 2:
+            set_fields.add((section, keys[1]))
+        else:
+            touched.add(section)
         if section == WORKLOAD:
             if len(keys) < 2:
                 raise InputError(f"`sets` {o.path}: name a workload field, e.g. workload.tokens=2e14")
@@ -349,8 +353,11 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
     new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
     finish(new)
     # what the engine already read from the sections no override touches is the same in the copy
-    # (the same entries, origins and aliases): ``ipd calibrate`` and sweeps make a copy per value
-    new.resolved.update((p, r) for p, r in cat.resolved.items() if p.split(".", 1)[0] not in touched)
+    # (the same entries, origins and aliases), and so is a merged section's field no override sets
+    # (its validators only check; its origins are kept by field): ``ipd calibrate`` and sweeps make
+    # a copy per value (a calibrate trial of one knob read the rest of its section afresh)
+    changed = (*(f"{s}." for s in touched), *(f"{s}.{k}." for s, k in set_fields))
+    new.resolved.update((p, r) for p, r in cat.resolved.items() if not f"{p}.".startswith(changed))
     lines = _warnings(cat, new, entries, slips, given) + _repeated(cat, parsed)
     if lines:
         new.warnings = list(dict.fromkeys([*cat.warnings, *lines]))
