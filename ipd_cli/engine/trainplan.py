@@ -1054,20 +1054,28 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             M, rc, state_k, terms_k, sh = macro, group[0], state, terms, shards
         mm = ts.with_recompute(terms_k, rc)
         flight = ts.in_flight(M)  # (micro-batches in flight: the same under every policy and stage)
-        acts, rest = ts.activation_peak_bytes(M, mm, flight), ts.unsendable_bytes(M, mm, flight=flight)
+        kept = ts.kept_activation_bytes(M, mm, flight)
+        acts, rest = ts.activation_peak_bytes(M, mm, flight), ts.unsendable_bytes(M, mm, kept, flight)
         z_k, found_k = np.full(n * k, float(zs[-1])), np.zeros(n * k, dtype=bool)
+        state_of: Any = None  # the state bytes at the stage chosen (where one fits)
+        host_of: Any = None  # and the host bytes
         for z in reversed(zs):  # the last assignment is the least sharding that fits
             host = ts.offloaded_bytes({**M, "rc": rc}, mm, x["hbm_cap"] - state_k[z] - rest, flight)
             ok = (state_k[z] + acts <= x["hbm_cap"]) & (host <= x["host_cap"])
             if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
                 ok &= (z > 0) == sh
             z_k, found_k = np.where(ok, z, z_k), found_k | ok
+            state_of = state_k[z] if state_of is None else np.where(ok, state_k[z], state_of)
+            host_of = host if host_of is None else np.where(ok, host, host_of)
         rows = np.flatnonzero(found_k)  # the step of the (row, policy) pairs that fit, only
         whole = len(rows) == len(found_k)
         sub = M if whole else {c: v[rows] for c, v in M.items()}
         rc_rows = rc if whole or k == 1 else rc[rows]
         z_rows = z_k if whole else z_k[rows]
-        out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, mm if whole else index_terms(mm, rows), x)
+        # the step's memory from the bytes priced here (the same numbers row by row, not again)
+        known = tuple(v if whole or not np.ndim(v) else v[rows] for v in (state_of, host_of, acts, kept))
+        sub_mm = mm if whole else index_terms(mm, rows)
+        out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, sub_mm, x, known)
         priced.append((first, k, rows, out))
         spt_k = np.full(n * k, np.inf)
         out["penalty"] = batch_penalty(out["tokens_per_step"], x)

@@ -1132,18 +1132,25 @@ def unsendable_bytes(P: Cols, m: dict, kept: Any = None, flight: Any = None):
     return kept - m["offload_bytes"] * flight
 
 
-def memory_and_host_bytes(P: Cols, m: dict, x: dict, held: Any = None, groups: Any = None) -> tuple[Any, Any]:
+def memory_and_host_bytes(
+    P: Cols, m: dict, x: dict, held: Any = None, groups: Any = None, known: Any = None
+) -> tuple[Any, Any]:
     """Peak bytes per GPU and host bytes per GPU. An offloading plan sends to the host what it would
     hold were it to keep every activation (:func:`kept_activation_bytes`) beyond the HBM, at most
     every layer but the two it keeps (:func:`offloaded_bytes`), so its peak is the HBM exactly (or
     its base, already above): set, not summed, as base + (cap - base) can round one ulp above the
     cap and fail the fit. A plan whose activations all fit keeps them: its memory is no
-    recompute's."""
-    flight = in_flight(P)
-    state = state_bytes(P, x) if held is None else state_bytes(P, x, held, groups)
-    cap, kept_acts = x["hbm_cap"], kept_activation_bytes(P, m, flight)
-    base, kept = state + activation_peak_bytes(P, m, flight), state + kept_acts
-    host = offloaded_bytes(P, m, cap - state - unsendable_bytes(P, m, kept_acts, flight), flight)
+    recompute's. ``known``: (state, host, activation peak, kept activation) bytes of the rows where
+    the caller priced them already (:func:`~ipd_cli.engine.trainplan.evaluate`, fitting each plan)."""
+    cap = x["hbm_cap"]
+    if known is not None:
+        state, host, acts, kept_acts = known
+    else:
+        flight = in_flight(P)
+        state = state_bytes(P, x) if held is None else state_bytes(P, x, held, groups)
+        kept_acts, acts = kept_activation_bytes(P, m, flight), activation_peak_bytes(P, m, flight)
+        host = offloaded_bytes(P, m, cap - state - unsendable_bytes(P, m, kept_acts, flight), flight)
+    base, kept = state + acts, state + kept_acts
     return ifelse(host > 0.0, ifelse(base > cap, base, cap), kept), host
 
 
@@ -1225,11 +1232,12 @@ def unpaired_share(P: Cols):
     return ifelse(dualpipe(P), dual, ifelse(pp == 1, 1.0 / mb, ifelse(vp > 1, warmup / chunks, 1.0)))
 
 
-def step(P: Cols, m: dict, x: dict) -> dict[str, Any]:
+def step(P: Cols, m: dict, x: dict, known: Any = None) -> dict[str, Any]:
     """Seconds per step, tokens per step and bytes per GPU of each plan (``m``: its micro-batch
-    terms from :func:`micro_batch`). DualPipe's sends hide behind the paired chunk's compute."""
+    terms from :func:`micro_batch`; ``known``: :func:`memory_and_host_bytes`'s). DualPipe's sends
+    hide behind the paired chunk's compute."""
     held, groups = params_per_gpu(P, x), dp_groups(P)  # (the same for memory, gradients and optimizer)
-    memory_bytes, host_bytes = memory_and_host_bytes(P, m, x, held, groups)
+    memory_bytes, host_bytes = memory_and_host_bytes(P, m, x, held, groups, known)
     # the 1F1B expert overlap's pairing hides nothing on the chunks that run alone
     alone = unpaired_share(P) * m.get("a2a_gain_s", 0.0)
     per_pass = f.maximum(alone, 0.0) / 2.0  # of it, a forward's or a backward's, on the mean chunk
