@@ -683,25 +683,29 @@ def test_the_budget_gate_checks_costs_only():
     assert r.code == 3 and "cost_breakdown_usd.serving > 1,000 USD" in r.stderr
 
 
+# a copy of GB200 under a new name, in a user catalog (no serving family, no training share)
+COPY_NVL72 = (
+    "sources:\n  mine: {title: my copy, date: '2026'}\n"
+    "accelerators:\n  gb200-copy:\n    vendor: nvidia\n"
+    "    fp4_dense_tflops: {value: 10000, source: mine}\n"
+    "    fp8_dense_tflops: {value: 5000, source: mine}\n"
+    "    bf16_dense_tflops: {value: 2500, source: mine}\n    hbm_gib: {value: 186, source: mine}\n"
+    "    hbm_tb_per_s: {value: 8.0, source: mine}\n"
+    "    scale_up_gb_per_s_bidir: {value: 1800, source: mine}\n"
+    "    scale_out_gbit_per_s: {value: 400, source: mine}\n    tdp_w: {value: 1200, source: mine}\n"
+    "systems:\n  copy-nvl72:\n    description: my rack\n    accelerator: gb200-copy\n"
+    "    accelerators: 72\n    scale_up_domain: 72\n    host_cpu: grace\n    host_cpus: 36\n"
+    "    power_kw: {value: 125, source: mine}\n"
+    "    capex_usd: {value: 3750000, source: mine}\n"
+    "    prices:\n      - {label: reserved, usd_per_gpu_hour: {value: 4.05, source: mine}}\n"
+    "    status: shipping\n"
+)
+
+
 def test_a_new_accelerator_without_a_serving_family_says_it_runs_the_reference(tmp_path):
     # a copy of GB200 under a new name served 12 % slower with no word why: no serving stack is
     # measured on an accelerator the catalog's families do not name
-    (tmp_path / "mine.yml").write_text(
-        "sources:\n  mine: {title: my copy, date: '2026'}\n"
-        "accelerators:\n  gb200-copy:\n    vendor: nvidia\n"
-        "    fp4_dense_tflops: {value: 10000, source: mine}\n"
-        "    fp8_dense_tflops: {value: 5000, source: mine}\n"
-        "    bf16_dense_tflops: {value: 2500, source: mine}\n    hbm_gib: {value: 186, source: mine}\n"
-        "    hbm_tb_per_s: {value: 8.0, source: mine}\n"
-        "    scale_up_gb_per_s_bidir: {value: 1800, source: mine}\n"
-        "    scale_out_gbit_per_s: {value: 400, source: mine}\n    tdp_w: {value: 1200, source: mine}\n"
-        "systems:\n  copy-nvl72:\n    description: my rack\n    accelerator: gb200-copy\n"
-        "    accelerators: 72\n    scale_up_domain: 72\n    host_cpu: grace\n    host_cpus: 36\n"
-        "    power_kw: {value: 125, source: mine}\n"
-        "    capex_usd: {value: 3750000, source: mine}\n"
-        "    prices:\n      - {label: reserved, usd_per_gpu_hour: {value: 4.05, source: mine}}\n"
-        "    status: shipping\n"
-    )  # a .yml file: read like .yaml
+    (tmp_path / "mine.yml").write_text(COPY_NVL72)  # a .yml file: read like .yaml
     r = run_cli("serve", "--hardware", "copy-nvl72", "--model", "llama-3.1-70b", "--catalog", str(tmp_path))
     assert r.code == 0, r.stderr
     assert r.json()["serving"]["stack"] == "reference"
@@ -717,6 +721,39 @@ def test_a_new_accelerator_without_a_serving_family_says_it_runs_the_reference(t
                 "--set", placed, "-f", "json")  # fmt: skip
     assert r.code == 0, r.stderr
     assert r.json()["serving"]["stack"] == "trtllm" and "no serving stack is measured" not in r.stderr
+
+
+def test_a_new_accelerator_with_no_training_share_of_its_own_says_it_borrows_the_default(tmp_path):
+    # a capacity planner's audit: the copy of GB200 pre-trained on efficiency.training_share (0.684,
+    # fitted on Hopper, B200 and B300) where GB200 reads its own 0.652, said only in its assumptions,
+    # while serving warned on stderr for the same situation
+    (tmp_path / "mine.yml").write_text(COPY_NVL72)
+    args = ("train", "--hardware", "copy-nvl72", "--model", "llama-3.1-8b", "--gpus", "64",
+            "--tokens", "1e11", "--catalog", str(tmp_path), "-f", "json")  # fmt: skip
+    r = run_cli(*args)
+    assert r.code == 0, r.stderr
+    line = (
+        "ipd: warning: copy-nvl72: no training GEMM share is fitted on its accelerator gb200-copy: it "
+        "trains on efficiency.training_share (0.684, fitted on h100-sxm, h200, h800, b200, b300), an "
+        "estimate; give its own in a --catalog file, `efficiency: {training_share_by_accelerator: "
+        "{gb200-copy: {value: SHARE, source: ID}}}`\n"
+    )
+    assert r.stderr.count("ipd: warning:") == 1 and line in r.stderr
+    used = {a["path"]: a["value"] for a in r.json()["assumptions"]}
+    assert used["efficiency.training_share"] == 0.684  # the line names the value the run read
+    # given its own (the line's fix), it reads it and says nothing
+    (tmp_path / "share.yml").write_text(
+        "efficiency:\n  training_share_by_accelerator:\n    gb200-copy: {value: 0.652, source: mine}\n"
+    )
+    r = run_cli(*args)
+    assert r.code == 0 and "ipd: warning:" not in r.stderr, r.stderr
+    assert {a["path"]: a["value"] for a in r.json()["assumptions"]}[
+        "efficiency.training_share_by_accelerator.gb200-copy"
+    ] == 0.652
+    # a built-in accelerator that borrows the default (Rubin's) is the catalog's choice: no line
+    r = run_cli("train", "--hardware", "vera-rubin", "--model", "llama-3.1-8b", "--gpus", "72",
+                "--tokens", "1e11", "-f", "json")  # fmt: skip
+    assert r.code == 0 and "ipd: warning:" not in r.stderr, r.stderr
 
 
 def test_explain_gives_each_inputs_unit_source_and_path_as_fields():

@@ -728,6 +728,35 @@ def _rl_budget_lines(hw: str, s: dict) -> list[str]:
     ]
 
 
+def _borrowed_training_share_lines(hw: str, s: dict, cat: Any = None) -> list[str]:
+    """A training run (pre-training or an RL trainer) on an accelerator of a user catalog with no
+    training GEMM share of its own, nor among those the default was fitted on: it trains on
+    ``efficiency.training_share``, as serving on the reference stack (a capacity planner's audit: a
+    copy of GB200 under a new name borrowed 0.684 where GB200's own is 0.652, said only in its
+    assumptions). The built-in accelerators that borrow it (Rubin, AMD's) are the catalog's choice,
+    each recorded as an estimate. ``cat``: the catalog the result was computed on (none: no line)."""
+    trains = isinstance(s.get("pretraining"), dict) or isinstance(s.get("rl"), dict)
+    if cat is None or not trains or not hw:
+        return []
+    from ipd_cli.engine.trainplan import training_share_path
+
+    accelerator = cat.system(hw).accelerator
+    eff = cat.efficiency
+    if (
+        cat.origin("accelerators", accelerator).startswith("builtin:")
+        or training_share_path(cat, accelerator) != "efficiency.training_share"
+        or accelerator in eff.training_share_fitted_on
+    ):
+        return []
+    return [
+        f"{hw}: no training GEMM share is fitted on its accelerator {accelerator}: it trains on "
+        f"efficiency.training_share ({eff.training_share.value:g}, fitted on "
+        f"{', '.join(eff.training_share_fitted_on)}), an estimate; give its own in a --catalog "
+        f"file, `efficiency: {{training_share_by_accelerator: {{{accelerator}: {{value: SHARE, "
+        "source: ID}}}`"
+    ]
+
+
 def _owned_system_lines(hw: str, s: dict, cat: Any = None) -> list[str]:
     """Serving whose deployment fills its last node or rack only in part: owned (``tco``), the rest
     is not priced (README: GPUs are priced one by one), and an owner buying for this service alone
@@ -945,6 +974,7 @@ def warnings(
                 "stack's measurements fit and that can move the answer far from a measured family's; "
                 "list the accelerator in `serving.families.FAMILY.accelerators` to read that family's"
             )
+        out += _borrowed_training_share_lines(hw, s, cat)
         if isinstance(point, dict) and point.get("target_met"):
             # met, but by running fewer sequences than GPUs on a decode instance: next to nothing is
             # batched (user reviews: 405B on A100 at 50 tokens/s per user, TP128 over 16 nodes, one
