@@ -486,7 +486,8 @@ NO_NOTE: dict[str, Any] = {"note": None}
 # the unit of an explained number, read from its name (units are in the names: `_usd`, `_s`, ...)
 STEP_UNITS = {
     "price_usd_per_gpu_hour": "USD/GPU-h", "mfu": "fraction", "wall_days": "days", "gpus": "GPUs",
-    "gpus_for_traffic": "GPUs", "gpu_hours": "GPU-h", "gpu_hours_per_step": "GPU-h",
+    "gpus_for_traffic": "GPUs", "systems_for_traffic": "systems", "gpu_hours": "GPU-h",
+    "gpu_hours_per_step": "GPU-h",
     "step_seconds": "s", "expected_attempts": "attempts", "success_per_attempt": "fraction",
     "success_per_task": "fraction", "traffic_output_tokens_per_s": "tokens/s", "tasks_solved": "tasks",
     "usd_per_solved_task": "USD/task", "solved_tasks_per_kusd": "tasks/$1k",

@@ -155,6 +155,15 @@ def test_remote_domains_a_token_reaches_by_hand():
     assert got[0] == pytest.approx(by_hand, rel=1e-12) and got[1] == 0.0
 
 
+def test_whole_systems_by_hand():
+    # the count serving.systems_for_traffic and rl.systems give: 11,556 GPUs of 72-GPU racks are
+    # 160.5 racks, 161 whole; a whole count stays; arrays too
+    import numpy as np
+
+    assert f.whole_systems(11556, 72) == 161 and f.whole_systems(144, 72) == 2 and f.whole_systems(4, 8) == 1
+    assert list(f.whole_systems(np.array([1.0, 72.0, 73.0]), 72)) == [1.0, 1.0, 2.0]
+
+
 def test_gpus_for_traffic_in_whole_copies_by_hand():
     # 10 requests/s x 1,024 output tokens = 10,240 tokens/s: one 34-GPU copy at 5,307 tokens/s/GPU
     # (180,454 tokens/s) or one 8-GPU copy at 4,342 (34,736); 100,000 tokens/s: 3 of the 8-GPU

@@ -569,3 +569,17 @@ def test_the_step_fixed_times_rack_thresholds_are_what_the_readme_says(systems):
         f"{gb200[gb]['gpus']:,} GPUs\n({gb200[gb]['plan'].split(' DP')[0]})"
     )
     assert phrase in (Path(__file__).parent.parent / "README.md").read_text(), phrase
+
+
+def test_the_systems_the_readme_counts_for_serving_and_rl_are_what_compare_prints(systems):
+    # a capacity planner's audit: pre-training counted its racks, serving and RL did not (Rubin's
+    # frontier-agentic deployment, 11,556 GPUs, is 160.5 NVL72 racks: 161 whole)
+    text = " ".join(README.split())
+    sv, rl = systems["vera-rubin-nvl72"]["serving"], systems["vera-rubin-nvl72"]["rl"]
+    assert (sv["gpus_for_traffic"], sv["gpus_per_system"], sv["systems_for_traffic"]) == (11_556, 72, 161)
+    assert "11,556 GPUs, 161 NVL72 racks, 36 GPUs of the last unpriced, 0.3 %" in text
+    assert 161 * 72 - 11_556 == 36 and round(36 / 11_556 * 100, 1) == 0.3
+    for s in systems.values():  # ceil(GPUs / GPUs per rack), by hand, for each stage
+        sv, rl = s["serving"], s["rl"]
+        assert sv["systems_for_traffic"] == -(-sv["gpus_for_traffic"] // 72)
+        assert (rl["gpus_per_system"], rl["systems"]) == (72, -(-rl["gpus"] // 72))

@@ -974,6 +974,7 @@ def test_the_review_split_runs_as_fast_as_the_pools_given(catalog):
     auto = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gpus=128, split="auto").rl
     given = rl(cat, "gb200", "rl-math-reasoning", mode="one-step-off", gen_gpus=36, train_gpus=92).rl
     assert (auto.gen_gpus, auto.train_gpus) == (36, 92)
+    assert (given.gpus, given.gpus_per_system, given.systems) == (128, 72, 2)  # 128 / 72 = 1.8 racks
     assert auto.step_seconds == pytest.approx(given.step_seconds, rel=1e-12)
     assert round(auto.step_seconds, 1) == 620.4
 

@@ -371,11 +371,16 @@ def test_explain_derives_the_serving_deployment_and_the_costs(explained):
         "serving.total_tokens_per_s_per_gpu",
         "serving.usd_per_million_total_tokens",
         "serving.gpus_for_traffic",
+        "serving.systems_for_traffic",
         "serving.usd_per_million_output_tokens_at_traffic",
         "serving_usd",
     ]
     first = names.index(steps[0])
     assert [names.index(n) for n in steps] == list(range(first, first + len(steps)))
+    # the whole racks of the deployment and of the RL pool, from the inputs beside them
+    for metric, gpus in (("serving.systems_for_traffic", "gpus_for_traffic"), ("rl.systems", "gpus")):
+        x = _inputs(by[metric])
+        assert by[metric]["value"] == math.ceil(float(x[gpus]) / float(x["gpus_per_system"]))
 
 
 def test_explain_derives_the_serving_tokens_per_gpu_from_the_decode_step(explained):

@@ -1108,11 +1108,13 @@ def test_the_cost_at_a_traffic_is_its_gpus_around_the_clock():
     )  # fmt: skip
     s = r.json()["serving"]
     assert s["gpus_for_traffic"] == 4 and s["price_usd_per_gpu_hour"] == 3.71
+    assert (s["gpus_per_system"], s["systems_for_traffic"]) == (8, 1)  # half of one 8-GPU node, whole
     assert s["usd_per_million_output_tokens_at_traffic"] == pytest.approx(4 * 3.71 / (3600 * 1024) * 1e6)
     assert s["usd_per_million_output_tokens"] < s["usd_per_million_output_tokens_at_traffic"] / 10
     # without a traffic there is none
     r = run_cli("serve", "--hardware", "b200", "--model", "deepseek-v3", "-f", "json")
     assert r.json()["serving"]["usd_per_million_output_tokens_at_traffic"] is None
+    assert r.json()["serving"]["systems_for_traffic"] is None
 
 
 def _sized_one_at_a_time(g, target, tokens, ttft_target_s=None):

@@ -723,6 +723,12 @@ def gpus_for_traffic(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus):
     return ceil(deployment_copies(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus) * deployment_gpus)
 
 
+def whole_systems(gpus, gpus_per_system):
+    """The whole nodes or racks that hold ``gpus`` GPUs, packed: ceil(gpus / gpus_per_system) (the
+    last one's rest idle, or left to other work). Floats and arrays."""
+    return ceil(gpus / gpus_per_system)
+
+
 # a count that is whole but for floating-point rounding is not rounded up to the next one (a pool
 # sized for a traffic serves exactly that traffic; its rate x GPUs can round a hair below it)
 COUNT_SLACK = 1e-12

@@ -433,6 +433,13 @@ def _serving_steps(sv: Any, success: Success, point: Serving, H: float, cost: fl
         *serving_point_steps(point),
         _traffic_gpus_step(point, per_s),
         Step(
+            "serving.systems_for_traffic",
+            point.systems_for_traffic or 0,
+            "ceil(gpus_for_traffic / gpus_per_system): whole nodes or racks, the instances packed; "
+            "the last one's other GPUs are not priced (GPUs are priced one by one)",
+            {"gpus_for_traffic": point.gpus_for_traffic or 0, "gpus_per_system": point.gpus_per_system},
+        ),
+        Step(
             "serving.usd_per_million_output_tokens_at_traffic",
             point.usd_per_million_output_tokens_at_traffic or 0.0,
             "price_usd_per_gpu_hour x gpus_for_traffic / (traffic_output_tokens_per_s x 3600) x 1e6 "
@@ -987,6 +994,10 @@ def rl_steps(r: Rl | None) -> list[Step]:
               "logprob_s": ph.logprob_s, "training_s": ph.training_s,
               "weight_sync_s": ph.weight_sync_s, "sync_fixed_s": ws.fixed_s,
               "sync_transfer_s": ws.transfer_s}),
+        Step("rl.systems", r.systems,
+             "ceil(gpus / gpus_per_system): whole nodes or racks, the trainer and the generation pool "
+             "packed; the last one's other GPUs are not priced (GPUs are priced one by one)",
+             {"gpus": r.gpus, "gpus_per_system": r.gpus_per_system}),
         Step("rl.gpu_hours_per_step", r.gpu_hours_per_step, "gpus x step_seconds / 3600",
              {"gpus": r.gpus, "step_seconds": r.step_seconds}),
         *_cost_steps("rl.usd_per_step", r.usd_per_step, "gpu_hours_per_step", r.gpu_hours_per_step,

@@ -435,6 +435,12 @@ class Serving(Result):
         description="GPUs that serve the traffic: whole copies of an aggregated instance, or disaggregated "
         "pools sized for it (one deployment)",
     )
+    systems_for_traffic: int | None = Field(
+        default=None,
+        description="whole nodes or racks that hold gpus_for_traffic: ceil(gpus_for_traffic / "
+        "gpus_per_system), the instances packed (two 36-GPU instances share a 72-GPU rack); the last "
+        "one's other GPUs are not priced (GPUs are priced one by one)",
+    )
     instances_for_traffic: int | None = Field(
         default=None, description="copies of the deployment for the traffic (pools sized for it: 1)"
     )
@@ -826,6 +832,13 @@ class Rl(Result):
         "usd_per_1k_samples"
     )
     gpus: int
+    systems: int = Field(
+        default=0,
+        description="whole nodes or racks that hold gpus: ceil(gpus / gpus_per_system), the trainer "
+        "and the generation pool packed (they share the system where one holds both); the last one's "
+        "other GPUs are not priced (GPUs are priced one by one)",
+    )
+    gpus_per_system: int = Field(default=0, description="GPUs of one node or rack of the system")
     gpus_requested: int | None = Field(
         default=None,
         description="the workload's GPUs when they were too few to run on this system and "

@@ -71,6 +71,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         # state over usable HBM: the row read "(memory)" beside pre-training's memory bound, 1,024
         # against 629 Rubin GPUs for the same 160 TB (a cross-command review)
         ("trainer_memory.min_train_gpus", "    fewest a trainer plan fits on", "GPUs", NA),
+        ("systems", "Systems (nodes/racks)", "count", LO),
         ("cpu_cores_needed", "CPU cores needed", "cores", NA),
         ("cpu_cores_available", "  available", "cores", NA),
         ("run.usd_per_year", "RL cost per year", "USD", LO),
@@ -102,6 +103,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         # cross-command review could not check it: per instance, 1,525 x 50 / 72 is not 236)
         ("deployment_concurrency", "  sequences in flight (Little's law)", "sequences", NA),
         ("gpus_for_traffic", "GPUs for the traffic", "GPUs", LO),
+        ("systems_for_traffic", "  systems (nodes/racks)", "count", LO),
         ("concurrency", "Concurrency per instance", "sequences", NA),
     ],
     "pretraining": [
@@ -401,14 +403,22 @@ def _block_rows(systems: list[dict], block: str, rows: list[tuple[str, str, str,
             for r, off in zip((ratio_text(v, values[0], better) for v in values[1:]), unlike, strict=True)
         ]
         if key in PER_UNIT:  # counts of unlike units (8-GPU nodes against 72-GPU racks: "168x worse")
-            size = [_per(s.get(block), PER_UNIT[key], key) for s in systems]
+            size = [_system_size(s.get(block), PER_UNIT[key], key) for s in systems]
             ratios = [r if size[i] == size[0] else "" for i, r in enumerate(ratios, start=1)]
         out.append(_Row(label, unit, cells, ratios))
     return out
 
 
 # rows that count systems: a ratio only between systems of as many GPUs (a claim audit)
-PER_UNIT = {"systems": "gpus"}
+PER_UNIT = {"systems": "gpus", "systems_for_traffic": "gpus_for_traffic"}
+
+
+def _system_size(block: Any, whole: str, key: str) -> Any:
+    """The GPUs of one of the systems a row counts: the block's ``gpus_per_system``, else ``whole``
+    per ``key`` (an RL pool of 1,168 GPUs on 17 racks and one of 1,600 on 23 are both of 72-GPU
+    racks, though 68.7 and 69.6 GPUs a rack)."""
+    per = _get(block, "gpus_per_system")
+    return per if isinstance(per, int | float) and per else _per(block, whole, key)
 
 
 def _per(block: Any, whole: str, key: str) -> Any:

@@ -167,6 +167,8 @@ def assemble(
         usd_per_million_generated_tokens=usd / (n.generated * n.mean_response_tokens / 1e6),
         rollouts_per_kwh=n.generated / energy_kwh,
         gpus=billed,
+        systems=int(f.whole_systems(billed, s.system_gpus)),
+        gpus_per_system=s.system_gpus,
         gpus_requested=requested,
         cheaper_grown_gpus=larger[0] if larger else None,
         cheaper_grown_usd_per_step=larger[1] / f.SECONDS_PER_HOUR * price if larger else None,

@@ -257,6 +257,7 @@ TRAFFIC_FIELDS = (
     "deployment_concurrency",
     "configuration",
     "gpus_for_traffic",
+    "systems_for_traffic",
     "instances_for_traffic",
     "traffic_requests_per_s",
     "usd_per_million_output_tokens_at_traffic",
@@ -267,7 +268,13 @@ TRAFFIC_FIELDS = (
 # of them, those an aggregated row (or a pool at its capacity) has not (NaN in :func:`traffic_fields`'
 # arrays, None in its block)
 UNMODELLED = ("prefill_queue_s", "ttft_at_traffic_s", "prefill_utilisation")
-WHOLE = ("decode_instances", "prefill_instances", "gpus_for_traffic", "instances_for_traffic")
+WHOLE = (
+    "decode_instances",
+    "prefill_instances",
+    "gpus_for_traffic",
+    "systems_for_traffic",
+    "instances_for_traffic",
+)
 
 
 def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any) -> dict[str, Any]:
@@ -309,6 +316,7 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
             deployment_concurrency=_counts(per_gpu * deploy / r["tokens_per_s_per_user"][rows]),
             configuration=names,
             gpus_for_traffic=(need := f.gpus_for_traffic(tokens, per_gpu, counted)),
+            systems_for_traffic=f.whole_systems(need, ph.gpus_per_system),
             instances_for_traffic=(copies := f.deployment_copies(tokens, per_gpu, counted)),
             traffic_requests_per_s=rps,
             # the traffic's tokens on its GPUs, kept around the clock (the full-load $ is above)
