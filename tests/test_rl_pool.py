@@ -38,13 +38,39 @@ def test_the_cap_and_the_chosen_pool_by_hand(catalog):
     assert capped.gpus_cap_step_seconds == pytest.approx(pinned.step_seconds, rel=1e-12)
     assert capped.gpus_cap_usd_per_step == pytest.approx(512 * pinned.step_seconds * 8.5 / 3600, rel=1e-12)
     assert capped.gpus_cap_usd_per_step == pytest.approx(pinned.usd_per_step, rel=1e-12)
-    # the latency-bound step: a few GPUs buy nearly the same step (890 s on 57 against 733 s on
-    # 512), at about a seventh of the cost
+    # the latency-bound step: a few GPUs buy nearly the same step (906.5 s on 56 against 733 s on
+    # 512), at about a seventh of the cost; in whole 4-GPU trays: one 8-GPU replica beside 48
+    # training (a 9-GPU replica, 890.0 s on 57 until pools took whole nodes, fills 2.25 trays; 3
+    # trays run a 12-GPU one at 854.3 s, 60 x 854.3 > 56 x 906.5 GPU-seconds a step)
+    assert (capped.gen_gpus, capped.train_gpus, capped.systems) == (8, 48, 1)
+    assert round(capped.step_seconds, 1) == 906.5
+    trays = rl(catalog, "vera-rubin", "rl-swe-agent", gen_gpus=12, train_gpus=48).rl
+    assert round(trays.step_seconds, 1) == 854.3 and trays.usd_per_step > capped.usd_per_step
     assert capped.step_seconds < 1.3 * pinned.step_seconds
     assert capped.usd_per_step < pinned.usd_per_step / 5
     # the chosen pool, given as a split, is the same step
     given = rl(catalog, "vera-rubin", "rl-swe-agent", gen_gpus=capped.gen_gpus, train_gpus=capped.train_gpus)
     assert given.rl.step_seconds == pytest.approx(capped.step_seconds, rel=1e-12)
+
+
+def test_whole_nodes_by_hand():
+    from ipd_cli.engine.rl.step import whole_nodes
+
+    assert [whole_nodes(g, 8) for g in (1, 8, 9, 244)] == [8, 8, 16, 248]
+    assert [whole_nodes(g, 4) for g in (9, 18, 36, 122)] == [12, 20, 36, 124]
+
+
+def test_a_searched_pool_takes_whole_nodes(catalog):
+    # a capacity planner's audit: Kimi K2's SWE step on H200 (open-model-agent's RL) trained on 244
+    # GPUs, 30.5 8-GPU nodes, beside 88 generating; nobody rents half a node. The plan search's 244
+    # now take 31 whole nodes: the same plan on 244 of them and the same step, 4 GPUs idle but paid
+    r = rl(catalog, "h200", "rl-swe-agent", model="kimi-k2").rl
+    assert (r.gen_gpus, r.train_gpus, r.trainer.gpus_used, r.systems) == (88, 248, 244, 42)
+    assert round(r.step_seconds, 1) == 1039.1 and r.price_usd_per_gpu_hour == 2.41
+    # priced GPU by GPU: 336 x 1,039.1 s x $2.41 / 3,600 = $233.7 (it was 332 GPUs, $230.9)
+    assert r.usd_per_step == pytest.approx(336 * r.step_seconds * 2.41 / 3600, rel=1e-12)
+    assert round(r.usd_per_step, 1) == 233.7 and round(332 * r.step_seconds * 2.41 / 3600, 1) == 230.9
+    assert r.gen_gpus % 8 == 0 and r.train_gpus % 8 == 0
 
 
 @pytest.mark.parametrize(
@@ -65,7 +91,7 @@ def test_the_chosen_pool_never_costs_more_than_the_whole_cap(catalog, hardware, 
 
 
 def test_a_tight_schedule_takes_a_larger_pool_and_none_fitting_the_fastest(catalog):
-    # 57 GPUs take 1.33 days a refresh, 512 about 1.1: 300 refreshes fit 365 days only on a larger
+    # 56 GPUs take 1.35 days a refresh, 512 about 1.1: 300 refreshes fit 365 days only on a larger
     # pool than the cheapest; 1,000 fit on none, so the fastest, all 512, as pinned
     loose = rl(catalog, "vera-rubin", "rl-swe-agent").rl
     pinned = rl(catalog, "vera-rubin", "rl-swe-agent", gpus=512).rl
@@ -320,7 +346,7 @@ def test_the_search_takes_the_pools_in_the_order_of_every_sizes_soonest(
 
     from ipd_cli.engine.rl import estimate as est
     from ipd_cli.engine.rl.generation import NO_LOAD, exposed_floor, in_flight_batches
-    from ipd_cli.engine.rl.step import pool_candidates, schedule, split_gpus, step_floor
+    from ipd_cli.engine.rl.step import pool_candidates, schedule, split_gpus, step_floor, whole_nodes
     from ipd_cli.engine.rl.trainer import trainer, trainer_sizes
 
     seen: list[tuple[int, int]] = []
@@ -347,7 +373,10 @@ def test_the_search_takes_the_pools_in_the_order_of_every_sizes_soonest(
     allowed = est.schedule_step_s(s)
     fast = est.evaluate(s, gen, train, quiet=True)
     best = ((gen + train) * est._run_step_s(s, fast, gen, train), gen + train, gen, train)
-    trains = trainer_sizes(s.rates, s.memory.min_gpus, cap - min(pools))
+    # the plan search's trainer sizes in whole nodes (MI355X's 54 take 56: 7 of its 8-GPU nodes)
+    node = int(s.links.node)
+    sized = (whole_nodes(t, node) for t in trainer_sizes(s.rates, s.memory.min_gpus, cap - min(pools)))
+    trains = sorted({t for t in sized if t <= cap - min(pools)})
     units = [*pools, s.system_gpus]
     in_flight = int(np.ceil(s.nums.generated * in_flight_batches(s.w.staleness_bound, asynchronous)))
     gens = pool_candidates(min(pools), min(cap - trains[0], max(units) * in_flight), units)

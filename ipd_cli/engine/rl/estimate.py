@@ -49,6 +49,7 @@ from .step import (
     step,
     step_floor,
     timed,
+    whole_nodes,
 )
 from .sync import (
     NO_SYNC,
@@ -698,7 +699,10 @@ def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) ->
         return replace(capped, fits=False)
     best = ((gen + train) * fast_run_s, gen + train, gen, train)
     lo_gen = min(pools)
-    trains = trainer_sizes(s.rates, max(1, s.memory.min_gpus), cap - lo_gen)
+    # the plan search's sizes in whole nodes (a size between two runs the smaller one's plan)
+    node = int(s.links.node)
+    sizes = trainer_sizes(s.rates, max(1, s.memory.min_gpus), cap - lo_gen)
+    trains = sorted({t for t in (whole_nodes(t, node) for t in sizes) if t <= cap - lo_gen})
     if not trains:
         return capped
     units = [*pools, s.system_gpus] if s.system_gpus else list(pools)
@@ -777,21 +781,25 @@ def choose_split(
         total, searched = w.total_gpus(), True
 
         seconds = _StepSeconds(s)
-        pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
+        # a searched split takes whole nodes: generation in whole nodes holding whole replicas of
+        # any candidate, a trainer of at least the whole nodes holding the training state
+        node = int(s.links.node)
+        pools = sorted({whole_nodes(int(g), node) for g in s.rollouts.candidates.gpus})
+        min_train = whole_nodes(max(1, mem.min_gpus), node)
         # grown where the request cannot hold the trainer and one replica of the densest candidate
         # (the one the split search starts from), not the smallest: a trainer beside one small
         # replica runs, but slowly (the 10T SWE step on 1,096 GB200 GPUs: 72 + 1,024 where growing
         # steps faster and cheaper), so `grow_gpus_to_fit` grows it
-        if w.grow_gpus_to_fit and total < fewest_split_gpus(s.rollouts.gpus, mem.min_gpus):
+        if w.grow_gpus_to_fit and total < fewest_split_gpus(whole_nodes(s.rollouts.gpus, node), min_train):
             # too few to split: the trainer's fewest GPUs plus the pool with the least cost per step
-            gg, tg = grown_split(pools, mem.min_gpus, seconds, grain=s.system_gpus)
+            gg, tg = grown_split(pools, min_train, seconds, grain=s.system_gpus)
             if gg + tg > total:
                 requested = total
             else:  # a smaller replica's pool fits the GPUs given: generation takes all the rest
                 gg = total - tg
         else:
             try:
-                gg, tg = split_gpus(total, pools, seconds, mem.min_gpus, grain=s.system_gpus)
+                gg, tg = split_gpus(total, pools, seconds, min_train, grain=s.system_gpus)
             except InfeasibleError as e:
                 raise InfeasibleError(f"{s.where}: {e}") from None
             if not w.pin_gpus:  # `gpus` caps the pool: the cheapest within it and the schedule
@@ -836,11 +844,11 @@ def _cheaper_grown(
     (the request binds where it can run), but nothing said which larger request gives the cheaper
     step. Only where such a run can exceed the request (a grown pool holds at most the trainer's
     GPUs or one unit: :func:`grown_split`'s replica sizes and the whole systems that hold them)."""
-    grain = s.system_gpus
+    grain, min_train = s.system_gpus, whole_nodes(max(1, s.memory.min_gpus), int(s.links.node))
     units = {*pools, *(-(-g // grain) * grain for g in pools)} if grain else set(pools)
-    if total >= s.memory.min_gpus + max(s.memory.min_gpus, *units):
+    if total >= min_train + max(min_train, *units):
         return None
-    gg, tg = grown_split(pools, s.memory.min_gpus, seconds, grain=s.system_gpus)
+    gg, tg = grown_split(pools, min_train, seconds, grain=s.system_gpus)
     grown = (gg + tg) * seconds(gg, tg)
     if gg + tg > total and grown < (gen + train) * seconds(gen, train) * (1 - 1e-9):
         return gg + tg, grown

@@ -133,6 +133,12 @@ def pool_candidates(lo: int, hi: int, units: Sequence[int], points: int = MAX_SP
             sizes.append(size)
 
 
+def whole_nodes(gpus: int, node: int) -> int:
+    """``gpus`` rounded up to whole nodes of ``node`` GPUs: a searched pool's grain (a capacity
+    planner's audit: nobody rents 30.5 HGX nodes, as H200's 244-GPU trainer took)."""
+    return -(-gpus // node) * node
+
+
 def fewest_split_gpus(instance_gpus: int, min_train: int) -> int:
     """The fewest GPUs a disaggregated step can run on: one generation instance and a trainer
     that holds the training state."""
