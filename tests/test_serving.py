@@ -1181,6 +1181,7 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
         old = old.model_copy(
             update={
                 "gpus_for_traffic": int(need),
+                "systems_for_traffic": math.ceil(int(need) / old.gpus_per_system),
                 "instances_for_traffic": int(f.deployment_copies(tokens, per_gpu, deploy)),
                 "traffic_requests_per_s": float(value),
                 "usd_per_million_output_tokens_at_traffic": f.usd_per_million_tokens(
