@@ -306,6 +306,40 @@ def test_the_trainer_floors_by_hand_and_every_plan_of_a_table(catalog):
         trainer_seconds(r, w, [n, n - 1])
 
 
+def test_a_trainer_table_kept_for_a_larger_cap_answers_a_smaller_one_as_its_own_search():
+    # plans_by_size answers a cap below one it keeps for the same inputs from that table, cut to
+    # the plans using at most the cap (_within), with no search; every size's plan and numbers,
+    # and the smallest trainer, are those of a search up to the smaller cap itself (vera-rubin's
+    # SWE trainer, whose smallest is 48 GPUs: caps below it hold none, as their own search)
+    from dataclasses import replace
+
+    from ipd_cli.engine import trainplan as tpn
+    from ipd_cli.engine.rl import trainer as rt
+
+    r = _setup("vera-rubin", "rl-swe-agent").rates
+    inputs = (r.key, tuple(sorted(r.pins.items())))
+    kept = rt.plans_by_size(r, 1024)
+    searched = []
+    real = tpn.search_sizes
+    try:
+        tpn.search_sizes = lambda *a: searched.append(a) or real(*a)
+        for cap in (600, 512, 100, 48, 40):
+            for key in [k for k in rt._SIZES if k[:-1] == inputs and k[-1] < 1024]:
+                rt._SIZES.pop(key), rt._BYTES.pop(key)  # the cap's own entry, if an earlier test kept it
+            assert rt._SIZES[(*inputs, 1024)] is kept
+            cut, own = rt.plans_by_size(replace(r, cap=cap)), real(r.y, cap, r.pins).compact()
+            assert cut.min_gpus == own.min_gpus == (48 if cap >= 48 else None)
+            for n in range(1, cap + 1):
+                mine, theirs = cut.best(n), own.best(n)
+                assert (mine is None) == (theirs is None)
+                if mine is not None:
+                    a, b = tpn.choice(cut.s, mine, n), tpn.choice(own.s, theirs, n)
+                    assert (a.plan, a.out) == (b.plan, b.out)
+    finally:
+        tpn.search_sizes = real
+    assert searched == []
+
+
 _SETUPS = [
     ("vera-rubin", "rl-swe-agent", ()),
     ("gb200-nvl72", "rl-swe-agent", ("workload.mode=async",)),
