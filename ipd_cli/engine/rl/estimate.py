@@ -54,7 +54,6 @@ from .step import (
 from .sync import (
     NO_SYNC,
     Links,
-    ReshardFloor,
     SyncPlan,
     WeightSync,
     bulk_on_gpu,
@@ -489,7 +488,6 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     holding = trainer_holding_gpus(tr, train_gpus)
     no_update = SyncPhase(NO_SYNC)
     replicas: dict[int, int] = {}  # _replicas by GPUs per replica (all it reads of a configuration)
-    floors: dict[tuple[int, float], ReshardFloor] = {}  # _sync_floor's, for this split
     for group, floor in s.rollouts.alternatives(s.nums, gen_gpus, asynchronous, load):
         if timed(mode, floor + env, training, no_update).seconds >= best.step.seconds:
             break  # nor any group after it (no update: a floor)
@@ -497,7 +495,7 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
         n = replicas.get(r.gpus)
         if n is None:
             n = replicas[r.gpus] = _replicas(s, r, gen_gpus, asynchronous)
-        under = _sync_floor(s, r, gen_gpus, holding, n, floors)
+        under = _sync_floor(s, r, holding, n)
         if under is not None and timed(mode, floor + env, training, under).seconds >= best.step.seconds:
             continue  # a floor under the group's own update: no shorter, nor the update itself
         sync = _sync(s, r, gen_gpus, holding, n, quiet=True)
@@ -540,6 +538,18 @@ def _sync(s: Setup, r: Rollouts, gen_gpus: int, holding: int, replicas: int, qui
     """The weight update into ``replicas`` of ``r``'s configuration (async: only the replicas that
     generate take it; the others idle, see active_replicas) from the ``holding`` trainer GPUs
     (:func:`trainer_holding_gpus`), plus a colocated step's offload."""
+    kept = s.kept if quiet and isinstance(s.kept, KeptInputs) else None
+    if kept is not None:  # a pure function of these (the rest is the setup's): kept for the search
+        key = ("rl sync", r.choice, holding, replicas)
+        have = kept.memo.get(key)
+        if have is None:
+            have = kept.memo[key] = _priced_sync(s, r, holding, replicas, quiet)
+        return have
+    return _priced_sync(s, r, holding, replicas, quiet)
+
+
+def _priced_sync(s: Setup, r: Rollouts, holding: int, replicas: int, quiet: bool) -> SyncPhase:
+    """:func:`_sync`, worked out."""
     colocated = s.w.mode == "colocated"
     inp = s.kept if quiet else s.inp
     parts = _kept_instance_plan(s, r) if quiet else None
@@ -569,31 +579,31 @@ def _kept_instance_plan(s: Setup, r: Rollouts) -> InstancePlan | None:
     return parts
 
 
-def _sync_floor(
-    s: Setup,
-    r: Rollouts,
-    gen_gpus: int,
-    holding: int,
-    replicas: int,
-    floors: dict[tuple[int, float], ReshardFloor],
-) -> SyncPhase | None:
+def _sync_floor(s: Setup, r: Rollouts, holding: int, replicas: int) -> SyncPhase | None:
     """A floor under :func:`_sync`'s quiet update of ``replicas`` of ``r``'s configuration from
     ``holding`` trainer GPUs (a disaggregated step's nccl-reshard, where values are kept; else None:
-    no floor, the update is priced). ``floors``: the split's :class:`sync.ReshardFloor` by
-    receiving GPUs and misc bytes."""
+    no floor, the update is priced); kept for the search by those (the rest is the setup's), with
+    the :class:`sync.ReshardFloor` of each receiving GPUs and misc bytes."""
     if s.transport != "nccl-reshard" or s.w.mode == "colocated":
         return None
     parts = _kept_instance_plan(s, r)
-    if parts is None:
+    if parts is None or not isinstance(s.kept, KeptInputs):  # (the one is None where the other is)
         return None
+    memo = s.kept.memo
+    key = ("rl sync floor", r.choice, holding, replicas)
+    have = memo.get(key)
+    if have is not None:
+        return have
     receivers = replicas * r.gpus  # as _sync's
-    floor = floors.get((receivers, parts.misc_bytes))
+    at = ("rl reshard floor", holding, receivers, parts.misc_bytes)
+    floor = memo.get(at)
     if floor is None:
-        floor = floors[(receivers, parts.misc_bytes)] = reshard_floor(
+        floor = memo[at] = reshard_floor(
             s.kept, s.links, trainer_gpus=holding, inference_gpus=receivers, misc_bytes=parts.misc_bytes
         )
     update = floor(parts.fullest_bulk_bytes, parts.quantize_bytes(holding))
-    return SyncPhase(update, 0.0, s.switch_s)
+    have = memo[key] = SyncPhase(update, 0.0, s.switch_s)
+    return have
 
 
 def _instance_plan(s: Setup, inp: Inputs, r: Rollouts) -> InstancePlan:
