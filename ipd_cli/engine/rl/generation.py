@@ -121,6 +121,11 @@ class Rollouts:
     # the deployment does not keep: a split search asks the same ones again, one per replica count),
     # shared by every ``replace`` copy as ``members`` is
     tail_speeds: dict[tuple[int, float], Any] = field(default_factory=dict, compare=False, repr=False)
+    # :meth:`alternatives`' answers by pool, schedule and load (what they read, ``chosen`` and
+    # ``floors`` of the pool, is set once), asked by :meth:`ahead` and again by the step; shared too
+    alternative: dict[tuple[int, bool, None, Load], list[tuple[int, float]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def inst(self) -> sv.Deployment:
@@ -227,11 +232,18 @@ class Rollouts:
         """The other groups of configurations that fit (``sync_groups``: each takes another weight
         update than :meth:`on`'s), each with a floor under its seconds, lowest first."""
         key = (gen_gpus, asynchronous, None, load)
+        have = self.alternative.get(key)
+        if have is not None:
+            return have
         if key not in self.chosen:
             self.in_group(nums, gen_gpus, asynchronous, None, load)
         own = int(self.candidates.sync_groups()[self.chosen[key][0]])  # :meth:`on`'s configuration's
         floors = self.floors[(gen_gpus, asynchronous, load)]
-        return sorted(((g, t) for g, t in floors.items() if g != own), key=lambda gt: (gt[1], gt[0]))
+        # by (floor, group): the same order as a key of the pair, sorted as tuples
+        have = self.alternative[key] = [
+            (g, t) for t, g in sorted((t, g) for g, t in floors.items() if g != own)
+        ]
+        return have
 
 
 def rollout_engine(
