@@ -341,3 +341,45 @@ def test_band_attention_flops_by_hand():
     assert f.band_attention_flops_per_token_fwd(1, 100, 128, 64, 64) == pytest.approx(2 * 50.5 * 128)
     # no sliding-window layers: nothing
     assert f.band_attention_flops_per_token_fwd(0.0, 4096, 128, 4096, 4096) == 0.0
+
+
+def test_the_fewest_copies_for_a_wait_meet_it_one_fewer_does_not_and_more_traffic_needs_no_fewer():
+    # an aggregated instance (or pinned pools) copied for a traffic behind one router: the copies'
+    # sequence slots (and prefill instances) are one M/D/c queue each, so the copies are the
+    # fewest N whose waits at N x the servers of a copy sum within the budget
+    # (serving.slot_queue_s, serving.ttft_target_s)
+    import numpy as np
+
+    from ipd_cli.engine.serving.queueing import mdc_copies_for_wait, mdc_servers_for_wait, mdc_wait_s
+
+    # by hand: one slot a copy, M/D/1 for one copy: 0.5 request/s of 1 s waits rho S / (2 (1 - rho))
+    # = 0.5 s, so a budget of 0.5 s takes one copy and 0.49 s two (as mdc_servers_for_wait's)
+    assert mdc_copies_for_wait(0.5, [(1.0, 1)], [0.5, 0.49]).tolist() == [1.0, 2.0]
+    # 1 request/s holding one of a copy's 4 slots 10 s (a = 10): 3 copies (12 slots) are the least
+    # stable; the copies are the fewest slots for the budget rounded up to whole copies
+    for budget in (0.01, 0.3, 1.0, 6.0):
+        slots = mdc_servers_for_wait(1.0, 10.0, budget)
+        assert mdc_copies_for_wait(1.0, [(10.0, 4)], budget) == max(3.0, np.ceil(slots / 4)), budget
+    # no arrivals: one copy; a budget below 0 or NaN: none; a group of 0 servers has no queue
+    assert mdc_copies_for_wait(0.0, [(10.0, 4)], 0.1) == 1.0
+    assert np.isnan(mdc_copies_for_wait(1.0, [(10.0, 4)], [-1.0, np.nan])).all()
+    assert mdc_copies_for_wait(1.0, [(10.0, 4), (5.0, 0)], 1.0) == mdc_copies_for_wait(1.0, [(10.0, 4)], 1.0)
+    rng = np.random.default_rng(11)
+    n = 3000
+    lam = 10 ** rng.uniform(-2, 4, n)
+    slot_s, slots = 10 ** rng.uniform(0, 2, n), np.floor(10 ** rng.uniform(0, 3, n))
+    pre_s, pre = 10 ** rng.uniform(-3, 0, n), np.floor(10 ** rng.uniform(0, 1.5, n))
+    budget = 10 ** rng.uniform(-3, 1, n)
+    groups = [(slot_s, slots), (pre_s, pre)]
+    copies = mdc_copies_for_wait(lam, groups, budget)
+
+    def waits(k):
+        return mdc_wait_s(lam, slot_s, k * slots) + mdc_wait_s(lam, pre_s, k * pre)
+
+    assert np.isfinite(waits(copies)).all() and (waits(copies) <= budget).all()
+    assert (lam * slot_s < copies * slots).all() and (lam * pre_s < copies * pre).all()  # rho < 1
+    less = waits(np.maximum(copies - 1, 1))
+    assert ((copies == 1) | (less > budget)).all()  # one fewer misses (or is unstable: inf)
+    for more in (1.5, 10.0):  # more traffic never takes fewer copies, a looser budget no more
+        assert (mdc_copies_for_wait(lam * more, groups, budget) >= copies).all()
+        assert (mdc_copies_for_wait(lam, groups, budget * more) <= copies).all()

@@ -21,6 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# terms of Erlang's sum taken at once (as a cumulative sum of logs), doubled from the first to the
+# most, within a bound on the cells of one chunk: a pool of 10^4 instances' work needs about 10^3
+# terms, one numpy pass each cost milliseconds in Python's loop
+SUM_CHUNK, SUM_CHUNK_MOST, SUM_CELLS = 16, 1 << 14, 1 << 20
+
 
 def erlang_b(servers: Any, load: Any) -> Any:
     """Erlang's loss probability B(c, a) of ``servers`` c (whole, at least 1) at offered ``load``
@@ -28,24 +33,31 @@ def erlang_b(servers: Any, load: Any) -> Any:
     / a (the recursion B(k) = a B(k-1) / (k + a B(k-1)) unrolled from k = c down), summed until the
     terms left, which shrink by at least the current ratio from their peak on, cannot move the sum
     in double precision: about sqrt(a) terms near saturation rather than c (a pool of millions of
-    instances is not millions of steps). A sum past the largest double gives B = 0, its limit."""
+    instances is not millions of steps), taken :data:`SUM_CHUNK` or more at a time (each chunk's
+    terms from the cumulative sum of their ratios' logs). A sum past the largest double gives
+    B = 0, its limit."""
     import numpy as np
 
     c, a = np.broadcast_arrays(np.asarray(servers, dtype=float), np.asarray(load, dtype=float))
     c, a = c.reshape(-1), a.reshape(-1)
-    total, term = np.ones(c.shape), np.ones(c.shape)
+    total, log_term = np.ones(c.shape), np.zeros(c.shape)
     eps = np.finfo(float).eps
     live = np.flatnonzero(c >= 1)
-    j = 0
+    j, k = 0, SUM_CHUNK
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         while len(live):
-            j += 1
+            width = max(1, min(k, SUM_CELLS // len(live)))
             cl, al = c[live], a[live]
-            ratio = (cl - j + 1) / al
-            term[live] = term[live] * ratio
-            total[live] = total[live] + term[live]
+            js = j + 1 + np.arange(width)
+            valid = js[None, :] <= cl[:, None]
+            ratio = np.where(valid, (cl[:, None] - js[None, :] + 1) / al[:, None], 1.0)
+            logs = log_term[live][:, None] + np.cumsum(np.log(ratio), axis=1)
+            total[live] = total[live] + np.where(valid, np.exp(logs), 0.0).sum(axis=1)
+            log_term[live] = logs[:, -1]
+            j, k = j + width, min(2 * k, SUM_CHUNK_MOST)
+            term = np.exp(log_term[live])
             nxt = (cl - j) / al  # the next ratio; every later one is smaller
-            tail = np.where(nxt < 1, term[live] * nxt / (1 - nxt), np.inf)
+            tail = np.where(nxt < 1, term * nxt / (1 - nxt), np.inf)
             done = (j >= cl) | ~np.isfinite(total[live]) | (tail <= eps * total[live])
             live = live[~done]
     return (1 / total).reshape(np.broadcast_shapes(np.shape(servers), np.shape(load)))
@@ -87,11 +99,15 @@ def mdc_wait_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
 
 # extra servers tried beyond the least stable pool, doubled each round: 2^60 is past any pool
 GALLOP_ROUNDS = 60
-# offered loads (instances of work) past which the count is searched on the wait's bound (Erlang C
-# taken as 1: a few instances more at most) instead of Erlang's sum, which takes about sqrt(a)
-# steps; a million instances is past any cluster. Past 2^52 a unit step is below a double's
-# resolution: the count is the load's, floor(a) + 1 (as ceil(a) was), refused downstream
-EXACT_LOAD = 1e6
+# offered loads (servers' worth of work) past which the count is searched on the wait's bound
+# (Erlang C taken as 1) instead of Erlang's sum, which takes about 8.5 sqrt(a) terms, in chunks
+# (:data:`SUM_CHUNK_MOST`: a few dozen numpy passes at 10^8). The bound is loose where many servers
+# idle (Cosmetatos's correction grows as sqrt(c) at a low rho): sequence slots in flight reach
+# 10^6 for a frontier scenario on Hopper, where a bound at 10^6 (the prefill pools' cutoff until
+# 2026-12-05) found no count within a 1 ms budget. 10^8 servers' work is past any cluster. Past
+# 2^52 a unit step is below a double's resolution: the count is the load's, floor(a) + 1 (as
+# ceil(a) was), refused downstream
+EXACT_LOAD = 1e8
 RESOLVED_LOAD = 2.0**52
 
 
@@ -124,11 +140,73 @@ def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> An
         out[exact] = mdc_wait_s(lam[i][exact], s[i][exact], c[exact]) <= w[i][exact]
         return out
 
-    bad = np.zeros(len(a), dtype=bool)
     live = np.flatnonzero(ok & (a < RESOLVED_LOAD))
-    live = live[~fits(low[live], live)]
-    # low fails: double the servers added until they fit (high), the last failing count below
-    high, step = low.copy(), np.ones(len(a))
+    high = _fewest(fits, low, live[~fits(low[live], live)])
+    return np.where(ok, high, np.nan).reshape(shape)
+
+
+def mdc_copies_for_wait(arrivals_per_s: Any, groups: Any, wait_s: Any) -> Any:
+    """The fewest whole copies N of a deployment behind one router at which the sum of its queues'
+    mean waits is at most ``wait_s`` (seconds): ``groups`` a sequence of (service seconds, servers
+    a copy) pairs (arrays, broadcast; 0 servers: no such queue, as an aggregated instance has no
+    prefill pool), each the N copies' servers as one M/D/c queue (:func:`mdc_wait_s`) at
+    ``arrivals_per_s`` (the router sends a request to a free server of any copy, as a prefill
+    pool's instances take the next prompt). Every wait falls as copies are added, so the count is
+    searched as :func:`mdc_servers_for_wait`'s, from the fewest copies at which every queue is
+    stable, floor(max a / c) + 1 (rho < 1 in each; past 2^52 that count alone). NaN where
+    ``wait_s`` is not a number >= 0 or an input is not a number."""
+    import numpy as np
+
+    lam = np.asarray(arrivals_per_s, dtype=float)
+    w = np.asarray(wait_s, dtype=float)
+    pairs = [(np.asarray(sv, dtype=float), np.asarray(c, dtype=float)) for sv, c in groups]
+    shape = np.broadcast_shapes(
+        lam.shape, w.shape, *(np.broadcast_shapes(sv.shape, c.shape) for sv, c in pairs)
+    )
+    flat = lambda v: np.broadcast_to(v, shape).reshape(-1)  # noqa: E731
+    lam, w = flat(lam), flat(w)
+    pairs = [(flat(sv), flat(c)) for sv, c in pairs]
+    ok = np.isfinite(lam) & (lam >= 0) & (w >= 0)
+    ratio = np.zeros(len(lam))
+    for sv, c in pairs:
+        used = c >= 1
+        ok &= np.isfinite(sv) & (sv >= 0) & ((c == 0) | used)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.maximum(ratio, np.where(used, lam * sv / np.where(used, c, 1.0), 0.0))
+    ok &= np.isfinite(ratio)
+    low = np.where(ok, np.floor(np.where(ok, ratio, 0.0)) + 1, np.nan)  # every queue stable
+
+    def fits(n: Any, i: Any) -> Any:
+        # as mdc_servers_for_wait's: the waits with Erlang C = 1 first, the sums where they miss
+        bound, exact = np.zeros(len(i)), np.zeros(len(i))
+        loads = [lam[i] * sv[i] for sv, _ in pairs]
+        for sv, c in pairs:
+            used = c[i] >= 1
+            bound += np.where(used, wait_bound_s(lam[i], sv[i], np.where(used, c[i], 1.0) * n), 0.0)
+        out = bound <= w[i]
+        hard = np.flatnonzero(~out & (np.max(loads, axis=0) <= EXACT_LOAD))
+        for sv, c in pairs:
+            used = c[i][hard] >= 1
+            servers = np.where(used, c[i][hard], 1.0) * n[hard]
+            exact[hard] += np.where(used, mdc_wait_s(lam[i][hard], sv[i][hard], servers), 0.0)
+        out[hard] = exact[hard] <= w[i][hard]
+        return out
+
+    live = np.flatnonzero(ok & (low < RESOLVED_LOAD))
+    high = _fewest(fits, low, live[~fits(low[live], live)])
+    return np.where(ok, high, np.nan).reshape(shape)
+
+
+def _fewest(fits: Any, low: Any, live: Any) -> Any:
+    """The fewest whole counts (per element) at which ``fits(counts, elements)`` holds, where it
+    holds for every count from some count on: ``low`` as given where an element is not ``live``,
+    else above ``low`` (which fails there), found by doubling the counts added until they fit,
+    then halving the gap (about 2 log2 of the counts added, every element at once). NaN where no
+    count within 2^60 more fits. ``low`` is a float array, written over."""
+    import numpy as np
+
+    bad = np.zeros(len(low), dtype=bool)
+    high, step = low.copy(), np.ones(len(low))
     for _ in range(GALLOP_ROUNDS):
         if not len(live):
             break
@@ -137,9 +215,9 @@ def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> An
         low[live[~done]] = high[live[~done]]
         step[live[~done]] *= 2
         live = live[~done]
-    bad[live] = True  # never fits within 2^60 servers more: no count (a wait_s of 0 with arrivals)
+    bad[live] = True  # never fits within 2^60 more
     # between low (fails) and high (fits), where low failed
-    live = np.flatnonzero(ok & ~bad & (high > low))
+    live = np.flatnonzero(~bad & (high > low))
     while len(live):
         mid = np.floor((low[live] + high[live]) / 2)
         moves = (mid != low[live]) & (mid != high[live])  # below 2^52 always
@@ -147,8 +225,7 @@ def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> An
         high[live[done]] = mid[done]
         low[live[~done]] = mid[~done]
         live = live[moves & (high[live] - low[live] > 1)]
-    out = np.where(ok & ~bad, high, np.nan)
-    return out.reshape(shape)
+    return np.where(bad, np.nan, high)
 
 
 def wait_bound_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
