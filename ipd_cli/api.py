@@ -504,6 +504,7 @@ STEP_UNITS = {
     "usd_per_million_output_tokens_at_traffic": "USD/M tokens",
     "periodic_s_per_step": "s/step", "checkpoint_write_gb_per_s": "GB/s",
     "prefill_utilisation": "fraction",
+    "slot_utilisation": "fraction",
 }  # fmt: skip
 
 

@@ -646,7 +646,10 @@ def serve(
         typer.Option(
             "--requests-per-s",
             help="Traffic: the configuration that serves it on the fewest GPUs (gpus_for_traffic): whole "
-            "copies of an aggregated instance, or prefill and decode pools sized for it.",
+            "copies of an aggregated instance, or prefill and decode pools sized for it, never at "
+            "100 % of their sequence slots: enough that the mean time to first token at the traffic "
+            "(the lone prompt + the M/D/c waits for a prefill instance and a free slot, "
+            "ttft_at_traffic_s) is within serving.ttft_target_s (2 s; --set serving.ttft_target_s=).",
         ),
     ] = None,
     tokens_per_day: Annotated[

@@ -278,8 +278,9 @@ def test_explain_gives_the_stages_that_ran_where_another_cannot(catalog):
     # each RL and serving line Rubin has, A100 has, at the value of its own block
     # but the prefill pool's wait at the traffic: A100 serves aggregated, with no prefill pool
     assert a100.serving.disaggregated is False and a100.serving.prefill_queue_s is None
-    pool = {"serving.prefill_queue_s", "serving.ttft_at_traffic_s", "serving.prefill_utilisation"}
-    pool |= {"serving.ttft_target_s"}  # the prefill pool's size: explained with its utilisation
+    pool = {"serving.prefill_queue_s", "serving.prefill_utilisation"}
+    # its sequence slots' wait and the TTFT at the traffic with it, it has (a slot queue alone)
+    assert {"serving.slot_queue_s", "serving.ttft_at_traffic_s", "serving.ttft_target_s"} <= set(rows)
     for metric in (m for m in rubin - pool if m.startswith(("rl.", "serving."))):
         assert metric in rows, metric
         field = rows[metric]["field"]
@@ -1253,4 +1254,17 @@ def test_the_prefill_pools_wait_at_the_traffic_is_its_md_c_queues_by_hand(catalo
     wait = 0.5 * mmc * (1 + (1 - rho) * (c - 1) * (math.sqrt(4 + 5 * c) - 2) / (16 * rho * c))
     assert sv.prefill_queue_s == pytest.approx(wait, rel=1e-9)
     assert 0.01 < sv.prefill_queue_s < sv.ttft_s  # 41 ms on a 0.62 s TTFT (2026-12-05)
-    assert sv.ttft_at_traffic_s == pytest.approx(sv.ttft_s + sv.prefill_queue_s, rel=1e-12)
+    # and the decode pool's sequence slots, the same queue by hand: 47 x 26 = 1,222 slots, each
+    # request holding one output_tokens / tokens_per_s_per_user seconds (Little's law)
+    s, c = sv.output_tokens / sv.tokens_per_s_per_user, sv.decode_instances * sv.concurrency
+    a = lam * s
+    rho = a / c
+    assert 0.9 < rho < 1 and sv.slot_utilisation == pytest.approx(rho, rel=1e-12)
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    mmc = b / (1 - rho * (1 - b)) * s / (c - a)
+    slot = 0.5 * mmc * (1 + (1 - rho) * (c - 1) * (math.sqrt(4 + 5 * c) - 2) / (16 * rho * c))
+    assert sv.slot_queue_s == pytest.approx(slot, rel=1e-9)
+    total = sv.ttft_s + sv.prefill_queue_s + sv.slot_queue_s
+    assert sv.ttft_at_traffic_s == pytest.approx(total, rel=1e-12)

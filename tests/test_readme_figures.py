@@ -583,3 +583,29 @@ def test_the_systems_the_readme_counts_for_serving_and_rl_are_what_compare_print
         sv, rl = s["serving"], s["rl"]
         assert sv["systems_for_traffic"] == -(-sv["gpus_for_traffic"] // 72)
         assert (rl["gpus_per_system"], rl["systems"]) == (72, -(-rl["gpus"] // 72))
+
+
+def test_pinned_pools_copied_for_a_ttft_target_are_what_the_readme_says():
+    # issue 11 (2026-12-05, forty-fifth session): pinned pools were copied only to carry the
+    # traffic, one copy's TTFT at it 40.2 ms against a 40 ms target while ttft_target_met said
+    # true; the copies' queues (prefill instances, sequence slots) now hold it: one fewer would not
+    from ipd_cli.api import load
+    from ipd_cli.engine.serving import estimate_serving
+    from ipd_cli.engine.serving.queueing import mdc_wait_s
+
+    sv = estimate_serving(
+        load(), "b200", "deepseek-v3", precision="fp4", input_tokens=1024, output_tokens=1024,
+        tokens_per_user_s=50, prefill_instances=1, decode_instances=1, requests_per_s=20.0,
+        ttft_target_s=0.040,
+    ).serving  # fmt: skip
+    n = sv.instances_for_traffic
+    assert sv.ttft_target_met and sv.ttft_at_traffic_s <= 0.040
+    slot_s, slots = sv.output_tokens / sv.tokens_per_s_per_user, sv.decode_instances * sv.concurrency
+    one = sv.ttft_s + mdc_wait_s(20.0, sv.prefill_instance_s, (n - 1) * sv.prefill_instances)
+    one += mdc_wait_s(20.0, slot_s, (n - 1) * slots)
+    assert n == 2 and one > 0.040  # one copy carries the traffic, its waits miss the target
+    phrase = (
+        f"{n} copies of an {sv.deployment_gpus}-GPU deployment, {sv.gpus_for_traffic} GPUs, at "
+        f"{sv.ttft_at_traffic_s * 1e3:.1f} ms, where one copy carries the traffic at {one * 1e3:.1f} ms"
+    )
+    assert phrase in _text(), phrase

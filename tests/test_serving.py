@@ -1140,9 +1140,34 @@ def _sized_one_at_a_time(g, target, tokens, ttft_target_s=None):
     tps, gpus, speed = rows["tokens_per_s_per_gpu"], rows["deployment_gpus"], 1.0 / rows["tpot_s"]
     within = g.feasible if ttft_target_s is None else g.feasible & (rows["ttft_s"] < ttft_target_s)
     ok = np.flatnonzero(within & (speed >= target))
-    need = f.gpus_for_traffic(tokens, tps[ok], gpus[ok])
-    i = int(ok[best_of(-need, np.ones(len(ok), dtype=bool), tps[ok], speed[ok], -gpus[ok])])
-    return i, replace(g, rows=rows, derived={})
+    copies = _copies_one_at_a_time(g, rows, ok, tokens, ttft_target_s)
+    need = f.ceil(copies * gpus[ok])
+    k = best_of(-need, np.ones(len(ok), dtype=bool), tps[ok], speed[ok], -gpus[ok])
+    return int(ok[k]), replace(g, rows=rows, derived={}), float(copies[k])
+
+
+def _copies_one_at_a_time(g, rows, ok, tokens, ttft_target_s):
+    """Copies of each of rows ``ok`` at one traffic: as many as carry it, and for a row no traffic
+    sizes (aggregated, pinned pools), with a TTFT target, the fewest whose queues (the sequence
+    slots: decode instances x batch of osl / per-user-speed seconds; a disaggregated row's prefill
+    pool) hold its lone TTFT + their waits within the target, every copy's behind one router."""
+    import numpy as np
+
+    from ipd_cli.engine.serving.queueing import mdc_copies_for_wait
+
+    copies = f.deployment_copies(tokens, rows["tokens_per_s_per_gpu"][ok], rows["deployment_gpus"][ok])
+    fixed = ~np.isin(ok, g.pools["rows"])
+    if ttft_target_s is None or not fixed.any():
+        return copies
+    o = ok[fixed]
+    slots = (g.ph.osl / rows["tokens_per_s_per_user"][o], rows["decode_instances"][o] * rows["batch"][o])
+    pre = (rows["prefill_instance_s"][o], np.where(rows["disagg"][o] == 1, rows["prefill_instances"][o], 0))
+    budget = ttft_target_s - rows["ttft_s"][o]
+    with np.errstate(all="ignore"):
+        held = mdc_copies_for_wait(tokens / g.ph.osl, [slots, pre], np.where(budget > 0, budget, np.inf))
+    copies = np.array(copies, dtype=float)
+    copies[fixed] = np.maximum(copies[fixed], held)
+    return copies
 
 
 @pytest.mark.parametrize(
@@ -1159,6 +1184,10 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
     from ipd_cli.engine.serving.point import serving, traffic_point
     from ipd_cli.engine.serving.queueing import mdc_wait_s
 
+    def queue(lam, service_s, servers):  # a finite wait, else None (rho >= 1)
+        wait = float(mdc_wait_s(lam, service_s, servers))
+        return wait if math.isfinite(wait) else None
+
     s = catalog.workload(workload)
     sizer = traffic_sizer(catalog, hardware, s.model, **_serve_args(catalog, hardware, s.model, s.serving))
     g, target = sizer.g, s.serving.tokens_per_user_s
@@ -1167,28 +1196,33 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
     chosen = set()
     for k, value in enumerate(rps):
         tokens = value * g.ph.osl
-        i, grid = _sized_one_at_a_time(g, target, tokens, sizer.ttft_target_s)
+        i, grid, copies = _sized_one_at_a_time(g, target, tokens, sizer.ttft_target_s)
         assert sized.rows[k] == i, value
         chosen.add((i, bool(grid.rows["disagg"][i])))
         old = serving(grid, i, "target", target_tokens_per_s_per_user=target, target_met=sized.met)
-        per_gpu, deploy = old.tokens_per_s_per_gpu, old.deployment_gpus
-        need = f.gpus_for_traffic(tokens, per_gpu, deploy)
-        copies = int(f.deployment_copies(tokens, per_gpu, deploy))
+        deploy = old.deployment_gpus
+        need = f.ceil(copies * deploy)
         wait = None  # the prefill pool's queue, one traffic alone (aggregated: none)
         if old.disaggregated:
-            wait = float(mdc_wait_s(value / copies, old.prefill_instance_s, old.prefill_instances))
-            wait = wait if math.isfinite(wait) else None
+            wait = queue(value, old.prefill_instance_s, copies * old.prefill_instances)
+        slot_s, slots = g.ph.osl / old.tokens_per_s_per_user, old.decode_instances * old.concurrency
+        slot = queue(value, slot_s, copies * slots)  # every copy's sequence slots, one queue
+        ttft = (
+            None if slot is None or (old.disaggregated and wait is None) else old.ttft_s + (wait or 0) + slot
+        )
         old = old.model_copy(
             update={
                 "gpus_for_traffic": int(need),
                 "systems_for_traffic": math.ceil(int(need) / old.gpus_per_system),
-                "instances_for_traffic": int(f.deployment_copies(tokens, per_gpu, deploy)),
+                "instances_for_traffic": int(copies),
                 "traffic_requests_per_s": float(value),
                 "usd_per_million_output_tokens_at_traffic": f.usd_per_million_tokens(
                     old.price_usd_per_gpu_hour, tokens / need
                 ),
                 "prefill_queue_s": wait,
-                "ttft_at_traffic_s": None if wait is None else old.ttft_s + wait,
+                "slot_queue_s": slot,
+                "ttft_at_traffic_s": ttft,
+                "slot_utilisation": None if slot is None else value / copies * slot_s / slots,
                 "prefill_utilisation": None
                 if wait is None
                 else value / copies * old.prefill_instance_s / old.prefill_instances,
@@ -3113,8 +3147,9 @@ def test_a_prefill_pool_at_its_rate_gets_one_more_instance_and_an_aggregated_one
     full = at(rps, disaggregated=True)
     assert full.prefill_utilisation < 1 and 0 < full.prefill_queue_s < math.inf
     assert 0 < full.prefill_queue_s < math.inf and full.ttft_at_traffic_s <= full.ttft_target_s
-    agg = at(1.0, disaggregated=False)
-    assert agg.prefill_queue_s is None and agg.ttft_at_traffic_s is None
+    agg = at(1.0, disaggregated=False)  # no prefill pool: its TTFT at the traffic waits for a slot alone
+    assert agg.prefill_queue_s is None and agg.ttft_at_traffic_s == agg.ttft_s + agg.slot_queue_s
+    assert agg.slot_utilisation < 1
     plain = estimate_serving(catalog, "vera-rubin", "deepseek-v3", disaggregated=True).serving
     assert plain.prefill_queue_s is None  # no traffic
 

@@ -308,18 +308,27 @@ def test_a_wider_precision_never_serves_moe_faster_than_a_narrower_one(catalog, 
     [("b200", "deepseek-v3", "fp4", 50.0), ("h100-sxm", "llama-3.1-70b", "fp8", None)],
 )
 def test_gpus_for_a_traffic_are_the_fewest_and_grow_with_it(catalog, hw, model, precision, target):
-    # the GPUs a traffic takes never exceed whole copies of the most-tokens/s-per-GPU deployment, and
-    # never fall as the traffic grows; every point still meets the target and Little's law
+    # the GPUs a traffic takes never exceed whole copies of the most-tokens/s-per-GPU deployment
+    # (as many as carry the traffic and hold its TTFT target: its copies' slots and prefill
+    # instances behind one router), and never fall as the traffic grows; every point still meets
+    # the target and Little's law
     from ipd_cli.engine import formulas as f
     from ipd_cli.engine.serving.grid import memoized
+    from ipd_cli.engine.serving.queueing import mdc_copies_for_wait
 
     kw = dict(precision=precision, tokens_per_user_s=target, **SHAPE)
     with memoized():
         peak = estimate_serving(catalog, hw, model, **kw).serving
+        groups = [
+            (1024 / peak.tokens_per_s_per_user, peak.decode_instances * peak.concurrency),
+            (peak.prefill_instance_s, peak.prefill_instances if peak.disaggregated else 0),
+        ]
         last = 0
         for rps in (1e-4, 0.3, 3.0, 10.0, 30.0, 100.0, 1e3, 1e4):
             s = estimate_serving(catalog, hw, model, requests_per_s=rps, **kw).serving
-            old = f.gpus_for_traffic(rps * 1024, peak.tokens_per_s_per_gpu, peak.deployment_gpus)
+            carry = f.deployment_copies(rps * 1024, peak.tokens_per_s_per_gpu, peak.deployment_gpus)
+            held = mdc_copies_for_wait(rps, groups, s.ttft_target_s - peak.ttft_s)
+            old = f.ceil(max(carry, float(held)) * peak.deployment_gpus)
             assert last <= s.gpus_for_traffic <= old, rps
             assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= rps * 1024 * (
                 1 - 1e-12
@@ -469,3 +478,64 @@ def test_a_ttft_target_no_prompt_meets_is_flagged_and_its_pool_least_stable(cata
     )  # fmt: skip
     assert r.exit_code == 0, r.stderr
     assert "misses the time-to-first-token target of 0.0001 s (serving.ttft_target_s)" in r.stderr
+
+
+# (system, model, pins): a disaggregated search, an aggregated pin, pools pinned as deployed
+TRAFFIC_CASES = [
+    ("vera-rubin", "deepseek-v3", {}),
+    ("b200", "deepseek-v3", {"disaggregated": False}),
+    ("b200", "deepseek-v3", {"prefill_instances": 1, "decode_instances": 1}),
+    ("h100-sxm", "llama-3.1-70b", {}),
+]
+
+
+@pytest.mark.parametrize(("hw", "model", "pins"), TRAFFIC_CASES)
+def test_at_every_traffic_littles_law_holds_the_slots_carry_it_below_capacity_and_the_waits_are_finite(
+    catalog, hw, model, pins
+):
+    # a deployment at a traffic holds lambda x S sequences in flight (Little's law: requests/s x
+    # the seconds a request holds a slot, output tokens / tokens/s per user) on its slots (decode
+    # instances x batch, in each copy), never at rho = 1: its queues' waits are finite, and with
+    # the TTFT target met its mean TTFT at the traffic is within it
+    for rps in (0.05, 3.0, 195.923, 2000.0):
+        sv = estimate_serving(catalog, hw, model, requests_per_s=rps, tokens_per_user_s=30.0, **pins).serving
+        copies = sv.instances_for_traffic
+        in_flight = rps * sv.output_tokens / sv.tokens_per_s_per_user
+        slots = sv.decode_instances * sv.concurrency * copies
+        assert sv.slot_utilisation == pytest.approx(in_flight / slots, rel=1e-9), rps
+        assert sv.slot_utilisation < 1 and sv.slot_queue_s is not None and math.isfinite(sv.slot_queue_s)
+        if sv.disaggregated:
+            assert sv.prefill_utilisation < 1 and math.isfinite(sv.prefill_queue_s)
+        # the copies serve the traffic's tokens
+        served = sv.tokens_per_s_per_gpu * sv.deployment_gpus * copies
+        assert served >= rps * sv.output_tokens * (1 - 1e-9), rps
+        assert sv.gpus_for_traffic == math.ceil(copies * sv.deployment_gpus - 1e-9)
+        assert sv.ttft_target_met and sv.ttft_at_traffic_s <= sv.ttft_target_s * (1 + 1e-9), rps
+        waits = (sv.prefill_queue_s or 0.0) + sv.slot_queue_s
+        assert sv.ttft_at_traffic_s == pytest.approx(sv.ttft_s + waits, rel=1e-12)
+
+
+@pytest.mark.parametrize(("hw", "model", "pins"), TRAFFIC_CASES)
+@pytest.mark.parametrize("ttft_target_s", [0.2, 2.0])
+def test_more_traffic_never_takes_fewer_gpus(catalog, hw, model, pins, ttft_target_s):
+    # every traffic of a sweep at once: the fewest GPUs a traffic takes never fall as it grows
+    # (each configuration's pools, copies and queues only grow with it)
+    import numpy as np
+
+    from ipd_cli.engine.serving.estimate import traffic_sizer
+
+    sizer = (
+        traffic_sizer(catalog, hw, model, tokens_per_user_s=30.0, ttft_target_s=ttft_target_s, **pins)
+        if not pins
+        else None
+    )
+    rps = np.geomspace(0.01, 3e4, 160)
+    if sizer is None:  # pins: one estimate a traffic
+        gpus = [
+            estimate_serving(catalog, hw, model, requests_per_s=float(r), tokens_per_user_s=30.0,
+                             ttft_target_s=ttft_target_s, **pins).serving.gpus_for_traffic
+            for r in rps[::8]
+        ]  # fmt: skip
+    else:
+        gpus = sizer.size(rps)[1]["gpus_for_traffic"]
+    assert (np.diff(np.asarray(gpus, dtype=float)) >= 0).all(), gpus

@@ -536,70 +536,105 @@ def _prefill_steps(point: Serving) -> list[Step]:
 
 
 def _prefill_queue_steps(point: Serving) -> list[Step]:
-    """At a traffic, a disaggregated request's wait for a prefill instance and the TTFT with it (a
-    capacity planner's audit: pools sized at 92-99 % utilisation printed a TTFT with no queueing)."""
-    if point.prefill_queue_s is None or point.ttft_at_traffic_s is None:
+    """At a traffic, a request's waits for a prefill instance (disaggregated) and for a sequence
+    slot, and the TTFT with them (a capacity planner's audit: pools sized at 92-99 % utilisation
+    printed a TTFT with no queueing)."""
+    if point.ttft_at_traffic_s is None:
         return []
     copies = point.instances_for_traffic or 1
-    return [
-        Step(
+    share = f"; the {copies} copies' servers behind one router" if copies > 1 else ""
+    pre = point.prefill_queue_s
+    steps = []
+    if pre is not None:
+        steps.append(Step(
             "serving.prefill_queue_s",
-            point.prefill_queue_s,
-            "M/D/c mean wait, Poisson arrivals at lambda = traffic_requests_per_s / "
-            "instances_for_traffic, service S = prefill_instance_s, c = prefill_instances, a = "
+            pre,
+            "M/D/c mean wait, Poisson arrivals at lambda = traffic_requests_per_s, service S = "
+            "prefill_instance_s, c = instances_for_traffic x prefill_instances, a = "
             "lambda x S, rho = a / c: 1/2 x C(c, a) x S / (c - a) x (1 + (1 - rho) (c - 1) "
             "(sqrt(4 + 5c) - 2) / (16 rho c)) (Cosmetatos 1976; C(c, a) Erlang C; exact for c = 1: "
-            "rho S / (2 (1 - rho)))"
-            + (f"; each of the {copies} copies its own pools, a share of the requests" if copies > 1 else ""),
+            "rho S / (2 (1 - rho)))" + share,
             {
                 "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
                 "instances_for_traffic": copies,
                 "prefill_instance_s": point.prefill_instance_s,
                 "prefill_instances": point.prefill_instances,
             },
-        ),
-        Step(
-            "serving.ttft_at_traffic_s",
-            point.ttft_at_traffic_s,
-            "ttft_s + prefill_queue_s (the mean time to first token at the traffic)",
-            {"ttft_s": point.ttft_s, "prefill_queue_s": point.prefill_queue_s},
-        ),
-        *_prefill_pool_steps(point, copies),
-    ]
-
-
-def _prefill_pool_steps(point: Serving, copies: int) -> list[Step]:
-    """The prefill pool's utilisation at the traffic, and the target its size was chosen for."""
-    if point.prefill_utilisation is None:
-        return []
-    rho = Step(
-        "serving.prefill_utilisation",
-        point.prefill_utilisation,
-        "traffic_requests_per_s / instances_for_traffic x prefill_instance_s / prefill_instances",
+        ))  # fmt: skip
+    slot = point.slot_queue_s or 0.0
+    steps.append(Step(
+        "serving.slot_queue_s",
+        slot,
+        "the same M/D/c mean wait for a free sequence slot: lambda = traffic_requests_per_s, S = "
+        "output_tokens / tokens_per_s_per_user (the seconds a request holds its slot, Little's law), "
+        "c = instances_for_traffic x decode_instances x concurrency" + share,
         {
             "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
             "instances_for_traffic": copies,
-            "prefill_instance_s": point.prefill_instance_s,
-            "prefill_instances": point.prefill_instances,
+            "output_tokens": point.output_tokens,
+            "tokens_per_s_per_user": point.tokens_per_s_per_user,
+            "decode_instances": point.decode_instances,
+            "concurrency": point.concurrency,
         },
-    )
+    ))  # fmt: skip
+    parts = {"ttft_s": point.ttft_s, "slot_queue_s": slot}
+    how = "ttft_s + slot_queue_s (the mean time to first token at the traffic; no prefill pool)"
+    if pre is not None:
+        parts = {"ttft_s": point.ttft_s, "prefill_queue_s": pre, "slot_queue_s": slot}
+        how = "ttft_s + prefill_queue_s + slot_queue_s (the mean time to first token at the traffic)"
+    steps.append(Step("serving.ttft_at_traffic_s", point.ttft_at_traffic_s, how, parts))
+    return steps + _prefill_pool_steps(point, copies)
+
+
+def _prefill_pool_steps(point: Serving, copies: int) -> list[Step]:
+    """The queues' utilisations at the traffic, and the target the deployment was sized for."""
+    steps = []
+    if point.prefill_utilisation is not None:
+        steps.append(Step(
+            "serving.prefill_utilisation",
+            point.prefill_utilisation,
+            "traffic_requests_per_s / instances_for_traffic x prefill_instance_s / prefill_instances",
+            {
+                "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
+                "instances_for_traffic": copies,
+                "prefill_instance_s": point.prefill_instance_s,
+                "prefill_instances": point.prefill_instances,
+            },
+        ))  # fmt: skip
+    if point.slot_utilisation is not None:
+        steps.append(Step(
+            "serving.slot_utilisation",
+            point.slot_utilisation,
+            "traffic_requests_per_s / instances_for_traffic x output_tokens / tokens_per_s_per_user / "
+            "(decode_instances x concurrency): sequences in flight over the slots (Little's law)",
+            {
+                "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
+                "instances_for_traffic": copies,
+                "output_tokens": point.output_tokens,
+                "tokens_per_s_per_user": point.tokens_per_s_per_user,
+                "decode_instances": point.decode_instances,
+                "concurrency": point.concurrency,
+            },
+        ))  # fmt: skip
     if point.ttft_target_s is None:
-        return [rho]
+        return steps
     how = (
-        "the fewest prefill_instances c with ttft_s + the M/D/c wait (serving.prefill_queue_s's "
-        "formula at c) <= ttft_target_s (the wait falls as c grows)"
+        "the fewest GPUs whose ttft_at_traffic_s is within it: a disaggregated deployment's "
+        "prefill_instances and decode_instances (each queue's wait falls as its pool grows; the "
+        "wait budget, ttft_target_s - ttft_s, tried at each pool's least stable count and split "
+        "in half), or the fewest instances_for_traffic copies of an aggregated instance or of "
+        "pinned pools (their servers behind one router: the waits fall as copies are added)"
         if point.ttft_target_met
-        else "no configuration's ttft_s is below ttft_target_s: the least stable pool, "
-        "floor(traffic_requests_per_s x prefill_instance_s) + 1 (rho < 1)"
+        else "no configuration's ttft_s is below ttft_target_s: every queue at its least stable "
+        "count (rho < 1)"
     )
-    target = Step(
+    steps.append(Step(
         "serving.ttft_target_s",
         point.ttft_target_s,
-        "the mean time to first token at the traffic the prefill pool is sized for; prefill_instances: "
-        + how,
+        "the mean time to first token at the traffic the deployment is sized for: " + how,
         {"ttft_target_s": point.ttft_target_s},
-    )
-    return [rho, target]
+    ))  # fmt: skip
+    return steps
 
 
 def _latency_steps(point: Serving) -> list[Step]:
@@ -759,19 +794,22 @@ def _traffic_gpus_step(point: Serving, per_s: float) -> Step:
         }
         how = (
             "decode_instances x instance_gpus + prefill_instances x prefill_instance_gpus + "
-            "stranded_gpus, with decode_instances = ceil(traffic / (concurrency x "
-            "tokens_per_s_per_user)) and prefill_instances = ceil(traffic_requests_per_s x "
-            "prefill_instance_s): pools sized for the traffic, the fewest GPUs at the target"
+            "stranded_gpus, with decode_instances x concurrency > traffic_requests_per_s x "
+            "output_tokens / tokens_per_s_per_user and prefill_instances > traffic_requests_per_s x "
+            "prefill_instance_s (rho < 1), each the fewest that hold ttft_at_traffic_s within "
+            "ttft_target_s: pools sized for the traffic, the fewest GPUs at the target"
         )
         return Step("serving.gpus_for_traffic", gpus, how, inputs)
     inputs |= {
         "tokens_per_s_per_gpu": point.tokens_per_s_per_gpu,
         "deployment_gpus": point.deployment_gpus,
+        "instances_for_traffic": point.instances_for_traffic or 0,
         "configuration": point.configuration,
     }
     how = (
-        "ceil(ceil(traffic / (tokens_per_s_per_gpu x deployment_gpus)) x deployment_gpus): whole copies "
-        "of the deployment, the fewest GPUs at the target"
+        "ceil(instances_for_traffic x deployment_gpus): whole copies of the deployment, at least "
+        "ceil(traffic / (tokens_per_s_per_gpu x deployment_gpus)) and, with a TTFT target, the "
+        "fewest whose queues hold ttft_at_traffic_s within it; the fewest GPUs at the target"
     )
     return Step("serving.gpus_for_traffic", gpus, how, inputs)
 

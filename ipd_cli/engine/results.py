@@ -457,12 +457,21 @@ class Serving(Result):
         "prefill_instances (an M/D/c queue, Cosmetatos's approximation from Erlang C). None without "
         "a traffic, at or past the pool's capacity (rho >= 1: no steady state, the wait grows "
         "without bound), and for an aggregated deployment (its prompts take turns with decode inside "
-        "each instance; a request waits for a sequence slot, which is not modelled)",
+        "each instance; a request waits for a sequence slot: slot_queue_s)",
+    )
+    slot_queue_s: float | None = Field(
+        default=None,
+        description="at a traffic, the mean wait for a free sequence slot: Poisson arrivals at "
+        "traffic_requests_per_s / instances_for_traffic, each request holding one of a copy's "
+        "decode_instances x batch slots (aggregated: its instance's batch) for output tokens / "
+        "tokens_per_s_per_user seconds (Little's law), an M/D/c queue as prefill_queue_s's. None "
+        "without a traffic and at or past the slots' capacity (rho >= 1)",
     )
     ttft_at_traffic_s: float | None = Field(
         default=None,
-        description="ttft_s + prefill_queue_s: the mean time to first token at the traffic (ttft_s "
-        "stays the lone prompt's, the input of tokens_per_s_per_user and request_tokens_per_s)",
+        description="ttft_s + prefill_queue_s (disaggregated) + slot_queue_s: the mean time to first "
+        "token at the traffic (ttft_s stays the lone prompt's, the input of tokens_per_s_per_user "
+        "and request_tokens_per_s)",
     )
     prefill_utilisation: float | None = Field(
         default=None,
@@ -470,17 +479,24 @@ class Serving(Result):
         "traffic_requests_per_s / instances_for_traffic x prefill_instance_s / prefill_instances "
         "(None where prefill_queue_s is)",
     )
+    slot_utilisation: float | None = Field(
+        default=None,
+        description="at a traffic, the sequence slots' utilisation rho = traffic_requests_per_s / "
+        "instances_for_traffic x output tokens / tokens_per_s_per_user / (decode_instances x batch), "
+        "the mean sequences in flight over the slots (Little's law; None where slot_queue_s is)",
+    )
     ttft_target_s: float | None = Field(
         default=None,
-        description="at a traffic, the mean time to first token the prefill pool is sized for "
+        description="at a traffic, the mean time to first token the deployment is sized for "
         "(serving.ttft_target_s in the catalog, a scenario's serving.ttft_target_s): the fewest "
-        "prefill instances whose ttft_at_traffic_s is within it",
+        "GPUs (prefill and decode instances, or copies of an aggregated instance or of pinned pools) "
+        "whose ttft_at_traffic_s is within it",
     )
     ttft_target_met: bool | None = Field(
         default=None,
-        description="whether some configuration's lone prompt (ttft_s) is within ttft_target_s (false: "
-        "none is; the deployment is then the fewest GPUs with its prefill pool at the least stable "
-        "count, rho < 1). None without a traffic",
+        description="whether ttft_at_traffic_s is within ttft_target_s: some configuration's lone "
+        "prompt (ttft_s) is (false: none is; the deployment is then the fewest GPUs with every queue "
+        "at its least stable count, rho < 1). None without a traffic",
     )
     configuration: str = Field(
         default="",

@@ -88,10 +88,12 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("interactivity_tokens_per_s", "Interactivity (1 / TPOT)", "tok/s", HI),
         ("target_met", "  meets the interactivity target", "", NA),
         ("ttft_s", "Time to first token (a lone prompt)", "s", LO),
-        ("ttft_at_traffic_s", "  at the traffic (prefill queue included)", "s", LO),
-        ("ttft_target_s", "  target at the traffic (prefill pool sized for it)", "s", NA),
-        ("ttft_target_met", "  some configuration's lone prompt within it", "", NA),
+        ("ttft_at_traffic_s", "  at the traffic (prefill and slot queues included)", "s", LO),
+        ("ttft_target_s", "  target at the traffic (the deployment sized for it)", "s", NA),
+        ("ttft_target_met", "  met at the traffic", "", NA),
         ("prefill_utilisation", "  prefill pool utilisation at the traffic", "", NA),
+        ("slot_queue_s", "  wait for a sequence slot at the traffic", "s", LO),
+        ("slot_utilisation", "  sequence slot utilisation at the traffic", "", NA),
         ("tpot_ms", "Time per output token", "ms", LO),
         ("usd_per_million_output_tokens", "Cost per M output tokens", "USD", LO),
         ("usd_per_million_output_tokens_at_traffic", "  at the traffic (its GPUs all day)", "USD", LO),
@@ -1018,8 +1020,8 @@ def warnings(
                 f"{hw}: serving misses the time-to-first-token target of "
                 f"{fmt_num(point.get('ttft_target_s'))} s (serving.ttft_target_s): no configuration's "
                 f"lone prompt is within it (the chosen one's takes {fmt_num(point.get('ttft_s'))} s), "
-                "so its prefill pool is the least stable one (rho < 1), not sized for the target; "
-                "raise the target or serve on another system"
+                "so its queues (prefill pool, sequence slots) are the least stable ones (rho < 1), not "
+                "sized for the target; raise the target or serve on another system"
             )
     bases = pricing_bases(rows)
     if len(bases) > 1:

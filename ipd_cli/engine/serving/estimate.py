@@ -560,6 +560,10 @@ def check_traffic_gpus(fields: dict[str, Any], given: str, values: Any, name: st
     raise TrafficBeyondClusters(given, float(np.asarray(values, dtype=float).reshape(-1)[k]), count)
 
 
+# a time to first token within the target but for floating-point rounding meets it
+TTFT_SLACK = 1e-9
+
+
 @dataclass
 class TrafficSizer:
     """A searched grid's deployment at any traffic: the rows :func:`choose` takes for an array
@@ -578,8 +582,12 @@ class TrafficSizer:
 
         rps = np.asarray(requests_per_s, dtype=float).reshape(-1)
         sized = choose_for_traffic(self.g, self.target, rps * self.g.ph.osl, self.ttft_target_s)
+        fields = traffic_fields(self.g, sized.rows, sized.cols, rps)
         self.ttft_met = sized.ttft_met
-        return sized, traffic_fields(self.g, sized.rows, sized.cols, rps)
+        if self.ttft_met and self.ttft_target_s is not None:  # met where every traffic's TTFT is within it
+            within = fields["ttft_at_traffic_s"] <= self.ttft_target_s * (1 + TTFT_SLACK)
+            self.ttft_met = bool(np.all(within))
+        return sized, fields
 
     def point(self, i: int, met: bool | None) -> Serving:
         """Row ``i``'s block at the operating point (before a traffic sets its fields)."""
@@ -640,8 +648,10 @@ def estimate_serving(
     instance, disaggregated pools sized for the traffic (``gpus_for_traffic``,
     ``instances_for_traffic``; ties: the most tokens/s per GPU), among the configurations whose
     lone prompt is within ``ttft_target_s`` (None: the catalog's ``serving.ttft_target_s``), with
-    prefill pools of the fewest instances that hold the mean time to first token at the traffic
-    (prefill queue included) within it (``ttft_target_met`` false where no lone prompt is).
+    prefill and decode pools (or copies of an aggregated instance or of pinned pools) of the fewest
+    GPUs that hold the mean time to first token at the traffic (the waits for a prefill instance
+    and for a free sequence slot included) within it (``ttft_target_met`` false where no lone
+    prompt is).
     ``speculative`` pins speculative decoding ("off", "on" or a draft depth; None or "auto": the
     search tries none and every depth with a measured acceptance); ``stack`` names the serving
     stack (None: the best published stack of the accelerator's family).

@@ -645,25 +645,103 @@ def pool_columns(ph: Physics, x: Columns, rate, prefill: Columns, n_dec, n_pre, 
 def traffic_pools(
     ph: Physics, x: Columns, rate, prefill: Columns, tokens_per_s: float, ttft_target_s: float | None = None
 ) -> Columns:
-    """:func:`pool_columns` of the pools a traffic of ``tokens_per_s`` output tokens/s needs: the
-    fewest decode instances that keep up with it, ceil(traffic / rate), and the fewest prefill
-    instances that keep the time to first token at the traffic within ``ttft_target_s``
-    (:func:`prefill_pool_for_ttft`), as one deployment behind one router. Paid GPUs grow
-    with either pool and are additive over copies, so this is never more GPUs than whole copies of
-    any xPyD unit that serves the traffic at the target, and never more for a faster decode
-    instance (a larger batch): a speed target that leaves a larger batch never makes the traffic
-    take more GPUs. Without a target, the fewest prefill instances that keep up,
-    ceil(traffic / prefill rate) (a pool at rho up to 1, whose wait has no bound)."""
+    """:func:`pool_columns` of the pools a traffic of ``tokens_per_s`` output tokens/s needs, as one
+    deployment behind one router, with ``ttft_target_s``: the fewest GPUs whose mean time to first
+    token at the traffic, the lone prompt's (hand-off included) + the prefill pool's M/D/c wait +
+    the wait for a free decode sequence slot (every decode instance's ``x["slots"]`` as one M/D/c
+    queue, each request holding a slot for osl x slots / rate seconds, Little's law), is within it
+    (:func:`decode_and_prefill_for_ttft`). Paid GPUs grow with either pool and are additive over
+    copies, so this is never more GPUs than whole copies of any xPyD unit that serves the traffic
+    at the target. Without a target, the fewest instances that keep up, ceil(traffic / rate) decode
+    and ceil(traffic / prefill rate) prefill (pools at rho up to 1, whose waits have no bound)."""
     import numpy as np
 
-    n_dec = np.maximum(f.whole_count(tokens_per_s / rate), 1.0)
     requests = tokens_per_s / ph.osl
     if ttft_target_s is None:
+        n_dec = np.maximum(f.whole_count(tokens_per_s / rate), 1.0)
         n_pre = np.maximum(f.whole_count(requests * prefill["prefill_s"]), 1.0)
     else:
         lone = prefill["latency_s"] + prefill["handoff_s"]
-        n_pre = prefill_pool_for_ttft(requests, prefill["prefill_s"], lone, ttft_target_s)
+        n_dec, n_pre = decode_and_prefill_for_ttft(
+            requests, ph.osl * x["slots"] / rate, x["slots"], prefill["prefill_s"],
+            ttft_target_s - lone, _deployment_cost(ph, prefill, x),
+        )  # fmt: skip
     return pool_columns(ph, x, rate, prefill, n_dec, n_pre)
+
+
+# decode pools tried above the least stable one, an instance more each (each with the fewest
+# prefill instances for the budget left): the pair with the fewest GPUs is found exactly wherever
+# the decode pools worth trying are no more (a search bound, not a measured number)
+DECODE_POOLS_TRIED = 16
+
+
+def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget_s, cost):
+    """Decode and prefill instances (arrays, broadcast) whose two queues' mean waits together stay
+    within ``budget_s`` (the TTFT target less the lone prompt's time) at ``requests_per_s``
+    (Poisson), on the fewest paid GPUs (``cost(P, D)``): the decode pool's ``slots`` x D sequence
+    slots an M/D/c queue of ``slot_s`` a request, the prefill pool's P instances one of
+    ``prefill_s`` (:func:`queueing.mdc_wait_s`). Each D from the least stable pool (rho < 1) up
+    takes the fewest P for the budget its wait leaves (:func:`queueing.mdc_servers_for_wait`),
+    until P is at its own least stable count (a larger D only costs more) or
+    :data:`DECODE_POOLS_TRIED` pools were tried; beside them, the least stable prefill pool with the
+    fewest D for the budget it leaves, and the budget split in half. Where no pair fits (the lone
+    prompt misses the target), both pools at their least stable counts, which the choice flags
+    (:func:`traffic.choose_for_traffic`)."""
+    import numpy as np
+
+    from .queueing import mdc_servers_for_wait, mdc_wait_s
+
+    shape = np.broadcast_shapes(*(np.shape(v) for v in (requests_per_s, slot_s, slots, prefill_s, budget_s)))
+    lam, slot_s, slots, prefill_s, budget = (
+        np.broadcast_to(np.asarray(v, dtype=float), shape)
+        for v in (requests_per_s, slot_s, slots, prefill_s, budget_s)
+    )
+
+    def servers(i, service, wait):  # the fewest servers within ``wait`` (NaN where it is not > 0)
+        with np.errstate(invalid="ignore"):
+            return mdc_servers_for_wait(lam[i], service[i], np.where(wait > 0, wait, np.nan))
+
+    def queue(i, service, c):
+        with np.errstate(all="ignore"):
+            return mdc_wait_s(lam[i], service[i], c)
+
+    every = np.ones(shape, dtype=bool)
+    least_dec = np.ceil((np.floor(lam * slot_s) + 1) / slots)
+    least_pre = np.floor(lam * prefill_s) + 1
+    best_dec, best_pre, best = least_dec.copy(), least_pre.copy(), np.full(shape, np.inf)
+
+    def keep(i, d, p):  # where the pair (d, p) at cells ``i`` costs less than the best so far
+        with np.errstate(invalid="ignore"):
+            gpus = np.where(np.isnan(d) | np.isnan(p), np.inf, cost_at(i, p, d))
+        better = gpus < best[i]
+        at = tuple(ix[better] for ix in i)
+        best_dec[at], best_pre[at], best[at] = d[better], p[better], gpus[better]
+
+    def cost_at(i, p, d):
+        full_p, full_d = np.array(least_pre), np.array(least_dec)
+        full_p[i], full_d[i] = p, d
+        return cost(full_p, full_d)[i]
+
+    # the least stable prefill pool, the fewest decode instances for the budget it leaves
+    i = np.nonzero(every)
+    d = np.ceil(servers(i, slot_s, budget[i] - queue(i, prefill_s, least_pre[i])) / slots[i])
+    keep(i, d, least_pre[i])
+    # the budget split in half
+    d = np.ceil(servers(i, slot_s, 0.5 * budget[i]) / slots[i])
+    keep(i, d, servers(i, prefill_s, budget[i] - queue(i, slot_s, d * slots[i])))
+    # each decode pool from the least stable one up, until the prefill pool is at its least
+    live = every
+    for k in range(DECODE_POOLS_TRIED):
+        i = np.nonzero(live)
+        if not len(i[0]):
+            break
+        d = least_dec[i] + k
+        p = servers(i, prefill_s, budget[i] - queue(i, slot_s, d * slots[i]))
+        keep(i, d, p)
+        live = np.zeros(shape, dtype=bool)
+        live[i] = ~(p <= least_pre[i])  # NaN (the budget left is too small): a larger pool may fit
+    fits = np.isfinite(best)
+    return np.where(fits, best_dec, least_dec), np.where(fits, best_pre, least_pre)
 
 
 def prefill_pool_for_ttft(requests_per_s, prefill_s, ttft_s, ttft_target_s):

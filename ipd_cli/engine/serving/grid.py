@@ -751,7 +751,7 @@ def _evaluate(
             "rows": live + modes.index(1) * n,
             "rate": rate,
             "prefill": pf_rows,
-            "x": {"paid": x_r["paid"]},
+            "x": {"paid": x_r["paid"], "slots": b_r},
         }
     searched = 2 * n_all * n_b  # the whole space's rows, however many were priced
     pruned = n_lay < n_all or len(modes) < 2

@@ -262,12 +262,20 @@ TRAFFIC_FIELDS = (
     "traffic_requests_per_s",
     "usd_per_million_output_tokens_at_traffic",
     "prefill_queue_s",
+    "slot_queue_s",
     "ttft_at_traffic_s",
     "prefill_utilisation",
+    "slot_utilisation",
 )
 # of them, those an aggregated row (or a pool at its capacity) has not (NaN in :func:`traffic_fields`'
 # arrays, None in its block)
-UNMODELLED = ("prefill_queue_s", "ttft_at_traffic_s", "prefill_utilisation")
+UNMODELLED = (
+    "prefill_queue_s",
+    "slot_queue_s",
+    "ttft_at_traffic_s",
+    "prefill_utilisation",
+    "slot_utilisation",
+)
 WHOLE = (
     "decode_instances",
     "prefill_instances",
@@ -315,36 +323,69 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
             stranded_gpus=_counts(deploy - used),
             deployment_concurrency=_counts(per_gpu * deploy / r["tokens_per_s_per_user"][rows]),
             configuration=names,
-            gpus_for_traffic=(need := f.gpus_for_traffic(tokens, per_gpu, counted)),
+            gpus_for_traffic=(need := f.ceil(cols["copies"] * counted)),
             systems_for_traffic=f.whole_systems(need, ph.gpus_per_system),
-            instances_for_traffic=(copies := f.deployment_copies(tokens, per_gpu, counted)),
+            instances_for_traffic=(copies := cols["copies"]),
             traffic_requests_per_s=rps,
             # the traffic's tokens on its GPUs, kept around the clock (the full-load $ is above)
             usd_per_million_output_tokens_at_traffic=f.usd_per_million_tokens_at_traffic(
                 ph.price, tokens, need
             ),
             prefill_queue_s=(wait := prefill_queue_s(g, rows, cols, rps, copies)),
-            ttft_at_traffic_s=r["ttft_s"][rows] + wait,
+            slot_queue_s=(slot := slot_queue_s(g, rows, cols, rps, copies)),
+            # an aggregated row has no prefill pool (no wait there), a disaggregated one's past its
+            # rate has no bound (NaN)
+            ttft_at_traffic_s=r["ttft_s"][rows] + np.where(dis, wait, 0.0) + slot,
             prefill_utilisation=np.where(
                 np.isnan(wait), np.nan, rps / copies * r["prefill_instance_s"][rows] / n_pre
+            ),
+            slot_utilisation=np.where(
+                np.isnan(slot), np.nan, rps / copies * _slot_s(g, rows) / _slots(g, rows, cols)
             ),
         )
 
 
+def _slot_s(g: Grid, rows: Any) -> Any:
+    """Seconds a request holds a sequence slot: osl / tokens_per_s_per_user (Little's law over the
+    deployment: its concurrency over its requests/s)."""
+    return g.ph.osl / g.rows["tokens_per_s_per_user"][rows]
+
+
+def _slots(g: Grid, rows: Any, cols: dict[str, Any]) -> Any:
+    """Sequence slots of a deployment: decode (or aggregated) instances x batch."""
+    return cols["decode_instances"] * g.rows["batch"][rows]
+
+
+def slot_queue_s(g: Grid, rows: Any, cols: dict[str, Any], rps: Any, copies: Any) -> Any:
+    """The mean wait of a request for a free sequence slot at ``rps`` requests/s (arrays, one per
+    traffic): the slots (decode, or aggregated, instances x batch) of every one of ``copies``
+    deployments behind one router, one M/D/c queue (:func:`queueing.mdc_wait_s`: Poisson arrivals,
+    each request holding a slot for :func:`_slot_s`), as a prefill pool's instances are
+    (:func:`prefill_queue_s`). NaN at rho >= 1 (no steady state: a pool sized at exactly its rate,
+    possible only without a TTFT target)."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        wait = mdc_wait_s(rps, _slot_s(g, rows), copies * _slots(g, rows, cols))
+    return np.where(np.isfinite(wait), wait, np.nan)
+
+
 def prefill_queue_s(g: Grid, rows: Any, cols: dict[str, Any], rps: Any, copies: Any) -> Any:
     """The mean wait of a request for a prefill instance at ``rps`` requests/s (arrays, one per
-    traffic): each of ``copies`` deployments takes an equal share of the requests on its own
-    prefill pool, an M/D/c queue (:func:`queueing.mdc_wait_s`: Poisson arrivals, each prompt
-    ``prefill_instance_s`` of an instance, c its prefill instances). NaN at rho >= 1 (no steady
-    state) and for an aggregated row:
+    traffic): the prefill instances of every one of ``copies`` deployments behind one router (the
+    next prompt to a free instance), an M/D/c queue (:func:`queueing.mdc_wait_s`: Poisson
+    arrivals, each prompt ``prefill_instance_s`` of an instance, c the copies' prefill instances;
+    until 2026-12-05 each copy of pinned pools took an equal share on its own pool, which the
+    copies' sequence slots, one queue behind the router, made inconsistent). NaN at rho >= 1 (no
+    steady state) and for an aggregated row:
     its prompts have no pool of their own but take turns with decode inside each instance (their
-    cost is in its TPOT), and what a request waits for there is a free sequence slot, a queue for
-    the decode slots this model does not size (nor a disaggregated decode pool's)."""
+    cost is in its TPOT), and what a request waits for there is a free sequence slot
+    (:func:`slot_queue_s`)."""
     import numpy as np
 
     dis = g.rows["disagg"][rows].astype(bool)
     with np.errstate(all="ignore"):
-        wait = mdc_wait_s(rps / copies, g.rows["prefill_instance_s"][rows], cols["prefill_instances"])
+        wait = mdc_wait_s(rps, g.rows["prefill_instance_s"][rows], copies * cols["prefill_instances"])
     # NaN too at or past the pool's capacity (rho >= 1, a pool sized at exactly its rate): no steady
     # state, a wait without bound, which a number (and JSON) cannot carry
     return np.where(dis & np.isfinite(wait), wait, np.nan)

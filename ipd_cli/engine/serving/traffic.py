@@ -2,17 +2,21 @@
 
 One mechanism for ``serve --tokens-per-day`` (one value) and a sweep whose rows move a scenario's
 traffic (every distinct value of a physics point): the disaggregated rows' pools sized for each
-traffic (:func:`evaluate.traffic_pools`: ceil(traffic / decode rate) decode instances,
-ceil(traffic x prefill_s / osl) prefill instances), their paid GPUs and tokens/s per GPU, the
-GPUs each row takes for each traffic (:func:`formulas.gpus_for_traffic`) and the choice
+traffic (:func:`evaluate.traffic_pools`: with a TTFT target, the fewest GPUs whose prefill and
+sequence-slot queues hold the time to first token within it; without, ceil(traffic / decode rate)
+decode instances, ceil(traffic x prefill_s / osl) prefill instances), their paid GPUs and tokens/s
+per GPU, the copies of every other row's deployment (:func:`copies_for_traffic`), the GPUs each row
+takes for each traffic (ceil(copies x deployment GPUs)) and the choice
 (:func:`choose_for_traffic`: the fewest GPUs among the rows meeting the target; ties: the most
 tokens/s per GPU, then the speed, then the fewer deployment GPUs, then the first row) are 2-D
 arrays, rows x traffic values, evaluated in blocks of at most :data:`BLOCK_CELLS` cells.
 
-Rows whose columns no traffic moves (aggregated instances, pinned pools) are reduced first to
-one per deployment size: for equal deployment GPUs the GPUs a traffic takes never grow with
-tokens/s per GPU, so the row with the most tokens/s per GPU (then speed, then the first) wins
-over the others at every traffic.
+Without a TTFT target, rows whose columns no traffic moves (aggregated instances, pinned pools)
+are reduced first to one per deployment size: for equal deployment GPUs the GPUs a traffic takes
+never grow with tokens/s per GPU, so the row with the most tokens/s per GPU (then speed, then the
+first) wins over the others at every traffic. With one, their copies also hold their queues'
+waits, which tokens/s per GPU does not order: a bound (:class:`_Bound`) leaves out those whose
+copies that merely carry the traffic already take more GPUs than some row's.
 """
 
 from __future__ import annotations
@@ -107,7 +111,7 @@ def choose_for_traffic(
     pos = _pool_index(g)
     bound = None
     if meets.any():
-        cand = _candidates(np.flatnonzero(meets), pos, tps, speed, gpus)
+        cand = _candidates(np.flatnonzero(meets), pos, tps, speed, gpus, ttft_target_s is None)
         bound = _Bound(g, cand, pos, ttft_target_s)
     else:  # the fastest rows (speed moves with no traffic), then tokens/s per GPU, fewer GPUs
         cand = np.flatnonzero(ok)
@@ -116,7 +120,7 @@ def choose_for_traffic(
         if known.any():
             cand = cand[known & (s == np.max(s[known]))]
     rows = np.empty(len(tokens), dtype=np.int64)
-    cols = {k: np.empty(len(tokens)) for k in POOL_COLUMNS if k in r}
+    cols = {k: np.empty(len(tokens)) for k in (*POOL_COLUMNS, "copies") if k in r or k == "copies"}
     order = np.argsort(tokens, kind="stable")  # near traffics together: a bound prunes more
     start = 0
     while start < len(tokens):
@@ -128,8 +132,7 @@ def choose_for_traffic(
         block = _columns(g, keep, pos, t, ttft_target_s)
         bt, bg = block["tokens_per_s_per_gpu"], block["deployment_gpus"]
         if bound is not None:
-            with np.errstate(all="ignore"):
-                need = f.gpus_for_traffic(t[None, :], bt, bg)
+            need = _gpus(block)
             keys = [-need, bt, speed[keep][:, None], -bg]
         else:
             keys = [bt, -bg]
@@ -140,14 +143,25 @@ def choose_for_traffic(
     return Sized(rows, met, cols, ttft_met)
 
 
+def _gpus(block: dict[str, Any]) -> Any:
+    """Whole GPUs of a block's rows at each traffic: ceil(copies x deployment GPUs), as
+    :func:`formulas.gpus_for_traffic` (NaN where a count is not a number)."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        return f.ceil(block["copies"] * block["deployment_gpus"])
+
+
 class _Bound:
     """Which candidate rows can take a block of traffics: a row whose pools are sized takes at
     least the GPUs its instances use, ``max(T / rate, 1) x decode GPUs + max(T x prefill_s / osl,
     1) x prefill GPUs`` (paid GPUs are never fewer than used, and whole copies never fewer than
-    one), so it cannot be chosen where that is more than the GPUs some row takes (``probe``: the
-    rows that no traffic moves, and the sized rows the bound ranks first): the block's rows are
-    those rows and the sized rows the bound leaves, in their order. Exact: a row left out takes
-    more GPUs than the probe's best at every traffic of the block."""
+    one), and a row no traffic moves at least the whole copies that carry the traffic
+    (:func:`formulas.gpus_for_traffic`; its queues may take more), so it cannot be chosen where
+    that is more than the GPUs some row takes (``probe``: of the rows that no traffic moves, the
+    one with the most tokens/s per GPU of each deployment size, and the sized rows the bound ranks
+    first): the block's rows are the rows the bounds leave, in their order. Exact: a row left out
+    takes more GPUs than the probe's best at every traffic of the block."""
 
     PROBE = 16  # sized rows probed, by each bound
 
@@ -155,11 +169,14 @@ class _Bound:
         import numpy as np
 
         self.g, self.pos, self.cand, self.ttft = g, pos, cand, ttft_target_s
+        r = g.rows
         sized = pos[cand] >= 0
         self.fixed, self.sized = cand[~sized], cand[sized]
+        tps, gpus = r["tokens_per_s_per_gpu"], r["deployment_gpus"]
+        self.probe = _candidates(self.fixed, pos, tps, tps, gpus)
         if not len(self.sized):
             return
-        r, lay, p = g.rows, g.lay, g.pools
+        lay, p = g.lay, g.pools
         i = pos[self.sized]
         g_d = lay["g"][r["layout"][self.sized]]
         g_p = lay["g"][np.maximum(r["prefill_layout"][self.sized], 0)]
@@ -173,32 +190,41 @@ class _Bound:
                 np.argsort(self.least, kind="stable")[: self.PROBE],
             ]
         )
-        self.probe = distinct(np.concatenate([self.fixed, self.sized[probe]]))
+        self.probe = distinct(np.concatenate([self.probe, self.sized[probe]]))
 
     def candidates(self, tokens: Any) -> Any:
         import numpy as np
 
-        if len(self.sized) <= 4 * self.PROBE:
+        few = len(self.sized) <= 4 * self.PROBE
+        if few and len(self.fixed) <= 4 * self.PROBE:
             return self.cand
-        block = _columns(self.g, self.probe, self.pos, tokens, self.ttft)
+        need = _gpus(_columns(self.g, self.probe, self.pos, tokens, self.ttft))
         with np.errstate(all="ignore"):
-            need = f.gpus_for_traffic(
-                tokens[None, :], block["tokens_per_s_per_gpu"], block["deployment_gpus"]
-            )
             most = np.where(np.isnan(need), np.inf, need).min(axis=0)  # the fewest GPUs a probed row takes
             if not np.isfinite(most).all():
                 return self.cand
-            leave = (self.per_token > np.max(most / tokens)) | (self.least > np.max(most))
-        return np.sort(np.concatenate([self.fixed, self.sized[~leave]]))
+            sized = self.sized
+            if not few:
+                sized = sized[~((self.per_token > np.max(most / tokens)) | (self.least > np.max(most)))]
+            r = self.g.rows
+            least = f.gpus_for_traffic(
+                tokens[None, :],
+                r["tokens_per_s_per_gpu"][self.fixed][:, None],
+                r["deployment_gpus"][self.fixed][:, None],
+            )
+            fixed = self.fixed[~(least > most[None, :]).all(axis=1)]
+        return np.sort(np.concatenate([fixed, sized]))
 
 
-def _candidates(rows: Any, pos: Any, tps: Any, speed: Any, gpus: Any) -> Any:
+def _candidates(rows: Any, pos: Any, tps: Any, speed: Any, gpus: Any, reduce: bool = True) -> Any:
     """``rows`` (ascending) less the rows no traffic can choose: of the rows whose columns no
-    traffic moves, one per deployment size (the most tokens/s per GPU, then speed, then the first)."""
+    traffic moves, one per deployment size (the most tokens/s per GPU, then speed, then the first),
+    where ``reduce`` (no TTFT target: with one, a row's copies also hold its queues' waits, which
+    its tokens/s per GPU does not order)."""
     import numpy as np
 
     fixed = rows[pos[rows] < 0]
-    if len(fixed) > 1:
+    if reduce and len(fixed) > 1:
         order = np.lexsort((fixed, -speed[fixed], -tps[fixed], gpus[fixed]))
         g_sorted = gpus[fixed][order]
         head = np.concatenate([[True], g_sorted[1:] != g_sorted[:-1]])
@@ -208,7 +234,9 @@ def _candidates(rows: Any, pos: Any, tps: Any, speed: Any, gpus: Any) -> Any:
 
 def _columns(g: Any, cand: Any, pos: Any, tokens: Any, ttft_target_s: float | None = None) -> dict[str, Any]:
     """The :data:`POOL_COLUMNS` of rows ``cand`` at each of ``tokens`` (rows x values): the grid's
-    own, or the pools sized for the traffic (:func:`evaluate.traffic_pools`, at ``ttft_target_s``)."""
+    own, or the pools sized for the traffic (:func:`evaluate.traffic_pools`, at ``ttft_target_s``);
+    and ``copies``, the whole copies of each row's deployment the traffic takes
+    (:func:`copies_for_traffic`)."""
     import numpy as np
 
     r = g.rows
@@ -230,4 +258,39 @@ def _columns(g: Any, cand: Any, pos: Any, tokens: Any, ttft_target_s: float | No
             full = np.array(out[k])
             full[sized] = cols[k]
             out[k] = full
+    out["copies"] = copies_for_traffic(g, cand, out, tokens, ttft_target_s, at >= 0)
+    return out
+
+
+def copies_for_traffic(
+    g: Any, cand: Any, cols: dict[str, Any], tokens: Any, ttft_target_s: float | None, sized: Any
+) -> Any:
+    """Whole copies of each row's deployment (``cols``: its columns at each of ``tokens``, rows x
+    values) that serve the traffic: as many as carry it (:func:`formulas.deployment_copies`), and
+    with ``ttft_target_s``, for a deployment no traffic sizes (an aggregated instance, pinned pools:
+    ``sized`` false), as many as hold the mean time to first token within it, the copies behind one
+    router (:func:`queueing.mdc_copies_for_wait`): their sequence slots (decode instances x batch
+    each, a request holding one for osl / tokens_per_s_per_user seconds, Little's law) one queue
+    and, disaggregated, their prefill instances another. Where the lone prompt misses the target,
+    the fewest copies at which every queue is stable (rho < 1)."""
+    import numpy as np
+
+    from .queueing import mdc_copies_for_wait
+
+    with np.errstate(all="ignore"):
+        copies = f.deployment_copies(tokens[None, :], cols["tokens_per_s_per_gpu"], cols["deployment_gpus"])
+    fixed = np.flatnonzero(~sized)
+    if ttft_target_s is None or not len(fixed):
+        return copies
+    r, ph = g.rows, g.ph
+    rows = cand[fixed][:, None]
+    budget = ttft_target_s - r["ttft_s"][rows]
+    groups = [
+        (ph.osl / r["tokens_per_s_per_user"][rows], r["decode_instances"][rows] * r["batch"][rows]),
+        (r["prefill_instance_s"][rows], np.where(r["disagg"][rows] == 1, r["prefill_instances"][rows], 0)),
+    ]
+    with np.errstate(all="ignore"):
+        held = mdc_copies_for_wait(tokens[None, :] / ph.osl, groups, np.where(budget > 0, budget, np.inf))
+    out = np.array(copies, dtype=float)
+    out[fixed] = np.fmax(copies[fixed], held)
     return out
