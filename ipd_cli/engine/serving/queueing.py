@@ -89,8 +89,13 @@ def mdc_wait_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
     ok = np.isfinite(a) & np.isfinite(c) & (c >= 1) & (a >= 0)
     stable = ok & (a < c)
     cs, as_ = np.where(stable, c, 1.0), np.where(stable, a, 0.0)
+    # past EXACT_LOAD (beyond any cluster, refused downstream) Erlang C is taken as 1: its sum
+    # would take 8.5 sqrt(a) terms (minutes at 10^18)
+    huge = as_ > EXACT_LOAD
     with np.errstate(divide="ignore", invalid="ignore"):
-        mmc = erlang_c(cs, as_) * s / (cs - as_)
+        delay = np.ones(cs.shape)
+        delay[~huge] = erlang_c(cs[~huge], as_[~huge])
+        mmc = delay * s / (cs - as_)
         wait = np.where(mmc > 0, 0.5 * mmc * _cosmetatos(as_ / cs, cs), 0.0)  # B below the doubles: none
     wait = np.where(stable & (as_ > 0), wait, 0.0)
     wait = np.where(ok & ~stable, np.inf, wait)
