@@ -383,3 +383,31 @@ def test_the_fewest_copies_for_a_wait_meet_it_one_fewer_does_not_and_more_traffi
     for more in (1.5, 10.0):  # more traffic never takes fewer copies, a looser budget no more
         assert (mdc_copies_for_wait(lam * more, groups, budget) >= copies).all()
         assert (mdc_copies_for_wait(lam, groups, budget * more) <= copies).all()
+
+
+def test_erlang_b_by_quadrature_equals_the_sum_and_the_wait_interval_holds_the_wait():
+    # Erlang B from its integral by Gauss-Legendre against its positive-term sum (the recursion
+    # unrolled), loads 30-10^6 from the least stable pool to 45 sqrt(a) servers past it; and
+    # queueing.wait_interval_s, the closed-form bounds a search decides from, around mdc_wait_s
+    import numpy as np
+
+    from ipd_cli.engine.serving.queueing import _erlang_b_quad, _erlang_b_sum, mdc_wait_s, wait_interval_s
+
+    rng = np.random.default_rng(7)
+    a = np.exp(rng.uniform(np.log(30), np.log(1e6), 600))
+    c = np.maximum(np.floor(a + rng.uniform(-1, 45, 600) * np.sqrt(a)), np.floor(a) + 1)
+    exact, quad = _erlang_b_sum(c, a), _erlang_b_quad(c, a)
+    big = exact > 1e-300
+    assert np.allclose(quad[big], exact[big], rtol=1e-11, atol=0)
+    assert (quad[~big] < 1e-290).all()
+    # by hand: B(1, a) = a / (1 + a); B(2, 1) = 1/5 (1 / B = 1 + 2 + 2)
+    assert _erlang_b_sum(np.array([1.0, 2.0]), np.array([0.5, 1.0])).tolist() == pytest.approx([1 / 3, 0.2])
+    s = 10 ** rng.uniform(-3, 2, 600)
+    for load in (a, a / 1000):
+        servers = np.maximum(np.floor(load + rng.uniform(-1, 45, 600) * np.sqrt(load)), np.floor(load) + 1)
+        wait = mdc_wait_s(load / s, s, servers)
+        lo, hi, sure = wait_interval_s(load / s, s, servers)
+        assert (hi >= wait).all() and (np.where(sure, lo, 0.0) <= wait).all()
+        # tight a few sqrt(a) servers past the load (what a search needs near its answer)
+        past = ((servers - load) > 3 * np.sqrt(load)) & sure
+        assert past.sum() > 100 and (hi[past] <= 1.01 * lo[past]).all()

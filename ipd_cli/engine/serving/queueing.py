@@ -15,6 +15,13 @@ server (G. P. Cosmetatos, "Some approximate equilibrium results for the multi-se
 exact for one server (the Pollaczek-Khinchine M/D/1 wait, rho S / (2 (1 - rho))). The constants
 are the formula's own. A pool at or past its capacity (rho >= 1) has no steady state: its wait is
 infinite.
+
+At a sweep's speed: sequence-slot pools hold 10^4-10^8 requests in flight, where Erlang's sum takes
+about 8.5 sqrt(a) terms a cell; past :data:`QUAD_LOAD` B is taken from its integral form by
+Gauss-Legendre quadrature (a fixed cost a cell, within 1e-11 of the sum), and a search's counts
+are decided from closed-form bounds on the wait (:func:`wait_interval_s`: P(X = c) of a Poisson
+variable and bounds on its tail, no sum) wherever they settle the decision, which is every count
+but the few next to the answer (:class:`WaitsWithin`).
 """
 
 from __future__ import annotations
@@ -27,19 +34,71 @@ from typing import Any
 SUM_CHUNK, SUM_CHUNK_MOST, SUM_CELLS = 16, 1 << 14, 1 << 20
 
 
+# offered loads (servers' worth of work) from which Erlang's B is taken by quadrature (a fixed
+# cost a cell) rather than its sum (about 8.5 sqrt(a) terms a cell): sequence-slot pools reach
+# 10^6 in flight, where a sweep's traffics summed for seconds; below it the sum, as before
+QUAD_LOAD = 30.0
+# Gauss-Legendre nodes over the integrand's window, and the window's half-width in the
+# integrand's standard deviations (the tail past 14 of them is below e^-90 of its peak): against
+# the sum, a relative error within 3e-12 at loads 10^2-10^6 (tests/test_formulas.py asserts 1e-11)
+QUAD_NODES, QUAD_WIDTHS = 64, 14.0
+
+
 def erlang_b(servers: Any, load: Any) -> Any:
     """Erlang's loss probability B(c, a) of ``servers`` c (whole, at least 1) at offered ``load``
-    a > 0: arrays, broadcast. From 1 / B(c, a) = sum_{j=0..c} t_j, t_0 = 1, t_j = t_{j-1} (c - j + 1)
-    / a (the recursion B(k) = a B(k-1) / (k + a B(k-1)) unrolled from k = c down), summed until the
-    terms left, which shrink by at least the current ratio from their peak on, cannot move the sum
-    in double precision: about sqrt(a) terms near saturation rather than c (a pool of millions of
-    instances is not millions of steps), taken :data:`SUM_CHUNK` or more at a time (each chunk's
-    terms from the cumulative sum of their ratios' logs). A sum past the largest double gives
-    B = 0, its limit."""
+    a > 0: arrays, broadcast: :func:`_erlang_b_sum` below :data:`QUAD_LOAD`, :func:`_erlang_b_quad`
+    from it."""
     import numpy as np
 
     c, a = np.broadcast_arrays(np.asarray(servers, dtype=float), np.asarray(load, dtype=float))
+    shape = np.broadcast_shapes(np.shape(servers), np.shape(load))
     c, a = c.reshape(-1), a.reshape(-1)
+    big = (a >= QUAD_LOAD) & (c >= 1)
+    out = np.empty(c.shape)
+    if not big.all():
+        out[~big] = _erlang_b_sum(c[~big], a[~big])
+    if big.any():
+        out[big] = _erlang_b_quad(c[big], a[big])
+    return out.reshape(shape)
+
+
+_LEGENDRE: list[Any] = []  # Gauss-Legendre nodes and weights, computed at the first use
+
+
+def _erlang_b_quad(c: Any, a: Any) -> Any:
+    """Erlang's B(c, a) on flat arrays (c >= 1, a > 0) from its integral form, 1 / B(c, a) = a x
+    int_0^inf (1 + s)^c e^(-a s) ds (expand (1 + s)^c: the terms are the sum's, c! / (c - j)! /
+    a^j), at a fixed cost a cell: the integrand exp(c ln(1 + s) - a s) peaks at s* = c / a - 1
+    (> 0 for a stable pool) with a width of about (1 + s*) / sqrt(c), and is integrated by
+    Gauss-Legendre over :data:`QUAD_WIDTHS` widths either side of its peak (not below 0), scaled
+    by its peak (B = 0 where the peak passes the largest double, the sum's limit)."""
+    import numpy as np
+
+    if not _LEGENDRE:
+        _LEGENDRE.append(np.polynomial.legendre.leggauss(QUAD_NODES))
+    nodes, weights = _LEGENDRE[0]
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        peak = np.maximum(c / a - 1.0, 0.0)
+        width = (1.0 + peak) / np.sqrt(c)
+        lo, hi = np.maximum(peak - QUAD_WIDTHS * width, 0.0), peak + QUAD_WIDTHS * width
+        top = c * np.log1p(peak) - a * peak
+        mid, half = (hi + lo) / 2.0, (hi - lo) / 2.0
+        s = mid[:, None] + half[:, None] * nodes[None, :]
+        shape = np.exp(c[:, None] * np.log1p(s) - a[:, None] * s - top[:, None])
+        # summed along each row (a matrix product's rounding moves with the rows it is given)
+        return np.exp(-(np.log(a) + top + np.log(half * (shape * weights).sum(axis=1))))
+
+
+def _erlang_b_sum(c: Any, a: Any) -> Any:
+    """Erlang's B(c, a) on flat arrays. From 1 / B(c, a) = sum_{j=0..c} t_j, t_0 = 1,
+    t_j = t_{j-1} (c - j + 1) / a (the recursion B(k) = a B(k-1) / (k + a B(k-1)) unrolled from
+    k = c down), summed until the terms left, which shrink by at least the current ratio from
+    their peak on, cannot move the sum in double precision: about sqrt(a) terms near saturation
+    rather than c, taken :data:`SUM_CHUNK` or more at a time (each chunk's terms from the
+    cumulative sum of their ratios' logs). A sum past the largest double gives B = 0, its
+    limit."""
+    import numpy as np
+
     total, log_term = np.ones(c.shape), np.zeros(c.shape)
     eps = np.finfo(float).eps
     live = np.flatnonzero(c >= 1)
@@ -60,7 +119,7 @@ def erlang_b(servers: Any, load: Any) -> Any:
             tail = np.where(nxt < 1, term * nxt / (1 - nxt), np.inf)
             done = (j >= cl) | ~np.isfinite(total[live]) | (tail <= eps * total[live])
             live = live[~done]
-    return (1 / total).reshape(np.broadcast_shapes(np.shape(servers), np.shape(load)))
+    return 1 / total
 
 
 def erlang_c(servers: Any, load: Any) -> Any:
@@ -137,16 +196,11 @@ def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> An
     ok = np.isfinite(a) & (a >= 0) & np.isfinite(s) & (w >= 0)  # NaN w fails too
     low = np.where(ok, np.floor(np.where(ok, a, 0.0)) + 1, np.nan)  # the least stable pool
 
-    def fits(c: Any, i: Any) -> Any:
-        # Erlang C is at most 1: where the wait with C = 1 fits, so does the wait (no Erlang sum: a
-        # pool of many instances at a target of seconds is most rows)
-        out = wait_bound_s(lam[i], s[i], c) <= w[i]
-        exact = np.flatnonzero(~out & (a[i] <= EXACT_LOAD))
-        out[exact] = mdc_wait_s(lam[i][exact], s[i][exact], c[exact]) <= w[i][exact]
-        return out
-
+    # the decision (the wait with Erlang C = 1, which is at least the wait, then Erlang's sum
+    # below EXACT_LOAD) from a closed-form interval wherever it decides it (WaitsWithin)
+    waits = WaitsWithin(lam, [(s, np.ones(len(a)))], w)
     live = np.flatnonzero(ok & (a < RESOLVED_LOAD))
-    high = _fewest(fits, low, live[~fits(low[live], live)])
+    high = waits.fewest(low, live)
     return np.where(ok, high, np.nan).reshape(shape)
 
 
@@ -181,24 +235,11 @@ def mdc_copies_for_wait(arrivals_per_s: Any, groups: Any, wait_s: Any) -> Any:
     ok &= np.isfinite(ratio)
     low = np.where(ok, np.floor(np.where(ok, ratio, 0.0)) + 1, np.nan)  # every queue stable
 
-    def fits(n: Any, i: Any) -> Any:
-        # as mdc_servers_for_wait's: the waits with Erlang C = 1 first, the sums where they miss
-        bound, exact = np.zeros(len(i)), np.zeros(len(i))
-        loads = [lam[i] * sv[i] for sv, _ in pairs]
-        for sv, c in pairs:
-            used = c[i] >= 1
-            bound += np.where(used, wait_bound_s(lam[i], sv[i], np.where(used, c[i], 1.0) * n), 0.0)
-        out = bound <= w[i]
-        hard = np.flatnonzero(~out & (np.max(loads, axis=0) <= EXACT_LOAD))
-        for sv, c in pairs:
-            used = c[i][hard] >= 1
-            servers = np.where(used, c[i][hard], 1.0) * n[hard]
-            exact[hard] += np.where(used, mdc_wait_s(lam[i][hard], sv[i][hard], servers), 0.0)
-        out[hard] = exact[hard] <= w[i][hard]
-        return out
-
+    # as mdc_servers_for_wait's: the waits with Erlang C = 1 first, the sums where they miss,
+    # decided from closed-form intervals wherever they can (WaitsWithin)
+    waits = WaitsWithin(lam, pairs, w)
     live = np.flatnonzero(ok & (low < RESOLVED_LOAD))
-    high = _fewest(fits, low, live[~fits(low[live], live)])
+    high = waits.fewest(low, live)
     return np.where(ok, high, np.nan).reshape(shape)
 
 
@@ -231,6 +272,214 @@ def _fewest(fits: Any, low: Any, live: Any) -> Any:
         low[live[~done]] = mid[~done]
         live = live[moves & (high[live] - low[live] > 1)]
     return np.where(bad, np.nan, high)
+
+
+# past this many servers' factorial, log(c!) is Stirling's series to its c^-5 term (an error below
+# 1e-20 there); below it, a table of math.lgamma (numerics, not a measured number)
+LGAMMA_TABLE = 1024
+# the relative width added to each side of :func:`wait_interval_s` (far above the double rounding
+# of either side or of Erlang's sum, ~1e-12): a count the interval decides, the sum decides alike
+INTERVAL_MARGIN = 1e-9
+# Erlang B below this is where the sum may have run past the largest double (B taken as 0): the
+# interval's lower side is not used to refuse a count there
+UNDERFLOW_B = 1e-280
+# a wait (seconds) below which the interval's high side is taken as this (far below any budget)
+UNDERFLOW_WAIT_S = 1e-290
+
+
+def _log_factorials() -> Any:
+    import math
+
+    import numpy as np
+
+    return np.array([math.lgamma(k + 1.0) for k in range(LGAMMA_TABLE)])
+
+
+_LOG_FACTORIALS: list[Any] = []
+
+
+def _log_poisson_pmf(c: Any, a: Any) -> Any:
+    """log(e^-a a^c / c!) for whole ``c`` >= 1 and ``a`` > 0 (flat arrays): log(c!) from a table
+    below :data:`LGAMMA_TABLE`, else Stirling's series, written about c - a so that no large terms
+    cancel (c ln(c / a) - (c - a) = c log1p((c - a) / a) - (c - a))."""
+    import numpy as np
+
+    if not _LOG_FACTORIALS:
+        _LOG_FACTORIALS.append(_log_factorials())
+    out = np.empty(c.shape)
+    small = c < LGAMMA_TABLE
+    cs, as_ = c[small], a[small]
+    out[small] = cs * np.log(as_) - as_ - _LOG_FACTORIALS[0][cs.astype(np.int64)]
+    cl, al = c[~small], a[~small]
+    d = cl - al
+    series = 1 / (12 * cl) - 1 / (360 * cl**3) + 1 / (1260 * cl**5)
+    out[~small] = -(cl * np.log1p(d / al) - d) - 0.5 * np.log(2 * np.pi * cl) - series
+    return out
+
+
+def wait_interval_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
+    """Bounds (low, high, sure) on :func:`mdc_wait_s` of stable pools (flat arrays, 0 < a < c, c
+    whole, a at most :data:`EXACT_LOAD`) in a fixed number of operations, without Erlang's sum.
+    B(c, a) = P(X = c) / P(X <= c) for X Poisson of mean a: P(X = c) is closed (a log-factorial),
+    and P(X <= c) lies between max(1/2, 1 - P(X = c + 1) / (1 - a / (c + 2))) (the median of a
+    Poisson variable is below a whole c >= a, Ramanujan's; the tail's ratios are at most
+    a / (c + 2)) and 1 - P(X = c + 1) (1 - q^m) / (1 - q), q = a / (c + m), m = floor(sqrt(c)) + 1
+    (its first m terms, each ratio at least q). Erlang C and the wait grow with B. Near saturation
+    the sides are within a factor of 2; three sqrt(a) servers past the load, within 1 %. Each
+    side is widened by :data:`INTERVAL_MARGIN` (the high side at least :data:`UNDERFLOW_WAIT_S`);
+    ``sure`` is false where B may be below :data:`UNDERFLOW_B` (the low side is then not to be
+    used to refuse: the sum may have made the wait 0)."""
+    import numpy as np
+
+    lam, s, c = arrivals_per_s, service_s, servers
+    a = lam * s
+    with np.errstate(all="ignore"):
+        rho = a / c
+        pmf = np.exp(_log_poisson_pmf(c, a))
+        first = pmf * a / (c + 1)  # P(X = c + 1)
+        tail_hi = first / (1 - a / (c + 2))
+        m = np.floor(np.sqrt(c)) + 1
+        q = a / (c + m)
+        tail_lo = first * (1 - q**m) / (1 - q)
+        cdf_lo = np.maximum(0.5, 1 - tail_hi)
+        cdf_hi = np.maximum(cdf_lo, 1 - tail_lo)
+        b_lo, b_hi = pmf / cdf_hi, np.minimum(1.0, pmf / cdf_lo)
+        base = 0.5 * s / (c - a) * _cosmetatos(rho, c)
+        lo = base * b_lo / (1 - rho * (1 - b_lo)) * (1 - INTERVAL_MARGIN)
+        hi = base * b_hi / (1 - rho * (1 - b_hi)) * (1 + INTERVAL_MARGIN)
+    # below the normal doubles the sides lose their digits: the high side is taken at the floor
+    return lo, np.maximum(hi, UNDERFLOW_WAIT_S), b_lo > UNDERFLOW_B
+
+
+class WaitsWithin:
+    """Per element (flat arrays), whether the mean waits of ``groups`` ((service seconds, servers a
+    count) pairs; 0 servers: no queue) at a count n sum within ``budget`` less the wait of
+    ``other`` ((service seconds, servers), one queue at a fixed size; None: nothing), each an M/D/c
+    queue at ``lam`` arrivals/s: the decision :func:`mdc_servers_for_wait` and
+    :func:`mdc_copies_for_wait` take (the waits with Erlang C = 1 first, Erlang's sum where they
+    miss, below :data:`EXACT_LOAD`), taken from :func:`wait_interval_s` where the interval decides
+    it and from the sums only where it does not (a few counts a search, near its answer). The
+    other queue's wait is summed once an element needs it."""
+
+    def __init__(self, lam: Any, groups: Any, budget: Any, other: Any = None) -> None:
+        import numpy as np
+
+        self.lam, self.budget = lam, budget
+        self.groups = [(sv, k) for sv, k in groups]
+        self.load = np.zeros(len(lam))
+        for sv, _ in self.groups:  # every group's, as the searches have always taken it
+            self.load = np.maximum(self.load, lam * sv)
+        self.other = other
+        self.o_exact = np.zeros(len(lam)) if other is None else np.full(len(lam), np.nan)
+        if other is None:
+            self.o_lo = self.o_hi = np.zeros(len(lam))
+        else:
+            self.o_lo, self.o_hi = _interval(lam, other[0], other[1])
+            known = self.o_lo == self.o_hi
+            self.o_exact[known] = self.o_lo[known]
+
+    def other_exact(self, i: Any) -> Any:
+        """The other queue's wait (:func:`mdc_wait_s`) at elements ``i``, summed where not yet."""
+        import numpy as np
+
+        need = i[np.isnan(self.o_exact[i])]
+        if len(need) and self.other is not None:
+            self.o_exact[need] = mdc_wait_s(self.lam[need], self.other[0][need], self.other[1][need])
+        return self.o_exact[i]
+
+    def left(self, i: Any) -> Any:
+        """Whether the budget less the other queue's wait is above 0 at elements ``i`` (NaN: no)."""
+        import numpy as np
+
+        b = self.budget[i]
+        out = self.o_hi[i] < b
+        maybe = np.flatnonzero(~out & ~(self.o_lo[i] >= b) & (b > 0))
+        if len(maybe):
+            with np.errstate(invalid="ignore"):
+                out[maybe] = (b[maybe] - self.other_exact(i[maybe])) > 0
+        return out
+
+    def fits(self, n: Any, i: Any) -> Any:
+        import numpy as np
+
+        with np.errstate(invalid="ignore"):
+            return self._fits(n, i)
+
+    def _fits(self, n: Any, i: Any) -> Any:
+        import numpy as np
+
+        lam, b = self.lam[i], self.budget[i]
+        tol = 4 * np.finfo(float).eps * np.abs(b)
+        bound = np.zeros(len(i))
+        for sv, k in self.groups:
+            used = k[i] >= 1
+            with np.errstate(all="ignore"):
+                bound += np.where(used, wait_bound_s(lam, sv[i], np.where(used, k[i], 1.0) * n), 0.0)
+        out = bound + self.o_hi[i] <= b - tol
+        rest = np.flatnonzero(~out)
+        if not len(rest):
+            return out
+        j = i[rest]
+        lo, hi = np.zeros(len(j)), np.zeros(len(j))
+        for sv, k in self.groups:
+            glo, ghi = _interval(self.lam[j], sv[j], k[j] * n[rest])
+            lo, hi = lo + glo, hi + ghi
+        exact = self.load[j] <= EXACT_LOAD
+        yes = exact & (hi + self.o_hi[j] <= self.budget[j] - tol[rest])
+        no = exact & (lo + self.o_lo[j] > self.budget[j] + tol[rest])
+        out[rest[yes]] = True
+        hard = rest[~yes & ~no]
+        if len(hard):
+            out[hard] = self._exact(n[hard], i[hard])
+        return out
+
+    def _exact(self, n: Any, i: Any) -> Any:
+        """The searches' own decision at counts ``n`` of elements ``i``."""
+        import numpy as np
+
+        with np.errstate(all="ignore"):
+            w = self.budget[i] - self.other_exact(i)
+            lam = self.lam[i]
+            bound, exact = np.zeros(len(i)), np.zeros(len(i))
+            for sv, k in self.groups:
+                used = k[i] >= 1
+                bound += np.where(used, wait_bound_s(lam, sv[i], np.where(used, k[i], 1.0) * n), 0.0)
+            out = bound <= w
+            hard = np.flatnonzero(~out & (self.load[i] <= EXACT_LOAD))
+            for sv, k in self.groups:
+                used = k[i][hard] >= 1
+                servers = np.where(used, k[i][hard], 1.0) * n[hard]
+                exact[hard] += np.where(used, mdc_wait_s(lam[hard], sv[i][hard], servers), 0.0)
+            out[hard] = exact[hard] <= w[hard]
+        return out
+
+    def fewest(self, low: Any, live: Any) -> Any:
+        """The fewest counts from ``low`` (a float array, written over) that fit, at elements
+        ``live`` (elsewhere ``low``); NaN where none within 2^60 more does."""
+        return _fewest(self.fits, low, live[~self.fits(low[live], live)])
+
+
+def _interval(lam: Any, service_s: Any, servers: Any) -> Any:
+    """:func:`wait_interval_s` of any pools (flat arrays): 0 where nothing arrives or there is no
+    queue (0 servers), inf where unstable, NaN where an input is; the low side 0 where it is not
+    sure; both sides from :func:`mdc_wait_s` itself past :data:`EXACT_LOAD` (Erlang C = 1 there)."""
+    import numpy as np
+
+    a = lam * service_s
+    lo, hi = np.zeros(len(a)), np.zeros(len(a))
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(a) & np.isfinite(servers) & (a >= 0) & (servers >= 0))
+        unstable = ~bad & (servers >= 1) & (a >= servers)
+        live = np.flatnonzero(~bad & ~unstable & (a > 0) & (servers >= 1) & (a <= EXACT_LOAD))
+        huge = np.flatnonzero(~bad & ~unstable & (a > EXACT_LOAD) & (servers >= 1))
+    lo[bad], hi[bad] = np.nan, np.nan
+    lo[unstable], hi[unstable] = np.inf, np.inf
+    if len(live):
+        l_, h_, sure = wait_interval_s(lam[live], service_s[live], servers[live])
+        lo[live], hi[live] = np.where(sure, l_, 0.0), h_
+    if len(huge):
+        lo[huge] = hi[huge] = mdc_wait_s(lam[huge], service_s[huge], servers[huge])
+    return lo, hi
 
 
 def wait_bound_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
