@@ -411,3 +411,72 @@ def test_erlang_b_by_quadrature_equals_the_sum_and_the_wait_interval_holds_the_w
         # tight a few sqrt(a) servers past the load (what a search needs near its answer)
         past = ((servers - load) > 3 * np.sqrt(load)) & sure
         assert past.sum() > 100 and (hi[past] <= 1.01 * lo[past]).all()
+
+
+def _decode_and_prefill_by_the_loop(lam, slot_s, slots, prefill_s, budget, cost):
+    """The decode and prefill search as first written (each candidate pair searched in turn, the
+    waits summed): the reference for evaluate.decode_and_prefill_for_ttft's shortcuts."""
+    import numpy as np
+
+    from ipd_cli.engine.serving.queueing import mdc_servers_for_wait, mdc_wait_s
+
+    def servers(service, wait):
+        with np.errstate(invalid="ignore"):
+            return mdc_servers_for_wait(lam, service, np.where(wait > 0, wait, np.nan))
+
+    def queue(service, c):
+        with np.errstate(all="ignore"):
+            return mdc_wait_s(lam, service, c)
+
+    least_dec = np.ceil((np.floor(lam * slot_s) + 1) / slots)
+    least_pre = np.floor(lam * prefill_s) + 1
+    best_dec, best_pre, best = least_dec.copy(), least_pre.copy(), np.full(len(lam), np.inf)
+
+    def keep(d, p, at):
+        with np.errstate(invalid="ignore"):
+            gpus = np.where(np.isnan(d) | np.isnan(p) | ~at, np.inf, cost(p, d))
+        better = gpus < best
+        best_dec[better], best_pre[better], best[better] = d[better], p[better], gpus[better]
+
+    every = np.ones(len(lam), dtype=bool)
+    keep(np.ceil(servers(slot_s, budget - queue(prefill_s, least_pre)) / slots), least_pre, every)
+    d = np.ceil(servers(slot_s, 0.5 * budget) / slots)
+    keep(d, servers(prefill_s, budget - queue(slot_s, d * slots)), every)
+    live = every
+    for k in range(16):
+        d = least_dec + k
+        p = servers(prefill_s, budget - queue(slot_s, d * slots))
+        keep(d, p, live)
+        live = live & ~(p <= least_pre)
+    fits = np.isfinite(best)
+    return np.where(fits, best_dec, least_dec), np.where(fits, best_pre, least_pre)
+
+
+def test_the_decode_and_prefill_search_takes_the_pools_the_plain_loop_takes():
+    # evaluate.decode_and_prefill_for_ttft decides from closed-form bounds, prices the pools past
+    # the prefill floor without a search, searches the pools left at once and leaves those no pair
+    # can price below the best: on random cells, with prefill and decode instances filling each
+    # other's holes (paid GPUs that do not grow with D or P everywhere), the same pools as the
+    # plain loop
+    import numpy as np
+
+    from ipd_cli.engine import formulas as f
+    from ipd_cli.engine.serving.evaluate import decode_and_prefill_for_ttft
+
+    rng = np.random.default_rng(3)
+    n = 1500
+    lam = 10 ** rng.uniform(-1, 2.5, n)
+    slots = np.floor(2 ** rng.uniform(0, 8, n))
+    slot_s = 10 ** rng.uniform(0, 1.7, n)
+    prefill_s = 10 ** rng.uniform(-2.5, -0.5, n)
+    budget = 10 ** rng.uniform(-2.5, 0.5, n) * np.where(rng.uniform(size=n) < 0.05, -1, 1)
+    paid_p, paid_d = np.floor(2 ** rng.uniform(0, 4, n)), np.floor(2 ** rng.uniform(0, 5, n))
+    fill_p, fill_d = np.floor(rng.uniform(0, 3, n)), np.floor(rng.uniform(0, 2, n))
+    cols = (paid_p, fill_p, paid_d, fill_d)
+
+    def cost(p, d):
+        return f.packed_gpus(p, paid_p, fill_p, d, paid_d, fill_d)
+
+    want = _decode_and_prefill_by_the_loop(lam, slot_s, slots, prefill_s, budget, cost)
+    got = decode_and_prefill_for_ttft(lam, slot_s, slots, prefill_s, budget, cols)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

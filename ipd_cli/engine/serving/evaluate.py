@@ -643,7 +643,13 @@ def pool_columns(ph: Physics, x: Columns, rate, prefill: Columns, n_dec, n_pre, 
 
 
 def traffic_pools(
-    ph: Physics, x: Columns, rate, prefill: Columns, tokens_per_s: float, ttft_target_s: float | None = None
+    ph: Physics,
+    x: Columns,
+    rate,
+    prefill: Columns,
+    tokens_per_s: float,
+    ttft_target_s: float | None = None,
+    cap: Any = None,
 ) -> Columns:
     """:func:`pool_columns` of the pools a traffic of ``tokens_per_s`` output tokens/s needs, as one
     deployment behind one router, with ``ttft_target_s``: the fewest GPUs whose mean time to first
@@ -653,7 +659,10 @@ def traffic_pools(
     (:func:`decode_and_prefill_for_ttft`). Paid GPUs grow with either pool and are additive over
     copies, so this is never more GPUs than whole copies of any xPyD unit that serves the traffic
     at the target. Without a target, the fewest instances that keep up, ceil(traffic / rate) decode
-    and ceil(traffic / prefill rate) prefill (pools at rho up to 1, whose waits have no bound)."""
+    and ceil(traffic / prefill rate) prefill (pools at rho up to 1, whose waits have no bound).
+    ``cap``: (prefill GPUs, decode GPUs an instance, GPUs), broadcast: where the least stable pools
+    already use more GPUs than the cap (which some other deployment takes), the pools are left at
+    their least stable counts, not searched (a caller that takes the fewest GPUs never takes them)."""
     import numpy as np
 
     requests = tokens_per_s / ph.osl
@@ -664,7 +673,7 @@ def traffic_pools(
         lone = prefill["latency_s"] + prefill["handoff_s"]
         n_dec, n_pre = decode_and_prefill_for_ttft(
             requests, ph.osl * x["slots"] / rate, x["slots"], prefill["prefill_s"],
-            ttft_target_s - lone, _deployment_cost(ph, prefill, x),
+            ttft_target_s - lone, _cost_columns(prefill, x), cap,
         )  # fmt: skip
     return pool_columns(ph, x, rate, prefill, n_dec, n_pre)
 
@@ -675,73 +684,175 @@ def traffic_pools(
 DECODE_POOLS_TRIED = 16
 
 
-def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget_s, cost):
+def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget_s, cost_columns, cap=None):
     """Decode and prefill instances (arrays, broadcast) whose two queues' mean waits together stay
     within ``budget_s`` (the TTFT target less the lone prompt's time) at ``requests_per_s``
-    (Poisson), on the fewest paid GPUs (``cost(P, D)``): the decode pool's ``slots`` x D sequence
-    slots an M/D/c queue of ``slot_s`` a request, the prefill pool's P instances one of
-    ``prefill_s`` (:func:`queueing.mdc_wait_s`). Each D from the least stable pool (rho < 1) up
-    takes the fewest P for the budget its wait leaves (:func:`queueing.mdc_servers_for_wait`),
-    until P is at its own least stable count (a larger D only costs more) or
-    :data:`DECODE_POOLS_TRIED` pools were tried; beside them, the least stable prefill pool with the
-    fewest D for the budget it leaves, and the budget split in half. Where no pair fits (the lone
-    prompt misses the target), both pools at their least stable counts, which the choice flags
-    (:func:`traffic.choose_for_traffic`)."""
+    (Poisson), on the fewest paid GPUs (``cost_columns``: :func:`_cost_columns`, broadcast): the
+    decode pool's ``slots`` x D sequence slots an M/D/c queue of ``slot_s`` a request, the prefill
+    pool's P instances one of ``prefill_s`` (:func:`queueing.mdc_wait_s`). Each D from the least
+    stable pool (rho < 1) up takes the fewest P for the budget its wait leaves (the decision of
+    :func:`queueing.mdc_servers_for_wait`), until P is at its own least stable count (a larger D
+    only costs more) or :data:`DECODE_POOLS_TRIED` pools were tried; beside them, the least stable
+    prefill pool with the fewest D for the budget it leaves, and the budget split in half (the
+    first of equal costs kept, in that order). Where no pair fits (the lone prompt misses the
+    target), both pools at their least stable counts, which the choice flags
+    (:func:`traffic.choose_for_traffic`).
+
+    Searched at a sweep's speed: each decision from closed-form bounds on the waits where they
+    settle it, Erlang's sum only near a search's answer (:class:`queueing.WaitsWithin`); and once
+    a D's P is the fewest for the whole budget (its slot wait leaves the prefill pool nothing to
+    make up), every larger D takes that P too (the waits only fall), so the pools left are
+    priced without a search. ``cap`` (see :func:`traffic_pools`): cells whose least stable pools
+    use more GPUs than it keep those pools, unsearched."""
     import numpy as np
 
-    from .queueing import mdc_servers_for_wait, mdc_wait_s
+    from .queueing import RESOLVED_LOAD, WaitsWithin
 
-    shape = np.broadcast_shapes(*(np.shape(v) for v in (requests_per_s, slot_s, slots, prefill_s, budget_s)))
-    lam, slot_s, slots, prefill_s, budget = (
-        np.broadcast_to(np.asarray(v, dtype=float), shape)
-        for v in (requests_per_s, slot_s, slots, prefill_s, budget_s)
+    shape = np.broadcast_shapes(
+        *(np.shape(v) for v in (requests_per_s, slot_s, slots, prefill_s, budget_s)),
+        *(np.shape(c) for c in cost_columns),
     )
+    flat = lambda v: np.broadcast_to(np.asarray(v, dtype=float), shape).reshape(-1)  # noqa: E731
+    lam, slot_s, slots, prefill_s, budget = map(flat, (requests_per_s, slot_s, slots, prefill_s, budget_s))
+    cols = [flat(c) for c in cost_columns]
+    n = len(lam)
+    with np.errstate(invalid="ignore"):
+        least_dec = np.ceil((np.floor(lam * slot_s) + 1) / slots)
+        least_pre = np.floor(lam * prefill_s) + 1
+    best_dec, best_pre, best = least_dec.copy(), least_pre.copy(), np.full(n, np.inf)
+    ones = np.ones(n)
 
-    def servers(i, service, wait):  # the fewest servers within ``wait`` (NaN where it is not > 0)
-        with np.errstate(invalid="ignore"):
-            return mdc_servers_for_wait(lam[i], service[i], np.where(wait > 0, wait, np.nan))
-
-    def queue(i, service, c):
-        with np.errstate(all="ignore"):
-            return mdc_wait_s(lam[i], service[i], c)
-
-    every = np.ones(shape, dtype=bool)
-    least_dec = np.ceil((np.floor(lam * slot_s) + 1) / slots)
-    least_pre = np.floor(lam * prefill_s) + 1
-    best_dec, best_pre, best = least_dec.copy(), least_pre.copy(), np.full(shape, np.inf)
+    def cost_at(i, p, d):
+        return f.packed_gpus(p, cols[0][i], cols[1][i], d, cols[2][i], cols[3][i])
 
     def keep(i, d, p):  # where the pair (d, p) at cells ``i`` costs less than the best so far
         with np.errstate(invalid="ignore"):
             gpus = np.where(np.isnan(d) | np.isnan(p), np.inf, cost_at(i, p, d))
         better = gpus < best[i]
-        at = tuple(ix[better] for ix in i)
+        at = i[better]
         best_dec[at], best_pre[at], best[at] = d[better], p[better], gpus[better]
 
-    def cost_at(i, p, d):
-        full_p, full_d = np.array(least_pre), np.array(least_dec)
-        full_p[i], full_d[i] = p, d
-        return cost(full_p, full_d)[i]
+    def search(service, unit, low, wait, i, other=None):
+        # the fewest counts from ``low`` (of ``unit`` servers each) within ``wait`` less the other
+        # queue's wait (service, servers) at cells ``i``; NaN where that is not above 0
+        waits = WaitsWithin(lam[i], [(service[i], unit[i])], wait, other)
+        at = np.arange(len(i))
+        with np.errstate(invalid="ignore"):
+            left = waits.left(at) if other is not None else wait > 0
+            left &= np.isfinite(lam[i] * service[i])
+            out = np.where(left, low, np.nan)
+            out = waits.fewest(out, at[left & (lam[i] * service[i] < RESOLVED_LOAD)])
+        return np.where(left, out, np.nan)
 
+    search_at = budget > 0  # elsewhere no pair fits: both pools at their least
+    if cap is not None:
+        g_p, g_d, most = (flat(v) for v in cap)
+        with np.errstate(invalid="ignore"):
+            search_at &= ~((least_pre * g_p + least_dec * g_d) * (1 - 1e-9) > most)
+    i = np.flatnonzero(search_at)
+    if not len(i):
+        return least_dec.reshape(shape), least_pre.reshape(shape)
+    b = budget[i]
     # the least stable prefill pool, the fewest decode instances for the budget it leaves
-    i = np.nonzero(every)
-    d = np.ceil(servers(i, slot_s, budget[i] - queue(i, prefill_s, least_pre[i])) / slots[i])
+    d = search(slot_s, slots, least_dec[i], b, i, (prefill_s[i], least_pre[i]))
     keep(i, d, least_pre[i])
-    # the budget split in half
-    d = np.ceil(servers(i, slot_s, 0.5 * budget[i]) / slots[i])
-    keep(i, d, servers(i, prefill_s, budget[i] - queue(i, slot_s, d * slots[i])))
-    # each decode pool from the least stable one up, until the prefill pool is at its least
-    live = every
-    for k in range(DECODE_POOLS_TRIED):
-        i = np.nonzero(live)
-        if not len(i[0]):
-            break
-        d = least_dec[i] + k
-        p = servers(i, prefill_s, budget[i] - queue(i, slot_s, d * slots[i]))
-        keep(i, d, p)
-        live = np.zeros(shape, dtype=bool)
-        live[i] = ~(p <= least_pre[i])  # NaN (the budget left is too small): a larger pool may fit
+    # the budget split in half (its prefill pool, where its decode pool is the least stable one,
+    # is that pool's below)
+    half = search(slot_s, slots, least_dec[i], 0.5 * b, i)
+    # the fewest prefill instances for the whole budget: no decode pool's takes fewer
+    floor_pre = search(prefill_s, ones, least_pre[i], b, i)
+    floor_pre = np.where(np.isnan(floor_pre), least_pre[i], floor_pre)
+    # each decode pool from the least stable one up, until the prefill pool is at its least: the
+    # least stable pool first, then every pool left at once (the searches' cells pairs of a cell
+    # and a pool), in the order the loop takes them
+    j, d = i, least_dec[i]
+    p = search(prefill_s, ones, floor_pre, b, j, (slot_s[j], d * slots[j]))
+    half_pre = np.where(half == d, p, np.nan)
+    other = np.flatnonzero(~np.isnan(half) & (half != d))
+    if len(other):
+        at = i[other]
+        half_pre[other] = search(
+            prefill_s, ones, least_pre[at], b[other], at, (slot_s[at], half[other] * slots[at])
+        )
+    keep(i, half, half_pre)
+    keep(j, d, p)
+    p_first = p  # no larger pool takes more prefill instances
+    # at the fewest for the whole budget (every larger pool takes it too), or at the least
+    # stable prefill pool (the loop stops): no pool left to search
+    live = np.flatnonzero(~(p <= least_pre[j]) & ~(p == floor_pre))
+    done = np.flatnonzero(~(p <= least_pre[j]) & (p == floor_pre))
+    rest = DECODE_POOLS_TRIED - 1
+    _keep_first(keep, cost_at, i[done], least_dec[i[done]], np.full(len(done), 1.0), floor_pre[done], rest)
+    if len(live):
+        cell = np.repeat(live, rest)
+        j, k = i[cell], np.tile(np.arange(1, rest + 1), len(live))
+        d = least_dec[j] + k
+        waits = WaitsWithin(lam[j], [(prefill_s[j], ones[j])], b[cell], (slot_s[j], d * slots[j]))
+        at = np.arange(len(cell))
+        with np.errstate(invalid="ignore"):
+            left = waits.left(at) & np.isfinite(lam[j] * prefill_s[j])
+        floor_fits = np.zeros(len(cell), dtype=bool)
+        floor_fits[left] = waits.fits(floor_pre[cell][left], at[left])
+        # the first pool at the floor: the loop stops there where the floor is the least stable
+        # pool, and every pool from it takes the floor
+        grid = floor_fits.reshape(-1, rest)
+        first = np.where(grid.any(axis=1), np.argmax(grid, axis=1), rest)
+        after = (np.arange(rest)[None, :] > first[:, None]).reshape(-1)
+        stop = np.repeat(floor_pre[live] <= least_pre[i[live]], rest)
+        p = np.where(floor_fits, floor_pre[cell], np.nan)
+        top = np.where(np.isnan(most_p := p_first[live]), np.inf, most_p)
+        low_gpus = _least_cost_left(cols, j, d, 1, floor_pre[cell], np.repeat(top, rest))
+        hunt = np.flatnonzero(left & ~floor_fits & (low_gpus < best[j]))
+        if len(hunt):
+            at, slot_at = j[hunt], (slot_s[j[hunt]], d[hunt] * slots[j[hunt]])
+            p[hunt] = search(prefill_s, ones, floor_pre[cell[hunt]], b[cell[hunt]], at, slot_at)
+        with np.errstate(invalid="ignore"):
+            gpus = np.where(np.isnan(p) | (after & stop), np.inf, cost_at(j, p, d)).reshape(-1, rest)
+        pick = np.argmin(gpus, axis=1)  # the first of the least, as the loop keeps them
+        flat_pick = np.arange(len(live)) * rest + pick
+        keep(i[live], d[flat_pick], np.where(np.isfinite(gpus.min(axis=1)), p[flat_pick], np.nan))
     fits = np.isfinite(best)
-    return np.where(fits, best_dec, least_dec), np.where(fits, best_pre, least_pre)
+    out_dec = np.where(fits, best_dec, least_dec).reshape(shape)
+    return out_dec, np.where(fits, best_pre, least_pre).reshape(shape)
+
+
+def _keep_first(keep, cost_at, i, first_dec, step, pre, count):
+    """Offer ``keep`` the least-cost pair of ``count`` decode pools from ``first_dec`` + ``step``
+    up, each with ``pre`` prefill instances, at cells ``i`` (the first of equal costs, in the
+    loop's order)."""
+    import numpy as np
+
+    if not len(i) or not count:
+        return
+    d = first_dec[:, None] + step[:, None] * (1 + np.arange(count))[None, :]
+    gpus = cost_at(np.repeat(i, count), np.repeat(pre, count), d.reshape(-1)).reshape(-1, count)
+    pick = np.argmin(gpus, axis=1)
+    keep(i, d[np.arange(len(i)), pick], pre)
+
+
+def _least_cost_left(cols, i, first_dec, count, low_pre, high_pre):
+    """A floor on the paid GPUs (:func:`formulas.packed_gpus`, ``cols`` :func:`_cost_columns` per
+    cell) of any pair left to a decode pool search at cells ``i``: D from ``first_dec`` through
+    ``count`` pools more, P between ``low_pre`` and ``high_pre`` (inf: no top). Exact without
+    assuming the GPUs grow with D or P (a hole can take an instance of the other pool): of
+    packed_gpus's two packings, filling the decode instances' holes never costs less with more
+    P, and filling the prefill instances' holes is convex in P (its least at the P that fills
+    them, floor or ceil, within the range)."""
+    import numpy as np
+
+    paid_p, fill_p, paid_d, fill_d = (c[i][:, None] for c in cols)
+    d = first_dec[:, None] + np.arange(count)[None, :]
+    lo, hi = low_pre[:, None], high_pre[:, None]
+    into_decode = d * paid_d + np.maximum(0.0, lo - d * fill_p) * paid_p
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kink = np.where(fill_d > 0, d / fill_d, hi)
+    best = np.full(d.shape, np.inf)
+    for p in (lo, np.floor(kink), np.ceil(kink), hi):
+        p = np.clip(p, lo, hi)
+        with np.errstate(invalid="ignore"):
+            into_prefill = p * paid_p + np.maximum(0.0, d - p * fill_d) * paid_d
+        best = np.fmin(best, into_prefill)
+    return np.min(np.minimum(into_decode, best), axis=1)
 
 
 def prefill_pool_for_ttft(requests_per_s, prefill_s, ttft_s, ttft_target_s):
@@ -760,6 +871,12 @@ def prefill_pool_for_ttft(requests_per_s, prefill_s, ttft_s, ttft_target_s):
         fits = mdc_servers_for_wait(requests_per_s, prefill_s, np.where(budget > 0, budget, np.nan))
         least = np.floor(requests_per_s * prefill_s) + 1
     return np.where(budget > 0, fits, least)
+
+
+def _cost_columns(prefill: Columns, x: Columns):
+    """Each pool's paid GPUs per instance and the other pool's instances in its holes, per row:
+    :func:`formulas.packed_gpus`'s columns (as :func:`_deployment_cost` prices them)."""
+    return (prefill["paid"], prefill["per_decode"], x["paid"], prefill["decode_per"])
 
 
 def _deployment_cost(ph: Physics, prefill: Columns, x: Columns):

@@ -128,8 +128,8 @@ def choose_for_traffic(
         at = order[start : start + width]
         start += width
         t = tokens[at]
-        keep = cand if bound is None else bound.candidates(t)
-        block = _columns(g, keep, pos, t, ttft_target_s)
+        keep, cap = (cand, None) if bound is None else bound.candidates(t)
+        block = _columns(g, keep, pos, t, ttft_target_s, cap, None if bound is None else bound.probed)
         bt, bg = block["tokens_per_s_per_gpu"], block["deployment_gpus"]
         if bound is not None:
             need = _gpus(block)
@@ -169,6 +169,7 @@ class _Bound:
         import numpy as np
 
         self.g, self.pos, self.cand, self.ttft = g, pos, cand, ttft_target_s
+        self.probed: Any = None
         r = g.rows
         sized = pos[cand] >= 0
         self.fixed, self.sized = cand[~sized], cand[sized]
@@ -193,27 +194,50 @@ class _Bound:
         self.probe = distinct(np.concatenate([self.probe, self.sized[probe]]))
 
     def candidates(self, tokens: Any) -> Any:
+        """The rows that can take the traffics ``tokens`` (sorted), and the fewest GPUs a probed
+        row takes at each (None where nothing was probed): a row's GPUs above it at a traffic
+        are never chosen there, so its pools and copies need not be sized there (:func:`_columns`)."""
         import numpy as np
 
         few = len(self.sized) <= 4 * self.PROBE
         if few and len(self.fixed) <= 4 * self.PROBE:
-            return self.cand
-        need = _gpus(_columns(self.g, self.probe, self.pos, tokens, self.ttft))
+            return self.cand, None
+        block = _columns(self.g, self.probe, self.pos, tokens, self.ttft)
+        self.probed = (self.probe, block)  # sized once: the block's own sizing takes them as they are
+        need = _gpus(block)
         with np.errstate(all="ignore"):
             most = np.where(np.isnan(need), np.inf, need).min(axis=0)  # the fewest GPUs a probed row takes
-            if not np.isfinite(most).all():
-                return self.cand
+            # no traffic: no copy at all, the bounds (a copy at least) do not hold
+            if not (np.isfinite(most).all() and (tokens > 0).all()):
+                return self.cand, None
             sized = self.sized
             if not few:
                 sized = sized[~((self.per_token > np.max(most / tokens)) | (self.least > np.max(most)))]
             r = self.g.rows
-            least = f.gpus_for_traffic(
-                tokens[None, :],
-                r["tokens_per_s_per_gpu"][self.fixed][:, None],
-                r["deployment_gpus"][self.fixed][:, None],
-            )
-            fixed = self.fixed[~(least > most[None, :]).all(axis=1)]
-        return np.sort(np.concatenate([fixed, sized]))
+            fixed = self.fixed[
+                _fixed_within(
+                    tokens, most, r["tokens_per_s_per_gpu"][self.fixed], r["deployment_gpus"][self.fixed]
+                )
+            ]
+        return np.sort(np.concatenate([fixed, sized])), most
+
+
+def _fixed_within(tokens: Any, most: Any, tps: Any, gpus: Any) -> Any:
+    """Per row no traffic moves (``tps`` tokens/s per GPU, ``gpus`` a copy), whether at some of
+    ``tokens`` the GPUs of the copies that carry it, at least max(gpus, tokens / tps), are within
+    ``most`` (the fewest GPUs a probed row takes there): elsewhere it is never chosen. Per row at
+    once, not per traffic: the traffics whose ``most`` reaches ``gpus`` are a suffix of them sorted
+    by ``most``, whose least tokens / most is kept from the end (a hair of slack kept toward
+    keeping a row)."""
+    import numpy as np
+
+    slack = 1 - 1e-9
+    order = np.argsort(most, kind="stable")
+    ranked = most[order]
+    ratio = (tokens / most)[order]
+    least_ratio = np.append(np.minimum.accumulate(ratio[::-1])[::-1], np.inf)
+    k = np.searchsorted(ranked, gpus * slack, side="left")
+    return tps >= least_ratio[k] * slack
 
 
 def _candidates(rows: Any, pos: Any, tps: Any, speed: Any, gpus: Any, reduce: bool = True) -> Any:
@@ -232,12 +256,38 @@ def _candidates(rows: Any, pos: Any, tps: Any, speed: Any, gpus: Any, reduce: bo
     return np.sort(np.concatenate([fixed, rows[pos[rows] >= 0]]))
 
 
-def _columns(g: Any, cand: Any, pos: Any, tokens: Any, ttft_target_s: float | None = None) -> dict[str, Any]:
+def _columns(
+    g: Any,
+    cand: Any,
+    pos: Any,
+    tokens: Any,
+    ttft_target_s: float | None = None,
+    cap: Any = None,
+    probed: Any = None,
+) -> dict[str, Any]:
     """The :data:`POOL_COLUMNS` of rows ``cand`` at each of ``tokens`` (rows x values): the grid's
     own, or the pools sized for the traffic (:func:`evaluate.traffic_pools`, at ``ttft_target_s``);
     and ``copies``, the whole copies of each row's deployment the traffic takes
-    (:func:`copies_for_traffic`)."""
+    (:func:`copies_for_traffic`). With ``cap`` (GPUs per traffic value, which some row takes),
+    where a row's GPUs are surely above it (the GPUs its least stable pools use, the copies that
+    carry the traffic) it is not sized for the target: it is not chosen there. ``probed``: (rows,
+    their columns at ``tokens``) already sized, taken as they are."""
     import numpy as np
+
+    if probed is not None:
+        done = np.isin(cand, probed[0])
+        if done.any():
+            rest = _columns(g, cand[~done], pos, tokens, ttft_target_s, cap)
+            where = np.searchsorted(probed[0], cand[done]) if _ascending(probed[0]) else None
+            if where is None:
+                where = np.array([int(np.flatnonzero(probed[0] == row)[0]) for row in cand[done]])
+            out = {}
+            for k, v in rest.items():
+                full = np.empty((len(cand), len(tokens)))
+                full[~done] = v
+                full[done] = probed[1][k][where]
+                out[k] = full
+            return out
 
     r = g.rows
     shape = (len(cand), len(tokens))
@@ -252,18 +302,36 @@ def _columns(g: Any, cand: Any, pos: Any, tokens: Any, ttft_target_s: float | No
         p, i = g.pools, at[sized]
         x = {k: v[i][:, None] for k, v in p["x"].items()}
         pre = {k: v[i][:, None] for k, v in p["prefill"].items()}
+        used = None
+        if cap is not None:
+            lay = g.lay
+            g_d = lay["g"][r["layout"][cand[sized]]][:, None]
+            g_p = lay["g"][np.maximum(r["prefill_layout"][cand[sized]], 0)][:, None]
+            used = (g_p, g_d, cap[None, :])
         with np.errstate(all="ignore"):
-            cols = traffic_pools(g.ph, x, p["rate"][i][:, None], pre, tokens[None, :], ttft_target_s)
+            cols = traffic_pools(g.ph, x, p["rate"][i][:, None], pre, tokens[None, :], ttft_target_s, used)
         for k in POOL_COLUMNS:
             full = np.array(out[k])
             full[sized] = cols[k]
             out[k] = full
-    out["copies"] = copies_for_traffic(g, cand, out, tokens, ttft_target_s, at >= 0)
+    out["copies"] = copies_for_traffic(g, cand, out, tokens, ttft_target_s, at >= 0, cap)
     return out
 
 
+def _ascending(rows: Any) -> bool:
+    import numpy as np
+
+    return bool(np.all(rows[1:] > rows[:-1]))
+
+
 def copies_for_traffic(
-    g: Any, cand: Any, cols: dict[str, Any], tokens: Any, ttft_target_s: float | None, sized: Any
+    g: Any,
+    cand: Any,
+    cols: dict[str, Any],
+    tokens: Any,
+    ttft_target_s: float | None,
+    sized: Any,
+    cap: Any = None,
 ) -> Any:
     """Whole copies of each row's deployment (``cols``: its columns at each of ``tokens``, rows x
     values) that serve the traffic: as many as carry it (:func:`formulas.deployment_copies`), and
@@ -272,7 +340,8 @@ def copies_for_traffic(
     router (:func:`queueing.mdc_copies_for_wait`): their sequence slots (decode instances x batch
     each, a request holding one for osl / tokens_per_s_per_user seconds, Little's law) one queue
     and, disaggregated, their prefill instances another. Where the lone prompt misses the target,
-    the fewest copies at which every queue is stable (rho < 1)."""
+    the fewest copies at which every queue is stable (rho < 1). With ``cap`` (GPUs per traffic
+    value), only where the carrying copies' GPUs are within it (elsewhere the row is not chosen)."""
     import numpy as np
 
     from .queueing import mdc_copies_for_wait
@@ -285,12 +354,21 @@ def copies_for_traffic(
     r, ph = g.rows, g.ph
     rows = cand[fixed][:, None]
     budget = ttft_target_s - r["ttft_s"][rows]
+    shape = (len(fixed), len(tokens))
     groups = [
         (ph.osl / r["tokens_per_s_per_user"][rows], r["decode_instances"][rows] * r["batch"][rows]),
         (r["prefill_instance_s"][rows], np.where(r["disagg"][rows] == 1, r["prefill_instances"][rows], 0)),
     ]
+    lam = np.broadcast_to(tokens[None, :] / ph.osl, shape)
+    wait = np.broadcast_to(np.where(budget > 0, budget, np.inf), shape)
+    within = np.ones(shape, dtype=bool)
+    if cap is not None:
+        with np.errstate(all="ignore"):
+            within = ~(f.ceil(copies[fixed] * cols["deployment_gpus"][fixed]) > cap[None, :])
+    held = np.full(shape, np.nan)
+    groups_at = [(np.broadcast_to(sv, shape)[within], np.broadcast_to(c, shape)[within]) for sv, c in groups]
     with np.errstate(all="ignore"):
-        held = mdc_copies_for_wait(tokens[None, :] / ph.osl, groups, np.where(budget > 0, budget, np.inf))
+        held[within] = mdc_copies_for_wait(lam[within], groups_at, wait[within])
     out = np.array(copies, dtype=float)
     out[fixed] = np.fmax(copies[fixed], held)
     return out
