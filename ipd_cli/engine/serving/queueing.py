@@ -408,14 +408,9 @@ class WaitsWithin:
     def _fits(self, n: Any, i: Any) -> Any:
         import numpy as np
 
-        lam, b = self.lam[i], self.budget[i]
+        b = self.budget[i]
         tol = 4 * np.finfo(float).eps * np.abs(b)
-        bound = np.zeros(len(i))
-        for sv, k in self.groups:
-            used = k[i] >= 1
-            with np.errstate(all="ignore"):
-                bound += np.where(used, wait_bound_s(lam, sv[i], np.where(used, k[i], 1.0) * n), 0.0)
-        out = bound + self.o_hi[i] <= b - tol
+        out = self._bound(n, i) + self.o_hi[i] <= b - tol
         rest = np.flatnonzero(~out)
         if not len(rest):
             return out
@@ -433,18 +428,26 @@ class WaitsWithin:
             out[hard] = self._exact(n[hard], i[hard])
         return out
 
+    def _bound(self, n: Any, i: Any) -> Any:
+        """The groups' waits summed with Erlang C taken as 1 (:func:`wait_bound_s`, at least each
+        wait) at counts ``n`` of elements ``i``."""
+        import numpy as np
+
+        lam, bound = self.lam[i], np.zeros(len(i))
+        for sv, k in self.groups:
+            used = k[i] >= 1
+            with np.errstate(all="ignore"):
+                bound += np.where(used, wait_bound_s(lam, sv[i], np.where(used, k[i], 1.0) * n), 0.0)
+        return bound
+
     def _exact(self, n: Any, i: Any) -> Any:
         """The searches' own decision at counts ``n`` of elements ``i``."""
         import numpy as np
 
         with np.errstate(all="ignore"):
             w = self.budget[i] - self.other_exact(i)
-            lam = self.lam[i]
-            bound, exact = np.zeros(len(i)), np.zeros(len(i))
-            for sv, k in self.groups:
-                used = k[i] >= 1
-                bound += np.where(used, wait_bound_s(lam, sv[i], np.where(used, k[i], 1.0) * n), 0.0)
-            out = bound <= w
+            lam, exact = self.lam[i], np.zeros(len(i))
+            out = self._bound(n, i) <= w
             hard = np.flatnonzero(~out & (self.load[i] <= EXACT_LOAD))
             for sv, k in self.groups:
                 used = k[i][hard] >= 1
