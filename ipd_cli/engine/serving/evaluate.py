@@ -678,6 +678,11 @@ def traffic_pools(
     return pool_columns(ph, x, rate, prefill, n_dec, n_pre)
 
 
+# a floor on a row's GPUs is taken a hair lower before it is compared with the GPUs some row takes
+# (floating-point rounding, not a measured number): a row whose floor is that count but for
+# rounding is kept, not left out (traffic._Bound, traffic._fixed_within, the cap below)
+GPU_FLOOR_SLACK = 1e-9
+
 # decode pools tried above the least stable one, an instance more each (each with the fewest
 # prefill instances for the budget left): the pair with the fewest GPUs is found exactly wherever
 # the decode pools worth trying are no more (a search bound, not a measured number)
@@ -748,7 +753,7 @@ def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget
     if cap is not None:
         g_p, g_d, most = (flat(v) for v in cap)
         with np.errstate(invalid="ignore"):
-            search_at &= ~((least_pre * g_p + least_dec * g_d) * (1 - 1e-9) > most)
+            search_at &= ~((least_pre * g_p + least_dec * g_d) * (1 - GPU_FLOOR_SLACK) > most)
     i = np.flatnonzero(search_at)
     if not len(i):
         return least_dec.reshape(shape), least_pre.reshape(shape)

@@ -27,7 +27,7 @@ from typing import Any
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import distinct, near_max
 
-from .evaluate import traffic_pools
+from .evaluate import GPU_FLOOR_SLACK, traffic_pools
 
 BLOCK_CELLS = 1 << 22  # rows x traffic values per block at most (each 2-D column 32 MB)
 BLOCK_VALUES = 64  # traffic values per block (sorted: a block's bound prunes rows for all of them)
@@ -183,7 +183,7 @@ class _Bound:
         g_p = lay["g"][np.maximum(r["prefill_layout"][self.sized], 0)]
         with np.errstate(all="ignore"):
             per_token = g_d / p["rate"][i] + g_p * p["prefill"]["prefill_s"][i] / g.ph.osl
-        slack = 1 - 1e-9
+        slack = 1 - GPU_FLOOR_SLACK
         self.per_token, self.least = per_token * slack, (g_d + g_p) * slack
         probe = np.concatenate(
             [
@@ -231,7 +231,7 @@ def _fixed_within(tokens: Any, most: Any, tps: Any, gpus: Any) -> Any:
     keeping a row)."""
     import numpy as np
 
-    slack = 1 - 1e-9
+    slack = 1 - GPU_FLOOR_SLACK
     order = np.argsort(most, kind="stable")
     ranked = most[order]
     ratio = (tokens / most)[order]
