@@ -169,11 +169,12 @@ class _Bound:
         import numpy as np
 
         self.g, self.pos, self.cand, self.ttft = g, pos, cand, ttft_target_s
-        self.probed: Any = None
+        self.probed: Any = None  # (rows, their columns) sized by :meth:`candidates`
         r = g.rows
         sized = pos[cand] >= 0
         self.fixed, self.sized = cand[~sized], cand[sized]
         tps, gpus = r["tokens_per_s_per_gpu"], r["deployment_gpus"]
+        # ascending, as distinct's below (:func:`_columns` looks its rows up by searchsorted)
         self.probe = _candidates(self.fixed, pos, tps, tps, gpus)
         if not len(self.sized):
             return
@@ -278,9 +279,7 @@ def _columns(
         done = np.isin(cand, probed[0])
         if done.any():
             rest = _columns(g, cand[~done], pos, tokens, ttft_target_s, cap)
-            where = np.searchsorted(probed[0], cand[done]) if _ascending(probed[0]) else None
-            if where is None:
-                where = np.array([int(np.flatnonzero(probed[0] == row)[0]) for row in cand[done]])
+            where = np.searchsorted(probed[0], cand[done])  # the probe is ascending (_Bound)
             out = {}
             for k, v in rest.items():
                 full = np.empty((len(cand), len(tokens)))
@@ -316,12 +315,6 @@ def _columns(
             out[k] = full
     out["copies"] = copies_for_traffic(g, cand, out, tokens, ttft_target_s, at >= 0, cap)
     return out
-
-
-def _ascending(rows: Any) -> bool:
-    import numpy as np
-
-    return bool(np.all(rows[1:] > rows[:-1]))
 
 
 def copies_for_traffic(
