@@ -554,12 +554,7 @@ def _prefill_queue_steps(point: Serving) -> list[Step]:
             "lambda x S, rho = a / c: 1/2 x C(c, a) x S / (c - a) x (1 + (1 - rho) (c - 1) "
             "(sqrt(4 + 5c) - 2) / (16 rho c)) (Cosmetatos 1976; C(c, a) Erlang C; exact for c = 1: "
             "rho S / (2 (1 - rho)))" + share,
-            {
-                "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
-                "instances_for_traffic": copies,
-                "prefill_instance_s": point.prefill_instance_s,
-                "prefill_instances": point.prefill_instances,
-            },
+            _prefill_inputs(point, copies),
         ))  # fmt: skip
     slot = point.slot_queue_s or 0.0
     steps.append(Step(
@@ -568,14 +563,7 @@ def _prefill_queue_steps(point: Serving) -> list[Step]:
         "the same M/D/c mean wait for a free sequence slot: lambda = traffic_requests_per_s, S = "
         "output_tokens / tokens_per_s_per_user (the seconds a request holds its slot, Little's law), "
         "c = instances_for_traffic x decode_instances x concurrency" + share,
-        {
-            "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
-            "instances_for_traffic": copies,
-            "output_tokens": point.output_tokens,
-            "tokens_per_s_per_user": point.tokens_per_s_per_user,
-            "decode_instances": point.decode_instances,
-            "concurrency": point.concurrency,
-        },
+        _slot_inputs(point, copies),
     ))  # fmt: skip
     parts = {"ttft_s": point.ttft_s, "slot_queue_s": slot}
     how = "ttft_s + slot_queue_s (the mean time to first token at the traffic; no prefill pool)"
@@ -586,6 +574,28 @@ def _prefill_queue_steps(point: Serving) -> list[Step]:
     return steps + _prefill_pool_steps(point, copies)
 
 
+def _prefill_inputs(point: Serving, copies: int) -> dict[str, Any]:
+    """The inputs of the prefill queue's wait and utilisation at the traffic."""
+    return {
+        "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
+        "instances_for_traffic": copies,
+        "prefill_instance_s": point.prefill_instance_s,
+        "prefill_instances": point.prefill_instances,
+    }
+
+
+def _slot_inputs(point: Serving, copies: int) -> dict[str, Any]:
+    """The inputs of the sequence-slot queue's wait and utilisation at the traffic."""
+    return {
+        "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
+        "instances_for_traffic": copies,
+        "output_tokens": point.output_tokens,
+        "tokens_per_s_per_user": point.tokens_per_s_per_user,
+        "decode_instances": point.decode_instances,
+        "concurrency": point.concurrency,
+    }
+
+
 def _prefill_pool_steps(point: Serving, copies: int) -> list[Step]:
     """The queues' utilisations at the traffic, and the target the deployment was sized for."""
     steps = []
@@ -594,12 +604,7 @@ def _prefill_pool_steps(point: Serving, copies: int) -> list[Step]:
             "serving.prefill_utilisation",
             point.prefill_utilisation,
             "traffic_requests_per_s / instances_for_traffic x prefill_instance_s / prefill_instances",
-            {
-                "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
-                "instances_for_traffic": copies,
-                "prefill_instance_s": point.prefill_instance_s,
-                "prefill_instances": point.prefill_instances,
-            },
+            _prefill_inputs(point, copies),
         ))  # fmt: skip
     if point.slot_utilisation is not None:
         steps.append(Step(
@@ -607,14 +612,7 @@ def _prefill_pool_steps(point: Serving, copies: int) -> list[Step]:
             point.slot_utilisation,
             "traffic_requests_per_s / instances_for_traffic x output_tokens / tokens_per_s_per_user / "
             "(decode_instances x concurrency): sequences in flight over the slots (Little's law)",
-            {
-                "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
-                "instances_for_traffic": copies,
-                "output_tokens": point.output_tokens,
-                "tokens_per_s_per_user": point.tokens_per_s_per_user,
-                "decode_instances": point.decode_instances,
-                "concurrency": point.concurrency,
-            },
+            _slot_inputs(point, copies),
         ))  # fmt: skip
     if point.ttft_target_s is None:
         return steps
