@@ -190,7 +190,9 @@ class KeptInputs(Inputs):
 
     values: dict[str, Any] = field(default_factory=dict)
     present: dict[str, bool] = field(default_factory=dict)  # :meth:`has`'s answers, by path
-    memo: dict[Any, Any] = field(default_factory=dict)  # callers' values derived from reads alone
+    # callers' values derived from reads alone, or from reads and an object that holds this reader
+    # (an RL Setup's weight updates: ``rl sync`` keys); unbounded, as long-lived as that holder
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     def read(self, path: str, label: str | None = None, borrowed: str | None = None) -> Any:
         value = self.values.get(path)

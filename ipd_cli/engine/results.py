@@ -453,8 +453,9 @@ class Serving(Result):
     prefill_queue_s: float | None = Field(
         default=None,
         description="at a traffic, a disaggregated deployment's mean wait for a prefill instance: "
-        "Poisson arrivals at traffic_requests_per_s, each prompt prefill_instance_s of one of its "
-        "prefill_instances (an M/D/c queue, Cosmetatos's approximation from Erlang C). None without "
+        "Poisson arrivals at traffic_requests_per_s, each prompt prefill_instance_s of one of the "
+        "prefill_instances of every one of instances_for_traffic copies, behind one router (an M/D/c "
+        "queue, Cosmetatos's approximation from Erlang C). None without "
         "a traffic, at or past the pool's capacity (rho >= 1: no steady state, the wait grows "
         "without bound), and for an aggregated deployment (its prompts take turns with decode inside "
         "each instance; a request waits for a sequence slot: slot_queue_s)",
@@ -462,9 +463,10 @@ class Serving(Result):
     slot_queue_s: float | None = Field(
         default=None,
         description="at a traffic, the mean wait for a free sequence slot: Poisson arrivals at "
-        "traffic_requests_per_s / instances_for_traffic, each request holding one of a copy's "
-        "decode_instances x batch slots (aggregated: its instance's batch) for output tokens / "
-        "tokens_per_s_per_user seconds (Little's law), an M/D/c queue as prefill_queue_s's. None "
+        "traffic_requests_per_s, each request holding one of the decode_instances x batch slots "
+        "(aggregated: its instance's batch) of every one of instances_for_traffic copies, behind one "
+        "router, for output tokens / tokens_per_s_per_user seconds (Little's law), an M/D/c queue "
+        "as prefill_queue_s's. None "
         "without a traffic and at or past the slots' capacity (rho >= 1)",
     )
     ttft_at_traffic_s: float | None = Field(

@@ -91,10 +91,11 @@ def choose_for_traffic(
 ) -> Sized:
     """The row :func:`estimate.choose` takes for each of ``tokens_per_s`` (output tokens/s, an
     array), every value at once; with each chosen row's columns at its traffic. With a
-    ``ttft_target_s``, the rows whose lone prompt (``ttft_s``) is within it, their prefill pools
-    sized to keep the time to first token at the traffic within it
-    (:func:`evaluate.prefill_pool_for_ttft`); where no row's is, every row (pools at their least
-    stable count) and ``ttft_met`` False, as a missed speed target takes the rows that miss it."""
+    ``ttft_target_s``, the rows whose lone prompt (``ttft_s``) is within it, their pools
+    (:func:`evaluate.decode_and_prefill_for_ttft`) or copies (:func:`copies_for_traffic`) sized to
+    keep the time to first token at the traffic within it; where no row's is, every row (queues at
+    their least stable count) and ``ttft_met`` False, as a missed speed target takes the rows that
+    miss it."""
     import numpy as np
 
     tokens = np.asarray(tokens_per_s, dtype=float).reshape(-1)
