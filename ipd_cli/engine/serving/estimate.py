@@ -574,7 +574,7 @@ class TrafficSizer:
     target: float | None
     concurrency: int | None = None
     name: str = ""  # the system's, for messages
-    ttft_target_s: float | None = None  # the mean time to first token the prefill pools are sized for
+    ttft_target_s: float | None = None  # the mean time to first token the pools or copies are sized for
     ttft_met: bool | None = None  # whether some row's lone prompt is within it (set by :meth:`size`)
 
     def size(self, requests_per_s: Any) -> tuple[Sized, dict[str, Any]]:
