@@ -3127,7 +3127,7 @@ def test_a_borrowed_stage_bound_names_the_stack_that_published_it():
 
 
 def test_a_prefill_pool_at_its_rate_gets_one_more_instance_and_an_aggregated_one_no_wait(catalog):
-    from ipd_cli.engine.serving.evaluate import prefill_pool_for_ttft
+    from ipd_cli.engine.serving.queueing import mdc_servers_for_wait
 
     # serving.prefill_queue_s: a pool sized for a traffic waits (M/D/c), more the nearer its rate.
     # It was sized at ceil(requests/s x prefill_instance_s), so at a whole number of instances
@@ -3137,10 +3137,12 @@ def test_a_prefill_pool_at_its_rate_gets_one_more_instance_and_an_aggregated_one
         return estimate_serving(catalog, "vera-rubin", "deepseek-v3", requests_per_s=rps, **pins).serving
 
     sv = at(100.0, disaggregated=True)
-    assert sv.prefill_queue_s > 0 and sv.ttft_at_traffic_s == sv.ttft_s + sv.prefill_queue_s
+    assert sv.prefill_queue_s > 0 and sv.slot_queue_s >= 0
+    assert sv.ttft_at_traffic_s == sv.ttft_s + sv.prefill_queue_s + sv.slot_queue_s
     assert sv.ttft_target_s == 2.0 and sv.ttft_target_met  # the catalog's (MLPerf's server TTFT)
-    # a pool of exactly its rate's work, 200/s x 10 ms = 2 instances, by the formula: one more
-    assert prefill_pool_for_ttft(200.0, 0.01, 0.02, 2.0) == 3.0
+    # a pool of exactly its rate's work, 200/s x 10 ms = 2 instances, by the search the pools take
+    # (a 20 ms lone prompt leaves 1.98 s of the 2 s): one more
+    assert mdc_servers_for_wait(200.0, 0.01, 2.0 - 0.02) == 3.0
     assert f.whole_count(200.0 * 0.01) == 2.0  # as it was sized: rho = 1
     # the traffic's own deployment, its pool at its rate's work: a finite wait within the target
     rps = sv.prefill_instances / sv.prefill_instance_s

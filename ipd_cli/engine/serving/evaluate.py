@@ -860,24 +860,6 @@ def _least_cost_left(cols, i, first_dec, count, low_pre, high_pre):
     return np.min(np.minimum(into_decode, best), axis=1)
 
 
-def prefill_pool_for_ttft(requests_per_s, prefill_s, ttft_s, ttft_target_s):
-    """Prefill instances of ``prefill_s`` seconds a request that hold the mean time to first token
-    at ``requests_per_s`` (Poisson) within ``ttft_target_s``: the fewest c with ``ttft_s`` (a lone
-    prompt's, hand-off included) + the pool's M/D/c wait (:func:`queueing.mdc_wait_s`) <= the
-    target (:func:`queueing.mdc_servers_for_wait`), arrays. Where the lone prompt alone reaches
-    the target no pool meets it: the least stable pool (rho < 1), floor(requests x prefill_s) + 1,
-    which the choice flags (:func:`traffic.choose_for_traffic`)."""
-    import numpy as np
-
-    from .queueing import mdc_servers_for_wait
-
-    budget = ttft_target_s - ttft_s
-    with np.errstate(invalid="ignore"):
-        fits = mdc_servers_for_wait(requests_per_s, prefill_s, np.where(budget > 0, budget, np.nan))
-        least = np.floor(requests_per_s * prefill_s) + 1
-    return np.where(budget > 0, fits, least)
-
-
 def _cost_columns(prefill: Columns, x: Columns):
     """Each pool's paid GPUs per instance and the other pool's instances in its holes, per row:
     :func:`formulas.packed_gpus`'s columns (as :func:`_deployment_cost` prices them)."""
