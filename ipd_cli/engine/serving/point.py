@@ -340,12 +340,12 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
                 np.isnan(wait), np.nan, rps / copies * r["prefill_instance_s"][rows] / n_pre
             ),
             slot_utilisation=np.where(
-                np.isnan(slot), np.nan, rps / copies * _slot_s(g, rows) / _slots(g, rows, cols)
+                np.isnan(slot), np.nan, rps / copies * slot_hold_s(g, rows) / _slots(g, rows, cols)
             ),
         )
 
 
-def _slot_s(g: Grid, rows: Any) -> Any:
+def slot_hold_s(g: Grid, rows: Any) -> Any:
     """Seconds a request holds a sequence slot: osl / tokens_per_s_per_user (Little's law over the
     deployment: its concurrency over its requests/s)."""
     return g.ph.osl / g.rows["tokens_per_s_per_user"][rows]
@@ -360,13 +360,13 @@ def slot_queue_s(g: Grid, rows: Any, cols: dict[str, Any], rps: Any, copies: Any
     """The mean wait of a request for a free sequence slot at ``rps`` requests/s (arrays, one per
     traffic): the slots (decode, or aggregated, instances x batch) of every one of ``copies``
     deployments behind one router, one M/D/c queue (:func:`queueing.mdc_wait_s`: Poisson arrivals,
-    each request holding a slot for :func:`_slot_s`), as a prefill pool's instances are
+    each request holding a slot for :func:`slot_hold_s`), as a prefill pool's instances are
     (:func:`prefill_queue_s`). NaN at rho >= 1 (no steady state: a pool sized at exactly its rate,
     possible only without a TTFT target)."""
     import numpy as np
 
     with np.errstate(all="ignore"):
-        wait = mdc_wait_s(rps, _slot_s(g, rows), copies * _slots(g, rows, cols))
+        wait = mdc_wait_s(rps, slot_hold_s(g, rows), copies * _slots(g, rows, cols))
     return np.where(np.isfinite(wait), wait, np.nan)
 
 

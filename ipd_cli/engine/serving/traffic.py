@@ -28,6 +28,7 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import distinct, near_max
 
 from .evaluate import GPU_FLOOR_SLACK, traffic_pools
+from .point import slot_hold_s
 
 BLOCK_CELLS = 1 << 22  # rows x traffic values per block at most (each 2-D column 32 MB)
 BLOCK_VALUES = 64  # traffic values per block (sorted: a block's bound prunes rows for all of them)
@@ -350,7 +351,7 @@ def copies_for_traffic(
     budget = ttft_target_s - r["ttft_s"][rows]
     shape = (len(fixed), len(tokens))
     groups = [
-        (ph.osl / r["tokens_per_s_per_user"][rows], r["decode_instances"][rows] * r["batch"][rows]),
+        (slot_hold_s(g, rows), r["decode_instances"][rows] * r["batch"][rows]),
         (r["prefill_instance_s"][rows], np.where(r["disagg"][rows] == 1, r["prefill_instances"][rows], 0)),
     ]
     lam = np.broadcast_to(tokens[None, :] / ph.osl, shape)
