@@ -302,6 +302,15 @@ def test_every_command_has_help_with_an_example():
         assert "Example:" in r.stdout, cmd
 
 
+def test_the_traffic_help_quotes_the_catalogs_ttft_target(catalog):
+    # `ipd serve --help` does not load the catalog (start-up), so the TTFT target its
+    # --requests-per-s text quotes is typed there: a catalog edit must be mirrored in it
+    r = run_cli("serve", "--help", env={"COLUMNS": "400"})
+    target_s = catalog.serving.ttft_target_s.value
+    assert target_s == 2.0  # configs/serving.yaml, MLPerf Inference's server TTFT constraint
+    assert f"serving.ttft_target_s ({target_s:g} s;" in " ".join(r.stdout.split())
+
+
 def test_output_schema_has_not_drifted():
     committed = json.loads((GOLDEN / "schema.json").read_text())
     assert output_schema() == committed, "output schema changed: review, then IPD_REGEN_GOLDEN=1 pytest"
