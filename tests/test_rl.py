@@ -1385,7 +1385,7 @@ def test_the_split_searchs_floor_under_a_reshard_update_is_never_above_the_updat
     def checked(s, r, holding, replicas):
         floor = floor_of(s, r, holding, replicas)
         if floor is not None:
-            real = e._sync(s, r, 0, holding, replicas, quiet=True)  # (its generation GPUs unread)
+            real = e._sync(s, r, holding, replicas, quiet=True)
             assert floor.seconds <= real.seconds and floor.sync.seconds <= real.sync.seconds
             assert floor.sender_busy_s <= real.sender_busy_s
             seen["floors"] += 1

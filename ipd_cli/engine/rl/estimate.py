@@ -498,7 +498,7 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
         under = _sync_floor(s, r, holding, n)
         if under is not None and timed(mode, floor + env, training, under).seconds >= best.step.seconds:
             continue  # a floor under the group's own update: no shorter, nor the update itself
-        sync = _sync(s, r, gen_gpus, holding, n, quiet=True)
+        sync = _sync(s, r, holding, n, quiet=True)
         if timed(mode, floor + env, training, sync).seconds >= best.step.seconds:
             continue  # the group's own update: still no shorter
         r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group, load)
@@ -534,7 +534,7 @@ def _replicas(s: Setup, r: Rollouts, gen_gpus: int, asynchronous: bool) -> int:
     return int(active_replicas(gen_gpus // r.gpus, in_flight, asynchronous))
 
 
-def _sync(s: Setup, r: Rollouts, gen_gpus: int, holding: int, replicas: int, quiet: bool) -> SyncPhase:
+def _sync(s: Setup, r: Rollouts, holding: int, replicas: int, quiet: bool) -> SyncPhase:
     """The weight update into ``replicas`` of ``r``'s configuration (async: only the replicas that
     generate take it; the others idle, see active_replicas) from the ``holding`` trainer GPUs
     (:func:`trainer_holding_gpus`), plus a colocated step's offload."""
@@ -629,7 +629,7 @@ def _outcome(
     asynchronous = mode == "async"
     gen = generation(r, s.nums, gen_gpus, asynchronous, s.where, sandbox_load(s.nums, s.host, total))
     env = environment(s.nums, s.host, gen, total, asynchronous)
-    sync = sync or _sync(s, r, gen_gpus, trainer_holding_gpus(tr, train_gpus), gen.replicas, quiet)
+    sync = sync or _sync(s, r, trainer_holding_gpus(tr, train_gpus), gen.replicas, quiet)
     return Outcome(r, gen, env, tr, sync, step(mode, gen, env, tr, sync))
 
 

@@ -353,7 +353,7 @@ def wait_interval_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
 
 class WaitsWithin:
     """Per element (flat arrays), whether the mean waits of ``groups`` ((service seconds, servers a
-    count) pairs; 0 servers: no queue) at a count n sum within ``budget`` less the wait of
+    count) pairs; 0 servers: no queue) at a count n sum within ``budget_s`` (seconds) less the wait of
     ``other`` ((service seconds, servers), one queue at a fixed size; None: nothing), each an M/D/c
     queue at ``lam`` arrivals/s: the decision :func:`mdc_servers_for_wait` and
     :func:`mdc_copies_for_wait` take (the waits with Erlang C = 1 first, Erlang's sum where they
@@ -361,10 +361,10 @@ class WaitsWithin:
     it and from the sums only where it does not (a few counts a search, near its answer). The
     other queue's wait is summed once an element needs it."""
 
-    def __init__(self, lam: Any, groups: Any, budget: Any, other: Any = None) -> None:
+    def __init__(self, lam: Any, groups: Any, budget_s: Any, other: Any = None) -> None:
         import numpy as np
 
-        self.lam, self.budget = lam, budget
+        self.lam, self.budget_s = lam, budget_s
         self.groups = [(sv, k) for sv, k in groups]
         self.load = np.zeros(len(lam))
         for sv, _ in self.groups:  # every group's, as the searches have always taken it
@@ -391,7 +391,7 @@ class WaitsWithin:
         """Whether the budget less the other queue's wait is above 0 at elements ``i`` (NaN: no)."""
         import numpy as np
 
-        b = self.budget[i]
+        b = self.budget_s[i]
         out = self.o_hi[i] < b
         maybe = np.flatnonzero(~out & ~(self.o_lo[i] >= b) & (b > 0))
         if len(maybe):
@@ -408,7 +408,7 @@ class WaitsWithin:
     def _fits(self, n: Any, i: Any) -> Any:
         import numpy as np
 
-        b = self.budget[i]
+        b = self.budget_s[i]
         tol = 4 * np.finfo(float).eps * np.abs(b)
         out = self._bound(n, i) + self.o_hi[i] <= b - tol
         rest = np.flatnonzero(~out)
@@ -420,8 +420,8 @@ class WaitsWithin:
             glo, ghi = _interval(self.lam[j], sv[j], k[j] * n[rest])
             lo, hi = lo + glo, hi + ghi
         exact = self.load[j] <= EXACT_LOAD
-        yes = exact & (hi + self.o_hi[j] <= self.budget[j] - tol[rest])
-        no = exact & (lo + self.o_lo[j] > self.budget[j] + tol[rest])
+        yes = exact & (hi + self.o_hi[j] <= self.budget_s[j] - tol[rest])
+        no = exact & (lo + self.o_lo[j] > self.budget_s[j] + tol[rest])
         out[rest[yes]] = True
         hard = rest[~yes & ~no]
         if len(hard):
@@ -445,7 +445,7 @@ class WaitsWithin:
         import numpy as np
 
         with np.errstate(all="ignore"):
-            w = self.budget[i] - self.other_exact(i)
+            w = self.budget_s[i] - self.other_exact(i)
             lam, exact = self.lam[i], np.zeros(len(i))
             out = self._bound(n, i) <= w
             hard = np.flatnonzero(~out & (self.load[i] <= EXACT_LOAD))
