@@ -586,7 +586,7 @@ def test_the_systems_the_readme_counts_for_serving_and_rl_are_what_compare_print
 
 
 def test_pinned_pools_copied_for_a_ttft_target_are_what_the_readme_says():
-    # issue 11 (2026-12-05, forty-fifth session): pinned pools were copied only to carry the
+    # issue 11 (2026-12-06, forty-sixth session): pinned pools were copied only to carry the
     # traffic, one copy's TTFT at it 40.2 ms against a 40 ms target while ttft_target_met said
     # true; the copies' queues (prefill instances, sequence slots) now hold it: one fewer would not
     from ipd_cli.api import load
