@@ -787,7 +787,7 @@ def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget
     live = np.flatnonzero(~(p <= least_pre[j]) & ~(p == floor_pre))
     done = np.flatnonzero(~(p <= least_pre[j]) & (p == floor_pre))
     rest = DECODE_POOLS_TRIED - 1
-    _keep_first(keep, cost_at, i[done], least_dec[i[done]], np.full(len(done), 1.0), floor_pre[done], rest)
+    _keep_first(keep, cost_at, i[done], least_dec[i[done]], floor_pre[done], rest)
     if len(live):
         cell = np.repeat(live, rest)
         j, k = i[cell], np.tile(np.arange(1, rest + 1), len(live))
@@ -806,7 +806,7 @@ def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget
         stop = np.repeat(floor_pre[live] <= least_pre[i[live]], rest)
         p = np.where(floor_fits, floor_pre[cell], np.nan)
         top = np.where(np.isnan(most_p := p_first[live]), np.inf, most_p)
-        low_gpus = _least_cost_left(cols, j, d, 1, floor_pre[cell], np.repeat(top, rest))
+        low_gpus = _least_cost_left(cols, j, d, floor_pre[cell], np.repeat(top, rest))
         hunt = np.flatnonzero(left & ~floor_fits & (low_gpus < best[j]))
         if len(hunt):
             at, slot_at = j[hunt], (slot_s[j[hunt]], d[hunt] * slots[j[hunt]])
@@ -821,33 +821,32 @@ def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget
     return out_dec, np.where(fits, best_pre, least_pre).reshape(shape)
 
 
-def _keep_first(keep, cost_at, i, first_dec, step, pre, count):
-    """Offer ``keep`` the least-cost pair of ``count`` decode pools from ``first_dec`` + ``step``
-    up, each with ``pre`` prefill instances, at cells ``i`` (the first of equal costs, in the
-    loop's order)."""
+def _keep_first(keep, cost_at, i, first_dec, pre, count):
+    """Offer ``keep`` the least-cost pair of ``count`` decode pools from ``first_dec`` + 1 up, an
+    instance more each, each with ``pre`` prefill instances, at cells ``i`` (the first of equal
+    costs, in the loop's order)."""
     import numpy as np
 
     if not len(i) or not count:
         return
-    d = first_dec[:, None] + step[:, None] * (1 + np.arange(count))[None, :]
+    d = first_dec[:, None] + (1 + np.arange(count))[None, :]
     gpus = cost_at(np.repeat(i, count), np.repeat(pre, count), d.reshape(-1)).reshape(-1, count)
     pick = np.argmin(gpus, axis=1)
     keep(i, d[np.arange(len(i)), pick], pre)
 
 
-def _least_cost_left(cols, i, first_dec, count, low_pre, high_pre):
+def _least_cost_left(cols, i, dec, low_pre, high_pre):
     """A floor on the paid GPUs (:func:`formulas.packed_gpus`, ``cols`` :func:`_cost_columns` per
-    cell) of any pair left to a decode pool search at cells ``i``: D from ``first_dec`` through
-    ``count`` pools more, P between ``low_pre`` and ``high_pre`` (inf: no top). Exact without
+    cell) of any pair left to a decode pool search at cells ``i``: D = ``dec``, P between
+    ``low_pre`` and ``high_pre`` (inf: no top). Exact without
     assuming the GPUs grow with D or P (a hole can take an instance of the other pool): of
     packed_gpus's two packings, filling the decode instances' holes never costs less with more
     P, and filling the prefill instances' holes is convex in P (its least at the P that fills
     them, floor or ceil, within the range)."""
     import numpy as np
 
-    paid_p, fill_p, paid_d, fill_d = (c[i][:, None] for c in cols)
-    d = first_dec[:, None] + np.arange(count)[None, :]
-    lo, hi = low_pre[:, None], high_pre[:, None]
+    paid_p, fill_p, paid_d, fill_d = (c[i] for c in cols)
+    d, lo, hi = dec, low_pre, high_pre
     into_decode = d * paid_d + np.maximum(0.0, lo - d * fill_p) * paid_p
     with np.errstate(divide="ignore", invalid="ignore"):
         kink = np.where(fill_d > 0, d / fill_d, hi)
@@ -857,7 +856,7 @@ def _least_cost_left(cols, i, first_dec, count, low_pre, high_pre):
         with np.errstate(invalid="ignore"):
             into_prefill = p * paid_p + np.maximum(0.0, d - p * fill_d) * paid_d
         best = np.fmin(best, into_prefill)
-    return np.min(np.minimum(into_decode, best), axis=1)
+    return np.minimum(into_decode, best)
 
 
 def _cost_columns(prefill: Columns, x: Columns):
@@ -868,8 +867,7 @@ def _cost_columns(prefill: Columns, x: Columns):
 
 def _deployment_cost(ph: Physics, prefill: Columns, x: Columns):
     """Paid GPUs of ``P`` prefill and ``D`` decode instances, per row (arrays broadcast)."""
-    # per row: each pool's paid GPUs per instance and the other pool's instances in its holes
-    cols = (prefill["paid"], prefill["per_decode"], x["paid"], prefill["decode_per"])
+    cols = _cost_columns(prefill, x)
 
     def cost(n_pre, n_dec, columns: bool = False):  # columns: counts over a second axis
         paid_p, fill_p, paid_d, fill_d = (c[:, None] for c in cols) if columns else cols
