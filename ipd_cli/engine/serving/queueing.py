@@ -182,26 +182,9 @@ def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> An
     smallest count is found by doubling the servers added until the wait fits, then halving the
     gap: about 2 log2 of the servers added, every element at once. NaN where ``wait_s`` is not a
     number >= 0 (a target the service alone misses) or an input is not a number; the least stable
-    pool (at least 1) where nothing arrives."""
-    import numpy as np
-
-    lam, s, w = np.broadcast_arrays(
-        np.asarray(arrivals_per_s, dtype=float),
-        np.asarray(service_s, dtype=float),
-        np.asarray(wait_s, dtype=float),
-    )
-    shape = lam.shape
-    lam, s, w = lam.reshape(-1), s.reshape(-1), w.reshape(-1)
-    a = lam * s
-    ok = np.isfinite(a) & (a >= 0) & np.isfinite(s) & (w >= 0)  # NaN w fails too
-    low = np.where(ok, np.floor(np.where(ok, a, 0.0)) + 1, np.nan)  # the least stable pool
-
-    # the decision (the wait with Erlang C = 1, which is at least the wait, then Erlang's sum
-    # below EXACT_LOAD) from a closed-form interval wherever it decides it (WaitsWithin)
-    waits = WaitsWithin(lam, [(s, np.ones(len(a)))], w)
-    live = np.flatnonzero(ok & (a < RESOLVED_LOAD))
-    high = waits.fewest(low, live)
-    return np.where(ok, high, np.nan).reshape(shape)
+    pool (at least 1) where nothing arrives. One server a copy: :func:`mdc_copies_for_wait`'s
+    search with one queue."""
+    return mdc_copies_for_wait(arrivals_per_s, [(service_s, 1.0)], wait_s)
 
 
 def mdc_copies_for_wait(arrivals_per_s: Any, groups: Any, wait_s: Any) -> Any:
