@@ -766,6 +766,11 @@ def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) ->
     return replace(capped, gen_gpus=best[2], train_gpus=best[3], tried=tried)
 
 
+def _min_train(s: Setup) -> int:
+    """The fewest trainer GPUs a searched split takes: the whole nodes that hold the training state."""
+    return whole_nodes(max(1, s.memory.min_gpus), int(s.links.node))
+
+
 def choose_split(
     s: Setup, split: str | None, origin: str, advise_larger: bool = False
 ) -> tuple[int, int, int | None, tuple[int, float] | None, PoolChoice | None]:
@@ -795,7 +800,7 @@ def choose_split(
         # any candidate, a trainer of at least the whole nodes holding the training state
         node = int(s.links.node)
         pools = sorted({whole_nodes(int(g), node) for g in s.rollouts.candidates.gpus})
-        min_train = whole_nodes(max(1, mem.min_gpus), node)
+        min_train = _min_train(s)
         # grown where the request cannot hold the trainer and one replica of the densest candidate
         # (the one the split search starts from), not the smallest: a trainer beside one small
         # replica runs, but slowly (the 10T SWE step on 1,096 GB200 GPUs: 72 + 1,024 where growing
@@ -854,8 +859,8 @@ def _cheaper_grown(
     (the request binds where it can run), but nothing said which larger request gives the cheaper
     step. Only where such a run can exceed the request (a grown pool holds at most the trainer's
     GPUs or one unit: :func:`grown_split`'s replica sizes and the whole systems that hold them)."""
-    grain, min_train = s.system_gpus, whole_nodes(max(1, s.memory.min_gpus), int(s.links.node))
-    units = {*pools, *(-(-g // grain) * grain for g in pools)} if grain else set(pools)
+    grain, min_train = s.system_gpus, _min_train(s)
+    units = {*pools, *(whole_nodes(g, grain) for g in pools)} if grain else set(pools)
     if total >= min_train + max(min_train, *units):
         return None
     gg, tg = grown_split(pools, min_train, seconds, grain=s.system_gpus)

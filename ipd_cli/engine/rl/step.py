@@ -101,7 +101,7 @@ def _split_candidates(
 
 def _first_whole(gpus: int, units: Sequence[int]) -> int:
     """The first size at or above ``gpus`` that is a whole number of one of ``units``."""
-    return min(-(-gpus // u) * u for u in units)
+    return min(whole_nodes(gpus, u) for u in units)
 
 
 # a pool search's generation sizes past its first MAX_SPLITS: one at or above each step of this ratio
@@ -134,8 +134,9 @@ def pool_candidates(lo: int, hi: int, units: Sequence[int], points: int = MAX_SP
 
 
 def whole_nodes(gpus: int, node: int) -> int:
-    """``gpus`` rounded up to whole nodes of ``node`` GPUs: a searched pool's grain (a capacity
-    planner's audit: nobody rents 30.5 HGX nodes, as H200's 244-GPU trainer took)."""
+    """``gpus`` rounded up to whole units of ``node`` GPUs (a node, a rack, a replica): a searched
+    pool's grain (a capacity planner's audit: nobody rents 30.5 HGX nodes, as H200's 244-GPU
+    trainer took)."""
     return -(-gpus // node) * node
 
 
@@ -160,7 +161,7 @@ def grown_split(
     are :data:`GROWN_REPLICAS`."""
     units = set(pools)
     if grain:
-        units.update(-(-g // grain) * grain for g in pools)
+        units.update(whole_nodes(g, grain) for g in pools)
     train = max(1, min_train)
     sizes = {k * u for u in units for k in GROWN_REPLICAS if k * u <= max(train, u)}
     gen = min(sorted(sizes), key=lambda g: ((g + train) * balance(g, train), g))
