@@ -515,3 +515,10 @@ def test_a_sliding_window_needs_layers_beyond_the_full_attention_ones():
     with pytest.raises(InputError, match=r"sliding_window names the window of the layers beyond"):
         load(sets=["models.gpt-oss-120b.attention_layers=36"])
     assert load(sets=["models.gpt-oss-120b.sliding_window=256"]).model("gpt-oss-120b").sliding_window == 256
+
+
+def test_an_expert_clamp_is_a_positive_limit():
+    # gpt-oss-120b clamps its experts' gated input at 7 (config.json swiglu_limit); a limit of 0
+    # would clamp every value to nothing and is refused, naming the field
+    with pytest.raises(InputError, match=r"glu_clamp"):
+        load(sets=["models.gpt-oss-120b.glu_clamp=0"])

@@ -1147,11 +1147,14 @@ def test_one_more_h20_keeps_the_offloading_plan(catalog):
         for n in (90, 91)
     }
     # (with HBM read in GiB the plan took EP2 and the 91st GPU idled, 90 replicas of whole expert
-    # groups, until an MoE layer stopped keeping its expert outputs: now every GPU holds all the
-    # experts); the offloading plan fills HBM to its usable cap, 96 GiB x 0.85 = 87.62 GB, and no more
+    # groups, until an MoE layer stopped keeping its expert outputs: then every GPU held all the
+    # experts at micro-batch 6; since the experts' eager bias and clamp traffic and the clamped copy
+    # they keep, 2026-12-06, 90 GPUs take EP2 at micro-batch 4 and the 91st runs a replica of its
+    # own, DP91, no GPU idle); the offloading plan fills HBM to its usable cap, 96 GiB x 0.85 =
+    # 87.62 GB, and no more
     cap_gb = 96 * 2**30 * catalog.efficiency.hbm_usable_fraction.value / 1e9
-    for n in (90, 91):
-        assert r[n].plan == f"TP1 PP1 DP{n}, mbs 6, activations offloaded to host, FSDP"
+    assert r[90].plan == "TP1 PP1 DP90 EP2 (a2a overlap), mbs 4, activations offloaded to host, FSDP"
+    assert r[91].plan == "TP1 PP1 DP91, mbs 4, activations offloaded to host, FSDP"
     assert r[91].wall_days <= r[90].wall_days
     assert r[90].memory_gb_per_gpu == r[91].memory_gb_per_gpu == pytest.approx(cap_gb, rel=1e-12)
 
@@ -2340,6 +2343,33 @@ def test_small_shape_step_charges_each_collective_latency_by_hand(catalog):
     base, more = ts.micro_terms(P, x), ts.micro_terms(P, {**x, "lat_up": x["lat_up"] + d})
     assert (more["fwd_s"] - base["fwd_s"]) / d == pytest.approx(32 * per_layer_fwd, rel=1e-6)
     assert (more["bwd_s"] - base["bwd_s"]) / d == pytest.approx(32 * per_layer_bwd, rel=1e-6)
+
+
+def test_gpt_oss_experts_pay_their_eager_bias_and_clamp_by_hand(catalog):
+    # Megatron-Core adds gpt-oss's expert output bias per expert after the grouped GEMM
+    # (TEGroupedMLP._apply_bias: 6 hidden-wide values a routed copy forward, 8 backward) and clamps
+    # the gated input before the fused activation (weighted_bias_quick_geglu_impl: 8 expert-wide
+    # values forward, 15 backward); the step charges memory-bound work forward once and backward
+    # twice, so a third of each total joins a layer's forward: 4 copies x (14 + 23) x 2,880 / 3
+    x = inputs(catalog, "b200", "gpt-oss-120b", "bf16", seq=4096)
+    plain = {**x, "expert_bias": 0.0, "glu_clamp": 0.0}
+    extra = 4 * (14 * 2880 + 23 * 2880) / 3
+    assert ts.layer_elementwise_values(x) - ts.layer_elementwise_values(plain) == pytest.approx(extra)
+    P = {"tp": 1.0, "cp": 1.0, "pp": 1.0, "vp": 1.0, "ep": 8.0, "dp": 64.0, "mbs": 4.0, "order": 0.0}
+    T = 4 * 4096  # tokens of the micro-batch, at 2 bytes a value
+    more = ts.layer_memory_seconds(P, x) - ts.layer_memory_seconds(P, plain)
+    assert more == pytest.approx(T * extra * 2 / (7.7e12 * 0.75))
+    # the clamped copy the activation saves beside the FC1 output: 4 copies x 2 x 2,880 values,
+    # which moe_act's recompute frees (and moe's); moe_act repeats the clamp (a third of it)
+    assert ts.layer_activation_groups(x)["routed_clamped"] == (4 * 2 * 2880, 0.0)
+    assert ts.layer_activation_groups(plain)["routed_clamped"] == (0.0, 0.0)
+    assert ts.FREED_BY["routed_clamped"] == ("moe_act", "moe")
+    redo = ts.module_redo_seconds(P, x, 0.0, 0.0)["moe_act"][1]
+    redo_plain = ts.module_redo_seconds(P, plain, 0.0, 0.0)["moe_act"][1]
+    assert redo - redo_plain == pytest.approx(T * 4 * 23 * 2880 / 3 * 2 / (7.7e12 * 0.75))
+    # a model without them pays nothing, and its inputs name neither entry
+    q = inputs(catalog, "b200", "qwen3-30b-a3b", "bf16", seq=4096)
+    assert q["expert_bias"] == q["glu_clamp"] == q["bias_values"] == q["clamp_values"] == 0.0
 
 
 def test_narrow_attention_heads_run_at_their_measured_share_by_hand(catalog):

@@ -491,6 +491,18 @@ class Model(Strict):
     )
     attention_sinks: Bool = Field(default=False, description="a learned sink logit per head (gpt-oss)")
     router_bias: Bool = Field(default=False, description="the MoE router has a bias tensor (gpt-oss)")
+    expert_biases: Bool = Field(
+        default=False,
+        description="the routed experts' two projections carry biases (gpt-oss: gate_up_proj_bias and "
+        "down_proj_bias); in training the second one is added per expert after its GEMM",
+    )
+    glu_clamp: Num | None = unit(
+        "values",
+        default=None,
+        gt=0,
+        description="the gated FFN clamps its gate half at most and its linear half within +/- this "
+        "value before the activation (gpt-oss: swiglu_limit 7.0); none: no clamp",
+    )
     fused_expert_tensors: Int | None = Field(
         default=None,
         gt=0,
@@ -753,6 +765,18 @@ class Efficiency(Strict):
     )
     attention_backward_flops_ratio: Sourced = unit(
         "ratio", description="attention backward FLOPs / forward FLOPs (the backward recomputes the scores)"
+    )
+    moe_expert_bias_values: Sourced = unit(
+        "values",
+        description="HBM traffic, forward and backward together, of adding a routed expert's output bias "
+        "after its GEMM, weighted by the routing probability (models with expert_biases), in values "
+        "of the hidden size per routed copy of a token",
+    )
+    glu_clamp_values: Sourced = unit(
+        "values",
+        description="HBM traffic, forward and backward together, of clamping a routed expert's gated "
+        "FFN input before its activation (models with glu_clamp), in values of the expert FFN width "
+        "per routed copy of a token",
     )
     gemm_call_overhead_us: Sourced = unit("us", 1e-6, description="fixed time per GEMM call, any precision")
     elementwise_hbm_efficiency: Sourced = unit(

@@ -282,11 +282,25 @@ def model_inputs(inp: Inputs, cat: Catalog, model: str) -> dict[str, Any]:
         "is_moe": float(arch.is_moe),
         "moe_share": arch.routed_layers / arch.layers,
         "act_width": 3.0 if arch.gated_ffn else 2.0,
+        # routed experts whose output bias is added after their GEMM, and whose gated input is
+        # clamped before the activation (gpt-oss): eager memory-bound passes (expert_extra_values)
+        "expert_bias": float(arch.expert_biases and arch.is_moe),
+        "glu_clamp": float(arch.glu_clamp is not None and arch.is_moe),
+        "bias_values": 0.0,
+        "clamp_values": 0.0,
         "tied": arch.tied_embeddings,
         "ffn_given": arch.ffn_hidden_size,
         "expert_ffn_given": arch.moe_ffn_hidden_size,
         "routed_layers": arch.routed_layers,
     }
+    if x["expert_bias"]:  # read where the model has them: the inputs list names what the step used
+        x["bias_values"] = inp.read(
+            "efficiency.moe_expert_bias_values", "expert output-bias traffic per routed copy"
+        )
+    if x["glu_clamp"]:
+        x["clamp_values"] = inp.read(
+            "efficiency.glu_clamp_values", "expert input-clamp traffic per routed copy"
+        )
     if arch.training_global_batch_tokens is not None:
         x["recipe_batch"] = inp.read(f"{m}.training_global_batch_tokens", "recipe global batch")
     return x

@@ -273,15 +273,36 @@ def attention_seconds(P: Cols, x: dict):
     return flops / (x["bf16_peak"] * x["attn_eff"]) + band / (x["bf16_peak"] * x["band_eff"])
 
 
+# memory-bound work of a layer in units of its forward pass: the step charges the backward twice
+# the forward (micro_terms), so work counted over both passes is charged at a third of its total
+MEMORY_PASSES = 3.0
+
+
+def clamp_values(x: dict):
+    """Forward-equivalent values per routed copy of clamping the experts' gated input before the
+    activation (models with glu_clamp: efficiency.glu_clamp_values, over both passes)."""
+    return x["glu_clamp"] * x["clamp_values"] * x["expert_ffn"] / MEMORY_PASSES
+
+
+def expert_extra_values(x: dict):
+    """Forward-equivalent values per routed copy of the experts' eager work beyond the fused
+    activation (gpt-oss in Megatron-Core): the output bias added per expert after the second GEMM
+    (efficiency.moe_expert_bias_values) and the clamp of the gated input (:func:`clamp_values`)."""
+    bias = x["expert_bias"] * x["bias_values"] * x["hidden"] / MEMORY_PASSES
+    return bias + clamp_values(x)
+
+
 def layer_elementwise_values(x: dict):
     """Values read and written per token by the memory-bound forward work of one average layer:
     norms and residual adds (5h per block), RoPE on q and k, the FFN activation, and for MoE
-    layers the router, the permute/unpermute of k copies and the combine."""
+    layers the router, the permute/unpermute of k copies, the combine, and the experts' eager
+    bias and clamp where the model has them."""
     h = x["hidden"]
     mixer = 5.0 * h + 2.0 * (x["q_width"] + x["k_width"])
     dense = 5.0 * h + x["act_width"] * x["ffn"]
     k = routed_copies(x)
     moe = 6.0 * h + 5.0 * k * h + x["act_width"] * x["expert_ffn"] * (k + x["shared"])
+    moe = moe + k * expert_extra_values(x)
     return mixer + (1.0 - x["moe_share"]) * dense + x["moe_share"] * moe
 
 
@@ -798,6 +819,9 @@ def layer_activation_groups(x: dict) -> dict[str, tuple[Any, Any]]:
         "router_in": (moe * h, 0.0),  # the norm's output, the router GEMM's BF16 input
         "routed_fc1_in": (0.0, moe * k * h),
         "routed_pre_act": (moe * k * (aw - 1.0) * fe, 0.0),
+        # where the gated input is clamped first (glu_clamp): the clamped copy the fused activation
+        # saves, beside the FC1 output the clamp saves (routed_pre_act)
+        "routed_clamped": (moe * k * x["glu_clamp"] * (aw - 1.0) * fe, 0.0),
         "routed_act_out": (0.0, moe * k * fe),
         "shared_fc1_in": (0.0, moe * (s > 0) * h),
         "shared_pre_act": (moe * s * (aw - 1.0) * fe, 0.0),
@@ -815,6 +839,7 @@ SELECTIVE_FREES = (
     "router_in",
     "shared_fc1_in",
     "routed_act_out",
+    "routed_clamped",
     "shared_act_out",
 )
 
@@ -827,17 +852,18 @@ SHARED_GROUPS = ("shared_fc1_in", "shared_pre_act", "shared_act_out")  # the sha
 # the saved tensors each module's recompute frees. core_attn checkpoints the fused attention on its
 # inputs q, k, v: it frees only the BF16 output low-precision recipes keep for its backward; layernorm
 # and moe_act discard the norms' and routed experts' activation outputs (output-discarding
-# checkpoints); mla_up_proj the up-projected q, k, v and the normed latents (CheckpointWithoutOutput
-# on the up-projections: the latents and the RoPE key stay, as its inputs); mlp is the
+# checkpoints; moe_act also the clamped copy a glu_clamp model's activation saves); mla_up_proj
+# the up-projected q, k, v and the normed latents (CheckpointWithoutOutput on the
+# up-projections: the latents and the RoPE key stay, as its inputs); mlp is the
 # dense MLP only (transformer_layer.py: not an MoE layer's), moe the whole MoE layer and
 # shared_experts its shared experts, each checkpointed on its input, which stays (the norm output)
 FREES = {
     "core_attn": ("attn_out_bf16",),
     "layernorm": ("attn_norm_out", "dense_norm_out", "router_in", "shared_fc1_in"),
-    "moe_act": ("routed_act_out",),
+    "moe_act": ("routed_act_out", "routed_clamped"),
     "mla_up_proj": ("latent_norm_out", "qkv"),
     "mlp": ("dense_pre_act", "dense_act_out"),
-    "moe": ("routed_fc1_in", "routed_pre_act", "routed_act_out", *SHARED_GROUPS),
+    "moe": ("routed_fc1_in", "routed_pre_act", "routed_clamped", "routed_act_out", *SHARED_GROUPS),
     "shared_experts": SHARED_GROUPS,
 }
 SUBSUMES = {"moe": ("moe_act", "shared_experts")}  # recomputing the layer repeats these already
@@ -857,6 +883,7 @@ GROUP_NAMES = (
     "router_in",
     "routed_fc1_in",
     "routed_pre_act",
+    "routed_clamped",
     "routed_act_out",
     "shared_fc1_in",
     "shared_pre_act",
@@ -925,7 +952,8 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
     # two norms, each reading and writing the hidden state; the outputs re-cast for their GEMMs
     redo["layernorm"] = (0.0, mem(4.0 * h, h + (1.0 - moe) * h + moe * (s > 0) * h), 0.0)
     if has["moe_act"]:
-        redo["moe_act"] = (0.0, mem(moe * k * aw * fe, moe * k * fe), 0.0)
+        # the activation, and the clamp before it where the model has one (inside the checkpoint)
+        redo["moe_act"] = (0.0, mem(moe * k * (aw * fe + clamp_values(x)), moe * k * fe), 0.0)
     if has["mla_up_proj"]:  # the latent norms, the query and key-value up-projections and RoPE
         # without a query latent the query projection reads the hidden state, inside the same
         # checkpoint (Megatron-Core's qkv_up_proj_and_rope_apply): it runs again too (a review)
@@ -939,7 +967,7 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
         tp = tp_forward(dense_mlp_tp_seconds(P, x), x) + (1.0 - moe) * amax_one(P, x)
         redo["mlp"] = ((1.0 - moe) * g["dense"], mem((1.0 - moe) * aw * ff, (1.0 - moe) * (h + ff)), tp)
     if has["moe"]:  # router, permutes, activations and combine; the experts' inputs re-cast
-        values = moe * (h + 5.0 * k * h + aw * fe * (k + s))
+        values = moe * (h + 5.0 * k * h + aw * fe * (k + s) + k * expert_extra_values(x))
         casts = moe * ((k + s) * (h + fe) + (s > 0) * h)
         # (its host-bound waits without CUDA graphs: with_recompute, under eager_s)
         # (and the shared experts' tensor-parallel gather and scatter, which it subsumes: a review)
