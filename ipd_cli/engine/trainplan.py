@@ -2269,17 +2269,49 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
 
     rows = np.arange(len(base))
     lb_min, gpus_min = bound(deg.top, rows), base * deg.least  # the best bound, and the fewest GPUs
-    pending = rows[np.argsort(lb, kind="stable")]
-    # [row, degree]: the bound (inf where the degree is not usable), built once on the rows the
-    # first round keeps; the GPUs used, tp cp pp d, are looked up per distinct tp cp pp (a handful)
-    # and degree, not per row and degree, each round
-    lb_of: Any = None
-    base_at: Any = None
-    bases: Any = None
+    order = rows[np.argsort(lb, kind="stable")]
+    # the GPUs used, tp cp pp d, are looked up per distinct tp cp pp (a handful) and degree, not
+    # per row and degree
+    bases = sr.distinct(base)
     parts: list = []
     used, best = np.empty(0), np.empty(0)  # GPUs used, ascending, and the best plan on so many
-    while len(pending):
-        idx, pending = pending[:CHUNK], pending[CHUNK:]
+
+    def kept(cand: Any) -> Any:
+        """Whether each row of ``cand`` could still beat the best plan found: first against the
+        best on its fewest GPUs, then per degree (an unusable degree's bound is inf)."""
+        k = np.searchsorted(used, gpus_min[cand], side="right") - 1
+        ok = lb_min[cand] < np.where(k >= 0, best[np.maximum(k, 0)], np.inf)
+        live = cand[ok]
+        lb_of = np.where(deg.usable(live), bound(deg.ds, live[:, None]), np.inf)
+        k = np.searchsorted(used, bases[:, None] * deg.ds, side="right") - 1
+        bar = np.where(k >= 0, best[np.maximum(k, 0)], np.inf)[np.searchsorted(bases, base[live])]
+        ok[ok] = np.any(lb_of < bar, axis=1)
+        return ok
+
+    def next_chunk(start: int) -> tuple[Any, int]:
+        """The next CHUNK rows, from position ``start`` of the order, that could beat the best
+        found, and where the order goes on after them. The best found only improves, so a row
+        dropped now would be dropped at any later chunk, and a row kept now was kept at every
+        earlier one: testing the rows as they are reached (each about once) takes the chunks
+        that testing every pending row after each chunk took, at a fraction of its cost."""
+        if not len(used):  # nothing found yet: nothing to test against
+            return order[start : start + CHUNK], start + CHUNK
+        got: list = []
+        count = 0
+        while start < len(order) and count < CHUNK:
+            cand = order[start : start + 2 * (CHUNK - count) + 256]
+            at = np.flatnonzero(kept(cand))[: CHUNK - count]
+            got.append(cand[at])
+            count += len(at)
+            # past the last row taken (those after it are tested again with the next chunk's best)
+            start += int(at[-1]) + 1 if count == CHUNK else len(cand)
+        return np.concatenate(got) if got else order[:0], start
+
+    start = 0
+    while start < len(order):
+        idx, start = next_chunk(start)
+        if not len(idx):
+            break
         sub = sr.take(P, idx)
         M = expand(sub, x, cap, pins)
         out = evaluate(M, chunk_terms(sub, m, idx, M["row"], x), x, pins)
@@ -2289,19 +2321,6 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         best = np.concatenate([best, objective(out)[fits]])
         o = np.argsort(used, kind="stable")
         used, best = used[o], np.minimum.accumulate(best[o])
-        if len(used) and len(pending):  # first against the best on the fewest GPUs, then per degree
-            k = np.searchsorted(used, gpus_min[pending], side="right") - 1
-            pending = pending[lb_min[pending] < np.where(k >= 0, best[np.maximum(k, 0)], np.inf)]
-            if lb_of is None:
-                lb_of = np.full((len(base), len(deg.ds)), np.inf)
-                lb_of[pending] = np.where(deg.usable(pending), bound(deg.ds, pending[:, None]), np.inf)
-                bases, at = np.unique(base[pending], return_inverse=True)
-                base_at = np.zeros(len(base), dtype=np.intp)
-                base_at[pending] = at.reshape(-1)
-            k = np.searchsorted(used, bases[:, None] * deg.ds, side="right") - 1  # (an unusable degree's
-            # bar is never read: its bound is inf)
-            bar = np.where(k >= 0, best[np.maximum(k, 0)], np.inf)[base_at[pending]]
-            pending = pending[np.any(lb_of[pending] < bar, axis=1)]
     return by_size(_joined(parts))
 
 
