@@ -790,33 +790,33 @@ _PLACED: dict[tuple, Any] = {}  # their ``dom`` columns (ts.placed_domain) by gr
 
 
 def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
+    """The product of the axes and the (pp, vp, sched, a2ao) ``pairs`` (the first axis varies
+    slowest), less the combinations no cluster of ``cap`` GPUs runs. The rules read the tensor,
+    context, pipeline, expert and order axes alone, so they are tested on those axes broadcast
+    against each other, and only the rows kept are built (each column gathered from its axis's few
+    values): the rows and numbers of the product filtered, without the whole product's columns."""
     import numpy as np
 
-    def axis(name: str) -> Any:  # the axes as floats before the product: no second copy of the grid
-        return np.asarray(axes[name], dtype=float)
+    names = ("tp", "cp", "pv", "ep", "mbs", "order", "disp", "graph")
+    vals = {k: np.asarray(axes[k], dtype=float) for k in names if k != "pv"}
+    vals["pv"] = np.arange(len(pairs))
+    shape = tuple(len(vals[k]) for k in names)
 
-    cols = sr.product(
-        tp=axis("tp"),
-        cp=axis("cp"),
-        pv=np.arange(len(pairs)),
-        ep=axis("ep"),
-        mbs=axis("mbs"),
-        order=axis("order"),
-        disp=axis("disp"),
-        graph=axis("graph"),
-    )
-    pv = cols.pop("pv")
-    cols["pp"], cols["vp"], cols["sched"], cols["a2ao"] = (
-        pairs[pv, 0],
-        pairs[pv, 1],
-        pairs[pv, 2],
-        pairs[pv, 3],
-    )
-    cols["a2ao"] = np.where(cols["ep"] > 1, cols["a2ao"], 0.0)  # no expert all-to-all to overlap without EP
-    keep = cols["tp"] * cols["cp"] * cols["pp"] <= cap
-    keep &= (cols["order"] == 0) | (cols["pp"] > 1) | order_pinned
-    keep &= cols["ep"] <= cols["tp"] * cols["cp"] * (cap // (cols["tp"] * cols["cp"] * cols["pp"]).clip(1))
-    out = sr.take(cols, keep)
+    def axis(k: str, v: Any = None) -> Any:
+        """The axis ``k``'s values (or ``v``, one per value of it) shaped to broadcast over the product."""
+        at = [1] * len(names)
+        at[names.index(k)] = shape[names.index(k)]
+        return (vals[k] if v is None else v).reshape(at)
+
+    tp, cp, ep, order, pp = axis("tp"), axis("cp"), axis("ep"), axis("order"), axis("pv", pairs[:, 0])
+    keep = tp * cp * pp <= cap
+    keep = keep & ((order == 0) | (pp > 1) | order_pinned)
+    keep = keep & (ep <= tp * cp * (cap // (tp * cp * pp).clip(1)))
+    at = dict(zip(names, np.unravel_index(np.flatnonzero(np.broadcast_to(keep, shape)), shape), strict=True))
+    out = {k: vals[k][at[k]] for k in names if k != "pv"}
+    pv = at["pv"]
+    out["pp"], out["vp"], out["sched"], out["a2ao"] = pairs[pv, 0], pairs[pv, 1], pairs[pv, 2], pairs[pv, 3]
+    out["a2ao"] = np.where(out["ep"] > 1, out["a2ao"], 0.0)  # no expert all-to-all to overlap without EP
     for v in out.values():
         v.flags.writeable = False
     return out
