@@ -1217,11 +1217,14 @@ def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
     for the least, 2026-12-05)."""
     import numpy as np
 
-    most = np.floor(cap / (P["tp"] * P["cp"] * P["pp"]))
+    runs = _runs(P, x, STATE_KEYS)  # the state reads those columns alone: each run's priced once
+    Q = P if runs is None else {k: P[k][runs[0]] for k in STATE_KEYS if k in P}
+    most = np.floor(cap / (Q["tp"] * Q["cp"] * Q["pp"]))
     if "dp" in pins:
         most = np.minimum(most, pins["dp"])
-    states = _states({**P, "dp": np.maximum(most, 1.0)}, x, options(pins, "zero", ZERO_STAGES))
+    states = _states({**Q, "dp": np.maximum(most, 1.0)}, x, options(pins, "zero", ZERO_STAGES))
     state = np.min(list(states.values()), axis=0)
+    state = state if runs is None else state[runs[1]]
     acts = [ts.activation_floor(m, rc) for rc in options(pins, "rc", POLICIES)]
     return state + np.min(acts, axis=0) + m["logits_bytes"]
 
@@ -1585,7 +1588,28 @@ def replicas_for_memory(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
 def replicas_for_state(P: sr.Columns, x: dict, pins: dict, free: Any) -> Any:
     """Fewest replicas d with which some sharding stage brings a micro row's training state under
     ``free`` bytes per GPU (:func:`replicas_for_memory`; with ``free`` the whole HBM, no activations:
-    a lower bound that needs no micro terms)."""
+    a lower bound that needs no micro terms). What a stage keeps whole and what it shards read only
+    :data:`STATE_KEYS` of a row, so over a grid (runs of rows that differ in the micro-batch size
+    and rank order alone) each run's are priced once (:func:`_runs`): the same numbers."""
+    import numpy as np
+
+    runs = _runs(P, x, STATE_KEYS)
+    if runs is None:
+        return _least_replicas(_state_split(P, x, pins), free)
+    first, run = runs
+    split = _state_split({k: P[k][first] for k in STATE_KEYS if k in P}, x, pins)
+    if np.ndim(free) == 0:
+        return _least_replicas(split, free)[run]
+    return _least_replicas([(fixed[run], shardable[run]) for fixed, shardable in split], free)
+
+
+STATE_KEYS = ("tp", "cp", "pp", "vp", "ep", "sched", "Ls")  # the columns _state_split reads
+
+
+def _state_split(P: sr.Columns, x: dict, pins: dict) -> list[tuple[Any, Any]]:
+    """Per sharding stage z (ZeRO-1 shards the optimizer state, ZeRO-2 and the gradients, FSDP and
+    the weights, but holds two gathered layers): the training state per GPU a row keeps whole
+    (fixed_z) and what shards over its replicas (shardable_z, at one replica)."""
     import numpy as np
 
     dense, expert = ts.params_per_gpu(P, x)
@@ -1596,15 +1620,45 @@ def replicas_for_state(P: sr.Columns, x: dict, pins: dict, free: Any) -> Any:
     w, g, o, wm = x["weight_bytes"], x["grad_bytes"], x["optim_bytes"], x["weight_mem_bytes"]
     per_stage = {0: (wm + g + o, 0.0), 1: (wm + g, o), 2: (wm, g + o), 3: (0.0, w + g + o)}
     plain = ts.plain_weight_bytes(P, x)  # kept whole at weight_bytes (ts.state_bytes)
-    need = np.full(len(total), np.inf)
+    split = []
     for z in options(pins, "zero", ZERO_STAGES):
         kept, sharded = per_stage[z]
-        fixed = kept * total + (z == 3) * gathered + (z < 3) * plain
-        shardable = sharded * at_one
+        split.append((kept * total + (z == 3) * gathered + (z < 3) * plain, sharded * at_one))
+    return split
+
+
+def _least_replicas(split: list[tuple[Any, Any]], free: Any) -> Any:
+    """The fewest replicas, over the stages of :func:`_state_split`, that bring the state under
+    ``free`` bytes per GPU (d >= shardable_z / (free - fixed_z)); inf: none."""
+    import numpy as np
+
+    need = np.full(len(split[0][0]), np.inf)
+    for fixed, shardable in split:
         room = free - fixed
         d = np.where(shardable > 0, shardable / np.where(room > 0, room, 1.0), 1.0)
         need = np.minimum(need, np.where(room >= 0, np.maximum(d, 1.0), np.inf))
     return need
+
+
+def _runs(P: sr.Columns, x: dict, keys: tuple[str, ...]) -> tuple[Any, Any] | None:
+    """(each run's first row, each row's run) of the runs of consecutive rows of ``P`` that agree
+    on the columns ``keys`` (a grid's rows differ in its fastest axes first), or None where that
+    does not pay or does not hold: few rows or runs of about one row, or inputs held as arrays
+    (one value per row)."""
+    import numpy as np
+
+    cols = [P[k] for k in keys if k in P]
+    n = np.size(cols[0]) if cols else 0
+    if n < 1024 or any(np.ndim(c) != 1 or np.size(c) != n for c in cols) or not plain_inputs(x):
+        return None
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for c in cols:
+        new[1:] |= c[1:] != c[:-1]
+    run = np.cumsum(new) - 1
+    if 2 * (int(run[-1]) + 1) > n:
+        return None
+    return np.flatnonzero(new), run
 
 
 def wall_seconds(x: dict, seconds_per_token: Any) -> Any:
@@ -1740,14 +1794,14 @@ class _NeedOrder:
         return np.sort(self.order)
 
 
-def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
+def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict, memory: Any = None) -> Any:
     """Exposed FSDP gathers per micro-batch for rows whose weights alone do not fit unsharded (they
     must run FSDP): the weights' gathers (forward and backward) and the gradients' reduce-scatter
     (backward) beyond what the forward and backward hide, on the fewest replicas that hold the
     state (the shards' group is dp x cp: one replica shards over its context-parallel ranks), whose
     rings are the shortest a plan of the row can run (a ring's time grows with its group; until a
     review, 2026-12-05, they were priced on the most replicas, the longest, and the bound sat above
-    real plans' times)."""
+    real plans' times). ``memory``: :func:`replicas_for_memory` of the rows where the caller has it."""
     import numpy as np
 
     dense, expert = ts.params_per_gpu(P, x)
@@ -1756,7 +1810,7 @@ def fsdp_lower_bound(P: sr.Columns, m: dict, x: dict, pins: dict) -> Any:
     must = weights + acts + m["logits_bytes"] > x["hbm_cap"]
     if pins.get("zero", 3) != 3:
         return 0.0 * must
-    fewest = replicas_for_memory(P, m, x, pins)
+    fewest = replicas_for_memory(P, m, x, pins) if memory is None else memory
     fewest = np.where(np.isfinite(fewest), np.maximum(fewest, 1.0), 1.0)
     rs, ag = ts.dp_seconds({**P, "dp": fewest}, x, (dense, expert))  # placement does not read dp
     exposed = np.maximum(0.0, ag - m["fwd_s"]) + np.maximum(0.0, ag + rs - m["bwd_s"])
@@ -1797,7 +1851,7 @@ def replicas_bracket(P: sr.Columns, m: dict, x: dict, rate: float, pins: dict) -
 
     memory = replicas_for_memory(P, m, x, pins)
     per_seq = P["mbs"] * x["seq"]
-    t_mb = m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins)
+    t_mb = m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins, memory)
     w = ts.bubble_bound(P)
     B = x["recipe_batch"]
     lo = np.log(np.maximum(rate * t_mb / per_seq, 1.0))
@@ -2251,8 +2305,8 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     its smallest: that test runs on every pending row, the one per degree only on the survivors."""
     import numpy as np
 
-    P, m, deg = _sizes_micro(x, cap, pins)
-    fsdp = fsdp_lower_bound(P, m, x, pins)
+    P, m, deg, memory = _sizes_micro(x, cap, pins)
+    fsdp = fsdp_lower_bound(P, m, x, pins, memory)
     lb = lower_bound_seconds_per_token(P, m, x, cap, pins, fsdp)
     base = P["tp"] * P["cp"] * P["pp"]
     gbs = float(pins["gbs"])
@@ -2379,8 +2433,9 @@ def degrees(P: sr.Columns, pins: dict, cap: float, fit: Any) -> Degrees:
     return Degrees(ds, allowed, np.searchsorted(sizes, P["mbs"]), most, fit).settle()
 
 
-def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degrees]:
-    """The micro rows :func:`search_sizes` can use, their terms, and their data-parallel degrees:
+def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degrees, Any]:
+    """The micro rows :func:`search_sizes` can use, their terms, their data-parallel degrees, and
+    the replicas that hold their state (:func:`replicas_for_memory`):
     rows with a degree d that divides the pinned batch (d mbs too), fits tp cp pp d <= ``cap`` and
     holds the state. Rows whose state alone (no activations) does not fit on their largest such
     degree are dropped before their micro terms are computed (most of the grid for a large model
@@ -2399,10 +2454,11 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
     keep = memory_fit_rows(P, m, x, cap, pins)
     # the replicas that hold each row's state, on every row (row by row: the rows kept read the
     # numbers they would alone), so the rows are taken once
-    deg.fit = np.maximum(np.ceil(np.minimum(replicas_for_memory(P, m, x, pins), 1e9)), 1.0)
+    memory = replicas_for_memory(P, m, x, pins)
+    deg.fit = np.maximum(np.ceil(np.minimum(memory, 1e9)), 1.0)
     deg.settle()
     rows = keep[deg.least[keep] < np.inf]  # some degree is left
-    return sr.take(P, rows), index_terms(m, rows), deg.take(rows)
+    return sr.take(P, rows), index_terms(m, rows), deg.take(rows), memory[rows]
 
 
 def by_size(s: Searched) -> BySize:
