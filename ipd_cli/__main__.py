@@ -12,6 +12,9 @@ SEARCHING = frozenset(
     {"train", "serve", "rl", "compare", "explain", "sweep", "validate", "calibrate", "plot"}
 )
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+# container objects allocated (less those freed) between two young collections of the cyclic
+# garbage collector in a searching command (CPython's default: 700)
+GC_YOUNG = 2000
 
 
 def keep_freed_memory(argv: list[str]) -> None:
@@ -37,6 +40,22 @@ def keep_freed_memory(argv: list[str]) -> None:
     mallopt(M_MMAP_THRESHOLD, 32 << 20)
 
 
+def collect_less(argv: list[str]) -> None:
+    """Run the cyclic garbage collector less often in a command that searches: at CPython's
+    default threshold, ``compare vera-rubin blackwell`` ran 132-136 young and 12 middle collections
+    and one full one, the older ones walking the catalog's and the imported modules' objects
+    (the searches' numpy arrays are not tracked, and make no cycles): 57-72 ms CPU, measured by
+    ``gc.callbacks``; at GC_YOUNG objects, 51 and 4-5 and none, 30-40 ms. Garbage cycles are still
+    collected: later, in larger batches. Only in ipd's own process (the console script)."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in SEARCHING:
+        return
+    import gc
+
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG, middle, oldest)
+
+
 def main() -> None:
     # ipd's own process loads no third-party pydantic plugins: finding them scans the metadata of
     # every installed distribution on each run. PYDANTIC_DISABLE_PLUGINS set by the user wins
@@ -49,6 +68,7 @@ def main() -> None:
         # the same command, catalog and code ran before: its output again, nothing imported
         recording = replay_or_record(args)
         keep_freed_memory(args)
+        collect_less(args)
         from ipd_cli.cli import main as cli_main
 
         try:

@@ -201,6 +201,23 @@ def test_the_console_script_keeps_freed_memory_only_for_searches(monkeypatch):
     assert calls == []
 
 
+def test_the_console_script_collects_garbage_less_often_only_for_searches(monkeypatch):
+    # the young generation's threshold is raised for commands that search, never for listings
+    # or help; the older generations' thresholds are kept
+    import gc
+
+    from ipd_cli import __main__ as entry
+
+    calls: list[tuple[int, ...]] = []
+    monkeypatch.setattr(gc, "get_threshold", lambda: (700, 10, 10))
+    monkeypatch.setattr(gc, "set_threshold", lambda *t: calls.append(t))
+    for argv in (["hardware", "list"], ["--help"], [], ["--version"], ["models", "show", "x"]):
+        entry.collect_less(argv)
+    assert calls == []
+    entry.collect_less(["compare", "vera-rubin", "blackwell", "-f", "json"])
+    assert calls == [(2000, 10, 10)]
+
+
 def test_the_most_replicas_are_whole_expert_groups_by_hand():
     # tp cp dp must be a multiple of ep, so dp moves in steps of ep / gcd(ep, tp cp):
     # tp 1 ep 2 on 23 GPUs: step 2, 22 replicas (one GPU idles; 23 has no expert grouping);
