@@ -778,7 +778,9 @@ class Efficiency(Strict):
         "FFN input before its activation (models with glu_clamp), in values of the expert FFN width "
         "per routed copy of a token",
     )
-    gemm_call_overhead_us: Sourced = unit("us", 1e-6, description="fixed time per GEMM call, any precision")
+    gemm_call_overhead_us: Sourced = unit(
+        "us", 1e-6, description="fixed time per GEMM or fused-attention call, any precision"
+    )
     elementwise_hbm_efficiency: Sourced = unit(
         "fraction", description="achieved share of HBM bandwidth in norms, activations, casts, optimizer"
     )

@@ -935,7 +935,9 @@ _STEP_TERMS = {
     "share on an FP8 run), + GEMM call overhead per call; the LM head at BF16's rate, a 1/pp share "
     "of it on each stage",
     "attention_s": "the causal attention's score and value products in BF16: FLOPs / (bf16 dense "
-    "peak x attention efficiency), the backward attention backward / forward times the forward",
+    "peak x attention efficiency), the backward attention backward / forward times the forward, + "
+    "GEMM call overhead per fused-attention call (a pass makes one, cp under context parallelism: "
+    "one per ring step)",
     "memory_bound_s": "norms, residuals, RoPE, activations, the router's permute and combine, the "
     "casts to the GEMMs' precision, and a 1/pp share of the vocabulary's cross-entropy: bytes / "
     "(HBM bandwidth x memory-bound HBM efficiency)",

@@ -245,6 +245,16 @@ def layer_gemm_seconds(P: Cols, x: dict):
     return g["mix"] + (1.0 - moe) * g["dense"] + moe * (g["shared"] + g["routed"])
 
 
+def attention_call_seconds(P: Cols, x: dict):
+    """The fixed cost of one pass's fused-attention calls in a layer, for one micro-batch: each call,
+    as a GEMM call, pays ``call_s`` (efficiency.gemm_call_overhead_us, with the small kernels around
+    it folded in). Context parallelism's ring runs attention as cp calls a pass, one per ring step
+    (TransformerEngine's AttnFuncWithCPAndKVP2P: a fused_attn_fwd call a step forward, a
+    fused_attn_bwd call a step backward, each with its softmax and output corrections); without
+    it, one call."""
+    return P["cp"] * x["call_s"]
+
+
 def head_seconds(P: Cols, x: dict):
     """Forward LM-head GEMM (BF16) of one micro-batch, spread over the stages (balanced split)."""
     T = tokens(P, x)
@@ -614,9 +624,10 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
     loss = loss_seconds(P, x)
     cp_fwd, cp_bwd = Ls * exposed(cp, a, x), Ls * exposed(2.0 * cp, r * a, x)
     eager = Ls * eager_seconds(P, x)
-    fwd = Ls * (g + a + mem + tp + ep) + eager + cp_fwd + head + loss / 2.0
+    calls_a = attention_call_seconds(P, x)  # the attention calls' fixed cost, a pass
+    fwd = Ls * (g + a + calls_a + mem + tp + ep) + eager + cp_fwd + head + loss / 2.0
     # the sequence-parallel backward's collectives: layer_tp_exposed
-    bwd = Ls * (2.0 * g + r * a + 2.0 * mem + tp_bwd + ep) + cp_bwd + 2.0 * head + loss / 2.0
+    bwd = Ls * (2.0 * g + r * a + calls_a + 2.0 * mem + tp_bwd + ep) + cp_bwd + 2.0 * head + loss / 2.0
     acts = activation_bytes(P, x, Ls)
     if bounds_only:
         return {"fwd_s": fwd, "bwd_s": bwd, **acts}
@@ -634,10 +645,10 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
         "layer_comm_s": Ls * (tp + ep) + cp_fwd,
         "gemm_s": Ls * 3.0 * g + 3.0 * head,
         "wgrad_s": Ls * g + head,
-        "attention_s": Ls * (1.0 + r) * a,
+        "attention_s": Ls * ((1.0 + r) * a + 2.0 * calls_a),
         "memory_s": Ls * 3.0 * mem + loss,
         "layer_gemm_s": Ls * g,
-        "layer_attention_s": Ls * a,
+        "layer_attention_s": Ls * (a + calls_a),
         "layer_memory_s": Ls * mem,
         "eager_s": eager,
         **acts,
