@@ -71,7 +71,7 @@ def test_compare_json_contract():
     assert lines[0] == (
         "ipd: note: pre-training is charged the owning cost of the hours it runs, as if other work kept "
         "the GPUs busy the rest of their life at economics.utilisation 0.85 (bought for the run alone: "
-        "vera-rubin-nvl72's 29,952 GPUs (416 systems, $3.24B to buy) for 29.3 days of their 5-year "
+        "vera-rubin-nvl72's 29,952 GPUs (416 systems, $3.24B to buy) for 29.5 days of their 5-year "
         "life; gb200-nvl72's 122,904 GPUs (1,707 systems, $6.4B to buy) for 29.9 days of their 5-year "
         "life)"
     )

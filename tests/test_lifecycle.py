@@ -1053,7 +1053,8 @@ def test_explain_derives_each_stages_energy_from_its_gpu_hours():
     pre = inputs("pretraining.energy_mwh")
     assert pre["kw_per_gpu"] == pytest.approx(kw) and pre["pue"] == 1.3
     assert rows["pretraining.energy_mwh"]["value"] == pytest.approx(pre["gpu_hours"] * kw * 1.3 / 1000)
-    # 21,058,203 GPU-hours x 230 kW / 72 x 1.3 = 87,450.04 MWh (81,733.73 on the plan before the
+    # 21,177,995 GPU-hours x 230 kW / 72 x 1.3 = 87,947.50 MWh (87,450.04 until each fused-attention
+    # call paid its fixed cost, 2026-12-06: 21,058,203 GPU-hours; 81,733.73 on the plan before the
     # shared experts' TP collectives, 82,173.77 before MLA's collectives were counted op by op,
     # 82,179.07 before a step paid its fixed time: 28,440 GPUs, not 27,648; 82,816.28 before the
     # refit that priced MXFP8 cases at their recipe and made 26.06's Qwen3-30B-A3B GB rows checking
@@ -1061,7 +1062,7 @@ def test_explain_derives_each_stages_energy_from_its_gpu_hours():
     # step's fixed time went 18 -> 20.4 ms, 2026-12-05; 86,857.52 on TP4 PP8 before NVFP4 runs lost
     # userbuffers' TP overlap, the same day; 86,379.44 on 29,232 GPUs until a cast paid its HBM
     # traffic by recipe, the same day: 29,952 GPUs on TP1 PP4 (interleave 16) CP4 now)
-    assert rows["pretraining.energy_mwh"]["value"] == pytest.approx(87_450.04, rel=1e-6)
+    assert rows["pretraining.energy_mwh"]["value"] == pytest.approx(87_947.50, rel=1e-6)
     rl = inputs("rl.energy_kwh_per_step")
     assert rows["rl.energy_kwh_per_step"]["value"] == pytest.approx(rl["gpu_hours_per_step"] * kw * 1.3)
     assert rows["rl.energy_kwh_per_step"]["value"] == pytest.approx(system["rl"]["energy_kwh_per_step"])

@@ -384,7 +384,7 @@ def test_a_missed_service_target_is_marked_in_the_table_and_on_stderr():
     for row in ("Solved tasks per $1k", "Output tokens/s per GPU", "&nbsp;&nbsp;serving"):
         assert rows[f"| {row}"].endswith("| n/a: misses target |"), row
     for row, ratio in [
-        ("&nbsp;&nbsp;pre-training (amortised)", "1.99x worse"),  # 178.3M / 89.5M
+        ("&nbsp;&nbsp;pre-training (amortised)", "1.98x worse"),  # 178.6M / 90.0M
         ("Interactivity (1 / TPOT)", "1.25x worse"),  # 165 / 132
         ("&nbsp;&nbsp;price", "2.10x better"),  # $8.50 / $4.05
     ]:
