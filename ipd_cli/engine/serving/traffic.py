@@ -124,13 +124,15 @@ def choose_for_traffic(
     rows = np.empty(len(tokens), dtype=np.int64)
     cols = {k: np.empty(len(tokens)) for k in (*POOL_COLUMNS, "copies") if k in r or k == "copies"}
     order = np.argsort(tokens, kind="stable")  # near traffics together: a bound prunes more
+    if bound is not None:
+        bound.size_probe(tokens[order])
     start = 0
     while start < len(tokens):
         width = min(BLOCK_VALUES, max(1, BLOCK_CELLS // max(1, len(cand))))
         at = order[start : start + width]
         start += width
         t = tokens[at]
-        keep, cap = (cand, None) if bound is None else bound.candidates(t)
+        keep, cap = (cand, None) if bound is None else bound.candidates(t, slice(start - width, start))
         block = _columns(g, keep, pos, t, ttft_target_s, cap, None if bound is None else bound.probed)
         bt, bg = block["tokens_per_s_per_gpu"], block["deployment_gpus"]
         if bound is not None:
@@ -163,21 +165,25 @@ class _Bound:
     that is more than the GPUs some row takes (``probe``: of the rows that no traffic moves, the
     one with the most tokens/s per GPU of each deployment size, and the sized rows the bound ranks
     first): the block's rows are the rows the bounds leave, in their order. Exact: a row left out
-    takes more GPUs than the probe's best at every traffic of the block."""
+    takes more GPUs than the probe's best at every traffic of the block. The probe is sized once
+    for every traffic (:meth:`size_probe`; a block takes its columns), its leading rows first and
+    the others only where their floor is within the GPUs those take (:meth:`_probe`)."""
 
     PROBE = 16  # sized rows probed, by each bound
+    LEAD = 1  # of them, sized first at every traffic: the others only below the GPUs these take
 
     def __init__(self, g: Any, cand: Any, pos: Any, ttft_target_s: float | None = None) -> None:
         import numpy as np
 
         self.g, self.pos, self.cand, self.ttft = g, pos, cand, ttft_target_s
-        self.probed: Any = None  # (rows, their columns) sized by :meth:`candidates`
+        self.probed: Any = None  # (rows, their columns) at a block's traffics (:meth:`candidates`)
+        self.columns: Any = None  # the probe's columns at every traffic (:meth:`size_probe`)
         r = g.rows
         sized = pos[cand] >= 0
         self.fixed, self.sized = cand[~sized], cand[sized]
         tps, gpus = r["tokens_per_s_per_gpu"], r["deployment_gpus"]
         # ascending, as distinct's below (:func:`_columns` looks its rows up by searchsorted)
-        self.probe = _candidates(self.fixed, pos, tps, tps, gpus)
+        self.probe = self.lead = _candidates(self.fixed, pos, tps, tps, gpus)
         if not len(self.sized):
             return
         lay, p = g.lay, g.pools
@@ -188,28 +194,55 @@ class _Bound:
             per_token = g_d / p["rate"][i] + g_p * p["prefill"]["prefill_s"][i] / g.ph.osl
         slack = 1 - GPU_FLOOR_SLACK
         self.per_token, self.least = per_token * slack, (g_d + g_p) * slack
-        probe = np.concatenate(
-            [
-                np.argsort(self.per_token, kind="stable")[: self.PROBE],
-                np.argsort(self.least, kind="stable")[: self.PROBE],
-            ]
-        )
+        by_token = np.argsort(self.per_token, kind="stable")
+        by_least = np.argsort(self.least, kind="stable")
+        lead = self.sized[np.concatenate([by_token[: self.LEAD], by_least[: self.LEAD]])]
+        self.lead = distinct(np.concatenate([self.probe, lead]))
+        probe = np.concatenate([by_token[: self.PROBE], by_least[: self.PROBE]])
         self.probe = distinct(np.concatenate([self.probe, self.sized[probe]]))
 
-    def candidates(self, tokens: Any) -> Any:
-        """The rows that can take the traffics ``tokens`` (sorted), and the fewest GPUs a probed
-        row takes at each (None where nothing was probed): a row's GPUs above it at a traffic
-        are never chosen there, so its pools and copies need not be sized there (:func:`_columns`)."""
+    def _probe(self, tokens: Any) -> dict[str, Any]:
+        """The probe's columns at ``tokens``: its leading rows (every row no traffic moves and the
+        sized rows each bound ranks first) sized first, the others only where they may take fewer
+        GPUs than those (the cap of :func:`_columns`). Its fewest GPUs at each traffic are the
+        whole probe's: a row past the cap takes more GPUs than a leading row there."""
         import numpy as np
 
-        few = len(self.sized) <= 4 * self.PROBE
-        if few and len(self.fixed) <= 4 * self.PROBE:
+        first = _columns(self.g, self.lead, self.pos, tokens, self.ttft)
+        rest = self.probe[~np.isin(self.probe, self.lead)]
+        if not len(rest):
+            return first
+        most = _fewest_gpus(first)
+        cap = np.where(tokens > 0, most, np.inf)  # no traffic: no copy at all, no floor to cap by
+        return _columns(self.g, self.probe, self.pos, tokens, self.ttft, cap, (self.lead, first))
+
+    def size_probe(self, tokens: Any) -> None:
+        """The probe's columns at every traffic of ``tokens`` (sorted), at once (in blocks of at
+        most :data:`BLOCK_CELLS` cells): :meth:`candidates` takes a block's from them. Nothing
+        where the candidates are few enough to be sized alike."""
+        import numpy as np
+
+        self.columns = None
+        if len(self.sized) <= 4 * self.PROBE and len(self.fixed) <= 4 * self.PROBE:
+            return
+        width = max(1, BLOCK_CELLS // max(1, len(self.probe)))
+        parts = [self._probe(tokens[s : s + width]) for s in range(0, len(tokens), width)]
+        self.columns = {k: np.concatenate([part[k] for part in parts], axis=1) for k in parts[0]}
+
+    def candidates(self, tokens: Any, at: slice) -> Any:
+        """The rows that can take the traffics ``tokens`` (sorted; ``at``: their place among those
+        :meth:`size_probe` took), and the fewest GPUs a probed row takes at each (None where
+        nothing was probed): a row's GPUs above it at a traffic are never chosen there, so its
+        pools and copies need not be sized there (:func:`_columns`)."""
+        import numpy as np
+
+        if self.columns is None:
             return self.cand, None
-        block = _columns(self.g, self.probe, self.pos, tokens, self.ttft)
+        few = len(self.sized) <= 4 * self.PROBE
+        block = {k: v[:, at] for k, v in self.columns.items()}
         self.probed = (self.probe, block)  # sized once: the block's own sizing takes them as they are
-        need = _gpus(block)
+        most = _fewest_gpus(block)  # the fewest GPUs a probed row takes
         with np.errstate(all="ignore"):
-            most = np.where(np.isnan(need), np.inf, need).min(axis=0)  # the fewest GPUs a probed row takes
             # no traffic: no copy at all, the bounds (a copy at least) do not hold
             if not (np.isfinite(most).all() and (tokens > 0).all()):
                 return self.cand, None
@@ -223,6 +256,15 @@ class _Bound:
                 )
             ]
         return np.sort(np.concatenate([fixed, sized])), most
+
+
+def _fewest_gpus(block: dict[str, Any]) -> Any:
+    """Per traffic, the fewest GPUs a row of ``block`` takes (inf where none is a number)."""
+    import numpy as np
+
+    need = _gpus(block)
+    with np.errstate(all="ignore"):
+        return np.where(np.isnan(need), np.inf, need).min(axis=0)
 
 
 def _fixed_within(tokens: Any, most: Any, tps: Any, gpus: Any) -> Any:
