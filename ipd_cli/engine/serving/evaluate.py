@@ -54,6 +54,7 @@ from typing import Any, NamedTuple
 from ipd_cli.engine import formulas as f
 
 from .physics import Physics
+from .queueing import RESOLVED_LOAD, WaitsWithin
 
 Columns = dict[str, Any]
 TP, TEP, DEP = 0, 1, 2  # layout families
@@ -707,132 +708,208 @@ def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget
     settle it, Erlang's sum only near a search's answer (:class:`queueing.WaitsWithin`); and once
     a D's P is the fewest for the whole budget (its slot wait leaves the prefill pool nothing to
     make up), every larger D takes that P too (the waits only fall), so the pools left are
-    priced without a search. ``cap`` (see :func:`traffic_pools`): cells whose least stable pools
-    use more GPUs than it keep those pools, unsearched."""
+    priced without a search (:func:`_larger_decode_pools`). ``cap`` (see :func:`traffic_pools`):
+    cells whose least stable pools use more GPUs than it keep those pools, unsearched."""
     import numpy as np
-
-    from .queueing import RESOLVED_LOAD, WaitsWithin
 
     shape = np.broadcast_shapes(
         *(np.shape(v) for v in (requests_per_s, slot_s, slots, prefill_s, budget_s)),
         *(np.shape(c) for c in cost_columns),
     )
     flat = lambda v: np.broadcast_to(np.asarray(v, dtype=float), shape).reshape(-1)  # noqa: E731
-    lam, slot_s, slots, prefill_s, budget = map(flat, (requests_per_s, slot_s, slots, prefill_s, budget_s))
-    cols = [flat(c) for c in cost_columns]
-    n = len(lam)
-    with np.errstate(invalid="ignore"):
-        least_dec = np.ceil((np.floor(lam * slot_s) + 1) / slots)
-        least_pre = np.floor(lam * prefill_s) + 1
-    best_dec, best_pre, best = least_dec.copy(), least_pre.copy(), np.full(n, np.inf)
-    ones = np.ones(n)
+    lam, slot_s, slots, prefill_s, budget_s = map(flat, (requests_per_s, slot_s, slots, prefill_s, budget_s))
+    pairs = _Pairs(lam, slot_s, slots, prefill_s, budget_s, [flat(c) for c in cost_columns])
+    i = pairs.searched(None if cap is None else [flat(v) for v in cap])
+    if len(i):
+        _search_pairs(pairs, i)
+    return pairs.pools(shape)
 
-    def cost_at(i, p, d):
-        return f.packed_gpus(p, cols[0][i], cols[1][i], d, cols[2][i], cols[3][i])
 
-    def keep(i, d, p):  # where the pair (d, p) at cells ``i`` costs less than the best so far
+class _Pairs:
+    """The cells of :func:`decode_and_prefill_for_ttft` (flat arrays: arrivals/s, a slot's and a
+    prompt's seconds, slots a decode instance, the budget in seconds, :func:`_cost_columns`), and
+    per cell the pair (D, P) with the fewest paid GPUs offered so far (the first of equal costs
+    kept), at first both pools at their least stable counts."""
+
+    def __init__(self, lam, slot_s, slots, prefill_s, budget_s, cols) -> None:
+        import numpy as np
+
+        self.lam, self.slot_s, self.slots = lam, slot_s, slots
+        self.prefill_s, self.budget_s, self.cols = prefill_s, budget_s, cols
+        self.ones = np.ones(len(lam))
         with np.errstate(invalid="ignore"):
-            gpus = np.where(np.isnan(d) | np.isnan(p), np.inf, cost_at(i, p, d))
-        better = gpus < best[i]
-        at = i[better]
-        best_dec[at], best_pre[at], best[at] = d[better], p[better], gpus[better]
+            self.least_dec = np.ceil((np.floor(lam * slot_s) + 1) / slots)
+            self.least_pre = np.floor(lam * prefill_s) + 1
+        self.dec, self.pre = self.least_dec.copy(), self.least_pre.copy()
+        self.gpus = np.full(len(lam), np.inf)
 
-    def search(service, unit, low, wait, i, other=None):
-        # the fewest counts from ``low`` (of ``unit`` servers each) within ``wait`` less the other
-        # queue's wait (service, servers) at cells ``i``; NaN where that is not above 0
-        waits = WaitsWithin(lam[i], [(service[i], unit[i])], wait, other)
+    def searched(self, cap) -> Any:
+        """The cells to search: a budget above 0 (elsewhere no pair fits), and with ``cap``
+        ((prefill GPUs, decode GPUs an instance, GPUs), flat) least stable pools within it."""
+        import numpy as np
+
+        search_at = self.budget_s > 0
+        if cap is not None:
+            g_p, g_d, most = cap
+            with np.errstate(invalid="ignore"):
+                search_at &= ~((self.least_pre * g_p + self.least_dec * g_d) * (1 - GPU_FLOOR_SLACK) > most)
+        return np.flatnonzero(search_at)
+
+    def cost(self, i, p, d) -> Any:
+        """Paid GPUs (:func:`formulas.packed_gpus`) of ``p`` prefill and ``d`` decode instances at
+        cells ``i``."""
+        c = self.cols
+        return f.packed_gpus(p, c[0][i], c[1][i], d, c[2][i], c[3][i])
+
+    def offer(self, i, d, p) -> None:
+        """Keep the pairs (``d``, ``p``) at cells ``i`` that cost fewer GPUs than the best so far
+        (NaN: no pair)."""
+        import numpy as np
+
+        with np.errstate(invalid="ignore"):
+            gpus = np.where(np.isnan(d) | np.isnan(p), np.inf, self.cost(i, p, d))
+        better = gpus < self.gpus[i]
+        at = i[better]
+        self.dec[at], self.pre[at], self.gpus[at] = d[better], p[better], gpus[better]
+
+    def fewest(self, service, unit, low, wait_s, i, other=None) -> Any:
+        """The fewest counts from ``low`` (of ``unit`` servers each, a request taking ``service``
+        seconds) whose wait is within ``wait_s`` less the ``other`` queue's wait ((service, servers)
+        at cells ``i``; None: nothing) at cells ``i``; NaN where that is not above 0."""
+        import numpy as np
+
+        waits = WaitsWithin(self.lam[i], [(service[i], unit[i])], wait_s, other)
         at = np.arange(len(i))
         with np.errstate(invalid="ignore"):
-            left = waits.left(at) if other is not None else wait > 0
-            left &= np.isfinite(lam[i] * service[i])
+            left = waits.left(at) if other is not None else wait_s > 0
+            left &= np.isfinite(self.lam[i] * service[i])
             out = np.where(left, low, np.nan)
-            out = waits.fewest(out, at[left & (lam[i] * service[i] < RESOLVED_LOAD)])
+            out = waits.fewest(out, at[left & (self.lam[i] * service[i] < RESOLVED_LOAD)])
         return np.where(left, out, np.nan)
 
-    search_at = budget > 0  # elsewhere no pair fits: both pools at their least
-    if cap is not None:
-        g_p, g_d, most = (flat(v) for v in cap)
-        with np.errstate(invalid="ignore"):
-            search_at &= ~((least_pre * g_p + least_dec * g_d) * (1 - GPU_FLOOR_SLACK) > most)
-    i = np.flatnonzero(search_at)
-    if not len(i):
-        return least_dec.reshape(shape), least_pre.reshape(shape)
-    b = budget[i]
+    def decode_for(self, i, wait_s, pre=None) -> Any:
+        """The fewest decode instances from the least stable pool within ``wait_s`` at cells ``i``,
+        less the wait of ``pre`` prefill instances (None: none)."""
+        other = None if pre is None else (self.prefill_s[i], pre)
+        return self.fewest(self.slot_s, self.slots, self.least_dec[i], wait_s, i, other)
+
+    def prefill_for(self, i, low, wait_s, dec=None) -> Any:
+        """The fewest prefill instances from ``low`` within ``wait_s`` at cells ``i``, less the
+        slot wait of ``dec`` decode instances (None: none)."""
+        other = None if dec is None else (self.slot_s[i], dec * self.slots[i])
+        return self.fewest(self.prefill_s, self.ones, low, wait_s, i, other)
+
+    def pools(self, shape) -> Any:
+        """The best pair per cell (both pools at their least stable counts where none fits)."""
+        import numpy as np
+
+        fits = np.isfinite(self.gpus)
+        dec = np.where(fits, self.dec, self.least_dec).reshape(shape)
+        return dec, np.where(fits, self.pre, self.least_pre).reshape(shape)
+
+
+def _search_pairs(pairs: _Pairs, i: Any) -> None:
+    """:func:`decode_and_prefill_for_ttft`'s candidates at cells ``i``, offered in its order."""
+    import numpy as np
+
+    b, least_dec, least_pre = pairs.budget_s[i], pairs.least_dec[i], pairs.least_pre[i]
     # the least stable prefill pool, the fewest decode instances for the budget it leaves
-    d = search(slot_s, slots, least_dec[i], b, i, (prefill_s[i], least_pre[i]))
-    keep(i, d, least_pre[i])
+    pairs.offer(i, pairs.decode_for(i, b, least_pre), least_pre)
     # the budget split in half (its prefill pool, where its decode pool is the least stable one,
     # is that pool's below)
-    half = search(slot_s, slots, least_dec[i], 0.5 * b, i)
+    half = pairs.decode_for(i, 0.5 * b)
     # the fewest prefill instances for the whole budget: no decode pool's takes fewer
-    floor_pre = search(prefill_s, ones, least_pre[i], b, i)
-    floor_pre = np.where(np.isnan(floor_pre), least_pre[i], floor_pre)
+    floor_pre = pairs.prefill_for(i, least_pre, b)
+    floor_pre = np.where(np.isnan(floor_pre), least_pre, floor_pre)
     # each decode pool from the least stable one up, until the prefill pool is at its least: the
-    # least stable pool first, then every pool left at once (the searches' cells pairs of a cell
-    # and a pool), in the order the loop takes them
-    j, d = i, least_dec[i]
-    p = search(prefill_s, ones, floor_pre, b, j, (slot_s[j], d * slots[j]))
-    half_pre = np.where(half == d, p, np.nan)
-    other = np.flatnonzero(~np.isnan(half) & (half != d))
+    # least stable pool first, then every pool left at once (_larger_decode_pools)
+    p = pairs.prefill_for(i, floor_pre, b, least_dec)
+    pairs.offer(i, half, _half_prefill(pairs, i, half, p))
+    pairs.offer(i, least_dec, p)
+    _larger_decode_pools(pairs, i, floor_pre, p)
+
+
+def _half_prefill(pairs: _Pairs, i: Any, half: Any, p_least: Any) -> Any:
+    """The fewest prefill instances for the budget left by ``half`` decode instances at cells
+    ``i``: ``p_least`` (the least stable decode pool's) where ``half`` is that pool."""
+    import numpy as np
+
+    half_pre = np.where(half == pairs.least_dec[i], p_least, np.nan)
+    other = np.flatnonzero(~np.isnan(half) & (half != pairs.least_dec[i]))
     if len(other):
         at = i[other]
-        half_pre[other] = search(
-            prefill_s, ones, least_pre[at], b[other], at, (slot_s[at], half[other] * slots[at])
-        )
-    keep(i, half, half_pre)
-    keep(j, d, p)
-    p_first = p  # no larger pool takes more prefill instances
-    # at the fewest for the whole budget (every larger pool takes it too), or at the least
-    # stable prefill pool (the loop stops): no pool left to search
-    live = np.flatnonzero(~(p <= least_pre[j]) & ~(p == floor_pre))
-    done = np.flatnonzero(~(p <= least_pre[j]) & (p == floor_pre))
+        half_pre[other] = pairs.prefill_for(at, pairs.least_pre[at], pairs.budget_s[at], half[other])
+    return half_pre
+
+
+def _larger_decode_pools(pairs: _Pairs, i: Any, floor_pre: Any, p_first: Any) -> None:
+    """The decode pools above the least stable one at cells ``i`` (``p_first``: its prefill
+    pool), up to :data:`DECODE_POOLS_TRIED` pools in all: none where the loop stops at the least
+    stable prefill pool; priced without a search where ``p_first`` is already the fewest for the
+    whole budget (``floor_pre``: every larger pool takes it too); searched at once elsewhere."""
+    import numpy as np
+
+    least_pre = pairs.least_pre[i]
+    live = np.flatnonzero(~(p_first <= least_pre) & ~(p_first == floor_pre))
+    done = np.flatnonzero(~(p_first <= least_pre) & (p_first == floor_pre))
     rest = DECODE_POOLS_TRIED - 1
-    _keep_first(keep, cost_at, i[done], least_dec[i[done]], floor_pre[done], rest)
+    _keep_first(pairs, i[done], pairs.least_dec[i[done]], floor_pre[done], rest)
     if len(live):
-        cell = np.repeat(live, rest)
-        j, k = i[cell], np.tile(np.arange(1, rest + 1), len(live))
-        d = least_dec[j] + k
-        waits = WaitsWithin(lam[j], [(prefill_s[j], ones[j])], b[cell], (slot_s[j], d * slots[j]))
-        at = np.arange(len(cell))
-        with np.errstate(invalid="ignore"):
-            left = waits.left(at) & np.isfinite(lam[j] * prefill_s[j])
-        floor_fits = np.zeros(len(cell), dtype=bool)
-        floor_fits[left] = waits.fits(floor_pre[cell][left], at[left])
-        # the first pool at the floor: the loop stops there where the floor is the least stable
-        # pool, and every pool from it takes the floor
-        grid = floor_fits.reshape(-1, rest)
-        first = np.where(grid.any(axis=1), np.argmax(grid, axis=1), rest)
-        after = (np.arange(rest)[None, :] > first[:, None]).reshape(-1)
-        stop = np.repeat(floor_pre[live] <= least_pre[i[live]], rest)
-        p = np.where(floor_fits, floor_pre[cell], np.nan)
-        top = np.where(np.isnan(most_p := p_first[live]), np.inf, most_p)
-        low_gpus = _least_cost_left(cols, j, d, floor_pre[cell], np.repeat(top, rest))
-        hunt = np.flatnonzero(left & ~floor_fits & (low_gpus < best[j]))
-        if len(hunt):
-            at, slot_at = j[hunt], (slot_s[j[hunt]], d[hunt] * slots[j[hunt]])
-            p[hunt] = search(prefill_s, ones, floor_pre[cell[hunt]], b[cell[hunt]], at, slot_at)
-        with np.errstate(invalid="ignore"):
-            gpus = np.where(np.isnan(p) | (after & stop), np.inf, cost_at(j, p, d)).reshape(-1, rest)
-        pick = np.argmin(gpus, axis=1)  # the first of the least, as the loop keeps them
-        flat_pick = np.arange(len(live)) * rest + pick
-        keep(i[live], d[flat_pick], np.where(np.isfinite(gpus.min(axis=1)), p[flat_pick], np.nan))
-    fits = np.isfinite(best)
-    out_dec = np.where(fits, best_dec, least_dec).reshape(shape)
-    return out_dec, np.where(fits, best_pre, least_pre).reshape(shape)
+        _decode_pools_searched(pairs, i[live], floor_pre[live], p_first[live], rest)
 
 
-def _keep_first(keep, cost_at, i, first_dec, pre, count):
-    """Offer ``keep`` the least-cost pair of ``count`` decode pools from ``first_dec`` + 1 up, an
-    instance more each, each with ``pre`` prefill instances, at cells ``i`` (the first of equal
-    costs, in the loop's order)."""
+def _decode_pools_searched(pairs: _Pairs, i: Any, floor_pre: Any, p_first: Any, rest: int) -> None:
+    """The ``rest`` decode pools above the least stable one at cells ``i``, every one at once (the
+    searches' cells pairs of a cell and a pool), in the order the loop takes them: a pool whose
+    prefill floor ``floor_pre`` fits takes it (and the loop stops at the first such pool where the
+    floor is the least stable prefill pool); the others are searched from the floor, except where
+    no pair left can cost fewer GPUs than the best (:func:`_least_cost_left`; ``p_first``, the
+    least stable decode pool's prefill pool, bounds them above)."""
+    import numpy as np
+
+    cell = np.repeat(np.arange(len(i)), rest)
+    j, k = i[cell], np.tile(np.arange(1, rest + 1), len(i))
+    d = pairs.least_dec[j] + k
+    b = pairs.budget_s[j]
+    waits = WaitsWithin(
+        pairs.lam[j], [(pairs.prefill_s[j], pairs.ones[j])], b, (pairs.slot_s[j], d * pairs.slots[j])
+    )
+    at = np.arange(len(cell))
+    with np.errstate(invalid="ignore"):
+        left = waits.left(at) & np.isfinite(pairs.lam[j] * pairs.prefill_s[j])
+    floor_fits = np.zeros(len(cell), dtype=bool)
+    floor_fits[left] = waits.fits(floor_pre[cell][left], at[left])
+    # the first pool at the floor: the loop stops there where the floor is the least stable
+    # pool, and every pool from it takes the floor
+    grid = floor_fits.reshape(-1, rest)
+    first = np.where(grid.any(axis=1), np.argmax(grid, axis=1), rest)
+    after = (np.arange(rest)[None, :] > first[:, None]).reshape(-1)
+    stop = np.repeat(floor_pre <= pairs.least_pre[i], rest)
+    p = np.where(floor_fits, floor_pre[cell], np.nan)
+    top = np.where(np.isnan(p_first), np.inf, p_first)
+    low_gpus = _least_cost_left(pairs.cols, j, d, floor_pre[cell], np.repeat(top, rest))
+    hunt = np.flatnonzero(left & ~floor_fits & (low_gpus < pairs.gpus[j]))
+    if len(hunt):
+        p[hunt] = pairs.prefill_for(j[hunt], floor_pre[cell[hunt]], b[hunt], d[hunt])
+    with np.errstate(invalid="ignore"):
+        gpus = np.where(np.isnan(p) | (after & stop), np.inf, pairs.cost(j, p, d)).reshape(-1, rest)
+    pick = np.argmin(gpus, axis=1)  # the first of the least, as the loop keeps them
+    flat_pick = np.arange(len(i)) * rest + pick
+    pairs.offer(i, d[flat_pick], np.where(np.isfinite(gpus.min(axis=1)), p[flat_pick], np.nan))
+
+
+def _keep_first(pairs: _Pairs, i: Any, first_dec: Any, pre: Any, count: int) -> None:
+    """Offer the least-cost pair of ``count`` decode pools from ``first_dec`` + 1 up, an instance
+    more each, each with ``pre`` prefill instances, at cells ``i`` (the first of equal costs, in
+    the loop's order)."""
     import numpy as np
 
     if not len(i) or not count:
         return
     d = first_dec[:, None] + (1 + np.arange(count))[None, :]
-    gpus = cost_at(np.repeat(i, count), np.repeat(pre, count), d.reshape(-1)).reshape(-1, count)
+    gpus = pairs.cost(np.repeat(i, count), np.repeat(pre, count), d.reshape(-1)).reshape(-1, count)
     pick = np.argmin(gpus, axis=1)
-    keep(i, d[np.arange(len(i)), pick], pre)
+    pairs.offer(i, d[np.arange(len(i)), pick], pre)
 
 
 def _least_cost_left(cols, i, dec, low_pre, high_pre):
