@@ -480,3 +480,41 @@ def test_the_decode_and_prefill_search_takes_the_pools_the_plain_loop_takes():
     want = _decode_and_prefill_by_the_loop(lam, slot_s, slots, prefill_s, budget, cost)
     got = decode_and_prefill_for_ttft(lam, slot_s, slots, prefill_s, budget, cols)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_the_decode_and_prefill_search_stops_at_the_least_stable_prefill_pool():
+    # the loop stops at the first decode pool whose prefill pool is the least stable one, even
+    # where a larger decode pool would cost fewer GPUs (its instances' holes taking prefill
+    # instances): the search's batch of larger pools does too. 1 request/s; a slot held 0.5 s,
+    # one slot a decode instance: D = 1 is the least stable pool (a = 0.5), its wait the M/D/1
+    # one, rho S / (2 (1 - rho)) = 0.25 s; D = 2: Erlang B(2, 0.5) = 0.125 / 1.625, C = 0.1, M/M/2
+    # 0.1 x 0.5 / 1.5 = 0.03333, Cosmetatos 1 + 0.75 (sqrt(14) - 2) / 8 = 1.16328: 0.019388 s.
+    # Prompts of 2.5 s: P = 3 is the least stable pool (a = 2.5), B(3, 2.5) = 2.604167 / 9.229167,
+    # C = 0.702246, M/M/3 3.51123 s, Cosmetatos 1.019657: 1.790126 s; P = 4: 0.288280 s.
+    # Budget 1.9 s: at D = 1, P = 3 misses (2.04 s) and P = 4 fits; at D = 2, P = 3 fits (1.8095 s)
+    # and the loop stops. Paid GPUs: a prefill instance 4, a decode instance 1 with a hole for one
+    # prefill instance: (D, P) = (2, 3) takes 2 + 1 x 4 = 6 GPUs, (3, 3) would take 3, (1, 4) 13
+    import numpy as np
+
+    from ipd_cli.engine import formulas as f
+    from ipd_cli.engine.serving.evaluate import decode_and_prefill_for_ttft
+    from ipd_cli.engine.serving.queueing import mdc_wait_s
+
+    lam, slot_s, prefill_s = 1.0, 0.5, 2.5
+    dec = mdc_wait_s(lam, slot_s, np.array([1.0, 2.0]))
+    pre = mdc_wait_s(lam, prefill_s, np.array([3.0, 4.0]))
+    assert dec == pytest.approx([0.25, 0.019388], rel=1e-4) and pre == pytest.approx(
+        [1.790126, 0.288280], rel=1e-5
+    )
+    # a prefill instance's paid GPUs and how many fit in a decode hole; a decode instance's
+    cols = (4.0, 1.0, 1.0, 0.0)
+    assert [f.packed_gpus(p, 4.0, 1.0, d, 1.0, 0.0) for d, p in ((2, 3), (3, 3), (1, 4))] == [6.0, 3.0, 13.0]
+    arr = lambda v: np.array([v])  # noqa: E731
+    got = decode_and_prefill_for_ttft(arr(lam), arr(slot_s), arr(1.0), arr(prefill_s), arr(1.9), cols)
+    assert (got[0][0], got[1][0]) == (2.0, 3.0)
+
+    def cost(p, d):
+        return f.packed_gpus(p, *cols[:2], d, *cols[2:])
+
+    want = _decode_and_prefill_by_the_loop(arr(lam), arr(slot_s), arr(1.0), arr(prefill_s), arr(1.9), cost)
+    assert (want[0][0], want[1][0]) == (2.0, 3.0)
