@@ -127,3 +127,14 @@ def plan_inputs(cat, hardware, model, precision="bf16", seq=8192, tokens=1e12, p
         "tokens": tokens,
     }
     return tpn.derive(x)
+
+
+def queue_groups_of(sv) -> list[tuple[float, float]]:
+    """A serving block's queues behind its router, from its reported fields, as
+    ``queueing.mdc_copies_for_wait`` takes them (engine: ``point.queue_groups`` from grid rows):
+    its sequence slots (decode instances x concurrency, each held output_tokens /
+    tokens_per_s_per_user seconds) and, disaggregated, its prefill instances."""
+    return [
+        (sv.output_tokens / sv.tokens_per_s_per_user, sv.decode_instances * sv.concurrency),
+        (sv.prefill_instance_s, sv.prefill_instances if sv.disaggregated else 0),
+    ]

@@ -168,16 +168,17 @@ def test_gpus_for_traffic_in_whole_copies_by_hand():
     # 10 requests/s x 1,024 output tokens = 10,240 tokens/s: one 34-GPU copy at 5,307 tokens/s/GPU
     # (180,454 tokens/s) or one 8-GPU copy at 4,342 (34,736); 100,000 tokens/s: 3 of the 8-GPU
     # copies (24 GPUs), 1 of the 34-GPU one
-    assert f.gpus_for_traffic(10240.0, 5307.0, 34) == 34
-    assert f.gpus_for_traffic(10240.0, 4342.0, 8) == 8
-    assert f.deployment_copies(100000.0, 4342.0, 8) == 3 and f.gpus_for_traffic(100000.0, 4342.0, 8) == 24
+    assert f.deployment_copies(10240.0, 5307.0, 34) == 1 and f.gpus_for_traffic(1, 34) == 34
+    assert f.deployment_copies(10240.0, 4342.0, 8) == 1 and f.gpus_for_traffic(1, 8) == 8
+    assert f.deployment_copies(100000.0, 4342.0, 8) == 3 and f.gpus_for_traffic(3, 8) == 24
     # a deployment of 1.5 GPUs (instances sharing a domain) at 100 tokens/s/GPU serves 150 tokens/s:
     # 400 tokens/s take ceil(2.67) = 3 copies, 4.5 GPUs, so 5 whole GPUs
-    assert f.deployment_copies(400.0, 100.0, 1.5) == 3 and f.gpus_for_traffic(400.0, 100.0, 1.5) == 5
+    assert f.deployment_copies(400.0, 100.0, 1.5) == 3 and f.gpus_for_traffic(3, 1.5) == 5
     # every configuration at once
     import numpy as np
 
-    got = f.gpus_for_traffic(10240.0, np.array([5307.0, 4342.0, 300.0]), np.array([34.0, 8.0, 2.0]))
+    gpus = np.array([34.0, 8.0, 2.0])
+    got = f.gpus_for_traffic(f.deployment_copies(10240.0, np.array([5307.0, 4342.0, 300.0]), gpus), gpus)
     assert got.tolist() == [34.0, 8.0, 36.0]  # the last: ceil(10,240 / 600) = 18 copies of 2 GPUs
 
 

@@ -1141,7 +1141,7 @@ def _sized_one_at_a_time(g, target, tokens, ttft_target_s=None):
     within = g.feasible if ttft_target_s is None else g.feasible & (rows["ttft_s"] < ttft_target_s)
     ok = np.flatnonzero(within & (speed >= target))
     copies = _copies_one_at_a_time(g, rows, ok, tokens, ttft_target_s)
-    need = f.ceil(copies * gpus[ok])
+    need = f.gpus_for_traffic(copies, gpus[ok])
     k = best_of(-need, np.ones(len(ok), dtype=bool), tps[ok], speed[ok], -gpus[ok])
     return int(ok[k]), replace(g, rows=rows, derived={}), float(copies[k])
 
@@ -1153,6 +1153,7 @@ def _copies_one_at_a_time(g, rows, ok, tokens, ttft_target_s):
     pool) hold its lone TTFT + their waits within the target, every copy's behind one router."""
     import numpy as np
 
+    from ipd_cli.engine.serving.point import queue_groups
     from ipd_cli.engine.serving.queueing import mdc_copies_for_wait
 
     copies = f.deployment_copies(tokens, rows["tokens_per_s_per_gpu"][ok], rows["deployment_gpus"][ok])
@@ -1160,11 +1161,10 @@ def _copies_one_at_a_time(g, rows, ok, tokens, ttft_target_s):
     if ttft_target_s is None or not fixed.any():
         return copies
     o = ok[fixed]
-    slots = (g.ph.osl / rows["tokens_per_s_per_user"][o], rows["decode_instances"][o] * rows["batch"][o])
-    pre = (rows["prefill_instance_s"][o], np.where(rows["disagg"][o] == 1, rows["prefill_instances"][o], 0))
+    groups = queue_groups(g, o, rows["decode_instances"][o], rows["prefill_instances"][o])
     budget = ttft_target_s - rows["ttft_s"][o]
     with np.errstate(all="ignore"):
-        held = mdc_copies_for_wait(tokens / g.ph.osl, [slots, pre], np.where(budget > 0, budget, np.inf))
+        held = mdc_copies_for_wait(tokens / g.ph.osl, groups, np.where(budget > 0, budget, np.inf))
     copies = np.array(copies, dtype=float)
     copies[fixed] = np.maximum(copies[fixed], held)
     return copies
@@ -1201,7 +1201,7 @@ def test_every_traffic_at_once_equals_each_traffic_alone(catalog, workload, hard
         chosen.add((i, bool(grid.rows["disagg"][i])))
         old = serving(grid, i, "target", target_tokens_per_s_per_user=target, target_met=sized.met)
         deploy = old.deployment_gpus
-        need = f.ceil(copies * deploy)
+        need = f.gpus_for_traffic(copies, deploy)
         wait = None  # the prefill pool's queue, one traffic alone (aggregated: none)
         if old.disaggregated:
             wait = queue(value, old.prefill_instance_s, copies * old.prefill_instances)
@@ -1274,9 +1274,8 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     )
     # a large traffic (10,000 requests/s): copies of the highest-throughput deployment need no more
     big = serve(catalog, "b200", "deepseek-v3", requests_per_s=1e4, **kw)
-    assert big.gpus_for_traffic <= f.gpus_for_traffic(
-        1e4 * 1024, peak.tokens_per_s_per_gpu, peak.deployment_gpus
-    )
+    carry = f.deployment_copies(1e4 * 1024, peak.tokens_per_s_per_gpu, peak.deployment_gpus)
+    assert big.gpus_for_traffic <= f.gpus_for_traffic(carry, peak.deployment_gpus)
 
 
 def test_a_pinned_batch_stays_pinned_under_a_traffic(catalog):
@@ -1287,7 +1286,8 @@ def test_a_pinned_batch_stays_pinned_under_a_traffic(catalog):
     assert s.concurrency == peak.concurrency == 64 and s.operating_point == "concurrency"
     # 10,240 tokens/s: one copy of the best 64-sequence deployment (26 GPUs, disaggregated) before;
     # a smaller one is enough
-    assert s.gpus_for_traffic <= f.gpus_for_traffic(10240, peak.tokens_per_s_per_gpu, peak.deployment_gpus)
+    carry = f.deployment_copies(10240, peak.tokens_per_s_per_gpu, peak.deployment_gpus)
+    assert s.gpus_for_traffic <= f.gpus_for_traffic(carry, peak.deployment_gpus)
     assert s.gpus_for_traffic < peak.deployment_gpus
     little(s)
 

@@ -13,6 +13,7 @@ import itertools
 import math
 
 import pytest
+from helpers import queue_groups_of
 
 from ipd_cli.catalog.schema import PRECISIONS
 from ipd_cli.engine.serving import estimate_serving, estimate_serving_curve
@@ -319,16 +320,13 @@ def test_gpus_for_a_traffic_are_the_fewest_and_grow_with_it(catalog, hw, model, 
     kw = dict(precision=precision, tokens_per_user_s=target, **SHAPE)
     with memoized():
         peak = estimate_serving(catalog, hw, model, **kw).serving
-        groups = [
-            (1024 / peak.tokens_per_s_per_user, peak.decode_instances * peak.concurrency),
-            (peak.prefill_instance_s, peak.prefill_instances if peak.disaggregated else 0),
-        ]
+        groups = queue_groups_of(peak)
         last = 0
         for rps in (1e-4, 0.3, 3.0, 10.0, 30.0, 100.0, 1e3, 1e4):
             s = estimate_serving(catalog, hw, model, requests_per_s=rps, **kw).serving
             carry = f.deployment_copies(rps * 1024, peak.tokens_per_s_per_gpu, peak.deployment_gpus)
             held = mdc_copies_for_wait(rps, groups, s.ttft_target_s - peak.ttft_s)
-            old = f.ceil(max(carry, float(held)) * peak.deployment_gpus)
+            old = f.gpus_for_traffic(max(carry, float(held)), peak.deployment_gpus)
             assert last <= s.gpus_for_traffic <= old, rps
             assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= rps * 1024 * (
                 1 - 1e-12

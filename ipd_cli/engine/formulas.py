@@ -715,12 +715,12 @@ def prefill_instances_per_decode(decode_requests_per_s, prefill_s_per_request):
     return decode_requests_per_s * prefill_s_per_request
 
 
-def gpus_for_traffic(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus):
-    """Whole GPUs that serve ``tokens_per_s`` output tokens/s in whole copies of a deployment of
-    ``deployment_gpus`` GPUs (a fraction where instances share a domain) at ``tokens_per_s_per_gpu``
-    each: ceil(ceil(traffic / (rate x GPUs)) x GPUs). Floats and arrays: the serving search sizes
-    every configuration at once."""
-    return ceil(deployment_copies(tokens_per_s, tokens_per_s_per_gpu, deployment_gpus) * deployment_gpus)
+def gpus_for_traffic(copies, deployment_gpus):
+    """Whole GPUs of ``copies`` whole copies of a deployment of ``deployment_gpus`` GPUs (a fraction
+    where instances share a domain): ceil(copies x GPUs). The copies a traffic takes are at least
+    :func:`deployment_copies` (those that carry it), more where its queues need them. Floats and
+    arrays: the serving search sizes every configuration at once."""
+    return ceil(copies * deployment_gpus)
 
 
 def whole_systems(gpus, gpus_per_system):

@@ -185,7 +185,7 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
 
     With a ``traffic`` (output tokens/s; each disaggregated row's pools sized for it) the cost is
     the whole copies of the deployment it takes: among the same rows, the one with the fewest GPUs
-    for it (:func:`formulas.gpus_for_traffic`, every row at once), ties to the most tokens/s per
+    for it (:func:`formulas.gpus_for_traffic` of its copies, every row at once), ties to the most tokens/s per
     GPU, then the speed, then the fewer deployment GPUs: :func:`traffic.choose_for_traffic`, which
     sizes every traffic of a sweep at once. A small traffic gets the smallest deployment that is
     enough, not a copy of the highest-throughput one; a large one approaches the most tokens/s per

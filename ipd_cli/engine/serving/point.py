@@ -323,7 +323,7 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
             stranded_gpus=_counts(deploy - used),
             deployment_concurrency=_counts(per_gpu * deploy / r["tokens_per_s_per_user"][rows]),
             configuration=names,
-            gpus_for_traffic=(need := f.ceil(cols["copies"] * counted)),
+            gpus_for_traffic=(need := f.gpus_for_traffic(cols["copies"], counted)),
             systems_for_traffic=f.whole_systems(need, ph.gpus_per_system),
             instances_for_traffic=(copies := cols["copies"]),
             traffic_requests_per_s=rps,
@@ -340,7 +340,7 @@ def traffic_fields(g: Grid, rows: Any, cols: dict[str, Any], requests_per_s: Any
                 np.isnan(wait), np.nan, rps / copies * r["prefill_instance_s"][rows] / n_pre
             ),
             slot_utilisation=np.where(
-                np.isnan(slot), np.nan, rps / copies * slot_hold_s(g, rows) / _slots(g, rows, cols)
+                np.isnan(slot), np.nan, rps / copies * slot_hold_s(g, rows) / sequence_slots(g, rows, n_dec)
             ),
         )
 
@@ -351,9 +351,24 @@ def slot_hold_s(g: Grid, rows: Any) -> Any:
     return g.ph.osl / g.rows["tokens_per_s_per_user"][rows]
 
 
-def _slots(g: Grid, rows: Any, cols: dict[str, Any]) -> Any:
-    """Sequence slots of a deployment: decode (or aggregated) instances x batch."""
-    return cols["decode_instances"] * g.rows["batch"][rows]
+def sequence_slots(g: Grid, rows: Any, decode_instances: Any) -> Any:
+    """Sequence slots of a deployment of grid ``rows`` with ``decode_instances`` decode (or
+    aggregated) instances: instances x batch (each instance's concurrency)."""
+    return decode_instances * g.rows["batch"][rows]
+
+
+def queue_groups(g: Grid, rows: Any, decode_instances: Any, prefill_instances: Any) -> list[tuple[Any, Any]]:
+    """A copy's queues behind the router as (seconds a request holds a server, servers a copy)
+    pairs (:func:`queueing.mdc_copies_for_wait`'s groups): its :func:`sequence_slots`, each held
+    :func:`slot_hold_s`, and, disaggregated, its ``prefill_instances``, each prompt
+    ``prefill_instance_s`` (0 servers for an aggregated row: no prefill queue)."""
+    import numpy as np
+
+    r = g.rows
+    return [
+        (slot_hold_s(g, rows), sequence_slots(g, rows, decode_instances)),
+        (r["prefill_instance_s"][rows], np.where(r["disagg"][rows] == 1, prefill_instances, 0)),
+    ]
 
 
 def slot_queue_s(g: Grid, rows: Any, cols: dict[str, Any], rps: Any, copies: Any) -> Any:
@@ -366,7 +381,9 @@ def slot_queue_s(g: Grid, rows: Any, cols: dict[str, Any], rps: Any, copies: Any
     import numpy as np
 
     with np.errstate(all="ignore"):
-        wait = mdc_wait_s(rps, slot_hold_s(g, rows), copies * _slots(g, rows, cols))
+        wait = mdc_wait_s(
+            rps, slot_hold_s(g, rows), copies * sequence_slots(g, rows, cols["decode_instances"])
+        )
     return np.where(np.isfinite(wait), wait, np.nan)
 
 

@@ -28,7 +28,7 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import distinct, near_max
 
 from .evaluate import GPU_FLOOR_SLACK, traffic_pools
-from .point import slot_hold_s
+from .point import queue_groups
 
 BLOCK_CELLS = 1 << 22  # rows x traffic values per block at most (each 2-D column 32 MB)
 BLOCK_VALUES = 64  # traffic values per block (sorted: a block's bound prunes rows for all of them)
@@ -148,12 +148,12 @@ def choose_for_traffic(
 
 
 def _gpus(block: dict[str, Any]) -> Any:
-    """Whole GPUs of a block's rows at each traffic: ceil(copies x deployment GPUs), as
-    :func:`formulas.gpus_for_traffic` (NaN where a count is not a number)."""
+    """Whole GPUs of a block's rows at each traffic: :func:`formulas.gpus_for_traffic` of their
+    copies (NaN where a count is not a number)."""
     import numpy as np
 
     with np.errstate(all="ignore"):
-        return f.ceil(block["copies"] * block["deployment_gpus"])
+        return f.gpus_for_traffic(block["copies"], block["deployment_gpus"])
 
 
 class _Bound:
@@ -161,7 +161,7 @@ class _Bound:
     least the GPUs its instances use, ``max(T / rate, 1) x decode GPUs + max(T x prefill_s / osl,
     1) x prefill GPUs`` (paid GPUs are never fewer than used, and whole copies never fewer than
     one), and a row no traffic moves at least the whole copies that carry the traffic
-    (:func:`formulas.gpus_for_traffic`; its queues may take more), so it cannot be chosen where
+    (:func:`formulas.deployment_copies`; its queues may take more), so it cannot be chosen where
     that is more than the GPUs some row takes (``probe``: of the rows that no traffic moves, the
     one with the most tokens/s per GPU of each deployment size, and the sized rows the bound ranks
     first): the block's rows are the rows the bounds leave, in their order. Exact: a row left out
@@ -392,16 +392,13 @@ def copies_for_traffic(
     rows = cand[fixed][:, None]
     budget = ttft_target_s - r["ttft_s"][rows]
     shape = (len(fixed), len(tokens))
-    groups = [
-        (slot_hold_s(g, rows), r["decode_instances"][rows] * r["batch"][rows]),
-        (r["prefill_instance_s"][rows], np.where(r["disagg"][rows] == 1, r["prefill_instances"][rows], 0)),
-    ]
+    groups = queue_groups(g, rows, r["decode_instances"][rows], r["prefill_instances"][rows])
     lam = np.broadcast_to(tokens[None, :] / ph.osl, shape)
     wait = np.broadcast_to(np.where(budget > 0, budget, np.inf), shape)
     within = np.ones(shape, dtype=bool)
     if cap is not None:
         with np.errstate(all="ignore"):
-            within = ~(f.ceil(copies[fixed] * cols["deployment_gpus"][fixed]) > cap[None, :])
+            within = ~(f.gpus_for_traffic(copies[fixed], cols["deployment_gpus"][fixed]) > cap[None, :])
     held = np.full(shape, np.nan)
     groups_at = [(np.broadcast_to(sv, shape)[within], np.broadcast_to(c, shape)[within]) for sv, c in groups]
     with np.errstate(all="ignore"):
