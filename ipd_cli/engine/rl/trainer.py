@@ -160,11 +160,7 @@ def _within(table: tpn.BySize, cap: int) -> tpn.BySize:
     to it, the same plan and numbers; :attr:`~ipd_cli.engine.trainplan.BySize.min_gpus` None where
     no plan fits in ``cap``). The search's best plan on T GPUs is the fastest of those using at most
     T, found exactly whatever the cap beyond T (branch and bound drops only rows that cannot beat
-    it); checked plan by plan on every size up to each of nine caps against one search of 8,192
-    GPUs, for three RL workloads, two modes and five systems (257,040 sizes, all equal), and in
-    tests/test_rl.py. A test session asks the same trainer at several caps (the workload's gpus
-    given or overridden): 12 searches of one Vera Rubin trainer in the RL test files, 2.9 of their
-    12.7 s of plan search answered so."""
+    it); checked in tests/test_rl.py."""
     import numpy as np
 
     k = int(np.searchsorted(table.used, cap, side="right"))

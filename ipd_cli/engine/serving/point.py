@@ -391,11 +391,9 @@ def prefill_queue_s(g: Grid, rows: Any, cols: dict[str, Any], rps: Any, copies: 
     """The mean wait of a request for a prefill instance at ``rps`` requests/s (arrays, one per
     traffic): the prefill instances of every one of ``copies`` deployments behind one router (the
     next prompt to a free instance), an M/D/c queue (:func:`queueing.mdc_wait_s`: Poisson
-    arrivals, each prompt ``prefill_instance_s`` of an instance, c the copies' prefill instances;
-    until 2026-12-06 each copy of pinned pools took an equal share on its own pool, which the
-    copies' sequence slots, one queue behind the router, made inconsistent). NaN at rho >= 1 (no
-    steady state) and for an aggregated row:
-    its prompts have no pool of their own but take turns with decode inside each instance (their
+    arrivals, each prompt ``prefill_instance_s`` of an instance, c the copies' prefill instances).
+    NaN at rho >= 1 (no steady state) and for an aggregated row: its prompts have no pool of their
+    own but take turns with decode inside each instance (their
     cost is in its TPOT), and what a request waits for there is a free sequence slot
     (:func:`slot_queue_s`)."""
     import numpy as np

@@ -36,7 +36,7 @@ SUM_CHUNK, SUM_CHUNK_MOST, SUM_CELLS = 16, 1 << 14, 1 << 20
 
 # offered loads (servers' worth of work) from which Erlang's B is taken by quadrature (a fixed
 # cost a cell) rather than its sum (about 8.5 sqrt(a) terms a cell): sequence-slot pools reach
-# 10^6 in flight, where a sweep's traffics summed for seconds; below it the sum, as before
+# 10^6 in flight, where a sweep's traffics summed for seconds; below it the sum
 QUAD_LOAD = 30.0
 # Gauss-Legendre nodes over the integrand's window, and the window's half-width in the
 # integrand's standard deviations (the tail past 14 of them is below e^-90 of its peak): against
@@ -167,10 +167,9 @@ GALLOP_ROUNDS = 60
 # (Erlang C taken as 1) instead of Erlang's sum, which takes about 8.5 sqrt(a) terms, in chunks
 # (:data:`SUM_CHUNK_MOST`: a few dozen numpy passes at 10^8). The bound is loose where many servers
 # idle (Cosmetatos's correction grows as sqrt(c) at a low rho): sequence slots in flight reach
-# 10^6 for a frontier scenario on Hopper, where a bound at 10^6 (the prefill pools' cutoff until
-# 2026-12-05) found no count within a 1 ms budget. 10^8 servers' work is past any cluster. Past
-# 2^52 a unit step is below a double's resolution: the count is the load's, floor(a) + 1 (as
-# ceil(a) was), refused downstream
+# 10^6 for a frontier scenario on Hopper, where a bound taken from 10^6 finds no count within a
+# 1 ms budget. 10^8 servers' work is past any cluster. Past 2^52 a unit step is below a double's
+# resolution: the count is the load's, floor(a) + 1, refused downstream
 EXACT_LOAD = 1e8
 RESOLVED_LOAD = 2.0**52
 
