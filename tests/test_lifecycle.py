@@ -265,6 +265,22 @@ def _recomputed(items: list[dict]) -> int:
     return checked
 
 
+def test_explain_sizes_the_disaggregated_pools_from_the_inputs_it_lists():
+    # the headline's serving on Vera Rubin is one copy of disaggregated pools sized for the traffic:
+    # explain's gpus_for_traffic step names every input of its formula and of the two stability
+    # conditions beside it (output_tokens was used there but not listed)
+    items = run_cli_once("explain", "vera-rubin", "-f", "json").json()["items"]
+    step = next(i for i in items if i["metric"] == "serving.gpus_for_traffic")
+    assert "stranded_gpus, with decode_instances x concurrency >" in step["formula"]
+    x = {k: v for k, v in (p.split(" = ") for p in step["inputs"].split("; ")) if not v.startswith("'")}
+    x = {k: float(v) for k, v in x.items()}
+    gpus = x["decode_instances"] * x["instance_gpus"] + x["prefill_instances"] * x["prefill_instance_gpus"]
+    assert step["value"] == gpus + x["stranded_gpus"]
+    rps = x["traffic_requests_per_s"]
+    assert x["decode_instances"] * x["concurrency"] > rps * x["output_tokens"] / x["tokens_per_s_per_user"]
+    assert x["prefill_instances"] > rps * x["prefill_instance_s"]
+
+
 def test_explain_gives_the_stages_that_ran_where_another_cannot(catalog):
     # a review of the secondary outputs: A100 cannot pre-train the 10T MoE in 30 days, and explain
     # gave it only "cannot be computed" rows while compare gives its RL and serving blocks

@@ -781,6 +781,7 @@ def _traffic_gpus_step(point: Serving, per_s: float) -> Step:
         inputs |= {
             "traffic_requests_per_s": point.traffic_requests_per_s or 0.0,
             "concurrency": point.concurrency,
+            "output_tokens": point.output_tokens,
             "tokens_per_s_per_user": point.tokens_per_s_per_user,
             "decode_instances": point.decode_instances,
             "instance_gpus": point.instance_gpus,
