@@ -161,7 +161,7 @@ def mdc_wait_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
     return np.where(ok, wait, np.nan)
 
 
-# extra servers tried beyond the least stable pool, doubled each round: 2^60 is past any pool
+# a count search tries up to 2^GALLOP_ROUNDS more than its least stable count: past any pool
 GALLOP_ROUNDS = 60
 # offered loads (servers' worth of work) past which the count is searched on the wait's bound
 # (Erlang C taken as 1) instead of Erlang's sum, which takes about 8.5 sqrt(a) terms, in chunks
@@ -178,8 +178,8 @@ def mdc_servers_for_wait(arrivals_per_s: Any, service_s: Any, wait_s: Any) -> An
     """The fewest servers whose :func:`mdc_wait_s` is at most ``wait_s`` (seconds), on arrays
     (broadcast): the least stable pool, floor(a) + 1 with a = lambda x S (rho < 1), or more. The
     wait falls as servers are added (Erlang C does; the correction only shrinks with c), so the
-    smallest count is found by doubling the servers added until the wait fits, then halving the
-    gap: about 2 log2 of the servers added, every element at once. NaN where ``wait_s`` is not a
+    smallest count is found by widening the servers added until the wait fits, then narrowing
+    the gap (:func:`_fewest`, every element at once). NaN where ``wait_s`` is not a
     number >= 0 (a target the service alone misses) or an input is not a number; the least stable
     pool (at least 1) where nothing arrives. One server a copy: :func:`mdc_copies_for_wait`'s
     search with one queue."""
@@ -225,35 +225,55 @@ def mdc_copies_for_wait(arrivals_per_s: Any, groups: Any, wait_s: Any) -> Any:
     return np.where(ok, high, np.nan).reshape(shape)
 
 
+# counts a search tries per element in one pass, at most, and the cells of a pass it fills that
+# way: each pass narrows an element's bracket by as many (a doubling search halves it), and a
+# pass's numpy calls cost about as much as a few hundred cells' arithmetic (a search bound, not
+# a measured number: any values give the same counts)
+LADDER_MOST, LADDER_CELLS = 16, 512
+
+
 def _fewest(fits: Any, low: Any, live: Any) -> Any:
     """The fewest whole counts (per element) at which ``fits(counts, elements)`` holds, where it
     holds for every count from some count on: ``low`` as given where an element is not ``live``,
-    else above ``low`` (which fails there), found by doubling the counts added until they fit,
-    then halving the gap (about 2 log2 of the counts added, every element at once). NaN where no
-    count within 2^60 more fits. ``low`` is a float array, written over."""
+    else above ``low`` (which fails there). Each pass tries k counts an element
+    (:data:`LADDER_MOST`, fewer where the pass would hold more than :data:`LADDER_CELLS` cells;
+    one: doubling, then halving): k in a row above the last count known to fail, k times as far
+    apart each pass until one fits, then k evenly across the bracket left until it is one count
+    wide (about log_k of the counts added, twice; every element at once). NaN where no count
+    within 2^(:data:`GALLOP_ROUNDS`) more fits."""
     import numpy as np
 
-    bad = np.zeros(len(low), dtype=bool)
-    high, step = low.copy(), np.ones(len(low))
-    for _ in range(GALLOP_ROUNDS):
-        if not len(live):
-            break
-        high[live] = low[live] + step[live]
-        done = fits(high[live], live)
-        low[live[~done]] = high[live[~done]]
-        step[live[~done]] *= 2
-        live = live[~done]
-    bad[live] = True  # never fits within 2^60 more
-    # between low (fails) and high (fits), where low failed
-    live = np.flatnonzero(~bad & (high > low))
-    while len(live):
-        mid = np.floor((low[live] + high[live]) / 2)
-        moves = (mid != low[live]) & (mid != high[live])  # below 2^52 always
-        done = fits(mid, live)
-        high[live[done]] = mid[done]
-        low[live[~done]] = mid[~done]
-        live = live[moves & (high[live] - low[live] > 1)]
-    return np.where(bad, np.nan, high)
+    out = np.array(low, dtype=float)
+    lo = out[live]  # counts known to fail
+    top = out[live] + 2.0**GALLOP_ROUNDS  # past it nothing is tried
+    hi, step = np.full(len(live), np.inf), np.ones(len(live))
+    bad = np.zeros(len(live), dtype=bool)
+    at = np.arange(len(live))  # elements (positions in ``live``) whose bracket is open
+    while len(at):
+        k = max(1, min(LADDER_MOST, LADDER_CELLS // len(at)))
+        grow = max(k, 2)  # one count a pass: doubled, then halved
+        bounded = np.isfinite(hi[at])
+        gap = np.where(bounded, hi[at] - lo[at], 0.0)
+        s = np.where(bounded, np.ceil(gap / grow), step[at])
+        counts = lo[at][:, None] + s[:, None] * np.arange(1, k + 1)[None, :]
+        edge = np.where(bounded, hi[at], top[at])[:, None]
+        tried = np.where(bounded[:, None], counts < edge, counts <= edge)
+        ok = ~tried & bounded[:, None]  # a count at or past a known fit fits
+        row = np.broadcast_to(at[:, None], counts.shape)[tried]
+        ok[tried] = fits(counts[tried], live[row])
+        found = ok.any(axis=1)
+        first = np.argmax(ok, axis=1)
+        rows = np.arange(len(at))
+        below = np.where(first > 0, counts[rows, np.maximum(first - 1, 0)], lo[at])
+        hi[at] = np.where(found, np.fmin(hi[at], counts[rows, first]), hi[at])
+        lo[at] = np.where(found, below, counts[:, -1])
+        bad[at] = ~found & ~tried[:, -1]  # past 2^60 more without a fit
+        step[at] = np.where(found, step[at], s * grow)
+        # past 2^53 a step can fall below a double's resolution: the fit found is kept
+        stuck = lo[at] + np.maximum(np.ceil((hi[at] - lo[at]) / grow), 1.0) == lo[at]
+        at = at[~bad[at] & ~(hi[at] - lo[at] <= 1) & ~stuck]
+    out[live] = np.where(bad, np.nan, hi)
+    return out
 
 
 # past this many servers' factorial, log(c!) is Stirling's series to its c^-5 term (an error below
@@ -364,7 +384,7 @@ class WaitsWithin:
         """The other queue's wait (:func:`mdc_wait_s`) at elements ``i``, summed where not yet."""
         import numpy as np
 
-        need = i[np.isnan(self.o_exact[i])]
+        need = np.unique(i[np.isnan(self.o_exact[i])])  # a search asks an element at several counts
         if len(need) and self.other is not None:
             self.o_exact[need] = mdc_wait_s(self.lam[need], self.other[0][need], self.other[1][need])
         return self.o_exact[i]
@@ -392,7 +412,8 @@ class WaitsWithin:
 
         b = self.budget_s[i]
         tol = 4 * np.finfo(float).eps * np.abs(b)
-        out = self._bound(n, i) + self.o_hi[i] <= b - tol
+        bound = self._bound(n, i)
+        out = bound + self.o_hi[i] <= b - tol
         rest = np.flatnonzero(~out)
         if not len(rest):
             return out
@@ -407,7 +428,7 @@ class WaitsWithin:
         out[rest[yes]] = True
         hard = rest[~yes & ~no]
         if len(hard):
-            out[hard] = self._exact(n[hard], i[hard])
+            out[hard] = self._exact(n[hard], i[hard], bound[hard])
         return out
 
     def _bound(self, n: Any, i: Any) -> Any:
@@ -422,26 +443,55 @@ class WaitsWithin:
                 bound += np.where(used, wait_bound_s(lam, sv[i], np.where(used, k[i], 1.0) * n), 0.0)
         return bound
 
-    def _exact(self, n: Any, i: Any) -> Any:
-        """The searches' own decision at counts ``n`` of elements ``i``."""
+    def _exact(self, n: Any, i: Any, bound: Any) -> Any:
+        """The searches' own decision at counts ``n`` of elements ``i`` (``bound``: their
+        :meth:`_bound`)."""
         import numpy as np
 
         with np.errstate(all="ignore"):
             w = self.budget_s[i] - self.other_exact(i)
-            lam, exact = self.lam[i], np.zeros(len(i))
-            out = self._bound(n, i) <= w
+            out = bound <= w
             hard = np.flatnonzero(~out & (self.load[i] <= EXACT_LOAD))
+            j, exact = i[hard], np.zeros(len(hard))
             for sv, k in self.groups:
-                used = k[i][hard] >= 1
-                servers = np.where(used, k[i][hard], 1.0) * n[hard]
-                exact[hard] += np.where(used, mdc_wait_s(lam[hard], sv[i][hard], servers), 0.0)
-            out[hard] = exact[hard] <= w[hard]
+                used = k[j] >= 1
+                servers = np.where(used, k[j], 1.0) * n[hard]
+                exact += np.where(used, _queue_wait_s(self.lam[j], sv[j], servers), 0.0)
+            out[hard] = exact <= w[hard]
         return out
 
     def fewest(self, low: Any, live: Any) -> Any:
-        """The fewest counts from ``low`` (a float array, written over) that fit, at elements
-        ``live`` (elsewhere ``low``); NaN where none within 2^60 more does."""
+        """The fewest counts from ``low`` (a float array) that fit, at elements ``live``
+        (elsewhere ``low``); NaN where none within 2^60 more does."""
         return _fewest(self.fits, low, live[~self.fits(low[live], live)])
+
+
+def _queue_wait_s(lam: Any, service_s: Any, servers: Any) -> Any:
+    """:func:`mdc_wait_s` of flat arrays, the same numbers: a stable pool's with some arrivals (0 <
+    a < c, c >= 1, a at most :data:`EXACT_LOAD`) computed directly, every other cell by
+    :func:`mdc_wait_s` (a search asks a few cells a pass: its checks cost more than the sum)."""
+    import numpy as np
+
+    a = lam * service_s
+    with np.errstate(invalid="ignore"):
+        direct = (a > 0) & (a < servers) & (servers >= 1) & (a <= EXACT_LOAD)
+    if not direct.all():
+        out = mdc_wait_s(lam, service_s, servers)
+        at = np.flatnonzero(direct)
+        if len(at):
+            out[at] = _queue_wait_s(lam[at], service_s[at], servers[at])
+        return out
+    c, s = servers, service_s
+    b = np.empty(len(a))
+    big = a >= QUAD_LOAD
+    if not big.all():
+        b[~big] = _erlang_b_sum(c[~big], a[~big])
+    if big.any():
+        b[big] = _erlang_b_quad(c[big], a[big])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = a / c
+        mmc = b / (1 - rho * (1 - b)) * s / (c - a)
+        return np.where(mmc > 0, 0.5 * mmc * _cosmetatos(a / c, c), 0.0)
 
 
 def _interval(lam: Any, service_s: Any, servers: Any) -> Any:
