@@ -114,7 +114,7 @@ def choose_for_traffic(
     bound = None
     if meets.any():
         cand = _candidates(np.flatnonzero(meets), pos, tps, speed, gpus, ttft_target_s is None)
-        bound = _Bound(g, cand, pos, ttft_target_s)
+        bound = _Bound(g, cand, pos, ttft_target_s, speed)
     else:  # the fastest rows (speed moves with no traffic), then tokens/s per GPU, fewer GPUs
         cand = np.flatnonzero(ok)
         s = near_max(speed, ok)[cand]  # a tie in the last bits is a tie
@@ -133,7 +133,8 @@ def choose_for_traffic(
         start += width
         t = tokens[at]
         keep, cap = (cand, None) if bound is None else bound.candidates(t, slice(start - width, start))
-        block = _columns(g, keep, pos, t, ttft_target_s, cap, None if bound is None else bound.probed)
+        probed, rival = (None, None) if bound is None else (bound.probed, bound.rival)
+        block = _columns(g, keep, pos, t, ttft_target_s, cap, probed, rival)
         bt, bg = block["tokens_per_s_per_gpu"], block["deployment_gpus"]
         if bound is not None:
             need = _gpus(block)
@@ -145,6 +146,18 @@ def choose_for_traffic(
         for k in cols:
             cols[k][at] = block[k][best, np.arange(len(t))]
     return Sized(rows, met, cols, ttft_met)
+
+
+def _ranks_below(mine: Any, theirs: Any) -> Any:
+    """Whether (tokens/s per GPU, speed, deployment GPUs, row) ``mine`` (arrays, broadcast) ranks
+    strictly below ``theirs`` in :func:`choose_for_traffic`'s order among rows of as many GPUs: more
+    tokens/s per GPU, then speed, then fewer deployment GPUs, then the first row. False where a key
+    is not a number (such a row is kept)."""
+    bt, sp, bg, row = mine
+    r_bt, r_sp, r_bg, r_row = theirs
+    return (bt < r_bt) | (
+        (bt == r_bt) & ((sp < r_sp) | ((sp == r_sp) & ((bg > r_bg) | ((bg == r_bg) & (row > r_row)))))
+    )
 
 
 def _gpus(block: dict[str, Any]) -> Any:
@@ -172,10 +185,13 @@ class _Bound:
     PROBE = 16  # sized rows probed, by each bound
     LEAD = 1  # of them, sized first at every traffic: the others only below the GPUs these take
 
-    def __init__(self, g: Any, cand: Any, pos: Any, ttft_target_s: float | None = None) -> None:
+    def __init__(
+        self, g: Any, cand: Any, pos: Any, ttft_target_s: float | None = None, speed: Any = None
+    ) -> None:
         import numpy as np
 
-        self.g, self.pos, self.cand, self.ttft = g, pos, cand, ttft_target_s
+        self.g, self.pos, self.cand, self.ttft, self.speed = g, pos, cand, ttft_target_s, speed
+        self.rival: Any = None  # the probe's choice at a block's traffics (:meth:`candidates`)
         self.probed: Any = None  # (rows, their columns) at a block's traffics (:meth:`candidates`)
         self.columns: Any = None  # the probe's columns at every traffic (:meth:`size_probe`)
         r = g.rows
@@ -236,6 +252,7 @@ class _Bound:
         pools and copies need not be sized there (:func:`_columns`)."""
         import numpy as np
 
+        self.rival = None
         if self.columns is None:
             return self.cand, None
         few = len(self.sized) <= 4 * self.PROBE
@@ -255,7 +272,24 @@ class _Bound:
                     tokens, most, r["tokens_per_s_per_gpu"][self.fixed], r["deployment_gpus"][self.fixed]
                 )
             ]
+        if self.speed is not None:
+            self.rival = self._rival(block)
         return np.sort(np.concatenate([fixed, sized])), most
+
+    def _rival(self, block: dict[str, Any]) -> Any:
+        """The probe's choice at each traffic of ``block`` (its columns), with the keys the choice
+        ranks it by after its GPUs (:func:`choose_for_traffic`): (every row's speed, and per
+        traffic its tokens/s per GPU, speed, deployment GPUs, row). A row no traffic moves whose
+        copies that carry a traffic take as many GPUs as the probe's fewest, and that ranks below
+        it on those keys, is never chosen there (:func:`copies_for_traffic`)."""
+        import numpy as np
+
+        bt, bg = block["tokens_per_s_per_gpu"], block["deployment_gpus"]
+        keys = [-_gpus(block), bt, self.speed[self.probe][:, None], -bg]
+        best = _best_columns(np.ones(bt.shape, dtype=bool), keys)
+        at = np.arange(bt.shape[1])
+        row = self.probe[best]
+        return self.speed, (bt[best, at], self.speed[row], bg[best, at], row)
 
 
 def _fewest_gpus(block: dict[str, Any]) -> Any:
@@ -309,6 +343,7 @@ def _columns(
     ttft_target_s: float | None = None,
     cap: Any = None,
     probed: Any = None,
+    rival: Any = None,
 ) -> dict[str, Any]:
     """The :data:`POOL_COLUMNS` of rows ``cand`` at each of ``tokens`` (rows x values): the grid's
     own, or the pools sized for the traffic (:func:`evaluate.traffic_pools`, at ``ttft_target_s``);
@@ -316,13 +351,14 @@ def _columns(
     (:func:`copies_for_traffic`). With ``cap`` (GPUs per traffic value, which some row takes),
     where a row's GPUs are surely above it (the GPUs its least stable pools use, the copies that
     carry the traffic) it is not sized for the target: it is not chosen there. ``probed``: (rows,
-    their columns at ``tokens``) already sized, taken as they are."""
+    their columns at ``tokens``) already sized, taken as they are; ``rival`` (:meth:`_Bound._rival`):
+    rows no traffic moves that cannot rank above it are not sized where they merely tie the cap."""
     import numpy as np
 
     if probed is not None:
         done = np.isin(cand, probed[0])
         if done.any():
-            rest = _columns(g, cand[~done], pos, tokens, ttft_target_s, cap)
+            rest = _columns(g, cand[~done], pos, tokens, ttft_target_s, cap, None, rival)
             where = np.searchsorted(probed[0], cand[done])  # the probe is ascending (_Bound)
             out = {}
             for k, v in rest.items():
@@ -357,7 +393,7 @@ def _columns(
             full = np.array(out[k])
             full[sized] = cols[k]
             out[k] = full
-    out["copies"] = copies_for_traffic(g, cand, out, tokens, ttft_target_s, at >= 0, cap)
+    out["copies"] = copies_for_traffic(g, cand, out, tokens, ttft_target_s, at >= 0, cap, rival)
     return out
 
 
@@ -369,6 +405,7 @@ def copies_for_traffic(
     ttft_target_s: float | None,
     sized: Any,
     cap: Any = None,
+    rival: Any = None,
 ) -> Any:
     """Whole copies of each row's deployment (``cols``: its columns at each of ``tokens``, rows x
     values) that serve the traffic: as many as carry it (:func:`formulas.deployment_copies`), and
@@ -378,7 +415,9 @@ def copies_for_traffic(
     each, a request holding one for osl / tokens_per_s_per_user seconds, Little's law) one queue
     and, disaggregated, their prefill instances another. Where the lone prompt misses the target,
     the fewest copies at which every queue is stable (rho < 1). With ``cap`` (GPUs per traffic
-    value), only where the carrying copies' GPUs are within it (elsewhere the row is not chosen)."""
+    value), only where the carrying copies' GPUs are within it (elsewhere the row is not chosen),
+    and with ``rival`` (:meth:`_Bound._rival`) not where they equal it and the row ranks below the
+    rival (it is not chosen there either)."""
     import numpy as np
 
     from .queueing import mdc_copies_for_wait
@@ -398,7 +437,17 @@ def copies_for_traffic(
     within = np.ones(shape, dtype=bool)
     if cap is not None:
         with np.errstate(all="ignore"):
-            within = ~(f.gpus_for_traffic(copies[fixed], cols["deployment_gpus"][fixed]) > cap[None, :])
+            floor = f.gpus_for_traffic(copies[fixed], cols["deployment_gpus"][fixed])
+            within = ~(floor > cap[None, :])
+            if rival is not None:
+                speed, keys = rival
+                mine = (
+                    cols["tokens_per_s_per_gpu"][fixed],
+                    speed[rows],
+                    cols["deployment_gpus"][fixed],
+                    rows,
+                )
+                within &= ~((floor == cap[None, :]) & _ranks_below(mine, keys))
     held = np.full(shape, np.nan)
     groups_at = [(np.broadcast_to(sv, shape)[within], np.broadcast_to(c, shape)[within]) for sv, c in groups]
     with np.errstate(all="ignore"):
