@@ -133,6 +133,10 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
         raise InputError(f"`sets` {where}: cannot go below a plain value")
     # tables keyed by a number (draft depth) take the number
     key: str | int = int(name) if name not in node and name.isdigit() and int(name) in node else name
+    # a key holding dots (a stack's release, 1.1.0rc2): the longest run of keys the table holds
+    dotted = next((j for j in range(len(keys), 1, -1) if ".".join(keys[:j]) in node), None)
+    if key not in node and dotted is not None:
+        key, rest = ".".join(keys[:dotted]), keys[dotted:]
     choices = set(node) | set(_fields(cls))
     if key not in choices:
         field = _reported_as(cls, str(key))
