@@ -74,7 +74,7 @@ def check_arguments(fn: Any, values: dict[str, Any]) -> dict[str, Any]:
 # choices read in any case, as the CLI reads them and as system and model names are (a library
 # review: `pricing="TCO"` and `precision="FP8"` were refused where `speculative="OFF"` was taken)
 FOLDED = frozenset(
-    {"precision", "kv_precision", "stack", "pricing", "mode", "split", "transport", "layout",
+    {"precision", "kv_precision", "stack", "stack_release", "pricing", "mode", "split", "transport", "layout",
      "prefill_layout", "instance", "speculative"}
 )  # fmt: skip
 
@@ -223,6 +223,7 @@ def serve(
     instance: str = "best",
     speculative: str | int | None = None,
     stack: str | None = None,
+    stack_release: str | None = None,
     requests_per_s: float | None = None,
     output_tokens_per_day: float | None = None,
     pricing: str = "rental",
@@ -242,8 +243,8 @@ def serve(
         k: a[k]
         for k in (
             "input_tokens", "output_tokens", "context_tokens", "precision", "kv_precision", "instance_gpus",
-            "attention_tp", "layout", "disaggregated", "eplb", "instance", "speculative", "stack", "pricing",
-            "origin",
+            "attention_tp", "layout", "disaggregated", "eplb", "instance", "speculative", "stack",
+            "stack_release", "pricing", "origin",
         )
     }  # fmt: skip
     one_point = {

@@ -641,6 +641,16 @@ def serve(
             callback=_folded,
         ),
     ] = None,
+    stack_release: Annotated[
+        str | None,
+        typer.Option(
+            "--stack-release",
+            help="A release of the serving stack measured apart (the catalog's serving.stacks.<stack>."
+            "releases: trtllm 1.1.0rc2, whose aggregated iterations holding a prompt stall decode for at "
+            "least its measured time, FP4 on B200 only); default: the stack's profile, every release alike.",
+            callback=_folded,
+        ),
+    ] = None,
     requests_per_s: Annotated[
         float | None,
         typer.Option(
@@ -716,6 +726,7 @@ def serve(
         instance=instance,
         speculative=speculative,
         stack=stack,
+        stack_release=stack_release,
         requests_per_s=requests_per_s,
         output_tokens_per_day=tokens_per_day,
         pricing=pricing,

@@ -84,8 +84,9 @@ INPUTS = frozenset(
     max_instance_gpus max_response_tokens mean_response_tokens micro_batch mode model moe_a2a_overlap
     moe_dispatcher moe_routing output_tokens pipeline_schedule pp precision precision_train precision_wire
     prefill_instances prefill_layout prompt_set prompt_tokens prompts recompute scope senders seq_len
-    sequence_parallel serving speculative stack staleness_bound tokens tokens_per_step tokens_per_user_s
-    tp tp_comm_overlap train_gpus train_plan trainer_ep trainer_gpus trainer_pp transport vp""".split()
+    sequence_parallel serving speculative stack stack_release staleness_bound tokens tokens_per_step
+    tokens_per_user_s tp tp_comm_overlap train_gpus train_plan trainer_ep trainer_gpus trainer_pp transport
+    vp""".split()
 )
 WITHIN = 0.25  # the share of cases within 25 % is reported
 
@@ -410,6 +411,7 @@ def _serve(cat: Catalog, i: dict) -> Any:
         # is not published and the search chooses it; 'auto': whether it ran is not published)
         speculative=i.get("speculative", "off"),
         stack=i.get("stack"),
+        stack_release=i.get("stack_release"),
     ).serving
 
 

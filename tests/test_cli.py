@@ -506,11 +506,27 @@ def test_serve_stack_and_speculative_options():
     for bad, words in (
         (("--stack", "trtllm"), "--stack trtllm has no measurement or profile for mi355x (cdna4 family)"),
         (("--stack", "sglng"), "unknown --stack 'sglng'"),
+        (
+            ("--stack-release", "1.1.0rc2"),
+            "unknown --stack-release '1.1.0rc2' for sglang; releases measured ",
+        ),
+        (("--stack", "vllm", "--stack-release", "1.1.0RC2"), "unknown --stack-release '1.1.0rc2' for vllm"),
         (("--speculative", "7"), "acceptance is measured up to 3 draft tokens"),
         (("--speculative", "maybe"), "--speculative is auto, off, on or a draft depth"),
     ):
         r = run_cli(*base, *bad)
         assert r.code == 2 and words in r.stderr, (bad, r.stderr)
+
+
+def test_serve_refuses_a_release_the_catalog_does_not_hold_in_one_line():
+    r = run_cli(
+        "serve", "--hardware", "b200", "--model", "deepseek-r1", "--stack-release", "1.2", "-f", "json"
+    )
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "ipd: error: unknown --stack-release '1.2' for trtllm; releases measured apart: 1.1.0rc2 "
+        "(leave it out for the stack's profile)"
+    ]
 
 
 def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():

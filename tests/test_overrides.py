@@ -522,3 +522,18 @@ def test_an_expert_clamp_is_a_positive_limit():
     # would clamp every value to nothing and is refused, naming the field
     with pytest.raises(InputError, match=r"glu_clamp"):
         load(sets=["models.gpt-oss-120b.glu_clamp=0"])
+
+
+def test_a_set_path_may_name_a_table_key_holding_dots():
+    """A stack's release ('1.1.0rc2') is a key with dots: --set and the engine's reads join the
+    keys the table holds, the rest are fields as before."""
+    from ipd_cli.engine.inputs import resolve
+
+    path = "serving.stacks.trtllm.releases.1.1.0rc2.profiles.blackwell.prompt_stall_ms.fp4"
+    cat = load(sets=[f"{path}=40"])
+    held = cat.serving.stacks["trtllm"].releases["1.1.0rc2"].profiles["blackwell"].prompt_stall_ms
+    assert held is not None and held["fp4"].value == 40 and held["fp4"].source == "cli-set"
+    r = resolve(cat, path)
+    assert (r.value.value, r.unit, r.si) == (40, "ms", 1e-3)
+    with pytest.raises(InputError, match=r"releases\.1: unknown field; choose one of: 1\.1\.0rc2"):
+        load(sets=["serving.stacks.trtllm.releases.1.2.profiles.blackwell.prompt_stall_ms.fp4=40"])

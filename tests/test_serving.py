@@ -3196,3 +3196,61 @@ def test_an_attention_dp_balance_holds_an_aggregated_instances_prompts_by_hand(c
                             **(kw | {"stack": "vllm"}))  # fmt: skip
     vllm_names = {a.name: a for a in vllm.assumptions}
     assert vllm_names["attention-DP balance: a prompt's longest wait (steps)"].value == 0
+
+
+# ha (session 47, /work/wt/s47/ha/tools/stall.py): InferenceX's TensorRT-LLM 1.1.0rc2.post2 B200
+# FP4 TEP8 MTP-3 records of run 21012094241 that are not validation cases (fixture at 3a600f1d):
+# (mean ITL s, median ITL s, mean TPOT s, users, mean output tokens); 1k/1k at the catalog's 2.46
+# tokens a step, 1k/8k at each record's own mean ITL / mean TPOT / 10
+RC2_FP4_RECORDS = (
+    (0.1848036859983177, 0.1668044850230217, None, 16, 921.6),
+    (0.15008363703460442, 0.1486982541391626, 0.005286457851953916, 8, 7372.8),
+    (0.18441990514727166, 0.1818870399147272, 0.006481027240879122, 16, 7372.8),
+)
+
+
+def test_the_1_1_0rc2_prompt_stall_is_the_median_of_its_fp4_records(catalog):
+    """The catalog's 42.1 ms is (mean - median ITL) / prompts a 10-iteration chunk admits, the
+    median over the three FP4 records (42.1, 45.0, 41.0 ms), not a fit."""
+    import statistics
+
+    stalls = []
+    for mean, median, tpot, users, osl in RC2_FP4_RECORDS:
+        tokens_a_step = 2.46 if tpot is None else mean / tpot / 10
+        prompts_a_chunk = users * 10 * tokens_a_step / osl
+        stalls.append((mean - median) / prompts_a_chunk * 1e3)
+    assert [round(s, 1) for s in stalls] == [42.1, 45.0, 41.0]
+    rel = catalog.serving.stacks["trtllm"].releases["1.1.0rc2"].profiles["blackwell"]
+    held = rel.prompt_stall_ms
+    assert held is not None and set(held) == {"fp4"}  # FP4 only: the FP8 records read 22-70 ms
+    assert held["fp4"].value == round(statistics.median(stalls), 1) == 42.1 and held["fp4"].estimate
+
+
+def test_a_release_prices_a_prompt_at_its_stall_by_hand(catalog):
+    """B200 FP4 TEP8 aggregated at 16 users: ipd's prompt (~15.6 ms) is shorter than 1.1.0rc2's
+    stall, so the prompt takes 42.1 ms; the time per token counts 15 other prompts of 42.1 ms
+    over 922 tokens beside the same decode steps; without the release nothing changes."""
+    kw = dict(precision="fp4", layout="tep8", disaggregated=False, concurrency=16, speculative="off")
+    kw |= dict(input_tokens=922, output_tokens=922, stack="trtllm", eplb=False)
+    plain = estimate_serving(catalog, "b200", "deepseek-v3", **kw)
+    rc2 = estimate_serving(catalog, "b200", "deepseek-v3", stack_release="1.1.0rc2", **kw)
+    p, r = plain.serving, rc2.serving
+    assert p.prefill_instance_s < 0.0421 and p.ttft_s < 0.0421
+    assert r.prefill_instance_s == r.ttft_s == pytest.approx(0.0421, rel=1e-12)
+    assert r.step_time_ms == p.step_time_ms  # the decode step is the stack's
+    step_s = r.step_time_ms / MS
+    assert r.tpot_ms == pytest.approx((15 * 0.0421 + 922 * step_s) / 922 * MS, rel=1e-12)
+    per_gpu = 16 * 922 / (16 * 0.0421 + 922 * step_s) / 8  # the prompt's own: no wait beyond its share
+    assert r.tokens_per_s_per_gpu == pytest.approx(per_gpu, rel=1e-12)
+    stall = [a for a in rc2.assumptions if a.name.startswith("prompt stall")]
+    assert [(a.value, a.unit, a.source, a.estimate) for a in stall] == [
+        (42.1, "ms", "inferencex-trt-1.1-stall", True)
+    ]
+    assert not [a for a in plain.assumptions if a.name.startswith("prompt stall")]
+    # at FP8 the release measured none: priced as the stack's profile, and said so
+    fp8 = estimate_serving(
+        catalog, "b200", "deepseek-v3", stack_release="1.1.0rc2", **(kw | {"precision": "fp8"})
+    )
+    row = next(a for a in fp8.assumptions if a.name.startswith("prompt stall"))
+    assert row.value == 0.0 and "measured at fp4 only" in (row.note or "")
+    assert fp8.serving.prefill_instance_s < 0.0421

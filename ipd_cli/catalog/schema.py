@@ -1199,6 +1199,39 @@ def borrowed_profile(stack: str, ref: str) -> tuple[str, str]:
     return (other, family) if sep else (stack, ref)
 
 
+class ReleaseProfile(Strict):
+    """What one release of a serving stack costs on one accelerator family beyond the stack's
+    profile (configs/serving-stacks.yaml, ``releases.<release>.profiles.<family>``)."""
+
+    prompt_stall_ms: dict[Precision, Sourced] | None = unit(
+        "ms",
+        1e-3,
+        default=None,
+        description="the least time an aggregated instance's iteration holding a prompt takes, per weight "
+        "precision it was measured at (a release that runs such iterations uncaptured): a prompt "
+        "stalls decode for max(the prompt's priced seconds, this); other precisions price none",
+    )
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ReleaseProfile:
+        for p, v in (self.prompt_stall_ms or {}).items():
+            if v.value < 0:
+                raise ValueError(f"prompt_stall_ms.{p} must be >= 0, got {v.value}")
+        return self
+
+
+class StackRelease(Strict):
+    """A release of a serving stack whose measured costs differ from the stack's profile: picked
+    with ``--stack-release`` (a validation case: its ``stack_release`` input)."""
+
+    description: str
+    profiles: dict[str, ReleaseProfile] = Field(
+        description="per accelerator family where the release was measured (no borrowing)"
+    )
+    note: str | None = None
+
+
 class ServingStack(Strict):
     """A serving engine (TensorRT-LLM, vLLM, SGLang, ATOM) and what it achieves per family."""
 
@@ -1206,6 +1239,10 @@ class ServingStack(Strict):
     source: str
     profiles: dict[str, StackProfile] = Field(
         description="per accelerator family: the measured (or borrowed) efficiencies"
+    )
+    releases: dict[str, StackRelease] = Field(
+        default_factory=dict,
+        description="releases measured apart (none picked: the profiles alone, every release alike)",
     )
     note: str | None = None
 

@@ -55,6 +55,7 @@ class Shape:
     pricing: str = "rental"
     stack: str | None = None
     context_tokens: int | None = None  # cached context each request attends to (None: 0)
+    stack_release: str | None = None  # the stack's release measured apart (None: its profile alone)
 
 
 def pins_of(
@@ -119,7 +120,8 @@ def search(
     weights, kvs = precisions(ctx, shape.precision, shape.kv_precision)
     isl, osl, prefix = request_shape(ctx, shape.input_tokens, shape.output_tokens, shape.context_tokens)
     spec = speculative_pin(shape.speculative)
-    ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing, shape.stack, prefix)
+    release = shape.stack_release
+    ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing, shape.stack, prefix, release)
     _check_pins(ctx, pins)
     if instance == "smallest" and pins.instance_gpus is None:  # the smallest size any row fits on
         g = evaluate(ph, pins, target, whole=True)
@@ -623,6 +625,7 @@ def estimate_serving(
     instance: str = "best",
     speculative: str | int | None = None,
     stack: str | None = None,
+    stack_release: str | None = None,
     requests_per_s: float | None = None,
     output_tokens_per_day: float | None = None,
     ttft_target_s: float | None = None,
@@ -654,7 +657,8 @@ def estimate_serving(
     prompt is).
     ``speculative`` pins speculative decoding ("off", "on" or a draft depth; None or "auto": the
     search tries none and every depth with a measured acceptance); ``stack`` names the serving
-    stack (None: the best published stack of the accelerator's family).
+    stack (None: the best published stack of the accelerator's family), ``stack_release`` one of
+    its releases measured apart (``serving.stacks.<stack>.releases``; None: the stack's profile).
     """
     _check_operating_point(concurrency, tokens_per_user_s)
     ctx = context(cat, hardware, model, origin)
@@ -671,8 +675,9 @@ def estimate_serving(
         max_instance_gpus=max_instance_gpus,
     )
     shape = Shape(
-        input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack, context_tokens
-    )
+        input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack, context_tokens,
+        stack_release,
+    )  # fmt: skip
     g = _searched(ctx, shape, pins, instance, tokens_per_user_s)
     traffic = _requests_per_s(requests_per_s, output_tokens_per_day, g.ph.osl)
     choice = None
@@ -815,6 +820,7 @@ def estimate_serving_curve(
     instance: str = "best",
     speculative: str | int | None = None,
     stack: str | None = None,
+    stack_release: str | None = None,
     pricing: str = "rental",
     origin: str = CLI,
 ) -> ServeCurveResult:
@@ -830,8 +836,9 @@ def estimate_serving_curve(
         eplb=eplb,
     )
     shape = Shape(
-        input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack, context_tokens
-    )
+        input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack, context_tokens,
+        stack_release,
+    )  # fmt: skip
     g = search(ctx, shape, pins, instance)
     if not g.feasible.any():
         raise _infeasible(ctx, g, pins)

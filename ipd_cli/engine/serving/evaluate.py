@@ -548,23 +548,28 @@ def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
     """Prefills take turns with decode on the instance: every user waits for them. Time per output
     token (TPOT) counts the other requests' prefills, not the request's own (its TTFT)."""
     decode = ph.osl * step_s / x["accepted"]
-    prefill = batch * x["prefill_s"]
+    # a release whose iterations holding a prompt run slower than the prompt's physics (uncaptured:
+    # TensorRT-LLM 1.1.0rc2) stalls decode for at least its measured time (0: none)
+    prefill_s, latency_s = x["prefill_s"], x["prefill_latency_s"]
+    if stall := ph.prompt_stall_s:
+        prefill_s, latency_s = f.maximum(prefill_s, stall), f.maximum(latency_s, stall)
+    prefill = batch * prefill_s
     # the stack's attention-DP balance holds a new prompt until the other ranks have one too (or
     # its timeout): steps of the instance's own, as requests complete (batch x accepted / osl a step)
     arrivals = batch * x["accepted"] / ph.osl
     wait = step_s * f.attention_dp_context_wait_steps(x["d"], batch / x["d"], arrivals, ph.adp_timeout_steps)
     # the request's own prompt waits longer than its share
-    own = x["prefill_latency_s"] - x["prefill_s"] + wait
-    per_instance = f.instance_output_tokens_per_s(batch, ph.osl, x["prefill_s"], step_s, x["accepted"], own)
+    own = latency_s - prefill_s + wait
+    per_instance = f.instance_output_tokens_per_s(batch, ph.osl, prefill_s, step_s, x["accepted"], own)
     return dict(
         tokens_per_s_per_gpu=per_instance / x["paid"],
         tokens_per_s_per_user=per_instance / batch,
-        tpot_s=f.aggregated_tpot_seconds(batch, ph.osl, x["prefill_s"], step_s, x["accepted"]),
+        tpot_s=f.aggregated_tpot_seconds(batch, ph.osl, prefill_s, step_s, x["accepted"]),
         deployment_gpus=x["paid"],
         decode_instances=batch * 0 + 1,
         prefill_instances=batch * 0,
-        ttft_s=x["prefill_latency_s"] + wait + batch * 0,
-        prefill_instance_s=x["prefill_s"] + batch * 0,
+        ttft_s=latency_s + wait + batch * 0,
+        prefill_instance_s=prefill_s + batch * 0,
         prefill_share=prefill / (prefill + decode),
     )
 

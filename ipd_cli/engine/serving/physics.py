@@ -126,6 +126,7 @@ class Physics:
     host_per_sequence_s: float  # the host's loop per step and sequence of a scheduler rank (0: none)
     host_overlaps: bool  # the host's loop runs while the GPU runs another step: the larger counts
     adp_timeout_steps: float  # an attention-DP balance holds a new prompt at most this long (0: none)
+    prompt_stall_s: float  # an aggregated iteration holding a prompt takes at least this (0: none)
     expert_imbalance: float
     expert_imbalance_eplb: float
     expert_reference_ep: float
@@ -849,10 +850,12 @@ def read(
     pricing: str,
     stack: str | None = None,
     prefix: int = 0,
+    release: str | None = None,
 ) -> Physics:
     """Read every input once; ``ctx.trace`` records each with its source. ``speculative`` pins
     the draft depth (None: searched); ``stack`` names the serving stack (None: the family's
-    default); ``prefix``: cached context tokens each request attends to (earlier turns)."""
+    default); ``prefix``: cached context tokens each request attends to (earlier turns);
+    ``release``: the stack's release measured apart (None: the stack's profile alone)."""
     # a serving GPU at full load, or kept for the traffic around the clock: under tco its capital
     # spreads over every hour (utilisation 1), as a scenario's serving (a review: `serve --pricing
     # tco` priced Rubin's full-load tokens 16 % above compare's and above its own traffic figure)
@@ -915,6 +918,7 @@ def read(
         host_per_sequence_s=host,
         host_overlaps=host_overlaps,
         adp_timeout_steps=stacks.attention_dp_context_timeout_steps(ctx, st),
+        prompt_stall_s=stacks.prompt_stall_s(ctx, st, release, precision),
         **_moe(ctx, st, precision),
         dp_imbalance=ctx.take("attention data-parallel imbalance", "attention_dp_imbalance"),
         dp_reference_ranks=ctx.take(

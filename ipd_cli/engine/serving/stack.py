@@ -236,3 +236,28 @@ def attention_dp_context_timeout_steps(ctx: ServingContext, stack: Stack) -> flo
     label = "attention-DP balance: a prompt's longest wait (steps)"
     steps = read(ctx, stack, label, "attention_dp_context_timeout_steps", None)
     return float(steps or 0.0)
+
+
+def prompt_stall_s(ctx: ServingContext, stack: Stack, release: str | None, precision: str) -> float:
+    """The least seconds an aggregated instance's iteration holding a prompt takes under the stack's
+    ``release`` (None: no release picked, none) at weight ``precision``: the release's measured
+    stall on this family, traced; 0 where it measured none there (traced, saying so)."""
+    if release is None:
+        return 0.0
+    known = ctx.cat.serving.stacks[stack.name].releases if stack.chain else {}
+    if release not in known:
+        listed = ", ".join(known) or "none"
+        raise InputError(
+            f"unknown `stack_release` '{release}' for {stack.name}; releases measured apart: {listed} "
+            "(leave it out for the stack's profile)"
+        )
+    label = f"prompt stall per aggregated iteration ({stack.name} {release})"
+    prof = known[release].profiles.get(stack.family or "")
+    if prof is not None and precision in (prof.prompt_stall_ms or {}):
+        at = f"releases.{release}.profiles.{stack.family}.prompt_stall_ms.{precision}"
+        return float(ctx.inp.read(f"serving.stacks.{stack.name}.{at}", label))
+    held = sorted(prof.prompt_stall_ms or {}) if prof is not None else []
+    where = f"at {precision} (measured at {', '.join(held)} only)" if held else f"on {stack.family}"
+    note = f"{stack.name} {release}: no prompt stall measured {where}; a prompt costs its physics alone"
+    ctx.trace.given(label, 0.0, "ms", ctx.cat.origin_of("serving", "stacks", stack.name), note=note)
+    return 0.0
