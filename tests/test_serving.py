@@ -3235,6 +3235,7 @@ def test_a_release_prices_a_prompt_at_its_stall_by_hand(catalog):
     plain = estimate_serving(catalog, "b200", "deepseek-v3", **kw)
     rc2 = estimate_serving(catalog, "b200", "deepseek-v3", stack_release="1.1.0rc2", **kw)
     p, r = plain.serving, rc2.serving
+    assert (p.stack_release, r.stack_release) == (None, "1.1.0rc2")  # the result names it
     assert p.prefill_instance_s < 0.0421 and p.ttft_s < 0.0421
     assert r.prefill_instance_s == r.ttft_s == pytest.approx(0.0421, rel=1e-12)
     assert r.step_time_ms == p.step_time_ms  # the decode step is the stack's

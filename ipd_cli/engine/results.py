@@ -570,6 +570,11 @@ class Serving(Result):
         default=None,
         description="'<stack> on <family>' when this stack's profile on this family is borrowed (estimates)",
     )
+    stack_release: str | None = Field(
+        default=None,
+        description="the stack's release whose measured profile was applied (--stack-release); null: "
+        "the stack's profile alone",
+    )
     speculative_method: str | None = Field(
         default=None, description="speculative decoding draft ('mtp', 'eagle3'); null: no speculation"
     )

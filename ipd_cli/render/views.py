@@ -81,6 +81,7 @@ BLOCKS: dict[str, list[tuple[str, str, str, str]]] = {
         ("precision", "Weight precision", "", NA),
         ("stack", "Serving stack", "", NA),
         ("stack_borrowed_from", "  efficiencies borrowed from", "", NA),
+        ("stack_release", "  release measured apart", "", NA),
         ("speculation", "Speculative decoding", "", NA),
         ("tokens_per_s_per_gpu", "Output tokens/s per GPU", "tok/s/GPU", HI),
         ("tokens_per_s_per_user", "Tokens/s per user (in a decode slot)", "tok/s", HI),

@@ -47,6 +47,7 @@ class Physics:
     stack: str
     family: str | None
     stack_borrowed_from: str | None
+    stack_release: str | None  # the stack's release measured apart (None: its profile alone)
     # speculative decoding: depths searched, mean tokens per verify step at each depth (index =
     # depth, 1.0 at depth 0), and the draft's cost per draft token
     spec_method: str | None
@@ -903,6 +904,7 @@ def read(
         stack=st.name,
         family=st.family,
         stack_borrowed_from=st.borrowed_from,
+        stack_release=release,
         **spec,
         **model,
         **gemm,

@@ -173,6 +173,7 @@ def _configuration_fields(g: Grid, i: int) -> dict[str, Any]:
         stack=ph.stack,
         stack_family=ph.family,
         stack_borrowed_from=ph.stack_borrowed_from,
+        stack_release=ph.stack_release,
         speculative_method=ph.spec_method if depth else None,
         draft_depth=depth,
         speculation=_speculation(ph, depth, accepted),
