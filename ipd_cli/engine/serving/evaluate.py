@@ -721,44 +721,54 @@ def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget
         *(np.shape(v) for v in (requests_per_s, slot_s, slots, prefill_s, budget_s)),
         *(np.shape(c) for c in cost_columns),
     )
-    flat = lambda v: np.broadcast_to(np.asarray(v, dtype=float), shape).reshape(-1)  # noqa: E731
-    lam, slot_s, slots, prefill_s, budget_s = map(flat, (requests_per_s, slot_s, slots, prefill_s, budget_s))
-    pairs = _Pairs(lam, slot_s, slots, prefill_s, budget_s, [flat(c) for c in cost_columns])
-    i = pairs.searched(None if cap is None else [flat(v) for v in cap])
-    if len(i):
-        _search_pairs(pairs, i)
-    return pairs.pools(shape)
+    given = (requests_per_s, slot_s, slots, prefill_s, budget_s, *cost_columns)
+    lam, slot_s, slots, prefill_s, budget_s, *cols = (np.asarray(v, dtype=float) for v in given)
+    grid = shape if len(shape) else (1,)
+    least_dec, least_pre = _least_stable(lam, slot_s, slots, prefill_s)
+    dec = np.array(np.broadcast_to(least_dec, grid)).reshape(-1)
+    pre = np.array(np.broadcast_to(least_pre, grid)).reshape(-1)
+    search_at = budget_s > 0  # elsewhere no pair fits
+    if cap is not None:  # least stable pools within the cap
+        g_p, g_d, most = cap
+        with np.errstate(invalid="ignore"):
+            search_at = search_at & ~((least_pre * g_p + least_dec * g_d) * (1 - GPU_FLOOR_SLACK) > most)
+    i = np.flatnonzero(np.broadcast_to(search_at, grid))
+    if len(i):  # only the searched cells are gathered (most cells of a capped block are not)
+        at = np.unravel_index(i, grid)
+        pick = lambda v: np.broadcast_to(v, grid)[at]  # noqa: E731
+        cells = [pick(v) for v in (lam, slot_s, slots, prefill_s, budget_s)]
+        pairs = _Pairs(cells, [pick(c) for c in cols])
+        _search_pairs(pairs, np.arange(len(i)))
+        dec[i], pre[i] = pairs.pools()
+    return dec.reshape(shape), pre.reshape(shape)
+
+
+def _least_stable(lam, slot_s, slots, prefill_s) -> Any:
+    """The least stable decode pool (instances of ``slots`` slots, a request holding one
+    ``slot_s`` seconds) and prefill pool (a prompt ``prefill_s`` seconds) at ``lam`` arrivals/s
+    (arrays, broadcast): rho < 1."""
+    import numpy as np
+
+    with np.errstate(invalid="ignore"):
+        return np.ceil((np.floor(lam * slot_s) + 1) / slots), np.floor(lam * prefill_s) + 1
 
 
 class _Pairs:
-    """The cells of :func:`decode_and_prefill_for_ttft` (flat arrays: arrivals/s, a slot's and a
+    """The searched cells of :func:`decode_and_prefill_for_ttft` (flat arrays: arrivals/s, a slot's and a
     prompt's seconds, slots a decode instance, the budget in seconds, :func:`_cost_columns`), and
     per cell the pair (D, P) with the fewest paid GPUs offered so far (the first of equal costs
     kept), at first both pools at their least stable counts."""
 
-    def __init__(self, lam, slot_s, slots, prefill_s, budget_s, cols) -> None:
+    def __init__(self, cells, cols) -> None:
         import numpy as np
 
+        lam, slot_s, slots, prefill_s, budget_s = cells
         self.lam, self.slot_s, self.slots = lam, slot_s, slots
         self.prefill_s, self.budget_s, self.cols = prefill_s, budget_s, cols
         self.ones = np.ones(len(lam))
-        with np.errstate(invalid="ignore"):
-            self.least_dec = np.ceil((np.floor(lam * slot_s) + 1) / slots)
-            self.least_pre = np.floor(lam * prefill_s) + 1
+        self.least_dec, self.least_pre = _least_stable(lam, slot_s, slots, prefill_s)
         self.dec, self.pre = self.least_dec.copy(), self.least_pre.copy()
         self.gpus = np.full(len(lam), np.inf)
-
-    def searched(self, cap) -> Any:
-        """The cells to search: a budget above 0 (elsewhere no pair fits), and with ``cap``
-        ((prefill GPUs, decode GPUs an instance, GPUs), flat) least stable pools within it."""
-        import numpy as np
-
-        search_at = self.budget_s > 0
-        if cap is not None:
-            g_p, g_d, most = cap
-            with np.errstate(invalid="ignore"):
-                search_at &= ~((self.least_pre * g_p + self.least_dec * g_d) * (1 - GPU_FLOOR_SLACK) > most)
-        return np.flatnonzero(search_at)
 
     def cost(self, i, p, d) -> Any:
         """Paid GPUs (:func:`formulas.packed_gpus`) of ``p`` prefill and ``d`` decode instances at
@@ -804,13 +814,12 @@ class _Pairs:
         other = None if dec is None else (self.slot_s[i], dec * self.slots[i])
         return self.fewest(self.prefill_s, self.ones, low, wait_s, i, other)
 
-    def pools(self, shape) -> Any:
+    def pools(self) -> Any:
         """The best pair per cell (both pools at their least stable counts where none fits)."""
         import numpy as np
 
         fits = np.isfinite(self.gpus)
-        dec = np.where(fits, self.dec, self.least_dec).reshape(shape)
-        return dec, np.where(fits, self.pre, self.least_pre).reshape(shape)
+        return np.where(fits, self.dec, self.least_dec), np.where(fits, self.pre, self.least_pre)
 
 
 def _search_pairs(pairs: _Pairs, i: Any) -> None:
