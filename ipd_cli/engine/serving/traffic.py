@@ -265,7 +265,14 @@ class _Bound:
                 return self.cand, None
             sized = self.sized
             if not few:
-                sized = sized[~((self.per_token > np.max(most / tokens)) | (self.least > np.max(most)))]
+                # the block's bounds first (a floor not a number keeps its row), then the rows
+                # left, each traffic's: a floor within the fewest GPUs at one of them at least
+                per_token, least = self.per_token, self.least
+                near = ~((per_token > np.max(most / tokens)) | (least > np.max(most)))
+                sized, per_token, least = sized[near], per_token[near], least[near]
+                floor = np.maximum(tokens[None, :] * per_token[:, None], least[:, None])
+                unknown = np.isnan(per_token) | np.isnan(least)
+                sized = sized[(floor <= most[None, :]).any(axis=1) | unknown]
             r = self.g.rows
             fixed = self.fixed[
                 _fixed_within(
