@@ -179,8 +179,9 @@ class _Bound:
     one with the most tokens/s per GPU of each deployment size, and the sized rows the bound ranks
     first): the block's rows are the rows the bounds leave, in their order. Exact: a row left out
     takes more GPUs than the probe's best at every traffic of the block. The probe is sized once
-    for every traffic (:meth:`size_probe`; a block takes its columns), its leading rows first and
-    the others only where their floor is within the GPUs those take (:meth:`_probe`)."""
+    for every traffic (:meth:`size_probe`; a block takes its columns), its rows no traffic moves
+    first, then its leading sized rows, then the others, each only where its floor is within the
+    GPUs the earlier ones take (:meth:`_probe`)."""
 
     PROBE = 16  # sized rows probed, by each bound
     LEAD = 1  # of them, sized first at every traffic: the others only below the GPUs these take
@@ -218,19 +219,23 @@ class _Bound:
         self.probe = distinct(np.concatenate([self.probe, self.sized[probe]]))
 
     def _probe(self, tokens: Any) -> dict[str, Any]:
-        """The probe's columns at ``tokens``: its leading rows (every row no traffic moves and the
-        sized rows each bound ranks first) sized first, the others only where they may take fewer
-        GPUs than those (the cap of :func:`_columns`). Its fewest GPUs at each traffic are the
-        whole probe's: a row past the cap takes more GPUs than a leading row there."""
+        """The probe's columns at ``tokens``, in three stages, each sized only where it may take
+        fewer GPUs than the stages before it (the cap of :func:`_columns`): its rows no traffic
+        moves, then the sized rows each bound ranks first, then the others. Its fewest GPUs at
+        each traffic are the whole probe's: a row past the cap takes more GPUs than an earlier
+        stage's row there."""
         import numpy as np
 
-        first = _columns(self.g, self.lead, self.pos, tokens, self.ttft)
-        rest = self.probe[~np.isin(self.probe, self.lead)]
-        if not len(rest):
-            return first
-        most = _fewest_gpus(first)
-        cap = np.where(tokens > 0, most, np.inf)  # no traffic: no copy at all, no floor to cap by
-        return _columns(self.g, self.probe, self.pos, tokens, self.ttft, cap, (self.lead, first))
+        done, *stages = [s for s in (self.lead[self.pos[self.lead] < 0], self.lead, self.probe) if len(s)]
+        cols = _columns(self.g, done, self.pos, tokens, self.ttft)
+        for rows in stages:
+            if len(rows) == len(done):
+                continue  # each stage holds the one before it
+            most = _fewest_gpus(cols)
+            cap = np.where(tokens > 0, most, np.inf)  # no traffic: no copy at all, no floor to cap by
+            cols = _columns(self.g, rows, self.pos, tokens, self.ttft, cap, (done, cols))
+            done = rows
+        return cols
 
     def size_probe(self, tokens: Any) -> None:
         """The probe's columns at every traffic of ``tokens`` (sorted), at once (in blocks of at
