@@ -42,15 +42,19 @@ def minimum(a, b):
 
 
 def ceil(x):
-    """Ceiling for floats and arrays (floor division keeps the array type). A float array whose
-    elements are all finite takes ``np.ceil``, the same numbers (-floor(-x) is ceil(x), signed
-    zeros included) at a fiftieth of floor division's cost; one with an infinity or NaN keeps floor
-    division (infinity // 1 is NaN)."""
+    """Ceiling for floats and arrays (floor division keeps the array type). A float array takes
+    ``np.ceil`` where its elements are finite, the same numbers (-floor(-x) is ceil(x), signed
+    zeros included) at a fiftieth of floor division's cost, and floor division at an infinity or
+    NaN (infinity // 1 is NaN)."""
     if not isinstance(x, float | int):
         import numpy as np
 
-        if type(x) is np.ndarray and x.dtype.kind == "f" and np.isfinite(x).all():
-            return np.ceil(x)
+        if type(x) is np.ndarray and x.dtype.kind == "f" and x.ndim:
+            out = np.ceil(x)
+            odd = ~np.isfinite(x)
+            if odd.any():
+                out[odd] = -((-x[odd]) // 1)
+            return out
     return -((-x) // 1)
 
 
