@@ -75,6 +75,20 @@ def test_helpers_work_on_arrays():
     assert math.isclose(f.energy_mwh(1000, 2.0, 1.5), 3.0)
 
 
+def test_ceil_on_arrays_is_the_floor_division_form():
+    # np.ceil where an element is finite, floor division where not: -((-x) // 1) by hand,
+    # element by element, signed zeros included (ceil(-0.5) = -0.0), and NaN at an infinity (as
+    # float("inf") // 1 is NaN for a Python float too)
+    x = np.array([[-0.5, 0.0, -0.0, 0.5, 2.0], [2.0**53 + 2, np.inf, -np.inf, np.nan, -2.5]])
+    with np.errstate(invalid="ignore"):
+        got = f.ceil(x)
+    want = [[-0.0, 0.0, -0.0, 1.0, 2.0], [2.0**53 + 2, np.nan, np.nan, np.nan, -2.0]]
+    assert got.shape == (2, 5)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.signbit(got[0]).tolist() == [True, False, True, False, False]
+    assert math.isnan(f.ceil(float("inf")))
+
+
 def test_maximum_and_minimum_return_an_argument_exactly():
     # the arithmetic form a + (b - a) * (b < a) gave minimum(0.7, 0.1) = 0.09999999999999998 and
     # NaN for maximum(inf, 1.0) (inf + (1 - inf) * 0): the result must be one of the arguments
