@@ -339,11 +339,12 @@ def _candidates(rows: Any, pos: Any, tps: Any, speed: Any, gpus: Any, reduce: bo
     import numpy as np
 
     fixed = rows[pos[rows] < 0]
-    if reduce and len(fixed) > 1:
-        order = np.lexsort((fixed, -speed[fixed], -tps[fixed], gpus[fixed]))
-        g_sorted = gpus[fixed][order]
-        head = np.concatenate([[True], g_sorted[1:] != g_sorted[:-1]])
-        fixed = fixed[order][head]
+    if not (reduce and len(fixed) > 1):
+        return rows  # every row, ascending as given
+    order = np.lexsort((fixed, -speed[fixed], -tps[fixed], gpus[fixed]))
+    g_sorted = gpus[fixed][order]
+    head = np.concatenate([[True], g_sorted[1:] != g_sorted[:-1]])
+    fixed = fixed[order][head]
     return np.sort(np.concatenate([fixed, rows[pos[rows] >= 0]]))
 
 
