@@ -154,11 +154,20 @@ def mdc_wait_s(arrivals_per_s: Any, service_s: Any, servers: Any) -> Any:
     with np.errstate(divide="ignore", invalid="ignore"):
         delay = np.ones(cs.shape)
         delay[~huge] = erlang_c(cs[~huge], as_[~huge])
-        mmc = delay * s / (cs - as_)
-        wait = np.where(mmc > 0, 0.5 * mmc * _cosmetatos(as_ / cs, cs), 0.0)  # B below the doubles: none
+        wait = _wait_s(delay, as_, cs, s)
     wait = np.where(stable & (as_ > 0), wait, 0.0)
     wait = np.where(ok & ~stable, np.inf, wait)
     return np.where(ok, wait, np.nan)
+
+
+def _wait_s(delay: Any, load: Any, servers: Any, service_s: Any) -> Any:
+    """The M/D/c mean wait of a stable pool from its Erlang C ``delay`` (the chance an arrival
+    waits): half the M/M/c wait, C x S / (c - a), times Cosmetatos's correction; 0 where the
+    M/M/c wait is not above 0 (B below the doubles)."""
+    import numpy as np
+
+    mmc = delay * service_s / (servers - load)
+    return np.where(mmc > 0, 0.5 * mmc * _cosmetatos(load / servers, servers), 0.0)
 
 
 # a count search tries up to 2^GALLOP_ROUNDS more than its least stable count: past any pool
@@ -481,17 +490,8 @@ def _queue_wait_s(lam: Any, service_s: Any, servers: Any) -> Any:
         if len(at):
             out[at] = _queue_wait_s(lam[at], service_s[at], servers[at])
         return out
-    c, s = servers, service_s
-    b = np.empty(len(a))
-    big = a >= QUAD_LOAD
-    if not big.all():
-        b[~big] = _erlang_b_sum(c[~big], a[~big])
-    if big.any():
-        b[big] = _erlang_b_quad(c[big], a[big])
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = a / c
-        mmc = b / (1 - rho * (1 - b)) * s / (c - a)
-        return np.where(mmc > 0, 0.5 * mmc * _cosmetatos(a / c, c), 0.0)
+        return _wait_s(erlang_c(servers, a), a, servers, service_s)
 
 
 def _interval(lam: Any, service_s: Any, servers: Any) -> Any:
