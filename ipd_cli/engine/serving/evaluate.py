@@ -737,7 +737,7 @@ def decode_and_prefill_for_ttft(requests_per_s, slot_s, slots, prefill_s, budget
         at = np.unravel_index(i, grid)
         pick = lambda v: np.broadcast_to(v, grid)[at]  # noqa: E731
         cells = [pick(v) for v in (lam, slot_s, slots, prefill_s, budget_s)]
-        pairs = _Pairs(cells, [pick(c) for c in cols])
+        pairs = _Pairs(cells, [pick(c) for c in cols], (pick(least_dec), pick(least_pre)))
         _search_pairs(pairs, np.arange(len(i)))
         dec[i], pre[i] = pairs.pools()
     return dec.reshape(shape), pre.reshape(shape)
@@ -757,16 +757,17 @@ class _Pairs:
     """The searched cells of :func:`decode_and_prefill_for_ttft` (flat arrays: arrivals/s, a slot's and a
     prompt's seconds, slots a decode instance, the budget in seconds, :func:`_cost_columns`), and
     per cell the pair (D, P) with the fewest paid GPUs offered so far (the first of equal costs
-    kept), at first both pools at their least stable counts."""
+    kept), at first both pools at their least stable counts (``least``: :func:`_least_stable`
+    of the cells)."""
 
-    def __init__(self, cells, cols) -> None:
+    def __init__(self, cells, cols, least) -> None:
         import numpy as np
 
         lam, slot_s, slots, prefill_s, budget_s = cells
         self.lam, self.slot_s, self.slots = lam, slot_s, slots
         self.prefill_s, self.budget_s, self.cols = prefill_s, budget_s, cols
         self.ones = np.ones(len(lam))
-        self.least_dec, self.least_pre = _least_stable(lam, slot_s, slots, prefill_s)
+        self.least_dec, self.least_pre = least
         self.dec, self.pre = self.least_dec.copy(), self.least_pre.copy()
         self.gpus = np.full(len(lam), np.inf)
 
