@@ -115,6 +115,12 @@ def _reported_as(cls: Any, name: str) -> str | None:
     return None
 
 
+def joined_keys(table: dict, keys: list[str]) -> int:
+    """How many of a path's ``keys`` name one key of ``table`` joined with their dots (a key holding
+    dots: a stack's release, 1.1.0rc2): the longest run the table holds, else 1."""
+    return next((j for j in range(len(keys), 1, -1) if ".".join(keys[:j]) in table), 1)
+
+
 def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None) -> None:
     name, rest = keys[0], keys[1:]
     if isinstance(node, list):  # price points: address them by label
@@ -133,10 +139,8 @@ def _assign(node: Any, keys: list[str], value: Any, where: str, cls: Any = None)
         raise InputError(f"`sets` {where}: cannot go below a plain value")
     # tables keyed by a number (draft depth) take the number
     key: str | int = int(name) if name not in node and name.isdigit() and int(name) in node else name
-    # a key holding dots (a stack's release, 1.1.0rc2): the longest run of keys the table holds
-    dotted = next((j for j in range(len(keys), 1, -1) if ".".join(keys[:j]) in node), None)
-    if key not in node and dotted is not None:
-        key, rest = ".".join(keys[:dotted]), keys[dotted:]
+    if key not in node and (joined := joined_keys(node, keys)) > 1:
+        key, rest = ".".join(keys[:joined]), keys[joined:]
     choices = set(node) | set(_fields(cls))
     if key not in choices:
         field = _reported_as(cls, str(key))

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from ipd_cli.catalog.catalog import Catalog
 from ipd_cli.catalog.layers import ENTRY_SECTIONS, MERGED_SECTIONS
-from ipd_cli.catalog.overrides import entry_name
+from ipd_cli.catalog.overrides import entry_name, joined_keys
 from ipd_cli.catalog.schema import Price, Sourced, field_unit
 from ipd_cli.errors import IpdError
 
@@ -65,7 +65,13 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
         raise KeyError(f"not a catalog input path: {path}")
     entry = node
     unit, si = "", 1.0
-    for key in _dotted(node, rest):
+    at = 0
+    while at < len(rest):
+        key, taken = rest[at], 1
+        if isinstance(node, dict) and key not in node:  # a key holding dots (a stack's release)
+            taken = joined_keys(node, rest[at:])
+            key = ".".join(rest[at : at + taken])
+        at += taken
         if isinstance(node, BaseModel):
             declared = field_unit(type(node), key)
             if declared is not None:
@@ -99,31 +105,6 @@ def _resolve(cat: Catalog, path: str) -> Resolved:
     if cited is not None and (cited.value is None or cited.value == node):
         return Resolved(node, unit, si, origin, cited.source, estimate or cited.estimate, cited.note or note)
     return Resolved(node, unit, si, origin, source, estimate, note)
-
-
-def _dotted(root: Any, keys: list[str]) -> list[str]:
-    """``keys`` with those a table holds joined with their dots (the release '1.1.0rc2' of
-    ``serving.stacks.trtllm.releases.1.1.0rc2.profiles``): the longest run of keys that names a
-    key of the table reached, walked as the caller walks them; unchanged where none holds dots."""
-    out: list[str] = []
-    node, i = root, 0
-    while i < len(keys):
-        key = keys[i]
-        if isinstance(node, dict) and key not in node:
-            ahead = (".".join(keys[i:j]) for j in range(len(keys), i + 1, -1))
-            key = next((k for k in ahead if k in node), key)
-        out.append(key)
-        i += key.count(".") + 1
-        node = _child(node, key)
-    return out
-
-
-def _child(node: Any, key: str) -> Any:
-    if isinstance(node, BaseModel):
-        return getattr(node, key, None)
-    if isinstance(node, dict):
-        return node.get(key)
-    return None
 
 
 SET = " + --set "
