@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from helpers import GOLDEN, golden, run_cli, run_cli_once, write
+from helpers import GOLDEN, _to_12_digits, golden, run_cli, run_cli_once, write
 
 from ipd_cli import output_schema
 
@@ -131,6 +131,17 @@ def test_pretrain_workload_compare_keeps_the_pretraining_contract():
     assert d["workload"]["name"] == "pretrain-10t-moe"
     for s in d["systems"]:
         assert s["pretraining"]["gpus"] > 0 and s["rl"] is None and s["serving"] is None
+
+
+def test_goldens_compare_decimals_to_12_digits_and_nothing_else():
+    # the last-bit drift of numpy's exp/log between CPUs (the compare golden's slot_queue_s,
+    # 0.36796476644157583 against 0.3679647664415768) is equal at 12 digits
+    a, b = '"slot_queue_s": 0.36796476644157583', '"slot_queue_s": 0.3679647664415768'
+    assert a != b and _to_12_digits(a) == _to_12_digits(b) == '"slot_queue_s": 0.367964766442'
+    # a change of 1e-11 of the value is not
+    assert _to_12_digits('"x": 0.36796476644') != _to_12_digits('"x": 0.36796476645')
+    # integers, versions, release names and exponents keep their text or their value exactly
+    assert _to_12_digits("gpus 29952, v0.2.0, 1.1.0rc2, 2.5e-05") == "gpus 29952, v0.2.0, 1.1.0rc2, 2.5e-05"
 
 
 def test_compare_golden_json_and_csv():
