@@ -647,7 +647,9 @@ def serve(
             "--stack-release",
             help="A release of the serving stack measured apart (the catalog's serving.stacks.<stack>."
             "releases: trtllm 1.1.0rc2, whose aggregated iterations holding a prompt stall decode for at "
-            "least its measured time, FP4 on B200 only); default: the stack's profile, every release alike.",
+            "least its measured time, FP4 on B200 only), at one point or at each point of --curve (an "
+            "aggregated point moves where the stall is longer than its prompt); default: the stack's "
+            "profile, every release alike.",
             callback=_folded,
         ),
     ] = None,

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 
+import pytest
 from helpers import GOLDEN, _to_12_digits, golden, run_cli, run_cli_once, write
 
 from ipd_cli import output_schema
@@ -538,6 +539,43 @@ def test_serve_refuses_a_release_the_catalog_does_not_hold_in_one_line():
         "ipd: error: unknown --stack-release '1.2' for trtllm; releases measured apart: 1.1.0rc2 "
         "(leave it out for the stack's profile)"
     ]
+
+
+# B200 FP4 DeepSeek-V3 TEP8 aggregated, no draft: every point's prompt (ipd's ~15.5 ms at 922 new
+# tokens, ~147 ms at 8,192) against TensorRT-LLM 1.1.0rc2's 42.1 ms stall
+RELEASE_CURVE = (
+    "serve", "--hardware", "b200", "--model", "deepseek-v3", "--precision", "fp4", "--layout", "tep8",
+    "--aggregated", "--speculative", "off", "--stack", "trtllm", "--no-eplb", "--output-tokens", "922",
+    "--curve", "-f", "json",
+)  # fmt: skip
+
+
+def test_serve_curve_takes_a_release_and_moves_exactly_where_its_stall_binds():
+    """With 922 new tokens the prompt (15.5 ms) is below the stall: every point takes 42.1 ms a
+    prompt, its decode step unchanged, so tokens/s per GPU = B x 922 / (B x 0.0421 + 922 x step) / 8
+    GPUs (batch 1935 at a 66.53 ms step: 1,784,070 / (81.46 + 61.34) / 8 = 1,561.6). With 8,192
+    the prompt (147 ms) is above it: the curve is the plain one, point for point."""
+    runs = {}
+    for isl in ("922", "8192"):
+        for release in ((), ("--stack-release", "1.1.0rc2")):
+            r = run_cli(*RELEASE_CURVE, "--input-tokens", isl, *release)
+            assert r.code == 0, r.stderr
+            runs[isl, bool(release)] = json.loads(r.stdout)
+    plain, rc2 = runs["922", False]["serving"], runs["922", True]["serving"]
+    assert [p["configuration"] for p in rc2] == [p["configuration"] for p in plain] and len(rc2) > 10
+    for p, q in zip(plain, rc2, strict=True):
+        assert p["prefill_instance_s"] < 0.0421 and q["prefill_instance_s"] == pytest.approx(0.0421)
+        assert q["step_time_ms"] == p["step_time_ms"] and q["stack_release"] == "1.1.0rc2"
+        b, step_s = q["concurrency"], q["step_time_ms"] / 1e3
+        assert q["tokens_per_s_per_gpu"] == pytest.approx(b * 922 / (b * 0.0421 + 922 * step_s) / 8, rel=1e-9)
+        assert q["tokens_per_s_per_gpu"] < p["tokens_per_s_per_gpu"]
+    first = rc2[0]
+    assert (first["concurrency"], round(first["tokens_per_s_per_gpu"], 1)) == (1935, 1561.6)
+    stall = [a for a in runs["922", True]["assumptions"] if a["name"].startswith("prompt stall")]
+    assert [(a["value"], a["unit"], a["source"]) for a in stall] == [(42.1, "ms", "inferencex-trt-1.1-stall")]
+    long_plain, long_rc2 = runs["8192", False]["serving"], runs["8192", True]["serving"]
+    assert all(p["prefill_instance_s"] > 0.0421 for p in long_plain)
+    assert [p | {"stack_release": "1.1.0rc2"} for p in long_plain] == long_rc2
 
 
 def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():
