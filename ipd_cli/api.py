@@ -378,26 +378,45 @@ def compare(
     *,
     mfu: float | None = None,
     pricing: str = "rental",
+    stack_release: str | None = None,
 ) -> CompareResult:
-    """Estimate a scenario (or a pretrain / RL workload) on each system; the first is the ratio baseline."""
-    a = check_arguments(compare, {"cat": cat, "workload": workload, "mfu": mfu, "pricing": pricing})
-    return _compare(cat, systems, a["workload"], mfu=mfu, pricing=a["pricing"])[0]
+    """Estimate a scenario (or a pretrain / RL workload) on each system; the first is the ratio
+    baseline. ``stack_release``: the scenario's serving under that release of each system's serving
+    stack (its ``serving.stack_release``, as ``serve(stack_release=)``)."""
+    a = check_arguments(
+        compare,
+        {"cat": cat, "workload": workload, "mfu": mfu, "pricing": pricing, "stack_release": stack_release},
+    )
+    return _compare(cat, systems, a["workload"], mfu=mfu, pricing=a["pricing"], release=a["stack_release"])[0]
 
 
 def explain(
-    cat: Catalog, systems: list[str], workload: str = DEFAULT_SCENARIO, *, pricing: str = "rental"
+    cat: Catalog,
+    systems: list[str],
+    workload: str = DEFAULT_SCENARIO,
+    *,
+    pricing: str = "rental",
+    stack_release: str | None = None,
 ) -> Listing:
     """Each headline number with its formula and inputs, then every input with its source."""
-    a = check_arguments(explain, {"cat": cat, "workload": workload, "pricing": pricing})
-    return explain_compared(cat, systems, a["workload"], pricing=a["pricing"])[0]
+    given = {"cat": cat, "workload": workload, "pricing": pricing, "stack_release": stack_release}
+    a = check_arguments(explain, given)
+    return explain_compared(
+        cat, systems, a["workload"], pricing=a["pricing"], stack_release=a["stack_release"]
+    )[0]
 
 
 def explain_compared(
-    cat: Catalog, systems: list[str], workload: str = DEFAULT_SCENARIO, *, pricing: str = "rental"
+    cat: Catalog,
+    systems: list[str],
+    workload: str = DEFAULT_SCENARIO,
+    *,
+    pricing: str = "rental",
+    stack_release: str | None = None,
 ) -> tuple[Listing, CompareResult]:
     """:func:`explain` and the comparison it explains (whose warnings a reader of the explanation
     should see as a reader of the comparison does)."""
-    result, steps = _compare(cat, systems, workload, pricing=pricing)
+    result, steps = _compare(cat, systems, workload, pricing=pricing, release=stack_release)
     items: list[dict] = []
     for system, lines in zip(result.systems, steps, strict=True):
         dump = system.model_dump(mode="json")
@@ -611,7 +630,13 @@ def _refuse_all_infeasible(name: str, kind: str, results: list[SystemResult]) ->
 
 
 def _compare(
-    cat: Catalog, systems: list[str], workload: str, *, mfu: float | None = None, pricing: str = "rental"
+    cat: Catalog,
+    systems: list[str],
+    workload: str,
+    *,
+    mfu: float | None = None,
+    pricing: str = "rental",
+    release: str | None = None,
 ) -> tuple[CompareResult, list[list]]:
     from .engine.lifecycle import estimate_lifecycle
     from .engine.results import CompareResult, WorkloadInfo
@@ -624,6 +649,7 @@ def _compare(
     cat, name, w, origin = resolve_with_sources(cat, workload)
     cat = with_nested_workloads(cat, w)
     check_mfu_scope(mfu, w.kind, name)
+    w = _with_release(cat, systems, name, w, origin, release)
     steps: list[list] = []
     results: list[SystemResult] = []
     for s in systems:
@@ -665,6 +691,35 @@ def _compare(
 
     result.notes.extend(one_sided_range_notes(result.systems))
     return result, steps
+
+
+def _with_release(
+    cat: Catalog, systems: list[str], name: str, w: Any, origin: str, release: str | None
+) -> Any:
+    """The scenario with its serving under ``release`` (None: as it is), the release it serves under
+    checked against every system's serving stack before any estimate."""
+    from .engine.serving.stack import check_release
+
+    if release is not None and w.kind != "scenario":
+        raise InputError(
+            f"`stack_release` picks the release a scenario's serving runs; '{name}' (kind {w.kind}) "
+            "serves nothing: give a scenario (ipd workloads list)"
+        )
+    if release is not None:
+        w = w.model_copy(update={"serving": w.serving.model_copy(update={"stack_release": release})})
+    held = w.serving.stack_release if w.kind == "scenario" else None
+    if held is None:
+        return w
+    for s in systems:
+        try:
+            check_release(cat, s, held)
+        except InputError as e:
+            if release is not None:
+                raise
+            from .engine.lifecycle import stage_input_error
+
+            raise stage_input_error(str(e), "serving", origin) from None
+    return w
 
 
 def _block_steps(cat: Catalog, system: SystemResult, deadline_days: float | None, pricing: str) -> list:

@@ -840,6 +840,19 @@ PlotOutputOpt = Annotated[
 ]
 
 
+ScenarioReleaseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stack-release",
+        help="Serve the scenario under a release of each system's serving stack measured apart, as "
+        "ipd serve --stack-release (the scenario's serving.stack_release; trtllm 1.1.0rc2: an "
+        "aggregated prompt stalls decode for at least 42.1 ms, FP4 on B200 only, none elsewhere); "
+        "scenarios only; a release a system's stack does not hold is refused before any estimate.",
+        callback=_folded,
+    ),
+]
+
+
 @app.command()
 def compare(
     systems: Annotated[list[str], typer.Argument(help="One or more systems; ratios are against the first.")],
@@ -861,6 +874,7 @@ def compare(
             "solve serving (scenarios; not a cap on the deployment).",
         ),
     ] = None,
+    stack_release: ScenarioReleaseOpt = None,
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -876,6 +890,8 @@ def compare(
     Example: ipd compare vera-rubin blackwell --workload pretrain-10t-moe -f json | jq .systems
 
     Example: ipd compare vera-rubin blackwell -o report.md --max-usd 5e8   (exit 3 when over budget)
+
+    Example: ipd compare b200 h200 --workload open-model-agent --stack-release 1.1.0rc2
     """
     _check_options(fmt, output, force, pricing=pricing, max_usd=max_usd, budget_metric=budget_metric)
     if site_mw is not None:
@@ -887,7 +903,8 @@ def compare(
     from . import api
 
     cat = _load(catalog, sets)
-    result = _with_flags(api.compare(cat, systems, workload, mfu=mfu, pricing=pricing), "compare")
+    compared = api.compare(cat, systems, workload, mfu=mfu, pricing=pricing, stack_release=stack_release)
+    result = _with_flags(compared, "compare")
     _finish(result, fmt, output, max_usd, budget_metric or _default_budget_metric(result), cat)
 
 
@@ -935,6 +952,7 @@ def explain(
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
     force: ForceOpt = False,
+    stack_release: ScenarioReleaseOpt = None,
     catalog: CatalogOpt = None,
     sets: SetOpt = None,
 ) -> None:
@@ -949,7 +967,9 @@ def explain(
     from . import api
 
     cat = _load(catalog, sets)
-    result, compared = api.explain_compared(cat, systems, workload, pricing=pricing)
+    result, compared = api.explain_compared(
+        cat, systems, workload, pricing=pricing, stack_release=stack_release
+    )
     # the comparison's warnings, as `ipd compare` prints them (a warning audit: explain printed
     # none of the fallbacks, rental terms or site lines behind the numbers it explains)
     _warn(_with_flags(compared, "explain"), cat, notes=False)  # the notes: with the explanation

@@ -1285,3 +1285,103 @@ def test_the_prefill_pools_wait_at_the_traffic_is_its_md_c_queues_by_hand(catalo
     assert sv.slot_queue_s == pytest.approx(slot, rel=1e-9)
     total = sv.ttft_s + sv.prefill_queue_s + sv.slot_queue_s
     assert sv.ttft_at_traffic_s == pytest.approx(total, rel=1e-12)
+
+
+RELEASE_SCENARIO = """kind: scenario
+description: "DeepSeek-R1 at FP4, 1k/1k agent calls"
+model: deepseek-r1
+pretraining: {{open_weights: true}}
+serving: {{tasks_per_day: 1000, input_tokens_per_request: 1000, output_tokens_per_request: 1000,
+          precision: fp4{release}}}
+task_success: {{success_rate: {{value: 0.5}}}}
+source: user
+"""
+
+
+def test_explain_gives_a_stack_releases_prompt_stall_and_the_max_it_takes(tmp_path):
+    """A scenario served under TensorRT-LLM 1.1.0rc2 (its serving.stack_release, or compare's and
+    explain's --stack-release): on B200 at FP4 the aggregated instance's prompt (ipd's ~15.6 ms at
+    1,000 new tokens) is priced at the release's 42.1 ms stall; explain writes that step as
+    max(prompt_s, prompt_stall_s) naming the release, and the stall's input row with its source."""
+    field = write(tmp_path / "field.yaml", RELEASE_SCENARIO.format(release=", stack_release: 1.1.0rc2"))
+    r = run_cli("explain", "b200", "--workload", str(field), "-f", "json")
+    assert r.code == 0, r.stderr
+    items = {i["metric"]: i for i in r.json()["items"]}
+    pre = items["serving.prefill_instance_s"]
+    inputs = dict(kv.split(" = ") for kv in pre["inputs"].split("; "))
+    prompt_s, stall_s = float(inputs["prompt_s"]), float(inputs["prompt_stall_s"])
+    assert prompt_s < 0.0421 == pytest.approx(stall_s) and inputs["stack_release"] == "'1.1.0rc2'"
+    assert pre["value"] == max(prompt_s, stall_s) and pre["formula"].startswith(
+        "max(prompt_s, prompt_stall_s)"
+    )
+    assert "under trtllm 1.1.0rc2" in pre["formula"]
+    row = items["input: prompt stall per aggregated iteration (trtllm 1.1.0rc2)"]
+    assert (row["value"], row["unit"], row["source"], row["estimate"]) == (
+        42.1,
+        "ms",
+        "inferencex-trt-1.1-stall",
+        True,
+    )
+    assert row["path"] == "serving.stacks.trtllm.releases.1.1.0rc2.profiles.blackwell.prompt_stall_ms.fp4"
+    # the time per token counts the other requests' prompts at the stall: (c - 1) x 42.1 ms +
+    # 1,000 x step / speedup, over 1,000 tokens
+    tpot = dict(kv.split(" = ") for kv in items["serving.tpot_ms"]["inputs"].split("; "))
+    c, step, spec = int(tpot["concurrency"]), float(tpot["step_time_ms"]), float(tpot["speculative_speedup"])
+    assert float(tpot["prefill_instance_s"]) == pre["value"]
+    assert items["serving.tpot_ms"]["value"] == pytest.approx(((c - 1) * 42.1 + 1000 * step / spec) / 1000)
+    assert "prompt_stall_s" in items["serving.ttft_s"]["inputs"]
+    # --stack-release gives the scenario the same field: the same comparison
+    plain = write(tmp_path / "plain.yaml", RELEASE_SCENARIO.format(release=""))
+    by_flag = run_cli(
+        "compare", "b200", "--workload", str(plain), "--stack-release", "1.1.0rc2", "-f", "json"
+    )
+    by_field = run_cli("compare", "b200", "--workload", str(field), "-f", "json")
+    assert by_flag.code == by_field.code == 0, (by_flag.stderr, by_field.stderr)
+    sv = by_flag.json()["systems"][0]["serving"]
+    assert sv == by_field.json()["systems"][0]["serving"]
+    assert sv["stack_release"] == "1.1.0rc2" and sv["prefill_instance_s"] == pre["value"]
+    # a sweep of the scenario sizes its rows under the release too (its traffic sizer's search)
+    metrics = "serving.tokens_per_s_per_gpu,serving.prefill_instance_s"
+    swept = run_cli(
+        "sweep", "--workload", str(field), "--vary", "hardware=b200", "--metrics", metrics, "-f", "json"
+    )
+    assert swept.code == 0, swept.stderr
+    row = swept.json()[0]
+    assert (row["serving.tokens_per_s_per_gpu"], row["serving.prefill_instance_s"]) == (
+        sv["tokens_per_s_per_gpu"],
+        pre["value"],
+    )
+    # none picked: no stall step, no stall row, the release null
+    none = run_cli("explain", "b200", "--workload", str(plain), "-f", "json")
+    assert none.code == 0, none.stderr
+    assert not [i for i in none.json()["items"] if "stall" in i["metric"] + i["formula"] + i["inputs"]]
+
+
+def test_a_scenarios_release_is_checked_against_every_systems_stack_first(tmp_path):
+    field = write(tmp_path / "field.yaml", RELEASE_SCENARIO.format(release=', stack_release: "1.2"'))
+    plain = write(tmp_path / "plain.yaml", RELEASE_SCENARIO.format(release=""))
+    held = "releases measured apart: 1.1.0rc2 (leave it out for the stack's profile)"
+    for args, line in (
+        # MI355X serves with SGLang, which holds no release: refused before b200's stages run
+        (
+            ("compare", "b200", "mi355x", "--workload", str(plain), "--stack-release", "1.1.0RC2"),
+            "ipd: error: unknown --stack-release '1.1.0rc2' for sglang (the serving stack of mi355x); "
+            "releases measured apart: none (leave it out for the stack's profile)",
+        ),
+        (
+            ("explain", "b200", "--workload", str(plain), "--stack-release", "1.2"),
+            f"ipd: error: unknown --stack-release '1.2' for trtllm (the serving stack of b200); {held}",
+        ),
+        (
+            ("compare", "b200", "--workload", str(field)),
+            f"ipd: error: {field}: unknown workload.serving.stack_release '1.2' for trtllm (the serving "
+            f"stack of b200); {held}",
+        ),
+        (
+            ("compare", "b200", "--workload", "rl-swe-agent", "--stack-release", "1.1.0rc2"),
+            "ipd: error: --stack-release picks the release a scenario's serving runs; 'rl-swe-agent' "
+            "(kind rl) serves nothing: give a scenario (ipd workloads list)",
+        ),
+    ):
+        r = run_cli(*args, "-f", "json")
+        assert (r.code, r.stdout, r.stderr.splitlines()) == (2, "", [line]), args

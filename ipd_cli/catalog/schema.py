@@ -2107,6 +2107,12 @@ class ScenarioServing(Strict):
         description="speculative decoding, as `ipd serve --speculative`: off, on (a searched depth), "
         "auto or a draft depth; unset: searched (off or any depth)",
     )
+    stack_release: str | None = Field(
+        default=None,
+        description="a release of each system's serving stack measured apart, as `ipd serve "
+        "--stack-release` (serving.stacks.<stack>.releases: trtllm 1.1.0rc2); unset: the stack's "
+        "profile, every release alike",
+    )
 
 
 class LearningCurve(Strict):

@@ -511,28 +511,34 @@ def _prefill_steps(point: Serving) -> list[Step]:
     if point.prefill_instance_s is None:
         return []
     where = point.prefill_configuration or point.configuration
-    return [
-        Step(
-            "serving.prefill_instance_s",
-            point.prefill_instance_s,
-            f"seconds of a {where} instance per request: the new prompt tokens' dense and attention "
-            "FLOPs (attending to the cached context too) at the prefill GEMM rate and its routed "
-            "experts' at the prefill MoE rate, plus its all-reduces and dispatches over the instance's "
-            "links (two-batch overlap where the stack runs it and it is shorter); "
-            + (
-                "a pool of traffic_requests_per_s x prefill_instance_s instances keeps up "
-                "(serving.gpus_for_traffic)"
-                if point.disaggregated
-                else "the prefills take turns with decode on the instance (tokens_per_s_per_gpu)"
-            ),
-            {
-                "input_tokens": point.input_tokens,
-                "context_tokens": point.context_tokens,
-                "prefill_instance_gpus": point.prefill_instance_gpus or point.instance_gpus,
-                "prefill_two_batch_overlap": int(bool(point.prefill_two_batch_overlap)),
-            },
+    physics = (
+        "the new prompt tokens' dense and attention FLOPs (attending to the cached context too) at the "
+        "prefill GEMM rate and its routed experts' at the prefill MoE rate, plus its all-reduces and "
+        "dispatches over the instance's links (two-batch overlap where the stack runs it and it is "
+        "shorter); "
+    )
+    use = (
+        "a pool of traffic_requests_per_s x prefill_instance_s instances keeps up (serving.gpus_for_traffic)"
+        if point.disaggregated
+        else "the prefills take turns with decode on the instance (tokens_per_s_per_gpu)"
+    )
+    inputs: dict[str, Any] = {
+        "input_tokens": point.input_tokens,
+        "context_tokens": point.context_tokens,
+        "prefill_instance_gpus": point.prefill_instance_gpus or point.instance_gpus,
+        "prefill_two_batch_overlap": int(bool(point.prefill_two_batch_overlap)),
+    }
+    how = f"seconds of a {where} instance per request: {physics}{use}"
+    if point.prompt_stall is not None:  # a stack release's stall: the larger of the two
+        prompt_s, stall_s = point.prompt_stall
+        how = (
+            f"max(prompt_s, prompt_stall_s): prompt_s, the seconds of a {where} instance per request: "
+            f"{physics}prompt_stall_s, the least time an iteration holding a prompt takes under "
+            f"{point.stack} {point.stack_release} (its prompt stall per aggregated iteration); {use}"
         )
-    ]
+        release = {"prompt_s": prompt_s, "prompt_stall_s": stall_s, "stack_release": point.stack_release}
+        inputs = {**release, **inputs}
+    return [Step("serving.prefill_instance_s", point.prefill_instance_s, how, inputs)]
 
 
 def _prefill_queue_steps(point: Serving) -> list[Step]:
@@ -674,6 +680,8 @@ def _latency_steps(point: Serving) -> list[Step]:
             "kernels need), its all-reduces and dispatches from its one attention rank and the "
             "hand-offs between its stages"
         )
+        if point.prompt_stall is not None:
+            ttft += f", at least prompt_stall_s ({point.stack} {point.stack_release}'s prompt stall)"
     return [
         tpot,
         Step(
@@ -684,6 +692,7 @@ def _latency_steps(point: Serving) -> list[Step]:
                 "input_tokens": point.input_tokens,
                 "context_tokens": point.context_tokens,
                 "prefill_configuration": point.prefill_configuration or point.configuration,
+                **({} if point.prompt_stall is None else {"prompt_stall_s": point.prompt_stall[1]}),
             },
         ),
     ]
@@ -1556,6 +1565,7 @@ def _serve_args(cat: Catalog, hardware: str, model: str, sv: Any) -> dict[str, A
         speculative=sv.speculative,
         instance="best",
         ttft_target_s=sv.ttft_target_s,
+        stack_release=sv.stack_release,
     )
 
 
@@ -1890,6 +1900,7 @@ _STAGE_FIELDS: dict[str, dict[str, str]] = {
         "input_tokens": "input_tokens_per_request",
         "output_tokens": "output_tokens_per_request",
         "speculative": "speculative",
+        "stack_release": "stack_release",
     },
 }
 _HINT_STARTS = ("use ", "give ", "add ", "set ", "try ", "choose ", "pick ", "lower ", "raise ", "--", "`")

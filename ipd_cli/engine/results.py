@@ -7,7 +7,7 @@ prints their JSON Schema; tests/golden/schema.json is the committed copy.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from .result_base import SCHEMA_VERSION, EntryView, Listing, Result
 
@@ -320,6 +320,15 @@ class Serving(Result):
     """One serving operating point: the deployment configuration, throughput, interactivity,
     latency and cost. Little's law holds on every point: tokens_per_s_per_gpu x deployment_gpus =
     deployment_concurrency x tokens_per_s_per_user."""
+
+    # an aggregated point under a stack release that stalls its prompts: (the prompt's own seconds,
+    # the release's stall), whose larger is prefill_instance_s; what `ipd explain` writes as that
+    # step, not an output (None: no stall priced)
+    _prompt_stall: tuple[float, float] | None = PrivateAttr(default=None)
+
+    @property
+    def prompt_stall(self) -> tuple[float, float] | None:
+        return self._prompt_stall
 
     tokens_per_s_per_gpu: float = Field(
         description="output tokens/s per GPU paid for: the whole deployment unit (prefill pool and "

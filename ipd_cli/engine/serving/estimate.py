@@ -712,6 +712,7 @@ def traffic_sizer(
     speculative: str | int | None = None,
     instance: str = "best",
     ttft_target_s: float | None = None,
+    stack_release: str | None = None,
     pricing: str = "rental",
     origin: str = CLI,
 ) -> TrafficSizer:
@@ -722,7 +723,7 @@ def traffic_sizer(
     ctx = replace(ctx, trace=ctx.trace.quiet())
     shape = Shape(
         input_tokens, output_tokens, precision, speculative=speculative, pricing=pricing,
-        context_tokens=context_tokens,
+        context_tokens=context_tokens, stack_release=stack_release,
     )  # fmt: skip
     g = _searched(ctx, shape, pins_of(), instance, tokens_per_user_s)
     return TrafficSizer(g, tokens_per_user_s, None, ctx.name, ttft_target(ctx, ttft_target_s))

@@ -113,7 +113,7 @@ def serving(g: Grid, i: int, operating_point: str, searched: int | None = None, 
     """The result for row ``i`` of grid ``g``: its speeds and costs, its configuration, where its
     step time goes, and the deployment it needs (``searched``: the configurations of a search that
     took more than this grid, such as a refined curve)."""
-    return Serving(
+    point = Serving(
         **_rates(g, i),
         **_configuration_fields(g, i),
         **_step_time(g, i),
@@ -122,6 +122,9 @@ def serving(g: Grid, i: int, operating_point: str, searched: int | None = None, 
         configurations_searched=len(g) if searched is None else searched,
         **extra,
     )
+    if g.ph.prompt_stall_s and not g.rows["disagg"][i]:  # explain's max(prompt, stall)
+        point._prompt_stall = (float(g.x["prefill_s"][int(g.rows["layout"][i])]), g.ph.prompt_stall_s)
+    return point
 
 
 def _rates(g: Grid, i: int) -> dict[str, Any]:

@@ -246,11 +246,7 @@ def prompt_stall_s(ctx: ServingContext, stack: Stack, release: str | None, preci
         return 0.0
     known = ctx.cat.serving.stacks[stack.name].releases if stack.chain else {}
     if release not in known:
-        listed = ", ".join(known) or "none"
-        raise InputError(
-            f"unknown `stack_release` '{release}' for {stack.name}; releases measured apart: {listed} "
-            "(leave it out for the stack's profile)"
-        )
+        raise InputError(_unknown_release(release, stack.name, known))
     label = f"prompt stall per aggregated iteration ({stack.name} {release})"
     prof = known[release].profiles.get(stack.family or "")
     if prof is not None and precision in (prof.prompt_stall_ms or {}):
@@ -261,3 +257,23 @@ def prompt_stall_s(ctx: ServingContext, stack: Stack, release: str | None, preci
     note = f"{stack.name} {release}: no prompt stall measured {where}; a prompt costs its physics alone"
     ctx.trace.given(label, 0.0, "ms", ctx.cat.origin_of("serving", "stacks", stack.name), note=note)
     return 0.0
+
+
+def _unknown_release(release: str, stack: str, known: dict, where: str = "") -> str:
+    listed = ", ".join(known) or "none"
+    return (
+        f"unknown `stack_release` '{release}' for {stack}{where}; releases measured apart: {listed} "
+        "(leave it out for the stack's profile)"
+    )
+
+
+def check_release(cat: Catalog, hardware: str, release: str) -> None:
+    """Refuse, before any estimate, a ``release`` that the serving stack ``hardware`` serves with
+    (its family's default) does not hold, in one line naming the ones it does (a comparison's
+    scenario runs its stages first and would refuse it only after them)."""
+    family = accelerator_family(cat, cat.system(hardware).accelerator)
+    stack = cat.serving.families[family].default_stack.value if family else REFERENCE
+    known = cat.serving.stacks[stack].releases if stack in cat.serving.stacks else {}
+    if release not in known:
+        where = f" (the serving stack of {cat.canonical('systems', hardware)})"
+        raise InputError(_unknown_release(release, stack, known, where))
