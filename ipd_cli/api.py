@@ -140,28 +140,35 @@ def rl(
     cat: Catalog,
     hardware: str,
     workload: str = DEFAULT_RL_WORKLOAD,
+    *,
+    stack_release: str | None = None,
     **kw: Any,
 ) -> RlResult:
     """One RL post-training step (and its refresh cycle) of an RL workload (a catalog name or a
     YAML file) on ``hardware``. Keywords, each overriding the workload's: ``model``, ``mode``
     (colocated, disaggregated, one-step-off, async), ``gpus`` (a total the search splits) or
     ``gen_gpus`` and ``train_gpus``, ``split`` ('auto': search the split of the workload's or the
-    given GPUs even where it names one), ``transport`` (the weight update's), ``pricing``. See
-    :func:`ipd_cli.engine.rl.estimate_rl`."""
+    given GPUs even where it names one), ``transport`` (the weight update's), ``stack_release``
+    (its ``generation_stack_release``: the rollout engines' release, as ``serve(stack_release=)``),
+    ``pricing``. See :func:`ipd_cli.engine.rl.estimate_rl`."""
     from .engine.rl import estimate_rl
 
-    workload = check_arguments(rl, {"cat": cat, "hardware": hardware, "workload": workload})["workload"]
+    given = {"cat": cat, "hardware": hardware, "workload": workload, "stack_release": stack_release}
+    a = check_arguments(rl, given)
+    workload, stack_release = a["workload"], a["stack_release"]
     internal = ("workload_name", "origin", "advise_larger")
     accepted = tuple(k for k in _keyword_parameters(estimate_rl) if k not in internal)
-    _check_keywords("rl", kw, accepted)
+    _check_keywords("rl", kw, (*accepted, "stack_release"))
     kw = check_arguments(estimate_rl, kw)
     if kw.get("model") is not None:  # named as the argument, not as the workload file's field
         cat.model(kw["model"])
-    cat, name, w, origin = resolve_with_sources(cat, workload, _rl_given(kw))
+    fields = _rl_given(kw) | ({} if stack_release is None else {"generation_stack_release": stack_release})
+    cat, name, w, origin = resolve_with_sources(cat, workload, fields)
     if w.kind != "rl":
         raise InputError(
             f"workload '{name}' is a {w.kind} workload; give an RL workload (ipd workloads list)"
         )
+    _check_generation_release(cat, hardware, w, given=stack_release is not None)
     r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, advise_larger=True, **kw)
     transport = frozenset({"workload.sync_transport"} if kw.get("transport") is not None else ())
     cited = _cited(r.assumptions, cat, w, origin, given=transport)  # the others left the file's
@@ -177,6 +184,21 @@ def rl(
     # review: `ipd rl` and `ipd train` said nothing where `compare --workload` did)
     result.notes.extend(one_sided_range_notes([result]))
     return result
+
+
+def _check_generation_release(cat: Catalog, hardware: str, w: Any, given: bool) -> None:
+    """An RL workload's ``generation_stack_release`` checked against the rollout engines' stack before
+    any estimate (``given``: by the ``stack_release`` parameter, which the message names)."""
+    from .engine.serving.stack import check_release
+
+    if w.generation_stack_release is None:
+        return
+    try:
+        check_release(cat, hardware, w.generation_stack_release, w.generation_stack)
+    except InputError as e:
+        if given:
+            raise
+        raise InputError(str(e).replace("`stack_release`", "`generation_stack_release`")) from None
 
 
 def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
@@ -696,20 +718,27 @@ def _compare(
 def _with_release(
     cat: Catalog, systems: list[str], name: str, w: Any, origin: str, release: str | None
 ) -> Any:
-    """The scenario with its serving under ``release`` (None: as it is), the release it serves under
-    checked against every system's serving stack before any estimate."""
-    from .engine.serving.stack import check_release
-
-    if release is not None and w.kind != "scenario":
+    """The workload with ``release`` (None: as it is) as a scenario's serving release or an RL
+    workload's generation release, the release it runs under checked against every system's
+    serving stack before any estimate."""
+    if release is not None and w.kind not in ("scenario", "rl"):
         raise InputError(
-            f"`stack_release` picks the release a scenario's serving runs; '{name}' (kind {w.kind}) "
-            "serves nothing: give a scenario (ipd workloads list)"
+            f"`stack_release` picks the release a scenario's serving or an RL workload's rollouts run; "
+            f"'{name}' (kind {w.kind}) serves nothing: give a scenario or an RL workload (ipd workloads list)"
         )
+    if w.kind == "rl":
+        if release is not None:
+            w = w.model_copy(update={"generation_stack_release": release})
+        for s in systems:
+            _check_generation_release(cat, s, w, given=release is not None)
+        return w
     if release is not None:
         w = w.model_copy(update={"serving": w.serving.model_copy(update={"stack_release": release})})
     held = w.serving.stack_release if w.kind == "scenario" else None
     if held is None:
         return w
+    from .engine.serving.stack import check_release
+
     for s in systems:
         try:
             check_release(cat, s, held)

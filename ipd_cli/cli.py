@@ -786,6 +786,17 @@ def rl(
             callback=_folded,
         ),
     ] = None,
+    stack_release: Annotated[
+        str | None,
+        typer.Option(
+            "--stack-release",
+            help="Generate the rollouts under a release of their serving stack measured apart, as ipd "
+            "serve --stack-release (the workload's generation_stack_release; trtllm 1.1.0rc2: a "
+            "replica's prompts stall its decode for at least 42.1 ms, FP4 on B200 only, none elsewhere); "
+            "default: the stack's profile. A release the stack does not hold is refused first.",
+            callback=_folded,
+        ),
+    ] = None,
     pricing: PricingOpt = "rental",
     fmt: FormatOpt = "auto",
     output: OutputOpt = None,
@@ -813,6 +824,7 @@ def rl(
         train_gpus=train_gpus,
         split=split,
         transport=transport,
+        stack_release=stack_release,
         pricing=pricing,
     )
     _finish(result, fmt, output, max_usd, "rl.usd_per_step", cat)
@@ -844,10 +856,11 @@ ScenarioReleaseOpt = Annotated[
     str | None,
     typer.Option(
         "--stack-release",
-        help="Serve the scenario under a release of each system's serving stack measured apart, as "
-        "ipd serve --stack-release (the scenario's serving.stack_release; trtllm 1.1.0rc2: an "
-        "aggregated prompt stalls decode for at least 42.1 ms, FP4 on B200 only, none elsewhere); "
-        "scenarios only; a release a system's stack does not hold is refused before any estimate.",
+        help="Serve the scenario (or generate an RL workload's rollouts) under a release of each "
+        "system's serving stack measured apart, as ipd serve --stack-release (a scenario's "
+        "serving.stack_release, an RL workload's generation_stack_release; trtllm 1.1.0rc2: an "
+        "aggregated prompt stalls decode for at least 42.1 ms, FP4 on B200 only, none elsewhere); a "
+        "release a system's stack does not hold is refused before any estimate.",
         callback=_folded,
     ),
 ]

@@ -1521,3 +1521,75 @@ def test_async_cores_flag_asks_whether_more_sandboxes_would_shorten_the_step():
     one = run_cli(*gb, *cpu("grace", 1))
     assert one.json()["rl"]["step_seconds"] == plenty["step_seconds"]  # the floor sets it, not the cores
     assert not one.json()["rl"]["sandbox_cores_bind"] and "cores cap" not in one.stderr
+
+
+def test_rl_generation_takes_a_stack_release_and_its_prompt_stall_by_hand():
+    """Qwen3-235B rollouts at FP4 on B200 under TensorRT-LLM 1.1.0rc2 (ipd rl --stack-release, the
+    workload's generation_stack_release): each prompt on a replica takes max(its own ~2.8 ms, the
+    release's 42.1 ms stall), so the prompts' share of generation is rollouts x 0.0421 / replicas
+    and the step grows by (0.0421 - the prompt's own) x rollouts / replicas, the configuration kept."""
+    base = (
+        "rl",
+        "--hardware",
+        "b200",
+        "--workload",
+        "rl-math-reasoning",
+        "--set",
+        "workload.inference_precision=fp4",
+    )
+    plain, rc2 = (run_cli(*base, *extra, "-f", "json") for extra in ((), ("--stack-release", "1.1.0rc2")))
+    assert plain.code == rc2.code == 0, (plain.stderr, rc2.stderr)
+    p, r = plain.json()["rl"], rc2.json()["rl"]
+    assert (r["replicas"], r["instance_gpus"], r["concurrency"]) == (
+        p["replicas"],
+        p["instance_gpus"],
+        p["concurrency"],
+    )
+    own = p["generation"]["prompt_prefill_s"]
+    assert own < 0.0421 and r["generation"]["prompt_prefill_s"] == pytest.approx(0.0421)
+    rollouts, replicas = r["generation"]["rollouts"], r["replicas"]
+    assert r["generation"]["prefill_s"] == pytest.approx(rollouts * 0.0421 / replicas, rel=1e-12)
+    grown = (0.0421 - own) * rollouts / replicas  # ~60.3 s
+    assert r["phases"]["generation_s"] - p["phases"]["generation_s"] == pytest.approx(grown, rel=1e-9)
+    assert r["step_seconds"] - p["step_seconds"] == pytest.approx(grown, rel=1e-9)
+    stall = [a for a in rc2.json()["assumptions"] if a["name"].startswith("prompt stall")]
+    assert [(a["value"], a["unit"], a["source"]) for a in stall] == [(42.1, "ms", "inferencex-trt-1.1-stall")]
+    assert not [a for a in plain.json()["assumptions"] if a["name"].startswith("prompt stall")]
+
+
+def test_an_rl_release_is_checked_against_the_rollout_stack_first():
+    held = "releases measured apart: 1.1.0rc2 (leave it out for the stack's profile)"
+    for args, line in (
+        (
+            ("rl", "--hardware", "mi355x", "--stack-release", "1.1.0rc2"),
+            "ipd: error: unknown --stack-release '1.1.0rc2' for sglang (the serving stack of mi355x); "
+            "releases measured apart: none (leave it out for the stack's profile)",
+        ),
+        (
+            (
+                "rl",
+                "--hardware",
+                "b200",
+                "--set",
+                "workload.generation_stack=vllm",
+                "--stack-release",
+                "1.1.0rc2",
+            ),
+            "ipd: error: unknown --stack-release '1.1.0rc2' for vllm (the serving stack of b200); "
+            "releases measured apart: none (leave it out for the stack's profile)",
+        ),
+        (
+            ("compare", "b200", "--workload", "pretrain-10t-moe", "--stack-release", "1.1.0rc2"),
+            "ipd: error: --stack-release picks the release a scenario's serving or an RL workload's "
+            "rollouts run; 'pretrain-10t-moe' (kind pretrain) serves nothing: give a scenario or an RL "
+            "workload (ipd workloads list)",
+        ),
+        (
+            # the workload's own field (InferenceX's later release, not held), named as the field
+            ("rl", "--hardware", "b200", "--set", "workload.generation_stack_release=1.2.0rc6"),
+            f"ipd: error: unknown generation_stack_release '1.2.0rc6' for trtllm (the serving stack of "
+            f"b200); {held}",
+        ),
+    ):
+        r = run_cli(*args, "-f", "json")
+        assert (r.code, r.stdout, r.stderr.splitlines()) == (2, "", [line]), (args, r.stderr)

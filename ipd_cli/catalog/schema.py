@@ -1750,6 +1750,12 @@ class RlWorkload(Strict):
         description="serving stack the rollout engines run (serving.stacks: trtllm, vllm, sglang; "
         "default: the system's family default, the best published there)",
     )
+    generation_stack_release: str | None = Field(
+        default=None,
+        description="a release of that stack measured apart, as `ipd serve --stack-release` "
+        "(serving.stacks.<stack>.releases: trtllm 1.1.0rc2, whose prompts stall a replica's decode); "
+        "default: the stack's profile, every release alike",
+    )
     training_plan: str | None = Field(
         default=None,
         description="the trainer's parallelism as a run published it, in `ipd train --plan` form "

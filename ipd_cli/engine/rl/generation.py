@@ -272,10 +272,13 @@ def rollout_engine(
             pricing=pricing,
             layout=w.generation_layout,
             stack=w.generation_stack,
+            stack_release=w.generation_stack_release,
         )
     except InputError as e:
         if w.generation_stack is not None and "`stack`" in str(e):  # the serving search's word for it
             raise InputError(str(e).replace("`stack`", "`generation_stack`")) from None
+        if "`stack_release`" in str(e):
+            raise InputError(str(e).replace("`stack_release`", "`generation_stack_release`")) from None
         if w.generation_layout is None:
             raise
         raise InputError(f"`generation_layout` {w.generation_layout!r}: {e}") from None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
+from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import best, best_of
 from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError
@@ -113,6 +114,13 @@ class Deployment:
         return self.speculative / layout_step(self.grid.ph, self.grid, self.layout, batch)["step_s"]
 
 
+def prompt_s(g: Grid, li):
+    """A prompt's seconds on the aggregated layouts ``li``: its own, or a stack release's prompt
+    stall where longer (an aggregated instance's, as :func:`.evaluate.aggregated` prices it)."""
+    own = g.x["prefill_s"][li]
+    return f.maximum(own, g.ph.prompt_stall_s) if g.ph.prompt_stall_s else own
+
+
 def _layout_rows(g: Grid):
     """Rows at each layout's KV limit, aggregated, feasible and within the pins (one per layout)."""
     import numpy as np
@@ -131,7 +139,7 @@ def _deployment(g: Grid, li: int) -> Deployment:
         layout=li,
         gpus=int(math.ceil(float(g.x["paid"][li]) - 1e-9)),
         max_batch=int(g.x["rank_max"][li] * g.x["d"][li]),
-        prefill_s=float(g.x["prefill_s"][li]),
+        prefill_s=float(prompt_s(g, li)),
         speculative=float(g.x["accepted"][li]),
         configuration=layout_name(g, li),
     )
@@ -280,13 +288,17 @@ def rollout_candidates(
     pricing: str = "rental",
     layout: str | None = None,
     stack: str | None = None,
+    stack_release: str | None = None,
 ) -> RolloutCandidates:
     """Every aggregated configuration of the deployment search, at its KV limit, for generation
     (``layout``: only that serving layout, as a run deployed it; ``stack``: the serving stack the
-    engines run, None: the family's default)."""
+    engines run, None: the family's default; ``stack_release``: its release measured apart)."""
     import numpy as np
 
-    shape = Shape(input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack)
+    shape = Shape(
+        input_tokens, output_tokens, precision, kv_precision, speculative, pricing, stack,
+        stack_release=stack_release,
+    )  # fmt: skip
     g = _search(ctx, shape, layout)
     rows = _layout_rows(g)
     if rows.size == 0:
@@ -304,7 +316,7 @@ def rollout_candidates(
             li=li,
             gpus=np.ceil(g.x["paid"][li] - 1e-9),
             max_batch=np.floor(g.x["rank_max"][li] * g.x["d"][li]),
-            prefill_s=g.x["prefill_s"][li],
+            prefill_s=prompt_s(g, li),
             speculative=g.x["accepted"][li],
             _rows=rows,
         )
@@ -341,7 +353,7 @@ def rollout_deployment(
     limit = (g.x["rank_max"] * g.x["d"])[li]
     batch = np.clip(np.ceil(rollouts / np.maximum(replicas, 1)), 1, limit)
     step = _steps(g, li, batch)
-    per_request = g.x["prefill_s"][li] + g.ph.osl * step / (g.x["accepted"][li] * batch)
+    per_request = prompt_s(g, li) + g.ph.osl * step / (g.x["accepted"][li] * batch)
     time = rollouts / np.maximum(replicas, 1) * per_request
     ok = replicas >= 1
     if not ok.any():

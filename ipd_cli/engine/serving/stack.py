@@ -267,12 +267,13 @@ def _unknown_release(release: str, stack: str, known: dict, where: str = "") -> 
     )
 
 
-def check_release(cat: Catalog, hardware: str, release: str) -> None:
+def check_release(cat: Catalog, hardware: str, release: str, stack: str | None = None) -> None:
     """Refuse, before any estimate, a ``release`` that the serving stack ``hardware`` serves with
-    (its family's default) does not hold, in one line naming the ones it does (a comparison's
-    scenario runs its stages first and would refuse it only after them)."""
+    (``stack``, else its family's default) does not hold, in one line naming the ones it does (a
+    comparison's scenario runs its stages first and would refuse it only after them)."""
     family = accelerator_family(cat, cat.system(hardware).accelerator)
-    stack = cat.serving.families[family].default_stack.value if family else REFERENCE
+    if stack is None:
+        stack = cat.serving.families[family].default_stack.value if family else REFERENCE
     known = cat.serving.stacks[stack].releases if stack in cat.serving.stacks else {}
     if release not in known:
         where = f" (the serving stack of {cat.canonical('systems', hardware)})"
