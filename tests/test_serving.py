@@ -3255,3 +3255,19 @@ def test_a_release_prices_a_prompt_at_its_stall_by_hand(catalog):
     row = next(a for a in fp8.assumptions if a.name.startswith("prompt stall"))
     assert row.value == 0.0 and "measured at fp4 only" in (row.note or "")
     assert fp8.serving.prefill_instance_s < 0.0421
+
+
+def test_a_release_target_batch_counts_the_stall_in_the_other_prompts(catalog):
+    """At an interactivity target, the aggregated batch searched for it prices the other requests'
+    prompts at the release's stall, as the point does: B200 FP4 TEP8 1.1.0rc2 at 20 tokens/s per
+    user holds 480 users (20.0014/s), and 481 miss it; with the prompts at their own 15.5 ms the
+    search had settled on a rung of the ladder, 384 users (23.2/s, 1,113 tok/s/GPU against 1,199)."""
+    kw = dict(
+        precision="fp4", layout="tep8", disaggregated=False, speculative="off", stack="trtllm", eplb=False
+    )
+    kw |= dict(input_tokens=922, output_tokens=922, stack_release="1.1.0rc2")
+    at = estimate_serving(catalog, "b200", "deepseek-v3", tokens_per_user_s=20, **kw).serving
+    assert (at.concurrency, at.target_met) == (480, True) and at.interactivity_tokens_per_s >= 20
+    assert round(at.tokens_per_s_per_gpu) == 1199
+    over = estimate_serving(catalog, "b200", "deepseek-v3", concurrency=481, **kw).serving
+    assert over.interactivity_tokens_per_s < 20
