@@ -1377,11 +1377,6 @@ def test_a_scenarios_release_is_checked_against_every_systems_stack_first(tmp_pa
             f"ipd: error: {field}: unknown workload.serving.stack_release '1.2' for trtllm (the serving "
             f"stack of b200); {held}",
         ),
-        (
-            ("compare", "b200", "--workload", "rl-swe-agent", "--stack-release", "1.1.0rc2"),
-            "ipd: error: --stack-release picks the release a scenario's serving runs; 'rl-swe-agent' "
-            "(kind rl) serves nothing: give a scenario (ipd workloads list)",
-        ),
     ):
         r = run_cli(*args, "-f", "json")
         assert (r.code, r.stdout, r.stderr.splitlines()) == (2, "", [line]), args
