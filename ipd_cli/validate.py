@@ -824,6 +824,12 @@ def _serving_knobs(cat: Catalog, case: Case) -> list[str]:
         return [knob] if _calibrated(cat, knob) else []
     if named is not None:
         family = _holder(cat, stack, family, f"{field}{at}")
+    if field == "step_overhead_us_per_layer" and (release := i.get("stack_release")):
+        # a case of a release whose profile holds its own floor at the case's precision fits that
+        precision = _serving_precision(cat, i)
+        knob = f"serving.stacks.{stack}.releases.{release}.profiles.{family}.{field}.{precision}"
+        if _has(cat, knob):
+            return [knob] if _calibrated(cat, knob) else []
     knob = f"serving.stacks.{stack}.profiles.{family}.{field}{at}"
     return [knob] if _calibrated(cat, knob) else []
 
@@ -919,9 +925,15 @@ def _rank(knob: str) -> int:
 
 
 def _current(cat: Catalog, path: str) -> Any:
+    from ipd_cli.catalog.overrides import joined_keys
+
     node: Any = cat
-    for key in path.split("."):
+    keys = path.split(".")
+    while keys:
+        key = keys.pop(0)
         if isinstance(node, dict):
+            if key not in node and (joined := joined_keys(node, [key, *keys])) > 1:
+                key, keys = ".".join([key, *keys[: joined - 1]]), keys[joined - 1 :]  # a release: 1.1.0rc2
             node = node[int(key)] if key not in node and key.isdigit() else node[key]
         else:
             node = getattr(node, key)

@@ -1211,13 +1211,21 @@ class ReleaseProfile(Strict):
         "precision it was measured at (a release that runs such iterations uncaptured): a prompt "
         "stalls decode for max(the prompt's priced seconds, this); other precisions price none",
     )
+    step_overhead_us_per_layer: dict[Precision, Sourced] | None = unit(
+        "us",
+        1e-6,
+        default=None,
+        description="the floor per decode step and layer of an aggregated instance under this release, "
+        "per weight precision it was fitted at; other precisions take the stack's profile floor",
+    )
     note: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> ReleaseProfile:
-        for p, v in (self.prompt_stall_ms or {}).items():
-            if v.value < 0:
-                raise ValueError(f"prompt_stall_ms.{p} must be >= 0, got {v.value}")
+        for field in ("prompt_stall_ms", "step_overhead_us_per_layer"):
+            for p, v in (getattr(self, field) or {}).items():
+                if v.value < 0:
+                    raise ValueError(f"{field}.{p} must be >= 0, got {v.value}")
         return self
 
 

@@ -863,9 +863,11 @@ def read(
     price, basis = usd_per_gpu_hour(ctx.inp, ctx.name, pricing, always_on=True)
     sv = ctx.cat.serving
     st = stacks.resolve(ctx, stack)
-    floor = stacks.read(
-        ctx, st, "per-step overhead per layer", "step_overhead_us_per_layer", "step_overhead_us_per_layer"
-    )
+    # the release's own floor where it holds one fitted at this precision, else the stack's
+    floor = stacks.release_floor(ctx, st, release, precision)
+    if floor is None:
+        label = "per-step overhead per layer"
+        floor = stacks.read(ctx, st, label, "step_overhead_us_per_layer", "step_overhead_us_per_layer")
     # a disaggregated decode pool's floor where the profile (or one no farther along its chain than
     # the aggregated floor's) measured one: decode-only iterations, always captured; else the same
     dfloor = floor

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.catalog.schema import StackProfile, borrowed_profile
+from ipd_cli.catalog.schema import ReleaseProfile, StackProfile, borrowed_profile
 from ipd_cli.errors import InputError, did_you_mean
 
 from .context import ServingContext
@@ -244,11 +244,8 @@ def prompt_stall_s(ctx: ServingContext, stack: Stack, release: str | None, preci
     stall on this family, traced; 0 where it measured none there (traced, saying so)."""
     if release is None:
         return 0.0
-    known = ctx.cat.serving.stacks[stack.name].releases if stack.chain else {}
-    if release not in known:
-        raise InputError(_unknown_release(release, stack.name, known))
+    prof = release_profile(ctx, stack, release)
     label = f"prompt stall per aggregated iteration ({stack.name} {release})"
-    prof = known[release].profiles.get(stack.family or "")
     if prof is not None and precision in (prof.prompt_stall_ms or {}):
         at = f"releases.{release}.profiles.{stack.family}.prompt_stall_ms.{precision}"
         return float(ctx.inp.read(f"serving.stacks.{stack.name}.{at}", label))
@@ -278,3 +275,26 @@ def check_release(cat: Catalog, hardware: str, release: str, stack: str | None =
     if release not in known:
         where = f" (the serving stack of {cat.canonical('systems', hardware)})"
         raise InputError(_unknown_release(release, stack, known, where))
+
+
+def release_floor(ctx: ServingContext, stack: Stack, release: str | None, precision: str) -> float | None:
+    """The floor per decode step and layer of an aggregated instance under the stack's ``release``
+    at weight ``precision`` (seconds), traced, where the release holds one fitted on this family at
+    that precision; None otherwise (the stack's profile floor applies)."""
+    if release is None:
+        return None
+    prof = release_profile(ctx, stack, release)
+    if prof is None or precision not in (prof.step_overhead_us_per_layer or {}):
+        return None
+    at = f"releases.{release}.profiles.{stack.family}.step_overhead_us_per_layer.{precision}"
+    label = f"per-step overhead per layer ({stack.name} {release})"
+    return float(ctx.inp.read(f"serving.stacks.{stack.name}.{at}", label))
+
+
+def release_profile(ctx: ServingContext, stack: Stack, release: str) -> ReleaseProfile | None:
+    """The stack's ``release`` profile on this family (None: the release measured nothing here);
+    a release the stack does not list is an input error."""
+    known = ctx.cat.serving.stacks[stack.name].releases if stack.chain else {}
+    if release not in known:
+        raise InputError(_unknown_release(release, stack.name, known))
+    return known[release].profiles.get(stack.family or "")
