@@ -3238,7 +3238,9 @@ def test_a_release_prices_a_prompt_at_its_stall_by_hand(catalog):
     assert (p.stack_release, r.stack_release) == (None, "1.1.0rc2")  # the result names it
     assert p.prefill_instance_s < 0.0421 and p.ttft_s < 0.0421
     assert r.prefill_instance_s == r.ttft_s == pytest.approx(0.0421, rel=1e-12)
-    assert r.step_time_ms == p.step_time_ms  # the decode step is the stack's
+    # the decode step at the release's own FP4 floor, 87 us a layer against the stack's 100: the
+    # floor adds to each layer's work (p = 1), so 61 layers x 13 us = 0.793 ms less a step
+    assert r.step_time_ms == pytest.approx(p.step_time_ms - 61 * (100 - 87) * 1e-3, rel=1e-12)
     step_s = r.step_time_ms / MS
     assert r.tpot_ms == pytest.approx((15 * 0.0421 + 922 * step_s) / 922 * MS, rel=1e-12)
     per_gpu = 16 * 922 / (16 * 0.0421 + 922 * step_s) / 8  # the prompt's own: no wait beyond its share
@@ -3271,3 +3273,41 @@ def test_a_release_target_batch_counts_the_stall_in_the_other_prompts(catalog):
     assert round(at.tokens_per_s_per_gpu) == 1199
     over = estimate_serving(catalog, "b200", "deepseek-v3", concurrency=481, **kw).serving
     assert over.interactivity_tokens_per_s < 20
+def test_a_release_floor_is_its_own_per_precision_and_the_stacks_elsewhere(catalog):
+    """1.1.0rc2 holds its own B200 floor per layer at FP4 (87 us) and FP8 (159 us), fitted on its
+    non-case records; BF16, another release-less run, and the disaggregated decode pool keep the
+    stack's (100 us aggregated, 68.3 us decode pool). By hand, at FP8 TEP8 with 8 users: the step
+    is 61 layers x (159 - 100) us = 3.599 ms longer than the stack's."""
+    kw = dict(layout="tep8", disaggregated=False, concurrency=8, speculative="off", eplb=False)
+    kw |= dict(input_tokens=922, output_tokens=7373, stack="trtllm")
+
+    def floor_rows(result):
+        return [
+            (a.name, a.value, a.source)
+            for a in result.assumptions
+            if a.name.startswith("per-step overhead per layer") and "decode pool" not in a.name
+        ]
+
+    for precision, value in (("fp4", 87), ("fp8", 159)):
+        rc2 = estimate_serving(
+            catalog, "b200", "deepseek-v3", stack_release="1.1.0rc2", precision=precision, **kw
+        )
+        assert floor_rows(rc2) == [
+            ("per-step overhead per layer (trtllm 1.1.0rc2)", value, "ipd-calibration")
+        ]
+    plain = estimate_serving(catalog, "b200", "deepseek-v3", precision="fp8", **kw)
+    rc2 = estimate_serving(catalog, "b200", "deepseek-v3", stack_release="1.1.0rc2", precision="fp8", **kw)
+    assert floor_rows(plain) == [("per-step overhead per layer", 100, "ipd-calibration")]
+    assert rc2.serving.step_time_ms == pytest.approx(plain.serving.step_time_ms + 61 * 59e-3, rel=1e-12)
+    bf16 = estimate_serving(catalog, "b200", "deepseek-v3", stack_release="1.1.0rc2", precision="bf16",
+                            **(kw | {"layout": None, "instance_gpus": 8}))  # fmt: skip
+    assert floor_rows(bf16) == [("per-step overhead per layer", 100, "ipd-calibration")]
+    # a disaggregated decode pool under the release keeps the stack's decode-pool floor
+    pool_kw = kw | {"disaggregated": True, "layout": None, "concurrency": None}
+    disagg = estimate_serving(
+        catalog, "b200", "deepseek-v3", stack_release="1.1.0rc2", precision="fp4", **pool_kw
+    )
+    pool = [
+        a for a in disagg.assumptions if a.name == "per-step overhead per layer (disaggregated decode pool)"
+    ]
+    assert [a.value for a in pool] == [68.3]

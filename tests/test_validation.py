@@ -486,6 +486,23 @@ def test_a_fitting_case_fits_the_per_precision_value_of_its_precision(catalog):
     ]
 
 
+def test_a_release_case_fits_its_releases_floor_at_its_precision(catalog):
+    # InferenceX's TensorRT-LLM 1.1.0rc2 B200 1k/8k records that are not checking cases fit that
+    # release's own floor at their precision (a key with dots: the release), not the stack's
+    cases = {c.id: c for c in val.load_cases()[0]}
+    rel = "serving.stacks.trtllm.releases.1.1.0rc2.profiles.blackwell.step_overhead_us_per_layer"
+    fitting = [
+        c for c in cases.values() if c.inputs.get("stack_release") == "1.1.0rc2" and c.split == "fitting"
+    ]
+    assert {(c.inputs["precision"], c.inputs["output_tokens"]) for c in fitting} == {
+        ("fp4", 7373),
+        ("fp8", 7373),
+    }
+    for c in fitting:
+        assert val.knobs_of(catalog, c) == [f"{rel}.{c.inputs['precision']}"], c.id
+    assert val._current(catalog, f"{rel}.fp8").value == 159
+
+
 def test_cases_are_well_formed(catalog):
     cases, sources = val.load_cases()
     ids = [c.id for c in cases]
