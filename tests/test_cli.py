@@ -552,15 +552,19 @@ RELEASE_CURVE = (
 
 def test_serve_curve_takes_a_release_and_moves_exactly_where_its_stall_binds():
     """With 922 new tokens the prompt (15.5 ms) is below the stall: every point takes 42.1 ms a
-    prompt, its decode step unchanged, so tokens/s per GPU = B x 922 / (B x 0.0421 + 922 x step) / 8
-    GPUs (batch 1935 at a 66.53 ms step: 1,784,070 / (81.46 + 61.34) / 8 = 1,561.6). With 8,192
+    prompt, its decode step that of the release's own FP4 floor (87 us a layer, pinned on the plain
+    curve), so tokens/s per GPU = B x 922 / (B x 0.0421 + 922 x step) / 8 GPUs (batch 1935 at a
+    65.74 ms step: 1,784,070 / (81.46 + 60.61) / 8 = 1,569.6). With 8,192
     the prompt (147 ms) is above it: the curve is the plain one, point for point."""
     runs = {}
     for isl in ("922", "8192"):
-        for release in ((), ("--stack-release", "1.1.0rc2")):
+        # the release's own FP4 floor (87 us a layer) pinned on the plain curve leaves the stall
+        # alone between the two
+        floor_87 = ("--set", "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer=87")
+        for release in (floor_87, ("--stack-release", "1.1.0rc2")):
             r = run_cli(*RELEASE_CURVE, "--input-tokens", isl, *release)
             assert r.code == 0, r.stderr
-            runs[isl, bool(release)] = json.loads(r.stdout)
+            runs[isl, release != floor_87] = json.loads(r.stdout)
     plain, rc2 = runs["922", False]["serving"], runs["922", True]["serving"]
     assert [p["configuration"] for p in rc2] == [p["configuration"] for p in plain] and len(rc2) > 10
     for p, q in zip(plain, rc2, strict=True):
@@ -570,7 +574,7 @@ def test_serve_curve_takes_a_release_and_moves_exactly_where_its_stall_binds():
         assert q["tokens_per_s_per_gpu"] == pytest.approx(b * 922 / (b * 0.0421 + 922 * step_s) / 8, rel=1e-9)
         assert q["tokens_per_s_per_gpu"] < p["tokens_per_s_per_gpu"]
     first = rc2[0]
-    assert (first["concurrency"], round(first["tokens_per_s_per_gpu"], 1)) == (1935, 1561.6)
+    assert (first["concurrency"], round(first["tokens_per_s_per_gpu"], 1)) == (1935, 1569.6)
     stall = [a for a in runs["922", True]["assumptions"] if a["name"].startswith("prompt stall")]
     assert [(a["value"], a["unit"], a["source"]) for a in stall] == [(42.1, "ms", "inferencex-trt-1.1-stall")]
     long_plain, long_rc2 = runs["8192", False]["serving"], runs["8192", True]["serving"]

@@ -1527,7 +1527,9 @@ def test_rl_generation_takes_a_stack_release_and_its_prompt_stall_by_hand():
     """Qwen3-235B rollouts at FP4 on B200 under TensorRT-LLM 1.1.0rc2 (ipd rl --stack-release, the
     workload's generation_stack_release): each prompt on a replica takes max(its own ~2.8 ms, the
     release's 42.1 ms stall), so the prompts' share of generation is rollouts x 0.0421 / replicas
-    and the step grows by (0.0421 - the prompt's own) x rollouts / replicas, the configuration kept."""
+    and the step grows by (0.0421 - the prompt's own) x rollouts / replicas, the configuration kept.
+    The release also holds its own FP4 floor per layer (87 us against the stack's 100), so the run
+    without it pins the stack's floor at 87 to leave the stall alone between them."""
     base = (
         "rl",
         "--hardware",
@@ -1537,7 +1539,10 @@ def test_rl_generation_takes_a_stack_release_and_its_prompt_stall_by_hand():
         "--set",
         "workload.inference_precision=fp4",
     )
-    plain, rc2 = (run_cli(*base, *extra, "-f", "json") for extra in ((), ("--stack-release", "1.1.0rc2")))
+    floor_87 = ("--set", "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer=87")
+    plain, rc2 = (
+        run_cli(*base, *extra, "-f", "json") for extra in (floor_87, ("--stack-release", "1.1.0rc2"))
+    )
     assert plain.code == rc2.code == 0, (plain.stderr, rc2.stderr)
     p, r = plain.json()["rl"], rc2.json()["rl"]
     assert (r["replicas"], r["instance_gpus"], r["concurrency"]) == (

@@ -3261,18 +3261,21 @@ def test_a_release_prices_a_prompt_at_its_stall_by_hand(catalog):
 
 def test_a_release_target_batch_counts_the_stall_in_the_other_prompts(catalog):
     """At an interactivity target, the aggregated batch searched for it prices the other requests'
-    prompts at the release's stall, as the point does: B200 FP4 TEP8 1.1.0rc2 at 20 tokens/s per
-    user holds 480 users (20.0014/s), and 481 miss it; with the prompts at their own 15.5 ms the
-    search had settled on a rung of the ladder, 384 users (23.2/s, 1,113 tok/s/GPU against 1,199)."""
+    prompts at the release's stall, as the point does: B200 FP4 TEP8 1.1.0rc2 (its own FP4 floor, 87
+    us a layer) at 20 tokens/s per user holds 491 users (20.0015/s), and 492 miss it (19.973/s).
+    Before the search priced the stall (2026-12-06, at the stack's 100 us floor) it had found a
+    batch without it, too large, and fallen back to a smaller rung of the ladder, 384 users."""
     kw = dict(
         precision="fp4", layout="tep8", disaggregated=False, speculative="off", stack="trtllm", eplb=False
     )
     kw |= dict(input_tokens=922, output_tokens=922, stack_release="1.1.0rc2")
     at = estimate_serving(catalog, "b200", "deepseek-v3", tokens_per_user_s=20, **kw).serving
-    assert (at.concurrency, at.target_met) == (480, True) and at.interactivity_tokens_per_s >= 20
-    assert round(at.tokens_per_s_per_gpu) == 1199
-    over = estimate_serving(catalog, "b200", "deepseek-v3", concurrency=481, **kw).serving
+    assert (at.concurrency, at.target_met) == (491, True) and at.interactivity_tokens_per_s >= 20
+    assert round(at.tokens_per_s_per_gpu) == 1226
+    over = estimate_serving(catalog, "b200", "deepseek-v3", concurrency=492, **kw).serving
     assert over.interactivity_tokens_per_s < 20
+
+
 def test_a_release_floor_is_its_own_per_precision_and_the_stacks_elsewhere(catalog):
     """1.1.0rc2 holds its own B200 floor per layer at FP4 (87 us) and FP8 (159 us), fitted on its
     non-case records; BF16, another release-less run, and the disaggregated decode pool keep the
