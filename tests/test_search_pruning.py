@@ -136,6 +136,65 @@ def test_the_lazy_deadline_order_is_the_whole_grids(
     assert (lazy.best.gpus, lazy.evaluated) == (whole.best.gpus, whole.evaluated)
 
 
+DEADLINE_CASES = [
+    ("h100-sxm", "llama-3.1-8b", "bf16", 2e12, 10),  # dense: the fixed step time and whole systems
+    ("gb200-nvl72", "qwen3-30b-a3b", "bf16", 20e12, 20),  # MoE: the 1F1B expert overlap's lost gain
+    ("gb200-nvl72", "deepseek-v3", "fp8", 15e12, 30),
+    ("vera-rubin-nvl72", "moe-10t", "fp8", 100e12, 30),  # the headline's grid: the skip bites
+]
+
+
+@pytest.mark.parametrize(("hardware", "model", "precision", "tokens", "days"), DEADLINE_CASES)
+def test_the_systems_need_is_below_every_plan_that_meets_the_deadline(
+    catalog, monkeypatch, hardware, model, precision, tokens, days
+):
+    # the deadline search skips a micro row whose systems_need (GPUs in whole systems) is past the
+    # fewest found: evaluated with nothing skipped, every plan that meets the deadline uses at
+    # least its row's systems_need, and some plans sit at it (the bound is tight there)
+    monkeypatch.setattr(tpn, "systems_need", lambda P, t, x, rate, pins: np.zeros(len(P["tp"])))
+    x = inputs(catalog, hardware, model, precision, tokens=tokens)
+    seconds = days * 86400.0
+    rate = x["tokens"] / (seconds * x["goodput"])
+    with np.errstate(all="ignore"):
+        s = tpn.search_deadline(x, seconds, {}, 1e8)
+        micro = {k: s.cols[k] for k in tpn._micro(x, 1e8, {})[0]}
+        need = SYSTEMS_NEED(micro, ts.micro_terms(micro, x), x, rate, {})
+    met = s.space.feasible & tpn.meets(s.out["wall_s"], seconds)
+    assert met.sum() > 100
+    assert np.all(s.out["gpus"][met] >= need[met])
+    assert np.any(s.out["gpus"][met] == need[met])
+    if model != "llama-3.1-8b":  # the expert overlap's term bites: above the order's bound alone
+        plain = (
+            micro["tp"]
+            * micro["cp"]
+            * micro["pp"]
+            * tpn.replicas_lower_bound(micro, ts.micro_terms(micro, x), x, rate, {})
+        )
+        assert np.sum(need[met] > tpn.systems_gpus(micro, x, plain)[met]) > met.sum() / 10
+
+
+SYSTEMS_NEED = tpn.systems_need
+
+
+@pytest.mark.parametrize(("hardware", "model", "precision", "tokens", "days"), DEADLINE_CASES)
+def test_the_deadline_search_skips_rows_and_finds_the_same_plan(
+    catalog, monkeypatch, hardware, model, precision, tokens, days
+):
+    # with and without the skip: the same plan, step time, cluster and runners-up; fewer plans
+    # evaluated where the skip bites (10T MoE; the smaller grids' first chunks hold every row)
+    x = inputs(catalog, hardware, model, precision, tokens=tokens)
+    pruned = tpn.find_deadline(x, days * 86400, {}, 1e8, top=3)
+    monkeypatch.setattr(tpn, "systems_need", lambda P, t, x, rate, pins: np.zeros(len(P["tp"])))
+    whole = tpn.find_deadline(
+        inputs(catalog, hardware, model, precision, tokens=tokens), days * 86400, {}, 1e8, top=3
+    )
+    assert pruned.best.name == whole.best.name
+    assert (pruned.best.out["step_s"], pruned.best.gpus) == (whole.best.out["step_s"], whole.best.gpus)
+    assert [c.name for c in pruned.top] == [c.name for c in whole.top]
+    assert pruned.evaluated <= whole.evaluated
+    assert pruned.evaluated < whole.evaluated or model != "moe-10t"
+
+
 def test_the_need_floor_is_below_every_rows_need(catalog):
     # the floor that decides which rows get their need computed is a lower bound on every row
     x = inputs(catalog, "h100-sxm", "llama-3.1-70b", tokens=15e12)

@@ -27,6 +27,7 @@ idle still count (GPU-seconds = step time x GPUs given).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1677,13 +1678,16 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
     in whole systems. Micro rows are taken in order of that bound (``need``), a chunk at a time,
     until no row left can need fewer GPUs than the best plan found (:class:`_NeedOrder`: the order
     is built for the rows a cheaper bound cannot rule out, and grown when the search reaches its
-    end)."""
+    end). Within a chunk, a row is evaluated only where :func:`systems_need` (a tighter bound, from
+    every term of the row) is within the bar too: the rows it drops could not have tied the plan
+    found (issue 16: most of a large grid's rows past the first chunk need more systems)."""
     import numpy as np
 
     rate = x["tokens"] / (seconds * x["goodput"])
     P, m = _micro(x, max_gpus, pins)
     rows = _NeedOrder(P, m, x, rate, pins, max_gpus)
     parts, bar = [], np.inf
+    tight = plain_inputs(x)  # (inputs held as arrays, one value per row: the order's bound alone)
     for start in range(0, len(P["tp"]), CHUNK):
         limit = min(bar, max_gpus)
         pos = rows.prefix(start + CHUNK, limit)
@@ -1692,9 +1696,15 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         idx = pos[start : start + CHUNK]
         idx = idx[~(rows.need[idx] > limit)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
+        t = index_terms(m, idx) if "redo_s" in m else ts.micro_terms(sub, x)  # every term of each row
+        if tight:  # nor the rows whose steps' whole systems cannot come within the bar
+            near = np.flatnonzero(~(systems_need(sub, t, x, rate, pins) > limit))
+            idx, sub, t = idx[near], sr.take(sub, near), index_terms(t, near)
+        if not len(idx):
+            continue
         M = _deadline_rows(sub, rows.d_low[idx], x, pins)
         M = sr.take(M, schedulable(M))  # a pinned micro-batch count some schedules cannot run
-        out = solve_replicas(M, chunk_terms(sub, m, idx, M["row"], x), x, rate, pins)
+        out = solve_replicas(M, index_terms(t, M["row"]), x, rate, pins)
         gpus = systems_gpus(M, x, M["tp"] * M["cp"] * M["pp"] * M["dp"])
         wall = wall_seconds(x, out["seconds_per_token"])
         ok = fits_memory(out, x) & meets(wall, seconds) & (gpus <= max_gpus)
@@ -1843,16 +1853,27 @@ def replicas_lower_bound(P: sr.Columns, m: dict, x: dict, rate: float, pins: dic
     return bisect_replicas(b, _bisections(widest_bracket(x)))
 
 
-def replicas_bracket(P: sr.Columns, m: dict, x: dict, rate: float, pins: dict) -> dict[str, Any]:
+Extras = Callable[[Any], tuple[Any, Any]]  # a micro row's FSDP bound -> (seconds a micro-batch, a step)
+
+
+def replicas_bracket(
+    P: sr.Columns, m: dict, x: dict, rate: float, pins: dict, more: Extras | None = None
+) -> dict[str, Any]:
     """:func:`replicas_lower_bound` before its bisection: the replicas that hold the state, and for
     the rows that hold it and reach the rate (``live``) the bracket (``lo``, ``hi``: log replicas)
-    and what :func:`best_rate` needs."""
+    and what :func:`best_rate` needs. ``more``: seconds every micro-batch and every step take
+    beyond the bound's (:func:`_step_extras`; a step's seconds of its own count as bubble)."""
     import numpy as np
 
     memory = replicas_for_memory(P, m, x, pins)
     per_seq = P["mbs"] * x["seq"]
-    t_mb = m["fwd_s"] + m["bwd_s"] + fsdp_lower_bound(P, m, x, pins, memory)
+    fsdp = fsdp_lower_bound(P, m, x, pins, memory)
+    t_mb = m["fwd_s"] + m["bwd_s"] + fsdp
     w = ts.bubble_bound(P)
+    if more is not None:
+        per_mb, per_step = more(fsdp)
+        t_mb = t_mb + per_mb
+        w = w + per_step / t_mb
     B = x["recipe_batch"]
     lo = np.log(np.maximum(rate * t_mb / per_seq, 1.0))
     room = B / (rate * t_mb) - w  # micro-batches per step left within the recipe batch, at the rate
@@ -1880,6 +1901,46 @@ def bisect_replicas(b: dict[str, Any], steps: int) -> Any:
         lo, hi = np.where(ok, lo, mid), np.where(ok, mid, hi)
     d[b["live"]] = np.exp(lo)
     return np.maximum(d, b["memory"])
+
+
+def _step_extras(P: sr.Columns, t: dict, x: dict) -> Extras:
+    """What every plan of a micro row takes beyond :func:`replicas_bracket`'s step, (m + w) t_mb, as
+    a function of the row's FSDP bound: (seconds a micro-batch, seconds a step). Every step pays the
+    fixed time (``step_fixed_s``). Megatron's 1F1B expert overlap (``a2a_gain_s``, :func:`~ipd_cli.
+    engine.trainstep.unpaired_share`) loses its gain on the chunks that run alone: every
+    micro-batch's without a pipeline's interleaving or DualPipe (pp > 1, vp 1: no chunk is paired),
+    at least one micro-batch's worth a step otherwise (one without a pipeline, the first forward
+    and last backward; interleaved, a warmup of 2 (pp - 1) + (vp - 1) pp + 1 >= vp chunks of 1/vp;
+    DualPipe, min(1.5 pp - 1, mb) >= 1 of them). A row whose bound prices FSDP gathers gets no
+    more: the gathers hide behind those chunks' all-to-alls (:func:`~ipd_cli.engine.trainstep.step`),
+    so the two cannot be added."""
+    import numpy as np
+
+    gain = np.maximum(t["a2a_gain_s"], 0.0)  # (a recompute policy adds to it, never takes)
+    alone = (P["pp"] > 1) & (P["vp"] == 1) & ~np.asarray(ts.dualpipe(P))
+
+    def more(fsdp: Any) -> tuple[Any, Any]:
+        lost = np.where(fsdp > 0, 0.0, gain)
+        return np.where(alone, lost, 0.0), np.where(alone, 0.0, lost) + x["step_fixed_s"]
+
+    return more
+
+
+def systems_need(P: sr.Columns, t: dict, x: dict, rate: float, pins: dict) -> Any:
+    """GPUs, in whole systems, below every plan of each micro row that meets ``rate`` tokens/s
+    (``t``: every micro term of the rows, :func:`~ipd_cli.engine.trainstep.micro_terms`): the
+    replicas of :func:`replicas_lower_bound` with the time :func:`_step_extras` adds, rounded up
+    to a whole step of replicas (:func:`_replica_step`) and to the systems they span
+    (:func:`systems_gpus`, which grows with the GPUs used). inf where no plan reaches the rate."""
+    import numpy as np
+
+    b = replicas_bracket(P, t, x, rate, pins, _step_extras(P, t, x))
+    d = bisect_replicas(b, _bisections(widest_bracket(x)))
+    grain = _replica_step(P)
+    # (a plan meets the deadline to the last bits of a float: a margin below the bisection's end)
+    dp = np.ceil(np.minimum(d, 1e15) * (1.0 - 1e-6) / grain) * grain
+    used = P["tp"] * P["cp"] * P["pp"] * np.maximum(dp, grain)
+    return np.where(np.isfinite(d), systems_gpus(P, x, used), np.inf)
 
 
 def _bisections(width: float) -> int:
