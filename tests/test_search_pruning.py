@@ -332,3 +332,27 @@ def test_a_plan_grid_carries_its_layers_per_stage():
     assert np.array_equal(P["Ls"], expected) and len(P["Ls"]) > 100
     assert np.array_equal(ts.stage_layers({**P, "Ls": P["Ls"] + 1.0}, x), P["Ls"] + 1.0)  # read, not redone
     assert np.array_equal(ts.stage_layers({"pp": P["pp"], "vp": P["vp"]}, x), expected)  # without it
+
+
+@pytest.mark.parametrize(("setting", "stood_in"), [("__all__", True), ("1", True), ("", False), ("x", False)])
+def test_the_console_script_skips_pydantic_s_plugin_finder_only_when_plugins_are_off(setting, stood_in):
+    # with every plugin disabled, pydantic's finder (which imports importlib.metadata) is stood in
+    # for: a model is built and validates, no plugin is found, importlib.metadata is not imported,
+    # and a name the stand-in lacks comes from the real finder; otherwise the real finder runs
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from ipd_cli import __main__ as m; m.no_plugin_finder()\n"
+        "from pydantic import BaseModel\n"
+        "class A(BaseModel):\n    n: int\n"
+        "assert A(n='3').n == 3\n"
+        "from pydantic.plugin._loader import get_plugins\n"
+        "print(list(get_plugins()), 'importlib.metadata' in sys.modules)\n"
+        "from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP\n"
+        "print(PYDANTIC_ENTRY_POINT_GROUP)\n"
+    )
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": setting}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [f"[] {not stood_in}", "pydantic"]
