@@ -129,6 +129,20 @@ def test_yaml_syntax_error_in_a_workload_file_or_stdin(tmp_path, stdin):
     )
 
 
+@pytest.mark.parametrize("stdin", [False, True])
+def test_a_workload_missing_several_fields_names_them_all(tmp_path, stdin):
+    # a fresh-eyes review: a new RL workload file was told "workload.prompts_per_step: Field
+    # required [+4 more errors]", so it took five runs to learn which fields it needs
+    msg = with_workload(tmp_path, "kind: rl\nmodel: llama-3.1-8b\n", stdin=stdin)
+    assert msg.endswith(
+        "workload.prompts_per_step: Field required (also missing: group_size, prompt_tokens, "
+        "mean_response_tokens, max_response_tokens)"
+    ), msg
+    # errors of other kinds are still counted, not named
+    msg = with_workload(tmp_path, "model: llama-3.1-8b\ntokens: 1e12\ngpus: yes\nseq_len: x\n", stdin=stdin)
+    assert "[+" in msg and "also missing" not in msg, msg
+
+
 def test_an_entry_that_replaces_a_builtin_one_in_part_says_it_replaces_it_whole(tmp_path):
     # a review: a file giving only a system's prices (a vendor quote) failed with
     # "systems.h100-sxm.description: Field required [+8 more errors]" and no hint why

@@ -150,9 +150,24 @@ def format_validation_error(
     if expected.startswith("Sourced") and not isinstance(value, dict | list):  # success_rate: 0.7
         msg = _sourced_form(value, expected)
     shown = "" if isinstance(value, dict | list) or value is None else f" (got {_short(value)})"
-    more = len(errors) - 1
-    tail = f" [+{more} more error{'s' if more > 1 else ''}]" if more else ""
-    return f"{path}: {msg}{shown}{hint}{tail}"
+    return f"{path}: {msg}{shown}{hint}{_tail(errors, first, data)}"
+
+
+# the other missing fields a message names before it counts the rest
+MISSING_NAMED = 6
+
+
+def _tail(errors: list, first: Any, data: Any) -> str:
+    """What the message leaves out: the other fields missing where every error is a missing field
+    (a fresh-eyes review: a new RL workload file was told "prompts_per_step: Field required [+4
+    more errors]", one field a run), else how many errors more."""
+    rest = [e for e in errors if e is not first]
+    if rest and all(e["type"] == "missing" for e in errors):
+        names = [_dotted(e, data) for e in rest]
+        over = len(names) - MISSING_NAMED
+        more = f" and {over} more" if over > 0 else ""
+        return f" (also missing: {', '.join(names[:MISSING_NAMED])}{more})"
+    return f" [+{len(rest)} more error{'s' if len(rest) > 1 else ''}]" if rest else ""
 
 
 # what a scenario file missing one of its stages is told to write
