@@ -501,6 +501,14 @@ def test_a_single_result_table_leaves_out_fields_without_a_value():
     assert "wall_days" in table.stdout
 
 
+def test_a_table_title_wider_than_its_table_is_not_cut_inside_a_name():
+    # a fresh-eyes review: over its two-column table `ipd train` titled the memory breakdown
+    # "pretraining.memory_breakdow" / "n_gb_per_gpu"; a title wraps between words alone
+    args = ("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64")
+    lines = run_cli(*args, "-f", "table", env={"COLUMNS": "150"}).stdout.splitlines()
+    assert "pretraining.memory_breakdown_gb_per_gpu" in [line.strip() for line in lines]
+
+
 def test_a_table_to_a_pipe_takes_the_width_columns_gives():
     # COLUMNS was read only on a terminal: `COLUMNS=80 ipd hardware list -f table | less` drew rows
     # as wide as the table needs (327 characters for a compare; an output review)

@@ -98,6 +98,20 @@ def layout(grid: Grid, width: int | None) -> list[tuple[Grid, list[int]]]:
     return [(grid, _narrowest(grid))]  # wider than the terminal: its lines wrap, nothing is cut
 
 
+def _title(text: str, width: int) -> Text:
+    """A table's title wrapped between words at the table's width, or its longest word's where that
+    is wider (Rich cut `pretraining.memory_breakdown_gb_per_gpu` inside the name over a narrow
+    table: a fresh-eyes review)."""
+    words = [len(w) for w in text.split()]
+    width = max(width, *words) if words else width
+    lines = [
+        part
+        for line in _lines(text)
+        for part in textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False) or [""]
+    ]
+    return Text("\n".join(lines), overflow="ignore")
+
+
 def _wrap(text: str, width: int) -> Text:
     """Text wrapped between words (never inside one), an indented label indented on every line."""
     lines = []
@@ -176,7 +190,7 @@ def to_table(v: View, ctx: OutputContext) -> str:
     )
     for grid, widths in drawn:
         table = Table(
-            title=Text(grid.title),
+            title=_title(grid.title, table_width(widths)),
             title_justify="left",
             box=box.ASCII if ctx.ascii_only else box.HEAVY_HEAD,
         )
