@@ -733,3 +733,13 @@ def test_a_terms_set_without_its_price_is_said_to_relabel_not_reprice():
     # with its price, or owned (tco reads no term): nothing to say
     assert "restates" not in run_cli(*args, "--set", "systems.h200.prices.reserved=2.0", "-f", "json").stderr
     assert "restates" not in run_cli(*args, "--pricing", "tco", "-f", "json").stderr
+
+
+def test_an_estimate_without_a_source_reads_estimate_alone():
+    # a fresh-eyes review: serve's inputs read " (estimate)" (markdown "&nbsp;(estimate)") for the
+    # speculative decoding method, an estimate that names no source
+    args = ("serve", "--hardware", "vera-rubin", "--model", "kimi-k2", "--precision", "fp4")
+    out = run_cli(*args, "--tokens-per-user-s", "50", "-f", "markdown").stdout
+    row = next(line for line in out.splitlines() if line.startswith("| speculative decoding method |"))
+    assert row.split("|")[4].strip() == "(estimate)", row
+    assert "&nbsp;(estimate)" not in out

@@ -1068,7 +1068,8 @@ def _assumptions(assumptions: list[dict]) -> Grid:
     columns = ["Input", "Value", "Unit", "Source", "From"]
     grid = Grid("Inputs and their sources", columns, right={1}, optional=[4])
     for a in assumptions:
-        src = (a.get("source") or "") + (" (estimate)" if a.get("estimate") else "")
+        # an estimate with no source reads "(estimate)", not " (estimate)" (a fresh-eyes review)
+        src = " ".join(p for p in (a.get("source"), "(estimate)" if a.get("estimate") else None) if p)
         grid.rows.append([a["name"], _item_cell(a, "value"), a["unit"], src, a["origin"]])
     grid.vertical = [
         Grid(f"Input: {row[0]}", ["Field", "Value"], [list(p) for p in zip(columns, row, strict=True)])
