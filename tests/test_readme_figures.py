@@ -612,3 +612,24 @@ def test_pinned_pools_copied_for_a_ttft_target_are_what_the_readme_says():
         f"{sv.ttft_at_traffic_s * 1e3:.1f} ms, where one copy carries the traffic at {one * 1e3:.1f} ms"
     )
     assert phrase in _text(), phrase
+
+
+def test_the_instance_size_a_pin_reaches_beyond_the_search():
+    # a fresh-eyes review found the README's "2,706 against 2,672" two days stale (2,659 against
+    # 2,635): `--instance-gpus 3` on an 8-GPU node, a size off the search's ladder, beats the search
+    said = re.search(
+        r"as Llama 3\.1 70B on H100 does by ([\d.]+) % with (TP1 PP3) "
+        r"\(([\d,]+) against ([\d,]+) tokens/s per\s+GPU",
+        README,
+    )
+    assert said, "the README's --instance-gpus 3 example moved"
+    pct, config, pinned, searched = said.groups()
+    args = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "-f", "json")
+    pin = run_cli_once(*args, "--instance-gpus", "3").json()["serving"]
+    best = run_cli_once(*args).json()["serving"]
+    assert config in pin["configuration"] and config not in best["configuration"]
+    assert (f"{pin['tokens_per_s_per_gpu']:,.0f}", f"{best['tokens_per_s_per_gpu']:,.0f}") == (
+        pinned,
+        searched,
+    )
+    assert f"{100 * (pin['tokens_per_s_per_gpu'] / best['tokens_per_s_per_gpu'] - 1):.1f}" == pct
