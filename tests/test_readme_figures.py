@@ -633,3 +633,23 @@ def test_the_instance_size_a_pin_reaches_beyond_the_search():
         searched,
     )
     assert f"{100 * (pin['tokens_per_s_per_gpu'] / best['tokens_per_s_per_gpu'] - 1):.1f}" == pct
+
+
+def test_the_readme_counts_the_validation_cases_by_split():
+    # a fresh-eyes review: the README said 394 measurements, 117 fitting, after fifteen fitting cases
+    # had been added (409, 132); the checking split's count from the README's own command
+    import yaml
+
+    cases = yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "configs/validation/cases.yaml").read_text()
+    )
+    splits = [case["split"] for case in cases["cases"]]
+    r = run_cli_once("validate", "--split", "checking")  # shared with test_validation.py
+    assert r.code == 0, r.stderr
+    checking = len(r.json()["items"])
+    total, fitting = len(splits), splits.count("fitting")
+    assert total == fitting + checking == fitting + splits.count("checking")
+    assert README.count(f"the model against {total} published measurements") == 1
+    assert README.count(f"runs the model on {total} published measurements") == 1
+    assert f"{fitting} are the **fitting** set" in README
+    assert f"The {checking} **checking** cases never tune anything" in README
