@@ -1172,7 +1172,19 @@ def _warn_sweep(
     for line in lines[:MAX_SWEEP_WARNINGS]:
         sys.stderr.write(f"ipd: warning: {line}\n")
     if len(lines) > MAX_SWEEP_WARNINGS:
-        sys.stderr.write(f"ipd: warning: ... and {len(lines) - MAX_SWEEP_WARNINGS} more\n")
+        sys.stderr.write(f"ipd: warning: {_more_warnings(lines[MAX_SWEEP_WARNINGS:], points)}\n")
+
+
+def _more_warnings(left: list[str], points: list) -> str:
+    """The line for the warnings a sweep leaves out: how many, whose, and the command that prints
+    them (a fresh-eyes review: "... and 4 more" said neither)."""
+    names = [n for n in dict.fromkeys(r.hardware for _, r in points) if any(x.startswith(n) for x in left)]
+    if not names:
+        return f"... and {len(left)} more"
+    return (
+        f"... and {len(left)} more (of {', '.join(names)}; `ipd compare {names[0]}` with the sweep's "
+        "--workload and a row's --set prints them)"
+    )
 
 
 def _progress(text: str):

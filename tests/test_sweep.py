@@ -1279,3 +1279,17 @@ def test_a_sampled_rl_run_draws_its_goodput_and_staleness_factor():
         < 4000 * row["rl.usd_per_step.p50"] / 0.9
         < row["rl.run.usd_per_year.p90"]
     )
+
+
+def test_the_warnings_a_sweep_leaves_out_say_whose_and_how_to_read_them():
+    # a fresh-eyes review: "ipd: warning: ... and 4 more" named neither the system nor a way to read
+    # them; A100 on the 10T model warns of its pre-training, RL pool and serving, H100 of its own
+    r = run_cli("sweep", "--vary", "hardware=h100,a100", "-f", "csv")
+    assert r.code == 0, r.stderr
+    warned = [line for line in r.stderr.splitlines() if line.startswith("ipd: warning: ")]
+    assert len(warned) == 9, r.stderr  # MAX_SWEEP_WARNINGS, then the line for the rest
+    assert warned[-1].startswith("ipd: warning: ... and "), warned[-1]
+    assert warned[-1].endswith(
+        " more (of a100-sxm; `ipd compare a100-sxm` with the sweep's --workload and a row's --set "
+        "prints them)"
+    ), warned[-1]
