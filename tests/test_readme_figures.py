@@ -532,16 +532,17 @@ def test_the_layout_the_readme_gives_names_every_module():
 
 def test_a_fractional_deployment_the_readme_quotes_is_what_serve_prints():
     # a new user's review: half a GPU in `deployment_gpus` puzzled; the README says why, with this
-    # example: 7 DEP3 prefill instances (72 / 3 = 24 to a rack: 3 GPUs paid each) and one DEP16
-    # decode instance (4 to a rack, 8 GPUs left, which DEP3 instances fill but for 2), 37.5 per
-    # deployment (EPLB pinned off: with it the search takes 5 DEP4 prefill instances, which tile)
+    # example: 8 DEP3 prefill instances (72 / 3 = 24 to a rack: 3 GPUs paid each) and one DEP16
+    # decode instance (4 to a rack, 8 GPUs left, which DEP3 instances fill but for 2), 40.5 per
+    # deployment (EPLB pinned off). At 52.807 requests/s it was 7 + 1 (37.5) until a decode pool
+    # stopped paying the attention-DP imbalance (2026-12-06), which takes 7 + 2 DEP8 (37 GPUs)
     args = ("--hardware", "gb300", "--model", "kimi-k2", "--precision", "fp4", "--tokens-per-user-s", "50",
             "--input-tokens", "3000", "--output-tokens", "400", "--context-tokens", "49300",
-            "--requests-per-s", "52.807", "--no-eplb")  # fmt: skip
+            "--requests-per-s", "60", "--no-eplb")  # fmt: skip
     assert f"`ipd serve {' '.join(args)}`" in _text()
     s = run_cli("serve", *args, "-f", "json").json()["serving"]
-    assert (s["deployment_gpus"], s["stranded_gpus"], s["gpus_for_traffic"]) == (37.5, 0.5, 38)
-    assert "37.5 GPUs a deployment, `stranded_gpus` 0.5" in _text() and "(38 there)" in _text()
+    assert (s["deployment_gpus"], s["stranded_gpus"], s["gpus_for_traffic"]) == (40.5, 0.5, 41)
+    assert "40.5 GPUs a deployment, `stranded_gpus` 0.5" in _text() and "(41 there)" in _text()
 
 
 def test_the_step_fixed_times_rack_thresholds_are_what_the_readme_says(systems):
@@ -576,12 +577,12 @@ def test_the_step_fixed_times_rack_thresholds_are_what_the_readme_says(systems):
 
 def test_the_systems_the_readme_counts_for_serving_and_rl_are_what_compare_prints(systems):
     # a capacity planner's audit: pre-training counted its racks, serving and RL did not (Rubin's
-    # frontier-agentic deployment, 11,556 GPUs, is 160.5 NVL72 racks: 161 whole)
+    # frontier-agentic deployment, 11,412 GPUs, is 158.5 NVL72 racks: 159 whole)
     text = " ".join(README.split())
     sv, rl = systems["vera-rubin-nvl72"]["serving"], systems["vera-rubin-nvl72"]["rl"]
-    assert (sv["gpus_for_traffic"], sv["gpus_per_system"], sv["systems_for_traffic"]) == (11_556, 72, 161)
-    assert "11,556 GPUs, 161 NVL72 racks, 36 GPUs of the last unpriced, 0.3 %" in text
-    assert 161 * 72 - 11_556 == 36 and round(36 / 11_556 * 100, 1) == 0.3
+    assert (sv["gpus_for_traffic"], sv["gpus_per_system"], sv["systems_for_traffic"]) == (11_412, 72, 159)
+    assert "11,412 GPUs, 159 NVL72 racks, 36 GPUs of the last unpriced, 0.3 %" in text
+    assert 159 * 72 - 11_412 == 36 and round(36 / 11_412 * 100, 1) == 0.3
     for s in systems.values():  # ceil(GPUs / GPUs per rack), by hand, for each stage
         sv, rl = s["serving"], s["rl"]
         assert sv["systems_for_traffic"] == -(-sv["gpus_for_traffic"] // 72)

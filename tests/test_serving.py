@@ -363,6 +363,27 @@ def test_prefill_gemms_run_at_the_gemm_efficiency_attention_at_the_prefill_mfu(r
     assert fp8.prefill_instance_s == pytest.approx(base.prefill_instance_s, rel=1e-12)
 
 
+def test_a_disaggregated_decode_pool_pays_no_prompt_imbalance(round_cat):
+    # issue 11: the attention-DP imbalance (1.5 at 4 ranks in this catalog) is TensorRT-LLM's
+    # tech blog 10 measurement of ranks running prompts beside others decoding; a decode pool runs
+    # none, and the engine hands each new request to the least-loaded rank, at most
+    # ceil(130 / 4) = 33 a rank (_balance_requests_across_ranks). So a DEP4 pool at 130 sequences
+    # prices its busiest rank at 33 sequences, 33 / 32.5 = 1.0154 of the mean, where an aggregated
+    # instance prices 32.5 x 1.5 = 48.75
+    kw = dict(
+        precision="fp8", kv_precision="fp8", layout="dep4", eplb=False, concurrency=130, speculative="off"
+    )
+    pool = serve(round_cat, "b200", "qwen3-235b-a22b", disaggregated=True, **kw)
+    mixed = serve(round_cat, "b200", "qwen3-235b-a22b", disaggregated=False, **kw)
+    assert mixed.attention_dp_imbalance == pytest.approx(1.5, rel=1e-12)
+    assert pool.attention_dp_imbalance == pytest.approx(33 / 32.5, rel=1e-12)
+    # the pool's step is an aggregated step whose busiest rank holds those 33 sequences
+    even = round_cat.with_overrides([f"serving.attention_dp_imbalance={33 / 32.5!r}"])
+    same = serve(even, "b200", "qwen3-235b-a22b", disaggregated=False, **kw)
+    assert pool.step_time_ms == pytest.approx(same.step_time_ms, rel=1e-12)
+    assert pool.step_time_ms < mixed.step_time_ms
+
+
 def test_max_instance_gpus_bounds_the_instance_as_a_benchmark_ran_it(catalog):
     # issue 11: InferenceX's Llama 70B points ran aggregated on one node. Unbounded, the search
     # spreads an 8k-token-prompt deployment over nodes; bounded to 2 GPUs it returns the better of
@@ -1247,7 +1268,8 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # DEP4 + 13 x DEP8; 80 again since its head runs on one of them: 6 x DEP4 + 7 x DEP8; 164 since
     # TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4: 13 x DEP4 + 14 x DEP8; 196 since
     # B200's decode pools take their own 2026 floor, 61.6 us a layer; 12 since the Blackwell systems'
-    # decode pools share one floor, 68.3: 1 x DEP4 + 1 x DEP8); one
+    # decode pools share one floor, 68.3: 1 x DEP4 + 1 x DEP8; 196 since a decode pool pays no
+    # attention-DP imbalance, its busiest rank ceil(batch / ranks): 17 x DEP4 + 16 x DEP8); one
     # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search
     # finds at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
@@ -1258,7 +1280,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 12
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 196
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -1730,8 +1752,9 @@ def test_two_batch_overlap_in_decode_hides_the_dispatch_and_keeps_the_step_monot
     assert 0.5 * serial.collective_time_ms < saved < serial.collective_time_ms
     # Little's law holds on the overlapped point; and more sequences never shorten the step (the
     # rollout search's bounds need it): the lesser of two non-decreasing times is non-decreasing
-    # (2,704.5 tokens/s per GPU before the FP8 release's LM head was read in BF16)
-    assert on.concurrency * on.tokens_per_s_per_user == pytest.approx(72 * 2685.0, rel=1e-3)
+    # (2,704.5 tokens/s per GPU before the FP8 release's LM head was read in BF16; 2,685.0 before a
+    # decode pool stopped paying the attention-DP imbalance, 256 a rank: 1.14 -> 1)
+    assert on.concurrency * on.tokens_per_s_per_user == pytest.approx(72 * 2766.8, rel=1e-3)
     steps = [step(catalog, 72 * b).step_time_ms for b in (8, 16, 32, 64, 128, 192, 256)]
     assert steps == sorted(steps)
 

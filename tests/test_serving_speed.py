@@ -12,7 +12,7 @@ from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import take
 from ipd_cli.engine.serving.context import context
 from ipd_cli.engine.serving.estimate import Shape, search
-from ipd_cli.engine.serving.evaluate import _deployment_cost, row_floor, step_terms
+from ipd_cli.engine.serving.evaluate import _deployment_cost, step_terms
 from ipd_cli.engine.serving.grid import Pins, _batch_for_target, step_parts, work_out_parts
 
 
@@ -33,9 +33,7 @@ def test_a_rows_step_parts_are_those_of_every_row_at_once(catalog, hw, model, st
     r = g.rows
     li = r["layout"]
     with np.errstate(all="ignore"):  # every row at once, as the search once kept them
-        whole = step_terms(
-            g.ph, take(g.lay, li), take(g.x, li), r["batch"], floor=row_floor(g.ph, r["disagg"])
-        )
+        whole = step_terms(g.ph, take(g.lay, li), take(g.x, li), r["batch"], pool=r["disagg"])
     live = ~np.isnan(r["step_s"])
     assert whole["step_s"][live].tobytes() == r["step_s"][live].tobytes()
     if stack == "sglang":
@@ -57,7 +55,7 @@ def _plain_bisection(ph, lay, x, target):
     lo, hi = np.ones(2 * n), np.maximum(x2["rank_max"] * x2["d"], 1.0)
     for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
         mid = np.floor((lo + hi + 1) / 2)
-        step = step_terms(ph, two, x2, mid, floor=row_floor(ph, 1.0 - waits))["step_s"]
+        step = step_terms(ph, two, x2, mid, pool=1.0 - waits)["step_s"]
         speed = 1.0 / f.aggregated_tpot_seconds(mid, ph.osl, waits * x2["prefill_s"], step, x2["accepted"])
         ok = speed >= target
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)

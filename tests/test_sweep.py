@@ -1091,13 +1091,14 @@ def test_a_sweep_varying_the_site_says_how_to_read_each_rows_site():
     # run over the prompt; 11,556, 160.5 racks, since an agent task's calls carry its context;
     # 11,088, 154 racks, since TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4; 11,484,
     # 159.5 racks, since a prompt up-projects its cached MLA latents; 11,556, 160.5 racks, since a
-    # draft pass pays the kernels around its layer): 35.5 MW holds 118 racks (8,496 GPUs)
+    # draft pass pays the kernels around its layer; 11,412, 158.5 racks, since a disaggregated decode
+    # pool pays no attention-DP imbalance): 35.5 MW holds 118 racks (8,496 GPUs)
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--vary", "workload.site_mw=10,35.5,1000",
                 "--metrics", "intelligence_per_dollar.site_gpus", "-f", "csv")  # fmt: skip
     assert r.code == 0, r.stderr
     assert [row.split(",")[2] for row in r.stdout.split()[1:]] == ["2376", "8496", "240768"]
     assert (
-        "warning: vera-rubin-nvl72: the scenario's serving deployment takes 11,556 GPUs: a row " in r.stderr
+        "warning: vera-rubin-nvl72: the scenario's serving deployment takes 11,412 GPUs: a row " in r.stderr
     )
     assert "does not fit the site's" not in r.stderr
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=2,3",
@@ -1113,13 +1114,14 @@ def test_a_traffic_axis_judges_each_rows_deployment_against_its_site():
     # are compare's at each traffic, test_sweep's repricing tests). 504 and 443,808 since GB200's
     # TensorRT-LLM floor is its own 2026 sweep's (73.8 us a layer, not B200's 2025 100); 432,000
     # since the Blackwell systems' decode pools share one 2026 floor (68.3); 442,368 since a draft
-    # pass pays the kernels around its layer (serving.draft_pass_overhead_layers)
+    # pass pays the kernels around its layer (serving.draft_pass_overhead_layers); 428,184 since a
+    # disaggregated decode pool pays no attention-DP imbalance (2026-12-06)
     axes = ("--vary", "hardware=blackwell", "--vary", "workload.serving.tasks_per_day=1e5,1e8")
     r = run_cli("sweep", *axes, "--metrics", "serving.gpus_for_traffic,intelligence_per_dollar.site_gpus",
                 "-f", "csv")  # fmt: skip
     assert r.code == 0, r.stderr
     rows = [row.split(",") for row in r.stdout.split()[1:]]
-    assert [(int(a), int(b)) for *_, a, b in rows] == [(504, 44280), (442368, 44280)]
+    assert [(int(a), int(b)) for *_, a, b in rows] == [(504, 44280), (428184, 44280)]
     assert "(52,344 GPUs" not in r.stderr
     assert "a row whose serving.gpus_for_traffic is above its intelligence_per_dollar.site_gpus" in r.stderr
 

@@ -400,13 +400,13 @@ def _draft_work(
 
 
 def step_terms(
-    ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = True, floor: Any = None
+    ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = True, pool: Any = 0
 ) -> Columns:
     """One decode step (seconds) of each row's instance at ``batch`` sequences, with its parts
     (``parts``; without them only ``step_s``: a search ranks on the step, and only the rows a
-    result reports need where it goes). ``floor``: the floor per layer of each row's kernels
-    (None: an aggregated instance's, ``ph.overhead_per_layer_s``; a disaggregated decode pool's is
-    ``ph.disagg_overhead_per_layer_s``, :func:`row_floor`).
+    result reports need where it goes). ``pool``: 1 where the row is a disaggregated decode pool
+    (0: an aggregated instance), whose kernels take the pool's floor per layer (:func:`row_floor`)
+    and whose attention ranks run no prompts (:func:`_busiest_rank_sequences`).
 
     ``lay`` and ``x`` are the layout columns and :func:`layout_terms` already taken at each row.
     """
@@ -420,14 +420,14 @@ def step_terms(
     m = np.maximum(batch / pp, np.minimum(batch, 1.0))
     # sequences of the busiest attention rank: a whole one at least (DEP8 at batch 3 costed its
     # busiest rank 3 / 8 x 1.14 of a sequence's KV reads, a serving review)
-    seqs = np.maximum(m / d * x["imb_dp"], np.minimum(m, 1.0))
+    seqs = np.maximum(busiest_rank_sequences(x, m, d, pool), np.minimum(m, 1.0))
     kv_seq = x["kv_tok"] * x["copies"] / t * ph.context_mean  # one sequence's KV bytes, all layers
     tokens = m * width  # a stage's tokens per step
     touched = f.experts_touched_share(tokens, ph.top_k / ph.experts)
     moe_rate = ph.gemm_rate * ph.moe_share
     target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched).times(ph, x["attn_rate"], moe_rate)
     work = pp * target.seconds()
-    floor = ph.overhead_per_layer_s if floor is None else floor
+    floor = row_floor(ph, pool)
     p = ph.floor_exponent
     layers_s = _layers_seconds(ph, work, floor)
     cb, h = ph.collective_bytes, ph.hidden
@@ -435,7 +435,9 @@ def step_terms(
     a2a = ph.moe_layers * _expert_collectives(ph, x, tokens, s, e)
     tbo = np.zeros(np.shape(a2a), dtype=bool)
     if ph.two_batch_overlap:
-        layers_s, a2a, tbo = _two_batch_step(ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a, floor)
+        layers_s, a2a, tbo = _two_batch_step(
+            ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a, floor, pool
+        )
     coll = coll + a2a
     hand_off = pp * (pp > 1) * (tokens * h * cb / x["pp_link"] + x["pp_latency"])
     # the draft: k tokens one after another, each micro-batch's passes one after another. The
@@ -494,6 +496,21 @@ def step_terms(
     )
 
 
+def busiest_rank_sequences(x: Columns, m, d, pool):
+    """Sequences of the busiest of ``d`` attention data-parallel ranks sharing ``m``. An aggregated
+    instance's ranks run prompts beside others' decode, the imbalance TensorRT-LLM's tech blog 10
+    measures (``x["imb_dp"]``: m / d times it). A disaggregated decode pool (``pool`` 1) runs no
+    prompts (the blog: disaggregated serving is used "to prevent ADP imbalances"), and the engine
+    hands each new request to the least-loaded rank, at most ceil(total / ranks) a rank
+    (TensorRT-LLM's ``_balance_requests_across_ranks``): its busiest holds ceil(m / d)."""
+    import numpy as np
+
+    mixed = m / d * x["imb_dp"]
+    if not np.any(pool):
+        return mixed
+    return np.where((pool > 0) & (d > 1), np.ceil(m / d - 1e-9), mixed)
+
+
 def _layers_seconds(ph: Physics, work, floor):
     """A pass's layers: each the floor its kernels take combined with its share of ``work``."""
     return ph.layers * f.floor_combined_seconds(floor, work / ph.layers, ph.floor_exponent)
@@ -504,12 +521,14 @@ def row_floor(ph: Physics, disagg: Any) -> Any:
     aggregated instance), as :func:`step_terms` takes it."""
     import numpy as np
 
-    if ph.disagg_overhead_per_layer_s == ph.overhead_per_layer_s:
+    if ph.disagg_overhead_per_layer_s == ph.overhead_per_layer_s or not np.any(disagg):
         return ph.overhead_per_layer_s
     return np.where(disagg > 0, ph.disagg_overhead_per_layer_s, ph.overhead_per_layer_s)
 
 
-def _two_batch_step(ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, moe_rate, layers_s, a2a, floor):
+def _two_batch_step(
+    ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, moe_rate, layers_s, a2a, floor, pool
+):
     """The layers' time and the exposed all-to-alls of a decode step run as two half-batches (the
     stack's two-batch overlap), where that is shorter than ``layers_s + a2a`` run serially: each
     half streams the touched experts again and pays its kernels' floor and collective latencies,
@@ -519,7 +538,7 @@ def _two_batch_step(ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, moe
 
     pp, s, e = lay["pp"], lay["s"], lay["e"]
     touched = f.experts_touched_share(m * width / 2, ph.top_k / ph.experts)
-    seqs = m / 2 / x["d"] * x["imb_dp"]
+    seqs = busiest_rank_sequences(x, m / 2, x["d"], pool)
     half = _target_work(ph, lay, x, m / 2, seqs, width, kv_seq, touched)
     halves = 2.0 * _layers_seconds(ph, pp * half.seconds(ph, x["attn_rate"], moe_rate), floor)
     a2a_halves = 2.0 * ph.moe_layers * _expert_collectives(ph, x, m * width / 2, s, e)

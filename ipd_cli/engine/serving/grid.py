@@ -50,7 +50,6 @@ from .evaluate import (
     disaggregated,
     kv_handoff_seconds,
     layout_terms,
-    row_floor,
     step_terms,
 )
 from .physics import Physics
@@ -301,7 +300,7 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
             rows, lo, hi, waits = rows[still], lo[still], hi[still], waits[still]
             two, x2 = take(two, still), take(x2, still)
         mid = np.floor((lo + hi + 1) / 2)
-        step = step_terms(ph, two, x2, mid, parts=False, floor=row_floor(ph, 1.0 - waits))["step_s"]
+        step = step_terms(ph, two, x2, mid, parts=False, pool=1.0 - waits)["step_s"]
         speed = 1.0 / f.aggregated_tpot_seconds(mid, ph.osl, waits * x2["prefill_s"], step, x2["accepted"])
         ok = speed >= target
         lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
@@ -853,16 +852,17 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
     per_block = max(1, BLOCK // n_b)
     lay, x = _as_floats(lay), _as_floats(x)
     out: dict[str, Any] = {}
-    # a disaggregated decode pool's step at its own floor where the stack measured one
-    split = ph.disagg_overhead_per_layer_s != ph.overhead_per_layer_s and 1 in modes
+    # a disaggregated decode pool's step: at its own floor where the stack measured one (every
+    # layout), else apart only where its attention is data-parallel (no prompts beside decode)
+    floors = ph.disagg_overhead_per_layer_s != ph.overhead_per_layer_s
     for a in range(0, max(n_lay, 1), per_block):  # one block where there are no layouts
         b = min(a + per_block, n_lay)
         lay_b, x_b = ({k: v[a:b, None] for k, v in cols.items()} for cols in (lay, x))
         step = step_terms(ph, lay_b, x_b, batches[a:b], parts=False)
         agg = aggregated(ph, x_b, batches[a:b], step["step_s"])
         pool = step
-        if split:
-            pool = step_terms(ph, lay_b, x_b, batches[a:b], parts=False, floor=row_floor(ph, 1))
+        if 1 in modes:
+            pool = _pool_step(ph, lay_b, x_b, batches[a:b], step, floors)
         if not out:  # one block of memory for every column (numpy maps it in huge pages where it can)
             out = dict(zip(step | agg, np.empty((len(step | agg), len(modes) * n)), strict=True))
         for key, values in (step | agg).items():
@@ -871,6 +871,25 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
                     at = out[key][j * n + a * n_b : j * n + b * n_b].reshape(b - a, n_b)
                     at[:] = pool[key] if key in step and m == 1 else values
     return out
+
+
+def _pool_step(ph: Physics, lay: dict, x: dict, batches: Any, step: dict, floors: bool) -> dict:
+    """:func:`step_terms` of the layouts ``lay`` (columns) as disaggregated decode pools, given
+    their aggregated ``step``: worked out again only where the two differ (the pool's floor where
+    ``floors``, else the layouts whose attention is data-parallel)."""
+    import numpy as np
+
+    if floors:
+        return step_terms(ph, lay, x, batches, parts=False, pool=1)
+    rows = np.flatnonzero(x["d"][:, 0] > 1)
+    if not rows.size:
+        return step
+    lay_r, x_r = ({k: v[rows] for k, v in cols.items()} for cols in (lay, x))
+    apart = step_terms(ph, lay_r, x_r, batches[rows], parts=False, pool=1)
+    pool = {k: v.copy() for k, v in step.items()}
+    for k, v in apart.items():
+        pool[k][rows] = v
+    return pool
 
 
 STEP_PARTS = "step parts"  # Grid.derived: row -> its step's parts (:func:`step_parts`)
@@ -897,7 +916,7 @@ def work_out_parts(g: Grid, rows: Any) -> None:
     lay, x = take(g.lay, li), take(g.x, li)
     batch = g.rows["batch"][rows]
     with np.errstate(all="ignore"):
-        out = step_terms(g.ph, lay, x, batch, floor=row_floor(g.ph, g.rows["disagg"][rows]))
+        out = step_terms(g.ph, lay, x, batch, pool=g.rows["disagg"][rows])
     runs = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (batch <= x["rank_max"] * x["d"] + 1e-9)
     known = g.derived.setdefault(STEP_PARTS, {})
     for j, i in enumerate(rows.tolist()):

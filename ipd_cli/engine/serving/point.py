@@ -7,7 +7,7 @@ from typing import Any
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.results import Serving
 
-from .evaluate import DEP, TEP
+from .evaluate import DEP, TEP, busiest_rank_sequences
 from .grid import Grid, step_parts
 from .queueing import mdc_wait_s
 
@@ -189,8 +189,19 @@ def _configuration_fields(g: Grid, i: int) -> dict[str, Any]:
         eplb=bool(lay["eplb"][li]),
         batch_per_rank=_per_rank(g, i),
         expert_imbalance=float(x["imb_ep"][li]),
-        attention_dp_imbalance=float(x["imb_dp"][li]),
+        attention_dp_imbalance=_dp_imbalance(g, i),
     )
+
+
+def _dp_imbalance(g: Grid, i: int) -> float:
+    """Sequences of row ``i``'s busiest attention rank over the mean rank's, as its step prices
+    them (a disaggregated decode pool's ceil(m / d) over m / d; an aggregated instance's measured
+    imbalance)."""
+    li = int(g.rows["layout"][i])
+    d, batch = float(g.x["d"][li]), float(g.rows["batch"][i])
+    m = max(batch / float(g.lay["pp"][li]), min(batch, 1.0))  # a stage's micro-batch, as the step's
+    x = {"imb_dp": float(g.x["imb_dp"][li])}
+    return float(busiest_rank_sequences(x, m, d, float(g.rows["disagg"][i]))) / (m / d)
 
 
 def _step_time(g: Grid, i: int) -> dict[str, Any]:
