@@ -183,6 +183,8 @@ def rl(
     # a sampled sweep of the workload draws them as compare's note says (a capacity planner's
     # review: `ipd rl` and `ipd train` said nothing where `compare --workload` did)
     result.notes.extend(one_sided_range_notes([result]))
+    release, precision = w.generation_stack_release, result.rl.generation_precision
+    result.notes.extend(_release_notes(cat, hardware, release, precision, w.generation_stack))
     return result
 
 
@@ -281,7 +283,10 @@ def serve(
         point = estimate_serving(
             cat, hardware, model, **space, **one_point, **pools, max_instance_gpus=a["max_instance_gpus"]
         )
-        return point.model_copy(update={"overrides": _sets(cat)})
+        result = point.model_copy(update={"overrides": _sets(cat)})
+        sv = result.serving
+        result.notes.extend(_release_notes(cat, hardware, sv.stack_release, sv.precision, sv.stack))
+        return result
     for name, value in one_point.items():
         if value is not None:
             raise InputError(f"`{name}` picks one point; `curve` gives them all")
@@ -289,7 +294,21 @@ def serve(
         if value is not None:
             raise InputError(f"`{name}` pins one disaggregated deployment; `curve` searches them all")
     frontier = estimate_serving_curve(cat, hardware, model, **space)
-    return frontier.model_copy(update={"overrides": _sets(cat)})
+    curve_result = frontier.model_copy(update={"overrides": _sets(cat)})
+    stack = curve_result.serving[0].stack if curve_result.serving else a["stack"]
+    notes = _release_notes(cat, hardware, a["stack_release"], curve_result.precision, stack)
+    curve_result.notes.extend(notes)
+    return curve_result
+
+
+def _release_notes(
+    cat: Catalog, hardware: str, release: str | None, precision: str | None, stack: str | None
+) -> list[str]:
+    """The note that a ``--stack-release`` priced nothing on this system at this precision."""
+    from .engine.serving.stack import release_unpriced_note
+
+    note = release_unpriced_note(cat, hardware, release, precision, stack)
+    return [] if note is None else [note]
 
 
 def _keyword_parameters(fn: Any) -> tuple[str, ...]:
@@ -712,7 +731,25 @@ def _compare(
     from .engine.pricing import one_sided_range_notes
 
     result.notes.extend(one_sided_range_notes(result.systems))
+    result.notes.extend(_compared_release_notes(cat, w, result.systems))
     return result, steps
+
+
+def _compared_release_notes(cat: Catalog, w: Any, systems: list[SystemResult]) -> list[str]:
+    """:func:`_release_notes` of each compared system's serving stage (a scenario) or rollouts (an RL
+    workload); each names its system."""
+    out = []
+    for r in systems:
+        if w.kind == "scenario" and r.serving is not None:
+            sv = r.serving
+            notes = _release_notes(cat, r.hardware, sv.stack_release, sv.precision, sv.stack)
+        elif w.kind == "rl" and r.rl is not None:
+            release, precision = w.generation_stack_release, r.rl.generation_precision
+            notes = _release_notes(cat, r.hardware, release, precision, w.generation_stack)
+        else:
+            notes = []
+        out += notes
+    return out
 
 
 def _with_release(

@@ -582,6 +582,34 @@ def test_serve_curve_takes_a_release_and_moves_exactly_where_its_stall_binds():
     assert [p | {"stack_release": "1.1.0rc2"} for p in long_plain] == long_rc2
 
 
+RC2_NOTE = (
+    "ipd: note: trtllm 1.1.0rc2 prices nothing on {system} ({family}) at {precision}: it was measured on "
+    "blackwell at fp4, fp8 only; the estimate is trtllm's profile alone"
+)
+
+
+def test_a_release_that_prices_nothing_on_the_system_says_so_once_on_stderr():
+    """TensorRT-LLM 1.1.0rc2 holds values on blackwell only (prompt stall at fp4, floors at fp4 and
+    fp8, configs/serving-stacks.yaml): H100 at its fp8 and B200 at bf16 price nothing of it, which
+    only an assumptions row said (a newcomer audit); B200 at fp8 takes its floor and says nothing."""
+    base = ("serve", "--hardware", "h100", "--model", "llama-3.1-70b", "-f", "json")
+    plain, rc2 = run_cli(*base), run_cli(*base, "--stack-release", "1.1.0rc2")
+    assert plain.code == rc2.code == 0, rc2.stderr
+    assert rc2.json()["serving"] | {"stack_release": None} == plain.json()["serving"]  # nothing moved
+    note = RC2_NOTE.format(system="h100-sxm", family="hopper", precision="fp8")
+    assert note in rc2.stderr.splitlines() and "1.1.0rc2" not in plain.stderr
+    b200 = ("serve", "--hardware", "b200", "--model", "llama-3.1-70b", "--stack-release", "1.1.0rc2")
+    bf16, fp8 = (run_cli(*b200, "--precision", p, "-f", "json") for p in ("bf16", "fp8"))
+    assert RC2_NOTE.format(system="b200", family="blackwell", precision="bf16") in bf16.stderr.splitlines()
+    assert fp8.code == 0 and "prices nothing" not in fp8.stderr
+    rl = run_cli("rl", "--hardware", "h100", "--workload", "rl-math-reasoning", "--stack-release", "1.1.0rc2")
+    assert rl.code == 0 and note in rl.stderr.splitlines()  # its rollouts at the workload's fp8
+    scenario = ("compare", "b200", "h200", "--workload", "open-model-agent", "--stack-release", "1.1.0rc2")
+    compared = run_cli(*scenario, "-f", "json")
+    h200 = RC2_NOTE.format(system="h200", family="hopper", precision="fp8")
+    assert [line for line in compared.stderr.splitlines() if "prices nothing" in line] == [h200]
+
+
 def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():
     r = run_cli_once("explain", "vera-rubin", "-f", "json")
     assert r.code == 0, r.stderr

@@ -277,6 +277,39 @@ def check_release(cat: Catalog, hardware: str, release: str, stack: str | None =
         raise InputError(_unknown_release(release, stack, known, where))
 
 
+def release_unpriced_note(
+    cat: Catalog, hardware: str, release: str | None, precision: str | None, stack: str | None = None
+) -> str | None:
+    """One line for stderr where the stack's ``release`` (as :func:`check_release` finds the stack)
+    holds no value on ``hardware``'s family at weight ``precision``: the estimate is then the
+    stack's profile alone, which only an assumptions row said (a newcomer audit: ``--stack-release
+    1.1.0rc2`` on H100 was accepted and changed nothing). None where it prices something there."""
+    if release is None or precision is None:
+        return None
+    family = accelerator_family(cat, cat.system(hardware).accelerator)
+    if stack is None:
+        stack = cat.serving.families[family].default_stack.value if family else REFERENCE
+    held = cat.serving.stacks[stack].releases if stack in cat.serving.stacks else {}
+    if release not in held:
+        return None
+    measured = {
+        fam: sorted({p for field in RELEASE_FIELDS for p in (getattr(prof, field) or {})})
+        for fam, prof in held[release].profiles.items()
+    }
+    if precision in measured.get(family or "", []):
+        return None
+    where = "; ".join(f"{fam} at {', '.join(precs)}" for fam, precs in measured.items() if precs)
+    system = cat.canonical("systems", hardware)
+    return (
+        f"{stack} {release} prices nothing on {system} ({family or 'no accelerator family'}) at "
+        f"{precision}: it was measured on {where or 'no family'} only; the estimate is {stack}'s "
+        "profile alone"
+    )
+
+
+RELEASE_FIELDS = tuple(f for f in ReleaseProfile.model_fields if f != "note")  # what a release prices
+
+
 def release_floor(ctx: ServingContext, stack: Stack, release: str | None, precision: str) -> float | None:
     """The floor per decode step and layer of an aggregated instance under the stack's ``release``
     at weight ``precision`` (seconds), traced, where the release holds one fitted on this family at
