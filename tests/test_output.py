@@ -531,6 +531,33 @@ def test_plain_ratios_read_like_directed_ones():
     assert ratio_text(1.5, 1.0, HI) == "1.50x better"
 
 
+def test_compare_reads_a_queue_wait_against_the_first_by_its_difference():
+    """A newcomer audit: Rubin waited 1.08e-07 s for a sequence slot at the traffic and GB200 0.368 s;
+    their ratio read '3.4e+06x worse', which says nothing of a wait that adds to the time to first
+    token. The headline now waits 0.00825 s and 0.0178 s (its JSON): the difference 0.017754123 -
+    0.008248303 = 0.00950582 s, worse (lower is better), not '2.15x worse'."""
+    d = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").json()
+    waits = [s["serving"]["slot_queue_s"] for s in d["systems"]]
+    assert [round(w, 9) for w in waits] == [0.008248303, 0.017754123]
+    r = run_cli_once("compare", "vera-rubin", "blackwell", "-f", "markdown")
+    assert r.code == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if "wait for a sequence slot" in line]
+    assert rows == [
+        "| &nbsp;&nbsp;wait for a sequence slot at the traffic | s | 0.00825 | 0.0178 | 0.00951 s worse |"
+    ]
+    assert "a queue's wait by the difference" in r.stdout  # the note under the table says so
+    # the time to first token it adds to keeps its ratio: 0.896 / 0.616 = 1.45
+    assert "| Time to first token (a lone prompt) | s | 0.616 | 0.896 | 1.45x worse |" in r.stdout
+    from ipd_cli.render.views import HI, LO, difference_text, ratio_text
+
+    # the audit's pair: 0.36796 - 1.08e-07 = 0.368 s, where the ratio was 3.4e+06
+    assert ratio_text(0.36796476644, 1.0838e-07, LO) == "3.4e+06x worse"
+    assert difference_text(0.36796476644, 1.0838e-07, LO, "s") == "0.368 s worse"
+    assert difference_text(0.5, 0.25, LO, "s") == "0.250 s worse"
+    assert difference_text(0.25, 0.5, LO, "s") == difference_text(0.5, 0.25, HI, "s") == "0.250 s better"
+    assert difference_text(0.25, 0.25, LO, "s") == "same"
+
+
 def test_tables_say_yes_or_no_and_show_whole_counts_whole():
     # an output review: serve / train / rl tables showed True/False (yes/no in compare) and
     # `turns 30.00 turns` among the inputs

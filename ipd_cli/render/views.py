@@ -330,6 +330,23 @@ def ratio_text(value: Any, base: Any, better: str) -> str:
     return f"{shown}x {'better' if good else 'worse'}"
 
 
+def difference_text(value: Any, base: Any, better: str, unit: str) -> str:
+    """A wait against the baseline's as their difference ('0.368 s worse'): a wait adds to a time (the
+    time to first token), and a ratio against a wait of ~0 said nothing ('3.4e+06x worse' for 0.368 s
+    against 1.08e-07 s, a newcomer audit); 'same' for equal values."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not isinstance(base, int | float):
+        return ""
+    d = value - base
+    if abs(d) <= 1e-9 * max(abs(value), abs(base)):  # float noise, as ratio_text's
+        return "same"
+    good = d > 0 if better == HI else d < 0
+    return f"{fmt_num(abs(d))} {unit} {'better' if good else 'worse'}"
+
+
+# rows whose value is a wait that adds to another time: the difference, not the ratio
+WAITS = {"slot_queue_s", "prefill_queue_s"}
+
+
 def _cell(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "NO"
@@ -401,10 +418,11 @@ def _block_rows(systems: list[dict], block: str, rows: list[tuple[str, str, str,
         missing = [block in s.get("infeasible", {}) for s in systems]
         cells = ["-" if gone else _cell(v) for v, gone in zip(values, missing, strict=True)]
         at_target = priced_at_serving_point(f"{block}.{key}")
-        ratios = [
-            MISSED if off and at_target and r else r
-            for r, off in zip((ratio_text(v, values[0], better) for v in values[1:]), unlike, strict=True)
+        against = [
+            difference_text(v, values[0], better, unit) if key in WAITS else ratio_text(v, values[0], better)
+            for v in values[1:]
         ]
+        ratios = [MISSED if off and at_target and r else r for r, off in zip(against, unlike, strict=True)]
         if key in PER_UNIT:  # counts of unlike units (8-GPU nodes against 72-GPU racks: "168x worse")
             size = [_system_size(s.get(block), PER_UNIT[key], key) for s in systems]
             ratios = [r if size[i] == size[0] else "" for i, r in enumerate(ratios, start=1)]
@@ -508,9 +526,11 @@ def _compare_notes(data: dict, systems: list[dict]) -> list[str]:
     blocks = _blocks(systems)
     notes = []
     if len(systems) > 1:
+        waits = any((s.get("serving") or {}).get(k) is not None for s in systems for k in WAITS)
+        wait = "; a queue's wait by the difference, as it adds to the time to first token" if waits else ""
         notes.append(
             f"'X vs {systems[0]['hardware']}': how each system compares with the first, per metric "
-            "('better' and 'worse' follow whether more or less is better; a plain ratio otherwise); "
+            f"('better' and 'worse' follow whether more or less is better; a plain ratio otherwise{wait}); "
             "none where the first has no value."
         )
     if "intelligence_per_dollar" in blocks:
