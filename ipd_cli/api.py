@@ -338,6 +338,7 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
     result = TrainResult(
         hardware=r.hardware, pretraining=r.pretraining, assumptions=r.assumptions, overrides=_sets(cat)
     )
+    result.notes.extend(r.notes)  # the runners-up that miss a deadline
     from .engine.pricing import contract_term_notes
 
     # the contract a reserved rate's run is part of, as compare says it (an output review: the same

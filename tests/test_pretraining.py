@@ -948,6 +948,26 @@ def test_plans_under_a_deadline_are_the_ones_that_meet_it(catalog):
     assert any(q.wall_days > 90 for q in fixed.pretraining.plans)
 
 
+def test_plans_under_a_deadline_say_on_stderr_how_many_miss_it():
+    """A newcomer audit: `--days 1 --plans 5` (70B on H100) listed one plan and said nothing of the
+    other four. They are the runners-up on the chosen 14,336 GPUs, which the same cluster without a
+    deadline lists with their days: 1.0026, 1.0048, 1.0097 and 1.0106 (over 1 day: 1.003 to 1.011)."""
+    base = ("train", "--hardware", "h100", "--model", "llama-3.1-70b", "--tokens", "1e12")
+    r = run_cli(*base, "--days", "1", "--plans", "5", "-f", "json")
+    assert r.code == 0, r.stderr
+    p = r.json()["pretraining"]
+    assert (p["gpus"], len(p["plans"])) == (14336, 1)
+    fixed = run_cli(*base, "--gpus", "14336", "--plans", "5", "-f", "json").json()["pretraining"]["plans"]
+    late = [q["wall_days"] for q in fixed if q["wall_days"] > 1]
+    assert [round(d, 3) for d in late] == [1.003, 1.005, 1.010, 1.011]
+    assert [line for line in r.stderr.splitlines() if "plans:" in line] == [
+        "ipd: note: plans: 1 plan of the 5 fastest on the chosen 14,336 GPUs meets the 1-day deadline; "
+        "the other 4 (1.003 to 1.011 days) miss it and are not listed"
+    ]
+    one = run_cli(*base, "--days", "1", "--plans", "1", "-f", "json")  # nothing asked for is left out
+    assert one.code == 0 and "plans:" not in one.stderr
+
+
 def test_plans_show_what_they_rank_by():
     # two rows had one name (they differ in global batch alone) and the later one more tokens/s per
     # GPU: it ranks lower because its batch, beyond the recipe's, needs more tokens for the same loss

@@ -2109,6 +2109,9 @@ class Found:
     best: Choice
     top: list[Choice]
     evaluated: int
+    # deadline mode: the wall seconds of the fastest plans on the cluster that ``top`` leaves out
+    # because they miss the deadline (runners-up asked for and not listed)
+    missed_wall_s: tuple[float, ...] = ()
 
 
 def find_fixed(x: dict, gpus: int, pins: dict, top: int = 1, label: str = "GPUs") -> Found:
@@ -2152,8 +2155,10 @@ def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int
         best = choice(s, i, gpus)
     # the runners-up that meet the deadline too (a fresh-eyes audit: `--plans` listed plans of 90.02
     # to 91.09 days for a 90-day deadline, unmarked)
-    kept = [j for j in top_rows(f, top) if meets(wall_seconds(x, f.seconds_per_token[j]), seconds)]
-    return Found(best, [choice(f, j, gpus) for j in kept], len(f) + len(s))
+    walls = {j: float(wall_seconds(x, f.seconds_per_token[j])) for j in top_rows(f, top)}
+    kept = [j for j, wall in walls.items() if meets(wall, seconds)]
+    missed = tuple(wall for j, wall in walls.items() if j not in kept)
+    return Found(best, [choice(f, j, gpus) for j in kept], len(f) + len(s), missed)
 
 
 def min_gpus_for_memory(x: dict) -> int:
