@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import pytest
@@ -556,6 +558,34 @@ def test_compare_reads_a_queue_wait_against_the_first_by_its_difference():
     assert difference_text(0.5, 0.25, LO, "s") == "0.250 s worse"
     assert difference_text(0.25, 0.5, LO, "s") == difference_text(0.5, 0.25, HI, "s") == "0.250 s better"
     assert difference_text(0.25, 0.25, LO, "s") == "same"
+
+
+def test_catalog_counts_and_flags_read_as_counts_and_flags_while_json_keeps_its_floats():
+    """An audit: `models list -f csv` wrote Llama 2 7B's 6.74e9 parameters as 6740000000.0 and
+    `hardware show gb300` its flag host_link_dedicated (1: NVLink-C2C) as 1.00 and its cited
+    gpus_per_node (4 a tray, SMC1) as 4.00. The CSV and the tables say 6740000000, yes and 4; JSON
+    keeps the catalog's floats."""
+    rows = list(csv.DictReader(io.StringIO(run_cli("models", "list", "-f", "csv").stdout)))
+    seven = next(r for r in rows if r["name"] == "llama-2-7b")
+    assert (seven["total_params"], seven["active_params"], seven["layers"]) == (
+        "6740000000",
+        "6740000000",
+        "32",
+    )
+    item = next(
+        i for i in run_cli("models", "list", "-f", "json").json()["items"] if i["name"] == "llama-2-7b"
+    )
+    assert item["total_params"] == 6.74e9 and isinstance(item["total_params"], float)
+    hw = {r["name"]: r for r in csv.DictReader(io.StringIO(run_cli("hardware", "list", "-f", "csv").stdout))}
+    assert hw["h100-sxm"]["hbm_tb_per_s"] == "3.35"  # a column with fractions keeps them
+    md = run_cli("hardware", "show", "gb300", "-f", "markdown").stdout.splitlines()
+    assert "| entry.host_link_dedicated | yes  [N1 (estimate)] |" in md
+    assert "| entry.field_sources.gpus_per_node | 4  [SMC1] |" in md
+    entry = run_cli("hardware", "show", "gb300", "-f", "json").json()["entry"]
+    assert (entry["host_link_dedicated"]["value"], entry["field_sources"]["gpus_per_node"]["value"]) == (
+        1.0,
+        4.0,
+    )
 
 
 def test_tables_say_yes_or_no_and_show_whole_counts_whole():

@@ -81,7 +81,8 @@ def records(result: BaseModel) -> list[dict[str, Any]]:
         given = {"overrides": data["overrides"]} if "overrides" in data else {}
         return [_flat({**row, **given}) for row in rows]
     if "items" in data:
-        return [_flat(item) for item in data["items"]]
+        rows = [_flat(item) for item in data["items"]]
+        return _whole_columns(rows) if data.get("kind") in CATALOG_LISTINGS else rows
     if isinstance(data.get("serving"), list):
         # a serving frontier: one row per point, its numbers in their own columns
         base = _without(data, "schema_version", "assumptions", "serving")
@@ -105,6 +106,29 @@ def records(result: BaseModel) -> list[dict[str, Any]]:
 PLAN_RUN_KEYS = (
     "model", "precision", "fp8_recipe", "tokens", "gpus", "systems", "pricing", "price_usd_per_gpu_hour"
 )  # fmt: skip
+
+
+# `ipd hardware|models|workloads list`: the catalog's entries (not an estimate's or a sweep's rows)
+CATALOG_LISTINGS = ("hardware", "models", "workloads")
+
+
+def _whole_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A catalog listing's column whose every number is whole, written whole: the catalog keeps
+    counts such as a model's parameters as floats, which its CSV wrote as `6740000000.0` (an audit).
+    JSON keeps the floats; a column with one fractional value keeps them all as they are."""
+    columns = {k for row in rows for k in row}
+    whole = {
+        k
+        for k in columns
+        if any(isinstance(r.get(k), float) for r in rows)
+        and all(
+            r.get(k) is None
+            or (isinstance(r[k], float) and r[k].is_integer() and abs(r[k]) < 2**53)
+            or (isinstance(r[k], int) and not isinstance(r[k], bool))
+            for r in rows
+        )
+    }
+    return [{k: int(v) if k in whole and isinstance(v, float) else v for k, v in r.items()} for r in rows]
 
 
 def _without(d: dict, *keys: str) -> dict:

@@ -1228,7 +1228,7 @@ def _walk(d: Any, prefix: str = ""):
         if "value" in d and "source" in d:
             extra = " (estimate)" if d.get("estimate") else ""
             rng = f" range {d['range']}" if d.get("range") else ""
-            yield prefix, f"{fmt_num(d['value'])}  [{d['source']}{extra}]{rng}"
+            yield prefix, f"{_sourced_text(prefix, d['value'])}  [{d['source']}{extra}]{rng}"
             return
         for k, v in d.items():
             if v is None:
@@ -1239,6 +1239,38 @@ def _walk(d: Any, prefix: str = ""):
             yield from _walk(v, f"{prefix}[{i}]")
     else:
         yield prefix, fmt_num(d)
+
+
+def _sourced_text(path: str, value: Any) -> str:
+    """A cited value as an entry's table shows it: a flag (a field of unit "flag": 1 or 0) as yes or
+    no, a system's cited count (``field_sources``) whole, as its plain counts are shown; an audit
+    read `host_link_dedicated 1.00` and `field_sources.gpus_per_node 4.00` (JSON keeps 1.0, 4.0)."""
+    from ipd_cli.catalog.schema import SYSTEM_COUNTS
+
+    parts = set(path.split("."))
+    if parts & _flag_fields() and value in (0, 1) and not isinstance(value, bool):
+        return "yes" if value else "no"
+    if "field_sources" in parts and parts & set(SYSTEM_COUNTS) and float(value).is_integer():
+        return fmt_num(int(value))
+    return fmt_num(value)
+
+
+def _flag_fields() -> frozenset[str]:
+    """The catalog fields whose unit is "flag" (1 or 0), from the schema's declarations."""
+    global _FLAGS
+    if _FLAGS is None:
+        from pydantic import BaseModel
+
+        from ipd_cli.catalog import schema
+
+        models = [m for m in vars(schema).values() if isinstance(m, type) and issubclass(m, BaseModel)]
+        _FLAGS = frozenset(
+            n for m in models for n in m.model_fields if (schema.field_unit(m, n) or ("",))[0] == "flag"
+        )
+    return _FLAGS
+
+
+_FLAGS: frozenset[str] | None = None
 
 
 def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:
