@@ -198,6 +198,8 @@ def _check_generation_release(cat: Catalog, hardware: str, w: Any, given: bool) 
     try:
         check_release(cat, hardware, w.generation_stack_release, w.generation_stack)
     except InputError as e:
+        if "unknown `stack`" in str(e):  # the workload's stack, named as its own check names it
+            raise InputError(str(e).replace("`stack`", "`generation_stack`")) from None
         if given:
             raise
         raise InputError(str(e).replace("`stack_release`", "`generation_stack_release`")) from None

@@ -1523,6 +1523,17 @@ def test_async_cores_flag_asks_whether_more_sandboxes_would_shorten_the_step():
     assert not one.json()["rl"]["sandbox_cores_bind"] and "cores cap" not in one.stderr
 
 
+def test_rl_a_misspelt_generation_stack_with_a_release_is_named_as_the_stack():
+    """A release on a stack that does not exist is refused for the stack (with its near match), as
+    the same run without the release is, not as a release that stack lacks."""
+    base = ("rl", "--hardware", "b200", "--set", "workload.generation_stack=trtlm", "-f", "json")
+    for extra in ((), ("--stack-release", "1.1.0rc2")):
+        r = run_cli(*base, *extra)
+        assert r.code == 2 and r.stdout == "", r.stderr
+        assert "unknown generation_stack 'trtlm'; did you mean 'trtllm'?" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
 def test_rl_generation_takes_a_stack_release_and_its_prompt_stall_by_hand():
     """Qwen3-235B rollouts at FP4 on B200 under TensorRT-LLM 1.1.0rc2 (ipd rl --stack-release, the
     workload's generation_stack_release): each prompt on a replica takes max(its own ~2.8 ms, the

@@ -1215,8 +1215,9 @@ class ReleaseProfile(Strict):
         "us",
         1e-6,
         default=None,
-        description="the floor per decode step and layer of an aggregated instance under this release, "
-        "per weight precision it was fitted at; other precisions take the stack's profile floor",
+        description="the floor per step and layer under this release, per weight precision it was fitted at, "
+        "where the stack's profile floor applies (an aggregated decode step, a prompt's latency to its first "
+        "token); a disaggregated decode pool keeps its own; other precisions take the stack's profile floor",
     )
     note: str | None = None
 

@@ -271,7 +271,9 @@ def check_release(cat: Catalog, hardware: str, release: str, stack: str | None =
     family = accelerator_family(cat, cat.system(hardware).accelerator)
     if stack is None:
         stack = cat.serving.families[family].default_stack.value if family else REFERENCE
-    known = cat.serving.stacks[stack].releases if stack in cat.serving.stacks else {}
+    if stack not in cat.serving.stacks:  # a misspelt stack is that, not a release it lacks
+        raise InputError(f"unknown `stack` '{stack}'{did_you_mean(stack, cat.serving.stacks)}")
+    known = cat.serving.stacks[stack].releases
     if release not in known:
         where = f" (the serving stack of {cat.canonical('systems', hardware)})"
         raise InputError(_unknown_release(release, stack, known, where))
