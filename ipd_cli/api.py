@@ -281,6 +281,10 @@ def serve(
         raise InputError("`instance` smallest and `instance_gpus` both pin the instance's size; give one")
     if a["max_instance_gpus"] is not None and curve:  # the README listed it; serve() did not take it
         raise InputError("`max_instance_gpus` bounds one point's search; `curve` takes `instance_gpus`")
+    if a["stack_release"] is not None:  # refused before any estimate, in the words rl and compare use
+        from .engine.serving.stack import check_release
+
+        check_release(cat, hardware, a["stack_release"], a["stack"])
     if not curve:
         point = estimate_serving(
             cat, hardware, model, **space, **one_point, **pools, max_instance_gpus=a["max_instance_gpus"]

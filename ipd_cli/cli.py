@@ -1178,7 +1178,9 @@ def _warn_sweep(
 def _more_warnings(left: list[str], points: list) -> str:
     """The line for the warnings a sweep leaves out: how many, whose, and the command that prints
     them (a fresh-eyes review: "... and 4 more" said neither)."""
-    names = [n for n in dict.fromkeys(r.hardware for _, r in points) if any(x.startswith(n) for x in left)]
+    names = [
+        n for n in dict.fromkeys(r.hardware for _, r in points) if any(x.startswith(f"{n}:") for x in left)
+    ]
     if not names:
         return f"... and {len(left)} more"
     return (

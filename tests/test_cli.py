@@ -520,7 +520,7 @@ def test_serve_stack_and_speculative_options():
         (("--stack", "sglng"), "unknown --stack 'sglng'"),
         (
             ("--stack-release", "1.1.0rc2"),
-            "unknown --stack-release '1.1.0rc2' for sglang; releases measured ",
+            "unknown --stack-release '1.1.0rc2' for sglang (the serving stack of mi355x); releases measured ",
         ),
         (("--stack", "vllm", "--stack-release", "1.1.0RC2"), "unknown --stack-release '1.1.0rc2' for vllm"),
         (("--speculative", "7"), "acceptance is measured up to 3 draft tokens"),
@@ -536,8 +536,15 @@ def test_serve_refuses_a_release_the_catalog_does_not_hold_in_one_line():
     )
     assert r.code == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [
-        "ipd: error: unknown --stack-release '1.2' for trtllm; releases measured apart: 1.1.0rc2 "
-        "(leave it out for the stack's profile)"
+        "ipd: error: unknown --stack-release '1.2' for trtllm (the serving stack of b200); releases measured "
+        "apart: 1.1.0rc2 (leave it out for the stack's profile)"
+    ]
+    # refused before any estimate in the words rl and compare use, on every system
+    r = run_cli("serve", "--hardware", "mi300x", "--model", "deepseek-r1", "--stack-release", "1.1.0rc2")
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "ipd: error: unknown --stack-release '1.1.0rc2' for sglang (the serving stack of mi300x); releases "
+        "measured apart: none (leave it out for the stack's profile)"
     ]
 
 

@@ -7,6 +7,7 @@ by later engines) are shown generically as metric/value rows.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -1255,22 +1256,17 @@ def _sourced_text(path: str, value: Any) -> str:
     return fmt_num(value)
 
 
+@functools.cache
 def _flag_fields() -> frozenset[str]:
     """The catalog fields whose unit is "flag" (1 or 0), from the schema's declarations."""
-    global _FLAGS
-    if _FLAGS is None:
-        from pydantic import BaseModel
+    from pydantic import BaseModel
 
-        from ipd_cli.catalog import schema
+    from ipd_cli.catalog import schema
 
-        models = [m for m in vars(schema).values() if isinstance(m, type) and issubclass(m, BaseModel)]
-        _FLAGS = frozenset(
-            n for m in models for n in m.model_fields if (schema.field_unit(m, n) or ("",))[0] == "flag"
-        )
-    return _FLAGS
-
-
-_FLAGS: frozenset[str] | None = None
+    models = [m for m in vars(schema).values() if isinstance(m, type) and issubclass(m, BaseModel)]
+    return frozenset(
+        n for m in models for n in m.model_fields if (schema.field_unit(m, n) or ("",))[0] == "flag"
+    )
 
 
 def unread_overrides(overrides: list, rows: list, cat: Any = None) -> list[str]:

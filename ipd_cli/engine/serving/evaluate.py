@@ -508,6 +508,7 @@ def busiest_rank_sequences(x: Columns, m, d, pool):
     mixed = m / d * x["imb_dp"]
     if not np.any(pool):
         return mixed
+    # (1e-9: a whole m / d that a float leaves a last bit above must not ceil one sequence up)
     return np.where((pool > 0) & (d > 1), np.ceil(m / d - 1e-9), mixed)
 
 
