@@ -356,3 +356,32 @@ def test_the_console_script_skips_pydantic_s_plugin_finder_only_when_plugins_are
     env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": setting}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == [f"[] {not stood_in}", "pydantic"]
+
+
+PINNED_DEADLINE_CASES = [
+    # the skip's fixed-time argument (trainplan._step_extras) case by case, each on a pinned grid:
+    # interleaved stages, DualPipe, and ZeRO-3 / FSDP (a review: only unpinned grids were checked)
+    ("gb200-nvl72", "qwen3-30b-a3b", "bf16", 20e12, 20, {"pp": 4, "vp": 2}),
+    ("gb200-nvl72", "deepseek-v3", "fp8", 15e12, 30, {"sched": 1, "pp": 8}),
+    ("h100-sxm", "llama-3.1-8b", "bf16", 2e12, 10, {"zero": 3}),
+]
+
+
+@pytest.mark.parametrize(("hardware", "model", "precision", "tokens", "days", "pins"), PINNED_DEADLINE_CASES)
+def test_the_deadline_search_skips_rows_and_finds_the_same_plan_on_pinned_grids(
+    catalog, monkeypatch, hardware, model, precision, tokens, days, pins
+):
+    x = inputs(catalog, hardware, model, precision, tokens=tokens)
+    pruned = tpn.find_deadline(x, days * 86400, pins, 1e8, top=3)
+    monkeypatch.setattr(tpn, "systems_need", lambda P, t, x, rate, pins: np.zeros(len(P["tp"])))
+    whole = tpn.find_deadline(
+        inputs(catalog, hardware, model, precision, tokens=tokens), days * 86400, pins, 1e8, top=3
+    )
+    assert all(whole.best.plan[k] == v for k, v in pins.items() if k in whole.best.plan), (
+        pins,
+        whole.best.plan,
+    )
+    assert pruned.best.name == whole.best.name
+    assert (pruned.best.out["step_s"], pruned.best.gpus) == (whole.best.out["step_s"], whole.best.gpus)
+    assert [c.name for c in pruned.top] == [c.name for c in whole.top]
+    assert pruned.evaluated <= whole.evaluated
