@@ -1841,15 +1841,17 @@ def best_rate(d, t_mb, per_seq, w, B):
     return np.maximum(within, beyond)
 
 
-def replicas_lower_bound(P: sr.Columns, m: dict, x: dict, rate: float, pins: dict) -> Any:
+def replicas_lower_bound(
+    P: sr.Columns, m: dict, x: dict, rate: float, pins: dict, more: Extras | None = None
+) -> Any:
     """Fewest replicas a micro row could meet ``rate`` tokens/s with (:func:`best_rate` grows with
     the replicas), and at least the replicas that hold its state. Bracketed between the replicas
     that would meet the rate with no bubble (d mbs S / t_mb tokens/s) and, where one exists, the
     closed-form count that meets it within the recipe batch (B / ((B / (d mbs S) + w) t_mb) = rate);
     then bisection in log space, keeping the lower end (a lower bound, to 0.1 % or better): as
     many halvings as the widest bracket any row can have needs (:func:`widest_bracket`), so each
-    row's bound depends on that row alone."""
-    b = replicas_bracket(P, m, x, rate, pins)
+    row's bound depends on that row alone. ``more``: as :func:`replicas_bracket` takes it."""
+    b = replicas_bracket(P, m, x, rate, pins, more)
     return bisect_replicas(b, _bisections(widest_bracket(x)))
 
 
@@ -1934,8 +1936,7 @@ def systems_need(P: sr.Columns, t: dict, x: dict, rate: float, pins: dict) -> An
     (:func:`systems_gpus`, which grows with the GPUs used). inf where no plan reaches the rate."""
     import numpy as np
 
-    b = replicas_bracket(P, t, x, rate, pins, _step_extras(P, t, x))
-    d = bisect_replicas(b, _bisections(widest_bracket(x)))
+    d = replicas_lower_bound(P, t, x, rate, pins, _step_extras(P, t, x))
     grain = _replica_step(P)
     # (a plan meets the deadline to the last bits of a float: a margin below the bisection's end)
     dp = np.ceil(np.minimum(d, 1e15) * (1.0 - 1e-6) / grain) * grain

@@ -399,6 +399,15 @@ def _draft_work(
     )
 
 
+def stage_sequences(batch: Any, pp: Any) -> Any:
+    """Micro-batch per pipeline stage: B / pp, but never under one sequence: with fewer sequences
+    than stages each one passes every stage for each token (a user review: 0.5 of a sequence a
+    stage at batch 1 over TP8 PP2 halved the experts it touches and made PP look faster)."""
+    import numpy as np
+
+    return np.maximum(batch / pp, np.minimum(batch, 1.0))
+
+
 def step_terms(
     ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = True, pool: Any = 0
 ) -> Columns:
@@ -414,10 +423,7 @@ def step_terms(
 
     pp, s, t, e, d, k = lay["pp"], lay["s"], lay["t"], lay["e"], x["d"], lay["k"]
     width = 1.0 + k  # tokens each sequence runs through the target per step (verify)
-    # micro-batch per pipeline stage: B / pp, but never under one sequence: with fewer sequences
-    # than stages each one passes every stage for each token (a user review: 0.5 of a sequence a
-    # stage at batch 1 over TP8 PP2 halved the experts it touches and made PP look faster)
-    m = np.maximum(batch / pp, np.minimum(batch, 1.0))
+    m = stage_sequences(batch, pp)
     # sequences of the busiest attention rank: a whole one at least (DEP8 at batch 3 costed its
     # busiest rank 3 / 8 x 1.14 of a sequence's KV reads, a serving review)
     seqs = np.maximum(busiest_rank_sequences(x, m, d, pool), np.minimum(m, 1.0))

@@ -7,7 +7,7 @@ from typing import Any
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.results import Serving
 
-from .evaluate import DEP, TEP, busiest_rank_sequences
+from .evaluate import DEP, TEP, busiest_rank_sequences, stage_sequences
 from .grid import Grid, step_parts
 from .queueing import mdc_wait_s
 
@@ -199,7 +199,7 @@ def _dp_imbalance(g: Grid, i: int) -> float:
     imbalance)."""
     li = int(g.rows["layout"][i])
     d, batch = float(g.x["d"][li]), float(g.rows["batch"][i])
-    m = max(batch / float(g.lay["pp"][li]), min(batch, 1.0))  # a stage's micro-batch, as the step's
+    m = float(stage_sequences(batch, float(g.lay["pp"][li])))  # a stage's micro-batch, as the step's
     x = {"imb_dp": float(g.x["imb_dp"][li])}
     return float(busiest_rank_sequences(x, m, d, float(g.rows["disagg"][i]))) / (m / d)
 

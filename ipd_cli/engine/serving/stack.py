@@ -247,8 +247,7 @@ def prompt_stall_s(ctx: ServingContext, stack: Stack, release: str | None, preci
     prof = release_profile(ctx, stack, release)
     label = f"prompt stall per aggregated iteration ({stack.name} {release})"
     if prof is not None and precision in (prof.prompt_stall_ms or {}):
-        at = f"releases.{release}.profiles.{stack.family}.prompt_stall_ms.{precision}"
-        return float(ctx.inp.read(f"serving.stacks.{stack.name}.{at}", label))
+        return _release_value(ctx, stack, release, "prompt_stall_ms", precision, label)
     held = sorted(prof.prompt_stall_ms or {}) if prof is not None else []
     where = f"at {precision} (measured at {', '.join(held)} only)" if held else f"on {stack.family}"
     note = f"{stack.name} {release}: no prompt stall measured {where}; a prompt costs its physics alone"
@@ -264,13 +263,20 @@ def _unknown_release(release: str, stack: str, known: dict, where: str = "") -> 
     )
 
 
+def _system_stack(cat: Catalog, hardware: str, stack: str | None) -> tuple[str | None, str]:
+    """``hardware``'s serving family and the stack it serves with (``stack``, else the family's
+    default; the reference where no family names its accelerator)."""
+    family = accelerator_family(cat, cat.system(hardware).accelerator)
+    if stack is None:
+        stack = cat.serving.families[family].default_stack.value if family else REFERENCE
+    return family, stack
+
+
 def check_release(cat: Catalog, hardware: str, release: str, stack: str | None = None) -> None:
     """Refuse, before any estimate, a ``release`` that the serving stack ``hardware`` serves with
     (``stack``, else its family's default) does not hold, in one line naming the ones it does (a
     comparison's scenario runs its stages first and would refuse it only after them)."""
-    family = accelerator_family(cat, cat.system(hardware).accelerator)
-    if stack is None:
-        stack = cat.serving.families[family].default_stack.value if family else REFERENCE
+    family, stack = _system_stack(cat, hardware, stack)
     if stack not in cat.serving.stacks:  # a misspelt stack is that, not a release it lacks
         raise InputError(f"unknown `stack` '{stack}'{did_you_mean(stack, cat.serving.stacks)}")
     known = cat.serving.stacks[stack].releases
@@ -288,9 +294,7 @@ def release_unpriced_note(
     1.1.0rc2`` on H100 was accepted and changed nothing). None where it prices something there."""
     if release is None or precision is None:
         return None
-    family = accelerator_family(cat, cat.system(hardware).accelerator)
-    if stack is None:
-        stack = cat.serving.families[family].default_stack.value if family else REFERENCE
+    family, stack = _system_stack(cat, hardware, stack)
     held = cat.serving.stacks[stack].releases if stack in cat.serving.stacks else {}
     if release not in held:
         return None
@@ -321,8 +325,15 @@ def release_floor(ctx: ServingContext, stack: Stack, release: str | None, precis
     prof = release_profile(ctx, stack, release)
     if prof is None or precision not in (prof.step_overhead_us_per_layer or {}):
         return None
-    at = f"releases.{release}.profiles.{stack.family}.step_overhead_us_per_layer.{precision}"
     label = f"per-step overhead per layer ({stack.name} {release})"
+    return _release_value(ctx, stack, release, "step_overhead_us_per_layer", precision, label)
+
+
+def _release_value(
+    ctx: ServingContext, stack: Stack, release: str, field: str, precision: str, label: str
+) -> float:
+    """The release's ``field`` at ``precision`` on the stack's family (SI units), traced as ``label``."""
+    at = f"releases.{release}.profiles.{stack.family}.{field}.{precision}"
     return float(ctx.inp.read(f"serving.stacks.{stack.name}.{at}", label))
 
 
