@@ -1881,6 +1881,38 @@ def test_mi355x_sglang_prompts_over_expert_parallel_ranks_take_cdna4s_own_prefil
     assert prefill(share[:1], "tp8") == prefill([], "tp8") != prefill(decode, "tp8")
 
 
+def test_trtllm_prefill_instances_take_their_own_share_and_aggregated_prompts_keep_theirs(catalog):
+    # Issue 11: TensorRT-LLM's Blackwell prefill instances (context-only servers) run a prompt's
+    # expert-parallel experts at the profile's prefill-pool share (0.476, derived from
+    # AIConfigurator's NVFP4/FP8 kernel ratio and SGLang's GB200 prefill fit), while an aggregated
+    # instance's prompts keep the decode-fitted MoE share. DeepSeek-V3 NVFP4 on GB200, 4,096-token
+    # prompts, DEP4: a prefill instance's experts' time scales as 1 / share (at 1/4, 1/2 and 1 of the
+    # shipped value the differences go 2X, X); the aggregated instance's prompt does not read it
+    profile = "serving.stacks.trtllm.profiles.blackwell"
+    shipped = catalog.serving.stacks["trtllm"].profiles["blackwell"].prefill_pool_moe_compute_share
+    assert shipped.source == "aiconfigurator-moe" and shipped.value == 0.476
+    # 1.197 x 0.53 x 5,000 x 0.45 x 0.994 / (10,000 x 0.30 x 0.994) = 0.476 (the catalog's note)
+    assert 2349 / 1962 * 0.53 * 5000 * 0.45 / (10000 * 0.30) == pytest.approx(0.476, abs=5e-4)
+    kw = dict(input_tokens=4096, output_tokens=100, precision="fp4", concurrency=1, eplb=False,
+              speculative="off", stack="trtllm")  # fmt: skip
+
+    def prefill(sets, disaggregated):
+        pins = {"prefill_layout": "dep4"} if disaggregated else {"layout": "dep4"}
+        cat = catalog.with_overrides(sets)
+        s = estimate_serving(cat, "gb200-nvl72", "deepseek-v3", disaggregated=disaggregated, **pins, **kw)
+        return s.serving.prefill_instance_s
+
+    share = [f"{profile}.prefill_pool_moe_compute_share={shipped.value * f}" for f in (0.25, 0.5, 1.0)]
+    t1, t2, t4 = (prefill([s], True) for s in share)
+    assert t1 - t2 == pytest.approx(2 * (t2 - t4), rel=1e-9) and t2 - t4 > 0
+    assert t4 == prefill([], True) < prefill([f"{profile}.prefill_pool_moe_compute_share=0.355"], True)
+    assert prefill(share[:1], False) == prefill([], False)  # an aggregated prompt keeps its share
+    # SGLang on GB200 borrows TensorRT-LLM's profile but keeps its own prompt share for its pools
+    ph = physics.read(context(catalog, "gb200-nvl72", "deepseek-v3"), "fp8", ["fp8"], 1000, 1000, 0,
+                      "rental", "sglang")  # fmt: skip
+    assert ph.pool_prefill_moe_share == ph.prefill_moe_share == 0.53
+
+
 def test_a_lone_prompt_gains_nothing_from_pipeline_stages_or_attention_ranks(catalog):
     # A user review: one 32k-token DeepSeek-V3 prompt on GB200 reached its first token in 0.49 s
     # at TP8, 0.38 s at DEP8 and 0.056 s at TP8 PP9: the batched share of the instance (every

@@ -1014,6 +1014,7 @@ PROFILE_FRACTIONS = (
     "decode_hbm_efficiency",
     "attention_hbm_efficiency",
     "prefill_moe_compute_share",
+    "prefill_pool_moe_compute_share",
     "scale_up_link_efficiency",
 )
 # a profile's fractions held per weight precision: each key is the precision it was measured or
@@ -1089,6 +1090,12 @@ class StackProfile(Strict):
         default=None,
         description="a prompt's routed-expert grouped GEMMs' share of the prefill MFU where experts are "
         "expert parallel (thousands of tokens per expert; default: the MoE share at the weights' precision)",
+    )
+    prefill_pool_moe_compute_share: Sourced | None = unit(
+        "fraction",
+        default=None,
+        description="the same share on a disaggregated deployment's prefill instances, which run prompts "
+        "only (default: prefill_moe_compute_share; an aggregated instance's prompts keep that)",
     )
     scale_up_link_efficiency: Sourced | None = unit(
         "fraction", default=None, description="collectives: achieved / peak per-direction scale-up bandwidth"

@@ -119,9 +119,16 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         n_ar=np.where(t > 1, np.where(lay["fam"] == DEP, 1, 2), 0),
         n_a2a=np.where(lay["fam"] == DEP, 2, 0),
     )
-    w = _prefill_work(ph, lay, out)
+    w = _prefill_work(ph, lay, out, ph.prefill_moe_share)
     out["prefill_s"], out["prefill_tbo"] = _prefill_seconds(ph, lay, out, w)
     out["prefill_latency_s"] = f.maximum(_prefill_latency(ph, lay, out, w), out["prefill_s"])
+    # a disaggregated deployment's prefill instance runs prompts only: its experts at the stack's
+    # share for prefill instances (the same columns where it has none)
+    out["pool_prefill_s"], out["pool_prefill_latency_s"] = out["prefill_s"], out["prefill_latency_s"]
+    if ph.pool_prefill_moe_share != ph.prefill_moe_share:
+        w = _prefill_work(ph, lay, out, ph.pool_prefill_moe_share)
+        out["pool_prefill_s"] = _prefill_seconds(ph, lay, out, w)[0]
+        out["pool_prefill_latency_s"] = f.maximum(_prefill_latency(ph, lay, out, w), out["pool_prefill_s"])
     return out
 
 
@@ -241,8 +248,9 @@ def _prefill_latency(ph: Physics, lay: Columns, x: Columns, w: _PrefillWork):
     return layers_s + ar + a2a + hand_off
 
 
-def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
-    """:class:`_PrefillWork` of each layout."""
+def _prefill_work(ph: Physics, lay: Columns, x: Columns, prefill_share: float) -> _PrefillWork:
+    """:class:`_PrefillWork` of each layout, its experts spread over EP ranks at ``prefill_share``
+    of the prefill MFU."""
     import numpy as np
 
     g, s, t, e = lay["g"], lay["s"], lay["t"], lay["e"]
@@ -260,7 +268,7 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns) -> _PrefillWork:
     attention = ph.prefill_attn_flops_per_token / (g * x["prefill_attn_rate"])
     # spread over EP ranks a prompt's experts run as grouped GEMMs of thousands of tokens each (the
     # stack's prefill share where it has one); tensor-parallel experts keep the MoE share
-    share = np.where(e > 1, ph.prefill_moe_share, ph.moe_share)
+    share = np.where(e > 1, prefill_share, ph.moe_share)
     experts = ph.expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
     # a layout that drafts runs its draft over the prompt too (the draft's KV cache of the prompt;
     # its head on the last token only): SGLang's draft extend, TensorRT-LLM's MTP context pass

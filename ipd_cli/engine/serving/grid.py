@@ -398,7 +398,7 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
         ok &= lay["fam"] == FAMILIES[want["family"]]
     if want.get("stage_gpus"):
         ok &= lay["s"] == want["stage_gpus"]
-    score = np.where(ok, 1.0 / (x["prefill_s"] * x["paid"]), -1.0)
+    score = np.where(ok, 1.0 / (x["pool_prefill_s"] * x["paid"]), -1.0)
     hole = _holes(ph, lay)
     holes = distinct(hole[hole > 0])
     best = np.full((len(ph.kv_precisions), 2, 2), -1)
@@ -702,8 +702,8 @@ def _evaluate(
         # layout per batch)
         handoff = kv_handoff_seconds(ph, lay, x, p_all, np.arange(len(g)))
         per_layout = {
-            "prefill_s": x["prefill_s"][p_all],
-            "latency_s": x["prefill_latency_s"][p_all],
+            "prefill_s": x["pool_prefill_s"][p_all],
+            "latency_s": x["pool_prefill_latency_s"][p_all],
             "handoff_s": handoff,
             "paid": x["paid"][p_all],
             "per_decode": f.pipeline_hole_fill(g, lay["s"], lay["pp"], g[p_all], ph.domain),

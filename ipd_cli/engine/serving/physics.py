@@ -111,6 +111,7 @@ class Physics:
     prefill_rate: float  # achieved FLOP/s per GPU in the prompt's routed experts
     moe_share: float
     prefill_moe_share: float  # a prompt's experts (thousands of tokens each): the stack's, else moe_share
+    pool_prefill_moe_share: float  # the same on a disaggregated prefill instance: the stack's, else the above
     link_up: float  # achieved bytes/s per GPU and direction
     link_out: float
     two_batch_overlap: bool  # a prompt's dispatch/combine can hide behind the other half-batch
@@ -583,6 +584,7 @@ def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
             (
                 "moe_share",
                 "prefill_moe_share",
+                "pool_prefill_moe_share",
                 "expert_imbalance",
                 "expert_imbalance_eplb",
                 "expert_reference_ep",
@@ -597,9 +599,17 @@ def _moe(ctx: ServingContext, st: Stack, precision: str) -> dict:
     prefill = stacks.read(
         ctx, st, "a prompt's routed-expert share of the prefill MFU", "prefill_moe_compute_share", None
     )
+    prefill = share if prefill is None else prefill
+    # a prefill instance's own share where the chain sets it no farther than a prompt's share (SGLang
+    # on GB200 borrows TensorRT-LLM's profile but holds its own prompt share, fitted on prefill pools)
+    pool = None
+    if stacks.nearer(st, "prefill_pool_moe_compute_share", "prefill_moe_compute_share"):
+        label = "a prefill instance's routed-expert share of the prefill MFU"
+        pool = stacks.read(ctx, st, label, "prefill_pool_moe_compute_share", None)
     return {
         "moe_share": share,
-        "prefill_moe_share": share if prefill is None else prefill,
+        "prefill_moe_share": prefill,
+        "pool_prefill_moe_share": prefill if pool is None else pool,
         "expert_imbalance": ctx.take("expert load imbalance (no EPLB)", "expert_imbalance"),
         "expert_imbalance_eplb": ctx.take("expert load imbalance (EPLB)", "expert_imbalance_eplb"),
         "expert_reference_ep": ctx.take("expert imbalance: reference EP", "expert_imbalance_reference_ep"),
