@@ -1092,13 +1092,14 @@ def test_a_sweep_varying_the_site_says_how_to_read_each_rows_site():
     # 11,088, 154 racks, since TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4; 11,484,
     # 159.5 racks, since a prompt up-projects its cached MLA latents; 11,556, 160.5 racks, since a
     # draft pass pays the kernels around its layer; 11,412, 158.5 racks, since a disaggregated decode
-    # pool pays no attention-DP imbalance): 35.5 MW holds 118 racks (8,496 GPUs)
+    # pool pays no attention-DP imbalance; 10,152, 141 racks, since a TensorRT-LLM prefill instance
+    # takes its own MoE share): 35.5 MW holds 118 racks (8,496 GPUs)
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--vary", "workload.site_mw=10,35.5,1000",
                 "--metrics", "intelligence_per_dollar.site_gpus", "-f", "csv")  # fmt: skip
     assert r.code == 0, r.stderr
     assert [row.split(",")[2] for row in r.stdout.split()[1:]] == ["2376", "8496", "240768"]
     assert (
-        "warning: vera-rubin-nvl72: the scenario's serving deployment takes 11,412 GPUs: a row " in r.stderr
+        "warning: vera-rubin-nvl72: the scenario's serving deployment takes 10,152 GPUs: a row " in r.stderr
     )
     assert "does not fit the site's" not in r.stderr
     r = run_cli("sweep", "--vary", "hardware=vera-rubin", "--vary", "price_usd_per_gpu_hour=2,3",
