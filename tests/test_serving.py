@@ -1269,7 +1269,8 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     # TensorRT-LLM dispatches an NVFP4 model's experts at NVFP4: 13 x DEP4 + 14 x DEP8; 196 since
     # B200's decode pools take their own 2026 floor, 61.6 us a layer; 12 since the Blackwell systems'
     # decode pools share one floor, 68.3: 1 x DEP4 + 1 x DEP8; 196 since a decode pool pays no
-    # attention-DP imbalance, its busiest rank ceil(batch / ranks): 17 x DEP4 + 16 x DEP8); one
+    # attention-DP imbalance, its busiest rank ceil(batch / ranks): 17 x DEP4 + 16 x DEP8; 80 since a
+    # TensorRT-LLM prefill instance takes its own MoE share: 6 x DEP4 + 7 x DEP8); one
     # aggregated 8-GPU instance is enough (DEP8, about 4,300 tokens/s per GPU), and the search
     # finds at most that
     kw = dict(input_tokens=1024, output_tokens=1024, tokens_per_user_s=50.0)
@@ -1280,7 +1281,7 @@ def test_a_traffic_buys_no_more_than_the_deployment_it_needs(catalog):
     assert eight.gpus_for_traffic == 8 and eight.tokens_per_s_per_gpu * 8 >= 10240
     s = serve(catalog, "b200", "deepseek-v3", requests_per_s=10, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 50  # the target reads 1 / TPOT
-    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 196
+    assert s.gpus_for_traffic <= 8 < peak.deployment_gpus == 80
     assert s.gpus_for_traffic == math.ceil(s.instances_for_traffic * s.deployment_gpus)
     assert s.instances_for_traffic * s.deployment_gpus * s.tokens_per_s_per_gpu >= 10240
     little(s)
@@ -1330,11 +1331,15 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
     # search also takes the rack's divisors (a cross-command
     # review), one DEP6 decode instance does it on 2 x 4 + 6 = 14 GPUs: at the batch that meets 100
     # it decodes fewer tokens/s than the two prefill instances feed (the decode-bound pool), still
-    # more than the traffic
+    # more than the traffic. Since a TensorRT-LLM prefill instance takes its own MoE share (2026-12-06:
+    # Rubin borrows Blackwell's 0.476 of the prefill MFU for a prompt's expert-parallel experts, where
+    # they took the FP8 reference share, 0.25) one DEP4 prefill instance serves 400 / 0.014092 = 28,385
+    # tokens/s, above the traffic: 1 prefill + 1 DEP6 decode instance, 10 GPUs, the prefill pool
+    # setting the rate (the decode instance at its batch could take 28,900)
     kw = dict(precision="fp8", input_tokens=3000, output_tokens=400, output_tokens_per_day=2.3e9)
     s = serve(catalog, "vera-rubin", "kimi-k2", tokens_per_user_s=100.0, **kw)
     assert s.target_met and s.interactivity_tokens_per_s >= 100
-    assert (s.decode_instances, s.prefill_instances, s.prefill_instance_gpus, s.instance_gpus) == (1, 2, 4, 6)
+    assert (s.decode_instances, s.prefill_instances, s.prefill_instance_gpus, s.instance_gpus) == (1, 1, 4, 6)
     # the decode pool drafts (EAGLE-3), so its prefill instances run the draft over each prompt
     # (since 2026-12-04): Kimi K2's published draft, 961,544,192 parameters (its fusing projection
     # included), and its head on the last token only (32,000 x 7,168 / 3,000 a token), 2 FLOPs
@@ -1346,13 +1351,12 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
     attention = 17_500e12 * 0.45 * 0.994
     draft = 3000 * (2 * (961_544_192 + 32_000 * 7168 / 3000) / (4 * bf16) + 3000 * 2 * 8192 / (4 * attention))
     assert draft == pytest.approx(0.000495, rel=1e-3) and gemm / bf16 == pytest.approx(4.1385, rel=1e-4)
-    assert s.prefill_instance_s == pytest.approx(0.021447 + draft, rel=1e-4)
-    served = 2 * 400 / s.prefill_instance_s
-    assert served >= 2.3e9 / 86400 > served / 2
-    assert s.deployment_gpus == s.gpus_for_traffic == 14 and s.instances_for_traffic == 1
-    decoded = s.tokens_per_s_per_gpu * 14  # the decode instance's rate: below what prefill feeds
-    assert 2.3e9 / 86400 <= decoded < served
-    assert decoded == pytest.approx(s.concurrency * s.tokens_per_s_per_user, rel=1e-9)
+    assert s.prefill_instance_s == pytest.approx(0.013597 + draft, rel=1e-4)  # 0.021447 + draft before
+    served = 400 / s.prefill_instance_s
+    assert served >= 2.3e9 / 86400
+    assert s.deployment_gpus == s.gpus_for_traffic == 10 and s.instances_for_traffic == 1
+    decoded = s.tokens_per_s_per_gpu * 10  # the prefill pool's rate: the decode instance could run more
+    assert decoded == pytest.approx(served, rel=1e-9) and decoded < s.concurrency * s.tokens_per_s_per_user
     assert s.usd_per_million_output_tokens == pytest.approx(8.5 / (s.tokens_per_s_per_gpu * 3600) * 1e6)
     little(s)
     # the pinned deployment of the review (DEP8 EPLB, FP8 KV) sized for the traffic: the same 16
@@ -1368,9 +1372,10 @@ def test_a_traffic_sizes_the_disaggregated_pools_by_hand(catalog):
         kv_precision="fp8",
         **kw,
     )
-    # 2 x 400 / (0.021447 + the draft's 0.000495) over 16 GPUs: 2,278.8 tokens/s per GPU
-    assert pinned.gpus_for_traffic == 16
-    assert pinned.tokens_per_s_per_gpu == pytest.approx(800 / (0.021447 + draft) / 16, rel=1e-4)
+    # 400 / (0.013597 + the draft's 0.000495) over 12 GPUs: 2,365.4 tokens/s per GPU (16 GPUs, 2 x 400 /
+    # (0.021447 + 0.000495), until a TensorRT-LLM prefill instance took its own MoE share)
+    assert pinned.gpus_for_traffic == 12
+    assert pinned.tokens_per_s_per_gpu == pytest.approx(400 / (0.013597 + draft) / 12, rel=1e-4)
 
 
 def test_speculative_decoding_by_hand(spec_cat):
@@ -1947,14 +1952,15 @@ def test_the_target_reads_interactivity_and_the_result_names_it(catalog):
 
 
 def test_a_prefill_bound_deployment_keeps_its_decode_batches_slightly_short(catalog):
-    # the README's JSON contract: DeepSeek-V3 on B300 is prefill-bound (6 decode instances of 22,168
-    # sequences, 17 prefill instances a little short of them): Little's law gives 132,959.1
-    # sequences in flight, a little below 6 x 22,168 = 133,008 (DeepSeek-V3 on B200 was the example
+    # the README's JSON contract: Qwen3-235B on B300 is prefill-bound (13 decode instances of 1,938
+    # sequences, 5 prefill instances a little short of them): Little's law gives 24,997.0 sequences
+    # in flight, a little below 13 x 1,938 = 25,194 (DeepSeek-V3 on B300 until a TensorRT-LLM
+    # prefill instance took its own MoE share, 2026-12-06; DeepSeek-V3 on B200 was the example
     # until its prompts ran the LM head on their last token only, Kimi K2 on B200 until TensorRT-LLM
     # dispatched NVFP4 at NVFP4, Kimi K2 on B300 until the Blackwell systems' decode pools took one
     # floor: their prefill pools now keep up); decode-bound (H100, since EPLB's replica slots are
     # streamed), it is D x concurrency
-    s = serve(catalog, "b300", "deepseek-v3", input_tokens=1024, output_tokens=1024)  # `ipd serve`'s
+    s = serve(catalog, "b300", "qwen3-235b-a22b", input_tokens=1024, output_tokens=1024)  # `ipd serve`'s
     little(s)
     full = s.decode_instances * s.concurrency
     assert s.disaggregated and 0.99 * full < s.deployment_concurrency < full
