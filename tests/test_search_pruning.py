@@ -195,6 +195,34 @@ def test_the_deadline_search_skips_rows_and_finds_the_same_plan(
     assert pruned.evaluated < whole.evaluated or model != "moe-10t"
 
 
+@pytest.mark.parametrize(("hardware", "model", "precision", "tokens", "days"), DEADLINE_CASES)
+def test_the_fixed_search_after_the_deadline_skips_rows_and_finds_the_same_plan(
+    catalog, monkeypatch, hardware, model, precision, tokens, days
+):
+    # the fastest plan on the deadline's cluster (top 1, compare's path) is searched among the micro
+    # rows whose systems_need is within that cluster too: a plan faster than the deadline's meets
+    # the deadline on it. With the rows the systems_need rules out searched as well: the same plan
+    # and step numbers; fewer plans evaluated on the 10T grid (there 9,948 rows -> 2,853)
+    x = inputs(catalog, hardware, model, precision, tokens=tokens)
+    pruned = tpn.find_deadline(x, days * 86400, {}, 1e8)
+    search = tpn.search_deadline
+
+    def unbounded(*args):
+        s = search(*args)
+        s.extra["systems"] = np.zeros_like(s.extra["systems"])
+        return s
+
+    monkeypatch.setattr(tpn, "search_deadline", unbounded)
+    whole = tpn.find_deadline(
+        inputs(catalog, hardware, model, precision, tokens=tokens), days * 86400, {}, 1e8
+    )
+    assert (pruned.best.name, pruned.best.gpus) == (whole.best.name, whole.best.gpus)
+    assert pruned.best.out.keys() == whole.best.out.keys()
+    assert all(np.array_equal(pruned.best.out[k], whole.best.out[k]) for k in whole.best.out)
+    assert pruned.evaluated <= whole.evaluated
+    assert pruned.evaluated < whole.evaluated or model != "moe-10t"
+
+
 def test_the_need_floor_is_below_every_rows_need(catalog):
     # the floor that decides which rows get their need computed is a lower bound on every row
     x = inputs(catalog, "h100-sxm", "llama-3.1-70b", tokens=15e12)

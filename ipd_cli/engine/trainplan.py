@@ -1688,6 +1688,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
     rows = _NeedOrder(P, m, x, rate, pins, max_gpus)
     parts, bar = [], np.inf
     tight = plain_inputs(x)  # (inputs held as arrays, one value per row: the order's bound alone)
+    bound = np.zeros(len(P["tp"]))  # each row's systems_need, where computed (0: not)
     for start in range(0, len(P["tp"]), CHUNK):
         limit = min(bar, max_gpus)
         pos = rows.prefix(start + CHUNK, limit)
@@ -1698,7 +1699,8 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         sub = sr.take(P, idx)
         t = index_terms(m, idx) if "redo_s" in m else ts.micro_terms(sub, x)  # every term of each row
         if tight:  # nor the rows whose steps' whole systems cannot come within the bar
-            near = np.flatnonzero(~(systems_need(sub, t, x, rate, pins) > limit))
+            bound[idx] = systems_need(sub, t, x, rate, pins)
+            near = np.flatnonzero(~(bound[idx] > limit))
             idx, sub, t = idx[near], sr.take(sub, near), index_terms(t, near)
         if not len(idx):
             continue
@@ -1713,7 +1715,13 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
             bar = min(bar, float(gpus[ok].min()))
     s = _joined(parts)
     near = rows.known()  # every row that could need fewer GPUs than the bar, in grid order
-    s.extra = {"micro": (sr.take(P, near), index_terms(m, near)), "need": rows.need[near]}
+    # GPUs below any plan of each row that meets the deadline: ``need``, and ``systems`` where a chunk
+    # computed its systems_need (every row whose need is within the bar; else 0)
+    s.extra = {
+        "micro": (sr.take(P, near), index_terms(m, near)),
+        "need": rows.need[near],
+        "systems": bound[near],
+    }
     return s
 
 
@@ -2144,10 +2152,11 @@ def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int
     i = int(idx[np.lexsort((s.out["wall_s"][idx], s.out["gpus"][idx]))[0]])
     gpus = int(s.out["gpus"][i])
     # the fastest plan on that cluster: the deadline's plan runs there, so nothing slower is searched;
-    # a faster one meets the deadline too, so its micro row needs at most that many GPUs
+    # a faster one meets the deadline too, so its micro row needs at most that many GPUs (``need``,
+    # and the systems_need of the rows the search priced: those it would skip at that bar)
     known, micro = (float(s.seconds_per_token[i]), None) if top <= 1 else (math.inf, None)
     if known < math.inf and "micro" in s.extra:
-        near = s.extra["need"] <= gpus
+        near = (s.extra["need"] <= gpus) & ~(s.extra["systems"] > gpus)
         micro = sr.take(s.extra["micro"][0], near), index_terms(s.extra["micro"][1], near)
     f = search_fixed(x, gpus, pins, keep=max(top, 1), bar=known, micro=micro)
     b = best_row(f)
