@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +170,7 @@ def rl(
             f"workload '{name}' is a {w.kind} workload; give an RL workload (ipd workloads list)"
         )
     _check_generation_release(cat, hardware, w, given=stack_release is not None)
+    _refuse_missing_precision(cat, hardware, w.training_precision, _training_precision_fix)
     r = estimate_rl(cat, hardware, w, workload_name=name, origin=origin, advise_larger=True, **kw)
     transport = frozenset({"workload.sync_transport"} if kw.get("transport") is not None else ())
     cited = _cited(r.assumptions, cat, w, origin, given=transport)  # the others left the file's
@@ -203,6 +205,28 @@ def _check_generation_release(cat: Catalog, hardware: str, w: Any, given: bool) 
         if given:
             raise
         raise InputError(str(e).replace("`stack_release`", "`generation_stack_release`")) from None
+
+
+def _training_precision_fix(wide: str) -> str:
+    """How ``rl`` asks for a trainer's precision (it has no precision option: the workload's)."""
+    return (
+        f" for the RL workload's trainer; set its `training_precision` to {wide} "
+        f"(`sets` workload.training_precision={wide})"
+    )
+
+
+def _refuse_missing_precision(cat: Catalog, hardware: str, precision: str, fix: Callable[[str], str]) -> None:
+    """A precision a single-system command was given that the GPU has no dense figure for is refused,
+    naming the next wider one (``fix``: how to ask for it, after the reason), as ``serve`` refuses its
+    ``precision``: the command does not run something other than what it was given. A comparison or
+    a scenario runs the next wider one instead, with a warning, so one scenario spans every
+    generation (an audit: ``train --precision fp4`` on H100 ran fp8 where ``serve`` refused it)."""
+    from .engine.pretraining import supported_precision
+
+    wide = supported_precision(cat.accelerator_of(cat.system(hardware)), precision)
+    if wide != precision:
+        name = cat.canonical("systems", hardware)
+        raise InputError(f"{name} has no {precision} support (no dense {precision} figure){fix(wide)}")
 
 
 def _rl_given(kw: dict[str, Any]) -> dict[str, Any]:
@@ -339,6 +363,8 @@ def train(cat: Catalog, hardware: str, model: str, tokens: float, **kw: Any) -> 
     check_arguments(train, {"cat": cat, "hardware": hardware, "model": model, "tokens": tokens})
     given = ["tokens", "gpus", "deadline_days", "precision", "sequence_length", "plan"]
     refuse_workload_sets(cat, "train", given)
+    if kw.get("precision") is not None:
+        _refuse_missing_precision(cat, hardware, kw["precision"], lambda wide: f"; use `precision` {wide}")
 
     r = estimate_pretraining(cat, hardware, model, tokens, **kw)
     result = TrainResult(

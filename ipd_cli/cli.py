@@ -460,7 +460,13 @@ def train(
         float | None, typer.Option("--days", help="Deadline in days: size the cluster to meet it.")
     ] = None,
     precision: Annotated[
-        str, typer.Option("--precision", help="bf16, fp8 or fp4 (dense peak used).", callback=_folded)
+        str,
+        typer.Option(
+            "--precision",
+            help="bf16, fp8 or fp4 (dense peak used); one the GPU lacks is refused (a comparison runs "
+            "the next wider).",
+            callback=_folded,
+        ),
     ] = "bf16",
     mfu: Annotated[
         float | None,

@@ -691,17 +691,27 @@ def test_serve_and_plot_default_to_each_systems_narrowest_precision():
     assert plot.code == 0 and "vera-rubin-nvl72" in plot.stdout and "gb200-nvl72" in plot.stdout
 
 
-def test_a_precision_the_gpu_lacks_runs_the_next_wider_one_and_says_so():
-    # H100 has no dense FP4 figure: pre-training and a scenario's serving run FP8, name the asked
-    # precision in JSON (precision_requested) and warn on stderr; data stays on stdout
-    r = run_cli(
-        "train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64",
-        "--precision", "fp4", "-f", "json",
-    )  # fmt: skip
+def test_a_precision_the_gpu_lacks_is_refused_alone_and_runs_the_next_wider_one_in_a_comparison():
+    # H100 has no dense FP4 figure. `train` and `serve` (single-system commands) refuse it, exit 2
+    # naming the next wider one (an audit: train ran fp8 with a warning where serve refused);
+    # a comparison's pre-training and a scenario's serving run FP8, name the asked precision in JSON
+    # (precision_requested) and warn on stderr; data stays on stdout
+    alone = ("--hardware", "h100", "--model", "llama-3.1-8b", "--precision", "fp4")
+    for cmd in (("train", *alone, "--tokens", "1e12", "--gpus", "64"), ("serve", *alone)):
+        r = run_cli(*cmd)
+        assert (r.code, r.stdout) == (2, "")
+        assert (
+            r.stderr == "ipd: error: h100-sxm has no fp4 support (no dense fp4 figure); use --precision fp8\n"
+        )
+    pretrain = ("--workload", "pretrain-10t-moe", "--set", "workload.model=llama-3.1-8b")
+    r = run_cli("compare", "h100", "b200", *pretrain, "--set", "workload.tokens=1e12", "-f", "json")
     assert r.code == 0, r.stderr
-    p = r.json()["pretraining"]
-    assert (p["precision"], p["precision_requested"]) == ("fp8", "fp4")
-    assert "ipd: warning: h100-sxm pre-trains at fp8, not fp4" in r.stderr
+    trained = {s["hardware"]: s["pretraining"] for s in r.json()["systems"]}
+    assert (trained["h100-sxm"]["precision"], trained["h100-sxm"]["precision_requested"]) == ("fp8", "fp4")
+    assert (trained["b200"]["precision"], trained["b200"]["precision_requested"]) == ("fp4", None)
+    assert (
+        "ipd: warning: h100-sxm pre-trains at fp8, not fp4" in r.stderr and "b200 pre-trains" not in r.stderr
+    )
     r = run_cli("compare", "h100", "b200", "--scenario", "open-model-agent", "-f", "json")
     assert r.code == 0, r.stderr
     served = {s["hardware"]: s["serving"] for s in r.json()["systems"]}
@@ -722,14 +732,35 @@ def test_an_rl_precision_the_gpu_lacks_is_named_and_warned():
     assert (
         "a100-sxm generates RL rollouts at bf16, not fp8" in r.stderr and "h100-sxm generates" not in r.stderr
     )
+    # `ipd rl` on one system refuses the trainer's precision as it refuses its rollouts' (an audit)
     r = run_cli(
         "rl", "--hardware", "h100", "--workload", "rl-math-reasoning",
         "--set", "workload.training_precision=fp4", "-f", "json",
     )  # fmt: skip
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "ipd: error: h100-sxm has no fp4 support (no dense fp4 figure) for the RL workload's trainer; "
+        "set its training_precision to fp8 (--set workload.training_precision=fp8)\n"
+    )
+    # compared, the same workload trains at fp8 on H100, named and warned, as a scenario's rollouts
+    cmp = (
+        "compare",
+        "h100",
+        "b200",
+        "--workload",
+        "rl-math-reasoning",
+        "--set",
+        "workload.training_precision=fp4",
+    )
+    r = run_cli(*cmp, "-f", "json")
     assert r.code == 0, r.stderr
-    rl = r.json()["rl"]
-    assert (rl["training_precision"], rl["training_precision_requested"]) == ("fp8", "fp4")
-    assert "h100-sxm trains (RL) at fp8, not fp4" in r.stderr
+    rl = {s["hardware"]: s["rl"] for s in r.json()["systems"]}
+    assert (rl["h100-sxm"]["training_precision"], rl["h100-sxm"]["training_precision_requested"]) == (
+        "fp8",
+        "fp4",
+    )
+    assert (rl["b200"]["training_precision"], rl["b200"]["training_precision_requested"]) == ("fp4", None)
+    assert "ipd: warning: h100-sxm trains (RL) at fp8, not fp4" in r.stderr
 
 
 def test_an_rl_workload_compared_alone_falls_back_like_a_scenario():

@@ -16,7 +16,7 @@ from ipd_cli.catalog.loader import load_catalog
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine import trainstep as ts
-from ipd_cli.engine.pretraining import best_training_plan, min_training_gpus
+from ipd_cli.engine.pretraining import best_training_plan, estimate_pretraining, min_training_gpus
 from ipd_cli.errors import InfeasibleError, InputError
 
 # Llama 3.1 70B on 64 H100, Megatron-Bridge's published plan (TP4 PP8 VP5 DP2, mbs 1, GBS 128)
@@ -773,9 +773,15 @@ def test_deadline_mode_meets_the_deadline_with_whole_systems(catalog):
 
 
 def test_hopper_has_no_fp4_and_falls_back_to_fp8(catalog):
-    r = train(catalog, "hopper", "llama-3.1-8b", 1e12, gpus=64, precision="fp4")
+    # the engine (a comparison's, a scenario's stage) runs the next wider precision and says so;
+    # `train`, a single-system command, refuses it as `serve` does (an audit: it ran fp8)
+    r = estimate_pretraining(catalog, "hopper", "llama-3.1-8b", 1e12, gpus=64, precision="fp4")
     assert r.pretraining.precision == "fp8"
     assert any(a.name == "precision" and "no dense fp4" in (a.note or "") for a in r.assumptions)
+    with pytest.raises(
+        InputError, match=r"^h100-sxm has no fp4 support \(no dense fp4 figure\); use `precision` fp8$"
+    ):
+        train(catalog, "hopper", "llama-3.1-8b", 1e12, gpus=64, precision="fp4")
 
 
 def test_too_few_gpus_for_memory_is_infeasible(catalog):
@@ -1163,9 +1169,10 @@ def test_an_offloading_plan_over_nvlink_c2c_sends_only_what_must_go(catalog):
 
 
 def test_one_more_h20_keeps_the_offloading_plan(catalog):
-    # the end-to-end case the property test found: 90 and 91 h20 GPUs, gpt-oss-120b, FP4
+    # the end-to-end case the property test found: 90 and 91 h20 GPUs, gpt-oss-120b, FP4 (which
+    # Hopper runs at FP8)
     r = {
-        n: train(catalog, "h20", "gpt-oss-120b", 1.679e12, gpus=n, precision="fp4").pretraining
+        n: train(catalog, "h20", "gpt-oss-120b", 1.679e12, gpus=n, precision="fp8").pretraining
         for n in (90, 91)
     }
     # (with HBM read in GiB the plan took EP2 and the 91st GPU idled, 90 replicas of whole expert
@@ -2027,7 +2034,7 @@ def test_a_later_deadline_never_takes_more_gpus_where_memory_binds(catalog):
     # are held whole on every tensor-parallel rank; 131.4 since the 1F1B expert overlap pays for
     # the chunks it cannot pair; 132.3 since the model's recipe batch is the rule's, 37M tokens at
     # these 1.94T, not Kimi K2's 67M): the memory floor binds
-    kw = dict(precision="fp4", pricing="rental")
+    kw = dict(precision="fp8", pricing="rental")  # the property run asked fp4, which H200 runs at fp8
     sooner = train(catalog, "h200", "moe-10t", 1.94079e12, deadline_days=1400.78, **kw).pretraining
     later = train(catalog, "h200", "moe-10t", 1.94079e12, deadline_days=2101.17, **kw).pretraining
     assert sooner.gpus == later.gpus == 1344
@@ -2195,8 +2202,11 @@ def test_an_fp8_recipe_names_itself_only_on_fp8_runs(catalog):
         _llama8b_gb300(catalog, ",fp8_recipe=mxfp8", precision="fp4")
     with pytest.raises(InputError, match=r"fp8_recipe is one of tensorwise, delayed, mxfp8, blockwise"):
         _llama8b_gb300(catalog, ",fp8_recipe=mx")
-    # a run asked at fp8 on a GPU without FP8 runs BF16: the recipe has nothing to price
-    a100 = train(catalog, "a100", "llama-3.1-8b", 1e12, gpus=8, precision="fp8", plan="fp8_recipe=mxfp8")
+    # a run asked at fp8 on a GPU without FP8 (a comparison's: `train` refuses it) runs BF16: the
+    # recipe has nothing to price
+    a100 = estimate_pretraining(
+        catalog, "a100", "llama-3.1-8b", 1e12, gpus=8, precision="fp8", plan="fp8_recipe=mxfp8"
+    )
     assert a100.pretraining.precision == "bf16" and a100.pretraining.fp8_recipe is None
     [note] = [a.note for a in a100.assumptions if a.name == "precision"]
     assert note == "a100-sxm has no dense fp8 figure; used bf16; the plan's fp8_recipe pin does not apply"
@@ -2258,7 +2268,9 @@ def test_an_fp8_recipe_is_not_named_as_a_layout_that_failed(catalog):
 def test_an_fp4_run_that_falls_back_to_fp8_takes_an_fp8_recipe(catalog):
     # a review: H100 runs an fp4 request at fp8 (no FP4 figure), and a pinned FP8 recipe was
     # refused there as "the run trains at fp4"; it applies to the precision the run trains at
-    r = train(catalog, "h100", "llama-3.1-8b", 1e12, gpus=64, precision="fp4", plan="fp8_recipe=blockwise")
+    r = estimate_pretraining(  # a comparison's run (`train` refuses fp4 on H100)
+        catalog, "h100", "llama-3.1-8b", 1e12, gpus=64, precision="fp4", plan="fp8_recipe=blockwise"
+    )
     assert (r.pretraining.precision, r.pretraining.fp8_recipe) == ("fp8", "blockwise")
     with pytest.raises(InputError, match="the run trains at bf16; an FP8 recipe applies to `precision` fp8"):
         train(catalog, "h100", "llama-3.1-8b", 1e12, gpus=64, precision="bf16", plan="fp8_recipe=blockwise")
