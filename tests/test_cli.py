@@ -202,6 +202,20 @@ def test_yaml_format_and_listing_commands():
     assert r.code == 0 and r.stdout.startswith("name,")
 
 
+def test_memory_reads_in_one_unit_per_name_across_commands():
+    # a newcomer audit: pre-training reports a plan's memory in GB, the RL trainer in bytes, and
+    # `hardware list` both hbm_gib and hbm_gb. rl.trainer gains memory_gb_per_gpu (its bytes / 1e9);
+    # hbm_gb is hbm_gib read in 10^9 bytes: H100's 80 GiB x 2^30 / 1e9 = 85.899 -> 85.9
+    h100 = next(
+        r for r in run_cli("hardware", "list", "-f", "json").json()["items"] if r["name"] == "h100-sxm"
+    )
+    assert (h100["hbm_gib"], h100["hbm_gb"]) == (80, 85.9)
+    trainer = run_cli("rl", "--hardware", "h100", "-f", "json").json()["rl"]["trainer"]
+    assert trainer["memory_gb_per_gpu"] == pytest.approx(trainer["memory_bytes_per_gpu"] / 1e9, rel=1e-15)
+    # and the plan fits the usable HBM, 80 GiB x 0.85 (efficiency.hbm_usable_fraction) = 73.01 GB
+    assert 60 < trainer["memory_gb_per_gpu"] <= 80 * 2**30 * 0.85 / 1e9
+
+
 def test_hardware_list_names_each_systems_price_and_capex():
     # a capacity planner's review: the systems' first listing named no price; the values are
     # configs/hardware.yaml's and hardware-legacy.yaml's (GB200 NVL72 reserved $4.05 for 3 years,

@@ -824,7 +824,10 @@ class RlTrainer(Result):
     forward_pass_s: float = Field(description="one forward-only (log-prob) pass over them")
     fixed_s: float = Field(description="the calibrated fixed trainer time per RL step")
     mfu: float = Field(description="model FLOPs of the training pass / (GPUs it uses x dense peak)")
-    memory_bytes_per_gpu: float
+    memory_bytes_per_gpu: float = Field(description="peak HBM per GPU of the plan, bytes")
+    memory_gb_per_gpu: float = Field(
+        description="memory_bytes_per_gpu in GB (10^9 bytes), the unit of pretraining.memory_gb_per_gpu"
+    )
     gpus_used: int
     fp8_recipe: str | None = Field(
         default=None,

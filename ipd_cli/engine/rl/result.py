@@ -68,6 +68,7 @@ def _trainer(s: Setup, out: Outcome) -> RlTrainer | None:
         fixed_s=s.rates.fixed_s,
         mfu=tr.mfu,
         memory_bytes_per_gpu=c.out["memory_bytes"],
+        memory_gb_per_gpu=c.out["memory_bytes"] / f.GIGA,
         gpus_used=c.gpus_used,
         fp8_recipe=fp8_recipe(s.rates.pins, s.rates.precision),
     )
