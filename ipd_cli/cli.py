@@ -28,6 +28,7 @@ from .output import (
     format_for,
     stream_rows,
     write_stdout,
+    wrote,
 )
 from .render import EXTENSION_FORMATS, FORMATS, OutputContext
 
@@ -235,8 +236,10 @@ def _load(catalog: list[Path] | None, sets: list[str] | None) -> Any:
 
 
 def _emit(result: "BaseModel", fmt: str, output: Path | None = None, cat: Any = None) -> None:
-    emit(result, fmt, _ctx(), output)
+    written = emit(result, fmt, _ctx(), output)
     _warn(result, cat)
+    if written is not None:
+        wrote(written)
 
 
 def price_terms(rows: list, cat: Any) -> list[str]:
@@ -1131,7 +1134,7 @@ def sweep(
     show = _progress("swept {done:,} of {total:,} points")
     rows = stream_rows(chunks, chosen, _ctx(), output, progress=show and (lambda done: show(done, total)))
     if output is not None and str(output) != "-":  # as the other commands say what they wrote
-        sys.stderr.write(f"wrote {output} ({rows:,} rows)\n")
+        wrote(output, rows)
 
 
 MAX_SWEEP_WARNINGS = 8
@@ -1374,7 +1377,7 @@ def _draw(fig, output: Path | None, force: bool) -> None:
         write_stdout(to_text(fig))
         return
     to_png(fig, output)
-    sys.stderr.write(f"wrote {output}\n")
+    wrote(output)
 
 
 @plot_app.command("curve")

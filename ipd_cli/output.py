@@ -276,22 +276,31 @@ def write_xlsx(result: BaseModel, path: Path) -> None:
     write_bytes(path, buf.getvalue())
 
 
-def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = None) -> None:
+def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = None) -> Path | None:
+    """Render ``result`` to stdout or, atomically, to ``output``; the file written, if any (the
+    caller says so with :func:`wrote`, after its notes)."""
     check_finite(result)
     fmt = format_for(fmt, output)
     if fmt == "xlsx":
         if output is None or str(output) == "-":
             raise InputError("xlsx is a binary format: give -o FILE.xlsx")
         write_xlsx(result, output)
-        sys.stderr.write(f"wrote {output}\n")
-        return
+        return output
     to_stdout = output is None or str(output) == "-"
     text = render(result, fmt, ctx if to_stdout else replace(ctx, ascii_only=False))  # files: UTF-8
     if output is None or to_stdout:
         write_stdout(text)
-    else:
-        write_atomic(output, text)
-        sys.stderr.write(f"wrote {output}\n")
+        return None
+    write_atomic(output, text)
+    return output
+
+
+def wrote(path: Path, rows: int | None = None) -> None:
+    """The line every command prints on stderr once its file is complete, after its warnings and
+    notes (an audit: it had no ``ipd:`` prefix, and compare printed it before its notes where sweep
+    printed it after its warnings)."""
+    counted = "" if rows is None else f" ({rows:,} rows)"
+    sys.stderr.write(f"ipd: wrote {path}{counted}\n")
 
 
 def check_budget_options(max_usd: float | None, metric: str | None) -> None:

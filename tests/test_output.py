@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 
@@ -136,6 +137,27 @@ def test_diff_reads_one_of_its_outputs_from_stdin(tmp_path, monkeypatch):
     assert bad.code == 2 and bad.stderr.startswith("ipd: error: <stdin>: not ipd JSON output")
 
 
+def test_a_written_file_is_said_last_on_stderr_with_the_prefix_once_it_is_complete(tmp_path):
+    # a newcomer audit: "wrote FILE" had no `ipd:` prefix, and compare/train/serve printed it before
+    # their notes where sweep printed it after its warnings. Every command now says it last, once
+    # the file is whole: the JSON file is the run's stdout, the workbook opens
+    args = ("train", "--hardware", "h100", "--model", "llama-3.1-8b", "--tokens", "1e12", "--gpus", "64")
+    shown = run_cli(*args, "-f", "json")
+    xlsx = importlib.util.find_spec("openpyxl") is not None  # the [xlsx] extra
+    for name in ("t.json", "t.xlsx")[: 1 + xlsx]:
+        path = tmp_path / name
+        r = run_cli(*args, "-o", str(path))
+        assert r.code == 0 and r.stdout == "", r.stderr
+        lines = r.stderr.splitlines()
+        assert lines[-1] == f"ipd: wrote {path}" and lines[:-1] == shown.stderr.splitlines()
+        assert lines[0].startswith("ipd: note: ")  # its notes came first
+    assert json.loads((tmp_path / "t.json").read_text()) == shown.json()
+    if xlsx:
+        from openpyxl import load_workbook
+
+        assert load_workbook(tmp_path / "t.xlsx").sheetnames
+
+
 def test_diff_of_two_sweeps_pairs_each_systems_rows_in_order(tmp_path):
     # a sweep's rows of one system shared one key, the later overwriting the earlier: two sweeps
     # whose first rows differed diffed as empty (a user review)
@@ -147,7 +169,8 @@ def test_diff_of_two_sweeps_pairs_each_systems_rows_in_order(tmp_path):
             "sweep", "--vary", "hardware=vera-rubin", "--vary", axis, "--metrics", metric, "-o", str(path)
         )
         assert r.code == 0, r.stderr
-        assert f"wrote {path} (2 rows)\n" in r.stderr  # as every other command says (a review)
+        # as every other command says (a review), last, prefixed as every other line (an audit)
+        assert r.stderr.splitlines()[-1] == f"ipd: wrote {path} (2 rows)"
     r = run_cli("diff", str(a), str(b), "-f", "json")
     rows = {row["metric"]: row for row in r.json()["items"]}
     assert set(rows) == {
