@@ -694,6 +694,20 @@ def test_serve_curve_csv_has_one_row_per_point_with_numeric_columns():
     assert not any("{" in value for row in rows for value in row.values())  # no dict text in a cell
 
 
+def test_serve_curve_names_the_point_its_top_level_instance_fields_describe():
+    # a newcomer audit: the curve's top-level instance_gpus 1 and max_concurrency 304 are the
+    # maximum-throughput point's, while its points reach TP8 (3,813 sequences); the envelope now
+    # names that point's configuration, and the fields are that point's
+    args = ("serve", "--hardware", "b200", "--model", "llama-3.3-70b", "--precision", "fp8", "--curve")
+    r = run_cli(*args, "-f", "json")
+    assert r.code == 0, r.stderr
+    d = r.json()
+    peak = max(d["serving"], key=lambda p: p["tokens_per_s_per_gpu"])
+    assert d["max_throughput_configuration"] == peak["configuration"]
+    assert (d["instance_gpus"], d["max_concurrency"]) == (peak["instance_gpus"], peak["max_concurrency"])
+    assert {p["instance_gpus"] for p in d["serving"]} - {d["instance_gpus"]}  # the others differ
+
+
 def test_serve_and_plot_default_to_each_systems_narrowest_precision():
     # issue 13 item 5: `plot curve vera-rubin blackwell` ran Rubin at fp8, far below GB200's fp4
     for hw in ("vera-rubin", "blackwell"):

@@ -617,6 +617,11 @@ class ServeCurveResult(Result):
     precision: str
     instance_gpus: int = Field(description="decode instance GPUs of the maximum-throughput point")
     max_concurrency: int = Field(description="KV-capacity limit per instance of the maximum-throughput point")
+    max_throughput_configuration: str = Field(
+        default="",
+        description="the configuration of the maximum-throughput point (the frontier's most tokens/s per "
+        "GPU), which instance_gpus and max_concurrency describe; the other points' are in serving",
+    )
     configurations_searched: int = Field(
         default=0, description="configurations the deployment search evaluated"
     )

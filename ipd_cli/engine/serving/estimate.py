@@ -859,6 +859,7 @@ def estimate_serving_curve(
         precision=g.ph.precision,
         instance_gpus=peak.instance_gpus,
         max_concurrency=peak.max_concurrency,
+        max_throughput_configuration=peak.configuration,
         configurations_searched=searched,
         serving=points,
         assumptions=ctx.trace.items,
