@@ -315,7 +315,8 @@ def serve(
         )
         result = point.model_copy(update={"overrides": _sets(cat)})
         sv = result.serving
-        result.notes.extend(_release_notes(cat, hardware, sv.stack_release, sv.precision, sv.stack))
+        notes = _release_notes(cat, hardware, sv.stack_release, sv.precision, sv.stack, sv.disaggregated)
+        result.notes.extend(notes)
         return result
     for name, value in one_point.items():
         if value is not None:
@@ -326,18 +327,25 @@ def serve(
     frontier = estimate_serving_curve(cat, hardware, model, **space)
     curve_result = frontier.model_copy(update={"overrides": _sets(cat)})
     stack = curve_result.serving[0].stack if curve_result.serving else a["stack"]
-    notes = _release_notes(cat, hardware, a["stack_release"], curve_result.precision, stack)
+    split = bool(curve_result.serving) and all(p.disaggregated for p in curve_result.serving)
+    notes = _release_notes(cat, hardware, a["stack_release"], curve_result.precision, stack, split)
     curve_result.notes.extend(notes)
     return curve_result
 
 
 def _release_notes(
-    cat: Catalog, hardware: str, release: str | None, precision: str | None, stack: str | None
+    cat: Catalog,
+    hardware: str,
+    release: str | None,
+    precision: str | None,
+    stack: str | None,
+    disaggregated: bool = False,
 ) -> list[str]:
-    """The note that a ``--stack-release`` priced nothing on this system at this precision."""
+    """The note that a ``--stack-release`` priced nothing on this system at this precision (or, on a
+    ``disaggregated`` point, only what it prices there)."""
     from .engine.serving.stack import release_unpriced_note
 
-    note = release_unpriced_note(cat, hardware, release, precision, stack)
+    note = release_unpriced_note(cat, hardware, release, precision, stack, disaggregated)
     return [] if note is None else [note]
 
 
@@ -775,7 +783,9 @@ def _compared_release_notes(cat: Catalog, w: Any, systems: list[SystemResult]) -
     for r in systems:
         if w.kind == "scenario" and r.serving is not None:
             sv = r.serving
-            notes = _release_notes(cat, r.hardware, sv.stack_release, sv.precision, sv.stack)
+            notes = _release_notes(
+                cat, r.hardware, sv.stack_release, sv.precision, sv.stack, sv.disaggregated
+            )
         elif w.kind == "rl" and r.rl is not None:
             release, precision = w.generation_stack_release, r.rl.generation_precision
             notes = _release_notes(cat, r.hardware, release, precision, w.generation_stack)

@@ -631,6 +631,29 @@ def test_a_release_that_prices_nothing_on_the_system_says_so_once_on_stderr():
     assert [line for line in compared.stderr.splitlines() if "prices nothing" in line] == [h200]
 
 
+def test_a_release_on_a_disaggregated_point_says_it_moves_only_the_time_to_first_token():
+    """A review (hz): a release priced on the family said nothing on a disaggregated point, where its
+    prompt stall (aggregated instances only) and floor (not the decode pool, which keeps trtllm's
+    measured 68.3 us) leave the rate as it was. B200 Llama 3.1 70B FP4 picks `5 prefill x TP1 +
+    12 decode x TP1`: the same tokens/s per GPU with and without 1.1.0rc2, a shorter ttft_s (its
+    prompt's layers at the release's 87 us floor, not 100) and the note once; pinned aggregated,
+    the release prices the decode step and no note is printed."""
+    base = ("serve", "--hardware", "b200", "--model", "llama-3.1-70b", "--precision", "fp4", "-f", "json")
+    plain, rc2 = run_cli(*base), run_cli(*base, "--stack-release", "1.1.0rc2")
+    assert plain.code == rc2.code == 0, rc2.stderr
+    p, r = plain.json()["serving"], rc2.json()["serving"]
+    assert p["disaggregated"] and r["configuration"] == p["configuration"]
+    assert r["tokens_per_s_per_gpu"] == p["tokens_per_s_per_gpu"] and r["ttft_s"] < p["ttft_s"]
+    note = (
+        "ipd: note: trtllm 1.1.0rc2 on b200 at fp4, a disaggregated deployment: the decode pool keeps "
+        "trtllm's own floor and its prompt stall applies to aggregated instances only, so the release "
+        "moves only each prompt's own time to its first token (ttft_s, through its floor per layer)"
+    )
+    assert rc2.stderr.splitlines().count(note) == 1 and "1.1.0rc2" not in plain.stderr
+    agg = run_cli(*base, "--aggregated", "--stack-release", "1.1.0rc2")
+    assert agg.code == 0 and "1.1.0rc2" not in agg.stderr and not agg.json()["serving"]["disaggregated"]
+
+
 def test_explain_says_which_serving_efficiencies_roadmap_rubin_borrows():
     r = run_cli_once("explain", "vera-rubin", "-f", "json")
     assert r.code == 0, r.stderr

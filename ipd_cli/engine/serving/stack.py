@@ -286,12 +286,18 @@ def check_release(cat: Catalog, hardware: str, release: str, stack: str | None =
 
 
 def release_unpriced_note(
-    cat: Catalog, hardware: str, release: str | None, precision: str | None, stack: str | None = None
+    cat: Catalog,
+    hardware: str,
+    release: str | None,
+    precision: str | None,
+    stack: str | None = None,
+    disaggregated: bool = False,
 ) -> str | None:
     """One line for stderr where the stack's ``release`` (as :func:`check_release` finds the stack)
     holds no value on ``hardware``'s family at weight ``precision``: the estimate is then the
     stack's profile alone, which only an assumptions row said (a newcomer audit: ``--stack-release
-    1.1.0rc2`` on H100 was accepted and changed nothing). None where it prices something there."""
+    1.1.0rc2`` on H100 was accepted and changed nothing). On a ``disaggregated`` point, what the
+    release prices there (:func:`_disaggregated_release_note`). None where it prices the point."""
     if release is None or precision is None:
         return None
     family, stack = _system_stack(cat, hardware, stack)
@@ -302,14 +308,47 @@ def release_unpriced_note(
         fam: sorted({p for field in RELEASE_FIELDS for p in (getattr(prof, field) or {})})
         for fam, prof in held[release].profiles.items()
     }
-    if precision in measured.get(family or "", []):
-        return None
-    where = "; ".join(f"{fam} at {', '.join(precs)}" for fam, precs in measured.items() if precs)
     system = cat.canonical("systems", hardware)
+    if precision in measured.get(family or "", []):
+        if not disaggregated or family is None:
+            return None
+        return _disaggregated_release_note(cat, stack, release, family, precision, system)
+    where = "; ".join(f"{fam} at {', '.join(precs)}" for fam, precs in measured.items() if precs)
     return (
         f"{stack} {release} prices nothing on {system} ({family or 'no accelerator family'}) at "
         f"{precision}: it was measured on {where or 'no family'} only; the estimate is {stack}'s "
         "profile alone"
+    )
+
+
+def _disaggregated_release_note(
+    cat: Catalog, stack: str, release: str, family: str, precision: str, system: str
+) -> str | None:
+    """What a release priced on this family and precision prices on a disaggregated point: its
+    prompt stall applies to aggregated instances only (point.py), and its floor per layer wherever
+    the stack's floor applies (physics.py), which is a prompt's own latency to its first token and
+    not the decode pool where the stack measured that pool's own floor. None where the release's
+    floor prices the decode pool too (a review: the note said nothing on a disaggregated point,
+    where the release moved the time to first token alone)."""
+    prof = cat.serving.stacks[stack].releases[release].profiles[family]
+    floor = precision in (prof.step_overhead_us_per_layer or {})
+    pool_floor = "disaggregated_step_overhead_us_per_layer"
+    if floor and not nearer(chain_of(cat, stack, family), pool_floor, "step_overhead_us_per_layer"):
+        return None
+    head = f"{stack} {release} on {system} at {precision}, a disaggregated deployment:"
+    if not floor:
+        return (
+            f"{head} it prices nothing there (its prompt stall applies to aggregated instances only); "
+            f"the estimate is {stack}'s profile alone"
+        )
+    stall = (
+        " and its prompt stall applies to aggregated instances only"
+        if precision in (prof.prompt_stall_ms or {})
+        else ""
+    )
+    return (
+        f"{head} the decode pool keeps {stack}'s own floor{stall}, so the release moves only each "
+        "prompt's own time to its first token (ttft_s, through its floor per layer)"
     )
 
 
