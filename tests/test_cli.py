@@ -731,6 +731,27 @@ def test_serve_curve_names_the_point_its_top_level_instance_fields_describe():
     assert {p["instance_gpus"] for p in d["serving"]} - {d["instance_gpus"]}  # the others differ
 
 
+def test_the_attention_imbalance_reads_as_the_step_prices_it_in_both_modes():
+    # a review (hz): with fewer sequences than attention ranks a DEP8 decode pool reported 8.0 (its
+    # one sequence on one rank: 1 / (1 / 8)) where an aggregated DEP8 reported the measured 1.14,
+    # though its step too prices the busiest rank's whole sequence (step_terms' max(., min(m, 1))).
+    # Both now read what the step prices: 1 / (1 / 8) = 8.0 at one sequence, 1 / (4 / 8) = 2.0 at
+    # four; at 64 (8 a rank) the aggregated 8 x 1.14 / 8 = 1.14 (serving.attention_dp_imbalance)
+    base = ("serve", "--hardware", "b200", "--model", "deepseek-r1", "--layout", "dep8", "-f", "json")
+    read = {}
+    for mode, users in (
+        ("--aggregated", 1),
+        ("--aggregated", 4),
+        ("--aggregated", 64),
+        ("--disaggregated", 1),
+    ):
+        r = run_cli(*base, mode, "--concurrency", str(users))
+        assert r.code == 0, r.stderr
+        read[mode, users] = r.json()["serving"]["attention_dp_imbalance"]
+    want = {("--aggregated", 1): 8.0, ("--aggregated", 4): 2.0, ("--aggregated", 64): 1.14}
+    assert read == pytest.approx(want | {("--disaggregated", 1): 8.0}, rel=1e-12)
+
+
 def test_serve_and_plot_default_to_each_systems_narrowest_precision():
     # issue 13 item 5: `plot curve vera-rubin blackwell` ran Rubin at fp8, far below GB200's fp4
     for hw in ("vera-rubin", "blackwell"):

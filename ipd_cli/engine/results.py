@@ -558,7 +558,9 @@ class Serving(Result):
         default=1.0, description="tokens on the busiest GPU over the mean (routed experts)"
     )
     attention_dp_imbalance: float = Field(
-        default=1.0, description="attention load of the busiest rank over the mean"
+        default=1.0,
+        description="attention load of the busiest rank over the mean, as the step prices it (a whole "
+        "sequence at least: DEP8 at one sequence 8.0)",
     )
     bottleneck: str = Field(
         default="",

@@ -195,13 +195,16 @@ def _configuration_fields(g: Grid, i: int) -> dict[str, Any]:
 
 def _dp_imbalance(g: Grid, i: int) -> float:
     """Sequences of row ``i``'s busiest attention rank over the mean rank's, as its step prices
-    them (a disaggregated decode pool's ceil(m / d) over m / d; an aggregated instance's measured
-    imbalance)."""
+    them (step_terms): a disaggregated decode pool's ceil(m / d), an aggregated instance's measured
+    imbalance times m / d, and in both a whole sequence at least, over m / d. A review (hz): with
+    fewer sequences than ranks an aggregated DEP8 at one sequence reported the measured 1.14 where
+    its step prices the busiest rank's whole sequence, 8x the mean (a decode pool reported 8.0)."""
     li = int(g.rows["layout"][i])
     d, batch = float(g.x["d"][li]), float(g.rows["batch"][i])
     m = float(stage_sequences(batch, float(g.lay["pp"][li])))  # a stage's micro-batch, as the step's
     x = {"imb_dp": float(g.x["imb_dp"][li])}
-    return float(busiest_rank_sequences(x, m, d, float(g.rows["disagg"][i]))) / (m / d)
+    busiest = float(busiest_rank_sequences(x, m, d, float(g.rows["disagg"][i])))
+    return max(busiest, min(m, 1.0)) / (m / d)
 
 
 def _step_time(g: Grid, i: int) -> dict[str, Any]:
