@@ -1667,9 +1667,12 @@ def wall_seconds(x: dict, seconds_per_token: Any) -> Any:
     return x["tokens"] * seconds_per_token / x["goodput"]
 
 
+MEETS_TOLERANCE = 1e-9  # relative: a wall time this far over a deadline meets it (a float's last bits)
+
+
 def meets(wall_s: Any, seconds: float) -> Any:
     """Whether a wall time meets a deadline of ``seconds`` (to the last bits of a float)."""
-    return wall_s <= seconds * (1 + 1e-9)
+    return wall_s <= seconds * (1 + MEETS_TOLERANCE)
 
 
 def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Searched:
@@ -1936,6 +1939,17 @@ def _step_extras(P: sr.Columns, t: dict, x: dict) -> Extras:
     return more
 
 
+# systems_need's rounding of its replicas bound up to a whole grain. NEED_MARGIN (relative) takes the
+# bound down first, so that a row whose plans meet the deadline only within MEETS_TOLERANCE, or whose
+# bound lands a float's last bits above a whole grain, is not rounded up a grain: 1,000 times
+# meets()'s tolerance, and safe at any size, since a lower bound taken lower only skips fewer rows.
+# REPLICAS_CAP clips the bound (inf where no plan reaches the rate; those rows are set back to inf)
+# to a finite count, far above any cluster (MAX_CLUSTER GPUs) and below 2^53, so float64 still holds
+# each whole number the rounding gives.
+NEED_MARGIN = 1e-6
+REPLICAS_CAP = 1e15
+
+
 def systems_need(P: sr.Columns, t: dict, x: dict, rate: float, pins: dict) -> Any:
     """GPUs, in whole systems, below every plan of each micro row that meets ``rate`` tokens/s
     (``t``: every micro term of the rows, :func:`~ipd_cli.engine.trainstep.micro_terms`): the
@@ -1947,7 +1961,7 @@ def systems_need(P: sr.Columns, t: dict, x: dict, rate: float, pins: dict) -> An
     d = replicas_lower_bound(P, t, x, rate, pins, _step_extras(P, t, x))
     grain = _replica_step(P)
     # (a plan meets the deadline to the last bits of a float: a margin below the bisection's end)
-    dp = np.ceil(np.minimum(d, 1e15) * (1.0 - 1e-6) / grain) * grain
+    dp = np.ceil(np.minimum(d, REPLICAS_CAP) * (1.0 - NEED_MARGIN) / grain) * grain
     used = P["tp"] * P["cp"] * P["pp"] * np.maximum(dp, grain)
     return np.where(np.isfinite(d), systems_gpus(P, x, used), np.inf)
 
