@@ -73,7 +73,9 @@ def train_args(draw, models=tuple(MODELS)):
     hw = draw(st.sampled_from(sorted(catalog.systems)))
     model = draw(st.sampled_from(models))
     tokens = draw(tokens_st)
-    kw = {"precision": draw(st.sampled_from(PRECISIONS)), "pricing": draw(st.sampled_from(["rental", "tco"]))}
+    acc = catalog.accelerator_of(catalog.system(hw))
+    has = [p for p in PRECISIONS if acc.dense_tflops(p) is not None]  # `train` refuses the others
+    kw = {"precision": draw(st.sampled_from(has)), "pricing": draw(st.sampled_from(["rental", "tco"]))}
     if draw(st.booleans()):
         kw["deadline_days"] = draw(days_st)
         try:  # beyond MAX_GPUS a deadline is refused as infeasible: a clean error, not an example
