@@ -1255,11 +1255,17 @@ def grid_terms(P: sr.Columns, x: dict) -> dict[str, Any]:
     return ts.micro_terms(P, x, bounds_only=not x.get("module_sets", True))
 
 
+def has_every_term(m: dict) -> bool:
+    """Whether grid terms ``m`` (:func:`grid_terms`) hold every micro term, not only the bounds'
+    (:data:`~ipd_cli.engine.trainstep.BOUND_TERMS`, which have no ``redo_s``)."""
+    return "redo_s" in m
+
+
 def chunk_terms(sub: sr.Columns, m: dict, idx: Any, rows: Any, x: dict) -> dict[str, Any]:
     """Every micro term of the macro rows ``rows`` of the micro rows ``sub`` (rows ``idx`` of a
     grid whose terms are ``m``: :func:`grid_terms`): taken from ``m`` where it has them all, else
     computed on ``sub`` (a row's terms depend on that row alone: the same numbers)."""
-    if "redo_s" in m:
+    if has_every_term(m):
         return index_terms(m, idx[rows])
     return index_terms(ts.micro_terms(sub, x), rows)
 
@@ -1700,7 +1706,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         idx = pos[start : start + CHUNK]
         idx = idx[~(rows.need[idx] > limit)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
-        t = index_terms(m, idx) if "redo_s" in m else ts.micro_terms(sub, x)  # every term of each row
+        t = index_terms(m, idx) if has_every_term(m) else ts.micro_terms(sub, x)  # every term of each row
         if tight:  # nor the rows whose steps' whole systems cannot come within the bar
             bound[idx] = systems_need(sub, t, x, rate, pins)
             near = np.flatnonzero(~(bound[idx] > limit))
