@@ -6,6 +6,7 @@ Run with -s to see every case's error. The bound below is the documented regress
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 
@@ -422,12 +423,12 @@ def test_a_knob_the_grid_moves_is_refined_between_the_best_points_neighbours(cat
     priced: list[float] = []
     best = [22.0]
 
-    def loss(cat, cases, bar=math.inf):
+    def loss(cat, cases, bar=math.inf, fit=None):
         value = val._current(cat, knob).value
         priced.append(value)
         return math.log(value / best[0]) ** 2
 
-    monkeypatch.setattr(val, "_error", lambda cat, case, path=None, first=False: loss(cat, [case]))
+    monkeypatch.setattr(val, "_error", lambda cat, case, path=None, first=False, fit=None: loss(cat, [case]))
     monkeypatch.setattr(val, "_loss", loss)
     case = next(c for c in val.load_cases()[0] if c.split == "fitting" and c.kind == "serve")
     current = val._current(catalog, knob)
@@ -447,6 +448,49 @@ def test_a_knob_the_grid_moves_is_refined_between_the_best_points_neighbours(cat
     best[0] = current.value
     row = val._fit_knob(catalog, knob, [case])
     assert row["fitted"] == current.value and len(priced) == 1 + 17
+
+
+def test_a_calibration_trial_reads_one_loss_in_any_case_order_and_prices_a_case_once(catalog, monkeypatch):
+    # three cases the model prices 0.3, 0.1 and 0.2 in log below their measurement: squared log
+    # errors 0.09, 0.01 and 0.04, a mean of 0.14 / 3 = 0.0467 (the catalog's values each time)
+    logs = {"a": 0.3, "b": 0.1, "c": 0.2}
+    calls: list[str] = []
+
+    def predict(cat, case):
+        calls.append(case.id)
+        return case.measured.value * math.exp(-logs[case.id])
+
+    monkeypatch.setattr(val, "predict", predict)
+    measured = {"metric": "tokens_per_s_per_gpu", "value": 100.0}
+    cases = [
+        val.Case(
+            id=i, split="fitting", kind="serve", description="", source="s", inputs={}, measured=measured
+        )
+        for i in logs
+    ]
+    mean = (0.3**2 + 0.1**2 + 0.2**2) / 3
+    for order in itertools.permutations(cases):
+        # no bar, or one above the mean (0.05): the mean in every order; a bar at or below it
+        # (0.04): a trial that cannot beat it (inf) in every order
+        assert val._loss(catalog, list(order)) == pytest.approx(mean, rel=1e-12)
+        assert val._loss(catalog, list(order), 0.05) == pytest.approx(mean, rel=1e-12)
+        assert val._loss(catalog, list(order), 0.04) == math.inf
+    # a trial stopped early puts the cases largest last error first: b, c, a stops at a (0.14 / 3 >=
+    # 0.04) and reorders a, c, b; the next trial (bar 0.029) stops at a alone (0.09 / 3 >= 0.029)
+    fit, trial = val._Fit(), [cases[1], cases[2], cases[0]]
+    calls.clear()
+    assert val._loss(catalog, trial, 0.04, fit.at()) == math.inf and calls == ["b", "c", "a"]
+    assert [c.id for c in trial] == ["a", "c", "b"]
+    calls.clear()
+    assert val._loss(catalog, trial, 0.029, fit.at("k", 2.0, 1.0)) == math.inf and calls == ["a"]
+    # the same values again (k at 2.0; k at its own value 1.0 reads as the catalog's): read, not run
+    calls.clear()
+    assert val._loss(catalog, trial, math.inf, fit.at("k", 1.0, 1.0)) == pytest.approx(mean, rel=1e-12)
+    assert calls == []
+    assert val._loss(catalog, trial, 0.029, fit.at("k", 2.0, 1.0)) == math.inf and calls == []
+    fit.moved["k"] = 2.0  # a knob fitted to 2.0: the catalog's values are no longer those priced
+    assert val._loss(catalog, trial, math.inf, fit.at()) == pytest.approx(mean, rel=1e-12)
+    assert calls == ["c", "b"]  # a was priced with k at 2.0 already (and comes first: its error is largest)
 
 
 def test_a_token_drop_case_fits_the_token_drop_share_alone(catalog):
