@@ -153,7 +153,7 @@ def help_examples() -> list[tuple[str, list[Example]]]:
 
 def _run(ex: Example, where: Path) -> str | None:
     """Run one example in ``where``; a line describing the failure, or None."""
-    r = _cached(ex) if ex.stdout_to is None and not _writes_files(ex.argv) else run_cli(*ex.argv)
+    r = run_cli(*ex.argv) if _writes_files(ex.argv) else _cached(ex)
     if ex.mention and r.code == 2 and ("Missing " in r.stderr or "requires an argument" in r.stderr):
         return None  # prose naming a command and an option ('ipd serve --curve'), not an example
     if ex.stdout_to and r.code == 0:
@@ -173,7 +173,10 @@ def _writes_files(argv: list[str]) -> bool:
 
 
 def _cached(ex: Example):
-    """The README, the --help texts and the tests repeat commands: run each that writes no file once."""
+    """The README, the --help texts and the tests repeat commands: run each that writes no file once.
+    ``A > FILE`` is A (in-process, stdout is captured either way; :func:`_run` writes it to FILE):
+    the README's procurement sweep is its ``ipd sweep --help`` example, ``ipd schema`` the one that
+    writes the schema to a file."""
     return run_cli_once(*ex.argv)
 
 
