@@ -1039,7 +1039,7 @@ class _Fit:
         """This record, pricing the catalog with ``knob`` set to ``value`` (None: the knobs fitted
         so far alone; ``current``: the catalog's value of the knob)."""
         moved = dict(self.moved)
-        if knob is not None and value != current:
+        if knob is not None and value is not None and value != current:
             moved[knob] = value
         self.trial = tuple(sorted(moved.items()))
         return self
