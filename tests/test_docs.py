@@ -17,17 +17,23 @@ or N where a comment says "exit N" ("when"/"if" in the comment: 0 or N).
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import fcntl
 import functools
+import hashlib
 import io
+import json
 import re
 import shlex
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import helpers
 import pytest
 import typer
-from helpers import run_cli, run_cli_once
+from helpers import Run, run_cli, run_cli_once
 
 from ipd_cli.cli import app
 
@@ -153,7 +159,12 @@ def help_examples() -> list[tuple[str, list[Example]]]:
 
 def _run(ex: Example, where: Path) -> str | None:
     """Run one example in ``where``; a line describing the failure, or None."""
-    r = run_cli(*ex.argv) if _writes_files(ex.argv) else _cached(ex)
+    if not _writes_files(ex.argv):
+        r = _cached(ex)
+    elif any((where / a).exists() for a in ex.argv):  # it reads a file an example before it wrote
+        r = run_cli(*ex.argv)
+    else:
+        r = _written_once(ex.argv, where)
     if ex.mention and r.code == 2 and ("Missing " in r.stderr or "requires an argument" in r.stderr):
         return None  # prose naming a command and an option ('ipd serve --curve'), not an example
     if ex.stdout_to and r.code == 0:
@@ -178,6 +189,56 @@ def _cached(ex: Example):
     the README's procurement sweep is its ``ipd sweep --help`` example, ``ipd schema`` the one that
     writes the schema to a file."""
     return run_cli_once(*ex.argv)
+
+
+_WRITTEN: dict[tuple[str, ...], tuple[Run, dict[str, str]]] = {}
+
+
+def _written_once(argv: list[str], where: Path) -> Run:
+    """A command that writes files (``-o``) and reads none of ``where``'s, run once per session in a
+    directory of its own (across pytest-xdist workers as :func:`helpers.run_cli_once` runs): its
+    result, and the files it wrote put in ``where`` as it wrote them. The README and the --help
+    examples write the same files (``ipd compare vera-rubin blackwell -o base.json``, ``ipd plot
+    curve ... -o curves.png``)."""
+    key = tuple(argv)
+    if key not in _WRITTEN:
+        _WRITTEN[key] = _shared_writes(key) if helpers.SHARED is not None else _writes(key)
+    r, files = _WRITTEN[key]
+    for name, data in files.items():
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_bytes(base64.b64decode(data))
+    return r
+
+
+def _writes(argv: tuple[str, ...]) -> tuple[Run, dict[str, str]]:
+    """``ipd ARGV`` run in an empty directory, and the files it left there (base64, by path)."""
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+        r = run_cli(*argv)
+        files = {
+            str(f.relative_to(tmp)): base64.b64encode(f.read_bytes()).decode()
+            for f in sorted(Path(tmp).rglob("*"))
+            if f.is_file()
+        }
+    return r, files
+
+
+def _shared_writes(argv: tuple[str, ...]) -> tuple[Run, dict[str, str]]:
+    """:func:`_writes` once per session: the first worker to ask runs it (under a file lock), the
+    others read what it stored."""
+    assert helpers.SHARED is not None
+    name = hashlib.sha256("\0".join(argv).encode()).hexdigest()[:24]
+    done = helpers.SHARED / f"writes-{name}.json"
+    with open(helpers.SHARED / f"writes-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            stored = json.loads(done.read_text(encoding="utf-8"))
+            return Run(**stored["run"]), stored["files"]
+        r, files = _writes(argv)
+        tmp = done.with_suffix(".tmp")
+        stored = {"run": {"code": r.code, "stdout": r.stdout, "stderr": r.stderr}, "files": files}
+        tmp.write_text(json.dumps(stored), encoding="utf-8")
+        tmp.replace(done)
+        return r, files
 
 
 def _run_all(examples: list[Example], where: Path) -> list[str]:
