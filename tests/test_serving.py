@@ -2465,15 +2465,36 @@ def test_nvfp4_deepseek_keeps_query_and_key_value_projections_and_head_in_bf16_b
         2 * wide * (factor - 1), rel=1e-9
     )
     assert ph.expert_bytes == plain.expert_bytes and ph.gemm_rate == plain.gemm_rate
-    # an MTP draft layer is part of the checkpoint: one more layer's projections, a layer's share of
-    # the gates (58 of 61 layers route: a layer's experts are counted so too) and the head again
+    # the MTP draft layer is part of the checkpoint, which leaves it unquantized (sglang-pr-7376):
+    # the whole layer, its routed experts included, and the head at 2 bytes a weight, not 0.5625,
+    # so every draft byte is 2 / 0.5625 = 3.56 of the plain checkpoint's and every draft FLOP costs
+    # the BF16 rate's 2.59 FP4 ones (dense: 2 (d + h) x 2.59, where the head's 2 h x 1.59 is its wide part)
     mtp, plain_mtp = (
         _physics(catalog, "b200", "deepseek-v3", "fp4", 1),
         _physics(_plain(catalog, "deepseek-v3", "fp4"), "b200", "deepseek-v3", "fp4", 1),
     )
-    assert mtp.draft_dense_bytes - plain_mtp.draft_dense_bytes == pytest.approx(
+    for part in ("draft_dense_bytes", "draft_expert_bytes", "draft_replicated_bytes"):
+        assert getattr(mtp, part) == pytest.approx(getattr(plain_mtp, part) * 2 / 0.5625, rel=1e-12)
+    for part in (
+        "draft_dense_flops_per_token",
+        "draft_expert_flops_per_token",
+        "draft_replicated_flops_per_token",
+    ):
+        assert getattr(mtp, part) == pytest.approx(getattr(plain_mtp, part) * factor, rel=1e-9)
+    assert mtp.draft_head_flops_per_token - plain_mtp.draft_head_flops_per_token == pytest.approx(
+        2 * 129_280 * 7168 * (factor - 1), rel=1e-9
+    )
+    # without mtp in the list the draft layer is the target's: one more layer's wide projections, a
+    # layer's share of the gates (58 of 61 layers route: a layer's experts are counted so too) and
+    # the head again, its experts at FP4
+    kept = catalog.with_overrides(
+        ["models.deepseek-v3.checkpoint_wide.fp4.value=[attention_input, lm_head, router]"]
+    )
+    target = _physics(kept, "b200", "deepseek-v3", "fp4", 1)
+    assert target.draft_dense_bytes - plain_mtp.draft_dense_bytes == pytest.approx(
         (per_layer + routers / 61 + 129_280 * 7168) * 1.4375, rel=1e-12
     )
+    assert target.draft_expert_bytes == plain_mtp.draft_expert_bytes
 
 
 def test_other_checkpoints_keep_what_their_sources_say(catalog):
@@ -2491,6 +2512,14 @@ def test_other_checkpoints_keep_what_their_sources_say(catalog):
         _physics(_plain(catalog, "deepseek-v3", "fp8"), "h200", "deepseek-v3", "fp8"),
     )
     assert fp8.dense_bytes - plain8.dense_bytes == pytest.approx((head + routers) * (2 - 1), rel=1e-12)
+    # their MTP layers are the target's (DeepSeek's FP8 release holds its next-n layer in FP8; no
+    # source says AMD's MXFP4 export keeps it wider): routed experts at 1 byte and 0.5625 a weight
+    for cat, hw, p in ((catalog, "h200", "fp8"), (catalog, "mi355x", "fp4")):
+        drafted, plain_d = (
+            _physics(cat, hw, "deepseek-v3", p, 1),
+            _physics(_plain(cat, "deepseek-v3", p), hw, "deepseek-v3", p, 1),
+        )
+        assert drafted.draft_expert_bytes == plain_d.draft_expert_bytes
     # gpt-oss ships only its experts in MXFP4: every attention projection (2,880 x (4,096 + 512 +
     # 512) + 4,096 x 2,880 a layer, 36 layers), the routers (128 experts x 2,880 a layer) and the LM
     # head (201,088 x 2,880) stay BF16

@@ -408,14 +408,15 @@ class System(Strict):
         return self
 
 
-WideModule = Literal["attention", "attention_input", "lm_head", "router"]
+WideModule = Literal["attention", "attention_input", "lm_head", "router", "mtp"]
 
 
 class WideModules(Strict):
     """Weights that a model's published checkpoint at a narrow precision keeps wider (``precision``,
     BF16 unless said), with the source that says so: ``attention`` every attention projection of
     every layer, ``attention_input`` all of them but the output projection, ``lm_head`` the output
-    head, ``router`` every routed layer's MoE gate (none in a dense model)."""
+    head, ``router`` every routed layer's MoE gate (none in a dense model), ``mtp`` the model's
+    next-token (MTP) layer whole, routed experts included (the draft of a ``draft: mtp`` method)."""
 
     value: list[WideModule]
     precision: Literal["fp8", "bf16"] = "bf16"

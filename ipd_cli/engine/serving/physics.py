@@ -246,13 +246,14 @@ class _Wide:
     layer, router parameters per layer (the routed layers' over all layers, as a layer's share of
     the experts is counted), those in the head, and what each such parameter adds, in bytes and in
     FLOPs at the weights' GEMM rate (``flop_factor`` - 1: a wide FLOP takes ``gemm_rate / wide
-    rate`` of the precision's)."""
+    rate`` of the precision's); ``draft``: the MTP layer is kept wide whole."""
 
     per_layer: float = 0.0
     head: float = 0.0
     extra_bytes: float = 0.0
     flop_factor: float = 1.0
     router: float = 0.0
+    draft: bool = False
 
     def bytes(self, layers: float) -> float:
         return (layers * (self.per_layer + self.router) + self.head) * self.extra_bytes
@@ -308,7 +309,8 @@ def _kept_wide(
     wide = entry.precision
     params = arch.layers * (per_layer + router) + head
     ctx.trace.given(  # the modules as --set takes them; the name says what they weigh
-        f"weights the {precision} checkpoint keeps in {wide} ({params / 1e9:.3g}B parameters)",
+        f"weights the {precision} checkpoint keeps in {wide} ({params / 1e9:.3g}B parameters"
+        + (", and its MTP layer whole)" if "mtp" in entry.value else ")"),
         f"[{', '.join(entry.value)}]",
         "",
         origin,
@@ -319,7 +321,7 @@ def _kept_wide(
     )
     bpw = ctx.inp.quiet().read(f"serving.bytes_per_weight.{precision}")  # read already (model terms)
     wide_bpw = ctx.take(f"bytes per weight ({wide})", f"bytes_per_weight.{wide}")
-    return _Wide(per_layer, head, wide_bpw - bpw, gemm_rate / rate_at(wide), router)
+    return _Wide(per_layer, head, wide_bpw - bpw, gemm_rate / rate_at(wide), router, "mtp" in entry.value)
 
 
 def _rates(
@@ -331,15 +333,20 @@ def _rates(
     return rates, _kept_wide(ctx, precision, rates["gemm_rate"], rate_at), rate_at
 
 
-def _held_whole(ctx: ServingContext, precision: str, wide: _Wide, layers: float) -> tuple[float, float]:
+def _held_whole(
+    ctx: ServingContext, precision: str, wide: _Wide, layers: float, whole: bool = False
+) -> tuple[float, float]:
     """Bytes and FLOPs per token of :func:`held_whole_params` in ``layers`` layers of the model's
     shape (per layer as :class:`_Wide` counts them): the down-projections at the checkpoint's
     precision where it keeps attention wide (they are among its projections), the routers where
-    it keeps them wide."""
+    it keeps them wide; both wide where the layers are kept wide ``whole`` (an MTP layer)."""
     arch = ctx.model
     bpw = ctx.inp.quiet().read(f"serving.bytes_per_weight.{precision}")  # read already (model terms)
     held, flops = 0.0, 0.0
-    for params, kept in ((mla_down_params(arch), wide.per_layer), (router_params(arch), wide.router)):
+    for params, kept in (
+        (mla_down_params(arch), wide.per_layer or whole),
+        (router_params(arch), wide.router or whole),
+    ):
         params *= layers / arch.layers
         extra, factor = (wide.extra_bytes, wide.flop_factor) if kept else (0.0, 1.0)
         held, flops = held + params * (bpw + extra), flops + 2.0 * params * factor
@@ -725,11 +732,18 @@ def _draft(
     head = arch.vocab_size * arch.hidden_size
     if m.draft == "mtp":
         active = quiet.read(f"models.{ctx.mname}.active_params")
-        dense_b, expert_b, _ = weight_split(arch, bpw)
         n = m.draft_layers / arch.layers
         routed_active = routed_active_params(arch)
         wide = rates()[1]
-        held, held_flops = _held_whole(ctx, precision, wide, m.draft_layers)  # MLA's, as the target's
+        held, held_flops = _held_whole(
+            ctx, precision, wide, m.draft_layers, wide.draft
+        )  # MLA's, as the target's
+        # a checkpoint that keeps the MTP layer wide (NVFP4 DeepSeek-R1's, BF16) holds it whole at
+        # that precision: every parameter of it at the wide bytes and GEMM rate, the head as before
+        factor = wide.flop_factor if wide.draft else 1.0
+        dense_b, expert_b, _ = weight_split(arch, bpw + wide.extra_bytes * wide.draft)
+        if wide.draft:
+            wide = _Wide(head=wide.head, extra_bytes=wide.extra_bytes, flop_factor=wide.flop_factor)
         return {
             "draft_layers": m.draft_layers,
             "draft_kv_share": m.draft_layers / arch.kv_layers,  # its layers' share of the target's
@@ -747,9 +761,9 @@ def _draft(
             ),
             "draft_dense_bytes": dense_b * n + head * bpw + wide.bytes(m.draft_layers),
             "draft_expert_bytes": expert_b * n,
-            "draft_dense_flops_per_token": 2.0 * ((active - routed_active) * n + head)
+            "draft_dense_flops_per_token": 2.0 * ((active - routed_active) * n * factor + head)
             + wide.flops(m.draft_layers),
-            "draft_expert_flops_per_token": 2.0 * routed_active * n,
+            "draft_expert_flops_per_token": 2.0 * routed_active * n * factor,
             "draft_replicated_bytes": held,
             "draft_replicated_flops_per_token": held_flops,
         }
