@@ -1117,7 +1117,8 @@ def test_a_traffic_axis_judges_each_rows_deployment_against_its_site():
     # since the Blackwell systems' decode pools share one 2026 floor (68.3); 442,368 since a draft
     # pass pays the kernels around its layer (serving.draft_pass_overhead_layers); 428,184 since a
     # disaggregated decode pool pays no attention-DP imbalance (2026-12-06); 432 and 390,744 since a
-    # TensorRT-LLM prefill instance takes its own MoE share
+    # TensorRT-LLM prefill instance takes its own MoE share; XXX since the draft pass's kernels
+    # refit 3.05 -> 2.77 floors (NVFP4 DeepSeek-R1's MTP layer read at BF16, 2026-12-06)
     axes = ("--vary", "hardware=blackwell", "--vary", "workload.serving.tasks_per_day=1e5,1e8")
     r = run_cli("sweep", *axes, "--metrics", "serving.gpus_for_traffic,intelligence_per_dollar.site_gpus",
                 "-f", "csv")  # fmt: skip
