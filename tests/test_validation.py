@@ -548,6 +548,25 @@ def test_a_release_case_fits_its_releases_floor_at_its_precision(catalog):
     assert val._current(catalog, f"{rel}.fp8").value == 159
 
 
+def test_the_dynamo_0_5_1_gb200_cases_name_1_1_0rc2_which_prices_nothing_on_gb200(catalog):
+    # Dynamo's tensorrtllm-runtime:0.5.1-rc0.pre3 ships TensorRT-LLM 1.1.0rc2.post2 (issue 11, the
+    # cases' notes): its two GB200 8k/1k checking cases name that release, whose catalog profile is
+    # measured on B200 only, so on GB200 at FP4 it prices nothing (a stderr line says so) while on
+    # B200 at FP4 it does; no record of that runtime outside these checking cases fits a GB200 value
+    from ipd_cli.engine.serving.stack import release_unpriced_note
+
+    cases = {c.id: c for c in val.load_cases()[0]}
+    ids = [f"ix-dsr1-gb200-trt-disagg-8k1k-c{users}-nomtp" for users in (256, 538)]
+    assert [cases[i].inputs["stack_release"] for i in ids] == ["1.1.0rc2", "1.1.0rc2"]
+    assert {cases[i].split for i in ids} == {"checking"}
+    note = release_unpriced_note(catalog, "gb200-nvl72", "1.1.0rc2", "fp4")
+    assert note is not None and note.startswith("trtllm 1.1.0rc2 prices nothing on")
+    assert release_unpriced_note(catalog, "b200", "1.1.0rc2", "fp4") is None
+    # the published values are per decode GPU, 32 of the rack's 48: 460.3 x 32 / 48 = 306.87 and
+    # 829.2 x 32 / 48 = 552.8
+    assert [cases[i].measured.value for i in ids] == [pytest.approx(306.87, abs=0.05), pytest.approx(552.8)]
+
+
 def test_cases_are_well_formed(catalog):
     cases, sources = val.load_cases()
     ids = [c.id for c in cases]
