@@ -1117,14 +1117,14 @@ def test_a_traffic_axis_judges_each_rows_deployment_against_its_site():
     # since the Blackwell systems' decode pools share one 2026 floor (68.3); 442,368 since a draft
     # pass pays the kernels around its layer (serving.draft_pass_overhead_layers); 428,184 since a
     # disaggregated decode pool pays no attention-DP imbalance (2026-12-06); 432 and 390,744 since a
-    # TensorRT-LLM prefill instance takes its own MoE share; XXX since the draft pass's kernels
+    # TensorRT-LLM prefill instance takes its own MoE share; 390,528 since the draft pass's kernels
     # refit 3.05 -> 2.77 floors (NVFP4 DeepSeek-R1's MTP layer read at BF16, 2026-12-06)
     axes = ("--vary", "hardware=blackwell", "--vary", "workload.serving.tasks_per_day=1e5,1e8")
     r = run_cli("sweep", *axes, "--metrics", "serving.gpus_for_traffic,intelligence_per_dollar.site_gpus",
                 "-f", "csv")  # fmt: skip
     assert r.code == 0, r.stderr
     rows = [row.split(",") for row in r.stdout.split()[1:]]
-    assert [(int(a), int(b)) for *_, a, b in rows] == [(432, 44280), (390744, 44280)]
+    assert [(int(a), int(b)) for *_, a, b in rows] == [(432, 44280), (390528, 44280)]
     assert "(52,344 GPUs" not in r.stderr
     assert "a row whose serving.gpus_for_traffic is above its intelligence_per_dollar.site_gpus" in r.stderr
 
@@ -1231,13 +1231,14 @@ def test_a_sweep_table_prints_whole_numbers_whole():
         assert cells[3] == f"{row['pretraining.wall_days']:.2f}"  # not whole: as before
 
 
-@pytest.mark.parametrize("seed", ["0", "4"])
+@pytest.mark.parametrize("seed", ["0", "6"])
 def test_a_sampled_sweeps_site_line_reads_its_own_draws(seed):
     # a sampled-sweep review: the site line sized the smallest site at the ranges' tops (PUE 1.58,
     # 132 kW a GB200 rack), so one draw whose site holds the 43,272-GPU deployment was warned of
     # (44,280 GPUs since a draft pass pays the kernels around its layer: seed 7's one draw, a
     # 44,064-GPU site, no longer holds it; seed 2's, 45,432, does; seed 4 since the deployment took
-    # 39,168 GPUs, a TensorRT-LLM prefill instance at its own MoE share: seed 2's 200 draws all hold it)
+    # 39,168 GPUs, a TensorRT-LLM prefill instance at its own MoE share: seed 2's 200 draws all hold it;
+    # seed 6 since 39,096, the draft pass's BF16 MTP layer: seed 4's 200 draws' P10 39,153.6 holds it)
     args = (
         "sweep",
         "--vary",
