@@ -567,6 +567,25 @@ def test_the_dynamo_0_5_1_gb200_cases_name_1_1_0rc2_which_prices_nothing_on_gb20
     assert [cases[i].measured.value for i in ids] == [pytest.approx(306.87, abs=0.05), pytest.approx(552.8)]
 
 
+def test_the_2026_gb200_dep32_8k1k_cases_read_at_the_prefill_pools_cap(catalog, checking_rows):
+    # InferenceX run 23438524239 (tensorrtllm-runtime 0.8.1.post2, FP4 8k/1k, no MTP, one DEP32
+    # decode): the published output tokens/s are per decode GPU, 32 of 2 x 4 + 32 = 40 and
+    # 7 x 4 + 32 = 60 GPUs: 581.35 x 32 / 40 = 465.08 and 1,851.25 x 32 / 60 = 987.33. The model
+    # reads both at its DEP4 prefill pool's cap, pools x 922 output tokens / prefill_instance_s over
+    # the deployment's GPUs (2 / 0.11762 s x 922 / 40 = 391.95 on 2026-12-06), which the records'
+    # pools outran (10.09 and 9.18 requests/s an instance; the cases' notes)
+    cases = {c.id: c for c in val.load_cases()[0]}
+    rows = {r["id"]: r for r in checking_rows}
+    for users, pools, gpus, published in ((333, 2, 40, 581.35), (1229, 7, 60, 1851.25)):
+        case = cases[f"ix-dsr1-gb200-trt-disagg-8k1k-c{users}"]
+        assert case.split == "checking" and case.inputs["prefill_instances"] == pools
+        assert case.measured.value == pytest.approx(published * 32 / gpus, abs=0.05)
+        s = val._serve(catalog, case.inputs)
+        assert s.deployment_gpus == gpus
+        cap = pools / s.prefill_instance_s * case.inputs["output_tokens"] / gpus
+        assert rows[case.id]["predicted"] == pytest.approx(cap, rel=1e-6)
+
+
 def test_cases_are_well_formed(catalog):
     cases, sources = val.load_cases()
     ids = [c.id for c in cases]
