@@ -119,17 +119,26 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         n_ar=np.where(t > 1, np.where(lay["fam"] == DEP, 1, 2), 0),
         n_a2a=np.where(lay["fam"] == DEP, 2, 0),
     )
-    w = _prefill_work(ph, lay, out, ph.prefill_moe_share)
-    out["prefill_s"], out["prefill_tbo"] = _prefill_seconds(ph, lay, out, w)
-    out["prefill_latency_s"] = f.maximum(_prefill_latency(ph, lay, out, w), out["prefill_s"])
+    out["prefill_s"], out["prefill_tbo"], out["prefill_latency_s"] = _prompt(
+        ph, lay, out, ph.prefill_moe_share
+    )
     # a disaggregated deployment's prefill instance runs prompts only: its experts at the stack's
     # share for prefill instances (the same columns where it has none)
     out["pool_prefill_s"], out["pool_prefill_latency_s"] = out["prefill_s"], out["prefill_latency_s"]
     if ph.pool_prefill_moe_share != ph.prefill_moe_share:
-        w = _prefill_work(ph, lay, out, ph.pool_prefill_moe_share)
-        out["pool_prefill_s"] = _prefill_seconds(ph, lay, out, w)[0]
-        out["pool_prefill_latency_s"] = f.maximum(_prefill_latency(ph, lay, out, w), out["pool_prefill_s"])
+        out["pool_prefill_s"], _, out["pool_prefill_latency_s"] = _prompt(
+            ph, lay, out, ph.pool_prefill_moe_share
+        )
     return out
+
+
+def _prompt(ph: Physics, lay: Columns, x: Columns, share: float) -> tuple[Any, Any, Any]:
+    """A prompt's seconds on each layout, whether its two halves overlap their all-to-alls, and its
+    latency to the first token (never under its seconds), its experts at ``share`` of the prefill
+    MFU (:func:`_prefill_work`)."""
+    w = _prefill_work(ph, lay, x, share)
+    seconds, tbo = _prefill_seconds(ph, lay, x, w)
+    return seconds, tbo, f.maximum(_prefill_latency(ph, lay, x, w), seconds)
 
 
 def _per_rank(total: float, whole: float, t):
@@ -432,9 +441,7 @@ def step_terms(
     pp, s, t, e, d, k = lay["pp"], lay["s"], lay["t"], lay["e"], x["d"], lay["k"]
     width = 1.0 + k  # tokens each sequence runs through the target per step (verify)
     m = stage_sequences(batch, pp)
-    # sequences of the busiest attention rank: a whole one at least (DEP8 at batch 3 costed its
-    # busiest rank 3 / 8 x 1.14 of a sequence's KV reads, a serving review)
-    seqs = np.maximum(busiest_rank_sequences(x, m, d, pool), np.minimum(m, 1.0))
+    seqs = rank_sequences(x, m, d, pool)  # of the busiest attention rank
     kv_seq = x["kv_tok"] * x["copies"] / t * ph.context_mean  # one sequence's KV bytes, all layers
     tokens = m * width  # a stage's tokens per step
     touched = f.experts_touched_share(tokens, ph.top_k / ph.experts)
@@ -526,6 +533,22 @@ def busiest_rank_sequences(x: Columns, m, d, pool):
     return np.where((pool > 0) & (d > 1), np.ceil(m / d - 1e-9), mixed)
 
 
+def rank_sequences(x: Columns, m, d, pool):
+    """Sequences a step prices on its busiest attention rank: :func:`busiest_rank_sequences`, and a
+    whole one at least (DEP8 at batch 3 costed its busiest rank 3 / 8 x 1.14 of a sequence's KV
+    reads, a serving review)."""
+    import numpy as np
+
+    return np.maximum(busiest_rank_sequences(x, m, d, pool), np.minimum(m, 1.0))
+
+
+def prompt_with_stall(ph: Physics, seconds):
+    """A prompt's ``seconds`` on an aggregated instance under a stack release whose iterations
+    holding a prompt run slower than its physics (uncaptured: TensorRT-LLM 1.1.0rc2): at least the
+    release's measured stall (``ph.prompt_stall_s``; 0: none, the seconds as they are)."""
+    return f.maximum(seconds, ph.prompt_stall_s) if ph.prompt_stall_s else seconds
+
+
 def _layers_seconds(ph: Physics, work, floor):
     """A pass's layers: each the floor its kernels take combined with its share of ``work``."""
     return ph.layers * f.floor_combined_seconds(floor, work / ph.layers, ph.floor_exponent)
@@ -582,11 +605,11 @@ def aggregated(ph: Physics, x: Columns, batch, step_s) -> Columns:
     """Prefills take turns with decode on the instance: every user waits for them. Time per output
     token (TPOT) counts the other requests' prefills, not the request's own (its TTFT)."""
     decode = ph.osl * step_s / x["accepted"]
-    # a release whose iterations holding a prompt run slower than the prompt's physics (uncaptured:
-    # TensorRT-LLM 1.1.0rc2) stalls decode for at least its measured time (0: none)
-    prefill_s, latency_s = x["prefill_s"], x["prefill_latency_s"]
-    if stall := ph.prompt_stall_s:
-        prefill_s, latency_s = f.maximum(prefill_s, stall), f.maximum(latency_s, stall)
+    # a release's prompt stall holds decode for at least its measured time
+    prefill_s, latency_s = (
+        prompt_with_stall(ph, x["prefill_s"]),
+        prompt_with_stall(ph, x["prefill_latency_s"]),
+    )
     prefill = batch * prefill_s
     # the stack's attention-DP balance holds a new prompt until the other ranks have one too (or
     # its timeout): steps of the instance's own, as requests complete (batch x accepted / osl a step)

@@ -50,6 +50,7 @@ from .evaluate import (
     disaggregated,
     kv_handoff_seconds,
     layout_terms,
+    prompt_with_stall,
     step_terms,
 )
 from .physics import Physics
@@ -286,8 +287,7 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
     two = {k: np.concatenate([v, v]) for k, v in _as_floats(lay).items()}
     x2 = {k: np.concatenate([v, v]) for k, v in _as_floats(x).items()}
     waits = np.concatenate([np.ones(n), np.zeros(n)])  # 1: aggregated
-    if ph.prompt_stall_s:  # a stack release's stall: the other requests' prompts as aggregated() prices them
-        x2["prefill_s"] = f.maximum(x2["prefill_s"], ph.prompt_stall_s)
+    x2["prefill_s"] = prompt_with_stall(ph, x2["prefill_s"])  # the other prompts, as aggregated() prices them
     lo, hi = np.ones(2 * n), np.maximum(x2["rank_max"] * x2["d"], 1.0)
     found = lo  # every row's answer; ``rows``: those still searched, ``lo`` and ``hi`` theirs
     rows = np.arange(2 * n)

@@ -7,7 +7,7 @@ from typing import Any
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.results import Serving
 
-from .evaluate import DEP, TEP, busiest_rank_sequences, stage_sequences
+from .evaluate import DEP, TEP, rank_sequences, stage_sequences
 from .grid import Grid, step_parts
 from .queueing import mdc_wait_s
 
@@ -203,8 +203,7 @@ def _dp_imbalance(g: Grid, i: int) -> float:
     d, batch = float(g.x["d"][li]), float(g.rows["batch"][i])
     m = float(stage_sequences(batch, float(g.lay["pp"][li])))  # a stage's micro-batch, as the step's
     x = {"imb_dp": float(g.x["imb_dp"][li])}
-    busiest = float(busiest_rank_sequences(x, m, d, float(g.rows["disagg"][i])))
-    return max(busiest, min(m, 1.0)) / (m / d)
+    return float(rank_sequences(x, m, d, float(g.rows["disagg"][i]))) / (m / d)
 
 
 def _step_time(g: Grid, i: int) -> dict[str, Any]:

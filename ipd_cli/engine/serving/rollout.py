@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import best, best_of
 from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError
 
 from .context import ServingContext, context
 from .estimate import Shape, pins_of, search
+from .evaluate import prompt_with_stall
 from .grid import Grid, Pins, layout_step
 from .point import layout_name
 
@@ -117,8 +117,7 @@ class Deployment:
 def prompt_s(g: Grid, li):
     """A prompt's seconds on the aggregated layouts ``li``: its own, or a stack release's prompt
     stall where longer (an aggregated instance's, as :func:`.evaluate.aggregated` prices it)."""
-    own = g.x["prefill_s"][li]
-    return f.maximum(own, g.ph.prompt_stall_s) if g.ph.prompt_stall_s else own
+    return prompt_with_stall(g.ph, g.x["prefill_s"][li])
 
 
 def _layout_rows(g: Grid):
