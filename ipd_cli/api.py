@@ -197,14 +197,9 @@ def _check_generation_release(cat: Catalog, hardware: str, w: Any, given: bool) 
 
     if w.generation_stack_release is None:
         return
-    try:
-        check_release(cat, hardware, w.generation_stack_release, w.generation_stack)
-    except InputError as e:
-        if "unknown `stack`" in str(e):  # the workload's stack, named as its own check names it
-            raise InputError(str(e).replace("`stack`", "`generation_stack`")) from None
-        if given:
-            raise
-        raise InputError(str(e).replace("`stack_release`", "`generation_stack_release`")) from None
+    release = "stack_release" if given else "generation_stack_release"
+    fields = ("generation_stack", release)  # the workload's stack, named as its own check names it
+    check_release(cat, hardware, w.generation_stack_release, w.generation_stack, fields)
 
 
 def _training_precision_fix(wide: str) -> str:

@@ -255,10 +255,12 @@ def prompt_stall_s(ctx: ServingContext, stack: Stack, release: str | None, preci
     return 0.0
 
 
-def _unknown_release(release: str, stack: str, known: dict, where: str = "") -> str:
+def _unknown_release(
+    release: str, stack: str, known: dict, where: str = "", field: str = "stack_release"
+) -> str:
     listed = ", ".join(known) or "none"
     return (
-        f"unknown `stack_release` '{release}' for {stack}{where}; releases measured apart: {listed} "
+        f"unknown `{field}` '{release}' for {stack}{where}; releases measured apart: {listed} "
         "(leave it out for the stack's profile)"
     )
 
@@ -272,17 +274,25 @@ def _system_stack(cat: Catalog, hardware: str, stack: str | None) -> tuple[str |
     return family, stack
 
 
-def check_release(cat: Catalog, hardware: str, release: str, stack: str | None = None) -> None:
+def check_release(
+    cat: Catalog,
+    hardware: str,
+    release: str,
+    stack: str | None = None,
+    fields: tuple[str, str] = ("stack", "stack_release"),
+) -> None:
     """Refuse, before any estimate, a ``release`` that the serving stack ``hardware`` serves with
     (``stack``, else its family's default) does not hold, in one line naming the ones it does (a
-    comparison's scenario runs its stages first and would refuse it only after them)."""
+    comparison's scenario runs its stages first and would refuse it only after them). ``fields``:
+    the names the stack and the release were given by (an RL workload's ``generation_stack`` and
+    ``generation_stack_release``)."""
     family, stack = _system_stack(cat, hardware, stack)
     if stack not in cat.serving.stacks:  # a misspelt stack is that, not a release it lacks
-        raise InputError(f"unknown `stack` '{stack}'{did_you_mean(stack, cat.serving.stacks)}")
+        raise InputError(f"unknown `{fields[0]}` '{stack}'{did_you_mean(stack, cat.serving.stacks)}")
     known = cat.serving.stacks[stack].releases
     if release not in known:
         where = f" (the serving stack of {cat.canonical('systems', hardware)})"
-        raise InputError(_unknown_release(release, stack, known, where))
+        raise InputError(_unknown_release(release, stack, known, where, fields[1]))
 
 
 def release_unpriced_note(
