@@ -558,7 +558,7 @@ def test_serve_refuses_a_release_the_catalog_does_not_hold_in_one_line():
     assert r.code == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [
         "ipd: error: unknown --stack-release '1.1.0rc2' for sglang (the serving stack of mi300x); releases "
-        "measured apart: none (leave it out for the stack's profile)"
+        "measured apart: 0.5.7-mori-0122 (leave it out for the stack's profile)"
     ]
 
 

@@ -1362,11 +1362,11 @@ def test_a_scenarios_release_is_checked_against_every_systems_stack_first(tmp_pa
     plain = write(tmp_path / "plain.yaml", RELEASE_SCENARIO.format(release=""))
     held = "releases measured apart: 1.1.0rc2 (leave it out for the stack's profile)"
     for args, line in (
-        # MI355X serves with SGLang, which holds no release: refused before b200's stages run
+        # MI355X serves with SGLang, which holds no 1.1.0rc2: refused before b200's stages run
         (
             ("compare", "b200", "mi355x", "--workload", str(plain), "--stack-release", "1.1.0RC2"),
             "ipd: error: unknown --stack-release '1.1.0rc2' for sglang (the serving stack of mi355x); "
-            "releases measured apart: none (leave it out for the stack's profile)",
+            "releases measured apart: 0.5.7-mori-0122 (leave it out for the stack's profile)",
         ),
         (
             ("explain", "b200", "--workload", str(plain), "--stack-release", "1.2"),

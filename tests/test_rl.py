@@ -1579,7 +1579,7 @@ def test_an_rl_release_is_checked_against_the_rollout_stack_first():
         (
             ("rl", "--hardware", "mi355x", "--stack-release", "1.1.0rc2"),
             "ipd: error: unknown --stack-release '1.1.0rc2' for sglang (the serving stack of mi355x); "
-            "releases measured apart: none (leave it out for the stack's profile)",
+            "releases measured apart: 0.5.7-mori-0122 (leave it out for the stack's profile)",
         ),
         (
             (

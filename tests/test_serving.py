@@ -3405,3 +3405,27 @@ def test_a_release_floor_is_its_own_per_precision_and_the_stacks_elsewhere(catal
         a for a in disagg.assumptions if a.name == "per-step overhead per layer (disaggregated decode pool)"
     ]
     assert [a.value for a in pool] == [68.3]
+
+
+def test_sglangs_january_mori_image_floor_prices_the_mi355x_decode_pool(catalog):
+    """SGLang 0.5.7 in AMD's MoRI image of 2026-01-22 holds its own MI355X floor per layer at FP4
+    (162 us, fitted on the image's non-speculative TEP8 records that are not checking cases) against
+    the stack's CDNA 4 profile's 100 us. SGLang holds no decode-pool floor on CDNA 4, so the release's
+    floor prices the disaggregated decode pool too (TensorRT-LLM's B200 decode pool keeps its own).
+    By hand, at 1 x TEP8 prefill + 2 x TEP8 decode, 128 sequences an instance, no draft: the step is
+    61 layers x (162 - 100) us = 3.782 ms longer than the stack's, and the row names the release."""
+    kw = dict(precision="fp4", layout="tep8", disaggregated=True, prefill_layout="tep8")
+    kw |= dict(prefill_instances=1, decode_instances=2, concurrency=128, speculative="off", stack="sglang")
+    kw |= dict(input_tokens=922, output_tokens=922, eplb=True)
+    plain = estimate_serving(catalog, "mi355x", "deepseek-v3", **kw)
+    jan = estimate_serving(catalog, "mi355x", "deepseek-v3", stack_release="0.5.7-mori-0122", **kw)
+    rows = [(a.name, a.value) for a in jan.assumptions if a.name.startswith("per-step overhead per layer")]
+    assert rows == [("per-step overhead per layer (sglang 0.5.7-mori-0122)", 162)]
+    assert jan.serving.step_time_ms == pytest.approx(plain.serving.step_time_ms + 61 * 62e-3, rel=1e-12)
+    assert jan.serving.overhead_ms - plain.serving.overhead_ms == pytest.approx(3.782, rel=1e-12)
+    # the release is measured on CDNA 4 only: on MI300X (CDNA 3) it prices nothing
+    mi300 = estimate_serving(catalog, "mi300x", "deepseek-v3", **(kw | {"precision": "fp8"}))
+    mi300_jan = estimate_serving(
+        catalog, "mi300x", "deepseek-v3", stack_release="0.5.7-mori-0122", **(kw | {"precision": "fp8"})
+    )
+    assert mi300_jan.serving.step_time_ms == mi300.serving.step_time_ms

@@ -234,10 +234,12 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # MTP at 32 (+52 -> +43 %) left the list (8 -> 5); median 12.76 % unchanged. Since NVFP4 DeepSeek-R1's
 # MTP layer is BF16 whole (its checkpoint leaves it unquantized, 2026-12-06, forty-ninth session) B200
 # TEP4 MTP at 64 users (+60.7 -> +46.8 %) left the list (4 -> 3); median 12.79 -> 12.76 %.
+# Since SGLang's January MoRI image holds its own MI355X floor (162 us a layer, fitted on the same
+# run's non-speculative TEP8 records, 2026-12-06, fiftieth session) the MoRI MTP point at 256 users,
+# which ran on it, left the list (+60.6 -> +10.6 %; 3 -> 2); median 11.84 -> 11.52 %.
 SERVING_MEDIAN_BOUND_PCT = 13.6
 SERVING_WORST_RATIO = 1.5
 SERVING_BEYOND_1_5X = {
-    "ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256",
     "ix-dsr1-b200-tep8-1k1k-c128",
     "ix-dsr1-gb200-trt-disagg-8k1k-c256-nomtp",
     "ix-dsr1-mi355x-fp8-tp8-8k1k-c4",
@@ -546,6 +548,33 @@ def test_a_release_case_fits_its_releases_floor_at_its_precision(catalog):
     for c in fitting:
         assert val.knobs_of(catalog, c) == [f"{rel}.{c.inputs['precision']}"], c.id
     assert val._current(catalog, f"{rel}.fp8").value == 159
+
+
+def test_sglangs_january_mori_image_is_fitted_on_its_own_records_and_checked_by_its_mtp_point(catalog):
+    # InferenceX run 21976393587 (2026-02-13, rocm/sgl-dev:sglang-0.5.7-rocm700-mi35x-mori-fp4-0122):
+    # its non-speculative 1k/1k records at 256 and 512 users (not checking cases) fit the image's
+    # floor; the same run's MTP point at 256 users is a checking case that names the release
+    cases = {c.id: c for c in val.load_cases()[0]}
+    knob = "serving.stacks.sglang.releases.0.5.7-mori-0122.profiles.cdna4.step_overhead_us_per_layer.fp4"
+    fitting = [c for c in cases.values() if c.inputs.get("stack_release") == "0.5.7-mori-0122"]
+    by_split = {c.split for c in fitting}
+    assert by_split == {"fitting", "checking"}
+    fits = sorted(c.id for c in fitting if c.split == "fitting")
+    assert fits == ["ix-dsr1-mi355x-mori-0122-tep8-1k1k-c256", "ix-dsr1-mi355x-mori-0122-tep8-1k1k-c512"]
+    for i in fits:
+        assert val.knobs_of(catalog, cases[i]) == [knob], i
+        # 256 and 512 users over 2 decode instances: 128 and 256 an instance, no draft
+        assert cases[i].inputs["speculative"] == "off"
+    assert [cases[i].inputs["concurrency"] for i in fits] == [128, 256]
+    # the records' median interactivity, 1 / median TPOT: 1 / 23.28 ms and 1 / 28.02 ms
+    assert [cases[i].measured.value for i in fits] == [
+        pytest.approx(1000 / 23.28, abs=0.01),
+        pytest.approx(1000 / 28.02, abs=0.01),
+    ]
+    assert val._current(catalog, knob).value == 162
+    mtp = cases["ix-dsr1-mi355x-mori-disagg-1k1k-mtp-c256"]
+    pins = (mtp.split, mtp.inputs["stack_release"], mtp.inputs["speculative"])
+    assert pins == ("checking", "0.5.7-mori-0122", 1)
 
 
 def test_the_dynamo_0_5_1_gb200_cases_name_1_1_0rc2_which_prices_nothing_on_gb200(catalog):
