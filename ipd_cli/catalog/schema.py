@@ -7,13 +7,11 @@ never sees these models: :mod:`ipd_cli.engine.inputs` turns them into plain
 numbers.
 """
 
-from __future__ import annotations
-
 import datetime as dt
 import math
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
@@ -162,7 +160,7 @@ class Sourced(Strict):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _range_ordered(self) -> Sourced:
+    def _range_ordered(self) -> Self:
         if self.range is not None:
             lo, hi = self.range
             if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
@@ -271,7 +269,7 @@ class Accelerator(Strict):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _positive(self) -> Accelerator:
+    def _positive(self) -> Self:
         _positive_sourced_and_flags(self, flags=("fp8_gemm_any_layout",))
         return self
 
@@ -291,7 +289,7 @@ class HostCpu(Strict):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _positive(self) -> HostCpu:
+    def _positive(self) -> Self:
         if self.threads is not None and self.threads < self.cores:
             raise ValueError(f"threads must be >= cores ({self.cores}), got {self.threads}")
         _positive_sourced(self)
@@ -309,7 +307,7 @@ class Price(Strict):
     )
 
     @model_validator(mode="after")
-    def _positive(self) -> Price:
+    def _positive(self) -> Self:
         _positive_sourced(self)
         return self
 
@@ -376,7 +374,7 @@ class System(Strict):
     )
 
     @model_validator(mode="after")
-    def _positive(self) -> System:
+    def _positive(self) -> Self:
         _positive_sourced_and_flags(self, flags=("host_link_dedicated",))
         odd = sorted(k for k in self.field_sources if k not in SYSTEM_COUNTS)
         if odd:
@@ -539,7 +537,7 @@ class Model(Strict):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> Model:
+    def _consistent(self) -> Self:
         if self.active_params > self.total_params:
             raise ValueError("active_params cannot exceed total_params")
         if (self.kv_heads is None) == (self.kv_lora_rank is None):
@@ -629,7 +627,7 @@ class Economics(Strict):
     rental_label_preference: list[PriceLabel] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _ranges(self) -> Economics:
+    def _ranges(self) -> Self:
         for name in ("electricity_usd_per_kwh", "cost_of_capital", "opex_fraction_of_capex_per_year"):
             if getattr(self, name).value < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name).value}")
@@ -663,7 +661,7 @@ class GemmCurve(Strict):
     )
 
     @model_validator(mode="after")
-    def _check(self) -> GemmCurve:
+    def _check(self) -> Self:
         _fraction("max_share", self.max_share)
         _fraction("recipe_share", self.recipe_share)
         return self
@@ -842,7 +840,7 @@ class Efficiency(Strict):
     default_batch_exponent: Sourced = unit("exponent")
 
     @model_validator(mode="after")
-    def _fractions(self) -> Efficiency:
+    def _fractions(self) -> Self:
         _positive_sourced(self, skip=("moe_a2a_overlap", "tp_comm_overlap"))
         _whole("default_training_sequence_length", self.default_training_sequence_length)
         for name in (
@@ -909,7 +907,7 @@ class PretrainWorkload(Strict):
     field_sources: dict[str, FieldSource] = Field(default_factory=dict, description=FIELD_SOURCES_HELP)
 
     @model_validator(mode="after")
-    def _one_target(self) -> PretrainWorkload:
+    def _one_target(self) -> Self:
         if (self.deadline_days is None) == (self.gpus is None):
             raise ValueError("give exactly one of deadline_days or gpus")
         check_field_sources(self)
@@ -1166,7 +1164,7 @@ class StackProfile(Strict):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> StackProfile:
+    def _check(self) -> Self:
         a = self.attention_min_precision
         if a is not None and a.value not in PRECISIONS:
             raise ValueError(f"attention_min_precision is one of {', '.join(PRECISIONS)}, got {a.value!r}")
@@ -1230,7 +1228,7 @@ class ReleaseProfile(Strict):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> ReleaseProfile:
+    def _check(self) -> Self:
         for field in ("prompt_stall_ms", "step_overhead_us_per_layer"):
             for p, v in (getattr(self, field) or {}).items():
                 if v.value < 0:
@@ -1279,7 +1277,7 @@ class AcceleratorFamily(Strict):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _share(self) -> AcceleratorFamily:
+    def _share(self) -> Self:
         if self.gemm_share_of_fit is not None:
             _fraction("gemm_share_of_fit", self.gemm_share_of_fit)
         return self
@@ -1327,7 +1325,7 @@ class DraftShapeRule(Strict):
     )
 
     @model_validator(mode="after")
-    def _whole_heads(self) -> DraftShapeRule:
+    def _whole_heads(self) -> Self:
         v = self.kv_heads_over_latent
         if v.value < 1 or v.value != int(v.value):
             raise ValueError(f"kv_heads_over_latent: a whole number of heads, at least 1, got {v.value:g}")
@@ -1389,7 +1387,7 @@ class SpeculativeMethod(Strict):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> SpeculativeMethod:
+    def _check(self) -> Self:
         if self.draft == "mtp" and (self.draft_shapes or self.draft_shape_rule is not None):
             raise ValueError(
                 "draft_shapes and draft_shape_rule describe an EAGLE draft; an MTP draft is a layer of "
@@ -1592,7 +1590,7 @@ class ServingEfficiency(Strict):
     )
 
     @model_validator(mode="after")
-    def _check(self) -> ServingEfficiency:
+    def _check(self) -> Self:
         zero_ok: tuple[str, ...] = (
             "step_overhead_us_per_sequence",
             "step_overhead_us_per_layer",
@@ -1828,7 +1826,7 @@ class RlWorkload(Strict):
     field_sources: dict[str, FieldSource] = Field(default_factory=dict, description=FIELD_SOURCES_HELP)
 
     @model_validator(mode="after")
-    def _lengths(self) -> RlWorkload:
+    def _lengths(self) -> Self:
         if self.max_response_tokens < self.mean_response_tokens:
             raise ValueError(
                 f"max_response_tokens ({self.max_response_tokens:g}) must be >= mean_response_tokens "
@@ -1935,7 +1933,7 @@ class SyncStack(Strict):
     )
 
     @model_validator(mode="after")
-    def _positive(self) -> SyncStack:
+    def _positive(self) -> Self:
         if self.tensor_us.value < 0:
             raise ValueError("tensor_us must be >= 0")
         for name in ("ipc_gb_per_s",):
@@ -2009,7 +2007,7 @@ class RlEfficiency(Strict):
     )
 
     @model_validator(mode="after")
-    def _ranges(self) -> RlEfficiency:
+    def _ranges(self) -> Self:
         _fraction("tail_concurrency_fraction", self.tail_concurrency_fraction)
         _every_key("sync_link_efficiency", self.sync_link_efficiency, SYNC_TRANSPORTS)
         for k, v in self.sync_link_efficiency.items():
@@ -2069,7 +2067,7 @@ class ScenarioPretraining(Strict):
     )
 
     @model_validator(mode="after")
-    def _one_way(self) -> ScenarioPretraining:
+    def _one_way(self) -> Self:
         given = [self.workload is not None, self.open_weights, self.cost_usd is not None]
         if sum(given) != 1:
             raise ValueError("give exactly one of workload, open_weights: true or cost_usd")
@@ -2093,7 +2091,7 @@ class ScenarioPostTraining(Strict):
     budget_usd_per_year: Num | None = Field(default=None, gt=0, description="spend this on RL instead")
 
     @model_validator(mode="after")
-    def _one_schedule(self) -> ScenarioPostTraining:
+    def _one_schedule(self) -> Self:
         # a budget buys the refreshes (of steps_per_refresh steps each): a count beside it was
         # dropped without a word (a scenario author's review)
         if self.budget_usd_per_year is not None and self.refreshes_per_year is not None:
@@ -2151,7 +2149,7 @@ class LearningCurve(Strict):
     note: str | None = None
 
     @model_validator(mode="after")
-    def _order(self) -> LearningCurve:
+    def _order(self) -> Self:
         if self.asymptote <= self.r0:
             raise ValueError("asymptote must be above r0")
         return self
@@ -2167,7 +2165,7 @@ class TaskSuccess(Strict):
     max_attempts: Int = Field(default=1, gt=0)
 
     @model_validator(mode="after")
-    def _one_way(self) -> TaskSuccess:
+    def _one_way(self) -> Self:
         ways = [
             self.success_rate is not None,
             self.step_reliability is not None or self.steps_per_workflow is not None,
@@ -2212,7 +2210,7 @@ class Scenario(Strict):
     field_sources: dict[str, FieldSource] = Field(default_factory=dict, description=FIELD_SOURCES_HELP)
 
     @model_validator(mode="after")
-    def _field_sources(self) -> Scenario:
+    def _field_sources(self) -> Self:
         check_field_sources(self)
         return self
 

@@ -2,8 +2,6 @@
 from :mod:`ipd_cli.engine.results` so that listing the catalog does not define the estimate models
 (about 40 classes). :mod:`~ipd_cli.engine.results` re-exports them."""
 
-from __future__ import annotations
-
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 SCHEMA_VERSION = "1.0"

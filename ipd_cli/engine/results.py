@@ -5,8 +5,6 @@ changes only (bump :data:`SCHEMA_VERSION` for anything else). ``ipd schema``
 prints their JSON Schema; tests/golden/schema.json is the committed copy.
 """
 
-from __future__ import annotations
-
 from pydantic import Field, PrivateAttr
 
 from .result_base import SCHEMA_VERSION, EntryView, Listing, Result
@@ -291,8 +289,8 @@ class SystemResult(Result):
     status: str
     intelligence_per_dollar: IntelligencePerDollar | None = None
     pretraining: Pretraining | None = None
-    rl: Rl | None = None
-    serving: Serving | None = None
+    rl: "Rl | None" = None
+    serving: "Serving | None" = None
     infeasible: dict[str, Infeasible] = Field(
         default={},
         description="blocks that could not be computed on this system (null above), by block name",
