@@ -825,33 +825,3 @@ def test_an_estimate_without_a_source_reads_estimate_alone():
     row = next(line for line in out.splitlines() if line.startswith("| speculative decoding method |"))
     assert row.split("|")[4].strip() == "(estimate)", row
     assert "&nbsp;(estimate)" not in out
-
-
-# values json writes in each of its ways: nesting, empty containers, escapes (ASCII only), numbers
-# as repr writes them (1e+16, 1e-07, -0.0, a 31-digit int), booleans, null; then values left to
-# json.dumps: a tuple, a non-text key, a str subclass
-JSON_TEXT_CASES = [
-    {"a": {"b": [1, 2.5, [], {}], "c": {}}, "d": []},
-    ['é\n"\\\t☃', None, True, False, 1e16, 1e-07, -0.0, 10**30, 0.1 + 0.2],
-    {"": "", "x": [[[]], [{"y": [{}]}]]},
-    "text",
-    3,
-    (1, [2, (3,)]),
-    {1: "one", "2": 2.0},
-    {"k": type("Text", (str,), {})("sub")},
-]
-
-
-@pytest.mark.parametrize("value", JSON_TEXT_CASES)
-def test_json_text_is_json_dumps_indented(value):
-    from ipd_cli.render import json_text
-
-    assert json_text(value) == json.dumps(value, indent=2, allow_nan=False)
-
-
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
-def test_json_text_refuses_what_json_refuses(bad):
-    from ipd_cli.render import json_text
-
-    with pytest.raises(ValueError, match="Out of range float values"):
-        json_text({"a": [1, {"b": bad}]})
