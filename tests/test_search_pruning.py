@@ -202,7 +202,9 @@ def test_the_fixed_search_after_the_deadline_skips_rows_and_finds_the_same_plan(
     # the fastest plan on the deadline's cluster (top 1, compare's path) is searched among the micro
     # rows whose systems_need is within that cluster too: a plan faster than the deadline's meets
     # the deadline on it. With the rows the systems_need rules out searched as well: the same plan
-    # and step numbers; fewer plans evaluated on the 10T grid (there 9,948 rows -> 2,853)
+    # and step numbers; fewer plans evaluated on the 10T grid (there 9,948 rows -> 2,853). Each
+    # plan's own bound (tpn.plan_lower_bound) skipped nothing here, so the rows alone are compared
+    monkeypatch.setattr(tpn, "plan_lower_bound", lambda M, *a: np.zeros(len(M["dp"])))
     x = inputs(catalog, hardware, model, precision, tokens=tokens)
     pruned = tpn.find_deadline(x, days * 86400, {}, 1e8)
     search = tpn.search_deadline
@@ -413,3 +415,81 @@ def test_the_deadline_search_skips_rows_and_finds_the_same_plan_on_pinned_grids(
     assert (pruned.best.out["step_s"], pruned.best.gpus) == (whole.best.out["step_s"], whole.best.gpus)
     assert [c.name for c in pruned.top] == [c.name for c in whole.top]
     assert pruned.evaluated <= whole.evaluated
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model", "precision", "tokens", "days", "pins"),
+    [(*case, {}) for case in DEADLINE_CASES] + PINNED_DEADLINE_CASES,
+)
+def test_the_fixed_search_skips_plans_past_their_own_bound_and_finds_the_same_plan(
+    catalog, monkeypatch, hardware, model, precision, tokens, days, pins
+):
+    # the fixed search after a deadline search (compare's path, top 1, its bar the deadline plan's
+    # seconds per token) and a fixed cluster's with runners-up (top 3: the bar is the third best
+    # found) evaluate a plan only where its own bound is within the bar: with nothing skipped, the
+    # same plans, every step number, runners-up and missed deadlines; fewer plans on the 10T grid
+    # (Vera Rubin there: 8,549 plans -> 1,794 of them evaluated after the deadline search)
+    def run(top: int, gpus: int | None = None):
+        x = inputs(catalog, hardware, model, precision, tokens=tokens)
+        if gpus is not None:
+            return tpn.find_fixed(x, gpus, dict(pins), top)
+        return tpn.find_deadline(x, days * 86400, dict(pins), 1e8, top=top)
+
+    cluster = 1152 if model == "moe-10t" else 512  # (the 10T state needs 640 Vera Rubin GPUs)
+    pruned = [run(1), run(3, cluster)]
+    monkeypatch.setattr(tpn, "plan_lower_bound", lambda M, *a: np.zeros(len(M["dp"])))
+    whole = [run(1), run(3, cluster)]
+    for p, w in zip(pruned, whole, strict=True):
+        assert (p.best.name, p.best.gpus, p.missed_wall_s) == (w.best.name, w.best.gpus, w.missed_wall_s)
+        assert p.best.out.keys() == w.best.out.keys()
+        assert all(np.array_equal(p.best.out[k], w.best.out[k]) for k in w.best.out)
+        assert [(c.name, c.out["seconds_per_token"]) for c in p.top] == [
+            (c.name, c.out["seconds_per_token"]) for c in w.top
+        ]
+        assert p.evaluated <= w.evaluated
+    assert pruned[0].evaluated < whole[0].evaluated or model != "moe-10t"
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model", "precision", "gpus", "pins"),
+    [
+        ("h100-sxm", "llama-3.1-405b", "fp8", 128, {"zero": 3}),  # FSDP's gathers in the bound
+        ("h100-sxm", "llama-3.1-70b", "bf16", 256, {}),  # dense: the fixed step time
+        ("gb200-nvl72", "qwen3-30b-a3b", "bf16", 288, {}),  # MoE: the expert overlap's lost gain
+        ("gb200-nvl72", "qwen3-30b-a3b", "bf16", 288, {"pp": 4, "vp": 2}),  # interleaved
+        ("gb200-nvl72", "deepseek-v3", "fp8", 1152, {"sched": 1, "pp": 8}),  # DualPipe
+    ],
+)
+def test_each_plans_own_bound_is_below_it(catalog, hardware, model, precision, gpus, pins):
+    # tpn.plan_lower_bound, (mb + w) t_mb plus mb FSDP exposures, the step's fixed time and the
+    # lost 1F1B overlap gain, on dp mb mbs S tokens with their batch penalty, is below the seconds
+    # per token of every plan that fits of an exhaustive search (a first draft put FSDP in the
+    # bubble's micro-batches too and sat above 74 of Llama 3.1 405B's FSDP plans here), and above
+    # its micro row's bound (taken at the most replicas) for most: it lets the fixed search skip them
+    x = inputs(catalog, hardware, model, precision)
+    P, m = tpn._fitting_micro(x, gpus, pins)
+    fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
+    lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
+    order = np.argsort(lb, kind="stable")
+    whole = tpn.search_fixed(x, gpus, pins, exhaustive=True)
+    M = {**whole.cols, "row": order[whole.cols["row"].astype(int)]}
+    with np.errstate(all="ignore"):
+        bound = tpn.plan_lower_bound(M, *tpn._step_floor(P, ts.micro_terms(P, x), x, fsdp), x)
+    ok = whole.space.feasible  # (a plan over HBM, priced at a fallback, is never the best)
+    assert ok.sum() > 100
+    assert np.all(whole.seconds_per_token[ok] >= bound[ok] * (1 - 1e-9))
+    assert np.mean(bound[ok] > lb[M["row"]][ok] * 1.01) > 0.25
+
+
+def test_the_fixed_search_with_nothing_within_its_bar_skips_nothing(catalog):
+    # a bar below every plan (the plans skipped could then be the best found past it): the search
+    # runs again with nothing skipped, the plans every plan's bound would have evaluated
+    x = inputs(catalog, "h100-sxm", "llama-3.1-70b")
+    best = tpn.find_fixed(x, 256, {}).best.out["seconds_per_token"]
+    bar = best * 0.999
+    pruned = tpn.search_fixed(x, 256, {}, bar=bar)
+    whole = tpn.search_fixed(x, 256, {}, bar=bar, tight=False)
+    assert len(pruned) == len(whole) > 0
+    assert not np.any(pruned.space.feasible & (pruned.seconds_per_token <= bar))
+    b, w = tpn.best_row(pruned), tpn.best_row(whole)
+    assert tpn.plan_name(tpn.plan_of(pruned, b)) == tpn.plan_name(tpn.plan_of(whole, w))

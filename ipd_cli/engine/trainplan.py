@@ -1337,31 +1337,68 @@ def search_fixed(
     exhaustive: bool = False,
     bar: float = math.inf,
     micro: tuple | None = None,
+    tight: bool = True,
 ) -> Searched:
     """The plans on at most ``gpus`` GPUs, evaluated. Branch and bound: micro rows in order of their
     lower bound, a chunk at a time, until no remaining row can beat the ``keep``-th best plan found,
     or ``bar`` (the seconds per token of a plan known to run: nothing slower is evaluated)
-    (``exhaustive``: evaluate every plan). ``space.feasible`` marks the plans that run."""
+    (``exhaustive``: evaluate every plan). Within a chunk, a plan is evaluated only where its own
+    bound (:func:`plan_lower_bound`, ``tight``) is within the bar too: the plans it drops could not
+    have tied the ``keep`` best (issue 16: the fixed search after a deadline search evaluated 8,549
+    plans to find the one of them within its bar). ``space.feasible`` marks the plans that run."""
     import numpy as np
 
     P, m = _fitting_micro(x, gpus, pins, micro)
-    lb = lower_bound_seconds_per_token(P, m, x, gpus, pins)
+    fsdp = fsdp_lower_bound(P, m, x, pins)
+    lb = lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
     order = np.argsort(lb, kind="stable")
-    parts, best_found, known = [], np.empty(0), bar
+    parts, best_found, known, skipped = [], np.empty(0), bar, False
+    tight = tight and plain_inputs(x)  # (inputs held as arrays, one value per row: the row's bound alone)
     for start in range(0, len(order), len(order) if exhaustive else CHUNK):
         idx = order[start : start + (len(order) if exhaustive else CHUNK)]
         if lb[idx[0]] > bar:
             break
         idx = idx[~(lb[idx] > bar)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
+        t = chunk_terms(sub, m, idx, np.arange(len(idx)), x)  # every term of each micro row
         M = expand(sub, x, gpus, pins)
-        out = evaluate(M, chunk_terms(sub, m, idx, M["row"], x), x, pins)
+        if tight and bar < np.inf:  # nor the plans whose own step cannot come within the bar
+            near = np.flatnonzero(~(plan_lower_bound(M, *_step_floor(sub, t, x, fsdp[idx]), x) > bar))
+            skipped |= len(near) < len(M["dp"])
+            M = sr.take(M, near)
+            if not len(near):
+                continue
+        out = evaluate(M, index_terms(t, M["row"]), x, pins)
         fits = fits_memory(out, x)
         parts.append((M, out, fits))
         found = np.concatenate([best_found, out["seconds_per_token"][fits]])
         best_found = np.partition(found, keep - 1)[:keep] if len(found) > keep else found
         bar = min(known, best_found.max() if len(best_found) >= keep else np.inf)
+    if skipped and not (len(best_found) >= keep and best_found.max() <= known):
+        # fewer than ``keep`` plans within the bar given: the best ones found sit past it, where
+        # the plans skipped could have been among them (and are, evaluated with nothing skipped)
+        return search_fixed(x, gpus, pins, keep, exhaustive, known, micro, tight=False)
     return _joined(parts)
+
+
+def _step_floor(P: sr.Columns, t: dict, x: dict, fsdp: Any) -> tuple[Any, Any, Any, Any]:
+    """What every plan of the micro rows ``P`` takes (``t``: every micro term of each; ``fsdp``:
+    their :func:`fsdp_lower_bound`): (seconds a micro-batch, FSDP's exposed seconds a micro-batch,
+    the bubble in micro-batches, seconds a step), with what :func:`_step_extras` adds."""
+    per_mb, per_step = _step_extras(P, t, x)(fsdp)
+    return t["fwd_s"] + t["bwd_s"] + per_mb, fsdp, ts.bubble_bound(P), per_step
+
+
+def plan_lower_bound(M: sr.Columns, t_mb: Any, fsdp: Any, w: Any, per_step: Any, x: dict) -> Any:
+    """No plan of the macro rows ``M`` that fits beats this many seconds per token: a step of at least
+    (mb + w) t_mb, mb FSDP exposures and ``per_step`` (:func:`_step_floor` of each plan's micro
+    row, ``M['row']``; FSDP's gathers run with each micro-batch, not in the bubble:
+    :func:`~ipd_cli.engine.trainstep.dp_exposed_seconds`), on its dp mb mbs S tokens, with their
+    batch penalty."""
+    row, mb = M["row"], M["mb"]
+    tokens = M["dp"] * mb * M["mbs"] * x["seq"]
+    step = (mb + w[row]) * t_mb[row] + mb * fsdp[row] + per_step[row]
+    return step * batch_penalty(tokens, x) / tokens
 
 
 def _joined(parts: list) -> Searched:
