@@ -2499,22 +2499,37 @@ def test_nvfp4_deepseek_keeps_query_and_key_value_projections_and_head_in_bf16_b
 
 
 def test_other_checkpoints_keep_what_their_sources_say(catalog):
-    # AMD's MXFP4 DeepSeek-R1 quantizes attention too, leaving the LM head in BF16 (by_vendor.amd),
-    # and the engines run the gates (58 x 256 x 7,168) unquantized
+    # AMD's MXFP4 DeepSeek-R1-0528 (by_vendor.amd) excludes '*self_attn* *mlp.gate.* *lm_head' from
+    # quantization (hf-amd-dsr1-0528-mxfp4): the attention projections, gates (58 x 256 x 7,168)
+    # and LM head stay BF16, but for the key-value up-projection, which SGLang re-quantizes to
+    # MXFP4 for decode (attention_but_kv_up): q_a 7,168 x 1,536 + q_b 1,536 x 128 x 192 + kv_a
+    # 7,168 x 576 + wo 128 x 128 x 7,168 = 170,328,064 a layer, without kv_b's 512 x 128 x 256
+    per_layer = 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 128 * 128 * 7168
+    assert per_layer == 187_105_280 - 512 * 128 * 256 == 170_328_064
     head, routers = 129_280 * 7168, 58 * 256 * 7168
     amd, plain = (
         _physics(catalog, "mi355x", "deepseek-v3", "fp4"),
         _physics(_plain(catalog, "deepseek-v3", "fp4"), "mi355x", "deepseek-v3", "fp4"),
     )
-    assert amd.dense_bytes - plain.dense_bytes == pytest.approx((head + routers) * (2 - 0.5625), rel=1e-12)
+    wide = 61 * per_layer + head + routers  # 11.44B parameters, 16.4 GB more a copy
+    assert amd.dense_bytes - plain.dense_bytes == pytest.approx(wide * (2 - 0.5625), rel=1e-12)
+    # a list naming several attention modules keeps their union: the input projections and all
+    # but kv_b are every projection
+    at = "models.deepseek-v3.checkpoint_wide.fp4.by_vendor.amd.value"
+    both, every = (
+        _physics(catalog.with_overrides([f"{at}=[{m}, lm_head, router]"]), "mi355x", "deepseek-v3", "fp4")
+        for m in ("attention_input, attention_but_kv_up", "attention")
+    )
+    assert both.dense_bytes == every.dense_bytes
+    assert every.dense_bytes - amd.dense_bytes == pytest.approx(61 * 512 * 128 * 256 * 1.4375, rel=1e-12)
     # DeepSeek's own FP8 release keeps its output head and gates in BF16: one more byte a weight
     fp8, plain8 = (
         _physics(catalog, "h200", "deepseek-v3", "fp8"),
         _physics(_plain(catalog, "deepseek-v3", "fp8"), "h200", "deepseek-v3", "fp8"),
     )
     assert fp8.dense_bytes - plain8.dense_bytes == pytest.approx((head + routers) * (2 - 1), rel=1e-12)
-    # their MTP layers are the target's (DeepSeek's FP8 release holds its next-n layer in FP8; no
-    # source says AMD's MXFP4 export keeps it wider): routed experts at 1 byte and 0.5625 a weight
+    # their MTP layers are the target's (DeepSeek's FP8 release holds its next-n layer in FP8; AMD's
+    # MXFP4 0528 cards disagree on theirs): routed experts at 1 byte and 0.5625 a weight
     for cat, hw, p in ((catalog, "h200", "fp8"), (catalog, "mi355x", "fp4")):
         drafted, plain_d = (
             _physics(cat, hw, "deepseek-v3", p, 1),
@@ -2542,8 +2557,8 @@ def test_attention_tp_holds_mla_down_projections_and_routers_whole_by_hand(catal
     # vLLM and SGLang build MLA's q_a and kv_a as ReplicatedLinear (TensorRT-LLM's fused_a has no
     # tensor-parallel mode): every rank of an attention TP group holds them whole and runs them on
     # all of its tokens; the up- and output projections split. DeepSeek-V3: 7,168 x (1,536 + 512 +
-    # 64) a layer, 61 layers, 923,467,776 parameters, in BF16 in NVIDIA's NVFP4 checkpoint (2 B),
-    # at NVFP4 in AMD's MXFP4 one (the physics reads NVFP4's 0.5625 B: item (5)), 1 B in FP8. So
+    # 64) a layer, 61 layers, 923,467,776 parameters, in BF16 in NVIDIA's NVFP4 checkpoint (2 B)
+    # and in AMD's MXFP4 one (its attention is BF16: hf-amd-dsr1-0528-mxfp4), 1 B in FP8. So
     # are the MoE gates (vLLM's ReplicatedLinear with no quantization): 58 routed layers x 256
     # experts x 7,168 = 106,430,464 parameters, in BF16 in every checkpoint
     params = 61 * 7168 * (1536 + 512 + 64)
@@ -2555,11 +2570,11 @@ def test_attention_tp_holds_mla_down_projections_and_routers_whole_by_hand(catal
     assert nv.replicated_bytes == pytest.approx((params + routers) * 2, rel=1e-12)  # 2.06 GB
     assert nv.replicated_flops_per_token == pytest.approx(2 * (params + routers) * factor, rel=1e-9)
     amd = _physics(catalog, "mi355x", "deepseek-v3", "fp4")
-    assert amd.replicated_bytes == pytest.approx(params * 0.5625 + routers * 2, rel=1e-12)
-    # the gates at the BF16 rate, in MXFP4 FLOPs as the head's (the head is BF16 there too)
+    assert amd.replicated_bytes == pytest.approx((params + routers) * 2, rel=1e-12)
+    # both at the BF16 rate, in MXFP4 FLOPs as the head's (the head is BF16 there too)
     amd_factor = amd.head_flops_per_token / (2 * 129_280 * 7168)
     assert amd_factor > 1
-    assert amd.replicated_flops_per_token == pytest.approx(2 * params + 2 * routers * amd_factor, rel=1e-12)
+    assert amd.replicated_flops_per_token == pytest.approx(2 * (params + routers) * amd_factor, rel=1e-12)
     fp8 = _physics(catalog, "h200", "deepseek-v3", "fp8")
     assert fp8.replicated_bytes == pytest.approx(params + routers * 2, rel=1e-12)
     # attention without a latent holds only the gates whole: Qwen3-235B's 94 x 128 x 4,096, BF16

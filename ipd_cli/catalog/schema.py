@@ -428,15 +428,19 @@ class System(Strict):
         return self
 
 
-WideModule = Literal["attention", "attention_input", "lm_head", "router", "mtp"]
+WideModule = Literal["attention", "attention_input", "attention_but_kv_up", "lm_head", "router", "mtp"]
 
 
 class WideModules(Strict):
     """Weights that a model's published checkpoint at a narrow precision keeps wider (``precision``,
     BF16 unless said), with the source that says so: ``attention`` every attention projection of
-    every layer, ``attention_input`` all of them but the output projection, ``lm_head`` the output
-    head, ``router`` every routed layer's MoE gate (none in a dense model), ``mtp`` the model's
-    next-token (MTP) layer whole, routed experts included (the draft of a ``draft: mtp`` method)."""
+    every layer, ``attention_input`` all of them but the output projection,
+    ``attention_but_kv_up`` all of them but MLA's key-value up-projection, which decode reads at
+    the precision (an engine that re-quantizes it for its absorbed decode matmuls: SGLang's MXFP4
+    path on CDNA 4; a prompt's up-projection of its cached latents stays wide; ``attention``
+    without MLA), ``lm_head`` the output head, ``router`` every routed layer's MoE gate (none in a
+    dense model), ``mtp`` the model's next-token (MTP) layer whole, routed experts included (the
+    draft of a ``draft: mtp`` method). A list naming several attention modules keeps their union."""
 
     value: list[WideModule]
     precision: Literal["fp8", "bf16"] = "bf16"

@@ -341,6 +341,13 @@ def mixer_params(x: dict):
     return query + h * (kvl + r) + kvl * (k - x["heads"] * r + v) + out
 
 
+def mla_kv_up_params(x: dict):
+    """MLA's key-value up-projection in one layer (:func:`mixer_params`' widths): the latent to the
+    keys' non-RoPE part and the values, ``kv_b_proj`` (DeepSeek-V3: 512 x 128 x (128 + 128)); 0
+    without a latent."""
+    return x["kv_lora"] * (x["k_width"] - x["heads"] * x["rope"] + x["v_width"])
+
+
 # not a measured value: a guard for an entry whose embeddings (vocab x hidden, untied twice) would
 # leave the layers nothing of the active count (a what-if model with a small hidden size and a
 # large vocabulary); the layers keep this share of the active parameters

@@ -300,10 +300,17 @@ def _kept_wide(
     entry, path, origin = found
     shape = trainplan.attention_shape(arch) | {"hidden": arch.hidden_size}
     per_layer = 0.0
-    if "attention" in entry.value or "attention_input" in entry.value:
+    left_out = {  # the projections each attention module leaves at the precision
+        "attention": set(),
+        "attention_input": {"out"},
+        "attention_but_kv_up": {"kv_up"},
+    }
+    named = [left_out[m] for m in entry.value if m in left_out]
+    if named:  # their union: all but what every one of them leaves out
+        out = set.intersection(*named)
         per_layer = trainplan.mixer_params(shape)
-        if "attention" not in entry.value:  # all but the output projection
-            per_layer -= shape["attn_dim"] * arch.hidden_size
+        per_layer -= shape["attn_dim"] * arch.hidden_size if "out" in out else 0.0
+        per_layer -= trainplan.mla_kv_up_params(shape) if "kv_up" in out else 0.0
     head = float(arch.vocab_size * arch.hidden_size) if "lm_head" in entry.value else 0.0
     router = router_params(arch) / arch.layers if "router" in entry.value else 0.0
     wide = entry.precision
@@ -909,7 +916,8 @@ def read(
     model["dense_flops_per_token"] += wide.flops(ctx.model.layers)
     model["head_flops_per_token"] += wide.flops(0)  # the head's share of the wide FLOPs
     _trace_context(ctx, model["prefill_context_flops_per_token"], prefix)
-    if wide.per_layer:  # the key-value up-projection is an attention projection kept wide
+    if wide.per_layer:  # the key-value up-projection is an attention projection kept wide (a
+        # prompt's, attention_but_kv_up's too: the engine re-quantizes only decode's absorbed copy)
         model["prefill_context_flops_per_token"] *= wide.flop_factor
     # an MTP draft layer is an MLA layer of the target's shape: its prompt pass expands the cache too
     mtp = (
