@@ -243,6 +243,9 @@ SERVING_BEYOND_1_5X = {
     "ix-dsr1-b200-tep8-1k1k-c128",
     "ix-dsr1-gb200-trt-disagg-8k1k-c256-nomtp",
     "ix-dsr1-mi355x-fp8-tp8-8k1k-c4",
+    # joined when AMD's MXFP4 DeepSeek-R1-0528 kept its attention in BF16, as its card says
+    # (2026-12-06, issue 11): -33.2 -> -36.1 %, under-predicted already (a 1.497x ratio became 1.565x)
+    "ix-dsr1-mi355x-mori-disagg-8k1k-c128",
 }
 SERVING_WORST_RATIO_ANY = 3.0
 # Issue 18: AMD serving checking cases within 25 % median, none off by 2x (met: 20.2 %, 26 cases);
