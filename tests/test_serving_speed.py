@@ -1,7 +1,7 @@
 """The serving search's shortcuts give the numbers the plain computation gives, to the bit (issue 11,
 speed): the step's parts worked out only for the rows a result reports, the target's bisection over
-the rows whose range is still open, the chosen pools' paid GPUs taken from the pricing that chose
-them."""
+the rows whose range is still open (several of its steps in one pass where they are few), the
+chosen pools' paid GPUs taken from the pricing that chose them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.search import take
+from ipd_cli.engine.serving import grid
 from ipd_cli.engine.serving.context import context
 from ipd_cli.engine.serving.estimate import Shape, search
 from ipd_cli.engine.serving.evaluate import _deployment_cost, step_terms
@@ -62,14 +63,33 @@ def _plain_bisection(ph, lay, x, target):
     return lo[:n], lo[n:]
 
 
-@pytest.mark.parametrize("hw, model", [("gb200-nvl72", "deepseek-r1"), ("h100-sxm", "llama-3.1-70b")])
-def test_the_bisection_over_open_rows_finds_the_plain_bisections_batches(catalog, hw, model):
+@pytest.mark.parametrize(
+    "hw, model, layouts, pass_rows",
+    [
+        ("gb200-nvl72", "deepseek-r1", None, None),  # every layout, the default passes
+        ("h100-sxm", "llama-3.1-70b", None, None),
+        ("h100-sxm", "llama-3.1-70b", None, 1),  # one step a pass
+        # a pinned search's few layouts: several steps a pass (the default's), or 7-8 at once
+        ("gb200-nvl72", "deepseek-r1", 6, None),
+        ("gb200-nvl72", "deepseek-r1", 6, 4096),
+        ("h100-sxm", "llama-3.1-70b", 3, 4096),
+    ],
+)
+def test_the_bisection_over_open_rows_finds_the_plain_bisections_batches(
+    catalog, monkeypatch, hw, model, layouts, pass_rows
+):
+    if pass_rows is not None:
+        monkeypatch.setattr(grid, "BISECTION_ROWS", pass_rows)
     g = search(context(catalog, hw, model), Shape(), Pins())
+    lay, x = g.lay, g.x
+    if layouts is not None:  # spread over the grid (sizes, families, precisions, drafts)
+        at = np.linspace(0, len(x["d"]) - 1, layouts).astype(int)
+        lay, x = take(lay, at), take(x, at)
     for target in (3.0, 50.0, 400.0, 1e6):
         with np.errstate(all="ignore"):
             got, want = (
-                _batch_for_target(g.ph, g.lay, g.x, target),
-                _plain_bisection(g.ph, g.lay, g.x, target),
+                _batch_for_target(g.ph, lay, x, target),
+                _plain_bisection(g.ph, lay, x, target),
             )
         for a, b in zip(got, want, strict=True):
             assert a.tobytes() == b.tobytes(), target

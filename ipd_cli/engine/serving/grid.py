@@ -280,7 +280,12 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
     """Per layout, the largest batch whose interactivity (1 / TPOT) meets ``target`` (1 where none
     does), aggregated (each request also waits for the other requests' prefills that take turns)
     and disaggregated: a bisection over whole batches, vectorised over layouts and both modes at
-    once. Interactivity falls with batch."""
+    once. Interactivity falls with batch.
+
+    The bisection's steps run several at a time (:func:`_bisection_levels`): every midpoint the next
+    steps could test, on each open row, in one pass of the step formulas (a row's answer is the
+    bisection's own, step for step: the same midpoints, in the same order, to the same end). Its
+    rows are few (a pinned search: a handful of layouts) and a pass costs mostly its own overhead."""
     import numpy as np
 
     n = len(x["d"])
@@ -289,23 +294,62 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
     waits = np.concatenate([np.ones(n), np.zeros(n)])  # 1: aggregated
     x2["prefill_s"] = prompt_with_stall(ph, x2["prefill_s"])  # the other prompts, as aggregated() prices them
     lo, hi = np.ones(2 * n), np.maximum(x2["rank_max"] * x2["d"], 1.0)
-    found = lo  # every row's answer; ``rows``: those still searched, ``lo`` and ``hi`` theirs
+    found = lo.copy()  # every row's answer; ``rows``: those still searched, ``lo`` and ``hi`` theirs
     rows = np.arange(2 * n)
-    for _ in range(int(np.log2(max(float(hi.max()), 2.0))) + 2):
-        # a row whose range has closed (lo >= hi) keeps its lo: once most have, search the others
-        # only (DeepSeek-R1 on GB200: a quarter of the rows open after half of the steps)
+    left = int(np.log2(max(float(hi.max()), 2.0))) + 2  # the bisection's steps
+    while left > 0:
+        # a row whose range has closed (lo >= hi) keeps its lo (every later midpoint is lo): once
+        # most have, search the others only (DeepSeek-R1 on GB200: a quarter of the rows open
+        # after half of the steps)
         still = np.flatnonzero(lo < hi)
-        if 2 * len(still) < len(rows):
-            found[rows] = lo
+        found[rows] = lo
+        if not still.size:
+            break
+        if 2 * len(still) < len(rows):  # (the closed rows' midpoints change nothing: a pass skips
+            # them once they are most of it)
             rows, lo, hi, waits = rows[still], lo[still], hi[still], waits[still]
             two, x2 = take(two, still), take(x2, still)
-        mid = np.floor((lo + hi + 1) / 2)
-        step = step_terms(ph, two, x2, mid, parts=False, pool=1.0 - waits)["step_s"]
-        speed = 1.0 / f.aggregated_tpot_seconds(mid, ph.osl, waits * x2["prefill_s"], step, x2["accepted"])
-        ok = speed >= target
-        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
+        k = _bisection_levels(len(rows), left)
+        # the tree of the next k steps' ranges, breadth first: node j's two children are 2j + 1
+        # (its midpoint met the target: [mid, hi]) and 2j + 2 (it did not: [lo, mid - 1])
+        nodes = 2**k - 1
+        mids, level_lo, level_hi = np.empty((nodes, len(rows))), lo[None, :], hi[None, :]
+        for level in range(k):  # the 2^level nodes of each level at once
+            mid = np.floor((level_lo + level_hi + 1) / 2)
+            mids[2**level - 1 : 2 ** (level + 1) - 1] = mid
+            if level + 1 < k:
+                level_lo = np.stack([mid, level_lo], axis=1).reshape(-1, len(rows))
+                level_hi = np.stack([level_hi, mid - 1], axis=1).reshape(-1, len(rows))
+        mid, w, lr, xr = mids.reshape(-1), waits, two, x2
+        if nodes > 1:  # each row once per node, node-major (node j's: j * len(rows) onwards)
+            at = np.tile(np.arange(len(rows)), nodes)
+            w, lr, xr = waits[at], take(two, at), take(x2, at)
+        step = step_terms(ph, lr, xr, mid, parts=False, pool=1.0 - w)["step_s"]
+        speed = 1.0 / f.aggregated_tpot_seconds(mid, ph.osl, w * xr["prefill_s"], step, xr["accepted"])
+        ok = (speed >= target).reshape(nodes, len(rows))
+        j, cols = 0, np.arange(len(rows))
+        for level in range(k):  # down the tree, each row by its own midpoints' answers
+            met, mid = (ok[0], mids[0]) if level == 0 else (ok[j, cols], mids[j, cols])
+            lo, hi = np.where(met, mid, lo), np.where(met, hi, mid - 1)
+            j = 2 * j + 2 - met
+        left -= k
     found[rows] = lo
     return found[:n], found[n:]
+
+
+def _bisection_levels(rows: int, left: int) -> int:
+    """Bisection steps to take in one pass over ``rows`` open rows (``left`` steps to go): as many
+    as keep the pass within BISECTION_ROWS rows (2^k - 1 midpoints a row), at least one."""
+    k = 1
+    while k < left and rows * (2 ** (k + 1) - 1) <= BISECTION_ROWS:
+        k += 1
+    return k
+
+
+# rows of one pass of the step formulas in the batch search at a target: two layouts (4 rows, both
+# modes) take four steps a pass (4 x 31 = 124 rows), eight take three (16 x 7 = 112), a whole
+# grid's hundreds one at a time
+BISECTION_ROWS = 128
 
 
 @dataclass
