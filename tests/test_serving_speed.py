@@ -133,3 +133,20 @@ def test_by_blocks_joins_as_concatenate_does():
     out, last = sr.by_blocks(mixed, table), 2 * sr.BLOCK
     want = np.concatenate([table["b"][:last], table["b"][last:] * 1.5])
     assert out.dtype == want.dtype == np.float64 and out.tobytes() == want.tobytes()
+
+
+def test_member_is_isin_and_the_stored_legendre_rule_is_numpys():
+    # the serving search's np.isin / np.union1d / np.setdiff1d / np.intersect1d and numpy's
+    # Gauss-Legendre rule imported numpy.ma and numpy.polynomial on the compare path (~25 ms)
+    from ipd_cli.engine.legendre import leggauss
+    from ipd_cli.engine.search import member
+
+    rng = np.random.default_rng(5)
+    values = rng.integers(-3, 400, (7, 9))
+    for of in ([], [5], (0, 1, 2), rng.integers(0, 400, 30), np.array([399, 7, 7, -3]), [10**6]):
+        got, want = member(values, of), np.isin(values, of)
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), of
+    assert not member(np.array([np.nan, 1.0]), [np.nan, 2.0]).any()  # a NaN is among nothing, as isin
+    nodes, weights = leggauss()
+    want_nodes, want_weights = np.polynomial.legendre.leggauss(64)
+    assert nodes.tobytes() == want_nodes.tobytes() and weights.tobytes() == want_weights.tobytes()

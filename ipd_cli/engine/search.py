@@ -74,6 +74,20 @@ def distinct(values: Any, inverse: bool = False) -> Any:
     return a[np.concatenate(([True], a[1:] != a[:-1]))] if len(a) else a
 
 
+def member(values: Any, of: Any) -> Any:
+    """``np.isin(values, of)`` (where each of ``values`` is among ``of``) by binary search in
+    ``of``'s :func:`distinct` values: ``np.isin`` sorts with ``np.unique`` where ``of`` spans a
+    wide range and so imports numpy.ma (see :func:`distinct`). Whole numbers, as the searches use
+    it (a NaN is among nothing)."""
+    import numpy as np
+
+    sorted_of = distinct(of)
+    if not len(sorted_of):
+        return np.zeros(np.shape(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_of, values), len(sorted_of) - 1)
+    return sorted_of[at] == values
+
+
 def take(cols: Columns, rows: Any) -> Columns:
     """The rows ``rows`` (a boolean mask or an index array) of every column. A mask is turned into
     row numbers once: indexing each column with the mask would count its rows again per column."""

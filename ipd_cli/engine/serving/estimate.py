@@ -14,7 +14,7 @@ from ipd_cli.catalog.schema import PRECISIONS
 from ipd_cli.engine import formulas as f
 from ipd_cli.engine.pretraining import MAX_GPUS
 from ipd_cli.engine.results import ServeCurveResult, ServeResult, Serving
-from ipd_cli.engine.search import best_of, near_max, pareto_front
+from ipd_cli.engine.search import best_of, member, near_max, pareto_front
 from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError, InputError, count_text, counted
 
@@ -349,7 +349,7 @@ def _nearest(g: Grid, pins: Pins) -> int | None:
     if 0 not in g.ph.spec_depths:  # speculation pinned on: a configuration that drafts, where one runs
         # (the grid holds undrafted rows for the prefill instances; a review: a pinned depth whose
         # draft the TP could not split was offered a configuration without it)
-        drafting = fits & np.isin(g.lay["k"][g.rows["layout"]], g.ph.spec_depths)
+        drafting = fits & member(g.lay["k"][g.rows["layout"]], g.ph.spec_depths)
         fits = drafting if drafting.any() else fits
     if not fits.any():
         return None

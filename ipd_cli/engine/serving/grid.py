@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ipd_cli.engine import formulas as f
-from ipd_cli.engine.search import BLOCK, Space, distinct, product, take
+from ipd_cli.engine.search import BLOCK, Space, distinct, member, product, take
 from ipd_cli.errors import InputError
 
 from .evaluate import (
@@ -203,13 +203,16 @@ def _layouts(ph: Physics, pins: Pins) -> dict[str, Any]:
 
     sizes = np.array(instance_sizes(ph, pins.instance_gpus))
     if pins.stage_gpus:
-        sizes = np.union1d(sizes, [pins.stage_gpus * (pins.pipeline_stages or 1)])
+        pinned = pins.stage_gpus * (pins.pipeline_stages or 1)
+        sizes = distinct(np.concatenate((sizes, [pinned])))  # np.union1d
     # stages pinned alone (`--layout pp5`): every stage size a `tpNpp5` pin takes, the searched sizes
     # and the domain's divisors, times the stages, as `--instance-gpus` takes every split of its size
     # (5 is not 2^a 3^b, so no searched size held 5 stages; pp3 lacked the 6-GPU TP2 PP3)
     npp = pins.pipeline_stages if pins.pipeline_stages and not pins.stage_gpus else 0
-    staged = np.union1d(sizes, [d for d in range(1, ph.domain + 1) if ph.domain % d == 0]) if npp else sizes
-    extra = np.setdiff1d(staged * npp, sizes) if npp else np.array([], dtype=int)
+    divisors = [d for d in range(1, ph.domain + 1) if ph.domain % d == 0]
+    staged = distinct(np.concatenate((sizes, divisors))) if npp else sizes  # np.union1d
+    extra = distinct(staged * npp) if npp else np.array([], dtype=int)
+    extra = extra[~member(extra, sizes)]  # np.setdiff1d
     # pipeline stages beyond the layers and attention TP beyond the heads never run: not enumerated
     stages = set(_smooth(ph.layers)) | ({pins.pipeline_stages} if pins.pipeline_stages else set())
     n = pins.instance_gpus
@@ -240,18 +243,18 @@ def _layouts(ph: Physics, pins: Pins) -> dict[str, Any]:
     # racks, as NVIDIA's MLPerf runs use 64 of each NVL72): refused, an H100 whose domain a what-if
     # made 72 served a 10T MoE on 14x the GPUs it needed at 64 (a dominance review)
     searched = instance_sizes(ph)  # the catalog's, not a pin's: a pin does not make its size tile
-    tiles = (ph.domain % s == 0) | (s % ph.domain == 0) | ((s < ph.domain) & np.isin(s, searched))
+    tiles = (ph.domain % s == 0) | (s % ph.domain == 0) | ((s < ph.domain) & member(s, searched))
     # a stage size the catalog does not list runs where a pin names it: `--layout` its stage GPUs,
     # `--instance-gpus` a split of its instance (stage GPUs x stages)
-    named = (s == (pins.stage_gpus or 0)) | (g == (n or 0)) | ((pp == npp) & np.isin(s, staged))
-    stage_ok = (np.isin(s, sizes) | named) & ((pp == 1) | ((g % pp == 0) & tiles))
+    named = (s == (pins.stage_gpus or 0)) | (g == (n or 0)) | ((pp == npp) & member(s, staged))
+    stage_ok = (member(s, sizes) | named) & ((pp == 1) | ((g % pp == 0) & tiles))
     t_ok = (s % t == 0) & ~((cols["tcode"] < 0) & pow2)  # t = s once
     e = np.where(cols["fam"] == TP, 1, s)
     fam_ok = np.where(
         cols["fam"] == TP, t == s, np.where(cols["fam"] == TEP, (t == s) & (s > 1), (t < s) & (pp == 1))
     )
     keep = stage_ok & t_ok & fam_ok & ((cols["eplb"] == 0) | (e > 1)) & (g % pp == 0)
-    keep &= ~np.isin(g, extra) | (pp == npp)  # the stages' own sizes hold only their pipelines
+    keep &= ~member(g, extra) | (pp == npp)  # the stages' own sizes hold only their pipelines
     out = take({**cols, "s": s, "t": t, "e": e}, keep)
     out.pop("tcode")
     return out
@@ -660,7 +663,7 @@ def refine(g: Grid, rows: list[int]) -> Grid | None:
 
     if g.pins.concurrency is not None or not rows:
         return None
-    subset = np.unique(g.rows["layout"][np.asarray(rows)])
+    subset = distinct(g.rows["layout"][np.asarray(rows)])
     with np.errstate(all="ignore"):
         # the layouts' terms and prefill choices are the coarse grid's (the same physics and pins)
         fine = _evaluate(g.ph, g.pins, None, subset=subset, rungs=FINE_LADDER, x=g.x, pf=g.prefill)
@@ -706,12 +709,12 @@ def _evaluate(
     keep = (
         np.arange(n_all)
         if whole
-        else np.flatnonzero(layout_mask(lay, pins) & np.isin(lay["k"], ph.spec_depths) & reach)
+        else np.flatnonzero(layout_mask(lay, pins) & member(lay["k"], ph.spec_depths) & reach)
     )
     whole = whole or not keep.size
     keep = np.arange(n_all) if whole else keep
     if subset is not None:  # :func:`refine`: these layouts only
-        keep = np.intersect1d(keep, subset)
+        keep = keep[member(keep, subset)]  # np.intersect1d (keep: ascending, each once)
     modes = (0, 1) if whole or pins.disaggregated is None else (int(pins.disaggregated),)
     lay_k, x_k = take(lay, keep), take(x, keep)
     batches = _batches(ph, lay_k, x_k, pins, target, rungs)
@@ -787,7 +790,7 @@ def _evaluate(
             col[j * n : (j + 1) * n][dead] = np.nan
     rows |= _own_columns(li, batch, pidx, pf_ok, modes)
     space = _checks(ph, lay, x, rows, np.tile(fits.reshape(-1), len(modes)), reach)
-    pinned = pins_mask(lay, rows, pins, np.isin(lay["k"], ph.spec_depths))
+    pinned = pins_mask(lay, rows, pins, member(lay["k"], ph.spec_depths))
     pools: dict[str, Any] = {}
     # pinned pools stay as deployed
     if pins.prefill_instances is None and pins.decode_instances is None and 1 in modes:

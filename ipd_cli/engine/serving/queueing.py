@@ -28,6 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ipd_cli.engine.legendre import NODES, leggauss
+from ipd_cli.engine.search import distinct
+
 # terms of Erlang's sum taken at once (as a cumulative sum of logs), doubled from the first to the
 # most, within a bound on the cells of one chunk: a pool of 10^4 instances' work needs about 10^3
 # terms, one numpy pass each cost milliseconds in Python's loop
@@ -41,7 +44,7 @@ QUAD_LOAD = 30.0
 # Gauss-Legendre nodes over the integrand's window, and the window's half-width in the
 # integrand's standard deviations (the tail past 14 of them is below e^-90 of its peak): against
 # the sum, a relative error within 3e-12 at loads 10^2-10^6 (tests/test_formulas.py asserts 1e-11)
-QUAD_NODES, QUAD_WIDTHS = 64, 14.0
+QUAD_NODES, QUAD_WIDTHS = NODES, 14.0
 
 
 def erlang_b(servers: Any, load: Any) -> Any:
@@ -75,7 +78,7 @@ def _erlang_b_quad(c: Any, a: Any) -> Any:
     import numpy as np
 
     if not _LEGENDRE:
-        _LEGENDRE.append(np.polynomial.legendre.leggauss(QUAD_NODES))
+        _LEGENDRE.append(leggauss())
     nodes, weights = _LEGENDRE[0]
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         peak = np.maximum(c / a - 1.0, 0.0)
@@ -393,7 +396,7 @@ class WaitsWithin:
         """The other queue's wait (:func:`mdc_wait_s`) at elements ``i``, summed where not yet."""
         import numpy as np
 
-        need = np.unique(i[np.isnan(self.o_exact[i])])  # a search asks an element at several counts
+        need = distinct(i[np.isnan(self.o_exact[i])])  # a search asks an element at several counts
         if len(need) and self.other is not None:
             self.o_exact[need] = mdc_wait_s(self.lam[need], self.other[0][need], self.other[1][need])
         return self.o_exact[i]

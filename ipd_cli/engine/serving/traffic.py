@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ipd_cli.engine import formulas as f
-from ipd_cli.engine.search import distinct, near_max
+from ipd_cli.engine.search import distinct, member, near_max
 
 from .evaluate import GPU_FLOOR_SLACK, traffic_pools
 from .point import queue_groups
@@ -369,7 +369,7 @@ def _columns(
     import numpy as np
 
     if probed is not None:
-        done = np.isin(cand, probed[0])
+        done = member(cand, probed[0])
         if done.any():
             rest = _columns(g, cand[~done], pos, tokens, ttft_target_s, cap, None, rival)
             where = np.searchsorted(probed[0], cand[done])  # the probe is ascending (_Bound)
