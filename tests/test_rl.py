@@ -732,30 +732,55 @@ def test_rollout_search_is_exact_where_concurrencies_run_into_the_hundreds(catal
     )
 
 
-def test_the_kept_decode_steps_are_the_computed_ones(catalog):
+@pytest.mark.parametrize("recent", [4096, 2])
+def test_the_kept_decode_steps_are_the_computed_ones(catalog, recent, monkeypatch):
     # RolloutCandidates.step_at keeps the (candidate, batch) steps RL's split search asks for again
     # and again: asked in any order, repeated, mixed with new pairs, it gives exactly step_s's
     # values (the same element-wise arithmetic); a batch in 1,024ths (an RL tail concurrency, a
-    # batch x 1/8) is kept too, one that is not is computed, not kept
+    # batch x 1/8) is kept too, one that is not is computed, not kept. New pairs wait in a small
+    # table until it holds more than RECENT_STEPS (2: merged into the large one on most calls)
     from dataclasses import replace
 
     import numpy as np
 
+    from ipd_cli.engine.serving import rollout
+
+    monkeypatch.setattr(rollout, "RECENT_STEPS", recent)
     c = replace(_frontier_setup(catalog, "vera-rubin").rollouts.candidates, _tables={})  # none kept yet
+
+    def kept_steps():
+        return sum(len(c._tables.get(t, ((),))[0]) for t in ("steps at", "steps at, recent"))
+
     k = np.array([3, 0, 3, c.gpus.size - 1, 0, 5])
     b = np.array([7.0, 1.0, 7.0, 300.0, 64.0, 2.0])
     assert np.array_equal(c.step_at(b, k), c.step_s(b, k))
-    kept = len(c._tables["steps at"][0])
+    kept = kept_steps()
     assert kept == 5  # (3, 7) asked twice, kept once
     k2, b2 = np.array([5, 1, 3]), np.array([2.0, 9.0, 7.0])  # two kept, one new
     assert np.array_equal(c.step_at(b2, k2), c.step_s(b2, k2))
-    assert len(c._tables["steps at"][0]) == kept + 1
+    assert kept_steps() == kept + 1
     half = np.array([2.5])
     assert np.array_equal(c.step_at(half, np.array([1])), c.step_s(half, np.array([1])))
-    assert len(c._tables["steps at"][0]) == kept + 2
+    assert kept_steps() == kept + 2
     third = np.array([2.0 / 3.0])
     assert np.array_equal(c.step_at(third, np.array([1])), c.step_s(third, np.array([1])))
-    assert len(c._tables["steps at"][0]) == kept + 2
+    assert kept_steps() == kept + 2
+    # many calls, each part kept (in either table) and part new: 40 calls of 24 pairs drawn from
+    # 8 candidates x 60 batches (480 pairs), in any order
+    rng = np.random.default_rng(0)
+    asked = set(zip(k.tolist(), b.tolist(), strict=True)) | set(zip(k2.tolist(), b2.tolist(), strict=True))
+    asked.add((1, 2.5))
+    for _ in range(40):
+        kk = rng.integers(0, min(8, c.gpus.size), 24)
+        bb = rng.integers(1, 61, 24) / 8.0
+        assert np.array_equal(c.step_at(bb, kk), c.step_s(bb, kk))
+        asked |= set(zip(kk.tolist(), bb.tolist(), strict=True))
+        assert kept_steps() == len(asked)
+    keys = np.concatenate([c._tables[t][0] for t in ("steps at", "steps at, recent") if t in c._tables])
+    assert np.unique(keys).size == keys.size  # each pair kept once
+    for table in ("steps at", "steps at, recent"):  # each sorted, for searchsorted
+        assert np.all(np.diff(c._tables.get(table, (np.zeros(1),))[0]) > 0)
+    assert ("steps at" in c._tables) == (recent == 2)  # 4096: every pair still in the small table
 
 
 @pytest.mark.parametrize("hardware", ["gb200", "h100"])

@@ -38,6 +38,8 @@ BATCHES_PER_OCTAVE = 8  # then this many per doubling
 # batches in 1,024ths (an RL tail concurrency is a replica's rollouts x 1/8)
 BATCH_KEYS = 2**40
 BATCH_UNITS = 2**10
+# keys RolloutCandidates.step_at adds to a small table before it merges them into the large one
+RECENT_STEPS = 4096
 
 
 def gpu_expert_shares(grid: Any, rows: Any) -> tuple[Any, Any]:
@@ -180,22 +182,37 @@ class RolloutCandidates:
         if not keyable.all():  # not in 1,024ths, or out of the key's range: computed, not kept
             return self.step_s(batch, k)
         key = k.astype(np.int64) * BATCH_KEYS + units.astype(np.int64)
-        keys, values = self._tables.get("steps at", (np.empty(0, np.int64), np.empty(0)))
+        # two sorted tables: the values kept, and the ones added since they were last merged into
+        # them (a merge copies the whole table: once per call that adds, it cost more than the
+        # steps it kept, at ~170k keys in a test session)
+        keys, values = self._tables.get("steps at") or _no_steps()
+        recent, recent_values = self._tables.get("steps at, recent") or _no_steps()
         at = np.minimum(np.searchsorted(keys, key), max(keys.size - 1, 0))
         hit = keys[at] == key if keys.size else np.zeros(key.size, bool)
-        if not hit.all():
-            order = np.argsort(key[~hit], kind="stable")
-            new = key[~hit][order]
+        if hit.all():
+            return values[at]
+        out = np.where(hit, values[at] if keys.size else 0.0, 0.0)
+        miss = np.flatnonzero(~hit)
+        if recent.size:
+            asked = key[miss]
+            at = np.minimum(np.searchsorted(recent, asked), recent.size - 1)
+            found = recent[at] == asked
+            out[miss[found]] = recent_values[at[found]]
+            miss = miss[~found]
+        if miss.size:
+            new = np.sort(key[miss], kind="stable")
             first = np.concatenate(([True], new[1:] != new[:-1]))  # unique (np.unique imports numpy.ma)
             new_keys = new[first]
             units = (new_keys % BATCH_KEYS).astype(float)
             new_values = self.step_s(units / BATCH_UNITS, new_keys // BATCH_KEYS)
-            keys, values = np.concatenate([keys, new_keys]), np.concatenate([values, new_values])
-            merged = np.argsort(keys, kind="stable")
-            keys, values = keys[merged], values[merged]
-            self._tables["steps at"] = (keys, values)
-            at = np.searchsorted(keys, key)
-        return values[at]
+            out[miss] = new_values[np.searchsorted(new_keys, key[miss])]
+            recent, recent_values = _merged(recent, recent_values, new_keys, new_values)
+            if recent.size > max(RECENT_STEPS, keys.size // 8):
+                keys, values = _merged(keys, values, recent, recent_values)
+                self._tables["steps at"] = (keys, values)
+                recent, recent_values = _no_steps()
+            self._tables["steps at, recent"] = (recent, recent_values)
+        return out
 
     def table(self) -> tuple[Any, Any]:
         """Decode-step seconds of every candidate (rows) at a fixed ladder of batches (columns):
@@ -362,6 +379,29 @@ def rollout_deployment(
             f"{gen_gpus} generation GPUs hold none"
         )
     return c.deployment(best_of(-time, ok, -paid))
+
+
+def _no_steps() -> tuple[Any, Any]:
+    import numpy as np
+
+    return np.empty(0, np.int64), np.empty(0)
+
+
+def _merged(keys: Any, values: Any, new_keys: Any, new_values: Any) -> tuple[Any, Any]:
+    """Sorted ``keys`` (and their ``values``) with sorted ``new_keys``, none of them among
+    ``keys``, put in their places: one pass over the table, where a sort of the whole table again
+    cost 2.7x as much (the table grows to ~170k keys over a test session, and is merged into on
+    every call that asks for a new pair)."""
+    import numpy as np
+
+    size = keys.size + new_keys.size
+    at = np.searchsorted(keys, new_keys) + np.arange(new_keys.size)  # the new keys' places
+    old = np.ones(size, bool)
+    old[at] = False
+    merged_keys, merged_values = np.empty(size, np.int64), np.empty(size)
+    merged_keys[at], merged_values[at] = new_keys, new_values
+    merged_keys[old], merged_values[old] = keys, values
+    return merged_keys, merged_values
 
 
 def _steps(g: Grid, li, batch):
