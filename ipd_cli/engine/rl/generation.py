@@ -55,14 +55,21 @@ class KeptRows:
 
         end = self.size + key.size
         if end > self.rows.shape[0]:  # grow by doubling: a row is copied O(1) times on average
-            grown = np.full((max(end, 2 * self.rows.shape[0]), self.rows.shape[1]), np.inf)
+            grown = np.empty((max(end, 2 * self.rows.shape[0]), self.rows.shape[1]))
             grown[: self.size] = self.rows[: self.size]
             self.rows = grown
         self.rows[self.size : end, : rows.shape[1]] = rows
+        self.rows[self.size : end, rows.shape[1] :] = np.inf
         order = np.argsort(key)
-        where = np.searchsorted(self.keys, key[order])  # merged into the sorted keys
-        self.keys = np.insert(self.keys, where, key[order])
-        self.at = np.insert(self.at, where, np.arange(self.size, end)[order])
+        # merged into the sorted keys: each new key at its place, the kept ones in the rest (what
+        # np.insert does, without its general case's work)
+        new = np.searchsorted(self.keys, key[order]) + np.arange(key.size)
+        kept = np.ones(self.keys.size + key.size, bool)
+        kept[new] = False
+        keys, at = np.empty(kept.size, np.int64), np.empty(kept.size, np.int64)
+        keys[new], at[new] = key[order], np.arange(self.size, end)[order]
+        keys[kept], at[kept] = self.keys, self.at
+        self.keys, self.at = keys, at
         self.size = end
 
 
@@ -490,8 +497,6 @@ def fastest(
     # runs [lo, hi] of concurrencies, one per rung: lo the rung, hi the next rung's less one (or the cap)
     run_end = np.append(ladder[1:] - 1, cap.max())
     top = cap[:, None]
-    every = np.arange(ok.size)
-    below_tail = below(tail(ladder[None, :], every))  # a row each
 
     # A row's seconds at any concurrency are at least its seconds at its smallest step (b = 1) and
     # its cap (a longer step or fewer sequences only add): rows whose floor is past the best seconds
@@ -510,7 +515,8 @@ def fastest(
 
     def bounds_of(sel):  # rows ``sel``'s lower bounds over their runs, inf on rungs past their caps
         steps = table[ok[sel], :rungs]
-        tails = np.take_along_axis(steps, below_tail[sel], axis=1)
+        # each row's tail rungs: made here, for the rows whose bounds are not kept (most are)
+        tails = np.take_along_axis(steps, below(tail(ladder[None, :], sel)), axis=1)
         at_hi = dict(step_s=steps, tail_step_s=tails, b=np.minimum(run_end, top[sel]))
         lower = _seconds(r, nums, asynchronous, {k: v[sel] for k, v in per.items()} | at_hi, load)
         return np.where(ladder <= top[sel], lower, np.inf)
