@@ -389,9 +389,8 @@ def _no_steps() -> tuple[Any, Any]:
 
 def _merged(keys: Any, values: Any, new_keys: Any, new_values: Any) -> tuple[Any, Any]:
     """Sorted ``keys`` (and their ``values``) with sorted ``new_keys``, none of them among
-    ``keys``, put in their places: one pass over the table, where a sort of the whole table again
-    cost 2.7x as much (the table grows to ~170k keys over a test session, and is merged into on
-    every call that asks for a new pair)."""
+    ``keys``, put in their places: one pass over the table (a sort of the concatenation cost 2.7x
+    as much at 171k keys and 480 new ones)."""
     import numpy as np
 
     size = keys.size + new_keys.size
