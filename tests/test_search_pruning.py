@@ -493,3 +493,85 @@ def test_the_fixed_search_with_nothing_within_its_bar_skips_nothing(catalog):
     assert not np.any(pruned.space.feasible & (pruned.seconds_per_token <= bar))
     b, w = tpn.best_row(pruned), tpn.best_row(whole)
     assert tpn.plan_name(tpn.plan_of(pruned, b)) == tpn.plan_name(tpn.plan_of(whole, w))
+
+
+FSDP_PIPELINE_GRIDS = [
+    # FSDP (zero=3) with pipeline stages, on clusters whose most replicas take few micro-batches
+    # each (the bubble's w micro-batch times against mb: the bound's FSDP charge to the bubble bit
+    # there) and on smaller ones (many micro-batches); dense and MoE, Hopper and Blackwell
+    ("h100-sxm", "llama-3.1-405b", "bf16", 16384, {"zero": 3}),  # every pp: 28 plans below the old bound
+    ("h200", "llama-3.1-405b", "bf16", 16384, {"zero": 3, "pp": 4}),  # 4
+    ("b200", "llama-3.1-405b", "bf16", 16384, {"zero": 3, "pp": 4}),  # 9
+    ("gb200-nvl72", "deepseek-v3", "fp8", 32768, {"zero": 3, "pp": 4, "vp": 2}),  # interleaved: 76
+    ("vera-rubin-nvl72", "moe-10t", "fp8", 65536, {"zero": 3, "pp": 16, "vp": 2}),  # 293
+    ("gb200-nvl72", "deepseek-v3", "fp8", 32768, {"zero": 3, "sched": 1, "pp": 8}),  # DualPipe
+    ("gb200-nvl72", "deepseek-v3", "fp8", 1152, {"zero": 3, "pp": 8}),  # ~26 micro-batches a replica
+    ("h100-sxm", "llama-3.1-405b", "fp8", 128, {"zero": 3}),
+    ("h100-sxm", "llama-3.1-70b", "bf16", 32, {"zero": 3, "gbs": 64}),  # the global batch given
+]
+
+
+@pytest.mark.parametrize(("hardware", "model", "precision", "gpus", "pins"), FSDP_PIPELINE_GRIDS)
+def test_the_row_bounds_are_below_every_fsdp_plan_that_fits(catalog, hardware, model, precision, gpus, pins):
+    # a review (2026-12-06): lower_bound_seconds_per_token (the fixed search's order and stop) and
+    # replicas_bracket (the deadline search's order and systems_need) charged FSDP's exposed
+    # gathers to the bubble's w micro-batch times too, (mb + w)(t + fsdp); the step runs them with
+    # its mb micro-batches only (trainstep.dp_exposed_seconds), as plan_lower_bound has it. Where
+    # the most replicas take few micro-batches each (w ~ mb), the old bounds sat up to 5.2x above
+    # plans that fit (moe-10t, 65,536 Vera Rubin GPUs, pp 16: 2,915 plans); the searches could
+    # have skipped; the counts by each case are the old lower_bound_seconds_per_token's. Now the
+    # bubble runs (pp - 1) / vp micro-batches of fwd + bwd: mb t_mb + w (t_mb - fsdp) a step.
+    x = inputs(catalog, hardware, model, precision)
+    P, m = tpn._fitting_micro(x, gpus, pins)
+    fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
+    lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
+    whole = tpn.search_fixed(x, gpus, pins, exhaustive=True)
+    row = np.argsort(lb, kind="stable")[whole.cols["row"].astype(int)]  # each plan's micro row
+    ok = whole.space.feasible
+    spt = whole.seconds_per_token[ok]
+    assert ok.sum() > 400 and np.count_nonzero(fsdp[row][ok]) > 10  # FSDP's term bites on plans that fit
+    assert np.all(spt >= lb[row][ok] * (1 - 1e-9))
+    assert np.max(lb[row][ok] / spt) > 0.8  # and is near some plan (a bound of 0 passes the line above)
+    # replicas_bracket, with what systems_need adds (_step_extras): at each plan's own dp, the best
+    # rate its row's model allows (best_rate: over every micro-batch count) is at least the plan's
+    # tokens/s with the batch penalty (1 / seconds per token), so replicas_lower_bound (the fewest d
+    # whose best rate reaches a rate) is at most dp for any rate the plan meets
+    t = ts.micro_terms(P, x)
+    with np.errstate(all="ignore"):  # a rate every row reaches: every row that holds its state is live
+        b = tpn.replicas_bracket(P, t, x, 1e-30, pins, tpn._step_extras(P, t, x))
+    at = np.full(len(P["tp"]), -1)
+    at[b["live"]] = np.arange(len(b["live"]))
+    j = at[row][ok]
+    assert np.all(j >= 0)
+    best = tpn.best_rate(whole.cols["dp"][ok], b["t_mb"][j], b["per_seq"][j], b["w"][j], b["B"])
+    assert np.all(best * spt >= 1 - 1e-9)
+    assert np.max(1.0 / (best * spt)) > 0.9
+
+
+FSDP_DEADLINE_CASES = [
+    ("h100-sxm", "llama-3.1-405b", "bf16", 15e12, 30, {"zero": 3}),
+    ("gb200-nvl72", "deepseek-v3", "fp8", 15e12, 30, {"zero": 3, "sched": 1, "pp": 8}),
+    ("vera-rubin-nvl72", "moe-10t", "fp8", 100e12, 30, {"zero": 3, "pp": 16}),
+]
+
+
+@pytest.mark.parametrize(("hardware", "model", "precision", "tokens", "days", "pins"), FSDP_DEADLINE_CASES)
+def test_the_solved_replicas_of_fsdp_plans_are_above_their_rows_bound(
+    catalog, monkeypatch, hardware, model, precision, tokens, days, pins
+):
+    # the deadline search with nothing skipped by systems_need: every FSDP plan that meets the
+    # deadline solved to at least its row's replicas bound (with _step_extras) and its systems_need
+    monkeypatch.setattr(tpn, "systems_need", lambda P, t, x, rate, pins: np.zeros(len(P["tp"])))
+    x = inputs(catalog, hardware, model, precision, tokens=tokens)
+    seconds = days * 86400.0
+    rate = x["tokens"] / (seconds * x["goodput"])
+    with np.errstate(all="ignore"):
+        s = tpn.search_deadline(x, seconds, dict(pins), 1e8)
+        micro = {k: s.cols[k] for k in tpn._micro(x, 1e8, dict(pins))[0]}
+        t = ts.micro_terms(micro, x)
+        d = tpn.replicas_lower_bound(micro, t, x, rate, pins, tpn._step_extras(micro, t, x))
+        need = SYSTEMS_NEED(micro, t, x, rate, pins)
+    met = s.space.feasible & tpn.meets(s.out["wall_s"], seconds)
+    assert met.sum() > 30
+    assert np.all(s.cols["dp"][met] >= d[met] * (1 - 1e-6))
+    assert np.all(s.out["gpus"][met] >= need[met])

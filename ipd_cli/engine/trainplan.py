@@ -1309,16 +1309,20 @@ def memory_fit_rows(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict) -> 
 
 def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, pins: dict, fsdp: Any = None):
     """No plan built on a micro row beats this. With G tokens per step on at most d_max replicas,
-    seconds per token >= t_mb (1 / (d_max mbs S) + w / G) x penalty(G), w = (pp - 1) / vp the
-    bubble in micro-batch times (no data-parallel or optimizer time); minimised over G >= one
-    micro-batch per replica in closed form (G = B, or the stationary point beyond B). ``fsdp``:
-    :func:`fsdp_lower_bound` of the rows where the caller has it already."""
+    seconds per token >= t_mb (1 / (d_max mbs S) + w / G) x penalty(G), t_mb = fwd + bwd + FSDP's
+    exposure and w = (pp - 1) / vp x (fwd + bwd) / t_mb the bubble in micro-batch times (the
+    bubble runs no FSDP gathers: :func:`plan_lower_bound`; no data-parallel or optimizer time);
+    minimised over G >= one micro-batch per replica in closed form (G = B, or the stationary point
+    beyond B). ``fsdp``: :func:`fsdp_lower_bound` of the rows where the caller has it already."""
     import numpy as np
 
+    if fsdp is None:
+        fsdp = fsdp_lower_bound(P, m, x, pins)
+    t = m["fwd_s"] + m["bwd_s"]
     replicas = np.maximum(most_replicas(P, gpus, x), 1.0)
     B = x["recipe_batch"]
     g0 = replicas * P["mbs"] * x["seq"]
-    u, w = 1.0 / g0, ts.bubble_bound(P)
+    u, w = 1.0 / g0, ts.bubble_bound(P) * (t / (t + fsdp))  # (as before where fsdp is 0: t / t is 1)
     start = np.maximum(g0, B)
     below = np.where(g0 <= B, u + w / B, np.inf)
     gs = np.maximum(np.sqrt(w * B / u), start)
@@ -1328,9 +1332,7 @@ def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, 
         seqs = pins["gbs"] / P["mbs"]
         mb = np.ceil(seqs / np.minimum(replicas, np.floor(seqs)))
         per_token = (mb + w) / (pins["gbs"] * x["seq"]) * batch_penalty(pins["gbs"] * x["seq"], x)
-    if fsdp is None:
-        fsdp = fsdp_lower_bound(P, m, x, pins)
-    return (m["fwd_s"] + m["bwd_s"] + fsdp) * per_token
+    return (t + fsdp) * per_token
 
 
 CHUNK = 2048  # micro rows expanded and evaluated at a time
@@ -1925,18 +1927,20 @@ def replicas_bracket(
     """:func:`replicas_lower_bound` before its bisection: the replicas that hold the state, and for
     the rows that hold it and reach the rate (``live``) the bracket (``lo``, ``hi``: log replicas)
     and what :func:`best_rate` needs. ``more``: seconds every micro-batch and every step take
-    beyond the bound's (:func:`_step_extras`; a step's seconds of its own count as bubble)."""
+    beyond the bound's (:func:`_step_extras`; a step's seconds of its own count as bubble). The
+    bubble, in micro-batch times t_mb, runs no FSDP gathers (:func:`plan_lower_bound`): a step of
+    mb micro-batches takes at least mb t_mb + w (t_mb - fsdp) + its own seconds."""
     import numpy as np
 
     memory = replicas_for_memory(P, m, x, pins)
     per_seq = P["mbs"] * x["seq"]
     fsdp = fsdp_lower_bound(P, m, x, pins, memory)
     t_mb = m["fwd_s"] + m["bwd_s"] + fsdp
-    w = ts.bubble_bound(P)
+    per_step = 0.0
     if more is not None:
         per_mb, per_step = more(fsdp)
         t_mb = t_mb + per_mb
-        w = w + per_step / t_mb
+    w = ts.bubble_bound(P) * ((t_mb - fsdp) / t_mb) + per_step / t_mb
     B = x["recipe_batch"]
     lo = np.log(np.maximum(rate * t_mb / per_seq, 1.0))
     room = B / (rate * t_mb) - w  # micro-batches per step left within the recipe batch, at the rate
