@@ -81,3 +81,20 @@ def test_a_large_pareto_front_drops_only_what_the_definition_drops():
             x[rng.integers(0, n, 5)] = np.inf
         mask = rng.random(n) > 0.3 if trial % 2 else None
         assert pareto_front(x, y, mask).tolist() == _front_by_definition(x, y, mask).tolist(), trial
+
+
+def test_merge_sorted_puts_each_new_key_in_its_place():
+    from ipd_cli.engine.search import merge_sorted
+
+    # keys 2, 5, 9 with values 20, 50, 90; new keys 1, 6, 10 (sorted, none among them): by hand the
+    # merged table is 1, 2, 5, 6, 9, 10 with 10, 20, 50, 60, 90, 100, what np.insert gives
+    keys, values = np.array([2, 5, 9], np.int64), np.array([20, 50, 90], np.int64)
+    new_keys, new_values = np.array([1, 6, 10], np.int64), np.array([10, 60, 100], np.int64)
+    k, v = merge_sorted(keys, values, new_keys, new_values)
+    assert k.tolist() == [1, 2, 5, 6, 9, 10] and v.tolist() == [10, 20, 50, 60, 90, 100]
+    assert v.dtype == values.dtype
+    where = np.searchsorted(keys, new_keys)
+    assert k.tolist() == np.insert(keys, where, new_keys).tolist()
+    # into an empty table, floats kept as floats
+    k, v = merge_sorted(np.empty(0, np.int64), np.empty(0), np.array([3, 4]), np.array([0.5, 0.25]))
+    assert k.tolist() == [3, 4] and v.tolist() == [0.5, 0.25]

@@ -88,6 +88,24 @@ def member(values: Any, of: Any) -> Any:
     return sorted_of[at] == values
 
 
+def merge_sorted(keys: Any, values: Any, new_keys: Any, new_values: Any) -> tuple[Any, Any]:
+    """Sorted int64 ``keys`` (and their ``values``) with sorted ``new_keys`` (and ``new_values``),
+    none of them among ``keys``, each put in its place: one pass over the table, what
+    ``np.insert`` at ``np.searchsorted`` places gives without its general case (a sort of the
+    concatenation cost 2.7x as much at 171k keys and 480 new ones). The kept decode steps of an RL
+    search and its kept rows use it."""
+    import numpy as np
+
+    size = keys.size + new_keys.size
+    at = np.searchsorted(keys, new_keys) + np.arange(new_keys.size)  # the new keys' places
+    old = np.ones(size, bool)
+    old[at] = False
+    merged_keys, merged_values = np.empty(size, np.int64), np.empty(size, values.dtype)
+    merged_keys[at], merged_values[at] = new_keys, new_values
+    merged_keys[old], merged_values[old] = keys, values
+    return merged_keys, merged_values
+
+
 def take(cols: Columns, rows: Any) -> Columns:
     """The rows ``rows`` (a boolean mask or an index array) of every column. A mask is turned into
     row numbers once: indexing each column with the mask would count its rows again per column."""

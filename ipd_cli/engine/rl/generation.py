@@ -10,7 +10,7 @@ from typing import Any
 from ipd_cli.catalog.schema import RlWorkload
 from ipd_cli.engine import serving as sv
 from ipd_cli.engine.inputs import Inputs
-from ipd_cli.engine.search import distinct
+from ipd_cli.engine.search import distinct, merge_sorted
 from ipd_cli.errors import InfeasibleError, InputError
 
 from .workload import RlNumbers
@@ -61,15 +61,7 @@ class KeptRows:
         self.rows[self.size : end, : rows.shape[1]] = rows
         self.rows[self.size : end, rows.shape[1] :] = np.inf
         order = np.argsort(key)
-        # merged into the sorted keys: each new key at its place, the kept ones in the rest (what
-        # np.insert does, without its general case's work)
-        new = np.searchsorted(self.keys, key[order]) + np.arange(key.size)
-        kept = np.ones(self.keys.size + key.size, bool)
-        kept[new] = False
-        keys, at = np.empty(kept.size, np.int64), np.empty(kept.size, np.int64)
-        keys[new], at[new] = key[order], np.arange(self.size, end)[order]
-        keys[kept], at[kept] = self.keys, self.at
-        self.keys, self.at = keys, at
+        self.keys, self.at = merge_sorted(self.keys, self.at, key[order], np.arange(self.size, end)[order])
         self.size = end
 
 
