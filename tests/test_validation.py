@@ -245,6 +245,7 @@ SERVING_BEYOND_1_5X = {
     "ix-dsr1-mi355x-fp8-tp8-8k1k-c4",
     # joined when AMD's MXFP4 DeepSeek-R1-0528 kept its attention in BF16, as its card says
     # (2026-12-06, issue 11): -33.2 -> -36.1 %, under-predicted already (a 1.497x ratio became 1.565x)
+    # its one TP8 prefill pool binds: ipd 3,150 prompt tokens/s per prefill GPU, the run 4,954 (the case note)
     "ix-dsr1-mi355x-mori-disagg-8k1k-c128",
 }
 SERVING_WORST_RATIO_ANY = 3.0
