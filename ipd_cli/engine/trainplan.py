@@ -1268,6 +1268,12 @@ def has_every_term(m: dict) -> bool:
     return "redo_s" in m
 
 
+def row_terms(sub: sr.Columns, m: dict, idx: Any, x: dict) -> dict[str, Any]:
+    """Every micro term of the micro rows ``idx`` (``sub``: those rows of a grid whose terms are
+    ``m``: :func:`grid_terms`): taken from ``m`` where it has them all, else computed on ``sub``."""
+    return index_terms(m, idx) if has_every_term(m) else ts.micro_terms(sub, x)
+
+
 def chunk_terms(sub: sr.Columns, m: dict, idx: Any, rows: Any, x: dict) -> dict[str, Any]:
     """Every micro term of the macro rows ``rows`` of the micro rows ``sub`` (rows ``idx`` of a
     grid whose terms are ``m``: :func:`grid_terms`): taken from ``m`` where it has them all, else
@@ -1369,7 +1375,7 @@ def search_fixed(
             break
         idx = idx[~(lb[idx] > bar)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
-        t = chunk_terms(sub, m, idx, np.arange(len(idx)), x)  # every term of each micro row
+        t = row_terms(sub, m, idx, x)  # every term of each micro row
         M = expand(sub, x, gpus, pins)
         if tight and bar < np.inf:  # nor the plans whose own step cannot come within the bar
             near = np.flatnonzero(~(plan_lower_bound(M, *_step_floor(sub, t, x, fsdp[idx]), x) > bar))
@@ -1752,7 +1758,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         idx = pos[start : start + CHUNK]
         idx = idx[~(rows.need[idx] > limit)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
-        t = index_terms(m, idx) if has_every_term(m) else ts.micro_terms(sub, x)  # every term of each row
+        t = row_terms(sub, m, idx, x)  # every term of each row
         if tight:  # nor the rows whose steps' whole systems cannot come within the bar
             bound[idx] = systems_need(sub, t, x, rate, pins)
             near = np.flatnonzero(~(bound[idx] > limit))
