@@ -246,6 +246,8 @@ SERVING_BEYOND_1_5X = {
     # joined when AMD's MXFP4 DeepSeek-R1-0528 kept its attention in BF16, as its card says
     # (2026-12-06, issue 11): -33.2 -> -36.1 %, under-predicted already (a 1.497x ratio became 1.565x)
     # its one TP8 prefill pool binds: ipd 3,150 prompt tokens/s per prefill GPU, the run 4,954 (the case note)
+    # a prefill-pool share fitted on the saturated records moves the 8k/1k best point to TP2 pools (+63.5 %)
+    # and 1k and 8k DEP4 prompts of the same run want 0.0874 and 0.12: not landed (c64's note, 51st session)
     "ix-dsr1-mi355x-mori-disagg-8k1k-c128",
 }
 SERVING_WORST_RATIO_ANY = 3.0
