@@ -786,6 +786,7 @@ SERVING_FIELDS = (
     "collective_latency_us_scale_out",
     "decode_hbm_efficiency",
     "compute_efficiency_factor",
+    "decode_attention_compute_factor",
     "grouped_gemm_hbm_efficiency",
     "moe_compute_share",
     "prefill_moe_compute_share",

@@ -620,6 +620,31 @@ def test_a_stack_whose_attention_runs_in_fp8_says_so_by_hand(stack_cat, tmp_path
     assert ref.value == "bf16"  # the reference serving.attention_min_precision
 
 
+def test_a_stack_decode_attention_factor_slows_only_the_attention_math_by_hand(stack_cat, tmp_path):
+    # the TP2 H100 point above, s1 on Hopper with its decode attention math at half the GEMM rate:
+    # 1.258e11 FLOP per GPU at 989 x 0.25 x 0.5 instead of 989 x 0.25 TF/s, 0.509 ms more compute;
+    # still under its KV reads (2.934 ms), so the step does not move
+    half = "          decode_hbm_efficiency: {value: 0.8, source: t}\n"
+    half += "          decode_attention_compute_factor: {value: 0.5, source: t}\n"
+    write(tmp_path / "round.yaml", ROUND.replace("  families: {}\n  stacks: {}\n", STACKS.replace(
+        "          decode_hbm_efficiency: {value: 0.8, source: t}\n", half)))  # fmt: skip
+    cat = load_catalog([tmp_path])
+    kw = dict(input_tokens=1000, output_tokens=1000, precision="fp8", kv_precision="fp8", layout="tp2",
+              disaggregated=False, concurrency=64)  # fmt: skip
+    one, slow = (estimate_serving(c, "h100-sxm", "llama-3.1-70b", **kw) for c in (stack_cat, cat))
+    attn_flops = 64 * 80 * 4 * 64 * 128 * 1500 / 2
+    added = attn_flops / (989e12 * 0.25 * 0.5) - attn_flops / (989e12 * 0.25)
+    assert slow.serving.compute_time_ms - one.serving.compute_time_ms == pytest.approx(MS * added, rel=1e-9)
+    assert MS * added == pytest.approx(0.5089, rel=1e-3)
+    assert slow.serving.step_time_ms == pytest.approx(one.serving.step_time_ms, rel=1e-12)
+    names = {a.name: a for a in slow.assumptions}
+    assert names["decode attention compute factor (stack)"].value == 0.5
+    assert names["decode attention compute factor (stack)"].path == (
+        "serving.stacks.s1.profiles.hopper.decode_attention_compute_factor"
+    )
+    assert "decode attention compute factor (stack)" not in {a.name for a in one.assumptions}
+
+
 def test_a_stack_attention_precision_must_be_a_precision(tmp_path):
     own = "          decode_hbm_efficiency: {value: 0.8, source: t}\n"
     bad = STACKS.replace(own, own + "          attention_min_precision: {value: fp6, source: t}\n")

@@ -1098,6 +1098,12 @@ class StackProfile(Strict):
         default=None,
         description="GEMM efficiency relative to the reference decode_compute_efficiency and prefill_mfu",
     )
+    decode_attention_compute_factor: Sourced | None = unit(
+        "ratio",
+        default=None,
+        description="decode attention math (MLA's products over the KV cache) against the GEMM rate at "
+        "its precision, where the stack's attention kernels measure apart from its GEMMs (default 1)",
+    )
     fp4_compute_efficiency_factor: Sourced | None = unit(
         "ratio",
         default=None,

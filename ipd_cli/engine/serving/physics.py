@@ -453,6 +453,13 @@ def _kv_terms(
                 attn_peak * ctx.take(f"prefill MFU ({p}, attention)", f"prefill_mfu.{p}") * at(p)
             )
 
+    # decode attention math at the stack's own share of that rate, where it measures one apart
+    attn_factor = stacks.read(
+        ctx, st, "decode attention compute factor (stack)", "decode_attention_compute_factor", None
+    )
+    if attn_factor is not None:
+        attn = [a * attn_factor for a in attn]
+
     def rate_at(p: str) -> float:
         """GEMM FLOP/s of weights held at ``p`` (what a checkpoint keeps wider, a draft's own)."""
         return (
