@@ -1196,18 +1196,54 @@ def _ipd(*args: str, timeout: float = 30, **kw) -> subprocess.CompletedProcess:
     )
 
 
+def _not_waiting_on(fifo: Path, run, seconds: float = 10):
+    """``run()`` in-process (a process costs ~0.8 s CPU to start and load the catalog), with a hang
+    failing the test instead of stopping the suite: a read of ``fifo`` that waits for a writer is
+    given one every ``seconds`` (opened and closed: the read ends, empty, and the message the test
+    expects is not there)."""
+    import threading
+
+    done = threading.Event()
+
+    def release() -> None:
+        while not done.wait(seconds):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # ENXIO where nobody reads it
+            except OSError:
+                pass
+
+    helper = threading.Thread(target=release, daemon=True)
+    helper.start()
+    try:
+        return run()
+    finally:
+        done.set()
+        helper.join()
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 def test_a_fifo_is_refused_not_waited_for(tmp_path):
     cat = catalog_dir(tmp_path, {})
     os.mkfifo(cat / "pipe.yaml")
-    r = _ipd(*TRAIN, "--catalog", str(cat), "-f", "json")
-    assert r.returncode == 2, r.stderr
+    r = _not_waiting_on(cat / "pipe.yaml", lambda: run_cli(*TRAIN, "--catalog", str(cat), "-f", "json"))
+    assert r.code == 2, r.stderr
     assert "pipe.yaml: is a FIFO (named pipe), not a regular file" in r.stderr
     os.mkfifo(tmp_path / "scenario.yaml")
-    r = _ipd("compare", "hopper", "--scenario", str(tmp_path / "scenario.yaml"), "-f", "json")
-    assert r.returncode == 2, r.stderr
+    r = _not_waiting_on(
+        tmp_path / "scenario.yaml",
+        lambda: run_cli("compare", "hopper", "--scenario", str(tmp_path / "scenario.yaml"), "-f", "json"),
+    )
+    assert r.code == 2, r.stderr
     assert "scenario.yaml: is a FIFO (named pipe), not a regular file" in r.stderr
     assert r.stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_read_waiting_on_a_fifo_is_let_go(tmp_path):
+    # the guard above: a read that waits for a writer ends (here after 0.1 s), the test goes on
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    assert _not_waiting_on(fifo, fifo.read_text, seconds=0.1) == ""
 
 
 # --- issue 14: signals and partial output ------------------------------------------------------
@@ -1615,8 +1651,9 @@ def test_plot_and_diff_read_regular_files_with_a_bound(tmp_path, monkeypatch):
     clean_error(r, 2, "s.csv: larger than 1,000 bytes")
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "p.json")
-        r = _ipd("diff", str(tmp_path / "p.json"), str(tmp_path / "p.json"))
-        assert r.returncode == 2 and "p.json: is a FIFO (named pipe), not a regular file" in r.stderr
+        fifo = tmp_path / "p.json"
+        r = _not_waiting_on(fifo, lambda: run_cli("diff", str(fifo), str(fifo)))
+        assert r.code == 2 and "p.json: is a FIFO (named pipe), not a regular file" in r.stderr
 
 
 def test_huge_sample_counts_are_refused_with_their_size():
