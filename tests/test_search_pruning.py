@@ -575,3 +575,54 @@ def test_the_solved_replicas_of_fsdp_plans_are_above_their_rows_bound(
     assert met.sum() > 30
     assert np.all(s.cols["dp"][met] >= d[met] * (1 - 1e-6))
     assert np.all(s.out["gpus"][met] >= need[met])
+
+
+SIZES_CASES = [
+    # an RL trainer's search: the global batch pinned, the best plan on every cluster size up to a cap
+    ("h100-sxm", "llama-3.1-8b", "bf16", 4096, 48, {"gbs": 64}, 0.0),
+    ("h100-sxm", "llama-3.1-8b", "bf16", 4096, 48, {"gbs": 64}, 2.0),  # log-prob passes in the objective
+    ("h100-sxm", "llama-3.1-70b", "bf16", 8192, 128, {"gbs": 128}, 2.0),
+    ("h100-sxm", "llama-3.1-70b", "bf16", 8192, 64, {"gbs": 64, "zero": 3}, 0.0),  # FSDP's gathers
+    ("gb200-nvl72", "qwen3-30b-a3b", "bf16", 8192, 144, {"gbs": 128}, 1.0),  # MoE: the lost overlap gain
+    ("gb200-nvl72", "qwen3-30b-a3b", "bf16", 8192, 144, {"gbs": 128, "pp": 4, "vp": 2}, 0.0),  # interleaved
+]
+
+
+@pytest.mark.parametrize(("hardware", "model", "precision", "seq", "cap", "pins", "weight"), SIZES_CASES)
+def test_the_size_search_skips_only_plans_that_cannot_change_its_table(
+    catalog, monkeypatch, hardware, model, precision, seq, cap, pins, weight
+):
+    # search_sizes evaluates a plan of a chunk only where it has the replicas that hold its row's
+    # state (deg.fit, from replicas_for_memory) and its own bound (plan_lower_bound with the
+    # log-prob forwards, rho mb fwd_s) is within the best found on its GPUs. Over every plan of the
+    # search's micro rows (exhaustive): each that fits has dp >= fit and an objective at or above
+    # its bound; and the table with nothing skipped gives the same plan, to the bit, on every size
+    x = {**inputs(catalog, hardware, model, precision, seq=seq), "forward_weight": weight}
+    P, m, deg, memory = tpn._sizes_micro(x, cap, pins)
+    fsdp = tpn.fsdp_lower_bound(P, m, x, pins, memory)
+    t = ts.micro_terms(P, x)
+    M = tpn.expand(P, x, cap, pins)
+    out = tpn.evaluate(M, tpn.index_terms(t, M["row"]), x, pins)
+    ok = tpn.fits_memory(out, x)
+    row = M["row"][ok]
+    assert ok.sum() > 50 and np.any(M["dp"] < deg.fit[M["row"]])  # the memory test bites
+    assert np.all(M["dp"][ok] >= deg.fit[row])
+    with np.errstate(all="ignore"):
+        bound = tpn.sizes_plan_bound(M, P, t, x, fsdp)[ok]
+    objective = tpn.objective(out)[ok]
+    assert np.all(objective >= bound * (1 - 1e-9))
+    assert np.max(bound / objective) > 0.8  # and is near some plan (a bound of 0 passes the line above)
+    if "zero" in pins:
+        assert np.count_nonzero(fsdp[row]) > 10  # FSDP's term bites on plans that fit
+    pruned = tpn.search_sizes(x, cap, pins)
+    monkeypatch.setattr(tpn, "_sizes_plans_kept", lambda M, *a: np.ones(len(M["dp"]), dtype=bool))
+    whole = tpn.search_sizes(x, cap, pins)
+    assert len(pruned.s) < len(whole.s)
+    assert pruned.min_gpus == whole.min_gpus is not None
+    for gpus in range(1, cap + 1):
+        a, b = pruned.best(gpus), whole.best(gpus)
+        assert (a is None) == (b is None), gpus
+        if a is not None:
+            p, w = tpn.choice(pruned.s, a, gpus), tpn.choice(whole.s, b, gpus)
+            assert p.plan == w.plan and p.out.keys() == w.out.keys(), gpus
+            assert all(np.array_equal(p.out[k], w.out[k]) for k in w.out), gpus

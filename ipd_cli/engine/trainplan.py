@@ -2452,7 +2452,10 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     a row is dropped once, for every such d, that bound is no better than the best plan already
     found on that many GPUs (which is at least as good as the best on any larger cluster). The
     bound falls as d grows, so a row's best bound is at its largest degree and its fewest GPUs at
-    its smallest: that test runs on every pending row, the one per degree only on the survivors."""
+    its smallest: that test runs on every pending row, the one per degree only on the survivors.
+    Within a chunk, a plan is evaluated only where it could hold its state and its own bound
+    (:func:`sizes_plan_bound`) is within the best found on its GPUs (issue 16: two thirds of the
+    plans priced did not fit in HBM)."""
     import numpy as np
 
     P, m, deg, memory = _sizes_micro(x, cap, pins)
@@ -2511,14 +2514,21 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
             start += int(at[-1]) + 1 if count == CHUNK else len(cand)
         return np.concatenate(got) if got else order[:0], start
 
+    tight = plain_inputs(x)  # (inputs held as arrays, one value per row: the rows' bounds alone)
     start = 0
     while start < len(order):
         idx, start = next_chunk(start)
         if not len(idx):
             break
         sub = sr.take(P, idx)
+        t = row_terms(sub, m, idx, x)  # every term of each micro row
         M = expand(sub, x, cap, pins)
-        out = evaluate(M, chunk_terms(sub, m, idx, M["row"], x), x, pins)
+        if tight:  # nor the plans that cannot hold the state or beat the best found on their GPUs
+            kept_plans = _sizes_plans_kept(M, sub, t, x, fsdp[idx], deg.fit[idx], used, best)
+            M = sr.take(M, np.flatnonzero(kept_plans))
+            if not len(M["dp"]):
+                continue
+        out = evaluate(M, index_terms(t, M["row"]), x, pins)
         fits = fits_memory(out, x)
         parts.append((M, out, fits))
         used = np.concatenate([used, (M["tp"] * M["cp"] * M["pp"] * M["dp"])[fits]])
@@ -2526,6 +2536,39 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         o = np.argsort(used, kind="stable")
         used, best = used[o], np.minimum.accumulate(best[o])
     return by_size(_joined(parts))
+
+
+def sizes_plan_bound(M: sr.Columns, sub: sr.Columns, t: dict, x: dict, fsdp: Any) -> Any:
+    """No plan of the macro rows ``M`` that fits ranks better in :func:`search_sizes` than this
+    objective (seconds per token): :func:`plan_lower_bound` (``sub``: the micro rows, ``t``: every
+    micro term of each, ``fsdp``: their :func:`fsdp_lower_bound`), plus an RL trainer's
+    ``forward_weight`` log-prob passes, each at least its mb micro-batches' forwards."""
+    lb = plan_lower_bound(M, *_step_floor(sub, t, x, fsdp), x)
+    rho = x.get("forward_weight", 0.0)
+    if not rho:
+        return lb
+    tokens = M["dp"] * M["mb"] * M["mbs"] * x["seq"]
+    return lb + rho * M["mb"] * t["fwd_s"][M["row"]] * batch_penalty(tokens, x) / tokens
+
+
+def _sizes_plans_kept(
+    M: sr.Columns, sub: sr.Columns, t: dict, x: dict, fsdp: Any, fit: Any, used: Any, best: Any
+) -> Any:
+    """Which plans ``M`` of the micro rows ``sub`` could still change :func:`search_sizes`' table
+    (``used``, ``best``: the GPUs of the plans found, ascending, and the best objective on so
+    many; ``fit``: the replicas that hold each micro row's state, rounded up): those on at least
+    ``fit`` replicas (on fewer, none fits in HBM) whose :func:`sizes_plan_bound` is not above the
+    best found on at most their GPUs. A plan dropped does not fit, or is slower than one found on
+    no more GPUs: the best on no cluster size (:func:`by_size` keeps a plan only where it is
+    strictly faster than every plan on as many GPUs or fewer)."""
+    import numpy as np
+
+    keep = M["dp"] >= fit[M["row"]]
+    if not len(used):
+        return keep
+    k = np.searchsorted(used, M["tp"] * M["cp"] * M["pp"] * M["dp"], side="right") - 1
+    bar = np.where(k >= 0, best[np.maximum(k, 0)], np.inf)
+    return keep & ~(sizes_plan_bound(M, sub, t, x, fsdp) > bar)
 
 
 @dataclass
