@@ -626,3 +626,60 @@ def test_the_size_search_skips_only_plans_that_cannot_change_its_table(
             p, w = tpn.choice(pruned.s, a, gpus), tpn.choice(whole.s, b, gpus)
             assert p.plan == w.plan and p.out.keys() == w.out.keys(), gpus
             assert all(np.array_equal(p.out[k], w.out[k]) for k in w.out), gpus
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model", "precision", "gpus", "pins"),
+    [
+        ("h100-sxm", "llama-3.1-405b", "fp8", 128, {"zero": 3}),  # FSDP: the last bucket alone
+        ("h100-sxm", "llama-3.1-70b", "bf16", 256, {}),  # dense, ZeRO 0-2
+        ("h100-sxm", "llama-3.1-70b", "bf16", 32, {"zero": 3, "gbs": 64}),
+        ("gb200-nvl72", "qwen3-30b-a3b", "bf16", 288, {}),  # MoE: the expert group's ring too
+        ("gb200-nvl72", "qwen3-30b-a3b", "bf16", 288, {"pp": 4, "vp": 2}),  # interleaved
+        ("gb200-nvl72", "deepseek-v3", "fp8", 1152, {"sched": 1, "pp": 8}),  # DualPipe: mirrored groups
+    ],
+)
+def test_the_step_floors_are_below_every_plans_data_and_tensor_parallel_time(
+    catalog, hardware, model, precision, gpus, pins
+):
+    # systems_need adds to its step, on at least d replicas, the tensor-parallel gradient
+    # all-reduce (the row's alone) and a floor of the data-parallel time no overlap hides: the
+    # last layer's bucket (rs + ag) / Ls, and without FSDP's bound min(1, tax) (rs + ag), the rings
+    # at d replicas. Over every plan that fits of an exhaustive search, at the plan's own dp: its
+    # seconds per token are at least plan_lower_bound's with those floors in the step (the step's
+    # parts alone are not: a recompute's longer backward hides more of FSDP's gathers than
+    # fsdp_lower_bound, on fwd + bwd, leaves hidden, and its redo pays for that), and the
+    # bracket's best rate at that dp reaches the plan's tokens/s; and the floor grows with d, so a
+    # row's first bound d gives one below every plan on more replicas
+    x = inputs(catalog, hardware, model, precision)
+    P, m = tpn._fitting_micro(x, gpus, pins)
+    fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
+    lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
+    whole = tpn.search_fixed(x, gpus, pins, exhaustive=True)
+    ok = whole.space.feasible
+    row = np.argsort(lb, kind="stable")[whole.cols["row"].astype(int)][ok]  # each plan's micro row
+    Q, f = {k: v[row] for k, v in P.items()}, fsdp[row]
+    t = ts.micro_terms(Q, x)
+    more = tpn._step_extras(Q, t, x)
+    dp, spt = whole.cols["dp"][ok], whole.seconds_per_token[ok]
+    M = {"row": np.arange(len(dp)), **{k: whole.cols[k][ok] for k in ("dp", "mb", "mbs")}}
+    floors = tpn._step_floors(Q, t, x, more, dp)
+    per_mb, per_step = floors(f)
+    added = per_step - more(f)[1]
+    with np.errstate(all="ignore"):
+        bound = tpn.plan_lower_bound(M, t["fwd_s"] + t["bwd_s"] + per_mb, f, ts.bubble_bound(Q), per_step, x)
+        plain = tpn.plan_lower_bound(M, *tpn._step_floor(Q, t, x, f), x)
+        b = tpn.replicas_bracket(Q, t, x, 1e-30, pins, floors)  # a rate every row reaches
+    assert ok.sum() > 100 and np.mean(added > 0) > 0.5
+    assert np.all(spt >= bound * (1 - 1e-9))
+    assert np.mean(bound > plain * 1.01) > 0.1  # the floors bite on some plans
+    at = np.full(len(dp), -1)
+    at[b["live"]] = np.arange(len(b["live"]))
+    assert np.all(at >= 0)
+    rate = tpn.best_rate(dp, b["t_mb"][at], b["per_seq"][at], b["w"][at], b["B"])
+    assert np.all(rate * spt >= 1 - 1e-9)
+    half = np.maximum(dp / 2, 1.0)
+    grown = [tpn._step_floors(Q, t, x, more, d)(f)[1] for d in (np.ones_like(dp), half, dp)]
+    assert np.all(grown[0] <= grown[1] * (1 + 1e-12)) and np.all(grown[1] <= grown[2] * (1 + 1e-12))
+    if "zero" in pins:
+        assert np.count_nonzero(f) > 10  # the FSDP case: rows whose bound prices gathers

@@ -1999,6 +1999,32 @@ def _step_extras(P: sr.Columns, t: dict, x: dict) -> Extras:
     return more
 
 
+def _step_floors(P: sr.Columns, t: dict, x: dict, more: Extras, d: Any) -> Extras:
+    """``more`` (:func:`_step_extras`) with the time every step of a micro row on at least ``d``
+    replicas takes beyond it: the tensor-parallel gradient all-reduce
+    (:func:`~ipd_cli.engine.trainstep.tp_grad_seconds`, the row's alone) and a floor of the
+    data-parallel time the step cannot hide (:func:`~ipd_cli.engine.trainstep.dp_exposed_seconds`)
+    at ``d`` replicas (the rings' seconds rs and ag grow with the group: the plan's are at least
+    these): the last layer's bucket (rs + ag) / Ls under every stage (FSDP's mb (2 ag + rs) / Ls is
+    more), and, on a row whose bound prices no FSDP gathers, the share min(1, tax) of rs and ag
+    that any overlap window leaves (exposed(c, w) = max(0, c - w) + tax min(c, w) >= min(1, tax) c;
+    ZeRO-2 and FSDP expose each at least once). A row with FSDP's bound keeps the bucket alone (its
+    gathers' exposure is in the bound already)."""
+    import numpy as np
+
+    at = {**P, "dp": np.where(np.isfinite(d), np.maximum(d, 1.0), 1.0)}
+    rs, ag = ts.dp_seconds(at, x)
+    bucket = (rs + ag) / t["stage_layers"]
+    hidden = min(1.0, x["overlap_tax"]) * (rs + ag)
+    tp_grad = ts.tp_grad_seconds(P, x)
+
+    def floors(fsdp: Any) -> tuple[Any, Any]:
+        per_mb, per_step = more(fsdp)
+        return per_mb, per_step + tp_grad + bucket + np.where(fsdp > 0, 0.0, hidden)
+
+    return floors
+
+
 # systems_need's rounding of its replicas bound up to a whole grain. NEED_MARGIN (relative) takes the
 # bound down first, so that a row whose plans meet the deadline only within MEETS_TOLERANCE, or whose
 # bound lands a float's last bits above a whole grain, is not rounded up a grain: 1,000 times
@@ -2013,12 +2039,17 @@ REPLICAS_CAP = 1e15
 def systems_need(P: sr.Columns, t: dict, x: dict, rate: float, pins: dict) -> Any:
     """GPUs, in whole systems, below every plan of each micro row that meets ``rate`` tokens/s
     (``t``: every micro term of the rows, :func:`~ipd_cli.engine.trainstep.micro_terms`): the
-    replicas of :func:`replicas_lower_bound` with the time :func:`_step_extras` adds, rounded up
-    to a whole step of replicas (:func:`_replica_step`) and to the systems they span
-    (:func:`systems_gpus`, which grows with the GPUs used). inf where no plan reaches the rate."""
+    replicas of :func:`replicas_lower_bound` with the time :func:`_step_extras` adds, then again
+    with the floors of :func:`_step_floors` at those replicas (the plans run on more: issue 16,
+    the rows solved past the first chunk all ended above the bar, by their data-parallel time
+    among others), rounded up to a whole step of replicas (:func:`_replica_step`) and to the
+    systems they span (:func:`systems_gpus`, which grows with the GPUs used). inf where no plan
+    reaches the rate."""
     import numpy as np
 
-    d = replicas_lower_bound(P, t, x, rate, pins, _step_extras(P, t, x))
+    more = _step_extras(P, t, x)
+    d = replicas_lower_bound(P, t, x, rate, pins, more)
+    d = np.maximum(d, replicas_lower_bound(P, t, x, rate, pins, _step_floors(P, t, x, more, d)))
     grain = _replica_step(P)
     # (a plan meets the deadline to the last bits of a float: a margin below the bisection's end)
     dp = np.ceil(np.minimum(d, REPLICAS_CAP) * (1.0 - NEED_MARGIN) / grain) * grain
