@@ -1982,19 +1982,25 @@ def _step_extras(P: sr.Columns, t: dict, x: dict) -> Extras:
     fixed time (``step_fixed_s``). Megatron's 1F1B expert overlap (``a2a_gain_s``, :func:`~ipd_cli.
     engine.trainstep.unpaired_share`) loses its gain on the chunks that run alone: every
     micro-batch's without a pipeline's interleaving or DualPipe (pp > 1, vp 1: no chunk is paired),
-    at least one micro-batch's worth a step otherwise (one without a pipeline, the first forward
-    and last backward; interleaved, a warmup of 2 (pp - 1) + (vp - 1) pp + 1 >= vp chunks of 1/vp;
-    DualPipe, min(1.5 pp - 1, mb) >= 1 of them). A row whose bound prices FSDP gathers gets no
-    more: the gathers hide behind those chunks' all-to-alls (:func:`~ipd_cli.engine.trainstep.step`),
-    so the two cannot be added."""
+    and otherwise a step's worth of micro-batches that no micro-batch count goes below: one without
+    a pipeline (the first forward and last backward); interleaved, a warmup of W = 2 (pp - 1) +
+    (vp - 1) pp + 1 chunks of 1/vp, or all mb vp where fewer, and mb >= pp (the schedule's
+    groups: :func:`_aligned`), so min(W, mb vp) / vp >= pp since W >= pp vp; DualPipe,
+    min(1.5 pp - 1, mb) >= 1.5 pp - 1 of them (mb >= 2 pp). (Until issue 16's review, one
+    micro-batch's worth in every case.) A row whose bound prices FSDP gathers gets no more: the
+    gathers hide behind those chunks' all-to-alls (:func:`~ipd_cli.engine.trainstep.step`), so the
+    two cannot be added."""
     import numpy as np
 
     gain = np.maximum(t["a2a_gain_s"], 0.0)  # (a recompute policy adds to it, never takes)
-    alone = (P["pp"] > 1) & (P["vp"] == 1) & ~np.asarray(ts.dualpipe(P))
+    dual = np.asarray(ts.dualpipe(P))
+    alone = (P["pp"] > 1) & (P["vp"] == 1) & ~dual
+    pp = P["pp"]
+    units = np.where(dual, 1.5 * pp - 1.0, np.where(pp == 1, 1.0, np.where(P["vp"] > 1, pp, 1.0)))
 
     def more(fsdp: Any) -> tuple[Any, Any]:
         lost = np.where(fsdp > 0, 0.0, gain)
-        return np.where(alone, lost, 0.0), np.where(alone, 0.0, lost) + x["step_fixed_s"]
+        return np.where(alone, lost, 0.0), np.where(alone, 0.0, units * lost) + x["step_fixed_s"]
 
     return more
 
