@@ -1928,19 +1928,21 @@ Extras = Callable[[Any], tuple[Any, Any]]  # a micro row's FSDP bound -> (second
 
 
 def replicas_bracket(
-    P: sr.Columns, m: dict, x: dict, rate: float, pins: dict, more: Extras | None = None
+    P: sr.Columns, m: dict, x: dict, rate: float, pins: dict, more: Extras | None = None, known: Any = None
 ) -> dict[str, Any]:
     """:func:`replicas_lower_bound` before its bisection: the replicas that hold the state, and for
     the rows that hold it and reach the rate (``live``) the bracket (``lo``, ``hi``: log replicas)
     and what :func:`best_rate` needs. ``more``: seconds every micro-batch and every step take
     beyond the bound's (:func:`_step_extras`; a step's seconds of its own count as bubble). The
     bubble, in micro-batch times t_mb, runs no FSDP gathers (:func:`plan_lower_bound`): a step of
-    mb micro-batches takes at least mb t_mb + w (t_mb - fsdp) + its own seconds."""
+    mb micro-batches takes at least mb t_mb + w (t_mb - fsdp) + its own seconds. ``known``: the
+    ``memory`` and ``fsdp`` (:func:`fsdp_lower_bound`) of a bracket of the same rows, where the
+    caller has them."""
     import numpy as np
 
-    memory = replicas_for_memory(P, m, x, pins)
+    memory = replicas_for_memory(P, m, x, pins) if known is None else known["memory"]
     per_seq = P["mbs"] * x["seq"]
-    fsdp = fsdp_lower_bound(P, m, x, pins, memory)
+    fsdp = fsdp_lower_bound(P, m, x, pins, memory) if known is None else known["fsdp"]
     t_mb = m["fwd_s"] + m["bwd_s"] + fsdp
     per_step = 0.0
     if more is not None:
@@ -1956,7 +1958,7 @@ def replicas_bracket(
     reach = within_ok | (best_rate(np.exp(hi), t_mb, per_seq, w, B) >= rate)
     live = np.flatnonzero(reach & np.isfinite(memory))  # rows that hold their state and reach the rate
     return {
-        "memory": memory, "live": live, "lo": lo[live], "hi": hi[live], "t_mb": t_mb[live],
+        "memory": memory, "fsdp": fsdp, "live": live, "lo": lo[live], "hi": hi[live], "t_mb": t_mb[live],
         "per_seq": per_seq[live], "w": w[live], "B": B, "rate": rate,
     }  # fmt: skip
 
@@ -2053,9 +2055,12 @@ def systems_need(P: sr.Columns, t: dict, x: dict, rate: float, pins: dict) -> An
     reaches the rate."""
     import numpy as np
 
-    more = _step_extras(P, t, x)
-    d = replicas_lower_bound(P, t, x, rate, pins, more)
-    d = np.maximum(d, replicas_lower_bound(P, t, x, rate, pins, _step_floors(P, t, x, more, d)))
+    more, steps = _step_extras(P, t, x), _bisections(widest_bracket(x))
+    b = replicas_bracket(P, t, x, rate, pins, more)
+    d = bisect_replicas(b, steps)  # (replicas_lower_bound's)
+    d = np.maximum(
+        d, bisect_replicas(replicas_bracket(P, t, x, rate, pins, _step_floors(P, t, x, more, d), b), steps)
+    )
     grain = _replica_step(P)
     # (a plan meets the deadline to the last bits of a float: a margin below the bisection's end)
     dp = np.ceil(np.minimum(d, REPLICAS_CAP) * (1.0 - NEED_MARGIN) / grain) * grain
