@@ -1342,6 +1342,7 @@ def lower_bound_seconds_per_token(P: sr.Columns, m: dict, x: dict, gpus: float, 
 
 
 CHUNK = 2048  # micro rows expanded and evaluated at a time
+PART = 256  # micro rows of a deadline search's chunk solved at a time, in order of their systems_need
 
 
 def search_fixed(
@@ -1761,19 +1762,25 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         t = row_terms(sub, m, idx, x)  # every term of each row
         if tight:  # nor the rows whose steps' whole systems cannot come within the bar
             bound[idx] = systems_need(sub, t, x, rate, pins)
-            near = np.flatnonzero(~(bound[idx] > limit))
-            idx, sub, t = idx[near], sr.take(sub, near), index_terms(t, near)
-        if not len(idx):
-            continue
-        M = _deadline_rows(sub, rows.d_low[idx], x, pins)
-        M = sr.take(M, schedulable(M))  # a pinned micro-batch count some schedules cannot run
-        out = solve_replicas(M, index_terms(t, M["row"]), x, rate, pins)
-        gpus = systems_gpus(M, x, M["tp"] * M["cp"] * M["pp"] * M["dp"])
-        wall = wall_seconds(x, out["seconds_per_token"])
-        ok = fits_memory(out, x) & meets(wall, seconds) & (gpus <= max_gpus)
-        parts.append((M, {**out, "gpus": gpus, "wall_s": wall}, ok))
-        if np.any(ok):
-            bar = min(bar, float(gpus[ok].min()))
+        # the rows in order of that bound, a part at a time: the plans the first parts find set the
+        # bar that skips the rest (issue 16: most of a first chunk's rows need more than its best)
+        order = np.argsort(bound[idx], kind="stable") if tight else np.arange(len(idx))
+        step = PART if tight else max(len(order), 1)
+        for at in range(0, len(order), step):
+            pick = order[at : at + step]
+            pick = pick[~(bound[idx[pick]] > min(bar, max_gpus))]
+            if not len(pick):
+                continue
+            M = _deadline_rows(sr.take(sub, pick), rows.d_low[idx[pick]], x, pins)
+            M = sr.take(M, schedulable(M))  # a pinned micro-batch count some schedules cannot run
+            M["row"] = pick[M["row"]]  # (the chunk's row)
+            out = solve_replicas(M, index_terms(t, M["row"]), x, rate, pins)
+            gpus = systems_gpus(M, x, M["tp"] * M["cp"] * M["pp"] * M["dp"])
+            wall = wall_seconds(x, out["seconds_per_token"])
+            ok = fits_memory(out, x) & meets(wall, seconds) & (gpus <= max_gpus)
+            parts.append((M, {**out, "gpus": gpus, "wall_s": wall}, ok))
+            if np.any(ok):
+                bar = min(bar, float(gpus[ok].min()))
     s = _joined(parts)
     near = rows.known()  # every row that could need fewer GPUs than the bar, in grid order
     # GPUs below any plan of each row that meets the deadline: ``need``, and ``systems`` where a chunk
