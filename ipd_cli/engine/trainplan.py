@@ -2512,16 +2512,10 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     lb = lower_bound_seconds_per_token(P, m, x, cap, pins, fsdp)
     base = P["tp"] * P["cp"] * P["pp"]
     gbs = float(pins["gbs"])
-    t_mb = m["fwd_s"] + m["bwd_s"] + fsdp
-    w = ts.bubble_bound(P)
-    tokens = gbs * x["seq"]
-    penalty = batch_penalty(tokens, x)
-
-    rho = x.get("forward_weight", 0.0)  # forward-only passes per training pass (each >= mb fwd_s)
+    terms = sizes_row_terms(P, m, fsdp, x, gbs)
 
     def bound(d, rows):  # seconds per token (objective) no plan of the rows on d replicas beats
-        mb = gbs / (d * P["mbs"][rows])
-        return (t_mb[rows] * (mb + w[rows]) + rho * m["fwd_s"][rows] * mb) / tokens * penalty
+        return sizes_row_bound(terms, d, rows)
 
     rows = np.arange(len(base))
     lb_min, gpus_min = bound(deg.top, rows), base * deg.least  # the best bound, and the fewest GPUs
@@ -2585,6 +2579,29 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         o = np.argsort(used, kind="stable")
         used, best = used[o], np.minimum.accumulate(best[o])
     return by_size(_joined(parts))
+
+
+def sizes_row_terms(P: sr.Columns, m: dict, fsdp: Any, x: dict, gbs: float) -> dict[str, Any]:
+    """What :func:`sizes_row_bound` reads of the micro rows ``P`` (``m``: their grid terms;
+    ``fsdp``: their :func:`fsdp_lower_bound`) at a pinned global batch of ``gbs`` sequences."""
+    tokens = gbs * x["seq"]
+    return {
+        "t": m["fwd_s"] + m["bwd_s"], "fsdp": fsdp, "w": ts.bubble_bound(P), "fwd": m["fwd_s"],
+        "mbs": P["mbs"], "gbs": gbs, "tokens": tokens, "penalty": batch_penalty(tokens, x),
+        "rho": x.get("forward_weight", 0.0),
+    }  # fmt: skip
+
+
+def sizes_row_bound(b: dict[str, Any], d: Any, rows: Any) -> Any:
+    """Seconds per token (:func:`search_sizes`' objective) no plan of the micro rows ``rows`` on
+    ``d`` replicas beats (``b``: :func:`sizes_row_terms`): mb = gbs / (d mbs) micro-batches of
+    fwd + bwd + FSDP's exposure, a bubble of w micro-batches of fwd + bwd (the bubble runs no FSDP
+    gathers: :func:`plan_lower_bound`; until issue 16's review (mb + w)(fwd + bwd + fsdp), above
+    41 of Llama 3.1 405B's FSDP plans that fit on 1,024 H100, by up to 1.9x), and an RL trainer's
+    log-prob forwards (at least mb forwards each)."""
+    t, mb = b["t"][rows], b["gbs"] / (d * b["mbs"][rows])
+    step = (t + b["fsdp"][rows]) * mb + b["w"][rows] * t + b["rho"] * b["fwd"][rows] * mb
+    return step / b["tokens"] * b["penalty"]
 
 
 def sizes_plan_bound(M: sr.Columns, sub: sr.Columns, t: dict, x: dict, fsdp: Any) -> Any:
