@@ -834,12 +834,47 @@ def test_many_pools_at_once_make_each_pools_choice(catalog, hardware, mode):
     at_once += generation.fastest_many(many, s.nums, sizes[20:], asynchronous, load)
     assert repr(at_once) == repr(each)
     # and among one group on each pool (Rollouts.ahead: each pool's next group), with no floors
+    pool, floors = sizes[len(sizes) // 2], each[len(sizes) // 2][1]
     among = [max(floors) for _, floors in each]
     each = [
         generation.fastest(one, s.nums, g, asynchronous, a, load) for g, a in zip(sizes, among, strict=True)
     ]
     at_once = generation.fastest_many(many, s.nums, sizes, asynchronous, load, among)
     assert repr(at_once) == repr(each)
+    # and one pool once per group (Rollouts.guess: a step's next groups on its pool), lowest floor first
+    groups = sorted(floors, key=floors.get)[:12]
+    each = [generation.fastest(one, s.nums, pool, asynchronous, a, load) for a in groups]
+    at_once = generation.fastest_many(many, s.nums, [pool] * len(groups), asynchronous, load, groups)
+    assert len(groups) > 1 and repr(at_once) == repr(each)
+
+
+def test_a_steps_other_groups_made_at_once_are_those_asked_one_by_one(catalog, monkeypatch):
+    # evaluate() makes the groups a step may still ask for on its pool at once (Rollouts.guess);
+    # with the guesses switched off every pool's step, configuration and concurrency are the same
+    from dataclasses import replace
+
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl import generation
+    from ipd_cli.engine.rl.estimate import evaluate, setup
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    _, w, origin = resolve_workload(catalog, "rl-swe-agent", {})
+    w = resolve_request(w, None)
+    s = setup(sv.serving_context(catalog, "gb200-nvl72", w.model), w, "rental", origin)
+    made = []
+
+    def steps(rollouts):
+        t = replace(s, rollouts=rollouts)
+        outs = [evaluate(t, g, 432, quiet=True) for g in (72, 80, 108, 144, 216, 288)]
+        return [(o.step, o.rollouts.choice, o.rollouts.concurrency) for o in outs]
+
+    fresh = {"chosen": {}, "floors": {}, "bounds": {}, "guessed": {}, "members": {}, "alternative": {}}
+    guess = generation.Rollouts.guess
+    monkeypatch.setattr(generation.Rollouts, "guess", lambda r, *a: made.append(guess(r, *a) or a))
+    at_once = steps(replace(s.rollouts, **fresh))
+    monkeypatch.setattr(generation.Rollouts, "guess", lambda *_: None)
+    assert made and steps(replace(s.rollouts, **{k: {} for k in fresh})) == at_once
 
 
 def test_decode_step_never_shortens_with_more_sequences(catalog):

@@ -6,6 +6,7 @@ import math
 from collections import OrderedDict
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from itertools import takewhile
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
@@ -24,6 +25,7 @@ from .generation import (
     Environment,
     Generation,
     HostCpus,
+    Load,
     Rollouts,
     active_replicas,
     environment,
@@ -482,30 +484,8 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     if math.isinf(gen_s):  # no replica fits: generation names the smallest
         generation(first, s.nums, gen_gpus, asynchronous, s.where)
     tr = trainer(s.rates, s.w, train_gpus)
-    training = tr.logprob_s + tr.training_s
-    env = exposed_floor(s.nums, s.host, asynchronous)  # what any rollout exposes besides
     best = _outcome(s, first, mode, gen_gpus, train_gpus, tr, quiet=True)
-    holding = trainer_holding_gpus(tr, train_gpus)
-    no_update = SyncPhase(NO_SYNC)
-    replicas: dict[int, int] = {}  # _replicas by GPUs per replica (all it reads of a configuration)
-    for group, floor in s.rollouts.alternatives(s.nums, gen_gpus, asynchronous, load):
-        if timed(mode, floor + env, training, no_update).seconds >= best.step.seconds:
-            break  # nor any group after it (no update: a floor)
-        r = s.rollouts.member(group)
-        n = replicas.get(r.gpus)
-        if n is None:
-            n = replicas[r.gpus] = _replicas(s, r, gen_gpus, asynchronous)
-        under = _sync_floor(s, r, holding, n)
-        if under is not None and timed(mode, floor + env, training, under).seconds >= best.step.seconds:
-            continue  # a floor under the group's own update: no shorter, nor the update itself
-        sync = _sync(s, r, holding, n, quiet=True)
-        if timed(mode, floor + env, training, sync).seconds >= best.step.seconds:
-            continue  # the group's own update: still no shorter
-        r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group, load)
-        if timed(mode, gen_s + env, training, sync).seconds < best.step.seconds:
-            out = _outcome(s, r, mode, gen_gpus, train_gpus, tr, quiet=True, sync=sync)
-            if out.step.seconds < best.step.seconds:
-                best = out
+    best = _other_groups(s, best, mode, gen_gpus, train_gpus, tr, load)
     slack = best.step.seconds - best.sync.seconds
     if asynchronous and best.gen.seconds + best.env.exposed_s < slack * (1 - 1e-9):
         # the trainer sets the step: the same step with the fewest trajectories in flight (the least
@@ -526,6 +506,63 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
         note += f", within the workload's generation_layout {pinned}"
     s.inp.given("rollout replica", out.rollouts.inst.configuration, "", "deployment search", note=note)
     return out
+
+
+def _other_groups(
+    s: Setup, best: Outcome, mode: str, gen_gpus: int, train_gpus: int, tr: Trainer, load: Load
+) -> Outcome:
+    """:func:`evaluate`'s step on the other groups of configurations (:meth:`Rollouts.alternatives`)
+    where one is shorter than ``best``, the soonest generation's; those whose floors cannot beat
+    the best step found are not evaluated. At the first group whose soonest rollouts are not
+    kept, it and the next groups that may still beat the best are made at once
+    (:meth:`Rollouts.guess`: one by one, a step that went on to a tenth group paid ten searches)."""
+    asynchronous = mode == "async"
+    training = tr.logprob_s + tr.training_s
+    env = exposed_floor(s.nums, s.host, asynchronous)  # what any rollout exposes besides
+    holding = trainer_holding_gpus(tr, train_gpus)
+    no_update = SyncPhase(NO_SYNC)
+    replicas: dict[int, int] = {}  # _replicas by GPUs per replica (all it reads of a configuration)
+    syncs: dict[int, SyncPhase | None] = {}  # each group's update (None: ruled out by a floor under it)
+
+    def may_beat(alternative: tuple[int, float]) -> bool:  # the group's floor with no update
+        return timed(mode, alternative[1] + env, training, no_update).seconds < best.step.seconds
+
+    def update(group: int, floor: float) -> SyncPhase | None:
+        """The group's own update where, with its rollout floor, it may still beat the best step;
+        None where a floor under its update, or the update itself, rules the group out."""
+        if group not in syncs:  # a group ruled out stays out: the best only shortens
+            r = s.rollouts.member(group)
+            n = replicas.get(r.gpus)
+            if n is None:
+                n = replicas[r.gpus] = _replicas(s, r, gen_gpus, asynchronous)
+            under = _sync_floor(s, r, holding, n)
+            if under is not None and timed(mode, floor + env, training, under).seconds >= best.step.seconds:
+                syncs[group] = None  # a floor under the group's own update: no shorter, nor the update
+            else:
+                syncs[group] = _sync(s, r, holding, n, quiet=True)
+        sync = syncs[group]
+        if sync is None or timed(mode, floor + env, training, sync).seconds >= best.step.seconds:
+            return None  # the group's own update: still no shorter
+        return sync
+
+    alternatives = s.rollouts.alternatives(s.nums, gen_gpus, asynchronous, load)
+    for i, (group, floor) in enumerate(alternatives):
+        if not may_beat((group, floor)):
+            break  # nor any group after it (no update: a floor)
+        sync = update(group, floor)
+        if sync is None:
+            continue
+        if isinstance(s.kept, KeptInputs) and not s.rollouts.made(gen_gpus, asynchronous, group, load):
+            # with the next groups that may beat the best as it stands (their updates are read
+            # once and kept; where reads are sampled, only the groups a step asks for read theirs)
+            rest = [a for a, f in takewhile(may_beat, alternatives[i + 1 :]) if update(a, f) is not None]
+            s.rollouts.guess(s.nums, gen_gpus, asynchronous, [group, *rest], load)
+        r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group, load)
+        if timed(mode, gen_s + env, training, sync).seconds < best.step.seconds:
+            out = _outcome(s, r, mode, gen_gpus, train_gpus, tr, quiet=True, sync=sync)
+            if out.step.seconds < best.step.seconds:
+                best = out
+    return best
 
 
 def _replicas(s: Setup, r: Rollouts, gen_gpus: int, asynchronous: bool) -> int:

@@ -199,6 +199,26 @@ class Rollouts:
                 ):
                     self.guessed[(g, asynchronous, a, load)] = best
 
+    def made(self, gen_gpus: int, asynchronous: bool, group: int | None, load: Load = NO_LOAD) -> bool:
+        """Whether :meth:`in_group`'s answer for this pool and group is kept (asked or guessed)."""
+        key = (gen_gpus, asynchronous, group, load)
+        return key in self.chosen or key in self.guessed
+
+    def guess(
+        self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, groups: list[int], load: Load = NO_LOAD
+    ) -> None:
+        """Keep :meth:`in_group`'s answers for ``groups`` on one pool of ``gen_gpus`` GPUs, made at
+        once (:func:`fastest_many` on the pool once per group), as guesses until asked: a step
+        that asks for an alternative group :meth:`ahead` did not guess goes on to the next ones
+        while their floors may beat its best (one by one, each ask cost about what 10 to 40
+        groups at once do). Any it cannot make are made one by one when asked."""
+        new = [a for a in dict.fromkeys(groups) if not self.made(gen_gpus, asynchronous, a, load)]
+        if len(new) < 2:  # one group: fastest's own call costs less
+            return
+        found = fastest_many(self, nums, [gen_gpus] * len(new), asynchronous, load, new)
+        for a, (best, _) in zip(new, found or [], strict=False):
+            self.guessed[(gen_gpus, asynchronous, a, load)] = best
+
     def soonest(self, nums: RlNumbers, sizes: list[int], asynchronous: bool, load: Load = NO_LOAD) -> Any:
         """:meth:`in_group`'s seconds among all groups on pools of each of ``sizes`` GPUs, as one
         array (inf where no replica fits), with no :class:`Rollouts` made per pool: the pools made
