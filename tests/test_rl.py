@@ -1476,6 +1476,28 @@ def test_the_test_sessions_rl_memo_keys_every_input(catalog):
     assert content_key(catalog, "gb200-nvl72", w, kw) == key  # the catalog itself unchanged
 
 
+def test_a_kept_rl_result_is_the_callers_own_copy(catalog):
+    # MEMO keeps a result pickled: each hit is a fresh copy equal to the computed one, which a
+    # caller may change without changing the next hit's
+    from collections import OrderedDict
+
+    from ipd_cli.engine.rl import estimate
+
+    token = estimate.MEMO.set(OrderedDict())
+    try:
+        kw = dict(mode="one-step-off", gen_gpus=64, train_gpus=64)
+        computed = rl(catalog, "b200", "rl-math-reasoning", **kw)
+        text = computed.model_dump_json()
+        computed.assumptions.clear()  # (the models are frozen; their lists are not)
+        hit = rl(catalog, "b200", "rl-math-reasoning", **kw)
+        assert hit.model_dump_json() == text and len(estimate.MEMO.get()) == 1
+        assert hit is not computed and hit.assumptions
+        hit.assumptions.clear()
+        assert rl(catalog, "b200", "rl-math-reasoning", **kw).model_dump_json() == text
+    finally:
+        estimate.MEMO.reset(token)
+
+
 def test_an_rl_workload_names_the_serving_stack_its_rollouts_run(catalog):
     # `generation_stack` sets the rollouts' serving stack (default: the family's, TensorRT-LLM).
     # Rollout engines are aggregated (prompts and decode in one engine), so they read an aggregated

@@ -970,8 +970,9 @@ def work_out_parts(g: Grid, rows: Any) -> None:
         known[i] = {k: float(v[j]) if runs[j] else float("nan") for k, v in out.items()}
 
 
-def layout_step(ph: Physics, g: Grid, li: int, batch) -> dict[str, Any]:
-    """The decode step of layout ``li`` at any batch (a number or an array)."""
+def layout_step(ph: Physics, g: Grid, li: int, batch, parts: bool = True) -> dict[str, Any]:
+    """The decode step of layout ``li`` at any batch (a number or an array), with its parts
+    (``parts``; else only ``step_s``, the same number: :func:`step_terms`)."""
     lay = {k: v[li] for k, v in g.lay.items()}
     x = {k: v[li] for k, v in g.x.items()}
-    return step_terms(ph, lay, x, batch)
+    return step_terms(ph, lay, x, batch, parts)

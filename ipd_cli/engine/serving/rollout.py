@@ -113,7 +113,9 @@ class Deployment:
         return speed
 
     def _speed(self, batch) -> Any:
-        return self.speculative / layout_step(self.grid.ph, self.grid, self.layout, batch)["step_s"]
+        return (
+            self.speculative / layout_step(self.grid.ph, self.grid, self.layout, batch, parts=False)["step_s"]
+        )
 
 
 def prompt_s(g: Grid, li):
@@ -392,7 +394,7 @@ def _steps(g: Grid, li, batch):
 
     from .evaluate import step_terms
 
-    return step_terms(g.ph, take(g.lay, li), take(g.x, li), batch)["step_s"]
+    return step_terms(g.ph, take(g.lay, li), take(g.x, li), batch, parts=False)["step_s"]
 
 
 # --- the interface RL used before the search ------------------------------------------------------
