@@ -591,19 +591,26 @@ def test_a_stacks_host_loop_hides_under_the_gpu_or_adds_by_hand(stack_cat, tmp_p
         little(s)
 
 
+# the TP2 H100 point of the by-hand stack tests below
+TP2_POINT = dict(input_tokens=1000, output_tokens=1000, precision="fp8", kv_precision="fp8", layout="tp2",
+                 disaggregated=False, concurrency=64)  # fmt: skip
+
+
+def _s1_with(tmp_path, field: str):
+    """The round catalog with stack s1's Hopper profile holding one more field (a YAML ``name: {...}``)."""
+    own = "          decode_hbm_efficiency: {value: 0.8, source: t}\n"
+    stacks = STACKS.replace(own, own + f"          {field}\n")
+    write(tmp_path / "round.yaml", ROUND.replace("  families: {}\n  stacks: {}\n", stacks))
+    return load_catalog([tmp_path])
+
+
 def test_a_stack_whose_attention_runs_in_fp8_says_so_by_hand(stack_cat, tmp_path):
     # the TP2 H100 point above, s1 on Hopper now running its attention math at FP8 (the KV cache
     # is FP8): per GPU, 64 sequences x 80 layers x 4 x 64 heads x 128 x 1,500 positions / 2 =
     # 1.258e11 FLOP, at 1,979 x 0.25 instead of 989 x 0.25 TF/s: 0.254 ms less compute; the
     # attention is bound by its KV reads (2.934 ms), so the step does not move
-    fp8 = "          decode_hbm_efficiency: {value: 0.8, source: t}\n"
-    fp8 += "          attention_min_precision: {value: fp8, source: t, note: round}\n"
-    write(tmp_path / "round.yaml", ROUND.replace("  families: {}\n  stacks: {}\n", STACKS.replace(
-        "          decode_hbm_efficiency: {value: 0.8, source: t}\n", fp8)))  # fmt: skip
-    cat = load_catalog([tmp_path])
-    kw = dict(input_tokens=1000, output_tokens=1000, precision="fp8", kv_precision="fp8", layout="tp2",
-              disaggregated=False, concurrency=64)  # fmt: skip
-    bf, f8 = (estimate_serving(c, "h100-sxm", "llama-3.1-70b", **kw) for c in (stack_cat, cat))
+    cat = _s1_with(tmp_path, "attention_min_precision: {value: fp8, source: t, note: round}")
+    bf, f8 = (estimate_serving(c, "h100-sxm", "llama-3.1-70b", **TP2_POINT) for c in (stack_cat, cat))
     attn_flops = 64 * 80 * 4 * 64 * 128 * 1500 / 2
     saved = attn_flops / (989e12 * 0.25) - attn_flops / (1979e12 * 0.25)
     assert bf.serving.compute_time_ms - f8.serving.compute_time_ms == pytest.approx(MS * saved, rel=1e-9)
@@ -624,14 +631,8 @@ def test_a_stack_decode_attention_factor_slows_only_the_attention_math_by_hand(s
     # the TP2 H100 point above, s1 on Hopper with its decode attention math at half the GEMM rate:
     # 1.258e11 FLOP per GPU at 989 x 0.25 x 0.5 instead of 989 x 0.25 TF/s, 0.509 ms more compute;
     # still under its KV reads (2.934 ms), so the step does not move
-    half = "          decode_hbm_efficiency: {value: 0.8, source: t}\n"
-    half += "          decode_attention_compute_factor: {value: 0.5, source: t}\n"
-    write(tmp_path / "round.yaml", ROUND.replace("  families: {}\n  stacks: {}\n", STACKS.replace(
-        "          decode_hbm_efficiency: {value: 0.8, source: t}\n", half)))  # fmt: skip
-    cat = load_catalog([tmp_path])
-    kw = dict(input_tokens=1000, output_tokens=1000, precision="fp8", kv_precision="fp8", layout="tp2",
-              disaggregated=False, concurrency=64)  # fmt: skip
-    one, slow = (estimate_serving(c, "h100-sxm", "llama-3.1-70b", **kw) for c in (stack_cat, cat))
+    cat = _s1_with(tmp_path, "decode_attention_compute_factor: {value: 0.5, source: t}")
+    one, slow = (estimate_serving(c, "h100-sxm", "llama-3.1-70b", **TP2_POINT) for c in (stack_cat, cat))
     attn_flops = 64 * 80 * 4 * 64 * 128 * 1500 / 2
     added = attn_flops / (989e12 * 0.25 * 0.5) - attn_flops / (989e12 * 0.25)
     assert slow.serving.compute_time_ms - one.serving.compute_time_ms == pytest.approx(MS * added, rel=1e-9)
