@@ -848,6 +848,68 @@ def test_many_pools_at_once_make_each_pools_choice(catalog, hardware, mode):
     assert len(groups) > 1 and repr(at_once) == repr(each)
 
 
+@pytest.mark.parametrize(
+    ("hardware", "workload", "mode"),
+    [
+        ("mi355x", "rl-swe-agent", None),
+        ("vera-rubin", "rl-swe-agent", "async"),
+        ("b200", "rl-math-reasoning", "disaggregated"),
+    ],
+)
+def test_run_bounds_on_the_rungs_through_each_cap_are_the_whole_tables(catalog, hardware, workload, mode):
+    # _run_bounds (fastest's and fastest_many's bounds over runs) makes a large table in blocks of
+    # rows by cap, each on the rungs through its largest cap: each cell is the number the whole
+    # row-by-rung table made (_seconds on every cell, then inf past the cap), to the bit, on a pool
+    # whose rows' caps differ (some cells past, some not)
+    import numpy as np
+
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl import generation as gn
+    from ipd_cli.engine.rl.estimate import setup
+    from ipd_cli.engine.rl.step import schedule
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    _, w, origin = resolve_workload(catalog, workload, {})
+    w = resolve_request(w, "auto", mode=mode, gpus=2000)
+    s = setup(sv.serving_context(catalog, hardware, w.model), w, "rental", origin, "auto")
+    r, nums = s.rollouts, s.nums
+    asynchronous = schedule(w.mode, w.staleness_bound) == "async"
+    load = gn.sandbox_load(nums, s.host, 2000)
+    c = r.candidates
+    ladder, table = c.table()
+    ok = np.flatnonzero(c.gpus <= 512)  # as fastest's rows on a pool of 512 GPUs
+    in_flight = nums.generated * gn.in_flight_batches(r.staleness_bound, asynchronous)
+    replicas = gn.active_replicas(512 // c.gpus[ok], in_flight, asynchronous)
+    per_replica = gn.wanted_per_replica(in_flight, replicas, asynchronous)
+    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), per_replica))
+    cap = np.maximum(1, np.minimum(cap, gn.sandbox_cap(nums, load, replicas, asynchronous)))
+    rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1
+    ladder = ladder[:rungs]
+    run_end = np.append(ladder[1:] - 1, cap.max())
+    top, given = cap[:, None], per_replica[:, None]
+    per = dict(
+        replicas=replicas[:, None], prefill_s=c.prefill_s[ok][:, None], speculative=c.speculative[ok][:, None]
+    )
+    # the whole table, as fastest's bounds were made before
+    steps = table[ok, :rungs]
+    below = np.searchsorted(ladder, gn._tail(r, ladder[None, :], given), "right") - 1
+    at = per | dict(
+        step_s=steps, tail_step_s=np.take_along_axis(steps, below, axis=1), b=np.minimum(run_end, top)
+    )
+    whole = np.where(ladder <= top, gn._seconds(r, nums, asynchronous, at, load), np.inf)
+    # the pool's rows (a table made in blocks by cap) and its first 100 (made at once)
+    assert ok.size * ladder.size >= gn.RUN_BOUND_CELLS > 100 * ladder.size
+    for rows in (np.arange(ok.size), np.arange(100)):
+        sub = {k: v[rows] for k, v in per.items()}
+        made = gn._run_bounds(
+            r, nums, asynchronous, load, ladder, run_end, table, ok[rows], top[rows], given[rows], sub
+        )
+        assert made.shape == whole[rows].shape and made.tobytes() == whole[rows].tobytes()
+    past = ladder > top
+    assert past.any() and (~past).any() and np.isfinite(made[~past[rows]]).any()
+
+
 def test_a_steps_other_groups_made_at_once_are_those_asked_one_by_one(catalog, monkeypatch):
     # evaluate() makes the groups a step may still ask for on its pool at once (Rollouts.guess);
     # with the guesses switched off every pool's step, configuration and concurrency are the same
