@@ -606,43 +606,25 @@ def _run_bounds(
     the same numbers, cell by cell (:func:`_seconds` works element by element)."""
     import numpy as np
 
+    def block(rows: Any, n: int) -> Any:  # the whole row-by-rung table of rows ``rows``, rungs [0, n)
+        steps, rungs_n = table[cand[rows], :n], ladder[:n]
+        below_tail = np.searchsorted(rungs_n, _tail(r, rungs_n[None, :], given[rows]), "right") - 1
+        at = {k: v[rows] for k, v in per.items()} | dict(
+            step_s=steps,
+            tail_step_s=np.take_along_axis(steps, below_tail, axis=1),
+            b=np.minimum(run_end[:n], top[rows]),
+        )
+        return np.where(rungs_n <= top[rows], _seconds(r, nums, asynchronous, at, load), np.inf)
+
     if cand.size * ladder.size < RUN_BOUND_CELLS:
-        return _run_bound_block(r, nums, asynchronous, load, ladder, run_end, table, cand, top, given, per)
+        return block(slice(None), ladder.size)
     rungs = np.searchsorted(ladder, top[:, 0], "left") + 1  # the rungs through each row's cap
     lower = np.full((cand.size, ladder.size), np.inf)
     for rows in np.array_split(np.argsort(rungs, kind="stable"), RUN_BOUND_BLOCKS):
-        if rows.size == 0:
-            continue
-        n = int(rungs[rows].max())
-        lower[rows, :n] = _run_bound_block(
-            r, nums, asynchronous, load, ladder[:n], run_end[:n], table, cand[rows], top[rows], given[rows],
-            {k: v[rows] for k, v in per.items()},
-        )  # fmt: skip
+        if rows.size:
+            n = int(rungs[rows].max())
+            lower[rows, :n] = block(rows, n)
     return lower
-
-
-def _run_bound_block(
-    r: Rollouts,
-    nums: RlNumbers,
-    asynchronous: bool,
-    load: Load,
-    ladder: Any,
-    run_end: Any,
-    table: Any,
-    cand: Any,
-    top: Any,
-    given: Any,
-    per: dict[str, Any],
-) -> Any:
-    """:func:`_run_bounds` on every rung of ``ladder`` (one block: the whole row-by-rung table)."""
-    import numpy as np
-
-    steps = table[cand, : ladder.size]
-    below_tail = np.searchsorted(ladder, _tail(r, ladder[None, :], given), "right") - 1
-    at = per | dict(
-        step_s=steps, tail_step_s=np.take_along_axis(steps, below_tail, axis=1), b=np.minimum(run_end, top)
-    )
-    return np.where(ladder <= top, _seconds(r, nums, asynchronous, at, load), np.inf)
 
 
 def _every_concurrency(i: Any, j: Any, ladder: Any, run_end: Any, cap: Any) -> tuple[Any, Any]:
