@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.engine.search import best, best_of, merge_sorted
+from ipd_cli.engine.search import best, best_of, distinct, merge_sorted
 from ipd_cli.engine.trace import CLI
 from ipd_cli.errors import InfeasibleError
 
@@ -202,9 +202,7 @@ class RolloutCandidates:
             out[miss[found]] = recent_values[at[found]]
             miss = miss[~found]
         if miss.size:
-            new = np.sort(key[miss], kind="stable")
-            first = np.concatenate(([True], new[1:] != new[:-1]))  # unique (np.unique imports numpy.ma)
-            new_keys = new[first]
+            new_keys = distinct(key[miss])
             units = (new_keys % BATCH_KEYS).astype(float)
             new_values = self.step_s(units / BATCH_UNITS, new_keys // BATCH_KEYS)
             out[miss] = new_values[np.searchsorted(new_keys, key[miss])]
@@ -231,9 +229,7 @@ class RolloutCandidates:
             geometric = EXACT_BATCHES * 2.0 ** (
                 np.arange(1, int(np.ceil(octaves * BATCHES_PER_OCTAVE)) + 1) / BATCHES_PER_OCTAVE
             )
-            rungs = np.sort(np.concatenate([np.arange(1.0, EXACT_BATCHES + 1), np.round(geometric), [top]]))
-            # unique by hand: numpy 2's np.unique imports numpy.ma (~25 ms) on this path
-            ladder = rungs[np.concatenate(([True], rungs[1:] != rungs[:-1]))]
+            ladder = distinct(np.concatenate([np.arange(1.0, EXACT_BATCHES + 1), np.round(geometric), [top]]))
             ladder = ladder[ladder <= top]
             steps = self.step_s(ladder[None, :], np.arange(self.li.size)[:, None])  # (candidate, rung)
             have = self._tables["ladder"] = (ladder, steps)
