@@ -15,6 +15,68 @@ from ipd_cli.engine import trainplan as tpn
 from ipd_cli.engine import trainstep as ts
 
 
+def _frozen(s: tpn.Searched) -> tpn.Searched:
+    """``s`` with its arrays read-only and its feasibility checks a tuple: a test that writes into
+    a search it shares with others fails."""
+    for part in (s.cols, s.out):
+        for v in part.values():
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False
+    if isinstance(s.seconds_per_token, np.ndarray):
+        s.seconds_per_token.flags.writeable = False
+    s.space.checks = tuple(s.space.checks)  # type: ignore[assignment]
+    return s
+
+
+@pytest.fixture(scope="module")
+def exhaustive(catalog):
+    """(x, the exhaustive fixed search) of a grid, computed once for this module: several tests
+    check their own claims over the same grid's every plan (issue 16: each searched it again)."""
+    memo: dict[tuple, tuple[dict, tpn.Searched]] = {}
+
+    def get(hardware: str, model: str, precision: str, gpus: int, pins: dict) -> tuple[dict, tpn.Searched]:
+        key = (hardware, model, precision, gpus, tuple(sorted(pins.items())))
+        if key not in memo:
+            x = inputs(catalog, hardware, model, precision)
+            memo[key] = (x, _frozen(tpn.search_fixed(x, gpus, dict(pins), exhaustive=True)))
+        return memo[key]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def deadlines():
+    """Deadline searches (tpn.search_deadline) computed once for this module, by the case, their
+    arguments and whether systems_need is the real one or a test's stand-in (zeros: nothing
+    skipped): four tests run find_deadline on each case's grid, with and without the skip, and
+    the deadline search under it reads neither plan_lower_bound nor ``top`` (issue 16: the 10T
+    grid's was searched six times)."""
+    return {}
+
+
+def _share_deadlines(monkeypatch, memo: dict, case: tuple) -> None:
+    """Route tpn.search_deadline through ``memo`` for the rest of a test on ``case``'s inputs: each
+    call gets a copy of the search (its dicts its own, its arrays read-only)."""
+    search = tpn.search_deadline
+
+    def shared(x, seconds, pins, max_gpus):
+        key = (*case, seconds, tuple(sorted(pins.items())), max_gpus, tpn.systems_need is SYSTEMS_NEED)
+        if key not in memo:
+            s = _frozen(search(x, seconds, pins, max_gpus))
+            for v in s.extra.values():
+                for part in v if isinstance(v, tuple) else (v,):
+                    for a in part.values() if isinstance(part, dict) else (part,):
+                        for b in a if isinstance(a, tuple) else (a,):
+                            if isinstance(b, np.ndarray):
+                                b.flags.writeable = False
+            memo[key] = s
+        s = memo[key]
+        space = type(s.space)(dict(s.space.cols), list(s.space.checks))
+        return tpn.Searched(dict(s.cols), dict(s.out), space, s.seconds_per_token, dict(s.extra))
+
+    monkeypatch.setattr(tpn, "search_deadline", shared)
+
+
 def test_repeated_candidates_are_found_by_hand():
     # a row's (dp, mb) candidates: (4, 2) twice, (2, 8), a missing one, (2, 8) again, (4, 1):
     # the second (4, 2) and the second (2, 8) repeat an earlier one; nan repeats nothing
@@ -146,12 +208,13 @@ DEADLINE_CASES = [
 
 @pytest.mark.parametrize(("hardware", "model", "precision", "tokens", "days"), DEADLINE_CASES)
 def test_the_systems_need_is_below_every_plan_that_meets_the_deadline(
-    catalog, monkeypatch, hardware, model, precision, tokens, days
+    catalog, monkeypatch, deadlines, hardware, model, precision, tokens, days
 ):
     # the deadline search skips a micro row whose systems_need (GPUs in whole systems) is past the
     # fewest found: evaluated with nothing skipped, every plan that meets the deadline uses at
     # least its row's systems_need, and some plans sit at it (the bound is tight there)
     monkeypatch.setattr(tpn, "systems_need", lambda P, t, x, rate, pins: np.zeros(len(P["tp"])))
+    _share_deadlines(monkeypatch, deadlines, (hardware, model, precision, tokens))
     x = inputs(catalog, hardware, model, precision, tokens=tokens)
     seconds = days * 86400.0
     rate = x["tokens"] / (seconds * x["goodput"])
@@ -178,10 +241,11 @@ SYSTEMS_NEED = tpn.systems_need
 
 @pytest.mark.parametrize(("hardware", "model", "precision", "tokens", "days"), DEADLINE_CASES)
 def test_the_deadline_search_skips_rows_and_finds_the_same_plan(
-    catalog, monkeypatch, hardware, model, precision, tokens, days
+    catalog, monkeypatch, deadlines, hardware, model, precision, tokens, days
 ):
     # with and without the skip: the same plan, step time, cluster and runners-up; fewer plans
     # evaluated where the skip bites (10T MoE; the smaller grids' first chunks hold every row)
+    _share_deadlines(monkeypatch, deadlines, (hardware, model, precision, tokens))
     x = inputs(catalog, hardware, model, precision, tokens=tokens)
     pruned = tpn.find_deadline(x, days * 86400, {}, 1e8, top=3)
     monkeypatch.setattr(tpn, "systems_need", lambda P, t, x, rate, pins: np.zeros(len(P["tp"])))
@@ -197,7 +261,7 @@ def test_the_deadline_search_skips_rows_and_finds_the_same_plan(
 
 @pytest.mark.parametrize(("hardware", "model", "precision", "tokens", "days"), DEADLINE_CASES)
 def test_the_fixed_search_after_the_deadline_skips_rows_and_finds_the_same_plan(
-    catalog, monkeypatch, hardware, model, precision, tokens, days
+    catalog, monkeypatch, deadlines, hardware, model, precision, tokens, days
 ):
     # the fastest plan on the deadline's cluster (top 1, compare's path) is searched among the micro
     # rows whose systems_need is within that cluster too: a plan faster than the deadline's meets
@@ -205,6 +269,7 @@ def test_the_fixed_search_after_the_deadline_skips_rows_and_finds_the_same_plan(
     # and step numbers; fewer plans evaluated on the 10T grid (there 9,948 rows -> 2,853). Each
     # plan's own bound (tpn.plan_lower_bound) skipped nothing here, so the rows alone are compared
     monkeypatch.setattr(tpn, "plan_lower_bound", lambda M, *a: np.zeros(len(M["dp"])))
+    _share_deadlines(monkeypatch, deadlines, (hardware, model, precision, tokens))
     x = inputs(catalog, hardware, model, precision, tokens=tokens)
     pruned = tpn.find_deadline(x, days * 86400, {}, 1e8)
     search = tpn.search_deadline
@@ -399,8 +464,9 @@ PINNED_DEADLINE_CASES = [
 
 @pytest.mark.parametrize(("hardware", "model", "precision", "tokens", "days", "pins"), PINNED_DEADLINE_CASES)
 def test_the_deadline_search_skips_rows_and_finds_the_same_plan_on_pinned_grids(
-    catalog, monkeypatch, hardware, model, precision, tokens, days, pins
+    catalog, monkeypatch, deadlines, hardware, model, precision, tokens, days, pins
 ):
+    _share_deadlines(monkeypatch, deadlines, (hardware, model, precision, tokens))
     x = inputs(catalog, hardware, model, precision, tokens=tokens)
     pruned = tpn.find_deadline(x, days * 86400, pins, 1e8, top=3)
     monkeypatch.setattr(tpn, "systems_need", lambda P, t, x, rate, pins: np.zeros(len(P["tp"])))
@@ -422,7 +488,7 @@ def test_the_deadline_search_skips_rows_and_finds_the_same_plan_on_pinned_grids(
     [(*case, {}) for case in DEADLINE_CASES] + PINNED_DEADLINE_CASES,
 )
 def test_the_fixed_search_skips_plans_past_their_own_bound_and_finds_the_same_plan(
-    catalog, monkeypatch, hardware, model, precision, tokens, days, pins
+    catalog, monkeypatch, deadlines, hardware, model, precision, tokens, days, pins
 ):
     # the fixed search after a deadline search (compare's path, top 1, its bar the deadline plan's
     # seconds per token) and a fixed cluster's with runners-up (top 3: the bar is the third best
@@ -436,6 +502,7 @@ def test_the_fixed_search_skips_plans_past_their_own_bound_and_finds_the_same_pl
         return tpn.find_deadline(x, days * 86400, dict(pins), 1e8, top=top)
 
     cluster = 1152 if model == "moe-10t" else 512  # (the 10T state needs 640 Vera Rubin GPUs)
+    _share_deadlines(monkeypatch, deadlines, (hardware, model, precision, tokens))
     pruned = [run(1), run(3, cluster)]
     monkeypatch.setattr(tpn, "plan_lower_bound", lambda M, *a: np.zeros(len(M["dp"])))
     whole = [run(1), run(3, cluster)]
@@ -460,18 +527,17 @@ def test_the_fixed_search_skips_plans_past_their_own_bound_and_finds_the_same_pl
         ("gb200-nvl72", "deepseek-v3", "fp8", 1152, {"sched": 1, "pp": 8}),  # DualPipe
     ],
 )
-def test_each_plans_own_bound_is_below_it(catalog, hardware, model, precision, gpus, pins):
+def test_each_plans_own_bound_is_below_it(exhaustive, hardware, model, precision, gpus, pins):
     # tpn.plan_lower_bound, (mb + w) t_mb plus mb FSDP exposures, the step's fixed time and the
     # lost 1F1B overlap gain, on dp mb mbs S tokens with their batch penalty, is below the seconds
     # per token of every plan that fits of an exhaustive search (a first draft put FSDP in the
     # bubble's micro-batches too and sat above 74 of Llama 3.1 405B's FSDP plans here), and above
     # its micro row's bound (taken at the most replicas) for most: it lets the fixed search skip them
-    x = inputs(catalog, hardware, model, precision)
+    x, whole = exhaustive(hardware, model, precision, gpus, pins)
     P, m = tpn._fitting_micro(x, gpus, pins)
     fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
     lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
     order = np.argsort(lb, kind="stable")
-    whole = tpn.search_fixed(x, gpus, pins, exhaustive=True)
     M = {**whole.cols, "row": order[whole.cols["row"].astype(int)]}
     with np.errstate(all="ignore"):
         bound = tpn.plan_lower_bound(M, *tpn._step_floor(P, ts.micro_terms(P, x), x, fsdp), x)
@@ -512,7 +578,9 @@ FSDP_PIPELINE_GRIDS = [
 
 
 @pytest.mark.parametrize(("hardware", "model", "precision", "gpus", "pins"), FSDP_PIPELINE_GRIDS)
-def test_the_row_bounds_are_below_every_fsdp_plan_that_fits(catalog, hardware, model, precision, gpus, pins):
+def test_the_row_bounds_are_below_every_fsdp_plan_that_fits(
+    exhaustive, hardware, model, precision, gpus, pins
+):
     # a review (2026-12-06): lower_bound_seconds_per_token (the fixed search's order and stop) and
     # replicas_bracket (the deadline search's order and systems_need) charged FSDP's exposed
     # gathers to the bubble's w micro-batch times too, (mb + w)(t + fsdp); the step runs them with
@@ -521,11 +589,10 @@ def test_the_row_bounds_are_below_every_fsdp_plan_that_fits(catalog, hardware, m
     # plans that fit (moe-10t, 65,536 Vera Rubin GPUs, pp 16: 2,915 plans); the searches could
     # have skipped; the counts by each case are the old lower_bound_seconds_per_token's. Now the
     # bubble runs (pp - 1) / vp micro-batches of fwd + bwd: mb t_mb + w (t_mb - fsdp) a step.
-    x = inputs(catalog, hardware, model, precision)
+    x, whole = exhaustive(hardware, model, precision, gpus, pins)
     P, m = tpn._fitting_micro(x, gpus, pins)
     fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
     lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
-    whole = tpn.search_fixed(x, gpus, pins, exhaustive=True)
     row = np.argsort(lb, kind="stable")[whole.cols["row"].astype(int)]  # each plan's micro row
     ok = whole.space.feasible
     spt = whole.seconds_per_token[ok]
@@ -640,7 +707,7 @@ def test_the_size_search_skips_only_plans_that_cannot_change_its_table(
     ],
 )
 def test_the_step_floors_are_below_every_plans_data_and_tensor_parallel_time(
-    catalog, hardware, model, precision, gpus, pins
+    exhaustive, hardware, model, precision, gpus, pins
 ):
     # systems_need adds to its step, on at least d replicas, the tensor-parallel gradient
     # all-reduce (the row's alone) and a floor of the data-parallel time no overlap hides: the
@@ -651,11 +718,10 @@ def test_the_step_floors_are_below_every_plans_data_and_tensor_parallel_time(
     # fsdp_lower_bound, on fwd + bwd, leaves hidden, and its redo pays for that), and the
     # bracket's best rate at that dp reaches the plan's tokens/s; and the floor grows with d, so a
     # row's first bound d gives one below every plan on more replicas
-    x = inputs(catalog, hardware, model, precision)
+    x, whole = exhaustive(hardware, model, precision, gpus, pins)
     P, m = tpn._fitting_micro(x, gpus, pins)
     fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
     lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
-    whole = tpn.search_fixed(x, gpus, pins, exhaustive=True)
     ok = whole.space.feasible
     row = np.argsort(lb, kind="stable")[whole.cols["row"].astype(int)][ok]  # each plan's micro row
     Q, f = {k: v[row] for k, v in P.items()}, fsdp[row]
