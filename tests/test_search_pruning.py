@@ -429,6 +429,36 @@ def test_a_plan_grid_carries_its_layers_per_stage():
     assert np.array_equal(ts.stage_layers({"pp": P["pp"], "vp": P["vp"]}, x), expected)  # without it
 
 
+@pytest.mark.parametrize(
+    ("cap", "order", "disp", "pinned"),
+    [(64, [0, 1], [0], False), (64, [1], [1], True), (12, [0, 1], [0], True), (1, [0, 1], [0], False)],
+)
+def test_the_grid_is_the_product_of_its_axes_filtered_row_by_row(cap, order, disp, pinned):
+    # tpn._grid builds only the rows it keeps, per axis run; here every combination of the axes
+    # (the first varying slowest), each tested by the three rules: tp cp pp <= cap; the
+    # pipeline-first order only with pp > 1 (or pinned); ep <= tp cp (cap // (tp cp pp)). On 64
+    # GPUs (tp 8 cp 2 pp 8: 128, dropped), on 12 (tp 8 pp 2: 16 dropped; ep 8 on tp 2 pp 1: 2 x 6
+    # = 12, kept), on 1 (tp 1 cp 1 pp 1 alone, and ep 8 never: nothing of the ep 8 rows)
+    import itertools
+
+    axes = {"tp": [1, 2, 8], "cp": [1, 2], "ep": [1, 8], "mbs": [1, 2, 4], "order": order}
+    axes |= {"disp": disp, "graph": [1]}
+    pairs = np.array([[1, 1, 0, 0], [2, 1, 0, 1], [8, 2, 0, 1], [4, 1, 1, 0]], dtype=float)
+    names = ("tp", "cp", "pv", "ep", "mbs", "order", "disp", "graph")
+    cols = ("tp", "cp", "ep", "mbs", "order", "disp", "graph", "pp", "vp", "sched", "a2ao")
+    rows = []
+    for tp, cp, pv, ep, mbs, o, d, g in itertools.product(*(axes.get(k, range(len(pairs))) for k in names)):
+        pp, vp, sched, a2ao = pairs[pv]
+        if tp * cp * pp > cap or not (o == 0 or pp > 1 or pinned) or ep > tp * cp * (cap // (tp * cp * pp)):
+            continue
+        rows.append((tp, cp, ep, mbs, o, d, g, pp, vp, sched, a2ao if ep > 1 else 0.0))
+    grid = tpn._grid(axes, pairs, cap, pinned)
+    assert tuple(grid) == cols
+    assert all(v.dtype == np.float64 and not v.flags.writeable for v in grid.values())
+    assert [tuple(float(grid[k][i]) for k in cols) for i in range(len(grid["tp"]))] == rows
+    assert len(rows) > 20 if cap > 1 else len(rows) == 3  # (tp 1 cp 1 pp 1 ep 1, order 0: each mbs)
+
+
 @pytest.mark.parametrize(("setting", "stood_in"), [("__all__", True), ("1", True), ("", False), ("x", False)])
 def test_the_console_script_skips_pydantic_s_plugin_finder_only_when_plugins_are_off(setting, stood_in):
     # with every plugin disabled, pydantic's finder (which imports importlib.metadata) is stood in

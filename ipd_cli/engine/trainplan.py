@@ -801,8 +801,13 @@ def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
     """The product of the axes and the (pp, vp, sched, a2ao) ``pairs`` (the first axis varies
     slowest), less the combinations no cluster of ``cap`` GPUs runs. The rules read the tensor,
     context, pipeline, expert and order axes alone, so they are tested on those axes broadcast
-    against each other, and only the rows kept are built (each column gathered from its axis's few
-    values): the rows and numbers of the product filtered, without the whole product's columns."""
+    against each other, and only the rows kept are built: the rows and numbers of the product
+    filtered, without the whole product's columns. The product's rows run as (a, m, b): ``a`` over
+    the axes before mbs (tp, cp, pv, ep), ``m`` over mbs, ``b`` over those after it (order, disp,
+    graph); a row is kept where its (a, b) is, for every m. So a column of the ``a`` axes is each
+    ``a``'s value repeated for its rows (mbs count x its kept b), mbs's each m repeated for the b
+    its ``a`` keeps, and only the ``b`` axes' columns are taken through the whole mask (issue 16:
+    the product's row numbers, unravelled per axis and gathered, cost 50 ms on the 10T grid)."""
     import numpy as np
 
     names = ("tp", "cp", "pv", "ep", "mbs", "order", "disp", "graph")
@@ -820,11 +825,31 @@ def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
     keep = tp * cp * pp <= cap
     keep = keep & ((order == 0) | (pp > 1) | order_pinned)
     keep = keep & (ep <= tp * cp * (cap // (tp * cp * pp).clip(1)))
-    at = dict(zip(names, np.unravel_index(np.flatnonzero(np.broadcast_to(keep, shape)), shape), strict=True))
-    out = {k: vals[k][at[k]] for k in names if k != "pv"}
-    pv = at["pv"]
-    out["pp"], out["vp"], out["sched"], out["a2ao"] = pairs[pv, 0], pairs[pv, 1], pairs[pv, 2], pairs[pv, 3]
-    out["a2ao"] = np.where(out["ep"] > 1, out["a2ao"], 0.0)  # no expert all-to-all to overlap without EP
+    split = names.index("mbs")
+    a_shape, m, b_shape = shape[:split], shape[split], shape[split + 1 :]
+    n_a, n_b = int(np.prod(a_shape)), int(np.prod(b_shape))
+    kept = np.broadcast_to(keep, (*a_shape, 1, *b_shape)).reshape(n_a, n_b)  # (a, b) kept
+    per_a = np.count_nonzero(kept, axis=1)  # b kept per a: each a has m times as many rows
+    a_at = dict(zip(names[:split], np.unravel_index(np.arange(n_a), a_shape), strict=True))
+    of_a = {k: vals[k][a_at[k]] for k in names[:split] if k != "pv"}
+    pv = a_at["pv"]
+    of_a["pp"], of_a["vp"], of_a["sched"], of_a["a2ao"] = (
+        pairs[pv, 0],
+        pairs[pv, 1],
+        pairs[pv, 2],
+        pairs[pv, 3],
+    )
+    of_a["a2ao"] = np.where(of_a["ep"] > 1, of_a["a2ao"], 0.0)  # no expert all-to-all to overlap without EP
+    out = {k: np.repeat(v, m * per_a) for k, v in of_a.items()}
+    out["mbs"] = np.repeat(np.tile(vals["mbs"], n_a), np.repeat(per_a, m))
+    b_at = dict(zip(names[split + 1 :], np.unravel_index(np.arange(n_b), b_shape), strict=True))
+    rows = np.broadcast_to(kept[:, None, :], (n_a, m, n_b))
+    for k in names[split + 1 :]:
+        v = vals[k][b_at[k]]
+        out[k] = np.full(len(out["tp"]), v[0]) if len(v) == 1 else np.broadcast_to(v, (n_a, m, n_b))[rows]
+    out = {
+        k: out[k] for k in ("tp", "cp", "ep", "mbs", "order", "disp", "graph", "pp", "vp", "sched", "a2ao")
+    }
     for v in out.values():
         v.flags.writeable = False
     return out
