@@ -5,6 +5,8 @@ chosen pools' paid GPUs taken from the pricing that chose them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -150,3 +152,24 @@ def test_member_is_isin_and_the_stored_legendre_rule_is_numpys():
     nodes, weights = leggauss()
     want_nodes, want_weights = np.polynomial.legendre.leggauss(64)
     assert nodes.tobytes() == want_nodes.tobytes() and weights.tobytes() == want_weights.tobytes()
+
+
+@pytest.mark.parametrize("draft_bytes", [None, float("inf")])
+def test_rows_that_do_not_draft_step_as_they_do_beside_rows_that_draft(catalog, draft_bytes):
+    # step_terms prices the draft's later passes once for rows that draft; where no row does, it
+    # takes the first pass's numbers for them (every width is 1 + 0): the rows without a draft
+    # must get the same parts, to the bit, alone and beside drafting rows, an infinite what-if
+    # draft too (its passes, times 0 passes, still make those steps NaN either way)
+    g = search(context(catalog, "gb200-nvl72", "deepseek-r1"), Shape(), Pins())
+    ph = g.ph if draft_bytes is None else replace(g.ph, draft_dense_bytes=draft_bytes)
+    rows = np.flatnonzero(~np.isnan(g.rows["step_s"]))[::7]
+    li, batch, pool = g.rows["layout"][rows], g.rows["batch"][rows], g.rows["disagg"][rows]
+    drafts = g.lay["k"][li] > 0
+    assert drafts.any() and (~drafts).any() and (g.lay["k"][li] > 1).any()
+    with np.errstate(all="ignore"):
+        together = step_terms(ph, take(g.lay, li), take(g.x, li), batch, pool=pool)
+        plain = ~drafts
+        alone = step_terms(ph, take(g.lay, li[plain]), take(g.x, li[plain]), batch[plain], pool=pool[plain])
+    for key, col in alone.items():
+        assert col.tobytes() == together[key][plain].tobytes(), key
+    assert np.isnan(alone["step_s"]).all() == (draft_bytes is not None)

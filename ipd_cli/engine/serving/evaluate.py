@@ -425,6 +425,22 @@ def stage_sequences(batch: Any, pp: Any) -> Any:
     return np.maximum(batch / pp, np.minimum(batch, 1.0))
 
 
+# the layout columns and :func:`layout_terms` columns :func:`step_terms` reads, and those
+# :func:`aggregated` reads beside them: a caller that gathers or converts the columns for many
+# rows takes these only (the others, a dozen more, cost their copies and no number)
+STEP_LAYOUT = ("pp", "s", "t", "e", "k")
+STEP_TERMS = (
+    "d", "kv_tok", "copies", "draft_copies", "attn_rate", "experts_held", "imb_ep", "imb_dp",
+    "n_ar", "n_a2a", "link", "latency", "pp_link", "pp_latency",
+)  # fmt: skip
+AGGREGATED_TERMS = ("accepted", "prefill_s", "prefill_latency_s", "paid")
+
+
+def columns(cols: Columns, names: tuple[str, ...]) -> Columns:
+    """The columns ``names`` of ``cols`` (the same arrays)."""
+    return {k: cols[k] for k in names}
+
+
 def step_terms(
     ph: Physics, lay: Columns, x: Columns, batch: Any, parts: bool = True, pool: Any = 0
 ) -> Columns:
@@ -469,11 +485,16 @@ def step_terms(
     n = ph.draft_layers
     firsts, laters = pp * (k > 0), pp * np.maximum(k - 1, 0)
     first = _draft_work(ph, lay, x, m, seqs, kv_seq, width, touched).times(ph, x["attn_rate"], moe_rate)
-    later = _draft_work(ph, lay, x, m, seqs, kv_seq, 1.0).times(ph, x["attn_rate"], moe_rate)
-    first_work, later_work = first.seconds(), later.seconds()
     experts = ph.draft_expert_bytes > 0
     first_coll = n * _layer_collectives(ph, x, tokens, d, s, t, e, experts=experts)
-    later_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=experts)
+    first_work = first.seconds()
+    if np.any(k > 0):
+        later = _draft_work(ph, lay, x, m, seqs, kv_seq, 1.0).times(ph, x["attn_rate"], moe_rate)
+        later_work = later.seconds()
+        later_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=experts)
+    else:  # no row drafts: every width is 1, so the later pass is the first, number for number
+        # (its terms still count, times 0: a draft pass that is not finite makes the step NaN)
+        later, later_work, later_coll = first, first_work, first_coll
     # an EAGLE draft's fusing projection runs on the first pass only (the one the target's
     # states feed; later passes feed back the draft's own state) over its tokens: once per
     # micro-batch, a dense GEMM on its roofline (none for an MTP layer or without a draft)
@@ -491,7 +512,9 @@ def step_terms(
     def passes(work, coll):  # a draft pass's layers, each at least its kernels' floor, and collectives
         return n * f.floor_combined_seconds(floor, work / max(n, 1), p) + around + coll
 
-    draft_s = firsts * passes(first_work, first_coll) + laters * passes(later_work, later_coll) + fc_s
+    first_pass = passes(first_work, first_coll)
+    later_pass = first_pass if later is first else passes(later_work, later_coll)
+    draft_s = firsts * first_pass + laters * later_pass + fc_s
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
     step = layers_s + coll + hand_off + draft_s + fixed

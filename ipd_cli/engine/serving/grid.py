@@ -43,10 +43,14 @@ from ipd_cli.engine.search import BLOCK, Space, distinct, member, product, take
 from ipd_cli.errors import InputError
 
 from .evaluate import (
+    AGGREGATED_TERMS,
     DEP,
+    STEP_LAYOUT,
+    STEP_TERMS,
     TEP,
     TP,
     aggregated,
+    columns,
     disaggregated,
     kv_handoff_seconds,
     layout_terms,
@@ -292,8 +296,10 @@ def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
     import numpy as np
 
     n = len(x["d"])
-    two = {k: np.concatenate([v, v]) for k, v in _as_floats(lay).items()}
-    x2 = {k: np.concatenate([v, v]) for k, v in _as_floats(x).items()}
+    # the columns the step and this search read, each layout twice (both modes)
+    two = {k: np.concatenate([v, v]) for k, v in _as_floats(columns(lay, STEP_LAYOUT)).items()}
+    x_read = columns(x, (*STEP_TERMS, "prefill_s", "accepted", "rank_max"))
+    x2 = {k: np.concatenate([v, v]) for k, v in _as_floats(x_read).items()}
     waits = np.concatenate([np.ones(n), np.zeros(n)])  # 1: aggregated
     x2["prefill_s"] = prompt_with_stall(ph, x2["prefill_s"])  # the other prompts, as aggregated() prices them
     lo, hi = np.ones(2 * n), np.maximum(x2["rank_max"] * x2["d"], 1.0)
@@ -897,7 +903,8 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
     n_lay, n_b = batches.shape
     n = n_lay * n_b
     per_block = max(1, BLOCK // n_b)
-    lay, x = _as_floats(lay), _as_floats(x)
+    # the columns the step and aggregated serving read
+    lay, x = _as_floats(columns(lay, STEP_LAYOUT)), _as_floats(columns(x, STEP_TERMS + AGGREGATED_TERMS))
     out: dict[str, Any] = {}
     # a disaggregated decode pool's step: at its own floor where the stack measured one (every
     # layout), else apart only where its attention is data-parallel (no prompts beside decode)
@@ -960,7 +967,10 @@ def work_out_parts(g: Grid, rows: Any) -> None:
 
     rows = np.asarray(rows, dtype=np.int64).reshape(-1)
     li = g.rows["layout"][rows]
-    lay, x = take(g.lay, li), take(g.x, li)
+    lay, x = (
+        take(columns(g.lay, STEP_LAYOUT), li),
+        take(columns(g.x, (*STEP_TERMS, "free_gpu", "rank_max")), li),
+    )
     batch = g.rows["batch"][rows]
     with np.errstate(all="ignore"):
         out = step_terms(g.ph, lay, x, batch, pool=g.rows["disagg"][rows])
@@ -973,6 +983,6 @@ def work_out_parts(g: Grid, rows: Any) -> None:
 def layout_step(ph: Physics, g: Grid, li: int, batch, parts: bool = True) -> dict[str, Any]:
     """The decode step of layout ``li`` at any batch (a number or an array), with its parts
     (``parts``; else only ``step_s``, the same number: :func:`step_terms`)."""
-    lay = {k: v[li] for k, v in g.lay.items()}
-    x = {k: v[li] for k, v in g.x.items()}
+    lay = {k: g.lay[k][li] for k in STEP_LAYOUT}
+    x = {k: g.x[k][li] for k in STEP_TERMS}
     return step_terms(ph, lay, x, batch, parts)

@@ -388,9 +388,10 @@ def _no_steps() -> tuple[Any, Any]:
 def _steps(g: Grid, li, batch):
     from ipd_cli.engine.search import take
 
-    from .evaluate import step_terms
+    from .evaluate import STEP_LAYOUT, STEP_TERMS, columns, step_terms
 
-    return step_terms(g.ph, take(g.lay, li), take(g.x, li), batch, parts=False)["step_s"]
+    lay, x = take(columns(g.lay, STEP_LAYOUT), li), take(columns(g.x, STEP_TERMS), li)
+    return step_terms(g.ph, lay, x, batch, parts=False)["step_s"]
 
 
 # --- the interface RL used before the search ------------------------------------------------------
