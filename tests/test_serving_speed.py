@@ -15,7 +15,7 @@ from ipd_cli.engine.search import take
 from ipd_cli.engine.serving import grid
 from ipd_cli.engine.serving.context import context
 from ipd_cli.engine.serving.estimate import Shape, search
-from ipd_cli.engine.serving.evaluate import _deployment_cost, step_terms
+from ipd_cli.engine.serving.evaluate import _deployment_cost, layout_terms, step_terms
 from ipd_cli.engine.serving.grid import Pins, _batch_for_target, step_parts, work_out_parts
 
 
@@ -162,14 +162,16 @@ def test_rows_that_do_not_draft_step_as_they_do_beside_rows_that_draft(catalog, 
     # draft too (its passes, times 0 passes, still make those steps NaN either way)
     g = search(context(catalog, "gb200-nvl72", "deepseek-r1"), Shape(), Pins())
     ph = g.ph if draft_bytes is None else replace(g.ph, draft_dense_bytes=draft_bytes)
+    with np.errstate(all="ignore"):
+        x = layout_terms(ph, g.lay)
     rows = np.flatnonzero(~np.isnan(g.rows["step_s"]))[::7]
     li, batch, pool = g.rows["layout"][rows], g.rows["batch"][rows], g.rows["disagg"][rows]
     drafts = g.lay["k"][li] > 0
     assert drafts.any() and (~drafts).any() and (g.lay["k"][li] > 1).any()
     with np.errstate(all="ignore"):
-        together = step_terms(ph, take(g.lay, li), take(g.x, li), batch, pool=pool)
+        together = step_terms(ph, take(g.lay, li), take(x, li), batch, pool=pool)
         plain = ~drafts
-        alone = step_terms(ph, take(g.lay, li[plain]), take(g.x, li[plain]), batch[plain], pool=pool[plain])
+        alone = step_terms(ph, take(g.lay, li[plain]), take(x, li[plain]), batch[plain], pool=pool[plain])
     for key, col in alone.items():
         assert col.tobytes() == together[key][plain].tobytes(), key
     assert np.isnan(alone["step_s"]).all() == (draft_bytes is not None)

@@ -70,13 +70,18 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
     copies = f.kv_copies(t, ph.kv_heads)
     held, mean = _expert_shares(ph, s, e, eplb)
     drafting = k > 0
+    # a GPU's dense weights (a stage's) and its share of a token's dense FLOPs, and the draft's:
+    # the parts of a step that depend on the layout alone (:func:`_target_work`, :func:`_draft_work`)
+    dense_stage = _per_rank(ph.dense_bytes, ph.replicated_bytes, t) / pp
+    dense_flops = _per_rank(ph.dense_flops_per_token, ph.replicated_flops_per_token, t)
+    draft_bytes = _per_rank(ph.draft_dense_bytes, ph.draft_replicated_bytes, t)
+    draft_flops = _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t)
 
     def weights_at(share):  # a GPU's weights holding ``share`` of the routed experts
         # where, not a product: a layout without a draft holds none, even of an infinite one
         draft = _per_rank(ph.draft_dense_bytes + ph.draft_fc_bytes, ph.draft_replicated_bytes, t)
         draft = np.where(drafting, draft + ph.draft_expert_bytes * share, 0.0)
-        dense = _per_rank(ph.dense_bytes, ph.replicated_bytes, t) / pp
-        return dense + ph.expert_bytes / pp * share + draft
+        return dense_stage + ph.expert_bytes / pp * share + draft
 
     weights = weights_at(held)
     free = ph.hbm_bytes - weights
@@ -118,6 +123,10 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         imb_dp=imb_dp,
         n_ar=np.where(t > 1, np.where(lay["fam"] == DEP, 1, 2), 0),
         n_a2a=np.where(lay["fam"] == DEP, 2, 0),
+        dense_bytes_stage=dense_stage,
+        dense_flops_rank=dense_flops,
+        draft_bytes_rank=draft_bytes,
+        draft_flops_rank=draft_flops,
     )
     out["prefill_s"], out["prefill_tbo"], out["prefill_latency_s"] = _prompt(
         ph, lay, out, ph.prefill_moe_share
@@ -382,8 +391,8 @@ def _target_work(
     pp, s, t = lay["pp"], lay["s"], lay["t"]
     tokens = seqs * width
     return _Work(
-        dense_bytes=_per_rank(ph.dense_bytes, ph.replicated_bytes, t) / pp,
-        dense_flops=tokens * _per_rank(ph.dense_flops_per_token, ph.replicated_flops_per_token, t) / pp,
+        dense_bytes=x["dense_bytes_stage"],
+        dense_flops=tokens * x["dense_flops_rank"] / pp,
         kv_bytes=seqs * kv_seq / pp,
         attn_flops=tokens * ph.attn_flops_per_token / (pp * t),
         expert_bytes=ph.expert_bytes / pp * x["experts_held"] * touched,
@@ -404,10 +413,9 @@ def _draft_work(
         touched = 0.0
     elif touched is None:  # (the target's at the same tokens where the caller has it)
         touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
-    dense = _per_rank(ph.draft_dense_flops_per_token, ph.draft_replicated_flops_per_token, t)
-    dense = dense - _head_skipped(ph, width) / t
+    dense = x["draft_flops_rank"] - _head_skipped(ph, width) / t
     return _Work(
-        dense_bytes=_per_rank(ph.draft_dense_bytes, ph.draft_replicated_bytes, t),
+        dense_bytes=x["draft_bytes_rank"],
         dense_flops=seqs * width * dense,
         kv_bytes=seqs * kv_seq * ph.draft_kv_share * (x["draft_copies"] / x["copies"]),
         attn_flops=seqs * width * ph.draft_attn_per_position * ph.context_mean / t,
@@ -432,6 +440,7 @@ STEP_LAYOUT = ("pp", "s", "t", "e", "k")
 STEP_TERMS = (
     "d", "kv_tok", "copies", "draft_copies", "attn_rate", "experts_held", "imb_ep", "imb_dp",
     "n_ar", "n_a2a", "link", "latency", "pp_link", "pp_latency",
+    "dense_bytes_stage", "dense_flops_rank", "draft_bytes_rank", "draft_flops_rank",
 )  # fmt: skip
 AGGREGATED_TERMS = ("accepted", "prefill_s", "prefill_latency_s", "paid")
 
