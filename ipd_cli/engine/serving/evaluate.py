@@ -128,24 +128,20 @@ def layout_terms(ph: Physics, lay: Columns) -> Columns:
         draft_bytes_rank=draft_bytes,
         draft_flops_rank=draft_flops,
     )
-    out["prefill_s"], out["prefill_tbo"], out["prefill_latency_s"] = _prompt(
-        ph, lay, out, ph.prefill_moe_share
-    )
+    w = _prefill_work(ph, lay, out, ph.prefill_moe_share)
+    out["prefill_s"], out["prefill_tbo"], out["prefill_latency_s"] = _prompt(ph, lay, out, w)
     # a disaggregated deployment's prefill instance runs prompts only: its experts at the stack's
     # share for prefill instances (the same columns where it has none)
     out["pool_prefill_s"], out["pool_prefill_latency_s"] = out["prefill_s"], out["prefill_latency_s"]
     if ph.pool_prefill_moe_share != ph.prefill_moe_share:
-        out["pool_prefill_s"], _, out["pool_prefill_latency_s"] = _prompt(
-            ph, lay, out, ph.pool_prefill_moe_share
-        )
+        pool = _prefill_work(ph, lay, out, ph.pool_prefill_moe_share, like=w)
+        out["pool_prefill_s"], _, out["pool_prefill_latency_s"] = _prompt(ph, lay, out, pool)
     return out
 
 
-def _prompt(ph: Physics, lay: Columns, x: Columns, share: float) -> tuple[Any, Any, Any]:
+def _prompt(ph: Physics, lay: Columns, x: Columns, w: _PrefillWork) -> tuple[Any, Any, Any]:
     """A prompt's seconds on each layout, whether its two halves overlap their all-to-alls, and its
-    latency to the first token (never under its seconds), its experts at ``share`` of the prefill
-    MFU (:func:`_prefill_work`)."""
-    w = _prefill_work(ph, lay, x, share)
+    latency to the first token (never under its seconds), of its work ``w`` (:func:`_prefill_work`)."""
     seconds, tbo = _prefill_seconds(ph, lay, x, w)
     return seconds, tbo, f.maximum(_prefill_latency(ph, lay, x, w), seconds)
 
@@ -266,12 +262,26 @@ def _prefill_latency(ph: Physics, lay: Columns, x: Columns, w: _PrefillWork):
     return layers_s + ar + a2a + hand_off
 
 
-def _prefill_work(ph: Physics, lay: Columns, x: Columns, prefill_share: float) -> _PrefillWork:
+def _prefill_work(
+    ph: Physics, lay: Columns, x: Columns, prefill_share: float, like: _PrefillWork | None = None
+) -> _PrefillWork:
     """:class:`_PrefillWork` of each layout, its experts spread over EP ranks at ``prefill_share``
-    of the prefill MFU."""
+    of the prefill MFU (``like``: the same layouts' work at another share, whose parts but the
+    experts' are this one's)."""
     import numpy as np
 
     g, s, t, e = lay["g"], lay["s"], lay["t"], lay["e"]
+    # spread over EP ranks a prompt's experts run as grouped GEMMs of thousands of tokens each (the
+    # stack's prefill share where it has one); tensor-parallel experts keep the MoE share
+    share = np.where(e > 1, prefill_share, ph.moe_share)
+    experts = ph.expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
+    # a layout that drafts runs its draft over the prompt too (the draft's KV cache of the prompt;
+    # its head on the last token only): SGLang's draft extend, TensorRT-LLM's MTP context pass
+    drafting = lay["k"] > 0
+    d_experts = ph.draft_expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
+    experts = experts + np.where(drafting, d_experts, 0.0)
+    if like is not None:
+        return like._replace(experts_s=ph.isl * experts)
     # the dense GEMMs of a prompt run at the large-M GEMM efficiency decode reaches at batch; the
     # causal attention over the prompt at the prefill MFU of the attention's precision (the KV
     # cache's, or the stack's narrowest), the routed experts' grouped GEMMs at the weights'
@@ -284,22 +294,13 @@ def _prefill_work(ph: Physics, lay: Columns, x: Columns, prefill_share: float) -
     dense = t * _per_rank(work, ph.replicated_flops_per_token, t)
     dense = dense / (g * ph.gemm_rate)
     attention = ph.prefill_attn_flops_per_token / (g * x["prefill_attn_rate"])
-    # spread over EP ranks a prompt's experts run as grouped GEMMs of thousands of tokens each (the
-    # stack's prefill share where it has one); tensor-parallel experts keep the MoE share
-    share = np.where(e > 1, prefill_share, ph.moe_share)
-    experts = ph.expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
-    # a layout that drafts runs its draft over the prompt too (the draft's KV cache of the prompt;
-    # its head on the last token only): SGLang's draft extend, TensorRT-LLM's MTP context pass
-    drafting = lay["k"] > 0
     d_flops = ph.draft_dense_flops_per_token + ph.draft_fc_flops_per_token - _head_skipped(ph, ph.isl)
     d_flops = d_flops + ph.draft_prefill_context_flops_per_token
     d_dense = t * _per_rank(d_flops, ph.draft_replicated_flops_per_token, t)
     d_dense = d_dense / (g * ph.gemm_rate) + ph.draft_prefill_attn_flops_per_token / (
         g * x["prefill_attn_rate"]
     )
-    d_experts = ph.draft_expert_flops_per_token / (g * ph.prefill_rate * share) * x["imb_ep"]
     dense_attention = dense + attention + np.where(drafting, d_dense, 0.0)
-    experts = experts + np.where(drafting, d_experts, 0.0)
     layers = ph.layers + drafting * ph.draft_layers
     moe_layers = ph.moe_layers + drafting * ph.draft_layers * (ph.draft_expert_bytes > 0)
     cb, h = ph.collective_bytes, ph.hidden
