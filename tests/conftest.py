@@ -86,39 +86,41 @@ def pytest_collection(session):
 # in one process: ~10 s of ~200 s CPU by their serial cost per call). Files go out heaviest
 # first, so that the last ones to start are short and the workers finish together (xdist's own
 # order, by number of tests, left the property tests, 12 tests of ~19 s, to the end). The weights
-# are each file's seconds (pytest --durations=0 summed by file, one run, 2026-12-05); a file not listed goes
-# first. They order the files only: every test runs either way.
+# are each file's CPU seconds, its tests' own and their child processes' (one `-n 2` run of main
+# e84980d, 2026-12-06, per test process_time + os.times children; the weights of 2026-12-05 put
+# test_search_pruning.py, 22 s, last, at 2.2 s: one worker ran it while the other had finished); a
+# file not listed goes first. They order the files only: every test runs either way.
 FILE_SECONDS = {
-    "test_rl.py": 24.7,
-    "test_robustness.py": 19.5,
-    "test_docs.py": 17.8,
-    "test_properties.py": 14.6,
-    "test_sweep.py": 13.0,
-    "test_lifecycle.py": 12.8,
-    "test_pretraining.py": 9.7,
-    "test_readme_figures.py": 7.6,
-    "test_serving_properties.py": 6.7,
-    "test_usability.py": 5.9,
-    "test_rl_pool.py": 4.9,
-    "test_output.py": 4.7,
-    "test_serving.py": 4.6,
-    "test_resultcache.py": 4.3,
-    "test_cli.py": 3.1,
-    "test_catalog.py": 2.9,
-    "test_rl_sync.py": 2.8,
-    "test_installed.py": 2.5,
-    "test_scripting.py": 2.3,
-    "test_plot.py": 2.2,
-    "test_search_pruning.py": 2.2,
-    "test_fuzz.py": 2.2,
-    "test_plausibility.py": 1.1,
-    "test_overrides.py": 1.0,
-    "test_validation.py": 0.9,
-    "test_serving_speed.py": 0.6,
-    "test_formulas.py": 0.5,
-    "test_security.py": 0.3,
+    "test_rl.py": 32.7,
+    "test_robustness.py": 28.5,
+    "test_docs.py": 27.6,
+    "test_search_pruning.py": 22.2,
+    "test_properties.py": 20.8,
+    "test_sweep.py": 19.4,
+    "test_lifecycle.py": 18.2,
+    "test_rl_pool.py": 16.4,
+    "test_serving_properties.py": 14.4,
+    "test_serving.py": 13.3,
+    "test_pretraining.py": 13.0,
+    "test_readme_figures.py": 10.5,
+    "test_output.py": 10.4,
+    "test_usability.py": 9.5,
+    "test_resultcache.py": 8.8,
+    "test_cli.py": 8.0,
+    "test_catalog.py": 6.6,
+    "test_fuzz.py": 4.4,
+    "test_scripting.py": 4.3,
+    "test_installed.py": 4.1,
+    "test_plot.py": 4.1,
+    "test_plausibility.py": 2.4,
+    "test_validation.py": 1.9,
+    "test_overrides.py": 1.7,
+    "test_rl_sync.py": 1.6,
+    "test_serving_speed.py": 1.5,
+    "test_security.py": 1.0,
+    "test_formulas.py": 0.6,
     "test_search.py": 0.1,
-    "test_types.py": 0,
+    "test_types.py": 0.1,
 }
 
 
