@@ -908,6 +908,48 @@ def test_run_bounds_on_the_rungs_through_each_cap_are_the_whole_tables(catalog, 
         assert made.shape == whole[rows].shape and made.tobytes() == whole[rows].tobytes()
     past = ladder > top
     assert past.any() and (~past).any() and np.isfinite(made[~past[rows]]).any()
+    # the tail's rung, one search a row (_tail_steps), is each cell's search's, on cells whose tail
+    # share stops below their rung (min(j, k) takes k there) and cells past rung 0 where it does not
+    tail_steps = gn._tail_steps(r, steps, ladder, given)
+    assert tail_steps.tobytes() == np.take_along_axis(steps, below, axis=1).tobytes()
+    rung = np.arange(ladder.size)
+    assert (below < rung).any() and (below[:, 1:] == rung[1:]).any()
+
+
+def test_a_setups_trainer_is_kept_by_size(catalog):
+    # evaluate's trainer (estimate._trainer) is trainer() on the size, kept in the setup's memo: a
+    # second ask is the same object, and sizes are kept apart
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import _trainer, setup
+    from ipd_cli.engine.rl.trainer import trainer
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    _, w, origin = resolve_workload(catalog, "rl-swe-agent", {})
+    w = resolve_request(w, None)
+    s = setup(sv.serving_context(catalog, "gb200", w.model), w, "rental", origin)
+    first, wider = _trainer(s, 64), _trainer(s, 128)
+    assert first == trainer(s.rates, s.w, 64) and wider == trainer(s.rates, s.w, 128) and first != wider
+    assert _trainer(s, 64) is first
+
+
+def test_pick_each_is_the_lexsort_of_each_pools_concurrencies():
+    # _pick_each (fastest_many's pick) lexsorts only each pool's ties at its least seconds: pool 0's
+    # least is 2.0, held by rows 1 and 2 (-0.0 == 0.0 would tie too), of which row 2 has fewer GPUs;
+    # pool 1's least, 1.0, rows 4 and 5 on 4 GPUs, row 5 at the larger concurrency b = 8; pool 2's
+    # seconds are all NaN: lexsorted whole, the fewest GPUs first (row 7)
+    import numpy as np
+
+    from ipd_cli.engine.rl import generation as gn
+
+    seconds = np.array([3.0, 2.0, 2.0, 5.0, 1.0, 1.0, np.nan, np.nan])
+    pool = np.array([0, 0, 0, 1, 1, 1, 2, 2])
+    k = np.array([0, 1, 2, 3, 4, 5, 6, 7])
+    b = np.array([1.0, 4.0, 2.0, 1.0, 2.0, 8.0, 1.0, 1.0])
+    gpus = np.array([1, 8, 4, 1, 4, 4, 8, 2])
+    assert gn._pick_each(seconds, pool, k, b, gpus).tolist() == [2, 5, 7]
+    order = np.lexsort((k, -b, gpus, seconds, pool))  # what fastest_many lexsorted before
+    assert order[np.concatenate(([True], pool[order][1:] != pool[order][:-1]))].tolist() == [2, 5, 7]
 
 
 def test_a_steps_other_groups_made_at_once_are_those_asked_one_by_one(catalog, monkeypatch):

@@ -483,7 +483,7 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
     first, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, None, load)
     if math.isinf(gen_s):  # no replica fits: generation names the smallest
         generation(first, s.nums, gen_gpus, asynchronous, s.where)
-    tr = trainer(s.rates, s.w, train_gpus)
+    tr = _trainer(s, train_gpus)
     best = _outcome(s, first, mode, gen_gpus, train_gpus, tr, quiet=True)
     best = _other_groups(s, best, mode, gen_gpus, train_gpus, tr, load)
     slack = best.step.seconds - best.sync.seconds
@@ -506,6 +506,20 @@ def evaluate(s: Setup, gen_gpus: int, train_gpus: int, quiet: bool = False) -> O
         note += f", within the workload's generation_layout {pinned}"
     s.inp.given("rollout replica", out.rollouts.inst.configuration, "", "deployment search", note=note)
     return out
+
+
+def _trainer(s: Setup, train_gpus: int) -> Trainer:
+    """:func:`trainer` on ``train_gpus``, a pure function of them and the setup's rates and
+    workload: kept for the search where values are (``s.kept``), as a split search asks for each
+    trainer size on pool after pool (9,705 asks in tests/test_rl*.py)."""
+    memo = s.kept.memo if isinstance(s.kept, KeptInputs) else None
+    if memo is None:
+        return trainer(s.rates, s.w, train_gpus)
+    key = ("rl trainer", train_gpus)
+    have = memo.get(key)
+    if have is None:
+        have = memo[key] = trainer(s.rates, s.w, train_gpus)
+    return have
 
 
 def _other_groups(

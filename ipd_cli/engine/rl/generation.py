@@ -608,10 +608,9 @@ def _run_bounds(
 
     def block(rows: Any, n: int) -> Any:  # the whole row-by-rung table of rows ``rows``, rungs [0, n)
         steps, rungs_n = table[cand[rows], :n], ladder[:n]
-        below_tail = np.searchsorted(rungs_n, _tail(r, rungs_n[None, :], given[rows]), "right") - 1
         at = {k: v[rows] for k, v in per.items()} | dict(
             step_s=steps,
-            tail_step_s=np.take_along_axis(steps, below_tail, axis=1),
+            tail_step_s=_tail_steps(r, steps, rungs_n, given[rows]),
             b=np.minimum(run_end[:n], top[rows]),
         )
         return np.where(rungs_n <= top[rows], _seconds(r, nums, asynchronous, at, load), np.inf)
@@ -625,6 +624,22 @@ def _run_bounds(
             n = int(rungs[rows].max())
             lower[rows, :n] = block(rows, n)
     return lower
+
+
+def _tail_steps(r: Rollouts, steps: Any, rungs: Any, given: Any) -> Any:
+    """Each cell's step at the rung at or below its tail concurrency (:func:`_tail` of the rung,
+    ``given`` a row's rollouts per replica): rows ``steps`` on the distinct sorted ``rungs``
+    (the first 1). Rung j's tail is the rung itself where the row's tail share x = given x
+    tail_fraction reaches it, else max(1, x), at or below it: its rung is min(j, k), k the rung at
+    or below max(1, x), one search a row, not a cell (the same index, so the same step)."""
+    import numpy as np
+
+    share = given * r.tail_fraction
+    if np.ndim(r.tail_fraction) or not np.isfinite(share).all():  # each cell searched
+        below = np.searchsorted(rungs, _tail(r, rungs[None, :], given), "right") - 1
+        return np.take_along_axis(steps, below, axis=1)
+    k = np.searchsorted(rungs, np.maximum(1.0, share[:, 0]), "right") - 1
+    return np.where(np.arange(rungs.size) <= k[:, None], steps, steps[np.arange(k.size), k][:, None])
 
 
 def _every_concurrency(i: Any, j: Any, ladder: Any, run_end: Any, cap: Any) -> tuple[Any, Any]:
@@ -792,16 +807,34 @@ def fastest_many(
     )
     k, b = _every_concurrency(need[rows[i]], j, ladder, run_end, cap)
     seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k], per_replica[k]), load)
-    order = np.lexsort((k, -b, c.gpus[ok[k]], seconds, seg[k]))
-    pick = order[np.concatenate(([True], seg[k[order]][1:] != seg[k[order]][:-1]))]
+    pick = _pick_each(seconds, seg[k], k, b, c.gpus[ok[k]])
     if pick.size != pools.size:
         return None
-    at, grp = np.nonzero(np.isfinite(floor))
-    floors: list[dict[int, float]] = [{} for _ in sizes]
-    for p, g, t in zip(at.tolist(), grp.tolist(), floor[at, grp].tolist(), strict=True):
-        floors[p][g] = t
+    at, grp = np.nonzero(np.isfinite(floor))  # by pool, then group (fastest's order of its dict)
+    cut = np.searchsorted(at, np.arange(pools.size + 1)).tolist()
+    grp_of, floor_of = grp.tolist(), floor[at, grp].tolist()
+    floors = [dict(zip(grp_of[i:j], floor_of[i:j], strict=True)) for i, j in zip(cut, cut[1:], strict=False)]
     found = zip(ok[k[pick]].tolist(), b[pick].tolist(), seconds[pick].tolist(), strict=True)
     return [((int(kk), int(bb), float(t)), f) for (kk, bb, t), f in zip(found, floors, strict=True)]
+
+
+def _pick_each(seconds: Any, pool: Any, k: Any, b: Any, gpus: Any) -> Any:
+    """Of each pool's concurrencies (``pool`` non-decreasing), the first by (seconds, ``gpus``,
+    -``b``, ``k``), as a lexsort of the five keys picks it, NaN seconds last: lexsorted among the
+    least seconds of each pool alone (a few of the thousands: its ties), the same pick. Where a
+    pool's seconds are all NaN, all lexsorted."""
+    import numpy as np
+
+    if not seconds.size:
+        return np.empty(0, np.intp)
+    starts = np.flatnonzero(np.concatenate(([True], pool[1:] != pool[:-1])))
+    least = np.fmin.reduceat(seconds, starts)
+    if np.isnan(least).any():
+        tie = np.arange(seconds.size)
+    else:
+        tie = np.flatnonzero(seconds == np.repeat(least, np.diff(np.append(starts, seconds.size))))
+    order = tie[np.lexsort((k[tie], -b[tie], gpus[tie], seconds[tie], pool[tie]))]
+    return order[np.concatenate(([True], pool[order][1:] != pool[order][:-1]))]
 
 
 def fewest_in_flight(r: Rollouts, nums: RlNumbers, gen_gpus: int, load: Load, limit_s: float) -> int:
