@@ -916,6 +916,37 @@ def test_run_bounds_on_the_rungs_through_each_cap_are_the_whole_tables(catalog, 
     assert (below < rung).any() and (below[:, 1:] == rung[1:]).any()
 
 
+def test_exact_inputs_ask_each_rows_tail_once_and_are_the_steps_arithmetic(catalog):
+    # _at asks step_at for a row's tail past its tail share once per run (the tail is the same
+    # there); its steps and tail steps are still step_s's arithmetic on every element, to the bit:
+    # on a GB200 SWE pool's rows at every concurrency to their cap, tails both at b (b below the
+    # share) and past it
+    import numpy as np
+
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl import generation as gn
+    from ipd_cli.engine.rl.estimate import setup
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    _, w, origin = resolve_workload(catalog, "rl-swe-agent", {})
+    w = resolve_request(w, None)
+    s = setup(sv.serving_context(catalog, "gb200", w.model), w, "rental", origin)
+    r, nums = s.rollouts, s.nums
+    c = r.candidates
+    ok = np.flatnonzero(c.gpus <= 512)[::7]
+    replicas = gn.active_replicas(512 // c.gpus[ok], nums.generated, False)
+    wanted = gn.wanted_per_replica(nums.generated, replicas, False)
+    cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), wanted)).astype(int)
+    row = np.repeat(np.arange(ok.size), cap)
+    b = (np.arange(row.size) - np.repeat(np.cumsum(cap) - cap, cap) + 1).astype(float)
+    at = gn._at(r, ok[row], b, replicas[row], wanted[row])
+    tail = gn._tail(r, b, wanted[row])
+    assert (tail == b).any() and (tail != b).any()
+    assert at["step_s"].tobytes() == c.step_s(b, ok[row]).tobytes()
+    assert at["tail_step_s"].tobytes() == c.step_s(tail, ok[row]).tobytes()
+
+
 def test_a_setups_trainer_is_kept_by_size(catalog):
     # evaluate's trainer (estimate._trainer) is trainer() on the size, kept in the setup's memo: a
     # second ask is the same object, and sizes are kept apart

@@ -871,14 +871,25 @@ def _tail(r: Rollouts, b: Any, wanted: Any) -> Any:
 def _at(r: Rollouts, cand: Any, b: Any, replicas: Any, wanted: Any) -> dict[str, Any]:
     """:func:`_seconds`' inputs for candidates ``cand`` (indices) at concurrencies ``b``, exactly:
     the decode steps at ``b`` and at its tail concurrency (``wanted``: the rollouts each replica
-    is given, :func:`wanted_per_replica`)."""
+    is given, :func:`wanted_per_replica`). A tail is its concurrency itself (the same step) or,
+    past a row's tail share, that share: the same for each of a row's concurrencies beyond it, so
+    each run of equal (candidate, tail) pairs is asked once (the exact evaluations of a split
+    search ask for a row's runs of consecutive concurrencies: about half the keys as asking for
+    every tail; the same keys, so the same values kept and read)."""
     import numpy as np
 
     c = r.candidates
     tail = _tail(r, b, wanted)
-    both = c.step_at(np.concatenate([b, tail]), np.concatenate([cand, cand]))
+    own = np.flatnonzero(tail != b)  # the tails that are not their concurrency
+    new = np.ones(own.size, bool)
+    new[1:] = (cand[own][1:] != cand[own][:-1]) | (tail[own][1:] != tail[own][:-1])
+    first = own[new]
+    both = c.step_at(np.concatenate([b, tail[first]]), np.concatenate([cand, cand[first]]))
+    step = both[: b.size]
+    tail_step = step.copy()
+    tail_step[own] = both[b.size :][np.cumsum(new) - 1]
     return dict(replicas=replicas, prefill_s=c.prefill_s[cand], speculative=c.speculative[cand], b=b,
-                step_s=both[: b.size], tail_step_s=both[b.size :])  # fmt: skip
+                step_s=step, tail_step_s=tail_step)  # fmt: skip
 
 
 @dataclass(frozen=True)
