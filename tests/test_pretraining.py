@@ -2444,3 +2444,49 @@ def test_narrow_attention_heads_run_at_their_measured_share_by_hand(catalog):
     band_fpt = 36 * 0.5 * 2 * (128 - 128 * 127 / 8192) * (4096 + 4096)
     assert x["fpt"] == pytest.approx(6 * x["fpt_params"] + 3 * (full + band_fpt))
     assert inputs(catalog, "b200", "llama-3.1-70b", "bf16", seq=4096)["attn_eff"] == pytest.approx(0.50)
+
+
+def _bits_equal(a, b, path=""):
+    """Whether two term dicts (arrays, numbers, tuples of them) hold the same keys, shapes, dtypes
+    and bits."""
+    if isinstance(a, dict):
+        assert list(a) == list(b), path
+        for k in a:
+            _bits_equal(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, tuple):
+        assert len(a) == len(b), path
+        for i, (u, v) in enumerate(zip(a, b, strict=True)):
+            _bits_equal(u, v, f"{path}[{i}]")
+    else:
+        u, v = np.asarray(a), np.asarray(b)
+        assert (u.dtype, u.shape) == (v.dtype, v.shape), path
+        assert u.tobytes() == v.tobytes(), path
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model", "precision", "cap"),
+    # MoE with MLA, shared experts and current-scaling amax syncs (every module), and a dense model
+    [("gb200-nvl72", "deepseek-v3", "fp8", 64), ("h100-sxm", "llama-3.1-70b", "bf16", 512)],
+)
+def test_grid_terms_price_the_few_column_parts_once_with_every_row_priced_alone_bits(
+    catalog, monkeypatch, hardware, model, precision, cap
+):
+    """Issue 16: grid_terms prices the exposed tensor-parallel seconds once for the whole grid (not per
+    block), and module_redo_seconds the parts that read only tp, cp and mbs once per distinct
+    combination. Every term, with and without the module-set terms, is bit-equal to micro_terms
+    with each row priced alone (no distinct combinations) over the grid in one block."""
+    from ipd_cli.engine import search as sr
+
+    x = inputs(catalog, hardware, model, precision)
+    P = tpn.micro_grid(x, cap, {})
+    n = len(P["tp"])
+    assert n > 4 * 1024  # several blocks below, each deduplicated
+    assert ts._distinct_rows(P, x, ts.TP_KEYS) is not None
+    assert ts._distinct_rows(P, x, ts.REDO_KEYS) is not None
+    monkeypatch.setattr(sr, "BLOCK", 1024)
+    new = {sets: tpn.grid_terms(P, {**x, "module_sets": sets}) for sets in (True, False)}
+    monkeypatch.setattr(ts, "_distinct_rows", lambda *a: None)  # every row priced on its own
+    monkeypatch.setattr(sr, "BLOCK", n)
+    for sets in (True, False):
+        _bits_equal(new[sets], ts.micro_terms(P, {**x, "module_sets": sets}, bounds_only=not sets))
+    assert "set_gemm_s" in new[True] and "set_gemm_s" not in new[False]

@@ -1271,7 +1271,7 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     key = tuple(sorted(pins.items()))
     if key not in store or store[key][0] < cap:
         P = micro_grid(x, int(cap), pins)
-        store[key] = (cap, P, sr.by_blocks(lambda Pb: grid_terms(Pb, x), P))
+        store[key] = (cap, P, grid_terms(P, x))
     big, P, m = store[key]
     if big == cap:
         return P, m
@@ -1283,8 +1283,21 @@ def grid_terms(P: sr.Columns, x: dict) -> dict[str, Any]:
     """The micro terms a search reads over a whole grid (its bounds and memory tests:
     :data:`~ipd_cli.engine.trainstep.BOUND_TERMS`; every term where a module-set policy can be
     pinned, whose activation floor needs them); :func:`chunk_terms` gives the rest for the rows a
-    search evaluates."""
-    return ts.micro_terms(P, x, bounds_only=not x.get("module_sets", True))
+    search evaluates. Priced a block of rows at a time (:func:`~ipd_cli.engine.search.by_blocks`),
+    but the exposed tensor-parallel seconds once for the grid: they read a few columns of a row
+    (:data:`~ipd_cli.engine.trainstep.TP_KEYS`), whose few hundred distinct combinations every
+    block would price again (:func:`~ipd_cli.engine.trainstep.tp_exposed_both`): the same numbers."""
+    import numpy as np
+
+    bounds_only = not x.get("module_sets", True)
+    tp, tp_bwd = ts.tp_exposed_both(P, x)
+    if np.ndim(tp) != 1 or np.ndim(tp_bwd) != 1:  # (a number: nothing to cut into blocks)
+        return ts.micro_terms(P, x, bounds_only, (tp, tp_bwd))
+    return sr.by_blocks(
+        lambda Pb, Tb: ts.micro_terms(Pb, x, bounds_only, (Tb["tp"], Tb["tp_bwd"])),
+        P,
+        {"tp": tp, "tp_bwd": tp_bwd},
+    )
 
 
 def has_every_term(m: dict) -> bool:
@@ -2734,7 +2747,7 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
     state = sr.by_blocks(lambda Pb: replicas_for_state(Pb, x, pins, x["hbm_cap"]), P)
     rows = np.flatnonzero(state <= deg.top)
     P, deg = sr.take(P, rows), deg.take(rows)
-    m = sr.by_blocks(lambda Pb: grid_terms(Pb, x), P)
+    m = grid_terms(P, x)
     keep = memory_fit_rows(P, m, x, cap, pins)
     # the replicas that hold each row's state, on every row (row by row: the rows kept read the
     # numbers they would alone), so the rows are taken once

@@ -239,9 +239,10 @@ def gemm_parts(P: Cols, x: dict) -> dict[str, Any]:
     }
 
 
-def layer_gemm_seconds(P: Cols, x: dict):
-    """Forward GEMM time of one average layer for one micro-batch (backward: twice this)."""
-    g, moe = gemm_parts(P, x), x["moe_share"]
+def layer_gemm_seconds(P: Cols, x: dict, g: dict | None = None):
+    """Forward GEMM time of one average layer for one micro-batch (backward: twice this; ``g``:
+    :func:`gemm_parts` of ``P``, where the caller has them)."""
+    g, moe = gemm_parts(P, x) if g is None else g, x["moe_share"]
     return g["mix"] + (1.0 - moe) * g["dense"] + moe * (g["shared"] + g["routed"])
 
 
@@ -537,7 +538,7 @@ def eager_seconds(P: Cols, x: dict):
 TP_KEYS = ("tp", "cp", "mbs", "sched")  # the columns a layer's exposed TP seconds read (x aside)
 
 
-def _tp_exposed_both(P: Cols, x: dict) -> tuple[Any, Any]:
+def tp_exposed_both(P: Cols, x: dict) -> tuple[Any, Any]:
     """One layer's exposed tensor-parallel seconds, forward and backward, with the amax reductions
     (:func:`tp_layer_parts` once for both directions). They read only :data:`TP_KEYS` of a row, so
     over a grid (a few hundred distinct combinations in 10^5 rows) each distinct combination is
@@ -593,16 +594,19 @@ def _distinct_rows(P: Cols, x: dict, keys: tuple[str, ...]) -> tuple[Cols, Any] 
     return {k: out[k] for k in keys if k in P}, inv
 
 
-def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
+def micro_terms(P: Cols, x: dict, bounds_only: bool = False, tp_both: Any = None) -> dict[str, Any]:
     """Forward and backward seconds of one micro-batch on the most loaded stage with the exposed
     tensor/context/expert collectives, what each recompute policy adds to the backward, and the
     activation bytes each keeps (every recompute policy at once: ``P`` needs no ``rc``).
     ``bounds_only``: the forward and backward seconds and the activation bytes alone
-    (:data:`BOUND_TERMS`, what a search's bounds read over a whole grid), the same numbers."""
+    (:data:`BOUND_TERMS`, what a search's bounds read over a whole grid), the same numbers.
+    ``tp_both``: :func:`tp_exposed_both` of ``P``, where the caller has it (a grid priced a
+    block at a time prices it once for the whole grid: :func:`~ipd_cli.engine.trainplan.grid_terms`)."""
     inside = in_domain(P, x)
     Ls = stage_layers(P, x)
-    g, a, mem = layer_gemm_seconds(P, x), attention_seconds(P, x), layer_memory_seconds(P, x)
-    tp, tp_bwd = _tp_exposed_both(P, x)
+    parts = gemm_parts(P, x)  # (the recompute's module terms read them too)
+    g, a, mem = layer_gemm_seconds(P, x, parts), attention_seconds(P, x), layer_memory_seconds(P, x)
+    tp, tp_bwd = tp_exposed_both(P, x) if tp_both is None else tp_both
     ep_raw = layer_ep_seconds(P, x, inside["ep"])
     r = x["attn_bwd_ratio"]
     # context parallelism's ring hides its KV transfers behind the attention of its own blocks
@@ -652,7 +656,11 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False) -> dict[str, Any]:
         "layer_memory_s": Ls * mem,
         "eager_s": eager,
         **acts,
-        **(module_terms(P, x, Ls, module_redo_seconds(P, x, a, ep)) if x.get("module_sets", True) else {}),
+        **(
+            module_terms(P, x, Ls, module_redo_seconds(P, x, a, ep, parts))
+            if x.get("module_sets", True)
+            else {}
+        ),
     }
 
 
@@ -939,13 +947,48 @@ def module_bits(rc) -> list[Any]:
     return [(bits // 2**i) % 2 >= 1 for i in range(len(MODULES))]
 
 
-def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, Any]]:
+# the columns of a row :func:`module_redo_seconds` reads beside the GEMM parts, ``a`` and ``ep``
+REDO_KEYS = ("tp", "cp", "mbs")
+
+
+def module_redo_seconds(P: Cols, x: dict, a, ep, g: dict | None = None) -> dict[str, tuple[Any, Any, Any]]:
     """Forward work one average layer repeats in the backward per recomputed module, for one
     micro-batch, as (GEMM, memory-bound, communication) seconds (core_attn: the attention forward,
-    ``a``). GEMMs at the plan's efficiency; memory-bound work as values read and written at HBM
-    bandwidth, with the casts of low-precision GEMM inputs rebuilt; mlp repeats its tensor-parallel
-    gather and scatter, mla_up_proj its up-projections' gathers, moe its all-to-all (``ep``: the
-    layer's exposed forward dispatch and combine) and host wait. A module the model lacks is 0."""
+    ``a``). GEMMs at the plan's efficiency (``g``: :func:`gemm_parts` of ``P``, where the caller has
+    them); memory-bound work as values read and written at HBM bandwidth, with the casts of
+    low-precision GEMM inputs rebuilt; mlp repeats its tensor-parallel gather and scatter,
+    mla_up_proj its up-projections' gathers, moe its all-to-all (``ep``: the layer's exposed forward
+    dispatch and combine) and host wait. A module the model lacks is 0. The rest reads only
+    :data:`REDO_KEYS` of a row, so over a grid each distinct combination is priced once and spread
+    to its rows (as :func:`tp_exposed_both`): the same numbers."""
+    import numpy as np
+
+    g = gemm_parts(P, x) if g is None else g
+    at = _distinct_rows(P, x, REDO_KEYS)
+    own = _redo_own(P if at is None else at[0], x)
+    if at is not None:
+        own = {k: v[at[1]] if np.ndim(v) else v for k, v in own.items()}
+    moe, has = x["moe_share"], module_applies(x)
+    redo: dict[str, tuple[Any, Any, Any]] = {m: (0.0, 0.0, 0.0) for m in MODULES}
+    redo["core_attn"] = (0.0, a, 0.0)
+    redo["layernorm"] = (0.0, own["layernorm"], 0.0)
+    if has["moe_act"]:
+        redo["moe_act"] = (0.0, own["moe_act"], 0.0)
+    if has["mla_up_proj"]:
+        redo["mla_up_proj"] = (own["mla_up_gemm"], own["mla_up_proj"], own["mla_up_gathers"])
+    if has["mlp"]:
+        redo["mlp"] = ((1.0 - moe) * g["dense"], own["mlp"], own["mlp_tp"])
+    if has["moe"]:  # (its host-bound waits without CUDA graphs: with_recompute, under eager_s)
+        redo["moe"] = (moe * (g["shared"] + g["routed"]), own["moe"], ep + own["shared_tp"])
+    if has["shared_experts"]:  # with their tensor-parallel gather and scatter
+        redo["shared_experts"] = (moe * g["shared"], own["shared_experts"], own["shared_tp"])
+    return redo
+
+
+def _redo_own(P: Cols, x: dict) -> dict[str, Any]:
+    """What :func:`module_redo_seconds` prices from :data:`REDO_KEYS` of a row alone: each
+    module's memory-bound seconds (by name), the MLA up-projections' GEMM and gathers, the dense
+    MLP's and the shared experts' tensor-parallel gather and scatter (0 where the model lacks one)."""
     T = tokens(P, x) / P["tp"]
     h, k, s, aw = x["hidden"], routed_copies(x), x["shared"], x["act_width"]
     fe, ff, moe = x["expert_ffn"], x["ffn"], x["moe_share"]
@@ -954,38 +997,35 @@ def module_redo_seconds(P: Cols, x: dict, a, ep) -> dict[str, tuple[Any, Any, An
     def mem(values, casts):
         return T * (values * x["act_bytes"] + casts * x["cast_bytes"]) / x["hbm_rate"]
 
-    g = gemm_parts(P, x)
     # the shared experts' gather and scatter, and FC1's amax all-reduce under current scaling
     shared_amax = moe * (s > 0) * amax_one(P, x)
-    shared_tp = tp_forward(shared_expert_tp_seconds(P, x), x) + shared_amax
-    redo: dict[str, tuple[Any, Any, Any]] = {m: (0.0, 0.0, 0.0) for m in MODULES}
-    redo["core_attn"] = (0.0, a, 0.0)
+    own: dict[str, Any] = {"shared_tp": tp_forward(shared_expert_tp_seconds(P, x), x) + shared_amax}
     # two norms, each reading and writing the hidden state; the outputs re-cast for their GEMMs
-    redo["layernorm"] = (0.0, mem(4.0 * h, h + (1.0 - moe) * h + moe * (s > 0) * h), 0.0)
+    own["layernorm"] = mem(4.0 * h, h + (1.0 - moe) * h + moe * (s > 0) * h)
     if has["moe_act"]:
         # the activation, and the clamp before it where the model has one (inside the checkpoint)
-        redo["moe_act"] = (0.0, mem(moe * k * (aw * fe + clamp_values(x)), moe * k * fe), 0.0)
+        own["moe_act"] = mem(moe * k * (aw * fe + clamp_values(x)), moe * k * fe)
     if has["mla_up_proj"]:  # the latent norms, the query and key-value up-projections and RoPE
         # without a query latent the query projection reads the hidden state, inside the same
         # checkpoint (Megatron-Core's qkv_up_proj_and_rope_apply): it runs again too (a review)
-        q, up = x["q_width"], mla_up_gemm_seconds(P, x)
+        q = x["q_width"]
         latents = x["q_lora"] + x["kv_lora"]
+        own["mla_up_gemm"] = mla_up_gemm_seconds(P, x)
         # the up-projections run forward again: their sequence-parallel gathers too
         # (and current scaling's amax all-reduces of the two latents: amax_seconds)
-        gathers = tp_forward(mla_up_gather_seconds(P, x), x) + 2.0 * amax_one(P, x)
-        redo["mla_up_proj"] = (up, mem(2.0 * (latents + q + x["k_width"]), latents), gathers)
+        own["mla_up_gathers"] = tp_forward(mla_up_gather_seconds(P, x), x) + 2.0 * amax_one(P, x)
+        own["mla_up_proj"] = mem(2.0 * (latents + q + x["k_width"]), latents)
     if has["mlp"]:
-        tp = tp_forward(dense_mlp_tp_seconds(P, x), x) + (1.0 - moe) * amax_one(P, x)
-        redo["mlp"] = ((1.0 - moe) * g["dense"], mem((1.0 - moe) * aw * ff, (1.0 - moe) * (h + ff)), tp)
+        own["mlp_tp"] = tp_forward(dense_mlp_tp_seconds(P, x), x) + (1.0 - moe) * amax_one(P, x)
+        own["mlp"] = mem((1.0 - moe) * aw * ff, (1.0 - moe) * (h + ff))
     if has["moe"]:  # router, permutes, activations and combine; the experts' inputs re-cast
         values = moe * (h + 5.0 * k * h + aw * fe * (k + s) + k * expert_extra_values(x))
         casts = moe * ((k + s) * (h + fe) + (s > 0) * h)
-        # (its host-bound waits without CUDA graphs: with_recompute, under eager_s)
         # (and the shared experts' tensor-parallel gather and scatter, which it subsumes: a review)
-        redo["moe"] = (moe * (g["shared"] + g["routed"]), mem(values, casts), ep + shared_tp)
-    if has["shared_experts"]:  # with their tensor-parallel gather and scatter
-        redo["shared_experts"] = (moe * g["shared"], mem(moe * s * aw * fe, moe * (s * fe + h)), shared_tp)
-    return redo
+        own["moe"] = mem(values, casts)
+    if has["shared_experts"]:
+        own["shared_experts"] = mem(moe * s * aw * fe, moe * (s * fe + h))
+    return own
 
 
 def activation_bytes(P: Cols, x: dict, Ls) -> dict[str, Any]:
