@@ -44,6 +44,17 @@ def exhaustive(catalog):
     return get
 
 
+def _plan_rows(exhaustive, hardware: str, model: str, precision: str, gpus: int, pins: dict) -> tuple:
+    """(x, the exhaustive fixed search, its fitting micro rows P and their terms m, their FSDP bound,
+    their row bound lower_bound_seconds_per_token, each plan's micro row in P): what the tests of a
+    bound over every plan of a grid start from (the search numbers its micro rows by that bound)."""
+    x, whole = exhaustive(hardware, model, precision, gpus, pins)
+    P, m = tpn._fitting_micro(x, gpus, pins)
+    fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
+    lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
+    return x, whole, P, m, fsdp, lb, np.argsort(lb, kind="stable")[whole.cols["row"].astype(int)]
+
+
 @pytest.fixture(scope="module")
 def deadlines():
     """Deadline searches (tpn.search_deadline) computed once for this module, by the case, their
@@ -563,12 +574,8 @@ def test_each_plans_own_bound_is_below_it(exhaustive, hardware, model, precision
     # per token of every plan that fits of an exhaustive search (a first draft put FSDP in the
     # bubble's micro-batches too and sat above 74 of Llama 3.1 405B's FSDP plans here), and above
     # its micro row's bound (taken at the most replicas) for most: it lets the fixed search skip them
-    x, whole = exhaustive(hardware, model, precision, gpus, pins)
-    P, m = tpn._fitting_micro(x, gpus, pins)
-    fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
-    lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
-    order = np.argsort(lb, kind="stable")
-    M = {**whole.cols, "row": order[whole.cols["row"].astype(int)]}
+    x, whole, P, m, fsdp, lb, row = _plan_rows(exhaustive, hardware, model, precision, gpus, pins)
+    M = {**whole.cols, "row": row}
     with np.errstate(all="ignore"):
         bound = tpn.plan_lower_bound(M, *tpn._step_floor(P, ts.micro_terms(P, x), x, fsdp), x)
     ok = whole.space.feasible  # (a plan over HBM, priced at a fallback, is never the best)
@@ -619,11 +626,7 @@ def test_the_row_bounds_are_below_every_fsdp_plan_that_fits(
     # plans that fit (moe-10t, 65,536 Vera Rubin GPUs, pp 16: 2,915 plans); the searches could
     # have skipped; the counts by each case are the old lower_bound_seconds_per_token's. Now the
     # bubble runs (pp - 1) / vp micro-batches of fwd + bwd: mb t_mb + w (t_mb - fsdp) a step.
-    x, whole = exhaustive(hardware, model, precision, gpus, pins)
-    P, m = tpn._fitting_micro(x, gpus, pins)
-    fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
-    lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
-    row = np.argsort(lb, kind="stable")[whole.cols["row"].astype(int)]  # each plan's micro row
+    x, whole, P, m, fsdp, lb, row = _plan_rows(exhaustive, hardware, model, precision, gpus, pins)
     ok = whole.space.feasible
     spt = whole.seconds_per_token[ok]
     assert ok.sum() > 400 and np.count_nonzero(fsdp[row][ok]) > 10  # FSDP's term bites on plans that fit
@@ -748,12 +751,9 @@ def test_the_step_floors_are_below_every_plans_data_and_tensor_parallel_time(
     # fsdp_lower_bound, on fwd + bwd, leaves hidden, and its redo pays for that), and the
     # bracket's best rate at that dp reaches the plan's tokens/s; and the floor grows with d, so a
     # row's first bound d gives one below every plan on more replicas
-    x, whole = exhaustive(hardware, model, precision, gpus, pins)
-    P, m = tpn._fitting_micro(x, gpus, pins)
-    fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
-    lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
+    x, whole, P, m, fsdp, lb, row = _plan_rows(exhaustive, hardware, model, precision, gpus, pins)
     ok = whole.space.feasible
-    row = np.argsort(lb, kind="stable")[whole.cols["row"].astype(int)][ok]  # each plan's micro row
+    row = row[ok]  # each fitting plan's micro row
     Q, f = {k: v[row] for k, v in P.items()}, fsdp[row]
     t = ts.micro_terms(Q, x)
     more = tpn._step_extras(Q, t, x)
