@@ -239,8 +239,9 @@ def test_checking_set_median_error_is_within_the_documented_bound():
 # which ran on it, left the list (+60.6 -> +10.6 %; 3 -> 2); median 11.84 -> 11.52 %.
 SERVING_MEDIAN_BOUND_PCT = 13.6
 SERVING_WORST_RATIO = 1.5
+# The set is what may lie beyond 1.5x, tightened as cases come in: B200 TEP8 1k/1k at 128 users
+# (TensorRT-LLM 1.1.0rc2) reads +42.1 % (a 1.42x ratio) and left it (2026-12-06, fifty-third session).
 SERVING_BEYOND_1_5X = {
-    "ix-dsr1-b200-tep8-1k1k-c128",
     "ix-dsr1-gb200-trt-disagg-8k1k-c256-nomtp",
     "ix-dsr1-mi355x-fp8-tp8-8k1k-c4",
     # joined when AMD's MXFP4 DeepSeek-R1-0528 kept its attention in BF16, as its card says
