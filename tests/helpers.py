@@ -98,6 +98,19 @@ def _shared_run(args: tuple[str, ...]) -> Run:
         return r
 
 
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def builtin_yaml(relpath: str):
+    """A built-in catalog file (``relpath`` under configs/) as raw YAML data, read with libyaml's
+    safe loader where PyYAML has it: the validation cases take ~1.1 s CPU with PyYAML's
+    pure-Python loader, ~0.09 s with libyaml's (the same data)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load((CONFIGS / relpath).read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

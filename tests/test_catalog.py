@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_cli, write
+from helpers import builtin_yaml, run_cli, write
 
 from ipd_cli import load
 from ipd_cli.catalog.loader import load_catalog
@@ -756,7 +756,7 @@ def _input_error(r, text: str) -> None:
 
 def _builtin_hardware() -> dict:
     """The built-in hardware file as raw YAML data, to copy an entry from."""
-    return yaml.safe_load((Path(__file__).resolve().parents[1] / "configs" / "hardware.yaml").read_text())
+    return builtin_yaml("hardware.yaml")
 
 
 def test_a_user_system_without_capex_is_told_what_capex_is_for(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import run_cli, run_cli_once, write
+from helpers import builtin_yaml, run_cli, run_cli_once, write
 
 from ipd_cli import compare
 from ipd_cli.engine import lifecycle as lc
@@ -789,8 +789,7 @@ def test_a_budget_that_buys_less_than_a_step_and_a_serving_without_target_are_sa
     )  # fmt: skip
     assert r.code == 0 and "buys one" not in r.stderr, r.stderr
     scenario = tmp_path / "s.yaml"
-    built_in = Path(__file__).resolve().parents[1] / "configs" / "workloads" / "open-model-agent.yaml"
-    body = yaml.safe_load(built_in.read_text())
+    body = builtin_yaml("workloads/open-model-agent.yaml")
     del body["serving"]["tokens_per_user_s"]
     body["field_sources"].pop("serving.tokens_per_user_s")
     scenario.write_text(yaml.safe_dump(body))

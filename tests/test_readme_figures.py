@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import run_cli, run_cli_once
+from helpers import builtin_yaml, run_cli, run_cli_once
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -642,11 +642,7 @@ def test_the_instance_size_a_pin_reaches_beyond_the_search():
 def test_the_readme_counts_the_validation_cases_by_split():
     # a fresh-eyes review: the README said 394 measurements, 117 fitting, after fifteen fitting cases
     # had been added (409, 132); the checking split's count from the README's own command
-    import yaml
-
-    cases = yaml.safe_load(
-        (Path(__file__).resolve().parents[1] / "configs/validation/cases.yaml").read_text()
-    )
+    cases = builtin_yaml("validation/cases.yaml")
     splits = [case["split"] for case in cases["cases"]]
     r = run_cli_once("validate", "--split", "checking")  # shared with test_validation.py
     assert r.code == 0, r.stderr

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import FIXED_RL_GPUS, run_cli, run_cli_once, write
+from helpers import FIXED_RL_GPUS, builtin_yaml, run_cli, run_cli_once, write
 
 import ipd_cli
 from ipd_cli import compare, load
@@ -205,12 +205,10 @@ def test_a_tasks_per_day_axis_sizes_the_serving_deployment(catalog):
 
 
 def test_a_given_pretraining_cost_re_prices_with_its_amortisation(catalog, tmp_path):
-    from pathlib import Path
 
     import yaml
 
-    scenario = Path(__file__).parents[1] / "configs" / "workloads" / "frontier-agentic.yaml"
-    body = yaml.safe_load(scenario.read_text(encoding="utf-8"))
+    body = builtin_yaml("workloads/frontier-agentic.yaml")
     body["pretraining"] = {"cost_usd": 5e8, "amortisation_years": 2}
     path = str(write(tmp_path / "given.yaml", yaml.safe_dump(body)))
     axes = ["workload.pretraining.cost_usd=1e8,9e8", "workload.pretraining.amortisation_years=4"]
