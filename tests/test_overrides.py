@@ -537,3 +537,71 @@ def test_a_set_path_may_name_a_table_key_holding_dots():
     assert (r.value.value, r.unit, r.si) == (40, "ms", 1e-3)
     with pytest.raises(InputError, match=r"releases\.1: unknown field; choose one of: 1\.1\.0rc2"):
         load(sets=["serving.stacks.trtllm.releases.1.2.profiles.blackwell.prompt_stall_ms.fp4=40"])
+
+
+def test_a_copy_reads_what_its_sets_leave_alone_from_its_catalog_and_the_rest_afresh(catalog):
+    # each copy's answer at every path is the one its own catalog gives, resolved afresh
+    # (`_resolve`, no table), before and after the catalog it was made from read the path
+    from ipd_cli.engine.inputs import _resolve, resolve
+
+    stack = "serving.stacks.sglang.profiles.grace-blackwell.step_overhead_us_per_layer"
+    paths = [
+        stack,  # the field set
+        "serving.stacks",  # the table holding it, whole
+        "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer",  # another stack
+        "serving.decode_hbm_efficiency",  # the same section, a field no set touches
+        "systems.hopper.power_kw",  # another section, an entry by its alias
+        "efficiency.training_share_by_accelerator.a100-sxm",
+        "systems.h100-sxm.host_link_gb_per_s",  # not set: a KeyError, every time
+    ]
+
+    def fresh(cat, path):
+        try:
+            return _resolve(cat, path)
+        except KeyError as e:
+            return e.args
+
+    def read(cat, path):
+        try:
+            return resolve(cat, path)
+        except KeyError as e:
+            return e.args
+
+    one = catalog.with_overrides([f"{stack}=7.5"])
+    two = one.with_overrides(["efficiency.training_share_by_accelerator.a100-sxm=0.5"])
+    read(catalog, paths[4])  # the catalog read one path before, the rest after its copies
+    for cat in (two, one, catalog, two, one):  # (twice: each answer kept is the same)
+        for path in paths:
+            assert read(cat, path) == fresh(cat, path), path
+    assert read(one, stack).value.value == read(two, stack).value.value == 7.5
+    assert read(catalog, stack).value.value != 7.5
+    assert read(two, paths[5]).value.value == 0.5 != read(one, paths[5]).value.value
+    assert read(one, "serving.stacks").value["sglang"] is not read(catalog, "serving.stacks").value["sglang"]
+    # what the sets leave alone is resolved once, on the catalog read from files
+    assert read(two, paths[4]) is read(one, paths[4]) is read(catalog, paths[4])
+    assert read(two, paths[2]) is read(one, paths[2])  # (resolved on the copy whose set touched its table)
+    assert read(two, paths[2]) == read(catalog, paths[2])
+    assert read(two, stack) is read(one, stack) is not read(catalog, stack)
+    with pytest.raises(KeyError, match="host_link_gb_per_s: not set in the catalog"):
+        resolve(two, paths[6])
+
+
+def test_a_long_chain_of_copies_keeps_few_catalogs_behind_it(catalog):
+    # a loop of sets, each on the last copy: past INHERITED_DEPTH copies, one starts afresh (what
+    # its catalog read, copied), so a chain keeps at most that many catalogs alive
+    from ipd_cli.catalog.catalog import INHERITED_DEPTH
+    from ipd_cli.engine.inputs import _resolve, resolve
+
+    path, power = "systems.hopper.power_kw", "efficiency.training_share"
+    cat = catalog
+    for k in range(INHERITED_DEPTH + 2):
+        resolve(cat, path)
+        cat = cat.with_overrides([f"{power}={0.5 + k / 1000}"])
+        assert cat.resolved.depth == (k + 1) % (INHERITED_DEPTH + 1)
+    assert cat.resolved.parent.resolved.parent is None  # (depth 1: made from the one made afresh)
+    assert resolve(cat, path) == _resolve(cat, path)
+    assert (
+        resolve(cat, power).value.value
+        == 0.5 + (INHERITED_DEPTH + 1) / 1000
+        == _resolve(cat, power).value.value
+    )

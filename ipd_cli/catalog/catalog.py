@@ -32,6 +32,25 @@ from .schema import (
 from .validation import validate_entry, validate_workload, validation_error
 
 
+class Inherited(dict):
+    """:attr:`Catalog.resolved`: what each ``--set`` path names, by path. A copy that overrides
+    make (``parent``: the catalog they were applied to) reads a path none of them touches (one
+    outside the ``changed`` prefixes: the sections an override changes, and the fields of a merged
+    section it sets) from its parent: those entries, origins and aliases are the parent's, so the
+    path names the same value there. ``depth``: the copies between this table's catalog and one
+    read from files, capped (:data:`INHERITED_DEPTH`) so that a long chain of copies (a loop of
+    overrides, each on the last) keeps few catalogs alive."""
+
+    __slots__ = ("parent", "changed", "depth")
+
+    def __init__(self, parent: Catalog | None = None, changed: tuple[str, ...] = (), depth: int = 0) -> None:
+        super().__init__()
+        self.parent, self.changed, self.depth = parent, changed, depth
+
+
+INHERITED_DEPTH = 64  # ``ipd calibrate`` fits 49 knobs, one on top of the other, and tries each
+
+
 @dataclass
 class Catalog:
     """The validated catalog. Look entries up with :meth:`system`, :meth:`model`, ..."""
@@ -55,7 +74,7 @@ class Catalog:
     # what each --set path names, filled by the engine's reader as it reads (entries are frozen
     # and a catalog is never changed after it is built: overrides and dataclasses.replace make a new
     # one, whose table starts empty as the field is not an __init__ argument)
-    resolved: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    resolved: Inherited = field(default_factory=Inherited, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         # the default dataclass repr printed every entry (233 kB in a notebook, an API review)
