@@ -605,3 +605,22 @@ def test_a_long_chain_of_copies_keeps_few_catalogs_behind_it(catalog):
         == 0.5 + (INHERITED_DEPTH + 1) / 1000
         == _resolve(cat, power).value.value
     )
+
+
+def test_a_copy_takes_the_aliases_of_the_sections_its_sets_leave_alone(catalog):
+    # the aliases a copy has are the ones built anew from its entries: taken from the catalog (a
+    # copy of them) where no set touches the section, built anew where one does (the last set
+    # replaces h100-sxm's five aliases with one)
+    from ipd_cli.catalog.catalog import _aliases
+
+    for sets in (
+        ["efficiency.training_share=0.5"],
+        ["systems.hopper.power_kw=11"],
+        ["models.llama-3.1-8b.layers=30"],
+        ["systems.hopper.aliases=[h100x]"],
+    ):
+        cat = catalog.with_overrides(sets)
+        for section in ("systems", "models"):
+            assert cat.aliases[section] == _aliases(cat, section)
+            assert cat.aliases[section] is not catalog.aliases[section]
+    assert cat.aliases["systems"]["h100x"] == "h100-sxm" and "hopper" not in cat.aliases["systems"]

@@ -232,9 +232,13 @@ def build(raw: RawCatalog) -> Catalog:
     return catalog
 
 
-def finish(catalog: Catalog) -> None:
-    """Aliases and cross-references, after the entries are validated (also after overrides)."""
-    catalog.aliases = {"systems": _aliases(catalog, "systems"), "models": _aliases(catalog, "models")}
+def finish(catalog: Catalog, kept: dict[str, dict[str, str]] | None = None) -> None:
+    """Aliases and cross-references, after the entries are validated (also after overrides;
+    ``kept``: the aliases of the sections they leave as they were, which are taken as they are)."""
+    kept = kept or {}
+    catalog.aliases = {
+        name: dict(kept[name]) if name in kept else _aliases(catalog, name) for name in ("systems", "models")
+    }
     _check_references(catalog)
 
 

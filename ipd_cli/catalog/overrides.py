@@ -381,7 +381,8 @@ def apply_to_catalog(cat: Catalog, items: list[str] | list[Override]) -> Catalog
         given.append(o.text)
     _validate_entries(sections, bodies, entries, origins)
     new = dataclasses.replace(cat, **sections, **merged, origins=origins, overrides=[*cat.overrides, *parsed])
-    finish(new)
+    # a section no override touches has the same entries, so the same aliases (~0.1 s a calibration)
+    finish(new, {name: v for name, v in cat.aliases.items() if name not in touched})
     # what the engine reads from the sections no override touches is the same in the copy (the
     # same entries, origins and aliases), and so is a merged section's field no override sets (its
     # validators only check; its origins are kept by field): the copy reads those paths from ``cat``
