@@ -175,3 +175,16 @@ def test_rows_that_do_not_draft_step_as_they_do_beside_rows_that_draft(catalog, 
     for key, col in alone.items():
         assert col.tobytes() == together[key][plain].tobytes(), key
     assert np.isnan(alone["step_s"]).all() == (draft_bytes is not None)
+
+
+def test_a_contexts_reader_is_built_once_and_reads_into_its_own_trace(catalog):
+    # one reader per context (~57k reads in `ipd calibrate` built one each): the same reader every
+    # time, reading the context's catalog into the context's trace; a context made from it with
+    # another trace (a quiet one) reads through a reader of its own
+    ctx = context(catalog, "gb200-nvl72", "deepseek-r1")
+    assert ctx.inp is ctx.inp and ctx.inp.cat is catalog and ctx.inp.trace is ctx.trace
+    hbm = ctx.spec("HBM bandwidth", "hbm_tb_per_s")
+    assert hbm == catalog.accelerators[ctx.system.accelerator].hbm_tb_per_s.value * 1e12  # TB/s -> B/s
+    assert ctx.trace.items[-1].path == f"accelerators.{ctx.system.accelerator}.hbm_tb_per_s"
+    quiet = replace(ctx, trace=ctx.trace.quiet())
+    assert quiet.inp is not ctx.inp and quiet.inp.trace is quiet.trace
