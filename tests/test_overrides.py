@@ -584,6 +584,10 @@ def test_a_copy_reads_what_its_sets_leave_alone_from_its_catalog_and_the_rest_af
     assert read(two, stack) is read(one, stack) is not read(catalog, stack)
     with pytest.raises(KeyError, match="host_link_gb_per_s: not set in the catalog"):
         resolve(two, paths[6])
+    # a path first read on the last copy is kept by each catalog on the way, for their next copies
+    three, hbm = two.with_overrides(["efficiency.tp_comm_overlap=0.5"]), "accelerators.h100-sxm.hbm_tb_per_s"
+    assert read(three, hbm) == fresh(catalog, hbm)
+    assert all(c.resolved[hbm] is read(three, hbm) for c in (two, one, catalog))
 
 
 def test_a_long_chain_of_copies_keeps_few_catalogs_behind_it(catalog):

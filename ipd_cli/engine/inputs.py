@@ -48,19 +48,20 @@ def resolve(cat: Catalog, path: str) -> Resolved:
     where it is resolved once for every copy (``ipd calibrate`` prices ~1,000 trial copies)."""
     r: Resolved | Absent | None = cat.resolved.get(path)
     if r is None:
-        owner = cat
-        while (table := owner.resolved).parent is not None and not f"{path}.".startswith(table.changed):
+        owner, tables, below = cat, [cat.resolved], f"{path}."
+        while (table := owner.resolved).parent is not None and not below.startswith(table.changed):
             owner = table.parent
             r = owner.resolved.get(path)
             if r is not None:
                 break
+            tables.append(owner.resolved)
         if r is None:
             try:
                 r = _resolve(owner, path)
             except KeyError as e:  # kept too: optional fields are asked for on every estimate
                 r = Absent(type(e), e.args)
-            owner.resolved[path] = r
-        cat.resolved[path] = r
+        for table in tables:  # (each copy between: the next copy of its catalog finds it there)
+            table[path] = r
     if isinstance(r, Absent):
         raise r.kind(*r.args)
     return r
