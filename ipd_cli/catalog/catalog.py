@@ -34,12 +34,12 @@ from .validation import validate_entry, validate_workload, validation_error
 
 class Inherited(dict):
     """:attr:`Catalog.resolved`: what each ``--set`` path names, by path. A copy that overrides
-    make (``parent``: the catalog they were applied to) reads a path none of them touches (one
-    outside the ``changed`` prefixes: the sections an override changes, and the fields of a merged
-    section it sets) from its parent: those entries, origins and aliases are the parent's, so the
-    path names the same value there. ``depth``: the copies between this table's catalog and one
-    read from files, capped (:data:`INHERITED_DEPTH`) so that a long chain of copies (a loop of
-    overrides, each on the last) keeps few catalogs alive."""
+    make (``parent``: the catalog they were applied to) shares what it reads at a path none of them
+    touches (one outside the ``changed`` prefixes: the sections an override changes, and the fields
+    of a merged section it sets) with its parent, both ways: those entries, origins and aliases are
+    the parent's, so the path names the same value there. ``depth``: the copies between this
+    table's catalog and one read from files, capped (:data:`INHERITED_DEPTH`) so that a long chain
+    of copies (a loop of overrides, each on the last) keeps few catalogs alive."""
 
     __slots__ = ("parent", "changed", "depth")
 

@@ -43,9 +43,10 @@ class Resolved:
 def resolve(cat: Catalog, path: str) -> Resolved:
     """The catalog value at a ``--set`` path (raises KeyError for a path the catalog lacks),
     remembered on the catalog (a path it lacks too): an estimate reads the same paths many times.
-    A copy made by overrides reads a path they leave alone from the catalog it was made from (the
-    same entries, origins and aliases there; see :class:`~ipd_cli.catalog.catalog.Inherited`),
-    where it is resolved once for every copy (``ipd calibrate`` prices ~1,000 trial copies)."""
+    A copy made by overrides shares what it reads at a path they leave alone with the catalog it
+    was made from (the same entries, origins and aliases there; see
+    :class:`~ipd_cli.catalog.catalog.Inherited`), so such a path is resolved once for all copies
+    (``ipd calibrate`` prices ~1,000 trial copies); a path not yet read is read on the copy."""
     r: Resolved | Absent | None = cat.resolved.get(path)
     if r is None:
         owner, tables, below = cat, [cat.resolved], f"{path}."
@@ -55,12 +56,12 @@ def resolve(cat: Catalog, path: str) -> Resolved:
             if r is not None:
                 break
             tables.append(owner.resolved)
-        if r is None:
+        if r is None:  # read from the copy's own tables (the same entries as those above it)
             try:
-                r = _resolve(owner, path)
+                r = _resolve(cat, path)
             except KeyError as e:  # kept too: optional fields are asked for on every estimate
                 r = Absent(type(e), e.args)
-        for table in tables:  # (each copy between: the next copy of its catalog finds it there)
+        for table in tables:  # (each catalog on the way: the next copy of its catalog finds it there)
             table[path] = r
     if isinstance(r, Absent):
         raise r.kind(*r.args)
