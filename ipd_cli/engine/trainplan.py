@@ -1581,42 +1581,144 @@ def _stepped_up(
     tries = [base + k * grain for k in STEPS_UP]
     tries += [np.maximum(np.ceil(base * k / grain) * grain, last) for k in STEPS_UP_TIMES]
 
-    def tried(at: Any, dp: Any) -> tuple[dict, dict, Any]:
-        """Rows ``at`` at ``dp`` replicas: the plan, its step, and whether it fits and reaches the rate."""
-        trial = {**sr.take(M, at), "dp": dp}
+    trials: list[tuple[dict, dict]] = []  # every trial's plan and step, in order
+    src = np.full(len(rows), -1)  # per row: the trial that set its ``hi``, and the row's index there
+    src_at = np.full(len(rows), -1)
+
+    def tried(at: Any, dp: Any) -> Any:
+        """Rows ``at`` (positions in ``rows``) at ``dp`` replicas: whether each fits and reaches the
+        rate (the plan and its step kept in ``trials``)."""
+        trial = {**sr.take(M, rows[at]), "dp": dp}
         if refill:
             trial["mb"] = _fill(trial, x)
-        t_out = evaluate(trial, index_terms(terms, at), x, pins)
+        t_out = evaluate(trial, index_terms(terms, rows[at]), x, pins)
+        trials.append((trial, t_out))
         reaches = _replicas_needed(trial, t_out, x, rate) <= dp * (1 + 1e-9)
-        return trial, t_out, fits_memory(t_out, x) & reaches
+        return fits_memory(t_out, x) & reaches
+
+    def kept(pos: Any, dp: Any, j: Any) -> None:
+        """Rows ``pos`` fit at ``dp``: the last trial's entries ``j`` of them."""
+        hi[pos], src[pos], src_at[pos] = dp, len(trials) - 1, j
 
     lo = base.copy()  # per row: a count that does not fit (the rung below the one that does)
     hi = np.full(len(rows), np.inf)  # the fewest found that fits
     left = np.arange(len(rows))  # positions in ``rows`` of those still over HBM
-    for dp in tries:
+    for i, dp in enumerate(tries):
         if not len(left):
             break
-        _, _, ok = tried(rows[left], dp[left])
-        hi[left[ok]] = dp[left][ok]
+        k = len(tries) - i
+        if k > 1 and len(left) * k <= FEW_TRIED:  # the rungs left of the few rows left, in one pass
+            dps = np.stack([t[left] for t in tries[i:]])  # (rung, row)
+            ok = tried(np.tile(left, k), dps.reshape(-1)).reshape(k, len(left))
+            first, hit = np.argmax(ok, axis=0), ok.any(axis=0)  # each row's first rung that fits
+            cols = np.arange(len(left))
+            kept(left[hit], dps[first[hit], cols[hit]], first[hit] * len(left) + cols[hit])
+            failed = ~hit | (first > 0)  # the rung before the first that fits (or the last) failed
+            before = np.where(hit, first - 1, k - 1)[failed]
+            lo[left[failed]] = dps[before, cols[failed]]
+            break
+        ok = tried(left, dp[left])
+        kept(left[ok], dp[left][ok], np.flatnonzero(ok))
         lo[left[~ok]] = dp[left][~ok]
         left = left[~ok]
     found = np.flatnonzero(np.isfinite(hi))
     # between a multiple's rung and the rung below: bisect to the grain
     gap = found[hi[found] - lo[found] > grain[found] * (1 + 1e-9)]
     while len(gap):
-        g = grain[gap]
-        mid = lo[gap] + np.floor((hi[gap] - lo[gap]) / g / 2.0) * g
-        _, _, ok = tried(rows[gap], mid)
-        hi[gap[ok]], lo[gap[~ok]] = mid[ok], mid[~ok]
-        gap = gap[hi[gap] - lo[gap] > grain[gap] * (1 + 1e-9)]
+        gap = _bisected(gap, lo, hi, grain, tried, kept)
     if len(found):
         at = rows[found]
-        trial, t_out, _ = tried(at, hi[found])
+        trial, t_out = _gathered(trials, src[found], src_at[found])
+        if trial is None:  # a step with a number or mixed types for an output: priced again
+            tried(found, hi[found])
+            trial, t_out = trials[-1]
         for c in ("dp", "mb", "rc", "zero"):
             M[c] = np.array(M[c], dtype=float, copy=True)
             M[c][at] = trial[c]
         out = _written(out, t_out, at)
     return out
+
+
+# rows :func:`_stepped_up` prices at once where the rows left are few: every rung left of them, or
+# the next levels of their bisection, in one pass (a row's step depends on that row alone, so the
+# rows' numbers are the ones the rung-by-rung, level-by-level passes give; a pass costs a fixed
+# ~1 ms plus ~3 us a row, so up to this many rows cost less than the two or more passes they stand for)
+FEW_TRIED = 384
+
+
+def _bisected(gap: Any, lo: Any, hi: Any, grain: Any, tried: Any, kept: Any) -> Any:
+    """The next levels of :func:`_stepped_up`'s bisection of rows ``gap`` (``lo`` fails, ``hi``
+    fits; both updated): as many levels as :data:`FEW_TRIED` rows allow (at least one), each row's
+    midpoints on every path those levels can take priced in one pass, then walked as the
+    level-by-level bisection walks them. The rows whose gap is still above a grain are returned."""
+    import numpy as np
+
+    n = len(gap)
+    levels = 1
+    while levels < 16 and n * (2 ** (levels + 1) - 1) <= FEW_TRIED:
+        levels += 1
+    g = grain[gap]
+    # the tree of (lo, hi) states per row: level l holds 2^l states, state s's children 2s (fits:
+    # hi = mid) and 2s + 1 (does not: lo = mid); a state whose gap is within a grain, and all
+    # below it, are closed (not priced)
+    a, b, parent = lo[gap][None, :], hi[gap][None, :], np.ones((1, n), dtype=bool)
+    opens, mids = [], []
+    for _ in range(levels):
+        opened = parent & (b - a > g * (1 + 1e-9))
+        mid = a + np.floor((b - a) / g / 2.0) * g
+        opens.append(opened)
+        mids.append(mid)
+        a = np.stack([a, mid], axis=1).reshape(-1, n)
+        b = np.stack([mid, b], axis=1).reshape(-1, n)
+        parent = np.repeat(opened, 2, axis=0)
+    where = [np.nonzero(o) for o in opens]  # (state, row) pairs priced, level by level
+    pos = np.concatenate([gap[w[1]] for w in where])
+    dps = np.concatenate([m[w] for m, w in zip(mids, where, strict=True)])
+    ok = tried(pos, dps)
+    # each priced pair's index in the pass, as a (state, row) table per level
+    index, start = [], 0
+    for o, w in zip(opens, where, strict=True):
+        t = np.full(o.shape, -1)
+        t[w] = start + np.arange(len(w[0]))
+        index.append(t)
+        start += len(w[0])
+    s = np.zeros(n, dtype=np.int64)  # each row's state at the level walked
+    cols = np.arange(n)
+    for lv in range(levels):
+        live = np.flatnonzero(opens[lv][s, cols])
+        if not len(live):
+            break
+        j = index[lv][s[live], live]
+        fit = ok[j]
+        r = gap[live]
+        kept(r[fit], dps[j[fit]], j[fit])
+        lo[r[~fit]] = dps[j[~fit]]
+        s[live] = 2 * s[live] + (~fit)
+    return gap[hi[gap] - lo[gap] > grain[gap] * (1 + 1e-9)]
+
+
+def _gathered(trials: list, which: Any, at: Any) -> tuple[Any, Any]:
+    """The plans and steps of rows ``at`` of trials ``which`` (one entry a row), as one plan and one
+    step (None, None where a step holds a number, or another dtype, for an output)."""
+    import numpy as np
+
+    used = np.unique(which)
+    keys = list(trials[used[0]][1])
+    out: dict[str, Any] = {}
+    plan: dict[str, Any] = {}
+    for table, cols, into in ((0, ("dp", "mb", "rc", "zero"), plan), (1, keys, out)):
+        for c in cols:
+            parts = [trials[u][table].get(c) for u in used]
+            if any(p is None or np.ndim(p) != 1 for p in parts) or len({p.dtype for p in parts}) != 1:
+                return None, None
+            v = np.empty(len(which), dtype=parts[0].dtype)
+            for u, p in zip(used, parts, strict=True):
+                mine = which == u
+                v[mine] = p[at[mine]]
+            into[c] = v
+    if any(list(trials[u][1]) != keys for u in used):
+        return None, None
+    return plan, out
 
 
 def _written(out: dict, sub: dict, rows: Any) -> dict[str, Any]:
