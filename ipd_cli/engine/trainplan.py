@@ -1535,7 +1535,10 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
     # steps down: a row that does not step down stays as it was, so its next trial is the one it
     # failed (the same numbers): each step tries only the rows that stepped down the last
     rows = np.arange(len(grain))
-    for _ in range(STEPS_DOWN):  # at the recompute and sharding chosen, as the rounds
+    for i in range(STEPS_DOWN):  # at the recompute and sharding chosen, as the rounds
+        if alone and 1 < STEPS_DOWN - i and len(rows) * (STEPS_DOWN - i) <= FEW_TRIED:
+            _stepped_down(M, mm, x, rate, grain, rows, STEPS_DOWN - i, refill)
+            break
         g, dp = grain[rows], M["dp"][rows]
         trial = {**sr.take(M, rows), "dp": np.maximum(dp - g, g)}
         if refill:
@@ -1551,6 +1554,37 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
         rows = rows[at] if alone else rows
     out = evaluate(M, terms, x, pins)
     return _stepped_up(M, out, terms, x, rate, pins, refill) if alone else out
+
+
+def _stepped_down(
+    M: sr.Columns, mm: dict, x: dict, rate: float, grain: Any, rows: Any, k: int, refill: bool
+) -> None:
+    """:func:`solve_replicas`' last ``k`` steps down of the rows ``rows`` in one pass: each row at
+    one to ``k`` replica grains fewer (the counts the steps try, each the last less a grain, down to
+    a grain), its micro-batches refilled, and kept at the last of the first steps that all fit and
+    reach the rate (where a step fails, the steps after it are not taken): the plan the step-by-step
+    loop leaves, as a row's step depends on that row alone. ``M``'s dp and mb are updated."""
+    import numpy as np
+
+    n = len(rows)
+    g, dps = grain[rows], [M["dp"][rows]]
+    for _ in range(k):
+        dps.append(np.maximum(dps[-1] - g, g))
+    at = np.tile(rows, k)
+    trial = {**sr.take(M, at), "dp": np.concatenate(dps[1:])}
+    if refill:
+        trial["mb"] = _fill(trial, x)
+    t_out = finish(trial, index_terms(mm, at), x)
+    down = (trial["dp"] < np.concatenate(dps[:-1])) & fits_memory(t_out, x)
+    down &= _replicas_needed(trial, t_out, x, rate) <= trial["dp"] * (1 + 1e-9)
+    # each row's steps taken: those before the first of its steps that fails
+    steps = np.argmin(np.vstack([down.reshape(k, n), np.zeros((1, n), dtype=bool)]), axis=0)
+    moved = np.flatnonzero(steps)
+    if not len(moved):
+        return
+    j = (steps[moved] - 1) * n + moved  # each moved row's last step, in the pass
+    M["dp"], M["mb"] = M["dp"].copy(), M["mb"].copy()
+    M["dp"][rows[moved]], M["mb"][rows[moved]] = trial["dp"][j], trial["mb"][j]
 
 
 # the replicas solve_replicas tries for a row over HBM, smallest first (the first that fits and
