@@ -20,12 +20,14 @@ TERA = 1e12
 GIGA = 1e9
 GIBI = 2**30  # bytes in a GiB: HBM capacities (catalog hbm_gib)
 
+_NUMBERS = (float, int)  # plain numbers (``float | int`` builds its union at every call)
+
 
 def maximum(a, b):
     """max(a, b) that also works element-wise on arrays: the larger argument itself, exactly (the
     arithmetic form ``a + (b - a) * (b > a)`` was 1 ulp off for about one pair in eight, as
     ``minimum(0.7, 0.1)`` = 0.09999999999999998, and NaN where an argument is infinite)."""
-    if isinstance(a, float | int) and isinstance(b, float | int):
+    if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
         return b if b > a else a
     import numpy as np
 
@@ -34,7 +36,7 @@ def maximum(a, b):
 
 def minimum(a, b):
     """min(a, b) that also works element-wise on arrays, exactly (see :func:`maximum`)."""
-    if isinstance(a, float | int) and isinstance(b, float | int):
+    if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
         return b if b < a else a
     import numpy as np
 
@@ -46,7 +48,7 @@ def ceil(x):
     ``np.ceil`` where its elements are finite, the same numbers (-floor(-x) is ceil(x), signed
     zeros included) at a fiftieth of floor division's cost, and floor division at an infinity or
     NaN (infinity // 1 is NaN)."""
-    if not isinstance(x, float | int):
+    if not isinstance(x, _NUMBERS):
         import numpy as np
 
         if type(x) is np.ndarray and x.dtype.kind == "f" and x.ndim:

@@ -1052,10 +1052,9 @@ class Searched:
 def index_terms(t: dict, rows) -> dict[str, Any]:
     """Micro terms at ``rows`` (tuples hold one array per recompute policy or module; a plain number
     is the same for every row)."""
-    import numpy as np
 
-    def at(a: Any) -> Any:
-        return a[rows] if np.ndim(a) else a
+    def at(a: Any) -> Any:  # (np.ndim's dispatch costs more than the gather of a few rows)
+        return a[rows] if getattr(a, "ndim", 0) else a
 
     return {k: tuple(at(a) for a in v) if isinstance(v, tuple) else at(v) for k, v in t.items()}
 
