@@ -2068,6 +2068,67 @@ def test_a_row_stepped_up_past_the_grains_takes_the_fewest_replicas_that_fit(cat
     assert train(catalog, "vera-rubin", "moe-10t", 7.90511e11, **kw).pretraining.gpus == 720
 
 
+def test_the_steps_up_and_down_priced_in_few_passes_end_on_the_pass_by_pass_plans_bits(catalog, monkeypatch):
+    # solve_replicas prices the few rows left at every rung (and every step down) left in one pass,
+    # and several bisection levels a pass (at most FEW_TRIED rows): a row's step depends on that
+    # row alone, so every row must end on the plan and step the pass-by-pass loop gives
+    # (FEW_TRIED 1), to the bit, with every rung, step and level in one pass (FEW_TRIED 2^20), in
+    # fewer passes. MI300X's 405B on 145B tokens in 1,375 days
+    # bisects from a multiple's rung; H200's 10T on 1.9T tokens in 1,401 days climbs the rungs,
+    # bisects 52 rows several levels deep and steps down; H100's 70B in 40 days steps down
+    from ipd_cli.engine import pretraining as pt
+    from ipd_cli.engine import trainplan as tpn
+    from ipd_cli.engine.trace import Trace
+
+    solve, count, passes = tpn.solve_replicas, [0], [0, 0]
+    for name in ("evaluate", "finish"):
+        priced = getattr(tpn, name)
+
+        def counted(*a, priced=priced, **k):
+            count[0] += 1
+            return priced(*a, **k)
+
+        monkeypatch.setattr(tpn, name, counted)
+
+    def bits(u, v):
+        return (
+            type(u) is type(v)
+            and np.asarray(u).dtype == np.asarray(v).dtype
+            and (np.asarray(u).tobytes() == np.asarray(v).tobytes())
+        )
+
+    def both(M, terms, x, rate, pins):
+        got = []
+        for k, cap in enumerate((1, 1 << 20)):
+            monkeypatch.setattr(tpn, "FEW_TRIED", cap)
+            Mk, start = {c: np.array(v, copy=True) for c, v in M.items()}, count[0]
+            got.append((Mk, solve(Mk, terms, x, rate, pins)))
+            passes[k] += count[0] - start
+        (a, out_a), (b, out_b) = got
+        assert list(a) == list(b) and all(bits(a[c], b[c]) for c in a)
+        assert list(out_a) == list(out_b) and all(bits(out_a[c], out_b[c]) for c in out_a)
+        M.update(b)
+        return out_b
+
+    monkeypatch.setattr(tpn, "solve_replicas", both)
+    full, cut = (tpn.STEPS_UP, tpn.STEPS_UP_TIMES), ((1,), (16.0,))
+    cases = [
+        ("mi300x", "llama-3.1-405b", 145e9, 1375, "bf16", full),
+        ("mi300x", "llama-3.1-405b", 145e9, 1375, "bf16", cut),
+        ("h200", "moe-10t", 1.9e12, 1401, "bf16", full),
+        ("h100-sxm", "llama-3.1-70b", 15e12, 40, "bf16", full),
+    ]
+    for hw, model, tokens, days, precision, (grains, times) in cases:
+        monkeypatch.setattr(tpn, "STEPS_UP", grains)
+        monkeypatch.setattr(tpn, "STEPS_UP_TIMES", times)
+        x, _ = pt.pretraining_inputs(
+            catalog, hw, model, tokens, gpus=None, deadline_days=days, precision=precision, mfu=None,
+            sequence_length=None, pricing="rental", origin="test", trace=Trace(catalog.sources, record=False),
+        )  # fmt: skip
+        assert tpn.find_deadline(tpn.derive({**x, "pins": {}}), days * 86400.0, {}, 1e6).best is not None
+    assert passes[1] < passes[0]
+
+
 def test_the_10t_models_recipe_batch_is_the_rule_at_its_training_flops(catalog):
     # a workload review (2026-12-04): the 10T MoE borrowed Kimi K2's 67M tokens, a run of ~3e24
     # FLOPs; its recipe is not published, so the DeepSeek LLM rule applies, as for any model

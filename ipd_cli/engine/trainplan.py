@@ -1687,10 +1687,12 @@ def _bisected(gap: Any, lo: Any, hi: Any, grain: Any, tried: Any, kept: Any) -> 
     import numpy as np
 
     n = len(gap)
-    levels = 1
-    while levels < 16 and n * (2 ** (levels + 1) - 1) <= FEW_TRIED:
-        levels += 1
     g = grain[gap]
+    # (no row's bisection goes deeper than log2 of its gap in grains, rounded up)
+    deepest = max(1, int(np.ceil(np.log2(np.max((hi[gap] - lo[gap]) / g)))) + 1)
+    levels = 1
+    while levels < deepest and n * (2 ** (levels + 1) - 1) <= FEW_TRIED:
+        levels += 1
     # the tree of (lo, hi) states per row: level l holds 2^l states, state s's children 2s (fits:
     # hi = mid) and 2s + 1 (does not: lo = mid); a state whose gap is within a grain, and all
     # below it, are closed (not priced)
@@ -1716,9 +1718,10 @@ def _bisected(gap: Any, lo: Any, hi: Any, grain: Any, tried: Any, kept: Any) -> 
         index.append(t)
         start += len(w[0])
     s = np.zeros(n, dtype=np.int64)  # each row's state at the level walked
-    cols = np.arange(n)
+    cols, walking = np.arange(n), np.ones(n, dtype=bool)
     for lv in range(levels):
-        live = np.flatnonzero(opens[lv][s, cols])
+        walking &= opens[lv][s, cols]  # (a row whose state closed has ended: its index is stale)
+        live = np.flatnonzero(walking)
         if not len(live):
             break
         j = index[lv][s[live], live]
