@@ -848,6 +848,56 @@ def test_many_pools_at_once_make_each_pools_choice(catalog, hardware, mode):
     assert len(groups) > 1 and repr(at_once) == repr(each)
 
 
+@pytest.mark.parametrize(("hardware", "mode"), [("mi355x", None), ("vera-rubin", "async")])
+def test_pools_each_with_its_own_load_at_once_make_each_pools_choice(catalog, hardware, mode):
+    # fastest_many() with a sandbox load per pool (a grown split's pools, each beside the trainer:
+    # Rollouts.ahead with a load each) makes fastest()'s choice and floors on each pool under its own
+    # load, to the bit; the rows it keeps (by load) answer fastest() on those pools as its own do.
+    # The pools' loads straddle the rollouts at 8 cores a sandbox (a synchronous step's sandboxes cap
+    # its slots only where the cores hold fewer than every rollout), so both ways are taken
+    from dataclasses import replace
+
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl import generation
+    from ipd_cli.engine.rl.estimate import setup
+    from ipd_cli.engine.rl.step import schedule
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    cat = catalog.with_overrides(["workload.sandbox_cores=8"])
+    _, w, origin = resolve_workload(cat, "rl-swe-agent", {})
+    w = resolve_request(w, "auto", mode=mode, gpus=2000)
+    s = setup(sv.serving_context(cat, hardware, w.model), w, "rental", origin, "auto")
+    asynchronous = schedule(w.mode, w.staleness_bound) == "async"
+    sizes = list(range(int(s.rollouts.candidates.gpus.min()), 1900, 53))
+    loads = [generation.sandbox_load(s.nums, s.host, g + 64) for g in sizes]
+    assert len(set(loads)) == len(sizes)
+    assert min(x[2] for x in loads) < s.nums.generated < max(x[2] for x in loads)
+    one, many = (replace(s.rollouts, chosen={}, floors={}, bounds={}) for _ in range(2))
+    each = [
+        generation.fastest(one, s.nums, g, asynchronous, None, x) for g, x in zip(sizes, loads, strict=True)
+    ]
+    at_once = generation.fastest_many(many, s.nums, sizes[:20], asynchronous, loads[:20])
+    at_once += generation.fastest_many(many, s.nums, sizes[20:], asynchronous, loads[20:])
+    assert repr(at_once) == repr(each)
+    kept = [
+        generation.fastest(many, s.nums, g, asynchronous, None, x) for g, x in zip(sizes, loads, strict=True)
+    ]
+    assert repr(kept) == repr(each)
+    # and among one group on each pool (Rollouts.ahead's guesses), with no floors
+    among = [max(floors) for _, floors in each]
+    each = [
+        generation.fastest(one, s.nums, g, asynchronous, a, x)
+        for g, a, x in zip(sizes, among, loads, strict=True)
+    ]
+    at_once = generation.fastest_many(many, s.nums, sizes, asynchronous, loads, among)
+    assert repr(at_once) == repr(each)
+    # loads with a sandbox share and without mix no terms: none made at once (pool by pool)
+    assert (
+        generation.fastest_many(many, s.nums, sizes[:2], asynchronous, [loads[0], generation.NO_LOAD]) is None
+    )
+
+
 @pytest.mark.parametrize(
     ("hardware", "workload", "mode"),
     [

@@ -700,6 +700,15 @@ class _StepSeconds:
         asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
         s.rollouts.ahead(s.nums, gens, asynchronous, sandbox_load(s.nums, s.host, total))
 
+    def ahead_each(self, splits: list[tuple[int, int]]) -> None:
+        """Pools of ``gen`` GPUs beside trainers of ``train`` each (as :func:`evaluate`): each with
+        its own sandboxes' bound (:func:`sandbox_load` of its total), all at once."""
+        s = self.s
+        asynchronous = schedule(s.w.mode, s.w.staleness_bound) == "async"
+        colocated = s.w.mode == "colocated"
+        loads = [sandbox_load(s.nums, s.host, g if colocated else g + t) for g, t in splits]
+        s.rollouts.ahead(s.nums, [g for g, _ in splits], asynchronous, loads)
+
 
 @dataclass(frozen=True)
 class PoolChoice:

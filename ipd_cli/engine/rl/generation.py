@@ -169,7 +169,12 @@ class Rollouts:
         return replace(self, choice=k, concurrency=b, chosen=self.chosen, floors=self.floors), t
 
     def ahead(
-        self, nums: RlNumbers, sizes: list[int], asynchronous: bool, load: Load = NO_LOAD, guess: bool = True
+        self,
+        nums: RlNumbers,
+        sizes: list[int],
+        asynchronous: bool,
+        load: Load | list[Load] = NO_LOAD,
+        guess: bool = True,
     ) -> None:
         """Keep :meth:`in_group`'s answers for pools of each of ``sizes`` GPUs, among all groups
         and among each pool's first alternative (:meth:`alternatives`), made :data:`AHEAD_POOLS`
@@ -177,27 +182,32 @@ class Rollouts:
         asked. The alternative is a guess, kept apart (``guessed``) until asked: a step may rule it
         out by its floor and never ask (most asks are for it: 86 of 97 in a Vera Rubin search, 55
         of 70 on GB200; its 232 pools at once cost less than those asks one by one). ``guess``
-        False: among all groups alone (:meth:`soonest`, whose caller asks for nothing else)."""
-        new = [g for g in dict.fromkeys(sizes) if (g, asynchronous, None, load) not in self.chosen]
+        False: among all groups alone (:meth:`soonest`, whose caller asks for nothing else).
+        ``load``: one for every pool, or each pool's (a list as long as ``sizes``)."""
+        each = load if isinstance(load, list) else [load] * len(sizes)
+        pairs = dict.fromkeys(zip(sizes, each, strict=True))
+        new = [(g, x) for g, x in pairs if (g, asynchronous, None, x) not in self.chosen]
         for i in range(0, len(new), AHEAD_POOLS):
             chunk = new[i : i + AHEAD_POOLS]
-            found = fastest_many(self, nums, chunk, asynchronous, load)
+            found = fastest_many(self, nums, [g for g, _ in chunk], asynchronous, [x for _, x in chunk])
             if found is None:
                 continue
-            for g, (best, floors) in zip(chunk, found, strict=True):
-                self.chosen[(g, asynchronous, None, load)] = best
-                self.floors[(g, asynchronous, load)] = floors
+            for (g, x), (best, floors) in zip(chunk, found, strict=True):
+                self.chosen[(g, asynchronous, None, x)] = best
+                self.floors[(g, asynchronous, x)] = floors
             if not guess:
                 continue
             # each pool's first other group, the one a step tries first (estimate.evaluate)
-            other = [(g, alt[0][0]) for g in chunk if (alt := self.alternatives(nums, g, asynchronous, load))]
-            other = [(g, a) for g, a in other if (g, asynchronous, a, load) not in self.chosen]
+            alts = [(g, x, self.alternatives(nums, g, asynchronous, x)) for g, x in chunk]
+            other = [(g, x, alt[0][0]) for g, x, alt in alts if alt]
+            other = [(g, x, a) for g, x, a in other if (g, asynchronous, a, x) not in self.chosen]
             if other:
-                pools, among = [g for g, _ in other], [a for _, a in other]
-                for (g, a), (best, _) in zip(
-                    other, fastest_many(self, nums, pools, asynchronous, load, among) or [], strict=False
+                pools, loads = [g for g, _, _ in other], [x for _, x, _ in other]
+                among = [a for _, _, a in other]
+                for (g, x, a), (best, _) in zip(
+                    other, fastest_many(self, nums, pools, asynchronous, loads, among) or [], strict=False
                 ):
-                    self.guessed[(g, asynchronous, a, load)] = best
+                    self.guessed[(g, asynchronous, a, x)] = best
 
     def made(self, gen_gpus: int, asynchronous: bool, group: int | None, load: Load = NO_LOAD) -> bool:
         """Whether :meth:`in_group`'s answer for this pool and group is kept (asked or guessed)."""
@@ -356,7 +366,7 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
         longest += nums.max_turns * nums.tool_s
         np.maximum(seconds, longest, out=seconds)
     share, fixed, _ = load
-    if share > 0:
+    if np.ndim(share) or share > 0:  # per-row loads (:func:`fastest_many`'s pools) all have a share
         decode_s += fixed
         decode_s *= share
         np.maximum(seconds, decode_s, out=seconds)
@@ -366,6 +376,10 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
 def in_flight_limit(r: Rollouts, nums: RlNumbers, load: Load) -> float:
     """Async: the most trajectories in flight at once: the staleness bound's bound x N, or the
     sandboxes the host's cores hold (one each, ``load``: :func:`sandbox_load`) where fewer."""
+    import numpy as np
+
+    if np.ndim(load[2]):  # per-row loads (:func:`fastest_many`'s pools): each row's
+        return np.minimum(nums.generated * max(1, r.staleness_bound), load[2])
     return min(nums.generated * max(1, r.staleness_bound), load[2])
 
 
@@ -396,9 +410,20 @@ def sandbox_cap(nums: RlNumbers, load: Load, replicas: Any, asynchronous: bool) 
     slots then hold min(rollouts, slots) trajectories)."""
     import numpy as np
 
+    if np.ndim(load[2]):  # per-row loads (:func:`fastest_many`'s pools): the same, row by row
+        capped = np.maximum(1, np.floor(load[2] / replicas))
+        return capped if asynchronous else np.where(nums.generated > load[2], capped, math.inf)
     if not (asynchronous or nums.generated > load[2]):
         return math.inf
     return np.maximum(1, np.floor(load[2] / replicas))
+
+
+def _load_rows(load: Any, rows: Any) -> Any:
+    """Rows ``rows`` of a load of per-row arrays (:func:`fastest_many`'s pools of several loads);
+    a :data:`Load` of numbers, as it is (every row's)."""
+    import numpy as np
+
+    return tuple(x[rows] for x in load) if np.ndim(load[0]) else load
 
 
 def sandbox_load(nums: RlNumbers, host: HostCpus, total_gpus: int) -> Load:
@@ -613,7 +638,8 @@ def _run_bounds(
             tail_step_s=_tail_steps(r, steps, rungs_n, given[rows]),
             b=np.minimum(run_end[:n], top[rows]),
         )
-        return np.where(rungs_n <= top[rows], _seconds(r, nums, asynchronous, at, load), np.inf)
+        seconds = _seconds(r, nums, asynchronous, at, _load_rows(load, rows))
+        return np.where(rungs_n <= top[rows], seconds, np.inf)
 
     if cand.size * ladder.size < RUN_BOUND_CELLS:
         return block(slice(None), ladder.size)
@@ -694,7 +720,7 @@ def fastest_many(
     nums: RlNumbers,
     sizes: list[int],
     asynchronous: bool,
-    load: Load = NO_LOAD,
+    load: Load | list[Load] = NO_LOAD,
     among: list[int] | None = None,
 ) -> list[tuple[tuple[int, int, float], dict[int, float]]] | None:
     """:func:`fastest` among all groups (or among group ``among[i]`` of ``sync_groups`` on the
@@ -707,13 +733,20 @@ def fastest_many(
     any pool needs: rungs past a pool's own are past each of its rows' caps, inf in its bounds,
     and the run through a row's cap ends at its cap either way. None where :func:`fastest` keeps
     no rows (:func:`_row_bounds`), or a pool holds no replica or has no run to evaluate: the caller
-    asks pool by pool."""
+    asks pool by pool.
+
+    ``load``: the sandboxes' (:func:`sandbox_load`), one for every pool or one each (the pools of a
+    grown split each have their own, beside one trainer); rows are then computed once per load,
+    candidate and replica count, all at once, and kept by load as :func:`fastest` keeps them
+    (:func:`_kept_each`). None where the loads mix a sandbox share with none (one workload's loads
+    all have one, or none)."""
     import numpy as np
 
     c = r.candidates
     ladder, table = c.table()
-    kept = _row_bounds(r, asynchronous, load, table.shape[1])
-    if kept is None or not sizes:
+    loads = list(dict.fromkeys(load)) if isinstance(load, list) else [load]
+    kept_by = _kept_by_load(r, asynchronous, loads, table.shape[1])
+    if kept_by is None or not sizes:
         return None
     groups = c.sync_groups()
     pools = np.asarray(sizes, np.int64)
@@ -728,21 +761,23 @@ def fastest_many(
     in_flight = nums.generated * in_flight_batches(r.staleness_bound, asynchronous)
     replicas = active_replicas(pools[seg] // c.gpus[ok], in_flight, asynchronous)
     per_replica = wanted_per_replica(in_flight, replicas, asynchronous)
+    which, rows_load = _rows_loads(load, loads, seg)
     cap = np.maximum(1, np.minimum(np.maximum(1, c.max_batch[ok]), per_replica))
-    cap = np.maximum(1, np.minimum(cap, sandbox_cap(nums, load, replicas, asynchronous)))
+    cap = np.maximum(1, np.minimum(cap, sandbox_cap(nums, rows_load, replicas, asynchronous)))
     rungs = int(np.searchsorted(ladder, cap.max(), "left")) + 1
     ladder = ladder[:rungs]
     run_end = np.append(ladder[1:] - 1, cap.max())
 
-    # the rows the pools share, once: u, a row of each (candidate, replica count)
+    # the rows the pools share, once: u, a row of each (load, candidate, replica count)
     key = ok.astype(np.int64) * ROW_KEYS + replicas.astype(np.int64)
-    ukey, inv = distinct(key, inverse=True)
+    ukey, inv = distinct(key + which * (int(key.max()) + 1), inverse=True)  # which: 0 with one load
     u = np.empty(ukey.size, np.intp)
     u[inv] = np.arange(key.size)  # a row of each key (their numbers are the same)
     per = dict(replicas=replicas[u][:, None], prefill_s=c.prefill_s[ok[u]][:, None],
                speculative=c.speculative[ok[u]][:, None])  # fmt: skip
     top = cap[u][:, None]
     given = per_replica[u][:, None]  # as fastest's, a distinct row each
+    u_load = _load_rows(rows_load, (u, None))  # columns, a distinct row each (or the one load)
 
     def ends_of(sel):  # as fastest's, on distinct rows ``sel``
         at, t = {k: v[sel] for k, v in per.items()}, top[sel]
@@ -751,23 +786,32 @@ def fastest_many(
         above_tail = np.searchsorted(ladder, _tail(r, t, given[sel]), "left")
         at_top = dict(step_s=table[cand, above_t], tail_step_s=table[cand, above_tail], b=t)
         least = dict(step_s=first_step, tail_step_s=first_step, b=t)
+        sel_load = _load_rows(u_load, sel)
         ends = (
-            _seconds(r, nums, asynchronous, at | at_top, load),
-            _seconds(r, nums, asynchronous, at | least, load),
+            _seconds(r, nums, asynchronous, at | at_top, sel_load),
+            _seconds(r, nums, asynchronous, at | least, sel_load),
         )
         return np.concatenate(ends, axis=1)
 
     def bounds_of(sel):  # as fastest's, on distinct rows ``sel``
-        rows_per = {k: v[sel] for k, v in per.items()}
+        rows_per, sel_load = {k: v[sel] for k, v in per.items()}, _load_rows(u_load, sel)
+        cand = ok[u[sel]]
         return _run_bounds(
-            r, nums, asynchronous, load, ladder, run_end, table, ok[u[sel]], top[sel], given[sel], rows_per
+            r, nums, asynchronous, sel_load, ladder, run_end, table, cand, top[sel], given[sel], rows_per
         )
+
+    u_key, u_which = key[u], which[u]  # a distinct row's key among its load's kept rows, and its load
+
+    def kept_rows(part: str, sel: Any, make: Callable[[Any], Any]) -> Any:  # distinct rows ``sel``'s
+        if len(loads) == 1:
+            return getattr(kept_by[0], part).get(u_key[sel], make)
+        return _kept_each([getattr(kept, part) for kept in kept_by], u_which[sel], u_key[sel], make)
 
     def lower_of(rows):  # bounds of rows ``rows`` (of the pools'), each distinct row once, and where
         d, back = distinct(inv[rows], inverse=True)
-        return kept.runs.get(ukey[d], lambda new: bounds_of(d[new]))[:, :rungs], d, back
+        return kept_rows("runs", d, lambda new: bounds_of(d[new]))[:, :rungs], d, back
 
-    ends = kept.ends.get(ukey, ends_of)[inv]
+    ends = kept_rows("ends", np.arange(ukey.size), ends_of)[inv]
     at_cap, row_floor = ends[:, 0], ends[:, 1]
     least_at_cap = np.minimum.reduceat(at_cap, starts)
     wanted = ~(row_floor > least_at_cap[seg] * (1 + 1e-9)) | ~c.finite_steps()[ok]
@@ -797,7 +841,8 @@ def fastest_many(
     cand = ok[u[d]][:, None]
     tail_rung = np.searchsorted(ladder, _tail(r, ladder[near], given[d]), "left")
     at_rung = dict(step_s=table[cand, near], tail_step_s=table[cand, tail_rung], b=ladder[near])
-    upper = _seconds(r, nums, asynchronous, {k: v[d] for k, v in per.items()} | at_rung, load)[back, 0]
+    d_at, d_load = {k: v[d] for k, v in per.items()} | at_rung, _load_rows(u_load, d)
+    upper = _seconds(r, nums, asynchronous, d_at, d_load)[back, 0]
     least_upper = np.minimum.reduceat(upper, np.searchsorted(need, starts))
     bound = np.where(least_at_cap < least_upper, least_at_cap, least_upper)  # min(upper, at cap)
     within = bound * (1 + 1e-9)
@@ -806,7 +851,8 @@ def fastest_many(
         (ladder <= cap[need[rows]][:, None]) & (lower[back[rows]] <= within[seg[need[rows]]][:, None])
     )
     k, b = _every_concurrency(need[rows[i]], j, ladder, run_end, cap)
-    seconds = _seconds(r, nums, asynchronous, _at(r, ok[k], b, replicas[k], per_replica[k]), load)
+    exact = _at(r, ok[k], b, replicas[k], per_replica[k])
+    seconds = _seconds(r, nums, asynchronous, exact, _load_rows(rows_load, k))
     pick = _pick_each(seconds, seg[k], k, b, c.gpus[ok[k]])
     if pick.size != pools.size:
         return None
@@ -816,6 +862,60 @@ def fastest_many(
     floors = [dict(zip(grp_of[i:j], floor_of[i:j], strict=True)) for i, j in zip(cut, cut[1:], strict=False)]
     found = zip(ok[k[pick]].tolist(), b[pick].tolist(), seconds[pick].tolist(), strict=True)
     return [((int(kk), int(bb), float(t)), f) for (kk, bb, t), f in zip(found, floors, strict=True)]
+
+
+def _kept_by_load(r: Rollouts, asynchronous: bool, loads: list[Load], rungs: int) -> list[RowBounds] | None:
+    """:func:`_row_bounds` of each of ``loads`` (distinct); None where they keep none, where the
+    loads mix a sandbox share with none (:func:`_seconds`' share term, taken per row: one
+    workload's loads all have one, or none), or where a row's key with its load's index past it
+    (candidate x :data:`ROW_KEYS` + replicas, x the loads) would not fit an int64."""
+    kept = [_row_bounds(r, asynchronous, one, rungs) for one in loads]
+    if len(loads) > 1 and not all(one[0] > 0 for one in loads):
+        return None
+    if r.candidates.gpus.size * ROW_KEYS * len(loads) >= 2**62:  # a row's key, its load's beside it
+        return None
+    return None if any(k is None for k in kept) else [k for k in kept if k is not None]
+
+
+def _rows_loads(load: Load | list[Load], loads: list[Load], seg: Any) -> tuple[Any, Any]:
+    """Each row's load (rows of pools ``seg``) as an index into ``loads`` (the distinct ones of
+    ``load``, each pool's), and the loads themselves: per-row arrays of the three terms where the
+    pools have more than one, else the one :data:`Load`."""
+    import numpy as np
+
+    if len(loads) == 1:
+        return np.zeros(seg.size, np.int64), loads[0]
+    assert isinstance(load, list)
+    which = np.array([loads.index(one) for one in load], np.int64)[seg]
+    return which, tuple(np.array(term)[which] for term in zip(*loads, strict=True))
+
+
+def _kept_each(stores: list[KeptRows], which: Any, key: Any, make: Callable[[Any], Any]) -> Any:
+    """:meth:`KeptRows.get` of rows kept apart (by load: :func:`fastest_many`): row i is ``key[i]``
+    of ``stores[which[i]]`` (distinct within each store); ``make(i)`` gives the rows of every
+    store that has none in one call (many loads' rows at once, not a call a load)."""
+    import numpy as np
+
+    parts = []  # (a store, its rows, where each is kept)
+    new = []  # the rows each store has none for
+    for j in np.unique(which).tolist():
+        rows = np.flatnonzero(which == j)
+        store = stores[j]
+        at, missing = store._find(key[rows])
+        fresh = np.flatnonzero(missing)
+        at[fresh] = np.arange(store.size, store.size + fresh.size)  # where _add puts them
+        parts.append((store, rows, at))
+        new.append(rows[fresh])
+    if any(rows.size for rows in new):
+        values = make(np.concatenate(new))
+        cut = np.cumsum([0, *(rows.size for rows in new)]).tolist()
+        for (store, _, _), rows, i, e in zip(parts, new, cut, cut[1:], strict=False):
+            if rows.size:
+                store._add(key[rows], values[i:e])
+    out = np.empty((key.size, stores[0].rows.shape[1]))
+    for store, rows, at in parts:
+        out[rows] = store.rows[at]
+    return out
 
 
 def _pick_each(seconds: Any, pool: Any, k: Any, b: Any, gpus: Any) -> Any:

@@ -158,13 +158,17 @@ def grown_split(
     than the trainer, with the least cost per step: (pool + trainer) x step (ties: fewer GPUs).
     A pool of one replica left a 4,096-GPU H100 trainer idle while one 256-GPU replica decoded at
     4 tokens/s per user ($11,391 a step; 4 replicas: $7,262, a user review); the replica counts
-    are :data:`GROWN_REPLICAS`."""
+    are :data:`GROWN_REPLICAS`. Where ``balance`` has an ``ahead_each(splits)`` method, it is told the
+    (generation, trainer) splits first: it may make them at once."""
     units = set(pools)
     if grain:
         units.update(whole_nodes(g, grain) for g in pools)
     train = max(1, min_train)
-    sizes = {k * u for u in units for k in GROWN_REPLICAS if k * u <= max(train, u)}
-    gen = min(sorted(sizes), key=lambda g: ((g + train) * balance(g, train), g))
+    sizes = sorted({k * u for u in units for k in GROWN_REPLICAS if k * u <= max(train, u)})
+    told = getattr(balance, "ahead_each", None)
+    if told is not None:  # told the splits about to be tried, before they are (as split_gpus' ahead)
+        told([(g, train) for g in sizes])
+    gen = min(sizes, key=lambda g: ((g + train) * balance(g, train), g))
     return gen, train
 
 
