@@ -434,3 +434,42 @@ def test_the_search_takes_the_pools_in_the_order_of_every_sizes_soonest(
             best = ((g + t) * run_s, g + t, g, t)
     assert lazy == seen and len(seen) >= 5
     assert (chosen.gen_gpus, chosen.train_gpus, chosen.tried) == (best[2], best[3], len(seen) + 1)
+
+
+@pytest.mark.parametrize(("hardware", "workload", "sets"), _SETUPS[:2])
+def test_the_pools_made_ahead_answer_as_those_made_one_by_one(monkeypatch, hardware, workload, sets):
+    # where cheapest_pool reaches a pool not made, it makes the next ones it would take (each beside
+    # its trainer, its own sandbox load: fastest_many) at once: the same pools evaluated in the same
+    # order, the same answer, as one fastest() a pool (POOLS_AHEAD 1), with fewer fastest() calls
+    from ipd_cli.engine.rl import estimate as est
+    from ipd_cli.engine.rl import generation
+    from ipd_cli.engine.rl.step import split_gpus
+
+    seen: list[tuple[int, int]] = []
+    calls = [0]
+    evaluate, fastest = est.evaluate, generation.fastest
+
+    def recorded(s, g, t, quiet=False):
+        seen.append((g, t))
+        return evaluate(s, g, t, quiet=quiet)
+
+    def counted(*args, **kw):
+        calls[0] += 1
+        return fastest(*args, **kw)
+
+    monkeypatch.setattr(est, "evaluate", recorded)
+    monkeypatch.setattr(generation, "fastest", counted)
+    answers = []
+    for ahead in (1, est.POOLS_AHEAD):
+        monkeypatch.setattr(est, "POOLS_AHEAD", ahead)
+        s = _setup(hardware, workload, sets)
+        cap = s.w.total_gpus()
+        pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
+        gen, train = split_gpus(cap, pools, est._StepSeconds(s), s.memory.min_gpus, grain=s.system_gpus)
+        seen.clear()
+        calls[0] = 0
+        chosen = est.cheapest_pool(s, pools, cap, gen, train)
+        answers.append((repr(chosen), list(seen), calls[0]))
+    (one, seen_one, calls_one), (many, seen_many, calls_many) = answers
+    assert many == one and seen_many == seen_one and len(seen_one) > 2
+    assert calls_many < calls_one
