@@ -373,7 +373,7 @@ def _seconds(r: Rollouts, nums: RlNumbers, asynchronous: bool, at: dict[str, Any
     return seconds
 
 
-def in_flight_limit(r: Rollouts, nums: RlNumbers, load: Load) -> float:
+def in_flight_limit(r: Rollouts, nums: RlNumbers, load: Any) -> Any:
     """Async: the most trajectories in flight at once: the staleness bound's bound x N, or the
     sandboxes the host's cores hold (one each, ``load``: :func:`sandbox_load`) where fewer."""
     import numpy as np
