@@ -478,8 +478,12 @@ def step_terms(
     p = ph.floor_exponent
     layers_s = _layers_seconds(ph, work, floor)
     cb, h = ph.collective_bytes, ph.hidden
-    coll = ph.layers * _layer_collectives(ph, x, tokens, d, s, t, e, experts=False)
-    a2a = ph.moe_layers * _expert_collectives(ph, x, tokens, s, e)
+    # one layer's attention all-reduces and one MoE layer's dispatch and combine at the stage's
+    # tokens: the target's, and again the draft's first pass (the same tokens), worked out once
+    layer_ar = _layer_collectives(ph, x, tokens, d, s, t, e, experts=False)
+    layer_a2a = _expert_collectives(ph, x, tokens, s, e)
+    coll = ph.layers * layer_ar
+    a2a = ph.moe_layers * layer_a2a
     tbo = np.zeros(np.shape(a2a), dtype=bool)
     if ph.two_batch_overlap:
         layers_s, a2a, tbo = _two_batch_step(
@@ -496,9 +500,9 @@ def step_terms(
     firsts, laters = pp * (k > 0), pp * np.maximum(k - 1, 0)
     first = _draft_work(ph, lay, x, m, seqs, kv_seq, width, touched).times(ph, x["attn_rate"], moe_rate)
     experts = ph.draft_expert_bytes > 0
-    first_coll = n * _layer_collectives(ph, x, tokens, d, s, t, e, experts=experts)
+    first_coll = n * (layer_ar + layer_a2a if experts else layer_ar)  # (:func:`_layer_collectives`)
     first_work = first.seconds()
-    if np.any(k > 0):
+    if _any(k > 0):
         later = _draft_work(ph, lay, x, m, seqs, kv_seq, 1.0).times(ph, x["attn_rate"], moe_rate)
         later_work = later.seconds()
         later_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=experts)
@@ -550,6 +554,13 @@ def step_terms(
     )
 
 
+def _any(a: Any) -> bool:
+    """``np.any(a)`` of a number or an array without its dispatch (a step's rows are often a
+    handful, and a step asks it three times): an array's (or a numpy scalar's) own ``any``, a
+    Python number's truth (NaN is true in both)."""
+    return bool(a.any()) if hasattr(a, "any") else bool(a)
+
+
 def busiest_rank_sequences(x: Columns, m, d, pool):
     """Sequences of the busiest of ``d`` attention data-parallel ranks sharing ``m``. An aggregated
     instance's ranks run prompts beside others' decode, the imbalance TensorRT-LLM's tech blog 10
@@ -560,7 +571,7 @@ def busiest_rank_sequences(x: Columns, m, d, pool):
     import numpy as np
 
     mixed = m / d * x["imb_dp"]
-    if not np.any(pool):
+    if not _any(pool):
         return mixed
     # (1e-9: a whole m / d that a float leaves a last bit above must not ceil one sequence up)
     return np.where((pool > 0) & (d > 1), np.ceil(m / d - 1e-9), mixed)
@@ -592,7 +603,7 @@ def row_floor(ph: Physics, disagg: Any) -> Any:
     aggregated instance), as :func:`step_terms` takes it."""
     import numpy as np
 
-    if ph.disagg_overhead_per_layer_s == ph.overhead_per_layer_s or not np.any(disagg):
+    if ph.disagg_overhead_per_layer_s == ph.overhead_per_layer_s or not _any(disagg):
         return ph.overhead_per_layer_s
     return np.where(disagg > 0, ph.disagg_overhead_per_layer_s, ph.overhead_per_layer_s)
 
