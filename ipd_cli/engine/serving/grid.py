@@ -60,6 +60,10 @@ from .evaluate import (
 from .physics import Physics
 
 FAMILIES = {"tp": TP, "tep": TEP, "dep": DEP}
+# the :func:`layout_terms` columns :func:`_evaluate` gathers at the layouts it prices: those the
+# batches (:func:`_batches`, :func:`_batch_for_target`), the step and aggregated serving read,
+# and the checks of whether a row runs
+KEPT_TERMS = (*STEP_TERMS, *AGGREGATED_TERMS, "rank_max", "free_gpu")
 FAMILY_NAMES = {v: k for k, v in FAMILIES.items()}
 LAYOUT_RE = re.compile(r"^(tp|tep|dep)?(\d+)?(?:pp(\d+))?$")
 # per-rank batch ladder: about sqrt(2) apart, 1 .. 4096 (the engine cap bounds it)
@@ -722,7 +726,11 @@ def _evaluate(
     if subset is not None:  # :func:`refine`: these layouts only
         keep = keep[member(keep, subset)]  # np.intersect1d (keep: ascending, each once)
     modes = (0, 1) if whole or pins.disaggregated is None else (int(pins.disaggregated),)
-    lay_k, x_k = take(lay, keep), take(x, keep)
+    # the kept layouts' columns that the batches, the step and aggregated serving read (the others,
+    # a dozen more, cost a gather each and no number); every layout kept: the columns themselves
+    lay_k, x_k = columns(lay, STEP_LAYOUT), columns(x, KEPT_TERMS)
+    if keep.size < n_all:  # (``keep``: ascending, each once)
+        lay_k, x_k = take(lay_k, keep), take(x_k, keep)
     batches = _batches(ph, lay_k, x_k, pins, target, rungs)
     n_lay, n_b = batches.shape
     li = np.repeat(keep, n_b)  # row r is layout keep[r // n_b] at batches[r // n_b, r % n_b]
