@@ -188,3 +188,28 @@ def test_a_contexts_reader_is_built_once_and_reads_into_its_own_trace(catalog):
     assert ctx.trace.items[-1].path == f"accelerators.{ctx.system.accelerator}.hbm_tb_per_s"
     quiet = replace(ctx, trace=ctx.trace.quiet())
     assert quiet.inp is not ctx.inp and quiet.inp.trace is quiet.trace
+
+
+def test_the_kept_expert_spread_is_the_one_worked_out_for_the_same_sizes_model_and_domain(catalog):
+    # _prefill_work takes a token's remote EP ranks and scale-up domains from _expert_spread, kept
+    # per (model, domain, expert group sizes): a second ask returns the kept arrays, and another
+    # domain, another expert count or another set of sizes must not (each is checked against
+    # the numbers worked out afresh, to the bit)
+    from ipd_cli.engine.serving.evaluate import _expert_spread, _spread
+
+    g = search(context(catalog, "gb200-nvl72", "deepseek-r1"), Shape(), Pins())
+    e = g.lay["e"]
+    first = _expert_spread(g.ph, e)
+    assert _expert_spread(g.ph, e.copy()) is first  # the same sizes, another array: kept
+    assert not first[0].flags.writeable and not first[1].flags.writeable
+    for ph, sizes in (
+        (g.ph, e),
+        (replace(g.ph, domain=8), e),  # 8-GPU domains: DEP16+ groups span more of them
+        (replace(g.ph, experts=64), e),
+        (g.ph, e[::3]),
+    ):
+        got, want = _expert_spread(ph, sizes), _spread(ph, sizes)
+        for a, b in zip(got, want, strict=True):
+            assert a.tobytes() == b.tobytes()
+    assert _expert_spread(replace(g.ph, domain=8), e)[1].tobytes() != first[1].tobytes()
+    assert _expert_spread(replace(g.ph, experts=64), e)[0].tobytes() != first[0].tobytes()

@@ -305,16 +305,12 @@ def _prefill_work(
     moe_layers = ph.moe_layers + drafting * ph.draft_layers * (ph.draft_expert_bytes > 0)
     cb, h = ph.collective_bytes, ph.hidden
     ar = ph.isl * h * cb * 2.0 * (t - 1.0) / t / x["d"]
-    # the spread of a token's experts depends on the expert group's size alone: worked out once per
-    # size (a few dozen among thousands of layouts), the same numbers
-    sizes, of_size = np.unique(e, return_inverse=True)
-    remote = f.remote_ranks_per_token(ph.experts, ph.top_k, sizes)[of_size] if ph.moe else 0.0 * e
+    remote, domains = _expert_spread(ph, e)
     ab = ph.a2a_bytes  # a dispatch and its combine, each at its own precision (the mean of the two)
     a2a = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, remote, h, ab) * x["imb_ep"]
     # an expert group over several scale-up domains: DeepEP's normal kernels send a token once to
     # each other domain holding one of its experts (over the NIC) and fan it out to the ranks there
     # over the scale-up link, which carries every rank's copy; the slower of the two binds
-    domains = f.remote_domains(sizes, ph.domain, ph.top_k)[of_size]
     across = f.all_to_all_bytes_per_gpu_per_rank(ph.isl / s, domains, h, ab)
     a2a_s = np.where(
         e > ph.domain,
@@ -322,6 +318,42 @@ def _prefill_work(
         a2a / x["link"],
     )
     return _PrefillWork(ph.isl * dense_attention, ph.isl * experts, ar, a2a_s, layers, moe_layers)
+
+
+# :func:`_expert_spread` of the layouts' expert group sizes last asked (a model's layout set is
+# priced again for every trial physics of a calibration, every shape of a comparison)
+_SPREADS: dict[tuple, tuple[Any, Any]] = {}
+SPREADS_KEPT = 16
+
+
+def _expert_spread(ph: Physics, e: Any) -> tuple[Any, Any]:
+    """Per layout of expert group size ``e``: the other EP ranks and the other scale-up domains a
+    token's routed experts reach on average (:func:`formulas.remote_ranks_per_token`,
+    :func:`formulas.remote_domains`). They depend on the group's size alone: worked out once per
+    size (a few dozen among thousands of layouts), the same numbers, and kept for the same sizes
+    and the same model and domain (read-only arrays)."""
+    key = (ph.moe, ph.experts, ph.top_k, ph.domain, e.dtype.str, e.shape, e.tobytes())
+    try:
+        have = _SPREADS.get(key)
+    except TypeError:  # an array-valued field (a sweep over it): not kept
+        return _spread(ph, e)
+    if have is None:
+        have = _spread(ph, e)
+        for v in have:
+            v.setflags(write=False)
+        if len(_SPREADS) >= SPREADS_KEPT:
+            _SPREADS.pop(next(iter(_SPREADS)))  # the oldest
+        _SPREADS[key] = have
+    return have
+
+
+def _spread(ph: Physics, e: Any) -> tuple[Any, Any]:
+    """:func:`_expert_spread`, worked out."""
+    import numpy as np
+
+    sizes, of_size = np.unique(e, return_inverse=True)
+    remote = f.remote_ranks_per_token(ph.experts, ph.top_k, sizes)[of_size] if ph.moe else 0.0 * e
+    return remote, f.remote_domains(sizes, ph.domain, ph.top_k)[of_size]
 
 
 def _head_skipped(ph: Physics, tokens: Any) -> Any:
