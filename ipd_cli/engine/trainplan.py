@@ -1278,18 +1278,19 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
     return sr.take(P, rows), index_terms(m, rows)
 
 
-def grid_terms(P: sr.Columns, x: dict) -> dict[str, Any]:
+def grid_terms(P: sr.Columns, x: dict, tp_both: Any = None) -> dict[str, Any]:
     """The micro terms a search reads over a whole grid (its bounds and memory tests:
     :data:`~ipd_cli.engine.trainstep.BOUND_TERMS`; every term where a module-set policy can be
     pinned, whose activation floor needs them); :func:`chunk_terms` gives the rest for the rows a
     search evaluates. Priced a block of rows at a time (:func:`~ipd_cli.engine.search.by_blocks`),
     but the exposed tensor-parallel seconds once for the grid: they read a few columns of a row
     (:data:`~ipd_cli.engine.trainstep.TP_KEYS`), whose few hundred distinct combinations every
-    block would price again (:func:`~ipd_cli.engine.trainstep.tp_exposed_both`): the same numbers."""
+    block would price again (:func:`~ipd_cli.engine.trainstep.tp_exposed_both`): the same numbers
+    (``tp_both``: those seconds, where the caller has them)."""
     import numpy as np
 
     bounds_only = not x.get("module_sets", True)
-    tp, tp_bwd = ts.tp_exposed_both(P, x)
+    tp, tp_bwd = ts.tp_exposed_both(P, x) if tp_both is None else tp_both
     if np.ndim(tp) != 1 or np.ndim(tp_bwd) != 1:  # (a number: nothing to cut into blocks)
         return ts.micro_terms(P, x, bounds_only, (tp, tp_bwd))
     return sr.by_blocks(
@@ -1305,10 +1306,17 @@ def has_every_term(m: dict) -> bool:
     return "redo_s" in m
 
 
-def row_terms(sub: sr.Columns, m: dict, idx: Any, x: dict) -> dict[str, Any]:
+def row_terms(sub: sr.Columns, m: dict, idx: Any, x: dict, tp_both: Any = None) -> dict[str, Any]:
     """Every micro term of the micro rows ``idx`` (``sub``: those rows of a grid whose terms are
-    ``m``: :func:`grid_terms`): taken from ``m`` where it has them all, else computed on ``sub``."""
-    return index_terms(m, idx) if has_every_term(m) else ts.micro_terms(sub, x)
+    ``m``: :func:`grid_terms`): taken from ``m`` where it has them all, else computed on ``sub``
+    (``tp_both``: the grid's :func:`~ipd_cli.engine.trainstep.tp_exposed_both`, taken at ``idx``
+    rather than priced again for the rows: a row's value depends on that row alone)."""
+    if has_every_term(m):
+        return index_terms(m, idx)
+    if tp_both is None:
+        return ts.micro_terms(sub, x)
+    tp, tp_bwd = index_terms({"tp": tp_both[0], "tp_bwd": tp_both[1]}, idx).values()
+    return ts.micro_terms(sub, x, tp_both=(tp, tp_bwd))
 
 
 def chunk_terms(sub: sr.Columns, m: dict, idx: Any, rows: Any, x: dict) -> dict[str, Any]:
@@ -2683,7 +2691,7 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     plans priced did not fit in HBM)."""
     import numpy as np
 
-    P, m, deg, memory = _sizes_micro(x, cap, pins)
+    P, m, deg, memory, tp_both = _sizes_grid(x, cap, pins)
     fsdp = fsdp_lower_bound(P, m, x, pins, memory)
     lb = lower_bound_seconds_per_token(P, m, x, cap, pins, fsdp)
     base = P["tp"] * P["cp"] * P["pp"]
@@ -2740,7 +2748,7 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         if not len(idx):
             break
         sub = sr.take(P, idx)
-        t = row_terms(sub, m, idx, x)  # every term of each micro row
+        t = row_terms(sub, m, idx, x, tp_both if tight else None)  # every term of each micro row
         M = expand(sub, x, cap, pins)
         if tight:  # nor the plans that cannot hold the state or beat the best found on their GPUs
             kept_plans = _sizes_plans_kept(M, sub, t, x, fsdp[idx], deg.fit[idx], used, best)
@@ -2869,13 +2877,19 @@ def degrees(P: sr.Columns, pins: dict, cap: float, fit: Any) -> Degrees:
 
 
 def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degrees, Any]:
+    """:func:`_sizes_grid` less the exposed tensor-parallel seconds."""
+    return _sizes_grid(x, cap, pins)[:4]
+
+
+def _sizes_grid(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degrees, Any, Any]:
     """The micro rows :func:`search_sizes` can use, their terms, their data-parallel degrees, and
     the replicas that hold their state (:func:`replicas_for_memory`):
     rows with a degree d that divides the pinned batch (d mbs too), fits tp cp pp d <= ``cap`` and
     holds the state. Rows whose state alone (no activations) does not fit on their largest such
     degree are dropped before their micro terms are computed (most of the grid for a large model
     on a small cap); then :func:`_fitting_micro`'s filter on the remaining rows, and the exact
-    memory test."""
+    memory test; and the rows' :func:`~ipd_cli.engine.trainstep.tp_exposed_both`, priced once
+    for the grid (the rows a search evaluates take theirs from it, not priced again per chunk)."""
     import numpy as np
 
     P = micro_grid(x, int(cap), pins)
@@ -2885,7 +2899,8 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
     state = sr.by_blocks(lambda Pb: replicas_for_state(Pb, x, pins, x["hbm_cap"]), P)
     rows = np.flatnonzero(state <= deg.top)
     P, deg = sr.take(P, rows), deg.take(rows)
-    m = grid_terms(P, x)
+    tp_both = ts.tp_exposed_both(P, x)
+    m = grid_terms(P, x, tp_both)
     keep = memory_fit_rows(P, m, x, cap, pins)
     # the replicas that hold each row's state, on every row (row by row: the rows kept read the
     # numbers they would alone), so the rows are taken once
@@ -2893,7 +2908,8 @@ def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degre
     deg.fit = np.maximum(np.ceil(np.minimum(memory, 1e9)), 1.0)
     deg.settle()
     rows = keep[deg.least[keep] < np.inf]  # some degree is left
-    return sr.take(P, rows), index_terms(m, rows), deg.take(rows), memory[rows]
+    tp_both = tuple(index_terms({"tp": tp_both[0], "tp_bwd": tp_both[1]}, rows).values())
+    return sr.take(P, rows), index_terms(m, rows), deg.take(rows), memory[rows], tp_both
 
 
 def by_size(s: Searched) -> BySize:
