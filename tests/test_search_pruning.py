@@ -716,6 +716,8 @@ def test_the_size_search_skips_only_plans_that_cannot_change_its_table(
         assert np.count_nonzero(fsdp[row]) > 10  # FSDP's term bites on plans that fit
     pruned = tpn.search_sizes(x, cap, pins)
     monkeypatch.setattr(tpn, "_sizes_plans_kept", lambda M, *a: np.ones(len(M["dp"]), dtype=bool))
+    expand = tpn.expand  # (nor the plans on fewer replicas than deg.fit left unbuilt)
+    monkeypatch.setattr(tpn, "expand", lambda P, x, gpus, pins, least=None: expand(P, x, gpus, pins))
     whole = tpn.search_sizes(x, cap, pins)
     assert len(pruned.s) < len(whole.s)
     assert pruned.min_gpus == whole.min_gpus is not None

@@ -994,13 +994,17 @@ def _repeats(d: Any, mb: Any) -> Any:
     return out
 
 
-def expand(P: sr.Columns, x: dict, gpus: int, pins: dict) -> sr.Columns:
-    """Macro rows: each micro row with its (dp, mb) candidates; ``row`` indexes the micro row."""
+def expand(P: sr.Columns, x: dict, gpus: int, pins: dict, least: Any = None) -> sr.Columns:
+    """Macro rows: each micro row with its (dp, mb) candidates; ``row`` indexes the micro row.
+    ``least``: per micro row, the fewest replicas its plans may take (a candidate on fewer is
+    not built: the same rows, in the same order, as dropping it from the macro rows after)."""
     import numpy as np
 
     d, mb = dp_candidates(P, x, gpus, pins)
     n, k = d.shape
     ok = ~np.isnan(d) & ~_repeats(d, mb)
+    if least is not None:
+        ok &= d >= least[:, None]
     row = np.repeat(np.arange(n), k)[ok.reshape(-1)]
     cols = {k2: v[row] for k2, v in P.items()}
     cols.update(dp=d[ok], mb=mb[ok], row=row)
@@ -2749,7 +2753,9 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
             break
         sub = sr.take(P, idx)
         t = row_terms(sub, m, idx, x, tp_both if tight else None)  # every term of each micro row
-        M = expand(sub, x, cap, pins)
+        # (where the rows are priced alone, the plans on fewer replicas than hold the state,
+        # which :func:`_sizes_plans_kept` drops, are not built: three fifths of the candidates)
+        M = expand(sub, x, cap, pins, deg.fit[idx] if tight else None)
         if tight:  # nor the plans that cannot hold the state or beat the best found on their GPUs
             kept_plans = _sizes_plans_kept(M, sub, t, x, fsdp[idx], deg.fit[idx], used, best)
             M = sr.take(M, np.flatnonzero(kept_plans))
