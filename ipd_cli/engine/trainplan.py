@@ -2844,16 +2844,20 @@ class Degrees:
     least: Any = None
 
     def settle(self) -> Degrees:
-        """Set ``top`` and ``least`` from the tables (after ``fit`` is set)."""
+        """Set ``top`` and ``least`` from the tables (after ``fit`` is set; no ``fit``: ``top``
+        alone, the largest degree on a row that needs one replica, and no ``least``)."""
         import numpy as np
 
         n = len(self.ds)
         j = np.arange(n)
         below = np.maximum.accumulate(np.where(self.allowed, j, -1), axis=1)  # the last allowed <= j
-        above = np.minimum.accumulate(np.where(self.allowed, j, n)[:, ::-1], axis=1)[:, ::-1]
         hi = np.searchsorted(self.ds, self.most, side="right") - 1
-        lo = np.searchsorted(self.ds, self.fit, side="left")
         t = np.where(hi >= 0, below[self.size, np.maximum(hi, 0)], -1)
+        if self.fit is None:  # (every degree holds the state: the first allowed is at most t)
+            self.top = np.where(t >= 0, self.ds[np.maximum(t, 0)], 0.0)
+            return self
+        above = np.minimum.accumulate(np.where(self.allowed, j, n)[:, ::-1], axis=1)[:, ::-1]
+        lo = np.searchsorted(self.ds, self.fit, side="left")
         b = np.where(lo < n, above[self.size, np.minimum(lo, n - 1)], n)
         ok = (t >= 0) & (b <= t)
         self.top = np.where(ok, self.ds[np.maximum(t, 0)], 0.0)
@@ -2871,7 +2875,8 @@ class Degrees:
 
 
 def degrees(P: sr.Columns, pins: dict, cap: float, fit: Any) -> Degrees:
-    """:class:`Degrees` of the micro rows ``P`` on at most ``cap`` GPUs, needing ``fit`` replicas."""
+    """:class:`Degrees` of the micro rows ``P`` on at most ``cap`` GPUs, needing ``fit`` replicas
+    (None: one, and only ``top`` set)."""
     import numpy as np
 
     gbs = int(pins["gbs"])
@@ -2899,7 +2904,7 @@ def _sizes_grid(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degree
     import numpy as np
 
     P = micro_grid(x, int(cap), pins)
-    deg = degrees(P, pins, cap, np.ones_like(P["tp"]))
+    deg = degrees(P, pins, cap, None)  # (fit and least are set below: none to take before)
     rows = np.flatnonzero(deg.top > 0)  # some degree fits the cap (the state needs one or more)
     P, deg = sr.take(P, rows), deg.take(rows)
     state = sr.by_blocks(lambda Pb: replicas_for_state(Pb, x, pins, x["hbm_cap"]), P)
