@@ -49,6 +49,7 @@ schedule keeps in flight by recompute policy, the LM-head logits and FSDP's gath
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from . import formulas as f
@@ -543,17 +544,30 @@ def tp_exposed_both(P: Cols, x: dict) -> tuple[Any, Any]:
     (:func:`tp_layer_parts` once for both directions). They read only :data:`TP_KEYS` of a row, so
     over a grid (a few hundred distinct combinations in 10^5 rows) each distinct combination is
     priced once and spread to its rows: the same numbers, a row's value depending on that row alone."""
-    at = _distinct_rows(P, x, TP_KEYS)
-    Q = P if at is None else at[0]
-    parts = tp_layer_parts(Q, x)
-    tp = layer_tp_exposed(Q, x, parts=parts) + amax_seconds(Q, x)
-    tp_bwd = layer_tp_exposed(Q, x, backward=True, parts=parts) + amax_seconds(Q, x, True)
+
+    def both(Q: Cols, x: dict) -> tuple[Any, Any]:
+        parts = tp_layer_parts(Q, x)
+        tp = layer_tp_exposed(Q, x, parts=parts) + amax_seconds(Q, x)
+        return tp, layer_tp_exposed(Q, x, backward=True, parts=parts) + amax_seconds(Q, x, True)
+
+    return _on_distinct_rows(P, x, TP_KEYS, both)
+
+
+def _on_distinct_rows(P: Cols, x: dict, keys: tuple[str, ...], price: Callable[[Cols, dict], Any]) -> Any:
+    """``price(P, x)`` (a tuple or dict of numbers and per-row arrays) where it reads only ``P``'s
+    columns ``keys``: priced once per distinct combination of them (:func:`_distinct_rows`) and
+    spread to its rows, the same numbers (a number is every row's)."""
+    at = _distinct_rows(P, x, keys)
     if at is None:
-        return tp, tp_bwd
+        return price(P, x)
     import numpy as np
 
-    inv = at[1]
-    return tp[inv] if np.ndim(tp) else tp, tp_bwd[inv] if np.ndim(tp_bwd) else tp_bwd
+    out, inv = price(at[0], x), at[1]
+
+    def spread(v: Any) -> Any:
+        return v[inv] if np.ndim(v) else v
+
+    return {k: spread(v) for k, v in out.items()} if isinstance(out, dict) else tuple(map(spread, out))
 
 
 def _distinct_rows(P: Cols, x: dict, keys: tuple[str, ...]) -> tuple[Cols, Any] | None:
@@ -961,13 +975,9 @@ def module_redo_seconds(P: Cols, x: dict, a, ep, g: dict | None = None) -> dict[
     dispatch and combine) and host wait. A module the model lacks is 0. The rest reads only
     :data:`REDO_KEYS` of a row, so over a grid each distinct combination is priced once and spread
     to its rows (as :func:`tp_exposed_both`): the same numbers."""
-    import numpy as np
 
     g = gemm_parts(P, x) if g is None else g
-    at = _distinct_rows(P, x, REDO_KEYS)
-    own = _redo_own(P if at is None else at[0], x)
-    if at is not None:
-        own = {k: v[at[1]] if np.ndim(v) else v for k, v in own.items()}
+    own = _on_distinct_rows(P, x, REDO_KEYS, _redo_own)
     moe, has = x["moe_share"], module_applies(x)
     redo: dict[str, tuple[Any, Any, Any]] = {m: (0.0, 0.0, 0.0) for m in MODULES}
     redo["core_attn"] = (0.0, a, 0.0)
