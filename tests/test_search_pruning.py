@@ -698,7 +698,7 @@ def test_the_size_search_skips_only_plans_that_cannot_change_its_table(
     # search's micro rows (exhaustive): each that fits has dp >= fit and an objective at or above
     # its bound; and the table with nothing skipped gives the same plan, to the bit, on every size
     x = {**inputs(catalog, hardware, model, precision, seq=seq), "forward_weight": weight}
-    P, m, deg, memory = tpn._sizes_micro(x, cap, pins)
+    P, m, deg, memory, _ = tpn._sizes_grid(x, cap, pins)
     fsdp = tpn.fsdp_lower_bound(P, m, x, pins, memory)
     t = ts.micro_terms(P, x)
     M = tpn.expand(P, x, cap, pins)
@@ -795,7 +795,7 @@ def test_the_size_searchs_row_bound_is_below_every_fsdp_plan_that_fits(catalog, 
     # Over every plan of the search's micro rows that fits, at its own d: at or above the bound
     x = inputs(catalog, "h100-sxm", model, "bf16")
     pins = {"gbs": gbs, "zero": 3}
-    P, m, _, memory = tpn._sizes_micro(x, cap, pins)
+    P, m, _, memory, _ = tpn._sizes_grid(x, cap, pins)
     fsdp = tpn.fsdp_lower_bound(P, m, x, pins, memory)
     M = tpn.expand(P, x, cap, pins)
     out = tpn.evaluate(M, tpn.index_terms(ts.micro_terms(P, x), M["row"]), x, pins)

@@ -833,12 +833,7 @@ def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
     a_at = dict(zip(names[:split], np.unravel_index(np.arange(n_a), a_shape), strict=True))
     of_a = {k: vals[k][a_at[k]] for k in names[:split] if k != "pv"}
     pv = a_at["pv"]
-    of_a["pp"], of_a["vp"], of_a["sched"], of_a["a2ao"] = (
-        pairs[pv, 0],
-        pairs[pv, 1],
-        pairs[pv, 2],
-        pairs[pv, 3],
-    )
+    of_a["pp"], of_a["vp"], of_a["sched"], of_a["a2ao"] = pairs[pv].T
     of_a["a2ao"] = np.where(of_a["ep"] > 1, of_a["a2ao"], 0.0)  # no expert all-to-all to overlap without EP
     out = {k: np.repeat(v, m * per_a) for k, v in of_a.items()}
     out["mbs"] = np.repeat(np.tile(vals["mbs"], n_a), np.repeat(per_a, m))
@@ -1319,8 +1314,7 @@ def row_terms(sub: sr.Columns, m: dict, idx: Any, x: dict, tp_both: Any = None) 
         return index_terms(m, idx)
     if tp_both is None:
         return ts.micro_terms(sub, x)
-    tp, tp_bwd = index_terms({"tp": tp_both[0], "tp_bwd": tp_both[1]}, idx).values()
-    return ts.micro_terms(sub, x, tp_both=(tp, tp_bwd))
+    return ts.micro_terms(sub, x, tp_both=index_terms({"tp": tp_both}, idx)["tp"])
 
 
 def chunk_terms(sub: sr.Columns, m: dict, idx: Any, rows: Any, x: dict) -> dict[str, Any]:
@@ -2887,11 +2881,6 @@ def degrees(P: sr.Columns, pins: dict, cap: float, fit: Any) -> Degrees:
     return Degrees(ds, allowed, np.searchsorted(sizes, P["mbs"]), most, fit).settle()
 
 
-def _sizes_micro(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degrees, Any]:
-    """:func:`_sizes_grid` less the exposed tensor-parallel seconds."""
-    return _sizes_grid(x, cap, pins)[:4]
-
-
 def _sizes_grid(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degrees, Any, Any]:
     """The micro rows :func:`search_sizes` can use, their terms, their data-parallel degrees, and
     the replicas that hold their state (:func:`replicas_for_memory`):
@@ -2919,7 +2908,7 @@ def _sizes_grid(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degree
     deg.fit = np.maximum(np.ceil(np.minimum(memory, 1e9)), 1.0)
     deg.settle()
     rows = keep[deg.least[keep] < np.inf]  # some degree is left
-    tp_both = tuple(index_terms({"tp": tp_both[0], "tp_bwd": tp_both[1]}, rows).values())
+    tp_both = index_terms({"tp": tp_both}, rows)["tp"]
     return sr.take(P, rows), index_terms(m, rows), deg.take(rows), memory[rows], tp_both
 
 
