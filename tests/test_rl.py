@@ -833,6 +833,16 @@ def test_many_pools_at_once_make_each_pools_choice(catalog, hardware, mode):
     at_once = generation.fastest_many(many, s.nums, sizes[:20], asynchronous, load)
     at_once += generation.fastest_many(many, s.nums, sizes[20:], asynchronous, load)
     assert repr(at_once) == repr(each)
+    # each pool's floors by (floor, group), Rollouts.alternatives' order (which no longer sorts
+    # them): the list of the other groups is the (floor, group) pairs sorted as tuples
+    assert all(list(f.items()) == sorted(f.items(), key=lambda gt: (gt[1], gt[0])) for _, f in each)
+    fresh = replace(s.rollouts, chosen={}, floors={}, bounds={}, alternative={})
+    fresh.ahead(s.nums, sizes[::2], asynchronous, load, guess=False)  # (fastest_many's), then fastest's
+    for g in sizes:
+        alternatives = fresh.alternatives(s.nums, g, asynchronous, load)
+        own = fresh.candidates.sync_groups()[fresh.chosen[(g, asynchronous, None, load)][0]]
+        floors = fresh.floors[(g, asynchronous, load)].items()
+        assert alternatives == [(a, t) for t, a in sorted((t, a) for a, t in floors if a != own)]
     # and among one group on each pool (Rollouts.ahead: each pool's next group), with no floors
     pool, floors = sizes[len(sizes) // 2], each[len(sizes) // 2][1]
     among = [max(floors) for _, floors in each]

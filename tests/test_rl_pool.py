@@ -150,6 +150,26 @@ def test_the_step_floor_is_timed_without_an_update():
     assert list(step_floor("disaggregated", rollout, training)) == [14.0, 11.0, 14.0]
 
 
+def test_a_steps_seconds_by_mode_by_hand():
+    # step_seconds: timed()'s seconds, as the split search compares a step with the best found,
+    # group after group; a rollout of 10 s, a training of 20 s, an update of 3 s whose senders are
+    # busy 1 s of it
+    from ipd_cli.engine.rl.step import Step, SyncPhase, step_seconds, timed
+    from ipd_cli.engine.rl.sync import NO_SYNC
+
+    assert step_seconds("colocated", 10.0, 20.0, 3.0, 1.0) == 33.0  # 10 + 20 + 3, in series
+    assert step_seconds("disaggregated", 10.0, 20.0, 3.0, 1.0) == 33.0
+    assert step_seconds("one-step-off", 10.0, 20.0, 3.0, 1.0) == 23.0  # max(10, 20) + 3
+    assert step_seconds("async", 10.0, 20.0, 3.0, 1.0) == 21.0  # max(10 + 3, 20 + 1)
+    assert step_seconds("async", 30.0, 20.0, 3.0, 1.0) == 33.0  # max(30 + 3, 20 + 1)
+    # timed(): the same seconds, and what of the update the step exposes; no update but a colocated
+    # offload of 2 s and a switch of 0.5 s (the senders busy 0 s): async max(10 + 2.5, 20 + 0) = 20,
+    # exposed min(2.5, 20 - max(10, 20)) = 0; one-step-off max(10, 20) + 2.5 = 22.5, all exposed
+    parked = SyncPhase(NO_SYNC, 2.0, 0.5)
+    assert timed("async", 10.0, 20.0, parked) == Step(20.0, 0.0)
+    assert timed("one-step-off", 10.0, 20.0, parked) == Step(22.5, 2.5)
+
+
 def test_trainer_sizes_start_at_the_fewest_and_each_trains_faster(catalog):
     from ipd_cli.engine import serving as sv
     from ipd_cli.engine.rl.estimate import setup

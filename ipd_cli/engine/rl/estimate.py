@@ -50,7 +50,7 @@ from .step import (
     split_gpus,
     step,
     step_floor,
-    timed,
+    step_seconds,
     whole_nodes,
 )
 from .sync import (
@@ -535,36 +535,44 @@ def _other_groups(
     env = exposed_floor(s.nums, s.host, asynchronous)  # what any rollout exposes besides
     holding = trainer_holding_gpus(tr, train_gpus)
     no_update = SyncPhase(NO_SYNC)
+    none_s, none_busy = no_update.seconds, no_update.sender_busy_s
+    best_s = best.step.seconds  # (the steps compared as :func:`timed`'s seconds: step_seconds)
     replicas: dict[int, int] = {}  # _replicas by GPUs per replica (all it reads of a configuration)
-    syncs: dict[int, SyncPhase | None] = {}  # each group's update (None: ruled out by a floor under it)
+    # each group's update and its seconds and senders' busy seconds (None: ruled out by a floor)
+    syncs: dict[int, tuple[SyncPhase, float, float] | None] = {}
 
     def may_beat(alternative: tuple[int, float]) -> bool:  # the group's floor with no update
-        return timed(mode, alternative[1] + env, training, no_update).seconds < best.step.seconds
+        return step_seconds(mode, alternative[1] + env, training, none_s, none_busy) < best_s
 
-    def update(group: int, floor: float) -> SyncPhase | None:
-        """The group's own update where, with its rollout floor, it may still beat the best step;
-        None where a floor under its update, or the update itself, rules the group out."""
+    def update(group: int, floor: float) -> tuple[SyncPhase, float, float] | None:
+        """The group's own update (with its seconds and senders' busy seconds) where, with its
+        rollout floor, it may still beat the best step; None where a floor under its update, or
+        the update itself, rules the group out."""
         if group not in syncs:  # a group ruled out stays out: the best only shortens
             r = s.rollouts.member(group)
             n = replicas.get(r.gpus)
             if n is None:
                 n = replicas[r.gpus] = _replicas(s, r, gen_gpus, asynchronous)
             under = _sync_floor(s, r, holding, n)
-            if under is not None and timed(mode, floor + env, training, under).seconds >= best.step.seconds:
+            if (
+                under is not None
+                and step_seconds(mode, floor + env, training, under.seconds, under.sender_busy_s) >= best_s
+            ):
                 syncs[group] = None  # a floor under the group's own update: no shorter, nor the update
             else:
-                syncs[group] = _sync(s, r, holding, n, quiet=True)
-        sync = syncs[group]
-        if sync is None or timed(mode, floor + env, training, sync).seconds >= best.step.seconds:
+                sync = _sync(s, r, holding, n, quiet=True)
+                syncs[group] = (sync, sync.seconds, sync.sender_busy_s)
+        have = syncs[group]
+        if have is None or step_seconds(mode, floor + env, training, have[1], have[2]) >= best_s:
             return None  # the group's own update: still no shorter
-        return sync
+        return have
 
     alternatives = s.rollouts.alternatives(s.nums, gen_gpus, asynchronous, load)
     for i, (group, floor) in enumerate(alternatives):
         if not may_beat((group, floor)):
             break  # nor any group after it (no update: a floor)
-        sync = update(group, floor)
-        if sync is None:
+        have = update(group, floor)
+        if have is None:
             continue
         if isinstance(s.kept, KeptInputs) and not s.rollouts.made(gen_gpus, asynchronous, group, load):
             # with the next groups that may beat the best as it stands (their updates are read
@@ -572,10 +580,11 @@ def _other_groups(
             rest = [a for a, f in takewhile(may_beat, alternatives[i + 1 :]) if update(a, f) is not None]
             s.rollouts.guess(s.nums, gen_gpus, asynchronous, [group, *rest], load)
         r, gen_s = s.rollouts.in_group(s.nums, gen_gpus, asynchronous, group, load)
-        if timed(mode, gen_s + env, training, sync).seconds < best.step.seconds:
+        sync, sync_s, busy_s = have
+        if step_seconds(mode, gen_s + env, training, sync_s, busy_s) < best_s:
             out = _outcome(s, r, mode, gen_gpus, train_gpus, tr, quiet=True, sync=sync)
-            if out.step.seconds < best.step.seconds:
-                best = out
+            if out.step.seconds < best_s:
+                best, best_s = out, out.step.seconds
     return best
 
 

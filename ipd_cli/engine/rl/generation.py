@@ -106,6 +106,7 @@ class Rollouts:
     chosen: dict[tuple[int, bool, int | None, Load], tuple[int, int | None, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # each pool's groups' floors (:func:`fastest`), by (floor, group): :meth:`alternatives`' order
     floors: dict[tuple[int, bool, Load], dict[int, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -267,11 +268,8 @@ class Rollouts:
         if key not in self.chosen:
             self.in_group(nums, gen_gpus, asynchronous, None, load)
         own = int(self.candidates.sync_groups()[self.chosen[key][0]])  # :meth:`on`'s configuration's
-        floors = self.floors[(gen_gpus, asynchronous, load)]
-        # by (floor, group): the same order as a key of the pair, sorted as tuples
-        have = self.alternative[key] = [
-            (g, t) for t, g in sorted((t, g) for g, t in floors.items() if g != own)
-        ]
+        floors = self.floors[(gen_gpus, asynchronous, load)]  # by (floor, group) (fastest, fastest_many)
+        have = self.alternative[key] = [(g, t) for g, t in floors.items() if g != own]
         return have
 
 
@@ -581,6 +579,7 @@ def fastest(
     if group is None:
         np.minimum.at(floor, gk[need], lowest)
         found = np.flatnonzero(np.isfinite(floor))
+        found = found[np.lexsort((found, floor[found]))]  # by (floor, group): alternatives' order
         floors = dict(zip(found.tolist(), floor[found].tolist(), strict=True))
     # achievable seconds at each row's most promising rung (its lowest lower bound): any achievable
     # seconds bound the soonest from above, and these few cost a column, not the whole table
@@ -856,7 +855,9 @@ def fastest_many(
     pick = _pick_each(seconds, seg[k], k, b, c.gpus[ok[k]])
     if pick.size != pools.size:
         return None
-    at, grp = np.nonzero(np.isfinite(floor))  # by pool, then group (fastest's order of its dict)
+    at, grp = np.nonzero(np.isfinite(floor))
+    by = np.lexsort((grp, floor[at, grp], at))  # by pool, then (floor, group): fastest's dict order
+    at, grp = at[by], grp[by]
     cut = np.searchsorted(at, np.arange(pools.size + 1)).tolist()
     grp_of, floor_of = grp.tolist(), floor[at, grp].tolist()
     floors = [dict(zip(grp_of[i:j], floor_of[i:j], strict=True)) for i, j in zip(cut, cut[1:], strict=False)]

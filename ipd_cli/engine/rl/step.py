@@ -62,12 +62,21 @@ def step(mode: str, gen: Generation, env: Environment, tr: Trainer, sync: SyncPh
 def timed(mode: str, rollout: float, training: float, sync: SyncPhase) -> Step:
     """:func:`step` of a rollout (generation and exposed environment) and a training of so many
     seconds; non-decreasing in each, so floors under them give a floor under the step."""
-    if mode in ("colocated", "disaggregated"):
-        return Step(rollout + training + sync.seconds, sync.seconds)
-    if mode == "one-step-off":
-        return Step(max(rollout, training) + sync.seconds, sync.seconds)
-    t = max(rollout + sync.seconds, training + sync.sender_busy_s)
+    t = step_seconds(mode, rollout, training, sync.seconds, sync.sender_busy_s)
+    if mode in ("colocated", "disaggregated", "one-step-off"):
+        return Step(t, sync.seconds)
     return Step(t, min(sync.seconds, max(0.0, t - max(rollout, training))))  # clamped: rounding
+
+
+def step_seconds(mode: str, rollout: float, training: float, sync_s: float, busy_s: float) -> float:
+    """:func:`timed`'s seconds, of an update of ``sync_s`` seconds whose senders are busy
+    ``busy_s`` (:attr:`SyncPhase.sender_busy_s`): numbers alone, for a search that compares a
+    step with the best found group after group (read once a group, not a :class:`Step` made)."""
+    if mode in ("colocated", "disaggregated"):
+        return rollout + training + sync_s
+    if mode == "one-step-off":
+        return max(rollout, training) + sync_s
+    return max(rollout + sync_s, training + busy_s)
 
 
 def step_floor(mode: str, rollout: Any, training: Any) -> Any:
