@@ -843,6 +843,8 @@ def test_many_pools_at_once_make_each_pools_choice(catalog, hardware, mode):
         own = fresh.candidates.sync_groups()[fresh.chosen[(g, asynchronous, None, load)][0]]
         floors = fresh.floors[(g, asynchronous, load)].items()
         assert alternatives == [(a, t) for t, a in sorted((t, a) for a, t in floors if a != own)]
+        first = fresh.first_alternative(s.nums, g, asynchronous, load)  # (Rollouts.ahead's guess)
+        assert len(alternatives) > 1 and first == alternatives[0][0]
     # and among one group on each pool (Rollouts.ahead: each pool's next group), with no floors
     pool, floors = sizes[len(sizes) // 2], each[len(sizes) // 2][1]
     among = [max(floors) for _, floors in each]

@@ -122,7 +122,8 @@ class Rollouts:
     # shared by every ``replace`` copy as ``members`` is
     tail_speeds: dict[tuple[int, float], Any] = field(default_factory=dict, compare=False, repr=False)
     # :meth:`alternatives`' answers by pool, schedule and load (what they read, ``chosen`` and
-    # ``floors`` of the pool, is set once), asked by :meth:`ahead` and again by the step; shared too
+    # ``floors`` of the pool, is set once), asked by each step on the pool (:meth:`ahead` reads the
+    # first alone: :meth:`first_alternative`); shared too
     alternative: dict[tuple[int, bool, None, Load], list[tuple[int, float]]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -199,8 +200,8 @@ class Rollouts:
             if not guess:
                 continue
             # each pool's first other group, the one a step tries first (estimate.evaluate)
-            alts = [(g, x, self.alternatives(nums, g, asynchronous, x)) for g, x in chunk]
-            other = [(g, x, alt[0][0]) for g, x, alt in alts if alt]
+            firsts = [(g, x, self.first_alternative(nums, g, asynchronous, x)) for g, x in chunk]
+            other = [(g, x, a) for g, x, a in firsts if a is not None]
             other = [(g, x, a) for g, x, a in other if (g, asynchronous, a, x) not in self.chosen]
             if other:
                 pools, loads = [g for g, _, _ in other], [x for _, x, _ in other]
@@ -265,12 +266,27 @@ class Rollouts:
         have = self.alternative.get(key)
         if have is not None:
             return have
+        floors, own = self._floors(nums, gen_gpus, asynchronous, load)
+        have = list(floors.items())  # by (floor, group): :func:`fastest`'s order of them
+        if own in floors:
+            del have[list(floors).index(own)]
+        self.alternative[key] = have
+        return have
+
+    def first_alternative(
+        self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, load: Load = NO_LOAD
+    ) -> int | None:
+        """The first group of :meth:`alternatives` (None: none), with no list made of them."""
+        floors, own = self._floors(nums, gen_gpus, asynchronous, load)
+        return next((g for g in floors if g != own), None)
+
+    def _floors(self, nums: RlNumbers, gen_gpus: int, asynchronous: bool, load: Load) -> tuple[dict, int]:
+        """The floors of the groups on a pool (by floor, then group) and :meth:`on`'s group."""
+        key = (gen_gpus, asynchronous, None, load)
         if key not in self.chosen:
             self.in_group(nums, gen_gpus, asynchronous, None, load)
         own = int(self.candidates.sync_groups()[self.chosen[key][0]])  # :meth:`on`'s configuration's
-        floors = self.floors[(gen_gpus, asynchronous, load)]  # by (floor, group) (fastest, fastest_many)
-        have = self.alternative[key] = [(g, t) for g, t in floors.items() if g != own]
-        return have
+        return self.floors[(gen_gpus, asynchronous, load)], own
 
 
 def rollout_engine(
