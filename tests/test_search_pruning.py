@@ -702,6 +702,8 @@ def test_the_size_search_skips_only_plans_that_cannot_change_its_table(
     fsdp = tpn.fsdp_lower_bound(P, m, x, pins, memory)
     t = ts.micro_terms(P, x)
     M = tpn.expand(P, x, cap, pins)
+    # (expand skips _repeats where the batch is pinned: each row's degrees are distinct divisors)
+    assert not tpn._repeats(*tpn.dp_candidates(P, x, cap, pins)).any()
     out = tpn.evaluate(M, tpn.index_terms(t, M["row"]), x, pins)
     ok = tpn.fits_memory(out, x)
     row = M["row"][ok]

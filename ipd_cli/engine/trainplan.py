@@ -997,7 +997,9 @@ def expand(P: sr.Columns, x: dict, gpus: int, pins: dict, least: Any = None) -> 
 
     d, mb = dp_candidates(P, x, gpus, pins)
     n, k = d.shape
-    ok = ~np.isnan(d) & ~_repeats(d, mb)
+    ok = ~np.isnan(d)
+    if "gbs" not in pins:  # (a pinned batch: a row's degrees are the batch's divisors, none repeats)
+        ok &= ~_repeats(d, mb)
     if least is not None:
         ok &= d >= least[:, None]
     row = np.repeat(np.arange(n), k)[ok.reshape(-1)]
