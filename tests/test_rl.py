@@ -1074,6 +1074,29 @@ def test_a_steps_other_groups_made_at_once_are_those_asked_one_by_one(catalog, m
     assert made and steps(replace(s.rollouts, **{k: {} for k in fresh})) == at_once
 
 
+def test_kept_rows_read_their_first_columns_as_the_whole_rows_cut():
+    # KeptRows.get(key, make, columns) reads the first columns of each row (fastest's bounds over a
+    # call's rungs, where a row is kept on a longer ladder): the rows made, each under its key, kept
+    # rows and new ones at once, and across stores (_kept_each: a sandbox load each)
+    import numpy as np
+
+    from ipd_cli.engine.rl import generation as g
+
+    rows = np.arange(40.0).reshape(8, 5)  # row i is key[i]'s: 5 of a store's 6 columns (the 6th inf)
+    key = np.array([7, 3, 11, 5, 2, 13, 17, 1], np.int64)
+    store = g._kept_rows(6)
+    assert np.array_equal(store.get(key[:5], lambda i: rows[:5][i], 3), rows[:5, :3])
+    assert np.array_equal(store.get(key[2:], lambda i: rows[2:][i], 4), rows[2:, :4])  # 3 kept, 3 new
+    whole = store.get(key[::-1], lambda i: rows[::-1][i])
+    assert np.array_equal(whole[:, :5], rows[::-1]) and np.isinf(whole[:, 5]).all()
+    stores, which = [g._kept_rows(6), g._kept_rows(6)], np.array([0, 1, 0, 1, 1, 0, 0, 1])
+    made = []
+    got = g._kept_each(stores, which, key, lambda i: made.append(i) or rows[i], 2)
+    assert np.array_equal(got, rows[:, :2]) and [i.tolist() for i in made] == [[0, 2, 5, 6, 1, 3, 4, 7]]
+    got = g._kept_each(stores, which, key, lambda i: made.append(i) or rows[i])  # all kept: none made
+    assert np.array_equal(got[:, :5], rows) and len(made) == 1
+
+
 def test_decode_step_never_shortens_with_more_sequences(catalog):
     # The premise of fastest()'s bounds: at every rollout candidate a decode step is non-decreasing
     # in the batch (more KV, more activations, more experts touched, more host work per step);

@@ -29,8 +29,9 @@ class KeptRows:
     rows: Any  # (capacity, columns): the first ``size`` rows are kept ones
     size: int = 0
 
-    def get(self, key: Any, make: Callable[[Any], Any]) -> Any:
-        """The rows of ``key`` (distinct keys); ``make(i)`` gives those of ``key[i]`` it has none for."""
+    def get(self, key: Any, make: Callable[[Any], Any], columns: int | None = None) -> Any:
+        """The rows of ``key`` (distinct keys), their first ``columns`` (None: all; a row is read
+        once, not read whole and then cut); ``make(i)`` gives those of ``key[i]`` it has none for."""
         import numpy as np
 
         at, missing = self._find(key)
@@ -38,7 +39,7 @@ class KeptRows:
             new = np.flatnonzero(missing)
             at[new] = np.arange(self.size, self.size + new.size)  # where _add puts them
             self._add(key[new], make(new))
-        return self.rows[at]
+        return self.rows[at, :columns]
 
     def _find(self, key: Any) -> tuple[Any, Any]:
         """The row of each key (any row where it has none), and which keys have none."""
@@ -573,7 +574,7 @@ def fastest(
     def lower_of(sel):  # bounds_of, kept
         if kept is None:
             return bounds_of(sel)
-        return kept.runs.get(key[sel], lambda new: bounds_of(sel[new]))[:, :rungs]
+        return kept.runs.get(key[sel], lambda new: bounds_of(sel[new]), rungs)
 
     ends = ends_of(np.arange(ok.size)) if kept is None else kept.ends.get(key, ends_of)
     at_cap, row_floor = ends[:, 0], ends[:, 1]
@@ -817,14 +818,15 @@ def fastest_many(
 
     u_key, u_which = key[u], which[u]  # a distinct row's key among its load's kept rows, and its load
 
-    def kept_rows(part: str, sel: Any, make: Callable[[Any], Any]) -> Any:  # distinct rows ``sel``'s
-        if len(loads) == 1:
-            return getattr(kept_by[0], part).get(u_key[sel], make)
-        return _kept_each([getattr(kept, part) for kept in kept_by], u_which[sel], u_key[sel], make)
+    def kept_rows(part: str, sel: Any, make: Callable[[Any], Any], columns: int | None = None) -> Any:
+        if len(loads) == 1:  # distinct rows ``sel``'s, their first ``columns``
+            return getattr(kept_by[0], part).get(u_key[sel], make, columns)
+        stores = [getattr(kept, part) for kept in kept_by]
+        return _kept_each(stores, u_which[sel], u_key[sel], make, columns)
 
     def lower_of(rows):  # bounds of rows ``rows`` (of the pools'), each distinct row once, and where
         d, back = distinct(inv[rows], inverse=True)
-        return kept_rows("runs", d, lambda new: bounds_of(d[new]))[:, :rungs], d, back
+        return kept_rows("runs", d, lambda new: bounds_of(d[new]), rungs), d, back
 
     ends = kept_rows("ends", np.arange(ukey.size), ends_of)[inv]
     at_cap, row_floor = ends[:, 0], ends[:, 1]
@@ -907,7 +909,9 @@ def _rows_loads(load: Load | list[Load], loads: list[Load], seg: Any) -> tuple[A
     return which, tuple(np.array(term)[which] for term in zip(*loads, strict=True))
 
 
-def _kept_each(stores: list[KeptRows], which: Any, key: Any, make: Callable[[Any], Any]) -> Any:
+def _kept_each(
+    stores: list[KeptRows], which: Any, key: Any, make: Callable[[Any], Any], columns: int | None = None
+) -> Any:
     """:meth:`KeptRows.get` of rows kept apart (by load: :func:`fastest_many`): row i is ``key[i]``
     of ``stores[which[i]]`` (distinct within each store); ``make(i)`` gives the rows of every
     store that has none in one call (many loads' rows at once, not a call a load)."""
@@ -929,9 +933,9 @@ def _kept_each(stores: list[KeptRows], which: Any, key: Any, make: Callable[[Any
         for (store, _, _), rows, i, e in zip(parts, new, cut, cut[1:], strict=False):
             if rows.size:
                 store._add(key[rows], values[i:e])
-    out = np.empty((key.size, stores[0].rows.shape[1]))
+    out = np.empty((key.size, stores[0].rows[:0, :columns].shape[1]))  # (the columns asked for)
     for store, rows, at in parts:
-        out[rows] = store.rows[at]
+        out[rows] = store.rows[at, :columns]
     return out
 
 
