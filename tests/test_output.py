@@ -825,3 +825,30 @@ def test_an_estimate_without_a_source_reads_estimate_alone():
     row = next(line for line in out.splitlines() if line.startswith("| speculative decoding method |"))
     assert row.split("|")[4].strip() == "(estimate)", row
     assert "&nbsp;(estimate)" not in out
+
+
+def test_a_non_finite_number_in_a_result_is_refused_naming_its_dotted_path():
+    # output.check_finite: the first NaN or infinity, depth first in the dump's order, named by its
+    # keys and list indexes; numbers nested at every depth before it are finite
+    from typing import Any
+
+    from pydantic import BaseModel
+
+    from ipd_cli.errors import IpdError
+    from ipd_cli.output import check_finite
+
+    class Result(BaseModel):
+        name: str
+        body: dict[str, Any]
+
+    finite = {"a": 1.5, "b": [0.0, {"c": -2.0, "d": [3.0, "x", None, True]}], "e": {}}
+    check_finite(Result(name="ok", body=finite))  # nothing refused
+    for bad, where, shown in [
+        (float("nan"), "body.b.1.d.2", "nan"),
+        (float("inf"), "body.b.1.d.2", "inf"),
+        (-float("inf"), "body.b.1.d.2", "-inf"),
+    ]:
+        body = {**finite, "b": [0.0, {"c": -2.0, "d": [3.0, "x", bad, 4.0]}], "z": float("nan")}
+        with pytest.raises(IpdError, match="not a finite number") as e:
+            check_finite(Result(name="bad", body=body))
+        assert str(e.value).startswith(f"the result is not a finite number: {where} is {shown}; "), e.value
