@@ -193,12 +193,29 @@ def _entry(raw: RawCatalog, section: str, name: str, cls: Any, value: Any) -> An
         ) from None
 
 
+# What build() validated and checked before, by (section, name): the raw value and its frozen entry,
+# and the last value whose sources were found. The built-in layer's values are the same objects in
+# every load of a process (layers._builtin_layer), never changed: the same object is the same entry,
+# and its sources are the built-in ones, which every catalog has (a layer cannot redefine one).
+_VALIDATED: dict[tuple[str, str], tuple[Any, Any]] = {}
+_SOURCED: dict[tuple[str, str], Any] = {}
+
+
+def _validated(raw: RawCatalog, section: str, name: str, cls: Any, value: Any) -> Any:
+    seen = _VALIDATED.get((section, name))
+    if seen is not None and seen[0] is value:
+        return seen[1]
+    entry = _entry(raw, section, name, cls, value)
+    _VALIDATED[(section, name)] = (value, entry)
+    return entry
+
+
 def build(raw: RawCatalog) -> Catalog:
     """Validate the merged raw catalog into frozen pydantic models."""
     sections: dict[str, Any] = {}
     for section, cls in ENTRY_SECTIONS.items():
         sections[section] = {
-            name: _entry(raw, section, name, cls, value) for name, value in raw.section(section).items()
+            name: _validated(raw, section, name, cls, value) for name, value in raw.section(section).items()
         }
     merged: dict[str, Any] = {}
     for section, cls in MERGED_SECTIONS.items():
@@ -217,7 +234,9 @@ def build(raw: RawCatalog) -> Catalog:
     for (section, name), origin in raw.origins.items():
         if section != "sources":
             value = raw.section(section).get(name)
-            check_sources(value, raw.section("sources"), f"{origin}: {section}.{name}")
+            if value is None or _SOURCED.get((section, name)) is not value:
+                check_sources(value, raw.section("sources"), f"{origin}: {section}.{name}")
+                _SOURCED[(section, name)] = value
     catalog = Catalog(
         economics=merged["economics"],
         efficiency=merged["efficiency"],

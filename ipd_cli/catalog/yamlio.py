@@ -170,6 +170,15 @@ def _check_shape(doc: Any, name: str) -> None:
     walk(doc, 0)
 
 
+def read_text(path: Path, name: str) -> str:
+    """A YAML file's text (a regular file of bounded size, UTF-8), each failure one line naming it."""
+    data = _read_bytes(path, name)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name}: not UTF-8 text (byte {e.start}); save the file as UTF-8 YAML") from None
+
+
 def read_yaml(path: Path | str, text: str | None = None, label: str | None = None) -> Any:
     """Parse one YAML document safely; every failure is a one-line InputError naming the file.
 
@@ -179,13 +188,7 @@ def read_yaml(path: Path | str, text: str | None = None, label: str | None = Non
     """
     name = label or str(path)
     if text is None:
-        data = _read_bytes(Path(path), name)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise InputError(
-                f"{name}: not UTF-8 text (byte {e.start}); save the file as UTF-8 YAML"
-            ) from None
+        text = read_text(Path(path), name)
     elif len(text) > MAX_FILE_BYTES:
         raise _too_large(name)
     else:
