@@ -905,3 +905,23 @@ def test_an_accelerators_borrowed_fp4_share_keeps_its_fp8_shares_ratio():
     assert fp4_b200 == 0.736 and (mi355x["fp8"].value, b200["fp8"].value) == (0.622, 0.763)
     assert mi355x["fp4"].value == pytest.approx(0.736 * 0.622 / 0.763, abs=5e-4)
     assert mi355x["fp4"].value / mi355x["fp8"].value == pytest.approx(fp4_b200 / b200["fp8"].value, rel=1e-3)
+
+
+def test_a_user_layer_leaves_the_built_in_layer_the_next_load_takes_as_it_was(tmp_path, monkeypatch):
+    # a process keeps the built-in layer as merged and the entries validated from it
+    # (layers._builtin_layer, catalog.build): a user layer that merges into a two-level table,
+    # replaces a merged section's value and gets `source: user` filled in must change none of it
+    monkeypatch.setenv("IPD_CACHE_DIR", "off")  # every load merges and validates
+    before = load_catalog()
+    shares = "efficiency:\n  training_gemm_max_share_by_accelerator:\n    b200:\n      fp4: {value: 0.7}\n"
+    write(tmp_path / "e.yaml", shares + "economics:\n  pue: {value: 1.9, source: uptime-2024}\n")
+    user = load_catalog([tmp_path])
+    fp4 = user.efficiency.training_gemm_max_share_by_accelerator["b200"]["fp4"]
+    assert (fp4.value, fp4.source, user.economics.pue.value) == (0.7, "user", 1.9)  # the user layer's
+    after = load_catalog()
+    assert after.efficiency.model_dump() == before.efficiency.model_dump()
+    assert after.economics.model_dump() == before.economics.model_dump()
+    assert after.origins == before.origins and "user" not in after.sources
+    assert {n: s.model_dump() for n, s in after.systems.items()} == {
+        n: s.model_dump() for n, s in before.systems.items()
+    }
