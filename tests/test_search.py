@@ -23,6 +23,28 @@ def test_first_failure_names_the_first_requirement_a_row_misses():
     assert s.failures() == {"weights do not fit": 1, "tp beyond the scale-up domain": 1}
 
 
+def test_require_keeps_each_mask_read_only_over_the_rows_whatever_it_was_given():
+    # a boolean column of every row is kept as a view (no broadcast_to); a number, a shorter
+    # array or another dtype is cast and broadcast as before: each kept mask is bool, of the
+    # rows' length, read-only, and holds the values given
+    s = Space(product(tp=[1, 2, 4]))
+    column = s["tp"] >= 2  # bool, every row: the fast path
+    s.require("column", column)
+    s.require("number", True)
+    s.require("one value", np.array([False]))
+    s.require("ints", np.array([1, 0, 1]))
+    s.require("strided", np.array([True, False, False, True, True, False])[::2])  # a view, every row
+    masks = dict(s.checks)
+    assert masks["column"].tolist() == [False, True, True]
+    assert masks["number"].tolist() == [True] * 3 and masks["one value"].tolist() == [False] * 3
+    assert masks["ints"].tolist() == [True, False, True]
+    assert masks["strided"].tolist() == [True, False, True]
+    for reason, mask in s.checks:
+        assert mask.dtype == bool and mask.shape == (3,) and not mask.flags.writeable, reason
+    column[0] = True  # the caller's array stays its own to write (the kept mask is a view of it)
+    assert masks["column"].tolist() == [True, True, True]
+
+
 def test_pin_filters_the_grid():
     s = Space(product(tp=[1, 2, 4], pp=[1, 2]))
     s.pin("pp", 2)

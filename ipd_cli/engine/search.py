@@ -208,10 +208,19 @@ class Space:
         return self.cols[name]
 
     def require(self, reason: str, ok: Any) -> None:
-        """Rows where ``ok`` is false cannot run, because of ``reason`` (e.g. 'weights do not fit')."""
+        """Rows where ``ok`` is false cannot run, because of ``reason`` (e.g. 'weights do not fit').
+        Kept as a read-only view of ``ok`` over the rows (a number or a shorter array broadcast);
+        a boolean column of every row is viewed as it is, without ``np.broadcast_to``'s dispatch
+        (a grid asks nine of them, most of its grids have a handful of rows)."""
         import numpy as np
 
-        self.checks.append((reason, np.broadcast_to(np.asarray(ok, dtype=bool), (len(self),))))
+        n = len(self)
+        if type(ok) is np.ndarray and ok.dtype.kind == "b" and ok.shape == (n,):
+            mask = ok.view()
+            mask.setflags(write=False)
+        else:
+            mask = np.broadcast_to(np.asarray(ok, dtype=bool), (n,))
+        self.checks.append((reason, mask))
 
     def pin(self, name: str, value: Any, reason: str | None = None) -> None:
         """Keep only rows whose column ``name`` equals ``value`` (an option that fixes it)."""
