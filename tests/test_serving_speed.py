@@ -213,3 +213,17 @@ def test_the_kept_expert_spread_is_the_one_worked_out_for_the_same_sizes_model_a
             assert a.tobytes() == b.tobytes()
     assert _expert_spread(replace(g.ph, domain=8), e)[1].tobytes() != first[1].tobytes()
     assert _expert_spread(replace(g.ph, experts=64), e)[0].tobytes() != first[0].tobytes()
+
+
+def test_the_prefill_choices_best_row_is_the_first_largest_above_zero_and_none_at_a_nan():
+    # _prefill_choice's pick without a second reduction: argmax's row where its value is above 0,
+    # else -1, is `argmax if max > 0 else -1` on every array, ties, NaN (argmax: the first NaN's
+    # row, max: NaN) and all-negative ones included
+    rng = np.random.default_rng(16)
+    cases = [np.array([-2.0, -1.0]), np.array([0.0, -2.0]), np.array([3.0, 3.0, 1.0]), np.array([np.nan])]
+    cases += [np.array([1.0, np.nan, 5.0]), np.array([-2.0, np.nan, -1.0]), np.array([np.inf, 2.0])]
+    values, odds = [-2.0, -1.0, 0.0, 0.5, 1.0, 2.0, np.nan], [0.2, 0.2, 0.1, 0.2, 0.15, 0.1, 0.05]
+    cases += [rng.choice(values, size=n, p=odds) for n in (1, 2, 3, 7, 40) for _ in range(50)]
+    for v in cases:
+        plain = int(np.argmax(v)) if v.max() > 0 else -1
+        assert grid._best_above_zero(v) == plain, v

@@ -462,16 +462,29 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
     fill = np.full((len(holes), len(ph.kv_precisions), 2, 2), -1)
     tiles = [h % lay["g"] == 0 for h in holes]  # the layouts that tile each hole
     drafting = _drafts(lay)
+    # each group's masks once (kv x eplb x drafting: twelve groups at most)
+    balanced = [(lay["eplb"] == e) | (lay["e"] == 1) for e in (0, 1)]
+    drafts_is = [drafting == drafts for drafts in (0, 1)]
     for k in range(len(ph.kv_precisions)):  # one to three KV precisions
+        of_kv = lay["kv"] == k
         for e in (0, 1):
+            of_kv_e = of_kv & balanced[e]
             for drafts in (0, 1):
-                fits = (lay["kv"] == k) & ((lay["eplb"] == e) | (lay["e"] == 1)) & (drafting == drafts)
-                cand = np.where(fits, score, -2.0)
-                best[k, e, drafts] = int(np.argmax(cand)) if cand.max() > 0 else -1
+                cand = np.where(of_kv_e & drafts_is[drafts], score, -2.0)
+                best[k, e, drafts] = _best_above_zero(cand)
                 for j, tiling_hole in enumerate(tiles):  # the best that tile a decode instance's hole
-                    tiling = np.where(tiling_hole, cand, -2.0)
-                    fill[j, k, e, drafts] = int(np.argmax(tiling)) if tiling.max() > 0 else -1
+                    fill[j, k, e, drafts] = _best_above_zero(np.where(tiling_hole, cand, -2.0))
     return {"index": best, "hole": hole, "holes": holes, "fill": fill}
+
+
+def _best_above_zero(values: Any) -> int:
+    """The first row of the largest of ``values`` where it is above 0, else -1 (also where one is
+    NaN): ``argmax if values.max() > 0``, whose argmax is that maximum's first row (NaN, the first
+    NaN's, as ``max`` gives NaN), so the row's value is the test, without a second reduction."""
+    import numpy as np
+
+    i = int(np.argmax(values))
+    return i if values[i] > 0 else -1
 
 
 def _holes(ph: Physics, lay: dict):
