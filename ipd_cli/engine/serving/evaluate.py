@@ -562,15 +562,16 @@ def step_terms(
     later_pass = first_pass if later is first else passes(later_work, later_coll)
     draft_s = firsts * first_pass + laters * later_pass + fc_s
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
-    fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, np.ceil(batch / d))
+    rank_seqs = np.ceil(batch / d)  # a scheduler rank's sequences
+    fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, rank_seqs)
     step = layers_s + coll + hand_off + draft_s + fixed
     # the engine's own loop on the CPU for each sequence of a scheduler rank: hidden under the GPU's
     # step where the stack overlaps them, else added
-    host = ph.host_per_sequence_s * np.ceil(batch / d)
     if ph.host_per_sequence_s:
-        step = f.host_bound_step_seconds(step, host, ph.host_overlaps)
+        step = f.host_bound_step_seconds(step, ph.host_per_sequence_s * rank_seqs, ph.host_overlaps)
     if not parts:
         return {"step_s": step}
+    host = ph.host_per_sequence_s * rank_seqs
     memory = pp * target.memory_s() + firsts * (first.memory_s() + fc_mem) + laters * later.memory_s()
     compute = pp * target.compute_s() + firsts * (first.compute_s() + fc_comp) + laters * later.compute_s()
     collectives = coll + hand_off + firsts * first_coll + laters * later_coll
