@@ -227,3 +227,51 @@ def test_the_prefill_choices_best_row_is_the_first_largest_above_zero_and_none_a
     for v in cases:
         plain = int(np.argmax(v)) if v.max() > 0 else -1
         assert grid._best_above_zero(v) == plain, v
+
+
+def _plain_prefill_choice(ph, lay, x, pins):
+    """grid._prefill_choice's picks as it first wrote them: every group's and every hole's masked
+    argmax, taken where the masked maximum is above 0."""
+    pf = grid._prefill_choice(ph, lay, x, pins)  # its score, holes and tiles (the picks redone below)
+    drafting = grid._drafts(lay)
+    depths = lay["k"][lay["k"] > 0]
+    first = depths.min() if depths.size else 0
+    ok = (x["free_gpu"] > 0) & (x["rank_max"] >= 1) & (lay["pp"] == 1)
+    ok &= (lay["k"] == 0) | (lay["k"] == first)
+    ok &= grid._tp_divides_heads(ph, lay) & grid._ep_within_experts(ph, lay)
+    score = np.where(ok, 1.0 / (x["pool_prefill_s"] * x["paid"]), -1.0)
+    best, fill = np.full_like(pf["index"], -1), np.full_like(pf["fill"], -1)
+    for k in range(len(ph.kv_precisions)):
+        for e in (0, 1):
+            for drafts in (0, 1):
+                fits = (lay["kv"] == k) & ((lay["eplb"] == e) | (lay["e"] == 1)) & (drafting == drafts)
+                cand = np.where(fits, score, -2.0)
+                best[k, e, drafts] = int(np.argmax(cand)) if cand.max() > 0 else -1
+                for j, h in enumerate(pf["holes"]):
+                    tiling = np.where(h % lay["g"] == 0, cand, -2.0)
+                    fill[j, k, e, drafts] = int(np.argmax(tiling)) if tiling.max() > 0 else -1
+    return pf, best, fill
+
+
+@pytest.mark.parametrize(
+    "hw, model, speculative", [("gb200-nvl72", "deepseek-r1", None), ("gb200-nvl72", "deepseek-r1", 2),
+                               ("vera-rubin", "kimi-k2", None), ("h100-sxm", "llama-3.1-70b", None)],
+)  # fmt: skip
+def test_the_prefill_choice_picks_what_every_masked_argmax_picks(catalog, hw, model, speculative):
+    # the group's best taken for a hole it tiles, and no search where no score is above 0, give
+    # each pick of the masked argmaxes: on the real scores, and with NaN scores (a group holding
+    # one picks nothing, a hole may still pick among the rest), no score above 0, or one alone;
+    # the 72-GPU racks leave holes (DEP64: 8), the 8-GPU H100 node none
+    g = search(context(catalog, hw, model), Shape(speculative=speculative), Pins())
+    rng = np.random.default_rng(7)
+    n = len(g.lay["g"])
+    cases = {"real": g.x["pool_prefill_s"]}
+    cases["nan"] = np.where(rng.random(n) < 0.05, np.nan, g.x["pool_prefill_s"])
+    cases["none above 0"] = np.full(n, np.inf)
+    cases["one"] = np.where(np.arange(n) == rng.integers(n), 1.0, np.inf)
+    for name, seconds in cases.items():
+        x = dict(g.x, pool_prefill_s=seconds)
+        pf, best, fill = _plain_prefill_choice(g.ph, g.lay, x, g.pins)
+        assert np.array_equal(pf["index"], best) and np.array_equal(pf["fill"], fill), name
+        if name == "real" and hw != "h100-sxm":  # the hole searches ran, and some picked a layout
+            assert len(pf["holes"]) and (pf["fill"] >= 0).any()

@@ -471,9 +471,16 @@ def _prefill_choice(ph: Physics, lay: dict, x: dict, pins: Pins) -> dict:
             of_kv_e = of_kv & balanced[e]
             for drafts in (0, 1):
                 cand = np.where(of_kv_e & drafts_is[drafts], score, -2.0)
-                best[k, e, drafts] = _best_above_zero(cand)
+                i = int(np.argmax(cand))
+                top = cand[i]  # the group's largest score (NaN where one is: argmax's first NaN)
+                best[k, e, drafts] = i if top > 0 else -1
                 for j, tiling_hole in enumerate(tiles):  # the best that tile a decode instance's hole
-                    fill[j, k, e, drafts] = _best_above_zero(np.where(tiling_hole, cand, -2.0))
+                    if top > 0 and tiling_hole[i]:  # the best tiles it (no NaN, none before it as large)
+                        fill[j, k, e, drafts] = i
+                    elif top <= 0:  # no score above 0 and no NaN: none among those that tile it either
+                        fill[j, k, e, drafts] = -1
+                    else:
+                        fill[j, k, e, drafts] = _best_above_zero(np.where(tiling_hole, cand, -2.0))
     return {"index": best, "hole": hole, "holes": holes, "fill": fill}
 
 
