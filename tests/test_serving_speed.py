@@ -275,3 +275,27 @@ def test_the_prefill_choice_picks_what_every_masked_argmax_picks(catalog, hw, mo
         assert np.array_equal(pf["index"], best) and np.array_equal(pf["fill"], fill), name
         if name == "real" and hw != "h100-sxm":  # the hole searches ran, and some picked a layout
             assert len(pf["holes"]) and (pf["fill"] >= 0).any()
+
+
+@pytest.mark.parametrize(
+    "hw, model, speculative", [("gb200-nvl72", "deepseek-r1", 2), ("h100-sxm", "llama-3.1-70b", None)]
+)
+def test_a_prefill_partners_columns_at_the_rows_are_those_gathered_from_every_layout(
+    catalog, hw, model, speculative
+):
+    # _partner_rows works a pinned grid's few rows out at their own (decode, prefill) pairs, and
+    # a grid of as many rows as layouts once per layout, gathered: every column, elementwise in
+    # the pair, the same to the bit either way (the hole partners' -1 included), and of one dtype
+    g = search(context(catalog, hw, model), Shape(speculative=speculative), Pins())
+    lay, pf = g.lay, g.prefill
+    n = len(lay["g"])
+    chosen = pf["index"][lay["kv"], lay["eplb"], grid._drafts(lay)]
+    rng = np.random.default_rng(11)
+    for p_lay in (chosen, grid._hole_partners(lay, pf)):
+        for rows in (np.array([n - 1]), rng.integers(0, n, 3), rng.integers(0, n, 2 * n), np.arange(0)):
+            each = grid._partner_rows(g.ph, lay, g.x, p_lay, rows, per_layout=False)
+            gathered = grid._partner_rows(g.ph, lay, g.x, p_lay, rows, per_layout=True)
+            assert each.keys() == gathered.keys()
+            for k, v in each.items():
+                assert v.dtype == gathered[k].dtype and v.tobytes() == gathered[k].tobytes(), k
+            assert (each["handoff_s"] > 0).all() and (each["prefill_s"] > 0).all()

@@ -774,27 +774,8 @@ def _evaluate(
     # the disaggregated rows' step (a decode pool's floor where the stack measured one)
     pool_at = modes.index(1) * n if 1 in modes else 0
     b_r, step_r = batch[live], rows["step_s"][pool_at : pool_at + n][live]
-    # how each layout and its prefill instance pack into the domains, once per layout
     g = lay["g"]
-
-    def partner_rows(p_lay, rows):  # the prefill instance's columns for decode rows ``rows``
-        p_all = np.maximum(p_lay, 0)
-        # the pair's hand-off and how it packs into the domains, once per layout (rows repeat a
-        # layout per batch)
-        handoff = kv_handoff_seconds(ph, lay, x, p_all, np.arange(len(g)))
-        per_layout = {
-            "prefill_s": x["pool_prefill_s"][p_all],
-            "latency_s": x["pool_prefill_latency_s"][p_all],
-            "handoff_s": handoff,
-            "paid": x["paid"][p_all],
-            "per_decode": f.pipeline_hole_fill(g, lay["s"], lay["pp"], g[p_all], ph.domain),
-            "decode_per": f.hole_fill(g[p_all], g, ph.domain),
-        }
-        # gathered to the rows at once, into one block of memory (``take``: twice as fast as
-        # indexing ``[:, rows]``)
-        return dict(zip(per_layout, np.take(np.stack(list(per_layout.values())), rows, axis=1), strict=True))
-
-    pf_rows = partner_rows(pf_lay, lr)
+    pf_rows = _partner_rows(ph, lay, x, pf_lay, lr)  # the prefill instance's columns for the rows
     dis: dict[str, Any] = {}
     if 1 in modes:
         # straight into the disaggregated rows' columns (``live`` of them: the rest cannot run)
@@ -807,7 +788,7 @@ def _evaluate(
         other = _hole_partners(lay, pf) if not pins.prefill_layout else np.full(len(g), -1)
         sub = np.flatnonzero(other[lr] >= 0)
         if sub.size:
-            alt_rows = partner_rows(other, lr[sub])
+            alt_rows = _partner_rows(ph, lay, x, other, lr[sub])
             alt = _pooled(ph, pins, take(x_r, sub), b_r[sub], step_r[sub], alt_rows)
             better = alt["tokens_per_s_per_gpu"] > dis["tokens_per_s_per_gpu"][at[sub]]
             won, by = sub[better], np.flatnonzero(better)
@@ -851,6 +832,36 @@ def _evaluate(
         pins=pins,
         target=target,
     )
+
+
+def _partner_rows(
+    ph: Physics, lay: dict, x: dict, p_lay: Any, rows: Any, per_layout: bool | None = None
+) -> dict:
+    """The columns of the prefill instance ``p_lay`` (per layout) pairs with the decode rows of
+    layouts ``rows``: its prompt's seconds and latency, the KV cache's hand-off, its paid GPUs,
+    and how the pair packs into the domains. Each is elementwise in the (decode, prefill) pair:
+    worked out once per layout and gathered to the rows (``per_layout``; rows repeat a layout per
+    batch) where there are as many rows as layouts, else at the rows' own pairs (a pinned grid's
+    handful of rows among thousands of layouts), the same numbers; one block of memory either way."""
+    import numpy as np
+
+    g = lay["g"]
+    p_all = np.maximum(p_lay, 0)
+    if per_layout is None:
+        per_layout = len(rows) >= len(g)
+    dec, pre = (slice(None), p_all) if per_layout else (rows, p_all[rows])  # (every layout: views)
+    cols = {
+        "prefill_s": x["pool_prefill_s"][pre],
+        "latency_s": x["pool_prefill_latency_s"][pre],
+        "handoff_s": kv_handoff_seconds(ph, lay, x, pre, dec),
+        "paid": x["paid"][pre],
+        "per_decode": f.pipeline_hole_fill(g[dec], lay["s"][dec], lay["pp"][dec], g[pre], ph.domain),
+        "decode_per": f.hole_fill(g[pre], g[dec], ph.domain),
+    }
+    block = np.stack(list(cols.values()))
+    if per_layout:  # gathered to the rows at once (``take``: twice as fast as indexing ``[:, rows]``)
+        block = np.take(block, rows, axis=1)
+    return dict(zip(cols, block, strict=True))
 
 
 def _pooled(
