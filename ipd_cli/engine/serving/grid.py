@@ -608,7 +608,12 @@ def masks_at(rows: Any, *masks: Any) -> list[Any]:
 
 def pins_mask(lay: dict, r: dict, pins: Pins, allowed: Any = True):
     """The rows the pins allow, of the layouts ``allowed`` too."""
-    (ok,) = masks_at(r["layout"], layout_mask(lay, pins) & allowed)
+    return _rows_of(r, pins, layout_mask(lay, pins) & allowed)
+
+
+def _rows_of(r: dict, pins: Pins, layouts: Any):
+    """The rows of the layouts ``layouts`` (a mask over them) in the mode the pins allow."""
+    (ok,) = masks_at(r["layout"], layouts)
     if pins.disaggregated is not None:
         ok &= r["disagg"] == int(pins.disaggregated)
     return ok
@@ -736,11 +741,8 @@ def _evaluate(
     # only the rows the pins allow are priced (a pinned search keeps a tenth of the space); a pin no
     # layout has prices them all, for the message that names what the space has
     reach = _within_reach(ph, lay, pins)
-    keep = (
-        np.arange(n_all)
-        if whole
-        else np.flatnonzero(layout_mask(lay, pins) & member(lay["k"], ph.spec_depths) & reach)
-    )
+    allowed = layout_mask(lay, pins) & member(lay["k"], ph.spec_depths)  # (the pinned rows' layouts)
+    keep = np.arange(n_all) if whole else np.flatnonzero(allowed & reach)
     whole = whole or not keep.size
     keep = np.arange(n_all) if whole else keep
     if subset is not None:  # :func:`refine`: these layouts only
@@ -805,7 +807,7 @@ def _evaluate(
             col[j * n : (j + 1) * n][dead] = np.nan
     rows |= _own_columns(li, batch, pidx, pf_ok, modes)
     space = _checks(ph, lay, x, rows, np.tile(fits.reshape(-1), len(modes)), reach)
-    pinned = pins_mask(lay, rows, pins, member(lay["k"], ph.spec_depths))
+    pinned = _rows_of(rows, pins, allowed)  # pins_mask(lay, rows, pins, member(k, depths))
     pools: dict[str, Any] = {}
     # pinned pools stay as deployed
     if pins.prefill_instances is None and pins.decode_instances is None and 1 in modes:
