@@ -2551,3 +2551,54 @@ def test_grid_terms_price_the_few_column_parts_once_with_every_row_priced_alone_
     for sets in (True, False):
         _bits_equal(new[sets], ts.micro_terms(P, {**x, "module_sets": sets}, bounds_only=not sets))
     assert "set_gemm_s" in new[True] and "set_gemm_s" not in new[False]
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model", "precision", "days", "top", "gpus"),
+    # a dense model and a MoE with MLA and current-scaling amax syncs; a deadline search, then the
+    # fixed search on its cluster (top 1: over the rows the deadline search keeps; top 2: the
+    # grid's), then a fixed search on a smaller cluster than the stored grid's (its rows within that cap)
+    [("h100-sxm", "llama-3.1-70b", "bf16", 40, 1, 1024), ("b200", "deepseek-v3", "fp8", 30, 2, 512)],
+)
+def test_the_searched_rows_take_the_grids_tp_seconds_bits(
+    catalog, monkeypatch, hardware, model, precision, days, top, gpus
+):
+    """Issue 16: where the grid holds the bounds' terms only (the CLI's: no module set pinned), the
+    chunks of micro rows a search evaluates take their exposed tensor-parallel seconds from the
+    grid's (priced once, _micro), not priced again per chunk. Every search's plans and outputs are
+    bit-equal to the searches with each chunk's seconds priced afresh."""
+    searches: dict[bool, list] = {True: [], False: []}
+    taken = []
+    joined, row_terms, micro_terms = tpn._joined, tpn.row_terms, ts.micro_terms
+
+    def run(shortcut: bool) -> None:
+        def kept(parts):
+            s = joined(parts)
+            searches[shortcut].append(s)
+            return s
+
+        def terms(P, x, bounds_only=False, tp_both=None):
+            taken.append(tp_both is not None and not bounds_only)
+            return micro_terms(P, x, bounds_only, tp_both)
+
+        monkeypatch.setattr(tpn, "_joined", kept)
+        monkeypatch.setattr(ts, "micro_terms", terms)
+        if not shortcut:  # each chunk's seconds priced on its rows, as before
+            monkeypatch.setattr(tpn, "row_terms", lambda sub, m, idx, x, tp=None: row_terms(sub, m, idx, x))
+        x = {**inputs(catalog, hardware, model, precision, tokens=1.5e13), "module_sets": False}
+        with np.errstate(all="ignore"):
+            tpn.find_deadline(x, days * 86400.0, {}, 1e8, top=top)
+            tpn.find_fixed(x, gpus, {})
+        monkeypatch.undo()
+
+    run(True)
+    assert any(taken)  # (the chunks took the grid's seconds)
+    taken.clear()
+    run(False)
+    assert not any(taken)
+    assert len(searches[True]) == len(searches[False]) >= 3
+    for new, old in zip(searches[True], searches[False], strict=True):
+        assert len(new.cols["tp"]) > 0
+        _bits_equal(new.cols, old.cols)
+        _bits_equal(new.out, old.out)
+        _bits_equal(new.seconds_per_token, old.seconds_per_token)

@@ -49,7 +49,7 @@ def _plan_rows(exhaustive, hardware: str, model: str, precision: str, gpus: int,
     their row bound lower_bound_seconds_per_token, each plan's micro row in P): what the tests of a
     bound over every plan of a grid start from (the search numbers its micro rows by that bound)."""
     x, whole = exhaustive(hardware, model, precision, gpus, pins)
-    P, m = tpn._fitting_micro(x, gpus, pins)
+    P, m, _ = tpn._fitting_micro(x, gpus, pins)
     fsdp = tpn.fsdp_lower_bound(P, m, x, pins)
     lb = tpn.lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
     return x, whole, P, m, fsdp, lb, np.argsort(lb, kind="stable")[whole.cols["row"].astype(int)]
@@ -129,7 +129,7 @@ def test_the_plan_bound_is_below_every_evaluated_plan(catalog, precision, recipe
     hardware = "h100-sxm" if precision == "fp8" else "b200"
     x = inputs(catalog, hardware, "llama-3.1-405b", precision, pins=recipe_pin)
     pins = {**recipe_pin, "zero": 3}
-    P, m = tpn._fitting_micro(x, 128, pins)
+    P, m, _ = tpn._fitting_micro(x, 128, pins)
     bound = tpn.lower_bound_seconds_per_token(P, m, x, 128, pins)
     assert np.count_nonzero(tpn.fsdp_lower_bound(P, m, x, pins)) > 0  # the FSDP term bites here
     whole = tpn.search_fixed(x, 128, pins, exhaustive=True)
@@ -155,7 +155,7 @@ def test_the_memory_filter_keeps_every_plan_that_fits(catalog, monkeypatch):
     b = tpn.best_row(whole)
     assert found.name == tpn.plan_name(tpn.plan_of(whole, b)) == "TP1 PP61 DP2, mbs 3, full recompute, ZeRO-1"
     # and the bound is below the memory of every plan that fits, row by row
-    P, m = tpn._fitting_micro(x, 128, pins)
+    P, m, _ = tpn._fitting_micro(x, 128, pins)
     bound = tpn.memory_lower_bound(P, m, x, 128, pins)
     ok = whole.space.feasible
     rows = whole.cols["row"].astype(int)

@@ -1262,21 +1262,30 @@ def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
     return state + np.min(acts, axis=0) + m["logits_bytes"]
 
 
-def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict]:
-    """The micro grid and its terms for clusters up to ``cap`` GPUs, kept in ``x`` so a deadline
-    search and the fixed search after it build them once (the grid of a smaller cap is a subset)."""
+def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict, Any]:
+    """The micro grid, its terms and its exposed tensor-parallel seconds
+    (:func:`~ipd_cli.engine.trainstep.tp_exposed_both`, which :func:`grid_terms` prices once for
+    the grid: the rows a search evaluates take theirs from it, :func:`row_terms`) for clusters up
+    to ``cap`` GPUs, kept in ``x`` so a deadline search and the fixed search after it build them
+    once (the grid of a smaller cap is a subset)."""
     import numpy as np
 
     store = x.setdefault("_micro", {})
     key = tuple(sorted(pins.items()))
     if key not in store or store[key][0] < cap:
         P = micro_grid(x, int(cap), pins)
-        store[key] = (cap, P, grid_terms(P, x))
-    big, P, m = store[key]
+        tp = ts.tp_exposed_both(P, x)
+        store[key] = (cap, P, grid_terms(P, x, tp), tp)
+    big, P, m, tp = store[key]
     if big == cap:
-        return P, m
+        return P, m, tp
     rows = np.flatnonzero(within_cap(P, cap))
-    return sr.take(P, rows), index_terms(m, rows)
+    return sr.take(P, rows), index_terms(m, rows), _tp_at(tp, rows)
+
+
+def _tp_at(tp: Any, rows: Any) -> Any:
+    """A grid's exposed tensor-parallel seconds (:func:`_micro`'s) at ``rows``."""
+    return index_terms({"tp": tp}, rows)["tp"]
 
 
 def grid_terms(P: sr.Columns, x: dict, tp_both: Any = None) -> dict[str, Any]:
@@ -1316,7 +1325,7 @@ def row_terms(sub: sr.Columns, m: dict, idx: Any, x: dict, tp_both: Any = None) 
         return index_terms(m, idx)
     if tp_both is None:
         return ts.micro_terms(sub, x)
-    return ts.micro_terms(sub, x, tp_both=index_terms({"tp": tp_both}, idx)["tp"])
+    return ts.micro_terms(sub, x, tp_both=_tp_at(tp_both, idx))
 
 
 def chunk_terms(sub: sr.Columns, m: dict, idx: Any, rows: Any, x: dict) -> dict[str, Any]:
@@ -1336,17 +1345,20 @@ def within_cap(P: sr.Columns, cap: float) -> Any:
     return (tc * P["pp"] <= cap) & (P["ep"] <= tc * np.floor(cap / (tc * P["pp"])))
 
 
-def _fitting_micro(x: dict, cap: float, pins: dict, micro: tuple | None = None) -> tuple[sr.Columns, dict]:
-    """The micro grid and its terms (``micro``: a subset of them to search instead), without rows
-    whose activations alone overflow HBM."""
+def _fitting_micro(
+    x: dict, cap: float, pins: dict, micro: tuple | None = None
+) -> tuple[sr.Columns, dict, Any]:
+    """The micro grid, its terms and exposed tensor-parallel seconds (:func:`_micro`; ``micro``: a
+    subset of them to search instead), without rows whose activations alone overflow HBM."""
+    import numpy as np
 
     if micro is None:
-        P, m = _micro(x, cap, pins)
+        P, m, tp = _micro(x, cap, pins)
     else:
-        rows = within_cap(micro[0], cap)
-        P, m = sr.take(micro[0], rows), index_terms(micro[1], rows)
+        rows = np.flatnonzero(within_cap(micro[0], cap))
+        P, m, tp = sr.take(micro[0], rows), index_terms(micro[1], rows), _tp_at(micro[2], rows)
     keep = memory_fit_rows(P, m, x, cap, pins)
-    return sr.take(P, keep), index_terms(m, keep)
+    return sr.take(P, keep), index_terms(m, keep), _tp_at(tp, keep)
 
 
 def memory_fit_rows(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict) -> Any:
@@ -1409,19 +1421,20 @@ def search_fixed(
     plans to find the one of them within its bar). ``space.feasible`` marks the plans that run."""
     import numpy as np
 
-    P, m = _fitting_micro(x, gpus, pins, micro)
+    P, m, tp = _fitting_micro(x, gpus, pins, micro)
     fsdp = fsdp_lower_bound(P, m, x, pins)
     lb = lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
     order = np.argsort(lb, kind="stable")
     parts, best_found, known, skipped = [], np.empty(0), bar, False
-    tight = tight and plain_inputs(x)  # (inputs held as arrays, one value per row: the row's bound alone)
+    alone = plain_inputs(x)  # (inputs held as arrays, one value per row: the rows priced together)
+    tight = tight and alone  # (the row's bound alone)
     for start in range(0, len(order), len(order) if exhaustive else CHUNK):
         idx = order[start : start + (len(order) if exhaustive else CHUNK)]
         if lb[idx[0]] > bar:
             break
         idx = idx[~(lb[idx] > bar)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
-        t = row_terms(sub, m, idx, x)  # every term of each micro row
+        t = row_terms(sub, m, idx, x, tp if alone else None)  # every term of each micro row
         M = expand(sub, x, gpus, pins)
         if tight and bar < np.inf:  # nor the plans whose own step cannot come within the bar
             near = np.flatnonzero(~(plan_lower_bound(M, *_step_floor(sub, t, x, fsdp[idx]), x) > bar))
@@ -1930,7 +1943,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
     import numpy as np
 
     rate = x["tokens"] / (seconds * x["goodput"])
-    P, m = _micro(x, max_gpus, pins)
+    P, m, tp = _micro(x, max_gpus, pins)
     rows = _NeedOrder(P, m, x, rate, pins, max_gpus)
     parts, bar = [], np.inf
     tight = plain_inputs(x)  # (inputs held as arrays, one value per row: the order's bound alone)
@@ -1943,7 +1956,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         idx = pos[start : start + CHUNK]
         idx = idx[~(rows.need[idx] > limit)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
-        t = row_terms(sub, m, idx, x)  # every term of each row
+        t = row_terms(sub, m, idx, x, tp if tight else None)  # every term of each row
         if tight:  # nor the rows whose steps' whole systems cannot come within the bar
             bound[idx] = systems_need(sub, t, x, rate, pins)
         # the rows in order of that bound, a part at a time: the plans the first parts find set the
@@ -1970,7 +1983,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
     # GPUs below any plan of each row that meets the deadline: ``need``, and ``systems`` where a chunk
     # computed its systems_need (every row whose need is within the bar; else 0)
     s.extra = {
-        "micro": (sr.take(P, near), index_terms(m, near)),
+        "micro": (sr.take(P, near), index_terms(m, near), _tp_at(tp, near)),
         "need": rows.need[near],
         "systems": bound[near],
     }
@@ -2464,7 +2477,8 @@ def find_deadline(x: dict, seconds: float, pins: dict, max_gpus: float, top: int
     known, micro = (float(s.seconds_per_token[i]), None) if top <= 1 else (math.inf, None)
     if known < math.inf and "micro" in s.extra:
         near = (s.extra["need"] <= gpus) & ~(s.extra["systems"] > gpus)
-        micro = sr.take(s.extra["micro"][0], near), index_terms(s.extra["micro"][1], near)
+        P, m, tp = s.extra["micro"]
+        micro = sr.take(P, near), index_terms(m, near), _tp_at(tp, near)
     f = search_fixed(x, gpus, pins, keep=max(top, 1), bar=known, micro=micro)
     b = best_row(f)
     best = choice(f, b, gpus) if b is not None else None
