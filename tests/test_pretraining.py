@@ -2602,3 +2602,49 @@ def test_the_searched_rows_take_the_grids_tp_seconds_bits(
         _bits_equal(new.cols, old.cols)
         _bits_equal(new.out, old.out)
         _bits_equal(new.seconds_per_token, old.seconds_per_token)
+
+
+def test_evaluate_stacked_by_policy_gives_the_policy_by_policy_bits(catalog, monkeypatch):
+    """Issue 16: evaluate prices a few rows' recompute policies in one pass (rows stacked by
+    policy), takes each row's terms under its chosen policy from that pass (a row no policy fits:
+    the fallback policy's), and prices the state under every sharding stage at once
+    (ts.state_by_stage). Every evaluate of three deadline searches (dense and MoE; MI300X's 405B
+    climbs its replicas over HBM: rows that fit no policy) gives the bits of a pass per policy
+    (STACKED 1) with the state of each stage priced on its own."""
+    calls = []
+    evaluate = tpn.evaluate
+
+    def kept(macro, terms, x, pins):
+        before = {c: np.array(v, copy=True) for c, v in macro.items()}
+        out = evaluate(macro, terms, x, pins)
+        calls.append((before, terms, x, dict(pins), dict(macro), out))
+        return out
+
+    monkeypatch.setattr(tpn, "evaluate", kept)
+    cases = (
+        ("h100-sxm", "llama-3.1-70b", "bf16", 15e12, 40),
+        ("b200", "deepseek-v3", "fp8", 15e12, 30),
+        ("mi300x", "llama-3.1-405b", "bf16", 145e9, 1375),
+    )
+    for hardware, model, precision, tokens, days in cases:
+        x = {**inputs(catalog, hardware, model, precision, tokens=tokens), "module_sets": False}
+        with np.errstate(all="ignore"):
+            tpn.find_deadline(x, days * 86400.0, {}, 1e8)
+    monkeypatch.setattr(tpn, "evaluate", evaluate)
+    stacked = [c for c in calls if 0 < len(c[0]["dp"]) * len(tpn.POLICIES) <= tpn.STACKED]
+    # (some stacked passes leave rows that fit no policy: the fallback's terms)
+    unfit = [c for c in stacked if not np.all(tpn.fits_memory(c[5], c[2]))]
+    assert len(stacked) > 10 and len(unfit) > 3
+    per_stage = ts.state_by_stage
+    monkeypatch.setattr(tpn, "STACKED", 1)
+    monkeypatch.setattr(
+        ts, "state_by_stage", lambda P, x, zs: {z: ts.state_bytes({**P, "zero": z}, x) for z in zs}
+    )
+    for before, terms, x, pins, macro, out in stacked:
+        again = dict(before)
+        with np.errstate(all="ignore"):
+            _bits_equal(out, tpn.evaluate(again, terms, x, pins))
+        _bits_equal(macro, again)
+    # and the state by stage at once is each stage's own, on rows of every stage and schedule
+    P = stacked[-1][0]
+    _bits_equal(per_stage(P, x, tpn.ZERO_STAGES), ts.state_by_stage(P, x, tpn.ZERO_STAGES))

@@ -1200,16 +1200,11 @@ def _priced_steps(priced: list, macro: sr.Columns, mm: dict, x: dict, j_of: Any,
 
 
 def _states(macro: sr.Columns, x: dict, zs: tuple[int, ...]) -> dict[int, Any]:
-    """The training state per GPU of every row under each sharding stage ``zs``."""
-    import numpy as np
-
-    n = len(macro["dp"])
-    if n * len(zs) > STACKED:  # the parameters and groups are the same under every stage
-        held, groups = ts.params_per_gpu(macro, x), ts.dp_groups(macro)
-        return {z: ts.state_bytes({**macro, "zero": z}, x, held, groups) for z in zs}
-    by_z = np.tile(np.arange(n), len(zs))
-    state = ts.state_bytes({**{c: v[by_z] for c, v in macro.items()}, "zero": np.repeat(zs, n)}, x)
-    return {z: state[j * n : (j + 1) * n] for j, z in enumerate(zs)}
+    """The training state per GPU of every row under each sharding stage ``zs``: a stage at a time,
+    what reads no stage priced once (:func:`~ipd_cli.engine.trainstep.state_by_stage`; the rows
+    stacked once per stage cost more where they are few: every column gathered for a few
+    numbers a stage)."""
+    return ts.state_by_stage(macro, x, zs)
 
 
 def objective(out: dict) -> Any:

@@ -1152,16 +1152,29 @@ def sharded(n, group, on):
     return n / ifelse(on, group, 1.0)
 
 
-def state_bytes(P: Cols, x: dict, held: Any = None, groups: Any = None):
+def state_bytes(P: Cols, x: dict, held: Any = None, groups: Any = None, plain: Any = None):
     """Weights, gradients and optimizer state per GPU by sharding stage, plus FSDP's two gathered
     layers (the one computing and the one prefetched): the sum of :func:`state_parts`. ``held``,
-    ``groups``: :func:`params_per_gpu` and :func:`dp_groups` of ``P`` where the caller has them
-    already (so too below)."""
-    weights, grads, optim = state_parts(P, x, held, groups)
+    ``groups``, ``plain``: :func:`params_per_gpu`, :func:`dp_groups` and
+    :func:`plain_weight_bytes` of ``P`` where the caller has them already (so too below)."""
+    weights, grads, optim = state_parts(P, x, held, groups, plain)
     return weights + grads + optim
 
 
-def state_parts(P: Cols, x: dict, held: Any = None, groups: Any = None) -> tuple[Any, Any, Any]:
+def state_by_stage(P: Cols, x: dict, zs: tuple[int, ...]) -> dict[int, Any]:
+    """:func:`state_bytes` of ``P`` under each sharding stage ``zs`` (its ``zero`` aside): what no
+    stage changes (the parameters held, the groups, the weights no recipe quantizes) priced once,
+    the rest for every stage at once (a stage a row of a table: the numbers a stage at a time gives)."""
+    import numpy as np
+
+    held, groups, plain = params_per_gpu(P, x), dp_groups(P), plain_weight_bytes(P, x)
+    state = state_bytes({**P, "zero": np.array(zs)[:, None]}, x, held, groups, plain)
+    return {z: state[j] for j, z in enumerate(zs)}
+
+
+def state_parts(
+    P: Cols, x: dict, held: Any = None, groups: Any = None, plain: Any = None
+) -> tuple[Any, Any, Any]:
     """(weights, gradients, optimizer state) bytes per GPU by sharding stage. Weights kept whole
     carry the recipe's cached quantized copy beside them (``weight_mem_bytes``: TransformerEngine
     keeps it across micro-batches), but those no recipe quantizes (:func:`plain_params`)
@@ -1171,7 +1184,7 @@ def state_parts(P: Cols, x: dict, held: Any = None, groups: Any = None) -> tuple
     held = params_per_gpu(P, x) if held is None else held
     groups = dp_groups(P) if groups is None else groups
     # the parameters no recipe quantizes keep weight_bytes where weights are kept whole
-    weights = ifelse(z >= 3, 0.0, plain_weight_bytes(P, x))
+    weights = ifelse(z >= 3, 0.0, plain_weight_bytes(P, x) if plain is None else plain)
     grads = optim = 0.0
     for n, group in zip(held, groups, strict=True):
         weights = weights + n * ifelse(z >= 3, x["weight_bytes"] / group, x["weight_mem_bytes"])
