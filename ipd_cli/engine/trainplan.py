@@ -1077,7 +1077,8 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     rcs = options(pins, "rc", POLICIES)
     state = _states(macro, x, zs)
     best = np.full(n, np.inf)
-    rc_of = np.full_like(best, float(options(pins, "rc", (2,))[-1]))
+    fallback = options(pins, "rc", (2,))[-1]  # the policy of a row no policy fits
+    rc_of = np.full_like(best, float(fallback))
     zero_of = np.full_like(best, float(zs[-1]))
     weighted = bool(x.get("forward_weight", 0.0))  # an RL trainer's log-prob passes run on the plan too
     fwd_of, won, j_of = np.full_like(best, np.nan), np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
@@ -1139,7 +1140,11 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             fwd_of, won = np.where(better, fwd_k[at], fwd_of), won | better
             j_of = np.where(better, first + j, j_of)
     macro.update(rc=rc_of, zero=zero_of)
-    mm_of = ts.with_recompute(terms, rc_of)
+    if len(groups) == 1 and len(rcs) > 1 and fallback in rcs:
+        # each row's terms under its policy, priced in the one pass already (rows stacked by policy)
+        mm_of = index_terms(mm, np.where(won, j_of, rcs.index(fallback)) * n + np.arange(n))
+    else:
+        mm_of = ts.with_recompute(terms, rc_of)
     if len(groups) == 1 and won.all():  # each row's step is priced already, at its policy and stage
         pair = np.searchsorted(rows, j_of * n + np.arange(n))
         out = {c: v[pair] if np.ndim(v) else v for c, v in out.items() if c != "penalty"}
