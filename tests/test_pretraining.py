@@ -2606,11 +2606,11 @@ def test_the_searched_rows_take_the_grids_tp_seconds_bits(
 
 def test_evaluate_stacked_by_policy_gives_the_policy_by_policy_bits(catalog, monkeypatch):
     """Issue 16: evaluate prices a few rows' recompute policies in one pass (rows stacked by
-    policy), takes each row's terms under its chosen policy from that pass (a row no policy fits:
-    the fallback policy's), and prices the state under every sharding stage at once
-    (ts.state_by_stage). Every evaluate of three deadline searches (dense and MoE; MI300X's 405B
-    climbs its replicas over HBM: rows that fit no policy) gives the bits of a pass per policy
-    (STACKED 1) with the state of each stage priced on its own."""
+    policy), takes each row's terms and step under its chosen policy from that pass (a row no
+    policy fits: the fallback policy's, its step priced in the pass too), and prices the state
+    under every sharding stage at once (ts.state_by_stage). Every evaluate of three deadline
+    searches (dense and MoE; MI300X's 405B climbs its replicas over HBM: rows that fit no policy)
+    gives the bits of a pass per policy (STACKED 1) with the state of each stage priced alone."""
     calls = []
     evaluate = tpn.evaluate
 

@@ -1087,6 +1087,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     per = max(1, STACKED // max(n, 1))
     groups = [rcs[i : i + per] for i in range(0, len(rcs), per)]
     priced = []  # each pass's first policy, policies, the stacked rows it priced and their step
+    none: Any = None  # the rows no policy fits, where the one pass priced them at the fallback too
     for first, group in zip(range(0, len(rcs), per), groups, strict=True):
         k = len(group)
         if k > 1:
@@ -1116,6 +1117,14 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             state_of = state_k[z] if state_of is None else np.where(ok, state_k[z], state_of)
             host_of = host if host_of is None else np.where(ok, host, host_of)
         rows = np.flatnonzero(found_k)  # the step of the (row, policy) pairs that fit, only
+        unfit = ~found_k.reshape(k, n).any(axis=0) if k == len(rcs) > 1 else None
+        if unfit is not None and unfit.any() and plain_inputs(x):
+            # and the step of the rows no policy fits, at the fallback policy and the last stage
+            # (the plan they keep: z_k, state_of and host_of hold that stage there), priced here
+            # with the others rather than in a step of their own (a row's step depends on that
+            # row alone)
+            none = unfit
+            rows = np.union1d(rows, group.index(fallback) * n + np.flatnonzero(none))
         whole = len(rows) == len(found_k)
         sub = M if whole else {c: v[rows] for c, v in M.items()}
         rc_rows = rc if whole or k == 1 else rc[rows]
@@ -1140,13 +1149,17 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             fwd_of, won = np.where(better, fwd_k[at], fwd_of), won | better
             j_of = np.where(better, first + j, j_of)
     macro.update(rc=rc_of, zero=zero_of)
-    if len(groups) == 1 and len(rcs) > 1 and fallback in rcs:
+    if len(groups) == 1 and len(rcs) > 1:
         # each row's terms under its policy, priced in the one pass already (rows stacked by policy)
         mm_of = index_terms(mm, np.where(won, j_of, rcs.index(fallback)) * n + np.arange(n))
     else:
         mm_of = ts.with_recompute(terms, rc_of)
-    if len(groups) == 1 and won.all():  # each row's step is priced already, at its policy and stage
-        pair = np.searchsorted(rows, j_of * n + np.arange(n))
+    # each row's step is priced already, at its policy and stage (a row no policy fits: at the
+    # fallback's, where the pass priced those rows: as a step of their own would, numbers that are
+    # all per-row arrays)
+    lone = none is not None and (won | none).all() and all(np.ndim(v) == 1 for v in out.values())
+    if len(groups) == 1 and (won.all() or lone):
+        pair = np.searchsorted(rows, np.where(won, j_of, rcs.index(fallback)) * n + np.arange(n))
         out = {c: v[pair] if np.ndim(v) else v for c, v in out.items() if c != "penalty"}
         out = _finished(out, mm_of, x)
     else:
