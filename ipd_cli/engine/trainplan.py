@@ -1075,7 +1075,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     shards = macro["dp"] * macro["cp"] > 1
     zs = options(pins, "zero", ZERO_STAGES)
     rcs = options(pins, "rc", POLICIES)
-    state = _states(macro, x, zs)
+    state = ts.state_by_stage(macro, x, zs)  # the state per GPU of every row under each stage
     best = np.full(n, np.inf)
     fallback = options(pins, "rc", (2,))[-1]  # the policy of a row no policy fits
     rc_of = np.full_like(best, float(fallback))
@@ -1217,14 +1217,6 @@ def _priced_steps(priced: list, macro: sr.Columns, mm: dict, x: dict, j_of: Any,
     return _finished(out, mm, x)
 
 
-def _states(macro: sr.Columns, x: dict, zs: tuple[int, ...]) -> dict[int, Any]:
-    """The training state per GPU of every row under each sharding stage ``zs``: a stage at a time,
-    what reads no stage priced once (:func:`~ipd_cli.engine.trainstep.state_by_stage`; the rows
-    stacked once per stage cost more where they are few: every column gathered for a few
-    numbers a stage)."""
-    return ts.state_by_stage(macro, x, zs)
-
-
 def objective(out: dict) -> Any:
     """What plans are ranked by: seconds per token, with an RL trainer's log-prob passes where it
     has them (``out``: :func:`evaluate`'s)."""
@@ -1268,7 +1260,7 @@ def memory_lower_bound(P: sr.Columns, m: dict, x: dict, cap: float, pins: dict):
     most = np.floor(cap / (Q["tp"] * Q["cp"] * Q["pp"]))
     if "dp" in pins:
         most = np.minimum(most, pins["dp"])
-    states = _states({**Q, "dp": np.maximum(most, 1.0)}, x, options(pins, "zero", ZERO_STAGES))
+    states = ts.state_by_stage({**Q, "dp": np.maximum(most, 1.0)}, x, options(pins, "zero", ZERO_STAGES))
     state = np.min(list(states.values()), axis=0)
     state = state if runs is None else state[runs[1]]
     acts = [ts.activation_floor(m, rc) for rc in options(pins, "rc", POLICIES)]
