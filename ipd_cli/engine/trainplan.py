@@ -1289,7 +1289,7 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict, Any]:
 
 
 def _tp_at(tp: Any, rows: Any) -> Any:
-    """A grid's exposed tensor-parallel seconds (:func:`_micro`'s) at ``rows``."""
+    """A grid's exposed tensor-parallel seconds (:func:`_micro`'s, :func:`_sizes_grid`'s) at ``rows``."""
     return index_terms({"tp": tp}, rows)["tp"]
 
 
@@ -2929,7 +2929,7 @@ def _sizes_grid(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degree
     deg.fit = np.maximum(np.ceil(np.minimum(memory, 1e9)), 1.0)
     deg.settle()
     rows = keep[deg.least[keep] < np.inf]  # some degree is left
-    tp_both = index_terms({"tp": tp_both}, rows)["tp"]
+    tp_both = _tp_at(tp_both, rows)
     return sr.take(P, rows), index_terms(m, rows), deg.take(rows), memory[rows], tp_both
 
 
