@@ -1141,7 +1141,7 @@ def _fit_knob(
     losses: dict[float, float] = {}
     for value in grid:
         tried = fit.at(knob, _tried(value), current.value)
-        loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), trial, best[0] + TIE, tried)
+        loss = _trial_loss(base, knob, value, trial, best[0] + TIE, tried)
         losses[_tried(value)] = loss
         if loss < best[0] - TIE:
             best = (loss, value)
@@ -1155,7 +1155,7 @@ def _fit_knob(
     if knob.startswith(JOINT) or _printed(best[1]) != _printed(current.value):
         for value in _refined(grid, best[1]):
             tried = fit.at(knob, _tried(value), current.value)
-            loss = _loss(base.with_overrides([f"{knob}={value:.4g}"]), trial, best[0] + TIE, tried)
+            loss = _trial_loss(base, knob, value, trial, best[0] + TIE, tried)
             losses[_tried(value)] = loss
             if loss < best[0] - TIE:
                 best = (loss, value)
@@ -1181,6 +1181,18 @@ def _fit_knob(
 
 
 TIE = 1e-12  # mean squared log errors closer than this price the cases alike
+
+
+def _trial_loss(base: Catalog, knob: str, value: float, cases: list[Case], bar: float, fit: _Fit) -> float:
+    """:func:`_loss` of ``base`` with ``knob`` set to the trial ``value``, its estimates recording no
+    assumptions (:func:`~ipd_cli.engine.trace.unrecorded`): a trial reads their numbers alone, and
+    they are the same numbers (the serving and RL knobs' trials spent ~14 % of their CPU on records
+    nothing read). Each case was priced first at the knob's own value with its assumptions
+    recorded, as ``ipd validate`` prices it: an input the record refuses is the case file's error there."""
+    from ipd_cli.engine.trace import unrecorded
+
+    with unrecorded():
+        return _loss(base.with_overrides([f"{knob}={value:.4g}"]), cases, bar, fit)
 
 
 def _printed(value: float) -> float:

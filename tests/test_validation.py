@@ -503,6 +503,34 @@ def test_a_calibration_trial_reads_one_loss_in_any_case_order_and_prices_a_case_
     assert calls == ["c", "b"]  # a was priced with k at 2.0 already (and comes first: its error is largest)
 
 
+def test_calibration_trials_record_no_assumptions_and_price_as_recorded_estimates(catalog, monkeypatch):
+    # a trial reads its estimates' numbers alone: inside trace.unrecorded() an estimate gives the
+    # same numbers and lists no assumptions; recording is back after the block
+    from ipd_cli.engine import trace
+    from ipd_cli.engine.serving import estimate_serving
+
+    kw = {"concurrency": 64, "speculative": "off"}
+    loud = estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", **kw)
+    with trace.unrecorded():
+        quiet = estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", **kw)
+    assert quiet.serving == loud.serving and loud.assumptions and not quiet.assumptions
+    assert trace.Trace({}).record and estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", **kw).assumptions
+    # a knob's fit prices its case first with its assumptions recorded (an input the record refuses
+    # is the case file's error there), then each of the 17 grid values unrecorded
+    recorded: list[bool] = []
+    predict = val.predict
+
+    def noting(cat, case):
+        recorded.append(trace.Trace({}).record)
+        return predict(cat, case)
+
+    monkeypatch.setattr(val, "predict", noting)
+    knob = "rl.sync_link_efficiency.nccl-reshard"
+    cases = [c for c in val.load_cases()[0] if c.split == "fitting" and knob in val.knobs_of(catalog, c)]
+    assert len(cases) == 1 and val._fit_knob(catalog, knob, cases)["status"] == "fitted"
+    assert recorded == [True] + [False] * 17
+
+
 def test_a_token_drop_case_fits_the_token_drop_share_alone(catalog):
     # what 25.09's token-drop path costs is fitted on its own rows; the shares, overlaps and host
     # wait stay the dropless runs' fits

@@ -10,6 +10,9 @@ reads can be swept, sampled and explained.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +29,27 @@ CLI = defaults.CLI
 _RECORDS: dict[tuple, Assumption] = {}
 _RECORDS_MAX = 1 << 16
 
+# inside an `unrecorded()` block: the traces made there record nothing
+_UNRECORDED: ContextVar[bool] = ContextVar("ipd_unrecorded_traces", default=False)
+
+
+@contextmanager
+def unrecorded() -> Iterator[None]:
+    """Inside the block, a trace made without ``record`` records nothing: for callers that read
+    an estimate's numbers alone, never its assumptions (``ipd calibrate``'s trial values, ~1,200
+    estimates). What a read returns is the same either way (:meth:`Trace.take`, :meth:`Trace.given`),
+    and no number an estimate computes reads its trace's records (they become its result's
+    ``assumptions`` only)."""
+    token = _UNRECORDED.set(True)
+    try:
+        yield
+    finally:
+        _UNRECORDED.reset(token)
+
+
+def _recording() -> bool:
+    return not _UNRECORDED.get()
+
 
 @dataclass
 class Trace:
@@ -35,7 +59,7 @@ class Trace:
     items: list[Assumption] = field(default_factory=list)
     subs: dict[str, Any] = field(default_factory=dict)  # --set path -> value or array (sweeps)
     sampler: Any = None  # callable(low, mode, high) -> array, for --samples
-    record: bool = True
+    record: bool = field(default_factory=_recording)  # False inside an `unrecorded()` block
     _seen: set = field(default_factory=set, repr=False)  # inputs recorded: each is listed once
 
     def _add(
