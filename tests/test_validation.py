@@ -506,14 +506,19 @@ def test_a_calibration_trial_reads_one_loss_in_any_case_order_and_prices_a_case_
 def test_calibration_trials_record_no_assumptions_and_price_as_recorded_estimates(catalog, monkeypatch):
     # a trial reads its estimates' numbers alone: inside trace.unrecorded() an estimate gives the
     # same numbers and lists no assumptions; recording is back after the block
+    # (nor spells the chosen configuration's name again for its record: the result names it)
     from ipd_cli.engine import trace
-    from ipd_cli.engine.serving import estimate_serving
+    from ipd_cli.engine.serving import estimate, estimate_serving
 
+    named: list[str] = []
+    spell = estimate.configuration
+    monkeypatch.setattr(estimate, "configuration", lambda *a: named.append(spell(*a)) or named[-1])
     kw = {"concurrency": 64, "speculative": "off"}
     loud = estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", **kw)
+    assert named == [loud.serving.configuration]
     with trace.unrecorded():
         quiet = estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", **kw)
-    assert quiet.serving == loud.serving and loud.assumptions and not quiet.assumptions
+    assert quiet.serving == loud.serving and loud.assumptions and not quiet.assumptions and len(named) == 1
     assert trace.Trace({}).record and estimate_serving(catalog, "h100-sxm", "llama-3.1-8b", **kw).assumptions
     # a knob's fit prices its case first with its assumptions recorded (an input the record refuses
     # is the case file's error there), then each of the 17 grid values unrecorded

@@ -513,6 +513,8 @@ def _narrower_hint(ctx: ServingContext, g: Grid) -> str:
 def _record(
     ctx: ServingContext, g: Grid, i: int, why: str, name: str | None = None, searched: int | None = None
 ) -> None:
+    if not ctx.trace.record:  # a quiet trace keeps nothing: the note, and the name it spells, unbuilt
+        return  # (~2 % of ``ipd calibrate``'s trials: the name is the result's own, spelt again)
     feasible = int(g.feasible.sum())
     among = f"{searched if searched is not None else len(g):,} configurations ({feasible:,} feasible)"
     note = f"chosen by the deployment search among {among}: {why}"
