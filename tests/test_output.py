@@ -261,6 +261,41 @@ def test_golden_markdown_and_yaml():
     golden("compare-pretrain.yaml", run_cli(*args, "-f", "yaml").stdout)
 
 
+def test_yaml_is_pyyamls_own_text_whichever_emitter_writes_it():
+    # to_yaml hands printable text to libyaml's emitter and anything else to PyYAML's pure-Python
+    # one; both must give the bytes PyYAML's safe_dump gives. The odd strings are ones libyaml
+    # writes differently (found by comparing the two): a long double-quoted string with a newline
+    # or a tab (libyaml folds it without PyYAML's "\\" line ends), a character beyond U+FFFF (it
+    # escapes it, PyYAML prints it), a non-ASCII key of 43 characters but 129 bytes (libyaml counts
+    # bytes against the 128 limit of a simple key and writes a "? " key)
+    import yaml
+    from pydantic import BaseModel
+
+    from ipd_cli.render import to_yaml
+
+    if not getattr(yaml, "__with_libyaml__", False):
+        pytest.skip("PyYAML without libyaml: to_yaml has one emitter")
+
+    class Doc(BaseModel):
+        notes: dict[str, str]
+
+    words = "word " * 20
+    odd = {
+        "newline": f"{words}\n end",
+        "tab": f"{words}\t end",
+        "emoji": f"{words}\U0001f600",
+        "\u2014" * 43: "x",
+    }
+    for name, text in odd.items():
+        one = Doc(notes={name: text})
+        assert yaml.dump(one.model_dump(), Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True) != (
+            expected := yaml.safe_dump(one.model_dump(), sort_keys=False, allow_unicode=True)
+        )  # the case still tells the emitters apart
+        assert to_yaml(one) == expected, name
+    plain = Doc(notes={"a": f"{words}\u00d7 \u2014 \u2265 1", "\u2014" * 42: words})  # libyaml writes it
+    assert to_yaml(plain) == yaml.safe_dump(plain.model_dump(), sort_keys=False, allow_unicode=True)
+
+
 def test_scenario_from_stdin(monkeypatch):
     import io
 

@@ -65,7 +65,29 @@ def to_json(result: BaseModel) -> str:
 def to_yaml(result: BaseModel) -> str:
     import yaml
 
-    return yaml.safe_dump(result.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    data = result.model_dump(mode="json")
+    # libyaml's emitter writes what PyYAML's pure-Python one writes, 5-7x faster (a comparison's
+    # 392 kB: 0.67 s -> 0.09 s), for text printed as it is; it folds a long double-quoted string
+    # (one with a newline, tab or control character to escape) without PyYAML's escaped line
+    # ends, escapes characters beyond U+FFFF, and measures a key's 128-character limit in bytes
+    dumper = getattr(yaml, "CSafeDumper", None) if _libyaml_safe(data) else None
+    return yaml.dump(data, Dumper=dumper or yaml.SafeDumper, sort_keys=False, allow_unicode=True)
+
+
+def _libyaml_safe(node: Any, key: bool = False) -> bool:
+    """Whether libyaml writes ``node`` (JSON data) byte for byte as PyYAML does: every string
+    printable (no newline, tab or control character), within U+FFFF, and every key under 128 bytes."""
+    if isinstance(node, str):
+        return (
+            node.isprintable()
+            and (node.isascii() or max(node) <= "\uffff")
+            and (not key or len(node.encode("utf-8")) < 128)
+        )
+    if isinstance(node, dict):
+        return all(_libyaml_safe(k, True) and _libyaml_safe(v) for k, v in node.items())
+    if isinstance(node, list):
+        return all(_libyaml_safe(v) for v in node)
+    return True
 
 
 def records(result: BaseModel) -> list[dict[str, Any]]:
