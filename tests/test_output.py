@@ -887,3 +887,49 @@ def test_a_non_finite_number_in_a_result_is_refused_naming_its_dotted_path():
         with pytest.raises(IpdError, match="not a finite number") as e:
             check_finite(Result(name="bad", body=body))
         assert str(e.value).startswith(f"the result is not a finite number: {where} is {shown}; "), e.value
+
+
+def test_tables_drawn_without_rich_are_richs_own_drawing(monkeypatch):
+    # render.table draws a table or a note itself where Rich would draw the same bytes, and hands
+    # the rest to Rich. Here every output is drawn both ways: with the shortcut, and by Rich alone
+    # (the shortcut switched off). The outputs: the headline comparison (sections, right-aligned
+    # numbers, notes), the hardware listing (wrapped multi-line cells, dropped columns, one grid per
+    # system at 40 columns), and a made-up view of what the shortcut must get
+    # right or leave to Rich: a header wrapped to more lines than a row (Rich sets a header at the
+    # bottom of its cell), an empty cell, a grid with no rows, a cell of double-width characters
+    # (Rich counts cells), a tab, a note wider than the terminal (Rich wraps it), a note with an
+    # emoji code (Rich replaces it), an empty note
+    from ipd_cli.render import OutputContext, table
+    from ipd_cli.render.views import Grid, View, view
+
+    compare = view(run_cli_once("compare", "vera-rubin", "blackwell", "-f", "json").json())
+    listing = view(run_cli_once("hardware", "list", "-f", "json").json())
+    made_up = View(
+        [
+            Grid(
+                "a title that wraps between its words over a narrow table",
+                ["metric", "a header of many words", "n"],
+                [["  an indented label", "1", "2"], ["x", "", "3"], ["y", "z", "4"]],
+                right={1, 2},
+                sections=[0, 2],
+            ),
+            Grid("Rich's", ["a", "b"], [["x", "\u4e2d\u6587"], ["y", "a\tb"]]),
+            Grid("", ["empty"], []),
+            Grid("plain \u00d7 \u2014 \u2265", ["name", "value"], [["a b c d e f g h", "1,234"]], right={1}),
+        ],
+        notes=["a short note", "a long note " * 12, "a :smile: note", "", "two\nlines"],
+    )
+    cases = [(compare, OutputContext())] + [
+        (v, OutputContext(width=width, ascii_only=ascii_only))
+        for v in (listing, made_up)
+        for width, ascii_only in [(None, False), (40, False), (100, True)]  # ASCII: another box, spelling
+    ]
+    shortcut: list[str | None] = []
+    real = table._table_text
+    monkeypatch.setattr(table, "_table_text", lambda *a: shortcut.append(real(*a)) or shortcut[-1])
+    drawn = [table.to_table(v, ctx) for v, ctx in cases]
+    assert None in shortcut and len([t for t in shortcut if t is not None]) > 20  # both ways taken
+    monkeypatch.setattr(table, "_table_text", lambda *a: None)
+    monkeypatch.setattr(table, "_plain_note", lambda *a: None)
+    for (v, ctx), text in zip(cases, drawn, strict=True):
+        assert text == table.to_table(v, ctx), (ctx, v.grids[0].title)
