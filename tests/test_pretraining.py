@@ -2604,6 +2604,63 @@ def test_the_searched_rows_take_the_grids_tp_seconds_bits(
         _bits_equal(new.seconds_per_token, old.seconds_per_token)
 
 
+def test_the_searches_leave_out_the_module_set_terms_no_plan_reads_bits(catalog, monkeypatch):
+    """Issue 16: where no module-set recompute policy is pinned, the searches neither price the
+    module-set terms over their grid (inputs that ask for every term, as these do) nor gather them
+    row by row (22 of a plan's 48 term columns): with_recompute and activation_floor read them for
+    those policies alone. A deadline search and the fixed search after it (a dense model and a MoE
+    with MLA), a fixed search on a smaller cluster, and an RL trainer's size search (log-prob passes
+    too) give the bits of the same searches with the set terms priced and gathered everywhere."""
+    searches: dict[bool, list] = {True: [], False: []}
+    seen: dict[bool, set] = {True: set(), False: set()}
+    joined, evaluate = tpn._joined, tpn.evaluate
+    sizes = []
+
+    def run(everywhere: bool) -> None:
+        def kept(parts):
+            s = joined(parts)
+            searches[everywhere].append(s)
+            return s
+
+        def evaluated(macro, terms, x, pins):
+            seen[everywhere].add("set_gemm_s" in terms)
+            return evaluate(macro, terms, x, pins)
+
+        monkeypatch.setattr(tpn, "_joined", kept)
+        monkeypatch.setattr(tpn, "evaluate", evaluated)
+        if everywhere:  # the set terms priced over the grid and gathered with the others, as before
+            monkeypatch.setattr(tpn, "sets_pinned", lambda pins: True)
+        for hardware, model, precision, days in (
+            ("h100-sxm", "llama-3.1-70b", "bf16", 40),
+            ("b200", "deepseek-v3", "fp8", 30),
+        ):
+            x = inputs(catalog, hardware, model, precision, tokens=1.5e13)
+            assert x["module_sets"]  # (no pins: every term, the module sets' too)
+            with np.errstate(all="ignore"):
+                tpn.find_deadline(x, days * 86400.0, {}, 1e8)
+                tpn.find_fixed(x, 256, {})
+            assert ("set_gemm_s" in tpn._micro(x, 1e8, {})[1]) == everywhere
+        x = {**inputs(catalog, "h100-sxm", "llama-3.1-8b", "bf16", seq=4096), "forward_weight": 2.0}
+        sizes.append(tpn.search_sizes(x, 48, {"gbs": 64}))
+        monkeypatch.undo()
+
+    run(True)
+    run(False)
+    assert seen == {True: {True}, False: {False}}
+    assert len(searches[True]) == len(searches[False]) >= 6
+    for new, old in zip(searches[False], searches[True], strict=True):
+        assert len(new.cols["tp"]) > 0
+        _bits_equal(new.cols, old.cols)
+        _bits_equal(new.out, old.out)
+        _bits_equal(new.seconds_per_token, old.seconds_per_token)
+    _bits_equal(sizes[1].used, sizes[0].used)
+    # a pinned module set keeps them: its activation floor and step read them
+    x = inputs(catalog, "h100-sxm", "llama-3.1-70b")
+    rc = tpn.parse_plan("recompute=core_attn+mlp")["rc"]
+    assert tpn.sets_pinned({"rc": rc}) and not tpn.sets_pinned({"rc": 2})
+    assert "set_gemm_s" in tpn._micro(x, 64, {"rc": rc})[1]
+
+
 def test_evaluate_stacked_by_policy_gives_the_policy_by_policy_bits(catalog, monkeypatch):
     """Issue 16: evaluate prices a few rows' recompute policies in one pass (rows stacked by
     policy), takes each row's terms and step under its chosen policy from that pass (a row no

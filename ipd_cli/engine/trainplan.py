@@ -1064,6 +1064,22 @@ def options(pins: dict, key: str, values: tuple[int, ...]) -> tuple[int, ...]:
     return (pins[key],) if key in pins else values
 
 
+def sets_pinned(pins: dict) -> bool:
+    """Whether a search's plans can take a module-set recompute policy: one pinned (the search
+    enumerates none, :data:`POLICIES`)."""
+    return max(options(pins, "rc", POLICIES)) >= ts.SET_BASE
+
+
+def policy_terms(terms: dict, pins: dict) -> dict[str, Any]:
+    """Micro terms ``terms`` without the module-set policies' (:data:`~ipd_cli.engine.trainstep.
+    SET_TERMS`) where the search's plans can take none (:func:`sets_pinned`): nothing reads them
+    then, and the searches gather the terms they pass on row by row (issue 16: 22 of a plan's 48
+    term columns, where the grid holds every term)."""
+    if sets_pinned(pins):
+        return terms
+    return {k: v for k, v in terms.items() if k not in ts.SET_TERMS}
+
+
 def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, Any]:
     """The step of every macro row under its best recompute policy and sharding stage: the fastest
     combination that fits in HBM (the most memory-saving one where none fits). Sharding only costs
@@ -1076,6 +1092,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     zs = options(pins, "zero", ZERO_STAGES)
     rcs = options(pins, "rc", POLICIES)
     state = ts.state_by_stage(macro, x, zs)  # the state per GPU of every row under each stage
+    terms = policy_terms(terms, pins)  # (the policies' terms alone: fewer columns stacked)
     best = np.full(n, np.inf)
     fallback = options(pins, "rc", (2,))[-1]  # the policy of a row no policy fits
     rc_of = np.full_like(best, float(fallback))
@@ -1280,7 +1297,7 @@ def _micro(x: dict, cap: float, pins: dict) -> tuple[sr.Columns, dict, Any]:
     if key not in store or store[key][0] < cap:
         P = micro_grid(x, int(cap), pins)
         tp = ts.tp_exposed_both(P, x)
-        store[key] = (cap, P, grid_terms(P, x, tp), tp)
+        store[key] = (cap, P, grid_terms(P, x, tp, sets_pinned(pins)), tp)
     big, P, m, tp = store[key]
     if big == cap:
         return P, m, tp
@@ -1293,7 +1310,7 @@ def _tp_at(tp: Any, rows: Any) -> Any:
     return index_terms({"tp": tp}, rows)["tp"]
 
 
-def grid_terms(P: sr.Columns, x: dict, tp_both: Any = None) -> dict[str, Any]:
+def grid_terms(P: sr.Columns, x: dict, tp_both: Any = None, sets: bool = True) -> dict[str, Any]:
     """The micro terms a search reads over a whole grid (its bounds and memory tests:
     :data:`~ipd_cli.engine.trainstep.BOUND_TERMS`; every term where a module-set policy can be
     pinned, whose activation floor needs them); :func:`chunk_terms` gives the rest for the rows a
@@ -1301,15 +1318,18 @@ def grid_terms(P: sr.Columns, x: dict, tp_both: Any = None) -> dict[str, Any]:
     but the exposed tensor-parallel seconds once for the grid: they read a few columns of a row
     (:data:`~ipd_cli.engine.trainstep.TP_KEYS`), whose few hundred distinct combinations every
     block would price again (:func:`~ipd_cli.engine.trainstep.tp_exposed_both`): the same numbers
-    (``tp_both``: those seconds, where the caller has them)."""
+    (``tp_both``: those seconds, where the caller has them). ``sets``: whether the search's plans
+    can take a module-set policy (:func:`sets_pinned`); where not, the terms only those read
+    (:func:`policy_terms`) are not priced."""
     import numpy as np
 
     bounds_only = not x.get("module_sets", True)
+    y = x if sets else {**x, "module_sets": False}  # (the terms micro_terms gives, less the sets')
     tp, tp_bwd = ts.tp_exposed_both(P, x) if tp_both is None else tp_both
     if np.ndim(tp) != 1 or np.ndim(tp_bwd) != 1:  # (a number: nothing to cut into blocks)
-        return ts.micro_terms(P, x, bounds_only, (tp, tp_bwd))
+        return ts.micro_terms(P, y, bounds_only, (tp, tp_bwd))
     return sr.by_blocks(
-        lambda Pb, Tb: ts.micro_terms(Pb, x, bounds_only, (Tb["tp"], Tb["tp_bwd"])),
+        lambda Pb, Tb: ts.micro_terms(Pb, y, bounds_only, (Tb["tp"], Tb["tp_bwd"])),
         P,
         {"tp": tp, "tp_bwd": tp_bwd},
     )
@@ -2921,7 +2941,7 @@ def _sizes_grid(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degree
     rows = np.flatnonzero(state <= deg.top)
     P, deg = sr.take(P, rows), deg.take(rows)
     tp_both = ts.tp_exposed_both(P, x)
-    m = grid_terms(P, x, tp_both)
+    m = grid_terms(P, x, tp_both, sets_pinned(pins))
     keep = memory_fit_rows(P, m, x, cap, pins)
     # the replicas that hold each row's state, on every row (row by row: the rows kept read the
     # numbers they would alone), so the rows are taken once

@@ -680,6 +680,9 @@ def micro_terms(P: Cols, x: dict, bounds_only: bool = False, tp_both: Any = None
 
 # the terms :func:`micro_terms` gives with ``bounds_only`` (``act_bytes``: one per policy)
 BOUND_TERMS = ("fwd_s", "bwd_s", "act_bytes", "work_bytes", "logits_bytes")
+# the terms of :func:`module_terms`: only a module-set policy reads them (:func:`with_recompute`,
+# :func:`activation_floor`)
+SET_TERMS = ("set_gemm_s", "set_memory_s", "set_comm_s", "act_unit", "group_bytes")
 
 
 def module_terms(P: Cols, x: dict, Ls, redo: dict) -> dict[str, Any]:
