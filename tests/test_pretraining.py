@@ -2584,7 +2584,11 @@ def test_the_searched_rows_take_the_grids_tp_seconds_bits(
         monkeypatch.setattr(tpn, "_joined", kept)
         monkeypatch.setattr(ts, "micro_terms", terms)
         if not shortcut:  # each chunk's seconds priced on its rows, as before
-            monkeypatch.setattr(tpn, "row_terms", lambda sub, m, idx, x, tp=None: row_terms(sub, m, idx, x))
+            monkeypatch.setattr(
+                tpn,
+                "row_terms",
+                lambda sub, m, idx, x, tp=None, sets=True: row_terms(sub, m, idx, x, None, sets),
+            )
         x = {**inputs(catalog, hardware, model, precision, tokens=1.5e13), "module_sets": False}
         with np.errstate(all="ignore"):
             tpn.find_deadline(x, days * 86400.0, {}, 1e8, top=top)
@@ -2605,12 +2609,14 @@ def test_the_searched_rows_take_the_grids_tp_seconds_bits(
 
 
 def test_the_searches_leave_out_the_module_set_terms_no_plan_reads_bits(catalog, monkeypatch):
-    """Issue 16: where no module-set recompute policy is pinned, the searches neither price the
-    module-set terms over their grid (inputs that ask for every term, as these do) nor gather them
-    row by row (22 of a plan's 48 term columns): with_recompute and activation_floor read them for
-    those policies alone. A deadline search and the fixed search after it (a dense model and a MoE
-    with MLA), a fixed search on a smaller cluster, and an RL trainer's size search (log-prob passes
-    too) give the bits of the same searches with the set terms priced and gathered everywhere."""
+    """Issue 16: where no module-set recompute policy is pinned, the searches price the bounds'
+    terms alone over their grid (inputs that ask for every term, as these do: before, every term
+    and the module sets' on every row), every term (less the module sets') on the rows they
+    evaluate, and evaluate stacks no module-set terms (22 of a plan's 48 term columns):
+    with_recompute and activation_floor read them for those policies alone. A deadline search and
+    the fixed search after it (a dense model and a MoE with MLA), a fixed search on a smaller
+    cluster, and an RL trainer's size search (log-prob passes too) give the bits of the same
+    searches with every term priced over the grid and gathered row by row, as before."""
     searches: dict[bool, list] = {True: [], False: []}
     seen: dict[bool, set] = {True: set(), False: set()}
     joined, evaluate = tpn._joined, tpn.evaluate

@@ -1319,17 +1319,17 @@ def grid_terms(P: sr.Columns, x: dict, tp_both: Any = None, sets: bool = True) -
     (:data:`~ipd_cli.engine.trainstep.TP_KEYS`), whose few hundred distinct combinations every
     block would price again (:func:`~ipd_cli.engine.trainstep.tp_exposed_both`): the same numbers
     (``tp_both``: those seconds, where the caller has them). ``sets``: whether the search's plans
-    can take a module-set policy (:func:`sets_pinned`); where not, the terms only those read
-    (:func:`policy_terms`) are not priced."""
+    can take a module-set policy (:func:`sets_pinned`); where not, the bounds' terms alone (their
+    activation floor reads no others: every term is priced for the rows evaluated, :func:`row_terms`,
+    as where ``x`` asks for the bounds' alone)."""
     import numpy as np
 
-    bounds_only = not x.get("module_sets", True)
-    y = x if sets else {**x, "module_sets": False}  # (the terms micro_terms gives, less the sets')
+    bounds_only = not (sets and x.get("module_sets", True))
     tp, tp_bwd = ts.tp_exposed_both(P, x) if tp_both is None else tp_both
     if np.ndim(tp) != 1 or np.ndim(tp_bwd) != 1:  # (a number: nothing to cut into blocks)
-        return ts.micro_terms(P, y, bounds_only, (tp, tp_bwd))
+        return ts.micro_terms(P, x, bounds_only, (tp, tp_bwd))
     return sr.by_blocks(
-        lambda Pb, Tb: ts.micro_terms(Pb, y, bounds_only, (Tb["tp"], Tb["tp_bwd"])),
+        lambda Pb, Tb: ts.micro_terms(Pb, x, bounds_only, (Tb["tp"], Tb["tp_bwd"])),
         P,
         {"tp": tp, "tp_bwd": tp_bwd},
     )
@@ -1341,16 +1341,20 @@ def has_every_term(m: dict) -> bool:
     return "redo_s" in m
 
 
-def row_terms(sub: sr.Columns, m: dict, idx: Any, x: dict, tp_both: Any = None) -> dict[str, Any]:
+def row_terms(
+    sub: sr.Columns, m: dict, idx: Any, x: dict, tp_both: Any = None, sets: bool = True
+) -> dict[str, Any]:
     """Every micro term of the micro rows ``idx`` (``sub``: those rows of a grid whose terms are
     ``m``: :func:`grid_terms`): taken from ``m`` where it has them all, else computed on ``sub``
     (``tp_both``: the grid's :func:`~ipd_cli.engine.trainstep.tp_exposed_both`, taken at ``idx``
-    rather than priced again for the rows: a row's value depends on that row alone)."""
+    rather than priced again for the rows: a row's value depends on that row alone; ``sets``:
+    :func:`grid_terms`', where not: the module-set terms are not priced)."""
     if has_every_term(m):
         return index_terms(m, idx)
+    y = x if sets or not x.get("module_sets", True) else {**x, "module_sets": False}
     if tp_both is None:
-        return ts.micro_terms(sub, x)
-    return ts.micro_terms(sub, x, tp_both=_tp_at(tp_both, idx))
+        return ts.micro_terms(sub, y)
+    return ts.micro_terms(sub, y, tp_both=_tp_at(tp_both, idx))
 
 
 def chunk_terms(sub: sr.Columns, m: dict, idx: Any, rows: Any, x: dict) -> dict[str, Any]:
@@ -1447,6 +1451,7 @@ def search_fixed(
     import numpy as np
 
     P, m, tp = _fitting_micro(x, gpus, pins, micro)
+    sets = sets_pinned(pins)
     fsdp = fsdp_lower_bound(P, m, x, pins)
     lb = lower_bound_seconds_per_token(P, m, x, gpus, pins, fsdp)
     order = np.argsort(lb, kind="stable")
@@ -1459,7 +1464,7 @@ def search_fixed(
             break
         idx = idx[~(lb[idx] > bar)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
-        t = row_terms(sub, m, idx, x, tp if alone else None)  # every term of each micro row
+        t = row_terms(sub, m, idx, x, tp if alone else None, sets)  # every term of each micro row
         M = expand(sub, x, gpus, pins)
         if tight and bar < np.inf:  # nor the plans whose own step cannot come within the bar
             near = np.flatnonzero(~(plan_lower_bound(M, *_step_floor(sub, t, x, fsdp[idx]), x) > bar))
@@ -1969,6 +1974,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
 
     rate = x["tokens"] / (seconds * x["goodput"])
     P, m, tp = _micro(x, max_gpus, pins)
+    sets = sets_pinned(pins)
     rows = _NeedOrder(P, m, x, rate, pins, max_gpus)
     parts, bar = [], np.inf
     tight = plain_inputs(x)  # (inputs held as arrays, one value per row: the order's bound alone)
@@ -1981,7 +1987,7 @@ def search_deadline(x: dict, seconds: float, pins: dict, max_gpus: float) -> Sea
         idx = pos[start : start + CHUNK]
         idx = idx[~(rows.need[idx] > limit)]  # nor the chunk's rows past the bar
         sub = sr.take(P, idx)
-        t = row_terms(sub, m, idx, x, tp if tight else None)  # every term of each row
+        t = row_terms(sub, m, idx, x, tp if tight else None, sets)  # every term of each row
         if tight:  # nor the rows whose steps' whole systems cannot come within the bar
             bound[idx] = systems_need(sub, t, x, rate, pins)
         # the rows in order of that bound, a part at a time: the plans the first parts find set the
@@ -2731,6 +2737,7 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
     import numpy as np
 
     P, m, deg, memory, tp_both = _sizes_grid(x, cap, pins)
+    sets = sets_pinned(pins)
     fsdp = fsdp_lower_bound(P, m, x, pins, memory)
     lb = lower_bound_seconds_per_token(P, m, x, cap, pins, fsdp)
     base = P["tp"] * P["cp"] * P["pp"]
@@ -2787,7 +2794,7 @@ def search_sizes(x: dict, cap: int, pins: dict) -> BySize:
         if not len(idx):
             break
         sub = sr.take(P, idx)
-        t = row_terms(sub, m, idx, x, tp_both if tight else None)  # every term of each micro row
+        t = row_terms(sub, m, idx, x, tp_both if tight else None, sets)  # every term of each micro row
         # (where the rows are priced alone, the plans on fewer replicas than hold the state,
         # which :func:`_sizes_plans_kept` drops, are not built: three fifths of the candidates)
         M = expand(sub, x, cap, pins, deg.fit[idx] if tight else None)
