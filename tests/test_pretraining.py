@@ -2701,7 +2701,7 @@ def test_evaluate_stacked_by_policy_gives_the_policy_by_policy_bits(catalog, mon
     per_stage = ts.state_by_stage
     monkeypatch.setattr(tpn, "STACKED", 1)
     monkeypatch.setattr(
-        ts, "state_by_stage", lambda P, x, zs: {z: ts.state_bytes({**P, "zero": z}, x) for z in zs}
+        ts, "state_by_stage", lambda P, x, zs, *shared: {z: ts.state_bytes({**P, "zero": z}, x) for z in zs}
     )
     for before, terms, x, pins, macro, out in stacked:
         again = dict(before)

@@ -1091,7 +1091,8 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     shards = macro["dp"] * macro["cp"] > 1
     zs = options(pins, "zero", ZERO_STAGES)
     rcs = options(pins, "rc", POLICIES)
-    state = ts.state_by_stage(macro, x, zs)  # the state per GPU of every row under each stage
+    held, sizes = ts.params_per_gpu(macro, x), ts.dp_groups(macro)  # (the step's too: not again)
+    state = ts.state_by_stage(macro, x, zs, held, sizes)  # the state per GPU of each row, each stage
     terms = policy_terms(terms, pins)  # (the policies' terms alone: fewer columns stacked)
     best = np.full(n, np.inf)
     fallback = options(pins, "rc", (2,))[-1]  # the policy of a row no policy fits
@@ -1105,28 +1106,32 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     groups = [rcs[i : i + per] for i in range(0, len(rcs), per)]
     priced = []  # each pass's first policy, policies, the stacked rows it priced and their step
     none: Any = None  # the rows no policy fits, where the one pass priced them at the fallback too
+    flight_of = ts.in_flight(macro)  # (micro-batches in flight: the same under every policy and stage)
     for first, group in zip(range(0, len(rcs), per), groups, strict=True):
         k = len(group)
+        tile: Any = None  # each stacked row's macro row
         if k > 1:
             tile = np.tile(np.arange(n), k)
-            M = {c: v[tile] for c, v in macro.items()}
             rc: Any = np.repeat(np.array(group, dtype=float), n)
             state_k, terms_k, sh = (
                 {z: v[tile] for z, v in state.items()},
                 index_terms(terms, tile),
                 shards[tile],
             )
+            flight = flight_of[tile] if np.ndim(flight_of) else flight_of
         else:
-            M, rc, state_k, terms_k, sh = macro, group[0], state, terms, shards
+            rc, state_k, terms_k, sh, flight = group[0], state, terms, shards, flight_of
         mm = ts.with_recompute(terms_k, rc)
-        flight = ts.in_flight(M)  # (micro-batches in flight: the same under every policy and stage)
-        kept = ts.kept_activation_bytes(M, mm, flight)
-        acts, rest = ts.activation_peak_bytes(M, mm, flight), ts.unsendable_bytes(M, mm, kept, flight)
+        # (given the micro-batches in flight, the memory below reads no plan column but rc: the
+        # stacked plan columns are gathered for the rows priced alone)
+        Q = {"rc": rc}
+        kept = ts.kept_activation_bytes(Q, mm, flight)
+        acts, rest = ts.activation_peak_bytes(Q, mm, flight), ts.unsendable_bytes(Q, mm, kept, flight)
         z_k, found_k = np.full(n * k, float(zs[-1])), np.zeros(n * k, dtype=bool)
         state_of: Any = None  # the state bytes at the stage chosen (where one fits)
         host_of: Any = None  # and the host bytes
         for z in reversed(zs):  # the last assignment is the least sharding that fits
-            host = ts.offloaded_bytes({**M, "rc": rc}, mm, x["hbm_cap"] - state_k[z] - rest, flight)
+            host = ts.offloaded_bytes(Q, mm, x["hbm_cap"] - state_k[z] - rest, flight)
             ok = (state_k[z] + acts <= x["hbm_cap"]) & (host <= x["host_cap"])
             if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
                 ok &= (z > 0) == sh
@@ -1143,13 +1148,17 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             none = unfit
             rows = np.union1d(rows, group.index(fallback) * n + np.flatnonzero(none))
         whole = len(rows) == len(found_k)
-        sub = M if whole else {c: v[rows] for c, v in M.items()}
+        at = rows if tile is None else tile if whole else tile[rows]  # their macro rows
+        sub = macro if whole and tile is None else {c: v[at] for c, v in macro.items()}
         rc_rows = rc if whole or k == 1 else rc[rows]
         z_rows = z_k if whole else z_k[rows]
         # the step's memory from the bytes priced here (the same numbers row by row, not again)
         known = tuple(v if whole or not np.ndim(v) else v[rows] for v in (state_of, host_of, acts, kept))
         sub_mm = mm if whole else index_terms(mm, rows)
-        out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, sub_mm, x, known)
+        shared = tuple(
+            tuple(v if sub is macro or not np.ndim(v) else v[at] for v in h) for h in (held, sizes)
+        )
+        out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, sub_mm, x, known, shared)
         priced.append((first, k, rows, out))
         spt_k = np.full(n * k, np.inf)
         out["penalty"] = batch_penalty(out["tokens_per_step"], x)

@@ -1164,13 +1164,19 @@ def state_bytes(P: Cols, x: dict, held: Any = None, groups: Any = None, plain: A
     return weights + grads + optim
 
 
-def state_by_stage(P: Cols, x: dict, zs: tuple[int, ...]) -> dict[int, Any]:
+def state_by_stage(
+    P: Cols, x: dict, zs: tuple[int, ...], held: Any = None, groups: Any = None
+) -> dict[int, Any]:
     """:func:`state_bytes` of ``P`` under each sharding stage ``zs`` (its ``zero`` aside): what no
     stage changes (the parameters held, the groups, the weights no recipe quantizes) priced once,
-    the rest for every stage at once (a stage a row of a table: the numbers a stage at a time gives)."""
+    the rest for every stage at once (a stage a row of a table: the numbers a stage at a time gives).
+    ``held``, ``groups``: :func:`params_per_gpu` and :func:`dp_groups` of ``P``, where the caller
+    has them."""
     import numpy as np
 
-    held, groups, plain = params_per_gpu(P, x), dp_groups(P), plain_weight_bytes(P, x)
+    held = params_per_gpu(P, x) if held is None else held
+    groups = dp_groups(P) if groups is None else groups
+    plain = plain_weight_bytes(P, x)
     state = state_bytes({**P, "zero": np.array(zs)[:, None]}, x, held, groups, plain)
     return {z: state[j] for j, z in enumerate(zs)}
 
@@ -1337,11 +1343,13 @@ def unpaired_share(P: Cols):
     return ifelse(dualpipe(P), dual, ifelse(pp == 1, 1.0 / mb, ifelse(vp > 1, warmup / chunks, 1.0)))
 
 
-def step(P: Cols, m: dict, x: dict, known: Any = None) -> dict[str, Any]:
+def step(P: Cols, m: dict, x: dict, known: Any = None, shared: Any = None) -> dict[str, Any]:
     """Seconds per step, tokens per step and bytes per GPU of each plan (``m``: its micro-batch
-    terms from :func:`micro_batch`; ``known``: :func:`memory_and_host_bytes`'s). DualPipe's sends
-    hide behind the paired chunk's compute."""
-    held, groups = params_per_gpu(P, x), dp_groups(P)  # (the same for memory, gradients and optimizer)
+    terms from :func:`micro_batch`; ``known``: :func:`memory_and_host_bytes`'s; ``shared``:
+    (:func:`params_per_gpu`, :func:`dp_groups`) of ``P``, where the caller has them). DualPipe's
+    sends hide behind the paired chunk's compute."""
+    # (the same for memory, gradients and optimizer)
+    held, groups = (params_per_gpu(P, x), dp_groups(P)) if shared is None else shared
     memory_bytes, host_bytes = memory_and_host_bytes(P, m, x, held, groups, known)
     # the 1F1B expert overlap's pairing hides nothing on the chunks that run alone
     alone = unpaired_share(P) * m.get("a2a_gain_s", 0.0)
