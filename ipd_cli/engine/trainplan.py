@@ -1260,9 +1260,18 @@ def _forward_share(forward_s: Any, out: dict, x: dict) -> Any:
     return _per_token(x["forward_weight"] * forward_s, out)
 
 
-def finish(P: sr.Columns, mm: dict, x: dict) -> dict[str, Any]:
-    """The step outputs of plans whose every column is set (the single-point path too)."""
-    return _finished(ts.step(P, mm, x), mm, x)
+def finish(P: sr.Columns, mm: dict, x: dict, held: Any = None) -> dict[str, Any]:
+    """The step outputs of plans whose every column is set (the single-point path too; ``held``:
+    :func:`~ipd_cli.engine.trainstep.params_per_gpu` of ``P``, where the caller has it)."""
+    shared = None if held is None else (held, ts.dp_groups(P))
+    return _finished(ts.step(P, mm, x, shared=shared), mm, x)
+
+
+def _held_at(held: tuple, rows: Any) -> tuple:
+    """:func:`~ipd_cli.engine.trainstep.params_per_gpu` of a plan table at its rows ``rows``."""
+    import numpy as np
+
+    return tuple(v[rows] if np.ndim(v) else v for v in held)
 
 
 def _finished(out: dict, mm: dict, x: dict) -> dict[str, Any]:
@@ -1585,24 +1594,25 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
     alone = plain_inputs(x)
     out = evaluate(M, terms, x, pins)
     mm = ts.with_recompute(terms, M["rc"])  # the recompute chosen: the rounds and steps keep it
+    held = ts.params_per_gpu(M, x)  # (what each GPU holds: no replica count changes it)
     for r in range(3):
         dp = np.maximum(np.ceil(np.minimum(_replicas_needed(M, out, x, rate), 1e9) / grain), 1.0) * grain
         mb = _fill({**M, "dp": dp}, x) if refill else M["mb"]
         moved = np.flatnonzero((dp != M["dp"]) | (mb != M["mb"])) if r and alone else None
         M["dp"], M["mb"] = dp, mb
-        out = finish(M, mm, x) if moved is None else _refinished(out, M, mm, x, moved)
+        out = finish(M, mm, x, held) if moved is None else _refinished(out, M, mm, x, moved, held)
     # steps down: a row that does not step down stays as it was, so its next trial is the one it
     # failed (the same numbers): each step tries only the rows that stepped down the last
     rows = np.arange(len(grain))
     for i in range(STEPS_DOWN):  # at the recompute and sharding chosen, as the rounds
         if alone and 1 < STEPS_DOWN - i and len(rows) * (STEPS_DOWN - i) <= FEW_TRIED:
-            _stepped_down(M, mm, x, rate, grain, rows, STEPS_DOWN - i, refill)
+            _stepped_down(M, mm, x, rate, grain, rows, STEPS_DOWN - i, refill, held)
             break
         g, dp = grain[rows], M["dp"][rows]
         trial = {**sr.take(M, rows), "dp": np.maximum(dp - g, g)}
         if refill:
             trial["mb"] = _fill(trial, x)
-        t_out = finish(trial, index_terms(mm, rows), x)
+        t_out = finish(trial, index_terms(mm, rows), x, _held_at(held, rows))
         down = (trial["dp"] < dp) & fits_memory(t_out, x)
         down &= _replicas_needed(trial, t_out, x, rate) <= trial["dp"] * (1 + 1e-9)
         if not np.any(down):
@@ -1616,13 +1626,22 @@ def solve_replicas(M: sr.Columns, terms: dict, x: dict, rate: float, pins: dict)
 
 
 def _stepped_down(
-    M: sr.Columns, mm: dict, x: dict, rate: float, grain: Any, rows: Any, k: int, refill: bool
+    M: sr.Columns,
+    mm: dict,
+    x: dict,
+    rate: float,
+    grain: Any,
+    rows: Any,
+    k: int,
+    refill: bool,
+    held: Any = None,
 ) -> None:
     """:func:`solve_replicas`' last ``k`` steps down of the rows ``rows`` in one pass: each row at
     one to ``k`` replica grains fewer (the counts the steps try, each the last less a grain, down to
     a grain), its micro-batches refilled, and kept at the last of the first steps that all fit and
     reach the rate (where a step fails, the steps after it are not taken): the plan the step-by-step
-    loop leaves, as a row's step depends on that row alone. ``M``'s dp and mb are updated."""
+    loop leaves, as a row's step depends on that row alone. ``M``'s dp and mb are updated (``held``:
+    :func:`~ipd_cli.engine.trainstep.params_per_gpu` of ``M``, where the caller has it)."""
     import numpy as np
 
     n = len(rows)
@@ -1633,7 +1652,7 @@ def _stepped_down(
     trial = {**sr.take(M, at), "dp": np.concatenate(dps[1:])}
     if refill:
         trial["mb"] = _fill(trial, x)
-    t_out = finish(trial, index_terms(mm, at), x)
+    t_out = finish(trial, index_terms(mm, at), x, None if held is None else _held_at(held, at))
     down = (trial["dp"] < np.concatenate(dps[:-1])) & fits_memory(t_out, x)
     down &= _replicas_needed(trial, t_out, x, rate) <= trial["dp"] * (1 + 1e-9)
     # each row's steps taken: those before the first of its steps that fails
@@ -1829,13 +1848,14 @@ def _written(out: dict, sub: dict, rows: Any) -> dict[str, Any]:
     return new
 
 
-def _refinished(out: dict, M: sr.Columns, mm: dict, x: dict, rows: Any) -> dict[str, Any]:
+def _refinished(out: dict, M: sr.Columns, mm: dict, x: dict, rows: Any, held: Any = None) -> dict[str, Any]:
     """:func:`finish` of ``M`` where only the rows ``rows`` changed since ``out`` was: those rows
-    priced again and written over their old values."""
+    priced again and written over their old values (``held``: as :func:`finish` takes it)."""
 
     if not len(rows):
         return out
-    return _written(out, finish(sr.take(M, rows), index_terms(mm, rows), x), rows)
+    at = None if held is None else _held_at(held, rows)
+    return _written(out, finish(sr.take(M, rows), index_terms(mm, rows), x, at), rows)
 
 
 STEPS_DOWN = 4  # replica grains solve_replicas tries below its fixed point
