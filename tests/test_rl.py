@@ -1478,6 +1478,26 @@ def test_the_rollout_replica_is_the_one_with_the_shortest_step(catalog, mode):
     assert picked_other or mode != "async"  # async at 80 GPUs: not the soonest generation's replica
 
 
+def test_a_rollouts_copy_with_another_choice_is_the_one_replace_makes(catalog):
+    # Rollouts.with_choice (in_group's and member's copies) copies the fields as they are, not
+    # through replace(): the same object, each field the same one (the kept tables shared), as long
+    # as no field is init=False and the class has no __post_init__ (replace would then differ)
+    from dataclasses import fields, replace
+
+    from ipd_cli.engine.rl.generation import Rollouts
+
+    r = _frontier_setup(catalog, "vera-rubin").rollouts
+    assert all(f.init for f in fields(Rollouts)) and not hasattr(Rollouts, "__post_init__")
+    for choice, concurrency in [(0, None), (1, 7), (r.candidates.gpus.size - 1, 1)]:
+        copy, made = r.with_choice(choice, concurrency), replace(r, choice=choice, concurrency=concurrency)
+        assert type(copy) is Rollouts and copy == made and copy is not r
+        assert (copy.choice, copy.concurrency) == (choice, concurrency)
+        assert all(getattr(copy, f.name) is getattr(made, f.name) for f in fields(Rollouts)
+                   if f.name not in ("choice", "concurrency"))  # fmt: skip
+        assert copy.__dict__.keys() == made.__dict__.keys()
+    assert (r.choice, r.concurrency) == (r.candidates.densest(), None)  # the original unchanged
+
+
 @pytest.mark.parametrize("gen_gpus", [8, 24])
 def test_the_rollout_choice_weighs_the_sandboxes_bound(catalog, gen_gpus):
     # a code review: on MI300X (rl-swe-agent async, 64 training GPUs, bound 4) the soonest generation
