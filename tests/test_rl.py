@@ -1026,6 +1026,33 @@ def test_a_setups_trainer_is_kept_by_size(catalog):
     assert _trainer(s, 64) is first
 
 
+def test_a_trainer_kept_by_plan_row_is_the_one_worked_out_for_its_size(catalog):
+    # trainer() keeps what it makes of a size table's plan row (rates.rows) and reads it for every
+    # size that runs that row: asked up through the sizes (and past the rates' cap, a table of its
+    # own), each trainer is the one worked out afresh (fresh rates, nothing kept, asked down), with
+    # the size its own and its plan's dicts its own; one entry per (table, row)
+    from dataclasses import replace
+
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import setup
+    from ipd_cli.engine.rl.trainer import plans_by_size, trainer
+    from ipd_cli.engine.rl.workload import resolve_request
+
+    _, w, origin = resolve_workload(catalog, "rl-swe-agent", {})
+    w = resolve_request(w, None)
+    s = setup(sv.serving_context(catalog, "gb200", w.model), w, "rental", origin)
+    r, lo = s.rates, s.memory.min_gpus
+    sizes = [*range(lo, lo + 40), r.cap - 1, r.cap, r.cap + 8, r.cap + 9]
+    kept = [trainer(r, w, n) for n in sizes]
+    fresh = replace(r, forward_s={}, rows={})
+    assert kept == [trainer(fresh, w, n) for n in reversed(sizes)][::-1]
+    assert [t.plan.gpus for t in kept] == sizes
+    assert trainer(r, w, lo).plan.out is not kept[0].plan.out
+    rows = {(id(plans_by_size(r, n)), plans_by_size(r, n).best(n)) for n in sizes}
+    assert len(rows) > 2 and r.rows.keys() >= rows
+
+
 def test_pick_each_is_the_lexsort_of_each_pools_concurrencies():
     # _pick_each (fastest_many's pick) lexsorts only each pool's ties at its least seconds: pool 0's
     # least is 2.0, held by rows 1 and 2 (-0.0 == 0.0 would tie too), of which row 2 has fewer GPUs;
