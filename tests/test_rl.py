@@ -1053,6 +1053,26 @@ def test_a_trainer_kept_by_plan_row_is_the_one_worked_out_for_its_size(catalog):
     assert len(rows) > 2 and r.rows.keys() >= rows
 
 
+def test_a_deployments_kept_decode_speeds_are_the_ones_worked_out(catalog):
+    # Deployment.decode_speed keeps an int batch's speed and a float's (RL's tail concurrencies,
+    # kept with the deployment for every setup on its grid) apart: asked twice, each is exactly the
+    # one worked out for that batch as given (an int and a float of one value: each its own), and a
+    # numpy float or an array is worked out, not kept
+    import numpy as np
+
+    inst = _frontier_setup(catalog, "vera-rubin").rollouts.inst
+    inst._speeds.clear()
+    inst._float_speeds.clear()
+    batches = [7, 7.0, 7.5, 64, 64.0, 3.25, 1, 1.0]
+    for batch in [*batches, *batches]:
+        assert inst.decode_speed(batch) == inst._speed(batch)
+    assert sorted(inst._speeds) == [1, 7, 64] and all(type(b) is int for b in inst._speeds)
+    assert sorted(inst._float_speeds) == [1.0, 3.25, 7.0, 7.5, 64.0]
+    assert all(type(b) is float for b in inst._float_speeds)
+    assert inst.decode_speed(np.float64(9.0)) == inst._speed(9.0) and 9.0 not in inst._float_speeds
+    assert np.array_equal(inst.decode_speed(np.array([2.0, 9.0])), inst._speed(np.array([2.0, 9.0])))
+
+
 def test_pick_each_is_the_lexsort_of_each_pools_concurrencies():
     # _pick_each (fastest_many's pick) lexsorts only each pool's ties at its least seconds: pool 0's
     # least is 2.0, held by rows 1 and 2 (-0.0 == 0.0 would tie too), of which row 2 has fewer GPUs;

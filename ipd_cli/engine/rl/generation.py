@@ -118,10 +118,6 @@ class Rollouts:
     # :meth:`member`'s, shared by every ``replace`` copy: right while copies differ only in
     # ``choice`` and ``concurrency`` (which member resets); a copy with other candidates needs its own
     members: dict[int, Rollouts] = field(default_factory=dict, compare=False, repr=False)
-    # :func:`generation`'s tail decode speed by configuration and tail concurrency (a float, which
-    # the deployment does not keep: a split search asks the same ones again, one per replica count),
-    # shared by every ``replace`` copy as ``members`` is
-    tail_speeds: dict[tuple[int, float], Any] = field(default_factory=dict, compare=False, repr=False)
     # :meth:`alternatives`' answers by pool, schedule and load (what they read, ``chosen`` and
     # ``floors`` of the pool, is set once), asked by each step on the pool (:meth:`ahead` reads the
     # first alone: :meth:`first_alternative`); shared too
@@ -1095,9 +1091,7 @@ def generation(
     b = max(1, min(r.max_batch, wanted, r.concurrency or wanted))
     b_tail = float(_tail(r, b, wanted))
     v_bulk = r.inst.decode_speed(b)
-    v_tail = r.tail_speeds.get((r.choice, b_tail))
-    if v_tail is None:  # a pure function of the configuration and the concurrency: kept
-        v_tail = r.tail_speeds[(r.choice, b_tail)] = r.inst.decode_speed(b_tail)
+    v_tail = r.inst.decode_speed(b_tail)  # (kept by the deployment, as v_bulk)
     prefill = nums.generated * r.inst.prefill_s / replicas  # prefills share the instance with decode
     # Little's law: each of the b slots holds one trajectory for its decode time plus tool waits
     slot_s = nums.mean_response_tokens / v_bulk + nums.turns * nums.tool_s

@@ -63,6 +63,9 @@ class Deployment:
     configuration: str
     # decode_speed at whole batches already asked for: RL asks for the same few on pool after pool
     _speeds: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
+    # and at ``float`` batches (RL's tail concurrencies), apart: an int and a float of one value are
+    # one dict key, and a step worked out from either need not be the same to the last bit
+    _float_speeds: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def precision(self) -> str:
@@ -104,12 +107,17 @@ class Deployment:
     def decode_speed(self, batch) -> Any:
         """Output tokens/s of one sequence at ``batch`` sequences per replica (arrays work too);
         kept for a whole number (an ``int``), as RL's generation asks for it again and again (720
-        asks, 74 distinct, in one MI355X split search); the same scalar arithmetic either way."""
-        if type(batch) is not int:
+        asks, 74 distinct, in one MI355X split search), and for a ``float`` (its tail
+        concurrencies: kept here, with the deployment, they serve every RL setup on its grid, where
+        one setup's own table of them worked them out again per setup, a third of the 7.5k in
+        tests/test_rl*.py); the same scalar arithmetic either way."""
+        kind = type(batch)
+        kept = self._speeds if kind is int else self._float_speeds if kind is float else None
+        if kept is None:
             return self._speed(batch)
-        speed = self._speeds.get(batch)
+        speed = kept.get(batch)
         if speed is None:
-            speed = self._speeds[batch] = self._speed(batch)
+            speed = kept[batch] = self._speed(batch)
         return speed
 
     def _speed(self, batch) -> Any:
