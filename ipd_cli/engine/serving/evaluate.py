@@ -494,21 +494,46 @@ def step_terms(
 
     ``lay`` and ``x`` are the layout columns and :func:`layout_terms` already taken at each row.
     """
+    return pooled_step_terms(ph, lay, x, batch, batch_terms(ph, lay, x, batch), parts, pool)
+
+
+class BatchTerms(NamedTuple):
+    """The terms of :func:`step_terms` that do not depend on the row's mode (``pool``): a caller
+    that prices the same rows as aggregated instances and as decode pools works them out once
+    (:func:`pooled_step_terms` of each mode; the same numbers as two :func:`step_terms`)."""
+
+    width: Any  # tokens each sequence runs through the target per step (1 + draft depth)
+    m: Any  # a stage's micro-batch
+    kv_seq: Any  # one sequence's KV bytes, all layers
+    tokens: Any  # a stage's tokens per step
+    touched: Any  # the share of the experts the stage's tokens touch
+    layer_ar: Any  # one layer's attention all-reduces at the stage's tokens
+    layer_a2a: Any  # one MoE layer's dispatch and combine at them
+    coll: Any  # the target's all-reduces, every layer
+    a2a: Any  # the target's dispatch and combine, every MoE layer (run serially)
+    hand_off: Any  # the pipeline stages' activations, stage to stage
+    firsts: Any  # first draft passes a step
+    laters: Any  # later draft passes a step
+    first_coll: Any  # a first draft pass's collectives
+    later_coll: Any  # a later draft pass's collectives (None: no row drafts)
+    rank_seqs: Any  # a scheduler rank's sequences
+    fixed: Any  # the step's fixed overhead and its part per sequence
+
+    def at(self, rows: Any) -> BatchTerms:
+        """The terms of ``rows`` (the first axis of each array; a number stays as it is)."""
+        return BatchTerms(*(v[rows] if getattr(v, "ndim", 0) else v for v in self))
+
+
+def batch_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> BatchTerms:
+    """:class:`BatchTerms` of rows (``lay`` and ``x``: as :func:`step_terms` takes them)."""
     import numpy as np
 
     pp, s, t, e, d, k = lay["pp"], lay["s"], lay["t"], lay["e"], x["d"], lay["k"]
     width = 1.0 + k  # tokens each sequence runs through the target per step (verify)
     m = stage_sequences(batch, pp)
-    seqs = rank_sequences(x, m, d, pool)  # of the busiest attention rank
     kv_seq = x["kv_tok"] * x["copies"] / t * ph.context_mean  # one sequence's KV bytes, all layers
     tokens = m * width  # a stage's tokens per step
     touched = f.experts_touched_share(tokens, ph.top_k / ph.experts)
-    moe_rate = ph.gemm_rate * ph.moe_share
-    target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched).times(ph, x["attn_rate"], moe_rate)
-    work = pp * target.seconds()
-    floor = row_floor(ph, pool)
-    p = ph.floor_exponent
-    layers_s = _layers_seconds(ph, work, floor)
     cb, h = ph.collective_bytes, ph.hidden
     # one layer's attention all-reduces and one MoE layer's dispatch and combine at the stage's
     # tokens: the target's, and again the draft's first pass (the same tokens), worked out once
@@ -516,12 +541,6 @@ def step_terms(
     layer_a2a = _expert_collectives(ph, x, tokens, s, e)
     coll = ph.layers * layer_ar
     a2a = ph.moe_layers * layer_a2a
-    tbo = np.zeros(np.shape(a2a), dtype=bool)
-    if ph.two_batch_overlap:
-        layers_s, a2a, tbo = _two_batch_step(
-            ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a, floor, pool
-        )
-    coll = coll + a2a
     hand_off = pp * (pp > 1) * (tokens * h * cb / x["pp_link"] + x["pp_latency"])
     # the draft: k tokens one after another, each micro-batch's passes one after another. The
     # first pass of a step runs over the verify's 1 + k tokens a sequence: the engines' draft
@@ -530,14 +549,48 @@ def step_terms(
     # one-model EAGLE-3 workers take max_draft_len + 1); the later k - 1 run over one token
     n = ph.draft_layers
     firsts, laters = pp * (k > 0), pp * np.maximum(k - 1, 0)
-    first = _draft_work(ph, lay, x, m, seqs, kv_seq, width, touched).times(ph, x["attn_rate"], moe_rate)
     experts = ph.draft_expert_bytes > 0
     first_coll = n * (layer_ar + layer_a2a if experts else layer_ar)  # (:func:`_layer_collectives`)
+    later_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=experts) if _any(k > 0) else None
+    # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
+    rank_seqs = np.ceil(batch / d)  # a scheduler rank's sequences
+    fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, rank_seqs)
+    return BatchTerms(
+        width, m, kv_seq, tokens, touched, layer_ar, layer_a2a, coll, a2a, hand_off,
+        firsts, laters, first_coll, later_coll, rank_seqs, fixed,
+    )  # fmt: skip
+
+
+def pooled_step_terms(
+    ph: Physics, lay: Columns, x: Columns, batch: Any, bt: BatchTerms, parts: bool = True, pool: Any = 0
+) -> Columns:
+    """:func:`step_terms` of rows whose :class:`BatchTerms` are ``bt``, in mode ``pool``."""
+    import numpy as np
+
+    pp, t, d = lay["pp"], lay["t"], x["d"]
+    width, m, kv_seq, touched, firsts, laters = bt.width, bt.m, bt.kv_seq, bt.touched, bt.firsts, bt.laters
+    seqs = rank_sequences(x, m, d, pool)  # of the busiest attention rank
+    moe_rate = ph.gemm_rate * ph.moe_share
+    target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched).times(ph, x["attn_rate"], moe_rate)
+    work = pp * target.seconds()
+    floor = row_floor(ph, pool)
+    p = ph.floor_exponent
+    layers_s = _layers_seconds(ph, work, floor)
+    a2a = bt.a2a
+    tbo = np.zeros(np.shape(a2a), dtype=bool)
+    if ph.two_batch_overlap:
+        layers_s, a2a, tbo = _two_batch_step(
+            ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a, floor, pool
+        )
+    coll = bt.coll + a2a
+    n = ph.draft_layers
+    first = _draft_work(ph, lay, x, m, seqs, kv_seq, width, touched).times(ph, x["attn_rate"], moe_rate)
+    first_coll = bt.first_coll
     first_work = first.seconds()
-    if _any(k > 0):
+    if bt.later_coll is not None:
         later = _draft_work(ph, lay, x, m, seqs, kv_seq, 1.0).times(ph, x["attn_rate"], moe_rate)
         later_work = later.seconds()
-        later_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=experts)
+        later_coll = bt.later_coll
     else:  # no row drafts: every width is 1, so the later pass is the first, number for number
         # (its terms still count, times 0: a draft pass that is not finite makes the step NaN)
         later, later_work, later_coll = first, first_work, first_coll
@@ -561,10 +614,8 @@ def step_terms(
     first_pass = passes(first_work, first_coll)
     later_pass = first_pass if later is first else passes(later_work, later_coll)
     draft_s = firsts * first_pass + laters * later_pass + fc_s
-    # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
-    rank_seqs = np.ceil(batch / d)  # a scheduler rank's sequences
-    fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, rank_seqs)
-    step = layers_s + coll + hand_off + draft_s + fixed
+    rank_seqs = bt.rank_seqs
+    step = layers_s + coll + bt.hand_off + draft_s + bt.fixed
     # the engine's own loop on the CPU for each sequence of a scheduler rank: hidden under the GPU's
     # step where the stack overlaps them, else added
     if ph.host_per_sequence_s:
@@ -574,7 +625,7 @@ def step_terms(
     host = ph.host_per_sequence_s * rank_seqs
     memory = pp * target.memory_s() + firsts * (first.memory_s() + fc_mem) + laters * later.memory_s()
     compute = pp * target.compute_s() + firsts * (first.compute_s() + fc_comp) + laters * later.compute_s()
-    collectives = coll + hand_off + firsts * first_coll + laters * later_coll
+    collectives = coll + bt.hand_off + firsts * first_coll + laters * later_coll
     return dict(
         step_s=step,
         memory_s=memory,

@@ -49,11 +49,14 @@ from .evaluate import (
     STEP_TERMS,
     TEP,
     TP,
+    BatchTerms,
     aggregated,
+    batch_terms,
     columns,
     disaggregated,
     kv_handoff_seconds,
     layout_terms,
+    pooled_step_terms,
     prompt_with_stall,
     step_terms,
 )
@@ -953,11 +956,12 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
     for a in range(0, max(n_lay, 1), per_block):  # one block where there are no layouts
         b = min(a + per_block, n_lay)
         lay_b, x_b = ({k: v[a:b, None] for k, v in cols.items()} for cols in (lay, x))
-        step = step_terms(ph, lay_b, x_b, batches[a:b], parts=False)
+        bt = batch_terms(ph, lay_b, x_b, batches[a:b])  # (both modes': worked out once)
+        step = pooled_step_terms(ph, lay_b, x_b, batches[a:b], bt, parts=False)
         agg = aggregated(ph, x_b, batches[a:b], step["step_s"])
         pool = step
         if 1 in modes:
-            pool = _pool_step(ph, lay_b, x_b, batches[a:b], step, floors)
+            pool = _pool_step(ph, lay_b, x_b, batches[a:b], bt, step, floors)
         if not out:  # one block of memory for every column (numpy maps it in huge pages where it can)
             out = dict(zip(step | agg, np.empty((len(step | agg), len(modes) * n)), strict=True))
         for key, values in (step | agg).items():
@@ -968,19 +972,22 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
     return out
 
 
-def _pool_step(ph: Physics, lay: dict, x: dict, batches: Any, step: dict, floors: bool) -> dict:
+def _pool_step(
+    ph: Physics, lay: dict, x: dict, batches: Any, bt: BatchTerms, step: dict, floors: bool
+) -> dict:
     """:func:`step_terms` of the layouts ``lay`` (columns) as disaggregated decode pools, given
-    their aggregated ``step``: worked out again only where the two differ (the pool's floor where
-    ``floors``, else the layouts whose attention is data-parallel)."""
+    their aggregated ``step`` and the terms of their batches that do not depend on the mode
+    (``bt``): worked out again only where the two differ (the pool's floor where ``floors``, else
+    the layouts whose attention is data-parallel)."""
     import numpy as np
 
     if floors:
-        return step_terms(ph, lay, x, batches, parts=False, pool=1)
+        return pooled_step_terms(ph, lay, x, batches, bt, parts=False, pool=1)
     rows = np.flatnonzero(x["d"][:, 0] > 1)
     if not rows.size:
         return step
     lay_r, x_r = ({k: v[rows] for k, v in cols.items()} for cols in (lay, x))
-    apart = step_terms(ph, lay_r, x_r, batches[rows], parts=False, pool=1)
+    apart = pooled_step_terms(ph, lay_r, x_r, batches[rows], bt.at(rows), parts=False, pool=1)
     pool = {k: v.copy() for k, v in step.items()}
     for k, v in apart.items():
         pool[k][rows] = v
