@@ -373,15 +373,17 @@ class _Work(NamedTuple):
     expert_bytes: Any
     expert_flops: Any
 
-    def times(self, ph: Physics, attn_rate: Any, moe_rate: Any) -> _Times:
-        """Each part's bytes at its bandwidth and FLOPs at its rate."""
+    def times(self, ph: Physics, attn_rate: Any, moe_rate: Any, experts: _Experts | None = None) -> _Times:
+        """Each part's bytes at its bandwidth and FLOPs at its rate (``experts``: the experts'
+        parts already worked out, :func:`_expert_times`; the work then has none)."""
+        if experts is None:
+            experts = _Experts(self.expert_bytes / ph.expert_rate, self.expert_flops / moe_rate, None)
         return _Times(
             self.dense_bytes / ph.hbm_rate,
             self.dense_flops / ph.gemm_rate,
             self.kv_bytes / ph.kv_rate,
             self.attn_flops / attn_rate,
-            self.expert_bytes / ph.expert_rate,
-            self.expert_flops / moe_rate,
+            *experts,
         )
 
     def seconds(self, ph: Physics, attn_rate: Any, moe_rate: Any) -> Any:
@@ -399,14 +401,18 @@ class _Times(NamedTuple):
     attn_compute: Any
     expert_memory: Any
     expert_compute: Any
+    expert_s: Any = None  # the experts' grouped GEMMs (None: not yet worked out)
 
     def seconds(self) -> Any:
         """Each part on its roofline (:func:`formulas.roofline_seconds`: the larger of the two;
         the experts as grouped GEMMs, :func:`formulas.grouped_gemm_seconds`: the two added), added."""
+        experts = self.expert_s
+        if experts is None:
+            experts = f.grouped_gemm_of(self.expert_memory, self.expert_compute)
         return (
             f.roofline_of(self.dense_memory, self.dense_compute)
             + f.roofline_of(self.kv_memory, self.attn_compute)
-            + f.grouped_gemm_of(self.expert_memory, self.expert_compute)
+            + experts
         )
 
     def memory_s(self) -> Any:
@@ -416,44 +422,97 @@ class _Times(NamedTuple):
         return self.dense_compute + self.attn_compute + self.expert_compute
 
 
+class _Experts(NamedTuple):
+    """A pass's experts in seconds: streaming, math, and the two as grouped GEMMs (where known)."""
+
+    memory: Any
+    compute: Any
+    seconds: Any
+
+
+def _expert_times(ph: Physics, moe_rate: Any, expert_bytes: Any, expert_flops: Any) -> _Experts:
+    """:class:`_Experts` of a pass's expert bytes and FLOPs (as :meth:`_Work.times` takes them)."""
+    memory, compute = expert_bytes / ph.expert_rate, expert_flops / moe_rate
+    return _Experts(memory, compute, f.grouped_gemm_of(memory, compute))
+
+
 def _target_work(
-    ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, width: Any, kv_seq: Any, touched: Any
+    ph: Physics,
+    lay: Columns,
+    x: Columns,
+    m: Any,
+    seqs: Any,
+    width: Any,
+    kv_seq: Any,
+    touched: Any,
+    experts: bool = True,
 ) -> _Work:
     """One pipeline stage's pass of the target model over its micro-batch of ``m`` sequences, each
     running ``width`` tokens (1 + draft depth)."""
-    pp, s, t = lay["pp"], lay["s"], lay["t"]
+    pp, t = lay["pp"], lay["t"]
     tokens = seqs * width
+    # (without ``experts``: the caller has their times, :func:`_expert_times`)
+    part = _target_experts(ph, lay, x, m, width, touched) if experts else (None, None)
     return _Work(
         dense_bytes=x["dense_bytes_stage"],
         dense_flops=tokens * x["dense_flops_rank"] / pp,
         kv_bytes=seqs * kv_seq / pp,
         attn_flops=tokens * ph.attn_flops_per_token / (pp * t),
-        expert_bytes=ph.expert_bytes / pp * x["experts_held"] * touched,
-        expert_flops=m * width * ph.expert_flops_per_token / (pp * s) * x["imb_ep"],
+        expert_bytes=part[0],
+        expert_flops=part[1],
+    )
+
+
+def _target_experts(ph: Physics, lay: Columns, x: Columns, m: Any, width: Any, touched: Any) -> tuple:
+    """:func:`_target_work`'s expert bytes and FLOPs (they do not depend on the busiest rank's
+    sequences, so not on the row's mode)."""
+    pp, s = lay["pp"], lay["s"]
+    return (
+        ph.expert_bytes / pp * x["experts_held"] * touched,
+        m * width * ph.expert_flops_per_token / (pp * s) * x["imb_ep"],
     )
 
 
 def _draft_work(
-    ph: Physics, lay: Columns, x: Columns, m: Any, seqs: Any, kv_seq: Any, width: Any, touched: Any = None
+    ph: Physics,
+    lay: Columns,
+    x: Columns,
+    m: Any,
+    seqs: Any,
+    kv_seq: Any,
+    width: Any,
+    touched: Any = None,
+    experts: bool = True,
 ) -> _Work:
     """One draft pass through the draft layer(s) and the head over ``width`` tokens of each of
     the micro-batch's sequences (on the last stage): the draft's weights and its KV cache are
     read once, its math and expert selection scale with the tokens; its output head runs on the
     last accepted token only (TensorRT-LLM's MTP worker and SGLang's draft extend gather that
     position's hidden state before the logits)."""
-    s, t = lay["s"], lay["t"]
-    if not ph.draft_expert_bytes:  # an EAGLE layer has no experts to touch
-        touched = 0.0
-    elif touched is None:  # (the target's at the same tokens where the caller has it)
-        touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
+    t = lay["t"]
     dense = x["draft_flops_rank"] - _head_skipped(ph, width) / t
+    # (without ``experts``: the caller has their times, :func:`_expert_times`)
+    part = _draft_experts(ph, lay, x, m, width, touched) if experts else (None, None)
     return _Work(
         dense_bytes=x["draft_bytes_rank"],
         dense_flops=seqs * width * dense,
         kv_bytes=seqs * kv_seq * ph.draft_kv_share * (x["draft_copies"] / x["copies"]),
         attn_flops=seqs * width * ph.draft_attn_per_position * ph.context_mean / t,
-        expert_bytes=ph.draft_expert_bytes * x["experts_held"] * touched,
-        expert_flops=m * width * ph.draft_expert_flops_per_token / s * x["imb_ep"],
+        expert_bytes=part[0],
+        expert_flops=part[1],
+    )
+
+
+def _draft_experts(ph: Physics, lay: Columns, x: Columns, m: Any, width: Any, touched: Any = None) -> tuple:
+    """:func:`_draft_work`'s expert bytes and FLOPs (they do not depend on the busiest rank's
+    sequences, so not on the row's mode)."""
+    if not ph.draft_expert_bytes:  # an EAGLE layer has no experts to touch
+        touched = 0.0
+    elif touched is None:  # (the target's at the same tokens where the caller has it)
+        touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
+    return (
+        ph.draft_expert_bytes * x["experts_held"] * touched,
+        m * width * ph.draft_expert_flops_per_token / lay["s"] * x["imb_ep"],
     )
 
 
@@ -516,12 +575,23 @@ class BatchTerms(NamedTuple):
     laters: Any  # later draft passes a step
     first_coll: Any  # a first draft pass's collectives
     later_coll: Any  # a later draft pass's collectives (None: no row drafts)
+    target_experts: _Experts  # the target's experts in seconds (:func:`_target_work`'s)
+    first_experts: _Experts  # a first draft pass's (:func:`_draft_work`'s)
+    later_experts: _Experts | None  # a later draft pass's (None: no row drafts)
     rank_seqs: Any  # a scheduler rank's sequences
     fixed: Any  # the step's fixed overhead and its part per sequence
 
     def at(self, rows: Any) -> BatchTerms:
         """The terms of ``rows`` (the first axis of each array; a number stays as it is)."""
-        return BatchTerms(*(v[rows] if getattr(v, "ndim", 0) else v for v in self))
+        return BatchTerms(*_terms_at(self, rows))
+
+
+def _terms_at(terms: tuple, rows: Any) -> list:
+    """``terms`` at ``rows``: each array's first axis taken, a tuple's arrays the same way."""
+    return [
+        type(v)(*_terms_at(v, rows)) if isinstance(v, tuple) else v[rows] if getattr(v, "ndim", 0) else v
+        for v in terms
+    ]
 
 
 def batch_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> BatchTerms:
@@ -551,13 +621,20 @@ def batch_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> BatchTerms
     firsts, laters = pp * (k > 0), pp * np.maximum(k - 1, 0)
     experts = ph.draft_expert_bytes > 0
     first_coll = n * (layer_ar + layer_a2a if experts else layer_ar)  # (:func:`_layer_collectives`)
-    later_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=experts) if _any(k > 0) else None
+    moe_rate = ph.gemm_rate * ph.moe_share
+    target_experts = _expert_times(ph, moe_rate, *_target_experts(ph, lay, x, m, width, touched))
+    first_experts = _expert_times(ph, moe_rate, *_draft_experts(ph, lay, x, m, width, touched))
+    later_coll = later_experts = None
+    if _any(k > 0):
+        later_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=experts)
+        later_experts = _expert_times(ph, moe_rate, *_draft_experts(ph, lay, x, m, 1.0))
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     rank_seqs = np.ceil(batch / d)  # a scheduler rank's sequences
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, rank_seqs)
     return BatchTerms(
         width, m, kv_seq, tokens, touched, layer_ar, layer_a2a, coll, a2a, hand_off,
-        firsts, laters, first_coll, later_coll, rank_seqs, fixed,
+        firsts, laters, first_coll, later_coll, target_experts, first_experts, later_experts,
+        rank_seqs, fixed,
     )  # fmt: skip
 
 
@@ -571,7 +648,8 @@ def pooled_step_terms(
     width, m, kv_seq, touched, firsts, laters = bt.width, bt.m, bt.kv_seq, bt.touched, bt.firsts, bt.laters
     seqs = rank_sequences(x, m, d, pool)  # of the busiest attention rank
     moe_rate = ph.gemm_rate * ph.moe_share
-    target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched).times(ph, x["attn_rate"], moe_rate)
+    rates = (ph, x["attn_rate"], moe_rate)
+    target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched, False).times(*rates, bt.target_experts)
     work = pp * target.seconds()
     floor = row_floor(ph, pool)
     p = ph.floor_exponent
@@ -584,11 +662,11 @@ def pooled_step_terms(
         )
     coll = bt.coll + a2a
     n = ph.draft_layers
-    first = _draft_work(ph, lay, x, m, seqs, kv_seq, width, touched).times(ph, x["attn_rate"], moe_rate)
+    first = _draft_work(ph, lay, x, m, seqs, kv_seq, width, touched, False).times(*rates, bt.first_experts)
     first_coll = bt.first_coll
     first_work = first.seconds()
     if bt.later_coll is not None:
-        later = _draft_work(ph, lay, x, m, seqs, kv_seq, 1.0).times(ph, x["attn_rate"], moe_rate)
+        later = _draft_work(ph, lay, x, m, seqs, kv_seq, 1.0, None, False).times(*rates, bt.later_experts)
         later_work = later.seconds()
         later_coll = bt.later_coll
     else:  # no row drafts: every width is 1, so the later pass is the first, number for number
