@@ -428,6 +428,25 @@ def test_erlang_b_by_quadrature_equals_the_sum_and_the_wait_interval_holds_the_w
         assert past.sum() > 100 and (hi[past] <= 1.01 * lo[past]).all()
 
 
+def test_a_poisson_pmf_of_pools_all_below_the_table_is_the_one_of_the_same_pools_beside_larger_ones():
+    # queueing._log_poisson_pmf takes its table without gathering where every server count is
+    # below LGAMMA_TABLE: each element must be the one it gets in a mixed array, to the bit; and
+    # by hand, log P(X = 1) at a = 1 is log(e^-1) = -1, at c = 2, a = 2: log(2 e^-2) = log 2 - 2
+    import numpy as np
+
+    from ipd_cli.engine.serving.queueing import LGAMMA_TABLE, _log_poisson_pmf
+
+    rng = np.random.default_rng(3)
+    c = np.floor(rng.uniform(1, LGAMMA_TABLE, 300))
+    a = c * rng.uniform(0.2, 0.999, 300)
+    large = np.array([LGAMMA_TABLE + 5.0, 4 * LGAMMA_TABLE])
+    mixed = _log_poisson_pmf(np.concatenate([c, large]), np.concatenate([a, 0.9 * large]))
+    assert _log_poisson_pmf(c, a).tobytes() == mixed[: c.size].tobytes()
+    assert _log_poisson_pmf(np.array([1.0, 2.0]), np.array([1.0, 2.0])).tolist() == pytest.approx(
+        [-1.0, math.log(2) - 2]
+    )
+
+
 def _decode_and_prefill_by_the_loop(lam, slot_s, slots, prefill_s, budget, cost):
     """The decode and prefill search as first written (each candidate pair searched in turn, the
     waits summed): the reference for evaluate.decode_and_prefill_for_ttft's shortcuts."""

@@ -320,8 +320,10 @@ def _log_poisson_pmf(c: Any, a: Any) -> Any:
 
     if not _LOG_FACTORIALS:
         _LOG_FACTORIALS.append(_log_factorials())
-    out = np.empty(c.shape)
     small = c < LGAMMA_TABLE
+    if small.all():  # (most pools: the table's, without gathering the elements and scattering back)
+        return c * np.log(a) - a - _LOG_FACTORIALS[0][c.astype(np.int64)]
+    out = np.empty(c.shape)
     cs, as_ = c[small], a[small]
     out[small] = cs * np.log(as_) - as_ - _LOG_FACTORIALS[0][cs.astype(np.int64)]
     cl, al = c[~small], a[~small]
