@@ -2507,6 +2507,16 @@ def test_narrow_attention_heads_run_at_their_measured_share_by_hand(catalog):
     assert inputs(catalog, "b200", "llama-3.1-70b", "bf16", seq=4096)["attn_eff"] == pytest.approx(0.50)
 
 
+def _searches_bits_equal(new_searches, old_searches):
+    """Each search kept (a non-empty grid) holds the bits of its counterpart: plan columns, outputs
+    and seconds per token."""
+    for new, old in zip(new_searches, old_searches, strict=True):
+        assert len(new.cols["tp"]) > 0
+        _bits_equal(new.cols, old.cols)
+        _bits_equal(new.out, old.out)
+        _bits_equal(new.seconds_per_token, old.seconds_per_token)
+
+
 def _bits_equal(a, b, path=""):
     """Whether two term dicts (arrays, numbers, tuples of them) hold the same keys, shapes, dtypes
     and bits."""
@@ -2601,11 +2611,7 @@ def test_the_searched_rows_take_the_grids_tp_seconds_bits(
     run(False)
     assert not any(taken)
     assert len(searches[True]) == len(searches[False]) >= 3
-    for new, old in zip(searches[True], searches[False], strict=True):
-        assert len(new.cols["tp"]) > 0
-        _bits_equal(new.cols, old.cols)
-        _bits_equal(new.out, old.out)
-        _bits_equal(new.seconds_per_token, old.seconds_per_token)
+    _searches_bits_equal(searches[True], searches[False])
 
 
 def test_the_searches_leave_out_the_module_set_terms_no_plan_reads_bits(catalog, monkeypatch):
@@ -2654,11 +2660,7 @@ def test_the_searches_leave_out_the_module_set_terms_no_plan_reads_bits(catalog,
     run(False)
     assert seen == {True: {True}, False: {False}}
     assert len(searches[True]) == len(searches[False]) >= 6
-    for new, old in zip(searches[False], searches[True], strict=True):
-        assert len(new.cols["tp"]) > 0
-        _bits_equal(new.cols, old.cols)
-        _bits_equal(new.out, old.out)
-        _bits_equal(new.seconds_per_token, old.seconds_per_token)
+    _searches_bits_equal(searches[False], searches[True])
     _bits_equal(sizes[1].used, sizes[0].used)
     # a pinned module set keeps them: its activation floor and step read them
     x = inputs(catalog, "h100-sxm", "llama-3.1-70b")
