@@ -267,7 +267,8 @@ def test_yaml_is_pyyamls_own_text_whichever_emitter_writes_it():
     # writes differently (found by comparing the two): a long double-quoted string with a newline
     # or a tab (libyaml folds it without PyYAML's "\\" line ends), a character beyond U+FFFF (it
     # escapes it, PyYAML prints it), a non-ASCII key of 43 characters but 129 bytes (libyaml counts
-    # bytes against the 128 limit of a simple key and writes a "? " key)
+    # bytes against the 128 limit of a simple key and writes a "? " key), an ASCII key of 125
+    # characters (PyYAML counts the key and its unwritten 5-character "!!str" tag against 128)
     import yaml
     from pydantic import BaseModel
 
@@ -285,6 +286,7 @@ def test_yaml_is_pyyamls_own_text_whichever_emitter_writes_it():
         "tab": f"{words}\t end",
         "emoji": f"{words}\U0001f600",
         "\u2014" * 43: "x",
+        "k" * 125: "x",
     }
     for name, text in odd.items():
         one = Doc(notes={name: text})

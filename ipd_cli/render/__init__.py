@@ -69,19 +69,22 @@ def to_yaml(result: BaseModel) -> str:
     # libyaml's emitter writes what PyYAML's pure-Python one writes, 5-7x faster (a comparison's
     # 392 kB: 0.67 s -> 0.09 s), for text printed as it is; it folds a long double-quoted string
     # (one with a newline, tab or control character to escape) without PyYAML's escaped line
-    # ends, escapes characters beyond U+FFFF, and measures a key's 128-character limit in bytes
+    # ends, escapes characters beyond U+FFFF, and takes a longer key as a simple one (libyaml: up
+    # to 128 bytes; PyYAML: under 128 characters counting the "!!str" tag it does not write)
     dumper = getattr(yaml, "CSafeDumper", None) if _libyaml_safe(data) else None
     return yaml.dump(data, Dumper=dumper or yaml.SafeDumper, sort_keys=False, allow_unicode=True)
 
 
 def _libyaml_safe(node: Any, key: bool = False) -> bool:
     """Whether libyaml writes ``node`` (JSON data) byte for byte as PyYAML does: every string
-    printable (no newline, tab or control character), within U+FFFF, and every key under 128 bytes."""
+    printable (no newline, tab or control character), within U+FFFF, and every key a simple one to
+    both: under 123 characters (PyYAML counts its unwritten "!!str" tag against 128), at most 128
+    bytes (libyaml counts bytes)."""
     if isinstance(node, str):
         return (
             node.isprintable()
             and (node.isascii() or max(node) <= "\uffff")
-            and (not key or len(node.encode("utf-8")) < 128)
+            and (not key or (len(node) < 123 and len(node.encode("utf-8")) <= 128))
         )
     if isinstance(node, dict):
         return all(_libyaml_safe(k, True) and _libyaml_safe(v) for k, v in node.items())
