@@ -377,7 +377,7 @@ class _Work(NamedTuple):
         """Each part's bytes at its bandwidth and FLOPs at its rate (``experts``: the experts'
         parts already worked out, :func:`_expert_times`; the work then has none)."""
         if experts is None:
-            experts = _Experts(self.expert_bytes / ph.expert_rate, self.expert_flops / moe_rate, None)
+            experts = _expert_times(ph, moe_rate, self.expert_bytes, self.expert_flops)
         return _Times(
             self.dense_bytes / ph.hbm_rate,
             self.dense_flops / ph.gemm_rate,
@@ -401,18 +401,15 @@ class _Times(NamedTuple):
     attn_compute: Any
     expert_memory: Any
     expert_compute: Any
-    expert_s: Any = None  # the experts' grouped GEMMs (None: not yet worked out)
+    expert_s: Any  # the experts' grouped GEMMs (:func:`_expert_times`)
 
     def seconds(self) -> Any:
         """Each part on its roofline (:func:`formulas.roofline_seconds`: the larger of the two;
         the experts as grouped GEMMs, :func:`formulas.grouped_gemm_seconds`: the two added), added."""
-        experts = self.expert_s
-        if experts is None:
-            experts = f.grouped_gemm_of(self.expert_memory, self.expert_compute)
         return (
             f.roofline_of(self.dense_memory, self.dense_compute)
             + f.roofline_of(self.kv_memory, self.attn_compute)
-            + experts
+            + self.expert_s
         )
 
     def memory_s(self) -> Any:
@@ -665,7 +662,7 @@ def pooled_step_terms(
     first = _draft_work(ph, lay, x, m, seqs, kv_seq, width, touched, False).times(*rates, bt.first_experts)
     first_coll = bt.first_coll
     first_work = first.seconds()
-    if bt.later_coll is not None:
+    if bt.later_coll is not None and _any(lay["k"] > 0):  # (bt.at(rows): these rows may not draft)
         later = _draft_work(ph, lay, x, m, seqs, kv_seq, 1.0, None, False).times(*rates, bt.later_experts)
         later_work = later.seconds()
         later_coll = bt.later_coll
