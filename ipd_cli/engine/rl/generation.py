@@ -115,7 +115,7 @@ class Rollouts:
     guessed: dict[tuple[int, bool, int | None, Load], tuple[int, int, float]] = field(
         default_factory=dict, compare=False, repr=False
     )  # :meth:`ahead`'s answers for a pool's alternative, until asked (then ``chosen``'s)
-    # :meth:`member`'s, shared by every ``replace`` copy: right while copies differ only in
+    # :meth:`member`'s, shared by every ``with_choice`` copy: right while copies differ only in
     # ``choice`` and ``concurrency`` (which member resets); a copy with other candidates needs its own
     members: dict[int, Rollouts] = field(default_factory=dict, compare=False, repr=False)
     # :meth:`alternatives`' answers by pool, schedule and load (what they read, ``chosen`` and
@@ -174,7 +174,7 @@ class Rollouts:
         evaluates, and per group it tries: 31k in tests/test_rl*.py; ~8.8 -> ~1.4 us a copy). The
         same object ``replace`` makes: no field has its own ``__post_init__`` or ``init=False``
         (checked in tests/test_rl.py)."""
-        copy = object.__new__(Rollouts)
+        copy = object.__new__(type(self))
         fields = copy.__dict__
         fields.update(self.__dict__)
         fields["choice"], fields["concurrency"] = choice, concurrency
