@@ -577,6 +577,8 @@ class BatchTerms(NamedTuple):
     later_experts: _Experts | None  # a later draft pass's (None: no row drafts)
     rank_seqs: Any  # a scheduler rank's sequences
     fixed: Any  # the step's fixed overhead and its part per sequence
+    half_experts: _Experts | None  # a two-batch half's experts (:func:`_two_batch_step`; None: no overlap)
+    half_a2a: Any  # both halves' dispatch and combine, every MoE layer (None: no overlap)
 
     def at(self, rows: Any) -> BatchTerms:
         """The terms of ``rows`` (the first axis of each array; a number stays as it is)."""
@@ -628,10 +630,16 @@ def batch_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> BatchTerms
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     rank_seqs = np.ceil(batch / d)  # a scheduler rank's sequences
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, rank_seqs)
+    # two-batch overlap: each half's experts and the halves' all-to-alls (at half the tokens)
+    half_experts = half_a2a = None
+    if ph.two_batch_overlap:
+        half_touched = f.experts_touched_share(m * width / 2, ph.top_k / ph.experts)
+        half_experts = _expert_times(ph, moe_rate, *_target_experts(ph, lay, x, m / 2, width, half_touched))
+        half_a2a = 2.0 * ph.moe_layers * _expert_collectives(ph, x, m * width / 2, s, e)
     return BatchTerms(
         width, m, kv_seq, tokens, touched, layer_ar, layer_a2a, coll, a2a, hand_off,
         firsts, laters, first_coll, later_coll, target_experts, first_experts, later_experts,
-        rank_seqs, fixed,
+        rank_seqs, fixed, half_experts, half_a2a,
     )  # fmt: skip
 
 
@@ -654,9 +662,7 @@ def pooled_step_terms(
     a2a = bt.a2a
     tbo = np.zeros(np.shape(a2a), dtype=bool)
     if ph.two_batch_overlap:
-        layers_s, a2a, tbo = _two_batch_step(
-            ph, lay, x, m, width, kv_seq, moe_rate, layers_s, a2a, floor, pool
-        )
+        layers_s, a2a, tbo = _two_batch_step(ph, lay, x, bt, layers_s, a2a, floor, pool)
     coll = bt.coll + a2a
     n = ph.draft_layers
     first = _draft_work(ph, lay, x, m, seqs, kv_seq, width, touched, False).times(*rates, bt.first_experts)
@@ -767,22 +773,21 @@ def row_floor(ph: Physics, disagg: Any) -> Any:
     return np.where(disagg > 0, ph.disagg_overhead_per_layer_s, ph.overhead_per_layer_s)
 
 
-def _two_batch_step(
-    ph: Physics, lay: Columns, x: Columns, m, width, kv_seq, moe_rate, layers_s, a2a, floor, pool
-):
+def _two_batch_step(ph: Physics, lay: Columns, x: Columns, bt: BatchTerms, layers_s, a2a, floor, pool):
     """The layers' time and the exposed all-to-alls of a decode step run as two half-batches (the
     stack's two-batch overlap), where that is shorter than ``layers_s + a2a`` run serially: each
     half streams the touched experts again and pays its kernels' floor and collective latencies,
     and its dispatch and combine run while the other half computes, short of the communication
-    SMs. Returns (layers, exposed all-to-alls, overlapped or not) per row."""
+    SMs. Returns (layers, exposed all-to-alls, overlapped or not) per row. (``bt``: the rows'
+    :class:`BatchTerms`, which hold each half's experts and the halves' all-to-alls.)"""
     import numpy as np
 
-    pp, s, e = lay["pp"], lay["s"], lay["e"]
-    touched = f.experts_touched_share(m * width / 2, ph.top_k / ph.experts)
+    m, moe_rate = bt.m, ph.gemm_rate * ph.moe_share
     seqs = busiest_rank_sequences(x, m / 2, x["d"], pool)
-    half = _target_work(ph, lay, x, m / 2, seqs, width, kv_seq, touched)
-    halves = 2.0 * _layers_seconds(ph, pp * half.seconds(ph, x["attn_rate"], moe_rate), floor)
-    a2a_halves = 2.0 * ph.moe_layers * _expert_collectives(ph, x, m * width / 2, s, e)
+    half = _target_work(ph, lay, x, m / 2, seqs, bt.width, bt.kv_seq, None, False)
+    rates = (ph, x["attn_rate"], moe_rate, bt.half_experts)
+    halves = 2.0 * _layers_seconds(ph, lay["pp"] * half.times(*rates).seconds(), floor)
+    a2a_halves = bt.half_a2a
     overlapped = f.two_batch_seconds(halves, a2a_halves, ph.overlap_sm_share, True)
     computing = np.minimum(halves / (1.0 - ph.overlap_sm_share), overlapped)
     tbo = (x["n_a2a"] > 0) & (overlapped < layers_s + a2a)
