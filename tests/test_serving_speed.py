@@ -299,3 +299,30 @@ def test_a_prefill_partners_columns_at_the_rows_are_those_gathered_from_every_la
             for k, v in each.items():
                 assert v.dtype == gathered[k].dtype and v.tobytes() == gathered[k].tobytes(), k
             assert (each["handoff_s"] > 0).all() and (each["prefill_s"] > 0).all()
+
+
+@pytest.mark.parametrize("hw, model", [("gb200-nvl72", "deepseek-r1"), ("gb200-nvl72", "kimi-k2")])
+def test_the_layout_rules_at_the_rows_are_those_gathered_from_every_layout(catalog, hw, model):
+    # _checks works a pinned grid's few rows' layout rules (the layers, the heads, the experts,
+    # the reach, the weights, the KV cache) out at their own layouts, and a grid of as many rows as
+    # layouts once per layout, gathered: every check's mask the same either way, over rows drawn
+    # from every layout, each rule broken by some and kept by others (every third layout given
+    # more stages than layers: no default layout breaks that rule, a pinned `--layout pp100` does)
+    g = search(context(catalog, hw, model), Shape(), Pins())
+    n = len(g.lay["g"])
+    lay = g.lay | {"pp": np.where(np.arange(n) % 3 == 0, g.ph.layers + 1, g.lay["pp"])}
+    reach = grid._within_reach(g.ph, lay, g.pins)
+    rng = np.random.default_rng(5)
+    for li in (np.array([n - 1]), rng.integers(0, n, 7), rng.integers(0, n, 2 * n), np.arange(0)):
+        ones = np.ones(len(li))
+        r = {"layout": li, "prefill_ok": ones > 0, "tokens_per_s_per_gpu": ones}
+        r |= {"tokens_per_s_per_user": ones, "step_s": ones}
+        fits = rng.random(len(li)) < 0.5
+        each = grid._checks(g.ph, lay, g.x, r, fits, reach, per_layout=False).checks
+        gathered = grid._checks(g.ph, lay, g.x, r, fits, reach, per_layout=True).checks
+        assert [c for c, _ in each] == [c for c, _ in gathered]
+        for (c, a), (_, b) in zip(each, gathered, strict=True):
+            assert a.dtype == b.dtype == bool and a.tobytes() == b.tobytes(), c
+        if len(li) > n:  # the six layout columns' checks: each broken by some rows, kept by others
+            for c, mask in each[:6]:
+                assert mask.any() and not mask.all(), c

@@ -525,23 +525,34 @@ def _hole_partners(lay: dict, pf: dict):
 LAYOUT_RULES = 4
 
 
-def _checks(ph: Physics, lay: dict, x: dict, r: dict, fits: Any, reach: Any) -> Space:
+def _checks(
+    ph: Physics, lay: dict, x: dict, r: dict, fits: Any, reach: Any, per_layout: bool | None = None
+) -> Space:
     """The requirements, in the order a message names the first a row fails (``fits``: per row,
     whether its batch fits its layout's KV capacity and batch cap; ``reach``: per layout,
-    :func:`_within_reach`)."""
+    :func:`_within_reach`). The layout rules are worked out once per layout and gathered to the rows
+    (``per_layout``) where there are as many rows as layouts, else at the rows' own layouts (a
+    pinned grid's handful of rows among thousands of layouts), the same masks."""
     import numpy as np
 
     space = Space({"row": r["layout"]})
     li = r["layout"]
-    layers, heads, experts, reached, weights, kv = masks_at(
-        li,
-        lay["pp"] <= ph.layers,
-        _tp_divides_heads(ph, lay),
-        _ep_within_experts(ph, lay),
-        reach,
-        x["free_gpu"] > 0,
-        x["rank_max"] >= 1,
-    )
+    if per_layout is None:
+        per_layout = len(li) >= len(lay["g"])
+    if not per_layout:  # each rule at the rows' own layouts
+        at = {k: lay[k][li] for k in ("pp", "t", "k", "e")}
+        layers, heads, experts = at["pp"] <= ph.layers, _tp_divides_heads(ph, at), _ep_within_experts(ph, at)
+        reached, weights, kv = reach[li], x["free_gpu"][li] > 0, x["rank_max"][li] >= 1
+    else:  # each rule once per layout, gathered to the rows at once
+        layers, heads, experts, reached, weights, kv = masks_at(
+            li,
+            lay["pp"] <= ph.layers,
+            _tp_divides_heads(ph, lay),
+            _ep_within_experts(ph, lay),
+            reach,
+            x["free_gpu"] > 0,
+            x["rank_max"] >= 1,
+        )
     # the layers first: a stage count beyond them fails with every stage size (`--layout pp100` on 80
     # layers was refused by the heads, which its 24-GPU stages break)
     space.require(f"more pipeline stages than the {ph.layers} layers", layers)
