@@ -1155,9 +1155,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         # the step's memory from the bytes priced here (the same numbers row by row, not again)
         known = tuple(v if whole or not np.ndim(v) else v[rows] for v in (state_of, host_of, acts, kept))
         sub_mm = mm if whole else index_terms(mm, rows)
-        shared = tuple(
-            tuple(v if sub is macro or not np.ndim(v) else v[at] for v in h) for h in (held, sizes)
-        )
+        shared = (held, sizes) if sub is macro else (_held_at(held, at), _held_at(sizes, at))
         out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, sub_mm, x, known, shared)
         priced.append((first, k, rows, out))
         spt_k = np.full(n * k, np.inf)
@@ -1268,7 +1266,8 @@ def finish(P: sr.Columns, mm: dict, x: dict, held: Any = None) -> dict[str, Any]
 
 
 def _held_at(held: tuple, rows: Any) -> tuple:
-    """:func:`~ipd_cli.engine.trainstep.params_per_gpu` of a plan table at its rows ``rows``."""
+    """:func:`~ipd_cli.engine.trainstep.params_per_gpu` (or :func:`~ipd_cli.engine.trainstep.
+    dp_groups`) of a plan table at its rows ``rows``: each array taken there, a number as it is."""
     import numpy as np
 
     return tuple(v[rows] if np.ndim(v) else v for v in held)
