@@ -320,12 +320,15 @@ def _log_poisson_pmf(c: Any, a: Any) -> Any:
 
     if not _LOG_FACTORIALS:
         _LOG_FACTORIALS.append(_log_factorials())
+
+    def tabled(c: Any, a: Any) -> Any:  # log(c!) from the table
+        return c * np.log(a) - a - _LOG_FACTORIALS[0][c.astype(np.int64)]
+
     small = c < LGAMMA_TABLE
     if small.all():  # (most pools: the table's, without gathering the elements and scattering back)
-        return c * np.log(a) - a - _LOG_FACTORIALS[0][c.astype(np.int64)]
+        return tabled(c, a)
     out = np.empty(c.shape)
-    cs, as_ = c[small], a[small]
-    out[small] = cs * np.log(as_) - as_ - _LOG_FACTORIALS[0][cs.astype(np.int64)]
+    out[small] = tabled(c[small], a[small])
     cl, al = c[~small], a[~small]
     d = cl - al
     series = 1 / (12 * cl) - 1 / (360 * cl**3) + 1 / (1260 * cl**5)
