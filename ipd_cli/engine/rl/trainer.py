@@ -227,8 +227,8 @@ def trainer(r: TrainerRates, w: RlWorkload, train_gpus: int) -> Trainer:
     i = table.best(train_gpus)
     if i is None:
         raise InfeasibleError(f"no parallelism plan holds the training state on {counted(train_gpus)}")
-    kept = r.rows.get((id(table), i))
-    if kept is None or kept[0] is not table:
+    kept = r.rows.get((id(table), i))  # (the table is held beside its numbers: its id is its own)
+    if kept is None:
         kept = r.rows[(id(table), i)] = (table, _row_numbers(r, table, i))
     n = kept[1]
     return Trainer(
