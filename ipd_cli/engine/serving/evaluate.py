@@ -620,7 +620,7 @@ def batch_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> BatchTerms
     firsts, laters = pp * (k > 0), pp * np.maximum(k - 1, 0)
     experts = ph.draft_expert_bytes > 0
     first_coll = n * (layer_ar + layer_a2a if experts else layer_ar)  # (:func:`_layer_collectives`)
-    moe_rate = ph.gemm_rate * ph.moe_share
+    moe_rate = ph.moe_rate
     target_experts = _expert_times(ph, moe_rate, *_target_experts(ph, lay, x, m, width, touched))
     first_experts = _expert_times(ph, moe_rate, *_draft_experts(ph, lay, x, m, width, touched))
     later_coll = later_experts = None
@@ -652,7 +652,7 @@ def pooled_step_terms(
     pp, t, d = lay["pp"], lay["t"], x["d"]
     width, m, kv_seq, touched, firsts, laters = bt.width, bt.m, bt.kv_seq, bt.touched, bt.firsts, bt.laters
     seqs = rank_sequences(x, m, d, pool)  # of the busiest attention rank
-    moe_rate = ph.gemm_rate * ph.moe_share
+    moe_rate = ph.moe_rate
     rates = (ph, x["attn_rate"], moe_rate)
     target = _target_work(ph, lay, x, m, seqs, width, kv_seq, touched, False).times(*rates, bt.target_experts)
     work = pp * target.seconds()
@@ -782,7 +782,7 @@ def _two_batch_step(ph: Physics, lay: Columns, x: Columns, bt: BatchTerms, layer
     :class:`BatchTerms`, which hold each half's experts and the halves' all-to-alls.)"""
     import numpy as np
 
-    m, moe_rate = bt.m, ph.gemm_rate * ph.moe_share
+    m, moe_rate = bt.m, ph.moe_rate
     seqs = busiest_rank_sequences(x, m / 2, x["d"], pool)
     half = _target_work(ph, lay, x, m / 2, seqs, bt.width, bt.kv_seq, None, False)
     rates = (ph, x["attn_rate"], moe_rate, bt.half_experts)

@@ -162,6 +162,11 @@ class Physics:
         return self.prefix + self.isl + self.osl
 
     @property
+    def moe_rate(self) -> float:
+        """FLOP/s per GPU of a decode step's expert GEMMs (the dense GEMM rate at the MoE share)."""
+        return self.gemm_rate * self.moe_share
+
+    @property
     def request_tokens(self) -> int:
         """Tokens a request brings and takes (new prompt and output; its cached context not)."""
         return self.isl + self.osl
