@@ -2669,6 +2669,28 @@ def test_the_searches_leave_out_the_module_set_terms_no_plan_reads_bits(catalog,
     assert "set_gemm_s" in tpn._micro(x, 64, {"rc": rc})[1]
 
 
+def test_set_terms_names_the_terms_module_terms_gives(catalog, monkeypatch):
+    """A plan search that pins no module-set policy leaves ts.SET_TERMS out of its grid
+    (trainplan.grid_terms): the list is spelt beside module_terms, so it must name exactly the terms
+    module_terms gives (one it missed would be priced and stacked for nothing; one it named that
+    another part of micro_terms gives would be dropped where a policy reads it)."""
+    given = []
+    real = ts.module_terms
+
+    def recorded(*args):
+        terms = real(*args)
+        given.append(set(terms))
+        return terms
+
+    monkeypatch.setattr(ts, "module_terms", recorded)
+    x = inputs(catalog, "h100-sxm", "llama-3.1-70b")
+    rc = tpn.parse_plan("recompute=core_attn+mlp")["rc"]
+    terms = tpn._micro(x, 64, {"rc": rc})[1]
+    assert given and all(g == set(ts.SET_TERMS) for g in given)
+    assert set(ts.SET_TERMS) <= set(terms)
+    assert not set(ts.SET_TERMS) & set(tpn._micro(inputs(catalog, "h100-sxm", "llama-3.1-70b"), 64, {})[1])
+
+
 def test_evaluate_stacked_by_policy_gives_the_policy_by_policy_bits(catalog, monkeypatch):
     """Issue 16: evaluate prices a few rows' recompute policies in one pass (rows stacked by
     policy), takes each row's terms and step under its chosen policy from that pass (a row no
