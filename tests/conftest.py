@@ -41,7 +41,7 @@ def _rewrite_share(config) -> list:
     from pathlib import Path
 
     worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    if sys.dont_write_bytecode or not worker or not count or int(count) < 2:
+    if not worker or not count or int(count) < 2:
         return []
     if config.getoption("assertmode") != "rewrite" or str(config.getoption("importmode")) != "prepend":
         return []  # no rewriting, or test modules imported under other names than here
@@ -63,20 +63,66 @@ def _rewrite_share(config) -> list:
     return share
 
 
+# Where no bytecode is written (PYTHONDONTWRITEBYTECODE=1, as a developer's shell may have it),
+# pytest writes no rewritten file, so each worker rewrote every file (~3.5 s CPU a worker of its
+# ~9 s collection). There the workers share them through the session's temporary directory, never
+# the source tree: during the collection, pytest's hook looks for a test file's rewritten code
+# there (rewrite.get_cache_dir; it reads there, and writes nowhere without bytecode), and each
+# worker first rewrites its own share into it (the same code the hook would make: rewrite's own
+# functions). The rest is as above: a file not there yet is rewritten by the hook as before.
+def _rewrites_in_the_session_directory(config, share: list):
+    """Share the rewritten ``share`` through the session's directory; the undo, or None (pytest's
+    internals moved or no session directory: nothing is shared, every file is rewritten as before)."""
+    from pathlib import Path
+
+    from _pytest.assertion import rewrite
+
+    names = ("get_cache_dir", "_rewrite_test", "_write_pyc", "assertstate_key", "PYC_TAIL")
+    parts = [getattr(rewrite, name, None) for name in names]
+    factory = getattr(config, "_tmp_path_factory", None)
+    if None in parts or factory is None:
+        return None
+    get_cache_dir, rewrite_test, write_pyc, key, tail = parts
+    here = Path(__file__).resolve().parent
+    shared = factory.getbasetemp().parent / "rewritten-tests"  # every worker's basetemp's parent
+    shared.mkdir(exist_ok=True)
+    rewrite.get_cache_dir = lambda fn: shared if Path(fn).parent == here else get_cache_dir(fn)
+    state = config.stash[key]
+    for path in share:
+        try:
+            source_hash, co = rewrite_test(path, config)
+        except Exception:  # a file that does not compile: the collection reports it
+            continue
+        write_pyc(state, co, source_hash, shared / (path.name[:-3] + tail))
+
+    def undo() -> None:
+        rewrite.get_cache_dir = get_cache_dir
+
+    return undo
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session):
     import importlib
 
-    for path in _rewrite_share(session.config):
-        if path.stem in sys.modules:
-            continue
-        try:  # as the collection imports it (importmode prepend: tests/ is on sys.path)
-            importlib.import_module(path.stem)
-        except BaseException as e:  # the collection imports it again and reports what it raises
-            sys.modules.pop(path.stem, None)
-            if isinstance(e, KeyboardInterrupt):
-                raise
-    return (yield)
+    share = _rewrite_share(session.config)
+    undo = None
+    if share and sys.dont_write_bytecode:
+        undo = _rewrites_in_the_session_directory(session.config, share)
+    try:
+        for path in share:
+            if path.stem in sys.modules:
+                continue
+            try:  # as the collection imports it (importmode prepend: tests/ is on sys.path)
+                importlib.import_module(path.stem)
+            except BaseException as e:  # the collection imports it again and reports what it raises
+                sys.modules.pop(path.stem, None)
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+        return (yield)
+    finally:
+        if undo is not None:
+            undo()
 
 
 # pytest-xdist hands each worker whole test files (``--dist loadfile`` in pyproject.toml): the
