@@ -581,14 +581,15 @@ class BatchTerms(NamedTuple):
     half_a2a: Any  # both halves' dispatch and combine, every MoE layer (None: no overlap)
 
     def at(self, rows: Any) -> BatchTerms:
-        """The terms of ``rows`` (the first axis of each array; a number stays as it is)."""
+        """The terms of ``rows`` (the last axis of each array; a number stays as it is)."""
         return BatchTerms(*_terms_at(self, rows))
 
 
 def _terms_at(terms: tuple, rows: Any) -> list:
-    """``terms`` at ``rows``: each array's first axis taken, a tuple's arrays the same way."""
+    """``terms`` at ``rows``: each array's last axis taken (the rows of a column, the layouts of a
+    batches x layouts table), a tuple's arrays the same way."""
     return [
-        type(v)(*_terms_at(v, rows)) if isinstance(v, tuple) else v[rows] if getattr(v, "ndim", 0) else v
+        type(v)(*_terms_at(v, rows)) if isinstance(v, tuple) else v[..., rows] if getattr(v, "ndim", 0) else v
         for v in terms
     ]
 
