@@ -35,20 +35,39 @@ def _same(a, b) -> bool:
 )
 def test_a_rows_step_parts_are_those_of_every_row_at_once(catalog, hw, model, stack):
     g = search(context(catalog, hw, model), Shape(stack=stack), Pins())
+    whole, live = _every_row_at_once(g)
+    if stack == "sglang":
+        assert (whole["tbo"][live] == 1).any()  # two-batch overlap is among the parts checked
+    rows = np.random.default_rng(0).choice(len(live), 400, replace=False)
+    work_out_parts(g, rows[:200])  # some at once, the rest one by one
+    for i in rows:
+        parts = step_parts(g, int(i))
+        for key, col in whole.items():
+            assert _same(parts[key], col[i] if live[i] else np.nan), (int(i), key)
+
+
+def _every_row_at_once(g):
+    """Every row's step parts (:func:`step_terms` of the rows as a flat table: no grouping of the
+    layouts' experts shares, no transposed blocks), checked against the grid's steps to the bit;
+    and which rows run."""
     r = g.rows
     li = r["layout"]
     with np.errstate(all="ignore"):  # every row at once, as the search once kept them
         whole = step_terms(g.ph, take(g.lay, li), take(g.x, li), r["batch"], pool=r["disagg"])
     live = ~np.isnan(r["step_s"])
     assert whole["step_s"][live].tobytes() == r["step_s"][live].tobytes()
-    if stack == "sglang":
-        assert (whole["tbo"][live] == 1).any()  # two-batch overlap is among the parts checked
-    rows = np.random.default_rng(0).choice(len(li), 400, replace=False)
-    work_out_parts(g, rows[:200])  # some at once, the rest one by one
-    for i in rows:
-        parts = step_parts(g, int(i))
-        for key, col in whole.items():
-            assert _same(parts[key], col[i] if live[i] else np.nan), (int(i), key)
+    return whole, live
+
+
+def test_a_refined_grids_steps_are_those_of_every_row_at_once(catalog):
+    # the finer ladder's rungs, over a block of layouts large enough to share their experts' shares
+    # by group (a draft depth, stages and attention DP ranks apiece)
+    g = search(context(catalog, "gb200-nvl72", "deepseek-r1"), Shape(), Pins())
+    li = g.rows["layout"]
+    first = np.flatnonzero(np.diff(li, prepend=-1) != 0)  # a row of each layout
+    fine = grid.refine(g, first[:: max(1, len(first) // 200)].tolist())
+    assert fine is not None and len(np.unique(fine.rows["layout"])) >= 2 * grid.GROUPED_LAYOUTS
+    _every_row_at_once(fine)
 
 
 def _plain_bisection(ph, lay, x, target):

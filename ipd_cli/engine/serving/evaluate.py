@@ -506,7 +506,7 @@ def _draft_experts(ph: Physics, lay: Columns, x: Columns, m: Any, width: Any, to
     if not ph.draft_expert_bytes:  # an EAGLE layer has no experts to touch
         touched = 0.0
     elif touched is None:  # (the target's at the same tokens where the caller has it)
-        touched = f.experts_touched_share(m * width, ph.top_k / ph.experts)
+        touched = touched_share(ph)(m * width)
     return (
         ph.draft_expert_bytes * x["experts_held"] * touched,
         m * width * ph.draft_expert_flops_per_token / lay["s"] * x["imb_ep"],
@@ -594,16 +594,21 @@ def _terms_at(terms: tuple, rows: Any) -> list:
     ]
 
 
-def batch_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> BatchTerms:
-    """:class:`BatchTerms` of rows (``lay`` and ``x``: as :func:`step_terms` takes them)."""
+def batch_terms(ph: Physics, lay: Columns, x: Columns, batch: Any, share: Any = None) -> BatchTerms:
+    """:class:`BatchTerms` of rows (``lay`` and ``x``: as :func:`step_terms` takes them). ``share``:
+    the share of the routed experts a stage's tokens touch, of the tokens (an array of the rows,
+    worked out of their batch, stages and draft depth alone); by default
+    :func:`formulas.experts_touched_share` of the model's top-k of its experts."""
     import numpy as np
 
+    if share is None:
+        share = touched_share(ph)
     pp, s, t, e, d, k = lay["pp"], lay["s"], lay["t"], lay["e"], x["d"], lay["k"]
     width = 1.0 + k  # tokens each sequence runs through the target per step (verify)
     m = stage_sequences(batch, pp)
     kv_seq = x["kv_tok"] * x["copies"] / t * ph.context_mean  # one sequence's KV bytes, all layers
     tokens = m * width  # a stage's tokens per step
-    touched = f.experts_touched_share(tokens, ph.top_k / ph.experts)
+    touched = share(tokens)
     cb, h = ph.collective_bytes, ph.hidden
     # one layer's attention all-reduces and one MoE layer's dispatch and combine at the stage's
     # tokens: the target's, and again the draft's first pass (the same tokens), worked out once
@@ -627,14 +632,16 @@ def batch_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> BatchTerms
     later_coll = later_experts = None
     if _any(k > 0):
         later_coll = n * _layer_collectives(ph, x, m, d, s, t, e, experts=experts)
-        later_experts = _expert_times(ph, moe_rate, *_draft_experts(ph, lay, x, m, 1.0))
+        # (a later pass runs one token a sequence; the experts it touches where the draft has any)
+        later_touched = share(m * 1.0) if ph.draft_expert_bytes else None
+        later_experts = _expert_times(ph, moe_rate, *_draft_experts(ph, lay, x, m, 1.0, later_touched))
     # host work per sequence (sampling, stop checks, bookkeeping) for each token it verifies
     rank_seqs = np.ceil(batch / d)  # a scheduler rank's sequences
     fixed = f.step_overhead_seconds(ph.overhead_s, ph.overhead_per_sequence_s * width, rank_seqs)
     # two-batch overlap: each half's experts and the halves' all-to-alls (at half the tokens)
     half_experts = half_a2a = None
     if ph.two_batch_overlap:
-        half_touched = f.experts_touched_share(m * width / 2, ph.top_k / ph.experts)
+        half_touched = share(m * width / 2)
         half_experts = _expert_times(ph, moe_rate, *_target_experts(ph, lay, x, m / 2, width, half_touched))
         half_a2a = 2.0 * ph.moe_layers * _expert_collectives(ph, x, m * width / 2, s, e)
     return BatchTerms(
@@ -642,6 +649,16 @@ def batch_terms(ph: Physics, lay: Columns, x: Columns, batch: Any) -> BatchTerms
         firsts, laters, first_coll, later_coll, target_experts, first_experts, later_experts,
         rank_seqs, fixed, half_experts, half_a2a,
     )  # fmt: skip
+
+
+def touched_share(ph: Physics) -> Any:
+    """:func:`formulas.experts_touched_share` of a stage's tokens, for the model's top-k of its
+    experts (:func:`batch_terms`'s ``share``)."""
+
+    def share(tokens: Any) -> Any:
+        return f.experts_touched_share(tokens, ph.top_k / ph.experts)
+
+    return share
 
 
 def pooled_step_terms(

@@ -59,6 +59,7 @@ from .evaluate import (
     pooled_step_terms,
     prompt_with_stall,
     step_terms,
+    touched_share,
 )
 from .physics import Physics
 
@@ -276,18 +277,19 @@ def _batches(
 ):
     """Per layout, the batch ladder (sequences per scheduler rank, times the ranks), the
     KV-capacity limit and, at a target speed per user, the largest batch that meets it
-    (aggregated and disaggregated); a pinned concurrency replaces them all."""
+    (aggregated and disaggregated); a pinned concurrency replaces them all. And how many of the
+    first columns are the ladder's (each its rung times the layout's ranks; 0: pinned)."""
     import numpy as np
 
     d, cap = x["d"], np.maximum(x["rank_max"], 1.0)
     if pins.concurrency is not None:
-        return np.full((len(d), 1), float(pins.concurrency))
+        return np.full((len(d), 1), float(pins.concurrency)), 0
     ladder = np.array([b for b in rungs if b <= ph.max_batch_per_rank], dtype=float)
     cols = [np.broadcast_to(ladder, (len(d), len(ladder))) * d[:, None], (cap * d)[:, None]]
     if target is not None:
         agg, dis = _batch_for_target(ph, lay, x, target)
         cols += [agg[:, None], dis[:, None]]
-    return np.concatenate(cols, axis=1)
+    return np.concatenate(cols, axis=1), len(ladder)
 
 
 def _batch_for_target(ph: Physics, lay: dict, x: dict, target: float):
@@ -767,7 +769,7 @@ def _evaluate(
     lay_k, x_k = columns(lay, STEP_LAYOUT), columns(x, KEPT_TERMS)
     if keep.size < n_all:  # (``keep``: ascending, each once)
         lay_k, x_k = take(lay_k, keep), take(x_k, keep)
-    batches = _batches(ph, lay_k, x_k, pins, target, rungs)
+    batches, ladder = _batches(ph, lay_k, x_k, pins, target, rungs)
     n_lay, n_b = batches.shape
     li = np.repeat(keep, n_b)  # row r is layout keep[r // n_b] at batches[r // n_b, r % n_b]
     batch = batches.reshape(-1)
@@ -783,7 +785,7 @@ def _evaluate(
     runs = ((x_k["free_gpu"] > 0) & (x_k["rank_max"] >= 1))[:, None] & fits
     live = np.flatnonzero(runs)
     n = len(batch)
-    rows = _decode_rows(ph, lay_k, x_k, batches, modes)
+    rows = _decode_rows(ph, lay_k, x_k, batches, modes, ladder)
     # disaggregated serving on the rows that can run (a search over pool sizes per row)
     lr = li[live]
     x_r = {k: x[k][lr] for k in ("accepted", "paid")}  # the decode columns disaggregated() reads
@@ -942,12 +944,15 @@ def _as_floats(cols: dict[str, Any]) -> dict[str, Any]:
     return {k: v.astype(float) if v.dtype.kind in "iu" else v for k, v in cols.items()}
 
 
-def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int, ...]) -> dict[str, Any]:
+def _decode_rows(
+    ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int, ...], ladder: int
+) -> dict[str, Any]:
     """The decode step (:func:`step_terms`, without its parts: :func:`step_parts` works them out
     for the rows a result reports) and aggregated serving of every row of the (layout x batch)
     table, as row columns of every mode kept (``modes``, each ``batches.size`` rows): the step in
     each mode's rows, aggregated serving in the aggregated rows (the disaggregated rows' part left
-    to fill). ``lay`` and ``x``: the layouts' columns, one row per row of ``batches``.
+    to fill). ``lay`` and ``x``: the layouts' columns, one row per row of ``batches``, whose first
+    ``ladder`` columns are the batch ladder's (:func:`_batches`).
 
     Each layout's columns stand as a row (1 x layouts) against its batches (batches x layouts), so
     the terms that do not depend on the batch are computed once per layout, not once per row, and
@@ -971,7 +976,8 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
         b = min(a + per_block, n_lay)
         lay_b, x_b = ({k: v[None, a:b] for k, v in cols.items()} for cols in (lay, x))
         batch_b = np.ascontiguousarray(batches[a:b].T)  # batches x layouts
-        bt = batch_terms(ph, lay_b, x_b, batch_b)  # (both modes': worked out once)
+        share = _share_by_group(ph, lay_b, x_b, ladder) if b - a >= GROUPED_LAYOUTS else None
+        bt = batch_terms(ph, lay_b, x_b, batch_b, share)  # (both modes': worked out once)
         step = pooled_step_terms(ph, lay_b, x_b, batch_b, bt, parts=False)
         agg = aggregated(ph, x_b, batch_b, step["step_s"])
         pool = step
@@ -985,6 +991,38 @@ def _decode_rows(ph: Physics, lay: dict, x: dict, batches: Any, modes: tuple[int
                     at = out[key][j * n + a * n_b : j * n + b * n_b].reshape(b - a, n_b)
                     at[:] = (pool[key] if key in step and m == 1 else values).T  # layout-major rows
     return out
+
+
+def _share_by_group(ph: Physics, lay: dict, x: dict, ladder: int) -> Any:
+    """:func:`batch_terms`'s ``share`` of a block of layouts (``lay`` and ``x``: rows, 1 x layouts)
+    whose first ``ladder`` batches are the ladder's: those rows worked out once per group of layouts
+    of the same attention DP ranks, pipeline stages and draft depth, and gathered to the group. A
+    ladder batch is its rung times the ranks, and a stage's tokens (their halves, a later draft
+    pass's one a sequence) are worked out of the batch, the stages and the depth alone: the same
+    numbers across a group, so the same shares. Their power costs as much as thirty of a step's
+    other operations, and a block of DeepSeek-R1 on GB200's 600 layouts has 30 to 90 groups."""
+    import numpy as np
+
+    plain = touched_share(ph)
+    keys = [distinct(col[0], inverse=True)[1] for col in (x["d"], lay["pp"], lay["k"])]
+    n = len(keys[0])
+    _, group = distinct((keys[0] * n + keys[1]) * n + keys[2], inverse=True)  # (each key < n)
+    one = np.empty(int(group.max()) + 1, dtype=np.intp)
+    one[group] = np.arange(n)  # a layout of each group (any: the group's shares are the same)
+
+    def share(tokens: Any) -> Any:  # (tokens: batches x layouts)
+        out = np.empty_like(tokens)
+        out[:ladder] = plain(tokens[:ladder, one])[:, group]
+        out[ladder:] = plain(tokens[ladder:])
+        return out
+
+    return share
+
+
+# layouts a block of decode rows holds from which its experts' shares are worked out per group
+# (:func:`_share_by_group`): below them the grouping's own dozen numpy calls cost about what the
+# powers it saves do (a pinned grid's handful of layouts)
+GROUPED_LAYOUTS = 32
 
 
 def _pool_step(
