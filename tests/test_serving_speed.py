@@ -70,6 +70,17 @@ def test_a_refined_grids_steps_are_those_of_every_row_at_once(catalog):
     _every_row_at_once(fine)
 
 
+def test_the_additive_floor_is_the_general_forms_numbers():
+    # p = 1 (the catalog's): the floor and the work added, (f^1 + w^1)^(1/1) to the bit
+    work = np.array([0.0, -0.0, 5e-324, 1e-7, 3.3e-5, 0.1, 7.0, 1e300, np.inf, -np.inf, np.nan])
+    for floor in (0.0, 6.83e-05, 1e-4, np.inf, np.full(len(work), 1e-4), 1):
+        with np.errstate(all="ignore"):  # (inf - inf)
+            fast = f.floor_combined_seconds(floor, work, 1.0)
+            general = f.floor_combined_seconds(floor, work, np.array(1.0))  # (an array p: the power form)
+        assert np.asarray(fast).tobytes() == np.asarray(general).tobytes(), floor
+    assert _same(f.floor_combined_seconds(1e-4, 3.3e-5, 1), (1e-4**1 + 3.3e-5**1) ** (1.0 / 1))
+
+
 def _plain_bisection(ph, lay, x, target):
     """:func:`grid._batch_for_target` as it was: every row through every step."""
     n = len(x["d"])

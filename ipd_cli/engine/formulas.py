@@ -715,6 +715,9 @@ def floor_combined_seconds(floor_s, work_s, exponent):
     """A layer's time from the floor its kernels take (launch, ramp, small kernels) and the work
     its rooflines give: (floor^p + work^p)^(1/p). p = 1 adds them (a fixed cost at every batch);
     a large p takes the larger (the floor hides under work once the kernels are busy)."""
+    if isinstance(exponent, _NUMBERS) and exponent == 1:  # the sum, the same numbers: x^1 is x
+        # exactly (the catalog's p; each power costs a serving step's grid two multiplications)
+        return floor_s + work_s
     return (floor_s**exponent + work_s**exponent) ** (1.0 / exponent)
 
 
