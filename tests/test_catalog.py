@@ -689,6 +689,21 @@ def test_a_read_yaml_copy_is_the_parsed_document_and_independent_of_the_cache(tm
     assert second["a"] is not second["b"]
 
 
+def test_set_values_do_not_push_a_parsed_file_out_of_the_cache(tmp_path, monkeypatch):
+    # read_yaml keeps the last 64 documents it parsed; a --set value (keep=False) is not kept, so
+    # calibrate's ~1,000 trial values no longer pushed the validation cases out (~180 ms to parse
+    # them again at the next `ipd validate` of the process); a value still parses as before
+    from ipd_cli.catalog import yamlio
+    from ipd_cli.catalog.overrides import parse
+
+    monkeypatch.setattr(yamlio, "_PARSED", {})
+    text = "a: {k: [1, 2]}\n"
+    yamlio.read_yaml(tmp_path / "f.yaml", text)
+    values = parse([f"economics.pue={1 + i / 1000}" for i in range(2 * yamlio._PARSED_MAX)])
+    assert [o.value for o in values[:2]] == [1.0, 1.001]
+    assert list(yamlio._PARSED) == [text]
+
+
 def _ranged(node, path):
     """(dotted path, low, high) of every sourced value with a range under ``node`` (a dump)."""
     if isinstance(node, dict):

@@ -56,7 +56,7 @@ def parse(items: list[str]) -> list[Override]:
         path = path.strip()
         if not sep or not path or not text.strip():
             raise InputError(f"`sets` {item!r}: expected PATH=VALUE, e.g. economics.pue=1.2")
-        value = read_yaml(f"`sets` {path}", text=text.strip())
+        value = read_yaml(f"`sets` {path}", text=text.strip(), keep=False)
         if isinstance(value, dict):
             raise InputError(f"`sets` {path}: give a single value, not a mapping")
         out.append(Override(path, value, item))

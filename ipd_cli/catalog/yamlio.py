@@ -179,12 +179,13 @@ def read_text(path: Path, name: str) -> str:
         raise InputError(f"{name}: not UTF-8 text (byte {e.start}); save the file as UTF-8 YAML") from None
 
 
-def read_yaml(path: Path | str, text: str | None = None, label: str | None = None) -> Any:
+def read_yaml(path: Path | str, text: str | None = None, label: str | None = None, keep: bool = True) -> Any:
     """Parse one YAML document safely; every failure is a one-line InputError naming the file.
 
     Refused: anything but a regular file (FIFOs, devices), files over MAX_FILE_BYTES, non-UTF-8
     or binary content, Python tags (safe loader), duplicate keys, nesting deeper than MAX_DEPTH
-    and alias expansion beyond MAX_NODES.
+    and alias expansion beyond MAX_NODES. ``keep``: the document is kept for the next read of the
+    same text (see ``_PARSED``).
     """
     name = label or str(path)
     if text is None:
@@ -201,7 +202,7 @@ def read_yaml(path: Path | str, text: str | None = None, label: str | None = Non
     doc = _PARSED.get(text)
     if doc is None:
         doc = _parse(text, name)
-        if len(text) <= _PARSED_TEXT_MAX:
+        if keep and len(text) <= _PARSED_TEXT_MAX:
             while len(_PARSED) >= _PARSED_MAX:
                 del _PARSED[next(iter(_PARSED))]  # the oldest
             _PARSED[text] = doc
@@ -228,7 +229,9 @@ _SCALARS = frozenset({str, int, float, bool, type(None), bytes, datetime.date, d
 
 # Documents already parsed in this process, by their text: a process that loads the catalog again
 # with other user directories (the API, tests) parses the built-in files once. Parsing is about ten
-# times the cost of the copy each read returns.
+# times the cost of the copy each read returns. A --set value is not kept (keep=False): it parses
+# in ~12 us, and calibrate's ~1,000 trial values pushed the files out, the validation cases among
+# them (~180 ms to parse again, at each `ipd validate` or calibrate of a process after one).
 _PARSED: dict[str, Any] = {}
 _PARSED_MAX = 64
 _PARSED_TEXT_MAX = 1_000_000  # the validation cases (about 460 kB) included
