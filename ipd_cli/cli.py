@@ -236,8 +236,9 @@ def _load(catalog: list[Path] | None, sets: list[str] | None) -> Any:
 
 
 def _emit(result: "BaseModel", fmt: str, output: Path | None = None, cat: Any = None) -> None:
-    written = emit(result, fmt, _ctx(), output)
-    _warn(result, cat)
+    data = result.model_dump(mode="json")  # once, for the output and its warnings
+    written = emit(result, fmt, _ctx(), output, data)
+    _warn(result, cat, data=data)
     if written is not None:
         wrote(written)
 
@@ -315,12 +316,15 @@ def _relabelled_terms(cat: Any) -> list[str]:
     return out
 
 
-def _warn(result: "BaseModel", cat: Any = None, notes: bool = True) -> None:
+def _warn(
+    result: "BaseModel", cat: Any = None, notes: bool = True, data: dict[str, Any] | None = None
+) -> None:
     """What a reader of a table could miss, once more on stderr: blocks that cannot run, a missed
-    service target, a roadmap system (and the result's notes, unless ``notes`` is off)."""
+    service target, a roadmap system (and the result's notes, unless ``notes`` is off). ``data``:
+    the result's ``model_dump(mode="json")`` where the caller has it."""
     from .render.views import warnings
 
-    data = result.model_dump(mode="json")
+    data = result.model_dump(mode="json") if data is None else data
     systems = data.get("systems")
     rows = systems if isinstance(systems, list) else [data]
     names = [r["hardware"] for r in rows if isinstance(r, dict) and isinstance(r.get("hardware"), str)]

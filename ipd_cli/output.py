@@ -18,6 +18,8 @@ from ipd_cli.render import DOCUMENT_FORMATS, EXTENSION_FORMATS, STREAM_FORMATS, 
 from ipd_cli.render.stream import check_chunk, chunk_pieces, rows_in, small_table
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pydantic import BaseModel
 
 
@@ -243,16 +245,19 @@ def write_stdout(text: str) -> None:
             ) from None
 
 
-def _not_finite(node: Any) -> tuple[list[Any], float] | None:
+def _not_finite(
+    node: Any, isfinite: Callable[[float], bool] = math.isfinite
+) -> tuple[list[Any], float] | None:
     """The first NaN or infinite number in a dumped result: the keys down to it, deepest first,
     and the number. Only what is found gets a path: one built at every node made the walk over a
-    comparison's dump 2.4 ms, 1.4 ms without."""
+    comparison's dump 2.4 ms, 1.4 ms without; a tuple of the container types (``dict | list``
+    built a union object at each value) and ``isfinite`` bound once made it 0.9 ms."""
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for key, value in items:
         if isinstance(value, float):
-            if not math.isfinite(value):
+            if not isfinite(value):
                 return [key], value
-        elif isinstance(value, dict | list):
+        elif isinstance(value, (dict, list)):
             found = _not_finite(value)
             if found:
                 found[0].append(key)
@@ -284,9 +289,17 @@ def write_xlsx(result: BaseModel, path: Path) -> None:
     write_bytes(path, buf.getvalue())
 
 
-def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = None) -> Path | None:
+def emit(
+    result: BaseModel,
+    fmt: str,
+    ctx: OutputContext,
+    output: Path | None = None,
+    data: dict[str, Any] | None = None,
+) -> Path | None:
     """Render ``result`` to stdout or, atomically, to ``output``; the file written, if any (the
-    caller says so with :func:`wrote`, after its notes)."""
+    caller says so with :func:`wrote`, after its notes). ``data``: the result's
+    ``model_dump(mode="json")`` where the caller has it (read, never changed)."""
+    # the Python dump: the JSON one writes an untyped field's NaN (a listing item's) as null
     check_finite(result)
     fmt = format_for(fmt, output)
     if fmt == "xlsx":
@@ -295,7 +308,7 @@ def emit(result: BaseModel, fmt: str, ctx: OutputContext, output: Path | None = 
         write_xlsx(result, output)
         return output
     to_stdout = output is None or str(output) == "-"
-    text = render(result, fmt, ctx if to_stdout else replace(ctx, ascii_only=False))  # files: UTF-8
+    text = render(result, fmt, ctx if to_stdout else replace(ctx, ascii_only=False), data)  # files: UTF-8
     if output is None or to_stdout:
         write_stdout(text)
         return None
