@@ -665,6 +665,28 @@ def test_tables_say_yes_or_no_and_show_whole_counts_whole():
     assert [r[1] for r in rows] == ["30", "80.00"]
 
 
+def test_the_dump_emit_shares_is_left_as_it_was_and_renders_as_the_results_own(catalog, capsys):
+    # cli._emit dumps a result once (model_dump(mode="json")) for render and _warn: every format
+    # renders that dump as it renders the result, and neither changes it (the next reader sees
+    # what the result dumps)
+    import copy
+
+    from ipd_cli import compare
+    from ipd_cli.cli import _warn
+    from ipd_cli.render import OutputContext, render
+
+    result = compare(catalog, ["hopper"], "pretrain-10t-moe")
+    data = result.model_dump(mode="json")
+    before = copy.deepcopy(data)
+    for fmt in ("json", "yaml", "csv", "markdown", "table"):
+        assert render(result, fmt, OutputContext(), data) == render(result, fmt, OutputContext()), fmt
+    _warn(result, catalog, data=data)
+    shared = capsys.readouterr().err
+    _warn(result, catalog)
+    assert capsys.readouterr().err == shared
+    assert data == before
+
+
 def test_a_pretraining_shorter_than_its_price_contract_is_noted(catalog):
     # a pricing review: 27,648 Rubin GPUs rented for 30 days at the 3-year reserved $8.50 cost
     # $165M, without a word that the contract for them runs $6.2B (27,648 x 3 x 8,760 h x $8.50;
