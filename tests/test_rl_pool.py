@@ -493,3 +493,87 @@ def test_the_pools_made_ahead_answer_as_those_made_one_by_one(monkeypatch, hardw
     (one, seen_one, calls_one), (many, seen_many, calls_many) = answers
     assert many == one and seen_many == seen_one and len(seen_one) > 2
     assert calls_many < calls_one
+
+
+def test_sizes_taken_by_their_floors_rank_as_every_size_tried():
+    # _least tries sizes in the order of a floor under their steps and stops at the first floor
+    # above the k-th step found: steps 5 3 3 7 4 9 on sizes 1..6, floors 1 3 2 7 3 9.5. In floor
+    # order: 1 (5 s), 3 (3 s), 2 (floor 3, not above 3 s: tied, and the fewer GPUs win), 5 (floor
+    # 3), then 4's floor 7 is above 3 s: 4 and 6 are never tried; the two best, 2 and 3 (ties:
+    # fewer GPUs), as a sort of all six
+    import numpy as np
+
+    from ipd_cli.engine.rl.step import _least
+
+    steps = {1: 5.0, 2: 3.0, 3: 3.0, 4: 7.0, 5: 4.0, 6: 9.0}
+    floors = {1: 1.0, 2: 3.0, 3: 2.0, 4: 7.0, 5: 3.0, 6: 9.5}
+    sizes = list(steps)
+    for k, want in ((1, [2]), (2, [2, 3])):
+        tried: list[int] = []
+        told: list[list[int]] = []
+
+        def step_s(g, tried=tried):
+            tried.append(g)
+            return steps[g]
+
+        got = _least(sizes, k, step_s, told.append, lambda gs: np.array([floors[g] for g in gs]))
+        assert got == want == sorted(sizes, key=lambda g: (steps[g], g))[:k]
+        assert tried == [1, 3, 2, 5] and told == [[1, 3, 2, 5, 4, 6]]  # (one ahead: <= AHEAD_POOLS)
+
+
+def test_a_zooming_split_search_skipping_sizes_by_floor_finds_the_same_split():
+    # 100,000 GPUs in replicas of 3 and 8 (coarse to fine: too many sizes to try each), step
+    # seconds 1 + |gen - 40,001| (40,000 and 40,002 tie at 2 s: the fewer GPUs win), a floor of
+    # half that distance: the same split as without floors, from fewer sizes tried
+    import numpy as np
+
+    from ipd_cli.engine.rl.step import split_gpus
+
+    class Balance:
+        def __init__(self):
+            self.tried = []
+
+        def __call__(self, gen, train):
+            self.tried.append(gen)
+            return 1.0 + abs(gen - 40_001)
+
+    class Floored(Balance):
+        def floors(self, total, gens):
+            return 1.0 + np.abs(np.array(gens) - 40_001) / 2
+
+    every, floored = Balance(), Floored()
+    assert split_gpus(100_000, [3, 8], every, min_train=10) == (40_000, 60_000)
+    assert split_gpus(100_000, [3, 8], floored, min_train=10) == (40_000, 60_000)
+    assert len(set(floored.tried)) < len(set(every.tried))
+
+
+def test_the_split_search_skipping_sizes_by_floor_finds_every_sizes_split():
+    # split_gpus tries a size only where its floor (_StepSeconds.floors: rollout floor and trainer,
+    # no update) is not above the best step found: the same split, the same step seconds to the
+    # bit, as trying every size (async on 512 GB200 GPUs: 133 sizes tried of 224)
+    from ipd_cli.engine.rl import estimate as est
+    from ipd_cli.engine.rl.step import split_gpus
+
+    class Counted:  # _StepSeconds (a fresh setup's), counted, without its floors
+        def __init__(self, seconds):
+            self.seconds, self.ahead, self.tried = seconds, seconds.ahead, []
+
+        def __call__(self, gen, train):
+            self.tried.append(gen)
+            return self.seconds(gen, train)
+
+    class Floored(Counted):  # with them
+        def floors(self, total, gens):
+            return self.seconds.floors(total, gens)
+
+    answers = []
+    for kind in (Floored, Counted):
+        s = _setup(*_SETUPS[1])
+        balance = kind(est._StepSeconds(s))
+        cap = s.w.total_gpus()
+        pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
+        gen, train = split_gpus(cap, pools, balance, est._min_train(s), grain=s.system_gpus)
+        answers.append(((gen, train), balance.seconds(gen, train), len(balance.tried)))
+    (split, step_s, some), (split_all, step_all, every) = answers
+    assert split == split_all and step_s == step_all
+    assert some < every

@@ -703,6 +703,28 @@ class _StepSeconds:
     def __call__(self, gen: int, train: int) -> float:
         return evaluate(self.s, gen, train, quiet=True).step.seconds
 
+    def floors(self, total: int, gens: list[int]) -> Any:
+        """A floor under the step on each of ``gens`` GPUs beside a trainer of the rest of
+        ``total`` (:func:`evaluate`'s), as :func:`cheapest_pool`'s: the rollout floor
+        (:func:`rollout_floors`, no sandbox bound) with the environment every step exposes, beside
+        the trainer, with no update (:func:`step_floor`). None (every size evaluated) where reads
+        are sampled (each evaluation draws its own: skipping one changes the next), where a size
+        has no finite floor (its evaluation names why it cannot run) or a trainer no plan holds."""
+        import numpy as np
+
+        s = self.s
+        if not isinstance(s.kept, KeptInputs):
+            return None
+        mode = schedule(s.w.mode, s.w.staleness_bound)
+        asynchronous = mode == "async"
+        try:
+            training = trainer_seconds(s.rates, s.w, [total - g for g in gens])
+        except InfeasibleError:
+            return None
+        rollout = rollout_floors(s.rollouts, s.nums, gens, asynchronous, NO_LOAD)
+        floor = step_floor(mode, rollout + exposed_floor(s.nums, s.host, asynchronous), training)
+        return floor if np.isfinite(floor).all() else None
+
     def ahead(self, total: int, gens: list[int]) -> None:
         """Pools of ``gens`` GPUs beside trainers of the rest of ``total`` (as :func:`evaluate`)."""
         s = self.s
