@@ -808,3 +808,51 @@ def test_the_size_searchs_row_bound_is_below_every_fsdp_plan_that_fits(catalog, 
     assert ok.sum() > 1000 and np.count_nonzero(fsdp[row]) > 50
     assert np.all(objective >= bound * (1 - 1e-9))
     assert np.max(bound / objective) > 0.8
+
+
+@pytest.mark.parametrize(
+    ("hardware", "model", "precision", "gpus"),
+    [
+        ("h100-sxm", "llama-3.1-70b", "bf16", 256),  # dense
+        ("gb200-nvl72", "qwen3-30b-a3b", "bf16", 288),  # MoE: the 1F1B expert overlap's gain
+    ],
+)
+def test_evaluate_prices_a_policy_only_where_it_can_beat_the_ones_before(
+    catalog, monkeypatch, hardware, model, precision, gpus
+):
+    # evaluate's pass of a recompute policy (a pass per policy: more rows than STACKED, here 1,
+    # over the policies) prices its step only on rows whose bound (tpn._beaten: (mb + (pp - 1) / vp)
+    # (fwd + bwd) and the fixed time, per token with the batch penalty) is within the best seconds
+    # per token the policies before it priced. Over plans of a grid: the bound is below each
+    # policy's own seconds per token wherever the policy fits (evaluate with it pinned), near some,
+    # and evaluate with nothing skipped gives the same bits
+    x = inputs(catalog, hardware, model, precision)
+    P, m, _ = tpn._fitting_micro(x, gpus, {})
+    first = np.argsort(tpn.lower_bound_seconds_per_token(P, m, x, gpus, {}), kind="stable")[:300]
+    sub = {k: v[first] for k, v in P.items()}  # (the rows a fixed search evaluates first)
+    M = tpn.expand(sub, x, gpus, {})
+    monkeypatch.setattr(tpn, "STACKED", 1)
+    terms = tpn.index_terms(ts.micro_terms(sub, x), M["row"])
+    for rc in tpn.POLICIES:
+        out = tpn.evaluate(dict(M), terms, x, {"rc": rc})
+        ok = tpn.fits_memory(out, x)
+        mm = ts.with_recompute(terms, rc)
+        assert ok.sum() > 100 and not tpn._beaten(M, mm, x, out["seconds_per_token"])[ok].any()
+        near = tpn._beaten(M, mm, x, out["seconds_per_token"] * 0.8)  # (a bound of 0 passes the above)
+        assert near[ok].any()
+    skipped = []
+    beaten = tpn._beaten
+
+    def counted(*a):
+        skipped.append(int(beaten(*a).sum()))
+        return beaten(*a)
+
+    monkeypatch.setattr(tpn, "_beaten", counted)
+    pruned = tpn.evaluate(dict(M), terms, x, {})
+    assert len(skipped) == len(tpn.POLICIES) - 1 and sum(skipped) > 100  # (of 2,604 and 9,217 rows)
+    monkeypatch.setattr(tpn, "_beaten", lambda P, *a: np.zeros(len(P["dp"]), dtype=bool))
+    whole = tpn.evaluate(dict(M), terms, x, {})
+    assert list(pruned) == list(whole)
+    for k in whole:
+        u, v = np.asarray(pruned[k]), np.asarray(whole[k])
+        assert u.dtype == v.dtype and u.shape == v.shape and u.tobytes() == v.tobytes(), k
