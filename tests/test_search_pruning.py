@@ -823,9 +823,11 @@ def test_evaluate_prices_a_policy_only_where_it_can_beat_the_ones_before(
     # evaluate's pass of a recompute policy (a pass per policy: more rows than STACKED, here 1,
     # over the policies) prices its step only on rows whose bound (tpn._beaten: (mb + (pp - 1) / vp)
     # (fwd + bwd) and the fixed time, per token with the batch penalty) is within the best seconds
-    # per token the policies before it priced. Over plans of a grid: the bound is below each
-    # policy's own seconds per token wherever the policy fits (evaluate with it pinned), near some,
-    # and evaluate with nothing skipped gives the same bits
+    # per token the policies before it priced, and offload's not where no recompute won at the
+    # stage offload takes and offload sends nothing there (tpn._kept_anyway: the same step). Over
+    # plans of a grid: the bound is below each policy's own seconds per token wherever the policy
+    # fits (evaluate with it pinned), near some; offload sending nothing at no recompute's stage
+    # takes its step to the bit; and evaluate with nothing skipped gives the same bits
     x = inputs(catalog, hardware, model, precision)
     P, m, _ = tpn._fitting_micro(x, gpus, {})
     first = np.argsort(tpn.lower_bound_seconds_per_token(P, m, x, gpus, {}), kind="stable")[:300]
@@ -833,26 +835,43 @@ def test_evaluate_prices_a_policy_only_where_it_can_beat_the_ones_before(
     M = tpn.expand(sub, x, gpus, {})
     monkeypatch.setattr(tpn, "STACKED", 1)
     terms = tpn.index_terms(ts.micro_terms(sub, x), M["row"])
+    pinned = {}
     for rc in tpn.POLICIES:
-        out = tpn.evaluate(dict(M), terms, x, {"rc": rc})
+        plans = dict(M)  # (evaluate sets the sharding stage it takes in it)
+        out = tpn.evaluate(plans, terms, x, {"rc": rc})
+        pinned[rc] = (out, plans)
         ok = tpn.fits_memory(out, x)
         mm = ts.with_recompute(terms, rc)
         assert ok.sum() > 100 and not tpn._beaten(M, mm, x, out["seconds_per_token"])[ok].any()
         near = tpn._beaten(M, mm, x, out["seconds_per_token"] * 0.8)  # (a bound of 0 passes the above)
         assert near[ok].any()
-    skipped = []
-    beaten = tpn._beaten
-
-    def counted(*a):
-        skipped.append(int(beaten(*a).sum()))
-        return beaten(*a)
-
-    monkeypatch.setattr(tpn, "_beaten", counted)
+    (kept, at_kept), (sent, at_sent) = pinned[0], pinned[3]
+    same = tpn.fits_memory(kept, x) & tpn.fits_memory(sent, x)
+    same &= tpn._kept_anyway(3, True, at_kept["zero"], at_sent["zero"], sent["host_bytes"])
+    assert same.sum() > 100
+    for k in ("step_s", "seconds_per_token", "micro_batch_s", "dp_exposed_s", "bubble_s"):
+        assert kept[k][same].tobytes() == sent[k][same].tobytes(), k
+    skipped: dict[str, list[int]] = {"_beaten": [], "_kept_anyway": []}
+    for name, counts in skipped.items():
+        monkeypatch.setattr(tpn, name, _counted(getattr(tpn, name), counts))
     pruned = tpn.evaluate(dict(M), terms, x, {})
-    assert len(skipped) == len(tpn.POLICIES) - 1 and sum(skipped) > 100  # (of 2,604 and 9,217 rows)
+    assert len(skipped["_beaten"]) == len(tpn.POLICIES) - 1 and sum(skipped["_beaten"]) > 100
+    assert skipped["_kept_anyway"][:-1] == [0, 0] and skipped["_kept_anyway"][-1] > 100  # (offload: last)
     monkeypatch.setattr(tpn, "_beaten", lambda P, *a: np.zeros(len(P["dp"]), dtype=bool))
+    monkeypatch.setattr(tpn, "_kept_anyway", lambda policy, kept, *a: np.zeros(len(kept), dtype=bool))
     whole = tpn.evaluate(dict(M), terms, x, {})
     assert list(pruned) == list(whole)
     for k in whole:
         u, v = np.asarray(pruned[k]), np.asarray(whole[k])
         assert u.dtype == v.dtype and u.shape == v.shape and u.tobytes() == v.tobytes(), k
+
+
+def _counted(rule, counts: list[int]):
+    """``rule`` (a row mask of evaluate's), the rows it marks appended to ``counts`` at each call."""
+
+    def counted(*a):
+        mask = rule(*a)
+        counts.append(int(mask.sum()))
+        return mask
+
+    return counted

@@ -1141,6 +1141,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         fit = found_k
         if k == 1 and first and plain_inputs(x):  # nor the rows a policy priced before beats already
             fit = found_k & ~_beaten(macro, mm, x, best)
+            fit &= ~_kept_anyway(group[0], won & (rc_of == 0), zero_of, z_k, host_of)
         rows = np.flatnonzero(fit)  # the step of the (row, policy) pairs that fit, only
         unfit = ~found_k.reshape(k, n).any(axis=0) if k == len(rcs) > 1 else None
         if unfit is not None and unfit.any() and plain_inputs(x):
@@ -1224,6 +1225,18 @@ def _beaten(P: sr.Columns, mm: dict, x: dict, best: Any) -> Any:
     floor = _per_token(least_s, {"penalty": batch_penalty(tokens, x), "tokens_per_step": tokens})
     plain = ~np.asarray(ts.dualpipe(P)) & (np.asarray(mm["a2a_gain_s"]) >= 0.0)
     return plain & (floor * (1.0 - 1e-9) > best)
+
+
+def _kept_anyway(policy: int, kept: Any, kept_zero: Any, zero: Any, host: Any) -> Any:
+    """Rows of :func:`evaluate`'s pass of ``policy`` where it is activation offload (3) and no
+    recompute (policy 0, which the rows ``kept`` took, at stage ``kept_zero``) wins already: offload
+    at the same stage (``zero``) sending nothing to the host (``host``, bytes per GPU, not above 0)
+    (another policy: none). Such a plan runs as keeping its activations does
+    (:func:`~ipd_cli.engine.trainstep.offload_terms`: no transfer): the two policies' terms differ
+    in the activation bytes kept and sent alone, which then set the memory, not the time: the same
+    seconds per token, a tie the earlier policy keeps, so it is not priced (issue 16: offload fits
+    nearly every plan and won 3 % of them on a 522,040-plan grid; its pass priced them all)."""
+    return (policy == 3) & kept & (zero == kept_zero) & ~(host > 0.0)
 
 
 def plain_inputs(x: dict) -> bool:
