@@ -577,3 +577,27 @@ def test_the_split_search_skipping_sizes_by_floor_finds_every_sizes_split():
     (split, step_s, some), (split_all, step_all, every) = answers
     assert split == split_all and step_s == step_all
     assert some < every
+
+
+@pytest.mark.parametrize(("hardware", "workload", "sets"), [_SETUPS[1], _SETUPS[3]])
+def test_the_split_searchs_floors_are_under_each_sizes_step(hardware, workload, sets):
+    # _StepSeconds.floors (the rollout floor with the environment every step exposes, beside the
+    # trainer, no update) is never above the step of the size it stands for (else the split search
+    # could pass over the shortest: _least stops at the first floor above the best found), and
+    # near it (a floor of 0 would pass the search's own check, skipping nothing): async on 512
+    # GB200 GPUs, the workload's one-step-off on 2,048 MI355X (its exposed environment: a 1 s boot,
+    # 120 s of verification); 32 generation sizes of the split each
+    from ipd_cli.engine.rl import estimate as est
+    from ipd_cli.engine.rl.step import _split_candidates, whole_nodes
+
+    s = _setup(hardware, workload, sets)
+    total, node = s.w.total_gpus(), int(s.links.node)
+    pools = sorted({whole_nodes(int(g), node) for g in s.rollouts.candidates.gpus})
+    units = [*pools, s.system_gpus] if s.system_gpus else list(pools)
+    sizes = _split_candidates(min(pools), total - est._min_train(s), units, 32)[0]
+    seconds = est._StepSeconds(s)
+    floors = seconds.floors(total, sizes)
+    steps = [seconds(g, total - g) for g in sizes]
+    assert floors is not None and len(sizes) > 10
+    assert all(floor <= step for floor, step in zip(floors.tolist(), steps, strict=True))
+    assert max(floor / step for floor, step in zip(floors.tolist(), steps, strict=True)) > 0.9
