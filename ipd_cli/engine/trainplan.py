@@ -1222,7 +1222,7 @@ def _beaten(P: sr.Columns, mm: dict, x: dict, best: Any) -> Any:
 
     tokens = P["dp"] * P["mb"] * P["mbs"] * x["seq"]
     least_s = (P["mb"] + (P["pp"] - 1.0) / P["vp"]) * (mm["fwd_s"] + mm["bwd_s"]) + x["step_fixed_s"]
-    floor = _per_token(least_s, {"penalty": batch_penalty(tokens, x), "tokens_per_step": tokens})
+    floor = penalised_per_token(least_s, tokens, x)
     plain = ~np.asarray(ts.dualpipe(P)) & (np.asarray(mm["a2a_gain_s"]) >= 0.0)
     return plain & (floor * (1.0 - 1e-9) > best)
 
@@ -1288,6 +1288,12 @@ def objective(out: dict) -> Any:
 def _per_token(seconds: Any, out: dict) -> Any:
     """``seconds`` of a step per token it trains, with the batch penalty (``out``: the step's)."""
     return seconds * out["penalty"] / out["tokens_per_step"]
+
+
+def penalised_per_token(seconds: Any, tokens: Any, x: dict) -> Any:
+    """:func:`_per_token` of a step of ``tokens`` tokens before its outputs exist (the bounds':
+    :func:`_beaten`, :func:`plan_lower_bound`, :func:`sizes_plan_bound`)."""
+    return seconds * batch_penalty(tokens, x) / tokens
 
 
 def _forward_share(forward_s: Any, out: dict, x: dict) -> Any:
@@ -1557,7 +1563,7 @@ def plan_lower_bound(M: sr.Columns, t_mb: Any, fsdp: Any, w: Any, per_step: Any,
     row, mb = M["row"], M["mb"]
     tokens = M["dp"] * mb * M["mbs"] * x["seq"]
     step = (mb + w[row]) * t_mb[row] + mb * fsdp[row] + per_step[row]
-    return step * batch_penalty(tokens, x) / tokens
+    return penalised_per_token(step, tokens, x)
 
 
 def _joined(parts: list) -> Searched:
@@ -2912,7 +2918,7 @@ def sizes_plan_bound(M: sr.Columns, sub: sr.Columns, t: dict, x: dict, fsdp: Any
     if not rho:
         return lb
     tokens = M["dp"] * M["mb"] * M["mbs"] * x["seq"]
-    return lb + rho * M["mb"] * t["fwd_s"][M["row"]] * batch_penalty(tokens, x) / tokens
+    return lb + penalised_per_token(rho * M["mb"] * t["fwd_s"][M["row"]], tokens, x)
 
 
 def _sizes_plans_kept(
