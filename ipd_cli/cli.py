@@ -322,9 +322,10 @@ def _warn(
     """What a reader of a table could miss, once more on stderr: blocks that cannot run, a missed
     service target, a roadmap system (and the result's notes, unless ``notes`` is off). ``data``:
     the result's ``model_dump(mode="json")`` where the caller has it."""
+    from .render import dumped
     from .render.views import warnings
 
-    data = result.model_dump(mode="json") if data is None else data
+    data = dumped(result, data)
     systems = data.get("systems")
     rows = systems if isinstance(systems, list) else [data]
     names = [r["hardware"] for r in rows if isinstance(r, dict) and isinstance(r.get("hardware"), str)]

@@ -58,18 +58,23 @@ def resolve_format(fmt: str, ctx: OutputContext) -> str:
     return fmt
 
 
+def dumped(result: BaseModel, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``data``, here and in the renderers: the result's ``model_dump(mode="json")`` where the
+    caller has it (emit dumps a result once for the text and the warnings; never changed), else
+    that dump made now."""
+    return result.model_dump(mode="json") if data is None else data
+
+
 def to_json(result: BaseModel, data: dict[str, Any] | None = None) -> str:
-    """The result as JSON text. ``data``, here and in the other renderers: the result's
-    ``model_dump(mode="json")`` where the caller has it (emit dumps a result once for the finite
-    check, the text and the warnings); never changed."""
-    data = result.model_dump(mode="json") if data is None else data
+    """The result as JSON text (``data``: :func:`dumped`'s)."""
+    data = dumped(result, data)
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
 
 def to_yaml(result: BaseModel, data: dict[str, Any] | None = None) -> str:
     import yaml
 
-    data = result.model_dump(mode="json") if data is None else data
+    data = dumped(result, data)
     # libyaml's emitter writes what PyYAML's pure-Python one writes, 5-7x faster (a comparison's
     # 392 kB: 0.67 s -> 0.09 s), for text printed as it is; it folds a long double-quoted string
     # (one with a newline, tab or control character to escape) without PyYAML's escaped line
@@ -99,7 +104,7 @@ def _libyaml_safe(node: Any, key: bool = False) -> bool:
 
 def records(result: BaseModel, data: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Flat rows for CSV: one per system, listing item, frontier point or estimate."""
-    data = result.model_dump(mode="json") if data is None else data
+    data = dumped(result, data)
     if "systems" in data:
         # a block the workload does not have (null) is not a column
         rows = [
@@ -218,7 +223,7 @@ def render(result: BaseModel, fmt: str, ctx: OutputContext, data: dict[str, Any]
         return to_csv(result, data)
     from .views import view
 
-    v = view(result.model_dump(mode="json") if data is None else data)
+    v = view(dumped(result, data))
     if fmt == "markdown":
         from .markdown import to_markdown
 
