@@ -182,11 +182,8 @@ def grown_split(
     return gen, train
 
 
-def _none_ahead(sizes: list[int]) -> None:
-    return None
-
-
-def _no_floor(sizes: list[int]) -> None:
+def _nothing(sizes: list[int]) -> None:
+    """The default ``ahead`` (told nothing) and ``floor_of`` (no floors: every size is tried)."""
     return None
 
 
@@ -194,8 +191,8 @@ def _least(
     sizes: list[int],
     k: int,
     step_s: Callable[[int], float],
-    ahead: Callable[[list[int]], None] = _none_ahead,
-    floor_of: Callable[[list[int]], Any] = _no_floor,
+    ahead: Callable[[list[int]], None] = _nothing,
+    floor_of: Callable[[list[int]], Any] = _nothing,
 ) -> list[int]:
     """``sorted(sizes, key=lambda g: (step_s(g), g))[:k]``, the ``k`` sizes with the shortest
     steps (ties: fewer GPUs), ``ahead`` told the sizes before they are tried. Where
@@ -229,8 +226,8 @@ def _zoom(
     hi: int,
     units: Sequence[int],
     step_s: Callable[[int], float],
-    ahead: Callable[[list[int]], None] = _none_ahead,
-    floor_of: Callable[[list[int]], Any] = _no_floor,
+    ahead: Callable[[list[int]], None] = _nothing,
+    floor_of: Callable[[list[int]], Any] = _nothing,
 ) -> int:
     """Coarse to fine: ZOOM_POINTS sizes stepping geometrically over [lo, hi], then again between
     the best one's neighbours, until every size left between them can be tried; the best size
@@ -254,8 +251,8 @@ def _descend(
     hi: int,
     units: Sequence[int],
     step_s: Callable[[int], float],
-    ahead: Callable[[list[int]], None] = _none_ahead,
-    floor_of: Callable[[list[int]], Any] = _no_floor,
+    ahead: Callable[[list[int]], None] = _nothing,
+    floor_of: Callable[[list[int]], Any] = _nothing,
 ) -> int:
     """Down the sawtooth from ``best``: to the next or previous whole size of any unit in [lo, hi]
     while one is shorter (the teeth a coarse level stepped over, near the best)."""
