@@ -866,6 +866,40 @@ def test_many_pools_at_once_make_each_pools_choice(catalog, hardware, mode):
     assert len(groups) > 1 and repr(at_once) == repr(each)
 
 
+def test_a_pool_or_group_with_no_replica_leaves_the_others_made_at_once(catalog, monkeypatch):
+    # Rollouts.ahead and guess leave a pool, or a group, that holds no replica to fastest (its
+    # answer at once, no replica): among the others it made fastest_many give up on all of them,
+    # then made one by one (512 fastest() calls in one test, 2,550 in another)
+    from dataclasses import replace
+
+    from ipd_cli.engine.rl import generation
+
+    s = _frontier_setup(catalog, "vera-rubin")
+    c = s.rollouts.candidates
+    calls: list[tuple[int, int | None]] = []
+    fastest = generation.fastest
+
+    def counted(r, nums, gen_gpus, asynchronous, group=None, load=generation.NO_LOAD):
+        calls.append((gen_gpus, group))
+        return fastest(r, nums, gen_gpus, asynchronous, group, load)
+
+    monkeypatch.setattr(generation, "fastest", counted)
+    least = int(c.gpus.min())
+    sizes = [least - 1, *range(least, least + 20 * 8, 8)]
+    soonest = replace(s.rollouts, chosen={}, floors={}, bounds={}).soonest(s.nums, sizes, False)
+    assert calls == [(least - 1, None)] and soonest[0] == float("inf") and (soonest[1:] < float("inf")).all()
+    # a pool that holds every group's replicas but the largest's: those it holds made at once
+    pool = int(max(c.gpus[c.gpus < c.gpus.max()]))
+    groups = sorted(set(c.sync_groups().tolist()))
+    fits = set(c.sync_groups()[c.gpus <= pool].tolist())
+    assert 1 < len(fits) < len(groups)
+    r, calls[:] = replace(s.rollouts, chosen={}, floors={}, bounds={}, guessed={}), []
+    r.guess(s.nums, pool, False, groups)
+    made = [r.in_group(s.nums, pool, False, g)[1] for g in groups]
+    assert calls == [(pool, g) for g in groups if g not in fits]
+    assert all((t < float("inf")) == (g in fits) for g, t in zip(groups, made, strict=True))
+
+
 @pytest.mark.parametrize(("hardware", "mode"), [("mi355x", None), ("vera-rubin", "async")])
 def test_pools_each_with_its_own_load_at_once_make_each_pools_choice(catalog, hardware, mode):
     # fastest_many() with a sandbox load per pool (a grown split's pools, each beside the trainer:

@@ -198,7 +198,10 @@ class Rollouts:
         ``load``: one for every pool, or each pool's (a list as long as ``sizes``)."""
         each = load if isinstance(load, list) else [load] * len(sizes)
         pairs = dict.fromkeys(zip(sizes, each, strict=True))
-        new = [(g, x) for g, x in pairs if (g, asynchronous, None, x) not in self.chosen]
+        # a pool that holds no replica is left to in_group (fastest answers it at once): among
+        # the others it would make fastest_many give up on its whole chunk, pool by pool
+        least = float(self.candidates.gpus.min())
+        new = [(g, x) for g, x in pairs if g >= least and (g, asynchronous, None, x) not in self.chosen]
         for i in range(0, len(new), AHEAD_POOLS):
             chunk = new[i : i + AHEAD_POOLS]
             found = fastest_many(self, nums, [g for g, _ in chunk], asynchronous, [x for _, x in chunk])
@@ -233,8 +236,14 @@ class Rollouts:
         once (:func:`fastest_many` on the pool once per group), as guesses until asked: a step
         that asks for an alternative group :meth:`ahead` did not guess goes on to the next ones
         while their floors may beat its best (one by one, each ask cost about what 10 to 40
-        groups at once do). Any it cannot make are made one by one when asked."""
+        groups at once do). Any it cannot make are made one by one when asked, as are the groups
+        with no replica on the pool (fastest answers them at once; among the others they would make
+        fastest_many give up on all)."""
         new = [a for a in dict.fromkeys(groups) if not self.made(gen_gpus, asynchronous, a, load)]
+        if len(new) >= 2:
+            c = self.candidates
+            fit = set(c.sync_groups()[c.gpus <= gen_gpus].tolist())
+            new = [a for a in new if a in fit]
         if len(new) < 2:  # one group: fastest's own call costs less
             return
         found = fastest_many(self, nums, [gen_gpus] * len(new), asynchronous, load, new)
