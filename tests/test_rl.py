@@ -1555,6 +1555,9 @@ def test_the_rollout_replica_is_the_one_with_the_shortest_step(catalog, mode):
     for gen_gpus in (72, 80, 108, 144, 216):
         tr = trainer(s.rates, w, 432)
         found = evaluate(s, gen_gpus, 432, quiet=True)
+        # every group's soonest on the pool at once (Rollouts.guess: fastest()'s, to the bit,
+        # test_many_pools_at_once_make_each_pools_choice), read by in_group below
+        s.rollouts.guess(s.nums, gen_gpus, sched == "async", groups)
         steps = []
         for g in groups:
             r, t = s.rollouts.in_group(s.nums, gen_gpus, sched == "async", g)

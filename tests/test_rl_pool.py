@@ -435,7 +435,9 @@ def test_the_search_takes_the_pools_in_the_order_of_every_sizes_soonest(
     in_flight = int(np.ceil(s.nums.generated * in_flight_batches(s.w.staleness_bound, asynchronous)))
     gens = pool_candidates(min(pools), min(cap - trains[0], max(units) * in_flight), units)
     env = exposed_floor(s.nums, s.host, asynchronous)
-    rollout = np.array([s.rollouts.in_group(s.nums, g, asynchronous, None, NO_LOAD)[1] for g in gens]) + env
+    # every size's soonest at once (Rollouts.soonest: the same numbers, to the bit, as in_group's one
+    # pool at a time, test_the_pool_floors_at_once_are_each_pools_own; ~1,800 fastest() calls less)
+    rollout = s.rollouts.soonest(s.nums, gens, asynchronous, NO_LOAD) + env
     training = np.array([(tr := trainer(s.rates, s.w, t)).logprob_s + tr.training_s for t in trains])
     g_grid, t_grid = np.meshgrid(np.array(gens), np.array(trains), indexing="ij")
     floor = step_floor(mode, rollout[:, None], training[None, :])
