@@ -523,6 +523,34 @@ def test_sizes_taken_by_their_floors_rank_as_every_size_tried():
         assert tried == [1, 3, 2, 5] and told == [[1, 3, 2, 5, 4, 6]]  # (one ahead: <= AHEAD_POOLS)
 
 
+def test_sizes_told_together_are_tried_by_their_sharper_floors():
+    # the sizes told ahead together are tried in the order of the higher of their two floors
+    # (sharper: known once told), until it is above the k-th step found: steps 5 3 3 7 4 9 on
+    # sizes 1..6, floors 1 3 2 7 3 9.5, sharper 5 3 2.5 7 4 -inf: by the higher, 3 (2.5), 2 (3),
+    # 5 (4), 1 (5), 4 (7), 6 (9.5). 3 takes 3 s, 2 ties it (tried: the fewer GPUs win), then 5's
+    # 4 is above 3 s: two tried where the floors alone try four (1 3 2 5), the same two best
+    import numpy as np
+
+    from ipd_cli.engine.rl.step import _least
+
+    steps = {1: 5.0, 2: 3.0, 3: 3.0, 4: 7.0, 5: 4.0, 6: 9.0}
+    floors = {1: 1.0, 2: 3.0, 3: 2.0, 4: 7.0, 5: 3.0, 6: 9.5}
+    sharper = {1: 5.0, 2: 3.0, 3: 2.5, 4: 7.0, 5: 4.0, 6: -np.inf}
+    sizes = list(steps)
+    for k, want in ((1, [2]), (2, [2, 3])):
+        tried: list[int] = []
+        told: list[list[int]] = []
+
+        def step_s(g, tried=tried):
+            tried.append(g)
+            return steps[g]
+
+        floor_of = lambda gs: np.array([floors[g] for g in gs])  # noqa: E731
+        got = _least(sizes, k, step_s, told.append, floor_of, sharper.__getitem__)
+        assert got == want == sorted(sizes, key=lambda g: (steps[g], g))[:k]
+        assert tried == [3, 2] and told == [[1, 3, 2, 5, 4, 6]]
+
+
 def test_a_zooming_split_search_skipping_sizes_by_floor_finds_the_same_split():
     # 100,000 GPUs in replicas of 3 and 8 (coarse to fine: too many sizes to try each), step
     # seconds 1 + |gen - 40,001| (40,000 and 40,002 tie at 2 s: the fewer GPUs win), a floor of
@@ -549,10 +577,13 @@ def test_a_zooming_split_search_skipping_sizes_by_floor_finds_the_same_split():
     assert len(set(floored.tried)) < len(set(every.tried))
 
 
-def test_the_split_search_skipping_sizes_by_floor_finds_every_sizes_split():
+@pytest.mark.parametrize(("hardware", "workload", "sets"), [_SETUPS[1], _SETUPS[3]])
+def test_the_split_search_skipping_sizes_by_floor_finds_every_sizes_split(hardware, workload, sets):
     # split_gpus tries a size only where its floor (_StepSeconds.floors: rollout floor and trainer,
-    # no update) is not above the best step found: the same split, the same step seconds to the
-    # bit, as trying every size (async on 512 GB200 GPUs: 133 sizes tried of 224)
+    # no update) is not above the best step found, nor where its sharper floor (soonest_floor: its
+    # soonest rollouts) is: the same split, the same step seconds to the bit, as trying every
+    # size (async on 512 GB200 GPUs: 133 sizes tried of 224 by the floors, 49 with the sharper;
+    # MI355X's one-step-off on 2,048, coarse to fine: 226 of 242, 202)
     from ipd_cli.engine.rl import estimate as est
     from ipd_cli.engine.rl.step import split_gpus
 
@@ -568,27 +599,32 @@ def test_the_split_search_skipping_sizes_by_floor_finds_every_sizes_split():
         def floors(self, total, gens):
             return self.seconds.floors(total, gens)
 
+    class Sharpened(Floored):  # and the sharper ones
+        def soonest_floor(self, total, gen):
+            return self.seconds.soonest_floor(total, gen)
+
     answers = []
-    for kind in (Floored, Counted):
-        s = _setup(*_SETUPS[1])
+    for kind in (Sharpened, Floored, Counted):
+        s = _setup(hardware, workload, sets)
         balance = kind(est._StepSeconds(s))
         cap = s.w.total_gpus()
         pools = sorted({int(g) for g in s.rollouts.candidates.gpus})
         gen, train = split_gpus(cap, pools, balance, est._min_train(s), grain=s.system_gpus)
         answers.append(((gen, train), balance.seconds(gen, train), len(balance.tried)))
-    (split, step_s, some), (split_all, step_all, every) = answers
-    assert split == split_all and step_s == step_all
-    assert some < every
+    (split, step_s, fewest), (split_some, step_some, some), (split_all, step_all, every) = answers
+    assert split == split_some == split_all and step_s == step_some == step_all
+    assert fewest < some <= every
 
 
 @pytest.mark.parametrize(("hardware", "workload", "sets"), [_SETUPS[1], _SETUPS[3]])
 def test_the_split_searchs_floors_are_under_each_sizes_step(hardware, workload, sets):
-    # _StepSeconds.floors (the rollout floor with the environment every step exposes, beside the
-    # trainer, no update) is never above the step of the size it stands for (else the split search
-    # could pass over the shortest: _least stops at the first floor above the best found), and
-    # near it (a floor of 0 would pass the search's own check, skipping nothing): async on 512
-    # GB200 GPUs, the workload's one-step-off on 2,048 MI355X (its exposed environment: a 1 s boot,
-    # 120 s of verification); 32 generation sizes of the split each
+    # _StepSeconds.floors and soonest_floor (the rollout floor, or the soonest rollouts, with the
+    # environment every step exposes, beside the trainer, no update) are never above the step of
+    # the size they stand for (else the split search could pass over the shortest: _least stops
+    # at the first floor above the best found), and near it (a floor of 0 would pass the search's
+    # own check, skipping nothing): async on 512 GB200 GPUs, the workload's one-step-off on 2,048
+    # MI355X (its exposed environment: a 1 s boot, 120 s of verification); 32 generation sizes of
+    # the split each
     from ipd_cli.engine.rl import estimate as est
     from ipd_cli.engine.rl.step import _split_candidates, whole_nodes
 
@@ -599,7 +635,12 @@ def test_the_split_searchs_floors_are_under_each_sizes_step(hardware, workload, 
     sizes = _split_candidates(min(pools), total - est._min_train(s), units, 32)[0]
     seconds = est._StepSeconds(s)
     floors = seconds.floors(total, sizes)
+    sharper = [seconds.soonest_floor(total, g) for g in sizes]  # (each size's soonest made here)
     steps = [seconds(g, total - g) for g in sizes]
     assert floors is not None and len(sizes) > 10
     assert all(floor <= step for floor, step in zip(floors.tolist(), steps, strict=True))
     assert max(floor / step for floor, step in zip(floors.tolist(), steps, strict=True)) > 0.9
+    # soonest_floor (its soonest rollouts for the rollout floor) too, and above the floor somewhere
+    assert all(sharp <= step for sharp, step in zip(sharper, steps, strict=True))
+    assert any(sharp > floor for sharp, floor in zip(sharper, floors.tolist(), strict=True))
+    assert max(sharp / step for sharp, step in zip(sharper, steps, strict=True)) > 0.99

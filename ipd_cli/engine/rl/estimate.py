@@ -723,7 +723,35 @@ class _StepSeconds:
             return None
         rollout = rollout_floors(s.rollouts, s.nums, gens, asynchronous, NO_LOAD)
         floor = step_floor(mode, rollout + exposed_floor(s.nums, s.host, asynchronous), training)
-        return floor if np.isfinite(floor).all() else None
+        if not np.isfinite(floor).all():
+            return None
+        # kept for :meth:`soonest_floor` (a pure function of the trainer's GPUs, as _trainer's)
+        s.kept.memo.update(zip([("rl trainer s", total - g) for g in gens], training.tolist(), strict=True))
+        return floor
+
+    def soonest_floor(self, total: int, gen: int) -> float:
+        """A floor under the step on ``gen`` GPUs beside a trainer of the rest of ``total``, above
+        :meth:`floors`' where generation does not run at its first rung's speed (GB200's
+        one-step-off SWE step on 2,048 GPUs: 859 s on 80 generating, where :meth:`floors` says
+        771 s): the pool's soonest rollouts (:meth:`Rollouts.in_group` among all groups, the
+        sandboxes' bound included: no configuration or concurrency :func:`evaluate` takes is
+        sooner; its first ask, made here if :meth:`ahead` did not) with the environment every step
+        exposes, beside the trainer :meth:`floors` priced, with no update (:func:`step_seconds` of
+        none); -inf where the trainer is not priced or no replica fits (its evaluation says why)."""
+        s = self.s
+        training = s.kept.memo.get(("rl trainer s", total - gen)) if isinstance(s.kept, KeptInputs) else None
+        if training is None:
+            return -math.inf
+        mode = schedule(s.w.mode, s.w.staleness_bound)
+        asynchronous = mode == "async"
+        load = sandbox_load(s.nums, s.host, total)  # as evaluate's (a searched split is not colocated)
+        rollout = s.rollouts.in_group(s.nums, gen, asynchronous, None, load)[1]
+        if math.isinf(rollout):
+            return -math.inf
+        floor = step_seconds(mode, rollout + exposed_floor(s.nums, s.host, asynchronous), training, 0.0, 0.0)
+        # less a hair: the step adds the sandboxes' stall to the environment, not to generation (the
+        # soonest's sum), so the same terms may round a bit the other way
+        return floor * (1 - 1e-9)
 
     def ahead(self, total: int, gens: list[int]) -> None:
         """Pools of ``gens`` GPUs beside trainers of the rest of ``total`` (as :func:`evaluate`)."""
