@@ -616,6 +616,38 @@ def test_the_split_search_skipping_sizes_by_floor_finds_every_sizes_split(hardwa
     assert fewest < some <= every
 
 
+def test_a_grown_split_skipping_pools_by_floor_finds_every_pools_split():
+    # grown_split tries a pool only where its GPUs x its soonest_floor are not above the least
+    # GPU-seconds a step found: the same split, the same step to the bit, as trying every pool
+    # (B300's 10T SWE step grown from 1,151 GPUs: 1 of its 18 pools tried)
+    from ipd_cli.engine.rl import estimate as est
+    from ipd_cli.engine.rl.step import grown_split, whole_nodes
+
+    class Counted:  # _StepSeconds (a fresh setup's), counted, without its floor
+        def __init__(self, seconds):
+            self.seconds, self.ahead_each, self.tried = seconds, seconds.ahead_each, []
+
+        def __call__(self, gen, train):
+            self.tried.append(gen)
+            return self.seconds(gen, train)
+
+    class Floored(Counted):  # with it
+        def soonest_floor(self, total, gen):
+            return self.seconds.soonest_floor(total, gen)
+
+    answers = []
+    for kind in (Floored, Counted):
+        s = _setup("b300", "rl-swe-agent-10t", ("workload.gpus=1151", "workload.grow_gpus_to_fit=true"))
+        balance = kind(est._StepSeconds(s))
+        node = int(s.links.node)
+        pools = sorted({whole_nodes(int(g), node) for g in s.rollouts.candidates.gpus})  # as choose_split's
+        gen, train = grown_split(pools, est._min_train(s), balance, grain=s.system_gpus)
+        answers.append(((gen, train), balance.seconds(gen, train), len(balance.tried)))
+    (split, step_s, some), (split_all, step_all, every) = answers
+    assert split == split_all and step_s == step_all
+    assert some < every
+
+
 @pytest.mark.parametrize(("hardware", "workload", "sets"), [_SETUPS[1], _SETUPS[3]])
 def test_the_split_searchs_floors_are_under_each_sizes_step(hardware, workload, sets):
     # _StepSeconds.floors and soonest_floor (the rollout floor, or the soonest rollouts, with the

@@ -736,12 +736,18 @@ class _StepSeconds:
         771 s): the pool's soonest rollouts (:meth:`Rollouts.in_group` among all groups, the
         sandboxes' bound included: no configuration or concurrency :func:`evaluate` takes is
         sooner; its first ask, made here if :meth:`ahead` did not) with the environment every step
-        exposes, beside the trainer :meth:`floors` priced, with no update (:func:`step_seconds` of
-        none); -inf where the trainer is not priced or no replica fits (its evaluation says why)."""
+        exposes, beside the trainer (:func:`trainer_seconds`, as :meth:`floors` prices it), with no
+        update (:func:`step_seconds` of none); -inf where reads are sampled (every size is
+        evaluated), or no plan holds the trainer or no replica fits (its evaluation says why)."""
         s = self.s
-        training = s.kept.memo.get(("rl trainer s", total - gen)) if isinstance(s.kept, KeptInputs) else None
-        if training is None:
+        if not isinstance(s.kept, KeptInputs):  # (sampled reads: every size is evaluated)
             return -math.inf
+        training = s.kept.memo.get(key := ("rl trainer s", total - gen))
+        if training is None:  # a trainer size floors() did not price (a grown split's)
+            try:
+                training = s.kept.memo[key] = float(trainer_seconds(s.rates, s.w, [total - gen])[0])
+            except InfeasibleError:
+                return -math.inf  # (its evaluation says why)
         mode = schedule(s.w.mode, s.w.staleness_bound)
         asynchronous = mode == "async"
         load = sandbox_load(s.nums, s.host, total)  # as evaluate's (a searched split is not colocated)

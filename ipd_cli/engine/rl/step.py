@@ -169,7 +169,11 @@ def grown_split(
     A pool of one replica left a 4,096-GPU H100 trainer idle while one 256-GPU replica decoded at
     4 tokens/s per user ($11,391 a step; 4 replicas: $7,262, a user review); the replica counts
     are :data:`GROWN_REPLICAS`. Where ``balance`` has an ``ahead_each(splits)`` method, it is told the
-    (generation, trainer) splits first: it may make them at once."""
+    (generation, trainer) splits first: it may make them at once; where it has a
+    ``soonest_floor(total, gen)`` method (:func:`split_gpus`'), the pools are tried in the order of
+    their GPUs x that floor, until it is above the least cost found (:func:`_least`)."""
+    import numpy as np
+
     units = set(pools)
     if grain:
         units.update(whole_nodes(g, grain) for g in pools)
@@ -178,8 +182,15 @@ def grown_split(
     told = getattr(balance, "ahead_each", None)
     if told is not None:  # told the splits about to be tried, before they are (as split_gpus' ahead)
         told([(g, train) for g in sizes])
-    gen = min(sizes, key=lambda g: ((g + train) * balance(g, train), g))
-    return gen, train
+    floor = getattr(balance, "soonest_floor", None)
+
+    def cost(g: int) -> float:  # GPU-seconds a step
+        return (g + train) * balance(g, train)
+
+    def floor_of(gens: list[int]) -> Any:  # the GPUs x a floor under the step (x GPUs keeps the order)
+        return None if floor is None else np.array([(g + train) * floor(g + train, g) for g in gens])
+
+    return _least(sizes, 1, cost, floor_of=floor_of)[0], train
 
 
 def _nothing(sizes: list[int]) -> None:
