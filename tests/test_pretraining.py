@@ -2735,3 +2735,36 @@ def test_evaluate_stacked_by_policy_gives_the_policy_by_policy_bits(catalog, mon
     # and the state by stage at once is each stage's own, on rows of every stage and schedule
     P = stacked[-1][0]
     _bits_equal(per_stage(P, x, tpn.ZERO_STAGES), ts.state_by_stage(P, x, tpn.ZERO_STAGES))
+
+
+@pytest.mark.parametrize(
+    "hardware,model,precision,gpus",
+    [("h100-sxm", "llama-3.1-70b", "bf16", 256), ("gb200-nvl72", "deepseek-v3", "fp8", 1152)],
+)
+def test_step_with_plan_terms_priced_once_gives_the_same_bits(catalog, hardware, model, precision, gpus):
+    # issue 16: evaluate prices what no recompute policy or sharding stage changes of a step
+    # (ts.plan_terms: the unpaired 1F1B chunks, the pipeline sends, the data-parallel rings, the
+    # tensor-parallel gradient all-reduce) once over its plans and takes it at the rows each pass
+    # prices; the step and the forward-only pass from those give the bits of their own, on plans
+    # of every policy and stage (dense, and MoE with DualPipe and the 1F1B expert overlap)
+    x = inputs(catalog, hardware, model, precision)
+    P, m, _ = tpn._fitting_micro(x, gpus, {})
+    first = np.argsort(tpn.lower_bound_seconds_per_token(P, m, x, gpus, {}), kind="stable")[:200]
+    sub = {k: v[first] for k, v in P.items()}
+    M = tpn.expand(sub, x, gpus, {})
+    terms = tpn.index_terms(ts.micro_terms(sub, x), M["row"])
+    n = len(M["dp"])
+    plan = ts.plan_terms(M, x, ts.params_per_gpu(M, x), ts.dp_groups(M))
+    rows = np.arange(0, n, 3)  # (a pass's rows: some of the plans)
+    at = {k: v[rows] for k, v in M.items()}
+    assert n > 300 and set(np.unique(at["sched"])) == {0.0, 1.0}  # (1F1B and DualPipe)
+    for rc in tpn.POLICIES:
+        for z in tpn.ZERO_STAGES:
+            Q = {**at, "rc": float(rc), "zero": np.full(len(rows), float(z))}
+            mm = ts.with_recompute(tpn.index_terms(terms, rows), rc)
+            with np.errstate(all="ignore"):
+                _bits_equal(ts.step(Q, mm, x), ts.step(Q, mm, x, plan=tpn.index_terms(plan, rows)))
+                t = tpn.index_terms(terms, rows)
+                _bits_equal(
+                    ts.forward_seconds(Q, t, x), ts.forward_seconds(Q, t, x, tpn.index_terms(plan, rows))
+                )

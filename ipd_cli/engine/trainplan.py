@@ -1104,6 +1104,8 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     # same numbers row by row as a pass per policy, in fewer calls where the rows are few
     per = max(1, STACKED // max(n, 1))
     groups = [rcs[i : i + per] for i in range(0, len(rcs), per)]
+    # what no policy or stage changes of a row's step, priced once where several passes price it
+    plan = ts.plan_terms(macro, x, held, sizes) if len(groups) > 1 else None
     priced = []  # each pass's first policy, policies, the stacked rows it priced and their step
     none: Any = None  # the rows no policy fits, where the one pass priced them at the fallback too
     flight_of = ts.in_flight(macro)  # (micro-batches in flight: the same under every policy and stage)
@@ -1163,14 +1165,15 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         known = tuple(v if whole or not np.ndim(v) else v[rows] for v in (state_of, host_of, acts, kept))
         sub_mm = mm if whole else index_terms(mm, rows)
         shared = (held, sizes) if sub is macro else (_held_at(held, at), _held_at(sizes, at))
-        out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, sub_mm, x, known, shared)
+        plan_at = plan if sub is macro else _plan_at(plan, at)
+        out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, sub_mm, x, known, shared, plan_at)
         priced.append((first, k, rows, out))
         spt_k = np.full(n * k, np.inf)
         out["penalty"] = batch_penalty(out["tokens_per_step"], x)
         spt_k[rows] = _per_token(out["step_s"], out)
         fwd_k = np.full(n * k, np.nan)
         if weighted:  # forward passes depend on the sharding stage, not the recompute policy
-            fwd_k[rows] = ts.forward_seconds({**sub, "zero": z_rows}, index_terms(terms_k, rows), x)
+            fwd_k[rows] = ts.forward_seconds({**sub, "zero": z_rows}, index_terms(terms_k, rows), x, plan_at)
             spt_k[rows] += _forward_share(fwd_k[rows], out, x)
         for j, policy in enumerate(group):  # in policy order: a tie keeps the earlier policy
             at = slice(j * n, (j + 1) * n)
@@ -1194,12 +1197,12 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         out = {c: v[pair] if np.ndim(v) else v for c, v in out.items() if c != "penalty"}
         out = _finished(out, mm_of, x)
     else:
-        out = _priced_steps(priced, macro, mm_of, x, j_of, won, alone)
+        out = _priced_steps(priced, macro, mm_of, x, j_of, won, alone, plan)
     if weighted:
         rest = np.flatnonzero(~won)  # rows no policy fits: their forward under the default stage
         if len(rest):
             sub = {k: v[rest] for k, v in macro.items()}
-            fwd_of[rest] = ts.forward_seconds(sub, index_terms(terms, rest), x)
+            fwd_of[rest] = ts.forward_seconds(sub, index_terms(terms, rest), x, _plan_at(plan, rest))
         out["forward_s"] = fwd_of
         out["objective"] = out["seconds_per_token"] + _forward_share(out["forward_s"], out, x)
     return out
@@ -1251,14 +1254,15 @@ def plain_inputs(x: dict) -> bool:
 
 
 def _priced_steps(
-    priced: list, macro: sr.Columns, mm: dict, x: dict, j_of: Any, won: Any, alone: bool
+    priced: list, macro: sr.Columns, mm: dict, x: dict, j_of: Any, won: Any, alone: bool, plan: Any = None
 ) -> dict[str, Any]:
     """:func:`finish` of ``macro`` (its recompute and sharding chosen; ``mm``: the terms under
     them) where :func:`evaluate`'s passes (``priced``) have the step of each row a policy won
     (``won``, policy ``j_of``) already: those taken from their pass, the others' priced (a row's
     step depends on that row alone: the numbers a step over every row gives). A pass that gave a
     plain number, or another dtype, for an output, or inputs held as arrays (one value per row, a
-    plan priced at sampled inputs, ``alone`` False: :func:`plain_inputs`): every row priced again."""
+    plan priced at sampled inputs, ``alone`` False: :func:`plain_inputs`): every row priced again.
+    ``plan``: :func:`~ipd_cli.engine.trainstep.plan_terms` of ``macro``, where :func:`evaluate` has it."""
     import numpy as np
 
     if not alone:
@@ -1271,7 +1275,8 @@ def _priced_steps(
             pieces.append((at, out, np.searchsorted(rows, (j_of[at] - first) * n + at)))
     rest = np.flatnonzero(~won)
     if len(rest):
-        pieces.append((rest, ts.step(sr.take(macro, rest), index_terms(mm, rest), x), None))
+        priced_rest = ts.step(sr.take(macro, rest), index_terms(mm, rest), x, plan=_plan_at(plan, rest))
+        pieces.append((rest, priced_rest, None))
     keys = [c for c in pieces[0][1] if c != "penalty"] if pieces else []
     kinds = {(c, np.ndim(p[1][c]), np.asarray(p[1][c]).dtype) for p in pieces for c in keys}
     if not pieces or len(kinds) != len(keys) or any(d != 1 for _, d, _ in kinds):
@@ -1312,6 +1317,12 @@ def finish(P: sr.Columns, mm: dict, x: dict, held: Any = None) -> dict[str, Any]
     :func:`~ipd_cli.engine.trainstep.params_per_gpu` of ``P``, where the caller has it)."""
     shared = None if held is None else (held, ts.dp_groups(P))
     return _finished(ts.step(P, mm, x, shared=shared), mm, x)
+
+
+def _plan_at(plan: Any, rows: Any) -> Any:
+    """:func:`~ipd_cli.engine.trainstep.plan_terms` of a plan table at its rows ``rows`` (None where
+    the caller has none)."""
+    return None if plan is None else index_terms(plan, rows)
 
 
 def _held_at(held: tuple, rows: Any) -> tuple:

@@ -1278,12 +1278,12 @@ def dp_seconds(P: Cols, x: dict, held: Any = None, groups: Any = None) -> tuple[
     return per_byte * x["weight_bytes"], per_byte * x["gather_bytes"]
 
 
-def dp_exposed_seconds(P: Cols, m: dict, x: dict, held: Any = None, groups: Any = None):
+def dp_exposed_seconds(P: Cols, m: dict, x: dict, held: Any = None, groups: Any = None, rings: Any = None):
     """Data-parallel time the step cannot hide. ZeRO 0-1: one reduce-scatter behind the last
     micro-batch's backward and one all-gather behind the next forward; ZeRO-2 reduce-scatters every
     micro-batch; FSDP gathers weights for every forward and backward. The last layer's bucket is
-    always exposed."""
-    rs, ag = dp_seconds(P, x, held, groups)
+    always exposed. ``rings``: :func:`dp_seconds` of ``P``, where the caller has it."""
+    rs, ag = dp_seconds(P, x, held, groups) if rings is None else rings
     fwd, bwd, Ls, z, mb = m["fwd_s"], m["bwd_s"], m["stage_layers"], P["zero"], P["mb"]
     hide_rs, hide_ag = exposed(rs, bwd, x) + rs / Ls, exposed(ag, fwd, x) + ag / Ls
     fsdp = mb * (exposed(ag, fwd, x) + exposed(ag + rs, bwd, x) + (2.0 * ag + rs) / Ls)
@@ -1343,21 +1343,38 @@ def unpaired_share(P: Cols):
     return ifelse(dualpipe(P), dual, ifelse(pp == 1, 1.0 / mb, ifelse(vp > 1, warmup / chunks, 1.0)))
 
 
-def step(P: Cols, m: dict, x: dict, known: Any = None, shared: Any = None) -> dict[str, Any]:
+def plan_terms(P: Cols, x: dict, held: Any = None, groups: Any = None) -> dict[str, Any]:
+    """What :func:`step` and :func:`forward_seconds` read of a plan that neither its recompute
+    policy nor its sharding stage changes (``P`` needs no ``rc`` or ``zero``): the share of
+    chunks the 1F1B expert overlap leaves unpaired, a micro-batch's pipeline sends, the data-
+    parallel rings' (reduce-scatter, all-gather) seconds and the tensor-parallel gradient all-
+    reduce. A search pricing a plan under several policies or stages prices these once (issue 16:
+    they were nearly half of a step's operations)."""
+    inside = in_domain(P, x)
+    return {
+        "unpaired": unpaired_share(P),
+        "p2p_s": p2p_seconds(P, x, inside["pp"]),
+        "rings_s": dp_seconds(P, x, held, groups),
+        "tp_grad_s": tp_grad_seconds(P, x, inside["tp"]),
+    }
+
+
+def step(
+    P: Cols, m: dict, x: dict, known: Any = None, shared: Any = None, plan: Any = None
+) -> dict[str, Any]:
     """Seconds per step, tokens per step and bytes per GPU of each plan (``m``: its micro-batch
     terms from :func:`micro_batch`; ``known``: :func:`memory_and_host_bytes`'s; ``shared``:
-    (:func:`params_per_gpu`, :func:`dp_groups`) of ``P``, where the caller has them). DualPipe's
-    sends hide behind the paired chunk's compute."""
+    (:func:`params_per_gpu`, :func:`dp_groups`) of ``P``, ``plan``: its :func:`plan_terms`, where
+    the caller has them). DualPipe's sends hide behind the paired chunk's compute."""
     # (the same for memory, gradients and optimizer)
     held, groups = (params_per_gpu(P, x), dp_groups(P)) if shared is None else shared
+    plan = plan_terms(P, x, held, groups) if plan is None else plan
     memory_bytes, host_bytes = memory_and_host_bytes(P, m, x, held, groups, known)
     # the 1F1B expert overlap's pairing hides nothing on the chunks that run alone
-    alone = unpaired_share(P) * m.get("a2a_gain_s", 0.0)
+    alone = plan["unpaired"] * m.get("a2a_gain_s", 0.0)
     per_pass = f.maximum(alone, 0.0) / 2.0  # of it, a forward's or a backward's, on the mean chunk
     m = {**m, **offload_terms(P, m, host_bytes, x, per_pass)}  # an offloading plan's host transfer
-    inside = in_domain(P, x)
-    p2p = p2p_seconds(P, x, inside["pp"])
-    p2p = ifelse(dualpipe(P), exposed(p2p, m["fwd_s"] + m["bwd_s"], x), p2p)
+    p2p = ifelse(dualpipe(P), exposed(plan["p2p_s"], m["fwd_s"] + m["bwd_s"], x), plan["p2p_s"])
     mb_s = m["fwd_s"] + m["bwd_s"] + p2p + alone
     bubble = bubble_seconds(P, m, mb_s)
     # the data-parallel collectives hide behind passes whose expert all-to-all the 1F1B pairing
@@ -1366,10 +1383,10 @@ def step(P: Cols, m: dict, x: dict, known: Any = None, shared: Any = None) -> di
     gain = f.maximum(m.get("a2a_gain_s", 0.0), 0.0) / 2.0
     extra = ifelse(P["zero"] <= 1, gain, per_pass)
     dp = dp_exposed_seconds(
-        P, {**m, "fwd_s": m["fwd_s"] + extra, "bwd_s": m["bwd_s"] + extra}, x, held, groups
+        P, {**m, "fwd_s": m["fwd_s"] + extra, "bwd_s": m["bwd_s"] + extra}, x, held, groups, plan["rings_s"]
     )
     opt = optimizer_seconds(P, x, held, groups)
-    tp_grad = tp_grad_seconds(P, x, inside["tp"])
+    tp_grad = plan["tp_grad_s"]
     # the fixed time of a step beyond its modelled terms (efficiency.training_step_overhead_ms)
     fixed = x["step_fixed_s"]
     return {
@@ -1389,14 +1406,18 @@ def step(P: Cols, m: dict, x: dict, known: Any = None, shared: Any = None) -> di
     }
 
 
-def forward_seconds(P: Cols, t: dict, x: dict):
+def forward_seconds(P: Cols, t: dict, x: dict, plan: Any = None):
     """A forward-only pass over the step's micro-batches (log-probabilities of the rollouts): each
     micro-batch's forward (``t``: :func:`micro_terms`; nothing is kept for a backward, so no
     recompute or offload) with its forward pipeline sends, the pipeline fill and drain, and FSDP's
-    weight gathers; no gradient traffic and no optimizer step."""
-    inside = in_domain(P, x)
+    weight gathers; no gradient traffic and no optimizer step. ``plan``: :func:`plan_terms` of
+    ``P``, where the caller has it."""
+    if plan is None:
+        inside = in_domain(P, x)
+        p2p, (_, ag) = p2p_seconds(P, x, inside["pp"]), dp_seconds(P, x)
+    else:
+        p2p, (_, ag) = plan["p2p_s"], plan["rings_s"]
     # no backward to pair with: the 1F1B expert overlap's forward half hides nothing
-    mb_s = t["fwd_s"] + p2p_seconds(P, x, inside["pp"]) / 2.0 + t.get("a2a_gain_s", 0.0) / 2.0
-    _, ag = dp_seconds(P, x)
+    mb_s = t["fwd_s"] + p2p / 2.0 + t.get("a2a_gain_s", 0.0) / 2.0
     fsdp = (P["zero"] == 3) * P["mb"] * (exposed(ag, t["fwd_s"], x) + ag / t["stage_layers"])
     return (P["mb"] + (P["pp"] - 1.0) / P["vp"]) * mb_s + fsdp
