@@ -1314,8 +1314,12 @@ def test_the_searched_split_is_the_brute_force_shortest_step(
     monkeypatch.setattr(est, "split_gpus", spy)
     r = rl(catalog, hardware, workload, mode=mode, gpus=gpus, split="auto").rl
     balance = found["balance"]
+    sizes = range(1, gpus - found["min_train"] + 1)
+    # every size's pool at once (Rollouts.ahead: fastest()'s answers to the bit,
+    # test_many_pools_at_once_make_each_pools_choice), read by balance below
+    balance.ahead_each([(g, gpus - g) for g in sizes])
     brute = []
-    for g in range(1, gpus - found["min_train"] + 1):
+    for g in sizes:
         try:
             brute.append(balance(g, gpus - g))
         except InfeasibleError:  # no replica fits in g GPUs
