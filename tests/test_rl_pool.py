@@ -577,6 +577,29 @@ def test_a_zooming_split_search_skipping_sizes_by_floor_finds_the_same_split():
     assert len(set(floored.tried)) < len(set(every.tried))
 
 
+class _Counted:
+    """A split search's ``balance``: _StepSeconds (a fresh setup's) counting the sizes it prices,
+    without its floors (split_gpus and grown_split read what it has: ``ahead``, ``ahead_each``,
+    ``floors``, ``soonest_floor``)."""
+
+    def __init__(self, seconds):
+        self.seconds, self.ahead, self.ahead_each, self.tried = seconds, seconds.ahead, seconds.ahead_each, []
+
+    def __call__(self, gen, train):
+        self.tried.append(gen)
+        return self.seconds(gen, train)
+
+
+class _Floored(_Counted):  # with the floors (rollout floor and trainer, no update)
+    def floors(self, total, gens):
+        return self.seconds.floors(total, gens)
+
+
+class _Sharpened(_Floored):  # and the sharper one (a size's soonest rollouts)
+    def soonest_floor(self, total, gen):
+        return self.seconds.soonest_floor(total, gen)
+
+
 @pytest.mark.parametrize(("hardware", "workload", "sets"), [_SETUPS[1], _SETUPS[3]])
 def test_the_split_search_skipping_sizes_by_floor_finds_every_sizes_split(hardware, workload, sets):
     # split_gpus tries a size only where its floor (_StepSeconds.floors: rollout floor and trainer,
@@ -587,24 +610,8 @@ def test_the_split_search_skipping_sizes_by_floor_finds_every_sizes_split(hardwa
     from ipd_cli.engine.rl import estimate as est
     from ipd_cli.engine.rl.step import split_gpus
 
-    class Counted:  # _StepSeconds (a fresh setup's), counted, without its floors
-        def __init__(self, seconds):
-            self.seconds, self.ahead, self.tried = seconds, seconds.ahead, []
-
-        def __call__(self, gen, train):
-            self.tried.append(gen)
-            return self.seconds(gen, train)
-
-    class Floored(Counted):  # with them
-        def floors(self, total, gens):
-            return self.seconds.floors(total, gens)
-
-    class Sharpened(Floored):  # and the sharper ones
-        def soonest_floor(self, total, gen):
-            return self.seconds.soonest_floor(total, gen)
-
     answers = []
-    for kind in (Sharpened, Floored, Counted):
+    for kind in (_Sharpened, _Floored, _Counted):
         s = _setup(hardware, workload, sets)
         balance = kind(est._StepSeconds(s))
         cap = s.w.total_gpus()
@@ -623,20 +630,8 @@ def test_a_grown_split_skipping_pools_by_floor_finds_every_pools_split():
     from ipd_cli.engine.rl import estimate as est
     from ipd_cli.engine.rl.step import grown_split, whole_nodes
 
-    class Counted:  # _StepSeconds (a fresh setup's), counted, without its floor
-        def __init__(self, seconds):
-            self.seconds, self.ahead_each, self.tried = seconds, seconds.ahead_each, []
-
-        def __call__(self, gen, train):
-            self.tried.append(gen)
-            return self.seconds(gen, train)
-
-    class Floored(Counted):  # with it
-        def soonest_floor(self, total, gen):
-            return self.seconds.soonest_floor(total, gen)
-
     answers = []
-    for kind in (Floored, Counted):
+    for kind in (_Sharpened, _Counted):  # (grown_split reads soonest_floor, not floors)
         s = _setup("b300", "rl-swe-agent-10t", ("workload.gpus=1151", "workload.grow_gpus_to_fit=true"))
         balance = kind(est._StepSeconds(s))
         node = int(s.links.node)
