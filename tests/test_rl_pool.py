@@ -497,57 +497,55 @@ def test_the_pools_made_ahead_answer_as_those_made_one_by_one(monkeypatch, hardw
     assert calls_many < calls_one
 
 
-def test_sizes_taken_by_their_floors_rank_as_every_size_tried():
-    # _least tries sizes in the order of a floor under their steps and stops at the first floor
-    # above the k-th step found: steps 5 3 3 7 4 9 on sizes 1..6, floors 1 3 2 7 3 9.5. In floor
-    # order: 1 (5 s), 3 (3 s), 2 (floor 3, not above 3 s: tied, and the fewer GPUs win), 5 (floor
-    # 3), then 4's floor 7 is above 3 s: 4 and 6 are never tried; the two best, 2 and 3 (ties:
-    # fewer GPUs), as a sort of all six
+# steps 5 3 3 7 4 9 on sizes 1..6 and floors under them 1 3 2 7 3 9.5, for _least by hand
+_STEPS = {1: 5.0, 2: 3.0, 3: 3.0, 4: 7.0, 5: 4.0, 6: 9.0}
+_FLOORS = {1: 1.0, 2: 3.0, 3: 2.0, 4: 7.0, 5: 3.0, 6: 9.5}
+
+
+def _least_by_hand(k, sharper=None):
+    """``_least`` of the k best of _STEPS' sizes with _FLOORS (and a ``sharper`` floor): its
+    answer (checked against a sort of every size), the sizes it priced, the lists it told ahead."""
     import numpy as np
 
     from ipd_cli.engine.rl.step import _least
 
-    steps = {1: 5.0, 2: 3.0, 3: 3.0, 4: 7.0, 5: 4.0, 6: 9.0}
-    floors = {1: 1.0, 2: 3.0, 3: 2.0, 4: 7.0, 5: 3.0, 6: 9.5}
-    sizes = list(steps)
+    tried: list[int] = []
+    told: list[list[int]] = []
+
+    def step_s(g):
+        tried.append(g)
+        return _STEPS[g]
+
+    floor_of = lambda gs: np.array([_FLOORS[g] for g in gs])  # noqa: E731
+    more = () if sharper is None else (sharper.__getitem__,)
+    got = _least(list(_STEPS), k, step_s, told.append, floor_of, *more)
+    assert got == sorted(_STEPS, key=lambda g: (_STEPS[g], g))[:k]
+    return got, tried, told
+
+
+def test_sizes_taken_by_their_floors_rank_as_every_size_tried():
+    # _least tries sizes in the order of a floor under their steps and stops at the first floor
+    # above the k-th step found. In floor order: 1 (5 s), 3 (3 s), 2 (floor 3, not above 3 s:
+    # tied, and the fewer GPUs win), 5 (floor 3), then 4's floor 7 is above 3 s: 4 and 6 are never
+    # tried; the two best, 2 and 3 (ties: fewer GPUs), as a sort of all six
     for k, want in ((1, [2]), (2, [2, 3])):
-        tried: list[int] = []
-        told: list[list[int]] = []
-
-        def step_s(g, tried=tried):
-            tried.append(g)
-            return steps[g]
-
-        got = _least(sizes, k, step_s, told.append, lambda gs: np.array([floors[g] for g in gs]))
-        assert got == want == sorted(sizes, key=lambda g: (steps[g], g))[:k]
+        got, tried, told = _least_by_hand(k)
+        assert got == want
         assert tried == [1, 3, 2, 5] and told == [[1, 3, 2, 5, 4, 6]]  # (one ahead: <= AHEAD_POOLS)
 
 
 def test_sizes_told_together_are_tried_by_their_sharper_floors():
     # the sizes told ahead together are tried in the order of the higher of their two floors
-    # (sharper: known once told), until it is above the k-th step found: steps 5 3 3 7 4 9 on
-    # sizes 1..6, floors 1 3 2 7 3 9.5, sharper 5 3 2.5 7 4 -inf: by the higher, 3 (2.5), 2 (3),
-    # 5 (4), 1 (5), 4 (7), 6 (9.5). 3 takes 3 s, 2 ties it (tried: the fewer GPUs win), then 5's
-    # 4 is above 3 s: two tried where the floors alone try four (1 3 2 5), the same two best
+    # (sharper: known once told), until it is above the k-th step found: sharper 5 3 2.5 7 4 -inf,
+    # so by the higher 3 (2.5), 2 (3), 5 (4), 1 (5), 4 (7), 6 (9.5). 3 takes 3 s, 2 ties it (tried:
+    # the fewer GPUs win), then 5's 4 is above 3 s: two tried where the floors alone try four
+    # (1 3 2 5), the same two best
     import numpy as np
 
-    from ipd_cli.engine.rl.step import _least
-
-    steps = {1: 5.0, 2: 3.0, 3: 3.0, 4: 7.0, 5: 4.0, 6: 9.0}
-    floors = {1: 1.0, 2: 3.0, 3: 2.0, 4: 7.0, 5: 3.0, 6: 9.5}
     sharper = {1: 5.0, 2: 3.0, 3: 2.5, 4: 7.0, 5: 4.0, 6: -np.inf}
-    sizes = list(steps)
     for k, want in ((1, [2]), (2, [2, 3])):
-        tried: list[int] = []
-        told: list[list[int]] = []
-
-        def step_s(g, tried=tried):
-            tried.append(g)
-            return steps[g]
-
-        floor_of = lambda gs: np.array([floors[g] for g in gs])  # noqa: E731
-        got = _least(sizes, k, step_s, told.append, floor_of, sharper.__getitem__)
-        assert got == want == sorted(sizes, key=lambda g: (steps[g], g))[:k]
+        got, tried, told = _least_by_hand(k, sharper)
+        assert got == want
         assert tried == [3, 2] and told == [[1, 3, 2, 5, 4, 6]]
 
 
