@@ -1109,7 +1109,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     priced = []  # each pass's first policy, policies, the stacked rows it priced and their step
     none: Any = None  # the rows no policy fits, where the one pass priced them at the fallback too
     flight_of = ts.in_flight(macro)  # (micro-batches in flight: the same under every policy and stage)
-    alone = plain_inputs(x)  # (plain inputs: a subset of the rows can be priced alone)
+    plain = plain_inputs(x)  # (plain inputs: a subset of the rows can be priced alone)
     for first, group in zip(range(0, len(rcs), per), groups, strict=True):
         k = len(group)
         tile: Any = None  # each stacked row's macro row
@@ -1142,11 +1142,11 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             state_of = state_k[z] if state_of is None else np.where(ok, state_k[z], state_of)
             host_of = host if host_of is None else np.where(ok, host, host_of)
         fit = found_k
-        if k == 1 and first and alone:  # nor the rows a policy priced before beats already
+        if k == 1 and first and plain:  # nor the rows a policy priced before beats already
             fit = found_k & ~_beaten(macro, mm, x, best)
             fit &= ~_kept_anyway(group[0], won & (rc_of == 0), zero_of, z_k, host_of)
         unfit = ~found_k.reshape(k, n).any(axis=0) if k == len(rcs) > 1 else None
-        if unfit is not None and unfit.any() and alone:
+        if unfit is not None and unfit.any() and plain:
             # and the step of the rows no policy fits, at the fallback policy and the last stage
             # (the plan they keep: z_k, state_of and host_of hold that stage there), priced here
             # with the others rather than in a step of their own (a row's step depends on that
@@ -1197,7 +1197,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         out = {c: v[pair] if np.ndim(v) else v for c, v in out.items() if c != "penalty"}
         out = _finished(out, mm_of, x)
     else:
-        out = _priced_steps(priced, macro, mm_of, x, j_of, won, alone, plan)
+        out = _priced_steps(priced, macro, mm_of, x, j_of, won, plain, plan)
     if weighted:
         rest = np.flatnonzero(~won)  # rows no policy fits: their forward under the default stage
         if len(rest):
@@ -1254,18 +1254,18 @@ def plain_inputs(x: dict) -> bool:
 
 
 def _priced_steps(
-    priced: list, macro: sr.Columns, mm: dict, x: dict, j_of: Any, won: Any, alone: bool, plan: Any = None
+    priced: list, macro: sr.Columns, mm: dict, x: dict, j_of: Any, won: Any, plain: bool, plan: Any = None
 ) -> dict[str, Any]:
     """:func:`finish` of ``macro`` (its recompute and sharding chosen; ``mm``: the terms under
     them) where :func:`evaluate`'s passes (``priced``) have the step of each row a policy won
     (``won``, policy ``j_of``) already: those taken from their pass, the others' priced (a row's
     step depends on that row alone: the numbers a step over every row gives). A pass that gave a
     plain number, or another dtype, for an output, or inputs held as arrays (one value per row, a
-    plan priced at sampled inputs, ``alone`` False: :func:`plain_inputs`): every row priced again.
+    plan priced at sampled inputs, ``plain`` False: :func:`plain_inputs`): every row priced again.
     ``plan``: :func:`~ipd_cli.engine.trainstep.plan_terms` of ``macro``, where :func:`evaluate` has it."""
     import numpy as np
 
-    if not alone:
+    if not plain:
         return finish(macro, mm, x)
     n = len(won)
     pieces = []  # (rows, a step, the positions of those rows in it)

@@ -737,7 +737,7 @@ class _StepSeconds:
         sandboxes' bound included: no configuration or concurrency :func:`evaluate` takes is
         sooner; its first ask, made here if :meth:`ahead` did not) with the environment every step
         exposes, beside the trainer (:func:`trainer_seconds`, as :meth:`floors` prices it), with no
-        update (:func:`step_seconds` of none); -inf where reads are sampled (every size is
+        update (:func:`step_floor`, as :meth:`floors`); -inf where reads are sampled (every size is
         evaluated), or no plan holds the trainer or no replica fits (its evaluation says why)."""
         s = self.s
         if not isinstance(s.kept, KeptInputs):  # (sampled reads: every size is evaluated)
@@ -754,7 +754,7 @@ class _StepSeconds:
         rollout = s.rollouts.in_group(s.nums, gen, asynchronous, None, load)[1]
         if math.isinf(rollout):
             return -math.inf
-        floor = step_seconds(mode, rollout + exposed_floor(s.nums, s.host, asynchronous), training, 0.0, 0.0)
+        floor = float(step_floor(mode, rollout + exposed_floor(s.nums, s.host, asynchronous), training))
         # less a hair: the step adds the sandboxes' stall to the environment, not to generation (the
         # soonest's sum), so the same terms may round a bit the other way
         return floor * (1 - 1e-9)

@@ -223,8 +223,9 @@ def _least(
     that may read what ``ahead`` made; -inf: none), until it too is above the k-th step found:
     the shortest steps first, so the bar falls soonest (in ``floor_of``'s order, the sizes on one
     flat floor go smallest first, each shorter than the last: GB200's one-step-off SWE step on
-    2,048 GPUs ruled out 15 of its 345 sizes so, 46 so). An async split search on 512 GB200 GPUs
-    tries 133 of its 224 sizes by ``floor_of`` alone, 49 with :func:`split_gpus`' ``sharper``."""
+    2,048 GPUs rules out 15 of its 345 sizes in that order, 46 in this one). An async split search
+    on 512 GB200 GPUs tries 133 of its 224 sizes by ``floor_of`` alone, 49 with :func:`split_gpus`'
+    ``sharper``."""
     floor = floor_of(sizes) if len(sizes) > k else None
     if floor is None:
         ahead(sizes)
