@@ -693,6 +693,11 @@ def _outcome(
     return Outcome(r, gen, env, tr, sync, step(mode, gen, env, tr, sync))
 
 
+# the key of a trainer size's seconds in ``kept.memo`` (:meth:`_StepSeconds.floors` prices every
+# size's at once, :meth:`_StepSeconds.soonest_floor` reads them)
+TRAINER_S = "rl trainer s"
+
+
 @dataclass(frozen=True)
 class _StepSeconds:
     """A split search's balance: the step's seconds on ``gen`` + ``train`` GPUs (:func:`evaluate`);
@@ -722,11 +727,11 @@ class _StepSeconds:
         except InfeasibleError:
             return None
         rollout = rollout_floors(s.rollouts, s.nums, gens, asynchronous, NO_LOAD)
-        floor = step_floor(mode, rollout + exposed_floor(s.nums, s.host, asynchronous), training)
+        floor = self._no_update(mode, rollout, training)
         if not np.isfinite(floor).all():
             return None
         # kept for :meth:`soonest_floor` (a pure function of the trainer's GPUs, as _trainer's)
-        s.kept.memo.update(zip([("rl trainer s", total - g) for g in gens], training.tolist(), strict=True))
+        s.kept.memo.update(zip([(TRAINER_S, total - g) for g in gens], training.tolist(), strict=True))
         return floor
 
     def soonest_floor(self, total: int, gen: int) -> float:
@@ -742,7 +747,7 @@ class _StepSeconds:
         s = self.s
         if not isinstance(s.kept, KeptInputs):  # (sampled reads: every size is evaluated)
             return -math.inf
-        training = s.kept.memo.get(key := ("rl trainer s", total - gen))
+        training = s.kept.memo.get(key := (TRAINER_S, total - gen))
         if training is None:  # a trainer size floors() did not price (a grown split's)
             try:
                 training = s.kept.memo[key] = float(trainer_seconds(s.rates, s.w, [total - gen])[0])
@@ -754,10 +759,17 @@ class _StepSeconds:
         rollout = s.rollouts.in_group(s.nums, gen, asynchronous, None, load)[1]
         if math.isinf(rollout):
             return -math.inf
-        floor = float(step_floor(mode, rollout + exposed_floor(s.nums, s.host, asynchronous), training))
+        floor = float(self._no_update(mode, rollout, training))
         # less a hair: the step adds the sandboxes' stall to the environment, not to generation (the
         # soonest's sum), so the same terms may round a bit the other way
         return floor * (1 - 1e-9)
+
+    def _no_update(self, mode: str, rollout: Any, training: Any) -> Any:
+        """The step of ``rollout`` seconds of generation, with the environment every step exposes,
+        beside ``training`` seconds of the trainer, with no update (:func:`step_floor`): what
+        :meth:`floors` and :meth:`soonest_floor` price of their rollouts."""
+        s = self.s
+        return step_floor(mode, rollout + exposed_floor(s.nums, s.host, mode == "async"), training)
 
     def ahead(self, total: int, gens: list[int]) -> None:
         """Pools of ``gens`` GPUs beside trainers of the rest of ``total`` (as :func:`evaluate`)."""
