@@ -2692,12 +2692,13 @@ def test_set_terms_names_the_terms_module_terms_gives(catalog, monkeypatch):
 
 
 def test_evaluate_stacked_by_policy_gives_the_policy_by_policy_bits(catalog, monkeypatch):
-    """Issue 16: evaluate prices a few rows' recompute policies in one pass (rows stacked by
-    policy), takes each row's terms and step under its chosen policy from that pass (a row no
-    policy fits: the fallback policy's, its step priced in the pass too), and prices the state
-    under every sharding stage at once (ts.state_by_stage). Every evaluate of three deadline
-    searches (dense and MoE; MI300X's 405B climbs its replicas over HBM: rows that fit no policy)
-    gives the bits of a pass per policy (STACKED 1) with the state of each stage priced alone."""
+    """Issue 16: evaluate prices a few rows' recompute policies in one pass (a table, policies x
+    rows, the plans broadcast along the policies), takes each row's terms and step under its
+    chosen policy from that pass (a row no policy fits: the fallback policy's, its step priced in
+    the pass too), and prices the state under every sharding stage at once (ts.state_by_stage).
+    Every evaluate of three deadline searches (dense and MoE; MI300X's 405B climbs its replicas
+    over HBM: rows that fit no policy), and some with an RL trainer's log-prob passes, give the
+    bits of a pass per policy (STACKED 1) with the state of each stage priced alone."""
     calls = []
     evaluate = tpn.evaluate
 
@@ -2722,6 +2723,15 @@ def test_evaluate_stacked_by_policy_gives_the_policy_by_policy_bits(catalog, mon
     # (some stacked passes leave rows that fit no policy: the fallback's terms)
     unfit = [c for c in stacked if not np.all(tpn.fits_memory(c[5], c[2]))]
     assert len(stacked) > 10 and len(unfit) > 3
+    with np.errstate(all="ignore"):  # (and with the forward passes of an RL trainer)
+        weighted = [
+            (
+                c,
+                {**c[2], "forward_weight": 0.5},
+                tpn.evaluate(dict(c[0]), c[1], {**c[2], "forward_weight": 0.5}, c[3]),
+            )
+            for c in stacked[::4]
+        ]
     per_stage = ts.state_by_stage
     monkeypatch.setattr(tpn, "STACKED", 1)
     monkeypatch.setattr(
@@ -2732,6 +2742,9 @@ def test_evaluate_stacked_by_policy_gives_the_policy_by_policy_bits(catalog, mon
         with np.errstate(all="ignore"):
             _bits_equal(out, tpn.evaluate(again, terms, x, pins))
         _bits_equal(macro, again)
+    for (before, terms, _, pins, _, _), x, out in weighted:
+        with np.errstate(all="ignore"):
+            _bits_equal(out, tpn.evaluate(dict(before), terms, x, pins))
     # and the state by stage at once is each stage's own, on rows of every stage and schedule
     P = stacked[-1][0]
     _bits_equal(per_stage(P, x, tpn.ZERO_STAGES), ts.state_by_stage(P, x, tpn.ZERO_STAGES))

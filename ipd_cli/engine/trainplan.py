@@ -1112,90 +1112,73 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     plain = plain_inputs(x)  # (plain inputs: a subset of the rows can be priced alone)
     for first, group in zip(range(0, len(rcs), per), groups, strict=True):
         k = len(group)
-        tile: Any = None  # each stacked row's macro row
-        if k > 1:
-            tile = np.tile(np.arange(n), k)
-            rc: Any = np.repeat(np.array(group, dtype=float), n)
-            state_k, terms_k, sh = (
-                {z: v[tile] for z, v in state.items()},
-                index_terms(terms, tile),
-                shards[tile],
-            )
-            flight = flight_of[tile] if np.ndim(flight_of) else flight_of
-        else:
-            rc, state_k, terms_k, sh, flight = group[0], state, terms, shards, flight_of
-        mm = ts.with_recompute(terms_k, rc)
-        # (given the micro-batches in flight, the memory below reads no plan column but rc: the
-        # stacked plan columns are gathered for the rows priced alone)
-        Q = {"rc": rc}
-        kept = ts.kept_activation_bytes(Q, mm, flight)
-        acts, rest = ts.activation_peak_bytes(Q, mm, flight), ts.unsendable_bytes(Q, mm, kept, flight)
-        z_k, found_k = np.full(n * k, float(zs[-1])), np.zeros(n * k, dtype=bool)
-        state_of: Any = None  # the state bytes at the stage chosen (where one fits)
-        host_of: Any = None  # and the host bytes
-        for z in reversed(zs):  # the last assignment is the least sharding that fits
-            host = ts.offloaded_bytes(Q, mm, x["hbm_cap"] - state_k[z] - rest, flight)
-            ok = (state_k[z] + acts <= x["hbm_cap"]) & (host <= x["host_cap"])
-            if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
-                ok &= (z > 0) == sh
-            z_k, found_k = np.where(ok, z, z_k), found_k | ok
-            state_of = state_k[z] if state_of is None else np.where(ok, state_k[z], state_of)
-            host_of = host if host_of is None else np.where(ok, host, host_of)
+        # a stacked pass prices its policies as a table (policies x rows): the plans' columns and
+        # terms broadcast along the policies rather than gathered for each (issue 16: the gathers
+        # were a quarter of a small evaluate), every pair priced (gathering the pairs that fit cost
+        # more than pricing the others); a pass of one policy prices its rows that fit, alone
+        rc: Any = np.array(group, dtype=float)[:, None] if k > 1 else group[0]
+        shape = (k, n) if k > 1 else (n,)
+        mm = ts.with_recompute(terms, rc)
+        z_k, found_k, known = _stage_fits(rc, mm, state, shards, flight_of, x, pins, shape)
         fit = found_k
         if k == 1 and first and plain:  # nor the rows a policy priced before beats already
             fit = found_k & ~_beaten(macro, mm, x, best)
-            fit &= ~_kept_anyway(group[0], won & (rc_of == 0), zero_of, z_k, host_of)
-        unfit = ~found_k.reshape(k, n).any(axis=0) if k == len(rcs) > 1 else None
+            fit &= ~_kept_anyway(group[0], won & (rc_of == 0), zero_of, z_k, known[1])
+        unfit = ~found_k.any(axis=0) if k == len(rcs) > 1 else None
         if unfit is not None and unfit.any() and plain:
             # and the step of the rows no policy fits, at the fallback policy and the last stage
             # (the plan they keep: z_k, state_of and host_of hold that stage there), priced here
             # with the others rather than in a step of their own (a row's step depends on that
             # row alone)
             none = unfit
-            # (by a mask: the sorted rows np.union1d gives, without its sort)
-            fit = fit.copy()
-            fit[group.index(fallback) * n : (group.index(fallback) + 1) * n] |= none
-        rows = np.flatnonzero(fit)  # the step of the (row, policy) pairs that fit, only
-        whole = len(rows) == len(found_k)
-        at = rows if tile is None else tile if whole else tile[rows]  # their macro rows
-        sub = macro if whole and tile is None else {c: v[at] for c, v in macro.items()}
-        rc_rows = rc if whole or k == 1 else rc[rows]
-        z_rows = z_k if whole else z_k[rows]
-        # the step's memory from the bytes priced here (the same numbers row by row, not again)
-        known = tuple(v if whole or not np.ndim(v) else v[rows] for v in (state_of, host_of, acts, kept))
-        sub_mm = mm if whole else index_terms(mm, rows)
-        shared = (held, sizes) if sub is macro else (_held_at(held, at), _held_at(sizes, at))
-        plan_at = plan if sub is macro else _plan_at(plan, at)
-        out = ts.step({**sub, "rc": rc_rows, "zero": z_rows}, sub_mm, x, known, shared, plan_at)
-        priced.append((first, k, rows, out))
-        spt_k = np.full(n * k, np.inf)
+        if k > 1:
+            rows: Any = None
+            sub, sub_mm, z_rows, shared, plan_at = macro, mm, z_k, (held, sizes), plan
+        else:
+            rows = np.flatnonzero(fit)  # the step of the rows that fit, only
+            whole = len(rows) == n
+            sub = macro if whole else {c: v[rows] for c, v in macro.items()}
+            z_rows = z_k if whole else z_k[rows]
+            known = tuple(v if whole or not np.ndim(v) else v[rows] for v in known)
+            sub_mm = mm if whole else index_terms(mm, rows)
+            shared = (held, sizes) if whole else (_held_at(held, rows), _held_at(sizes, rows))
+            plan_at = plan if whole else _plan_at(plan, rows)
+        out = ts.step({**sub, "rc": rc, "zero": z_rows}, sub_mm, x, known, shared, plan_at)
         out["penalty"] = batch_penalty(out["tokens_per_step"], x)
-        spt_k[rows] = _per_token(out["step_s"], out)
-        fwd_k = np.full(n * k, np.nan)
+        spt = _per_token(out["step_s"], out)
+        fwd: Any = np.nan
         if weighted:  # forward passes depend on the sharding stage, not the recompute policy
-            fwd_k[rows] = ts.forward_seconds({**sub, "zero": z_rows}, index_terms(terms_k, rows), x, plan_at)
-            spt_k[rows] += _forward_share(fwd_k[rows], out, x)
+            sub_terms = terms if sub is macro else index_terms(terms, rows)
+            fwd = ts.forward_seconds({**sub, "zero": z_rows}, sub_terms, x, plan_at)
+            spt = spt + _forward_share(fwd, out, x)
+        if k > 1:  # (the table's pairs that fit: their numbers; the others' ignored)
+            spt_k, fwd_k = np.where(fit, spt, np.inf), np.where(fit, fwd, np.nan)
+        else:
+            spt_k, fwd_k = np.full(n, np.inf), np.full(n, np.nan)
+            spt_k[rows] = spt
+            if weighted:
+                fwd_k[rows] = fwd
+        priced.append((first, k, rows, out))
+        spt_k, fwd_k, found_k, z_k = (v.reshape(k, n) for v in (spt_k, fwd_k, found_k, z_k))
         for j, policy in enumerate(group):  # in policy order: a tie keeps the earlier policy
-            at = slice(j * n, (j + 1) * n)
-            better = found_k[at] & (spt_k[at] < best)
-            best = np.where(better, spt_k[at], best)
-            rc_of, zero_of = np.where(better, policy, rc_of), np.where(better, z_k[at], zero_of)
-            fwd_of, won = np.where(better, fwd_k[at], fwd_of), won | better
+            better = found_k[j] & (spt_k[j] < best)
+            best = np.where(better, spt_k[j], best)
+            rc_of, zero_of = np.where(better, policy, rc_of), np.where(better, z_k[j], zero_of)
+            fwd_of, won = np.where(better, fwd_k[j], fwd_of), won | better
             j_of = np.where(better, first + j, j_of)
     macro.update(rc=rc_of, zero=zero_of)
+    chosen = np.where(won, j_of, rcs.index(fallback))  # each row's policy (or the fallback)
     if len(groups) == 1 and len(rcs) > 1:
-        # each row's terms under its policy, priced in the one pass already (rows stacked by policy)
-        mm_of = index_terms(mm, np.where(won, j_of, rcs.index(fallback)) * n + np.arange(n))
+        # each row's terms under its policy, priced in the one pass already (the table's row of it)
+        mm_of = _policy_rows(mm, chosen)
     else:
         mm_of = ts.with_recompute(terms, rc_of)
     # each row's step is priced already, at its policy and stage (a row no policy fits: at the
     # fallback's, where the pass priced those rows: as a step of their own would, numbers that are
     # all per-row arrays)
-    lone = none is not None and (won | none).all() and all(np.ndim(v) == 1 for v in out.values())
+    lone = none is not None and (won | none).all() and all(np.ndim(v) for v in out.values())
     if len(groups) == 1 and (won.all() or lone):
-        pair = np.searchsorted(rows, np.where(won, j_of, rcs.index(fallback)) * n + np.arange(n))
-        out = {c: v[pair] if np.ndim(v) else v for c, v in out.items() if c != "penalty"}
-        out = _finished(out, mm_of, x)
+        out = _finished(_policy_rows({c: v for c, v in out.items() if c != "penalty"}, chosen), mm_of, x)
     else:
         out = _priced_steps(priced, macro, mm_of, x, j_of, won, plain, plan)
     if weighted:
@@ -1209,6 +1192,36 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
 
 
 STACKED = 8192  # rows :func:`evaluate` prices in one pass where it can (recompute policies, stages)
+
+
+def _stage_fits(
+    rc: Any, mm: dict, state: dict, shards: Any, flight: Any, x: dict, pins: dict, shape: tuple
+) -> tuple[Any, Any, tuple]:
+    """:func:`evaluate`'s memory fit of a pass of policies ``rc`` (a number, or a column of them
+    against the rows: a table of ``shape``; ``mm``: the terms under them): the least sharding
+    stage of :func:`~ipd_cli.engine.trainstep.state_by_stage`'s ``state`` that fits in HBM and
+    host memory (the last stage where none does), whether one does, and the (state, host,
+    activation peak, kept activation) bytes there, which the step's memory reads (``shards``: the
+    rows whose data-parallel group is more than one GPU; ``flight``: their micro-batches in flight)."""
+    import numpy as np
+
+    zs = list(state)  # (in the order of the stages)
+    # (given the micro-batches in flight, the memory below reads no plan column but rc)
+    Q = {"rc": rc}
+    kept = ts.kept_activation_bytes(Q, mm, flight)
+    acts, rest = ts.activation_peak_bytes(Q, mm, flight), ts.unsendable_bytes(Q, mm, kept, flight)
+    z_k, found = np.full(shape, float(zs[-1])), np.zeros(shape, dtype=bool)
+    state_of: Any = None  # the state bytes at the stage chosen (where one fits)
+    host_of: Any = None  # and the host bytes
+    for z in reversed(zs):  # the last assignment is the least sharding that fits
+        host = ts.offloaded_bytes(Q, mm, x["hbm_cap"] - state[z] - rest, flight)
+        ok = (state[z] + acts <= x["hbm_cap"]) & (host <= x["host_cap"])
+        if "zero" not in pins:  # nothing to shard: ZeRO-0; something: ZeRO-1 is as fast and smaller
+            ok &= (z > 0) == shards
+        z_k, found = np.where(ok, z, z_k), found | ok
+        state_of = state[z] if state_of is None else np.where(ok, state[z], state_of)
+        host_of = host if host_of is None else np.where(ok, host, host_of)
+    return z_k, found, (state_of, host_of, acts, kept)
 
 
 def _beaten(P: sr.Columns, mm: dict, x: dict, best: Any) -> Any:
@@ -1267,26 +1280,46 @@ def _priced_steps(
 
     if not plain:
         return finish(macro, mm, x)
-    n = len(won)
-    pieces = []  # (rows, a step, the positions of those rows in it)
+    pieces = []  # (rows, their step)
     for first, k, rows, out in priced:
         at = np.flatnonzero(won & (j_of >= first) & (j_of < first + k))
         if len(at):
-            pieces.append((at, out, np.searchsorted(rows, (j_of[at] - first) * n + at)))
+            # a stacked pass's table at each row's policy; a pass of one policy at the row's place
+            # among the rows it priced
+            pos = None if rows is None else np.searchsorted(rows, at)
+            pieces.append(
+                (at, _policy_rows(out, j_of[at] - first, at) if pos is None else index_terms(out, pos))
+            )
     rest = np.flatnonzero(~won)
     if len(rest):
         priced_rest = ts.step(sr.take(macro, rest), index_terms(mm, rest), x, plan=_plan_at(plan, rest))
-        pieces.append((rest, priced_rest, None))
+        pieces.append((rest, priced_rest))
     keys = [c for c in pieces[0][1] if c != "penalty"] if pieces else []
     kinds = {(c, np.ndim(p[1][c]), np.asarray(p[1][c]).dtype) for p in pieces for c in keys}
     if not pieces or len(kinds) != len(keys) or any(d != 1 for _, d, _ in kinds):
         return finish(macro, mm, x)
     out = {}
     for c in keys:
-        out[c] = np.empty(n, dtype=pieces[0][1][c].dtype)
-        for at, step, pair in pieces:
-            out[c][at] = step[c] if pair is None else step[c][pair]
+        out[c] = np.empty(len(won), dtype=pieces[0][1][c].dtype)
+        for at, step in pieces:
+            out[c][at] = step[c]
     return _finished(out, mm, x)
+
+
+def _policy_rows(table: dict, j: Any, rows: Any = None) -> dict[str, Any]:
+    """The entries of a stacked pass's table (:func:`evaluate`: policies x rows) at policy ``j[i]``
+    of each row ``rows[i]`` (every row, in order, where None): an entry no policy changes (a
+    number, or an array of the rows' own) taken at the rows, as it is where they are all rows."""
+    import numpy as np
+
+    cols = np.arange(len(j)) if rows is None else rows
+
+    def at(v: Any) -> Any:
+        if np.ndim(v) == 2:  # (a column of one policy's number, (policies x 1): at each row's)
+            return v[j, cols] if v.shape[1] != 1 else v[j, 0]
+        return v if rows is None or not np.ndim(v) else v[rows]
+
+    return {c: at(v) for c, v in table.items()}
 
 
 def objective(out: dict) -> Any:
