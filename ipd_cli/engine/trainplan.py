@@ -1100,13 +1100,13 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     zero_of = np.full_like(best, float(zs[-1]))
     weighted = bool(x.get("forward_weight", 0.0))  # an RL trainer's log-prob passes run on the plan too
     fwd_of, won, j_of = np.full_like(best, np.nan), np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
-    # the policies a pass prices together, their rows stacked (row r of the j-th at j n + r): the
-    # same numbers row by row as a pass per policy, in fewer calls where the rows are few
+    # the policies a pass prices together, as a table (policies x rows): the same numbers row by
+    # row as a pass per policy, in fewer calls where the rows are few
     per = max(1, STACKED // max(n, 1))
     groups = [rcs[i : i + per] for i in range(0, len(rcs), per)]
     # what no policy or stage changes of a row's step, priced once where several passes price it
     plan = ts.plan_terms(macro, x, held, sizes) if len(groups) > 1 else None
-    priced = []  # each pass's first policy, policies, the stacked rows it priced and their step
+    priced = []  # each pass's first policy, policies, the rows it priced (None: a table) and their step
     none: Any = None  # the rows no policy fits, where the one pass priced them at the fallback too
     flight_of = ts.in_flight(macro)  # (micro-batches in flight: the same under every policy and stage)
     plain = plain_inputs(x)  # (plain inputs: a subset of the rows can be priced alone)
@@ -1127,7 +1127,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
         unfit = ~found_k.any(axis=0) if k == len(rcs) > 1 else None
         if unfit is not None and unfit.any() and plain:
             # and the step of the rows no policy fits, at the fallback policy and the last stage
-            # (the plan they keep: z_k, state_of and host_of hold that stage there), priced here
+            # (the plan they keep: z_k and the bytes known hold that stage there), priced here
             # with the others rather than in a step of their own (a row's step depends on that
             # row alone)
             none = unfit
@@ -1158,6 +1158,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
             spt_k[rows] = spt
             if weighted:
                 fwd_k[rows] = fwd
+        del out["penalty"]  # (not taken from the pass: the chosen rows' is priced again)
         priced.append((first, k, rows, out))
         spt_k, fwd_k, found_k, z_k = (v.reshape(k, n) for v in (spt_k, fwd_k, found_k, z_k))
         for j, policy in enumerate(group):  # in policy order: a tie keeps the earlier policy
@@ -1170,7 +1171,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     chosen = np.where(won, j_of, rcs.index(fallback))  # each row's policy (or the fallback)
     if len(groups) == 1 and len(rcs) > 1:
         # each row's terms under its policy, priced in the one pass already (the table's row of it)
-        mm_of = _policy_rows(mm, chosen)
+        mm_of = _policy_rows(mm, chosen, n)
     else:
         mm_of = ts.with_recompute(terms, rc_of)
     # each row's step is priced already, at its policy and stage (a row no policy fits: at the
@@ -1178,7 +1179,7 @@ def evaluate(macro: sr.Columns, terms: dict, x: dict, pins: dict) -> dict[str, A
     # all per-row arrays)
     lone = none is not None and (won | none).all() and all(np.ndim(v) for v in out.values())
     if len(groups) == 1 and (won.all() or lone):
-        out = _finished(_policy_rows({c: v for c, v in out.items() if c != "penalty"}, chosen), mm_of, x)
+        out = _finished(_policy_rows(out, chosen, n), mm_of, x)
     else:
         out = _priced_steps(priced, macro, mm_of, x, j_of, won, plain, plan)
     if weighted:
@@ -1283,18 +1284,17 @@ def _priced_steps(
     pieces = []  # (rows, their step)
     for first, k, rows, out in priced:
         at = np.flatnonzero(won & (j_of >= first) & (j_of < first + k))
-        if len(at):
-            # a stacked pass's table at each row's policy; a pass of one policy at the row's place
-            # among the rows it priced
-            pos = None if rows is None else np.searchsorted(rows, at)
-            pieces.append(
-                (at, _policy_rows(out, j_of[at] - first, at) if pos is None else index_terms(out, pos))
-            )
+        if not len(at):
+            continue
+        if rows is None:  # a stacked pass's table: at each row's policy
+            pieces.append((at, _policy_rows(out, j_of[at] - first, len(won), at)))
+        else:  # a pass of one policy: at each row's place among the rows it priced
+            pieces.append((at, index_terms(out, np.searchsorted(rows, at))))
     rest = np.flatnonzero(~won)
     if len(rest):
         priced_rest = ts.step(sr.take(macro, rest), index_terms(mm, rest), x, plan=_plan_at(plan, rest))
         pieces.append((rest, priced_rest))
-    keys = [c for c in pieces[0][1] if c != "penalty"] if pieces else []
+    keys = list(pieces[0][1]) if pieces else []
     kinds = {(c, np.ndim(p[1][c]), np.asarray(p[1][c]).dtype) for p in pieces for c in keys}
     if not pieces or len(kinds) != len(keys) or any(d != 1 for _, d, _ in kinds):
         return finish(macro, mm, x)
@@ -1306,17 +1306,18 @@ def _priced_steps(
     return _finished(out, mm, x)
 
 
-def _policy_rows(table: dict, j: Any, rows: Any = None) -> dict[str, Any]:
-    """The entries of a stacked pass's table (:func:`evaluate`: policies x rows) at policy ``j[i]``
-    of each row ``rows[i]`` (every row, in order, where None): an entry no policy changes (a
-    number, or an array of the rows' own) taken at the rows, as it is where they are all rows."""
+def _policy_rows(table: dict, j: Any, n: int, rows: Any = None) -> dict[str, Any]:
+    """The entries of a stacked pass's table (:func:`evaluate`: policies x ``n`` rows) at policy
+    ``j[i]`` of each row ``rows[i]`` (every row, in order, where None): an entry no policy changes
+    (a number, or an array of the rows' own) taken at the rows, as it is where they are all rows."""
     import numpy as np
 
-    cols = np.arange(len(j)) if rows is None else rows
+    cols = np.arange(n) if rows is None else rows
+    flat = j * n + cols  # (the pairs' places in the table's rows laid end to end: one index each)
 
     def at(v: Any) -> Any:
         if np.ndim(v) == 2:  # (a column of one policy's number, (policies x 1): at each row's)
-            return v[j, cols] if v.shape[1] != 1 else v[j, 0]
+            return v.reshape(-1)[flat if v.shape[1] == n else j]
         return v if rows is None or not np.ndim(v) else v[rows]
 
     return {c: at(v) for c, v in table.items()}
