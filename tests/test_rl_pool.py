@@ -360,6 +360,46 @@ def test_a_trainer_table_kept_for_a_larger_cap_answers_a_smaller_one_as_its_own_
     assert searched == []
 
 
+@pytest.mark.parametrize("system,workload", [("vera-rubin", "rl-swe-agent"), ("h100", "rl-math-reasoning")])
+def test_a_trainer_search_prices_only_the_micro_rows_with_a_plan(monkeypatch, system, workload):
+    # rows_with_plans tests each run of grid rows alike in what dp_candidates and _runnable read
+    # once per micro-batch size: the same mask as the test on every row, holding every row expand
+    # builds a plan of and dropping others (39 % of the dense grid, 66 % of the MoE one); kept
+    # per grid (the same read-only array, and the same mask again from a copy of the grid); and
+    # search_sizes pricing only those rows gives every size the plan and numbers of the search
+    # over the whole grid
+    import numpy as np
+
+    from ipd_cli.engine import trainplan as tpn
+
+    r, cap = _setup(system, workload).rates, 512
+    x, pins = r.y, r.pins
+    P = tpn.micro_grid(x, cap, pins)
+    mask = tpn.rows_with_plans(P, x, cap, pins)
+    d, mb = tpn.dp_candidates(P, x, cap, pins)
+    ok = ~np.isnan(d)
+    row = np.nonzero(ok)[0]
+    cols = {c: P[c][row] for c in (*tpn._RUN_COLS, "mbs")}
+    one = np.zeros(len(mask), dtype=bool)
+    one[row[tpn._runnable({**cols, "dp": d[ok], "mb": mb[ok]})]] = True
+    assert mask.tolist() == one.tolist()
+    built = np.unique(tpn.expand(P, x, cap, pins)["row"])
+    assert mask[built].all() and 0 < mask.mean() < 1
+    assert tpn.rows_with_plans(P, x, cap, pins) is mask
+    copy = {k: np.array(v) for k, v in P.items()}
+    assert tpn.rows_with_plans(copy, x, cap, pins).tolist() == mask.tolist()
+    fast = tpn.search_sizes(x, cap, pins).compact()
+    monkeypatch.setattr(tpn, "rows_with_plans", lambda P, *a: np.ones(len(P["tp"]), dtype=bool))
+    every = tpn.search_sizes(x, cap, pins).compact()
+    assert fast.min_gpus == every.min_gpus is not None
+    for n in range(1, cap + 1):
+        mine, theirs = fast.best(n), every.best(n)
+        assert (mine is None) == (theirs is None)
+        if mine is not None:
+            a, b = tpn.choice(fast.s, mine, n), tpn.choice(every.s, theirs, n)
+            assert (a.plan, a.out) == (b.plan, b.out)
+
+
 _SETUPS = [
     ("vera-rubin", "rl-swe-agent", ()),
     ("gb200-nvl72", "rl-swe-agent", ("workload.mode=async",)),

@@ -1005,10 +1005,81 @@ def expand(P: sr.Columns, x: dict, gpus: int, pins: dict, least: Any = None) -> 
     row = np.repeat(np.arange(n), k)[ok.reshape(-1)]
     cols = {k2: v[row] for k2, v in P.items()}
     cols.update(dp=d[ok], mb=mb[ok], row=row)
-    keep = (cols["tp"] * cols["cp"] * cols["dp"]) % cols["ep"] == 0
-    keep &= _placement_matters(cols, x) | ("order" in pins)
-    keep &= schedulable(cols)
-    return sr.take(cols, keep)
+    return sr.take(cols, _buildable(cols, x, pins))
+
+
+def _buildable(cols: sr.Columns, x: dict, pins: dict) -> Any:
+    """Which (micro row, dp, mb) candidates ``cols`` are plans :func:`expand` builds."""
+    return _runnable(cols) & (_placement_matters(cols, x) | ("order" in pins))
+
+
+def _runnable(cols: sr.Columns) -> Any:
+    """The candidates whose expert groups tile their replicas and whose schedule runs their
+    micro-batch count (:func:`_buildable` less the placement test, which alone reads the domain)."""
+    return ((cols["tp"] * cols["cp"] * cols["dp"]) % cols["ep"] == 0) & schedulable(cols)
+
+
+# the micro columns :func:`dp_candidates` and :func:`_runnable` read besides ``mbs`` (one they
+# read that this lacks raises KeyError)
+_RUN_COLS = ("tp", "cp", "pp", "vp", "sched", "ep")
+
+
+def rows_with_plans(P: sr.Columns, x: dict, gpus: int, pins: dict) -> Any:
+    """Which micro rows ``P`` may have a plan :func:`expand` builds (at any ``least``): a (dp, mb)
+    candidate whose expert groups tile and whose schedule runs (:func:`_runnable`). A row with
+    none is never evaluated, so its terms need not be priced: two thirds of an RL trainer's
+    search grid (issue 16). The test reads only :data:`_RUN_COLS` and ``mbs``, so it runs once
+    per micro-batch size on each run of rows alike in the rest (the grid's mbs, order, disp and
+    graph axes vary fastest), not per row; on whole systems the GPUs usable also read the
+    placement, and every row is kept."""
+    import numpy as np
+
+    n = len(P["tp"])
+    if n == 0 or x.get(WHOLE_SYSTEMS):
+        return np.ones(n, dtype=bool)
+    # a micro grid's columns are the process's read-only arrays (:func:`micro_grid`), shared by the
+    # searches of one model and cap (another system, HBM or bandwidth); held beside the mask, so
+    # that their ids stay their own
+    cols = tuple(P[c] for c in (*_RUN_COLS, "mbs"))
+    key = (tuple(map(id, cols)), gpus, tuple(sorted(pins.items())), x["recipe_batch"], x["seq"])
+    kept = _WITH_PLANS.get(key)
+    if kept is not None and all(a is b for a, b in zip(kept[0], cols, strict=True)):
+        return kept[1]
+    mask = _with_plans(P, x, gpus, pins)
+    if all(not a.flags.writeable for a in cols):
+        if len(_WITH_PLANS) >= 8:
+            _WITH_PLANS.pop(next(iter(_WITH_PLANS)))
+        mask.flags.writeable = False
+        _WITH_PLANS[key] = (cols, mask)
+    return mask
+
+
+_WITH_PLANS: dict[tuple, tuple] = {}  # rows_with_plans' masks of the micro grids, read-only
+
+
+def _with_plans(P: sr.Columns, x: dict, gpus: int, pins: dict) -> Any:
+    """:func:`rows_with_plans`' mask, computed."""
+    import numpy as np
+
+    n = len(P["tp"])
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for c in _RUN_COLS:
+        new[1:] |= P[c][1:] != P[c][:-1]
+    first = np.flatnonzero(new)
+    sizes = np.array(sorted(_axis(pins, "mbs", list(MICRO_BATCHES))), dtype=float)
+    Q = {c: np.repeat(P[c][first], len(sizes)) for c in _RUN_COLS}
+    Q["mbs"] = np.tile(sizes, len(first))
+    d, mb = dp_candidates(Q, x, gpus, pins)
+    ok = ~np.isnan(d)
+    if "gbs" not in pins:
+        ok &= ~_repeats(d, mb)
+    row = np.nonzero(ok)[0]
+    cols = {c: v[row] for c, v in Q.items()}
+    cols.update(dp=d[ok], mb=mb[ok])
+    has = np.zeros(len(Q["mbs"]), dtype=bool)
+    has[row[_runnable(cols)]] = True
+    return has[(np.cumsum(new) - 1) * len(sizes) + np.searchsorted(sizes, P["mbs"])]
 
 
 def schedulable(P: sr.Columns) -> Any:
@@ -3064,7 +3135,8 @@ def _sizes_grid(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degree
 
     P = micro_grid(x, int(cap), pins)
     deg = degrees(P, pins, cap, None)  # (fit and least are set below: none to take before)
-    rows = np.flatnonzero(deg.top > 0)  # some degree fits the cap (the state needs one or more)
+    # some degree fits the cap (the state needs one or more), and some plan is built
+    rows = np.flatnonzero((deg.top > 0) & rows_with_plans(P, x, cap, pins))
     P, deg = sr.take(P, rows), deg.take(rows)
     state = sr.by_blocks(lambda Pb: replicas_for_state(Pb, x, pins, x["hbm_cap"]), P)
     rows = np.flatnonzero(state <= deg.top)
