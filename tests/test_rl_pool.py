@@ -349,12 +349,7 @@ def test_a_trainer_table_kept_for_a_larger_cap_answers_a_smaller_one_as_its_own_
             assert rt._SIZES[(*inputs, 1024)] is kept
             cut, own = rt.plans_by_size(replace(r, cap=cap)), real(r.y, cap, r.pins).compact()
             assert cut.min_gpus == own.min_gpus == (48 if cap >= 48 else None)
-            for n in range(1, cap + 1):
-                mine, theirs = cut.best(n), own.best(n)
-                assert (mine is None) == (theirs is None)
-                if mine is not None:
-                    a, b = tpn.choice(cut.s, mine, n), tpn.choice(own.s, theirs, n)
-                    assert (a.plan, a.out) == (b.plan, b.out)
+            _same_plans(cut, own, cap)
     finally:
         tpn.search_sizes = real
     assert searched == []
@@ -392,12 +387,20 @@ def test_a_trainer_search_prices_only_the_micro_rows_with_a_plan(monkeypatch, sy
     monkeypatch.setattr(tpn, "rows_with_plans", lambda P, *a: np.ones(len(P["tp"]), dtype=bool))
     every = tpn.search_sizes(x, cap, pins).compact()
     assert fast.min_gpus == every.min_gpus is not None
+    _same_plans(fast, every, cap)
+
+
+def _same_plans(mine, theirs, cap: int) -> None:
+    """Two size tables (trainplan.search_sizes(...).compact()) give every size 1..cap the same
+    plan and numbers, or both none."""
+    from ipd_cli.engine import trainplan as tpn
+
     for n in range(1, cap + 1):
-        mine, theirs = fast.best(n), every.best(n)
-        assert (mine is None) == (theirs is None)
-        if mine is not None:
-            a, b = tpn.choice(fast.s, mine, n), tpn.choice(every.s, theirs, n)
-            assert (a.plan, a.out) == (b.plan, b.out)
+        a, b = mine.best(n), theirs.best(n)
+        assert (a is None) == (b is None)
+        if a is not None:
+            pa, pb = tpn.choice(mine.s, a, n), tpn.choice(theirs.s, b, n)
+            assert (pa.plan, pa.out) == (pb.plan, pb.out)
 
 
 _SETUPS = [
