@@ -993,6 +993,13 @@ def expand(P: sr.Columns, x: dict, gpus: int, pins: dict, least: Any = None) -> 
     """Macro rows: each micro row with its (dp, mb) candidates; ``row`` indexes the micro row.
     ``least``: per micro row, the fewest replicas its plans may take (a candidate on fewer is
     not built: the same rows, in the same order, as dropping it from the macro rows after)."""
+    cols = _candidates(P, x, gpus, pins, least)
+    return sr.take(cols, _buildable(cols, x, pins))
+
+
+def _candidates(P: sr.Columns, x: dict, gpus: int, pins: dict, least: Any = None) -> sr.Columns:
+    """Each micro row's distinct (dp, mb) candidates (:func:`dp_candidates`; on at least ``least``
+    replicas), a row each, ``row`` indexing the micro row: :func:`expand`'s before its tests."""
     import numpy as np
 
     d, mb = dp_candidates(P, x, gpus, pins)
@@ -1005,7 +1012,7 @@ def expand(P: sr.Columns, x: dict, gpus: int, pins: dict, least: Any = None) -> 
     row = np.repeat(np.arange(n), k)[ok.reshape(-1)]
     cols = {k2: v[row] for k2, v in P.items()}
     cols.update(dp=d[ok], mb=mb[ok], row=row)
-    return sr.take(cols, _buildable(cols, x, pins))
+    return cols
 
 
 def _buildable(cols: sr.Columns, x: dict, pins: dict) -> Any:
@@ -1070,15 +1077,9 @@ def _with_plans(P: sr.Columns, x: dict, gpus: int, pins: dict) -> Any:
     sizes = np.array(sorted(_axis(pins, "mbs", list(MICRO_BATCHES))), dtype=float)
     Q = {c: np.repeat(P[c][first], len(sizes)) for c in _RUN_COLS}
     Q["mbs"] = np.tile(sizes, len(first))
-    d, mb = dp_candidates(Q, x, gpus, pins)
-    ok = ~np.isnan(d)
-    if "gbs" not in pins:
-        ok &= ~_repeats(d, mb)
-    row = np.nonzero(ok)[0]
-    cols = {c: v[row] for c, v in Q.items()}
-    cols.update(dp=d[ok], mb=mb[ok])
+    cols = _candidates(Q, x, gpus, pins)
     has = np.zeros(len(Q["mbs"]), dtype=bool)
-    has[row[_runnable(cols)]] = True
+    has[cols["row"][_runnable(cols)]] = True
     return has[(np.cumsum(new) - 1) * len(sizes) + np.searchsorted(sizes, P["mbs"])]
 
 
