@@ -3154,12 +3154,12 @@ def _sizes_grid(x: dict, cap: int, pins: dict) -> tuple[sr.Columns, dict, Degree
     import numpy as np
 
     P = micro_grid(x, int(cap), pins)
+    # some plan is built, then (each row's alone: on the rows left) some degree fits the cap (the
+    # state needs one or more) and holds the state
+    P = sr.take(P, np.flatnonzero(rows_with_plans(P, x, cap, pins)))
     deg = degrees(P, pins, cap, None)  # (fit and least are set below: none to take before)
-    # some degree fits the cap (the state needs one or more), and some plan is built
-    rows = np.flatnonzero((deg.top > 0) & rows_with_plans(P, x, cap, pins))
-    P, deg = sr.take(P, rows), deg.take(rows)
     state = sr.by_blocks(lambda Pb: replicas_for_state(Pb, x, pins, x["hbm_cap"]), P)
-    rows = np.flatnonzero(state <= deg.top)
+    rows = np.flatnonzero((deg.top > 0) & (state <= deg.top))
     P, deg = sr.take(P, rows), deg.take(rows)
     tp_both = ts.tp_exposed_both(P, x)
     m = grid_terms(P, x, tp_both, sets_pinned(pins))
