@@ -318,7 +318,8 @@ def test_the_trainer_floors_by_hand_and_every_plan_of_a_table(catalog):
     step = (out["step_s"] - out["fixed_s"]) / r.share + out["fixed_s"]
     want = w.logprob_passes * forward + (w.ppo_epochs * step + r.fixed_s)
     assert trainer_seconds(r, w, [n]).tolist() == [want]
-    assert s.arch.is_moe and len(set(table.rows.tolist())) == 5  # 1,024 to 16,384 GPUs
+    # 1,024 to 8,192 GPUs (a searched split's trainer has at most 16,383: 16,384's plan is not searched)
+    assert s.arch.is_moe and len(set(table.rows.tolist())) == 4
     rows = sorted(set(table.rows.tolist()))
     one = [tpn.plan_forward_seconds(tpn.plan_of(table.s, k), r.y) for k in rows]
     assert _forward_seconds_of_rows(r, table.s, rows).tolist() == one
@@ -353,6 +354,41 @@ def test_a_trainer_table_kept_for_a_larger_cap_answers_a_smaller_one_as_its_own_
     finally:
         tpn.search_sizes = real
     assert searched == []
+
+
+@pytest.mark.parametrize(
+    ("hardware", "workload"), [("vera-rubin", "rl-swe-agent"), ("gb200-nvl72", "rl-swe-agent-10t")]
+)
+def test_a_searched_split_searches_trainers_of_all_gpus_but_one(catalog, monkeypatch, hardware, workload):
+    # a searched split's generation takes at least one GPU, so its trainer table goes up to the
+    # workload's gpus less one (512 -> 511, 2,048 -> 2,047: no plan on exactly 2^k GPUs searched);
+    # the estimate is the one a table up to all of them gives (the old cap), field for field;
+    # colocated, the trainer has all of them, and a given split its own trainer
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import trainplan as tpn
+    from ipd_cli.engine.rl import estimate as est
+    from ipd_cli.engine.rl import trainer as rt
+
+    caps: list[int] = []
+    real = tpn.search_sizes
+    monkeypatch.setattr(tpn, "search_sizes", lambda x, cap, pins: caps.append(cap) or real(x, cap, pins))
+
+    def fresh() -> object:  # (no table kept from another test or run)
+        monkeypatch.setattr(rt, "_SIZES", {})
+        monkeypatch.setattr(rt, "_BYTES", {})
+        return rl(catalog, hardware, workload)
+
+    _, w, _ = resolve_workload(catalog, workload, {})
+    mine = fresh()
+    assert caps == [w.total_gpus() - 1]
+    largest = est._largest_trainer
+    monkeypatch.setattr(est, "_largest_trainer", lambda w, split: w.total_gpus())
+    theirs = fresh()
+    assert caps[1:] == [w.total_gpus()]
+    assert mine == theirs
+    assert largest(w.model_copy(update={"mode": "colocated"}), None) == w.total_gpus()
+    assert largest(w.model_copy(update={"gen_gpus": 40, "train_gpus": 88}), None) == 88
+    assert largest(w.model_copy(update={"gen_gpus": 40, "train_gpus": 88}), "auto") == w.total_gpus() - 1
 
 
 @pytest.mark.parametrize("system,workload", [("vera-rubin", "rl-swe-agent"), ("h100", "rl-math-reasoning")])

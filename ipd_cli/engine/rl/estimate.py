@@ -382,12 +382,18 @@ def _stack(inp: Inputs, w: RlWorkload, origin: str) -> str:
 
 
 def _largest_trainer(w: RlWorkload, split: str | None) -> int:
-    """The most GPUs the request can give the trainer: all of them colocated or when the split is
-    searched, else the given trainer."""
+    """The most GPUs the request can give the trainer: all of them colocated, the given trainer,
+    else (the split searched) all but one: generation takes a pool of at least one GPU
+    (:func:`choose_split`: a searched split's trainer has at most ``gpus`` less the smallest pool,
+    a grown one the fewest GPUs that hold the state, read from a table of its own where more). A
+    trainer table of 2,047 GPUs costs less than one of 2,048: an RL batch of 2^k sequences runs
+    on powers of two, and the plans on exactly 2,048 were most of compare's trainer searches."""
     given = w.given_split()
-    if w.mode != "colocated" and given is not None and split is None:
+    if w.mode == "colocated":
+        return w.total_gpus()
+    if given is not None and split is None:
         return given[1]
-    return w.total_gpus()
+    return w.total_gpus() - 1
 
 
 def check_context(ctx: sv.ServingContext, nums: RlNumbers) -> None:
