@@ -2025,3 +2025,19 @@ def test_an_rl_release_is_checked_against_the_rollout_stack_first():
     ):
         r = run_cli(*args, "-f", "json")
         assert (r.code, r.stdout, r.stderr.splitlines()) == (2, "", [line]), (args, r.stderr)
+
+
+def test_an_rl_estimate_imports_no_numpy_ma():
+    # the rollout engine's kept rows grouped their loads with np.unique, which imports numpy.ma
+    # (~10-15 ms, nothing else of it used): the first import of it on compare's path, now by
+    # search.distinct (the same sorted values)
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom ipd_cli import api\n"
+        "api.rl(api.load(), 'vera-rubin')\n"
+        "print('numpy.ma' in sys.modules, file=sys.stderr)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stderr.strip().splitlines()[-1] == "False", r.stderr

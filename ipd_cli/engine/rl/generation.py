@@ -937,7 +937,7 @@ def _kept_each(
 
     parts = []  # (a store, its rows, where each is kept)
     new = []  # the rows each store has none for
-    for j in np.unique(which).tolist():
+    for j in distinct(which).tolist():
         rows = np.flatnonzero(which == j)
         store = stores[j]
         at, missing = store._find(key[rows])
