@@ -186,12 +186,51 @@ def a2a_seconds(P: Cols, x: dict, inside, per_token_bytes):
     e = P["ep"]
     one = tokens(P, x) / P["tp"] * per_token_bytes
     copies = one * routed_copies(x) * (e - 1.0) / e  # padded token drop sends each expert its capacity
+    far = _crossing_rows(P, x, inside, one, copies)
+    if far is None:
+        across = _across_seconds(P, x, one, copies)
+    else:  # (priced at the rows whose groups cross domains alone: the others read none of it)
+        import numpy as np
+
+        across = np.zeros(len(inside))
+        Q = {k: P[k][far] for k in A2A_KEYS if k in P}
+        across[far] = _across_seconds(Q, x, one[far], copies[far])
+    return ifelse(inside, copies / x["up_bw"], across) + (e > 1) * latency(inside, x)
+
+
+# the plan columns the all-to-all beyond one domain reads (:func:`ep_span`, :func:`placed_domain`,
+# :func:`deduplicated`)
+A2A_KEYS = ("tp", "cp", "pp", "ep", "order", "disp", "dom")
+
+
+def _across_seconds(P: Cols, x: dict, one, copies):
+    """:func:`a2a_seconds` of an expert group that crosses domains (``one``: a copy of the tokens'
+    bytes; ``copies``: every copy's)."""
     off = f.off_domain_share(ep_span(P), placed_domain(P, x))
     dedup = deduplicated(P)
     nic = ifelse(dedup, one * remote_domains(P, x), copies * off)
     link = ifelse(dedup, copies, copies * (1.0 - off))
-    across = f.maximum(nic / x["out_bw"], link / x["up_bw"])
-    return ifelse(inside, copies / x["up_bw"], across) + (e > 1) * latency(inside, x)
+    return f.maximum(nic / x["out_bw"], link / x["up_bw"])
+
+
+def _crossing_rows(P: Cols, x: dict, inside, one, copies) -> Any:
+    """The row numbers of the plans whose expert group crosses domains (not ``inside``), or None
+    where every row is priced alike: a single plan, rows that all cross, or inputs held as arrays
+    (one value per row). A row's seconds depend on that row alone, so those rows priced alone give
+    the numbers all rows priced together do (issue 16: two thirds of a 10T MoE grid's rows stay
+    inside a domain; the remote domains' powers were half of its all-to-all's time)."""
+    import numpy as np
+
+    n = np.size(inside)
+    arrays = (inside, one, copies, *(P[k] for k in A2A_KEYS if k in P))
+    if not isinstance(inside, np.ndarray) or inside.ndim != 1 or n < 1024:
+        return None
+    if any(np.ndim(v) != 1 or np.size(v) != n for v in arrays):
+        return None
+    if any(isinstance(v, np.ndarray) and v.ndim for v in x.values()):
+        return None
+    far = np.flatnonzero(~inside)
+    return None if len(far) == n else far
 
 
 # --- work of one micro-batch on one pipeline stage --------------------------------------------------
