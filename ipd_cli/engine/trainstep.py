@@ -622,6 +622,30 @@ def _distinct_rows(P: Cols, x: dict, keys: tuple[str, ...]) -> tuple[Cols, Any] 
         return None
     if any(isinstance(v, np.ndarray) and v.ndim for v in x.values()):
         return None
+    # a plan grid's columns are the process's read-only arrays (trainplan.micro_grid), shared by the
+    # searches of one model on systems of one domain size: their combinations are found once, held
+    # beside the columns, so that their ids stay their own
+    key = (keys, tuple(map(id, cols)))
+    held = _DISTINCT.get(key)
+    if held is not None and all(a is b for a, b in zip(held[0], cols, strict=True)):
+        return held[1]
+    at = _distinct_of(P, keys, cols, n)
+    if at is not None and all(isinstance(c, np.ndarray) and not c.flags.writeable for c in cols):
+        if len(_DISTINCT) >= 8:
+            _DISTINCT.pop(next(iter(_DISTINCT)))
+        for v in (*at[0].values(), at[1]):
+            v.flags.writeable = False
+        _DISTINCT[key] = (tuple(cols), at)
+    return at
+
+
+_DISTINCT: dict[tuple, tuple] = {}  # _distinct_rows of read-only grid columns, read-only
+
+
+def _distinct_of(P: Cols, keys: tuple[str, ...], cols: list, n: int) -> tuple[Cols, Any] | None:
+    """:func:`_distinct_rows`, computed."""
+    import numpy as np
+
     ints, radix = [], []
     for c in cols:
         i = c.astype(np.int64)
