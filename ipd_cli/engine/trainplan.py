@@ -779,22 +779,32 @@ def micro_grid(x: dict, cap: int, pins: dict) -> sr.Columns:
             _GRIDS.pop(next(iter(_GRIDS)))
         _GRIDS[key] = _grid(axes, np.array(pairs, dtype=float).reshape(-1, 4), cap, "order" in pins)
     out = dict(_GRIDS[key])
-    out["Ls"] = ts.stage_layers(out, x)  # the model's layers per stage, computed once for every use
-    placed = (key, repr(x["domain"]))  # the GPUs of a domain its groups fill: once per domain size
-    if placed not in _PLACED:
-        if len(_PLACED) >= 8:
-            _PLACED.pop(next(iter(_PLACED)))
-        _PLACED[placed] = ts.placed_domain(out, x)
-        _PLACED[placed].flags.writeable = False
-    out["dom"] = _PLACED[placed]
+
+    def held(name: str, of: Any, make: Callable[[], Any]) -> Any:
+        """A column that depends on the grid and ``of`` alone, made once (read-only): systems of
+        one model and domain size (a comparison's) share it."""
+        at = (key, name, repr(of))
+        if at not in _PLACED:
+            if len(_PLACED) >= 24:
+                _PLACED.pop(next(iter(_PLACED)))
+            _PLACED[at] = make()
+            _PLACED[at].flags.writeable = False
+        return _PLACED[at]
+
+    # the model's layers per stage, computed once for every use
+    out["Ls"] = held("Ls", x["layers"], lambda: ts.stage_layers(out, x))
+    # the GPUs of a domain its groups fill: once per domain size
+    out["dom"] = held("dom", x["domain"], lambda: ts.placed_domain(out, x))
     # DeepEP where a token crosses domains (inside one it changes nothing); token drop pads on alltoall
     if moe and "disp" not in pins and pins.get("drop", 0) == 0:
-        out["disp"] = (ts.ep_span(out) > x["domain"]).astype(float)
+        out["disp"] = held("disp", x["domain"], lambda: (ts.ep_span(out) > x["domain"]).astype(float))
     return out
 
 
 _GRIDS: dict[tuple, sr.Columns] = {}  # micro grids by their axes, read-only
-_PLACED: dict[tuple, Any] = {}  # their ``dom`` columns (ts.placed_domain) by grid and domain, read-only
+# their columns that read a model or system input too (``Ls``, ``dom``: ts.placed_domain, ``disp``)
+# by grid, column and that input, read-only
+_PLACED: dict[tuple, Any] = {}
 
 
 def _grid(axes: dict, pairs: Any, cap: int, order_pinned: bool) -> sr.Columns:
