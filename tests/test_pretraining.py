@@ -2563,6 +2563,45 @@ def test_grid_terms_price_the_few_column_parts_once_with_every_row_priced_alone_
     assert "set_gemm_s" in new[True] and "set_gemm_s" not in new[False]
 
 
+def test_the_all_to_all_beyond_a_domain_is_priced_at_the_rows_that_cross_alone_bits(catalog, monkeypatch):
+    """Issue 16: a2a_seconds prices the all-to-all beyond one scale-up domain (the remote domains'
+    powers, the off-domain share) at the grid rows whose expert group crosses domains alone, the
+    other rows reading none of it. Over a grid with rows inside a domain and rows beyond it, every
+    micro term is bit-equal to every row priced (no rows picked)."""
+    x = inputs(catalog, "gb200-nvl72", "deepseek-v3", "fp8")
+    P = tpn.micro_grid(x, 512, {})
+    inside = ts.in_domain(P, x)["ep"]
+    assert 0 < np.mean(inside) < 1 and len(P["tp"]) > 1024  # both kinds of rows, the subset taken
+    e = P["ep"]
+    one = ts.tokens(P, x) / P["tp"]
+    far = ts._crossing_rows(P, x, inside, one, one * (e - 1.0) / e)
+    assert far is not None and far.tolist() == np.flatnonzero(~inside).tolist()
+    picked = ts.micro_terms(P, x)
+    monkeypatch.setattr(ts, "_crossing_rows", lambda *a: None)  # every row priced
+    _bits_equal(picked, ts.micro_terms(P, x))
+
+
+def test_a_grids_read_only_columns_keep_their_derived_columns_and_tp_combinations(catalog):
+    """Issue 16: micro_grid's Ls, dom and disp columns and the tensor-parallel combinations of
+    _distinct_rows are made once per grid (and model or domain size) and held read-only, so two
+    systems of one domain size (a comparison's) share them: each is bit-equal to the column or
+    combination computed afresh from a writeable copy of the grid, and a second system's grid
+    holds the same arrays."""
+    x = inputs(catalog, "gb200-nvl72", "deepseek-v3", "fp8")
+    other = inputs(catalog, "vera-rubin", "deepseek-v3", "fp8")
+    assert other["domain"] == x["domain"] and other["hbm_cap"] != x["hbm_cap"]
+    P, Q = tpn.micro_grid(x, 512, {}), tpn.micro_grid(other, 512, {})
+    bare = {k: np.array(v) for k, v in P.items() if k not in ("Ls", "dom", "disp")}
+    _bits_equal(P["Ls"], ts.stage_layers(bare, x))
+    _bits_equal(P["dom"], ts.placed_domain(bare, x))
+    _bits_equal(P["disp"], (ts.ep_span(bare) > x["domain"]).astype(float))
+    assert all(P[k] is Q[k] and not P[k].flags.writeable for k in ("Ls", "dom", "disp"))
+    held = ts._distinct_rows(P, x, ts.TP_KEYS)
+    assert held is not None and ts._distinct_rows(Q, other, ts.TP_KEYS) is held
+    _bits_equal(held, ts._distinct_rows({**P, **bare}, x, ts.TP_KEYS))
+    _bits_equal(ts.tp_exposed_both(P, other), ts.tp_exposed_both({**P, **bare}, other))
+
+
 @pytest.mark.parametrize(
     ("hardware", "model", "precision", "days", "top", "gpus"),
     # a dense model and a MoE with MLA and current-scaling amax syncs; a deadline search, then the
