@@ -1360,12 +1360,7 @@ def _kept_anyway(policy: int, kept: Any, kept_zero: Any, zero: Any, host: Any) -
     return (policy == 3) & kept & (zero == kept_zero) & ~(host > 0.0)
 
 
-def plain_inputs(x: dict) -> bool:
-    """Whether ``x`` holds plain numbers, not arrays of one value per plan row (a plan priced at
-    sampled inputs): then a subset of the rows can be priced alone."""
-    import numpy as np
-
-    return not any(isinstance(v, np.ndarray) and v.ndim for v in x.values())
+plain_inputs = ts.plain_inputs  # (kept here beside the passes that read it)
 
 
 def _priced_steps(
@@ -2158,8 +2153,8 @@ def _runs(P: sr.Columns, x: dict, keys: tuple[str, ...]) -> tuple[Any, Any] | No
     import numpy as np
 
     cols = [P[k] for k in keys if k in P]
-    n = np.size(cols[0]) if cols else 0
-    if n < 1024 or any(np.ndim(c) != 1 or np.size(c) != n for c in cols) or not plain_inputs(x):
+    n = ts.rows_apart(cols, x)
+    if not n:
         return None
     new = np.zeros(n, dtype=bool)
     new[0] = True

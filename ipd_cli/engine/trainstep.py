@@ -221,13 +221,8 @@ def _crossing_rows(P: Cols, x: dict, inside, one, copies) -> Any:
     inside a domain; the remote domains' powers were half of its all-to-all's time)."""
     import numpy as np
 
-    n = np.size(inside)
-    arrays = (inside, one, copies, *(P[k] for k in A2A_KEYS if k in P))
-    if not isinstance(inside, np.ndarray) or inside.ndim != 1 or n < 1024:
-        return None
-    if any(np.ndim(v) != 1 or np.size(v) != n for v in arrays):
-        return None
-    if any(isinstance(v, np.ndarray) and v.ndim for v in x.values()):
+    n = rows_apart((inside, one, copies, *(P[k] for k in A2A_KEYS if k in P)), x)
+    if not n or not isinstance(inside, np.ndarray):
         return None
     far = np.flatnonzero(~inside)
     return None if len(far) == n else far
@@ -578,6 +573,29 @@ def eager_seconds(P: Cols, x: dict):
 TP_KEYS = ("tp", "cp", "mbs", "sched")  # the columns a layer's exposed TP seconds read (x aside)
 
 
+def plain_inputs(x: dict) -> bool:
+    """Whether ``x`` holds plain numbers, not arrays of one value per plan row (a plan priced at
+    sampled inputs): then a subset of the rows can be priced alone."""
+    import numpy as np
+
+    return not any(isinstance(v, np.ndarray) and v.ndim for v in x.values())
+
+
+APART_ROWS = 1024  # the fewest rows that :func:`rows_apart` prices apart (fewer: not worth it)
+
+
+def rows_apart(cols: Any, x: dict) -> int:
+    """The rows of the columns ``cols`` where they can be priced apart (some rows alone, or once
+    per distinct combination and spread), else 0: every column one value per row of the same
+    length, at least :data:`APART_ROWS` of them, and plain inputs (:func:`plain_inputs`)."""
+    import numpy as np
+
+    n = np.size(cols[0]) if len(cols) else 0
+    if n < APART_ROWS or any(np.ndim(c) != 1 or np.size(c) != n for c in cols) or not plain_inputs(x):
+        return 0
+    return int(n)
+
+
 def tp_exposed_both(P: Cols, x: dict) -> tuple[Any, Any]:
     """One layer's exposed tensor-parallel seconds, forward and backward, with the amax reductions
     (:func:`tp_layer_parts` once for both directions). They read only :data:`TP_KEYS` of a row, so
@@ -617,10 +635,8 @@ def _distinct_rows(P: Cols, x: dict, keys: tuple[str, ...]) -> tuple[Cols, Any] 
     import numpy as np
 
     cols = [P[k] for k in keys if k in P]
-    n = np.size(cols[0]) if cols else 0
-    if n < 1024 or any(np.ndim(c) != 1 or np.size(c) != n for c in cols):
-        return None
-    if any(isinstance(v, np.ndarray) and v.ndim for v in x.values()):
+    n = rows_apart(cols, x)
+    if not n:
         return None
     # a plan grid's columns are the process's read-only arrays (trainplan.micro_grid), shared by the
     # searches of one model on systems of one domain size: their combinations are found once, held
