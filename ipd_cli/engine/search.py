@@ -116,6 +116,40 @@ def take(cols: Columns, rows: Any) -> Columns:
     return {k: v[rows] for k, v in cols.items()}
 
 
+def kept_for(store: dict, arrays: tuple, key: tuple, make: Any, most: int = 8) -> Any:
+    """``make()`` for the read-only arrays ``arrays`` (a process's shared grid columns) and ``key``
+    (what else it reads), kept in ``store`` by the arrays' identity: their ids, checked, the entry
+    holding the arrays so that their ids stay theirs. A value kept is made read-only; beyond
+    ``most`` entries the oldest goes. Nothing is kept where an array is writeable (it could
+    change) or ``make`` gives None."""
+    import numpy as np
+
+    at = (tuple(map(id, arrays)), key)
+    kept = store.get(at)
+    if kept is not None and all(a is b for a, b in zip(kept[0], arrays, strict=True)):
+        return kept[1]
+    value = make()
+    if value is not None and all(isinstance(a, np.ndarray) and not a.flags.writeable for a in arrays):
+        if len(store) >= most:
+            store.pop(next(iter(store)))
+        _read_only(value)
+        store[at] = (tuple(arrays), value)
+    return value
+
+
+def _read_only(value: Any) -> None:
+    """Every array in ``value`` (an array, or dicts, tuples and lists of them) made read-only."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            _read_only(v)
+    elif isinstance(value, np.ndarray):
+        value.flags.writeable = False
+
+
 BLOCK = 16384  # rows per block of :func:`by_blocks`
 
 

@@ -1055,20 +1055,10 @@ def rows_with_plans(P: sr.Columns, x: dict, gpus: int, pins: dict) -> Any:
     if n == 0 or x.get(WHOLE_SYSTEMS):
         return np.ones(n, dtype=bool)
     # a micro grid's columns are the process's read-only arrays (:func:`micro_grid`), shared by the
-    # searches of one model and cap (another system, HBM or bandwidth); held beside the mask, so
-    # that their ids stay their own
+    # searches of one model and cap (another system, HBM or bandwidth): the mask is kept for them
     cols = tuple(P[c] for c in (*_RUN_COLS, "mbs"))
-    key = (tuple(map(id, cols)), gpus, tuple(sorted(pins.items())), x["recipe_batch"], x["seq"])
-    kept = _WITH_PLANS.get(key)
-    if kept is not None and all(a is b for a, b in zip(kept[0], cols, strict=True)):
-        return kept[1]
-    mask = _with_plans(P, x, gpus, pins)
-    if all(not a.flags.writeable for a in cols):
-        if len(_WITH_PLANS) >= 8:
-            _WITH_PLANS.pop(next(iter(_WITH_PLANS)))
-        mask.flags.writeable = False
-        _WITH_PLANS[key] = (cols, mask)
-    return mask
+    key = (gpus, tuple(sorted(pins.items())), x["recipe_batch"], x["seq"])
+    return sr.kept_for(_WITH_PLANS, cols, key, lambda: _with_plans(P, x, gpus, pins))
 
 
 _WITH_PLANS: dict[tuple, tuple] = {}  # rows_with_plans' masks of the micro grids, read-only

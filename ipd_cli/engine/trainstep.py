@@ -53,6 +53,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import formulas as f
+from . import search as sr
 
 Cols = dict[str, Any]
 
@@ -632,27 +633,13 @@ def _distinct_rows(P: Cols, x: dict, keys: tuple[str, ...]) -> tuple[Cols, Any] 
     them), or None where that does not pay or does not hold: few rows, inputs held as arrays (one
     value per row), or a column that is not a small non-negative whole number (codes are built
     without sorting: a mixed-radix number per row, marked in a table of every possible code)."""
-    import numpy as np
-
     cols = [P[k] for k in keys if k in P]
     n = rows_apart(cols, x)
     if not n:
         return None
     # a plan grid's columns are the process's read-only arrays (trainplan.micro_grid), shared by the
-    # searches of one model on systems of one domain size: their combinations are found once, held
-    # beside the columns, so that their ids stay their own
-    key = (keys, tuple(map(id, cols)))
-    held = _DISTINCT.get(key)
-    if held is not None and all(a is b for a, b in zip(held[0], cols, strict=True)):
-        return held[1]
-    at = _distinct_of(P, keys, cols, n)
-    if at is not None and all(isinstance(c, np.ndarray) and not c.flags.writeable for c in cols):
-        if len(_DISTINCT) >= 8:
-            _DISTINCT.pop(next(iter(_DISTINCT)))
-        for v in (*at[0].values(), at[1]):
-            v.flags.writeable = False
-        _DISTINCT[key] = (tuple(cols), at)
-    return at
+    # searches of one model on systems of one domain size: their combinations are found once
+    return sr.kept_for(_DISTINCT, tuple(cols), keys, lambda: _distinct_of(P, keys, cols, n))
 
 
 _DISTINCT: dict[tuple, tuple] = {}  # _distinct_rows of read-only grid columns, read-only
