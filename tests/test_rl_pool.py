@@ -772,3 +772,45 @@ def test_the_split_searchs_floors_are_under_each_sizes_step(hardware, workload, 
     assert all(sharp <= step for sharp, step in zip(sharper, steps, strict=True))
     assert any(sharp > floor for sharp, floor in zip(sharper, floors.tolist(), strict=True))
     assert max(sharp / step for sharp, step in zip(sharper, steps, strict=True)) > 0.99
+
+
+def _pool_note(**rl_fields):
+    from types import SimpleNamespace
+
+    from ipd_cli.engine.pricing import rl_pool_notes
+
+    days, refreshes = rl_fields.pop("days", 1.0), rl_fields.pop("refreshes", 12.0)
+    run = SimpleNamespace(wall_days_per_refresh=days, refreshes_per_year=refreshes)
+    rl_ = SimpleNamespace(gpus=56, train_gpus=48, gen_gpus=8, gpus_cap=512, usd_per_step=100.0,
+                          step_seconds=900.0, gpus_cap_usd_per_step=800.0, gpus_cap_step_seconds=700.0,
+                          pool_fits_schedule=True, run=run)  # fmt: skip
+    for k, v in rl_fields.items():
+        setattr(rl_, k, v)
+    (note,) = rl_pool_notes([SimpleNamespace(hardware="x", rl=rl_)])
+    return note
+
+
+def test_the_pool_note_says_when_the_caps_bare_step_costs_less():
+    # ranked per scheduled step (evaluations and checkpoints included), the cap's bare step can cost
+    # less than the chosen pool's (MI300X's 10T async step: $1,132 against the cap's $1,131); the
+    # note said "the least cost per step" beside the lower figure and nothing more
+    assert "less a step but more with its share of the evaluations" in _pool_note(gpus_cap_usd_per_step=99.0)
+    assert "less a step" not in _pool_note()
+
+
+def test_the_pool_note_does_not_say_a_budgets_schedule_fits_the_year():
+    # a budget buys refreshes beyond the RL workload's: 680 of 0.974 days take 662 days, warned as
+    # 1.81 deployments side by side, while the note said "whose schedule fits the year"
+    plain = _pool_note()
+    assert "whose schedule fits the year," in plain
+    over = _pool_note(days=0.974, refreshes=680.0)
+    assert "whose schedule fits the year," not in over
+    assert "at the RL workload's own refreshes (the 680 a year bought here take 662.3 days)" in over
+
+
+def test_a_budgets_pool_note_and_its_schedule_warning_agree():
+    res = run_cli("compare", "vera-rubin", "--scenario", "open-model-agent",
+                  "--set", "workload.post_training.budget_usd_per_year=2e7", "-f", "json")  # fmt: skip
+    assert "such RL deployments run side by side" in res.stderr
+    assert "whose schedule fits the year," not in res.stderr
+    assert "at the RL workload's own refreshes" in res.stderr

@@ -244,13 +244,30 @@ def rl_pool_notes(systems: list[Any]) -> list[str]:
         if rl is None or not cap or rl.gpus >= cap or rl.gpus_cap_usd_per_step is None:
             continue
         fits = " whose schedule fits the year" if rl.pool_fits_schedule else ""
+        days = rl.run.wall_days_per_refresh * rl.run.refreshes_per_year
+        if rl.pool_fits_schedule and days > f.DAYS_PER_YEAR * (1 + 1e-9):
+            # a budget bought more refreshes than the RL workload's, which the search checked (an
+            # RL review: "whose schedule fits the year" beside a warning that it takes 662 days)
+            fits = (
+                " whose schedule fits the year at the RL workload's own refreshes (the "
+                f"{rl.run.refreshes_per_year:,.4g} a year bought here take {days:,.4g} days)"
+            )
+        # ranked by the scheduled step (evaluations and checkpoints included): the cap's bare step
+        # can cost less (an RL review: MI300X's 10T async step read $1,132 "the least" beside the
+        # cap's $1,131)
+        dearer = (
+            ", less a step but more with its share of the evaluations and checkpoints, which the "
+            "search ranks by"
+            if rl.gpus_cap_usd_per_step < rl.usd_per_step
+            else ""
+        )
         out.append(
             f"{r.hardware}: RL post-training runs on {rl.gpus:,} GPUs ({rl.train_gpus:,} training + "
             f"{rl.gen_gpus:,} generating) of the {cap:,} its RL workload's gpus allow: the pool with "
             f"the least cost per step{fits}, ${rl.usd_per_step:,.4g} a step of {rl.step_seconds:,.4g} s; all "
             f"{cap:,} would cost ${rl.gpus_cap_usd_per_step:,.4g} a step of "
-            f"{rl.gpus_cap_step_seconds:,.4g} s (the workload's pin_gpus: true, or `ipd rl --gpus`, runs "
-            "on all of them)"
+            f"{rl.gpus_cap_step_seconds:,.4g} s{dearer} (the workload's pin_gpus: true, or `ipd rl "
+            "--gpus`, runs on all of them)"
         )
     return out
 
