@@ -814,3 +814,14 @@ def test_a_budgets_pool_note_and_its_schedule_warning_agree():
     assert "such RL deployments run side by side" in res.stderr
     assert "whose schedule fits the year," not in res.stderr
     assert "at the RL workload's own refreshes" in res.stderr
+
+
+def test_a_total_too_small_for_whole_nodes_names_the_split_that_runs():
+    # --gpus 50 on Rubin: a searched split takes whole 4-GPU nodes (4 + 48 = 52), but the smallest
+    # replica is 2 GPUs and a given split 2 + 48 runs on the 50; the error named only "replicas of 4
+    # GPUs at least" and --gpus >= 52
+    res = run_cli("rl", "--hardware", "vera-rubin", "--gpus", "50", "-f", "json")
+    assert res.code == 1
+    assert "--gen-gpus 2 and --train-gpus 48 give a split of 50 GPUs" in res.stderr
+    given = run_cli("rl", "--hardware", "vera-rubin", "--gen-gpus", "2", "--train-gpus", "48", "-f", "json")
+    assert given.code == 0 and given.json()["rl"]["gpus"] == 50

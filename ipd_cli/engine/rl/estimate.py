@@ -974,7 +974,17 @@ def choose_split(
             try:
                 gg, tg = split_gpus(total, pools, seconds, min_train, grain=s.system_gpus)
             except InfeasibleError as e:
-                raise InfeasibleError(f"{s.where}: {e}") from None
+                # a searched split takes whole nodes; a given one need not (an RL review: --gpus 50
+                # on Rubin read "replicas of 4 GPUs at least", where --gen-gpus 2 --train-gpus 48 runs)
+                smallest, fewest = min(int(g) for g in s.rollouts.candidates.gpus), max(1, s.memory.min_gpus)
+                part = (
+                    f"; a searched split takes whole {node}-GPU nodes, while the smallest replica is "
+                    f"{smallest} GPUs: `gen_gpus` {smallest} and `train_gpus` {fewest} give a split of "
+                    f"{smallest + fewest} GPUs"
+                    if smallest < min(pools)
+                    else ""
+                )
+                raise InfeasibleError(f"{s.where}: {e}{part}") from None
             if not w.pin_gpus:  # `gpus` caps the pool: the cheapest within it and the schedule
                 pool = cheapest_pool(s, pools, total, gg, tg)
                 gg, tg = pool.gen_gpus, pool.train_gpus
