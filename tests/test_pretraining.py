@@ -930,6 +930,25 @@ def test_an_unmet_pin_names_the_rule_it_breaks():
     assert "try --plan tp=8" in r.stderr and "more days" not in r.stderr
 
 
+def test_a_deadline_no_cluster_holds_says_memory_not_later_deadline():
+    # an audit (s60): a state no cluster holds (0.9 GB usable per H100; 405B pinned to unsharded
+    # replicas, 6.6 TB a GPU) was told to "give a later --days", which no deadline meets; a fixed
+    # --gpus said why. Deadline mode says it too, and a deadline truly missed keeps its hint
+    tiny = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "30",
+        "--set", "accelerators.h100-sxm.hbm_gib=1",
+    )  # fmt: skip
+    assert tiny.code == 1 and "no cluster holds it: give a smaller model or more memory per GPU" in tiny.stderr
+    assert "later --days" not in tiny.stderr
+    whole = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "1e5",
+        "--plan", "tp=1,pp=1,recompute=none,zero=0",
+    )  # fmt: skip
+    assert whole.code == 1 and "GB per GPU, 73.0 GB usable" in whole.stderr and "later --days" not in whole.stderr
+    fast = run_cli("train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "0.01")
+    assert fast.code == 1 and "give a later --days" in fast.stderr
+
+
 def test_one_gpu_is_singular():
     from ipd_cli.errors import counted
 

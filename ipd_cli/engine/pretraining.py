@@ -186,7 +186,7 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
                 found = _deadline_at_pinned_mfu(y, seconds, x["pins"], x["top"])
             else:
                 found = tpn.find_deadline(y, seconds, x["pins"], MAX_GPUS, x["top"])
-            why = "" if found else "deadline"
+            why = "" if found else _why_missed(y, x["pins"])
     except InfeasibleError as e:
         why = str(e)
     numbers = run_numbers(y, found) if found else {}
@@ -194,6 +194,18 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[key] = (numbers, found, why)
     return numbers, found, why
+
+
+def _why_missed(y: dict, pins: dict) -> str:
+    """Why deadline mode found no cluster: "deadline" where some cluster holds the state (a later
+    deadline, fewer tokens or a faster plan would run), else why none does, as a fixed cluster of
+    MAX_GPUS says it (a review: 0.9 GB usable per H100, or 405B pinned to unsharded replicas, were
+    told to give a later `deadline_days`, which no deadline meets)."""
+    try:
+        tpn.find_fixed(y, MAX_GPUS, pins)
+    except InfeasibleError as e:
+        return str(e)
+    return "deadline"
 
 
 def check_cluster(name: str, gpus: float) -> None:
