@@ -1055,6 +1055,26 @@ def test_an_infeasible_pin_names_the_nearest_feasible_configuration(catalog):
         serve(catalog, "b200", "llama-3.3-70b", precision="fp4", layout="tp1", concurrency=100_000)
 
 
+def test_the_smallest_instance_is_the_smallest_the_other_pins_allow(catalog):
+    # an audit (s60): `--instance smallest --layout tp8` took the smallest size of any layout
+    # (Llama 3.1 70B FP8 fits one H100), pinned TP8 to it, found no row, and answered
+    # "infeasible; the nearest feasible configuration is ... decode x TP8 ...": the layout it refused
+    for layout, gpus in (("tp8", 8), ("tp4", 4), ("tp2", 2)):
+        s = serve(catalog, "h100-sxm", "llama-3.1-70b", precision="fp8", instance="smallest", layout=layout)
+        assert (s.instance_gpus, s.tp, s.pp) == (gpus, gpus, 1), layout
+    one = serve(catalog, "h100-sxm", "llama-3.1-70b", precision="fp8", instance="smallest")
+    assert one.instance_gpus == 1
+    # a pinned layout that fits no size still says why, as it does without `instance`
+    why = r"with `layout` tp8: the weights do not fit in HBM; the nearest"
+    with pytest.raises(InfeasibleError, match=why):
+        serve(catalog, "h100-sxm", "deepseek-v3", precision="fp8", instance="smallest", layout="tp8")
+    # and a bound the other pins cannot keep names the smallest size they allow (it read "infeasible;
+    # the nearest feasible configuration is ... TP8 ...", a configuration above the bound)
+    why = r"has an instance of at most `max_instance_gpus` 4: the smallest that fits is 8 GPUs"
+    with pytest.raises(InputError, match=why):
+        serve(catalog, "h100-sxm", "llama-3.1-70b", precision="fp8", max_instance_gpus=4, layout="tp8")
+
+
 def test_single_points_and_the_grid_agree(catalog):
     # random rows of the searched grid, each estimated alone with every column pinned
     import numpy as np

@@ -123,9 +123,9 @@ def search(
     release = shape.stack_release
     ph = physics.read(ctx, weights, kvs, isl, osl, spec, shape.pricing, shape.stack, prefix, release)
     _check_pins(ctx, pins)
-    if instance == "smallest" and pins.instance_gpus is None:  # the smallest size any row fits on
+    if instance == "smallest" and pins.instance_gpus is None:  # the smallest size a pinned row fits on
         g = evaluate(ph, pins, target, whole=True)
-        return evaluate(ph, replace(pins, instance_gpus=_smallest(ctx, g)), target)
+        return evaluate(ph, replace(pins, instance_gpus=_smallest(ctx, g, pins)), target)
     return evaluate(ph, pins, target)
 
 
@@ -167,12 +167,16 @@ def _check_pins(ctx: ServingContext, pins: Pins) -> None:
             raise InputError(f"`{'layout' if name != 'attention_tp' else name}` needs whole numbers >= 1")
 
 
-def _smallest(ctx: ServingContext, g: Grid) -> int:
+def _smallest(ctx: ServingContext, g: Grid, pins: Pins) -> int:
+    """The fewest GPUs of a feasible row the other pins allow (``g``: the whole grid). Read over
+    every row, the size could be one no row of a pinned layout has (an audit: `--instance smallest
+    --layout tp8` took Llama 3.1 70B's 1-GPU size on H100 and answered "infeasible; the nearest
+    feasible configuration is ... TP8 ...")."""
     import numpy as np
 
-    fits = g.space.feasible
+    fits = g.feasible  # the space's feasible rows that meet the pins
     if not fits.any():
-        raise _infeasible(ctx, g, Pins())
+        raise _infeasible(ctx, g, pins)
     return int(np.min(g.lay["g"][g.rows["layout"][fits]]))
 
 
@@ -336,6 +340,15 @@ def _structural(ctx: ServingContext, g: Grid, pins: Pins) -> InputError | None:
                 f"choose one of {', '.join(map(str, shown))}"
             )
         ok &= col == want
+    bound = pins.max_instance_gpus  # a bound, not a value: the other pins' smallest size above it
+    if bound is not None and ok.any() and not (ok & (cols["instance_gpus"] <= bound)).any():
+        fits = ok & g.space.feasible
+        least = int(np.min(cols["instance_gpus"][fits if fits.any() else ok]))
+        return InputError(
+            f"no {ctx.mname} configuration on {ctx.name} with the other pins has an instance of at most "
+            f"`max_instance_gpus` {bound:,}: the smallest{' that fits' if fits.any() else ''} is "
+            f"{counted(least)}; raise `max_instance_gpus` or drop a pin"
+        )
     return None
 
 
