@@ -1133,7 +1133,9 @@ def sweep(
 
     # the draws the rows took (the same seed and paths: common random numbers); None unsampled
     draws = plan_draws(chunks.plan)
-    _warn_sweep(chunks.points, cat, chunks.notes, varies, axes if varies is True else None, draws)
+    _warn_sweep(
+        chunks.points, cat, chunks.notes, varies, axes if varies is True else None, draws, chunks.inputs
+    )
     if seed != 0 and samples is None:  # a scripting review: it was ignored without a word
         sys.stderr.write("ipd: warning: --seed without --samples: nothing is drawn, so it changes nothing\n")
     show = _progress("swept {done:,} of {total:,} points")
@@ -1152,16 +1154,23 @@ def _warn_sweep(
     site_varies: bool | str = False,
     axes: list[Any] | None = None,
     draws: Any = None,
+    inputs: list[Any] | None = None,
 ) -> None:
     """The warnings of `ipd compare` for the estimates a sweep searched (at which physics values,
     when it varies them), the sweep's own (``notes``: draws, ratios) before those of each point
     (a review: eight lines of a repeated point warning hid the draws' note), each line once;
     ``site_varies``: the rows vary the site's budget (views.site_inputs_vary) or their deployment
     (views.DEPLOYMENT_VARIES); ``axes`` (where the site varies): the line is said only for a system
-    whose deployment the smallest of the rows' sites would not hold (views.fewest_site_gpus)."""
-    from .render.views import fewest_site_gpus, warnings
+    whose deployment the smallest of the rows' sites would not hold (views.fewest_site_gpus);
+    ``inputs``: per system, the result that lists the inputs it read (Sweep.inputs), for the `--set`
+    items none read (views.unread_overrides: an owning cost under rental prices, a price point of
+    another label or system), said as compare says them (a CLI review: the sweep said nothing)."""
+    from .render.views import fewest_site_gpus, unread_overrides, warnings
 
     lines: list[str] = []
+    dumped: list[
+        dict
+    ] = []  # the points' results (a system no point ran read no price: views.unread_overrides)
     for name in dict.fromkeys(r.hardware for _, r in points):  # a roadmap system, once
         system = cat.system(name)
         lines += warnings({"systems": [{"hardware": name}]}, {name: (system.status, system.unstable)})
@@ -1171,8 +1180,9 @@ def _warn_sweep(
         site = getattr(getattr(r, "intelligence_per_dollar", None), "site_mw", None)
         if axes is not None and site is not None and r.hardware not in fewest:
             fewest[r.hardware] = fewest_site_gpus(cat, r.hardware, site, axes, draws)
+        dumped.append(r.model_dump(mode="json"))
         found = warnings(
-            {"systems": [r.model_dump(mode="json")]},
+            {"systems": [dumped[-1]]},
             {r.hardware: ("shipping", False)},
             site_varies,
             fewest_site=fewest or None,
@@ -1182,6 +1192,9 @@ def _warn_sweep(
             f"{r.hardware} at {where}: {line.removeprefix(head)}" if where and line.startswith(head) else line
             for line in found
         ]
+    if cat.overrides:  # the points' results list no inputs: each system's inputs do
+        read = [r.model_dump(mode="json") for r in inputs or []]
+        lines += unread_overrides([o.text for o in cat.overrides], read + dumped, cat)
     lines = list(dict.fromkeys(_cli_message(line, ["sweep"]) for line in lines))
     for line in lines[:MAX_SWEEP_WARNINGS]:
         sys.stderr.write(f"ipd: warning: {line}\n")

@@ -791,9 +791,12 @@ def check_set_beside_axis(cat: Catalog, plan: SweepPlan) -> None:
     """A `sets` value whose catalog path an axis varies is replaced by the axis's values: refused
     (it was dropped silently: a fuzzing review). A workload field may need a value beside the axis
     for the workload to be whole (`gen_gpus` with the `train_gpus` an axis varies): let be."""
+    from ipd_cli.catalog.overrides import value_key
+
     varied = {a.path for a in plan.numeric}  # canonical (an alias of a system is its name)
     for o in cat.overrides:
-        if canonical_path(cat, o.path) in varied and not o.path.startswith("workload."):
+        # however spelt: `X.value` and a price's `.usd_per_gpu_hour` set X (they slipped past)
+        if value_key(cat, o.path) in varied and not o.path.startswith("workload."):
             raise InputError(
                 f"`sets` {o.path}: the same path is a `vary` axis, whose values replace it; drop one"
             )
@@ -804,12 +807,15 @@ def check_price_axis(cat: Catalog, plan: SweepPlan) -> None:
     varied or set beside it (a rental price point, capex, the owning cost's economics) would
     change nothing, which a spreadsheet of its rows would not show (a user review: a
     rental-price axis of 8 and 9 gave the same rows)."""
+    from ipd_cli.catalog.overrides import value_key
+
     from .pricing import owning_input, rental_input
 
     if not any(a.path == PRICE for a in plan.numeric):
         return
-    given = [("`vary`", a.path) for a in plan.numeric] + [("`sets`", o.path) for o in cat.overrides]
-    priced = [f"{how} {path}" for how, path in given if rental_input(path) or owning_input(path)]
+    given = [("`vary`", a.path, a.path) for a in plan.numeric]
+    given += [("`sets`", o.path, value_key(cat, o.path)) for o in cat.overrides]  # `X.value` is X
+    priced = [f"{how} {path}" for how, path, key in given if rental_input(key) or owning_input(key)]
     if priced:
         raise InputError(
             f"{priced[0]}: not read where `vary` {PRICE} gives every system's price; drop one of them"
