@@ -453,7 +453,29 @@ def workloads_show(
     _check_options(fmt, to_files=False)
     from . import api
 
-    _emit(api.show_workload(_load(catalog, sets), name), fmt)
+    view = api.show_workload(_load(catalog, sets), name)
+    for line in _stage_sets_not_shown(view.entry, view.sets):
+        sys.stderr.write(f"ipd: warning: {line}\n")
+    _emit(view, fmt)
+
+
+def _stage_sets_not_shown(entry: dict, sets: list[str]) -> list[str]:
+    """A scenario's `--set workload.STAGE.FIELD` of the workload its stage names (the pre-training
+    run's tokens) changes that workload, which the shown entry names and does not hold: a what-if
+    file written from it ran without the set, without a word (a CLI review)."""
+    out = []
+    for item in sets:
+        keys = item.partition("=")[0].split(".")
+        stage = entry.get(keys[1]) if len(keys) > 2 else None
+        if isinstance(stage, dict) and "workload" in stage and keys[2] not in stage:
+            out.append(
+                f"--set {item}: changes the workload {stage['workload']!r} that this scenario's "
+                f"{keys[1]} stage names, not the entry shown, so a file of this output runs without it: "
+                f"give the --set again beside --scenario FILE, or write the stage's own workload (ipd "
+                f"workloads show {stage['workload']} --set workload.{'.'.join(keys[2:])}=... -f yaml) into "
+                "a --catalog directory's workloads/ and name it in the stage"
+            )
+    return out
 
 
 @app.command()

@@ -628,6 +628,24 @@ def test_workloads_show_applies_the_workload_sets(catalog):
     assert r.code == 2 and "did you mean 'tokens'" in r.stderr
 
 
+def test_workloads_show_says_a_stage_set_is_not_in_the_entry_it_writes(tmp_path):
+    # a CLI review (s60): `workloads show frontier-agentic --set workload.pretraining.tokens=2e14 -f
+    # yaml > mine.yaml` wrote the stage's workload by name, without the 2e14, and `--scenario
+    # mine.yaml` then ran 1e14 tokens without a word (the scenario's own fields keep their sets)
+    stage, own = "workload.pretraining.tokens=2e14", "workload.pretraining.amortisation_years=3"
+    r = run_cli("workloads", "show", "frontier-agentic", "--set", stage, "--set", own, "-f", "yaml")
+    assert r.code == 0, r.stderr
+    said = [line for line in r.stderr.splitlines() if line.startswith("ipd: warning: ")]
+    assert len(said) == 1 and f"--set {stage}: changes the workload 'pretrain-10t-moe'" in said[0], r.stderr
+    path = write(tmp_path / "mine.yaml", r.stdout)
+    ran = run_cli("compare", "vera-rubin", "--scenario", str(path), "-f", "json")
+    assert ran.json()["systems"][0]["pretraining"]["tokens"] == 1e14  # as the warning says
+    again = run_cli("compare", "vera-rubin", "--scenario", str(path), "--set", stage, "-f", "json")
+    assert again.json()["systems"][0]["pretraining"]["tokens"] == 2e14  # the remedy it gives
+    quiet = run_cli("workloads", "show", "frontier-agentic", "--set", own, "-f", "yaml")
+    assert "ipd: warning" not in quiet.stderr
+
+
 def test_serve_refuses_two_pins_of_the_instance_size(catalog):
     # `--instance smallest --instance-gpus 2` served the 2-GPU instance without a word (a help audit)
     with pytest.raises(InputError, match=r"^`instance` smallest and `instance_gpus` both pin"):
