@@ -646,6 +646,21 @@ def test_workloads_show_says_a_stage_set_is_not_in_the_entry_it_writes(tmp_path)
     assert "ipd: warning" not in quiet.stderr
 
 
+def test_a_shown_workload_written_into_a_catalog_directory_runs_as_a_stage(tmp_path):
+    # a CLI review (s60): `ipd workloads show pretrain-10t-moe -f yaml > mycat/workloads/mine.yaml`
+    # was refused, "sources.N1 is already defined in builtin:hardware.yaml", its copy of N1 the
+    # same source with its date quoted (as show writes it) where the catalog's YAML reads a date
+    shown = run_cli("workloads", "show", "pretrain-10t-moe", "--set", "workload.tokens=2e14", "-f", "yaml")
+    write(tmp_path / "mycat" / "workloads" / "mine.yaml", shown.stdout)
+    r = run_cli("workloads", "show", "mine", "--catalog", str(tmp_path / "mycat"), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["entry"]["tokens"] == 2e14 and "N1" in r.json()["sources"]
+    # a source of the same id that differs is still refused
+    write(tmp_path / "other" / "workloads" / "mine.yaml", shown.stdout.replace("(K. Aubrey; ", "("))
+    r = run_cli("workloads", "list", "--catalog", str(tmp_path / "other"))
+    assert r.code == 2 and "sources.N1 is already defined in builtin:hardware.yaml" in r.stderr
+
+
 def test_serve_refuses_two_pins_of_the_instance_size(catalog):
     # `--instance smallest --instance-gpus 2` served the 2-GPU instance without a word (a help audit)
     with pytest.raises(InputError, match=r"^`instance` smallest and `instance_gpus` both pin"):

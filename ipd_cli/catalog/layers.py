@@ -99,6 +99,17 @@ def _label(path: Path, directory: Path, builtin: bool) -> str:
     return f"builtin:{path.relative_to(directory).as_posix()}" if builtin else str(path)
 
 
+def _as_written(value: Any) -> Any:
+    """A source as its fields read, a date as its ISO text: `date: 2026-01-05` (a YAML date) and
+    `date: '2026-01-05'` (as `ipd workloads show -f yaml` writes it) are one source (a CLI review:
+    a copy of a catalog workload in a --catalog directory was refused as redefining N1)."""
+    import datetime
+
+    if isinstance(value, dict):
+        return {k: _as_written(v) for k, v in value.items()}
+    return value.isoformat() if isinstance(value, datetime.date) else value
+
+
 @dataclass
 class _Layer:
     """One catalog directory being added: what it defined (a name twice in one layer is an
@@ -116,7 +127,11 @@ class _Layer:
             return
         if key in self.seen:
             raise InputError(f"{origin}: {section}.{name} is also defined in {self.seen[key]}; keep one")
-        if section == "sources" and key in self.raw.origins and self.raw.sections["sources"][name] != value:
+        if (
+            section == "sources"
+            and key in self.raw.origins
+            and _as_written(self.raw.sections["sources"][name]) != _as_written(value)
+        ):
             # a source id already cited: redefined, every value citing it would read the new title
             raise InputError(
                 f"{origin}: sources.{name} is already defined in {self.raw.origins[key]} (cited by its "
@@ -163,7 +178,7 @@ class _Layer:
         """A source id two files of a layer define (each workload file citing it carries it): the
         same entry is one source; different ones are an error naming the fields that differ."""
         first = self.raw.sections["sources"][name]
-        if value == first:
+        if _as_written(value) == _as_written(first):
             return
         if isinstance(value, dict) and isinstance(first, dict):
             fields = sorted(str(k) for k in {*value, *first} if value.get(k) != first.get(k))
