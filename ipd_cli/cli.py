@@ -1190,9 +1190,8 @@ def _warn_sweep(
     from .render.views import fewest_site_gpus, unread_overrides, warnings
 
     lines: list[str] = []
-    dumped: list[
-        dict
-    ] = []  # the points' results (a system no point ran read no price: views.unread_overrides)
+    # the points' results (a system no point ran read no price: views.unread_overrides)
+    dumped: list[dict] = []
     for name in dict.fromkeys(r.hardware for _, r in points):  # a roadmap system, once
         system = cat.system(name)
         lines += warnings({"systems": [{"hardware": name}]}, {name: (system.status, system.unstable)})
