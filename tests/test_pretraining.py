@@ -938,14 +938,18 @@ def test_a_deadline_no_cluster_holds_says_memory_not_later_deadline():
         "train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "30",
         "--set", "accelerators.h100-sxm.hbm_gib=1",
     )  # fmt: skip
-    assert tiny.code == 1 and "no cluster holds it: give a smaller model or more memory per GPU" in tiny.stderr
+    assert tiny.code == 1
+    assert "no cluster holds it: give a smaller model or more memory per GPU" in tiny.stderr
     assert "later --days" not in tiny.stderr
     whole = run_cli(
         "train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "1e5",
         "--plan", "tp=1,pp=1,recompute=none,zero=0",
     )  # fmt: skip
-    assert whole.code == 1 and "GB per GPU, 73.0 GB usable" in whole.stderr and "later --days" not in whole.stderr
-    fast = run_cli("train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "0.01")
+    assert whole.code == 1 and "GB per GPU, 73.0 GB usable" in whole.stderr
+    assert "later --days" not in whole.stderr
+    fast = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "0.01"
+    )  # fmt: skip
     assert fast.code == 1 and "give a later --days" in fast.stderr
 
 
