@@ -18,7 +18,7 @@ from ipd_cli.errors import InputError
 SKIP = {"assumptions", "schema_version"}
 
 
-Leaf = float | str | bool
+Leaf = int | float | str | bool
 
 
 def _item_key(v: Any) -> str | None:
@@ -35,7 +35,8 @@ def _item_key(v: Any) -> str | None:
 
 
 def _leaves(node: Any, prefix: str = "") -> dict[str, Leaf]:
-    """Number, text and on/off leaves by dotted path (numbers as floats; nulls left out); list
+    """Number, text and on/off leaves by dotted path (numbers as written: a JSON integer stays an
+    integer, as a GPU count reads in the outputs diffed (a CLI review: 29952.0); nulls left out); list
     items are keyed by what names them (:func:`_item_key`), not position, and items sharing one (a
     sweep's rows of a system, a system compared with itself) by their place among those: the first
     as ``[h100-sxm]``, the next ``[h100-sxm#2]`` (so one row still pairs with the first of several)."""
@@ -53,14 +54,14 @@ def _leaves(node: Any, prefix: str = "") -> dict[str, Leaf]:
                 key = key if seen[key] == 1 else f"{key}#{seen[key]}"
             out.update(_leaves(v, f"{prefix}[{key if key else i}]"))
     elif isinstance(node, int | float) and not isinstance(node, bool):
-        out[prefix] = float(node)
+        out[prefix] = node
     elif isinstance(node, str | bool):
         out[prefix] = node
     return out
 
 
 def _number(value: Leaf | None) -> bool:
-    return isinstance(value, float)
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 MAX_JSON_BYTES = 50_000_000  # an ipd JSON output is a few hundred kB; a sweep as JSON may be large
@@ -222,9 +223,14 @@ def diff(base: Any, new: Any, only_changed: bool = True) -> Listing:
         old, cur = a.get(key), b.get(key)
         change = pct = None
         if _number(old) and _number(cur):
+            # two integers: an integer
             change = cur - old  # type: ignore[operator]
-            pct = None if old == 0 else 100.0 * change / abs(old)  # type: ignore[arg-type]
-            if not math.isfinite(change):  # 1.7e308 to -1.7e308: beyond a float, as the percent
+            try:
+                pct = None if old == 0 else 100.0 * change / abs(old)  # type: ignore[arg-type]
+                finite = math.isfinite(change)
+            except OverflowError:  # two integers a float holds whose difference it does not
+                finite = False
+            if not finite:  # 1.7e308 to -1.7e308: beyond a float, as the percent
                 change = pct = None  # (an input review: the infinite change failed the output, exit 1)
         same = type(old) is type(cur) and old == cur  # True and 1.0 differ (a number became on/off)
         if only_changed and (change == 0 or (change is None and same)):

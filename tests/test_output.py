@@ -957,3 +957,28 @@ def test_tables_drawn_without_rich_are_richs_own_drawing(monkeypatch):
     monkeypatch.setattr(table, "_plain_note", lambda *a: None)
     for (v, ctx), text in zip(cases, drawn, strict=True):
         assert text == table.to_table(v, ctx), (ctx, v.grids[0].title)
+
+
+def test_diff_keeps_a_json_integer_an_integer(tmp_path):
+    # a CLI review: `ipd diff` read every number as a float, so a GPU count of 29,952 was written
+    # 29952.0 in every format; the change of two integers is an integer, its percent a float
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"schema_version": "1.0", "pretraining": {"gpus": 29952, "mfu": 0.5}}))
+    b.write_text(json.dumps({"schema_version": "1.0", "pretraining": {"gpus": 473472, "mfu": 0.25}}))
+    r = run_cli("diff", str(a), str(b), "-f", "json")
+    assert r.code == 0, r.stderr
+    rows = {row["metric"]: row for row in r.json()["items"]}
+    gpus = rows["pretraining.gpus"]
+    assert [type(gpus[k]) for k in ("old", "new", "change")] == [int, int, int]
+    assert gpus["change"] == 473472 - 29952 == 443520
+    assert gpus["percent"] == __import__("pytest").approx(100 * 443520 / 29952)
+    assert rows["pretraining.mfu"]["change"] == -0.25
+    csv = run_cli("diff", str(a), str(b), "-f", "csv").stdout
+    assert "pretraining.gpus,29952,473472,443520," in csv
+    # integers a float holds whose difference it does not: no change, as for two such floats
+    a.write_text('{"schema_version": "1.0", "pretraining": {"gpus": -%s}}' % ("9" * 308))
+    b.write_text('{"schema_version": "1.0", "pretraining": {"gpus": %s}}' % ("9" * 308))
+    big = run_cli("diff", str(a), str(b), "-f", "json")
+    assert big.code == 0, big.stderr
+    (row,) = big.json()["items"]
+    assert row["change"] is None and row["percent"] is None
