@@ -815,6 +815,23 @@ def test_a_precision_or_stack_in_another_case_is_taken():
     assert (s["precision"], s["stack"]) == ("fp8", "trtllm")
 
 
+def test_a_workloads_precision_in_another_case_is_taken(tmp_path):
+    # a CLI review: `--precision FP8` ran where `precision: FP8` in a workload file and
+    # `--set workload.serving.precision=FP8` were refused with pydantic's literal list
+    w = tmp_path / "w.yaml"
+    w.write_text(
+        "kind: pretrain\ndescription: t\nmodel: llama-3.1-8b\ntokens: 1e12\ngpus: 64\nprecision: FP8\n"
+    )
+    r = run_cli("compare", "h100", "--workload", str(w), "-f", "json")
+    assert r.code == 0, r.stderr
+    assert r.json()["systems"][0]["pretraining"]["precision"] == "fp8"
+    s = run_cli("compare", "h100", "--workload", str(w), "--set", "workload.precision=Bf16", "-f", "json")
+    assert s.code == 0, s.stderr
+    assert s.json()["systems"][0]["pretraining"]["precision"] == "bf16"
+    bad = run_cli("compare", "h100", "--workload", str(w), "--set", "workload.precision=fp6")
+    assert bad.code == 2 and "fp6" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_a_budget_gate_says_which_systems_it_could_not_check():
     # a user review: a system whose block cannot be computed passed the gate without a word
     r = run_cli(

@@ -26,6 +26,14 @@ from pydantic_core import CoreSchema, core_schema
 
 PRECISIONS = ("fp4", "fp8", "bf16")
 Precision = Literal["fp4", "fp8", "bf16"]
+
+
+def _folded(v: object) -> object:
+    """A choice as typed, in any case (`FP8`), as the command line's options and names take it (a
+    CLI review: `--precision FP8` ran where `precision: FP8` in a workload was refused)."""
+    return v.strip().lower() if isinstance(v, str) else v
+
+
 # FP8 training recipes, as Megatron-Core's --fp8-recipe names them: one scale per tensor from its
 # current amax (tensorwise, the default) or from an amax history (delayed), one per 32-value block
 # with E8M0 scales (mxfp8, Blackwell's microscaling) or per 128-value tile (blockwise, DeepSeek-V3's)
@@ -130,6 +138,9 @@ Int = Annotated[int, _Before(_number)]
 Bool = Annotated[bool, _Before(_boolean)]
 # a speculative decoding setting (a scenario's serving, an RL workload's rollouts)
 Speculative = Annotated[Literal["auto", "off", "on"] | int, _Before(speculative_switch)]
+# a workload's or scenario's precision: a choice a user types, in any case (the catalog's keys stay
+# as spelt)
+ChosenPrecision = Annotated[Precision, _Before(_folded)]
 
 
 def unit(symbol: str, si: float = 1.0, **kw: Any) -> Any:
@@ -918,7 +929,7 @@ class PretrainWorkload(Strict):
     tokens: Num = Field(gt=0)
     deadline_days: Num | None = Field(default=None, gt=0)
     gpus: Int | None = Field(default=None, gt=0)
-    precision: Precision = "bf16"
+    precision: ChosenPrecision = "bf16"
     sequence_length: Int | None = Field(
         default=None,
         gt=0,
@@ -1755,13 +1766,13 @@ class RlWorkload(Strict):
     sandbox_cores: Num = Field(default=0, ge=0, description="CPU cores held by one live sandbox")
     logprob_passes: Int = Field(default=1, ge=0, description="extra forward passes: old policy, reference")
     ppo_epochs: Int = Field(default=1, ge=1)
-    inference_precision: Precision = Field(
+    inference_precision: ChosenPrecision = Field(
         default="fp8",
         description="rollout (generation) precision",
         json_schema_extra={"reported_as": "generation_precision"},  # the RL result's name for it
     )
-    training_precision: Precision = "bf16"
-    sync_precision: Precision = "bf16"
+    training_precision: ChosenPrecision = "bf16"
+    sync_precision: ChosenPrecision = "bf16"
     mode: RlMode = "colocated"
     staleness_bound: Int = Field(default=1, ge=0, description="async: max policy versions behind")
     partial_rollouts: Bool = Field(
@@ -2154,7 +2165,7 @@ class ScenarioServing(Strict):
         description="the mean time to first token at the scenario's traffic (queue wait + prefill) "
         "the prefill pool is sized for; unset: the catalog's serving.ttft_target_s",
     )
-    precision: Precision | None = None
+    precision: ChosenPrecision | None = None
     speculative: Speculative | None = Field(
         default=None,
         description="speculative decoding, as `ipd serve --speculative`: off, on (a searched depth), "
