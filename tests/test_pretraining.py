@@ -950,7 +950,30 @@ def test_a_deadline_no_cluster_holds_says_memory_not_later_deadline():
     fast = run_cli(
         "train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "0.01"
     )  # fmt: skip
-    assert fast.code == 1 and "give a later --days" in fast.stderr
+    assert fast.code == 1 and "give a later --days (at least " in fast.stderr
+
+
+def test_a_missed_deadline_names_the_fastest_plans_days_and_following_it_runs():
+    # a CLI review: A100's 10T month was refused "with up to 100,000,000 GPUs", a bound that was not
+    # the one (60 days ran on 1.08M GPUs; past some size more GPUs only grow the global batch beyond
+    # the recipe's). The message names the fastest plan's days, which no cluster beats (more GPUs
+    # never lengthen a run: test_properties), and a deadline at the figure it gives runs
+    import re
+
+    args = ("train", "--hardware", "hopper", "--model", "llama-3.1-8b", "--tokens", "1e12")
+    r = run_cli(*args, "--days", "0.001")
+    assert r.code == 1
+    m = re.search(r"its fastest plan takes ([\d.]+) days \(on ([\d,]+) GPUs, at a global batch so far beyond "
+                  r"the recipe's that it does ([\d.]+)x the tokens' work\); give a later --days \(at least "
+                  r"([\d.]+)\)", r.stderr)  # fmt: skip
+    assert m, r.stderr
+    fastest, least = float(m[1]), float(m[4])
+    assert fastest <= least <= fastest * 1.01 and float(m[3]) > 1
+    ok = run_cli(*args, "--days", m[4], "-f", "json")
+    assert ok.code == 0, ok.stderr
+    assert ok.json()["pretraining"]["wall_days"] <= least
+    # just under the fastest plan's days: still refused
+    assert run_cli(*args, "--days", f"{fastest * 0.99:.6g}").code == 1
 
 
 def test_one_gpu_is_singular():

@@ -186,7 +186,7 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
                 found = _deadline_at_pinned_mfu(y, seconds, x["pins"], x["top"])
             else:
                 found = tpn.find_deadline(y, seconds, x["pins"], MAX_GPUS, x["top"])
-            why = "" if found else _why_missed(y, x["pins"])
+            why = "" if found else "deadline"  # why, where it is said: :func:`_no_run`
     except InfeasibleError as e:
         why = str(e)
     numbers = run_numbers(y, found) if found else {}
@@ -196,16 +196,20 @@ def _solve(x: dict, key: tuple) -> tuple[dict[str, float], tpn.Found | None, str
     return numbers, found, why
 
 
-def _why_missed(y: dict, pins: dict) -> str:
-    """Why deadline mode found no cluster: "deadline" where some cluster holds the state (a later
-    deadline, fewer tokens or a faster plan would run), else why none does, as a fixed cluster of
-    MAX_GPUS says it (a review: 0.9 GB usable per H100, or 405B pinned to unsharded replicas, were
-    told to give a later `deadline_days`, which no deadline meets)."""
-    try:
-        tpn.find_fixed(y, MAX_GPUS, pins)
-    except InfeasibleError as e:
-        return str(e)
-    return "deadline"
+def _fastest(x: dict) -> dict[str, float] | str:
+    """Where deadline mode found no cluster: the numbers of the fastest plan on MAX_GPUS (more GPUs
+    never lengthen a run, so no cluster is faster), or why no cluster holds the state, as a fixed
+    cluster of MAX_GPUS says it (a review: 0.9 GB usable per H100, or 405B pinned to unsharded
+    replicas, were told to give a later `deadline_days`, which no deadline meets). Asked only for
+    the message: a sweep's missed points do not pay this search."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):  # extreme inputs end as inf or NaN, as in :func:`solve`
+        y = tpn.derive(x)
+        try:
+            return run_numbers(y, tpn.find_fixed(y, MAX_GPUS, x["pins"]))
+        except InfeasibleError as e:
+            return str(e)
 
 
 def check_cluster(name: str, gpus: float) -> None:
@@ -577,17 +581,33 @@ def pretraining_numbers(
 
 
 def _no_run(meta: dict, x: dict, why: str) -> str:
-    if why != "deadline":
-        return f"{meta['model']} on {meta['hardware']}: {why}"
+    fastest = _fastest(x) if why == "deadline" else why
+    if isinstance(fastest, str):
+        return f"{meta['model']} on {meta['hardware']}: {fastest}"
     pins = f" with `plan` {tpn.pins_text(x['pins'])}" if x["pins"] else ""
-    # a pinned MFU sets the speed: the hint names it first (an input review: --mfu 0.001 was told
-    # to move the deadline, the tokens or the model only)
-    mfu = f" at `mfu` {x['mfu_pin']:g}" if "mfu_pin" in x else ""
-    higher = "a higher `mfu`, " if "mfu_pin" in x else ""
+    days, hw = x["deadline_days"], meta["hardware"]
+    head = f"{meta['model']} cannot train {x['tokens']:.3g} tokens in {days:g} days on {hw}"
+    if "mfu_pin" in x:
+        # a pinned MFU sets the speed: the hint names it first (an input review: --mfu 0.001 was
+        # told to move the deadline, the tokens or the model only)
+        return (
+            f"{head}{pins} at `mfu` {x['mfu_pin']:g} with up to {MAX_GPUS:,} GPUs; give a higher `mfu`, "
+            "a later `deadline_days`, fewer `tokens`, or a smaller `model`"
+        )
+    # the fastest plan's days, which no cluster beats (a CLI review: "with up to 100,000,000 GPUs"
+    # named a bound that was not the one: A100's 10T month ran on 1.08M GPUs at 60 days, and
+    # beyond that more GPUs only grew the batch past the recipe's)
+    wall, used, work = fastest["wall_days"], fastest["gpus_used"], fastest["batch_token_multiplier"]
+    batch = (
+        f", at a global batch so far beyond the recipe's that it does {work:,.3g}x the tokens' work"
+        if work > 1.01
+        else ""
+    )
+    step = 10.0 ** (math.floor(math.log10(wall)) - 2)  # rounded up at three digits: a deadline that runs
+    least = math.ceil(wall / step) * step
     return (
-        f"{meta['model']} cannot train {x['tokens']:.3g} tokens in {x['deadline_days']:g} days on "
-        f"{meta['hardware']}{pins}{mfu} with up to {MAX_GPUS:,} GPUs; "
-        f"give {higher}a later `deadline_days`, fewer `tokens`, or a smaller `model`"
+        f"{head}{pins}: its fastest plan takes {wall:,.4g} days (on {used:,.0f} GPUs{batch}); give a "
+        f"later `deadline_days` (at least {least:,.3g}), fewer `tokens`, or a smaller `model`"
     )
 
 
