@@ -831,7 +831,10 @@ def test_idle_gpus_of_a_count_that_is_no_whole_system_and_a_run_past_a_year_are_
         f"ipd: warning: h200: 100 GPUs are 12.5 8-GPU systems; the plan runs on {used} and the other "
         f"{100 - used} are idle but priced"
     ) in r.stderr
-    assert f"pre-training takes {days:,.0f} days ({days / 365:.3g} years) on 100 GPUs" in r.stderr
+    assert (
+        f"pre-training takes {days:,.0f} days ({days / 365:.3g} years) on 100 GPUs: more GPUs shorten it "
+        "(a shorter deadline sizes more)"
+    ) in r.stderr
     # whole systems, and a run inside the year: neither line
     quiet = run_cli(*args[:-2], "--gpus", "2048", "-f", "json").stderr
     assert "idle but priced" not in quiet and "years) on" not in quiet

@@ -277,7 +277,8 @@ def _spanned_lines(hw: str, pre: dict[str, Any]) -> list[str]:
 def _idle_and_long_lines(hw: str, pre: dict[str, Any]) -> list[str]:
     """A fixed GPU count that is no whole number of systems, whose plan leaves GPUs idle but priced,
     and a run longer than a year (a procurement review: 100 H200 GPUs, 12.5 nodes, ran 96 for
-    1,631 days without a word)."""
+    1,631 days without a word). The hint holds in both modes (a CLI review: it offered `--days` to a
+    run that a 3,000-day deadline had sized, and a flag to `compare`, which has none)."""
     out = []
     per, gpus, used = pre.get("gpus_per_system") or 0, pre.get("gpus") or 0, pre.get("gpus_used") or 0
     if per and gpus % per and 0 < used < gpus:
@@ -291,7 +292,7 @@ def _idle_and_long_lines(hw: str, pre: dict[str, Any]) -> list[str]:
     if days > DAYS_PER_YEAR:
         out.append(
             f"{hw}: pre-training takes {days:,.0f} days ({days / DAYS_PER_YEAR:.3g} years) on "
-            f"{gpus:,} GPUs: more GPUs, or a deadline that sizes them (--days), shortens it"
+            f"{gpus:,} GPUs: more GPUs shorten it (a shorter deadline sizes more)"
         )
     return out
 
