@@ -28,6 +28,7 @@ def test_training_and_logprob_phases_by_hand(catalog):
         f"{wl}.max_response_tokens=4000",
         f"{wl}.mode=colocated",
         f"{wl}.gpus=64",
+        f"{wl}.pin_gpus=true",  # all 64 (a cap alone: the cheapest pool within it, 8)
     ]
     cat = load(sets=sets)
     r = rl(cat, "hopper", "rl-math-reasoning").rl
@@ -225,9 +226,10 @@ def test_a_run_pays_its_evaluations_and_checkpoints(catalog):
     # checkpoint every 5 steps by hand from the catalog: (2 B weights + 12 B Adam state) x
     # 8.03e9 parameters at the storage's 0.244 GB/s for each of the run's 64 GPUs (its writers,
     # the trainer's GPUs, could write 2.5 GB/s each)
-    sets = ["workload.model=llama-3.1-8b", "workload.gpus=64", "workload.mode=colocated",
-            "workload.keep_fraction=1", "workload.eval_interval_steps=10", "workload.eval_tasks=512",
-            "workload.eval_attempts=16", "workload.checkpoint_interval_steps=5"]  # fmt: skip
+    sets = ["workload.model=llama-3.1-8b", "workload.gpus=64", "workload.pin_gpus=true",
+            "workload.mode=colocated", "workload.keep_fraction=1", "workload.eval_interval_steps=10",
+            "workload.eval_tasks=512", "workload.eval_attempts=16",
+            "workload.checkpoint_interval_steps=5"]  # fmt: skip
     r = rl(load(sets=sets), "hopper", "rl-math-reasoning").rl
     run = r.run
     assert run.eval_trajectories == 512 * 16 == r.samples_per_s * r.step_seconds
@@ -1965,6 +1967,8 @@ def test_rl_generation_takes_a_stack_release_and_its_prompt_stall_by_hand():
         "rl-math-reasoning",
         "--set",
         "workload.inference_precision=fp4",
+        "--gpus",
+        "128",  # the same GPUs for both (the pool search may take another pool for each)
     )
     floor_87 = ("--set", "serving.stacks.trtllm.profiles.blackwell.step_overhead_us_per_layer=87")
     plain, rc2 = (

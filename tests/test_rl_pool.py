@@ -781,7 +781,7 @@ def _pool_note(**rl_fields):
 
     days, refreshes = rl_fields.pop("days", 1.0), rl_fields.pop("refreshes", 12.0)
     run = SimpleNamespace(wall_days_per_refresh=days, refreshes_per_year=refreshes)
-    rl_ = SimpleNamespace(gpus=56, train_gpus=48, gen_gpus=8, gpus_cap=512, usd_per_step=100.0,
+    rl_ = SimpleNamespace(mode="one-step-off", gpus=56, train_gpus=48, gen_gpus=8, gpus_cap=512, usd_per_step=100.0,
                           step_seconds=900.0, gpus_cap_usd_per_step=800.0, gpus_cap_step_seconds=700.0,
                           pool_fits_schedule=True, run=run)  # fmt: skip
     for k, v in rl_fields.items():
@@ -825,3 +825,93 @@ def test_a_total_too_small_for_whole_nodes_names_the_split_that_runs():
     assert "--gen-gpus 2 and --train-gpus 48 give a split of 50 GPUs" in res.stderr
     given = run_cli("rl", "--hardware", "vera-rubin", "--gen-gpus", "2", "--train-gpus", "48", "-f", "json")
     assert given.code == 0 and given.json()["rl"]["gpus"] == 50
+
+
+def test_a_colocated_pool_is_the_cheapest_of_the_sizes_tried(catalog):
+    # a capacity planner's audit (2026-12-07): colocated ran on all of the workload's gpus, so the
+    # cap chose the winner. Rubin's colocated math step under the workload's 128: each pool of the
+    # colocated grid (whole replicas or systems holding the training state: 16, 20, ... 128 GPUs),
+    # pinned, priced GPUs x step x $8.50 / 3,600 with its run's factors: the pool search's is the
+    # least of them, 16 GPUs at 2,550 s ($96.34) against all 128 at 546.3 s ($165.1)
+    from ipd_cli.catalog.workloads import resolve_workload
+    from ipd_cli.engine import serving as sv
+    from ipd_cli.engine.rl.estimate import _colocated_grid, _replica_pools, setup
+
+    capped = rl(catalog, "vera-rubin", "rl-math-reasoning").rl
+    assert capped.mode == "colocated" and capped.gpus_cap == 128 and capped.pool_fits_schedule
+    assert capped.gpus == capped.gen_gpus == capped.train_gpus == 16
+    assert capped.usd_per_step == pytest.approx(16 * capped.step_seconds * 8.5 / 3600, rel=1e-12)
+    assert (round(capped.step_seconds, 1), round(capped.usd_per_step, 2)) == (2550.1, 96.34)
+    pinned = rl(catalog, "vera-rubin", "rl-math-reasoning", gpus=128).rl
+    assert (round(pinned.step_seconds, 1), round(pinned.usd_per_step, 1)) == (546.3, 165.1)
+    assert capped.gpus_cap_usd_per_step == pytest.approx(pinned.usd_per_step, rel=1e-12)
+    _, w, origin = resolve_workload(catalog, "rl-math-reasoning", {})
+    s = setup(sv.serving_context(catalog, "vera-rubin", w.model), w, "rental", origin)
+    sizes = _colocated_grid(s, _replica_pools(s), 128)[0]
+    assert sizes[:4] == [16, 20, 24, 28] and sizes[-1] == 128 and len(sizes) == 29
+    costs = {n: _run_usd_per_step(rl(catalog, "vera-rubin", "rl-math-reasoning", gpus=n).rl) for n in sizes}
+    assert min(costs, key=lambda n: (costs[n], n)) == 16
+    assert _run_usd_per_step(capped) == pytest.approx(costs[16], rel=1e-12)
+    # the same step as the chosen pool pinned
+    assert capped.step_seconds == pytest.approx(
+        rl(catalog, "vera-rubin", "rl-math-reasoning", gpus=16).rl.step_seconds, rel=1e-12
+    )
+
+
+def test_a_colocated_pin_keeps_the_whole_pool(catalog):
+    # --gpus and pin_gpus run a colocated step on all of them, as before the pool search
+    given = rl(catalog, "hopper", "rl-math-reasoning", gpus=128).rl
+    pinned = rl(load(sets=["workload.pin_gpus=true"]), "hopper", "rl-math-reasoning").rl
+    for r in (given, pinned):
+        assert (r.gpus, r.gen_gpus, r.train_gpus, r.gpus_cap) == (128, 128, 128, None)
+        assert round(r.step_seconds, 1) == 2066.1
+    capped = rl(catalog, "hopper", "rl-math-reasoning").rl
+    assert capped.gpus == 64 < 128 == capped.gpus_cap
+    assert _run_usd_per_step(capped) < _run_usd_per_step(given)
+    res = run_cli(
+        "rl", "--hardware", "hopper", "--workload", "rl-math-reasoning", "--gpus", "128", "-f", "json"
+    )
+    assert res.json()["rl"]["gpus"] == 128 and "gpus allow" not in res.stderr
+
+
+def test_a_colocated_comparison_is_not_decided_by_the_cap():
+    # the audit's comparison: colocated SWE RL, GB200 against H100. On all of the cap H100 was
+    # 1.19x cheaper a step at 512 ($447.6 against $533.7) and 1.09x dearer at 128 ($183.1 against
+    # $167.8); each now runs its cheapest pool within either cap (GB200 64, H100 128: both within
+    # 128), so the two caps give the same steps and the same winner
+    runs = {}
+    for cap in (512, 128):
+        cat = load(sets=["workload.mode=colocated", f"workload.gpus={cap}"])
+        runs[cap] = {hw: rl(cat, hw, "rl-swe-agent").rl for hw in ("gb200-nvl72", "h100")}
+        for hw, pinned_usd in (
+            ("gb200-nvl72", {512: 533.74, 128: 167.78}),
+            ("h100", {512: 447.64, 128: 183.14}),
+        ):
+            assert round(runs[cap][hw].gpus_cap_usd_per_step, 2) == pinned_usd[cap]
+    for hw, gpus in (("gb200-nvl72", 64), ("h100", 128)):
+        a, b = runs[512][hw], runs[128][hw]
+        assert a.gpus == b.gpus == gpus and a.step_seconds == pytest.approx(b.step_seconds, rel=1e-12)
+        assert a.usd_per_step == pytest.approx(b.usd_per_step, rel=1e-12)
+    for cap in (512, 128):
+        assert runs[cap]["gb200-nvl72"].usd_per_step < runs[cap]["h100"].usd_per_step
+
+
+def test_a_colocated_pool_is_named_on_stderr_and_in_explain():
+    res = run_cli("rl", "--hardware", "vera-rubin", "--workload", "rl-math-reasoning", "-f", "json")
+    data = res.json()["rl"]
+    assert (data["gpus"], data["gpus_cap"]) == (16, 128)
+    assert "runs on 16 GPUs (generating and training on the same GPUs) of the 128" in res.stderr
+    explained = run_cli(
+        "explain",
+        "vera-rubin",
+        "--workload",
+        "rl-math-reasoning",
+        "--set",
+        "workload.mode=colocated",
+        "-f",
+        "json",
+    ).json()
+    rows = {a["metric"]: a for a in explained["items"]}
+    assert rows["input: training GPUs"]["origin"] == rows["input: generation GPUs"]["origin"] == "pool search"
+    assert "generating and training on the same GPUs" in rows["input: training GPUs"]["note"]
+    assert "a cap" in rows["input: GPUs asked for (generation and training)"]["note"]

@@ -261,9 +261,14 @@ def rl_pool_notes(systems: list[Any]) -> list[str]:
             if rl.gpus_cap_usd_per_step < rl.usd_per_step
             else ""
         )
+        roles = (
+            "generating and training on the same GPUs"
+            if rl.mode == "colocated"
+            else f"{rl.train_gpus:,} training + {rl.gen_gpus:,} generating"
+        )
         out.append(
-            f"{r.hardware}: RL post-training runs on {rl.gpus:,} GPUs ({rl.train_gpus:,} training + "
-            f"{rl.gen_gpus:,} generating) of the {cap:,} its RL workload's gpus allow: the pool with "
+            f"{r.hardware}: RL post-training runs on {rl.gpus:,} GPUs ({roles}) of the {cap:,} its RL "
+            "workload's gpus allow: the pool with "
             f"the least cost per step{fits}, ${rl.usd_per_step:,.4g} a step of {rl.step_seconds:,.4g} s; all "
             f"{cap:,} would cost ${rl.gpus_cap_usd_per_step:,.4g} a step of "
             f"{rl.gpus_cap_step_seconds:,.4g} s{dearer} (the workload's pin_gpus: true, or `ipd rl "

@@ -822,16 +822,64 @@ def schedule_step_s(s: Setup) -> float:
     return f.DAYS_PER_YEAR * f.SECONDS_PER_DAY / steps
 
 
+def _pool_gpus(s: Setup, gen: int, train: int) -> int:
+    """The GPUs a pool of ``gen`` generating and ``train`` training holds (the same GPUs when
+    colocated)."""
+    return gen if s.w.mode == "colocated" else gen + train
+
+
+def _split_grid(s: Setup, pools: list[int], cap: int, asynchronous: bool) -> Any:
+    """:func:`cheapest_pool`'s pools of a disaggregated step: a trainer of one of the plan search's
+    sizes (in whole nodes) beside each generation size; the generation sizes, the trainer sizes,
+    and each pool's index into each (generation-major). None: no trainer fits beside a replica."""
+    import numpy as np
+
+    lo_gen = min(pools)
+    # the plan search's sizes in whole nodes (a size between two runs the smaller one's plan)
+    node = int(s.links.node)
+    sizes = trainer_sizes(s.rates, max(1, s.memory.min_gpus), cap - lo_gen)
+    trains = sorted({t for t in (whole_nodes(t, node) for t in sizes) if t <= cap - lo_gen})
+    if not trains:
+        return None
+    units = [*pools, s.system_gpus] if s.system_gpus else list(pools)
+    # more replicas than trajectories in flight only idle (paid): no pool past one a trajectory on
+    # the widest unit is cheaper (an absurd cap, 10M GPUs, evaluated ~1,150 sizes, 2.2 s, for none)
+    in_flight = math.ceil(s.nums.generated * in_flight_batches(s.w.staleness_bound, asynchronous))
+    gens = pool_candidates(lo_gen, min(cap - trains[0], max(units) * in_flight), units)
+    gi = np.repeat(np.arange(len(gens)), len(trains))
+    return gens, trains, gi, np.tile(np.arange(len(trains)), len(gens))
+
+
+def _colocated_grid(s: Setup, pools: list[int], cap: int) -> Any:
+    """:func:`cheapest_pool`'s pools of a colocated step: sizes in whole rollout replicas (or whole
+    systems holding one, as a split's generation: :func:`step.pool_candidates`' grid, the cap only
+    ends it) of at least the whole nodes that hold the training state (and park it in host memory
+    while rollouts run: :func:`check_trainer_memory`), each generating and training on all its GPUs
+    (each its own generation and trainer size). None: no such size within the cap. Not bounded by
+    the trajectories in flight, as a split's generation is: a colocated pool's GPUs also train."""
+    import numpy as np
+
+    mem = s.memory
+    least = max(1, mem.min_gpus, mem.min_gpus_for_host or 0)
+    units = [*pools, s.system_gpus] if s.system_gpus else list(pools)
+    sizes = pool_candidates(max(min(pools), whole_nodes(least, int(s.links.node))), cap, units)
+    if not sizes:
+        return None
+    each = np.arange(len(sizes))
+    return sizes, sizes, each, each
+
+
 def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) -> PoolChoice:
     """The RL deployment's size: of the pools of ``cap`` GPUs at most, a trainer of one of the plan
     search's sizes (:func:`trainer_sizes`, from the fewest GPUs that hold the training state) beside
     whole rollout replicas (or whole systems holding one: :func:`step.pool_candidates`, a grid the
-    cap only ends), the one with the least cost per scheduled step, (generation + trainer GPUs) x
+    cap only ends), or colocated, whole replicas (or systems) that hold the training state
+    (:func:`_colocated_grid`), the one with the least cost per scheduled step, GPUs x
     (step + its periodic share) (the price and phi / goodput are the same for every pool; the
     samples per step fixed, so also the least per sample; ties: fewer GPUs), among those whose
     schedule fits the year (:func:`schedule_step_s`). ``gen`` + ``train``: the cap's fastest split
-    (:func:`split_gpus`), taken where no pool's schedule fits (it is the fastest; a smaller pool is
-    not faster).
+    (:func:`split_gpus`; colocated, the whole cap for both), taken where no pool's schedule fits (it
+    is the fastest; a smaller pool is not faster).
 
     The grid of pools is weighed at once (numpy): each pool's floor, its soonest rollouts with no
     sandbox bound beside its trainer with no update (:func:`step.step_floor`), x its GPUs; pools are
@@ -850,23 +898,17 @@ def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) ->
     capped = PoolChoice(gen, train, cap, gen, train, fast.step.seconds, True, 1)
     if fast_run_s > allowed:  # no pool fits the year: the fastest on the whole cap
         return replace(capped, fits=False)
-    best = ((gen + train) * fast_run_s, gen + train, gen, train)
-    lo_gen = min(pools)
-    # the plan search's sizes in whole nodes (a size between two runs the smaller one's plan)
-    node = int(s.links.node)
-    sizes = trainer_sizes(s.rates, max(1, s.memory.min_gpus), cap - lo_gen)
-    trains = sorted({t for t in (whole_nodes(t, node) for t in sizes) if t <= cap - lo_gen})
-    if not trains:
+    best = (_pool_gpus(s, gen, train) * fast_run_s, _pool_gpus(s, gen, train), gen, train)
+    colocated = s.w.mode == "colocated"
+    grid = _colocated_grid(s, pools, cap) if colocated else _split_grid(s, pools, cap, asynchronous)
+    if grid is None:
         return capped
-    units = [*pools, s.system_gpus] if s.system_gpus else list(pools)
-    # more replicas than trajectories in flight only idle (paid): no pool past one a trajectory on
-    # the widest unit is cheaper (an absurd cap, 10M GPUs, evaluated ~1,150 sizes, 2.2 s, for none)
-    in_flight = math.ceil(s.nums.generated * in_flight_batches(s.w.staleness_bound, asynchronous))
-    gens = pool_candidates(lo_gen, min(cap - trains[0], max(units) * in_flight), units)
+    gens, trains, gi, ti = grid  # the pools, flat: each one's generation and trainer size's index
     env = exposed_floor(s.nums, s.host, asynchronous)
     training = trainer_seconds(s.rates, s.w, trains)  # every trainer size's seconds, one array
-    g_grid, t_grid = np.meshgrid(np.array(gens), np.array(trains), indexing="ij")
-    gpus = g_grid + t_grid
+    g_flat, t_flat = np.array(gens)[gi], np.array(trains)[ti]
+    gpus = g_flat if colocated else g_flat + t_flat
+    firsts = np.searchsorted(gi, np.arange(len(gens)))  # each generation size's first pool
     # each generation size's rollouts: a floor under its soonest (one cheap pass over every size)
     # until the search reaches one of its pools, then its soonest, made with the next sizes it
     # would reach (Rollouts.soonest); a floor under a floor, so the pools are taken in the same
@@ -876,7 +918,7 @@ def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) ->
     left = gpus <= cap  # pools not yet taken
 
     def weighed() -> Any:  # each pool left's floor x its GPUs (inf: none, or past the schedule)
-        floor = step_floor(mode, rollout[:, None], training[None, :])
+        floor = step_floor(mode, rollout[gi], training[ti])
         with np.errstate(invalid="ignore"):
             bound = gpus * floor
             return np.where(left & (floor <= allowed) & np.isfinite(bound), bound, np.inf)
@@ -885,35 +927,36 @@ def cheapest_pool(s: Setup, pools: list[int], cap: int, gen: int, train: int) ->
     tried = 1
     while True:
         k = int(np.argmin(bound))  # the first of the least
-        if not bound.flat[k] < best[0]:
+        if not bound[k] < best[0]:
             break  # nor any pool after it (inf: none left)
-        i = k // len(trains)
+        i = gi[k]
         if not made[i]:  # its size's soonest, with the next unmade sizes by their least pool's floor
-            nearest = bound.min(axis=1)
+            nearest = np.minimum.reduceat(bound, firsts)
             batch = np.flatnonzero(~made & (nearest < best[0]))
             batch = batch[np.argsort(nearest[batch], kind="stable")][:AHEAD_POOLS]
             rollout[batch] = s.rollouts.soonest(s.nums, [gens[j] for j in batch], asynchronous, NO_LOAD) + env
             made[batch] = True
             bound = weighed()
             continue
-        left.flat[k] = False
-        bound.flat[k] = np.inf
-        g, t = int(g_grid.flat[k]), int(t_grid.flat[k])
+        left[k] = False
+        bound[k] = np.inf
+        g, t = int(g_flat[k]), int(t_flat[k])
         if (g, t) == (gen, train):
             continue
-        if not s.rollouts.made(g, asynchronous, None, sandbox_load(s.nums, s.host, g + t)):
+        if not s.rollouts.made(g, asynchronous, None, sandbox_load(s.nums, s.host, _pool_gpus(s, g, t))):
             # with the next pools the search would take as the bounds stand (their sizes' soonest
             # made, under the best), each beside its trainer, made at once (:data:`POOLS_AHEAD`)
-            near = np.argsort(bound, axis=None, kind="stable")[: POOLS_AHEAD - 1]
-            near = near[(bound.flat[near] < best[0]) & made[near // len(trains)]]
+            near = np.argsort(bound, kind="stable")[: POOLS_AHEAD - 1]
+            near = near[(bound[near] < best[0]) & made[gi[near]]]
             if near.size:  # (one pool alone: fastest()'s own call costs less)
-                splits = zip(g_grid.flat[near].tolist(), t_grid.flat[near].tolist(), strict=True)
+                splits = zip(g_flat[near].tolist(), t_flat[near].tolist(), strict=True)
                 _StepSeconds(s).ahead_each([(g, t), *splits])
         out = evaluate(s, g, t, quiet=True)
         tried += 1
         run_s = _run_step_s(s, out, g, t)
-        if run_s <= allowed and ((g + t) * run_s, g + t) < best[:2]:
-            best = ((g + t) * run_s, g + t, g, t)
+        n = _pool_gpus(s, g, t)
+        if run_s <= allowed and (n * run_s, n) < best[:2]:
+            best = (n * run_s, n, g, t)
     return replace(capped, gen_gpus=best[2], train_gpus=best[3], tried=tried)
 
 
@@ -929,17 +972,43 @@ def _min_train(s: Setup) -> int:
     return whole_nodes(max(1, s.memory.min_gpus), int(s.links.node))
 
 
+def _replica_pools(s: Setup) -> list[int]:
+    """The whole nodes holding whole replicas of each rollout candidate: a searched pool's
+    generation units."""
+    node = int(s.links.node)
+    return sorted({whole_nodes(int(g), node) for g in s.rollouts.candidates.gpus})
+
+
+def _pool_note(w: RlWorkload, pool: PoolChoice, note: str = "") -> str:
+    """The note on the GPUs the pool search chose (``note``: the split search's, where it ran)."""
+    if not pool.fits:
+        where = f" on all {pool.cap:,} GPUs of the RL workload's gpus"
+        if w.mode == "colocated":
+            note = "generation and training on the same GPUs"
+        return f"{note}{where}: no smaller pool's schedule fits the year, so the fastest"
+    held = (
+        "whole rollout replicas (or systems) generating and training on the same GPUs"
+        if w.mode == "colocated"
+        else "the trainer and whole rollout replicas"
+    )
+    return (
+        f"of the pools of at most the RL workload's gpus ({pool.cap:,}: a cap, its pin_gpus: true runs "
+        f"on all of it), {held} with the least cost per step whose schedule fits the year"
+    )
+
+
 def choose_split(
     s: Setup, split: str | None, origin: str, advise_larger: bool = False
 ) -> tuple[int, int, int | None, tuple[int, float] | None, PoolChoice | None]:
-    """The GPUs of each role: colocated uses all for both; given sizes are checked; otherwise the
-    fastest split among those whose trainer holds the training state, of all of a pinned pool
-    (``pin_gpus``, a given total or ``split`` auto), else of the cheapest pool within the
-    workload's ``gpus`` (:func:`cheapest_pool`). Third, the GPUs requested where
-    ``grow_gpus_to_fit`` ran on more (else None: given pools are the run, not a resize); fourth,
-    where it could grow and the GPUs asked for ran as asked, the larger run a smaller request would
-    grow to, with its GPU-seconds a step, where that costs less a step (else None); fifth, the pool
-    search's answer where it ran (else None)."""
+    """The GPUs of each role: colocated uses the same GPUs for both, all of a pinned pool
+    (``pin_gpus``, a given total), else the cheapest pool within the workload's ``gpus``
+    (:func:`cheapest_pool`); given sizes are checked; otherwise the fastest split among those
+    whose trainer holds the training state, of all of a pinned pool (``pin_gpus``, a given total
+    or ``split`` auto), else of the cheapest pool within the workload's ``gpus``. Third, the GPUs
+    requested where ``grow_gpus_to_fit`` ran on more (else None: given pools are the run, not a
+    resize); fourth, where it could grow and the GPUs asked for ran as asked, the larger run a
+    smaller request would grow to, with its GPU-seconds a step, where that costs less a step (else
+    None); fifth, the pool search's answer where it ran (else None)."""
     w, mem = s.w, s.memory
     given = w.given_split()
     requested, searched, note, larger, pool = None, False, None, None, None
@@ -947,6 +1016,10 @@ def choose_split(
         total = w.total_gpus()
         check_trainer_memory(mem, total, "gpus", s.where, s.rates.y["seq"])
         gg = tg = total
+        if not w.pin_gpus:  # `gpus` caps the pool, as a searched split's: the cheapest within it
+            pool = cheapest_pool(s, _replica_pools(s), total, total, total)
+            gg, tg, searched = pool.gen_gpus, pool.train_gpus, pool.fits
+            note = None if pool.fits else _pool_note(w, pool)
     elif given is not None and split is None:
         check_trainer_memory(mem, given[1], "train_gpus", s.where, s.rates.y["seq"])
         gg, tg = given
@@ -957,7 +1030,7 @@ def choose_split(
         # a searched split takes whole nodes: generation in whole nodes holding whole replicas of
         # any candidate, a trainer of at least the whole nodes holding the training state
         node = int(s.links.node)
-        pools = sorted({whole_nodes(int(g), node) for g in s.rollouts.candidates.gpus})
+        pools = _replica_pools(s)
         min_train = _min_train(s)
         # grown where the request cannot hold the trainer and one replica of the densest candidate
         # (the one the split search starts from), not the smallest: a trainer beside one small
@@ -994,18 +1067,9 @@ def choose_split(
         origin, note = "split search", "the generation / training split with the shortest step"
         if requested is not None:  # grown: the trainer's fewest GPUs and the cheapest pool
             note = "the trainer's fewest GPUs plus the generation pool with the least cost per step"
-        elif pool is not None and pool.fits:
-            origin = "pool search"
-            note = (
-                f"of the pools of at most the RL workload's gpus ({pool.cap:,}: a cap, its pin_gpus: "
-                "true runs on all of it), the trainer and whole rollout replicas with the least cost "
-                "per step whose schedule fits the year"
-            )
         elif pool is not None:
-            note += (
-                f" on all {pool.cap:,} GPUs of the RL workload's gpus: no smaller pool's schedule fits "
-                "the year, so the fastest"
-            )
+            origin = "pool search" if pool.fits else origin
+            note = _pool_note(w, pool, note)
     # the two paths are set together or not at all (an explain review: each row's path, set alone,
     # was refused)
     for label, value, field, other in (("generation GPUs", gg, "gen_gpus", "train_gpus"),

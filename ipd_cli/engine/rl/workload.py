@@ -166,7 +166,13 @@ def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
             path="workload.gpus",
             note=(
                 "pinned: the pool the split search divides"
-                if w.pin_gpus or w.mode == "colocated"
+                if w.pin_gpus and w.mode != "colocated"
+                else "pinned: generation and training both run on all of it"
+                if w.pin_gpus
+                else "a cap (the cluster available): the step, generating and training on the same GPUs, "
+                "runs on the pool within it with the least cost per step whose schedule fits the year "
+                "(workload.pin_gpus=true: on all of it)"
+                if w.mode == "colocated"
                 else "a cap (the cluster available): a searched split runs on the pool within it with "
                 "the least cost per step whose schedule fits the year (workload.pin_gpus=true: on all "
                 "of it)"
