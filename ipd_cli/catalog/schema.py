@@ -1823,13 +1823,13 @@ class RlWorkload(Strict):
         default=None,
         gt=0,
         description="total GPUs; disaggregated modes split them. A cap (the cluster available): a "
-        "searched split runs on the pool within it with the least cost per step whose schedule fits "
-        "the year; pin_gpus (or `ipd rl --gpus`) runs on all of them",
+        "searched split (or a colocated step) runs on the pool within it with the least cost per step "
+        "whose schedule fits the year; pin_gpus (or `ipd rl --gpus`) runs on all of them",
     )
     pin_gpus: Bool = Field(
         default=False,
-        description="run a searched split on all of `gpus` (the split with the shortest step), not "
-        "the cheapest pool within them: a measured cluster, a deployment already bought",
+        description="run a searched split (the one with the shortest step) or a colocated step on all "
+        "of `gpus`, not the cheapest pool within them: a measured cluster, a deployment already bought",
     )
     gen_gpus: Int | None = Field(default=None, gt=0, description="generation GPUs (disaggregated modes)")
     train_gpus: Int | None = Field(default=None, gt=0, description="training GPUs (disaggregated modes)")
