@@ -872,6 +872,10 @@ def test_a_colocated_pin_keeps_the_whole_pool(catalog):
         "rl", "--hardware", "hopper", "--workload", "rl-math-reasoning", "--gpus", "128", "-f", "json"
     )
     assert res.json()["rl"]["gpus"] == 128 and "gpus allow" not in res.stderr
+    # where no pool's schedule fits the year (1,000 refreshes), the fastest: all of the cap
+    none = rl(load(sets=["workload.refreshes_per_year=1000"]), "hopper", "rl-math-reasoning").rl
+    assert none.pool_fits_schedule is False and none.gpus == 128 == none.gpus_cap
+    assert none.step_seconds == pytest.approx(given.step_seconds, rel=1e-12)
 
 
 def test_a_colocated_comparison_is_not_decided_by_the_cap():

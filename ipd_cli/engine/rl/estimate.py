@@ -984,7 +984,7 @@ def _pool_note(w: RlWorkload, pool: PoolChoice, note: str = "") -> str:
     if not pool.fits:
         where = f" on all {pool.cap:,} GPUs of the RL workload's gpus"
         if w.mode == "colocated":
-            note = "generation and training on the same GPUs"
+            note = "colocated"
         return f"{note}{where}: no smaller pool's schedule fits the year, so the fastest"
     held = (
         "whole rollout replicas (or systems) generating and training on the same GPUs"
