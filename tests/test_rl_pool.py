@@ -781,9 +781,9 @@ def _pool_note(**rl_fields):
 
     days, refreshes = rl_fields.pop("days", 1.0), rl_fields.pop("refreshes", 12.0)
     run = SimpleNamespace(wall_days_per_refresh=days, refreshes_per_year=refreshes)
-    rl_ = SimpleNamespace(mode="one-step-off", gpus=56, train_gpus=48, gen_gpus=8, gpus_cap=512, usd_per_step=100.0,
-                          step_seconds=900.0, gpus_cap_usd_per_step=800.0, gpus_cap_step_seconds=700.0,
-                          pool_fits_schedule=True, run=run)  # fmt: skip
+    rl_ = SimpleNamespace(mode="one-step-off", gpus=56, train_gpus=48, gen_gpus=8, gpus_cap=512,
+                          usd_per_step=100.0, step_seconds=900.0, gpus_cap_usd_per_step=800.0,
+                          gpus_cap_step_seconds=700.0, pool_fits_schedule=True, run=run)  # fmt: skip
     for k, v in rl_fields.items():
         setattr(rl_, k, v)
     (note,) = rl_pool_notes([SimpleNamespace(hardware="x", rl=rl_)])
