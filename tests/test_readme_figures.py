@@ -595,14 +595,16 @@ def test_pinned_pools_copied_for_a_ttft_target_are_what_the_readme_says():
     # issue 11 (2026-12-06, forty-sixth session): pinned pools were copied only to carry the
     # traffic, one copy's TTFT at it 40.2 ms against a 40 ms target while ttft_target_met said
     # true; the copies' queues (prefill instances, sequence slots) now hold it: one fewer would not
-    # (a 35 ms target since a prefill instance took its own MoE share, 2026-12-06: one copy holds 40)
+    # (a 35 ms target since a prefill instance took its own MoE share, 2026-12-06: one copy holds 40;
+    # 488 sequences pinned, the search's batch at 50 tokens/s per user until ties went to speed,
+    # 2026-12-07, whose batch of 48 a rank one copy does not carry at all)
     from ipd_cli.api import load
     from ipd_cli.engine.serving import estimate_serving
     from ipd_cli.engine.serving.queueing import mdc_wait_s
 
     sv = estimate_serving(
         load(), "b200", "deepseek-v3", precision="fp4", input_tokens=1024, output_tokens=1024,
-        tokens_per_user_s=50, prefill_instances=1, decode_instances=1, requests_per_s=20.0,
+        concurrency=488, prefill_instances=1, decode_instances=1, requests_per_s=20.0,
         ttft_target_s=0.035,
     ).serving  # fmt: skip
     n = sv.instances_for_traffic

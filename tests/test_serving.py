@@ -1157,18 +1157,22 @@ def test_traffic_is_served_on_the_fewest_gpus_by_hand():
     assert choose(g, 50.0, 400.0) == (2, True)  # C: 1 copy, 2 GPUs (B 8, A 34)
     assert choose(g, 50.0, 1000.0) == (2, True)  # C: ceil(1,000 / 600) = 2 copies, 4 GPUs
     assert choose(g, 50.0, 10240.0) == (1, True)  # B: 8 GPUs (C 18 copies = 36, A 34)
-    # 590,000: A 4 copies = 136 GPUs, B ceil(16.99) = 17 copies = 136: a tie, to the more tokens/s per GPU
-    assert choose(g, 50.0, 590000.0) == (0, True)
+    # 590,000: A 4 copies = 136 GPUs, B ceil(16.99) = 17 copies = 136: a tie, to the faster per user
+    # (B 55 against A 50; the same GPUs cost the same: until 2026-12-07 it went to A, more per GPU)
+    assert choose(g, 50.0, 590000.0) == (1, True)
     assert choose(g, 50.0, 1e6) == (0, True)  # A 6 copies = 204 GPUs, B 29 = 232
-    # no target: every feasible row counts; B and D both take 8 GPUs for 10,240, D has more per GPU
-    assert choose(g, None, 10240.0) == (3, None)
+    # no target: every feasible row counts; B and D both take 8 GPUs for 10,240: B is faster (55
+    # against 40 tokens/s per user), D more per GPU: the tie goes to B
+    assert choose(g, None, 10240.0) == (1, None)
     # no row meets 200 tokens/s per user: the fastest feasible row (B), traffic or not
     assert choose(g, 200.0) == choose(g, 200.0, 10240.0) == (1, False)
 
 
 def test_the_cost_at_a_traffic_is_its_gpus_around_the_clock():
-    # a user review: 1 request/s of DeepSeek-V3 on B200 takes 4 GPUs that could serve 14x more;
-    # $/M output tokens at full load said $0.29, the traffic pays 4 x $3.71 per 3,600 x 1,024 tokens
+    # a user review: 1 request/s of DeepSeek-V3 on B200 takes 4 GPUs; $/M output tokens at full load
+    # said $0.29 (a deployment that could serve 14x more), the traffic pays 4 x $3.71 per 3,600 x
+    # 1,024 tokens. Since ties at 4 GPUs go to the fastest (2026-12-07), its full load is nearer the
+    # traffic: full load's $/M is the traffic's times the share of the deployment's rate it uses
     r = run_cli(
         "serve", "--hardware", "b200", "--model", "deepseek-v3", "--tokens-per-user-s", "50",
         "--input-tokens", "1024", "--output-tokens", "1024", "--requests-per-s", "1", "-f", "json",
@@ -1177,7 +1181,11 @@ def test_the_cost_at_a_traffic_is_its_gpus_around_the_clock():
     assert s["gpus_for_traffic"] == 4 and s["price_usd_per_gpu_hour"] == 3.71
     assert (s["gpus_per_system"], s["systems_for_traffic"]) == (8, 1)  # half of one 8-GPU node, whole
     assert s["usd_per_million_output_tokens_at_traffic"] == pytest.approx(4 * 3.71 / (3600 * 1024) * 1e6)
-    assert s["usd_per_million_output_tokens"] < s["usd_per_million_output_tokens_at_traffic"] / 10
+    used = 1024 / (s["tokens_per_s_per_gpu"] * s["deployment_gpus"] * s["instances_for_traffic"])
+    assert 0 < used < 1
+    assert s["usd_per_million_output_tokens"] == pytest.approx(
+        s["usd_per_million_output_tokens_at_traffic"] * used
+    )
     # without a traffic there is none
     r = run_cli("serve", "--hardware", "b200", "--model", "deepseek-v3", "-f", "json")
     assert r.json()["serving"]["usd_per_million_output_tokens_at_traffic"] is None
@@ -1188,7 +1196,7 @@ def _sized_one_at_a_time(g, target, tokens, ttft_target_s=None):
     """The choice at one traffic as it was made before every traffic was sized at once: the pools
     of every disaggregated row it may take sized for it (a grid copy; prefill pools for the TTFT
     target), then the fewest GPUs among the rows meeting the target whose lone prompt is within
-    the TTFT target (ties: tokens/s per GPU, speed, fewer deployment GPUs, the first)."""
+    the TTFT target (ties: speed, tokens/s per GPU, fewer deployment GPUs, the first)."""
     from dataclasses import replace
 
     import numpy as np
@@ -1215,7 +1223,7 @@ def _sized_one_at_a_time(g, target, tokens, ttft_target_s=None):
     tps, gpus = rows["tokens_per_s_per_gpu"], rows["deployment_gpus"]
     copies = _copies_one_at_a_time(g, rows, ok, tokens, ttft_target_s)
     need = f.gpus_for_traffic(copies, gpus[ok])
-    k = best_of(-need, np.ones(len(ok), dtype=bool), tps[ok], speed[ok], -gpus[ok])
+    k = best_of(-need, np.ones(len(ok), dtype=bool), speed[ok], tps[ok], -gpus[ok])
     return int(ok[k]), replace(g, rows=rows, derived={}), float(copies[k])
 
 
@@ -1241,6 +1249,30 @@ def _copies_one_at_a_time(g, rows, ok, tokens, ttft_target_s):
     copies = np.array(copies, dtype=float)
     copies[fixed] = np.maximum(copies[fixed], held)
     return copies
+
+
+def test_without_a_ttft_target_every_traffic_at_once_takes_each_traffics_own_choice(catalog):
+    # without a TTFT target the rows no traffic moves are reduced per deployment size before the
+    # choice (traffic._candidates): since ties go to speed (2026-12-07) to those no row of the size
+    # beats on both tokens/s per GPU and speed, not to the one with the most tokens/s per GPU. The
+    # reduced choice over every traffic at once is each traffic's choice over every row
+    import numpy as np
+
+    from ipd_cli.engine.lifecycle import _serve_args
+    from ipd_cli.engine.serving.estimate import traffic_sizer
+    from ipd_cli.engine.serving.traffic import choose_for_traffic
+
+    s = catalog.workload("open-model-agent")
+    sizer = traffic_sizer(
+        catalog, "blackwell", s.model, **_serve_args(catalog, "blackwell", s.model, s.serving)
+    )
+    g, target = sizer.g, s.serving.tokens_per_user_s
+    rps = np.geomspace(1e-4, 3e4, 13)
+    sized = choose_for_traffic(g, target, rps * g.ph.osl, None)
+    fixed = g.feasible & (g.rows["disagg"] == 0)
+    assert fixed.sum() > 100  # (aggregated rows the reduction acts on)
+    for k, value in enumerate(rps):
+        assert sized.rows[k] == _sized_one_at_a_time(g, target, value * g.ph.osl)[0], value
 
 
 @pytest.mark.parametrize(

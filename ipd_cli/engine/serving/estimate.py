@@ -191,8 +191,8 @@ def choose(g: Grid, target: float | None, traffic: float | None = None) -> tuple
 
     With a ``traffic`` (output tokens/s; each disaggregated row's pools sized for it) the cost is
     the whole copies of the deployment it takes: among the same rows, the one with the fewest GPUs
-    for it (:func:`formulas.gpus_for_traffic` of its copies, every row at once), ties to the most tokens/s per
-    GPU, then the speed, then the fewer deployment GPUs: :func:`traffic.choose_for_traffic`, which
+    for it (:func:`formulas.gpus_for_traffic` of its copies, every row at once), ties to the speed,
+    then the most tokens/s per GPU, then the fewer deployment GPUs: :func:`traffic.choose_for_traffic`, which
     sizes every traffic of a sweep at once. A small traffic gets the smallest deployment that is
     enough, not a copy of the highest-throughput one; a large one approaches the most tokens/s per
     GPU. When no row meets the target the fastest is still taken."""
@@ -664,7 +664,7 @@ def estimate_serving(
     traffic level (``requests_per_s`` or ``output_tokens_per_day``) takes, among the same
     configurations, the one that serves it on the fewest GPUs: whole copies of an aggregated
     instance, disaggregated pools sized for the traffic (``gpus_for_traffic``,
-    ``instances_for_traffic``; ties: the most tokens/s per GPU), among the configurations whose
+    ``instances_for_traffic``; ties: the fastest per user), among the configurations whose
     lone prompt is within ``ttft_target_s`` (None: the catalog's ``serving.ttft_target_s``), with
     prefill and decode pools (or copies of an aggregated instance or of pinned pools) of the fewest
     GPUs that hold the mean time to first token at the traffic (the waits for a prefill instance
@@ -804,7 +804,7 @@ def _operating_point(
         i, met = choose(g, target)
     best = "the most tokens/s per GPU"
     if traffic is not None:
-        best = f"the fewest GPUs for {traffic:,.4g} requests/s (then the most tokens/s per GPU)"
+        best = f"the fewest GPUs for {traffic:,.4g} requests/s (then the fastest per user)"
     op, extra = _operating_mode(concurrency, target, met)
     if concurrency is not None:
         ctx.trace.given("concurrency", concurrency, "sequences per instance", ctx.origin)
