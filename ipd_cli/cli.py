@@ -1847,6 +1847,22 @@ def _closed_streams() -> None:
         sys.stdin = _ClosedStream("input", ExitCode.USAGE)
 
 
+def _command_path(ctx: Any, args: list[str]) -> str:
+    """The command a usage error names: its context's, else ``ipd`` and the commands ``args``
+    start with (``ipd hardware list``): an option's missing value is raised before the command's
+    context (a CLI review: `ipd sweep --vary` said "see 'ipd --help'")."""
+    where = ctx.command_path if ctx is not None else "ipd"
+    if where != "ipd":
+        return where
+    group, path = _command(), ["ipd"]
+    for word in args:
+        group = getattr(group, "commands", {}).get(word)
+        if group is None:
+            break
+        path.append(word)
+    return " ".join(path)
+
+
 def _run(argv: list[str] | None) -> Any:
     debug = os.environ.get("IPD_DEBUG") == "1"
     _closed_streams()
@@ -1858,7 +1874,7 @@ def _run(argv: list[str] | None) -> Any:
         sys.stderr.write(e.format_message() + "\n")
         raise SystemExit(int(ExitCode.USAGE)) from None
     except errors.UsageError as e:
-        where = e.ctx.command_path if e.ctx is not None else "ipd"
+        where = _command_path(e.ctx, args)
         got = _given_value(e, args) + _command_hint(e.format_message(), args)
         _fail(f"{e.format_message()}{got} (see '{where} --help')", int(ExitCode.USAGE))
     except IpdError as e:

@@ -2442,3 +2442,20 @@ def test_a_validation_case_gives_an_fp8_recipe_only_where_it_is_read(tmp_path):
     path.write_text(pre.replace("gpus: 64}", "gpus: 64, precision: fp8, fp8_recipe: delayed}"))
     r = run_cli("validate", "--cases", str(path), "-f", "json")
     assert r.code == 0 and r.json()["items"][0]["status"] == "ok"
+
+
+def test_metrics_words_stand_alone_in_any_case_and_a_missing_value_names_its_commands_help():
+    # a CLI review: `--metrics all,headline` answered "unknown metric 'all'; did you mean
+    # 'rl.sandbox_stall_s' ...", `--metrics HEADLINE` was refused, and `ipd sweep --vary` with no
+    # value pointed at 'ipd --help' where every other sweep error names 'ipd sweep --help'
+    both = run_cli("sweep", "--vary", "hardware=h100", "--metrics", "all,headline")
+    clean_error(both, 2, "--metrics: all stands alone (every metric or the headline ones)")
+    upper = run_cli("sweep", "--vary", "hardware=h100", "--metrics", "HEADLINE", "-f", "csv")
+    lower = run_cli("sweep", "--vary", "hardware=h100", "--metrics", "headline", "-f", "csv")
+    assert upper.code == 0 and upper.stdout == lower.stdout
+    clean_error(
+        run_cli("sweep", "--vary"), 2, "Option '--vary' requires an argument. (see 'ipd sweep --help')"
+    )
+    listing = run_cli("hardware", "list", "--format")
+    clean_error(listing, 2, "(see 'ipd hardware list --help')")
+    clean_error(run_cli("--bogus"), 2, "(see 'ipd --help')")

@@ -306,14 +306,20 @@ def metric_names(kind: str) -> list[str]:
 def select_metrics(kind: str, metrics: str) -> list[str]:
     """``headline``, ``all`` or a comma list of metric paths (checked: a did-you-mean)."""
     known = metric_names(kind)
-    if metrics == "all":
+    word = metrics.strip().lower()  # the two words in any case, as the command line's choices
+    if word == "all":
         return known
-    if metrics == "headline":
+    if word == "headline":
         return [f"{b}.{m}" for b in KIND_BLOCKS[kind] for m in HEADLINE[b]]
     wanted = list(dict.fromkeys(m.strip() for m in metrics.split(",") if m.strip()))
     if not wanted:
         raise InputError("`metrics`: give headline, all or a comma-separated list of metrics")
     for m in wanted:
+        if m.lower() in ("all", "headline"):  # a CLI review: "all,headline" suggested rl.* metrics
+            raise InputError(
+                f"`metrics`: {m.lower()} stands alone (every metric or the headline ones); give it "
+                "alone or list metric paths"
+            )
         field = m not in known and _result_field_of(kind, m)  # a JSON field that is not a number
         if field:
             where = f"'{m}' is" if field == m else f"'{m}' is inside '{field}',"
