@@ -1667,7 +1667,7 @@ def test_a_trajectory_just_beyond_the_bound_is_printed_beyond_it():
     from ipd_cli.render.views import _rl_lines
 
     [line] = _rl_lines("h", {"longest_trajectory_policy_versions": 1.028, "staleness_bound": 1})
-    assert "spans 1.03 policy updates, beyond the staleness bound of 1" in line
+    assert "spans 1.03 policy updates, beyond the staleness bound of 1" in line  # (no time in flight given)
     # (312 GPUs until async engines, staying full, ran the longest trajectory at the bulk's speed)
     # (every generated group trained, as before DAPO's dynamic sampling: 1/3 of them runs 0.73)
     args = (
@@ -1684,7 +1684,8 @@ def test_a_trajectory_just_beyond_the_bound_is_printed_beyond_it():
     r = run_cli(*args, "--gpus", "192", "-f", "json")
     versions = r.json()["rl"]["longest_trajectory_policy_versions"]
     assert 1.05 < versions < 1.15  # one digit shows it beyond: 1.1
-    assert f"spans {versions:.1f} policy updates, beyond the staleness bound of 1" in r.stderr
+    assert f"spans {versions:.1f} policy updates (in flight " in r.stderr
+    assert "s step), beyond the staleness bound of 1" in r.stderr
 
 
 def test_a_trajectory_a_rounding_past_the_bound_does_not_break_the_warning():
@@ -2045,3 +2046,24 @@ def test_an_rl_estimate_imports_no_numpy_ma():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stderr.strip().splitlines()[-1] == "False", r.stderr
+
+
+def test_an_async_steps_policy_versions_come_from_a_printed_time_in_flight():
+    # an RL review: "spans 2.9 policy updates" could not be recomputed from the printed fields (914.9 s
+    # of longest trajectory over a 434.2 s step is 2.11): the time in flight is a field now, the
+    # trajectory stretched by its replica's prefills plus its sandbox's start and verification
+    r = run_cli("rl", "--hardware", "vera-rubin", "--mode", "async", "-f", "json")
+    assert r.code == 0, r.stderr
+    rl = r.json()["rl"]
+    g, flight = rl["generation"], rl["longest_trajectory_in_flight_s"]
+    assert rl["longest_trajectory_policy_versions"] == pytest.approx(flight / rl["step_seconds"], rel=1e-12)
+    stretched = (
+        g["longest_trajectory_s"] * (g["decode_and_tools_s"] + g["prefill_s"]) / g["decode_and_tools_s"]
+    )
+    assert stretched < flight < stretched + 600  # the sandbox's start and verification: minutes
+    versions = rl["longest_trajectory_policy_versions"]
+    assert f"spans {versions:.1f} policy updates (in flight {flight:,.4g} s" in r.stderr
+    sync = run_cli("rl", "--hardware", "vera-rubin", "-f", "json").json()["rl"]
+    assert (
+        sync["longest_trajectory_in_flight_s"] is None and sync["longest_trajectory_policy_versions"] is None
+    )

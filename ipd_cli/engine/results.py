@@ -960,9 +960,16 @@ class Rl(Result):
     staleness_bound: int | None = Field(
         default=None, description="async: the most policy versions a rollout may be behind on average"
     )
+    longest_trajectory_in_flight_s: float | None = Field(
+        default=None,
+        description="async: the longest trajectory's time in flight: generation.longest_trajectory_s "
+        "stretched by its replica's prefills (x generation step / (generation step - prefill_s)), "
+        "plus its sandbox's start and verification",
+    )
     longest_trajectory_policy_versions: float | None = Field(
         default=None,
-        description="async: policy updates during the longest trajectory (its response at the bulk's "
+        description="async: policy updates during the longest trajectory, "
+        "longest_trajectory_in_flight_s / step_seconds (its response at the bulk's "
         "speed, the engines staying full, plus its tool waits and its sandbox's start and "
         "verification, over the step): beyond "
         "staleness_bound it runs on through "

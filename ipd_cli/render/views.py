@@ -297,6 +297,17 @@ def _idle_and_long_lines(hw: str, pre: dict[str, Any]) -> list[str]:
     return out
 
 
+def _in_flight(rl: dict[str, Any]) -> str:
+    """The seconds the policy versions of the longest async trajectory come from (an RL review: 2.9
+    could not be recomputed from the printed fields, 914.9 s of trajectory over a 434.2 s step)."""
+    flight, step = rl.get("longest_trajectory_in_flight_s"), rl.get("step_seconds")
+    if flight is None or not step:
+        return ""
+    return (
+        f" (in flight {flight:,.4g} s, its prefill waits and sandbox included, over the {step:,.4g} s step)"
+    )
+
+
 def _nested(name: str, block: dict[str, Any]) -> list[Grid]:
     """A grid for each mapping inside ``block`` and the mappings inside those (the weight sync's
     terms under `rl.weight_sync`, which the table left out while JSON and CSV carried them; a user
@@ -694,7 +705,8 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
     if versions is not None and versions > (rl.get("staleness_bound") or 0):
         digits = next((n for n in range(1, 16) if round(versions, n) > rl["staleness_bound"]), 15)
         out.append(
-            f"{hw}: the longest RL trajectory spans {versions:.{digits}f} policy updates, beyond the "
+            f"{hw}: the longest RL trajectory spans {versions:.{digits}f} policy updates"
+            f"{_in_flight(rl)}, beyond the "
             f"staleness bound of {rl['staleness_bound']}: it runs on through in-flight weight "
             "updates as a mixed-version rollout (or is aborted); a longer step or a larger bound "
             "keeps it within (workload.partial_rollouts=false holds every trajectory within it)"

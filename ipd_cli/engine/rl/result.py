@@ -192,6 +192,7 @@ def assemble(
         sandbox_cores_bind=_cores_bind(s, out, gen_gpus, billed, mode == "async"),
         mean_staleness_steps=_staleness(mode, out),
         staleness_bound=s.w.staleness_bound if s.w.mode == "async" else None,
+        longest_trajectory_in_flight_s=out.gen.critical_s if mode == "async" else None,
         longest_trajectory_policy_versions=out.gen.critical_s / t if mode == "async" else None,
         latency_bound=out.gen.latency_bound,
         price_usd_per_gpu_hour=price,
