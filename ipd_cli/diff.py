@@ -92,6 +92,10 @@ def _whole(text: str) -> int:
     return value
 
 
+class _TruncatedLines(Exception):
+    """JSON lines whose last line is not a whole object (its number)."""
+
+
 class _DuplicateKey(Exception):
     """A key given twice in one JSON object (ipd never writes one; json.loads kept the last)."""
 
@@ -123,8 +127,15 @@ def read_json(path: Path | str) -> Any:
         doc = _rows_or_document(text)
     except _DuplicateKey as e:  # an input review: taken, the last one kept
         raise InputError(f"{path}: the key '{e}' appears twice in one object; not an ipd output") from None
+    except _TruncatedLines as e:
+        raise InputError(
+            f"{path}: JSON lines whose last line ({e}) is cut short (a sweep stopped while writing?); "
+            "drop that line or write the sweep again"
+        ) from None
     except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not ipd JSON output ({e}); make it with --format json") from None
+        csv = text.lstrip().split("\n", 1)[0].count(",") > 0 and not text.lstrip().startswith(("{", "["))
+        kind = "a CSV table, not ipd JSON output" if csv else f"not ipd JSON output ({e})"
+        raise InputError(f"{path}: {kind}; make it with --format json") from None
     except _BeyondFloat as e:  # a review: "numbers out of range", exit 1
         raise InputError(f"{path}: holds {e}, beyond a float; not an ipd output") from None
     except ValueError as e:
@@ -179,10 +190,16 @@ def _rows_or_document(text: str) -> Any:
         if not e.msg.startswith("Extra data"):  # not several documents: not JSON lines either
             raise
         lines = [line for line in text.splitlines() if line.strip()]
-        try:
-            rows = [_loads(line) for line in lines]
-        except json.JSONDecodeError:
-            raise e from None  # not one document per line: the first error says where
+        rows = []
+        for n, line in enumerate(lines, 1):
+            try:
+                rows.append(_loads(line))
+            except json.JSONDecodeError:
+                if n > 1 and n == len(lines) and line.lstrip().startswith("{"):
+                    # JSON lines whose last is cut short (a sweep stopped mid-write): say so (a CLI
+                    # review: "Extra data: line 2 column 1" pointed at the second line)
+                    raise _TruncatedLines(n) from None
+                raise e from None  # not one document per line: the first error says where
         if not all(isinstance(r, dict) for r in rows):
             raise
         return rows

@@ -2459,3 +2459,22 @@ def test_metrics_words_stand_alone_in_any_case_and_a_missing_value_names_its_com
     listing = run_cli("hardware", "list", "--format")
     clean_error(listing, 2, "(see 'ipd hardware list --help')")
     clean_error(run_cli("--bogus"), 2, "(see 'ipd --help')")
+
+
+def test_diff_names_a_cut_short_json_lines_file_and_a_csv_table(tmp_path):
+    # a CLI review: JSON lines whose last line was cut short read "not ipd JSON output (Extra data:
+    # line 2 column 1 ...)", and a CSV table "Expecting value: line 1 column 1"
+    lines = run_cli("sweep", "--vary", "hardware=h100,b200", "--metrics", "headline", "-f", "jsonl")
+    assert lines.code == 0, lines.stderr
+    whole, cut = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    whole.write_text(lines.stdout)
+    cut.write_text(lines.stdout[:-40])
+    assert run_cli("diff", str(whole), str(whole), "-f", "json").code == 0
+    clean_error(run_cli("diff", str(whole), str(cut)), 2, "JSON lines whose last line (2) is cut short")
+    table = tmp_path / "a.csv"
+    table.write_text(run_cli("sweep", "--vary", "hardware=h100", "--metrics", "headline", "-f", "csv").stdout)
+    clean_error(
+        run_cli("diff", str(table), str(whole)),
+        2,
+        "a CSV table, not ipd JSON output; make it with --format json",
+    )
