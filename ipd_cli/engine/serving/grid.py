@@ -4,10 +4,13 @@ Space, per system, model, weight precision and request shape:
 
 * instance GPUs ``g``: the catalog's sizes inside one scale-up domain and the domain's divisors
   (on a 72-GPU rack 3, 6, 9, 12, 18, 24 and 36 too, which tile it), then whole domains
-  (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``); an instance that does not
-  tile its domain pays for the GPUs it strands; a decode instance's stage (its TP or EP group)
-  spans at most the stack's ``max_decode_stage_domains`` domains (the widest it has published on
-  the family; a pinned size reaches beyond), the prefill instances only the instance bound;
+  (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``), and beyond one domain the
+  sizes of pipelines whose stages divide it that are not whole domains, each with those stage
+  counts only (96 GPUs as 12 stages of 8 on a 72-GPU rack: :func:`_tiled_pipelines`); an
+  instance that does not tile its domain pays for the GPUs it strands; a decode instance's stage
+  (its TP or EP group) spans at most the stack's ``max_decode_stage_domains`` domains (the widest
+  it has published on the family; a pinned size reaches beyond), the prefill instances only the
+  instance bound;
 * pipeline stages ``pp`` (inside a domain or across domains; each stage a size that tiles the
   domains, or a searched size smaller than a domain, which strands and pays the rest of each
   domain it sits in; a pinned stage count alone adds every such stage size times it, as a pinned
@@ -174,6 +177,20 @@ def instance_sizes(ph: Physics, extra: int | None = None) -> list[int]:
     return sorted({*sizes, *([extra] if extra else [])})
 
 
+def _tiled_pipelines(ph: Physics) -> tuple[Any, Any]:
+    """Instance sizes beyond one domain that are not whole domains, of pipelines whose stages divide
+    the domain, and those stage sizes: stage GPUs s < domain dividing it, times stages on the
+    2^a 3^b ladder up to the layers, up to ``max_domains`` domains. An 8-GPU node's system reaches
+    96 GPUs as 12 whole domains; a 72-GPU rack, whose whole domains are 72, 144 ..., reached 12
+    stages of 8 only where pinned (a review: GB300 served the 10T MoE at BF16 10 % below B300, TP16
+    PP9 on 162 GPUs, where `--instance-gpus 96` found B300's TP8 PP12 and 4 % more than B300)."""
+    import numpy as np
+
+    stage = np.array([d for d in range(1, ph.domain) if ph.domain % d == 0], dtype=int)
+    g = (stage[:, None] * np.array(_smooth(ph.layers), dtype=int)[None, :]).reshape(-1)
+    return distinct(g[(g > ph.domain) & (g % ph.domain != 0) & (g <= ph.max_domains * ph.domain)]), stage
+
+
 def layouts(ph: Physics, pins: Pins | None = None) -> dict[str, Any]:
     """Every layout the model can run in on this system (definitions applied, not feasibility)."""
     pins = pins or Pins()
@@ -225,6 +242,10 @@ def _layouts(ph: Physics, pins: Pins) -> dict[str, Any]:
     staged = distinct(np.concatenate((sizes, divisors))) if npp else sizes  # np.union1d
     extra = distinct(staged * npp) if npp else np.array([], dtype=int)
     extra = extra[~member(extra, sizes)]  # np.setdiff1d
+    # pipelines beyond one domain of stages that divide it, at sizes that are not whole domains
+    # (96 GPUs as 12 stages of 8 on 72-GPU racks), each only with its own stage counts
+    piped, piped_stage = _tiled_pipelines(ph)
+    piped = piped[~member(piped, sizes) & ~member(piped, extra)]  # np.setdiff1d
     # pipeline stages beyond the layers and attention TP beyond the heads never run: not enumerated
     stages = set(_smooth(ph.layers)) | ({pins.pipeline_stages} if pins.pipeline_stages else set())
     n = pins.instance_gpus
@@ -232,7 +253,7 @@ def _layouts(ph: Physics, pins: Pins) -> dict[str, Any]:
         # those beyond the layers too, so that a refusal names the rule
         stages |= {p for p in range(1, n + 1) if n % p == 0}
     cols = product(
-        g=distinct(np.concatenate((sizes, extra), axis=None)).astype(int),  # np.union1d
+        g=distinct(np.concatenate((sizes, extra, piped), axis=None)).astype(int),  # np.union1d
         pp=np.array(sorted(stages)),
         tcode=np.arange(-1, ph.heads.bit_length()),
         fam=np.array([TP, TEP, DEP] if ph.moe else [TP]),
@@ -267,6 +288,7 @@ def _layouts(ph: Physics, pins: Pins) -> dict[str, Any]:
     )
     keep = stage_ok & t_ok & fam_ok & ((cols["eplb"] == 0) | (e > 1)) & (g % pp == 0)
     keep &= ~member(g, extra) | (pp == npp)  # the stages' own sizes hold only their pipelines
+    keep &= ~member(g, piped) | member(s, piped_stage)  # (and those of ``piped``)
     out = take({**cols, "s": s, "t": t, "e": e}, keep)
     out.pop("tcode")
     return out
