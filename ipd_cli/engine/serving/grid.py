@@ -5,8 +5,9 @@ Space, per system, model, weight precision and request shape:
 * instance GPUs ``g``: the catalog's sizes inside one scale-up domain and the domain's divisors
   (on a 72-GPU rack 3, 6, 9, 12, 18, 24 and 36 too, which tile it), then whole domains
   (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``), and beyond one domain the
-  sizes of pipelines whose stages divide it that are not whole domains, each with those stage
-  counts only (96 GPUs as 12 stages of 8 on a 72-GPU rack: :func:`_tiled_pipelines`); an
+  sizes of pipelines whose stages, of the catalog's sizes, divide it that are not whole domains,
+  each with those stage counts only (96 GPUs as 12 stages of 8 on a 72-GPU rack:
+  :func:`_tiled_pipelines`); an
   instance that does not tile its domain pays for the GPUs it strands; a decode instance's stage
   (its TP or EP group) spans at most the stack's ``max_decode_stage_domains`` domains (the widest
   it has published on the family; a pinned size reaches beyond), the prefill instances only the
@@ -179,14 +180,18 @@ def instance_sizes(ph: Physics, extra: int | None = None) -> list[int]:
 
 def _tiled_pipelines(ph: Physics) -> tuple[Any, Any]:
     """Instance sizes beyond one domain that are not whole domains, of pipelines whose stages divide
-    the domain, and those stage sizes: stage GPUs s < domain dividing it, times stages on the
-    2^a 3^b ladder up to the layers, up to ``max_domains`` domains. An 8-GPU node's system reaches
-    96 GPUs as 12 whole domains; a 72-GPU rack, whose whole domains are 72, 144 ..., reached 12
-    stages of 8 only where pinned (a review: GB300 served the 10T MoE at BF16 10 % below B300, TP16
-    PP9 on 162 GPUs, where `--instance-gpus 96` found B300's TP8 PP12 and 4 % more than B300)."""
+    the domain, and those stage sizes: stage GPUs of the catalog's sizes below the domain that
+    divide it (1, 2, 4 and 8 on a 72-GPU rack), times stages on the 2^a 3^b ladder up to the layers,
+    up to ``max_domains`` domains. An 8-GPU node's system reaches 96 GPUs as 12 whole domains; a
+    72-GPU rack, whose whole domains are 72, 144 ..., reached 12 stages of 8 only where pinned (a
+    review: GB300 served the 10T MoE at BF16 10 % below B300, TP16 PP9 on 162 GPUs, where
+    `--instance-gpus 96` found B300's TP8 PP12 and 4 % more than B300). Every divisor of the domain
+    as a stage (3, 6, 9 ... 36 too) grew DeepSeek-R1's GB200 grid 17 % (305,600 to 357,200 rows)
+    against these 4 % (318,800), its search's instructions 26 % against 8.5 % (callgrind), and
+    changed no answer these do not (896 serving answers, 16 systems, 28 models, 2026-12-07)."""
     import numpy as np
 
-    stage = np.array([d for d in range(1, ph.domain) if ph.domain % d == 0], dtype=int)
+    stage = np.array([d for d in ph.instance_sizes if d < ph.domain and ph.domain % d == 0], dtype=int)
     g = (stage[:, None] * np.array(_smooth(ph.layers), dtype=int)[None, :]).reshape(-1)
     return distinct(g[(g > ph.domain) & (g % ph.domain != 0) & (g <= ph.max_domains * ph.domain)]), stage
 
