@@ -941,6 +941,13 @@ def test_a_deadline_no_cluster_holds_says_memory_not_later_deadline():
     assert tiny.code == 1
     assert "no cluster holds it: give a smaller model or more memory per GPU" in tiny.stderr
     assert "later --days" not in tiny.stderr
+    # a state beyond 100M GPUs' memory is said without a plan search over them (4 s at 1e-300)
+    none = run_cli(
+        "train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "30",
+        "--set", "accelerators.h100-sxm.hbm_gib=1e-6",
+    )  # fmt: skip
+    assert none.code == 1
+    assert "GPUs at least, more than 100,000,000; no cluster holds it: give a smaller model" in none.stderr
     whole = run_cli(
         "train", "--hardware", "h100", "--model", "llama-3.1-405b", "--tokens", "15.6e12", "--days", "1e5",
         "--plan", "tp=1,pp=1,recompute=none,zero=0",

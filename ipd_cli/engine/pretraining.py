@@ -206,6 +206,13 @@ def _fastest(x: dict) -> dict[str, float] | str:
 
     with np.errstate(all="ignore"):  # extreme inputs end as inf or NaN, as in :func:`solve`
         y = tpn.derive(x)
+        need = tpn.min_gpus_for_memory(y)
+        if not need <= MAX_GPUS:  # no plan search needed to say so (at 1e-300 of HBM usable, the
+            # search over MAX_GPUS that finds nothing took 4 s)
+            return (
+                f"its training state needs the memory of {count_text(need)} GPUs at least, more than "
+                f"{MAX_GPUS:,}; no cluster holds it: give a smaller model or more memory per GPU"
+            )
         try:
             return run_numbers(y, tpn.find_fixed(y, MAX_GPUS, x["pins"]))
         except InfeasibleError as e:
