@@ -610,8 +610,10 @@ def _no_run(meta: dict, x: dict, why: str) -> str:
         if work > 1.01
         else ""
     )
-    step = 10.0 ** (math.floor(math.log10(wall)) - 2)  # rounded up at three digits: a deadline that runs
-    least = math.ceil(wall / step) * step
+    least = wall  # rounded up at three digits: a deadline that runs
+    if math.isfinite(wall) and wall > 0:
+        step = 10.0 ** (math.floor(math.log10(wall)) - 2)
+        least = math.ceil(wall / step) * step
     return (
         f"{head}{pins}: its fastest plan takes {wall:,.4g} days (on {used:,.0f} GPUs{batch}); give a "
         f"later `deadline_days` (at least {least:,.3g}), fewer `tokens`, or a smaller `model`"

@@ -12,7 +12,7 @@ per user, then the most tokens/s per GPU, then the fewer deployment GPUs, then t
 2-D arrays, rows x traffic values, evaluated in blocks of at most :data:`BLOCK_CELLS` cells. Ties
 go to speed first: the same GPUs cost the same, and the faster configuration serves the traffic's
 users better (an audit: DeepSeek-V3 on B200 at 0.1 requests/s was served by `DEP4 EPLB batch 986`
-at 6.7 tokens/s per user, 0.4 % of its slots in use, where the same 4 GPUs run 92 at a small batch).
+at 6.7 tokens/s per user, 0.4 % of its slots in use, where the same 4 GPUs serve `TP4 batch 2` at 187).
 
 Without a TTFT target, rows whose columns no traffic moves (aggregated instances, pinned pools)
 are reduced first, per deployment size, to those no other row of the size beats on both tokens/s
