@@ -466,7 +466,7 @@ def _stage_sets_not_shown(entry: dict, sets: list[str]) -> list[str]:
     out = []
     for item in sets:
         keys = item.partition("=")[0].split(".")
-        stage = entry.get(keys[1]) if len(keys) > 2 else None
+        stage = entry.get(keys[1]) if len(keys) > 2 and keys[0] == "workload" else None
         if isinstance(stage, dict) and "workload" in stage and keys[2] not in stage:
             out.append(
                 f"--set {item}: changes the workload {stage['workload']!r} that this scenario's "
