@@ -990,3 +990,8 @@ def gpus_in_power_budget(site_mw, kw_per_gpu, pue, gpus_per_system):
 def tasks_per_day(gpus, tokens_per_s_per_gpu, tokens_per_task, success_per_task):
     """Tasks solved per day by ``gpus`` serving at ``tokens_per_s_per_gpu``."""
     return gpus * tokens_per_s_per_gpu * SECONDS_PER_DAY / tokens_per_task * success_per_task
+
+
+def beyond_a_year(days: float) -> bool:
+    """Whether ``days`` (a schedule's days a year) run past the year, a rounding's hair allowed."""
+    return days > DAYS_PER_YEAR * (1 + 1e-9)

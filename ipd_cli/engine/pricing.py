@@ -245,7 +245,7 @@ def rl_pool_notes(systems: list[Any]) -> list[str]:
             continue
         fits = " whose schedule fits the year" if rl.pool_fits_schedule else ""
         days = rl.run.wall_days_per_refresh * rl.run.refreshes_per_year
-        if rl.pool_fits_schedule and days > f.DAYS_PER_YEAR * (1 + 1e-9):
+        if rl.pool_fits_schedule and f.beyond_a_year(days):
             # a budget bought more refreshes than the RL workload's, which the search checked (an
             # RL review: "whose schedule fits the year" beside a warning that it takes 662 days)
             fits = (

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ipd_cli.catalog.catalog import Catalog
-from ipd_cli.catalog.overrides import entry_name
+from ipd_cli.catalog.overrides import entry_name, value_key
 from ipd_cli.catalog.workloads import check_mfu_scope
 from ipd_cli.errors import ExitCode, InfeasibleError, InputError, IpdError, did_you_mean
 
@@ -797,8 +797,6 @@ def check_set_beside_axis(cat: Catalog, plan: SweepPlan) -> None:
     """A `sets` value whose catalog path an axis varies is replaced by the axis's values: refused
     (it was dropped silently: a fuzzing review). A workload field may need a value beside the axis
     for the workload to be whole (`gen_gpus` with the `train_gpus` an axis varies): let be."""
-    from ipd_cli.catalog.overrides import value_key
-
     varied = {a.path for a in plan.numeric}  # canonical (an alias of a system is its name)
     for o in cat.overrides:
         # however spelt: `X.value` and a price's `.usd_per_gpu_hour` set X (they slipped past)
@@ -813,8 +811,6 @@ def check_price_axis(cat: Catalog, plan: SweepPlan) -> None:
     varied or set beside it (a rental price point, capex, the owning cost's economics) would
     change nothing, which a spreadsheet of its rows would not show (a user review: a
     rental-price axis of 8 and 9 gave the same rows)."""
-    from ipd_cli.catalog.overrides import value_key
-
     from .pricing import owning_input, rental_input
 
     if not any(a.path == PRICE for a in plan.numeric):

@@ -689,12 +689,12 @@ def _rl_lines(hw: str, rl: dict) -> list[str]:
             "sandbox, would shorten the step)"
         )
     out += _idle_generation_lines(hw, rl)
-    from ipd_cli.engine.formulas import DAYS_PER_YEAR
+    from ipd_cli.engine.formulas import DAYS_PER_YEAR, beyond_a_year
 
     run = rl.get("run")
     if isinstance(run, dict) and isinstance(run.get("wall_days_per_refresh"), int | float):
         days = run["wall_days_per_refresh"] * (run.get("refreshes_per_year") or 0)
-        if days > DAYS_PER_YEAR * (1 + 1e-9):  # a review: 1,000 refreshes of 0.59 days said nothing
+        if beyond_a_year(days):  # a review: 1,000 refreshes of 0.59 days said nothing
             out.append(
                 f"{hw}: the RL schedule ({run['refreshes_per_year']:,.4g} refreshes a year of "
                 f"{run['wall_days_per_refresh']:,.3g} days each) takes {fmt_num(days)} days a year: "

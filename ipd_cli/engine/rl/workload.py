@@ -144,6 +144,22 @@ class RlNumbers:
         return self.prompt_tokens + self.observation_tokens + self.mean_response_tokens
 
 
+def _gpus_note(pinned: bool, colocated: bool) -> str:
+    """What the workload's ``gpus`` are to the step: all of it where pinned, else a cap within which
+    the pool with the least cost per scheduled step runs (a split's, or a colocated step's)."""
+    if pinned:
+        return (
+            "pinned: generation and training both run on all of it"
+            if colocated
+            else "pinned: the pool the split search divides"
+        )
+    step = "the step, generating and training on the same GPUs," if colocated else "a searched split"
+    return (
+        f"a cap (the cluster available): {step} runs on the pool within it with the least cost per step "
+        "whose schedule fits the year (workload.pin_gpus=true: on all of it)"
+    )
+
+
 def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
     """The workload's numbers, each recorded with its ``workload.*`` path."""
 
@@ -164,19 +180,7 @@ def workload_numbers(trace: Trace, w: RlWorkload, origin: str) -> RlNumbers:
             "GPUs",
             origin,
             path="workload.gpus",
-            note=(
-                "pinned: the pool the split search divides"
-                if w.pin_gpus and w.mode != "colocated"
-                else "pinned: generation and training both run on all of it"
-                if w.pin_gpus
-                else "a cap (the cluster available): the step, generating and training on the same GPUs, "
-                "runs on the pool within it with the least cost per step whose schedule fits the year "
-                "(workload.pin_gpus=true: on all of it)"
-                if w.mode == "colocated"
-                else "a cap (the cluster available): a searched split runs on the pool within it with "
-                "the least cost per step whose schedule fits the year (workload.pin_gpus=true: on all "
-                "of it)"
-            )
+            note=_gpus_note(w.pin_gpus, w.mode == "colocated")
             + "; a trainer that cannot hold the training state grows it to the fewest that can (the "
             "RL GPU rows and a warning say so)",
         )

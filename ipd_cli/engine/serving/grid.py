@@ -7,11 +7,10 @@ Space, per system, model, weight precision and request shape:
   (2, 3, 4, 6, 8, 9, 12, ... up to ``serving.max_instance_domains``), and beyond one domain the
   sizes of pipelines whose stages, of the catalog's sizes, divide it that are not whole domains,
   each with those stage counts only (96 GPUs as 12 stages of 8 on a 72-GPU rack:
-  :func:`_tiled_pipelines`); an
-  instance that does not tile its domain pays for the GPUs it strands; a decode instance's stage
-  (its TP or EP group) spans at most the stack's ``max_decode_stage_domains`` domains (the widest
-  it has published on the family; a pinned size reaches beyond), the prefill instances only the
-  instance bound;
+  :func:`_tiled_pipelines`); an instance that does not tile its domain pays for the GPUs it
+  strands; a decode instance's stage (its TP or EP group) spans at most the stack's
+  ``max_decode_stage_domains`` domains (the widest it has published on the family; a pinned size
+  reaches beyond), the prefill instances only the instance bound;
 * pipeline stages ``pp`` (inside a domain or across domains; each stage a size that tiles the
   domains, or a searched size smaller than a domain, which strands and pays the rest of each
   domain it sits in; a pinned stage count alone adds every such stage size times it, as a pinned
